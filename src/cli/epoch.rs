@@ -1,0 +1,10 @@
+//! `harnery epoch`.
+
+use super::CmdResult;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> CmdResult {
+    super::not_built("epoch")
+}

@@ -1,0 +1,1 @@
+//! `HARNERY_HOME`: where everything lives, and the permissions it keeps.

@@ -1,0 +1,12 @@
+//! harnery: a spool-first recorder and finalizer for AI coding agents.
+//!
+//! The library owns every rule; the two binaries in `bin/` only parse their
+//! arguments and call in here. Layers, from the bottom up:
+//! `home`, `clock` → `spool`, `contract` → `adapter`, `ledger` →
+//! `finalize`, `epoch`, `read`, `recover`, `install` → `cli`.
+//! The hook binary reaches only `home`, `clock` and `spool`.
+
+pub mod cli;
+pub mod clock;
+pub mod home;
+pub mod spool;

@@ -1,0 +1,1 @@
+//! The intake spool: framed, checksummed records of raw agent signals.
