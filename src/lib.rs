@@ -8,5 +8,6 @@
 
 pub mod cli;
 pub mod clock;
+pub mod contract;
 pub mod home;
 pub mod spool;

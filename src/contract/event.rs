@@ -1,0 +1,200 @@
+//! The event envelope: the fields every canonical event carries, whatever
+//! its type.
+
+use serde::{Deserialize, Serialize};
+
+use super::payload::{EventType, Payload};
+use crate::clock::ClockSample;
+
+/// Which agent dialect a session speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AdapterId {
+    ClaudeCode,
+    Copilot,
+}
+
+impl AdapterId {
+    pub const ALL: [AdapterId; 2] = [AdapterId::ClaudeCode, AdapterId::Copilot];
+
+    /// The name used on the command line and in spool paths.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AdapterId::ClaudeCode => "claude-code",
+            AdapterId::Copilot => "copilot",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<AdapterId> {
+        AdapterId::ALL.into_iter().find(|a| a.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for AdapterId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A stable event id: deterministic from what produced the event, so that
+/// normalizing the same raw records twice yields the same ids.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct EventId(pub String);
+
+impl EventId {
+    /// Derive an id from a domain tag and any number of byte parts, each
+    /// length-prefixed so that no two part lists collide.
+    pub fn derive(tag: &str, parts: &[&[u8]]) -> EventId {
+        let mut hasher = blake3::Hasher::new();
+        hasher.update(&(tag.len() as u64).to_le_bytes());
+        hasher.update(tag.as_bytes());
+        for part in parts {
+            hasher.update(&(part.len() as u64).to_le_bytes());
+            hasher.update(part);
+        }
+        let hex = hasher.finalize().to_hex();
+        EventId(format!("ev_{}", &hex[..32]))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for EventId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The session an event belongs to. Copilot subagent hooks arrive under the
+/// agent id and are mapped here to their parent session; `agent_id` keeps
+/// which agent within the session spoke.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionRef {
+    pub adapter: AdapterId,
+    pub session_id: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Attestation {
+    /// The agent itself reported this event.
+    Native,
+    /// harnery minted or teed it; see the payload's `recovery` block.
+    Derived,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Confidence {
+    Low,
+    Medium,
+    High,
+}
+
+impl Confidence {
+    /// One step lower, as for events whose turn was stamped by producer state.
+    pub fn downgraded(self) -> Confidence {
+        match self {
+            Confidence::High => Confidence::Medium,
+            Confidence::Medium | Confidence::Low => Confidence::Low,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Provenance {
+    pub attestation: Attestation,
+    pub confidence: Confidence,
+}
+
+impl Provenance {
+    pub const NATIVE: Provenance = Provenance {
+        attestation: Attestation::Native,
+        confidence: Confidence::High,
+    };
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnSource {
+    /// The adapter named the turn (Claude Code `prompt_id`).
+    Native,
+    /// Producer state stamped it (Copilot: prompt … agentStop).
+    Stamped,
+    /// No trustworthy turn.
+    None,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TurnAttribution {
+    pub source: TurnSource,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<String>,
+}
+
+impl TurnAttribution {
+    pub fn none() -> TurnAttribution {
+        TurnAttribution {
+            source: TurnSource::None,
+            turn_id: None,
+        }
+    }
+}
+
+/// Where the event's time came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimeSource {
+    /// A timestamp inside the agent's payload.
+    Agent,
+    /// The hook's receive time (Claude Code payloads carry none).
+    Received,
+    /// The finalizer's own clock (derived events).
+    Finalizer,
+}
+
+/// A pointer back to one raw spool record: its digest (the key of the
+/// ledger's raw-signal table) and where it was read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRef {
+    pub record_digest: String,
+    pub event_name: Option<String>,
+}
+
+/// One canonical event, as appended to the ledger.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Event {
+    pub id: EventId,
+    pub session: SessionRef,
+    /// Position in the session's event sequence, from 0, without gaps.
+    pub offset: u64,
+    /// UTC nanoseconds since the Unix epoch.
+    pub time_unix_ns: i64,
+    pub time_source: TimeSource,
+    /// The boot-relative clock sample behind the event, when one exists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<ClockSample>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    pub turn: TurnAttribution,
+    pub provenance: Provenance,
+    /// The raw records this event came from; empty only for events the
+    /// finalizer minted with no single raw trigger.
+    pub raw: Vec<RawRef>,
+    #[serde(flatten)]
+    pub payload: Payload,
+}
+
+impl Event {
+    pub fn event_type(&self) -> EventType {
+        self.payload.event_type()
+    }
+}

@@ -1,0 +1,32 @@
+//! The canonical event contract: what a ledger row means.
+//!
+//! Owns the event envelope (id, offset, session, turn attribution,
+//! provenance, raw pointers), the strict payload of every event type, the
+//! `recovery` block of ADR 0078, the validator rules, and the schema digest
+//! that gates a ledger epoch. It never reads agent dialects (that is
+//! `adapter`) and never touches storage (that is `ledger`).
+
+mod digest;
+mod event;
+mod payload;
+mod validate;
+
+pub use digest::{
+    CONTRACT_GENERATION, DESCRIPTION, SchemaDescription, schema_digest, schema_digest_hex,
+};
+pub use event::{
+    AdapterId, Attestation, Confidence, Event, EventId, Provenance, RawRef, SessionRef, TimeSource,
+    TurnAttribution, TurnSource,
+};
+pub use payload::{
+    CommandCompleted, CommandRequested, CompactionCompleted, CompactionStarted, EndCancelled,
+    EndExpired, EndRequested, EndSalvaged, ErrorReported, EventType, HealthCondition, LateEvidence,
+    MessageDisplayed, Notification, Observation, Outcome, Payload, PermissionRequested,
+    PromptSubmitted, Recovery, RecoveryReason, SessionEnded, SessionStarted, SignalUnrecognized,
+    SubagentStarted, SubagentStopped, ToolBatchCompleted, ToolCompleted, ToolRequested,
+    TurnCompleted, TurnStarted,
+};
+pub use validate::{Rule, Violation, validate_event};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,369 @@
+//! Event types and their strict payloads. Every payload struct rejects
+//! unknown fields, so a row can only mean what this file says it means.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::event::EventId;
+
+/// An observed value, or `unknown` with a reason code. Unknown stays unknown.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Observation<T> {
+    Observed(T),
+    Unknown(String),
+}
+
+impl<T> Observation<T> {
+    pub fn unknown(reason: &str) -> Observation<T> {
+        Observation::Unknown(reason.to_string())
+    }
+
+    pub fn observed(&self) -> Option<&T> {
+        match self {
+            Observation::Observed(v) => Some(v),
+            Observation::Unknown(_) => None,
+        }
+    }
+}
+
+/// How a tool or command span ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Success,
+    Failure,
+    Interrupted,
+    Unknown,
+}
+
+/// The six reasons of ADR 0078 for which the finalizer mints a terminal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecoveryReason {
+    RequestNotObserved,
+    CompletionNotObservedBeforeTurnEnd,
+    CompletionNotObservedBeforeNextTurn,
+    SpanCapPressure,
+    ExplicitEndSalvage,
+    CommandCompletionNotObserved,
+}
+
+impl RecoveryReason {
+    pub const ALL: [RecoveryReason; 6] = [
+        RecoveryReason::RequestNotObserved,
+        RecoveryReason::CompletionNotObservedBeforeTurnEnd,
+        RecoveryReason::CompletionNotObservedBeforeNextTurn,
+        RecoveryReason::SpanCapPressure,
+        RecoveryReason::ExplicitEndSalvage,
+        RecoveryReason::CommandCompletionNotObserved,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RecoveryReason::RequestNotObserved => "request_not_observed",
+            RecoveryReason::CompletionNotObservedBeforeTurnEnd => {
+                "completion_not_observed_before_turn_end"
+            }
+            RecoveryReason::CompletionNotObservedBeforeNextTurn => {
+                "completion_not_observed_before_next_turn"
+            }
+            RecoveryReason::SpanCapPressure => "span_cap_pressure",
+            RecoveryReason::ExplicitEndSalvage => "explicit_end_salvage",
+            RecoveryReason::CommandCompletionNotObserved => "command_completion_not_observed",
+        }
+    }
+
+    /// The one event type this reason may appear on (validator rule 4).
+    pub fn event_type(self) -> EventType {
+        match self {
+            RecoveryReason::RequestNotObserved => EventType::ToolRequested,
+            RecoveryReason::CommandCompletionNotObserved => EventType::CommandCompleted,
+            _ => EventType::ToolCompleted,
+        }
+    }
+}
+
+impl std::fmt::Display for RecoveryReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The marker of a recovery event (ADR 0078).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Recovery {
+    pub reason: RecoveryReason,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_event_id: Option<EventId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elapsed_upper_bound_ms: Option<Observation<u64>>,
+}
+
+macro_rules! payload_struct {
+    ($(#[$meta:meta])* $name:ident { $($(#[$fmeta:meta])* $field:ident : $ty:ty),* $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct $name {
+            $($(#[$fmeta])* pub $field: $ty,)*
+        }
+    };
+}
+
+payload_struct!(SessionStarted {
+    /// startup, resume, compact, clear, new …, as the agent said it.
+    #[serde(default)] source: Option<String>,
+    #[serde(default)] cwd: Option<String>,
+    #[serde(default)] model: Option<String>,
+    #[serde(default)] transcript_path: Option<String>,
+});
+payload_struct!(SessionEnded {
+    #[serde(default)] reason: Option<String>,
+});
+payload_struct!(PromptSubmitted {
+    #[serde(default)] prompt: Option<String>,
+    /// The agent rewrote the prompt (Copilot `userPromptTransformed`).
+    #[serde(default)] transformed: bool,
+});
+payload_struct!(TurnStarted {
+    #[serde(default)] prompt_event_id: Option<EventId>,
+});
+payload_struct!(TurnCompleted {
+    #[serde(default)] stop_reason: Option<String>,
+});
+payload_struct!(ToolRequested {
+    #[serde(default)] tool_call_id: Option<String>,
+    tool_name: String,
+    /// blake3 of the canonical JSON of the tool input; the pairing key of
+    /// adapters without tool call ids.
+    input_digest: String,
+    #[serde(default)] input: Option<Value>,
+    #[serde(default)] recovery: Option<Recovery>,
+});
+payload_struct!(ToolCompleted {
+    #[serde(default)] tool_call_id: Option<String>,
+    tool_name: String,
+    #[serde(default)] requested_event_id: Option<EventId>,
+    outcome: Outcome,
+    duration_ms: Observation<u64>,
+    #[serde(default)] exit_code: Option<i64>,
+    #[serde(default)] error: Option<String>,
+    #[serde(default)] content: Option<Value>,
+    #[serde(default)] recovery: Option<Recovery>,
+});
+payload_struct!(CommandRequested {
+    argv: Vec<String>,
+    #[serde(default)] cwd: Option<String>,
+    #[serde(default)] pid: Option<u32>,
+});
+payload_struct!(CommandCompleted {
+    #[serde(default)] requested_event_id: Option<EventId>,
+    outcome: Outcome,
+    duration_ms: Observation<u64>,
+    #[serde(default)] exit_code: Option<i64>,
+    #[serde(default)] signal: Option<i32>,
+    #[serde(default)] recovery: Option<Recovery>,
+});
+payload_struct!(SubagentStarted {
+    agent_id: String,
+    #[serde(default)] agent_type: Option<String>,
+    #[serde(default)] agent_name: Option<String>,
+});
+payload_struct!(SubagentStopped {
+    agent_id: String,
+    #[serde(default)] agent_type: Option<String>,
+    #[serde(default)] stop_reason: Option<String>,
+});
+payload_struct!(CompactionStarted {
+    #[serde(default)] trigger: Option<String>,
+});
+payload_struct!(CompactionCompleted {
+    #[serde(default)] trigger: Option<String>,
+    #[serde(default)] summary: Option<String>,
+});
+payload_struct!(ErrorReported {
+    message: String,
+    #[serde(default)] context: Option<String>,
+    #[serde(default)] recoverable: Option<bool>,
+});
+payload_struct!(PermissionRequested {
+    tool_name: String,
+    #[serde(default)] input: Option<Value>,
+});
+payload_struct!(Notification {
+    #[serde(default)] kind: Option<String>,
+    #[serde(default)] message: Option<String>,
+});
+payload_struct!(MessageDisplayed {
+    #[serde(default)] message_id: Option<String>,
+    #[serde(default)] text: Option<String>,
+    #[serde(default)] is_final: Option<bool>,
+});
+payload_struct!(ToolBatchCompleted { calls: u64 });
+payload_struct!(
+    /// A native completion that arrived after its span was already
+    /// recovered: evidence, not a second terminal.
+    LateEvidence {
+        span_request_event_id: EventId,
+        recovered_event_id: EventId,
+        outcome: Outcome,
+        #[serde(default)] error: Option<String>,
+    }
+);
+payload_struct!(EndRequested {
+    /// `native` (the agent's session end) or `operator` (`harnery end`).
+    origin: String,
+    #[serde(default)] reason: Option<String>,
+    /// The open spans the request approves for salvage, by request event id.
+    approved_spans: Vec<EventId>,
+});
+payload_struct!(EndSalvaged {
+    end_event_id: EventId,
+    salvaged_spans: u64,
+});
+payload_struct!(EndCancelled {
+    end_event_id: EventId,
+    /// `native_work` or `superseded`.
+    cause: String,
+});
+payload_struct!(EndExpired {
+    end_event_id: EventId,
+});
+payload_struct!(HealthCondition {
+    code: String,
+    detail: String,
+});
+payload_struct!(SignalUnrecognized {
+    #[serde(default)] adapter_event: Option<String>,
+    reason: String,
+});
+
+/// The payload of an event, tagged with its type.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "payload")]
+pub enum Payload {
+    #[serde(rename = "session.started")]
+    SessionStarted(SessionStarted),
+    #[serde(rename = "session.ended")]
+    SessionEnded(SessionEnded),
+    #[serde(rename = "prompt.submitted")]
+    PromptSubmitted(PromptSubmitted),
+    #[serde(rename = "turn.started")]
+    TurnStarted(TurnStarted),
+    #[serde(rename = "turn.completed")]
+    TurnCompleted(TurnCompleted),
+    #[serde(rename = "tool.requested")]
+    ToolRequested(ToolRequested),
+    #[serde(rename = "tool.completed")]
+    ToolCompleted(ToolCompleted),
+    #[serde(rename = "command.requested")]
+    CommandRequested(CommandRequested),
+    #[serde(rename = "command.completed")]
+    CommandCompleted(CommandCompleted),
+    #[serde(rename = "subagent.started")]
+    SubagentStarted(SubagentStarted),
+    #[serde(rename = "subagent.stopped")]
+    SubagentStopped(SubagentStopped),
+    #[serde(rename = "compaction.started")]
+    CompactionStarted(CompactionStarted),
+    #[serde(rename = "compaction.completed")]
+    CompactionCompleted(CompactionCompleted),
+    #[serde(rename = "error.reported")]
+    ErrorReported(ErrorReported),
+    #[serde(rename = "permission.requested")]
+    PermissionRequested(PermissionRequested),
+    #[serde(rename = "notification")]
+    Notification(Notification),
+    #[serde(rename = "message.displayed")]
+    MessageDisplayed(MessageDisplayed),
+    #[serde(rename = "tool.batch_completed")]
+    ToolBatchCompleted(ToolBatchCompleted),
+    #[serde(rename = "tool.late_evidence")]
+    LateEvidence(LateEvidence),
+    #[serde(rename = "end.requested")]
+    EndRequested(EndRequested),
+    #[serde(rename = "end.salvaged")]
+    EndSalvaged(EndSalvaged),
+    #[serde(rename = "end.cancelled")]
+    EndCancelled(EndCancelled),
+    #[serde(rename = "end.expired")]
+    EndExpired(EndExpired),
+    #[serde(rename = "health.condition")]
+    HealthCondition(HealthCondition),
+    #[serde(rename = "signal.unrecognized")]
+    SignalUnrecognized(SignalUnrecognized),
+}
+
+macro_rules! event_types {
+    ($($variant:ident => $name:literal),* $(,)?) => {
+        /// The type of an event, without its payload.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum EventType { $($variant,)* }
+
+        impl EventType {
+            pub const ALL: &'static [EventType] = &[$(EventType::$variant,)*];
+
+            pub fn as_str(self) -> &'static str {
+                match self { $(EventType::$variant => $name,)* }
+            }
+
+            pub fn parse(name: &str) -> Option<EventType> {
+                match name { $($name => Some(EventType::$variant),)* _ => None }
+            }
+        }
+
+        impl Payload {
+            pub fn event_type(&self) -> EventType {
+                match self { $(Payload::$variant(_) => EventType::$variant,)* }
+            }
+        }
+    };
+}
+
+event_types! {
+    SessionStarted => "session.started",
+    SessionEnded => "session.ended",
+    PromptSubmitted => "prompt.submitted",
+    TurnStarted => "turn.started",
+    TurnCompleted => "turn.completed",
+    ToolRequested => "tool.requested",
+    ToolCompleted => "tool.completed",
+    CommandRequested => "command.requested",
+    CommandCompleted => "command.completed",
+    SubagentStarted => "subagent.started",
+    SubagentStopped => "subagent.stopped",
+    CompactionStarted => "compaction.started",
+    CompactionCompleted => "compaction.completed",
+    ErrorReported => "error.reported",
+    PermissionRequested => "permission.requested",
+    Notification => "notification",
+    MessageDisplayed => "message.displayed",
+    ToolBatchCompleted => "tool.batch_completed",
+    LateEvidence => "tool.late_evidence",
+    EndRequested => "end.requested",
+    EndSalvaged => "end.salvaged",
+    EndCancelled => "end.cancelled",
+    EndExpired => "end.expired",
+    HealthCondition => "health.condition",
+    SignalUnrecognized => "signal.unrecognized",
+}
+
+impl std::fmt::Display for EventType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Payload {
+    /// The recovery block, on the three event types that may carry one.
+    pub fn recovery(&self) -> Option<&Recovery> {
+        match self {
+            Payload::ToolRequested(p) => p.recovery.as_ref(),
+            Payload::ToolCompleted(p) => p.recovery.as_ref(),
+            Payload::CommandCompleted(p) => p.recovery.as_ref(),
+            _ => None,
+        }
+    }
+}

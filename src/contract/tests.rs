@@ -1,0 +1,367 @@
+//! Contract tests: the description matches the structs, the digest is
+//! pinned, strict payloads reject strangers, and each validator rule fires.
+
+use serde_json::{Value, json};
+
+use super::*;
+
+/// One fully populated payload of every event type.
+fn samples() -> Vec<Payload> {
+    let id = || EventId("ev_1".into());
+    let recovery = || {
+        Some(Recovery {
+            reason: RecoveryReason::SpanCapPressure,
+            requested_event_id: Some(id()),
+            elapsed_upper_bound_ms: Some(Observation::Observed(5)),
+        })
+    };
+    let s = || Some("x".to_string());
+    vec![
+        Payload::SessionStarted(SessionStarted {
+            source: s(),
+            cwd: s(),
+            model: s(),
+            transcript_path: s(),
+        }),
+        Payload::SessionEnded(SessionEnded { reason: s() }),
+        Payload::PromptSubmitted(PromptSubmitted {
+            prompt: s(),
+            transformed: true,
+        }),
+        Payload::TurnStarted(TurnStarted {
+            prompt_event_id: Some(id()),
+        }),
+        Payload::TurnCompleted(TurnCompleted { stop_reason: s() }),
+        Payload::ToolRequested(ToolRequested {
+            tool_call_id: s(),
+            tool_name: "t".into(),
+            input_digest: "d".into(),
+            input: Some(json!({})),
+            recovery: recovery(),
+        }),
+        Payload::ToolCompleted(ToolCompleted {
+            tool_call_id: s(),
+            tool_name: "t".into(),
+            requested_event_id: Some(id()),
+            outcome: Outcome::Success,
+            duration_ms: Observation::Observed(1),
+            exit_code: Some(0),
+            error: s(),
+            content: Some(json!(1)),
+            recovery: recovery(),
+        }),
+        Payload::CommandRequested(CommandRequested {
+            argv: vec![],
+            cwd: s(),
+            pid: Some(1),
+        }),
+        Payload::CommandCompleted(CommandCompleted {
+            requested_event_id: Some(id()),
+            outcome: Outcome::Success,
+            duration_ms: Observation::Observed(1),
+            exit_code: Some(0),
+            signal: Some(9),
+            recovery: recovery(),
+        }),
+        Payload::SubagentStarted(SubagentStarted {
+            agent_id: "a".into(),
+            agent_type: s(),
+            agent_name: s(),
+        }),
+        Payload::SubagentStopped(SubagentStopped {
+            agent_id: "a".into(),
+            agent_type: s(),
+            stop_reason: s(),
+        }),
+        Payload::CompactionStarted(CompactionStarted { trigger: s() }),
+        Payload::CompactionCompleted(CompactionCompleted {
+            trigger: s(),
+            summary: s(),
+        }),
+        Payload::ErrorReported(ErrorReported {
+            message: "m".into(),
+            context: s(),
+            recoverable: Some(true),
+        }),
+        Payload::PermissionRequested(PermissionRequested {
+            tool_name: "t".into(),
+            input: Some(json!(1)),
+        }),
+        Payload::Notification(Notification {
+            kind: s(),
+            message: s(),
+        }),
+        Payload::MessageDisplayed(MessageDisplayed {
+            message_id: s(),
+            text: s(),
+            is_final: Some(true),
+        }),
+        Payload::ToolBatchCompleted(ToolBatchCompleted { calls: 2 }),
+        Payload::LateEvidence(LateEvidence {
+            span_request_event_id: id(),
+            recovered_event_id: id(),
+            outcome: Outcome::Failure,
+            error: s(),
+        }),
+        Payload::EndRequested(EndRequested {
+            origin: "operator".into(),
+            reason: s(),
+            approved_spans: vec![id()],
+        }),
+        Payload::EndSalvaged(EndSalvaged {
+            end_event_id: id(),
+            salvaged_spans: 1,
+        }),
+        Payload::EndCancelled(EndCancelled {
+            end_event_id: id(),
+            cause: "native_work".into(),
+        }),
+        Payload::EndExpired(EndExpired { end_event_id: id() }),
+        Payload::HealthCondition(HealthCondition {
+            code: "c".into(),
+            detail: "d".into(),
+        }),
+        Payload::SignalUnrecognized(SignalUnrecognized {
+            adapter_event: s(),
+            reason: "r".into(),
+        }),
+    ]
+}
+
+fn described_fields(name: &str) -> Vec<String> {
+    let ty = DESCRIPTION
+        .iter()
+        .find(|t| t.name == name)
+        .unwrap_or_else(|| panic!("{name} is not described"));
+    ty.fields
+        .iter()
+        .map(|f| f.split(':').next().expect("a field has a name").to_string())
+        .collect()
+}
+
+#[test]
+fn every_event_type_has_a_sample_and_a_description() {
+    let samples = samples();
+    assert_eq!(samples.len(), EventType::ALL.len());
+    for (sample, ty) in samples.iter().zip(EventType::ALL) {
+        assert_eq!(sample.event_type(), *ty);
+        let value = serde_json::to_value(sample).expect("payloads serialize");
+        let mut keys: Vec<String> = value["payload"]
+            .as_object()
+            .expect("payload is an object")
+            .keys()
+            .cloned()
+            .collect();
+        let mut described = described_fields(ty.as_str());
+        keys.sort();
+        described.sort();
+        assert_eq!(
+            keys, described,
+            "description of {ty} differs from its struct"
+        );
+    }
+}
+
+#[test]
+fn schema_digest_is_pinned() {
+    // Changing this value means the contract changed: ship it as an epoch
+    // advance and bump CONTRACT_GENERATION.
+    assert_eq!(schema_digest_hex(), "PIN");
+}
+
+#[test]
+fn payloads_reject_unknown_fields() {
+    let row = json!({"type": "session.ended", "payload": {"reason": "x", "surprise": 1}});
+    assert!(serde_json::from_value::<Payload>(row).is_err());
+    let row = json!({"type": "no.such.type", "payload": {}});
+    assert!(serde_json::from_value::<Payload>(row).is_err());
+}
+
+fn event(payload: Payload, attestation: Attestation) -> Event {
+    Event {
+        id: EventId("ev_x".into()),
+        session: SessionRef {
+            adapter: AdapterId::ClaudeCode,
+            session_id: "s".into(),
+        },
+        offset: 0,
+        time_unix_ns: 0,
+        time_source: TimeSource::Received,
+        clock: None,
+        agent_id: None,
+        turn: TurnAttribution::none(),
+        provenance: Provenance {
+            attestation,
+            confidence: Confidence::Medium,
+        },
+        raw: vec![],
+        payload,
+    }
+}
+
+fn recovered_completion(reason: RecoveryReason) -> ToolCompleted {
+    ToolCompleted {
+        tool_call_id: None,
+        tool_name: "Bash".into(),
+        requested_event_id: Some(EventId("ev_req".into())),
+        outcome: Outcome::Unknown,
+        duration_ms: Observation::unknown(reason.as_str()),
+        exit_code: None,
+        error: None,
+        content: None,
+        recovery: Some(Recovery {
+            reason,
+            requested_event_id: Some(EventId("ev_req".into())),
+            elapsed_upper_bound_ms: Some(Observation::Observed(10)),
+        }),
+    }
+}
+
+fn rules(event: &Event) -> Vec<u8> {
+    validate_event(event)
+        .iter()
+        .map(|v| v.rule.number())
+        .collect()
+}
+
+#[test]
+fn a_well_formed_recovered_completion_is_valid() {
+    let e = event(
+        Payload::ToolCompleted(recovered_completion(
+            RecoveryReason::CompletionNotObservedBeforeTurnEnd,
+        )),
+        Attestation::Derived,
+    );
+    assert_eq!(rules(&e), Vec::<u8>::new());
+}
+
+#[test]
+fn rule_1_recovery_requires_derived() {
+    let e = event(
+        Payload::ToolCompleted(recovered_completion(RecoveryReason::SpanCapPressure)),
+        Attestation::Native,
+    );
+    assert!(rules(&e).contains(&1));
+}
+
+#[test]
+fn rule_2_recovered_outcome_unknown() {
+    let mut p = recovered_completion(RecoveryReason::SpanCapPressure);
+    p.outcome = Outcome::Failure;
+    assert_eq!(
+        rules(&event(Payload::ToolCompleted(p), Attestation::Derived)),
+        vec![2]
+    );
+    let mut p = recovered_completion(RecoveryReason::SpanCapPressure);
+    p.exit_code = Some(1);
+    assert_eq!(
+        rules(&event(Payload::ToolCompleted(p), Attestation::Derived)),
+        vec![2]
+    );
+}
+
+#[test]
+fn rule_3_derived_tool_event_needs_recovery() {
+    let mut p = recovered_completion(RecoveryReason::SpanCapPressure);
+    p.recovery = None;
+    p.duration_ms = Observation::unknown("whatever");
+    assert_eq!(
+        rules(&event(Payload::ToolCompleted(p), Attestation::Derived)),
+        vec![3]
+    );
+    // Commands are exempt: derived command telemetry is normal.
+    let c = CommandCompleted {
+        requested_event_id: None,
+        outcome: Outcome::Success,
+        duration_ms: Observation::Observed(3),
+        exit_code: Some(0),
+        signal: None,
+        recovery: None,
+    };
+    assert_eq!(
+        rules(&event(Payload::CommandCompleted(c), Attestation::Derived)),
+        Vec::<u8>::new()
+    );
+}
+
+#[test]
+fn rule_4_reason_binds_event_type() {
+    for reason in RecoveryReason::ALL {
+        if reason.event_type() == EventType::ToolCompleted {
+            continue;
+        }
+        let e = event(
+            Payload::ToolCompleted(recovered_completion(reason)),
+            Attestation::Derived,
+        );
+        assert!(
+            rules(&e).contains(&4),
+            "{reason} accepted on tool.completed"
+        );
+    }
+    let req = ToolRequested {
+        tool_call_id: None,
+        tool_name: "Bash".into(),
+        input_digest: "d".into(),
+        input: None,
+        recovery: Some(Recovery {
+            reason: RecoveryReason::RequestNotObserved,
+            requested_event_id: Some(EventId("ev_r".into())),
+            elapsed_upper_bound_ms: None,
+        }),
+    };
+    assert_eq!(
+        rules(&event(Payload::ToolRequested(req), Attestation::Derived)),
+        vec![4]
+    );
+}
+
+#[test]
+fn rule_5_durations_and_bounds() {
+    let mut p = recovered_completion(RecoveryReason::SpanCapPressure);
+    p.duration_ms = Observation::Observed(12);
+    assert_eq!(
+        rules(&event(Payload::ToolCompleted(p), Attestation::Derived)),
+        vec![5]
+    );
+    let c = CommandCompleted {
+        requested_event_id: None,
+        outcome: Outcome::Unknown,
+        duration_ms: Observation::unknown("command_completion_not_observed"),
+        exit_code: None,
+        signal: None,
+        recovery: Some(Recovery {
+            reason: RecoveryReason::CommandCompletionNotObserved,
+            requested_event_id: None,
+            elapsed_upper_bound_ms: Some(Observation::Observed(4)),
+        }),
+    };
+    assert_eq!(
+        rules(&event(Payload::CommandCompleted(c), Attestation::Derived)),
+        vec![5]
+    );
+}
+
+#[test]
+fn event_rows_round_trip_through_json() {
+    for payload in samples() {
+        let e = event(payload, Attestation::Native);
+        let text = serde_json::to_string(&e).expect("serializes");
+        let back: Event = serde_json::from_str(&text).expect("parses");
+        assert_eq!(back, e);
+        let v: Value = serde_json::from_str(&text).expect("json");
+        assert!(v.get("type").is_some());
+    }
+}
+
+#[test]
+fn event_ids_are_deterministic_and_length_prefixed() {
+    assert_eq!(
+        EventId::derive("t", &[b"ab", b"c"]),
+        EventId::derive("t", &[b"ab", b"c"])
+    );
+    assert_ne!(
+        EventId::derive("t", &[b"ab", b"c"]),
+        EventId::derive("t", &[b"a", b"bc"])
+    );
+}
