@@ -107,9 +107,9 @@ fn default_prefixes(home: Option<&Path>, npm_prefix: Option<PathBuf>) -> Vec<Pat
 
 /// Every package the plan finds, dist dir first.
 pub fn discover(plan: &SearchPlan, hint: &RunningCopilotHint) -> Vec<Installed> {
-    let mut found = Vec::new();
+    let mut found: Vec<Installed> = Vec::new();
     if let Some(dir) = &hint.resolved_dist_dir {
-        found.extend(package_at(dir, Place::DistDir, None));
+        found.extend(package_at(dir, Place::DistDir, version_named(dir)));
     }
     for dir in &plan.package_dirs {
         found.extend(package_at(dir, Place::PackageFlag, None));
@@ -128,7 +128,27 @@ pub fn discover(plan: &SearchPlan, hint: &RunningCopilotHint) -> Vec<Installed> 
         let dir = prefix.join("lib/node_modules/@github/copilot");
         found.extend(package_at(&dir, Place::NodeModules, None));
     }
-    found
+    dedupe(found)
+}
+
+/// The same folder reached twice (a dist dir inside the cache) is listed once.
+fn dedupe(found: Vec<Installed>) -> Vec<Installed> {
+    let mut seen = Vec::new();
+    let mut out = Vec::new();
+    for pkg in found {
+        let key = fs::canonicalize(&pkg.dir).unwrap_or_else(|_| pkg.dir.clone());
+        if !seen.contains(&key) {
+            seen.push(key);
+            out.push(pkg);
+        }
+    }
+    out
+}
+
+/// A folder's name when it is a version (`.../pkg/linux-x64/1.0.102`).
+fn version_named(dir: &Path) -> Option<String> {
+    let name = dir.file_name()?.to_str()?;
+    Version::parse(name).map(|_| name.to_string())
 }
 
 fn package_at(dir: &Path, place: Place, dir_version: Option<String>) -> Option<Installed> {
@@ -243,21 +263,6 @@ pub fn last_json_string(bytes: &[u8], key: &str) -> Option<String> {
         let mut de = serde_json::Deserializer::from_slice(rest).into_iter::<String>();
         de.next()?.ok().filter(|s| !s.is_empty())
     })
-}
-
-/// The platform folder name Copilot's cache uses for this machine.
-pub fn this_platform() -> String {
-    let os = match std::env::consts::OS {
-        "macos" => "darwin",
-        "windows" => "win32",
-        other => other,
-    };
-    let arch = match std::env::consts::ARCH {
-        "x86_64" => "x64",
-        "aarch64" => "arm64",
-        other => other,
-    };
-    format!("{os}-{arch}")
 }
 
 #[cfg(test)]
