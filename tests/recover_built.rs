@@ -325,3 +325,55 @@ fn append_direction(path: &std::path::Path) {
         .expect("append");
     }
 }
+
+/// One step of a generated stream: a record, or a kind of damage.
+fn step(op: u8, variant: u8, n: usize, lines: &mut Vec<String>, expected: &mut Vec<String>) {
+    let ts = format!("2026-01-01T00:{:02}:{:02}Z", n / 60 % 60, n % 60);
+    let direct = |expected: &mut Vec<String>| {
+        let text = format!("direct {n}");
+        expected.push(text.clone());
+        user(&text, &ts, None)
+    };
+    let line = match (op, variant) {
+        (0, _) => direct(expected),
+        (1, _) => user(&format!("steer {n}"), &ts, Some("skill-x")),
+        (2, _) => padding(50 + n, &ts),
+        (3, _) => event(
+            "assistant.message",
+            serde_json::json!({ "content": format!("reply {n}") }),
+            &ts,
+        ),
+        // Damage that must not hide the direct message glued after it.
+        (4, 0) => format!(
+            "{{\"type\":\"assistant.message\",\"data\":{{\"content\":\"cut{}",
+            direct(expected)
+        ),
+        (4, 1) => format!("{}{}", "\0".repeat(17), direct(expected)),
+        (4, _) => format!("{}{}", padding(5, &ts), direct(expected)),
+        // Damage that must never become direction.
+        (_, 0) => "not json at all".into(),
+        (_, 1) => "{\"type\":\"user.message\",\"data\":{\"content\":\"lost".into(),
+        (_, _) => "\0".repeat(40),
+    };
+    lines.push(line);
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(40))]
+    #[test]
+    fn damage_never_hides_nor_invents_direction(ops in proptest::collection::vec((0u8..6, 0u8..3), 1..25)) {
+        let mut lines = Vec::new();
+        let mut expected = Vec::new();
+        for (n, (op, variant)) in ops.into_iter().enumerate() {
+            step(op, variant, n, &mut lines, &mut expected);
+        }
+        let home = Home::new(&lines);
+        let mut req = home.request();
+        req.limits.max_direct = 100;
+        req.limits.max_bytes = 1 << 20;
+        let p = recover::recover(&req).expect("packet");
+        let got: Vec<String> = p.direction.entries.iter().rev().map(|e| e.entry.text.clone()).collect();
+        proptest::prop_assert_eq!(&got, &expected);
+        proptest::prop_assert_eq!(p.latest_direction.map(|l| l.text), expected.last().cloned());
+    }
+}
