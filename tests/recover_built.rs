@@ -290,7 +290,7 @@ fn appends_during_the_scan_are_not_read() {
     let stream = home.stream();
     let size_before = std::fs::metadata(&stream).expect("stat").len();
     let target: PathBuf = stream.clone();
-    recover::failpoints::set_after_first_read(Box::new(move || append_direction(&target)));
+    recover::failpoints::set_after_first_read(&stream, Box::new(move || append_direction(&target)));
     let p = home.packet();
     assert!(
         std::fs::metadata(&stream).expect("stat").len() > size_before,

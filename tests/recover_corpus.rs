@@ -395,3 +395,54 @@ fn agent_is_found_where_the_session_is() {
         Err(recover::RecoverError::BadSessionId(_))
     ));
 }
+
+#[test]
+fn read_only_open_reads_the_wal_even_where_no_shm_can_be_made() {
+    // A live home: committed rows only in the -wal, the writer still open.
+    let live = tempfile::tempdir().expect("tmp");
+    let writer = rusqlite::Connection::open(live.path().join("session-store.db")).expect("writer");
+    writer
+        .execute_batch(
+            "PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0;
+             CREATE TABLE sessions (id TEXT PRIMARY KEY, summary TEXT, created_at TEXT, updated_at TEXT);
+             CREATE TABLE turns (id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT, turn_index INTEGER,
+                                 user_message TEXT, assistant_response TEXT, timestamp TEXT);
+             INSERT INTO turns (session_id, turn_index, user_message) VALUES ('s1', 0, 'hello');",
+        )
+        .expect("schema");
+    // Its db and -wal as they are on disk, where the -shm cannot be created
+    // (as in a read-only folder without one).
+    let home = tempfile::tempdir().expect("tmp");
+    for name in ["session-store.db", "session-store.db-wal"] {
+        std::fs::copy(live.path().join(name), home.path().join(name)).expect("copy");
+    }
+    std::fs::create_dir(home.path().join("session-store.db-shm")).expect("block -shm");
+    let db = home.path().join("session-store.db");
+    // SQLite reads a WAL database read-only without a -shm (heap memory
+    // instead); had it refused, the private copy would have been read.
+    let c = chronicle::read(&db, "s1", OpenStrategy::Auto).expect("read");
+    assert_eq!(
+        c.turns.len(),
+        1,
+        "the rows that exist only in the -wal are seen"
+    );
+    let c = chronicle::read(&db, "s1", OpenStrategy::PrivateCopyOnly).expect("copy read");
+    assert_eq!(c.turns.len(), 1);
+    drop(writer);
+}
+
+#[cfg(feature = "failpoints")]
+#[test]
+fn refused_read_only_open_falls_back_to_a_private_copy() {
+    let home = home_copy("copilot/interrupted-sigkill-2-resumed");
+    let db = home.path().join("session-store.db");
+    recover::failpoints::set_read_only_open_fails(&db);
+    let c = chronicle::read(&db, KILLED, OpenStrategy::Auto).expect("fallback read");
+    assert_eq!(c.opened_via, OpenedVia::PrivateCopy);
+    assert!(
+        c.read_only_error
+            .as_deref()
+            .is_some_and(|e| e.contains("failpoint"))
+    );
+    assert_eq!(c.turns.len(), 1);
+}

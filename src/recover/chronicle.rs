@@ -96,7 +96,7 @@ pub fn read(
 ) -> Result<Chronicle, ChronicleError> {
     let mut read_only_error = None;
     if strategy == OpenStrategy::Auto {
-        match open_read_only(db).and_then(|c| query(&c, session_id)) {
+        match open_live(db).and_then(|c| query(&c, session_id)) {
             Ok((session, turns)) => {
                 return Ok(Chronicle {
                     path: db.into(),
@@ -125,6 +125,19 @@ pub fn read(
         session,
         turns,
     })
+}
+
+/// The live-file open; the `failpoints` feature can make it fail.
+fn open_live(db: &Path) -> rusqlite::Result<Connection> {
+    #[cfg(feature = "failpoints")]
+    if super::failpoints::read_only_open_fails(db) {
+        let code = rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN);
+        return Err(rusqlite::Error::SqliteFailure(
+            code,
+            Some("failpoint: read-only open refused".into()),
+        ));
+    }
+    open_read_only(db)
 }
 
 fn open_read_only(db: &Path) -> rusqlite::Result<Connection> {

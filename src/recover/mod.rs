@@ -189,12 +189,16 @@ pub fn recover(req: &RecoverRequest) -> Result<Packet, RecoverError> {
         Agent::Copilot => &mut copilot,
         Agent::ClaudeCode => &mut claude,
     };
-    let scanned = stream::scan(&located.stream, dialect, scan_limits, failpoint_hook()).map_err(
-        |source| RecoverError::Stream {
-            path: located.stream.clone(),
-            source,
-        },
-    )?;
+    let scanned = stream::scan(
+        &located.stream,
+        dialect,
+        scan_limits,
+        failpoint_hook(&located.stream),
+    )
+    .map_err(|source| RecoverError::Stream {
+        path: located.stream.clone(),
+        source,
+    })?;
     let size = StreamSize::new(scanned.read.bytes, scanned.read.utf16_units);
     let (index, resume) = match located.agent {
         Agent::Copilot => {
@@ -301,34 +305,50 @@ pub fn home_dir() -> PathBuf {
 #[cfg(feature = "failpoints")]
 pub mod failpoints {
     //! Test hooks, compiled only with the `failpoints` feature.
+    use std::path::{Path, PathBuf};
     use std::sync::Mutex;
 
-    pub(super) static AFTER_FIRST_READ: Mutex<Option<Box<dyn FnOnce() + Send>>> = Mutex::new(None);
+    type Hook = Box<dyn FnOnce() + Send>;
+    static AFTER_FIRST_READ: Mutex<Vec<(PathBuf, Hook)>> = Mutex::new(Vec::new());
+    static READ_ONLY_OPEN_FAILS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
-    /// Run `hook` once, right after the next scan's first read.
-    pub fn set_after_first_read(hook: Box<dyn FnOnce() + Send>) {
-        *AFTER_FIRST_READ.lock().expect("failpoint lock") = Some(hook);
+    /// Make the read-only open of the live store at `db` fail (as in a
+    /// read-only folder without `-shm`), so the private copy is used.
+    pub fn set_read_only_open_fails(db: &Path) {
+        READ_ONLY_OPEN_FAILS
+            .lock()
+            .expect("failpoint lock")
+            .push(db.to_path_buf());
+    }
+
+    pub(super) fn read_only_open_fails(db: &Path) -> bool {
+        READ_ONLY_OPEN_FAILS
+            .lock()
+            .is_ok_and(|dbs| dbs.iter().any(|d| d == db))
+    }
+
+    /// Run `hook` once, right after the next scan of `stream` has done its
+    /// first read.
+    pub fn set_after_first_read(stream: &Path, hook: Hook) {
+        AFTER_FIRST_READ
+            .lock()
+            .expect("failpoint lock")
+            .push((stream.to_path_buf(), hook));
+    }
+
+    pub(super) fn take_after_first_read(stream: &Path) -> Option<Hook> {
+        let mut hooks = AFTER_FIRST_READ.lock().ok()?;
+        let at = hooks.iter().position(|(p, _)| p == stream)?;
+        Some(hooks.remove(at).1)
     }
 }
 
 #[cfg(feature = "failpoints")]
-fn failpoint_hook() -> AfterFirstRead {
-    failpoints::AFTER_FIRST_READ
-        .lock()
-        .ok()
-        .and_then(|mut h| h.take())
+fn failpoint_hook(stream: &Path) -> AfterFirstRead {
+    failpoints::take_after_first_read(stream)
 }
 
 #[cfg(not(feature = "failpoints"))]
-fn failpoint_hook() -> AfterFirstRead {
+fn failpoint_hook(_stream: &Path) -> AfterFirstRead {
     None
-}
-
-/// Scan a Copilot stream directly (for tests and tools).
-pub fn scan_copilot(
-    path: &Path,
-    limits: ScanLimits,
-    hook: AfterFirstRead,
-) -> std::io::Result<stream::Scanned> {
-    stream::scan(path, &mut copilot::CopilotDialect::default(), limits, hook)
 }
