@@ -446,3 +446,36 @@ fn refused_read_only_open_falls_back_to_a_private_copy() {
     );
     assert_eq!(c.turns.len(), 1);
 }
+
+#[test]
+fn claude_code_direction_survives_compaction() {
+    // Compaction restarts the parentUuid chain; direction is read in file order.
+    let (_home, req) = claude_request(
+        "claude-code/compact",
+        "221d6ed5-93db-49fb-b651-1c5540460db1",
+    );
+    let p = recover::recover(&req).expect("packet");
+    let texts: Vec<&str> = p
+        .direction
+        .entries
+        .iter()
+        .map(|e| e.entry.text.as_str())
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "[[scenario:resume2]] After compaction.",
+            "[[scenario:resume1]] First turn."
+        ]
+    );
+    let sources: Vec<&str> = p
+        .steering
+        .entries
+        .iter()
+        .filter_map(|e| e.entry.source.as_deref())
+        .collect();
+    assert!(
+        sources.contains(&"compact-summary") && sources.contains(&"local-command"),
+        "{sources:?}"
+    );
+}

@@ -190,15 +190,19 @@ fn subdirs(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// How many of the newest spool files are searched for a hint.
+const SPOOL_FILES_READ: usize = 64;
+
 /// The newest hint found in harnery's intake spool. This is a stand-in until
 /// the spool reader lands: it looks for the two keys as JSON keys in the raw
 /// bytes of the files under `<harnery_home>/spool/intake/copilot/*/`, newest
-/// file first, and takes the last occurrence in the newest file holding one.
+/// file first (the 64 newest, the last 8 MiB of each), and takes the last
+/// occurrence in the newest file holding one.
 pub fn hint_from_spool(harnery_home: &Path) -> RunningCopilotHint {
     let mut files = spool_files(&harnery_home.join("spool/intake/copilot"));
     files.sort_by_key(|f| std::cmp::Reverse(f.1));
     let mut hint = RunningCopilotHint::default();
-    for (path, _) in files {
+    for (path, _) in files.into_iter().take(SPOOL_FILES_READ) {
         let Ok(bytes) = read_tail(&path, 8 << 20) else {
             continue;
         };
