@@ -366,4 +366,30 @@ mod tests {
             proptest::prop_assert_eq!(got, lines);
         }
     }
+
+    proptest::proptest! {
+        #[test]
+        fn oversized_lines_are_reported_with_offset_and_length(
+            lens in proptest::collection::vec(0usize..40, 0..30),
+            chunk in 1usize..16,
+        ) {
+            let mut text = String::new();
+            let mut expected = Vec::new();
+            for (i, len) in lens.iter().enumerate() {
+                let offset = text.len();
+                let line: String = std::iter::repeat_n((b'a' + (i % 26) as u8) as char, *len).collect();
+                expected.push(if *len > 12 { format!("O{offset}:{len}") } else { format!("L{offset}:{line}") });
+                text.push_str(&line);
+                text.push('\n');
+            }
+            let mut got = Vec::new();
+            LineReader::new(text.as_bytes(), text.len() as u64, ReaderLimits { max_line: 12, chunk })
+                .run(|p| got.push(match p {
+                    Piece::Line { offset, bytes, .. } => format!("L{offset}:{}", String::from_utf8_lossy(bytes)),
+                    Piece::Oversized { offset, len, .. } => format!("O{offset}:{len}"),
+                }))
+                .expect("slice read");
+            proptest::prop_assert_eq!(got, expected);
+        }
+    }
 }
