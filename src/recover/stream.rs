@@ -182,7 +182,7 @@ pub fn scan(
         .with_after_first_read(hook)
         .run(|piece| on_piece(dialect, &mut state, piece))?;
     let activity_seen = state.activity.seen();
-    let recent = reread_activity(&file, dialect, &state)?;
+    let recent = reread_activity(&file, dialect, &state);
     Ok(Scanned {
         path: path.to_path_buf(),
         bytes_at_start,
@@ -218,11 +218,7 @@ fn on_piece(dialect: &mut dyn Dialect, state: &mut ScanState, piece: Piece<'_>) 
     }
 }
 
-fn reread_activity(
-    file: &File,
-    dialect: &dyn Dialect,
-    state: &ScanState,
-) -> io::Result<Vec<Entry>> {
+fn reread_activity(file: &File, dialect: &dyn Dialect, state: &ScanState) -> Vec<Entry> {
     let mut out = Vec::new();
     let mut buf = Vec::new();
     for at in state.activity.newest_first() {
@@ -230,7 +226,9 @@ fn reread_activity(
             break;
         }
         buf.resize(at.len as usize, 0);
-        file.read_exact_at(&mut buf, at.offset)?;
+        if file.read_exact_at(&mut buf, at.offset).is_err() {
+            continue; // the file shrank since the scan: that record is gone
+        }
         if let Some(mut entries) = dialect.activity_entries(at.offset, &buf, state.limits.text_cap)
         {
             entries.reverse();
@@ -238,7 +236,7 @@ fn reread_activity(
         }
     }
     out.truncate(state.limits.max_recent);
-    Ok(out)
+    out
 }
 
 /// Split bytes that are not one clean record into the records they hold:
