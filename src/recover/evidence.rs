@@ -1,0 +1,286 @@
+//! Where the Copilot that would run is installed, read-only: the running-copilot
+//! hint, the unpacked package cache, and global `node_modules`. Nothing here
+//! runs `npm` or `copilot`; it only looks at files.
+//!
+//! Locations, in the order they are searched:
+//! - the hint's dist dir (`COPILOT_CLI_RESOLVED_DIST_DIR` as a hook saw it);
+//! - `--copilot-package DIR` (a package folder holding `package.json`);
+//! - package caches: `$COPILOT_PKG_CACHE_HOME/<platform>/<version>/`,
+//!   `$COPILOT_CACHE_HOME/pkg/<platform>/<version>/`,
+//!   `${XDG_CACHE_HOME:-~/.cache}/copilot/pkg/<platform>/<version>/`;
+//! - `<prefix>/lib/node_modules/@github/copilot/` for the usual global npm
+//!   prefixes (`$NPM_CONFIG_PREFIX`, `~/.npm-global`, `~/.local`, `/usr/local`,
+//!   `/usr`, `/opt/homebrew`, and each `~/.nvm/versions/node/*`).
+//!   `HARNERY_NPM_PREFIXES` (colon-separated) replaces that list.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::version::Version;
+
+/// What the running Copilot told its hooks, when known.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RunningCopilotHint {
+    pub binary_version: Option<String>,
+    pub resolved_dist_dir: Option<PathBuf>,
+    /// Where each value came from (`flag`, `env`, `spool:<file>`).
+    pub source: Vec<String>,
+}
+
+/// The kind of place a package was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Place {
+    DistDir,
+    PackageFlag,
+    PkgCache,
+    NodeModules,
+}
+
+/// One installed package.
+#[derive(Debug, Clone, Serialize)]
+pub struct Installed {
+    pub place: Place,
+    pub dir: PathBuf,
+    /// From `package.json`, else the cache folder's name.
+    pub version: Option<String>,
+    /// `changelog.json` beside it, when present.
+    pub changelog: Option<PathBuf>,
+}
+
+impl Installed {
+    pub fn parsed_version(&self) -> Option<Version> {
+        self.version.as_deref().and_then(Version::parse)
+    }
+}
+
+/// Where to look (resolved from flags and the environment by the CLI).
+#[derive(Debug, Clone, Default)]
+pub struct SearchPlan {
+    pub package_dirs: Vec<PathBuf>,
+    pub cache_pkg_dirs: Vec<PathBuf>,
+    pub npm_prefixes: Vec<PathBuf>,
+}
+
+impl SearchPlan {
+    /// The default plan for this environment.
+    pub fn from_env(package_dirs: Vec<PathBuf>) -> SearchPlan {
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let var = |name| {
+            std::env::var_os(name)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        let mut cache_pkg_dirs = Vec::new();
+        cache_pkg_dirs.extend(var("COPILOT_PKG_CACHE_HOME"));
+        cache_pkg_dirs.extend(var("COPILOT_CACHE_HOME").map(|d| d.join("pkg")));
+        let xdg = var("XDG_CACHE_HOME").or_else(|| home.as_ref().map(|h| h.join(".cache")));
+        cache_pkg_dirs.extend(xdg.map(|d| d.join("copilot").join("pkg")));
+        let npm_prefixes = match std::env::var_os("HARNERY_NPM_PREFIXES") {
+            Some(list) => std::env::split_paths(&list)
+                .filter(|p| !p.as_os_str().is_empty())
+                .collect(),
+            None => default_prefixes(home.as_deref(), var("NPM_CONFIG_PREFIX")),
+        };
+        SearchPlan {
+            package_dirs,
+            cache_pkg_dirs,
+            npm_prefixes,
+        }
+    }
+}
+
+fn default_prefixes(home: Option<&Path>, npm_prefix: Option<PathBuf>) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = npm_prefix.into_iter().collect();
+    if let Some(h) = home {
+        out.push(h.join(".npm-global"));
+        out.push(h.join(".local"));
+    }
+    out.extend(["/usr/local", "/usr", "/opt/homebrew"].map(PathBuf::from));
+    if let Some(h) = home {
+        out.extend(subdirs(&h.join(".nvm/versions/node")));
+    }
+    out
+}
+
+/// Every package the plan finds, dist dir first.
+pub fn discover(plan: &SearchPlan, hint: &RunningCopilotHint) -> Vec<Installed> {
+    let mut found: Vec<Installed> = Vec::new();
+    if let Some(dir) = &hint.resolved_dist_dir {
+        found.extend(package_at(dir, Place::DistDir, version_named(dir)));
+    }
+    for dir in &plan.package_dirs {
+        found.extend(package_at(dir, Place::PackageFlag, None));
+    }
+    for pkg in &plan.cache_pkg_dirs {
+        for platform in subdirs(pkg) {
+            for version_dir in subdirs(&platform) {
+                let name = version_dir
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned());
+                found.extend(package_at(&version_dir, Place::PkgCache, name));
+            }
+        }
+    }
+    for prefix in &plan.npm_prefixes {
+        let dir = prefix.join("lib/node_modules/@github/copilot");
+        found.extend(package_at(&dir, Place::NodeModules, None));
+    }
+    dedupe(found)
+}
+
+/// The same folder reached twice (a dist dir inside the cache) is listed once.
+fn dedupe(found: Vec<Installed>) -> Vec<Installed> {
+    let mut seen = Vec::new();
+    let mut out = Vec::new();
+    for pkg in found {
+        let key = fs::canonicalize(&pkg.dir).unwrap_or_else(|_| pkg.dir.clone());
+        if !seen.contains(&key) {
+            seen.push(key);
+            out.push(pkg);
+        }
+    }
+    out
+}
+
+/// A folder's name when it is a version (`.../pkg/linux-x64/1.0.102`).
+fn version_named(dir: &Path) -> Option<String> {
+    let name = dir.file_name()?.to_str()?;
+    Version::parse(name).map(|_| name.to_string())
+}
+
+fn package_at(dir: &Path, place: Place, dir_version: Option<String>) -> Option<Installed> {
+    if !dir.is_dir() {
+        return None;
+    }
+    let version = package_version(&dir.join("package.json")).or(dir_version);
+    let changelog = Some(dir.join("changelog.json")).filter(|p| p.is_file());
+    if version.is_none() && changelog.is_none() {
+        return None;
+    }
+    Some(Installed {
+        place,
+        dir: dir.to_path_buf(),
+        version,
+        changelog,
+    })
+}
+
+fn package_version(path: &Path) -> Option<String> {
+    let meta = fs::metadata(path).ok()?;
+    if meta.len() > 1 << 20 {
+        return None;
+    }
+    let json: serde_json::Value = serde_json::from_slice(&fs::read(path).ok()?).ok()?;
+    json.get("version")?.as_str().map(str::to_string)
+}
+
+fn subdirs(dir: &Path) -> Vec<PathBuf> {
+    let Ok(read) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out: Vec<PathBuf> = read
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    out.sort();
+    out
+}
+
+/// How many of the newest spool files are searched for a hint.
+const SPOOL_FILES_READ: usize = 64;
+
+/// The newest hint found in harnery's intake spool. This is a stand-in until
+/// the spool reader lands: it looks for the two keys as JSON keys in the raw
+/// bytes of the files under `<harnery_home>/spool/intake/copilot/*/`, newest
+/// file first (the 64 newest, the last 8 MiB of each), and takes the last
+/// occurrence in the newest file holding one.
+pub fn hint_from_spool(harnery_home: &Path) -> RunningCopilotHint {
+    let mut files = spool_files(&harnery_home.join("spool/intake/copilot"));
+    files.sort_by_key(|f| std::cmp::Reverse(f.1));
+    let mut hint = RunningCopilotHint::default();
+    for (path, _) in files.into_iter().take(SPOOL_FILES_READ) {
+        let Ok(bytes) = read_tail(&path, 8 << 20) else {
+            continue;
+        };
+        let origin = format!("spool:{}", path.display());
+        if hint.binary_version.is_none()
+            && let Some(v) = last_json_string(&bytes, "COPILOT_CLI_BINARY_VERSION")
+        {
+            hint.binary_version = Some(v);
+            hint.source.push(origin.clone());
+        }
+        if hint.resolved_dist_dir.is_none()
+            && let Some(v) = last_json_string(&bytes, "COPILOT_CLI_RESOLVED_DIST_DIR")
+        {
+            hint.resolved_dist_dir = Some(PathBuf::from(v));
+            hint.source.push(origin);
+        }
+        if hint.binary_version.is_some() && hint.resolved_dist_dir.is_some() {
+            break;
+        }
+    }
+    hint
+}
+
+fn spool_files(root: &Path) -> Vec<(PathBuf, std::time::SystemTime)> {
+    let mut out = Vec::new();
+    for session in subdirs(root) {
+        let Ok(read) = fs::read_dir(&session) else {
+            continue;
+        };
+        for entry in read.flatten() {
+            let Ok(meta) = entry.metadata() else { continue };
+            if meta.is_file() {
+                out.push((
+                    entry.path(),
+                    meta.modified().unwrap_or(std::time::UNIX_EPOCH),
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn read_tail(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = fs::File::open(path)?;
+    let len = f.metadata()?.len();
+    f.seek(SeekFrom::Start(len.saturating_sub(max)))?;
+    let mut out = Vec::new();
+    f.take(max).read_to_end(&mut out)?;
+    Ok(out)
+}
+
+/// The string value of the last `"key": "..."` in raw bytes.
+pub fn last_json_string(bytes: &[u8], key: &str) -> Option<String> {
+    let needle = format!("\"{key}\"");
+    let finder = memchr::memmem::Finder::new(needle.as_bytes());
+    let positions: Vec<usize> = finder.find_iter(bytes).collect();
+    positions.into_iter().rev().find_map(|at| {
+        let rest = &bytes[at + needle.len()..];
+        let rest = &rest[rest.iter().position(|b| !b.is_ascii_whitespace())?..];
+        let rest = rest.strip_prefix(b":")?;
+        let mut de = serde_json::Deserializer::from_slice(rest).into_iter::<String>();
+        de.next()?.ok().filter(|s| !s.is_empty())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn last_json_string_takes_the_last_value() {
+        let raw = br#"{"env":{"COPILOT_CLI_BINARY_VERSION":"1.0.63"}}
+{"env":{"COPILOT_CLI_BINARY_VERSION" : "1.0.102"}}"#;
+        assert_eq!(
+            last_json_string(raw, "COPILOT_CLI_BINARY_VERSION").as_deref(),
+            Some("1.0.102")
+        );
+        assert_eq!(last_json_string(raw, "MISSING"), None);
+    }
+}

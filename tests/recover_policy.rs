@@ -1,0 +1,287 @@
+//! Resume safety from the real Copilot package files: 1.0.63 (changelog in
+//! node_modules) keeps the legacy ceiling, 1.0.102 (changelog in the package
+//! cache) allows native resume, and removed, malformed or older evidence keeps
+//! the ceiling with its reason.
+
+use std::path::{Path, PathBuf};
+
+use harnery::recover::evidence::{self, RunningCopilotHint, SearchPlan};
+use harnery::recover::policy::{Policy, StreamSize};
+use harnery::recover::{assess_copilot, with_stream};
+
+fn package(version: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/recover/packages")
+        .join(version)
+}
+
+/// `<prefix>/lib/node_modules/@github/copilot` with the given files.
+fn node_modules(root: &Path, files: &[(&str, Vec<u8>)]) -> PathBuf {
+    let dir = root.join("prefix/lib/node_modules/@github/copilot");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    for (name, bytes) in files {
+        std::fs::write(dir.join(name), bytes).expect("write");
+    }
+    root.join("prefix")
+}
+
+/// `<cache>/copilot/pkg/linux-x64/<version>/` holding a changelog.
+fn pkg_cache(root: &Path, version: &str, changelog: Vec<u8>) -> PathBuf {
+    let dir = root.join("cache/copilot/pkg/linux-x64").join(version);
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::write(dir.join("changelog.json"), changelog).expect("write");
+    std::fs::copy(
+        package(version).join("package.json"),
+        dir.join("package.json"),
+    )
+    .ok();
+    root.join("cache/copilot/pkg")
+}
+
+fn read(version: &str, name: &str) -> Vec<u8> {
+    std::fs::read(package(version).join(name)).expect("fixture")
+}
+
+fn plan(prefixes: Vec<PathBuf>, caches: Vec<PathBuf>) -> SearchPlan {
+    SearchPlan {
+        package_dirs: Vec::new(),
+        cache_pkg_dirs: caches,
+        npm_prefixes: prefixes,
+    }
+}
+
+fn hint(version: &str) -> RunningCopilotHint {
+    RunningCopilotHint {
+        binary_version: Some(version.into()),
+        resolved_dist_dir: None,
+        source: vec!["test".into()],
+    }
+}
+
+/// The real 1.0.102 changelog with every advertising entry taken out.
+fn without_advert() -> Vec<u8> {
+    let mut log: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_slice(&read("1.0.102", "changelog.json")).expect("real changelog parses");
+    for entries in log.values_mut() {
+        if let Some(list) = entries.as_array_mut() {
+            list.retain(|e| {
+                !e["description"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("Resume very large local sessions")
+            });
+        }
+    }
+    serde_json::to_vec(&log).expect("serialize")
+}
+
+#[test]
+fn copilot_1_0_63_in_node_modules_keeps_the_legacy_ceiling() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let prefix = node_modules(
+        tmp.path(),
+        &[
+            ("package.json", read("1.0.63", "package.json")),
+            ("changelog.json", read("1.0.63", "changelog.json")),
+        ],
+    );
+    let a = assess_copilot(RunningCopilotHint::default(), &plan(vec![prefix], vec![]));
+    assert_eq!(a.selected.version.as_deref(), Some("1.0.63"));
+    assert_eq!(a.selected.chosen_by, "newest-installed");
+    assert_eq!(a.policy, Policy::LegacyCeiling);
+    assert!(
+        a.reason.contains("has no entry advertising"),
+        "{}",
+        a.reason
+    );
+    assert!(
+        a.changelog
+            .expect("found")
+            .ends_with("node_modules/@github/copilot/changelog.json")
+    );
+}
+
+#[test]
+fn copilot_1_0_102_in_the_package_cache_allows_native_resume() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    // npm's package.json for 1.0.102 ships no changelog; the cache holds it.
+    let prefix = node_modules(
+        tmp.path(),
+        &[("package.json", read("1.0.102", "npm-package.json"))],
+    );
+    let cache = pkg_cache(tmp.path(), "1.0.102", read("1.0.102", "changelog.json"));
+    let a = assess_copilot(
+        RunningCopilotHint::default(),
+        &plan(vec![prefix], vec![cache]),
+    );
+    assert_eq!(a.selected.version.as_deref(), Some("1.0.102"));
+    assert_eq!(a.policy, Policy::Native, "{}", a.reason);
+    let entry = a.deciding_entry.expect("deciding entry");
+    assert_eq!(entry.version, "1.0.87");
+    assert_eq!(
+        entry.description,
+        "Resume very large local sessions and continue with new prompts reliably."
+    );
+    assert!(
+        a.changelog
+            .expect("found")
+            .ends_with("pkg/linux-x64/1.0.102/changelog.json")
+    );
+    assert_eq!(a.installed.len(), 2);
+}
+
+#[test]
+fn changelog_with_the_entry_removed_keeps_the_ceiling() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let cache = pkg_cache(tmp.path(), "1.0.102", without_advert());
+    let a = assess_copilot(RunningCopilotHint::default(), &plan(vec![], vec![cache]));
+    assert_eq!(a.policy, Policy::LegacyCeiling);
+    assert!(
+        a.reason.contains("has no entry advertising"),
+        "{}",
+        a.reason
+    );
+}
+
+#[test]
+fn malformed_changelog_keeps_the_ceiling_with_the_reason() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let mut bytes = read("1.0.102", "changelog.json");
+    bytes.truncate(bytes.len() / 2);
+    let cache = pkg_cache(tmp.path(), "1.0.102", bytes);
+    let a = assess_copilot(RunningCopilotHint::default(), &plan(vec![], vec![cache]));
+    assert_eq!(a.policy, Policy::LegacyCeiling);
+    assert!(
+        a.reason.contains("is malformed: not valid JSON"),
+        "{}",
+        a.reason
+    );
+}
+
+#[test]
+fn nothing_installed_keeps_the_ceiling() {
+    let a = assess_copilot(RunningCopilotHint::default(), &plan(vec![], vec![]));
+    assert_eq!(a.policy, Policy::LegacyCeiling);
+    assert!(a.reason.contains("no installed Copilot"), "{}", a.reason);
+}
+
+#[test]
+fn running_version_hint_beats_the_installed_one() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let prefix = node_modules(
+        tmp.path(),
+        &[
+            ("package.json", read("1.0.63", "package.json")),
+            ("changelog.json", read("1.0.63", "changelog.json")),
+        ],
+    );
+    let cache = pkg_cache(tmp.path(), "1.0.102", read("1.0.102", "changelog.json"));
+    // Auto-update: 1.0.90 runs; the 1.0.102 changelog's history covers it.
+    let a = assess_copilot(
+        hint("1.0.90"),
+        &plan(vec![prefix.clone()], vec![cache.clone()]),
+    );
+    assert_eq!(
+        (a.selected.version.as_deref(), a.selected.chosen_by.as_str()),
+        (Some("1.0.90"), "hint")
+    );
+    assert_eq!(a.policy, Policy::Native, "{}", a.reason);
+    // An older runtime than the entry stays legacy, whatever is installed.
+    let a = assess_copilot(hint("1.0.86"), &plan(vec![prefix.clone()], vec![cache]));
+    assert_eq!(a.policy, Policy::LegacyCeiling);
+    assert!(a.reason.contains("older than 1.0.87"), "{}", a.reason);
+    // A prerelease below the first advertising release and prerelease.
+    let a = assess_copilot(hint("1.0.87-0"), &plan(vec![prefix.clone()], vec![]));
+    assert_eq!(
+        a.policy,
+        Policy::LegacyCeiling,
+        "only the 1.0.63 changelog: silent"
+    );
+    let a = assess_copilot(hint("not-a-version"), &plan(vec![prefix], vec![]));
+    assert!(a.reason.contains("not a valid version"), "{}", a.reason);
+}
+
+#[test]
+fn dist_dir_hint_names_the_changelog_that_runs() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let cache = pkg_cache(tmp.path(), "1.0.102", read("1.0.102", "changelog.json"));
+    let dist = cache.join("linux-x64/1.0.102");
+    let h = RunningCopilotHint {
+        binary_version: None,
+        resolved_dist_dir: Some(dist.clone()),
+        source: vec![],
+    };
+    let a = assess_copilot(h, &plan(vec![], vec![]));
+    assert_eq!(
+        (a.selected.version.as_deref(), a.selected.chosen_by.as_str()),
+        (Some("1.0.102"), "dist-dir")
+    );
+    assert_eq!(a.changelog, Some(dist.join("changelog.json")));
+    assert_eq!(a.policy, Policy::Native);
+}
+
+#[test]
+fn spool_hint_reader_takes_the_newest_values() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let dir = tmp.path().join("spool/intake/copilot/session-a");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let old = r#"{"env":{"COPILOT_CLI_BINARY_VERSION":"1.0.63"}}"#;
+    std::fs::write(dir.join("old.rec"), old).expect("write");
+    let time = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(dir.join("old.rec"))
+        .expect("open")
+        .set_modified(time)
+        .expect("mtime");
+    let new = "junk\0\u{1}{\"env\":{\"COPILOT_CLI_BINARY_VERSION\":\"1.0.100\",\"COPILOT_CLI_RESOLVED_DIST_DIR\":\"/x/pkg/linux-x64/1.0.102\"}}\n{\"env\":{\"COPILOT_CLI_BINARY_VERSION\":\"1.0.102\"}}";
+    std::fs::write(dir.join("new.rec"), new).expect("write");
+    let h = evidence::hint_from_spool(tmp.path());
+    assert_eq!(h.binary_version.as_deref(), Some("1.0.102"));
+    assert_eq!(
+        h.resolved_dist_dir,
+        Some(PathBuf::from("/x/pkg/linux-x64/1.0.102"))
+    );
+    assert!(
+        evidence::hint_from_spool(&tmp.path().join("nothing"))
+            .binary_version
+            .is_none()
+    );
+}
+
+#[test]
+fn stream_over_the_ceiling_is_not_resumed_under_the_legacy_policy() {
+    let legacy = assess_copilot(RunningCopilotHint::default(), &plan(vec![], vec![]));
+    let over = StreamSize::new(600_220_870, Some(600_220_000));
+    let a = with_stream(legacy.clone(), "s-1", over.clone());
+    assert_eq!(a.resume_is_safe, Some(false));
+    assert!(
+        a.command
+            .as_deref()
+            .is_some_and(|c| c.starts_with("harnery recover s-1"))
+    );
+    assert!(
+        a.reason.ends_with("the stream exceeds the ceiling"),
+        "{}",
+        a.reason
+    );
+    let within = with_stream(legacy, "s-1", StreamSize::new(30_688, None));
+    assert_eq!(within.command.as_deref(), Some("copilot --resume s-1"));
+    let s = within.stream.expect("size");
+    assert_eq!(
+        (s.chars, s.chars_counted.as_str(), s.over_ceiling),
+        (30_688, "upper-bound", false)
+    );
+
+    let tmp = tempfile::tempdir().expect("tmp");
+    let cache = pkg_cache(tmp.path(), "1.0.102", read("1.0.102", "changelog.json"));
+    let native = with_stream(
+        assess_copilot(RunningCopilotHint::default(), &plan(vec![], vec![cache])),
+        "s-1",
+        over,
+    );
+    assert_eq!(
+        (native.resume_is_safe, native.command.as_deref()),
+        (Some(true), Some("copilot --resume s-1"))
+    );
+}
