@@ -86,7 +86,7 @@ pub struct SegmentRead {
 /// One item of a segment, in file order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SegmentItem {
-    Record(SpoolRecord),
+    Record(Box<SpoolRecord>),
     Damage(Damage),
 }
 
@@ -95,7 +95,7 @@ pub fn read_segment(path: &Path) -> io::Result<SegmentRead> {
     let mut out = SegmentRead::default();
     for item in SegmentReader::open(path)? {
         match item? {
-            SegmentItem::Record(r) => out.records.push(r),
+            SegmentItem::Record(r) => out.records.push(*r),
             SegmentItem::Damage(d) => out.damage.push(d),
         }
     }
@@ -108,7 +108,7 @@ pub fn read_bytes(bytes: &[u8], file: &Path) -> SegmentRead {
     let mut r = Decoder::new(bytes, file.to_path_buf());
     while let Some(item) = r.next_item() {
         match item {
-            Ok(SegmentItem::Record(rec)) => out.records.push(rec),
+            Ok(SegmentItem::Record(rec)) => out.records.push(*rec),
             Ok(SegmentItem::Damage(d)) => out.damage.push(d),
             Err(_) => break,
         }
@@ -253,14 +253,14 @@ impl<S: Source> Decoder<S> {
                 let payload_len = payload.len();
                 body.truncate(el + payload_len);
                 body.drain(..el);
-                Ok(SegmentItem::Record(SpoolRecord {
+                Ok(SegmentItem::Record(Box::new(SpoolRecord {
                     envelope,
                     payload: body,
                     at: RecordAt {
                         file: self.file.clone(),
                         offset: start,
                     },
-                }))
+                })))
             }
             Err(_) => Ok(SegmentItem::Damage(self.damage(
                 start,
