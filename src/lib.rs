@@ -9,4 +9,5 @@
 pub mod cli;
 pub mod clock;
 pub mod home;
+pub mod install;
 pub mod spool;
