@@ -154,10 +154,25 @@ fn print_summary(out: &mut impl Write, s: &SessionSummary) -> std::io::Result<()
 }
 
 fn cat(spool: &IntakeSpool, adapter: &str, session_id: &str, json: bool) -> CmdResult {
-    let Some(s) = spool.session(adapter, Some(session_id))? else {
-        return Err(format!("no spooled session {session_id:?} for adapter {adapter:?}").into());
+    let (mut records, mut damage) = match spool.session(adapter, Some(session_id))? {
+        Some(s) => {
+            let (r, d, _) = read_session(&s)?;
+            (r, d)
+        }
+        None => (Vec::new(), Vec::new()),
     };
-    let (records, damage, _) = read_session(&s)?;
+    // Dead letters name their session only inside the envelope.
+    for f in spool.dead_letters()? {
+        let read = read_segment(&f.path)?;
+        damage.extend(read.damage);
+        records.extend(read.records.into_iter().filter(|r| {
+            r.envelope.adapter == adapter && r.envelope.session_id.as_deref() == Some(session_id)
+        }));
+    }
+    if records.is_empty() && damage.is_empty() {
+        return Err(format!("no spooled session {session_id:?} for adapter {adapter:?}").into());
+    }
+    records.sort_by_key(|r| r.envelope.received_ns);
     let mut out = std::io::stdout().lock();
     for r in &records {
         if json {
