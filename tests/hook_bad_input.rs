@@ -198,6 +198,7 @@ fn home_unset_uses_harnery_home_or_passwd_home() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "failpoints"), ignore = "needs --features failpoints")]
 fn every_fallback_path_is_read_back() {
     let home = tempfile::tempdir().unwrap();
     let payload = br#"{"session_id":"fp","hook_event_name":"Stop"}"#;
@@ -225,6 +226,7 @@ fn every_fallback_path_is_read_back() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "failpoints"), ignore = "needs --features failpoints")]
 fn panic_still_exits_zero() {
     let home = tempfile::tempdir().unwrap();
     let mut c = hook_cmd(home.path(), &["claude-code"]);

@@ -14,6 +14,7 @@ fn harnery(home: &std::path::Path, args: &[&str]) -> std::process::Output {
 }
 
 #[test]
+#[cfg_attr(not(feature = "failpoints"), ignore = "needs --features failpoints")]
 fn ls_and_cat_show_every_record_exactly() {
     let home = tempfile::tempdir().unwrap();
     let a = br#"{"session_id":"s-1","hook_event_name":"SessionStart"}"#;
