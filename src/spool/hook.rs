@@ -84,7 +84,9 @@ pub fn run(args: Vec<OsString>) {
         .unwrap_or("claude-code");
     let argv_event = args.get(2).map(|a| a.to_string_lossy().into_owned());
     let input = read_stdin(MAX_PAYLOAD, STDIN_STALL, STDIN_IDLE);
-    let routing = super::scan::routing(&input.bytes, true);
+    // Copilot names the event in argv; then only the session id is needed.
+    let want_event = adapter != "copilot" || argv_event.is_none();
+    let routing = super::scan::routing(&input.bytes, want_event);
     let event = match adapter {
         "copilot" => argv_event.as_deref().or(routing.event.as_deref()),
         _ => routing.event.as_deref().or(argv_event.as_deref()),
