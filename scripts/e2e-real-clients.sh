@@ -11,7 +11,7 @@
 # Usage: scripts/e2e-real-clients.sh
 # Env:   E2E_WORK   scratch dir (default: a new temp dir; kept for inspection)
 #        E2E_NPM    dir with node_modules already installed (skips npm install)
-#        CC_VERSION / COPILOT_VERSION  npm versions (default: latest)
+#        CC_VERSION / COPILOT_VERSION  npm versions (default: 2.1.332 / 1.0.102, the corpus versions)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 WORK="${E2E_WORK:-$(mktemp -d /tmp/harnery-e2e.XXXXXX)}"
@@ -29,7 +29,7 @@ if [[ ! -d "$NPM/node_modules/@anthropic-ai/claude-code" || ! -d "$NPM/node_modu
   mkdir -p "$NPM"
   [[ -f "$NPM/package.json" ]] || echo '{"name":"harnery-e2e","private":true}' > "$NPM/package.json"
   (cd "$NPM" && npm install --no-audit --no-fund \
-     "@anthropic-ai/claude-code@${CC_VERSION:-latest}" "@github/copilot@${COPILOT_VERSION:-latest}" >&2)
+     "@anthropic-ai/claude-code@${CC_VERSION:-2.1.332}" "@github/copilot@${COPILOT_VERSION:-1.0.102}" >&2)
 fi
 CLAUDE="$(ls "$NPM"/node_modules/@anthropic-ai/claude-code-linux-*/claude 2>/dev/null | head -1 || true)"
 [[ -x "$CLAUDE" ]] || CLAUDE="$NPM/node_modules/.bin/claude"
@@ -124,7 +124,7 @@ PROMPT="Run the shell command that prints the marker, then tell me what it print
 
 # ---- Claude Code ----
 run_claude() {
-  local D="$WORK/claude" t0=$(date +%s.%N)
+  local D="$WORK/claude" t0=$(date +%s%N)
   mkdir -p "$D/home" "$D/proj" "$D/hh"
   (cd "$D/proj" && git init -q)
   HOME="$D/home" "$HARNERY" install claude-code --scope user >&2
@@ -133,7 +133,7 @@ run_claude() {
      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_TELEMETRY=1 DISABLE_AUTOUPDATER=1 DISABLE_ERROR_REPORTING=1 \
      timeout 120 "$CLAUDE" -p "$PROMPT" --output-format stream-json --verbose --include-hook-events --allowedTools Bash \
        --debug-file "$D/debug.log" > "$D/stream.jsonl" 2> "$D/stderr.txt") || log "claude exited $?"
-  log "claude-code run took $(echo "$(date +%s.%N) - $t0" | bc) s"
+  log "claude-code run took $(( ($(date +%s%N) - t0) / 1000000 )) ms"
   python3 - "$D" <<'PY' || return 1
 import collections, json, re, subprocess, sys
 d = sys.argv[1]
@@ -172,7 +172,7 @@ PY
 
 # ---- Copilot CLI ----
 run_copilot() {
-  local D="$WORK/copilot" t0=$(date +%s.%N)
+  local D="$WORK/copilot" t0=$(date +%s%N)
   mkdir -p "$D/home" "$D/proj" "$D/hh"
   (cd "$D/proj" && git init -q)
   HOME="$D/home" "$HARNERY" install copilot --scope user >&2
@@ -181,7 +181,7 @@ run_copilot() {
      COPILOT_PROVIDER_API_KEY=fake-key COPILOT_MODEL=claude-sonnet-4 COPILOT_OFFLINE=true COPILOT_AUTO_UPDATE=false \
      timeout 120 "$COPILOT" -p "$PROMPT" --allow-all-tools --no-auto-update --log-level all \
        > "$D/stdout.txt" 2> "$D/stderr.txt") || log "copilot exited $?"
-  log "copilot run took $(echo "$(date +%s.%N) - $t0" | bc) s"
+  log "copilot run took $(( ($(date +%s%N) - t0) / 1000000 )) ms"
   python3 - "$D" <<'PY' || return 1
 import collections, glob, json, os, subprocess, sys
 d = sys.argv[1]
