@@ -112,10 +112,36 @@ fn ls(spool: &IntakeSpool, json: bool) -> CmdResult {
     }
     let dead = spool.dead_letters()?;
     for d in &dead {
-        if json {
-            writeln!(out, "{}", serde_json::json!({"dead_letter": d.path}))?;
-        } else {
-            writeln!(out, "dead letter: {}", d.path.display())?;
+        let read = read_segment(&d.path)?;
+        for r in &read.records {
+            let e = &r.envelope;
+            if json {
+                let line = serde_json::json!({"dead_letter": d.path, "adapter": e.adapter,
+                    "session_id": e.session_id, "event": e.event, "received_ns": e.received_ns,
+                    "reason": e.fallback_reason});
+                writeln!(out, "{line}")?;
+            } else {
+                writeln!(
+                    out,
+                    "dead letter: {} {} {} at {} ({}) in {}",
+                    e.adapter,
+                    e.session_id.as_deref().unwrap_or("-"),
+                    e.event.as_deref().unwrap_or("-"),
+                    format_ns(e.received_ns),
+                    e.fallback_reason.as_deref().unwrap_or("no reason recorded"),
+                    d.path.display()
+                )?;
+            }
+        }
+        for dmg in &read.damage {
+            writeln!(
+                out,
+                "  damage {} bytes {}..{} in {}",
+                dmg.kind.as_str(),
+                dmg.start,
+                dmg.end,
+                dmg.file.display()
+            )?;
         }
     }
     Ok(if damaged || !dead.is_empty() {
