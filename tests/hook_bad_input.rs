@@ -234,3 +234,29 @@ fn panic_still_exits_zero() {
     let out = run_cmd(c, b"{}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("internal error"));
 }
+
+#[test]
+fn endless_stdin_is_cut_at_the_total_bound() {
+    let home = tempfile::tempdir().unwrap();
+    let mut child = hook_cmd(home.path(), &["copilot", "postToolUse"])
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || {
+        let chunk = vec![b'y'; 64 * 1024];
+        let _ = std::io::Write::write_all(&mut stdin, br#"{"sessionId":"endless","x":""#);
+        while std::io::Write::write_all(&mut stdin, &chunk).is_ok() {}
+    });
+    let start = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        start.elapsed() < Duration::from_secs(30),
+        "hook did not stop reading"
+    );
+    assert_ok(&out);
+    feeder.join().unwrap();
+    let (records, _) = read_all(home.path());
+    assert_eq!(records.len(), 1);
+    assert!(records[0].envelope.incomplete);
+    assert_eq!(records[0].envelope.session_id.as_deref(), Some("endless"));
+}

@@ -28,8 +28,9 @@ use crate::home::Home;
 pub const MAX_PAYLOAD: usize = 64 << 20;
 /// Longest the hook waits for a byte on stdin before giving up on EOF.
 pub const STDIN_STALL: Duration = Duration::from_millis(1000);
-/// Longest the hook reads stdin in all, however fast bytes arrive.
-pub const STDIN_TOTAL: Duration = Duration::from_secs(10);
+/// Longest the hook reads stdin in all, however fast bytes arrive (below
+/// the agents' configured hook timeouts, so the record is always written).
+pub const STDIN_TOTAL: Duration = Duration::from_secs(5);
 /// Silence after a complete JSON value that ends the read early.
 pub const STDIN_IDLE: Duration = Duration::from_millis(50);
 
@@ -151,6 +152,10 @@ pub fn read_stdin(limit: usize, stall: Duration, idle: Duration) -> StdinRead {
     let mut scratch = Vec::new();
     out.bytes.reserve(16 * 1024);
     loop {
+        if start.elapsed() >= STDIN_TOTAL {
+            out.incomplete = true;
+            break;
+        }
         let left = stall
             .saturating_sub(last_byte.elapsed())
             .min(STDIN_TOTAL.saturating_sub(start.elapsed()));
