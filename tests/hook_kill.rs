@@ -42,6 +42,11 @@ fn sigkill_mid_write_never_loses_an_acknowledged_record() {
                 .as_nanos() as u64
                 | 1
         });
+    // HARNERY_KILL_ROUNDS=100 for a longer campaign (4 threads x rounds hooks).
+    let rounds: usize = std::env::var("HARNERY_KILL_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(10);
     eprintln!("seed {seed} (rerun with HARNERY_KILL_SEED={seed})");
     let home = tempfile::tempdir().unwrap();
     let acked = std::sync::Mutex::new(BTreeSet::new());
@@ -51,8 +56,8 @@ fn sigkill_mid_write_never_loses_an_acknowledged_record() {
             let (home, acked, sent) = (home.path(), &acked, &sent);
             s.spawn(move || {
                 let mut rng = Rng(seed.wrapping_add(t.wrapping_mul(0x9E37_79B9_7F4A_7C15)) | 1);
-                for k in 0..10usize {
-                    let i = t as usize * 100 + k;
+                for k in 0..rounds {
+                    let i = t as usize * 10_000 + k;
                     let p = payload(i, (1 + (rng.next() % 4) as usize) << 20);
                     sent.lock().unwrap().push(p.clone());
                     let mut child = hook_cmd(home, &["claude-code"]).spawn().unwrap();
