@@ -85,11 +85,21 @@ fn sigkill_mid_write_never_loses_an_acknowledged_record() {
             r.envelope.payload_blake3,
             blake3::hash(&r.payload).to_hex().to_string()
         );
-        assert!(
-            sent.contains(&r.payload),
-            "reader returned bytes no hook was given"
-        );
-        let marker = std::str::from_utf8(&r.payload[..120]).unwrap();
+        // A hook starved of stdin for a second (a very loaded machine) keeps
+        // what arrived, marked incomplete: then it is a prefix of what was sent.
+        let known = if r.envelope.incomplete {
+            sent.iter().any(|p| p.starts_with(&r.payload))
+        } else {
+            sent.contains(&r.payload)
+        };
+        assert!(known, "reader returned bytes no hook was given");
+        let Some(marker) = r
+            .payload
+            .get(..120)
+            .and_then(|m| std::str::from_utf8(m).ok())
+        else {
+            continue;
+        };
         let at = marker.find(":\"m").unwrap() + 1;
         found.insert(marker[at + 2..at + 7].parse::<usize>().unwrap());
     }
