@@ -10,4 +10,5 @@ pub mod cli;
 pub mod clock;
 pub mod contract;
 pub mod home;
+pub mod read;
 pub mod spool;
