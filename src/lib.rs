@@ -10,5 +10,6 @@ pub mod cli;
 pub mod clock;
 pub mod contract;
 pub mod home;
+pub mod operator;
 pub mod read;
 pub mod spool;

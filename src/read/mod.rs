@@ -11,12 +11,16 @@
 //! - [`audit`]: evidence eligibility per session.
 //! - [`health`]: loud conditions (span cap, ends, spool damage, stale spools).
 //! - [`export`]: JSON lines and OTLP/JSON traces.
+//! - [`source`], [`spool_facts`]: the only parts that read storage.
 
 pub mod audit;
 pub mod export;
 pub mod health;
+pub mod now;
 pub mod receipts;
+pub mod source;
 pub mod spans;
+pub mod spool_facts;
 
 use std::collections::BTreeMap;
 

@@ -1,0 +1,69 @@
+//! Facts about the spool that `harnery health` reports: damaged byte ranges
+//! in undrained files, dead-letter files, and how old the oldest undrained
+//! record of each session is.
+//!
+//! Reading only: nothing is sealed, moved or deleted. A torn tail in the
+//! active segment is not reported, since a writer may be mid-append there.
+
+use super::health::{DamagedRange, DeadLetter, SpoolFacts, SpoolSessionAge};
+use crate::home::Home;
+use crate::spool::{
+    DamageKind, IntakeSpool, SealedSegment, SegmentKind, SessionSpool, SpoolError, read_segment,
+};
+
+/// Walk the intake spool and the dead-letter directory of `home`.
+pub fn gather(home: &Home) -> Result<SpoolFacts, SpoolError> {
+    let spool = IntakeSpool::open(home);
+    let mut facts = SpoolFacts::default();
+    for session in spool.sessions()? {
+        gather_session(&session, &mut facts)?;
+    }
+    for dl in spool.dead_letters()? {
+        facts.dead_letters.push(DeadLetter {
+            file: dl.path.display().to_string(),
+            written_unix_ns: dl.stamp_ns,
+        });
+    }
+    Ok(facts)
+}
+
+fn gather_session(session: &SessionSpool, facts: &mut SpoolFacts) -> Result<(), SpoolError> {
+    let files = session.files()?;
+    let mut oldest: Option<i64> = None;
+    for file in &files {
+        if let Some(t) = scan_file(file, facts)? {
+            oldest = Some(oldest.map_or(t, |o| o.min(t)));
+        }
+    }
+    if let Some(oldest_unix_ns) = oldest {
+        facts.sessions.push(SpoolSessionAge {
+            adapter: session.adapter.clone(),
+            session_key: session.session_key.clone(),
+            oldest_unix_ns,
+            files: files.len(),
+        });
+    }
+    Ok(())
+}
+
+/// Record the file's damage; return its oldest receive time.
+fn scan_file(file: &SealedSegment, facts: &mut SpoolFacts) -> Result<Option<i64>, SpoolError> {
+    let read = match read_segment(&file.path) {
+        Ok(read) => read,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(err.into()),
+    };
+    let active = file.kind == SegmentKind::Active;
+    for damage in read.damage {
+        if active && damage.kind == DamageKind::TornTail {
+            continue;
+        }
+        facts.damaged.push(DamagedRange {
+            file: damage.file.display().to_string(),
+            start: damage.start,
+            end: damage.end,
+            kind: damage.kind.as_str().to_string(),
+        });
+    }
+    Ok(read.records.iter().map(|r| r.envelope.received_ns).min())
+}
