@@ -10,8 +10,9 @@
 //! Bounds: payloads up to [`MAX_PAYLOAD`] are kept whole; beyond that the
 //! first [`MAX_PAYLOAD`] bytes are kept with the full length and blake3 of
 //! everything read (`truncated`). Stdin that does not reach EOF is given up
-//! on after [`STDIN_DEADLINE`], or after [`STDIN_IDLE`] of silence once the
-//! bytes read form a complete JSON value (`incomplete`).
+//! on after [`STDIN_STALL`] without a byte, after [`STDIN_IDLE`] without a
+//! byte once the bytes read form a complete JSON value, or after
+//! [`STDIN_TOTAL`] in all (`incomplete`).
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -25,8 +26,10 @@ use crate::home::Home;
 
 /// Largest payload kept whole: 64 MiB.
 pub const MAX_PAYLOAD: usize = 64 << 20;
-/// Longest the hook waits for stdin to reach EOF.
-pub const STDIN_DEADLINE: Duration = Duration::from_millis(1000);
+/// Longest the hook waits for a byte on stdin before giving up on EOF.
+pub const STDIN_STALL: Duration = Duration::from_millis(1000);
+/// Longest the hook reads stdin in all, however fast bytes arrive.
+pub const STDIN_TOTAL: Duration = Duration::from_secs(10);
 /// Silence after a complete JSON value that ends the read early.
 pub const STDIN_IDLE: Duration = Duration::from_millis(50);
 
@@ -70,6 +73,9 @@ fn silence_stdout() {
 /// Never panics out (the caller also wraps it), never returns an error.
 pub fn run(args: Vec<OsString>) {
     let received_ns = wall_now_ns();
+    if super::writer::failpoint("panic").is_err() {
+        panic!("failpoint panic");
+    }
     let clock = ClockSample::now();
     let adapter = args.get(1).map(|a| a.to_string_lossy().into_owned());
     let adapter = adapter
@@ -77,7 +83,7 @@ pub fn run(args: Vec<OsString>) {
         .filter(|a| !a.is_empty())
         .unwrap_or("claude-code");
     let argv_event = args.get(2).map(|a| a.to_string_lossy().into_owned());
-    let input = read_stdin(MAX_PAYLOAD, STDIN_DEADLINE, STDIN_IDLE);
+    let input = read_stdin(MAX_PAYLOAD, STDIN_STALL, STDIN_IDLE);
     let routing = super::scan::routing(&input.bytes, true);
     let event = match adapter {
         "copilot" => argv_event.as_deref().or(routing.event.as_deref()),
@@ -135,14 +141,17 @@ fn captured_env() -> BTreeMap<String, String> {
 }
 
 /// Read fd 0 to EOF within the bounds described in the module doc.
-pub fn read_stdin(limit: usize, deadline: Duration, idle: Duration) -> StdinRead {
+pub fn read_stdin(limit: usize, stall: Duration, idle: Duration) -> StdinRead {
     let start = Instant::now();
+    let mut last_byte = start;
     let mut out = StdinRead::default();
     let mut hasher = blake3::Hasher::new();
     let mut scratch = Vec::new();
     out.bytes.reserve(16 * 1024);
     loop {
-        let left = deadline.saturating_sub(start.elapsed());
+        let left = stall
+            .saturating_sub(last_byte.elapsed())
+            .min(STDIN_TOTAL.saturating_sub(start.elapsed()));
         match poll_stdin(left.min(idle)) {
             Poll::Ready => {}
             Poll::Quiet if left.is_zero() || left <= idle => {
@@ -156,15 +165,9 @@ pub fn read_stdin(limit: usize, deadline: Duration, idle: Duration) -> StdinRead
             Poll::Quiet => continue,
             Poll::Failed => break,
         }
-        let buf = next_buf(&mut out.bytes, &mut scratch, limit);
-        // SAFETY: `buf` is valid writable memory of the given length.
-        let n = unsafe { libc::read(0, buf.as_mut_ptr().cast(), buf.len()) };
-        if n <= 0 {
-            out.bytes.truncate(out.total_len.min(limit as u64) as usize);
-        }
+        let n = read_some(&mut out.bytes, &mut scratch, limit);
         if n < 0 {
-            let err = std::io::Error::last_os_error();
-            match err.raw_os_error() {
+            match std::io::Error::last_os_error().raw_os_error() {
                 Some(libc::EINTR) | Some(libc::EAGAIN) => continue,
                 Some(libc::EBADF) => break,
                 _ => {
@@ -176,8 +179,8 @@ pub fn read_stdin(limit: usize, deadline: Duration, idle: Duration) -> StdinRead
         if n == 0 {
             break;
         }
-        let n = n as usize;
-        keep(&mut out, &mut scratch, &mut hasher, n, limit);
+        last_byte = Instant::now();
+        keep(&mut out, &scratch, &mut hasher, n as usize, limit);
     }
     if out.bytes.len() as u64 == out.total_len {
         out.blake3 = blake3::hash(&out.bytes).to_hex().to_string();
@@ -187,41 +190,42 @@ pub fn read_stdin(limit: usize, deadline: Duration, idle: Duration) -> StdinRead
     out
 }
 
-/// Where the next read goes: the spare capacity of `bytes` below the limit,
-/// else a scratch buffer whose bytes are only hashed and counted.
-fn next_buf<'a>(bytes: &'a mut Vec<u8>, scratch: &'a mut Vec<u8>, limit: usize) -> &'a mut [u8] {
+/// One `read(2)` from fd 0: into the spare capacity of `bytes` while below
+/// the limit (its length grows by what was read), else into `scratch`, whose
+/// bytes are only hashed and counted.
+fn read_some(bytes: &mut Vec<u8>, scratch: &mut Vec<u8>, limit: usize) -> isize {
     if bytes.len() < limit {
         if bytes.capacity() - bytes.len() < 4096 {
             let grow = bytes.capacity().clamp(16 * 1024, 8 << 20);
             bytes.reserve(grow.min(limit - bytes.len()));
         }
         let room = (bytes.capacity() - bytes.len()).min(limit - bytes.len());
-        let len = bytes.len();
-        bytes.resize(len + room, 0);
-        return &mut bytes[len..];
+        let spare = bytes.spare_capacity_mut();
+        // SAFETY: `spare` has at least `room` writable bytes; read(2) writes
+        // at most `room` and reports how many it initialised.
+        let n = unsafe { libc::read(0, spare.as_mut_ptr().cast(), room) };
+        if n > 0 {
+            // SAFETY: the first `n` spare bytes were just initialised.
+            unsafe { bytes.set_len(bytes.len() + n as usize) };
+        }
+        return n;
     }
     scratch.resize(256 * 1024, 0);
-    &mut scratch[..]
+    // SAFETY: `scratch` is valid writable memory of its length.
+    unsafe { libc::read(0, scratch.as_mut_ptr().cast(), scratch.len()) }
 }
 
-fn keep(
-    out: &mut StdinRead,
-    scratch: &mut [u8],
-    hasher: &mut blake3::Hasher,
-    n: usize,
-    limit: usize,
-) {
+fn keep(out: &mut StdinRead, scratch: &[u8], hasher: &mut blake3::Hasher, n: usize, limit: usize) {
     let before = out.total_len;
     out.total_len += n as u64;
     if (before as usize) < limit {
-        // The read landed in `bytes` (resized for it): drop the unused tail.
-        let kept_end = before as usize + n;
-        out.bytes.truncate(kept_end);
-        hasher.update(&out.bytes[before as usize..kept_end]);
-    } else {
-        out.truncated = true;
-        hasher.update(&scratch[..n]);
+        return; // landed in `bytes`; hashed once at the end or on overflow
     }
+    if !out.truncated {
+        hasher.update(&out.bytes);
+    }
+    out.truncated = true;
+    hasher.update(&scratch[..n]);
 }
 
 enum Poll {

@@ -141,7 +141,7 @@ impl SessionSpool {
             }
             dir.sync()?;
         }
-        Ok(self.pending()?)
+        self.pending()
     }
 
     /// Sealed segments and fallback files, oldest first (nothing is changed).

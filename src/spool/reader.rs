@@ -86,7 +86,7 @@ pub struct SegmentRead {
 /// One item of a segment, in file order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SegmentItem {
-    Record(SpoolRecord),
+    Record(Box<SpoolRecord>),
     Damage(Damage),
 }
 
@@ -95,7 +95,7 @@ pub fn read_segment(path: &Path) -> io::Result<SegmentRead> {
     let mut out = SegmentRead::default();
     for item in SegmentReader::open(path)? {
         match item? {
-            SegmentItem::Record(r) => out.records.push(r),
+            SegmentItem::Record(r) => out.records.push(*r),
             SegmentItem::Damage(d) => out.damage.push(d),
         }
     }
@@ -108,7 +108,7 @@ pub fn read_bytes(bytes: &[u8], file: &Path) -> SegmentRead {
     let mut r = Decoder::new(bytes, file.to_path_buf());
     while let Some(item) = r.next_item() {
         match item {
-            Ok(SegmentItem::Record(rec)) => out.records.push(rec),
+            Ok(SegmentItem::Record(rec)) => out.records.push(*rec),
             Ok(SegmentItem::Damage(d)) => out.damage.push(d),
             Err(_) => break,
         }
@@ -190,7 +190,8 @@ struct Decoder<S: Source> {
 enum Reject {
     NoMagic,
     Torn,
-    Checksum,
+    /// Digest mismatch; the claimed end of the record.
+    Checksum(u64),
     Version,
 }
 
@@ -245,7 +246,7 @@ impl<S: Source> Decoder<S> {
         let (content, digest) = body.split_at(body_len - DIGEST_LEN);
         let (env_bytes, payload) = content.split_at(el);
         if frame::record_digest(&hb, env_bytes, payload)[..] != digest[..] {
-            return self.resync(start, eof, Reject::Checksum);
+            return self.resync(start, eof, Reject::Checksum(end));
         }
         self.pos = end;
         match serde_json::from_slice::<Envelope>(env_bytes) {
@@ -253,14 +254,14 @@ impl<S: Source> Decoder<S> {
                 let payload_len = payload.len();
                 body.truncate(el + payload_len);
                 body.drain(..el);
-                Ok(SegmentItem::Record(SpoolRecord {
+                Ok(SegmentItem::Record(Box::new(SpoolRecord {
                     envelope,
                     payload: body,
                     at: RecordAt {
                         file: self.file.clone(),
                         offset: start,
                     },
-                }))
+                })))
             }
             Err(_) => Ok(SegmentItem::Damage(self.damage(
                 start,
@@ -290,7 +291,9 @@ impl<S: Source> Decoder<S> {
             match why {
                 Reject::Torn if end == eof => DamageKind::TornTail,
                 Reject::Torn => DamageKind::TornRecord,
-                Reject::Checksum => DamageKind::ChecksumMismatch,
+                // Another record starts inside the claimed span: this one was cut short.
+                Reject::Checksum(claimed_end) if end < claimed_end => DamageKind::TornRecord,
+                Reject::Checksum(_) => DamageKind::ChecksumMismatch,
                 Reject::Version => DamageKind::UnsupportedVersion,
                 Reject::NoMagic if end == eof && self.starts_like_magic(start, end)? => {
                     DamageKind::TornTail

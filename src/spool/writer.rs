@@ -339,12 +339,12 @@ pub fn acquire_lease(dir: &PrivateDir, wait: Duration) -> Result<Lease, SpoolErr
 
 /// Test-only failure injection: `HARNERY_FAILPOINTS=segment_append,fallback-`
 /// makes the named write paths fail (feature `failpoints` only).
-fn failpoint(name: &str) -> io::Result<()> {
+pub(crate) fn failpoint(name: &str) -> io::Result<()> {
     #[cfg(feature = "failpoints")]
-    if let Some(list) = std::env::var_os("HARNERY_FAILPOINTS") {
-        if list.to_string_lossy().split(',').any(|n| n == name) {
-            return Err(io::Error::other(format!("failpoint {name}")));
-        }
+    if let Some(list) = std::env::var_os("HARNERY_FAILPOINTS")
+        && list.to_string_lossy().split(',').any(|n| n == name)
+    {
+        return Err(io::Error::other(format!("failpoint {name}")));
     }
     let _ = name;
     Ok(())
