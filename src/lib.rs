@@ -9,5 +9,7 @@
 pub mod cli;
 pub mod clock;
 pub mod contract;
+pub mod finalize;
 pub mod home;
+pub mod ledger;
 pub mod spool;
