@@ -1,1 +1,10 @@
-fn main() {}
+//! `harnery-hook <adapter> [event]`: record one agent hook signal.
+//!
+//! Always exits 0 and never writes to stdout, whatever happens; see
+//! `harnery::spool::hook` for the guarantees and their bounds.
+fn main() {
+    harnery::spool::hook::guard_process();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let _ = std::panic::catch_unwind(move || harnery::spool::hook::run(args));
+    std::process::exit(0);
+}

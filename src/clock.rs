@@ -1,12 +1,98 @@
 //! Time as harnery records it: UTC wall time plus a boot-relative monotonic
 //! sample (boot id + CLOCK_BOOTTIME). Two samples bound an interval only when
 //! they share one boot id; across boots they prove nothing.
+//!
+//! Reading a sample costs one small file read and one `clock_gettime`; both
+//! may fail (no `/proc`, a sandbox), in which case the field is `None` and
+//! consumers treat the interval as unknown.
 
 use serde::{Deserialize, Serialize};
 
-/// A boot-relative monotonic clock reading.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A boot-relative monotonic clock sample.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct ClockSample {
+    /// `/proc/sys/kernel/random/boot_id`, trimmed (a UUID, new every boot).
     pub boot_id: Option<String>,
+    /// `CLOCK_BOOTTIME` in nanoseconds (counts suspended time too).
     pub boottime_ns: Option<u64>,
+}
+
+impl ClockSample {
+    /// Sample the boot id and `CLOCK_BOOTTIME` now.
+    pub fn now() -> ClockSample {
+        ClockSample {
+            boot_id: boot_id(),
+            boottime_ns: boottime_ns(),
+        }
+    }
+
+    /// Nanoseconds from `earlier` to `self`, when both come from the same boot
+    /// and the clock did not go backwards.
+    pub fn elapsed_since(&self, earlier: &ClockSample) -> Option<u64> {
+        let same_boot = self.boot_id.is_some() && self.boot_id == earlier.boot_id;
+        let (a, b) = (earlier.boottime_ns?, self.boottime_ns?);
+        (same_boot && b >= a).then(|| b - a)
+    }
+}
+
+/// The current boot id, if the kernel exposes it.
+pub fn boot_id() -> Option<String> {
+    let raw = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let id = raw.trim();
+    (!id.is_empty()).then(|| id.to_owned())
+}
+
+/// `CLOCK_BOOTTIME` in nanoseconds.
+pub fn boottime_ns() -> Option<u64> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) };
+    if rc != 0 {
+        return None;
+    }
+    let secs = u64::try_from(ts.tv_sec).ok()?;
+    let nanos = u64::try_from(ts.tv_nsec).ok()?;
+    secs.checked_mul(1_000_000_000)?.checked_add(nanos)
+}
+
+/// UTC wall time in nanoseconds since the Unix epoch (negative before 1970).
+pub fn wall_now_ns() -> i64 {
+    match std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
+        Err(e) => -i64::try_from(e.duration().as_nanos()).unwrap_or(i64::MAX),
+    }
+}
+
+/// Format unix nanoseconds as RFC 3339 UTC (for human output).
+pub fn format_ns(ns: i64) -> String {
+    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ns))
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_else(|| format!("{ns}ns"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sample_is_monotonic_within_a_boot() {
+        let a = ClockSample::now();
+        let b = ClockSample::now();
+        if a.boot_id.is_some() && a.boottime_ns.is_some() {
+            assert!(b.elapsed_since(&a).is_some());
+        }
+        let other = ClockSample {
+            boot_id: Some("other".into()),
+            boottime_ns: Some(0),
+        };
+        assert_eq!(b.elapsed_since(&other), None);
+        assert!(wall_now_ns() > 1_600_000_000_000_000_000);
+    }
 }

@@ -1,14 +1,29 @@
 //! `HARNERY_HOME`: where everything lives, and the permissions it keeps.
 //!
-//! Minimal stand-in until the spool branch lands its full version (same API).
+//! The home is `$HARNERY_HOME` when set, else `$HOME/.harnery`, else the
+//! password database's home directory for the effective user plus `.harnery`
+//! (hooks can run with `HOME` unset). Everything harnery creates below the
+//! root is a directory of mode 0700 or a file of mode 0600, and it is reached
+//! one component at a time with `openat(…, O_NOFOLLOW)`: a symlink planted
+//! anywhere below the root is refused, never followed. The root itself is the
+//! user's choice and may be a symlink.
 
+use std::ffi::{CStr, CString, OsStr, OsString};
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
 /// Why the home directory could not be determined.
 #[derive(Debug, thiserror::Error)]
 pub enum HomeError {
-    #[error("cannot find a home directory: HARNERY_HOME and HOME are unset")]
+    /// Neither `HARNERY_HOME`, `HOME` nor the password database named a home.
+    #[error(
+        "cannot find a home directory: HARNERY_HOME and HOME are unset and the user has no passwd entry"
+    )]
     NoHome,
+    /// `HARNERY_HOME` was set to a relative path.
     #[error("HARNERY_HOME must be an absolute path, got {0:?}")]
     Relative(PathBuf),
 }
@@ -20,38 +35,335 @@ pub struct Home {
 }
 
 impl Home {
-    /// `$HARNERY_HOME`, else `$HOME/.harnery`.
+    /// `$HARNERY_HOME`, else `$HOME/.harnery`, else `<passwd home>/.harnery`.
     pub fn from_env() -> Result<Home, HomeError> {
-        if let Some(h) = std::env::var_os("HARNERY_HOME").filter(|h| !h.is_empty()) {
+        Self::from_vars(std::env::var_os("HARNERY_HOME"), std::env::var_os("HOME"))
+    }
+
+    /// The same rule as [`Home::from_env`] over given values (for tests).
+    pub fn from_vars(
+        harnery_home: Option<OsString>,
+        home: Option<OsString>,
+    ) -> Result<Home, HomeError> {
+        if let Some(h) = harnery_home.filter(|h| !h.is_empty()) {
             let root = PathBuf::from(h);
             if root.is_relative() {
                 return Err(HomeError::Relative(root));
             }
             return Ok(Home { root });
         }
-        let home = std::env::var_os("HOME").ok_or(HomeError::NoHome)?;
+        let base = home
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .or_else(passwd_home)
+            .ok_or(HomeError::NoHome)?;
         Ok(Home {
-            root: PathBuf::from(home).join(".harnery"),
+            root: base.join(".harnery"),
         })
     }
 
+    /// A home rooted at `root` exactly.
     pub fn at(root: impl Into<PathBuf>) -> Home {
         Home { root: root.into() }
     }
 
+    /// The root directory.
     pub fn root(&self) -> &Path {
         &self.root
     }
 
+    /// `root/spool`: the intake spool, the ready spool and dead letters.
     pub fn spool_dir(&self) -> PathBuf {
         self.root.join("spool")
     }
 
+    /// `root/spool/intake`: one directory per adapter, one per session below.
     pub fn intake_dir(&self) -> PathBuf {
         self.spool_dir().join("intake")
     }
 
+    /// `root/spool/dead-letter`: records no session directory could take.
+    pub fn dead_letter_dir(&self) -> PathBuf {
+        self.spool_dir().join("dead-letter")
+    }
+
+    /// `root/ledgers`: live and archived ledger epochs.
     pub fn ledgers_dir(&self) -> PathBuf {
         self.root.join("ledgers")
+    }
+
+    /// Create (if needed) and open `root/<components…>` as 0700 directories,
+    /// refusing symlinks below the root. See [`PrivateDir::open_path`].
+    pub fn private_dir(&self, components: &[&str]) -> io::Result<PrivateDir> {
+        PrivateDir::open_path(&self.root, components, true)
+    }
+
+    /// Open `root/<components…>` without creating anything.
+    pub fn existing_dir(&self, components: &[&str]) -> io::Result<PrivateDir> {
+        PrivateDir::open_path(&self.root, components, false)
+    }
+}
+
+fn passwd_home() -> Option<PathBuf> {
+    let mut buf = vec![0u8; 4096];
+    let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut out: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: buffers are valid for the sizes given; `out` is set by libc.
+    let rc = unsafe {
+        libc::getpwuid_r(
+            libc::geteuid(),
+            &mut pwd,
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            &mut out,
+        )
+    };
+    if rc != 0 || out.is_null() || pwd.pw_dir.is_null() {
+        return None;
+    }
+    // SAFETY: pw_dir points into `buf`, NUL-terminated by getpwuid_r.
+    let dir = unsafe { CStr::from_ptr(pwd.pw_dir) };
+    let path = PathBuf::from(OsStr::from_bytes(dir.to_bytes()));
+    path.is_absolute().then_some(path)
+}
+
+/// An open directory handle reached without following symlinks.
+///
+/// Files and subdirectories are created relative to the handle (`openat`,
+/// `mkdirat`, `renameat`), so a directory swapped for a symlink after it was
+/// opened cannot redirect a write.
+#[derive(Debug)]
+pub struct PrivateDir {
+    fd: OwnedFd,
+    path: PathBuf,
+}
+
+/// Mode of every directory harnery creates.
+pub const DIR_MODE: libc::mode_t = 0o700;
+/// Mode of every file harnery creates.
+pub const FILE_MODE: libc::mode_t = 0o600;
+
+impl PrivateDir {
+    /// Open `root` (following it if it is a symlink: the user chose it), then
+    /// each component below with `O_NOFOLLOW`, creating missing ones as 0700
+    /// when `create` is set. A newly created directory is made durable by
+    /// fsyncing its parent.
+    pub fn open_path(root: &Path, components: &[&str], create: bool) -> io::Result<PrivateDir> {
+        if create {
+            create_root(root)?;
+        }
+        let mut dir = PrivateDir::open_root(root)?;
+        for name in components {
+            dir = dir.child(name, create)?;
+        }
+        Ok(dir)
+    }
+
+    fn open_root(root: &Path) -> io::Result<PrivateDir> {
+        let c = cpath(root.as_os_str())?;
+        // SAFETY: valid C string; the result is checked.
+        let fd = unsafe {
+            libc::open(
+                c.as_ptr(),
+                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            )
+        };
+        Ok(PrivateDir {
+            fd: owned(fd)?,
+            path: root.to_path_buf(),
+        })
+    }
+
+    /// Open the subdirectory `name` (a single component), creating it as 0700
+    /// when `create` is set. A symlink in its place is an error (`ELOOP` or
+    /// `ENOTDIR`).
+    pub fn child(&self, name: &str, create: bool) -> io::Result<PrivateDir> {
+        check_component(name)?;
+        let c = cpath(OsStr::new(name))?;
+        if create {
+            // SAFETY: valid fd and C string.
+            let rc = unsafe { libc::mkdirat(self.raw(), c.as_ptr(), DIR_MODE) };
+            if rc == 0 {
+                self.sync()?;
+            } else {
+                let err = io::Error::last_os_error();
+                if err.raw_os_error() != Some(libc::EEXIST) {
+                    return Err(err);
+                }
+            }
+        }
+        let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        // SAFETY: valid fd and C string.
+        let fd = unsafe { libc::openat(self.raw(), c.as_ptr(), flags) };
+        Ok(PrivateDir {
+            fd: owned(fd)?,
+            path: self.path.join(name),
+        })
+    }
+
+    /// Open (creating if `create`) the regular file `name` for appending or
+    /// reading, never through a symlink, never blocking on a FIFO. Returns the
+    /// file and whether this call created it.
+    pub fn open_file(
+        &self,
+        name: &str,
+        flags: libc::c_int,
+        create: bool,
+    ) -> io::Result<(File, bool)> {
+        check_component(name)?;
+        let c = cpath(OsStr::new(name))?;
+        let base = flags | libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK;
+        // SAFETY: valid fd and C string.
+        let mut fd =
+            unsafe { libc::openat(self.raw(), c.as_ptr(), base, FILE_MODE as libc::c_uint) };
+        let mut created = false;
+        if fd < 0 && create && io::Error::last_os_error().raw_os_error() == Some(libc::ENOENT) {
+            let excl = base | libc::O_CREAT | libc::O_EXCL;
+            // SAFETY: as above.
+            fd = unsafe { libc::openat(self.raw(), c.as_ptr(), excl, FILE_MODE as libc::c_uint) };
+            created = fd >= 0;
+            if fd < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EEXIST) {
+                // SAFETY: as above.
+                fd = unsafe {
+                    libc::openat(self.raw(), c.as_ptr(), base, FILE_MODE as libc::c_uint)
+                };
+            }
+        }
+        let file = File::from(owned(fd)?);
+        if !file.metadata()?.is_file() {
+            return Err(io::Error::other(format!(
+                "{} is not a regular file",
+                self.path.join(name).display()
+            )));
+        }
+        Ok((file, created))
+    }
+
+    /// Create the new file `name` exclusively (0600, no symlink follow).
+    pub fn create_new(&self, name: &str) -> io::Result<File> {
+        check_component(name)?;
+        let c = cpath(OsStr::new(name))?;
+        let flags =
+            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        // SAFETY: valid fd and C string.
+        let fd = unsafe { libc::openat(self.raw(), c.as_ptr(), flags, FILE_MODE as libc::c_uint) };
+        Ok(File::from(owned(fd)?))
+    }
+
+    /// Rename `from` to `to` within this directory (no fsync; see [`sync`](Self::sync)).
+    pub fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        check_component(from)?;
+        check_component(to)?;
+        let (a, b) = (cpath(OsStr::new(from))?, cpath(OsStr::new(to))?);
+        // SAFETY: valid fds and C strings.
+        let rc = unsafe { libc::renameat(self.raw(), a.as_ptr(), self.raw(), b.as_ptr()) };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+
+    /// Remove the file `name` from this directory.
+    pub fn remove(&self, name: &str) -> io::Result<()> {
+        check_component(name)?;
+        let c = cpath(OsStr::new(name))?;
+        // SAFETY: valid fd and C string.
+        let rc = unsafe { libc::unlinkat(self.raw(), c.as_ptr(), 0) };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+
+    /// fsync the directory, making renames and creations in it durable.
+    pub fn sync(&self) -> io::Result<()> {
+        // SAFETY: valid fd.
+        let rc = unsafe { libc::fsync(self.raw()) };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+
+    /// The path this handle was opened at (for messages and listings).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn raw(&self) -> libc::c_int {
+        self.fd.as_raw_fd()
+    }
+}
+
+fn create_root(root: &Path) -> io::Result<()> {
+    match std::fs::metadata(root) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(io::Error::other(format!(
+            "{} is not a directory",
+            root.display()
+        ))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(DIR_MODE)
+                .create(root)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// A name is one path component: not empty, not `.`/`..`, no `/` or NUL.
+fn check_component(name: &str) -> io::Result<()> {
+    let bad =
+        name.is_empty() || name == "." || name == ".." || name.bytes().any(|b| b == b'/' || b == 0);
+    if bad {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("unsafe path component {name:?}"),
+        ));
+    }
+    Ok(())
+}
+
+fn cpath(s: &OsStr) -> io::Result<CString> {
+    CString::new(s.to_os_string().into_vec())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains NUL"))
+}
+
+fn owned(fd: libc::c_int) -> io::Result<OwnedFd> {
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fd was just returned by a successful open call and is ours.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn harnery_home_wins_and_home_falls_back() {
+        let h = Home::from_vars(Some("/x/h".into()), Some("/home/u".into())).unwrap();
+        assert_eq!(h.root(), Path::new("/x/h"));
+        let h = Home::from_vars(None, Some("/home/u".into())).unwrap();
+        assert_eq!(h.root(), Path::new("/home/u/.harnery"));
+        assert!(Home::from_vars(Some("rel".into()), None).is_err());
+        let h = Home::from_vars(None, None).unwrap();
+        assert!(h.root().ends_with(".harnery"));
+    }
+
+    #[test]
+    fn symlinked_component_is_refused() {
+        let t = tempfile::tempdir().unwrap();
+        let home = Home::at(t.path().join("h"));
+        home.private_dir(&["spool"]).unwrap();
+        std::os::unix::fs::symlink(t.path(), home.spool_dir().join("intake")).unwrap();
+        assert!(home.private_dir(&["spool", "intake"]).is_err());
     }
 }

@@ -1,0 +1,84 @@
+//! The envelope: what the hook knew about a signal besides its bytes.
+//!
+//! Encoded as one compact JSON object inside each record (see
+//! `spool-format/README.md`). Readers must ignore fields they do not know, so
+//! new optional fields can be added without a format version bump.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Spool format version written by this build.
+pub const SPOOL_FORMAT_VERSION: u16 = 1;
+
+/// How a record reached the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WritePath {
+    /// Appended to the session's active segment under the lease.
+    Segment,
+    /// The lease was not had in time or the append failed: a fallback file.
+    Fallback,
+    /// The session directory was unusable: a dead-letter file.
+    DeadLetter,
+}
+
+/// Metadata written with every record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Envelope {
+    /// Spool format version (1).
+    pub v: u16,
+    /// Adapter that produced the signal (`claude-code`, `copilot`, ...).
+    pub adapter: String,
+    /// Event name: Claude Code's `hook_event_name`, Copilot's argv event.
+    pub event: Option<String>,
+    /// The session id exactly as the payload gave it (`None` when absent).
+    pub session_id: Option<String>,
+    /// Directory name the session is spooled under (the id, or its hash).
+    pub session_key: String,
+    /// UTC wall time the hook received the signal, unix nanoseconds.
+    pub received_ns: i64,
+    /// Boot id at receive time.
+    pub boot_id: Option<String>,
+    /// `CLOCK_BOOTTIME` at receive time, nanoseconds.
+    pub boottime_ns: Option<u64>,
+    /// Process id of the writer.
+    pub pid: u32,
+    /// Version of the writing binary (`harnery-hook 0.1.0`).
+    pub writer: String,
+    /// Full length of the payload as received (may exceed the stored bytes).
+    pub payload_len: u64,
+    /// blake3 of the full payload as received, lowercase hex.
+    pub payload_blake3: String,
+    /// Only the first bytes were kept (payload above the size bound).
+    #[serde(default)]
+    pub truncated: bool,
+    /// Stdin did not reach EOF in the time allowed; the bytes are what arrived.
+    #[serde(default)]
+    pub incomplete: bool,
+    /// Which path wrote this record.
+    pub write_path: WritePath,
+    /// Why a fallback or dead-letter path was taken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_reason: Option<String>,
+    /// Agent environment values that later stages need.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+}
+
+/// Environment variables the hook copies into the envelope when set.
+pub const CAPTURED_ENV: &[&str] = &[
+    "CLAUDE_CODE_SESSION_ID",
+    "CLAUDE_PROJECT_DIR",
+    "CLAUDE_CODE_ENTRYPOINT",
+    "CLAUDE_CODE_CHILD_SESSION",
+    "CLAUDE_PID",
+    "COPILOT_CLI",
+    "COPILOT_CLI_BINARY_VERSION",
+    "COPILOT_CLI_RESOLVED_DIST_DIR",
+    "COPILOT_HOOK_DIR",
+    "COPILOT_PROJECT_DIR",
+    "COPILOT_MODEL",
+    "TRACEPARENT",
+    "TRACESTATE",
+];

@@ -1,0 +1,257 @@
+//! `harnery-hook`: the hot path. Read stdin, append one record, exit 0.
+//!
+//! What this code must never do: print to stdout, exit non-zero, open SQLite,
+//! parse a config file, or wait without bound. A Copilot `preToolUse` hook
+//! that exits non-zero denies the tool; a Claude Code hook that exits 2
+//! blocks it; anything on stdout may be read as a hook decision. So stdout is
+//! pointed at `/dev/null` first thing, panics are caught, and every failure
+//! ends as one line on stderr at worst.
+//!
+//! Bounds: payloads up to [`MAX_PAYLOAD`] are kept whole; beyond that the
+//! first [`MAX_PAYLOAD`] bytes are kept with the full length and blake3 of
+//! everything read (`truncated`). Stdin that does not reach EOF is given up
+//! on after [`STDIN_STALL`] without a byte, after [`STDIN_IDLE`] without a
+//! byte once the bytes read form a complete JSON value, or after
+//! [`STDIN_TOTAL`] in all (`incomplete`).
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use super::envelope::CAPTURED_ENV;
+use super::writer::{Signal, SpoolWriter, WriterOptions};
+use crate::clock::{ClockSample, wall_now_ns};
+use crate::home::Home;
+
+/// Largest payload kept whole: 64 MiB.
+pub const MAX_PAYLOAD: usize = 64 << 20;
+/// Longest the hook waits for a byte on stdin before giving up on EOF.
+pub const STDIN_STALL: Duration = Duration::from_millis(1000);
+/// Longest the hook reads stdin in all, however fast bytes arrive.
+pub const STDIN_TOTAL: Duration = Duration::from_secs(10);
+/// Silence after a complete JSON value that ends the read early.
+pub const STDIN_IDLE: Duration = Duration::from_millis(50);
+
+/// What was read from stdin.
+#[derive(Debug, Default)]
+pub struct StdinRead {
+    /// The kept bytes (all of them unless `truncated`).
+    pub bytes: Vec<u8>,
+    /// Every byte read, kept or not.
+    pub total_len: u64,
+    /// blake3 hex of every byte read.
+    pub blake3: String,
+    pub truncated: bool,
+    /// EOF was not seen.
+    pub incomplete: bool,
+}
+
+/// Make sure nothing can reach stdout and that a panic prints one stderr line.
+pub fn guard_process() {
+    silence_stdout();
+    std::panic::set_hook(Box::new(|info| {
+        let _ = writeln!(
+            std::io::stderr(),
+            "harnery-hook: internal error (recorded nothing more): {info}"
+        );
+    }));
+}
+
+fn silence_stdout() {
+    // SAFETY: plain fd calls; failure leaves stdout as it was (we never write to it).
+    unsafe {
+        let fd = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd >= 0 {
+            libc::dup2(fd, 1);
+            libc::close(fd);
+        }
+    }
+}
+
+/// Run the hook for the given argv (`harnery-hook <adapter> [event]`).
+/// Never panics out (the caller also wraps it), never returns an error.
+pub fn run(args: Vec<OsString>) {
+    let received_ns = wall_now_ns();
+    if super::writer::failpoint("panic").is_err() {
+        panic!("failpoint panic");
+    }
+    let clock = ClockSample::now();
+    let adapter = args.get(1).map(|a| a.to_string_lossy().into_owned());
+    let adapter = adapter
+        .as_deref()
+        .filter(|a| !a.is_empty())
+        .unwrap_or("claude-code");
+    let argv_event = args.get(2).map(|a| a.to_string_lossy().into_owned());
+    let input = read_stdin(MAX_PAYLOAD, STDIN_STALL, STDIN_IDLE);
+    let routing = super::scan::routing(&input.bytes, true);
+    let event = match adapter {
+        "copilot" => argv_event.as_deref().or(routing.event.as_deref()),
+        _ => routing.event.as_deref().or(argv_event.as_deref()),
+    };
+    let signal = Signal {
+        adapter,
+        event,
+        session_id: routing.session_id.as_deref(),
+        payload: &input.bytes,
+        payload_len: input.total_len,
+        payload_blake3: input.blake3.clone(),
+        truncated: input.truncated,
+        incomplete: input.incomplete,
+        received_ns,
+        clock,
+        env: captured_env(),
+    };
+    let outcome = Home::from_env()
+        .map_err(|e| e.to_string())
+        .and_then(|home| {
+            writer(home)
+                .append_signal(&signal)
+                .map_err(|e| e.to_string())
+        });
+    if let Err(reason) = outcome {
+        let _ = writeln!(
+            std::io::stderr(),
+            "harnery-hook: LOST {adapter} {} session {:?}: {} bytes blake3 {}: {reason}",
+            event.unwrap_or("-"),
+            signal.session_id.unwrap_or("-"),
+            input.total_len,
+            input.blake3,
+        );
+    }
+}
+
+fn writer(home: Home) -> SpoolWriter {
+    SpoolWriter::with_options(
+        home,
+        WriterOptions {
+            writer: concat!("harnery-hook ", env!("CARGO_PKG_VERSION")).to_owned(),
+            ..WriterOptions::default()
+        },
+    )
+}
+
+fn captured_env() -> BTreeMap<String, String> {
+    CAPTURED_ENV
+        .iter()
+        .filter_map(|&k| {
+            std::env::var_os(k).map(|v| (k.to_owned(), v.to_string_lossy().into_owned()))
+        })
+        .collect()
+}
+
+/// Read fd 0 to EOF within the bounds described in the module doc.
+pub fn read_stdin(limit: usize, stall: Duration, idle: Duration) -> StdinRead {
+    let start = Instant::now();
+    let mut last_byte = start;
+    let mut out = StdinRead::default();
+    let mut hasher = blake3::Hasher::new();
+    let mut scratch = Vec::new();
+    out.bytes.reserve(16 * 1024);
+    loop {
+        let left = stall
+            .saturating_sub(last_byte.elapsed())
+            .min(STDIN_TOTAL.saturating_sub(start.elapsed()));
+        match poll_stdin(left.min(idle)) {
+            Poll::Ready => {}
+            Poll::Quiet if left.is_zero() || left <= idle => {
+                out.incomplete = true;
+                break;
+            }
+            Poll::Quiet if looks_complete(&out.bytes) => {
+                out.incomplete = true;
+                break;
+            }
+            Poll::Quiet => continue,
+            Poll::Failed => break,
+        }
+        let n = read_some(&mut out.bytes, &mut scratch, limit);
+        if n < 0 {
+            match std::io::Error::last_os_error().raw_os_error() {
+                Some(libc::EINTR) | Some(libc::EAGAIN) => continue,
+                Some(libc::EBADF) => break,
+                _ => {
+                    out.incomplete = true;
+                    break;
+                }
+            }
+        }
+        if n == 0 {
+            break;
+        }
+        last_byte = Instant::now();
+        keep(&mut out, &scratch, &mut hasher, n as usize, limit);
+    }
+    if out.bytes.len() as u64 == out.total_len {
+        out.blake3 = blake3::hash(&out.bytes).to_hex().to_string();
+    } else {
+        out.blake3 = hasher.finalize().to_hex().to_string();
+    }
+    out
+}
+
+/// One `read(2)` from fd 0: into the spare capacity of `bytes` while below
+/// the limit (its length grows by what was read), else into `scratch`, whose
+/// bytes are only hashed and counted.
+fn read_some(bytes: &mut Vec<u8>, scratch: &mut Vec<u8>, limit: usize) -> isize {
+    if bytes.len() < limit {
+        if bytes.capacity() - bytes.len() < 4096 {
+            let grow = bytes.capacity().clamp(16 * 1024, 8 << 20);
+            bytes.reserve(grow.min(limit - bytes.len()));
+        }
+        let room = (bytes.capacity() - bytes.len()).min(limit - bytes.len());
+        let spare = bytes.spare_capacity_mut();
+        // SAFETY: `spare` has at least `room` writable bytes; read(2) writes
+        // at most `room` and reports how many it initialised.
+        let n = unsafe { libc::read(0, spare.as_mut_ptr().cast(), room) };
+        if n > 0 {
+            // SAFETY: the first `n` spare bytes were just initialised.
+            unsafe { bytes.set_len(bytes.len() + n as usize) };
+        }
+        return n;
+    }
+    scratch.resize(256 * 1024, 0);
+    // SAFETY: `scratch` is valid writable memory of its length.
+    unsafe { libc::read(0, scratch.as_mut_ptr().cast(), scratch.len()) }
+}
+
+fn keep(out: &mut StdinRead, scratch: &[u8], hasher: &mut blake3::Hasher, n: usize, limit: usize) {
+    let before = out.total_len;
+    out.total_len += n as u64;
+    if (before as usize) < limit {
+        return; // landed in `bytes`; hashed once at the end or on overflow
+    }
+    if !out.truncated {
+        hasher.update(&out.bytes);
+    }
+    out.truncated = true;
+    hasher.update(&scratch[..n]);
+}
+
+enum Poll {
+    Ready,
+    Quiet,
+    Failed,
+}
+
+fn poll_stdin(timeout: Duration) -> Poll {
+    let mut pfd = libc::pollfd {
+        fd: 0,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = timeout.as_millis().min(i32::MAX as u128) as libc::c_int;
+    // SAFETY: one valid pollfd.
+    let rc = unsafe { libc::poll(&mut pfd, 1, ms) };
+    match rc {
+        0 => Poll::Quiet,
+        n if n > 0 && pfd.revents & libc::POLLNVAL != 0 => Poll::Failed,
+        n if n > 0 => Poll::Ready,
+        _ if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) => Poll::Quiet,
+        _ => Poll::Failed,
+    }
+}
+
+fn looks_complete(bytes: &[u8]) -> bool {
+    !bytes.is_empty() && serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok()
+}
