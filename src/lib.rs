@@ -9,7 +9,9 @@
 pub mod cli;
 pub mod clock;
 pub mod contract;
+pub mod finalize;
 pub mod home;
+pub mod ledger;
 pub mod operator;
 pub mod read;
 pub mod spool;

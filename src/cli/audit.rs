@@ -1,15 +1,18 @@
-//! `harnery audit [--json]`: each session's evidence class and reasons.
+//! `harnery audit [--json]`: each session's evidence class and reasons, for
+//! the live epoch and every archived epoch (whose sessions left with open
+//! spans are audit-only for good: nothing can close them there).
 //!
 //! Exits 0 even when sessions are audit-only: that is a classification the
-//! command reports, not a problem it found.
+//! command reports, not a problem it found. An archived epoch this build
+//! cannot read is reported on stderr and skipped.
 
 use serde::Serialize;
 
 use super::{CmdResult, Outcome};
-use crate::contract::SessionRef;
+use crate::contract::{Event, SessionRef};
 use crate::home::Home;
 use crate::read::audit::{Classification, classify_session};
-use crate::read::source::load_events;
+use crate::read::source::{archived_epochs, load_all_or_none, load_events, names};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -23,6 +26,7 @@ pub struct Args {
 
 #[derive(Serialize)]
 struct Row<'a> {
+    epoch: &'a str,
     session: &'a SessionRef,
     #[serde(flatten)]
     classification: &'a Classification,
@@ -30,18 +34,40 @@ struct Row<'a> {
 
 pub fn run(args: Args) -> CmdResult {
     let home = Home::from_env()?;
-    let events = load_events(&home, args.session.as_deref())?;
-    for (session, group) in crate::read::by_session(&events) {
+    let live = match args.session.as_deref() {
+        Some(name) => load_events(&home, Some(name))?,
+        None => load_all_or_none(&home)?,
+    };
+    report("live", &live, &args)?;
+    for archive in archived_epochs(&home) {
+        let label = archive
+            .dir
+            .file_name()
+            .map_or("archive".into(), |n| n.to_string_lossy().into_owned());
+        match archive.events {
+            Ok(events) => report(&label, &events, &args)?,
+            Err(err) => eprintln!("harnery audit: archived epoch {label} skipped: {err}"),
+        }
+    }
+    Ok(Outcome::Clean)
+}
+
+fn report(epoch: &str, events: &[Event], args: &Args) -> Result<(), serde_json::Error> {
+    for (session, group) in crate::read::by_session(events) {
+        if args.session.as_deref().is_some_and(|n| !names(n, &session)) && epoch != "live" {
+            continue;
+        }
         let classification = classify_session(&group);
         if args.json {
             let row = Row {
+                epoch,
                 session: &session,
                 classification: &classification,
             };
             println!("{}", serde_json::to_string(&row)?);
         } else {
             println!(
-                "{}/{}  {}  {}",
+                "{epoch:<10} {}/{}  {}  {}",
                 session.adapter,
                 session.session_id,
                 classification.class,
@@ -49,5 +75,5 @@ pub fn run(args: Args) -> CmdResult {
             );
         }
     }
-    Ok(Outcome::Clean)
+    Ok(())
 }

@@ -60,7 +60,7 @@ fn request(home: &Home, session: &str, args: &Args) -> CmdResult {
 }
 
 fn list(home: &Home, json: bool) -> CmdResult {
-    let events = crate::read::source::load_events(home, None)?;
+    let events = crate::read::source::load_all_or_none(home)?;
     let groups = crate::read::by_session(&events);
     let pending: Vec<PendingEnd> = groups.values().flat_map(|g| pending_ends(g)).collect();
     if json {

@@ -8,7 +8,7 @@ use crate::clock::format_ns;
 use crate::home::Home;
 use crate::read::health::{Condition, ledger_conditions, spool_conditions};
 use crate::read::now::resolve_now;
-use crate::read::source::{SourceError, load_events};
+use crate::read::source::load_all_or_none;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -26,11 +26,7 @@ pub struct Args {
 pub fn run(args: Args) -> CmdResult {
     let home = Home::from_env()?;
     let now = resolve_now(args.now.as_deref())?;
-    let mut found = match load_events(&home, None) {
-        Ok(events) => ledger_conditions(&events, now),
-        Err(SourceError::NoSuchSession(_)) => Vec::new(),
-        Err(err) => return Err(err.into()),
-    };
+    let mut found = ledger_conditions(&load_all_or_none(&home)?, now);
     let stale_ns = (args.stale_after_hours * 3600.0 * 1e9) as i64;
     let facts = crate::read::spool_facts::gather(&home)?;
     found.extend(spool_conditions(&facts, now, stale_ns));

@@ -1,10 +1,61 @@
-//! `harnery sessions`.
+//! `harnery sessions`: one line per recorded session.
 
-use super::CmdResult;
+use super::{CmdResult, Outcome};
+use crate::home::Home;
+use crate::ledger::{Ledger, SessionSummary, format_time};
 
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Print JSON lines instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
 
-pub fn run(_args: Args) -> CmdResult {
-    super::not_built("sessions")
+/// Eligibility is the audit's to decide; until it is wired, a dash.
+const NO_CLASS: &str = "-";
+
+pub fn run(args: Args) -> CmdResult {
+    let ledger = Ledger::open_read(&Home::from_env()?)?;
+    let sessions = ledger.sessions()?;
+    if args.json {
+        for s in &sessions {
+            let mut v = serde_json::to_value(s)?;
+            v["eligibility"] = serde_json::Value::Null;
+            println!("{v}");
+        }
+        return Ok(Outcome::Clean);
+    }
+    print!("{}", table(&sessions));
+    Ok(Outcome::Clean)
+}
+
+/// The text table, one session per line.
+pub fn table(sessions: &[SessionSummary]) -> String {
+    let mut out = format!(
+        "{:<12} {:<38} {:<24} {:<24} {:>5} {:>5} {:>6} {:>9}  {}\n",
+        "ADAPTER",
+        "SESSION",
+        "FIRST",
+        "LAST",
+        "TURNS",
+        "OPEN",
+        "NATIVE",
+        "RECOVERED",
+        "ELIGIBILITY"
+    );
+    for s in sessions {
+        out.push_str(&format!(
+            "{:<12} {:<38} {:<24} {:<24} {:>5} {:>5} {:>6} {:>9}  {}\n",
+            s.session.adapter.as_str(),
+            s.session.session_id,
+            format_time(s.first_unix_ns),
+            format_time(s.last_unix_ns),
+            s.turns,
+            s.spans.open,
+            s.spans.closed_native,
+            s.spans.recovered,
+            NO_CLASS
+        ));
+    }
+    out
 }

@@ -1,38 +1,103 @@
-//! Where the read commands get their events: the live ledger epoch.
+//! Where the read commands get their events: the live ledger epoch, and for
+//! the audit also the archived epochs below `ledgers/v2-candidates/`.
 //!
 //! The one place the read side touches storage, so the pure modules beside
-//! it stay pure. A session is named by its id, or `adapter/id` when the same
-//! id exists under two adapters.
+//! it stay pure. A session is named by its id (or a unique prefix, as
+//! everywhere in harnery), or `adapter/id` when one id exists under two
+//! adapters.
+
+use std::path::PathBuf;
 
 use crate::contract::{AdapterId, Event, SessionRef};
 use crate::home::Home;
+use crate::ledger::{CANDIDATES_DIR, GENESIS_FILE, Ledger, LedgerError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
-    #[error("the ledger read API is not wired in this build")]
-    NoLedger,
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
     #[error("no session matches {0:?}")]
     NoSuchSession(String),
 }
 
-/// Whether `name` (an id, or `adapter/id`) names `session`.
+/// Whether `name` (an id, or `adapter/id`) names `session` exactly.
 pub fn names(name: &str, session: &SessionRef) -> bool {
-    match name.split_once('/') {
-        Some((adapter, id)) if AdapterId::parse(adapter).is_some() => {
-            adapter == session.adapter.as_str() && id == session.session_id
-        }
-        _ => name == session.session_id,
+    match split_adapter(name) {
+        Some((adapter, id)) => adapter == session.adapter && id == session.session_id,
+        None => name == session.session_id,
     }
+}
+
+fn split_adapter(name: &str) -> Option<(AdapterId, &str)> {
+    let (adapter, id) = name.split_once('/')?;
+    Some((AdapterId::parse(adapter)?, id))
 }
 
 /// Every event of the live epoch, or only those of the session `name`.
 pub fn load_events(home: &Home, name: Option<&str>) -> Result<Vec<Event>, SourceError> {
-    let _ = (home, name);
-    Err(SourceError::NoLedger)
+    let ledger = Ledger::open_read(home)?;
+    let Some(name) = name else {
+        return Ok(ledger.events()?);
+    };
+    let session = resolve(&ledger, name)?;
+    Ok(ledger.session_events(&session)?)
 }
 
-/// Adapters under which the ledger knows `session_id`.
+fn resolve(ledger: &Ledger, name: &str) -> Result<SessionRef, SourceError> {
+    match split_adapter(name) {
+        Some(_) => ledger
+            .sessions()?
+            .into_iter()
+            .map(|s| s.session)
+            .find(|s| names(name, s))
+            .ok_or_else(|| SourceError::NoSuchSession(name.into())),
+        None => Ok(ledger.resolve_session(name)?),
+    }
+}
+
+/// Like [`load_events`] over everything, but an absent ledger is empty.
+pub fn load_all_or_none(home: &Home) -> Result<Vec<Event>, SourceError> {
+    if !Ledger::live_dir(home).join(GENESIS_FILE).exists() {
+        return Ok(Vec::new());
+    }
+    Ok(Ledger::open_read(home)?.events()?)
+}
+
+/// Adapters under which the live ledger knows `session_id` exactly.
 pub fn ledger_adapters(home: &Home, session_id: &str) -> Vec<AdapterId> {
-    let _ = (home, session_id);
-    Vec::new()
+    let Ok(ledger) = Ledger::open_read(home) else {
+        return Vec::new();
+    };
+    let sessions = ledger.sessions().unwrap_or_default();
+    sessions
+        .into_iter()
+        .filter(|s| s.session.session_id == session_id)
+        .map(|s| s.session.adapter)
+        .collect()
+}
+
+/// One archived epoch's events, or why they could not be read.
+pub struct ArchivedEpoch {
+    pub dir: PathBuf,
+    pub events: Result<Vec<Event>, LedgerError>,
+}
+
+/// Every archived epoch under `ledgers/v2-candidates/`, read without a
+/// digest check (archives validate under their own contract generation).
+pub fn archived_epochs(home: &Home) -> Vec<ArchivedEpoch> {
+    let root = home.ledgers_dir().join(CANDIDATES_DIR);
+    let Ok(entries) = std::fs::read_dir(&root) else {
+        return Vec::new();
+    };
+    let mut dirs: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    dirs.into_iter()
+        .map(|dir| {
+            let events = Ledger::open_dir_read(&dir, None).and_then(|l| l.events());
+            ArchivedEpoch { dir, events }
+        })
+        .collect()
 }
