@@ -6,8 +6,10 @@
 //! `finalize`, `epoch`, `read`, `recover`, `install` → `cli`.
 //! The hook binary reaches only `home`, `clock` and `spool`.
 
+pub mod adapter;
 pub mod cli;
 pub mod clock;
 pub mod contract;
+pub mod finalize;
 pub mod home;
 pub mod spool;

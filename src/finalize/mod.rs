@@ -1,0 +1,3 @@
+//! The finalizer: drains sealed intake spools into the ledger.
+
+pub mod producer;
