@@ -15,6 +15,7 @@
 
 pub mod failpoint;
 pub mod lease;
+pub mod producer;
 pub mod ready;
 mod run;
 
