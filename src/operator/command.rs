@@ -17,9 +17,8 @@ use std::process::{Command, ExitStatus};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Instant;
 
-use serde_json::json;
-
 use super::{COMMAND_COMPLETED, COMMAND_REQUESTED, Target};
+use crate::adapter::harnery::{CommandCompletionPayload, CommandRequestPayload};
 use crate::spool::SpoolError;
 
 /// Exit status when the program cannot be found (as a shell reports it).
@@ -71,7 +70,12 @@ pub fn run(target: &Target, argv: &[String], now_ns: i64) -> Result<i32, ExecErr
     let cwd = std::env::current_dir()
         .ok()
         .map(|p| p.to_string_lossy().into_owned());
-    let request = json!({ "command_id": command_id, "argv": argv, "cwd": cwd });
+    let request = CommandRequestPayload {
+        command_id: command_id.clone(),
+        argv: argv.to_vec(),
+        cwd,
+        pid: None,
+    };
     target
         .append(COMMAND_REQUESTED, &request, now_ns)
         .map_err(ExecError::RequestNotRecorded)?;
@@ -80,23 +84,16 @@ pub fn run(target: &Target, argv: &[String], now_ns: i64) -> Result<i32, ExecErr
     let elapsed = started.elapsed();
     let duration_ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
     let done_ns = now_ns.saturating_add(i64::try_from(elapsed.as_nanos()).unwrap_or(i64::MAX));
-    let completion = json!({
-        "command_id": command_id,
-        "exit_code": end.exit_code,
-        "signal": end.signal,
-        "duration_ms": duration_ms,
-    });
-    if let Err(err) = target.append(COMMAND_COMPLETED, &strip_nulls(completion), done_ns) {
+    let completion = CommandCompletionPayload {
+        command_id,
+        exit_code: end.exit_code.map(i64::from),
+        signal: end.signal,
+        duration_ms: Some(duration_ms),
+    };
+    if let Err(err) = target.append(COMMAND_COMPLETED, &completion, done_ns) {
         eprintln!("harnery exec: the command ran but its completion was not recorded: {err}");
     }
     Ok(end.shell_status())
-}
-
-fn strip_nulls(mut value: serde_json::Value) -> serde_json::Value {
-    if let Some(map) = value.as_object_mut() {
-        map.retain(|_, v| !v.is_null());
-    }
-    value
 }
 
 /// Spawn with inherited stdio and wait, forwarding termination signals.

@@ -10,16 +10,15 @@
 
 pub mod command;
 
-use serde_json::json;
+use serde::Serialize;
 
+use crate::adapter::harnery::EndRequestPayload;
 use crate::clock::ClockSample;
 use crate::contract::AdapterId;
 use crate::home::Home;
 use crate::spool::{AppendReceipt, Signal, SpoolError, SpoolWriter};
 
-pub const END_REQUESTED: &str = "harnery.end_requested";
-pub const COMMAND_REQUESTED: &str = "harnery.command_requested";
-pub const COMMAND_COMPLETED: &str = "harnery.command_completed";
+pub use crate::adapter::harnery::{COMMAND_COMPLETED, COMMAND_REQUESTED, END_REQUESTED};
 
 /// Where and when an operator signal is recorded.
 #[derive(Debug, Clone)]
@@ -35,10 +34,10 @@ impl Target {
     pub fn append(
         &self,
         event: &str,
-        payload: &serde_json::Value,
+        payload: &impl Serialize,
         received_ns: i64,
     ) -> Result<AppendReceipt, SpoolError> {
-        let bytes = serde_json::to_vec(payload).expect("a JSON value always serializes");
+        let bytes = serde_json::to_vec(payload).expect("signal payloads are plain JSON objects");
         let mut signal = Signal::new(
             self.adapter.as_str(),
             Some(event),
@@ -103,9 +102,8 @@ pub fn request_end(
     reason: Option<&str>,
     now_ns: i64,
 ) -> Result<AppendReceipt, SpoolError> {
-    let payload = match reason {
-        Some(reason) => json!({ "reason": reason }),
-        None => json!({}),
+    let payload = EndRequestPayload {
+        reason: reason.map(str::to_string),
     };
     target.append(END_REQUESTED, &payload, now_ns)
 }
@@ -130,7 +128,7 @@ mod tests {
         assert_eq!(record.envelope.session_id.as_deref(), Some("sess-1"));
         assert_eq!(record.envelope.received_ns, 42);
         let payload: serde_json::Value = serde_json::from_slice(&record.payload).unwrap();
-        assert_eq!(payload, json!({"reason": "done"}));
+        assert_eq!(payload, serde_json::json!({"reason": "done"}));
         let spool = IntakeSpool::open(&target.home);
         assert!(spool.session("copilot", Some("sess-1")).unwrap().is_some());
     }
