@@ -9,6 +9,7 @@
 pub mod cli;
 pub mod clock;
 pub mod contract;
+pub mod epoch;
 pub mod finalize;
 pub mod home;
 pub mod ledger;

@@ -44,6 +44,8 @@ pub enum FinalizeError {
         line: usize,
         detail: String,
     },
+    #[error("spool: {0}")]
+    Spool(String),
     #[error("ready file {path} refused: {source}")]
     Refused { path: PathBuf, source: LedgerError },
 }
