@@ -6,6 +6,7 @@
 //! `finalize`, `epoch`, `read`, `recover`, `install` → `cli`.
 //! The hook binary reaches only `home`, `clock` and `spool`.
 
+pub mod adapter;
 pub mod cli;
 pub mod clock;
 pub mod contract;
