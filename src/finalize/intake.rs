@@ -58,7 +58,14 @@ pub(super) fn drain(
         bytes += file.size;
         chunk.push(file);
         if bytes >= CHUNK_BYTES {
-            drain_chunk(home, ledger, incarnation, opts, summary, std::mem::take(&mut chunk))?;
+            drain_chunk(
+                home,
+                ledger,
+                incarnation,
+                opts,
+                summary,
+                std::mem::take(&mut chunk),
+            )?;
             bytes = 0;
         }
     }
@@ -112,8 +119,10 @@ fn load(files: &[SpoolFile]) -> Result<Loaded, FinalizeError> {
     };
     for f in files {
         let read = read_segment(&f.path).map_err(|e| FinalizeError::io(&f.path, e))?;
-        out.records.extend(read.records.into_iter().map(|r| (r, f.adapter_dir.clone())));
-        out.damage.extend(read.damage.into_iter().map(|d| (d, f.adapter_dir.clone())));
+        out.records
+            .extend(read.records.into_iter().map(|r| (r, f.adapter_dir.clone())));
+        out.damage
+            .extend(read.damage.into_iter().map(|d| (d, f.adapter_dir.clone())));
     }
     Ok(out)
 }
@@ -170,7 +179,11 @@ fn normalize(
 ) -> Result<(), FinalizeError> {
     let mut by_session: BTreeMap<SessionRef, Vec<(usize, AdapterId, String)>> = BTreeMap::new();
     for (i, (rec, adapter_dir)) in records.iter().enumerate() {
-        let name = if rec.envelope.adapter.is_empty() { adapter_dir } else { &rec.envelope.adapter };
+        let name = if rec.envelope.adapter.is_empty() {
+            adapter_dir
+        } else {
+            &rec.envelope.adapter
+        };
         let Some(adapter) = AdapterId::parse(name) else {
             return Err(FinalizeError::Spool(format!(
                 "{}: record at {} names unknown adapter {name:?}",
@@ -180,9 +193,18 @@ fn normalize(
         };
         let env = &rec.envelope;
         let sid = env.session_id.as_deref().unwrap_or(&env.session_key);
-        let digest = adapter::record_digest(adapter, env.event.as_deref(), sid, env.received_ns, &rec.payload);
+        let digest = adapter::record_digest(
+            adapter,
+            env.event.as_deref(),
+            sid,
+            env.received_ns,
+            &rec.payload,
+        );
         let session = adapter::route(&raw_signal(rec, adapter, &digest));
-        by_session.entry(session).or_default().push((i, adapter, digest));
+        by_session
+            .entry(session)
+            .or_default()
+            .push((i, adapter, digest));
     }
     let total = records.len();
     let mut done = 0;
@@ -196,8 +218,16 @@ fn normalize(
             done += 1;
             let rec = &records[i].0;
             let ingested = producer.ingest(&raw_signal(rec, adapter, &digest));
-            batch.signals.push(signal_row(rec, adapter, digest, &ingested.events, ingested.duplicate_of.as_ref()));
-            batch.events.extend(ingested.events.into_iter().map(ReadyEvent::new));
+            batch.signals.push(signal_row(
+                rec,
+                adapter,
+                digest,
+                &ingested.events,
+                ingested.duplicate_of.as_ref(),
+            ));
+            batch
+                .events
+                .extend(ingested.events.into_iter().map(ReadyEvent::new));
         }
         batch.states.push(save_producer(&session, &producer));
     }
@@ -272,16 +302,28 @@ fn damage_events(
             end: d.end,
             kind: d.kind.as_str().to_string(),
         };
-        batch.events.push(ReadyEvent::new(damage_event(session, offset, &range, opts)));
+        batch
+            .events
+            .push(ReadyEvent::new(damage_event(session, offset, &range, opts)));
         summary.damaged_ranges.push(range);
     }
     Ok(())
 }
 
-fn damage_event(session: SessionRef, offset: u64, r: &DamagedRange, opts: &FinalizeOptions) -> Event {
+fn damage_event(
+    session: SessionRef,
+    offset: u64,
+    r: &DamagedRange,
+    opts: &FinalizeOptions,
+) -> Event {
     let id = EventId::derive(
         "harnery.spool-damage",
-        &[r.file.as_bytes(), &r.start.to_le_bytes(), &r.end.to_le_bytes(), r.kind.as_bytes()],
+        &[
+            r.file.as_bytes(),
+            &r.start.to_le_bytes(),
+            &r.end.to_le_bytes(),
+            r.kind.as_bytes(),
+        ],
     );
     Event {
         id,
@@ -299,7 +341,10 @@ fn damage_event(session: SessionRef, offset: u64, r: &DamagedRange, opts: &Final
         raw: Vec::new(),
         payload: Payload::HealthCondition(HealthCondition {
             code: "spool_damage".into(),
-            detail: format!("{} bytes {}..{} skipped: {}", r.file, r.start, r.end, r.kind),
+            detail: format!(
+                "{} bytes {}..{} skipped: {}",
+                r.file, r.start, r.end, r.kind
+            ),
         }),
     }
 }

@@ -13,8 +13,8 @@
 //! incarnation number, checked by every write transaction. A failed fsync or
 //! commit stops the run (never retried); the next run starts clean.
 
-mod intake;
 pub mod failpoint;
+mod intake;
 pub mod lease;
 pub mod producer;
 pub mod ready;

@@ -99,6 +99,11 @@ pub fn binary_digest() -> String {
 pub fn capability_digests() -> BTreeMap<String, String> {
     crate::contract::AdapterId::ALL
         .into_iter()
-        .map(|a| (a.as_str().to_string(), crate::adapter::CapabilityProfile::of(a).digest_hex()))
+        .map(|a| {
+            (
+                a.as_str().to_string(),
+                crate::adapter::CapabilityProfile::of(a).digest_hex(),
+            )
+        })
         .collect()
 }

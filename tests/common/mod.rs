@@ -184,3 +184,48 @@ pub fn copy_tree(from: &Path, to: &Path) {
         }
     }
 }
+
+/// Feed one corpus fixture through the real `harnery-hook`, one process
+/// per signal, exactly as the agent would.
+pub fn feed_fixture(home: &Path, agent: &str, scenario: &str) -> usize {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(agent)
+        .join(scenario);
+    let file = if agent == "copilot" {
+        "hook-capture.jsonl"
+    } else {
+        "hooks.jsonl"
+    };
+    let text = std::fs::read_to_string(root.join(file)).expect("fixture exists");
+    let mut n = 0;
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let (args, stdin): (Vec<String>, Vec<u8>) = if agent == "copilot" {
+            let v: serde_json::Value = serde_json::from_str(line).expect("capture line is JSON");
+            let event = v["event"].as_str().expect("event name").to_string();
+            let raw = v["stdin_raw"].as_str().unwrap_or("").as_bytes().to_vec();
+            (vec!["copilot".into(), event], raw)
+        } else {
+            (vec!["claude-code".into()], line.as_bytes().to_vec())
+        };
+        Command::cargo_bin("harnery-hook")
+            .expect("hook binary built")
+            .env("HARNERY_HOME", home)
+            .args(&args)
+            .write_stdin(stdin)
+            .assert()
+            .success();
+        n += 1;
+    }
+    n
+}
+
+/// `harnery sessions --json`, parsed.
+pub fn sessions_json(home: &Path) -> Vec<serde_json::Value> {
+    let out = run(home, &["sessions", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
