@@ -10,6 +10,7 @@ pub mod adapter;
 pub mod cli;
 pub mod clock;
 pub mod contract;
+pub mod epoch;
 pub mod finalize;
 pub mod home;
 pub mod ledger;

@@ -44,9 +44,6 @@ pub fn run(args: Args) -> CmdResult {
 pub fn window(from: Option<u64>, to: Option<u64>, len: u64) -> Result<(u64, u64), String> {
     let last = len.checked_sub(1).ok_or("the session has no events")?;
     let (from, to) = (from.unwrap_or(0), to.unwrap_or(last));
-    if from > to {
-        return Err(format!("inverted window: --from {from} is after --to {to}"));
-    }
     if from > last {
         return Err(format!(
             "--from {from} is past the session's last offset {last}"
@@ -56,6 +53,9 @@ pub fn window(from: Option<u64>, to: Option<u64>, len: u64) -> Result<(u64, u64)
         return Err(format!(
             "--to {to} is past the session's last offset {last}"
         ));
+    }
+    if from > to {
+        return Err(format!("inverted window: --from {from} is after --to {to}"));
     }
     Ok((from, to))
 }

@@ -14,6 +14,7 @@
 //! commit stops the run (never retried); the next run starts clean.
 
 pub mod failpoint;
+mod intake;
 pub mod lease;
 pub mod producer;
 pub mod ready;
@@ -45,6 +46,8 @@ pub enum FinalizeError {
         line: usize,
         detail: String,
     },
+    #[error("spool: {0}")]
+    Spool(String),
     #[error("ready file {path} refused: {source}")]
     Refused { path: PathBuf, source: LedgerError },
 }

@@ -183,13 +183,8 @@ fn check_row(
     computed_prev: &[u8],
     out: &mut Vec<ChainBreak>,
 ) -> Vec<u8> {
-    let mut fail = |detail: String| {
-        out.push(ChainBreak {
-            seq: row.seq,
-            event_id: row.id.clone(),
-            detail,
-        })
-    };
+    let mut details: Vec<String> = Vec::new();
+    let mut fail = |detail: String| details.push(detail);
     if row.prev != stored_prev && row.prev != computed_prev {
         fail("prev_hash does not link to the row before".into());
     }
@@ -217,6 +212,13 @@ fn check_row(
                 );
             }
         }
+    }
+    if !details.is_empty() {
+        out.push(ChainBreak {
+            seq: row.seq,
+            event_id: row.id.clone(),
+            detail: details.join("; "),
+        });
     }
     computed.to_vec()
 }

@@ -97,5 +97,13 @@ pub fn binary_digest() -> String {
 
 /// Capability-profile digests of every adapter this build knows.
 pub fn capability_digests() -> BTreeMap<String, String> {
-    BTreeMap::new()
+    crate::contract::AdapterId::ALL
+        .into_iter()
+        .map(|a| {
+            (
+                a.as_str().to_string(),
+                crate::adapter::CapabilityProfile::of(a).digest_hex(),
+            )
+        })
+        .collect()
 }

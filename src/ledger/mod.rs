@@ -40,6 +40,9 @@ pub const LIVE_DIR: &str = "v2";
 pub const CANDIDATES_DIR: &str = "v2-candidates";
 pub const GENESIS_FILE: &str = "genesis.json";
 pub const DB_FILE: &str = "ledger.sqlite";
+/// The path fence of an archived epoch: a directory holding it is never
+/// opened for writing.
+pub const FENCE_FILE: &str = "ARCHIVED.json";
 
 /// Anything that can go wrong opening, reading or writing a ledger.
 #[derive(Debug, thiserror::Error)]
@@ -160,6 +163,12 @@ impl Ledger {
         now_unix_ns: i64,
         check: bool,
     ) -> Result<Ledger, LedgerError> {
+        if dir.join(FENCE_FILE).exists() {
+            return Err(LedgerError::Corrupt {
+                path: dir.to_path_buf(),
+                detail: "this epoch is archived (path fence); it is never written again".into(),
+            });
+        }
         let genesis = read_genesis(dir)?;
         if check {
             check_digest(dir, &genesis, Some(&binary_digest()))?;
