@@ -262,6 +262,8 @@ impl SessionProducer {
             }
             SignalKind::SubagentStopped(p) => {
                 self.running_agents.remove(&p.agent_id);
+                // A stopped subagent's own (stamped) turn is over, too.
+                self.turns.end(Some(&p.agent_id), None);
                 let who = self.speaker(agent, signal.native_turn_id);
                 self.emit_plain(Payload::SubagentStopped(p), who, trigger, out)
             }
