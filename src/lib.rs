@@ -13,6 +13,7 @@ pub mod contract;
 pub mod epoch;
 pub mod finalize;
 pub mod home;
+pub mod install;
 pub mod ledger;
 pub mod operator;
 pub mod read;
