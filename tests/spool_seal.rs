@@ -4,7 +4,9 @@
 use std::collections::BTreeSet;
 
 use harnery::home::Home;
-use harnery::spool::{IntakeSpool, SegmentKind, Signal, SpoolWriter, WriterOptions, read_segment, remove_segment};
+use harnery::spool::{
+    IntakeSpool, SegmentKind, Signal, SpoolWriter, WriterOptions, read_segment, remove_segment,
+};
 
 #[test]
 fn seal_races_writers_without_loss_or_duplication() {
@@ -19,7 +21,9 @@ fn seal_races_writers_without_loss_or_duplication() {
             s.spawn(move || {
                 for i in 0..100 {
                     let p = format!(r#"{{"sessionId":"race","n":"{w}-{i}"}}"#);
-                    writer.append("copilot", Some("postToolUse"), p.as_bytes(), &[]).unwrap();
+                    writer
+                        .append("copilot", Some("postToolUse"), p.as_bytes(), &[])
+                        .unwrap();
                 }
             });
         }
@@ -40,7 +44,13 @@ fn seal_races_writers_without_loss_or_duplication() {
     assert_eq!(session.seal().unwrap(), last, "sealing is idempotent");
     for f in &last {
         assert_ne!(f.kind, SegmentKind::Active);
-        drained.extend(read_segment(&f.path).unwrap().records.into_iter().map(|r| r.payload));
+        drained.extend(
+            read_segment(&f.path)
+                .unwrap()
+                .records
+                .into_iter()
+                .map(|r| r.payload),
+        );
     }
     let distinct: BTreeSet<_> = drained.iter().cloned().collect();
     assert_eq!(drained.len(), 400);
@@ -61,11 +71,21 @@ fn batch_append_without_sync_is_readable() {
     let payloads: Vec<String> = (0..1000).map(|i| format!(r#"{{"n":{i}}}"#)).collect();
     let signals: Vec<Signal> = payloads
         .iter()
-        .map(|p| Signal::new("harnery-exec", Some("command.completed"), Some("bulk"), p.as_bytes()))
+        .map(|p| {
+            Signal::new(
+                "harnery-exec",
+                Some("command.completed"),
+                Some("bulk"),
+                p.as_bytes(),
+            )
+        })
         .collect();
     let receipts = writer.append_batch(&signals).unwrap();
     assert_eq!(receipts.len(), 1000);
-    let session = IntakeSpool::open(&home).session("harnery-exec", Some("bulk")).unwrap().unwrap();
+    let session = IntakeSpool::open(&home)
+        .session("harnery-exec", Some("bulk"))
+        .unwrap()
+        .unwrap();
     let files = session.seal().unwrap();
     let read = read_segment(&files[0].path).unwrap();
     assert_eq!(read.records.len(), 1000);
