@@ -6,6 +6,8 @@
 //! command reports, not a problem it found. An archived epoch this build
 //! cannot read is reported on stderr and skipped.
 
+use std::io::Write;
+
 use serde::Serialize;
 
 use super::{CmdResult, Outcome};
@@ -52,7 +54,8 @@ pub fn run(args: Args) -> CmdResult {
     Ok(Outcome::Clean)
 }
 
-fn report(epoch: &str, events: &[Event], args: &Args) -> Result<(), serde_json::Error> {
+fn report(epoch: &str, events: &[Event], args: &Args) -> Result<(), super::CmdError> {
+    let mut out = std::io::stdout().lock();
     for (session, group) in crate::read::by_session(events) {
         if args.session.as_deref().is_some_and(|n| !names(n, &session)) && epoch != "live" {
             continue;
@@ -64,15 +67,16 @@ fn report(epoch: &str, events: &[Event], args: &Args) -> Result<(), serde_json::
                 session: &session,
                 classification: &classification,
             };
-            println!("{}", serde_json::to_string(&row)?);
+            writeln!(out, "{}", serde_json::to_string(&row)?)?;
         } else {
-            println!(
+            writeln!(
+                out,
                 "{epoch:<10} {}/{}  {}  {}",
                 session.adapter,
                 session.session_id,
                 classification.class,
                 classification.reasons.join(" ")
-            );
+            )?;
         }
     }
     Ok(())

@@ -5,6 +5,8 @@
 //! so it reaches the producer in order with the agent's own signals; it takes
 //! effect at the next `harnery finalize`.
 
+use std::io::Write;
+
 use super::{CmdResult, Outcome};
 use crate::clock::format_ns;
 use crate::home::Home;
@@ -53,9 +55,10 @@ fn request(home: &Home, session: &str, args: &Args) -> CmdResult {
         session_id: session.to_string(),
     };
     operator::request_end(&target, args.reason.as_deref(), now)?;
-    println!(
+    writeln!(
+        std::io::stdout(),
         "end requested for {adapter}/{session}; it takes effect at the next `harnery finalize`"
-    );
+    )?;
     Ok(Outcome::Clean)
 }
 
@@ -63,29 +66,31 @@ fn list(home: &Home, json: bool) -> CmdResult {
     let events = crate::read::source::load_all_or_none(home)?;
     let groups = crate::read::by_session(&events);
     let pending: Vec<PendingEnd> = groups.values().flat_map(|g| pending_ends(g)).collect();
+    let mut out = std::io::stdout().lock();
     if json {
-        println!("{}", serde_json::to_string_pretty(&pending)?);
+        writeln!(out, "{}", serde_json::to_string_pretty(&pending)?)?;
         return Ok(Outcome::Clean);
     }
     if pending.is_empty() {
-        println!("no pending end requests");
+        writeln!(out, "no pending end requests")?;
     }
     for end in &pending {
-        print_pending(end);
+        write_pending(&mut out, end)?;
     }
     Ok(Outcome::Clean)
 }
 
-fn print_pending(end: &PendingEnd) {
+fn write_pending(out: &mut impl Write, end: &PendingEnd) -> std::io::Result<()> {
     let reason = end.reason.as_deref().unwrap_or("-");
-    println!(
+    writeln!(
+        out,
         "{}/{}  {}  requested {}  origin {}  reason {reason}",
         end.session.adapter,
         end.session.session_id,
         end.end_event_id,
         format_ns(end.requested_unix_ns),
         end.origin
-    );
+    )?;
     for span in &end.open_spans {
         let mark = if span.approved {
             "approved"
@@ -93,12 +98,14 @@ fn print_pending(end: &PendingEnd) {
             "not approved"
         };
         let turn = span.turn_id.as_deref().unwrap_or("no turn");
-        println!(
+        writeln!(
+            out,
             "    open {} {}  {}  turn {turn}  since {}  ({mark})",
             span.kind,
             span.name,
             span.request_event_id,
             format_ns(span.requested_unix_ns)
-        );
+        )?;
     }
+    Ok(())
 }

@@ -3,7 +3,9 @@
 //! Exits 1 when any condition is present (the command found something to
 //! look at), 0 when there is none. No condition is a failure of harnery.
 
-use super::{CmdResult, Outcome};
+use std::io::Write;
+
+use super::{CmdError, CmdResult, Outcome};
 use crate::clock::format_ns;
 use crate::home::Home;
 use crate::read::health::{Condition, ledger_conditions, spool_conditions};
@@ -30,30 +32,36 @@ pub fn run(args: Args) -> CmdResult {
     let stale_ns = (args.stale_after_hours * 3600.0 * 1e9) as i64;
     let facts = crate::read::spool_facts::gather(&home)?;
     found.extend(spool_conditions(&facts, now, stale_ns));
+    let mut out = std::io::stdout().lock();
     for condition in &found {
-        print(condition, args.json)?;
+        write_condition(&mut out, condition, args.json)?;
     }
     if found.is_empty() {
         if !args.json {
-            println!("no conditions");
+            writeln!(out, "no conditions")?;
         }
         return Ok(Outcome::Clean);
     }
     Ok(Outcome::Problems)
 }
 
-fn print(condition: &Condition, json: bool) -> Result<(), serde_json::Error> {
+fn write_condition(
+    out: &mut impl Write,
+    condition: &Condition,
+    json: bool,
+) -> Result<(), CmdError> {
     if json {
-        println!("{}", serde_json::to_string(condition)?);
+        writeln!(out, "{}", serde_json::to_string(condition)?)?;
         return Ok(());
     }
     let session = condition.session.as_ref().map_or("-".to_string(), |s| {
         format!("{}/{}", s.adapter, s.session_id)
     });
     let at = condition.at_unix_ns.map_or("-".to_string(), format_ns);
-    println!(
+    writeln!(
+        out,
         "{:<22} {session}  {at}  {}",
         condition.code, condition.detail
-    );
+    )?;
     Ok(())
 }

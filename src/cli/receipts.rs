@@ -1,5 +1,7 @@
 //! `harnery receipts <session> [--json]`: per-turn latency receipts.
 
+use std::io::Write;
+
 use super::{CmdResult, Outcome};
 use crate::home::Home;
 use crate::read::receipts::{SessionReceipts, TurnReceipt, session_receipts};
@@ -7,7 +9,7 @@ use crate::read::source::{SourceError, load_events};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The session (its id, or adapter/id).
+    /// The session (its id or a unique prefix, or adapter/id).
     session: String,
     /// Print JSON instead of a table.
     #[arg(long)]
@@ -22,31 +24,35 @@ pub fn run(args: Args) -> CmdResult {
     }
     let refs: Vec<_> = events.iter().collect();
     let receipts = session_receipts(&refs);
+    let mut out = std::io::stdout().lock();
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&receipts)?);
+        writeln!(out, "{}", serde_json::to_string_pretty(&receipts)?)?;
     } else {
-        print_table(&receipts);
+        write_table(&mut out, &receipts)?;
     }
     Ok(Outcome::Clean)
 }
 
-fn print_table(receipts: &SessionReceipts) {
-    println!(
+fn write_table(out: &mut impl Write, receipts: &SessionReceipts) -> std::io::Result<()> {
+    writeln!(
+        out,
         "{:<38} {:>9} {:>9} {:>9} {:>7} {:>6}  notes",
         "turn", "wall_ms", "known_ms", "bound_ms", "bound%", "rank"
-    );
+    )?;
     for turn in &receipts.turns {
-        print_turn(turn);
+        write_turn(out, turn)?;
     }
     if receipts.unattributed_spans > 0 {
-        println!(
+        writeln!(
+            out,
             "{} tool span(s) have no trustworthy turn and appear in no receipt",
             receipts.unattributed_spans
-        );
+        )?;
     }
+    Ok(())
 }
 
-fn print_turn(turn: &TurnReceipt) {
+fn write_turn(out: &mut impl Write, turn: &TurnReceipt) -> std::io::Result<()> {
     let tools = &turn.tools;
     let share = tools
         .upper_bound_share_pct
@@ -63,7 +69,8 @@ fn print_turn(turn: &TurnReceipt) {
             .iter()
             .map(|n| format!("ineligible:{n}")),
     );
-    println!(
+    writeln!(
+        out,
         "{:<38} {:>9} {:>9} {:>9} {:>7} {:>6}  {}",
         turn.turn_id,
         turn.wall_ms,
@@ -72,5 +79,5 @@ fn print_turn(turn: &TurnReceipt) {
         share,
         rank,
         notes.join(" ")
-    );
+    )
 }

@@ -275,7 +275,11 @@ fn status_of(span: &Span) -> Option<Value> {
         }
         _ => String::new(),
     };
-    Some(json!({ "code": STATUS_ERROR, "message": message }))
+    let mut status = json!({ "code": STATUS_ERROR });
+    if !message.is_empty() {
+        status["message"] = json!(message);
+    }
+    Some(status)
 }
 
 fn late_event(event: &Event) -> Value {
