@@ -23,8 +23,16 @@ use crate::home::Home;
 use crate::ledger::{AppendBatch, BatchSignal, BatchState, Ledger, ReadyEvent, binary_digest};
 use crate::spool::{Damage, IntakeSpool, SpoolRecord, read_segment};
 
-/// A chunk closes once its files reach this many bytes.
+/// A chunk closes once its files reach this many bytes
+/// (`HARNERY_CHUNK_BYTES` overrides it, for tests that want many chunks).
 const CHUNK_BYTES: u64 = 32 << 20;
+
+fn chunk_bytes() -> u64 {
+    std::env::var("HARNERY_CHUNK_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(CHUNK_BYTES)
+}
 /// Sessions ticked per batch in the time-rule pass.
 const TICK_CHUNK: usize = 256;
 /// The session damaged spool ranges are recorded under.
@@ -49,6 +57,7 @@ pub(super) fn drain(
     failpoint::hit("after-seal");
     let mut chunk: Vec<SpoolFile> = Vec::new();
     let mut bytes = 0;
+    let limit = chunk_bytes();
     for file in files {
         let rel = relative(home, &file.path);
         if ledger.segment_drained(&rel)? {
@@ -57,7 +66,7 @@ pub(super) fn drain(
         }
         bytes += file.size;
         chunk.push(file);
-        if bytes >= CHUNK_BYTES {
+        if bytes >= limit {
             drain_chunk(
                 home,
                 ledger,
