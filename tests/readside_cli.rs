@@ -181,3 +181,43 @@ fn undrained_old_spool_data_is_a_stale_condition() {
     let found = json_lines(&out);
     assert_eq!(found[0]["code"], "stale_spool");
 }
+
+/// The test-only digest change is honoured only in failpoint builds.
+#[cfg(feature = "failpoints")]
+#[test]
+fn sessions_left_open_in_an_archived_epoch_are_audit_only() {
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    feed_fixture(home, "claude-code", "kill");
+    feed_fixture(home, "claude-code", "basic");
+    finalize(home);
+    let next = |args: &[&str]| {
+        harnery(home)
+            .env("HARNERY_TEST_SCHEMA_SUFFIX", "next-contract")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = next(&["epoch", "advance"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = next(&["audit", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let rows = json_lines(&out);
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert!(
+        rows.iter().all(|r| r["epoch"] != "live"),
+        "{rows:?} {}",
+        stderr(&out)
+    );
+    let classes: Vec<(&str, Vec<&str>)> = rows
+        .iter()
+        .map(|r| (r["class"].as_str().unwrap(), reasons(r)))
+        .collect();
+    assert!(classes.contains(&("eligible", vec![])), "{classes:?}");
+    assert!(
+        classes
+            .iter()
+            .any(|(c, r)| *c == "audit_only" && r.contains(&"tool_pairing_incomplete")),
+        "{classes:?}"
+    );
+}

@@ -3,22 +3,24 @@
 //! spans are audit-only for good: nothing can close them there).
 //!
 //! Exits 0 even when sessions are audit-only: that is a classification the
-//! command reports, not a problem it found. An archived epoch this build
-//! cannot read is reported on stderr and skipped.
+//! command reports, not a problem it found. When this build cannot read an
+//! archive's events, that is said on stderr and the archive's span-row facts
+//! are still reported.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 
 use serde::Serialize;
 
-use super::{CmdResult, Outcome};
+use super::{CmdError, CmdResult, Outcome};
 use crate::contract::{Event, SessionRef};
 use crate::home::Home;
-use crate::read::audit::{Classification, classify_session};
-use crate::read::source::{archived_epochs, load_all_or_none, load_events, names};
+use crate::read::audit::{Classification, archived_reasons, classify_session};
+use crate::read::source::{ArchivedEpoch, archived_epochs, load_all_or_none, load_events, names};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Only this session (its id, or adapter/id).
+    /// Only this session (its id or a unique prefix, or adapter/id).
     #[arg(long)]
     session: Option<String>,
     /// Print JSON lines, one session per line.
@@ -28,11 +30,14 @@ pub struct Args {
 
 #[derive(Serialize)]
 struct Row<'a> {
+    /// `live`, or the genesis id of an archived epoch.
     epoch: &'a str,
     session: &'a SessionRef,
     #[serde(flatten)]
     classification: &'a Classification,
 }
+
+type Rows = BTreeMap<SessionRef, Classification>;
 
 pub fn run(args: Args) -> CmdResult {
     let home = Home::from_env()?;
@@ -40,32 +45,54 @@ pub fn run(args: Args) -> CmdResult {
         Some(name) => load_events(&home, Some(name))?,
         None => load_all_or_none(&home)?,
     };
-    report("live", &live, &args)?;
-    for archive in archived_epochs(&home) {
-        let label = archive
-            .dir
-            .file_name()
-            .map_or("archive".into(), |n| n.to_string_lossy().into_owned());
-        match archive.events {
-            Ok(events) => report(&label, &events, &args)?,
-            Err(err) => eprintln!("harnery audit: archived epoch {label} skipped: {err}"),
-        }
+    let mut out = std::io::stdout().lock();
+    write_rows(&mut out, "live", &classify_all(&live), &args)?;
+    for archive in archived_epochs(&home)? {
+        let rows = classify_archive(&archive);
+        write_rows(&mut out, &archive.label, &rows, &args)?;
     }
     Ok(Outcome::Clean)
 }
 
-fn report(epoch: &str, events: &[Event], args: &Args) -> Result<(), super::CmdError> {
-    let mut out = std::io::stdout().lock();
-    for (session, group) in crate::read::by_session(events) {
-        if args.session.as_deref().is_some_and(|n| !names(n, &session)) && epoch != "live" {
+fn classify_all(events: &[Event]) -> Rows {
+    crate::read::by_session(events)
+        .into_iter()
+        .map(|(session, group)| (session, classify_session(&group)))
+        .collect()
+}
+
+fn classify_archive(archive: &ArchivedEpoch) -> Rows {
+    let mut rows = match &archive.events {
+        Ok(events) => classify_all(events),
+        Err(err) => {
+            eprintln!(
+                "harnery audit: events of archived epoch {} unreadable here ({err}); span facts only",
+                archive.label
+            );
+            Rows::new()
+        }
+    };
+    for unfinished in &archive.unfinished {
+        rows.entry(unfinished.session.clone())
+            .or_insert_with(Classification::eligible)
+            .add_reasons(archived_reasons(unfinished));
+    }
+    rows
+}
+
+fn write_rows(out: &mut impl Write, epoch: &str, rows: &Rows, args: &Args) -> Result<(), CmdError> {
+    for (session, classification) in rows {
+        let wanted = args.session.as_deref().is_none_or(|n| {
+            epoch == "live" || names(n, session) || session.session_id.starts_with(n)
+        });
+        if !wanted {
             continue;
         }
-        let classification = classify_session(&group);
         if args.json {
             let row = Row {
                 epoch,
-                session: &session,
-                classification: &classification,
+                session,
+                classification,
             };
             writeln!(out, "{}", serde_json::to_string(&row)?)?;
         } else {

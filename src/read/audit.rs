@@ -22,6 +22,14 @@
 //!   session (a `health.condition` whose code names damage), so signals may
 //!   be missing.
 //!
+//! - `end_request_superseded`: an archived epoch ended with this session's
+//!   end request still pending; the epoch advance superseded it.
+//!
+//! Sessions of archived epochs get the same classification from their
+//! events, joined with the facts the epoch module reads from the archive's
+//! span rows ([`archived_reasons`]), which hold even when this build cannot
+//! parse the archive's events.
+//!
 //! Audit-only is a classification, not an error: `harnery audit` exits 0.
 
 use std::collections::BTreeSet;
@@ -65,6 +73,49 @@ pub const COMMAND_PAIRING_INCOMPLETE: &str = "command_pairing_incomplete";
 pub const LATE_EVIDENCE: &str = "late_evidence";
 pub const UNRECOGNIZED_SIGNALS: &str = "unrecognized_signals";
 pub const SPOOL_DAMAGE: &str = "spool_damage";
+pub const END_REQUEST_SUPERSEDED: &str = "end_request_superseded";
+
+impl Classification {
+    /// A session with nothing against it.
+    pub fn eligible() -> Classification {
+        Classification {
+            class: AuditClass::Eligible,
+            reasons: Vec::new(),
+        }
+    }
+
+    /// Add reasons (kept sorted and distinct); any reason makes it audit-only.
+    pub fn add_reasons(&mut self, more: impl IntoIterator<Item = String>) {
+        let mut all: BTreeSet<String> = self.reasons.drain(..).collect();
+        all.extend(more);
+        self.reasons = all.into_iter().collect();
+        if !self.reasons.is_empty() {
+            self.class = AuditClass::AuditOnly;
+        }
+    }
+}
+
+/// The reasons an archived epoch's unfinished session carries.
+pub fn archived_reasons(session: &crate::epoch::ArchivedSession) -> Vec<String> {
+    let mut reasons = session.reasons.clone();
+    if session.open_tool_spans > 0 {
+        reasons.push(TOOL_PAIRING_INCOMPLETE.into());
+    }
+    if session.open_command_spans > 0 {
+        reasons.push(COMMAND_PAIRING_INCOMPLETE.into());
+    }
+    if session.superseded_end_requests > 0 {
+        reasons.push(END_REQUEST_SUPERSEDED.into());
+    }
+    reasons
+}
+
+/// [`classify_session`] over owned events (one session's, e.g. from
+/// `Ledger::session_events`).
+pub fn classify_events(events: &[Event]) -> Classification {
+    let refs: Vec<&Event> = events.iter().collect();
+    classify_session(&refs)
+}
 
 /// Classify one session from its events (any order; offsets decide).
 pub fn classify_session(events: &[&Event]) -> Classification {
@@ -83,15 +134,9 @@ pub fn classify_session(events: &[&Event]) -> Classification {
             });
         }
     }
-    let class = if reasons.is_empty() {
-        AuditClass::Eligible
-    } else {
-        AuditClass::AuditOnly
-    };
-    Classification {
-        class,
-        reasons: reasons.into_iter().collect(),
-    }
+    let mut classification = Classification::eligible();
+    classification.add_reasons(reasons);
+    classification
 }
 
 /// Reasons a single event contributes on its own.

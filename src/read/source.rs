@@ -6,11 +6,10 @@
 //! everywhere in harnery), or `adapter/id` when one id exists under two
 //! adapters.
 
-use std::path::PathBuf;
-
 use crate::contract::{AdapterId, Event, SessionRef};
+use crate::epoch::{ArchivedSession, EpochError, archived_open_span_sessions};
 use crate::home::Home;
-use crate::ledger::{CANDIDATES_DIR, GENESIS_FILE, Ledger, LedgerError};
+use crate::ledger::{GENESIS_FILE, Ledger, LedgerError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
@@ -76,28 +75,32 @@ pub fn ledger_adapters(home: &Home, session_id: &str) -> Vec<AdapterId> {
         .collect()
 }
 
-/// One archived epoch's events, or why they could not be read.
+/// One archived epoch: its events when this build can read them, and the
+/// sessions the epoch module found left with open spans or pending ends
+/// (read from span rows, so they are known even when the events are not).
 pub struct ArchivedEpoch {
-    pub dir: PathBuf,
+    pub label: String,
     pub events: Result<Vec<Event>, LedgerError>,
+    pub unfinished: Vec<ArchivedSession>,
 }
 
 /// Every archived epoch under `ledgers/v2-candidates/`, read without a
 /// digest check (archives validate under their own contract generation).
-pub fn archived_epochs(home: &Home) -> Vec<ArchivedEpoch> {
-    let root = home.ledgers_dir().join(CANDIDATES_DIR);
-    let Ok(entries) = std::fs::read_dir(&root) else {
-        return Vec::new();
-    };
-    let mut dirs: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_dir())
-        .collect();
-    dirs.sort();
-    dirs.into_iter()
-        .map(|dir| {
-            let events = Ledger::open_dir_read(&dir, None).and_then(|l| l.events());
-            ArchivedEpoch { dir, events }
-        })
-        .collect()
+pub fn archived_epochs(home: &Home) -> Result<Vec<ArchivedEpoch>, EpochError> {
+    let unfinished = archived_open_span_sessions(home)?;
+    let mut out = Vec::new();
+    for dir in crate::epoch::archived_epochs(home)? {
+        let ledger = Ledger::open_dir_read(&dir, None)?;
+        let label = ledger.genesis().genesis_id.clone();
+        out.push(ArchivedEpoch {
+            events: ledger.events(),
+            unfinished: unfinished
+                .iter()
+                .filter(|u| u.genesis_id == label)
+                .cloned()
+                .collect(),
+            label,
+        });
+    }
+    Ok(out)
 }
