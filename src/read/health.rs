@@ -2,7 +2,7 @@
 //! failure of the ledger (ADR 0078 makes the read-side span cap a health
 //! condition instead of an error).
 //!
-//! From the ledger's events: sessions at or past the read-side cap of 256
+//! From the ledger's events: sessions past the read-side cap of 256
 //! open spans, explicit ends still pending (and those pending past 24 hours,
 //! which the next `finalize` should resolve), ends that expired, and every
 //! `health.condition` the finalizer recorded. From the spool, gathered by the
@@ -25,7 +25,7 @@ pub const END_EXPIRY_NS: i64 = 24 * 3600 * 1_000_000_000;
 /// One condition, flat so it prints as a line and serializes as an object.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Condition {
-    /// `span_cap_reached`, `end_pending`, `end_pending_overdue`,
+    /// `span_cap_exceeded`, `end_pending`, `end_pending_overdue`,
     /// `end_expired`, `spool_damage`, `dead_letter`, `stale_spool`, or a code
     /// the finalizer recorded (`reported:<code>`).
     pub code: String,
@@ -130,12 +130,12 @@ pub fn session_conditions(events: &[&Event], now_ns: i64) -> Vec<Condition> {
         .iter()
         .filter(|s| s.state() == SpanState::Open)
         .count();
-    if open >= READ_SIDE_SPAN_CAP {
+    if open > READ_SIDE_SPAN_CAP {
         out.push(condition(
-            "span_cap_reached",
+            "span_cap_exceeded",
             session,
             None,
-            format!("{open} open spans (read-side cap {READ_SIDE_SPAN_CAP})"),
+            format!("{open} open spans exceed the read-side cap of {READ_SIDE_SPAN_CAP}"),
         ));
     }
     for end in pending_ends(events) {
@@ -282,14 +282,14 @@ mod tests {
     #[test]
     fn the_span_cap_is_a_condition_not_an_error() {
         let mut s = Script::new("s");
-        for i in 0..READ_SIDE_SPAN_CAP {
+        for i in 0..=READ_SIDE_SPAN_CAP {
             s.request("Bash", i as i64);
         }
         let found = conditions(&s, 1000);
         assert_eq!(found.len(), 1);
-        assert_eq!(found[0].code, "span_cap_reached");
+        assert_eq!(found[0].code, "span_cap_exceeded");
         let mut s = Script::new("s");
-        for i in 0..READ_SIDE_SPAN_CAP - 1 {
+        for i in 0..READ_SIDE_SPAN_CAP {
             s.request("Bash", i as i64);
         }
         assert!(conditions(&s, 1000).is_empty());
