@@ -14,7 +14,7 @@ pub struct Args {
     /// The agent session the command belongs to.
     #[arg(long)]
     session: String,
-    /// claude-code or copilot; found from the spool when omitted.
+    /// claude-code or copilot; found from the spool or ledger when omitted.
     #[arg(long)]
     adapter: Option<String>,
     /// Pin the request time (RFC 3339 or unix ns); default HARNERY_NOW or the clock.
@@ -27,7 +27,8 @@ pub struct Args {
 
 pub fn run(args: Args) -> CmdResult {
     let home = Home::from_env()?;
-    let known = operator::spooled_adapters(&home, &args.session);
+    let mut known = operator::spooled_adapters(&home, &args.session);
+    known.extend(crate::read::source::ledger_adapters(&home, &args.session));
     let adapter = operator::choose_adapter(&args.session, args.adapter.as_deref(), &known)?;
     let now = resolve_now(args.now.as_deref())?;
     let target = Target {

@@ -9,7 +9,8 @@
 use crate::contract::{AdapterId, Event, SessionRef};
 use crate::epoch::{ArchivedSession, EpochError, archived_open_span_sessions};
 use crate::home::Home;
-use crate::ledger::{GENESIS_FILE, Ledger, LedgerError};
+use crate::ledger::{GENESIS_FILE, Ledger, LedgerError, SessionSummary};
+use crate::read::audit::{Classification, classify_events};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
@@ -103,4 +104,16 @@ pub fn archived_epochs(home: &Home) -> Result<Vec<ArchivedEpoch>, EpochError> {
         });
     }
     Ok(out)
+}
+
+/// The audit classification of each listed session of the live ledger, in
+/// the order given (for `harnery sessions`).
+pub fn classify_summaries(
+    ledger: &Ledger,
+    sessions: &[SessionSummary],
+) -> Result<Vec<Classification>, LedgerError> {
+    sessions
+        .iter()
+        .map(|s| Ok(classify_events(&ledger.session_events(&s.session)?)))
+        .collect()
 }
