@@ -246,3 +246,16 @@ fn dry_run_writes_nothing() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("\"PreToolUse\""));
     assert!(!t.path().join(".claude").exists());
 }
+
+#[test]
+fn an_event_that_is_not_a_list_is_refused() {
+    let t = tempfile::tempdir().unwrap();
+    let settings = t.path().join(".claude/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    let odd = b"{\"hooks\": {\"Stop\": \"echo mine\"}}";
+    std::fs::write(&settings, odd).unwrap();
+    let out = harnery(t.path(), t.path(), &["install", "claude-code"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("hooks.Stop"));
+    assert_eq!(std::fs::read(&settings).unwrap(), odd);
+}

@@ -150,7 +150,7 @@ pub fn plan_install(agent: Agent, path: &Path, hook_bin: &Path) -> Result<Plan, 
     let before = read_optional(path)?;
     let mut doc = parse(path, before.as_deref())?;
     strip(agent, path, &mut doc)?;
-    add(agent, &mut doc, hook_bin);
+    add(agent, path, &mut doc, hook_bin)?;
     Ok(Plan {
         path: path.to_path_buf(),
         before,
@@ -342,7 +342,7 @@ fn strip_groups(groups: &mut Vec<Json>, removed: &mut bool) {
     });
 }
 
-fn add(agent: Agent, doc: &mut Json, hook_bin: &Path) {
+fn add(agent: Agent, path: &Path, doc: &mut Json, hook_bin: &Path) -> Result<(), InstallError> {
     if doc.get("hooks").is_none() {
         if agent == Agent::Copilot && doc.get("version").is_none() {
             doc.set("version", Json::Number(1.into()));
@@ -351,25 +351,24 @@ fn add(agent: Agent, doc: &mut Json, hook_bin: &Path) {
     }
     let hooks = doc.get_mut("hooks").expect("hooks was just ensured");
     let bin = hook_bin.to_string_lossy().into_owned();
-    match agent {
-        Agent::ClaudeCode => {
-            for event in CLAUDE_CODE_EVENTS {
-                push(hooks, event, claude_group(&bin, event));
-            }
-        }
-        Agent::Copilot => {
-            for event in COPILOT_EVENTS {
-                push(hooks, event, copilot_entry(&bin, event));
-            }
+    let items: Vec<(&str, Json)> = match agent {
+        Agent::ClaudeCode => CLAUDE_CODE_EVENTS
+            .iter()
+            .map(|e| (*e, claude_group(&bin, e)))
+            .collect(),
+        Agent::Copilot => COPILOT_EVENTS
+            .iter()
+            .map(|e| (*e, copilot_entry(&bin, e)))
+            .collect(),
+    };
+    for (event, item) in items {
+        match hooks.get_mut(event) {
+            Some(Json::Array(list)) => list.push(item),
+            Some(_) => return Err(shape(path, &format!("`hooks.{event}` is not a list"))),
+            None => hooks.set(event, Json::Array(vec![item])),
         }
     }
-}
-
-fn push(hooks: &mut Json, event: &str, item: Json) {
-    match hooks.get_mut(event) {
-        Some(Json::Array(items)) => items.push(item),
-        _ => hooks.set(event, Json::Array(vec![item])),
-    }
+    Ok(())
 }
 
 fn s(v: &str) -> Json {
