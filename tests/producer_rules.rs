@@ -538,3 +538,22 @@ fn byte_identical_deliveries_are_one() {
     assert!(again.events.is_empty());
     assert_eq!(again.duplicate_of, Some(first[0].id.clone()));
 }
+
+#[test]
+fn work_after_a_blocked_stop_resumes_the_turn() {
+    let mut s = Script::claude_session();
+    s.claude(&prompt("p"));
+    s.claude(&stop("p"));
+    // A Stop hook blocked the stop: the agent goes on in the same turn.
+    s.claude(&pre("p", "b"));
+    s.claude(r#"{"hook_event_name":"Stop","prompt_id":"p","stop_hook_active":true}"#);
+    let swept = s.recovered(RecoveryReason::CompletionNotObservedBeforeTurnEnd);
+    assert_eq!(swept.len(), 1);
+    assert_eq!(
+        of_type(&s.events, "turn.started").len(),
+        1,
+        "no second start"
+    );
+    assert_eq!(s.producer.span_counts().open, 0);
+    s.check();
+}

@@ -29,8 +29,8 @@ use super::tools::Speaker;
 use crate::adapter::CommandResult;
 use crate::contract::{
     CommandCompleted, CommandRequested, EndCancelled, EndExpired, EndRequested, EndSalvaged, Event,
-    EventId, Observation, Outcome, Payload, Provenance, RecoveryReason, SignalUnrecognized,
-    TurnAttribution,
+    EventId, LateEvidence, Observation, Outcome, Payload, Provenance, RecoveryReason,
+    SignalUnrecognized, TurnAttribution,
 };
 
 /// A pending end request expires after this long unless salvaged.
@@ -233,7 +233,13 @@ impl SessionProducer {
                 turn: TurnAttribution::none(),
                 agent_id: None,
             };
-            self.emit_late_evidence(request, recovered, outcome, None, &who, trigger, out);
+            let evidence = LateEvidence {
+                span_request_event_id: request,
+                recovered_event_id: recovered,
+                outcome,
+                error: None,
+            };
+            self.emit_late_evidence(evidence, &who, trigger, out);
             return;
         }
         let payload = command_completion(&done, None, outcome);

@@ -230,6 +230,11 @@ impl SessionProducer {
                 self.on_turn_end(end, agent, signal.native_turn_id, trigger, out)
             }
             SignalKind::ToolRequested(call) => {
+                if agent.is_none()
+                    && let Some(turn) = signal.native_turn_id.as_deref()
+                {
+                    self.turns.resume_latest(turn);
+                }
                 let who = self.speaker_for_tool(agent, signal.native_turn_id, trigger, out);
                 self.on_tool_requested(call, who, trigger, out)
             }
