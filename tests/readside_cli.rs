@@ -65,6 +65,9 @@ fn a_killed_agent_is_audit_only_until_an_end_salvages_it() {
 
     let out = run(home, &["end", &id, "--reason", "agent was killed"]);
     assert!(out.status.success(), "{}", stderr(&out));
+    let listed = stdout(&run(home, &["end", "--list"]));
+    assert!(listed.contains("awaiting finalize"), "{listed}");
+    assert!(listed.contains("agent was killed"), "{listed}");
     finalize(home);
     let rows = audit(home);
     assert_eq!(

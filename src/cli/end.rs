@@ -7,12 +7,15 @@
 
 use std::io::Write;
 
+use serde::Serialize;
+
 use super::{CmdResult, Outcome};
 use crate::clock::format_ns;
 use crate::home::Home;
 use crate::operator::{self, Target};
 use crate::read::health::{PendingEnd, pending_ends};
 use crate::read::now::resolve_now;
+use crate::read::spool_facts::{SpooledEnd, spooled_ends};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -62,22 +65,48 @@ fn request(home: &Home, session: &str, args: &Args) -> CmdResult {
     Ok(Outcome::Clean)
 }
 
+/// What `--list --json` prints.
+#[derive(Serialize)]
+struct Listing {
+    /// Read by `finalize`, not yet salvaged, cancelled or expired.
+    pending: Vec<PendingEnd>,
+    /// Still in the intake spool: the next `finalize` reads them.
+    spooled: Vec<SpooledEnd>,
+}
+
 fn list(home: &Home, json: bool) -> CmdResult {
     let events = crate::read::source::load_all_or_none(home)?;
     let groups = crate::read::by_session(&events);
-    let pending: Vec<PendingEnd> = groups.values().flat_map(|g| pending_ends(g)).collect();
+    let listing = Listing {
+        pending: groups.values().flat_map(|g| pending_ends(g)).collect(),
+        spooled: spooled_ends(home)?,
+    };
     let mut out = std::io::stdout().lock();
     if json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&pending)?)?;
+        writeln!(out, "{}", serde_json::to_string_pretty(&listing)?)?;
         return Ok(Outcome::Clean);
     }
-    if pending.is_empty() {
+    if listing.pending.is_empty() && listing.spooled.is_empty() {
         writeln!(out, "no pending end requests")?;
     }
-    for end in &pending {
+    for end in &listing.pending {
         write_pending(&mut out, end)?;
     }
+    for end in &listing.spooled {
+        write_spooled(&mut out, end)?;
+    }
     Ok(Outcome::Clean)
+}
+
+fn write_spooled(out: &mut impl Write, end: &SpooledEnd) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{}/{}  awaiting finalize  requested {}  reason {}",
+        end.adapter,
+        end.session_id.as_deref().unwrap_or("?"),
+        format_ns(end.received_unix_ns),
+        end.reason.as_deref().unwrap_or("-")
+    )
 }
 
 fn write_pending(out: &mut impl Write, end: &PendingEnd) -> std::io::Result<()> {

@@ -67,3 +67,42 @@ fn scan_file(file: &SealedSegment, facts: &mut SpoolFacts) -> Result<Option<i64>
     }
     Ok(read.records.iter().map(|r| r.envelope.received_ns).min())
 }
+
+/// An end request written by `harnery end` that `finalize` has not read yet.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SpooledEnd {
+    pub adapter: String,
+    pub session_id: Option<String>,
+    pub received_unix_ns: i64,
+    pub reason: Option<String>,
+}
+
+/// Every `harnery.end_requested` record still in the intake spool.
+pub fn spooled_ends(home: &Home) -> Result<Vec<SpooledEnd>, SpoolError> {
+    let mut out = Vec::new();
+    for session in IntakeSpool::open(home).sessions()? {
+        for file in session.files()? {
+            let Ok(read) = read_segment(&file.path) else {
+                continue;
+            };
+            out.extend(read.records.iter().filter_map(spooled_end));
+        }
+    }
+    out.sort_by_key(|e| e.received_unix_ns);
+    Ok(out)
+}
+
+fn spooled_end(record: &crate::spool::SpoolRecord) -> Option<SpooledEnd> {
+    let env = &record.envelope;
+    if env.event.as_deref() != Some(crate::adapter::harnery::END_REQUESTED) {
+        return None;
+    }
+    let payload: crate::adapter::harnery::EndRequestPayload =
+        serde_json::from_slice(&record.payload).unwrap_or_default();
+    Some(SpooledEnd {
+        adapter: env.adapter.clone(),
+        session_id: env.session_id.clone(),
+        received_unix_ns: env.received_ns,
+        reason: payload.reason,
+    })
+}
