@@ -114,6 +114,19 @@ mod tests {
     use crate::spool::{IntakeSpool, read_segment};
 
     #[test]
+    fn the_adapter_is_the_flag_else_the_only_one_known() {
+        use AdapterId::*;
+        assert_eq!(choose_adapter("s", Some("copilot"), &[]).unwrap(), Copilot);
+        assert!(choose_adapter("s", Some("vim"), &[]).is_err());
+        let known = [ClaudeCode, ClaudeCode];
+        assert_eq!(choose_adapter("s", None, &known).unwrap(), ClaudeCode);
+        let both = [ClaudeCode, Copilot];
+        let err = choose_adapter("s", None, &both).unwrap_err().to_string();
+        assert!(err.contains("claude-code, copilot"), "{err}");
+        assert!(choose_adapter("s", None, &[]).is_err());
+    }
+
+    #[test]
     fn an_end_request_lands_in_the_session_spool() {
         let dir = tempfile::tempdir().unwrap();
         let target = Target {

@@ -117,3 +117,20 @@ pub fn classify_summaries(
         .map(|s| Ok(classify_events(&ledger.session_events(&s.session)?)))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_is_named_by_id_or_adapter_and_id() {
+        let s = SessionRef {
+            adapter: AdapterId::Copilot,
+            session_id: "abc".into(),
+        };
+        assert!(names("abc", &s));
+        assert!(names("copilot/abc", &s));
+        assert!(!names("claude-code/abc", &s));
+        assert!(!names("ab", &s));
+    }
+}
