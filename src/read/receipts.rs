@@ -320,6 +320,46 @@ mod tests {
         session_receipts(&refs)
     }
 
+    proptest::proptest! {
+        /// The union never exceeds the sum nor falls below the longest
+        /// interval, ignores order, and equals a unit-by-unit count.
+        #[test]
+        fn union_is_bounded_and_order_free(raw in proptest::collection::vec((0i64..200, 0i64..50), 0..12)) {
+            let ivs: Vec<Interval> = raw.iter().map(|&(a, len)| Interval::new(a, a + len)).collect();
+            let total = union_ns(&ivs);
+            let sum: i64 = ivs.iter().map(|i| i.end - i.start).sum();
+            let longest = ivs.iter().map(|i| i.end - i.start).max().unwrap_or(0);
+            proptest::prop_assert!(total <= sum && total >= longest);
+            let mut reversed = ivs.clone();
+            reversed.reverse();
+            proptest::prop_assert_eq!(union_ns(&reversed), total);
+            let covered = (0..250).filter(|&t| ivs.iter().any(|i| i.start <= t && t < i.end)).count();
+            proptest::prop_assert_eq!(total, covered as i64);
+        }
+    }
+
+    proptest::proptest! {
+        /// Whatever the bounds, the share stays within 0..=100 and the
+        /// clipping note appears exactly when a bound leaves the wall.
+        #[test]
+        fn shares_are_clipped_to_the_wall(spans in proptest::collection::vec((0i64..100, 0u64..300), 1..6)) {
+            let mut s = Script::new("s");
+            s.turn("t1");
+            s.start(0);
+            let reqs: Vec<_> = spans.iter().map(|&(at, _)| s.request("Bash", at)).collect();
+            s.stop(100);
+            for (req, &(_, bound)) in reqs.iter().zip(&spans) {
+                s.recover(req, 100, CompletionNotObservedBeforeTurnEnd, Some(bound));
+            }
+            let turn = &receipts(&s).turns[0];
+            let share = turn.tools.upper_bound_share_pct.unwrap();
+            proptest::prop_assert!((0.0..=100.0).contains(&share));
+            let exceeds = spans.iter().any(|&(at, b)| at + b as i64 > 100);
+            proptest::prop_assert_eq!(turn.notes.contains(&BOUND_EXCEEDS_WALL), exceeds);
+            proptest::prop_assert!(!turn.tools.eligible_for_ranking);
+        }
+    }
+
     #[test]
     fn union_merges_overlaps_and_keeps_gaps() {
         let iv = |a, b| Interval::new(a, b);
