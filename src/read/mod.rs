@@ -1,8 +1,8 @@
 //! The read side: what a user learns from a finished ledger.
 //!
-//! Every function here is pure over canonical events (`&[Event]`, in offset
-//! order per session) plus, for health, facts gathered from the spool by the
-//! caller. Nothing here writes, and nothing here reads agent dialects: the
+//! The projections are pure over canonical events (`&[Event]`, in offset
+//! order per session) plus, for health, facts gathered from the spool by
+//! [`spool_facts`]. Nothing here writes, and nothing here reads agent dialects: the
 //! rows mean what `contract` says they mean, and a recovered span stays
 //! unknown however it is projected.
 //!
@@ -12,6 +12,7 @@
 //! - [`health`]: loud conditions (span cap, ends, spool damage, stale spools).
 //! - [`export`]: JSON lines and OTLP/JSON traces.
 //! - [`source`], [`spool_facts`]: the only parts that read storage.
+//! - [`now`]: "now" for the time rules, injectable with `--now` / `HARNERY_NOW`.
 
 pub mod audit;
 pub mod export;
