@@ -260,3 +260,21 @@ fn endless_stdin_is_cut_at_the_total_bound() {
     assert!(records[0].envelope.incomplete);
     assert_eq!(records[0].envelope.session_id.as_deref(), Some("endless"));
 }
+
+#[test]
+fn spool_directories_are_0700_and_files_0600() {
+    use std::os::unix::fs::MetadataExt;
+    let home = tempfile::tempdir().unwrap();
+    let root = home.path().join("hh");
+    run_hook(&root, &["claude-code"], br#"{"session_id":"modes"}"#);
+    let mut c = hook_cmd(&root, &["claude-code"]);
+    c.env("HARNERY_FAILPOINTS", "segment_append");
+    run_cmd(c, br#"{"session_id":"modes"}"#);
+    let paths = tree(&root);
+    assert!(paths.len() >= 7);
+    for p in paths {
+        let m = std::fs::symlink_metadata(&p).unwrap();
+        let want = if m.is_dir() { 0o700 } else { 0o600 };
+        assert_eq!(m.mode() & 0o777, want, "{}", p.display());
+    }
+}

@@ -11,6 +11,7 @@ use proptest::prelude::*;
 fn envelope(payload: &[u8]) -> Vec<u8> {
     let env = Envelope {
         v: 1,
+        record_id: "0195f0c0-0000-7000-8000-000000000000".into(),
         adapter: "copilot".into(),
         event: Some("preToolUse".into()),
         session_id: Some("p".into()),

@@ -18,6 +18,7 @@ fn vectors_dir() -> PathBuf {
 fn envelope(n: u32, path: WritePath, payload: &[u8]) -> Envelope {
     Envelope {
         v: 1,
+        record_id: format!("0195f0c0-0000-7000-8000-{n:012}"),
         adapter: "claude-code".into(),
         event: Some("PreToolUse".into()),
         session_id: Some("vector-session".into()),

@@ -81,7 +81,8 @@ pub const COPILOT_EVENTS: [&str; 15] = [
 ];
 
 /// Claude Code hook timeout, seconds. The hook's own worst case is about
-/// 1.2 s (1 s stdin stall bound + 100 ms lease wait); normal runs take ~1 ms.
+/// 1.1 s (1 s stdin stall bound + 100 ms lease wait) and 5 s for stdin that
+/// keeps trickling; normal runs take a few ms.
 pub const CLAUDE_TIMEOUT_S: u64 = 10;
 /// SessionEnd hooks run while Claude Code exits (default budget 1.5 s); an
 /// explicit timeout raises that budget, so keep it just above the hook's bound.

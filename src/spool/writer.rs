@@ -209,6 +209,7 @@ impl SpoolWriter {
     fn envelope(&self, s: &Signal<'_>, skey: &str) -> Envelope {
         Envelope {
             v: SPOOL_FORMAT_VERSION,
+            record_id: uuid::Uuid::now_v7().to_string(),
             adapter: s.adapter.to_owned(),
             event: s.event.map(str::to_owned),
             session_id: s.session_id.map(str::to_owned),
