@@ -224,3 +224,29 @@ fn sessions_left_open_in_an_archived_epoch_are_audit_only() {
         "{classes:?}"
     );
 }
+
+#[test]
+fn a_dead_letter_is_a_condition_naming_its_session() {
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    std::fs::create_dir_all(home.join("spool/intake")).unwrap();
+    // A file where the adapter directory belongs: no session directory can
+    // be made, so the writer falls back to a dead letter.
+    std::fs::write(home.join("spool/intake/claude-code"), b"").unwrap();
+    let out = run(home, &["end", "s-dl", "--adapter", "claude-code"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = run(home, &["health", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let found = json_lines(&out);
+    let dead = found
+        .iter()
+        .find(|c| c["code"] == "dead_letter")
+        .expect("a dead-letter condition");
+    assert!(
+        dead["detail"]
+            .as_str()
+            .unwrap()
+            .contains("claude-code/s-dl"),
+        "{dead}"
+    );
+}

@@ -20,11 +20,25 @@ pub fn gather(home: &Home) -> Result<SpoolFacts, SpoolError> {
     }
     for dl in spool.dead_letters()? {
         facts.dead_letters.push(DeadLetter {
-            file: dl.path.display().to_string(),
+            file: describe_dead_letter(&dl),
             written_unix_ns: dl.stamp_ns,
         });
     }
     Ok(facts)
+}
+
+/// The file, and the session its envelope names when it can be read.
+fn describe_dead_letter(dl: &SealedSegment) -> String {
+    let path = dl.path.display();
+    let read = read_segment(&dl.path).ok();
+    match read.as_ref().and_then(|r| r.records.first()) {
+        Some(record) => {
+            let env = &record.envelope;
+            let session = env.session_id.as_deref().unwrap_or("no session id");
+            format!("{path} ({}/{session})", env.adapter)
+        }
+        None => format!("{path} (unreadable)"),
+    }
 }
 
 fn gather_session(session: &SessionSpool, facts: &mut SpoolFacts) -> Result<(), SpoolError> {
