@@ -235,6 +235,7 @@ fn a_dead_letter_is_a_condition_naming_its_session() {
     std::fs::write(home.join("spool/intake/claude-code"), b"").unwrap();
     let out = run(home, &["end", "s-dl", "--adapter", "claude-code"]);
     assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("dead letter"), "{}", stderr(&out));
     let out = run(home, &["health", "--json"]);
     assert_eq!(out.status.code(), Some(1));
     let found = json_lines(&out);

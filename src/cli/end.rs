@@ -57,7 +57,10 @@ fn request(home: &Home, session: &str, args: &Args) -> CmdResult {
         adapter,
         session_id: session.to_string(),
     };
-    operator::request_end(&target, args.reason.as_deref(), now)?;
+    let receipt = operator::request_end(&target, args.reason.as_deref(), now)?;
+    if let Some(warning) = operator::dead_letter_warning(&receipt) {
+        eprintln!("harnery end: {warning}");
+    }
     writeln!(
         std::io::stdout(),
         "end requested for {adapter}/{session}; it takes effect at the next `harnery finalize`"

@@ -76,9 +76,12 @@ pub fn run(target: &Target, argv: &[String], now_ns: i64) -> Result<i32, ExecErr
         cwd,
         pid: None,
     };
-    target
+    let receipt = target
         .append(COMMAND_REQUESTED, &request, now_ns)
         .map_err(ExecError::RequestNotRecorded)?;
+    if let Some(warning) = super::dead_letter_warning(&receipt) {
+        eprintln!("harnery exec: {warning}");
+    }
     let started = Instant::now();
     let end = spawn_and_wait(program, &argv[1..]);
     let elapsed = started.elapsed();

@@ -96,6 +96,21 @@ pub fn spooled_adapters(home: &Home, session_id: &str) -> Vec<AdapterId> {
         .collect()
 }
 
+/// A warning for the user when a signal went to the dead-letter directory:
+/// it is on disk, but outside the session's spool.
+pub fn dead_letter_warning(receipt: &AppendReceipt) -> Option<String> {
+    (receipt.write_path == crate::spool::WritePath::DeadLetter).then(|| {
+        format!(
+            "the session spool was unusable, so the signal went to the dead letter {}: {}",
+            receipt.file.display(),
+            receipt
+                .fallback_reason
+                .as_deref()
+                .unwrap_or("no reason recorded")
+        )
+    })
+}
+
 /// Record an explicit end request for the target session.
 pub fn request_end(
     target: &Target,
