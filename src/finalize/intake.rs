@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::run::{DamagedRange, FinalizeOptions, Summary, apply_file};
+use super::run::{DamagedRange, FinalizeOptions, Summary, apply_batch};
 use super::{FinalizeError, failpoint, ready};
 use crate::adapter::{self, RawSignal};
 use crate::clock::ClockSample;
@@ -25,7 +25,7 @@ use crate::spool::{Damage, IntakeSpool, SpoolRecord, read_segment};
 
 /// A chunk closes once its files reach this many bytes
 /// (`HARNERY_CHUNK_BYTES` overrides it, for tests that want many chunks).
-const CHUNK_BYTES: u64 = 32 << 20;
+const CHUNK_BYTES: u64 = 8 << 20;
 
 fn chunk_bytes() -> u64 {
     std::env::var("HARNERY_CHUNK_BYTES")
@@ -144,7 +144,9 @@ fn drain_chunk(
     summary: &mut Summary,
     files: Vec<SpoolFile>,
 ) -> Result<(), FinalizeError> {
+    let t = std::time::Instant::now();
     let loaded = load(&files)?;
+    timing("load", t);
     let mut batch = AppendBatch {
         id: ready::new_batch_id(opts.now_unix_ns),
         contract_digest: binary_digest(),
@@ -153,14 +155,19 @@ fn drain_chunk(
         events: Vec::new(),
         states: Vec::new(),
     };
+    let t = std::time::Instant::now();
     normalize(ledger, &loaded.records, &mut batch)?;
+    timing("normalize", t);
     damage_events(home, ledger, opts, &loaded.damage, &mut batch, summary)?;
+    let t = std::time::Instant::now();
     let path = ready::write(home, &batch)?;
+    timing("ready-write", t);
     failpoint::hit("after-ready-write");
     for f in &files {
         super::run::remove_segment(&f.path)?;
     }
-    apply_file(home, ledger, &path, incarnation, opts, summary)
+    // The file on disk is only for crash recovery; apply what is in memory.
+    apply_batch(home, ledger, &path, &batch, incarnation, opts, summary)
 }
 
 fn raw_signal<'a>(rec: &'a SpoolRecord, adapter: AdapterId, digest: &'a str) -> RawSignal<'a> {
@@ -389,7 +396,14 @@ pub(super) fn tick_all(
             continue;
         }
         let path = ready::write(home, &batch)?;
-        apply_file(home, ledger, &path, incarnation, opts, summary)?;
+        apply_batch(home, ledger, &path, &batch, incarnation, opts, summary)?;
     }
     Ok(())
+}
+
+/// With `HARNERY_TIMING` set, report how long a phase took on stderr.
+pub(super) fn timing(phase: &str, since: std::time::Instant) {
+    if std::env::var_os("HARNERY_TIMING").is_some() {
+        eprintln!("timing {phase}: {:?}", since.elapsed());
+    }
 }

@@ -169,15 +169,13 @@ fn from_header(h: Header) -> AppendBatch {
     }
 }
 
-/// Remove a ready file after its batch committed, and make that durable.
+/// Remove a ready file after its batch committed. Not fsynced: a ready
+/// file that reappears after a crash names a batch the ledger already
+/// records as applied, so the next run only deletes it again.
 pub fn remove(path: &Path) -> Result<(), FinalizeError> {
     match std::fs::remove_file(path) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(FinalizeError::io(path, e)),
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(FinalizeError::io(path, e)),
     }
-    if let Some(dir) = path.parent() {
-        durable::sync_dir(dir)?;
-    }
-    Ok(())
 }

@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::{FinalizeError, failpoint, lease::Lease, ready};
 use crate::clock::ClockSample;
 use crate::home::Home;
-use crate::ledger::{AppendOutcome, Ledger, LedgerError, SpanCounts};
+use crate::ledger::{AppendBatch, AppendOutcome, Ledger, LedgerError, SpanCounts};
 
 /// What a run is told about the world.
 #[derive(Debug, Clone)]
@@ -81,8 +81,7 @@ pub fn apply_pending(
     Ok(files.len() as u64)
 }
 
-/// Stage two for one ready file: validate + append in one transaction,
-/// then delete the intake segments it names and the file itself.
+/// Stage two for one ready file read back from disk.
 pub(super) fn apply_file(
     home: &Home,
     ledger: &mut Ledger,
@@ -91,17 +90,36 @@ pub(super) fn apply_file(
     opts: &FinalizeOptions,
     summary: &mut Summary,
 ) -> Result<(), FinalizeError> {
+    let t = std::time::Instant::now();
     let batch = ready::read(path)?;
+    super::intake::timing("ready-read", t);
+    apply_batch(home, ledger, path, &batch, incarnation, opts, summary)
+}
+
+/// Stage two: validate + append `batch` (the content of the durable ready
+/// file at `path`) in one transaction, then delete the intake segments it
+/// names and the ready file itself.
+pub(super) fn apply_batch(
+    home: &Home,
+    ledger: &mut Ledger,
+    path: &Path,
+    batch: &AppendBatch,
+    incarnation: u64,
+    opts: &FinalizeOptions,
+    summary: &mut Summary,
+) -> Result<(), FinalizeError> {
+    let t = std::time::Instant::now();
     let outcome = ledger
-        .append(&batch, incarnation, opts.now_unix_ns, &|| {
+        .append(batch, incarnation, opts.now_unix_ns, &|| {
             failpoint::hit("mid-transaction")
         })
         .map_err(|e| refuse(path, e))?;
+    super::intake::timing("append", t);
     if let AppendOutcome::Appended { events, signals } = outcome {
         summary.batches_applied += 1;
         summary.events_appended += events as u64;
         summary.signals_drained += signals as u64;
-        note_health(&batch, summary);
+        note_health(batch, summary);
     }
     failpoint::hit("after-commit");
     for source in &batch.sources {
@@ -132,17 +150,15 @@ fn note_health(batch: &crate::ledger::AppendBatch, summary: &mut Summary) {
     }
 }
 
-/// Delete a drained intake segment (already gone is fine) durably.
+/// Delete a drained intake segment (already gone is fine). The unlink is
+/// not fsynced: if a crash undoes it, the ledger's drained-segment record
+/// makes the next run delete the file again instead of draining it twice.
 pub(super) fn remove_segment(path: &Path) -> Result<(), FinalizeError> {
     match std::fs::remove_file(path) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(FinalizeError::io(path, e)),
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(FinalizeError::io(path, e)),
     }
-    if let Some(dir) = path.parent() {
-        crate::ledger::durable::sync_dir(dir)?;
-    }
-    Ok(())
 }
 
 fn finish_summary(ledger: &Ledger, summary: &mut Summary) -> Result<(), FinalizeError> {

@@ -2,6 +2,9 @@
 //! derived from them, the raw signals, producer state and the exactly-once
 //! bookkeeping, all in ONE transaction that first checks the fencing token.
 
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+
 use rusqlite::{OptionalExtension, Transaction, TransactionBehavior, params};
 
 use super::{Ledger, LedgerError, chain};
@@ -104,10 +107,11 @@ impl Ledger {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        tx.execute("UPDATE incarnation SET value = value + 1 WHERE id = 1", [])?;
-        let value: i64 = tx.query_row("SELECT value FROM incarnation WHERE id = 1", [], |r| {
-            r.get(0)
-        })?;
+        tx.prepare_cached("UPDATE incarnation SET value = value + 1 WHERE id = 1")?
+            .execute([])?;
+        let value: i64 = tx
+            .prepare_cached("SELECT value FROM incarnation WHERE id = 1")?
+            .query_row([], |r| r.get(0))?;
         tx.commit().map_err(LedgerError::CommitFailed)?;
         Ok(value as u64)
     }
@@ -148,11 +152,9 @@ impl Ledger {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         fence(&tx, incarnation)?;
-        let done: bool = tx.query_row(
-            "SELECT EXISTS (SELECT 1 FROM applied_batches WHERE batch = ?1)",
-            [&batch.id],
-            |r| r.get(0),
-        )?;
+        let done: bool = tx
+            .prepare_cached("SELECT EXISTS (SELECT 1 FROM applied_batches WHERE batch = ?1)")?
+            .query_row([&batch.id], |r| r.get(0))?;
         if done {
             return Ok(AppendOutcome::AlreadyApplied);
         }
@@ -216,9 +218,9 @@ impl Ledger {
 }
 
 fn fence(tx: &Transaction, mine: u64) -> Result<(), LedgerError> {
-    let current: i64 = tx.query_row("SELECT value FROM incarnation WHERE id = 1", [], |r| {
-        r.get(0)
-    })?;
+    let current: i64 = tx
+        .prepare_cached("SELECT value FROM incarnation WHERE id = 1")?
+        .query_row([], |r| r.get(0))?;
     if current as u64 != mine {
         return Err(LedgerError::Stale {
             mine,
@@ -257,11 +259,8 @@ fn insert_events(
     midway: &dyn Fn(),
 ) -> Result<(), LedgerError> {
     let head: Option<Vec<u8>> = tx
-        .query_row(
-            "SELECT hash FROM events ORDER BY seq DESC LIMIT 1",
-            [],
-            |r| r.get(0),
-        )
+        .prepare_cached("SELECT hash FROM events ORDER BY seq DESC LIMIT 1")?
+        .query_row([], |r| r.get(0))
         .optional()?;
     let mut prev = match head {
         Some(h) => h.try_into().unwrap_or([0u8; 32]),
@@ -272,12 +271,17 @@ fn insert_events(
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     )?;
     let half = batch.events.len() / 2;
+    let mut sessions: HashMap<&SessionRef, SessionAgg> = HashMap::new();
     for (i, row) in batch.events.iter().enumerate() {
         if i == half && i > 0 {
             midway();
         }
         let e = &row.event;
-        check_offset(tx, e)?;
+        let agg = match sessions.entry(&e.session) {
+            Entry::Occupied(o) => o.into_mut(),
+            Entry::Vacant(v) => v.insert(SessionAgg::load(tx, &e.session)?),
+        };
+        agg.admit(e)?;
         let hash = chain::link(&prev, row.json.as_bytes());
         let inserted = stmt.execute(params![
             e.id.as_str(),
@@ -295,10 +299,11 @@ fn insert_events(
         derive(tx, e)?;
         prev = hash;
     }
-    tx.execute(
-        "INSERT OR REPLACE INTO meta (key, value) VALUES ('chain_head', ?1)",
-        [chain::hex(&prev)],
-    )?;
+    for (session, agg) in sessions {
+        agg.store(tx, session)?;
+    }
+    tx.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES ('chain_head', ?1)")?
+        .execute([chain::hex(&prev)])?;
     Ok(())
 }
 
@@ -314,31 +319,81 @@ fn refuse_duplicate(e: &Event, err: rusqlite::Error) -> LedgerError {
     err.into()
 }
 
-/// Offsets run from 0 without gaps within a session.
-fn check_offset(tx: &Transaction, e: &Event) -> Result<(), LedgerError> {
-    let next: Option<i64> = tx
-        .query_row(
-            "SELECT events FROM sessions WHERE adapter = ?1 AND session_id = ?2",
-            params![e.session.adapter.as_str(), e.session.session_id],
-            |r| r.get(0),
-        )
-        .optional()?;
-    let next = next.unwrap_or(0) as u64;
-    if e.offset != next {
-        return Err(LedgerError::Refused {
-            event_id: e.id.to_string(),
-            reason: format!(
-                "offset {} breaks the session sequence (next is {next})",
-                e.offset
-            ),
-        });
+/// A session's row in the `sessions` table, kept in memory for one batch.
+struct SessionAgg {
+    next: u64,
+    first: i64,
+    last: i64,
+    turns: u64,
+    existed: bool,
+}
+
+impl SessionAgg {
+    fn load(tx: &Transaction, s: &SessionRef) -> Result<SessionAgg, LedgerError> {
+        let row: Option<(i64, i64, i64, i64)> = tx
+            .prepare_cached(
+                "SELECT events, first_unix_ns, last_unix_ns, turns FROM sessions WHERE adapter = ?1 AND session_id = ?2",
+            )?
+            .query_row(params![s.adapter.as_str(), s.session_id], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })
+            .optional()?;
+        Ok(match row {
+            Some((n, first, last, turns)) => SessionAgg {
+                next: n as u64,
+                first,
+                last,
+                turns: turns as u64,
+                existed: true,
+            },
+            None => SessionAgg {
+                next: 0,
+                first: i64::MAX,
+                last: i64::MIN,
+                turns: 0,
+                existed: false,
+            },
+        })
     }
-    Ok(())
+
+    /// Offsets run from 0 without gaps within a session.
+    fn admit(&mut self, e: &Event) -> Result<(), LedgerError> {
+        if e.offset != self.next {
+            return Err(LedgerError::Refused {
+                event_id: e.id.to_string(),
+                reason: format!(
+                    "offset {} breaks the session sequence (next is {})",
+                    e.offset, self.next
+                ),
+            });
+        }
+        self.next += 1;
+        self.first = self.first.min(e.time_unix_ns);
+        self.last = self.last.max(e.time_unix_ns);
+        self.turns += u64::from(matches!(e.payload, Payload::TurnStarted(_)));
+        Ok(())
+    }
+
+    fn store(&self, tx: &Transaction, s: &SessionRef) -> Result<(), LedgerError> {
+        let sql = if self.existed {
+            "UPDATE sessions SET events = ?3, first_unix_ns = ?4, last_unix_ns = ?5, turns = ?6 WHERE adapter = ?1 AND session_id = ?2"
+        } else {
+            "INSERT INTO sessions (adapter, session_id, events, first_unix_ns, last_unix_ns, turns) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+        };
+        tx.prepare_cached(sql)?.execute(params![
+            s.adapter.as_str(),
+            s.session_id,
+            self.next as i64,
+            self.first,
+            self.last,
+            self.turns as i64
+        ])?;
+        Ok(())
+    }
 }
 
 /// Keep the tables derived from events in step with the event rows.
 fn derive(tx: &Transaction, e: &Event) -> Result<(), LedgerError> {
-    upsert_session(tx, e)?;
     match &e.payload {
         Payload::ToolRequested(p) => open_span(
             tx,
@@ -377,9 +432,8 @@ fn derive(tx: &Transaction, e: &Event) -> Result<(), LedgerError> {
         ),
         Payload::EndRequested(p) => {
             let approved = serde_json::to_string(&p.approved_spans).expect("ids serialize");
-            tx.execute(
-                "INSERT INTO end_requests (end_event_id, adapter, session_id, origin, reason, approved_spans, requested_unix_ns, state) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending')",
+            tx.prepare_cached("INSERT INTO end_requests (end_event_id, adapter, session_id, origin, reason, approved_spans, requested_unix_ns, state) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending')")?.execute(
                 params![e.id.as_str(), e.session.adapter.as_str(), e.session.session_id, p.origin, p.reason, approved, e.time_unix_ns],
             )?;
             Ok(())
@@ -388,27 +442,13 @@ fn derive(tx: &Transaction, e: &Event) -> Result<(), LedgerError> {
         Payload::EndCancelled(p) => resolve_end(tx, p.end_event_id.as_str(), "cancelled", e),
         Payload::EndExpired(p) => resolve_end(tx, p.end_event_id.as_str(), "expired", e),
         Payload::HealthCondition(p) => {
-            tx.execute(
-                "INSERT INTO health (event_id, adapter, session_id, code, detail, time_unix_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            tx.prepare_cached("INSERT INTO health (event_id, adapter, session_id, code, detail, time_unix_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?.execute(
                 params![e.id.as_str(), e.session.adapter.as_str(), e.session.session_id, p.code, p.detail, e.time_unix_ns],
             )?;
             Ok(())
         }
         _ => Ok(()),
     }
-}
-
-fn upsert_session(tx: &Transaction, e: &Event) -> Result<(), LedgerError> {
-    let turn = i64::from(matches!(e.payload, Payload::TurnStarted(_)));
-    tx.execute(
-        "INSERT INTO sessions (adapter, session_id, first_unix_ns, last_unix_ns, events, turns) VALUES (?1, ?2, ?3, ?3, 1, ?4) \
-         ON CONFLICT (adapter, session_id) DO UPDATE SET \
-           first_unix_ns = min(first_unix_ns, excluded.first_unix_ns), \
-           last_unix_ns = max(last_unix_ns, excluded.last_unix_ns), \
-           events = events + 1, turns = turns + excluded.turns",
-        params![e.session.adapter.as_str(), e.session.session_id, e.time_unix_ns, turn],
-    )?;
-    Ok(())
 }
 
 fn open_span(
@@ -419,9 +459,8 @@ fn open_span(
     tool_call_id: Option<&str>,
     reason: Option<&str>,
 ) -> Result<(), LedgerError> {
-    tx.execute(
-        "INSERT INTO spans (request_event_id, adapter, session_id, kind, name, tool_call_id, agent_id, turn_id, requested_unix_ns, state, reason) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'open', ?10)",
+    tx.prepare_cached("INSERT INTO spans (request_event_id, adapter, session_id, kind, name, tool_call_id, agent_id, turn_id, requested_unix_ns, state, reason) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'open', ?10)")?.execute(
         params![
             e.id.as_str(),
             e.session.adapter.as_str(),
@@ -460,16 +499,14 @@ fn close_span(tx: &Transaction, e: &Event, t: Terminal) -> Result<(), LedgerErro
     let Some(span) = span else {
         // A terminal whose request is not in this epoch: keep it as its own
         // span row so counts still add up.
-        tx.execute(
-            "INSERT OR IGNORE INTO spans (request_event_id, adapter, session_id, kind, name, tool_call_id, agent_id, turn_id, state, reason, completed_event_id, outcome, duration_ms, completed_unix_ns) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?1, ?11, ?12, ?13)",
+        tx.prepare_cached("INSERT OR IGNORE INTO spans (request_event_id, adapter, session_id, kind, name, tool_call_id, agent_id, turn_id, state, reason, completed_event_id, outcome, duration_ms, completed_unix_ns) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?1, ?11, ?12, ?13)")?.execute(
             params![e.id.as_str(), e.session.adapter.as_str(), e.session.session_id, t.kind, t.name, t.tool_call_id, e.agent_id, e.turn.turn_id, state, t.reason, outcome, t.duration.map(|d| d as i64), e.time_unix_ns],
         )?;
         return Ok(());
     };
-    tx.execute(
-        "UPDATE spans SET state = ?2, reason = coalesce(?3, reason), completed_event_id = ?4, outcome = ?5, duration_ms = ?6, completed_unix_ns = ?7 \
-         WHERE request_event_id = ?1",
+    tx.prepare_cached("UPDATE spans SET state = ?2, reason = coalesce(?3, reason), completed_event_id = ?4, outcome = ?5, duration_ms = ?6, completed_unix_ns = ?7 \
+         WHERE request_event_id = ?1")?.execute(
         params![span, state, t.reason, e.id.as_str(), outcome, t.duration.map(|d| d as i64), e.time_unix_ns],
     )?;
     Ok(())
@@ -482,11 +519,8 @@ fn find_open_span(
 ) -> Result<Option<String>, LedgerError> {
     if let Some(id) = t.requested {
         let found: Option<String> = tx
-            .query_row(
-                "SELECT request_event_id FROM spans WHERE request_event_id = ?1",
-                [id],
-                |r| r.get(0),
-            )
+            .prepare_cached("SELECT request_event_id FROM spans WHERE request_event_id = ?1")?
+            .query_row([id], |r| r.get(0))
             .optional()?;
         if found.is_some() {
             return Ok(found);
@@ -495,9 +529,7 @@ fn find_open_span(
     let Some(call) = t.tool_call_id else {
         return Ok(None);
     };
-    Ok(tx
-        .query_row(
-            "SELECT request_event_id FROM spans WHERE adapter = ?1 AND session_id = ?2 AND tool_call_id = ?3 AND state = 'open' LIMIT 1",
+    Ok(tx.prepare_cached("SELECT request_event_id FROM spans WHERE adapter = ?1 AND session_id = ?2 AND tool_call_id = ?3 AND state = 'open' LIMIT 1")?.query_row(
             params![e.session.adapter.as_str(), e.session.session_id, call],
             |r| r.get(0),
         )
@@ -505,10 +537,10 @@ fn find_open_span(
 }
 
 fn resolve_end(tx: &Transaction, end_id: &str, state: &str, e: &Event) -> Result<(), LedgerError> {
-    tx.execute(
+    tx.prepare_cached(
         "UPDATE end_requests SET state = ?2, resolved_event_id = ?3 WHERE end_event_id = ?1",
-        params![end_id, state, e.id.as_str()],
-    )?;
+    )?
+    .execute(params![end_id, state, e.id.as_str()])?;
     Ok(())
 }
 
@@ -557,13 +589,12 @@ fn insert_bookkeeping(
     now_unix_ns: i64,
 ) -> Result<(), LedgerError> {
     for source in &batch.sources {
-        tx.execute(
+        tx.prepare_cached(
             "INSERT OR IGNORE INTO drained_segments (segment, batch) VALUES (?1, ?2)",
-            params![source, batch.id],
-        )?;
+        )?
+        .execute(params![source, batch.id])?;
     }
-    tx.execute(
-        "INSERT INTO applied_batches (batch, incarnation, events, signals, applied_unix_ns) VALUES (?1, ?2, ?3, ?4, ?5)",
+    tx.prepare_cached("INSERT INTO applied_batches (batch, incarnation, events, signals, applied_unix_ns) VALUES (?1, ?2, ?3, ?4, ?5)")?.execute(
         params![batch.id, incarnation as i64, batch.events.len() as i64, batch.signals.len() as i64, now_unix_ns],
     )?;
     Ok(())

@@ -36,7 +36,6 @@ CREATE TABLE events (
     batch        TEXT NOT NULL,
     UNIQUE (adapter, session_id, offset)
 ) STRICT;
-CREATE INDEX events_type ON events (type);
 
 CREATE TABLE sessions (
     adapter       TEXT NOT NULL,
