@@ -3,13 +3,19 @@
 //! The library owns every rule; the two binaries in `bin/` only parse their
 //! arguments and call in here. Layers, from the bottom up:
 //! `home`, `clock` → `spool`, `contract` → `adapter`, `ledger` →
-//! `finalize`, `epoch`, `read`, `recover`, `install` → `cli`.
+//! `finalize`, `epoch`, `read`, `operator`, `recover`, `install` → `cli`.
 //! The hook binary reaches only `home`, `clock` and `spool`.
 
+pub mod adapter;
 pub mod cli;
 pub mod clock;
 pub mod contract;
+pub mod epoch;
+pub mod finalize;
 pub mod home;
 pub mod install;
+pub mod ledger;
+pub mod operator;
+pub mod read;
 pub mod recover;
 pub mod spool;

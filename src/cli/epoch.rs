@@ -1,10 +1,59 @@
-//! `harnery epoch`.
+//! `harnery epoch advance`: ship a contract change as a new ledger epoch.
 
-use super::CmdResult;
+use super::{CmdResult, Outcome};
+use crate::epoch::advance;
+use crate::home::Home;
 
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    #[command(subcommand)]
+    pub command: EpochCommand,
+}
 
-pub fn run(_args: Args) -> CmdResult {
-    super::not_built("epoch")
+#[derive(Debug, clap::Subcommand)]
+pub enum EpochCommand {
+    /// Quiesce, archive, reinstall, carry (idempotent; resumes after a crash).
+    Advance {
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+        /// "Now" for the carried finalize run, RFC 3339.
+        #[arg(long)]
+        now: Option<String>,
+    },
+}
+
+pub fn run(args: Args) -> CmdResult {
+    let EpochCommand::Advance { json, now } = args.command;
+    let home = Home::from_env()?;
+    let opts = super::finalize::options(now.as_deref())?;
+    let report = advance(&home, &opts)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(Outcome::Clean);
+    }
+    if report.already_current {
+        println!(
+            "the live epoch already speaks schema digest {}; nothing to advance",
+            report.schema_digest
+        );
+        return Ok(Outcome::Clean);
+    }
+    println!(
+        "archived epoch {} ({} events, terminal-segment digest {}) at {}",
+        report.archived_genesis_id.as_deref().unwrap_or("-"),
+        report.archived_events,
+        report.terminal_segment_digest.as_deref().unwrap_or("-"),
+        report.archive.as_deref().unwrap_or("-")
+    );
+    println!(
+        "new epoch {} under schema digest {}; {} audit-only sessions left in archives",
+        report.new_genesis_id.as_deref().unwrap_or("-"),
+        report.schema_digest,
+        report.audit_only_sessions
+    );
+    if let Some(c) = &report.carried {
+        print!("carried: {}", super::finalize::render(c));
+    }
+    Ok(Outcome::Clean)
 }

@@ -1,10 +1,41 @@
-//! `harnery exec`.
+//! `harnery exec --session <id> [--adapter A] -- <command> [args...]`.
+//!
+//! Exits with the child's status unchanged (its code, or 128 + signal),
+//! which is why this subcommand ends the process itself instead of mapping
+//! an outcome; harnery's own errors before the child starts exit 2.
 
 use super::CmdResult;
+use crate::home::Home;
+use crate::operator::{self, Target, command};
+use crate::read::now::resolve_now;
 
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// The agent session the command belongs to.
+    #[arg(long)]
+    session: String,
+    /// claude-code or copilot; found from the spool or ledger when omitted.
+    #[arg(long)]
+    adapter: Option<String>,
+    /// Pin the request time (RFC 3339 or unix ns); default HARNERY_NOW or the clock.
+    #[arg(long)]
+    now: Option<String>,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, required = true)]
+    command: Vec<String>,
+}
 
-pub fn run(_args: Args) -> CmdResult {
-    super::not_built("exec")
+pub fn run(args: Args) -> CmdResult {
+    let home = Home::from_env()?;
+    let mut known = operator::spooled_adapters(&home, &args.session);
+    known.extend(crate::read::source::ledger_adapters(&home, &args.session));
+    let adapter = operator::choose_adapter(&args.session, args.adapter.as_deref(), &known)?;
+    let now = resolve_now(args.now.as_deref())?;
+    let target = Target {
+        home,
+        adapter,
+        session_id: args.session,
+    };
+    let status = command::run(&target, &args.command, now)?;
+    std::process::exit(status)
 }

@@ -1,10 +1,67 @@
-//! `harnery health`.
+//! `harnery health [--json]`: loud conditions from the ledger and the spool.
+//!
+//! Exits 1 when any condition is present (the command found something to
+//! look at), 0 when there is none. No condition is a failure of harnery.
 
-use super::CmdResult;
+use std::io::Write;
+
+use super::{CmdError, CmdResult, Outcome};
+use crate::clock::format_ns;
+use crate::home::Home;
+use crate::read::health::{Condition, ledger_conditions, spool_conditions};
+use crate::read::now::resolve_now;
+use crate::read::source::load_all_or_none;
 
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Print JSON lines, one condition per line.
+    #[arg(long)]
+    json: bool,
+    /// A session spool holding data older than this many hours is stale.
+    #[arg(long, default_value_t = 1.0)]
+    stale_after_hours: f64,
+    /// Judge ages at this time (RFC 3339 or unix ns); default HARNERY_NOW or the clock.
+    #[arg(long)]
+    now: Option<String>,
+}
 
-pub fn run(_args: Args) -> CmdResult {
-    super::not_built("health")
+pub fn run(args: Args) -> CmdResult {
+    let home = Home::from_env()?;
+    let now = resolve_now(args.now.as_deref())?;
+    let mut found = ledger_conditions(&load_all_or_none(&home)?, now);
+    let stale_ns = (args.stale_after_hours * 3600.0 * 1e9) as i64;
+    let facts = crate::read::spool_facts::gather(&home)?;
+    found.extend(spool_conditions(&facts, now, stale_ns));
+    let mut out = std::io::stdout().lock();
+    for condition in &found {
+        write_condition(&mut out, condition, args.json)?;
+    }
+    if found.is_empty() {
+        if !args.json {
+            writeln!(out, "no conditions")?;
+        }
+        return Ok(Outcome::Clean);
+    }
+    Ok(Outcome::Problems)
+}
+
+fn write_condition(
+    out: &mut impl Write,
+    condition: &Condition,
+    json: bool,
+) -> Result<(), CmdError> {
+    if json {
+        writeln!(out, "{}", serde_json::to_string(condition)?)?;
+        return Ok(());
+    }
+    let session = condition.session.as_ref().map_or("-".to_string(), |s| {
+        format!("{}/{}", s.adapter, s.session_id)
+    });
+    let at = condition.at_unix_ns.map_or("-".to_string(), format_ns);
+    writeln!(
+        out,
+        "{:<22} {session}  {at}  {}",
+        condition.code, condition.detail
+    )?;
+    Ok(())
 }

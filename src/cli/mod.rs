@@ -147,8 +147,3 @@ fn is_broken_pipe(err: &(dyn std::error::Error + 'static)) -> bool {
     err.downcast_ref::<std::io::Error>()
         .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
 }
-
-/// Placeholder body for a subcommand whose issue has not landed yet.
-pub(crate) fn not_built(name: &str) -> CmdResult {
-    Err(format!("`harnery {name}` is not built yet").into())
-}

@@ -1,10 +1,49 @@
-//! `harnery validate`.
+//! `harnery validate`: every row against the contract, offsets, span
+//! states, and the genesis digest against this build's.
 
-use super::CmdResult;
+use super::{CmdResult, Outcome};
+use crate::home::Home;
+use crate::ledger::{Ledger, ValidationProblem, binary_digest};
 
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
 
-pub fn run(_args: Args) -> CmdResult {
-    super::not_built("validate")
+pub fn run(args: Args) -> CmdResult {
+    let home = Home::from_env()?;
+    let ledger = Ledger::open_dir_read(&Ledger::live_dir(&home), None)?;
+    let mut problems = Vec::new();
+    let binary = binary_digest();
+    if ledger.genesis().schema_digest != binary {
+        problems.push(ValidationProblem {
+            event_id: "genesis".into(),
+            rule: "genesis-digest".into(),
+            detail: format!(
+                "ledger schema digest {} is not this build's {binary}; run `harnery epoch advance`",
+                ledger.genesis().schema_digest
+            ),
+        });
+    }
+    let (rows, found) = ledger.validate_all()?;
+    problems.extend(found);
+    if args.json {
+        let v =
+            serde_json::json!({"rows": rows, "ok": problems.is_empty(), "violations": problems});
+        println!("{v}");
+    } else {
+        for p in &problems {
+            println!("{}: {}: {}", p.event_id, p.rule, p.detail);
+        }
+        if problems.is_empty() {
+            println!("ok: {rows} rows valid under schema digest {binary}");
+        }
+    }
+    Ok(if problems.is_empty() {
+        Outcome::Clean
+    } else {
+        Outcome::Problems
+    })
 }

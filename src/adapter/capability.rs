@@ -1,0 +1,192 @@
+//! Capability profiles (what each adapter's real client delivers) and the
+//! recovery-enablement table (which ADR 0078 rules run for it).
+//!
+//! The two are deliberately separate. A profile is a fact sheet with a
+//! blake3 digest over a fixed byte encoding; producer state records that
+//! digest, so a profile change is noticed. The recovery table is plain code
+//! keyed by adapter id and is *not* part of any digest (ADR 0078): enabling
+//! or tuning recovery never changes a capability digest and never trips a
+//! producer-state authority check.
+//!
+//! Profile encoding: the ASCII tag `harnery.capability`, then a u32 LE
+//! count of items, then each item `name=value` as a u32 LE length prefix
+//! plus UTF-8 bytes, in the order of [`CapabilityProfile::items`].
+
+use crate::contract::AdapterId;
+
+/// Where an adapter's signal timestamps come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimestampSource {
+    /// The payload carries none: the hook's receive time is used.
+    ReceiveTime,
+    /// Epoch milliseconds (camelCase) or ISO strings (PascalCase payloads).
+    AgentMillisOrIso,
+}
+
+/// What an adapter's hooks deliver, as observed with the real clients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CapabilityProfile {
+    pub adapter: AdapterId,
+    /// Pre and post carry one call id (`tool_use_id`).
+    pub tool_call_ids: bool,
+    /// Signals carry the adapter's own turn id (`prompt_id`).
+    pub native_turn_ids: bool,
+    /// A turn-boundary signal exists (`Stop` / `agentStop`). Neither client
+    /// sends it when the turn is interrupted.
+    pub turn_end_signal: bool,
+    /// A session-end signal exists; neither client sends it after SIGKILL.
+    pub session_end_signal: bool,
+    /// Subagent hooks arrive under the agent id and must be routed to the
+    /// parent session (`parentAgentId`).
+    pub subagent_routing: bool,
+    /// The same hook can be delivered twice (Copilot user + repo hooks).
+    pub duplicate_delivery: bool,
+    pub timestamps: TimestampSource,
+}
+
+pub const CLAUDE_CODE: CapabilityProfile = CapabilityProfile {
+    adapter: AdapterId::ClaudeCode,
+    tool_call_ids: true,
+    native_turn_ids: true,
+    turn_end_signal: true,
+    session_end_signal: true,
+    subagent_routing: false,
+    duplicate_delivery: false,
+    timestamps: TimestampSource::ReceiveTime,
+};
+
+pub const COPILOT: CapabilityProfile = CapabilityProfile {
+    adapter: AdapterId::Copilot,
+    tool_call_ids: false,
+    native_turn_ids: false,
+    turn_end_signal: true,
+    session_end_signal: true,
+    subagent_routing: true,
+    duplicate_delivery: true,
+    timestamps: TimestampSource::AgentMillisOrIso,
+};
+
+impl CapabilityProfile {
+    pub fn of(adapter: AdapterId) -> CapabilityProfile {
+        match adapter {
+            AdapterId::ClaudeCode => CLAUDE_CODE,
+            AdapterId::Copilot => COPILOT,
+        }
+    }
+
+    /// The profile as ordered `name=value` items: the digested encoding.
+    pub fn items(&self) -> Vec<String> {
+        let timestamps = match self.timestamps {
+            TimestampSource::ReceiveTime => "receive_time",
+            TimestampSource::AgentMillisOrIso => "agent_millis_or_iso",
+        };
+        vec![
+            format!("adapter={}", self.adapter.as_str()),
+            format!("tool_call_ids={}", self.tool_call_ids),
+            format!("native_turn_ids={}", self.native_turn_ids),
+            format!("turn_end_signal={}", self.turn_end_signal),
+            format!("session_end_signal={}", self.session_end_signal),
+            format!("subagent_routing={}", self.subagent_routing),
+            format!("duplicate_delivery={}", self.duplicate_delivery),
+            format!("timestamps={timestamps}"),
+        ]
+    }
+
+    /// blake3 over the encoding described in the module doc, as hex.
+    pub fn digest_hex(&self) -> String {
+        let items = self.items();
+        let mut hasher = blake3::Hasher::new();
+        hasher.update(b"harnery.capability");
+        hasher.update(&(items.len() as u32).to_le_bytes());
+        for item in &items {
+            hasher.update(&(item.len() as u32).to_le_bytes());
+            hasher.update(item.as_bytes());
+        }
+        hasher.finalize().to_hex().to_string()
+    }
+}
+
+/// Which ADR 0078 recovery rules run for an adapter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RecoveryPolicy {
+    /// Mint a derived `tool.requested` for a post that matched no open span.
+    pub request_not_observed: bool,
+    /// Sweep the ending turn's open spans at its boundary signal.
+    pub turn_end_sweep: bool,
+    /// Sweep a turn's open spans when the next turn starts without its stop.
+    pub next_turn_sweep: bool,
+    /// Relieve the write-side watermark with spans of already-ended turns.
+    pub span_cap_pressure: bool,
+    /// Salvage the approved open-span set of an explicit end.
+    pub explicit_end_salvage: bool,
+    /// Close command spans still open when the session ends.
+    pub command_closer: bool,
+}
+
+impl RecoveryPolicy {
+    /// Every rule on.
+    pub const FULL: RecoveryPolicy = RecoveryPolicy {
+        request_not_observed: true,
+        turn_end_sweep: true,
+        next_turn_sweep: true,
+        span_cap_pressure: true,
+        explicit_end_salvage: true,
+        command_closer: true,
+    };
+
+    /// Nothing is minted; spans close natively or stay open.
+    pub const OBSERVATION_ONLY: RecoveryPolicy = RecoveryPolicy {
+        request_not_observed: false,
+        turn_end_sweep: false,
+        next_turn_sweep: false,
+        span_cap_pressure: false,
+        explicit_end_salvage: false,
+        command_closer: false,
+    };
+}
+
+/// The recovery-enablement table. See `docs/producer.md` for the reasoning;
+/// in short: turn-boundary sweeps need a native turn id and a reliable
+/// boundary signal, so they run for Claude Code only. Copilot keeps the rules
+/// that rest on direct evidence or on an explicit approval.
+pub fn recovery_policy(adapter: AdapterId) -> RecoveryPolicy {
+    match adapter {
+        AdapterId::ClaudeCode => RecoveryPolicy::FULL,
+        AdapterId::Copilot => RecoveryPolicy {
+            turn_end_sweep: false,
+            next_turn_sweep: false,
+            ..RecoveryPolicy::FULL
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capability_digests_are_pinned() {
+        assert_eq!(
+            CLAUDE_CODE.digest_hex(),
+            "e38b0209f381be34eded3d034a1ddf389ccee2ecd6240275b3e87f7ee1620626",
+            "Claude Code profile changed"
+        );
+        assert_eq!(
+            COPILOT.digest_hex(),
+            "befa778c2f384067f3339af8efda40b75a494b5993ae770741df8fe0407552e2",
+            "Copilot profile changed"
+        );
+    }
+
+    #[test]
+    fn the_recovery_table_is_outside_the_digest() {
+        let before = COPILOT.digest_hex();
+        let _ = recovery_policy(AdapterId::Copilot);
+        assert_eq!(
+            before,
+            CapabilityProfile::of(AdapterId::Copilot).digest_hex()
+        );
+        assert!(!recovery_policy(AdapterId::Copilot).turn_end_sweep);
+        assert!(recovery_policy(AdapterId::ClaudeCode).turn_end_sweep);
+    }
+}

@@ -1,0 +1,355 @@
+//! The Claude Code dialect: snake_case hook payloads that name their event
+//! in `hook_event_name`, carry `tool_use_id` on tool events and the native
+//! turn id `prompt_id` on nearly everything, and no timestamp at all (the
+//! hook's receive time stands in).
+//!
+//! Stateless: one payload in, one [`Normalized`] out. The wire struct mirrors
+//! the JSON (borrowing strings where it can); [`convert`] is the one place
+//! that turns it into harnery's terms.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::signal::{
+    BatchedCall, Normalized, SignalKind, ToolCall, ToolResult, TurnEnd, normalize_input,
+};
+use crate::contract::{
+    CompactionCompleted, CompactionStarted, MessageDisplayed, Notification, Outcome, Payload,
+    PermissionRequested, PromptSubmitted, SessionEnded, SessionStarted, SignalUnrecognized,
+    SubagentStarted, SubagentStopped, TimeSource,
+};
+
+/// One Claude Code hook payload, as sent. Unknown fields are ignored: the
+/// client adds fields between versions and the raw bytes are kept anyway.
+#[derive(Debug, Deserialize)]
+struct Wire<'a> {
+    #[serde(borrow)]
+    hook_event_name: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    prompt_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    agent_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    agent_type: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    source: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    cwd: Option<Cow<'a, str>>,
+    model: Option<Value>,
+    #[serde(borrow)]
+    transcript_path: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    prompt: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    tool_name: Option<Cow<'a, str>>,
+    tool_input: Option<Value>,
+    tool_response: Option<Value>,
+    #[serde(borrow)]
+    tool_use_id: Option<Cow<'a, str>>,
+    duration_ms: Option<u64>,
+    error: Option<Value>,
+    is_interrupt: Option<bool>,
+    tool_calls: Option<Vec<WireBatchCall<'a>>>,
+    background_tasks: Option<Vec<WireBackgroundTask<'a>>>,
+    #[serde(borrow)]
+    reason: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    message: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    notification_type: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    message_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    delta: Option<Cow<'a, str>>,
+    #[serde(rename = "final")]
+    is_final: Option<bool>,
+    trigger: Option<Value>,
+    #[serde(borrow)]
+    compact_summary: Option<Cow<'a, str>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireBatchCall<'a> {
+    #[serde(borrow)]
+    tool_name: Option<Cow<'a, str>>,
+    tool_input: Option<Value>,
+    #[serde(borrow)]
+    tool_use_id: Option<Cow<'a, str>>,
+    tool_response: Option<Value>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireBackgroundTask<'a> {
+    #[serde(borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow, rename = "type")]
+    task_type: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    status: Option<Cow<'a, str>>,
+}
+
+/// Read one Claude Code payload received at `received_unix_ns`.
+pub fn normalize(payload: &[u8], received_unix_ns: i64) -> Normalized {
+    let kind = match serde_json::from_slice::<Wire>(payload) {
+        Ok(wire) => return convert(wire, received_unix_ns),
+        Err(err) => SignalKind::Unrecognized(SignalUnrecognized {
+            adapter_event: None,
+            reason: format!("malformed_json: {err}"),
+        }),
+    };
+    Normalized {
+        time_unix_ns: received_unix_ns,
+        time_source: TimeSource::Received,
+        agent_id: None,
+        native_turn_id: None,
+        delivery_key: None,
+        kind,
+    }
+}
+
+fn owned(value: &Option<Cow<'_, str>>) -> Option<String> {
+    value.as_ref().map(|v| v.to_string())
+}
+
+fn text_of(value: &Option<Value>) -> Option<String> {
+    match value {
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::Object(map)) => map
+            .get("message")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        Some(other) => Some(other.to_string()),
+        None => None,
+    }
+}
+
+/// The one conversion from the wire into harnery's terms.
+fn convert(wire: Wire, received_unix_ns: i64) -> Normalized {
+    let event = wire.hook_event_name.as_deref().unwrap_or("");
+    let subject_agent = matches!(event, "SubagentStart" | "SubagentStop");
+    let kind = kind_of(event, &wire);
+    Normalized {
+        time_unix_ns: received_unix_ns,
+        time_source: TimeSource::Received,
+        // A subagent start/stop is spoken by the parent about the agent.
+        agent_id: if subject_agent {
+            None
+        } else {
+            owned(&wire.agent_id)
+        },
+        native_turn_id: owned(&wire.prompt_id),
+        delivery_key: None,
+        kind,
+    }
+}
+
+fn kind_of(event: &str, wire: &Wire) -> SignalKind {
+    match event {
+        "SessionStart" => SignalKind::SessionStarted(SessionStarted {
+            source: owned(&wire.source),
+            cwd: owned(&wire.cwd),
+            model: text_of(&wire.model),
+            transcript_path: owned(&wire.transcript_path),
+        }),
+        "SessionEnd" => SignalKind::SessionEnded(SessionEnded {
+            reason: owned(&wire.reason),
+        }),
+        "UserPromptSubmit" => SignalKind::PromptSubmitted(PromptSubmitted {
+            prompt: owned(&wire.prompt),
+            transformed: false,
+        }),
+        "Stop" => SignalKind::TurnEnded(turn_end(wire)),
+        "PreToolUse" => tool_call(wire).map_or_else(
+            || unrecognized(event, "tool event without tool_name"),
+            SignalKind::ToolRequested,
+        ),
+        "PostToolUse" | "PostToolUseFailure" => tool_result(event, wire),
+        "PostToolBatch" => SignalKind::ToolBatch(batch(wire)),
+        "SubagentStart" | "SubagentStop" => subagent(event, wire),
+        _ => lifecycle(event, wire),
+    }
+}
+
+fn lifecycle(event: &str, wire: &Wire) -> SignalKind {
+    let payload = match event {
+        "Notification" => Payload::Notification(Notification {
+            kind: owned(&wire.notification_type),
+            message: owned(&wire.message),
+        }),
+        "MessageDisplay" => Payload::MessageDisplayed(MessageDisplayed {
+            message_id: owned(&wire.message_id),
+            text: owned(&wire.delta),
+            is_final: wire.is_final,
+        }),
+        "PermissionRequest" => match &wire.tool_name {
+            Some(tool) => Payload::PermissionRequested(PermissionRequested {
+                tool_name: tool.to_string(),
+                input: wire.tool_input.clone(),
+            }),
+            None => return unrecognized(event, "permission request without tool_name"),
+        },
+        "PreCompact" => Payload::CompactionStarted(CompactionStarted {
+            trigger: text_of(&wire.trigger),
+        }),
+        "PostCompact" => Payload::CompactionCompleted(CompactionCompleted {
+            trigger: text_of(&wire.trigger),
+            summary: owned(&wire.compact_summary),
+        }),
+        "" => return unrecognized(event, "no hook_event_name"),
+        _ => return unrecognized(event, "unknown_event"),
+    };
+    SignalKind::Lifecycle(payload)
+}
+
+fn unrecognized(event: &str, reason: &str) -> SignalKind {
+    SignalKind::Unrecognized(SignalUnrecognized {
+        adapter_event: (!event.is_empty()).then(|| event.to_string()),
+        reason: reason.to_string(),
+    })
+}
+
+fn tool_call(wire: &Wire) -> Option<ToolCall> {
+    Some(ToolCall {
+        call_id: owned(&wire.tool_use_id),
+        tool_name: wire.tool_name.as_ref()?.to_string(),
+        input: wire.tool_input.clone().map(normalize_input),
+    })
+}
+
+fn tool_result(event: &str, wire: &Wire) -> SignalKind {
+    let Some(call) = tool_call(wire) else {
+        return unrecognized(event, "tool event without tool_name");
+    };
+    let failed = event == "PostToolUseFailure";
+    let interrupted = wire.is_interrupt == Some(true) || response_says_interrupted(wire);
+    let outcome = match (interrupted, failed) {
+        (true, _) => Outcome::Interrupted,
+        (false, true) => Outcome::Failure,
+        (false, false) => Outcome::Success,
+    };
+    SignalKind::ToolCompleted(ToolResult {
+        call,
+        outcome,
+        duration_ms: wire.duration_ms,
+        exit_code: None,
+        error: text_of(&wire.error),
+        content: wire.tool_response.clone(),
+    })
+}
+
+fn response_says_interrupted(wire: &Wire) -> bool {
+    wire.tool_response
+        .as_ref()
+        .and_then(|r| r.get("interrupted"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
+}
+
+fn batch(wire: &Wire) -> Vec<BatchedCall> {
+    let calls = wire.tool_calls.as_deref().unwrap_or_default();
+    calls
+        .iter()
+        .map(|c| BatchedCall {
+            call: ToolCall {
+                call_id: owned(&c.tool_use_id),
+                tool_name: owned(&c.tool_name).unwrap_or_default(),
+                input: c.tool_input.clone().map(normalize_input),
+            },
+            response: c.tool_response.clone(),
+        })
+        .collect()
+}
+
+fn turn_end(wire: &Wire) -> TurnEnd {
+    let tasks = wire.background_tasks.as_deref().unwrap_or_default();
+    let running_agents = tasks
+        .iter()
+        .filter(|t| t.task_type.as_deref() == Some("subagent"))
+        .filter(|t| t.status.as_deref() == Some("running"))
+        .filter_map(|t| owned(&t.id))
+        .collect();
+    TurnEnd {
+        stop_reason: Some("stop".to_string()),
+        running_agents,
+    }
+}
+
+fn subagent(event: &str, wire: &Wire) -> SignalKind {
+    let Some(agent_id) = owned(&wire.agent_id) else {
+        return unrecognized(event, "subagent event without agent_id");
+    };
+    if event == "SubagentStart" {
+        return SignalKind::SubagentStarted(SubagentStarted {
+            agent_id,
+            agent_type: owned(&wire.agent_type),
+            agent_name: None,
+        });
+    }
+    SignalKind::SubagentStopped(SubagentStopped {
+        agent_id,
+        agent_type: owned(&wire.agent_type),
+        stop_reason: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(json: &str) -> Normalized {
+        normalize(json.as_bytes(), 7)
+    }
+
+    #[test]
+    fn a_pre_carries_call_id_turn_and_input() {
+        let n = read(
+            r#"{"hook_event_name":"PreToolUse","prompt_id":"p1","tool_name":"Bash",
+                "tool_input":{"command":"ls"},"tool_use_id":"t1","agent_id":"a1"}"#,
+        );
+        assert_eq!(n.native_turn_id.as_deref(), Some("p1"));
+        assert_eq!(n.agent_id.as_deref(), Some("a1"));
+        assert_eq!(n.time_source, TimeSource::Received);
+        let SignalKind::ToolRequested(call) = n.kind else {
+            panic!("not a request: {:?}", n.kind)
+        };
+        assert_eq!(call.call_id.as_deref(), Some("t1"));
+    }
+
+    #[test]
+    fn failure_with_is_interrupt_is_interrupted() {
+        let n = read(
+            r#"{"hook_event_name":"PostToolUseFailure","tool_name":"Bash","tool_use_id":"t",
+                "error":"boom","is_interrupt":true}"#,
+        );
+        let SignalKind::ToolCompleted(result) = n.kind else {
+            panic!("not a completion")
+        };
+        assert_eq!(result.outcome, Outcome::Interrupted);
+        assert_eq!(result.error.as_deref(), Some("boom"));
+    }
+
+    #[test]
+    fn stop_lists_running_subagents() {
+        let n = read(
+            r#"{"hook_event_name":"Stop","background_tasks":[
+                {"id":"a1","type":"subagent","status":"running"},
+                {"id":"a2","type":"subagent","status":"completed"}]}"#,
+        );
+        let SignalKind::TurnEnded(end) = n.kind else {
+            panic!("not a turn end")
+        };
+        assert_eq!(end.running_agents, vec!["a1".to_string()]);
+    }
+
+    #[test]
+    fn unknown_and_malformed_are_kept_as_unrecognized() {
+        for raw in [r#"{"hook_event_name":"Mystery"}"#, "{not json", "{}"] {
+            assert!(
+                matches!(read(raw).kind, SignalKind::Unrecognized(_)),
+                "{raw}"
+            );
+        }
+    }
+}

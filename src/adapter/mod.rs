@@ -1,0 +1,189 @@
+//! Adapters: reading what each agent's hooks really send.
+//!
+//! This layer is stateless. It turns one raw spool record ([`RawSignal`])
+//! into one adapter-neutral [`Normalized`] signal, decides which canonical
+//! session the record belongs to ([`route`]), and states what each adapter
+//! can deliver ([`CapabilityProfile`]) and which recovery rules run for it
+//! ([`recovery_policy`]). Everything stateful (offsets, turns, pairing,
+//! recovery) lives in `finalize::producer`.
+//!
+//! Dialects: `claude_code` (snake_case, `tool_use_id`, `prompt_id`),
+//! `copilot` (camelCase with the event name on argv, or snake_case with
+//! `hook_event_name`), and `harnery` (harnery's own end and command
+//! signals, valid under either adapter).
+//!
+//! Recovery enablement (ADR 0078: turn-boundary recovery needs native turn
+//! ids and reliable boundary signals):
+//!
+//! | rule | Claude Code | Copilot |
+//! | --- | --- | --- |
+//! | `request_not_observed` | on | on |
+//! | turn-end sweep | on | off |
+//! | next-turn sweep | on | off |
+//! | `span_cap_pressure` | on | on |
+//! | `explicit_end_salvage` | on | on |
+//! | `command_completion_not_observed` | on | on |
+//!
+//! Why Copilot gets no turn-boundary sweep: it has no turn ids, so its turns
+//! are *stamped* by producer state (`userPromptSubmitted` … `agentStop`),
+//! and it has no call ids, so a post pairs with a pre only by tool name and
+//! argument digest in arrival order. A sweep keyed on a stamped turn would
+//! stack an inference (which turn) on an inference (which pre), and an
+//! `agentStop` is not sent on interrupt, so the boundary is not reliable
+//! either. The rules it keeps rest on direct evidence (a post with no pre:
+//! `request_not_observed`), on an explicit approval (an end request:
+//! `explicit_end_salvage`, the command closer), or only touch turns that
+//! have already ended (`span_cap_pressure`). Every recovery event on a
+//! stamped turn is one confidence step lower than its pinned value.
+
+pub mod capability;
+pub mod claude_code;
+pub mod copilot;
+pub mod harnery;
+pub mod signal;
+
+pub use capability::{CapabilityProfile, RecoveryPolicy, TimestampSource, recovery_policy};
+pub use signal::{
+    BatchedCall, CommandResult, Normalized, SignalKind, ToolCall, ToolResult, TurnEnd,
+    canonical_json, input_digest,
+};
+
+use crate::clock::ClockSample;
+use crate::contract::{AdapterId, SessionRef};
+
+/// One raw spool record, as the producer needs it. Independent of the spool
+/// format: the finalizer fills it from the envelope and the payload bytes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawSignal<'a> {
+    pub adapter: AdapterId,
+    /// The event name from the envelope (Copilot's argv; harnery's own
+    /// `harnery.*` names). Claude Code names the event in the payload.
+    pub event_name: Option<&'a str>,
+    /// The raw session id from the envelope (for a Copilot subagent hook,
+    /// the agent id).
+    pub session_id: &'a str,
+    pub payload: &'a [u8],
+    pub received_unix_ns: i64,
+    pub clock: ClockSample,
+    /// The record's identity in the ledger's raw-signal table.
+    pub record_digest: &'a str,
+}
+
+impl RawSignal<'_> {
+    /// Read the record in its dialect.
+    pub fn normalize(&self) -> Normalized {
+        if let Some(name) = self.event_name.filter(|n| harnery::is_harnery_event(n)) {
+            return harnery::normalize(name, self.payload, self.received_unix_ns);
+        }
+        match self.adapter {
+            AdapterId::ClaudeCode => claude_code::normalize(self.payload, self.received_unix_ns),
+            AdapterId::Copilot => {
+                copilot::normalize(self.event_name, self.payload, self.received_unix_ns)
+            }
+        }
+    }
+}
+
+/// The canonical session of a record: its own session id, except that a
+/// Copilot subagent's hooks (which arrive under the agent id) belong to the
+/// parent session. Nested subagents whose parent is itself an agent are
+/// routed to that agent's id: a stateless reader cannot see further up.
+pub fn route(signal: &RawSignal) -> SessionRef {
+    let own = || signal.session_id.to_string();
+    let session_id = match signal.adapter {
+        AdapterId::Copilot if !is_own(signal) => {
+            copilot::parent_session(signal.payload).unwrap_or_else(own)
+        }
+        _ => own(),
+    };
+    SessionRef {
+        adapter: signal.adapter,
+        session_id,
+    }
+}
+
+fn is_own(signal: &RawSignal) -> bool {
+    signal.event_name.is_some_and(harnery::is_harnery_event)
+}
+
+/// A record id for callers that have no digest of their own: blake3 over
+/// the adapter, event name, raw session id, receive time and payload, each
+/// length-prefixed. Two byte-identical payloads delivered twice (Copilot's
+/// user and repo hooks) get two ids because their receive times differ.
+pub fn record_digest(
+    adapter: AdapterId,
+    event_name: Option<&str>,
+    session_id: &str,
+    received_unix_ns: i64,
+    payload: &[u8],
+) -> String {
+    let mut hasher = blake3::Hasher::new();
+    let mut put = |bytes: &[u8]| {
+        hasher.update(&(bytes.len() as u64).to_le_bytes());
+        hasher.update(bytes);
+    };
+    put(b"harnery.record");
+    put(adapter.as_str().as_bytes());
+    put(event_name.unwrap_or("").as_bytes());
+    put(session_id.as_bytes());
+    put(&received_unix_ns.to_le_bytes());
+    put(payload);
+    hasher.finalize().to_hex().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw<'a>(
+        adapter: AdapterId,
+        event: Option<&'a str>,
+        session: &'a str,
+        payload: &'a [u8],
+    ) -> RawSignal<'a> {
+        RawSignal {
+            adapter,
+            event_name: event,
+            session_id: session,
+            payload,
+            received_unix_ns: 1,
+            clock: ClockSample {
+                boot_id: None,
+                boottime_ns: None,
+            },
+            record_digest: "r",
+        }
+    }
+
+    #[test]
+    fn copilot_subagent_signals_route_to_the_parent_session() {
+        let payload = br#"{"sessionId":"agent","agentId":"agent","parentAgentId":"parent"}"#;
+        let signal = raw(AdapterId::Copilot, Some("preToolUse"), "agent", payload);
+        assert_eq!(route(&signal).session_id, "parent");
+        let claude = raw(AdapterId::ClaudeCode, None, "s", payload);
+        assert_eq!(route(&claude).session_id, "s");
+    }
+
+    #[test]
+    fn harnery_signals_are_read_under_either_adapter() {
+        for adapter in AdapterId::ALL {
+            let signal = raw(adapter, Some(harnery::END_REQUESTED), "s", b"{}");
+            assert_eq!(
+                signal.normalize().kind,
+                SignalKind::EndRequested { reason: None }
+            );
+            assert_eq!(route(&signal).session_id, "s");
+        }
+    }
+
+    #[test]
+    fn record_digests_differ_by_receive_time() {
+        let a = record_digest(AdapterId::Copilot, Some("x"), "s", 1, b"{}");
+        let b = record_digest(AdapterId::Copilot, Some("x"), "s", 2, b"{}");
+        assert_ne!(a, b);
+        assert_eq!(
+            a,
+            record_digest(AdapterId::Copilot, Some("x"), "s", 1, b"{}")
+        );
+    }
+}

@@ -1,0 +1,45 @@
+//! Crash-injection points for the exactly-once tests. With the cargo
+//! feature `failpoints` on, `HARNERY_FAILPOINT=<name>` makes the process
+//! SIGKILL itself when it reaches the point of that name; with the feature
+//! off (release builds) every point compiles to nothing.
+//!
+//! `HARNERY_FAILPOINT=fsync-error` instead makes the next durable write
+//! report a failed fsync, to test that a durability error stops the run.
+
+/// Points along `harnery finalize`, in the order a run reaches them.
+pub const FINALIZE_POINTS: &[&str] = &[
+    "after-seal",
+    "mid-normalize",
+    "after-ready-write",
+    "mid-transaction",
+    "after-commit",
+];
+
+/// Points along `harnery epoch advance`.
+pub const EPOCH_POINTS: &[&str] = &[
+    "epoch-after-quiesce",
+    "epoch-after-archive",
+    "epoch-after-candidate",
+    "epoch-after-activate",
+];
+
+/// Die here if the failpoint `name` is armed.
+pub fn hit(name: &str) {
+    #[cfg(feature = "failpoints")]
+    if std::env::var("HARNERY_FAILPOINT").as_deref() == Ok(name) {
+        // SAFETY: raise only sends a signal to this process.
+        unsafe {
+            libc::raise(libc::SIGKILL);
+        }
+    }
+    let _ = name;
+}
+
+/// Whether an injected durability failure is armed.
+pub fn fsync_fails() -> bool {
+    #[cfg(feature = "failpoints")]
+    if std::env::var("HARNERY_FAILPOINT").as_deref() == Ok("fsync-error") {
+        return true;
+    }
+    false
+}

@@ -1,0 +1,409 @@
+//! Stage one: seal the intake spool, normalize its records with the
+//! per-session producer, and hand each chunk to stage two as a ready file.
+//!
+//! Work is cut into chunks of whole spool files (bounded by bytes, so peak
+//! memory does not grow with the spool), in a fixed order: adapter, session
+//! key, then file age. The same spool therefore always yields the same
+//! chunks, and a rerun after a crash produces the same events in the same
+//! chain order as an uninterrupted run.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::run::{DamagedRange, FinalizeOptions, Summary, apply_batch};
+use super::{FinalizeError, failpoint, ready};
+use crate::adapter::{self, RawSignal};
+use crate::clock::ClockSample;
+use crate::contract::{
+    AdapterId, Attestation, Confidence, Event, EventId, HealthCondition, Payload, Provenance,
+    SessionRef, TimeSource, TurnAttribution,
+};
+use crate::finalize::producer::SessionProducer;
+use crate::home::Home;
+use crate::ledger::{AppendBatch, BatchSignal, BatchState, Ledger, ReadyEvent, binary_digest};
+use crate::spool::{Damage, IntakeSpool, SpoolRecord, read_segment};
+
+/// A chunk closes once its files reach this many bytes
+/// (`HARNERY_CHUNK_BYTES` overrides it, for tests that want many chunks).
+const CHUNK_BYTES: u64 = 8 << 20;
+
+fn chunk_bytes() -> u64 {
+    std::env::var("HARNERY_CHUNK_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(CHUNK_BYTES)
+}
+/// Sessions ticked per batch in the time-rule pass.
+const TICK_CHUNK: usize = 256;
+/// The session damaged spool ranges are recorded under.
+pub const SPOOL_HEALTH_SESSION: &str = "harnery:spool";
+
+/// One spool file to drain and the adapter directory it sits in.
+struct SpoolFile {
+    path: PathBuf,
+    adapter_dir: String,
+    size: u64,
+}
+
+/// Seal every session and drain all sealed files, chunk by chunk.
+pub(super) fn drain(
+    home: &Home,
+    ledger: &mut Ledger,
+    incarnation: u64,
+    opts: &FinalizeOptions,
+    summary: &mut Summary,
+) -> Result<(), FinalizeError> {
+    let files = seal_all(home)?;
+    failpoint::hit("after-seal");
+    let mut chunk: Vec<SpoolFile> = Vec::new();
+    let mut bytes = 0;
+    let limit = chunk_bytes();
+    for file in files {
+        let rel = relative(home, &file.path);
+        if ledger.segment_drained(&rel)? {
+            super::run::remove_segment(&file.path)?;
+            continue;
+        }
+        bytes += file.size;
+        chunk.push(file);
+        if bytes >= limit {
+            drain_chunk(
+                home,
+                ledger,
+                incarnation,
+                opts,
+                summary,
+                std::mem::take(&mut chunk),
+            )?;
+            bytes = 0;
+        }
+    }
+    if !chunk.is_empty() {
+        drain_chunk(home, ledger, incarnation, opts, summary, chunk)?;
+    }
+    Ok(())
+}
+
+fn seal_all(home: &Home) -> Result<Vec<SpoolFile>, FinalizeError> {
+    let spool = IntakeSpool::open(home);
+    let spool_err = |e: crate::spool::SpoolError| FinalizeError::Spool(e.to_string());
+    let mut out = Vec::new();
+    for session in spool.sessions().map_err(spool_err)? {
+        for seg in session.seal().map_err(spool_err)? {
+            out.push(spool_file(seg.path, &session.adapter));
+        }
+    }
+    for seg in spool.dead_letters().map_err(spool_err)? {
+        out.push(spool_file(seg.path, ""));
+    }
+    Ok(out)
+}
+
+fn spool_file(path: PathBuf, adapter_dir: &str) -> SpoolFile {
+    let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    SpoolFile {
+        path,
+        adapter_dir: adapter_dir.to_string(),
+        size,
+    }
+}
+
+fn relative(home: &Home, path: &Path) -> String {
+    path.strip_prefix(home.root())
+        .unwrap_or(path)
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Everything read from one chunk, before normalization.
+struct Loaded {
+    records: Vec<(SpoolRecord, String)>,
+    damage: Vec<(Damage, String)>,
+}
+
+fn load(files: &[SpoolFile]) -> Result<Loaded, FinalizeError> {
+    let mut out = Loaded {
+        records: Vec::new(),
+        damage: Vec::new(),
+    };
+    for f in files {
+        let read = read_segment(&f.path).map_err(|e| FinalizeError::io(&f.path, e))?;
+        out.records
+            .extend(read.records.into_iter().map(|r| (r, f.adapter_dir.clone())));
+        out.damage
+            .extend(read.damage.into_iter().map(|d| (d, f.adapter_dir.clone())));
+    }
+    Ok(out)
+}
+
+fn drain_chunk(
+    home: &Home,
+    ledger: &mut Ledger,
+    incarnation: u64,
+    opts: &FinalizeOptions,
+    summary: &mut Summary,
+    files: Vec<SpoolFile>,
+) -> Result<(), FinalizeError> {
+    let t = std::time::Instant::now();
+    let loaded = load(&files)?;
+    timing("load", t);
+    let mut batch = AppendBatch {
+        id: ready::new_batch_id(opts.now_unix_ns),
+        contract_digest: binary_digest(),
+        sources: files.iter().map(|f| relative(home, &f.path)).collect(),
+        signals: Vec::new(),
+        events: Vec::new(),
+        states: Vec::new(),
+    };
+    let t = std::time::Instant::now();
+    normalize(ledger, &loaded.records, &mut batch)?;
+    timing("normalize", t);
+    damage_events(home, ledger, opts, &loaded.damage, &mut batch, summary)?;
+    let t = std::time::Instant::now();
+    let path = ready::write(home, &batch)?;
+    timing("ready-write", t);
+    failpoint::hit("after-ready-write");
+    for f in &files {
+        super::run::remove_segment(&f.path)?;
+    }
+    // The file on disk is only for crash recovery; apply what is in memory.
+    apply_batch(home, ledger, &path, &batch, incarnation, opts, summary)
+}
+
+fn raw_signal<'a>(rec: &'a SpoolRecord, adapter: AdapterId, digest: &'a str) -> RawSignal<'a> {
+    let env = &rec.envelope;
+    RawSignal {
+        adapter,
+        event_name: env.event.as_deref(),
+        session_id: env.session_id.as_deref().unwrap_or(&env.session_key),
+        payload: &rec.payload,
+        received_unix_ns: env.received_ns,
+        clock: ClockSample {
+            boot_id: env.boot_id.clone(),
+            boottime_ns: env.boottime_ns,
+        },
+        record_digest: digest,
+    }
+}
+
+/// Route every record to its canonical session, then ingest each session's
+/// records in arrival order (receive time; file order breaks ties).
+fn normalize(
+    ledger: &Ledger,
+    records: &[(SpoolRecord, String)],
+    batch: &mut AppendBatch,
+) -> Result<(), FinalizeError> {
+    let mut by_session: BTreeMap<SessionRef, Vec<(usize, AdapterId, String)>> = BTreeMap::new();
+    for (i, (rec, adapter_dir)) in records.iter().enumerate() {
+        let name = if rec.envelope.adapter.is_empty() {
+            adapter_dir
+        } else {
+            &rec.envelope.adapter
+        };
+        let Some(adapter) = AdapterId::parse(name) else {
+            return Err(FinalizeError::Spool(format!(
+                "{}: record at {} names unknown adapter {name:?}",
+                rec.at.file.display(),
+                rec.at.offset
+            )));
+        };
+        let env = &rec.envelope;
+        let sid = env.session_id.as_deref().unwrap_or(&env.session_key);
+        let digest = adapter::record_digest(
+            adapter,
+            env.event.as_deref(),
+            sid,
+            env.received_ns,
+            &rec.payload,
+        );
+        let session = adapter::route(&raw_signal(rec, adapter, &digest));
+        by_session
+            .entry(session)
+            .or_default()
+            .push((i, adapter, digest));
+    }
+    let total = records.len();
+    let mut done = 0;
+    for (session, mut items) in by_session {
+        items.sort_by_key(|(i, _, _)| (records[*i].0.envelope.received_ns, *i));
+        let mut producer = load_producer(ledger, &session)?;
+        for (i, adapter, digest) in items {
+            if done == total / 2 && done > 0 {
+                failpoint::hit("mid-normalize");
+            }
+            done += 1;
+            let rec = &records[i].0;
+            let ingested = producer.ingest(&raw_signal(rec, adapter, &digest));
+            batch.signals.push(signal_row(
+                rec,
+                adapter,
+                digest,
+                &ingested.events,
+                ingested.duplicate_of.as_ref(),
+            ));
+            batch
+                .events
+                .extend(ingested.events.into_iter().map(ReadyEvent::new));
+        }
+        batch.states.push(save_producer(&session, &producer));
+    }
+    Ok(())
+}
+
+fn signal_row(
+    rec: &SpoolRecord,
+    adapter: AdapterId,
+    digest: String,
+    events: &[Event],
+    duplicate_of: Option<&EventId>,
+) -> BatchSignal {
+    BatchSignal {
+        record_digest: digest,
+        adapter: adapter.as_str().to_string(),
+        session_key: rec.envelope.session_key.clone(),
+        event_name: rec.envelope.event.clone(),
+        received_unix_ns: rec.envelope.received_ns,
+        envelope: serde_json::to_string(&rec.envelope).expect("envelopes serialize"),
+        payload: rec.payload.clone(),
+        event_ids: events.iter().map(|e| e.id.to_string()).collect(),
+        duplicate_of: duplicate_of.map(|d| d.to_string()),
+    }
+}
+
+fn load_producer(ledger: &Ledger, session: &SessionRef) -> Result<SessionProducer, FinalizeError> {
+    match ledger.producer_state(session)? {
+        None => Ok(SessionProducer::new(session.clone())),
+        Some(text) => serde_json::from_str(&text).map_err(|e| {
+            FinalizeError::Spool(format!(
+                "producer state of {} {} does not load: {e}",
+                session.adapter, session.session_id
+            ))
+        }),
+    }
+}
+
+fn save_producer(session: &SessionRef, producer: &SessionProducer) -> BatchState {
+    BatchState {
+        session: session.clone(),
+        state: serde_json::to_string(producer).expect("producer state serializes"),
+    }
+}
+
+/// Every damaged range becomes a `health.condition` event, so damage is
+/// never only in a log.
+fn damage_events(
+    home: &Home,
+    ledger: &Ledger,
+    opts: &FinalizeOptions,
+    damage: &[(Damage, String)],
+    batch: &mut AppendBatch,
+    summary: &mut Summary,
+) -> Result<(), FinalizeError> {
+    let mut next: BTreeMap<SessionRef, u64> = BTreeMap::new();
+    for (d, adapter_dir) in damage {
+        let adapter = AdapterId::parse(adapter_dir).unwrap_or(AdapterId::ClaudeCode);
+        let session = SessionRef {
+            adapter,
+            session_id: SPOOL_HEALTH_SESSION.into(),
+        };
+        let offset = match next.get(&session) {
+            Some(n) => *n,
+            None => ledger.next_offset(&session)?,
+        };
+        next.insert(session.clone(), offset + 1);
+        let file = relative(home, &d.file);
+        let range = DamagedRange {
+            file: file.clone(),
+            start: d.start,
+            end: d.end,
+            kind: d.kind.as_str().to_string(),
+        };
+        batch
+            .events
+            .push(ReadyEvent::new(damage_event(session, offset, &range, opts)));
+        summary.damaged_ranges.push(range);
+    }
+    Ok(())
+}
+
+fn damage_event(
+    session: SessionRef,
+    offset: u64,
+    r: &DamagedRange,
+    opts: &FinalizeOptions,
+) -> Event {
+    let id = EventId::derive(
+        "harnery.spool-damage",
+        &[
+            r.file.as_bytes(),
+            &r.start.to_le_bytes(),
+            &r.end.to_le_bytes(),
+            r.kind.as_bytes(),
+        ],
+    );
+    Event {
+        id,
+        session,
+        offset,
+        time_unix_ns: opts.now_unix_ns,
+        time_source: TimeSource::Finalizer,
+        clock: None,
+        agent_id: None,
+        turn: TurnAttribution::none(),
+        provenance: Provenance {
+            attestation: Attestation::Derived,
+            confidence: Confidence::High,
+        },
+        raw: Vec::new(),
+        payload: Payload::HealthCondition(HealthCondition {
+            code: "spool_damage".into(),
+            detail: format!(
+                "{} bytes {}..{} skipped: {}",
+                r.file, r.start, r.end, r.kind
+            ),
+        }),
+    }
+}
+
+/// The time rules: tick every session the ledger holds producer state for,
+/// in batches, and append what they emit.
+pub(super) fn tick_all(
+    home: &Home,
+    ledger: &mut Ledger,
+    incarnation: u64,
+    opts: &FinalizeOptions,
+    summary: &mut Summary,
+) -> Result<(), FinalizeError> {
+    let sessions = ledger.producer_sessions()?;
+    for group in sessions.chunks(TICK_CHUNK) {
+        let mut batch = AppendBatch {
+            id: ready::new_batch_id(opts.now_unix_ns),
+            contract_digest: binary_digest(),
+            sources: Vec::new(),
+            signals: Vec::new(),
+            events: Vec::new(),
+            states: Vec::new(),
+        };
+        for session in group {
+            let mut producer = load_producer(ledger, session)?;
+            let events = producer.tick(opts.now_unix_ns, &opts.clock);
+            if !events.is_empty() {
+                batch.events.extend(events.into_iter().map(ReadyEvent::new));
+                batch.states.push(save_producer(session, &producer));
+            }
+        }
+        if batch.events.is_empty() {
+            continue;
+        }
+        let path = ready::write(home, &batch)?;
+        apply_batch(home, ledger, &path, &batch, incarnation, opts, summary)?;
+    }
+    Ok(())
+}
+
+/// With `HARNERY_TIMING` set, report how long a phase took on stderr.
+pub(super) fn timing(phase: &str, since: std::time::Instant) {
+    if std::env::var_os("HARNERY_TIMING").is_some() {
+        eprintln!("timing {phase}: {:?}", since.elapsed());
+    }
+}

@@ -1,0 +1,73 @@
+//! The finalizer lease: one finalizer (or epoch advance) at a time per home.
+//! The lease is an exclusive `flock` on `ledgers/finalize.lock`, kept beside
+//! the live epoch rather than inside it so that archiving the epoch never
+//! moves the lock. The lease alone cannot stop a writer that was paused and
+//! wakes up after losing it; the ledger's durable incarnation number does.
+
+use std::fs::{File, TryLockError};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use crate::home::Home;
+use crate::ledger::create_dir_private;
+
+/// Why the lease could not be had.
+#[derive(Debug, thiserror::Error)]
+pub enum LeaseError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("another finalizer holds the lease at {0} (waited {1:?}); try again when it is done")]
+    Busy(PathBuf, Duration),
+}
+
+/// Held while a finalizer runs; released on drop.
+#[derive(Debug)]
+pub struct Lease {
+    _file: File,
+}
+
+/// How long to wait for another holder (`HARNERY_LEASE_WAIT_MS`, default 60 s).
+fn wait_limit() -> Duration {
+    let ms = std::env::var("HARNERY_LEASE_WAIT_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(60_000);
+    Duration::from_millis(ms)
+}
+
+impl Lease {
+    /// Wait (bounded) for the lease.
+    pub fn take(home: &Home) -> Result<Lease, LeaseError> {
+        let dir = home.ledgers_dir();
+        create_dir_private(&dir).map_err(|e| LeaseError::Io {
+            path: dir.clone(),
+            source: std::io::Error::other(e.to_string()),
+        })?;
+        let path = dir.join("finalize.lock");
+        let io = |source| LeaseError::Io {
+            path: path.clone(),
+            source,
+        };
+        let file = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(io)?;
+        let start = Instant::now();
+        let limit = wait_limit();
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Ok(Lease { _file: file }),
+                Err(TryLockError::WouldBlock) if start.elapsed() < limit => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(TryLockError::WouldBlock) => return Err(LeaseError::Busy(path, limit)),
+                Err(TryLockError::Error(e)) => return Err(io(e)),
+            }
+        }
+    }
+}

@@ -1,0 +1,198 @@
+//! Span bookkeeping: open spans in the order they opened, and a bounded
+//! memory of closed ones (to recognise late evidence and repeated posts).
+//!
+//! A span ends in exactly one of three states: closed natively, recovered
+//! with a reason (its terminal is a derived event), or still open awaiting
+//! salvage. Closed spans are remembered only while their turn is the current
+//! one or one of the two before it; spans without a turn keep a short,
+//! fixed-size memory of their own.
+
+use std::collections::VecDeque;
+
+use serde::{Deserialize, Serialize};
+
+use super::turns::TurnBook;
+use crate::clock::ClockSample;
+use crate::contract::{EventId, TurnAttribution};
+
+/// Closed spans without a turn that are remembered, newest last.
+const UNATTRIBUTED_MEMORY: usize = 32;
+
+/// Tool call or `harnery exec` command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SpanKind {
+    Tool,
+    Command,
+}
+
+/// One open span, as the producer holds it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OpenSpan {
+    pub kind: SpanKind,
+    pub request_event_id: EventId,
+    /// Tool name, or the command's argv[0].
+    pub name: String,
+    /// Claude Code `tool_use_id`, or the `harnery exec` command id.
+    pub call_id: Option<String>,
+    /// Tool name + input digest: the pairing key where there is no call id.
+    pub pair_key: String,
+    pub turn: TurnAttribution,
+    pub agent_id: Option<String>,
+    pub requested_unix_ns: i64,
+    pub requested_clock: Option<ClockSample>,
+}
+
+/// How a closed span ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum Closure {
+    Native,
+    /// Recovered by the derived terminal with this id; `late_seen` once a
+    /// native completion arrived after it.
+    Recovered {
+        terminal: EventId,
+        late_seen: bool,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(super) struct ClosedSpan {
+    pub span: OpenSpan,
+    pub closure: Closure,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(super) struct SpanBook {
+    pub open: Vec<OpenSpan>,
+    closed: VecDeque<ClosedSpan>,
+    pub closed_native: u64,
+    pub recovered: u64,
+}
+
+impl SpanBook {
+    pub fn open_count(&self) -> usize {
+        self.open.len()
+    }
+
+    pub fn push_open(&mut self, span: OpenSpan) {
+        self.open.push(span);
+    }
+
+    /// Take the open span with this call id.
+    pub fn take_by_call_id(&mut self, kind: SpanKind, call_id: &str) -> Option<OpenSpan> {
+        let at = self
+            .open
+            .iter()
+            .position(|s| s.kind == kind && s.call_id.as_deref() == Some(call_id))?;
+        Some(self.open.remove(at))
+    }
+
+    /// Take the oldest open span with this pairing key (and no call id).
+    pub fn take_by_pair_key(&mut self, pair_key: &str) -> Option<OpenSpan> {
+        let at = self.open.iter().position(|s| {
+            s.kind == SpanKind::Tool && s.call_id.is_none() && s.pair_key == pair_key
+        })?;
+        Some(self.open.remove(at))
+    }
+
+    /// Take the open span whose request had this id.
+    pub fn take_by_request(&mut self, request: &EventId) -> Option<OpenSpan> {
+        let at = self
+            .open
+            .iter()
+            .position(|s| &s.request_event_id == request)?;
+        Some(self.open.remove(at))
+    }
+
+    /// Whether any span, open or remembered, has this call id.
+    pub fn knows_call_id(&self, call_id: &str) -> bool {
+        let matches = |s: &OpenSpan| s.call_id.as_deref() == Some(call_id);
+        self.open.iter().any(matches) || self.closed.iter().any(|c| matches(&c.span))
+    }
+
+    pub fn close_native(&mut self, span: OpenSpan) {
+        self.closed_native += 1;
+        self.remember(ClosedSpan {
+            span,
+            closure: Closure::Native,
+        });
+    }
+
+    pub fn close_recovered(&mut self, span: OpenSpan, terminal: EventId) {
+        self.recovered += 1;
+        self.remember(ClosedSpan {
+            span,
+            closure: Closure::Recovered {
+                terminal,
+                late_seen: false,
+            },
+        });
+    }
+
+    fn remember(&mut self, closed: ClosedSpan) {
+        self.closed.push_back(closed);
+    }
+
+    /// A recovered span this late completion belongs to: by call id where
+    /// there is one, else the oldest recovered span with the pairing key
+    /// that has not yet received late evidence. Marks it as seen.
+    pub fn claim_recovered(
+        &mut self,
+        kind: SpanKind,
+        call_id: Option<&str>,
+        pair_key: &str,
+    ) -> Option<(EventId, EventId)> {
+        let found = self.closed.iter_mut().find(|c| {
+            let same = match call_id {
+                Some(id) => c.span.call_id.as_deref() == Some(id),
+                None => c.span.call_id.is_none() && c.span.pair_key == pair_key,
+            };
+            same && c.span.kind == kind
+                && matches!(
+                    c.closure,
+                    Closure::Recovered {
+                        late_seen: false,
+                        ..
+                    }
+                )
+        })?;
+        let Closure::Recovered {
+            terminal,
+            late_seen,
+        } = &mut found.closure
+        else {
+            return None;
+        };
+        *late_seen = true;
+        Some((found.span.request_event_id.clone(), terminal.clone()))
+    }
+
+    /// Whether a closed span with this call id ended natively.
+    pub fn closed_natively(&self, call_id: &str) -> bool {
+        self.closed
+            .iter()
+            .any(|c| c.span.call_id.as_deref() == Some(call_id) && c.closure == Closure::Native)
+    }
+
+    /// Forget closed spans whose turn fell out of the turn memory.
+    pub fn prune(&mut self, turns: &TurnBook) {
+        self.closed.retain(|c| match &c.span.turn.turn_id {
+            Some(turn) => turns.is_remembered(turn),
+            None => true,
+        });
+        let unattributed = self
+            .closed
+            .iter()
+            .filter(|c| c.span.turn.turn_id.is_none())
+            .count();
+        let mut excess = unattributed.saturating_sub(UNATTRIBUTED_MEMORY);
+        self.closed.retain(|c| {
+            if excess > 0 && c.span.turn.turn_id.is_none() {
+                excess -= 1;
+                return false;
+            }
+            true
+        });
+    }
+}

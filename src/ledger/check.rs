@@ -1,0 +1,224 @@
+//! `verify` (recompute the hash chain from stored bytes) and `validate`
+//! (contract rules, offsets, span states) over a whole epoch.
+
+use std::collections::HashMap;
+
+use rusqlite::OptionalExtension;
+use serde::Serialize;
+
+use super::{Ledger, LedgerError, chain};
+use crate::contract::{Event, validate_event};
+
+/// One row where the chain does not hold.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChainBreak {
+    pub seq: i64,
+    /// The event id column (as stored, possibly damaged itself).
+    pub event_id: String,
+    pub detail: String,
+}
+
+/// One row that breaks a contract or ledger rule.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ValidationProblem {
+    pub event_id: String,
+    /// `rule-N-name` for the validator rules, else a ledger rule name.
+    pub rule: String,
+    pub detail: String,
+}
+
+struct RawRow {
+    seq: i64,
+    id: String,
+    adapter: String,
+    session_id: String,
+    offset: i64,
+    ty: String,
+    json: Vec<u8>,
+    prev: Vec<u8>,
+    hash: Vec<u8>,
+}
+
+impl Ledger {
+    /// Recompute every link. A damaged row is reported at that row only:
+    /// each row is checked against its own stored predecessor link, and a
+    /// predecessor counts as matching when it equals either the stored or
+    /// the recomputed hash of the row before.
+    pub fn verify_chain(&self) -> Result<(u64, Vec<ChainBreak>), LedgerError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT seq, id, adapter, session_id, offset, type, CAST(json AS BLOB), prev_hash, hash FROM events ORDER BY seq",
+        )?;
+        let mut rows = stmt.query([])?;
+        let mut breaks = Vec::new();
+        let seed = self.genesis.chain_seed();
+        let (mut stored_prev, mut computed_prev) = (seed.to_vec(), seed.to_vec());
+        let mut count = 0u64;
+        while let Some(r) = rows.next()? {
+            let row = RawRow {
+                seq: r.get(0)?,
+                id: r.get(1)?,
+                adapter: r.get(2)?,
+                session_id: r.get(3)?,
+                offset: r.get(4)?,
+                ty: r.get(5)?,
+                json: r.get(6)?,
+                prev: r.get(7)?,
+                hash: r.get(8)?,
+            };
+            count += 1;
+            let computed = check_row(&row, &stored_prev, &computed_prev, &mut breaks);
+            stored_prev = row.hash;
+            computed_prev = computed;
+        }
+        self.check_head(&stored_prev, count, &mut breaks)?;
+        Ok((count, breaks))
+    }
+
+    fn check_head(
+        &self,
+        last: &[u8],
+        count: u64,
+        out: &mut Vec<ChainBreak>,
+    ) -> Result<(), LedgerError> {
+        let head: Option<String> = self
+            .conn
+            .query_row("SELECT value FROM meta WHERE key = 'chain_head'", [], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        if let Some(head) = head
+            && head != chain::hex(last)
+        {
+            out.push(ChainBreak {
+                seq: count as i64,
+                event_id: "(chain head)".into(),
+                detail: format!("the recorded chain head {head} is not the last row's hash; rows are missing at the end"),
+            });
+        }
+        Ok(())
+    }
+
+    /// Every contract rule, offset sequence and span state, row by row.
+    pub fn validate_all(&self) -> Result<(u64, Vec<ValidationProblem>), LedgerError> {
+        let mut problems = Vec::new();
+        let mut next: HashMap<(String, String), u64> = HashMap::new();
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, json FROM events ORDER BY seq")?;
+        let mut rows = stmt.query([])?;
+        let mut count = 0u64;
+        while let Some(r) = rows.next()? {
+            count += 1;
+            let id: String = r.get(0)?;
+            let json: String = r.get(1)?;
+            match serde_json::from_str::<Event>(&json) {
+                Ok(event) => check_event(&event, &mut next, &mut problems),
+                Err(e) => problems.push(problem(
+                    &id,
+                    "contract-parse",
+                    format!("row does not parse as an event: {e}"),
+                )),
+            }
+        }
+        self.check_spans(&mut problems)?;
+        Ok((count, problems))
+    }
+
+    fn check_spans(&self, out: &mut Vec<ValidationProblem>) -> Result<(), LedgerError> {
+        for span in self.spans(None)? {
+            let closed = span.completed_event_id.is_some();
+            let open = span.state == super::SpanState::Open;
+            if open == closed {
+                out.push(problem(
+                    &span.request_event_id,
+                    "span-state",
+                    format!(
+                        "span is {} but {} a terminal event",
+                        span.state.as_str(),
+                        if closed { "has" } else { "has no" }
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn problem(id: &str, rule: &str, detail: String) -> ValidationProblem {
+    ValidationProblem {
+        event_id: id.to_string(),
+        rule: rule.to_string(),
+        detail,
+    }
+}
+
+fn check_event(
+    e: &Event,
+    next: &mut HashMap<(String, String), u64>,
+    out: &mut Vec<ValidationProblem>,
+) {
+    for v in validate_event(e) {
+        let rule = format!("rule-{}-{}", v.rule.number(), v.rule.name());
+        out.push(problem(e.id.as_str(), &rule, v.detail));
+    }
+    let key = (
+        e.session.adapter.as_str().to_string(),
+        e.session.session_id.clone(),
+    );
+    let want = next.entry(key).or_insert(0);
+    if e.offset != *want {
+        out.push(problem(
+            e.id.as_str(),
+            "offset-sequence",
+            format!("offset {} where {} was next", e.offset, *want),
+        ));
+    }
+    *want = e.offset + 1;
+}
+
+/// Check one row; returns its recomputed hash.
+fn check_row(
+    row: &RawRow,
+    stored_prev: &[u8],
+    computed_prev: &[u8],
+    out: &mut Vec<ChainBreak>,
+) -> Vec<u8> {
+    let mut details: Vec<String> = Vec::new();
+    let mut fail = |detail: String| details.push(detail);
+    if row.prev != stored_prev && row.prev != computed_prev {
+        fail("prev_hash does not link to the row before".into());
+    }
+    let prev: [u8; 32] = row.prev.as_slice().try_into().unwrap_or([0u8; 32]);
+    let computed = chain::link(&prev, &row.json);
+    if computed.as_slice() != row.hash.as_slice() {
+        fail(format!(
+            "stored hash {} but the stored bytes hash to {}",
+            chain::hex(&row.hash),
+            chain::hex(&computed)
+        ));
+    }
+    match serde_json::from_slice::<Event>(&row.json) {
+        Err(e) => fail(format!("stored event text does not parse: {e}")),
+        Ok(ev) => {
+            let columns_match = ev.id.as_str() == row.id
+                && ev.session.adapter.as_str() == row.adapter
+                && ev.session.session_id == row.session_id
+                && ev.offset as i64 == row.offset
+                && ev.event_type().as_str() == row.ty;
+            if !columns_match {
+                fail(
+                    "indexed columns (id, session, offset, type) disagree with the stored event"
+                        .into(),
+                );
+            }
+        }
+    }
+    if !details.is_empty() {
+        out.push(ChainBreak {
+            seq: row.seq,
+            event_id: row.id.clone(),
+            detail: details.join("; "),
+        });
+    }
+    computed.to_vec()
+}

@@ -1,0 +1,32 @@
+//! Durable file writes: temporary file, fsync, rename, fsync the directory.
+//! A failed fsync is never retried (a retried fsync can falsely succeed);
+//! the error goes up and stops the writer.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::Path;
+
+use super::LedgerError;
+
+/// Replace `path` with `bytes` so that a crash leaves either the old file or
+/// the new one, never a torn mix.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), LedgerError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+    let tmp = dir.join(format!(".{}.tmp", name.unwrap_or_default()));
+    let mut file = File::create(&tmp).map_err(|e| LedgerError::io(&tmp, e))?;
+    file.write_all(bytes)
+        .map_err(|e| LedgerError::io(&tmp, e))?;
+    file.sync_all()
+        .map_err(|e| LedgerError::durability(&tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| LedgerError::io(path, e))?;
+    sync_dir(dir)
+}
+
+/// fsync a directory so that renames and unlinks in it are durable.
+pub fn sync_dir(dir: &Path) -> Result<(), LedgerError> {
+    let handle = File::open(dir).map_err(|e| LedgerError::io(dir, e))?;
+    handle
+        .sync_all()
+        .map_err(|e| LedgerError::durability(dir, e))
+}

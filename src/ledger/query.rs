@@ -1,0 +1,366 @@
+//! Read queries: sessions, a session's events in offset order, all events
+//! streamed in chain order, spans, pending end requests and health rows.
+
+use rusqlite::{Row, params};
+use serde::Serialize;
+
+use super::{Ledger, LedgerError};
+use crate::contract::{AdapterId, Event, SessionRef};
+
+/// The three states a span can be in (ADR 0078).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SpanState {
+    Open,
+    ClosedNative,
+    Recovered,
+}
+
+impl SpanState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SpanState::Open => "open",
+            SpanState::ClosedNative => "closed_native",
+            SpanState::Recovered => "recovered",
+        }
+    }
+
+    fn parse(s: &str) -> SpanState {
+        match s {
+            "closed_native" => SpanState::ClosedNative,
+            "recovered" => SpanState::Recovered,
+            _ => SpanState::Open,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct SpanCounts {
+    pub open: u64,
+    pub closed_native: u64,
+    pub recovered: u64,
+}
+
+impl SpanCounts {
+    pub fn add(&mut self, state: SpanState, n: u64) {
+        match state {
+            SpanState::Open => self.open += n,
+            SpanState::ClosedNative => self.closed_native += n,
+            SpanState::Recovered => self.recovered += n,
+        }
+    }
+
+    pub fn total(&self) -> u64 {
+        self.open + self.closed_native + self.recovered
+    }
+}
+
+/// One line of `harnery sessions`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SessionSummary {
+    pub session: SessionRef,
+    pub first_unix_ns: i64,
+    pub last_unix_ns: i64,
+    pub events: u64,
+    pub turns: u64,
+    pub spans: SpanCounts,
+}
+
+/// A tool or command span, derived from its request and terminal events.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SpanRow {
+    pub request_event_id: String,
+    pub session: SessionRef,
+    /// `tool` or `command`.
+    pub kind: String,
+    pub name: String,
+    pub tool_call_id: Option<String>,
+    pub agent_id: Option<String>,
+    pub turn_id: Option<String>,
+    pub requested_unix_ns: Option<i64>,
+    pub state: SpanState,
+    /// The recovery reason of either side of the span, if any.
+    pub reason: Option<String>,
+    pub completed_event_id: Option<String>,
+    pub outcome: Option<String>,
+    pub duration_ms: Option<u64>,
+    pub completed_unix_ns: Option<i64>,
+}
+
+/// An explicit end request and where it stands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EndRequestRow {
+    pub end_event_id: String,
+    pub session: SessionRef,
+    pub origin: String,
+    pub reason: Option<String>,
+    pub approved_spans: Vec<String>,
+    pub requested_unix_ns: i64,
+    /// pending, salvaged, cancelled or expired.
+    pub state: String,
+    pub resolved_event_id: Option<String>,
+}
+
+/// A `health.condition` recorded in the ledger.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HealthRow {
+    pub event_id: String,
+    pub session: SessionRef,
+    pub code: String,
+    pub detail: String,
+    pub time_unix_ns: i64,
+}
+
+/// One event row as stored: the chain position, the stored text and hash.
+#[derive(Debug, Clone)]
+pub struct StoredEvent {
+    pub seq: i64,
+    pub json: String,
+    pub hash: Vec<u8>,
+    pub event: Event,
+}
+
+impl Ledger {
+    /// Every session, ordered by first event time then id.
+    pub fn sessions(&self) -> Result<Vec<SessionSummary>, LedgerError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT adapter, session_id, first_unix_ns, last_unix_ns, events, turns FROM sessions \
+             ORDER BY first_unix_ns, adapter, session_id",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok(SessionSummary {
+                session: session_at(r, 0)?,
+                first_unix_ns: r.get(2)?,
+                last_unix_ns: r.get(3)?,
+                events: r.get::<_, i64>(4)? as u64,
+                turns: r.get::<_, i64>(5)? as u64,
+                spans: SpanCounts::default(),
+            })
+        })?;
+        let mut out = rows.collect::<Result<Vec<_>, _>>()?;
+        for s in &mut out {
+            s.spans = self.span_counts(&s.session)?;
+        }
+        Ok(out)
+    }
+
+    /// Span counts by state for one session.
+    pub fn span_counts(&self, session: &SessionRef) -> Result<SpanCounts, LedgerError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT state, count(*) FROM spans WHERE adapter = ?1 AND session_id = ?2 GROUP BY state",
+        )?;
+        let rows = stmt.query_map(params![session.adapter.as_str(), session.session_id], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+        })?;
+        let mut counts = SpanCounts::default();
+        for row in rows {
+            let (state, n) = row?;
+            counts.add(SpanState::parse(&state), n as u64);
+        }
+        Ok(counts)
+    }
+
+    /// Resolve a full session id or a unique prefix of one.
+    pub fn resolve_session(&self, wanted: &str) -> Result<SessionRef, LedgerError> {
+        let pattern = format!(
+            "{}%",
+            wanted
+                .replace('\\', "\\\\")
+                .replace('%', "\\%")
+                .replace('_', "\\_")
+        );
+        let mut stmt = self.conn.prepare(
+            "SELECT adapter, session_id FROM sessions WHERE session_id = ?1 OR session_id LIKE ?2 ESCAPE '\\' \
+             ORDER BY session_id = ?1 DESC, adapter, session_id",
+        )?;
+        let found = stmt
+            .query_map(params![wanted, pattern], |r| session_at(r, 0))?
+            .collect::<Result<Vec<_>, _>>()?;
+        if let Some(exact) = found.iter().find(|s| s.session_id == wanted) {
+            return Ok(exact.clone());
+        }
+        match found.len() {
+            0 => Err(LedgerError::UnknownSession(wanted.into())),
+            1 => Ok(found.into_iter().next().expect("one element")),
+            count => Err(LedgerError::AmbiguousSession {
+                prefix: wanted.into(),
+                count,
+            }),
+        }
+    }
+
+    /// One session's events in offset order.
+    pub fn session_events(&self, session: &SessionRef) -> Result<Vec<Event>, LedgerError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT json FROM events WHERE adapter = ?1 AND session_id = ?2 ORDER BY offset",
+        )?;
+        let rows = stmt.query_map(params![session.adapter.as_str(), session.session_id], |r| {
+            r.get::<_, String>(0)
+        })?;
+        let mut out = Vec::new();
+        for json in rows {
+            out.push(self.parse_event(&json?)?);
+        }
+        Ok(out)
+    }
+
+    /// Every event in chain order, one at a time, without loading them all.
+    pub fn for_each_event(
+        &self,
+        mut f: impl FnMut(StoredEvent) -> Result<(), LedgerError>,
+    ) -> Result<(), LedgerError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT seq, json, hash FROM events ORDER BY seq")?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let json: String = r.get(1)?;
+            let event = self.parse_event(&json)?;
+            f(StoredEvent {
+                seq: r.get(0)?,
+                hash: r.get(2)?,
+                json,
+                event,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Every event in chain order (loads them all; prefer `for_each_event`).
+    pub fn events(&self) -> Result<Vec<Event>, LedgerError> {
+        let mut out = Vec::new();
+        self.for_each_event(|e| {
+            out.push(e.event);
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Span rows, for one session or all, in request time order.
+    pub fn spans(&self, session: Option<&SessionRef>) -> Result<Vec<SpanRow>, LedgerError> {
+        let base = "SELECT request_event_id, adapter, session_id, kind, name, tool_call_id, agent_id, turn_id, \
+                    requested_unix_ns, state, reason, completed_event_id, outcome, duration_ms, completed_unix_ns FROM spans";
+        let order = " ORDER BY coalesce(requested_unix_ns, completed_unix_ns), request_event_id";
+        let mut out = Vec::new();
+        match session {
+            Some(s) => {
+                let mut stmt = self.conn.prepare(&format!(
+                    "{base} WHERE adapter = ?1 AND session_id = ?2{order}"
+                ))?;
+                let rows = stmt.query_map(params![s.adapter.as_str(), s.session_id], span_row)?;
+                for r in rows {
+                    out.push(r?);
+                }
+            }
+            None => {
+                let mut stmt = self.conn.prepare(&format!("{base}{order}"))?;
+                for r in stmt.query_map([], span_row)? {
+                    out.push(r?);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// End requests that are still pending.
+    pub fn pending_end_requests(&self) -> Result<Vec<EndRequestRow>, LedgerError> {
+        self.end_requests(Some("pending"))
+    }
+
+    /// End requests, all or in one state.
+    pub fn end_requests(&self, state: Option<&str>) -> Result<Vec<EndRequestRow>, LedgerError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT end_event_id, adapter, session_id, origin, reason, approved_spans, requested_unix_ns, state, resolved_event_id \
+             FROM end_requests WHERE ?1 IS NULL OR state = ?1 ORDER BY requested_unix_ns, end_event_id",
+        )?;
+        let rows = stmt.query_map([state], |r| {
+            let approved: String = r.get(5)?;
+            Ok(EndRequestRow {
+                end_event_id: r.get(0)?,
+                session: session_at(r, 1)?,
+                origin: r.get(3)?,
+                reason: r.get(4)?,
+                approved_spans: serde_json::from_str(&approved).unwrap_or_default(),
+                requested_unix_ns: r.get(6)?,
+                state: r.get(7)?,
+                resolved_event_id: r.get(8)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+
+    /// Every health condition, oldest first.
+    pub fn health(&self) -> Result<Vec<HealthRow>, LedgerError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT event_id, adapter, session_id, code, detail, time_unix_ns FROM health ORDER BY time_unix_ns, event_id",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok(HealthRow {
+                event_id: r.get(0)?,
+                session: session_at(r, 1)?,
+                code: r.get(3)?,
+                detail: r.get(4)?,
+                time_unix_ns: r.get(5)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+
+    /// Number of event rows.
+    pub fn event_count(&self) -> Result<u64, LedgerError> {
+        let n: i64 = self
+            .conn
+            .query_row("SELECT count(*) FROM events", [], |r| r.get(0))?;
+        Ok(n as u64)
+    }
+
+    /// Number of raw signals kept.
+    pub fn signal_count(&self) -> Result<u64, LedgerError> {
+        let n: i64 = self
+            .conn
+            .query_row("SELECT count(*) FROM raw_signals", [], |r| r.get(0))?;
+        Ok(n as u64)
+    }
+
+    fn parse_event(&self, json: &str) -> Result<Event, LedgerError> {
+        serde_json::from_str(json).map_err(|e| LedgerError::Corrupt {
+            path: self.dir.join(super::DB_FILE),
+            detail: format!("an event row does not parse: {e}"),
+        })
+    }
+}
+
+fn session_at(r: &Row, at: usize) -> rusqlite::Result<SessionRef> {
+    let adapter: String = r.get(at)?;
+    let adapter = AdapterId::parse(&adapter).ok_or_else(|| {
+        rusqlite::Error::FromSqlConversionFailure(
+            at,
+            rusqlite::types::Type::Text,
+            format!("unknown adapter {adapter}").into(),
+        )
+    })?;
+    Ok(SessionRef {
+        adapter,
+        session_id: r.get(at + 1)?,
+    })
+}
+
+fn span_row(r: &Row) -> rusqlite::Result<SpanRow> {
+    let state: String = r.get(9)?;
+    Ok(SpanRow {
+        request_event_id: r.get(0)?,
+        session: session_at(r, 1)?,
+        kind: r.get(3)?,
+        name: r.get(4)?,
+        tool_call_id: r.get(5)?,
+        agent_id: r.get(6)?,
+        turn_id: r.get(7)?,
+        requested_unix_ns: r.get(8)?,
+        state: SpanState::parse(&state),
+        reason: r.get(10)?,
+        completed_event_id: r.get(11)?,
+        outcome: r.get(12)?,
+        duration_ms: r.get::<_, Option<i64>>(13)?.map(|d| d as u64),
+        completed_unix_ns: r.get(14)?,
+    })
+}

@@ -1,0 +1,151 @@
+//! The ledger's SQL schema as append-only, timestamp-named migrations.
+//! A shipped migration is never edited; a change is a new entry at the end.
+
+use rusqlite::{Connection, params};
+
+use super::LedgerError;
+
+/// Every migration, in order. Names are UTC timestamps plus a slug.
+const MIGRATIONS: &[(&str, &str)] = &[("20261130T0130Z_initial", INITIAL)];
+
+const INITIAL: &str = r#"
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+) STRICT;
+
+-- The fencing token: bumped by every finalizer that takes the lease; every
+-- write transaction checks that its own token is still the current one.
+CREATE TABLE incarnation (
+    id    INTEGER PRIMARY KEY CHECK (id = 1),
+    value INTEGER NOT NULL
+) STRICT;
+INSERT INTO incarnation (id, value) VALUES (1, 0);
+
+CREATE TABLE events (
+    seq          INTEGER PRIMARY KEY,
+    id           TEXT NOT NULL UNIQUE,
+    adapter      TEXT NOT NULL,
+    session_id   TEXT NOT NULL,
+    offset       INTEGER NOT NULL,
+    type         TEXT NOT NULL,
+    time_unix_ns INTEGER NOT NULL,
+    json         TEXT NOT NULL,
+    prev_hash    BLOB NOT NULL,
+    hash         BLOB NOT NULL,
+    batch        TEXT NOT NULL,
+    UNIQUE (adapter, session_id, offset)
+) STRICT;
+
+CREATE TABLE sessions (
+    adapter       TEXT NOT NULL,
+    session_id    TEXT NOT NULL,
+    first_unix_ns INTEGER NOT NULL,
+    last_unix_ns  INTEGER NOT NULL,
+    events        INTEGER NOT NULL,
+    turns         INTEGER NOT NULL,
+    PRIMARY KEY (adapter, session_id)
+) STRICT;
+
+CREATE TABLE spans (
+    request_event_id   TEXT PRIMARY KEY,
+    adapter            TEXT NOT NULL,
+    session_id         TEXT NOT NULL,
+    kind               TEXT NOT NULL CHECK (kind IN ('tool', 'command')),
+    name               TEXT NOT NULL,
+    tool_call_id       TEXT,
+    agent_id           TEXT,
+    turn_id            TEXT,
+    requested_unix_ns  INTEGER,
+    state              TEXT NOT NULL CHECK (state IN ('open', 'closed_native', 'recovered')),
+    reason             TEXT,
+    completed_event_id TEXT,
+    outcome            TEXT,
+    duration_ms        INTEGER,
+    completed_unix_ns  INTEGER
+) STRICT;
+CREATE INDEX spans_session ON spans (adapter, session_id, state);
+
+CREATE TABLE raw_signals (
+    record_digest    TEXT PRIMARY KEY,
+    adapter          TEXT NOT NULL,
+    session_key      TEXT NOT NULL,
+    event_name       TEXT,
+    received_unix_ns INTEGER NOT NULL,
+    envelope         TEXT NOT NULL,
+    payload          BLOB NOT NULL,
+    event_ids        TEXT NOT NULL,
+    duplicate_of     TEXT,
+    batch            TEXT NOT NULL
+) STRICT;
+
+CREATE TABLE producer_state (
+    adapter    TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    state      TEXT NOT NULL,
+    batch      TEXT NOT NULL,
+    PRIMARY KEY (adapter, session_id)
+) STRICT;
+
+CREATE TABLE end_requests (
+    end_event_id      TEXT PRIMARY KEY,
+    adapter           TEXT NOT NULL,
+    session_id        TEXT NOT NULL,
+    origin            TEXT NOT NULL,
+    reason            TEXT,
+    approved_spans    TEXT NOT NULL,
+    requested_unix_ns INTEGER NOT NULL,
+    state             TEXT NOT NULL CHECK (state IN ('pending', 'salvaged', 'cancelled', 'expired')),
+    resolved_event_id TEXT
+) STRICT;
+CREATE INDEX end_requests_state ON end_requests (state);
+
+CREATE TABLE health (
+    event_id     TEXT PRIMARY KEY,
+    adapter      TEXT NOT NULL,
+    session_id   TEXT NOT NULL,
+    code         TEXT NOT NULL,
+    detail       TEXT NOT NULL,
+    time_unix_ns INTEGER NOT NULL
+) STRICT;
+
+-- Exactly-once bookkeeping: a ready batch is applied once; the intake
+-- segments it drained are remembered so a rerun never normalizes them twice.
+CREATE TABLE applied_batches (
+    batch           TEXT PRIMARY KEY,
+    incarnation     INTEGER NOT NULL,
+    events          INTEGER NOT NULL,
+    signals         INTEGER NOT NULL,
+    applied_unix_ns INTEGER NOT NULL
+) STRICT;
+
+CREATE TABLE drained_segments (
+    segment TEXT PRIMARY KEY,
+    batch   TEXT NOT NULL
+) STRICT;
+"#;
+
+/// Apply every migration not yet recorded, each in its own transaction.
+pub fn migrate(conn: &mut Connection, now_unix_ns: i64) -> Result<(), LedgerError> {
+    conn.execute_batch(
+        "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_unix_ns INTEGER NOT NULL) STRICT;",
+    )?;
+    for (name, sql) in MIGRATIONS {
+        let done: bool = conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM migrations WHERE name = ?1)",
+            [name],
+            |r| r.get(0),
+        )?;
+        if done {
+            continue;
+        }
+        let tx = conn.transaction()?;
+        tx.execute_batch(sql)?;
+        tx.execute(
+            "INSERT INTO migrations (name, applied_unix_ns) VALUES (?1, ?2)",
+            params![name, now_unix_ns],
+        )?;
+        tx.commit()?;
+    }
+    Ok(())
+}

@@ -1,0 +1,184 @@
+//! A session's timeline for `harnery show`: its events in offset order,
+//! with each tool or command span shown once, at its request, carrying the
+//! state, outcome and duration its terminal gave it.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use super::{Ledger, LedgerError, SessionSummary, SpanRow};
+use crate::contract::{Event, Payload, SessionRef};
+
+/// One line of a timeline.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TimelineEntry {
+    pub offset: u64,
+    /// Milliseconds since the session's first event.
+    pub at_ms: i64,
+    pub kind: String,
+    pub turn: Option<String>,
+    pub agent_id: Option<String>,
+    pub text: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub span: Option<SpanRow>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Timeline {
+    pub summary: SessionSummary,
+    pub entries: Vec<TimelineEntry>,
+}
+
+impl Ledger {
+    /// Build the timeline of one session.
+    pub fn timeline(&self, session: &SessionRef) -> Result<Timeline, LedgerError> {
+        let summary = self
+            .sessions()?
+            .into_iter()
+            .find(|s| &s.session == session)
+            .ok_or_else(|| LedgerError::UnknownSession(session.session_id.clone()))?;
+        let spans: HashMap<String, SpanRow> = self
+            .spans(Some(session))?
+            .into_iter()
+            .flat_map(|s| {
+                let mut keys = vec![s.request_event_id.clone()];
+                keys.extend(s.completed_event_id.clone());
+                keys.into_iter().map(move |k| (k, s.clone()))
+            })
+            .collect();
+        let start = summary.first_unix_ns;
+        let entries = self
+            .session_events(session)?
+            .iter()
+            .filter_map(|e| entry(e, start, &spans))
+            .collect();
+        Ok(Timeline { summary, entries })
+    }
+}
+
+fn entry(e: &Event, start: i64, spans: &HashMap<String, SpanRow>) -> Option<TimelineEntry> {
+    let span = spans.get(e.id.as_str()).cloned();
+    // A paired terminal is shown on its request's line.
+    if let Some(s) = &span
+        && s.request_event_id != e.id.as_str()
+    {
+        return None;
+    }
+    Some(TimelineEntry {
+        offset: e.offset,
+        at_ms: (e.time_unix_ns - start) / 1_000_000,
+        kind: e.event_type().as_str().to_string(),
+        turn: e.turn.turn_id.clone(),
+        agent_id: e.agent_id.clone(),
+        text: describe(&e.payload, span.as_ref()),
+        span,
+    })
+}
+
+fn clip(text: &str, max: usize) -> String {
+    let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.chars().count() <= max {
+        return one_line;
+    }
+    let mut out: String = one_line.chars().take(max).collect();
+    out.push('…');
+    out
+}
+
+fn span_text(name: &str, s: Option<&SpanRow>) -> String {
+    let Some(s) = s else {
+        return name.to_string();
+    };
+    let mut text = format!("{name} [{}]", s.state.as_str());
+    if let Some(outcome) = &s.outcome {
+        text.push_str(&format!(" {outcome}"));
+    }
+    match s.duration_ms {
+        Some(ms) => text.push_str(&format!(" {ms} ms")),
+        None if s.completed_event_id.is_some() => text.push_str(" duration unknown"),
+        None => {}
+    }
+    if let Some(reason) = &s.reason {
+        text.push_str(&format!(" (recovery: {reason})"));
+    }
+    text
+}
+
+fn describe(p: &Payload, span: Option<&SpanRow>) -> String {
+    match p {
+        Payload::SessionStarted(s) => format!(
+            "session started{}",
+            s.source
+                .as_ref()
+                .map(|x| format!(" ({x})"))
+                .unwrap_or_default()
+        ),
+        Payload::SessionEnded(s) => format!(
+            "session ended{}",
+            s.reason
+                .as_ref()
+                .map(|x| format!(" ({x})"))
+                .unwrap_or_default()
+        ),
+        Payload::PromptSubmitted(s) => {
+            format!("prompt: {}", clip(s.prompt.as_deref().unwrap_or(""), 72))
+        }
+        Payload::TurnStarted(_) => "turn started".into(),
+        Payload::TurnCompleted(s) => format!(
+            "turn completed{}",
+            s.stop_reason
+                .as_ref()
+                .map(|x| format!(" ({x})"))
+                .unwrap_or_default()
+        ),
+        Payload::ToolRequested(t) => format!("tool {}", span_text(&t.tool_name, span)),
+        Payload::ToolCompleted(t) => {
+            format!("tool {} completed {:?}", t.tool_name, t.outcome).to_lowercase()
+        }
+        Payload::CommandRequested(c) => {
+            format!("command {}", span_text(&clip(&c.argv.join(" "), 60), span))
+        }
+        Payload::CommandCompleted(c) => format!("command completed {:?}", c.outcome).to_lowercase(),
+        Payload::SubagentStarted(s) => format!(
+            "subagent started {} {}",
+            s.agent_type.as_deref().unwrap_or("-"),
+            s.agent_id
+        ),
+        Payload::SubagentStopped(s) => format!(
+            "subagent stopped {} {}",
+            s.agent_type.as_deref().unwrap_or("-"),
+            s.agent_id
+        ),
+        Payload::CompactionStarted(_) => "compaction started".into(),
+        Payload::CompactionCompleted(_) => "compaction completed".into(),
+        Payload::ErrorReported(e) => format!("error: {}", clip(&e.message, 72)),
+        Payload::PermissionRequested(p) => format!("permission requested for {}", p.tool_name),
+        Payload::Notification(n) => format!(
+            "notification: {}",
+            clip(n.message.as_deref().unwrap_or(""), 60)
+        ),
+        Payload::MessageDisplayed(m) => {
+            format!("message: {}", clip(m.text.as_deref().unwrap_or(""), 60))
+        }
+        Payload::ToolBatchCompleted(b) => format!("tool batch of {} completed", b.calls),
+        Payload::LateEvidence(l) => format!(
+            "late evidence for {} ({:?})",
+            l.span_request_event_id, l.outcome
+        )
+        .to_lowercase(),
+        Payload::EndRequested(r) => format!(
+            "end requested by {} ({} approved spans)",
+            r.origin,
+            r.approved_spans.len()
+        ),
+        Payload::EndSalvaged(s) => format!("end salvaged {} spans", s.salvaged_spans),
+        Payload::EndCancelled(c) => format!("end cancelled ({})", c.cause),
+        Payload::EndExpired(_) => "end expired".into(),
+        Payload::HealthCondition(h) => format!("health {}: {}", h.code, clip(&h.detail, 72)),
+        Payload::SignalUnrecognized(s) => format!(
+            "unrecognized signal {} ({})",
+            s.adapter_event.as_deref().unwrap_or("-"),
+            s.reason
+        ),
+    }
+}

@@ -1,0 +1,494 @@
+//! Latency receipts (ADR 0078 "Latency receipt bounds", DESIGN §10).
+//!
+//! Per turn: the wall time; `known_ms`, the union of observed tool intervals;
+//! `upper_bound_ms`, the union of recovery bounds, kept apart from the known
+//! time because a bound only says when harnery swept a span, never how long
+//! the tool ran; the bound's share of the wall; and whether the tool channel
+//! may be ranked. Unions, not sums: two tools running side by side for the
+//! same 10 ms cost the turn 10 ms.
+//!
+//! Interval rules, decided once here:
+//! - A closed span with the agent's own duration runs from its request for
+//!   that long (from the completion back, when the request was minted by
+//!   recovery and so carries the post's time).
+//! - A closed span without a duration runs from its native request to its
+//!   completion; with a minted request its duration is unknown.
+//! - A recovered span contributes request → request + `elapsed_upper_bound_ms`
+//!   to the bound union when the bound was observed, and nothing otherwise.
+//! - Any span whose duration is unknown (open, recovered, or unreported)
+//!   makes the turn's tool channel ineligible for ranking.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::ns_to_ms;
+use super::spans::{Span, SpanKind, SpanState, pair_spans};
+use crate::contract::{Event, Observation, Payload, TurnSource};
+
+/// Emitted when a recovery bound reaches past the turn's wall interval.
+pub const BOUND_EXCEEDS_WALL: &str = "recovery_bound_exceeds_turn_wall";
+/// The turn has no `turn.completed`; its wall ends at its last native event.
+pub const COMPLETION_NOT_OBSERVED: &str = "turn_completion_not_observed";
+/// The turn has no `turn.started`; its wall starts at its first event.
+pub const START_NOT_OBSERVED: &str = "turn_start_not_observed";
+
+/// A half-open interval in unix nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Interval {
+    pub start: i64,
+    pub end: i64,
+}
+
+impl Interval {
+    fn new(start: i64, end: i64) -> Interval {
+        Interval {
+            start,
+            end: end.max(start),
+        }
+    }
+
+    fn clip(self, to: Interval) -> Option<Interval> {
+        let (start, end) = (self.start.max(to.start), self.end.min(to.end));
+        (end > start).then_some(Interval { start, end })
+    }
+}
+
+/// Total length of the union of `intervals`, in nanoseconds.
+pub fn union_ns(intervals: &[Interval]) -> i64 {
+    let mut sorted = intervals.to_vec();
+    sorted.sort();
+    let mut total = 0i64;
+    let mut current: Option<Interval> = None;
+    for next in sorted {
+        current = match current {
+            Some(c) if next.start <= c.end => Some(Interval::new(c.start, c.end.max(next.end))),
+            Some(c) => {
+                total += c.end - c.start;
+                Some(next)
+            }
+            None => Some(next),
+        };
+    }
+    total + current.map_or(0, |c| c.end - c.start)
+}
+
+/// The receipt of one turn.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TurnReceipt {
+    pub turn_id: String,
+    /// `native` or `stamped`.
+    pub turn_source: &'static str,
+    pub started_unix_ns: i64,
+    pub ended_unix_ns: i64,
+    pub wall_ms: u64,
+    pub tools: ToolChannel,
+    /// Codes such as `recovery_bound_exceeds_turn_wall`, `turn_completion_not_observed`.
+    pub notes: Vec<&'static str>,
+}
+
+/// The tool channel of one turn.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolChannel {
+    pub spans: usize,
+    pub closed: usize,
+    pub recovered: usize,
+    pub open: usize,
+    /// Union of observed tool intervals.
+    pub known_ms: u64,
+    /// Union of observed recovery bounds, unclipped.
+    pub upper_bound_ms: u64,
+    /// Recovered spans whose bound is unknown (cross boot, missing, ...).
+    pub bounds_unknown: usize,
+    /// Share of the turn wall covered by the bound union clipped to the
+    /// wall, in percent; `None` for a zero-length wall.
+    pub upper_bound_share_pct: Option<f64>,
+    pub eligible_for_ranking: bool,
+    /// Why not, when not: `open_span`, `recovered_span`, `duration_not_reported`.
+    pub ineligible_because: Vec<&'static str>,
+}
+
+/// The receipts of one session: its turns in start order, and the tool
+/// spans no trustworthy turn owns.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionReceipts {
+    pub turns: Vec<TurnReceipt>,
+    pub unattributed_spans: usize,
+}
+
+/// Receipts for one session's events (offset order).
+pub fn session_receipts(events: &[&Event]) -> SessionReceipts {
+    let spans = pair_spans(events);
+    let tools: Vec<&Span> = spans.iter().filter(|s| s.kind == SpanKind::Tool).collect();
+    let mut turns: Vec<TurnReceipt> = turn_walls(events)
+        .into_iter()
+        .map(|wall| receipt(wall, &tools))
+        .collect();
+    turns.sort_by_key(|t| t.started_unix_ns);
+    let unattributed_spans = tools.iter().filter(|s| s.turn_id().is_none()).count();
+    SessionReceipts {
+        turns,
+        unattributed_spans,
+    }
+}
+
+/// Where a turn's wall starts and ends, and what was not seen.
+struct TurnWall<'a> {
+    turn_id: &'a str,
+    source: TurnSource,
+    wall: Interval,
+    notes: Vec<&'static str>,
+}
+
+#[derive(Default)]
+struct TurnMarks {
+    source: Option<TurnSource>,
+    started: Option<i64>,
+    completed: Option<i64>,
+    first: Option<i64>,
+    last_native: Option<i64>,
+    last_any: Option<i64>,
+}
+
+fn turn_walls<'a>(events: &[&'a Event]) -> Vec<TurnWall<'a>> {
+    let mut marks: BTreeMap<&'a str, TurnMarks> = BTreeMap::new();
+    for event in events {
+        let Some(turn_id) = event.turn.turn_id.as_deref() else {
+            continue;
+        };
+        let m = marks.entry(turn_id).or_default();
+        let t = event.time_unix_ns;
+        m.source.get_or_insert(event.turn.source);
+        m.first = Some(m.first.map_or(t, |f| f.min(t)));
+        m.last_any = Some(m.last_any.map_or(t, |l| l.max(t)));
+        if event.provenance.attestation == crate::contract::Attestation::Native {
+            m.last_native = Some(m.last_native.map_or(t, |l| l.max(t)));
+        }
+        match event.payload {
+            Payload::TurnStarted(_) => m.started = m.started.or(Some(t)),
+            Payload::TurnCompleted(_) => m.completed = Some(t),
+            _ => {}
+        }
+    }
+    marks
+        .into_iter()
+        .map(|(turn_id, m)| wall_of(turn_id, m))
+        .collect()
+}
+
+fn wall_of(turn_id: &str, m: TurnMarks) -> TurnWall<'_> {
+    let mut notes = Vec::new();
+    let first = m.first.expect("a turn is only recorded with an event");
+    let start = m.started.unwrap_or_else(|| {
+        notes.push(START_NOT_OBSERVED);
+        first
+    });
+    let end = m.completed.unwrap_or_else(|| {
+        notes.push(COMPLETION_NOT_OBSERVED);
+        m.last_native.or(m.last_any).unwrap_or(first)
+    });
+    TurnWall {
+        turn_id,
+        source: m.source.unwrap_or(TurnSource::None),
+        wall: Interval::new(start, end),
+        notes,
+    }
+}
+
+fn receipt(wall: TurnWall<'_>, tools: &[&Span]) -> TurnReceipt {
+    let mine: Vec<&Span> = tools
+        .iter()
+        .copied()
+        .filter(|s| s.turn_id() == Some(wall.turn_id))
+        .collect();
+    let mut notes = wall.notes;
+    let tools = tool_channel(&mine, wall.wall, &mut notes);
+    TurnReceipt {
+        turn_id: wall.turn_id.to_string(),
+        turn_source: match wall.source {
+            TurnSource::Native => "native",
+            TurnSource::Stamped => "stamped",
+            TurnSource::None => "none",
+        },
+        started_unix_ns: wall.wall.start,
+        ended_unix_ns: wall.wall.end,
+        wall_ms: ns_to_ms(wall.wall.end - wall.wall.start),
+        tools,
+        notes,
+    }
+}
+
+/// What one span contributes to its turn's tool channel.
+enum Contribution {
+    Known(Interval),
+    Bound(Interval),
+    /// Duration unknown, for this reason; no interval at all.
+    Unknown(&'static str),
+}
+
+fn contribution(span: &Span) -> Contribution {
+    match span.state() {
+        SpanState::Open => Contribution::Unknown("open_span"),
+        SpanState::Recovered(_) => match (span.request, span.upper_bound_ms()) {
+            (Some(req), Some(Observation::Observed(ms))) => {
+                let start = req.time_unix_ns;
+                Contribution::Bound(Interval::new(start, start + ms_to_ns(*ms)))
+            }
+            _ => Contribution::Unknown("recovered_span"),
+        },
+        SpanState::Closed => closed_interval(span)
+            .map(Contribution::Known)
+            .unwrap_or(Contribution::Unknown("duration_not_reported")),
+    }
+}
+
+fn closed_interval(span: &Span) -> Option<Interval> {
+    let end = span.terminal?.time_unix_ns;
+    let native_request = span.request.filter(|_| !span.request_recovered());
+    match (span.reported_duration(), native_request) {
+        (Some(Observation::Observed(ms)), Some(req)) => {
+            let start = req.time_unix_ns;
+            Some(Interval::new(start, start + ms_to_ns(*ms)))
+        }
+        (Some(Observation::Observed(ms)), None) => Some(Interval::new(end - ms_to_ns(*ms), end)),
+        (_, Some(req)) => Some(Interval::new(req.time_unix_ns, end)),
+        (_, None) => None,
+    }
+}
+
+fn ms_to_ns(ms: u64) -> i64 {
+    i64::try_from(ms).unwrap_or(i64::MAX / 1_000_000) * 1_000_000
+}
+
+fn tool_channel(spans: &[&Span], wall: Interval, notes: &mut Vec<&'static str>) -> ToolChannel {
+    let (mut known, mut bounds, mut unknown) = (Vec::new(), Vec::new(), Vec::new());
+    for span in spans {
+        match contribution(span) {
+            Contribution::Known(i) => known.push(i),
+            Contribution::Bound(i) => bounds.push(i),
+            Contribution::Unknown(why) => unknown.push(why),
+        }
+    }
+    if bounds
+        .iter()
+        .any(|b| b.start < wall.start || b.end > wall.end)
+    {
+        notes.push(BOUND_EXCEEDS_WALL);
+    }
+    let clipped: Vec<Interval> = bounds.iter().filter_map(|b| b.clip(wall)).collect();
+    let wall_ns = wall.end - wall.start;
+    let share = (wall_ns > 0).then(|| union_ns(&clipped) as f64 * 100.0 / wall_ns as f64);
+    let recovered = spans
+        .iter()
+        .filter(|s| matches!(s.state(), SpanState::Recovered(_)))
+        .count();
+    let mut ineligible_because: Vec<&'static str> = unknown.clone();
+    if !bounds.is_empty() {
+        ineligible_because.push("recovered_span");
+    }
+    ineligible_because.sort_unstable();
+    ineligible_because.dedup();
+    ToolChannel {
+        spans: spans.len(),
+        closed: spans
+            .iter()
+            .filter(|s| s.state() == SpanState::Closed)
+            .count(),
+        recovered,
+        open: spans
+            .iter()
+            .filter(|s| s.state() == SpanState::Open)
+            .count(),
+        known_ms: ns_to_ms(union_ns(&known)),
+        upper_bound_ms: ns_to_ms(union_ns(&bounds)),
+        bounds_unknown: unknown.iter().filter(|w| **w == "recovered_span").count(),
+        upper_bound_share_pct: share.map(|s| (s * 10.0).round() / 10.0),
+        eligible_for_ranking: ineligible_because.is_empty(),
+        ineligible_because,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contract::RecoveryReason::*;
+    use crate::read::testkit::Script;
+
+    fn receipts(s: &Script) -> SessionReceipts {
+        let events = s.events();
+        let refs: Vec<&Event> = events.iter().collect();
+        session_receipts(&refs)
+    }
+
+    proptest::proptest! {
+        /// The union never exceeds the sum nor falls below the longest
+        /// interval, ignores order, and equals a unit-by-unit count.
+        #[test]
+        fn union_is_bounded_and_order_free(raw in proptest::collection::vec((0i64..200, 0i64..50), 0..12)) {
+            let ivs: Vec<Interval> = raw.iter().map(|&(a, len)| Interval::new(a, a + len)).collect();
+            let total = union_ns(&ivs);
+            let sum: i64 = ivs.iter().map(|i| i.end - i.start).sum();
+            let longest = ivs.iter().map(|i| i.end - i.start).max().unwrap_or(0);
+            proptest::prop_assert!(total <= sum && total >= longest);
+            let mut reversed = ivs.clone();
+            reversed.reverse();
+            proptest::prop_assert_eq!(union_ns(&reversed), total);
+            let covered = (0..250).filter(|&t| ivs.iter().any(|i| i.start <= t && t < i.end)).count();
+            proptest::prop_assert_eq!(total, covered as i64);
+        }
+    }
+
+    proptest::proptest! {
+        /// Whatever the bounds, the share stays within 0..=100 and the
+        /// clipping note appears exactly when a bound leaves the wall.
+        #[test]
+        fn shares_are_clipped_to_the_wall(spans in proptest::collection::vec((0i64..100, 0u64..300), 1..6)) {
+            let mut s = Script::new("s");
+            s.turn("t1");
+            s.start(0);
+            let reqs: Vec<_> = spans.iter().map(|&(at, _)| s.request("Bash", at)).collect();
+            s.stop(100);
+            for (req, &(_, bound)) in reqs.iter().zip(&spans) {
+                s.recover(req, 100, CompletionNotObservedBeforeTurnEnd, Some(bound));
+            }
+            let turn = &receipts(&s).turns[0];
+            let share = turn.tools.upper_bound_share_pct.unwrap();
+            proptest::prop_assert!((0.0..=100.0).contains(&share));
+            let exceeds = spans.iter().any(|&(at, b)| at + b as i64 > 100);
+            proptest::prop_assert_eq!(turn.notes.contains(&BOUND_EXCEEDS_WALL), exceeds);
+            proptest::prop_assert!(!turn.tools.eligible_for_ranking);
+        }
+    }
+
+    #[test]
+    fn union_merges_overlaps_and_keeps_gaps() {
+        let iv = |a, b| Interval::new(a, b);
+        assert_eq!(union_ns(&[]), 0);
+        assert_eq!(union_ns(&[iv(0, 10), iv(5, 15), iv(20, 30)]), 25);
+        assert_eq!(union_ns(&[iv(20, 30), iv(0, 40)]), 40);
+        assert_eq!(union_ns(&[iv(0, 10), iv(10, 20)]), 20);
+    }
+
+    #[test]
+    fn overlapping_native_spans_are_unioned_not_summed() {
+        let mut s = Script::new("s");
+        s.turn("t1");
+        s.start(0);
+        let a = s.request("Bash", 10);
+        let b = s.request("Read", 20);
+        s.complete(&b, 40, None);
+        s.complete(&a, 60, None);
+        let c = s.request("Grep", 80);
+        s.complete(&c, 90, Some(5));
+        s.stop(100);
+        let r = receipts(&s);
+        let turn = &r.turns[0];
+        assert_eq!(turn.wall_ms, 100);
+        // [10,60) ∪ [20,40) ∪ [80,85) = 50 + 5
+        assert_eq!(turn.tools.known_ms, 55);
+        assert_eq!(turn.tools.upper_bound_ms, 0);
+        assert!(turn.tools.eligible_for_ranking);
+        assert!(turn.notes.is_empty());
+    }
+
+    #[test]
+    fn bounds_stay_apart_from_known_time_and_make_the_turn_ineligible() {
+        let mut s = Script::new("s");
+        s.turn("t1");
+        s.start(0);
+        let a = s.request("Bash", 0);
+        s.complete(&a, 30, None);
+        let b = s.request("Read", 20);
+        let c = s.request("Edit", 25);
+        s.stop(200);
+        s.recover(&b, 200, CompletionNotObservedBeforeTurnEnd, Some(60));
+        s.recover(&c, 200, CompletionNotObservedBeforeTurnEnd, Some(20));
+        let turn = &receipts(&s).turns[0];
+        assert_eq!(turn.tools.known_ms, 30);
+        // [20,80) ∪ [25,45) = 60; overlap with known time is not subtracted.
+        assert_eq!(turn.tools.upper_bound_ms, 60);
+        assert_eq!(turn.tools.upper_bound_share_pct, Some(30.0));
+        assert_eq!(turn.tools.recovered, 2);
+        assert!(!turn.tools.eligible_for_ranking);
+        assert_eq!(turn.tools.ineligible_because, vec!["recovered_span"]);
+        assert!(!turn.notes.contains(&BOUND_EXCEEDS_WALL));
+    }
+
+    #[test]
+    fn a_bound_past_the_wall_is_clipped_for_the_share_and_flagged() {
+        let mut s = Script::new("s");
+        s.turn("t1");
+        s.start(0);
+        let a = s.request("Bash", 50);
+        s.stop(100);
+        s.recover(&a, 100, CompletionNotObservedBeforeTurnEnd, Some(500));
+        let turn = &receipts(&s).turns[0];
+        assert_eq!(turn.tools.upper_bound_ms, 500);
+        assert_eq!(turn.tools.upper_bound_share_pct, Some(50.0));
+        assert!(turn.notes.contains(&BOUND_EXCEEDS_WALL));
+    }
+
+    #[test]
+    fn unknown_bounds_open_spans_and_unreported_durations_are_ineligible() {
+        let mut s = Script::new("s");
+        s.turn("t1");
+        s.start(0);
+        let a = s.request("Bash", 10);
+        s.request("Read", 20);
+        s.unmatched_post("Edit", 30, None);
+        s.stop(100);
+        s.recover(&a, 100, CompletionNotObservedBeforeTurnEnd, None);
+        let turn = &receipts(&s).turns[0];
+        assert_eq!(turn.tools.known_ms, 0);
+        assert_eq!(turn.tools.upper_bound_ms, 0);
+        assert_eq!(turn.tools.bounds_unknown, 1);
+        assert_eq!(turn.tools.upper_bound_share_pct, Some(0.0));
+        assert_eq!(
+            turn.tools.ineligible_because,
+            vec!["duration_not_reported", "open_span", "recovered_span"]
+        );
+    }
+
+    #[test]
+    fn a_minted_request_with_a_native_duration_counts_as_known() {
+        let mut s = Script::new("s");
+        s.turn("t1");
+        s.start(0);
+        s.unmatched_post("Edit", 50, Some(20));
+        s.stop(100);
+        let turn = &receipts(&s).turns[0];
+        assert_eq!(turn.tools.known_ms, 20);
+        assert!(turn.tools.eligible_for_ranking);
+    }
+
+    #[test]
+    fn a_turn_without_stop_ends_at_its_last_native_event_and_says_so() {
+        let mut s = Script::new("s");
+        s.turn("t1");
+        s.start(0);
+        let a = s.request("Bash", 40);
+        s.turn("t2");
+        s.start(300);
+        s.stop(400);
+        s.turn("t1");
+        s.recover(&a, 300, CompletionNotObservedBeforeNextTurn, Some(260));
+        let r = receipts(&s);
+        assert_eq!(r.turns.len(), 2);
+        let t1 = &r.turns[0];
+        assert_eq!(t1.turn_id, "t1");
+        assert_eq!(t1.wall_ms, 40);
+        assert!(t1.notes.contains(&COMPLETION_NOT_OBSERVED));
+        assert!(t1.notes.contains(&BOUND_EXCEEDS_WALL));
+        assert_eq!(t1.tools.upper_bound_share_pct, Some(0.0));
+        assert!(r.turns[1].notes.is_empty());
+    }
+
+    #[test]
+    fn spans_without_a_turn_are_counted_apart() {
+        let mut s = Script::new("s");
+        s.request("Bash", 0);
+        let r = receipts(&s);
+        assert!(r.turns.is_empty());
+        assert_eq!(r.unattributed_spans, 1);
+    }
+}

@@ -1,0 +1,136 @@
+//! Where the read commands get their events: the live ledger epoch, and for
+//! the audit also the archived epochs below `ledgers/v2-candidates/`.
+//!
+//! The one place the read side touches storage, so the pure modules beside
+//! it stay pure. A session is named by its id (or a unique prefix, as
+//! everywhere in harnery), or `adapter/id` when one id exists under two
+//! adapters.
+
+use crate::contract::{AdapterId, Event, SessionRef};
+use crate::epoch::{ArchivedSession, EpochError, archived_open_span_sessions};
+use crate::home::Home;
+use crate::ledger::{GENESIS_FILE, Ledger, LedgerError, SessionSummary};
+use crate::read::audit::{Classification, classify_events};
+
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+    #[error("no session matches {0:?}")]
+    NoSuchSession(String),
+}
+
+/// Whether `name` (an id, or `adapter/id`) names `session` exactly.
+pub fn names(name: &str, session: &SessionRef) -> bool {
+    match split_adapter(name) {
+        Some((adapter, id)) => adapter == session.adapter && id == session.session_id,
+        None => name == session.session_id,
+    }
+}
+
+fn split_adapter(name: &str) -> Option<(AdapterId, &str)> {
+    let (adapter, id) = name.split_once('/')?;
+    Some((AdapterId::parse(adapter)?, id))
+}
+
+/// Every event of the live epoch, or only those of the session `name`.
+pub fn load_events(home: &Home, name: Option<&str>) -> Result<Vec<Event>, SourceError> {
+    let ledger = Ledger::open_read(home)?;
+    let Some(name) = name else {
+        return Ok(ledger.events()?);
+    };
+    let session = resolve(&ledger, name)?;
+    Ok(ledger.session_events(&session)?)
+}
+
+fn resolve(ledger: &Ledger, name: &str) -> Result<SessionRef, SourceError> {
+    match split_adapter(name) {
+        Some(_) => ledger
+            .sessions()?
+            .into_iter()
+            .map(|s| s.session)
+            .find(|s| names(name, s))
+            .ok_or_else(|| SourceError::NoSuchSession(name.into())),
+        None => Ok(ledger.resolve_session(name)?),
+    }
+}
+
+/// Like [`load_events`] over everything, but an absent ledger is empty.
+pub fn load_all_or_none(home: &Home) -> Result<Vec<Event>, SourceError> {
+    if !Ledger::live_dir(home).join(GENESIS_FILE).exists() {
+        return Ok(Vec::new());
+    }
+    Ok(Ledger::open_read(home)?.events()?)
+}
+
+/// Adapters under which the live ledger knows `session_id` exactly.
+pub fn ledger_adapters(home: &Home, session_id: &str) -> Vec<AdapterId> {
+    let Ok(ledger) = Ledger::open_read(home) else {
+        return Vec::new();
+    };
+    let sessions = ledger.sessions().unwrap_or_default();
+    sessions
+        .into_iter()
+        .filter(|s| s.session.session_id == session_id)
+        .map(|s| s.session.adapter)
+        .collect()
+}
+
+/// One archived epoch: its events when this build can read them, and the
+/// sessions the epoch module found left with open spans or pending ends
+/// (read from span rows, so they are known even when the events are not).
+pub struct ArchivedEpoch {
+    pub label: String,
+    pub events: Result<Vec<Event>, LedgerError>,
+    pub unfinished: Vec<ArchivedSession>,
+}
+
+/// Every archived epoch under `ledgers/v2-candidates/`, read without a
+/// digest check (archives validate under their own contract generation).
+pub fn archived_epochs(home: &Home) -> Result<Vec<ArchivedEpoch>, EpochError> {
+    let unfinished = archived_open_span_sessions(home)?;
+    let mut out = Vec::new();
+    for dir in crate::epoch::archived_epochs(home)? {
+        let ledger = Ledger::open_dir_read(&dir, None)?;
+        let label = ledger.genesis().genesis_id.clone();
+        out.push(ArchivedEpoch {
+            events: ledger.events(),
+            unfinished: unfinished
+                .iter()
+                .filter(|u| u.genesis_id == label)
+                .cloned()
+                .collect(),
+            label,
+        });
+    }
+    Ok(out)
+}
+
+/// The audit classification of each listed session of the live ledger, in
+/// the order given (for `harnery sessions`).
+pub fn classify_summaries(
+    ledger: &Ledger,
+    sessions: &[SessionSummary],
+) -> Result<Vec<Classification>, LedgerError> {
+    sessions
+        .iter()
+        .map(|s| Ok(classify_events(&ledger.session_events(&s.session)?)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_is_named_by_id_or_adapter_and_id() {
+        let s = SessionRef {
+            adapter: AdapterId::Copilot,
+            session_id: "abc".into(),
+        };
+        assert!(names("abc", &s));
+        assert!(names("copilot/abc", &s));
+        assert!(!names("claude-code/abc", &s));
+        assert!(!names("ab", &s));
+    }
+}

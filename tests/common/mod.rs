@@ -1,0 +1,231 @@
+//! Shared helpers for the ledger, finalize and epoch tests: a temporary
+//! home, the real binaries, and hand-built ready batches.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::process::Output;
+
+use assert_cmd::Command;
+use harnery::contract::{
+    AdapterId, Attestation, Confidence, Event, EventId, Observation, Outcome, Payload, Provenance,
+    Recovery, RecoveryReason, SessionRef, TimeSource, ToolCompleted, ToolRequested,
+    TurnAttribution, TurnSource, TurnStarted,
+};
+use harnery::home::Home;
+use harnery::ledger::{AppendBatch, ReadyEvent, binary_digest};
+
+pub const NOW: &str = "2026-11-30T12:00:00Z";
+
+pub fn harnery(home: &Path) -> Command {
+    let mut cmd = Command::cargo_bin("harnery").expect("the harnery binary is built");
+    cmd.env("HARNERY_HOME", home)
+        .env("HARNERY_NOW", NOW)
+        .env_remove("HARNERY_FAILPOINT")
+        .env_remove("HARNERY_TEST_SCHEMA_SUFFIX");
+    cmd
+}
+
+pub fn run(home: &Path, args: &[&str]) -> Output {
+    harnery(home).args(args).output().expect("harnery runs")
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn session(id: &str) -> SessionRef {
+    SessionRef {
+        adapter: AdapterId::ClaudeCode,
+        session_id: id.into(),
+    }
+}
+
+pub fn event(s: &SessionRef, offset: u64, payload: Payload) -> Event {
+    Event {
+        id: EventId::derive("test", &[s.session_id.as_bytes(), &offset.to_le_bytes()]),
+        session: s.clone(),
+        offset,
+        time_unix_ns: 1_780_000_000_000_000_000 + offset as i64 * 250_000_000,
+        time_source: TimeSource::Received,
+        clock: None,
+        agent_id: None,
+        turn: TurnAttribution {
+            source: TurnSource::Native,
+            turn_id: Some("turn-1".into()),
+        },
+        provenance: Provenance::NATIVE,
+        raw: vec![],
+        payload,
+    }
+}
+
+pub fn tool_request(s: &SessionRef, offset: u64, call: &str) -> Event {
+    event(
+        s,
+        offset,
+        Payload::ToolRequested(ToolRequested {
+            tool_call_id: Some(call.into()),
+            tool_name: "Bash".into(),
+            input_digest: "digest".into(),
+            input: None,
+            recovery: None,
+        }),
+    )
+}
+
+pub fn tool_done(s: &SessionRef, offset: u64, call: &str, req: &EventId) -> Event {
+    event(
+        s,
+        offset,
+        Payload::ToolCompleted(ToolCompleted {
+            tool_call_id: Some(call.into()),
+            tool_name: "Bash".into(),
+            requested_event_id: Some(req.clone()),
+            outcome: Outcome::Success,
+            duration_ms: Observation::Observed(40),
+            exit_code: Some(0),
+            error: None,
+            content: None,
+            recovery: None,
+        }),
+    )
+}
+
+/// A small session: turn start, two tool calls, one left open.
+pub fn small_session(id: &str) -> Vec<Event> {
+    let s = session(id);
+    let t = event(
+        &s,
+        0,
+        Payload::TurnStarted(TurnStarted {
+            prompt_event_id: None,
+        }),
+    );
+    let r1 = tool_request(&s, 1, "c1");
+    let d1 = tool_done(&s, 2, "c1", &r1.id);
+    let r2 = tool_request(&s, 3, "c2");
+    vec![t, r1, d1, r2]
+}
+
+/// A recovered completion that is valid under every rule.
+pub fn recovered_done(s: &SessionRef, offset: u64, req: &EventId) -> Event {
+    let mut e = event(
+        s,
+        offset,
+        Payload::ToolCompleted(ToolCompleted {
+            tool_call_id: Some("c2".into()),
+            tool_name: "Bash".into(),
+            requested_event_id: Some(req.clone()),
+            outcome: Outcome::Unknown,
+            duration_ms: Observation::Unknown("completion_not_observed_before_turn_end".into()),
+            exit_code: None,
+            error: None,
+            content: None,
+            recovery: Some(Recovery {
+                reason: RecoveryReason::CompletionNotObservedBeforeTurnEnd,
+                requested_event_id: Some(req.clone()),
+                elapsed_upper_bound_ms: None,
+            }),
+        }),
+    );
+    e.provenance = Provenance {
+        attestation: Attestation::Derived,
+        confidence: Confidence::Medium,
+    };
+    e
+}
+
+/// Drop a ready batch of `events` into the home's ready spool.
+pub fn inject(home: &Path, id: &str, events: Vec<Event>) {
+    inject_with_digest(home, id, events, &binary_digest());
+}
+
+pub fn inject_with_digest(home: &Path, id: &str, events: Vec<Event>, digest: &str) {
+    let batch = AppendBatch {
+        id: id.into(),
+        contract_digest: digest.into(),
+        sources: vec![],
+        signals: vec![],
+        events: events.into_iter().map(ReadyEvent::new).collect(),
+        states: vec![],
+    };
+    harnery::finalize::ready::write(&Home::at(home), &batch).expect("ready file written");
+}
+
+/// Every event row as (id, json, hex hash), in chain order.
+pub fn ledger_rows(home: &Path) -> Vec<(String, String, String)> {
+    let db = home.join("ledgers/v2/ledger.sqlite");
+    let conn =
+        rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .expect("ledger opens");
+    let mut stmt = conn
+        .prepare("SELECT id, json, hex(hash) FROM events ORDER BY seq")
+        .unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+/// Copy a directory tree (for running one spool several ways).
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// Feed one corpus fixture through the real `harnery-hook`, one process
+/// per signal, exactly as the agent would.
+pub fn feed_fixture(home: &Path, agent: &str, scenario: &str) -> usize {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(agent)
+        .join(scenario);
+    let file = if agent == "copilot" {
+        "hook-capture.jsonl"
+    } else {
+        "hooks.jsonl"
+    };
+    let text = std::fs::read_to_string(root.join(file)).expect("fixture exists");
+    let mut n = 0;
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let (args, stdin): (Vec<String>, Vec<u8>) = if agent == "copilot" {
+            let v: serde_json::Value = serde_json::from_str(line).expect("capture line is JSON");
+            let event = v["event"].as_str().expect("event name").to_string();
+            let raw = v["stdin_raw"].as_str().unwrap_or("").as_bytes().to_vec();
+            (vec!["copilot".into(), event], raw)
+        } else {
+            (vec!["claude-code".into()], line.as_bytes().to_vec())
+        };
+        Command::cargo_bin("harnery-hook")
+            .expect("hook binary built")
+            .env("HARNERY_HOME", home)
+            .args(&args)
+            .write_stdin(stdin)
+            .assert()
+            .success();
+        n += 1;
+    }
+    n
+}
+
+/// `harnery sessions --json`, parsed.
+pub fn sessions_json(home: &Path) -> Vec<serde_json::Value> {
+    let out = run(home, &["sessions", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}

@@ -1,0 +1,161 @@
+//! Exactly once across crashes: SIGKILL `finalize` at every failpoint,
+//! rerun it, and compare the ledger with an uninterrupted run's (same
+//! events, ids and hashes, chain intact, spool empty). Also: two finalizers
+//! at once, a durability failure, and damaged spool bytes.
+
+mod common;
+
+use std::io::Write;
+use std::path::Path;
+
+use common::*;
+
+/// A spool with sessions of both agents and one damaged segment tail.
+fn build_spool(home: &Path) {
+    feed_fixture(home, "claude-code", "basic");
+    feed_fixture(home, "claude-code", "kill");
+    feed_fixture(home, "copilot", "subagent-task");
+    feed_fixture(home, "claude-code", "tool-failure");
+    let seg = std::fs::read_dir(home.join("spool/intake/claude-code"))
+        .unwrap()
+        .map(|e| e.unwrap().path().join("active.seg"))
+        .find(|p| p.exists())
+        .expect("an active segment");
+    let mut f = std::fs::OpenOptions::new().append(true).open(seg).unwrap();
+    f.write_all(b"\x00\x00\x00garbage-after-a-crash").unwrap();
+    // Seal once here, so every copy of this spool names its segments (and
+    // so its damaged ranges) the same way a rerun after a crash would.
+    let spool = harnery::spool::IntakeSpool::open(&harnery::home::Home::at(home));
+    for session in spool.sessions().unwrap() {
+        session.seal().unwrap();
+    }
+}
+
+fn finalize_in(home: &Path, failpoint: Option<&str>) -> std::process::Output {
+    let mut cmd = harnery(home);
+    cmd.env("HARNERY_CHUNK_BYTES", "1")
+        .args(["finalize", "--json"]);
+    if let Some(p) = failpoint {
+        cmd.env("HARNERY_FAILPOINT", p);
+    }
+    cmd.output().unwrap()
+}
+
+fn leftovers(home: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for dir in ["spool/ready", "spool/intake"] {
+        collect(&home.join(dir), &mut out);
+    }
+    out.retain(|p| !p.ends_with("/lease"));
+    out
+}
+
+fn collect(dir: &Path, out: &mut Vec<String>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            collect(&p, out);
+        } else {
+            out.push(p.display().to_string());
+        }
+    }
+}
+
+fn reference(spool: &Path) -> (tempfile::TempDir, Vec<(String, String, String)>) {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(spool, dir.path());
+    let out = finalize_in(dir.path(), None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows = ledger_rows(dir.path());
+    (dir, rows)
+}
+
+fn same_rows(got: &[(String, String, String)], want: &[(String, String, String)], what: &str) {
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert_eq!(g, w, "{what}: row {i} differs from the uninterrupted run");
+    }
+    assert_eq!(got.len(), want.len(), "{what}: row count differs");
+}
+
+#[test]
+fn a_kill_at_any_failpoint_then_a_rerun_equals_an_uninterrupted_run() {
+    let spool = tempfile::tempdir().unwrap();
+    build_spool(spool.path());
+    let (ref_dir, want) = reference(spool.path());
+    assert!(
+        want.len() > 30,
+        "the reference run appended {} rows",
+        want.len()
+    );
+    let health = stdout(&run(ref_dir.path(), &["replay", "harnery:spool", "--json"]));
+    assert!(
+        health.contains("spool_damage"),
+        "damage is a ledger event: {health}"
+    );
+    for point in harnery::finalize::failpoint::FINALIZE_POINTS {
+        let dir = tempfile::tempdir().unwrap();
+        copy_tree(spool.path(), dir.path());
+        let killed = finalize_in(dir.path(), Some(point));
+        assert_eq!(
+            killed.status.code(),
+            None,
+            "{point}: the process was killed by a signal"
+        );
+        let rerun = finalize_in(dir.path(), None);
+        assert!(rerun.status.success(), "{point}: {}", stderr(&rerun));
+        same_rows(&ledger_rows(dir.path()), &want, point);
+        assert!(run(dir.path(), &["verify"]).status.success(), "{point}");
+        assert!(run(dir.path(), &["validate"]).status.success(), "{point}");
+        assert_eq!(
+            leftovers(dir.path()),
+            Vec::<String>::new(),
+            "{point}: spool drained"
+        );
+    }
+}
+
+#[test]
+fn two_finalizers_at_once_make_one_ledger() {
+    let spool = tempfile::tempdir().unwrap();
+    build_spool(spool.path());
+    let (_ref_dir, want) = reference(spool.path());
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(spool.path(), dir.path());
+    let spawn = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_harnery"))
+            .env("HARNERY_HOME", dir.path())
+            .env("HARNERY_NOW", NOW)
+            .env("HARNERY_CHUNK_BYTES", "1")
+            .env_remove("HARNERY_FAILPOINT")
+            .arg("finalize")
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (spawn(), spawn());
+    assert!(a.wait_with_output().unwrap().status.success());
+    assert!(b.wait_with_output().unwrap().status.success());
+    same_rows(&ledger_rows(dir.path()), &want, "rerun");
+}
+
+#[test]
+fn a_durability_failure_stops_the_run_and_the_next_run_starts_clean() {
+    let spool = tempfile::tempdir().unwrap();
+    build_spool(spool.path());
+    let (_ref_dir, want) = reference(spool.path());
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(spool.path(), dir.path());
+    let failed = finalize_in(dir.path(), Some("fsync-error"));
+    assert_eq!(failed.status.code(), Some(2));
+    assert!(
+        stderr(&failed).contains("durability failure"),
+        "{}",
+        stderr(&failed)
+    );
+    let rerun = finalize_in(dir.path(), None);
+    assert!(rerun.status.success(), "{}", stderr(&rerun));
+    same_rows(&ledger_rows(dir.path()), &want, "rerun");
+}
