@@ -13,5 +13,6 @@ pub mod contract;
 pub mod epoch;
 pub mod finalize;
 pub mod home;
+pub mod install;
 pub mod ledger;
 pub mod spool;

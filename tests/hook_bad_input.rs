@@ -198,6 +198,7 @@ fn home_unset_uses_harnery_home_or_passwd_home() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "failpoints"), ignore = "needs --features failpoints")]
 fn every_fallback_path_is_read_back() {
     let home = tempfile::tempdir().unwrap();
     let payload = br#"{"session_id":"fp","hook_event_name":"Stop"}"#;
@@ -225,10 +226,55 @@ fn every_fallback_path_is_read_back() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "failpoints"), ignore = "needs --features failpoints")]
 fn panic_still_exits_zero() {
     let home = tempfile::tempdir().unwrap();
     let mut c = hook_cmd(home.path(), &["claude-code"]);
     c.env("HARNERY_FAILPOINTS", "panic");
     let out = run_cmd(c, b"{}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("internal error"));
+}
+
+#[test]
+fn endless_stdin_is_cut_at_the_total_bound() {
+    let home = tempfile::tempdir().unwrap();
+    let mut child = hook_cmd(home.path(), &["copilot", "postToolUse"])
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || {
+        let chunk = vec![b'y'; 64 * 1024];
+        let _ = std::io::Write::write_all(&mut stdin, br#"{"sessionId":"endless","x":""#);
+        while std::io::Write::write_all(&mut stdin, &chunk).is_ok() {}
+    });
+    let start = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        start.elapsed() < Duration::from_secs(30),
+        "hook did not stop reading"
+    );
+    assert_ok(&out);
+    feeder.join().unwrap();
+    let (records, _) = read_all(home.path());
+    assert_eq!(records.len(), 1);
+    assert!(records[0].envelope.incomplete);
+    assert_eq!(records[0].envelope.session_id.as_deref(), Some("endless"));
+}
+
+#[test]
+fn spool_directories_are_0700_and_files_0600() {
+    use std::os::unix::fs::MetadataExt;
+    let home = tempfile::tempdir().unwrap();
+    let root = home.path().join("hh");
+    run_hook(&root, &["claude-code"], br#"{"session_id":"modes"}"#);
+    let mut c = hook_cmd(&root, &["claude-code"]);
+    c.env("HARNERY_FAILPOINTS", "segment_append");
+    run_cmd(c, br#"{"session_id":"modes"}"#);
+    let paths = tree(&root);
+    assert!(paths.len() >= 7);
+    for p in paths {
+        let m = std::fs::symlink_metadata(&p).unwrap();
+        let want = if m.is_dir() { 0o700 } else { 0o600 };
+        assert_eq!(m.mode() & 0o777, want, "{}", p.display());
+    }
 }

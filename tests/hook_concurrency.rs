@@ -35,6 +35,11 @@ fn check(home: &std::path::Path, sessions: usize) {
     assert_eq!(distinct.len(), PROCS * PER_PROC, "duplicated records");
     let ids: BTreeSet<_> = records
         .iter()
+        .map(|r| r.envelope.record_id.clone())
+        .collect();
+    assert_eq!(ids.len(), PROCS * PER_PROC, "record ids are not unique");
+    let ids: BTreeSet<_> = records
+        .iter()
         .map(|r| r.envelope.session_id.clone())
         .collect();
     assert_eq!(ids.len(), sessions);

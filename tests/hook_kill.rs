@@ -42,6 +42,11 @@ fn sigkill_mid_write_never_loses_an_acknowledged_record() {
                 .as_nanos() as u64
                 | 1
         });
+    // HARNERY_KILL_ROUNDS=100 for a longer campaign (4 threads x rounds hooks).
+    let rounds: usize = std::env::var("HARNERY_KILL_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(10);
     eprintln!("seed {seed} (rerun with HARNERY_KILL_SEED={seed})");
     let home = tempfile::tempdir().unwrap();
     let acked = std::sync::Mutex::new(BTreeSet::new());
@@ -51,8 +56,8 @@ fn sigkill_mid_write_never_loses_an_acknowledged_record() {
             let (home, acked, sent) = (home.path(), &acked, &sent);
             s.spawn(move || {
                 let mut rng = Rng(seed.wrapping_add(t.wrapping_mul(0x9E37_79B9_7F4A_7C15)) | 1);
-                for k in 0..10usize {
-                    let i = t as usize * 100 + k;
+                for k in 0..rounds {
+                    let i = t as usize * 10_000 + k;
                     let p = payload(i, (1 + (rng.next() % 4) as usize) << 20);
                     sent.lock().unwrap().push(p.clone());
                     let mut child = hook_cmd(home, &["claude-code"]).spawn().unwrap();
@@ -80,11 +85,21 @@ fn sigkill_mid_write_never_loses_an_acknowledged_record() {
             r.envelope.payload_blake3,
             blake3::hash(&r.payload).to_hex().to_string()
         );
-        assert!(
-            sent.contains(&r.payload),
-            "reader returned bytes no hook was given"
-        );
-        let marker = std::str::from_utf8(&r.payload[..120]).unwrap();
+        // A hook starved of stdin for a second (a very loaded machine) keeps
+        // what arrived, marked incomplete: then it is a prefix of what was sent.
+        let known = if r.envelope.incomplete {
+            sent.iter().any(|p| p.starts_with(&r.payload))
+        } else {
+            sent.contains(&r.payload)
+        };
+        assert!(known, "reader returned bytes no hook was given");
+        let Some(marker) = r
+            .payload
+            .get(..120)
+            .and_then(|m| std::str::from_utf8(m).ok())
+        else {
+            continue;
+        };
         let at = marker.find(":\"m").unwrap() + 1;
         found.insert(marker[at + 2..at + 7].parse::<usize>().unwrap());
     }

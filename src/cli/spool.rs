@@ -112,10 +112,36 @@ fn ls(spool: &IntakeSpool, json: bool) -> CmdResult {
     }
     let dead = spool.dead_letters()?;
     for d in &dead {
-        if json {
-            writeln!(out, "{}", serde_json::json!({"dead_letter": d.path}))?;
-        } else {
-            writeln!(out, "dead letter: {}", d.path.display())?;
+        let read = read_segment(&d.path)?;
+        for r in &read.records {
+            let e = &r.envelope;
+            if json {
+                let line = serde_json::json!({"dead_letter": d.path, "adapter": e.adapter,
+                    "session_id": e.session_id, "event": e.event, "received_ns": e.received_ns,
+                    "reason": e.fallback_reason});
+                writeln!(out, "{line}")?;
+            } else {
+                writeln!(
+                    out,
+                    "dead letter: {} {} {} at {} ({}) in {}",
+                    e.adapter,
+                    e.session_id.as_deref().unwrap_or("-"),
+                    e.event.as_deref().unwrap_or("-"),
+                    format_ns(e.received_ns),
+                    e.fallback_reason.as_deref().unwrap_or("no reason recorded"),
+                    d.path.display()
+                )?;
+            }
+        }
+        for dmg in &read.damage {
+            writeln!(
+                out,
+                "  damage {} bytes {}..{} in {}",
+                dmg.kind.as_str(),
+                dmg.start,
+                dmg.end,
+                dmg.file.display()
+            )?;
         }
     }
     Ok(if damaged || !dead.is_empty() {
@@ -154,10 +180,25 @@ fn print_summary(out: &mut impl Write, s: &SessionSummary) -> std::io::Result<()
 }
 
 fn cat(spool: &IntakeSpool, adapter: &str, session_id: &str, json: bool) -> CmdResult {
-    let Some(s) = spool.session(adapter, Some(session_id))? else {
-        return Err(format!("no spooled session {session_id:?} for adapter {adapter:?}").into());
+    let (mut records, mut damage) = match spool.session(adapter, Some(session_id))? {
+        Some(s) => {
+            let (r, d, _) = read_session(&s)?;
+            (r, d)
+        }
+        None => (Vec::new(), Vec::new()),
     };
-    let (records, damage, _) = read_session(&s)?;
+    // Dead letters name their session only inside the envelope.
+    for f in spool.dead_letters()? {
+        let read = read_segment(&f.path)?;
+        damage.extend(read.damage);
+        records.extend(read.records.into_iter().filter(|r| {
+            r.envelope.adapter == adapter && r.envelope.session_id.as_deref() == Some(session_id)
+        }));
+    }
+    if records.is_empty() && damage.is_empty() {
+        return Err(format!("no spooled session {session_id:?} for adapter {adapter:?}").into());
+    }
+    records.sort_by_key(|r| r.envelope.received_ns);
     let mut out = std::io::stdout().lock();
     for r in &records {
         if json {

@@ -28,6 +28,10 @@ pub enum WritePath {
 pub struct Envelope {
     /// Spool format version (1).
     pub v: u16,
+    /// A fresh UUIDv7 per signal. A record written twice (a segment append
+    /// whose fdatasync failed, then its fallback copy) keeps the same id, so
+    /// readers de-duplicate on it.
+    pub record_id: String,
     /// Adapter that produced the signal (`claude-code`, `copilot`, ...).
     pub adapter: String,
     /// Event name: Claude Code's `hook_event_name`, Copilot's argv event.

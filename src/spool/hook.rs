@@ -28,8 +28,9 @@ use crate::home::Home;
 pub const MAX_PAYLOAD: usize = 64 << 20;
 /// Longest the hook waits for a byte on stdin before giving up on EOF.
 pub const STDIN_STALL: Duration = Duration::from_millis(1000);
-/// Longest the hook reads stdin in all, however fast bytes arrive.
-pub const STDIN_TOTAL: Duration = Duration::from_secs(10);
+/// Longest the hook reads stdin in all, however fast bytes arrive (below
+/// the agents' configured hook timeouts, so the record is always written).
+pub const STDIN_TOTAL: Duration = Duration::from_secs(5);
 /// Silence after a complete JSON value that ends the read early.
 pub const STDIN_IDLE: Duration = Duration::from_millis(50);
 
@@ -84,7 +85,9 @@ pub fn run(args: Vec<OsString>) {
         .unwrap_or("claude-code");
     let argv_event = args.get(2).map(|a| a.to_string_lossy().into_owned());
     let input = read_stdin(MAX_PAYLOAD, STDIN_STALL, STDIN_IDLE);
-    let routing = super::scan::routing(&input.bytes, true);
+    // Copilot names the event in argv; then only the session id is needed.
+    let want_event = adapter != "copilot" || argv_event.is_none();
+    let routing = super::scan::routing(&input.bytes, want_event);
     let event = match adapter {
         "copilot" => argv_event.as_deref().or(routing.event.as_deref()),
         _ => routing.event.as_deref().or(argv_event.as_deref()),
@@ -149,6 +152,10 @@ pub fn read_stdin(limit: usize, stall: Duration, idle: Duration) -> StdinRead {
     let mut scratch = Vec::new();
     out.bytes.reserve(16 * 1024);
     loop {
+        if start.elapsed() >= STDIN_TOTAL {
+            out.incomplete = true;
+            break;
+        }
         let left = stall
             .saturating_sub(last_byte.elapsed())
             .min(STDIN_TOTAL.saturating_sub(start.elapsed()));

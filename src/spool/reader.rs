@@ -190,7 +190,8 @@ struct Decoder<S: Source> {
 enum Reject {
     NoMagic,
     Torn,
-    Checksum,
+    /// Digest mismatch; the claimed end of the record.
+    Checksum(u64),
     Version,
 }
 
@@ -245,7 +246,7 @@ impl<S: Source> Decoder<S> {
         let (content, digest) = body.split_at(body_len - DIGEST_LEN);
         let (env_bytes, payload) = content.split_at(el);
         if frame::record_digest(&hb, env_bytes, payload)[..] != digest[..] {
-            return self.resync(start, eof, Reject::Checksum);
+            return self.resync(start, eof, Reject::Checksum(end));
         }
         self.pos = end;
         match serde_json::from_slice::<Envelope>(env_bytes) {
@@ -290,7 +291,9 @@ impl<S: Source> Decoder<S> {
             match why {
                 Reject::Torn if end == eof => DamageKind::TornTail,
                 Reject::Torn => DamageKind::TornRecord,
-                Reject::Checksum => DamageKind::ChecksumMismatch,
+                // Another record starts inside the claimed span: this one was cut short.
+                Reject::Checksum(claimed_end) if end < claimed_end => DamageKind::TornRecord,
+                Reject::Checksum(_) => DamageKind::ChecksumMismatch,
                 Reject::Version => DamageKind::UnsupportedVersion,
                 Reject::NoMagic if end == eof && self.starts_like_magic(start, end)? => {
                     DamageKind::TornTail

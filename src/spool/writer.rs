@@ -195,7 +195,7 @@ impl SpoolWriter {
             let rec = encode(&env, s.payload)?;
             receipts.push(self.receipt(&dir, ACTIVE_SEGMENT, offset, &env));
             offset += rec.len() as u64;
-            buf.extend_from_slice(&rec);
+            rec.extend(&mut buf);
             if buf.len() > 1 << 20 {
                 seg.write_all(&buf)?;
                 buf.clear();
@@ -209,6 +209,7 @@ impl SpoolWriter {
     fn envelope(&self, s: &Signal<'_>, skey: &str) -> Envelope {
         Envelope {
             v: SPOOL_FORMAT_VERSION,
+            record_id: uuid::Uuid::now_v7().to_string(),
             adapter: s.adapter.to_owned(),
             event: s.event.map(str::to_owned),
             session_id: s.session_id.map(str::to_owned),
@@ -240,7 +241,7 @@ impl SpoolWriter {
         let (mut seg, created) =
             dir.open_file(ACTIVE_SEGMENT, libc::O_WRONLY | libc::O_APPEND, true)?;
         let offset = seg.metadata()?.len();
-        if let Err(e) = seg.write_all(&rec) {
+        if let Err(e) = rec.write_to(&mut seg) {
             // Under the lease nobody else appends: cut the partial record off.
             let _ = seg.set_len(offset);
             return Err(e.into());
@@ -278,7 +279,7 @@ impl SpoolWriter {
         let tmp = format!("{TMP_PREFIX}{name}");
         let result = (|| -> io::Result<()> {
             let mut f = dir.create_new(&tmp)?;
-            f.write_all(&rec)?;
+            rec.write_to(&mut f)?;
             f.sync_all()?;
             dir.rename(&tmp, &name)?;
             dir.sync()
@@ -301,13 +302,56 @@ impl SpoolWriter {
     }
 }
 
-fn encode(env: &Envelope, payload: &[u8]) -> Result<Vec<u8>, SpoolError> {
+/// A record ready to write: header + envelope, the payload (borrowed, so a
+/// 64 MiB payload is never copied), and the trailing digest.
+struct Encoded<'a> {
+    head: Vec<u8>,
+    payload: &'a [u8],
+    digest: [u8; frame::DIGEST_LEN],
+}
+
+/// Payloads up to this size are written with the header in one `write(2)`.
+const ONE_WRITE_MAX: usize = 256 * 1024;
+
+impl Encoded<'_> {
+    fn len(&self) -> usize {
+        self.head.len() + self.payload.len() + self.digest.len()
+    }
+
+    fn write_to(&self, out: &mut impl Write) -> io::Result<()> {
+        if self.payload.len() <= ONE_WRITE_MAX {
+            let mut buf = Vec::with_capacity(self.len());
+            self.extend(&mut buf);
+            return out.write_all(&buf);
+        }
+        out.write_all(&self.head)?;
+        out.write_all(self.payload)?;
+        out.write_all(&self.digest)
+    }
+
+    fn extend(&self, buf: &mut Vec<u8>) {
+        buf.extend_from_slice(&self.head);
+        buf.extend_from_slice(self.payload);
+        buf.extend_from_slice(&self.digest);
+    }
+}
+
+fn encode<'a>(env: &Envelope, payload: &'a [u8]) -> Result<Encoded<'a>, SpoolError> {
     let env_bytes = serde_json::to_vec(env).map_err(|e| SpoolError::Io(io::Error::other(e)))?;
-    Ok(frame::encode_record(
+    let header = frame::encode_header(
         SPOOL_FORMAT_VERSION,
-        &env_bytes,
+        env_bytes.len() as u32,
+        payload.len() as u64,
+    );
+    let digest = frame::record_digest(&header, &env_bytes, payload);
+    let mut head = Vec::with_capacity(header.len() + env_bytes.len());
+    head.extend_from_slice(&header);
+    head.extend_from_slice(&env_bytes);
+    Ok(Encoded {
+        head,
         payload,
-    ))
+        digest,
+    })
 }
 
 /// The session lease: an exclusive `flock` on the session's `lease` file,

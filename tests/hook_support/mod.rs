@@ -35,15 +35,18 @@ pub fn run_hook(home: &Path, args: &[&str], input: &[u8]) -> Output {
     run_cmd(hook_cmd(home, args), input)
 }
 
+/// Run with `input` as stdin. The bytes come from an unlinked temporary
+/// file, so they and the EOF are there at once: a busy machine cannot make
+/// the hook see a stalled stdin (that case has its own tests).
 pub fn run_cmd(mut c: Command, input: &[u8]) -> Output {
-    let mut child = c.spawn().expect("spawn harnery-hook");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let data = input.to_vec();
-    let feeder = std::thread::spawn(move || {
-        let _ = stdin.write_all(&data);
-    });
-    let out = child.wait_with_output().expect("wait");
-    let _ = feeder.join();
+    use std::io::{Seek, SeekFrom};
+    let mut file = tempfile::tempfile().expect("temp file");
+    file.write_all(input).expect("write stdin file");
+    file.seek(SeekFrom::Start(0)).expect("rewind stdin file");
+    let out = c
+        .stdin(Stdio::from(file))
+        .output()
+        .expect("run harnery-hook");
     assert_ok(&out);
     out
 }

@@ -1,0 +1,217 @@
+#!/usr/bin/env bash
+# End to end with the real clients, offline: install @anthropic-ai/claude-code
+# and @github/copilot from npm into a scratch dir, configure harnery with
+# `harnery install` in a scratch HOME, run one scripted session of each
+# against a fake Anthropic Messages server on 127.0.0.1 (carried below), and
+# check that every hook invocation the client reports is in the spool:
+#   Claude Code: "Hooks: <Event>… [<harnery-hook …>] finished" lines in its --debug-file
+#   Copilot:     hook.start events in ~/.copilot/session-state/<id>/events.jsonl
+# Not part of CI (needs the npm registry once, then runs offline).
+#
+# Usage: scripts/e2e-real-clients.sh
+# Env:   E2E_WORK   scratch dir (default: a new temp dir; kept for inspection)
+#        E2E_NPM    dir with node_modules already installed (skips npm install)
+#        CC_VERSION / COPILOT_VERSION  npm versions (default: 2.1.332 / 1.0.102, the corpus versions)
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+WORK="${E2E_WORK:-$(mktemp -d /tmp/harnery-e2e.XXXXXX)}"
+NPM="${E2E_NPM:-$WORK/npm}"
+START=$(date +%s)
+log() { echo "e2e: $*" >&2; }
+mkdir -p "$WORK"
+
+log "building harnery (release)"
+(cd "$ROOT" && cargo build --release --bins >&2)
+HARNERY="$ROOT/target/release/harnery"
+
+if [[ ! -d "$NPM/node_modules/@anthropic-ai/claude-code" || ! -d "$NPM/node_modules/@github/copilot" ]]; then
+  log "npm install into $NPM"
+  mkdir -p "$NPM"
+  [[ -f "$NPM/package.json" ]] || echo '{"name":"harnery-e2e","private":true}' > "$NPM/package.json"
+  (cd "$NPM" && npm install --no-audit --no-fund \
+     "@anthropic-ai/claude-code@${CC_VERSION:-2.1.332}" "@github/copilot@${COPILOT_VERSION:-1.0.102}" >&2)
+fi
+CLAUDE="$(ls "$NPM"/node_modules/@anthropic-ai/claude-code-linux-*/claude 2>/dev/null | head -1 || true)"
+[[ -x "$CLAUDE" ]] || CLAUDE="$NPM/node_modules/.bin/claude"
+COPILOT="$(ls "$NPM"/node_modules/@github/copilot-linux-*/copilot 2>/dev/null | head -1 || true)"
+[[ -x "$COPILOT" ]] || COPILOT="$NPM/node_modules/.bin/copilot"
+
+# ---- fake model: Anthropic Messages API, one shell tool call then text ----
+cat > "$WORK/fake_model.py" <<'PY'
+import json, sys, threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+COMMAND = "echo hello-from-harnery-e2e"
+LOG = sys.argv[1]
+class H(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *a): pass
+    def reply(self, obj, code=200):
+        data = json.dumps(obj).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+    def do_GET(self):
+        if self.path.split("?")[0].rstrip("/").endswith("/models"):
+            m = {"type": "model", "id": "claude-sonnet-4", "display_name": "fake", "created_at": "2025-01-01T00:00:00Z"}
+            return self.reply({"data": [m], "has_more": False, "first_id": m["id"], "last_id": m["id"]})
+        self.reply({})
+    def do_HEAD(self):
+        self.reply({})
+    def do_POST(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(n) or b"{}")
+        path = self.path.split("?")[0]
+        with open(LOG, "a") as f:
+            f.write(json.dumps({"path": path, "tools": [t.get("name") for t in body.get("tools") or []],
+                                "roles": [m.get("role") for m in body.get("messages") or []]}) + "\n")
+        if path.endswith("/count_tokens"):
+            return self.reply({"input_tokens": 100})
+        if not path.endswith("/messages"):
+            return self.reply({})
+        content = self.answer(body)
+        stop = "tool_use" if content[0]["type"] == "tool_use" else "end_turn"
+        usage = {"input_tokens": 100, "output_tokens": 20}
+        if not body.get("stream"):
+            return self.reply({"id": "msg_e2e", "type": "message", "role": "assistant", "model": body.get("model"),
+                               "content": content, "stop_reason": stop, "stop_sequence": None, "usage": usage})
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        def ev(kind, data):
+            self.wfile.write(f"event: {kind}\ndata: {json.dumps(data)}\n\n".encode())
+        ev("message_start", {"type": "message_start", "message": {"id": "msg_e2e", "type": "message", "role": "assistant",
+           "model": body.get("model"), "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage}})
+        for i, c in enumerate(content):
+            if c["type"] == "text":
+                ev("content_block_start", {"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}})
+                ev("content_block_delta", {"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": c["text"]}})
+            else:
+                ev("content_block_start", {"type": "content_block_start", "index": i,
+                   "content_block": {"type": "tool_use", "id": c["id"], "name": c["name"], "input": {}}})
+                ev("content_block_delta", {"type": "content_block_delta", "index": i,
+                   "delta": {"type": "input_json_delta", "partial_json": json.dumps(c["input"])}})
+            ev("content_block_stop", {"type": "content_block_stop", "index": i})
+        ev("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": 20}})
+        ev("message_stop", {"type": "message_stop"})
+        self.wfile.flush()
+        self.close_connection = True
+    def answer(self, body):
+        tools = [t.get("name", "") for t in body.get("tools") or []]
+        shell = next((t for t in tools if t.lower() == "bash"), None)
+        msgs = body.get("messages") or []
+        has_result = any(isinstance(m.get("content"), list) and any(
+            isinstance(b, dict) and b.get("type") == "tool_result" for b in m["content"]) for m in msgs)
+        if shell and not has_result:
+            return [{"type": "tool_use", "id": f"toolu_e2e{len(msgs)}", "name": shell,
+                     "input": {"command": COMMAND, "description": "print a marker"}}]
+        return [{"type": "text", "text": "Done: it printed hello-from-harnery-e2e."}]
+srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
+print(srv.server_address[1], flush=True)
+srv.serve_forever()
+PY
+python3 "$WORK/fake_model.py" "$WORK/requests.jsonl" > "$WORK/port" 2> "$WORK/fake_model.stderr" &
+FAKE_PID=$!
+trap 'kill $FAKE_PID 2>/dev/null || true' EXIT
+for _ in $(seq 50); do [[ -s "$WORK/port" ]] && break; sleep 0.1; done
+PORT=$(cat "$WORK/port")
+log "fake model on 127.0.0.1:$PORT"
+
+fail=0
+PROMPT="Run the shell command that prints the marker, then tell me what it printed."
+
+# ---- Claude Code ----
+run_claude() {
+  local D="$WORK/claude" t0=$(date +%s%N)
+  mkdir -p "$D/home" "$D/proj" "$D/hh"
+  (cd "$D/proj" && git init -q)
+  HOME="$D/home" "$HARNERY" install claude-code --scope user >&2
+  (cd "$D/proj" && env -i HOME="$D/home" PATH="$PATH" LANG=C.UTF-8 SHELL=/bin/bash TERM=dumb \
+     HARNERY_HOME="$D/hh" ANTHROPIC_BASE_URL="http://127.0.0.1:$PORT" ANTHROPIC_API_KEY="sk-ant-fake-e2e-0000" \
+     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_TELEMETRY=1 DISABLE_AUTOUPDATER=1 DISABLE_ERROR_REPORTING=1 \
+     timeout 120 "$CLAUDE" -p "$PROMPT" --output-format stream-json --verbose --include-hook-events --allowedTools Bash \
+       --debug-file "$D/debug.log" > "$D/stream.jsonl" 2> "$D/stderr.txt") || log "claude exited $?"
+  log "claude-code run took $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+  python3 - "$D" <<'PY' || return 1
+import collections, json, re, subprocess, sys
+d = sys.argv[1]
+client = collections.Counter()
+for line in open(f"{d}/stream.jsonl", errors="replace"):
+    try: e = json.loads(line)
+    except ValueError: continue
+    if e.get("subtype") == "hook_started":
+        client[e["hook_event"]] += 1
+debug = open(f"{d}/debug.log", errors="replace").read()
+# The stream ends before SessionEnd hooks run; the debug log records them.
+if re.search(r"SessionEnd\S* \[[^\]]*harnery-hook[^\]]*\] completed", debug) and not client["SessionEnd"]:
+    client["SessionEnd"] += 1
+executions = debug.count("Hook output does not start with {")
+
+spool = collections.Counter()
+import os
+lines = subprocess.run([os.environ["HARNERY"], "spool", "ls", "--json"], env=dict(os.environ, HARNERY_HOME=f"{d}/hh"),
+                       capture_output=True, text=True).stdout.splitlines()
+for l in lines:
+    s = json.loads(l)
+    if "adapter" not in s: continue
+    cat = subprocess.run([os.environ["HARNERY"], "spool", "cat", s["adapter"], s["session_id"] or "", "--json"],
+                         env=dict(os.environ, HARNERY_HOME=f"{d}/hh"), capture_output=True, text=True).stdout
+    for r in cat.splitlines():
+        r = json.loads(r)
+        if "envelope" in r: spool[r["envelope"]["event"]] += 1
+print("claude-code: client ran", sum(client.values()), dict(client))
+print("claude-code: spool has ", sum(spool.values()), dict(spool))
+print("claude-code: hook executions in the debug log:", executions)
+ok = sum(client.values()) > 0 and all(spool[k] >= v for k, v in client.items()) and sum(spool.values()) >= executions
+print("claude-code:", "OK" if ok else "MISMATCH")
+sys.exit(0 if ok else 1)
+PY
+}
+
+# ---- Copilot CLI ----
+run_copilot() {
+  local D="$WORK/copilot" t0=$(date +%s%N)
+  mkdir -p "$D/home" "$D/proj" "$D/hh"
+  (cd "$D/proj" && git init -q)
+  HOME="$D/home" "$HARNERY" install copilot --scope user >&2
+  (cd "$D/proj" && env -i HOME="$D/home" PATH="$PATH" LANG=C.UTF-8 TERM=dumb HARNERY_HOME="$D/hh" \
+     COPILOT_PROVIDER_BASE_URL="http://127.0.0.1:$PORT" COPILOT_PROVIDER_TYPE=anthropic \
+     COPILOT_PROVIDER_API_KEY=fake-key COPILOT_MODEL=claude-sonnet-4 COPILOT_OFFLINE=true COPILOT_AUTO_UPDATE=false \
+     timeout 120 "$COPILOT" -p "$PROMPT" --allow-all-tools --no-auto-update --log-level all \
+       > "$D/stdout.txt" 2> "$D/stderr.txt") || log "copilot exited $?"
+  log "copilot run took $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+  python3 - "$D" <<'PY' || return 1
+import collections, glob, json, os, subprocess, sys
+d = sys.argv[1]
+client = collections.Counter()
+for f in glob.glob(f"{d}/home/.copilot/session-state/*/events.jsonl"):
+    for line in open(f, errors="replace"):
+        try: e = json.loads(line)
+        except ValueError: continue
+        if e.get("type") == "hook.start":
+            client[e["data"]["hookType"]] += 1
+env = dict(os.environ, HARNERY_HOME=f"{d}/hh")
+spool = collections.Counter()
+for l in subprocess.run([os.environ["HARNERY"], "spool", "ls", "--json"], env=env, capture_output=True, text=True).stdout.splitlines():
+    s = json.loads(l)
+    if "adapter" not in s: continue
+    cat = subprocess.run([os.environ["HARNERY"], "spool", "cat", s["adapter"], s["session_id"] or "", "--json"],
+                         env=env, capture_output=True, text=True).stdout
+    for r in cat.splitlines():
+        r = json.loads(r)
+        if "envelope" in r: spool[r["envelope"]["event"]] += 1
+print("copilot: client ran", sum(client.values()), dict(client))
+print("copilot: spool has ", sum(spool.values()), dict(spool))
+ok = sum(client.values()) > 0 and all(spool[k] >= v for k, v in client.items())
+print("copilot:", "OK" if ok else "MISMATCH")
+sys.exit(0 if ok else 1)
+PY
+}
+
+export HARNERY
+run_claude || fail=1
+run_copilot || fail=1
+log "total $(( $(date +%s) - START )) s; scratch kept in $WORK"
+exit $fail

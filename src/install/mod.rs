@@ -1,0 +1,428 @@
+//! Hook configuration for each agent: put `harnery-hook` on every hook event,
+//! take it off again, and leave everything else in the file as it was.
+//!
+//! - Claude Code reads `hooks.<Event>` = a list of matcher groups
+//!   `{"matcher"?, "hooks": [{"type": "command", …}]}` from
+//!   `~/.claude/settings.json` (user) or `<project>/.claude/settings.json`.
+//!   harnery adds one group per event with the exec form (`command` = the
+//!   absolute path of `harnery-hook`, `args` = `["claude-code"]`), so no
+//!   shell is started per event.
+//! - Copilot CLI reads `hooks.<event>` = a list of `{"type": "command",
+//!   "bash": …, "timeoutSec": …}` from any `*.json` in `~/.copilot/hooks/`
+//!   (user) or `<repo>/.github/hooks/` (repo). harnery owns its own file,
+//!   `harnery.json`, in either place.
+//!
+//! An entry is harnery's when its command names a file called `harnery-hook`.
+//! Installing removes every such entry and adds a fresh one per event, so
+//! installing twice equals installing once. A file that does not parse is
+//! never rewritten. Every change is preceded by a backup copy.
+
+pub mod json;
+
+use std::path::{Path, PathBuf};
+
+use json::Json;
+
+/// Claude Code 2.1.332's hook events (the SDK's `HOOK_EVENTS`).
+pub const CLAUDE_CODE_EVENTS: [&str; 34] = [
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "PostToolBatch",
+    "Notification",
+    "UserPromptSubmit",
+    "UserPromptExpansion",
+    "SessionStart",
+    "SessionEnd",
+    "Stop",
+    "StopFailure",
+    "SubagentStart",
+    "SubagentStop",
+    "PreCompact",
+    "PostCompact",
+    "PreModelSwitch",
+    "PostModelSwitch",
+    "PermissionRequest",
+    "PermissionDenied",
+    "Setup",
+    "TeammateIdle",
+    "TaskCreated",
+    "TaskCompleted",
+    "Elicitation",
+    "ElicitationResult",
+    "ConfigChange",
+    "WorktreeCreate",
+    "WorktreeRemove",
+    "InstructionsLoaded",
+    "CwdChanged",
+    "FileChanged",
+    "DirectoryAdded",
+    "MessageDisplay",
+    "PreSkillShellCommand",
+];
+
+/// Copilot CLI 1.0.102's hook keys (camelCase).
+pub const COPILOT_EVENTS: [&str; 15] = [
+    "sessionStart",
+    "sessionEnd",
+    "userPromptSubmitted",
+    "userPromptTransformed",
+    "preToolUse",
+    "preMcpToolCall",
+    "postToolUse",
+    "postToolUseFailure",
+    "errorOccurred",
+    "agentStop",
+    "subagentStart",
+    "subagentStop",
+    "preCompact",
+    "permissionRequest",
+    "notification",
+];
+
+/// Claude Code hook timeout, seconds. The hook's own worst case is about
+/// 1.1 s (1 s stdin stall bound + 100 ms lease wait) and 5 s for stdin that
+/// keeps trickling; normal runs take a few ms.
+pub const CLAUDE_TIMEOUT_S: u64 = 10;
+/// SessionEnd hooks run while Claude Code exits (default budget 1.5 s); an
+/// explicit timeout raises that budget, so keep it just above the hook's bound.
+pub const CLAUDE_SESSION_END_TIMEOUT_S: u64 = 2;
+/// Copilot hook timeout, seconds (`timeoutSec`).
+pub const COPILOT_TIMEOUT_S: u64 = 10;
+
+/// Name of the hook binary harnery recognises as its own.
+pub const HOOK_BIN_NAME: &str = "harnery-hook";
+
+/// Which agent to configure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Agent {
+    ClaudeCode,
+    Copilot,
+}
+
+/// Errors of install and uninstall.
+#[derive(Debug, thiserror::Error)]
+pub enum InstallError {
+    #[error("refusing to rewrite {path}: not valid JSON at line {line} column {column}: {message}")]
+    Unparsable {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("refusing to rewrite {path}: {what}")]
+    UnexpectedShape { path: PathBuf, what: String },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// A computed change to one settings file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    pub path: PathBuf,
+    /// The file's text before (None: it does not exist).
+    pub before: Option<String>,
+    /// The text after the change (None: the file should be removed because
+    /// harnery owned all of it).
+    pub after: Option<String>,
+}
+
+impl Plan {
+    /// Whether applying the plan changes anything.
+    pub fn changes(&self) -> bool {
+        self.before != self.after
+    }
+}
+
+/// What [`apply`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Applied {
+    pub path: PathBuf,
+    pub backup: Option<PathBuf>,
+    pub changed: bool,
+}
+
+/// Plan adding harnery's hooks for `agent` to the file at `path`.
+pub fn plan_install(agent: Agent, path: &Path, hook_bin: &Path) -> Result<Plan, InstallError> {
+    let before = read_optional(path)?;
+    let mut doc = parse(path, before.as_deref())?;
+    strip(agent, path, &mut doc)?;
+    add(agent, path, &mut doc, hook_bin)?;
+    Ok(Plan {
+        path: path.to_path_buf(),
+        before,
+        after: Some(doc.pretty()),
+    })
+}
+
+/// Plan removing harnery's hooks for `agent` from the file at `path`.
+pub fn plan_uninstall(agent: Agent, path: &Path) -> Result<Plan, InstallError> {
+    let before = read_optional(path)?;
+    let Some(text) = before.as_deref() else {
+        return Ok(Plan {
+            path: path.to_path_buf(),
+            before: None,
+            after: None,
+        });
+    };
+    let mut doc = parse(path, Some(text))?;
+    if !strip(agent, path, &mut doc)? {
+        return Ok(Plan {
+            path: path.to_path_buf(),
+            after: before.clone(),
+            before,
+        });
+    }
+    let owned_whole = agent == Agent::Copilot && is_only_version(&doc);
+    Ok(Plan {
+        path: path.to_path_buf(),
+        before,
+        after: (!owned_whole).then(|| doc.pretty()),
+    })
+}
+
+/// Write a plan: back up the old file (`<name>.harnery-backup-<unix ns>`),
+/// write the new text to a temporary file, fsync, rename over the original.
+pub fn apply(plan: &Plan) -> Result<Applied, InstallError> {
+    let io = |source| InstallError::Io {
+        path: plan.path.clone(),
+        source,
+    };
+    if !plan.changes() {
+        return Ok(Applied {
+            path: plan.path.clone(),
+            backup: None,
+            changed: false,
+        });
+    }
+    let backup = match &plan.before {
+        Some(text) => {
+            let name = format!(
+                "{}.harnery-backup-{}",
+                plan.path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+                crate::clock::wall_now_ns()
+            );
+            let b = plan.path.with_file_name(name);
+            std::fs::write(&b, text).map_err(io)?;
+            Some(b)
+        }
+        None => None,
+    };
+    match &plan.after {
+        Some(text) => write_atomic(&plan.path, text).map_err(io)?,
+        None => std::fs::remove_file(&plan.path).map_err(io)?,
+    }
+    Ok(Applied {
+        path: plan.path.clone(),
+        backup,
+        changed: true,
+    })
+}
+
+fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = path.with_file_name(format!(
+        ".{}.harnery-tmp-{}",
+        path.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        std::process::id()
+    ));
+    let mut f = std::fs::File::create(&tmp)?;
+    if let Ok(meta) = std::fs::metadata(path) {
+        let _ = std::fs::set_permissions(&tmp, meta.permissions());
+    }
+    f.write_all(text.as_bytes())?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, path)
+}
+
+fn read_optional(path: &Path) -> Result<Option<String>, InstallError> {
+    match std::fs::read_to_string(path) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(InstallError::Io {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+fn parse(path: &Path, text: Option<&str>) -> Result<Json, InstallError> {
+    let Some(text) = text.filter(|t| !t.trim().is_empty()) else {
+        return Ok(Json::Object(Vec::new()));
+    };
+    let doc = Json::parse(text).map_err(|e| InstallError::Unparsable {
+        path: path.to_path_buf(),
+        line: e.line(),
+        column: e.column(),
+        message: e.to_string(),
+    })?;
+    if !matches!(doc, Json::Object(_)) {
+        return Err(shape(path, "the top level is not a JSON object"));
+    }
+    Ok(doc)
+}
+
+fn shape(path: &Path, what: &str) -> InstallError {
+    InstallError::UnexpectedShape {
+        path: path.to_path_buf(),
+        what: what.to_owned(),
+    }
+}
+
+fn is_only_version(doc: &Json) -> bool {
+    match doc {
+        Json::Object(kv) => kv
+            .iter()
+            .all(|(k, v)| k == "version" || (k == "hooks" && *v == Json::Object(Vec::new()))),
+        _ => false,
+    }
+}
+
+/// Is this hook entry (`{"type":"command", …}`) one of harnery's?
+fn is_ours(entry: &Json) -> bool {
+    ["command", "bash", "powershell"].iter().any(|k| {
+        entry.get(k).and_then(Json::as_str).is_some_and(|cmd| {
+            cmd.split(|c: char| c.is_whitespace() || c == '\'' || c == '"')
+                .any(|word| {
+                    Path::new(word)
+                        .file_name()
+                        .is_some_and(|n| n == HOOK_BIN_NAME)
+                })
+        })
+    })
+}
+
+/// Remove every harnery entry; returns whether anything was removed.
+fn strip(agent: Agent, path: &Path, doc: &mut Json) -> Result<bool, InstallError> {
+    let Some(hooks) = doc.get_mut("hooks") else {
+        return Ok(false);
+    };
+    let Json::Object(events) = hooks else {
+        return Err(shape(path, "`hooks` is not an object"));
+    };
+    let mut removed = false;
+    for (_, list) in events.iter_mut() {
+        let Json::Array(items) = list else { continue };
+        let before = items.len();
+        match agent {
+            Agent::ClaudeCode => strip_groups(items, &mut removed),
+            Agent::Copilot => items.retain(|e| !is_ours(e)),
+        }
+        removed |= items.len() != before;
+    }
+    if removed {
+        events.retain(|(_, v)| *v != Json::Array(Vec::new()));
+    }
+    Ok(removed)
+}
+
+/// Claude Code: drop harnery entries inside matcher groups; drop a group
+/// only when harnery's removal emptied it.
+fn strip_groups(groups: &mut Vec<Json>, removed: &mut bool) {
+    groups.retain_mut(|group| {
+        let Some(Json::Array(entries)) = group.get_mut("hooks") else {
+            return true;
+        };
+        let before = entries.len();
+        entries.retain(|e| !is_ours(e));
+        let changed = entries.len() != before;
+        *removed |= changed;
+        !(changed && entries.is_empty())
+    });
+}
+
+fn add(agent: Agent, path: &Path, doc: &mut Json, hook_bin: &Path) -> Result<(), InstallError> {
+    if doc.get("hooks").is_none() {
+        if agent == Agent::Copilot && doc.get("version").is_none() {
+            doc.set("version", Json::Number(1.into()));
+        }
+        doc.set("hooks", Json::Object(Vec::new()));
+    }
+    let hooks = doc.get_mut("hooks").expect("hooks was just ensured");
+    let bin = hook_bin.to_string_lossy().into_owned();
+    let items: Vec<(&str, Json)> = match agent {
+        Agent::ClaudeCode => CLAUDE_CODE_EVENTS
+            .iter()
+            .map(|e| (*e, claude_group(&bin, e)))
+            .collect(),
+        Agent::Copilot => COPILOT_EVENTS
+            .iter()
+            .map(|e| (*e, copilot_entry(&bin, e)))
+            .collect(),
+    };
+    for (event, item) in items {
+        match hooks.get_mut(event) {
+            Some(Json::Array(list)) => list.push(item),
+            Some(_) => return Err(shape(path, &format!("`hooks.{event}` is not a list"))),
+            None => hooks.set(event, Json::Array(vec![item])),
+        }
+    }
+    Ok(())
+}
+
+fn s(v: &str) -> Json {
+    Json::String(v.to_owned())
+}
+
+fn claude_group(bin: &str, event: &str) -> Json {
+    let timeout = if event == "SessionEnd" {
+        CLAUDE_SESSION_END_TIMEOUT_S
+    } else {
+        CLAUDE_TIMEOUT_S
+    };
+    let entry = Json::Object(vec![
+        ("type".into(), s("command")),
+        ("command".into(), s(bin)),
+        ("args".into(), Json::Array(vec![s("claude-code")])),
+        ("timeout".into(), Json::Number(timeout.into())),
+    ]);
+    Json::Object(vec![("hooks".into(), Json::Array(vec![entry]))])
+}
+
+fn copilot_entry(bin: &str, event: &str) -> Json {
+    Json::Object(vec![
+        ("type".into(), s("command")),
+        (
+            "bash".into(),
+            s(&format!("{} copilot {event}", shell_quote(bin))),
+        ),
+        ("timeoutSec".into(), Json::Number(COPILOT_TIMEOUT_S.into())),
+    ])
+}
+
+/// Single-quote for POSIX sh.
+pub fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// The settings file for an agent and scope. `home` is the user's home
+/// directory; `project` the project (Claude Code) or repository (Copilot) root.
+pub fn settings_path(
+    agent: Agent,
+    user_scope: bool,
+    home: &Path,
+    project: &Path,
+    copilot_home: Option<&Path>,
+) -> PathBuf {
+    match (agent, user_scope) {
+        (Agent::ClaudeCode, true) => home.join(".claude/settings.json"),
+        (Agent::ClaudeCode, false) => project.join(".claude/settings.json"),
+        (Agent::Copilot, true) => copilot_home
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| home.join(".copilot"))
+            .join("hooks/harnery.json"),
+        (Agent::Copilot, false) => project.join(".github/hooks/harnery.json"),
+    }
+}
