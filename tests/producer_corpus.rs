@@ -453,3 +453,38 @@ fn renormalizing_the_same_records_gives_identical_events() {
     let records = copilot_records("subagent-task");
     assert_eq!(finished(&records).events, finished(&records).events);
 }
+
+#[test]
+fn copilot_turns_are_stamped_from_prompt_to_agent_stop() {
+    for scenario in [
+        "basic-shell-openai",
+        "basic-user-hooks-only",
+        "resume-2-resumed-run",
+    ] {
+        let run = finished(&copilot_records(scenario));
+        let (producer, events) = run.only();
+        let started = of_type(events, "turn.started");
+        assert_eq!(started.len(), 1, "{scenario}");
+        assert_eq!(started[0].turn.source, TurnSource::Stamped);
+        let completed = of_type(events, "turn.completed");
+        assert_eq!(completed.len(), 1, "{scenario}");
+        assert_eq!(completed[0].turn, started[0].turn);
+        for e in of_type(events, "tool.requested")
+            .into_iter()
+            .chain(of_type(events, "tool.completed"))
+        {
+            assert_eq!(
+                e.turn, started[0].turn,
+                "{scenario}: tool events carry the stamp"
+            );
+        }
+        assert_eq!(producer.span_counts().open, 0);
+        assert!(recoveries(events).is_empty(), "{scenario}");
+        // The agent's own timestamps are used.
+        assert!(
+            events
+                .iter()
+                .all(|e| e.time_source != harnery::contract::TimeSource::Received)
+        );
+    }
+}

@@ -289,6 +289,18 @@ pub fn check_span_states(events: &[Event], producer: &SessionProducer) {
         counts.recovered as usize, recovered,
         "recovered count agrees"
     );
+    let native = states
+        .values()
+        .filter(|s| matches!(s, SpanState::Native(_)))
+        .count();
+    assert_eq!(counts.closed_native as usize, native, "native count agrees");
+    for open in producer.open_spans() {
+        assert_eq!(
+            states.get(&open.request_event_id),
+            Some(&SpanState::Open),
+            "an open span has a request event and no terminal"
+        );
+    }
 }
 
 /// Events of one type.

@@ -29,7 +29,8 @@ use super::tools::Speaker;
 use crate::adapter::CommandResult;
 use crate::contract::{
     CommandCompleted, CommandRequested, EndCancelled, EndExpired, EndRequested, EndSalvaged, Event,
-    EventId, Observation, Outcome, Payload, Provenance, RecoveryReason, TurnAttribution,
+    EventId, LateEvidence, Observation, Outcome, Payload, Provenance, RecoveryReason,
+    SignalUnrecognized, TurnAttribution,
 };
 
 /// A pending end request expires after this long unless salvaged.
@@ -183,12 +184,18 @@ impl SessionProducer {
         trigger: &mut Trigger,
         out: &mut Vec<Event>,
     ) {
+        if self.spans.knows_call_id(&command_id) {
+            // A second request under one command id opens no second span.
+            let payload = Payload::SignalUnrecognized(SignalUnrecognized {
+                adapter_event: None,
+                reason: "request_for_tracked_command".to_string(),
+            });
+            self.emit(trigger, own_signal(payload, "command_requested"), out);
+            return;
+        }
         let name = request.argv.first().cloned().unwrap_or_default();
         let draft = own_signal(Payload::CommandRequested(request), "command_requested");
         let id = self.emit(trigger, draft, out);
-        if self.spans.knows_call_id(&command_id) {
-            return;
-        }
         self.spans.push_open(OpenSpan {
             kind: SpanKind::Command,
             request_event_id: id,
@@ -226,7 +233,13 @@ impl SessionProducer {
                 turn: TurnAttribution::none(),
                 agent_id: None,
             };
-            self.emit_late_evidence(request, recovered, outcome, None, &who, trigger, out);
+            let evidence = LateEvidence {
+                span_request_event_id: request,
+                recovered_event_id: recovered,
+                outcome,
+                error: None,
+            };
+            self.emit_late_evidence(evidence, &who, trigger, out);
             return;
         }
         let payload = command_completion(&done, None, outcome);

@@ -37,6 +37,7 @@ pub use turns::REMEMBERED_TURNS;
 use emit::{Draft, Trigger};
 use tools::Speaker;
 
+use crate::adapter::harnery::is_harnery_event;
 use crate::adapter::{
     CapabilityProfile, Normalized, RawSignal, RecoveryPolicy, SignalKind, TurnEnd, recovery_policy,
 };
@@ -166,7 +167,8 @@ impl SessionProducer {
             emitted: 0,
         };
         let mut out = Vec::new();
-        if normalized.kind.is_native_work() {
+        let from_agent = !signal.event_name.is_some_and(is_harnery_event);
+        if from_agent && normalized.kind.is_native_work() {
             self.cancel_pending_end("native_work", &mut trigger, &mut out);
         }
         self.apply(normalized, &mut trigger, &mut out);
@@ -228,6 +230,11 @@ impl SessionProducer {
                 self.on_turn_end(end, agent, signal.native_turn_id, trigger, out)
             }
             SignalKind::ToolRequested(call) => {
+                if agent.is_none()
+                    && let Some(turn) = signal.native_turn_id.as_deref()
+                {
+                    self.turns.resume_latest(turn);
+                }
                 let who = self.speaker_for_tool(agent, signal.native_turn_id, trigger, out);
                 self.on_tool_requested(call, who, trigger, out)
             }
@@ -260,6 +267,8 @@ impl SessionProducer {
             }
             SignalKind::SubagentStopped(p) => {
                 self.running_agents.remove(&p.agent_id);
+                // A stopped subagent's own (stamped) turn is over, too.
+                self.turns.end(Some(&p.agent_id), None);
                 let who = self.speaker(agent, signal.native_turn_id);
                 self.emit_plain(Payload::SubagentStopped(p), who, trigger, out)
             }

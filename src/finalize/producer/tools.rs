@@ -98,15 +98,13 @@ impl SessionProducer {
         if let Some((request, recovered)) =
             self.spans.claim_recovered(SpanKind::Tool, call_id, &key)
         {
-            self.emit_late_evidence(
-                request,
-                recovered,
-                result.outcome,
-                result.error.clone(),
-                &who,
-                trigger,
-                out,
-            );
+            let evidence = LateEvidence {
+                span_request_event_id: request,
+                recovered_event_id: recovered,
+                outcome: result.outcome,
+                error: result.error.clone(),
+            };
+            self.emit_late_evidence(evidence, &who, trigger, out);
             return;
         }
         if call_id.is_some_and(|id| self.spans.closed_natively(id)) {
@@ -201,25 +199,17 @@ impl SessionProducer {
         self.emit(trigger, Draft::native(payload, turn.clone(), agent_id), out);
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Record a native completion that arrived after its span was
+    /// recovered: linked evidence, never a second terminal.
     pub(super) fn emit_late_evidence(
         &mut self,
-        request: EventId,
-        recovered: EventId,
-        outcome: Outcome,
-        error: Option<String>,
+        evidence: LateEvidence,
         who: &Speaker,
         trigger: &mut Trigger,
         out: &mut Vec<Event>,
     ) {
-        let payload = Payload::LateEvidence(LateEvidence {
-            span_request_event_id: request,
-            recovered_event_id: recovered,
-            outcome,
-            error,
-        });
         let draft = Draft {
-            payload,
+            payload: Payload::LateEvidence(evidence),
             provenance: Provenance::NATIVE,
             turn: who.turn.clone(),
             agent_id: who.agent_id.clone(),

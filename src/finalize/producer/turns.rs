@@ -95,6 +95,22 @@ impl TurnBook {
         self.current.insert(agent_key(agent), turn)
     }
 
+    /// Make a native turn that already saw its end current again, when it
+    /// is the latest turn and the main agent has no other: the agent went
+    /// on working in it (a Stop hook that blocked the stop does this).
+    pub fn resume_latest(&mut self, turn_id: &str) -> bool {
+        let latest = self.recent.back().is_some_and(|t| t == turn_id);
+        if !latest || self.current.contains_key(MAIN_AGENT) {
+            return false;
+        }
+        let turn = TurnAttribution {
+            source: TurnSource::Native,
+            turn_id: Some(turn_id.to_string()),
+        };
+        self.current.insert(MAIN_AGENT.to_string(), turn);
+        true
+    }
+
     /// End the agent's current turn (if `turn_id` names another turn, that
     /// one is ended wherever it is current).
     pub fn end(&mut self, agent: Option<&str>, turn_id: Option<&str>) -> Option<TurnAttribution> {
