@@ -16,7 +16,7 @@ use crate::adapter::{self, RawSignal};
 use crate::clock::ClockSample;
 use crate::contract::{
     AdapterId, Attestation, Confidence, Event, EventId, HealthCondition, Payload, Provenance,
-    SessionRef, TimeSource, TurnAttribution,
+    RawRef, SessionRef, TimeSource, TurnAttribution,
 };
 use crate::finalize::producer::SessionProducer;
 use crate::home::Home;
@@ -156,9 +156,13 @@ fn drain_chunk(
         states: Vec::new(),
     };
     let t = std::time::Instant::now();
-    normalize(ledger, &loaded.records, &mut batch)?;
+    let unknown = normalize(ledger, &loaded.records, &mut batch)?;
     timing("normalize", t);
-    damage_events(home, ledger, opts, &loaded.damage, &mut batch, summary)?;
+    let mut health = SpoolHealth::new(ledger, opts);
+    health.damage(home, &loaded.damage, &mut batch, summary)?;
+    for i in unknown {
+        health.unknown_adapter(home, &loaded.records[i].0, &mut batch)?;
+    }
     let t = std::time::Instant::now();
     let path = ready::write(home, &batch)?;
     timing("ready-write", t);
@@ -188,11 +192,14 @@ fn raw_signal<'a>(rec: &'a SpoolRecord, adapter: AdapterId, digest: &'a str) -> 
 
 /// Route every record to its canonical session, then ingest each session's
 /// records in arrival order (receive time; file order breaks ties).
+/// Returns the records whose adapter this build does not know; they are
+/// kept raw and reported, never dropped and never allowed to wedge a run.
 fn normalize(
     ledger: &Ledger,
     records: &[(SpoolRecord, String)],
     batch: &mut AppendBatch,
-) -> Result<(), FinalizeError> {
+) -> Result<Vec<usize>, FinalizeError> {
+    let mut unknown = Vec::new();
     let mut by_session: BTreeMap<SessionRef, Vec<(usize, AdapterId, String)>> = BTreeMap::new();
     for (i, (rec, adapter_dir)) in records.iter().enumerate() {
         let name = if rec.envelope.adapter.is_empty() {
@@ -201,11 +208,8 @@ fn normalize(
             &rec.envelope.adapter
         };
         let Some(adapter) = AdapterId::parse(name) else {
-            return Err(FinalizeError::Spool(format!(
-                "{}: record at {} names unknown adapter {name:?}",
-                rec.at.file.display(),
-                rec.at.offset
-            )));
+            unknown.push(i);
+            continue;
         };
         let env = &rec.envelope;
         let sid = env.session_id.as_deref().unwrap_or(&env.session_key);
@@ -247,7 +251,7 @@ fn normalize(
         }
         batch.states.push(save_producer(&session, &producer));
     }
-    Ok(())
+    Ok(unknown)
 }
 
 fn signal_row(
@@ -289,79 +293,146 @@ fn save_producer(session: &SessionRef, producer: &SessionProducer) -> BatchState
     }
 }
 
-/// Every damaged range becomes a `health.condition` event, so damage is
-/// never only in a log.
-fn damage_events(
-    home: &Home,
-    ledger: &Ledger,
-    opts: &FinalizeOptions,
-    damage: &[(Damage, String)],
-    batch: &mut AppendBatch,
-    summary: &mut Summary,
-) -> Result<(), FinalizeError> {
-    let mut next: BTreeMap<SessionRef, u64> = BTreeMap::new();
-    for (d, adapter_dir) in damage {
-        let adapter = AdapterId::parse(adapter_dir).unwrap_or(AdapterId::ClaudeCode);
+/// Health events about the spool itself, under the session
+/// `harnery:spool` of an adapter, so damage is never only in a log.
+struct SpoolHealth<'a> {
+    ledger: &'a Ledger,
+    opts: &'a FinalizeOptions,
+    next: BTreeMap<SessionRef, u64>,
+}
+
+impl<'a> SpoolHealth<'a> {
+    fn new(ledger: &'a Ledger, opts: &'a FinalizeOptions) -> SpoolHealth<'a> {
+        SpoolHealth {
+            ledger,
+            opts,
+            next: BTreeMap::new(),
+        }
+    }
+
+    fn offset(&mut self, session: &SessionRef) -> Result<u64, FinalizeError> {
+        let offset = match self.next.get(session) {
+            Some(n) => *n,
+            None => self.ledger.next_offset(session)?,
+        };
+        self.next.insert(session.clone(), offset + 1);
+        Ok(offset)
+    }
+
+    /// Every damaged byte range becomes one `spool_damage` event.
+    fn damage(
+        &mut self,
+        home: &Home,
+        damage: &[(Damage, String)],
+        batch: &mut AppendBatch,
+        summary: &mut Summary,
+    ) -> Result<(), FinalizeError> {
+        for (d, adapter_dir) in damage {
+            let adapter = AdapterId::parse(adapter_dir).unwrap_or(AdapterId::ClaudeCode);
+            let r = DamagedRange {
+                file: relative(home, &d.file),
+                start: d.start,
+                end: d.end,
+                kind: d.kind.as_str().to_string(),
+            };
+            let id = EventId::derive(
+                "harnery.spool-damage",
+                &[
+                    r.file.as_bytes(),
+                    &r.start.to_le_bytes(),
+                    &r.end.to_le_bytes(),
+                    r.kind.as_bytes(),
+                ],
+            );
+            let detail = format!(
+                "{} bytes {}..{} skipped: {}",
+                r.file, r.start, r.end, r.kind
+            );
+            self.push(adapter, id, "spool_damage", detail, Vec::new(), batch)?;
+            summary.damaged_ranges.push(r);
+        }
+        Ok(())
+    }
+
+    /// A record of an adapter this build does not know: its raw bytes are
+    /// kept in the ledger and one `unknown_adapter` event points at them.
+    fn unknown_adapter(
+        &mut self,
+        home: &Home,
+        rec: &SpoolRecord,
+        batch: &mut AppendBatch,
+    ) -> Result<(), FinalizeError> {
+        let env = &rec.envelope;
+        let mut h = blake3::Hasher::new();
+        for part in [
+            env.adapter.as_bytes(),
+            env.session_key.as_bytes(),
+            &env.received_ns.to_le_bytes(),
+            &rec.payload,
+        ] {
+            h.update(&(part.len() as u64).to_le_bytes());
+            h.update(part);
+        }
+        let digest = h.finalize().to_hex().to_string();
+        let id = EventId::derive("harnery.unknown-adapter", &[digest.as_bytes()]);
+        let detail = format!(
+            "{} record at byte {}: adapter {:?} is unknown to this build; raw bytes kept",
+            relative(home, &rec.at.file),
+            rec.at.offset,
+            env.adapter
+        );
+        let raw = vec![RawRef {
+            record_digest: digest.clone(),
+            event_name: env.event.clone(),
+        }];
+        let mut row = signal_row(rec, AdapterId::ClaudeCode, digest, &[], None);
+        row.adapter = env.adapter.clone();
+        row.event_ids = vec![id.to_string()];
+        batch.signals.push(row);
+        self.push(
+            AdapterId::ClaudeCode,
+            id,
+            "unknown_adapter",
+            detail,
+            raw,
+            batch,
+        )
+    }
+
+    fn push(
+        &mut self,
+        adapter: AdapterId,
+        id: EventId,
+        code: &str,
+        detail: String,
+        raw: Vec<RawRef>,
+        batch: &mut AppendBatch,
+    ) -> Result<(), FinalizeError> {
         let session = SessionRef {
             adapter,
             session_id: SPOOL_HEALTH_SESSION.into(),
         };
-        let offset = match next.get(&session) {
-            Some(n) => *n,
-            None => ledger.next_offset(&session)?,
-        };
-        next.insert(session.clone(), offset + 1);
-        let file = relative(home, &d.file);
-        let range = DamagedRange {
-            file: file.clone(),
-            start: d.start,
-            end: d.end,
-            kind: d.kind.as_str().to_string(),
-        };
-        batch
-            .events
-            .push(ReadyEvent::new(damage_event(session, offset, &range, opts)));
-        summary.damaged_ranges.push(range);
-    }
-    Ok(())
-}
-
-fn damage_event(
-    session: SessionRef,
-    offset: u64,
-    r: &DamagedRange,
-    opts: &FinalizeOptions,
-) -> Event {
-    let id = EventId::derive(
-        "harnery.spool-damage",
-        &[
-            r.file.as_bytes(),
-            &r.start.to_le_bytes(),
-            &r.end.to_le_bytes(),
-            r.kind.as_bytes(),
-        ],
-    );
-    Event {
-        id,
-        session,
-        offset,
-        time_unix_ns: opts.now_unix_ns,
-        time_source: TimeSource::Finalizer,
-        clock: None,
-        agent_id: None,
-        turn: TurnAttribution::none(),
-        provenance: Provenance {
-            attestation: Attestation::Derived,
-            confidence: Confidence::High,
-        },
-        raw: Vec::new(),
-        payload: Payload::HealthCondition(HealthCondition {
-            code: "spool_damage".into(),
-            detail: format!(
-                "{} bytes {}..{} skipped: {}",
-                r.file, r.start, r.end, r.kind
-            ),
-        }),
+        let offset = self.offset(&session)?;
+        batch.events.push(ReadyEvent::new(Event {
+            id,
+            session,
+            offset,
+            time_unix_ns: self.opts.now_unix_ns,
+            time_source: TimeSource::Finalizer,
+            clock: None,
+            agent_id: None,
+            turn: TurnAttribution::none(),
+            provenance: Provenance {
+                attestation: Attestation::Derived,
+                confidence: Confidence::High,
+            },
+            raw,
+            payload: Payload::HealthCondition(HealthCondition {
+                code: code.into(),
+                detail,
+            }),
+        }));
+        Ok(())
     }
 }
 
