@@ -7,7 +7,7 @@
 //! chunks, and a rerun after a crash produces the same events in the same
 //! chain order as an uninterrupted run.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use super::run::{DamagedRange, FinalizeOptions, Summary, apply_batch};
@@ -45,7 +45,10 @@ struct SpoolFile {
     size: u64,
 }
 
-/// Seal every session and drain all sealed files, chunk by chunk.
+/// Seal every session and drain all sealed files, chunk by chunk. Stage
+/// one of the next chunk (read, normalize, write the ready file) runs on a
+/// worker thread while this thread appends the previous chunk, so the two
+/// stages overlap; the order of batches, and so of the chain, is unchanged.
 pub(super) fn drain(
     home: &Home,
     ledger: &mut Ledger,
@@ -55,33 +58,101 @@ pub(super) fn drain(
 ) -> Result<(), FinalizeError> {
     let files = seal_all(home)?;
     failpoint::hit("after-seal");
+    let chunks = plan(home, ledger, files)?;
+    if chunks.is_empty() {
+        return Ok(());
+    }
+    let mut normalizer = Normalizer {
+        ledger: Ledger::open_dir_read(ledger.dir(), None)?,
+        states: HashMap::new(),
+        offsets: BTreeMap::new(),
+    };
+    std::thread::scope(|scope| {
+        let (send, receive) = std::sync::mpsc::sync_channel::<Result<Prepared, FinalizeError>>(1);
+        scope.spawn(move || {
+            for chunk in chunks {
+                let prepared = prepare(home, &mut normalizer, opts, chunk);
+                let failed = prepared.is_err();
+                if send.send(prepared).is_err() || failed {
+                    break;
+                }
+            }
+        });
+        for prepared in receive {
+            let p = prepared?;
+            summary.damaged_ranges.extend(p.damaged);
+            // The file on disk is only for crash recovery; apply what is in memory.
+            apply_batch(home, ledger, &p.path, &p.batch, incarnation, opts, summary)?;
+        }
+        Ok(())
+    })
+}
+
+/// Cut the sealed files into chunks of whole files, in order; files a
+/// committed batch already drained are deleted instead.
+fn plan(
+    home: &Home,
+    ledger: &Ledger,
+    files: Vec<SpoolFile>,
+) -> Result<Vec<Vec<SpoolFile>>, FinalizeError> {
+    let mut chunks = Vec::new();
     let mut chunk: Vec<SpoolFile> = Vec::new();
     let mut bytes = 0;
     let limit = chunk_bytes();
     for file in files {
-        let rel = relative(home, &file.path);
-        if ledger.segment_drained(&rel)? {
+        if ledger.segment_drained(&relative(home, &file.path))? {
             super::run::remove_segment(&file.path)?;
             continue;
         }
         bytes += file.size;
         chunk.push(file);
         if bytes >= limit {
-            drain_chunk(
-                home,
-                ledger,
-                incarnation,
-                opts,
-                summary,
-                std::mem::take(&mut chunk),
-            )?;
+            chunks.push(std::mem::take(&mut chunk));
             bytes = 0;
         }
     }
     if !chunk.is_empty() {
-        drain_chunk(home, ledger, incarnation, opts, summary, chunk)?;
+        chunks.push(chunk);
     }
-    Ok(())
+    Ok(chunks)
+}
+
+/// Stage one's view of the ledger: a read connection plus what this run's
+/// own not-yet-committed batches changed (producer state, spool-health
+/// offsets), which the database cannot show yet.
+struct Normalizer {
+    ledger: Ledger,
+    states: HashMap<SessionRef, String>,
+    offsets: BTreeMap<SessionRef, u64>,
+}
+
+impl Normalizer {
+    fn producer(&self, session: &SessionRef) -> Result<SessionProducer, FinalizeError> {
+        let text = match self.states.get(session) {
+            Some(t) => Some(t.clone()),
+            None => self.ledger.producer_state(session)?,
+        };
+        match text {
+            None => Ok(SessionProducer::new(session.clone())),
+            Some(text) => parse_state(session, &text),
+        }
+    }
+
+    fn next_offset(&mut self, session: &SessionRef) -> Result<u64, FinalizeError> {
+        let offset = match self.offsets.get(session) {
+            Some(n) => *n,
+            None => self.ledger.next_offset(session)?,
+        };
+        self.offsets.insert(session.clone(), offset + 1);
+        Ok(offset)
+    }
+}
+
+/// A chunk after stage one: its batch, durable in the ready file at `path`.
+struct Prepared {
+    batch: AppendBatch,
+    path: PathBuf,
+    damaged: Vec<DamagedRange>,
 }
 
 fn seal_all(home: &Home) -> Result<Vec<SpoolFile>, FinalizeError> {
@@ -136,14 +207,12 @@ fn load(files: &[SpoolFile]) -> Result<Loaded, FinalizeError> {
     Ok(out)
 }
 
-fn drain_chunk(
+fn prepare(
     home: &Home,
-    ledger: &mut Ledger,
-    incarnation: u64,
+    normalizer: &mut Normalizer,
     opts: &FinalizeOptions,
-    summary: &mut Summary,
     files: Vec<SpoolFile>,
-) -> Result<(), FinalizeError> {
+) -> Result<Prepared, FinalizeError> {
     let t = std::time::Instant::now();
     let loaded = load(&files)?;
     timing("load", t);
@@ -156,13 +225,18 @@ fn drain_chunk(
         states: Vec::new(),
     };
     let t = std::time::Instant::now();
-    let unknown = normalize(ledger, &loaded.records, &mut batch)?;
+    let unknown = normalize(normalizer, &loaded.records, &mut batch)?;
     timing("normalize", t);
-    let mut health = SpoolHealth::new(ledger, opts);
-    health.damage(home, &loaded.damage, &mut batch, summary)?;
+    let mut health = SpoolHealth {
+        normalizer,
+        opts,
+        damaged: Vec::new(),
+    };
+    health.damage(home, &loaded.damage, &mut batch)?;
     for i in unknown {
         health.unknown_adapter(home, &loaded.records[i].0, &mut batch)?;
     }
+    let damaged = health.damaged;
     let t = std::time::Instant::now();
     let path = ready::write(home, &batch)?;
     timing("ready-write", t);
@@ -170,8 +244,11 @@ fn drain_chunk(
     for f in &files {
         super::run::remove_segment(&f.path)?;
     }
-    // The file on disk is only for crash recovery; apply what is in memory.
-    apply_batch(home, ledger, &path, &batch, incarnation, opts, summary)
+    Ok(Prepared {
+        batch,
+        path,
+        damaged,
+    })
 }
 
 fn raw_signal<'a>(rec: &'a SpoolRecord, adapter: AdapterId, digest: &'a str) -> RawSignal<'a> {
@@ -195,7 +272,7 @@ fn raw_signal<'a>(rec: &'a SpoolRecord, adapter: AdapterId, digest: &'a str) -> 
 /// Returns the records whose adapter this build does not know; they are
 /// kept raw and reported, never dropped and never allowed to wedge a run.
 fn normalize(
-    ledger: &Ledger,
+    normalizer: &mut Normalizer,
     records: &[(SpoolRecord, String)],
     batch: &mut AppendBatch,
 ) -> Result<Vec<usize>, FinalizeError> {
@@ -230,7 +307,7 @@ fn normalize(
     let mut done = 0;
     for (session, mut items) in by_session {
         items.sort_by_key(|(i, _, _)| (records[*i].0.envelope.received_ns, *i));
-        let mut producer = load_producer(ledger, &session)?;
+        let mut producer = normalizer.producer(&session)?;
         for (i, adapter, digest) in items {
             if done == total / 2 && done > 0 {
                 failpoint::hit("mid-normalize");
@@ -249,7 +326,9 @@ fn normalize(
                 .events
                 .extend(ingested.events.into_iter().map(ReadyEvent::new));
         }
-        batch.states.push(save_producer(&session, &producer));
+        let state = save_producer(&session, &producer);
+        normalizer.states.insert(session, state.state.clone());
+        batch.states.push(state);
     }
     Ok(unknown)
 }
@@ -277,13 +356,17 @@ fn signal_row(
 fn load_producer(ledger: &Ledger, session: &SessionRef) -> Result<SessionProducer, FinalizeError> {
     match ledger.producer_state(session)? {
         None => Ok(SessionProducer::new(session.clone())),
-        Some(text) => serde_json::from_str(&text).map_err(|e| {
-            FinalizeError::Spool(format!(
-                "producer state of {} {} does not load: {e}",
-                session.adapter, session.session_id
-            ))
-        }),
+        Some(text) => parse_state(session, &text),
     }
+}
+
+fn parse_state(session: &SessionRef, text: &str) -> Result<SessionProducer, FinalizeError> {
+    serde_json::from_str(text).map_err(|e| {
+        FinalizeError::Spool(format!(
+            "producer state of {} {} does not load: {e}",
+            session.adapter, session.session_id
+        ))
+    })
 }
 
 fn save_producer(session: &SessionRef, producer: &SessionProducer) -> BatchState {
@@ -296,36 +379,18 @@ fn save_producer(session: &SessionRef, producer: &SessionProducer) -> BatchState
 /// Health events about the spool itself, under the session
 /// `harnery:spool` of an adapter, so damage is never only in a log.
 struct SpoolHealth<'a> {
-    ledger: &'a Ledger,
+    normalizer: &'a mut Normalizer,
     opts: &'a FinalizeOptions,
-    next: BTreeMap<SessionRef, u64>,
+    damaged: Vec<DamagedRange>,
 }
 
-impl<'a> SpoolHealth<'a> {
-    fn new(ledger: &'a Ledger, opts: &'a FinalizeOptions) -> SpoolHealth<'a> {
-        SpoolHealth {
-            ledger,
-            opts,
-            next: BTreeMap::new(),
-        }
-    }
-
-    fn offset(&mut self, session: &SessionRef) -> Result<u64, FinalizeError> {
-        let offset = match self.next.get(session) {
-            Some(n) => *n,
-            None => self.ledger.next_offset(session)?,
-        };
-        self.next.insert(session.clone(), offset + 1);
-        Ok(offset)
-    }
-
+impl SpoolHealth<'_> {
     /// Every damaged byte range becomes one `spool_damage` event.
     fn damage(
         &mut self,
         home: &Home,
         damage: &[(Damage, String)],
         batch: &mut AppendBatch,
-        summary: &mut Summary,
     ) -> Result<(), FinalizeError> {
         for (d, adapter_dir) in damage {
             let adapter = AdapterId::parse(adapter_dir).unwrap_or(AdapterId::ClaudeCode);
@@ -349,7 +414,7 @@ impl<'a> SpoolHealth<'a> {
                 r.file, r.start, r.end, r.kind
             );
             self.push(adapter, id, "spool_damage", detail, Vec::new(), batch)?;
-            summary.damaged_ranges.push(r);
+            self.damaged.push(r);
         }
         Ok(())
     }
@@ -412,7 +477,7 @@ impl<'a> SpoolHealth<'a> {
             adapter,
             session_id: SPOOL_HEALTH_SESSION.into(),
         };
-        let offset = self.offset(&session)?;
+        let offset = self.normalizer.next_offset(&session)?;
         batch.events.push(ReadyEvent::new(Event {
             id,
             session,

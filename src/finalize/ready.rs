@@ -66,10 +66,16 @@ pub fn pending(home: &Home) -> Result<Vec<PathBuf>, FinalizeError> {
     Ok(out)
 }
 
-/// A fresh batch id: a timestamp (so files sort in creation order) and a
+/// A fresh batch id: the run's time and a per-process sequence number (so
+/// a run's files sort in creation order even under a pinned "now"), and a
 /// random part.
 pub fn new_batch_id(now_unix_ns: i64) -> String {
-    format!("{now_unix_ns:020}-{}", uuid::Uuid::new_v4().simple())
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!(
+        "{now_unix_ns:020}-{seq:08}-{}",
+        uuid::Uuid::new_v4().simple()
+    )
 }
 
 /// Write `batch` durably as one ready file; returns its path.
