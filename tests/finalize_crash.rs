@@ -1,3 +1,4 @@
+#![cfg(feature = "failpoints")]
 //! Exactly once across crashes: SIGKILL `finalize` at every failpoint,
 //! rerun it, and compare the ledger with an uninterrupted run's (same
 //! events, ids and hashes, chain intact, spool empty). Also: two finalizers

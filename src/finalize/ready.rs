@@ -84,7 +84,7 @@ pub fn write(home: &Home, batch: &AppendBatch) -> Result<PathBuf, FinalizeError>
     create_dir_private(&dir)?;
     let path = dir.join(format!("{}{SUFFIX}", batch.id));
     let tmp = dir.join(format!(".{}.tmp", batch.id));
-    let file = File::create(&tmp).map_err(|e| FinalizeError::io(&tmp, e))?;
+    let file = durable::create_private(&tmp).map_err(|e| FinalizeError::io(&tmp, e))?;
     let mut out = BufWriter::new(file);
     write_lines(&mut out, batch).map_err(|e| FinalizeError::io(&tmp, e))?;
     let file = out

@@ -173,7 +173,14 @@ impl Ledger {
         if check {
             check_digest(dir, &genesis, Some(&binary_digest()))?;
         }
-        let mut conn = Connection::open(dir.join(DB_FILE))?;
+        let db = dir.join(DB_FILE);
+        let mut conn = Connection::open(&db)?;
+        // SQLite gives its -wal and -shm files the database file's mode.
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o600))
+                .map_err(|e| LedgerError::io(&db, e))?;
+        }
         // Rows carry whole raw payloads; 16 KiB pages cut the page (and
         // syscall) count per row. Only takes effect when the file is new.
         conn.pragma_update(None, "page_size", 16384)?;
