@@ -66,6 +66,27 @@ pub fn pending(home: &Home) -> Result<Vec<PathBuf>, FinalizeError> {
     Ok(out)
 }
 
+/// Delete temporary files a killed run left half written (their batch was
+/// never renamed into place, so its intake segments were never deleted and
+/// will be drained again). Call only under the finalizer lease.
+pub fn remove_orphans(home: &Home) -> Result<(), FinalizeError> {
+    let dir = ready_dir(home);
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Ok(());
+    };
+    for entry in entries {
+        let path = entry.map_err(|e| FinalizeError::io(&dir, e))?.path();
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if name.starts_with('.') && name.ends_with(".tmp") {
+            std::fs::remove_file(&path).map_err(|e| FinalizeError::io(&path, e))?;
+        }
+    }
+    Ok(())
+}
+
 /// A fresh batch id: the run's time and a per-process sequence number (so
 /// a run's files sort in creation order even under a pinned "now"), and a
 /// random part.
