@@ -3,6 +3,7 @@
 use super::{CmdResult, Outcome};
 use crate::home::Home;
 use crate::ledger::{Ledger, SessionSummary, format_time};
+use std::io::Write;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -21,11 +22,11 @@ pub fn run(args: Args) -> CmdResult {
         for s in &sessions {
             let mut v = serde_json::to_value(s)?;
             v["eligibility"] = serde_json::Value::Null;
-            println!("{v}");
+            writeln!(std::io::stdout(), "{v}")?;
         }
         return Ok(Outcome::Clean);
     }
-    print!("{}", table(&sessions));
+    write!(std::io::stdout(), "{}", table(&sessions))?;
     Ok(Outcome::Clean)
 }
 
