@@ -14,6 +14,7 @@
 mod append;
 pub mod chain;
 mod check;
+mod derive;
 pub mod durable;
 mod genesis;
 mod query;
