@@ -7,7 +7,7 @@
 //! chunks, and a rerun after a crash produces the same events in the same
 //! chain order as an uninterrupted run.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 
 use super::run::{DamagedRange, FinalizeOptions, Summary, apply_batch};
@@ -66,6 +66,7 @@ pub(super) fn drain(
         ledger: Ledger::open_dir_read(ledger.dir(), None)?,
         states: HashMap::new(),
         offsets: BTreeMap::new(),
+        recent: VecDeque::new(),
     };
     std::thread::scope(|scope| {
         let (send, receive) = std::sync::mpsc::sync_channel::<Result<Prepared, FinalizeError>>(1);
@@ -124,9 +125,29 @@ struct Normalizer {
     ledger: Ledger,
     states: HashMap<SessionRef, String>,
     offsets: BTreeMap<SessionRef, u64>,
+    /// Record digests of the chunks that may not be committed yet (the one
+    /// being prepared, the one queued, the one being appended); older ones
+    /// are visible in the ledger's raw-signal table.
+    recent: VecDeque<HashSet<String>>,
 }
 
 impl Normalizer {
+    fn start_chunk(&mut self) {
+        self.recent.push_front(HashSet::new());
+        self.recent.truncate(3);
+    }
+
+    /// Whether this record digest was already drained; remembers it.
+    fn seen(&mut self, digest: &str) -> Result<bool, FinalizeError> {
+        if self.recent.iter().any(|set| set.contains(digest)) || self.ledger.signal_known(digest)? {
+            return Ok(true);
+        }
+        if let Some(current) = self.recent.front_mut() {
+            current.insert(digest.to_string());
+        }
+        Ok(false)
+    }
+
     fn producer(&self, session: &SessionRef) -> Result<SessionProducer, FinalizeError> {
         let text = match self.states.get(session) {
             Some(t) => Some(t.clone()),
@@ -225,6 +246,7 @@ fn prepare(
         states: Vec::new(),
     };
     let t = std::time::Instant::now();
+    normalizer.start_chunk();
     let unknown = normalize(normalizer, &loaded.records, &mut batch)?;
     timing("normalize", t);
     let mut health = SpoolHealth {
@@ -297,6 +319,11 @@ fn normalize(
             env.received_ns,
             &rec.payload,
         );
+        // The spool may hold one record twice (a segment append whose sync
+        // failed, then its fallback copy): both copies have one digest.
+        if normalizer.seen(&digest)? {
+            continue;
+        }
         let session = adapter::route(&raw_signal(rec, adapter, &digest));
         by_session
             .entry(session)

@@ -126,6 +126,14 @@ impl Ledger {
         )?)
     }
 
+    /// Whether a raw signal with this record digest is already kept.
+    pub fn signal_known(&self, record_digest: &str) -> Result<bool, LedgerError> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT EXISTS (SELECT 1 FROM raw_signals WHERE record_digest = ?1)")?
+            .query_row([record_digest], |r| r.get(0))?)
+    }
+
     /// Whether an intake segment was drained by a committed batch.
     pub fn segment_drained(&self, segment: &str) -> Result<bool, LedgerError> {
         Ok(self.conn.query_row(
