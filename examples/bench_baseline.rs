@@ -26,7 +26,12 @@ fn main() {
     let db = std::path::Path::new(scratch).join("baseline.sqlite");
     let _ = std::fs::remove_file(&db);
     let mut conn = Connection::open(&db).unwrap();
+    // The same page size and cache as the ledger, so only the work differs.
+    conn.pragma_update(None, "page_size", 16384).unwrap();
     conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+    conn.pragma_update(None, "cache_size", -65536).unwrap();
+    conn.pragma_update(None, "wal_autocheckpoint", 4096)
+        .unwrap();
     conn.pragma_update(None, "synchronous", "FULL").unwrap();
     conn.execute_batch(
         "CREATE TABLE events (seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, json TEXT NOT NULL, prev_hash BLOB NOT NULL, hash BLOB NOT NULL)",

@@ -1,3 +1,4 @@
+#![cfg(feature = "failpoints")]
 //! `harnery epoch advance` with a test-only digest change
 //! (`HARNERY_TEST_SCHEMA_SUFFIX`): quiesce applies old ready rows to the
 //! old epoch, the archive is read-only with a manifest and a fence, the new

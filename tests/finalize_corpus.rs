@@ -172,3 +172,30 @@ fn claude_code_pairs_by_tool_use_id_and_keeps_failures() {
     );
     assert_eq!(span["outcome"], "failure");
 }
+
+#[test]
+fn a_record_of_an_unknown_adapter_is_kept_and_reported_not_wedged() {
+    let home = tempfile::tempdir().unwrap();
+    assert_cmd::Command::cargo_bin("harnery-hook")
+        .unwrap()
+        .env("HARNERY_HOME", home.path())
+        .arg("gemini")
+        .write_stdin(r#"{"session_id":"g-1"}"#)
+        .assert()
+        .success();
+    let out = run(home.path(), &["finalize", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["signals_drained"], 1);
+    assert_eq!(summary["health"][0]["code"], "unknown_adapter");
+    let db = home.path().join("ledgers/v2/ledger.sqlite");
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let payload: Vec<u8> = conn
+        .query_row(
+            "SELECT payload FROM raw_signals WHERE adapter = 'gemini'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(payload, br#"{"session_id":"g-1"}"#);
+}

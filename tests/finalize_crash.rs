@@ -1,3 +1,4 @@
+#![cfg(feature = "failpoints")]
 //! Exactly once across crashes: SIGKILL `finalize` at every failpoint,
 //! rerun it, and compare the ledger with an uninterrupted run's (same
 //! events, ids and hashes, chain intact, spool empty). Also: two finalizers
@@ -158,4 +159,30 @@ fn a_durability_failure_stops_the_run_and_the_next_run_starts_clean() {
     let rerun = finalize_in(dir.path(), None);
     assert!(rerun.status.success(), "{}", stderr(&rerun));
     same_rows(&ledger_rows(dir.path()), &want, "rerun");
+}
+
+#[test]
+fn a_record_spooled_twice_is_drained_once() {
+    let spool = tempfile::tempdir().unwrap();
+    feed_fixture(spool.path(), "claude-code", "basic");
+    let (_ref_dir, want) = reference(spool.path());
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(spool.path(), dir.path());
+    // A fallback copy of every record, as a writer leaves after a failed
+    // segment sync: the same envelope and payload in a second file.
+    let session = std::fs::read_dir(dir.path().join("spool/intake/claude-code"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    std::fs::copy(
+        session.join("active.seg"),
+        session.join("fallback-00000000000000000001-1-0.rec"),
+    )
+    .unwrap();
+    let out = finalize_in(dir.path(), None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    same_rows(&ledger_rows(dir.path()), &want, "duplicate copy");
+    assert_eq!(leftovers(dir.path()), Vec::<String>::new());
 }

@@ -216,6 +216,7 @@ fn a_ready_batch_from_another_digest_is_refused() {
 }
 
 #[test]
+#[cfg(feature = "failpoints")]
 fn a_ledger_from_another_digest_is_refused_by_every_reader() {
     let home = tempfile::tempdir().unwrap();
     inject(home.path(), "0001", small_session("gamma"));
@@ -251,6 +252,7 @@ fn a_ledger_from_another_digest_is_refused_by_every_reader() {
 }
 
 #[test]
+#[cfg(feature = "failpoints")]
 fn a_kill_mid_transaction_leaves_the_ready_file_for_the_next_run() {
     let home = tempfile::tempdir().unwrap();
     inject(home.path(), "0001", small_session("delta"));
@@ -263,4 +265,21 @@ fn a_kill_mid_transaction_leaves_the_ready_file_for_the_next_run() {
     let out = run(home.path(), &["finalize", "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(ledger_rows(home.path()).len(), 4);
+}
+
+#[test]
+fn ledger_files_are_0600_and_directories_0700() {
+    use std::os::unix::fs::MetadataExt;
+    let home = tempfile::tempdir().unwrap();
+    inject(home.path(), "0001", small_session("modes"));
+    assert!(run(home.path(), &["finalize"]).status.success());
+    let mut stack = vec![home.path().join("ledgers"), home.path().join("spool")];
+    while let Some(p) = stack.pop() {
+        let m = std::fs::symlink_metadata(&p).unwrap();
+        let want = if m.is_dir() { 0o700 } else { 0o600 };
+        assert_eq!(m.mode() & 0o777, want, "{}", p.display());
+        if m.is_dir() {
+            stack.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
+        }
+    }
 }

@@ -96,7 +96,11 @@ pub fn run(args: Args) -> CmdResult {
     std::fs::create_dir_all(&dir)?;
     let result = demo(&dir);
     if args.keep {
-        println!("\nthe demo home is kept at {}", dir.display());
+        writeln!(
+            std::io::stdout(),
+            "\nthe demo home is kept at {}",
+            dir.display()
+        )?;
     } else {
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -108,58 +112,65 @@ fn demo(dir: &Path) -> CmdResult {
     let calls = calls();
     match sibling_hook() {
         Some(hook) => {
-            println!(
+            writeln!(
+                std::io::stdout(),
                 "replaying {} recorded hook calls through {}",
                 calls.len(),
                 hook.display()
-            );
+            )?;
             for call in &calls {
                 run_hook(&hook, dir, call)?;
             }
         }
         None => {
-            println!(
+            writeln!(
+                std::io::stdout(),
                 "harnery-hook was not found next to this binary; writing {} recorded signals with the in-process spool writer instead",
                 calls.len()
-            );
+            )?;
             for call in &calls {
                 write_in_process(&home, call)?;
             }
         }
     }
     let summary = crate::finalize::finalize(&home, &super::finalize::options(None)?)?;
-    print!(
+    write!(
+        std::io::stdout(),
         "\n$ harnery finalize\n{}",
         super::finalize::render(&summary)
-    );
+    )?;
     let ledger = Ledger::open_read(&home)?;
     let (rows, problems) = ledger.validate_all()?;
     let (_, breaks) = ledger.verify_chain()?;
-    println!(
+    writeln!(
+        std::io::stdout(),
         "\n$ harnery validate\n{}",
         verdict(rows, problems.len(), "contract violations")
-    );
-    println!(
+    )?;
+    writeln!(
+        std::io::stdout(),
         "\n$ harnery verify\n{}",
         verdict(rows, breaks.len(), "chain breaks")
-    );
+    )?;
     let sessions = ledger.sessions()?;
-    print!(
+    write!(
+        std::io::stdout(),
         "\n$ harnery sessions\n{}",
         super::sessions::table(
             &sessions,
             &crate::read::source::classify_summaries(&ledger, &sessions)?
         )
-    );
+    )?;
     if let Some(s) = sessions
         .iter()
         .find(|s| s.session.adapter == crate::contract::AdapterId::Copilot)
     {
         let short = &s.session.session_id[..8.min(s.session.session_id.len())];
-        print!(
+        write!(
+            std::io::stdout(),
             "\n$ harnery show {short}\n{}",
             super::show::render(&ledger.timeline(&s.session)?)
-        );
+        )?;
     }
     Ok(if problems.is_empty() && breaks.is_empty() {
         Outcome::Clean

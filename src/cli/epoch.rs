@@ -3,6 +3,7 @@
 use super::{CmdResult, Outcome};
 use crate::epoch::advance;
 use crate::home::Home;
+use std::io::Write;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -29,31 +30,38 @@ pub fn run(args: Args) -> CmdResult {
     let opts = super::finalize::options(now.as_deref())?;
     let report = advance(&home, &opts)?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        writeln!(
+            std::io::stdout(),
+            "{}",
+            serde_json::to_string_pretty(&report)?
+        )?;
         return Ok(Outcome::Clean);
     }
     if report.already_current {
-        println!(
+        writeln!(
+            std::io::stdout(),
             "the live epoch already speaks schema digest {}; nothing to advance",
             report.schema_digest
-        );
+        )?;
         return Ok(Outcome::Clean);
     }
-    println!(
+    writeln!(
+        std::io::stdout(),
         "archived epoch {} ({} events, terminal-segment digest {}) at {}",
         report.archived_genesis_id.as_deref().unwrap_or("-"),
         report.archived_events,
         report.terminal_segment_digest.as_deref().unwrap_or("-"),
         report.archive.as_deref().unwrap_or("-")
-    );
-    println!(
+    )?;
+    writeln!(
+        std::io::stdout(),
         "new epoch {} under schema digest {}; {} audit-only sessions left in archives",
         report.new_genesis_id.as_deref().unwrap_or("-"),
         report.schema_digest,
         report.audit_only_sessions
-    );
+    )?;
     if let Some(c) = &report.carried {
-        print!("carried: {}", super::finalize::render(c));
+        write!(std::io::stdout(), "carried: {}", super::finalize::render(c))?;
     }
     Ok(Outcome::Clean)
 }

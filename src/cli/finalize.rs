@@ -6,6 +6,7 @@ use crate::clock::{ClockSample, wall_now_ns};
 use crate::finalize::{FinalizeOptions, Summary, finalize};
 use crate::home::Home;
 use crate::ledger::parse_time;
+use std::io::Write;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -42,9 +43,13 @@ pub fn run(args: Args) -> CmdResult {
     let opts = options(args.now.as_deref())?;
     let summary = finalize(&home, &opts)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&summary)?);
+        writeln!(
+            std::io::stdout(),
+            "{}",
+            serde_json::to_string_pretty(&summary)?
+        )?;
     } else {
-        print!("{}", render(&summary));
+        write!(std::io::stdout(), "{}", render(&summary))?;
     }
     Ok(Outcome::Clean)
 }

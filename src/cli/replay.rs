@@ -3,6 +3,7 @@
 use super::{CmdResult, Outcome};
 use crate::home::Home;
 use crate::ledger::{Ledger, format_time};
+use std::io::Write;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -26,15 +27,16 @@ pub fn run(args: Args) -> CmdResult {
     let (from, to) = window(args.from, args.to, events.len() as u64)?;
     for e in events.iter().filter(|e| e.offset >= from && e.offset <= to) {
         if args.json {
-            println!("{}", serde_json::to_string(e)?);
+            writeln!(std::io::stdout(), "{}", serde_json::to_string(e)?)?;
         } else {
-            println!(
+            writeln!(
+                std::io::stdout(),
                 "{:>5}  {}  {:<20} {}",
                 e.offset,
                 format_time(e.time_unix_ns),
                 e.event_type().as_str(),
                 e.id
-            );
+            )?;
         }
     }
     Ok(Outcome::Clean)

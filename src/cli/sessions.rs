@@ -5,6 +5,7 @@ use crate::home::Home;
 use crate::ledger::{Ledger, SessionSummary, format_time};
 use crate::read::audit::Classification;
 use crate::read::source::classify_summaries;
+use std::io::Write;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -21,11 +22,11 @@ pub fn run(args: Args) -> CmdResult {
         for (s, class) in sessions.iter().zip(&classes) {
             let mut v = serde_json::to_value(s)?;
             v["eligibility"] = serde_json::to_value(class)?;
-            println!("{v}");
+            writeln!(std::io::stdout(), "{v}")?;
         }
         return Ok(Outcome::Clean);
     }
-    print!("{}", table(&sessions, &classes));
+    write!(std::io::stdout(), "{}", table(&sessions, &classes))?;
     Ok(Outcome::Clean)
 }
 

@@ -3,6 +3,7 @@
 use super::{CmdResult, Outcome};
 use crate::home::Home;
 use crate::ledger::{Ledger, Timeline, format_time};
+use std::io::Write;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -18,9 +19,13 @@ pub fn run(args: Args) -> CmdResult {
     let session = ledger.resolve_session(&args.session)?;
     let timeline = ledger.timeline(&session)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&timeline)?);
+        writeln!(
+            std::io::stdout(),
+            "{}",
+            serde_json::to_string_pretty(&timeline)?
+        )?;
     } else {
-        print!("{}", render(&timeline));
+        write!(std::io::stdout(), "{}", render(&timeline))?;
     }
     Ok(Outcome::Clean)
 }

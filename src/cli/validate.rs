@@ -4,6 +4,7 @@
 use super::{CmdResult, Outcome};
 use crate::home::Home;
 use crate::ledger::{Ledger, ValidationProblem, binary_digest};
+use std::io::Write;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -32,13 +33,22 @@ pub fn run(args: Args) -> CmdResult {
     if args.json {
         let v =
             serde_json::json!({"rows": rows, "ok": problems.is_empty(), "violations": problems});
-        println!("{v}");
+        writeln!(std::io::stdout(), "{v}")?;
     } else {
         for p in &problems {
-            println!("{}: {}: {}", p.event_id, p.rule, p.detail);
+            writeln!(
+                std::io::stdout(),
+                "{}: {}: {}",
+                p.event_id,
+                p.rule,
+                p.detail
+            )?;
         }
         if problems.is_empty() {
-            println!("ok: {rows} rows valid under schema digest {binary}");
+            writeln!(
+                std::io::stdout(),
+                "ok: {rows} rows valid under schema digest {binary}"
+            )?;
         }
     }
     Ok(if problems.is_empty() {

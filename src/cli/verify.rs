@@ -3,6 +3,7 @@
 use super::{CmdResult, Outcome};
 use crate::home::Home;
 use crate::ledger::Ledger;
+use std::io::Write;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -19,13 +20,19 @@ pub fn run(args: Args) -> CmdResult {
     let head = ledger.chain_head()?;
     if args.json {
         let v = serde_json::json!({"rows": rows, "chain_head": head, "ok": breaks.is_empty(), "breaks": breaks});
-        println!("{v}");
+        writeln!(std::io::stdout(), "{v}")?;
     } else {
         for b in &breaks {
-            println!("seq {} event {}: {}", b.seq, b.event_id, b.detail);
+            writeln!(
+                std::io::stdout(),
+                "seq {} event {}: {}",
+                b.seq,
+                b.event_id,
+                b.detail
+            )?;
         }
         if breaks.is_empty() {
-            println!("ok: {rows} rows, chain head {head}");
+            writeln!(std::io::stdout(), "ok: {rows} rows, chain head {head}")?;
         }
     }
     Ok(if breaks.is_empty() {

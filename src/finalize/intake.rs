@@ -7,7 +7,7 @@
 //! chunks, and a rerun after a crash produces the same events in the same
 //! chain order as an uninterrupted run.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 
 use super::run::{DamagedRange, FinalizeOptions, Summary, apply_batch};
@@ -16,7 +16,7 @@ use crate::adapter::{self, RawSignal};
 use crate::clock::ClockSample;
 use crate::contract::{
     AdapterId, Attestation, Confidence, Event, EventId, HealthCondition, Payload, Provenance,
-    SessionRef, TimeSource, TurnAttribution,
+    RawRef, SessionRef, TimeSource, TurnAttribution,
 };
 use crate::finalize::producer::SessionProducer;
 use crate::home::Home;
@@ -45,7 +45,10 @@ struct SpoolFile {
     size: u64,
 }
 
-/// Seal every session and drain all sealed files, chunk by chunk.
+/// Seal every session and drain all sealed files, chunk by chunk. Stage
+/// one of the next chunk (read, normalize, write the ready file) runs on a
+/// worker thread while this thread appends the previous chunk, so the two
+/// stages overlap; the order of batches, and so of the chain, is unchanged.
 pub(super) fn drain(
     home: &Home,
     ledger: &mut Ledger,
@@ -55,33 +58,122 @@ pub(super) fn drain(
 ) -> Result<(), FinalizeError> {
     let files = seal_all(home)?;
     failpoint::hit("after-seal");
+    let chunks = plan(home, ledger, files)?;
+    if chunks.is_empty() {
+        return Ok(());
+    }
+    let mut normalizer = Normalizer {
+        ledger: Ledger::open_dir_read(ledger.dir(), None)?,
+        states: HashMap::new(),
+        offsets: BTreeMap::new(),
+        recent: VecDeque::new(),
+    };
+    std::thread::scope(|scope| {
+        let (send, receive) = std::sync::mpsc::sync_channel::<Result<Prepared, FinalizeError>>(1);
+        scope.spawn(move || {
+            for chunk in chunks {
+                let prepared = prepare(home, &mut normalizer, opts, chunk);
+                let failed = prepared.is_err();
+                if send.send(prepared).is_err() || failed {
+                    break;
+                }
+            }
+        });
+        for prepared in receive {
+            let p = prepared?;
+            summary.damaged_ranges.extend(p.damaged);
+            // The file on disk is only for crash recovery; apply what is in memory.
+            apply_batch(home, ledger, &p.path, &p.batch, incarnation, opts, summary)?;
+        }
+        Ok(())
+    })
+}
+
+/// Cut the sealed files into chunks of whole files, in order; files a
+/// committed batch already drained are deleted instead.
+fn plan(
+    home: &Home,
+    ledger: &Ledger,
+    files: Vec<SpoolFile>,
+) -> Result<Vec<Vec<SpoolFile>>, FinalizeError> {
+    let mut chunks = Vec::new();
     let mut chunk: Vec<SpoolFile> = Vec::new();
     let mut bytes = 0;
     let limit = chunk_bytes();
     for file in files {
-        let rel = relative(home, &file.path);
-        if ledger.segment_drained(&rel)? {
+        if ledger.segment_drained(&relative(home, &file.path))? {
             super::run::remove_segment(&file.path)?;
             continue;
         }
         bytes += file.size;
         chunk.push(file);
         if bytes >= limit {
-            drain_chunk(
-                home,
-                ledger,
-                incarnation,
-                opts,
-                summary,
-                std::mem::take(&mut chunk),
-            )?;
+            chunks.push(std::mem::take(&mut chunk));
             bytes = 0;
         }
     }
     if !chunk.is_empty() {
-        drain_chunk(home, ledger, incarnation, opts, summary, chunk)?;
+        chunks.push(chunk);
     }
-    Ok(())
+    Ok(chunks)
+}
+
+/// Stage one's view of the ledger: a read connection plus what this run's
+/// own not-yet-committed batches changed (producer state, spool-health
+/// offsets), which the database cannot show yet.
+struct Normalizer {
+    ledger: Ledger,
+    states: HashMap<SessionRef, String>,
+    offsets: BTreeMap<SessionRef, u64>,
+    /// Record digests of the chunks that may not be committed yet (the one
+    /// being prepared, the one queued, the one being appended); older ones
+    /// are visible in the ledger's raw-signal table.
+    recent: VecDeque<HashSet<String>>,
+}
+
+impl Normalizer {
+    fn start_chunk(&mut self) {
+        self.recent.push_front(HashSet::new());
+        self.recent.truncate(3);
+    }
+
+    /// Whether this record digest was already drained; remembers it.
+    fn seen(&mut self, digest: &str) -> Result<bool, FinalizeError> {
+        if self.recent.iter().any(|set| set.contains(digest)) || self.ledger.signal_known(digest)? {
+            return Ok(true);
+        }
+        if let Some(current) = self.recent.front_mut() {
+            current.insert(digest.to_string());
+        }
+        Ok(false)
+    }
+
+    fn producer(&self, session: &SessionRef) -> Result<SessionProducer, FinalizeError> {
+        let text = match self.states.get(session) {
+            Some(t) => Some(t.clone()),
+            None => self.ledger.producer_state(session)?,
+        };
+        match text {
+            None => Ok(SessionProducer::new(session.clone())),
+            Some(text) => parse_state(session, &text),
+        }
+    }
+
+    fn next_offset(&mut self, session: &SessionRef) -> Result<u64, FinalizeError> {
+        let offset = match self.offsets.get(session) {
+            Some(n) => *n,
+            None => self.ledger.next_offset(session)?,
+        };
+        self.offsets.insert(session.clone(), offset + 1);
+        Ok(offset)
+    }
+}
+
+/// A chunk after stage one: its batch, durable in the ready file at `path`.
+struct Prepared {
+    batch: AppendBatch,
+    path: PathBuf,
+    damaged: Vec<DamagedRange>,
 }
 
 fn seal_all(home: &Home) -> Result<Vec<SpoolFile>, FinalizeError> {
@@ -136,14 +228,12 @@ fn load(files: &[SpoolFile]) -> Result<Loaded, FinalizeError> {
     Ok(out)
 }
 
-fn drain_chunk(
+fn prepare(
     home: &Home,
-    ledger: &mut Ledger,
-    incarnation: u64,
+    normalizer: &mut Normalizer,
     opts: &FinalizeOptions,
-    summary: &mut Summary,
     files: Vec<SpoolFile>,
-) -> Result<(), FinalizeError> {
+) -> Result<Prepared, FinalizeError> {
     let t = std::time::Instant::now();
     let loaded = load(&files)?;
     timing("load", t);
@@ -156,9 +246,19 @@ fn drain_chunk(
         states: Vec::new(),
     };
     let t = std::time::Instant::now();
-    normalize(ledger, &loaded.records, &mut batch)?;
+    normalizer.start_chunk();
+    let unknown = normalize(normalizer, &loaded.records, &mut batch)?;
     timing("normalize", t);
-    damage_events(home, ledger, opts, &loaded.damage, &mut batch, summary)?;
+    let mut health = SpoolHealth {
+        normalizer,
+        opts,
+        damaged: Vec::new(),
+    };
+    health.damage(home, &loaded.damage, &mut batch)?;
+    for i in unknown {
+        health.unknown_adapter(home, &loaded.records[i].0, &mut batch)?;
+    }
+    let damaged = health.damaged;
     let t = std::time::Instant::now();
     let path = ready::write(home, &batch)?;
     timing("ready-write", t);
@@ -166,8 +266,11 @@ fn drain_chunk(
     for f in &files {
         super::run::remove_segment(&f.path)?;
     }
-    // The file on disk is only for crash recovery; apply what is in memory.
-    apply_batch(home, ledger, &path, &batch, incarnation, opts, summary)
+    Ok(Prepared {
+        batch,
+        path,
+        damaged,
+    })
 }
 
 fn raw_signal<'a>(rec: &'a SpoolRecord, adapter: AdapterId, digest: &'a str) -> RawSignal<'a> {
@@ -188,11 +291,14 @@ fn raw_signal<'a>(rec: &'a SpoolRecord, adapter: AdapterId, digest: &'a str) -> 
 
 /// Route every record to its canonical session, then ingest each session's
 /// records in arrival order (receive time; file order breaks ties).
+/// Returns the records whose adapter this build does not know; they are
+/// kept raw and reported, never dropped and never allowed to wedge a run.
 fn normalize(
-    ledger: &Ledger,
+    normalizer: &mut Normalizer,
     records: &[(SpoolRecord, String)],
     batch: &mut AppendBatch,
-) -> Result<(), FinalizeError> {
+) -> Result<Vec<usize>, FinalizeError> {
+    let mut unknown = Vec::new();
     let mut by_session: BTreeMap<SessionRef, Vec<(usize, AdapterId, String)>> = BTreeMap::new();
     for (i, (rec, adapter_dir)) in records.iter().enumerate() {
         let name = if rec.envelope.adapter.is_empty() {
@@ -201,11 +307,8 @@ fn normalize(
             &rec.envelope.adapter
         };
         let Some(adapter) = AdapterId::parse(name) else {
-            return Err(FinalizeError::Spool(format!(
-                "{}: record at {} names unknown adapter {name:?}",
-                rec.at.file.display(),
-                rec.at.offset
-            )));
+            unknown.push(i);
+            continue;
         };
         let env = &rec.envelope;
         let sid = env.session_id.as_deref().unwrap_or(&env.session_key);
@@ -216,6 +319,11 @@ fn normalize(
             env.received_ns,
             &rec.payload,
         );
+        // The spool may hold one record twice (a segment append whose sync
+        // failed, then its fallback copy): both copies have one digest.
+        if normalizer.seen(&digest)? {
+            continue;
+        }
         let session = adapter::route(&raw_signal(rec, adapter, &digest));
         by_session
             .entry(session)
@@ -226,7 +334,7 @@ fn normalize(
     let mut done = 0;
     for (session, mut items) in by_session {
         items.sort_by_key(|(i, _, _)| (records[*i].0.envelope.received_ns, *i));
-        let mut producer = load_producer(ledger, &session)?;
+        let mut producer = normalizer.producer(&session)?;
         for (i, adapter, digest) in items {
             if done == total / 2 && done > 0 {
                 failpoint::hit("mid-normalize");
@@ -245,9 +353,11 @@ fn normalize(
                 .events
                 .extend(ingested.events.into_iter().map(ReadyEvent::new));
         }
-        batch.states.push(save_producer(&session, &producer));
+        let state = save_producer(&session, &producer);
+        normalizer.states.insert(session, state.state.clone());
+        batch.states.push(state);
     }
-    Ok(())
+    Ok(unknown)
 }
 
 fn signal_row(
@@ -273,13 +383,17 @@ fn signal_row(
 fn load_producer(ledger: &Ledger, session: &SessionRef) -> Result<SessionProducer, FinalizeError> {
     match ledger.producer_state(session)? {
         None => Ok(SessionProducer::new(session.clone())),
-        Some(text) => serde_json::from_str(&text).map_err(|e| {
-            FinalizeError::Spool(format!(
-                "producer state of {} {} does not load: {e}",
-                session.adapter, session.session_id
-            ))
-        }),
+        Some(text) => parse_state(session, &text),
     }
+}
+
+fn parse_state(session: &SessionRef, text: &str) -> Result<SessionProducer, FinalizeError> {
+    serde_json::from_str(text).map_err(|e| {
+        FinalizeError::Spool(format!(
+            "producer state of {} {} does not load: {e}",
+            session.adapter, session.session_id
+        ))
+    })
 }
 
 fn save_producer(session: &SessionRef, producer: &SessionProducer) -> BatchState {
@@ -289,79 +403,128 @@ fn save_producer(session: &SessionRef, producer: &SessionProducer) -> BatchState
     }
 }
 
-/// Every damaged range becomes a `health.condition` event, so damage is
-/// never only in a log.
-fn damage_events(
-    home: &Home,
-    ledger: &Ledger,
-    opts: &FinalizeOptions,
-    damage: &[(Damage, String)],
-    batch: &mut AppendBatch,
-    summary: &mut Summary,
-) -> Result<(), FinalizeError> {
-    let mut next: BTreeMap<SessionRef, u64> = BTreeMap::new();
-    for (d, adapter_dir) in damage {
-        let adapter = AdapterId::parse(adapter_dir).unwrap_or(AdapterId::ClaudeCode);
+/// Health events about the spool itself, under the session
+/// `harnery:spool` of an adapter, so damage is never only in a log.
+struct SpoolHealth<'a> {
+    normalizer: &'a mut Normalizer,
+    opts: &'a FinalizeOptions,
+    damaged: Vec<DamagedRange>,
+}
+
+impl SpoolHealth<'_> {
+    /// Every damaged byte range becomes one `spool_damage` event.
+    fn damage(
+        &mut self,
+        home: &Home,
+        damage: &[(Damage, String)],
+        batch: &mut AppendBatch,
+    ) -> Result<(), FinalizeError> {
+        for (d, adapter_dir) in damage {
+            let adapter = AdapterId::parse(adapter_dir).unwrap_or(AdapterId::ClaudeCode);
+            let r = DamagedRange {
+                file: relative(home, &d.file),
+                start: d.start,
+                end: d.end,
+                kind: d.kind.as_str().to_string(),
+            };
+            let id = EventId::derive(
+                "harnery.spool-damage",
+                &[
+                    r.file.as_bytes(),
+                    &r.start.to_le_bytes(),
+                    &r.end.to_le_bytes(),
+                    r.kind.as_bytes(),
+                ],
+            );
+            let detail = format!(
+                "{} bytes {}..{} skipped: {}",
+                r.file, r.start, r.end, r.kind
+            );
+            self.push(adapter, id, "spool_damage", detail, Vec::new(), batch)?;
+            self.damaged.push(r);
+        }
+        Ok(())
+    }
+
+    /// A record of an adapter this build does not know: its raw bytes are
+    /// kept in the ledger and one `unknown_adapter` event points at them.
+    fn unknown_adapter(
+        &mut self,
+        home: &Home,
+        rec: &SpoolRecord,
+        batch: &mut AppendBatch,
+    ) -> Result<(), FinalizeError> {
+        let env = &rec.envelope;
+        let mut h = blake3::Hasher::new();
+        for part in [
+            env.adapter.as_bytes(),
+            env.session_key.as_bytes(),
+            &env.received_ns.to_le_bytes(),
+            &rec.payload,
+        ] {
+            h.update(&(part.len() as u64).to_le_bytes());
+            h.update(part);
+        }
+        let digest = h.finalize().to_hex().to_string();
+        let id = EventId::derive("harnery.unknown-adapter", &[digest.as_bytes()]);
+        let detail = format!(
+            "{} record at byte {}: adapter {:?} is unknown to this build; raw bytes kept",
+            relative(home, &rec.at.file),
+            rec.at.offset,
+            env.adapter
+        );
+        let raw = vec![RawRef {
+            record_digest: digest.clone(),
+            event_name: env.event.clone(),
+        }];
+        let mut row = signal_row(rec, AdapterId::ClaudeCode, digest, &[], None);
+        row.adapter = env.adapter.clone();
+        row.event_ids = vec![id.to_string()];
+        batch.signals.push(row);
+        self.push(
+            AdapterId::ClaudeCode,
+            id,
+            "unknown_adapter",
+            detail,
+            raw,
+            batch,
+        )
+    }
+
+    fn push(
+        &mut self,
+        adapter: AdapterId,
+        id: EventId,
+        code: &str,
+        detail: String,
+        raw: Vec<RawRef>,
+        batch: &mut AppendBatch,
+    ) -> Result<(), FinalizeError> {
         let session = SessionRef {
             adapter,
             session_id: SPOOL_HEALTH_SESSION.into(),
         };
-        let offset = match next.get(&session) {
-            Some(n) => *n,
-            None => ledger.next_offset(&session)?,
-        };
-        next.insert(session.clone(), offset + 1);
-        let file = relative(home, &d.file);
-        let range = DamagedRange {
-            file: file.clone(),
-            start: d.start,
-            end: d.end,
-            kind: d.kind.as_str().to_string(),
-        };
-        batch
-            .events
-            .push(ReadyEvent::new(damage_event(session, offset, &range, opts)));
-        summary.damaged_ranges.push(range);
-    }
-    Ok(())
-}
-
-fn damage_event(
-    session: SessionRef,
-    offset: u64,
-    r: &DamagedRange,
-    opts: &FinalizeOptions,
-) -> Event {
-    let id = EventId::derive(
-        "harnery.spool-damage",
-        &[
-            r.file.as_bytes(),
-            &r.start.to_le_bytes(),
-            &r.end.to_le_bytes(),
-            r.kind.as_bytes(),
-        ],
-    );
-    Event {
-        id,
-        session,
-        offset,
-        time_unix_ns: opts.now_unix_ns,
-        time_source: TimeSource::Finalizer,
-        clock: None,
-        agent_id: None,
-        turn: TurnAttribution::none(),
-        provenance: Provenance {
-            attestation: Attestation::Derived,
-            confidence: Confidence::High,
-        },
-        raw: Vec::new(),
-        payload: Payload::HealthCondition(HealthCondition {
-            code: "spool_damage".into(),
-            detail: format!(
-                "{} bytes {}..{} skipped: {}",
-                r.file, r.start, r.end, r.kind
-            ),
-        }),
+        let offset = self.normalizer.next_offset(&session)?;
+        batch.events.push(ReadyEvent::new(Event {
+            id,
+            session,
+            offset,
+            time_unix_ns: self.opts.now_unix_ns,
+            time_source: TimeSource::Finalizer,
+            clock: None,
+            agent_id: None,
+            turn: TurnAttribution::none(),
+            provenance: Provenance {
+                attestation: Attestation::Derived,
+                confidence: Confidence::High,
+            },
+            raw,
+            payload: Payload::HealthCondition(HealthCondition {
+                code: code.into(),
+                detail,
+            }),
+        }));
+        Ok(())
     }
 }
 

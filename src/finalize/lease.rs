@@ -51,12 +51,16 @@ impl Lease {
             path: path.clone(),
             source,
         };
-        let file = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(io)?;
+        let file = {
+            use std::os::unix::fs::OpenOptionsExt;
+            File::options()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .mode(0o600)
+                .open(&path)
+                .map_err(io)?
+        };
         let start = Instant::now();
         let limit = wait_limit();
         loop {

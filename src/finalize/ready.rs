@@ -66,10 +66,37 @@ pub fn pending(home: &Home) -> Result<Vec<PathBuf>, FinalizeError> {
     Ok(out)
 }
 
-/// A fresh batch id: a timestamp (so files sort in creation order) and a
+/// Delete temporary files a killed run left half written (their batch was
+/// never renamed into place, so its intake segments were never deleted and
+/// will be drained again). Call only under the finalizer lease.
+pub fn remove_orphans(home: &Home) -> Result<(), FinalizeError> {
+    let dir = ready_dir(home);
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Ok(());
+    };
+    for entry in entries {
+        let path = entry.map_err(|e| FinalizeError::io(&dir, e))?.path();
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if name.starts_with('.') && name.ends_with(".tmp") {
+            std::fs::remove_file(&path).map_err(|e| FinalizeError::io(&path, e))?;
+        }
+    }
+    Ok(())
+}
+
+/// A fresh batch id: the run's time and a per-process sequence number (so
+/// a run's files sort in creation order even under a pinned "now"), and a
 /// random part.
 pub fn new_batch_id(now_unix_ns: i64) -> String {
-    format!("{now_unix_ns:020}-{}", uuid::Uuid::new_v4().simple())
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!(
+        "{now_unix_ns:020}-{seq:08}-{}",
+        uuid::Uuid::new_v4().simple()
+    )
 }
 
 /// Write `batch` durably as one ready file; returns its path.
@@ -78,7 +105,7 @@ pub fn write(home: &Home, batch: &AppendBatch) -> Result<PathBuf, FinalizeError>
     create_dir_private(&dir)?;
     let path = dir.join(format!("{}{SUFFIX}", batch.id));
     let tmp = dir.join(format!(".{}.tmp", batch.id));
-    let file = File::create(&tmp).map_err(|e| FinalizeError::io(&tmp, e))?;
+    let file = durable::create_private(&tmp).map_err(|e| FinalizeError::io(&tmp, e))?;
     let mut out = BufWriter::new(file);
     write_lines(&mut out, batch).map_err(|e| FinalizeError::io(&tmp, e))?;
     let file = out

@@ -74,6 +74,7 @@ pub fn apply_pending(
     opts: &FinalizeOptions,
     summary: &mut Summary,
 ) -> Result<u64, FinalizeError> {
+    ready::remove_orphans(home)?;
     let files = ready::pending(home)?;
     for path in &files {
         apply_file(home, ledger, path, incarnation, opts, summary)?;

@@ -14,7 +14,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), LedgerError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
     let tmp = dir.join(format!(".{}.tmp", name.unwrap_or_default()));
-    let mut file = File::create(&tmp).map_err(|e| LedgerError::io(&tmp, e))?;
+    let mut file = create_private(&tmp).map_err(|e| LedgerError::io(&tmp, e))?;
     file.write_all(bytes)
         .map_err(|e| LedgerError::io(&tmp, e))?;
     file.sync_all()
@@ -29,4 +29,15 @@ pub fn sync_dir(dir: &Path) -> Result<(), LedgerError> {
     handle
         .sync_all()
         .map_err(|e| LedgerError::durability(dir, e))
+}
+
+/// Create (truncating) a file of mode 0600, like everything under the home.
+pub fn create_private(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    File::options()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
 }
