@@ -3,7 +3,8 @@
 # and @github/copilot from npm into a scratch dir, configure harnery with
 # `harnery install` in a scratch HOME, run one scripted session of each
 # against a fake Anthropic Messages server on 127.0.0.1 (carried below), and
-# check that every hook invocation the client reports is in the spool:
+# check that every hook invocation the client reports is in the spool, then
+# finalize, validate, verify and show what was recorded:
 #   Claude Code: "Hooks: <Event>… [<harnery-hook …>] finished" lines in its --debug-file
 #   Copilot:     hook.start events in ~/.copilot/session-state/<id>/events.jsonl
 # Not part of CI (needs the npm registry once, then runs offline).
@@ -210,8 +211,23 @@ sys.exit(0 if ok else 1)
 PY
 }
 
+# ---- The rest of the pipeline on what the real clients delivered ----
+finish_ledger() {
+  local agent="$1" hh="$WORK/$1/hh"
+  HARNERY_HOME="$hh" "$HARNERY" finalize || return 1
+  HARNERY_HOME="$hh" "$HARNERY" validate || return 1
+  HARNERY_HOME="$hh" "$HARNERY" verify || return 1
+  HARNERY_HOME="$hh" "$HARNERY" sessions || return 1
+  local id
+  id=$(HARNERY_HOME="$hh" "$HARNERY" sessions --json | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["session"]["session_id"])') || return 1
+  HARNERY_HOME="$hh" "$HARNERY" show "$id" || return 1
+  log "$agent: finalize, validate, verify and show OK"
+}
+
 export HARNERY
 run_claude || fail=1
 run_copilot || fail=1
+finish_ledger claude || fail=1
+finish_ledger copilot || fail=1
 log "total $(( $(date +%s) - START )) s; scratch kept in $WORK"
 exit $fail
