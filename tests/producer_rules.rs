@@ -410,8 +410,23 @@ fn an_end_that_cannot_salvage_expires_after_24_hours() {
 }
 
 #[test]
+fn an_end_with_nothing_open_closes_at_once() {
+    let mut s = Script::claude_session();
+    s.claude(&prompt("p"));
+    let out = s.claude(SESSION_END);
+    let types: Vec<&str> = out.iter().map(|e| e.event_type().as_str()).collect();
+    assert_eq!(types, ["session.ended", "end.requested", "end.salvaged"]);
+    assert!(out.iter().all(|e| e.time_unix_ns == out[0].time_unix_ns));
+    assert!(s.producer.pending_end().is_none());
+    assert!(s.tick(s.now + END_EXPIRY_NS).is_empty());
+    s.check();
+}
+
+#[test]
 fn a_second_end_supersedes_the_first() {
     let mut s = Script::claude_session();
+    s.claude(&prompt("p"));
+    s.claude(&pre("p", "a"));
     let first = s.send(Some("harnery.end_requested"), "{}");
     let second = s.send(Some("harnery.end_requested"), r#"{"reason":"again"}"#);
     let Payload::EndCancelled(c) = &second[0].payload else {

@@ -2,7 +2,9 @@
 //!
 //! An end request (the agent's own session end, or `harnery end`) records
 //! `end.requested` with the approved set: every span open at that moment,
-//! by request event id. It stays pending until the next [`tick`]:
+//! by request event id. With nothing open it closes at once
+//! (`end.salvaged` with zero spans); otherwise it stays pending until the
+//! next [`tick`]:
 //!
 //! 1. Salvage is evaluated first. When the adapter's table enables
 //!    explicit-end salvage, the approved spans still open are recovered
@@ -94,12 +96,19 @@ impl SessionProducer {
             tag: "end_requested".to_string(),
         };
         let id = self.emit(trigger, draft, out);
-        self.pending_end = Some(PendingEnd {
+        let pending = PendingEnd {
             end_event_id: id,
             origin,
             requested_unix_ns: trigger.time_unix_ns,
             approved_spans: approved,
-        });
+        };
+        if pending.approved_spans.is_empty() {
+            // Nothing is open, so nothing can hold the end back: it closes
+            // at once, at the time of the signal that asked for it.
+            self.salvage(pending, trigger, out);
+        } else {
+            self.pending_end = Some(pending);
+        }
     }
 
     pub(super) fn cancel_pending_end(
