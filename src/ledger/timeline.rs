@@ -93,10 +93,18 @@ fn span_text(name: &str, s: Option<&SpanRow>) -> String {
     if let Some(outcome) = &s.outcome {
         text.push_str(&format!(" {outcome}"));
     }
-    match s.duration_ms {
-        Some(ms) => text.push_str(&format!(" {ms} ms")),
-        None if s.completed_event_id.is_some() => text.push_str(" duration unknown"),
-        None => {}
+    match (s.duration_ms, s.requested_unix_ns, s.completed_unix_ns) {
+        (Some(ms), _, _) => text.push_str(&format!(" {ms} ms")),
+        // Recovered terminals carry no time worth showing; a native one
+        // without a reported duration still has two observed instants.
+        (None, Some(from), Some(to)) if s.reason.is_none() && to >= from => {
+            text.push_str(&format!(
+                " {} ms between request and completion",
+                (to - from) / 1_000_000
+            ))
+        }
+        (None, _, _) if s.completed_event_id.is_some() => text.push_str(" duration unknown"),
+        (None, _, _) => {}
     }
     if let Some(reason) = &s.reason {
         text.push_str(&format!(" (recovery: {reason})"));
