@@ -138,8 +138,10 @@ impl Normalizer {
     }
 
     /// Whether this record digest was already drained; remembers it.
-    fn seen(&mut self, digest: &str) -> Result<bool, FinalizeError> {
-        if self.recent.iter().any(|set| set.contains(digest)) || self.ledger.signal_known(digest)? {
+    fn seen(&mut self, received_unix_ns: i64, digest: &str) -> Result<bool, FinalizeError> {
+        if self.recent.iter().any(|set| set.contains(digest))
+            || self.ledger.signal_known(received_unix_ns, digest)?
+        {
             return Ok(true);
         }
         if let Some(current) = self.recent.front_mut() {
@@ -321,7 +323,7 @@ fn normalize(
         );
         // The spool may hold one record twice (a segment append whose sync
         // failed, then its fallback copy): both copies have one digest.
-        if normalizer.seen(&digest)? {
+        if normalizer.seen(env.received_ns, &digest)? {
             continue;
         }
         let session = adapter::route(&raw_signal(rec, adapter, &digest));

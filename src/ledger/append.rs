@@ -126,12 +126,17 @@ impl Ledger {
         )?)
     }
 
-    /// Whether a raw signal with this record digest is already kept.
-    pub fn signal_known(&self, record_digest: &str) -> Result<bool, LedgerError> {
+    /// Whether a raw signal with this record digest (which covers the
+    /// receive time) is already kept.
+    pub fn signal_known(
+        &self,
+        received_unix_ns: i64,
+        record_digest: &str,
+    ) -> Result<bool, LedgerError> {
         Ok(self
             .conn
-            .prepare_cached("SELECT EXISTS (SELECT 1 FROM raw_signals WHERE record_digest = ?1)")?
-            .query_row([record_digest], |r| r.get(0))?)
+            .prepare_cached("SELECT EXISTS (SELECT 1 FROM raw_signals WHERE received_unix_ns = ?1 AND record_digest = ?2)")?
+            .query_row(params![received_unix_ns, record_digest], |r| r.get(0))?)
     }
 
     /// Whether an intake segment was drained by a committed batch.

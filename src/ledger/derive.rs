@@ -195,8 +195,8 @@ fn close_span(tx: &Transaction, e: &Event, t: Terminal) -> Result<(), LedgerErro
         return Ok(());
     };
     tx.prepare_cached("UPDATE spans SET state = ?2, reason = coalesce(?3, reason), completed_event_id = ?4, outcome = ?5, duration_ms = ?6, completed_unix_ns = ?7 \
-         WHERE request_event_id = ?1")?.execute(
-        params![span, state, t.reason, e.id.as_str(), outcome, t.duration.map(|d| d as i64), e.time_unix_ns],
+         WHERE adapter = ?8 AND session_id = ?9 AND request_event_id = ?1")?.execute(
+        params![span, state, t.reason, e.id.as_str(), outcome, t.duration.map(|d| d as i64), e.time_unix_ns, e.session.adapter.as_str(), e.session.session_id],
     )?;
     Ok(())
 }
@@ -208,8 +208,8 @@ fn find_open_span(
 ) -> Result<Option<String>, LedgerError> {
     if let Some(id) = t.requested {
         let found: Option<String> = tx
-            .prepare_cached("SELECT request_event_id FROM spans WHERE request_event_id = ?1")?
-            .query_row([id], |r| r.get(0))
+            .prepare_cached("SELECT request_event_id FROM spans WHERE adapter = ?1 AND session_id = ?2 AND request_event_id = ?3")?
+            .query_row(params![e.session.adapter.as_str(), e.session.session_id, id], |r| r.get(0))
             .optional()?;
         if found.is_some() {
             return Ok(found);
