@@ -375,7 +375,7 @@ fn signal_row(
         session_key: rec.envelope.session_key.clone(),
         event_name: rec.envelope.event.clone(),
         received_unix_ns: rec.envelope.received_ns,
-        envelope: serde_json::to_string(&rec.envelope).expect("envelopes serialize"),
+        envelope: rec.envelope_json.clone(),
         payload: rec.payload.clone(),
         event_ids: events.iter().map(|e| e.id.to_string()).collect(),
         duplicate_of: duplicate_of.map(|d| d.to_string()),
