@@ -20,7 +20,9 @@ use crate::contract::{
 };
 use crate::finalize::producer::SessionProducer;
 use crate::home::Home;
-use crate::ledger::{AppendBatch, BatchSignal, BatchState, Ledger, ReadyEvent, binary_digest};
+use crate::ledger::{
+    AppendBatch, BatchSignal, BatchState, Checkpointer, Ledger, ReadyEvent, binary_digest,
+};
 use crate::spool::{Damage, IntakeSpool, SpoolRecord, read_segment};
 
 /// A chunk closes once its files reach this many bytes
@@ -68,7 +70,8 @@ pub(super) fn drain(
         offsets: BTreeMap::new(),
         recent: VecDeque::new(),
     };
-    std::thread::scope(|scope| {
+    ledger.set_auto_checkpoint(false)?;
+    let drained = std::thread::scope(|scope| {
         let (send, receive) = std::sync::mpsc::sync_channel::<Result<Prepared, FinalizeError>>(1);
         scope.spawn(move || {
             for chunk in chunks {
@@ -79,14 +82,28 @@ pub(super) fn drain(
                 }
             }
         });
+        let checkpointer = Checkpointer::open(ledger.dir())?;
+        let (wake, woken) = std::sync::mpsc::sync_channel::<()>(1);
+        let checkpoints = scope.spawn(move || woken.iter().try_for_each(|()| checkpointer.run()));
         for prepared in receive {
             let p = prepared?;
             summary.damaged_ranges.extend(p.damaged);
             // The file on disk is only for crash recovery; apply what is in memory.
             apply_batch(home, ledger, &p.path, &p.batch, incarnation, opts, summary)?;
+            // One checkpoint pending is enough; it takes whatever is committed.
+            // A checkpoint thread that is gone failed: stop and report it.
+            if let Err(std::sync::mpsc::TrySendError::Disconnected(())) = wake.try_send(()) {
+                break;
+            }
         }
-        Ok(())
-    })
+        drop(wake);
+        checkpoints
+            .join()
+            .expect("the checkpoint thread does not panic")
+            .map_err(|e| FinalizeError::Durability(format!("checkpoint: {e}")))
+    });
+    ledger.set_auto_checkpoint(true)?;
+    drained
 }
 
 /// Cut the sealed files into chunks of whole files, in order; files a

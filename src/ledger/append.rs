@@ -160,7 +160,9 @@ impl Ledger {
         if self.poisoned {
             return Err(LedgerError::Poisoned);
         }
+        let t = std::time::Instant::now();
         check_batch(batch, &self.genesis.schema_digest)?;
+        timing("append-check", t);
         let seed = self.genesis.chain_seed();
         let tx = self
             .conn
@@ -172,14 +174,20 @@ impl Ledger {
         if done {
             return Ok(AppendOutcome::AlreadyApplied);
         }
+        let t = std::time::Instant::now();
         insert_events(&tx, batch, seed, midway)?;
+        timing("append-events", t);
+        let t = std::time::Instant::now();
         insert_signals(&tx, batch)?;
         insert_states(&tx, batch)?;
         insert_bookkeeping(&tx, batch, incarnation, now_unix_ns)?;
+        timing("append-signals", t);
+        let t = std::time::Instant::now();
         if let Err(e) = tx.commit() {
             self.poisoned = true;
             return Err(LedgerError::CommitFailed(e));
         }
+        timing("append-commit", t);
         Ok(AppendOutcome::Appended {
             events: batch.events.len(),
             signals: batch.signals.len(),
@@ -228,6 +236,13 @@ impl Ledger {
             )
             .optional()?;
         Ok(n.unwrap_or(0) as u64)
+    }
+}
+
+/// With `HARNERY_TIMING` set, report how long a step took on stderr.
+fn timing(step: &str, since: std::time::Instant) {
+    if std::env::var_os("HARNERY_TIMING").is_some() {
+        eprintln!("timing {step}: {:?}", since.elapsed());
     }
 }
 

@@ -14,6 +14,7 @@
 mod append;
 pub mod chain;
 mod check;
+mod checkpoint;
 mod derive;
 pub mod durable;
 mod genesis;
@@ -27,6 +28,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
 pub use append::{AppendBatch, AppendOutcome, BatchSignal, BatchState, ReadyEvent};
 pub use check::{ChainBreak, ValidationProblem};
+pub use checkpoint::Checkpointer;
 pub use genesis::{Anchor, GENESIS_FORMAT, GenesisManifest, binary_digest, capability_digests};
 pub use query::{
     EndRequestRow, HealthRow, SessionSummary, SpanCounts, SpanRow, SpanState, StoredEvent,
@@ -191,7 +193,11 @@ impl Ledger {
         // land all over the b-tree: a 64 MiB page cache keeps that cheap
         // without growing with the ledger.
         conn.pragma_update(None, "cache_size", -65536)?;
-        conn.pragma_update(None, "wal_autocheckpoint", 4096)?;
+        conn.pragma_update(
+            None,
+            "wal_autocheckpoint",
+            checkpoint::AUTO_CHECKPOINT_PAGES,
+        )?;
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
         schema::migrate(&mut conn, now_unix_ns)?;
         conn.execute(
