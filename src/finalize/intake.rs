@@ -266,7 +266,12 @@ fn prepare(
     };
     let t = std::time::Instant::now();
     normalizer.start_chunk();
-    let unknown = normalize(normalizer, &loaded.records, &mut batch)?;
+    // One snapshot for the chunk: every batch it must see (all but the
+    // three in `recent`) committed before this chunk started.
+    normalizer.ledger.begin_snapshot()?;
+    let unknown = normalize(normalizer, &loaded.records, &mut batch);
+    normalizer.ledger.end_snapshot()?;
+    let unknown = unknown?;
     timing("normalize", t);
     let mut health = SpoolHealth {
         normalizer,

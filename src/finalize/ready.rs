@@ -6,8 +6,9 @@
 //! Format `harnery.ready.v2` (written): the line `harnery.ready.v2\n`, then
 //! frames of `kind: u8 ‖ u64le(len) ‖ len bytes`, in this order: one `H`
 //! (header JSON: format, batch, contract_digest, sources); per raw signal an
-//! `S` (its fields as JSON, without the payload) directly followed by a `P`
-//! (the payload bytes exactly as spooled); an `E` per event (its canonical
+//! `S` (its fields as JSON, without envelope and payload) directly followed
+//! by a `V` (the envelope's JSON text) and a `P` (the payload bytes exactly
+//! as spooled); an `E` per event (its canonical
 //! text, byte for byte what the ledger stores and hashes); a `T` per
 //! producer state (JSON). Payloads and event texts are copied, never
 //! escaped or base64-encoded. The file is renamed into place only after
@@ -144,7 +145,6 @@ struct SignalHead<'a> {
     session_key: &'a str,
     event_name: Option<&'a str>,
     received_unix_ns: i64,
-    envelope: &'a str,
     event_ids: &'a [String],
     duplicate_of: Option<&'a str>,
 }
@@ -157,7 +157,6 @@ struct SignalHeadOwned {
     session_key: String,
     event_name: Option<String>,
     received_unix_ns: i64,
-    envelope: String,
     event_ids: Vec<String>,
     duplicate_of: Option<String>,
 }
@@ -176,6 +175,7 @@ fn write_frames(out: &mut impl Write, batch: &AppendBatch) -> std::io::Result<()
         buf.clear();
         serde_json::to_writer(&mut buf, &signal_head(s))?;
         frame(out, b'S', &buf)?;
+        frame(out, b'V', s.envelope.as_bytes())?;
         frame(out, b'P', &s.payload)?;
     }
     for e in &batch.events {
@@ -196,7 +196,6 @@ fn signal_head(s: &BatchSignal) -> SignalHead<'_> {
         session_key: &s.session_key,
         event_name: s.event_name.as_deref(),
         received_unix_ns: s.received_unix_ns,
-        envelope: &s.envelope,
         event_ids: &s.event_ids,
         duplicate_of: s.duplicate_of.as_deref(),
     }
@@ -242,13 +241,15 @@ fn read_v2(path: &Path, mut rest: &[u8]) -> Result<AppendBatch, FinalizeError> {
             (_, None) => return Err(bad(n, "the first frame must be the header".into())),
             (b'S', Some(b)) => {
                 let head: SignalHeadOwned = serde_json::from_slice(body).map_err(json_err)?;
-                let (kind, payload, after) = split_frame(rest)
-                    .filter(|(k, _, _)| *k == b'P')
-                    .ok_or_else(|| bad(n + 1, "a signal must be followed by its payload".into()))?;
-                debug_assert_eq!(kind, b'P');
+                let (envelope, payload, after) = signal_parts(rest).ok_or_else(|| {
+                    bad(
+                        n + 1,
+                        "a signal must be followed by its V and P frames".into(),
+                    )
+                })?;
                 rest = after;
-                n += 1;
-                b.signals.push(signal_from(head, payload.to_vec()));
+                n += 2;
+                b.signals.push(signal_from(head, envelope, payload));
             }
             (b'E', Some(b)) => {
                 let text = std::str::from_utf8(body).map_err(|e| bad(n, e.to_string()))?;
@@ -265,6 +266,16 @@ fn read_v2(path: &Path, mut rest: &[u8]) -> Result<AppendBatch, FinalizeError> {
     batch.ok_or_else(|| bad(0, "empty ready file".into()))
 }
 
+/// The `V` (envelope text) and `P` (payload) frames after an `S`.
+fn signal_parts(bytes: &[u8]) -> Option<(String, Vec<u8>, &[u8])> {
+    let (kind, envelope, rest) = split_frame(bytes)?;
+    let envelope = std::str::from_utf8(envelope)
+        .ok()
+        .filter(|_| kind == b'V')?;
+    let (kind, payload, rest) = split_frame(rest)?;
+    (kind == b'P').then(|| (envelope.to_string(), payload.to_vec(), rest))
+}
+
 /// One frame off the front of `bytes`: its kind, body and what follows.
 fn split_frame(bytes: &[u8]) -> Option<(u8, &[u8], &[u8])> {
     let (&kind, rest) = bytes.split_first()?;
@@ -273,14 +284,14 @@ fn split_frame(bytes: &[u8]) -> Option<(u8, &[u8], &[u8])> {
     (len <= rest.len()).then(|| (kind, &rest[..len], &rest[len..]))
 }
 
-fn signal_from(h: SignalHeadOwned, payload: Vec<u8>) -> BatchSignal {
+fn signal_from(h: SignalHeadOwned, envelope: String, payload: Vec<u8>) -> BatchSignal {
     BatchSignal {
         record_digest: h.record_digest,
         adapter: h.adapter,
         session_key: h.session_key,
         event_name: h.event_name,
         received_unix_ns: h.received_unix_ns,
-        envelope: h.envelope,
+        envelope,
         payload,
         event_ids: h.event_ids,
         duplicate_of: h.duplicate_of,
@@ -412,6 +423,6 @@ mod tests {
         let bytes = std::fs::read(&path).unwrap();
         std::fs::write(&path, &bytes[..bytes.len() - 3]).unwrap();
         let err = read(&path).unwrap_err().to_string();
-        assert!(err.contains("frame 4: cut short"), "{err}");
+        assert!(err.contains("frame 5: cut short"), "{err}");
     }
 }

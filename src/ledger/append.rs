@@ -126,6 +126,19 @@ impl Ledger {
         )?)
     }
 
+    /// Hold one read snapshot until [`Ledger::end_snapshot`], instead of one
+    /// per query (each costs a lock round trip on the WAL index).
+    pub fn begin_snapshot(&self) -> Result<(), LedgerError> {
+        Ok(self.conn.execute_batch("BEGIN DEFERRED")?)
+    }
+
+    pub fn end_snapshot(&self) -> Result<(), LedgerError> {
+        if !self.conn.is_autocommit() {
+            self.conn.execute_batch("COMMIT")?;
+        }
+        Ok(())
+    }
+
     /// Whether a raw signal with this record digest (which covers the
     /// receive time) is already kept.
     pub fn signal_known(
