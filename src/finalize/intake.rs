@@ -254,7 +254,7 @@ fn prepare(
     files: Vec<SpoolFile>,
 ) -> Result<Prepared, FinalizeError> {
     let t = std::time::Instant::now();
-    let loaded = load(&files)?;
+    let mut loaded = load(&files)?;
     timing("load", t);
     let mut batch = AppendBatch {
         id: ready::new_batch_id(opts.now_unix_ns),
@@ -269,7 +269,7 @@ fn prepare(
     // One snapshot for the chunk: every batch it must see (all but the
     // three in `recent`) committed before this chunk started.
     normalizer.ledger.begin_snapshot()?;
-    let unknown = normalize(normalizer, &loaded.records, &mut batch);
+    let unknown = normalize(normalizer, &mut loaded.records, &mut batch);
     normalizer.ledger.end_snapshot()?;
     let unknown = unknown?;
     timing("normalize", t);
@@ -319,7 +319,7 @@ fn raw_signal<'a>(rec: &'a SpoolRecord, adapter: AdapterId, digest: &'a str) -> 
 /// kept raw and reported, never dropped and never allowed to wedge a run.
 fn normalize(
     normalizer: &mut Normalizer,
-    records: &[(SpoolRecord, String)],
+    records: &mut [(SpoolRecord, String)],
     batch: &mut AppendBatch,
 ) -> Result<Vec<usize>, FinalizeError> {
     let mut unknown = Vec::new();
@@ -364,15 +364,19 @@ fn normalize(
                 failpoint::hit("mid-normalize");
             }
             done += 1;
-            let rec = &records[i].0;
+            let rec = &mut records[i].0;
             let ingested = producer.ingest(&raw_signal(rec, adapter, &digest));
-            batch.signals.push(signal_row(
+            let mut row = signal_row(
                 rec,
                 adapter,
                 digest,
                 &ingested.events,
                 ingested.duplicate_of.as_ref(),
-            ));
+            );
+            // The batch owns the raw bytes from here; the record is not read again.
+            row.envelope = std::mem::take(&mut rec.envelope_json);
+            row.payload = std::mem::take(&mut rec.payload);
+            batch.signals.push(row);
             batch
                 .events
                 .extend(ingested.events.into_iter().map(ReadyEvent::new));
@@ -384,6 +388,8 @@ fn normalize(
     Ok(unknown)
 }
 
+/// A signal's row without its raw bytes (envelope text and payload): the
+/// caller moves or copies them in.
 fn signal_row(
     rec: &SpoolRecord,
     adapter: AdapterId,
@@ -397,8 +403,8 @@ fn signal_row(
         session_key: rec.envelope.session_key.clone(),
         event_name: rec.envelope.event.clone(),
         received_unix_ns: rec.envelope.received_ns,
-        envelope: rec.envelope_json.clone(),
-        payload: rec.payload.clone(),
+        envelope: String::new(),
+        payload: Vec::new(),
         event_ids: events.iter().map(|e| e.id.to_string()).collect(),
         duplicate_of: duplicate_of.map(|d| d.to_string()),
     }
@@ -502,6 +508,8 @@ impl SpoolHealth<'_> {
             event_name: env.event.clone(),
         }];
         let mut row = signal_row(rec, AdapterId::ClaudeCode, digest, &[], None);
+        row.envelope = rec.envelope_json.clone();
+        row.payload = rec.payload.clone();
         row.adapter = env.adapter.clone();
         row.event_ids = vec![id.to_string()];
         batch.signals.push(row);
