@@ -189,10 +189,10 @@ impl Ledger {
         conn.pragma_update(None, "page_size", 16384)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "FULL")?;
-        // Event ids and record digests are hashes, so their index inserts
-        // land all over the b-tree: a 64 MiB page cache keeps that cheap
-        // without growing with the ledger.
-        conn.pragma_update(None, "cache_size", -65536)?;
+        // No index is keyed by a hash alone (see the `local_keys`
+        // migration), so inserts touch the pages of the sessions and the
+        // receive times being drained: 16 MiB of page cache holds those.
+        conn.pragma_update(None, "cache_size", -16384)?;
         conn.pragma_update(
             None,
             "wal_autocheckpoint",
