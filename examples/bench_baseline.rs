@@ -29,7 +29,7 @@ fn main() {
     // The same page size and cache as the ledger, so only the work differs.
     conn.pragma_update(None, "page_size", 16384).unwrap();
     conn.pragma_update(None, "journal_mode", "WAL").unwrap();
-    conn.pragma_update(None, "cache_size", -65536).unwrap();
+    conn.pragma_update(None, "cache_size", -16384).unwrap();
     conn.pragma_update(None, "wal_autocheckpoint", 4096)
         .unwrap();
     conn.pragma_update(None, "synchronous", "FULL").unwrap();

@@ -20,7 +20,9 @@ use crate::contract::{
 };
 use crate::finalize::producer::SessionProducer;
 use crate::home::Home;
-use crate::ledger::{AppendBatch, BatchSignal, BatchState, Ledger, ReadyEvent, binary_digest};
+use crate::ledger::{
+    AppendBatch, BatchSignal, BatchState, Checkpointer, Ledger, ReadyEvent, binary_digest,
+};
 use crate::spool::{Damage, IntakeSpool, SpoolRecord, read_segment};
 
 /// A chunk closes once its files reach this many bytes
@@ -68,7 +70,8 @@ pub(super) fn drain(
         offsets: BTreeMap::new(),
         recent: VecDeque::new(),
     };
-    std::thread::scope(|scope| {
+    ledger.set_auto_checkpoint(false)?;
+    let drained = std::thread::scope(|scope| {
         let (send, receive) = std::sync::mpsc::sync_channel::<Result<Prepared, FinalizeError>>(1);
         scope.spawn(move || {
             for chunk in chunks {
@@ -79,14 +82,28 @@ pub(super) fn drain(
                 }
             }
         });
+        let checkpointer = Checkpointer::open(ledger.dir())?;
+        let (wake, woken) = std::sync::mpsc::sync_channel::<()>(1);
+        let checkpoints = scope.spawn(move || woken.iter().try_for_each(|()| checkpointer.run()));
         for prepared in receive {
             let p = prepared?;
             summary.damaged_ranges.extend(p.damaged);
             // The file on disk is only for crash recovery; apply what is in memory.
             apply_batch(home, ledger, &p.path, &p.batch, incarnation, opts, summary)?;
+            // One checkpoint pending is enough; it takes whatever is committed.
+            // A checkpoint thread that is gone failed: stop and report it.
+            if let Err(std::sync::mpsc::TrySendError::Disconnected(())) = wake.try_send(()) {
+                break;
+            }
         }
-        Ok(())
-    })
+        drop(wake);
+        checkpoints
+            .join()
+            .expect("the checkpoint thread does not panic")
+            .map_err(|e| FinalizeError::Durability(format!("checkpoint: {e}")))
+    });
+    ledger.set_auto_checkpoint(true)?;
+    drained
 }
 
 /// Cut the sealed files into chunks of whole files, in order; files a
@@ -138,8 +155,10 @@ impl Normalizer {
     }
 
     /// Whether this record digest was already drained; remembers it.
-    fn seen(&mut self, digest: &str) -> Result<bool, FinalizeError> {
-        if self.recent.iter().any(|set| set.contains(digest)) || self.ledger.signal_known(digest)? {
+    fn seen(&mut self, received_unix_ns: i64, digest: &str) -> Result<bool, FinalizeError> {
+        if self.recent.iter().any(|set| set.contains(digest))
+            || self.ledger.signal_known(received_unix_ns, digest)?
+        {
             return Ok(true);
         }
         if let Some(current) = self.recent.front_mut() {
@@ -235,7 +254,7 @@ fn prepare(
     files: Vec<SpoolFile>,
 ) -> Result<Prepared, FinalizeError> {
     let t = std::time::Instant::now();
-    let loaded = load(&files)?;
+    let mut loaded = load(&files)?;
     timing("load", t);
     let mut batch = AppendBatch {
         id: ready::new_batch_id(opts.now_unix_ns),
@@ -247,7 +266,12 @@ fn prepare(
     };
     let t = std::time::Instant::now();
     normalizer.start_chunk();
-    let unknown = normalize(normalizer, &loaded.records, &mut batch)?;
+    // One snapshot for the chunk: every batch it must see (all but the
+    // three in `recent`) committed before this chunk started.
+    normalizer.ledger.begin_snapshot()?;
+    let unknown = normalize(normalizer, &mut loaded.records, &mut batch);
+    normalizer.ledger.end_snapshot()?;
+    let unknown = unknown?;
     timing("normalize", t);
     let mut health = SpoolHealth {
         normalizer,
@@ -295,7 +319,7 @@ fn raw_signal<'a>(rec: &'a SpoolRecord, adapter: AdapterId, digest: &'a str) -> 
 /// kept raw and reported, never dropped and never allowed to wedge a run.
 fn normalize(
     normalizer: &mut Normalizer,
-    records: &[(SpoolRecord, String)],
+    records: &mut [(SpoolRecord, String)],
     batch: &mut AppendBatch,
 ) -> Result<Vec<usize>, FinalizeError> {
     let mut unknown = Vec::new();
@@ -321,7 +345,7 @@ fn normalize(
         );
         // The spool may hold one record twice (a segment append whose sync
         // failed, then its fallback copy): both copies have one digest.
-        if normalizer.seen(&digest)? {
+        if normalizer.seen(env.received_ns, &digest)? {
             continue;
         }
         let session = adapter::route(&raw_signal(rec, adapter, &digest));
@@ -340,15 +364,19 @@ fn normalize(
                 failpoint::hit("mid-normalize");
             }
             done += 1;
-            let rec = &records[i].0;
+            let rec = &mut records[i].0;
             let ingested = producer.ingest(&raw_signal(rec, adapter, &digest));
-            batch.signals.push(signal_row(
+            let mut row = signal_row(
                 rec,
                 adapter,
                 digest,
                 &ingested.events,
                 ingested.duplicate_of.as_ref(),
-            ));
+            );
+            // The batch owns the raw bytes from here; the record is not read again.
+            row.envelope = std::mem::take(&mut rec.envelope_json);
+            row.payload = std::mem::take(&mut rec.payload);
+            batch.signals.push(row);
             batch
                 .events
                 .extend(ingested.events.into_iter().map(ReadyEvent::new));
@@ -360,6 +388,8 @@ fn normalize(
     Ok(unknown)
 }
 
+/// A signal's row without its raw bytes (envelope text and payload): the
+/// caller moves or copies them in.
 fn signal_row(
     rec: &SpoolRecord,
     adapter: AdapterId,
@@ -373,8 +403,8 @@ fn signal_row(
         session_key: rec.envelope.session_key.clone(),
         event_name: rec.envelope.event.clone(),
         received_unix_ns: rec.envelope.received_ns,
-        envelope: serde_json::to_string(&rec.envelope).expect("envelopes serialize"),
-        payload: rec.payload.clone(),
+        envelope: String::new(),
+        payload: Vec::new(),
         event_ids: events.iter().map(|e| e.id.to_string()).collect(),
         duplicate_of: duplicate_of.map(|d| d.to_string()),
     }
@@ -478,6 +508,8 @@ impl SpoolHealth<'_> {
             event_name: env.event.clone(),
         }];
         let mut row = signal_row(rec, AdapterId::ClaudeCode, digest, &[], None);
+        row.envelope = rec.envelope_json.clone();
+        row.payload = rec.payload.clone();
         row.adapter = env.adapter.clone();
         row.event_ids = vec![id.to_string()];
         batch.signals.push(row);

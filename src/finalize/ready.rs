@@ -3,14 +3,24 @@
 //! atomically (temporary file, fsync, rename, fsync the directory) and
 //! deleted only after the ledger transaction that applied it committed.
 //!
-//! Format `harnery.ready.v1`, JSON lines: a header line
-//! `{"header":{format, batch, contract_digest, sources}}`, then any number
-//! of `{"signal":…}`, `{"event":<canonical event text>}` and `{"state":…}`
-//! lines. The event text is kept byte for byte: it is what the ledger
-//! stores and hashes.
+//! Format `harnery.ready.v2` (written): the line `harnery.ready.v2\n`, then
+//! frames of `kind: u8 ‖ u64le(len) ‖ len bytes`, in this order: one `H`
+//! (header JSON: format, batch, contract_digest, sources); per raw signal an
+//! `S` (its fields as JSON, without envelope and payload) directly followed
+//! by a `V` (the envelope's JSON text) and a `P` (the payload bytes exactly
+//! as spooled); an `E` per event (its canonical
+//! text, byte for byte what the ledger stores and hashes); a `T` per
+//! producer state (JSON). Payloads and event texts are copied, never
+//! escaped or base64-encoded. The file is renamed into place only after
+//! its fsync, so a reader never sees a torn one; any malformed frame
+//! refuses the whole file with the frame number.
+//!
+//! Format `harnery.ready.v1` (still read, no longer written), JSON lines: a
+//! header line `{"header":{format, batch, contract_digest, sources}}`, then
+//! any number of `{"signal":…}` (payload in base64), `{"event":<canonical
+//! event text>}` and `{"state":…}` lines.
 
-use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufRead, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -22,7 +32,9 @@ use crate::ledger::{
     AppendBatch, BatchSignal, BatchState, ReadyEvent, create_dir_private, durable,
 };
 
-pub const READY_FORMAT: &str = "harnery.ready.v1";
+pub const READY_FORMAT: &str = "harnery.ready.v2";
+const READY_V1: &str = "harnery.ready.v1";
+const V2_MAGIC: &[u8] = b"harnery.ready.v2\n";
 const SUFFIX: &str = ".ready";
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -106,8 +118,8 @@ pub fn write(home: &Home, batch: &AppendBatch) -> Result<PathBuf, FinalizeError>
     let path = dir.join(format!("{}{SUFFIX}", batch.id));
     let tmp = dir.join(format!(".{}.tmp", batch.id));
     let file = durable::create_private(&tmp).map_err(|e| FinalizeError::io(&tmp, e))?;
-    let mut out = BufWriter::new(file);
-    write_lines(&mut out, batch).map_err(|e| FinalizeError::io(&tmp, e))?;
+    let mut out = BufWriter::with_capacity(1 << 20, file);
+    write_frames(&mut out, batch).map_err(|e| FinalizeError::io(&tmp, e))?;
     let file = out
         .into_inner()
         .map_err(|e| FinalizeError::io(&tmp, e.into_error()))?;
@@ -125,49 +137,181 @@ pub fn write(home: &Home, batch: &AppendBatch) -> Result<PathBuf, FinalizeError>
     Ok(path)
 }
 
-fn write_lines(out: &mut impl Write, batch: &AppendBatch) -> std::io::Result<()> {
-    let header = Line::Header(Header {
+/// A signal's fields as an `S` frame holds them (the payload follows).
+#[derive(Serialize)]
+struct SignalHead<'a> {
+    record_digest: &'a str,
+    adapter: &'a str,
+    session_key: &'a str,
+    event_name: Option<&'a str>,
+    received_unix_ns: i64,
+    event_ids: &'a [String],
+    duplicate_of: Option<&'a str>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SignalHeadOwned {
+    record_digest: String,
+    adapter: String,
+    session_key: String,
+    event_name: Option<String>,
+    received_unix_ns: i64,
+    event_ids: Vec<String>,
+    duplicate_of: Option<String>,
+}
+
+fn write_frames(out: &mut impl Write, batch: &AppendBatch) -> std::io::Result<()> {
+    out.write_all(V2_MAGIC)?;
+    let header = Header {
         format: READY_FORMAT.into(),
         batch: batch.id.clone(),
         contract_digest: batch.contract_digest.clone(),
         sources: batch.sources.clone(),
-    });
-    put(out, &header)?;
+    };
+    frame(out, b'H', &serde_json::to_vec(&header)?)?;
+    let mut buf = Vec::new();
     for s in &batch.signals {
-        put(out, &Line::Signal(s.clone()))?;
+        buf.clear();
+        serde_json::to_writer(&mut buf, &signal_head(s))?;
+        frame(out, b'S', &buf)?;
+        frame(out, b'V', s.envelope.as_bytes())?;
+        frame(out, b'P', &s.payload)?;
     }
     for e in &batch.events {
-        out.write_all(b"{\"event\":")?;
-        out.write_all(e.json.as_bytes())?;
-        out.write_all(b"}\n")?;
+        frame(out, b'E', e.json.as_bytes())?;
     }
     for s in &batch.states {
-        put(out, &Line::State(s.clone()))?;
+        buf.clear();
+        serde_json::to_writer(&mut buf, s)?;
+        frame(out, b'T', &buf)?;
     }
     Ok(())
 }
 
-fn put(out: &mut impl Write, line: &Line) -> std::io::Result<()> {
-    serde_json::to_writer(&mut *out, line)?;
-    out.write_all(b"\n")
+fn signal_head(s: &BatchSignal) -> SignalHead<'_> {
+    SignalHead {
+        record_digest: &s.record_digest,
+        adapter: &s.adapter,
+        session_key: &s.session_key,
+        event_name: s.event_name.as_deref(),
+        received_unix_ns: s.received_unix_ns,
+        event_ids: &s.event_ids,
+        duplicate_of: s.duplicate_of.as_deref(),
+    }
 }
 
-/// Read a ready file back into a batch; any malformed line refuses the
-/// whole file with its line number.
+fn frame(out: &mut impl Write, kind: u8, bytes: &[u8]) -> std::io::Result<()> {
+    out.write_all(&[kind])?;
+    out.write_all(&(bytes.len() as u64).to_le_bytes())?;
+    out.write_all(bytes)
+}
+
+/// Read a ready file back into a batch (either format); anything malformed
+/// refuses the whole file with its line (v1) or frame (v2) number.
 pub fn read(path: &Path) -> Result<AppendBatch, FinalizeError> {
-    let file = File::open(path).map_err(|e| FinalizeError::io(path, e))?;
+    let bytes = std::fs::read(path).map_err(|e| FinalizeError::io(path, e))?;
+    match bytes.strip_prefix(V2_MAGIC) {
+        Some(frames) => read_v2(path, frames),
+        None => read_v1(path, &bytes),
+    }
+}
+
+fn read_v2(path: &Path, mut rest: &[u8]) -> Result<AppendBatch, FinalizeError> {
+    let bad = |n: usize, why: String| FinalizeError::BadReady {
+        path: path.to_path_buf(),
+        line: n,
+        detail: format!("frame {n}: {why}"),
+    };
+    let mut batch: Option<AppendBatch> = None;
+    let mut n = 0;
+    while !rest.is_empty() {
+        n += 1;
+        let (kind, body, after) = split_frame(rest).ok_or_else(|| bad(n, "cut short".into()))?;
+        rest = after;
+        let json_err = |e: serde_json::Error| bad(n, e.to_string());
+        match (kind, batch.as_mut()) {
+            (b'H', None) => {
+                let h: Header = serde_json::from_slice(body).map_err(json_err)?;
+                if h.format != READY_FORMAT {
+                    return Err(bad(n, format!("unknown format {:?}", h.format)));
+                }
+                batch = Some(from_header(h));
+            }
+            (_, None) => return Err(bad(n, "the first frame must be the header".into())),
+            (b'S', Some(b)) => {
+                let head: SignalHeadOwned = serde_json::from_slice(body).map_err(json_err)?;
+                let (envelope, payload, after) = signal_parts(rest).ok_or_else(|| {
+                    bad(
+                        n + 1,
+                        "a signal must be followed by its V and P frames".into(),
+                    )
+                })?;
+                rest = after;
+                n += 2;
+                b.signals.push(signal_from(head, envelope, payload));
+            }
+            (b'E', Some(b)) => {
+                let text = std::str::from_utf8(body).map_err(|e| bad(n, e.to_string()))?;
+                let event =
+                    ReadyEvent::parse(text).map_err(|why| bad(n, format!("event {why}")))?;
+                b.events.push(event);
+            }
+            (b'T', Some(b)) => b
+                .states
+                .push(serde_json::from_slice(body).map_err(json_err)?),
+            (other, Some(_)) => return Err(bad(n, format!("unexpected frame kind {other:#04x}"))),
+        }
+    }
+    batch.ok_or_else(|| bad(0, "empty ready file".into()))
+}
+
+/// The `V` (envelope text) and `P` (payload) frames after an `S`.
+fn signal_parts(bytes: &[u8]) -> Option<(String, Vec<u8>, &[u8])> {
+    let (kind, envelope, rest) = split_frame(bytes)?;
+    let envelope = std::str::from_utf8(envelope)
+        .ok()
+        .filter(|_| kind == b'V')?;
+    let (kind, payload, rest) = split_frame(rest)?;
+    (kind == b'P').then(|| (envelope.to_string(), payload.to_vec(), rest))
+}
+
+/// One frame off the front of `bytes`: its kind, body and what follows.
+fn split_frame(bytes: &[u8]) -> Option<(u8, &[u8], &[u8])> {
+    let (&kind, rest) = bytes.split_first()?;
+    let (len, rest) = rest.split_first_chunk::<8>()?;
+    let len = usize::try_from(u64::from_le_bytes(*len)).ok()?;
+    (len <= rest.len()).then(|| (kind, &rest[..len], &rest[len..]))
+}
+
+fn signal_from(h: SignalHeadOwned, envelope: String, payload: Vec<u8>) -> BatchSignal {
+    BatchSignal {
+        record_digest: h.record_digest,
+        adapter: h.adapter,
+        session_key: h.session_key,
+        event_name: h.event_name,
+        received_unix_ns: h.received_unix_ns,
+        envelope,
+        payload,
+        event_ids: h.event_ids,
+        duplicate_of: h.duplicate_of,
+    }
+}
+
+/// A `harnery.ready.v1` file (JSON lines), as a crashed older run left it.
+fn read_v1(path: &Path, bytes: &[u8]) -> Result<AppendBatch, FinalizeError> {
     let bad = |n: usize, why: String| FinalizeError::BadReady {
         path: path.to_path_buf(),
         line: n,
         detail: why,
     };
     let mut batch: Option<AppendBatch> = None;
-    for (i, line) in BufReader::new(file).lines().enumerate() {
+    for (i, line) in bytes.lines().enumerate() {
         let n = i + 1;
         let line = line.map_err(|e| FinalizeError::io(path, e))?;
         let parsed: Line = serde_json::from_str(&line).map_err(|e| bad(n, e.to_string()))?;
         match (parsed, batch.as_mut()) {
-            (Line::Header(h), None) if h.format == READY_FORMAT => batch = Some(from_header(h)),
+            (Line::Header(h), None) if h.format == READY_V1 => batch = Some(from_header(h)),
             (Line::Header(h), None) => {
                 return Err(bad(n, format!("unknown format {:?}", h.format)));
             }
@@ -204,5 +348,81 @@ pub fn remove(path: &Path) -> Result<(), FinalizeError> {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(FinalizeError::io(path, e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contract::{AdapterId, SessionRef};
+
+    fn batch() -> AppendBatch {
+        AppendBatch {
+            id: "00000000000000000001-00000000-x".into(),
+            contract_digest: "d".into(),
+            sources: vec!["spool/intake/a".into()],
+            signals: vec![BatchSignal {
+                record_digest: "r".into(),
+                adapter: "claude-code".into(),
+                session_key: "s".into(),
+                event_name: Some("Stop".into()),
+                received_unix_ns: 7,
+                envelope: r#"{"v":1}"#.into(),
+                payload: b"{\"a\":\"\\u0000\xff\"}\n".to_vec(),
+                event_ids: vec!["ev_1".into()],
+                duplicate_of: None,
+            }],
+            events: Vec::new(),
+            states: vec![BatchState {
+                session: SessionRef {
+                    adapter: AdapterId::ClaudeCode,
+                    session_id: "s".into(),
+                },
+                state: "{}".into(),
+            }],
+        }
+    }
+
+    fn same(a: &AppendBatch, b: &AppendBatch) {
+        assert_eq!((&a.id, &a.contract_digest), (&b.id, &b.contract_digest));
+        assert_eq!((&a.sources, &a.signals), (&b.sources, &b.signals));
+        assert_eq!(a.states, b.states);
+    }
+
+    #[test]
+    fn v2_round_trips_payload_bytes_exactly() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(&Home::at(dir.path()), &batch()).unwrap();
+        same(&read(&path).unwrap(), &batch());
+    }
+
+    #[test]
+    fn a_v1_file_left_by_an_older_run_is_still_read() {
+        let b = batch();
+        let mut text = serde_json::to_string(&Line::Header(Header {
+            format: READY_V1.into(),
+            batch: b.id.clone(),
+            contract_digest: b.contract_digest.clone(),
+            sources: b.sources.clone(),
+        }))
+        .unwrap();
+        text.push('\n');
+        text += &serde_json::to_string(&Line::Signal(b.signals[0].clone())).unwrap();
+        text.push('\n');
+        text += &serde_json::to_string(&Line::State(b.states[0].clone())).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.ready");
+        std::fs::write(&path, text).unwrap();
+        same(&read(&path).unwrap(), &b);
+    }
+
+    #[test]
+    fn a_cut_v2_file_is_refused_with_its_frame() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(&Home::at(dir.path()), &batch()).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &bytes[..bytes.len() - 3]).unwrap();
+        let err = read(&path).unwrap_err().to_string();
+        assert!(err.contains("frame 5: cut short"), "{err}");
     }
 }

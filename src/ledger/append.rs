@@ -22,7 +22,10 @@ pub struct ReadyEvent {
 impl ReadyEvent {
     /// Serialize an event into its canonical stored text.
     pub fn new(event: Event) -> ReadyEvent {
-        let json = serde_json::to_string(&event).expect("events always serialize");
+        // Most events fit in 1 KiB: one allocation instead of a doubling series.
+        let mut buf = Vec::with_capacity(1024);
+        serde_json::to_writer(&mut buf, &event).expect("events always serialize");
+        let json = String::from_utf8(buf).expect("serde_json writes UTF-8");
         ReadyEvent { json, event }
     }
 
@@ -126,12 +129,30 @@ impl Ledger {
         )?)
     }
 
-    /// Whether a raw signal with this record digest is already kept.
-    pub fn signal_known(&self, record_digest: &str) -> Result<bool, LedgerError> {
+    /// Hold one read snapshot until [`Ledger::end_snapshot`], instead of one
+    /// per query (each costs a lock round trip on the WAL index).
+    pub fn begin_snapshot(&self) -> Result<(), LedgerError> {
+        Ok(self.conn.execute_batch("BEGIN DEFERRED")?)
+    }
+
+    pub fn end_snapshot(&self) -> Result<(), LedgerError> {
+        if !self.conn.is_autocommit() {
+            self.conn.execute_batch("COMMIT")?;
+        }
+        Ok(())
+    }
+
+    /// Whether a raw signal with this record digest (which covers the
+    /// receive time) is already kept.
+    pub fn signal_known(
+        &self,
+        received_unix_ns: i64,
+        record_digest: &str,
+    ) -> Result<bool, LedgerError> {
         Ok(self
             .conn
-            .prepare_cached("SELECT EXISTS (SELECT 1 FROM raw_signals WHERE record_digest = ?1)")?
-            .query_row([record_digest], |r| r.get(0))?)
+            .prepare_cached("SELECT EXISTS (SELECT 1 FROM raw_signals WHERE received_unix_ns = ?1 AND record_digest = ?2)")?
+            .query_row(params![received_unix_ns, record_digest], |r| r.get(0))?)
     }
 
     /// Whether an intake segment was drained by a committed batch.
@@ -155,7 +176,9 @@ impl Ledger {
         if self.poisoned {
             return Err(LedgerError::Poisoned);
         }
+        let t = std::time::Instant::now();
         check_batch(batch, &self.genesis.schema_digest)?;
+        timing("append-check", t);
         let seed = self.genesis.chain_seed();
         let tx = self
             .conn
@@ -167,14 +190,20 @@ impl Ledger {
         if done {
             return Ok(AppendOutcome::AlreadyApplied);
         }
+        let t = std::time::Instant::now();
         insert_events(&tx, batch, seed, midway)?;
+        timing("append-events", t);
+        let t = std::time::Instant::now();
         insert_signals(&tx, batch)?;
         insert_states(&tx, batch)?;
         insert_bookkeeping(&tx, batch, incarnation, now_unix_ns)?;
+        timing("append-signals", t);
+        let t = std::time::Instant::now();
         if let Err(e) = tx.commit() {
             self.poisoned = true;
             return Err(LedgerError::CommitFailed(e));
         }
+        timing("append-commit", t);
         Ok(AppendOutcome::Appended {
             events: batch.events.len(),
             signals: batch.signals.len(),
@@ -223,6 +252,13 @@ impl Ledger {
             )
             .optional()?;
         Ok(n.unwrap_or(0) as u64)
+    }
+}
+
+/// With `HARNERY_TIMING` set, report how long a step took on stderr.
+fn timing(step: &str, since: std::time::Instant) {
+    if std::env::var_os("HARNERY_TIMING").is_some() {
+        eprintln!("timing {step}: {:?}", since.elapsed());
     }
 }
 

@@ -177,45 +177,54 @@ struct Terminal<'a> {
 }
 
 fn close_span(tx: &Transaction, e: &Event, t: Terminal) -> Result<(), LedgerError> {
-    let span = find_open_span(tx, e, &t)?;
     let state = if t.reason.is_some() {
         "recovered"
     } else {
         "closed_native"
     };
-    let outcome = serde_json::to_value(t.outcome).expect("outcome serializes");
-    let outcome = outcome.as_str().unwrap_or("unknown").to_string();
-    let Some(span) = span else {
-        // A terminal whose request is not in this epoch: keep it as its own
-        // span row so counts still add up.
-        tx.prepare_cached("INSERT OR IGNORE INTO spans (request_event_id, adapter, session_id, kind, name, tool_call_id, agent_id, turn_id, state, reason, completed_event_id, outcome, duration_ms, completed_unix_ns) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?1, ?11, ?12, ?13)")?.execute(
-            params![e.id.as_str(), e.session.adapter.as_str(), e.session.session_id, t.kind, t.name, t.tool_call_id, e.agent_id, e.turn.turn_id, state, t.reason, outcome, t.duration.map(|d| d as i64), e.time_unix_ns],
-        )?;
-        return Ok(());
+    let outcome = outcome_name(t.outcome);
+    let duration = t.duration.map(|d| d as i64);
+    let close = |request: &str| -> Result<usize, LedgerError> {
+        Ok(tx.prepare_cached("UPDATE spans SET state = ?2, reason = coalesce(?3, reason), completed_event_id = ?4, outcome = ?5, duration_ms = ?6, completed_unix_ns = ?7 \
+             WHERE adapter = ?8 AND session_id = ?9 AND request_event_id = ?1")?.execute(
+            params![request, state, t.reason, e.id.as_str(), outcome, duration, e.time_unix_ns, e.session.adapter.as_str(), e.session.session_id],
+        )?)
     };
-    tx.prepare_cached("UPDATE spans SET state = ?2, reason = coalesce(?3, reason), completed_event_id = ?4, outcome = ?5, duration_ms = ?6, completed_unix_ns = ?7 \
-         WHERE request_event_id = ?1")?.execute(
-        params![span, state, t.reason, e.id.as_str(), outcome, t.duration.map(|d| d as i64), e.time_unix_ns],
+    // The span its request names (in any state), else the open span of its call.
+    if let Some(id) = t.requested
+        && close(id)? > 0
+    {
+        return Ok(());
+    }
+    if let Some(span) = open_span_of_call(tx, e, t.tool_call_id)? {
+        close(&span)?;
+        return Ok(());
+    }
+    // A terminal whose request is not in this epoch: keep it as its own
+    // span row so counts still add up.
+    tx.prepare_cached("INSERT OR IGNORE INTO spans (request_event_id, adapter, session_id, kind, name, tool_call_id, agent_id, turn_id, state, reason, completed_event_id, outcome, duration_ms, completed_unix_ns) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?1, ?11, ?12, ?13)")?.execute(
+        params![e.id.as_str(), e.session.adapter.as_str(), e.session.session_id, t.kind, t.name, t.tool_call_id, e.agent_id, e.turn.turn_id, state, t.reason, outcome, duration, e.time_unix_ns],
     )?;
     Ok(())
 }
 
-fn find_open_span(
+/// The stored name of an outcome (its serde name).
+fn outcome_name(o: Outcome) -> &'static str {
+    match o {
+        Outcome::Success => "success",
+        Outcome::Failure => "failure",
+        Outcome::Interrupted => "interrupted",
+        Outcome::Unknown => "unknown",
+    }
+}
+
+fn open_span_of_call(
     tx: &Transaction,
     e: &Event,
-    t: &Terminal,
+    call: Option<&str>,
 ) -> Result<Option<String>, LedgerError> {
-    if let Some(id) = t.requested {
-        let found: Option<String> = tx
-            .prepare_cached("SELECT request_event_id FROM spans WHERE request_event_id = ?1")?
-            .query_row([id], |r| r.get(0))
-            .optional()?;
-        if found.is_some() {
-            return Ok(found);
-        }
-    }
-    let Some(call) = t.tool_call_id else {
+    let Some(call) = call else {
         return Ok(None);
     };
     Ok(tx.prepare_cached("SELECT request_event_id FROM spans WHERE adapter = ?1 AND session_id = ?2 AND tool_call_id = ?3 AND state = 'open' LIMIT 1")?.query_row(
@@ -231,4 +240,21 @@ fn resolve_end(tx: &Transaction, end_id: &str, state: &str, e: &Event) -> Result
     )?
     .execute(params![end_id, state, e.id.as_str()])?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outcome_names_are_the_serde_names() {
+        for o in [
+            Outcome::Success,
+            Outcome::Failure,
+            Outcome::Interrupted,
+            Outcome::Unknown,
+        ] {
+            assert_eq!(serde_json::to_value(o).unwrap(), outcome_name(o));
+        }
+    }
 }

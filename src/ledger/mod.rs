@@ -14,6 +14,7 @@
 mod append;
 pub mod chain;
 mod check;
+mod checkpoint;
 mod derive;
 pub mod durable;
 mod genesis;
@@ -27,6 +28,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
 pub use append::{AppendBatch, AppendOutcome, BatchSignal, BatchState, ReadyEvent};
 pub use check::{ChainBreak, ValidationProblem};
+pub use checkpoint::Checkpointer;
 pub use genesis::{Anchor, GENESIS_FORMAT, GenesisManifest, binary_digest, capability_digests};
 pub use query::{
     EndRequestRow, HealthRow, SessionSummary, SpanCounts, SpanRow, SpanState, StoredEvent,
@@ -187,11 +189,15 @@ impl Ledger {
         conn.pragma_update(None, "page_size", 16384)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "FULL")?;
-        // Event ids and record digests are hashes, so their index inserts
-        // land all over the b-tree: a 64 MiB page cache keeps that cheap
-        // without growing with the ledger.
-        conn.pragma_update(None, "cache_size", -65536)?;
-        conn.pragma_update(None, "wal_autocheckpoint", 4096)?;
+        // No index is keyed by a hash alone (see the `local_keys`
+        // migration), so inserts touch the pages of the sessions and the
+        // receive times being drained: 16 MiB of page cache holds those.
+        conn.pragma_update(None, "cache_size", -16384)?;
+        conn.pragma_update(
+            None,
+            "wal_autocheckpoint",
+            checkpoint::AUTO_CHECKPOINT_PAGES,
+        )?;
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
         schema::migrate(&mut conn, now_unix_ns)?;
         conn.execute(

@@ -6,7 +6,10 @@ use rusqlite::{Connection, params};
 use super::LedgerError;
 
 /// Every migration, in order. Names are UTC timestamps plus a slug.
-const MIGRATIONS: &[(&str, &str)] = &[("20261130T0130Z_initial", INITIAL)];
+const MIGRATIONS: &[(&str, &str)] = &[
+    ("20261130T0130Z_initial", INITIAL),
+    ("20261130T0300Z_local_keys", LOCAL_KEYS),
+];
 
 const INITIAL: &str = r#"
 CREATE TABLE meta (
@@ -123,6 +126,87 @@ CREATE TABLE drained_segments (
     segment TEXT PRIMARY KEY,
     batch   TEXT NOT NULL
 ) STRICT;
+"#;
+
+/// Hashed keys (event ids, span request ids, record digests) no longer lead
+/// a b-tree of their own. A b-tree keyed by a hash takes each insert on a
+/// random page, so a batch dirtied (and the WAL rewrote) a page per row once
+/// the ledger outgrew the page cache, and appends slowed down as the ledger
+/// grew. Event ids and span request ids are now unique within their session
+/// (an event id is derived from its session, so a ledger-wide duplicate is
+/// a 128-bit hash collision), and record digests within their receive time
+/// (a digest covers the receive time): inserts land where the session or
+/// the clock already is. Rows keep their order; `spans` gains a rowid.
+const LOCAL_KEYS: &str = r#"
+CREATE TABLE events_v2 (
+    seq          INTEGER PRIMARY KEY,
+    id           TEXT NOT NULL,
+    adapter      TEXT NOT NULL,
+    session_id   TEXT NOT NULL,
+    offset       INTEGER NOT NULL,
+    type         TEXT NOT NULL,
+    time_unix_ns INTEGER NOT NULL,
+    json         TEXT NOT NULL,
+    prev_hash    BLOB NOT NULL,
+    hash         BLOB NOT NULL,
+    batch        TEXT NOT NULL,
+    UNIQUE (adapter, session_id, offset),
+    UNIQUE (adapter, session_id, id)
+) STRICT;
+INSERT INTO events_v2 SELECT seq, id, adapter, session_id, offset, type, time_unix_ns, json, prev_hash, hash, batch
+    FROM events ORDER BY seq;
+DROP TABLE events;
+ALTER TABLE events_v2 RENAME TO events;
+
+CREATE TABLE spans_v2 (
+    seq                INTEGER PRIMARY KEY,
+    request_event_id   TEXT NOT NULL,
+    adapter            TEXT NOT NULL,
+    session_id         TEXT NOT NULL,
+    kind               TEXT NOT NULL CHECK (kind IN ('tool', 'command')),
+    name               TEXT NOT NULL,
+    tool_call_id       TEXT,
+    agent_id           TEXT,
+    turn_id            TEXT,
+    requested_unix_ns  INTEGER,
+    state              TEXT NOT NULL CHECK (state IN ('open', 'closed_native', 'recovered')),
+    reason             TEXT,
+    completed_event_id TEXT,
+    outcome            TEXT,
+    duration_ms        INTEGER,
+    completed_unix_ns  INTEGER,
+    UNIQUE (adapter, session_id, request_event_id)
+) STRICT;
+INSERT INTO spans_v2 (request_event_id, adapter, session_id, kind, name, tool_call_id, agent_id, turn_id,
+        requested_unix_ns, state, reason, completed_event_id, outcome, duration_ms, completed_unix_ns)
+    SELECT request_event_id, adapter, session_id, kind, name, tool_call_id, agent_id, turn_id,
+        requested_unix_ns, state, reason, completed_event_id, outcome, duration_ms, completed_unix_ns
+    FROM spans ORDER BY rowid;
+DROP TABLE spans;
+ALTER TABLE spans_v2 RENAME TO spans;
+CREATE INDEX spans_session ON spans (adapter, session_id, state);
+
+CREATE TABLE raw_signals_v2 (
+    seq              INTEGER PRIMARY KEY,
+    record_digest    TEXT NOT NULL,
+    adapter          TEXT NOT NULL,
+    session_key      TEXT NOT NULL,
+    event_name       TEXT,
+    received_unix_ns INTEGER NOT NULL,
+    envelope         TEXT NOT NULL,
+    payload          BLOB NOT NULL,
+    event_ids        TEXT NOT NULL,
+    duplicate_of     TEXT,
+    batch            TEXT NOT NULL,
+    UNIQUE (received_unix_ns, record_digest)
+) STRICT;
+INSERT INTO raw_signals_v2 (record_digest, adapter, session_key, event_name, received_unix_ns, envelope,
+        payload, event_ids, duplicate_of, batch)
+    SELECT record_digest, adapter, session_key, event_name, received_unix_ns, envelope,
+        payload, event_ids, duplicate_of, batch
+    FROM raw_signals ORDER BY rowid;
+DROP TABLE raw_signals;
+ALTER TABLE raw_signals_v2 RENAME TO raw_signals;
 "#;
 
 /// Apply every migration not yet recorded, each in its own transaction.

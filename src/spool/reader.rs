@@ -27,6 +27,9 @@ pub struct RecordAt {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SpoolRecord {
     pub envelope: Envelope,
+    /// The envelope's JSON text exactly as stored (kept so the ledger can
+    /// store it without a re-serialisation).
+    pub envelope_json: String,
     /// The payload bytes exactly as stored (the first bytes when truncated).
     pub payload: Vec<u8>,
     pub at: RecordAt,
@@ -90,16 +93,38 @@ pub enum SegmentItem {
     Damage(Damage),
 }
 
-/// Read a whole segment (or fallback / dead-letter file) into memory.
+/// Read a whole segment (or fallback / dead-letter file) into memory: one
+/// read of the file, then decoding from memory (two reads per record cost
+/// the finalizer more than the decoding).
 pub fn read_segment(path: &Path) -> io::Result<SegmentRead> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    open_regular(path)?.read_to_end(&mut bytes)?;
     let mut out = SegmentRead::default();
-    for item in SegmentReader::open(path)? {
+    let mut decoder = Decoder::new(&bytes[..], path.to_path_buf());
+    while let Some(item) = decoder.next_item() {
         match item? {
             SegmentItem::Record(r) => out.records.push(*r),
             SegmentItem::Damage(d) => out.damage.push(d),
         }
     }
     Ok(out)
+}
+
+/// Open `path` for reading, never through a symlink, and only a regular file.
+fn open_regular(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::other(format!(
+            "{} is not a regular file",
+            path.display()
+        )));
+    }
+    Ok(file)
 }
 
 /// Decode records from bytes in memory, naming them as `file`.
@@ -126,19 +151,8 @@ pub struct SegmentReader {
 impl SegmentReader {
     /// Open `path` for reading (never through a symlink).
     pub fn open(path: &Path) -> io::Result<SegmentReader> {
-        use std::os::unix::fs::OpenOptionsExt;
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-            .open(path)?;
-        if !file.metadata()?.is_file() {
-            return Err(io::Error::other(format!(
-                "{} is not a regular file",
-                path.display()
-            )));
-        }
         Ok(SegmentReader {
-            inner: Decoder::new(file, path.to_path_buf()),
+            inner: Decoder::new(open_regular(path)?, path.to_path_buf()),
         })
     }
 }
@@ -249,13 +263,18 @@ impl<S: Source> Decoder<S> {
             return self.resync(start, eof, Reject::Checksum(end));
         }
         self.pos = end;
-        match serde_json::from_slice::<Envelope>(env_bytes) {
-            Ok(envelope) => {
+        let parsed = std::str::from_utf8(env_bytes)
+            .ok()
+            .and_then(|text| Some((serde_json::from_str::<Envelope>(text).ok()?, text)));
+        match parsed {
+            Some((envelope, text)) => {
+                let envelope_json = text.to_string();
                 let payload_len = payload.len();
                 body.truncate(el + payload_len);
                 body.drain(..el);
                 Ok(SegmentItem::Record(Box::new(SpoolRecord {
                     envelope,
+                    envelope_json,
                     payload: body,
                     at: RecordAt {
                         file: self.file.clone(),
@@ -263,7 +282,7 @@ impl<S: Source> Decoder<S> {
                     },
                 })))
             }
-            Err(_) => Ok(SegmentItem::Damage(self.damage(
+            None => Ok(SegmentItem::Damage(self.damage(
                 start,
                 end,
                 DamageKind::BadEnvelope,
