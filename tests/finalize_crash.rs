@@ -91,10 +91,17 @@ fn a_kill_at_any_failpoint_then_a_rerun_equals_an_uninterrupted_run() {
         "the reference run appended {} rows",
         want.len()
     );
-    let health = stdout(&run(ref_dir.path(), &["replay", "harnery:spool", "--json"]));
-    assert!(
-        health.contains("spool_damage"),
-        "damage is a ledger event: {health}"
+    // The damaged tail belongs to a Claude Code session: the damage is an
+    // event of that session, and the audit holds it against it.
+    let audit = stdout(&run(ref_dir.path(), &["audit", "--json"]));
+    let damaged: Vec<&str> = audit
+        .lines()
+        .filter(|l| l.contains("spool_damage") && l.contains("claude-code"))
+        .collect();
+    assert_eq!(
+        damaged.len(),
+        1,
+        "damage is a ledger event of its session: {audit}"
     );
     for point in harnery::finalize::failpoint::FINALIZE_POINTS {
         let dir = tempfile::tempdir().unwrap();

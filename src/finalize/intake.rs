@@ -265,6 +265,7 @@ fn prepare(
         states: Vec::new(),
     };
     let t = std::time::Instant::now();
+    let owners = owners_by_file(&loaded.records);
     normalizer.start_chunk();
     // One snapshot for the chunk: every batch it must see (all but the
     // three in `recent`) committed before this chunk started.
@@ -278,7 +279,7 @@ fn prepare(
         opts,
         damaged: Vec::new(),
     };
-    health.damage(home, &loaded.damage, &mut batch)?;
+    health.damage(home, &loaded.damage, &owners, &mut batch)?;
     for i in unknown {
         health.unknown_adapter(home, &loaded.records[i].0, &mut batch)?;
     }
@@ -295,6 +296,23 @@ fn prepare(
         path,
         damaged,
     })
+}
+
+/// The canonical session each session spool file belongs to, from its
+/// records (routed before normalization moves their payloads out).
+/// Dead-letter files mix sessions and have no owner.
+fn owners_by_file(records: &[(SpoolRecord, String)]) -> HashMap<PathBuf, SessionRef> {
+    let mut owners = HashMap::new();
+    for (rec, adapter_dir) in records {
+        let Some(adapter) = AdapterId::parse(adapter_dir) else {
+            continue;
+        };
+        if !owners.contains_key(&rec.at.file) {
+            let session = adapter::route(&raw_signal(rec, adapter, ""));
+            owners.insert(rec.at.file.clone(), session);
+        }
+    }
+    owners
 }
 
 fn raw_signal<'a>(rec: &'a SpoolRecord, adapter: AdapterId, digest: &'a str) -> RawSignal<'a> {
@@ -433,8 +451,9 @@ fn save_producer(session: &SessionRef, producer: &SessionProducer) -> BatchState
     }
 }
 
-/// Health events about the spool itself, under the session
-/// `harnery:spool` of an adapter, so damage is never only in a log.
+/// Health events about the spool itself, so damage is never only in a log:
+/// in the session whose spool file was damaged when its records say which,
+/// else under the session `harnery:spool` of an adapter.
 struct SpoolHealth<'a> {
     normalizer: &'a mut Normalizer,
     opts: &'a FinalizeOptions,
@@ -447,6 +466,7 @@ impl SpoolHealth<'_> {
         &mut self,
         home: &Home,
         damage: &[(Damage, String)],
+        owners: &HashMap<PathBuf, SessionRef>,
         batch: &mut AppendBatch,
     ) -> Result<(), FinalizeError> {
         for (d, adapter_dir) in damage {
@@ -470,9 +490,33 @@ impl SpoolHealth<'_> {
                 "{} bytes {}..{} skipped: {}",
                 r.file, r.start, r.end, r.kind
             );
-            self.push(adapter, id, "spool_damage", detail, Vec::new(), batch)?;
+            match owners.get(&d.file) {
+                Some(session) => self.in_session(session, &id, detail, batch)?,
+                None => self.push(adapter, id, "spool_damage", detail, Vec::new(), batch)?,
+            }
             self.damaged.push(r);
         }
+        Ok(())
+    }
+
+    /// Damage inside a session's own spool: recorded by that session's
+    /// producer, so its offsets stay gapless and the audit sees it there.
+    fn in_session(
+        &mut self,
+        session: &SessionRef,
+        key: &EventId,
+        detail: String,
+        batch: &mut AppendBatch,
+    ) -> Result<(), FinalizeError> {
+        let mut producer = self.normalizer.producer(session)?;
+        let event =
+            producer.record_health(key.as_str(), "spool_damage", detail, self.opts.now_unix_ns);
+        batch.events.push(ReadyEvent::new(event));
+        let state = save_producer(session, &producer);
+        self.normalizer
+            .states
+            .insert(session.clone(), state.state.clone());
+        batch.states.push(state);
         Ok(())
     }
 

@@ -43,8 +43,8 @@ use crate::adapter::{
 };
 use crate::clock::ClockSample;
 use crate::contract::{
-    Event, EventId, Payload, PromptSubmitted, RawRef, RecoveryReason, SessionRef, TimeSource,
-    TurnAttribution, TurnCompleted, TurnSource, TurnStarted,
+    Event, EventId, HealthCondition, Payload, PromptSubmitted, RawRef, RecoveryReason, SessionRef,
+    TimeSource, TurnAttribution, TurnCompleted, TurnSource, TurnStarted,
 };
 
 /// How many recent deliveries are remembered for duplicate detection.
@@ -185,6 +185,40 @@ impl SessionProducer {
 
     /// Time-based rules: evaluate a pending end (salvage before expiry).
     /// Call after the session's signals of a finalize run were ingested.
+    /// Record a condition the finalizer observed about this session's own
+    /// signals (damaged spool bytes, say) as a derived `health.condition`
+    /// in the session, so the read side sees it where it applies. `key`
+    /// identifies the condition; the same key yields the same event id.
+    pub fn record_health(
+        &mut self,
+        key: &str,
+        code: &str,
+        detail: String,
+        at_unix_ns: i64,
+    ) -> Event {
+        let mut trigger = Trigger {
+            key: format!("health:{key}"),
+            raw: Vec::new(),
+            time_unix_ns: at_unix_ns,
+            time_source: TimeSource::Finalizer,
+            clock: None,
+            emitted: 0,
+        };
+        let draft = Draft {
+            payload: Payload::HealthCondition(HealthCondition {
+                code: code.to_string(),
+                detail,
+            }),
+            provenance: recovery::derived_high(),
+            turn: TurnAttribution::none(),
+            agent_id: None,
+            tag: code.to_string(),
+        };
+        let mut out = Vec::new();
+        self.emit(&mut trigger, draft, &mut out);
+        out.pop().expect("emit queues the event it stamps")
+    }
+
     pub fn tick(&mut self, now_unix_ns: i64, clock: &ClockSample) -> Vec<Event> {
         let Some(pending) = &self.pending_end else {
             return Vec::new();
