@@ -162,7 +162,7 @@ fn kind_of(event: &str, wire: &Wire) -> SignalKind {
         }),
         "Stop" => SignalKind::TurnEnded(turn_end(wire)),
         "PreToolUse" => tool_call(wire).map_or_else(
-            || unrecognized(event, "tool event without tool_name"),
+            || SignalKind::unrecognized(event, "tool event without tool_name"),
             SignalKind::ToolRequested,
         ),
         "PostToolUse" | "PostToolUseFailure" => tool_result(event, wire),
@@ -188,7 +188,7 @@ fn lifecycle(event: &str, wire: &Wire) -> SignalKind {
                 tool_name: tool.to_string(),
                 input: wire.tool_input.clone(),
             }),
-            None => return unrecognized(event, "permission request without tool_name"),
+            None => return SignalKind::unrecognized(event, "permission request without tool_name"),
         },
         "PreCompact" => Payload::CompactionStarted(CompactionStarted {
             trigger: text_of(&wire.trigger),
@@ -197,17 +197,10 @@ fn lifecycle(event: &str, wire: &Wire) -> SignalKind {
             trigger: text_of(&wire.trigger),
             summary: owned(&wire.compact_summary),
         }),
-        "" => return unrecognized(event, "no hook_event_name"),
-        _ => return unrecognized(event, "unknown_event"),
+        "" => return SignalKind::unrecognized(event, "no hook_event_name"),
+        _ => return SignalKind::unrecognized(event, "unknown_event"),
     };
     SignalKind::Lifecycle(payload)
-}
-
-fn unrecognized(event: &str, reason: &str) -> SignalKind {
-    SignalKind::Unrecognized(SignalUnrecognized {
-        adapter_event: (!event.is_empty()).then(|| event.to_string()),
-        reason: reason.to_string(),
-    })
 }
 
 fn tool_call(wire: &Wire) -> Option<ToolCall> {
@@ -220,7 +213,7 @@ fn tool_call(wire: &Wire) -> Option<ToolCall> {
 
 fn tool_result(event: &str, wire: &Wire) -> SignalKind {
     let Some(call) = tool_call(wire) else {
-        return unrecognized(event, "tool event without tool_name");
+        return SignalKind::unrecognized(event, "tool event without tool_name");
     };
     let failed = event == "PostToolUseFailure";
     let interrupted = wire.is_interrupt == Some(true) || response_says_interrupted(wire);
@@ -278,7 +271,7 @@ fn turn_end(wire: &Wire) -> TurnEnd {
 
 fn subagent(event: &str, wire: &Wire) -> SignalKind {
     let Some(agent_id) = owned(&wire.agent_id) else {
-        return unrecognized(event, "subagent event without agent_id");
+        return SignalKind::unrecognized(event, "subagent event without agent_id");
     };
     if event == "SubagentStart" {
         return SignalKind::SubagentStarted(SubagentStarted {

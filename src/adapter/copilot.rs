@@ -224,7 +224,7 @@ fn kind_of(event: &str, raw_event: &str, wire: &Wire) -> SignalKind {
             running_agents: Vec::new(),
         }),
         "preToolUse" => tool_call(wire).map_or_else(
-            || unrecognized(raw_event, "tool event without toolName"),
+            || SignalKind::unrecognized(raw_event, "tool event without toolName"),
             SignalKind::ToolRequested,
         ),
         "postToolUse" | "postToolUseFailure" => tool_result(event, raw_event, wire),
@@ -248,10 +248,12 @@ fn lifecycle(event: &str, raw_event: &str, wire: &Wire) -> SignalKind {
                 tool_name: tool.to_string(),
                 input: wire.tool_input.clone().or_else(|| wire.tool_args.clone()),
             }),
-            None => return unrecognized(raw_event, "permission request without toolName"),
+            None => {
+                return SignalKind::unrecognized(raw_event, "permission request without toolName");
+            }
         },
-        "" => return unrecognized(raw_event, "no event name on argv or in payload"),
-        _ => return unrecognized(raw_event, "unknown_event"),
+        "" => return SignalKind::unrecognized(raw_event, "no event name on argv or in payload"),
+        _ => return SignalKind::unrecognized(raw_event, "unknown_event"),
     };
     SignalKind::Lifecycle(payload)
 }
@@ -273,13 +275,6 @@ fn error_text(error: &Option<Value>) -> Option<String> {
     }
 }
 
-fn unrecognized(event: &str, reason: &str) -> SignalKind {
-    SignalKind::Unrecognized(SignalUnrecognized {
-        adapter_event: (!event.is_empty()).then(|| event.to_string()),
-        reason: reason.to_string(),
-    })
-}
-
 fn tool_call(wire: &Wire) -> Option<ToolCall> {
     Some(ToolCall {
         call_id: None,
@@ -290,7 +285,7 @@ fn tool_call(wire: &Wire) -> Option<ToolCall> {
 
 fn tool_result(event: &str, raw_event: &str, wire: &Wire) -> SignalKind {
     let Some(call) = tool_call(wire) else {
-        return unrecognized(raw_event, "tool event without toolName");
+        return SignalKind::unrecognized(raw_event, "tool event without toolName");
     };
     let result = wire.tool_result.as_ref();
     let outcome = if event == "postToolUseFailure" {
@@ -324,7 +319,7 @@ fn outcome_of(result: Option<&Value>) -> Outcome {
 
 fn subagent(event: &str, raw_event: &str, wire: &Wire) -> SignalKind {
     let Some(agent_id) = owned(&wire.agent_id) else {
-        return unrecognized(raw_event, "subagent event without agentId");
+        return SignalKind::unrecognized(raw_event, "subagent event without agentId");
     };
     if event == "subagentStart" {
         return SignalKind::SubagentStarted(SubagentStarted {
