@@ -63,18 +63,6 @@ const COPILOT: &[&str] = &[
     "turn-row-lost-at-shutdown",
 ];
 
-fn finished(records: &[Record]) -> Run {
-    let mut run = run_records(records);
-    let last = records
-        .iter()
-        .map(|r| r.received_unix_ns)
-        .max()
-        .unwrap_or(0);
-    run.tick(last + 1_000_000_000);
-    run.check();
-    run
-}
-
 #[test]
 fn every_scenario_normalizes_into_valid_events() {
     for scenario in CLAUDE {

@@ -16,19 +16,6 @@ use harnery::spool::SpoolRecord;
 use producer_support::*;
 use readside_support::Sandbox;
 
-/// Records of a scenario, normalized and ticked one second after the last.
-fn finished(records: &[Record]) -> Run {
-    let mut run = run_records(records);
-    let last = records
-        .iter()
-        .map(|r| r.received_unix_ns)
-        .max()
-        .unwrap_or(0);
-    run.tick(last + 1_000_000_000);
-    run.check();
-    run
-}
-
 fn claude(scenario: &str) -> Run {
     finished(&claude_records(scenario))
 }

@@ -179,6 +179,20 @@ pub fn run_records(records: &[Record]) -> Run {
     run
 }
 
+/// Records of a scenario, normalized and ticked one second after the last
+/// (so pending ends are evaluated as a finalize run would), then checked.
+pub fn finished(records: &[Record]) -> Run {
+    let mut run = run_records(records);
+    let last = records
+        .iter()
+        .map(|r| r.received_unix_ns)
+        .max()
+        .unwrap_or(0);
+    run.tick(last + 1_000_000_000);
+    run.check();
+    run
+}
+
 impl Run {
     /// Invariants of every run: valid events, gapless offsets, unique
     /// ids, and every span in exactly one of the three end states.
