@@ -5,9 +5,12 @@
 
 use std::path::{Path, PathBuf};
 
-use harnery::recover::evidence::{self, RunningCopilotHint, SearchPlan};
+use harnery::home::Home;
+use harnery::recover::evidence::{RunningCopilotHint, SearchPlan};
 use harnery::recover::policy::{Policy, StreamSize};
+use harnery::recover::recorded::hint_from_harnery;
 use harnery::recover::{assess_copilot, with_stream};
+use harnery::spool::SpoolWriter;
 
 fn package(version: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -220,32 +223,67 @@ fn dist_dir_hint_names_the_changelog_that_runs() {
     assert_eq!(a.policy, Policy::Native);
 }
 
+/// A Copilot hook record of `session` whose envelope carries the running
+/// version and (when given) its dist dir, as the hook captures them.
+fn record_running(writer: &SpoolWriter, session: &str, version: &str, dist: Option<&str>) {
+    let payload = format!(r#"{{"sessionId":"{session}","timestamp":1,"reason":"complete"}}"#);
+    let mut env = vec![(
+        "COPILOT_CLI_BINARY_VERSION".to_string(),
+        version.to_string(),
+    )];
+    if let Some(d) = dist {
+        env.push(("COPILOT_CLI_RESOLVED_DIST_DIR".to_string(), d.to_string()));
+    }
+    writer
+        .append("copilot", Some("sessionEnd"), payload.as_bytes(), &env)
+        .expect("append");
+}
+
 #[test]
-fn spool_hint_reader_takes_the_newest_values() {
+fn recorded_hint_prefers_the_session_then_the_newest_in_spool_and_ledger() {
     let tmp = tempfile::tempdir().expect("tmp");
-    let dir = tmp.path().join("spool/intake/copilot/session-a");
-    std::fs::create_dir_all(&dir).expect("mkdir");
-    let old = r#"{"env":{"COPILOT_CLI_BINARY_VERSION":"1.0.63"}}"#;
-    std::fs::write(dir.join("old.rec"), old).expect("write");
-    let time = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
-    std::fs::File::options()
-        .write(true)
-        .open(dir.join("old.rec"))
-        .expect("open")
-        .set_modified(time)
-        .expect("mtime");
-    let new = "junk\0\u{1}{\"env\":{\"COPILOT_CLI_BINARY_VERSION\":\"1.0.100\",\"COPILOT_CLI_RESOLVED_DIST_DIR\":\"/x/pkg/linux-x64/1.0.102\"}}\n{\"env\":{\"COPILOT_CLI_BINARY_VERSION\":\"1.0.102\"}}";
-    std::fs::write(dir.join("new.rec"), new).expect("write");
-    let h = evidence::hint_from_spool(tmp.path());
-    assert_eq!(h.binary_version.as_deref(), Some("1.0.102"));
+    let home = Home::at(tmp.path().join("hh"));
+    assert!(hint_from_harnery(&home, None).binary_version.is_none());
+    let writer = SpoolWriter::new(home.clone());
+    record_running(&writer, "sess-a", "1.0.86", Some("/pkg/linux-x64/1.0.86"));
+    record_running(&writer, "sess-b", "1.0.102", None);
+    let newest = hint_from_harnery(&home, None);
+    assert_eq!(newest.binary_version.as_deref(), Some("1.0.102"));
+    // The dist dir was only recorded by sess-a: it is still the newest one.
     assert_eq!(
-        h.resolved_dist_dir,
-        Some(PathBuf::from("/x/pkg/linux-x64/1.0.102"))
+        newest.resolved_dist_dir,
+        Some(PathBuf::from("/pkg/linux-x64/1.0.86"))
     );
+    let own = hint_from_harnery(&home, Some("sess-a"));
+    assert_eq!(own.binary_version.as_deref(), Some("1.0.86"));
     assert!(
-        evidence::hint_from_spool(&tmp.path().join("nothing"))
+        own.source.iter().all(|s| s.starts_with("spool:")),
+        "{:?}",
+        own.source
+    );
+    // After finalize drains the spool, the envelopes are read from the ledger.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_harnery"))
+        .arg("finalize")
+        .env("HARNERY_HOME", home.root())
+        .output()
+        .expect("finalize runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let own = hint_from_harnery(&home, Some("sess-a"));
+    assert_eq!(own.binary_version.as_deref(), Some("1.0.86"));
+    assert!(
+        own.source.iter().all(|s| s.starts_with("ledger:")),
+        "{:?}",
+        own.source
+    );
+    assert_eq!(
+        hint_from_harnery(&home, Some("sess-zzz"))
             .binary_version
-            .is_none()
+            .as_deref(),
+        Some("1.0.102")
     );
 }
 

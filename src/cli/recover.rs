@@ -6,9 +6,11 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use super::{CmdResult, Outcome};
+use crate::home::Home;
 use crate::recover::chronicle::OpenStrategy;
-use crate::recover::evidence::{self, RunningCopilotHint, SearchPlan};
+use crate::recover::evidence::{RunningCopilotHint, SearchPlan};
 use crate::recover::packet::PacketLimits;
+use crate::recover::recorded;
 use crate::recover::{self as rec, Agent, RecoverRequest, render};
 
 /// Which agent's session to recover.
@@ -109,7 +111,7 @@ pub fn run(args: Args) -> CmdResult {
 
 pub fn run_policy(args: PolicyArgs) -> CmdResult {
     let assessment = rec::assess_copilot(
-        hint(&args.evidence),
+        hint(&args.evidence, None),
         &SearchPlan::from_env(args.evidence.copilot_package.clone()),
     );
     let text = if args.json {
@@ -160,7 +162,7 @@ fn request(args: &Args) -> RecoverRequest {
         } else {
             OpenStrategy::Auto
         },
-        hint: hint(&args.evidence),
+        hint: hint(&args.evidence, Some(&args.session_id)),
         plan: SearchPlan::from_env(args.evidence.copilot_package.clone()),
     }
 }
@@ -171,8 +173,9 @@ fn env_dir(var: &str, under_home: &str) -> PathBuf {
         .map_or_else(|| rec::home_dir().join(under_home), PathBuf::from)
 }
 
-/// Flags first, then the hook environment variables, then the spool.
-fn hint(e: &EvidenceArgs) -> RunningCopilotHint {
+/// Flags first, then the hook environment variables, then what harnery's
+/// hooks recorded (the session's own records first).
+fn hint(e: &EvidenceArgs, session_id: Option<&str>) -> RunningCopilotHint {
     let mut hint = RunningCopilotHint::default();
     let env = |name| std::env::var(name).ok().filter(|v| !v.is_empty());
     if let Some(v) = &e.copilot_version {
@@ -189,19 +192,29 @@ fn hint(e: &EvidenceArgs) -> RunningCopilotHint {
         hint.resolved_dist_dir = Some(PathBuf::from(d));
         hint.source.push("env:COPILOT_CLI_RESOLVED_DIST_DIR".into());
     }
-    if hint.binary_version.is_none() || hint.resolved_dist_dir.is_none() {
-        merge_spool(&mut hint, evidence::hint_from_spool(&rec::harnery_home()));
+    let complete = hint.binary_version.is_some() && hint.resolved_dist_dir.is_some();
+    if let (false, Ok(home)) = (complete, Home::from_env()) {
+        merge_recorded(&mut hint, recorded::hint_from_harnery(&home, session_id));
     }
     hint
 }
 
-fn merge_spool(hint: &mut RunningCopilotHint, spool: RunningCopilotHint) {
-    if hint.binary_version.is_none() && spool.binary_version.is_some() {
-        hint.binary_version = spool.binary_version;
-        hint.source.extend(spool.source.first().cloned());
+fn merge_recorded(hint: &mut RunningCopilotHint, recorded: RunningCopilotHint) {
+    let mut sources = recorded.source.into_iter();
+    let version_source = recorded
+        .binary_version
+        .as_ref()
+        .and_then(|_| sources.next());
+    let dist_source = recorded
+        .resolved_dist_dir
+        .as_ref()
+        .and_then(|_| sources.next());
+    if hint.binary_version.is_none() && recorded.binary_version.is_some() {
+        hint.binary_version = recorded.binary_version;
+        hint.source.extend(version_source);
     }
-    if hint.resolved_dist_dir.is_none() && spool.resolved_dist_dir.is_some() {
-        hint.resolved_dist_dir = spool.resolved_dist_dir;
-        hint.source.extend(spool.source.last().cloned());
+    if hint.resolved_dist_dir.is_none() && recorded.resolved_dist_dir.is_some() {
+        hint.resolved_dist_dir = recorded.resolved_dist_dir;
+        hint.source.extend(dist_source);
     }
 }

@@ -19,6 +19,7 @@ pub mod evidence;
 pub mod lines;
 pub mod packet;
 pub mod policy;
+pub mod recorded;
 pub mod render;
 pub mod stream;
 pub mod version;
@@ -286,14 +287,6 @@ fn claude_assessment(id: &str, size: StreamSize) -> ResumeAssessment {
         stream: Some(size),
         command: Some(format!("claude --resume {id}")),
         resume_is_safe: Some(true),
-    }
-}
-
-/// harnery's home: `HARNERY_HOME`, else `~/.harnery`.
-pub fn harnery_home() -> PathBuf {
-    match std::env::var_os("HARNERY_HOME").filter(|v| !v.is_empty()) {
-        Some(h) => PathBuf::from(h),
-        None => home_dir().join(".harnery"),
     }
 }
 
