@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::signal::{
-    BatchedCall, Normalized, SignalKind, ToolCall, ToolResult, TurnEnd, normalize_input,
+    BatchedCall, Normalized, SignalKind, ToolCall, ToolResult, TurnEnd, normalize_input, owned,
 };
 use crate::contract::{
     CompactionCompleted, CompactionStarted, MessageDisplayed, Notification, Outcome, Payload,
@@ -107,10 +107,6 @@ pub fn normalize(payload: &[u8], received_unix_ns: i64) -> Normalized {
         delivery_key: None,
         kind,
     }
-}
-
-fn owned(value: &Option<Cow<'_, str>>) -> Option<String> {
-    value.as_ref().map(|v| v.to_string())
 }
 
 fn text_of(value: &Option<Value>) -> Option<String> {

@@ -21,7 +21,9 @@ use serde_json::Value;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use super::signal::{Normalized, SignalKind, ToolCall, ToolResult, TurnEnd, normalize_input};
+use super::signal::{
+    Normalized, SignalKind, ToolCall, ToolResult, TurnEnd, normalize_input, owned,
+};
 use crate::contract::{
     CompactionStarted, ErrorReported, Outcome, Payload, PermissionRequested, PromptSubmitted,
     SessionEnded, SessionStarted, SignalUnrecognized, SubagentStarted, SubagentStopped, TimeSource,
@@ -121,10 +123,6 @@ pub fn normalize(argv_event: Option<&str>, payload: &[u8], received_unix_ns: i64
             }),
         },
     }
-}
-
-fn owned(value: &Option<Cow<'_, str>>) -> Option<String> {
-    value.as_ref().map(|v| v.to_string())
 }
 
 /// Both shapes' event names, mapped onto one vocabulary.

@@ -149,6 +149,11 @@ pub struct CommandResult {
     pub duration_ms: Option<u64>,
 }
 
+/// An optional borrowed wire string, owned.
+pub fn owned(value: &Option<std::borrow::Cow<'_, str>>) -> Option<String> {
+    value.as_ref().map(|v| v.to_string())
+}
+
 /// Canonical JSON: object keys sorted, no insignificant whitespace. Built by
 /// hand so that no serde_json feature flag can change the bytes.
 pub fn canonical_json(value: &Value) -> String {

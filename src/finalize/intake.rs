@@ -178,6 +178,19 @@ impl Normalizer {
         }
     }
 
+    /// Queue the producer's state with the batch and remember it for the
+    /// rest of the run, so later chunks continue from it.
+    fn keep_state(
+        &mut self,
+        session: &SessionRef,
+        producer: &SessionProducer,
+        batch: &mut AppendBatch,
+    ) {
+        let state = save_producer(session, producer);
+        self.states.insert(session.clone(), state.state.clone());
+        batch.states.push(state);
+    }
+
     fn next_offset(&mut self, session: &SessionRef) -> Result<u64, FinalizeError> {
         let offset = match self.offsets.get(session) {
             Some(n) => *n,
@@ -399,9 +412,7 @@ fn normalize(
                 .events
                 .extend(ingested.events.into_iter().map(ReadyEvent::new));
         }
-        let state = save_producer(&session, &producer);
-        normalizer.states.insert(session, state.state.clone());
-        batch.states.push(state);
+        normalizer.keep_state(&session, &producer, batch);
     }
     Ok(unknown)
 }
@@ -512,11 +523,7 @@ impl SpoolHealth<'_> {
         let event =
             producer.record_health(key.as_str(), "spool_damage", detail, self.opts.now_unix_ns);
         batch.events.push(ReadyEvent::new(event));
-        let state = save_producer(session, &producer);
-        self.normalizer
-            .states
-            .insert(session.clone(), state.state.clone());
-        batch.states.push(state);
+        self.normalizer.keep_state(session, &producer, batch);
         Ok(())
     }
 
