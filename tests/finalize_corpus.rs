@@ -188,14 +188,76 @@ fn a_record_of_an_unknown_adapter_is_kept_and_reported_not_wedged() {
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(summary["signals_drained"], 1);
     assert_eq!(summary["health"][0]["code"], "unknown_adapter");
+    // Its bytes are in the raw archive, at the offset its row names.
     let db = home.path().join("ledgers/v2/ledger.sqlite");
     let conn = rusqlite::Connection::open(db).unwrap();
-    let payload: Vec<u8> = conn
+    let (batch, at): (String, i64) = conn
         .query_row(
-            "SELECT payload FROM raw_signals WHERE adapter = 'gemini'",
+            "SELECT batch, archive_at FROM raw_signals WHERE adapter = 'gemini'",
             [],
-            |r| r.get(0),
+            |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .unwrap();
-    assert_eq!(payload, br#"{"session_id":"g-1"}"#);
+    let archive = home.path().join(format!("ledgers/v2/raw/{batch}.seg"));
+    let read = harnery::spool::read_segment(&archive).unwrap();
+    let record = read
+        .records
+        .iter()
+        .find(|r| r.at.offset == at as u64)
+        .unwrap();
+    assert_eq!(record.payload, br#"{"session_id":"g-1"}"#);
+    assert_eq!(record.envelope.adapter, "gemini");
+    assert!(run(home.path(), &["verify"]).status.success());
+}
+
+#[test]
+fn the_raw_archive_keeps_every_drained_byte_and_verify_checks_it() {
+    let home = tempfile::tempdir().unwrap();
+    let fed = feed_fixture(home.path(), "claude-code", "basic");
+    let spooled: u64 = spool_bytes(&home.path().join("spool/intake"));
+    let out = run(home.path(), &["finalize", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let raw = home.path().join("ledgers/v2/raw");
+    let archives: Vec<_> = std::fs::read_dir(&raw)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(archives.len(), 1, "{archives:?}");
+    assert_eq!(std::fs::metadata(&archives[0]).unwrap().len(), spooled);
+    let verify = run(home.path(), &["verify", "--json"]);
+    assert!(verify.status.success(), "{}", stdout(&verify));
+    let report: serde_json::Value = serde_json::from_slice(&verify.stdout).unwrap();
+    assert_eq!(report["raw_signals"], fed as u64, "{report}");
+
+    // One flipped byte inside a record's payload: verify names that signal.
+    let mut bytes = std::fs::read(&archives[0]).unwrap();
+    let payloads: Vec<usize> = bytes
+        .windows(15)
+        .enumerate()
+        .filter(|(_, w)| w == b"hook_event_name")
+        .map(|(i, _)| i)
+        .collect();
+    let at = payloads[payloads.len() / 2];
+    bytes[at] ^= 0x01;
+    std::fs::write(&archives[0], &bytes).unwrap();
+    let verify = run(home.path(), &["verify"]);
+    assert_eq!(verify.status.code(), Some(1));
+    let text = stdout(&verify);
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(text.starts_with("raw signal seq "), "{text}");
+    assert!(text.contains("checksum_mismatch"), "{text}");
+}
+
+/// Bytes of every file below `dir` except leases.
+fn spool_bytes(dir: &std::path::Path) -> u64 {
+    let mut total = 0;
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            total += spool_bytes(&p);
+        } else if !p.ends_with("lease") {
+            total += std::fs::metadata(&p).unwrap().len();
+        }
+    }
+    total
 }

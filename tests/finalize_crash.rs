@@ -122,7 +122,39 @@ fn a_kill_at_any_failpoint_then_a_rerun_equals_an_uninterrupted_run() {
             Vec::<String>::new(),
             "{point}: spool drained"
         );
+        assert_eq!(
+            raw_archives(dir.path()),
+            archived_batches(dir.path()),
+            "{point}: the raw archive holds exactly the committed batches' files"
+        );
     }
+}
+
+/// The batch ids of the files in the raw archive.
+fn raw_archives(home: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(home.join("ledgers/v2/raw"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+        .into_iter()
+        .map(|n| n.strip_suffix(".seg").map(str::to_string).unwrap_or(n))
+        .collect()
+}
+
+/// The batches whose raw signals point into the raw archive.
+fn archived_batches(home: &Path) -> Vec<String> {
+    let conn = rusqlite::Connection::open(home.join("ledgers/v2/ledger.sqlite")).unwrap();
+    let mut stmt = conn
+        .prepare(
+            "SELECT DISTINCT batch FROM raw_signals WHERE archive_at IS NOT NULL ORDER BY batch",
+        )
+        .unwrap();
+    stmt.query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
 }
 
 #[test]

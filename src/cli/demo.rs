@@ -142,6 +142,7 @@ fn demo(dir: &Path) -> CmdResult {
     let ledger = Ledger::open_read(&home)?;
     let (rows, problems) = ledger.validate_all()?;
     let (_, breaks) = ledger.verify_chain()?;
+    let (signals, misplaced) = ledger.verify_raw()?;
     writeln!(
         std::io::stdout(),
         "\n$ harnery validate\n{}",
@@ -151,6 +152,11 @@ fn demo(dir: &Path) -> CmdResult {
         std::io::stdout(),
         "\n$ harnery verify\n{}",
         verdict(rows, breaks.len(), "chain breaks")
+    )?;
+    writeln!(
+        std::io::stdout(),
+        "{}",
+        verdict(signals, misplaced.len(), "raw signals out of place")
     )?;
     let sessions = ledger.sessions()?;
     write!(
@@ -172,11 +178,13 @@ fn demo(dir: &Path) -> CmdResult {
             super::show::render(&ledger.timeline(&s.session)?)
         )?;
     }
-    Ok(if problems.is_empty() && breaks.is_empty() {
-        Outcome::Clean
-    } else {
-        Outcome::Problems
-    })
+    Ok(
+        if problems.is_empty() && breaks.is_empty() && misplaced.is_empty() {
+            Outcome::Clean
+        } else {
+            Outcome::Problems
+        },
+    )
 }
 
 fn verdict(rows: u64, found: usize, what: &str) -> String {

@@ -1,4 +1,5 @@
-//! `harnery verify`: recompute the live epoch's hash chain.
+//! `harnery verify`: recompute the live epoch's hash chain, and check that
+//! every raw signal's bytes are where its row says.
 
 use super::{CmdResult, Outcome};
 use crate::home::Home;
@@ -18,8 +19,17 @@ pub fn run(args: Args) -> CmdResult {
     let ledger = Ledger::open_dir_read(&Ledger::live_dir(&home), None)?;
     let (rows, breaks) = ledger.verify_chain()?;
     let head = ledger.chain_head()?;
+    let (raw_signals, raw_problems) = ledger.verify_raw()?;
+    let ok = breaks.is_empty() && raw_problems.is_empty();
     if args.json {
-        let v = serde_json::json!({"rows": rows, "chain_head": head, "ok": breaks.is_empty(), "breaks": breaks});
+        let v = serde_json::json!({
+            "rows": rows,
+            "chain_head": head,
+            "ok": ok,
+            "breaks": breaks,
+            "raw_signals": raw_signals,
+            "raw_problems": raw_problems,
+        });
         writeln!(std::io::stdout(), "{v}")?;
     } else {
         for b in &breaks {
@@ -31,11 +41,23 @@ pub fn run(args: Args) -> CmdResult {
                 b.detail
             )?;
         }
-        if breaks.is_empty() {
-            writeln!(std::io::stdout(), "ok: {rows} rows, chain head {head}")?;
+        for p in &raw_problems {
+            writeln!(
+                std::io::stdout(),
+                "raw signal seq {} ({}): {}",
+                p.seq,
+                p.record_digest,
+                p.detail
+            )?;
+        }
+        if ok {
+            writeln!(
+                std::io::stdout(),
+                "ok: {rows} rows, chain head {head}; {raw_signals} raw signals, each where its row says"
+            )?;
         }
     }
-    Ok(if breaks.is_empty() {
+    Ok(if ok {
         Outcome::Clean
     } else {
         Outcome::Problems

@@ -9,6 +9,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::sync_channel;
 
 use super::run::{DamagedRange, FinalizeOptions, Summary, apply_batch};
 use super::{FinalizeError, failpoint, ready};
@@ -21,9 +22,10 @@ use crate::contract::{
 use crate::finalize::producer::SessionProducer;
 use crate::home::Home;
 use crate::ledger::{
-    AppendBatch, BatchSignal, BatchState, Checkpointer, Ledger, ReadyEvent, binary_digest,
+    AppendBatch, BatchSignal, BatchState, Checkpointer, Ledger, RawBytes, ReadyEvent,
+    binary_digest, raw,
 };
-use crate::spool::{Damage, IntakeSpool, SpoolRecord, read_segment};
+use crate::spool::{Damage, IntakeSpool, SpoolRecord, read_segment_whole};
 
 /// A chunk closes once its files reach this many bytes
 /// (`HARNERY_CHUNK_BYTES` overrides it, for tests that want many chunks).
@@ -35,6 +37,11 @@ fn chunk_bytes() -> u64 {
         .and_then(|v| v.parse().ok())
         .unwrap_or(CHUNK_BYTES)
 }
+/// How many chunks may be uncommitted while one is normalized: that one,
+/// one queued for flushing, one being flushed, one queued for appending
+/// and one being appended (each queue holds one, and a stage starts its
+/// next chunk only after handing on the last).
+const IN_FLIGHT: usize = 5;
 /// Sessions ticked per batch in the time-rule pass.
 const TICK_CHUNK: usize = 256;
 /// The session damaged spool ranges are recorded under.
@@ -47,10 +54,12 @@ struct SpoolFile {
     size: u64,
 }
 
-/// Seal every session and drain all sealed files, chunk by chunk. Stage
-/// one of the next chunk (read, normalize, write the ready file) runs on a
-/// worker thread while this thread appends the previous chunk, so the two
-/// stages overlap; the order of batches, and so of the chain, is unchanged.
+/// Seal every session and drain all sealed files, chunk by chunk, in a
+/// pipeline of three threads: one reads and normalizes chunks, one makes
+/// them durable (raw archive, ready file: mostly waiting on fsync), and
+/// this one appends them, so normalizing, flushing and appending overlap.
+/// Chunks pass through in order, so the order of batches, and so of the
+/// chain, is unchanged.
 pub(super) fn drain(
     home: &Home,
     ledger: &mut Ledger,
@@ -69,24 +78,36 @@ pub(super) fn drain(
         states: HashMap::new(),
         offsets: BTreeMap::new(),
         recent: VecDeque::new(),
+        newest_kept: None,
     };
     ledger.set_auto_checkpoint(false)?;
+    let ledger_dir = ledger.dir().to_path_buf();
     let drained = std::thread::scope(|scope| {
-        let (send, receive) = std::sync::mpsc::sync_channel::<Result<Prepared, FinalizeError>>(1);
+        let (to_flush, normalized) = sync_channel::<Result<Normalized, FinalizeError>>(1);
+        let (to_append, prepared) = sync_channel::<Result<Prepared, FinalizeError>>(1);
         scope.spawn(move || {
             for chunk in chunks {
-                let prepared = prepare(home, &mut normalizer, opts, chunk);
-                let failed = prepared.is_err();
-                if send.send(prepared).is_err() || failed {
+                let done = normalize_chunk(home, &mut normalizer, opts, chunk);
+                let failed = done.is_err();
+                if to_flush.send(done).is_err() || failed {
+                    break;
+                }
+            }
+        });
+        scope.spawn(move || {
+            for chunk in normalized {
+                let done = chunk.and_then(|c| make_durable(home, &ledger_dir, c));
+                let failed = done.is_err();
+                if to_append.send(done).is_err() || failed {
                     break;
                 }
             }
         });
         let checkpointer = Checkpointer::open(ledger.dir())?;
-        let (wake, woken) = std::sync::mpsc::sync_channel::<()>(1);
+        let (wake, woken) = sync_channel::<()>(1);
         let checkpoints = scope.spawn(move || woken.iter().try_for_each(|()| checkpointer.run()));
-        for prepared in receive {
-            let p = prepared?;
+        for p in prepared {
+            let p = p?;
             summary.damaged_ranges.extend(p.damaged);
             // The file on disk is only for crash recovery; apply what is in memory.
             apply_batch(home, ledger, &p.path, &p.batch, incarnation, opts, summary)?;
@@ -142,22 +163,26 @@ struct Normalizer {
     ledger: Ledger,
     states: HashMap<SessionRef, String>,
     offsets: BTreeMap<SessionRef, u64>,
-    /// Record digests of the chunks that may not be committed yet (the one
-    /// being prepared, the one queued, the one being appended); older ones
-    /// are visible in the ledger's raw-signal table.
+    /// Record digests of the chunks that may not be committed yet (see
+    /// [`IN_FLIGHT`]); older ones are visible in the ledger's raw-signal
+    /// table.
     recent: VecDeque<HashSet<String>>,
+    /// The newest receive time among the raw signals the ledger keeps, as
+    /// of the chunk's snapshot: records received later need no lookup.
+    newest_kept: Option<i64>,
 }
 
 impl Normalizer {
     fn start_chunk(&mut self) {
         self.recent.push_front(HashSet::new());
-        self.recent.truncate(3);
+        self.recent.truncate(IN_FLIGHT);
     }
 
     /// Whether this record digest was already drained; remembers it.
     fn seen(&mut self, received_unix_ns: i64, digest: &str) -> Result<bool, FinalizeError> {
+        let may_be_kept = self.newest_kept.is_some_and(|n| received_unix_ns <= n);
         if self.recent.iter().any(|set| set.contains(digest))
-            || self.ledger.signal_known(received_unix_ns, digest)?
+            || (may_be_kept && self.ledger.signal_known(received_unix_ns, digest)?)
         {
             return Ok(true);
         }
@@ -201,6 +226,15 @@ impl Normalizer {
     }
 }
 
+/// A chunk after normalization, not durable yet.
+struct Normalized {
+    batch: AppendBatch,
+    files: Vec<SpoolFile>,
+    /// The chunk's files, whole: the batch's raw archive.
+    bytes: Vec<Vec<u8>>,
+    damaged: Vec<DamagedRange>,
+}
+
 /// A chunk after stage one: its batch, durable in the ready file at `path`.
 struct Prepared {
     batch: AppendBatch,
@@ -240,34 +274,56 @@ fn relative(home: &Home, path: &Path) -> String {
 }
 
 /// Everything read from one chunk, before normalization.
-struct Loaded {
-    records: Vec<(SpoolRecord, String)>,
-    damage: Vec<(Damage, String)>,
+struct Loaded<'a> {
+    /// The chunk's files, whole and in order: together, the batch's raw
+    /// archive.
+    bytes: Vec<Vec<u8>>,
+    records: Vec<ChunkRecord<'a>>,
+    damage: Vec<(Damage, &'a str)>,
 }
 
-fn load(files: &[SpoolFile]) -> Result<Loaded, FinalizeError> {
+/// One intact record of a chunk.
+struct ChunkRecord<'a> {
+    rec: SpoolRecord,
+    /// The adapter directory its file sits in (empty for dead letters).
+    adapter_dir: &'a str,
+    /// Where the record starts in the batch's raw archive.
+    archive_at: u64,
+}
+
+fn load(files: &[SpoolFile]) -> Result<Loaded<'_>, FinalizeError> {
     let mut out = Loaded {
+        bytes: Vec::with_capacity(files.len()),
         records: Vec::new(),
         damage: Vec::new(),
     };
+    let mut base = 0;
     for f in files {
-        let read = read_segment(&f.path).map_err(|e| FinalizeError::io(&f.path, e))?;
+        let (bytes, read) =
+            read_segment_whole(&f.path).map_err(|e| FinalizeError::io(&f.path, e))?;
         out.records
-            .extend(read.records.into_iter().map(|r| (r, f.adapter_dir.clone())));
+            .extend(read.records.into_iter().map(|rec| ChunkRecord {
+                archive_at: base + rec.at.offset,
+                rec,
+                adapter_dir: &f.adapter_dir,
+            }));
         out.damage
-            .extend(read.damage.into_iter().map(|d| (d, f.adapter_dir.clone())));
+            .extend(read.damage.into_iter().map(|d| (d, f.adapter_dir.as_str())));
+        base += bytes.len() as u64;
+        out.bytes.push(bytes);
     }
     Ok(out)
 }
 
-fn prepare(
+/// Stage one, first half: read a chunk and normalize it into its batch.
+fn normalize_chunk(
     home: &Home,
     normalizer: &mut Normalizer,
     opts: &FinalizeOptions,
     files: Vec<SpoolFile>,
-) -> Result<Prepared, FinalizeError> {
+) -> Result<Normalized, FinalizeError> {
     let t = std::time::Instant::now();
-    let mut loaded = load(&files)?;
+    let loaded = load(&files)?;
     timing("load", t);
     let mut batch = AppendBatch {
         id: ready::new_batch_id(opts.now_unix_ns),
@@ -280,10 +336,17 @@ fn prepare(
     let t = std::time::Instant::now();
     let owners = owners_by_file(&loaded.records);
     normalizer.start_chunk();
-    // One snapshot for the chunk: every batch it must see (all but the
-    // three in `recent`) committed before this chunk started.
+    // One snapshot for the chunk: every batch it must see (all but those
+    // in `recent`) committed before this chunk started.
     normalizer.ledger.begin_snapshot()?;
-    let unknown = normalize(normalizer, &mut loaded.records, &mut batch);
+    let unknown = normalizer
+        .ledger
+        .newest_signal_ns()
+        .map_err(FinalizeError::from)
+        .and_then(|newest| {
+            normalizer.newest_kept = newest;
+            normalize(normalizer, &loaded.records, &mut batch)
+        });
     normalizer.ledger.end_snapshot()?;
     let unknown = unknown?;
     timing("normalize", t);
@@ -294,9 +357,44 @@ fn prepare(
     };
     health.damage(home, &loaded.damage, &owners, &mut batch)?;
     for i in unknown {
-        health.unknown_adapter(home, &loaded.records[i].0, &mut batch)?;
+        health.unknown_adapter(home, &loaded.records[i], &mut batch)?;
     }
     let damaged = health.damaged;
+    let bytes = loaded.bytes;
+    Ok(Normalized {
+        batch,
+        files,
+        bytes,
+        damaged,
+    })
+}
+
+/// Stage one, second half: make a normalized chunk durable (its raw
+/// archive, then its ready file), then let its intake files go.
+fn make_durable(
+    home: &Home,
+    ledger_dir: &Path,
+    chunk: Normalized,
+) -> Result<Prepared, FinalizeError> {
+    let Normalized {
+        batch,
+        files,
+        bytes,
+        damaged,
+    } = chunk;
+    let t = std::time::Instant::now();
+    // The raw archive first: the ready file's signal rows point into it.
+    if failpoint::fsync_fails() {
+        return Err(FinalizeError::Durability(format!(
+            "fsync of the raw archive of batch {} failed (injected)",
+            batch.id
+        )));
+    }
+    let parts: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
+    raw::write(ledger_dir, &batch.id, &parts)?;
+    drop(bytes);
+    timing("raw-write", t);
+    failpoint::hit("after-raw-write");
     let t = std::time::Instant::now();
     let path = ready::write(home, &batch)?;
     timing("ready-write", t);
@@ -314,15 +412,15 @@ fn prepare(
 /// The canonical session each session spool file belongs to, from its
 /// records (routed before normalization moves their payloads out).
 /// Dead-letter files mix sessions and have no owner.
-fn owners_by_file(records: &[(SpoolRecord, String)]) -> HashMap<PathBuf, SessionRef> {
+fn owners_by_file(records: &[ChunkRecord]) -> HashMap<PathBuf, SessionRef> {
     let mut owners = HashMap::new();
-    for (rec, adapter_dir) in records {
-        let Some(adapter) = AdapterId::parse(adapter_dir) else {
+    for r in records {
+        let Some(adapter) = AdapterId::parse(r.adapter_dir) else {
             continue;
         };
-        if !owners.contains_key(&rec.at.file) {
-            let session = adapter::route(&raw_signal(rec, adapter, ""));
-            owners.insert(rec.at.file.clone(), session);
+        if !owners.contains_key(&r.rec.at.file) {
+            let session = adapter::route(&raw_signal(&r.rec, adapter, ""));
+            owners.insert(r.rec.at.file.clone(), session);
         }
     }
     owners
@@ -350,14 +448,15 @@ fn raw_signal<'a>(rec: &'a SpoolRecord, adapter: AdapterId, digest: &'a str) -> 
 /// kept raw and reported, never dropped and never allowed to wedge a run.
 fn normalize(
     normalizer: &mut Normalizer,
-    records: &mut [(SpoolRecord, String)],
+    records: &[ChunkRecord],
     batch: &mut AppendBatch,
 ) -> Result<Vec<usize>, FinalizeError> {
     let mut unknown = Vec::new();
     let mut by_session: BTreeMap<SessionRef, Vec<(usize, AdapterId, String)>> = BTreeMap::new();
-    for (i, (rec, adapter_dir)) in records.iter().enumerate() {
+    for (i, r) in records.iter().enumerate() {
+        let rec = &r.rec;
         let name = if rec.envelope.adapter.is_empty() {
-            adapter_dir
+            r.adapter_dir
         } else {
             &rec.envelope.adapter
         };
@@ -388,26 +487,22 @@ fn normalize(
     let total = records.len();
     let mut done = 0;
     for (session, mut items) in by_session {
-        items.sort_by_key(|(i, _, _)| (records[*i].0.envelope.received_ns, *i));
+        items.sort_by_key(|(i, _, _)| (records[*i].rec.envelope.received_ns, *i));
         let mut producer = normalizer.producer(&session)?;
         for (i, adapter, digest) in items {
             if done == total / 2 && done > 0 {
                 failpoint::hit("mid-normalize");
             }
             done += 1;
-            let rec = &mut records[i].0;
-            let ingested = producer.ingest(&raw_signal(rec, adapter, &digest));
-            let mut row = signal_row(
-                rec,
-                adapter,
+            let r = &records[i];
+            let ingested = producer.ingest(&raw_signal(&r.rec, adapter, &digest));
+            batch.signals.push(signal_row(
+                r,
+                adapter.as_str(),
                 digest,
-                &ingested.events,
-                ingested.duplicate_of.as_ref(),
-            );
-            // The batch owns the raw bytes from here; the record is not read again.
-            row.envelope = std::mem::take(&mut rec.envelope_json);
-            row.payload = std::mem::take(&mut rec.payload);
-            batch.signals.push(row);
+                ingested.events.iter().map(|e| e.id.to_string()).collect(),
+                ingested.duplicate_of.map(|d| d.to_string()),
+            ));
             batch
                 .events
                 .extend(ingested.events.into_iter().map(ReadyEvent::new));
@@ -417,25 +512,26 @@ fn normalize(
     Ok(unknown)
 }
 
-/// A signal's row without its raw bytes (envelope text and payload): the
-/// caller moves or copies them in.
+/// A signal's row: its record stays where the raw archive keeps it.
 fn signal_row(
-    rec: &SpoolRecord,
-    adapter: AdapterId,
+    r: &ChunkRecord,
+    adapter: &str,
     digest: String,
-    events: &[Event],
-    duplicate_of: Option<&EventId>,
+    event_ids: Vec<String>,
+    duplicate_of: Option<String>,
 ) -> BatchSignal {
+    let env = &r.rec.envelope;
     BatchSignal {
         record_digest: digest,
-        adapter: adapter.as_str().to_string(),
-        session_key: rec.envelope.session_key.clone(),
-        event_name: rec.envelope.event.clone(),
-        received_unix_ns: rec.envelope.received_ns,
-        envelope: String::new(),
-        payload: Vec::new(),
-        event_ids: events.iter().map(|e| e.id.to_string()).collect(),
-        duplicate_of: duplicate_of.map(|d| d.to_string()),
+        adapter: adapter.to_string(),
+        session_key: env.session_key.clone(),
+        event_name: env.event.clone(),
+        received_unix_ns: env.received_ns,
+        env: (!env.env.is_empty())
+            .then(|| serde_json::to_string(&env.env).expect("env serializes")),
+        bytes: RawBytes::Archived { at: r.archive_at },
+        event_ids,
+        duplicate_of,
     }
 }
 
@@ -476,11 +572,11 @@ impl SpoolHealth<'_> {
     fn damage(
         &mut self,
         home: &Home,
-        damage: &[(Damage, String)],
+        damage: &[(Damage, &str)],
         owners: &HashMap<PathBuf, SessionRef>,
         batch: &mut AppendBatch,
     ) -> Result<(), FinalizeError> {
-        for (d, adapter_dir) in damage {
+        for &(ref d, adapter_dir) in damage {
             let adapter = AdapterId::parse(adapter_dir).unwrap_or(AdapterId::ClaudeCode);
             let r = DamagedRange {
                 file: relative(home, &d.file),
@@ -532,9 +628,10 @@ impl SpoolHealth<'_> {
     fn unknown_adapter(
         &mut self,
         home: &Home,
-        rec: &SpoolRecord,
+        r: &ChunkRecord,
         batch: &mut AppendBatch,
     ) -> Result<(), FinalizeError> {
+        let rec = &r.rec;
         let env = &rec.envelope;
         let mut h = blake3::Hasher::new();
         for part in [
@@ -558,12 +655,13 @@ impl SpoolHealth<'_> {
             record_digest: digest.clone(),
             event_name: env.event.clone(),
         }];
-        let mut row = signal_row(rec, AdapterId::ClaudeCode, digest, &[], None);
-        row.envelope = rec.envelope_json.clone();
-        row.payload = rec.payload.clone();
-        row.adapter = env.adapter.clone();
-        row.event_ids = vec![id.to_string()];
-        batch.signals.push(row);
+        batch.signals.push(signal_row(
+            r,
+            &env.adapter,
+            digest,
+            vec![id.to_string()],
+            None,
+        ));
         self.push(
             AdapterId::ClaudeCode,
             id,

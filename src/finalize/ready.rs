@@ -3,22 +3,24 @@
 //! atomically (temporary file, fsync, rename, fsync the directory) and
 //! deleted only after the ledger transaction that applied it committed.
 //!
-//! Format `harnery.ready.v2` (written): the line `harnery.ready.v2\n`, then
+//! Format `harnery.ready.v3` (written): the line `harnery.ready.v3\n`, then
 //! frames of `kind: u8 ‖ u64le(len) ‖ len bytes`, in this order: one `H`
-//! (header JSON: format, batch, contract_digest, sources); per raw signal an
-//! `S` (its fields as JSON, without envelope and payload) directly followed
-//! by a `V` (the envelope's JSON text) and a `P` (the payload bytes exactly
-//! as spooled); an `E` per event (its canonical
-//! text, byte for byte what the ledger stores and hashes); a `T` per
-//! producer state (JSON). Payloads and event texts are copied, never
-//! escaped or base64-encoded. The file is renamed into place only after
-//! its fsync, so a reader never sees a torn one; any malformed frame
-//! refuses the whole file with the frame number.
+//! (header JSON: format, batch, contract_digest, sources); an `S` per raw
+//! signal (its fields as JSON, with the byte offset of its record in the
+//! batch's raw archive, which is durable before the ready file is
+//! written); an `E` per event (its canonical text, byte for byte what the
+//! ledger stores and hashes); a `T` per producer state (JSON). Event texts
+//! are copied, never escaped. The file is renamed into place only after its
+//! fsync, so a reader never sees a torn one; any malformed frame refuses
+//! the whole file with the frame number.
 //!
-//! Format `harnery.ready.v1` (still read, no longer written), JSON lines: a
-//! header line `{"header":{format, batch, contract_digest, sources}}`, then
-//! any number of `{"signal":…}` (payload in base64), `{"event":<canonical
-//! event text>}` and `{"state":…}` lines.
+//! Older formats are still read, so a ready file a crashed older build left
+//! behind is applied, with its raw bytes kept inline in the ledger:
+//! `harnery.ready.v2` (the same frames, but each `S` directly followed by a
+//! `V` with the envelope's JSON text and a `P` with the payload bytes) and
+//! `harnery.ready.v1` (JSON lines: a header line `{"header":{format, batch,
+//! contract_digest, sources}}`, then `{"signal":…}` lines with the payload
+//! in base64, `{"event":<canonical event text>}` and `{"state":…}`).
 
 use std::io::{BufRead, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -29,11 +31,13 @@ use serde_json::value::RawValue;
 use super::FinalizeError;
 use crate::home::Home;
 use crate::ledger::{
-    AppendBatch, BatchSignal, BatchState, ReadyEvent, create_dir_private, durable,
+    AppendBatch, BatchSignal, BatchState, RawBytes, ReadyEvent, create_dir_private, durable,
 };
 
-pub const READY_FORMAT: &str = "harnery.ready.v2";
+pub const READY_FORMAT: &str = "harnery.ready.v3";
+const READY_V2: &str = "harnery.ready.v2";
 const READY_V1: &str = "harnery.ready.v1";
+const V3_MAGIC: &[u8] = b"harnery.ready.v3\n";
 const V2_MAGIC: &[u8] = b"harnery.ready.v2\n";
 const SUFFIX: &str = ".ready";
 
@@ -49,7 +53,7 @@ struct Header {
 #[serde(rename_all = "snake_case")]
 enum Line {
     Header(Header),
-    Signal(BatchSignal),
+    Signal(SignalV1),
     Event(Box<RawValue>),
     State(BatchState),
 }
@@ -76,6 +80,12 @@ pub fn pending(home: &Home) -> Result<Vec<PathBuf>, FinalizeError> {
     }
     out.sort();
     Ok(out)
+}
+
+/// The batch id a ready file's name carries.
+pub fn batch_of(path: &Path) -> Option<String> {
+    let name = path.file_name()?.to_str()?;
+    name.strip_suffix(SUFFIX).map(str::to_string)
 }
 
 /// Delete temporary files a killed run left half written (their batch was
@@ -137,7 +147,7 @@ pub fn write(home: &Home, batch: &AppendBatch) -> Result<PathBuf, FinalizeError>
     Ok(path)
 }
 
-/// A signal's fields as an `S` frame holds them (the payload follows).
+/// A signal's fields as a v3 `S` frame holds them.
 #[derive(Serialize)]
 struct SignalHead<'a> {
     record_digest: &'a str,
@@ -145,10 +155,13 @@ struct SignalHead<'a> {
     session_key: &'a str,
     event_name: Option<&'a str>,
     received_unix_ns: i64,
+    env: Option<&'a str>,
+    archive_at: u64,
     event_ids: &'a [String],
     duplicate_of: Option<&'a str>,
 }
 
+/// A v3 `S` frame, or (without `env` and `archive_at`) a v2 one.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SignalHeadOwned {
@@ -157,12 +170,46 @@ struct SignalHeadOwned {
     session_key: String,
     event_name: Option<String>,
     received_unix_ns: i64,
+    #[serde(default)]
+    env: Option<String>,
+    #[serde(default)]
+    archive_at: Option<u64>,
     event_ids: Vec<String>,
     duplicate_of: Option<String>,
 }
 
+/// A v1 `signal` line.
+#[derive(Debug, Serialize, Deserialize)]
+struct SignalV1 {
+    record_digest: String,
+    adapter: String,
+    session_key: String,
+    event_name: Option<String>,
+    received_unix_ns: i64,
+    envelope: String,
+    #[serde(with = "b64")]
+    payload: Vec<u8>,
+    event_ids: Vec<String>,
+    duplicate_of: Option<String>,
+}
+
+mod b64 {
+    use base64::Engine;
+    use base64::engine::general_purpose::STANDARD;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&STANDARD.encode(bytes))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        let text = String::deserialize(d)?;
+        STANDARD.decode(text).map_err(serde::de::Error::custom)
+    }
+}
+
 fn write_frames(out: &mut impl Write, batch: &AppendBatch) -> std::io::Result<()> {
-    out.write_all(V2_MAGIC)?;
+    out.write_all(V3_MAGIC)?;
     let header = Header {
         format: READY_FORMAT.into(),
         batch: batch.id.clone(),
@@ -172,11 +219,15 @@ fn write_frames(out: &mut impl Write, batch: &AppendBatch) -> std::io::Result<()
     frame(out, b'H', &serde_json::to_vec(&header)?)?;
     let mut buf = Vec::new();
     for s in &batch.signals {
+        let RawBytes::Archived { at } = s.bytes else {
+            return Err(std::io::Error::other(format!(
+                "signal {} has no place in the raw archive",
+                s.record_digest
+            )));
+        };
         buf.clear();
-        serde_json::to_writer(&mut buf, &signal_head(s))?;
+        serde_json::to_writer(&mut buf, &signal_head(s, at))?;
         frame(out, b'S', &buf)?;
-        frame(out, b'V', s.envelope.as_bytes())?;
-        frame(out, b'P', &s.payload)?;
     }
     for e in &batch.events {
         frame(out, b'E', e.json.as_bytes())?;
@@ -189,13 +240,15 @@ fn write_frames(out: &mut impl Write, batch: &AppendBatch) -> std::io::Result<()
     Ok(())
 }
 
-fn signal_head(s: &BatchSignal) -> SignalHead<'_> {
+fn signal_head(s: &BatchSignal, archive_at: u64) -> SignalHead<'_> {
     SignalHead {
         record_digest: &s.record_digest,
         adapter: &s.adapter,
         session_key: &s.session_key,
         event_name: s.event_name.as_deref(),
         received_unix_ns: s.received_unix_ns,
+        env: s.env.as_deref(),
+        archive_at,
         event_ids: &s.event_ids,
         duplicate_of: s.duplicate_of.as_deref(),
     }
@@ -211,18 +264,24 @@ fn frame(out: &mut impl Write, kind: u8, bytes: &[u8]) -> std::io::Result<()> {
 /// refuses the whole file with its line (v1) or frame (v2) number.
 pub fn read(path: &Path) -> Result<AppendBatch, FinalizeError> {
     let bytes = std::fs::read(path).map_err(|e| FinalizeError::io(path, e))?;
+    if let Some(frames) = bytes.strip_prefix(V3_MAGIC) {
+        return read_frames(path, frames, READY_FORMAT);
+    }
     match bytes.strip_prefix(V2_MAGIC) {
-        Some(frames) => read_v2(path, frames),
+        Some(frames) => read_frames(path, frames, READY_V2),
         None => read_v1(path, &bytes),
     }
 }
 
-fn read_v2(path: &Path, mut rest: &[u8]) -> Result<AppendBatch, FinalizeError> {
+/// The frames of a v3 file, or of a v2 one (`format`), whose signals carry
+/// their envelope and payload in `V` and `P` frames instead.
+fn read_frames(path: &Path, mut rest: &[u8], format: &str) -> Result<AppendBatch, FinalizeError> {
     let bad = |n: usize, why: String| FinalizeError::BadReady {
         path: path.to_path_buf(),
         line: n,
         detail: format!("frame {n}: {why}"),
     };
+    let inline = format == READY_V2;
     let mut batch: Option<AppendBatch> = None;
     let mut n = 0;
     while !rest.is_empty() {
@@ -233,7 +292,7 @@ fn read_v2(path: &Path, mut rest: &[u8]) -> Result<AppendBatch, FinalizeError> {
         match (kind, batch.as_mut()) {
             (b'H', None) => {
                 let h: Header = serde_json::from_slice(body).map_err(json_err)?;
-                if h.format != READY_FORMAT {
+                if h.format != format {
                     return Err(bad(n, format!("unknown format {:?}", h.format)));
                 }
                 batch = Some(from_header(h));
@@ -241,15 +300,23 @@ fn read_v2(path: &Path, mut rest: &[u8]) -> Result<AppendBatch, FinalizeError> {
             (_, None) => return Err(bad(n, "the first frame must be the header".into())),
             (b'S', Some(b)) => {
                 let head: SignalHeadOwned = serde_json::from_slice(body).map_err(json_err)?;
-                let (envelope, payload, after) = signal_parts(rest).ok_or_else(|| {
-                    bad(
-                        n + 1,
-                        "a signal must be followed by its V and P frames".into(),
-                    )
-                })?;
-                rest = after;
-                n += 2;
-                b.signals.push(signal_from(head, envelope, payload));
+                let bytes = if inline {
+                    let (envelope, payload, after) = signal_parts(rest).ok_or_else(|| {
+                        bad(
+                            n + 1,
+                            "a signal must be followed by its V and P frames".into(),
+                        )
+                    })?;
+                    rest = after;
+                    n += 2;
+                    RawBytes::Inline { envelope, payload }
+                } else {
+                    let at = head
+                        .archive_at
+                        .ok_or_else(|| bad(n, "a signal without archive_at".into()))?;
+                    RawBytes::Archived { at }
+                };
+                b.signals.push(signal_from(head, bytes));
             }
             (b'E', Some(b)) => {
                 let text = std::str::from_utf8(body).map_err(|e| bad(n, e.to_string()))?;
@@ -266,7 +333,7 @@ fn read_v2(path: &Path, mut rest: &[u8]) -> Result<AppendBatch, FinalizeError> {
     batch.ok_or_else(|| bad(0, "empty ready file".into()))
 }
 
-/// The `V` (envelope text) and `P` (payload) frames after an `S`.
+/// The `V` (envelope text) and `P` (payload) frames after a v2 `S`.
 fn signal_parts(bytes: &[u8]) -> Option<(String, Vec<u8>, &[u8])> {
     let (kind, envelope, rest) = split_frame(bytes)?;
     let envelope = std::str::from_utf8(envelope)
@@ -284,18 +351,34 @@ fn split_frame(bytes: &[u8]) -> Option<(u8, &[u8], &[u8])> {
     (len <= rest.len()).then(|| (kind, &rest[..len], &rest[len..]))
 }
 
-fn signal_from(h: SignalHeadOwned, envelope: String, payload: Vec<u8>) -> BatchSignal {
+fn signal_from(h: SignalHeadOwned, bytes: RawBytes) -> BatchSignal {
+    let env = match &bytes {
+        RawBytes::Inline { envelope, .. } => env_of(envelope),
+        RawBytes::Archived { .. } => h.env,
+    };
     BatchSignal {
         record_digest: h.record_digest,
         adapter: h.adapter,
         session_key: h.session_key,
         event_name: h.event_name,
         received_unix_ns: h.received_unix_ns,
-        envelope,
-        payload,
+        env,
+        bytes,
         event_ids: h.event_ids,
         duplicate_of: h.duplicate_of,
     }
+}
+
+/// The captured agent environment of an envelope's JSON text, as the
+/// ledger keeps it (a JSON object, or nothing when it captured none).
+fn env_of(envelope: &str) -> Option<String> {
+    #[derive(Deserialize)]
+    struct EnvOnly {
+        #[serde(default)]
+        env: std::collections::BTreeMap<String, String>,
+    }
+    let parsed: EnvOnly = serde_json::from_str(envelope).ok()?;
+    (!parsed.env.is_empty()).then(|| serde_json::to_string(&parsed.env).expect("env serializes"))
 }
 
 /// A `harnery.ready.v1` file (JSON lines), as a crashed older run left it.
@@ -317,7 +400,20 @@ fn read_v1(path: &Path, bytes: &[u8]) -> Result<AppendBatch, FinalizeError> {
             }
             (_, None) => return Err(bad(n, "the first line must be the header".into())),
             (Line::Header(_), Some(_)) => return Err(bad(n, "a second header".into())),
-            (Line::Signal(s), Some(b)) => b.signals.push(s),
+            (Line::Signal(s), Some(b)) => b.signals.push(BatchSignal {
+                record_digest: s.record_digest,
+                adapter: s.adapter,
+                session_key: s.session_key,
+                event_name: s.event_name,
+                received_unix_ns: s.received_unix_ns,
+                env: env_of(&s.envelope),
+                bytes: RawBytes::Inline {
+                    envelope: s.envelope,
+                    payload: s.payload,
+                },
+                event_ids: s.event_ids,
+                duplicate_of: s.duplicate_of,
+            }),
             (Line::State(s), Some(b)) => b.states.push(s),
             (Line::Event(raw), Some(b)) => {
                 let event =
@@ -356,7 +452,10 @@ mod tests {
     use super::*;
     use crate::contract::{AdapterId, SessionRef};
 
-    fn batch() -> AppendBatch {
+    const ENVELOPE: &str = r#"{"v":1,"env":{"COPILOT_CLI_BINARY_VERSION":"1.0.102"}}"#;
+    const PAYLOAD: &[u8] = b"{\"a\":\"\\u0000\xff\"}\n";
+
+    fn batch(bytes: RawBytes) -> AppendBatch {
         AppendBatch {
             id: "00000000000000000001-00000000-x".into(),
             contract_digest: "d".into(),
@@ -367,8 +466,8 @@ mod tests {
                 session_key: "s".into(),
                 event_name: Some("Stop".into()),
                 received_unix_ns: 7,
-                envelope: r#"{"v":1}"#.into(),
-                payload: b"{\"a\":\"\\u0000\xff\"}\n".to_vec(),
+                env: Some(r#"{"COPILOT_CLI_BINARY_VERSION":"1.0.102"}"#.into()),
+                bytes,
                 event_ids: vec!["ev_1".into()],
                 duplicate_of: None,
             }],
@@ -383,6 +482,13 @@ mod tests {
         }
     }
 
+    fn inline() -> RawBytes {
+        RawBytes::Inline {
+            envelope: ENVELOPE.into(),
+            payload: PAYLOAD.to_vec(),
+        }
+    }
+
     fn same(a: &AppendBatch, b: &AppendBatch) {
         assert_eq!((&a.id, &a.contract_digest), (&b.id, &b.contract_digest));
         assert_eq!((&a.sources, &a.signals), (&b.sources, &b.signals));
@@ -390,15 +496,52 @@ mod tests {
     }
 
     #[test]
-    fn v2_round_trips_payload_bytes_exactly() {
+    fn v3_round_trips_signals_with_their_archive_offsets() {
         let dir = tempfile::tempdir().unwrap();
-        let path = write(&Home::at(dir.path()), &batch()).unwrap();
-        same(&read(&path).unwrap(), &batch());
+        let b = batch(RawBytes::Archived { at: 4096 });
+        let path = write(&Home::at(dir.path()), &b).unwrap();
+        same(&read(&path).unwrap(), &b);
+    }
+
+    #[test]
+    fn a_signal_without_a_place_in_the_archive_is_not_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = write(&Home::at(dir.path()), &batch(inline())).unwrap_err();
+        assert!(
+            err.to_string().contains("no place in the raw archive"),
+            "{err}"
+        );
+        assert!(pending(&Home::at(dir.path())).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_v2_file_left_by_an_older_run_keeps_its_bytes_inline() {
+        let b = batch(inline());
+        let mut bytes = V2_MAGIC.to_vec();
+        let header = Header {
+            format: READY_V2.into(),
+            batch: b.id.clone(),
+            contract_digest: b.contract_digest.clone(),
+            sources: b.sources.clone(),
+        };
+        frame(&mut bytes, b'H', &serde_json::to_vec(&header).unwrap()).unwrap();
+        let head = r#"{"record_digest":"r","adapter":"claude-code","session_key":"s","event_name":"Stop","received_unix_ns":7,"event_ids":["ev_1"],"duplicate_of":null}"#;
+        frame(&mut bytes, b'S', head.as_bytes()).unwrap();
+        frame(&mut bytes, b'V', ENVELOPE.as_bytes()).unwrap();
+        frame(&mut bytes, b'P', PAYLOAD).unwrap();
+        frame(&mut bytes, b'T', &serde_json::to_vec(&b.states[0]).unwrap()).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.ready");
+        std::fs::write(&path, &bytes).unwrap();
+        same(&read(&path).unwrap(), &b);
+        std::fs::write(&path, &bytes[..bytes.len() - 3]).unwrap();
+        let err = read(&path).unwrap_err().to_string();
+        assert!(err.contains("frame 5: cut short"), "{err}");
     }
 
     #[test]
     fn a_v1_file_left_by_an_older_run_is_still_read() {
-        let b = batch();
+        let b = batch(inline());
         let mut text = serde_json::to_string(&Line::Header(Header {
             format: READY_V1.into(),
             batch: b.id.clone(),
@@ -407,7 +550,18 @@ mod tests {
         }))
         .unwrap();
         text.push('\n');
-        text += &serde_json::to_string(&Line::Signal(b.signals[0].clone())).unwrap();
+        text += &serde_json::to_string(&Line::Signal(SignalV1 {
+            record_digest: "r".into(),
+            adapter: "claude-code".into(),
+            session_key: "s".into(),
+            event_name: Some("Stop".into()),
+            received_unix_ns: 7,
+            envelope: ENVELOPE.into(),
+            payload: PAYLOAD.to_vec(),
+            event_ids: vec!["ev_1".into()],
+            duplicate_of: None,
+        }))
+        .unwrap();
         text.push('\n');
         text += &serde_json::to_string(&Line::State(b.states[0].clone())).unwrap();
         let dir = tempfile::tempdir().unwrap();
@@ -417,12 +571,12 @@ mod tests {
     }
 
     #[test]
-    fn a_cut_v2_file_is_refused_with_its_frame() {
+    fn a_cut_v3_file_is_refused_with_its_frame() {
         let dir = tempfile::tempdir().unwrap();
-        let path = write(&Home::at(dir.path()), &batch()).unwrap();
+        let path = write(&Home::at(dir.path()), &batch(RawBytes::Archived { at: 0 })).unwrap();
         let bytes = std::fs::read(&path).unwrap();
         std::fs::write(&path, &bytes[..bytes.len() - 3]).unwrap();
         let err = read(&path).unwrap_err().to_string();
-        assert!(err.contains("frame 5: cut short"), "{err}");
+        assert!(err.contains("frame 3: cut short"), "{err}");
     }
 }

@@ -76,6 +76,9 @@ pub fn apply_pending(
 ) -> Result<u64, FinalizeError> {
     ready::remove_orphans(home)?;
     let files = ready::pending(home)?;
+    let waiting: std::collections::HashSet<String> =
+        files.iter().filter_map(|p| ready::batch_of(p)).collect();
+    crate::ledger::raw::remove_orphans(ledger, |batch| waiting.contains(batch))?;
     for path in &files {
         apply_file(home, ledger, path, incarnation, opts, summary)?;
     }

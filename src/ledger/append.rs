@@ -44,21 +44,32 @@ impl ReadyEvent {
     }
 }
 
-/// One raw signal a batch drained: kept whole so no byte is lost after the
-/// spool segment is deleted.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// One raw signal a batch drained: where its bytes are kept, what it
+/// produced, and the few envelope facts the read side looks up.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BatchSignal {
     pub record_digest: String,
     pub adapter: String,
     pub session_key: String,
     pub event_name: Option<String>,
     pub received_unix_ns: i64,
-    /// The spool envelope as JSON text.
-    pub envelope: String,
-    #[serde(with = "b64")]
-    pub payload: Vec<u8>,
+    /// The envelope's captured agent environment as a JSON object, when
+    /// it captured any.
+    pub env: Option<String>,
+    pub bytes: RawBytes,
     pub event_ids: Vec<String>,
     pub duplicate_of: Option<String>,
+}
+
+/// Where a raw signal's envelope and payload are kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RawBytes {
+    /// In the batch's raw archive (`raw/<batch>.seg`), as the spool record
+    /// that starts at this byte offset.
+    Archived { at: u64 },
+    /// In the row itself: ready files written before the raw archive
+    /// existed carry the envelope text and the payload.
+    Inline { envelope: String, payload: Vec<u8> },
 }
 
 /// A session's producer state after the batch, as serde JSON text.
@@ -88,21 +99,6 @@ pub enum AppendOutcome {
     },
     /// The batch was committed by an earlier run.
     AlreadyApplied,
-}
-
-mod b64 {
-    use base64::Engine;
-    use base64::engine::general_purpose::STANDARD;
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&STANDARD.encode(bytes))
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
-        let text = String::deserialize(d)?;
-        STANDARD.decode(text).map_err(serde::de::Error::custom)
-    }
 }
 
 impl Ledger {
@@ -153,6 +149,16 @@ impl Ledger {
             .conn
             .prepare_cached("SELECT EXISTS (SELECT 1 FROM raw_signals WHERE received_unix_ns = ?1 AND record_digest = ?2)")?
             .query_row(params![received_unix_ns, record_digest], |r| r.get(0))?)
+    }
+
+    /// The newest receive time among the kept raw signals. A record
+    /// received later cannot be one of them (its digest covers its receive
+    /// time), so it needs no lookup.
+    pub fn newest_signal_ns(&self) -> Result<Option<i64>, LedgerError> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT max(received_unix_ns) FROM raw_signals")?
+            .query_row([], |r| r.get(0))?)
     }
 
     /// Whether an intake segment was drained by a committed batch.
@@ -366,19 +372,25 @@ fn refuse_duplicate(e: &Event, err: rusqlite::Error) -> LedgerError {
 
 fn insert_signals(tx: &Transaction, batch: &AppendBatch) -> Result<(), LedgerError> {
     let mut stmt = tx.prepare_cached(
-        "INSERT OR IGNORE INTO raw_signals (record_digest, adapter, session_key, event_name, received_unix_ns, envelope, payload, event_ids, duplicate_of, batch) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        "INSERT OR IGNORE INTO raw_signals (record_digest, adapter, session_key, event_name, received_unix_ns, env, archive_at, envelope, payload, event_ids, duplicate_of, batch) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     )?;
     for s in &batch.signals {
         let ids = serde_json::to_string(&s.event_ids).expect("ids serialize");
+        let (at, envelope, payload) = match &s.bytes {
+            RawBytes::Archived { at } => (Some(*at as i64), None, None),
+            RawBytes::Inline { envelope, payload } => (None, Some(envelope), Some(payload)),
+        };
         stmt.execute(params![
             s.record_digest,
             s.adapter,
             s.session_key,
             s.event_name,
             s.received_unix_ns,
-            s.envelope,
-            s.payload,
+            s.env,
+            at,
+            envelope,
+            payload,
             ids,
             s.duplicate_of,
             batch.id

@@ -19,6 +19,7 @@ mod derive;
 pub mod durable;
 mod genesis;
 mod query;
+pub mod raw;
 mod schema;
 mod timeline;
 
@@ -26,7 +27,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
-pub use append::{AppendBatch, AppendOutcome, BatchSignal, BatchState, ReadyEvent};
+pub use append::{AppendBatch, AppendOutcome, BatchSignal, BatchState, RawBytes, ReadyEvent};
 pub use check::{ChainBreak, ValidationProblem};
 pub use checkpoint::Checkpointer;
 pub use genesis::{Anchor, GENESIS_FORMAT, GenesisManifest, binary_digest, capability_digests};

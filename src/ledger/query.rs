@@ -306,23 +306,24 @@ impl Ledger {
         Ok(rows.collect::<Result<Vec<_>, _>>()?)
     }
 
-    /// The newest raw envelope of `adapter` whose text contains `needle`,
-    /// only of `session_key` when one is given: (receive time, envelope).
-    /// Walks the receive-time index newest first and stops at the first match.
-    pub fn newest_envelope_with(
+    /// The newest raw signal of `adapter` whose captured agent environment
+    /// contains `needle`, only of `session_key` when one is given:
+    /// (receive time, session key, environment as a JSON object). Walks the
+    /// receive-time index newest first and stops at the first match.
+    pub fn newest_env_with(
         &self,
         adapter: &str,
         session_key: Option<&str>,
         needle: &str,
-    ) -> Result<Option<(i64, String)>, LedgerError> {
+    ) -> Result<Option<(i64, String, String)>, LedgerError> {
         let mut stmt = self.conn.prepare(
-            "SELECT received_unix_ns, envelope FROM raw_signals \
-             WHERE adapter = ?1 AND (?2 IS NULL OR session_key = ?2) AND instr(envelope, ?3) > 0 \
+            "SELECT received_unix_ns, session_key, env FROM raw_signals \
+             WHERE adapter = ?1 AND (?2 IS NULL OR session_key = ?2) AND instr(env, ?3) > 0 \
              ORDER BY received_unix_ns DESC LIMIT 1",
         )?;
         let mut rows = stmt.query(params![adapter, session_key, needle])?;
         match rows.next()? {
-            Some(r) => Ok(Some((r.get(0)?, r.get(1)?))),
+            Some(r) => Ok(Some((r.get(0)?, r.get(1)?, r.get(2)?))),
             None => Ok(None),
         }
     }

@@ -9,6 +9,7 @@ use super::LedgerError;
 const MIGRATIONS: &[(&str, &str)] = &[
     ("20261130T0130Z_initial", INITIAL),
     ("20261130T0300Z_local_keys", LOCAL_KEYS),
+    ("20261130T0400Z_raw_archive", RAW_ARCHIVE),
 ];
 
 const INITIAL: &str = r#"
@@ -209,12 +210,56 @@ DROP TABLE raw_signals;
 ALTER TABLE raw_signals_v2 RENAME TO raw_signals;
 "#;
 
+/// Raw signal bytes move out of SQLite into the raw archive (`raw/`
+/// beside the database, see `ledger::raw`): a new row names its record by
+/// byte offset (`archive_at`) in its batch's archive file, and keeps only
+/// the envelope's captured agent environment (`env`), which the read side
+/// searches. Rows written before keep their envelope and payload inline;
+/// exactly one of the two forms is set.
+const RAW_ARCHIVE: &str = r#"
+CREATE TABLE raw_signals_v3 (
+    seq              INTEGER PRIMARY KEY,
+    record_digest    TEXT NOT NULL,
+    adapter          TEXT NOT NULL,
+    session_key      TEXT NOT NULL,
+    event_name       TEXT,
+    received_unix_ns INTEGER NOT NULL,
+    env              TEXT,
+    archive_at       INTEGER,
+    envelope         TEXT,
+    payload          BLOB,
+    event_ids        TEXT NOT NULL,
+    duplicate_of     TEXT,
+    batch            TEXT NOT NULL,
+    UNIQUE (received_unix_ns, record_digest),
+    CHECK ((archive_at IS NULL) = (payload IS NOT NULL) AND (envelope IS NULL) = (payload IS NULL))
+) STRICT;
+INSERT INTO raw_signals_v3 (seq, record_digest, adapter, session_key, event_name, received_unix_ns, env,
+        archive_at, envelope, payload, event_ids, duplicate_of, batch)
+    SELECT seq, record_digest, adapter, session_key, event_name, received_unix_ns,
+        CASE WHEN json_valid(envelope) AND json_type(envelope, '$.env') = 'object'
+                  AND json_extract(envelope, '$.env') != '{}'
+             THEN json_extract(envelope, '$.env') END,
+        NULL, envelope, payload, event_ids, duplicate_of, batch
+    FROM raw_signals ORDER BY seq;
+DROP TABLE raw_signals;
+ALTER TABLE raw_signals_v3 RENAME TO raw_signals;
+"#;
+
 /// Apply every migration not yet recorded, each in its own transaction.
 pub fn migrate(conn: &mut Connection, now_unix_ns: i64) -> Result<(), LedgerError> {
+    apply(conn, MIGRATIONS, now_unix_ns)
+}
+
+fn apply(
+    conn: &mut Connection,
+    migrations: &[(&str, &str)],
+    now_unix_ns: i64,
+) -> Result<(), LedgerError> {
     conn.execute_batch(
         "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_unix_ns INTEGER NOT NULL) STRICT;",
     )?;
-    for (name, sql) in MIGRATIONS {
+    for (name, sql) in migrations {
         let done: bool = conn.query_row(
             "SELECT EXISTS (SELECT 1 FROM migrations WHERE name = ?1)",
             [name],
@@ -232,4 +277,52 @@ pub fn migrate(conn: &mut Connection, now_unix_ns: i64) -> Result<(), LedgerErro
         tx.commit()?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A ledger from before the raw archive: its raw signals keep their
+    /// bytes inline after the migration, and the captured environment is
+    /// lifted out of the envelope for the read side.
+    #[test]
+    fn raw_rows_from_before_the_archive_keep_their_bytes_inline() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        apply(&mut conn, &MIGRATIONS[..2], 1).unwrap();
+        let insert = "INSERT INTO raw_signals (record_digest, adapter, session_key, event_name, received_unix_ns, envelope, payload, event_ids, batch) \
+                      VALUES (?1, 'copilot', 's', 'preToolUse', ?2, ?3, x'7b7d', '[]', 'b')";
+        let with_env = r#"{"v":1,"env":{"COPILOT_CLI_BINARY_VERSION":"1.0.102"}}"#;
+        conn.execute(insert, params!["d1", 1, with_env]).unwrap();
+        conn.execute(insert, params!["d2", 2, r#"{"v":1,"env":{}}"#])
+            .unwrap();
+        conn.execute(insert, params!["d3", 3, r#"{"v":1}"#])
+            .unwrap();
+        migrate(&mut conn, 2).unwrap();
+        type Row = (Option<String>, Option<i64>, Option<String>, Vec<u8>);
+        let rows: Vec<Row> = conn
+            .prepare("SELECT env, archive_at, envelope, payload FROM raw_signals ORDER BY seq")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(
+            rows[0],
+            (
+                Some(r#"{"COPILOT_CLI_BINARY_VERSION":"1.0.102"}"#.into()),
+                None,
+                Some(with_env.into()),
+                b"{}".to_vec()
+            )
+        );
+        assert_eq!((&rows[1].0, &rows[2].0), (&None, &None));
+        // A row keeps its bytes in exactly one place.
+        let both = "INSERT INTO raw_signals (record_digest, adapter, session_key, received_unix_ns, archive_at, envelope, payload, event_ids, batch) \
+                    VALUES ('d4', 'copilot', 's', 4, 0, '{}', x'00', '[]', 'b')";
+        assert!(conn.execute(both, []).is_err());
+        let neither = "INSERT INTO raw_signals (record_digest, adapter, session_key, received_unix_ns, event_ids, batch) \
+                       VALUES ('d5', 'copilot', 's', 5, '[]', 'b')";
+        assert!(conn.execute(neither, []).is_err());
+    }
 }

@@ -6,17 +6,18 @@
 //!
 //! Records are looked for in the intake spool (not finalized yet) and in
 //! the ledger's raw signals (where finalized records keep their
-//! envelopes), the session's own records first, then any session's, the
+//! envelope's captured environment), the session's own records first, then any session's, the
 //! newest receive time winning. Everything here is read-only and
 //! best-effort: an unreadable spool file or ledger only means less
 //! evidence, never an error.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use super::evidence::RunningCopilotHint;
 use crate::home::Home;
 use crate::ledger::Ledger;
-use crate::spool::{Envelope, IntakeSpool, SegmentItem, SegmentReader, session_key};
+use crate::spool::{IntakeSpool, SegmentItem, SegmentReader, session_key};
 
 const VERSION_KEY: &str = "COPILOT_CLI_BINARY_VERSION";
 const DIST_KEY: &str = "COPILOT_CLI_RESOLVED_DIST_DIR";
@@ -59,15 +60,15 @@ fn newest(home: &Home, own_key: Option<&str>, key: &str) -> Option<Seen> {
 }
 
 fn in_ledger(ledger: &Ledger, scope: Option<&str>, key: &str) -> Option<Seen> {
-    let (received_ns, text) = ledger
-        .newest_envelope_with(ADAPTER, scope, &format!("\"{key}\""))
+    let (received_ns, session_key, env) = ledger
+        .newest_env_with(ADAPTER, scope, &format!("\"{key}\""))
         .ok()??;
-    let envelope: Envelope = serde_json::from_str(&text).ok()?;
-    let value = envelope.env.get(key).filter(|v| !v.is_empty())?.clone();
+    let env: BTreeMap<String, String> = serde_json::from_str(&env).ok()?;
+    let value = env.get(key).filter(|v| !v.is_empty())?.clone();
     Some(Seen {
         received_ns,
         value,
-        origin: format!("ledger:{}@{}", envelope.session_key, received_ns),
+        origin: format!("ledger:{session_key}@{received_ns}"),
     })
 }
 

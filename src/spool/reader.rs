@@ -97,18 +97,17 @@ pub enum SegmentItem {
 /// read of the file, then decoding from memory (two reads per record cost
 /// the finalizer more than the decoding).
 pub fn read_segment(path: &Path) -> io::Result<SegmentRead> {
+    read_segment_whole(path).map(|(_, read)| read)
+}
+
+/// [`read_segment`], also handing back the file's bytes exactly as read
+/// (the finalizer keeps them in the ledger's raw archive).
+pub fn read_segment_whole(path: &Path) -> io::Result<(Vec<u8>, SegmentRead)> {
     use std::io::Read;
     let mut bytes = Vec::new();
     open_regular(path)?.read_to_end(&mut bytes)?;
-    let mut out = SegmentRead::default();
-    let mut decoder = Decoder::new(&bytes[..], path.to_path_buf());
-    while let Some(item) = decoder.next_item() {
-        match item? {
-            SegmentItem::Record(r) => out.records.push(*r),
-            SegmentItem::Damage(d) => out.damage.push(d),
-        }
-    }
-    Ok(out)
+    let read = read_bytes(&bytes, path);
+    Ok((bytes, read))
 }
 
 /// Open `path` for reading, never through a symlink, and only a regular file.
@@ -139,6 +138,14 @@ pub fn read_bytes(bytes: &[u8], file: &Path) -> SegmentRead {
         }
     }
     out
+}
+
+/// Decode only the first item of `bytes` (a record, or the damaged range
+/// that starts there), naming it as `file`.
+pub fn read_first(bytes: &[u8], file: &Path) -> Option<SegmentItem> {
+    Decoder::new(bytes, file.to_path_buf())
+        .next_item()
+        .and_then(Result::ok)
 }
 
 /// Streaming reader over one file: memory use is one record at a time.
