@@ -27,9 +27,6 @@ pub struct RecordAt {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SpoolRecord {
     pub envelope: Envelope,
-    /// The envelope's JSON text exactly as stored (kept so the ledger can
-    /// store it without a re-serialisation).
-    pub envelope_json: String,
     /// The payload bytes exactly as stored (the first bytes when truncated).
     pub payload: Vec<u8>,
     pub at: RecordAt,
@@ -175,6 +172,11 @@ impl Iterator for SegmentReader {
 trait Source {
     fn size(&self) -> io::Result<u64>;
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
+    /// The `len` bytes at `offset` in place, when the source is in memory
+    /// (so decoding copies only the payload it returns).
+    fn in_place(&self, _offset: u64, _len: usize) -> Option<&[u8]> {
+        None
+    }
 }
 
 impl Source for File {
@@ -197,6 +199,10 @@ impl Source for &[u8] {
             .ok_or_else(|| io::Error::from(io::ErrorKind::UnexpectedEof))?;
         buf.copy_from_slice(src);
         Ok(())
+    }
+    fn in_place(&self, offset: u64, len: usize) -> Option<&[u8]> {
+        let start = usize::try_from(offset).ok()?;
+        self.get(start..start.checked_add(len)?)
     }
 }
 
@@ -261,34 +267,35 @@ impl<S: Source> Decoder<S> {
         }
         let el = header.envelope_len as usize;
         let body_len = usize::try_from(header.record_len()).map_err(io::Error::other)? - HEADER_LEN;
-        let mut body = vec![0u8; body_len];
-        self.src
-            .read_exact_at(&mut body, start + HEADER_LEN as u64)?;
+        let read;
+        let body = match self.src.in_place(start + HEADER_LEN as u64, body_len) {
+            Some(bytes) => bytes,
+            None => {
+                let mut buf = vec![0u8; body_len];
+                self.src
+                    .read_exact_at(&mut buf, start + HEADER_LEN as u64)?;
+                read = buf;
+                &read[..]
+            }
+        };
         let (content, digest) = body.split_at(body_len - DIGEST_LEN);
         let (env_bytes, payload) = content.split_at(el);
         if frame::record_digest(&hb, env_bytes, payload)[..] != digest[..] {
             return self.resync(start, eof, Reject::Checksum(end));
         }
         self.pos = end;
-        let parsed = std::str::from_utf8(env_bytes)
+        let envelope = std::str::from_utf8(env_bytes)
             .ok()
-            .and_then(|text| Some((serde_json::from_str::<Envelope>(text).ok()?, text)));
-        match parsed {
-            Some((envelope, text)) => {
-                let envelope_json = text.to_string();
-                let payload_len = payload.len();
-                body.truncate(el + payload_len);
-                body.drain(..el);
-                Ok(SegmentItem::Record(Box::new(SpoolRecord {
-                    envelope,
-                    envelope_json,
-                    payload: body,
-                    at: RecordAt {
-                        file: self.file.clone(),
-                        offset: start,
-                    },
-                })))
-            }
+            .and_then(|text| serde_json::from_str::<Envelope>(text).ok());
+        match envelope {
+            Some(envelope) => Ok(SegmentItem::Record(Box::new(SpoolRecord {
+                envelope,
+                payload: payload.to_vec(),
+                at: RecordAt {
+                    file: self.file.clone(),
+                    offset: start,
+                },
+            }))),
             None => Ok(SegmentItem::Damage(self.damage(
                 start,
                 end,
