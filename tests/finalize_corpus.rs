@@ -244,7 +244,7 @@ fn the_raw_archive_keeps_every_drained_byte_and_verify_checks_it() {
     assert_eq!(verify.status.code(), Some(1));
     let text = stdout(&verify);
     assert_eq!(text.lines().count(), 1, "{text}");
-    assert!(text.starts_with("raw signal seq "), "{text}");
+    assert!(text.starts_with("raw signal "), "{text}");
     assert!(text.contains("checksum_mismatch"), "{text}");
 }
 

@@ -44,9 +44,9 @@ pub fn run(args: Args) -> CmdResult {
         for p in &raw_problems {
             writeln!(
                 std::io::stdout(),
-                "raw signal seq {} ({}): {}",
-                p.seq,
+                "raw signal {} of batch {}: {}",
                 p.record_digest,
+                p.batch,
                 p.detail
             )?;
         }

@@ -116,8 +116,10 @@ impl Archive {
 /// A raw signal whose bytes are not where its row says.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct RawProblem {
-    pub seq: i64,
     pub record_digest: String,
+    pub batch: String,
+    /// Its offset in the batch's archive (none for bytes kept inline).
+    pub archive_at: Option<u64>,
     pub detail: String,
 }
 
@@ -125,12 +127,13 @@ impl super::Ledger {
     /// Check every raw signal row against its bytes: an archived row's
     /// record must be intact (its spool digest matches) at its offset in
     /// its batch's archive, and carry the row's receive time, session key
-    /// and event name; an inline row's envelope must say the same. Returns
+    /// and event name; an inline row's envelope must say the same. Rows
+    /// are read archive by archive, so each archive is read once. Returns
     /// the rows checked and the problems.
     pub fn verify_raw(&self) -> Result<(u64, Vec<RawProblem>), LedgerError> {
         let mut stmt = self.conn.prepare(
-            "SELECT seq, record_digest, session_key, event_name, received_unix_ns, batch, archive_at, envelope \
-             FROM raw_signals ORDER BY seq",
+            "SELECT record_digest, session_key, event_name, received_unix_ns, batch, archive_at, envelope \
+             FROM raw_signals ORDER BY batch, archive_at",
         )?;
         let mut rows = stmt.query([])?;
         let mut problems = Vec::new();
@@ -138,16 +141,15 @@ impl super::Ledger {
         let mut count = 0u64;
         while let Some(r) = rows.next()? {
             count += 1;
-            let seq: i64 = r.get(0)?;
-            let digest: String = r.get(1)?;
+            let digest: String = r.get(0)?;
             let want = Identity {
-                session_key: r.get(2)?,
-                event: r.get(3)?,
-                received_ns: r.get(4)?,
+                session_key: r.get(1)?,
+                event: r.get(2)?,
+                received_ns: r.get(3)?,
             };
-            let batch: String = r.get(5)?;
-            let at: Option<i64> = r.get(6)?;
-            let envelope: Option<String> = r.get(7)?;
+            let batch: String = r.get(4)?;
+            let at: Option<i64> = r.get(5)?;
+            let envelope: Option<String> = r.get(6)?;
             let found = match (at, envelope) {
                 (Some(at), _) => {
                     if archive.as_ref().is_none_or(|(b, _)| *b != batch) {
@@ -172,8 +174,9 @@ impl super::Ledger {
                 Err(e) => e,
             };
             problems.push(RawProblem {
-                seq,
                 record_digest: digest,
+                batch,
+                archive_at: at.map(|a| a as u64),
                 detail,
             });
         }

@@ -215,10 +215,11 @@ ALTER TABLE raw_signals_v2 RENAME TO raw_signals;
 /// byte offset (`archive_at`) in its batch's archive file, and keeps only
 /// the envelope's captured agent environment (`env`), which the read side
 /// searches. Rows written before keep their envelope and payload inline;
-/// exactly one of the two forms is set.
+/// exactly one of the two forms is set. The table is keyed by its one
+/// unique key, receive time and record digest, with no rowid: one b-tree
+/// per row inserted instead of a table and an index.
 const RAW_ARCHIVE: &str = r#"
 CREATE TABLE raw_signals_v3 (
-    seq              INTEGER PRIMARY KEY,
     record_digest    TEXT NOT NULL,
     adapter          TEXT NOT NULL,
     session_key      TEXT NOT NULL,
@@ -231,12 +232,12 @@ CREATE TABLE raw_signals_v3 (
     event_ids        TEXT NOT NULL,
     duplicate_of     TEXT,
     batch            TEXT NOT NULL,
-    UNIQUE (received_unix_ns, record_digest),
+    PRIMARY KEY (received_unix_ns, record_digest),
     CHECK ((archive_at IS NULL) = (payload IS NOT NULL) AND (envelope IS NULL) = (payload IS NULL))
-) STRICT;
-INSERT INTO raw_signals_v3 (seq, record_digest, adapter, session_key, event_name, received_unix_ns, env,
+) STRICT, WITHOUT ROWID;
+INSERT INTO raw_signals_v3 (record_digest, adapter, session_key, event_name, received_unix_ns, env,
         archive_at, envelope, payload, event_ids, duplicate_of, batch)
-    SELECT seq, record_digest, adapter, session_key, event_name, received_unix_ns,
+    SELECT record_digest, adapter, session_key, event_name, received_unix_ns,
         CASE WHEN json_valid(envelope) AND json_type(envelope, '$.env') = 'object'
                   AND json_extract(envelope, '$.env') != '{}'
              THEN json_extract(envelope, '$.env') END,
@@ -301,7 +302,7 @@ mod tests {
         migrate(&mut conn, 2).unwrap();
         type Row = (Option<String>, Option<i64>, Option<String>, Vec<u8>);
         let rows: Vec<Row> = conn
-            .prepare("SELECT env, archive_at, envelope, payload FROM raw_signals ORDER BY seq")
+            .prepare("SELECT env, archive_at, envelope, payload FROM raw_signals ORDER BY received_unix_ns")
             .unwrap()
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
             .unwrap()
