@@ -185,8 +185,9 @@ impl Ledger {
             std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o600))
                 .map_err(|e| LedgerError::io(&db, e))?;
         }
-        // Rows carry whole raw payloads; 16 KiB pages cut the page (and
-        // syscall) count per row. Only takes effect when the file is new.
+        // Event rows carry tool inputs and outputs (about 1 KiB each, often
+        // more); 16 KiB pages cut the page (and syscall) count per row.
+        // Only takes effect when the file is new.
         conn.pragma_update(None, "page_size", 16384)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "FULL")?;
