@@ -2,12 +2,9 @@
 //! derived from them, the raw signals, producer state and the exactly-once
 //! bookkeeping, all in ONE transaction that first checks the fencing token.
 
-use std::collections::HashMap;
-use std::collections::hash_map::Entry;
-
 use rusqlite::{OptionalExtension, Transaction, TransactionBehavior, params};
 
-use super::derive::{SessionAgg, derive};
+use super::derive::Derivation;
 use super::{Ledger, LedgerError, chain};
 use crate::contract::{Event, SessionRef, validate_event};
 
@@ -322,17 +319,13 @@ fn insert_events(
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     )?;
     let half = batch.events.len() / 2;
-    let mut sessions: HashMap<&SessionRef, SessionAgg> = HashMap::new();
+    let mut derived = Derivation::new(tx, batch.events.len());
     for (i, row) in batch.events.iter().enumerate() {
         if i == half && i > 0 {
             midway();
         }
         let e = &row.event;
-        let agg = match sessions.entry(&e.session) {
-            Entry::Occupied(o) => o.into_mut(),
-            Entry::Vacant(v) => v.insert(SessionAgg::load(tx, &e.session)?),
-        };
-        agg.admit(e)?;
+        let slot = derived.admit(e)?;
         let hash = chain::link(&prev, row.json.as_bytes());
         let inserted = stmt.execute(params![
             e.id.as_str(),
@@ -347,12 +340,10 @@ fn insert_events(
             batch.id,
         ]);
         inserted.map_err(|err| refuse_duplicate(e, err))?;
-        derive(tx, e)?;
+        derived.file(slot, e)?;
         prev = hash;
     }
-    for (session, agg) in sessions {
-        agg.store(tx, session)?;
-    }
+    derived.store()?;
     tx.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES ('chain_head', ?1)")?
         .execute([chain::hex(&prev)])?;
     Ok(())

@@ -2,14 +2,106 @@
 //! a session's summary row, tool and command spans (open, closed natively
 //! or recovered), and explicit end requests and health conditions. Nothing
 //! here decides what an event means; it only files what the event says.
+//!
+//! One [`Derivation`] files a whole batch. A request and its terminal
+//! usually arrive in the same batch, so a span first written in the batch
+//! is kept in memory and stored once, as the row it ends the batch as; only
+//! spans of earlier batches are updated in place. The rows, and their
+//! order, are exactly those that filing one event at a time leaves.
 
-use rusqlite::{OptionalExtension, Transaction, params};
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use rusqlite::{CachedStatement, Connection, OptionalExtension, params};
 
 use super::LedgerError;
 use crate::contract::{Event, Outcome, Payload, SessionRef};
 
+/// Writes a span row whole. Rows are written in the order they were
+/// created, so each takes the `seq` that an insert at its event would have.
+macro_rules! insert_span {
+    ($verb:literal) => {
+        concat!(
+            $verb,
+            " INTO spans (request_event_id, adapter, session_id, kind, name, tool_call_id, agent_id, turn_id, \
+             requested_unix_ns, state, reason, completed_event_id, outcome, duration_ms, completed_unix_ns) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"
+        )
+    };
+}
+
+const LOAD_SESSION: &str = "SELECT events, first_unix_ns, last_unix_ns, turns FROM sessions WHERE adapter = ?1 AND session_id = ?2";
+const UPDATE_SESSION: &str = "UPDATE sessions SET events = ?3, first_unix_ns = ?4, last_unix_ns = ?5, turns = ?6 WHERE adapter = ?1 AND session_id = ?2";
+const INSERT_SESSION: &str = "INSERT INTO sessions (adapter, session_id, events, first_unix_ns, last_unix_ns, turns) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+const CLOSE_STORED_SPAN: &str = "UPDATE spans SET state = ?2, reason = coalesce(?3, reason), completed_event_id = ?4, outcome = ?5, duration_ms = ?6, completed_unix_ns = ?7 \
+     WHERE adapter = ?8 AND session_id = ?9 AND request_event_id = ?1";
+/// Without ORDER BY this walks `spans_session` in rowid order: the oldest
+/// open span of the call comes first.
+const STORED_OPEN_SPAN_OF_CALL: &str = "SELECT request_event_id FROM spans WHERE adapter = ?1 AND session_id = ?2 AND tool_call_id = ?3 AND state = 'open' LIMIT 1";
+const INSERT_SPAN: &str = insert_span!("INSERT");
+const INSERT_OWN_SPAN: &str = insert_span!("INSERT OR IGNORE");
+const INSERT_END_REQUEST: &str = "INSERT INTO end_requests (end_event_id, adapter, session_id, origin, reason, approved_spans, requested_unix_ns, state) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending')";
+const RESOLVE_END_REQUEST: &str =
+    "UPDATE end_requests SET state = ?2, resolved_event_id = ?3 WHERE end_event_id = ?1";
+const INSERT_HEALTH: &str = "INSERT INTO health (event_id, adapter, session_id, code, detail, time_unix_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+
+/// A statement prepared on its first use in a batch and held to the end of
+/// it, instead of a statement-cache lookup per event.
+struct Held<'c> {
+    sql: &'static str,
+    stmt: Option<CachedStatement<'c>>,
+}
+
+impl<'c> Held<'c> {
+    fn new(sql: &'static str) -> Held<'c> {
+        Held { sql, stmt: None }
+    }
+
+    fn get(&mut self, conn: &'c Connection) -> rusqlite::Result<&mut CachedStatement<'c>> {
+        let stmt = match self.stmt.take() {
+            Some(stmt) => stmt,
+            None => conn.prepare_cached(self.sql)?,
+        };
+        Ok(self.stmt.insert(stmt))
+    }
+}
+
+/// Where a session of the batch is kept in its [`Derivation`].
+#[derive(Debug, Clone, Copy)]
+pub(super) struct SessionSlot(usize);
+
+/// Files one batch's events into the derived tables.
+pub(super) struct Derivation<'c, 'b> {
+    conn: &'c Connection,
+    sessions: Vec<SessionWork<'b>>,
+    by_session: HashMap<&'b SessionRef, usize>,
+    /// The session of the latest event: events of a session mostly come
+    /// in runs, so it is checked before the map.
+    recent: usize,
+    /// Span rows first written in this batch, in the order they were
+    /// created.
+    spans: Vec<NewSpan<'b>>,
+    load_session: Held<'c>,
+    close_stored_span: Held<'c>,
+    stored_open_span_of_call: Held<'c>,
+    insert_end_request: Held<'c>,
+    resolve_end_request: Held<'c>,
+    insert_health: Held<'c>,
+}
+
+/// One session's part of the batch.
+struct SessionWork<'b> {
+    session: &'b SessionRef,
+    agg: SessionAgg,
+    /// The session's rows in `Derivation::spans`, by request event id.
+    spans: HashMap<&'b str, usize>,
+    /// Its spans opened in this batch with a tool call id, oldest first.
+    calls: HashMap<&'b str, Vec<usize>>,
+}
+
 /// A session's row in the `sessions` table, kept in memory for one batch.
-pub(super) struct SessionAgg {
+struct SessionAgg {
     next: u64,
     first: i64,
     last: i64,
@@ -17,12 +109,345 @@ pub(super) struct SessionAgg {
     existed: bool,
 }
 
+/// A span row created in this batch, written when the batch is stored.
+struct NewSpan<'b> {
+    request_event_id: &'b str,
+    session: &'b SessionRef,
+    kind: &'static str,
+    name: Cow<'b, str>,
+    tool_call_id: Option<&'b str>,
+    agent_id: Option<&'b str>,
+    turn_id: Option<&'b str>,
+    requested_unix_ns: Option<i64>,
+    state: &'static str,
+    reason: Option<&'static str>,
+    completion: Option<Completion<'b>>,
+    /// A terminal kept as its own row: written only if no row has its id.
+    own_row: bool,
+}
+
+/// What a terminal writes into the span it closes.
+#[derive(Clone, Copy)]
+struct Completion<'b> {
+    event_id: &'b str,
+    outcome: &'static str,
+    duration_ms: Option<i64>,
+    unix_ns: i64,
+}
+
+/// A tool or command terminal, as it files.
+struct Terminal<'b> {
+    kind: &'static str,
+    name: &'b str,
+    requested: Option<&'b str>,
+    tool_call_id: Option<&'b str>,
+    state: &'static str,
+    reason: Option<&'static str>,
+    completion: Completion<'b>,
+}
+
+impl<'c, 'b> Derivation<'c, 'b> {
+    /// A derivation for a batch of `events` events. Most of a batch's
+    /// events are tool requests and their terminals, so room for a span
+    /// row per two events is reserved up front.
+    pub(super) fn new(conn: &'c Connection, events: usize) -> Derivation<'c, 'b> {
+        Derivation {
+            conn,
+            sessions: Vec::new(),
+            by_session: HashMap::new(),
+            recent: 0,
+            spans: Vec::with_capacity(events / 2),
+            load_session: Held::new(LOAD_SESSION),
+            close_stored_span: Held::new(CLOSE_STORED_SPAN),
+            stored_open_span_of_call: Held::new(STORED_OPEN_SPAN_OF_CALL),
+            insert_end_request: Held::new(INSERT_END_REQUEST),
+            resolve_end_request: Held::new(RESOLVE_END_REQUEST),
+            insert_health: Held::new(INSERT_HEALTH),
+        }
+    }
+
+    /// Admit `e` to its session's sequence: offsets run from 0 without
+    /// gaps within a session. Returns where the session is kept.
+    pub(super) fn admit(&mut self, e: &'b Event) -> Result<SessionSlot, LedgerError> {
+        let slot = self.slot(&e.session)?;
+        self.sessions[slot.0].agg.admit(e)?;
+        Ok(slot)
+    }
+
+    fn slot(&mut self, session: &'b SessionRef) -> Result<SessionSlot, LedgerError> {
+        if self
+            .sessions
+            .get(self.recent)
+            .is_some_and(|s| s.session == session)
+        {
+            return Ok(SessionSlot(self.recent));
+        }
+        self.recent = match self.by_session.get(session) {
+            Some(&i) => i,
+            None => self.add_session(session)?,
+        };
+        Ok(SessionSlot(self.recent))
+    }
+
+    fn add_session(&mut self, session: &'b SessionRef) -> Result<usize, LedgerError> {
+        let agg = SessionAgg::load(self.load_session.get(self.conn)?, session)?;
+        self.by_session.insert(session, self.sessions.len());
+        self.sessions.push(SessionWork {
+            session,
+            agg,
+            spans: HashMap::new(),
+            calls: HashMap::new(),
+        });
+        Ok(self.sessions.len() - 1)
+    }
+
+    /// File what `e`, admitted at `slot`, says into the derived tables.
+    pub(super) fn file(&mut self, slot: SessionSlot, e: &'b Event) -> Result<(), LedgerError> {
+        match &e.payload {
+            Payload::ToolRequested(p) => {
+                let reason = p.recovery.as_ref().map(|r| r.reason.as_str());
+                let name = Cow::Borrowed(p.tool_name.as_str());
+                self.open_span(slot, e, "tool", name, p.tool_call_id.as_deref(), reason);
+                Ok(())
+            }
+            Payload::CommandRequested(p) => {
+                let name = Cow::Owned(p.argv.join(" "));
+                self.open_span(slot, e, "command", name, None, None);
+                Ok(())
+            }
+            Payload::ToolCompleted(p) => {
+                let reason = p.recovery.as_ref().map(|r| r.reason.as_str());
+                let terminal = Terminal {
+                    kind: "tool",
+                    name: &p.tool_name,
+                    requested: p.requested_event_id.as_ref().map(|i| i.as_str()),
+                    tool_call_id: p.tool_call_id.as_deref(),
+                    state: terminal_state(reason),
+                    reason,
+                    completion: completion(e, p.outcome, p.duration_ms.observed()),
+                };
+                self.close_span(slot, e, terminal)
+            }
+            Payload::CommandCompleted(p) => {
+                let reason = p.recovery.as_ref().map(|r| r.reason.as_str());
+                let terminal = Terminal {
+                    kind: "command",
+                    name: "",
+                    requested: p.requested_event_id.as_ref().map(|i| i.as_str()),
+                    tool_call_id: None,
+                    state: terminal_state(reason),
+                    reason,
+                    completion: completion(e, p.outcome, p.duration_ms.observed()),
+                };
+                self.close_span(slot, e, terminal)
+            }
+            Payload::EndRequested(p) => {
+                let approved = serde_json::to_string(&p.approved_spans).expect("ids serialize");
+                self.insert_end_request.get(self.conn)?.execute(params![
+                    e.id.as_str(),
+                    e.session.adapter.as_str(),
+                    e.session.session_id,
+                    p.origin,
+                    p.reason,
+                    approved,
+                    e.time_unix_ns
+                ])?;
+                Ok(())
+            }
+            Payload::EndSalvaged(p) => self.resolve_end(p.end_event_id.as_str(), "salvaged", e),
+            Payload::EndCancelled(p) => self.resolve_end(p.end_event_id.as_str(), "cancelled", e),
+            Payload::EndExpired(p) => self.resolve_end(p.end_event_id.as_str(), "expired", e),
+            Payload::HealthCondition(p) => {
+                self.insert_health.get(self.conn)?.execute(params![
+                    e.id.as_str(),
+                    e.session.adapter.as_str(),
+                    e.session.session_id,
+                    p.code,
+                    p.detail,
+                    e.time_unix_ns
+                ])?;
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn open_span(
+        &mut self,
+        slot: SessionSlot,
+        e: &'b Event,
+        kind: &'static str,
+        name: Cow<'b, str>,
+        tool_call_id: Option<&'b str>,
+        reason: Option<&'static str>,
+    ) {
+        let at = self.spans.len();
+        self.spans.push(NewSpan {
+            request_event_id: e.id.as_str(),
+            session: &e.session,
+            kind,
+            name,
+            tool_call_id,
+            agent_id: e.agent_id.as_deref(),
+            turn_id: e.turn.turn_id.as_deref(),
+            requested_unix_ns: Some(e.time_unix_ns),
+            state: "open",
+            reason,
+            completion: None,
+            own_row: false,
+        });
+        let session = &mut self.sessions[slot.0];
+        session.spans.insert(e.id.as_str(), at);
+        if let Some(call) = tool_call_id {
+            session.calls.entry(call).or_default().push(at);
+        }
+    }
+
+    /// Close the span the terminal's request names (in any state), else
+    /// the oldest open span of its call; failing both, keep the terminal
+    /// as its own row so counts still add up (its request is not in this
+    /// epoch). A stored span always predates one of this batch.
+    fn close_span(
+        &mut self,
+        slot: SessionSlot,
+        e: &'b Event,
+        t: Terminal<'b>,
+    ) -> Result<(), LedgerError> {
+        if let Some(id) = t.requested
+            && self.close_by_request(slot, e, &t, id)?
+        {
+            return Ok(());
+        }
+        if let Some(call) = t.tool_call_id {
+            if let Some(span) = self.stored_open_span_of_call(e, call)? {
+                self.close_stored(e, &t, &span)?;
+                return Ok(());
+            }
+            if let Some(at) = self.new_open_span_of_call(slot, call) {
+                self.spans[at].close(&t);
+                return Ok(());
+            }
+        }
+        self.own_row(slot, e, t);
+        Ok(())
+    }
+
+    fn close_by_request(
+        &mut self,
+        slot: SessionSlot,
+        e: &Event,
+        t: &Terminal<'b>,
+        id: &str,
+    ) -> Result<bool, LedgerError> {
+        if let Some(&at) = self.sessions[slot.0].spans.get(id) {
+            self.spans[at].close(t);
+            return Ok(true);
+        }
+        Ok(self.close_stored(e, t, id)? > 0)
+    }
+
+    fn close_stored(
+        &mut self,
+        e: &Event,
+        t: &Terminal,
+        request: &str,
+    ) -> Result<usize, LedgerError> {
+        let c = t.completion;
+        Ok(self.close_stored_span.get(self.conn)?.execute(params![
+            request,
+            t.state,
+            t.reason,
+            c.event_id,
+            c.outcome,
+            c.duration_ms,
+            c.unix_ns,
+            e.session.adapter.as_str(),
+            e.session.session_id
+        ])?)
+    }
+
+    fn stored_open_span_of_call(
+        &mut self,
+        e: &Event,
+        call: &str,
+    ) -> Result<Option<String>, LedgerError> {
+        Ok(self
+            .stored_open_span_of_call
+            .get(self.conn)?
+            .query_row(
+                params![e.session.adapter.as_str(), e.session.session_id, call],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
+    fn new_open_span_of_call(&self, slot: SessionSlot, call: &str) -> Option<usize> {
+        let opened = self.sessions[slot.0].calls.get(call)?;
+        opened
+            .iter()
+            .copied()
+            .find(|&at| self.spans[at].state == "open")
+    }
+
+    fn own_row(&mut self, slot: SessionSlot, e: &'b Event, t: Terminal<'b>) {
+        let at = self.spans.len();
+        let session = &mut self.sessions[slot.0];
+        if session.spans.contains_key(e.id.as_str()) {
+            return;
+        }
+        session.spans.insert(e.id.as_str(), at);
+        self.spans.push(NewSpan {
+            request_event_id: e.id.as_str(),
+            session: &e.session,
+            kind: t.kind,
+            name: Cow::Borrowed(t.name),
+            tool_call_id: t.tool_call_id,
+            agent_id: e.agent_id.as_deref(),
+            turn_id: e.turn.turn_id.as_deref(),
+            requested_unix_ns: None,
+            state: t.state,
+            reason: t.reason,
+            completion: Some(t.completion),
+            own_row: true,
+        });
+    }
+
+    fn resolve_end(&mut self, end_id: &str, state: &str, e: &Event) -> Result<(), LedgerError> {
+        self.resolve_end_request
+            .get(self.conn)?
+            .execute(params![end_id, state, e.id.as_str()])?;
+        Ok(())
+    }
+
+    /// Write the batch's session rows and the span rows it created.
+    pub(super) fn store(self) -> Result<(), LedgerError> {
+        let mut update = Held::new(UPDATE_SESSION);
+        let mut insert = Held::new(INSERT_SESSION);
+        for s in &self.sessions {
+            let stmt = if s.agg.existed {
+                &mut update
+            } else {
+                &mut insert
+            };
+            s.agg.store(stmt.get(self.conn)?, s.session)?;
+        }
+        let mut insert = Held::new(INSERT_SPAN);
+        let mut insert_own = Held::new(INSERT_OWN_SPAN);
+        for span in &self.spans {
+            let stmt = if span.own_row {
+                &mut insert_own
+            } else {
+                &mut insert
+            };
+            span.store(stmt.get(self.conn)?)?;
+        }
+        Ok(())
+    }
+}
+
 impl SessionAgg {
-    pub(super) fn load(tx: &Transaction, s: &SessionRef) -> Result<SessionAgg, LedgerError> {
-        let row: Option<(i64, i64, i64, i64)> = tx
-            .prepare_cached(
-                "SELECT events, first_unix_ns, last_unix_ns, turns FROM sessions WHERE adapter = ?1 AND session_id = ?2",
-            )?
+    fn load(stmt: &mut CachedStatement, s: &SessionRef) -> Result<SessionAgg, LedgerError> {
+        let row: Option<(i64, i64, i64, i64)> = stmt
             .query_row(params![s.adapter.as_str(), s.session_id], |r| {
                 Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
             })
@@ -45,8 +470,7 @@ impl SessionAgg {
         })
     }
 
-    /// Offsets run from 0 without gaps within a session.
-    pub(super) fn admit(&mut self, e: &Event) -> Result<(), LedgerError> {
+    fn admit(&mut self, e: &Event) -> Result<(), LedgerError> {
         if e.offset != self.next {
             return Err(LedgerError::Refused {
                 event_id: e.id.to_string(),
@@ -63,13 +487,8 @@ impl SessionAgg {
         Ok(())
     }
 
-    pub(super) fn store(&self, tx: &Transaction, s: &SessionRef) -> Result<(), LedgerError> {
-        let sql = if self.existed {
-            "UPDATE sessions SET events = ?3, first_unix_ns = ?4, last_unix_ns = ?5, turns = ?6 WHERE adapter = ?1 AND session_id = ?2"
-        } else {
-            "INSERT INTO sessions (adapter, session_id, events, first_unix_ns, last_unix_ns, turns) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
-        };
-        tx.prepare_cached(sql)?.execute(params![
+    fn store(&self, stmt: &mut CachedStatement, s: &SessionRef) -> Result<(), LedgerError> {
+        stmt.execute(params![
             s.adapter.as_str(),
             s.session_id,
             self.next as i64,
@@ -81,132 +500,51 @@ impl SessionAgg {
     }
 }
 
-/// Keep the tables derived from events in step with the event rows.
-pub(super) fn derive(tx: &Transaction, e: &Event) -> Result<(), LedgerError> {
-    match &e.payload {
-        Payload::ToolRequested(p) => open_span(
-            tx,
-            e,
-            "tool",
-            &p.tool_name,
-            p.tool_call_id.as_deref(),
-            p.recovery.as_ref().map(|r| r.reason.as_str()),
-        ),
-        Payload::CommandRequested(p) => open_span(tx, e, "command", &p.argv.join(" "), None, None),
-        Payload::ToolCompleted(p) => close_span(
-            tx,
-            e,
-            Terminal {
-                kind: "tool",
-                name: &p.tool_name,
-                requested: p.requested_event_id.as_ref().map(|i| i.as_str()),
-                tool_call_id: p.tool_call_id.as_deref(),
-                outcome: p.outcome,
-                duration: p.duration_ms.observed().copied(),
-                reason: p.recovery.as_ref().map(|r| r.reason.as_str()),
-            },
-        ),
-        Payload::CommandCompleted(p) => close_span(
-            tx,
-            e,
-            Terminal {
-                kind: "command",
-                name: "",
-                requested: p.requested_event_id.as_ref().map(|i| i.as_str()),
-                tool_call_id: None,
-                outcome: p.outcome,
-                duration: p.duration_ms.observed().copied(),
-                reason: p.recovery.as_ref().map(|r| r.reason.as_str()),
-            },
-        ),
-        Payload::EndRequested(p) => {
-            let approved = serde_json::to_string(&p.approved_spans).expect("ids serialize");
-            tx.prepare_cached("INSERT INTO end_requests (end_event_id, adapter, session_id, origin, reason, approved_spans, requested_unix_ns, state) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending')")?.execute(
-                params![e.id.as_str(), e.session.adapter.as_str(), e.session.session_id, p.origin, p.reason, approved, e.time_unix_ns],
-            )?;
-            Ok(())
-        }
-        Payload::EndSalvaged(p) => resolve_end(tx, p.end_event_id.as_str(), "salvaged", e),
-        Payload::EndCancelled(p) => resolve_end(tx, p.end_event_id.as_str(), "cancelled", e),
-        Payload::EndExpired(p) => resolve_end(tx, p.end_event_id.as_str(), "expired", e),
-        Payload::HealthCondition(p) => {
-            tx.prepare_cached("INSERT INTO health (event_id, adapter, session_id, code, detail, time_unix_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?.execute(
-                params![e.id.as_str(), e.session.adapter.as_str(), e.session.session_id, p.code, p.detail, e.time_unix_ns],
-            )?;
-            Ok(())
-        }
-        _ => Ok(()),
+impl<'b> NewSpan<'b> {
+    fn close(&mut self, t: &Terminal<'b>) {
+        self.state = t.state;
+        self.reason = t.reason.or(self.reason);
+        self.completion = Some(t.completion);
+    }
+
+    fn store(&self, stmt: &mut CachedStatement) -> Result<(), LedgerError> {
+        let c = self.completion;
+        stmt.execute(params![
+            self.request_event_id,
+            self.session.adapter.as_str(),
+            self.session.session_id,
+            self.kind,
+            self.name,
+            self.tool_call_id,
+            self.agent_id,
+            self.turn_id,
+            self.requested_unix_ns,
+            self.state,
+            self.reason,
+            c.map(|c| c.event_id),
+            c.map(|c| c.outcome),
+            c.and_then(|c| c.duration_ms),
+            c.map(|c| c.unix_ns)
+        ])?;
+        Ok(())
     }
 }
 
-fn open_span(
-    tx: &Transaction,
-    e: &Event,
-    kind: &str,
-    name: &str,
-    tool_call_id: Option<&str>,
-    reason: Option<&str>,
-) -> Result<(), LedgerError> {
-    tx.prepare_cached("INSERT INTO spans (request_event_id, adapter, session_id, kind, name, tool_call_id, agent_id, turn_id, requested_unix_ns, state, reason) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'open', ?10)")?.execute(
-        params![
-            e.id.as_str(),
-            e.session.adapter.as_str(),
-            e.session.session_id,
-            kind,
-            name,
-            tool_call_id,
-            e.agent_id,
-            e.turn.turn_id,
-            e.time_unix_ns,
-            reason
-        ],
-    )?;
-    Ok(())
-}
-
-struct Terminal<'a> {
-    kind: &'a str,
-    name: &'a str,
-    requested: Option<&'a str>,
-    tool_call_id: Option<&'a str>,
-    outcome: Outcome,
-    duration: Option<u64>,
-    reason: Option<&'a str>,
-}
-
-fn close_span(tx: &Transaction, e: &Event, t: Terminal) -> Result<(), LedgerError> {
-    let state = if t.reason.is_some() {
+fn terminal_state(reason: Option<&str>) -> &'static str {
+    if reason.is_some() {
         "recovered"
     } else {
         "closed_native"
-    };
-    let outcome = outcome_name(t.outcome);
-    let duration = t.duration.map(|d| d as i64);
-    let close = |request: &str| -> Result<usize, LedgerError> {
-        Ok(tx.prepare_cached("UPDATE spans SET state = ?2, reason = coalesce(?3, reason), completed_event_id = ?4, outcome = ?5, duration_ms = ?6, completed_unix_ns = ?7 \
-             WHERE adapter = ?8 AND session_id = ?9 AND request_event_id = ?1")?.execute(
-            params![request, state, t.reason, e.id.as_str(), outcome, duration, e.time_unix_ns, e.session.adapter.as_str(), e.session.session_id],
-        )?)
-    };
-    // The span its request names (in any state), else the open span of its call.
-    if let Some(id) = t.requested
-        && close(id)? > 0
-    {
-        return Ok(());
     }
-    if let Some(span) = open_span_of_call(tx, e, t.tool_call_id)? {
-        close(&span)?;
-        return Ok(());
+}
+
+fn completion<'b>(e: &'b Event, outcome: Outcome, duration: Option<&u64>) -> Completion<'b> {
+    Completion {
+        event_id: e.id.as_str(),
+        outcome: outcome_name(outcome),
+        duration_ms: duration.map(|&d| d as i64),
+        unix_ns: e.time_unix_ns,
     }
-    // A terminal whose request is not in this epoch: keep it as its own
-    // span row so counts still add up.
-    tx.prepare_cached("INSERT OR IGNORE INTO spans (request_event_id, adapter, session_id, kind, name, tool_call_id, agent_id, turn_id, state, reason, completed_event_id, outcome, duration_ms, completed_unix_ns) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?1, ?11, ?12, ?13)")?.execute(
-        params![e.id.as_str(), e.session.adapter.as_str(), e.session.session_id, t.kind, t.name, t.tool_call_id, e.agent_id, e.turn.turn_id, state, t.reason, outcome, duration, e.time_unix_ns],
-    )?;
-    Ok(())
 }
 
 /// The stored name of an outcome (its serde name).
@@ -217,29 +555,6 @@ fn outcome_name(o: Outcome) -> &'static str {
         Outcome::Interrupted => "interrupted",
         Outcome::Unknown => "unknown",
     }
-}
-
-fn open_span_of_call(
-    tx: &Transaction,
-    e: &Event,
-    call: Option<&str>,
-) -> Result<Option<String>, LedgerError> {
-    let Some(call) = call else {
-        return Ok(None);
-    };
-    Ok(tx.prepare_cached("SELECT request_event_id FROM spans WHERE adapter = ?1 AND session_id = ?2 AND tool_call_id = ?3 AND state = 'open' LIMIT 1")?.query_row(
-            params![e.session.adapter.as_str(), e.session.session_id, call],
-            |r| r.get(0),
-        )
-        .optional()?)
-}
-
-fn resolve_end(tx: &Transaction, end_id: &str, state: &str, e: &Event) -> Result<(), LedgerError> {
-    tx.prepare_cached(
-        "UPDATE end_requests SET state = ?2, resolved_event_id = ?3 WHERE end_event_id = ?1",
-    )?
-    .execute(params![end_id, state, e.id.as_str()])?;
-    Ok(())
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ("20261130T0130Z_initial", INITIAL),
     ("20261130T0300Z_local_keys", LOCAL_KEYS),
     ("20261130T0400Z_raw_archive", RAW_ARCHIVE),
+    ("20261130T0415Z_span_state_check", SPAN_STATE_CHECK),
 ];
 
 const INITIAL: &str = r#"
@@ -247,6 +248,42 @@ DROP TABLE raw_signals;
 ALTER TABLE raw_signals_v3 RENAME TO raw_signals;
 "#;
 
+/// A span's state is checked with comparisons instead of an IN list. SQLite
+/// compiles an IN list of three or more values into a throwaway b-tree that
+/// every INSERT and UPDATE of a span row builds anew, about a third of the
+/// cost of writing the row; the comparisons allow exactly the same states.
+/// Rows keep their `seq`.
+const SPAN_STATE_CHECK: &str = r#"
+CREATE TABLE spans_v3 (
+    seq                INTEGER PRIMARY KEY,
+    request_event_id   TEXT NOT NULL,
+    adapter            TEXT NOT NULL,
+    session_id         TEXT NOT NULL,
+    kind               TEXT NOT NULL CHECK (kind IN ('tool', 'command')),
+    name               TEXT NOT NULL,
+    tool_call_id       TEXT,
+    agent_id           TEXT,
+    turn_id            TEXT,
+    requested_unix_ns  INTEGER,
+    state              TEXT NOT NULL
+        CHECK (state = 'open' OR state = 'closed_native' OR state = 'recovered'),
+    reason             TEXT,
+    completed_event_id TEXT,
+    outcome            TEXT,
+    duration_ms        INTEGER,
+    completed_unix_ns  INTEGER,
+    UNIQUE (adapter, session_id, request_event_id)
+) STRICT;
+INSERT INTO spans_v3 (seq, request_event_id, adapter, session_id, kind, name, tool_call_id, agent_id, turn_id,
+        requested_unix_ns, state, reason, completed_event_id, outcome, duration_ms, completed_unix_ns)
+    SELECT seq, request_event_id, adapter, session_id, kind, name, tool_call_id, agent_id, turn_id,
+        requested_unix_ns, state, reason, completed_event_id, outcome, duration_ms, completed_unix_ns
+    FROM spans ORDER BY seq;
+DROP TABLE spans;
+ALTER TABLE spans_v3 RENAME TO spans;
+CREATE INDEX spans_session ON spans (adapter, session_id, state);
+"#;
+
 /// Apply every migration not yet recorded, each in its own transaction.
 pub fn migrate(conn: &mut Connection, now_unix_ns: i64) -> Result<(), LedgerError> {
     apply(conn, MIGRATIONS, now_unix_ns)
@@ -325,5 +362,73 @@ mod tests {
         let neither = "INSERT INTO raw_signals (record_digest, adapter, session_key, received_unix_ns, event_ids, batch) \
                        VALUES ('d5', 'copilot', 's', 5, '[]', 'b')";
         assert!(conn.execute(neither, []).is_err());
+    }
+
+    const SPAN: &str = "INSERT INTO spans (request_event_id, adapter, session_id, kind, name, state) \
+                        VALUES (?1, 'claude-code', 's', 'tool', 'Bash', ?2)";
+
+    fn opcodes(conn: &Connection, sql: &str) -> Vec<String> {
+        let mut stmt = conn.prepare(&format!("EXPLAIN {sql}")).unwrap();
+        let mut rows = stmt.raw_query();
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().unwrap() {
+            out.push(row.get(1).unwrap());
+        }
+        out
+    }
+
+    #[test]
+    fn the_span_state_check_keeps_rows_and_refuses_what_it_refused() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_unix_ns INTEGER NOT NULL) STRICT;",
+        )
+        .unwrap();
+        for (name, sql) in &MIGRATIONS[..2] {
+            conn.execute_batch(sql).unwrap();
+            conn.execute("INSERT INTO migrations VALUES (?1, 0)", [name])
+                .unwrap();
+        }
+        for (id, state) in [("r1", "closed_native"), ("r2", "open"), ("r3", "recovered")] {
+            conn.execute(SPAN, [id, state]).unwrap();
+        }
+        conn.execute("DELETE FROM spans WHERE request_event_id = 'r2'", [])
+            .unwrap();
+        let dump = |conn: &Connection| -> Vec<(i64, String, String)> {
+            let mut stmt = conn
+                .prepare("SELECT seq, request_event_id, state FROM spans ORDER BY seq")
+                .unwrap();
+            let rows = stmt
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .unwrap();
+            rows.map(Result::unwrap).collect()
+        };
+        let before = dump(&conn);
+        migrate(&mut conn, 1).unwrap();
+        assert_eq!(dump(&conn), before);
+        assert!(conn.execute(SPAN, ["r4", "closed"]).is_err());
+        assert!(conn.execute(SPAN, ["r4", "open"]).is_ok());
+        assert!(
+            conn.execute(
+                "UPDATE spans SET state = 'done' WHERE request_event_id = 'r4'",
+                []
+            )
+            .is_err()
+        );
+    }
+
+    /// Writing a span row builds no throwaway b-tree per statement.
+    #[test]
+    fn span_writes_need_no_ephemeral_table() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        migrate(&mut conn, 1).unwrap();
+        let update = "UPDATE spans SET state = ?2 WHERE adapter = 'claude-code' AND session_id = 's' AND request_event_id = ?1";
+        for sql in [SPAN, update] {
+            let ops = opcodes(&conn, sql);
+            assert!(
+                !ops.iter().any(|op| op == "OpenEphemeral"),
+                "{sql}: {ops:?}"
+            );
+        }
     }
 }
