@@ -16,7 +16,7 @@ pub use digest::{
 };
 pub use event::{
     AdapterId, Attestation, Confidence, Event, EventId, Provenance, RawRef, SessionRef, TimeSource,
-    TurnAttribution, TurnSource,
+    TurnAttribution, TurnSource, digest_parts,
 };
 pub use payload::{
     CommandCompleted, CommandRequested, CompactionCompleted, CompactionStarted, EndCancelled,

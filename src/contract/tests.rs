@@ -357,6 +357,48 @@ fn event_rows_round_trip_through_json() {
     }
 }
 
+/// The encoding as first written: one hasher call per prefix and part.
+fn digest_parts_one_call_each(first: &[u8], parts: &[&[u8]]) -> blake3::Hash {
+    let mut hasher = blake3::Hasher::new();
+    for part in std::iter::once(first).chain(parts.iter().copied()) {
+        hasher.update(&(part.len() as u64).to_le_bytes());
+        hasher.update(part);
+    }
+    hasher.finalize()
+}
+
+#[test]
+fn gathered_part_digests_equal_one_call_per_part() {
+    let sizes = [
+        0, 1, 7, 8, 63, 64, 200, 495, 496, 497, 504, 511, 512, 513, 1024, 3000,
+    ];
+    let bytes: Vec<u8> = (0..7000u32).map(|n| (n * 31 % 251) as u8).collect();
+    for &a in &sizes {
+        for &b in &sizes {
+            let parts: [&[u8]; 3] = [&bytes[..a], &bytes[a..a + b], b"tail"];
+            assert_eq!(
+                digest_parts(b"tag", &parts),
+                digest_parts_one_call_each(b"tag", &parts),
+                "parts of {a} and {b} bytes"
+            );
+            let first = &bytes[..a];
+            assert_eq!(
+                digest_parts(first, &parts[1..]),
+                digest_parts_one_call_each(first, &parts[1..])
+            );
+        }
+    }
+}
+
+#[test]
+fn event_ids_keep_their_bytes() {
+    let parts: [&[u8]; 3] = [b"s", b"r1", &0u32.to_le_bytes()];
+    let id = EventId::derive("harnery.producer.event", &parts);
+    assert_eq!(id.as_str(), "ev_f68ea71e70cc866882b9604e6ca30804");
+    let reference = digest_parts_one_call_each(b"harnery.producer.event", &parts).to_hex();
+    assert_eq!(id.as_str()[3..], reference[..32]);
+}
+
 #[test]
 fn event_ids_are_deterministic_and_length_prefixed() {
     assert_eq!(
