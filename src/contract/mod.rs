@@ -8,6 +8,7 @@
 
 mod digest;
 mod event;
+mod json;
 mod payload;
 mod validate;
 
