@@ -4,10 +4,11 @@
 //! Going through serde costs a generic call and an escape scan for every
 //! key, and finalize writes every event once; this writer emits the fixed
 //! keys as literals, checks each string for characters that need escaping
-//! eight bytes at a time, and hands the rarer payload types and JSON values
-//! to serde_json itself. Its output is serde_json's output: tests compare
-//! the two for every payload type, every enum value and every character
-//! that needs escaping, so the two cannot drift apart unnoticed.
+//! eight bytes at a time, writes integers and JSON values itself, and hands
+//! the rarer payload types and floating-point numbers to serde_json. Its
+//! output is serde_json's output: tests compare the two for every payload
+//! type, every enum value, numbers at their limits and every character that
+//! needs escaping, so the two cannot drift apart unnoticed.
 
 use std::fmt::Write as _;
 
@@ -175,9 +176,45 @@ fn optional_recovery(out: &mut String, recovery: Option<&Recovery>) {
 
 fn optional_value(out: &mut String, value: Option<&Value>) {
     match value {
-        // Value's Display is serde_json's compact writer.
-        Some(v) => write!(out, "{v}").expect("writing to a String does not fail"),
+        Some(v) => json_value(out, v),
         None => out.push_str("null"),
+    }
+}
+
+/// A JSON value as serde_json writes it: members in the map's own order.
+fn json_value(out: &mut String, value: &Value) {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => match (n.as_u64(), n.as_i64()) {
+            (Some(u), _) => number(out, u),
+            (None, Some(i)) => number(out, i),
+            // A float: Value's Display is serde_json's compact writer.
+            (None, None) => write!(out, "{n}").expect("writing to a String does not fail"),
+        },
+        Value::String(text) => string(out, text),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                json_value(out, item);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            out.push('{');
+            for (i, (key, item)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                string(out, key);
+                out.push(':');
+                json_value(out, item);
+            }
+            out.push('}');
+        }
     }
 }
 
@@ -192,15 +229,55 @@ fn optional_string(out: &mut String, text: Option<&str>) {
     }
 }
 
-fn optional_number(out: &mut String, n: Option<impl std::fmt::Display>) {
+fn optional_number(out: &mut String, n: Option<impl Integer>) {
     match n {
         Some(n) => number(out, n),
         None => out.push_str("null"),
     }
 }
 
-fn number(out: &mut String, n: impl std::fmt::Display) {
-    write!(out, "{n}").expect("writing to a String does not fail");
+/// The integers an event holds.
+trait Integer: Copy {
+    fn negative(self) -> bool;
+    fn magnitude(self) -> u64;
+}
+
+impl Integer for u64 {
+    fn negative(self) -> bool {
+        false
+    }
+    fn magnitude(self) -> u64 {
+        self
+    }
+}
+
+impl Integer for i64 {
+    fn negative(self) -> bool {
+        self < 0
+    }
+    fn magnitude(self) -> u64 {
+        self.unsigned_abs()
+    }
+}
+
+/// An integer in decimal, as serde_json writes it.
+fn number(out: &mut String, n: impl Integer) {
+    let mut text = [0u8; 21];
+    let mut at = text.len();
+    let mut rest = n.magnitude();
+    loop {
+        at -= 1;
+        text[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    if n.negative() {
+        at -= 1;
+        text[at] = b'-';
+    }
+    out.push_str(std::str::from_utf8(&text[at..]).expect("digits are ASCII"));
 }
 
 /// A JSON string as serde_json writes it: `"` and `\` escaped with a

@@ -513,7 +513,10 @@ fn the_direct_writer_writes_what_serde_writes() {
             duration_ms: Observation::unknown("not_reported"),
             exit_code: Some(-1),
             error: None,
-            content: Some(json!({"z": [1.5, -2, 1e300, null, true], "a\"\n": {"ü": "\u{1}"}})),
+            content: Some(json!({
+                "z": [1.5, -2, 1e300, null, true, -0.0, 0.1, 1e-7, 0, u64::MAX, i64::MIN],
+                "a\"\n": {"ü": "\u{1}", "": [[], {}]}
+            })),
             recovery: None,
         }),
         Payload::PromptSubmitted(PromptSubmitted {
