@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use super::signal::{
     BatchedCall, Normalized, SignalKind, ToolCall, ToolResult, TurnEnd, normalize_input, owned,
+    parse_payload,
 };
 use crate::contract::{
     CompactionCompleted, CompactionStarted, MessageDisplayed, Notification, Outcome, Payload,
@@ -92,7 +93,7 @@ struct WireBackgroundTask<'a> {
 
 /// Read one Claude Code payload received at `received_unix_ns`.
 pub fn normalize(payload: &[u8], received_unix_ns: i64) -> Normalized {
-    let kind = match serde_json::from_slice::<Wire>(payload) {
+    let kind = match parse_payload::<Wire>(payload) {
         Ok(wire) => return convert(wire, received_unix_ns),
         Err(err) => SignalKind::Unrecognized(SignalUnrecognized {
             adapter_event: None,
@@ -121,11 +122,13 @@ fn text_of(value: &Option<Value>) -> Option<String> {
     }
 }
 
-/// The one conversion from the wire into harnery's terms.
-fn convert(wire: Wire, received_unix_ns: i64) -> Normalized {
-    let event = wire.hook_event_name.as_deref().unwrap_or("");
+/// The one conversion from the wire into harnery's terms. It takes the
+/// wire's JSON values rather than copying them: each goes to one place.
+fn convert(mut wire: Wire, received_unix_ns: i64) -> Normalized {
+    let name = wire.hook_event_name.take();
+    let event = name.as_deref().unwrap_or("");
     let subject_agent = matches!(event, "SubagentStart" | "SubagentStop");
-    let kind = kind_of(event, &wire);
+    let kind = kind_of(event, &mut wire);
     Normalized {
         time_unix_ns: received_unix_ns,
         time_source: TimeSource::Received,
@@ -141,7 +144,7 @@ fn convert(wire: Wire, received_unix_ns: i64) -> Normalized {
     }
 }
 
-fn kind_of(event: &str, wire: &Wire) -> SignalKind {
+fn kind_of(event: &str, wire: &mut Wire) -> SignalKind {
     match event {
         "SessionStart" => SignalKind::SessionStarted(SessionStarted {
             source: owned(&wire.source),
@@ -168,7 +171,7 @@ fn kind_of(event: &str, wire: &Wire) -> SignalKind {
     }
 }
 
-fn lifecycle(event: &str, wire: &Wire) -> SignalKind {
+fn lifecycle(event: &str, wire: &mut Wire) -> SignalKind {
     let payload = match event {
         "Notification" => Payload::Notification(Notification {
             kind: owned(&wire.notification_type),
@@ -182,7 +185,7 @@ fn lifecycle(event: &str, wire: &Wire) -> SignalKind {
         "PermissionRequest" => match &wire.tool_name {
             Some(tool) => Payload::PermissionRequested(PermissionRequested {
                 tool_name: tool.to_string(),
-                input: wire.tool_input.clone(),
+                input: wire.tool_input.take(),
             }),
             None => return SignalKind::unrecognized(event, "permission request without tool_name"),
         },
@@ -199,15 +202,15 @@ fn lifecycle(event: &str, wire: &Wire) -> SignalKind {
     SignalKind::Lifecycle(payload)
 }
 
-fn tool_call(wire: &Wire) -> Option<ToolCall> {
+fn tool_call(wire: &mut Wire) -> Option<ToolCall> {
     Some(ToolCall {
         call_id: owned(&wire.tool_use_id),
         tool_name: wire.tool_name.as_ref()?.to_string(),
-        input: wire.tool_input.clone().map(normalize_input),
+        input: wire.tool_input.take().map(normalize_input),
     })
 }
 
-fn tool_result(event: &str, wire: &Wire) -> SignalKind {
+fn tool_result(event: &str, wire: &mut Wire) -> SignalKind {
     let Some(call) = tool_call(wire) else {
         return SignalKind::unrecognized(event, "tool event without tool_name");
     };
@@ -224,7 +227,7 @@ fn tool_result(event: &str, wire: &Wire) -> SignalKind {
         duration_ms: wire.duration_ms,
         exit_code: None,
         error: text_of(&wire.error),
-        content: wire.tool_response.clone(),
+        content: wire.tool_response.take(),
     })
 }
 
@@ -236,17 +239,17 @@ fn response_says_interrupted(wire: &Wire) -> bool {
         .unwrap_or(false)
 }
 
-fn batch(wire: &Wire) -> Vec<BatchedCall> {
-    let calls = wire.tool_calls.as_deref().unwrap_or_default();
+fn batch(wire: &mut Wire) -> Vec<BatchedCall> {
+    let calls = wire.tool_calls.take().unwrap_or_default();
     calls
-        .iter()
+        .into_iter()
         .map(|c| BatchedCall {
             call: ToolCall {
                 call_id: owned(&c.tool_use_id),
                 tool_name: owned(&c.tool_name).unwrap_or_default(),
-                input: c.tool_input.clone().map(normalize_input),
+                input: c.tool_input.map(normalize_input),
             },
-            response: c.tool_response.clone(),
+            response: c.tool_response,
         })
         .collect()
 }

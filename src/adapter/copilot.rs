@@ -22,7 +22,7 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use super::signal::{
-    Normalized, SignalKind, ToolCall, ToolResult, TurnEnd, normalize_input, owned,
+    Normalized, SignalKind, ToolCall, ToolResult, TurnEnd, normalize_input, owned, parse_payload,
 };
 use crate::contract::{
     CompactionStarted, ErrorReported, Outcome, Payload, PermissionRequested, PromptSubmitted,
@@ -96,7 +96,7 @@ struct RoutingWire<'a> {
 /// `sessionId`, and `subagentStart/Stop` are the parent speaking.) `None`
 /// means the payload's own session is the right one.
 pub fn parent_session(payload: &[u8]) -> Option<String> {
-    let wire: RoutingWire = serde_json::from_slice(payload).ok()?;
+    let wire: RoutingWire = parse_payload(payload).ok()?;
     let parent = wire.parent_agent_id.filter(|p| !p.is_empty())?;
     let speaker_is_agent = match (&wire.session_id, &wire.agent_id) {
         (Some(session), Some(agent)) => session == agent,
@@ -109,7 +109,7 @@ pub fn parent_session(payload: &[u8]) -> Option<String> {
 /// Read one Copilot payload. `argv_event` is the event name the hook was
 /// invoked with; the payload's `hook_event_name` wins when present.
 pub fn normalize(argv_event: Option<&str>, payload: &[u8], received_unix_ns: i64) -> Normalized {
-    match serde_json::from_slice::<Wire>(payload) {
+    match parse_payload::<Wire>(payload) {
         Ok(wire) => convert(argv_event, wire, received_unix_ns),
         Err(err) => Normalized {
             time_unix_ns: received_unix_ns,

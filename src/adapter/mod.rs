@@ -49,7 +49,7 @@ pub use signal::{
 };
 
 use crate::clock::ClockSample;
-use crate::contract::{AdapterId, SessionRef};
+use crate::contract::{AdapterId, SessionRef, digest_parts};
 
 /// One raw spool record, as the producer needs it. Independent of the spool
 /// format: the finalizer fills it from the envelope and the payload bytes.
@@ -117,18 +117,17 @@ pub fn record_digest(
     received_unix_ns: i64,
     payload: &[u8],
 ) -> String {
-    let mut hasher = blake3::Hasher::new();
-    let mut put = |bytes: &[u8]| {
-        hasher.update(&(bytes.len() as u64).to_le_bytes());
-        hasher.update(bytes);
-    };
-    put(b"harnery.record");
-    put(adapter.as_str().as_bytes());
-    put(event_name.unwrap_or("").as_bytes());
-    put(session_id.as_bytes());
-    put(&received_unix_ns.to_le_bytes());
-    put(payload);
-    hasher.finalize().to_hex().to_string()
+    let parts: [&[u8]; 5] = [
+        adapter.as_str().as_bytes(),
+        event_name.unwrap_or("").as_bytes(),
+        session_id.as_bytes(),
+        &received_unix_ns.to_le_bytes(),
+        payload,
+    ];
+    digest_parts(b"harnery.record", &parts)
+        .to_hex()
+        .as_str()
+        .to_owned()
 }
 
 #[cfg(test)]
@@ -174,6 +173,15 @@ mod tests {
             );
             assert_eq!(route(&signal).session_id, "s");
         }
+    }
+
+    #[test]
+    fn record_digests_keep_their_bytes() {
+        let digest = record_digest(AdapterId::ClaudeCode, Some("Stop"), "s", 7, b"{}");
+        assert_eq!(
+            digest,
+            "3973b2ec87e32b1deda2d6d897581a1b54380cf78044fa97e0bad17f06f09ff0"
+        );
     }
 
     #[test]

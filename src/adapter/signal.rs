@@ -149,56 +149,76 @@ pub struct CommandResult {
     pub duration_ms: Option<u64>,
 }
 
+/// Parse a payload as JSON. A payload that is valid UTF-8 as a whole is
+/// parsed as text, which spares serde_json from validating every string it
+/// reads one by one; any other payload is parsed as bytes, so a malformed
+/// one fails with exactly the error it always did.
+pub fn parse_payload<'a, T: serde::Deserialize<'a>>(payload: &'a [u8]) -> serde_json::Result<T> {
+    match std::str::from_utf8(payload) {
+        Ok(text) => serde_json::from_str(text),
+        Err(_) => serde_json::from_slice(payload),
+    }
+}
+
 /// An optional borrowed wire string, owned.
 pub fn owned(value: &Option<std::borrow::Cow<'_, str>>) -> Option<String> {
     value.as_ref().map(|v| v.to_string())
 }
 
 /// Canonical JSON: object keys sorted, no insignificant whitespace. Built by
-/// hand so that no serde_json feature flag can change the bytes.
+/// hand so that no serde_json feature flag can change the bytes; strings
+/// and scalars are written as serde_json writes them.
 pub fn canonical_json(value: &Value) -> String {
-    let mut out = String::new();
+    let mut out = Vec::new();
     write_canonical(value, &mut out);
-    out
+    String::from_utf8(out).expect("serde_json writes UTF-8")
 }
 
-fn write_canonical(value: &Value, out: &mut String) {
+fn write_canonical(value: &Value, out: &mut Vec<u8>) {
     match value {
         Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, key) in keys.iter().enumerate() {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            out.push(b'{');
+            for (i, (key, item)) in entries.into_iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
-                out.push_str(&Value::String((*key).clone()).to_string());
-                out.push(':');
-                write_canonical(&map[*key], out);
+                write_scalar(key.as_str(), out);
+                out.push(b':');
+                write_canonical(item, out);
             }
-            out.push('}');
+            out.push(b'}');
         }
         Value::Array(items) => {
-            out.push('[');
+            out.push(b'[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
                 write_canonical(item, out);
             }
-            out.push(']');
+            out.push(b']');
         }
-        scalar => out.push_str(&scalar.to_string()),
+        scalar => write_scalar(scalar, out),
     }
+}
+
+fn write_scalar<T: serde::Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) {
+    serde_json::to_writer(out, value).expect("writing JSON to memory does not fail");
 }
 
 /// The digest of a tool input; a missing input has its own fixed digest.
 pub fn input_digest(input: Option<&Value>) -> String {
-    let text = match input {
-        Some(value) => canonical_json(value),
-        None => String::from("<absent>"),
+    let digest = match input {
+        Some(value) => {
+            let mut text = Vec::with_capacity(256);
+            write_canonical(value, &mut text);
+            blake3::hash(&text)
+        }
+        None => blake3::hash(b"<absent>"),
     };
-    blake3::hash(text.as_bytes()).to_hex().to_string()
+    digest.to_hex().as_str().to_owned()
 }
 
 /// Tool inputs sometimes arrive as a JSON string holding JSON: parse it so

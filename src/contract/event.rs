@@ -46,20 +46,47 @@ impl EventId {
     /// Derive an id from a domain tag and any number of byte parts, each
     /// length-prefixed so that no two part lists collide.
     pub fn derive(tag: &str, parts: &[&[u8]]) -> EventId {
-        let mut hasher = blake3::Hasher::new();
-        hasher.update(&(tag.len() as u64).to_le_bytes());
-        hasher.update(tag.as_bytes());
-        for part in parts {
-            hasher.update(&(part.len() as u64).to_le_bytes());
-            hasher.update(part);
-        }
-        let hex = hasher.finalize().to_hex();
-        EventId(format!("ev_{}", &hex[..32]))
+        let hex = digest_parts(tag.as_bytes(), parts).to_hex();
+        let mut id = String::with_capacity(3 + 32);
+        id.push_str("ev_");
+        id.push_str(&hex[..32]);
+        EventId(id)
     }
 
     pub fn as_str(&self) -> &str {
         &self.0
     }
+}
+
+/// blake3 over `first` and then each of `parts`, every one prefixed with
+/// its length as a little-endian u64: the encoding behind event ids and
+/// record digests.
+///
+/// The bytes are gathered into one buffer before they are hashed: the
+/// hasher's fixed cost per call outweighs hashing a short part, and ids
+/// are derived for every event.
+pub fn digest_parts(first: &[u8], parts: &[&[u8]]) -> blake3::Hash {
+    let mut hasher = blake3::Hasher::new();
+    let mut buf = [0u8; 512];
+    let mut len = 0;
+    for part in std::iter::once(first).chain(parts.iter().copied()) {
+        if len + 8 > buf.len() {
+            hasher.update(&buf[..len]);
+            len = 0;
+        }
+        buf[len..len + 8].copy_from_slice(&(part.len() as u64).to_le_bytes());
+        len += 8;
+        if len + part.len() > buf.len() {
+            hasher.update(&buf[..len]);
+            hasher.update(part);
+            len = 0;
+        } else {
+            buf[len..len + part.len()].copy_from_slice(part);
+            len += part.len();
+        }
+    }
+    hasher.update(&buf[..len]);
+    hasher.finalize()
 }
 
 impl std::fmt::Display for EventId {

@@ -8,6 +8,7 @@
 
 mod digest;
 mod event;
+mod json;
 mod payload;
 mod validate;
 
@@ -16,7 +17,7 @@ pub use digest::{
 };
 pub use event::{
     AdapterId, Attestation, Confidence, Event, EventId, Provenance, RawRef, SessionRef, TimeSource,
-    TurnAttribution, TurnSource,
+    TurnAttribution, TurnSource, digest_parts,
 };
 pub use payload::{
     CommandCompleted, CommandRequested, CompactionCompleted, CompactionStarted, EndCancelled,

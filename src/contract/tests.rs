@@ -357,6 +357,48 @@ fn event_rows_round_trip_through_json() {
     }
 }
 
+/// The encoding as first written: one hasher call per prefix and part.
+fn digest_parts_one_call_each(first: &[u8], parts: &[&[u8]]) -> blake3::Hash {
+    let mut hasher = blake3::Hasher::new();
+    for part in std::iter::once(first).chain(parts.iter().copied()) {
+        hasher.update(&(part.len() as u64).to_le_bytes());
+        hasher.update(part);
+    }
+    hasher.finalize()
+}
+
+#[test]
+fn gathered_part_digests_equal_one_call_per_part() {
+    let sizes = [
+        0, 1, 7, 8, 63, 64, 200, 495, 496, 497, 504, 511, 512, 513, 1024, 3000,
+    ];
+    let bytes: Vec<u8> = (0..7000u32).map(|n| (n * 31 % 251) as u8).collect();
+    for &a in &sizes {
+        for &b in &sizes {
+            let parts: [&[u8]; 3] = [&bytes[..a], &bytes[a..a + b], b"tail"];
+            assert_eq!(
+                digest_parts(b"tag", &parts),
+                digest_parts_one_call_each(b"tag", &parts),
+                "parts of {a} and {b} bytes"
+            );
+            let first = &bytes[..a];
+            assert_eq!(
+                digest_parts(first, &parts[1..]),
+                digest_parts_one_call_each(first, &parts[1..])
+            );
+        }
+    }
+}
+
+#[test]
+fn event_ids_keep_their_bytes() {
+    let parts: [&[u8]; 3] = [b"s", b"r1", &0u32.to_le_bytes()];
+    let id = EventId::derive("harnery.producer.event", &parts);
+    assert_eq!(id.as_str(), "ev_f68ea71e70cc866882b9604e6ca30804");
+    let reference = digest_parts_one_call_each(b"harnery.producer.event", &parts).to_hex();
+    assert_eq!(id.as_str()[3..], reference[..32]);
+}
+
 #[test]
 fn event_ids_are_deterministic_and_length_prefixed() {
     assert_eq!(
@@ -367,4 +409,168 @@ fn event_ids_are_deterministic_and_length_prefixed() {
         EventId::derive("t", &[b"ab", b"c"]),
         EventId::derive("t", &[b"a", b"bc"])
     );
+}
+
+/// Every kind of string a writer must treat alike: each ASCII character
+/// alone and amid text, non-ASCII text, and lengths around a word.
+fn awkward_strings() -> Vec<String> {
+    let mut out: Vec<String> = (0u8..0x80)
+        .map(|b| char::from(b).to_string())
+        .chain((0u8..0x80).map(|b| format!("abcdefgh{}ijklmnop", char::from(b))))
+        .collect();
+    out.extend(
+        [
+            "",
+            "é",
+            "日本語のテキスト",
+            "\u{2028}\u{2029}",
+            "emoji 🦀 and \u{7f}",
+            "ev_0123456789abcdef",
+        ]
+        .map(String::from),
+    );
+    out.extend((0..20).map(|n| "x".repeat(n) + "\""));
+    out
+}
+
+/// Envelopes of every shape: each enum value, with and without each
+/// optional member.
+fn envelopes(payload: &Payload) -> Vec<Event> {
+    let mut out = Vec::new();
+    let clocks = [
+        None,
+        Some(crate::clock::ClockSample::default()),
+        Some(crate::clock::ClockSample {
+            boot_id: Some("boot".into()),
+            boottime_ns: Some(u64::MAX),
+        }),
+    ];
+    let raws = [
+        vec![],
+        vec![RawRef {
+            record_digest: "d1".into(),
+            event_name: None,
+        }],
+        vec![
+            RawRef {
+                record_digest: "d1".into(),
+                event_name: Some("PreToolUse".into()),
+            },
+            RawRef {
+                record_digest: "d2".into(),
+                event_name: Some("Stop".into()),
+            },
+        ],
+    ];
+    for (n, clock) in clocks.into_iter().enumerate() {
+        for (source, turn_id) in [
+            (TurnSource::Native, Some("p1")),
+            (TurnSource::Stamped, Some("stamped-1")),
+            (TurnSource::None, None),
+        ] {
+            let mut e = event(payload.clone(), Attestation::Native);
+            e.session.adapter = AdapterId::ALL[n % 2];
+            e.offset = n as u64 * 1_000_000_007;
+            e.time_unix_ns = [i64::MIN, 0, i64::MAX][n];
+            e.time_source = [
+                TimeSource::Agent,
+                TimeSource::Received,
+                TimeSource::Finalizer,
+            ][n];
+            e.clock = clock.clone();
+            e.agent_id = (n == 1).then(|| "agent-1".into());
+            e.turn = TurnAttribution {
+                source,
+                turn_id: turn_id.map(String::from),
+            };
+            e.provenance = Provenance {
+                attestation: [Attestation::Native, Attestation::Derived][n % 2],
+                confidence: [Confidence::Low, Confidence::Medium, Confidence::High][n],
+            };
+            e.raw = raws[n].clone();
+            out.push(e);
+        }
+    }
+    out
+}
+
+#[test]
+fn the_direct_writer_writes_what_serde_writes() {
+    let mut payloads = samples();
+    payloads.extend([
+        Payload::ToolRequested(ToolRequested {
+            tool_call_id: None,
+            tool_name: "Bash".into(),
+            input_digest: "d".into(),
+            input: None,
+            recovery: None,
+        }),
+        Payload::ToolCompleted(ToolCompleted {
+            tool_call_id: None,
+            tool_name: "Bash".into(),
+            requested_event_id: None,
+            outcome: Outcome::Interrupted,
+            duration_ms: Observation::unknown("not_reported"),
+            exit_code: Some(-1),
+            error: None,
+            content: Some(json!({
+                "z": [1.5, -2, 1e300, null, true, -0.0, 0.1, 1e-7, 0, u64::MAX, i64::MIN],
+                "a\"\n": {"ü": "\u{1}", "": [[], {}]}
+            })),
+            recovery: None,
+        }),
+        Payload::PromptSubmitted(PromptSubmitted {
+            prompt: None,
+            transformed: false,
+        }),
+        Payload::TurnStarted(TurnStarted {
+            prompt_event_id: None,
+        }),
+        Payload::TurnCompleted(TurnCompleted { stop_reason: None }),
+    ]);
+    for outcome in [Outcome::Success, Outcome::Failure, Outcome::Unknown] {
+        payloads.push(Payload::ToolCompleted(ToolCompleted {
+            outcome,
+            ..recovered_completion(RecoveryReason::SpanCapPressure)
+        }));
+    }
+    for payload in &payloads {
+        for e in envelopes(payload) {
+            let serde = serde_json::to_string(&e).expect("serializes");
+            assert_eq!(e.to_json(), serde);
+        }
+    }
+}
+
+#[test]
+fn the_direct_writer_escapes_what_serde_escapes() {
+    for text in awkward_strings() {
+        let mut e = event(
+            Payload::ToolCompleted(ToolCompleted {
+                tool_call_id: Some(text.clone()),
+                tool_name: text.clone(),
+                requested_event_id: Some(EventId(text.clone())),
+                outcome: Outcome::Success,
+                duration_ms: Observation::Unknown(text.clone()),
+                exit_code: None,
+                error: Some(text.clone()),
+                content: Some(Value::String(text.clone())),
+                recovery: None,
+            }),
+            Attestation::Native,
+        );
+        e.id = EventId(text.clone());
+        e.session.session_id = text.clone();
+        e.agent_id = Some(text.clone());
+        e.turn.turn_id = Some(text.clone());
+        e.raw = vec![RawRef {
+            record_digest: text.clone(),
+            event_name: Some(text.clone()),
+        }];
+        assert_eq!(
+            e.to_json(),
+            serde_json::to_string(&e).expect("serializes"),
+            "{text:?}"
+        );
+    }
 }

@@ -212,6 +212,7 @@ pub fn check_events(events: &[Event]) {
         assert_eq!(e.offset, i as u64, "offsets are gapless from 0");
         assert!(ids.insert(e.id.clone()), "duplicate id {}", e.id);
         let json = serde_json::to_string(e).expect("serializable");
+        assert_eq!(e.to_json(), json, "the direct writer agrees with serde");
         let back: Event = serde_json::from_str(&json).expect("round trip");
         assert_eq!(&back, e);
     }

@@ -5,20 +5,44 @@
 //! that trigger, a reason tag and the offset. Normalizing the same records
 //! in the same order therefore yields the same ids.
 
+use std::borrow::Cow;
+
 use crate::clock::ClockSample;
 use crate::contract::{Event, EventId, Payload, Provenance, RawRef, TimeSource, TurnAttribution};
 
-/// What caused a batch of events: one raw record, or a timer tick.
+/// What caused a batch of events: one raw record, or a timer tick. It
+/// borrows from the signal it stands for; each event gets its own copies.
 #[derive(Debug, Clone)]
-pub(super) struct Trigger {
+pub(super) struct Trigger<'a> {
     /// The record digest, or a synthetic key for a tick.
-    pub key: String,
-    pub raw: Vec<RawRef>,
+    pub key: Cow<'a, str>,
+    /// The raw record every event of this trigger points at, if any.
+    pub raw: Option<RawSource<'a>>,
     pub time_unix_ns: i64,
     pub time_source: TimeSource,
-    pub clock: Option<ClockSample>,
+    pub clock: Option<&'a ClockSample>,
     /// Events emitted for this trigger so far.
     pub emitted: u32,
+}
+
+/// The raw record behind a trigger: its digest and event name.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct RawSource<'a> {
+    pub record_digest: &'a str,
+    pub event_name: Option<&'a str>,
+}
+
+impl Trigger<'_> {
+    /// The `raw` pointers of an event of this trigger.
+    fn raw_refs(&self) -> Vec<RawRef> {
+        let Some(source) = self.raw else {
+            return Vec::new();
+        };
+        vec![RawRef {
+            record_digest: source.record_digest.to_string(),
+            event_name: source.event_name.map(str::to_string),
+        }]
+    }
 }
 
 /// The parts of an event that vary by rule.
@@ -70,11 +94,11 @@ impl super::SessionProducer {
             offset,
             time_unix_ns: trigger.time_unix_ns,
             time_source: trigger.time_source,
-            clock: trigger.clock.clone(),
+            clock: trigger.clock.cloned(),
             agent_id: draft.agent_id,
             turn: draft.turn,
             provenance: draft.provenance,
-            raw: trigger.raw.clone(),
+            raw: trigger.raw_refs(),
             payload: draft.payload,
         });
         id

@@ -214,7 +214,7 @@ impl SessionProducer {
             turn: TurnAttribution::none(),
             agent_id: None,
             requested_unix_ns: trigger.time_unix_ns,
-            requested_clock: trigger.clock.clone(),
+            requested_clock: trigger.clock.cloned(),
         });
     }
 

@@ -12,6 +12,7 @@
 //! It never touches storage and never reads a clock: time arrives with each
 //! signal and with each [`SessionProducer::tick`].
 
+mod deliveries;
 mod emit;
 mod ends;
 mod recovery;
@@ -22,10 +23,12 @@ mod turns;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeSet, VecDeque};
+use std::borrow::Cow;
+use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
+pub use deliveries::DELIVERY_MEMORY;
 pub use ends::{END_EXPIRY_NS, EndOrigin, PendingEnd};
 pub use recovery::{
     READ_SIDE_SPAN_CAP, SPAN_CAP_CONDITION, SPAN_WATERMARK, elapsed_upper_bound, pinned_confidence,
@@ -34,7 +37,7 @@ pub use recovery::{
 pub use spans::{OpenSpan, SpanKind};
 pub use turns::REMEMBERED_TURNS;
 
-use emit::{Draft, Trigger};
+use emit::{Draft, RawSource, Trigger};
 use tools::Speaker;
 
 use crate::adapter::harnery::is_harnery_event;
@@ -43,12 +46,9 @@ use crate::adapter::{
 };
 use crate::clock::ClockSample;
 use crate::contract::{
-    Event, EventId, HealthCondition, Payload, PromptSubmitted, RawRef, RecoveryReason, SessionRef,
+    Event, EventId, HealthCondition, Payload, PromptSubmitted, RecoveryReason, SessionRef,
     TimeSource, TurnAttribution, TurnCompleted, TurnSource, TurnStarted,
 };
-
-/// How many recent deliveries are remembered for duplicate detection.
-pub const DELIVERY_MEMORY: usize = 256;
 
 /// What one raw signal produced.
 #[derive(Debug, Clone, PartialEq)]
@@ -77,7 +77,7 @@ pub struct SessionProducer {
     turns: turns::TurnBook,
     spans: spans::SpanBook,
     /// Recent delivery keys and the first event each produced, oldest first.
-    deliveries: VecDeque<(String, EventId)>,
+    deliveries: deliveries::DeliveryMemory,
     pending_end: Option<PendingEnd>,
     running_agents: BTreeSet<String>,
     span_cap_raised: bool,
@@ -94,7 +94,7 @@ impl SessionProducer {
             next_offset: 0,
             turns: turns::TurnBook::default(),
             spans: spans::SpanBook::default(),
-            deliveries: VecDeque::new(),
+            deliveries: deliveries::DeliveryMemory::default(),
             pending_end: None,
             running_agents: BTreeSet::new(),
             span_cap_raised: false,
@@ -147,23 +147,23 @@ impl SessionProducer {
 
     /// Normalize one raw signal of this session into events.
     pub fn ingest(&mut self, signal: &RawSignal) -> Ingested {
-        let normalized = signal.normalize();
-        let keys = delivery_keys(signal, &normalized);
-        if let Some(first) = self.seen_delivery(&keys) {
+        let mut normalized = signal.normalize();
+        let keys = delivery_keys(signal, normalized.delivery_key.take());
+        if let Some(first) = self.deliveries.first_of(&keys) {
             return Ingested {
                 events: Vec::new(),
                 duplicate_of: Some(first),
             };
         }
         let mut trigger = Trigger {
-            key: signal.record_digest.to_string(),
-            raw: vec![RawRef {
-                record_digest: signal.record_digest.to_string(),
-                event_name: signal.event_name.map(str::to_string),
-            }],
+            key: Cow::Borrowed(signal.record_digest),
+            raw: Some(RawSource {
+                record_digest: signal.record_digest,
+                event_name: signal.event_name,
+            }),
             time_unix_ns: normalized.time_unix_ns,
             time_source: normalized.time_source,
-            clock: Some(signal.clock.clone()),
+            clock: Some(&signal.clock),
             emitted: 0,
         };
         let mut out = Vec::new();
@@ -175,7 +175,7 @@ impl SessionProducer {
         self.enforce_span_caps(&mut trigger, &mut out);
         self.spans.prune(&self.turns);
         if let Some(first) = out.first() {
-            self.remember_delivery(keys, first.id.clone());
+            self.deliveries.remember(keys, first.id.clone());
         }
         Ingested {
             events: out,
@@ -197,8 +197,8 @@ impl SessionProducer {
         at_unix_ns: i64,
     ) -> Event {
         let mut trigger = Trigger {
-            key: format!("health:{key}"),
-            raw: Vec::new(),
+            key: Cow::Owned(format!("health:{key}")),
+            raw: None,
             time_unix_ns: at_unix_ns,
             time_source: TimeSource::Finalizer,
             clock: None,
@@ -224,33 +224,17 @@ impl SessionProducer {
             return Vec::new();
         };
         let mut trigger = Trigger {
-            key: format!("tick:{}", pending.end_event_id),
-            raw: Vec::new(),
+            key: Cow::Owned(format!("tick:{}", pending.end_event_id)),
+            raw: None,
             time_unix_ns: now_unix_ns,
             time_source: TimeSource::Finalizer,
-            clock: Some(clock.clone()),
+            clock: Some(clock),
             emitted: 0,
         };
         let mut out = Vec::new();
         self.evaluate_pending_end(now_unix_ns, &mut trigger, &mut out);
         self.spans.prune(&self.turns);
         out
-    }
-
-    fn seen_delivery(&self, keys: &[String]) -> Option<EventId> {
-        self.deliveries
-            .iter()
-            .find(|(key, _)| keys.contains(key))
-            .map(|(_, id)| id.clone())
-    }
-
-    fn remember_delivery(&mut self, keys: Vec<String>, first: EventId) {
-        for key in keys {
-            self.deliveries.push_back((key, first.clone()));
-        }
-        while self.deliveries.len() > DELIVERY_MEMORY {
-            self.deliveries.pop_front();
-        }
     }
 
     /// Route one normalized signal to the rule that handles it.
@@ -462,12 +446,16 @@ impl SessionProducer {
 
 /// The delivery identities of a signal: its exact bytes under its event
 /// name, plus the dialect-independent key where the adapter gives one.
-fn delivery_keys(signal: &RawSignal, normalized: &Normalized) -> Vec<String> {
+fn delivery_keys(signal: &RawSignal, dialect_key: Option<String>) -> Vec<String> {
     let digest = blake3::hash(signal.payload).to_hex();
-    let mut keys = vec![format!(
-        "exact:{}:{digest}",
-        signal.event_name.unwrap_or("")
-    )];
-    keys.extend(normalized.delivery_key.clone());
+    let event = signal.event_name.unwrap_or("");
+    let mut exact = String::with_capacity(8 + event.len() + digest.len());
+    exact.push_str("exact:");
+    exact.push_str(event);
+    exact.push(':');
+    exact.push_str(&digest);
+    let mut keys = Vec::with_capacity(2);
+    keys.push(exact);
+    keys.extend(dialect_key);
     keys
 }

@@ -100,9 +100,7 @@ impl SessionProducer {
             reason,
             requested_event_id: Some(span.request_event_id.clone()),
             elapsed_upper_bound_ms: Some(match span.kind {
-                SpanKind::Tool => {
-                    elapsed_upper_bound(span.requested_clock.as_ref(), trigger.clock.as_ref())
-                }
+                SpanKind::Tool => elapsed_upper_bound(span.requested_clock.as_ref(), trigger.clock),
                 // Rule 5: an observed bound is forbidden on command.completed.
                 SpanKind::Command => Observation::unknown("bound_not_recorded_for_commands"),
             }),

@@ -177,16 +177,40 @@ impl SpanBook {
 
     /// Forget closed spans whose turn fell out of the turn memory.
     pub fn prune(&mut self, turns: &TurnBook) {
-        self.closed.retain(|c| match &c.span.turn.turn_id {
-            Some(turn) => turns.is_remembered(turn),
-            None => true,
-        });
+        // Closed spans come in runs of one turn: ask the turn book once per
+        // run, and touch the memory only when some turn was forgotten.
+        let mut forgotten: Vec<String> = Vec::new();
+        let mut last: Option<&str> = None;
+        for turn in self
+            .closed
+            .iter()
+            .filter_map(|c| c.span.turn.turn_id.as_deref())
+        {
+            if last != Some(turn) {
+                last = Some(turn);
+                if !turns.is_remembered(turn) && !forgotten.iter().any(|f| f == turn) {
+                    forgotten.push(turn.to_string());
+                }
+            }
+        }
+        if !forgotten.is_empty() {
+            self.closed.retain(|c| {
+                c.span
+                    .turn
+                    .turn_id
+                    .as_ref()
+                    .is_none_or(|turn| !forgotten.contains(turn))
+            });
+        }
         let unattributed = self
             .closed
             .iter()
             .filter(|c| c.span.turn.turn_id.is_none())
             .count();
         let mut excess = unattributed.saturating_sub(UNATTRIBUTED_MEMORY);
+        if excess == 0 {
+            return;
+        }
         self.closed.retain(|c| {
             if excess > 0 && c.span.turn.turn_id.is_none() {
                 excess -= 1;

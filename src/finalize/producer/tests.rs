@@ -77,3 +77,36 @@ fn a_stopped_subagent_ends_its_stamped_turn() {
     );
     assert!(p.turns.own_current(Some("a")).is_none());
 }
+
+/// A state written by the build before the delivery memory kept
+/// fingerprints: a prompt, a request and its completion in session `s`.
+const STATE_BEFORE_FINGERPRINTS: &str = concat!(
+    r#"{"session":{"adapter":"claude-code","session_id":"s"},"capability_digest":"e38b0209f381be3"#,
+    r#"4eded3d034a1ddf389ccee2ecd6240275b3e87f7ee1620626","next_offset":4,"turns":{"current":{"":"#,
+    r#"{"source":"native","turn_id":"p1"}},"recent":["p1"],"stamped":0},"spans":{"open":[],"close"#,
+    r#"d":[{"span":{"kind":"tool","request_event_id":"ev_6c59ca99eaf224f27a0ed535717c84fb","name""#,
+    r#":"Bash","call_id":"t1","pair_key":"Bash\u00008434380aa5d41e754df454b3fb00c99b3beed4ecc122a"#,
+    r#"ad8fcc788858b72fa88","turn":{"source":"native","turn_id":"p1"},"agent_id":null,"requested_"#,
+    r#"unix_ns":1,"requested_clock":{"boot_id":"b","boottime_ns":1}},"closure":"native"}],"closed"#,
+    r#"_native":1,"recovered":0},"deliveries":[["exact::cfedaee4ee958834205dc2523fc62471f0e98463a"#,
+    r#"972beb317a384267d339754","ev_95ce25b3e3565c68199c92e51d3284b9"],["exact::5b58485c6afdf5c37"#,
+    r#"00e85600be9dba868c3cdc647365df4a769326c34835d83","ev_6c59ca99eaf224f27a0ed535717c84fb"],[""#,
+    r#"exact::a40fbda7ad0ea865ba85ef541ec892d63cda439960e06bc60a37eeee950acb21","ev_3bdb4dae13bd3"#,
+    r#"d7da2df0265b006b3de"]],"pending_end":null,"running_agents":[],"span_cap_raised":false}"#,
+);
+
+#[test]
+fn a_stored_state_loads_and_writes_back_byte_for_byte() {
+    let mut p: SessionProducer =
+        serde_json::from_str(STATE_BEFORE_FINGERPRINTS).expect("the stored state loads");
+    let again = serde_json::to_string(&p).expect("state serializes");
+    assert_eq!(again, STATE_BEFORE_FINGERPRINTS);
+    // The loaded memory still recognises the request as delivered.
+    let pre = br#"{"hook_event_name":"PreToolUse","prompt_id":"p1","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"t1"}"#;
+    let ingested = p.ingest(&signal(pre, "r2-again", 9));
+    assert!(ingested.events.is_empty());
+    assert_eq!(
+        ingested.duplicate_of.map(|id| id.0),
+        Some("ev_6c59ca99eaf224f27a0ed535717c84fb".to_string())
+    );
+}

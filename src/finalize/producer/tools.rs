@@ -26,7 +26,16 @@ use crate::contract::{
 const TOOL_ERROR_MARKER: &str = "<tool_use_error>";
 
 fn pair_key(call: &ToolCall) -> String {
-    format!("{}\u{0}{}", call.tool_name, call.input_digest())
+    pair_key_of(&call.tool_name, &call.input_digest())
+}
+
+/// The pairing key from a tool name and its input digest.
+fn pair_key_of(tool_name: &str, input_digest: &str) -> String {
+    let mut key = String::with_capacity(tool_name.len() + 1 + input_digest.len());
+    key.push_str(tool_name);
+    key.push('\u{0}');
+    key.push_str(input_digest);
+    key
 }
 
 /// Who spoke and in which turn: the context of one signal.
@@ -57,16 +66,29 @@ impl SessionProducer {
             self.emit(trigger, Draft::native(payload, who.turn, who.agent_id), out);
             return;
         }
+        let input_digest = call.input_digest();
+        let pair_key = pair_key_of(&call.tool_name, &input_digest);
+        let (name, call_id) = (call.tool_name.clone(), call.call_id.clone());
         let payload = Payload::ToolRequested(ToolRequested {
-            tool_call_id: call.call_id.clone(),
-            tool_name: call.tool_name.clone(),
-            input_digest: call.input_digest(),
-            input: call.input.clone(),
+            tool_call_id: call.call_id,
+            tool_name: call.tool_name,
+            input_digest,
+            input: call.input,
             recovery: None,
         });
         let draft = Draft::native(payload, who.turn.clone(), who.agent_id.clone());
-        let id = self.emit(trigger, draft, out);
-        self.spans.push_open(open_span(&call, id, &who, trigger));
+        let request_event_id = self.emit(trigger, draft, out);
+        self.spans.push_open(OpenSpan {
+            kind: SpanKind::Tool,
+            request_event_id,
+            name,
+            call_id,
+            pair_key,
+            turn: who.turn,
+            agent_id: who.agent_id,
+            requested_unix_ns: trigger.time_unix_ns,
+            requested_clock: trigger.clock.cloned(),
+        });
     }
 
     pub(super) fn on_tool_completed(
@@ -76,7 +98,12 @@ impl SessionProducer {
         trigger: &mut Trigger,
         out: &mut Vec<Event>,
     ) {
-        let key = pair_key(&result.call);
+        // The pairing key matters only to a call without an id; it costs a
+        // digest of the input, so a call with an id does not build it.
+        let key = match result.call.call_id {
+            Some(_) => String::new(),
+            None => pair_key(&result.call),
+        };
         let span = match result.call.call_id.as_deref() {
             Some(id) => self.spans.take_by_call_id(SpanKind::Tool, id),
             None => self.spans.take_by_pair_key(&key),
@@ -84,7 +111,7 @@ impl SessionProducer {
         if let Some(span) = span {
             let request = span.request_event_id.clone();
             self.emit_native_completion(
-                &result,
+                result,
                 Some(request),
                 &span.turn,
                 span.agent_id.clone(),
@@ -115,14 +142,14 @@ impl SessionProducer {
             self.emit(trigger, Draft::native(payload, who.turn, who.agent_id), out);
             return;
         }
-        self.complete_unrequested(&result, who, trigger, out);
+        self.complete_unrequested(result, who, trigger, out);
     }
 
     /// A completion that matched no span: mint its request (when the table
     /// allows), then close it natively with the real outcome.
     fn complete_unrequested(
         &mut self,
-        result: &ToolResult,
+        result: ToolResult,
         who: Speaker,
         trigger: &mut Trigger,
         out: &mut Vec<Event>,
@@ -133,14 +160,7 @@ impl SessionProducer {
         }
         let request = self.mint_request(&result.call, &who, trigger, out);
         let span = open_span(&result.call, request.clone(), &who, trigger);
-        self.emit_native_completion(
-            result,
-            Some(request),
-            &who.turn,
-            who.agent_id.clone(),
-            trigger,
-            out,
-        );
+        self.emit_native_completion(result, Some(request), &who.turn, who.agent_id, trigger, out);
         self.spans.close_native(span);
     }
 
@@ -175,7 +195,7 @@ impl SessionProducer {
 
     fn emit_native_completion(
         &mut self,
-        result: &ToolResult,
+        result: ToolResult,
         requested: Option<EventId>,
         turn: &TurnAttribution,
         agent_id: Option<String>,
@@ -183,8 +203,8 @@ impl SessionProducer {
         out: &mut Vec<Event>,
     ) {
         let payload = Payload::ToolCompleted(ToolCompleted {
-            tool_call_id: result.call.call_id.clone(),
-            tool_name: result.call.tool_name.clone(),
+            tool_call_id: result.call.call_id,
+            tool_name: result.call.tool_name,
             requested_event_id: requested,
             outcome: result.outcome,
             duration_ms: match result.duration_ms {
@@ -192,8 +212,8 @@ impl SessionProducer {
                 None => Observation::unknown("not_reported"),
             },
             exit_code: result.exit_code,
-            error: result.error.clone(),
-            content: result.content.clone(),
+            error: result.error,
+            content: result.content,
             recovery: None,
         });
         self.emit(trigger, Draft::native(payload, turn.clone(), agent_id), out);
@@ -248,7 +268,7 @@ impl SessionProducer {
                     turn: who.turn.clone(),
                     agent_id: who.agent_id.clone(),
                 };
-                self.complete_unrequested(&result, who, trigger, out);
+                self.complete_unrequested(result, who, trigger, out);
             }
         }
     }
@@ -264,7 +284,7 @@ fn open_span(call: &ToolCall, request: EventId, who: &Speaker, trigger: &Trigger
         turn: who.turn.clone(),
         agent_id: who.agent_id.clone(),
         requested_unix_ns: trigger.time_unix_ns,
-        requested_clock: trigger.clock.clone(),
+        requested_clock: trigger.clock.cloned(),
     }
 }
 

@@ -1,0 +1,380 @@
+//! An event's canonical JSON, written directly.
+//!
+//! The stored, hashed form of an event is what serde_json writes for it.
+//! Going through serde costs a generic call and an escape scan for every
+//! key, and finalize writes every event once; this writer emits the fixed
+//! keys as literals, checks each string for characters that need escaping
+//! eight bytes at a time, writes integers and JSON values itself, and hands
+//! the rarer payload types and floating-point numbers to serde_json. Its
+//! output is serde_json's output: tests compare the two for every payload
+//! type, every enum value, numbers at their limits and every character that
+//! needs escaping, so the two cannot drift apart unnoticed.
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use super::event::{
+    AdapterId, Attestation, Confidence, Event, EventId, RawRef, TimeSource, TurnSource,
+};
+use super::payload::{Observation, Outcome, Payload, Recovery};
+
+impl Event {
+    /// The event's canonical JSON: byte for byte what `serde_json` writes.
+    pub fn to_json(&self) -> String {
+        let mut out = String::with_capacity(1024);
+        self.write_json(&mut out);
+        out
+    }
+
+    /// Append the event's canonical JSON to `out`.
+    pub fn write_json(&self, out: &mut String) {
+        out.push_str("{\"id\":");
+        string(out, self.id.as_str());
+        out.push_str(",\"session\":{\"adapter\":\"");
+        out.push_str(adapter_name(self.session.adapter));
+        out.push_str("\",\"session_id\":");
+        string(out, &self.session.session_id);
+        out.push_str("},\"offset\":");
+        number(out, self.offset);
+        out.push_str(",\"time_unix_ns\":");
+        number(out, self.time_unix_ns);
+        out.push_str(",\"time_source\":\"");
+        out.push_str(time_source_name(self.time_source));
+        out.push('"');
+        if let Some(clock) = &self.clock {
+            out.push_str(",\"clock\":{\"boot_id\":");
+            optional_string(out, clock.boot_id.as_deref());
+            out.push_str(",\"boottime_ns\":");
+            optional_number(out, clock.boottime_ns);
+            out.push('}');
+        }
+        if let Some(agent) = &self.agent_id {
+            out.push_str(",\"agent_id\":");
+            string(out, agent);
+        }
+        out.push_str(",\"turn\":{\"source\":\"");
+        out.push_str(turn_source_name(self.turn.source));
+        out.push('"');
+        if let Some(turn) = &self.turn.turn_id {
+            out.push_str(",\"turn_id\":");
+            string(out, turn);
+        }
+        out.push_str("},\"provenance\":{\"attestation\":\"");
+        out.push_str(attestation_name(self.provenance.attestation));
+        out.push_str("\",\"confidence\":\"");
+        out.push_str(confidence_name(self.provenance.confidence));
+        out.push_str("\"},\"raw\":[");
+        for (i, raw) in self.raw.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            raw_ref(out, raw);
+        }
+        out.push_str("],");
+        payload(out, &self.payload);
+        out.push('}');
+    }
+}
+
+fn raw_ref(out: &mut String, raw: &RawRef) {
+    out.push_str("{\"record_digest\":");
+    string(out, &raw.record_digest);
+    out.push_str(",\"event_name\":");
+    optional_string(out, raw.event_name.as_deref());
+    out.push('}');
+}
+
+/// The `type` and `payload` members. The payloads of nearly every event
+/// finalize writes are written here; the others go through serde_json,
+/// whose `{"type":…,"payload":…}` is exactly these members in braces.
+fn payload(out: &mut String, payload: &Payload) {
+    out.push_str("\"type\":\"");
+    out.push_str(payload.event_type().as_str());
+    out.push_str("\",\"payload\":");
+    match payload {
+        Payload::ToolRequested(p) => {
+            out.push_str("{\"tool_call_id\":");
+            optional_string(out, p.tool_call_id.as_deref());
+            out.push_str(",\"tool_name\":");
+            string(out, &p.tool_name);
+            out.push_str(",\"input_digest\":");
+            string(out, &p.input_digest);
+            out.push_str(",\"input\":");
+            optional_value(out, p.input.as_ref());
+            out.push_str(",\"recovery\":");
+            optional_recovery(out, p.recovery.as_ref());
+        }
+        Payload::ToolCompleted(p) => {
+            out.push_str("{\"tool_call_id\":");
+            optional_string(out, p.tool_call_id.as_deref());
+            out.push_str(",\"tool_name\":");
+            string(out, &p.tool_name);
+            out.push_str(",\"requested_event_id\":");
+            optional_id(out, p.requested_event_id.as_ref());
+            out.push_str(",\"outcome\":\"");
+            out.push_str(outcome_name(p.outcome));
+            out.push_str("\",\"duration_ms\":");
+            observation(out, &p.duration_ms);
+            out.push_str(",\"exit_code\":");
+            optional_number(out, p.exit_code);
+            out.push_str(",\"error\":");
+            optional_string(out, p.error.as_deref());
+            out.push_str(",\"content\":");
+            optional_value(out, p.content.as_ref());
+            out.push_str(",\"recovery\":");
+            optional_recovery(out, p.recovery.as_ref());
+        }
+        Payload::PromptSubmitted(p) => {
+            out.push_str("{\"prompt\":");
+            optional_string(out, p.prompt.as_deref());
+            out.push_str(",\"transformed\":");
+            out.push_str(if p.transformed { "true" } else { "false" });
+        }
+        Payload::TurnStarted(p) => {
+            out.push_str("{\"prompt_event_id\":");
+            optional_id(out, p.prompt_event_id.as_ref());
+        }
+        Payload::TurnCompleted(p) => {
+            out.push_str("{\"stop_reason\":");
+            optional_string(out, p.stop_reason.as_deref());
+        }
+        other => {
+            let text = serde_json::to_string(other).expect("payloads always serialize");
+            let content = text
+                .strip_suffix('}')
+                .and_then(|t| t.split_once(",\"payload\":"))
+                .map(|(_, content)| content)
+                .expect("a payload serializes as {\"type\":…,\"payload\":…}");
+            out.push_str(content);
+            return;
+        }
+    }
+    out.push('}');
+}
+
+fn observation(out: &mut String, value: &Observation<u64>) {
+    match value {
+        Observation::Observed(n) => {
+            out.push_str("{\"observed\":");
+            number(out, *n);
+        }
+        Observation::Unknown(reason) => {
+            out.push_str("{\"unknown\":");
+            string(out, reason);
+        }
+    }
+    out.push('}');
+}
+
+fn optional_recovery(out: &mut String, recovery: Option<&Recovery>) {
+    match recovery {
+        Some(r) => out.push_str(&serde_json::to_string(r).expect("a recovery serializes")),
+        None => out.push_str("null"),
+    }
+}
+
+fn optional_value(out: &mut String, value: Option<&Value>) {
+    match value {
+        Some(v) => json_value(out, v),
+        None => out.push_str("null"),
+    }
+}
+
+/// A JSON value as serde_json writes it: members in the map's own order.
+fn json_value(out: &mut String, value: &Value) {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => match (n.as_u64(), n.as_i64()) {
+            (Some(u), _) => number(out, u),
+            (None, Some(i)) => number(out, i),
+            // A float: Value's Display is serde_json's compact writer.
+            (None, None) => write!(out, "{n}").expect("writing to a String does not fail"),
+        },
+        Value::String(text) => string(out, text),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                json_value(out, item);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            out.push('{');
+            for (i, (key, item)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                string(out, key);
+                out.push(':');
+                json_value(out, item);
+            }
+            out.push('}');
+        }
+    }
+}
+
+fn optional_id(out: &mut String, id: Option<&EventId>) {
+    optional_string(out, id.map(EventId::as_str));
+}
+
+fn optional_string(out: &mut String, text: Option<&str>) {
+    match text {
+        Some(t) => string(out, t),
+        None => out.push_str("null"),
+    }
+}
+
+fn optional_number(out: &mut String, n: Option<impl Integer>) {
+    match n {
+        Some(n) => number(out, n),
+        None => out.push_str("null"),
+    }
+}
+
+/// The integers an event holds.
+trait Integer: Copy {
+    fn negative(self) -> bool;
+    fn magnitude(self) -> u64;
+}
+
+impl Integer for u64 {
+    fn negative(self) -> bool {
+        false
+    }
+    fn magnitude(self) -> u64 {
+        self
+    }
+}
+
+impl Integer for i64 {
+    fn negative(self) -> bool {
+        self < 0
+    }
+    fn magnitude(self) -> u64 {
+        self.unsigned_abs()
+    }
+}
+
+/// An integer in decimal, as serde_json writes it.
+fn number(out: &mut String, n: impl Integer) {
+    let mut text = [0u8; 21];
+    let mut at = text.len();
+    let mut rest = n.magnitude();
+    loop {
+        at -= 1;
+        text[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    if n.negative() {
+        at -= 1;
+        text[at] = b'-';
+    }
+    out.push_str(std::str::from_utf8(&text[at..]).expect("digits are ASCII"));
+}
+
+/// A JSON string as serde_json writes it: `"` and `\` escaped with a
+/// backslash, the control characters with their short escape where JSON
+/// has one and as `\u00xx` otherwise, everything else as it is.
+fn string(out: &mut String, text: &str) {
+    out.push('"');
+    if needs_escape(text.as_bytes()) {
+        escape_into(out, text);
+    } else {
+        out.push_str(text);
+    }
+    out.push('"');
+}
+
+fn escape_into(out: &mut String, text: &str) {
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                write!(out, "\\u{:04x}", c as u32).expect("writing to a String does not fail")
+            }
+            c => out.push(c),
+        }
+    }
+}
+
+/// Whether any byte is a control character, `"` or `\`. Eight bytes at a
+/// time: a word has a byte below `n` (for `n` up to 128) exactly when
+/// `(w - n·0x01…) & !w & 0x80…` is not zero, and a byte equal to `b` when
+/// `w ^ b·0x01…` has a zero byte.
+fn needs_escape(bytes: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let below = |w: u64, n: u8| w.wrapping_sub(ONES * n as u64) & !w & HIGH != 0;
+    let mut words = bytes.chunks_exact(8);
+    for word in &mut words {
+        let w = u64::from_le_bytes(word.try_into().expect("chunks of eight bytes"));
+        if below(w, 0x20)
+            || below(w ^ (ONES * b'"' as u64), 1)
+            || below(w ^ (ONES * b'\\' as u64), 1)
+        {
+            return true;
+        }
+    }
+    words
+        .remainder()
+        .iter()
+        .any(|&b| b < 0x20 || b == b'"' || b == b'\\')
+}
+
+fn adapter_name(adapter: AdapterId) -> &'static str {
+    adapter.as_str()
+}
+
+fn time_source_name(source: TimeSource) -> &'static str {
+    match source {
+        TimeSource::Agent => "agent",
+        TimeSource::Received => "received",
+        TimeSource::Finalizer => "finalizer",
+    }
+}
+
+fn turn_source_name(source: TurnSource) -> &'static str {
+    match source {
+        TurnSource::Native => "native",
+        TurnSource::Stamped => "stamped",
+        TurnSource::None => "none",
+    }
+}
+
+fn attestation_name(attestation: Attestation) -> &'static str {
+    match attestation {
+        Attestation::Native => "native",
+        Attestation::Derived => "derived",
+    }
+}
+
+fn confidence_name(confidence: Confidence) -> &'static str {
+    match confidence {
+        Confidence::Low => "low",
+        Confidence::Medium => "medium",
+        Confidence::High => "high",
+    }
+}
+
+fn outcome_name(outcome: Outcome) -> &'static str {
+    match outcome {
+        Outcome::Success => "success",
+        Outcome::Failure => "failure",
+        Outcome::Interrupted => "interrupted",
+        Outcome::Unknown => "unknown",
+    }
+}
