@@ -55,6 +55,7 @@ fn raw<'a>(rec: &'a SpoolRecord, digest: &'a str) -> RawSignal<'a> {
             boottime_ns: env.boottime_ns,
         },
         record_digest: digest,
+        payload_blake3: None,
     }
 }
 

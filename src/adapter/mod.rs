@@ -67,6 +67,10 @@ pub struct RawSignal<'a> {
     pub clock: ClockSample,
     /// The record's identity in the ledger's raw-signal table.
     pub record_digest: &'a str,
+    /// The payload's blake3 (hex) when it is already known, as the hook
+    /// recorded it in the envelope for a whole payload; `None` means hash
+    /// the payload.
+    pub payload_blake3: Option<&'a str>,
 }
 
 impl RawSignal<'_> {
@@ -151,6 +155,7 @@ mod tests {
                 boottime_ns: None,
             },
             record_digest: "r",
+            payload_blake3: None,
         }
     }
 

@@ -79,6 +79,7 @@ pub(super) fn drain(
         offsets: BTreeMap::new(),
         recent: VecDeque::new(),
         newest_kept: None,
+        chunk: 0,
     };
     ledger.set_auto_checkpoint(false)?;
     let ledger_dir = ledger.dir().to_path_buf();
@@ -161,12 +162,16 @@ fn plan(
 /// offsets), which the database cannot show yet.
 struct Normalizer {
     ledger: Ledger,
-    states: HashMap<SessionRef, String>,
+    /// Producers this run advanced, with the chunk that last did; one
+    /// whose chunk is committed is dropped (the ledger has its state).
+    states: HashMap<SessionRef, (SessionProducer, u64)>,
     offsets: BTreeMap<SessionRef, u64>,
     /// Record digests of the chunks that may not be committed yet (see
     /// [`IN_FLIGHT`]); older ones are visible in the ledger's raw-signal
     /// table.
     recent: VecDeque<HashSet<String>>,
+    /// The chunk being normalized, counted from 1.
+    chunk: u64,
     /// The newest receive time among the raw signals the ledger keeps, as
     /// of the chunk's snapshot: records received later need no lookup.
     newest_kept: Option<i64>,
@@ -174,8 +179,13 @@ struct Normalizer {
 
 impl Normalizer {
     fn start_chunk(&mut self) {
+        self.chunk += 1;
         self.recent.push_front(HashSet::new());
         self.recent.truncate(IN_FLIGHT);
+        // Chunks this many back are committed (see IN_FLIGHT), and the
+        // snapshot this chunk is about to take shows their states.
+        let committed = self.chunk.saturating_sub(IN_FLIGHT as u64);
+        self.states.retain(|_, (_, chunk)| *chunk > committed);
     }
 
     /// Whether this record digest was already drained; remembers it.
@@ -192,28 +202,28 @@ impl Normalizer {
         Ok(false)
     }
 
-    fn producer(&self, session: &SessionRef) -> Result<SessionProducer, FinalizeError> {
-        let text = match self.states.get(session) {
-            Some(t) => Some(t.clone()),
-            None => self.ledger.producer_state(session)?,
-        };
-        match text {
+    /// The session's producer as this run left it, else as the ledger
+    /// keeps it, else a new one. Hand it back with [`Normalizer::keep_state`].
+    fn producer(&mut self, session: &SessionRef) -> Result<SessionProducer, FinalizeError> {
+        if let Some((kept, _)) = self.states.remove(session) {
+            return Ok(kept);
+        }
+        match self.ledger.producer_state(session)? {
             None => Ok(SessionProducer::new(session.clone())),
             Some(text) => parse_state(session, &text),
         }
     }
 
-    /// Queue the producer's state with the batch and remember it for the
-    /// rest of the run, so later chunks continue from it.
+    /// Queue the producer's state with the batch and keep the producer for
+    /// the rest of the run, so later chunks continue from it.
     fn keep_state(
         &mut self,
         session: &SessionRef,
-        producer: &SessionProducer,
+        producer: SessionProducer,
         batch: &mut AppendBatch,
     ) {
-        let state = save_producer(session, producer);
-        self.states.insert(session.clone(), state.state.clone());
-        batch.states.push(state);
+        batch.states.push(save_producer(session, &producer));
+        self.states.insert(session.clone(), (producer, self.chunk));
     }
 
     fn next_offset(&mut self, session: &SessionRef) -> Result<u64, FinalizeError> {
@@ -439,7 +449,21 @@ fn raw_signal<'a>(rec: &'a SpoolRecord, adapter: AdapterId, digest: &'a str) -> 
             boottime_ns: env.boottime_ns,
         },
         record_digest: digest,
+        payload_blake3: whole_payload_digest(rec),
     }
+}
+
+/// The payload digest the hook wrote in the envelope, when it describes
+/// the stored payload: the whole payload was kept and its length matches.
+/// The spool record's own digest covers the envelope, so it reached us as
+/// the hook wrote it.
+fn whole_payload_digest(rec: &SpoolRecord) -> Option<&str> {
+    let env = &rec.envelope;
+    let hex = env.payload_blake3.as_str();
+    let whole = !env.truncated && !env.incomplete && env.payload_len == rec.payload.len() as u64;
+    let well_formed =
+        hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    (whole && well_formed).then_some(hex)
 }
 
 /// Route every record to its canonical session, then ingest each session's
@@ -507,7 +531,7 @@ fn normalize(
                 .events
                 .extend(ingested.events.into_iter().map(ReadyEvent::new));
         }
-        normalizer.keep_state(&session, &producer, batch);
+        normalizer.keep_state(&session, producer, batch);
     }
     Ok(unknown)
 }
@@ -619,7 +643,7 @@ impl SpoolHealth<'_> {
         let event =
             producer.record_health(key.as_str(), "spool_damage", detail, self.opts.now_unix_ns);
         batch.events.push(ReadyEvent::new(event));
-        self.normalizer.keep_state(session, &producer, batch);
+        self.normalizer.keep_state(session, producer, batch);
         Ok(())
     }
 

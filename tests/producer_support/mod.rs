@@ -36,6 +36,7 @@ impl Record {
             received_unix_ns: self.received_unix_ns,
             clock: self.clock.clone(),
             record_digest: &self.digest,
+            payload_blake3: None,
         }
     }
 }

@@ -447,13 +447,20 @@ impl SessionProducer {
 /// The delivery identities of a signal: its exact bytes under its event
 /// name, plus the dialect-independent key where the adapter gives one.
 fn delivery_keys(signal: &RawSignal, dialect_key: Option<String>) -> Vec<String> {
-    let digest = blake3::hash(signal.payload).to_hex();
+    let computed;
+    let digest = match signal.payload_blake3 {
+        Some(known) => known,
+        None => {
+            computed = blake3::hash(signal.payload).to_hex();
+            computed.as_str()
+        }
+    };
     let event = signal.event_name.unwrap_or("");
     let mut exact = String::with_capacity(8 + event.len() + digest.len());
     exact.push_str("exact:");
     exact.push_str(event);
     exact.push(':');
-    exact.push_str(&digest);
+    exact.push_str(digest);
     let mut keys = Vec::with_capacity(2);
     keys.push(exact);
     keys.extend(dialect_key);

@@ -16,6 +16,7 @@ fn signal<'a>(payload: &'a [u8], digest: &'a str, at: i64) -> RawSignal<'a> {
             boottime_ns: Some(1),
         },
         record_digest: digest,
+        payload_blake3: None,
     }
 }
 
