@@ -7,8 +7,10 @@
 //! chunks, and a rerun after a crash produces the same events in the same
 //! chain order as an uninterrupted run.
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::mpsc::sync_channel;
 
 use super::run::{DamagedRange, FinalizeOptions, Summary, apply_batch};
@@ -57,7 +59,9 @@ struct SpoolFile {
 /// Seal every session and drain all sealed files, chunk by chunk, in a
 /// pipeline of three threads: one reads and normalizes chunks, one makes
 /// them durable (raw archive, ready file: mostly waiting on fsync), and
-/// this one appends them, so normalizing, flushing and appending overlap.
+/// this one appends them, so the stages overlap; WAL checkpoints run on a
+/// fourth. (Reading on a thread of its own was measured slower on two
+/// cores.)
 /// Chunks pass through in order, so the order of batches, and so of the
 /// chain, is unchanged.
 pub(super) fn drain(
@@ -77,7 +81,7 @@ pub(super) fn drain(
         ledger: Ledger::open_dir_read(ledger.dir(), None)?,
         states: HashMap::new(),
         offsets: BTreeMap::new(),
-        recent: VecDeque::new(),
+        recent: HashMap::default(),
         newest_kept: None,
         chunk: 0,
     };
@@ -88,7 +92,8 @@ pub(super) fn drain(
         let (to_append, prepared) = sync_channel::<Result<Prepared, FinalizeError>>(1);
         scope.spawn(move || {
             for chunk in chunks {
-                let done = normalize_chunk(home, &mut normalizer, opts, chunk);
+                let done =
+                    load(chunk).and_then(|c| normalize_chunk(home, &mut normalizer, opts, c));
                 let failed = done.is_err();
                 if to_flush.send(done).is_err() || failed {
                     break;
@@ -167,9 +172,9 @@ struct Normalizer {
     states: HashMap<SessionRef, (SessionProducer, u64)>,
     offsets: BTreeMap<SessionRef, u64>,
     /// Record digests of the chunks that may not be committed yet (see
-    /// [`IN_FLIGHT`]); older ones are visible in the ledger's raw-signal
-    /// table.
-    recent: VecDeque<HashSet<String>>,
+    /// [`IN_FLIGHT`]), with the chunk that drained each; older ones are
+    /// visible in the ledger's raw-signal table.
+    recent: HashMap<String, u64, BuildHasherDefault<DigestHasher>>,
     /// The chunk being normalized, counted from 1.
     chunk: u64,
     /// The newest receive time among the raw signals the ledger keeps, as
@@ -180,25 +185,23 @@ struct Normalizer {
 impl Normalizer {
     fn start_chunk(&mut self) {
         self.chunk += 1;
-        self.recent.push_front(HashSet::new());
-        self.recent.truncate(IN_FLIGHT);
         // Chunks this many back are committed (see IN_FLIGHT), and the
-        // snapshot this chunk is about to take shows their states.
+        // snapshot this chunk is about to take shows their raw signals and
+        // producer states.
         let committed = self.chunk.saturating_sub(IN_FLIGHT as u64);
+        self.recent.retain(|_, chunk| *chunk > committed);
         self.states.retain(|_, (_, chunk)| *chunk > committed);
     }
 
     /// Whether this record digest was already drained; remembers it.
     fn seen(&mut self, received_unix_ns: i64, digest: &str) -> Result<bool, FinalizeError> {
         let may_be_kept = self.newest_kept.is_some_and(|n| received_unix_ns <= n);
-        if self.recent.iter().any(|set| set.contains(digest))
+        if self.recent.contains_key(digest)
             || (may_be_kept && self.ledger.signal_known(received_unix_ns, digest)?)
         {
             return Ok(true);
         }
-        if let Some(current) = self.recent.front_mut() {
-            current.insert(digest.to_string());
-        }
+        self.recent.insert(digest.to_string(), self.chunk);
         Ok(false)
     }
 
@@ -233,6 +236,25 @@ impl Normalizer {
         };
         self.offsets.insert(session.clone(), offset + 1);
         Ok(offset)
+    }
+}
+
+/// Hashes a record digest by its first 16 characters. A digest is blake3
+/// hex, already evenly spread, so SipHash over all 64 characters (what a
+/// default map pays per look-up) buys nothing; an FxHash-style fold of the
+/// prefix spreads hex (4 bits a character) over all 64 bits.
+#[derive(Default)]
+struct DigestHasher(u64);
+
+impl Hasher for DigestHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes.iter().take(16) {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
     }
 }
 
@@ -284,44 +306,50 @@ fn relative(home: &Home, path: &Path) -> String {
 }
 
 /// Everything read from one chunk, before normalization.
-struct Loaded<'a> {
+struct Loaded {
+    files: Vec<SpoolFile>,
     /// The chunk's files, whole and in order: together, the batch's raw
     /// archive.
     bytes: Vec<Vec<u8>>,
-    records: Vec<ChunkRecord<'a>>,
-    damage: Vec<(Damage, &'a str)>,
+    records: Vec<ChunkRecord>,
+    damage: Vec<(Damage, Arc<str>)>,
 }
 
 /// One intact record of a chunk.
-struct ChunkRecord<'a> {
+struct ChunkRecord {
     rec: SpoolRecord,
     /// The adapter directory its file sits in (empty for dead letters).
-    adapter_dir: &'a str,
+    adapter_dir: Arc<str>,
     /// Where the record starts in the batch's raw archive.
     archive_at: u64,
 }
 
-fn load(files: &[SpoolFile]) -> Result<Loaded<'_>, FinalizeError> {
+fn load(files: Vec<SpoolFile>) -> Result<Loaded, FinalizeError> {
+    let t = std::time::Instant::now();
     let mut out = Loaded {
         bytes: Vec::with_capacity(files.len()),
         records: Vec::new(),
         damage: Vec::new(),
+        files: Vec::new(),
     };
     let mut base = 0;
-    for f in files {
+    for f in &files {
         let (bytes, read) =
             read_segment_whole(&f.path).map_err(|e| FinalizeError::io(&f.path, e))?;
+        let adapter_dir: Arc<str> = Arc::from(f.adapter_dir.as_str());
         out.records
             .extend(read.records.into_iter().map(|rec| ChunkRecord {
                 archive_at: base + rec.at.offset,
                 rec,
-                adapter_dir: &f.adapter_dir,
+                adapter_dir: adapter_dir.clone(),
             }));
         out.damage
-            .extend(read.damage.into_iter().map(|d| (d, f.adapter_dir.as_str())));
+            .extend(read.damage.into_iter().map(|d| (d, adapter_dir.clone())));
         base += bytes.len() as u64;
         out.bytes.push(bytes);
     }
+    out.files = files;
+    timing("load", t);
     Ok(out)
 }
 
@@ -330,11 +358,9 @@ fn normalize_chunk(
     home: &Home,
     normalizer: &mut Normalizer,
     opts: &FinalizeOptions,
-    files: Vec<SpoolFile>,
+    loaded: Loaded,
 ) -> Result<Normalized, FinalizeError> {
-    let t = std::time::Instant::now();
-    let loaded = load(&files)?;
-    timing("load", t);
+    let files = &loaded.files;
     let mut batch = AppendBatch {
         id: ready::new_batch_id(opts.now_unix_ns),
         contract_digest: binary_digest(),
@@ -370,11 +396,10 @@ fn normalize_chunk(
         health.unknown_adapter(home, &loaded.records[i], &mut batch)?;
     }
     let damaged = health.damaged;
-    let bytes = loaded.bytes;
     Ok(Normalized {
         batch,
-        files,
-        bytes,
+        files: loaded.files,
+        bytes: loaded.bytes,
         damaged,
     })
 }
@@ -425,7 +450,7 @@ fn make_durable(
 fn owners_by_file(records: &[ChunkRecord]) -> HashMap<PathBuf, SessionRef> {
     let mut owners = HashMap::new();
     for r in records {
-        let Some(adapter) = AdapterId::parse(r.adapter_dir) else {
+        let Some(adapter) = AdapterId::parse(&r.adapter_dir) else {
             continue;
         };
         if !owners.contains_key(&r.rec.at.file) {
@@ -480,9 +505,9 @@ fn normalize(
     for (i, r) in records.iter().enumerate() {
         let rec = &r.rec;
         let name = if rec.envelope.adapter.is_empty() {
-            r.adapter_dir
+            &r.adapter_dir
         } else {
-            &rec.envelope.adapter
+            rec.envelope.adapter.as_str()
         };
         let Some(adapter) = AdapterId::parse(name) else {
             unknown.push(i);
@@ -596,11 +621,11 @@ impl SpoolHealth<'_> {
     fn damage(
         &mut self,
         home: &Home,
-        damage: &[(Damage, &str)],
+        damage: &[(Damage, Arc<str>)],
         owners: &HashMap<PathBuf, SessionRef>,
         batch: &mut AppendBatch,
     ) -> Result<(), FinalizeError> {
-        for &(ref d, adapter_dir) in damage {
+        for (d, adapter_dir) in damage {
             let adapter = AdapterId::parse(adapter_dir).unwrap_or(AdapterId::ClaudeCode);
             let r = DamagedRange {
                 file: relative(home, &d.file),
