@@ -326,16 +326,21 @@ struct ChunkRecord {
 
 fn load(files: Vec<SpoolFile>) -> Result<Loaded, FinalizeError> {
     let t = std::time::Instant::now();
+    let mut reads = Vec::with_capacity(files.len());
+    for f in &files {
+        reads.push(read_segment_whole(&f.path).map_err(|e| FinalizeError::io(&f.path, e))?);
+    }
+    // Sized once: a chunk's vectors are tens of MiB, and growing them by
+    // doubling faults in fresh pages at every step.
+    let count = reads.iter().map(|(_, r)| r.records.len()).sum();
     let mut out = Loaded {
         bytes: Vec::with_capacity(files.len()),
-        records: Vec::new(),
+        records: Vec::with_capacity(count),
         damage: Vec::new(),
         files: Vec::new(),
     };
     let mut base = 0;
-    for f in &files {
-        let (bytes, read) =
-            read_segment_whole(&f.path).map_err(|e| FinalizeError::io(&f.path, e))?;
+    for (f, (bytes, read)) in files.iter().zip(reads) {
         let adapter_dir: Arc<str> = Arc::from(f.adapter_dir.as_str());
         out.records
             .extend(read.records.into_iter().map(|rec| ChunkRecord {
@@ -361,12 +366,14 @@ fn normalize_chunk(
     loaded: Loaded,
 ) -> Result<Normalized, FinalizeError> {
     let files = &loaded.files;
+    let records = loaded.records.len();
     let mut batch = AppendBatch {
         id: ready::new_batch_id(opts.now_unix_ns),
         contract_digest: binary_digest(),
         sources: files.iter().map(|f| relative(home, &f.path)).collect(),
-        signals: Vec::new(),
-        events: Vec::new(),
+        signals: Vec::with_capacity(records),
+        // Most signals make one event; turn boundaries make a second.
+        events: Vec::with_capacity(records + records / 8),
         states: Vec::new(),
     };
     let t = std::time::Instant::now();

@@ -201,6 +201,9 @@ impl Ledger {
             checkpoint::AUTO_CHECKPOINT_PAGES,
         )?;
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        // An append uses about twenty distinct statements; the default
+        // cache of sixteen would prepare some of them again every batch.
+        conn.set_prepared_statement_cache_capacity(64);
         schema::migrate(&mut conn, now_unix_ns)?;
         conn.execute(
             "INSERT OR IGNORE INTO meta (key, value) VALUES ('genesis_id', ?1), ('schema_digest', ?2)",
