@@ -60,10 +60,9 @@ struct SpoolFile {
 /// pipeline of three threads: one reads and normalizes chunks, one makes
 /// them durable (raw archive, ready file: mostly waiting on fsync), and
 /// this one appends them, so the stages overlap; WAL checkpoints run on a
-/// fourth. (Reading on a thread of its own was measured slower on two
-/// cores.)
-/// Chunks pass through in order, so the order of batches, and so of the
-/// chain, is unchanged.
+/// fourth. Chunks pass through in order, so the order of batches, and so
+/// of the chain, is unchanged. (Reading on a thread of its own was
+/// measured slower on two cores.)
 pub(super) fn drain(
     home: &Home,
     ledger: &mut Ledger,
