@@ -16,7 +16,6 @@
 //! an archive whose batch neither committed nor has a ready file waiting
 //! is the leftover of a killed run, and [`remove_orphans`] deletes it.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::{LedgerError, durable};
@@ -34,18 +33,9 @@ pub fn archive_path(ledger_dir: &Path, batch: &str) -> PathBuf {
 /// Write the archive of `batch`: `parts` one after another. Returns its
 /// path once it is durable.
 pub fn write(ledger_dir: &Path, batch: &str, parts: &[&[u8]]) -> Result<PathBuf, LedgerError> {
-    let dir = ledger_dir.join(RAW_DIR);
-    super::create_dir_private(&dir)?;
+    super::create_dir_private(&ledger_dir.join(RAW_DIR))?;
     let path = archive_path(ledger_dir, batch);
-    let tmp = dir.join(format!(".{batch}.tmp"));
-    let mut file = durable::create_private(&tmp).map_err(|e| LedgerError::io(&tmp, e))?;
-    for part in parts {
-        file.write_all(part).map_err(|e| LedgerError::io(&tmp, e))?;
-    }
-    file.sync_all()
-        .map_err(|e| LedgerError::durability(&tmp, e))?;
-    std::fs::rename(&tmp, &path).map_err(|e| LedgerError::io(&path, e))?;
-    durable::sync_dir(&dir)?;
+    durable::write_atomic_parts(&path, parts)?;
     Ok(path)
 }
 
