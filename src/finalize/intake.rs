@@ -89,7 +89,7 @@ pub(super) fn drain(
     let drained = std::thread::scope(|scope| {
         let (to_flush, normalized) = sync_channel::<Result<Normalized, FinalizeError>>(1);
         let (to_append, prepared) = sync_channel::<Result<Prepared, FinalizeError>>(1);
-        scope.spawn(move || {
+        stage(scope, "harnery-normalize", move || {
             for chunk in chunks {
                 let done =
                     load(chunk).and_then(|c| normalize_chunk(home, &mut normalizer, opts, c));
@@ -99,7 +99,7 @@ pub(super) fn drain(
                 }
             }
         });
-        scope.spawn(move || {
+        stage(scope, "harnery-flush", move || {
             for chunk in normalized {
                 let done = chunk.and_then(|c| make_durable(home, &ledger_dir, c));
                 let failed = done.is_err();
@@ -110,7 +110,9 @@ pub(super) fn drain(
         });
         let checkpointer = Checkpointer::open(ledger.dir())?;
         let (wake, woken) = sync_channel::<()>(1);
-        let checkpoints = scope.spawn(move || woken.iter().try_for_each(|()| checkpointer.run()));
+        let checkpoints = stage(scope, "harnery-checkpoint", move || {
+            woken.iter().try_for_each(|()| checkpointer.run())
+        });
         for p in prepared {
             let p = p?;
             summary.damaged_ranges.extend(p.damaged);
@@ -130,6 +132,19 @@ pub(super) fn drain(
     });
     ledger.set_auto_checkpoint(true)?;
     drained
+}
+
+/// Start one stage of the drain on a thread named for it (the name shows
+/// in `top -H` and in profiles).
+fn stage<'scope, T: Send + 'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    name: &str,
+    work: impl FnOnce() -> T + Send + 'scope,
+) -> std::thread::ScopedJoinHandle<'scope, T> {
+    std::thread::Builder::new()
+        .name(name.to_string())
+        .spawn_scoped(scope, work)
+        .expect("the system starts a thread")
 }
 
 /// Cut the sealed files into chunks of whole files, in order; files a
