@@ -4,10 +4,7 @@
 //! No ledger is opened; what is measured is the adapter, the producer and
 //! event serialization, the part of `normalize` that does not query SQLite.
 //!
-//! Usage: bench_normalize <home> <sessions> <rounds> [direct]
-//!
-//! With `direct`, events are written with `Event::to_json` instead of
-//! `ReadyEvent::new` (serde_json); the two write the same bytes.
+//! Usage: bench_normalize <home> <sessions> <rounds>
 //!
 //! Prints the median and fastest round in milliseconds, and a blake3 over
 //! every event's JSON, every record digest and every state, so that two
@@ -60,18 +57,7 @@ fn raw<'a>(rec: &'a SpoolRecord, digest: &'a str) -> RawSignal<'a> {
 }
 
 /// One round: what `intake::normalize` does per record, less the ledger.
-fn ready(event: harnery::contract::Event, direct: bool) -> ReadyEvent {
-    if direct {
-        ReadyEvent {
-            json: event.to_json(),
-            event,
-        }
-    } else {
-        ReadyEvent::new(event)
-    }
-}
-
-fn round(records: &[SpoolRecord], direct: bool) -> (Vec<ReadyEvent>, Vec<String>, Vec<String>) {
+fn round(records: &[SpoolRecord]) -> (Vec<ReadyEvent>, Vec<String>, Vec<String>) {
     let mut by_session: BTreeMap<SessionRef, Vec<(usize, String)>> = BTreeMap::new();
     let mut seen = std::collections::HashSet::new();
     for (i, rec) in records.iter().enumerate() {
@@ -97,7 +83,7 @@ fn round(records: &[SpoolRecord], direct: bool) -> (Vec<ReadyEvent>, Vec<String>
         let mut producer = SessionProducer::new(session);
         for (i, digest) in items {
             let ingested = producer.ingest(&raw(&records[i], &digest));
-            events.extend(ingested.events.into_iter().map(|e| ready(e, direct)));
+            events.extend(ingested.events.into_iter().map(ReadyEvent::new));
             digests.push(digest);
         }
         states.push(serde_json::to_string(&producer).expect("state serializes"));
@@ -107,11 +93,10 @@ fn round(records: &[SpoolRecord], direct: bool) -> (Vec<ReadyEvent>, Vec<String>
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let (home, sessions, rounds, direct) = match &args[..] {
-        [_, home, sessions, rounds] => (home, sessions, rounds, false),
-        [_, home, sessions, rounds, mode] if mode == "direct" => (home, sessions, rounds, true),
+    let (home, sessions, rounds) = match &args[..] {
+        [_, home, sessions, rounds] => (home, sessions, rounds),
         _ => {
-            eprintln!("usage: bench_normalize <home> <sessions> <rounds> [direct]");
+            eprintln!("usage: bench_normalize <home> <sessions> <rounds>");
             std::process::exit(2);
         }
     };
@@ -120,7 +105,7 @@ fn main() {
     let mut check = String::new();
     for _ in 0..rounds.parse::<usize>().expect("a round count") {
         let t = Instant::now();
-        let out = round(&records, direct);
+        let out = round(&records);
         times.push(t.elapsed().as_secs_f64() * 1e3);
         let mut h = blake3::Hasher::new();
         for e in &out.0 {
