@@ -8,18 +8,18 @@
 //! chain order as an uninterrupted run.
 
 use std::collections::{BTreeMap, HashMap};
-use std::hash::{BuildHasherDefault, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc::sync_channel;
 
+use super::fingerprint::FingerprintState;
 use super::run::{DamagedRange, FinalizeOptions, Summary, apply_batch};
 use super::{FinalizeError, failpoint, ready};
 use crate::adapter::{self, RawSignal};
 use crate::clock::ClockSample;
 use crate::contract::{
     AdapterId, Attestation, Confidence, Event, EventId, HealthCondition, Payload, Provenance,
-    RawRef, SessionRef, TimeSource, TurnAttribution,
+    RawRef, SessionRef, TimeSource, TurnAttribution, digest_parts,
 };
 use crate::finalize::producer::SessionProducer;
 use crate::home::Home;
@@ -188,7 +188,7 @@ struct Normalizer {
     /// Record digests of the chunks that may not be committed yet (see
     /// [`IN_FLIGHT`]), with the chunk that drained each; older ones are
     /// visible in the ledger's raw-signal table.
-    recent: HashMap<String, u64, BuildHasherDefault<DigestHasher>>,
+    recent: HashMap<String, u64, FingerprintState>,
     /// The chunk being normalized, counted from 1.
     chunk: u64,
     /// The newest receive time among the raw signals the ledger keeps, as
@@ -250,25 +250,6 @@ impl Normalizer {
         };
         self.offsets.insert(session.clone(), offset + 1);
         Ok(offset)
-    }
-}
-
-/// Hashes a record digest by its first 16 characters. A digest is blake3
-/// hex, already evenly spread, so SipHash over all 64 characters (what a
-/// default map pays per look-up) buys nothing; an FxHash-style fold of the
-/// prefix spreads hex (4 bits a character) over all 64 bits.
-#[derive(Default)]
-struct DigestHasher(u64);
-
-impl Hasher for DigestHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes.iter().take(16) {
-            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-        }
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
     }
 }
 
@@ -597,8 +578,7 @@ fn signal_row(
         session_key: env.session_key.clone(),
         event_name: env.event.clone(),
         received_unix_ns: env.received_ns,
-        env: (!env.env.is_empty())
-            .then(|| serde_json::to_string(&env.env).expect("env serializes")),
+        env: raw::env_text(&env.env),
         bytes: RawBytes::Archived { at: r.archive_at },
         event_ids,
         duplicate_of,
@@ -703,17 +683,14 @@ impl SpoolHealth<'_> {
     ) -> Result<(), FinalizeError> {
         let rec = &r.rec;
         let env = &rec.envelope;
-        let mut h = blake3::Hasher::new();
-        for part in [
-            env.adapter.as_bytes(),
+        let parts: [&[u8]; 3] = [
             env.session_key.as_bytes(),
             &env.received_ns.to_le_bytes(),
             &rec.payload,
-        ] {
-            h.update(&(part.len() as u64).to_le_bytes());
-            h.update(part);
-        }
-        let digest = h.finalize().to_hex().to_string();
+        ];
+        let digest = digest_parts(env.adapter.as_bytes(), &parts)
+            .to_hex()
+            .to_string();
         let id = EventId::derive("harnery.unknown-adapter", &[digest.as_bytes()]);
         let detail = format!(
             "{} record at byte {}: adapter {:?} is unknown to this build; raw bytes kept",

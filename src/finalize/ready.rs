@@ -378,7 +378,7 @@ fn env_of(envelope: &str) -> Option<String> {
         env: std::collections::BTreeMap<String, String>,
     }
     let parsed: EnvOnly = serde_json::from_str(envelope).ok()?;
-    (!parsed.env.is_empty()).then(|| serde_json::to_string(&parsed.env).expect("env serializes"))
+    crate::ledger::raw::env_text(&parsed.env)
 }
 
 /// A `harnery.ready.v1` file (JSON lines), as a crashed older run left it.

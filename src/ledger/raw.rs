@@ -39,6 +39,12 @@ pub fn write(ledger_dir: &Path, batch: &str, parts: &[&[u8]]) -> Result<PathBuf,
     Ok(path)
 }
 
+/// A record's captured agent environment as a raw signal row keeps it:
+/// a compact JSON object, or nothing when it captured none.
+pub fn env_text(env: &std::collections::BTreeMap<String, String>) -> Option<String> {
+    (!env.is_empty()).then(|| serde_json::to_string(env).expect("env serializes"))
+}
+
 /// Delete half-written archives and archives of batches that will never
 /// commit: `pending(batch)` says whether a ready file still waits for it.
 /// Only under the finalizer lease, after the ledger was opened for writing.

@@ -6,10 +6,10 @@
 //!
 //! Records are looked for in the intake spool (not finalized yet) and in
 //! the ledger's raw signals (where finalized records keep their
-//! envelope's captured environment), the session's own records first, then any session's, the
-//! newest receive time winning. Everything here is read-only and
-//! best-effort: an unreadable spool file or ledger only means less
-//! evidence, never an error.
+//! envelope's captured environment), the session's own records first,
+//! then any session's, the newest receive time winning. Everything here
+//! is read-only and best-effort: an unreadable spool file or ledger only
+//! means less evidence, never an error.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

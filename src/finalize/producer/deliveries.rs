@@ -76,20 +76,8 @@ impl<'de> Deserialize<'de> for DeliveryMemory {
     }
 }
 
-/// A fast, non-cryptographic 64-bit hash of a key. Collisions only cost a
-/// string comparison; they never decide a lookup.
 fn fingerprint(key: &str) -> u64 {
-    const MULTIPLIER: u64 = 0x9e37_79b9_7f4a_7c15;
-    let bytes = key.as_bytes();
-    let mut hash = bytes.len() as u64;
-    let mut words = bytes.chunks_exact(8);
-    for word in &mut words {
-        let word = u64::from_le_bytes(word.try_into().expect("chunks of eight bytes"));
-        hash = (hash.rotate_left(5) ^ word).wrapping_mul(MULTIPLIER);
-    }
-    let mut tail = [0u8; 8];
-    tail[..words.remainder().len()].copy_from_slice(words.remainder());
-    (hash.rotate_left(5) ^ u64::from_le_bytes(tail)).wrapping_mul(MULTIPLIER)
+    crate::finalize::fingerprint::fingerprint(key.as_bytes())
 }
 
 #[cfg(test)]
