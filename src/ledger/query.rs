@@ -336,14 +336,6 @@ impl Ledger {
         Ok(n as u64)
     }
 
-    /// Number of raw signals kept.
-    pub fn signal_count(&self) -> Result<u64, LedgerError> {
-        let n: i64 = self
-            .conn
-            .query_row("SELECT count(*) FROM raw_signals", [], |r| r.get(0))?;
-        Ok(n as u64)
-    }
-
     fn parse_event(&self, json: &str) -> Result<Event, LedgerError> {
         serde_json::from_str(json).map_err(|e| LedgerError::Corrupt {
             path: self.dir.join(super::DB_FILE),
