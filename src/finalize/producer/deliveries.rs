@@ -1,18 +1,20 @@
 //! The duplicate-delivery memory: the delivery keys of the last
 //! [`DELIVERY_MEMORY`] signals and the first event each produced.
 //!
-//! Every signal is looked up here, so the lookup must not compare strings
-//! against the whole memory: each key carries a 64-bit fingerprint, the scan
-//! compares fingerprints, and only a matching fingerprint is confirmed by
-//! comparing the key itself. The fingerprints are derived, never stored: the
-//! stored form is the list of `(key, event id)` pairs, oldest first, exactly
-//! as before they existed.
+//! Every signal is looked up here, and almost none is a duplicate, so a
+//! lookup must not walk the memory: each key carries a 64-bit fingerprint,
+//! a count per fingerprint answers "certainly not here" at once, and only
+//! when a fingerprint is present does the scan (comparing fingerprints, then
+//! the key itself) find the oldest match. The fingerprints are derived,
+//! never stored: the stored form is the list of `(key, event id)` pairs,
+//! oldest first, exactly as before they existed.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::contract::EventId;
+use crate::finalize::fingerprint::FingerprintState;
 
 /// How many recent deliveries are remembered for duplicate detection.
 pub const DELIVERY_MEMORY: usize = 256;
@@ -23,6 +25,8 @@ pub(super) struct DeliveryMemory {
     entries: VecDeque<(String, EventId)>,
     /// The fingerprint of each entry's key, in the same order.
     prints: VecDeque<u64>,
+    /// How many entries have each fingerprint.
+    present: HashMap<u64, u32, FingerprintState>,
 }
 
 impl DeliveryMemory {
@@ -34,6 +38,9 @@ impl DeliveryMemory {
     /// The event of the oldest remembered delivery that has one of `keys`.
     pub fn first_of(&self, keys: &[String]) -> Option<EventId> {
         let wanted: Vec<u64> = keys.iter().map(|k| fingerprint(k)).collect();
+        if !wanted.iter().any(|w| self.present.contains_key(w)) {
+            return None;
+        }
         self.prints
             .iter()
             .zip(&self.entries)
@@ -46,12 +53,25 @@ impl DeliveryMemory {
     /// entries past the bound are forgotten.
     pub fn remember(&mut self, keys: Vec<String>, first: EventId) {
         for key in keys {
-            self.prints.push_back(fingerprint(&key));
+            let print = fingerprint(&key);
+            *self.present.entry(print).or_default() += 1;
+            self.prints.push_back(print);
             self.entries.push_back((key, first.clone()));
         }
         while self.entries.len() > DELIVERY_MEMORY {
             self.entries.pop_front();
-            self.prints.pop_front();
+            if let Some(print) = self.prints.pop_front() {
+                self.forget(print);
+            }
+        }
+    }
+
+    fn forget(&mut self, print: u64) {
+        if let Some(n) = self.present.get_mut(&print) {
+            *n -= 1;
+            if *n == 0 {
+                self.present.remove(&print);
+            }
         }
     }
 }
@@ -71,8 +91,14 @@ impl Serialize for DeliveryMemory {
 impl<'de> Deserialize<'de> for DeliveryMemory {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let entries = VecDeque::<(String, EventId)>::deserialize(deserializer)?;
-        let prints = entries.iter().map(|(key, _)| fingerprint(key)).collect();
-        Ok(DeliveryMemory { entries, prints })
+        let mut memory = DeliveryMemory::default();
+        for (key, _) in &entries {
+            let print = fingerprint(key);
+            *memory.present.entry(print).or_default() += 1;
+            memory.prints.push_back(print);
+        }
+        memory.entries = entries;
+        Ok(memory)
     }
 }
 
@@ -118,5 +144,21 @@ mod tests {
         assert_eq!(memory.len(), DELIVERY_MEMORY);
         assert_eq!(memory.first_of(&["key-9".into()]), None);
         assert_eq!(memory.first_of(&["key-10".into()]), Some(id(10)));
+    }
+
+    /// A key delivered twice stays known while either delivery is
+    /// remembered, and is forgotten with the last.
+    #[test]
+    fn a_key_is_known_until_its_last_delivery_is_forgotten() {
+        let mut memory = DeliveryMemory::default();
+        memory.remember(vec!["twice".into()], id(1));
+        memory.remember(vec!["twice".into()], id(2));
+        for n in 0..(DELIVERY_MEMORY as u32 - 1) {
+            memory.remember(vec![format!("other-{n}")], id(100 + n));
+        }
+        assert_eq!(memory.first_of(&["twice".into()]), Some(id(2)));
+        memory.remember(vec!["last".into()], id(3));
+        assert_eq!(memory.first_of(&["twice".into()]), None);
+        assert_eq!(memory.present.len(), DELIVERY_MEMORY);
     }
 }
