@@ -160,6 +160,27 @@ fn a_flipped_byte_is_reported_at_its_event() {
     assert_eq!(breaks[0].event_id, pair()[0].id.as_str());
 }
 
+/// Ids are unique by derivation, not by an index: `validate` is what
+/// finds a repeated one, at every row that carries it.
+#[test]
+fn a_repeated_event_id_is_a_validation_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, mut ledger) = open(&dir);
+    let inc = ledger.take_incarnation().unwrap();
+    let mut events = pair();
+    events[1].id = events[0].id.clone();
+    ledger
+        .append(&batch("b1", events, &ledger), inc, 1, &|| {})
+        .unwrap();
+    drop(ledger);
+    let ledger = Ledger::open_read(&home).unwrap();
+    let (_, problems) = ledger.validate_all().unwrap();
+    let repeated: Vec<_> = problems.iter().filter(|p| p.rule == "unique-id").collect();
+    assert_eq!(repeated.len(), 1, "{problems:?}");
+    assert_eq!(repeated[0].event_id, pair()[0].id.as_str());
+    assert!(repeated[0].detail.contains("rows 1, 2"), "{repeated:?}");
+}
+
 #[test]
 fn a_foreign_digest_is_refused_with_the_advance_hint() {
     let dir = tempfile::tempdir().unwrap();

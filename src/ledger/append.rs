@@ -354,7 +354,7 @@ fn refuse_duplicate(e: &Event, err: rusqlite::Error) -> LedgerError {
     {
         return LedgerError::Refused {
             event_id: e.id.to_string(),
-            reason: "an event with this id or session offset is already in the ledger".into(),
+            reason: "an event with this session offset is already in the ledger".into(),
         };
     }
     err.into()

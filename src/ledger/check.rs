@@ -121,7 +121,29 @@ impl Ledger {
             }
         }
         self.check_spans(&mut problems)?;
+        self.check_unique_ids(&mut problems)?;
         Ok((count, problems))
+    }
+
+    /// Every event id names one event. No index enforces it at append
+    /// time (see the `event_id_check` migration): ids are derived from the
+    /// session and offset, which an index does keep unique, so only a
+    /// defect (or a hand-edited row) can repeat one.
+    fn check_unique_ids(&self, out: &mut Vec<ValidationProblem>) -> Result<(), LedgerError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT id, group_concat(seq, ', ') FROM (SELECT id, seq FROM events ORDER BY seq) \
+             GROUP BY id HAVING count(*) > 1 ORDER BY min(seq)",
+        )?;
+        let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+        for row in rows {
+            let (id, seqs) = row?;
+            out.push(problem(
+                &id,
+                "unique-id",
+                format!("the events at rows {seqs} share this id"),
+            ));
+        }
+        Ok(())
     }
 
     fn check_spans(&self, out: &mut Vec<ValidationProblem>) -> Result<(), LedgerError> {

@@ -11,6 +11,7 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ("20261130T0300Z_local_keys", LOCAL_KEYS),
     ("20261130T0400Z_raw_archive", RAW_ARCHIVE),
     ("20261130T0415Z_span_state_check", SPAN_STATE_CHECK),
+    ("20261130T0600Z_event_id_check", EVENT_ID_CHECK),
 ];
 
 const INITIAL: &str = r#"
@@ -284,6 +285,33 @@ ALTER TABLE spans_v3 RENAME TO spans;
 CREATE INDEX spans_session ON spans (adapter, session_id, state);
 "#;
 
+/// Event ids are no longer kept unique by an index of their own. An id is
+/// derived from its session and offset (see `finalize::producer::emit`),
+/// and (session, offset) stays unique, so the index only restated that
+/// rule, at the price of a third b-tree insert, keyed by long strings, for
+/// every event. `harnery validate` checks that ids are unique instead.
+/// Rows keep their `seq`.
+const EVENT_ID_CHECK: &str = r#"
+CREATE TABLE events_v3 (
+    seq          INTEGER PRIMARY KEY,
+    id           TEXT NOT NULL,
+    adapter      TEXT NOT NULL,
+    session_id   TEXT NOT NULL,
+    offset       INTEGER NOT NULL,
+    type         TEXT NOT NULL,
+    time_unix_ns INTEGER NOT NULL,
+    json         TEXT NOT NULL,
+    prev_hash    BLOB NOT NULL,
+    hash         BLOB NOT NULL,
+    batch        TEXT NOT NULL,
+    UNIQUE (adapter, session_id, offset)
+) STRICT;
+INSERT INTO events_v3 SELECT seq, id, adapter, session_id, offset, type, time_unix_ns, json, prev_hash, hash, batch
+    FROM events ORDER BY seq;
+DROP TABLE events;
+ALTER TABLE events_v3 RENAME TO events;
+"#;
+
 /// Apply every migration not yet recorded, each in its own transaction.
 pub fn migrate(conn: &mut Connection, now_unix_ns: i64) -> Result<(), LedgerError> {
     apply(conn, MIGRATIONS, now_unix_ns)
@@ -415,6 +443,27 @@ mod tests {
             )
             .is_err()
         );
+    }
+
+    #[test]
+    fn event_rows_keep_their_seq_and_only_the_offset_stays_unique() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        apply(&mut conn, &MIGRATIONS[..4], 1).unwrap();
+        let insert = "INSERT INTO events (seq, id, adapter, session_id, offset, type, time_unix_ns, json, prev_hash, hash, batch) \
+                      VALUES (?1, ?2, 'copilot', 's', ?3, 'tool.requested', 1, '{}', x'00', x'01', 'b')";
+        conn.execute(insert, params![4, "ev_a", 0]).unwrap();
+        conn.execute(insert, params![9, "ev_b", 1]).unwrap();
+        migrate(&mut conn, 2).unwrap();
+        let rows: Vec<(i64, String, i64)> = conn
+            .prepare("SELECT seq, id, offset FROM events ORDER BY seq")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(rows, vec![(4, "ev_a".into(), 0), (9, "ev_b".into(), 1)]);
+        assert!(conn.execute(insert, params![10, "ev_c", 1]).is_err());
+        assert!(conn.execute(insert, params![10, "ev_a", 2]).is_ok());
     }
 
     /// Writing a span row builds no throwaway b-tree per statement.
