@@ -198,13 +198,9 @@ fn a_record_of_an_unknown_adapter_is_kept_and_reported_not_wedged() {
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .unwrap();
-    let archive = home.path().join(format!("ledgers/v2/raw/{batch}.seg"));
-    let read = harnery::spool::read_segment(&archive).unwrap();
-    let record = read
-        .records
-        .iter()
-        .find(|r| r.at.offset == at as u64)
-        .unwrap();
+    let archive =
+        harnery::ledger::raw::Archive::open(&home.path().join("ledgers/v2"), &batch).unwrap();
+    let record = archive.record_at(at as u64).unwrap();
     assert_eq!(record.payload, br#"{"session_id":"g-1"}"#);
     assert_eq!(record.envelope.adapter, "gemini");
     assert!(run(home.path(), &["verify"]).status.success());
@@ -223,14 +219,16 @@ fn the_raw_archive_keeps_every_drained_byte_and_verify_checks_it() {
         .map(|e| e.unwrap().path())
         .collect();
     assert_eq!(archives.len(), 1, "{archives:?}");
-    assert_eq!(std::fs::metadata(&archives[0]).unwrap().len(), spooled);
+    // One directory per batch, its spool files linked in, every byte kept.
+    assert_eq!(spool_bytes(&archives[0]), spooled);
+    let first = archives[0].join("00000000.seg");
     let verify = run(home.path(), &["verify", "--json"]);
     assert!(verify.status.success(), "{}", stdout(&verify));
     let report: serde_json::Value = serde_json::from_slice(&verify.stdout).unwrap();
     assert_eq!(report["raw_signals"], fed as u64, "{report}");
 
     // One flipped byte inside a record's payload: verify names that signal.
-    let mut bytes = std::fs::read(&archives[0]).unwrap();
+    let mut bytes = std::fs::read(&first).unwrap();
     let payloads: Vec<usize> = bytes
         .windows(15)
         .enumerate()
@@ -239,7 +237,7 @@ fn the_raw_archive_keeps_every_drained_byte_and_verify_checks_it() {
         .collect();
     let at = payloads[payloads.len() / 2];
     bytes[at] ^= 0x01;
-    std::fs::write(&archives[0], &bytes).unwrap();
+    std::fs::write(&first, &bytes).unwrap();
     let verify = run(home.path(), &["verify"]);
     assert_eq!(verify.status.code(), Some(1));
     let text = stdout(&verify);

@@ -256,9 +256,8 @@ impl Normalizer {
 /// A chunk after normalization, not durable yet.
 struct Normalized {
     batch: AppendBatch,
+    /// The chunk's files: kept as the batch's raw archive.
     files: Vec<SpoolFile>,
-    /// The chunk's files, whole: the batch's raw archive.
-    bytes: Vec<Vec<u8>>,
     damaged: Vec<DamagedRange>,
 }
 
@@ -303,8 +302,8 @@ fn relative(home: &Home, path: &Path) -> String {
 /// Everything read from one chunk, before normalization.
 struct Loaded {
     files: Vec<SpoolFile>,
-    /// The chunk's files, whole and in order: together, the batch's raw
-    /// archive.
+    /// The chunk's files, whole and in order (the records' offsets in the
+    /// raw archive count through them).
     bytes: Vec<Vec<u8>>,
     records: Vec<ChunkRecord>,
     damage: Vec<(Damage, Arc<str>)>,
@@ -401,7 +400,6 @@ fn normalize_chunk(
     Ok(Normalized {
         batch,
         files: loaded.files,
-        bytes: loaded.bytes,
         damaged,
     })
 }
@@ -416,7 +414,6 @@ fn make_durable(
     let Normalized {
         batch,
         files,
-        bytes,
         damaged,
     } = chunk;
     let t = std::time::Instant::now();
@@ -427,9 +424,8 @@ fn make_durable(
             batch.id
         )));
     }
-    let parts: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
-    raw::write(ledger_dir, &batch.id, &parts)?;
-    drop(bytes);
+    let paths: Vec<&Path> = files.iter().map(|f| f.path.as_path()).collect();
+    raw::keep(ledger_dir, &batch.id, &paths)?;
     timing("raw-write", t);
     failpoint::hit("after-raw-write");
     let t = std::time::Instant::now();

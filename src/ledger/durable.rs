@@ -10,20 +10,14 @@ use super::LedgerError;
 
 /// Replace `path` with `bytes` so that a crash leaves either the old file or
 /// the new one, never a torn mix.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), LedgerError> {
-    write_atomic_parts(path, &[bytes])
-}
-
-/// [`write_atomic`] with the content given as `parts`, one after another.
 /// The temporary file is `.<name>.tmp` beside `path`.
-pub fn write_atomic_parts(path: &Path, parts: &[&[u8]]) -> Result<(), LedgerError> {
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), LedgerError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
     let tmp = dir.join(format!(".{}.tmp", name.unwrap_or_default()));
     let mut file = create_private(&tmp).map_err(|e| LedgerError::io(&tmp, e))?;
-    for part in parts {
-        file.write_all(part).map_err(|e| LedgerError::io(&tmp, e))?;
-    }
+    file.write_all(bytes)
+        .map_err(|e| LedgerError::io(&tmp, e))?;
     file.sync_all()
         .map_err(|e| LedgerError::durability(&tmp, e))?;
     std::fs::rename(&tmp, path).map_err(|e| LedgerError::io(path, e))?;

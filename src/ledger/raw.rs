@@ -1,20 +1,31 @@
 //! The raw archive, `raw/` beside the ledger database: the intake spool
 //! files each batch drained, kept byte for byte once the spool lets them go.
 //!
-//! One file per batch, `raw/<batch>.seg`: the batch's spool files
-//! concatenated in the batch's order. A spool file holds records and
-//! nothing else (spool format §2), so an archive is itself a spool file
-//! that the spool reader (and `harnery spool cat`'s format) reads; damaged
-//! ranges are kept as they were, so no drained byte is lost. A raw signal
-//! row names its record by the batch and the record's byte offset here.
+//! One directory per batch, `raw/<batch>/`, holding the batch's spool files
+//! as `00000000.seg`, `00000001.seg`, … in the batch's order. Read one after
+//! another they are the batch's archive: a spool file holds records and
+//! nothing else (spool format §2), so the archive is itself spool data that
+//! the spool reader reads, damaged ranges kept as they were, and no drained
+//! byte is lost. A raw signal row names its record by the batch and the
+//! record's byte offset in that concatenation (`archive_at`).
+//!
+//! The files are hard links to the spool files, so keeping them copies no
+//! byte: a sealed spool file never changes, and the hook already synced
+//! it. Each is still synced (nearly free when it is clean) in case a bulk
+//! writer skipped that, and a filesystem that cannot link (the ledger on
+//! another device) gets copies. The directory is built under a temporary
+//! name, synced and renamed into place before the batch's ready file is
+//! written, so no committed row can point at bytes that a crash could still
+//! take away; an archive whose batch neither committed nor has a ready file
+//! waiting is the leftover of a killed run, and [`remove_orphans`] deletes
+//! it.
+//!
+//! Ledgers written before archives were linked keep one file per batch,
+//! `raw/<batch>.seg`, the same concatenation written out; it is still read.
 //!
 //! The bytes live outside SQLite because the ledger would otherwise write
 //! each of them twice more (WAL, then checkpoint) and carry them through
-//! every page it touches. An archive is written durably (temporary file,
-//! fsync, rename, fsync of the directory) before the batch's ready file, so
-//! no committed row can point at bytes that a crash could still take away;
-//! an archive whose batch neither committed nor has a ready file waiting
-//! is the leftover of a killed run, and [`remove_orphans`] deletes it.
+//! every page it touches.
 
 use std::path::{Path, PathBuf};
 
@@ -27,16 +38,60 @@ const SUFFIX: &str = ".seg";
 
 /// Where the archive of `batch` lives.
 pub fn archive_path(ledger_dir: &Path, batch: &str) -> PathBuf {
+    ledger_dir.join(RAW_DIR).join(batch)
+}
+
+/// Where an archive written as one file (before archives were linked)
+/// lives.
+fn single_file_path(ledger_dir: &Path, batch: &str) -> PathBuf {
     ledger_dir.join(RAW_DIR).join(format!("{batch}{SUFFIX}"))
 }
 
-/// Write the archive of `batch`: `parts` one after another. Returns its
-/// path once it is durable.
-pub fn write(ledger_dir: &Path, batch: &str, parts: &[&[u8]]) -> Result<PathBuf, LedgerError> {
-    super::create_dir_private(&ledger_dir.join(RAW_DIR))?;
+/// The name of the `index`th file of an archive.
+fn member_name(index: usize) -> String {
+    format!("{index:08}{SUFFIX}")
+}
+
+/// Keep `files` (sealed spool files, in the batch's order) as the archive
+/// of `batch`. Returns its path once it is durable.
+pub fn keep(ledger_dir: &Path, batch: &str, files: &[&Path]) -> Result<PathBuf, LedgerError> {
+    let raw = ledger_dir.join(RAW_DIR);
+    super::create_dir_private(&raw)?;
+    let tmp = raw.join(format!(".{batch}.tmp"));
+    if tmp.exists() {
+        std::fs::remove_dir_all(&tmp).map_err(|e| LedgerError::io(&tmp, e))?;
+    }
+    super::create_dir_private(&tmp)?;
+    for (i, file) in files.iter().enumerate() {
+        let member = tmp.join(member_name(i));
+        link_or_copy(file, &member)?;
+        std::fs::File::open(&member)
+            .and_then(|f| f.sync_data())
+            .map_err(|e| LedgerError::durability(&member, e))?;
+    }
+    durable::sync_dir(&tmp)?;
     let path = archive_path(ledger_dir, batch);
-    durable::write_atomic_parts(&path, parts)?;
+    std::fs::rename(&tmp, &path).map_err(|e| LedgerError::io(&path, e))?;
+    durable::sync_dir(&raw)?;
     Ok(path)
+}
+
+/// A hard link where the filesystem allows one, else a copy.
+fn link_or_copy(from: &Path, to: &Path) -> Result<(), LedgerError> {
+    match std::fs::hard_link(from, to) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::CrossesDevices || is_unsupported(&e) => {
+            std::fs::copy(from, to)
+                .map(drop)
+                .map_err(|e| LedgerError::io(to, e))
+        }
+        Err(e) => Err(LedgerError::io(to, e)),
+    }
+}
+
+/// Filesystems without hard links say so with EPERM (vfat) or ENOTSUP.
+fn is_unsupported(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EPERM | libc::ENOTSUP))
 }
 
 /// A record's captured agent environment as a raw signal row keeps it:
@@ -64,18 +119,29 @@ pub fn remove_orphans(
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
+        let is_dir = entry_is_dir(&path)?;
         let orphan = if name.starts_with('.') && name.ends_with(".tmp") {
             true
-        } else if let Some(batch) = name.strip_suffix(SUFFIX) {
+        } else if let Some(batch) = name.strip_suffix(SUFFIX).filter(|_| !is_dir) {
             !pending(batch) && !ledger.batch_applied(batch)?
+        } else if is_dir {
+            !pending(&name) && !ledger.batch_applied(&name)?
         } else {
             false
         };
-        if orphan {
+        if orphan && is_dir {
+            std::fs::remove_dir_all(&path).map_err(|e| LedgerError::io(&path, e))?;
+        } else if orphan {
             std::fs::remove_file(&path).map_err(|e| LedgerError::io(&path, e))?;
         }
     }
     Ok(())
+}
+
+fn entry_is_dir(path: &Path) -> Result<bool, LedgerError> {
+    std::fs::symlink_metadata(path)
+        .map(|m| m.is_dir())
+        .map_err(|e| LedgerError::io(path, e))
 }
 
 /// One archive held in memory, to look records up by offset.
@@ -85,9 +151,27 @@ pub struct Archive {
 }
 
 impl Archive {
+    /// Read the archive of `batch`: its files one after another, or the
+    /// single file of an older ledger.
     pub fn open(ledger_dir: &Path, batch: &str) -> Result<Archive, LedgerError> {
+        let single = single_file_path(ledger_dir, batch);
+        if single.exists() {
+            let bytes = std::fs::read(&single).map_err(|e| LedgerError::io(&single, e))?;
+            return Ok(Archive {
+                path: single,
+                bytes,
+            });
+        }
         let path = archive_path(ledger_dir, batch);
-        let bytes = std::fs::read(&path).map_err(|e| LedgerError::io(&path, e))?;
+        let mut bytes = Vec::new();
+        for index in 0.. {
+            let member = path.join(member_name(index));
+            match std::fs::read(&member) {
+                Ok(b) => bytes.extend_from_slice(&b),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && index > 0 => break,
+                Err(e) => return Err(LedgerError::io(&member, e)),
+            }
+        }
         Ok(Archive { path, bytes })
     }
 
@@ -195,5 +279,77 @@ impl Identity {
             event: env.event.clone(),
             received_ns: env.received_ns,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::MetadataExt;
+
+    use super::*;
+    use crate::spool::{SPOOL_FORMAT_VERSION, frame};
+
+    /// A spool file of one record per event name.
+    fn spool_file(path: &Path, events: &[&str]) {
+        let mut bytes = Vec::new();
+        for (i, event) in events.iter().enumerate() {
+            let payload = format!(r#"{{"hook_event_name":"{event}"}}"#);
+            let envelope = serde_json::json!({
+                "v": 1, "record_id": format!("r{i}"), "adapter": "claude-code",
+                "event": event, "session_id": "s", "session_key": "s",
+                "received_ns": i, "boot_id": null, "boottime_ns": null, "pid": 1,
+                "writer": "test", "payload_len": payload.len(),
+                "payload_blake3": blake3::hash(payload.as_bytes()).to_hex().to_string(),
+                "write_path": "segment",
+            });
+            bytes.extend(frame::encode_record(
+                SPOOL_FORMAT_VERSION,
+                envelope.to_string().as_bytes(),
+                payload.as_bytes(),
+            ));
+        }
+        std::fs::write(path, bytes).unwrap();
+    }
+
+    fn event_at(archive: &Archive, at: u64) -> String {
+        let record = archive.record_at(at).unwrap();
+        record.envelope.event.unwrap()
+    }
+
+    /// The archive links the spool files (no byte copied) and reads them
+    /// as one concatenation, across the boundary between them.
+    #[test]
+    fn an_archive_links_its_files_and_reads_them_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a.seg"), dir.path().join("b.seg"));
+        spool_file(&a, &["SessionStart", "Stop"]);
+        spool_file(&b, &["PreToolUse"]);
+        let ledger_dir = dir.path().join("ledger");
+        std::fs::create_dir(&ledger_dir).unwrap();
+        let kept = keep(&ledger_dir, "b1", &[&a, &b]).unwrap();
+        let inode = |p: &Path| std::fs::metadata(p).unwrap().ino();
+        assert_eq!(inode(&kept.join(member_name(0))), inode(&a));
+        assert_eq!(inode(&kept.join(member_name(1))), inode(&b));
+        let first_len = std::fs::metadata(&a).unwrap().len();
+        let archive = Archive::open(&ledger_dir, "b1").unwrap();
+        assert_eq!(event_at(&archive, 0), "SessionStart");
+        assert_eq!(event_at(&archive, first_len), "PreToolUse");
+        let past = first_len + std::fs::metadata(&b).unwrap().len();
+        assert!(
+            archive
+                .record_at(past)
+                .unwrap_err()
+                .contains("past the end")
+        );
+    }
+
+    /// Archives written as one file, before they were linked, still read.
+    #[test]
+    fn a_single_file_archive_still_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(RAW_DIR)).unwrap();
+        spool_file(&single_file_path(dir.path(), "old"), &["Stop"]);
+        let archive = Archive::open(dir.path(), "old").unwrap();
+        assert_eq!(event_at(&archive, 0), "Stop");
     }
 }
