@@ -35,9 +35,9 @@ const UPDATE_SESSION: &str = "UPDATE sessions SET events = ?3, first_unix_ns = ?
 const INSERT_SESSION: &str = "INSERT INTO sessions (adapter, session_id, events, first_unix_ns, last_unix_ns, turns) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
 const CLOSE_STORED_SPAN: &str = "UPDATE spans SET state = ?2, reason = coalesce(?3, reason), completed_event_id = ?4, outcome = ?5, duration_ms = ?6, completed_unix_ns = ?7 \
      WHERE adapter = ?8 AND session_id = ?9 AND request_event_id = ?1";
-/// Without ORDER BY this walks `spans_session` in rowid order: the oldest
-/// open span of the call comes first.
-const STORED_OPEN_SPAN_OF_CALL: &str = "SELECT request_event_id FROM spans WHERE adapter = ?1 AND session_id = ?2 AND tool_call_id = ?3 AND state = 'open' LIMIT 1";
+/// `spans_open_calls` holds exactly the open spans, in rowid order within a
+/// call, so the oldest comes first without a sort.
+pub(super) const STORED_OPEN_SPAN_OF_CALL: &str = "SELECT request_event_id FROM spans WHERE adapter = ?1 AND session_id = ?2 AND tool_call_id = ?3 AND state = 'open' ORDER BY seq LIMIT 1";
 const INSERT_SPAN: &str = insert_span!("INSERT");
 const INSERT_OWN_SPAN: &str = insert_span!("INSERT OR IGNORE");
 const INSERT_END_REQUEST: &str = "INSERT INTO end_requests (end_event_id, adapter, session_id, origin, reason, approved_spans, requested_unix_ns, state) \

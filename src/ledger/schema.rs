@@ -12,6 +12,7 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ("20261130T0400Z_raw_archive", RAW_ARCHIVE),
     ("20261130T0415Z_span_state_check", SPAN_STATE_CHECK),
     ("20261130T0600Z_event_id_check", EVENT_ID_CHECK),
+    ("20261130T0700Z_open_span_index", OPEN_SPAN_INDEX),
 ];
 
 const INITIAL: &str = r#"
@@ -312,6 +313,17 @@ DROP TABLE events;
 ALTER TABLE events_v3 RENAME TO events;
 "#;
 
+/// Only open spans are indexed by their session and tool call. The one
+/// lookup that needs more than the `UNIQUE (adapter, session_id,
+/// request_event_id)` key finds the oldest open span of a call; the index by
+/// (session, state) that served it held every span, and almost every span
+/// is written closed, so each span insert paid a third b-tree for nothing.
+/// Per-session span counts use the unique key's session prefix instead.
+const OPEN_SPAN_INDEX: &str = r#"
+DROP INDEX spans_session;
+CREATE INDEX spans_open_calls ON spans (adapter, session_id, tool_call_id) WHERE state = 'open';
+"#;
+
 /// Apply every migration not yet recorded, each in its own transaction.
 pub fn migrate(conn: &mut Connection, now_unix_ns: i64) -> Result<(), LedgerError> {
     apply(conn, MIGRATIONS, now_unix_ns)
@@ -479,5 +491,43 @@ mod tests {
                 "{sql}: {ops:?}"
             );
         }
+    }
+
+    /// The oldest open span of a call comes from the partial index, in
+    /// order, without a sort; closed spans are not in that index.
+    #[test]
+    fn the_open_span_of_a_call_is_found_in_order_without_a_sort() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        migrate(&mut conn, 1).unwrap();
+        let sql = super::super::derive::STORED_OPEN_SPAN_OF_CALL;
+        let plan: Vec<String> = conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+            .unwrap()
+            .query_map(params!["claude-code", "s", "c"], |r| r.get(3))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(
+            plan.iter().any(|p| p.contains("spans_open_calls")),
+            "{plan:?}"
+        );
+        assert!(!plan.iter().any(|p| p.contains("TEMP B-TREE")), "{plan:?}");
+        let with_call = "INSERT INTO spans (request_event_id, adapter, session_id, kind, name, tool_call_id, state) \
+                         VALUES (?1, 'claude-code', 's', 'tool', 'Bash', 'c', ?2)";
+        for (id, state) in [("r1", "closed_native"), ("r2", "open"), ("r3", "open")] {
+            conn.execute(with_call, [id, state]).unwrap();
+        }
+        let oldest: String = conn
+            .query_row(sql, params!["claude-code", "s", "c"], |r| r.get(0))
+            .unwrap();
+        assert_eq!(oldest, "r2");
+        let indexed: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM spans INDEXED BY spans_open_calls WHERE adapter = 'claude-code' AND session_id = 's' AND tool_call_id = 'c' AND state = 'open'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(indexed, 2);
     }
 }
