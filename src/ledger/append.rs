@@ -365,41 +365,88 @@ fn insert_signals(tx: &Transaction, batch: &AppendBatch) -> Result<(), LedgerErr
         "INSERT OR IGNORE INTO raw_signals (record_digest, adapter, session_key, event_name, received_unix_ns, env, archive_at, envelope, payload, event_ids, duplicate_of, batch) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     )?;
+    // A binding outlives the statement's reset after each row, so the
+    // batch id is bound once and a column the row before bound to the same
+    // value (the adapter, mostly the session, absent values) keeps its
+    // binding: binding text costs SQLite an allocation and a copy. The
+    // rest are bound by type, one by one, not through a `&dyn ToSql` slice.
+    stmt.raw_bind_parameter(12, batch.id.as_str())?;
+    let mut ids = String::new();
+    let mut prev: Option<&BatchSignal> = None;
     for s in &batch.signals {
-        let ids = serde_json::to_string(&s.event_ids).expect("ids serialize");
-        let (at, envelope, payload) = match &s.bytes {
-            RawBytes::Archived { at } => (Some(*at as i64), None, None),
-            RawBytes::Inline { envelope, payload } => (None, Some(envelope), Some(payload)),
-        };
-        stmt.execute(params![
-            s.record_digest,
-            s.adapter,
-            s.session_key,
-            s.event_name,
-            s.received_unix_ns,
-            s.env,
-            at,
-            envelope,
-            payload,
-            ids,
-            s.duplicate_of,
-            batch.id
-        ])?;
+        let differs =
+            |same: fn(&BatchSignal, &BatchSignal) -> bool| prev.is_none_or(|p| !same(p, s));
+        stmt.raw_bind_parameter(1, s.record_digest.as_str())?;
+        if differs(|a, b| a.adapter == b.adapter) {
+            stmt.raw_bind_parameter(2, s.adapter.as_str())?;
+        }
+        if differs(|a, b| a.session_key == b.session_key) {
+            stmt.raw_bind_parameter(3, s.session_key.as_str())?;
+        }
+        stmt.raw_bind_parameter(4, s.event_name.as_deref())?;
+        stmt.raw_bind_parameter(5, s.received_unix_ns)?;
+        if differs(|a, b| a.env == b.env) {
+            stmt.raw_bind_parameter(6, s.env.as_deref())?;
+        }
+        match &s.bytes {
+            RawBytes::Archived { at } => {
+                stmt.raw_bind_parameter(7, *at as i64)?;
+                // Envelope and payload are absent in every archived row.
+                if differs(|a, _| matches!(a.bytes, RawBytes::Archived { .. })) {
+                    stmt.raw_bind_parameter(8, None::<&str>)?;
+                    stmt.raw_bind_parameter(9, None::<&[u8]>)?;
+                }
+            }
+            RawBytes::Inline { envelope, payload } => {
+                stmt.raw_bind_parameter(7, None::<i64>)?;
+                stmt.raw_bind_parameter(8, envelope.as_str())?;
+                stmt.raw_bind_parameter(9, payload.as_slice())?;
+            }
+        }
+        ids.clear();
+        event_ids_text(&mut ids, &s.event_ids);
+        stmt.raw_bind_parameter(10, ids.as_str())?;
+        if differs(|a, b| a.duplicate_of == b.duplicate_of) {
+            stmt.raw_bind_parameter(11, s.duplicate_of.as_deref())?;
+        }
+        stmt.raw_execute()?;
+        prev = Some(s);
     }
     Ok(())
+}
+
+/// A signal's event ids as the ledger keeps them: the JSON text serde_json
+/// writes for the list. An id with nothing to escape (every id this crate
+/// mints) is copied between quotes; a list holding any other is left to
+/// serde_json.
+fn event_ids_text(out: &mut String, ids: &[String]) {
+    let plain = |id: &String| !id.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\');
+    if !ids.iter().all(plain) {
+        out.push_str(&serde_json::to_string(ids).expect("a list of strings serializes"));
+        return;
+    }
+    out.push('[');
+    for (i, id) in ids.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push('"');
+        out.push_str(id);
+        out.push('"');
+    }
+    out.push(']');
 }
 
 fn insert_states(tx: &Transaction, batch: &AppendBatch) -> Result<(), LedgerError> {
     let mut stmt = tx.prepare_cached(
         "INSERT OR REPLACE INTO producer_state (adapter, session_id, state, batch) VALUES (?1, ?2, ?3, ?4)",
     )?;
+    stmt.raw_bind_parameter(4, batch.id.as_str())?;
     for s in &batch.states {
-        stmt.execute(params![
-            s.session.adapter.as_str(),
-            s.session.session_id,
-            s.state,
-            batch.id
-        ])?;
+        stmt.raw_bind_parameter(1, s.session.adapter.as_str())?;
+        stmt.raw_bind_parameter(2, s.session.session_id.as_str())?;
+        stmt.raw_bind_parameter(3, s.state.as_str())?;
+        stmt.raw_execute()?;
     }
     Ok(())
 }
@@ -420,4 +467,154 @@ fn insert_bookkeeping(
         params![batch.id, incarnation as i64, batch.events.len() as i64, batch.signals.len() as i64, now_unix_ns],
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::{AppendBatch, BatchSignal, RawBytes, event_ids_text};
+    use crate::home::Home;
+    use crate::ledger::Ledger;
+
+    fn text(ids: &[String]) -> String {
+        let mut out = String::new();
+        event_ids_text(&mut out, ids);
+        out
+    }
+
+    #[test]
+    fn event_ids_are_written_as_serde_json_writes_them() {
+        let lists: [&[&str]; 6] = [
+            &[],
+            &[""],
+            &["ev_62aa87cc2cbe603d5f6e36028d66caeb"],
+            &["ev_1", "ev_2", "é ✓ \u{7f}"],
+            &["ev_1", "a\"b"],
+            &["\\", "\u{0}\u{1f}\n\t\u{8}\u{c}\r"],
+        ];
+        for list in lists {
+            let ids: Vec<String> = list.iter().map(|s| s.to_string()).collect();
+            assert_eq!(text(&ids), serde_json::to_string(&ids).unwrap());
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn any_event_ids_are_written_as_serde_json_writes_them(ids in prop::collection::vec(any::<String>(), 0..4)) {
+            prop_assert_eq!(text(&ids), serde_json::to_string(&ids).unwrap());
+        }
+    }
+
+    /// Twelve signals that vary every column against the row before in
+    /// turn, so a binding kept from the row before would show.
+    fn varied_signals() -> Vec<BatchSignal> {
+        (0..12u64)
+            .map(|i| BatchSignal {
+                record_digest: format!("r{i}"),
+                adapter: ["claude-code", "copilot"][i as usize % 2].into(),
+                session_key: format!("s{}", i / 2 % 2),
+                event_name: (i % 3 != 1).then(|| format!("E{i}")),
+                received_unix_ns: i as i64,
+                env: (i % 3 == 0).then(|| format!(r#"{{"V":"{}"}}"#, i / 6)),
+                bytes: if i % 4 == 3 {
+                    RawBytes::Inline {
+                        envelope: format!("envelope {i}"),
+                        payload: vec![i as u8; i as usize],
+                    }
+                } else {
+                    RawBytes::Archived { at: i * 100 }
+                },
+                event_ids: (0..i % 3).map(|n| format!("ev_{i}_{n}")).collect(),
+                duplicate_of: (i % 5 == 4).then(|| "r0".into()),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_signal_row_holds_its_own_values() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ledger = Ledger::open_write(&Home::at(dir.path()), 1).unwrap();
+        let incarnation = ledger.take_incarnation().unwrap();
+        let batch = AppendBatch {
+            id: "b1".into(),
+            contract_digest: ledger.genesis().schema_digest.clone(),
+            sources: Vec::new(),
+            signals: varied_signals(),
+            events: Vec::new(),
+            states: Vec::new(),
+        };
+        ledger.append(&batch, incarnation, 1, &|| {}).unwrap();
+        type Row = (String, String, String, Option<String>, i64, Option<String>);
+        type Rest = (
+            Option<i64>,
+            Option<String>,
+            Option<Vec<u8>>,
+            String,
+            Option<String>,
+            String,
+        );
+        let mut stmt = ledger
+            .conn
+            .prepare(
+                "SELECT record_digest, adapter, session_key, event_name, received_unix_ns, env, \
+                 archive_at, envelope, payload, event_ids, duplicate_of, batch \
+                 FROM raw_signals ORDER BY received_unix_ns",
+            )
+            .unwrap();
+        let stored: Vec<(Row, Rest)> = stmt
+            .query_map([], |r| {
+                let row = (
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                );
+                let rest = (
+                    r.get(6)?,
+                    r.get(7)?,
+                    r.get(8)?,
+                    r.get(9)?,
+                    r.get(10)?,
+                    r.get(11)?,
+                );
+                Ok((row, rest))
+            })
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let expected: Vec<(Row, Rest)> = batch
+            .signals
+            .iter()
+            .map(|s| {
+                let (at, envelope, payload) = match &s.bytes {
+                    RawBytes::Archived { at } => (Some(*at as i64), None, None),
+                    RawBytes::Inline { envelope, payload } => {
+                        (None, Some(envelope.clone()), Some(payload.clone()))
+                    }
+                };
+                let row = (
+                    s.record_digest.clone(),
+                    s.adapter.clone(),
+                    s.session_key.clone(),
+                    s.event_name.clone(),
+                    s.received_unix_ns,
+                    s.env.clone(),
+                );
+                let ids = serde_json::to_string(&s.event_ids).unwrap();
+                let rest = (
+                    at,
+                    envelope,
+                    payload,
+                    ids,
+                    s.duplicate_of.clone(),
+                    "b1".into(),
+                );
+                (row, rest)
+            })
+            .collect();
+        assert_eq!(stored, expected);
+    }
 }
