@@ -362,8 +362,9 @@ fn refuse_duplicate(e: &Event, err: rusqlite::Error) -> LedgerError {
 
 fn insert_signals(tx: &Transaction, batch: &AppendBatch) -> Result<(), LedgerError> {
     let mut stmt = tx.prepare_cached(
-        "INSERT OR IGNORE INTO raw_signals (record_digest, adapter, session_key, event_name, received_unix_ns, env, archive_at, envelope, payload, event_ids, duplicate_of, batch) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+        "INSERT INTO raw_signals (record_digest, adapter, session_key, event_name, received_unix_ns, env, archive_at, envelope, payload, event_ids, duplicate_of, batch) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) \
+         ON CONFLICT (received_unix_ns, record_digest) DO NOTHING",
     )?;
     // A binding outlives the statement's reset after each row, so the
     // batch id is bound once and a column the row before bound to the same
@@ -459,7 +460,7 @@ fn insert_bookkeeping(
 ) -> Result<(), LedgerError> {
     for source in &batch.sources {
         tx.prepare_cached(
-            "INSERT OR IGNORE INTO drained_segments (segment, batch) VALUES (?1, ?2)",
+            "INSERT INTO drained_segments (segment, batch) VALUES (?1, ?2) ON CONFLICT (segment) DO NOTHING",
         )?
         .execute(params![source, batch.id])?;
     }

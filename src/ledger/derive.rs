@@ -19,13 +19,15 @@ use crate::contract::{Event, Outcome, Payload, SessionRef};
 
 /// Writes a span row whole. Rows are written in the order they were
 /// created, so each takes the `seq` that an insert at its event would have.
+/// (Conflicts are named, never `OR IGNORE`: that would also skip, silently,
+/// a row that breaks a CHECK or NOT NULL rule.)
 macro_rules! insert_span {
-    ($verb:literal) => {
+    ($on_conflict:literal) => {
         concat!(
-            $verb,
-            " INTO spans (request_event_id, adapter, session_id, kind, name, tool_call_id, agent_id, turn_id, \
+            "INSERT INTO spans (request_event_id, adapter, session_id, kind, name, tool_call_id, agent_id, turn_id, \
              requested_unix_ns, state, reason, completed_event_id, outcome, duration_ms, completed_unix_ns) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+            $on_conflict
         )
     };
 }
@@ -38,8 +40,9 @@ const CLOSE_STORED_SPAN: &str = "UPDATE spans SET state = ?2, reason = coalesce(
 /// `spans_open_calls` holds exactly the open spans, in rowid order within a
 /// call, so the oldest comes first without a sort.
 pub(super) const STORED_OPEN_SPAN_OF_CALL: &str = "SELECT request_event_id FROM spans WHERE adapter = ?1 AND session_id = ?2 AND tool_call_id = ?3 AND state = 'open' ORDER BY seq LIMIT 1";
-const INSERT_SPAN: &str = insert_span!("INSERT");
-const INSERT_OWN_SPAN: &str = insert_span!("INSERT OR IGNORE");
+const INSERT_SPAN: &str = insert_span!("");
+const INSERT_OWN_SPAN: &str =
+    insert_span!(" ON CONFLICT (adapter, session_id, request_event_id) DO NOTHING");
 const INSERT_END_REQUEST: &str = "INSERT INTO end_requests (end_event_id, adapter, session_id, origin, reason, approved_spans, requested_unix_ns, state) \
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending')";
 const RESOLVE_END_REQUEST: &str =
