@@ -319,6 +319,11 @@ fn insert_events(
     )?;
     let half = batch.events.len() / 2;
     let mut derived = Derivation::new(tx, batch.events.len());
+    // As in `insert_signals`: bindings outlive each row, so the batch id is
+    // bound once and the session only when it changes (a batch's events
+    // come session by session); the rest are bound by type.
+    stmt.raw_bind_parameter(10, batch.id.as_str())?;
+    let mut session: Option<&SessionRef> = None;
     for (i, row) in batch.events.iter().enumerate() {
         if i == half && i > 0 {
             midway();
@@ -326,19 +331,19 @@ fn insert_events(
         let e = &row.event;
         let slot = derived.admit(e)?;
         let hash = chain::link(&prev, row.json.as_bytes());
-        let inserted = stmt.execute(params![
-            e.id.as_str(),
-            e.session.adapter.as_str(),
-            e.session.session_id,
-            e.offset as i64,
-            e.event_type().as_str(),
-            e.time_unix_ns,
-            row.json,
-            &prev[..],
-            &hash[..],
-            batch.id,
-        ]);
-        inserted.map_err(|err| refuse_duplicate(e, err))?;
+        if session != Some(&e.session) {
+            stmt.raw_bind_parameter(2, e.session.adapter.as_str())?;
+            stmt.raw_bind_parameter(3, e.session.session_id.as_str())?;
+            session = Some(&e.session);
+        }
+        stmt.raw_bind_parameter(1, e.id.as_str())?;
+        stmt.raw_bind_parameter(4, e.offset as i64)?;
+        stmt.raw_bind_parameter(5, e.event_type().as_str())?;
+        stmt.raw_bind_parameter(6, e.time_unix_ns)?;
+        stmt.raw_bind_parameter(7, row.json.as_str())?;
+        stmt.raw_bind_parameter(8, &prev[..])?;
+        stmt.raw_bind_parameter(9, &hash[..])?;
+        stmt.raw_execute().map_err(|err| refuse_duplicate(e, err))?;
         derived.file(slot, e)?;
         prev = hash;
     }

@@ -510,25 +510,26 @@ impl<'b> NewSpan<'b> {
         self.completion = Some(t.completion);
     }
 
+    /// Bound by type, one by one: a `&dyn ToSql` slice costs a dynamic
+    /// call and a conversion per value, for every span of the batch.
     fn store(&self, stmt: &mut CachedStatement) -> Result<(), LedgerError> {
         let c = self.completion;
-        stmt.execute(params![
-            self.request_event_id,
-            self.session.adapter.as_str(),
-            self.session.session_id,
-            self.kind,
-            self.name,
-            self.tool_call_id,
-            self.agent_id,
-            self.turn_id,
-            self.requested_unix_ns,
-            self.state,
-            self.reason,
-            c.map(|c| c.event_id),
-            c.map(|c| c.outcome),
-            c.and_then(|c| c.duration_ms),
-            c.map(|c| c.unix_ns)
-        ])?;
+        stmt.raw_bind_parameter(1, self.request_event_id)?;
+        stmt.raw_bind_parameter(2, self.session.adapter.as_str())?;
+        stmt.raw_bind_parameter(3, self.session.session_id.as_str())?;
+        stmt.raw_bind_parameter(4, self.kind)?;
+        stmt.raw_bind_parameter(5, self.name.as_ref())?;
+        stmt.raw_bind_parameter(6, self.tool_call_id)?;
+        stmt.raw_bind_parameter(7, self.agent_id)?;
+        stmt.raw_bind_parameter(8, self.turn_id)?;
+        stmt.raw_bind_parameter(9, self.requested_unix_ns)?;
+        stmt.raw_bind_parameter(10, self.state)?;
+        stmt.raw_bind_parameter(11, self.reason)?;
+        stmt.raw_bind_parameter(12, c.map(|c| c.event_id))?;
+        stmt.raw_bind_parameter(13, c.map(|c| c.outcome))?;
+        stmt.raw_bind_parameter(14, c.and_then(|c| c.duration_ms))?;
+        stmt.raw_bind_parameter(15, c.map(|c| c.unix_ns))?;
+        stmt.raw_execute()?;
         Ok(())
     }
 }
