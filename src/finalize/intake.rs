@@ -447,7 +447,13 @@ fn make_durable(
 /// Dead-letter files mix sessions and have no owner.
 fn owners_by_file(records: &[ChunkRecord]) -> HashMap<PathBuf, SessionRef> {
     let mut owners = HashMap::new();
+    // A file's records are consecutive: look each file up once.
+    let mut last: Option<&Path> = None;
     for r in records {
+        if last == Some(r.rec.at.file.as_path()) {
+            continue;
+        }
+        last = Some(&r.rec.at.file);
         let Some(adapter) = AdapterId::parse(&r.adapter_dir) else {
             continue;
         };
