@@ -224,6 +224,14 @@ fn derived_tables(events: &[Event], cuts: &[usize]) -> Vec<String> {
             .append(&batch, inc, 1, &|| {})
             .expect("the batch appends");
     }
+    // The span counts kept on each session row are those of its span rows,
+    // however the spans were opened and closed across batches.
+    let (_, problems) = ledger.validate_all().unwrap();
+    let counts: Vec<_> = problems
+        .iter()
+        .filter(|p| p.rule == "span-counts")
+        .collect();
+    assert!(counts.is_empty(), "{counts:?}");
     let conn = rusqlite::Connection::open(ledger.dir().join("ledger.sqlite")).unwrap();
     let mut out = Vec::new();
     for sql in [

@@ -121,8 +121,54 @@ impl Ledger {
             }
         }
         self.check_spans(&mut problems)?;
+        self.check_span_counts(&mut problems)?;
         self.check_unique_ids(&mut problems)?;
         Ok((count, problems))
+    }
+
+    /// Each session's span counts (kept on its row as spans are written)
+    /// are those of its span rows.
+    fn check_span_counts(&self, out: &mut Vec<ValidationProblem>) -> Result<(), LedgerError> {
+        let mut counted: HashMap<(String, String), super::SpanCounts> = HashMap::new();
+        let mut stmt = self.conn.prepare(
+            "SELECT adapter, session_id, state, count(*) FROM spans GROUP BY adapter, session_id, state",
+        )?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let state: String = r.get(2)?;
+            counted
+                .entry((r.get(0)?, r.get(1)?))
+                .or_default()
+                .add(super::SpanState::parse(&state), r.get::<_, i64>(3)? as u64);
+        }
+        for s in self.sessions()? {
+            let key = (s.session.adapter.as_str().to_string(), s.session.session_id);
+            let want = counted.remove(&key).unwrap_or_default();
+            if s.spans != want {
+                out.push(problem(
+                    &format!("{}/{}", key.0, key.1),
+                    "span-counts",
+                    format!(
+                        "the session row counts {} spans, its span rows are {}",
+                        counts_text(&s.spans),
+                        counts_text(&want)
+                    ),
+                ));
+            }
+        }
+        let mut orphans: Vec<_> = counted.into_iter().collect();
+        orphans.sort_by(|a, b| a.0.cmp(&b.0));
+        for ((adapter, session_id), want) in orphans {
+            out.push(problem(
+                &format!("{adapter}/{session_id}"),
+                "span-counts",
+                format!(
+                    "{} spans belong to a session without a row",
+                    counts_text(&want)
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// Every event id names one event. No index enforces it at append
@@ -164,6 +210,13 @@ impl Ledger {
         }
         Ok(())
     }
+}
+
+fn counts_text(c: &super::SpanCounts) -> String {
+    format!(
+        "open {}, closed_native {}, recovered {}",
+        c.open, c.closed_native, c.recovered
+    )
 }
 
 fn problem(id: &str, rule: &str, detail: String) -> ValidationProblem {

@@ -32,9 +32,14 @@ macro_rules! insert_span {
     };
 }
 
-const LOAD_SESSION: &str = "SELECT events, first_unix_ns, last_unix_ns, turns FROM sessions WHERE adapter = ?1 AND session_id = ?2";
-const UPDATE_SESSION: &str = "UPDATE sessions SET events = ?3, first_unix_ns = ?4, last_unix_ns = ?5, turns = ?6 WHERE adapter = ?1 AND session_id = ?2";
-const INSERT_SESSION: &str = "INSERT INTO sessions (adapter, session_id, events, first_unix_ns, last_unix_ns, turns) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+const LOAD_SESSION: &str = "SELECT events, first_unix_ns, last_unix_ns, turns, spans_open, spans_closed_native, spans_recovered \
+     FROM sessions WHERE adapter = ?1 AND session_id = ?2";
+const UPDATE_SESSION: &str = "UPDATE sessions SET events = ?3, first_unix_ns = ?4, last_unix_ns = ?5, turns = ?6, \
+     spans_open = ?7, spans_closed_native = ?8, spans_recovered = ?9 WHERE adapter = ?1 AND session_id = ?2";
+const INSERT_SESSION: &str = "INSERT INTO sessions (adapter, session_id, events, first_unix_ns, last_unix_ns, turns, \
+     spans_open, spans_closed_native, spans_recovered) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
+const STORED_SPAN_STATE: &str =
+    "SELECT state FROM spans WHERE adapter = ?1 AND session_id = ?2 AND request_event_id = ?3";
 const CLOSE_STORED_SPAN: &str = "UPDATE spans SET state = ?2, reason = coalesce(?3, reason), completed_event_id = ?4, outcome = ?5, duration_ms = ?6, completed_unix_ns = ?7 \
      WHERE adapter = ?8 AND session_id = ?9 AND request_event_id = ?1";
 /// `spans_open_calls` holds exactly the open spans, in rowid order within a
@@ -87,6 +92,7 @@ pub(super) struct Derivation<'c, 'b> {
     spans: Vec<NewSpan<'b>>,
     load_session: Held<'c>,
     close_stored_span: Held<'c>,
+    stored_span_state: Held<'c>,
     stored_open_span_of_call: Held<'c>,
     insert_end_request: Held<'c>,
     resolve_end_request: Held<'c>,
@@ -109,11 +115,26 @@ struct SessionAgg {
     first: i64,
     last: i64,
     turns: u64,
+    /// The session's spans by state (see [`state_index`]), kept with the
+    /// session so that counting them never reads the spans.
+    spans: [i64; 3],
     existed: bool,
+}
+
+/// Where a span state counts in [`SessionAgg::spans`]; the same order as
+/// the `spans_*` columns.
+fn state_index(state: &str) -> usize {
+    match state {
+        "open" => 0,
+        "closed_native" => 1,
+        _ => 2,
+    }
 }
 
 /// A span row created in this batch, written when the batch is stored.
 struct NewSpan<'b> {
+    /// Its session's place in `Derivation::sessions`.
+    slot: usize,
     request_event_id: &'b str,
     session: &'b SessionRef,
     kind: &'static str,
@@ -162,6 +183,7 @@ impl<'c, 'b> Derivation<'c, 'b> {
             spans: Vec::with_capacity(events / 2),
             load_session: Held::new(LOAD_SESSION),
             close_stored_span: Held::new(CLOSE_STORED_SPAN),
+            stored_span_state: Held::new(STORED_SPAN_STATE),
             stored_open_span_of_call: Held::new(STORED_OPEN_SPAN_OF_CALL),
             insert_end_request: Held::new(INSERT_END_REQUEST),
             resolve_end_request: Held::new(RESOLVE_END_REQUEST),
@@ -286,6 +308,7 @@ impl<'c, 'b> Derivation<'c, 'b> {
     ) {
         let at = self.spans.len();
         self.spans.push(NewSpan {
+            slot: slot.0,
             request_event_id: e.id.as_str(),
             session: &e.session,
             kind,
@@ -323,7 +346,7 @@ impl<'c, 'b> Derivation<'c, 'b> {
         }
         if let Some(call) = t.tool_call_id {
             if let Some(span) = self.stored_open_span_of_call(e, call)? {
-                self.close_stored(e, &t, &span)?;
+                self.close_stored(slot, e, &t, &span)?;
                 return Ok(());
             }
             if let Some(at) = self.new_open_span_of_call(slot, call) {
@@ -346,17 +369,33 @@ impl<'c, 'b> Derivation<'c, 'b> {
             self.spans[at].close(t);
             return Ok(true);
         }
-        Ok(self.close_stored(e, t, id)? > 0)
+        self.close_stored(slot, e, t, id)
     }
 
+    /// Close a span of an earlier batch; whether there was one.
     fn close_stored(
         &mut self,
+        slot: SessionSlot,
         e: &Event,
         t: &Terminal,
         request: &str,
-    ) -> Result<usize, LedgerError> {
+    ) -> Result<bool, LedgerError> {
+        let was: Option<String> = self
+            .stored_span_state
+            .get(self.conn)?
+            .query_row(
+                params![e.session.adapter.as_str(), e.session.session_id, request],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let Some(was) = was else {
+            return Ok(false);
+        };
+        let counts = &mut self.sessions[slot.0].agg.spans;
+        counts[state_index(&was)] -= 1;
+        counts[state_index(t.state)] += 1;
         let c = t.completion;
-        Ok(self.close_stored_span.get(self.conn)?.execute(params![
+        self.close_stored_span.get(self.conn)?.execute(params![
             request,
             t.state,
             t.reason,
@@ -366,7 +405,8 @@ impl<'c, 'b> Derivation<'c, 'b> {
             c.unix_ns,
             e.session.adapter.as_str(),
             e.session.session_id
-        ])?)
+        ])?;
+        Ok(true)
     }
 
     fn stored_open_span_of_call(
@@ -400,6 +440,7 @@ impl<'c, 'b> Derivation<'c, 'b> {
         }
         session.spans.insert(e.id.as_str(), at);
         self.spans.push(NewSpan {
+            slot: slot.0,
             request_event_id: e.id.as_str(),
             session: &e.session,
             kind: t.kind,
@@ -422,8 +463,21 @@ impl<'c, 'b> Derivation<'c, 'b> {
         Ok(())
     }
 
-    /// Write the batch's session rows and the span rows it created.
-    pub(super) fn store(self) -> Result<(), LedgerError> {
+    /// Write the span rows the batch created, then its session rows with
+    /// their span counts.
+    pub(super) fn store(mut self) -> Result<(), LedgerError> {
+        let mut insert = Held::new(INSERT_SPAN);
+        let mut insert_own = Held::new(INSERT_OWN_SPAN);
+        for span in &self.spans {
+            let stmt = if span.own_row {
+                &mut insert_own
+            } else {
+                &mut insert
+            };
+            if span.store(stmt.get(self.conn)?)? {
+                self.sessions[span.slot].agg.spans[state_index(span.state)] += 1;
+            }
+        }
         let mut update = Held::new(UPDATE_SESSION);
         let mut insert = Held::new(INSERT_SESSION);
         for s in &self.sessions {
@@ -434,33 +488,30 @@ impl<'c, 'b> Derivation<'c, 'b> {
             };
             s.agg.store(stmt.get(self.conn)?, s.session)?;
         }
-        let mut insert = Held::new(INSERT_SPAN);
-        let mut insert_own = Held::new(INSERT_OWN_SPAN);
-        for span in &self.spans {
-            let stmt = if span.own_row {
-                &mut insert_own
-            } else {
-                &mut insert
-            };
-            span.store(stmt.get(self.conn)?)?;
-        }
         Ok(())
     }
 }
 
 impl SessionAgg {
     fn load(stmt: &mut CachedStatement, s: &SessionRef) -> Result<SessionAgg, LedgerError> {
-        let row: Option<(i64, i64, i64, i64)> = stmt
+        let row: Option<(i64, i64, i64, i64, [i64; 3])> = stmt
             .query_row(params![s.adapter.as_str(), s.session_id], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    [r.get(4)?, r.get(5)?, r.get(6)?],
+                ))
             })
             .optional()?;
         Ok(match row {
-            Some((n, first, last, turns)) => SessionAgg {
+            Some((n, first, last, turns, spans)) => SessionAgg {
                 next: n as u64,
                 first,
                 last,
                 turns: turns as u64,
+                spans,
                 existed: true,
             },
             None => SessionAgg {
@@ -468,6 +519,7 @@ impl SessionAgg {
                 first: i64::MAX,
                 last: i64::MIN,
                 turns: 0,
+                spans: [0; 3],
                 existed: false,
             },
         })
@@ -497,7 +549,10 @@ impl SessionAgg {
             self.next as i64,
             self.first,
             self.last,
-            self.turns as i64
+            self.turns as i64,
+            self.spans[0],
+            self.spans[1],
+            self.spans[2]
         ])?;
         Ok(())
     }
@@ -512,7 +567,9 @@ impl<'b> NewSpan<'b> {
 
     /// Bound by type, one by one: a `&dyn ToSql` slice costs a dynamic
     /// call and a conversion per value, for every span of the batch.
-    fn store(&self, stmt: &mut CachedStatement) -> Result<(), LedgerError> {
+    /// Whether the row was written (an own row yields to one already
+    /// there).
+    fn store(&self, stmt: &mut CachedStatement) -> Result<bool, LedgerError> {
         let c = self.completion;
         stmt.raw_bind_parameter(1, self.request_event_id)?;
         stmt.raw_bind_parameter(2, self.session.adapter.as_str())?;
@@ -529,8 +586,7 @@ impl<'b> NewSpan<'b> {
         stmt.raw_bind_parameter(13, c.map(|c| c.outcome))?;
         stmt.raw_bind_parameter(14, c.and_then(|c| c.duration_ms))?;
         stmt.raw_bind_parameter(15, c.map(|c| c.unix_ns))?;
-        stmt.raw_execute()?;
-        Ok(())
+        Ok(stmt.raw_execute()? > 0)
     }
 }
 

@@ -25,7 +25,7 @@ impl SpanState {
         }
     }
 
-    fn parse(s: &str) -> SpanState {
+    pub(super) fn parse(s: &str) -> SpanState {
         match s {
             "closed_native" => SpanState::ClosedNative,
             "recovered" => SpanState::Recovered,
@@ -124,7 +124,8 @@ impl Ledger {
     /// Every session, ordered by first event time then id.
     pub fn sessions(&self) -> Result<Vec<SessionSummary>, LedgerError> {
         let mut stmt = self.conn.prepare(
-            "SELECT adapter, session_id, first_unix_ns, last_unix_ns, events, turns FROM sessions \
+            "SELECT adapter, session_id, first_unix_ns, last_unix_ns, events, turns, \
+             spans_open, spans_closed_native, spans_recovered FROM sessions \
              ORDER BY first_unix_ns, adapter, session_id",
         )?;
         let rows = stmt.query_map([], |r| {
@@ -134,30 +135,14 @@ impl Ledger {
                 last_unix_ns: r.get(3)?,
                 events: r.get::<_, i64>(4)? as u64,
                 turns: r.get::<_, i64>(5)? as u64,
-                spans: SpanCounts::default(),
+                spans: SpanCounts {
+                    open: r.get::<_, i64>(6)? as u64,
+                    closed_native: r.get::<_, i64>(7)? as u64,
+                    recovered: r.get::<_, i64>(8)? as u64,
+                },
             })
         })?;
-        let mut out = rows.collect::<Result<Vec<_>, _>>()?;
-        for s in &mut out {
-            s.spans = self.span_counts(&s.session)?;
-        }
-        Ok(out)
-    }
-
-    /// Span counts by state for one session.
-    pub fn span_counts(&self, session: &SessionRef) -> Result<SpanCounts, LedgerError> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT state, count(*) FROM spans WHERE adapter = ?1 AND session_id = ?2 GROUP BY state",
-        )?;
-        let rows = stmt.query_map(params![session.adapter.as_str(), session.session_id], |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
-        })?;
-        let mut counts = SpanCounts::default();
-        for row in rows {
-            let (state, n) = row?;
-            counts.add(SpanState::parse(&state), n as u64);
-        }
-        Ok(counts)
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
     }
 
     /// Resolve a full session id or a unique prefix of one.

@@ -13,6 +13,7 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ("20261130T0415Z_span_state_check", SPAN_STATE_CHECK),
     ("20261130T0600Z_event_id_check", EVENT_ID_CHECK),
     ("20261130T0700Z_open_span_index", OPEN_SPAN_INDEX),
+    ("20261130T0715Z_session_span_counts", SESSION_SPAN_COUNTS),
 ];
 
 const INITIAL: &str = r#"
@@ -324,6 +325,23 @@ DROP INDEX spans_session;
 CREATE INDEX spans_open_calls ON spans (adapter, session_id, tool_call_id) WHERE state = 'open';
 "#;
 
+/// Each session row keeps its span counts by state, maintained as spans
+/// are written and closed, so listing sessions, and every finalize run's
+/// summary, read one row per session instead of every span. Existing rows
+/// are counted once here.
+const SESSION_SPAN_COUNTS: &str = r#"
+ALTER TABLE sessions ADD COLUMN spans_open INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN spans_closed_native INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN spans_recovered INTEGER NOT NULL DEFAULT 0;
+UPDATE sessions SET
+    spans_open = (SELECT count(*) FROM spans s
+        WHERE s.adapter = sessions.adapter AND s.session_id = sessions.session_id AND s.state = 'open'),
+    spans_closed_native = (SELECT count(*) FROM spans s
+        WHERE s.adapter = sessions.adapter AND s.session_id = sessions.session_id AND s.state = 'closed_native'),
+    spans_recovered = (SELECT count(*) FROM spans s
+        WHERE s.adapter = sessions.adapter AND s.session_id = sessions.session_id AND s.state = 'recovered');
+"#;
+
 /// Apply every migration not yet recorded, each in its own transaction.
 pub fn migrate(conn: &mut Connection, now_unix_ns: i64) -> Result<(), LedgerError> {
     apply(conn, MIGRATIONS, now_unix_ns)
@@ -476,6 +494,44 @@ mod tests {
         assert_eq!(rows, vec![(4, "ev_a".into(), 0), (9, "ev_b".into(), 1)]);
         assert!(conn.execute(insert, params![10, "ev_c", 1]).is_err());
         assert!(conn.execute(insert, params![10, "ev_a", 2]).is_ok());
+    }
+
+    /// Sessions written before their rows kept span counts get them counted
+    /// from their span rows.
+    #[test]
+    fn session_rows_get_the_counts_of_their_spans() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        let before = MIGRATIONS
+            .iter()
+            .position(|(name, _)| name.ends_with("_session_span_counts"))
+            .unwrap();
+        apply(&mut conn, &MIGRATIONS[..before], 1).unwrap();
+        for id in ["a", "b"] {
+            conn.execute(
+                "INSERT INTO sessions (adapter, session_id, first_unix_ns, last_unix_ns, events, turns) VALUES ('claude-code', ?1, 0, 0, 0, 0)",
+                [id],
+            )
+            .unwrap();
+        }
+        let span = "INSERT INTO spans (request_event_id, adapter, session_id, kind, name, state) \
+                    VALUES (?1, 'claude-code', ?2, 'tool', 'Bash', ?3)";
+        for (id, session, state) in [
+            ("r1", "a", "open"),
+            ("r2", "a", "closed_native"),
+            ("r3", "a", "closed_native"),
+            ("r4", "b", "recovered"),
+        ] {
+            conn.execute(span, [id, session, state]).unwrap();
+        }
+        migrate(&mut conn, 2).unwrap();
+        let counts: Vec<(String, i64, i64, i64)> = conn
+            .prepare("SELECT session_id, spans_open, spans_closed_native, spans_recovered FROM sessions ORDER BY session_id")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(counts, vec![("a".into(), 1, 2, 0), ("b".into(), 0, 0, 1)]);
     }
 
     /// Writing a span row builds no throwaway b-tree per statement.
