@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+mod decode;
+
 /// Spool format version written by this build.
 pub const SPOOL_FORMAT_VERSION: u16 = 1;
 
@@ -68,6 +70,20 @@ pub struct Envelope {
     /// Agent environment values that later stages need.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
+}
+
+impl Envelope {
+    /// Decode an envelope as a record stores it: UTF-8 JSON, fields this
+    /// build does not know ignored, absent optional fields defaulted.
+    /// `None` when it does not decode (the record is then damaged).
+    ///
+    /// Every record's envelope passes through here, so the common shape is
+    /// scanned directly; anything the scan does not settle goes to
+    /// `serde_json`, whose answer the scan agrees with wherever it gives one.
+    pub fn from_json(bytes: &[u8]) -> Option<Envelope> {
+        let text = std::str::from_utf8(bytes).ok()?;
+        decode::decode(text).or_else(|| serde_json::from_str(text).ok())
+    }
 }
 
 /// Environment variables the hook copies into the envelope when set.

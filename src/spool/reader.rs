@@ -284,10 +284,7 @@ impl<S: Source> Decoder<S> {
             return self.resync(start, eof, Reject::Checksum(end));
         }
         self.pos = end;
-        let envelope = std::str::from_utf8(env_bytes)
-            .ok()
-            .and_then(|text| serde_json::from_str::<Envelope>(text).ok());
-        match envelope {
+        match Envelope::from_json(env_bytes) {
             Some(envelope) => Ok(SegmentItem::Record(Box::new(SpoolRecord {
                 envelope,
                 payload: payload.to_vec(),
