@@ -5,18 +5,18 @@
 //! of JSON (an object of the envelope's fields with strings, integers,
 //! booleans and nulls; unknown fields holding scalars), and whenever the
 //! text leaves that subset, or breaks a rule `serde_json` would enforce, it
-//! gives up and [`Envelope::from_json`](super::Envelope::from_json) asks
+//! gives up and [`EnvelopeView::from_json`] asks
 //! `serde_json`. So what it accepts, it decodes exactly as `serde_json` and
 //! the derived `Deserialize` would; everything else keeps their answer.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use super::{Envelope, WritePath};
+use super::{EnvelopeView, WritePath};
 
 /// Decode `text` when it stays inside the fast path's subset; `None` means
 /// "not decided here", never "bad".
-pub(super) fn decode(text: &str) -> Option<Envelope> {
+pub(super) fn decode(text: &str) -> Option<EnvelopeView<'_>> {
     let mut scan = Scan { text, at: 0 };
     let mut fields = Fields::default();
     // Where the writer's field order predicts the next key.
@@ -99,25 +99,25 @@ fn key_index(name: &str) -> Option<usize> {
 /// The fields seen so far; a field seen twice is left to `serde_json`
 /// (the derive rejects duplicates).
 #[derive(Default)]
-struct Fields {
+struct Fields<'a> {
     v: Option<u16>,
-    record_id: Option<String>,
-    adapter: Option<String>,
-    event: Option<Option<String>>,
-    session_id: Option<Option<String>>,
-    session_key: Option<String>,
+    record_id: Option<Cow<'a, str>>,
+    adapter: Option<Cow<'a, str>>,
+    event: Option<Option<Cow<'a, str>>>,
+    session_id: Option<Option<Cow<'a, str>>>,
+    session_key: Option<Cow<'a, str>>,
     received_ns: Option<i64>,
-    boot_id: Option<Option<String>>,
+    boot_id: Option<Option<Cow<'a, str>>>,
     boottime_ns: Option<Option<u64>>,
     pid: Option<u32>,
-    writer: Option<String>,
+    writer: Option<Cow<'a, str>>,
     payload_len: Option<u64>,
-    payload_blake3: Option<String>,
+    payload_blake3: Option<Cow<'a, str>>,
     truncated: Option<bool>,
     incomplete: Option<bool>,
     write_path: Option<WritePath>,
-    fallback_reason: Option<Option<String>>,
-    env: Option<BTreeMap<String, String>>,
+    fallback_reason: Option<Option<Cow<'a, str>>>,
+    env: Option<BTreeMap<Cow<'a, str>, Cow<'a, str>>>,
 }
 
 /// Store `value` in an empty slot; a filled slot means a duplicate field.
@@ -125,27 +125,27 @@ fn put<T>(slot: &mut Option<T>, value: T) -> Option<()> {
     slot.is_none().then(|| *slot = Some(value))
 }
 
-impl Fields {
+impl<'a> Fields<'a> {
     /// Read the value of `field` (`None`: a field the envelope does not
     /// have, whose value is skipped).
-    fn set(&mut self, field: Option<Field>, s: &mut Scan<'_>) -> Option<()> {
+    fn set(&mut self, field: Option<Field>, s: &mut Scan<'a>) -> Option<()> {
         let Some(field) = field else {
             return s.skip_scalar();
         };
         match field {
             Field::V => put(&mut self.v, u16::try_from(s.unsigned()?).ok()?),
-            Field::RecordId => put(&mut self.record_id, s.owned_string()?),
-            Field::Adapter => put(&mut self.adapter, s.owned_string()?),
+            Field::RecordId => put(&mut self.record_id, s.string()?),
+            Field::Adapter => put(&mut self.adapter, s.string()?),
             Field::Event => put(&mut self.event, s.optional_string()?),
             Field::SessionId => put(&mut self.session_id, s.optional_string()?),
-            Field::SessionKey => put(&mut self.session_key, s.owned_string()?),
+            Field::SessionKey => put(&mut self.session_key, s.string()?),
             Field::ReceivedNs => put(&mut self.received_ns, s.signed()?),
             Field::BootId => put(&mut self.boot_id, s.optional_string()?),
             Field::BoottimeNs => put(&mut self.boottime_ns, s.optional_unsigned()?),
             Field::Pid => put(&mut self.pid, u32::try_from(s.unsigned()?).ok()?),
-            Field::Writer => put(&mut self.writer, s.owned_string()?),
+            Field::Writer => put(&mut self.writer, s.string()?),
             Field::PayloadLen => put(&mut self.payload_len, s.unsigned()?),
-            Field::PayloadBlake3 => put(&mut self.payload_blake3, s.owned_string()?),
+            Field::PayloadBlake3 => put(&mut self.payload_blake3, s.string()?),
             Field::Truncated => put(&mut self.truncated, s.boolean()?),
             Field::Incomplete => put(&mut self.incomplete, s.boolean()?),
             Field::WritePath => put(&mut self.write_path, write_path(&s.string()?)?),
@@ -156,8 +156,8 @@ impl Fields {
 
     /// The envelope, when every required field was present. Optional
     /// fields default as the derive defaults them.
-    fn finish(self) -> Option<Envelope> {
-        Some(Envelope {
+    fn finish(self) -> Option<EnvelopeView<'a>> {
+        Some(EnvelopeView {
             v: self.v?,
             record_id: self.record_id?,
             adapter: self.adapter?,
@@ -283,10 +283,6 @@ impl<'a> Scan<'a> {
         }
     }
 
-    fn owned_string(&mut self) -> Option<String> {
-        self.string().map(Cow::into_owned)
-    }
-
     /// A string, borrowed unless it holds escapes. Control bytes are left to
     /// `serde_json` (which rejects them), and so is `\u` (surrogate rules).
     fn string(&mut self) -> Option<Cow<'a, str>> {
@@ -339,11 +335,11 @@ impl<'a> Scan<'a> {
     }
 
     /// `null` or a string, as an `Option<String>` field decodes.
-    fn optional_string(&mut self) -> Option<Option<String>> {
+    fn optional_string(&mut self) -> Option<Option<Cow<'a, str>>> {
         if self.literal("null") {
             return Some(None);
         }
-        Some(Some(self.owned_string()?))
+        Some(Some(self.string()?))
     }
 
     fn optional_unsigned(&mut self) -> Option<Option<u64>> {
@@ -400,7 +396,7 @@ impl<'a> Scan<'a> {
 
     /// An object of strings, later keys replacing earlier ones as a map
     /// does when it is deserialized.
-    fn string_map(&mut self) -> Option<BTreeMap<String, String>> {
+    fn string_map(&mut self) -> Option<BTreeMap<Cow<'a, str>, Cow<'a, str>>> {
         let mut map = BTreeMap::new();
         self.expect(b'{')?;
         self.skip_ws();
@@ -409,11 +405,11 @@ impl<'a> Scan<'a> {
             return Some(map);
         }
         loop {
-            let key = self.string()?.into_owned();
+            let key = self.string()?;
             self.skip_ws();
             self.expect(b':')?;
             self.skip_ws();
-            map.insert(key, self.string()?.into_owned());
+            map.insert(key, self.string()?);
             self.skip_ws();
             if self.peek()? == b'}' {
                 self.at += 1;
@@ -476,7 +472,13 @@ impl<'a> Scan<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spool::Envelope;
     use proptest::prelude::*;
+
+    /// The fast path's answer, owned, to compare with `serde_json`'s.
+    fn fast(text: &str) -> Option<Envelope> {
+        decode(text).map(EnvelopeView::into_owned)
+    }
 
     /// What `serde_json` and the derive make of `text`.
     fn reference(text: &str) -> Option<Envelope> {
@@ -486,7 +488,7 @@ mod tests {
     /// The rule the fast path lives by: when it answers, `serde_json`
     /// answers the same.
     fn agrees(text: &str) -> Result<(), TestCaseError> {
-        if let Some(fast) = decode(text) {
+        if let Some(fast) = fast(text) {
             prop_assert_eq!(Some(fast), reference(text), "text: {}", text);
         }
         Ok(())
@@ -519,7 +521,7 @@ mod tests {
     fn what_the_writer_writes_takes_the_fast_path() {
         let env = sample();
         let text = serde_json::to_string(&env).unwrap();
-        assert_eq!(decode(&text), Some(env));
+        assert_eq!(fast(&text), Some(env));
         let bare = Envelope {
             event: None,
             boot_id: None,
@@ -529,7 +531,18 @@ mod tests {
             ..sample()
         };
         let text = serde_json::to_string(&bare).unwrap();
-        assert_eq!(decode(&text), Some(bare));
+        assert_eq!(fast(&text), Some(bare));
+    }
+
+    #[test]
+    fn plain_strings_are_borrowed_and_escaped_ones_unescaped() {
+        let text = serde_json::to_string(&sample()).unwrap();
+        let view = decode(&text).unwrap();
+        assert!(matches!(view.record_id, Cow::Borrowed(_)));
+        assert!(matches!(view.session_id, Some(Cow::Borrowed(_))));
+        let reason = view.fallback_reason.unwrap();
+        assert!(matches!(reason, Cow::Owned(_)));
+        assert_eq!(reason, "lease \"busy\"\n");
     }
 
     #[test]
@@ -538,7 +551,7 @@ mod tests {
         // A `Value` keeps its keys sorted, not in the writer's order.
         let sorted = serde_json::to_string(&serde_json::to_value(&env).unwrap()).unwrap();
         assert!(sorted.starts_with(r#"{"adapter":"#));
-        assert_eq!(decode(&sorted), Some(env));
+        assert_eq!(fast(&sorted), Some(env));
     }
 
     /// Inputs near every rule the fast path must not get wrong: each is
@@ -632,8 +645,8 @@ mod tests {
             agrees(text).unwrap();
         }
         let duplicate_unknown = with(r#""x":1,"x":"two""#);
-        assert_eq!(decode(&duplicate_unknown), reference(&duplicate_unknown));
-        assert!(decode(&duplicate_unknown).is_some());
+        assert_eq!(fast(&duplicate_unknown), reference(&duplicate_unknown));
+        assert!(fast(&duplicate_unknown).is_some());
     }
 
     fn text() -> impl Strategy<Value = String> {
@@ -688,7 +701,7 @@ mod tests {
         #[test]
         fn serialized_envelopes_decode_as_serde_json_decodes_them(env in envelope()) {
             let text = serde_json::to_string(&env).unwrap();
-            let fast = decode(&text);
+            let fast = fast(&text);
             // Only `\u` escapes (control bytes) send a well-formed envelope
             // to the slow path (an escaped backslash is not one).
             let unicode_escape = text.replace("\\\\", "").contains("\\u");
