@@ -73,15 +73,6 @@ pub struct Envelope {
     pub env: BTreeMap<String, String>,
 }
 
-impl Envelope {
-    /// Decode an envelope as a record stores it: UTF-8 JSON, fields this
-    /// build does not know ignored, absent optional fields defaulted.
-    /// `None` when it does not decode (the record is then damaged).
-    pub fn from_json(bytes: &[u8]) -> Option<Envelope> {
-        EnvelopeView::from_json(bytes).map(EnvelopeView::into_owned)
-    }
-}
-
 /// An [`Envelope`] decoded where it lies: its strings borrowed from the
 /// record's bytes (copied only when they hold escapes). The finalizer reads
 /// every record this way and copies only the few fields it keeps. The
@@ -109,7 +100,10 @@ pub struct EnvelopeView<'a> {
 }
 
 impl<'a> EnvelopeView<'a> {
-    /// [`Envelope::from_json`], borrowing from `bytes`.
+    /// Decode an envelope as a record stores it: UTF-8 JSON, fields this
+    /// build does not know ignored, absent optional fields defaulted, as
+    /// [`Envelope`]'s `Deserialize` reads it. `None` when it does not
+    /// decode (the record is then damaged).
     ///
     /// Every record's envelope passes through here, so the common shape is
     /// scanned directly; anything the scan does not settle goes to

@@ -5,9 +5,9 @@
 //! of JSON (an object of the envelope's fields with strings, integers,
 //! booleans and nulls; unknown fields holding scalars), and whenever the
 //! text leaves that subset, or breaks a rule `serde_json` would enforce, it
-//! gives up and [`EnvelopeView::from_json`] asks
-//! `serde_json`. So what it accepts, it decodes exactly as `serde_json` and
-//! the derived `Deserialize` would; everything else keeps their answer.
+//! gives up and [`EnvelopeView::from_json`] asks `serde_json`. So what it
+//! accepts, it decodes exactly as `serde_json` and the derived `Deserialize`
+//! would; everything else keeps their answer.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -44,7 +44,7 @@ pub(super) fn decode(text: &str) -> Option<EnvelopeView<'_>> {
 }
 
 /// The envelope's fields.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy)]
 enum Field {
     V,
     RecordId,
@@ -200,9 +200,9 @@ fn string_stop(bytes: &[u8]) -> Option<usize> {
         let word = u64::from_le_bytes(*word);
         let quote = word ^ (ONES * u64::from(b'"'));
         let backslash = word ^ (ONES * u64::from(b'\\'));
-        // A byte's high bit is set where it is zero (or, for `control`,
-        // below 0x20); a borrow can only mark bytes above the first real
-        // hit, so the lowest mark is exact.
+        // Each term sets a byte's high bit where that byte is zero (in the
+        // last term: below 0x20). A borrow can only mark bytes above the
+        // first real hit, so the lowest mark is exact.
         let stops = (quote.wrapping_sub(ONES) & !quote)
             | (backslash.wrapping_sub(ONES) & !backslash)
             | (word.wrapping_sub(ONES * 0x20) & !word);
