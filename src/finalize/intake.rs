@@ -27,7 +27,8 @@ use crate::ledger::{
     AppendBatch, BatchSignal, BatchState, Checkpointer, Ledger, RawBytes, ReadyEvent,
     binary_digest, raw,
 };
-use crate::spool::{Damage, IntakeSpool, SpoolRecord, read_segment_whole};
+use crate::spool::reader::{RecordView, read_views};
+use crate::spool::{Damage, IntakeSpool, read_segment_whole};
 
 /// A chunk closes once its files reach this many bytes
 /// (`HARNERY_CHUNK_BYTES` overrides it, for tests that want many chunks).
@@ -299,19 +300,24 @@ fn relative(home: &Home, path: &Path) -> String {
         .into_owned()
 }
 
-/// Everything read from one chunk, before normalization.
+/// One chunk's files, read, before normalization.
 struct Loaded {
     files: Vec<SpoolFile>,
-    /// The chunk's files, whole and in order (the records' offsets in the
-    /// raw archive count through them).
+    /// The chunk's files, whole and in order: their records are decoded
+    /// in place ([`decode_records`]), and the records' offsets in the raw
+    /// archive count through them.
     bytes: Vec<Vec<u8>>,
-    records: Vec<ChunkRecord>,
+}
+
+/// The records and damage of a loaded chunk, borrowing from its bytes.
+struct Decoded<'a> {
+    records: Vec<ChunkRecord<'a>>,
     damage: Vec<(Damage, Arc<str>)>,
 }
 
 /// One intact record of a chunk.
-struct ChunkRecord {
-    rec: SpoolRecord,
+struct ChunkRecord<'a> {
+    rec: RecordView<'a>,
     /// The adapter directory its file sits in (empty for dead letters).
     adapter_dir: Arc<str>,
     /// Where the record starts in the batch's raw archive.
@@ -320,36 +326,44 @@ struct ChunkRecord {
 
 fn load(files: Vec<SpoolFile>) -> Result<Loaded, FinalizeError> {
     let t = std::time::Instant::now();
-    let mut reads = Vec::with_capacity(files.len());
+    let mut bytes = Vec::with_capacity(files.len());
     for f in &files {
-        reads.push(read_segment_whole(&f.path).map_err(|e| FinalizeError::io(&f.path, e))?);
+        bytes.push(read_segment_whole(&f.path).map_err(|e| FinalizeError::io(&f.path, e))?);
     }
+    timing("load", t);
+    Ok(Loaded { files, bytes })
+}
+
+fn decode_records(loaded: &Loaded) -> Decoded<'_> {
+    let t = std::time::Instant::now();
+    let reads: Vec<_> = loaded
+        .files
+        .iter()
+        .zip(&loaded.bytes)
+        .map(|(f, bytes)| read_views(bytes, &f.path))
+        .collect();
     // Sized once: a chunk's vectors are tens of MiB, and growing them by
     // doubling faults in fresh pages at every step.
-    let count = reads.iter().map(|(_, r)| r.records.len()).sum();
-    let mut out = Loaded {
-        bytes: Vec::with_capacity(files.len()),
+    let count = reads.iter().map(|r| r.records.len()).sum();
+    let mut out = Decoded {
         records: Vec::with_capacity(count),
         damage: Vec::new(),
-        files: Vec::new(),
     };
     let mut base = 0;
-    for (f, (bytes, read)) in files.iter().zip(reads) {
+    for ((f, bytes), read) in loaded.files.iter().zip(&loaded.bytes).zip(reads) {
         let adapter_dir: Arc<str> = Arc::from(f.adapter_dir.as_str());
         out.records
             .extend(read.records.into_iter().map(|rec| ChunkRecord {
-                archive_at: base + rec.at.offset,
+                archive_at: base + rec.offset,
                 rec,
                 adapter_dir: adapter_dir.clone(),
             }));
         out.damage
             .extend(read.damage.into_iter().map(|d| (d, adapter_dir.clone())));
         base += bytes.len() as u64;
-        out.bytes.push(bytes);
     }
-    out.files = files;
-    timing("load", t);
-    Ok(out)
+    timing("decode", t);
+    out
 }
 
 /// Stage one, first half: read a chunk and normalize it into its batch.
@@ -360,7 +374,8 @@ fn normalize_chunk(
     loaded: Loaded,
 ) -> Result<Normalized, FinalizeError> {
     let files = &loaded.files;
-    let records = loaded.records.len();
+    let decoded = decode_records(&loaded);
+    let records = decoded.records.len();
     let mut batch = AppendBatch {
         id: ready::new_batch_id(opts.now_unix_ns),
         contract_digest: binary_digest(),
@@ -371,7 +386,7 @@ fn normalize_chunk(
         states: Vec::new(),
     };
     let t = std::time::Instant::now();
-    let owners = owners_by_file(&loaded.records);
+    let owners = owners_by_file(&decoded.records);
     normalizer.start_chunk();
     // One snapshot for the chunk: every batch it must see (all but those
     // in `recent`) committed before this chunk started.
@@ -382,7 +397,7 @@ fn normalize_chunk(
         .map_err(FinalizeError::from)
         .and_then(|newest| {
             normalizer.newest_kept = newest;
-            normalize(normalizer, &loaded.records, &mut batch)
+            normalize(normalizer, &decoded.records, &mut batch)
         });
     normalizer.ledger.end_snapshot()?;
     let unknown = unknown?;
@@ -392,9 +407,9 @@ fn normalize_chunk(
         opts,
         damaged: Vec::new(),
     };
-    health.damage(home, &loaded.damage, &owners, &mut batch)?;
+    health.damage(home, &decoded.damage, &owners, &mut batch)?;
     for i in unknown {
-        health.unknown_adapter(home, &loaded.records[i], &mut batch)?;
+        health.unknown_adapter(home, &decoded.records[i], &mut batch)?;
     }
     let damaged = health.damaged;
     Ok(Normalized {
@@ -450,31 +465,31 @@ fn owners_by_file(records: &[ChunkRecord]) -> HashMap<PathBuf, SessionRef> {
     // A file's records are consecutive: look each file up once.
     let mut last: Option<&Path> = None;
     for r in records {
-        if last == Some(r.rec.at.file.as_path()) {
+        if last == Some(r.rec.file) {
             continue;
         }
-        last = Some(&r.rec.at.file);
+        last = Some(r.rec.file);
         let Some(adapter) = AdapterId::parse(&r.adapter_dir) else {
             continue;
         };
-        if !owners.contains_key(&r.rec.at.file) {
+        if !owners.contains_key(r.rec.file) {
             let session = adapter::route(&raw_signal(&r.rec, adapter, ""));
-            owners.insert(r.rec.at.file.clone(), session);
+            owners.insert(r.rec.file.to_path_buf(), session);
         }
     }
     owners
 }
 
-fn raw_signal<'a>(rec: &'a SpoolRecord, adapter: AdapterId, digest: &'a str) -> RawSignal<'a> {
+fn raw_signal<'a>(rec: &'a RecordView, adapter: AdapterId, digest: &'a str) -> RawSignal<'a> {
     let env = &rec.envelope;
     RawSignal {
         adapter,
         event_name: env.event.as_deref(),
         session_id: env.session_id.as_deref().unwrap_or(&env.session_key),
-        payload: &rec.payload,
+        payload: rec.payload,
         received_unix_ns: env.received_ns,
         clock: ClockSample {
-            boot_id: env.boot_id.clone(),
+            boot_id: env.boot_id.as_deref().map(str::to_owned),
             boottime_ns: env.boottime_ns,
         },
         record_digest: digest,
@@ -486,9 +501,9 @@ fn raw_signal<'a>(rec: &'a SpoolRecord, adapter: AdapterId, digest: &'a str) -> 
 /// the stored payload: the whole payload was kept and its length matches.
 /// The spool record's own digest covers the envelope, so it reached us as
 /// the hook wrote it.
-fn whole_payload_digest(rec: &SpoolRecord) -> Option<&str> {
+fn whole_payload_digest<'a>(rec: &'a RecordView) -> Option<&'a str> {
     let env = &rec.envelope;
-    let hex = env.payload_blake3.as_str();
+    let hex: &str = &env.payload_blake3;
     let whole = !env.truncated && !env.incomplete && env.payload_len == rec.payload.len() as u64;
     let well_formed =
         hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
@@ -508,10 +523,10 @@ fn normalize(
     let mut by_session: BTreeMap<SessionRef, Vec<(usize, AdapterId, String)>> = BTreeMap::new();
     for (i, r) in records.iter().enumerate() {
         let rec = &r.rec;
-        let name = if rec.envelope.adapter.is_empty() {
+        let name: &str = if rec.envelope.adapter.is_empty() {
             &r.adapter_dir
         } else {
-            rec.envelope.adapter.as_str()
+            &rec.envelope.adapter
         };
         let Some(adapter) = AdapterId::parse(name) else {
             unknown.push(i);
@@ -524,7 +539,7 @@ fn normalize(
             env.event.as_deref(),
             sid,
             env.received_ns,
-            &rec.payload,
+            rec.payload,
         );
         // The spool may hold one record twice (a segment append whose sync
         // failed, then its fallback copy): both copies have one digest.
@@ -577,10 +592,10 @@ fn signal_row(
     BatchSignal {
         record_digest: digest,
         adapter: adapter.to_string(),
-        session_key: env.session_key.clone(),
-        event_name: env.event.clone(),
+        session_key: env.session_key.to_string(),
+        event_name: env.event.as_deref().map(str::to_owned),
         received_unix_ns: env.received_ns,
-        env: raw::env_text(&env.env),
+        env: raw::env_text(&env.env_owned()),
         bytes: RawBytes::Archived { at: r.archive_at },
         event_ids,
         duplicate_of,
@@ -688,7 +703,7 @@ impl SpoolHealth<'_> {
         let parts: [&[u8]; 3] = [
             env.session_key.as_bytes(),
             &env.received_ns.to_le_bytes(),
-            &rec.payload,
+            rec.payload,
         ];
         let digest = digest_parts(env.adapter.as_bytes(), &parts)
             .to_hex()
@@ -696,13 +711,13 @@ impl SpoolHealth<'_> {
         let id = EventId::derive("harnery.unknown-adapter", &[digest.as_bytes()]);
         let detail = format!(
             "{} record at byte {}: adapter {:?} is unknown to this build; raw bytes kept",
-            relative(home, &rec.at.file),
-            rec.at.offset,
+            relative(home, rec.file),
+            rec.offset,
             env.adapter
         );
         let raw = vec![RawRef {
             record_digest: digest.clone(),
-            event_name: env.event.clone(),
+            event_name: env.event.as_deref().map(str::to_owned),
         }];
         batch.signals.push(signal_row(
             r,

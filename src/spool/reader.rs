@@ -5,6 +5,11 @@
 //! its trailing digest matches. Anything else is reported as a [`Damage`]
 //! byte range and the reader resynchronises at the next magic marker at a
 //! later offset. It always makes progress, so it never stalls.
+//!
+//! The framing is shared by every way of reading. Records come out
+//! owned ([`SpoolRecord`]: [`read_segment`], [`SegmentReader`]) or, from
+//! bytes already in memory, borrowed from them ([`RecordView`]:
+//! [`read_views`], what the finalizer uses).
 
 use std::fs::File;
 use std::io;
@@ -13,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::envelope::{Envelope, SPOOL_FORMAT_VERSION};
+use super::envelope::{Envelope, EnvelopeView, SPOOL_FORMAT_VERSION};
 use super::frame::{self, DIGEST_LEN, HEADER_LEN, HeaderFault, MAGIC};
 
 /// Where a record sits.
@@ -30,6 +35,33 @@ pub struct SpoolRecord {
     /// The payload bytes exactly as stored (the first bytes when truncated).
     pub payload: Vec<u8>,
     pub at: RecordAt,
+}
+
+/// One intact record decoded in place: its payload and envelope strings
+/// borrowed from the bytes it was read from. The finalizer holds each
+/// chunk's files in memory anyway, so it reads records this way instead of
+/// copying every one out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordView<'a> {
+    pub envelope: EnvelopeView<'a>,
+    /// The payload bytes exactly as stored (the first bytes when truncated).
+    pub payload: &'a [u8],
+    pub file: &'a Path,
+    pub offset: u64,
+}
+
+impl RecordView<'_> {
+    /// The record with its bytes copied out.
+    pub fn into_owned(self) -> SpoolRecord {
+        SpoolRecord {
+            envelope: self.envelope.into_owned(),
+            payload: self.payload.to_vec(),
+            at: RecordAt {
+                file: self.file.to_path_buf(),
+                offset: self.offset,
+            },
+        }
+    }
 }
 
 /// What kind of damage a byte range shows.
@@ -83,6 +115,13 @@ pub struct SegmentRead {
     pub damage: Vec<Damage>,
 }
 
+/// [`SegmentRead`], borrowing from the bytes it was decoded from.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SegmentView<'a> {
+    pub records: Vec<RecordView<'a>>,
+    pub damage: Vec<Damage>,
+}
+
 /// One item of a segment, in file order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SegmentItem {
@@ -94,17 +133,16 @@ pub enum SegmentItem {
 /// read of the file, then decoding from memory (two reads per record cost
 /// the finalizer more than the decoding).
 pub fn read_segment(path: &Path) -> io::Result<SegmentRead> {
-    read_segment_whole(path).map(|(_, read)| read)
+    Ok(read_bytes(&read_segment_whole(path)?, path))
 }
 
-/// [`read_segment`], also handing back the file's bytes exactly as read
-/// (the finalizer keeps them in the ledger's raw archive).
-pub fn read_segment_whole(path: &Path) -> io::Result<(Vec<u8>, SegmentRead)> {
+/// A segment's bytes exactly as read, to decode with [`read_views`] (the
+/// finalizer keeps them in the ledger's raw archive).
+pub fn read_segment_whole(path: &Path) -> io::Result<Vec<u8>> {
     use std::io::Read;
     let mut bytes = Vec::new();
     open_regular(path)?.read_to_end(&mut bytes)?;
-    let read = read_bytes(&bytes, path);
-    Ok((bytes, read))
+    Ok(bytes)
 }
 
 /// Open `path` for reading, never through a symlink, and only a regular file.
@@ -125,13 +163,27 @@ fn open_regular(path: &Path) -> io::Result<File> {
 
 /// Decode records from bytes in memory, naming them as `file`.
 pub fn read_bytes(bytes: &[u8], file: &Path) -> SegmentRead {
-    let mut out = SegmentRead::default();
-    let mut r = Decoder::new(bytes, file.to_path_buf());
-    while let Some(item) = r.next_item() {
-        match item {
-            Ok(SegmentItem::Record(rec)) => out.records.push(*rec),
-            Ok(SegmentItem::Damage(d)) => out.damage.push(d),
-            Err(_) => break,
+    let views = read_views(bytes, file);
+    SegmentRead {
+        records: views
+            .records
+            .into_iter()
+            .map(RecordView::into_owned)
+            .collect(),
+        damage: views.damage,
+    }
+}
+
+/// [`read_bytes`] without copying: the records borrow from `bytes`.
+pub fn read_views<'a>(bytes: &'a [u8], file: &'a Path) -> SegmentView<'a> {
+    let mut out = SegmentView::default();
+    let mut frames = Decoder::new(bytes);
+    // Reading from memory fails only past the end, which framing never
+    // reaches; stop there rather than loop.
+    while let Some(Ok(frame)) = frames.next_frame() {
+        match frame.view(file) {
+            Ok(rec) => out.records.push(rec),
+            Err(d) => out.damage.push(d),
         }
     }
     out
@@ -140,23 +192,34 @@ pub fn read_bytes(bytes: &[u8], file: &Path) -> SegmentRead {
 /// Decode only the first item of `bytes` (a record, or the damaged range
 /// that starts there), naming it as `file`.
 pub fn read_first(bytes: &[u8], file: &Path) -> Option<SegmentItem> {
-    Decoder::new(bytes, file.to_path_buf())
-        .next_item()
-        .and_then(Result::ok)
+    let frame = Decoder::new(bytes).next_frame()?.ok()?;
+    Some(SegmentItem::owned(frame.view(file)))
+}
+
+impl SegmentItem {
+    /// A decoded record (copied out) or its damage.
+    fn owned(decoded: Result<RecordView<'_>, Damage>) -> SegmentItem {
+        match decoded {
+            Ok(rec) => SegmentItem::Record(Box::new(rec.into_owned())),
+            Err(d) => SegmentItem::Damage(d),
+        }
+    }
 }
 
 /// Streaming reader over one file: memory use is one record at a time.
 /// The length is fixed when the file is opened; bytes appended later are
 /// left for the next read.
 pub struct SegmentReader {
-    inner: Decoder<File>,
+    frames: Decoder<File>,
+    file: PathBuf,
 }
 
 impl SegmentReader {
     /// Open `path` for reading (never through a symlink).
     pub fn open(path: &Path) -> io::Result<SegmentReader> {
         Ok(SegmentReader {
-            inner: Decoder::new(open_regular(path)?, path.to_path_buf()),
+            frames: Decoder::new(open_regular(path)?),
+            file: path.to_path_buf(),
         })
     }
 }
@@ -164,51 +227,129 @@ impl SegmentReader {
 impl Iterator for SegmentReader {
     type Item = io::Result<SegmentItem>;
     fn next(&mut self) -> Option<Self::Item> {
-        self.inner.next_item()
+        let frame = self.frames.next_frame()?;
+        Some(frame.map(|f| SegmentItem::owned(f.as_slice().view(&self.file))))
     }
 }
 
 /// Random access to the bytes being decoded.
 trait Source {
+    /// A record's bytes after its header: read into a buffer from a file,
+    /// borrowed in place from memory.
+    type Body: AsRef<[u8]>;
     fn size(&self) -> io::Result<u64>;
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
-    /// The `len` bytes at `offset` in place, when the source is in memory
-    /// (so decoding copies only the payload it returns).
-    fn in_place(&self, _offset: u64, _len: usize) -> Option<&[u8]> {
-        None
-    }
+    fn body(&self, offset: u64, len: usize) -> io::Result<Self::Body>;
 }
 
 impl Source for File {
+    type Body = Vec<u8>;
     fn size(&self) -> io::Result<u64> {
         Ok(self.metadata()?.len())
     }
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         FileExt::read_exact_at(self, buf, offset)
     }
+    fn body(&self, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+        let mut buf = vec![0u8; len];
+        FileExt::read_exact_at(self, &mut buf, offset)?;
+        Ok(buf)
+    }
 }
 
-impl Source for &[u8] {
+impl<'a> Source for &'a [u8] {
+    type Body = &'a [u8];
     fn size(&self) -> io::Result<u64> {
         Ok(self.len() as u64)
     }
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        let start = usize::try_from(offset).map_err(io::Error::other)?;
-        let src = self
-            .get(start..start + buf.len())
-            .ok_or_else(|| io::Error::from(io::ErrorKind::UnexpectedEof))?;
-        buf.copy_from_slice(src);
+        buf.copy_from_slice(self.body(offset, buf.len())?);
         Ok(())
     }
-    fn in_place(&self, offset: u64, len: usize) -> Option<&[u8]> {
-        let start = usize::try_from(offset).ok()?;
-        self.get(start..start.checked_add(len)?)
+    fn body(&self, offset: u64, len: usize) -> io::Result<&'a [u8]> {
+        let bytes: &'a [u8] = self;
+        usize::try_from(offset)
+            .ok()
+            .and_then(|start| bytes.get(start..start.checked_add(len)?))
+            .ok_or_else(|| io::Error::from(io::ErrorKind::UnexpectedEof))
     }
 }
 
+/// What framing found at one offset: a record whose digest matches, or a
+/// damaged range. Its envelope is decoded (and its file named) by
+/// [`Frame::view`].
+enum Frame<B> {
+    Record {
+        start: u64,
+        end: u64,
+        envelope_len: usize,
+        /// Envelope, payload and digest.
+        body: B,
+    },
+    Damaged {
+        start: u64,
+        end: u64,
+        kind: DamageKind,
+    },
+}
+
+impl<B: AsRef<[u8]>> Frame<B> {
+    fn as_slice(&self) -> Frame<&[u8]> {
+        match *self {
+            Frame::Record {
+                start,
+                end,
+                envelope_len,
+                ref body,
+            } => Frame::Record {
+                start,
+                end,
+                envelope_len,
+                body: body.as_ref(),
+            },
+            Frame::Damaged { start, end, kind } => Frame::Damaged { start, end, kind },
+        }
+    }
+}
+
+impl<'a> Frame<&'a [u8]> {
+    /// The record, named as `file`; or the damage, including a record
+    /// whose envelope does not decode.
+    fn view(self, file: &'a Path) -> Result<RecordView<'a>, Damage> {
+        let damage = |start, end, kind| Damage {
+            file: file.to_path_buf(),
+            start,
+            end,
+            kind,
+        };
+        match self {
+            Frame::Damaged { start, end, kind } => Err(damage(start, end, kind)),
+            Frame::Record {
+                start,
+                end,
+                envelope_len,
+                body,
+            } => {
+                let content = &body[..body.len() - DIGEST_LEN];
+                let (env_bytes, payload) = content.split_at(envelope_len);
+                match EnvelopeView::from_json(env_bytes) {
+                    Some(envelope) => Ok(RecordView {
+                        envelope,
+                        payload,
+                        file,
+                        offset: start,
+                    }),
+                    None => Err(damage(start, end, DamageKind::BadEnvelope)),
+                }
+            }
+        }
+    }
+}
+
+/// Framing over one source: each call finds the next record or damaged
+/// range.
 struct Decoder<S: Source> {
     src: S,
-    file: PathBuf,
     pos: u64,
     eof: Option<u64>,
 }
@@ -223,16 +364,15 @@ enum Reject {
 }
 
 impl<S: Source> Decoder<S> {
-    fn new(src: S, file: PathBuf) -> Self {
+    fn new(src: S) -> Self {
         Decoder {
             src,
-            file,
             pos: 0,
             eof: None,
         }
     }
 
-    fn next_item(&mut self) -> Option<io::Result<SegmentItem>> {
+    fn next_frame(&mut self) -> Option<io::Result<Frame<S::Body>>> {
         let eof = match self.eof {
             Some(e) => e,
             None => match self.src.size() {
@@ -243,10 +383,10 @@ impl<S: Source> Decoder<S> {
         if self.pos >= eof {
             return None;
         }
-        Some(self.item_at(eof))
+        Some(self.frame_at(eof))
     }
 
-    fn item_at(&mut self, eof: u64) -> io::Result<SegmentItem> {
+    fn frame_at(&mut self, eof: u64) -> io::Result<Frame<S::Body>> {
         let start = self.pos;
         if eof - start < HEADER_LEN as u64 {
             return self.damage_to(start, eof, eof, Reject::Torn);
@@ -265,47 +405,25 @@ impl<S: Source> Decoder<S> {
         if end > eof {
             return self.resync(start, eof, Reject::Torn);
         }
-        let el = header.envelope_len as usize;
+        let envelope_len = header.envelope_len as usize;
         let body_len = usize::try_from(header.record_len()).map_err(io::Error::other)? - HEADER_LEN;
-        let read;
-        let body = match self.src.in_place(start + HEADER_LEN as u64, body_len) {
-            Some(bytes) => bytes,
-            None => {
-                let mut buf = vec![0u8; body_len];
-                self.src
-                    .read_exact_at(&mut buf, start + HEADER_LEN as u64)?;
-                read = buf;
-                &read[..]
-            }
-        };
-        let (content, digest) = body.split_at(body_len - DIGEST_LEN);
-        let (env_bytes, payload) = content.split_at(el);
+        let body = self.src.body(start + HEADER_LEN as u64, body_len)?;
+        let (content, digest) = body.as_ref().split_at(body_len - DIGEST_LEN);
+        let (env_bytes, payload) = content.split_at(envelope_len);
         if frame::record_digest(&hb, env_bytes, payload)[..] != digest[..] {
             return self.resync(start, eof, Reject::Checksum(end));
         }
         self.pos = end;
-        let envelope = std::str::from_utf8(env_bytes)
-            .ok()
-            .and_then(|text| serde_json::from_str::<Envelope>(text).ok());
-        match envelope {
-            Some(envelope) => Ok(SegmentItem::Record(Box::new(SpoolRecord {
-                envelope,
-                payload: payload.to_vec(),
-                at: RecordAt {
-                    file: self.file.clone(),
-                    offset: start,
-                },
-            }))),
-            None => Ok(SegmentItem::Damage(self.damage(
-                start,
-                end,
-                DamageKind::BadEnvelope,
-            ))),
-        }
+        Ok(Frame::Record {
+            start,
+            end,
+            envelope_len,
+            body,
+        })
     }
 
     /// Skip from `start` to the next magic marker after it (or EOF).
-    fn resync(&mut self, start: u64, eof: u64, why: Reject) -> io::Result<SegmentItem> {
+    fn resync(&mut self, start: u64, eof: u64, why: Reject) -> io::Result<Frame<S::Body>> {
         let next = self.find_magic(start + 1, eof)?;
         self.damage_to(start, next.unwrap_or(eof), eof, why)
     }
@@ -316,7 +434,7 @@ impl<S: Source> Decoder<S> {
         end: u64,
         eof: u64,
         why: Reject,
-    ) -> io::Result<SegmentItem> {
+    ) -> io::Result<Frame<S::Body>> {
         self.pos = end;
         let kind = if self.all_zero(start, end)? {
             DamageKind::NulRun
@@ -334,16 +452,7 @@ impl<S: Source> Decoder<S> {
                 Reject::NoMagic => DamageKind::Garbage,
             }
         };
-        Ok(SegmentItem::Damage(self.damage(start, end, kind)))
-    }
-
-    fn damage(&self, start: u64, end: u64, kind: DamageKind) -> Damage {
-        Damage {
-            file: self.file.clone(),
-            start,
-            end,
-            kind,
-        }
+        Ok(Frame::Damaged { start, end, kind })
     }
 
     /// A short tail that is a prefix of the magic is a header cut short.
@@ -382,5 +491,127 @@ impl<S: Source> Decoder<S> {
             at += n as u64;
         }
         Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spool::frame::encode_record;
+    use crate::spool::{Envelope, WritePath};
+
+    fn envelope(event: &str) -> Vec<u8> {
+        serde_json::to_vec(&Envelope {
+            v: 1,
+            record_id: "0195f0c0-0000-7000-8000-000000000000".into(),
+            adapter: "claude-code".into(),
+            event: Some(event.into()),
+            session_id: Some("s\\1".into()),
+            session_key: "s1".into(),
+            received_ns: 7,
+            boot_id: None,
+            boottime_ns: None,
+            pid: 1,
+            writer: "test".into(),
+            payload_len: 2,
+            payload_blake3: String::new(),
+            truncated: false,
+            incomplete: false,
+            write_path: WritePath::Segment,
+            fallback_reason: None,
+            env: [("CLAUDE_PROJECT_DIR".to_string(), "/p".to_string())].into(),
+        })
+        .unwrap()
+    }
+
+    /// Records, garbage, a record whose envelope does not decode, and a torn
+    /// tail: every reader must report the same items in the same order.
+    fn damaged_segment() -> Vec<u8> {
+        let mut bytes = encode_record(1, &envelope("Stop"), b"{}");
+        bytes.extend(b"junk");
+        bytes.extend(encode_record(1, b"{not json", b"{}"));
+        bytes.extend(encode_record(1, &envelope("SessionStart"), b"[]"));
+        let torn = encode_record(1, &envelope("Stop"), b"{}");
+        bytes.extend(&torn[..torn.len() / 2]);
+        bytes
+    }
+
+    fn items(read: SegmentRead) -> Vec<SegmentItem> {
+        let mut items: Vec<(u64, SegmentItem)> = read
+            .records
+            .into_iter()
+            .map(|r| (r.at.offset, SegmentItem::Record(Box::new(r))))
+            .chain(
+                read.damage
+                    .into_iter()
+                    .map(|d| (d.start, SegmentItem::Damage(d))),
+            )
+            .collect();
+        items.sort_by_key(|(at, _)| *at);
+        items.into_iter().map(|(_, item)| item).collect()
+    }
+
+    #[test]
+    fn every_reader_reports_the_same_records_and_damage() {
+        let bytes = damaged_segment();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("active.seg");
+        std::fs::write(&path, &bytes).unwrap();
+
+        let read = read_segment(&path).unwrap();
+        let kinds: Vec<_> = read.damage.iter().map(|d| d.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                DamageKind::Garbage,
+                DamageKind::BadEnvelope,
+                DamageKind::TornTail
+            ]
+        );
+        assert_eq!(read.records.len(), 2);
+        assert_eq!(read.records[0].envelope.session_id.as_deref(), Some("s\\1"));
+
+        let views = read_views(&bytes, &path);
+        let owned: Vec<_> = views
+            .records
+            .iter()
+            .cloned()
+            .map(RecordView::into_owned)
+            .collect();
+        assert_eq!(owned, read.records);
+        assert_eq!(views.damage, read.damage);
+
+        let streamed: Vec<_> = SegmentReader::open(&path)
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let expected = items(read);
+        assert_eq!(streamed, expected);
+
+        let firsts: Vec<_> = expected
+            .iter()
+            .map(|item| {
+                let at = match item {
+                    SegmentItem::Record(r) => r.at.offset,
+                    SegmentItem::Damage(d) => d.start,
+                };
+                let mut first = read_first(&bytes[at as usize..], &path).unwrap();
+                match &mut first {
+                    SegmentItem::Record(r) => r.at.offset += at,
+                    SegmentItem::Damage(d) => (d.start, d.end) = (d.start + at, d.end + at),
+                }
+                first
+            })
+            .collect();
+        assert_eq!(firsts, expected);
+    }
+
+    #[test]
+    fn views_borrow_the_payload_from_the_bytes_read() {
+        let bytes = damaged_segment();
+        let views = read_views(&bytes, Path::new("mem"));
+        let payload = views.records[1].payload;
+        let at = payload.as_ptr() as usize - bytes.as_ptr() as usize;
+        assert_eq!(&bytes[at..at + payload.len()], b"[]");
     }
 }

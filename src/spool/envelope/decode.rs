@@ -1,0 +1,732 @@
+//! The envelope's fast path: a direct scan of the compact JSON the hook
+//! writes, for the finalizer, which decodes one envelope per record.
+//!
+//! It never decides that an envelope is bad. It accepts only a plain subset
+//! of JSON (an object of the envelope's fields with strings, integers,
+//! booleans and nulls; unknown fields holding scalars), and whenever the
+//! text leaves that subset, or breaks a rule `serde_json` would enforce, it
+//! gives up and [`EnvelopeView::from_json`] asks `serde_json`. So what it
+//! accepts, it decodes exactly as `serde_json` and the derived `Deserialize`
+//! would; everything else keeps their answer.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use super::{EnvelopeView, WritePath};
+
+/// Decode `text` when it stays inside the fast path's subset; `None` means
+/// "not decided here", never "bad".
+pub(super) fn decode(text: &str) -> Option<EnvelopeView<'_>> {
+    let mut scan = Scan { text, at: 0 };
+    let mut fields = Fields::default();
+    // Where the writer's field order predicts the next key.
+    let mut next = 0;
+    scan.skip_ws();
+    scan.expect(b'{')?;
+    scan.skip_ws();
+    if scan.peek()? != b'}' {
+        loop {
+            let field = scan.field(&mut next)?;
+            scan.skip_ws();
+            fields.set(field, &mut scan)?;
+            scan.skip_ws();
+            if scan.peek()? == b'}' {
+                break;
+            }
+            scan.expect(b',')?;
+            scan.skip_ws();
+        }
+    }
+    scan.at += 1;
+    scan.skip_ws();
+    (scan.at == text.len()).then_some(())?;
+    fields.finish()
+}
+
+/// The envelope's fields.
+#[derive(Clone, Copy)]
+enum Field {
+    V,
+    RecordId,
+    Adapter,
+    Event,
+    SessionId,
+    SessionKey,
+    ReceivedNs,
+    BootId,
+    BoottimeNs,
+    Pid,
+    Writer,
+    PayloadLen,
+    PayloadBlake3,
+    Truncated,
+    Incomplete,
+    WritePath,
+    FallbackReason,
+    Env,
+}
+
+/// Each field's key as the writer puts it, quoted and followed by its
+/// colon, in the order the writer puts them (the struct's order).
+const KEYS: [(&str, Field); 18] = [
+    ("\"v\":", Field::V),
+    ("\"record_id\":", Field::RecordId),
+    ("\"adapter\":", Field::Adapter),
+    ("\"event\":", Field::Event),
+    ("\"session_id\":", Field::SessionId),
+    ("\"session_key\":", Field::SessionKey),
+    ("\"received_ns\":", Field::ReceivedNs),
+    ("\"boot_id\":", Field::BootId),
+    ("\"boottime_ns\":", Field::BoottimeNs),
+    ("\"pid\":", Field::Pid),
+    ("\"writer\":", Field::Writer),
+    ("\"payload_len\":", Field::PayloadLen),
+    ("\"payload_blake3\":", Field::PayloadBlake3),
+    ("\"truncated\":", Field::Truncated),
+    ("\"incomplete\":", Field::Incomplete),
+    ("\"write_path\":", Field::WritePath),
+    ("\"fallback_reason\":", Field::FallbackReason),
+    ("\"env\":", Field::Env),
+];
+
+/// The position in [`KEYS`] of the field named `name`.
+fn key_index(name: &str) -> Option<usize> {
+    KEYS.iter().position(|(quoted, _)| {
+        quoted.strip_prefix('"').and_then(|q| q.strip_suffix("\":")) == Some(name)
+    })
+}
+
+/// The fields seen so far; a field seen twice is left to `serde_json`
+/// (the derive rejects duplicates).
+#[derive(Default)]
+struct Fields<'a> {
+    v: Option<u16>,
+    record_id: Option<Cow<'a, str>>,
+    adapter: Option<Cow<'a, str>>,
+    event: Option<Option<Cow<'a, str>>>,
+    session_id: Option<Option<Cow<'a, str>>>,
+    session_key: Option<Cow<'a, str>>,
+    received_ns: Option<i64>,
+    boot_id: Option<Option<Cow<'a, str>>>,
+    boottime_ns: Option<Option<u64>>,
+    pid: Option<u32>,
+    writer: Option<Cow<'a, str>>,
+    payload_len: Option<u64>,
+    payload_blake3: Option<Cow<'a, str>>,
+    truncated: Option<bool>,
+    incomplete: Option<bool>,
+    write_path: Option<WritePath>,
+    fallback_reason: Option<Option<Cow<'a, str>>>,
+    env: Option<BTreeMap<Cow<'a, str>, Cow<'a, str>>>,
+}
+
+/// Store `value` in an empty slot; a filled slot means a duplicate field.
+fn put<T>(slot: &mut Option<T>, value: T) -> Option<()> {
+    slot.is_none().then(|| *slot = Some(value))
+}
+
+impl<'a> Fields<'a> {
+    /// Read the value of `field` (`None`: a field the envelope does not
+    /// have, whose value is skipped).
+    fn set(&mut self, field: Option<Field>, s: &mut Scan<'a>) -> Option<()> {
+        let Some(field) = field else {
+            return s.skip_scalar();
+        };
+        match field {
+            Field::V => put(&mut self.v, u16::try_from(s.unsigned()?).ok()?),
+            Field::RecordId => put(&mut self.record_id, s.string()?),
+            Field::Adapter => put(&mut self.adapter, s.string()?),
+            Field::Event => put(&mut self.event, s.optional_string()?),
+            Field::SessionId => put(&mut self.session_id, s.optional_string()?),
+            Field::SessionKey => put(&mut self.session_key, s.string()?),
+            Field::ReceivedNs => put(&mut self.received_ns, s.signed()?),
+            Field::BootId => put(&mut self.boot_id, s.optional_string()?),
+            Field::BoottimeNs => put(&mut self.boottime_ns, s.optional_unsigned()?),
+            Field::Pid => put(&mut self.pid, u32::try_from(s.unsigned()?).ok()?),
+            Field::Writer => put(&mut self.writer, s.string()?),
+            Field::PayloadLen => put(&mut self.payload_len, s.unsigned()?),
+            Field::PayloadBlake3 => put(&mut self.payload_blake3, s.string()?),
+            Field::Truncated => put(&mut self.truncated, s.boolean()?),
+            Field::Incomplete => put(&mut self.incomplete, s.boolean()?),
+            Field::WritePath => put(&mut self.write_path, write_path(&s.string()?)?),
+            Field::FallbackReason => put(&mut self.fallback_reason, s.optional_string()?),
+            Field::Env => put(&mut self.env, s.string_map()?),
+        }
+    }
+
+    /// The envelope, when every required field was present. Optional
+    /// fields default as the derive defaults them.
+    fn finish(self) -> Option<EnvelopeView<'a>> {
+        Some(EnvelopeView {
+            v: self.v?,
+            record_id: self.record_id?,
+            adapter: self.adapter?,
+            event: self.event.flatten(),
+            session_id: self.session_id.flatten(),
+            session_key: self.session_key?,
+            received_ns: self.received_ns?,
+            boot_id: self.boot_id.flatten(),
+            boottime_ns: self.boottime_ns.flatten(),
+            pid: self.pid?,
+            writer: self.writer?,
+            payload_len: self.payload_len?,
+            payload_blake3: self.payload_blake3?,
+            truncated: self.truncated.unwrap_or(false),
+            incomplete: self.incomplete.unwrap_or(false),
+            write_path: self.write_path?,
+            fallback_reason: self.fallback_reason.flatten(),
+            env: self.env.unwrap_or_default(),
+        })
+    }
+}
+
+fn write_path(name: &str) -> Option<WritePath> {
+    match name {
+        "segment" => Some(WritePath::Segment),
+        "fallback" => Some(WritePath::Fallback),
+        "dead_letter" => Some(WritePath::DeadLetter),
+        _ => None,
+    }
+}
+
+/// Where the string that `bytes` continues stops: the index of its first
+/// quote, backslash or control byte. Eight bytes at a time, since the
+/// finalizer spends most of its envelope time here.
+fn string_stop(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = u64::from_le_bytes([1; 8]);
+    const HIGH: u64 = u64::from_le_bytes([0x80; 8]);
+    let mut at = 0;
+    while let Some(word) = bytes.get(at..).and_then(<[u8]>::first_chunk::<8>) {
+        let word = u64::from_le_bytes(*word);
+        let quote = word ^ (ONES * u64::from(b'"'));
+        let backslash = word ^ (ONES * u64::from(b'\\'));
+        // Each term sets a byte's high bit where that byte is zero (in the
+        // last term: below 0x20). A borrow can only mark bytes above the
+        // first real hit, so the lowest mark is exact.
+        let stops = (quote.wrapping_sub(ONES) & !quote)
+            | (backslash.wrapping_sub(ONES) & !backslash)
+            | (word.wrapping_sub(ONES * 0x20) & !word);
+        let stops = stops & HIGH;
+        if stops != 0 {
+            return Some(at + stops.trailing_zeros() as usize / 8);
+        }
+        at += 8;
+    }
+    let tail = bytes.get(at..)?;
+    let found = tail
+        .iter()
+        .position(|b| matches!(b, b'"' | b'\\' | 0..=0x1f))?;
+    Some(at + found)
+}
+
+/// A cursor over the envelope text. Every method returns `None` when the
+/// text leaves the fast path's subset at the cursor.
+struct Scan<'a> {
+    text: &'a str,
+    at: usize,
+}
+
+impl<'a> Scan<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.text.as_bytes().get(self.at).copied()
+    }
+
+    /// JSON whitespace, exactly the four bytes `serde_json` skips.
+    fn skip_ws(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\n' | b'\t' | b'\r')) {
+            self.at += 1;
+        }
+    }
+
+    fn expect(&mut self, byte: u8) -> Option<()> {
+        (self.peek()? == byte).then(|| self.at += 1)
+    }
+
+    /// Consume `word` when the text continues with it.
+    fn literal(&mut self, word: &str) -> bool {
+        let rest = self.text.as_bytes().get(self.at..).unwrap_or_default();
+        let found = rest.starts_with(word.as_bytes());
+        if found {
+            self.at += word.len();
+        }
+        found
+    }
+
+    /// An object key and its colon: the field it names, `Some(None)` for a
+    /// name the envelope does not have. The key `next` predicts is
+    /// recognised by comparing bytes; any other is scanned and looked up.
+    fn field(&mut self, next: &mut usize) -> Option<Option<Field>> {
+        if let Some((quoted, field)) = KEYS.get(*next) {
+            let rest = self.text.as_bytes().get(self.at..)?;
+            if rest.starts_with(quoted.as_bytes()) {
+                self.at += quoted.len();
+                *next += 1;
+                return Some(Some(*field));
+            }
+        }
+        let name = self.key()?;
+        self.skip_ws();
+        self.expect(b':')?;
+        let Some(index) = key_index(name) else {
+            return Some(None);
+        };
+        *next = index + 1;
+        Some(Some(KEYS[index].1))
+    }
+
+    /// An object key. Keys with escapes are left to `serde_json`, which
+    /// would match the unescaped name against the fields.
+    fn key(&mut self) -> Option<&'a str> {
+        match self.string()? {
+            Cow::Borrowed(key) => Some(key),
+            Cow::Owned(_) => None,
+        }
+    }
+
+    /// A string, borrowed unless it holds escapes. Control bytes are left to
+    /// `serde_json` (which rejects them), and so is `\u` (surrogate rules).
+    fn string(&mut self) -> Option<Cow<'a, str>> {
+        self.expect(b'"')?;
+        let start = self.at;
+        self.at += string_stop(self.text.as_bytes().get(start..)?)?;
+        match self.peek()? {
+            b'"' => {
+                let plain = self.text.get(start..self.at)?;
+                self.at += 1;
+                Some(Cow::Borrowed(plain))
+            }
+            b'\\' => self.escaped(start),
+            _ => None,
+        }
+    }
+
+    /// The rest of a string whose first escape is at the cursor.
+    fn escaped(&mut self, start: usize) -> Option<Cow<'a, str>> {
+        let mut out = String::from(self.text.get(start..self.at)?);
+        loop {
+            let run = self.at;
+            self.at += string_stop(self.text.as_bytes().get(run..)?)?;
+            out.push_str(self.text.get(run..self.at)?);
+            match self.peek()? {
+                b'"' => break,
+                b'\\' => out.push(self.escape()?),
+                _ => return None,
+            }
+        }
+        self.at += 1;
+        Some(Cow::Owned(out))
+    }
+
+    /// One escape after its backslash: the short forms only.
+    fn escape(&mut self) -> Option<char> {
+        let c = match *self.text.as_bytes().get(self.at + 1)? {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            _ => return None,
+        };
+        self.at += 2;
+        Some(c)
+    }
+
+    /// `null` or a string, as an `Option<String>` field decodes.
+    fn optional_string(&mut self) -> Option<Option<Cow<'a, str>>> {
+        if self.literal("null") {
+            return Some(None);
+        }
+        Some(Some(self.string()?))
+    }
+
+    fn optional_unsigned(&mut self) -> Option<Option<u64>> {
+        if self.literal("null") {
+            return Some(None);
+        }
+        Some(Some(self.unsigned()?))
+    }
+
+    fn boolean(&mut self) -> Option<bool> {
+        if self.literal("true") {
+            Some(true)
+        } else if self.literal("false") {
+            Some(false)
+        } else {
+            None
+        }
+    }
+
+    /// A JSON integer without sign that fits a `u64`: `0`, or digits not
+    /// starting with `0`. A fraction, an exponent or an overflow would make
+    /// `serde_json` read a float, which an integer field rejects.
+    fn unsigned(&mut self) -> Option<u64> {
+        let bytes = self.text.as_bytes();
+        let first = self.peek()?;
+        if !first.is_ascii_digit() {
+            return None;
+        }
+        let mut value = u64::from(first - b'0');
+        self.at += 1;
+        if value != 0 {
+            while let Some(d @ b'0'..=b'9') = bytes.get(self.at).copied() {
+                value = value.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+                self.at += 1;
+            }
+        }
+        match self.peek() {
+            Some(b'0'..=b'9' | b'.' | b'e' | b'E') => None,
+            _ => Some(value),
+        }
+    }
+
+    /// An `i64`: a negative one must not be `-0` (`serde_json` reads that
+    /// as a float).
+    fn signed(&mut self) -> Option<i64> {
+        if self.peek()? != b'-' {
+            return i64::try_from(self.unsigned()?).ok();
+        }
+        self.at += 1;
+        let magnitude = self.unsigned()?;
+        (magnitude != 0).then_some(())?;
+        i64::try_from(-i128::from(magnitude)).ok()
+    }
+
+    /// An object of strings, later keys replacing earlier ones as a map
+    /// does when it is deserialized.
+    fn string_map(&mut self) -> Option<BTreeMap<Cow<'a, str>, Cow<'a, str>>> {
+        let mut map = BTreeMap::new();
+        self.expect(b'{')?;
+        self.skip_ws();
+        if self.peek()? == b'}' {
+            self.at += 1;
+            return Some(map);
+        }
+        loop {
+            let key = self.string()?;
+            self.skip_ws();
+            self.expect(b':')?;
+            self.skip_ws();
+            map.insert(key, self.string()?);
+            self.skip_ws();
+            if self.peek()? == b'}' {
+                self.at += 1;
+                return Some(map);
+            }
+            self.expect(b',')?;
+            self.skip_ws();
+        }
+    }
+
+    /// The value of a field the envelope does not have: ignored, but it
+    /// must still be valid JSON. Objects and arrays are left to `serde_json`.
+    fn skip_scalar(&mut self) -> Option<()> {
+        match self.peek()? {
+            b'"' => self.string().map(drop),
+            b'-' | b'0'..=b'9' => self.skip_number(),
+            _ => (self.literal("null") || self.literal("true") || self.literal("false"))
+                .then_some(()),
+        }
+    }
+
+    /// JSON's number grammar: `-`? int (`.` digits)? ([eE] [+-]? digits)?.
+    fn skip_number(&mut self) -> Option<()> {
+        if self.peek()? == b'-' {
+            self.at += 1;
+        }
+        match self.peek()? {
+            b'0' => self.at += 1,
+            b'1'..=b'9' => self.skip_digits(),
+            _ => return None,
+        }
+        if self.peek() == Some(b'.') {
+            self.at += 1;
+            self.digits_required()?;
+        }
+        if matches!(self.peek(), Some(b'e' | b'E')) {
+            self.at += 1;
+            if matches!(self.peek(), Some(b'+' | b'-')) {
+                self.at += 1;
+            }
+            self.digits_required()?;
+        }
+        // A digit right after a leading `0` is an invalid number.
+        (!matches!(self.peek(), Some(b'0'..=b'9'))).then_some(())
+    }
+
+    fn skip_digits(&mut self) {
+        while matches!(self.peek(), Some(b'0'..=b'9')) {
+            self.at += 1;
+        }
+    }
+
+    fn digits_required(&mut self) -> Option<()> {
+        let start = self.at;
+        self.skip_digits();
+        (self.at > start).then_some(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spool::Envelope;
+    use proptest::prelude::*;
+
+    /// The fast path's answer, owned, to compare with `serde_json`'s.
+    fn fast(text: &str) -> Option<Envelope> {
+        decode(text).map(EnvelopeView::into_owned)
+    }
+
+    /// What `serde_json` and the derive make of `text`.
+    fn reference(text: &str) -> Option<Envelope> {
+        serde_json::from_str(text).ok()
+    }
+
+    /// The rule the fast path lives by: when it answers, `serde_json`
+    /// answers the same.
+    fn agrees(text: &str) -> Result<(), TestCaseError> {
+        if let Some(fast) = fast(text) {
+            prop_assert_eq!(Some(fast), reference(text), "text: {}", text);
+        }
+        Ok(())
+    }
+
+    fn sample() -> Envelope {
+        Envelope {
+            v: 1,
+            record_id: "01a22b04-b7c1-73e5-a92e-aa144e8686c4".into(),
+            adapter: "claude-code".into(),
+            event: Some("SessionStart".into()),
+            session_id: Some("sess-1".into()),
+            session_key: "sess-1".into(),
+            received_ns: 1_796_000_000_014_000_000,
+            boot_id: Some("b00t".into()),
+            boottime_ns: Some(77),
+            pid: 25144,
+            writer: "harnery 0.1.0".into(),
+            payload_len: 297,
+            payload_blake3: "01b6".repeat(16),
+            truncated: true,
+            incomplete: false,
+            write_path: WritePath::Fallback,
+            fallback_reason: Some("lease \"busy\"\n".into()),
+            env: [("CLAUDE_PROJECT_DIR".to_string(), "/p/ä".to_string())].into(),
+        }
+    }
+
+    #[test]
+    fn what_the_writer_writes_takes_the_fast_path() {
+        let env = sample();
+        let text = serde_json::to_string(&env).unwrap();
+        assert_eq!(fast(&text), Some(env));
+        let bare = Envelope {
+            event: None,
+            boot_id: None,
+            boottime_ns: None,
+            fallback_reason: None,
+            env: BTreeMap::new(),
+            ..sample()
+        };
+        let text = serde_json::to_string(&bare).unwrap();
+        assert_eq!(fast(&text), Some(bare));
+    }
+
+    #[test]
+    fn plain_strings_are_borrowed_and_escaped_ones_unescaped() {
+        let text = serde_json::to_string(&sample()).unwrap();
+        let view = decode(&text).unwrap();
+        assert!(matches!(view.record_id, Cow::Borrowed(_)));
+        assert!(matches!(view.session_id, Some(Cow::Borrowed(_))));
+        let reason = view.fallback_reason.unwrap();
+        assert!(matches!(reason, Cow::Owned(_)));
+        assert_eq!(reason, "lease \"busy\"\n");
+    }
+
+    #[test]
+    fn fields_in_another_order_still_take_the_fast_path() {
+        let env = sample();
+        // A `Value` keeps its keys sorted, not in the writer's order.
+        let sorted = serde_json::to_string(&serde_json::to_value(&env).unwrap()).unwrap();
+        assert!(sorted.starts_with(r#"{"adapter":"#));
+        assert_eq!(fast(&sorted), Some(env));
+    }
+
+    /// Inputs near every rule the fast path must not get wrong: each is
+    /// either left to `serde_json` or decoded as it decodes it.
+    #[test]
+    fn edge_cases_agree_with_serde_json() {
+        let base = serde_json::to_string(&sample()).unwrap();
+        let body = &base[1..base.len() - 1];
+        let with = |extra: &str| format!("{{{extra},{body}}}");
+        let replace = |from: &str, to: &str| base.replacen(from, to, 1);
+        let cases = [
+            with(r#""v":1"#),
+            with(r#""x":-0"#),
+            with(r#""x":01"#),
+            with(r#""x":1.5e-3"#),
+            with(r#""x":-12E+4"#),
+            with(r#""x":1."#),
+            with(r#""x":"a\u0041""#),
+            with(r#""x":"a\q""#),
+            with(r#""x":"tab	in""#),
+            with(r#""x":[1]"#),
+            with(r#""x":{}"#),
+            with(r#""x":nul"#),
+            with(r#""x":true"#),
+            with(r#""x":null"#),
+            with(r#""\u0076":2"#),
+            with(r#""v\"":2"#),
+            format!(" \n{base}\t\r "),
+            format!("{base}x"),
+            format!("{base},"),
+            replace(r#""v":1"#, r#""v":70000"#),
+            replace(r#""v":1"#, r#""v":1.0"#),
+            replace(r#""v":1"#, r#""v":1e0"#),
+            replace(r#""v":1"#, r#""v":-1"#),
+            replace(r#""pid":25144"#, r#""pid":4294967296"#),
+            replace(
+                r#""received_ns":1796000000014000000"#,
+                r#""received_ns":-0"#,
+            ),
+            replace(
+                r#""received_ns":1796000000014000000"#,
+                r#""received_ns":-9223372036854775808"#,
+            ),
+            replace(
+                r#""received_ns":1796000000014000000"#,
+                r#""received_ns":9223372036854775808"#,
+            ),
+            replace(
+                r#""payload_len":297"#,
+                r#""payload_len":18446744073709551616"#,
+            ),
+            replace(r#""payload_len":297"#, r#""payload_len" : 297 "#),
+            replace(
+                r#""payload_len":297"#,
+                r#""payload_len":18446744073709551615"#,
+            ),
+            replace(
+                r#""payload_len":297"#,
+                r#""payload_len":99999999999999999999"#,
+            ),
+            replace(
+                r#""payload_len":297"#,
+                r#""payload_len":9999999999999999999"#,
+            ),
+            replace(r#""payload_len":297"#, r#""payload_len":00"#),
+            replace(r#""payload_len":297"#, r#""payload_len":0"#),
+            replace(r#""truncated":true"#, r#""truncated":null"#),
+            replace(r#""truncated":true,"#, ""),
+            replace(r#""boottime_ns":77"#, r#""boottime_ns":null"#),
+            replace(r#""event":"SessionStart""#, r#""event":null"#),
+            replace(r#""event":"SessionStart","#, ""),
+            replace(r#""adapter":"claude-code","#, ""),
+            replace(r#""adapter":"claude-code""#, r#""adapter":null"#),
+            replace(r#""write_path":"fallback""#, r#""write_path":"Fallback""#),
+            replace(
+                r#""write_path":"fallback""#,
+                r#""write_path":{"fallback":null}"#,
+            ),
+            replace(r#""env":{"#, r#""env":{"A":"1","A":"2","#),
+            replace(r#""env":{"#, r#""env":{"B":"\/\b\f\r\t","#),
+            replace(r#"/p/ä"#, r#"/p/\u00e4"#),
+            replace(
+                r#""session_id":"sess-1""#,
+                r#""session_id":"sess-1","session_id":"x""#,
+            ),
+            "{}".into(),
+            "[]".into(),
+            String::new(),
+        ];
+        for text in &cases {
+            agrees(text).unwrap();
+        }
+        let duplicate_unknown = with(r#""x":1,"x":"two""#);
+        assert_eq!(fast(&duplicate_unknown), reference(&duplicate_unknown));
+        assert!(fast(&duplicate_unknown).is_some());
+    }
+
+    fn text() -> impl Strategy<Value = String> {
+        prop::string::string_regex("[a-z\"\\\\/\u{0}\u{1f} äu0-9]{0,12}").unwrap()
+    }
+
+    fn envelope() -> impl Strategy<Value = Envelope> {
+        let strings = (
+            text(),
+            text(),
+            prop::option::of(text()),
+            prop::option::of(text()),
+        );
+        let numbers = (any::<u16>(), any::<i64>(), any::<u32>(), any::<u64>());
+        let rest = (
+            prop::option::of(any::<u64>()),
+            any::<bool>(),
+            prop::option::of(text()),
+            prop::collection::btree_map(text(), text(), 0..3),
+        );
+        (strings, numbers, rest).prop_map(|(s, n, r)| Envelope {
+            v: n.0,
+            record_id: s.0.clone(),
+            adapter: s.1,
+            event: s.2,
+            session_id: s.3,
+            session_key: s.0,
+            received_ns: n.1,
+            boot_id: None,
+            boottime_ns: r.0,
+            pid: n.2,
+            writer: "w".into(),
+            payload_len: n.3,
+            payload_blake3: String::new(),
+            truncated: r.1,
+            incomplete: !r.1,
+            write_path: WritePath::DeadLetter,
+            fallback_reason: r.2,
+            env: r.3,
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn string_stop_finds_the_first_stop_byte(
+            bytes in prop::collection::vec(prop::sample::select(vec![0u8, 0x1f, 0x20, b'"', b'\\', b'a', 0x7f, 0x80, 0xa0, 0xff]), 0..40),
+        ) {
+            let naive = bytes.iter().position(|b| matches!(b, b'"' | b'\\' | 0..=0x1f));
+            prop_assert_eq!(string_stop(&bytes), naive);
+        }
+
+        #[test]
+        fn serialized_envelopes_decode_as_serde_json_decodes_them(env in envelope()) {
+            let text = serde_json::to_string(&env).unwrap();
+            let fast = fast(&text);
+            // Only `\u` escapes (control bytes) send a well-formed envelope
+            // to the slow path (an escaped backslash is not one).
+            let unicode_escape = text.replace("\\\\", "").contains("\\u");
+            prop_assert_eq!(fast.is_some(), !unicode_escape);
+            agrees(&text)?;
+        }
+
+        #[test]
+        fn damaged_envelopes_are_never_decoded_differently(
+            env in envelope(),
+            edits in prop::collection::vec((any::<prop::sample::Index>(), 0u8..3, "[-0-9.eE:,{}\\[\\]\" ntrufals\\\\]"), 1..4),
+        ) {
+            let mut text = serde_json::to_string(&env).unwrap().into_bytes();
+            for (at, op, piece) in edits {
+                let i = at.index(text.len() + 1);
+                match op {
+                    0 => { text.splice(i..i, piece.bytes()); }
+                    1 if i < text.len() => { text.remove(i); }
+                    _ if i < text.len() => { text.splice(i..=i, piece.bytes()); }
+                    _ => {}
+                }
+            }
+            if let Ok(text) = String::from_utf8(text) {
+                agrees(&text)?;
+            }
+        }
+    }
+}
