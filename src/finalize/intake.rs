@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::sync::mpsc::sync_channel;
 
 use super::fingerprint::FingerprintState;
-use super::run::{DamagedRange, FinalizeOptions, Summary, apply_batch};
+use super::run::{DamagedRange, FinalizeOptions, Summary, append_batch, apply_batch, release};
 use super::{FinalizeError, failpoint, ready};
 use crate::adapter::{self, RawSignal};
 use crate::clock::ClockSample;
@@ -60,10 +60,12 @@ struct SpoolFile {
 /// Seal every session and drain all sealed files, chunk by chunk, in a
 /// pipeline of three threads: one reads and normalizes chunks, one makes
 /// them durable (raw archive, ready file: mostly waiting on fsync), and
-/// this one appends them, so the stages overlap; WAL checkpoints run on a
-/// fourth. Chunks pass through in order, so the order of batches, and so
-/// of the chain, is unchanged. (Reading on a thread of its own was
-/// measured slower on two cores.)
+/// this one appends them, so the stages overlap. A fourth syncs the WAL,
+/// then releases the batches committed before that sync (their ready
+/// files), then checkpoints: commits here do not wait for their own fsync
+/// (see `ledger::checkpoint`). Chunks pass through in order, so the order
+/// of batches, and so of the chain, is unchanged. (Reading on a thread of
+/// its own was measured slower on two cores.)
 pub(super) fn drain(
     home: &Home,
     ledger: &mut Ledger,
@@ -85,7 +87,7 @@ pub(super) fn drain(
         newest_kept: None,
         chunk: 0,
     };
-    ledger.set_auto_checkpoint(false)?;
+    ledger.set_background_sync(true)?;
     let ledger_dir = ledger.dir().to_path_buf();
     let drained = std::thread::scope(|scope| {
         let (to_flush, normalized) = sync_channel::<Result<Normalized, FinalizeError>>(1);
@@ -110,29 +112,53 @@ pub(super) fn drain(
             }
         });
         let checkpointer = Checkpointer::open(ledger.dir())?;
-        let (wake, woken) = sync_channel::<()>(1);
+        let (committed, to_release) = std::sync::mpsc::channel::<Committed>();
         let checkpoints = stage(scope, "harnery-checkpoint", move || {
-            woken.iter().try_for_each(|()| checkpointer.run())
+            while let Ok(first) = to_release.recv() {
+                // Everything committed so far is covered by one sync.
+                let batches: Vec<Committed> = std::iter::once(first)
+                    .chain(to_release.try_iter())
+                    .collect();
+                checkpointer.sync_wal().map_err(durability)?;
+                for c in &batches {
+                    release(home, &c.ready, &c.sources)?;
+                }
+                checkpointer.run().map_err(durability)?;
+            }
+            Ok(())
         });
         for p in prepared {
             let p = p?;
             summary.damaged_ranges.extend(p.damaged);
             // The file on disk is only for crash recovery; apply what is in memory.
-            apply_batch(home, ledger, &p.path, &p.batch, incarnation, opts, summary)?;
-            // One checkpoint pending is enough; it takes whatever is committed.
+            append_batch(ledger, &p.path, &p.batch, incarnation, opts, summary)?;
+            let c = Committed {
+                ready: p.path,
+                sources: p.batch.sources,
+            };
             // A checkpoint thread that is gone failed: stop and report it.
-            if let Err(std::sync::mpsc::TrySendError::Disconnected(())) = wake.try_send(()) {
+            if committed.send(c).is_err() {
                 break;
             }
         }
-        drop(wake);
+        drop(committed);
         checkpoints
             .join()
             .expect("the checkpoint thread does not panic")
-            .map_err(|e| FinalizeError::Durability(format!("checkpoint: {e}")))
     });
-    ledger.set_auto_checkpoint(true)?;
+    ledger.set_background_sync(false)?;
     drained
+}
+
+/// A committed batch whose files wait for the WAL sync that makes its
+/// commit durable.
+struct Committed {
+    ready: PathBuf,
+    sources: Vec<String>,
+}
+
+fn durability(e: crate::ledger::LedgerError) -> FinalizeError {
+    FinalizeError::Durability(format!("checkpoint: {e}"))
 }
 
 /// Start one stage of the drain on a thread named for it (the name shows

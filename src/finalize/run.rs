@@ -112,6 +112,20 @@ pub(super) fn apply_batch(
     opts: &FinalizeOptions,
     summary: &mut Summary,
 ) -> Result<(), FinalizeError> {
+    append_batch(ledger, path, batch, incarnation, opts, summary)?;
+    release(home, path, &batch.sources)
+}
+
+/// Validate + append `batch` in one transaction; its files stay until the
+/// commit is durable (see [`release`]).
+pub(super) fn append_batch(
+    ledger: &mut Ledger,
+    path: &Path,
+    batch: &AppendBatch,
+    incarnation: u64,
+    opts: &FinalizeOptions,
+    summary: &mut Summary,
+) -> Result<(), FinalizeError> {
     let t = std::time::Instant::now();
     let outcome = ledger
         .append(batch, incarnation, opts.now_unix_ns, &|| {
@@ -126,7 +140,13 @@ pub(super) fn apply_batch(
         note_health(batch, summary);
     }
     failpoint::hit("after-commit");
-    for source in &batch.sources {
+    Ok(())
+}
+
+/// Delete what a durably committed batch came from: the intake segments it
+/// names (relative to the home) and its ready file at `path`.
+pub(super) fn release(home: &Home, path: &Path, sources: &[String]) -> Result<(), FinalizeError> {
+    for source in sources {
         remove_segment(&home.root().join(source))?;
     }
     ready::remove(path)

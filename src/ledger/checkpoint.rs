@@ -1,13 +1,18 @@
-//! Checkpoints off the append thread. In WAL mode every commit appends its
-//! pages to the `-wal` file, and a checkpoint copies them into the database
-//! file (and fsyncs it). Left to SQLite, that copy runs inside every few
-//! commits, on the thread that appends; during a drain the finalizer runs
-//! it on a thread of its own instead, over its own connection, while the
-//! next batch is appended. A passive checkpoint never blocks the writer
-//! and never changes what a committed transaction holds: durability rests
-//! on the WAL's fsync at commit (`synchronous=FULL`) either way.
+//! Checkpoints and WAL syncs off the append thread. In WAL mode every
+//! commit appends its pages to the `-wal` file, and a checkpoint copies them
+//! into the database file (and fsyncs it). Left to SQLite, that copy runs
+//! inside every few commits, on the thread that appends, and with
+//! `synchronous=FULL` every commit also waits for the WAL's fsync. During a
+//! drain the finalizer does both on a thread of its own instead, over its
+//! own connection, while the next batch is appended: the appending
+//! connection commits with `synchronous=NORMAL` (the WAL is written, not
+//! yet synced), and this thread syncs the WAL and only then lets the
+//! committed batches' ready files go ([`Checkpointer::sync_wal`]). A
+//! commit that a power cut takes away therefore still has its ready file,
+//! and the next run applies it. A passive checkpoint never blocks the
+//! writer and never changes what a committed transaction holds.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
 
@@ -16,9 +21,10 @@ use super::{DB_FILE, Ledger, LedgerError};
 /// Pages in the WAL after which SQLite checkpoints on its own (64 MiB).
 pub(super) const AUTO_CHECKPOINT_PAGES: i64 = 4096;
 
-/// A connection that only checkpoints.
+/// A connection that only checkpoints, and the WAL it syncs.
 pub struct Checkpointer {
     conn: Connection,
+    wal: PathBuf,
 }
 
 impl Checkpointer {
@@ -27,7 +33,23 @@ impl Checkpointer {
         let conn = Connection::open(dir.join(DB_FILE))?;
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
-        Ok(Checkpointer { conn })
+        Ok(Checkpointer {
+            conn,
+            wal: dir.join(format!("{DB_FILE}-wal")),
+        })
+    }
+
+    /// fsync the WAL: every transaction committed before this call is
+    /// durable once it returns. (An fsync covers the file, whichever
+    /// descriptor asks.) No WAL file means nothing is waiting in one.
+    pub fn sync_wal(&self) -> Result<(), LedgerError> {
+        match std::fs::File::open(&self.wal) {
+            Ok(file) => file
+                .sync_data()
+                .map_err(|e| LedgerError::durability(&self.wal, e)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(LedgerError::io(&self.wal, e)),
+        }
     }
 
     /// Copy what the WAL holds into the database file, without waiting for
@@ -40,11 +62,17 @@ impl Checkpointer {
 }
 
 impl Ledger {
-    /// Let SQLite checkpoint inside commits (the default), or not, while a
-    /// [`Checkpointer`] does it on another thread.
-    pub fn set_auto_checkpoint(&self, on: bool) -> Result<(), LedgerError> {
-        let pages = if on { AUTO_CHECKPOINT_PAGES } else { 0 };
+    /// Hand checkpoints and WAL syncs to a [`Checkpointer`] on another
+    /// thread (`true`): commits then neither checkpoint nor wait for their
+    /// fsync, and the caller must not treat a commit as durable before the
+    /// checkpointer's next [`Checkpointer::sync_wal`] returns. `false`
+    /// restores the defaults: SQLite checkpoints inside commits, and each
+    /// commit is durable when it returns (`synchronous=FULL`).
+    pub fn set_background_sync(&self, on: bool) -> Result<(), LedgerError> {
+        let pages = if on { 0 } else { AUTO_CHECKPOINT_PAGES };
         self.conn.pragma_update(None, "wal_autocheckpoint", pages)?;
+        let sync = if on { "NORMAL" } else { "FULL" };
+        self.conn.pragma_update(None, "synchronous", sync)?;
         Ok(())
     }
 }
