@@ -3,7 +3,11 @@
 #
 # For each size (default: 250000 and 1000000 signals over 1000 sessions):
 #   1. write the signals into a fresh HARNERY_HOME with the in-process spool
-#      writer (examples/bench_spool.rs; not timed),
+#      writer (examples/bench_spool.rs; not timed), then `sync`: the hook
+#      fdatasyncs every record it appends, the bulk writer skips that for
+#      speed, so the spool is made durable here, as the hooks leave it;
+#      every timed command also starts with no dirty pages left behind by
+#      the one before,
 #   2. time `harnery finalize` under /usr/bin/time -v (events/s, peak RSS),
 #   3. time the baseline (examples/bench_baseline.rs): the same number of
 #      rows, of the finalized events' average size, in the same number of
@@ -35,9 +39,11 @@ for n in ${SIZES[@]}; do
   home="$WORK/home-$n"
   rm -rf "$home" && mkdir -p "$home"
   "$BIN/examples/bench_spool" "$home" "$n" "$SESSIONS" >/dev/null
+  sync
   HARNERY_HOME="$home" HARNERY_NOW=2026-12-01T00:00:00Z \
     /usr/bin/time -v "$BIN/harnery" finalize --json >"$WORK/fin-$n.json" 2>"$WORK/fin-$n.time"
   events=$(awk -F': ' '/"events_appended"/ {gsub(/,/, "", $2); print $2}' "$WORK/fin-$n.json")
+  sync
   /usr/bin/time -v "$BIN/examples/bench_baseline" "$home/ledgers/v2/ledger.sqlite" "$WORK" \
     >"$WORK/base-$n.out" 2>"$WORK/base-$n.time"
   fs=$(secs "$WORK/fin-$n.time"); bs=$(secs "$WORK/base-$n.time")
