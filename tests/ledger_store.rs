@@ -181,6 +181,44 @@ fn a_repeated_event_id_is_a_validation_problem() {
     assert!(repeated[0].detail.contains("rows 1, 2"), "{repeated:?}");
 }
 
+/// A ledger an older build wrote, before session rows kept span counts:
+/// read as it is, its spans are counted; opened by the read side, it is
+/// brought up to this build's schema first, with the same counts.
+#[test]
+fn an_older_ledger_reads_the_same_and_is_brought_up_to_date() {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, mut ledger) = open(&dir);
+    let inc = ledger.take_incarnation().unwrap();
+    ledger
+        .append(&batch("b1", pair(), &ledger), inc, 1, &|| {})
+        .unwrap();
+    let want = ledger.sessions().unwrap();
+    assert_eq!(want[0].spans.closed_native, 1);
+    drop(ledger);
+    let live = Ledger::live_dir(&home);
+    let conn = rusqlite::Connection::open(live.join("ledger.sqlite")).unwrap();
+    conn.execute_batch(
+        "DELETE FROM migrations WHERE name LIKE '%_session_span_counts';
+         ALTER TABLE sessions DROP COLUMN spans_open;
+         ALTER TABLE sessions DROP COLUMN spans_closed_native;
+         ALTER TABLE sessions DROP COLUMN spans_recovered;",
+    )
+    .unwrap();
+    drop(conn);
+    let as_it_is = Ledger::open_dir_read(&live, None).unwrap();
+    assert_eq!(as_it_is.sessions().unwrap(), want);
+    drop(as_it_is);
+    let upgraded = Ledger::open_read(&home).unwrap();
+    assert_eq!(upgraded.sessions().unwrap(), want);
+    let (_, problems) = upgraded.validate_all().unwrap();
+    assert!(problems.is_empty(), "{problems:?}");
+    let conn = rusqlite::Connection::open(live.join("ledger.sqlite")).unwrap();
+    let counted: i64 = conn
+        .query_row("SELECT spans_closed_native FROM sessions", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(counted, 1);
+}
+
 #[test]
 fn a_foreign_digest_is_refused_with_the_advance_hint() {
     let dir = tempfile::tempdir().unwrap();

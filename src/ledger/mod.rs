@@ -124,9 +124,24 @@ impl Ledger {
     }
 
     /// Open the live epoch for reading; refuses a ledger whose genesis
-    /// digest is not this build's.
+    /// digest is not this build's. A live ledger an older build wrote is
+    /// first brought up to this build's schema, as the next finalize would
+    /// (the read side queries the current tables). Where that cannot be
+    /// written, it is read as it is: the queries that changed with the
+    /// schema also read the older form.
     pub fn open_read(home: &Home) -> Result<Ledger, LedgerError> {
-        Ledger::open_dir_read(&Ledger::live_dir(home), Some(&binary_digest()))
+        let dir = Ledger::live_dir(home);
+        let ledger = Ledger::open_dir_read(&dir, Some(&binary_digest()))?;
+        if !schema::behind(&ledger.conn)? {
+            return Ok(ledger);
+        }
+        match Ledger::open_dir_write(&dir, crate::clock::wall_now_ns(), true) {
+            Ok(upgraded) => {
+                drop((ledger, upgraded));
+                Ledger::open_dir_read(&dir, Some(&binary_digest()))
+            }
+            Err(_) => Ok(ledger),
+        }
     }
 
     /// Open any epoch directory read-only (also archives, whose files are

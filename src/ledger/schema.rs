@@ -342,6 +342,21 @@ UPDATE sessions SET
         WHERE s.adapter = sessions.adapter AND s.session_id = sessions.session_id AND s.state = 'recovered');
 "#;
 
+/// Whether some migration of this build is not yet recorded in `conn`'s
+/// database (a ledger written by an older build).
+pub fn behind(conn: &Connection) -> Result<bool, LedgerError> {
+    let has_table: bool = conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'migrations')",
+        [],
+        |r| r.get(0),
+    )?;
+    if !has_table {
+        return Ok(true);
+    }
+    let applied: i64 = conn.query_row("SELECT count(*) FROM migrations", [], |r| r.get(0))?;
+    Ok(applied < MIGRATIONS.len() as i64)
+}
+
 /// Apply every migration not yet recorded, each in its own transaction.
 pub fn migrate(conn: &mut Connection, now_unix_ns: i64) -> Result<(), LedgerError> {
     apply(conn, MIGRATIONS, now_unix_ns)
@@ -356,7 +371,10 @@ fn apply(
         "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_unix_ns INTEGER NOT NULL) STRICT;",
     )?;
     for (name, sql) in migrations {
-        let done: bool = conn.query_row(
+        // Checked under the write lock: two processes opening an old ledger
+        // at once (a finalizer and a reader) apply each migration once.
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let done: bool = tx.query_row(
             "SELECT EXISTS (SELECT 1 FROM migrations WHERE name = ?1)",
             [name],
             |r| r.get(0),
@@ -364,7 +382,6 @@ fn apply(
         if done {
             continue;
         }
-        let tx = conn.transaction()?;
         tx.execute_batch(sql)?;
         tx.execute(
             "INSERT INTO migrations (name, applied_unix_ns) VALUES (?1, ?2)",
@@ -532,6 +549,22 @@ mod tests {
             .collect::<Result<_, _>>()
             .unwrap();
         assert_eq!(counts, vec![("a".into(), 1, 2, 0), ("b".into(), 0, 0, 1)]);
+    }
+
+    #[test]
+    fn a_database_is_behind_until_every_migration_is_applied() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        assert!(behind(&conn).unwrap());
+        apply(&mut conn, &MIGRATIONS[..MIGRATIONS.len() - 1], 1).unwrap();
+        assert!(behind(&conn).unwrap());
+        migrate(&mut conn, 2).unwrap();
+        assert!(!behind(&conn).unwrap());
+        // Applying again changes nothing.
+        migrate(&mut conn, 3).unwrap();
+        let applied: i64 = conn
+            .query_row("SELECT count(*) FROM migrations", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(applied, MIGRATIONS.len() as i64);
     }
 
     /// Writing a span row builds no throwaway b-tree per statement.
