@@ -498,10 +498,9 @@ fn owners_by_file(records: &[ChunkRecord]) -> HashMap<PathBuf, SessionRef> {
         let Some(adapter) = AdapterId::parse(&r.adapter_dir) else {
             continue;
         };
-        if !owners.contains_key(r.rec.file) {
-            let session = adapter::route(&raw_signal(&r.rec, adapter, ""));
-            owners.insert(r.rec.file.to_path_buf(), session);
-        }
+        owners
+            .entry(r.rec.file.to_path_buf())
+            .or_insert_with(|| adapter::route(&raw_signal(&r.rec, adapter, "")));
     }
     owners
 }

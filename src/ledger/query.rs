@@ -123,14 +123,23 @@ pub struct StoredEvent {
 impl Ledger {
     /// Every session, ordered by first event time then id.
     pub fn sessions(&self) -> Result<Vec<SessionSummary>, LedgerError> {
-        if !self.sessions_count_spans()? {
-            return self.sessions_counting_spans();
-        }
-        let mut stmt = self.conn.prepare(
-            "SELECT adapter, session_id, first_unix_ns, last_unix_ns, events, turns, \
-             spans_open, spans_closed_native, spans_recovered FROM sessions \
-             ORDER BY first_unix_ns, adapter, session_id",
+        // Session rows keep their span counts since migration
+        // `session_span_counts`; an archived epoch may predate it, and then
+        // each session's spans are counted.
+        let kept: bool = self.conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM pragma_table_info('sessions') WHERE name = 'spans_open')",
+            [],
+            |r| r.get(0),
         )?;
+        let counts = if kept {
+            "spans_open, spans_closed_native, spans_recovered"
+        } else {
+            "0, 0, 0"
+        };
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT adapter, session_id, first_unix_ns, last_unix_ns, events, turns, {counts} \
+             FROM sessions ORDER BY first_unix_ns, adapter, session_id"
+        ))?;
         let rows = stmt.query_map([], |r| {
             Ok(SessionSummary {
                 session: session_at(r, 0)?,
@@ -145,48 +154,20 @@ impl Ledger {
                 },
             })
         })?;
-        Ok(rows.collect::<Result<Vec<_>, _>>()?)
-    }
-
-    /// Whether session rows keep their span counts (migration
-    /// `session_span_counts`; an archived epoch may predate it).
-    fn sessions_count_spans(&self) -> Result<bool, LedgerError> {
-        Ok(self.conn.query_row(
-            "SELECT EXISTS (SELECT 1 FROM pragma_table_info('sessions') WHERE name = 'spans_open')",
-            [],
-            |r| r.get(0),
-        )?)
-    }
-
-    /// [`Ledger::sessions`] for an epoch whose session rows keep no span
-    /// counts: each session's spans are counted.
-    fn sessions_counting_spans(&self) -> Result<Vec<SessionSummary>, LedgerError> {
-        let mut stmt = self.conn.prepare(
-            "SELECT adapter, session_id, first_unix_ns, last_unix_ns, events, turns FROM sessions \
-             ORDER BY first_unix_ns, adapter, session_id",
-        )?;
-        let rows = stmt.query_map([], |r| {
-            Ok(SessionSummary {
-                session: session_at(r, 0)?,
-                first_unix_ns: r.get(2)?,
-                last_unix_ns: r.get(3)?,
-                events: r.get::<_, i64>(4)? as u64,
-                turns: r.get::<_, i64>(5)? as u64,
-                spans: SpanCounts::default(),
-            })
-        })?;
         let mut out = rows.collect::<Result<Vec<_>, _>>()?;
-        let mut count = self.conn.prepare(
-            "SELECT state, count(*) FROM spans WHERE adapter = ?1 AND session_id = ?2 GROUP BY state",
-        )?;
-        for s in &mut out {
-            let session = params![s.session.adapter.as_str(), s.session.session_id];
-            let rows = count.query_map(session, |r| {
-                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
-            })?;
-            for row in rows {
-                let (state, n) = row?;
-                s.spans.add(SpanState::parse(&state), n as u64);
+        if !kept {
+            let mut count = self.conn.prepare(
+                "SELECT state, count(*) FROM spans WHERE adapter = ?1 AND session_id = ?2 GROUP BY state",
+            )?;
+            for s in &mut out {
+                let session = params![s.session.adapter.as_str(), s.session.session_id];
+                let rows = count.query_map(session, |r| {
+                    Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+                })?;
+                for row in rows {
+                    let (state, n) = row?;
+                    s.spans.add(SpanState::parse(&state), n as u64);
+                }
             }
         }
         Ok(out)
