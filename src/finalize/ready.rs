@@ -33,12 +33,13 @@
 //! event text>}` and `{"state":…}`). `tests/fixtures/ready/` keeps a v3 file
 //! as the last build that wrote v3 wrote it.
 
-use std::io::{BufRead, BufWriter, Write};
+use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use self::direct::DirectWriter;
 use self::fields::{Fields, put_count, put_optional, put_text};
 use super::FinalizeError;
 use crate::contract::{AdapterId, SessionRef};
@@ -47,6 +48,7 @@ use crate::ledger::{
     AppendBatch, BatchSignal, BatchState, RawBytes, ReadyEvent, create_dir_private, durable,
 };
 
+mod direct;
 mod fields;
 
 pub const READY_FORMAT: &str = "harnery.ready.v4";
@@ -161,11 +163,9 @@ pub fn write(home: &Home, batch: &AppendBatch) -> Result<PathBuf, FinalizeError>
     let path = dir.join(format!("{}{SUFFIX}", batch.id));
     let tmp = dir.join(format!(".{}.tmp", batch.id));
     let file = durable::create_private(&tmp).map_err(|e| FinalizeError::io(&tmp, e))?;
-    let mut out = BufWriter::with_capacity(1 << 20, file);
+    let mut out = DirectWriter::new(file);
     write_frames(&mut out, batch).map_err(|e| FinalizeError::io(&tmp, e))?;
-    let file = out
-        .into_inner()
-        .map_err(|e| FinalizeError::io(&tmp, e.into_error()))?;
+    let file = out.finish().map_err(|e| FinalizeError::io(&tmp, e))?;
     if super::failpoint::fsync_fails() {
         return Err(FinalizeError::Durability(format!(
             "fsync of {} failed (injected)",
