@@ -36,6 +36,16 @@ pub fn hit(name: &str) {
     let _ = name;
 }
 
+/// Sleep 20 ms here if the failpoint `name` is armed: a test slows one
+/// thread of the drain down to see another run ahead of it.
+pub fn delay(name: &str) {
+    #[cfg(feature = "failpoints")]
+    if std::env::var("HARNERY_FAILPOINT").as_deref() == Ok(name) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let _ = name;
+}
+
 /// Whether an injected durability failure is armed.
 pub fn fsync_fails() -> bool {
     #[cfg(feature = "failpoints")]

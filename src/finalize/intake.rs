@@ -24,7 +24,7 @@ use crate::contract::{
 use crate::finalize::producer::SessionProducer;
 use crate::home::Home;
 use crate::ledger::{
-    AppendBatch, BatchSignal, BatchState, Checkpointer, Ledger, RawBytes, ReadyEvent,
+    AppendBatch, BatchSignal, BatchState, Checkpointer, Ledger, RawBytes, ReadyEvent, WalState,
     binary_digest, raw,
 };
 use crate::spool::reader::{RecordView, read_views};
@@ -113,6 +113,7 @@ pub(super) fn drain(
         });
         let checkpointer = Checkpointer::open(ledger.dir())?;
         let (committed, to_release) = std::sync::mpsc::channel::<Committed>();
+        let (checkpointed, progress) = std::sync::mpsc::channel::<Checkpointed>();
         let checkpoints = stage(scope, "harnery-checkpoint", move || {
             while let Ok(first) = to_release.recv() {
                 // Everything committed so far is covered by one sync.
@@ -123,22 +124,65 @@ pub(super) fn drain(
                 for c in &batches {
                     release(home, &c.ready, &c.sources)?;
                 }
-                checkpointer.run().map_err(durability)?;
+                let restart = batches.iter().any(|c| c.restart);
+                failpoint::delay("slow-checkpoint");
+                let wal = checkpointer.run(restart).map_err(durability)?;
+                let through = batches.last().map_or(0, |c| c.number);
+                // The appending thread may be gone already; nothing waits.
+                let _ = checkpointed.send(Checkpointed { through, wal });
             }
             Ok(())
         });
-        for p in prepared {
+        let restart_frames = wal_restart_frames();
+        let mut restart_at = restart_frames;
+        let mut wal_frames = 0;
+        let mut restarting: Option<usize> = None;
+        for (number, p) in prepared.into_iter().enumerate() {
             let p = p?;
+            if let Some(through) = restarting.take() {
+                let since = std::time::Instant::now();
+                let mut restarted = false;
+                while let Ok(c) = progress.recv() {
+                    if c.through >= through {
+                        restarted = c.wal.restartable;
+                        break;
+                    }
+                }
+                timing("wal-restart-wait", since);
+                // A reader that held on keeps the WAL; try again later.
+                restart_at = if restarted {
+                    restart_frames
+                } else {
+                    restart_at + restart_frames
+                };
+                wal_frames = 0;
+            }
             summary.damaged_ranges.extend(p.damaged);
             // The file on disk is only for crash recovery; apply what is in memory.
             append_batch(ledger, &p.path, &p.batch, incarnation, opts, summary)?;
+            if let Some(last) = progress.try_iter().last() {
+                wal_frames = last.wal.frames;
+            }
+            // Past the limit, the checkpoint after this commit waits for
+            // the WAL's readers, and the next transaction waits for that
+            // checkpoint (while this thread waits for the next batch
+            // anyway): with every frame copied and no reader left in the
+            // WAL, SQLite writes the next transaction from the start of the
+            // file again. Otherwise the WAL only grows while a drain runs,
+            // to the size of all it appends, and every frame extends it.
+            let restart = wal_frames >= restart_at;
             let c = Committed {
+                number,
+                restart,
                 ready: p.path,
                 sources: p.batch.sources,
             };
             // A checkpoint thread that is gone failed: stop and report it.
             if committed.send(c).is_err() {
                 break;
+            }
+            if restart {
+                restarting = Some(number);
             }
         }
         drop(committed);
@@ -153,8 +197,33 @@ pub(super) fn drain(
 /// A committed batch whose files wait for the WAL sync that makes its
 /// commit durable.
 struct Committed {
+    /// The batch's place in this drain, from 0.
+    number: usize,
+    /// Checkpoint with a restart of the WAL: the appending thread waits.
+    restart: bool,
     ready: PathBuf,
     sources: Vec<String>,
+}
+
+/// The checkpoint thread's report: batches up to `through` are durable and
+/// checkpointed, and this is the WAL they left.
+struct Checkpointed {
+    through: usize,
+    wal: WalState,
+}
+
+/// WAL frames (16 KiB pages) past which the appending thread waits for a
+/// checkpoint so that the WAL starts over (see `drain`): 256 MiB. Each
+/// wait costs the appending thread a WAL sync and a checkpoint of the
+/// batch it has just committed (tens of milliseconds), so not every batch;
+/// `HARNERY_WAL_RESTART_FRAMES` overrides it, for tests.
+const WAL_RESTART_FRAMES: u64 = 16384;
+
+fn wal_restart_frames() -> u64 {
+    std::env::var("HARNERY_WAL_RESTART_FRAMES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(WAL_RESTART_FRAMES)
 }
 
 fn durability(e: crate::ledger::LedgerError) -> FinalizeError {

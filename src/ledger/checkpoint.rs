@@ -21,6 +21,16 @@ use super::{DB_FILE, Ledger, LedgerError};
 /// Pages in the WAL after which SQLite checkpoints on its own (64 MiB).
 pub(super) const AUTO_CHECKPOINT_PAGES: i64 = 4096;
 
+/// The WAL after a checkpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WalState {
+    /// Frames in the WAL.
+    pub frames: u64,
+    /// Every frame is copied and (after a restart checkpoint) no reader is
+    /// left in the WAL: the next transaction writes it from the start.
+    pub restartable: bool,
+}
+
 /// A connection that only checkpoints, and the WAL it syncs.
 pub struct Checkpointer {
     conn: Connection,
@@ -32,7 +42,10 @@ impl Checkpointer {
     pub fn open(dir: &Path) -> Result<Checkpointer, LedgerError> {
         let conn = Connection::open(dir.join(DB_FILE))?;
         conn.pragma_update(None, "synchronous", "FULL")?;
-        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        // Only a restart checkpoint waits, and only for readers (the
+        // writer is waiting for it): one that holds on gets to keep the
+        // WAL as it is, and the restart is tried again later.
+        conn.busy_timeout(std::time::Duration::from_secs(1))?;
         Ok(Checkpointer {
             conn,
             wal: dir.join(format!("{DB_FILE}-wal")),
@@ -52,11 +65,31 @@ impl Checkpointer {
         }
     }
 
-    /// Copy what the WAL holds into the database file, without waiting for
-    /// the writer. A failure is a durability failure: the run stops.
-    pub fn run(&self) -> Result<(), LedgerError> {
+    /// Copy what the WAL holds into the database file. Without `restart`
+    /// this never waits, and frames a reader may still need stay in the
+    /// WAL. With it, it waits (up to the busy timeout) until every frame is
+    /// copied and no reader is left in the WAL, so that the next
+    /// transaction writes the WAL from its start again; meant for when the
+    /// writer is idle, waiting for it. A failure is a durability failure:
+    /// the run stops.
+    pub fn run(&self, restart: bool) -> Result<WalState, LedgerError> {
+        let sql = if restart {
+            "PRAGMA wal_checkpoint(RESTART)"
+        } else {
+            "PRAGMA wal_checkpoint(PASSIVE)"
+        };
         self.conn
-            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+            .query_row(sql, [], |r| {
+                let (busy, frames, copied) = (
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, i64>(2)?,
+                );
+                Ok(WalState {
+                    frames: frames.max(0) as u64,
+                    restartable: busy == 0 && copied == frames,
+                })
+            })
             .map_err(LedgerError::CommitFailed)
     }
 }

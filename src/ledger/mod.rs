@@ -29,7 +29,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
 pub use append::{AppendBatch, AppendOutcome, BatchSignal, BatchState, RawBytes, ReadyEvent};
 pub use check::{ChainBreak, ValidationProblem};
-pub use checkpoint::Checkpointer;
+pub use checkpoint::{Checkpointer, WalState};
 pub use genesis::{Anchor, GENESIS_FORMAT, GenesisManifest, binary_digest, capability_digests};
 pub use query::{
     EndRequestRow, HealthRow, SessionSummary, SpanCounts, SpanRow, SpanState, StoredEvent,
