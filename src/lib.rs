@@ -12,6 +12,7 @@ pub mod clock;
 pub mod contract;
 pub mod epoch;
 pub mod finalize;
+pub mod fingerprint;
 pub mod home;
 pub mod install;
 pub mod ledger;

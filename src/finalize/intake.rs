@@ -12,7 +12,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc::sync_channel;
 
-use super::fingerprint::FingerprintState;
 use super::run::{DamagedRange, FinalizeOptions, Summary, append_batch, apply_batch, release};
 use super::{FinalizeError, failpoint, ready};
 use crate::adapter::{self, RawSignal};
@@ -22,6 +21,7 @@ use crate::contract::{
     RawRef, SessionRef, TimeSource, TurnAttribution, digest_parts,
 };
 use crate::finalize::producer::SessionProducer;
+use crate::fingerprint::FingerprintState;
 use crate::home::Home;
 use crate::ledger::{
     AppendBatch, BatchSignal, BatchState, Checkpointer, Ledger, RawBytes, ReadyEvent, WalState,

@@ -14,7 +14,6 @@
 //! commit stops the run (never retried); the next run starts clean.
 
 pub mod failpoint;
-mod fingerprint;
 mod intake;
 pub mod lease;
 pub mod producer;

@@ -16,6 +16,7 @@ use rusqlite::{CachedStatement, Connection, OptionalExtension, params};
 
 use super::LedgerError;
 use crate::contract::{Event, Outcome, Payload, SessionRef};
+use crate::fingerprint::FingerprintState;
 
 /// Writes a span row whole. Rows are written in the order they were
 /// created, so each takes the `seq` that an insert at its event would have.
@@ -83,7 +84,7 @@ pub(super) struct SessionSlot(usize);
 pub(super) struct Derivation<'c, 'b> {
     conn: &'c Connection,
     sessions: Vec<SessionWork<'b>>,
-    by_session: HashMap<&'b SessionRef, usize>,
+    by_session: HashMap<&'b SessionRef, usize, FingerprintState>,
     /// The session of the latest event: events of a session mostly come
     /// in runs, so it is checked before the map.
     recent: usize,
@@ -104,9 +105,9 @@ struct SessionWork<'b> {
     session: &'b SessionRef,
     agg: SessionAgg,
     /// The session's rows in `Derivation::spans`, by request event id.
-    spans: HashMap<&'b str, usize>,
+    spans: HashMap<&'b str, usize, FingerprintState>,
     /// Its spans opened in this batch with a tool call id, oldest first.
-    calls: HashMap<&'b str, Vec<usize>>,
+    calls: HashMap<&'b str, Vec<usize>, FingerprintState>,
 }
 
 /// A session's row in the `sessions` table, kept in memory for one batch.
@@ -178,7 +179,7 @@ impl<'c, 'b> Derivation<'c, 'b> {
         Derivation {
             conn,
             sessions: Vec::new(),
-            by_session: HashMap::new(),
+            by_session: HashMap::default(),
             recent: 0,
             spans: Vec::with_capacity(events / 2),
             load_session: Held::new(LOAD_SESSION),
@@ -220,8 +221,8 @@ impl<'c, 'b> Derivation<'c, 'b> {
         self.sessions.push(SessionWork {
             session,
             agg,
-            spans: HashMap::new(),
-            calls: HashMap::new(),
+            spans: HashMap::default(),
+            calls: HashMap::default(),
         });
         Ok(self.sessions.len() - 1)
     }

@@ -14,7 +14,7 @@ use std::collections::{HashMap, VecDeque};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::contract::EventId;
-use crate::finalize::fingerprint::FingerprintState;
+use crate::fingerprint::FingerprintState;
 
 /// How many recent deliveries are remembered for duplicate detection.
 pub const DELIVERY_MEMORY: usize = 256;
@@ -103,7 +103,7 @@ impl<'de> Deserialize<'de> for DeliveryMemory {
 }
 
 fn fingerprint(key: &str) -> u64 {
-    crate::finalize::fingerprint::fingerprint(key.as_bytes())
+    crate::fingerprint::fingerprint(key.as_bytes())
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
-//! A fast, non-cryptographic 64-bit hash for keys stage one looks up per
-//! signal (delivery keys, record digests). A fingerprint only picks where
+//! A fast, non-cryptographic 64-bit hash for keys looked up per signal or
+//! per event (delivery keys, record digests, event and tool call ids while
+//! spans are derived). A fingerprint only picks where
 //! to look: every match is confirmed by comparing the key itself, so a
 //! collision costs a comparison and never decides anything.
 
