@@ -14,10 +14,10 @@ use serde_json::Value;
 
 use super::signal::{
     BatchedCall, Normalized, SignalKind, ToolCall, ToolResult, TurnEnd, normalize_input, owned,
-    parse_payload,
+    parse_payload, raw_json,
 };
 use crate::contract::{
-    CompactionCompleted, CompactionStarted, MessageDisplayed, Notification, Outcome, Payload,
+    CompactionCompleted, CompactionStarted, Json, MessageDisplayed, Notification, Outcome, Payload,
     PermissionRequested, PromptSubmitted, SessionEnded, SessionStarted, SignalUnrecognized,
     SubagentStarted, SubagentStopped, TimeSource,
 };
@@ -45,8 +45,10 @@ struct Wire<'a> {
     prompt: Option<Cow<'a, str>>,
     #[serde(borrow)]
     tool_name: Option<Cow<'a, str>>,
-    tool_input: Option<Value>,
-    tool_response: Option<Value>,
+    #[serde(default, deserialize_with = "raw_json")]
+    tool_input: Option<Json>,
+    #[serde(default, deserialize_with = "raw_json")]
+    tool_response: Option<Json>,
     #[serde(borrow)]
     tool_use_id: Option<Cow<'a, str>>,
     duration_ms: Option<u64>,
@@ -75,10 +77,12 @@ struct Wire<'a> {
 struct WireBatchCall<'a> {
     #[serde(borrow)]
     tool_name: Option<Cow<'a, str>>,
-    tool_input: Option<Value>,
+    #[serde(default, deserialize_with = "raw_json")]
+    tool_input: Option<Json>,
     #[serde(borrow)]
     tool_use_id: Option<Cow<'a, str>>,
-    tool_response: Option<Value>,
+    #[serde(default, deserialize_with = "raw_json")]
+    tool_response: Option<Json>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -232,11 +236,18 @@ fn tool_result(event: &str, wire: &mut Wire) -> SignalKind {
 }
 
 fn response_says_interrupted(wire: &Wire) -> bool {
-    wire.tool_response
-        .as_ref()
-        .and_then(|r| r.get("interrupted"))
-        .and_then(Value::as_bool)
-        .unwrap_or(false)
+    /// The one member asked for; serde skips the rest without keeping it.
+    #[derive(Deserialize)]
+    struct Probe {
+        interrupted: Option<bool>,
+    }
+    // Canonical text has no blanks: a response that was not interrupted
+    // (nearly all) is told by a substring search, without parsing it.
+    wire.tool_response.as_ref().is_some_and(|r| {
+        r.as_str().starts_with('{')
+            && r.as_str().contains("\"interrupted\":true")
+            && serde_json::from_str::<Probe>(r.as_str()).is_ok_and(|p| p.interrupted == Some(true))
+    })
 }
 
 fn batch(wire: &mut Wire) -> Vec<BatchedCall> {

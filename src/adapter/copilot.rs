@@ -25,7 +25,7 @@ use super::signal::{
     Normalized, SignalKind, ToolCall, ToolResult, TurnEnd, normalize_input, owned, parse_payload,
 };
 use crate::contract::{
-    CompactionStarted, ErrorReported, Outcome, Payload, PermissionRequested, PromptSubmitted,
+    CompactionStarted, ErrorReported, Json, Outcome, Payload, PermissionRequested, PromptSubmitted,
     SessionEnded, SessionStarted, SignalUnrecognized, SubagentStarted, SubagentStopped, TimeSource,
 };
 
@@ -244,7 +244,11 @@ fn lifecycle(event: &str, raw_event: &str, wire: &Wire) -> SignalKind {
         "permissionRequest" => match &wire.tool_name {
             Some(tool) => Payload::PermissionRequested(PermissionRequested {
                 tool_name: tool.to_string(),
-                input: wire.tool_input.clone().or_else(|| wire.tool_args.clone()),
+                input: wire
+                    .tool_input
+                    .as_ref()
+                    .or(wire.tool_args.as_ref())
+                    .map(Json::from_value),
             }),
             None => {
                 return SignalKind::unrecognized(raw_event, "permission request without toolName");
@@ -277,7 +281,10 @@ fn tool_call(wire: &Wire) -> Option<ToolCall> {
     Some(ToolCall {
         call_id: None,
         tool_name: wire.tool_name.as_ref()?.to_string(),
-        input: wire.tool_args.clone().map(normalize_input),
+        input: wire
+            .tool_args
+            .as_ref()
+            .map(|args| normalize_input(Json::from_value(args))),
     })
 }
 
@@ -299,7 +306,7 @@ fn tool_result(event: &str, raw_event: &str, wire: &Wire) -> SignalKind {
         // still `resultType: success`); events.jsonl has it, hooks do not.
         exit_code: None,
         error: error_text(&wire.error),
-        content: result.cloned(),
+        content: result.map(Json::from_value),
     })
 }
 

@@ -44,8 +44,7 @@ pub mod signal;
 
 pub use capability::{CapabilityProfile, RecoveryPolicy, TimestampSource, recovery_policy};
 pub use signal::{
-    BatchedCall, CommandResult, Normalized, SignalKind, ToolCall, ToolResult, TurnEnd,
-    canonical_json, input_digest,
+    BatchedCall, CommandResult, Normalized, SignalKind, ToolCall, ToolResult, TurnEnd, input_digest,
 };
 
 use crate::clock::ClockSample;

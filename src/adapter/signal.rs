@@ -4,10 +4,8 @@
 //! exactly one place. The producer state machine reads only these types, so
 //! it never needs to know whether a field was `tool_use_id` or `toolArgs`.
 
-use serde_json::Value;
-
 use crate::contract::{
-    CommandRequested, Outcome, Payload, PromptSubmitted, SessionEnded, SessionStarted,
+    CommandRequested, Json, Outcome, Payload, PromptSubmitted, SessionEnded, SessionStarted,
     SignalUnrecognized, SubagentStarted, SubagentStopped, TimeSource,
 };
 
@@ -111,7 +109,7 @@ pub struct ToolCall {
     pub tool_name: String,
     /// The tool input, already normalized (a JSON string holding JSON is
     /// parsed), or `None` when the signal did not carry it.
-    pub input: Option<Value>,
+    pub input: Option<Json>,
 }
 
 impl ToolCall {
@@ -130,14 +128,14 @@ pub struct ToolResult {
     pub duration_ms: Option<u64>,
     pub exit_code: Option<i64>,
     pub error: Option<String>,
-    pub content: Option<Value>,
+    pub content: Option<Json>,
 }
 
 /// One call listed in a tool batch summary.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BatchedCall {
     pub call: ToolCall,
-    pub response: Option<Value>,
+    pub response: Option<Json>,
 }
 
 /// `harnery exec`'s completion record.
@@ -165,57 +163,11 @@ pub fn owned(value: &Option<std::borrow::Cow<'_, str>>) -> Option<String> {
     value.as_ref().map(|v| v.to_string())
 }
 
-/// Canonical JSON: object keys sorted, no insignificant whitespace. Built by
-/// hand so that no serde_json feature flag can change the bytes; strings
-/// and scalars are written as serde_json writes them.
-pub fn canonical_json(value: &Value) -> String {
-    let mut out = Vec::new();
-    write_canonical(value, &mut out);
-    String::from_utf8(out).expect("serde_json writes UTF-8")
-}
-
-fn write_canonical(value: &Value, out: &mut Vec<u8>) {
-    match value {
-        Value::Object(map) => {
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
-            out.push(b'{');
-            for (i, (key, item)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_scalar(key.as_str(), out);
-                out.push(b':');
-                write_canonical(item, out);
-            }
-            out.push(b'}');
-        }
-        Value::Array(items) => {
-            out.push(b'[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(b']');
-        }
-        scalar => write_scalar(scalar, out),
-    }
-}
-
-fn write_scalar<T: serde::Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) {
-    serde_json::to_writer(out, value).expect("writing JSON to memory does not fail");
-}
-
-/// The digest of a tool input; a missing input has its own fixed digest.
-pub fn input_digest(input: Option<&Value>) -> String {
+/// The digest of a tool input (of its canonical text); a missing input
+/// has its own fixed digest.
+pub fn input_digest(input: Option<&Json>) -> String {
     let digest = match input {
-        Some(value) => {
-            let mut text = Vec::with_capacity(256);
-            write_canonical(value, &mut text);
-            blake3::hash(&text)
-        }
+        Some(json) => blake3::hash(json.as_str().as_bytes()),
         None => blake3::hash(b"<absent>"),
     };
     digest.to_hex().as_str().to_owned()
@@ -223,14 +175,21 @@ pub fn input_digest(input: Option<&Value>) -> String {
 
 /// Tool inputs sometimes arrive as a JSON string holding JSON: parse it so
 /// that both shapes digest the same.
-pub fn normalize_input(value: Value) -> Value {
-    match value {
-        Value::String(text) => match serde_json::from_str::<Value>(&text) {
-            Ok(parsed @ (Value::Object(_) | Value::Array(_))) => parsed,
-            _ => Value::String(text),
-        },
-        other => other,
-    }
+pub fn normalize_input(value: Json) -> Json {
+    value
+        .as_string()
+        .and_then(|text| Json::parse(&text).ok())
+        .filter(|parsed| parsed.as_str().starts_with(['{', '[']))
+        .unwrap_or(value)
+}
+
+/// A JSON field of a wire struct, read as borrowed text and kept in
+/// canonical form (no `Value` tree is built for it):
+/// `#[serde(default, deserialize_with = "raw_json")]`.
+pub fn raw_json<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Json>, D::Error> {
+    let raw: Option<&'de serde_json::value::RawValue> = serde::Deserialize::deserialize(d)?;
+    raw.map(|r| Json::parse(r.get()).map_err(serde::de::Error::custom))
+        .transpose()
 }
 
 #[cfg(test)]
@@ -239,28 +198,24 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn canonical_json_sorts_keys_at_every_depth() {
-        let value = json!({"b": 1, "a": {"d": [1, {"z": 0, "y": "é"}], "c": null}});
-        assert_eq!(
-            canonical_json(&value),
-            r#"{"a":{"c":null,"d":[1,{"y":"é","z":0}]},"b":1}"#
-        );
-    }
-
-    #[test]
     fn string_and_object_inputs_digest_the_same() {
-        let object = json!({"command": "ls", "description": "x"});
-        let string = Value::String(r#"{"description":"x","command":"ls"}"#.into());
+        let object = Json::from_value(&json!({"command": "ls", "description": "x"}));
+        let string = Json::from_value(&json!(r#"{"description":"x","command":"ls"}"#));
         assert_eq!(
             input_digest(Some(&normalize_input(string))),
             input_digest(Some(&object))
         );
-        assert_ne!(input_digest(None), input_digest(Some(&json!({}))));
+        assert_ne!(
+            input_digest(None),
+            input_digest(Some(&Json::from_value(&json!({}))))
+        );
     }
 
     #[test]
     fn a_plain_string_input_stays_a_string() {
-        let value = normalize_input(Value::String("not json".into()));
-        assert_eq!(value, Value::String("not json".into()));
+        let text = Json::from_value(&json!("not json"));
+        assert_eq!(normalize_input(text.clone()), text);
+        let number = Json::from_value(&json!("42"));
+        assert_eq!(normalize_input(number.clone()), number);
     }
 }

@@ -12,8 +12,7 @@
 
 use std::fmt::Write as _;
 
-use serde_json::Value;
-
+use super::canonical::Json;
 use super::event::{
     AdapterId, Attestation, Confidence, Event, EventId, RawRef, TimeSource, TurnSource,
 };
@@ -174,48 +173,8 @@ fn optional_recovery(out: &mut String, recovery: Option<&Recovery>) {
     }
 }
 
-fn optional_value(out: &mut String, value: Option<&Value>) {
-    match value {
-        Some(v) => json_value(out, v),
-        None => out.push_str("null"),
-    }
-}
-
-/// A JSON value as serde_json writes it: members in the map's own order.
-fn json_value(out: &mut String, value: &Value) {
-    match value {
-        Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => match (n.as_u64(), n.as_i64()) {
-            (Some(u), _) => number(out, u),
-            (None, Some(i)) => number(out, i),
-            // A float: Value's Display is serde_json's compact writer.
-            (None, None) => write!(out, "{n}").expect("writing to a String does not fail"),
-        },
-        Value::String(text) => string(out, text),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                json_value(out, item);
-            }
-            out.push(']');
-        }
-        Value::Object(map) => {
-            out.push('{');
-            for (i, (key, item)) in map.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                string(out, key);
-                out.push(':');
-                json_value(out, item);
-            }
-            out.push('}');
-        }
-    }
+fn optional_value(out: &mut String, value: Option<&Json>) {
+    out.push_str(value.map_or("null", Json::as_str));
 }
 
 fn optional_id(out: &mut String, id: Option<&EventId>) {
@@ -237,7 +196,7 @@ fn optional_number(out: &mut String, n: Option<impl Integer>) {
 }
 
 /// The integers an event holds.
-trait Integer: Copy {
+pub(super) trait Integer: Copy {
     fn negative(self) -> bool;
     fn magnitude(self) -> u64;
 }
@@ -261,7 +220,7 @@ impl Integer for i64 {
 }
 
 /// An integer in decimal, as serde_json writes it.
-fn number(out: &mut String, n: impl Integer) {
+pub(super) fn number(out: &mut String, n: impl Integer) {
     let mut text = [0u8; 21];
     let mut at = text.len();
     let mut rest = n.magnitude();
@@ -283,7 +242,7 @@ fn number(out: &mut String, n: impl Integer) {
 /// A JSON string as serde_json writes it: `"` and `\` escaped with a
 /// backslash, the control characters with their short escape where JSON
 /// has one and as `\u00xx` otherwise, everything else as it is.
-fn string(out: &mut String, text: &str) {
+pub(super) fn string(out: &mut String, text: &str) {
     out.push('"');
     if needs_escape(text.as_bytes()) {
         escape_into(out, text);

@@ -6,12 +6,14 @@
 //! that gates a ledger epoch. It never reads agent dialects (that is
 //! `adapter`) and never touches storage (that is `ledger`).
 
+mod canonical;
 mod digest;
 mod event;
 mod json;
 mod payload;
 mod validate;
 
+pub use canonical::Json;
 pub use digest::{
     CONTRACT_GENERATION, DESCRIPTION, SchemaDescription, schema_digest, schema_digest_hex,
 };

@@ -1,8 +1,8 @@
 //! Event types and their strict payloads. Every payload struct rejects
 //! unknown fields, so a row can only mean what this file says it means.
 
+use super::canonical::Json;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use super::event::EventId;
 
@@ -139,7 +139,7 @@ payload_struct!(ToolRequested {
     /// blake3 of the canonical JSON of the tool input; the pairing key of
     /// adapters without tool call ids.
     input_digest: String,
-    #[serde(default)] input: Option<Value>,
+    #[serde(default)] input: Option<Json>,
     #[serde(default)] recovery: Option<Recovery>,
 });
 payload_struct!(ToolCompleted {
@@ -150,7 +150,7 @@ payload_struct!(ToolCompleted {
     duration_ms: Observation<u64>,
     #[serde(default)] exit_code: Option<i64>,
     #[serde(default)] error: Option<String>,
-    #[serde(default)] content: Option<Value>,
+    #[serde(default)] content: Option<Json>,
     #[serde(default)] recovery: Option<Recovery>,
 });
 payload_struct!(CommandRequested {
@@ -190,7 +190,7 @@ payload_struct!(ErrorReported {
 });
 payload_struct!(PermissionRequested {
     tool_name: String,
-    #[serde(default)] input: Option<Value>,
+    #[serde(default)] input: Option<Json>,
 });
 payload_struct!(Notification {
     #[serde(default)] kind: Option<String>,

@@ -36,7 +36,7 @@ fn samples() -> Vec<Payload> {
             tool_call_id: s(),
             tool_name: "t".into(),
             input_digest: "d".into(),
-            input: Some(json!({})),
+            input: Some(Json::from_value(&json!({}))),
             recovery: recovery(),
         }),
         Payload::ToolCompleted(ToolCompleted {
@@ -47,7 +47,7 @@ fn samples() -> Vec<Payload> {
             duration_ms: Observation::Observed(1),
             exit_code: Some(0),
             error: s(),
-            content: Some(json!(1)),
+            content: Some(Json::from_value(&json!(1))),
             recovery: recovery(),
         }),
         Payload::CommandRequested(CommandRequested {
@@ -85,7 +85,7 @@ fn samples() -> Vec<Payload> {
         }),
         Payload::PermissionRequested(PermissionRequested {
             tool_name: "t".into(),
-            input: Some(json!(1)),
+            input: Some(Json::from_value(&json!(1))),
         }),
         Payload::Notification(Notification {
             kind: s(),
@@ -513,10 +513,10 @@ fn the_direct_writer_writes_what_serde_writes() {
             duration_ms: Observation::unknown("not_reported"),
             exit_code: Some(-1),
             error: None,
-            content: Some(json!({
+            content: Some(Json::from_value(&json!({
                 "z": [1.5, -2, 1e300, null, true, -0.0, 0.1, 1e-7, 0, u64::MAX, i64::MIN],
                 "a\"\n": {"ü": "\u{1}", "": [[], {}]}
-            })),
+            }))),
             recovery: None,
         }),
         Payload::PromptSubmitted(PromptSubmitted {
@@ -554,7 +554,7 @@ fn the_direct_writer_escapes_what_serde_escapes() {
                 duration_ms: Observation::Unknown(text.clone()),
                 exit_code: None,
                 error: Some(text.clone()),
-                content: Some(Value::String(text.clone())),
+                content: Some(Json::from_value(&Value::String(text.clone()))),
                 recovery: None,
             }),
             Attestation::Native,

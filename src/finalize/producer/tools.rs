@@ -9,15 +9,13 @@
 //! a derived `tool.requested` and then closes it natively with its real
 //! outcome.
 
-use serde_json::Value;
-
 use super::SessionProducer;
 use super::emit::{Draft, Trigger};
 use super::recovery::recovery_provenance;
 use super::spans::{OpenSpan, SpanKind};
 use crate::adapter::{BatchedCall, ToolCall, ToolResult};
 use crate::contract::{
-    Event, EventId, LateEvidence, Observation, Outcome, Payload, Provenance, Recovery,
+    Event, EventId, Json, LateEvidence, Observation, Outcome, Payload, Provenance, Recovery,
     RecoveryReason, SignalUnrecognized, ToolBatchCompleted, ToolCompleted, ToolRequested,
     TurnAttribution,
 };
@@ -291,8 +289,11 @@ fn open_span(call: &ToolCall, request: EventId, who: &Speaker, trigger: &Trigger
 /// The outcome a batch entry states: an error marker means failure;
 /// anything else is not stated, so it stays unknown.
 fn batch_result(batched: BatchedCall) -> ToolResult {
-    let errored =
-        matches!(&batched.response, Some(Value::String(s)) if s.starts_with(TOOL_ERROR_MARKER));
+    let errored = batched
+        .response
+        .as_ref()
+        .and_then(Json::as_string)
+        .is_some_and(|s| s.starts_with(TOOL_ERROR_MARKER));
     ToolResult {
         call: batched.call,
         outcome: if errored {
