@@ -13,8 +13,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::signal::{
-    BatchedCall, Normalized, SignalKind, ToolCall, ToolResult, TurnEnd, normalize_input, owned,
-    parse_payload, raw_json,
+    BatchedCall, Normalized, SignalKind, ToolCall, ToolResult, TurnEnd, normalize_input,
+    optional_str, owned, parse_payload, raw_json,
 };
 use crate::contract::{
     CompactionCompleted, CompactionStarted, Json, MessageDisplayed, Notification, Outcome, Payload,
@@ -26,60 +26,60 @@ use crate::contract::{
 /// client adds fields between versions and the raw bytes are kept anyway.
 #[derive(Debug, Deserialize)]
 struct Wire<'a> {
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "optional_str")]
     hook_event_name: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "optional_str")]
     prompt_id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "optional_str")]
     agent_id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "optional_str")]
     agent_type: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "optional_str")]
     source: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "optional_str")]
     cwd: Option<Cow<'a, str>>,
     model: Option<Value>,
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "optional_str")]
     transcript_path: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "optional_str")]
     prompt: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "optional_str")]
     tool_name: Option<Cow<'a, str>>,
     #[serde(default, deserialize_with = "raw_json")]
     tool_input: Option<Json>,
     #[serde(default, deserialize_with = "raw_json")]
     tool_response: Option<Json>,
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "optional_str")]
     tool_use_id: Option<Cow<'a, str>>,
     duration_ms: Option<u64>,
     error: Option<Value>,
     is_interrupt: Option<bool>,
     tool_calls: Option<Vec<WireBatchCall<'a>>>,
     background_tasks: Option<Vec<WireBackgroundTask<'a>>>,
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "optional_str")]
     reason: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "optional_str")]
     message: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "optional_str")]
     notification_type: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "optional_str")]
     message_id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "optional_str")]
     delta: Option<Cow<'a, str>>,
     #[serde(rename = "final")]
     is_final: Option<bool>,
     trigger: Option<Value>,
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "optional_str")]
     compact_summary: Option<Cow<'a, str>>,
 }
 
 #[derive(Debug, Deserialize)]
 struct WireBatchCall<'a> {
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "optional_str")]
     tool_name: Option<Cow<'a, str>>,
     #[serde(default, deserialize_with = "raw_json")]
     tool_input: Option<Json>,
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "optional_str")]
     tool_use_id: Option<Cow<'a, str>>,
     #[serde(default, deserialize_with = "raw_json")]
     tool_response: Option<Json>,
@@ -87,11 +87,11 @@ struct WireBatchCall<'a> {
 
 #[derive(Debug, Deserialize)]
 struct WireBackgroundTask<'a> {
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "optional_str")]
     id: Option<Cow<'a, str>>,
-    #[serde(borrow, rename = "type")]
+    #[serde(default, borrow, deserialize_with = "optional_str", rename = "type")]
     task_type: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "optional_str")]
     status: Option<Cow<'a, str>>,
 }
 

@@ -22,7 +22,8 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use super::signal::{
-    Normalized, SignalKind, ToolCall, ToolResult, TurnEnd, normalize_input, owned, parse_payload,
+    Normalized, SignalKind, ToolCall, ToolResult, TurnEnd, normalize_input, optional_str, owned,
+    parse_payload,
 };
 use crate::contract::{
     CompactionStarted, ErrorReported, Json, Outcome, Payload, PermissionRequested, PromptSubmitted,
@@ -42,19 +43,29 @@ enum WireTime<'a> {
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Wire<'a> {
-    #[serde(borrow, alias = "hook_event_name")]
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "optional_str",
+        alias = "hook_event_name"
+    )]
     hook_event_name: Option<Cow<'a, str>>,
     #[serde(borrow)]
     timestamp: Option<WireTime<'a>>,
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "optional_str")]
     cwd: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "optional_str")]
     source: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "optional_str")]
     prompt: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "optional_str")]
     transformed_prompt: Option<Cow<'a, str>>,
-    #[serde(borrow, alias = "tool_name")]
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "optional_str",
+        alias = "tool_name"
+    )]
     tool_name: Option<Cow<'a, str>>,
     #[serde(alias = "tool_input")]
     tool_args: Option<Value>,
@@ -62,18 +73,23 @@ struct Wire<'a> {
     #[serde(alias = "tool_result")]
     tool_result: Option<Value>,
     error: Option<Value>,
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "optional_str")]
     error_context: Option<Cow<'a, str>>,
     recoverable: Option<bool>,
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "optional_str")]
     reason: Option<Cow<'a, str>>,
-    #[serde(borrow, alias = "stop_reason")]
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "optional_str",
+        alias = "stop_reason"
+    )]
     stop_reason: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "optional_str")]
     agent_id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "optional_str")]
     agent_type: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "optional_str")]
     agent_name: Option<Cow<'a, str>>,
     trigger: Option<Value>,
 }
@@ -82,11 +98,16 @@ struct Wire<'a> {
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct RoutingWire<'a> {
-    #[serde(borrow, alias = "session_id")]
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "optional_str",
+        alias = "session_id"
+    )]
     session_id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "optional_str")]
     agent_id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "optional_str")]
     parent_agent_id: Option<Cow<'a, str>>,
 }
 

@@ -183,6 +183,19 @@ pub fn normalize_input(value: Json) -> Json {
         .unwrap_or(value)
 }
 
+/// An optional string field of a wire struct, borrowed from the payload
+/// unless it holds escapes: `#[serde(default, borrow, deserialize_with =
+/// "optional_str")]`. (Left to serde, an `Option<Cow<str>>` is always an
+/// owned copy: `borrow` reaches a `Cow` only when it is the field itself.)
+pub fn optional_str<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<std::borrow::Cow<'de, str>>, D::Error> {
+    #[derive(serde::Deserialize)]
+    struct Text<'a>(#[serde(borrow)] std::borrow::Cow<'a, str>);
+    let text: Option<Text<'de>> = serde::Deserialize::deserialize(d)?;
+    Ok(text.map(|t| t.0))
+}
+
 /// A JSON field of a wire struct, read as borrowed text and kept in
 /// canonical form (no `Value` tree is built for it):
 /// `#[serde(default, deserialize_with = "raw_json")]`.
@@ -196,6 +209,26 @@ pub fn raw_json<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Json>, 
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn optional_strings_are_borrowed_unless_escaped() {
+        #[derive(serde::Deserialize)]
+        struct Wire<'a> {
+            #[serde(default, borrow, deserialize_with = "optional_str")]
+            plain: Option<std::borrow::Cow<'a, str>>,
+            #[serde(default, borrow, deserialize_with = "optional_str")]
+            escaped: Option<std::borrow::Cow<'a, str>>,
+            #[serde(default, borrow, deserialize_with = "optional_str")]
+            null: Option<std::borrow::Cow<'a, str>>,
+            #[serde(default, borrow, deserialize_with = "optional_str")]
+            absent: Option<std::borrow::Cow<'a, str>>,
+        }
+        let wire: Wire = parse_payload(br#"{"plain":"a","escaped":"b\nc","null":null}"#).unwrap();
+        assert!(matches!(wire.plain, Some(std::borrow::Cow::Borrowed("a"))));
+        assert!(matches!(wire.escaped.as_deref(), Some("b\nc")));
+        assert!(matches!(wire.escaped, Some(std::borrow::Cow::Owned(_))));
+        assert!(wire.null.is_none() && wire.absent.is_none());
+    }
 
     #[test]
     fn string_and_object_inputs_digest_the_same() {
