@@ -123,3 +123,38 @@ fn the_wal_starts_over_instead_of_growing_with_the_drain() {
         "a WAL of {bounded} bytes, of {everything} written"
     );
 }
+
+/// A reader that holds a snapshot for the whole drain keeps every frame
+/// in the WAL: each restart gives up after its short wait, the next is
+/// tried once the WAL has doubled, and the drain still appends everything.
+#[test]
+fn a_reader_that_holds_on_does_not_stop_the_drain() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let out = run(home, &["finalize", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let reader = rusqlite::Connection::open(home.join("ledgers/v2/ledger.sqlite")).unwrap();
+    reader.execute_batch("BEGIN").unwrap();
+    reader
+        .query_row("SELECT count(*) FROM events", [], |r| r.get::<_, i64>(0))
+        .unwrap();
+    write_spool(home);
+    let out = harnery(home)
+        .env("HARNERY_CHUNK_BYTES", "1")
+        .env("HARNERY_WAL_RESTART_FRAMES", "256")
+        .args(["finalize", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        summary["signals_drained"],
+        (SESSIONS * 9) as u64,
+        "{summary}"
+    );
+    drop(reader);
+    for cmd in ["validate", "verify"] {
+        let out = run(home, &[cmd]);
+        assert!(out.status.success(), "{cmd}: {}", stderr(&out));
+    }
+}

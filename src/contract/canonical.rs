@@ -56,11 +56,6 @@ impl Json {
         &self.0
     }
 
-    /// The value itself, for a reader that wants to look inside.
-    pub fn to_value(&self) -> Value {
-        serde_json::from_str(&self.0).expect("canonical JSON parses")
-    }
-
     /// Whether the value is a string (and which).
     pub fn as_string(&self) -> Option<String> {
         self.0
@@ -70,12 +65,6 @@ impl Json {
 }
 
 impl fmt::Debug for Json {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl fmt::Display for Json {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }

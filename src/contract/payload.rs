@@ -1,9 +1,9 @@
 //! Event types and their strict payloads. Every payload struct rejects
 //! unknown fields, so a row can only mean what this file says it means.
 
-use super::canonical::Json;
 use serde::{Deserialize, Serialize};
 
+use super::canonical::Json;
 use super::event::EventId;
 
 /// An observed value, or `unknown` with a reason code. Unknown stays unknown.

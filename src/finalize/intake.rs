@@ -155,11 +155,12 @@ pub(super) fn drain(
                     }
                 }
                 timing("wal-restart-wait", since);
-                // A reader that held on keeps the WAL; try again later.
+                // A reader that held on keeps the WAL: try again once it
+                // has doubled, so a reader that stays costs a few waits.
                 restart_at = if restarted {
                     restart_frames
                 } else {
-                    restart_at + restart_frames
+                    restart_at.saturating_mul(2)
                 };
                 wal_frames = 0;
             }

@@ -43,9 +43,10 @@ impl Checkpointer {
         let conn = Connection::open(dir.join(DB_FILE))?;
         conn.pragma_update(None, "synchronous", "FULL")?;
         // Only a restart checkpoint waits, and only for readers (the
-        // writer is waiting for it): one that holds on gets to keep the
-        // WAL as it is, and the restart is tried again later.
-        conn.busy_timeout(std::time::Duration::from_secs(1))?;
+        // writer is waiting for it; harnery's own readers take
+        // milliseconds): one that holds on longer keeps the WAL as it is,
+        // and the restart is tried again later.
+        conn.busy_timeout(std::time::Duration::from_millis(250))?;
         Ok(Checkpointer {
             conn,
             wal: dir.join(format!("{DB_FILE}-wal")),
