@@ -3,7 +3,8 @@
 
 use super::{CmdResult, Outcome};
 use crate::clock::{ClockSample, wall_now_ns};
-use crate::finalize::{FinalizeOptions, Summary, finalize};
+use crate::epoch::finalize;
+use crate::finalize::{FinalizeOptions, Summary};
 use crate::home::Home;
 use crate::ledger::parse_time;
 use std::io::Write;
@@ -41,15 +42,19 @@ pub fn options(now: Option<&str>) -> Result<FinalizeOptions, String> {
 pub fn run(args: Args) -> CmdResult {
     let home = Home::from_env()?;
     let opts = options(args.now.as_deref())?;
-    let summary = finalize(&home, &opts)?;
+    let run = finalize(&home, &opts)?;
     if args.json {
-        writeln!(
+        writeln!(std::io::stdout(), "{}", serde_json::to_string_pretty(&run)?)?;
+        return Ok(Outcome::Clean);
+    }
+    match &run.completed_epoch_advance {
+        // The advance's carry was this run's drain; its report says both.
+        Some(report) => write!(
             std::io::stdout(),
-            "{}",
-            serde_json::to_string_pretty(&summary)?
-        )?;
-    } else {
-        write!(std::io::stdout(), "{}", render(&summary))?;
+            "completed the epoch advance that was underway\n{}",
+            super::epoch::render_advance(report)
+        )?,
+        None => write!(std::io::stdout(), "{}", render(&run.summary))?,
     }
     Ok(Outcome::Clean)
 }

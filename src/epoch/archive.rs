@@ -1,6 +1,7 @@
 //! Archived epochs: the move into `ledgers/v2-candidates/<genesis-id>/`,
-//! the tree manifest and path fence that come with it, and the audit facts
-//! the read side needs about what an archive left unfinished.
+//! the tree manifest and path fence that come with it, the read-only
+//! state, and the administrative closure of what an archive left
+//! unfinished (recorded in the next epoch's anchor).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -10,7 +11,10 @@ use serde::{Deserialize, Serialize};
 use super::{EpochError, io};
 use crate::contract::SessionRef;
 use crate::home::Home;
-use crate::ledger::{Anchor, CANDIDATES_DIR, FENCE_FILE, Ledger, SpanState, durable};
+use crate::ledger::{
+    Anchor, CANDIDATES_DIR, ClosedSession, Closure, FENCE_FILE, GENESIS_FILE, GenesisManifest,
+    Ledger, LedgerError, durable,
+};
 
 pub const MANIFEST_FILE: &str = "MANIFEST.json";
 
@@ -40,16 +44,38 @@ impl TreeManifest {
         })
     }
 
-    /// Whether `dir` still holds exactly what the manifest lists.
-    pub fn check(dir: &Path) -> Result<Vec<String>, EpochError> {
+    /// Read the manifest stored in `dir`.
+    pub fn read(dir: &Path) -> Result<TreeManifest, EpochError> {
         let path = dir.join(MANIFEST_FILE);
         let text = std::fs::read(&path).map_err(io(&path))?;
-        let want: TreeManifest = serde_json::from_slice(&text)
-            .map_err(|e| EpochError::CandidateGate(format!("{}: {e}", path.display())))?;
+        serde_json::from_slice(&text).map_err(|e| EpochError::Manifest {
+            path,
+            detail: e.to_string(),
+        })
+    }
+
+    /// Every way `dir` differs from its manifest, one line per file:
+    /// altered, missing or added.
+    pub fn check(dir: &Path) -> Result<Vec<String>, EpochError> {
+        let want = TreeManifest::read(dir)?;
         let got = TreeManifest::build(dir, &want.genesis_id)?;
+        let have: BTreeMap<&str, &ManifestEntry> =
+            got.files.iter().map(|f| (f.path.as_str(), f)).collect();
+        let listed: BTreeMap<&str, &ManifestEntry> =
+            want.files.iter().map(|f| (f.path.as_str(), f)).collect();
         let mut problems = Vec::new();
-        if got.files != want.files {
-            problems.push(format!("{} does not match its manifest", dir.display()));
+        for (path, entry) in &listed {
+            match have.get(path) {
+                None => problems.push(format!("{path}: missing (listed in the manifest)")),
+                Some(found) if found != entry => problems.push(format!(
+                    "{path}: altered ({} bytes, blake3 {}; the manifest says {} bytes, blake3 {})",
+                    found.size, found.blake3, entry.size, entry.blake3
+                )),
+                Some(_) => {}
+            }
+        }
+        for path in have.keys().filter(|p| !listed.contains_key(*p)) {
+            problems.push(format!("{path}: added (not in the manifest)"));
         }
         Ok(problems)
     }
@@ -71,24 +97,31 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<ManifestEntry>) -> Result<(), Epo
         if rel == MANIFEST_FILE || !meta.is_file() {
             continue;
         }
-        let bytes = std::fs::read(&path).map_err(io(&path))?;
         out.push(ManifestEntry {
             path: rel,
             size: meta.len(),
-            blake3: blake3::hash(&bytes).to_hex().to_string(),
+            blake3: hash_file(&path)?,
         });
     }
     Ok(())
 }
 
-/// Fold the live epoch into one file, fence it, manifest it, move it under
-/// `target` and make it read-only.
+fn hash_file(path: &Path) -> Result<String, EpochError> {
+    let mut file = std::fs::File::open(path).map_err(io(path))?;
+    let mut h = blake3::Hasher::new();
+    std::io::copy(&mut file, &mut h).map_err(io(path))?;
+    Ok(h.finalize().to_hex().to_string())
+}
+
+/// Fold the live epoch's WAL into its database (the one change allowed
+/// before the manifest is taken), fence it, manifest it, move it under
+/// `target` and make it read-only. Rerunning after a crash at any point
+/// does the remaining steps: nothing here depends on a step not redone.
 pub(super) fn archive_live(home: &Home, live: &Path, target: &Path) -> Result<(), EpochError> {
-    let ledger = Ledger::open_dir_write(live, 0, false)?;
-    let genesis_id = ledger.genesis().genesis_id.clone();
-    ledger.checkpoint_for_archive()?;
+    let genesis_id = GenesisManifest::read(&live.join(GENESIS_FILE))?.genesis_id;
+    crate::ledger::fold_wal(live)?;
     for leftover in ["ledger.sqlite-wal", "ledger.sqlite-shm"] {
-        let _ = std::fs::remove_file(live.join(leftover));
+        remove_empty_leftover(&live.join(leftover))?;
     }
     let fence = serde_json::json!({
         "genesis_id": genesis_id,
@@ -107,13 +140,32 @@ pub(super) fn archive_live(home: &Home, live: &Path, target: &Path) -> Result<()
     make_read_only(target)
 }
 
-fn make_read_only(dir: &Path) -> Result<(), EpochError> {
+/// A `-wal` left by a reader that still had the database open is empty
+/// once folded, and a `-shm` is only an index of it: neither holds data.
+/// A non-empty WAL would, and is never removed.
+fn remove_empty_leftover(path: &Path) -> Result<(), EpochError> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.len() == 0 || path.extension().is_some_and(|e| e == "sqlite-shm") => {
+            std::fs::remove_file(path).map_err(io(path))
+        }
+        Ok(_) => Err(EpochError::Manifest {
+            path: path.to_path_buf(),
+            detail: "the WAL still holds frames after the fold; nothing was archived".into(),
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(io(path)(e)),
+    }
+}
+
+/// Files 0400, directories 0500 (idempotent: a resumed advance reapplies it).
+pub(super) fn make_read_only(dir: &Path) -> Result<(), EpochError> {
     use std::os::unix::fs::PermissionsExt;
     for entry in std::fs::read_dir(dir).map_err(io(dir))? {
         let path = entry.map_err(io(dir))?.path();
-        if path.is_dir() {
+        let meta = std::fs::symlink_metadata(&path).map_err(io(&path))?;
+        if meta.is_dir() {
             make_read_only(&path)?;
-        } else {
+        } else if meta.is_file() {
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o400))
                 .map_err(io(&path))?;
         }
@@ -121,15 +173,43 @@ fn make_read_only(dir: &Path) -> Result<(), EpochError> {
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o500)).map_err(io(dir))
 }
 
-/// The anchor a new epoch takes from the archive of `genesis_id`.
+/// Every file or directory below `dir` (and `dir` itself) that has a
+/// write bit.
+pub fn writable_paths(dir: &Path) -> Result<Vec<String>, EpochError> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(path) = stack.pop() {
+        let meta = std::fs::symlink_metadata(&path).map_err(io(&path))?;
+        if meta.permissions().mode() & 0o222 != 0 {
+            let rel = path.strip_prefix(dir).unwrap_or(&path);
+            out.push(if rel.as_os_str().is_empty() {
+                ".".to_string()
+            } else {
+                rel.to_string_lossy().into_owned()
+            });
+        }
+        if meta.is_dir() {
+            for e in std::fs::read_dir(&path).map_err(io(&path))? {
+                stack.push(e.map_err(io(&path))?.path());
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// The anchor a new epoch takes from the archive of `genesis_id`: its
+/// chain head, and the administrative closure of what it left unfinished.
 pub(super) fn anchor_of(home: &Home, genesis_id: &str) -> Result<Anchor, EpochError> {
     let rel = PathBuf::from("ledgers")
         .join(CANDIDATES_DIR)
         .join(genesis_id);
     let dir = home.root().join(&rel);
+    make_read_only(&dir)?;
     let problems = TreeManifest::check(&dir)?;
     if let Some(p) = problems.first() {
-        return Err(EpochError::CandidateGate(p.clone()));
+        return Err(EpochError::CandidateGate(format!("{}: {p}", dir.display())));
     }
     let ledger = Ledger::open_dir_read(&dir, None)?;
     Ok(Anchor {
@@ -138,28 +218,63 @@ pub(super) fn anchor_of(home: &Home, genesis_id: &str) -> Result<Anchor, EpochEr
         terminal_segment_digest: ledger.chain_head()?,
         events: ledger.event_count()?,
         archive: rel.to_string_lossy().into_owned(),
+        closure: Some(closure_of(&ledger)?),
     })
 }
 
-/// Every archived epoch directory, by name.
-pub fn archived_epochs(home: &Home) -> Result<Vec<PathBuf>, EpochError> {
-    let dir = home.ledgers_dir().join(CANDIDATES_DIR);
-    let mut out = Vec::new();
-    match std::fs::read_dir(&dir) {
-        Ok(entries) => {
-            for e in entries {
-                let path = e.map_err(io(&dir))?.path();
-                if path.join(FENCE_FILE).exists() {
-                    out.push(path);
-                }
-            }
+/// What an epoch leaves unfinished: sessions with open spans or pending
+/// end requests. Read from its span and end-request rows, so it is known
+/// even when this build cannot read the epoch's events.
+pub fn closure_of(ledger: &Ledger) -> Result<Closure, LedgerError> {
+    let mut by: BTreeMap<SessionRef, ClosedSession> = BTreeMap::new();
+    let blank = |s: &SessionRef| ClosedSession {
+        session: s.clone(),
+        open_tool_spans: Vec::new(),
+        open_command_spans: Vec::new(),
+        superseded_end_requests: Vec::new(),
+        reasons: Vec::new(),
+    };
+    for span in ledger.open_spans()? {
+        let row = by
+            .entry(span.session.clone())
+            .or_insert_with(|| blank(&span.session));
+        if span.kind == "command" {
+            row.open_command_spans.push(span.request_event_id);
+        } else {
+            row.open_tool_spans.push(span.request_event_id);
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(io(&dir)(e)),
     }
-    out.sort();
-    Ok(out)
+    for end in ledger.pending_end_requests()? {
+        by.entry(end.session.clone())
+            .or_insert_with(|| blank(&end.session))
+            .superseded_end_requests
+            .push(end.end_event_id);
+    }
+    let sessions = by
+        .into_values()
+        .map(|mut row| {
+            row.superseded_end_requests.sort();
+            if !row.open_tool_spans.is_empty() {
+                row.reasons.push(TOOL_PAIRING_INCOMPLETE.into());
+            }
+            if !row.open_command_spans.is_empty() {
+                row.reasons.push(COMMAND_PAIRING_INCOMPLETE.into());
+            }
+            if row.reasons.is_empty() {
+                row.reasons.push(END_REQUEST_SUPERSEDED.into());
+            }
+            row
+        })
+        .collect();
+    Ok(Closure { sessions })
 }
+
+/// The closure reasons (ADR 0078, disposition of pre-advance epochs), and
+/// the one harnery adds for a session whose only loose end was a pending
+/// end request.
+pub const TOOL_PAIRING_INCOMPLETE: &str = "tool_pairing_incomplete";
+pub const COMMAND_PAIRING_INCOMPLETE: &str = "command_pairing_incomplete";
+pub const END_REQUEST_SUPERSEDED: &str = "end_request_superseded";
 
 /// A session an archived epoch left with open spans or a pending end: it
 /// is audit-only (ADR 0078, disposition of pre-advance epochs).
@@ -170,53 +285,48 @@ pub struct ArchivedSession {
     pub open_tool_spans: u64,
     pub open_command_spans: u64,
     pub superseded_end_requests: u64,
-    /// `tool_pairing_incomplete` and/or `command_pairing_incomplete`.
     pub reasons: Vec<String>,
 }
 
-/// Sessions left unfinished in any archived epoch.
+/// Sessions left unfinished in any archived epoch: the closure each advance
+/// recorded, or for an archive whose advance recorded none (an older
+/// build's), the same facts read from the archive's rows.
 pub fn archived_open_span_sessions(home: &Home) -> Result<Vec<ArchivedSession>, EpochError> {
+    let recorded = super::list::closures(home)?;
     let mut out = Vec::new();
-    for dir in archived_epochs(home)? {
-        let ledger = Ledger::open_dir_read(&dir, None)?;
-        let gid = ledger.genesis().genesis_id.clone();
-        let mut by: BTreeMap<SessionRef, ArchivedSession> = BTreeMap::new();
-        let blank = |s: &SessionRef| ArchivedSession {
-            genesis_id: gid.clone(),
-            session: s.clone(),
-            open_tool_spans: 0,
-            open_command_spans: 0,
-            superseded_end_requests: 0,
-            reasons: Vec::new(),
+    for entry in super::list::epochs(home)?.into_iter().filter(|e| !e.live) {
+        let mine: Vec<ClosedSession> = recorded
+            .iter()
+            .filter(|(g, _)| *g == entry.genesis_id)
+            .map(|(_, c)| c.clone())
+            .collect();
+        let sessions = if mine.is_empty() && !closure_recorded(home, &entry.genesis_id)? {
+            match entry.open(home).and_then(|l| closure_of(&l)) {
+                Ok(c) => c.sessions,
+                Err(_) => continue,
+            }
+        } else {
+            mine
         };
-        for span in ledger
-            .spans(None)?
-            .into_iter()
-            .filter(|s| s.state == SpanState::Open)
-        {
-            let row = by
-                .entry(span.session.clone())
-                .or_insert_with(|| blank(&span.session));
-            if span.kind == "command" {
-                row.open_command_spans += 1;
-            } else {
-                row.open_tool_spans += 1;
-            }
-        }
-        for end in ledger.pending_end_requests()? {
-            by.entry(end.session.clone())
-                .or_insert_with(|| blank(&end.session))
-                .superseded_end_requests += 1;
-        }
-        for (_, mut row) in by {
-            if row.open_tool_spans > 0 {
-                row.reasons.push("tool_pairing_incomplete".into());
-            }
-            if row.open_command_spans > 0 {
-                row.reasons.push("command_pairing_incomplete".into());
-            }
-            out.push(row);
-        }
+        out.extend(sessions.into_iter().map(|c| ArchivedSession {
+            genesis_id: entry.genesis_id.clone(),
+            session: c.session,
+            open_tool_spans: c.open_tool_spans.len() as u64,
+            open_command_spans: c.open_command_spans.len() as u64,
+            superseded_end_requests: c.superseded_end_requests.len() as u64,
+            reasons: c.reasons,
+        }));
     }
     Ok(out)
+}
+
+/// Whether the epoch that followed `genesis_id` recorded a closure for it.
+fn closure_recorded(home: &Home, genesis_id: &str) -> Result<bool, EpochError> {
+    Ok(super::list::epochs(home)?.iter().any(|e| {
+        e.genesis.as_ref().is_ok_and(|g| {
+            g.anchor
+                .as_ref()
+                .is_some_and(|a| a.genesis_id == genesis_id && a.closure.is_some())
+        })
+    }))
 }

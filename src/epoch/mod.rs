@@ -1,40 +1,59 @@
-//! `harnery epoch advance`: ship a contract change as a new ledger epoch
-//! (ADR 0078, DESIGN §9). Four steps, each resumable:
+//! `harnery epoch`: ship a contract change as a new ledger epoch (ADR 0078,
+//! DESIGN §9), and read every epoch a home holds. An advance has four
+//! steps, each resumable:
 //!
 //! 1. **quiesce**: apply every pending ready file to the old ledger (ready
 //!    rows carry the digest they were minted under; applying them needs no
 //!    normalization, only validation and append) and refuse to go on while
 //!    any ready row remains. Intake rows are raw, digest-free, and are
 //!    carried instead.
-//! 2. **archive**: fold the old database into one file, write a tree
-//!    manifest (path, size, blake3 of every file) and a path fence, move the
-//!    whole live root to `ledgers/v2-candidates/<genesis-id>/` and make it
-//!    read-only. Archived epochs are never repaired.
+//! 2. **archive**: fold the old database's WAL into its file (the only
+//!    change made to it: no migration, no journal-mode change), write a
+//!    path fence and a tree manifest (path, size, blake3 of every file),
+//!    move the whole live root to `ledgers/v2-candidates/<genesis-id>/` and
+//!    make it read-only. Archived epochs are never repaired.
 //! 3. **reinstall**: build a candidate genesis with this build's digest,
-//!    anchored to the archive's chain head (its terminal-segment digest),
-//!    in `ledgers/v2.candidate/`; the candidate gate checks it, the
+//!    anchored to the archive's chain head (its terminal-segment digest)
+//!    and recording what the advance closed administratively there, in
+//!    `ledgers/v2.candidate/`; the candidate gate checks it, the
 //!    activation gate renames it into place.
 //! 4. **carry**: drain the intake spool into the new epoch.
 //!
-//! Progress is recorded in `ledgers/epoch-advance.json`; rerunning the
-//! command after a crash at any step resumes from what is on disk.
+//! What step comes next is read from disk, so a crash anywhere resumes:
+//! `ledgers/epoch-advance.json` marks an advance as underway (and says
+//! what it advances from), the directories say how far it got. While it
+//! is underway no command starts a fresh epoch, and `harnery finalize`
+//! completes the advance before it drains (see [`finalize`]); finalize
+//! never starts one.
 
 mod archive;
+mod list;
+mod status;
+mod verify;
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub use archive::{ArchivedSession, TreeManifest, archived_epochs, archived_open_span_sessions};
+pub use archive::{
+    ArchivedSession, COMMAND_PAIRING_INCOMPLETE, END_REQUEST_SUPERSEDED, ManifestEntry,
+    TOOL_PAIRING_INCOMPLETE, TreeManifest, archived_open_span_sessions, closure_of,
+};
+pub use list::{
+    EpochEntry, EpochSelector, archive_dirs, archives_exist, closure_reasons, closures, epochs,
+    select,
+};
+pub use status::{AdvanceMarker, EpochStatus, status};
+pub use verify::{EpochCheck, EpochVerdict, verify};
 
 use crate::finalize::{self, FinalizeError, FinalizeOptions, failpoint, lease::Lease};
 use crate::home::Home;
 use crate::ledger::{
-    Anchor, CANDIDATES_DIR, GENESIS_FILE, GenesisManifest, Ledger, LedgerError, binary_digest,
-    durable,
+    ADVANCE_FILE, Anchor, CANDIDATES_DIR, GENESIS_FILE, GenesisManifest, Ledger, LedgerError,
+    binary_digest, durable,
 };
 
-/// Why an advance stopped.
+/// Why an advance (or an epoch read) stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum EpochError {
     #[error(transparent)]
@@ -52,6 +71,14 @@ pub enum EpochError {
     CandidateGate(String),
     #[error("activation gate refused: {0}")]
     ActivationGate(String),
+    #[error(
+        "{path} does not parse ({detail}); an advance was interrupted. Remove that file and rerun `harnery epoch advance`: it resumes from what is on disk"
+    )]
+    CorruptProgress { path: PathBuf, detail: String },
+    #[error("{path}: the tree manifest does not parse: {detail}")]
+    Manifest { path: PathBuf, detail: String },
+    #[error("no epoch {wanted:?} in this home; the epochs are: {}", known.join(", "))]
+    UnknownEpoch { wanted: String, known: Vec<String> },
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> EpochError + '_ {
@@ -61,14 +88,15 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> EpochError + '_ {
     }
 }
 
-/// The durable record of an advance in progress.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct Progress {
-    from_genesis_id: String,
-    from_digest: String,
-    to_digest: String,
-    /// quiesced, archived, activated.
-    step: String,
+/// The durable record of an advance underway.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Progress {
+    pub from_genesis_id: String,
+    pub from_digest: String,
+    pub to_digest: String,
+    /// The last step done: `quiesced`, `archived` or `activated`.
+    pub step: String,
 }
 
 /// What an advance did.
@@ -84,21 +112,33 @@ pub struct AdvanceReport {
     pub new_genesis_id: Option<String>,
     pub schema_digest: String,
     pub carried: Option<finalize::Summary>,
+    /// Sessions the advance closed administratively in the archive.
     pub audit_only_sessions: usize,
+    /// Pending end requests the advance superseded.
+    pub superseded_end_requests: usize,
 }
 
 fn progress_path(home: &Home) -> PathBuf {
-    home.ledgers_dir().join("epoch-advance.json")
+    home.ledgers_dir().join(ADVANCE_FILE)
 }
 
 fn candidate_dir(home: &Home) -> PathBuf {
     home.ledgers_dir().join("v2.candidate")
 }
 
-fn read_progress(home: &Home) -> Result<Option<Progress>, EpochError> {
+/// The progress record, if one exists; a damaged one is an error that says
+/// how to go on.
+pub fn read_progress(home: &Home) -> Result<Option<Progress>, EpochError> {
     let path = progress_path(home);
     match std::fs::read(&path) {
-        Ok(bytes) => Ok(serde_json::from_slice(&bytes).ok()),
+        Ok(bytes) => {
+            serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| EpochError::CorruptProgress {
+                    path,
+                    detail: e.to_string(),
+                })
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(io(&path)(e)),
     }
@@ -107,50 +147,6 @@ fn read_progress(home: &Home) -> Result<Option<Progress>, EpochError> {
 fn write_progress(home: &Home, p: &Progress) -> Result<(), EpochError> {
     let text = serde_json::to_vec_pretty(p).expect("progress serializes");
     Ok(durable::write_atomic(&progress_path(home), &text)?)
-}
-
-/// Run (or resume) an advance to this build's schema digest.
-pub fn advance(home: &Home, opts: &FinalizeOptions) -> Result<AdvanceReport, EpochError> {
-    let lease = Lease::take(home).map_err(FinalizeError::from)?;
-    let mut report = AdvanceReport {
-        schema_digest: binary_digest(),
-        ..AdvanceReport::default()
-    };
-    let progress = match read_progress(home)? {
-        Some(p) => p,
-        None => match begin(home, opts, &mut report)? {
-            Some(p) => p,
-            None => {
-                report.already_current = true;
-                return Ok(report);
-            }
-        },
-    };
-    if progress.step == "quiesced" {
-        archive_step(home, &progress, &mut report)?;
-    }
-    let anchor = archive::anchor_of(home, &progress.from_genesis_id)?;
-    report.archived_genesis_id = Some(anchor.genesis_id.clone());
-    report.archive = Some(anchor.archive.clone());
-    report.terminal_segment_digest = Some(anchor.terminal_segment_digest.clone());
-    report.archived_events = anchor.events;
-    if progress.step != "activated" {
-        reinstall(home, anchor, opts)?;
-        write_progress(
-            home,
-            &Progress {
-                step: "activated".into(),
-                ..progress.clone()
-            },
-        )?;
-        failpoint::hit("epoch-after-activate");
-    }
-    drop(lease);
-    report.carried = Some(finalize::finalize(home, opts)?);
-    remove_progress(home)?;
-    report.new_genesis_id = Some(Ledger::open_read(home)?.genesis().genesis_id.clone());
-    report.audit_only_sessions = archived_open_span_sessions(home)?.len();
-    Ok(report)
 }
 
 fn remove_progress(home: &Home) -> Result<(), EpochError> {
@@ -162,25 +158,182 @@ fn remove_progress(home: &Home) -> Result<(), EpochError> {
     }
 }
 
-/// Quiesce, or find there is nothing to advance. `None`: already current.
-fn begin(
-    home: &Home,
-    opts: &FinalizeOptions,
-    report: &mut AdvanceReport,
-) -> Result<Option<Progress>, EpochError> {
+/// Whether an advance is underway: its progress record exists (damaged or
+/// not), or an archive exists that no live epoch anchors to.
+pub fn advance_underway(home: &Home) -> Result<bool, EpochError> {
+    Ok(progress_path(home).exists() || list::dangling_archive(home)?.is_some())
+}
+
+/// What `harnery finalize` ran: the drain, and the advance it completed
+/// first when it found one underway.
+#[derive(Debug, Clone, Serialize)]
+pub struct FinalizeRun {
+    #[serde(flatten)]
+    pub summary: finalize::Summary,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completed_epoch_advance: Option<AdvanceReport>,
+}
+
+/// `harnery finalize`: drain the spools. An advance found underway is
+/// completed first, by the same steps `harnery epoch advance` runs, and
+/// its carry is the drain. With no advance underway this never starts
+/// one: a live epoch under another digest is refused and nothing drained.
+pub fn finalize(home: &Home, opts: &FinalizeOptions) -> Result<FinalizeRun, EpochError> {
+    if !advance_underway(home)? {
+        return Ok(FinalizeRun {
+            summary: finalize::finalize(home, opts)?,
+            completed_epoch_advance: None,
+        });
+    }
+    let report = advance(home, opts)?;
+    let summary = match &report.carried {
+        Some(s) => s.clone(),
+        None => finalize::finalize(home, opts)?,
+    };
+    Ok(FinalizeRun {
+        summary,
+        completed_epoch_advance: Some(report),
+    })
+}
+
+/// Where a resumed advance picks up, read from disk.
+enum Next {
+    /// The live epoch speaks this build's digest and no advance is underway.
+    Current,
+    /// Quiesce and archive the live epoch, then reinstall and carry.
+    Quiesce(GenesisManifest),
+    /// Archive the live epoch (already quiesced), then reinstall and carry.
+    Archive(Progress),
+    /// Install a new epoch anchored to this archive, then carry.
+    Reinstall(String),
+    /// The new epoch is live; drain into it.
+    Carry,
+}
+
+fn next_step(home: &Home, progress: Option<&Progress>) -> Result<Next, EpochError> {
     let live = Ledger::live_dir(home);
     if !live.join(GENESIS_FILE).exists() {
-        return Ok(None);
+        return Ok(match progress {
+            Some(p) if p.step != "quiesced" => Next::Reinstall(p.from_genesis_id.clone()),
+            _ => match list::dangling_archive(home)? {
+                Some(id) => Next::Reinstall(id),
+                None => Next::Current,
+            },
+        });
     }
     let genesis = GenesisManifest::read(&live.join(GENESIS_FILE))?;
     if genesis.schema_digest == binary_digest() {
-        return Ok(None);
+        return Ok(if progress.is_some() {
+            Next::Carry
+        } else {
+            Next::Current
+        });
     }
-    let mut old = Ledger::open_dir_write(&live, opts.now_unix_ns, false)?;
-    let incarnation = old.take_incarnation()?;
-    let mut summary = finalize::Summary::default();
-    report.ready_files_applied_to_old_epoch =
-        finalize::apply_pending(home, &mut old, incarnation, opts, &mut summary)?;
+    Ok(match progress {
+        Some(p) if p.step == "quiesced" && p.from_genesis_id == genesis.genesis_id => {
+            Next::Archive(p.clone())
+        }
+        _ => Next::Quiesce(genesis),
+    })
+}
+
+/// Run (or resume) an advance to this build's schema digest.
+pub fn advance(home: &Home, opts: &FinalizeOptions) -> Result<AdvanceReport, EpochError> {
+    let lease = Lease::take(home).map_err(FinalizeError::from)?;
+    let mut report = AdvanceReport {
+        schema_digest: binary_digest(),
+        ..AdvanceReport::default()
+    };
+    let progress = read_progress(home)?;
+    let mut next = next_step(home, progress.as_ref())?;
+    if let Next::Current = next {
+        report.already_current = true;
+        return Ok(report);
+    }
+    if let Next::Quiesce(genesis) = next {
+        next = Next::Archive(quiesce(home, genesis, opts, &mut report)?);
+    }
+    if let Next::Archive(p) = next {
+        archive_step(home, &p)?;
+        next = Next::Reinstall(p.from_genesis_id);
+    }
+    if let Next::Reinstall(from) = &next {
+        let anchor = archive::anchor_of(home, from)?;
+        note_anchor(&mut report, &anchor);
+        reinstall(home, &anchor, opts)?;
+        let mut p = progress_or(home, &anchor)?;
+        p.step = "activated".into();
+        write_progress(home, &p)?;
+        failpoint::hit("epoch-after-activate");
+    } else if let Some(anchor) = live_anchor(home)? {
+        note_anchor(&mut report, &anchor);
+    }
+    drop(lease);
+    report.carried = Some(finalize::finalize(home, opts)?);
+    remove_progress(home)?;
+    report.new_genesis_id = Some(Ledger::open_read(home)?.genesis().genesis_id.clone());
+    Ok(report)
+}
+
+fn note_anchor(report: &mut AdvanceReport, anchor: &Anchor) {
+    report.archived_genesis_id = Some(anchor.genesis_id.clone());
+    report.archive = Some(anchor.archive.clone());
+    report.terminal_segment_digest = Some(anchor.terminal_segment_digest.clone());
+    report.archived_events = anchor.events;
+    if let Some(c) = &anchor.closure {
+        report.audit_only_sessions = c.sessions.len();
+        report.superseded_end_requests = c
+            .sessions
+            .iter()
+            .map(|s| s.superseded_end_requests.len())
+            .sum();
+    }
+}
+
+fn live_anchor(home: &Home) -> Result<Option<Anchor>, EpochError> {
+    let g = GenesisManifest::read(&Ledger::live_dir(home).join(GENESIS_FILE))?;
+    Ok(g.anchor)
+}
+
+/// The progress record to update, or (when it was lost) one rebuilt from
+/// the archive being anchored to.
+fn progress_or(home: &Home, anchor: &Anchor) -> Result<Progress, EpochError> {
+    Ok(read_progress(home)?.unwrap_or_else(|| Progress {
+        from_genesis_id: anchor.genesis_id.clone(),
+        from_digest: anchor.schema_digest.clone(),
+        to_digest: binary_digest(),
+        step: "archived".into(),
+    }))
+}
+
+/// Step 1: apply the old epoch's pending ready files to it, and refuse to
+/// go on while any remain. The old epoch is opened for writing only when
+/// there is something to apply, and only when that needs no migration of
+/// its tables (its bytes are to be archived as the old build left them).
+fn quiesce(
+    home: &Home,
+    genesis: GenesisManifest,
+    opts: &FinalizeOptions,
+    report: &mut AdvanceReport,
+) -> Result<Progress, EpochError> {
+    let live = Ledger::live_dir(home);
+    finalize::ready::remove_orphans(home)?;
+    let pending = finalize::ready::pending(home)?;
+    if !pending.is_empty() {
+        if Ledger::open_dir_read(&live, None)?.schema_behind()? {
+            return Err(EpochError::Undrained(format!(
+                "{} ready file(s) in {} were minted by the build that wrote epoch {}, whose tables this build would have to migrate to apply them; run `harnery finalize` with that build once, then `harnery epoch advance`",
+                pending.len(),
+                finalize::ready::ready_dir(home).display(),
+                genesis.genesis_id
+            )));
+        }
+        let mut old = Ledger::open_dir_write(&live, opts.now_unix_ns, false)?;
+        let incarnation = old.take_incarnation()?;
+        let mut summary = finalize::Summary::default();
+        report.ready_files_applied_to_old_epoch =
+            finalize::apply_pending(home, &mut old, incarnation, opts, &mut summary)?;
+    }
     let left = finalize::ready::pending(home)?;
     if !left.is_empty() {
         return Err(EpochError::Undrained(format!(
@@ -189,7 +342,6 @@ fn begin(
             finalize::ready::ready_dir(home).display()
         )));
     }
-    drop(old);
     let progress = Progress {
         from_genesis_id: genesis.genesis_id,
         from_digest: genesis.schema_digest,
@@ -198,29 +350,23 @@ fn begin(
     };
     write_progress(home, &progress)?;
     failpoint::hit("epoch-after-quiesce");
-    Ok(Some(progress))
+    Ok(progress)
 }
 
-fn archive_step(home: &Home, p: &Progress, report: &mut AdvanceReport) -> Result<(), EpochError> {
+/// Step 2: move the quiesced live epoch into the archive.
+fn archive_step(home: &Home, p: &Progress) -> Result<(), EpochError> {
     let live = Ledger::live_dir(home);
     let target = home
         .ledgers_dir()
         .join(CANDIDATES_DIR)
         .join(&p.from_genesis_id);
-    if live.join(GENESIS_FILE).exists() {
-        let g = GenesisManifest::read(&live.join(GENESIS_FILE))?;
-        if g.genesis_id == p.from_genesis_id {
-            archive::archive_live(home, &live, &target)?;
-        }
-    }
-    if !target.exists() {
+    if target.exists() {
         return Err(EpochError::ActivationGate(format!(
-            "the archive {} of epoch {} is missing",
-            target.display(),
-            p.from_genesis_id
+            "both the live epoch and its archive {} exist; remove neither, and report this",
+            target.display()
         )));
     }
-    report.archive = Some(target.display().to_string());
+    archive::archive_live(home, &live, &target)?;
     write_progress(
         home,
         &Progress {
@@ -232,25 +378,8 @@ fn archive_step(home: &Home, p: &Progress, report: &mut AdvanceReport) -> Result
     Ok(())
 }
 
-/// Candidate genesis → candidate gate → activation gate.
-fn reinstall(home: &Home, anchor: Anchor, opts: &FinalizeOptions) -> Result<(), EpochError> {
-    let live = Ledger::live_dir(home);
-    if live.join(GENESIS_FILE).exists() {
-        let g = GenesisManifest::read(&live.join(GENESIS_FILE))?;
-        return match g.anchor {
-            Some(a)
-                if a.terminal_segment_digest == anchor.terminal_segment_digest
-                    && g.schema_digest == binary_digest() =>
-            {
-                Ok(())
-            }
-            _ => Err(EpochError::ActivationGate(format!(
-                "{} is occupied by epoch {} which does not anchor to the archive",
-                live.display(),
-                g.genesis_id
-            ))),
-        };
-    }
+/// Step 3: candidate genesis → candidate gate → activation gate.
+fn reinstall(home: &Home, anchor: &Anchor, opts: &FinalizeOptions) -> Result<(), EpochError> {
     let cand = candidate_dir(home);
     if cand.exists() {
         std::fs::remove_dir_all(&cand).map_err(io(&cand))?;
@@ -258,8 +387,9 @@ fn reinstall(home: &Home, anchor: Anchor, opts: &FinalizeOptions) -> Result<(), 
     crate::ledger::create_dir_private(&cand)?;
     GenesisManifest::new(Some(anchor.clone()), opts.now_unix_ns).write(&cand.join(GENESIS_FILE))?;
     drop(Ledger::open_dir_write(&cand, opts.now_unix_ns, true)?);
-    candidate_gate(home, &cand, &anchor)?;
+    candidate_gate(home, &cand, anchor)?;
     failpoint::hit("epoch-after-candidate");
+    let live = Ledger::live_dir(home);
     std::fs::rename(&cand, &live).map_err(io(&live))?;
     Ok(durable::sync_dir(&home.ledgers_dir())?)
 }

@@ -25,12 +25,19 @@ pub fn link(prev: &[u8; 32], json: &[u8]) -> [u8; 32] {
     *h.finalize().as_bytes()
 }
 
-/// The seed of an epoch that anchors to an archived chain head (hex).
-pub fn anchored_seed(terminal_segment_digest: &str) -> [u8; 32] {
+/// The seed of an epoch that anchors to an archived chain head (hex). An
+/// anchor that records the advance's administrative closure folds that
+/// record's digest in after the head, so the closure is verified with the
+/// chain; an anchor without one keeps the original seed.
+pub fn anchored_seed(terminal_segment_digest: &str, closure: Option<[u8; 32]>) -> [u8; 32] {
     let mut h = blake3::Hasher::new();
     h.update(ANCHOR_TAG);
     h.update(&(terminal_segment_digest.len() as u64).to_le_bytes());
     h.update(terminal_segment_digest.as_bytes());
+    if let Some(c) = closure {
+        h.update(b"closure");
+        h.update(&c);
+    }
     *h.finalize().as_bytes()
 }
 

@@ -8,7 +8,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::LedgerError;
-use crate::contract::{CONTRACT_GENERATION, schema_digest_hex};
+use crate::contract::{CONTRACT_GENERATION, SessionRef, schema_digest_hex};
 
 /// Format tag written into every genesis manifest.
 pub const GENESIS_FORMAT: &str = "harnery.genesis.v1";
@@ -39,6 +39,69 @@ pub struct Anchor {
     pub events: u64,
     /// Where the archive lives, relative to `HARNERY_HOME`.
     pub archive: String,
+    /// What the advance closed administratively in the archived epoch
+    /// (ADR 0078, disposition of pre-advance epochs). Part of the new
+    /// epoch's chain seed, so it is verified with the chain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closure: Option<Closure>,
+}
+
+/// The sessions an advance left unfinished in the epoch it archived: their
+/// open spans can never close there, and their pending end requests are
+/// superseded. Each such session is audit-only, as a whole.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Closure {
+    /// Sorted by session.
+    pub sessions: Vec<ClosedSession>,
+}
+
+/// One session an advance closed administratively.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClosedSession {
+    pub session: SessionRef,
+    /// Request event ids of the tool spans left open.
+    pub open_tool_spans: Vec<String>,
+    /// Request event ids of the command spans left open.
+    pub open_command_spans: Vec<String>,
+    /// Event ids of the pending `end.requested` the advance superseded.
+    pub superseded_end_requests: Vec<String>,
+    /// `tool_pairing_incomplete` and/or `command_pairing_incomplete`;
+    /// `end_request_superseded` when only an end request was pending.
+    pub reasons: Vec<String>,
+}
+
+impl Closure {
+    /// blake3 over a defined encoding: the tag `harnery.closure.v1`, then a
+    /// u64 LE count of sessions, then per session its adapter, id, the
+    /// three id lists and the reasons, every string and list length as a
+    /// u64 LE prefix.
+    pub fn digest(&self) -> [u8; 32] {
+        let mut h = blake3::Hasher::new();
+        h.update(b"harnery.closure.v1");
+        h.update(&(self.sessions.len() as u64).to_le_bytes());
+        let put = |h: &mut blake3::Hasher, s: &str| {
+            h.update(&(s.len() as u64).to_le_bytes());
+            h.update(s.as_bytes());
+        };
+        for c in &self.sessions {
+            put(&mut h, c.session.adapter.as_str());
+            put(&mut h, &c.session.session_id);
+            for list in [
+                &c.open_tool_spans,
+                &c.open_command_spans,
+                &c.superseded_end_requests,
+                &c.reasons,
+            ] {
+                h.update(&(list.len() as u64).to_le_bytes());
+                for item in list {
+                    put(&mut h, item);
+                }
+            }
+        }
+        *h.finalize().as_bytes()
+    }
 }
 
 impl GenesisManifest {
@@ -75,7 +138,10 @@ impl GenesisManifest {
     pub fn chain_seed(&self) -> [u8; 32] {
         match &self.anchor {
             None => [0u8; 32],
-            Some(a) => super::chain::anchored_seed(&a.terminal_segment_digest),
+            Some(a) => super::chain::anchored_seed(
+                &a.terminal_segment_digest,
+                a.closure.as_ref().map(Closure::digest),
+            ),
         }
     }
 }

@@ -30,7 +30,10 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension};
 pub use append::{AppendBatch, AppendOutcome, BatchSignal, BatchState, RawBytes, ReadyEvent};
 pub use check::{ChainBreak, ValidationProblem};
 pub use checkpoint::{Checkpointer, WalState};
-pub use genesis::{Anchor, GENESIS_FORMAT, GenesisManifest, binary_digest, capability_digests};
+pub use genesis::{
+    Anchor, ClosedSession, Closure, GENESIS_FORMAT, GenesisManifest, binary_digest,
+    capability_digests,
+};
 pub use query::{
     EndRequestRow, HealthRow, SessionSummary, SpanCounts, SpanRow, SpanState, StoredEvent,
 };
@@ -47,6 +50,8 @@ pub const DB_FILE: &str = "ledger.sqlite";
 /// The path fence of an archived epoch: a directory holding it is never
 /// opened for writing.
 pub const FENCE_FILE: &str = "ARCHIVED.json";
+/// The durable record of an epoch advance in progress, below `ledgers/`.
+pub const ADVANCE_FILE: &str = "epoch-advance.json";
 
 /// Anything that can go wrong opening, reading or writing a ledger.
 #[derive(Debug, thiserror::Error)]
@@ -89,6 +94,10 @@ pub enum LedgerError {
     Refused { event_id: String, reason: String },
     #[error("no session matches {0:?}")]
     UnknownSession(String),
+    #[error(
+        "an epoch advance is in progress ({0}); no new epoch is started meanwhile: `harnery finalize` completes the advance, as does `harnery epoch advance`"
+    )]
+    AdvanceInProgress(String),
     #[error("{prefix:?} matches {count} sessions; give more of the id")]
     AmbiguousSession { prefix: String, count: usize },
 }
@@ -165,10 +174,15 @@ impl Ledger {
     }
 
     /// Open the live epoch for writing, creating a first epoch if none
-    /// exists. Refuses a foreign digest like the reader.
+    /// exists. Refuses a foreign digest like the reader. Never creates an
+    /// epoch while an advance is in progress: that new epoch would not
+    /// anchor to the archive and would take the rows the advance carries.
     pub fn open_write(home: &Home, now_unix_ns: i64) -> Result<Ledger, LedgerError> {
         let dir = Ledger::live_dir(home);
         if !dir.join(GENESIS_FILE).exists() {
+            if let Some(why) = advance_underway(home) {
+                return Err(LedgerError::AdvanceInProgress(why));
+            }
             create_dir_private(&dir)?;
             GenesisManifest::new(None, now_unix_ns).write(&dir.join(GENESIS_FILE))?;
         }
@@ -266,13 +280,10 @@ impl Ledger {
         }
     }
 
-    /// Move every WAL frame into the main file and leave WAL mode, so the
-    /// database is one self-contained file (before archiving it).
-    pub fn checkpoint_for_archive(self) -> Result<(), LedgerError> {
-        self.conn
-            .pragma_update(None, "wal_checkpoint", "TRUNCATE")?;
-        self.conn.pragma_update(None, "journal_mode", "DELETE")?;
-        Ok(())
+    /// Whether this epoch's tables are older than this build's (a write
+    /// open would migrate them).
+    pub fn schema_behind(&self) -> Result<bool, LedgerError> {
+        schema::behind(&self.conn)
     }
 
     /// The binding between `genesis.json` and the database: both must name
@@ -295,6 +306,52 @@ impl Ledger {
         }
         Ok(())
     }
+}
+
+/// Fold the WAL of the epoch database in `dir` into its main file and
+/// change nothing else: no migration, no writing pragma, no journal-mode
+/// change. What stays is the epoch's own bytes, ready to be archived. A
+/// checkpoint that a reader keeps from finishing is an error (retry later).
+pub fn fold_wal(dir: &Path) -> Result<(), LedgerError> {
+    let db = dir.join(DB_FILE);
+    if !db.exists() {
+        return Err(LedgerError::Missing(dir.to_path_buf()));
+    }
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(&db, flags)?;
+    conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    let (busy, log, folded): (i64, i64, i64) =
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })?;
+    if busy != 0 || log != folded {
+        return Err(LedgerError::Corrupt {
+            path: db,
+            detail: format!(
+                "its WAL could not be folded in ({folded} of {log} frames; a reader holds it); try again when no read command runs"
+            ),
+        });
+    }
+    conn.close().map_err(|(_, e)| LedgerError::Sqlite(e))
+}
+
+/// Why an epoch advance looks underway with no live epoch: its progress
+/// record exists, or an archived epoch does (which no live epoch anchors
+/// to, since there is none).
+fn advance_underway(home: &Home) -> Option<String> {
+    let ledgers = home.ledgers_dir();
+    let progress = ledgers.join(ADVANCE_FILE);
+    if progress.exists() {
+        return Some(format!("{} exists", progress.display()));
+    }
+    let archived = std::fs::read_dir(ledgers.join(CANDIDATES_DIR))
+        .ok()?
+        .filter_map(Result::ok)
+        .find(|e| e.path().join(FENCE_FILE).exists())?;
+    Some(format!(
+        "the archived epoch {} has no live epoch anchored to it",
+        archived.path().display()
+    ))
 }
 
 fn read_genesis(dir: &Path) -> Result<GenesisManifest, LedgerError> {

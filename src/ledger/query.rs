@@ -275,6 +275,18 @@ impl Ledger {
         Ok(out)
     }
 
+    /// The open span rows of every session, ordered by session and
+    /// request event id (what an epoch advance closes administratively).
+    pub fn open_spans(&self) -> Result<Vec<SpanRow>, LedgerError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT request_event_id, adapter, session_id, kind, name, tool_call_id, agent_id, turn_id, \
+             requested_unix_ns, state, reason, completed_event_id, outcome, duration_ms, completed_unix_ns \
+             FROM spans WHERE state = 'open' ORDER BY adapter, session_id, request_event_id",
+        )?;
+        let rows = stmt.query_map([], span_row)?;
+        rows.collect::<Result<_, _>>().map_err(LedgerError::from)
+    }
+
     /// End requests that are still pending.
     pub fn pending_end_requests(&self) -> Result<Vec<EndRequestRow>, LedgerError> {
         self.end_requests(Some("pending"))

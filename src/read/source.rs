@@ -90,7 +90,7 @@ pub struct ArchivedEpoch {
 pub fn archived_epochs(home: &Home) -> Result<Vec<ArchivedEpoch>, EpochError> {
     let unfinished = archived_open_span_sessions(home)?;
     let mut out = Vec::new();
-    for dir in crate::epoch::archived_epochs(home)? {
+    for dir in crate::epoch::archive_dirs(home)? {
         let ledger = Ledger::open_dir_read(&dir, None)?;
         let label = ledger.genesis().genesis_id.clone();
         out.push(ArchivedEpoch {

@@ -1,0 +1,258 @@
+//! Every epoch a home holds, in chain order: the archived epochs below
+//! `ledgers/v2-candidates/`, oldest first along their anchors, then the live
+//! epoch. The read side selects from this list (`--epoch live|all|<id>`)
+//! and opens each epoch read-only; an archive that cannot be read is still
+//! listed, with the reason, so one damaged archive never hides the others.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use super::{EpochError, io};
+use crate::contract::SessionRef;
+use crate::home::Home;
+use crate::ledger::{
+    CANDIDATES_DIR, ClosedSession, FENCE_FILE, GENESIS_FILE, GenesisManifest, Ledger, LedgerError,
+};
+
+/// One epoch of the home.
+#[derive(Debug, Clone)]
+pub struct EpochEntry {
+    /// The genesis id, or the directory name when the genesis is unreadable.
+    pub genesis_id: String,
+    pub dir: PathBuf,
+    pub live: bool,
+    /// The manifest, or why it could not be read.
+    pub genesis: Result<GenesisManifest, String>,
+}
+
+impl EpochEntry {
+    /// `live`, or the genesis id of an archive.
+    pub fn label(&self) -> &str {
+        if self.live { "live" } else { &self.genesis_id }
+    }
+
+    /// Open read-only. The live epoch must speak this build's digest (and
+    /// is brought up to this build's tables as every read command does);
+    /// an archive is read under the contract generation it was written in.
+    pub fn open(&self, home: &Home) -> Result<Ledger, LedgerError> {
+        if self.live {
+            return Ledger::open_read(home);
+        }
+        if let Err(detail) = &self.genesis {
+            return Err(LedgerError::Corrupt {
+                path: self.dir.join(GENESIS_FILE),
+                detail: detail.clone(),
+            });
+        }
+        Ledger::open_dir_read(&self.dir, None)
+    }
+
+    /// The archive this epoch anchors to, if any.
+    pub fn anchor_id(&self) -> Option<&str> {
+        let g = self.genesis.as_ref().ok()?;
+        g.anchor.as_ref().map(|a| a.genesis_id.as_str())
+    }
+}
+
+/// Which epochs a read command looks at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EpochSelector {
+    Live,
+    All,
+    /// A genesis id, or a unique prefix of one.
+    Id(String),
+}
+
+impl std::str::FromStr for EpochSelector {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<EpochSelector, String> {
+        match s {
+            "" => Err("--epoch needs `live`, `all` or a genesis id".into()),
+            "live" => Ok(EpochSelector::Live),
+            "all" => Ok(EpochSelector::All),
+            id => Ok(EpochSelector::Id(id.to_string())),
+        }
+    }
+}
+
+/// Every epoch of `home` in chain order (oldest first, the live one last).
+pub fn epochs(home: &Home) -> Result<Vec<EpochEntry>, EpochError> {
+    let mut archives: BTreeMap<String, EpochEntry> = archive_entries(home)?
+        .into_iter()
+        .map(|e| (e.genesis_id.clone(), e))
+        .collect();
+    let live = live_entry(home);
+    let mut chain = Vec::new();
+    let mut next = live
+        .as_ref()
+        .and_then(|l| l.anchor_id().map(str::to_string));
+    if next.is_none() {
+        next = newest_unanchored(&archives);
+    }
+    while let Some(id) = next.take() {
+        let Some(entry) = archives.remove(&id) else {
+            break;
+        };
+        next = entry.anchor_id().map(str::to_string);
+        chain.push(entry);
+    }
+    chain.reverse();
+    // Archives off the chain (never anchored to) come first, by id.
+    let mut out: Vec<EpochEntry> = archives.into_values().collect();
+    out.extend(chain);
+    out.extend(live);
+    Ok(out)
+}
+
+/// The epochs `selector` names; an unknown id is an error that lists the
+/// ids there are.
+pub fn select(home: &Home, selector: &EpochSelector) -> Result<Vec<EpochEntry>, EpochError> {
+    let all = epochs(home)?;
+    match selector {
+        EpochSelector::All => Ok(all),
+        EpochSelector::Live => Ok(all.into_iter().filter(|e| e.live).collect()),
+        EpochSelector::Id(id) => {
+            let hits: Vec<EpochEntry> = all
+                .iter()
+                .filter(|e| e.genesis_id == *id || (id.len() >= 4 && e.genesis_id.starts_with(id)))
+                .cloned()
+                .collect();
+            match hits.len() {
+                1 => Ok(hits),
+                0 => Err(EpochError::UnknownEpoch {
+                    wanted: id.clone(),
+                    known: all.iter().map(|e| e.genesis_id.clone()).collect(),
+                }),
+                _ => Err(EpochError::UnknownEpoch {
+                    wanted: format!("{id} (matches {} epochs; give more of it)", hits.len()),
+                    known: hits.iter().map(|e| e.genesis_id.clone()).collect(),
+                }),
+            }
+        }
+    }
+}
+
+/// Whether any archived epoch exists (read commands say so when they show
+/// only the live one).
+pub fn archives_exist(home: &Home) -> bool {
+    archive_dirs(home).is_ok_and(|d| !d.is_empty())
+}
+
+fn live_entry(home: &Home) -> Option<EpochEntry> {
+    let dir = Ledger::live_dir(home);
+    if !dir.join(GENESIS_FILE).exists() {
+        return None;
+    }
+    Some(entry(dir, true))
+}
+
+fn entry(dir: PathBuf, live: bool) -> EpochEntry {
+    let genesis = GenesisManifest::read(&dir.join(GENESIS_FILE)).map_err(|e| e.to_string());
+    let genesis_id = match &genesis {
+        Ok(g) => g.genesis_id.clone(),
+        Err(_) => dir_name(&dir),
+    };
+    EpochEntry {
+        genesis_id,
+        dir,
+        live,
+        genesis,
+    }
+}
+
+fn dir_name(dir: &Path) -> String {
+    dir.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+fn archive_entries(home: &Home) -> Result<Vec<EpochEntry>, EpochError> {
+    Ok(archive_dirs(home)?
+        .into_iter()
+        .map(|d| entry(d, false))
+        .collect())
+}
+
+/// Every archived epoch directory (one holding a path fence), by name.
+pub fn archive_dirs(home: &Home) -> Result<Vec<PathBuf>, EpochError> {
+    let dir = home.ledgers_dir().join(CANDIDATES_DIR);
+    let mut out = Vec::new();
+    match std::fs::read_dir(&dir) {
+        Ok(entries) => {
+            for e in entries {
+                let path = e.map_err(io(&dir))?.path();
+                if path.join(FENCE_FILE).exists() {
+                    out.push(path);
+                }
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io(&dir)(e)),
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// The archive no other epoch anchors to; the newest by creation when
+/// there are several. With no live epoch, this is the one an advance in
+/// progress must anchor the new epoch to.
+fn newest_unanchored(archives: &BTreeMap<String, EpochEntry>) -> Option<String> {
+    let anchored: BTreeSet<&str> = archives.values().filter_map(|e| e.anchor_id()).collect();
+    archives
+        .values()
+        .filter(|e| !anchored.contains(e.genesis_id.as_str()))
+        .max_by_key(|e| {
+            let created = e.genesis.as_ref().map(|g| g.created_unix_ns).unwrap_or(0);
+            (created, e.genesis_id.clone())
+        })
+        .map(|e| e.genesis_id.clone())
+}
+
+/// The archive an advance in progress left without a live epoch anchored
+/// to it, if any.
+pub(super) fn dangling_archive(home: &Home) -> Result<Option<String>, EpochError> {
+    if live_entry(home).is_some() {
+        return Ok(None);
+    }
+    let archives: BTreeMap<String, EpochEntry> = archive_entries(home)?
+        .into_iter()
+        .map(|e| (e.genesis_id.clone(), e))
+        .collect();
+    Ok(newest_unanchored(&archives))
+}
+
+/// Every administrative closure the advances recorded, with the genesis id
+/// of the archived epoch each closed (read from the anchors of the epochs
+/// that followed them).
+pub fn closures(home: &Home) -> Result<Vec<(String, ClosedSession)>, EpochError> {
+    let mut out = Vec::new();
+    for e in epochs(home)? {
+        let Ok(g) = &e.genesis else { continue };
+        let Some(anchor) = &g.anchor else { continue };
+        let Some(closure) = &anchor.closure else {
+            continue;
+        };
+        for s in &closure.sessions {
+            out.push((anchor.genesis_id.clone(), s.clone()));
+        }
+    }
+    Ok(out)
+}
+
+/// The closure reasons an advance recorded for `session`, over every
+/// boundary it crossed (deduplicated, in order).
+pub fn closure_reasons(home: &Home, session: &SessionRef) -> Result<Vec<String>, EpochError> {
+    let mut reasons: Vec<String> = Vec::new();
+    for (_, c) in closures(home)? {
+        if &c.session != session {
+            continue;
+        }
+        for r in c.reasons {
+            if !reasons.contains(&r) {
+                reasons.push(r);
+            }
+        }
+    }
+    Ok(reasons)
+}
