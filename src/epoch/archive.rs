@@ -260,7 +260,7 @@ pub fn closure_of(ledger: &Ledger) -> Result<Closure, LedgerError> {
             if !row.open_command_spans.is_empty() {
                 row.reasons.push(COMMAND_PAIRING_INCOMPLETE.into());
             }
-            if row.reasons.is_empty() {
+            if !row.superseded_end_requests.is_empty() {
                 row.reasons.push(END_REQUEST_SUPERSEDED.into());
             }
             row
@@ -270,8 +270,7 @@ pub fn closure_of(ledger: &Ledger) -> Result<Closure, LedgerError> {
 }
 
 /// The closure reasons (ADR 0078, disposition of pre-advance epochs), and
-/// the one harnery adds for a session whose only loose end was a pending
-/// end request.
+/// the one harnery adds for a session whose end request was pending.
 pub const TOOL_PAIRING_INCOMPLETE: &str = "tool_pairing_incomplete";
 pub const COMMAND_PAIRING_INCOMPLETE: &str = "command_pairing_incomplete";
 pub const END_REQUEST_SUPERSEDED: &str = "end_request_superseded";

@@ -54,10 +54,22 @@ mod tests {
         let h = link(&[0u8; 32], br#"{"a":1}"#);
         assert_eq!(
             hex(&h),
-            hex(&link(&[0u8; 32], br#"{"a":1}"#)),
-            "deterministic"
+            "fcc4f808b92caf38aeee6aa88ad260d2fb9fc0adb09dc8bc9a43980063d08f89"
         );
         assert_ne!(h, link(&[1u8; 32], br#"{"a":1}"#));
         assert_ne!(h, link(&[0u8; 32], br#"{"a":2}"#));
+    }
+
+    #[test]
+    fn anchored_seeds_are_pinned_with_and_without_a_closure() {
+        let head = "ab".repeat(32);
+        assert_eq!(
+            hex(&anchored_seed(&head, None)),
+            "ec4ca852387826bc2cd3b8ca81021fd9c11415dd1962b173f6ec4e326ade5245"
+        );
+        assert_eq!(
+            hex(&anchored_seed(&head, Some([7u8; 32]))),
+            "b021b35d5c15bb2fadb9140d924c310da2c0a64e94388b8b7d0efa24fa1cc4a7"
+        );
     }
 }

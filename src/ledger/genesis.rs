@@ -67,8 +67,8 @@ pub struct ClosedSession {
     pub open_command_spans: Vec<String>,
     /// Event ids of the pending `end.requested` the advance superseded.
     pub superseded_end_requests: Vec<String>,
-    /// `tool_pairing_incomplete` and/or `command_pairing_incomplete`;
-    /// `end_request_superseded` when only an end request was pending.
+    /// `tool_pairing_incomplete`, `command_pairing_incomplete`,
+    /// `end_request_superseded`: one for each kind of loose end.
     pub reasons: Vec<String>,
 }
 
@@ -172,4 +172,75 @@ pub fn capability_digests() -> BTreeMap<String, String> {
             )
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contract::AdapterId;
+
+    fn closed(id: &str, tools: &[&str], ends: &[&str], reasons: &[&str]) -> ClosedSession {
+        let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect();
+        ClosedSession {
+            session: SessionRef {
+                adapter: AdapterId::ClaudeCode,
+                session_id: id.into(),
+            },
+            open_tool_spans: strings(tools),
+            open_command_spans: Vec::new(),
+            superseded_end_requests: strings(ends),
+            reasons: strings(reasons),
+        }
+    }
+
+    #[test]
+    fn the_closure_digest_is_pinned_and_covers_every_field() {
+        let c = Closure {
+            sessions: vec![closed(
+                "s1",
+                &["ev_a"],
+                &["ev_e"],
+                &["tool_pairing_incomplete"],
+            )],
+        };
+        assert_eq!(
+            super::super::chain::hex(&c.digest()),
+            "ba5cf10949ed24547cb768ae00d1a7fbbadc038e44e892a156cad458d9e459ee"
+        );
+        let variants = [
+            closed("s2", &["ev_a"], &["ev_e"], &["tool_pairing_incomplete"]),
+            closed("s1", &["ev_b"], &["ev_e"], &["tool_pairing_incomplete"]),
+            closed("s1", &["ev_a"], &[], &["tool_pairing_incomplete"]),
+            closed("s1", &["ev_a"], &["ev_e"], &[]),
+        ];
+        for v in variants {
+            let other = Closure { sessions: vec![v] };
+            assert_ne!(other.digest(), c.digest(), "{other:?}");
+        }
+        // Moving an id from one list to the next is a different record.
+        let mut moved = c.clone();
+        let id = moved.sessions[0].open_tool_spans.pop().unwrap();
+        moved.sessions[0].open_command_spans.push(id);
+        assert_ne!(moved.digest(), c.digest());
+    }
+
+    #[test]
+    fn an_anchor_without_a_closure_keeps_the_original_seed() {
+        let mut g = GenesisManifest::new(None, 0);
+        g.anchor = Some(Anchor {
+            genesis_id: "gen_x".into(),
+            schema_digest: "d".into(),
+            terminal_segment_digest: "ab".repeat(32),
+            events: 3,
+            archive: "ledgers/v2-candidates/gen_x".into(),
+            closure: None,
+        });
+        let plain = g.chain_seed();
+        assert_eq!(
+            plain,
+            super::super::chain::anchored_seed(&"ab".repeat(32), None)
+        );
+        g.anchor.as_mut().unwrap().closure = Some(Closure::default());
+        assert_ne!(g.chain_seed(), plain, "a recorded closure is in the seed");
+    }
 }

@@ -320,10 +320,11 @@ pub fn fold_wal(dir: &Path) -> Result<(), LedgerError> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(&db, flags)?;
     conn.busy_timeout(std::time::Duration::from_secs(10))?;
-    let (busy, log, folded): (i64, i64, i64) =
-        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+    let (busy, log, folded): (i64, i64, i64) = conn
+        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-        })?;
+        })
+        .map_err(|e| with_system_error(&conn, &db, e))?;
     if busy != 0 || log != folded {
         return Err(LedgerError::Corrupt {
             path: db,
@@ -333,6 +334,24 @@ pub fn fold_wal(dir: &Path) -> Result<(), LedgerError> {
         });
     }
     conn.close().map_err(|(_, e)| LedgerError::Sqlite(e))
+}
+
+/// An SQLite I/O error with the operating system's reason (a full disk, a
+/// read-only file system), which SQLite's own message leaves out.
+fn with_system_error(conn: &Connection, path: &Path, e: rusqlite::Error) -> LedgerError {
+    // SAFETY: the handle is live for as long as `conn` is borrowed, and
+    // sqlite3_system_errno only reads the connection's last error.
+    let errno = unsafe { rusqlite::ffi::sqlite3_system_errno(conn.handle()) };
+    if errno == 0 {
+        return LedgerError::Sqlite(e);
+    }
+    LedgerError::Io {
+        path: path.to_path_buf(),
+        source: std::io::Error::new(
+            std::io::Error::from_raw_os_error(errno).kind(),
+            format!("{} ({e})", std::io::Error::from_raw_os_error(errno)),
+        ),
+    }
 }
 
 /// Why an epoch advance looks underway with no live epoch: its progress
