@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use rusqlite::OptionalExtension;
+use rusqlite::{Connection, OptionalExtension};
 use serde::Serialize;
 
 use super::{Ledger, LedgerError, chain};
@@ -27,6 +27,97 @@ pub struct ValidationProblem {
     pub detail: String,
 }
 
+/// Check the rows with `lo <= seq <= hi` on `conn`.
+fn verify_range(
+    conn: &Connection,
+    seed: &[u8; 32],
+    lo: i64,
+    hi: i64,
+) -> Result<ChunkResult, LedgerError> {
+    let (mut stored_prev, mut computed_prev) = predecessor(conn, seed, lo)?;
+    let mut stmt = conn.prepare(
+        "SELECT seq, id, adapter, session_id, offset, type, CAST(json AS BLOB), prev_hash, hash \
+         FROM events WHERE seq >= ?1 AND seq <= ?2 ORDER BY seq",
+    )?;
+    let mut rows = stmt.query([lo, hi])?;
+    let mut out = ChunkResult::default();
+    while let Some(r) = rows.next()? {
+        let row = raw_row(r)?;
+        out.rows += 1;
+        let computed = check_row(&row, &stored_prev, &computed_prev, &mut out.breaks);
+        stored_prev = row.hash;
+        computed_prev = computed;
+    }
+    out.last_hash = stored_prev;
+    Ok(out)
+}
+
+/// The stored and the recomputed hash of the row before `seq` (the
+/// epoch's seed for the first row).
+fn predecessor(
+    conn: &Connection,
+    seed: &[u8; 32],
+    seq: i64,
+) -> Result<(Vec<u8>, Vec<u8>), LedgerError> {
+    let before: Option<(Vec<u8>, Vec<u8>, Vec<u8>)> = conn
+        .query_row(
+            "SELECT CAST(json AS BLOB), prev_hash, hash FROM events WHERE seq < ?1 ORDER BY seq DESC LIMIT 1",
+            [seq],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .optional()?;
+    Ok(match before {
+        None => (seed.to_vec(), seed.to_vec()),
+        Some((json, prev, hash)) => {
+            let prev: [u8; 32] = prev.as_slice().try_into().unwrap_or([0u8; 32]);
+            (hash, chain::link(&prev, &json).to_vec())
+        }
+    })
+}
+
+/// What one chunk of a parallel verify found.
+#[derive(Default)]
+struct ChunkResult {
+    rows: u64,
+    breaks: Vec<ChainBreak>,
+    /// The stored hash of the chunk's last row.
+    last_hash: Vec<u8>,
+}
+
+/// Rows below this many are verified on one thread.
+const PARALLEL_VERIFY_MIN_ROWS: i64 = 20_000;
+
+fn verify_threads(rows: i64) -> usize {
+    if rows < PARALLEL_VERIFY_MIN_ROWS {
+        return 1;
+    }
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
+}
+
+/// `[first, last]` cut into `n` contiguous ranges of nearly equal length.
+fn chunk_ranges(first: i64, last: i64, n: usize) -> Vec<(i64, i64)> {
+    let n = n.max(1) as i64;
+    let len = last - first + 1;
+    (0..n)
+        .map(|i| (first + len * i / n, first + len * (i + 1) / n - 1))
+        .filter(|(lo, hi)| lo <= hi)
+        .collect()
+}
+
+fn raw_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRow> {
+    Ok(RawRow {
+        seq: r.get(0)?,
+        id: r.get(1)?,
+        adapter: r.get(2)?,
+        session_id: r.get(3)?,
+        offset: r.get(4)?,
+        ty: r.get(5)?,
+        json: r.get(6)?,
+        prev: r.get(7)?,
+        hash: r.get(8)?,
+    })
+}
+
 struct RawRow {
     seq: i64,
     id: String,
@@ -44,48 +135,91 @@ impl Ledger {
     /// each row is checked against its own stored predecessor link, and a
     /// predecessor counts as matching when it equals either the stored or
     /// the recomputed hash of the row before.
+    ///
+    /// Every row stores its predecessor's hash, so the rows are checked in
+    /// parallel chunks of the sequence, each on a connection of its own; a
+    /// chunk starts from the row before it, read and hashed once more at
+    /// each seam. The bounds and the recorded chain head are read in one
+    /// snapshot first, so rows a writer appends meanwhile are not counted.
     pub fn verify_chain(&self) -> Result<(u64, Vec<ChainBreak>), LedgerError> {
-        let mut stmt = self.conn.prepare(
-            "SELECT seq, id, adapter, session_id, offset, type, CAST(json AS BLOB), prev_hash, hash FROM events ORDER BY seq",
-        )?;
-        let mut rows = stmt.query([])?;
-        let mut breaks = Vec::new();
+        self.verify_chain_threads(None)
+    }
+
+    /// [`Ledger::verify_chain`] on `threads` threads (`None`: one per core
+    /// once the epoch is large enough to gain from it). The findings never
+    /// depend on the thread count.
+    pub fn verify_chain_threads(
+        &self,
+        threads: Option<usize>,
+    ) -> Result<(u64, Vec<ChainBreak>), LedgerError> {
+        let (bounds, recorded_head) = self.chain_bounds()?;
+        let Some((first, last)) = bounds else {
+            let seed = self.genesis.chain_seed();
+            self.check_head(recorded_head, &seed, 0, &mut Vec::new())?;
+            return Ok((0, Vec::new()));
+        };
+        let threads = threads.unwrap_or_else(|| verify_threads(last - first + 1));
+        let chunks = chunk_ranges(first, last, threads);
         let seed = self.genesis.chain_seed();
-        let (mut stored_prev, mut computed_prev) = (seed.to_vec(), seed.to_vec());
-        let mut count = 0u64;
-        while let Some(r) = rows.next()? {
-            let row = RawRow {
-                seq: r.get(0)?,
-                id: r.get(1)?,
-                adapter: r.get(2)?,
-                session_id: r.get(3)?,
-                offset: r.get(4)?,
-                ty: r.get(5)?,
-                json: r.get(6)?,
-                prev: r.get(7)?,
-                hash: r.get(8)?,
-            };
-            count += 1;
-            let computed = check_row(&row, &stored_prev, &computed_prev, &mut breaks);
-            stored_prev = row.hash;
-            computed_prev = computed;
+        let db = self.dir.join(super::DB_FILE);
+        let results: Vec<Result<ChunkResult, LedgerError>> = if chunks.len() == 1 {
+            vec![verify_range(&self.conn, &seed, first, last)]
+        } else {
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = chunks
+                    .iter()
+                    .map(|&(lo, hi)| {
+                        let db = &db;
+                        scope.spawn(move || verify_range(&super::open_readonly(db)?, &seed, lo, hi))
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().expect("a verify thread does not panic"))
+                    .collect()
+            })
+        };
+        let mut breaks = Vec::new();
+        let (mut count, mut last_hash) = (0u64, Vec::new());
+        for r in results {
+            let r = r?;
+            count += r.rows;
+            breaks.extend(r.breaks);
+            last_hash = r.last_hash;
         }
-        self.check_head(&stored_prev, count, &mut breaks)?;
+        self.check_head(recorded_head, &last_hash, count, &mut breaks)?;
         Ok((count, breaks))
+    }
+
+    /// The first and last sequence numbers and the recorded chain head, in
+    /// one read snapshot.
+    fn chain_bounds(&self) -> Result<(Option<(i64, i64)>, Option<String>), LedgerError> {
+        self.conn.execute_batch("BEGIN")?;
+        let read = (|| {
+            let bounds: (Option<i64>, Option<i64>) =
+                self.conn
+                    .query_row("SELECT min(seq), max(seq) FROM events", [], |r| {
+                        Ok((r.get(0)?, r.get(1)?))
+                    })?;
+            let head: Option<String> = self
+                .conn
+                .query_row("SELECT value FROM meta WHERE key = 'chain_head'", [], |r| {
+                    r.get(0)
+                })
+                .optional()?;
+            Ok::<_, LedgerError>((bounds.0.zip(bounds.1), head))
+        })();
+        self.conn.execute_batch("COMMIT")?;
+        read
     }
 
     fn check_head(
         &self,
+        head: Option<String>,
         last: &[u8],
         count: u64,
         out: &mut Vec<ChainBreak>,
     ) -> Result<(), LedgerError> {
-        let head: Option<String> = self
-            .conn
-            .query_row("SELECT value FROM meta WHERE key = 'chain_head'", [], |r| {
-                r.get(0)
-            })
-            .optional()?;
         if let Some(head) = head
             && head != chain::hex(last)
         {
@@ -296,4 +430,16 @@ fn check_row(
         });
     }
     computed.to_vec()
+}
+
+#[cfg(test)]
+mod chunk_tests {
+    use super::chunk_ranges;
+
+    #[test]
+    fn chunks_cover_the_range_once_in_order() {
+        assert_eq!(chunk_ranges(1, 10, 3), vec![(1, 3), (4, 6), (7, 10)]);
+        assert_eq!(chunk_ranges(5, 5, 4), vec![(5, 5)]);
+        assert_eq!(chunk_ranges(1, 2, 1), vec![(1, 2)]);
+    }
 }

@@ -392,7 +392,7 @@ fn check_digest(dir: &Path, g: &GenesisManifest, expect: Option<&str>) -> Result
     }
 }
 
-fn open_readonly(db: &Path) -> Result<Connection, LedgerError> {
+pub(crate) fn open_readonly(db: &Path) -> Result<Connection, LedgerError> {
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
         | OpenFlags::SQLITE_OPEN_URI
         | OpenFlags::SQLITE_OPEN_NO_MUTEX;
