@@ -75,6 +75,10 @@ fn predecessor(
     })
 }
 
+/// The first and last sequence numbers (none for an empty epoch), and the
+/// chain head recorded in `meta`.
+type ChainBounds = (Option<(i64, i64)>, Option<String>);
+
 /// What one chunk of a parallel verify found.
 #[derive(Default)]
 struct ChunkResult {
@@ -193,7 +197,7 @@ impl Ledger {
 
     /// The first and last sequence numbers and the recorded chain head, in
     /// one read snapshot.
-    fn chain_bounds(&self) -> Result<(Option<(i64, i64)>, Option<String>), LedgerError> {
+    fn chain_bounds(&self) -> Result<ChainBounds, LedgerError> {
         self.conn.execute_batch("BEGIN")?;
         let read = (|| {
             let bounds: (Option<i64>, Option<i64>) =
