@@ -7,6 +7,7 @@
 //! `adapter`) and never touches storage (that is `ledger`).
 
 mod canonical;
+mod confidence;
 mod digest;
 mod event;
 mod json;
@@ -14,6 +15,7 @@ mod payload;
 mod validate;
 
 pub use canonical::Json;
+pub use confidence::recovered_confidence;
 pub use digest::{
     CONTRACT_GENERATION, DESCRIPTION, SchemaDescription, schema_digest, schema_digest_hex,
 };

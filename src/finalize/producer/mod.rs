@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 pub use deliveries::DELIVERY_MEMORY;
 pub use ends::{END_EXPIRY_NS, EndOrigin, PendingEnd};
 pub use recovery::{
-    READ_SIDE_SPAN_CAP, SPAN_CAP_CONDITION, SPAN_WATERMARK, elapsed_upper_bound, pinned_confidence,
+    READ_SIDE_SPAN_CAP, SPAN_CAP_CONDITION, SPAN_WATERMARK, elapsed_upper_bound,
     recovery_provenance,
 };
 pub use spans::{OpenSpan, SpanKind};
