@@ -316,7 +316,10 @@ impl SessionProducer {
     }
 
     /// The turn of a signal: its native id when it names one, else the
-    /// speaking agent's stamped turn, else none.
+    /// speaking agent's current turn as stamped by producer state, else
+    /// none. A turn the signal did not name is never labelled native, even
+    /// when producer state learned it from a native id (a Claude Code
+    /// signal without `prompt_id`).
     fn speaker(&self, agent: Option<String>, native_turn: Option<String>) -> Speaker {
         let turn = match native_turn {
             Some(id) => TurnAttribution {
@@ -327,6 +330,7 @@ impl SessionProducer {
                 .turns
                 .current_for(agent.as_deref())
                 .cloned()
+                .map(turns::stamped_by_state)
                 .unwrap_or_else(TurnAttribution::none),
         };
         Speaker {
@@ -436,7 +440,13 @@ impl SessionProducer {
             let reason = RecoveryReason::CompletionNotObservedBeforeTurnEnd;
             self.sweep_turn(&turn_id, reason, &end.running_agents, trigger, out);
         }
-        let turn = ended.unwrap_or(who.turn);
+        // A boundary signal that did not name its turn ends the turn producer
+        // state holds, so the event says the turn was stamped.
+        let turn = match (ended, native_turn) {
+            (Some(t), Some(_)) => t,
+            (Some(t), None) => turns::stamped_by_state(t),
+            (None, _) => who.turn,
+        };
         let payload = Payload::TurnCompleted(TurnCompleted {
             stop_reason: end.stop_reason,
         });
