@@ -7,11 +7,14 @@
 //! recovery rule of ADR 0078, explicit ends, command spans, late evidence and
 //! the span caps. Its state is plain serde data, so the finalizer can store
 //! it between runs; its policy comes from the adapter's recovery table in
-//! code and is never stored.
+//! code and is never stored. Stored state names the capability profile it
+//! was built under; state of another profile is checked, not silently
+//! reused (see `authority`).
 //!
 //! It never touches storage and never reads a clock: time arrives with each
 //! signal and with each [`SessionProducer::tick`].
 
+mod authority;
 mod deliveries;
 mod emit;
 mod ends;
@@ -28,6 +31,7 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
+pub use authority::PROFILE_CHANGED_CONDITION;
 pub use deliveries::DELIVERY_MEMORY;
 pub use ends::{END_EXPIRY_NS, EndOrigin, PendingEnd};
 pub use recovery::{
@@ -183,8 +187,6 @@ impl SessionProducer {
         }
     }
 
-    /// Time-based rules: evaluate a pending end (salvage before expiry).
-    /// Call after the session's signals of a finalize run were ingested.
     /// Record a condition the finalizer observed about this session's own
     /// signals (damaged spool bytes, say) as a derived `health.condition`
     /// in the session, so the read side sees it where it applies. `key`
@@ -219,6 +221,8 @@ impl SessionProducer {
         out.pop().expect("emit queues the event it stamps")
     }
 
+    /// Time-based rules: evaluate a pending end (salvage before expiry).
+    /// Call after the session's signals of a finalize run were ingested.
     pub fn tick(&mut self, now_unix_ns: i64, clock: &ClockSample) -> Vec<Event> {
         let Some(pending) = &self.pending_end else {
             return Vec::new();

@@ -125,6 +125,12 @@ impl TurnBook {
         true
     }
 
+    /// Forget every agent's current turn (the memory of recent turn ids
+    /// stays, so a known native id does not start its turn a second time).
+    pub fn forget_current(&mut self) {
+        self.current.clear();
+    }
+
     /// End the agent's current turn (if `turn_id` names another turn, that
     /// one is ended wherever it is current).
     pub fn end(&mut self, agent: Option<&str>, turn_id: Option<&str>) -> Option<TurnAttribution> {
