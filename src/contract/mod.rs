@@ -2,9 +2,10 @@
 //!
 //! Owns the event envelope (id, offset, session, turn attribution,
 //! provenance, raw pointers), the strict payload of every event type, the
-//! `recovery` block of ADR 0078, the validator rules, and the schema digest
-//! that gates a ledger epoch. It never reads agent dialects (that is
-//! `adapter`) and never touches storage (that is `ledger`).
+//! `recovery` block of ADR 0078, the validator rules and the confidence
+//! table they check, and the schema digest that gates a ledger epoch. It
+//! never reads agent dialects (that is `adapter`) and never touches storage
+//! (that is `ledger`).
 
 mod canonical;
 mod confidence;
@@ -33,5 +34,7 @@ pub use payload::{
 };
 pub use validate::{Rule, Violation, validate_event};
 
+#[cfg(test)]
+mod digest_tests;
 #[cfg(test)]
 mod tests;

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use super::*;
 
 /// One fully populated payload of every event type.
-fn samples() -> Vec<Payload> {
+pub(super) fn samples() -> Vec<Payload> {
     let id = || EventId("ev_1".into());
     let recovery = || {
         Some(Recovery {
