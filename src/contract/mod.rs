@@ -41,3 +41,5 @@ pub use validate::{Rule, Violation, validate_event};
 mod digest_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod validate_tests;
