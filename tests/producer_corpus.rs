@@ -223,6 +223,58 @@ fn claude_hook_block_and_permission_denied_recover_at_turn_end() {
     }
 }
 
+/// The `hook-block` records with `prompt_id` removed from the events named.
+fn hook_block_without_prompt_id(events: &[&str]) -> Vec<Record> {
+    let mut records = claude_records("hook-block");
+    for r in &mut records {
+        let mut v: serde_json::Value = serde_json::from_slice(&r.payload).expect("corpus json");
+        let name = v["hook_event_name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        if events.contains(&name.as_str()) {
+            v.as_object_mut().expect("object").remove("prompt_id");
+            let text = serde_json::to_string(&v).expect("json");
+            *r = record(r.adapter, None, &r.session_id, &text, r.received_unix_ns);
+        }
+    }
+    records
+}
+
+#[test]
+fn claude_events_without_prompt_id_are_stamped_and_recover_one_step_lower() {
+    let run = finished(&hook_block_without_prompt_id(&["PreToolUse"]));
+    let (_, events) = run.only();
+    let request = &of_type(events, "tool.requested")[0];
+    assert_eq!(request.turn.source, TurnSource::Stamped);
+    let native = &of_type(events, "turn.started")[0].turn;
+    assert_eq!(native.source, TurnSource::Native);
+    assert_eq!(request.turn.turn_id, native.turn_id, "the state's turn");
+    // The span is swept at the Stop like the native one, one step lower.
+    let terminal = &recoveries(events)[0];
+    assert_eq!(terminal.turn.source, TurnSource::Stamped);
+    assert_recovered(
+        events,
+        RecoveryReason::CompletionNotObservedBeforeTurnEnd,
+        Confidence::Low,
+    );
+    // A Stop without prompt_id ends the state's turn, stamped.
+    let run = finished(&hook_block_without_prompt_id(&["Stop", "PostToolBatch"]));
+    let (_, events) = run.only();
+    for ty in ["turn.completed", "tool.batch_completed"] {
+        assert_eq!(
+            of_type(events, ty)[0].turn.source,
+            TurnSource::Stamped,
+            "{ty}"
+        );
+    }
+    assert_recovered(
+        events,
+        RecoveryReason::CompletionNotObservedBeforeTurnEnd,
+        Confidence::Medium,
+    );
+}
+
 #[test]
 fn claude_kill_leaves_the_span_open_and_mints_the_lost_request() {
     let run = finished(&claude_records("kill"));

@@ -150,6 +150,10 @@ impl RecoveryPolicy {
 /// boundary signal, so they run for Claude Code only. Copilot keeps the rules
 /// that rest on direct evidence or on an explicit approval.
 pub fn recovery_policy(adapter: AdapterId) -> RecoveryPolicy {
+    #[cfg(test)]
+    if let Some(changed) = tests::changed_entry(adapter) {
+        return changed;
+    }
     match adapter {
         AdapterId::ClaudeCode => RecoveryPolicy::FULL,
         AdapterId::Copilot => RecoveryPolicy {
@@ -178,14 +182,64 @@ mod tests {
         );
     }
 
+    use std::cell::Cell;
+
+    thread_local! {
+        /// A changed recovery-table entry for this test thread only.
+        static CHANGED: Cell<Option<(AdapterId, RecoveryPolicy)>> = const { Cell::new(None) };
+    }
+
+    /// The entry a test put in place of the table's, if any.
+    pub(super) fn changed_entry(adapter: AdapterId) -> Option<RecoveryPolicy> {
+        CHANGED
+            .get()
+            .and_then(|(a, policy)| (a == adapter).then_some(policy))
+    }
+
+    /// The policy with its `n`th rule flipped.
+    fn flipped(policy: RecoveryPolicy, n: usize) -> RecoveryPolicy {
+        let mut p = policy;
+        let rules = [
+            &mut p.request_not_observed,
+            &mut p.turn_end_sweep,
+            &mut p.next_turn_sweep,
+            &mut p.span_cap_pressure,
+            &mut p.explicit_end_salvage,
+            &mut p.command_closer,
+        ];
+        let rule = rules.into_iter().nth(n).expect("six rules");
+        *rule = !*rule;
+        p
+    }
+
+    /// Every profile digest, as the code that stores them computes it.
+    fn digests() -> Vec<String> {
+        AdapterId::ALL
+            .into_iter()
+            .map(|a| CapabilityProfile::of(a).digest_hex())
+            .collect()
+    }
+
     #[test]
     fn the_recovery_table_is_outside_the_digest() {
-        let before = COPILOT.digest_hex();
-        let _ = recovery_policy(AdapterId::Copilot);
-        assert_eq!(
-            before,
-            CapabilityProfile::of(AdapterId::Copilot).digest_hex()
-        );
+        // The pinned values, written out again: a table entry that reached
+        // the profile would move one of them.
+        let pinned = [
+            "e38b0209f381be34eded3d034a1ddf389ccee2ecd6240275b3e87f7ee1620626",
+            "befa778c2f384067f3339af8efda40b75a494b5993ae770741df8fe0407552e2",
+        ];
+        for adapter in AdapterId::ALL {
+            let table = recovery_policy(adapter);
+            for n in 0..6 {
+                let changed = flipped(table, n);
+                CHANGED.set(Some((adapter, changed)));
+                assert_eq!(recovery_policy(adapter), changed, "the entry changed");
+                assert_ne!(recovery_policy(adapter), table);
+                assert_eq!(digests(), pinned, "{adapter} rule {n} moved a digest");
+            }
+            CHANGED.set(None);
+            assert_eq!(recovery_policy(adapter), table);
+        }
         assert!(!recovery_policy(AdapterId::Copilot).turn_end_sweep);
         assert!(recovery_policy(AdapterId::ClaudeCode).turn_end_sweep);
     }

@@ -1,8 +1,10 @@
 //! The schema digest: blake3 over a canonical, byte-defined description of
 //! the contract. The description is written out here by hand, field by
-//! field, in a fixed order; a test checks it against the payload structs and
-//! a golden test pins the digest, so any change to a payload is noticed and
-//! ships as an epoch advance.
+//! field, in a fixed order; tests (`digest_tests`) check it against every
+//! struct of the contract at every level of nesting (field names,
+//! optionality, enum values) and a golden test pins the digest, so any
+//! change to the contract is noticed and ships as an epoch advance. The
+//! generations a build can read are listed in `generation`.
 //!
 //! Encoding: the ASCII tag `harnery.contract`, then the generation as a
 //! little-endian u32, then every item of `DESCRIPTION` as a length-prefixed

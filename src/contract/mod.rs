@@ -2,18 +2,23 @@
 //!
 //! Owns the event envelope (id, offset, session, turn attribution,
 //! provenance, raw pointers), the strict payload of every event type, the
-//! `recovery` block of ADR 0078, the validator rules, and the schema digest
-//! that gates a ledger epoch. It never reads agent dialects (that is
-//! `adapter`) and never touches storage (that is `ledger`).
+//! `recovery` block of ADR 0078, the validator rules and the confidence
+//! table they check, the schema digest that gates a ledger epoch, and the
+//! registry of contract generations this build reads. It never reads agent
+//! dialects (that is `adapter`) and never touches storage (that is
+//! `ledger`).
 
 mod canonical;
+mod confidence;
 mod digest;
 mod event;
+mod generation;
 mod json;
 mod payload;
 mod validate;
 
 pub use canonical::Json;
+pub use confidence::recovered_confidence;
 pub use digest::{
     CONTRACT_GENERATION, DESCRIPTION, SchemaDescription, schema_digest, schema_digest_hex,
 };
@@ -21,6 +26,7 @@ pub use event::{
     AdapterId, Attestation, Confidence, Event, EventId, Provenance, RawRef, SessionRef, TimeSource,
     TurnAttribution, TurnSource, digest_parts,
 };
+pub use generation::{GENERATIONS, Generation, current_generation, generation_by_digest};
 pub use payload::{
     CommandCompleted, CommandRequested, CompactionCompleted, CompactionStarted, EndCancelled,
     EndExpired, EndRequested, EndSalvaged, ErrorReported, EventType, HealthCondition, LateEvidence,
@@ -32,4 +38,8 @@ pub use payload::{
 pub use validate::{Rule, Violation, validate_event};
 
 #[cfg(test)]
+mod digest_tests;
+#[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod validate_tests;

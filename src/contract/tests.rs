@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use super::*;
 
 /// One fully populated payload of every event type.
-fn samples() -> Vec<Payload> {
+pub(super) fn samples() -> Vec<Payload> {
     let id = || EventId("ev_1".into());
     let recovery = || {
         Some(Recovery {
@@ -180,7 +180,14 @@ fn payloads_reject_unknown_fields() {
     assert!(serde_json::from_value::<Payload>(row).is_err());
 }
 
+/// An event of this payload whose confidence is the one its recovery block
+/// (if any) pins, so a test names only the rules it means to break.
 fn event(payload: Payload, attestation: Attestation) -> Event {
+    let confidence = match (&payload, payload.recovery()) {
+        (Payload::ToolRequested(p), Some(r)) => r.reason.pinned_confidence(p.input.is_some()),
+        (_, Some(r)) => r.reason.pinned_confidence(false),
+        (_, None) => Confidence::Medium,
+    };
     Event {
         id: EventId("ev_x".into()),
         session: SessionRef {
@@ -195,7 +202,7 @@ fn event(payload: Payload, attestation: Attestation) -> Event {
         turn: TurnAttribution::none(),
         provenance: Provenance {
             attestation,
-            confidence: Confidence::Medium,
+            confidence,
         },
         raw: vec![],
         payload,

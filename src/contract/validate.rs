@@ -1,10 +1,12 @@
-//! The five validator rules of ADR 0078, applied to every row before it
-//! enters the ledger and again by `harnery validate`.
+//! The five validator rules of ADR 0078, plus harnery's sixth (a recovery
+//! event carries its reason's pinned confidence), applied to every row
+//! before it enters the ledger and again by `harnery validate`.
 
+use super::confidence::recovered_confidence;
 use super::event::{Attestation, Event};
 use super::payload::{EventType, Observation, Outcome, Payload, Recovery, RecoveryReason};
 
-/// One of the five rules.
+/// One of the six rules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rule {
     /// 1. recovery present requires derived attestation.
@@ -17,6 +19,10 @@ pub enum Rule {
     ReasonBindsEventType = 4,
     /// 5. recovered durations stay unknown; an observed bound only where allowed.
     RecoveredDurationUnknown = 5,
+    /// 6. a recovery event carries its reason's pinned confidence, one step
+    ///    lower when its turn was stamped (the ADR's confidence table, made
+    ///    a rule).
+    RecoveredConfidencePinned = 6,
 }
 
 impl Rule {
@@ -31,6 +37,7 @@ impl Rule {
             Rule::DerivedToolNeedsRecovery => "derived-tool-needs-recovery",
             Rule::ReasonBindsEventType => "reason-binds-event-type",
             Rule::RecoveredDurationUnknown => "recovered-duration-unknown",
+            Rule::RecoveredConfidencePinned => "recovered-confidence-pinned",
         }
     }
 }
@@ -71,6 +78,7 @@ pub fn validate_event(event: &Event) -> Vec<Violation> {
         check_reason_binding(ty, recovery, &mut found);
         check_recovered_terminal(&event.payload, recovery, &mut found);
         check_bound(ty, derived, recovery, &mut found);
+        check_confidence(event, recovery, &mut found);
     }
     found
 }
@@ -173,6 +181,25 @@ fn check_bound(ty: EventType, derived: bool, recovery: &Recovery, out: &mut Vec<
         out.push(violation(
             Rule::RecoveredDurationUnknown,
             "an observed elapsed_upper_bound_ms requires derived attestation".into(),
+        ));
+    }
+}
+
+fn check_confidence(event: &Event, recovery: &Recovery, out: &mut Vec<Violation>) {
+    let input_present = match &event.payload {
+        Payload::ToolRequested(p) => p.input.is_some(),
+        _ => false,
+    };
+    let turn = event.turn.source;
+    let want = recovered_confidence(recovery.reason, input_present, turn);
+    let have = event.provenance.confidence;
+    if have != want {
+        out.push(violation(
+            Rule::RecoveredConfidencePinned,
+            format!(
+                "{} on a {turn:?} turn carries confidence {have:?}, its pinned value is {want:?}",
+                recovery.reason
+            ),
         ));
     }
 }

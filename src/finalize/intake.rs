@@ -81,6 +81,7 @@ pub(super) fn drain(
     }
     let mut normalizer = Normalizer {
         ledger: Ledger::open_dir_read(ledger.dir(), None)?,
+        now_unix_ns: opts.now_unix_ns,
         states: HashMap::new(),
         offsets: BTreeMap::new(),
         recent: HashMap::default(),
@@ -286,6 +287,8 @@ fn plan(
 /// offsets), which the database cannot show yet.
 struct Normalizer {
     ledger: Ledger,
+    /// The run's "now": the time of conditions found while loading state.
+    now_unix_ns: i64,
     /// Producers this run advanced, with the chunk that last did; one
     /// whose chunk is committed is dropped (the ledger has its state).
     states: HashMap<SessionRef, (SessionProducer, u64)>,
@@ -325,15 +328,18 @@ impl Normalizer {
     }
 
     /// The session's producer as this run left it, else as the ledger
-    /// keeps it, else a new one. Hand it back with [`Normalizer::keep_state`].
-    fn producer(&mut self, session: &SessionRef) -> Result<SessionProducer, FinalizeError> {
+    /// keeps it (checked against this build's capability profile; a
+    /// condition that check raises goes into `batch`), else a new one.
+    /// Hand it back with [`Normalizer::keep_state`].
+    fn producer(
+        &mut self,
+        session: &SessionRef,
+        batch: &mut AppendBatch,
+    ) -> Result<SessionProducer, FinalizeError> {
         if let Some((kept, _)) = self.states.remove(session) {
             return Ok(kept);
         }
-        match self.ledger.producer_state(session)? {
-            None => Ok(SessionProducer::new(session.clone())),
-            Some(text) => parse_state(session, &text),
-        }
+        load_producer(&self.ledger, session, self.now_unix_ns, &mut batch.events)
     }
 
     /// Queue the producer's state with the batch and keep the producer for
@@ -659,7 +665,7 @@ fn normalize(
     let mut done = 0;
     for (session, mut items) in by_session {
         items.sort_by_key(|(i, _, _)| (records[*i].rec.envelope.received_ns, *i));
-        let mut producer = normalizer.producer(&session)?;
+        let mut producer = normalizer.producer(&session, batch)?;
         for (i, adapter, digest) in items {
             if done == total / 2 && done > 0 {
                 failpoint::hit("mid-normalize");
@@ -705,11 +711,26 @@ fn signal_row(
     }
 }
 
-fn load_producer(ledger: &Ledger, session: &SessionRef) -> Result<SessionProducer, FinalizeError> {
-    match ledger.producer_state(session)? {
-        None => Ok(SessionProducer::new(session.clone())),
-        Some(text) => parse_state(session, &text),
-    }
+/// The session's producer as the ledger keeps it, else a new one. Stored
+/// state is checked against this build's capability profile; the
+/// condition a changed profile raises is queued on `events` at once, so it
+/// precedes whatever the producer emits next.
+fn load_producer(
+    ledger: &Ledger,
+    session: &SessionRef,
+    now_unix_ns: i64,
+    events: &mut Vec<ReadyEvent>,
+) -> Result<SessionProducer, FinalizeError> {
+    let Some(text) = ledger.producer_state(session)? else {
+        return Ok(SessionProducer::new(session.clone()));
+    };
+    let mut producer = parse_state(session, &text)?;
+    events.extend(
+        producer
+            .check_capability_profile(now_unix_ns)
+            .map(ReadyEvent::new),
+    );
+    Ok(producer)
 }
 
 fn parse_state(session: &SessionRef, text: &str) -> Result<SessionProducer, FinalizeError> {
@@ -785,7 +806,7 @@ impl SpoolHealth<'_> {
         detail: String,
         batch: &mut AppendBatch,
     ) -> Result<(), FinalizeError> {
-        let mut producer = self.normalizer.producer(session)?;
+        let mut producer = self.normalizer.producer(session, batch)?;
         let event =
             producer.record_health(key.as_str(), "spool_damage", detail, self.opts.now_unix_ns);
         batch.events.push(ReadyEvent::new(event));
@@ -896,10 +917,11 @@ pub(super) fn tick_all(
             states: Vec::new(),
         };
         for session in group {
-            let mut producer = load_producer(ledger, session)?;
+            let before = batch.events.len();
+            let mut producer = load_producer(ledger, session, opts.now_unix_ns, &mut batch.events)?;
             let events = producer.tick(opts.now_unix_ns, &opts.clock);
-            if !events.is_empty() {
-                batch.events.extend(events.into_iter().map(ReadyEvent::new));
+            batch.events.extend(events.into_iter().map(ReadyEvent::new));
+            if batch.events.len() > before {
                 batch.states.push(save_producer(session, &producer));
             }
         }

@@ -7,11 +7,14 @@
 //! recovery rule of ADR 0078, explicit ends, command spans, late evidence and
 //! the span caps. Its state is plain serde data, so the finalizer can store
 //! it between runs; its policy comes from the adapter's recovery table in
-//! code and is never stored.
+//! code and is never stored. Stored state names the capability profile it
+//! was built under; state of another profile is checked, not silently
+//! reused (see `authority`).
 //!
 //! It never touches storage and never reads a clock: time arrives with each
 //! signal and with each [`SessionProducer::tick`].
 
+mod authority;
 mod deliveries;
 mod emit;
 mod ends;
@@ -28,10 +31,11 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
+pub use authority::PROFILE_CHANGED_CONDITION;
 pub use deliveries::DELIVERY_MEMORY;
 pub use ends::{END_EXPIRY_NS, EndOrigin, PendingEnd};
 pub use recovery::{
-    READ_SIDE_SPAN_CAP, SPAN_CAP_CONDITION, SPAN_WATERMARK, elapsed_upper_bound, pinned_confidence,
+    READ_SIDE_SPAN_CAP, SPAN_CAP_CONDITION, SPAN_WATERMARK, elapsed_upper_bound,
     recovery_provenance,
 };
 pub use spans::{OpenSpan, SpanKind};
@@ -183,8 +187,6 @@ impl SessionProducer {
         }
     }
 
-    /// Time-based rules: evaluate a pending end (salvage before expiry).
-    /// Call after the session's signals of a finalize run were ingested.
     /// Record a condition the finalizer observed about this session's own
     /// signals (damaged spool bytes, say) as a derived `health.condition`
     /// in the session, so the read side sees it where it applies. `key`
@@ -219,6 +221,8 @@ impl SessionProducer {
         out.pop().expect("emit queues the event it stamps")
     }
 
+    /// Time-based rules: evaluate a pending end (salvage before expiry).
+    /// Call after the session's signals of a finalize run were ingested.
     pub fn tick(&mut self, now_unix_ns: i64, clock: &ClockSample) -> Vec<Event> {
         let Some(pending) = &self.pending_end else {
             return Vec::new();
@@ -316,7 +320,10 @@ impl SessionProducer {
     }
 
     /// The turn of a signal: its native id when it names one, else the
-    /// speaking agent's stamped turn, else none.
+    /// speaking agent's current turn as stamped by producer state, else
+    /// none. A turn the signal did not name is never labelled native, even
+    /// when producer state learned it from a native id (a Claude Code
+    /// signal without `prompt_id`).
     fn speaker(&self, agent: Option<String>, native_turn: Option<String>) -> Speaker {
         let turn = match native_turn {
             Some(id) => TurnAttribution {
@@ -327,6 +334,7 @@ impl SessionProducer {
                 .turns
                 .current_for(agent.as_deref())
                 .cloned()
+                .map(turns::stamped_by_state)
                 .unwrap_or_else(TurnAttribution::none),
         };
         Speaker {
@@ -436,7 +444,13 @@ impl SessionProducer {
             let reason = RecoveryReason::CompletionNotObservedBeforeTurnEnd;
             self.sweep_turn(&turn_id, reason, &end.running_agents, trigger, out);
         }
-        let turn = ended.unwrap_or(who.turn);
+        // A boundary signal that did not name its turn ends the turn producer
+        // state holds, so the event says the turn was stamped.
+        let turn = match (ended, native_turn) {
+            (Some(t), Some(_)) => t,
+            (Some(t), None) => turns::stamped_by_state(t),
+            (None, _) => who.turn,
+        };
         let payload = Payload::TurnCompleted(TurnCompleted {
             stop_reason: end.stop_reason,
         });

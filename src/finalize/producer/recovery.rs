@@ -14,6 +14,7 @@ use crate::clock::ClockSample;
 use crate::contract::{
     Attestation, CommandCompleted, Confidence, Event, EventId, HealthCondition, Observation,
     Outcome, Payload, Provenance, Recovery, RecoveryReason, ToolCompleted, TurnSource,
+    recovered_confidence,
 };
 
 /// Write-side watermark: above this many open spans, spans of ended turns
@@ -27,34 +28,18 @@ pub const READ_SIDE_SPAN_CAP: usize = 256;
 /// The `health.condition` code raised above the read-side cap.
 pub const SPAN_CAP_CONDITION: &str = "open_span_cap_exceeded";
 
-/// The pinned confidence of a reason (ADR 0078), before any downgrade.
-/// `request_not_observed` depends on whether the post carried the input.
-pub fn pinned_confidence(reason: RecoveryReason, had_input: bool) -> Confidence {
-    match reason {
-        RecoveryReason::RequestNotObserved if had_input => Confidence::High,
-        RecoveryReason::RequestNotObserved => Confidence::Medium,
-        RecoveryReason::CompletionNotObservedBeforeTurnEnd => Confidence::Medium,
-        RecoveryReason::CompletionNotObservedBeforeNextTurn => Confidence::Low,
-        RecoveryReason::SpanCapPressure => Confidence::Low,
-        RecoveryReason::ExplicitEndSalvage => Confidence::Medium,
-        RecoveryReason::CommandCompletionNotObserved => Confidence::Medium,
-    }
-}
-
 /// The provenance of a recovery event on a turn of this source: derived,
-/// with the pinned confidence one step lower when the turn was stamped.
+/// at the confidence the contract pins for the reason (one step lower when
+/// the turn was stamped). The table itself lives in the contract, which
+/// also validates it.
 pub fn recovery_provenance(
     reason: RecoveryReason,
     had_input: bool,
     turn: TurnSource,
 ) -> Provenance {
-    let pinned = pinned_confidence(reason, had_input);
     Provenance {
         attestation: Attestation::Derived,
-        confidence: match turn {
-            TurnSource::Stamped => pinned.downgraded(),
-            TurnSource::Native | TurnSource::None => pinned,
-        },
+        confidence: recovered_confidence(reason, had_input, turn),
     }
 }
 
@@ -288,9 +273,8 @@ mod tests {
         assert_eq!(native.confidence, Confidence::Medium);
         let low = recovery_provenance(RecoveryReason::SpanCapPressure, true, TurnSource::Stamped);
         assert_eq!(low.confidence, Confidence::Low);
-        assert_eq!(
-            pinned_confidence(RecoveryReason::RequestNotObserved, false),
-            Confidence::Medium
-        );
+        let no_input =
+            recovery_provenance(RecoveryReason::RequestNotObserved, false, TurnSource::None);
+        assert_eq!(no_input.confidence, Confidence::Medium);
     }
 }

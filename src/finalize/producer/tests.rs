@@ -111,3 +111,52 @@ fn a_stored_state_loads_and_writes_back_byte_for_byte() {
         Some("ev_6c59ca99eaf224f27a0ed535717c84fb".to_string())
     );
 }
+
+#[test]
+fn a_changed_recovery_table_trips_no_authority_check() {
+    let session = SessionRef {
+        adapter: AdapterId::ClaudeCode,
+        session_id: "s".into(),
+    };
+    let tables = [RecoveryPolicy::FULL, RecoveryPolicy::OBSERVATION_ONLY];
+    for policy in tables {
+        let mut p = SessionProducer::with_policy(session.clone(), policy);
+        assert_eq!(p.policy(), policy);
+        assert_eq!(
+            p.capability_digest(),
+            "e38b0209f381be34eded3d034a1ddf389ccee2ecd6240275b3e87f7ee1620626"
+        );
+        assert_eq!(p.check_capability_profile(1), None);
+    }
+}
+
+#[test]
+fn state_of_another_profile_keeps_its_spans_open_without_a_turn() {
+    let mut p = producer("s");
+    let prompt = br#"{"hook_event_name":"UserPromptSubmit","prompt_id":"p1","prompt":"go"}"#;
+    let pre = br#"{"hook_event_name":"PreToolUse","prompt_id":"p1","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"t1"}"#;
+    p.ingest(&signal(prompt, "r1", 1));
+    p.ingest(&signal(pre, "r2", 2));
+    let mut stored: serde_json::Value = serde_json::to_value(&p).expect("state serializes");
+    stored["capability_digest"] = "old-digest".into();
+    let mut loaded: SessionProducer = serde_json::from_value(stored).expect("state loads");
+    let next = loaded.next_offset();
+
+    let event = loaded.check_capability_profile(5).expect("a condition");
+    let Payload::HealthCondition(h) = &event.payload else {
+        panic!("{event:?}")
+    };
+    assert_eq!(h.code, PROFILE_CHANGED_CONDITION);
+    assert!(h.detail.contains("old-digest") && h.detail.contains(p.capability_digest()));
+    assert_eq!(event.offset, next, "offsets go on");
+    assert_eq!(loaded.capability_digest(), p.capability_digest());
+    assert_eq!(loaded.open_spans().len(), 1);
+    assert_eq!(loaded.open_spans()[0].turn, TurnAttribution::none());
+    assert_eq!(loaded.check_capability_profile(6), None, "adopted once");
+
+    // The turn's Stop sweeps nothing: the span fails closed.
+    let stop = br#"{"hook_event_name":"Stop","prompt_id":"p1"}"#;
+    let events = loaded.ingest(&signal(stop, "r3", 7)).events;
+    assert!(events.iter().all(|e| e.payload.recovery().is_none()));
+    assert_eq!(loaded.open_spans().len(), 1);
+}

@@ -1,8 +1,10 @@
 //! Turn attribution: which turn an event belongs to, and how we know.
 //!
-//! A turn is *native* when the adapter names it (Claude Code `prompt_id`),
-//! *stamped* when producer state infers it (Copilot: from a
-//! `userPromptSubmitted` until its `agentStop`), and absent otherwise. Each
+//! A turn is *native* when the signal names it (Claude Code `prompt_id`),
+//! *stamped* when producer state supplies it (Copilot: from a
+//! `userPromptSubmitted` until its `agentStop`; Claude Code: a signal
+//! without `prompt_id` inside a turn the state learned natively), and
+//! absent otherwise. Each
 //! agent in a session (the main agent, and every Copilot subagent, which
 //! runs its own prompt … agentStop cycle inside the parent's turn) has at
 //! most one current turn. The book remembers the last few turns so that the
@@ -20,6 +22,18 @@ pub const REMEMBERED_TURNS: usize = 3;
 
 /// The key of the main agent in the per-agent maps.
 const MAIN_AGENT: &str = "";
+
+/// A turn as producer state attributes it to a signal that did not name
+/// it: the turn id it holds, labelled stamped whatever the turn's origin.
+pub(super) fn stamped_by_state(turn: TurnAttribution) -> TurnAttribution {
+    match turn.source {
+        TurnSource::Native => TurnAttribution {
+            source: TurnSource::Stamped,
+            turn_id: turn.turn_id,
+        },
+        TurnSource::Stamped | TurnSource::None => turn,
+    }
+}
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub(super) struct TurnBook {
@@ -109,6 +123,12 @@ impl TurnBook {
         };
         self.current.insert(MAIN_AGENT.to_string(), turn);
         true
+    }
+
+    /// Forget every agent's current turn (the memory of recent turn ids
+    /// stays, so a known native id does not start its turn a second time).
+    pub fn forget_current(&mut self) {
+        self.current.clear();
     }
 
     /// End the agent's current turn (if `turn_id` names another turn, that

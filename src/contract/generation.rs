@@ -1,0 +1,84 @@
+//! The contract generations this build can read: each one's number, its
+//! pinned schema digest and what it changed. A ledger epoch names its
+//! generation by digest (in `genesis.json`), so archived epochs are read
+//! under their own generation and never repaired in place. Entries are
+//! appended, never edited: a shipped generation's digest is history.
+
+use super::digest::CONTRACT_GENERATION;
+
+/// One shipped contract generation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Generation {
+    pub number: u32,
+    /// The schema digest, lowercase hex, as `genesis.json` stores it.
+    pub digest: &'static str,
+    /// What this generation is, for a human.
+    pub description: &'static str,
+}
+
+/// Every generation this build reads, oldest first. The last is the one
+/// it writes.
+pub const GENERATIONS: &[Generation] = &[Generation {
+    number: 1,
+    digest: "1256ec3093dd7e2056634101779618c6a94c7ae34a1b5e4010dd47febaaedcec",
+    description: "canonical events v2 with the ADR 0078 recovery block on \
+                  tool.requested, tool.completed and command.completed",
+}];
+
+/// The generation whose schema digest is `digest`, if this build reads it.
+pub fn generation_by_digest(digest: &str) -> Option<&'static Generation> {
+    GENERATIONS.iter().find(|g| g.digest == digest)
+}
+
+/// The generation this build writes.
+pub fn current_generation() -> &'static Generation {
+    GENERATIONS
+        .iter()
+        .find(|g| g.number == CONTRACT_GENERATION)
+        .expect("the registry lists the build's own generation")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contract::schema_digest_hex;
+
+    #[test]
+    fn the_current_generation_is_the_computed_contract() {
+        let current = current_generation();
+        assert_eq!(current.number, CONTRACT_GENERATION);
+        assert_eq!(current.digest, schema_digest_hex());
+        assert_eq!(GENERATIONS.last(), Some(current), "the last one is written");
+        assert_eq!(generation_by_digest(&schema_digest_hex()), Some(current));
+    }
+
+    #[test]
+    fn generation_one_is_pinned() {
+        let one = generation_by_digest(
+            "1256ec3093dd7e2056634101779618c6a94c7ae34a1b5e4010dd47febaaedcec",
+        )
+        .expect("generation 1 is readable");
+        assert_eq!(one.number, 1);
+        assert_eq!(generation_by_digest(&"0".repeat(64)), None);
+        assert_eq!(generation_by_digest(""), None);
+    }
+
+    #[test]
+    fn generations_count_up_and_digests_are_distinct() {
+        for (n, g) in GENERATIONS.iter().enumerate() {
+            assert_eq!(g.number as usize, n + 1, "numbered from 1 without gaps");
+            assert_eq!(g.digest.len(), 64);
+            assert!(
+                g.digest
+                    .bytes()
+                    .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+            );
+            assert!(!g.description.is_empty());
+            assert_eq!(
+                generation_by_digest(g.digest),
+                Some(g),
+                "digests are distinct"
+            );
+        }
+    }
+}
