@@ -555,3 +555,45 @@ fn epoch_list_and_status_describe_every_epoch() {
     assert!(text.contains("anchored to"), "{text}");
     assert!(text.contains("next: nothing"), "{text}");
 }
+
+#[test]
+fn two_advances_chain_three_epochs_and_an_unknown_generation_is_named() {
+    let home = gen1_home();
+    next_ok(home.path(), &["epoch", "advance"]);
+    // A second contract change: the epoch the first advance started is
+    // archived under a digest the newer build does not know as a generation.
+    let newer = |args: &[&str]| {
+        harnery(home.path())
+            .env("HARNERY_TEST_SCHEMA_SUFFIX", "newer-contract")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = newer(&["epoch", "advance"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = newer(&["epoch", "verify"]);
+    assert!(out.status.success(), "{}", stdout(&out));
+    assert_eq!(stdout(&out).matches("ok: ").count(), 3, "{}", stdout(&out));
+    let status: serde_json::Value =
+        serde_json::from_slice(&newer(&["epoch", "status", "--json"]).stdout).unwrap();
+    let archives = status["archives"].as_array().unwrap();
+    assert_eq!(archives.len(), 2);
+    assert_eq!(archives[0]["schema_digest"], GEN1_DIGEST);
+    assert_eq!(archives[0]["readable"], true);
+    assert_eq!(archives[1]["readable"], false);
+    assert!(
+        archives[1]["error"]
+            .as_str()
+            .unwrap()
+            .contains("which this build does not know"),
+        "{status}"
+    );
+    let list = stdout(&newer(&["epoch", "list", "--json"]));
+    let lines: Vec<serde_json::Value> = list
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3);
+    assert_eq!(lines[1]["anchor"], lines[0]["genesis_id"]);
+    assert_eq!(lines[2]["anchor"], lines[1]["genesis_id"]);
+}

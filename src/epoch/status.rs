@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 use super::{EpochError, read_progress};
-use crate::contract::CONTRACT_GENERATION;
+use crate::contract::current_generation;
 use crate::home::Home;
 use crate::ledger::{Anchor, binary_digest};
 use crate::spool::IntakeSpool;
@@ -67,6 +67,8 @@ pub struct ArchiveSummary {
     pub generation: Option<u32>,
     pub schema_digest: Option<String>,
     pub events: Option<u64>,
+    /// Whether this build knows the contract generation it was written in.
+    pub readable: bool,
     /// Why the archive could not be read, if it could not.
     pub error: Option<String>,
 }
@@ -98,6 +100,7 @@ pub fn status(home: &Home) -> Result<EpochStatus, EpochError> {
                 generation: e.genesis.as_ref().ok().map(|g| g.contract_generation),
                 schema_digest: e.genesis.as_ref().ok().map(|g| g.schema_digest.clone()),
                 events: opened.as_ref().ok().and_then(|l| l.event_count().ok()),
+                readable: e.generation().is_some(),
                 error: opened.err().map(|err| err.to_string()),
             }
         })
@@ -105,7 +108,7 @@ pub fn status(home: &Home) -> Result<EpochStatus, EpochError> {
     let next = next_action(live.as_ref(), advance_in_progress.as_ref());
     Ok(EpochStatus {
         build: Contract {
-            generation: CONTRACT_GENERATION,
+            generation: current_generation().number,
             schema_digest: binary_digest(),
         },
         live,

@@ -44,7 +44,7 @@ pub fn verify(home: &Home, only: Option<&str>) -> Result<EpochVerdict, EpochErro
         ),
         None => None,
     };
-    let mut checks: Vec<EpochCheck> = all.iter().map(|e| check_epoch(home, e)).collect();
+    let mut checks: Vec<EpochCheck> = all.iter().map(check_epoch).collect();
     for i in 0..all.len() {
         let before = i.checked_sub(1).map(|j| (&all[j], &checks[j]));
         let problems = link_problems(home, &all[i], before);
@@ -77,7 +77,7 @@ pub fn verify(home: &Home, only: Option<&str>) -> Result<EpochVerdict, EpochErro
     })
 }
 
-fn check_epoch(home: &Home, e: &EpochEntry) -> EpochCheck {
+fn check_epoch(e: &EpochEntry) -> EpochCheck {
     let mut check = EpochCheck {
         genesis_id: e.genesis_id.clone(),
         live: e.live,
@@ -93,7 +93,7 @@ fn check_epoch(home: &Home, e: &EpochEntry) -> EpochCheck {
     if !e.live {
         check.problems.extend(archive_problems(e));
     }
-    match chain(home, e) {
+    match chain(e) {
         Ok((rows, head, breaks)) => {
             check.rows = Some(rows);
             check.chain_head = Some(head);
@@ -145,13 +145,10 @@ fn archive_problems(e: &EpochEntry) -> Vec<String> {
     out
 }
 
-fn chain(home: &Home, e: &EpochEntry) -> Result<(u64, String, Vec<String>), EpochError> {
-    // The chain does not depend on the contract: read any digest.
-    let ledger = if e.live {
-        Ledger::open_dir_read(&Ledger::live_dir(home), None)?
-    } else {
-        e.open(home)?
-    };
+fn chain(e: &EpochEntry) -> Result<(u64, String, Vec<String>), EpochError> {
+    // The chain does not depend on the contract: read any digest, any
+    // generation.
+    let ledger = Ledger::open_dir_read(&e.dir, None)?;
     let (rows, breaks) = ledger.verify_chain()?;
     let breaks = breaks
         .into_iter()
