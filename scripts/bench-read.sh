@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Benchmark every read command against same-run baselines.
+#
+# For each size (default: 250000 and 1000000 signals over 1000 sessions):
+#   1. write the signals with examples/bench_spool.rs and finalize them
+#      (neither timed),
+#   2. run each read command under /usr/bin/time -v, stdout to /dev/null:
+#      wall time and peak RSS,
+#   3. run the baselines (examples/bench_read_baseline.rs) on the same
+#      ledger: one thread reading every row in chain order and blake3-
+#      hashing it once (for verify), or writing it to /dev/null (for
+#      export).
+# Prints one table; `ratio` is the command's time over its baseline's
+# (lower is faster; 1.00 = as fast as the baseline).
+#
+# Usage: scripts/bench-read.sh [sizes...]   (needs /usr/bin/time)
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+SIZES=("${@:-250000 1000000}")
+SESSIONS=${SESSIONS:-1000}
+WORK=${BENCH_DIR:-$(mktemp -d -t harnery-read.XXXXXX)}
+
+cargo build --release --quiet --bin harnery --example bench_spool --example bench_read_baseline
+BIN=$PWD/target/release
+
+rss_mb() { awk -F': ' '/Maximum resident set size/ {printf "%.1f", $2 / 1024}' "$1"; }
+secs() {
+  awk -F': ' '/Elapsed \(wall clock\)/ {
+    n = split($2, p, ":"); s = 0
+    for (i = 1; i <= n; i++) s = s * 60 + p[i]
+    print s }' "$1"
+}
+
+# timed NAME CMD...: run CMD with stdout to /dev/null, keep its time file.
+timed() {
+  local name=$1; shift
+  sync
+  /usr/bin/time -v "$@" >/dev/null 2>"$WORK/$name.time" || true
+}
+
+row() { # row SIZE NAME [BASELINE]
+  local t; t=$(secs "$WORK/$2.time")
+  local ratio="-"
+  if [ -n "${3:-}" ]; then
+    ratio=$(awk -v a="$t" -v b="$(secs "$WORK/$3.time")" 'BEGIN { printf "%.2f", a / b }')
+  fi
+  printf '%-9s %-28s %9s %10s %8s\n' "$1" "$2" "$t" "$(rss_mb "$WORK/$2.time")" "$ratio"
+}
+
+printf '%-9s %-28s %9s %10s %8s\n' signals command secs peak_mb ratio
+for n in ${SIZES[@]}; do
+  home="$WORK/home-$n"
+  rm -rf "$home" && mkdir -p "$home"
+  "$BIN/examples/bench_spool" "$home" "$n" "$SESSIONS" >/dev/null
+  export HARNERY_HOME="$home" HARNERY_NOW=2026-12-01T00:00:00Z
+  "$BIN/harnery" finalize >/dev/null
+  db="$home/ledgers/v2/ledger.sqlite"
+  one=$("$BIN/harnery" sessions --json | head -1 | sed 's/.*"session_id":"\([^"]*\)".*/\1/')
+  timed base-hash "$BIN/examples/bench_read_baseline" "$db" hash
+  timed base-copy "$BIN/examples/bench_read_baseline" "$db" copy
+  timed sessions "$BIN/harnery" sessions
+  timed sessions-json "$BIN/harnery" sessions --json
+  timed show "$BIN/harnery" show "$one"
+  timed replay "$BIN/harnery" replay "$one"
+  timed receipts "$BIN/harnery" receipts "$one"
+  timed audit "$BIN/harnery" audit
+  timed health "$BIN/harnery" health
+  timed validate "$BIN/harnery" validate
+  timed verify "$BIN/harnery" verify
+  timed export-jsonl "$BIN/harnery" export --format jsonl
+  timed export-otlp "$BIN/harnery" export --format otlp
+  for c in base-hash base-copy sessions sessions-json show replay receipts audit health validate; do
+    row "$n" "$c"
+  done
+  row "$n" verify base-hash
+  row "$n" export-jsonl base-copy
+  row "$n" export-otlp base-copy
+  for f in "$WORK"/*.time; do mv "$f" "${f%.time}-$n.txt"; done
+  rm -rf "$home"
+done
+echo "raw outputs: $WORK"
