@@ -11,6 +11,7 @@
 mod canonical;
 mod confidence;
 mod digest;
+pub mod eligibility;
 mod event;
 mod generation;
 mod json;

@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use rusqlite::{CachedStatement, Connection, OptionalExtension, params};
 
 use super::LedgerError;
+use crate::contract::eligibility::{COMMAND_UNPAIRED_BIT, TOOL_UNPAIRED_BIT, event_flags};
 use crate::contract::{Event, Outcome, Payload, SessionRef};
 use crate::fingerprint::FingerprintState;
 
@@ -33,12 +34,12 @@ macro_rules! insert_span {
     };
 }
 
-const LOAD_SESSION: &str = "SELECT events, first_unix_ns, last_unix_ns, turns, spans_open, spans_closed_native, spans_recovered \
-     FROM sessions WHERE adapter = ?1 AND session_id = ?2";
+const LOAD_SESSION: &str = "SELECT events, first_unix_ns, last_unix_ns, turns, spans_open, spans_closed_native, spans_recovered, \
+     audit_flags FROM sessions WHERE adapter = ?1 AND session_id = ?2";
 const UPDATE_SESSION: &str = "UPDATE sessions SET events = ?3, first_unix_ns = ?4, last_unix_ns = ?5, turns = ?6, \
-     spans_open = ?7, spans_closed_native = ?8, spans_recovered = ?9 WHERE adapter = ?1 AND session_id = ?2";
+     spans_open = ?7, spans_closed_native = ?8, spans_recovered = ?9, audit_flags = ?10 WHERE adapter = ?1 AND session_id = ?2";
 const INSERT_SESSION: &str = "INSERT INTO sessions (adapter, session_id, events, first_unix_ns, last_unix_ns, turns, \
-     spans_open, spans_closed_native, spans_recovered) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
+     spans_open, spans_closed_native, spans_recovered, audit_flags) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
 const STORED_SPAN_STATE: &str =
     "SELECT state FROM spans WHERE adapter = ?1 AND session_id = ?2 AND request_event_id = ?3";
 const CLOSE_STORED_SPAN: &str = "UPDATE spans SET state = ?2, reason = coalesce(?3, reason), completed_event_id = ?4, outcome = ?5, duration_ms = ?6, completed_unix_ns = ?7 \
@@ -119,6 +120,8 @@ struct SessionAgg {
     /// The session's spans by state (see [`state_index`]), kept with the
     /// session so that counting them never reads the spans.
     spans: [i64; 3],
+    /// The audit reasons its events carry (`contract::eligibility`).
+    flags: u32,
     existed: bool,
 }
 
@@ -439,6 +442,11 @@ impl<'c, 'b> Derivation<'c, 'b> {
         if session.spans.contains_key(e.id.as_str()) {
             return;
         }
+        session.agg.flags |= if t.kind == "command" {
+            COMMAND_UNPAIRED_BIT
+        } else {
+            TOOL_UNPAIRED_BIT
+        };
         session.spans.insert(e.id.as_str(), at);
         self.spans.push(NewSpan {
             slot: slot.0,
@@ -495,7 +503,7 @@ impl<'c, 'b> Derivation<'c, 'b> {
 
 impl SessionAgg {
     fn load(stmt: &mut CachedStatement, s: &SessionRef) -> Result<SessionAgg, LedgerError> {
-        let row: Option<(i64, i64, i64, i64, [i64; 3])> = stmt
+        let row: Option<(i64, i64, i64, i64, [i64; 3], i64)> = stmt
             .query_row(params![s.adapter.as_str(), s.session_id], |r| {
                 Ok((
                     r.get(0)?,
@@ -503,16 +511,18 @@ impl SessionAgg {
                     r.get(2)?,
                     r.get(3)?,
                     [r.get(4)?, r.get(5)?, r.get(6)?],
+                    r.get(7)?,
                 ))
             })
             .optional()?;
         Ok(match row {
-            Some((n, first, last, turns, spans)) => SessionAgg {
+            Some((n, first, last, turns, spans, flags)) => SessionAgg {
                 next: n as u64,
                 first,
                 last,
                 turns: turns as u64,
                 spans,
+                flags: flags as u32,
                 existed: true,
             },
             None => SessionAgg {
@@ -521,6 +531,7 @@ impl SessionAgg {
                 last: i64::MIN,
                 turns: 0,
                 spans: [0; 3],
+                flags: 0,
                 existed: false,
             },
         })
@@ -540,6 +551,7 @@ impl SessionAgg {
         self.first = self.first.min(e.time_unix_ns);
         self.last = self.last.max(e.time_unix_ns);
         self.turns += u64::from(matches!(e.payload, Payload::TurnStarted(_)));
+        self.flags |= event_flags(e).0;
         Ok(())
     }
 
@@ -553,7 +565,8 @@ impl SessionAgg {
             self.turns as i64,
             self.spans[0],
             self.spans[1],
-            self.spans[2]
+            self.spans[2],
+            i64::from(self.flags)
         ])?;
         Ok(())
     }

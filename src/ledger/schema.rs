@@ -14,6 +14,7 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ("20261130T0600Z_event_id_check", EVENT_ID_CHECK),
     ("20261130T0700Z_open_span_index", OPEN_SPAN_INDEX),
     ("20261130T0715Z_session_span_counts", SESSION_SPAN_COUNTS),
+    ("20261201T0900Z_session_audit_flags", SESSION_AUDIT_FLAGS),
 ];
 
 const INITIAL: &str = r#"
@@ -340,6 +341,42 @@ UPDATE sessions SET
         WHERE s.adapter = sessions.adapter AND s.session_id = sessions.session_id AND s.state = 'closed_native'),
     spans_recovered = (SELECT count(*) FROM spans s
         WHERE s.adapter = sessions.adapter AND s.session_id = sessions.session_id AND s.state = 'recovered');
+"#;
+
+/// Each session row keeps the audit reasons its events carry, as the bits
+/// of `contract::eligibility` (recovery reasons 1–32 in `RecoveryReason::ALL`
+/// order, late evidence 64, unrecognized signals 128, spool damage 256, a
+/// tool terminal without its request 512, a command one 1024), kept as
+/// events are appended, so `sessions`, `audit` and `health` classify a
+/// session from its row. Existing sessions are filled once here, from their
+/// events and span rows (the sum of distinct bits is their union).
+const SESSION_AUDIT_FLAGS: &str = r#"
+ALTER TABLE sessions ADD COLUMN audit_flags INTEGER NOT NULL DEFAULT 0;
+CREATE TEMP TABLE session_bits AS
+    SELECT adapter, session_id, CASE
+        WHEN type IN ('tool.requested', 'tool.completed', 'command.completed') THEN
+            CASE json_extract(json, '$.payload.recovery.reason')
+                WHEN 'request_not_observed' THEN 1
+                WHEN 'completion_not_observed_before_turn_end' THEN 2
+                WHEN 'completion_not_observed_before_next_turn' THEN 4
+                WHEN 'span_cap_pressure' THEN 8
+                WHEN 'explicit_end_salvage' THEN 16
+                WHEN 'command_completion_not_observed' THEN 32
+                ELSE 0 END
+        WHEN type = 'tool.late_evidence' THEN 64
+        WHEN type = 'signal.unrecognized' THEN 128
+        WHEN type = 'health.condition'
+            AND instr(json_extract(json, '$.payload.code'), 'damage') > 0 THEN 256
+        ELSE 0 END AS bit
+    FROM events
+    WHERE type IN ('tool.requested', 'tool.completed', 'command.completed',
+                   'tool.late_evidence', 'signal.unrecognized', 'health.condition')
+    UNION
+    SELECT adapter, session_id, CASE kind WHEN 'command' THEN 1024 ELSE 512 END
+    FROM spans WHERE requested_unix_ns IS NULL;
+UPDATE sessions SET audit_flags = (SELECT CAST(total(DISTINCT b.bit) AS INTEGER) FROM session_bits b
+    WHERE b.adapter = sessions.adapter AND b.session_id = sessions.session_id);
+DROP TABLE session_bits;
 "#;
 
 /// Whether some migration of this build is not yet recorded in `conn`'s
