@@ -6,11 +6,13 @@
 //! everywhere in harnery), or `adapter/id` when one id exists under two
 //! adapters.
 
+use std::collections::BTreeMap;
+
 use crate::contract::{AdapterId, Event, SessionRef};
 use crate::epoch::{ArchivedSession, EpochError, archived_open_span_sessions};
 use crate::home::Home;
 use crate::ledger::{GENESIS_FILE, Ledger, LedgerError, SessionSummary};
-use crate::read::audit::{Classification, classify_events};
+use crate::read::audit::{Classification, archived_reasons, classify_events};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
@@ -18,6 +20,18 @@ pub enum SourceError {
     Ledger(#[from] LedgerError),
     #[error("no session matches {0:?}")]
     NoSuchSession(String),
+    #[error(transparent)]
+    Epoch(#[from] EpochError),
+    #[error("no selected epoch could be read; the first: {0}")]
+    NoReadableEpoch(String),
+    #[error(
+        "{name:?} names {}/{} in one epoch and {}/{} in another; give more of the id or pick one with --epoch", first.adapter, first.session_id, second.adapter, second.session_id
+    )]
+    AcrossEpochs {
+        name: String,
+        first: SessionRef,
+        second: SessionRef,
+    },
 }
 
 /// Whether `name` (an id, or `adapter/id`) names `session` exactly.
@@ -43,7 +57,7 @@ pub fn load_events(home: &Home, name: Option<&str>) -> Result<Vec<Event>, Source
     Ok(ledger.session_events(&session)?)
 }
 
-fn resolve(ledger: &Ledger, name: &str) -> Result<SessionRef, SourceError> {
+pub(crate) fn resolve(ledger: &Ledger, name: &str) -> Result<SessionRef, SourceError> {
     match split_adapter(name) {
         Some(_) => ledger
             .sessions()?
@@ -104,6 +118,28 @@ pub fn archived_epochs(home: &Home) -> Result<Vec<ArchivedEpoch>, EpochError> {
         });
     }
     Ok(out)
+}
+
+/// The reasons every advance's administrative closure holds against each
+/// session it closed (ADR 0078, disposition of pre-advance epochs), with
+/// the archives that closed it. A session keeps these in every view, the
+/// live one too: it is classified as a whole.
+pub fn closed_sessions(home: &Home) -> Result<BTreeMap<SessionRef, Closed>, EpochError> {
+    let mut out: BTreeMap<SessionRef, Closed> = BTreeMap::new();
+    for archived in archived_open_span_sessions(home)? {
+        let closed = out.entry(archived.session.clone()).or_default();
+        closed.reasons.extend(archived_reasons(&archived));
+        closed.archives.push(archived.genesis_id);
+    }
+    Ok(out)
+}
+
+/// What the advances closed of one session.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Closed {
+    pub reasons: Vec<String>,
+    /// Genesis ids of the archives that left it unfinished, in chain order.
+    pub archives: Vec<String>,
 }
 
 /// The audit classification of each listed session of the live ledger, in
