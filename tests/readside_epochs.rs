@@ -94,6 +94,24 @@ impl TwoEpochs {
         std::fs::write(&db, bytes).unwrap();
     }
 
+    /// Replace the archive's first event row with text no build parses:
+    /// the archive opens, its events do not read.
+    fn garble_archive_rows(&self) {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = self.archive_dir();
+        let db = dir.join("ledger.sqlite");
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        let changed = conn
+            .execute(
+                "UPDATE events SET json = '{\"not\": \"an event\"}' WHERE seq = (SELECT min(seq) FROM events)",
+                [],
+            )
+            .unwrap();
+        assert_eq!(changed, 1);
+    }
+
     fn boundary(&self) -> String {
         format!("── epoch boundary: {} → {} ──", self.archive, self.live)
     }
@@ -538,4 +556,45 @@ fn an_archive_of_a_newer_contract_generation_is_not_misread() {
     let out = h.run(&["sessions", "--json", "--epoch", "all"]);
     assert_eq!(out.status.code(), Some(0));
     assert!(stderr(&out).contains("newer contract generation"));
+}
+
+#[test]
+fn an_archive_whose_rows_do_not_parse_is_reported_per_part() {
+    let h = TwoEpochs::build();
+    h.garble_archive_rows();
+    let named = |out: &Output| {
+        let err = stderr(out);
+        assert!(
+            err.contains(&format!("epoch {} unreadable", h.archive)),
+            "{err}"
+        );
+    };
+    let out = h.run(&["replay", &h.crossing, "--json", "--epoch", "all"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    named(&out);
+    let lines = json_lines(&out);
+    assert_eq!(lines.len() as u64, LIVE_PART);
+    assert!(lines.iter().all(|l| l["epoch"] == "live"));
+    let out = h.run(&["show", &h.crossing, "--json", "--epoch", "all"]);
+    assert_eq!(out.status.code(), Some(0));
+    named(&out);
+    assert_eq!(json(&out)["parts"].as_array().unwrap().len(), 1);
+
+    let out = h.run(&["audit", "--json", "--epoch", "all"]);
+    assert_eq!(out.status.code(), Some(1));
+    named(&out);
+    let out = h.run(&["validate", "--json", "--epoch", "all"]);
+    assert_eq!(out.status.code(), Some(1));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rules: Vec<&str> = doc["epochs"][0]["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["rule"].as_str().unwrap())
+        .collect();
+    assert!(rules.contains(&"contract-parse"), "{doc}");
+    assert_eq!(doc["epochs"][1]["ok"], true);
+    // The archive alone: its part is the only one, and unreadable.
+    let out = h.run(&["replay", &h.crossing, "--epoch", &h.archive]);
+    assert_eq!(out.status.code(), Some(2));
 }

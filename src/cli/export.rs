@@ -44,8 +44,7 @@ pub fn run(args: Args) -> CmdResult {
     match &args.session {
         Some(name) => {
             let found = epochs.session("export", name)?;
-            for epoch in found.parts {
-                let events = epoch.ledger.session_events(&found.session)?;
+            for (epoch, events) in found.read("export", &epochs, |l, s| l.session_events(s))? {
                 write_epoch(&mut out, &epochs, epoch, args.format, &events)?;
             }
         }

@@ -46,9 +46,9 @@ pub fn run(args: Args) -> CmdResult {
     let epochs = Epochs::open(&home, &args.epoch.epoch)?;
     epochs.report_unreadable("receipts")?;
     let found = epochs.session("receipts", &args.session)?;
+    let read = found.read("receipts", &epochs, |l, s| l.session_events(s))?;
     let mut parts = Vec::new();
-    for epoch in &found.parts {
-        let events = epoch.ledger.session_events(&found.session)?;
+    for (epoch, events) in &read {
         let refs: Vec<_> = events.iter().collect();
         parts.push(PartReceipts {
             epoch: &epoch.label,
@@ -68,7 +68,7 @@ pub fn run(args: Args) -> CmdResult {
     } else {
         for (i, part) in parts.iter().enumerate() {
             if i > 0 {
-                writeln!(out, "{}", boundary(found.parts[i - 1], found.parts[i]))?;
+                writeln!(out, "{}", boundary(read[i - 1].0, read[i].0))?;
             }
             write_table(&mut out, &part.receipts)?;
         }

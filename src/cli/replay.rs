@@ -42,12 +42,12 @@ pub fn run(args: Args) -> CmdResult {
         )
         .into());
     }
+    let parts = found.read("replay", &epochs, |l, s| l.session_events(s))?;
     let mut out = std::io::stdout().lock();
-    for (i, epoch) in found.parts.iter().enumerate() {
+    for (i, (epoch, events)) in parts.iter().enumerate() {
         if i > 0 && !args.json {
-            writeln!(out, "{}", boundary(found.parts[i - 1], epoch))?;
+            writeln!(out, "{}", boundary(parts[i - 1].0, epoch))?;
         }
-        let events = epoch.ledger.session_events(&found.session)?;
         let (from, to) = window(args.from, args.to, events.len() as u64)?;
         let tag = epochs.tagged.then_some(epoch.label.as_str());
         for e in events.iter().filter(|e| e.offset >= from && e.offset <= to) {

@@ -58,11 +58,11 @@ pub fn run(args: Args) -> CmdResult {
     let epochs = Epochs::open(&home, &args.epoch.epoch)?;
     epochs.report_unreadable("show")?;
     let found = epochs.session("show", &args.session)?;
-    let mut parts = Vec::new();
-    for epoch in found.parts {
-        let timeline = epoch.ledger.timeline(&found.session)?;
-        parts.push(Part { epoch, timeline });
-    }
+    let parts: Vec<Part> = found
+        .read("show", &epochs, |l, s| l.timeline(s))?
+        .into_iter()
+        .map(|(epoch, timeline)| Part { epoch, timeline })
+        .collect();
     let mut out = std::io::stdout().lock();
     match (epochs.tagged, args.json) {
         (false, true) => writeln!(out, "{}", serde_json::to_string_pretty(&parts[0].timeline)?)?,

@@ -209,6 +209,35 @@ pub fn classify_whole(
 /// A session and its summary in each epoch that holds part of it.
 pub type SessionAcross<'a> = (SessionRef, Vec<(&'a OpenEpoch, SessionSummary)>);
 
+impl<'a> SessionParts<'a> {
+    /// Read something of the session from each part. With a selection
+    /// other than the default, a part that cannot be read is reported (as
+    /// `command`) and left out, unless no part can be read at all.
+    pub fn read<T>(
+        &self,
+        command: &str,
+        epochs: &Epochs,
+        f: impl Fn(&Ledger, &SessionRef) -> Result<T, LedgerError>,
+    ) -> Result<Vec<(&'a OpenEpoch, T)>, SourceError> {
+        let mut out = Vec::new();
+        let mut first_failure = None;
+        for epoch in &self.parts {
+            match f(&epoch.ledger, &self.session) {
+                Ok(v) => out.push((*epoch, v)),
+                Err(e) if epochs.tagged => {
+                    warn(command, &epoch.label, &e.to_string());
+                    first_failure.get_or_insert(format!("{} ({e})", epoch.label));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        match (out.is_empty(), first_failure) {
+            (true, Some(why)) => Err(SourceError::NoReadableEpoch(why)),
+            _ => Ok(out),
+        }
+    }
+}
+
 /// Open one listed epoch as it was written, without asking that it speak
 /// this build's digest (for the checks, which report a foreign digest
 /// themselves), or say why this build cannot read it.

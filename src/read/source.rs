@@ -3,9 +3,9 @@
 //! epochs `--epoch` selects, see [`super::epochs`]).
 //!
 //! With [`super::epochs`], the one place the read side touches storage,
-//! so the pure modules beside it stay pure. A session is named by its id (or a unique prefix, as
-//! everywhere in harnery), or `adapter/id` when one id exists under two
-//! adapters.
+//! so the pure modules beside it stay pure. A session is named by its id
+//! (or a unique prefix, as everywhere in harnery), or `adapter/id` when one
+//! id exists under two adapters.
 
 use std::collections::BTreeMap;
 
