@@ -203,7 +203,11 @@ fn sessions_left_open_in_an_archived_epoch_are_audit_only() {
     };
     let out = next(&["epoch", "advance"]);
     assert!(out.status.success(), "{}", stderr(&out));
+    // The default reads the live epoch only; `--epoch all` reads archives.
     let out = next(&["audit", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(json_lines(&out).is_empty(), "{}", stdout(&out));
+    let out = next(&["audit", "--json", "--epoch", "all"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let rows = json_lines(&out);
     assert_eq!(rows.len(), 2, "{rows:?}");

@@ -27,6 +27,19 @@ pub mod spool;
 pub mod validate;
 pub mod verify;
 
+/// `--epoch`, shared by every command that reads the ledger.
+#[derive(Debug, Clone, clap::Args)]
+pub struct EpochArg {
+    /// Which ledger epoch to read: `live` (the default), `all` (every
+    /// epoch, oldest first), or a genesis id or a unique prefix of one.
+    #[arg(
+        long = "epoch",
+        value_name = "live|all|GENESIS",
+        default_value = "live"
+    )]
+    pub epoch: crate::epoch::EpochSelector,
+}
+
 /// What a subcommand reports when it finished without an error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {

@@ -1,11 +1,20 @@
 //! `harnery receipts <session> [--json]`: per-turn latency receipts.
+//!
+//! With `--epoch all` (or a genesis id) each part of the session gets its
+//! own receipts, in chain order: a turn never spans an epoch boundary (an
+//! archive's open spans can never close), so parts are not merged. Text
+//! prints a boundary line between the parts' tables; JSON is
+//! `{"session", "parts": [{"epoch", "genesis_id", "turns", "unattributed_spans"}]}`.
 
 use std::io::Write;
 
-use super::{CmdResult, Outcome};
+use serde::Serialize;
+
+use super::{CmdResult, EpochArg, Outcome};
+use crate::contract::SessionRef;
 use crate::home::Home;
+use crate::read::epochs::{Epochs, boundary};
 use crate::read::receipts::{SessionReceipts, TurnReceipt, session_receipts};
-use crate::read::source::{SourceError, load_events};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -14,21 +23,55 @@ pub struct Args {
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    epoch: EpochArg,
+}
+
+#[derive(Serialize)]
+struct PartReceipts<'a> {
+    epoch: &'a str,
+    genesis_id: &'a str,
+    #[serde(flatten)]
+    receipts: SessionReceipts,
+}
+
+#[derive(Serialize)]
+struct WholeReceipts<'a> {
+    session: &'a SessionRef,
+    parts: Vec<PartReceipts<'a>>,
 }
 
 pub fn run(args: Args) -> CmdResult {
     let home = Home::from_env()?;
-    let events = load_events(&home, Some(&args.session))?;
-    if events.is_empty() {
-        return Err(SourceError::NoSuchSession(args.session).into());
+    let epochs = Epochs::open(&home, &args.epoch.epoch)?;
+    epochs.report_unreadable("receipts")?;
+    let found = epochs.session("receipts", &args.session)?;
+    let read = found.read("receipts", &epochs, |l, s| l.session_events(s))?;
+    let mut parts = Vec::new();
+    for (epoch, events) in &read {
+        let refs: Vec<_> = events.iter().collect();
+        parts.push(PartReceipts {
+            epoch: &epoch.label,
+            genesis_id: &epoch.genesis_id,
+            receipts: session_receipts(&refs),
+        });
     }
-    let refs: Vec<_> = events.iter().collect();
-    let receipts = session_receipts(&refs);
     let mut out = std::io::stdout().lock();
-    if args.json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&receipts)?)?;
+    if args.json && !epochs.tagged {
+        writeln!(out, "{}", serde_json::to_string_pretty(&parts[0].receipts)?)?;
+    } else if args.json {
+        let whole = WholeReceipts {
+            session: &found.session,
+            parts,
+        };
+        writeln!(out, "{}", serde_json::to_string_pretty(&whole)?)?;
     } else {
-        write_table(&mut out, &receipts)?;
+        for (i, part) in parts.iter().enumerate() {
+            if i > 0 {
+                writeln!(out, "{}", boundary(read[i - 1].0, read[i].0))?;
+            }
+            write_table(&mut out, &part.receipts)?;
+        }
     }
     Ok(Outcome::Clean)
 }

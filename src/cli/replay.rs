@@ -1,8 +1,15 @@
 //! `harnery replay <session>`: a session's events in offset order.
+//!
+//! With `--epoch all` (or a genesis id) every part of the session is
+//! replayed in chain order, a boundary line between parts; each JSON line
+//! gains `"epoch"`. Offsets start again in each epoch, so `--from`/`--to`
+//! are only taken for a session read from one epoch.
 
-use super::{CmdResult, Outcome};
+use super::{CmdResult, EpochArg, Outcome};
+use crate::contract::Event;
 use crate::home::Home;
-use crate::ledger::{Ledger, format_time};
+use crate::ledger::format_time;
+use crate::read::epochs::{Epochs, boundary};
 use std::io::Write;
 
 #[derive(Debug, clap::Args)]
@@ -18,28 +25,55 @@ pub struct Args {
     /// Print each event as its stored JSON, one per line.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub epoch: EpochArg,
 }
 
 pub fn run(args: Args) -> CmdResult {
-    let ledger = Ledger::open_read(&Home::from_env()?)?;
-    let session = ledger.resolve_session(&args.session)?;
-    let events = ledger.session_events(&session)?;
-    let (from, to) = window(args.from, args.to, events.len() as u64)?;
-    for e in events.iter().filter(|e| e.offset >= from && e.offset <= to) {
-        if args.json {
-            writeln!(std::io::stdout(), "{}", serde_json::to_string(e)?)?;
-        } else {
-            writeln!(
-                std::io::stdout(),
-                "{:>5}  {}  {:<20} {}",
-                e.offset,
-                format_time(e.time_unix_ns),
-                e.event_type().as_str(),
-                e.id
-            )?;
+    let home = Home::from_env()?;
+    let epochs = Epochs::open(&home, &args.epoch.epoch)?;
+    epochs.report_unreadable("replay")?;
+    let found = epochs.session("replay", &args.session)?;
+    let windowed = args.from.is_some() || args.to.is_some();
+    if windowed && found.parts.len() > 1 {
+        return Err(format!(
+            "--from/--to name offsets within one epoch, and this session spans {}; pick one with --epoch <genesis id>",
+            found.parts.len()
+        )
+        .into());
+    }
+    let parts = found.read("replay", &epochs, |l, s| l.session_events(s))?;
+    let mut out = std::io::stdout().lock();
+    for (i, (epoch, events)) in parts.iter().enumerate() {
+        if i > 0 && !args.json {
+            writeln!(out, "{}", boundary(parts[i - 1].0, epoch))?;
+        }
+        let (from, to) = window(args.from, args.to, events.len() as u64)?;
+        let tag = epochs.tagged.then_some(epoch.label.as_str());
+        for e in events.iter().filter(|e| e.offset >= from && e.offset <= to) {
+            writeln!(out, "{}", replay_line(e, args.json, tag)?)?;
         }
     }
     Ok(Outcome::Clean)
+}
+
+/// One event as replay prints it; `epoch` tags JSON lines when given.
+fn replay_line(e: &Event, json: bool, epoch: Option<&str>) -> serde_json::Result<String> {
+    if !json {
+        return Ok(format!(
+            "{:>5}  {}  {:<20} {}",
+            e.offset,
+            format_time(e.time_unix_ns),
+            e.event_type().as_str(),
+            e.id
+        ));
+    }
+    let Some(epoch) = epoch else {
+        return serde_json::to_string(e);
+    };
+    let mut v = serde_json::to_value(e)?;
+    v["epoch"] = epoch.into();
+    serde_json::to_string(&v)
 }
 
 /// Check a `[from, to]` window against a session of `len` events.

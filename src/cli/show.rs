@@ -1,8 +1,16 @@
 //! `harnery show <session>`: one session's timeline.
+//!
+//! With `--epoch all` (or a genesis id) the session is shown whole: one
+//! header over all its parts, then each part's entries in chain order with
+//! a boundary line between them; times count from the session's first
+//! event in any part.
 
-use super::{CmdResult, Outcome};
+use serde::Serialize;
+
+use super::{CmdResult, EpochArg, Outcome};
 use crate::home::Home;
-use crate::ledger::{Ledger, Timeline, format_time};
+use crate::ledger::{SessionSummary, Timeline, TimelineEntry, format_time};
+use crate::read::epochs::{Epochs, OpenEpoch, boundary, combine};
 use std::io::Write;
 
 #[derive(Debug, clap::Args)]
@@ -12,29 +20,136 @@ pub struct Args {
     /// Print the timeline as JSON.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub epoch: EpochArg,
+}
+
+/// One part of a session shown across epochs.
+struct Part<'a> {
+    epoch: &'a OpenEpoch,
+    timeline: Timeline,
+}
+
+/// The JSON of a session shown across epochs: today's two fields, each
+/// entry tagged with its epoch, and one summary per part.
+#[derive(Serialize)]
+struct WholeJson<'a> {
+    summary: SessionSummary,
+    entries: Vec<TaggedEntry<'a>>,
+    parts: Vec<PartJson<'a>>,
+}
+
+#[derive(Serialize)]
+struct TaggedEntry<'a> {
+    epoch: &'a str,
+    #[serde(flatten)]
+    entry: TimelineEntry,
+}
+
+#[derive(Serialize)]
+struct PartJson<'a> {
+    epoch: &'a str,
+    genesis_id: &'a str,
+    summary: &'a SessionSummary,
 }
 
 pub fn run(args: Args) -> CmdResult {
-    let ledger = Ledger::open_read(&Home::from_env()?)?;
-    let session = ledger.resolve_session(&args.session)?;
-    let timeline = ledger.timeline(&session)?;
-    if args.json {
-        writeln!(
-            std::io::stdout(),
+    let home = Home::from_env()?;
+    let epochs = Epochs::open(&home, &args.epoch.epoch)?;
+    epochs.report_unreadable("show")?;
+    let found = epochs.session("show", &args.session)?;
+    let parts: Vec<Part> = found
+        .read("show", &epochs, |l, s| l.timeline(s))?
+        .into_iter()
+        .map(|(epoch, timeline)| Part { epoch, timeline })
+        .collect();
+    let mut out = std::io::stdout().lock();
+    match (epochs.tagged, args.json) {
+        (false, true) => writeln!(out, "{}", serde_json::to_string_pretty(&parts[0].timeline)?)?,
+        (false, false) => write!(out, "{}", render(&parts[0].timeline))?,
+        (true, true) => writeln!(
+            out,
             "{}",
-            serde_json::to_string_pretty(&timeline)?
-        )?;
-    } else {
-        write!(std::io::stdout(), "{}", render(&timeline))?;
+            serde_json::to_string_pretty(&whole_json(&parts))?
+        )?,
+        (true, false) => write!(out, "{}", render_parts(&parts))?,
     }
     Ok(Outcome::Clean)
+}
+
+fn whole(parts: &[Part]) -> SessionSummary {
+    let summaries: Vec<SessionSummary> = parts.iter().map(|p| p.timeline.summary.clone()).collect();
+    combine(&summaries).expect("a shown session has a part")
+}
+
+/// A part's entries with their times counted from `start`.
+fn shifted(part: &Part, start: i64) -> impl Iterator<Item = TimelineEntry> {
+    let shift = (part.timeline.summary.first_unix_ns - start) / 1_000_000;
+    part.timeline.entries.iter().cloned().map(move |mut e| {
+        e.at_ms += shift;
+        e
+    })
+}
+
+fn whole_json<'a>(parts: &'a [Part]) -> WholeJson<'a> {
+    let summary = whole(parts);
+    let entries = parts
+        .iter()
+        .flat_map(|p| {
+            shifted(p, summary.first_unix_ns).map(|entry| TaggedEntry {
+                epoch: &p.epoch.label,
+                entry,
+            })
+        })
+        .collect();
+    let parts = parts
+        .iter()
+        .map(|p| PartJson {
+            epoch: &p.epoch.label,
+            genesis_id: &p.epoch.genesis_id,
+            summary: &p.timeline.summary,
+        })
+        .collect();
+    WholeJson {
+        summary,
+        entries,
+        parts,
+    }
+}
+
+/// The whole session: one header, the epochs it spans, each part's
+/// entries with a boundary line between parts.
+fn render_parts(parts: &[Part]) -> String {
+    let summary = whole(parts);
+    let mut out = header(&summary);
+    let labels: Vec<&str> = parts.iter().map(|p| p.epoch.label.as_str()).collect();
+    out.insert_str(
+        out.len() - 1,
+        &format!("  epochs: {}\n", labels.join(" → ")),
+    );
+    for (i, part) in parts.iter().enumerate() {
+        if i > 0 {
+            out.push_str(&format!("{}\n", boundary(parts[i - 1].epoch, part.epoch)));
+        }
+        for e in shifted(part, summary.first_unix_ns) {
+            out.push_str(&line(&e));
+        }
+    }
+    out
 }
 
 /// The human timeline: a header, then one line per entry with the time
 /// since the session's first event.
 pub fn render(t: &Timeline) -> String {
-    let s = &t.summary;
-    let mut out = format!(
+    let mut out = header(&t.summary);
+    for e in &t.entries {
+        out.push_str(&line(e));
+    }
+    out
+}
+
+fn header(s: &SessionSummary) -> String {
+    format!(
         "session {} {}\n  {} .. {}  events {}  turns {}  spans: {} closed natively, {} recovered, {} open\n\n",
         s.session.adapter,
         s.session.session_id,
@@ -45,25 +160,25 @@ pub fn render(t: &Timeline) -> String {
         s.spans.closed_native,
         s.spans.recovered,
         s.spans.open
-    );
-    for e in &t.entries {
-        let indent = match e.kind.as_str() {
-            "session.started" | "session.ended" | "turn.started" | "turn.completed" => "",
-            _ => "  ",
-        };
-        let agent = e
-            .agent_id
-            .as_deref()
-            .map(|a| format!(" <{}>", short(a)))
-            .unwrap_or_default();
-        out.push_str(&format!(
-            "{:>4} {:>10} {indent}{}{agent}\n",
-            e.offset,
-            format!("+{}.{:03}s", e.at_ms / 1000, e.at_ms % 1000),
-            e.text
-        ));
-    }
-    out
+    )
+}
+
+fn line(e: &TimelineEntry) -> String {
+    let indent = match e.kind.as_str() {
+        "session.started" | "session.ended" | "turn.started" | "turn.completed" => "",
+        _ => "  ",
+    };
+    let agent = e
+        .agent_id
+        .as_deref()
+        .map(|a| format!(" <{}>", short(a)))
+        .unwrap_or_default();
+    format!(
+        "{:>4} {:>10} {indent}{}{agent}\n",
+        e.offset,
+        format!("+{}.{:03}s", e.at_ms / 1000, e.at_ms % 1000),
+        e.text
+    )
 }
 
 fn short(id: &str) -> &str {

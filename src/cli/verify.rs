@@ -1,9 +1,20 @@
 //! `harnery verify`: recompute the live epoch's hash chain, and check that
 //! every raw signal's bytes are where its row says.
+//!
+//! With `--epoch all` (or a genesis id) each epoch's chain and raw archive
+//! is checked on its own and reported under its label; an epoch whose rows
+//! cannot be read is a problem of that epoch, and the others are still
+//! checked. (`harnery epoch verify` checks what links the epochs: anchors,
+//! manifests, fences.)
 
-use super::{CmdResult, Outcome};
+use serde::Serialize;
+
+use super::{CmdResult, EpochArg, Outcome};
+use crate::epoch::{EpochEntry, EpochSelector, select};
 use crate::home::Home;
-use crate::ledger::Ledger;
+use crate::ledger::raw::RawProblem;
+use crate::ledger::{ChainBreak, Ledger, LedgerError};
+use crate::read::epochs::{open_as_written, warn};
 use std::io::Write;
 
 #[derive(Debug, clap::Args)]
@@ -11,50 +22,103 @@ pub struct Args {
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub epoch: EpochArg,
+}
+
+/// One epoch's chain and raw-archive check (the default's JSON fields,
+/// with the epoch's label and genesis id).
+#[derive(Serialize, Default)]
+struct Verified {
+    epoch: String,
+    genesis_id: String,
+    rows: u64,
+    chain_head: String,
+    ok: bool,
+    breaks: Vec<ChainBreak>,
+    raw_signals: u64,
+    raw_problems: Vec<RawProblem>,
+    /// Why this build could not check the epoch at all.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    unreadable: Option<String>,
 }
 
 pub fn run(args: Args) -> CmdResult {
     let home = Home::from_env()?;
-    // The chain does not depend on the contract: verify any digest.
-    let ledger = Ledger::open_dir_read(&Ledger::live_dir(&home), None)?;
+    if args.epoch.epoch == EpochSelector::Live {
+        // The chain does not depend on the contract: verify any digest.
+        let ledger = Ledger::open_dir_read(&Ledger::live_dir(&home), None)?;
+        let v = verified(&ledger)?;
+        return finish(&[v], args.json, false);
+    }
+    let checked: Vec<Verified> = select(&home, &args.epoch.epoch)?
+        .iter()
+        .map(check)
+        .collect();
+    for v in &checked {
+        if let Some(why) = &v.unreadable {
+            warn("verify", &v.epoch, why);
+        }
+    }
+    finish(&checked, args.json, true)
+}
+
+fn check(entry: &EpochEntry) -> Verified {
+    let result = open_as_written(entry).and_then(|l| verified(&l).map_err(|e| e.to_string()));
+    let mut v = result.unwrap_or_else(|why| Verified {
+        unreadable: Some(why),
+        ..Verified::default()
+    });
+    v.epoch = entry.label().to_string();
+    v.genesis_id = entry.genesis_id.clone();
+    v
+}
+
+fn verified(ledger: &Ledger) -> Result<Verified, LedgerError> {
     let (rows, breaks) = ledger.verify_chain()?;
-    let head = ledger.chain_head()?;
+    let chain_head = ledger.chain_head()?;
     let (raw_signals, raw_problems) = ledger.verify_raw()?;
-    let ok = breaks.is_empty() && raw_problems.is_empty();
-    if args.json {
-        let v = serde_json::json!({
-            "rows": rows,
-            "chain_head": head,
-            "ok": ok,
-            "breaks": breaks,
-            "raw_signals": raw_signals,
-            "raw_problems": raw_problems,
-        });
-        writeln!(std::io::stdout(), "{v}")?;
-    } else {
-        for b in &breaks {
-            writeln!(
-                std::io::stdout(),
-                "seq {} event {}: {}",
-                b.seq,
-                b.event_id,
-                b.detail
-            )?;
+    Ok(Verified {
+        epoch: "live".into(),
+        genesis_id: ledger.genesis().genesis_id.clone(),
+        rows,
+        ok: breaks.is_empty() && raw_problems.is_empty(),
+        chain_head,
+        breaks,
+        raw_signals,
+        raw_problems,
+        unreadable: None,
+    })
+}
+
+/// Print every epoch's result; `tagged` prefixes text with the epoch and
+/// wraps JSON as `{"ok", "epochs": [...]}`.
+fn finish(checked: &[Verified], json: bool, tagged: bool) -> CmdResult {
+    let ok = checked.iter().all(|v| v.ok);
+    let mut out = std::io::stdout().lock();
+    match (json, tagged) {
+        (true, false) => {
+            let v = &checked[0];
+            let doc = serde_json::json!({
+                "rows": v.rows,
+                "chain_head": v.chain_head,
+                "ok": v.ok,
+                "breaks": v.breaks,
+                "raw_signals": v.raw_signals,
+                "raw_problems": v.raw_problems,
+            });
+            writeln!(out, "{doc}")?;
         }
-        for p in &raw_problems {
-            writeln!(
-                std::io::stdout(),
-                "raw signal {} of batch {}: {}",
-                p.record_digest,
-                p.batch,
-                p.detail
-            )?;
-        }
-        if ok {
-            writeln!(
-                std::io::stdout(),
-                "ok: {rows} rows, chain head {head}; {raw_signals} raw signals, each where its row says"
-            )?;
+        (true, true) => writeln!(out, "{}", serde_json::json!({"ok": ok, "epochs": checked}))?,
+        (false, _) => {
+            for v in checked {
+                let prefix = if tagged {
+                    format!("{}: ", v.epoch)
+                } else {
+                    String::new()
+                };
+                write_text(&mut out, &prefix, v)?;
+            }
         }
     }
     Ok(if ok {
@@ -62,4 +126,32 @@ pub fn run(args: Args) -> CmdResult {
     } else {
         Outcome::Problems
     })
+}
+
+fn write_text(out: &mut impl Write, prefix: &str, v: &Verified) -> std::io::Result<()> {
+    if let Some(why) = &v.unreadable {
+        writeln!(out, "{prefix}unreadable: {why}")?;
+    }
+    for b in &v.breaks {
+        writeln!(
+            out,
+            "{prefix}seq {} event {}: {}",
+            b.seq, b.event_id, b.detail
+        )?;
+    }
+    for p in &v.raw_problems {
+        writeln!(
+            out,
+            "{prefix}raw signal {} of batch {}: {}",
+            p.record_digest, p.batch, p.detail
+        )?;
+    }
+    if v.ok {
+        writeln!(
+            out,
+            "{prefix}ok: {} rows, chain head {}; {} raw signals, each where its row says",
+            v.rows, v.chain_head, v.raw_signals
+        )?;
+    }
+    Ok(())
 }

@@ -11,10 +11,13 @@
 //! - [`audit`]: evidence eligibility per session.
 //! - [`health`]: loud conditions (span cap, ends, spool damage, stale spools).
 //! - [`export`]: JSON lines and OTLP/JSON traces.
-//! - [`source`], [`spool_facts`]: the only parts that read storage.
+//! - [`source`], [`epochs`], [`spool_facts`]: the only parts that read storage
+//!   ([`epochs`] opens the epochs `--epoch` selects, and finds a session's
+//!   parts across their boundaries).
 //! - [`now`]: "now" for the time rules, injectable with `--now` / `HARNERY_NOW`.
 
 pub mod audit;
+pub mod epochs;
 pub mod export;
 pub mod health;
 pub mod now;

@@ -1,16 +1,19 @@
-//! Where the read commands get their events: the live ledger epoch, and for
-//! the audit also the archived epochs below `ledgers/v2-candidates/`.
+//! Where the read commands get their events from the live ledger epoch,
+//! how a session is named, and what the epoch advances closed (for the
+//! epochs `--epoch` selects, see [`super::epochs`]).
 //!
-//! The one place the read side touches storage, so the pure modules beside
-//! it stay pure. A session is named by its id (or a unique prefix, as
-//! everywhere in harnery), or `adapter/id` when one id exists under two
-//! adapters.
+//! With [`super::epochs`], the one place the read side touches storage,
+//! so the pure modules beside it stay pure. A session is named by its id
+//! (or a unique prefix, as everywhere in harnery), or `adapter/id` when one
+//! id exists under two adapters.
+
+use std::collections::BTreeMap;
 
 use crate::contract::{AdapterId, Event, SessionRef};
-use crate::epoch::{ArchivedSession, EpochError, archived_open_span_sessions};
+use crate::epoch::{EpochError, archived_open_span_sessions};
 use crate::home::Home;
 use crate::ledger::{GENESIS_FILE, Ledger, LedgerError, SessionSummary};
-use crate::read::audit::{Classification, classify_events};
+use crate::read::audit::{Classification, archived_reasons, classify_events};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
@@ -18,6 +21,18 @@ pub enum SourceError {
     Ledger(#[from] LedgerError),
     #[error("no session matches {0:?}")]
     NoSuchSession(String),
+    #[error(transparent)]
+    Epoch(#[from] EpochError),
+    #[error("no selected epoch could be read; the first: {0}")]
+    NoReadableEpoch(String),
+    #[error(
+        "{name:?} names {}/{} in one epoch and {}/{} in another; give more of the id or pick one with --epoch", first.adapter, first.session_id, second.adapter, second.session_id
+    )]
+    AcrossEpochs {
+        name: String,
+        first: SessionRef,
+        second: SessionRef,
+    },
 }
 
 /// Whether `name` (an id, or `adapter/id`) names `session` exactly.
@@ -33,17 +48,7 @@ fn split_adapter(name: &str) -> Option<(AdapterId, &str)> {
     Some((AdapterId::parse(adapter)?, id))
 }
 
-/// Every event of the live epoch, or only those of the session `name`.
-pub fn load_events(home: &Home, name: Option<&str>) -> Result<Vec<Event>, SourceError> {
-    let ledger = Ledger::open_read(home)?;
-    let Some(name) = name else {
-        return Ok(ledger.events()?);
-    };
-    let session = resolve(&ledger, name)?;
-    Ok(ledger.session_events(&session)?)
-}
-
-fn resolve(ledger: &Ledger, name: &str) -> Result<SessionRef, SourceError> {
+pub(crate) fn resolve(ledger: &Ledger, name: &str) -> Result<SessionRef, SourceError> {
     match split_adapter(name) {
         Some(_) => ledger
             .sessions()?
@@ -55,7 +60,7 @@ fn resolve(ledger: &Ledger, name: &str) -> Result<SessionRef, SourceError> {
     }
 }
 
-/// Like [`load_events`] over everything, but an absent ledger is empty.
+/// Every event of the live epoch; an absent ledger is empty.
 pub fn load_all_or_none(home: &Home) -> Result<Vec<Event>, SourceError> {
     if !Ledger::live_dir(home).join(GENESIS_FILE).exists() {
         return Ok(Vec::new());
@@ -76,34 +81,26 @@ pub fn ledger_adapters(home: &Home, session_id: &str) -> Vec<AdapterId> {
         .collect()
 }
 
-/// One archived epoch: its events when this build can read them, and the
-/// sessions the epoch module found left with open spans or pending ends
-/// (read from span rows, so they are known even when the events are not).
-pub struct ArchivedEpoch {
-    pub label: String,
-    pub events: Result<Vec<Event>, LedgerError>,
-    pub unfinished: Vec<ArchivedSession>,
-}
-
-/// Every archived epoch under `ledgers/v2-candidates/`, read without a
-/// digest check (archives validate under their own contract generation).
-pub fn archived_epochs(home: &Home) -> Result<Vec<ArchivedEpoch>, EpochError> {
-    let unfinished = archived_open_span_sessions(home)?;
-    let mut out = Vec::new();
-    for dir in crate::epoch::archive_dirs(home)? {
-        let ledger = Ledger::open_dir_read(&dir, None)?;
-        let label = ledger.genesis().genesis_id.clone();
-        out.push(ArchivedEpoch {
-            events: ledger.events(),
-            unfinished: unfinished
-                .iter()
-                .filter(|u| u.genesis_id == label)
-                .cloned()
-                .collect(),
-            label,
-        });
+/// The reasons every advance's administrative closure holds against each
+/// session it closed (ADR 0078, disposition of pre-advance epochs), with
+/// the archives that closed it. A session keeps these in every view, the
+/// live one too: it is classified as a whole.
+pub fn closed_sessions(home: &Home) -> Result<BTreeMap<SessionRef, Closed>, EpochError> {
+    let mut out: BTreeMap<SessionRef, Closed> = BTreeMap::new();
+    for archived in archived_open_span_sessions(home)? {
+        let closed = out.entry(archived.session.clone()).or_default();
+        closed.reasons.extend(archived_reasons(&archived));
+        closed.archives.push(archived.genesis_id);
     }
     Ok(out)
+}
+
+/// What the advances closed of one session.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Closed {
+    pub reasons: Vec<String>,
+    /// Genesis ids of the archives that left it unfinished, in chain order.
+    pub archives: Vec<String>,
 }
 
 /// The audit classification of each listed session of the live ledger, in
