@@ -10,6 +10,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{EpochError, io};
 use crate::contract::SessionRef;
+use crate::contract::eligibility::{
+    COMMAND_PAIRING_INCOMPLETE, END_REQUEST_SUPERSEDED, TOOL_PAIRING_INCOMPLETE,
+};
 use crate::home::Home;
 use crate::ledger::{
     Anchor, CANDIDATES_DIR, ClosedSession, Closure, FENCE_FILE, GENESIS_FILE, GenesisManifest,
@@ -268,12 +271,6 @@ pub fn closure_of(ledger: &Ledger) -> Result<Closure, LedgerError> {
         .collect();
     Ok(Closure { sessions })
 }
-
-/// The closure reasons (ADR 0078, disposition of pre-advance epochs), and
-/// the one harnery adds for a session whose end request was pending.
-pub const TOOL_PAIRING_INCOMPLETE: &str = "tool_pairing_incomplete";
-pub const COMMAND_PAIRING_INCOMPLETE: &str = "command_pairing_incomplete";
-pub const END_REQUEST_SUPERSEDED: &str = "end_request_superseded";
 
 /// A session an archived epoch left with open spans or a pending end: it
 /// is audit-only (ADR 0078, disposition of pre-advance epochs).

@@ -36,8 +36,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use archive::{
-    ArchivedSession, COMMAND_PAIRING_INCOMPLETE, END_REQUEST_SUPERSEDED, ManifestEntry,
-    TOOL_PAIRING_INCOMPLETE, TreeManifest, archived_open_span_sessions, closure_of,
+    ArchivedSession, ManifestEntry, TreeManifest, archived_open_span_sessions, closure_of,
 };
 pub use list::{
     EpochEntry, EpochSelector, archive_dirs, archives_exist, closure_reasons, closures, epochs,

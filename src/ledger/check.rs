@@ -7,6 +7,9 @@ use rusqlite::{Connection, OptionalExtension};
 use serde::Serialize;
 
 use super::{Ledger, LedgerError, chain};
+use crate::contract::eligibility::{
+    AuditFlags, COMMAND_UNPAIRED_BIT, TOOL_UNPAIRED_BIT, event_flags,
+};
 use crate::contract::{Event, validate_event};
 
 /// One row where the chain does not hold.
@@ -263,6 +266,7 @@ impl Ledger {
     pub fn validate_all(&self) -> Result<(u64, Vec<ValidationProblem>), LedgerError> {
         let mut problems = Vec::new();
         let mut next: HashMap<(String, String), u64> = HashMap::new();
+        let mut flags: HashMap<(String, String), u32> = HashMap::new();
         let mut stmt = self
             .conn
             .prepare("SELECT id, json FROM events ORDER BY seq")?;
@@ -273,7 +277,14 @@ impl Ledger {
             let id: String = r.get(0)?;
             let json: String = r.get(1)?;
             match serde_json::from_str::<Event>(&json) {
-                Ok(event) => check_event(&event, &mut next, &mut problems),
+                Ok(event) => {
+                    let key = (
+                        event.session.adapter.as_str().to_string(),
+                        event.session.session_id.clone(),
+                    );
+                    *flags.entry(key).or_default() |= event_flags(&event).0;
+                    check_event(&event, &mut next, &mut problems)
+                }
                 Err(e) => problems.push(problem(
                     &id,
                     "contract-parse",
@@ -283,6 +294,7 @@ impl Ledger {
         }
         self.check_spans(&mut problems)?;
         self.check_span_counts(&mut problems)?;
+        self.check_audit_flags(flags, &mut problems)?;
         self.check_unique_ids(&mut problems)?;
         Ok((count, problems))
     }
@@ -328,6 +340,51 @@ impl Ledger {
                     counts_text(&want)
                 ),
             ));
+        }
+        Ok(())
+    }
+
+    /// Each session row's kept audit reasons are those its events and span
+    /// rows give (`contract::eligibility`).
+    fn check_audit_flags(
+        &self,
+        mut want: HashMap<(String, String), u32>,
+        out: &mut Vec<ValidationProblem>,
+    ) -> Result<(), LedgerError> {
+        if !self.keeps_audit_flags()? {
+            return Ok(());
+        }
+        let mut unpaired = self.conn.prepare(
+            "SELECT adapter, session_id, kind FROM spans WHERE requested_unix_ns IS NULL",
+        )?;
+        let mut rows = unpaired.query([])?;
+        while let Some(r) = rows.next()? {
+            let kind: String = r.get(2)?;
+            *want.entry((r.get(0)?, r.get(1)?)).or_default() |= if kind == "command" {
+                COMMAND_UNPAIRED_BIT
+            } else {
+                TOOL_UNPAIRED_BIT
+            };
+        }
+        let mut stmt = self.conn.prepare(
+            "SELECT adapter, session_id, audit_flags FROM sessions ORDER BY adapter, session_id",
+        )?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let key: (String, String) = (r.get(0)?, r.get(1)?);
+            let kept = AuditFlags(r.get::<_, i64>(2)? as u32);
+            let derived = AuditFlags(want.get(&key).copied().unwrap_or(0));
+            if kept != derived {
+                out.push(problem(
+                    &format!("{}/{}", key.0, key.1),
+                    "session-audit-reasons",
+                    format!(
+                        "the session row keeps reasons {:?}, its events give {:?}",
+                        kept.reasons(),
+                        derived.reasons()
+                    ),
+                ));
+            }
         }
         Ok(())
     }

@@ -1,10 +1,13 @@
 //! Read queries: sessions, a session's events in offset order, all events
 //! streamed in chain order, spans, pending end requests and health rows.
 
-use rusqlite::{Row, params};
+use rusqlite::{OptionalExtension, Row, params};
 use serde::Serialize;
 
 use super::{Ledger, LedgerError};
+use crate::contract::eligibility::{
+    AuditFlags, COMMAND_PAIRING_INCOMPLETE, TOOL_PAIRING_INCOMPLETE,
+};
 use crate::contract::{AdapterId, Event, SessionRef};
 
 /// The three states a span can be in (ADR 0078).
@@ -171,6 +174,53 @@ impl Ledger {
             }
         }
         Ok(out)
+    }
+
+    /// A session's audit reasons as its rows keep them: the reasons its
+    /// events carry (kept on its session row as they are appended) and a
+    /// pairing gap for each kind of span it has open. `None` when the
+    /// epoch's tables predate the kept reasons (an archive an older build
+    /// wrote): then only its events can tell.
+    pub fn session_audit_reasons(
+        &self,
+        session: &SessionRef,
+    ) -> Result<Option<Vec<String>>, LedgerError> {
+        if !self.keeps_audit_flags()? {
+            return Ok(None);
+        }
+        let key = params![session.adapter.as_str(), session.session_id];
+        let flags: Option<i64> = self
+            .conn
+            .prepare_cached(
+                "SELECT audit_flags FROM sessions WHERE adapter = ?1 AND session_id = ?2",
+            )?
+            .query_row(key, |r| r.get(0))
+            .optional()?;
+        let mut reasons = AuditFlags(flags.unwrap_or(0) as u32).reasons();
+        let mut open = self.conn.prepare_cached(
+            "SELECT DISTINCT kind FROM spans WHERE adapter = ?1 AND session_id = ?2 AND state = 'open'",
+        )?;
+        for kind in open.query_map(key, |r| r.get::<_, String>(0))? {
+            let reason = match kind?.as_str() {
+                "command" => COMMAND_PAIRING_INCOMPLETE,
+                _ => TOOL_PAIRING_INCOMPLETE,
+            };
+            if !reasons.iter().any(|r| r == reason) {
+                reasons.push(reason.to_string());
+            }
+        }
+        reasons.sort();
+        Ok(Some(reasons))
+    }
+
+    /// Whether session rows keep their audit reasons (migration
+    /// `session_audit_flags`).
+    pub(super) fn keeps_audit_flags(&self) -> Result<bool, LedgerError> {
+        Ok(self.conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM pragma_table_info('sessions') WHERE name = 'audit_flags')",
+            [],
+            |r| r.get(0),
+        )?)
     }
 
     /// Resolve a full session id or a unique prefix of one.

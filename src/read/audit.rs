@@ -37,7 +37,8 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 
 use super::spans::{SpanKind, SpanState, pair_spans};
-use crate::contract::{Event, Payload};
+use crate::contract::Event;
+use crate::contract::eligibility::event_flags;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -68,12 +69,10 @@ pub struct Classification {
     pub reasons: Vec<String>,
 }
 
-pub const TOOL_PAIRING_INCOMPLETE: &str = "tool_pairing_incomplete";
-pub const COMMAND_PAIRING_INCOMPLETE: &str = "command_pairing_incomplete";
-pub const LATE_EVIDENCE: &str = "late_evidence";
-pub const UNRECOGNIZED_SIGNALS: &str = "unrecognized_signals";
-pub const SPOOL_DAMAGE: &str = "spool_damage";
-pub const END_REQUEST_SUPERSEDED: &str = "end_request_superseded";
+pub use crate::contract::eligibility::{
+    COMMAND_PAIRING_INCOMPLETE, END_REQUEST_SUPERSEDED, LATE_EVIDENCE, SPOOL_DAMAGE,
+    TOOL_PAIRING_INCOMPLETE, UNRECOGNIZED_SIGNALS,
+};
 
 impl Classification {
     /// A session with nothing against it.
@@ -139,23 +138,10 @@ pub fn classify_session(events: &[&Event]) -> Classification {
     classification
 }
 
-/// Reasons a single event contributes on its own.
+/// Reasons a single event contributes on its own (the rule the ledger
+/// also files into each session's row).
 fn event_reasons(event: &Event, reasons: &mut BTreeSet<String>) {
-    if let Some(recovery) = event.payload.recovery() {
-        reasons.insert(format!("recovery:{}", recovery.reason));
-    }
-    match &event.payload {
-        Payload::LateEvidence(_) => {
-            reasons.insert(LATE_EVIDENCE.into());
-        }
-        Payload::SignalUnrecognized(_) => {
-            reasons.insert(UNRECOGNIZED_SIGNALS.into());
-        }
-        Payload::HealthCondition(h) if h.code.contains("damage") => {
-            reasons.insert(SPOOL_DAMAGE.into());
-        }
-        _ => {}
-    }
+    reasons.extend(event_flags(event).reasons());
 }
 
 #[cfg(test)]
@@ -219,7 +205,7 @@ mod tests {
         let c = s.command(1);
         let ev = s.push(
             2,
-            Payload::CommandCompleted(crate::contract::CommandCompleted {
+            crate::contract::Payload::CommandCompleted(crate::contract::CommandCompleted {
                 requested_event_id: Some(c),
                 outcome: crate::contract::Outcome::Unknown,
                 duration_ms: crate::contract::Observation::unknown(

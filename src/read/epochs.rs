@@ -192,8 +192,8 @@ pub fn classify_whole(
 ) -> Classification {
     let mut whole = Classification::eligible();
     for epoch in parts {
-        match epoch.ledger.session_events(session) {
-            Ok(events) => whole.add_reasons(classify_events(&events).reasons),
+        match part_reasons(&epoch.ledger, session) {
+            Ok(reasons) => whole.add_reasons(reasons),
             Err(e) => {
                 warn(command, &epoch.label, &e.to_string());
                 *failed += 1;
@@ -204,6 +204,16 @@ pub fn classify_whole(
         whole.add_reasons(c.reasons.clone());
     }
     whole
+}
+
+/// The reasons one epoch's part of a session gives: from the session's
+/// row where the epoch keeps them, else from its events (an archive an
+/// older build wrote).
+pub fn part_reasons(ledger: &Ledger, session: &SessionRef) -> Result<Vec<String>, LedgerError> {
+    match ledger.session_audit_reasons(session)? {
+        Some(reasons) => Ok(reasons),
+        None => Ok(classify_events(&ledger.session_events(session)?).reasons),
+    }
 }
 
 /// A session and its summary in each epoch that holds part of it.

@@ -13,7 +13,7 @@ use crate::contract::{AdapterId, Event, SessionRef};
 use crate::epoch::{EpochError, archived_open_span_sessions};
 use crate::home::Home;
 use crate::ledger::{GENESIS_FILE, Ledger, LedgerError, SessionSummary};
-use crate::read::audit::{Classification, archived_reasons, classify_events};
+use crate::read::audit::{Classification, archived_reasons};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
@@ -111,7 +111,11 @@ pub fn classify_summaries(
 ) -> Result<Vec<Classification>, LedgerError> {
     sessions
         .iter()
-        .map(|s| Ok(classify_events(&ledger.session_events(&s.session)?)))
+        .map(|s| {
+            let mut c = Classification::eligible();
+            c.add_reasons(crate::read::epochs::part_reasons(ledger, &s.session)?);
+            Ok(c)
+        })
         .collect()
 }
 

@@ -1,0 +1,99 @@
+//! Session-level answers come from session-level rows: each session row
+//! keeps the audit reasons its events carry, finalize keeps them current,
+//! a migration fills them for a ledger an older build wrote, and
+//! `validate` checks them against the events.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+use harnery::home::Home;
+use harnery::ledger::Ledger;
+use harnery::read::audit::classify_events;
+
+/// For every session: the reasons its rows keep equal the reasons its
+/// events give.
+fn rows_agree_with_events(home: &Path) -> usize {
+    let ledger = Ledger::open_read(&Home::at(home)).unwrap();
+    let sessions = ledger.sessions().unwrap();
+    for s in &sessions {
+        let kept = ledger
+            .session_audit_reasons(&s.session)
+            .unwrap()
+            .expect("this build's tables keep the reasons");
+        let derived = classify_events(&ledger.session_events(&s.session).unwrap()).reasons;
+        assert_eq!(kept, derived, "{:?}", s.session);
+    }
+    sessions.len()
+}
+
+#[test]
+fn the_kept_reasons_are_the_events_reasons_on_every_corpus_scenario() {
+    let home = tempfile::tempdir().unwrap();
+    for (agent, scenario) in [
+        ("claude-code", "kill"),
+        ("claude-code", "tool-failure"),
+        ("claude-code", "parallel"),
+        ("claude-code", "hook-failures"),
+        ("claude-code", "subagent"),
+        ("copilot", "interrupted-sigkill-1-killed"),
+        ("copilot", "basic-shell-openai"),
+        ("copilot", "hook-exit1-postToolUse"),
+    ] {
+        feed_fixture(home.path(), agent, scenario);
+    }
+    assert!(run(home.path(), &["finalize"]).status.success());
+    // Both kinds of session are there: audit-only and eligible.
+    let audit = stdout(&run(home.path(), &["audit"]));
+    assert!(
+        audit.contains("audit_only") && audit.contains("eligible"),
+        "{audit}"
+    );
+    assert!(rows_agree_with_events(home.path()) >= 8);
+}
+
+#[test]
+fn a_ledger_an_older_build_wrote_is_filled_by_the_migration() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/epoch/gen1/home");
+    let home = tempfile::tempdir().unwrap();
+    copy_tree(&fixture, home.path());
+    let out = run(home.path(), &["validate"]);
+    assert!(out.status.success(), "{}", stdout(&out));
+    assert_eq!(rows_agree_with_events(home.path()), 4);
+    // The killed Claude Code session: a recovered request and an open span.
+    let ledger = Ledger::open_read(&Home::at(home.path())).unwrap();
+    let killed = ledger
+        .resolve_session("5c0c90c9-7ca4-40b0-bbc8-834cd151f0ac")
+        .unwrap();
+    assert_eq!(
+        ledger.session_audit_reasons(&killed).unwrap().unwrap(),
+        vec![
+            "recovery:request_not_observed".to_string(),
+            "tool_pairing_incomplete".to_string()
+        ]
+    );
+}
+
+#[test]
+fn validate_finds_a_session_row_whose_reasons_were_altered() {
+    let home = tempfile::tempdir().unwrap();
+    feed_fixture(home.path(), "claude-code", "kill");
+    assert!(run(home.path(), &["finalize"]).status.success());
+    let db = home.path().join("ledgers/v2/ledger.sqlite");
+    let conn = rusqlite::Connection::open(db).unwrap();
+    assert_eq!(
+        conn.execute(
+            "UPDATE sessions SET audit_flags = 0 WHERE audit_flags != 0",
+            []
+        )
+        .unwrap(),
+        1
+    );
+    drop(conn);
+    let out = run(home.path(), &["validate"]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    assert!(text.contains("session-audit-reasons"), "{text}");
+    assert!(text.contains("recovery:request_not_observed"), "{text}");
+}
