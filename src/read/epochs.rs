@@ -96,14 +96,18 @@ impl Epochs {
     /// Say on stderr which selected epochs could not be read; with none
     /// readable at all, that is the command's error.
     pub fn report_unreadable(&self, command: &str) -> Result<(), SourceError> {
-        self.warn_unreadable(command);
-        match (self.open.is_empty(), self.unreadable.first()) {
-            (true, Some(u)) => Err(SourceError::NoReadableEpoch(format!(
-                "{} ({})",
-                u.label, u.reason
-            ))),
-            _ => Ok(()),
+        if !self.open.is_empty() {
+            self.warn_unreadable(command);
         }
+        if self.open.is_empty() && !self.unreadable.is_empty() {
+            let all: Vec<String> = self
+                .unreadable
+                .iter()
+                .map(|u| format!("{} ({})", u.label, u.reason))
+                .collect();
+            return Err(SourceError::NoReadableEpoch(all.join("; ")));
+        }
+        Ok(())
     }
 
     /// Say on stderr which selected epochs could not be read.

@@ -23,7 +23,7 @@ pub enum SourceError {
     NoSuchSession(String),
     #[error(transparent)]
     Epoch(#[from] EpochError),
-    #[error("no selected epoch could be read; the first: {0}")]
+    #[error("no selected epoch could be read: {0}")]
     NoReadableEpoch(String),
     #[error(
         "{name:?} names {}/{} in one epoch and {}/{} in another; give more of the id or pick one with --epoch", first.adapter, first.session_id, second.adapter, second.session_id
