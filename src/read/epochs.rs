@@ -103,7 +103,7 @@ impl Epochs {
             let all: Vec<String> = self
                 .unreadable
                 .iter()
-                .map(|u| format!("{} ({})", u.label, u.reason))
+                .map(|u| format!("epoch {} unreadable: {}", u.label, u.reason))
                 .collect();
             return Err(SourceError::NoReadableEpoch(all.join("; ")));
         }
