@@ -13,7 +13,7 @@ use super::{CmdResult, Outcome};
 use crate::clock::format_ns;
 use crate::home::Home;
 use crate::operator::{self, Target};
-use crate::read::health::{PendingEnd, pending_ends};
+use crate::read::health::PendingEnd;
 use crate::read::now::resolve_now;
 use crate::read::spool_facts::{SpooledEnd, spooled_ends};
 
@@ -78,10 +78,12 @@ struct Listing {
 }
 
 fn list(home: &Home, json: bool) -> CmdResult {
-    let events = crate::read::source::load_all_or_none(home)?;
-    let groups = crate::read::by_session(&events);
+    let pending = match crate::read::source::live_or_none(home)? {
+        Some(ledger) => crate::read::session_rows::pending_ends(&ledger)?,
+        None => Vec::new(),
+    };
     let listing = Listing {
-        pending: groups.values().flat_map(|g| pending_ends(g)).collect(),
+        pending,
         spooled: spooled_ends(home)?,
     };
     let mut out = std::io::stdout().lock();

@@ -8,9 +8,8 @@ use std::io::Write;
 use super::{CmdError, CmdResult, Outcome};
 use crate::clock::format_ns;
 use crate::home::Home;
-use crate::read::health::{Condition, ledger_conditions, spool_conditions};
+use crate::read::health::{Condition, spool_conditions};
 use crate::read::now::resolve_now;
-use crate::read::source::load_all_or_none;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -28,7 +27,10 @@ pub struct Args {
 pub fn run(args: Args) -> CmdResult {
     let home = Home::from_env()?;
     let now = resolve_now(args.now.as_deref())?;
-    let mut found = ledger_conditions(&load_all_or_none(&home)?, now);
+    let mut found = match crate::read::source::live_or_none(&home)? {
+        Some(ledger) => crate::read::session_rows::conditions(&ledger, now)?,
+        None => Vec::new(),
+    };
     let stale_ns = (args.stale_after_hours * 3600.0 * 1e9) as i64;
     let facts = crate::read::spool_facts::gather(&home)?;
     found.extend(spool_conditions(&facts, now, stale_ns));

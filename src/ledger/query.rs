@@ -337,6 +337,34 @@ impl Ledger {
         rows.collect::<Result<_, _>>().map_err(LedgerError::from)
     }
 
+    /// One session's open span rows, in the order they were written.
+    pub fn open_spans_of(&self, session: &SessionRef) -> Result<Vec<SpanRow>, LedgerError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT request_event_id, adapter, session_id, kind, name, tool_call_id, agent_id, turn_id, \
+             requested_unix_ns, state, reason, completed_event_id, outcome, duration_ms, completed_unix_ns \
+             FROM spans WHERE adapter = ?1 AND session_id = ?2 AND state = 'open' ORDER BY seq",
+        )?;
+        let rows = stmt.query_map(
+            params![session.adapter.as_str(), session.session_id],
+            span_row,
+        )?;
+        rows.collect::<Result<_, _>>().map_err(LedgerError::from)
+    }
+
+    /// The time of one event of `session`, found by its id (read through
+    /// the session's rows: ids have no index of their own).
+    pub fn event_time(&self, session: &SessionRef, id: &str) -> Result<Option<i64>, LedgerError> {
+        Ok(self
+            .conn
+            .prepare_cached(
+                "SELECT time_unix_ns FROM events WHERE adapter = ?1 AND session_id = ?2 AND id = ?3",
+            )?
+            .query_row(params![session.adapter.as_str(), session.session_id, id], |r| {
+                r.get(0)
+            })
+            .optional()?)
+    }
+
     /// End requests that are still pending.
     pub fn pending_end_requests(&self) -> Result<Vec<EndRequestRow>, LedgerError> {
         self.end_requests(Some("pending"))

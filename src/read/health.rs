@@ -154,7 +154,7 @@ fn condition(code: &str, session: &SessionRef, at: Option<i64>, detail: String) 
     }
 }
 
-fn pending_condition(end: &PendingEnd, now_ns: i64) -> Condition {
+pub(super) fn pending_condition(end: &PendingEnd, now_ns: i64) -> Condition {
     let age_ns = now_ns - end.requested_unix_ns;
     let code = if age_ns > END_EXPIRY_NS {
         "end_pending_overdue"
@@ -178,12 +178,28 @@ fn recorded_condition(event: &Event) -> Option<Condition> {
         Payload::HealthCondition(h) => (format!("reported:{}", h.code), h.detail.clone()),
         _ => return None,
     };
-    Some(Condition {
+    Some(recorded(
         code,
-        session: Some(event.session.clone()),
-        at_unix_ns: Some(event.time_unix_ns),
+        &event.session,
+        Some(event.time_unix_ns),
         detail,
-    })
+    ))
+}
+
+/// A condition the ledger recorded (an expired end, a finalizer's
+/// `health.condition`).
+pub(super) fn recorded(
+    code: String,
+    session: &SessionRef,
+    at: Option<i64>,
+    detail: String,
+) -> Condition {
+    Condition {
+        code,
+        session: Some(session.clone()),
+        at_unix_ns: at,
+        detail,
+    }
 }
 
 /// What the caller found in the spool directories.

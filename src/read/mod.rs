@@ -11,7 +11,8 @@
 //! - [`audit`]: evidence eligibility per session.
 //! - [`health`]: loud conditions (span cap, ends, spool damage, stale spools).
 //! - [`export`]: JSON lines and OTLP/JSON traces.
-//! - [`source`], [`epochs`], [`spool_facts`]: the only parts that read storage
+//! - [`session_rows`]: health and pending ends from session-level rows.
+//! - [`source`], [`epochs`], [`session_rows`], [`spool_facts`]: the only parts that read storage
 //!   ([`epochs`] opens the epochs `--epoch` selects, and finds a session's
 //!   parts across their boundaries).
 //! - [`now`]: "now" for the time rules, injectable with `--now` / `HARNERY_NOW`.
@@ -22,6 +23,7 @@ pub mod export;
 pub mod health;
 pub mod now;
 pub mod receipts;
+pub mod session_rows;
 pub mod source;
 pub mod spans;
 pub mod spool_facts;

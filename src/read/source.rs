@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::contract::{AdapterId, Event, SessionRef};
+use crate::contract::{AdapterId, SessionRef};
 use crate::epoch::{EpochError, archived_open_span_sessions};
 use crate::home::Home;
 use crate::ledger::{GENESIS_FILE, Ledger, LedgerError, SessionSummary};
@@ -60,12 +60,12 @@ pub(crate) fn resolve(ledger: &Ledger, name: &str) -> Result<SessionRef, SourceE
     }
 }
 
-/// Every event of the live epoch; an absent ledger is empty.
-pub fn load_all_or_none(home: &Home) -> Result<Vec<Event>, SourceError> {
+/// The live epoch, or `None` when no ledger exists yet.
+pub fn live_or_none(home: &Home) -> Result<Option<Ledger>, SourceError> {
     if !Ledger::live_dir(home).join(GENESIS_FILE).exists() {
-        return Ok(Vec::new());
+        return Ok(None);
     }
-    Ok(Ledger::open_read(home)?.events()?)
+    Ok(Some(Ledger::open_read(home)?))
 }
 
 /// Adapters under which the live ledger knows `session_id` exactly.
