@@ -73,8 +73,10 @@ fn check(agent: &str, (scenario, want): &Expect) {
         summary["signals_drained"], fed as u64,
         "{agent}/{scenario}: every raw signal is kept"
     );
+    // `sessions` lists newest first; the expectations are in order of start.
     let got: Vec<(u64, u64, u64, u64)> = sessions_json(home.path())
         .iter()
+        .rev()
         .map(|s| {
             let n = |k: &str| s["spans"][k].as_u64().unwrap();
             (

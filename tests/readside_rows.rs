@@ -119,3 +119,96 @@ fn health_and_pending_ends_from_rows_equal_those_from_events() {
     let listed: serde_json::Value = serde_json::from_str(&listed).unwrap();
     assert_eq!(listed["pending"], serde_json::to_value(&want).unwrap());
 }
+
+fn listed(home: &std::path::Path, args: &[&str]) -> Vec<String> {
+    let mut all = vec!["sessions", "--json"];
+    all.extend_from_slice(args);
+    let out = run(home, &all);
+    assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+    stdout(&out)
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["session"]["session_id"].as_str().unwrap().to_string()
+        })
+        .collect()
+}
+
+/// Sessions whose events are one second apart: s0 first, s3 last.
+fn dated_home() -> tempfile::TempDir {
+    let home = tempfile::tempdir().unwrap();
+    for i in 0..4 {
+        let id = format!("s{i}");
+        let mut events = small_session(&id);
+        if i % 2 == 0 {
+            // Close the open span: even sessions are eligible.
+            let req = events[3].id.clone();
+            events.push(tool_done(&session(&id), 4, "c2", &req));
+        }
+        for e in &mut events {
+            e.time_unix_ns += i as i64 * 1_000_000_000_000;
+        }
+        inject(home.path(), &format!("{:020}-{id}", i + 1), events);
+    }
+    assert!(run(home.path(), &["finalize"]).status.success());
+    home
+}
+
+#[test]
+fn sessions_are_newest_first_and_the_filters_combine() {
+    let home = dated_home();
+    let h = home.path();
+    assert_eq!(listed(h, &[]), ["s3", "s2", "s1", "s0"]);
+    assert_eq!(listed(h, &["--limit", "2"]), ["s3", "s2"]);
+    assert_eq!(listed(h, &["--class", "eligible"]), ["s2", "s0"]);
+    assert_eq!(listed(h, &["--class", "audit_only"]), ["s3", "s1"]);
+    assert_eq!(
+        listed(h, &["--class", "audit_only", "--limit", "1"]),
+        ["s3"]
+    );
+    let t =
+        |i: i64| harnery::ledger::format_time(1_780_000_000_000_000_000 + i * 1_000_000_000_000);
+    let (t1, t2) = (t(1), t(2));
+    assert_eq!(listed(h, &["--since", &t1]), ["s3", "s2", "s1"]);
+    assert_eq!(listed(h, &["--until", &t2]), ["s2", "s1", "s0"]);
+    assert_eq!(listed(h, &["--since", &t1, "--until", &t2]), ["s2", "s1"]);
+    assert_eq!(
+        listed(h, &["--since", &t1, "--until", &t2, "--class", "eligible"]),
+        ["s2"]
+    );
+    assert_eq!(
+        listed(h, &["--adapter", "claude-code", "--limit", "3"]),
+        ["s3", "s2", "s1"]
+    );
+    assert!(listed(h, &["--adapter", "copilot"]).is_empty());
+    // The text table lists the same sessions, in the same order.
+    let text = stdout(&run(h, &["sessions", "--class", "eligible"]));
+    let rows: Vec<&str> = text.lines().skip(1).collect();
+    assert_eq!(rows.len(), 2);
+    assert!(
+        rows[0].contains(" s2 ") && rows[1].contains(" s0 "),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_bad_filter_names_itself() {
+    let home = dated_home();
+    let out = run(home.path(), &["sessions", "--since", "yesterday"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--since"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("not an RFC 3339 time"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(home.path(), &["sessions", "--adapter", "cursor"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("claude-code or copilot"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(home.path(), &["sessions", "--class", "fine"]);
+    assert_eq!(out.status.code(), Some(2));
+}

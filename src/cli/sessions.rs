@@ -1,4 +1,6 @@
-//! `harnery sessions`: one line per recorded session.
+//! `harnery sessions`: one line per recorded session, newest first, with
+//! `--since`, `--until`, `--adapter`, `--class` and `--limit` (in text and
+//! in `--json` alike).
 //!
 //! A session's eligibility is that of the whole session: a live session an
 //! epoch advance closed administratively in an archive is audit-only here
@@ -6,20 +8,75 @@
 //! one line, its counts summed over its parts, with the epochs it spans.
 
 use super::{CmdResult, EpochArg, Outcome};
+use crate::contract::{AdapterId, SessionRef};
 use crate::home::Home;
-use crate::ledger::{SessionSummary, format_time};
-use crate::read::audit::Classification;
-use crate::read::epochs::{Epochs, archive_note, classify_whole, combine};
+use crate::ledger::{SessionSummary, format_time, parse_time};
+use crate::read::audit::{AuditClass, Classification};
+use crate::read::epochs::{Epochs, OpenEpoch, archive_note, classify_whole, combine};
 use crate::read::source::closed_sessions;
 use std::io::Write;
 
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Sessions are listed newest first (by first event). The filters combine; \
+    --limit applies after them."
+)]
 pub struct Args {
     /// Print JSON lines instead of a table.
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
     pub epoch: EpochArg,
+    /// Only sessions with an event at or after this time (RFC 3339).
+    #[arg(long, value_parser = parse_instant)]
+    pub since: Option<i64>,
+    /// Only sessions that started at or before this time (RFC 3339).
+    #[arg(long, value_parser = parse_instant)]
+    pub until: Option<i64>,
+    /// Only this agent's sessions: claude-code or copilot.
+    #[arg(long, value_parser = parse_adapter)]
+    pub adapter: Option<AdapterId>,
+    /// Only sessions of this evidence class.
+    #[arg(long, value_enum)]
+    pub class: Option<ClassFilter>,
+    /// At most this many sessions (the newest).
+    #[arg(long)]
+    pub limit: Option<usize>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum ClassFilter {
+    Eligible,
+    AuditOnly,
+}
+
+fn parse_instant(text: &str) -> Result<i64, String> {
+    parse_time(text)
+        .ok_or_else(|| format!("{text:?} is not an RFC 3339 time (e.g. 2026-12-01T09:00:00Z)"))
+}
+
+fn parse_adapter(text: &str) -> Result<AdapterId, String> {
+    AdapterId::parse(text)
+        .ok_or_else(|| format!("{text:?} is not an adapter: claude-code or copilot"))
+}
+
+impl Args {
+    /// Whether a session's combined summary passes the time and adapter
+    /// filters (decided before it is classified).
+    fn keeps(&self, s: &SessionSummary) -> bool {
+        self.since.is_none_or(|t| s.last_unix_ns >= t)
+            && self.until.is_none_or(|t| s.first_unix_ns <= t)
+            && self.adapter.is_none_or(|a| s.session.adapter == a)
+    }
+
+    fn keeps_class(&self, c: &Classification) -> bool {
+        match self.class {
+            None => true,
+            Some(ClassFilter::Eligible) => c.class == AuditClass::Eligible,
+            Some(ClassFilter::AuditOnly) => c.class == AuditClass::AuditOnly,
+        }
+    }
 }
 
 /// One listed session: its combined summary, class, and the epochs it spans.
@@ -33,7 +90,7 @@ pub fn run(args: Args) -> CmdResult {
     let home = Home::from_env()?;
     let epochs = Epochs::open(&home, &args.epoch.epoch)?;
     epochs.report_unreadable("sessions")?;
-    let listed = list(&home, &epochs)?;
+    let listed = list(&home, &epochs, &args)?;
     let mut out = std::io::stdout().lock();
     if args.json {
         for l in &listed {
@@ -60,14 +117,27 @@ pub fn run(args: Args) -> CmdResult {
     Ok(Outcome::Clean)
 }
 
-fn list(home: &Home, epochs: &Epochs) -> Result<Vec<Listed>, crate::cli::CmdError> {
+/// The sessions the filters keep, newest first, classified as wholes; a
+/// session is classified only once the cheaper filters kept it, and the
+/// listing stops at `--limit`.
+fn list(home: &Home, epochs: &Epochs, args: &Args) -> Result<Vec<Listed>, crate::cli::CmdError> {
     let closed = closed_sessions(home)?;
     let mut out = Vec::new();
     // A listing reports what it could not read on stderr and lists the rest.
     let mut failed = 0;
+    let mut candidates: Vec<(SessionSummary, Vec<&OpenEpoch>, SessionRef)> = Vec::new();
     for (session, parts) in epochs.sessions("sessions", &mut failed) {
         let summaries: Vec<SessionSummary> = parts.iter().map(|(_, s)| s.clone()).collect();
-        let part_epochs: Vec<_> = parts.iter().map(|(e, _)| *e).collect();
+        let summary = combine(&summaries).expect("a listed session has a part");
+        if args.keeps(&summary) {
+            candidates.push((summary, parts.iter().map(|(e, _)| *e).collect(), session));
+        }
+    }
+    candidates.sort_by(|a, b| (b.0.first_unix_ns, &a.2).cmp(&(a.0.first_unix_ns, &b.2)));
+    for (summary, part_epochs, session) in candidates {
+        if args.limit.is_some_and(|n| out.len() >= n) {
+            break;
+        }
         let class = classify_whole(
             "sessions",
             &session,
@@ -75,8 +145,11 @@ fn list(home: &Home, epochs: &Epochs) -> Result<Vec<Listed>, crate::cli::CmdErro
             closed.get(&session),
             &mut failed,
         );
+        if !args.keeps_class(&class) {
+            continue;
+        }
         out.push(Listed {
-            summary: combine(&summaries).expect("a listed session has a part"),
+            summary,
             class,
             epochs: part_epochs.iter().map(|e| e.label.clone()).collect(),
         });
