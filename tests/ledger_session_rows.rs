@@ -97,3 +97,34 @@ fn validate_finds_a_session_row_whose_reasons_were_altered() {
     assert!(text.contains("session-audit-reasons"), "{text}");
     assert!(text.contains("recovery:request_not_observed"), "{text}");
 }
+
+#[test]
+fn validate_finds_a_span_whose_state_disagrees_with_its_terminal() {
+    let home = tempfile::tempdir().unwrap();
+    feed_fixture(home.path(), "claude-code", "parallel");
+    assert!(run(home.path(), &["finalize"]).status.success());
+    let db = home.path().join("ledgers/v2/ledger.sqlite");
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let id: String = conn
+        .query_row(
+            "SELECT request_event_id FROM spans WHERE state = 'closed_native' ORDER BY seq LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    conn.execute(
+        "UPDATE spans SET state = 'open' WHERE request_event_id = ?1",
+        [&id],
+    )
+    .unwrap();
+    drop(conn);
+    let out = run(home.path(), &["validate"]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    assert!(
+        text.contains(&format!(
+            "{id}: span-state: span is open but has a terminal event"
+        )),
+        "{text}"
+    );
+}
