@@ -17,6 +17,7 @@ pub mod home;
 pub mod install;
 pub mod ledger;
 pub mod operator;
+pub mod progress;
 pub mod read;
 pub mod recover;
 pub mod spool;

@@ -45,7 +45,9 @@ fn a_damaged_row_is_found_at_that_row_whatever_the_chunking() {
     let rows = ledger_with(clean.path(), 6) as i64;
     let ledger = Ledger::open_read(&Home::at(clean.path())).unwrap();
     for threads in [1, 2, 3, 5] {
-        let (n, breaks) = ledger.verify_chain_threads(Some(threads)).unwrap();
+        let (n, breaks) = ledger
+            .verify_chain_threads(Some(threads), &harnery::progress::Progress::none())
+            .unwrap();
         assert_eq!((n, breaks.len()), (rows as u64, 0), "{threads} threads");
     }
     drop(ledger);
@@ -56,7 +58,9 @@ fn a_damaged_row_is_found_at_that_row_whatever_the_chunking() {
         damage(home.path(), seq);
         let ledger = Ledger::open_read(&Home::at(home.path())).unwrap();
         for threads in [1, 2, 3, 5] {
-            let (n, breaks) = ledger.verify_chain_threads(Some(threads)).unwrap();
+            let (n, breaks) = ledger
+                .verify_chain_threads(Some(threads), &harnery::progress::Progress::none())
+                .unwrap();
             assert_eq!(n, rows as u64);
             let at: Vec<i64> = breaks.iter().map(|b| b.seq).collect();
             assert_eq!(

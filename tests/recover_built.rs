@@ -93,6 +93,7 @@ impl Home {
             open_strategy: OpenStrategy::Auto,
             hint: RunningCopilotHint::default(),
             plan: SearchPlan::default(),
+            progress: harnery::progress::Progress::none(),
         }
     }
 

@@ -59,6 +59,7 @@ fn request(home: &Path, id: &str) -> RecoverRequest {
         open_strategy: OpenStrategy::Auto,
         hint: RunningCopilotHint::default(),
         plan: SearchPlan::default(),
+        progress: harnery::progress::Progress::none(),
     }
 }
 

@@ -51,7 +51,8 @@ pub fn run(args: Args) -> CmdResult {
     let home = Home::from_env()?;
     match args.command {
         EpochCommand::Advance { json, now } => {
-            let opts = super::finalize::options(now.as_deref())?;
+            let mut opts = super::finalize::options(now.as_deref())?;
+            opts.progress = super::progress::bar("events", json);
             let report = epoch::advance(&home, &opts)?;
             print_advance(&report, json)?;
             Ok(Outcome::Clean)

@@ -7,6 +7,7 @@ use crate::epoch::finalize;
 use crate::finalize::{FinalizeOptions, Summary};
 use crate::home::Home;
 use crate::ledger::parse_time;
+use crate::progress::Progress;
 use std::io::Write;
 
 #[derive(Debug, clap::Args)]
@@ -31,17 +32,21 @@ pub fn options(now: Option<&str>) -> Result<FinalizeOptions, String> {
             now_unix_ns: parse_time(&t)
                 .ok_or_else(|| format!("--now / HARNERY_NOW {t:?} is not an RFC 3339 time"))?,
             clock: ClockSample::default(),
+            progress: Progress::none(),
         }),
         None => Ok(FinalizeOptions {
             now_unix_ns: wall_now_ns(),
             clock: ClockSample::now(),
+            progress: Progress::none(),
         }),
     }
 }
 
 pub fn run(args: Args) -> CmdResult {
     let home = Home::from_env()?;
-    let opts = options(args.now.as_deref())?;
+    let mut opts = options(args.now.as_deref())?;
+    opts.progress = super::progress::bar("events", args.json);
+    opts.progress.stage("finalize");
     let run = finalize(&home, &opts)?;
     if args.json {
         writeln!(std::io::stdout(), "{}", serde_json::to_string_pretty(&run)?)?;

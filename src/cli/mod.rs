@@ -18,6 +18,7 @@ pub mod export;
 pub mod finalize;
 pub mod health;
 pub mod install;
+pub mod progress;
 pub mod receipts;
 pub mod recover;
 pub mod replay;

@@ -98,7 +98,9 @@ pub struct PolicyArgs {
 }
 
 pub fn run(args: Args) -> CmdResult {
-    let req = request(&args);
+    let mut req = request(&args);
+    req.progress = super::progress::bar("bytes", args.json);
+    req.progress.stage("scan");
     let packet = rec::recover(&req)?;
     let text = match (args.preview, args.json) {
         (true, true) => serde_json::to_string_pretty(&packet.resume)?,
@@ -164,6 +166,7 @@ fn request(args: &Args) -> RecoverRequest {
         },
         hint: hint(&args.evidence, Some(&args.session_id)),
         plan: SearchPlan::from_env(args.evidence.copilot_package.clone()),
+        progress: crate::progress::Progress::none(),
     }
 }
 

@@ -13,6 +13,7 @@ use super::{CmdResult, EpochArg, Outcome};
 use crate::epoch::{EpochEntry, EpochSelector, select};
 use crate::home::Home;
 use crate::ledger::{Ledger, ValidationProblem, binary_digest};
+use crate::progress::Progress;
 use crate::read::epochs::{open_as_written, warn};
 use std::io::Write;
 
@@ -42,12 +43,14 @@ struct Checked {
 
 pub fn run(args: Args) -> CmdResult {
     let home = Home::from_env()?;
+    let progress = super::progress::bar("rows", args.json);
+    progress.stage("validate");
     if args.epoch.epoch == EpochSelector::Live {
-        return run_live(&home, args.json);
+        return run_live(&home, args.json, &progress);
     }
     let checked: Vec<Checked> = select(&home, &args.epoch.epoch)?
         .iter()
-        .map(check)
+        .map(|e| check(e, &progress))
         .collect();
     for c in &checked {
         if let Some(why) = &c.unreadable {
@@ -71,10 +74,10 @@ pub fn run(args: Args) -> CmdResult {
 }
 
 /// The default: the live epoch, printed as it always has been.
-fn run_live(home: &Home, json: bool) -> CmdResult {
+fn run_live(home: &Home, json: bool, progress: &Progress) -> CmdResult {
     let ledger = Ledger::open_dir_read(&Ledger::live_dir(home), None)?;
     let mut problems = digest_problems(&ledger);
-    let (rows, found) = ledger.validate_all()?;
+    let (rows, found) = ledger.validate_all_with(progress)?;
     problems.extend(found);
     let binary = binary_digest();
     if json {
@@ -115,7 +118,8 @@ fn digest_problems(ledger: &Ledger) -> Vec<ValidationProblem> {
     }]
 }
 
-fn check(entry: &EpochEntry) -> Checked {
+fn check(entry: &EpochEntry, progress: &Progress) -> Checked {
+    progress.stage(entry.label());
     let mut c = Checked {
         epoch: entry.label().to_string(),
         genesis_id: entry.genesis_id.clone(),
@@ -136,7 +140,7 @@ fn check(entry: &EpochEntry) -> Checked {
     if entry.live {
         c.violations = digest_problems(&ledger);
     }
-    match ledger.validate_all() {
+    match ledger.validate_all_with(progress) {
         Ok((rows, found)) => {
             c.rows = rows;
             c.violations.extend(found);

@@ -14,6 +14,7 @@ use crate::epoch::{EpochEntry, EpochSelector, select};
 use crate::home::Home;
 use crate::ledger::raw::RawProblem;
 use crate::ledger::{ChainBreak, Ledger, LedgerError};
+use crate::progress::Progress;
 use crate::read::epochs::{open_as_written, warn};
 use std::io::Write;
 
@@ -45,15 +46,17 @@ struct Verified {
 
 pub fn run(args: Args) -> CmdResult {
     let home = Home::from_env()?;
+    let progress = super::progress::bar("rows", args.json);
+    progress.stage("verify");
     if args.epoch.epoch == EpochSelector::Live {
         // The chain does not depend on the contract: verify any digest.
         let ledger = Ledger::open_dir_read(&Ledger::live_dir(&home), None)?;
-        let v = verified(&ledger)?;
+        let v = verified(&ledger, &progress)?;
         return finish(&[v], args.json, false);
     }
     let checked: Vec<Verified> = select(&home, &args.epoch.epoch)?
         .iter()
-        .map(check)
+        .map(|e| check(e, &progress))
         .collect();
     for v in &checked {
         if let Some(why) = &v.unreadable {
@@ -63,8 +66,10 @@ pub fn run(args: Args) -> CmdResult {
     finish(&checked, args.json, true)
 }
 
-fn check(entry: &EpochEntry) -> Verified {
-    let result = open_as_written(entry).and_then(|l| verified(&l).map_err(|e| e.to_string()));
+fn check(entry: &EpochEntry, progress: &Progress) -> Verified {
+    progress.stage(entry.label());
+    let result =
+        open_as_written(entry).and_then(|l| verified(&l, progress).map_err(|e| e.to_string()));
     let mut v = result.unwrap_or_else(|why| Verified {
         unreadable: Some(why),
         ..Verified::default()
@@ -74,8 +79,8 @@ fn check(entry: &EpochEntry) -> Verified {
     v
 }
 
-fn verified(ledger: &Ledger) -> Result<Verified, LedgerError> {
-    let (rows, breaks) = ledger.verify_chain()?;
+fn verified(ledger: &Ledger, progress: &Progress) -> Result<Verified, LedgerError> {
+    let (rows, breaks) = ledger.verify_chain_threads(None, progress)?;
     let chain_head = ledger.chain_head()?;
     let (raw_signals, raw_problems) = ledger.verify_raw()?;
     Ok(Verified {

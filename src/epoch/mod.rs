@@ -250,13 +250,16 @@ pub fn advance(home: &Home, opts: &FinalizeOptions) -> Result<AdvanceReport, Epo
         return Ok(report);
     }
     if let Next::Quiesce(genesis) = next {
+        opts.progress.stage("quiesce");
         next = Next::Archive(quiesce(home, genesis, opts, &mut report)?);
     }
     if let Next::Archive(p) = next {
+        opts.progress.stage("archive");
         archive_step(home, &p)?;
         next = Next::Reinstall(p.from_genesis_id);
     }
     if let Next::Reinstall(from) = &next {
+        opts.progress.stage("reinstall");
         let anchor = archive::anchor_of(home, from)?;
         note_anchor(&mut report, &anchor);
         reinstall(home, &anchor, opts)?;
@@ -268,6 +271,7 @@ pub fn advance(home: &Home, opts: &FinalizeOptions) -> Result<AdvanceReport, Epo
         note_anchor(&mut report, &anchor);
     }
     drop(lease);
+    opts.progress.stage("carry");
     report.carried = Some(finalize::finalize(home, opts)?);
     remove_progress(home)?;
     report.new_genesis_id = Some(Ledger::open_read(home)?.genesis().genesis_id.clone());

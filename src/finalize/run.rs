@@ -16,6 +16,8 @@ pub struct FinalizeOptions {
     /// "Now" for time rules (24 h end expiry); injectable for tests.
     pub now_unix_ns: i64,
     pub clock: ClockSample,
+    /// Events appended, as they are (a bar on a terminal, else nobody).
+    pub progress: crate::progress::Progress,
 }
 
 /// A damaged spool byte range the run skipped (also a ledger health event).
@@ -136,6 +138,7 @@ pub(super) fn append_batch(
     if let AppendOutcome::Appended { events, signals } = outcome {
         summary.batches_applied += 1;
         summary.events_appended += events as u64;
+        opts.progress.add(events as u64);
         summary.signals_drained += signals as u64;
         note_health(batch, summary);
     }

@@ -11,6 +11,7 @@ use crate::contract::eligibility::{
     AuditFlags, COMMAND_UNPAIRED_BIT, TOOL_UNPAIRED_BIT, event_flags,
 };
 use crate::contract::{Event, validate_event};
+use crate::progress::Progress;
 
 /// One row where the chain does not hold.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -36,6 +37,7 @@ fn verify_range(
     seed: &[u8; 32],
     lo: i64,
     hi: i64,
+    progress: &Progress,
 ) -> Result<ChunkResult, LedgerError> {
     let (mut stored_prev, mut computed_prev) = predecessor(conn, seed, lo)?;
     let mut stmt = conn.prepare(
@@ -47,11 +49,15 @@ fn verify_range(
     while let Some(r) = rows.next()? {
         let row = raw_row(r)?;
         out.rows += 1;
+        if out.rows.is_multiple_of(PROGRESS_STEP) {
+            progress.add(PROGRESS_STEP);
+        }
         let computed = check_row(&row, &stored_prev, &computed_prev, &mut out.breaks);
         stored_prev = row.hash;
         computed_prev = computed;
     }
     out.last_hash = stored_prev;
+    progress.add(out.rows % PROGRESS_STEP);
     Ok(out)
 }
 
@@ -90,6 +96,9 @@ struct ChunkResult {
     /// The stored hash of the chunk's last row.
     last_hash: Vec<u8>,
 }
+
+/// Rows between two progress reports.
+const PROGRESS_STEP: u64 = 4096;
 
 /// Rows below this many are verified on one thread.
 const PARALLEL_VERIFY_MIN_ROWS: i64 = 20_000;
@@ -172,7 +181,7 @@ impl Ledger {
     /// each seam. The bounds and the recorded chain head are read in one
     /// snapshot first, so rows a writer appends meanwhile are not counted.
     pub fn verify_chain(&self) -> Result<(u64, Vec<ChainBreak>), LedgerError> {
-        self.verify_chain_threads(None)
+        self.verify_chain_threads(None, &Progress::none())
     }
 
     /// [`Ledger::verify_chain`] on `threads` threads (`None`: one per core
@@ -181,6 +190,7 @@ impl Ledger {
     pub fn verify_chain_threads(
         &self,
         threads: Option<usize>,
+        progress: &Progress,
     ) -> Result<(u64, Vec<ChainBreak>), LedgerError> {
         let (bounds, recorded_head) = self.chain_bounds()?;
         let Some((first, last)) = bounds else {
@@ -190,17 +200,20 @@ impl Ledger {
         };
         let threads = threads.unwrap_or_else(|| verify_threads(last - first + 1));
         let chunks = chunk_ranges(first, last, threads);
+        progress.total((last - first + 1) as u64);
         let seed = self.genesis.chain_seed();
         let db = self.dir.join(super::DB_FILE);
         let results: Vec<Result<ChunkResult, LedgerError>> = if chunks.len() == 1 {
-            vec![verify_range(&self.conn, &seed, first, last)]
+            vec![verify_range(&self.conn, &seed, first, last, progress)]
         } else {
             std::thread::scope(|scope| {
                 let handles: Vec<_> = chunks
                     .iter()
                     .map(|&(lo, hi)| {
                         let db = &db;
-                        scope.spawn(move || verify_range(&super::open_readonly(db)?, &seed, lo, hi))
+                        scope.spawn(move || {
+                            verify_range(&super::open_readonly(db)?, &seed, lo, hi, progress)
+                        })
                     })
                     .collect();
                 handles
@@ -264,6 +277,15 @@ impl Ledger {
 
     /// Every contract rule, offset sequence and span state, row by row.
     pub fn validate_all(&self) -> Result<(u64, Vec<ValidationProblem>), LedgerError> {
+        self.validate_all_with(&Progress::none())
+    }
+
+    /// [`Ledger::validate_all`], telling `progress` how many rows are done.
+    pub fn validate_all_with(
+        &self,
+        progress: &Progress,
+    ) -> Result<(u64, Vec<ValidationProblem>), LedgerError> {
+        progress.total(self.event_count()?);
         let mut problems = Vec::new();
         let mut next: HashMap<(String, String), u64> = HashMap::new();
         let mut flags: HashMap<(String, String), u32> = HashMap::new();
@@ -274,6 +296,9 @@ impl Ledger {
         let mut count = 0u64;
         while let Some(r) = rows.next()? {
             count += 1;
+            if count.is_multiple_of(PROGRESS_STEP) {
+                progress.add(PROGRESS_STEP);
+            }
             let id: String = r.get(0)?;
             let json: String = r.get(1)?;
             match serde_json::from_str::<Event>(&json) {

@@ -47,6 +47,7 @@ pub struct LineReader<R> {
     /// Called once after the first read (test hook for the append rule).
     after_first_read: Option<Box<dyn FnOnce() + Send>>,
     count_utf16: bool,
+    progress: crate::progress::Progress,
 }
 
 /// What a finished read saw.
@@ -83,12 +84,19 @@ impl<R: Read> LineReader<R> {
             limits,
             after_first_read: None,
             count_utf16: false,
+            progress: crate::progress::Progress::none(),
         }
     }
 
     /// Also count UTF-16 code units (what a JavaScript string of the file holds).
     pub fn counting_utf16(mut self, on: bool) -> Self {
         self.count_utf16 = on;
+        self
+    }
+
+    /// Tell `progress` how many bytes each read brings.
+    pub fn with_progress(mut self, progress: crate::progress::Progress) -> Self {
+        self.progress = progress;
         self
     }
 
@@ -126,6 +134,7 @@ impl<R: Read> LineReader<R> {
                 hook();
             }
             remaining -= n as u64;
+            self.progress.add(n as u64);
             if self.count_utf16 {
                 units += utf16_units(&w.buf[w.filled..w.filled + n]);
             }

@@ -60,6 +60,8 @@ pub struct RecoverRequest {
     pub open_strategy: chronicle::OpenStrategy,
     pub hint: RunningCopilotHint,
     pub plan: SearchPlan,
+    /// Bytes of the stream scanned, as they are.
+    pub progress: crate::progress::Progress,
 }
 
 /// A recovery that could not run.
@@ -195,6 +197,7 @@ pub fn recover(req: &RecoverRequest) -> Result<Packet, RecoverError> {
         dialect,
         scan_limits,
         failpoint_hook(&located.stream),
+        &req.progress,
     )
     .map_err(|source| RecoverError::Stream {
         path: located.stream.clone(),

@@ -169,6 +169,7 @@ pub fn scan(
     dialect: &mut dyn Dialect,
     limits: ScanLimits,
     hook: AfterFirstRead,
+    progress: &crate::progress::Progress,
 ) -> io::Result<Scanned> {
     let file = File::open(path)?;
     let bytes_at_start = file.metadata()?.len();
@@ -177,9 +178,11 @@ pub fn scan(
         max_line: limits.max_record,
         chunk: READ_CHUNK,
     };
+    progress.total(bytes_at_start);
     let read = LineReader::new(&file, bytes_at_start, reader_limits)
         .counting_utf16(bytes_at_start > LEGACY_CEILING_CHARS)
         .with_after_first_read(hook)
+        .with_progress(progress.clone())
         .run(|piece| on_piece(dialect, &mut state, piece))?;
     let activity_seen = state.activity.seen();
     let recent = reread_activity(&file, dialect, &state);
