@@ -128,3 +128,27 @@ fn validate_finds_a_span_whose_state_disagrees_with_its_terminal() {
         "{text}"
     );
 }
+
+#[test]
+fn validate_reports_a_damaged_row_at_its_seq_and_checks_the_rest() {
+    let home = tempfile::tempdir().unwrap();
+    feed_fixture(home.path(), "claude-code", "parallel");
+    assert!(run(home.path(), &["finalize"]).status.success());
+    let db = home.path().join("ledgers/v2/ledger.sqlite");
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let rows: i64 = conn
+        .query_row("SELECT count(*) FROM events", [], |r| r.get(0))
+        .unwrap();
+    conn.execute(
+        "UPDATE events SET json = CAST(X'FF00FE' AS TEXT) WHERE seq = 3",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    let out = run(home.path(), &["validate", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["rows"], rows, "every row was read");
+    let text = v["violations"].to_string();
+    assert!(text.contains("row seq 3 does not parse"), "{text}");
+}

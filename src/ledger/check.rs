@@ -291,7 +291,7 @@ impl Ledger {
         let mut flags: HashMap<(String, String), u32> = HashMap::new();
         let mut stmt = self
             .conn
-            .prepare("SELECT id, json FROM events ORDER BY seq")?;
+            .prepare("SELECT seq, id, CAST(json AS BLOB) FROM events ORDER BY seq")?;
         let mut rows = stmt.query([])?;
         let mut count = 0u64;
         while let Some(r) = rows.next()? {
@@ -299,9 +299,12 @@ impl Ledger {
             if count.is_multiple_of(PROGRESS_STEP) {
                 progress.add(PROGRESS_STEP);
             }
-            let id: String = r.get(0)?;
-            let json: String = r.get(1)?;
-            match serde_json::from_str::<Event>(&json) {
+            let seq: i64 = r.get(0)?;
+            // A damaged id or text is reported at its row; the check goes on.
+            let id =
+                String::from_utf8_lossy(r.get_ref(1)?.as_bytes().unwrap_or_default()).into_owned();
+            let json = r.get_ref(2)?.as_blob().unwrap_or_default();
+            match serde_json::from_slice::<Event>(json) {
                 Ok(event) => {
                     let key = (
                         event.session.adapter.as_str().to_string(),
@@ -313,7 +316,7 @@ impl Ledger {
                 Err(e) => problems.push(problem(
                     &id,
                     "contract-parse",
-                    format!("row does not parse as an event: {e}"),
+                    format!("row seq {seq} does not parse as an event: {e}"),
                 )),
             }
         }
