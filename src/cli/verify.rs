@@ -79,10 +79,18 @@ fn check(entry: &EpochEntry, progress: &Progress) -> Verified {
     v
 }
 
+/// The chain and the raw archive of one epoch, checked at once: the raw
+/// signals on a connection of their own while the chain's chunks run.
 fn verified(ledger: &Ledger, progress: &Progress) -> Result<Verified, LedgerError> {
-    let (rows, breaks) = ledger.verify_chain_threads(None, progress)?;
+    let dir = ledger.dir().to_path_buf();
+    let (chain, raw) = std::thread::scope(|scope| {
+        let raw = scope.spawn(move || Ledger::open_dir_read(&dir, None)?.verify_raw());
+        let chain = ledger.verify_chain_threads(None, progress);
+        (chain, raw.join().expect("the raw check does not panic"))
+    });
+    let (rows, breaks) = chain?;
+    let (raw_signals, raw_problems) = raw?;
     let chain_head = ledger.chain_head()?;
-    let (raw_signals, raw_problems) = ledger.verify_raw()?;
     Ok(Verified {
         epoch: "live".into(),
         genesis_id: ledger.genesis().genesis_id.clone(),

@@ -46,15 +46,24 @@ fn verify_range(
     )?;
     let mut rows = stmt.query([lo, hi])?;
     let mut out = ChunkResult::default();
+    let mut scratch = Vec::with_capacity(256);
     while let Some(r) = rows.next()? {
-        let row = raw_row(r)?;
+        let row = RowRef::of(r)?;
         out.rows += 1;
         if out.rows.is_multiple_of(PROGRESS_STEP) {
             progress.add(PROGRESS_STEP);
         }
-        let computed = check_row(&row, &stored_prev, &computed_prev, &mut out.breaks);
-        stored_prev = row.hash;
-        computed_prev = computed;
+        let computed = check_row(
+            &row,
+            &stored_prev,
+            &computed_prev,
+            &mut scratch,
+            &mut out.breaks,
+        );
+        stored_prev.clear();
+        stored_prev.extend_from_slice(row.hash);
+        computed_prev.clear();
+        computed_prev.extend_from_slice(&computed);
     }
     out.last_hash = stored_prev;
     progress.add(out.rows % PROGRESS_STEP);
@@ -120,20 +129,6 @@ fn chunk_ranges(first: i64, last: i64, n: usize) -> Vec<(i64, i64)> {
         .collect()
 }
 
-fn raw_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRow> {
-    Ok(RawRow {
-        seq: r.get(0)?,
-        id: r.get(1)?,
-        adapter: r.get(2)?,
-        session_id: r.get(3)?,
-        offset: r.get(4)?,
-        ty: r.get(5)?,
-        json: r.get(6)?,
-        prev: r.get(7)?,
-        hash: r.get(8)?,
-    })
-}
-
 /// The envelope fields a row also keeps in indexed columns, borrowed from
 /// the stored text. Reading only these (serde skips the rest unparsed) is
 /// what lets `verify` run near the speed of hashing; `validate` is what
@@ -157,16 +152,40 @@ struct StoredSession<'a> {
     session_id: std::borrow::Cow<'a, str>,
 }
 
-struct RawRow {
+/// One event row as `verify` reads it, borrowed from SQLite's row buffer:
+/// nothing is copied or allocated for a row that checks out.
+struct RowRef<'r> {
     seq: i64,
-    id: String,
-    adapter: String,
-    session_id: String,
+    id: &'r [u8],
+    adapter: &'r [u8],
+    session_id: &'r [u8],
     offset: i64,
-    ty: String,
-    json: Vec<u8>,
-    prev: Vec<u8>,
-    hash: Vec<u8>,
+    ty: &'r [u8],
+    json: &'r [u8],
+    prev: &'r [u8],
+    hash: &'r [u8],
+}
+
+impl<'r> RowRef<'r> {
+    fn of(r: &'r rusqlite::Row<'r>) -> rusqlite::Result<RowRef<'r>> {
+        let bytes = |i: usize| -> rusqlite::Result<&'r [u8]> {
+            Ok(match r.get_ref(i)? {
+                rusqlite::types::ValueRef::Text(b) | rusqlite::types::ValueRef::Blob(b) => b,
+                _ => &[],
+            })
+        };
+        Ok(RowRef {
+            seq: r.get(0)?,
+            id: bytes(1)?,
+            adapter: bytes(2)?,
+            session_id: bytes(3)?,
+            offset: r.get(4)?,
+            ty: bytes(5)?,
+            json: bytes(6)?,
+            prev: bytes(7)?,
+            hash: bytes(8)?,
+        })
+    }
 }
 
 impl Ledger {
@@ -502,49 +521,99 @@ fn check_event(
 
 /// Check one row; returns its recomputed hash.
 fn check_row(
-    row: &RawRow,
+    row: &RowRef,
     stored_prev: &[u8],
     computed_prev: &[u8],
+    scratch: &mut Vec<u8>,
     out: &mut Vec<ChainBreak>,
-) -> Vec<u8> {
+) -> [u8; 32] {
     let mut details: Vec<String> = Vec::new();
     let mut fail = |detail: String| details.push(detail);
     if row.prev != stored_prev && row.prev != computed_prev {
         fail("prev_hash does not link to the row before".into());
     }
-    let prev: [u8; 32] = row.prev.as_slice().try_into().unwrap_or([0u8; 32]);
-    let computed = chain::link(&prev, &row.json);
-    if computed.as_slice() != row.hash.as_slice() {
+    let prev: [u8; 32] = row.prev.try_into().unwrap_or([0u8; 32]);
+    let computed = chain::link(&prev, row.json);
+    if computed.as_slice() != row.hash {
         fail(format!(
             "stored hash {} but the stored bytes hash to {}",
-            chain::hex(&row.hash),
+            chain::hex(row.hash),
             chain::hex(&computed)
         ));
     }
-    match serde_json::from_slice::<StoredColumns>(&row.json) {
-        Err(e) => fail(format!("stored event text does not parse: {e}")),
-        Ok(ev) => {
-            let columns_match = ev.id == row.id
-                && ev.session.adapter == row.adapter
-                && ev.session.session_id == row.session_id
-                && ev.offset == row.offset
-                && ev.ty == row.ty;
-            if !columns_match {
-                fail(
-                    "indexed columns (id, session, offset, type) disagree with the stored event"
-                        .into(),
-                );
+    if !columns_agree(row, scratch) {
+        match serde_json::from_slice::<StoredColumns>(row.json) {
+            Err(e) => fail(format!("stored event text does not parse: {e}")),
+            Ok(ev) => {
+                let columns_match = ev.id.as_bytes() == row.id
+                    && ev.session.adapter.as_bytes() == row.adapter
+                    && ev.session.session_id.as_bytes() == row.session_id
+                    && ev.offset == row.offset
+                    && ev.ty.as_bytes() == row.ty;
+                if !columns_match {
+                    fail(
+                        "indexed columns (id, session, offset, type) disagree with the stored event"
+                            .into(),
+                    );
+                }
             }
         }
     }
     if !details.is_empty() {
         out.push(ChainBreak {
             seq: row.seq,
-            event_id: row.id.clone(),
+            event_id: String::from_utf8_lossy(row.id).into_owned(),
             detail: details.join("; "),
         });
     }
-    computed.to_vec()
+    computed
+}
+
+/// The fast check of the indexed columns: the stored text starts with
+/// exactly the id, session and offset the columns hold, in the order
+/// `Event` writes them, and its first `"type":` key (the envelope's: no
+/// field before it holds arbitrary JSON, and a string cannot hold an
+/// unescaped quote) names the column's type. `false` is not a verdict:
+/// the caller then parses the text to decide.
+fn columns_agree(row: &RowRef, scratch: &mut Vec<u8>) -> bool {
+    let (Ok(id), Ok(adapter), Ok(session), Ok(ty)) = (
+        std::str::from_utf8(row.id),
+        std::str::from_utf8(row.adapter),
+        std::str::from_utf8(row.session_id),
+        std::str::from_utf8(row.ty),
+    ) else {
+        return false;
+    };
+    scratch.clear();
+    scratch.extend_from_slice(b"{\"id\":");
+    let put = |s: &str, scratch: &mut Vec<u8>| serde_json::to_writer(scratch, s).is_ok();
+    let built = put(id, scratch)
+        && {
+            scratch.extend_from_slice(b",\"session\":{\"adapter\":");
+            put(adapter, scratch)
+        }
+        && {
+            scratch.extend_from_slice(b",\"session_id\":");
+            put(session, scratch)
+        };
+    if !built {
+        return false;
+    }
+    scratch.extend_from_slice(b"},\"offset\":");
+    scratch.extend_from_slice(row.offset.to_string().as_bytes());
+    scratch.push(b',');
+    if !row.json.starts_with(scratch) {
+        return false;
+    }
+    let Some(at) = memchr::memmem::find(row.json, b"\"type\":") else {
+        return false;
+    };
+    scratch.clear();
+    if !put(ty, scratch) {
+        return false;
+    }
+    let rest = &row.json[at + 7..];
+    rest.starts_with(scratch) && matches!(rest.get(scratch.len()), Some(b',' | b'}'))
 }
 
 #[cfg(test)]
@@ -556,5 +625,51 @@ mod chunk_tests {
         assert_eq!(chunk_ranges(1, 10, 3), vec![(1, 3), (4, 6), (7, 10)]);
         assert_eq!(chunk_ranges(5, 5, 4), vec![(5, 5)]);
         assert_eq!(chunk_ranges(1, 2, 1), vec![(1, 2)]);
+    }
+}
+
+#[cfg(test)]
+mod column_tests {
+    use super::{RowRef, columns_agree};
+
+    fn row<'a>(
+        json: &'a [u8],
+        id: &'a [u8],
+        session: &'a [u8],
+        offset: i64,
+        ty: &'a [u8],
+    ) -> RowRef<'a> {
+        RowRef {
+            seq: 1,
+            id,
+            adapter: b"claude-code",
+            session_id: session,
+            offset,
+            ty,
+            json,
+            prev: &[],
+            hash: &[],
+        }
+    }
+
+    const JSON: &[u8] = br#"{"id":"ev_1","session":{"adapter":"claude-code","session_id":"s\"1"},"offset":4,"time_unix_ns":5,"raw":[],"type":"tool.requested","payload":{"tool_name":"x","input":{"type":"turn.started","payload":1}}}"#;
+
+    #[test]
+    fn the_fast_check_accepts_only_exact_columns() {
+        let mut scratch = Vec::new();
+        assert!(columns_agree(
+            &row(JSON, b"ev_1", br#"s"1"#, 4, b"tool.requested"),
+            &mut scratch
+        ));
+        for bad in [
+            row(JSON, b"ev_2", br#"s"1"#, 4, b"tool.requested"),
+            row(JSON, b"ev_1", b"s1", 4, b"tool.requested"),
+            row(JSON, b"ev_1", br#"s"1"#, 5, b"tool.requested"),
+            row(JSON, b"ev_1", br#"s"1"#, 4, b"tool.request"),
+            // The nested lookalike in the tool input never counts.
+            row(JSON, b"ev_1", br#"s"1"#, 4, b"turn.started"),
+        ] {
+            assert!(!columns_agree(&bad, &mut scratch));
+        }
     }
 }

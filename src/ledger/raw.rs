@@ -30,7 +30,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{LedgerError, durable};
-use crate::spool::{SegmentItem, SpoolRecord, read_first};
+use crate::spool::{SegmentItem, SpoolRecord, read_first, read_first_view};
 
 /// The archive directory's name inside the ledger directory.
 pub const RAW_DIR: &str = "raw";
@@ -175,6 +175,36 @@ impl Archive {
         Ok(Archive { path, bytes })
     }
 
+    /// Whether the intact record that starts at byte `at` carries `want`'s
+    /// session key, event and receive time; decoded in place, nothing
+    /// copied.
+    fn identity_at(&self, at: u64, want: &Identity) -> Result<(), String> {
+        let here = || format!("{} byte {at}", self.path.display());
+        let start = usize::try_from(at)
+            .ok()
+            .filter(|&a| a < self.bytes.len())
+            .ok_or_else(|| format!("{}: past the end of the archive", here()))?;
+        match read_first_view(&self.bytes[start..], &self.path) {
+            Some(Ok(rec)) => {
+                let env = &rec.envelope;
+                let same = env.session_key == want.session_key
+                    && env.event.as_deref() == want.event.as_deref()
+                    && env.received_ns == want.received_ns;
+                if same {
+                    return Ok(());
+                }
+                let got = Identity {
+                    session_key: env.session_key.to_string(),
+                    event: env.event.as_ref().map(|e| e.to_string()),
+                    received_ns: env.received_ns,
+                };
+                Err(format!("the record there is {got:?}, the row says {want:?}"))
+            }
+            Some(Err(d)) => Err(format!("{}: {}", here(), d.kind.as_str())),
+            None => Err(format!("{}: no record", here())),
+        }
+    }
+
     /// The intact record that starts at byte `at`, or why there is none.
     pub fn record_at(&self, at: u64) -> Result<SpoolRecord, String> {
         let here = || format!("{} byte {at}", self.path.display());
@@ -230,28 +260,31 @@ impl super::Ledger {
             let batch: String = r.get(4)?;
             let at: Option<i64> = r.get(5)?;
             let envelope: Option<String> = r.get(6)?;
-            let found = match (at, envelope) {
+            let verdict = match (at, envelope) {
                 (Some(at), _) => {
                     if archive.as_ref().is_none_or(|(b, _)| *b != batch) {
                         let opened = Archive::open(self.dir(), &batch).map_err(|e| e.to_string());
                         archive = Some((batch.clone(), opened));
                     }
                     match &archive.as_ref().expect("just opened").1 {
-                        Ok(a) => a
-                            .record_at(at as u64)
-                            .map(|rec| Identity::of(&rec.envelope)),
+                        Ok(a) => a.identity_at(at as u64, &want),
                         Err(e) => Err(e.clone()),
                     }
                 }
                 (None, Some(text)) => serde_json::from_str::<crate::spool::Envelope>(&text)
-                    .map(|env| Identity::of(&env))
-                    .map_err(|e| format!("the inline envelope does not parse: {e}")),
+                    .map_err(|e| format!("the inline envelope does not parse: {e}"))
+                    .and_then(|env| {
+                        let got = Identity::of(&env);
+                        if got == want {
+                            Ok(())
+                        } else {
+                            Err(format!("the record there is {got:?}, the row says {want:?}"))
+                        }
+                    }),
                 (None, None) => Err("the row keeps no bytes and no archive offset".into()),
             };
-            let detail = match found {
-                Ok(got) if got == want => continue,
-                Ok(got) => format!("the record there is {got:?}, the row says {want:?}"),
-                Err(e) => e,
+            let Err(detail) = verdict else {
+                continue;
             };
             problems.push(RawProblem {
                 record_digest: digest,

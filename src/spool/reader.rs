@@ -196,6 +196,12 @@ pub fn read_first(bytes: &[u8], file: &Path) -> Option<SegmentItem> {
     Some(SegmentItem::owned(frame.view(file)))
 }
 
+/// [`read_first`] without copying: the record borrows from `bytes`.
+pub fn read_first_view<'a>(bytes: &'a [u8], file: &'a Path) -> Option<Result<RecordView<'a>, Damage>> {
+    let frame = Decoder::new(bytes).next_frame()?.ok()?;
+    Some(frame.view(file))
+}
+
 impl SegmentItem {
     /// A decoded record (copied out) or its damage.
     fn owned(decoded: Result<RecordView<'_>, Damage>) -> SegmentItem {
