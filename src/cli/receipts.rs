@@ -13,7 +13,7 @@ use serde::Serialize;
 use super::{CmdResult, EpochArg, Outcome};
 use crate::contract::SessionRef;
 use crate::home::Home;
-use crate::read::epochs::{Epochs, boundary};
+use crate::read::epochs::{Epochs, boundary, report_damaged};
 use crate::read::receipts::{SessionReceipts, TurnReceipt, session_receipts};
 
 #[derive(Debug, clap::Args)]
@@ -46,9 +46,11 @@ pub fn run(args: Args) -> CmdResult {
     let epochs = Epochs::open(&home, &args.epoch.epoch)?;
     epochs.report_unreadable("receipts")?;
     let found = epochs.session("receipts", &args.session)?;
-    let read = found.read("receipts", &epochs, |l, s| l.session_events(s))?;
+    let read = found.read("receipts", &epochs, |l, s| l.session_events_lenient(s))?;
     let mut parts = Vec::new();
-    for (epoch, events) in &read {
+    let mut damaged = false;
+    for (epoch, (events, bad)) in &read {
+        damaged |= report_damaged("receipts", &epoch.label, bad);
         let refs: Vec<_> = events.iter().collect();
         parts.push(PartReceipts {
             epoch: &epoch.label,
@@ -73,7 +75,11 @@ pub fn run(args: Args) -> CmdResult {
             write_table(&mut out, &part.receipts)?;
         }
     }
-    Ok(Outcome::Clean)
+    Ok(if damaged {
+        Outcome::Problems
+    } else {
+        Outcome::Clean
+    })
 }
 
 fn write_table(out: &mut impl Write, receipts: &SessionReceipts) -> std::io::Result<()> {

@@ -9,7 +9,7 @@ use super::{CmdResult, EpochArg, Outcome};
 use crate::contract::Event;
 use crate::home::Home;
 use crate::ledger::format_time;
-use crate::read::epochs::{Epochs, boundary};
+use crate::read::epochs::{Epochs, boundary, report_damaged};
 use std::io::Write;
 
 #[derive(Debug, clap::Args)]
@@ -42,19 +42,25 @@ pub fn run(args: Args) -> CmdResult {
         )
         .into());
     }
-    let parts = found.read("replay", &epochs, |l, s| l.session_events(s))?;
+    let parts = found.read("replay", &epochs, |l, s| l.session_events_lenient(s))?;
     let mut out = std::io::stdout().lock();
-    for (i, (epoch, events)) in parts.iter().enumerate() {
+    let mut damaged = false;
+    for (i, (epoch, (events, bad))) in parts.iter().enumerate() {
+        damaged |= report_damaged("replay", &epoch.label, bad);
         if i > 0 && !args.json {
             writeln!(out, "{}", boundary(parts[i - 1].0, epoch))?;
         }
-        let (from, to) = window(args.from, args.to, events.len() as u64)?;
+        let (from, to) = window(args.from, args.to, (events.len() + bad.len()) as u64)?;
         let tag = epochs.tagged.then_some(epoch.label.as_str());
         for e in events.iter().filter(|e| e.offset >= from && e.offset <= to) {
             writeln!(out, "{}", replay_line(e, args.json, tag)?)?;
         }
     }
-    Ok(Outcome::Clean)
+    Ok(if damaged {
+        Outcome::Problems
+    } else {
+        Outcome::Clean
+    })
 }
 
 /// One event as replay prints it; `epoch` tags JSON lines when given.

@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::{CmdResult, EpochArg, Outcome};
 use crate::home::Home;
 use crate::ledger::{SessionSummary, Timeline, TimelineEntry, format_time};
-use crate::read::epochs::{Epochs, OpenEpoch, boundary, combine};
+use crate::read::epochs::{Epochs, OpenEpoch, boundary, combine, report_damaged};
 use std::io::Write;
 
 #[derive(Debug, clap::Args)]
@@ -74,7 +74,15 @@ pub fn run(args: Args) -> CmdResult {
         )?,
         (true, false) => write!(out, "{}", render_parts(&parts))?,
     }
-    Ok(Outcome::Clean)
+    let mut damaged = false;
+    for p in &parts {
+        damaged |= report_damaged("show", &p.epoch.label, &p.timeline.damaged_rows);
+    }
+    Ok(if damaged {
+        Outcome::Problems
+    } else {
+        Outcome::Clean
+    })
 }
 
 fn whole(parts: &[Part]) -> SessionSummary {

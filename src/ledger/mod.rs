@@ -35,7 +35,8 @@ pub use genesis::{
     capability_digests,
 };
 pub use query::{
-    EndRequestRow, HealthRow, SessionSummary, SpanCounts, SpanRow, SpanState, StoredEvent,
+    DamagedRow, EndRequestRow, HealthRow, SessionSummary, SpanCounts, SpanRow, SpanState,
+    StoredEvent,
 };
 pub use timeline::{Timeline, TimelineEntry};
 

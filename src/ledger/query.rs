@@ -114,6 +114,14 @@ pub struct HealthRow {
     pub time_unix_ns: i64,
 }
 
+/// An event row a read could not use, named where a user can find it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DamagedRow {
+    pub seq: i64,
+    pub event_id: String,
+    pub detail: String,
+}
+
 /// One event row as stored: the chain position, the stored text and hash.
 #[derive(Debug, Clone)]
 pub struct StoredEvent {
@@ -265,6 +273,32 @@ impl Ledger {
             out.push(self.parse_event(&json?)?);
         }
         Ok(out)
+    }
+
+    /// [`Ledger::session_events`], but a row whose text does not parse is
+    /// set aside, named by its sequence number, and the rest still read.
+    pub fn session_events_lenient(
+        &self,
+        session: &SessionRef,
+    ) -> Result<(Vec<Event>, Vec<DamagedRow>), LedgerError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT seq, id, CAST(json AS BLOB) FROM events WHERE adapter = ?1 AND session_id = ?2 ORDER BY offset",
+        )?;
+        let mut rows = stmt.query(params![session.adapter.as_str(), session.session_id])?;
+        let (mut events, mut damaged) = (Vec::new(), Vec::new());
+        while let Some(r) = rows.next()? {
+            let json = r.get_ref(2)?.as_blob().unwrap_or_default();
+            match serde_json::from_slice::<Event>(json) {
+                Ok(e) => events.push(e),
+                Err(e) => damaged.push(DamagedRow {
+                    seq: r.get(0)?,
+                    event_id: String::from_utf8_lossy(r.get_ref(1)?.as_bytes().unwrap_or_default())
+                        .into_owned(),
+                    detail: format!("the row's text does not parse as an event: {e}"),
+                }),
+            }
+        }
+        Ok((events, damaged))
     }
 
     /// Every event in chain order, one at a time, without loading them all.

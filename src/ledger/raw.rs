@@ -198,7 +198,9 @@ impl Archive {
                     event: env.event.as_ref().map(|e| e.to_string()),
                     received_ns: env.received_ns,
                 };
-                Err(format!("the record there is {got:?}, the row says {want:?}"))
+                Err(format!(
+                    "the record there is {got:?}, the row says {want:?}"
+                ))
             }
             Some(Err(d)) => Err(format!("{}: {}", here(), d.kind.as_str())),
             None => Err(format!("{}: no record", here())),
@@ -278,7 +280,9 @@ impl super::Ledger {
                         if got == want {
                             Ok(())
                         } else {
-                            Err(format!("the record there is {got:?}, the row says {want:?}"))
+                            Err(format!(
+                                "the record there is {got:?}, the row says {want:?}"
+                            ))
                         }
                     }),
                 (None, None) => Err("the row keeps no bytes and no archive offset".into()),

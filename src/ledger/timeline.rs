@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use super::{Ledger, LedgerError, SessionSummary, SpanRow};
+use super::{DamagedRow, Ledger, LedgerError, SessionSummary, SpanRow};
 use crate::contract::{Event, Payload, SessionRef};
 
 /// One line of a timeline.
@@ -27,6 +27,9 @@ pub struct TimelineEntry {
 pub struct Timeline {
     pub summary: SessionSummary,
     pub entries: Vec<TimelineEntry>,
+    /// Rows of the session whose text could not be read; left out above.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub damaged_rows: Vec<DamagedRow>,
 }
 
 impl Ledger {
@@ -47,12 +50,16 @@ impl Ledger {
             })
             .collect();
         let start = summary.first_unix_ns;
-        let entries = self
-            .session_events(session)?
+        let (events, damaged_rows) = self.session_events_lenient(session)?;
+        let entries = events
             .iter()
             .filter_map(|e| entry(e, start, &spans))
             .collect();
-        Ok(Timeline { summary, entries })
+        Ok(Timeline {
+            summary,
+            entries,
+            damaged_rows,
+        })
     }
 }
 

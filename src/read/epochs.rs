@@ -295,6 +295,18 @@ fn is_ambiguous(e: &SourceError) -> bool {
     matches!(e, SourceError::Ledger(LedgerError::AmbiguousSession { .. }))
 }
 
+/// One stderr line for each row of an epoch a command read around; whether
+/// there was any (the command then exits 1: it found a problem).
+pub fn report_damaged(command: &str, label: &str, rows: &[crate::ledger::DamagedRow]) -> bool {
+    for r in rows {
+        eprintln!(
+            "harnery {command}: epoch {label}: row seq {} (event {}) left out: {}",
+            r.seq, r.event_id, r.detail
+        );
+    }
+    !rows.is_empty()
+}
+
 /// One stderr line for an epoch a command could not read (or read fully).
 pub fn warn(command: &str, label: &str, reason: &str) {
     eprintln!(

@@ -197,7 +197,10 @@ pub fn read_first(bytes: &[u8], file: &Path) -> Option<SegmentItem> {
 }
 
 /// [`read_first`] without copying: the record borrows from `bytes`.
-pub fn read_first_view<'a>(bytes: &'a [u8], file: &'a Path) -> Option<Result<RecordView<'a>, Damage>> {
+pub fn read_first_view<'a>(
+    bytes: &'a [u8],
+    file: &'a Path,
+) -> Option<Result<RecordView<'a>, Damage>> {
     let frame = Decoder::new(bytes).next_frame()?.ok()?;
     Some(frame.view(file))
 }
