@@ -30,6 +30,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{LedgerError, durable};
+use crate::spool::frame::{HEADER_LEN, decode_header};
 use crate::spool::{SegmentItem, SpoolRecord, read_first, read_first_view};
 
 /// The archive directory's name inside the ledger directory.
@@ -175,38 +176,6 @@ impl Archive {
         Ok(Archive { path, bytes })
     }
 
-    /// Whether the intact record that starts at byte `at` carries `want`'s
-    /// session key, event and receive time; decoded in place, nothing
-    /// copied.
-    fn identity_at(&self, at: u64, want: &Identity) -> Result<(), String> {
-        let here = || format!("{} byte {at}", self.path.display());
-        let start = usize::try_from(at)
-            .ok()
-            .filter(|&a| a < self.bytes.len())
-            .ok_or_else(|| format!("{}: past the end of the archive", here()))?;
-        match read_first_view(&self.bytes[start..], &self.path) {
-            Some(Ok(rec)) => {
-                let env = &rec.envelope;
-                let same = env.session_key == want.session_key
-                    && env.event.as_deref() == want.event.as_deref()
-                    && env.received_ns == want.received_ns;
-                if same {
-                    return Ok(());
-                }
-                let got = Identity {
-                    session_key: env.session_key.to_string(),
-                    event: env.event.as_ref().map(|e| e.to_string()),
-                    received_ns: env.received_ns,
-                };
-                Err(format!(
-                    "the record there is {got:?}, the row says {want:?}"
-                ))
-            }
-            Some(Err(d)) => Err(format!("{}: {}", here(), d.kind.as_str())),
-            None => Err(format!("{}: no record", here())),
-        }
-    }
-
     /// The intact record that starts at byte `at`, or why there is none.
     pub fn record_at(&self, at: u64) -> Result<SpoolRecord, String> {
         let here = || format!("{} byte {at}", self.path.display());
@@ -223,6 +192,111 @@ impl Archive {
             None => Err(format!("{}: no record", here())),
         }
     }
+}
+
+/// An archive read one record at a time, for `verify`: its files are
+/// opened, not read whole, so memory holds one record whatever the size of
+/// the batch.
+struct ArchiveReader {
+    path: PathBuf,
+    /// Each file and the archive offset it starts at.
+    members: Vec<(std::fs::File, u64)>,
+    len: u64,
+    buf: Vec<u8>,
+}
+
+impl ArchiveReader {
+    fn open(ledger_dir: &Path, batch: &str) -> Result<ArchiveReader, LedgerError> {
+        let single = single_file_path(ledger_dir, batch);
+        let (path, files) = if single.exists() {
+            (single.clone(), vec![single])
+        } else {
+            let path = archive_path(ledger_dir, batch);
+            let mut files = Vec::new();
+            for index in 0.. {
+                let member = path.join(member_name(index));
+                if !member.exists() && index > 0 {
+                    break;
+                }
+                files.push(member);
+            }
+            (path, files)
+        };
+        let mut members = Vec::new();
+        let mut len = 0u64;
+        for f in files {
+            let file = std::fs::File::open(&f).map_err(|e| LedgerError::io(&f, e))?;
+            let size = file.metadata().map_err(|e| LedgerError::io(&f, e))?.len();
+            members.push((file, len));
+            len += size;
+        }
+        Ok(ArchiveReader {
+            path,
+            members,
+            len,
+            buf: Vec::new(),
+        })
+    }
+
+    /// Whether the intact record that starts at byte `at` carries `want`'s
+    /// session key, event and receive time; decoded in place.
+    fn identity_at(&mut self, at: u64, want: &Identity) -> Result<(), String> {
+        let here = format!("{} byte {at}", self.path.display());
+        if at >= self.len {
+            return Err(format!("{here}: past the end of the archive"));
+        }
+        let i = self.members.partition_point(|(_, start)| *start <= at) - 1;
+        let (file, start) = &self.members[i];
+        let local = at - start;
+        let mut header = [0u8; HEADER_LEN];
+        let got = read_up_to(file, &mut header, local);
+        let record_len = match decode_header(&header) {
+            Ok(h) if got == HEADER_LEN => usize::try_from(h.record_len()).unwrap_or(usize::MAX),
+            _ => got,
+        };
+        self.buf.resize(record_len.min(MAX_RECORD), 0);
+        let n = read_up_to(file, &mut self.buf, local);
+        match read_first_view(&self.buf[..n], &self.path) {
+            Some(Ok(rec)) => {
+                let env = &rec.envelope;
+                if env.session_key == want.session_key
+                    && env.event.as_deref() == want.event.as_deref()
+                    && env.received_ns == want.received_ns
+                {
+                    return Ok(());
+                }
+                let got = Identity {
+                    session_key: env.session_key.to_string(),
+                    event: env.event.as_ref().map(|e| e.to_string()),
+                    received_ns: env.received_ns,
+                };
+                Err(format!(
+                    "the record there is {got:?}, the row says {want:?}"
+                ))
+            }
+            Some(Err(d)) => Err(format!("{here}: {}", d.kind.as_str())),
+            None => Err(format!("{here}: no record")),
+        }
+    }
+}
+
+/// The most bytes one record is read into memory for (a hook keeps at
+/// most 64 MiB of payload).
+const MAX_RECORD: usize = 80 << 20;
+
+/// Fill as much of `buf` as the file has from `offset`; how much that was.
+fn read_up_to(file: &std::fs::File, buf: &mut [u8], offset: u64) -> usize {
+    use std::os::unix::fs::FileExt;
+    let mut done = 0;
+    while done < buf.len() {
+        match file.read_at(&mut buf[done..], offset + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    done
 }
 
 /// A raw signal whose bytes are not where its row says.
@@ -249,7 +323,7 @@ impl super::Ledger {
         )?;
         let mut rows = stmt.query([])?;
         let mut problems = Vec::new();
-        let mut archive: Option<(String, Result<Archive, String>)> = None;
+        let mut archive: Option<(String, Result<ArchiveReader, String>)> = None;
         let mut count = 0u64;
         while let Some(r) = rows.next()? {
             count += 1;
@@ -265,10 +339,11 @@ impl super::Ledger {
             let verdict = match (at, envelope) {
                 (Some(at), _) => {
                     if archive.as_ref().is_none_or(|(b, _)| *b != batch) {
-                        let opened = Archive::open(self.dir(), &batch).map_err(|e| e.to_string());
+                        let opened =
+                            ArchiveReader::open(self.dir(), &batch).map_err(|e| e.to_string());
                         archive = Some((batch.clone(), opened));
                     }
-                    match &archive.as_ref().expect("just opened").1 {
+                    match &mut archive.as_mut().expect("just opened").1 {
                         Ok(a) => a.identity_at(at as u64, &want),
                         Err(e) => Err(e.clone()),
                     }
