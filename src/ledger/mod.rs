@@ -35,7 +35,8 @@ pub use genesis::{
     capability_digests,
 };
 pub use query::{
-    EndRequestRow, HealthRow, SessionSummary, SpanCounts, SpanRow, SpanState, StoredEvent,
+    EndRequestRow, HealthRow, RowFilter, SessionSummary, SpanCounts, SpanRow, SpanState,
+    StoredEvent, StoredText,
 };
 pub use timeline::{Timeline, TimelineEntry};
 
