@@ -27,7 +27,7 @@ use crate::home::Home;
 use crate::ledger::{LedgerError, RowFilter, StoredText, parse_time};
 use crate::read::epochs::{Epochs, OpenEpoch, warn};
 use crate::read::export::SPANS_PER_DOCUMENT;
-use crate::read::export::jsonl::JsonLines;
+use crate::read::export::jsonl::{self, JsonLines};
 use crate::read::export::ordered::{Feed, run_ordered, workers};
 use crate::read::export::otlp::{Documents, Part, SessionTrace, session_trace};
 
@@ -39,17 +39,12 @@ enum Format {
     /// One canonical event per line: each row's stored text.
     Jsonl,
     /// OTLP/JSON ExportTraceServiceRequest documents, one per line, each
-    /// with at most 1000 spans.
+    /// with a bounded number of spans.
     Otlp,
 }
 
 #[derive(Debug, clap::Args)]
-#[command(
-    after_help = "OTLP documents carry at most 1000 spans each; a session with more \
-                        goes on in the next document under a repeat of its resource. \
-                        A row that cannot be exported is named on stderr and the export \
-                        goes on; the exit code is then 1."
-)]
+#[command(after_help = after_help())]
 pub struct Args {
     #[arg(long, value_enum, default_value = "jsonl")]
     format: Format,
@@ -62,6 +57,16 @@ pub struct Args {
     since: Option<String>,
     #[command(flatten)]
     epoch: EpochArg,
+}
+
+fn after_help() -> String {
+    format!(
+        "OTLP documents carry at most {SPANS_PER_DOCUMENT} spans each; a session with more \
+         goes on in the next document under a repeat of its resource. A recovered span \
+         ends at its request time; its recovery bound is an attribute, never a duration.\n\
+         A row that cannot be exported is named on stderr by its seq and event id, and the \
+         export goes on to the end; the exit code is then 1."
+    )
 }
 
 /// One epoch to read, and which of its rows.
@@ -163,11 +168,14 @@ fn each_source<'e>(
     Ok(())
 }
 
-/// Rows, as one JSON lines job: stored text of consecutive rows of one
-/// source, and each row's (seq, end of id, end of text) in it.
+/// Rows, as one JSON lines job: the stored text of consecutive rows of
+/// one source, each followed by a newline (so that, all rows sound and
+/// untagged, the job is its own output), their ids, and each row's
+/// (seq, end of id, end of text).
 struct RowBatch {
     source: usize,
-    bytes: Vec<u8>,
+    text: Vec<u8>,
+    ids: Vec<u8>,
     rows: Vec<(i64, usize, usize)>,
 }
 
@@ -175,16 +183,27 @@ impl RowBatch {
     fn new(source: usize) -> RowBatch {
         RowBatch {
             source,
-            bytes: Vec::with_capacity(BATCH_BYTES + 4096),
+            text: Vec::with_capacity(BATCH_BYTES + 4096),
+            ids: Vec::new(),
             rows: Vec::new(),
         }
     }
 
     fn add(&mut self, row: StoredText<'_>) {
-        self.bytes.extend_from_slice(row.id.as_bytes());
-        let id_end = self.bytes.len();
-        self.bytes.extend_from_slice(row.json);
-        self.rows.push((row.seq, id_end, self.bytes.len()));
+        self.ids.extend_from_slice(row.id.as_bytes());
+        self.text.extend_from_slice(row.json);
+        self.rows.push((row.seq, self.ids.len(), self.text.len()));
+        self.text.push(b'\n');
+    }
+
+    /// Each row: seq, id, stored text (without its newline).
+    fn each(&self) -> impl Iterator<Item = (i64, &[u8], &[u8])> {
+        let mut starts = (0, 0);
+        self.rows.iter().map(move |&(seq, id_end, end)| {
+            let (id, text) = (&self.ids[starts.0..id_end], &self.text[starts.1..end]);
+            starts = (id_end, end + 1);
+            (seq, id, text)
+        })
     }
 }
 
@@ -214,7 +233,7 @@ fn export_jsonl(
                 .for_each_stored_text(&source.filter, |row| {
                     if open {
                         batch.add(row);
-                        if batch.bytes.len() >= BATCH_BYTES {
+                        if batch.text.len() >= BATCH_BYTES {
                             open = feed.send(std::mem::replace(&mut batch, RowBatch::new(i)));
                         }
                     }
@@ -234,22 +253,26 @@ fn export_jsonl(
     ))
 }
 
+/// A batch's lines. Untagged and sound, the batch's own text is the
+/// output; otherwise lines are built row by row.
 fn lines_of(writer: &JsonLines, label: &Label, batch: RowBatch) -> Lines {
+    let sound = |text: &[u8]| jsonl::check(text).is_ok();
+    if writer.untagged() && batch.each().all(|(_, _, text)| sound(text)) {
+        return Lines {
+            bytes: batch.text,
+            problems: Vec::new(),
+        };
+    }
     let mut lines = Lines {
-        bytes: Vec::with_capacity(batch.bytes.len() + batch.rows.len() * 32),
+        bytes: Vec::with_capacity(batch.text.len() + batch.rows.len() * 32),
         problems: Vec::new(),
     };
-    let mut start = 0;
-    for &(seq, id_end, end) in &batch.rows {
-        if writer
-            .push(&batch.bytes[id_end..end], &mut lines.bytes)
-            .is_err()
-        {
-            let id = String::from_utf8_lossy(&batch.bytes[start..id_end]);
-            let what = "is not a JSON object; left out";
+    for (seq, id, text) in batch.each() {
+        if writer.push(text, &mut lines.bytes).is_err() {
+            let id = String::from_utf8_lossy(id);
+            let what = "is not a JSON object on one line; left out";
             lines.problems.push(damaged(label, seq, &id, what));
         }
-        start = end;
     }
     lines
 }
@@ -314,7 +337,10 @@ fn export_otlp(
     let labels: Vec<Label> = sources.iter().map(|s| Label::of(epochs, s)).collect();
     let work = |job: SessionRows| build(&labels[job.source], job);
     let docs = Documents::new(out, SPANS_PER_DOCUMENT);
-    let (made, written) = run_ordered(workers(), 6, produce, work, (docs, 0), write_trace);
+    let workers = workers();
+    // Sessions are the unit here, so few are out at once: memory follows
+    // the largest sessions, not the ledger.
+    let (made, written) = run_ordered(workers, workers + 1, produce, work, (docs, 0), write_trace);
     let (docs, damaged) = finish_sink(made, written)?;
     docs.finish()?.flush()?;
     Ok(damaged)
@@ -323,13 +349,18 @@ fn export_otlp(
 fn build(label: &Label, job: SessionRows) -> Built {
     let mut problems = Vec::new();
     let mut events: Vec<Event> = Vec::with_capacity(job.rows.len());
-    for (seq, id, json) in &job.rows {
-        match serde_json::from_slice::<Event>(json) {
+    for (seq, id, json) in job.rows {
+        // Checked once as a whole, the text is parsed without a UTF-8 check
+        // per string.
+        let parsed = std::str::from_utf8(&json)
+            .map_err(|e| e.to_string())
+            .and_then(|text| serde_json::from_str::<Event>(text).map_err(|e| e.to_string()));
+        match parsed {
             Ok(event) => events.push(event),
             Err(e) => problems.push(damaged(
                 label,
-                *seq,
-                id,
+                seq,
+                &id,
                 &format!("does not parse as an event ({e}); left out of its session's trace"),
             )),
         }
