@@ -168,10 +168,10 @@ fn each_source<'e>(
     Ok(())
 }
 
-/// Rows, as one JSON lines job: the stored text of consecutive rows of
-/// one source, each followed by a newline (so that, all rows sound and
-/// untagged, the job is its own output), their ids, and each row's
-/// (seq, end of id, end of text).
+/// Consecutive rows of one source as read (a JSON lines job, or one
+/// session's rows for OTLP): their stored text, each followed by a newline
+/// (so that, all rows sound and untagged, a JSON lines job is its own
+/// output), their ids, and each row's (seq, end of id, end of text).
 struct RowBatch {
     source: usize,
     text: Vec<u8>,
@@ -284,9 +284,10 @@ fn write_lines(sink: &mut LineSink, lines: Lines) -> std::io::Result<()> {
 
 /// One session's rows as read, to be parsed and built off this thread.
 struct SessionRows {
-    source: usize,
     session: SessionRef,
-    rows: Vec<(i64, String, Vec<u8>)>,
+    /// In a few buffers, not one allocation per row: they are freed on
+    /// another thread.
+    rows: RowBatch,
 }
 
 /// A session's trace, and the rows it had to leave out.
@@ -313,20 +314,16 @@ fn export_otlp(
                 None => ledger.session_refs(since)?,
             };
             for session in sessions {
-                let mut rows = Vec::new();
+                let mut rows = RowBatch::new(i);
                 let whole = RowFilter {
                     session: Some(session.clone()),
                     since_unix_ns: None,
                 };
                 ledger.for_each_stored_text(&whole, |row| {
-                    rows.push((row.seq, row.id.to_string(), row.json.to_vec()));
+                    rows.add(row);
                     Ok::<_, LedgerError>(())
                 })?;
-                let job = SessionRows {
-                    source: i,
-                    session,
-                    rows,
-                };
+                let job = SessionRows { session, rows };
                 if !feed.send(job) {
                     return Ok(false);
                 }
@@ -335,12 +332,12 @@ fn export_otlp(
         })
     };
     let labels: Vec<Label> = sources.iter().map(|s| Label::of(epochs, s)).collect();
-    let work = |job: SessionRows| build(&labels[job.source], job);
+    let work = |job: SessionRows| build(&labels[job.rows.source], job);
     let docs = Documents::new(out, SPANS_PER_DOCUMENT);
     let workers = workers();
     // Sessions are the unit here, so few are out at once: memory follows
     // the largest sessions, not the ledger.
-    let (made, written) = run_ordered(workers, workers + 1, produce, work, (docs, 0), write_trace);
+    let (made, written) = run_ordered(workers, workers, produce, work, (docs, 0), write_trace);
     let (docs, damaged) = finish_sink(made, written)?;
     docs.finish()?.flush()?;
     Ok(damaged)
@@ -348,11 +345,11 @@ fn export_otlp(
 
 fn build(label: &Label, job: SessionRows) -> Built {
     let mut problems = Vec::new();
-    let mut events: Vec<Event> = Vec::with_capacity(job.rows.len());
-    for (seq, id, json) in job.rows {
+    let mut events: Vec<Event> = Vec::with_capacity(job.rows.rows.len());
+    for (seq, id, json) in job.rows.each() {
         // Checked once as a whole, the text is parsed without a UTF-8 check
         // per string.
-        let parsed = std::str::from_utf8(&json)
+        let parsed = std::str::from_utf8(json)
             .map_err(|e| e.to_string())
             .and_then(|text| serde_json::from_str::<Event>(text).map_err(|e| e.to_string()));
         match parsed {
@@ -360,7 +357,7 @@ fn build(label: &Label, job: SessionRows) -> Built {
             Err(e) => problems.push(damaged(
                 label,
                 seq,
-                &id,
+                &String::from_utf8_lossy(id),
                 &format!("does not parse as an event ({e}); left out of its session's trace"),
             )),
         }
