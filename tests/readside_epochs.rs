@@ -272,16 +272,31 @@ fn export_tags_every_line_with_its_epoch() {
         LIVE_PART
     );
     let otlp = h.lines(&["export", "--epoch", "all", "--format", "otlp"]);
-    assert_eq!(otlp.len(), 2, "one TracesData document per epoch");
-    let attrs = &otlp[1]["resourceSpans"][0]["resource"]["attributes"];
-    assert!(
-        attrs
-            .as_array()
-            .unwrap()
+    assert_eq!(otlp.len(), 1, "few spans: one document for both epochs");
+    let resources = otlp[0]["resourceSpans"].as_array().unwrap();
+    let value = |r: &Value, key: &str| -> String {
+        let attrs = r["resource"]["attributes"].as_array().unwrap();
+        let found = attrs.iter().find(|a| a["key"] == key).expect(key);
+        found["value"]["stringValue"].as_str().unwrap().to_string()
+    };
+    let crossing: Vec<&Value> = resources
+        .iter()
+        .filter(|r| value(r, "harnery.session.id") == h.crossing)
+        .collect();
+    let epochs: Vec<String> = crossing.iter().map(|r| value(r, "harnery.epoch")).collect();
+    assert_eq!(epochs, [h.archive.as_str(), "live"]);
+    // Each part has a root span of its own, in the session's one trace.
+    let root = |r: &Value| {
+        let spans = r["scopeSpans"][0]["spans"].as_array().unwrap();
+        let root = spans
             .iter()
-            .any(|a| a["key"] == "harnery.epoch" && a["value"]["stringValue"] == "live"),
-        "{attrs}"
-    );
+            .find(|s| s.get("parentSpanId").is_none())
+            .unwrap();
+        (root["spanId"].clone(), root["traceId"].clone())
+    };
+    let (archived, live) = (root(crossing[0]), root(crossing[1]));
+    assert_ne!(archived.0, live.0);
+    assert_eq!(archived.1, live.1);
 }
 
 #[test]
@@ -609,6 +624,16 @@ fn an_archive_whose_rows_do_not_parse_is_reported_per_part() {
         .collect();
     assert!(rules.contains(&"contract-parse"), "{doc}");
     assert_eq!(doc["epochs"][1]["ok"], true);
+    // An export needs the event only for OTLP; the row is named there and
+    // every other row still exported.
+    let out = h.run(&["export", "--format", "otlp", "--epoch", "all"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!("epoch {}: row seq 1 (event ", h.archive)),
+        "{err}"
+    );
+    assert_eq!(json_lines(&out).len(), 1);
     // The archive alone: what of it can be read, and the damaged row named.
     let out = h.run(&["replay", &h.crossing, "--epoch", &h.archive]);
     named(&out);

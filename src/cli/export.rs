@@ -1,139 +1,415 @@
-//! `harnery export [--format jsonl|otlp] [--session S] [--epoch E]`.
+//! `harnery export [--format jsonl|otlp] [--session S] [--since T] [--epoch E]`.
 //!
-//! With `--epoch all` (or a genesis id) every selected epoch is exported in
-//! chain order: JSON lines gain `"epoch"`, and OTLP prints one TracesData
-//! document per epoch, one per line (the OTLP file format), each resource
-//! carrying `harnery.epoch`. Without `--session` the events are streamed,
-//! never loaded whole, for JSON lines.
+//! Every format streams: rows are read, written and dropped, so an export
+//! holds a few batches of rows (JSON lines) or a few sessions (OTLP) at a
+//! time, never the ledger. The thread that reads the ledger only reads;
+//! checking and building run beside it (`read::export::ordered`).
+//!
+//! - JSON lines: each row's stored text, in chain order (in offset order
+//!   with `--session`). With `--epoch` other than the default, each line
+//!   ends with `"epoch":"<label>"`.
+//! - OTLP: `ExportTraceServiceRequest` documents, one per line, each with
+//!   at most `SPANS_PER_DOCUMENT` spans; a session's spans may go on in
+//!   the next document under a repeat of its resource. With `--epoch`, each
+//!   resource carries `harnery.epoch`.
+//!
+//! `--since T` keeps JSON lines at or after T, and OTLP sessions with any
+//! event at or after T (whole sessions: a trace cut at T would misstate
+//! its spans). A row that cannot be used (not JSON; for OTLP, not an event)
+//! is named on stderr by its sequence number and event id, and the export
+//! goes on to the end, then exits 1.
 
-use std::io::Write;
-
-use serde_json::Value;
+use std::io::{BufWriter, Stdout, Write};
 
 use super::{CmdError, CmdResult, EpochArg, Outcome};
-use crate::contract::Event;
+use crate::contract::{Event, SessionRef};
 use crate::home::Home;
+use crate::ledger::{LedgerError, RowFilter, StoredText, parse_time};
 use crate::read::epochs::{Epochs, OpenEpoch, warn};
-use crate::read::export::{jsonl_line, otlp_traces};
+use crate::read::export::SPANS_PER_DOCUMENT;
+use crate::read::export::jsonl::{self, JsonLines};
+use crate::read::export::ordered::{Feed, run_ordered, workers};
+use crate::read::export::otlp::{Documents, Part, SessionTrace, session_trace};
+
+/// Bytes of stored text per JSON lines job.
+const BATCH_BYTES: usize = 256 * 1024;
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 enum Format {
-    /// One canonical event per line.
+    /// One canonical event per line: each row's stored text.
     Jsonl,
-    /// One OTLP/JSON TracesData document.
+    /// OTLP/JSON ExportTraceServiceRequest documents, one per line, each
+    /// with a bounded number of spans.
     Otlp,
 }
 
 #[derive(Debug, clap::Args)]
+#[command(after_help = after_help())]
 pub struct Args {
     #[arg(long, value_enum, default_value = "jsonl")]
     format: Format,
     /// Only this session (its id, or adapter/id).
     #[arg(long)]
     session: Option<String>,
+    /// Only events at or after this RFC 3339 time (OTLP: sessions with an
+    /// event at or after it, whole).
+    #[arg(long, value_name = "RFC3339")]
+    since: Option<String>,
     #[command(flatten)]
     epoch: EpochArg,
 }
 
+fn after_help() -> String {
+    format!(
+        "OTLP documents carry at most {SPANS_PER_DOCUMENT} spans each; a session with more \
+         goes on in the next document under a repeat of its resource. A recovered span \
+         ends at its request time; its recovery bound is an attribute, never a duration.\n\
+         A row that cannot be exported is named on stderr by its seq and event id, and the \
+         export goes on to the end; the exit code is then 1."
+    )
+}
+
+/// One epoch to read, and which of its rows.
+struct Source<'e> {
+    epoch: &'e OpenEpoch,
+    filter: RowFilter,
+}
+
+/// What the workers know of a source: no ledger handle leaves the reading
+/// thread.
+struct Label {
+    /// The epoch label rows carry, when they carry one.
+    tag: Option<String>,
+    /// The genesis id of an archived epoch.
+    archive: Option<String>,
+}
+
+impl Label {
+    fn of(epochs: &Epochs, source: &Source<'_>) -> Label {
+        let epoch = source.epoch;
+        Label {
+            tag: epochs.tagged.then(|| epoch.label.clone()),
+            archive: (epoch.label != "live").then(|| epoch.genesis_id.clone()),
+        }
+    }
+}
+
 pub fn run(args: Args) -> CmdResult {
+    let since = match &args.since {
+        Some(text) => Some(parse_time(text).ok_or_else(|| {
+            format!("--since {text:?} is not an RFC 3339 time (e.g. 2026-11-30T12:00:00Z)")
+        })?),
+        None => None,
+    };
     let home = Home::from_env()?;
     let epochs = Epochs::open(&home, &args.epoch.epoch)?;
     epochs.report_unreadable("export")?;
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    match &args.session {
+    let sources = sources(&epochs, args.session.as_deref(), since)?;
+    let out = BufWriter::with_capacity(1 << 16, std::io::stdout());
+    let damaged = match args.format {
+        Format::Jsonl => export_jsonl(&epochs, &sources, out)?,
+        Format::Otlp => export_otlp(&epochs, &sources, since, out)?,
+    };
+    Ok(if damaged > 0 {
+        Outcome::Problems
+    } else {
+        Outcome::Clean
+    })
+}
+
+fn sources<'e>(
+    epochs: &'e Epochs,
+    session: Option<&str>,
+    since: Option<i64>,
+) -> Result<Vec<Source<'e>>, CmdError> {
+    let filter = |session: Option<SessionRef>| RowFilter {
+        session,
+        since_unix_ns: since,
+    };
+    Ok(match session {
         Some(name) => {
             let found = epochs.session("export", name)?;
-            for (epoch, events) in found.read("export", &epochs, |l, s| l.session_events(s))? {
-                write_epoch(&mut out, &epochs, epoch, args.format, &events)?;
-            }
+            let session = Some(found.session.clone());
+            let parts = found.parts.iter();
+            parts
+                .map(|epoch| Source {
+                    epoch,
+                    filter: filter(session.clone()),
+                })
+                .collect()
         }
-        None => {
-            for epoch in &epochs.open {
-                match export_epoch(&mut out, &epochs, epoch, args.format) {
-                    // A failed write (a closed pipe) is not the epoch's fault.
-                    Err(e) if epochs.tagged && !e.is::<std::io::Error>() => {
-                        warn("export", &epoch.label, &e.to_string())
+        None => epochs
+            .open
+            .iter()
+            .map(|epoch| Source {
+                epoch,
+                filter: filter(None),
+            })
+            .collect(),
+    })
+}
+
+/// Read every source; an epoch that fails part way is reported and the
+/// rest still read, unless only the live epoch was asked for.
+fn each_source<'e>(
+    epochs: &Epochs,
+    sources: &'e [Source<'e>],
+    mut read: impl FnMut(usize, &'e Source<'e>) -> Result<bool, LedgerError>,
+) -> Result<(), CmdError> {
+    for (i, source) in sources.iter().enumerate() {
+        match read(i, source) {
+            Ok(true) => {}
+            // The writer stopped (a closed pipe): its error is the answer.
+            Ok(false) => return Ok(()),
+            Err(e) if epochs.tagged => warn("export", &source.epoch.label, &e.to_string()),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+/// Consecutive rows of one source as read (a JSON lines job, or one
+/// session's rows for OTLP): their stored text, each followed by a newline
+/// (so that, all rows sound and untagged, a JSON lines job is its own
+/// output), their ids, and each row's (seq, end of id, end of text).
+struct RowBatch {
+    source: usize,
+    text: Vec<u8>,
+    ids: Vec<u8>,
+    rows: Vec<(i64, usize, usize)>,
+}
+
+impl RowBatch {
+    fn new(source: usize) -> RowBatch {
+        RowBatch {
+            source,
+            text: Vec::with_capacity(BATCH_BYTES + 4096),
+            ids: Vec::new(),
+            rows: Vec::new(),
+        }
+    }
+
+    fn add(&mut self, row: StoredText<'_>) {
+        self.ids.extend_from_slice(row.id.as_bytes());
+        self.text.extend_from_slice(row.json);
+        self.rows.push((row.seq, self.ids.len(), self.text.len()));
+        self.text.push(b'\n');
+    }
+
+    /// Each row: seq, id, stored text (without its newline).
+    fn each(&self) -> impl Iterator<Item = (i64, &[u8], &[u8])> {
+        let mut starts = (0, 0);
+        self.rows.iter().map(move |&(seq, id_end, end)| {
+            let (id, text) = (&self.ids[starts.0..id_end], &self.text[starts.1..end]);
+            starts = (id_end, end + 1);
+            (seq, id, text)
+        })
+    }
+}
+
+/// Lines ready to write, and what was left out.
+struct Lines {
+    bytes: Vec<u8>,
+    problems: Vec<String>,
+}
+
+fn export_jsonl(
+    epochs: &Epochs,
+    sources: &[Source<'_>],
+    out: BufWriter<Stdout>,
+) -> Result<usize, CmdError> {
+    let labels: Vec<Label> = sources.iter().map(|s| Label::of(epochs, s)).collect();
+    let writers: Vec<JsonLines> = labels
+        .iter()
+        .map(|l| JsonLines::new(l.tag.as_deref()))
+        .collect();
+    let produce = |feed: &mut Feed<RowBatch>| {
+        each_source(epochs, sources, |i, source| {
+            let mut batch = RowBatch::new(i);
+            let mut open = true;
+            source
+                .epoch
+                .ledger
+                .for_each_stored_text(&source.filter, |row| {
+                    if open {
+                        batch.add(row);
+                        if batch.text.len() >= BATCH_BYTES {
+                            open = feed.send(std::mem::replace(&mut batch, RowBatch::new(i)));
+                        }
                     }
-                    done => done?,
+                    Ok::<_, LedgerError>(())
+                })?;
+            Ok(open && feed.send(batch))
+        })
+    };
+    let work = |batch: RowBatch| lines_of(&writers[batch.source], &labels[batch.source], batch);
+    finish(run_ordered(
+        workers(),
+        8,
+        produce,
+        work,
+        (out, 0),
+        write_lines,
+    ))
+}
+
+/// A batch's lines. Untagged and sound, the batch's own text is the
+/// output; otherwise lines are built row by row.
+fn lines_of(writer: &JsonLines, label: &Label, batch: RowBatch) -> Lines {
+    let sound = |text: &[u8]| jsonl::check(text).is_ok();
+    if writer.untagged() && batch.each().all(|(_, _, text)| sound(text)) {
+        return Lines {
+            bytes: batch.text,
+            problems: Vec::new(),
+        };
+    }
+    let mut lines = Lines {
+        bytes: Vec::with_capacity(batch.text.len() + batch.rows.len() * 32),
+        problems: Vec::new(),
+    };
+    for (seq, id, text) in batch.each() {
+        if writer.push(text, &mut lines.bytes).is_err() {
+            let id = String::from_utf8_lossy(id);
+            let what = "is not a JSON object on one line; left out";
+            lines.problems.push(damaged(label, seq, &id, what));
+        }
+    }
+    lines
+}
+
+fn write_lines(sink: &mut LineSink, lines: Lines) -> std::io::Result<()> {
+    report(&mut sink.1, &lines.problems);
+    sink.0.write_all(&lines.bytes)
+}
+
+/// One session's rows as read, to be parsed and built off this thread.
+struct SessionRows {
+    session: SessionRef,
+    /// In a few buffers, not one allocation per row: they are freed on
+    /// another thread.
+    rows: RowBatch,
+}
+
+/// A session's trace, and the rows it had to leave out.
+struct Built {
+    trace: SessionTrace,
+    problems: Vec<String>,
+}
+
+fn export_otlp(
+    epochs: &Epochs,
+    sources: &[Source<'_>],
+    since: Option<i64>,
+    out: BufWriter<Stdout>,
+) -> Result<usize, CmdError> {
+    let produce = |feed: &mut Feed<SessionRows>| {
+        each_source(epochs, sources, |i, source| {
+            let ledger = &source.epoch.ledger;
+            let sessions = match &source.filter.session {
+                Some(s) => ledger
+                    .session_refs(since)?
+                    .into_iter()
+                    .filter(|r| r == s)
+                    .collect(),
+                None => ledger.session_refs(since)?,
+            };
+            for session in sessions {
+                let mut rows = RowBatch::new(i);
+                let whole = RowFilter {
+                    session: Some(session.clone()),
+                    since_unix_ns: None,
+                };
+                ledger.for_each_stored_text(&whole, |row| {
+                    rows.add(row);
+                    Ok::<_, LedgerError>(())
+                })?;
+                let job = SessionRows { session, rows };
+                if !feed.send(job) {
+                    return Ok(false);
                 }
             }
-        }
-    }
-    out.flush()?;
-    Ok(Outcome::Clean)
-}
-
-/// Every event of one epoch: streamed as JSON lines, or one OTLP document.
-fn export_epoch(
-    out: &mut impl Write,
-    epochs: &Epochs,
-    epoch: &OpenEpoch,
-    format: Format,
-) -> Result<(), CmdError> {
-    if let Format::Otlp = format {
-        let events = epoch.ledger.events()?;
-        return write_epoch(out, epochs, epoch, format, &events);
-    }
-    let tag = epochs.tagged.then_some(epoch.label.as_str());
-    let mut failed: Option<CmdError> = None;
-    epoch.ledger.for_each_event(|stored| {
-        if failed.is_none()
-            && let Err(e) = write_line(out, &stored.event, tag)
-        {
-            failed = Some(e);
-        }
-        Ok(())
-    })?;
-    failed.map_or(Ok(()), Err)
-}
-
-fn write_epoch(
-    out: &mut impl Write,
-    epochs: &Epochs,
-    epoch: &OpenEpoch,
-    format: Format,
-    events: &[Event],
-) -> Result<(), CmdError> {
-    let tag = epochs.tagged.then_some(epoch.label.as_str());
-    match format {
-        Format::Jsonl => {
-            for event in events {
-                write_line(out, event, tag)?;
-            }
-        }
-        Format::Otlp => {
-            let mut doc = otlp_traces(events);
-            if let Some(label) = tag {
-                tag_resources(&mut doc, label);
-            }
-            writeln!(out, "{}", serde_json::to_string(&doc)?)?;
-        }
-    }
-    Ok(())
-}
-
-fn write_line(out: &mut impl Write, event: &Event, epoch: Option<&str>) -> Result<(), CmdError> {
-    match epoch {
-        None => writeln!(out, "{}", jsonl_line(event)?)?,
-        Some(label) => {
-            let mut v = serde_json::to_value(event)?;
-            v["epoch"] = label.into();
-            writeln!(out, "{v}")?;
-        }
-    }
-    Ok(())
-}
-
-/// Add `harnery.epoch` to every resource of an OTLP document.
-fn tag_resources(doc: &mut Value, label: &str) {
-    let Some(resources) = doc["resourceSpans"].as_array_mut() else {
-        return;
+            Ok(true)
+        })
     };
-    for r in resources {
-        if let Some(attrs) = r["resource"]["attributes"].as_array_mut() {
-            attrs
-                .push(serde_json::json!({"key": "harnery.epoch", "value": {"stringValue": label}}));
+    let labels: Vec<Label> = sources.iter().map(|s| Label::of(epochs, s)).collect();
+    let work = |job: SessionRows| build(&labels[job.rows.source], job);
+    let docs = Documents::new(out, SPANS_PER_DOCUMENT);
+    let workers = workers();
+    // Sessions are the unit here, so few are out at once: memory follows
+    // the largest sessions, not the ledger.
+    let (made, written) = run_ordered(workers, workers, produce, work, (docs, 0), write_trace);
+    let (docs, damaged) = finish_sink(made, written)?;
+    docs.finish()?.flush()?;
+    Ok(damaged)
+}
+
+fn build(label: &Label, job: SessionRows) -> Built {
+    let mut problems = Vec::new();
+    let mut events: Vec<Event> = Vec::with_capacity(job.rows.rows.len());
+    for (seq, id, json) in job.rows.each() {
+        // Checked once as a whole, the text is parsed without a UTF-8 check
+        // per string.
+        let parsed = std::str::from_utf8(json)
+            .map_err(|e| e.to_string())
+            .and_then(|text| serde_json::from_str::<Event>(text).map_err(|e| e.to_string()));
+        match parsed {
+            Ok(event) => events.push(event),
+            Err(e) => problems.push(damaged(
+                label,
+                seq,
+                &String::from_utf8_lossy(id),
+                &format!("does not parse as an event ({e}); left out of its session's trace"),
+            )),
         }
     }
+    let refs: Vec<&Event> = events.iter().collect();
+    let part = Part {
+        epoch_tag: label.tag.as_deref(),
+        archive: label.archive.as_deref(),
+    };
+    Built {
+        trace: session_trace(&job.session, &refs, part),
+        problems,
+    }
+}
+
+type TraceSink = (Documents<BufWriter<Stdout>>, usize);
+
+fn write_trace(sink: &mut TraceSink, built: Built) -> std::io::Result<()> {
+    report(&mut sink.1, &built.problems);
+    sink.0.push(&built.trace)
+}
+
+/// A row left out, as stderr names it.
+fn damaged(label: &Label, seq: i64, id: &str, what: &str) -> String {
+    let epoch = label
+        .tag
+        .as_ref()
+        .map_or(String::new(), |t| format!("epoch {t}: "));
+    format!("harnery export: {epoch}row seq {seq} (event {id}) {what}")
+}
+
+fn report(count: &mut usize, problems: &[String]) {
+    for p in problems {
+        eprintln!("{p}");
+    }
+    *count += problems.len();
+}
+
+type LineSink = (BufWriter<Stdout>, usize);
+
+fn finish(
+    (made, written): (Result<(), CmdError>, std::io::Result<LineSink>),
+) -> Result<usize, CmdError> {
+    let (mut out, damaged) = finish_sink(made, written)?;
+    out.flush()?;
+    Ok(damaged)
+}
+
+/// The writer's error first (a closed pipe ends the reading early, so the
+/// reader's answer is moot), then the reader's.
+fn finish_sink<S>(made: Result<(), CmdError>, written: std::io::Result<S>) -> Result<S, CmdError> {
+    let sink = written?;
+    made?;
+    Ok(sink)
 }

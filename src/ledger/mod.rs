@@ -35,8 +35,8 @@ pub use genesis::{
     capability_digests,
 };
 pub use query::{
-    DamagedRow, EndRequestRow, HealthRow, SessionSummary, SpanCounts, SpanRow, SpanState,
-    StoredEvent,
+    DamagedRow, EndRequestRow, HealthRow, RowFilter, SessionSummary, SpanCounts, SpanRow,
+    SpanState, StoredEvent, StoredText,
 };
 pub use timeline::{Timeline, TimelineEntry};
 

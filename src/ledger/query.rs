@@ -1,5 +1,6 @@
 //! Read queries: sessions, a session's events in offset order, all events
-//! streamed in chain order, spans, pending end requests and health rows.
+//! streamed in chain order (parsed, or as their stored text), spans,
+//! pending end requests and health rows.
 
 use rusqlite::{OptionalExtension, Row, params};
 use serde::Serialize;
@@ -129,6 +130,25 @@ pub struct StoredEvent {
     pub json: String,
     pub hash: Vec<u8>,
     pub event: Event,
+}
+
+/// Which event rows a stream yields: one session's (by its offset
+/// index, in offset order) or every session's (in chain order), and only
+/// those at or after a time. The filters combine.
+#[derive(Debug, Clone, Default)]
+pub struct RowFilter {
+    pub session: Option<SessionRef>,
+    pub since_unix_ns: Option<i64>,
+}
+
+/// One event row's stored text, borrowed for the length of a callback:
+/// nothing is parsed, so a damaged row still arrives, to be judged by
+/// whoever reads it.
+#[derive(Debug, Clone, Copy)]
+pub struct StoredText<'r> {
+    pub seq: i64,
+    pub id: &'r str,
+    pub json: &'r [u8],
 }
 
 impl Ledger {
@@ -321,6 +341,57 @@ impl Ledger {
             })?;
         }
         Ok(())
+    }
+
+    /// The stored text of every row `filter` keeps, one row at a time:
+    /// in offset order for one session, else in chain order. Nothing is
+    /// parsed or kept; `f` sees each row once and may stop the stream with
+    /// an error of its own.
+    pub fn for_each_stored_text<E: From<LedgerError>>(
+        &self,
+        filter: &RowFilter,
+        mut f: impl FnMut(StoredText<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let since = filter.since_unix_ns.unwrap_or(i64::MIN);
+        let (adapter, session_id) = match &filter.session {
+            Some(s) => (Some(s.adapter.as_str()), Some(s.session_id.as_str())),
+            None => (None, None),
+        };
+        let sql = match filter.session {
+            Some(_) => {
+                "SELECT seq, id, CAST(json AS BLOB) FROM events \
+                 WHERE adapter = ?1 AND session_id = ?2 AND time_unix_ns >= ?3 ORDER BY offset"
+            }
+            None => {
+                "SELECT seq, id, CAST(json AS BLOB) FROM events \
+                 WHERE ?1 IS NULL AND ?2 IS NULL AND time_unix_ns >= ?3 ORDER BY seq"
+            }
+        };
+        let read = |e: rusqlite::Error| E::from(LedgerError::from(e));
+        let mut stmt = self.conn.prepare_cached(sql).map_err(read)?;
+        let mut rows = stmt
+            .query(params![adapter, session_id, since])
+            .map_err(read)?;
+        while let Some(r) = rows.next().map_err(read)? {
+            let text = |i| r.get_ref(i).map_err(read);
+            f(StoredText {
+                seq: r.get(0).map_err(read)?,
+                id: text(1)?.as_str().map_err(|e| read(e.into()))?,
+                json: text(2)?.as_blob().map_err(|e| read(e.into()))?,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Every session with an event at or after `since` (all of them
+    /// without it), ordered by adapter then id. Only the keys: a caller
+    /// reads each session's rows on its own.
+    pub fn session_refs(&self, since_unix_ns: Option<i64>) -> Result<Vec<SessionRef>, LedgerError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT adapter, session_id FROM sessions WHERE last_unix_ns >= ?1 ORDER BY adapter, session_id",
+        )?;
+        let rows = stmt.query_map([since_unix_ns.unwrap_or(i64::MIN)], |r| session_at(r, 0))?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
     }
 
     /// Every event in chain order (loads them all; prefer `for_each_event`).

@@ -1,0 +1,721 @@
+//! OTLP/JSON traces: one session's events as spans, and the bounded
+//! `ExportTraceServiceRequest` documents that carry them.
+//!
+//! Mapping (one resource and one trace per session):
+//! - the session is a root span, `invoke_agent <adapter>`;
+//! - each turn is a child span covering the receipt's wall interval;
+//! - each tool span is `execute_tool <name>` under its turn, with the
+//!   OpenTelemetry GenAI attributes `gen_ai.operation.name = execute_tool`,
+//!   `gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.conversation.id`;
+//! - each `harnery exec` command is `exec <argv0>` with `process.*` attributes.
+//!
+//! The trace id is derived from the session, span ids from event ids, so an
+//! export is reproducible. A session's part in an archived epoch derives
+//! its root and turn span ids from the epoch's genesis id as well, so the
+//! parts of one trace never share a span id; the live part keeps the ids
+//! it always had.
+//!
+//! A recovered span carries `harnery.recovery.reason` and `harnery.outcome
+//! = unknown`, and its status stays unset: recovery never invents a result.
+//! Neither does it invent a duration: a recovered span, like an open one,
+//! ends where it started (`harnery.span.end = not_observed`). The ADR 0078
+//! upper bound is only an attribute (`harnery.recovery.elapsed_upper_bound_ms`),
+//! and the sweep that closed the span is `harnery.recovery.swept_unix_nano`,
+//! so a trace tool never draws request-to-sweep as time spent.
+//!
+//! Documents are written straight from `Serialize` structs whose fields are
+//! in sorted order, the order the `serde_json::Value` trees of earlier
+//! builds printed, so a span's text is unchanged wherever its meaning is.
+
+use std::borrow::Cow;
+use std::io::{self, Write};
+
+use serde::{Serialize, Serializer};
+
+use super::super::receipts::session_receipts;
+use super::super::spans::{Span, SpanKind, SpanState, pair_spans};
+use crate::contract::{Event, Observation, Outcome, Payload, SessionRef};
+
+/// OTLP span kind INTERNAL.
+const KIND_INTERNAL: u8 = 1;
+/// OTLP status code ERROR.
+const STATUS_ERROR: u8 = 2;
+
+/// Which epoch a session's events come from, as its spans show it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Part<'a> {
+    /// Added to the resource as `harnery.epoch` when rows carry their epoch.
+    pub epoch_tag: Option<&'a str>,
+    /// The genesis id of an archived epoch (`None` for the live one).
+    pub archive: Option<&'a str>,
+}
+
+/// One session's spans, each already serialized, and the opening of the
+/// resource that holds them.
+pub struct SessionTrace {
+    resource_head: String,
+    spans: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl SessionTrace {
+    /// Each span's JSON text, in export order (root, turns, then spans).
+    pub fn spans(&self) -> impl Iterator<Item = &[u8]> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts.zip(&self.ends).map(|(a, &b)| &self.spans[a..b])
+    }
+
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+}
+
+/// One session's events (offset order, one epoch) as its trace.
+pub fn session_trace(session: &SessionRef, events: &[&Event], part: Part<'_>) -> SessionTrace {
+    let ctx = Ctx::new(session, part.archive);
+    let mut trace = SessionTrace {
+        resource_head: resource_head(session, part.epoch_tag),
+        spans: Vec::new(),
+        ends: Vec::new(),
+    };
+    let mut push = |span: SpanOut<'_>| {
+        serde_json::to_writer(&mut trace.spans, &span).expect("a span serializes into memory");
+        trace.ends.push(trace.spans.len());
+    };
+    push(ctx.root(events));
+    for turn in &session_receipts(events).turns {
+        let attrs = vec![
+            attr_str("harnery.turn.id", &turn.turn_id),
+            attr_str("harnery.turn.source", turn.turn_source),
+            attr_int("harnery.turn.tool_known_ms", turn.tools.known_ms as i64),
+            attr_int(
+                "harnery.turn.tool_upper_bound_ms",
+                turn.tools.upper_bound_ms as i64,
+            ),
+            attr_bool(
+                "harnery.turn.tool_eligible_for_ranking",
+                turn.tools.eligible_for_ranking,
+            ),
+        ];
+        let (start, end) = (turn.started_unix_ns, turn.ended_unix_ns);
+        let id = ctx.turn_span_id(&turn.turn_id);
+        push(ctx.span(
+            id,
+            Some(ctx.root_id.clone()),
+            "turn".into(),
+            start,
+            end,
+            attrs,
+        ));
+    }
+    for span in pair_spans(events) {
+        push(ctx.span_of(&span));
+    }
+    trace
+}
+
+/// `{"resource":…,"scopeSpans":[{"scope":…,"spans":[`, closed by
+/// [`RESOURCE_TAIL`].
+fn resource_head(session: &SessionRef, epoch_tag: Option<&str>) -> String {
+    let mut attributes = vec![
+        attr_str("service.name", "harnery"),
+        attr_str("harnery.adapter", session.adapter.as_str()),
+        attr_str("harnery.session.id", &session.session_id),
+    ];
+    if let Some(label) = epoch_tag {
+        attributes.push(attr_str("harnery.epoch", label));
+    }
+    let resource =
+        serde_json::to_string(&ResourceOut { attributes }).expect("attributes serialize");
+    let version = env!("CARGO_PKG_VERSION");
+    format!(
+        "{{\"resource\":{resource},\"scopeSpans\":[{{\"scope\":{{\"name\":\"harnery\",\"version\":\"{version}\"}},\"spans\":["
+    )
+}
+
+const RESOURCE_TAIL: &[u8] = b"]}]}";
+const DOCUMENT_HEAD: &[u8] = b"{\"resourceSpans\":[";
+const DOCUMENT_TAIL: &[u8] = b"]}\n";
+
+/// Writes traces as `ExportTraceServiceRequest` documents, one per line,
+/// each holding at most `limit` spans; a trace that does not fit goes on
+/// in the next document under a repeat of its resource. No spans, no
+/// document.
+pub struct Documents<W: Write> {
+    out: W,
+    limit: usize,
+    spans_in_doc: usize,
+    resources_in_doc: usize,
+    doc_open: bool,
+}
+
+impl<W: Write> Documents<W> {
+    pub fn new(out: W, limit: usize) -> Documents<W> {
+        assert!(limit > 0, "a document holds at least one span");
+        Documents {
+            out,
+            limit,
+            spans_in_doc: 0,
+            resources_in_doc: 0,
+            doc_open: false,
+        }
+    }
+
+    pub fn push(&mut self, trace: &SessionTrace) -> io::Result<()> {
+        let mut in_resource = 0;
+        for span in trace.spans() {
+            if self.spans_in_doc == self.limit {
+                self.out.write_all(RESOURCE_TAIL)?;
+                self.close()?;
+                in_resource = 0;
+            }
+            if !self.doc_open {
+                self.out.write_all(DOCUMENT_HEAD)?;
+                self.doc_open = true;
+            }
+            if in_resource == 0 {
+                if self.resources_in_doc > 0 {
+                    self.out.write_all(b",")?;
+                }
+                self.out.write_all(trace.resource_head.as_bytes())?;
+                self.resources_in_doc += 1;
+            } else {
+                self.out.write_all(b",")?;
+            }
+            self.out.write_all(span)?;
+            in_resource += 1;
+            self.spans_in_doc += 1;
+        }
+        if in_resource > 0 {
+            self.out.write_all(RESOURCE_TAIL)?;
+        }
+        Ok(())
+    }
+
+    /// Close the last document; hand back the writer.
+    pub fn finish(mut self) -> io::Result<W> {
+        if self.doc_open {
+            self.close()?;
+        }
+        Ok(self.out)
+    }
+
+    fn close(&mut self) -> io::Result<()> {
+        self.out.write_all(DOCUMENT_TAIL)?;
+        self.doc_open = false;
+        self.spans_in_doc = 0;
+        self.resources_in_doc = 0;
+        Ok(())
+    }
+}
+
+/// 32 hex digits derived from the session.
+pub fn trace_id(session: &SessionRef) -> String {
+    id_hex(
+        "harnery.otlp.trace",
+        &[session.adapter.as_str(), &session.session_id],
+        16,
+    )
+}
+
+/// 16 hex digits derived from a key (an event id, or a turn id).
+pub fn span_id(key: &str) -> String {
+    id_hex("harnery.otlp.span", &[key], 8)
+}
+
+fn id_hex(tag: &str, parts: &[&str], bytes: usize) -> String {
+    let mut hasher = blake3::Hasher::new();
+    for part in std::iter::once(&tag).chain(parts) {
+        hasher.update(&(part.len() as u64).to_le_bytes());
+        hasher.update(part.as_bytes());
+    }
+    hasher.finalize().to_hex()[..bytes * 2].to_string()
+}
+
+#[derive(Serialize)]
+struct ResourceOut<'a> {
+    attributes: Vec<Attr<'a>>,
+}
+
+/// A span, its fields in sorted order.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SpanOut<'a> {
+    attributes: Vec<Attr<'a>>,
+    end_time_unix_nano: DecimalI64,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    events: Vec<SpanEventOut<'a>>,
+    kind: u8,
+    name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parent_span_id: Option<String>,
+    span_id: String,
+    start_time_unix_nano: DecimalI64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<StatusOut>,
+    trace_id: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SpanEventOut<'a> {
+    attributes: Vec<Attr<'a>>,
+    name: &'static str,
+    time_unix_nano: DecimalI64,
+}
+
+#[derive(Serialize)]
+struct StatusOut {
+    code: u8,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    message: String,
+}
+
+#[derive(Serialize)]
+struct Attr<'a> {
+    key: &'static str,
+    value: AnyValue<'a>,
+}
+
+#[derive(Serialize)]
+enum AnyValue<'a> {
+    #[serde(rename = "stringValue")]
+    String(Cow<'a, str>),
+    #[serde(rename = "intValue")]
+    Int(DecimalI64),
+    #[serde(rename = "boolValue")]
+    Bool(bool),
+    #[serde(rename = "arrayValue")]
+    Array { values: Vec<AnyValue<'a>> },
+}
+
+/// OTLP/JSON carries 64-bit integers as decimal strings.
+#[derive(Clone, Copy)]
+struct DecimalI64(i64);
+
+impl Serialize for DecimalI64 {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&self.0)
+    }
+}
+
+struct Ctx<'s> {
+    session: &'s SessionRef,
+    trace_id: String,
+    root_id: String,
+    /// The genesis id of an archived part, folded into root and turn ids.
+    archive: Option<&'s str>,
+}
+
+impl<'s> Ctx<'s> {
+    fn new(session: &'s SessionRef, archive: Option<&'s str>) -> Ctx<'s> {
+        let mut root_key = format!("session:{}:{}", session.adapter, session.session_id);
+        if let Some(genesis) = archive {
+            root_key.push_str(&format!(":epoch:{genesis}"));
+        }
+        Ctx {
+            session,
+            trace_id: trace_id(session),
+            root_id: span_id(&root_key),
+            archive,
+        }
+    }
+
+    fn turn_span_id(&self, turn_id: &str) -> String {
+        let mut key = format!("turn:{}:{turn_id}", self.session.session_id);
+        if let Some(genesis) = self.archive {
+            key.push_str(&format!(":epoch:{genesis}"));
+        }
+        span_id(&key)
+    }
+
+    fn root<'a>(&'a self, events: &[&Event]) -> SpanOut<'a> {
+        let start = events.iter().map(|e| e.time_unix_ns).min().unwrap_or(0);
+        let end = events.iter().map(|e| e.time_unix_ns).max().unwrap_or(0);
+        let adapter = self.session.adapter.as_str();
+        let attrs = vec![
+            attr_str("gen_ai.operation.name", "invoke_agent"),
+            attr_str("gen_ai.agent.name", adapter),
+        ];
+        let name = format!("invoke_agent {adapter}");
+        self.span(self.root_id.clone(), None, name, start, end, attrs)
+    }
+
+    fn span<'a>(
+        &'a self,
+        span_id: String,
+        parent_span_id: Option<String>,
+        name: String,
+        start: i64,
+        end: i64,
+        mut attributes: Vec<Attr<'a>>,
+    ) -> SpanOut<'a> {
+        attributes.push(attr_str("gen_ai.conversation.id", &self.session.session_id));
+        SpanOut {
+            attributes,
+            end_time_unix_nano: DecimalI64(end.max(start).max(0)),
+            events: Vec::new(),
+            kind: KIND_INTERNAL,
+            name,
+            parent_span_id,
+            span_id,
+            start_time_unix_nano: DecimalI64(start.max(0)),
+            status: None,
+            trace_id: &self.trace_id,
+        }
+    }
+
+    fn span_of<'a>(&'a self, span: &Span<'a>) -> SpanOut<'a> {
+        let anchor = span.anchor();
+        let parent = match span.turn_id() {
+            Some(turn) => self.turn_span_id(turn),
+            None => self.root_id.clone(),
+        };
+        let (name, mut attrs) = match span.kind {
+            SpanKind::Tool => tool_identity(span),
+            SpanKind::Command => command_identity(span),
+        };
+        let (start, end, end_label) = span_times(span);
+        attrs.extend(state_attributes(span, end_label));
+        let id = span_id(anchor.id.as_str());
+        let mut out = self.span(id, Some(parent), name, start, end, attrs);
+        out.status = status_of(span);
+        out.events = span.late.iter().map(|e| late_event(e)).collect();
+        out
+    }
+}
+
+fn tool_identity<'a>(span: &Span<'a>) -> (String, Vec<Attr<'a>>) {
+    let tool = span.tool_name().unwrap_or("unknown");
+    let mut attrs = vec![
+        attr_str("gen_ai.operation.name", "execute_tool"),
+        attr_str("gen_ai.tool.name", tool),
+    ];
+    if let Some(call) = span.tool_call_id() {
+        attrs.push(attr_str("gen_ai.tool.call.id", call));
+    }
+    (format!("execute_tool {tool}"), attrs)
+}
+
+fn command_identity<'a>(span: &Span<'a>) -> (String, Vec<Attr<'a>>) {
+    let argv: &'a [String] = match span.request.map(|r| &r.payload) {
+        Some(Payload::CommandRequested(p)) => &p.argv,
+        _ => &[],
+    };
+    let program = argv.first().map_or("unknown", String::as_str);
+    let values = argv
+        .iter()
+        .map(|a| AnyValue::String(Cow::Borrowed(a)))
+        .collect();
+    let mut attrs = vec![
+        attr_str("harnery.span.kind", "command"),
+        Attr {
+            key: "process.command_args",
+            value: AnyValue::Array { values },
+        },
+    ];
+    if let Some(Payload::CommandCompleted(p)) = span.terminal.map(|t| &t.payload)
+        && let Some(code) = p.exit_code
+    {
+        attrs.push(attr_int("process.exit.code", code));
+    }
+    (format!("exec {program}"), attrs)
+}
+
+/// Start, end, and where the end came from. Only an observed terminal
+/// ends a span later than it started: a recovery sweep is not one.
+fn span_times(span: &Span) -> (i64, i64, &'static str) {
+    let start = span.anchor().time_unix_ns;
+    match (span.state(), span.terminal) {
+        (SpanState::Closed, Some(t)) => (start.min(t.time_unix_ns), t.time_unix_ns, "observed"),
+        _ => (start, start, "not_observed"),
+    }
+}
+
+fn state_attributes<'a>(span: &Span<'a>, end_label: &'static str) -> Vec<Attr<'a>> {
+    let state = match span.state() {
+        SpanState::Open => "open",
+        SpanState::Closed => "closed",
+        SpanState::Recovered(_) => "recovered",
+    };
+    let outcome = span.outcome().map_or("unknown", outcome_str);
+    let mut attrs = vec![
+        attr_str("harnery.span.state", state),
+        attr_str("harnery.span.end", end_label),
+        attr_str("harnery.outcome", outcome),
+    ];
+    if span.request_recovered() {
+        attrs.push(attr_str(
+            "harnery.request.recovery.reason",
+            "request_not_observed",
+        ));
+    }
+    if let Some(Observation::Observed(ms)) = span.reported_duration() {
+        attrs.push(attr_int("harnery.duration_ms", *ms as i64));
+    }
+    if let Some(terminal) = span.terminal
+        && let Some(recovery) = terminal.payload.recovery()
+    {
+        attrs.push(attr_str(
+            "harnery.recovery.reason",
+            recovery.reason.as_str(),
+        ));
+        match &recovery.elapsed_upper_bound_ms {
+            Some(Observation::Observed(ms)) => attrs.push(attr_int(
+                "harnery.recovery.elapsed_upper_bound_ms",
+                *ms as i64,
+            )),
+            Some(Observation::Unknown(why)) => attrs.push(attr_str(
+                "harnery.recovery.elapsed_upper_bound_unknown",
+                why,
+            )),
+            None => {}
+        }
+        attrs.push(attr_int(
+            "harnery.recovery.swept_unix_nano",
+            terminal.time_unix_ns.max(0),
+        ));
+    }
+    attrs
+}
+
+/// ERROR for an observed failure; otherwise unset (never an invented OK).
+fn status_of(span: &Span) -> Option<StatusOut> {
+    if span.outcome() != Some(Outcome::Failure) {
+        return None;
+    }
+    let message = match span.terminal.map(|t| &t.payload) {
+        Some(Payload::ToolCompleted(p)) => p.error.clone().unwrap_or_default(),
+        Some(Payload::CommandCompleted(p)) => {
+            p.exit_code.map(|c| format!("exit {c}")).unwrap_or_default()
+        }
+        _ => String::new(),
+    };
+    Some(StatusOut {
+        code: STATUS_ERROR,
+        message,
+    })
+}
+
+fn late_event<'a>(event: &'a Event) -> SpanEventOut<'a> {
+    let outcome = match &event.payload {
+        Payload::LateEvidence(p) => outcome_str(p.outcome),
+        _ => "unknown",
+    };
+    SpanEventOut {
+        attributes: vec![attr_str("harnery.outcome", outcome)],
+        name: "harnery.late_evidence",
+        time_unix_nano: DecimalI64(event.time_unix_ns.max(0)),
+    }
+}
+
+fn outcome_str(outcome: Outcome) -> &'static str {
+    match outcome {
+        Outcome::Success => "success",
+        Outcome::Failure => "failure",
+        Outcome::Interrupted => "interrupted",
+        Outcome::Unknown => "unknown",
+    }
+}
+
+fn attr_str<'a>(key: &'static str, value: &'a str) -> Attr<'a> {
+    Attr {
+        key,
+        value: AnyValue::String(Cow::Borrowed(value)),
+    }
+}
+
+fn attr_int<'a>(key: &'static str, value: i64) -> Attr<'a> {
+    Attr {
+        key,
+        value: AnyValue::Int(DecimalI64(value)),
+    }
+}
+
+fn attr_bool<'a>(key: &'static str, value: bool) -> Attr<'a> {
+    Attr {
+        key,
+        value: AnyValue::Bool(value),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    use super::*;
+    use crate::contract::RecoveryReason::*;
+    use crate::read::testkit::Script;
+
+    /// Every session of `events`, as the documents `limit` allows.
+    fn documents(events: &[Event], part: Part<'_>, limit: usize) -> Vec<Value> {
+        let mut docs = Documents::new(Vec::new(), limit);
+        for (session, group) in crate::read::by_session(events) {
+            docs.push(&session_trace(&session, &group, part)).unwrap();
+        }
+        let text = String::from_utf8(docs.finish().unwrap()).unwrap();
+        text.lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    fn only_document(events: &[Event]) -> Value {
+        let mut docs = documents(events, Part::default(), SPANS_PER_DOCUMENT);
+        assert_eq!(docs.len(), 1);
+        docs.remove(0)
+    }
+
+    fn attr<'v>(span: &'v Value, key: &str) -> Option<&'v Value> {
+        span["attributes"]
+            .as_array()?
+            .iter()
+            .find(|a| a["key"] == key)
+            .map(|a| &a["value"])
+    }
+
+    fn spans_named<'v>(doc: &'v Value, prefix: &str) -> Vec<&'v Value> {
+        doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["name"].as_str().unwrap().starts_with(prefix))
+            .collect()
+    }
+
+    use super::super::SPANS_PER_DOCUMENT;
+
+    #[test]
+    fn tool_spans_follow_the_genai_conventions_and_recovery_has_no_duration() {
+        let mut s = Script::new("s");
+        s.turn("t1");
+        s.start(0);
+        let a = s.request("Bash", 10);
+        s.complete(&a, 20, Some(9));
+        let b = s.request("Read", 30);
+        s.stop(50);
+        s.recover(&b, 50, CompletionNotObservedBeforeTurnEnd, Some(20));
+        let doc = only_document(&s.events());
+        let tools = spans_named(&doc, "execute_tool");
+        assert_eq!(tools.len(), 2);
+        let native = tools[0];
+        let value = |span, key| attr(span, key).unwrap()["stringValue"].clone();
+        assert_eq!(value(native, "gen_ai.operation.name"), "execute_tool");
+        assert_eq!(value(native, "gen_ai.tool.name"), "Bash");
+        assert_eq!(value(native, "gen_ai.tool.call.id"), "call_1");
+        assert_eq!(value(native, "harnery.span.end"), "observed");
+        assert_eq!(native["spanId"], span_id(a.as_str()));
+        assert_eq!(native["traceId"].as_str().unwrap().len(), 32);
+        let turn = &spans_named(&doc, "turn")[0];
+        assert_eq!(native["parentSpanId"], turn["spanId"]);
+        let recovered = tools[1];
+        assert_eq!(
+            value(recovered, "harnery.recovery.reason"),
+            "completion_not_observed_before_turn_end"
+        );
+        assert_eq!(value(recovered, "harnery.outcome"), "unknown");
+        assert_eq!(value(recovered, "harnery.span.end"), "not_observed");
+        assert_eq!(
+            attr(recovered, "harnery.recovery.elapsed_upper_bound_ms").unwrap()["intValue"],
+            "20"
+        );
+        assert_eq!(
+            recovered["endTimeUnixNano"], recovered["startTimeUnixNano"],
+            "request to sweep is never a duration"
+        );
+        let swept = crate::read::testkit::ms(50).to_string();
+        assert_eq!(
+            attr(recovered, "harnery.recovery.swept_unix_nano").unwrap()["intValue"],
+            swept.as_str()
+        );
+        assert!(recovered.get("status").is_none());
+    }
+
+    #[test]
+    fn failures_get_error_status_and_ids_are_stable() {
+        let mut s = Script::new("s");
+        let c = s.command(0);
+        s.command_done(&c, 5, 2);
+        let events = s.events();
+        let doc = only_document(&events);
+        let exec = spans_named(&doc, "exec make")[0];
+        assert_eq!(exec["status"]["code"], 2);
+        assert_eq!(attr(exec, "process.exit.code").unwrap()["intValue"], "2");
+        assert_eq!(doc, only_document(&events));
+    }
+
+    #[test]
+    fn documents_hold_at_most_their_limit_and_repeat_a_spilled_resource() {
+        let mut events = Vec::new();
+        for id in ["a", "b"] {
+            let mut s = Script::new(id);
+            s.turn("t1");
+            for i in 0..3 {
+                let r = s.request("Bash", 10 * i);
+                s.complete(&r, 10 * i + 5, Some(5));
+            }
+            events.extend(s.events());
+        }
+        // Each session: a root, a turn and three tool spans.
+        let docs = documents(&events, Part::default(), 4);
+        let per_doc: Vec<Vec<(String, usize)>> = docs
+            .iter()
+            .map(|d| {
+                d["resourceSpans"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|r| {
+                        let id = attr(&r["resource"], "harnery.session.id").unwrap();
+                        let n = r["scopeSpans"][0]["spans"].as_array().unwrap().len();
+                        (id["stringValue"].as_str().unwrap().to_string(), n)
+                    })
+                    .collect()
+            })
+            .collect();
+        let owned = |v: &[(&str, usize)]| -> Vec<(String, usize)> {
+            v.iter().map(|(s, n)| (s.to_string(), *n)).collect()
+        };
+        assert_eq!(
+            per_doc,
+            vec![
+                owned(&[("a", 4)]),
+                owned(&[("a", 1), ("b", 3)]),
+                owned(&[("b", 2)]),
+            ]
+        );
+        let one = documents(&events, Part::default(), SPANS_PER_DOCUMENT);
+        assert_eq!(one.len(), 1);
+        assert!(documents(&[], Part::default(), 4).is_empty());
+    }
+
+    #[test]
+    fn an_archived_part_has_its_own_root_and_turn_ids() {
+        let mut s = Script::new("s");
+        s.turn("t1");
+        s.start(0);
+        let events = s.events();
+        let live = &only_document(&events);
+        let archived = Part {
+            epoch_tag: Some("gen_1"),
+            archive: Some("gen_1"),
+        };
+        let old = &documents(&events, archived, SPANS_PER_DOCUMENT)[0];
+        for name in ["invoke_agent", "turn"] {
+            let (a, b) = (spans_named(live, name)[0], spans_named(old, name)[0]);
+            assert_ne!(a["spanId"], b["spanId"], "{name}");
+            assert_eq!(a["traceId"], b["traceId"], "one trace per session");
+        }
+        let root = &spans_named(live, "invoke_agent")[0];
+        let key = "session:claude-code:s";
+        assert_eq!(root["spanId"], span_id(key), "the live ids are unchanged");
+        let attrs = &old["resourceSpans"][0]["resource"]["attributes"];
+        assert!(
+            attrs.to_string().contains(r#""key":"harnery.epoch""#),
+            "{attrs}"
+        );
+    }
+}
