@@ -46,13 +46,15 @@ fn a_terminal_gets_progress_and_a_pipe_or_json_gets_none() {
     assert!(shown.contains("ok: 160 rows"), "{shown:?}");
     let shown = on_a_terminal(h, &["validate"]);
     assert!(shown.contains("rows ("), "{shown:?}");
+    let shown = on_a_terminal(h, &["export"]);
+    assert!(shown.contains("rows ("), "{shown:?}");
     let json = on_a_terminal(h, &["verify", "--json"]);
     assert!(!json.contains("rows ("), "{json:?}");
     assert!(
         !json.contains('\u{1b}'),
         "no escape sequences with --json: {json:?}"
     );
-    for args in [&["verify"][..], &["validate"], &["finalize"]] {
+    for args in [&["verify"][..], &["validate"], &["finalize"], &["export"]] {
         let piped = run(h, args);
         assert!(piped.status.success());
         assert_eq!(stderr(&piped), "", "{args:?}: nothing on a piped stderr");

@@ -24,6 +24,7 @@ use std::io::{BufWriter, Stdout, Write};
 use super::{CmdError, CmdResult, EpochArg, Outcome};
 use crate::contract::{Event, SessionRef};
 use crate::home::Home;
+use crate::progress::Progress;
 use crate::ledger::{LedgerError, RowFilter, StoredText, parse_time};
 use crate::read::epochs::{Epochs, OpenEpoch, warn};
 use crate::read::export::SPANS_PER_DOCUMENT;
@@ -106,9 +107,11 @@ pub fn run(args: Args) -> CmdResult {
     epochs.report_unreadable("export")?;
     let sources = sources(&epochs, args.session.as_deref(), since)?;
     let out = BufWriter::with_capacity(1 << 16, std::io::stdout());
+    let progress = super::progress::bar("rows", false);
+    progress.stage("export");
     let damaged = match args.format {
-        Format::Jsonl => export_jsonl(&epochs, &sources, out)?,
-        Format::Otlp => export_otlp(&epochs, &sources, since, out)?,
+        Format::Jsonl => export_jsonl(&epochs, &sources, out, &progress)?,
+        Format::Otlp => export_otlp(&epochs, &sources, since, out, &progress)?,
     };
     Ok(if damaged > 0 {
         Outcome::Problems
@@ -217,6 +220,7 @@ fn export_jsonl(
     epochs: &Epochs,
     sources: &[Source<'_>],
     out: BufWriter<Stdout>,
+    progress: &Progress,
 ) -> Result<usize, CmdError> {
     let labels: Vec<Label> = sources.iter().map(|s| Label::of(epochs, s)).collect();
     let writers: Vec<JsonLines> = labels
@@ -232,6 +236,7 @@ fn export_jsonl(
                 .ledger
                 .for_each_stored_text(&source.filter, |row| {
                     if open {
+                        progress.add(1);
                         batch.add(row);
                         if batch.text.len() >= BATCH_BYTES {
                             open = feed.send(std::mem::replace(&mut batch, RowBatch::new(i)));
@@ -301,6 +306,7 @@ fn export_otlp(
     sources: &[Source<'_>],
     since: Option<i64>,
     out: BufWriter<Stdout>,
+    progress: &Progress,
 ) -> Result<usize, CmdError> {
     let produce = |feed: &mut Feed<SessionRows>| {
         each_source(epochs, sources, |i, source| {
@@ -320,6 +326,7 @@ fn export_otlp(
                     since_unix_ns: None,
                 };
                 ledger.for_each_stored_text(&whole, |row| {
+                    progress.add(1);
                     rows.add(row);
                     Ok::<_, LedgerError>(())
                 })?;
