@@ -26,13 +26,7 @@ WORK=${BENCH_DIR:-$(mktemp -d -t harnery-epoch.XXXXXX)}
 cargo build --release --quiet --bin harnery --example bench_spool --example bench_read_baseline
 BIN=$PWD/target/release
 
-secs() {
-  awk -F': ' '/Elapsed \(wall clock\)/ {
-    n = split($2, p, ":"); s = 0
-    for (i = 1; i <= n; i++) s = s * 60 + p[i]
-    print s }' "$1"
-}
-rss_mb() { awk -F': ' '/Maximum resident set size/ {printf "%.1f", $2 / 1024}' "$1"; }
+. scripts/time-v.sh
 
 printf '%-9s %-8s %12s %10s %12s %8s\n' signals events advance_s peak_mb baseline_s ratio
 for n in ${SIZES[@]}; do

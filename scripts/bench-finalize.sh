@@ -25,13 +25,7 @@ WORK=${BENCH_DIR:-$(mktemp -d -t harnery-bench.XXXXXX)}
 cargo build --release --quiet --bin harnery --example bench_spool --example bench_baseline
 BIN=target/release
 
-rss_kb() { awk -F': ' '/Maximum resident set size/ {print $2}' "$1"; }
-secs() {
-  awk -F': ' '/Elapsed \(wall clock\)/ {
-    n = split($2, p, ":"); s = 0
-    for (i = 1; i <= n; i++) s = s * 60 + p[i]
-    print s }' "$1"
-}
+. scripts/time-v.sh
 
 printf '%-10s %-10s %10s %12s %12s %12s %12s %8s\n' \
   signals events fin_s fin_ev_per_s fin_rss_mb base_ev_per_s base_rss_mb ratio

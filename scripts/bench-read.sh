@@ -24,13 +24,7 @@ WORK=${BENCH_DIR:-$(mktemp -d -t harnery-read.XXXXXX)}
 cargo build --release --quiet --bin harnery --example bench_spool --example bench_read_baseline
 BIN=$PWD/target/release
 
-rss_mb() { awk -F': ' '/Maximum resident set size/ {printf "%.1f", $2 / 1024}' "$1"; }
-secs() {
-  awk -F': ' '/Elapsed \(wall clock\)/ {
-    n = split($2, p, ":"); s = 0
-    for (i = 1; i <= n; i++) s = s * 60 + p[i]
-    print s }' "$1"
-}
+. scripts/time-v.sh
 
 # timed NAME CMD...: run CMD with stdout to /dev/null, keep its time file.
 timed() {

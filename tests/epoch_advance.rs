@@ -12,16 +12,6 @@ use std::path::Path;
 use common::*;
 use harnery::home::Home;
 
-const NEXT: &str = "next-contract";
-
-fn next(home: &Path, args: &[&str]) -> std::process::Output {
-    harnery(home)
-        .env("HARNERY_TEST_SCHEMA_SUFFIX", NEXT)
-        .args(args)
-        .output()
-        .unwrap()
-}
-
 /// An old epoch with an open span, one pending old ready file, and fresh
 /// intake that only the new epoch will drain.
 fn prepare(home: &Path) {
@@ -30,31 +20,6 @@ fn prepare(home: &Path) {
     assert!(run(home, &["finalize"]).status.success());
     inject(home, "00000000000000000001-old", small_session("old-ready"));
     feed_fixture(home, "copilot", "basic-shell-openai");
-}
-
-fn rows_at(db: &Path) -> Vec<(String, String)> {
-    let conn = rusqlite::Connection::open_with_flags(
-        format!("file:{}?immutable=1", db.display()),
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_URI,
-    )
-    .unwrap();
-    let mut stmt = conn
-        .prepare("SELECT id, hex(hash) FROM events ORDER BY seq")
-        .unwrap();
-    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap()
-}
-
-fn archive_dir(home: &Path) -> std::path::PathBuf {
-    let dir = home.join("ledgers/v2-candidates");
-    std::fs::read_dir(&dir)
-        .unwrap()
-        .next()
-        .expect("one archive")
-        .unwrap()
-        .path()
 }
 
 #[test]
@@ -68,9 +33,9 @@ fn an_advance_archives_anchors_and_carries() {
     // The killed Claude Code session and the injected one both end the
     // epoch with an open tool span.
     assert_eq!(report["audit_only_sessions"], 2);
-    let archive = archive_dir(home.path());
+    let archive = the_archive(home.path());
     assert!(archive.join("MANIFEST.json").exists() && archive.join("ARCHIVED.json").exists());
-    let archived = rows_at(&archive.join("ledger.sqlite"));
+    let archived = chain_rows(&archive.join("ledger.sqlite"));
     let head = archived.last().unwrap().1.to_lowercase();
     assert_eq!(report["terminal_segment_digest"], head.as_str());
     assert!(archived.iter().any(|(id, _)| id.starts_with("ev_")));
@@ -125,13 +90,13 @@ fn a_kill_at_any_step_resumes_to_the_same_epochs() {
             .status
             .success()
     );
-    let want_archive = rows_at(&archive_dir(reference.path()).join("ledger.sqlite"));
-    let want_live = rows_at(&reference.path().join("ledgers/v2/ledger.sqlite"));
+    let want_archive = chain_rows(&the_archive(reference.path()).join("ledger.sqlite"));
+    let want_live = chain_rows(&reference.path().join("ledgers/v2/ledger.sqlite"));
     for point in harnery::finalize::failpoint::EPOCH_POINTS {
         let home = tempfile::tempdir().unwrap();
         copy_tree(spool.path(), home.path());
         let killed = harnery(home.path())
-            .env("HARNERY_TEST_SCHEMA_SUFFIX", NEXT)
+            .env("HARNERY_TEST_SCHEMA_SUFFIX", NEXT_CONTRACT)
             .env("HARNERY_FAILPOINT", point)
             .args(["epoch", "advance"])
             .output()
@@ -140,12 +105,12 @@ fn a_kill_at_any_step_resumes_to_the_same_epochs() {
         let resumed = next(home.path(), &["epoch", "advance"]);
         assert!(resumed.status.success(), "{point}: {}", stderr(&resumed));
         assert_eq!(
-            rows_at(&archive_dir(home.path()).join("ledger.sqlite")),
+            chain_rows(&the_archive(home.path()).join("ledger.sqlite")),
             want_archive,
             "{point}"
         );
         assert_eq!(
-            rows_at(&home.path().join("ledgers/v2/ledger.sqlite")),
+            chain_rows(&home.path().join("ledgers/v2/ledger.sqlite")),
             want_live,
             "{point}"
         );

@@ -21,7 +21,6 @@ use std::process::Output;
 
 use common::*;
 
-const NEXT: &str = "next-contract";
 /// The schema digest of contract generation 1, as its fixture pins it.
 const GEN1_DIGEST: &str = "1256ec3093dd7e2056634101779618c6a94c7ae34a1b5e4010dd47febaaedcec";
 
@@ -36,14 +35,6 @@ fn gen1_home() -> tempfile::TempDir {
     home
 }
 
-fn next(home: &Path, args: &[&str]) -> Output {
-    harnery(home)
-        .env("HARNERY_TEST_SCHEMA_SUFFIX", NEXT)
-        .args(args)
-        .output()
-        .unwrap()
-}
-
 fn next_ok(home: &Path, args: &[&str]) -> String {
     let out = next(home, args);
     assert!(out.status.success(), "{args:?}: {}", stderr(&out));
@@ -52,7 +43,7 @@ fn next_ok(home: &Path, args: &[&str]) -> String {
 
 fn killed_at(home: &Path, point: &str) {
     let out = harnery(home)
-        .env("HARNERY_TEST_SCHEMA_SUFFIX", NEXT)
+        .env("HARNERY_TEST_SCHEMA_SUFFIX", NEXT_CONTRACT)
         .env("HARNERY_FAILPOINT", point)
         .args(["epoch", "advance"])
         .output()
@@ -65,36 +56,12 @@ fn killed_at(home: &Path, point: &str) {
     );
 }
 
-fn archive_dir(home: &Path) -> PathBuf {
-    let dir = home.join("ledgers/v2-candidates");
-    let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    assert_eq!(found.len(), 1, "one archive in {}", dir.display());
-    found.remove(0)
-}
-
 fn open_ro(db: &Path) -> rusqlite::Connection {
     rusqlite::Connection::open_with_flags(
         format!("file:{}?immutable=1", db.display()),
         rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_URI,
     )
     .unwrap()
-}
-
-/// (id, hash) of every event row in chain order.
-type Rows = Vec<(String, String)>;
-
-fn rows_at(db: &Path) -> Rows {
-    let conn = open_ro(db);
-    let mut stmt = conn
-        .prepare("SELECT id, hex(hash) FROM events ORDER BY seq")
-        .unwrap();
-    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap()
 }
 
 /// The schema and every row of every table, as text.
@@ -195,7 +162,7 @@ fn an_advance_from_generation_one_archives_its_bytes_anchors_and_carries() {
     let old_db = fixture().join("ledgers/v2/ledger.sqlite");
     let report: serde_json::Value =
         serde_json::from_str(&next_ok(home.path(), &["epoch", "advance", "--json"])).unwrap();
-    let archive = archive_dir(home.path());
+    let archive = the_archive(home.path());
     let archived_db = archive.join("ledger.sqlite");
 
     // The archive is the old epoch as it was: same schema, same rows, and
@@ -208,7 +175,7 @@ fn an_advance_from_generation_one_archives_its_bytes_anchors_and_carries() {
     // The new epoch anchors to the archive's chain head and records what
     // the advance closed there: the killed Claude Code session's open span.
     let live = genesis(&home.path().join("ledgers/v2"));
-    let head = rows_at(&archived_db).last().unwrap().1.to_lowercase();
+    let head = chain_rows(&archived_db).last().unwrap().1.to_lowercase();
     assert_eq!(live["anchor"]["terminal_segment_digest"], head.as_str());
     assert_eq!(report["terminal_segment_digest"], head.as_str());
     assert_eq!(
@@ -253,14 +220,14 @@ fn an_advance_from_generation_one_archives_its_bytes_anchors_and_carries() {
 
 /// The end state of an uninterrupted advance from the fixture, followed by
 /// the later hook records and a finalize.
-fn reference(staging: &Path) -> (Rows, Rows) {
+fn reference(staging: &Path) -> (ChainRows, ChainRows) {
     let home = gen1_home();
     next_ok(home.path(), &["epoch", "advance"]);
     append_records(home.path(), staging);
     next_ok(home.path(), &["finalize"]);
     (
-        rows_at(&archive_dir(home.path()).join("ledger.sqlite")),
-        rows_at(&home.path().join("ledgers/v2/ledger.sqlite")),
+        chain_rows(&the_archive(home.path()).join("ledger.sqlite")),
+        chain_rows(&home.path().join("ledgers/v2/ledger.sqlite")),
     )
 }
 
@@ -290,12 +257,12 @@ fn a_kill_at_any_epoch_step_then_cron_then_a_rerun_ends_as_one_advance() {
         assert_eq!(rerun["already_current"], true, "{point}");
 
         assert_eq!(
-            rows_at(&archive_dir(home.path()).join("ledger.sqlite")),
+            chain_rows(&the_archive(home.path()).join("ledger.sqlite")),
             want_archive,
             "{point}: archive"
         );
         assert_eq!(
-            rows_at(&home.path().join("ledgers/v2/ledger.sqlite")),
+            chain_rows(&home.path().join("ledgers/v2/ledger.sqlite")),
             want_live,
             "{point}: live"
         );
@@ -351,7 +318,7 @@ fn epoch_verify_names_an_altered_added_or_missing_file_and_a_broken_link() {
     use std::os::unix::fs::PermissionsExt;
     let home = gen1_home();
     next_ok(home.path(), &["epoch", "advance"]);
-    let archive = archive_dir(home.path());
+    let archive = the_archive(home.path());
     let id = genesis(&archive)["genesis_id"]
         .as_str()
         .unwrap()
@@ -411,7 +378,7 @@ fn an_unknown_genesis_id_is_a_clear_error() {
     assert!(err.contains("no epoch \"gen_nope\""), "{err}");
     assert!(
         err.contains(
-            genesis(&archive_dir(home.path()))["genesis_id"]
+            genesis(&the_archive(home.path()))["genesis_id"]
                 .as_str()
                 .unwrap()
         )
@@ -439,11 +406,11 @@ fn a_damaged_progress_record_stops_the_advance_and_the_disk_says_how_far_it_got(
     append_records(home.path(), staging.path());
     next_ok(home.path(), &["finalize"]);
     assert_eq!(
-        rows_at(&archive_dir(home.path()).join("ledger.sqlite")),
+        chain_rows(&the_archive(home.path()).join("ledger.sqlite")),
         want_archive
     );
     assert_eq!(
-        rows_at(&home.path().join("ledgers/v2/ledger.sqlite")),
+        chain_rows(&home.path().join("ledgers/v2/ledger.sqlite")),
         want_live
     );
 }
@@ -454,7 +421,7 @@ fn in_private_mounts(script: &str, env: &[(&str, &Path)]) -> Output {
     let mut cmd = std::process::Command::new("unshare");
     cmd.args(["--map-root-user", "--mount", "bash", "-euc", script])
         .env("HARNERY_NOW", NOW)
-        .env("HARNERY_TEST_SCHEMA_SUFFIX", NEXT)
+        .env("HARNERY_TEST_SCHEMA_SUFFIX", NEXT_CONTRACT)
         .env_remove("HARNERY_FAILPOINT")
         .env("BIN", assert_cmd::cargo::cargo_bin("harnery"));
     for (k, v) in env {
@@ -524,10 +491,13 @@ fn a_full_disk_during_the_archive_step_stops_and_resumes_with_nothing_lost() {
     append_records(home, staging.path());
     next_ok(home, &["finalize"]);
     assert_eq!(
-        rows_at(&archive_dir(home).join("ledger.sqlite")),
+        chain_rows(&the_archive(home).join("ledger.sqlite")),
         want_archive
     );
-    assert_eq!(rows_at(&home.join("ledgers/v2/ledger.sqlite")), want_live);
+    assert_eq!(
+        chain_rows(&home.join("ledgers/v2/ledger.sqlite")),
+        want_live
+    );
     let verdict = next(home, &["epoch", "verify"]);
     assert!(verdict.status.success(), "{}", stdout(&verdict));
 }

@@ -15,7 +15,6 @@ use assert_cmd::Command;
 use common::*;
 use serde_json::Value;
 
-const NEXT: &str = "next-contract";
 /// The `basic` fixture's session: wholly in the archive, clean.
 const ARCHIVED_ONLY: &str = "82655d0f-45cd-404f-9e4e-e90fea255247";
 /// Events the crossing session has in each epoch.
@@ -115,14 +114,6 @@ impl TwoEpochs {
     fn boundary(&self) -> String {
         format!("── epoch boundary: {} → {} ──", self.archive, self.live)
     }
-}
-
-fn next(home: &Path, args: &[&str]) -> Output {
-    harnery(home)
-        .env("HARNERY_TEST_SCHEMA_SUFFIX", NEXT)
-        .args(args)
-        .output()
-        .unwrap()
 }
 
 fn fixture_lines(scenario: &str) -> Vec<String> {

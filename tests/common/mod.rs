@@ -229,3 +229,45 @@ pub fn sessions_json(home: &Path) -> Vec<serde_json::Value> {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
 }
+
+/// The contract a test build advances to: `HARNERY_TEST_SCHEMA_SUFFIX`
+/// perturbs the schema digest (feature `failpoints`).
+pub const NEXT_CONTRACT: &str = "next-contract";
+
+/// `harnery args…` as the build of the next contract.
+pub fn next(home: &Path, args: &[&str]) -> Output {
+    harnery(home)
+        .env("HARNERY_TEST_SCHEMA_SUFFIX", NEXT_CONTRACT)
+        .args(args)
+        .output()
+        .expect("harnery runs")
+}
+
+/// (id, hash) of every event row of a database, in chain order.
+pub type ChainRows = Vec<(String, String)>;
+
+pub fn chain_rows(db: &Path) -> ChainRows {
+    let conn = rusqlite::Connection::open_with_flags(
+        format!("file:{}?immutable=1", db.display()),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_URI,
+    )
+    .expect("the database opens");
+    let mut stmt = conn
+        .prepare("SELECT id, hex(hash) FROM events ORDER BY seq")
+        .unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+/// The one archived epoch of `home`.
+pub fn the_archive(home: &Path) -> std::path::PathBuf {
+    let dir = home.join("ledgers/v2-candidates");
+    let mut found: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(found.len(), 1, "one archive in {}", dir.display());
+    found.remove(0)
+}
