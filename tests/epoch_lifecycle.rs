@@ -567,3 +567,19 @@ fn two_advances_chain_three_epochs_and_an_unknown_generation_is_named() {
     assert_eq!(lines[1]["anchor"], lines[0]["genesis_id"]);
     assert_eq!(lines[2]["anchor"], lines[1]["genesis_id"]);
 }
+
+#[test]
+fn a_progress_record_with_nothing_left_to_advance_is_cleared() {
+    let home = gen1_home();
+    killed_at(home.path(), "epoch-after-quiesce");
+    // Someone removed the ledgers by hand, leaving the record behind.
+    std::fs::remove_dir_all(home.path().join("ledgers/v2")).unwrap();
+    let out = next(home.path(), &["finalize", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!home.path().join("ledgers/epoch-advance.json").exists());
+    assert!(
+        home.path().join("ledgers/v2/genesis.json").exists(),
+        "a first epoch"
+    );
+    assert_eq!(undrained_intake(home.path()), 0);
+}

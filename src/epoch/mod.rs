@@ -246,6 +246,12 @@ pub fn advance(home: &Home, opts: &FinalizeOptions) -> Result<AdvanceReport, Epo
     let progress = read_progress(home)?;
     let mut next = next_step(home, progress.as_ref())?;
     if let Next::Current = next {
+        // A record left with neither a live epoch nor an archive to go on
+        // from has nothing to finish; it would only keep a fresh epoch
+        // from starting.
+        if progress.is_some() {
+            remove_progress(home)?;
+        }
         report.already_current = true;
         return Ok(report);
     }
