@@ -200,8 +200,11 @@ impl Archive {
 struct ArchiveReader {
     path: PathBuf,
     /// Each file and the archive offset it starts at.
-    members: Vec<(std::fs::File, u64)>,
+    members: Vec<(PathBuf, u64)>,
     len: u64,
+    /// The one member kept open (its index): records are looked up mostly
+    /// in order, and a batch may have many files.
+    current: Option<(usize, std::fs::File)>,
     buf: Vec<u8>,
 }
 
@@ -225,17 +228,31 @@ impl ArchiveReader {
         let mut members = Vec::new();
         let mut len = 0u64;
         for f in files {
-            let file = std::fs::File::open(&f).map_err(|e| LedgerError::io(&f, e))?;
-            let size = file.metadata().map_err(|e| LedgerError::io(&f, e))?.len();
-            members.push((file, len));
+            let size = std::fs::metadata(&f)
+                .map_err(|e| LedgerError::io(&f, e))?
+                .len();
+            members.push((f, len));
             len += size;
         }
         Ok(ArchiveReader {
             path,
             members,
             len,
+            current: None,
             buf: Vec::new(),
         })
+    }
+
+    /// The member holding archive byte `at`, opened, and `at` within it.
+    fn member(&mut self, at: u64) -> Result<(&std::fs::File, u64), String> {
+        let i = self.members.partition_point(|(_, start)| *start <= at) - 1;
+        let (path, start) = &self.members[i];
+        if self.current.as_ref().is_none_or(|(open, _)| *open != i) {
+            let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            self.current = Some((i, file));
+        }
+        let (_, file) = self.current.as_ref().expect("just opened");
+        Ok((file, at - start))
     }
 
     /// Whether the intact record that starts at byte `at` carries `want`'s
@@ -245,18 +262,23 @@ impl ArchiveReader {
         if at >= self.len {
             return Err(format!("{here}: past the end of the archive"));
         }
-        let i = self.members.partition_point(|(_, start)| *start <= at) - 1;
-        let (file, start) = &self.members[i];
-        let local = at - start;
+        let mut buf = std::mem::take(&mut self.buf);
+        let (file, local) = self.member(at)?;
         let mut header = [0u8; HEADER_LEN];
         let got = read_up_to(file, &mut header, local);
         let record_len = match decode_header(&header) {
             Ok(h) if got == HEADER_LEN => usize::try_from(h.record_len()).unwrap_or(usize::MAX),
             _ => got,
         };
-        self.buf.resize(record_len.min(MAX_RECORD), 0);
-        let n = read_up_to(file, &mut self.buf, local);
-        match read_first_view(&self.buf[..n], &self.path) {
+        buf.resize(record_len.min(MAX_RECORD), 0);
+        let n = read_up_to(file, &mut buf, local);
+        let verdict = self.judge(&buf[..n], &here, want);
+        self.buf = buf;
+        verdict
+    }
+
+    fn judge(&self, record: &[u8], here: &str, want: &Identity) -> Result<(), String> {
+        match read_first_view(record, &self.path) {
             Some(Ok(rec)) => {
                 let env = &rec.envelope;
                 if env.session_key == want.session_key
@@ -277,6 +299,34 @@ impl ArchiveReader {
             Some(Err(d)) => Err(format!("{here}: {}", d.kind.as_str())),
             None => Err(format!("{here}: no record")),
         }
+    }
+}
+
+/// The archives a verify keeps open, most recently used last: rows come in
+/// receive-time order, and the batches drained together interleave there.
+#[derive(Default)]
+struct OpenArchives {
+    open: Vec<(String, Result<ArchiveReader, String>)>,
+}
+
+impl OpenArchives {
+    const KEPT: usize = 32;
+
+    fn get(&mut self, ledger_dir: &Path, batch: &str) -> &mut Result<ArchiveReader, String> {
+        match self.open.iter().position(|(b, _)| b == batch) {
+            Some(i) => {
+                let hit = self.open.remove(i);
+                self.open.push(hit);
+            }
+            None => {
+                if self.open.len() == Self::KEPT {
+                    drop(self.open.remove(0));
+                }
+                let opened = ArchiveReader::open(ledger_dir, batch).map_err(|e| e.to_string());
+                self.open.push((batch.to_string(), opened));
+            }
+        }
+        &mut self.open.last_mut().expect("just pushed").1
     }
 }
 
@@ -314,16 +364,17 @@ impl super::Ledger {
     /// record must be intact (its spool digest matches) at its offset in
     /// its batch's archive, and carry the row's receive time, session key
     /// and event name; an inline row's envelope must say the same. Rows
-    /// are read archive by archive, so each archive is read once. Returns
-    /// the rows checked and the problems.
+    /// are read in key order (no sort, so memory stays flat), each record
+    /// read at its offset from a few archives kept open. Returns the rows
+    /// checked and the problems.
     pub fn verify_raw(&self) -> Result<(u64, Vec<RawProblem>), LedgerError> {
         let mut stmt = self.conn.prepare(
             "SELECT record_digest, session_key, event_name, received_unix_ns, batch, archive_at, envelope \
-             FROM raw_signals ORDER BY batch, archive_at",
+             FROM raw_signals",
         )?;
         let mut rows = stmt.query([])?;
         let mut problems = Vec::new();
-        let mut archive: Option<(String, Result<ArchiveReader, String>)> = None;
+        let mut open = OpenArchives::default();
         let mut count = 0u64;
         while let Some(r) = rows.next()? {
             count += 1;
@@ -337,17 +388,10 @@ impl super::Ledger {
             let at: Option<i64> = r.get(5)?;
             let envelope: Option<String> = r.get(6)?;
             let verdict = match (at, envelope) {
-                (Some(at), _) => {
-                    if archive.as_ref().is_none_or(|(b, _)| *b != batch) {
-                        let opened =
-                            ArchiveReader::open(self.dir(), &batch).map_err(|e| e.to_string());
-                        archive = Some((batch.clone(), opened));
-                    }
-                    match &mut archive.as_mut().expect("just opened").1 {
-                        Ok(a) => a.identity_at(at as u64, &want),
-                        Err(e) => Err(e.clone()),
-                    }
-                }
+                (Some(at), _) => match open.get(self.dir(), &batch) {
+                    Ok(a) => a.identity_at(at as u64, &want),
+                    Err(e) => Err(e.clone()),
+                },
                 (None, Some(text)) => serde_json::from_str::<crate::spool::Envelope>(&text)
                     .map_err(|e| format!("the inline envelope does not parse: {e}"))
                     .and_then(|env| {
