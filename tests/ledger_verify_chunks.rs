@@ -71,3 +71,20 @@ fn a_damaged_row_is_found_at_that_row_whatever_the_chunking() {
         }
     }
 }
+
+#[test]
+fn the_raw_halves_cover_every_signal_once() {
+    let home = tempfile::tempdir().unwrap();
+    for scenario in ["parallel", "kill", "tool-failure"] {
+        feed_fixture(home.path(), "claude-code", scenario);
+    }
+    assert!(run(home.path(), &["finalize"]).status.success());
+    let ledger = Ledger::open_read(&Home::at(home.path())).unwrap();
+    let (all, problems) = ledger.verify_raw().unwrap();
+    assert!(problems.is_empty() && all > 20);
+    let mid = ledger.raw_midpoint().unwrap().expect("rows exist");
+    let (low, _) = ledger.verify_raw_range(None, Some(mid)).unwrap();
+    let (high, _) = ledger.verify_raw_range(Some(mid), None).unwrap();
+    assert_eq!(low + high, all);
+    assert!(low > 0 && high > 0, "{low} + {high}");
+}

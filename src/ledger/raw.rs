@@ -29,6 +29,8 @@
 
 use std::path::{Path, PathBuf};
 
+use rusqlite::OptionalExtension;
+
 use super::{LedgerError, durable};
 use crate::spool::frame::{HEADER_LEN, decode_header};
 use crate::spool::{SegmentItem, SpoolRecord, read_first, read_first_view};
@@ -368,11 +370,38 @@ impl super::Ledger {
     /// read at its offset from a few archives kept open. Returns the rows
     /// checked and the problems.
     pub fn verify_raw(&self) -> Result<(u64, Vec<RawProblem>), LedgerError> {
+        self.verify_raw_range(None, None)
+    }
+
+    /// The receive time that halves the raw signal rows, to check the two
+    /// halves on two threads ([`Ledger::verify_raw_range`]).
+    pub fn raw_midpoint(&self) -> Result<Option<i64>, LedgerError> {
+        let n: i64 = self
+            .conn
+            .query_row("SELECT count(*) FROM raw_signals", [], |r| r.get(0))?;
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT received_unix_ns FROM raw_signals ORDER BY received_unix_ns LIMIT 1 OFFSET ?1",
+                [n / 2],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
+    /// [`Ledger::verify_raw`] over the rows received at or after `from`
+    /// and before `to` (either bound open when `None`).
+    pub fn verify_raw_range(
+        &self,
+        from: Option<i64>,
+        to: Option<i64>,
+    ) -> Result<(u64, Vec<RawProblem>), LedgerError> {
         let mut stmt = self.conn.prepare(
             "SELECT record_digest, session_key, event_name, received_unix_ns, batch, archive_at, envelope \
-             FROM raw_signals",
+             FROM raw_signals WHERE received_unix_ns >= coalesce(?1, -9223372036854775808) \
+             AND (?2 IS NULL OR received_unix_ns < ?2)",
         )?;
-        let mut rows = stmt.query([])?;
+        let mut rows = stmt.query([from, to])?;
         let mut problems = Vec::new();
         let mut open = OpenArchives::default();
         let mut count = 0u64;
