@@ -200,7 +200,7 @@ fn a_record_of_an_unknown_adapter_is_kept_and_reported_not_wedged() {
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .unwrap();
-    let archive =
+    let mut archive =
         harnery::ledger::raw::Archive::open(&home.path().join("ledgers/v2"), &batch).unwrap();
     let record = archive.record_at(at as u64).unwrap();
     assert_eq!(record.payload, br#"{"session_id":"g-1"}"#);

@@ -24,7 +24,7 @@ use std::io::{BufWriter, Stdout, Write};
 use super::{CmdError, CmdResult, EpochArg, Outcome};
 use crate::contract::{Event, SessionRef};
 use crate::home::Home;
-use crate::ledger::{LedgerError, RowFilter, StoredText, parse_time};
+use crate::ledger::{LedgerError, RowFilter, StoredText};
 use crate::progress::Progress;
 use crate::read::epochs::{Epochs, OpenEpoch, warn};
 use crate::read::export::SPANS_PER_DOCUMENT;
@@ -54,8 +54,8 @@ pub struct Args {
     session: Option<String>,
     /// Only events at or after this RFC 3339 time (OTLP: sessions with an
     /// event at or after it, whole).
-    #[arg(long, value_name = "RFC3339")]
-    since: Option<String>,
+    #[arg(long, value_name = "RFC3339", value_parser = super::parse_instant)]
+    since: Option<i64>,
     #[command(flatten)]
     epoch: EpochArg,
 }
@@ -96,12 +96,7 @@ impl Label {
 }
 
 pub fn run(args: Args) -> CmdResult {
-    let since = match &args.since {
-        Some(text) => Some(parse_time(text).ok_or_else(|| {
-            format!("--since {text:?} is not an RFC 3339 time (e.g. 2026-11-30T12:00:00Z)")
-        })?),
-        None => None,
-    };
+    let since = args.since;
     let home = Home::from_env()?;
     let epochs = Epochs::open(&home, &args.epoch.epoch)?;
     epochs.report_unreadable("export")?;

@@ -41,6 +41,13 @@ pub struct EpochArg {
     pub epoch: crate::epoch::EpochSelector,
 }
 
+/// A time given on the command line (`--since`, `--until`): RFC 3339, as
+/// Unix nanoseconds.
+pub fn parse_instant(text: &str) -> Result<i64, String> {
+    crate::ledger::parse_time(text)
+        .ok_or_else(|| format!("{text:?} is not an RFC 3339 time (e.g. 2026-12-01T09:00:00Z)"))
+}
+
 /// What a subcommand reports when it finished without an error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {

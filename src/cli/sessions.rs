@@ -10,7 +10,7 @@
 use super::{CmdResult, EpochArg, Outcome};
 use crate::contract::{AdapterId, SessionRef};
 use crate::home::Home;
-use crate::ledger::{SessionSummary, format_time, parse_time};
+use crate::ledger::{SessionSummary, format_time};
 use crate::read::audit::{AuditClass, Classification};
 use crate::read::epochs::{Epochs, OpenEpoch, archive_note, classify_whole, combine};
 use crate::read::source::closed_sessions;
@@ -28,10 +28,10 @@ pub struct Args {
     #[command(flatten)]
     pub epoch: EpochArg,
     /// Only sessions with an event at or after this time (RFC 3339).
-    #[arg(long, value_parser = parse_instant)]
+    #[arg(long, value_parser = super::parse_instant)]
     pub since: Option<i64>,
     /// Only sessions that started at or before this time (RFC 3339).
-    #[arg(long, value_parser = parse_instant)]
+    #[arg(long, value_parser = super::parse_instant)]
     pub until: Option<i64>,
     /// Only this agent's sessions: claude-code or copilot.
     #[arg(long, value_parser = parse_adapter)]
@@ -49,11 +49,6 @@ pub struct Args {
 pub enum ClassFilter {
     Eligible,
     AuditOnly,
-}
-
-fn parse_instant(text: &str) -> Result<i64, String> {
-    parse_time(text)
-        .ok_or_else(|| format!("{text:?} is not an RFC 3339 time (e.g. 2026-12-01T09:00:00Z)"))
 }
 
 fn parse_adapter(text: &str) -> Result<AdapterId, String> {

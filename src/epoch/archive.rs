@@ -288,21 +288,16 @@ pub struct ArchivedSession {
 /// recorded, or for an archive whose advance recorded none (an older
 /// build's), the same facts read from the archive's rows.
 pub fn archived_open_span_sessions(home: &Home) -> Result<Vec<ArchivedSession>, EpochError> {
-    let recorded = super::list::closures(home)?;
+    let entries = super::list::epochs(home)?;
+    let mut recorded = super::list::closures(&entries);
     let mut out = Vec::new();
-    for entry in super::list::epochs(home)?.into_iter().filter(|e| !e.live) {
-        let mine: Vec<ClosedSession> = recorded
-            .iter()
-            .filter(|(g, _)| *g == entry.genesis_id)
-            .map(|(_, c)| c.clone())
-            .collect();
-        let sessions = if mine.is_empty() && !closure_recorded(home, &entry.genesis_id)? {
-            match entry.open(home).and_then(|l| closure_of(&l)) {
+    for entry in entries.iter().filter(|e| !e.live) {
+        let sessions = match recorded.remove(&entry.genesis_id) {
+            Some(sessions) => sessions,
+            None => match entry.open(home).and_then(|l| closure_of(&l)) {
                 Ok(c) => c.sessions,
                 Err(_) => continue,
-            }
-        } else {
-            mine
+            },
         };
         out.extend(sessions.into_iter().map(|c| ArchivedSession {
             genesis_id: entry.genesis_id.clone(),
@@ -314,15 +309,4 @@ pub fn archived_open_span_sessions(home: &Home) -> Result<Vec<ArchivedSession>, 
         }));
     }
     Ok(out)
-}
-
-/// Whether the epoch that followed `genesis_id` recorded a closure for it.
-fn closure_recorded(home: &Home, genesis_id: &str) -> Result<bool, EpochError> {
-    Ok(super::list::epochs(home)?.iter().any(|e| {
-        e.genesis.as_ref().is_ok_and(|g| {
-            g.anchor
-                .as_ref()
-                .is_some_and(|a| a.genesis_id == genesis_id && a.closure.is_some())
-        })
-    }))
 }

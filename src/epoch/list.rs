@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use super::{EpochError, io};
-use crate::contract::{Generation, SessionRef, current_generation, generation_by_digest};
+use crate::contract::{Generation, current_generation, generation_by_digest};
 use crate::home::Home;
 use crate::ledger::{
     CANDIDATES_DIR, ClosedSession, FENCE_FILE, GENESIS_FILE, GenesisManifest, Ledger, LedgerError,
@@ -47,16 +47,33 @@ impl EpochEntry {
                 path: self.dir.join(GENESIS_FILE),
                 detail: detail.clone(),
             })?;
-        if self.generation().is_none() {
-            return Err(LedgerError::Corrupt {
-                path: self.dir.join(GENESIS_FILE),
-                detail: format!(
+        let refused = self.newer_generation().or_else(|| {
+            self.generation().is_none().then(|| {
+                format!(
                     "written under schema digest {} (contract generation {}), which this build does not know; `harnery epoch verify` still checks its files and chain",
                     genesis.schema_digest, genesis.contract_generation
-                ),
+                )
+            })
+        });
+        if let Some(detail) = refused {
+            return Err(LedgerError::Corrupt {
+                path: self.dir.join(GENESIS_FILE),
+                detail,
             });
         }
         Ledger::open_dir_read(&self.dir, None)
+    }
+
+    /// Why this build cannot read the epoch at all, when a later contract
+    /// generation than this build's wrote it.
+    pub fn newer_generation(&self) -> Option<String> {
+        let written = self.genesis.as_ref().ok()?.contract_generation;
+        let mine = current_generation().number;
+        (written > mine).then(|| {
+            format!(
+                "written by a newer contract generation ({written}; this build reads up to {mine}); not readable by this build"
+            )
+        })
     }
 
     /// The contract generation this epoch was written in, when this build
@@ -156,12 +173,6 @@ pub fn select(home: &Home, selector: &EpochSelector) -> Result<Vec<EpochEntry>, 
     }
 }
 
-/// Whether any archived epoch exists (read commands say so when they show
-/// only the live one).
-pub fn archives_exist(home: &Home) -> bool {
-    archive_dirs(home).is_ok_and(|d| !d.is_empty())
-}
-
 fn live_entry(home: &Home) -> Option<EpochEntry> {
     let dir = Ledger::live_dir(home);
     if !dir.join(GENESIS_FILE).exists() {
@@ -245,37 +256,17 @@ pub(super) fn dangling_archive(home: &Home) -> Result<Option<String>, EpochError
     Ok(newest_unanchored(&archives))
 }
 
-/// Every administrative closure the advances recorded, with the genesis id
-/// of the archived epoch each closed (read from the anchors of the epochs
-/// that followed them).
-pub fn closures(home: &Home) -> Result<Vec<(String, ClosedSession)>, EpochError> {
-    let mut out = Vec::new();
-    for e in epochs(home)? {
+/// The administrative closure each advance recorded, by the genesis id of
+/// the archived epoch it closed (read from the anchors of the epochs that
+/// followed them, listed as `entries`).
+pub(super) fn closures(entries: &[EpochEntry]) -> BTreeMap<String, Vec<ClosedSession>> {
+    let mut out = BTreeMap::new();
+    for e in entries {
         let Ok(g) = &e.genesis else { continue };
         let Some(anchor) = &g.anchor else { continue };
-        let Some(closure) = &anchor.closure else {
-            continue;
-        };
-        for s in &closure.sessions {
-            out.push((anchor.genesis_id.clone(), s.clone()));
+        if let Some(closure) = &anchor.closure {
+            out.insert(anchor.genesis_id.clone(), closure.sessions.clone());
         }
     }
-    Ok(out)
-}
-
-/// The closure reasons an advance recorded for `session`, over every
-/// boundary it crossed (deduplicated, in order).
-pub fn closure_reasons(home: &Home, session: &SessionRef) -> Result<Vec<String>, EpochError> {
-    let mut reasons: Vec<String> = Vec::new();
-    for (_, c) in closures(home)? {
-        if &c.session != session {
-            continue;
-        }
-        for r in c.reasons {
-            if !reasons.contains(&r) {
-                reasons.push(r);
-            }
-        }
-    }
-    Ok(reasons)
+    out
 }

@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc::sync_channel;
 
-use super::run::{DamagedRange, FinalizeOptions, Summary, append_batch, apply_batch, release};
+use super::run::{DamagedRange, FinalizeOptions, Summary, append_batch, release};
+use super::state::{load_producer, save_producer};
 use super::{FinalizeError, failpoint, ready};
 use crate::adapter::{self, RawSignal};
 use crate::clock::ClockSample;
@@ -24,8 +25,8 @@ use crate::finalize::producer::SessionProducer;
 use crate::fingerprint::FingerprintState;
 use crate::home::Home;
 use crate::ledger::{
-    AppendBatch, BatchSignal, BatchState, Checkpointer, Ledger, RawBytes, ReadyEvent, WalState,
-    binary_digest, raw,
+    AppendBatch, BatchSignal, Checkpointer, Ledger, RawBytes, ReadyEvent, WalState, binary_digest,
+    raw,
 };
 use crate::spool::reader::{RecordView, read_views};
 use crate::spool::{Damage, IntakeSpool, read_segment_whole};
@@ -45,8 +46,6 @@ fn chunk_bytes() -> u64 {
 /// and one being appended (each queue holds one, and a stage starts its
 /// next chunk only after handing on the last).
 const IN_FLIGHT: usize = 5;
-/// Sessions ticked per batch in the time-rule pass.
-const TICK_CHUNK: usize = 256;
 /// The session damaged spool ranges are recorded under.
 pub const SPOOL_HEALTH_SESSION: &str = "harnery:spool";
 
@@ -711,44 +710,6 @@ fn signal_row(
     }
 }
 
-/// The session's producer as the ledger keeps it, else a new one. Stored
-/// state is checked against this build's capability profile; the
-/// condition a changed profile raises is queued on `events` at once, so it
-/// precedes whatever the producer emits next.
-fn load_producer(
-    ledger: &Ledger,
-    session: &SessionRef,
-    now_unix_ns: i64,
-    events: &mut Vec<ReadyEvent>,
-) -> Result<SessionProducer, FinalizeError> {
-    let Some(text) = ledger.producer_state(session)? else {
-        return Ok(SessionProducer::new(session.clone()));
-    };
-    let mut producer = parse_state(session, &text)?;
-    events.extend(
-        producer
-            .check_capability_profile(now_unix_ns)
-            .map(ReadyEvent::new),
-    );
-    Ok(producer)
-}
-
-fn parse_state(session: &SessionRef, text: &str) -> Result<SessionProducer, FinalizeError> {
-    serde_json::from_str(text).map_err(|e| {
-        FinalizeError::Spool(format!(
-            "producer state of {} {} does not load: {e}",
-            session.adapter, session.session_id
-        ))
-    })
-}
-
-fn save_producer(session: &SessionRef, producer: &SessionProducer) -> BatchState {
-    BatchState {
-        session: session.clone(),
-        state: serde_json::to_string(producer).expect("producer state serializes"),
-    }
-}
-
 /// Health events about the spool itself, so damage is never only in a log:
 /// in the session whose spool file was damaged when its records say which,
 /// else under the session `harnery:spool` of an adapter.
@@ -895,43 +856,6 @@ impl SpoolHealth<'_> {
         }));
         Ok(())
     }
-}
-
-/// The time rules: tick every session the ledger holds producer state for,
-/// in batches, and append what they emit.
-pub(super) fn tick_all(
-    home: &Home,
-    ledger: &mut Ledger,
-    incarnation: u64,
-    opts: &FinalizeOptions,
-    summary: &mut Summary,
-) -> Result<(), FinalizeError> {
-    let sessions = ledger.producer_sessions()?;
-    for group in sessions.chunks(TICK_CHUNK) {
-        let mut batch = AppendBatch {
-            id: ready::new_batch_id(opts.now_unix_ns),
-            contract_digest: binary_digest(),
-            sources: Vec::new(),
-            signals: Vec::new(),
-            events: Vec::new(),
-            states: Vec::new(),
-        };
-        for session in group {
-            let before = batch.events.len();
-            let mut producer = load_producer(ledger, session, opts.now_unix_ns, &mut batch.events)?;
-            let events = producer.tick(opts.now_unix_ns, &opts.clock);
-            batch.events.extend(events.into_iter().map(ReadyEvent::new));
-            if batch.events.len() > before {
-                batch.states.push(save_producer(session, &producer));
-            }
-        }
-        if batch.events.is_empty() {
-            continue;
-        }
-        let path = ready::write(home, &batch)?;
-        apply_batch(home, ledger, &path, &batch, incarnation, opts, summary)?;
-    }
-    Ok(())
 }
 
 /// With `HARNERY_TIMING` set, report how long a phase took on stderr.

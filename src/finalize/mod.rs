@@ -19,6 +19,7 @@ pub mod lease;
 pub mod producer;
 pub mod ready;
 mod run;
+mod state;
 
 use std::path::{Path, PathBuf};
 

@@ -63,7 +63,7 @@ pub fn finalize(home: &Home, opts: &FinalizeOptions) -> Result<Summary, Finalize
     summary.ready_files_recovered =
         apply_pending(home, &mut ledger, incarnation, opts, &mut summary)?;
     super::intake::drain(home, &mut ledger, incarnation, opts, &mut summary)?;
-    super::intake::tick_all(home, &mut ledger, incarnation, opts, &mut summary)?;
+    super::state::tick_all(home, &mut ledger, incarnation, opts, &mut summary)?;
     finish_summary(&ledger, &mut summary)?;
     Ok(summary)
 }

@@ -33,7 +33,7 @@ use rusqlite::OptionalExtension;
 
 use super::{LedgerError, durable};
 use crate::spool::frame::{HEADER_LEN, decode_header};
-use crate::spool::{SegmentItem, SpoolRecord, read_first, read_first_view};
+use crate::spool::{SpoolRecord, read_first_view};
 
 /// The archive directory's name inside the ledger directory.
 pub const RAW_DIR: &str = "raw";
@@ -147,59 +147,10 @@ fn entry_is_dir(path: &Path) -> Result<bool, LedgerError> {
         .map_err(|e| LedgerError::io(path, e))
 }
 
-/// One archive held in memory, to look records up by offset.
+/// One batch's archive, read one record at a time: its files are opened,
+/// not read whole, so memory holds one record whatever the size of the
+/// batch.
 pub struct Archive {
-    path: PathBuf,
-    bytes: Vec<u8>,
-}
-
-impl Archive {
-    /// Read the archive of `batch`: its files one after another, or the
-    /// single file of an older ledger.
-    pub fn open(ledger_dir: &Path, batch: &str) -> Result<Archive, LedgerError> {
-        let single = single_file_path(ledger_dir, batch);
-        if single.exists() {
-            let bytes = std::fs::read(&single).map_err(|e| LedgerError::io(&single, e))?;
-            return Ok(Archive {
-                path: single,
-                bytes,
-            });
-        }
-        let path = archive_path(ledger_dir, batch);
-        let mut bytes = Vec::new();
-        for index in 0.. {
-            let member = path.join(member_name(index));
-            match std::fs::read(&member) {
-                Ok(b) => bytes.extend_from_slice(&b),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound && index > 0 => break,
-                Err(e) => return Err(LedgerError::io(&member, e)),
-            }
-        }
-        Ok(Archive { path, bytes })
-    }
-
-    /// The intact record that starts at byte `at`, or why there is none.
-    pub fn record_at(&self, at: u64) -> Result<SpoolRecord, String> {
-        let here = || format!("{} byte {at}", self.path.display());
-        let start = usize::try_from(at)
-            .ok()
-            .filter(|&a| a < self.bytes.len())
-            .ok_or_else(|| format!("{}: past the end of the archive", here()))?;
-        match read_first(&self.bytes[start..], &self.path) {
-            Some(SegmentItem::Record(mut record)) => {
-                record.at.offset = at;
-                Ok(*record)
-            }
-            Some(SegmentItem::Damage(d)) => Err(format!("{}: {}", here(), d.kind.as_str())),
-            None => Err(format!("{}: no record", here())),
-        }
-    }
-}
-
-/// An archive read one record at a time, for `verify`: its files are
-/// opened, not read whole, so memory holds one record whatever the size of
-/// the batch.
-struct ArchiveReader {
     path: PathBuf,
     /// Each file and the archive offset it starts at.
     members: Vec<(PathBuf, u64)>,
@@ -210,8 +161,10 @@ struct ArchiveReader {
     buf: Vec<u8>,
 }
 
-impl ArchiveReader {
-    fn open(ledger_dir: &Path, batch: &str) -> Result<ArchiveReader, LedgerError> {
+impl Archive {
+    /// The archive of `batch`: its files one after another, or the single
+    /// file of an older ledger.
+    pub fn open(ledger_dir: &Path, batch: &str) -> Result<Archive, LedgerError> {
         let single = single_file_path(ledger_dir, batch);
         let (path, files) = if single.exists() {
             (single.clone(), vec![single])
@@ -236,7 +189,7 @@ impl ArchiveReader {
             members.push((f, len));
             len += size;
         }
-        Ok(ArchiveReader {
+        Ok(Archive {
             path,
             members,
             len,
@@ -257,9 +210,35 @@ impl ArchiveReader {
         Ok((file, at - start))
     }
 
+    /// The intact record that starts at byte `at` (copied out), or why
+    /// there is none.
+    pub fn record_at(&mut self, at: u64) -> Result<SpoolRecord, String> {
+        let (buf, here) = self.read_record(at)?;
+        let found = match read_first_view(&buf, &self.path) {
+            Some(Ok(rec)) => {
+                let mut record = rec.into_owned();
+                record.at.offset = at;
+                Ok(record)
+            }
+            Some(Err(d)) => Err(format!("{here}: {}", d.kind.as_str())),
+            None => Err(format!("{here}: no record")),
+        };
+        self.buf = buf;
+        found
+    }
+
     /// Whether the intact record that starts at byte `at` carries `want`'s
     /// session key, event and receive time; decoded in place.
     fn identity_at(&mut self, at: u64, want: &Identity) -> Result<(), String> {
+        let (buf, here) = self.read_record(at)?;
+        let verdict = self.judge(&buf, &here, want);
+        self.buf = buf;
+        verdict
+    }
+
+    /// The bytes of the record that starts at byte `at` (as many as there
+    /// are, when it is torn), in the reader's buffer, and where that is.
+    fn read_record(&mut self, at: u64) -> Result<(Vec<u8>, String), String> {
         let here = format!("{} byte {at}", self.path.display());
         if at >= self.len {
             return Err(format!("{here}: past the end of the archive"));
@@ -274,9 +253,8 @@ impl ArchiveReader {
         };
         buf.resize(record_len.min(MAX_RECORD), 0);
         let n = read_up_to(file, &mut buf, local);
-        let verdict = self.judge(&buf[..n], &here, want);
-        self.buf = buf;
-        verdict
+        buf.truncate(n);
+        Ok((buf, here))
     }
 
     fn judge(&self, record: &[u8], here: &str, want: &Identity) -> Result<(), String> {
@@ -308,13 +286,13 @@ impl ArchiveReader {
 /// receive-time order, and the batches drained together interleave there.
 #[derive(Default)]
 struct OpenArchives {
-    open: Vec<(String, Result<ArchiveReader, String>)>,
+    open: Vec<(String, Result<Archive, String>)>,
 }
 
 impl OpenArchives {
     const KEPT: usize = 32;
 
-    fn get(&mut self, ledger_dir: &Path, batch: &str) -> &mut Result<ArchiveReader, String> {
+    fn get(&mut self, ledger_dir: &Path, batch: &str) -> &mut Result<Archive, String> {
         match self.open.iter().position(|(b, _)| b == batch) {
             Some(i) => {
                 let hit = self.open.remove(i);
@@ -324,7 +302,7 @@ impl OpenArchives {
                 if self.open.len() == Self::KEPT {
                     drop(self.open.remove(0));
                 }
-                let opened = ArchiveReader::open(ledger_dir, batch).map_err(|e| e.to_string());
+                let opened = Archive::open(ledger_dir, batch).map_err(|e| e.to_string());
                 self.open.push((batch.to_string(), opened));
             }
         }
@@ -496,9 +474,14 @@ mod tests {
         std::fs::write(path, bytes).unwrap();
     }
 
-    fn event_at(archive: &Archive, at: u64) -> String {
-        let record = archive.record_at(at).unwrap();
-        record.envelope.event.unwrap()
+    /// Whether the record at `at` is the `i`th of its file, named `event`.
+    fn is_at(archive: &mut Archive, at: u64, event: &str, i: i64) -> Result<(), String> {
+        let want = Identity {
+            session_key: "s".into(),
+            event: Some(event.into()),
+            received_ns: i,
+        };
+        archive.identity_at(at, &want)
     }
 
     /// The archive links the spool files (no byte copied) and reads them
@@ -516,16 +499,14 @@ mod tests {
         assert_eq!(inode(&kept.join(member_name(0))), inode(&a));
         assert_eq!(inode(&kept.join(member_name(1))), inode(&b));
         let first_len = std::fs::metadata(&a).unwrap().len();
-        let archive = Archive::open(&ledger_dir, "b1").unwrap();
-        assert_eq!(event_at(&archive, 0), "SessionStart");
-        assert_eq!(event_at(&archive, first_len), "PreToolUse");
+        let mut archive = Archive::open(&ledger_dir, "b1").unwrap();
+        assert_eq!(is_at(&mut archive, 0, "SessionStart", 0), Ok(()));
+        assert_eq!(is_at(&mut archive, first_len, "PreToolUse", 0), Ok(()));
+        let wrong = is_at(&mut archive, 0, "Stop", 0).unwrap_err();
+        assert!(wrong.contains("the record there is"), "{wrong}");
         let past = first_len + std::fs::metadata(&b).unwrap().len();
-        assert!(
-            archive
-                .record_at(past)
-                .unwrap_err()
-                .contains("past the end")
-        );
+        let err = is_at(&mut archive, past, "Stop", 1).unwrap_err();
+        assert!(err.contains("past the end"), "{err}");
     }
 
     /// Archives written as one file, before they were linked, still read.
@@ -534,7 +515,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join(RAW_DIR)).unwrap();
         spool_file(&single_file_path(dir.path(), "old"), &["Stop"]);
-        let archive = Archive::open(dir.path(), "old").unwrap();
-        assert_eq!(event_at(&archive, 0), "Stop");
+        let mut archive = Archive::open(dir.path(), "old").unwrap();
+        assert_eq!(is_at(&mut archive, 0, "Stop", 0), Ok(()));
     }
 }

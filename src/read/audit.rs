@@ -25,9 +25,9 @@
 //! - `end_request_superseded`: an archived epoch ended with this session's
 //!   end request still pending; the epoch advance superseded it.
 //!
-//! Sessions of archived epochs get the same classification from their
-//! events, joined with the facts the epoch module reads from the archive's
-//! span rows ([`archived_reasons`]), which hold even when this build cannot
+//! Sessions of archived epochs get the same classification, joined with
+//! the reasons the advance's closure recorded against them
+//! (`epoch::ArchivedSession`), which hold even when this build cannot
 //! parse the archive's events.
 //!
 //! Audit-only is a classification, not an error: `harnery audit` exits 0.
@@ -92,21 +92,6 @@ impl Classification {
             self.class = AuditClass::AuditOnly;
         }
     }
-}
-
-/// The reasons an archived epoch's unfinished session carries.
-pub fn archived_reasons(session: &crate::epoch::ArchivedSession) -> Vec<String> {
-    let mut reasons = session.reasons.clone();
-    if session.open_tool_spans > 0 {
-        reasons.push(TOOL_PAIRING_INCOMPLETE.into());
-    }
-    if session.open_command_spans > 0 {
-        reasons.push(COMMAND_PAIRING_INCOMPLETE.into());
-    }
-    if session.superseded_end_requests > 0 {
-        reasons.push(END_REQUEST_SUPERSEDED.into());
-    }
-    reasons
 }
 
 /// [`classify_session`] over owned events (one session's, e.g. from

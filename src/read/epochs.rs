@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use super::audit::{Classification, classify_events};
 use super::source::{Closed, SourceError, resolve};
-use crate::contract::{CONTRACT_GENERATION, SessionRef};
+use crate::contract::SessionRef;
 use crate::epoch::{EpochEntry, EpochSelector, select};
 use crate::home::Home;
 use crate::ledger::{Ledger, LedgerError, SessionSummary, SpanCounts};
@@ -80,7 +80,7 @@ impl Epochs {
     }
 
     fn add(&mut self, home: &Home, entry: &EpochEntry) {
-        match open_entry(home, entry) {
+        match entry.open(home).map_err(|e| e.to_string()) {
             Ok(ledger) => self.open.push(OpenEpoch {
                 label: entry.label().to_string(),
                 genesis_id: entry.genesis_id.clone(),
@@ -256,32 +256,13 @@ impl<'a> SessionParts<'a> {
 /// this build's digest (for the checks, which report a foreign digest
 /// themselves), or say why this build cannot read it.
 pub fn open_as_written(entry: &EpochEntry) -> Result<Ledger, String> {
-    if let Ok(g) = &entry.genesis
-        && g.contract_generation > CONTRACT_GENERATION
-    {
-        return Err(newer_generation(g.contract_generation));
+    if let Some(why) = entry.newer_generation() {
+        return Err(why);
     }
     if let Err(detail) = &entry.genesis {
         return Err(detail.clone());
     }
     Ledger::open_dir_read(&entry.dir, None).map_err(|e| e.to_string())
-}
-
-/// Open one listed epoch, or say why this build cannot.
-fn open_entry(home: &Home, entry: &EpochEntry) -> Result<Ledger, String> {
-    if let Ok(g) = &entry.genesis
-        && g.contract_generation > CONTRACT_GENERATION
-    {
-        return Err(newer_generation(g.contract_generation));
-    }
-    entry.open(home).map_err(|e| e.to_string())
-}
-
-/// Why an epoch of a later contract generation is not read.
-pub fn newer_generation(generation: u32) -> String {
-    format!(
-        "written by a newer contract generation ({generation}; this build reads up to {CONTRACT_GENERATION}); not readable by this build"
-    )
 }
 
 fn is_no_match(e: &SourceError) -> bool {
@@ -393,12 +374,5 @@ mod tests {
             }
         );
         assert!(combine(&[]).is_none());
-    }
-
-    #[test]
-    fn a_newer_generation_is_named_as_such() {
-        let why = newer_generation(CONTRACT_GENERATION + 1);
-        assert!(why.starts_with("written by a newer contract generation"));
-        assert!(why.ends_with("not readable by this build"));
     }
 }

@@ -13,7 +13,7 @@ use crate::contract::{AdapterId, SessionRef};
 use crate::epoch::{EpochError, archived_open_span_sessions};
 use crate::home::Home;
 use crate::ledger::{GENESIS_FILE, Ledger, LedgerError, SessionSummary};
-use crate::read::audit::{Classification, archived_reasons};
+use crate::read::audit::Classification;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
@@ -89,7 +89,7 @@ pub fn closed_sessions(home: &Home) -> Result<BTreeMap<SessionRef, Closed>, Epoc
     let mut out: BTreeMap<SessionRef, Closed> = BTreeMap::new();
     for archived in archived_open_span_sessions(home)? {
         let closed = out.entry(archived.session.clone()).or_default();
-        closed.reasons.extend(archived_reasons(&archived));
+        closed.reasons.extend(archived.reasons);
         closed.archives.push(archived.genesis_id);
     }
     Ok(out)

@@ -29,7 +29,7 @@ pub use intake::{IntakeSpool, SealedSegment, SegmentKind, SessionSpool, remove_s
 pub use key::session_key;
 pub use reader::{
     Damage, DamageKind, RecordAt, SegmentItem, SegmentRead, SegmentReader, SpoolRecord, read_bytes,
-    read_first, read_first_view, read_segment, read_segment_whole,
+    read_first_view, read_segment, read_segment_whole,
 };
 pub use writer::{AppendReceipt, Signal, SpoolWriter, WriterOptions};
 

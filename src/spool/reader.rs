@@ -190,13 +190,7 @@ pub fn read_views<'a>(bytes: &'a [u8], file: &'a Path) -> SegmentView<'a> {
 }
 
 /// Decode only the first item of `bytes` (a record, or the damaged range
-/// that starts there), naming it as `file`.
-pub fn read_first(bytes: &[u8], file: &Path) -> Option<SegmentItem> {
-    let frame = Decoder::new(bytes).next_frame()?.ok()?;
-    Some(SegmentItem::owned(frame.view(file)))
-}
-
-/// [`read_first`] without copying: the record borrows from `bytes`.
+/// that starts there), naming it as `file`; the record borrows from `bytes`.
 pub fn read_first_view<'a>(
     bytes: &'a [u8],
     file: &'a Path,
@@ -604,7 +598,8 @@ mod tests {
                     SegmentItem::Record(r) => r.at.offset,
                     SegmentItem::Damage(d) => d.start,
                 };
-                let mut first = read_first(&bytes[at as usize..], &path).unwrap();
+                let view = read_first_view(&bytes[at as usize..], &path).unwrap();
+                let mut first = SegmentItem::owned(view);
                 match &mut first {
                     SegmentItem::Record(r) => r.at.offset += at,
                     SegmentItem::Damage(d) => (d.start, d.end) = (d.start + at, d.end + at),

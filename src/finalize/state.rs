@@ -1,0 +1,88 @@
+//! Producer state as the ledger keeps it: loaded for a session (and
+//! checked against this build's capability profile), saved with the batch
+//! that advanced it, and ticked by the time rules at the end of a run.
+
+use super::run::{FinalizeOptions, Summary, apply_batch};
+use super::{FinalizeError, ready};
+use crate::contract::SessionRef;
+use crate::finalize::producer::SessionProducer;
+use crate::home::Home;
+use crate::ledger::{AppendBatch, BatchState, Ledger, ReadyEvent, binary_digest};
+
+/// Sessions ticked per batch in the time-rule pass.
+const TICK_CHUNK: usize = 256;
+
+/// The session's producer as the ledger keeps it, else a new one. Stored
+/// state is checked against this build's capability profile; the
+/// condition a changed profile raises is queued on `events` at once, so it
+/// precedes whatever the producer emits next.
+pub(super) fn load_producer(
+    ledger: &Ledger,
+    session: &SessionRef,
+    now_unix_ns: i64,
+    events: &mut Vec<ReadyEvent>,
+) -> Result<SessionProducer, FinalizeError> {
+    let Some(text) = ledger.producer_state(session)? else {
+        return Ok(SessionProducer::new(session.clone()));
+    };
+    let mut producer = parse_state(session, &text)?;
+    events.extend(
+        producer
+            .check_capability_profile(now_unix_ns)
+            .map(ReadyEvent::new),
+    );
+    Ok(producer)
+}
+
+fn parse_state(session: &SessionRef, text: &str) -> Result<SessionProducer, FinalizeError> {
+    serde_json::from_str(text).map_err(|e| {
+        FinalizeError::Spool(format!(
+            "producer state of {} {} does not load: {e}",
+            session.adapter, session.session_id
+        ))
+    })
+}
+
+pub(super) fn save_producer(session: &SessionRef, producer: &SessionProducer) -> BatchState {
+    BatchState {
+        session: session.clone(),
+        state: serde_json::to_string(producer).expect("producer state serializes"),
+    }
+}
+
+/// The time rules: tick every session the ledger holds producer state for,
+/// in batches, and append what they emit.
+pub(super) fn tick_all(
+    home: &Home,
+    ledger: &mut Ledger,
+    incarnation: u64,
+    opts: &FinalizeOptions,
+    summary: &mut Summary,
+) -> Result<(), FinalizeError> {
+    let sessions = ledger.producer_sessions()?;
+    for group in sessions.chunks(TICK_CHUNK) {
+        let mut batch = AppendBatch {
+            id: ready::new_batch_id(opts.now_unix_ns),
+            contract_digest: binary_digest(),
+            sources: Vec::new(),
+            signals: Vec::new(),
+            events: Vec::new(),
+            states: Vec::new(),
+        };
+        for session in group {
+            let before = batch.events.len();
+            let mut producer = load_producer(ledger, session, opts.now_unix_ns, &mut batch.events)?;
+            let events = producer.tick(opts.now_unix_ns, &opts.clock);
+            batch.events.extend(events.into_iter().map(ReadyEvent::new));
+            if batch.events.len() > before {
+                batch.states.push(save_producer(session, &producer));
+            }
+        }
+        if batch.events.is_empty() {
+            continue;
+        }
+        let path = ready::write(home, &batch)?;
+        apply_batch(home, ledger, &path, &batch, incarnation, opts, summary)?;
+    }
+    Ok(())
+}
