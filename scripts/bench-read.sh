@@ -7,11 +7,13 @@
 #   2. run each read command under /usr/bin/time -v, stdout to /dev/null:
 #      wall time and peak RSS,
 #   3. run the baselines (examples/bench_read_baseline.rs) on the same
-#      ledger: one thread reading every row in chain order and blake3-
-#      hashing it once (for verify), or writing it to /dev/null (for
+#      ledger, each on one thread: every event row read in chain order and
+#      blake3-hashed once (base-hash); that, plus every raw signal row read
+#      and every raw archive record hashed once (base-hash-all: what verify
+#      checks); or every event row written to /dev/null (base-copy, for
 #      export).
-# Prints one table; `ratio` is the command's time over its baseline's
-# (lower is faster; 1.00 = as fast as the baseline).
+# Prints one table; `ratio` is the command's time over the time of the
+# baseline named beside it (lower is faster; 1.00 = as fast as it).
 #
 # Usage: scripts/bench-read.sh [sizes...]   (needs /usr/bin/time)
 set -euo pipefail
@@ -39,10 +41,10 @@ row() { # row SIZE NAME [BASELINE]
   if [ -n "${3:-}" ]; then
     ratio=$(awk -v a="$t" -v b="$(secs "$WORK/$3.time")" 'BEGIN { printf "%.2f", a / b }')
   fi
-  printf '%-9s %-28s %9s %10s %8s\n' "$1" "$2" "$t" "$(rss_mb "$WORK/$2.time")" "$ratio"
+  printf '%-9s %-28s %9s %10s %8s %s\n' "$1" "$2" "$t" "$(rss_mb "$WORK/$2.time")" "$ratio" "${3:-}"
 }
 
-printf '%-9s %-28s %9s %10s %8s\n' signals command secs peak_mb ratio
+printf '%-9s %-28s %9s %10s %8s %s\n' signals command secs peak_mb ratio baseline
 for n in ${SIZES[@]}; do
   home="$WORK/home-$n"
   rm -rf "$home" && mkdir -p "$home"
@@ -52,6 +54,7 @@ for n in ${SIZES[@]}; do
   db="$home/ledgers/v2/ledger.sqlite"
   one=$("$BIN/harnery" sessions --json | head -1 | sed 's/.*"session_id":"\([^"]*\)".*/\1/')
   timed base-hash "$BIN/examples/bench_read_baseline" "$db" hash
+  timed base-hash-all "$BIN/examples/bench_read_baseline" "$db" hash-all
   timed base-copy "$BIN/examples/bench_read_baseline" "$db" copy
   timed sessions "$BIN/harnery" sessions
   timed sessions-json "$BIN/harnery" sessions --json
@@ -64,9 +67,10 @@ for n in ${SIZES[@]}; do
   timed verify "$BIN/harnery" verify
   timed export-jsonl "$BIN/harnery" export --format jsonl
   timed export-otlp "$BIN/harnery" export --format otlp
-  for c in base-hash base-copy sessions sessions-json show replay receipts audit health validate; do
+  for c in base-hash base-hash-all base-copy sessions sessions-json show replay receipts audit health validate; do
     row "$n" "$c"
   done
+  row "$n" verify base-hash-all
   row "$n" verify base-hash
   row "$n" export-jsonl base-copy
   row "$n" export-otlp base-copy

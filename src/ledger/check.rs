@@ -605,7 +605,9 @@ fn columns_agree(row: &RowRef, scratch: &mut Vec<u8>) -> bool {
     if !row.json.starts_with(scratch) {
         return false;
     }
-    let Some(at) = memchr::memmem::find(row.json, b"\"type\":") else {
+    static TYPE_KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"type\":"));
+    let Some(at) = TYPE_KEY.find(row.json) else {
         return false;
     };
     scratch.clear();

@@ -32,6 +32,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::OptionalExtension;
 
 use super::{LedgerError, durable};
+use crate::spool::envelope::EnvelopeView;
 use crate::spool::frame::{HEADER_LEN, decode_header};
 use crate::spool::{SpoolRecord, read_first_view};
 
@@ -148,8 +149,8 @@ fn entry_is_dir(path: &Path) -> Result<bool, LedgerError> {
 }
 
 /// One batch's archive, read one record at a time: its files are opened,
-/// not read whole, so memory holds one record whatever the size of the
-/// batch.
+/// not read whole, so memory holds one window (or one record larger than
+/// it) whatever the size of the batch.
 pub struct Archive {
     path: PathBuf,
     /// Each file and the archive offset it starts at.
@@ -158,8 +159,21 @@ pub struct Archive {
     /// The one member kept open (its index): records are looked up mostly
     /// in order, and a batch may have many files.
     current: Option<(usize, std::fs::File)>,
-    buf: Vec<u8>,
+    window: Window,
 }
+
+/// Bytes read ahead from one member: records looked up in order cost one
+/// read a window, not two a record.
+#[derive(Default)]
+struct Window {
+    member: usize,
+    /// The member offset of `bytes[0]`.
+    start: u64,
+    bytes: Vec<u8>,
+}
+
+/// How much a window reads ahead.
+const WINDOW_LEN: usize = 64 << 10;
 
 impl Archive {
     /// The archive of `batch`: its files one after another, or the single
@@ -194,91 +208,107 @@ impl Archive {
             members,
             len,
             current: None,
-            buf: Vec::new(),
+            window: Window::default(),
         })
-    }
-
-    /// The member holding archive byte `at`, opened, and `at` within it.
-    fn member(&mut self, at: u64) -> Result<(&std::fs::File, u64), String> {
-        let i = self.members.partition_point(|(_, start)| *start <= at) - 1;
-        let (path, start) = &self.members[i];
-        if self.current.as_ref().is_none_or(|(open, _)| *open != i) {
-            let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            self.current = Some((i, file));
-        }
-        let (_, file) = self.current.as_ref().expect("just opened");
-        Ok((file, at - start))
     }
 
     /// The intact record that starts at byte `at` (copied out), or why
     /// there is none.
     pub fn record_at(&mut self, at: u64) -> Result<SpoolRecord, String> {
-        let (buf, here) = self.read_record(at)?;
-        let found = match read_first_view(&buf, &self.path) {
+        let range = self.read_record(at)?;
+        match read_first_view(&self.window.bytes[range], &self.path) {
             Some(Ok(rec)) => {
                 let mut record = rec.into_owned();
                 record.at.offset = at;
                 Ok(record)
             }
-            Some(Err(d)) => Err(format!("{here}: {}", d.kind.as_str())),
-            None => Err(format!("{here}: no record")),
-        };
-        self.buf = buf;
-        found
+            Some(Err(d)) => Err(format!("{}: {}", self.here(at), d.kind.as_str())),
+            None => Err(format!("{}: no record", self.here(at))),
+        }
     }
 
     /// Whether the intact record that starts at byte `at` carries `want`'s
     /// session key, event and receive time; decoded in place.
-    fn identity_at(&mut self, at: u64, want: &Identity) -> Result<(), String> {
-        let (buf, here) = self.read_record(at)?;
-        let verdict = self.judge(&buf, &here, want);
-        self.buf = buf;
-        verdict
-    }
-
-    /// The bytes of the record that starts at byte `at` (as many as there
-    /// are, when it is torn), in the reader's buffer, and where that is.
-    fn read_record(&mut self, at: u64) -> Result<(Vec<u8>, String), String> {
-        let here = format!("{} byte {at}", self.path.display());
-        if at >= self.len {
-            return Err(format!("{here}: past the end of the archive"));
-        }
-        let mut buf = std::mem::take(&mut self.buf);
-        let (file, local) = self.member(at)?;
-        let mut header = [0u8; HEADER_LEN];
-        let got = read_up_to(file, &mut header, local);
-        let record_len = match decode_header(&header) {
-            Ok(h) if got == HEADER_LEN => usize::try_from(h.record_len()).unwrap_or(usize::MAX),
-            _ => got,
-        };
-        buf.resize(record_len.min(MAX_RECORD), 0);
-        let n = read_up_to(file, &mut buf, local);
-        buf.truncate(n);
-        Ok((buf, here))
-    }
-
-    fn judge(&self, record: &[u8], here: &str, want: &Identity) -> Result<(), String> {
-        match read_first_view(record, &self.path) {
+    fn identity_at(&mut self, at: u64, want: &Identity<'_>) -> Result<(), String> {
+        let range = self.read_record(at)?;
+        let fault = match read_first_view(&self.window.bytes[range], &self.path) {
             Some(Ok(rec)) => {
-                let env = &rec.envelope;
-                if env.session_key == want.session_key
-                    && env.event.as_deref() == want.event.as_deref()
-                    && env.received_ns == want.received_ns
-                {
+                let got = Identity::of(&rec.envelope);
+                if got == *want {
                     return Ok(());
                 }
-                let got = Identity {
-                    session_key: env.session_key.to_string(),
-                    event: env.event.as_ref().map(|e| e.to_string()),
-                    received_ns: env.received_ns,
-                };
-                Err(format!(
+                return Err(format!(
                     "the record there is {got:?}, the row says {want:?}"
-                ))
+                ));
             }
-            Some(Err(d)) => Err(format!("{here}: {}", d.kind.as_str())),
-            None => Err(format!("{here}: no record")),
+            Some(Err(d)) => d.kind.as_str(),
+            None => "no record",
+        };
+        Err(format!("{}: {fault}", self.here(at)))
+    }
+
+    fn here(&self, at: u64) -> String {
+        format!("{} byte {at}", self.path.display())
+    }
+
+    /// Where in the window the bytes of the record that starts at byte
+    /// `at` are (as many as there are, when it is torn; just the header's,
+    /// when that does not check out).
+    fn read_record(&mut self, at: u64) -> Result<std::ops::Range<usize>, String> {
+        if at >= self.len {
+            return Err(format!("{}: past the end of the archive", self.here(at)));
         }
+        let member = self.members.partition_point(|(_, start)| *start <= at) - 1;
+        let local = at - self.members[member].1;
+        let got = self.fill(member, local, HEADER_LEN)?;
+        let header: Option<&[u8; HEADER_LEN]> = self.window.bytes[self.window_at(local, got)]
+            .try_into()
+            .ok();
+        let record_len = match header.map(decode_header) {
+            Some(Ok(h)) => usize::try_from(h.record_len()).unwrap_or(usize::MAX),
+            _ => got,
+        };
+        let got = self.fill(member, local, record_len.min(MAX_RECORD))?;
+        Ok(self.window_at(local, got))
+    }
+
+    /// Where `len` bytes from member offset `local` are in the window
+    /// (which [`Archive::fill`] made sure holds them).
+    fn window_at(&self, local: u64, len: usize) -> std::ops::Range<usize> {
+        let from = (local - self.window.start) as usize;
+        from..from + len
+    }
+
+    /// Make the window hold `want` bytes of `member` from `local`, or as
+    /// many as the file has; how many that is.
+    fn fill(&mut self, member: usize, local: u64, want: usize) -> Result<usize, String> {
+        let w = &self.window;
+        let end = w.start + w.bytes.len() as u64;
+        if w.member == member && w.start <= local && local + want as u64 <= end {
+            return Ok(want);
+        }
+        if self
+            .current
+            .as_ref()
+            .is_none_or(|(open, _)| *open != member)
+        {
+            let path = &self.members[member].0;
+            let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            self.current = Some((member, file));
+        }
+        let (_, file) = self.current.as_ref().expect("just opened");
+        let len = want.max(WINDOW_LEN);
+        let bytes = &mut self.window.bytes;
+        if bytes.capacity() > 2 * len {
+            // A large record passed: give its memory back.
+            *bytes = Vec::new();
+        }
+        bytes.resize(len, 0);
+        let n = read_up_to(file, bytes, local);
+        bytes.truncate(n);
+        self.window.member = member;
+        self.window.start = local;
+        Ok(n.min(want))
     }
 }
 
@@ -385,40 +415,30 @@ impl super::Ledger {
         let mut count = 0u64;
         while let Some(r) = rows.next()? {
             count += 1;
-            let digest: String = r.get(0)?;
+            let text = |i: usize| -> rusqlite::Result<Option<&str>> {
+                Ok(r.get_ref(i)?.as_str_or_null()?)
+            };
             let want = Identity {
-                session_key: r.get(1)?,
-                event: r.get(2)?,
+                session_key: text(1)?.unwrap_or_default(),
+                event: text(2)?,
                 received_ns: r.get(3)?,
             };
-            let batch: String = r.get(4)?;
+            let batch = text(4)?.unwrap_or_default();
             let at: Option<i64> = r.get(5)?;
-            let envelope: Option<String> = r.get(6)?;
-            let verdict = match (at, envelope) {
-                (Some(at), _) => match open.get(self.dir(), &batch) {
+            let verdict = match (at, text(6)?) {
+                (Some(at), _) => match open.get(self.dir(), batch) {
                     Ok(a) => a.identity_at(at as u64, &want),
                     Err(e) => Err(e.clone()),
                 },
-                (None, Some(text)) => serde_json::from_str::<crate::spool::Envelope>(&text)
-                    .map_err(|e| format!("the inline envelope does not parse: {e}"))
-                    .and_then(|env| {
-                        let got = Identity::of(&env);
-                        if got == want {
-                            Ok(())
-                        } else {
-                            Err(format!(
-                                "the record there is {got:?}, the row says {want:?}"
-                            ))
-                        }
-                    }),
+                (None, Some(text)) => inline_identity(text, &want),
                 (None, None) => Err("the row keeps no bytes and no archive offset".into()),
             };
             let Err(detail) = verdict else {
                 continue;
             };
             problems.push(RawProblem {
-                record_digest: digest,
-                batch,
+                record_digest: r.get(0)?,
+                batch: batch.to_string(),
                 archive_at: at.map(|a| a as u64),
                 detail,
             });
@@ -427,19 +447,38 @@ impl super::Ledger {
     }
 }
 
+/// Whether an envelope kept inline (a record written before the archive)
+/// carries `want`'s identity.
+fn inline_identity(text: &str, want: &Identity<'_>) -> Result<(), String> {
+    let env: crate::spool::Envelope = serde_json::from_str(text)
+        .map_err(|e| format!("the inline envelope does not parse: {e}"))?;
+    let got = Identity {
+        session_key: &env.session_key,
+        event: env.event.as_deref(),
+        received_ns: env.received_ns,
+    };
+    if got == *want {
+        Ok(())
+    } else {
+        Err(format!(
+            "the record there is {got:?}, the row says {want:?}"
+        ))
+    }
+}
+
 /// What a raw signal row and its record must agree on.
 #[derive(Debug, PartialEq, Eq)]
-struct Identity {
-    session_key: String,
-    event: Option<String>,
+struct Identity<'a> {
+    session_key: &'a str,
+    event: Option<&'a str>,
     received_ns: i64,
 }
 
-impl Identity {
-    fn of(env: &crate::spool::Envelope) -> Identity {
+impl<'a> Identity<'a> {
+    fn of(env: &'a EnvelopeView<'a>) -> Identity<'a> {
         Identity {
-            session_key: env.session_key.clone(),
-            event: env.event.clone(),
+            session_key: &env.session_key,
+            event: env.event.as_deref(),
             received_ns: env.received_ns,
         }
     }
@@ -454,9 +493,15 @@ mod tests {
 
     /// A spool file of one record per event name.
     fn spool_file(path: &Path, events: &[&str]) {
+        spool_file_padded(path, events, 0);
+    }
+
+    /// As [`spool_file`], each payload padded by `pad` bytes.
+    fn spool_file_padded(path: &Path, events: &[&str], pad: usize) {
         let mut bytes = Vec::new();
         for (i, event) in events.iter().enumerate() {
-            let payload = format!(r#"{{"hook_event_name":"{event}"}}"#);
+            let fill = "x".repeat(pad);
+            let payload = format!(r#"{{"hook_event_name":"{event}","pad":"{fill}"}}"#);
             let envelope = serde_json::json!({
                 "v": 1, "record_id": format!("r{i}"), "adapter": "claude-code",
                 "event": event, "session_id": "s", "session_key": "s",
@@ -477,8 +522,8 @@ mod tests {
     /// Whether the record at `at` is the `i`th of its file, named `event`.
     fn is_at(archive: &mut Archive, at: u64, event: &str, i: i64) -> Result<(), String> {
         let want = Identity {
-            session_key: "s".into(),
-            event: Some(event.into()),
+            session_key: "s",
+            event: Some(event),
             received_ns: i,
         };
         archive.identity_at(at, &want)
@@ -517,5 +562,37 @@ mod tests {
         spool_file(&single_file_path(dir.path(), "old"), &["Stop"]);
         let mut archive = Archive::open(dir.path(), "old").unwrap();
         assert_eq!(is_at(&mut archive, 0, "Stop", 0), Ok(()));
+    }
+
+    /// Records larger than the read-ahead window, records the window holds
+    /// several of, lookups out of order, and a record the file cuts short.
+    #[test]
+    fn records_read_through_the_window_in_any_order() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(RAW_DIR)).unwrap();
+        let path = single_file_path(dir.path(), "w");
+        let events = ["A", "B", "C", "D"];
+        spool_file_padded(&path, &events, WINDOW_LEN + 1000);
+        let bytes = std::fs::read(&path).unwrap();
+        let record_len = bytes.len() as u64 / 4;
+        let mut archive = Archive::open(dir.path(), "w").unwrap();
+        for i in [2, 0, 3, 1, 1] {
+            let at = i as u64 * record_len;
+            assert_eq!(is_at(&mut archive, at, events[i], i as i64), Ok(()));
+        }
+        spool_file_padded(&path, &events, 10);
+        let record_len = std::fs::metadata(&path).unwrap().len() / 4;
+        let mut archive = Archive::open(dir.path(), "w").unwrap();
+        for i in [3, 0, 1, 2] {
+            let at = i as u64 * record_len;
+            assert_eq!(is_at(&mut archive, at, events[i], i as i64), Ok(()));
+        }
+        let cut = bytes.len() - 10;
+        std::fs::write(&path, &bytes[..cut]).unwrap();
+        let mut archive = Archive::open(dir.path(), "w").unwrap();
+        let big = bytes.len() as u64 / 4;
+        assert_eq!(is_at(&mut archive, 2 * big, "C", 2), Ok(()));
+        let torn = is_at(&mut archive, 3 * big, "D", 3).unwrap_err();
+        assert!(torn.contains("byte"), "{torn}");
     }
 }
