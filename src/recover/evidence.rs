@@ -11,7 +11,12 @@
 //! - `<prefix>/lib/node_modules/@github/copilot/` for the usual global npm
 //!   prefixes (`$NPM_CONFIG_PREFIX`, `~/.npm-global`, `~/.local`, `/usr/local`,
 //!   `/usr`, `/opt/homebrew`, and each `~/.nvm/versions/node/*`).
-//!   `HARNERY_NPM_PREFIXES` (colon-separated) replaces that list.
+//!   `HARNERY_NPM_PREFIXES` (colon-separated) replaces that list;
+//! - the first `copilot` on `PATH`, followed through its symlinks to the
+//!   package folder it lives in (npm's `.bin/copilot` is a link to
+//!   `@github/copilot/npm-loader.js`; the platform binary sits in
+//!   `@github/copilot-<platform>/`). A `copilot` outside any package (a
+//!   standalone binary) has no version here.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -37,6 +42,7 @@ pub enum Place {
     PackageFlag,
     PkgCache,
     NodeModules,
+    OnPath,
 }
 
 /// One installed package.
@@ -62,6 +68,8 @@ pub struct SearchPlan {
     pub package_dirs: Vec<PathBuf>,
     pub cache_pkg_dirs: Vec<PathBuf>,
     pub npm_prefixes: Vec<PathBuf>,
+    /// The directories of `PATH`, in order.
+    pub path_dirs: Vec<PathBuf>,
 }
 
 impl SearchPlan {
@@ -84,10 +92,14 @@ impl SearchPlan {
                 .collect(),
             None => default_prefixes(home.as_deref(), var("NPM_CONFIG_PREFIX")),
         };
+        let path_dirs = std::env::var_os("PATH")
+            .map(|p| std::env::split_paths(&p).collect())
+            .unwrap_or_default();
         SearchPlan {
             package_dirs,
             cache_pkg_dirs,
             npm_prefixes,
+            path_dirs,
         }
     }
 }
@@ -128,7 +140,32 @@ pub fn discover(plan: &SearchPlan, hint: &RunningCopilotHint) -> Vec<Installed> 
         let dir = prefix.join("lib/node_modules/@github/copilot");
         found.extend(package_at(&dir, Place::NodeModules, None));
     }
+    found.extend(on_path(&plan.path_dirs).and_then(|exe| package_of(&exe)));
     dedupe(found)
+}
+
+/// The first executable file called `copilot` in `dirs`, as a shell would
+/// find it, with its symlinks resolved.
+pub fn on_path(dirs: &[PathBuf]) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    dirs.iter()
+        .filter(|d| !d.as_os_str().is_empty())
+        .map(|d| d.join("copilot"))
+        .find(|p| fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
+        .and_then(|p| fs::canonicalize(p).ok())
+}
+
+/// The Copilot package a resolved executable belongs to: the folder holding
+/// it, when that folder's `package.json` names `@github/copilot` or one of its
+/// platform packages (`@github/copilot-linux-x64`, ...).
+pub fn package_of(exe: &Path) -> Option<Installed> {
+    let dir = exe.parent()?;
+    let json = read_package_json(&dir.join("package.json"))?;
+    let name = json.get("name")?.as_str()?;
+    if name != "@github/copilot" && !name.starts_with("@github/copilot-") {
+        return None;
+    }
+    package_at(dir, Place::OnPath, None)
 }
 
 /// The same folder reached twice (a dist dir inside the cache) is listed once.
@@ -169,12 +206,16 @@ fn package_at(dir: &Path, place: Place, dir_version: Option<String>) -> Option<I
 }
 
 fn package_version(path: &Path) -> Option<String> {
+    let json = read_package_json(path)?;
+    json.get("version")?.as_str().map(str::to_string)
+}
+
+fn read_package_json(path: &Path) -> Option<serde_json::Value> {
     let meta = fs::metadata(path).ok()?;
     if meta.len() > 1 << 20 {
         return None;
     }
-    let json: serde_json::Value = serde_json::from_slice(&fs::read(path).ok()?).ok()?;
-    json.get("version")?.as_str().map(str::to_string)
+    serde_json::from_slice(&fs::read(path).ok()?).ok()
 }
 
 fn subdirs(dir: &Path) -> Vec<PathBuf> {
@@ -188,4 +229,50 @@ fn subdirs(dir: &Path) -> Vec<PathBuf> {
         .collect();
     out.sort();
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::{PermissionsExt, symlink};
+
+    use super::*;
+
+    fn executable(path: &Path) {
+        fs::write(path, "#!/bin/sh\n").expect("write");
+        fs::set_permissions(path, fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+
+    #[test]
+    fn the_first_executable_copilot_on_path_is_followed_to_its_package() {
+        let t = tempfile::tempdir().expect("tempdir");
+        let (plain, npm_bin) = (t.path().join("plain"), t.path().join("npm/.bin"));
+        let pkg = t.path().join("npm/@github/copilot-linux-x64");
+        for d in [&plain, &npm_bin, &pkg] {
+            fs::create_dir_all(d).expect("mkdir");
+        }
+        // Not executable: a shell skips it, and so does the search.
+        fs::write(plain.join("copilot"), "data").expect("write");
+        executable(&pkg.join("copilot"));
+        let manifest = r#"{"name": "@github/copilot-linux-x64", "version": "1.0.86"}"#;
+        fs::write(pkg.join("package.json"), manifest).expect("write");
+        symlink(pkg.join("copilot"), npm_bin.join("copilot")).expect("symlink");
+
+        let exe = on_path(&[plain.clone(), npm_bin]).expect("found");
+        assert_eq!(exe, fs::canonicalize(pkg.join("copilot")).expect("real"));
+        let found = package_of(&exe).expect("a copilot package");
+        assert_eq!(
+            (found.place, found.version.as_deref()),
+            (Place::OnPath, Some("1.0.86"))
+        );
+
+        // A standalone binary, or one in somebody else's package, has no version.
+        executable(&plain.join("copilot"));
+        assert!(package_of(&on_path(std::slice::from_ref(&plain)).expect("found")).is_none());
+        fs::write(
+            plain.join("package.json"),
+            r#"{"name": "other", "version": "9.9.9"}"#,
+        )
+        .expect("write");
+        assert!(package_of(&plain.join("copilot")).is_none());
+    }
 }
