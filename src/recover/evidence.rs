@@ -5,18 +5,20 @@
 //! Locations, in the order they are searched:
 //! - the hint's dist dir (`COPILOT_CLI_RESOLVED_DIST_DIR` as a hook saw it);
 //! - `--copilot-package DIR` (a package folder holding `package.json`);
+//! - the first `copilot` on `PATH`, followed through its symlinks to the
+//!   package folder it lives in (npm's `.bin/copilot` is a link to
+//!   `@github/copilot/npm-loader.js`; the platform binary sits in
+//!   `@github/copilot-<platform>/`). A `copilot` outside any package (a
+//!   standalone binary) has no version here. It comes before the caches and
+//!   prefixes so that a global npm install reached from `PATH` is listed as
+//!   on `PATH` (a folder found twice is listed once, first place wins);
 //! - package caches: `$COPILOT_PKG_CACHE_HOME/<platform>/<version>/`,
 //!   `$COPILOT_CACHE_HOME/pkg/<platform>/<version>/`,
 //!   `${XDG_CACHE_HOME:-~/.cache}/copilot/pkg/<platform>/<version>/`;
 //! - `<prefix>/lib/node_modules/@github/copilot/` for the usual global npm
 //!   prefixes (`$NPM_CONFIG_PREFIX`, `~/.npm-global`, `~/.local`, `/usr/local`,
 //!   `/usr`, `/opt/homebrew`, and each `~/.nvm/versions/node/*`).
-//!   `HARNERY_NPM_PREFIXES` (colon-separated) replaces that list;
-//! - the first `copilot` on `PATH`, followed through its symlinks to the
-//!   package folder it lives in (npm's `.bin/copilot` is a link to
-//!   `@github/copilot/npm-loader.js`; the platform binary sits in
-//!   `@github/copilot-<platform>/`). A `copilot` outside any package (a
-//!   standalone binary) has no version here.
+//!   `HARNERY_NPM_PREFIXES` (colon-separated) replaces that list.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -126,6 +128,7 @@ pub fn discover(plan: &SearchPlan, hint: &RunningCopilotHint) -> Vec<Installed> 
     for dir in &plan.package_dirs {
         found.extend(package_at(dir, Place::PackageFlag, None));
     }
+    found.extend(on_path(&plan.path_dirs).and_then(|exe| package_of(&exe)));
     for pkg in &plan.cache_pkg_dirs {
         for platform in subdirs(pkg) {
             for version_dir in subdirs(&platform) {
@@ -140,7 +143,6 @@ pub fn discover(plan: &SearchPlan, hint: &RunningCopilotHint) -> Vec<Installed> 
         let dir = prefix.join("lib/node_modules/@github/copilot");
         found.extend(package_at(&dir, Place::NodeModules, None));
     }
-    found.extend(on_path(&plan.path_dirs).and_then(|exe| package_of(&exe)));
     dedupe(found)
 }
 
@@ -274,5 +276,31 @@ mod tests {
         )
         .expect("write");
         assert!(package_of(&plain.join("copilot")).is_none());
+    }
+
+    #[test]
+    fn a_global_npm_install_reached_from_path_is_listed_as_on_path() {
+        let t = tempfile::tempdir().expect("tempdir");
+        let prefix = t.path().join("usr-local");
+        let pkg = prefix.join("lib/node_modules/@github/copilot");
+        let bin = prefix.join("bin");
+        fs::create_dir_all(&pkg).expect("mkdir");
+        fs::create_dir_all(&bin).expect("mkdir");
+        let manifest = r#"{"name": "@github/copilot", "version": "1.0.102"}"#;
+        fs::write(pkg.join("package.json"), manifest).expect("write");
+        executable(&pkg.join("npm-loader.js"));
+        symlink(
+            "../lib/node_modules/@github/copilot/npm-loader.js",
+            bin.join("copilot"),
+        )
+        .expect("symlink");
+        let plan = SearchPlan {
+            npm_prefixes: vec![prefix],
+            path_dirs: vec![bin],
+            ..SearchPlan::default()
+        };
+        let found = discover(&plan, &RunningCopilotHint::default());
+        let places: Vec<Place> = found.iter().map(|i| i.place).collect();
+        assert_eq!(places, [Place::OnPath]);
     }
 }
