@@ -9,17 +9,33 @@
 # writers on one session. Runs are interleaved (hook, cat, python, hook, ...)
 # so machine noise hits all three alike. Prints p50/p99 in ms and the ratios.
 #
+# Then "Copilot hook as installed": a 1 KB Copilot preToolUse payload given to
+#   bare    harnery-hook copilot preToolUse        (started directly)
+#   exec    the preToolUse entry `harnery install copilot --form exec` writes,
+#           started as Copilot starts it: `exec` with `args`, no shell
+#   bash    the entry `--form bash` writes, started as `bash -c <bash>`
+# interleaved, one writer; each row's ratio is its p50 over the bare hook's.
+#
 # Usage: scripts/bench-hook.sh [N]   (N spawns per cell and writer mode; default 200)
-# Env:   BENCH_DIR (scratch, default a new temp dir), HARNERY_HOOK (prebuilt binary)
+# Env:   BENCH_DIR (scratch, default a new temp dir), HARNERY_HOOK (prebuilt
+#        binary), HARNERY (prebuilt harnery; default: beside HARNERY_HOOK),
+#        BENCH_COPILOT_ONLY=1 (only the "Copilot hook as installed" rows)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N="${1:-200}"
 if [[ -z "${HARNERY_HOOK:-}" ]]; then
-  cargo build --release --bin harnery-hook >&2
+  cargo build --release --bins >&2
   HARNERY_HOOK="$PWD/target/release/harnery-hook"
 fi
+HARNERY="${HARNERY:-$(dirname "$HARNERY_HOOK")/harnery}"
 BENCH_DIR="${BENCH_DIR:-$(mktemp -d)}"
 mkdir -p "$BENCH_DIR"
+# The two Copilot hook files exactly as install writes them (dry run: the
+# file text after the "# ..." lines).
+for form in exec bash; do
+  HOME="$BENCH_DIR/install-home" "$HARNERY" install copilot --dry-run --form "$form" \
+    --hook-bin "$HARNERY_HOOK" | grep -v '^#' > "$BENCH_DIR/copilot-$form.json"
+done
 cat > "$BENCH_DIR/pyhook.py" <<'PY'
 import json, sys
 raw = sys.stdin.buffer.read()
@@ -27,9 +43,10 @@ doc = json.loads(raw)
 with open(sys.argv[1], "a") as f:
     f.write(json.dumps({"event": doc.get("hook_event_name"), "session": doc.get("session_id"), "payload": doc}) + "\n")
 PY
-python3 - "$HARNERY_HOOK" "$BENCH_DIR" "$N" <<'PY'
-import os, sys, threading, time
-hook, work, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+python3 - "$HARNERY_HOOK" "$BENCH_DIR" "$N" "${BENCH_COPILOT_ONLY:-0}" <<'PY'
+import json, os, sys, threading, time
+hook, work, n, copilot_only = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1"
+
 env = dict(os.environ, HARNERY_HOME=os.path.join(work, "home"))
 shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
 shm_home = os.path.join(shm, "harnery-bench-%d" % os.getpid()) if shm else None
@@ -81,13 +98,41 @@ def cell(label, size, writers):
         [t.join() for t in ts]
     return {k: (pct(v, 0.5), pct(v, 0.99), len(v)) for k, v in times.items()}
 print(f"harnery-hook {hook}; {n} spawns per cell; scratch {work}")
-print(f"{'payload':8} {'writers':>7} | {'hook p50':>9} {'p99':>8} | {'cat p50':>8} {'p99':>8} | {'py p50':>8} {'p99':>8} | {'hook/cat':>8} {'py/hook':>8} | {'tmpfs p50':>9}")
-for label, size in sizes:
-    for writers in (1, 16):
-        r = cell(label, size, writers)
-        h, c, p = r["hook"], r["cat"], r["python"]
-        t = f"{r['tmpfs'][0]:9.2f}" if "tmpfs" in r else f"{'-':>9}"
-        print(f"{label:8} {writers:>7} | {h[0]:9.2f} {h[1]:8.2f} | {c[0]:8.2f} {c[1]:8.2f} | {p[0]:8.2f} {p[1]:8.2f} | {h[0]/c[0]:8.2f} {p[0]/h[0]:8.2f} | {t}")
+def main_table():
+    print(f"{'payload':8} {'writers':>7} | {'hook p50':>9} {'p99':>8} | {'cat p50':>8} {'p99':>8} | {'py p50':>8} {'p99':>8} | {'hook/cat':>8} {'py/hook':>8} | {'tmpfs p50':>9}")
+    for label, size in sizes:
+        for writers in (1, 16):
+            r = cell(label, size, writers)
+            h, c, p = r["hook"], r["cat"], r["python"]
+            t = f"{r['tmpfs'][0]:9.2f}" if "tmpfs" in r else f"{'-':>9}"
+            print(f"{label:8} {writers:>7} | {h[0]:9.2f} {h[1]:8.2f} | {c[0]:8.2f} {c[1]:8.2f} | {p[0]:8.2f} {p[1]:8.2f} | {h[0]/c[0]:8.2f} {p[0]/h[0]:8.2f} | {t}")
+if not copilot_only:
+    main_table()
+def installed_argv(form):
+    entry = json.load(open(os.path.join(work, f"copilot-{form}.json")))["hooks"]["preToolUse"]
+    entry = [e for e in entry if "harnery-hook" in (e.get("exec") or e.get("bash") or "")][0]
+    if form == "exec":
+        return [entry["exec"], *entry["args"]]
+    return ["/bin/bash", "-c", entry["bash"]]
+def copilot_rows():
+    path = os.path.join(work, "payload-copilot-1KB")
+    head = b'{"sessionId":"bench-copilot","timestamp":1795997722372,"cwd":"/tmp","toolName":"bash","toolArgs":"'
+    with open(path, "wb") as f:
+        f.write(head + b"x" * (1000 - len(head) - 2) + b'"}')
+    cs = {"bare": [hook, "copilot", "preToolUse"], "exec": installed_argv("exec"), "bash": installed_argv("bash")}
+    times = {k: [] for k in cs}
+    for _ in range(n):
+        for k, argv in cs.items():
+            times[k].append(once(argv, path))
+    bare = pct(times["bare"], 0.5)
+    print()
+    print(f"Copilot hook as installed (1 KB preToolUse, 1 writer, {n} spawns each)")
+    print(f"{'started as':28} | {'p50':>8} {'p99':>8} | {'/bare':>6}")
+    labels = {"bare": "bare hook (no config)", "exec": "installed, exec form", "bash": "installed, bash form"}
+    for k in cs:
+        p50, p99 = pct(times[k], 0.5), pct(times[k], 0.99)
+        print(f"{labels[k]:28} | {p50:8.2f} {p99:8.2f} | {p50 / bare:6.2f}")
+copilot_rows()
 if shm_home:
     import shutil
     shutil.rmtree(shm_home, ignore_errors=True)

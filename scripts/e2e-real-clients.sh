@@ -7,6 +7,9 @@
 # finalize, validate, verify and show what was recorded:
 #   Claude Code: "Hooks: <Event>… [<harnery-hook …>] finished" lines in its --debug-file
 #   Copilot:     hook.start events in ~/.copilot/session-state/<id>/events.jsonl
+# Copilot runs twice: once as `harnery install copilot` configures it when the
+# installed client is on PATH (it must choose the exec form for this version),
+# once with `--form bash`.
 # Not part of CI (needs the npm registry once, then runs offline).
 #
 # Usage: scripts/e2e-real-clients.sh
@@ -172,17 +175,33 @@ PY
 }
 
 # ---- Copilot CLI ----
+# $1: the hook form expected in the installed file; $2...: extra install flags.
 run_copilot() {
-  local D="$WORK/copilot" t0=$(date +%s%N)
+  local form="$1"; shift
+  local D="$WORK/copilot-$form" t0=$(date +%s%N)
   mkdir -p "$D/home" "$D/proj" "$D/hh"
   (cd "$D/proj" && git init -q)
-  HOME="$D/home" "$HARNERY" install copilot --scope user >&2
+  # The npm-installed client is on PATH here, as after `npm install -g`.
+  HOME="$D/home" PATH="$NPM/node_modules/.bin:$PATH" HARNERY_NPM_PREFIXES="" \
+    "$HARNERY" install copilot --scope user "$@" | tee "$D/install.txt" >&2
+  if ! grep -q "^copilot hook form: $form, because" "$D/install.txt"; then
+    log "copilot: install did not choose the $form form"; return 1
+  fi
+  python3 - "$D/home/.copilot/hooks/harnery.json" "$form" <<'PY' || return 1
+import json, sys
+hooks = json.load(open(sys.argv[1]))["hooks"]
+form = sys.argv[2]
+bad = [k for k, v in hooks.items() if len(v) != 1 or form not in v[0] or
+       (form == "exec" and v[0].get("args") != ["copilot", k])]
+print(f"copilot-{form}: {len(hooks)} events installed in the {form} form" if not bad else f"copilot-{form}: wrong entries for {bad}")
+sys.exit(1 if bad else 0)
+PY
   (cd "$D/proj" && env -i HOME="$D/home" PATH="$PATH" LANG=C.UTF-8 TERM=dumb HARNERY_HOME="$D/hh" \
      COPILOT_PROVIDER_BASE_URL="http://127.0.0.1:$PORT" COPILOT_PROVIDER_TYPE=anthropic \
      COPILOT_PROVIDER_API_KEY=fake-key COPILOT_MODEL=claude-sonnet-4 COPILOT_OFFLINE=true COPILOT_AUTO_UPDATE=false \
      timeout 120 "$COPILOT" -p "$PROMPT" --allow-all-tools --no-auto-update --log-level all \
        > "$D/stdout.txt" 2> "$D/stderr.txt") || log "copilot exited $?"
-  log "copilot run took $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+  log "copilot ($form form) run took $(( ($(date +%s%N) - t0) / 1000000 )) ms"
   python3 - "$D" <<'PY' || return 1
 import collections, glob, json, os, subprocess, sys
 d = sys.argv[1]
@@ -203,10 +222,11 @@ for l in subprocess.run([os.environ["HARNERY"], "spool", "ls", "--json"], env=en
     for r in cat.splitlines():
         r = json.loads(r)
         if "envelope" in r: spool[r["envelope"]["event"]] += 1
-print("copilot: client ran", sum(client.values()), dict(client))
-print("copilot: spool has ", sum(spool.values()), dict(spool))
+name = os.path.basename(d)
+print(f"{name}: client ran", sum(client.values()), dict(client))
+print(f"{name}: spool has ", sum(spool.values()), dict(spool))
 ok = sum(client.values()) > 0 and all(spool[k] >= v for k, v in client.items())
-print("copilot:", "OK" if ok else "MISMATCH")
+print(f"{name}:", "OK" if ok else "MISMATCH")
 sys.exit(0 if ok else 1)
 PY
 }
@@ -226,8 +246,10 @@ finish_ledger() {
 
 export HARNERY
 run_claude || fail=1
-run_copilot || fail=1
+run_copilot exec || fail=1
+run_copilot bash --form bash || fail=1
 finish_ledger claude || fail=1
-finish_ledger copilot || fail=1
+finish_ledger copilot-exec || fail=1
+finish_ledger copilot-bash || fail=1
 log "total $(( $(date +%s) - START )) s; scratch kept in $WORK"
 exit $fail

@@ -1,6 +1,7 @@
 //! `harnery install` / `uninstall` on copies of real settings files: every
 //! event configured, foreign hooks preserved, idempotent, reversible, and a
-//! malformed file is refused untouched.
+//! malformed file is refused untouched. Copilot gets the exec or the bash
+//! form by the version of the (fake, on-disk) Copilot package it finds.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -12,6 +13,12 @@ fn fixtures() -> PathBuf {
 }
 
 fn harnery(home: &Path, cwd: &Path, args: &[&str]) -> std::process::Output {
+    harnery_on_path(home, cwd, args, "/usr/bin:/bin")
+}
+
+/// Run harnery with `PATH` set; no global npm prefix is searched, so only the
+/// Copilot packages a test creates are found.
+fn harnery_on_path(home: &Path, cwd: &Path, args: &[&str], path: &str) -> std::process::Output {
     let hook = env!("CARGO_BIN_EXE_harnery-hook");
     let mut full: Vec<&str> = args.to_vec();
     full.extend(["--hook-bin", hook]);
@@ -19,10 +26,74 @@ fn harnery(home: &Path, cwd: &Path, args: &[&str]) -> std::process::Output {
         .args(&full)
         .env_clear()
         .env("HOME", home)
-        .env("PATH", "/usr/bin:/bin")
+        .env("PATH", path)
+        .env("HARNERY_NPM_PREFIXES", "")
         .current_dir(cwd)
         .output()
         .unwrap()
+}
+
+/// An npm install of `@github/copilot` at `version` under `root`, laid out as
+/// npm does it (`.bin/copilot` links to the package's `npm-loader.js`).
+/// Returns the `.bin` folder to put on `PATH`.
+fn fake_copilot(root: &Path, version: &str) -> PathBuf {
+    let pkg = root.join("node_modules/@github/copilot");
+    let bin = root.join("node_modules/.bin");
+    std::fs::create_dir_all(&pkg).unwrap();
+    std::fs::create_dir_all(&bin).unwrap();
+    let manifest = format!(r#"{{"name": "@github/copilot", "version": "{version}"}}"#);
+    std::fs::write(pkg.join("package.json"), manifest).unwrap();
+    let loader = pkg.join("npm-loader.js");
+    std::fs::write(&loader, "#!/usr/bin/env node\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&loader, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let link = bin.join("copilot");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink("../@github/copilot/npm-loader.js", &link).unwrap();
+    bin
+}
+
+fn stdout(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Every event has exactly one harnery entry, in `form`, and nothing of the
+/// other form.
+fn assert_copilot_form(doc: &Value, form: &str) {
+    let hooks = doc["hooks"].as_object().unwrap();
+    assert_eq!(hooks.len(), 15);
+    for (event, list) in hooks {
+        let ours: Vec<_> = list
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| is_ours(e))
+            .collect();
+        assert_eq!(ours.len(), 1, "{event}");
+        let e = ours[0];
+        assert_eq!(e["type"], "command");
+        assert_eq!(e["timeoutSec"], 10);
+        match form {
+            "exec" => {
+                assert!(e.get("bash").is_none(), "{event}: {e}");
+                assert!(Path::new(e["exec"].as_str().unwrap()).is_absolute());
+                assert!(e["exec"].as_str().unwrap().ends_with("/harnery-hook"));
+                assert_eq!(e["args"], serde_json::json!(["copilot", event]));
+            }
+            _ => {
+                assert!(
+                    e.get("exec").is_none() && e.get("args").is_none(),
+                    "{event}: {e}"
+                );
+                let cmd = e["bash"].as_str().unwrap();
+                assert!(
+                    cmd.starts_with('\'')
+                        && cmd.ends_with(&format!("/harnery-hook' copilot {event}")),
+                    "{cmd}"
+                );
+            }
+        }
+    }
 }
 
 fn ok(out: &std::process::Output) {
@@ -41,6 +112,7 @@ fn json(p: &Path) -> Value {
 fn is_ours(entry: &Value) -> bool {
     let cmd = entry
         .get("command")
+        .or(entry.get("exec"))
         .or(entry.get("bash"))
         .and_then(Value::as_str)
         .unwrap_or("");
@@ -186,6 +258,12 @@ fn copilot_user_and_repo_scopes_leave_foreign_files_alone() {
 
 #[test]
 fn copilot_file_with_foreign_entries_keeps_them() {
+    for form in ["bash", "exec"] {
+        foreign_entries_survive(form);
+    }
+}
+
+fn foreign_entries_survive(form: &str) {
     let t = tempfile::tempdir().unwrap();
     let hooks_dir = t.path().join(".copilot/hooks");
     std::fs::create_dir_all(&hooks_dir).unwrap();
@@ -196,8 +274,13 @@ fn copilot_file_with_foreign_entries_keeps_them() {
     )
     .unwrap();
     let original = json(&ours);
-    ok(&harnery(t.path(), t.path(), &["install", "copilot"]));
+    ok(&harnery(
+        t.path(),
+        t.path(),
+        &["install", "copilot", "--form", form],
+    ));
     let doc = json(&ours);
+    assert_copilot_form(&doc, form);
     for (event, list) in doc["hooks"].as_object().unwrap() {
         let list = list.as_array().unwrap();
         assert_eq!(list.iter().filter(|e| is_ours(e)).count(), 1);
@@ -258,4 +341,136 @@ fn an_event_that_is_not_a_list_is_refused() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("hooks.Stop"));
     assert_eq!(std::fs::read(&settings).unwrap(), odd);
+}
+
+#[test]
+fn copilot_form_follows_the_client_on_path() {
+    let t = tempfile::tempdir().unwrap();
+    let (home, npm) = (t.path().join("home"), t.path().join("npm"));
+    let hooks_dir = home.join(".copilot/hooks");
+    std::fs::create_dir_all(&hooks_dir).unwrap();
+    let capture = hooks_dir.join("capture.json");
+    std::fs::copy(
+        fixtures().join("copilot/basic-shell-openai/hooks-config-user/capture.json"),
+        &capture,
+    )
+    .unwrap();
+    let capture_before = std::fs::read(&capture).unwrap();
+    let ours = hooks_dir.join("harnery.json");
+    let path = format!("{}:/usr/bin:/bin", fake_copilot(&npm, "1.0.60").display());
+    let install = |args: &[&str]| harnery_on_path(&home, &home, args, &path);
+
+    let out = install(&["install", "copilot"]);
+    ok(&out);
+    assert!(
+        stdout(&out).contains("copilot hook form: bash, because the copilot on PATH")
+            && stdout(&out).contains("is 1.0.60, older than 1.0.63"),
+        "{}",
+        stdout(&out)
+    );
+    assert_copilot_form(&json(&ours), "bash");
+
+    // The client is upgraded in place: the next install switches the form.
+    fake_copilot(&npm, "1.0.102");
+    let out = install(&["install", "copilot"]);
+    ok(&out);
+    assert!(
+        stdout(&out).contains("copilot hook form: exec, because the copilot on PATH")
+            && stdout(&out).contains("is 1.0.102, at or above 1.0.63"),
+        "{}",
+        stdout(&out)
+    );
+    assert_copilot_form(&json(&ours), "exec");
+    let exec_bytes = std::fs::read(&ours).unwrap();
+    let out = install(&["install", "copilot"]);
+    ok(&out);
+    assert!(
+        stdout(&out).contains("already up to date"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(
+        std::fs::read(&ours).unwrap(),
+        exec_bytes,
+        "install twice = once"
+    );
+
+    // --form overrides the evidence, both ways.
+    let out = install(&["install", "copilot", "--form", "bash"]);
+    ok(&out);
+    assert!(stdout(&out).contains("copilot hook form: bash, because --form bash was given"));
+    assert_copilot_form(&json(&ours), "bash");
+    ok(&install(&["install", "copilot"]));
+    assert_eq!(std::fs::read(&ours).unwrap(), exec_bytes);
+
+    assert_eq!(std::fs::read(&capture).unwrap(), capture_before);
+    ok(&install(&["uninstall", "copilot"]));
+    assert!(!ours.exists());
+    assert_eq!(std::fs::read(&capture).unwrap(), capture_before);
+}
+
+#[test]
+fn copilot_package_cache_decides_when_nothing_is_on_path() {
+    let t = tempfile::tempdir().unwrap();
+    let cached = t.path().join(".cache/copilot/pkg/linux-x64/1.0.102");
+    std::fs::create_dir_all(&cached).unwrap();
+    std::fs::copy(
+        fixtures().join("recover/packages/1.0.102/package.json"),
+        cached.join("package.json"),
+    )
+    .unwrap();
+    let out = harnery(t.path(), t.path(), &["install", "copilot", "--dry-run"]);
+    ok(&out);
+    let text = stdout(&out);
+    assert!(
+        text.starts_with("# copilot hook form: exec, because no copilot on PATH has a readable version; the newest installed Copilot")
+            && text.contains(&format!("({}) is 1.0.102", cached.display())),
+        "{text}"
+    );
+    assert!(
+        text.contains("\"exec\": ") && !text.contains("\"bash\": "),
+        "{text}"
+    );
+    assert!(
+        !t.path().join(".copilot").exists(),
+        "dry run writes nothing"
+    );
+}
+
+#[test]
+fn copilot_unknown_client_gets_bash_and_says_so() {
+    let t = tempfile::tempdir().unwrap();
+    let out = harnery(t.path(), t.path(), &["install", "copilot", "--dry-run"]);
+    ok(&out);
+    let text = stdout(&out);
+    assert!(
+        text.starts_with(
+            "# copilot hook form: bash, because no Copilot CLI with a readable version was found"
+        ) && text.contains("unknown"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\"bash\": ") && !text.contains("\"exec\": "),
+        "{text}"
+    );
+}
+
+#[test]
+fn uninstall_refuses_form_and_install_refuses_an_unknown_form() {
+    let t = tempfile::tempdir().unwrap();
+    let out = harnery(
+        t.path(),
+        t.path(),
+        &["uninstall", "copilot", "--form", "exec"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--form applies to install only"));
+    let out = harnery(
+        t.path(),
+        t.path(),
+        &["install", "copilot", "--form", "powershell"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("powershell"));
+    assert!(!t.path().join(".copilot").exists());
 }

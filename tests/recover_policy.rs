@@ -50,6 +50,7 @@ fn plan(prefixes: Vec<PathBuf>, caches: Vec<PathBuf>) -> SearchPlan {
         package_dirs: Vec::new(),
         cache_pkg_dirs: caches,
         npm_prefixes: prefixes,
+        path_dirs: Vec::new(),
     }
 }
 

@@ -1,10 +1,13 @@
 //! `harnery install` and `harnery uninstall`: configure an agent to run
-//! `harnery-hook` on every hook event, or stop it.
+//! `harnery-hook` on every hook event, or stop it. For Copilot, install also
+//! says which hook form it chose and why (`crate::install::form`).
 
 use std::path::{Path, PathBuf};
 
 use super::{CmdResult, Outcome};
+use crate::install::form::{self, CopilotForm, FormChoice};
 use crate::install::{self, Agent, Plan};
+use crate::recover::evidence::{self, RunningCopilotHint, SearchPlan};
 
 #[derive(Debug, clap::Args)]
 pub struct InstallArgs {
@@ -31,9 +34,22 @@ enum Target {
     Copilot {
         #[arg(long, value_enum, default_value = "user")]
         scope: CopilotScope,
+        /// Install only: the hook entry form [default: exec when the Copilot
+        /// found on PATH (else the newest installed) is a version verified to
+        /// run exec hooks, else bash].
+        #[arg(long, value_enum, value_name = "FORM")]
+        form: Option<FormArg>,
         #[command(flatten)]
         common: Common,
     },
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum FormArg {
+    /// `exec` + `args`: the client starts harnery-hook directly.
+    Exec,
+    /// `bash`: the client starts harnery-hook through `bash -c`.
+    Bash,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -62,7 +78,7 @@ struct Common {
 }
 
 pub fn run_install(args: InstallArgs) -> CmdResult {
-    let (agent, user, common) = split(args.target);
+    let (agent, user, form_arg, common) = split(args.target);
     let path = settings_path(agent, user, &common)?;
     let hook_bin = hook_bin(common.hook_bin.as_deref())?;
     if !common.dry_run && !hook_bin.is_file() {
@@ -72,28 +88,74 @@ pub fn run_install(args: InstallArgs) -> CmdResult {
         )
         .into());
     }
-    let plan = install::plan_install(agent, &path, &hook_bin)?;
+    // Claude Code entries are always exec form; the Copilot form is judged
+    // (and reported) only when Copilot is the target.
+    let form = match agent {
+        Agent::Copilot => {
+            let choice = copilot_form(form_arg);
+            say_form(&choice, common.dry_run);
+            choice.form
+        }
+        Agent::ClaudeCode => CopilotForm::Exec,
+    };
+    let plan = install::plan_install(agent, &path, &hook_bin, form)?;
     finish(&plan, common.dry_run, "installed")
 }
 
 pub fn run_uninstall(args: UninstallArgs) -> CmdResult {
-    let (agent, user, common) = split(args.target);
+    let (agent, user, form_arg, common) = split(args.target);
+    if form_arg.is_some() {
+        return Err(
+            "--form applies to install only; uninstall removes harnery's entries of both forms"
+                .into(),
+        );
+    }
     let path = settings_path(agent, user, &common)?;
     let plan = install::plan_uninstall(agent, &path)?;
     finish(&plan, common.dry_run, "removed")
 }
 
-fn split(t: Target) -> (Agent, bool, Common) {
+fn split(t: Target) -> (Agent, bool, Option<FormArg>, Common) {
     match t {
         Target::ClaudeCode { scope, common } => (
             Agent::ClaudeCode,
             matches!(scope, ClaudeScope::User),
+            None,
             common,
         ),
-        Target::Copilot { scope, common } => {
-            (Agent::Copilot, matches!(scope, CopilotScope::User), common)
+        Target::Copilot {
+            scope,
+            form,
+            common,
+        } => (
+            Agent::Copilot,
+            matches!(scope, CopilotScope::User),
+            form,
+            common,
+        ),
+    }
+}
+
+/// `--form` when given, else judged from the Copilot packages on disk (the
+/// search `resume-policy` uses, without its recorded running-version hint:
+/// that one describes the client before an upgrade).
+fn copilot_form(flag: Option<FormArg>) -> FormChoice {
+    match flag {
+        Some(FormArg::Exec) => form::forced(CopilotForm::Exec),
+        Some(FormArg::Bash) => form::forced(CopilotForm::Bash),
+        None => {
+            let plan = SearchPlan::from_env(Vec::new());
+            form::from_installed(&evidence::discover(&plan, &RunningCopilotHint::default()))
         }
     }
+}
+
+fn say_form(choice: &FormChoice, dry_run: bool) {
+    let comment = if dry_run { "# " } else { "" };
+    println!(
+        "{comment}copilot hook form: {}, because {}",
+        choice.form, choice.reason
+    );
 }
 
 fn finish(plan: &Plan, dry_run: bool, verb: &str) -> CmdResult {

@@ -7,20 +7,24 @@
 //!   harnery adds one group per event with the exec form (`command` = the
 //!   absolute path of `harnery-hook`, `args` = `["claude-code"]`), so no
 //!   shell is started per event.
-//! - Copilot CLI reads `hooks.<event>` = a list of `{"type": "command",
-//!   "bash": …, "timeoutSec": …}` from any `*.json` in `~/.copilot/hooks/`
-//!   (user) or `<repo>/.github/hooks/` (repo). harnery owns its own file,
-//!   `harnery.json`, in either place.
+//! - Copilot CLI reads `hooks.<event>` = a list of `{"type": "command", …,
+//!   "timeoutSec": …}` from any `*.json` in `~/.copilot/hooks/` (user) or
+//!   `<repo>/.github/hooks/` (repo). harnery owns its own file,
+//!   `harnery.json`, in either place, and writes either the exec form
+//!   (`exec` + `args`) or the `bash` form; [`form`] decides which.
 //!
-//! An entry is harnery's when its command names a file called `harnery-hook`.
-//! Installing removes every such entry and adds a fresh one per event, so
-//! installing twice equals installing once. A file that does not parse is
+//! An entry is harnery's when its command or program names a file called
+//! `harnery-hook`. Installing removes every such entry (of either form) and
+//! adds a fresh one per event, so installing twice equals installing once and
+//! a change of form replaces the old entries. A file that does not parse is
 //! never rewritten. Every change is preceded by a backup copy.
 
+pub mod form;
 pub mod json;
 
 use std::path::{Path, PathBuf};
 
+use form::CopilotForm;
 use json::Json;
 
 /// Claude Code 2.1.332's hook events (the SDK's `HOOK_EVENTS`).
@@ -146,12 +150,19 @@ pub struct Applied {
     pub changed: bool,
 }
 
-/// Plan adding harnery's hooks for `agent` to the file at `path`.
-pub fn plan_install(agent: Agent, path: &Path, hook_bin: &Path) -> Result<Plan, InstallError> {
+/// Plan adding harnery's hooks for `agent` to the file at `path`. `form` is
+/// the Copilot entry form; it is not read for Claude Code, whose entries are
+/// always exec form.
+pub fn plan_install(
+    agent: Agent,
+    path: &Path,
+    hook_bin: &Path,
+    form: CopilotForm,
+) -> Result<Plan, InstallError> {
     let before = read_optional(path)?;
     let mut doc = parse(path, before.as_deref())?;
     strip(agent, path, &mut doc)?;
-    add(agent, path, &mut doc, hook_bin)?;
+    add(agent, path, &mut doc, hook_bin, form)?;
     Ok(Plan {
         path: path.to_path_buf(),
         before,
@@ -290,9 +301,10 @@ fn is_only_version(doc: &Json) -> bool {
     }
 }
 
-/// Is this hook entry (`{"type":"command", …}`) one of harnery's?
+/// Is this hook entry (`{"type":"command", …}`) one of harnery's? `exec` is
+/// Copilot's program field; the others hold a program or a command line.
 fn is_ours(entry: &Json) -> bool {
-    ["command", "bash", "powershell"].iter().any(|k| {
+    ["command", "exec", "bash", "powershell"].iter().any(|k| {
         entry.get(k).and_then(Json::as_str).is_some_and(|cmd| {
             cmd.split(|c: char| c.is_whitespace() || c == '\'' || c == '"')
                 .any(|word| {
@@ -343,7 +355,13 @@ fn strip_groups(groups: &mut Vec<Json>, removed: &mut bool) {
     });
 }
 
-fn add(agent: Agent, path: &Path, doc: &mut Json, hook_bin: &Path) -> Result<(), InstallError> {
+fn add(
+    agent: Agent,
+    path: &Path,
+    doc: &mut Json,
+    hook_bin: &Path,
+    form: CopilotForm,
+) -> Result<(), InstallError> {
     if doc.get("hooks").is_none() {
         if agent == Agent::Copilot && doc.get("version").is_none() {
             doc.set("version", Json::Number(1.into()));
@@ -359,7 +377,7 @@ fn add(agent: Agent, path: &Path, doc: &mut Json, hook_bin: &Path) -> Result<(),
             .collect(),
         Agent::Copilot => COPILOT_EVENTS
             .iter()
-            .map(|e| (*e, copilot_entry(&bin, e)))
+            .map(|e| (*e, copilot_entry(&bin, e, form)))
             .collect(),
     };
     for (event, item) in items {
@@ -391,15 +409,20 @@ fn claude_group(bin: &str, event: &str) -> Json {
     Json::Object(vec![("hooks".into(), Json::Array(vec![entry]))])
 }
 
-fn copilot_entry(bin: &str, event: &str) -> Json {
-    Json::Object(vec![
-        ("type".into(), s("command")),
-        (
+fn copilot_entry(bin: &str, event: &str, form: CopilotForm) -> Json {
+    let mut fields = vec![("type".into(), s("command"))];
+    match form {
+        CopilotForm::Exec => {
+            fields.push(("exec".into(), s(bin)));
+            fields.push(("args".into(), Json::Array(vec![s("copilot"), s(event)])));
+        }
+        CopilotForm::Bash => fields.push((
             "bash".into(),
             s(&format!("{} copilot {event}", shell_quote(bin))),
-        ),
-        ("timeoutSec".into(), Json::Number(COPILOT_TIMEOUT_S.into())),
-    ])
+        )),
+    }
+    fields.push(("timeoutSec".into(), Json::Number(COPILOT_TIMEOUT_S.into())));
+    Json::Object(fields)
 }
 
 /// Single-quote for POSIX sh.

@@ -5,6 +5,13 @@
 //! Locations, in the order they are searched:
 //! - the hint's dist dir (`COPILOT_CLI_RESOLVED_DIST_DIR` as a hook saw it);
 //! - `--copilot-package DIR` (a package folder holding `package.json`);
+//! - the first `copilot` on `PATH`, followed through its symlinks to the
+//!   package folder it lives in (npm's `.bin/copilot` is a link to
+//!   `@github/copilot/npm-loader.js`; the platform binary sits in
+//!   `@github/copilot-<platform>/`). A `copilot` outside any package (a
+//!   standalone binary) has no version here. It comes before the caches and
+//!   prefixes so that a global npm install reached from `PATH` is listed as
+//!   on `PATH` (a folder found twice is listed once, first place wins);
 //! - package caches: `$COPILOT_PKG_CACHE_HOME/<platform>/<version>/`,
 //!   `$COPILOT_CACHE_HOME/pkg/<platform>/<version>/`,
 //!   `${XDG_CACHE_HOME:-~/.cache}/copilot/pkg/<platform>/<version>/`;
@@ -37,6 +44,7 @@ pub enum Place {
     PackageFlag,
     PkgCache,
     NodeModules,
+    OnPath,
 }
 
 /// One installed package.
@@ -62,6 +70,8 @@ pub struct SearchPlan {
     pub package_dirs: Vec<PathBuf>,
     pub cache_pkg_dirs: Vec<PathBuf>,
     pub npm_prefixes: Vec<PathBuf>,
+    /// The directories of `PATH`, in order.
+    pub path_dirs: Vec<PathBuf>,
 }
 
 impl SearchPlan {
@@ -84,10 +94,14 @@ impl SearchPlan {
                 .collect(),
             None => default_prefixes(home.as_deref(), var("NPM_CONFIG_PREFIX")),
         };
+        let path_dirs = std::env::var_os("PATH")
+            .map(|p| std::env::split_paths(&p).collect())
+            .unwrap_or_default();
         SearchPlan {
             package_dirs,
             cache_pkg_dirs,
             npm_prefixes,
+            path_dirs,
         }
     }
 }
@@ -114,6 +128,7 @@ pub fn discover(plan: &SearchPlan, hint: &RunningCopilotHint) -> Vec<Installed> 
     for dir in &plan.package_dirs {
         found.extend(package_at(dir, Place::PackageFlag, None));
     }
+    found.extend(on_path(&plan.path_dirs).and_then(|exe| package_of(&exe)));
     for pkg in &plan.cache_pkg_dirs {
         for platform in subdirs(pkg) {
             for version_dir in subdirs(&platform) {
@@ -129,6 +144,30 @@ pub fn discover(plan: &SearchPlan, hint: &RunningCopilotHint) -> Vec<Installed> 
         found.extend(package_at(&dir, Place::NodeModules, None));
     }
     dedupe(found)
+}
+
+/// The first executable file called `copilot` in `dirs`, as a shell would
+/// find it, with its symlinks resolved.
+pub fn on_path(dirs: &[PathBuf]) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    dirs.iter()
+        .filter(|d| !d.as_os_str().is_empty())
+        .map(|d| d.join("copilot"))
+        .find(|p| fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
+        .and_then(|p| fs::canonicalize(p).ok())
+}
+
+/// The Copilot package a resolved executable belongs to: the folder holding
+/// it, when that folder's `package.json` names `@github/copilot` or one of its
+/// platform packages (`@github/copilot-linux-x64`, ...).
+pub fn package_of(exe: &Path) -> Option<Installed> {
+    let dir = exe.parent()?;
+    let json = read_package_json(&dir.join("package.json"))?;
+    let name = json.get("name")?.as_str()?;
+    if name != "@github/copilot" && !name.starts_with("@github/copilot-") {
+        return None;
+    }
+    package_at(dir, Place::OnPath, None)
 }
 
 /// The same folder reached twice (a dist dir inside the cache) is listed once.
@@ -169,12 +208,16 @@ fn package_at(dir: &Path, place: Place, dir_version: Option<String>) -> Option<I
 }
 
 fn package_version(path: &Path) -> Option<String> {
+    let json = read_package_json(path)?;
+    json.get("version")?.as_str().map(str::to_string)
+}
+
+fn read_package_json(path: &Path) -> Option<serde_json::Value> {
     let meta = fs::metadata(path).ok()?;
     if meta.len() > 1 << 20 {
         return None;
     }
-    let json: serde_json::Value = serde_json::from_slice(&fs::read(path).ok()?).ok()?;
-    json.get("version")?.as_str().map(str::to_string)
+    serde_json::from_slice(&fs::read(path).ok()?).ok()
 }
 
 fn subdirs(dir: &Path) -> Vec<PathBuf> {
@@ -188,4 +231,76 @@ fn subdirs(dir: &Path) -> Vec<PathBuf> {
         .collect();
     out.sort();
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::{PermissionsExt, symlink};
+
+    use super::*;
+
+    fn executable(path: &Path) {
+        fs::write(path, "#!/bin/sh\n").expect("write");
+        fs::set_permissions(path, fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+
+    #[test]
+    fn the_first_executable_copilot_on_path_is_followed_to_its_package() {
+        let t = tempfile::tempdir().expect("tempdir");
+        let (plain, npm_bin) = (t.path().join("plain"), t.path().join("npm/.bin"));
+        let pkg = t.path().join("npm/@github/copilot-linux-x64");
+        for d in [&plain, &npm_bin, &pkg] {
+            fs::create_dir_all(d).expect("mkdir");
+        }
+        // Not executable: a shell skips it, and so does the search.
+        fs::write(plain.join("copilot"), "data").expect("write");
+        executable(&pkg.join("copilot"));
+        let manifest = r#"{"name": "@github/copilot-linux-x64", "version": "1.0.86"}"#;
+        fs::write(pkg.join("package.json"), manifest).expect("write");
+        symlink(pkg.join("copilot"), npm_bin.join("copilot")).expect("symlink");
+
+        let exe = on_path(&[plain.clone(), npm_bin]).expect("found");
+        assert_eq!(exe, fs::canonicalize(pkg.join("copilot")).expect("real"));
+        let found = package_of(&exe).expect("a copilot package");
+        assert_eq!(
+            (found.place, found.version.as_deref()),
+            (Place::OnPath, Some("1.0.86"))
+        );
+
+        // A standalone binary, or one in somebody else's package, has no version.
+        executable(&plain.join("copilot"));
+        assert!(package_of(&on_path(std::slice::from_ref(&plain)).expect("found")).is_none());
+        fs::write(
+            plain.join("package.json"),
+            r#"{"name": "other", "version": "9.9.9"}"#,
+        )
+        .expect("write");
+        assert!(package_of(&plain.join("copilot")).is_none());
+    }
+
+    #[test]
+    fn a_global_npm_install_reached_from_path_is_listed_as_on_path() {
+        let t = tempfile::tempdir().expect("tempdir");
+        let prefix = t.path().join("usr-local");
+        let pkg = prefix.join("lib/node_modules/@github/copilot");
+        let bin = prefix.join("bin");
+        fs::create_dir_all(&pkg).expect("mkdir");
+        fs::create_dir_all(&bin).expect("mkdir");
+        let manifest = r#"{"name": "@github/copilot", "version": "1.0.102"}"#;
+        fs::write(pkg.join("package.json"), manifest).expect("write");
+        executable(&pkg.join("npm-loader.js"));
+        symlink(
+            "../lib/node_modules/@github/copilot/npm-loader.js",
+            bin.join("copilot"),
+        )
+        .expect("symlink");
+        let plan = SearchPlan {
+            npm_prefixes: vec![prefix],
+            path_dirs: vec![bin],
+            ..SearchPlan::default()
+        };
+        let found = discover(&plan, &RunningCopilotHint::default());
+        let places: Vec<Place> = found.iter().map(|i| i.place).collect();
+        assert_eq!(places, [Place::OnPath]);
+    }
 }
