@@ -216,6 +216,13 @@ fn markup_in_prompts_and_tool_inputs_stays_text() {
     assert!(!dom.contains("pwned</title>"));
     assert_eq!(dom.matches("<img").count(), 0);
     assert_eq!(span_marks(&dom).len(), 1);
+
+    let out = view(home, dir.path(), &["hostile", "-o", "-"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), html, "`-o -` prints the same page");
+    let out = view(home, dir.path(), &["-o", "-"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("needs a file"), "{}", stderr(&out));
 }
 
 /// The demo's sessions: the page holds every line `show` prints, and one

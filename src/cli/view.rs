@@ -70,9 +70,11 @@ fn one(epochs: &Epochs, name: &str, output: Option<&Path>) -> CmdResult {
 /// The index of every session and each session's page beside it.
 fn all(home: &Home, epochs: &Epochs, output: Option<&Path>) -> CmdResult {
     if output == Some(Path::new("-")) {
-        return Err("harnery view: the index links to one page per session; \
-                    give it a file (-o index.html) or name a session to print one page"
-            .into());
+        return Err(
+            "the index links to one page per session, so it needs a file \
+                    (e.g. -o index.html); name a session to print its page to stdout"
+                .into(),
+        );
     }
     let index = output.unwrap_or(Path::new("index.html"));
     let dir = index.parent().unwrap_or(Path::new(""));
@@ -102,12 +104,11 @@ fn all(home: &Home, epochs: &Epochs, output: Option<&Path>) -> CmdResult {
         });
     }
     write_file(index, &crate::view::index::render(&rows, epochs.tagged))?;
-    writeln!(
-        std::io::stdout(),
-        "{} ({} session pages beside it)",
-        index.display(),
-        rows.len()
-    )?;
+    let pages = match rows.len() {
+        1 => "1 session page".to_string(),
+        n => format!("{n} session pages"),
+    };
+    writeln!(std::io::stdout(), "{} ({pages} beside it)", index.display())?;
     Ok(outcome(damaged || failed > 0))
 }
 
