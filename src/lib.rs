@@ -3,7 +3,8 @@
 //! The library owns every rule; the two binaries in `bin/` only parse their
 //! arguments and call in here. Layers, from the bottom up:
 //! `home`, `clock` → `spool`, `contract` → `adapter`, `ledger` →
-//! `finalize`, `epoch`, `read`, `operator`, `recover`, `install` → `cli`.
+//! `finalize`, `epoch`, `read`, `operator`, `recover`, `install` → `view`
+//! → `cli`.
 //! The hook binary reaches only `home`, `clock` and `spool`.
 
 pub mod adapter;
@@ -21,3 +22,4 @@ pub mod progress;
 pub mod read;
 pub mod recover;
 pub mod spool;
+pub mod view;

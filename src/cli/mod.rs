@@ -27,6 +27,7 @@ pub mod show;
 pub mod spool;
 pub mod validate;
 pub mod verify;
+pub mod view;
 
 /// `--epoch`, shared by every command that reads the ledger.
 #[derive(Debug, Clone, clap::Args)]
@@ -90,6 +91,8 @@ enum Command {
     Sessions(sessions::Args),
     /// Show one session's timeline.
     Show(show::Args),
+    /// Draw a session as a self-contained HTML timeline (or all of them, with an index).
+    View(view::Args),
     /// Print a session's events in offset order.
     Replay(replay::Args),
     /// Check every ledger row against the contract.
@@ -135,6 +138,7 @@ fn dispatch(command: Command) -> CmdResult {
         Command::Epoch(a) => epoch::run(a),
         Command::Sessions(a) => sessions::run(a),
         Command::Show(a) => show::run(a),
+        Command::View(a) => view::run(a),
         Command::Replay(a) => replay::run(a),
         Command::Validate(a) => validate::run(a),
         Command::Verify(a) => verify::run(a),

@@ -8,11 +8,11 @@
 //! one line, its counts summed over its parts, with the epochs it spans.
 
 use super::{CmdResult, EpochArg, Outcome};
-use crate::contract::{AdapterId, SessionRef};
+use crate::contract::AdapterId;
 use crate::home::Home;
 use crate::ledger::{SessionSummary, format_time};
 use crate::read::audit::{AuditClass, Classification};
-use crate::read::epochs::{Epochs, OpenEpoch, archive_note, classify_whole, combine};
+use crate::read::epochs::{Epochs, archive_note, classify_whole};
 use crate::read::source::closed_sessions;
 use std::io::Write;
 
@@ -120,33 +120,25 @@ fn list(home: &Home, epochs: &Epochs, args: &Args) -> Result<Vec<Listed>, crate:
     let mut out = Vec::new();
     // A listing reports what it could not read on stderr and lists the rest.
     let mut failed = 0;
-    let mut candidates: Vec<(SessionSummary, Vec<&OpenEpoch>, SessionRef)> = Vec::new();
-    for (session, parts) in epochs.sessions("sessions", &mut failed) {
-        let summaries: Vec<SessionSummary> = parts.iter().map(|(_, s)| s.clone()).collect();
-        let summary = combine(&summaries).expect("a listed session has a part");
-        if args.keeps(&summary) {
-            candidates.push((summary, parts.iter().map(|(e, _)| *e).collect(), session));
-        }
-    }
-    candidates.sort_by(|a, b| (b.0.first_unix_ns, &a.2).cmp(&(a.0.first_unix_ns, &b.2)));
-    for (summary, part_epochs, session) in candidates {
+    let candidates = epochs.newest_first("sessions", &mut failed);
+    for whole in candidates.into_iter().filter(|w| args.keeps(&w.summary)) {
         if args.limit.is_some_and(|n| out.len() >= n) {
             break;
         }
         let class = classify_whole(
             "sessions",
-            &session,
-            &part_epochs,
-            closed.get(&session),
+            &whole.session,
+            &whole.parts,
+            closed.get(&whole.session),
             &mut failed,
         );
         if !args.keeps_class(&class) {
             continue;
         }
         out.push(Listed {
-            summary,
+            summary: whole.summary,
             class,
-            epochs: part_epochs.iter().map(|e| e.label.clone()).collect(),
+            epochs: whole.parts.iter().map(|e| e.label.clone()).collect(),
         });
     }
     Ok(out)

@@ -183,6 +183,37 @@ impl Epochs {
     }
 }
 
+/// A session as one whole: its parts' summaries combined, and the epochs
+/// that hold them.
+pub struct WholeSession<'a> {
+    pub session: SessionRef,
+    pub summary: SessionSummary,
+    pub parts: Vec<&'a OpenEpoch>,
+}
+
+impl Epochs {
+    /// Every session of the selected epochs as a whole, newest first (by
+    /// first event; ties by session). Failures as [`Epochs::sessions`].
+    pub fn newest_first(&self, command: &str, failed: &mut usize) -> Vec<WholeSession<'_>> {
+        let mut out: Vec<WholeSession> = self
+            .sessions(command, failed)
+            .into_iter()
+            .map(|(session, parts)| {
+                let summaries: Vec<SessionSummary> = parts.iter().map(|(_, s)| s.clone()).collect();
+                WholeSession {
+                    session,
+                    summary: combine(&summaries).expect("a listed session has a part"),
+                    parts: parts.iter().map(|(e, _)| *e).collect(),
+                }
+            })
+            .collect();
+        out.sort_by(|a, b| {
+            (b.summary.first_unix_ns, &a.session).cmp(&(a.summary.first_unix_ns, &b.session))
+        });
+        out
+    }
+}
+
 /// A session's classification as a whole: every reason any of its parts
 /// gives, and every reason an advance's closure recorded against it. A
 /// part whose events cannot be read is reported (as `command`) and
