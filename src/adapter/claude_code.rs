@@ -102,6 +102,7 @@ pub fn normalize(payload: &[u8], received_unix_ns: i64) -> Normalized {
         Err(err) => SignalKind::Unrecognized(SignalUnrecognized {
             adapter_event: None,
             reason: format!("malformed_json: {err}"),
+            record: None,
         }),
     };
     Normalized {

@@ -141,6 +141,7 @@ pub fn normalize(argv_event: Option<&str>, payload: &[u8], received_unix_ns: i64
             kind: SignalKind::Unrecognized(SignalUnrecognized {
                 adapter_event: argv_event.map(str::to_string),
                 reason: format!("malformed_json: {err}"),
+                record: None,
             }),
         },
     }

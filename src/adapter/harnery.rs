@@ -69,6 +69,7 @@ pub fn normalize(event_name: &str, payload: &[u8], received_unix_ns: i64) -> Nor
         Err(reason) => SignalKind::Unrecognized(SignalUnrecognized {
             adapter_event: Some(event_name.to_string()),
             reason,
+            record: None,
         }),
     };
     Normalized {

@@ -40,6 +40,7 @@ pub mod capability;
 pub mod claude_code;
 pub mod copilot;
 pub mod harnery;
+pub mod record;
 pub mod signal;
 
 pub use capability::{CapabilityProfile, RecoveryPolicy, TimestampSource, recovery_policy};

@@ -66,6 +66,7 @@ impl SignalKind {
         SignalKind::Unrecognized(SignalUnrecognized {
             adapter_event: (!event.is_empty()).then(|| event.to_string()),
             reason: reason.to_string(),
+            record: None,
         })
     }
 

@@ -11,7 +11,7 @@
 //! (u32 LE) UTF-8 string, in order.
 
 /// Bumped with every contract change that ships as an epoch advance.
-pub const CONTRACT_GENERATION: u32 = 1;
+pub const CONTRACT_GENERATION: u32 = 2;
 
 /// One described type: its name and its fields as `name:type` with a `?`
 /// suffix for optional fields.
@@ -55,7 +55,7 @@ pub const DESCRIPTION: &[SchemaDescription] = &[
     d(
         "provenance",
         &[
-            "attestation:enum(native,derived)",
+            "attestation:enum(native,derived,record)",
             "confidence:enum(low,medium,high)",
         ],
     ),
@@ -72,6 +72,7 @@ pub const DESCRIPTION: &[SchemaDescription] = &[
             "elapsed_upper_bound_ms:observation(u64)?",
         ],
     ),
+    d("record_at", &["path:string", "offset:u64"]),
     d(
         "session.started",
         &[
@@ -182,7 +183,75 @@ pub const DESCRIPTION: &[SchemaDescription] = &[
     d("health.condition", &["code:string", "detail:string"]),
     d(
         "signal.unrecognized",
-        &["adapter_event:string?", "reason:string"],
+        &[
+            "adapter_event:string?",
+            "reason:string",
+            "record:record_at?",
+        ],
+    ),
+    d(
+        "message.user",
+        &["record:record_at", "message_id:string?", "text:string?"],
+    ),
+    d(
+        "message.assistant",
+        &[
+            "record:record_at",
+            "message_id:string?",
+            "model:string?",
+            "text:string?",
+            "tool_call_ids:list(string)",
+        ],
+    ),
+    d(
+        "reasoning.recorded",
+        &[
+            "record:record_at",
+            "message_id:string?",
+            "text:string?",
+            "continuation:string?",
+        ],
+    ),
+    d(
+        "usage.reported",
+        &[
+            "record:record_at",
+            "message_id:string?",
+            "model:string?",
+            "input_tokens:u64?",
+            "output_tokens:u64?",
+            "cache_read_tokens:u64?",
+            "cache_write_tokens:u64?",
+            "cost:json?",
+            "duration_ms:u64?",
+            "time_to_first_token_ms:u64?",
+        ],
+    ),
+    d(
+        "session.metadata",
+        &[
+            "record:record_at",
+            "agent_version:string?",
+            "head_commit:string?",
+            "cwd:string?",
+            "model:string?",
+        ],
+    ),
+    d(
+        "tool.recorded",
+        &[
+            "record:record_at",
+            "span_request_event_id:event_id?",
+            "tool_call_id:string",
+            "tool_name:string",
+            "turn_id:string?",
+            "success:bool?",
+            "exit_code:i64?",
+        ],
+    ),
+    d(
+        "record.problem",
+        &["path:string", "kind:string", "detail:string"],
     ),
 ];
 

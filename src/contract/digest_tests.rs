@@ -203,10 +203,14 @@ fn every_enum_lists_its_variants() {
             TurnSource::Native | TurnSource::Stamped | TurnSource::None => {}
         }
     }
-    let attestations = [Attestation::Native, Attestation::Derived];
+    let attestations = [
+        Attestation::Native,
+        Attestation::Derived,
+        Attestation::Record,
+    ];
     for a in attestations {
         match a {
-            Attestation::Native | Attestation::Derived => {}
+            Attestation::Native | Attestation::Derived | Attestation::Record => {}
         }
     }
     let confidences = [Confidence::Low, Confidence::Medium, Confidence::High];
@@ -278,6 +282,7 @@ fn the_description_has_one_entry_per_type_and_no_strays() {
         "observation",
         "outcome",
         "recovery",
+        "record_at",
     ];
     let names: Vec<&str> = DESCRIPTION.iter().map(|t| t.name).collect();
     let want: Vec<&str> = shared

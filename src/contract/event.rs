@@ -112,6 +112,9 @@ pub enum Attestation {
     Native,
     /// harnery minted or teed it; see the payload's `recovery` block.
     Derived,
+    /// The agent's own record of the session (its transcript or event
+    /// log) reported it, not a hook (generation 2).
+    Record,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

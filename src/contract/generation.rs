@@ -18,12 +18,22 @@ pub struct Generation {
 
 /// Every generation this build reads, oldest first. The last is the one
 /// it writes.
-pub const GENERATIONS: &[Generation] = &[Generation {
-    number: 1,
-    digest: "1256ec3093dd7e2056634101779618c6a94c7ae34a1b5e4010dd47febaaedcec",
-    description: "canonical events v2 with the ADR 0078 recovery block on \
-                  tool.requested, tool.completed and command.completed",
-}];
+pub const GENERATIONS: &[Generation] = &[
+    Generation {
+        number: 1,
+        digest: "1256ec3093dd7e2056634101779618c6a94c7ae34a1b5e4010dd47febaaedcec",
+        description: "canonical events v2 with the ADR 0078 recovery block on \
+                      tool.requested, tool.completed and command.completed",
+    },
+    Generation {
+        number: 2,
+        digest: "0ece7050ac464dba001262163418b978f92cd3e67db863fbaa5f8e69fe277b64",
+        description: "multi-signal finalization: the agent's own record joins the hook \
+                      signals (messages, reasoning, usage, session metadata, recorded tool \
+                      calls, record problems; attestation `record`; a record position on \
+                      signal.unrecognized)",
+    },
+];
 
 /// The generation whose schema digest is `digest`, if this build reads it.
 pub fn generation_by_digest(digest: &str) -> Option<&'static Generation> {

@@ -318,6 +318,7 @@ fn attestation_name(attestation: Attestation) -> &'static str {
     match attestation {
         Attestation::Native => "native",
         Attestation::Derived => "derived",
+        Attestation::Record => "record",
     }
 }
 

@@ -31,10 +31,11 @@ pub use generation::{GENERATIONS, Generation, current_generation, generation_by_
 pub use payload::{
     CommandCompleted, CommandRequested, CompactionCompleted, CompactionStarted, EndCancelled,
     EndExpired, EndRequested, EndSalvaged, ErrorReported, EventType, HealthCondition, LateEvidence,
-    MessageDisplayed, Notification, Observation, Outcome, Payload, PermissionRequested,
-    PromptSubmitted, Recovery, RecoveryReason, SessionEnded, SessionStarted, SignalUnrecognized,
-    SubagentStarted, SubagentStopped, ToolBatchCompleted, ToolCompleted, ToolRequested,
-    TurnCompleted, TurnStarted,
+    MessageAssistant, MessageDisplayed, MessageUser, Notification, Observation, Outcome, Payload,
+    PermissionRequested, PromptSubmitted, ReasoningRecorded, RecordAt, RecordProblem, Recovery,
+    RecoveryReason, SessionEnded, SessionMetadata, SessionStarted, SignalUnrecognized,
+    SubagentStarted, SubagentStopped, ToolBatchCompleted, ToolCompleted, ToolRecorded,
+    ToolRequested, TurnCompleted, TurnStarted, UsageReported,
 };
 pub use validate::{Rule, Violation, validate_event};
 

@@ -238,7 +238,103 @@ payload_struct!(HealthCondition {
 payload_struct!(SignalUnrecognized {
     #[serde(default)] adapter_event: Option<String>,
     reason: String,
+    /// Where in the agent's own record the frame is (generation 2), when
+    /// it came from there rather than from a hook.
+    #[serde(default, skip_serializing_if = "Option::is_none")] record: Option<RecordAt>,
 });
+
+/// One line of an agent's own record of a session: the file and the byte
+/// offset the line starts at (generation 2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordAt {
+    pub path: String,
+    pub offset: u64,
+}
+
+// Generation 2: what the agent's own record holds and hooks never carry.
+payload_struct!(
+    /// A user message as the agent recorded it (bare-string content is
+    /// text; tool results are not messages).
+    MessageUser {
+        record: RecordAt,
+        #[serde(default)] message_id: Option<String>,
+        #[serde(default)] text: Option<String>,
+    }
+);
+payload_struct!(
+    /// An assistant message: its text blocks joined, and the tool calls it
+    /// asked for, by the agent's call id.
+    MessageAssistant {
+        record: RecordAt,
+        #[serde(default)] message_id: Option<String>,
+        #[serde(default)] model: Option<String>,
+        #[serde(default)] text: Option<String>,
+        tool_call_ids: Vec<String>,
+    }
+);
+payload_struct!(
+    /// The model's reasoning, with the provider's continuation token kept
+    /// as the agent recorded it (Claude's `signature`, Copilot's opaque
+    /// reasoning).
+    ReasoningRecorded {
+        record: RecordAt,
+        #[serde(default)] message_id: Option<String>,
+        #[serde(default)] text: Option<String>,
+        #[serde(default)] continuation: Option<String>,
+    }
+);
+payload_struct!(
+    /// One model call's usage as the agent reported it. Nothing here is
+    /// computed: a count or a cost the agent did not report is absent.
+    UsageReported {
+        record: RecordAt,
+        #[serde(default)] message_id: Option<String>,
+        #[serde(default)] model: Option<String>,
+        #[serde(default)] input_tokens: Option<u64>,
+        #[serde(default)] output_tokens: Option<u64>,
+        #[serde(default)] cache_read_tokens: Option<u64>,
+        #[serde(default)] cache_write_tokens: Option<u64>,
+        /// The agent's cost figure, as it wrote the number.
+        #[serde(default)] cost: Option<Json>,
+        #[serde(default)] duration_ms: Option<u64>,
+        #[serde(default)] time_to_first_token_ms: Option<u64>,
+    }
+);
+payload_struct!(
+    /// What the record says of the session itself (init and system frames
+    /// are metadata, not events of their own).
+    SessionMetadata {
+        record: RecordAt,
+        #[serde(default)] agent_version: Option<String>,
+        #[serde(default)] head_commit: Option<String>,
+        #[serde(default)] cwd: Option<String>,
+        #[serde(default)] model: Option<String>,
+    }
+);
+payload_struct!(
+    /// A tool call as the record has it, joined to the hook span it matches
+    /// (`span_request_event_id`) or, with none, evidence that a hook signal
+    /// was lost. Never a terminal: the span's own rows stay as they are.
+    ToolRecorded {
+        record: RecordAt,
+        #[serde(default)] span_request_event_id: Option<EventId>,
+        tool_call_id: String,
+        tool_name: String,
+        #[serde(default)] turn_id: Option<String>,
+        #[serde(default)] success: Option<bool>,
+        #[serde(default)] exit_code: Option<i64>,
+    }
+);
+payload_struct!(
+    /// The agent's record could not be followed: `missing`, `unreadable`,
+    /// `rewritten` (the bytes before the cursor changed) or `truncated`.
+    RecordProblem {
+        path: String,
+        kind: String,
+        detail: String,
+    }
+);
 
 /// The payload of an event, tagged with its type.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -294,6 +390,20 @@ pub enum Payload {
     HealthCondition(HealthCondition),
     #[serde(rename = "signal.unrecognized")]
     SignalUnrecognized(SignalUnrecognized),
+    #[serde(rename = "message.user")]
+    MessageUser(MessageUser),
+    #[serde(rename = "message.assistant")]
+    MessageAssistant(MessageAssistant),
+    #[serde(rename = "reasoning.recorded")]
+    ReasoningRecorded(ReasoningRecorded),
+    #[serde(rename = "usage.reported")]
+    UsageReported(UsageReported),
+    #[serde(rename = "session.metadata")]
+    SessionMetadata(SessionMetadata),
+    #[serde(rename = "tool.recorded")]
+    ToolRecorded(ToolRecorded),
+    #[serde(rename = "record.problem")]
+    RecordProblem(RecordProblem),
 }
 
 macro_rules! event_types {
@@ -348,6 +458,13 @@ event_types! {
     EndExpired => "end.expired",
     HealthCondition => "health.condition",
     SignalUnrecognized => "signal.unrecognized",
+    MessageUser => "message.user",
+    MessageAssistant => "message.assistant",
+    ReasoningRecorded => "reasoning.recorded",
+    UsageReported => "usage.reported",
+    SessionMetadata => "session.metadata",
+    ToolRecorded => "tool.recorded",
+    RecordProblem => "record.problem",
 }
 
 impl std::fmt::Display for EventType {

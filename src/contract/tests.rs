@@ -124,8 +124,67 @@ pub(super) fn samples() -> Vec<Payload> {
         Payload::SignalUnrecognized(SignalUnrecognized {
             adapter_event: s(),
             reason: "r".into(),
+            record: Some(at()),
+        }),
+        Payload::MessageUser(MessageUser {
+            record: at(),
+            message_id: s(),
+            text: s(),
+        }),
+        Payload::MessageAssistant(MessageAssistant {
+            record: at(),
+            message_id: s(),
+            model: s(),
+            text: s(),
+            tool_call_ids: vec!["c".into()],
+        }),
+        Payload::ReasoningRecorded(ReasoningRecorded {
+            record: at(),
+            message_id: s(),
+            text: s(),
+            continuation: s(),
+        }),
+        Payload::UsageReported(UsageReported {
+            record: at(),
+            message_id: s(),
+            model: s(),
+            input_tokens: Some(1),
+            output_tokens: Some(2),
+            cache_read_tokens: Some(3),
+            cache_write_tokens: Some(4),
+            cost: Some(Json::from_value(&json!(0.25))),
+            duration_ms: Some(5),
+            time_to_first_token_ms: Some(6),
+        }),
+        Payload::SessionMetadata(SessionMetadata {
+            record: at(),
+            agent_version: s(),
+            head_commit: s(),
+            cwd: s(),
+            model: s(),
+        }),
+        Payload::ToolRecorded(ToolRecorded {
+            record: at(),
+            span_request_event_id: Some(id()),
+            tool_call_id: "c".into(),
+            tool_name: "t".into(),
+            turn_id: s(),
+            success: Some(true),
+            exit_code: Some(0),
+        }),
+        Payload::RecordProblem(RecordProblem {
+            path: "p".into(),
+            kind: "rewritten".into(),
+            detail: "d".into(),
         }),
     ]
+}
+
+fn at() -> RecordAt {
+    RecordAt {
+        path: "/r.jsonl".into(),
+        offset: 7,
+    }
 }
 
 fn described_fields(name: &str) -> Vec<String> {
@@ -168,7 +227,7 @@ fn schema_digest_is_pinned() {
     // advance and bump CONTRACT_GENERATION.
     assert_eq!(
         schema_digest_hex(),
-        "1256ec3093dd7e2056634101779618c6a94c7ae34a1b5e4010dd47febaaedcec"
+        "0ece7050ac464dba001262163418b978f92cd3e67db863fbaa5f8e69fe277b64"
     );
 }
 

@@ -191,9 +191,64 @@ fn describe(p: &Payload, span: Option<&SpanRow>) -> String {
         Payload::EndExpired(_) => "end expired".into(),
         Payload::HealthCondition(h) => format!("health {}: {}", h.code, clip(&h.detail, 72)),
         Payload::SignalUnrecognized(s) => format!(
-            "unrecognized signal {} ({})",
+            "unrecognized signal {} ({}){}",
             s.adapter_event.as_deref().unwrap_or("-"),
-            s.reason
+            s.reason,
+            s.record
+                .as_ref()
+                .map(|r| format!(" at {} byte {}", r.path, r.offset))
+                .unwrap_or_default()
         ),
+        Payload::MessageUser(m) => format!("user: {}", first_line(m.text.as_deref(), 72)),
+        Payload::MessageAssistant(m) => {
+            let mut text = format!("assistant: {}", first_line(m.text.as_deref(), 72));
+            if !m.tool_call_ids.is_empty() {
+                text.push_str(&format!(" (asks for {} tools)", m.tool_call_ids.len()));
+            }
+            text
+        }
+        Payload::ReasoningRecorded(r) => {
+            format!("reasoning: {}", first_line(r.text.as_deref(), 72))
+        }
+        Payload::UsageReported(u) => format!(
+            "usage {}: {} in, {} out, {} cache read, {} cache write",
+            u.model.as_deref().unwrap_or("-"),
+            count(u.input_tokens),
+            count(u.output_tokens),
+            count(u.cache_read_tokens),
+            count(u.cache_write_tokens)
+        ),
+        Payload::SessionMetadata(m) => format!(
+            "agent {}{}",
+            m.agent_version.as_deref().unwrap_or("version unknown"),
+            m.head_commit
+                .as_ref()
+                .map(|c| format!(" at commit {}", clip(c, 12)))
+                .unwrap_or_default()
+        ),
+        Payload::ToolRecorded(t) => format!(
+            "record: tool {} call {}{}{}",
+            t.tool_name,
+            t.tool_call_id,
+            t.exit_code
+                .map(|c| format!(" exit {c}"))
+                .unwrap_or_default(),
+            if t.span_request_event_id.is_none() {
+                " (no hook span: a hook signal was lost)"
+            } else {
+                ""
+            }
+        ),
+        Payload::RecordProblem(r) => format!("record {}: {}", r.kind, clip(&r.detail, 72)),
     }
+}
+
+/// The first line of `text`, clipped.
+fn first_line(text: Option<&str>, max: usize) -> String {
+    clip(text.unwrap_or("").lines().next().unwrap_or(""), max)
+}
+
+/// A count the agent reported, or `-`.
+fn count(n: Option<u64>) -> String {
+    n.map_or("-".into(), |n| n.to_string())
 }

@@ -198,6 +198,7 @@ impl SessionProducer {
             let payload = Payload::SignalUnrecognized(SignalUnrecognized {
                 adapter_event: None,
                 reason: "request_for_tracked_command".to_string(),
+                record: None,
             });
             self.emit(trigger, own_signal(payload, "command_requested"), out);
             return;

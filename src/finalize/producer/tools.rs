@@ -60,6 +60,7 @@ impl SessionProducer {
             let payload = Payload::SignalUnrecognized(SignalUnrecognized {
                 adapter_event: None,
                 reason: "request_for_tracked_call".to_string(),
+                record: None,
             });
             self.emit(trigger, Draft::native(payload, who.turn, who.agent_id), out);
             return;
@@ -136,6 +137,7 @@ impl SessionProducer {
             let payload = Payload::SignalUnrecognized(SignalUnrecognized {
                 adapter_event: None,
                 reason: "completion_for_closed_span".to_string(),
+                record: None,
             });
             self.emit(trigger, Draft::native(payload, who.turn, who.agent_id), out);
             return;

@@ -1,0 +1,126 @@
+//! The agent's own record of a session, read line by line.
+//!
+//! Hooks carry what the agent is about to do or just did; the agent also
+//! writes its own record of the session, and that record holds what hooks
+//! never carry: what the model said and thought, token usage, and (for
+//! Copilot) the tool call ids, turn ids and exit codes its hooks lack.
+//!
+//! - Claude Code: the JSONL transcript at `transcript_path`, and the same
+//!   frames on stdout with `-p --output-format stream-json`.
+//! - Copilot CLI: `session-state/<session>/events.jsonl` under
+//!   `COPILOT_HOME` (default `~/.copilot`).
+//!
+//! Each dialect's normalizer is stateless: one line in, the [`RecordItem`]s
+//! it says out. Which session a record belongs to, where the cursor is and
+//! how an item joins a hook span is the finalizer's business
+//! (`finalize::record`). A line that is not JSON, or JSON in a shape the
+//! dialect does not know as any frame, is [`RecordItem::Unrecognized`]:
+//! kept and reported, never dropped. A frame the dialect knows and that
+//! carries nothing for the ledger is no item at all.
+
+pub mod claude_code;
+pub mod copilot;
+
+use crate::contract::{
+    AdapterId, MessageAssistant, MessageUser, ReasoningRecorded, RecordAt, SessionMetadata,
+    UsageReported,
+};
+
+/// One line of a record, read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordLine {
+    /// The agent's own timestamp of the line (UTC ns), when it wrote one.
+    pub time_unix_ns: Option<i64>,
+    /// The subagent that wrote the line, when the record says so (Claude
+    /// Code sidechains, Copilot subagent frames).
+    pub agent_id: Option<String>,
+    /// The agent's own turn id for the line, when the record has one
+    /// (Copilot `turnId`; Claude Code `promptId`).
+    pub native_turn_id: Option<String>,
+    pub items: Vec<RecordItem>,
+}
+
+/// What one line of an agent's record says, in harnery's terms.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RecordItem {
+    UserMessage(MessageUser),
+    AssistantMessage(MessageAssistant),
+    Reasoning(ReasoningRecorded),
+    Usage(UsageReported),
+    Metadata(SessionMetadata),
+    /// The record's tool call, asked for (Claude `tool_use`, Copilot
+    /// `tool.execution_start`).
+    ToolStarted(RecordedCall),
+    /// The record's tool result (Claude `tool_result`, Copilot
+    /// `tool.execution_complete`).
+    ToolFinished(RecordedResult),
+    /// A turn's start and end as the record marks them (Copilot
+    /// `assistant.turn_start` / `assistant.turn_end`).
+    TurnStarted {
+        turn_id: String,
+    },
+    TurnEnded {
+        turn_id: String,
+    },
+    /// The agent resumed the session (Copilot `session.resume`).
+    Resumed,
+    /// The agent closed the session (Copilot `session.shutdown`).
+    Shutdown,
+    /// Not a frame this dialect knows; `reason` says why.
+    Unrecognized {
+        reason: String,
+    },
+}
+
+/// A tool call as the record has it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedCall {
+    pub tool_call_id: String,
+    pub tool_name: String,
+    /// [`crate::adapter::input_digest`] of the call's arguments, computed
+    /// exactly as the hook side computes it for the same tool, so that a
+    /// record call can be matched to a hook span by name and digest.
+    pub input_digest: String,
+    pub turn_id: Option<String>,
+}
+
+/// A tool result as the record has it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedResult {
+    pub tool_call_id: String,
+    pub success: Option<bool>,
+    /// A shell tool's exit code (Copilot `shellExecution.exitCode`).
+    pub exit_code: Option<i64>,
+    pub turn_id: Option<String>,
+}
+
+/// Read one line of `adapter`'s record (without its newline); `at` is
+/// where it starts.
+pub fn read_line(adapter: AdapterId, line: &[u8], at: &RecordAt) -> RecordLine {
+    match adapter {
+        AdapterId::ClaudeCode => claude_code::read_line(line, at),
+        AdapterId::Copilot => copilot::read_line(line, at),
+    }
+}
+
+impl RecordLine {
+    /// A line that says nothing the ledger keeps.
+    pub fn empty() -> RecordLine {
+        RecordLine {
+            time_unix_ns: None,
+            agent_id: None,
+            native_turn_id: None,
+            items: Vec::new(),
+        }
+    }
+
+    /// A line that is not a frame of the dialect.
+    pub fn unrecognized(reason: impl Into<String>) -> RecordLine {
+        RecordLine {
+            items: vec![RecordItem::Unrecognized {
+                reason: reason.into(),
+            }],
+            ..RecordLine::empty()
+        }
+    }
+}
