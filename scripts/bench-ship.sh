@@ -17,13 +17,14 @@
 # rows/s as a share of the baseline's (the goal: at least 50%).
 #
 # Usage: scripts/bench-ship.sh [sizes...]   (needs /usr/bin/time, psql,
-# initdb and pg_ctl, python3)
+# initdb and pg_ctl, python3; about 7 GB free disk for the 1M size)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 SIZES=("${@:-1000000}")
 SESSIONS=${SESSIONS:-1000}
 WORK=${BENCH_DIR:-$(mktemp -d -t harnery-ship.XXXXXX)}
+mkdir -p "$WORK"
 chmod 755 "$WORK"
 
 cargo build --release --quiet --bin harnery --example bench_spool
@@ -42,7 +43,7 @@ start_pg() {
   as_pg "$PGBIN/pg_ctl" -D "$PGDIR/data" -l "$PGDIR/log" \
     -o "-k $PGDIR/s -c listen_addresses='' -c max_wal_size=4GB" -w start >/dev/null
 }
-stop_pg() { as_pg "$PGBIN/pg_ctl" -D "$PGDIR/data" -m fast -w stop >/dev/null || true; }
+stop_pg() { [ -d "$PGDIR/data" ] && as_pg "$PGBIN/pg_ctl" -D "$PGDIR/data" -m fast -w stop >/dev/null 2>&1; true; }
 trap stop_pg EXIT
 target() { echo "host=$PGDIR/s user=harnery dbname=$1 sslmode=disable"; }
 
