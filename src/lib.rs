@@ -3,8 +3,8 @@
 //! The library owns every rule; the two binaries in `bin/` only parse their
 //! arguments and call in here. Layers, from the bottom up:
 //! `home`, `clock` → `spool`, `contract` → `adapter`, `ledger` →
-//! `finalize`, `epoch`, `read`, `operator`, `recover`, `install` → `view`
-//! → `cli`.
+//! `finalize`, `epoch`, `read`, `operator`, `recover`, `install` → `view`,
+//! `fleet` → `cli`.
 //! The hook binary reaches only `home`, `clock` and `spool`.
 
 pub mod adapter;
@@ -14,6 +14,7 @@ pub mod contract;
 pub mod epoch;
 pub mod finalize;
 pub mod fingerprint;
+pub mod fleet;
 pub mod home;
 pub mod install;
 pub mod ledger;

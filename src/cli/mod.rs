@@ -16,6 +16,7 @@ pub mod epoch;
 pub mod exec;
 pub mod export;
 pub mod finalize;
+pub mod fleet;
 pub mod health;
 pub mod install;
 pub mod progress;
@@ -23,6 +24,7 @@ pub mod receipts;
 pub mod recover;
 pub mod replay;
 pub mod sessions;
+pub mod ship;
 pub mod show;
 pub mod spool;
 pub mod validate;
@@ -117,6 +119,10 @@ enum Command {
     ResumePolicy(recover::PolicyArgs),
     /// Run bundled real sessions end to end in a temporary home.
     Demo(demo::Args),
+    /// Send this host's ledger, secrets masked, to the central PostgreSQL.
+    Ship(ship::Args),
+    /// Read the central PostgreSQL: sessions, audit, usage, verify.
+    Fleet(fleet::Args),
 }
 
 /// Parse the process arguments, run the subcommand, and map its outcome.
@@ -151,6 +157,8 @@ fn dispatch(command: Command) -> CmdResult {
         Command::Recover(a) => recover::run(a),
         Command::ResumePolicy(a) => recover::run_policy(a),
         Command::Demo(a) => demo::run(a),
+        Command::Ship(a) => ship::run(a),
+        Command::Fleet(a) => fleet::run(a),
     }
 }
 

@@ -259,7 +259,7 @@ pub(super) fn dangling_archive(home: &Home) -> Result<Option<String>, EpochError
 /// The administrative closure each advance recorded, by the genesis id of
 /// the archived epoch it closed (read from the anchors of the epochs that
 /// followed them, listed as `entries`).
-pub(super) fn closures(entries: &[EpochEntry]) -> BTreeMap<String, Vec<ClosedSession>> {
+pub fn closures(entries: &[EpochEntry]) -> BTreeMap<String, Vec<ClosedSession>> {
     let mut out = BTreeMap::new();
     for e in entries {
         let Ok(g) = &e.genesis else { continue };

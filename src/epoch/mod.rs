@@ -38,7 +38,7 @@ use serde::{Deserialize, Serialize};
 pub use archive::{
     ArchivedSession, ManifestEntry, TreeManifest, archived_open_span_sessions, closure_of,
 };
-pub use list::{EpochEntry, EpochSelector, archive_dirs, epochs, select};
+pub use list::{EpochEntry, EpochSelector, archive_dirs, closures, epochs, select};
 pub use status::{AdvanceMarker, EpochStatus, status};
 pub use verify::{EpochCheck, EpochVerdict, verify};
 

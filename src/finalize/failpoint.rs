@@ -16,6 +16,14 @@ pub const FINALIZE_POINTS: &[&str] = &[
     "after-commit",
 ];
 
+/// Points along `harnery ship` (`ship-pause` waits instead, see [`pause`]).
+pub const SHIP_POINTS: &[&str] = &[
+    "ship-mid-copy",
+    "ship-before-commit",
+    "ship-after-commit",
+    "ship-derived-before-commit",
+];
+
 /// Points along `harnery epoch advance`.
 pub const EPOCH_POINTS: &[&str] = &[
     "epoch-after-quiesce",
@@ -44,6 +52,30 @@ pub fn delay(name: &str) {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     let _ = name;
+}
+
+/// Stop here, the first time a process reaches it, if the failpoint
+/// `name` is armed: create `dir/<name>` and wait (at most a minute) until
+/// the test removes it, so a test can stop the server or cut the
+/// connection while the process is at this point.
+pub fn pause(name: &str, dir: &std::path::Path) {
+    #[cfg(feature = "failpoints")]
+    if std::env::var("HARNERY_FAILPOINT").as_deref() == Ok(name) {
+        static PAUSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        if PAUSED.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        let marker = dir.join(name);
+        if std::fs::write(&marker, b"").is_ok() {
+            for _ in 0..1200 {
+                if !marker.exists() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        }
+    }
+    let _ = (name, dir);
 }
 
 /// Whether an injected durability failure is armed.

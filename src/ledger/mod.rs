@@ -20,6 +20,7 @@ pub mod durable;
 mod genesis;
 mod query;
 pub mod raw;
+mod rows;
 mod schema;
 mod timeline;
 
@@ -38,6 +39,7 @@ pub use query::{
     DamagedRow, EndRequestRow, HealthRow, RowFilter, SessionSummary, SpanCounts, SpanRow,
     SpanState, StoredEvent, StoredText,
 };
+pub use rows::ChainRow;
 pub use timeline::{Timeline, TimelineEntry};
 
 use crate::home::Home;

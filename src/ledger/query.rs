@@ -567,7 +567,7 @@ fn session_at(r: &Row, at: usize) -> rusqlite::Result<SessionRef> {
     })
 }
 
-fn span_row(r: &Row) -> rusqlite::Result<SpanRow> {
+pub(super) fn span_row(r: &Row) -> rusqlite::Result<SpanRow> {
     let state: String = r.get(9)?;
     Ok(SpanRow {
         request_event_id: r.get(0)?,

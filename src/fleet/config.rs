@@ -1,0 +1,88 @@
+//! The fleet's part of `HARNERY_HOME/config.toml`: where `ship` sends
+//! (`ship.to`) and the user's own mask patterns (`ship.mask`). A missing
+//! file is an empty config; a file that does not parse, or that names a
+//! key this build does not know, is an error naming the file.
+//!
+//! ```toml
+//! [ship]
+//! to = "postgresql://harnery@fleet.example/harnery?sslmode=verify-full"
+//! mask = ['corp-[0-9]{6}', '(?i)x-internal-key:\s*(?P<secret>\S+)']
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+pub const CONFIG_FILE: &str = "config.toml";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {detail}")]
+    Parse { path: PathBuf, detail: String },
+}
+
+/// The whole file; only `[ship]` is read here, other tables are left to
+/// whoever owns them.
+#[derive(Debug, Default, Deserialize)]
+struct ConfigFile {
+    #[serde(default)]
+    ship: ShipConfig,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShipConfig {
+    /// The server target (a libpq URL or key=value string).
+    pub to: Option<String>,
+    /// The user's mask patterns (Rust regex syntax).
+    #[serde(default)]
+    pub mask: Vec<String>,
+}
+
+impl ShipConfig {
+    /// `[ship]` of the config in `home_root`.
+    pub fn load(home_root: &Path) -> Result<ShipConfig, ConfigError> {
+        let path = config_path(home_root);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ShipConfig::default()),
+            Err(source) => return Err(ConfigError::Io { path, source }),
+        };
+        let file: ConfigFile = toml::from_str(&text).map_err(|e| ConfigError::Parse {
+            path: path.clone(),
+            detail: e.to_string(),
+        })?;
+        Ok(file.ship)
+    }
+}
+
+pub fn config_path(home_root: &Path) -> PathBuf {
+    home_root.join(CONFIG_FILE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ship_settings_are_read_and_unknown_keys_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(ShipConfig::load(dir.path()).unwrap().to.is_none());
+        std::fs::write(
+            config_path(dir.path()),
+            "[ship]\nto = \"postgresql://h/db\"\nmask = ['a+b']\n",
+        )
+        .unwrap();
+        let c = ShipConfig::load(dir.path()).unwrap();
+        assert_eq!(c.to.as_deref(), Some("postgresql://h/db"));
+        assert_eq!(c.mask, vec!["a+b".to_string()]);
+        std::fs::write(config_path(dir.path()), "[ship]\ntoo = 1\n").unwrap();
+        let err = ShipConfig::load(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("config.toml") && err.contains("too"), "{err}");
+    }
+}

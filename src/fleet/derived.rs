@@ -1,0 +1,262 @@
+//! The derived rows of one epoch as the server keeps them: sessions with
+//! their class and every audit reason (an advance's closure included),
+//! span rows, and per-turn receipts. They are computed here exactly as the
+//! local read side computes them (`read::audit`, `read::receipts`) and
+//! copied in with binary `COPY`; the shipper replaces an epoch's derived
+//! rows whole, in one transaction, whenever its events grew.
+
+use std::collections::BTreeMap;
+
+use postgres::Transaction;
+use postgres::binary_copy::BinaryCopyInWriter;
+use postgres::types::{ToSql, Type};
+
+use super::CopyError;
+use crate::contract::SessionRef;
+use crate::ledger::{ClosedSession, Ledger, SpanRow};
+use crate::read::audit::Classification;
+use crate::read::epochs::part_reasons;
+use crate::read::receipts::session_receipts;
+
+/// How many derived rows one epoch has.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct DerivedCounts {
+    pub sessions: u64,
+    pub spans: u64,
+    pub receipts: u64,
+}
+
+/// The key every derived row starts with.
+pub struct EpochKey<'a> {
+    pub host: &'a str,
+    pub genesis: &'a str,
+}
+
+/// Replace the epoch's derived rows on the server with the ledger's.
+pub fn replace(
+    tx: &mut Transaction<'_>,
+    key: &EpochKey<'_>,
+    ledger: &Ledger,
+    closed: &[ClosedSession],
+) -> Result<DerivedCounts, CopyError> {
+    for table in ["sessions", "spans", "receipts"] {
+        tx.execute(
+            &format!("DELETE FROM harnery.{table} WHERE host_id = $1 AND genesis_id = $2"),
+            &[&key.host, &key.genesis],
+        )?;
+    }
+    let sessions = copy_sessions(tx, key, ledger, closed)?;
+    let spans = copy_spans(tx, key, ledger)?;
+    let receipts = copy_receipts(tx, key, ledger)?;
+    Ok(DerivedCounts {
+        sessions,
+        spans,
+        receipts,
+    })
+}
+
+fn writer<'a>(
+    tx: &'a mut Transaction<'_>,
+    table: &str,
+    columns: &str,
+    types: &[Type],
+) -> Result<BinaryCopyInWriter<'a>, CopyError> {
+    let sink = tx.copy_in(&format!(
+        "COPY harnery.{table} ({columns}) FROM STDIN (FORMAT binary)"
+    ))?;
+    Ok(BinaryCopyInWriter::new(sink, types))
+}
+
+fn copy_sessions(
+    tx: &mut Transaction<'_>,
+    key: &EpochKey<'_>,
+    ledger: &Ledger,
+    closed: &[ClosedSession],
+) -> Result<u64, CopyError> {
+    let by_session: BTreeMap<&SessionRef, &ClosedSession> =
+        closed.iter().map(|c| (&c.session, c)).collect();
+    let summaries = ledger.sessions()?;
+    let mut w = writer(
+        tx,
+        "sessions",
+        "host_id, genesis_id, adapter, session_id, first_unix_ns, last_unix_ns, events, turns, \
+         spans_open, spans_closed_native, spans_recovered, class, reasons",
+        &[
+            Type::TEXT,
+            Type::TEXT,
+            Type::TEXT,
+            Type::TEXT,
+            Type::INT8,
+            Type::INT8,
+            Type::INT8,
+            Type::INT8,
+            Type::INT8,
+            Type::INT8,
+            Type::INT8,
+            Type::TEXT,
+            Type::TEXT_ARRAY,
+        ],
+    )?;
+    for s in &summaries {
+        let mut class = Classification::eligible();
+        class.add_reasons(part_reasons(ledger, &s.session)?);
+        if let Some(c) = by_session.get(&s.session) {
+            class.add_reasons(c.reasons.clone());
+        }
+        let n = |v: u64| v as i64;
+        w.write(&[
+            &key.host,
+            &key.genesis,
+            &s.session.adapter.as_str(),
+            &s.session.session_id,
+            &s.first_unix_ns,
+            &s.last_unix_ns,
+            &n(s.events),
+            &n(s.turns),
+            &n(s.spans.open),
+            &n(s.spans.closed_native),
+            &n(s.spans.recovered),
+            &class.class.as_str(),
+            &class.reasons,
+        ])?;
+    }
+    w.finish()?;
+    Ok(summaries.len() as u64)
+}
+
+fn copy_spans(
+    tx: &mut Transaction<'_>,
+    key: &EpochKey<'_>,
+    ledger: &Ledger,
+) -> Result<u64, CopyError> {
+    let mut w = writer(
+        tx,
+        "spans",
+        "host_id, genesis_id, adapter, session_id, request_event_id, kind, name, tool_call_id, agent_id, \
+         turn_id, requested_unix_ns, state, reason, completed_event_id, outcome, duration_ms, completed_unix_ns",
+        &[
+            Type::TEXT,
+            Type::TEXT,
+            Type::TEXT,
+            Type::TEXT,
+            Type::TEXT,
+            Type::TEXT,
+            Type::TEXT,
+            Type::TEXT,
+            Type::TEXT,
+            Type::TEXT,
+            Type::INT8,
+            Type::TEXT,
+            Type::TEXT,
+            Type::TEXT,
+            Type::TEXT,
+            Type::INT8,
+            Type::INT8,
+        ],
+    )?;
+    let mut n = 0;
+    ledger.for_each_span(|s: SpanRow| -> Result<(), CopyError> {
+        let duration = s.duration_ms.map(|d| d as i64);
+        let row: [&(dyn ToSql + Sync); 17] = [
+            &key.host,
+            &key.genesis,
+            &s.session.adapter.as_str(),
+            &s.session.session_id,
+            &s.request_event_id,
+            &s.kind,
+            &s.name,
+            &s.tool_call_id,
+            &s.agent_id,
+            &s.turn_id,
+            &s.requested_unix_ns,
+            &s.state.as_str(),
+            &s.reason,
+            &s.completed_event_id,
+            &s.outcome,
+            &duration,
+            &s.completed_unix_ns,
+        ];
+        w.write(&row)?;
+        n += 1;
+        Ok(())
+    })?;
+    w.finish()?;
+    Ok(n)
+}
+
+fn copy_receipts(
+    tx: &mut Transaction<'_>,
+    key: &EpochKey<'_>,
+    ledger: &Ledger,
+) -> Result<u64, CopyError> {
+    let sessions = ledger.session_refs(None)?;
+    let mut w = writer(
+        tx,
+        "receipts",
+        "host_id, genesis_id, adapter, session_id, turn_index, turn_id, turn_source, started_unix_ns, \
+         ended_unix_ns, wall_ms, spans, closed, recovered, open, known_ms, upper_bound_ms, bounds_unknown, \
+         upper_bound_share_pct, eligible_for_ranking, ineligible_because, notes",
+        &[
+            Type::TEXT,
+            Type::TEXT,
+            Type::TEXT,
+            Type::TEXT,
+            Type::INT4,
+            Type::TEXT,
+            Type::TEXT,
+            Type::INT8,
+            Type::INT8,
+            Type::INT8,
+            Type::INT8,
+            Type::INT8,
+            Type::INT8,
+            Type::INT8,
+            Type::INT8,
+            Type::INT8,
+            Type::INT8,
+            Type::FLOAT8,
+            Type::BOOL,
+            Type::TEXT_ARRAY,
+            Type::TEXT_ARRAY,
+        ],
+    )?;
+    let mut n = 0;
+    for session in &sessions {
+        // A row that does not parse is left out here as in `harnery
+        // receipts`; `fleet verify` and the host's own `validate` see it.
+        let (events, _damaged) = ledger.session_events_lenient(session)?;
+        let refs: Vec<_> = events.iter().collect();
+        for (i, t) in session_receipts(&refs).turns.iter().enumerate() {
+            let c = &t.tools;
+            let int = |v: u64| v as i64;
+            let count = |v: usize| v as i64;
+            let row: [&(dyn ToSql + Sync); 21] = [
+                &key.host,
+                &key.genesis,
+                &session.adapter.as_str(),
+                &session.session_id,
+                &(i as i32),
+                &t.turn_id,
+                &t.turn_source,
+                &t.started_unix_ns,
+                &t.ended_unix_ns,
+                &int(t.wall_ms),
+                &count(c.spans),
+                &count(c.closed),
+                &count(c.recovered),
+                &count(c.open),
+                &int(c.known_ms),
+                &int(c.upper_bound_ms),
+                &count(c.bounds_unknown),
+                &c.upper_bound_share_pct,
+                &c.eligible_for_ranking,
+                &c.ineligible_because,
+                &t.notes,
+            ];
+            w.write(&row)?;
+            n += 1;
+        }
+    }
+    w.finish()?;
+    Ok(n)
+}

@@ -1,0 +1,214 @@
+//! A throwaway PostgreSQL for the fleet tests: `initdb` into a temporary
+//! directory, `pg_ctl start` listening on a Unix socket there only, one
+//! superuser `harnery` with a password, stopped (immediately) on drop.
+//! The binaries come from `PATH` or `/usr/lib/postgresql/*/bin`; as root
+//! they run as the `postgres` user, since PostgreSQL refuses root.
+#![allow(dead_code)]
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub const PASSWORD: &str = "fleet-test-pw";
+pub const INSTALL: &str = "apt-get install -y postgresql";
+
+pub struct PgServer {
+    _dir: tempfile::TempDir,
+    pub root: PathBuf,
+    pub socket_dir: PathBuf,
+    bin: PathBuf,
+}
+
+fn find_bin() -> PathBuf {
+    let on_path = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .unwrap_or_default();
+    let mut candidates: Vec<PathBuf> = on_path;
+    if let Ok(dirs) = std::fs::read_dir("/usr/lib/postgresql") {
+        let mut versions: Vec<PathBuf> = dirs
+            .filter_map(|d| d.ok())
+            .map(|d| d.path().join("bin"))
+            .collect();
+        versions.sort();
+        versions.reverse();
+        candidates.extend(versions);
+    }
+    candidates
+        .into_iter()
+        .find(|d| d.join("initdb").is_file() && d.join("pg_ctl").is_file())
+        .unwrap_or_else(|| {
+            panic!("PostgreSQL (initdb, pg_ctl) is not installed; install it with: {INSTALL}")
+        })
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+impl PgServer {
+    pub fn start() -> PgServer {
+        let bin = find_bin();
+        let dir = tempfile::Builder::new()
+            .prefix("hpg")
+            .tempdir_in("/tmp")
+            .unwrap();
+        let root = dir.path().to_path_buf();
+        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let socket_dir = root.join("s");
+        std::fs::create_dir(&socket_dir).unwrap();
+        let pwfile = root.join("pw");
+        std::fs::write(&pwfile, PASSWORD).unwrap();
+        if is_root() {
+            let status = Command::new("chown")
+                .args(["-R", "postgres:postgres"])
+                .arg(&root)
+                .status()
+                .expect("chown runs");
+            assert!(status.success(), "chown the server directory to postgres");
+        }
+        let server = PgServer {
+            _dir: dir,
+            root,
+            socket_dir,
+            bin,
+        };
+        let data = server.root.join("data");
+        let out = server
+            .pg("initdb")
+            .arg("-D")
+            .arg(&data)
+            .args([
+                "-U",
+                "harnery",
+                "--auth=scram-sha-256",
+                "-E",
+                "UTF8",
+                "--no-sync",
+            ])
+            .arg(format!("--pwfile={}", pwfile.display()))
+            .output()
+            .expect("initdb runs");
+        assert!(
+            out.status.success(),
+            "initdb: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        server.ctl_start();
+        server
+    }
+
+    /// A PostgreSQL program, as the postgres user when we are root.
+    fn pg(&self, program: &str) -> Command {
+        let path = self.bin.join(program);
+        if is_root() {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(path);
+            c
+        } else {
+            Command::new(path)
+        }
+    }
+
+    pub fn ctl_start(&self) {
+        let opts = format!(
+            "-k {} -c listen_addresses='' -c fsync=off -c max_connections=100",
+            self.socket_dir.display()
+        );
+        let out = self
+            .pg("pg_ctl")
+            .arg("-D")
+            .arg(self.root.join("data"))
+            .arg("-l")
+            .arg(self.root.join("log"))
+            .args(["-o", &opts, "-w", "start"])
+            .output()
+            .expect("pg_ctl runs");
+        assert!(
+            out.status.success(),
+            "pg_ctl start: {} {}",
+            String::from_utf8_lossy(&out.stderr),
+            std::fs::read_to_string(self.root.join("log")).unwrap_or_default()
+        );
+    }
+
+    /// `pg_ctl stop -m immediate`: the server dies as in a crash.
+    pub fn stop_immediate(&self) {
+        let _ = self
+            .pg("pg_ctl")
+            .arg("-D")
+            .arg(self.root.join("data"))
+            .args(["-m", "immediate", "-w", "stop"])
+            .output();
+    }
+
+    /// A key=value target for database `db`.
+    pub fn target(&self, db: &str) -> String {
+        format!(
+            "host={} port=5432 user=harnery password={PASSWORD} dbname={db} sslmode=disable",
+            self.socket_dir.display()
+        )
+    }
+
+    pub fn client(&self, db: &str) -> postgres::Client {
+        postgres::Client::connect(&self.target(db), postgres::NoTls)
+            .expect("the test server answers")
+    }
+
+    /// A fresh, empty database; its target.
+    pub fn database(&self, name: &str) -> String {
+        self.client("postgres")
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .expect("database created");
+        self.target(name)
+    }
+
+    /// Every row the fleet tables hold, as text, in key order (what
+    /// "the same server state" means; host timestamps left out).
+    pub fn dump(&self, db: &str) -> Vec<String> {
+        let mut c = self.client(db);
+        let mut out = Vec::new();
+        let tables = [
+            ("hosts", "host_id, hostname", "host_id"),
+            ("epochs", "*", "host_id, genesis_id"),
+            ("events", "*", "host_id, genesis_id, seq"),
+            ("sessions", "*", "host_id, genesis_id, adapter, session_id"),
+            (
+                "spans",
+                "*",
+                "host_id, genesis_id, adapter, session_id, request_event_id",
+            ),
+            (
+                "receipts",
+                "*",
+                "host_id, genesis_id, adapter, session_id, turn_index",
+            ),
+        ];
+        for (table, cols, order) in tables {
+            let sql = format!(
+                "SELECT row_to_json(t)::text FROM (SELECT {cols} FROM harnery.{table} ORDER BY {order}) t"
+            );
+            for r in c.query(&sql, &[]).expect("dump query") {
+                out.push(format!("{table}: {}", r.get::<_, String>(0)));
+            }
+        }
+        out
+    }
+}
+
+impl Drop for PgServer {
+    fn drop(&mut self) {
+        self.stop_immediate();
+    }
+}
+
+/// Wait (at most a minute) until `path` exists.
+pub fn wait_for(path: &Path) {
+    for _ in 0..1200 {
+        if path.exists() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("{} never appeared", path.display());
+}
