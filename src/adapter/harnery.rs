@@ -16,16 +16,62 @@
 //!   "signal": 9?, "duration_ms": 12?}`. Written after the command exits;
 //!   `exit_code` when it exited, `signal` when a signal ended it.
 //!
-//! Times are the envelope's receive time; harnery's own signals carry none.
+//! - `harnery.record`: a run of whole lines of the agent's own record of
+//!   the session, as the finalizer read them. The payload is one JSON
+//!   header line, `{"path": "/abs/file", "start": 0, "end": 1234,
+//!   "fingerprint": "hex"}`, a newline, then the record's bytes
+//!   `start..end` exactly as the file held them (so the raw archive keeps
+//!   them). `fingerprint` is the blake3 of the last (at most
+//!   [`FINGERPRINT_LEN`]) bytes before `end`: the next read checks it to
+//!   notice a record rewritten under its cursor.
+//! - `harnery.record_problem`: `{"path": "/abs/file", "kind": "missing",
+//!   "detail": "text"}`. The record could not be followed (`missing`,
+//!   `unreadable`, `rewritten`, `truncated`).
+//!
+//! Times are the envelope's receive time; harnery's own signals carry none
+//! (record lines carry the agent's own timestamps where it wrote them).
 
 use serde::Deserialize;
 
+use super::record::{self, RecordLine};
 use super::signal::{CommandResult, Normalized, SignalKind};
-use crate::contract::{CommandRequested, SignalUnrecognized, TimeSource};
+use crate::contract::{
+    AdapterId, CommandRequested, RecordAt, RecordProblem, SignalUnrecognized, TimeSource,
+};
 
 pub const END_REQUESTED: &str = "harnery.end_requested";
 pub const COMMAND_REQUESTED: &str = "harnery.command_requested";
 pub const COMMAND_COMPLETED: &str = "harnery.command_completed";
+pub const RECORD: &str = "harnery.record";
+pub const RECORD_PROBLEM: &str = "harnery.record_problem";
+
+/// How many bytes before a record cursor its fingerprint covers.
+pub const FINGERPRINT_LEN: u64 = 4096;
+
+/// The header line of a `harnery.record` payload.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
+pub struct RecordChunkHeader {
+    pub path: String,
+    pub start: u64,
+    pub end: u64,
+    pub fingerprint: String,
+}
+
+/// A `harnery.record` signal, read: its header and each whole line with
+/// the byte offset it starts at.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordChunk {
+    pub header: RecordChunkHeader,
+    pub lines: Vec<(u64, RecordLine)>,
+}
+
+/// A `harnery.record` payload: the header line, then the bytes.
+pub fn record_payload(header: &RecordChunkHeader, bytes: &[u8]) -> Vec<u8> {
+    let mut out = serde_json::to_vec(header).expect("the header is plain JSON");
+    out.push(b'\n');
+    out.extend_from_slice(bytes);
+    out
+}
 
 /// Whether an event name belongs to harnery rather than an agent.
 pub fn is_harnery_event(event_name: &str) -> bool {
@@ -62,9 +108,15 @@ pub struct CommandCompletionPayload {
     pub duration_ms: Option<u64>,
 }
 
-/// Read one of harnery's own signals.
-pub fn normalize(event_name: &str, payload: &[u8], received_unix_ns: i64) -> Normalized {
-    let kind = match kind_of(event_name, payload) {
+/// Read one of harnery's own signals (`adapter`'s dialect for the lines of
+/// a record).
+pub fn normalize(
+    adapter: AdapterId,
+    event_name: &str,
+    payload: &[u8],
+    received_unix_ns: i64,
+) -> Normalized {
+    let kind = match kind_of(adapter, event_name, payload) {
         Ok(kind) => kind,
         Err(reason) => SignalKind::Unrecognized(SignalUnrecognized {
             adapter_event: Some(event_name.to_string()),
@@ -82,9 +134,14 @@ pub fn normalize(event_name: &str, payload: &[u8], received_unix_ns: i64) -> Nor
     }
 }
 
-fn kind_of(event_name: &str, payload: &[u8]) -> Result<SignalKind, String> {
+fn kind_of(adapter: AdapterId, event_name: &str, payload: &[u8]) -> Result<SignalKind, String> {
     let malformed = |err: serde_json::Error| format!("malformed_json: {err}");
     match event_name {
+        RECORD => record_chunk(adapter, payload).map(|c| SignalKind::RecordChunk(Box::new(c))),
+        RECORD_PROBLEM => {
+            let problem: RecordProblem = serde_json::from_slice(payload).map_err(malformed)?;
+            Ok(SignalKind::RecordProblem(problem))
+        }
         END_REQUESTED => {
             let end: EndRequestPayload = serde_json::from_slice(payload).map_err(malformed)?;
             Ok(SignalKind::EndRequested { reason: end.reason })
@@ -114,6 +171,35 @@ fn kind_of(event_name: &str, payload: &[u8]) -> Result<SignalKind, String> {
     }
 }
 
+/// Split a `harnery.record` payload into its header and lines, each read
+/// in `adapter`'s dialect. A last line without its newline is read too
+/// (the finalizer only sends whole lines, so it is whole).
+fn record_chunk(adapter: AdapterId, payload: &[u8]) -> Result<RecordChunk, String> {
+    let cut = memchr::memchr(b'\n', payload).ok_or("record_without_header")?;
+    let header: RecordChunkHeader = serde_json::from_slice(&payload[..cut])
+        .map_err(|e| format!("malformed_record_header: {e}"))?;
+    let bytes = &payload[cut + 1..];
+    if header.end.checked_sub(header.start) != Some(bytes.len() as u64) {
+        return Err("record_length_mismatch".into());
+    }
+    let mut lines = Vec::new();
+    let mut at = 0usize;
+    while at < bytes.len() {
+        let end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |n| at + n);
+        let offset = header.start + at as u64;
+        let line = &bytes[at..end];
+        if !line.iter().all(u8::is_ascii_whitespace) {
+            let place = RecordAt {
+                path: header.path.clone(),
+                offset,
+            };
+            lines.push((offset, record::read_line(adapter, line, &place)));
+        }
+        at = end + 1;
+    }
+    Ok(RecordChunk { header, lines })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,11 +213,16 @@ mod tests {
             pid: Some(4),
         };
         let bytes = serde_json::to_vec(&req).expect("serializable");
-        let n = normalize(COMMAND_REQUESTED, &bytes, 5);
+        let n = normalize(AdapterId::ClaudeCode, COMMAND_REQUESTED, &bytes, 5);
         assert!(
             matches!(n.kind, SignalKind::CommandRequested { ref command_id, .. } if command_id == "c1")
         );
-        let end = normalize(END_REQUESTED, br#"{"reason":"done"}"#, 5);
+        let end = normalize(
+            AdapterId::ClaudeCode,
+            END_REQUESTED,
+            br#"{"reason":"done"}"#,
+            5,
+        );
         assert_eq!(
             end.kind,
             SignalKind::EndRequested {
@@ -142,11 +233,43 @@ mod tests {
 
     #[test]
     fn a_bad_own_payload_is_unrecognized_not_dropped() {
-        let n = normalize(COMMAND_COMPLETED, br#"{"exit_code":0}"#, 5);
+        let n = normalize(
+            AdapterId::ClaudeCode,
+            COMMAND_COMPLETED,
+            br#"{"exit_code":0}"#,
+            5,
+        );
         assert!(matches!(n.kind, SignalKind::Unrecognized(_)));
         assert!(matches!(
-            normalize("harnery.other", b"{}", 5).kind,
+            normalize(AdapterId::ClaudeCode, "harnery.other", b"{}", 5).kind,
             SignalKind::Unrecognized(_)
         ));
+    }
+
+    #[test]
+    fn a_record_chunk_splits_into_lines_at_their_offsets() {
+        let header = RecordChunkHeader {
+            path: "/r.jsonl".into(),
+            start: 100,
+            end: 100 + 12,
+            fingerprint: "f".into(),
+        };
+        let payload = record_payload(&header, b"not json\n\n{\n");
+        let SignalKind::RecordChunk(chunk) =
+            normalize(AdapterId::Copilot, RECORD, &payload, 5).kind
+        else {
+            panic!("a record chunk");
+        };
+        let offsets: Vec<u64> = chunk.lines.iter().map(|(at, _)| *at).collect();
+        assert_eq!(offsets, [100, 110], "blank lines are skipped");
+        let short = record_payload(&header, b"abc\n");
+        let kind = normalize(AdapterId::Copilot, RECORD, &short, 5).kind;
+        assert!(
+            matches!(&kind, SignalKind::Unrecognized(u) if u.reason == "record_length_mismatch"),
+            "{kind:?}"
+        );
+        let problem = br#"{"path":"/r","kind":"missing","detail":"gone"}"#;
+        let kind = normalize(AdapterId::Copilot, RECORD_PROBLEM, problem, 5).kind;
+        assert!(matches!(kind, SignalKind::RecordProblem(p) if p.kind == "missing"));
     }
 }

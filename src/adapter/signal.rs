@@ -57,6 +57,10 @@ pub enum SignalKind {
     CommandCompleted(CommandResult),
     /// No rule knows this signal, or it is not valid JSON. Kept, never dropped.
     Unrecognized(SignalUnrecognized),
+    /// Lines of the agent's own record, read by the finalizer.
+    RecordChunk(Box<super::harnery::RecordChunk>),
+    /// The agent's own record could not be followed.
+    RecordProblem(crate::contract::RecordProblem),
 }
 
 impl SignalKind {

@@ -133,7 +133,11 @@ fn demo(dir: &Path) -> CmdResult {
             }
         }
     }
-    let summary = crate::finalize::finalize(&home, &super::finalize::options(None)?)?;
+    let mut opts = super::finalize::options(None)?;
+    // The bundled sessions come without the agents' own records (their
+    // hooks name files on the machine that captured them).
+    opts.follow_records = false;
+    let summary = crate::finalize::finalize(&home, &opts)?;
     write!(
         std::io::stdout(),
         "\n$ harnery finalize\n{}",

@@ -33,11 +33,13 @@ pub fn options(now: Option<&str>) -> Result<FinalizeOptions, String> {
                 .ok_or_else(|| format!("--now / HARNERY_NOW {t:?} is not an RFC 3339 time"))?,
             clock: ClockSample::default(),
             progress: Progress::none(),
+            follow_records: crate::finalize::record::enabled(),
         }),
         None => Ok(FinalizeOptions {
             now_unix_ns: wall_now_ns(),
             clock: ClockSample::now(),
             progress: Progress::none(),
+            follow_records: crate::finalize::record::enabled(),
         }),
     }
 }

@@ -18,6 +18,7 @@ mod intake;
 pub mod lease;
 pub mod producer;
 pub mod ready;
+pub mod record;
 mod run;
 mod state;
 

@@ -18,6 +18,9 @@ pub struct FinalizeOptions {
     pub clock: ClockSample,
     /// Events appended, as they are (a bar on a terminal, else nobody).
     pub progress: crate::progress::Progress,
+    /// Read on in each session's own record after the hook signals
+    /// (`HARNERY_RECORDS=off` says no; see `finalize::record`).
+    pub follow_records: bool,
 }
 
 /// A damaged spool byte range the run skipped (also a ledger health event).
@@ -45,6 +48,9 @@ pub struct Summary {
     pub batches_applied: u64,
     pub signals_drained: u64,
     pub events_appended: u64,
+    /// `harnery.record` and `harnery.record_problem` signals this run wrote
+    /// from the agents' own records (and drained with the others).
+    pub record_signals: u64,
     /// Span counts by state over the whole ledger after the run.
     pub spans: SpanCounts,
     pub damaged_ranges: Vec<DamagedRange>,
@@ -63,6 +69,12 @@ pub fn finalize(home: &Home, opts: &FinalizeOptions) -> Result<Summary, Finalize
     summary.ready_files_recovered =
         apply_pending(home, &mut ledger, incarnation, opts, &mut summary)?;
     super::intake::drain(home, &mut ledger, incarnation, opts, &mut summary)?;
+    if opts.follow_records {
+        summary.record_signals = super::record::follow(home, &ledger, opts.now_unix_ns, &opts.clock)?;
+        if summary.record_signals > 0 {
+            super::intake::drain(home, &mut ledger, incarnation, opts, &mut summary)?;
+        }
+    }
     super::state::tick_all(home, &mut ledger, incarnation, opts, &mut summary)?;
     finish_summary(&ledger, &mut summary)?;
     Ok(summary)

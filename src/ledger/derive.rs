@@ -286,16 +286,11 @@ impl<'c, 'b> Derivation<'c, 'b> {
             Payload::EndSalvaged(p) => self.resolve_end(p.end_event_id.as_str(), "salvaged", e),
             Payload::EndCancelled(p) => self.resolve_end(p.end_event_id.as_str(), "cancelled", e),
             Payload::EndExpired(p) => self.resolve_end(p.end_event_id.as_str(), "expired", e),
-            Payload::HealthCondition(p) => {
-                self.insert_health.get(self.conn)?.execute(params![
-                    e.id.as_str(),
-                    e.session.adapter.as_str(),
-                    e.session.session_id,
-                    p.code,
-                    p.detail,
-                    e.time_unix_ns
-                ])?;
-                Ok(())
+            Payload::HealthCondition(p) => self.health_row(e, &p.code, &p.detail),
+            // The agent's own record could not be followed: as loud as any
+            // condition the finalizer records.
+            Payload::RecordProblem(p) => {
+                self.health_row(e, &format!("record_{}", p.kind), &p.detail)
             }
             _ => Ok(()),
         }
@@ -463,6 +458,18 @@ impl<'c, 'b> Derivation<'c, 'b> {
             completion: Some(t.completion),
             own_row: true,
         });
+    }
+
+    fn health_row(&mut self, e: &Event, code: &str, detail: &str) -> Result<(), LedgerError> {
+        self.insert_health.get(self.conn)?.execute(params![
+            e.id.as_str(),
+            e.session.adapter.as_str(),
+            e.session.session_id,
+            code,
+            detail,
+            e.time_unix_ns
+        ])?;
+        Ok(())
     }
 
     fn resolve_end(&mut self, end_id: &str, state: &str, e: &Event) -> Result<(), LedgerError> {

@@ -176,6 +176,7 @@ fn recorded_condition(event: &Event) -> Option<Condition> {
     let (code, detail) = match &event.payload {
         Payload::EndExpired(p) => ("end_expired".to_string(), p.end_event_id.to_string()),
         Payload::HealthCondition(h) => (format!("reported:{}", h.code), h.detail.clone()),
+        Payload::RecordProblem(p) => (format!("reported:record_{}", p.kind), p.detail.clone()),
         _ => return None,
     };
     Some(recorded(

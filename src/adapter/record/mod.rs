@@ -103,6 +103,27 @@ pub fn read_line(adapter: AdapterId, line: &[u8], at: &RecordAt) -> RecordLine {
     }
 }
 
+/// The record file a hook payload names: Claude Code's `transcript_path`
+/// (on every payload), Copilot's `transcriptPath` (on `agentStop`). Cheap
+/// for payloads that name none: the key is searched for before anything
+/// is parsed.
+pub fn path_in_payload(payload: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Named {
+        #[serde(default, alias = "transcriptPath")]
+        transcript_path: Option<String>,
+    }
+    let has_key = memchr::memmem::find(payload, b"\"transcript_path\"").is_some()
+        || memchr::memmem::find(payload, b"\"transcriptPath\"").is_some();
+    if !has_key {
+        return None;
+    }
+    serde_json::from_slice::<Named>(payload)
+        .ok()?
+        .transcript_path
+        .filter(|p| !p.is_empty())
+}
+
 impl RecordLine {
     /// A line that says nothing the ledger keeps.
     pub fn empty() -> RecordLine {

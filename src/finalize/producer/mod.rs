@@ -18,6 +18,7 @@ mod authority;
 mod deliveries;
 mod emit;
 mod ends;
+mod record;
 mod recovery;
 mod spans;
 mod tools;
@@ -85,6 +86,9 @@ pub struct SessionProducer {
     pending_end: Option<PendingEnd>,
     running_agents: BTreeSet<String>,
     span_cap_raised: bool,
+    /// The agent's own record of the session, as far as it was followed.
+    #[serde(default)]
+    record: record::RecordFollow,
     /// Test-only override of the adapter's recovery table; never stored.
     #[serde(skip)]
     policy_override: Option<RecoveryPolicy>,
@@ -102,6 +106,7 @@ impl SessionProducer {
             pending_end: None,
             running_agents: BTreeSet::new(),
             span_cap_raised: false,
+            record: record::RecordFollow::default(),
             policy_override: None,
         }
     }
@@ -175,7 +180,13 @@ impl SessionProducer {
         if from_agent && normalized.kind.is_native_work() {
             self.cancel_pending_end("native_work", &mut trigger, &mut out);
         }
+        if from_agent && self.record.path.is_none() {
+            self.record.path = crate::adapter::record::path_in_payload(signal.payload);
+        }
         self.apply(normalized, &mut trigger, &mut out);
+        if from_agent {
+            self.record.remember_requests(&out);
+        }
         self.enforce_span_caps(&mut trigger, &mut out);
         self.spans.prune(&self.turns);
         if let Some(first) = out.first() {
@@ -306,7 +317,21 @@ impl SessionProducer {
                 let who = self.speaker(agent, signal.native_turn_id);
                 self.emit_plain(Payload::SignalUnrecognized(p), who, trigger, out)
             }
+            SignalKind::RecordChunk(chunk) => self.on_record_chunk(*chunk, trigger, out),
+            SignalKind::RecordProblem(p) => self.on_record_problem(p, trigger, out),
         }
+    }
+
+    /// The agent's own record as this session follows it: the file, the
+    /// cursor, the fingerprint before it and the problem last reported.
+    pub fn record_cursor(&self) -> (Option<&str>, u64, &str, Option<&str>) {
+        let r = &self.record;
+        (
+            r.path.as_deref(),
+            r.cursor,
+            &r.fingerprint,
+            r.problem.as_deref(),
+        )
     }
 
     fn emit_plain(

@@ -1,0 +1,248 @@
+//! Following each session's own record (multi-signal finalization).
+//!
+//! After a run has drained the hook signals, each session whose record is
+//! known (a hook named it: Claude Code `transcript_path`, Copilot
+//! `transcriptPath`; or Copilot's `session-state/<id>/events.jsonl` under
+//! `COPILOT_HOME`, default `~/.copilot`) is read on from the cursor its
+//! producer state keeps, whole lines only, and what was read is written
+//! into the session's intake spool as `harnery.record` signals, which the
+//! run then drains like any other. So every byte read is kept in the raw
+//! archive (and `verify` checks it), lands in order after the hook signals
+//! it is joined with, and the cursor only moves when the batch holding
+//! those bytes commits: a run killed in between reads the same bytes again
+//! and the producer drops what it already applied.
+//!
+//! Before reading on, the bytes just before the cursor are checked against
+//! their fingerprint. A record that is gone, unreadable, shorter than the
+//! cursor or changed under it is a `harnery.record_problem` signal (a
+//! loud `record.problem` event, once per kind), and it never holds up the
+//! hook signals. The hook itself never reads a record.
+//!
+//! `HARNERY_RECORDS=off` turns following off (the hook signals are then
+//! all the ledger gets).
+
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use crate::adapter::harnery::{
+    FINGERPRINT_LEN, RECORD, RECORD_PROBLEM, RecordChunkHeader, record_payload,
+};
+use crate::clock::ClockSample;
+use crate::contract::{AdapterId, RecordProblem, SessionRef};
+use crate::finalize::FinalizeError;
+use crate::finalize::producer::SessionProducer;
+use crate::home::Home;
+use crate::ledger::Ledger;
+use crate::spool::{Signal, SpoolWriter};
+
+/// The most record bytes one `harnery.record` signal carries (a longer
+/// line is carried whole, up to [`MAX_LINE`]).
+pub const CHUNK_LEN: usize = 4 << 20;
+/// The longest record line followed.
+pub const MAX_LINE: usize = 60 << 20;
+
+/// Whether following is on (`HARNERY_RECORDS` is not `off`).
+pub fn enabled() -> bool {
+    std::env::var("HARNERY_RECORDS").map_or(true, |v| v != "off")
+}
+
+/// Spool what each session's record gained since its cursor; returns how
+/// many signals were written.
+pub fn follow(
+    home: &Home,
+    ledger: &Ledger,
+    now_unix_ns: i64,
+    clock: &ClockSample,
+) -> Result<u64, FinalizeError> {
+    let mut written = 0;
+    for session in ledger.producer_sessions()? {
+        let Some(text) = ledger.producer_state(&session)? else {
+            continue;
+        };
+        let Ok(producer) = serde_json::from_str::<SessionProducer>(&text) else {
+            // A state that does not load is reported by the drain that
+            // loads it; following waits for it.
+            continue;
+        };
+        let (named, cursor, fingerprint, reported) = producer.record_cursor();
+        let Some((path, named)) = record_path(&session, named) else {
+            continue;
+        };
+        let mut out = Spooler {
+            home,
+            session: &session,
+            now_unix_ns,
+            clock,
+            reported,
+            written: 0,
+        };
+        follow_one(&path, named, cursor, fingerprint, &mut out)?;
+        written += out.written;
+    }
+    Ok(written)
+}
+
+/// Where the session's record is, and whether a hook named it (a path
+/// only guessed is not reported missing).
+fn record_path(session: &SessionRef, named: Option<&str>) -> Option<(PathBuf, bool)> {
+    if let Some(p) = named {
+        return Some((PathBuf::from(p), true));
+    }
+    match session.adapter {
+        AdapterId::ClaudeCode => None,
+        AdapterId::Copilot => {
+            let home = std::env::var_os("COPILOT_HOME")
+                .map(PathBuf::from)
+                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".copilot")))?;
+            let path = home
+                .join("session-state")
+                .join(&session.session_id)
+                .join("events.jsonl");
+            path.exists().then_some((path, false))
+        }
+    }
+}
+
+/// Writes one session's record signals into its spool.
+struct Spooler<'a> {
+    home: &'a Home,
+    session: &'a SessionRef,
+    /// The run's time and clock: a rerun after a crash writes the same
+    /// signals.
+    now_unix_ns: i64,
+    clock: &'a ClockSample,
+    /// The problem the session last reported: not spooled again.
+    reported: Option<&'a str>,
+    written: u64,
+}
+
+impl Spooler<'_> {
+    fn append(&mut self, event: &str, payload: &[u8]) -> Result<(), FinalizeError> {
+        let mut signal = Signal::new(
+            self.session.adapter.as_str(),
+            Some(event),
+            Some(&self.session.session_id),
+            payload,
+        );
+        signal.received_ns = self.now_unix_ns;
+        signal.clock = self.clock.clone();
+        SpoolWriter::new(self.home.clone())
+            .append_signal(&signal)
+            .map_err(|e| FinalizeError::Spool(format!("record signal not spooled: {e}")))?;
+        self.written += 1;
+        Ok(())
+    }
+
+    fn problem(&mut self, path: &Path, kind: &str, detail: String) -> Result<(), FinalizeError> {
+        if self.reported == Some(kind) {
+            return Ok(());
+        }
+        let problem = RecordProblem {
+            path: path.display().to_string(),
+            kind: kind.to_string(),
+            detail,
+        };
+        let bytes = serde_json::to_vec(&problem).expect("a problem is plain JSON");
+        self.append(RECORD_PROBLEM, &bytes)
+    }
+}
+
+fn follow_one(
+    path: &Path,
+    named: bool,
+    cursor: u64,
+    fingerprint: &str,
+    out: &mut Spooler,
+) -> Result<(), FinalizeError> {
+    let mut file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if named {
+                out.problem(path, "missing", format!("{}: no such file", path.display()))?;
+            }
+            return Ok(());
+        }
+        Err(e) => return out.problem(path, "unreadable", format!("{}: {e}", path.display())),
+    };
+    let len = match file.metadata() {
+        Ok(m) => m.len(),
+        Err(e) => return out.problem(path, "unreadable", format!("{}: {e}", path.display())),
+    };
+    if len < cursor {
+        let detail = format!(
+            "{} is {len} bytes, shorter than the {cursor} already read",
+            path.display()
+        );
+        return out.problem(path, "truncated", detail);
+    }
+    if cursor > 0 {
+        match tail_fingerprint(&mut file, cursor) {
+            Ok(f) if f == fingerprint => {}
+            Ok(_) => {
+                let detail = format!(
+                    "{}: the bytes before offset {cursor} changed since they were read",
+                    path.display()
+                );
+                return out.problem(path, "rewritten", detail);
+            }
+            Err(e) => return out.problem(path, "unreadable", format!("{}: {e}", path.display())),
+        }
+    }
+    let mut at = cursor;
+    while at < len {
+        let chunk = match whole_lines(&mut file, at, len) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => return Ok(()),
+            Err(e) => return out.problem(path, "unreadable", format!("{}: {e}", path.display())),
+        };
+        let end = at + chunk.len() as u64;
+        let fingerprint = match tail_fingerprint(&mut file, end) {
+            Ok(f) => f,
+            Err(e) => return out.problem(path, "unreadable", format!("{}: {e}", path.display())),
+        };
+        let header = RecordChunkHeader {
+            path: path.display().to_string(),
+            start: at,
+            end,
+            fingerprint,
+        };
+        out.append(RECORD, &record_payload(&header, &chunk))?;
+        at = end;
+    }
+    Ok(())
+}
+
+/// Whole lines from `at`: at most [`CHUNK_LEN`] bytes of them, or one
+/// longer line; `None` when no newline ends what is there yet (a line the
+/// agent is still writing).
+fn whole_lines(file: &mut std::fs::File, at: u64, len: u64) -> std::io::Result<Option<Vec<u8>>> {
+    let mut want = CHUNK_LEN;
+    loop {
+        let n = (len - at).min(want as u64) as usize;
+        let mut buf = vec![0u8; n];
+        file.seek(SeekFrom::Start(at))?;
+        file.read_exact(&mut buf)?;
+        if let Some(last) = memchr::memrchr(b'\n', &buf) {
+            buf.truncate(last + 1);
+            return Ok(Some(buf));
+        }
+        if n < want || want >= MAX_LINE {
+            if want >= MAX_LINE {
+                return Err(std::io::Error::other(format!(
+                    "a line at offset {at} is longer than {MAX_LINE} bytes"
+                )));
+            }
+            return Ok(None);
+        }
+        want = (want * 4).min(MAX_LINE);
+    }
+}
+
+/// blake3 (hex) of the (at most [`FINGERPRINT_LEN`]) bytes before `end`.
+fn tail_fingerprint(file: &mut std::fs::File, end: u64) -> std::io::Result<String> {
+    let from = end.saturating_sub(FINGERPRINT_LEN);
+    let mut buf = vec![0u8; (end - from) as usize];
+    file.seek(SeekFrom::Start(from))?;
+    file.read_exact(&mut buf)?;
+    Ok(blake3::hash(&buf).to_hex().to_string())
+}

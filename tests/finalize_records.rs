@@ -1,0 +1,259 @@
+//! Multi-signal finalization end to end: the real hook binary records a
+//! real Claude Code session's hooks, the transcript the same run wrote is
+//! where the hooks say, and `finalize` follows it. Expectations come from
+//! the transcript itself, read here with serde_json.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use assert_cmd::Command;
+use common::{run, stderr, stdout};
+use serde_json::Value;
+
+const SCENARIO_TRANSCRIPT: &str = "tests/fixtures/records/claude-code/basic.jsonl";
+
+/// Feed the `basic` scenario's hooks with their transcript path pointed at
+/// `transcript`.
+fn feed(home: &Path, transcript: &Path) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let hooks =
+        std::fs::read_to_string(root.join("tests/fixtures/claude-code/basic/hooks.jsonl")).unwrap();
+    for line in hooks.lines().filter(|l| !l.trim().is_empty()) {
+        let mut payload: Value = serde_json::from_str(line).unwrap();
+        payload["transcript_path"] = Value::String(transcript.display().to_string());
+        Command::cargo_bin("harnery-hook")
+            .unwrap()
+            .env("HARNERY_HOME", home)
+            .arg("claude-code")
+            .write_stdin(payload.to_string())
+            .assert()
+            .success();
+    }
+}
+
+/// Every event of the ledger, parsed.
+fn events(home: &Path) -> Vec<Value> {
+    let out = run(home, &["export", "--format", "jsonl"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn of_type<'a>(events: &'a [Value], ty: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["type"] == ty).collect()
+}
+
+fn finalize(home: &Path) -> Value {
+    let out = run(home, &["finalize", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn a_transcript_joins_the_hook_signals_once_and_is_followed_from_its_cursor() {
+    let home = tempfile::tempdir().unwrap();
+    let transcript = home.path().join("transcript.jsonl");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(SCENARIO_TRANSCRIPT),
+        &transcript,
+    )
+    .unwrap();
+    feed(home.path(), &transcript);
+    let summary = finalize(home.path());
+    assert!(
+        summary["record_signals"].as_u64().unwrap() >= 1,
+        "{summary}"
+    );
+    let all = events(home.path());
+
+    // What the transcript holds, read here.
+    let text = std::fs::read_to_string(&transcript).unwrap();
+    let mut texts = Vec::new();
+    let mut usage_ids = BTreeSet::new();
+    let mut tool_ids = BTreeSet::new();
+    for line in text.lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        if v["type"] != "assistant" {
+            continue;
+        }
+        let message = &v["message"];
+        if message.get("usage").is_some() {
+            usage_ids.insert(message["id"].as_str().unwrap().to_string());
+        }
+        for block in message["content"].as_array().into_iter().flatten() {
+            match block["type"].as_str() {
+                Some("text") => texts.push(block["text"].as_str().unwrap().to_string()),
+                Some("tool_use") => {
+                    tool_ids.insert(block["id"].as_str().unwrap().to_string());
+                }
+                _ => {}
+            }
+        }
+    }
+    assert!(
+        !texts.is_empty() && !tool_ids.is_empty(),
+        "the scenario has both"
+    );
+
+    let assistant: Vec<String> = of_type(&all, "message.assistant")
+        .iter()
+        .map(|e| e["payload"]["text"].as_str().unwrap_or("").to_string())
+        .collect();
+    for t in &texts {
+        assert_eq!(
+            assistant.iter().filter(|a| a.contains(t.as_str())).count(),
+            1,
+            "assistant text {t:?} is recorded once"
+        );
+    }
+    let usage = of_type(&all, "usage.reported");
+    let recorded_usage: BTreeSet<String> = usage
+        .iter()
+        .map(|e| e["payload"]["message_id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(usage.len(), usage_ids.len(), "one usage per message");
+    assert_eq!(recorded_usage, usage_ids);
+    for e in of_type(&all, "usage.reported")
+        .into_iter()
+        .chain(of_type(&all, "message.assistant"))
+    {
+        assert_eq!(e["provenance"]["attestation"], "record", "{e}");
+    }
+
+    // Each record tool call is joined to the hook span of the same id.
+    let requests: BTreeMap<String, String> = of_type(&all, "tool.requested")
+        .iter()
+        .map(|e| {
+            (
+                e["payload"]["tool_call_id"].as_str().unwrap().to_string(),
+                e["id"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let recorded = of_type(&all, "tool.recorded");
+    for id in &tool_ids {
+        let joined: Vec<_> = recorded
+            .iter()
+            .filter(|e| e["payload"]["tool_call_id"] == id.as_str())
+            .collect();
+        assert!(!joined.is_empty(), "tool call {id} is recorded");
+        for e in joined {
+            assert_eq!(
+                e["payload"]["span_request_event_id"].as_str(),
+                requests.get(id).map(String::as_str),
+                "{e}"
+            );
+        }
+    }
+    for cmd in [["validate"], ["verify"]] {
+        let out = run(home.path(), &cmd);
+        assert!(out.status.success(), "{cmd:?}: {}", stdout(&out));
+    }
+
+    // Nothing new: nothing added. One new line: one new message.
+    let before = all.len();
+    finalize(home.path());
+    assert_eq!(
+        events(home.path()).len(),
+        before,
+        "a second run adds nothing"
+    );
+    let mut more = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&transcript)
+        .unwrap();
+    use std::io::Write;
+    writeln!(
+        more,
+        r#"{{"type":"user","message":{{"role":"user","content":"one more thing"}},"uuid":"u-extra","timestamp":"2026-11-30T00:00:00.000Z","sessionId":"s"}}"#
+    )
+    .unwrap();
+    finalize(home.path());
+    let after = events(home.path());
+    let users: Vec<_> = of_type(&after, "message.user")
+        .into_iter()
+        .filter(|e| e["payload"]["text"] == "one more thing")
+        .collect();
+    assert_eq!(users.len(), 1, "the appended line is read once");
+    assert_eq!(after.len(), before + 1);
+
+    // Bytes changed under the cursor: one loud problem, then silence.
+    let mut bytes = std::fs::read(&transcript).unwrap();
+    let at = bytes.len() - 10;
+    bytes[at] = if bytes[at] == b'x' { b'y' } else { b'x' };
+    std::fs::write(&transcript, &bytes).unwrap();
+    finalize(home.path());
+    finalize(home.path());
+    let problems: Vec<_> = of_type(&events(home.path()), "record.problem")
+        .into_iter()
+        .map(|e| e["payload"]["kind"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(problems, ["rewritten"]);
+    let health = run(home.path(), &["health"]);
+    assert!(stdout(&health).contains("rewritten"), "{}", stdout(&health));
+}
+
+#[test]
+fn a_transcript_that_is_gone_is_a_problem_and_the_hooks_still_land() {
+    let home = tempfile::tempdir().unwrap();
+    let transcript = home.path().join("never-written.jsonl");
+    feed(home.path(), &transcript);
+    let summary = finalize(home.path());
+    assert!(
+        summary["events_appended"].as_u64().unwrap() > 1,
+        "{summary}"
+    );
+    let all = events(home.path());
+    let problems = of_type(&all, "record.problem");
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems[0]["payload"]["kind"], "missing");
+    assert!(!of_type(&all, "tool.requested").is_empty());
+    finalize(home.path());
+    assert_eq!(of_type(&events(home.path()), "record.problem").len(), 1);
+}
+
+/// Generation 2 ships the way every contract change does: from the home
+/// generation 1 wrote, `finalize` names the advance and drains nothing,
+/// `epoch advance` archives the old epoch, and the record's events land in
+/// the new one.
+#[test]
+fn generation_two_ships_by_an_epoch_advance_from_the_generation_one_home() {
+    let home = tempfile::tempdir().unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/epoch/gen1/home");
+    common::copy_tree(&fixture, home.path());
+    let refused = run(home.path(), &["finalize"]);
+    assert_eq!(refused.status.code(), Some(2), "{}", stdout(&refused));
+    assert!(stderr(&refused).contains("epoch advance"), "{}", stderr(&refused));
+
+    let out = run(home.path(), &["epoch", "advance"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let genesis: Value = serde_json::from_slice(
+        &std::fs::read(home.path().join("ledgers/v2/genesis.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(genesis["contract_generation"], 2);
+    assert_eq!(
+        genesis["schema_digest"],
+        "0ece7050ac464dba001262163418b978f92cd3e67db863fbaa5f8e69fe277b64"
+    );
+
+    let transcript = home.path().join("transcript.jsonl");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(SCENARIO_TRANSCRIPT),
+        &transcript,
+    )
+    .unwrap();
+    feed(home.path(), &transcript);
+    finalize(home.path());
+    let all = events(home.path());
+    assert!(!of_type(&all, "message.assistant").is_empty());
+    assert!(!of_type(&all, "usage.reported").is_empty());
+    for cmd in ["validate", "verify"] {
+        let out = run(home.path(), &[cmd, "--epoch", "all"]);
+        assert!(out.status.success(), "{cmd}: {}", stdout(&out));
+    }
+}
