@@ -121,6 +121,14 @@ fn every_claude_code_record_reads_as_the_file_says() {
                 "assistant" => claude_assistant(&json, &line, &at, &mut seen),
                 "user" => claude_user(&json, &line, &at, &mut seen),
                 "result" | "cost-state" => claude_totals(&json, &line, &at),
+                "system" if json["subtype"] == "init" => {
+                    let version = text(&json["claude_code_version"]);
+                    assert_eq!(
+                        metadata(&line),
+                        vec![(version, text(&json["model"]))],
+                        "{at}"
+                    );
+                }
                 _ => {}
             }
         }
@@ -247,6 +255,14 @@ fn claude_user(json: &Value, line: &RecordLine, at: &str, seen: &mut [usize; 4])
         "{at}"
     );
     seen[3] += messages.len();
+}
+
+/// The (agent version, model) of each metadata item of a line.
+fn metadata(line: &RecordLine) -> Vec<(Option<String>, Option<String>)> {
+    only(&line.items, |i| match i {
+        RecordItem::Metadata(m) => Some((m.agent_version.clone(), m.model.clone())),
+        _ => None,
+    })
 }
 
 fn claude_totals(json: &Value, line: &RecordLine, at: &str) {
@@ -403,6 +419,20 @@ fn copilot_frame(kind: &str, data: &Value, line: &RecordLine, at: &str) {
                 data["shellExecution"]["exitCode"].as_i64(),
                 "{at}"
             );
+        }
+        "session.start" => {
+            let m = only(&line.items, |i| match i {
+                RecordItem::Metadata(m) => Some(m),
+                _ => None,
+            });
+            assert_eq!(m.len(), 1, "{at}");
+            assert_eq!(m[0].agent_version, text(&data["copilotVersion"]), "{at}");
+            assert_eq!(
+                m[0].head_commit,
+                text(&data["context"]["headCommit"]),
+                "{at}"
+            );
+            assert_eq!(m[0].model, text(&data["selectedModel"]), "{at}");
         }
         "assistant.turn_start" | "assistant.turn_end" => {
             let turn = text(&data["turnId"]).expect("turnId");
