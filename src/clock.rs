@@ -66,6 +66,15 @@ pub fn wall_now_ns() -> i64 {
     }
 }
 
+/// Parse an RFC 3339 time (an agent's ISO-8601 timestamp, a command-line
+/// `--since`) as UTC nanoseconds since the Unix epoch; the inverse of
+/// [`format_ns`].
+pub fn parse_rfc3339_ns(text: &str) -> Option<i64> {
+    let t =
+        time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()?;
+    i64::try_from(t.unix_timestamp_nanos()).ok()
+}
+
 /// Format unix nanoseconds as RFC 3339 UTC (for human output).
 pub fn format_ns(ns: i64) -> String {
     time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ns))

@@ -18,8 +18,6 @@ use std::borrow::Cow;
 
 use serde::Deserialize;
 use serde_json::Value;
-use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
 
 use super::signal::{
     Normalized, SignalKind, ToolCall, ToolResult, TurnEnd, normalize_input, optional_str, owned,
@@ -171,9 +169,7 @@ fn agent_time_ns(time: &Option<WireTime>) -> Option<i64> {
         WireTime::Millis(ms) => ms.checked_mul(1_000_000),
         WireTime::Fractional(ms) if ms.is_finite() => Some((ms * 1_000_000.0) as i64),
         WireTime::Fractional(_) => None,
-        WireTime::Text(text) => OffsetDateTime::parse(text, &Rfc3339)
-            .ok()
-            .and_then(|t| i64::try_from(t.unix_timestamp_nanos()).ok()),
+        WireTime::Text(text) => crate::clock::parse_rfc3339_ns(text),
     }
 }
 

@@ -437,7 +437,5 @@ pub fn format_time(unix_ns: i64) -> String {
 
 /// Parse an RFC 3339 time into Unix nanoseconds.
 pub fn parse_time(text: &str) -> Option<i64> {
-    let t =
-        time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()?;
-    i64::try_from(t.unix_timestamp_nanos()).ok()
+    crate::clock::parse_rfc3339_ns(text)
 }

@@ -17,6 +17,17 @@
 //! dialect does not know as any frame, is [`RecordItem::Unrecognized`]:
 //! kept and reported, never dropped. A frame the dialect knows and that
 //! carries nothing for the ledger is no item at all.
+//!
+//! Usage has two rules a stateless reader cannot apply and the finalizer
+//! must:
+//!
+//! - Claude Code writes one transcript line per content block of a model
+//!   message and repeats the message's `usage` on every one of them. Each
+//!   line yields its [`RecordItem::Usage`] with `message_id` set; keep the
+//!   first per message id. A `Usage` without a message id stands alone.
+//! - Totals (Claude Code's stream-json `result` frame and transcript
+//!   `cost-state` lines) are [`RecordItem::UsageTotal`], never summed with
+//!   per-call usage: they already include it.
 
 pub mod claude_code;
 pub mod copilot;
@@ -46,7 +57,13 @@ pub enum RecordItem {
     UserMessage(MessageUser),
     AssistantMessage(MessageAssistant),
     Reasoning(ReasoningRecorded),
+    /// One model call's usage. Claude Code repeats a message's usage on
+    /// each of its lines: keep the first per `message_id` (see the module
+    /// doc).
     Usage(UsageReported),
+    /// The agent's own running total for the session, one per model; a
+    /// later total replaces an earlier one and none is added to `Usage`.
+    UsageTotal(UsageReported),
     Metadata(SessionMetadata),
     /// The record's tool call, asked for (Claude `tool_use`, Copilot
     /// `tool.execution_start`).
@@ -144,4 +161,21 @@ impl RecordLine {
             ..RecordLine::empty()
         }
     }
+}
+
+/// A record line as JSON: the dialect's frame, or why it is not one.
+fn parse_frame<'a, T: serde::Deserialize<'a>>(line: &'a [u8]) -> Result<T, RecordLine> {
+    crate::adapter::signal::parse_payload(line)
+        .map_err(|e| RecordLine::unrecognized(format!("not a frame: {e}")))
+}
+
+/// A duration the agent wrote in (possibly fractional) milliseconds,
+/// rounded to whole milliseconds; a negative or non-finite one is absent.
+fn millis(ms: f64) -> Option<u64> {
+    (ms.is_finite() && ms >= 0.0).then(|| ms.round() as u64)
+}
+
+/// An agent's ISO-8601 timestamp as UTC nanoseconds.
+fn time_ns(text: Option<&str>) -> Option<i64> {
+    text.and_then(crate::clock::parse_rfc3339_ns)
 }
