@@ -14,7 +14,13 @@
 #      transactions, WAL + synchronous=FULL, blake3 chain, nothing else.
 # Prints one table; peak RSS should not grow with the signal count.
 #
-# Usage: scripts/bench-finalize.sh [sizes...]   (needs /usr/bin/time)
+# Then the agent's-own-record case: for each size in RECORD_MB (default
+# "256 2048"; empty skips it), a Claude Code transcript of that many MiB,
+# the bundled basic transcript's lines repeated with fresh ids, named by one
+# hook signal, followed by one `finalize` under /usr/bin/time -v. Peak RSS
+# should not grow with the transcript's size.
+#
+# Usage: scripts/bench-finalize.sh [sizes...]   (needs /usr/bin/time, python3)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -22,7 +28,7 @@ SIZES=("${@:-250000 1000000}")
 SESSIONS=${SESSIONS:-1000}
 WORK=${BENCH_DIR:-$(mktemp -d -t harnery-bench.XXXXXX)}
 
-cargo build --release --quiet --bin harnery --example bench_spool --example bench_baseline
+cargo build --release --quiet --bins --example bench_spool --example bench_baseline
 BIN=target/release
 
 . scripts/time-v.sh
@@ -47,5 +53,39 @@ for n in ${SIZES[@]}; do
     printf "%-10d %-10d %10.2f %12.0f %12.1f %12.0f %12.1f %7.1f%%\n",
       n, e, fs, fr_, fr / 1024, br_, br / 1024, 100 * fr_ / br_ }'
   rm -rf "$home" "$WORK/baseline.sqlite"*
+done
+
+printf '\n%-10s %10s %10s %10s %12s\n' record_mb lines fin_s mb_per_s fin_rss_mb
+for mb in ${RECORD_MB-256 2048}; do
+  home="$WORK/record-$mb"
+  rm -rf "$home" && mkdir -p "$home"
+  transcript="$home/transcript.jsonl"
+  lines=$(python3 - "$transcript" "$mb" <<'PY'
+import json, sys
+out, mb = sys.argv[1], int(sys.argv[2])
+src = [json.loads(l) for l in open("tests/fixtures/records/claude-code/basic.jsonl")]
+src = [l for l in src if l.get("type") in ("user", "assistant")]
+n, size = 0, 0
+with open(out, "w") as f:
+    while size < mb << 20:
+        for l in src:
+            l = dict(l)
+            l["uuid"] = f"u-{n}"
+            if l["type"] == "assistant":
+                m = dict(l["message"]); m["id"] = f"msg-{n}"; l["message"] = m
+            text = json.dumps(l, separators=(",", ":")) + "\n"
+            f.write(text); size += len(text); n += 1
+print(n)
+PY
+)
+  printf '{"session_id":"record-bench","transcript_path":"%s","hook_event_name":"SessionStart","source":"startup"}' \
+    "$transcript" | HARNERY_HOME="$home" "$BIN/harnery-hook" claude-code
+  sync
+  HARNERY_HOME="$home" HARNERY_NOW=2026-12-01T00:00:00Z \
+    /usr/bin/time -v "$BIN/harnery" finalize --json >"$WORK/record-$mb.json" 2>"$WORK/record-$mb.time"
+  fs=$(secs "$WORK/record-$mb.time")
+  awk -v mb="$mb" -v n="$lines" -v fs="$fs" -v fr="$(rss_kb "$WORK/record-$mb.time")" 'BEGIN {
+    printf "%-10d %10d %10.2f %10.1f %12.1f\n", mb, n, fs, mb / fs, fr / 1024 }'
+  rm -rf "$home"
 done
 echo "raw outputs: $WORK"

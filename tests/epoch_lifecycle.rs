@@ -421,6 +421,7 @@ fn in_private_mounts(script: &str, env: &[(&str, &Path)]) -> Output {
     let mut cmd = std::process::Command::new("unshare");
     cmd.args(["--map-root-user", "--mount", "bash", "-euc", script])
         .env("HARNERY_NOW", NOW)
+        .env("HARNERY_RECORDS", "off")
         .env("HARNERY_TEST_SCHEMA_SUFFIX", NEXT_CONTRACT)
         .env_remove("HARNERY_FAILPOINT")
         .env("BIN", assert_cmd::cargo::cargo_bin("harnery"));

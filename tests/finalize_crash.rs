@@ -167,6 +167,7 @@ fn two_finalizers_at_once_make_one_ledger() {
     let spawn = || {
         std::process::Command::new(env!("CARGO_BIN_EXE_harnery"))
             .env("HARNERY_HOME", dir.path())
+            .env("HARNERY_RECORDS", "off")
             .env("HARNERY_NOW", NOW)
             .env("HARNERY_CHUNK_BYTES", "1")
             .env_remove("HARNERY_FAILPOINT")

@@ -9,7 +9,17 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use assert_cmd::Command;
-use common::{run, stderr, stdout};
+use common::{stderr, stdout};
+
+/// `harnery args…` in `home`, following the agents' records (the shared
+/// helper turns that off for the hook-only corpus tests).
+fn run(home: &Path, args: &[&str]) -> std::process::Output {
+    common::harnery(home)
+        .env("HARNERY_RECORDS", "on")
+        .args(args)
+        .output()
+        .unwrap()
+}
 use serde_json::Value;
 
 const SCENARIO_TRANSCRIPT: &str = "tests/fixtures/records/claude-code/basic.jsonl";
@@ -227,7 +237,11 @@ fn generation_two_ships_by_an_epoch_advance_from_the_generation_one_home() {
     common::copy_tree(&fixture, home.path());
     let refused = run(home.path(), &["finalize"]);
     assert_eq!(refused.status.code(), Some(2), "{}", stdout(&refused));
-    assert!(stderr(&refused).contains("epoch advance"), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("epoch advance"),
+        "{}",
+        stderr(&refused)
+    );
 
     let out = run(home.path(), &["epoch", "advance"]);
     assert!(out.status.success(), "{}", stderr(&out));

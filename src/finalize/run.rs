@@ -70,7 +70,8 @@ pub fn finalize(home: &Home, opts: &FinalizeOptions) -> Result<Summary, Finalize
         apply_pending(home, &mut ledger, incarnation, opts, &mut summary)?;
     super::intake::drain(home, &mut ledger, incarnation, opts, &mut summary)?;
     if opts.follow_records {
-        summary.record_signals = super::record::follow(home, &ledger, opts.now_unix_ns, &opts.clock)?;
+        summary.record_signals =
+            super::record::follow(home, &ledger, opts.now_unix_ns, &opts.clock)?;
         if summary.record_signals > 0 {
             super::intake::drain(home, &mut ledger, incarnation, opts, &mut summary)?;
         }

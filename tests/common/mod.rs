@@ -18,8 +18,11 @@ pub const NOW: &str = "2026-11-30T12:00:00Z";
 
 pub fn harnery(home: &Path) -> Command {
     let mut cmd = Command::cargo_bin("harnery").expect("the harnery binary is built");
+    // The corpus hooks name transcripts on the machine that captured them;
+    // tests of the agents' own records turn following back on.
     cmd.env("HARNERY_HOME", home)
         .env("HARNERY_NOW", NOW)
+        .env("HARNERY_RECORDS", "off")
         .env_remove("HARNERY_FAILPOINT")
         .env_remove("HARNERY_TEST_SCHEMA_SUFFIX");
     cmd

@@ -30,6 +30,7 @@ impl Sandbox {
         cmd.args(args)
             .env("HARNERY_HOME", self.home())
             .env("HARNERY_NOW", "2026-11-30T00:00:00Z")
+            .env("HARNERY_RECORDS", "off")
             .current_dir(self.dir.path());
         cmd
     }

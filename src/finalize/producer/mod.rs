@@ -51,8 +51,8 @@ use crate::adapter::{
 };
 use crate::clock::ClockSample;
 use crate::contract::{
-    Event, EventId, HealthCondition, Payload, PromptSubmitted, RecoveryReason, SessionRef,
-    TimeSource, TurnAttribution, TurnCompleted, TurnSource, TurnStarted,
+    AdapterId, Event, EventId, HealthCondition, Payload, PromptSubmitted, RecoveryReason,
+    SessionRef, TimeSource, TurnAttribution, TurnCompleted, TurnSource, TurnStarted,
 };
 
 /// What one raw signal produced.
@@ -87,7 +87,7 @@ pub struct SessionProducer {
     running_agents: BTreeSet<String>,
     span_cap_raised: bool,
     /// The agent's own record of the session, as far as it was followed.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "record::RecordFollow::is_unused")]
     record: record::RecordFollow,
     /// Test-only override of the adapter's recovery table; never stored.
     #[serde(skip)]
@@ -184,7 +184,10 @@ impl SessionProducer {
             self.record.path = crate::adapter::record::path_in_payload(signal.payload);
         }
         self.apply(normalized, &mut trigger, &mut out);
-        if from_agent {
+        // Only a session whose record may be followed keeps its requests
+        // for joining (Copilot's record is found without a hook naming it).
+        if from_agent && (self.record.path.is_some() || self.session.adapter == AdapterId::Copilot)
+        {
             self.record.remember_requests(&out);
         }
         self.enforce_span_caps(&mut trigger, &mut out);

@@ -24,11 +24,11 @@ use crate::adapter::harnery::RecordChunk;
 use crate::adapter::record::{RecordItem, RecordLine, RecordedCall, RecordedResult};
 use crate::contract::{
     AdapterId, Attestation, Confidence, Event, EventId, Payload, Provenance, RecordAt,
-    RecordProblem, SignalUnrecognized, TimeSource, ToolRecorded, TurnAttribution,
+    RecordProblem, SessionMetadata, SignalUnrecognized, TimeSource, ToolRecorded, TurnAttribution,
 };
 
 /// Hook tool requests remembered for joining.
-const REMEMBERED_REQUESTS: usize = 4096;
+const REMEMBERED_REQUESTS: usize = 512;
 /// Message ids remembered for usage de-duplication.
 const REMEMBERED_USAGE: usize = 1024;
 
@@ -51,10 +51,17 @@ pub struct RecordFollow {
     requests: VecDeque<HookRequest>,
     #[serde(default, skip_serializing_if = "VecDeque::is_empty")]
     usage_seen: VecDeque<String>,
+    /// What the session's metadata last said (Claude Code repeats it on
+    /// every line): only a change is recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    metadata: Option<MetadataSaid>,
     /// The record's own calls (id, tool name), for naming their results.
     #[serde(default, skip_serializing_if = "VecDeque::is_empty")]
     calls: VecDeque<(String, String)>,
 }
+
+/// Agent version, head commit, cwd and model, as metadata last said them.
+type MetadataSaid = (Option<String>, Option<String>, Option<String>, Option<String>);
 
 /// A hook tool request a record call may join.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -70,6 +77,12 @@ struct HookRequest {
 }
 
 impl RecordFollow {
+    /// Nothing known of a record yet (state from before generation 2
+    /// writes back as it was).
+    pub fn is_unused(&self) -> bool {
+        *self == RecordFollow::default()
+    }
+
     /// Remember the hook tool requests among `events` for joining.
     pub fn remember_requests(&mut self, events: &[Event]) {
         for event in events {
@@ -120,6 +133,13 @@ impl RecordFollow {
             .map(|r| (r.event_id.clone(), r.tool_name.clone()))
     }
 
+    /// A record call that finished needs its hook request no more.
+    fn forget(&mut self, call_id: &str) {
+        self.requests
+            .retain(|r| r.joined.as_deref() != Some(call_id));
+        self.calls.retain(|(id, _)| id != call_id);
+    }
+
     fn remember_call(&mut self, call: &RecordedCall) {
         if self.calls.len() == REMEMBERED_REQUESTS {
             self.calls.pop_front();
@@ -134,6 +154,24 @@ impl RecordFollow {
             .rev()
             .find(|(id, _)| id == call_id)
             .map(|(_, name)| name.clone())
+    }
+
+    /// Whether `m` says something the session's metadata did not yet say
+    /// (and remember it).
+    fn new_metadata(&mut self, m: &SessionMetadata) -> bool {
+        let said = (
+            m.agent_version.clone(),
+            m.head_commit.clone(),
+            m.cwd.clone(),
+            m.model.clone(),
+        );
+        let says_nothing =
+            said.0.is_none() && said.1.is_none() && said.2.is_none() && said.3.is_none();
+        if says_nothing || self.metadata.as_ref() == Some(&said) {
+            return false;
+        }
+        self.metadata = Some(said);
+        true
     }
 
     /// Whether `message_id`'s usage is new (and remember it).
@@ -233,7 +271,12 @@ impl SessionProducer {
                 RecordItem::UserMessage(m) => Payload::MessageUser(m),
                 RecordItem::AssistantMessage(m) => Payload::MessageAssistant(m),
                 RecordItem::Reasoning(r) => Payload::ReasoningRecorded(r),
-                RecordItem::Metadata(m) => Payload::SessionMetadata(m),
+                RecordItem::Metadata(m) => {
+                    if !self.record.new_metadata(&m) {
+                        continue;
+                    }
+                    Payload::SessionMetadata(m)
+                }
                 RecordItem::Usage(u) => {
                     if !self.record.first_usage(u.message_id.as_deref()) {
                         continue;
@@ -255,8 +298,11 @@ impl SessionProducer {
                     })
                 }
                 // Turn marks, resumes and shutdowns of the record carry no
-                // event of their own in this generation.
-                RecordItem::TurnStarted { .. }
+                // event of their own in this generation, and neither do the
+                // agent's running totals: they restate the calls' usage,
+                // which is recorded call by call.
+                RecordItem::UsageTotal(_)
+                | RecordItem::TurnStarted { .. }
                 | RecordItem::TurnEnded { .. }
                 | RecordItem::Resumed
                 | RecordItem::Shutdown => continue,
@@ -297,6 +343,7 @@ impl SessionProducer {
 
     fn recorded_finish(&mut self, path: &str, offset: u64, result: RecordedResult) -> Payload {
         let joined = self.record.joined(&result.tool_call_id);
+        self.record.forget(&result.tool_call_id);
         let tool_name = self
             .record
             .call_name(&result.tool_call_id)

@@ -1,0 +1,381 @@
+//! Every corpus scenario that has the agent's own record, finalized with
+//! it: the real hooks through the real hook binary, the record where the
+//! hooks say it is. Expectations are computed from the record files here
+//! with serde_json, never from harnery's output.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use common::{stderr, stdout};
+use serde_json::Value;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+fn run(home: &Path, copilot_home: &Path, args: &[&str]) -> std::process::Output {
+    common::harnery(home)
+        .env("HARNERY_RECORDS", "on")
+        .env("COPILOT_HOME", copilot_home)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Point every record path a hook payload names at `to(session)`.
+fn repoint(payload: &mut Value, to: &dyn Fn(&str) -> PathBuf) {
+    let session = payload["session_id"]
+        .as_str()
+        .or(payload["sessionId"].as_str())
+        .unwrap_or("")
+        .to_string();
+    for key in ["transcript_path", "transcriptPath"] {
+        if payload.get(key).is_some() {
+            payload[key] = Value::String(to(&session).display().to_string());
+        }
+    }
+}
+
+fn hook(home: &Path, args: &[&str], stdin: Vec<u8>) {
+    Command::cargo_bin("harnery-hook")
+        .unwrap()
+        .env("HARNERY_HOME", home)
+        .args(args)
+        .write_stdin(stdin)
+        .assert()
+        .success();
+}
+
+struct Finalized {
+    events: Vec<Value>,
+}
+
+impl Finalized {
+    fn of(home: &Path, copilot_home: &Path, what: &str) -> Finalized {
+        let out = run(home, copilot_home, &["finalize", "--json"]);
+        assert!(out.status.success(), "{what}: {}", stderr(&out));
+        for cmd in ["validate", "verify"] {
+            let out = run(home, copilot_home, &[cmd]);
+            assert!(out.status.success(), "{what} {cmd}: {}", stdout(&out));
+        }
+        let out = run(home, copilot_home, &["export", "--format", "jsonl"]);
+        let events = stdout(&out)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        Finalized { events }
+    }
+
+    fn of_type(&self, ty: &str) -> Vec<&Value> {
+        self.events.iter().filter(|e| e["type"] == ty).collect()
+    }
+
+    fn problems(&self) -> Vec<&Value> {
+        self.of_type("record.problem")
+    }
+}
+
+/// The Claude Code transcripts of a scenario, by session id.
+fn claude_transcripts(scenario: &str) -> BTreeMap<String, PathBuf> {
+    let root = fixtures().join("records/claude-code");
+    let dir = root.join(scenario);
+    let mut out = BTreeMap::new();
+    if dir.is_dir() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            let stem = p.file_stem().unwrap().to_string_lossy().into_owned();
+            if !stem.starts_with("agent-") {
+                out.insert(stem, p);
+            }
+        }
+    } else {
+        let p = root.join(format!("{scenario}.jsonl"));
+        let session = lines(&p)
+            .iter()
+            .find_map(|l| l["sessionId"].as_str().map(str::to_string))
+            .unwrap();
+        out.insert(session, p);
+    }
+    out
+}
+
+const CLAUDE_SCENARIOS: &[&str] = &[
+    "async-hooks",
+    "basic",
+    "compact",
+    "file-tools",
+    "hook-block",
+    "hook-events",
+    "hook-failures",
+    "interactive",
+    "kill",
+    "parallel",
+    "permission-denied",
+    "resume",
+    "sigint",
+    "sigterm",
+    "slow-hooks",
+    "slow-sessionend-timeout",
+    "subagent",
+    "subagent-sync",
+    "tool-failure",
+];
+
+#[test]
+fn every_claude_code_transcript_joins_its_hooks() {
+    for scenario in CLAUDE_SCENARIOS {
+        let home = tempfile::tempdir().unwrap();
+        let records = home.path().join("records");
+        std::fs::create_dir_all(&records).unwrap();
+        let transcripts = claude_transcripts(scenario);
+        let copies: BTreeMap<String, PathBuf> = transcripts
+            .iter()
+            .map(|(s, p)| {
+                let to = records.join(format!("{s}.jsonl"));
+                std::fs::copy(p, &to).unwrap();
+                (s.clone(), to)
+            })
+            .collect();
+        let to = |s: &str| {
+            copies
+                .get(s)
+                .cloned()
+                .unwrap_or_else(|| records.join("none"))
+        };
+        let hooks = std::fs::read_to_string(
+            fixtures()
+                .join("claude-code")
+                .join(scenario)
+                .join("hooks.jsonl"),
+        )
+        .unwrap();
+        for line in hooks.lines().filter(|l| !l.trim().is_empty()) {
+            let mut payload: Value = serde_json::from_str(line).unwrap();
+            repoint(&mut payload, &to);
+            hook(
+                home.path(),
+                &["claude-code"],
+                payload.to_string().into_bytes(),
+            );
+        }
+        let got = Finalized::of(home.path(), home.path(), scenario);
+        assert!(
+            got.problems().is_empty(),
+            "{scenario}: {:?}",
+            got.problems()
+        );
+
+        let mut texts: Vec<String> = Vec::new();
+        let mut usage_ids = BTreeSet::new();
+        let mut tool_ids = BTreeSet::new();
+        for path in transcripts.values() {
+            for v in lines(path).iter().filter(|v| v["type"] == "assistant") {
+                let message = &v["message"];
+                if message.get("usage").is_some() {
+                    usage_ids.insert(message["id"].as_str().unwrap().to_string());
+                }
+                let blocks = message["content"].as_array().cloned().unwrap_or_default();
+                let text: Vec<&str> = blocks
+                    .iter()
+                    .filter(|b| b["type"] == "text")
+                    .filter_map(|b| b["text"].as_str())
+                    .collect();
+                if !text.is_empty() {
+                    texts.push(text.join("\n"));
+                }
+                for b in blocks.iter().filter(|b| b["type"] == "tool_use") {
+                    tool_ids.insert(b["id"].as_str().unwrap().to_string());
+                }
+            }
+        }
+        let mut recorded: Vec<String> = got
+            .of_type("message.assistant")
+            .iter()
+            .filter_map(|e| e["payload"]["text"].as_str().map(str::to_string))
+            .collect();
+        texts.sort();
+        recorded.sort();
+        assert_eq!(recorded, texts, "{scenario}: every assistant text once");
+        let usage: Vec<String> = got
+            .of_type("usage.reported")
+            .iter()
+            .map(|e| e["payload"]["message_id"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(
+            usage.len(),
+            usage_ids.len(),
+            "{scenario}: usage once per message"
+        );
+        assert_eq!(usage.into_iter().collect::<BTreeSet<_>>(), usage_ids);
+
+        let requests: BTreeMap<String, String> = got
+            .of_type("tool.requested")
+            .iter()
+            .filter(|e| e["provenance"]["attestation"] == "native")
+            .filter_map(|e| {
+                Some((
+                    e["payload"]["tool_call_id"].as_str()?.to_string(),
+                    e["id"].as_str()?.to_string(),
+                ))
+            })
+            .collect();
+        for id in &tool_ids {
+            let joined: Vec<_> = got
+                .of_type("tool.recorded")
+                .into_iter()
+                .filter(|e| e["payload"]["tool_call_id"] == id.as_str())
+                .collect();
+            assert!(!joined.is_empty(), "{scenario}: call {id} recorded");
+            for e in joined {
+                assert_eq!(
+                    e["payload"]["span_request_event_id"].as_str(),
+                    requests.get(id).map(String::as_str),
+                    "{scenario}: {e}"
+                );
+            }
+        }
+    }
+}
+
+/// The Copilot scenarios with a record, and the session id it is for.
+fn copilot_records() -> Vec<(String, PathBuf, String)> {
+    let dir = fixtures().join("records/copilot");
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        let Some(scenario) = name.strip_suffix(".events.jsonl") else {
+            continue;
+        };
+        if !fixtures()
+            .join("copilot")
+            .join(scenario)
+            .join("hook-capture.jsonl")
+            .exists()
+        {
+            continue;
+        }
+        let session = lines(&p)
+            .iter()
+            .find(|l| l["type"] == "session.start" || l["type"] == "session.resume")
+            .and_then(|l| l["data"]["sessionId"].as_str().map(str::to_string))
+            .unwrap();
+        out.push((scenario.to_string(), p, session));
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn every_copilot_event_log_joins_its_hooks_with_call_ids_and_exit_codes() {
+    let records = copilot_records();
+    assert!(records.len() >= 20, "{} scenarios", records.len());
+    for (scenario, record, session) in records {
+        let home = tempfile::tempdir().unwrap();
+        let copilot_home = home.path().join("copilot");
+        let state = copilot_home.join("session-state").join(&session);
+        std::fs::create_dir_all(&state).unwrap();
+        let events_file = state.join("events.jsonl");
+        std::fs::copy(&record, &events_file).unwrap();
+        let to = |_: &str| events_file.clone();
+        let capture = fixtures()
+            .join("copilot")
+            .join(&scenario)
+            .join("hook-capture.jsonl");
+        for v in lines(&capture) {
+            let event = v["event"].as_str().unwrap().to_string();
+            let raw = v["stdin_raw"].as_str().unwrap_or("");
+            let stdin = match serde_json::from_str::<Value>(raw) {
+                Ok(mut payload) => {
+                    repoint(&mut payload, &to);
+                    payload.to_string().into_bytes()
+                }
+                Err(_) => raw.as_bytes().to_vec(),
+            };
+            hook(home.path(), &["copilot", &event], stdin);
+        }
+        let got = Finalized::of(home.path(), &copilot_home, &scenario);
+        assert!(
+            got.problems().is_empty(),
+            "{scenario}: {:?}",
+            got.problems()
+        );
+        let frames = lines(&record);
+        let count = |ty: &str| frames.iter().filter(|f| f["type"] == ty).count();
+        assert_eq!(
+            got.of_type("message.assistant").len(),
+            count("assistant.message"),
+            "{scenario}: every assistant message once"
+        );
+        assert_eq!(
+            got.of_type("usage.reported").len(),
+            count("session.usage_record"),
+            "{scenario}: every usage record once"
+        );
+        let recorded = got.of_type("tool.recorded");
+        let span_of: BTreeMap<String, String> = recorded
+            .iter()
+            .filter_map(|e| {
+                Some((
+                    e["payload"]["tool_call_id"].as_str()?.to_string(),
+                    e["payload"]["span_request_event_id"].as_str()?.to_string(),
+                ))
+            })
+            .collect();
+        // Every hook span the record also has carries the record's call id,
+        // and a shell's exit code.
+        let record_names: BTreeSet<&str> = frames
+            .iter()
+            .filter(|f| f["type"] == "tool.execution_start")
+            .filter_map(|f| f["data"]["toolName"].as_str())
+            .collect();
+        let joined: BTreeSet<&String> = span_of.values().collect();
+        for request in got.of_type("tool.requested") {
+            let name = request["payload"]["tool_name"].as_str().unwrap();
+            if request["provenance"]["attestation"] != "native" || !record_names.contains(name) {
+                continue;
+            }
+            let id = request["id"].as_str().unwrap().to_string();
+            assert!(
+                joined.contains(&id),
+                "{scenario}: hook span {id} ({name}) joined"
+            );
+        }
+        for f in frames
+            .iter()
+            .filter(|f| f["type"] == "tool.execution_complete")
+        {
+            let call = f["data"]["toolCallId"].as_str().unwrap();
+            let Some(span) = span_of.get(call) else {
+                continue;
+            };
+            let finished: Vec<_> = recorded
+                .iter()
+                .filter(|e| {
+                    e["payload"]["tool_call_id"] == call && !e["payload"]["success"].is_null()
+                })
+                .collect();
+            assert_eq!(finished.len(), 1, "{scenario}: {call} finished once");
+            assert_eq!(
+                finished[0]["payload"]["span_request_event_id"],
+                span.as_str()
+            );
+            assert_eq!(
+                finished[0]["payload"]["exit_code"], f["data"]["shellExecution"]["exitCode"],
+                "{scenario}: {call} exit code"
+            );
+        }
+    }
+}
