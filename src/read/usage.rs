@@ -101,9 +101,11 @@ impl Prices {
         Ok(prices)
     }
 
-    /// What one record costs at these prices; `None` when its model, or a
-    /// kind of token it reports, has no price.
-    fn price(&self, u: &UsageReported) -> Option<f64> {
+    /// What one record costs at these prices, in millionths of the
+    /// prices' unit (summed so, and divided once, to keep decimal prices
+    /// from drifting); `None` when its model, or a kind of token it
+    /// reports, has no price.
+    fn price_millionths(&self, u: &UsageReported) -> Option<f64> {
         let p = self.models.get(u.model.as_deref()?)?;
         let kinds = [
             (u.input_tokens, p.input),
@@ -115,7 +117,7 @@ impl Prices {
         for (count, price) in kinds {
             match (count, price) {
                 (None | Some(0), _) => {}
-                (Some(n), Some(per_million)) => total += n as f64 * per_million / 1e6,
+                (Some(n), Some(per_million)) => total += n as f64 * per_million,
                 (Some(_), None) => return None,
             }
         }
@@ -177,6 +179,7 @@ pub struct UsageGroup {
     pub tokens: Tokens,
     /// The sum of the costs the agent reported, in the agent's unit;
     /// absent when no record carried one.
+    #[serde(serialize_with = "rounded")]
     pub reported_cost: Option<f64>,
     /// Records that carried a cost the agent reported as a number.
     pub records_with_reported_cost: u64,
@@ -185,14 +188,25 @@ pub struct UsageGroup {
     pub records_with_unreadable_cost: u64,
     /// With `--prices` only: the cost of the priced records at the user's
     /// prices. Never added to `reported_cost`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "rounded")]
     pub priced_cost: Option<f64>,
+    #[serde(skip)]
+    priced_millionths: f64,
     /// With `--prices` only: records the prices could not price.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unpriced_records: Option<u64>,
     /// With `--prices` only: the models of those records.
     #[serde(skip_serializing_if = "BTreeSet::is_empty")]
     pub unpriced_models: BTreeSet<String>,
+}
+
+/// A sum of costs to ten decimal places: binary floats add decimal
+/// figures with a tail (0.1 + 0.2), which is noise, not a cost.
+fn rounded<S: serde::Serializer>(cost: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+    match cost {
+        Some(c) => s.serialize_f64((c * 1e10).round() / 1e10),
+        None => s.serialize_none(),
+    }
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -218,8 +232,11 @@ impl UsageGroup {
 
     fn add_priced(&mut self, u: &UsageReported, prices: &Prices) {
         let unpriced = self.unpriced_records.get_or_insert(0);
-        match prices.price(u) {
-            Some(cost) => self.priced_cost = Some(self.priced_cost.unwrap_or(0.0) + cost),
+        match prices.price_millionths(u) {
+            Some(cost) => {
+                self.priced_millionths += cost;
+                self.priced_cost = Some(self.priced_millionths / 1e6);
+            }
             None => {
                 *unpriced += 1;
                 let model = u.model.as_deref().unwrap_or(UNKNOWN_MODEL);
