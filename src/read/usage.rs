@@ -131,7 +131,9 @@ fn locate(text: &str, e: &toml::de::Error) -> String {
     let Some(span) = e.span() else {
         return message.to_string();
     };
-    let before = &text[..span.start.min(text.len())];
+    let Some(before) = text.get(..span.start) else {
+        return message.to_string();
+    };
     let line = before.matches('\n').count() + 1;
     let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
     format!("line {line}, column {column}: {message}")
