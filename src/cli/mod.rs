@@ -27,6 +27,7 @@ pub mod sessions;
 pub mod ship;
 pub mod show;
 pub mod spool;
+pub mod usage;
 pub mod validate;
 pub mod verify;
 pub mod view;
@@ -109,6 +110,8 @@ enum Command {
     Receipts(receipts::Args),
     /// Classify sessions as eligible evidence or audit-only.
     Audit(audit::Args),
+    /// Model usage as the agents reported it: tokens by kind, reported cost.
+    Usage(usage::Args),
     /// Loud conditions: span caps, pending ends, damaged spool, dead letters.
     Health(health::Args),
     /// Export the ledger (JSON lines or OTLP JSON).
@@ -152,6 +155,7 @@ fn dispatch(command: Command) -> CmdResult {
         Command::Exec(a) => exec::run(a),
         Command::Receipts(a) => receipts::run(a),
         Command::Audit(a) => audit::run(a),
+        Command::Usage(a) => usage::run(a),
         Command::Health(a) => health::run(a),
         Command::Export(a) => export::run(a),
         Command::Recover(a) => recover::run(a),

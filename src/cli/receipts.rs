@@ -1,4 +1,6 @@
-//! `harnery receipts <session> [--json]`: per-turn latency receipts.
+//! `harnery receipts <session> [--json]`: per-turn latency receipts, with
+//! the model time and tokens the agent reported for each turn (`-` when it
+//! reported none).
 //!
 //! With `--epoch all` (or a genesis id) each part of the session gets its
 //! own receipts, in chain order: a turn never spans an epoch boundary (an
@@ -85,8 +87,8 @@ pub fn run(args: Args) -> CmdResult {
 fn write_table(out: &mut impl Write, receipts: &SessionReceipts) -> std::io::Result<()> {
     writeln!(
         out,
-        "{:<38} {:>9} {:>9} {:>9} {:>7} {:>6}  notes",
-        "turn", "wall_ms", "known_ms", "bound_ms", "bound%", "rank"
+        "{:<38} {:>9} {:>9} {:>9} {:>7} {:>6} {:>9} {:>9}  notes",
+        "turn", "wall_ms", "known_ms", "bound_ms", "bound%", "rank", "model_ms", "tokens"
     )?;
     for turn in &receipts.turns {
         write_turn(out, turn)?;
@@ -120,13 +122,20 @@ fn write_turn(out: &mut impl Write, turn: &TurnReceipt) -> std::io::Result<()> {
     );
     writeln!(
         out,
-        "{:<38} {:>9} {:>9} {:>9} {:>7} {:>6}  {}",
+        "{:<38} {:>9} {:>9} {:>9} {:>7} {:>6} {:>9} {:>9}  {}",
         turn.turn_id,
         turn.wall_ms,
         tools.known_ms,
         tools.upper_bound_ms,
         share,
         rank,
+        reported(turn.model_ms),
+        reported(turn.tokens),
         notes.join(" ")
     )
+}
+
+/// A figure the agent reported, or `-`.
+fn reported(n: Option<u64>) -> String {
+    n.map_or("-".into(), |n| n.to_string())
 }

@@ -5,12 +5,15 @@
 //! a boundary line between them; times count from the session's first
 //! event in any part.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 use super::{CmdResult, EpochArg, Outcome};
 use crate::home::Home;
 use crate::ledger::{SessionSummary, Timeline, TimelineEntry, format_time};
 use crate::read::epochs::{Epochs, OpenEpoch, boundary, combine, report_damaged};
+use crate::read::usage::{TurnUsage, turn_usage};
 use std::io::Write;
 
 #[derive(Debug, clap::Args)]
@@ -59,9 +62,12 @@ pub fn run(args: Args) -> CmdResult {
     epochs.report_unreadable("show")?;
     let found = epochs.session("show", &args.session)?;
     let parts: Vec<Part> = found
-        .read("show", &epochs, |l, s| l.timeline(s))?
+        .read("show", &epochs, |l, s| l.timeline_with_events(s))?
         .into_iter()
-        .map(|(epoch, timeline)| Part { epoch, timeline })
+        .map(|(epoch, (mut timeline, events))| {
+            mark_turn_tokens(&mut timeline, &turn_usage(&events));
+            Part { epoch, timeline }
+        })
         .collect();
     let mut out = std::io::stdout().lock();
     match (epochs.tagged, args.json) {
@@ -83,6 +89,27 @@ pub fn run(args: Args) -> CmdResult {
     } else {
         Outcome::Clean
     })
+}
+
+/// Put each turn's reported tokens on the line that closes it: its last
+/// `turn.completed`, else its `turn.started`.
+pub fn mark_turn_tokens(timeline: &mut Timeline, usage: &BTreeMap<String, TurnUsage>) {
+    for (turn, u) in usage {
+        let Some(tokens) = u.tokens.in_out() else {
+            continue;
+        };
+        let of_turn = |e: &TimelineEntry, kind: &str| {
+            e.kind == kind && e.turn.as_deref() == Some(turn.as_str())
+        };
+        let entries = &mut timeline.entries;
+        let closing = match entries.iter().rposition(|e| of_turn(e, "turn.completed")) {
+            Some(i) => Some(i),
+            None => entries.iter().position(|e| of_turn(e, "turn.started")),
+        };
+        if let Some(i) = closing {
+            entries[i].turn_tokens = Some(tokens);
+        }
+    }
 }
 
 fn whole(parts: &[Part]) -> SessionSummary {
@@ -181,8 +208,12 @@ fn line(e: &TimelineEntry) -> String {
         .as_deref()
         .map(|a| format!(" <{}>", short(a)))
         .unwrap_or_default();
+    let tokens = e
+        .turn_tokens
+        .map(|n| format!(" · {n} tokens"))
+        .unwrap_or_default();
     format!(
-        "{:>4} {:>10} {indent}{}{agent}\n",
+        "{:>4} {:>10} {indent}{}{agent}{tokens}\n",
         e.offset,
         format!("+{}.{:03}s", e.at_ms / 1000, e.at_ms % 1000),
         e.text

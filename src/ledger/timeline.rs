@@ -21,6 +21,11 @@ pub struct TimelineEntry {
     pub text: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub span: Option<SpanRow>,
+    /// On the line that closes a turn (its completion, else its start):
+    /// the input plus output tokens its usage records reported. Set by
+    /// the reader that sums usage, never here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub turn_tokens: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -35,6 +40,15 @@ pub struct Timeline {
 impl Ledger {
     /// Build the timeline of one session.
     pub fn timeline(&self, session: &SessionRef) -> Result<Timeline, LedgerError> {
+        Ok(self.timeline_with_events(session)?.0)
+    }
+
+    /// [`Ledger::timeline`], and the events it was built from (those that
+    /// parsed), for a reader that projects them further.
+    pub fn timeline_with_events(
+        &self,
+        session: &SessionRef,
+    ) -> Result<(Timeline, Vec<Event>), LedgerError> {
         let summary = self
             .sessions()?
             .into_iter()
@@ -55,11 +69,12 @@ impl Ledger {
             .iter()
             .filter_map(|e| entry(e, start, &spans))
             .collect();
-        Ok(Timeline {
+        let timeline = Timeline {
             summary,
             entries,
             damaged_rows,
-        })
+        };
+        Ok((timeline, events))
     }
 }
 
@@ -79,6 +94,7 @@ fn entry(e: &Event, start: i64, spans: &HashMap<String, SpanRow>) -> Option<Time
         agent_id: e.agent_id.clone(),
         text: describe(&e.payload, span.as_ref()),
         span,
+        turn_tokens: None,
     })
 }
 

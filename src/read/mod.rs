@@ -12,6 +12,8 @@
 //! - [`health`]: loud conditions (span cap, ends, spool damage, stale spools).
 //! - [`export`]: JSON lines and OTLP/JSON traces.
 //! - [`session_rows`]: health and pending ends from session-level rows.
+//! - [`usage`]: model usage as the agents reported it, by session, day or
+//!   model, and per turn; its [`usage::tally_ledger`] streams stored rows.
 //! - [`source`], [`epochs`], [`session_rows`], [`spool_facts`]: the only parts that read storage
 //!   ([`epochs`] opens the epochs `--epoch` selects, and finds a session's
 //!   parts across their boundaries).
@@ -27,6 +29,7 @@ pub mod session_rows;
 pub mod source;
 pub mod spans;
 pub mod spool_facts;
+pub mod usage;
 
 use std::collections::BTreeMap;
 

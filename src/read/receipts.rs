@@ -7,6 +7,11 @@
 //! may be ranked. Unions, not sums: two tools running side by side for the
 //! same 10 ms cost the turn 10 ms.
 //!
+//! Beside the tool channel, each turn carries what the agent's own record
+//! says of the model: `model_ms`, the sum of its usage records'
+//! `duration_ms`, and `tokens`, their input plus output (see
+//! [`super::usage`]); both absent when nothing was reported.
+//!
 //! Interval rules, decided once here:
 //! - A closed span with the agent's own duration runs from its request for
 //!   that long (from the completion back, when the request was minted by
@@ -24,6 +29,7 @@ use serde::Serialize;
 
 use super::ns_to_ms;
 use super::spans::{Span, SpanKind, SpanState, pair_spans};
+use super::usage::{TurnUsage, turn_usage};
 use crate::contract::{Event, Observation, Payload, TurnSource};
 
 /// Emitted when a recovery bound reaches past the turn's wall interval.
@@ -83,6 +89,12 @@ pub struct TurnReceipt {
     pub ended_unix_ns: i64,
     pub wall_ms: u64,
     pub tools: ToolChannel,
+    /// Model time: the sum of the `duration_ms` the turn's usage records
+    /// reported; `None` when none reported one.
+    pub model_ms: Option<u64>,
+    /// Input plus output tokens the turn's usage records reported;
+    /// `None` when none reported either.
+    pub tokens: Option<u64>,
     /// Codes such as `recovery_bound_exceeds_turn_wall`, `turn_completion_not_observed`.
     pub notes: Vec<&'static str>,
 }
@@ -120,9 +132,13 @@ pub struct SessionReceipts {
 pub fn session_receipts(events: &[&Event]) -> SessionReceipts {
     let spans = pair_spans(events);
     let tools: Vec<&Span> = spans.iter().filter(|s| s.kind == SpanKind::Tool).collect();
+    let usage = turn_usage(events.iter().copied());
     let mut turns: Vec<TurnReceipt> = turn_walls(events)
         .into_iter()
-        .map(|wall| receipt(wall, &tools))
+        .map(|wall| {
+            let used = usage.get(wall.turn_id);
+            receipt(wall, &tools, used)
+        })
         .collect();
     turns.sort_by_key(|t| t.started_unix_ns);
     let unattributed_spans = tools.iter().filter(|s| s.turn_id().is_none()).count();
@@ -195,7 +211,7 @@ fn wall_of(turn_id: &str, m: TurnMarks) -> TurnWall<'_> {
     }
 }
 
-fn receipt(wall: TurnWall<'_>, tools: &[&Span]) -> TurnReceipt {
+fn receipt(wall: TurnWall<'_>, tools: &[&Span], usage: Option<&TurnUsage>) -> TurnReceipt {
     let mine: Vec<&Span> = tools
         .iter()
         .copied()
@@ -214,6 +230,8 @@ fn receipt(wall: TurnWall<'_>, tools: &[&Span]) -> TurnReceipt {
         ended_unix_ns: wall.wall.end,
         wall_ms: ns_to_ms(wall.wall.end - wall.wall.start),
         tools,
+        model_ms: usage.and_then(|u| u.model_ms),
+        tokens: usage.and_then(|u| u.tokens.in_out()),
         notes,
     }
 }

@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use crate::contract::{Confidence, Event, Payload};
 use crate::ledger::{SessionSummary, SpanRow, SpanState, Timeline};
 use crate::read::epochs::combine;
+use crate::read::usage::turn_usage;
 
 /// One epoch's part of a session, as the ledger holds it.
 pub struct PartRows<'a> {
@@ -63,9 +64,8 @@ pub struct TurnBand {
     /// The stop reason of its `turn.completed`, when one was recorded.
     pub completed: Option<String>,
     pub prompt: Option<String>,
-    /// Tokens the turn used, when the ledger holds messages with usage.
-    /// Nothing records usage yet, so the builder leaves it empty rather
-    /// than estimate it.
+    /// Input plus output tokens the turn's `usage.reported` records
+    /// reported; empty when none did (never estimated).
     pub tokens: Option<u64>,
 }
 
@@ -368,6 +368,10 @@ fn turns_of(events: &[&Event]) -> Vec<TurnBand> {
             _ => {}
         }
     }
+    let usage = turn_usage(events.iter().copied());
+    for t in &mut turns {
+        t.tokens = usage.get(&t.turn_id).and_then(|u| u.tokens.in_out());
+    }
     turns
 }
 
@@ -452,6 +456,40 @@ mod tests {
             confidence: None,
             input: None,
         }
+    }
+
+    #[test]
+    fn a_turn_carries_the_tokens_its_usage_reported_and_none_without() {
+        use crate::contract::{Provenance, RecordAt, UsageReported};
+        let mut s = crate::read::testkit::Script::new("s1");
+        s.turn("t1");
+        s.start(0);
+        let usage = |input, output| {
+            Payload::UsageReported(UsageReported {
+                record: RecordAt {
+                    path: "t.jsonl".into(),
+                    offset: 0,
+                },
+                message_id: None,
+                model: None,
+                input_tokens: Some(input),
+                output_tokens: Some(output),
+                cache_read_tokens: Some(1000),
+                cache_write_tokens: None,
+                cost: None,
+                duration_ms: None,
+                time_to_first_token_ms: None,
+            })
+        };
+        s.push(1, usage(100, 20), Provenance::NATIVE);
+        s.push(2, usage(5, 7), Provenance::NATIVE);
+        s.turn("t2");
+        s.start(3);
+        let events = s.events();
+        let refs: Vec<&Event> = events.iter().collect();
+        let turns = turns_of(&refs);
+        assert_eq!(turns[0].tokens, Some(132));
+        assert_eq!(turns[1].tokens, None);
     }
 
     #[test]

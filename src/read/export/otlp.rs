@@ -3,10 +3,16 @@
 //!
 //! Mapping (one resource and one trace per session):
 //! - the session is a root span, `invoke_agent <adapter>`;
-//! - each turn is a child span covering the receipt's wall interval;
+//! - each turn is a child span covering the receipt's wall interval; where
+//!   the agent's record reported usage in the turn, it carries
+//!   `gen_ai.request.model` (the turn's last named model) and the sums
+//!   `gen_ai.usage.input_tokens` / `gen_ai.usage.output_tokens`, each only
+//!   where reported, so a turn without usage is what it always was;
 //! - each tool span is `execute_tool <name>` under its turn, with the
 //!   OpenTelemetry GenAI attributes `gen_ai.operation.name = execute_tool`,
-//!   `gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.conversation.id`;
+//!   `gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.conversation.id`
+//!   (the call id from the hook, else from the record's `tool.recorded`
+//!   that matched the span, as for Copilot, whose hooks carry none);
 //! - each `harnery exec` command is `exec <argv0>` with `process.*` attributes.
 //!
 //! The trace id is derived from the session, span ids from event ids, so an
@@ -28,12 +34,14 @@
 //! builds printed, so a span's text is unchanged wherever its meaning is.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::io::{self, Write};
 
 use serde::{Serialize, Serializer};
 
 use super::super::receipts::session_receipts;
 use super::super::spans::{Span, SpanKind, SpanState, pair_spans};
+use super::super::usage::{TurnUsage, turn_usage};
 use crate::contract::{Event, Observation, Outcome, Payload, SessionRef};
 
 /// OTLP span kind INTERNAL.
@@ -87,8 +95,9 @@ pub fn session_trace(session: &SessionRef, events: &[&Event], part: Part<'_>) ->
         trace.ends.push(trace.spans.len());
     };
     push(ctx.root(events));
+    let usage = turn_usage(events.iter().copied());
     for turn in &session_receipts(events).turns {
-        let attrs = vec![
+        let mut attrs = vec![
             attr_str("harnery.turn.id", &turn.turn_id),
             attr_str("harnery.turn.source", turn.turn_source),
             attr_int("harnery.turn.tool_known_ms", turn.tools.known_ms as i64),
@@ -101,6 +110,9 @@ pub fn session_trace(session: &SessionRef, events: &[&Event], part: Part<'_>) ->
                 turn.tools.eligible_for_ranking,
             ),
         ];
+        if let Some(u) = usage.get(&turn.turn_id) {
+            attrs.extend(usage_attributes(u));
+        }
         let (start, end) = (turn.started_unix_ns, turn.ended_unix_ns);
         let id = ctx.turn_span_id(&turn.turn_id);
         push(ctx.span(
@@ -112,10 +124,46 @@ pub fn session_trace(session: &SessionRef, events: &[&Event], part: Part<'_>) ->
             attrs,
         ));
     }
+    let recorded = recorded_call_ids(events);
     for span in pair_spans(events) {
-        push(ctx.span_of(&span));
+        let call = span
+            .request
+            .and_then(|r| recorded.get(r.id.as_str()).copied());
+        push(ctx.span_of(&span, call));
     }
     trace
+}
+
+/// The GenAI usage attributes of a turn, each only where reported.
+fn usage_attributes(u: &TurnUsage) -> Vec<Attr<'_>> {
+    let mut attrs = Vec::new();
+    if let Some(model) = &u.model {
+        attrs.push(attr_str("gen_ai.request.model", model));
+    }
+    let counts = [
+        ("gen_ai.usage.input_tokens", u.tokens.input),
+        ("gen_ai.usage.output_tokens", u.tokens.output),
+    ];
+    for (key, n) in counts {
+        if let Some(n) = n {
+            attrs.push(attr_int(key, i64::try_from(n).unwrap_or(i64::MAX)));
+        }
+    }
+    attrs
+}
+
+/// The agent's call id for each hook span its record matched
+/// (`tool.recorded`), by the span's request event id.
+fn recorded_call_ids<'a>(events: &[&'a Event]) -> HashMap<&'a str, &'a str> {
+    let mut out = HashMap::new();
+    for event in events {
+        if let Payload::ToolRecorded(t) = &event.payload
+            && let Some(request) = &t.span_request_event_id
+        {
+            out.insert(request.as_str(), t.tool_call_id.as_str());
+        }
+    }
+    out
 }
 
 /// `{"resource":…,"scopeSpans":[{"scope":…,"spans":[`, closed by
@@ -369,14 +417,16 @@ impl<'s> Ctx<'s> {
         }
     }
 
-    fn span_of<'a>(&'a self, span: &Span<'a>) -> SpanOut<'a> {
+    /// `recorded_call`: the call id the agent's record gave the span, used
+    /// when the hook carried none.
+    fn span_of<'a>(&'a self, span: &Span<'a>, recorded_call: Option<&'a str>) -> SpanOut<'a> {
         let anchor = span.anchor();
         let parent = match span.turn_id() {
             Some(turn) => self.turn_span_id(turn),
             None => self.root_id.clone(),
         };
         let (name, mut attrs) = match span.kind {
-            SpanKind::Tool => tool_identity(span),
+            SpanKind::Tool => tool_identity(span, recorded_call),
             SpanKind::Command => command_identity(span),
         };
         let (start, end, end_label) = span_times(span);
@@ -389,13 +439,13 @@ impl<'s> Ctx<'s> {
     }
 }
 
-fn tool_identity<'a>(span: &Span<'a>) -> (String, Vec<Attr<'a>>) {
+fn tool_identity<'a>(span: &Span<'a>, recorded_call: Option<&'a str>) -> (String, Vec<Attr<'a>>) {
     let tool = span.tool_name().unwrap_or("unknown");
     let mut attrs = vec![
         attr_str("gen_ai.operation.name", "execute_tool"),
         attr_str("gen_ai.tool.name", tool),
     ];
-    if let Some(call) = span.tool_call_id() {
+    if let Some(call) = span.tool_call_id().or(recorded_call) {
         attrs.push(attr_str("gen_ai.tool.call.id", call));
     }
     (format!("execute_tool {tool}"), attrs)
