@@ -4,7 +4,9 @@
 # `harnery install` in a scratch HOME, run one scripted session of each
 # against a fake Anthropic Messages server on 127.0.0.1 (carried below), and
 # check that every hook invocation the client reports is in the spool, then
-# finalize, validate, verify and show what was recorded:
+# finalize, validate, verify and show what was recorded, and that the
+# ledger holds each client's own record (assistant text, tool call ids and
+# token totals equal to the transcript's or events.jsonl's):
 #   Claude Code: "Hooks: <Event>… [<harnery-hook …>] finished" lines in its --debug-file
 #   Copilot:     hook.start events in ~/.copilot/session-state/<id>/events.jsonl
 # Copilot runs twice: once as `harnery install copilot` configures it when the
@@ -234,14 +236,62 @@ PY
 # ---- The rest of the pipeline on what the real clients delivered ----
 finish_ledger() {
   local agent="$1" hh="$WORK/$1/hh"
-  HARNERY_HOME="$hh" "$HARNERY" finalize || return 1
+  # As cron would: the agents' user, so Copilot's record is found under ~/.copilot.
+  HOME="$WORK/$1/home" HARNERY_HOME="$hh" "$HARNERY" finalize || return 1
   HARNERY_HOME="$hh" "$HARNERY" validate || return 1
   HARNERY_HOME="$hh" "$HARNERY" verify || return 1
   HARNERY_HOME="$hh" "$HARNERY" sessions || return 1
   local id
   id=$(HARNERY_HOME="$hh" "$HARNERY" sessions --json | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["session"]["session_id"])') || return 1
   HARNERY_HOME="$hh" "$HARNERY" show "$id" || return 1
+  check_record "$WORK/$agent" || return 1
   log "$agent: finalize, validate, verify and show OK"
+}
+
+# The ledger holds the client's own record: the same assistant text, tool
+# call ids and token totals as the record the client wrote.
+check_record() {
+  python3 - "$1" <<'PY'
+import collections, glob, json, os, subprocess, sys
+d = sys.argv[1]
+name = os.path.basename(d)
+def frames(pattern):
+    for f in glob.glob(pattern):
+        for line in open(f, errors="replace"):
+            try: yield json.loads(line)
+            except ValueError: pass
+texts, calls, tokens = collections.Counter(), set(), 0
+if name == "claude":
+    seen = set()
+    for v in frames(f"{d}/home/.claude/projects/*/*.jsonl"):
+        if v.get("type") != "assistant": continue
+        m = v["message"]
+        blocks = m.get("content") if isinstance(m.get("content"), list) else []
+        t = "\n".join(b["text"] for b in blocks if b.get("type") == "text")
+        if t: texts[t] += 1
+        calls |= {b["id"] for b in blocks if b.get("type") == "tool_use"}
+        if m.get("usage") and m["id"] not in seen:
+            seen.add(m["id"]); tokens += m["usage"].get("input_tokens", 0) + m["usage"].get("output_tokens", 0)
+else:
+    for v in frames(f"{d}/home/.copilot/session-state/*/events.jsonl"):
+        data = v.get("data") or {}
+        if v.get("type") == "assistant.message" and data.get("content"): texts[data["content"]] += 1
+        if v.get("type") == "tool.execution_start": calls.add(data["toolCallId"])
+        if v.get("type") == "session.usage_record":
+            u = data["usage"]; tokens += u.get("inputTokens", 0) + u.get("outputTokens", 0)
+out = subprocess.run([os.environ["HARNERY"], "export", "--format", "jsonl"], capture_output=True, text=True,
+                     env=dict(os.environ, HARNERY_HOME=f"{d}/hh")).stdout
+got_texts, got_calls, got_tokens = collections.Counter(), set(), 0
+for line in out.splitlines():
+    e = json.loads(line); p = e["payload"]
+    if e["type"] == "message.assistant" and p.get("text"): got_texts[p["text"]] += 1
+    if e["type"] == "tool.recorded": got_calls.add(p["tool_call_id"])
+    if e["type"] == "usage.reported": got_tokens += (p.get("input_tokens") or 0) + (p.get("output_tokens") or 0)
+ok = texts == got_texts and calls == got_calls and tokens == got_tokens and texts
+print(f"{name}: record has {sum(texts.values())} assistant texts, {len(calls)} tool calls, {tokens} tokens; "
+      f"ledger has {sum(got_texts.values())}, {len(got_calls)}, {got_tokens}:", "OK" if ok else "MISMATCH")
+sys.exit(0 if ok else 1)
+PY
 }
 
 export HARNERY

@@ -28,7 +28,11 @@ pub fn run(args: Args) -> CmdResult {
     let home = Home::from_env()?;
     let now = resolve_now(args.now.as_deref())?;
     let mut found = match crate::read::source::live_or_none(&home)? {
-        Some(ledger) => crate::read::session_rows::conditions(&ledger, now)?,
+        Some(ledger) => {
+            let mut found = crate::read::session_rows::conditions(&ledger, now)?;
+            found.extend(crate::read::health::record_conditions(&ledger, now)?);
+            found
+        }
         None => Vec::new(),
     };
     let stale_ns = (args.stale_after_hours * 3600.0 * 1e9) as i64;

@@ -61,7 +61,12 @@ pub struct RecordFollow {
 }
 
 /// Agent version, head commit, cwd and model, as metadata last said them.
-type MetadataSaid = (Option<String>, Option<String>, Option<String>, Option<String>);
+type MetadataSaid = (
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+);
 
 /// A hook tool request a record call may join.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
