@@ -42,6 +42,8 @@ pub use validate::{Rule, Violation, validate_event};
 #[cfg(test)]
 mod digest_tests;
 #[cfg(test)]
+mod event_de_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod validate_tests;
