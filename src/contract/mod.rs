@@ -13,6 +13,7 @@ mod confidence;
 mod digest;
 pub mod eligibility;
 mod event;
+mod event_de;
 mod generation;
 mod json;
 mod payload;
