@@ -16,6 +16,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
@@ -78,11 +79,93 @@ impl Serialize for Json {
     }
 }
 
-/// Read through a `Value`: events are read inside flattened, tagged enums,
-/// where serde buffers the input and borrowed raw text is not available.
+/// Read as raw text where the deserializer is serde_json's (text, bytes, a
+/// reader, or a `Value`, which writes itself out), and canonicalized by
+/// [`Json::parse`]; anywhere else (serde's own buffer, as inside a tagged
+/// enum whose content comes before its tag) through a `Value`.
+///
+/// This speaks serde_json's raw-value protocol itself, as
+/// `Box<RawValue>` does, because a deserializer that does not know it can
+/// only be asked once: it answers with `visit_newtype_struct`, and the
+/// value is read from there. Should serde_json ever rename its token,
+/// every read takes that road: slower, never wrong.
 impl<'de> Deserialize<'de> for Json {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Json, D::Error> {
+        deserializer.deserialize_newtype_struct(RAW_VALUE_TOKEN, JsonVisitor)
+    }
+}
+
+/// The name under which serde_json hands out a value's raw text.
+const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+
+struct JsonVisitor;
+
+impl<'de> Visitor<'de> for JsonVisitor {
+    type Value = Json;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any valid JSON value")
+    }
+
+    fn visit_newtype_struct<D: Deserializer<'de>>(self, deserializer: D) -> Result<Json, D::Error> {
         Value::deserialize(deserializer).map(|v| Json::from_value(&v))
+    }
+
+    /// serde_json's answer: one member, the token, whose value is the text.
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json, A::Error> {
+        match map.next_key::<RawToken>()? {
+            Some(RawToken) => map.next_value::<RawText>().map(|t| t.0),
+            None => Err(de::Error::invalid_length(0, &self)),
+        }
+    }
+}
+
+/// The raw-value token as a map key; any other key is refused.
+struct RawToken;
+
+impl<'de> Deserialize<'de> for RawToken {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<RawToken, D::Error> {
+        deserializer.deserialize_identifier(RawTokenVisitor)
+    }
+}
+
+struct RawTokenVisitor;
+
+impl<'de> Visitor<'de> for RawTokenVisitor {
+    type Value = RawToken;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("raw value")
+    }
+
+    fn visit_str<E: de::Error>(self, key: &str) -> Result<RawToken, E> {
+        match key == RAW_VALUE_TOKEN {
+            true => Ok(RawToken),
+            false => Err(E::custom("unexpected raw value")),
+        }
+    }
+}
+
+/// A value's raw text, canonicalized as it is read.
+struct RawText(Json);
+
+impl<'de> Deserialize<'de> for RawText {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<RawText, D::Error> {
+        deserializer.deserialize_str(RawTextVisitor)
+    }
+}
+
+struct RawTextVisitor;
+
+impl<'de> Visitor<'de> for RawTextVisitor {
+    type Value = RawText;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("raw JSON text")
+    }
+
+    fn visit_str<E: de::Error>(self, raw: &str) -> Result<RawText, E> {
+        Json::parse(raw).map(RawText).map_err(E::custom)
     }
 }
 
@@ -351,6 +434,56 @@ mod tests {
 
     fn fast(raw: &str) -> Result<String, String> {
         Json::parse(raw).map(|j| j.0).map_err(|e| e.to_string())
+    }
+
+    /// Every road a `Json` is deserialized by: raw text from a str, bytes
+    /// and a reader; a `Value` writing itself out; serde's own buffer
+    /// (inside an untagged enum, where the raw protocol is unavailable).
+    fn every_road(raw: &str) -> Vec<String> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Buffered {
+            One(Json),
+        }
+        let Buffered::One(buffered) = serde_json::from_str(raw).expect("buffered");
+        let value: Value = serde_json::from_str(raw).expect("value");
+        [
+            serde_json::from_str::<Json>(raw).expect("str"),
+            serde_json::from_slice::<Json>(raw.as_bytes()).expect("slice"),
+            serde_json::from_reader::<_, Json>(raw.as_bytes()).expect("reader"),
+            serde_json::from_value::<Json>(value).expect("from value"),
+            buffered,
+        ]
+        .into_iter()
+        .map(|j| j.0)
+        .collect()
+    }
+
+    #[test]
+    fn every_road_reads_the_canonical_text() {
+        for raw in [
+            r#" {"b": 1, "a": {"d": [1, {"z": 0, "y": "é"}], "c": null}} "#,
+            r#"{"a":1,"a":2}"#,
+            r#""\u00e9\ud83d\ude00 \n""#,
+            "[1.5e3, -0, 18446744073709551616, true]",
+            "null",
+        ] {
+            let want = slow(raw).expect("json");
+            for (road, got) in every_road(raw).into_iter().enumerate() {
+                assert_eq!(got, want, "road {road} of {raw}");
+            }
+        }
+    }
+
+    #[test]
+    fn every_road_refuses_what_is_not_json() {
+        for raw in [r#"{"a":}"#, "[1,", "nul"] {
+            assert!(serde_json::from_str::<Json>(raw).is_err(), "{raw}");
+            assert!(
+                serde_json::from_slice::<Json>(raw.as_bytes()).is_err(),
+                "{raw}"
+            );
+        }
     }
 
     #[test]

@@ -199,8 +199,11 @@ pub struct RawRef {
 }
 
 /// One canonical event, as appended to the ledger.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+///
+/// `Deserialize` is written out in `event_de.rs`: it reads the payload
+/// straight into the struct its type names, where the derive, flattening
+/// an adjacently tagged enum, buffered every row into a tree first.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Event {
     pub id: EventId,
     pub session: SessionRef,

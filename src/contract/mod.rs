@@ -13,6 +13,7 @@ mod confidence;
 mod digest;
 pub mod eligibility;
 mod event;
+mod event_de;
 mod generation;
 mod json;
 mod payload;
@@ -41,6 +42,8 @@ pub use validate::{Rule, Violation, validate_event};
 
 #[cfg(test)]
 mod digest_tests;
+#[cfg(test)]
+mod event_de_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -428,7 +428,21 @@ macro_rules! event_types {
             pub fn event_type(&self) -> EventType {
                 match self { $(Payload::$variant(_) => EventType::$variant,)* }
             }
+
+            /// The payload of an event of type `ty`, read straight into
+            /// that type's struct.
+            pub(super) fn deserialize_typed<'de, D: serde::Deserializer<'de>>(
+                ty: EventType,
+                deserializer: D,
+            ) -> Result<Payload, D::Error> {
+                match ty {
+                    $(EventType::$variant => $variant::deserialize(deserializer).map(Payload::$variant),)*
+                }
+            }
         }
+
+        /// The type names, in the order serde lists them in its errors.
+        pub(super) const TYPE_NAMES: &[&str] = &[$($name,)*];
     };
 }
 

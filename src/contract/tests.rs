@@ -241,7 +241,7 @@ fn payloads_reject_unknown_fields() {
 
 /// An event of this payload whose confidence is the one its recovery block
 /// (if any) pins, so a test names only the rules it means to break.
-fn event(payload: Payload, attestation: Attestation) -> Event {
+pub(super) fn event(payload: Payload, attestation: Attestation) -> Event {
     let confidence = match (&payload, payload.recovery()) {
         (Payload::ToolRequested(p), Some(r)) => r.reason.pinned_confidence(p.input.is_some()),
         (_, Some(r)) => r.reason.pinned_confidence(false),
@@ -501,7 +501,7 @@ fn awkward_strings() -> Vec<String> {
 
 /// Envelopes of every shape: each enum value, with and without each
 /// optional member.
-fn envelopes(payload: &Payload) -> Vec<Event> {
+pub(super) fn envelopes(payload: &Payload) -> Vec<Event> {
     let mut out = Vec::new();
     let clocks = [
         None,
