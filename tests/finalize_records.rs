@@ -271,3 +271,56 @@ fn generation_two_ships_by_an_epoch_advance_from_the_generation_one_home() {
         assert!(out.status.success(), "{cmd}: {}", stdout(&out));
     }
 }
+
+/// A record with bytes `finalize` has not read, last changed close to the
+/// agent's cleanup period, is a health warning until it is read.
+#[test]
+fn an_unread_record_near_the_cleanup_period_is_a_warning() {
+    let home = tempfile::tempdir().unwrap();
+    let transcript = home.path().join("transcript.jsonl");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(SCENARIO_TRANSCRIPT),
+        &transcript,
+    )
+    .unwrap();
+    feed(home.path(), &transcript);
+    finalize(home.path());
+    let quiet = run(home.path(), &["health"]);
+    assert!(
+        !stdout(&quiet).contains("record_unread"),
+        "{}",
+        stdout(&quiet)
+    );
+    // Bytes the agent wrote that no finalize has read yet, 25 days ago.
+    let mut more = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&transcript)
+        .unwrap();
+    use std::io::Write;
+    writeln!(
+        more,
+        r#"{{"type":"user","message":{{"role":"user","content":"late"}}}}"#
+    )
+    .unwrap();
+    let now = std::time::UNIX_EPOCH
+        + std::time::Duration::from_nanos(
+            harnery::clock::parse_rfc3339_ns(common::NOW).unwrap() as u64
+        );
+    more.set_modified(now - std::time::Duration::from_secs(25 * 24 * 3600))
+        .unwrap();
+    drop(more);
+    let warned = run(home.path(), &["health"]);
+    assert_eq!(warned.status.code(), Some(1));
+    assert!(
+        stdout(&warned).contains("record_unread_near_cleanup"),
+        "{}",
+        stdout(&warned)
+    );
+    finalize(home.path());
+    let read = run(home.path(), &["health"]);
+    assert!(
+        !stdout(&read).contains("record_unread"),
+        "{}",
+        stdout(&read)
+    );
+}
