@@ -324,3 +324,49 @@ fn an_unread_record_near_the_cleanup_period_is_a_warning() {
         stdout(&read)
     );
 }
+
+/// A record read in many small passes in one run gives the same events as
+/// one pass: each pass is drained before the next reads on.
+#[test]
+fn many_small_passes_give_what_one_pass_gives() {
+    let mut texts = Vec::new();
+    for pass in [None, Some("4096")] {
+        let home = tempfile::tempdir().unwrap();
+        let transcript = home.path().join("transcript.jsonl");
+        std::fs::copy(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join(SCENARIO_TRANSCRIPT),
+            &transcript,
+        )
+        .unwrap();
+        feed(home.path(), &transcript);
+        let mut cmd = common::harnery(home.path());
+        cmd.env("HARNERY_RECORDS", "on")
+            .args(["finalize", "--json"]);
+        if let Some(bytes) = pass {
+            cmd.env("HARNERY_RECORD_PASS_BYTES", bytes);
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let signals = summary["record_signals"].as_u64().unwrap();
+        if pass.is_some() {
+            assert!(signals >= 2, "{signals} passes");
+        }
+        // The same but for where the home is (in paths, and so in ids).
+        let record: Vec<String> = events(home.path())
+            .into_iter()
+            .filter(|e| e["provenance"]["attestation"] == "record")
+            .map(|e| {
+                let mut p = e["payload"].clone();
+                p["record"]["path"] = Value::Null;
+                if let Some(span) = p.get_mut("span_request_event_id") {
+                    *span = Value::Bool(span.is_string());
+                }
+                p.to_string()
+            })
+            .collect();
+        texts.push(record);
+    }
+    assert!(!texts[0].is_empty());
+    assert_eq!(texts[0], texts[1]);
+}

@@ -40,14 +40,31 @@ use crate::spool::{Signal, SpoolWriter};
 pub const CHUNK_LEN: usize = 4 << 20;
 /// The longest record line followed.
 pub const MAX_LINE: usize = 60 << 20;
+/// The most record bytes one pass spools for a session: a pass is drained
+/// before the next one reads on, so the drain holds at most this much of
+/// any one session's record (a spool file is the drain's unit).
+pub const PASS_LEN: u64 = 8 << 20;
+/// Passes one run makes at most (so a record that cannot be applied can
+/// never keep a run going): 8 GiB of one session's record.
+pub const MAX_PASSES: usize = 1024;
+
+/// [`PASS_LEN`], or `HARNERY_RECORD_PASS_BYTES` (tests that want many
+/// passes).
+fn pass_len() -> u64 {
+    std::env::var("HARNERY_RECORD_PASS_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(PASS_LEN)
+}
 
 /// Whether following is on (`HARNERY_RECORDS` is not `off`).
 pub fn enabled() -> bool {
     std::env::var("HARNERY_RECORDS").map_or(true, |v| v != "off")
 }
 
-/// Spool what each session's record gained since its cursor; returns how
-/// many signals were written.
+/// Spool what each session's record gained since its cursor, at most
+/// [`PASS_LEN`] bytes a session; returns how many signals were written
+/// (the caller drains them and calls again until none are).
 pub fn follow(
     home: &Home,
     ledger: &Ledger,
@@ -189,8 +206,9 @@ fn follow_one(
         }
     }
     let mut at = cursor;
-    while at < len {
-        let chunk = match whole_lines(&mut file, at, len) {
+    let pass_len = pass_len();
+    while at < len && at - cursor < pass_len {
+        let chunk = match whole_lines(&mut file, at, len, pass_len.min(CHUNK_LEN as u64) as usize) {
             Ok(Some(bytes)) => bytes,
             Ok(None) => return Ok(()),
             Err(e) => return out.problem(path, "unreadable", format!("{}: {e}", path.display())),
@@ -212,11 +230,15 @@ fn follow_one(
     Ok(())
 }
 
-/// Whole lines from `at`: at most [`CHUNK_LEN`] bytes of them, or one
-/// longer line; `None` when no newline ends what is there yet (a line the
-/// agent is still writing).
-fn whole_lines(file: &mut std::fs::File, at: u64, len: u64) -> std::io::Result<Option<Vec<u8>>> {
-    let mut want = CHUNK_LEN;
+/// Whole lines from `at`: at most `want` bytes of them, or one longer
+/// line; `None` when no newline ends what is there yet (a line the agent
+/// is still writing).
+fn whole_lines(
+    file: &mut std::fs::File,
+    at: u64,
+    len: u64,
+    mut want: usize,
+) -> std::io::Result<Option<Vec<u8>>> {
     loop {
         let n = (len - at).min(want as u64) as usize;
         let mut buf = vec![0u8; n];

@@ -70,9 +70,13 @@ pub fn finalize(home: &Home, opts: &FinalizeOptions) -> Result<Summary, Finalize
         apply_pending(home, &mut ledger, incarnation, opts, &mut summary)?;
     super::intake::drain(home, &mut ledger, incarnation, opts, &mut summary)?;
     if opts.follow_records {
-        summary.record_signals =
-            super::record::follow(home, &ledger, opts.now_unix_ns, &opts.clock)?;
-        if summary.record_signals > 0 {
+        // Pass by pass, each drained before the next reads on.
+        for _ in 0..super::record::MAX_PASSES {
+            let written = super::record::follow(home, &ledger, opts.now_unix_ns, &opts.clock)?;
+            if written == 0 {
+                break;
+            }
+            summary.record_signals += written;
             super::intake::drain(home, &mut ledger, incarnation, opts, &mut summary)?;
         }
     }

@@ -287,6 +287,79 @@ pub fn ledger_conditions(events: &[Event], now_ns: i64) -> Vec<Condition> {
         .collect()
 }
 
+/// Claude Code deletes a transcript this long after its last change
+/// (`cleanupPeriodDays`, 30 by default); Copilot keeps its session state
+/// until the user removes it, so the same period is used as a warning.
+pub const RECORD_CLEANUP_NS: i64 = 30 * 24 * 3600 * 1_000_000_000;
+/// How long before the cleanup period ends an unread record is reported.
+pub const RECORD_CLEANUP_MARGIN_NS: i64 = 7 * 24 * 3600 * 1_000_000_000;
+
+/// Sessions whose own record still has bytes `finalize` has not read and
+/// was last changed so long ago that the agent may soon delete it
+/// (`record_unread_near_cleanup`).
+pub fn record_conditions(
+    ledger: &crate::ledger::Ledger,
+    now_ns: i64,
+) -> Result<Vec<Condition>, crate::ledger::LedgerError> {
+    let mut out = Vec::new();
+    /// Only the record's part of a producer state: the rest is skipped
+    /// unparsed, so this stays cheap with many sessions.
+    #[derive(serde::Deserialize)]
+    struct State {
+        #[serde(default)]
+        record: Follow,
+    }
+    #[derive(serde::Deserialize, Default)]
+    struct Follow {
+        path: Option<String>,
+        #[serde(default)]
+        cursor: u64,
+    }
+    for session in ledger.producer_sessions()? {
+        let Some(text) = ledger.producer_state(&session)? else {
+            continue;
+        };
+        if memchr::memmem::find(text.as_bytes(), b"\"record\":").is_none() {
+            continue;
+        }
+        let Ok(State {
+            record: Follow {
+                path: Some(path),
+                cursor,
+            },
+        }) = serde_json::from_str::<State>(&text)
+        else {
+            continue;
+        };
+        let path = path.as_str();
+        let Ok(meta) = std::fs::metadata(path) else {
+            continue;
+        };
+        let changed_ns = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(now_ns, |d| d.as_nanos() as i64);
+        let age = now_ns - changed_ns;
+        if meta.len() > cursor && age >= RECORD_CLEANUP_NS - RECORD_CLEANUP_MARGIN_NS {
+            let detail = format!(
+                "{path}: {} bytes not yet read, last changed {} ago; the agent may delete it \
+                 after {}: run `harnery finalize`",
+                meta.len() - cursor,
+                human_age(age),
+                human_age(RECORD_CLEANUP_NS)
+            );
+            out.push(condition(
+                "record_unread_near_cleanup",
+                &session,
+                Some(changed_ns),
+                detail,
+            ));
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -393,77 +466,4 @@ mod tests {
             "3h01m"
         );
     }
-}
-
-/// Claude Code deletes a transcript this long after its last change
-/// (`cleanupPeriodDays`, 30 by default); Copilot keeps its session state
-/// until the user removes it, so the same period is used as a warning.
-pub const RECORD_CLEANUP_NS: i64 = 30 * 24 * 3600 * 1_000_000_000;
-/// How long before the cleanup period ends an unread record is reported.
-pub const RECORD_CLEANUP_MARGIN_NS: i64 = 7 * 24 * 3600 * 1_000_000_000;
-
-/// Sessions whose own record still has bytes `finalize` has not read and
-/// was last changed so long ago that the agent may soon delete it
-/// (`record_unread_near_cleanup`).
-pub fn record_conditions(
-    ledger: &crate::ledger::Ledger,
-    now_ns: i64,
-) -> Result<Vec<Condition>, crate::ledger::LedgerError> {
-    let mut out = Vec::new();
-    /// Only the record's part of a producer state: the rest is skipped
-    /// unparsed, so this stays cheap with many sessions.
-    #[derive(serde::Deserialize)]
-    struct State {
-        #[serde(default)]
-        record: Follow,
-    }
-    #[derive(serde::Deserialize, Default)]
-    struct Follow {
-        path: Option<String>,
-        #[serde(default)]
-        cursor: u64,
-    }
-    for session in ledger.producer_sessions()? {
-        let Some(text) = ledger.producer_state(&session)? else {
-            continue;
-        };
-        if memchr::memmem::find(text.as_bytes(), b"\"record\":").is_none() {
-            continue;
-        }
-        let Ok(State {
-            record: Follow {
-                path: Some(path),
-                cursor,
-            },
-        }) = serde_json::from_str::<State>(&text)
-        else {
-            continue;
-        };
-        let path = path.as_str();
-        let Ok(meta) = std::fs::metadata(path) else {
-            continue;
-        };
-        let changed_ns = meta
-            .modified()
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(now_ns, |d| d.as_nanos() as i64);
-        let age = now_ns - changed_ns;
-        if meta.len() > cursor && age >= RECORD_CLEANUP_NS - RECORD_CLEANUP_MARGIN_NS {
-            let detail = format!(
-                "{path}: {} bytes not yet read, last changed {} ago; the agent may delete it \
-                 after {}: run `harnery finalize`",
-                meta.len() - cursor,
-                human_age(age),
-                human_age(RECORD_CLEANUP_NS)
-            );
-            out.push(condition(
-                "record_unread_near_cleanup",
-                &session,
-                Some(changed_ns),
-                detail,
-            ));
-        }
-    }
-    Ok(out)
 }

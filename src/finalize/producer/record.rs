@@ -28,9 +28,9 @@ use crate::contract::{
 };
 
 /// Hook tool requests remembered for joining.
-const REMEMBERED_REQUESTS: usize = 512;
+const REMEMBERED_REQUESTS: usize = 256;
 /// Message ids remembered for usage de-duplication.
-const REMEMBERED_USAGE: usize = 1024;
+const REMEMBERED_USAGE: usize = 64;
 
 /// The record as one session follows it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -88,8 +88,13 @@ impl RecordFollow {
         *self == RecordFollow::default()
     }
 
-    /// Remember the hook tool requests among `events` for joining.
+    /// Remember the hook tool requests among `events` for joining (not
+    /// while the record cannot be read: a missing record would only make
+    /// the state grow).
     pub fn remember_requests(&mut self, events: &[Event]) {
+        if self.problem.is_some() {
+            return;
+        }
         for event in events {
             let Payload::ToolRequested(t) = &event.payload else {
                 continue;
@@ -236,13 +241,16 @@ impl SessionProducer {
         self.record.problem = None;
     }
 
-    /// A problem following the record, reported once per kind.
+    /// A problem following the record, reported once per kind. Hook
+    /// requests are not kept for joining while the record cannot be read.
     pub(super) fn on_record_problem(
         &mut self,
         problem: RecordProblem,
         trigger: &mut Trigger,
         out: &mut Vec<Event>,
     ) {
+        self.record.requests.clear();
+        self.record.calls.clear();
         if self.record.problem.as_deref() == Some(&problem.kind) {
             return;
         }
