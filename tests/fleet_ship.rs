@@ -686,3 +686,55 @@ fn bad_input_gets_a_clear_error() {
         stderr(&out)
     );
 }
+
+/// `sslmode` asks and ship does: with `verify-full` and the server's CA it
+/// ships over TLS; a CA that did not sign the server's certificate, or a
+/// host name the certificate does not carry, is refused (exit 2) before a
+/// row leaves; `verify-ca` checks the chain but not the name.
+#[test]
+fn tls_verifies_the_server_where_sslmode_asks() {
+    let pg = PgServer::start_tls();
+    pg.database("fleet");
+    let tls = pg.tls().clone();
+    let home = fleet_home();
+    let root = |ca: &Path| format!("sslmode=verify-full sslrootcert={}", ca.display());
+
+    let wrong_ca = pg.tls_target("fleet", "localhost", &root(&tls.other_ca));
+    let out = ship(home.path(), &wrong_ca, &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).to_lowercase().contains("certificate"),
+        "{}",
+        stderr(&out)
+    );
+
+    let wrong_name = pg.tls_target("fleet", "127.0.0.1", &root(&tls.ca));
+    let out = ship(home.path(), &wrong_name, &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(
+        pg.client("fleet")
+            .query("SELECT 1 FROM pg_namespace WHERE nspname = 'harnery'", &[])
+            .unwrap()
+            .len(),
+        0,
+        "nothing was sent to a server that did not prove itself"
+    );
+
+    let by_chain = pg.tls_target(
+        "fleet",
+        "127.0.0.1",
+        &format!("sslmode=verify-ca sslrootcert={}", tls.ca.display()),
+    );
+    let out = ship(home.path(), &by_chain, &[]);
+    assert!(out.status.success(), "verify-ca: {}", stderr(&out));
+
+    let good = pg.tls_target("fleet", "localhost", &root(&tls.ca));
+    let out = ship(home.path(), &good, &[]);
+    assert!(out.status.success(), "verify-full: {}", stderr(&out));
+    let shipped = pg
+        .client("fleet")
+        .query_one("SELECT count(*) FROM harnery.events", &[])
+        .unwrap()
+        .get::<_, i64>(0);
+    assert!(shipped > 0, "rows arrived over TLS");
+}

@@ -17,6 +17,18 @@ pub struct PgServer {
     pub root: PathBuf,
     pub socket_dir: PathBuf,
     bin: PathBuf,
+    /// Set by [`PgServer::start_tls`]: the TCP port it also listens on.
+    tls: Option<Tls>,
+}
+
+/// A server that also listens on 127.0.0.1 with TLS: its port and the CA
+/// that signed its certificate (for `localhost` only, not 127.0.0.1).
+#[derive(Clone)]
+pub struct Tls {
+    pub port: u16,
+    pub ca: PathBuf,
+    /// A CA that signed nothing the server has.
+    pub other_ca: PathBuf,
 }
 
 fn find_bin() -> PathBuf {
@@ -72,6 +84,7 @@ impl PgServer {
             root,
             socket_dir,
             bin,
+            tls: None,
         };
         let data = server.root.join("data");
         let out = server
@@ -110,9 +123,89 @@ impl PgServer {
         }
     }
 
+    /// A server that also takes TLS on a TCP port of 127.0.0.1, with a
+    /// certificate made here by `openssl` for the name `localhost`.
+    pub fn start_tls() -> PgServer {
+        let mut server = PgServer::start();
+        server.stop_immediate();
+        let certs = server.root.join("certs");
+        std::fs::create_dir(&certs).unwrap();
+        let sh = |script: &str| {
+            let out = Command::new("sh")
+                .arg("-ec")
+                .arg(script)
+                .current_dir(&certs)
+                .output()
+                .expect("sh runs");
+            assert!(
+                out.status.success(),
+                "openssl: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        sh(
+            "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=test-ca \
+              -keyout ca.key -out ca.crt 2>/dev/null
+            openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=other-ca \
+              -keyout other.key -out other.crt 2>/dev/null
+            openssl req -newkey rsa:2048 -nodes -subj /CN=localhost \
+              -keyout server.key -out server.csr 2>/dev/null
+            printf 'subjectAltName=DNS:localhost\n' > ext
+            openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial \
+              -days 2 -extfile ext -out server.crt 2>/dev/null
+            chmod 600 server.key",
+        );
+        if is_root() {
+            let status = Command::new("chown")
+                .args(["-R", "postgres:postgres"])
+                .arg(&certs)
+                .status()
+                .expect("chown runs");
+            assert!(status.success());
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        server.tls = Some(Tls {
+            port,
+            ca: certs.join("ca.crt"),
+            other_ca: certs.join("other.crt"),
+        });
+        server.ctl_start();
+        server
+    }
+
+    /// A key=value target reaching database `db` over TCP at `host`
+    /// (`localhost` or `127.0.0.1`), with `ssl` as the TLS settings.
+    pub fn tls_target(&self, db: &str, host: &str, ssl: &str) -> String {
+        let tls = self.tls.as_ref().expect("a TLS server");
+        format!(
+            "host={host} port={} user=harnery password={PASSWORD} dbname={db} {ssl}",
+            tls.port
+        )
+    }
+
+    pub fn tls(&self) -> &Tls {
+        self.tls.as_ref().expect("a TLS server")
+    }
+
     pub fn ctl_start(&self) {
+        let listen = match &self.tls {
+            None => "-c listen_addresses=''".to_string(),
+            Some(t) => {
+                let certs = self.root.join("certs");
+                format!(
+                    "-c listen_addresses=127.0.0.1 -p {} -c ssl=on -c ssl_cert_file={} -c ssl_key_file={}",
+                    t.port,
+                    certs.join("server.crt").display(),
+                    certs.join("server.key").display()
+                )
+            }
+        };
         let opts = format!(
-            "-k {} -c listen_addresses='' -c fsync=off -c max_connections=100",
+            "-k {} {listen} -c fsync=off -c max_connections=100",
             self.socket_dir.display()
         );
         let out = self
@@ -144,8 +237,9 @@ impl PgServer {
 
     /// A key=value target for database `db`.
     pub fn target(&self, db: &str) -> String {
+        let port = self.tls.as_ref().map_or(5432, |t| t.port);
         format!(
-            "host={} port=5432 user=harnery password={PASSWORD} dbname={db} sslmode=disable",
+            "host={} port={port} user=harnery password={PASSWORD} dbname={db} sslmode=disable",
             self.socket_dir.display()
         )
     }
