@@ -43,6 +43,19 @@ fn feed(home: &Path, transcript: &Path) {
     }
 }
 
+/// The scenario's transcript copied into `home`, and its hooks fed with
+/// their transcript path pointed at the copy; the copy's path.
+fn with_transcript(home: &Path) -> std::path::PathBuf {
+    let transcript = home.join("transcript.jsonl");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(SCENARIO_TRANSCRIPT),
+        &transcript,
+    )
+    .unwrap();
+    feed(home, &transcript);
+    transcript
+}
+
 /// Every event of the ledger, parsed.
 fn events(home: &Path) -> Vec<Value> {
     let out = run(home, &["export", "--format", "jsonl"]);
@@ -66,13 +79,7 @@ fn finalize(home: &Path) -> Value {
 #[test]
 fn a_transcript_joins_the_hook_signals_once_and_is_followed_from_its_cursor() {
     let home = tempfile::tempdir().unwrap();
-    let transcript = home.path().join("transcript.jsonl");
-    std::fs::copy(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join(SCENARIO_TRANSCRIPT),
-        &transcript,
-    )
-    .unwrap();
-    feed(home.path(), &transcript);
+    let transcript = with_transcript(home.path());
     let summary = finalize(home.path());
     assert!(
         summary["record_signals"].as_u64().unwrap() >= 1,
@@ -255,13 +262,7 @@ fn generation_two_ships_by_an_epoch_advance_from_the_generation_one_home() {
         "0ece7050ac464dba001262163418b978f92cd3e67db863fbaa5f8e69fe277b64"
     );
 
-    let transcript = home.path().join("transcript.jsonl");
-    std::fs::copy(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join(SCENARIO_TRANSCRIPT),
-        &transcript,
-    )
-    .unwrap();
-    feed(home.path(), &transcript);
+    with_transcript(home.path());
     finalize(home.path());
     let all = events(home.path());
     assert!(!of_type(&all, "message.assistant").is_empty());
@@ -277,13 +278,7 @@ fn generation_two_ships_by_an_epoch_advance_from_the_generation_one_home() {
 #[test]
 fn an_unread_record_near_the_cleanup_period_is_a_warning() {
     let home = tempfile::tempdir().unwrap();
-    let transcript = home.path().join("transcript.jsonl");
-    std::fs::copy(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join(SCENARIO_TRANSCRIPT),
-        &transcript,
-    )
-    .unwrap();
-    feed(home.path(), &transcript);
+    let transcript = with_transcript(home.path());
     finalize(home.path());
     let quiet = run(home.path(), &["health"]);
     assert!(
@@ -332,13 +327,7 @@ fn many_small_passes_give_what_one_pass_gives() {
     let mut texts = Vec::new();
     for pass in [None, Some("4096")] {
         let home = tempfile::tempdir().unwrap();
-        let transcript = home.path().join("transcript.jsonl");
-        std::fs::copy(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join(SCENARIO_TRANSCRIPT),
-            &transcript,
-        )
-        .unwrap();
-        feed(home.path(), &transcript);
+        with_transcript(home.path());
         let mut cmd = common::harnery(home.path());
         cmd.env("HARNERY_RECORDS", "on")
             .args(["finalize", "--json"]);
