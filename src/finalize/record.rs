@@ -63,16 +63,24 @@ pub fn enabled() -> bool {
 }
 
 /// Spool what each session's record gained since its cursor, at most
-/// [`PASS_LEN`] bytes a session; returns how many signals were written
-/// (the caller drains them and calls again until none are).
+/// [`PASS_LEN`] bytes a session: every session, or only those of `only`
+/// (the ones the pass before wrote for). Returns how many signals were
+/// written and for which sessions; the caller drains them and calls again
+/// with those until none are.
 pub fn follow(
     home: &Home,
     ledger: &Ledger,
     now_unix_ns: i64,
     clock: &ClockSample,
-) -> Result<u64, FinalizeError> {
+    only: Option<&[SessionRef]>,
+) -> Result<(u64, Vec<SessionRef>), FinalizeError> {
     let mut written = 0;
-    for session in ledger.producer_sessions()? {
+    let mut wrote_for = Vec::new();
+    let sessions = match only {
+        Some(these) => these.to_vec(),
+        None => ledger.producer_sessions()?,
+    };
+    for session in sessions {
         let Some(text) = ledger.producer_state(&session)? else {
             continue;
         };
@@ -94,9 +102,12 @@ pub fn follow(
             written: 0,
         };
         follow_one(&path, named, cursor, fingerprint, &mut out)?;
-        written += out.written;
+        if out.written > 0 {
+            written += out.written;
+            wrote_for.push(session);
+        }
     }
-    Ok(written)
+    Ok((written, wrote_for))
 }
 
 /// Where the session's record is, and whether a hook named it (a path

@@ -70,14 +70,23 @@ pub fn finalize(home: &Home, opts: &FinalizeOptions) -> Result<Summary, Finalize
         apply_pending(home, &mut ledger, incarnation, opts, &mut summary)?;
     super::intake::drain(home, &mut ledger, incarnation, opts, &mut summary)?;
     if opts.follow_records {
-        // Pass by pass, each drained before the next reads on.
+        // Pass by pass, each drained before the next reads on; after the
+        // first, only the sessions whose records had more.
+        let mut only: Option<Vec<crate::contract::SessionRef>> = None;
         for _ in 0..super::record::MAX_PASSES {
-            let written = super::record::follow(home, &ledger, opts.now_unix_ns, &opts.clock)?;
+            let (written, wrote_for) = super::record::follow(
+                home,
+                &ledger,
+                opts.now_unix_ns,
+                &opts.clock,
+                only.as_deref(),
+            )?;
             if written == 0 {
                 break;
             }
             summary.record_signals += written;
             super::intake::drain(home, &mut ledger, incarnation, opts, &mut summary)?;
+            only = Some(wrote_for);
         }
     }
     super::state::tick_all(home, &mut ledger, incarnation, opts, &mut summary)?;
