@@ -30,7 +30,7 @@ use crate::adapter::harnery::{
 use crate::clock::ClockSample;
 use crate::contract::{AdapterId, RecordProblem, SessionRef};
 use crate::finalize::FinalizeError;
-use crate::finalize::producer::SessionProducer;
+use crate::finalize::producer::RecordCursor;
 use crate::home::Home;
 use crate::ledger::Ledger;
 use crate::spool::{Signal, SpoolWriter};
@@ -84,13 +84,12 @@ pub fn follow(
         let Some(text) = ledger.producer_state(&session)? else {
             continue;
         };
-        let Ok(producer) = serde_json::from_str::<SessionProducer>(&text) else {
-            // A state that does not load is reported by the drain that
-            // loads it; following waits for it.
+        // A state that does not load is reported by the drain that loads
+        // it; following waits for it.
+        let Some(at) = RecordCursor::of_state(&text) else {
             continue;
         };
-        let (named, cursor, fingerprint, reported) = producer.record_cursor();
-        let Some((path, named)) = record_path(&session, named) else {
+        let Some((path, named)) = record_path(&session, at.path.as_deref()) else {
             continue;
         };
         let mut out = Spooler {
@@ -98,10 +97,10 @@ pub fn follow(
             session: &session,
             now_unix_ns,
             clock,
-            reported,
+            reported: at.problem.as_deref(),
             written: 0,
         };
-        follow_one(&path, named, cursor, fingerprint, &mut out)?;
+        follow_one(&path, named, at.cursor, &at.fingerprint, &mut out)?;
         if out.written > 0 {
             written += out.written;
             wrote_for.push(session);

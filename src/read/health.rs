@@ -302,32 +302,16 @@ pub fn record_conditions(
     now_ns: i64,
 ) -> Result<Vec<Condition>, crate::ledger::LedgerError> {
     let mut out = Vec::new();
-    /// Only the record's part of a producer state: the rest is skipped
-    /// unparsed, so this stays cheap with many sessions.
-    #[derive(serde::Deserialize)]
-    struct State {
-        #[serde(default)]
-        record: Follow,
-    }
-    #[derive(serde::Deserialize, Default)]
-    struct Follow {
-        path: Option<String>,
-        #[serde(default)]
-        cursor: u64,
-    }
+    use crate::finalize::producer::RecordCursor;
     for session in ledger.producer_sessions()? {
         let Some(text) = ledger.producer_state(&session)? else {
             continue;
         };
-        if memchr::memmem::find(text.as_bytes(), b"\"record\":").is_none() {
-            continue;
-        }
-        let Ok(State {
-            record: Follow {
-                path: Some(path),
-                cursor,
-            },
-        }) = serde_json::from_str::<State>(&text)
+        let Some(RecordCursor {
+            path: Some(path),
+            cursor,
+            ..
+        }) = RecordCursor::of_state(&text)
         else {
             continue;
         };

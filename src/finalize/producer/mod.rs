@@ -35,6 +35,7 @@ use serde::{Deserialize, Serialize};
 pub use authority::PROFILE_CHANGED_CONDITION;
 pub use deliveries::DELIVERY_MEMORY;
 pub use ends::{END_EXPIRY_NS, EndOrigin, PendingEnd};
+pub use record::RecordCursor;
 pub use recovery::{
     READ_SIDE_SPAN_CAP, SPAN_CAP_CONDITION, SPAN_WATERMARK, elapsed_upper_bound,
     recovery_provenance,
@@ -323,18 +324,6 @@ impl SessionProducer {
             SignalKind::RecordChunk(chunk) => self.on_record_chunk(*chunk, trigger, out),
             SignalKind::RecordProblem(p) => self.on_record_problem(p, trigger, out),
         }
-    }
-
-    /// The agent's own record as this session follows it: the file, the
-    /// cursor, the fingerprint before it and the problem last reported.
-    pub fn record_cursor(&self) -> (Option<&str>, u64, &str, Option<&str>) {
-        let r = &self.record;
-        (
-            r.path.as_deref(),
-            r.cursor,
-            &r.fingerprint,
-            r.problem.as_deref(),
-        )
     }
 
     fn emit_plain(

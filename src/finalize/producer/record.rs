@@ -27,6 +27,38 @@ use crate::contract::{
     RecordProblem, SessionMetadata, SignalUnrecognized, TimeSource, ToolRecorded, TurnAttribution,
 };
 
+/// Where a session's record stands, read from its stored producer state
+/// alone: the rest of the state is skipped unparsed, so reading every
+/// session's cursor stays cheap (`finalize` before each pass, `health`).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct RecordCursor {
+    /// The record file, once a hook named it or the finalizer found it.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Bytes of the record read and applied.
+    #[serde(default)]
+    pub cursor: u64,
+    /// blake3 (hex) of the bytes just before `cursor`.
+    #[serde(default)]
+    pub fingerprint: String,
+    /// The problem last reported, if any.
+    #[serde(default)]
+    pub problem: Option<String>,
+}
+
+impl RecordCursor {
+    /// The cursor in a stored producer state (`None`: the state does not
+    /// parse, which the drain that loads it reports).
+    pub fn of_state(text: &str) -> Option<RecordCursor> {
+        #[derive(Deserialize)]
+        struct State {
+            #[serde(default)]
+            record: RecordCursor,
+        }
+        serde_json::from_str::<State>(text).ok().map(|s| s.record)
+    }
+}
+
 /// Hook tool requests remembered for joining.
 const REMEMBERED_REQUESTS: usize = 256;
 /// Message ids remembered for usage de-duplication.
@@ -375,5 +407,35 @@ impl SessionProducer {
             success: result.success,
             exit_code: result.exit_code,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The cursor a stored state holds is read back from the state's text
+    /// alone, whatever else the state holds; a state without a record part
+    /// has none, and a state that is not JSON is not read.
+    #[test]
+    fn the_cursor_reads_back_from_a_stored_state() {
+        let follow = RecordFollow {
+            path: Some("/r.jsonl".into()),
+            cursor: 42,
+            fingerprint: "ab".into(),
+            problem: Some("rewritten".into()),
+            usage_seen: VecDeque::from(["m1".to_string()]),
+            ..RecordFollow::default()
+        };
+        let text = serde_json::json!({"next_offset": 7, "record": follow}).to_string();
+        let read = RecordCursor::of_state(&text).unwrap();
+        assert_eq!(read.path.as_deref(), Some("/r.jsonl"));
+        assert_eq!((read.cursor, read.fingerprint.as_str()), (42, "ab"));
+        assert_eq!(read.problem.as_deref(), Some("rewritten"));
+        assert_eq!(
+            RecordCursor::of_state(r#"{"next_offset": 7}"#),
+            Some(RecordCursor::default())
+        );
+        assert_eq!(RecordCursor::of_state("not json"), None);
     }
 }
