@@ -160,6 +160,10 @@ impl Spooler<'_> {
         Ok(())
     }
 
+    fn unreadable(&mut self, path: &Path, e: std::io::Error) -> Result<(), FinalizeError> {
+        self.problem(path, "unreadable", format!("{}: {e}", path.display()))
+    }
+
     fn problem(&mut self, path: &Path, kind: &str, detail: String) -> Result<(), FinalizeError> {
         if self.reported == Some(kind) {
             return Ok(());
@@ -189,11 +193,11 @@ fn follow_one(
             }
             return Ok(());
         }
-        Err(e) => return out.problem(path, "unreadable", format!("{}: {e}", path.display())),
+        Err(e) => return out.unreadable(path, e),
     };
     let len = match file.metadata() {
         Ok(m) => m.len(),
-        Err(e) => return out.problem(path, "unreadable", format!("{}: {e}", path.display())),
+        Err(e) => return out.unreadable(path, e),
     };
     if len < cursor {
         let detail = format!(
@@ -212,7 +216,7 @@ fn follow_one(
                 );
                 return out.problem(path, "rewritten", detail);
             }
-            Err(e) => return out.problem(path, "unreadable", format!("{}: {e}", path.display())),
+            Err(e) => return out.unreadable(path, e),
         }
     }
     let mut at = cursor;
@@ -221,12 +225,12 @@ fn follow_one(
         let chunk = match whole_lines(&mut file, at, len, pass_len.min(CHUNK_LEN as u64) as usize) {
             Ok(Some(bytes)) => bytes,
             Ok(None) => return Ok(()),
-            Err(e) => return out.problem(path, "unreadable", format!("{}: {e}", path.display())),
+            Err(e) => return out.unreadable(path, e),
         };
         let end = at + chunk.len() as u64;
         let fingerprint = match tail_fingerprint(&mut file, end) {
             Ok(f) => f,
-            Err(e) => return out.problem(path, "unreadable", format!("{}: {e}", path.display())),
+            Err(e) => return out.unreadable(path, e),
         };
         let header = RecordChunkHeader {
             path: path.display().to_string(),

@@ -150,11 +150,7 @@ impl RecordFollow {
     /// The hook request `call` joins: by call id where the hook had one,
     /// else the oldest unjoined request of the same tool and input.
     fn join(&mut self, adapter: AdapterId, call: &RecordedCall) -> Option<EventId> {
-        let by_id = self.requests.iter().position(|r| {
-            r.joined.as_deref() == Some(&call.tool_call_id)
-                || r.call_id.as_deref() == Some(&call.tool_call_id)
-        });
-        let found = by_id.or_else(|| match adapter {
+        let found = self.by_call(&call.tool_call_id).or_else(|| match adapter {
             AdapterId::ClaudeCode => None,
             AdapterId::Copilot => self.requests.iter().position(|r| {
                 r.joined.is_none()
@@ -169,10 +165,15 @@ impl RecordFollow {
 
     /// The request already joined to the record call `call_id`.
     fn joined(&self, call_id: &str) -> Option<(EventId, String)> {
-        self.requests
-            .iter()
-            .find(|r| r.joined.as_deref() == Some(call_id) || r.call_id.as_deref() == Some(call_id))
-            .map(|r| (r.event_id.clone(), r.tool_name.clone()))
+        let r = &self.requests[self.by_call(call_id)?];
+        Some((r.event_id.clone(), r.tool_name.clone()))
+    }
+
+    /// The request the hook gave `call_id`, or that was joined to it.
+    fn by_call(&self, call_id: &str) -> Option<usize> {
+        self.requests.iter().position(|r| {
+            r.joined.as_deref() == Some(call_id) || r.call_id.as_deref() == Some(call_id)
+        })
     }
 
     /// A record call that finished needs its hook request no more.
