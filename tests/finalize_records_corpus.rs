@@ -34,6 +34,20 @@ fn lines(path: &Path) -> Vec<Value> {
         .collect()
 }
 
+/// Point every record path a hook payload names at `to(session)`, and a
+/// subagent's (`agent_transcript_path`) at `to_agent(its file name)`.
+fn repoint_all(
+    payload: &mut Value,
+    to: &dyn Fn(&str) -> PathBuf,
+    to_agent: &dyn Fn(&str) -> PathBuf,
+) {
+    repoint(payload, to);
+    if let Some(path) = payload["agent_transcript_path"].as_str() {
+        let name = Path::new(path).file_name().unwrap().to_string_lossy();
+        payload["agent_transcript_path"] = Value::String(to_agent(&name).display().to_string());
+    }
+}
+
 /// Point every record path a hook payload names at `to(session)`.
 fn repoint(payload: &mut Value, to: &dyn Fn(&str) -> PathBuf) {
     let session = payload["session_id"]
@@ -85,6 +99,22 @@ impl Finalized {
     fn problems(&self) -> Vec<&Value> {
         self.of_type("record.problem")
     }
+}
+
+/// The subagent transcripts of a Claude Code scenario, by file name.
+fn claude_subagent_transcripts(scenario: &str) -> BTreeMap<String, PathBuf> {
+    let dir = fixtures().join("records/claude-code").join(scenario);
+    let mut out = BTreeMap::new();
+    if dir.is_dir() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            if name.starts_with("agent-") {
+                out.insert(name, p);
+            }
+        }
+    }
+    out
 }
 
 /// The Claude Code transcripts of a scenario, by session id.
@@ -148,6 +178,23 @@ fn every_claude_code_transcript_joins_its_hooks() {
                 .cloned()
                 .unwrap_or_else(|| records.join("none"))
         };
+        // A subagent transcript the capture did not keep is named but
+        // missing: loud, once each.
+        let subagents = claude_subagent_transcripts(scenario);
+        let subagent_copies: BTreeMap<String, PathBuf> = subagents
+            .iter()
+            .map(|(name, p)| {
+                let to = records.join(name);
+                std::fs::copy(p, &to).unwrap();
+                (name.clone(), to)
+            })
+            .collect();
+        let to_agent = |name: &str| {
+            subagent_copies
+                .get(name)
+                .cloned()
+                .unwrap_or_else(|| records.join("missing").join(name))
+        };
         let hooks = std::fs::read_to_string(
             fixtures()
                 .join("claude-code")
@@ -157,7 +204,7 @@ fn every_claude_code_transcript_joins_its_hooks() {
         .unwrap();
         for line in hooks.lines().filter(|l| !l.trim().is_empty()) {
             let mut payload: Value = serde_json::from_str(line).unwrap();
-            repoint(&mut payload, &to);
+            repoint_all(&mut payload, &to, &to_agent);
             hook(
                 home.path(),
                 &["claude-code"],
@@ -165,16 +212,60 @@ fn every_claude_code_transcript_joins_its_hooks() {
             );
         }
         let got = Finalized::of(home.path(), home.path(), scenario);
-        assert!(
-            got.problems().is_empty(),
-            "{scenario}: {:?}",
-            got.problems()
-        );
+        let named_agents: BTreeSet<String> = hooks
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter_map(|v| Some(v["agent_transcript_path"].as_str()?.to_string()))
+            .map(|p| {
+                Path::new(&p)
+                    .file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        let missing: BTreeSet<String> = named_agents
+            .iter()
+            .filter(|name| !subagents.contains_key(*name))
+            .map(|name| to_agent(name).display().to_string())
+            .collect();
+        let problems: BTreeSet<String> = got
+            .problems()
+            .iter()
+            .map(|p| {
+                assert_eq!(p["payload"]["kind"], "missing", "{scenario}: {p}");
+                p["payload"]["path"].as_str().unwrap().to_string()
+            })
+            .collect();
+        assert_eq!(problems, missing, "{scenario}: missing subagent records");
+        assert_eq!(got.problems().len(), missing.len(), "{scenario}: once each");
 
         let mut texts: Vec<String> = Vec::new();
         let mut usage_ids = BTreeSet::new();
         let mut tool_ids = BTreeSet::new();
-        for path in transcripts.values() {
+        let followed: Vec<&PathBuf> = subagents
+            .iter()
+            .filter(|(name, _)| named_agents.contains(*name))
+            .map(|(_, p)| p)
+            .collect();
+        for path in &followed {
+            // The subagent's lines are its own: read from its file, under
+            // its agent id.
+            let name = path.file_name().unwrap().to_string_lossy();
+            let copy = subagent_copies[name.as_ref()].display().to_string();
+            let agent = lines(path)[0]["agentId"].as_str().unwrap().to_string();
+            let from_it: Vec<&Value> = got
+                .events
+                .iter()
+                .filter(|e| e["payload"]["record"]["path"] == copy.as_str())
+                .collect();
+            assert!(!from_it.is_empty(), "{scenario}: {name} followed");
+            assert!(
+                from_it.iter().all(|e| e["agent_id"] == agent.as_str()),
+                "{scenario}: {name} under {agent}"
+            );
+        }
+        for path in transcripts.values().chain(followed) {
             for v in lines(path).iter().filter(|v| v["type"] == "assistant") {
                 let message = &v["message"];
                 if message.get("usage").is_some() {
@@ -272,35 +363,128 @@ fn copilot_records() -> Vec<(String, PathBuf, String)> {
     out
 }
 
+/// A Copilot scenario's hooks through the real hook binary and its record
+/// where Copilot keeps it, finalized.
+fn copilot_finalized(scenario: &str, record: &Path, session: &str) -> Finalized {
+    let home = tempfile::tempdir().unwrap();
+    let copilot_home = home.path().join("copilot");
+    let state = copilot_home.join("session-state").join(session);
+    std::fs::create_dir_all(&state).unwrap();
+    let events_file = state.join("events.jsonl");
+    std::fs::copy(record, &events_file).unwrap();
+    let to = |_: &str| events_file.clone();
+    let capture = fixtures()
+        .join("copilot")
+        .join(scenario)
+        .join("hook-capture.jsonl");
+    for v in lines(&capture) {
+        let event = v["event"].as_str().unwrap().to_string();
+        let raw = v["stdin_raw"].as_str().unwrap_or("");
+        let stdin = match serde_json::from_str::<Value>(raw) {
+            Ok(mut payload) => {
+                repoint(&mut payload, &to);
+                payload.to_string().into_bytes()
+            }
+            Err(_) => raw.as_bytes().to_vec(),
+        };
+        hook(home.path(), &["copilot", &event], stdin);
+    }
+    Finalized::of(home.path(), &copilot_home, scenario)
+}
+
+/// The calls of a Copilot record that an agent started in a turn the
+/// record then ended without finishing them, by call id.
+fn calls_open_at_their_turn_end(frames: &[Value]) -> BTreeSet<String> {
+    let mut open: BTreeMap<String, (Value, Value)> = BTreeMap::new();
+    let mut swept = BTreeSet::new();
+    for f in frames {
+        let data = &f["data"];
+        match f["type"].as_str().unwrap_or("") {
+            "tool.execution_start" => {
+                let call = data["toolCallId"].as_str().unwrap().to_string();
+                open.insert(call, (f["agentId"].clone(), data["turnId"].clone()));
+            }
+            "tool.execution_complete" => {
+                open.remove(data["toolCallId"].as_str().unwrap());
+            }
+            "assistant.turn_end" => {
+                let ended = (f["agentId"].clone(), data["turnId"].clone());
+                open.retain(|call, at| {
+                    if *at == ended {
+                        swept.insert(call.clone());
+                    }
+                    *at != ended
+                });
+            }
+            _ => {}
+        }
+    }
+    swept
+}
+
+/// Copilot's hooks give no turn boundary a sweep may trust, but its record
+/// does: a call the record started and its turn then ended without (an
+/// interrupt) gets the turn-end terminal on its hook span, outcome unknown.
+/// Where the record shows no turn end (SIGKILL), the span stays as the
+/// hooks left it.
+#[test]
+fn a_copilot_turn_end_in_the_record_recovers_the_calls_it_cut_off() {
+    let records = copilot_records();
+    let mut swept_somewhere = 0;
+    for scenario in [
+        "interrupted-sigint",
+        "interrupted-sigterm",
+        "interrupted-sigkill-1-killed",
+        "subagent-task",
+        "basic-shell-openai",
+    ] {
+        let (_, record, session) = records.iter().find(|(s, ..)| s == scenario).unwrap();
+        let got = copilot_finalized(scenario, record, session);
+        let cut_off = calls_open_at_their_turn_end(&lines(record));
+        let span_of: BTreeMap<String, String> = got
+            .of_type("tool.recorded")
+            .iter()
+            .filter_map(|e| {
+                Some((
+                    e["payload"]["tool_call_id"].as_str()?.to_string(),
+                    e["payload"]["span_request_event_id"].as_str()?.to_string(),
+                ))
+            })
+            .collect();
+        let turn_end_terminals: BTreeSet<String> = got
+            .of_type("tool.completed")
+            .iter()
+            .filter(|e| {
+                e["payload"]["recovery"]["reason"] == "completion_not_observed_before_turn_end"
+            })
+            .map(|e| {
+                assert_eq!(e["payload"]["outcome"], "unknown", "{scenario}: {e}");
+                assert_eq!(e["provenance"]["attestation"], "derived", "{scenario}: {e}");
+                e["payload"]["requested_event_id"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        let expected: BTreeSet<String> = cut_off
+            .iter()
+            .map(|call| span_of.get(call).expect("the cut-off call joined").clone())
+            .collect();
+        assert_eq!(turn_end_terminals, expected, "{scenario}");
+        swept_somewhere += expected.len();
+    }
+    assert_eq!(
+        swept_somewhere, 2,
+        "sigint and sigterm each cut one call off"
+    );
+}
+
 #[test]
 fn every_copilot_event_log_joins_its_hooks_with_call_ids_and_exit_codes() {
     let records = copilot_records();
     assert!(records.len() >= 20, "{} scenarios", records.len());
     for (scenario, record, session) in records {
-        let home = tempfile::tempdir().unwrap();
-        let copilot_home = home.path().join("copilot");
-        let state = copilot_home.join("session-state").join(&session);
-        std::fs::create_dir_all(&state).unwrap();
-        let events_file = state.join("events.jsonl");
-        std::fs::copy(&record, &events_file).unwrap();
-        let to = |_: &str| events_file.clone();
-        let capture = fixtures()
-            .join("copilot")
-            .join(&scenario)
-            .join("hook-capture.jsonl");
-        for v in lines(&capture) {
-            let event = v["event"].as_str().unwrap().to_string();
-            let raw = v["stdin_raw"].as_str().unwrap_or("");
-            let stdin = match serde_json::from_str::<Value>(raw) {
-                Ok(mut payload) => {
-                    repoint(&mut payload, &to);
-                    payload.to_string().into_bytes()
-                }
-                Err(_) => raw.as_bytes().to_vec(),
-            };
-            hook(home.path(), &["copilot", &event], stdin);
-        }
-        let got = Finalized::of(home.path(), &copilot_home, &scenario);
+        let got = copilot_finalized(&scenario, &record, &session);
         assert!(
             got.problems().is_empty(),
             "{scenario}: {:?}",

@@ -64,15 +64,17 @@ fn policy() -> impl Strategy<Value = Option<RecoveryPolicy>> {
             any::<bool>(),
             any::<bool>(),
             any::<bool>(),
+            any::<bool>(),
             any::<bool>()
         )
-            .prop_map(|(a, b, c, d, e, f)| Some(RecoveryPolicy {
+            .prop_map(|(a, b, c, d, e, f, g)| Some(RecoveryPolicy {
                 request_not_observed: a,
                 turn_end_sweep: b,
                 next_turn_sweep: c,
                 span_cap_pressure: d,
                 explicit_end_salvage: e,
                 command_closer: f,
+                record_turn_end_sweep: g,
             })),
     ]
 }

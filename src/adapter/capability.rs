@@ -121,6 +121,9 @@ pub struct RecoveryPolicy {
     pub explicit_end_salvage: bool,
     /// Close command spans still open when the session ends.
     pub command_closer: bool,
+    /// Sweep, at a turn end the agent's own record shows, the record's
+    /// calls of that turn that never finished (their joined hook spans).
+    pub record_turn_end_sweep: bool,
 }
 
 impl RecoveryPolicy {
@@ -132,6 +135,7 @@ impl RecoveryPolicy {
         span_cap_pressure: true,
         explicit_end_salvage: true,
         command_closer: true,
+        record_turn_end_sweep: true,
     };
 
     /// Nothing is minted; spans close natively or stay open.
@@ -142,13 +146,16 @@ impl RecoveryPolicy {
         span_cap_pressure: false,
         explicit_end_salvage: false,
         command_closer: false,
+        record_turn_end_sweep: false,
     };
 }
 
 /// The recovery-enablement table. See `docs/producer.md` for the reasoning;
 /// in short: turn-boundary sweeps need a native turn id and a reliable
-/// boundary signal, so they run for Claude Code only. Copilot keeps the rules
-/// that rest on direct evidence or on an explicit approval.
+/// boundary signal, so the hook-driven ones run for Claude Code only.
+/// Copilot keeps the rules that rest on direct evidence or on an explicit
+/// approval, and the one sweep its own record proves: a `turn_end` that
+/// names the turn of calls it never finished.
 pub fn recovery_policy(adapter: AdapterId) -> RecoveryPolicy {
     #[cfg(test)]
     if let Some(changed) = tests::changed_entry(adapter) {
@@ -206,8 +213,9 @@ mod tests {
             &mut p.span_cap_pressure,
             &mut p.explicit_end_salvage,
             &mut p.command_closer,
+            &mut p.record_turn_end_sweep,
         ];
-        let rule = rules.into_iter().nth(n).expect("six rules");
+        let rule = rules.into_iter().nth(n).expect("seven rules");
         *rule = !*rule;
         p
     }
@@ -230,7 +238,7 @@ mod tests {
         ];
         for adapter in AdapterId::ALL {
             let table = recovery_policy(adapter);
-            for n in 0..6 {
+            for n in 0..7 {
                 let changed = flipped(table, n);
                 CHANGED.set(Some((adapter, changed)));
                 assert_eq!(recovery_policy(adapter), changed, "the entry changed");
@@ -242,5 +250,6 @@ mod tests {
         }
         assert!(!recovery_policy(AdapterId::Copilot).turn_end_sweep);
         assert!(recovery_policy(AdapterId::ClaudeCode).turn_end_sweep);
+        assert!(recovery_policy(AdapterId::Copilot).record_turn_end_sweep);
     }
 }

@@ -55,6 +55,10 @@ pub struct RecordChunkHeader {
     pub start: u64,
     pub end: u64,
     pub fingerprint: String,
+    /// The chunk reaches the end the file had when it was read (a
+    /// subagent's record, read after the subagent stopped, is then done).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub at_end: bool,
 }
 
 /// A `harnery.record` signal, read: its header and each whole line with
@@ -253,6 +257,7 @@ mod tests {
             start: 100,
             end: 100 + 12,
             fingerprint: "f".into(),
+            at_end: false,
         };
         let payload = record_payload(&header, b"not json\n\n{\n");
         let SignalKind::RecordChunk(chunk) =

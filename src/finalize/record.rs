@@ -18,6 +18,11 @@
 //! loud `record.problem` event, once per kind), and it never holds up the
 //! hook signals. The hook itself never reads a record.
 //!
+//! A Claude Code subagent writes a transcript of its own, which
+//! `SubagentStop` names (`agent_transcript_path`): it is followed the same
+//! way, from a cursor of its own, until a pass has read it to its end (the
+//! subagent has stopped, so nothing more comes).
+//!
 //! `HARNERY_RECORDS=off` turns following off (the hook signals are then
 //! all the ledger gets).
 
@@ -89,9 +94,6 @@ pub fn follow(
         let Some(at) = RecordCursor::of_state(&text) else {
             continue;
         };
-        let Some((path, named)) = record_path(&session, at.path.as_deref()) else {
-            continue;
-        };
         let mut out = Spooler {
             home,
             session: &session,
@@ -100,7 +102,14 @@ pub fn follow(
             reported: at.problem.as_deref(),
             written: 0,
         };
-        follow_one(&path, named, at.cursor, &at.fingerprint, &mut out)?;
+        if let Some((path, named)) = record_path(&session, at.path.as_deref()) {
+            follow_one(&path, named, at.cursor, &at.fingerprint, &mut out)?;
+        }
+        for side in &at.subagents {
+            out.reported = None;
+            let path = Path::new(&side.path);
+            follow_one(path, true, side.cursor, &side.fingerprint, &mut out)?;
+        }
         if out.written > 0 {
             written += out.written;
             wrote_for.push(session);
@@ -237,6 +246,7 @@ fn follow_one(
             start: at,
             end,
             fingerprint,
+            at_end: end == len,
         };
         out.append(RECORD, &record_payload(&header, &chunk))?;
         at = end;

@@ -141,6 +141,24 @@ pub fn path_in_payload(payload: &[u8]) -> Option<String> {
         .filter(|p| !p.is_empty())
 }
 
+/// A subagent's own record a hook payload names: Claude Code's
+/// `agent_transcript_path` with its `agent_id` (on `SubagentStop`; each
+/// subagent writes a transcript of its own). Cheap for payloads that name
+/// none, as [`path_in_payload`] is.
+pub fn subagent_record_in_payload(payload: &[u8]) -> Option<(String, String)> {
+    #[derive(serde::Deserialize)]
+    struct Named {
+        #[serde(default)]
+        agent_id: Option<String>,
+        #[serde(default)]
+        agent_transcript_path: Option<String>,
+    }
+    memchr::memmem::find(payload, b"\"agent_transcript_path\"")?;
+    let named = serde_json::from_slice::<Named>(payload).ok()?;
+    let path = named.agent_transcript_path.filter(|p| !p.is_empty())?;
+    Some((named.agent_id.unwrap_or_default(), path))
+}
+
 impl RecordLine {
     /// A line that says nothing the ledger keeps.
     pub fn empty() -> RecordLine {
@@ -178,4 +196,35 @@ fn millis(ms: f64) -> Option<u64> {
 /// An agent's ISO-8601 timestamp as UTC nanoseconds.
 fn time_ns(text: Option<&str>) -> Option<i64> {
     text.and_then(crate::clock::parse_rfc3339_ns)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hook_payloads_name_records() {
+        let claude = br#"{"session_id":"s","transcript_path":"/t/s.jsonl"}"#;
+        assert_eq!(path_in_payload(claude).as_deref(), Some("/t/s.jsonl"));
+        let copilot = br#"{"sessionId":"s","transcriptPath":"/c/events.jsonl"}"#;
+        assert_eq!(path_in_payload(copilot).as_deref(), Some("/c/events.jsonl"));
+        assert_eq!(path_in_payload(br#"{"transcript_path":""}"#), None);
+        assert_eq!(path_in_payload(br#"{"cwd":"/"}"#), None);
+
+        let stop = br#"{"hook_event_name":"SubagentStop","agent_id":"a1","transcript_path":"/t/s.jsonl","agent_transcript_path":"/t/s/subagents/agent-a1.jsonl"}"#;
+        assert_eq!(
+            subagent_record_in_payload(stop),
+            Some(("a1".into(), "/t/s/subagents/agent-a1.jsonl".into()))
+        );
+        assert_eq!(subagent_record_in_payload(claude), None);
+        assert_eq!(
+            subagent_record_in_payload(br#"{"agent_transcript_path":""}"#),
+            None
+        );
+        assert_eq!(
+            subagent_record_in_payload(br#"{"agent_transcript_path": 3}"#),
+            None,
+            "a path that is not a string names nothing"
+        );
+    }
 }

@@ -185,6 +185,12 @@ impl SessionProducer {
             self.record.path = crate::adapter::record::path_in_payload(signal.payload);
         }
         self.apply(normalized, &mut trigger, &mut out);
+        if from_agent
+            && let Some((agent, path)) =
+                crate::adapter::record::subagent_record_in_payload(signal.payload)
+        {
+            self.follow_subagent_record(agent, path, &mut trigger, &mut out);
+        }
         // Only a session whose record may be followed keeps its requests
         // for joining (Copilot's record is found without a hook naming it).
         if from_agent && (self.record.path.is_some() || self.session.adapter == AdapterId::Copilot)

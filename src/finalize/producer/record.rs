@@ -24,7 +24,8 @@ use crate::adapter::harnery::RecordChunk;
 use crate::adapter::record::{RecordItem, RecordLine, RecordedCall, RecordedResult};
 use crate::contract::{
     AdapterId, Attestation, Confidence, Event, EventId, Payload, Provenance, RecordAt,
-    RecordProblem, SessionMetadata, SignalUnrecognized, TimeSource, ToolRecorded, TurnAttribution,
+    RecordProblem, RecoveryReason, SessionMetadata, SignalUnrecognized, TimeSource, ToolRecorded,
+    TurnAttribution,
 };
 
 /// Where a session's record stands, read from its stored producer state
@@ -44,6 +45,22 @@ pub struct RecordCursor {
     /// The problem last reported, if any.
     #[serde(default)]
     pub problem: Option<String>,
+    /// Subagents' own records still to read.
+    #[serde(default)]
+    pub subagents: Vec<SubagentRecord>,
+}
+
+/// A subagent's own record (Claude Code names it on `SubagentStop`),
+/// followed beside the session's from a cursor of its own until a pass
+/// reads it to its end.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SubagentRecord {
+    pub agent_id: String,
+    pub path: String,
+    #[serde(default)]
+    pub cursor: u64,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub fingerprint: String,
 }
 
 impl RecordCursor {
@@ -63,6 +80,11 @@ impl RecordCursor {
 const REMEMBERED_REQUESTS: usize = 256;
 /// Message ids remembered for usage de-duplication.
 const REMEMBERED_USAGE: usize = 64;
+/// Subagent records followed at once; past this the oldest is given up
+/// (each is read to its end by the pass after its subagent stopped, so
+/// only a session that outruns the finalizer by this many subagents
+/// loses one, and it is reported).
+const FOLLOWED_SUBAGENTS: usize = 64;
 
 /// The record as one session follows it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -87,9 +109,66 @@ pub struct RecordFollow {
     /// every line): only a change is recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     metadata: Option<MetadataSaid>,
-    /// The record's own calls (id, tool name), for naming their results.
+    /// The record's own calls not yet finished, for naming their results
+    /// and for the turn-end sweep.
     #[serde(default, skip_serializing_if = "VecDeque::is_empty")]
-    calls: VecDeque<(String, String)>,
+    calls: VecDeque<CallMemo>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    subagents: Vec<SubagentRecord>,
+}
+
+/// A call the record started and has not yet finished.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(from = "CallMemoStored")]
+struct CallMemo {
+    id: String,
+    name: String,
+    /// The agent that made it (a Copilot subagent numbers its own turns).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    agent: Option<String>,
+    /// The record's turn id for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    turn: Option<String>,
+}
+
+/// A [`CallMemo`] as stored: the first generation-2 builds kept only the
+/// pair (id, tool name).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum CallMemoStored {
+    Pair(String, String),
+    Full {
+        id: String,
+        name: String,
+        #[serde(default)]
+        agent: Option<String>,
+        #[serde(default)]
+        turn: Option<String>,
+    },
+}
+
+impl From<CallMemoStored> for CallMemo {
+    fn from(stored: CallMemoStored) -> CallMemo {
+        match stored {
+            CallMemoStored::Pair(id, name) => CallMemo {
+                id,
+                name,
+                agent: None,
+                turn: None,
+            },
+            CallMemoStored::Full {
+                id,
+                name,
+                agent,
+                turn,
+            } => CallMemo {
+                id,
+                name,
+                agent,
+                turn,
+            },
+        }
+    }
 }
 
 /// Agent version, head commit, cwd and model, as metadata last said them.
@@ -118,6 +197,28 @@ impl RecordFollow {
     /// writes back as it was).
     pub fn is_unused(&self) -> bool {
         *self == RecordFollow::default()
+    }
+
+    /// Follow a subagent's own record too. Returns the record given up to
+    /// make room, if one was.
+    pub fn follow_subagent(&mut self, agent_id: String, path: String) -> Option<SubagentRecord> {
+        let known = self.path.as_deref() == Some(path.as_str())
+            || self.subagents.iter().any(|s| s.path == path);
+        if known {
+            return None;
+        }
+        let given_up =
+            (self.subagents.len() == FOLLOWED_SUBAGENTS).then(|| self.subagents.remove(0));
+        self.subagents.push(SubagentRecord {
+            agent_id,
+            path,
+            ..SubagentRecord::default()
+        });
+        given_up
+    }
+
+    fn subagent(&self, path: &str) -> Option<usize> {
+        self.subagents.iter().position(|s| s.path == path)
     }
 
     /// Remember the hook tool requests among `events` for joining (not
@@ -180,23 +281,48 @@ impl RecordFollow {
     fn forget(&mut self, call_id: &str) {
         self.requests
             .retain(|r| r.joined.as_deref() != Some(call_id));
-        self.calls.retain(|(id, _)| id != call_id);
+        self.calls.retain(|c| c.id != call_id);
     }
 
-    fn remember_call(&mut self, call: &RecordedCall) {
+    fn remember_call(&mut self, call: &RecordedCall, agent: Option<&str>, turn: Option<&str>) {
         if self.calls.len() == REMEMBERED_REQUESTS {
             self.calls.pop_front();
         }
-        self.calls
-            .push_back((call.tool_call_id.clone(), call.tool_name.clone()));
+        self.calls.push_back(CallMemo {
+            id: call.tool_call_id.clone(),
+            name: call.tool_name.clone(),
+            agent: agent.map(str::to_string),
+            turn: turn.map(str::to_string),
+        });
     }
 
     fn call_name(&self, call_id: &str) -> Option<String> {
         self.calls
             .iter()
             .rev()
-            .find(|(id, _)| id == call_id)
-            .map(|(_, name)| name.clone())
+            .find(|c| c.id == call_id)
+            .map(|c| c.name.clone())
+    }
+
+    /// The hook spans of the record's calls that `agent` started in
+    /// `turn` and never finished: the record's turn ended without them.
+    /// They are forgotten as calls; a result the record still writes for
+    /// one finds its span through the join.
+    fn unfinished_in_turn(&mut self, agent: Option<&str>, turn: &str) -> Vec<EventId> {
+        let mut spans = Vec::new();
+        let requests = &self.requests;
+        self.calls.retain(|c| {
+            let in_turn = c.agent.as_deref() == agent && c.turn.as_deref() == Some(turn);
+            if in_turn
+                && let Some(r) = requests
+                    .iter()
+                    .find(|r| r.joined.as_deref() == Some(c.id.as_str()))
+            {
+                spans.push(r.event_id.clone());
+            }
+            !in_turn
+        });
+        spans
     }
 
     /// Whether `m` says something the session's metadata did not yet say
@@ -251,27 +377,82 @@ impl SessionProducer {
         out: &mut Vec<Event>,
     ) {
         let header = &chunk.header;
-        if header.end <= self.record.cursor {
+        let subagent = self.record.subagent(&header.path);
+        let (cursor, agent) = match subagent {
+            Some(i) => {
+                let s = &self.record.subagents[i];
+                (s.cursor, Some(s.agent_id.clone()))
+            }
+            None => (self.record.cursor, None),
+        };
+        if header.end <= cursor {
             return;
         }
-        if self.record.path.is_none() {
+        if subagent.is_none() && self.record.path.is_none() {
             self.record.path = Some(header.path.clone());
         }
         let received = (trigger.time_unix_ns, trigger.time_source);
-        for (offset, line) in chunk.lines {
-            if offset < self.record.cursor {
+        for (offset, mut line) in chunk.lines {
+            if offset < cursor {
                 continue;
             }
             (trigger.time_unix_ns, trigger.time_source) = match line.time_unix_ns {
                 Some(t) => (t, TimeSource::Agent),
                 None => received,
             };
+            if line.agent_id.is_none() {
+                line.agent_id = agent.clone();
+            }
             self.on_record_line(&header.path, offset, line, trigger, out);
         }
         (trigger.time_unix_ns, trigger.time_source) = received;
-        self.record.cursor = header.end;
-        self.record.fingerprint = header.fingerprint.clone();
-        self.record.problem = None;
+        match subagent {
+            // Read after its subagent stopped: at its end it is done.
+            Some(i) if header.at_end => {
+                self.record.subagents.remove(i);
+            }
+            Some(i) => {
+                let s = &mut self.record.subagents[i];
+                s.cursor = header.end;
+                s.fingerprint = header.fingerprint.clone();
+            }
+            None => {
+                self.record.cursor = header.end;
+                self.record.fingerprint = header.fingerprint.clone();
+                self.record.problem = None;
+            }
+        }
+    }
+
+    /// Follow a subagent's own record from now on; one given up to make
+    /// room is a loud `record.problem` (kind `not_followed`).
+    pub(super) fn follow_subagent_record(
+        &mut self,
+        agent_id: String,
+        path: String,
+        trigger: &mut Trigger,
+        out: &mut Vec<Event>,
+    ) {
+        let Some(given_up) = self.record.follow_subagent(agent_id, path) else {
+            return;
+        };
+        let detail = format!(
+            "{}: subagent {}'s record was not read to its end; {FOLLOWED_SUBAGENTS} newer \
+             subagent records were waiting",
+            given_up.path, given_up.agent_id
+        );
+        let draft = Draft {
+            tag: format!("record-not-followed:{}", given_up.path),
+            payload: Payload::RecordProblem(RecordProblem {
+                path: given_up.path,
+                kind: "not_followed".to_string(),
+                detail,
+            }),
+            provenance: super::recovery::derived_high(),
+            turn: TurnAttribution::none(),
+            agent_id: None,
+        };
+        self.emit(trigger, draft, out);
     }
 
     /// A problem following the record, reported once per kind. Hook
@@ -282,12 +463,18 @@ impl SessionProducer {
         trigger: &mut Trigger,
         out: &mut Vec<Event>,
     ) {
-        self.record.requests.clear();
-        self.record.calls.clear();
-        if self.record.problem.as_deref() == Some(&problem.kind) {
-            return;
+        if let Some(i) = self.record.subagent(&problem.path) {
+            // A subagent's record that cannot be read is reported once and
+            // given up; the session's own record goes on.
+            self.record.subagents.remove(i);
+        } else {
+            self.record.requests.clear();
+            self.record.calls.clear();
+            if self.record.problem.as_deref() == Some(&problem.kind) {
+                return;
+            }
+            self.record.problem = Some(problem.kind.clone());
         }
-        self.record.problem = Some(problem.kind.clone());
         let draft = Draft {
             tag: format!("record-problem:{}", problem.kind),
             payload: Payload::RecordProblem(problem),
@@ -329,10 +516,18 @@ impl SessionProducer {
                     }
                     Payload::UsageReported(u)
                 }
-                RecordItem::ToolStarted(call) => {
-                    self.recorded_start(path, offset, call, &line.native_turn_id)
-                }
+                RecordItem::ToolStarted(call) => self.recorded_start(
+                    path,
+                    offset,
+                    call,
+                    line.agent_id.as_deref(),
+                    &line.native_turn_id,
+                ),
                 RecordItem::ToolFinished(result) => self.recorded_finish(path, offset, result),
+                RecordItem::TurnEnded { turn_id } => {
+                    self.record_turn_end(line.agent_id.as_deref(), &turn_id, trigger, out);
+                    continue;
+                }
                 RecordItem::Unrecognized { reason } => {
                     Payload::SignalUnrecognized(SignalUnrecognized {
                         adapter_event: None,
@@ -343,13 +538,12 @@ impl SessionProducer {
                         }),
                     })
                 }
-                // Turn marks, resumes and shutdowns of the record carry no
+                // Turn starts, resumes and shutdowns of the record carry no
                 // event of their own in this generation, and neither do the
                 // agent's running totals: they restate the calls' usage,
                 // which is recorded call by call.
                 RecordItem::UsageTotal(_)
                 | RecordItem::TurnStarted { .. }
-                | RecordItem::TurnEnded { .. }
                 | RecordItem::Resumed
                 | RecordItem::Shutdown => continue,
             };
@@ -369,10 +563,12 @@ impl SessionProducer {
         path: &str,
         offset: u64,
         call: RecordedCall,
+        agent: Option<&str>,
         line_turn: &Option<String>,
     ) -> Payload {
         let span = self.record.join(self.session.adapter, &call);
-        self.record.remember_call(&call);
+        let turn_id = call.turn_id.clone().or_else(|| line_turn.clone());
+        self.record.remember_call(&call, agent, turn_id.as_deref());
         Payload::ToolRecorded(ToolRecorded {
             record: RecordAt {
                 path: path.to_string(),
@@ -381,10 +577,35 @@ impl SessionProducer {
             span_request_event_id: span,
             tool_call_id: call.tool_call_id,
             tool_name: call.tool_name,
-            turn_id: call.turn_id.or_else(|| line_turn.clone()),
+            turn_id,
             success: None,
             exit_code: None,
         })
+    }
+
+    /// The record shows `agent`'s turn `turn_id` over: the hook spans of
+    /// the calls it started in that turn and never finished get the
+    /// turn-end terminal where the recovery table enables it (Copilot,
+    /// whose hooks give no boundary a sweep may trust, but whose record
+    /// names each call's turn and writes the turn's end even when the
+    /// turn is interrupted). A span already closed is left alone.
+    fn record_turn_end(
+        &mut self,
+        agent: Option<&str>,
+        turn_id: &str,
+        trigger: &mut Trigger,
+        out: &mut Vec<Event>,
+    ) {
+        let unfinished = self.record.unfinished_in_turn(agent, turn_id);
+        if !self.policy().record_turn_end_sweep {
+            return;
+        }
+        for request in unfinished {
+            if let Some(span) = self.spans.take_by_request(&request) {
+                let reason = RecoveryReason::CompletionNotObservedBeforeTurnEnd;
+                self.recover_span(span, reason, trigger, out);
+            }
+        }
     }
 
     fn recorded_finish(&mut self, path: &str, offset: u64, result: RecordedResult) -> Payload {
@@ -438,5 +659,49 @@ mod tests {
             Some(RecordCursor::default())
         );
         assert_eq!(RecordCursor::of_state("not json"), None);
+    }
+
+    /// A state the first generation-2 builds stored, with the record's
+    /// calls as (id, name) pairs, still loads; the calls come back without
+    /// agent or turn, so a turn end never sweeps them.
+    #[test]
+    fn calls_stored_as_pairs_still_load() {
+        let text = r#"{"cursor": 9, "calls": [["c1", "bash"]]}"#;
+        let mut follow: RecordFollow = serde_json::from_str(text).unwrap();
+        assert_eq!(follow.call_name("c1").as_deref(), Some("bash"));
+        assert!(follow.unfinished_in_turn(None, "0").is_empty());
+        assert_eq!(follow.calls.len(), 1, "a call of no turn stays");
+        let again: RecordFollow =
+            serde_json::from_str(&serde_json::to_string(&follow).unwrap()).unwrap();
+        assert_eq!(again, follow, "the new form round-trips");
+    }
+
+    /// Subagent records are followed once each, never the session's own,
+    /// and past the limit the oldest is given up (and returned, to report).
+    #[test]
+    fn subagent_records_are_bounded() {
+        let mut follow = RecordFollow {
+            path: Some("/main.jsonl".into()),
+            ..RecordFollow::default()
+        };
+        assert_eq!(
+            follow.follow_subagent("a".into(), "/main.jsonl".into()),
+            None
+        );
+        assert!(follow.subagents.is_empty());
+        for n in 0..FOLLOWED_SUBAGENTS {
+            assert_eq!(
+                follow.follow_subagent(format!("a{n}"), format!("/a{n}")),
+                None
+            );
+        }
+        assert_eq!(follow.follow_subagent("again".into(), "/a3".into()), None);
+        let given_up = follow.follow_subagent("new".into(), "/new".into()).unwrap();
+        assert_eq!(
+            (given_up.agent_id.as_str(), given_up.path.as_str()),
+            ("a0", "/a0")
+        );
+        assert_eq!(follow.subagents.len(), FOLLOWED_SUBAGENTS);
+        assert_eq!(follow.subagent("/new"), Some(FOLLOWED_SUBAGENTS - 1));
     }
 }
