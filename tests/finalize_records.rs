@@ -369,3 +369,130 @@ fn many_small_passes_give_what_one_pass_gives() {
     assert!(!texts[0].is_empty());
     assert_eq!(texts[0], texts[1]);
 }
+
+/// `harnery finalize --json` at the time `now`.
+fn finalize_at(home: &Path, now: &str) -> Value {
+    let out = common::harnery(home)
+        .env("HARNERY_RECORDS", "on")
+        .env("HARNERY_NOW", now)
+        .args(["finalize", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Append lines `from..to` of the scenario's transcript to `to_file`, and
+/// feed hooks `hooks` of its hook capture (pointed at `to_file`).
+fn write_part(home: &Path, to_file: &Path, lines: std::ops::Range<usize>, hooks: &[usize]) {
+    use std::io::Write;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join(SCENARIO_TRANSCRIPT)).unwrap();
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(to_file)
+        .unwrap();
+    for line in text.lines().skip(lines.start).take(lines.len()) {
+        writeln!(f, "{line}").unwrap();
+    }
+    let captured =
+        std::fs::read_to_string(root.join("tests/fixtures/claude-code/basic/hooks.jsonl")).unwrap();
+    let captured: Vec<&str> = captured.lines().filter(|l| !l.trim().is_empty()).collect();
+    for &n in hooks {
+        let mut payload: Value = serde_json::from_str(captured[n]).unwrap();
+        payload["transcript_path"] = Value::String(to_file.display().to_string());
+        Command::cargo_bin("harnery-hook")
+            .unwrap()
+            .env("HARNERY_HOME", home)
+            .arg("claude-code")
+            .write_stdin(payload.to_string())
+            .assert()
+            .success();
+    }
+}
+
+/// The `basic` transcript's one tool call (line 21, written at
+/// 00:38:47.369Z); Claude Code runs `PreToolUse` (hook 3) just after it.
+const CALL_LINE: usize = 21;
+const PRE_TOOL_USE: usize = 3;
+const JUST_AFTER: &str = "2026-11-30T00:38:47.400Z";
+const STILL_YOUNG: &str = "2026-11-30T00:38:47.450Z";
+const SETTLED: &str = "2026-11-30T00:39:30Z";
+
+/// A finalizer that reads the record between the agent writing a call and
+/// its hook spooling `PreToolUse` does not report the hook signal lost: the
+/// call waits (30 s by its line's time) for the request, then joins it;
+/// the record need not grow for that to happen.
+#[test]
+fn a_call_read_before_its_hook_waits_for_it_and_joins() {
+    let home = tempfile::tempdir().unwrap();
+    let transcript = home.path().join("transcript.jsonl");
+    write_part(home.path(), &transcript, 0..CALL_LINE + 1, &[0, 1, 2]);
+    let call_id = |all: &[Value]| {
+        of_type(all, "tool.recorded")
+            .into_iter()
+            .cloned()
+            .collect::<Vec<Value>>()
+    };
+    finalize_at(home.path(), JUST_AFTER);
+    assert!(call_id(&events(home.path())).is_empty(), "held");
+
+    write_part(home.path(), &transcript, 0..0, &[PRE_TOOL_USE]);
+    let summary = finalize_at(home.path(), STILL_YOUNG);
+    assert_eq!(summary["record_signals"], 0, "not due yet: {summary}");
+    assert!(call_id(&events(home.path())).is_empty(), "still held");
+
+    let summary = finalize_at(home.path(), SETTLED);
+    assert_eq!(summary["record_signals"], 1, "one empty chunk: {summary}");
+    let all = events(home.path());
+    let request = of_type(&all, "tool.requested")[0]["id"].clone();
+    let recorded = call_id(&all);
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    assert_eq!(recorded[0]["payload"]["span_request_event_id"], request);
+    assert_eq!(
+        recorded[0]["time_unix_ns"], 1_795_999_127_369_000_000_i64,
+        "at its own line's time"
+    );
+    let summary = finalize_at(home.path(), SETTLED);
+    assert_eq!(summary["record_signals"], 0, "settled once: {summary}");
+
+    // The rest of the session: the call's result joins the same span, and
+    // its start is recorded once.
+    write_part(
+        home.path(),
+        &transcript,
+        CALL_LINE + 1..usize::MAX,
+        &[4, 5, 6, 7, 8],
+    );
+    finalize_at(home.path(), SETTLED);
+    let all = events(home.path());
+    let recorded = call_id(&all);
+    assert_eq!(recorded.len(), 2, "start and result: {recorded:?}");
+    assert!(
+        recorded
+            .iter()
+            .all(|e| e["payload"]["span_request_event_id"] == request)
+    );
+    for cmd in ["validate", "verify"] {
+        let out = run(home.path(), &[cmd]);
+        assert!(out.status.success(), "{cmd}: {}", stdout(&out));
+    }
+}
+
+/// A call whose hook never comes is recorded without a span once it has
+/// waited: the evidence that a hook signal was lost.
+#[test]
+fn a_call_whose_hook_never_comes_is_recorded_without_a_span() {
+    let home = tempfile::tempdir().unwrap();
+    let transcript = home.path().join("transcript.jsonl");
+    write_part(home.path(), &transcript, 0..CALL_LINE + 1, &[0, 1, 2]);
+    finalize_at(home.path(), JUST_AFTER);
+    assert!(of_type(&events(home.path()), "tool.recorded").is_empty());
+    finalize_at(home.path(), SETTLED);
+    let all = events(home.path());
+    let recorded = of_type(&all, "tool.recorded");
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    assert!(recorded[0]["payload"]["span_request_event_id"].is_null());
+    assert!(of_type(&all, "tool.requested").is_empty());
+}

@@ -23,6 +23,11 @@
 //! way, from a cursor of its own, until a pass has read it to its end (the
 //! subagent has stopped, so nothing more comes).
 //!
+//! A record call that found no hook request to join is held for a while
+//! (the hook that announces it runs just after the agent writes it): a
+//! session holding calls gets an empty `harnery.record` once they are due,
+//! so they settle even when the record does not grow.
+//!
 //! `HARNERY_RECORDS=off` turns following off (the hook signals are then
 //! all the ledger gets).
 
@@ -102,13 +107,28 @@ pub fn follow(
             reported: at.problem.as_deref(),
             written: 0,
         };
-        if let Some((path, named)) = record_path(&session, at.path.as_deref()) {
-            follow_one(&path, named, at.cursor, &at.fingerprint, &mut out)?;
+        let path = record_path(&session, at.path.as_deref());
+        if let Some((path, named)) = &path {
+            follow_one(path, *named, at.cursor, &at.fingerprint, &mut out)?;
         }
         for side in &at.subagents {
             out.reported = None;
             let path = Path::new(&side.path);
             follow_one(path, true, side.cursor, &side.fingerprint, &mut out)?;
+        }
+        // Calls held for their hook requests settle at the session's next
+        // chunk; a record that did not grow gets an empty one once they
+        // are due (first pass only: a run settles them once).
+        let due = at.held_due_ns().is_some_and(|t| t <= now_unix_ns);
+        if let Some((path, _)) = path.filter(|_| due && out.written == 0 && only.is_none()) {
+            let header = RecordChunkHeader {
+                path: path.display().to_string(),
+                start: at.cursor,
+                end: at.cursor,
+                fingerprint: at.fingerprint.clone(),
+                at_end: false,
+            };
+            out.append(RECORD, &record_payload(&header, &[]))?;
         }
         if out.written > 0 {
             written += out.written;

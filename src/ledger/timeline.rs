@@ -243,9 +243,13 @@ fn describe(p: &Payload, span: Option<&SpanRow>) -> String {
                 .unwrap_or_default()
         ),
         Payload::ToolRecorded(t) => format!(
-            "record: tool {} call {}{}{}",
+            "record: tool {} call {}{}{}{}",
             t.tool_name,
             t.tool_call_id,
+            t.turn_id
+                .as_ref()
+                .map(|turn| format!(" in native turn {turn}"))
+                .unwrap_or_default(),
             t.exit_code
                 .map(|c| format!(" exit {c}"))
                 .unwrap_or_default(),

@@ -13,6 +13,16 @@
 //! call id, by tool name and argument digest, the oldest unjoined request
 //! first (the order the hooks arrived in). A record call with no hook span
 //! at all is still recorded: it shows that a hook signal was lost.
+//!
+//! The agent writes a call to its record before it runs the hook that
+//! announces it (Claude Code's `tool_use` line precedes `PreToolUse` by a
+//! few tens of milliseconds), so a finalizer that reads the record just
+//! then would find no hook request yet and report a loss that is not one.
+//! A call that joins nothing while its line is younger than [`SETTLE_NS`]
+//! is therefore held, and joined again (or recorded without a span) once
+//! it is older: at the session's next record chunk (the finalizer spools an
+//! empty one for a session holding calls), at the call's own result, or at
+//! the end of its turn.
 
 use std::collections::VecDeque;
 
@@ -48,6 +58,23 @@ pub struct RecordCursor {
     /// Subagents' own records still to read.
     #[serde(default)]
     pub subagents: Vec<SubagentRecord>,
+    /// Record calls held for their hook request (only their times are
+    /// read here).
+    #[serde(default)]
+    pub held: Vec<HeldSince>,
+}
+
+/// When a held record call's line was written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
+pub struct HeldSince {
+    pub time_unix_ns: i64,
+}
+
+impl RecordCursor {
+    /// When the oldest held call may be settled (`None`: none is held).
+    pub fn held_due_ns(&self) -> Option<i64> {
+        self.held.iter().map(|h| h.time_unix_ns + SETTLE_NS).min()
+    }
 }
 
 /// A subagent's own record (Claude Code names it on `SubagentStop`),
@@ -80,6 +107,8 @@ impl RecordCursor {
 const REMEMBERED_REQUESTS: usize = 256;
 /// Message ids remembered for usage de-duplication.
 const REMEMBERED_USAGE: usize = 64;
+/// How long a record call may wait for the hook request it joins.
+pub const SETTLE_NS: i64 = 30_000_000_000;
 /// Subagent records followed at once; past this the oldest is given up
 /// (each is read to its end by the pass after its subagent stopped, so
 /// only a session that outruns the finalizer by this many subagents
@@ -115,6 +144,50 @@ pub struct RecordFollow {
     calls: VecDeque<CallMemo>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     subagents: Vec<SubagentRecord>,
+    /// Record calls that joined no hook request yet (see the module doc).
+    #[serde(default, skip_serializing_if = "VecDeque::is_empty")]
+    held: VecDeque<HeldCall>,
+}
+
+/// A record call waiting for the hook request it joins.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct HeldCall {
+    tool_call_id: String,
+    tool_name: String,
+    input_digest: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    turn_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    agent: Option<String>,
+    /// The turn its line's events are attributed to.
+    turn: TurnAttribution,
+    record: RecordAt,
+    /// The line's time (the agent's, else when it was read).
+    time_unix_ns: i64,
+    time_source: TimeSource,
+}
+
+impl HeldCall {
+    fn call(&self) -> RecordedCall {
+        RecordedCall {
+            tool_call_id: self.tool_call_id.clone(),
+            tool_name: self.tool_name.clone(),
+            input_digest: self.input_digest.clone(),
+            turn_id: self.turn_id.clone(),
+        }
+    }
+}
+
+/// Which held calls to settle now.
+enum Settle<'a> {
+    /// Those older than [`SETTLE_NS`] at this time.
+    DueAt(i64),
+    /// This call (its result is here).
+    Call(&'a str),
+    /// This agent's calls of this turn (the turn is over).
+    Turn(Option<&'a str>, &'a str),
+    /// All of them.
+    All,
 }
 
 /// A call the record started and has not yet finished.
@@ -359,6 +432,24 @@ impl RecordFollow {
     }
 }
 
+/// The `tool.recorded` of a call's start.
+fn recorded_call(
+    record: RecordAt,
+    span: Option<EventId>,
+    call: RecordedCall,
+    turn_id: Option<String>,
+) -> Payload {
+    Payload::ToolRecorded(ToolRecorded {
+        record,
+        span_request_event_id: span,
+        tool_call_id: call.tool_call_id,
+        tool_name: call.tool_name,
+        turn_id,
+        success: None,
+        exit_code: None,
+    })
+}
+
 fn from_record() -> Provenance {
     Provenance {
         attestation: Attestation::Record,
@@ -377,6 +468,8 @@ impl SessionProducer {
         out: &mut Vec<Event>,
     ) {
         let header = &chunk.header;
+        let received = (trigger.time_unix_ns, trigger.time_source);
+        self.settle_held(Settle::DueAt(received.0), trigger, out);
         let subagent = self.record.subagent(&header.path);
         let (cursor, agent) = match subagent {
             Some(i) => {
@@ -391,7 +484,6 @@ impl SessionProducer {
         if subagent.is_none() && self.record.path.is_none() {
             self.record.path = Some(header.path.clone());
         }
-        let received = (trigger.time_unix_ns, trigger.time_source);
         for (offset, mut line) in chunk.lines {
             if offset < cursor {
                 continue;
@@ -403,7 +495,7 @@ impl SessionProducer {
             if line.agent_id.is_none() {
                 line.agent_id = agent.clone();
             }
-            self.on_record_line(&header.path, offset, line, trigger, out);
+            self.on_record_line(&header.path, offset, line, received.0, trigger, out);
         }
         (trigger.time_unix_ns, trigger.time_source) = received;
         match subagent {
@@ -468,6 +560,7 @@ impl SessionProducer {
             // given up; the session's own record goes on.
             self.record.subagents.remove(i);
         } else {
+            self.settle_held(Settle::All, trigger, out);
             self.record.requests.clear();
             self.record.calls.clear();
             if self.record.problem.as_deref() == Some(&problem.kind) {
@@ -490,6 +583,7 @@ impl SessionProducer {
         path: &str,
         offset: u64,
         line: RecordLine,
+        received_ns: i64,
         trigger: &mut Trigger,
         out: &mut Vec<Event>,
     ) {
@@ -516,14 +610,22 @@ impl SessionProducer {
                     }
                     Payload::UsageReported(u)
                 }
-                RecordItem::ToolStarted(call) => self.recorded_start(
-                    path,
-                    offset,
-                    call,
-                    line.agent_id.as_deref(),
-                    &line.native_turn_id,
-                ),
-                RecordItem::ToolFinished(result) => self.recorded_finish(path, offset, result),
+                RecordItem::ToolStarted(call) => {
+                    let at = RecordAt {
+                        path: path.to_string(),
+                        offset,
+                    };
+                    let young = trigger.time_unix_ns + SETTLE_NS > received_ns;
+                    let from = (line.agent_id.as_deref(), &line.native_turn_id, &turn);
+                    match self.recorded_start(at, call, from, young, trigger) {
+                        Some(payload) => payload,
+                        None => continue,
+                    }
+                }
+                RecordItem::ToolFinished(result) => {
+                    self.settle_held(Settle::Call(&result.tool_call_id), trigger, out);
+                    self.recorded_finish(path, offset, result)
+                }
                 RecordItem::TurnEnded { turn_id } => {
                     self.record_turn_end(line.agent_id.as_deref(), &turn_id, trigger, out);
                     continue;
@@ -558,29 +660,71 @@ impl SessionProducer {
         }
     }
 
+    /// A call the record started: joined now, or, when it joins nothing
+    /// and its line is `young`, held (`None`).
     fn recorded_start(
         &mut self,
-        path: &str,
-        offset: u64,
+        record: RecordAt,
         call: RecordedCall,
-        agent: Option<&str>,
-        line_turn: &Option<String>,
-    ) -> Payload {
+        (agent, line_turn, turn): (Option<&str>, &Option<String>, &TurnAttribution),
+        young: bool,
+        trigger: &Trigger,
+    ) -> Option<Payload> {
         let span = self.record.join(self.session.adapter, &call);
         let turn_id = call.turn_id.clone().or_else(|| line_turn.clone());
         self.record.remember_call(&call, agent, turn_id.as_deref());
-        Payload::ToolRecorded(ToolRecorded {
-            record: RecordAt {
-                path: path.to_string(),
-                offset,
-            },
-            span_request_event_id: span,
-            tool_call_id: call.tool_call_id,
-            tool_name: call.tool_name,
-            turn_id,
-            success: None,
-            exit_code: None,
-        })
+        // Bounded: with the queue full, a call waits no longer.
+        if span.is_none() && young && self.record.held.len() < REMEMBERED_REQUESTS {
+            self.record.held.push_back(HeldCall {
+                tool_call_id: call.tool_call_id,
+                tool_name: call.tool_name,
+                input_digest: call.input_digest,
+                turn_id,
+                agent: agent.map(str::to_string),
+                turn: turn.clone(),
+                record,
+                time_unix_ns: trigger.time_unix_ns,
+                time_source: trigger.time_source,
+            });
+            return None;
+        }
+        Some(recorded_call(record, span, call, turn_id))
+    }
+
+    /// Join the held calls `which` selects again, and record each (with
+    /// the span it joined, or none: the hook signal was lost), at the
+    /// time and place of its own line.
+    fn settle_held(&mut self, which: Settle, trigger: &mut Trigger, out: &mut Vec<Event>) {
+        if self.record.held.is_empty() {
+            return;
+        }
+        let (settled, kept): (VecDeque<HeldCall>, VecDeque<HeldCall>) =
+            std::mem::take(&mut self.record.held)
+                .into_iter()
+                .partition(|h| match which {
+                    Settle::DueAt(now) => h.time_unix_ns + SETTLE_NS <= now,
+                    Settle::Call(id) => h.tool_call_id == id,
+                    Settle::Turn(agent, turn) => {
+                        h.agent.as_deref() == agent && h.turn_id.as_deref() == Some(turn)
+                    }
+                    Settle::All => true,
+                });
+        self.record.held = kept;
+        let now = (trigger.time_unix_ns, trigger.time_source);
+        for h in settled {
+            let call = h.call();
+            let span = self.record.join(self.session.adapter, &call);
+            (trigger.time_unix_ns, trigger.time_source) = (h.time_unix_ns, h.time_source);
+            let draft = Draft {
+                tag: format!("record:{}", h.record.offset),
+                payload: recorded_call(h.record, span, call, h.turn_id),
+                provenance: from_record(),
+                turn: h.turn,
+                agent_id: h.agent,
+            };
+            self.emit(trigger, draft, out);
+        }
+        (trigger.time_unix_ns, trigger.time_source) = now;
     }
 
     /// The record shows `agent`'s turn `turn_id` over: the hook spans of
@@ -596,6 +740,7 @@ impl SessionProducer {
         trigger: &mut Trigger,
         out: &mut Vec<Event>,
     ) {
+        self.settle_held(Settle::Turn(agent, turn_id), trigger, out);
         let unfinished = self.record.unfinished_in_turn(agent, turn_id);
         if !self.policy().record_turn_end_sweep {
             return;
