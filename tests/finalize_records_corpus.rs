@@ -479,6 +479,73 @@ fn a_copilot_turn_end_in_the_record_recovers_the_calls_it_cut_off() {
     );
 }
 
+/// Each line of a record file with the byte offset it starts at.
+fn frames_at(path: &Path) -> Vec<(u64, Value)> {
+    let bytes = std::fs::read(path).unwrap();
+    let mut out = Vec::new();
+    let mut at = 0u64;
+    for line in bytes.split_inclusive(|b| *b == b'\n') {
+        if let Ok(v) = serde_json::from_slice::<Value>(line) {
+            out.push((at, v));
+        }
+        at += line.len() as u64;
+    }
+    out
+}
+
+/// Copilot's record and hooks meet at the prompt: the record's messages
+/// and usage of an interaction land in the stamped turn of the hook prompt
+/// its user message repeats, in order; an interaction whose prompt the
+/// hooks did not deliver stays unattributed.
+#[test]
+fn copilot_record_lines_land_in_the_turn_of_the_prompt_they_follow() {
+    let mut attributed = 0;
+    for (scenario, record, session) in copilot_records() {
+        let got = copilot_finalized(&scenario, &record, &session);
+        let mut prompts: Vec<(String, Value)> = got
+            .of_type("prompt.submitted")
+            .iter()
+            .map(|e| {
+                let text = e["payload"]["prompt"].as_str().unwrap_or("").to_string();
+                (text, e["turn"]["turn_id"].clone())
+            })
+            .collect();
+        let mut current: BTreeMap<String, Value> = BTreeMap::new();
+        let mut expected: BTreeMap<u64, Value> = BTreeMap::new();
+        for (offset, frame) in frames_at(&record) {
+            let agent = frame["agentId"].as_str().unwrap_or("").to_string();
+            match frame["type"].as_str().unwrap_or("") {
+                "user.message" => {
+                    let text = frame["data"]["content"].as_str().unwrap_or("");
+                    let turn = prompts
+                        .iter()
+                        .position(|(t, _)| t == text)
+                        .map(|i| prompts.remove(i).1)
+                        .unwrap_or(Value::Null);
+                    current.insert(agent, turn);
+                }
+                "assistant.message" | "session.usage_record" => {
+                    let turn = current.get(&agent).cloned().unwrap_or(Value::Null);
+                    expected.insert(offset, turn);
+                }
+                _ => {}
+            }
+        }
+        for ty in ["message.assistant", "usage.reported"] {
+            for e in got.of_type(ty) {
+                let offset = e["payload"]["record"]["offset"].as_u64().unwrap();
+                let want = &expected[&offset];
+                assert_eq!(&e["turn"]["turn_id"], want, "{scenario}: {ty} at {offset}");
+                if !want.is_null() {
+                    assert_eq!(e["turn"]["source"], "stamped", "{scenario}: {e}");
+                    attributed += 1;
+                }
+            }
+        }
+    }
+    assert!(attributed > 40, "{attributed} record events attributed");
+}
+
 #[test]
 fn every_copilot_event_log_joins_its_hooks_with_call_ids_and_exit_codes() {
     let records = copilot_records();

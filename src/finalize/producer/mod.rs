@@ -410,6 +410,12 @@ impl SessionProducer {
             },
             None => self.turns.mint_stamped(&trigger.key),
         };
+        // Copilot's record meets its stamped turns at the prompt's text.
+        if self.session.adapter == AdapterId::Copilot
+            && let Some(text) = prompt.prompt.as_deref()
+        {
+            self.record.remember_prompt(text, turn.clone());
+        }
         let draft = Draft::native(
             Payload::PromptSubmitted(prompt),
             turn.clone(),

@@ -14,6 +14,15 @@
 //! first (the order the hooks arrived in). A record call with no hook span
 //! at all is still recorded: it shows that a hook signal was lost.
 //!
+//! Copilot's record numbers its turns per interaction (`turnId` 0, 1, …
+//! in each), a namespace the hooks do not share; its hooks' turns are
+//! stamped by producer state from `userPromptSubmitted` to `agentStop`.
+//! The two meet at the prompt: a record `user.message` whose text is that
+//! of a hook prompt not yet met (the oldest first) opens that prompt's
+//! stamped turn for the lines of the same agent that follow, until its next
+//! `user.message`. A message that meets no prompt (its hook was lost)
+//! leaves the lines unattributed rather than guessed.
+//!
 //! The agent writes a call to its record before it runs the hook that
 //! announces it (Claude Code's `tool_use` line precedes `PreToolUse` by a
 //! few tens of milliseconds), so a finalizer that reads the record just
@@ -107,6 +116,10 @@ impl RecordCursor {
 const REMEMBERED_REQUESTS: usize = 256;
 /// Message ids remembered for usage de-duplication.
 const REMEMBERED_USAGE: usize = 64;
+/// Hook prompts remembered for meeting the record's user messages.
+const REMEMBERED_PROMPTS: usize = 16;
+/// Agents whose current interaction is remembered.
+const REMEMBERED_AGENTS: usize = 16;
 /// How long a record call may wait for the hook request it joins.
 pub const SETTLE_NS: i64 = 30_000_000_000;
 /// Subagent records followed at once; past this the oldest is given up
@@ -147,6 +160,18 @@ pub struct RecordFollow {
     /// Record calls that joined no hook request yet (see the module doc).
     #[serde(default, skip_serializing_if = "VecDeque::is_empty")]
     held: VecDeque<HeldCall>,
+    /// Copilot hook prompts the record has not met yet: blake3 of the
+    /// prompt text, and the turn it started.
+    #[serde(default, skip_serializing_if = "VecDeque::is_empty")]
+    prompts: VecDeque<(String, TurnAttribution)>,
+    /// The turn each agent's record lines belong to, from the prompt its
+    /// last user message met (agent key "" is the main agent).
+    #[serde(default, skip_serializing_if = "VecDeque::is_empty")]
+    interactions: VecDeque<(String, TurnAttribution)>,
+}
+
+fn prompt_digest(text: &str) -> String {
+    blake3::hash(text.as_bytes()).to_hex().to_string()
 }
 
 /// A record call waiting for the hook request it joins.
@@ -292,6 +317,45 @@ impl RecordFollow {
 
     fn subagent(&self, path: &str) -> Option<usize> {
         self.subagents.iter().position(|s| s.path == path)
+    }
+
+    /// Remember a Copilot hook prompt that started `turn`, for the record
+    /// user message that says the same.
+    pub fn remember_prompt(&mut self, text: &str, turn: TurnAttribution) {
+        if self.prompts.len() == REMEMBERED_PROMPTS {
+            self.prompts.pop_front();
+        }
+        self.prompts.push_back((prompt_digest(text), turn));
+    }
+
+    /// A record user message of `agent`: the turn of the oldest hook
+    /// prompt with its text starts this agent's interaction (none met: the
+    /// agent's lines are unattributed until one is).
+    fn enter_interaction(&mut self, agent: Option<&str>, text: Option<&str>) {
+        let key = agent.unwrap_or_default();
+        self.interactions.retain(|(a, _)| a != key);
+        let digest = text.map(prompt_digest);
+        let met = self
+            .prompts
+            .iter()
+            .position(|(d, _)| Some(d) == digest.as_ref());
+        let Some(met) = met else {
+            return;
+        };
+        let (_, turn) = self.prompts.remove(met).expect("found just now");
+        if self.interactions.len() == REMEMBERED_AGENTS {
+            self.interactions.pop_front();
+        }
+        self.interactions.push_back((key.to_string(), turn));
+    }
+
+    /// The turn `agent`'s record lines belong to now.
+    fn interaction_turn(&self, agent: Option<&str>) -> TurnAttribution {
+        let key = agent.unwrap_or_default();
+        self.interactions
+            .iter()
+            .find(|(a, _)| a == key)
+            .map_or_else(TurnAttribution::none, |(_, turn)| turn.clone())
     }
 
     /// Remember the hook tool requests among `events` for joining (not
@@ -587,11 +651,21 @@ impl SessionProducer {
         trigger: &mut Trigger,
         out: &mut Vec<Event>,
     ) {
-        // Copilot's record numbers its turns per interaction, a namespace
-        // the stamped hook turns do not share: its lines stay unattributed.
         let turn = match self.session.adapter {
             AdapterId::ClaudeCode => self.speaker(None, line.native_turn_id.clone()).turn,
-            AdapterId::Copilot => TurnAttribution::none(),
+            // Copilot's lines take the stamped turn of the hook prompt their
+            // interaction's user message met (see the module doc).
+            AdapterId::Copilot => {
+                let said = line.items.iter().find_map(|item| match item {
+                    RecordItem::UserMessage(m) => Some(m.text.as_deref()),
+                    _ => None,
+                });
+                if let Some(text) = said {
+                    self.record
+                        .enter_interaction(line.agent_id.as_deref(), text);
+                }
+                self.record.interaction_turn(line.agent_id.as_deref())
+            }
         };
         for item in line.items {
             let payload = match item {
