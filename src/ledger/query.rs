@@ -357,21 +357,25 @@ impl Ledger {
             Some(s) => (Some(s.adapter.as_str()), Some(s.session_id.as_str())),
             None => (None, None),
         };
-        let sql = match filter.session {
-            Some(_) => {
+        // Parameters keep their numbers in every form; a form binds those
+        // up to the highest it names. Unfiltered (a whole-ledger export),
+        // no row's time is even read.
+        let sql = match (&filter.session, filter.since_unix_ns) {
+            (Some(_), _) => {
                 "SELECT seq, id, CAST(json AS BLOB) FROM events \
                  WHERE adapter = ?1 AND session_id = ?2 AND time_unix_ns >= ?3 ORDER BY offset"
             }
-            None => {
+            (None, Some(_)) => {
                 "SELECT seq, id, CAST(json AS BLOB) FROM events \
-                 WHERE ?1 IS NULL AND ?2 IS NULL AND time_unix_ns >= ?3 ORDER BY seq"
+                 WHERE time_unix_ns >= ?3 ORDER BY seq"
             }
+            (None, None) => "SELECT seq, id, CAST(json AS BLOB) FROM events ORDER BY seq",
         };
         let read = |e: rusqlite::Error| E::from(LedgerError::from(e));
         let mut stmt = self.conn.prepare_cached(sql).map_err(read)?;
-        let mut rows = stmt
-            .query(params![adapter, session_id, since])
-            .map_err(read)?;
+        let bound: [&dyn rusqlite::ToSql; 3] = [&adapter, &session_id, &since];
+        let used = &bound[..stmt.parameter_count()];
+        let mut rows = stmt.query(used).map_err(read)?;
         while let Some(r) = rows.next().map_err(read)? {
             let text = |i| r.get_ref(i).map_err(read);
             f(StoredText {
