@@ -46,8 +46,6 @@ use std::io::{self, Write};
 use serde::{Serialize, Serializer};
 
 use super::super::receipts::{TurnFold, TurnReceipt};
-#[cfg(doc)]
-use super::super::spans::pair_spans;
 use super::super::spans::{Span, SpanKind, SpanState, terminal_link};
 use super::super::usage::{TurnUsage, add_turn_usage};
 use crate::contract::{Event, EventType, Observation, Outcome, Payload, SessionRef};
@@ -136,9 +134,10 @@ impl OpenSpan {
 /// epoch) and handed out span by span: a tool or command span as soon as
 /// its terminal is read, the spans still open, the turns and the root once
 /// the session's last event has been. It holds the open spans, the
-/// session's [`SpanNotes`], and per turn its marks and span tally, never
-/// the session's events, so its memory does not follow the session's
-/// length. Pairing is [`pair_spans`]'s, one event at a time.
+/// session's [`SpanNotes`], and per turn its marks and span tally (an
+/// interval or a reason per span), never the session's events: a few
+/// bytes per span, not a row per event. Pairing is
+/// [`crate::read::spans::pair_spans`]'s, one event at a time.
 pub struct TraceStream {
     ctx: Ctx,
     resource_head: String,
@@ -243,7 +242,7 @@ impl TraceStream {
         write_span(&mut self.text, &out, emit)
     }
 
-    /// The open span `terminal` closes, as [`pair_spans`] finds it: the
+    /// The open span `terminal` closes, as `pair_spans` finds it: the
     /// request it links to, else the oldest open span with its call id
     /// (or, without one, its tool name).
     fn match_terminal(&self, kind: SpanKind, terminal: &Event) -> Option<usize> {
