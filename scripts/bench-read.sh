@@ -16,12 +16,19 @@
 # baseline named beside it (lower is faster; 1.00 = as fast as it).
 #
 # Usage: scripts/bench-read.sh [sizes...]   (needs /usr/bin/time)
+#   ONLY=export   run only base-copy and the two exports (quicker, for
+#                 work on export; the default runs everything)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 SIZES=("${@:-250000 1000000}")
 SESSIONS=${SESSIONS:-1000}
 WORK=${BENCH_DIR:-$(mktemp -d -t harnery-read.XXXXXX)}
+ONLY=${ONLY:-all}
+case "$ONLY" in
+  all | export) ;;
+  *) echo "ONLY must be all or export, not $ONLY" >&2; exit 2 ;;
+esac
 
 cargo build --release --quiet --bin harnery --example bench_spool --example bench_read_baseline
 BIN=$PWD/target/release
@@ -53,25 +60,33 @@ for n in ${SIZES[@]}; do
   "$BIN/harnery" finalize >/dev/null
   db="$home/ledgers/v2/ledger.sqlite"
   one=$("$BIN/harnery" sessions --json | head -1 | sed 's/.*"session_id":"\([^"]*\)".*/\1/')
-  timed base-hash "$BIN/examples/bench_read_baseline" "$db" hash
-  timed base-hash-all "$BIN/examples/bench_read_baseline" "$db" hash-all
+  if [ "$ONLY" = all ]; then
+    timed base-hash "$BIN/examples/bench_read_baseline" "$db" hash
+    timed base-hash-all "$BIN/examples/bench_read_baseline" "$db" hash-all
+  fi
   timed base-copy "$BIN/examples/bench_read_baseline" "$db" copy
-  timed sessions "$BIN/harnery" sessions
-  timed sessions-json "$BIN/harnery" sessions --json
-  timed show "$BIN/harnery" show "$one"
-  timed replay "$BIN/harnery" replay "$one"
-  timed receipts "$BIN/harnery" receipts "$one"
-  timed audit "$BIN/harnery" audit
-  timed health "$BIN/harnery" health
-  timed validate "$BIN/harnery" validate
-  timed verify "$BIN/harnery" verify
+  if [ "$ONLY" = all ]; then
+    timed sessions "$BIN/harnery" sessions
+    timed sessions-json "$BIN/harnery" sessions --json
+    timed show "$BIN/harnery" show "$one"
+    timed replay "$BIN/harnery" replay "$one"
+    timed receipts "$BIN/harnery" receipts "$one"
+    timed audit "$BIN/harnery" audit
+    timed health "$BIN/harnery" health
+    timed validate "$BIN/harnery" validate
+    timed verify "$BIN/harnery" verify
+  fi
   timed export-jsonl "$BIN/harnery" export --format jsonl
   timed export-otlp "$BIN/harnery" export --format otlp
-  for c in base-hash base-hash-all base-copy sessions sessions-json show replay receipts audit health validate; do
-    row "$n" "$c"
-  done
-  row "$n" verify base-hash-all
-  row "$n" verify base-hash
+  if [ "$ONLY" = all ]; then
+    for c in base-hash base-hash-all base-copy sessions sessions-json show replay receipts audit health validate; do
+      row "$n" "$c"
+    done
+    row "$n" verify base-hash-all
+    row "$n" verify base-hash
+  else
+    row "$n" base-copy
+  fi
   row "$n" export-jsonl base-copy
   row "$n" export-otlp base-copy
   for f in "$WORK"/*.time; do mv "$f" "${f%.time}-$n.txt"; done

@@ -1,16 +1,20 @@
 //! `harnery export [--format jsonl|otlp] [--session S] [--since T] [--epoch E]`.
 //!
 //! Every format streams: rows are read, written and dropped, so an export
-//! holds a few batches of rows (JSON lines) or a few sessions (OTLP) at a
-//! time, never the ledger. The thread that reads the ledger only reads;
-//! checking and building run beside it (`read::export::ordered`).
+//! holds a few batches of rows at a time, never the ledger nor a whole
+//! session (OTLP keeps only the session's open spans and per-turn tallies,
+//! `read::export::otlp::TraceStream`). The thread that reads the ledger
+//! only reads; checking and parsing run beside it
+//! (`read::export::ordered`), and the writer builds spans as they end.
 //!
 //! - JSON lines: each row's stored text, in chain order (in offset order
 //!   with `--session`). With `--epoch` other than the default, each line
 //!   ends with `"epoch":"<label>"`.
 //! - OTLP: `ExportTraceServiceRequest` documents, one per line, each with
 //!   at most `SPANS_PER_DOCUMENT` spans; a session's spans may go on in
-//!   the next document under a repeat of its resource. With `--epoch`, each
+//!   the next document under a repeat of its resource. A session's spans
+//!   come as they end (tool and command spans at their terminal; open
+//!   spans, turns and the root at its last row). With `--epoch`, each
 //!   resource carries `harnery.epoch`.
 //!
 //! `--since T` keeps JSON lines at or after T, and OTLP sessions with any
@@ -24,16 +28,21 @@ use std::io::{BufWriter, Stdout, Write};
 use super::{CmdError, CmdResult, EpochArg, Outcome};
 use crate::contract::{Event, SessionRef};
 use crate::home::Home;
-use crate::ledger::{LedgerError, RowFilter, StoredText};
+use crate::ledger::{Ledger, LedgerError, RowFilter, StoredText};
 use crate::progress::Progress;
 use crate::read::epochs::{Epochs, OpenEpoch, warn};
 use crate::read::export::SPANS_PER_DOCUMENT;
 use crate::read::export::jsonl::{self, JsonLines};
 use crate::read::export::ordered::{Feed, run_ordered, workers};
-use crate::read::export::otlp::{Documents, Part, SessionTrace, session_trace};
+use crate::read::export::otlp::{Documents, Part, SpanNotes, TraceStream, keep_traced_fields};
 
 /// Bytes of stored text per JSON lines job.
 const BATCH_BYTES: usize = 256 * 1024;
+
+/// Bytes of stored text per OTLP job: small beside a session, so that a
+/// job holds about as many rows whatever the sessions' length, and what
+/// the jobs in flight hold (rows and their parsed events) stays the same.
+const RUN_BYTES: usize = 64 * 1024;
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 enum Format {
@@ -178,10 +187,10 @@ struct RowBatch {
 }
 
 impl RowBatch {
-    fn new(source: usize) -> RowBatch {
+    fn new(source: usize, bytes: usize) -> RowBatch {
         RowBatch {
             source,
-            text: Vec::with_capacity(BATCH_BYTES + 4096),
+            text: Vec::with_capacity(bytes + 4096),
             ids: Vec::new(),
             rows: Vec::new(),
         }
@@ -224,7 +233,7 @@ fn export_jsonl(
         .collect();
     let produce = |feed: &mut Feed<RowBatch>| {
         each_source(epochs, sources, |i, source| {
-            let mut batch = RowBatch::new(i);
+            let mut batch = RowBatch::new(i, BATCH_BYTES);
             let mut open = true;
             source
                 .epoch
@@ -234,7 +243,8 @@ fn export_jsonl(
                         progress.add(1);
                         batch.add(row);
                         if batch.text.len() >= BATCH_BYTES {
-                            open = feed.send(std::mem::replace(&mut batch, RowBatch::new(i)));
+                            open = feed
+                                .send(std::mem::replace(&mut batch, RowBatch::new(i, BATCH_BYTES)));
                         }
                     }
                     Ok::<_, LedgerError>(())
@@ -282,17 +292,26 @@ fn write_lines(sink: &mut LineSink, lines: Lines) -> std::io::Result<()> {
     sink.0.write_all(&lines.bytes)
 }
 
-/// One session's rows as read, to be parsed and built off this thread.
-struct SessionRows {
+/// A run of one session's rows as read, to be parsed off this thread. A
+/// session's rows go out in runs of at most about [`RUN_BYTES`] of text,
+/// so a job's size does not follow the session's. The first run carries
+/// the rows its [`SpanNotes`] come from; the last is marked (and may be
+/// empty: a session none of whose rows parse still has its root span).
+struct SessionRun {
     session: SessionRef,
-    /// In a few buffers, not one allocation per row: they are freed on
-    /// another thread.
+    notes: Option<RowBatch>,
     rows: RowBatch,
+    last: bool,
 }
 
-/// A session's trace, and the rows it had to leave out.
-struct Built {
-    trace: SessionTrace,
+/// A run's events, parsed and stripped to what its trace reads, and the
+/// rows it had to leave out.
+struct ParsedRun {
+    session: SessionRef,
+    source: usize,
+    notes: Option<SpanNotes>,
+    events: Vec<Event>,
+    last: bool,
     problems: Vec<String>,
 }
 
@@ -303,7 +322,7 @@ fn export_otlp(
     out: BufWriter<Stdout>,
     progress: &Progress,
 ) -> Result<usize, CmdError> {
-    let produce = |feed: &mut Feed<SessionRows>| {
+    let produce = |feed: &mut Feed<SessionRun>| {
         each_source(epochs, sources, |i, source| {
             let ledger = &source.epoch.ledger;
             let sessions = match &source.filter.session {
@@ -315,18 +334,7 @@ fn export_otlp(
                 None => ledger.session_refs(since)?,
             };
             for session in sessions {
-                let mut rows = RowBatch::new(i);
-                let whole = RowFilter {
-                    session: Some(session.clone()),
-                    since_unix_ns: None,
-                };
-                ledger.for_each_stored_text(&whole, |row| {
-                    progress.add(1);
-                    rows.add(row);
-                    Ok::<_, LedgerError>(())
-                })?;
-                let job = SessionRows { session, rows };
-                if !feed.send(job) {
+                if !send_session_runs(ledger, i, session, feed, progress)? {
                     return Ok(false);
                 }
             }
@@ -334,28 +342,93 @@ fn export_otlp(
         })
     };
     let labels: Vec<Label> = sources.iter().map(|s| Label::of(epochs, s)).collect();
-    let work = |job: SessionRows| build(&labels[job.rows.source], job);
-    let docs = Documents::new(out, SPANS_PER_DOCUMENT);
-    let workers = workers();
-    // Sessions are the unit here, so few are out at once: memory follows
-    // the largest sessions, not the ledger.
-    let (made, written) = run_ordered(workers, workers, produce, work, (docs, 0), write_trace);
-    let (docs, damaged) = finish_sink(made, written)?;
-    docs.finish()?.flush()?;
-    Ok(damaged)
+    let work = |run: SessionRun| parse_run(&labels[run.rows.source], run);
+    let sink = TraceSink {
+        docs: Documents::new(out, SPANS_PER_DOCUMENT),
+        damaged: 0,
+        stream: None,
+    };
+    let consume = |sink: &mut TraceSink, run: ParsedRun| sink.take(&labels, run);
+    let (made, written) = run_ordered(workers(), 8, produce, work, sink, consume);
+    let sink = finish_sink(made, written)?;
+    sink.docs.finish()?.flush()?;
+    Ok(sink.damaged)
 }
 
-fn build(label: &Label, job: SessionRows) -> Built {
+/// Read one session's rows (whole: `--since` picks sessions, not rows) and
+/// hand them on in runs, the rows of its span notes first. False once the
+/// writer has stopped.
+fn send_session_runs(
+    ledger: &Ledger,
+    source: usize,
+    session: SessionRef,
+    feed: &mut Feed<SessionRun>,
+    progress: &Progress,
+) -> Result<bool, LedgerError> {
+    let mut notes = RowBatch::new(source, 0);
+    ledger.for_each_stored_text_of_types(&session, SpanNotes::TYPES, |row| {
+        notes.add(row);
+        Ok::<_, LedgerError>(())
+    })?;
+    let whole = RowFilter {
+        session: Some(session.clone()),
+        since_unix_ns: None,
+    };
+    let mut notes = Some(notes);
+    let mut rows = RowBatch::new(source, RUN_BYTES);
+    let mut open = true;
+    ledger.for_each_stored_text(&whole, |row| {
+        if open {
+            progress.add(1);
+            rows.add(row);
+            if rows.text.len() >= RUN_BYTES {
+                let full = std::mem::replace(&mut rows, RowBatch::new(source, RUN_BYTES));
+                open = feed.send(SessionRun {
+                    session: session.clone(),
+                    notes: notes.take(),
+                    rows: full,
+                    last: false,
+                });
+            }
+        }
+        Ok::<_, LedgerError>(())
+    })?;
+    Ok(open
+        && feed.send(SessionRun {
+            session,
+            notes: notes.take(),
+            rows,
+            last: true,
+        }))
+}
+
+/// Parse a stored text as an event. Checked once as a whole, the text is
+/// parsed without a UTF-8 check per string.
+fn parse_event(json: &[u8]) -> Result<Event, String> {
+    let text = std::str::from_utf8(json).map_err(|e| e.to_string())?;
+    serde_json::from_str::<Event>(text).map_err(|e| e.to_string())
+}
+
+fn parse_run(label: &Label, run: SessionRun) -> ParsedRun {
+    // A note row that does not parse is named where the session's rows
+    // meet it again, below, like any other.
+    let notes = run.notes.map(|rows| {
+        let mut notes = SpanNotes::default();
+        for (_, _, json) in rows.each() {
+            if let Ok(event) = parse_event(json) {
+                notes.add(event);
+            }
+        }
+        notes
+    });
     let mut problems = Vec::new();
-    let mut events: Vec<Event> = Vec::with_capacity(job.rows.rows.len());
-    for (seq, id, json) in job.rows.each() {
-        // Checked once as a whole, the text is parsed without a UTF-8 check
-        // per string.
-        let parsed = std::str::from_utf8(json)
-            .map_err(|e| e.to_string())
-            .and_then(|text| serde_json::from_str::<Event>(text).map_err(|e| e.to_string()));
-        match parsed {
-            Ok(event) => events.push(event),
+    let mut events: Vec<Event> = Vec::with_capacity(run.rows.rows.len());
+    for (seq, id, json) in run.rows.each() {
+        match parse_event(json) {
+            Ok(mut event) => {
+                keep_traced_fields(&mut event);
+                events.push(event);
+            }
             Err(e) => problems.push(damaged(
                 label,
                 seq,
@@ -364,22 +437,55 @@ fn build(label: &Label, job: SessionRows) -> Built {
             )),
         }
     }
-    let refs: Vec<&Event> = events.iter().collect();
-    let part = Part {
-        epoch_tag: label.tag.as_deref(),
-        archive: label.archive.as_deref(),
-    };
-    Built {
-        trace: session_trace(&job.session, &refs, part),
+    ParsedRun {
+        session: run.session,
+        source: run.rows.source,
+        notes,
+        events,
+        last: run.last,
         problems,
     }
 }
 
-type TraceSink = (Documents<BufWriter<Stdout>>, usize);
+/// The writer's side of OTLP: the documents, the rows left out so far,
+/// and the trace of the session being read.
+struct TraceSink {
+    docs: Documents<BufWriter<Stdout>>,
+    damaged: usize,
+    stream: Option<TraceStream>,
+}
 
-fn write_trace(sink: &mut TraceSink, built: Built) -> std::io::Result<()> {
-    report(&mut sink.1, &built.problems);
-    sink.0.push(&built.trace)
+impl TraceSink {
+    /// Take one run: its session's spans as they end, and at the
+    /// session's last run the rest of its trace.
+    fn take(&mut self, labels: &[Label], run: ParsedRun) -> std::io::Result<()> {
+        report(&mut self.damaged, &run.problems);
+        let docs = &mut self.docs;
+        if let Some(notes) = run.notes {
+            let label = &labels[run.source];
+            let part = Part {
+                epoch_tag: label.tag.as_deref(),
+                archive: label.archive.as_deref(),
+            };
+            let stream = TraceStream::new(run.session, part, notes);
+            docs.start_resource(stream.resource_head());
+            self.stream = Some(stream);
+        }
+        let mut emit = |span: &[u8]| docs.push_span(span);
+        let stream = self
+            .stream
+            .as_mut()
+            .expect("a session's first run carries its notes");
+        for event in run.events {
+            stream.feed(event, &mut emit)?;
+        }
+        if run.last {
+            let stream = self.stream.take().expect("the session is open");
+            stream.finish(&mut emit)?;
+            docs.end_resource()?;
+        }
+        Ok(())
+    }
 }
 
 /// A row left out, as stderr names it.

@@ -9,7 +9,7 @@ use super::{Ledger, LedgerError};
 use crate::contract::eligibility::{
     AuditFlags, COMMAND_PAIRING_INCOMPLETE, TOOL_PAIRING_INCOMPLETE,
 };
-use crate::contract::{AdapterId, Event, SessionRef};
+use crate::contract::{AdapterId, Event, EventType, SessionRef};
 
 /// The three states a span can be in (ADR 0078).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -357,21 +357,56 @@ impl Ledger {
             Some(s) => (Some(s.adapter.as_str()), Some(s.session_id.as_str())),
             None => (None, None),
         };
-        let sql = match filter.session {
-            Some(_) => {
+        // Parameters keep their numbers in every form; a form binds those
+        // up to the highest it names. Unfiltered (a whole-ledger export),
+        // no row's time is even read.
+        let sql = match (&filter.session, filter.since_unix_ns) {
+            (Some(_), _) => {
                 "SELECT seq, id, CAST(json AS BLOB) FROM events \
                  WHERE adapter = ?1 AND session_id = ?2 AND time_unix_ns >= ?3 ORDER BY offset"
             }
-            None => {
+            (None, Some(_)) => {
                 "SELECT seq, id, CAST(json AS BLOB) FROM events \
-                 WHERE ?1 IS NULL AND ?2 IS NULL AND time_unix_ns >= ?3 ORDER BY seq"
+                 WHERE time_unix_ns >= ?3 ORDER BY seq"
             }
+            (None, None) => "SELECT seq, id, CAST(json AS BLOB) FROM events ORDER BY seq",
         };
         let read = |e: rusqlite::Error| E::from(LedgerError::from(e));
         let mut stmt = self.conn.prepare_cached(sql).map_err(read)?;
-        let mut rows = stmt
-            .query(params![adapter, session_id, since])
-            .map_err(read)?;
+        let bound: [&dyn rusqlite::ToSql; 3] = [&adapter, &session_id, &since];
+        let used = &bound[..stmt.parameter_count()];
+        let mut rows = stmt.query(used).map_err(read)?;
+        while let Some(r) = rows.next().map_err(read)? {
+            let text = |i| r.get_ref(i).map_err(read);
+            f(StoredText {
+                seq: r.get(0).map_err(read)?,
+                id: text(1)?.as_str().map_err(|e| read(e.into()))?,
+                json: text(2)?.as_blob().map_err(|e| read(e.into()))?,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// One session's rows of the given event types, in offset order, as
+    /// [`Ledger::for_each_stored_text`] gives them. The types are those of
+    /// the `type` column the ledger keeps beside each row's text, so only
+    /// the rows asked for are read whole.
+    pub fn for_each_stored_text_of_types<E: From<LedgerError>>(
+        &self,
+        session: &SessionRef,
+        types: &[EventType],
+        mut f: impl FnMut(StoredText<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let names: Vec<String> = types.iter().map(|t| format!("'{}'", t.as_str())).collect();
+        let sql = format!(
+            "SELECT seq, id, CAST(json AS BLOB) FROM events \
+             WHERE adapter = ?1 AND session_id = ?2 AND type IN ({}) ORDER BY offset",
+            names.join(", ")
+        );
+        let read = |e: rusqlite::Error| E::from(LedgerError::from(e));
+        let mut stmt = self.conn.prepare_cached(&sql).map_err(read)?;
+        let key = params![session.adapter.as_str(), session.session_id];
+        let mut rows = stmt.query(key).map_err(read)?;
         while let Some(r) = rows.next().map_err(read)? {
             let text = |i| r.get_ref(i).map_err(read);
             f(StoredText {

@@ -130,27 +130,87 @@ pub struct SessionReceipts {
 
 /// Receipts for one session's events (offset order).
 pub fn session_receipts(events: &[&Event]) -> SessionReceipts {
-    let spans = pair_spans(events);
-    let tools: Vec<&Span> = spans.iter().filter(|s| s.kind == SpanKind::Tool).collect();
+    let mut turns = TurnFold::default();
+    for event in events {
+        turns.add_event(event);
+    }
+    let mut unattributed_spans = 0;
+    for span in pair_spans(events) {
+        if span.kind == SpanKind::Tool && span.turn_id().is_none() {
+            unattributed_spans += 1;
+        }
+        turns.add_span(&span);
+    }
     let usage = turn_usage(events.iter().copied());
-    let mut turns: Vec<TurnReceipt> = turn_walls(events)
-        .into_iter()
-        .map(|wall| {
-            let used = usage.get(wall.turn_id);
-            receipt(wall, &tools, used)
-        })
-        .collect();
-    turns.sort_by_key(|t| t.started_unix_ns);
-    let unattributed_spans = tools.iter().filter(|s| s.turn_id().is_none()).count();
     SessionReceipts {
-        turns,
+        turns: turns.receipts(&usage),
         unattributed_spans,
     }
 }
 
+/// A session's turns taken as its events come, one at a time: the marks
+/// that bound each turn's wall and each turn's tally of tool spans. What
+/// it holds follows the number of turns and of spans, never the events,
+/// so a caller that streams a session (the OTLP export) need not keep
+/// them; [`session_receipts`] is the same fold over a whole session.
+#[derive(Default)]
+pub struct TurnFold {
+    marks: BTreeMap<String, TurnMarks>,
+    tools: BTreeMap<String, ToolTally>,
+}
+
+impl TurnFold {
+    /// Take one event's part in its turn's wall.
+    pub fn add_event(&mut self, event: &Event) {
+        let Some(turn_id) = event.turn.turn_id.as_deref() else {
+            return;
+        };
+        match self.marks.get_mut(turn_id) {
+            Some(m) => m.add(event),
+            None => {
+                let mut m = TurnMarks::default();
+                m.add(event);
+                self.marks.insert(turn_id.to_string(), m);
+            }
+        }
+    }
+
+    /// Take one span, as it will stay (closed or recovered, or open at the
+    /// session's end); only tool spans of a turn count.
+    pub fn add_span(&mut self, span: &Span) {
+        let (SpanKind::Tool, Some(turn_id)) = (span.kind, span.turn_id()) else {
+            return;
+        };
+        match self.tools.get_mut(turn_id) {
+            Some(t) => t.add(span),
+            None => {
+                let mut t = ToolTally::default();
+                t.add(span);
+                self.tools.insert(turn_id.to_string(), t);
+            }
+        }
+    }
+
+    /// Each turn's receipt, in start order.
+    pub fn receipts(self, usage: &BTreeMap<String, TurnUsage>) -> Vec<TurnReceipt> {
+        let mut tools = self.tools;
+        let mut turns: Vec<TurnReceipt> = self
+            .marks
+            .into_iter()
+            .map(|(turn_id, m)| {
+                let tally = tools.remove(&turn_id).unwrap_or_default();
+                let used = usage.get(&turn_id);
+                receipt(wall_of(turn_id, m), tally, used)
+            })
+            .collect();
+        turns.sort_by_key(|t| t.started_unix_ns);
+        turns
+    }
+}
+
 /// Where a turn's wall starts and ends, and what was not seen.
-struct TurnWall<'a> {
-    turn_id: &'a str,
+struct TurnWall {
+    turn_id: String,
     source: TurnSource,
     wall: Interval,
     notes: Vec<&'static str>,
@@ -166,33 +226,24 @@ struct TurnMarks {
     last_any: Option<i64>,
 }
 
-fn turn_walls<'a>(events: &[&'a Event]) -> Vec<TurnWall<'a>> {
-    let mut marks: BTreeMap<&'a str, TurnMarks> = BTreeMap::new();
-    for event in events {
-        let Some(turn_id) = event.turn.turn_id.as_deref() else {
-            continue;
-        };
-        let m = marks.entry(turn_id).or_default();
+impl TurnMarks {
+    fn add(&mut self, event: &Event) {
         let t = event.time_unix_ns;
-        m.source.get_or_insert(event.turn.source);
-        m.first = Some(m.first.map_or(t, |f| f.min(t)));
-        m.last_any = Some(m.last_any.map_or(t, |l| l.max(t)));
+        self.source.get_or_insert(event.turn.source);
+        self.first = Some(self.first.map_or(t, |f| f.min(t)));
+        self.last_any = Some(self.last_any.map_or(t, |l| l.max(t)));
         if event.provenance.attestation == crate::contract::Attestation::Native {
-            m.last_native = Some(m.last_native.map_or(t, |l| l.max(t)));
+            self.last_native = Some(self.last_native.map_or(t, |l| l.max(t)));
         }
         match event.payload {
-            Payload::TurnStarted(_) => m.started = m.started.or(Some(t)),
-            Payload::TurnCompleted(_) => m.completed = Some(t),
+            Payload::TurnStarted(_) => self.started = self.started.or(Some(t)),
+            Payload::TurnCompleted(_) => self.completed = Some(t),
             _ => {}
         }
     }
-    marks
-        .into_iter()
-        .map(|(turn_id, m)| wall_of(turn_id, m))
-        .collect()
 }
 
-fn wall_of(turn_id: &str, m: TurnMarks) -> TurnWall<'_> {
+fn wall_of(turn_id: String, m: TurnMarks) -> TurnWall {
     let mut notes = Vec::new();
     let first = m.first.expect("a turn is only recorded with an event");
     let start = m.started.unwrap_or_else(|| {
@@ -211,16 +262,11 @@ fn wall_of(turn_id: &str, m: TurnMarks) -> TurnWall<'_> {
     }
 }
 
-fn receipt(wall: TurnWall<'_>, tools: &[&Span], usage: Option<&TurnUsage>) -> TurnReceipt {
-    let mine: Vec<&Span> = tools
-        .iter()
-        .copied()
-        .filter(|s| s.turn_id() == Some(wall.turn_id))
-        .collect();
+fn receipt(wall: TurnWall, tally: ToolTally, usage: Option<&TurnUsage>) -> TurnReceipt {
     let mut notes = wall.notes;
-    let tools = tool_channel(&mine, wall.wall, &mut notes);
+    let tools = tally.channel(wall.wall, &mut notes);
     TurnReceipt {
-        turn_id: wall.turn_id.to_string(),
+        turn_id: wall.turn_id,
         turn_source: match wall.source {
             TurnSource::Native => "native",
             TurnSource::Stamped => "stamped",
@@ -278,51 +324,67 @@ fn ms_to_ns(ms: u64) -> i64 {
     i64::try_from(ms).unwrap_or(i64::MAX / 1_000_000) * 1_000_000
 }
 
-fn tool_channel(spans: &[&Span], wall: Interval, notes: &mut Vec<&'static str>) -> ToolChannel {
-    let (mut known, mut bounds, mut unknown) = (Vec::new(), Vec::new(), Vec::new());
-    for span in spans {
+/// One turn's tool spans as they come: what each contributes, and how
+/// many are in each state.
+#[derive(Default)]
+struct ToolTally {
+    known: Vec<Interval>,
+    bounds: Vec<Interval>,
+    unknown: Vec<&'static str>,
+    spans: usize,
+    closed: usize,
+    recovered: usize,
+    open: usize,
+}
+
+impl ToolTally {
+    fn add(&mut self, span: &Span) {
         match contribution(span) {
-            Contribution::Known(i) => known.push(i),
-            Contribution::Bound(i) => bounds.push(i),
-            Contribution::Unknown(why) => unknown.push(why),
+            Contribution::Known(i) => self.known.push(i),
+            Contribution::Bound(i) => self.bounds.push(i),
+            Contribution::Unknown(why) => self.unknown.push(why),
+        }
+        self.spans += 1;
+        match span.state() {
+            SpanState::Open => self.open += 1,
+            SpanState::Closed => self.closed += 1,
+            SpanState::Recovered(_) => self.recovered += 1,
         }
     }
-    if bounds
-        .iter()
-        .any(|b| b.start < wall.start || b.end > wall.end)
-    {
-        notes.push(BOUND_EXCEEDS_WALL);
-    }
-    let clipped: Vec<Interval> = bounds.iter().filter_map(|b| b.clip(wall)).collect();
-    let wall_ns = wall.end - wall.start;
-    let share = (wall_ns > 0).then(|| union_ns(&clipped) as f64 * 100.0 / wall_ns as f64);
-    let recovered = spans
-        .iter()
-        .filter(|s| matches!(s.state(), SpanState::Recovered(_)))
-        .count();
-    let mut ineligible_because: Vec<&'static str> = unknown.clone();
-    if !bounds.is_empty() {
-        ineligible_because.push("recovered_span");
-    }
-    ineligible_because.sort_unstable();
-    ineligible_because.dedup();
-    ToolChannel {
-        spans: spans.len(),
-        closed: spans
+
+    fn channel(self, wall: Interval, notes: &mut Vec<&'static str>) -> ToolChannel {
+        let bounds = &self.bounds;
+        if bounds
             .iter()
-            .filter(|s| s.state() == SpanState::Closed)
-            .count(),
-        recovered,
-        open: spans
-            .iter()
-            .filter(|s| s.state() == SpanState::Open)
-            .count(),
-        known_ms: ns_to_ms(union_ns(&known)),
-        upper_bound_ms: ns_to_ms(union_ns(&bounds)),
-        bounds_unknown: unknown.iter().filter(|w| **w == "recovered_span").count(),
-        upper_bound_share_pct: share.map(|s| (s * 10.0).round() / 10.0),
-        eligible_for_ranking: ineligible_because.is_empty(),
-        ineligible_because,
+            .any(|b| b.start < wall.start || b.end > wall.end)
+        {
+            notes.push(BOUND_EXCEEDS_WALL);
+        }
+        let clipped: Vec<Interval> = bounds.iter().filter_map(|b| b.clip(wall)).collect();
+        let wall_ns = wall.end - wall.start;
+        let share = (wall_ns > 0).then(|| union_ns(&clipped) as f64 * 100.0 / wall_ns as f64);
+        let mut ineligible_because: Vec<&'static str> = self.unknown.clone();
+        if !bounds.is_empty() {
+            ineligible_because.push("recovered_span");
+        }
+        ineligible_because.sort_unstable();
+        ineligible_because.dedup();
+        ToolChannel {
+            spans: self.spans,
+            closed: self.closed,
+            recovered: self.recovered,
+            open: self.open,
+            known_ms: ns_to_ms(union_ns(&self.known)),
+            upper_bound_ms: ns_to_ms(union_ns(bounds)),
+            bounds_unknown: self
+                .unknown
+                .iter()
+                .filter(|w| **w == "recovered_span")
+                .count(),
+            upper_bound_share_pct: share.map(|s| (s * 10.0).round() / 10.0),
+            eligible_for_ranking: ineligible_because.is_empty(),
+            ineligible_because,
+        }
     }
 }
 

@@ -197,7 +197,7 @@ impl<'a> Pairing<'a> {
 }
 
 /// The request a terminal names, in its payload or its recovery block.
-fn terminal_link(event: &Event) -> Option<&EventId> {
+pub(crate) fn terminal_link(event: &Event) -> Option<&EventId> {
     let direct = match &event.payload {
         Payload::ToolCompleted(p) => p.requested_event_id.as_ref(),
         Payload::CommandCompleted(p) => p.requested_event_id.as_ref(),

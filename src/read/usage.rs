@@ -351,18 +351,24 @@ pub struct TurnUsage {
 pub fn turn_usage<'a>(events: impl IntoIterator<Item = &'a Event>) -> BTreeMap<String, TurnUsage> {
     let mut turns: BTreeMap<String, TurnUsage> = BTreeMap::new();
     for event in events {
-        let (Payload::UsageReported(u), Some(turn)) = (&event.payload, &event.turn.turn_id) else {
-            continue;
-        };
-        let t = turns.entry(turn.clone()).or_default();
-        t.records += 1;
-        t.tokens.add(u);
-        sum_into(&mut t.model_ms, u.duration_ms);
-        if u.model.is_some() {
-            t.model.clone_from(&u.model);
-        }
+        add_turn_usage(&mut turns, event);
     }
     turns
+}
+
+/// [`turn_usage`] one event at a time, for a caller that streams a
+/// session rather than holding its events.
+pub fn add_turn_usage(turns: &mut BTreeMap<String, TurnUsage>, event: &Event) {
+    let (Payload::UsageReported(u), Some(turn)) = (&event.payload, &event.turn.turn_id) else {
+        return;
+    };
+    let t = turns.entry(turn.clone()).or_default();
+    t.records += 1;
+    t.tokens.add(u);
+    sum_into(&mut t.model_ms, u.duration_ms);
+    if u.model.is_some() {
+        t.model.clone_from(&u.model);
+    }
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 //! checked to be a JSON object on one line. When rows carry their epoch,
 //! the tag goes last: `,"epoch":"<label>"` before the closing brace.
 
-use super::json_syntax::is_json;
+use super::json_syntax::is_json_line;
 
 /// Why a row's text cannot be a line: not JSON, not an object, or not on
 /// one line.
@@ -16,7 +16,7 @@ pub struct NotALine;
 /// Whether `json` can be written as a line as it is.
 pub fn check(json: &[u8]) -> Result<(), NotALine> {
     let framed = json.first() == Some(&b'{') && json.last() == Some(&b'}');
-    if framed && is_json(json) && !json.contains(&b'\n') {
+    if framed && is_json_line(json) {
         Ok(())
     } else {
         Err(NotALine)

@@ -3,13 +3,13 @@
 //!
 //! - [`jsonl`]: a row's stored text as its line (checked to be JSON, never
 //!   re-serialised), tagged with its epoch when asked.
-//! - [`otlp`]: one session's events as OTLP spans, and the
+//! - [`otlp`]: one session's events, streamed, as OTLP spans, and the
 //!   `ExportTraceServiceRequest` documents that carry them, each holding
 //!   at most [`SPANS_PER_DOCUMENT`] spans.
 //! - [`json_syntax`]: whether a stored text is JSON at all.
 //!
 //! Nothing here reads storage: the command streams rows in and hands each
-//! one (JSON lines) or each session (OTLP) to these.
+//! one (JSON lines) or each event of a session (OTLP) to these.
 
 pub mod json_syntax;
 pub mod jsonl;

@@ -29,20 +29,26 @@
 //! and the sweep that closed the span is `harnery.recovery.swept_unix_nano`,
 //! so a trace tool never draws request-to-sweep as time spent.
 //!
-//! Documents are written straight from `Serialize` structs whose fields are
-//! in sorted order, the order the `serde_json::Value` trees of earlier
-//! builds printed, so a span's text is unchanged wherever its meaning is.
+//! A session streams through [`TraceStream`]: a span is written as soon as
+//! it ends (at its terminal; open spans, turns and the root at the
+//! session's end), so what is held is the open spans and per-turn tallies,
+//! not the session. Documents are written straight from `Serialize`
+//! structs whose fields are in sorted order, the order the
+//! `serde_json::Value` trees of earlier builds printed, so a span's text
+//! is unchanged wherever its meaning is; only the order of a session's
+//! spans changed (earlier builds wrote root, turns, then spans).
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
 
 use serde::{Serialize, Serializer};
 
-use super::super::receipts::session_receipts;
-use super::super::spans::{Span, SpanKind, SpanState, pair_spans};
-use super::super::usage::{TurnUsage, turn_usage};
-use crate::contract::{Event, Observation, Outcome, Payload, SessionRef};
+use super::super::receipts::{TurnFold, TurnReceipt};
+use super::super::spans::{Span, SpanKind, SpanState, terminal_link};
+use super::super::usage::{TurnUsage, add_turn_usage};
+use crate::contract::{Event, EventType, Observation, Outcome, Payload, SessionRef};
 
 /// OTLP span kind INTERNAL.
 const KIND_INTERNAL: u8 = 1;
@@ -58,80 +64,307 @@ pub struct Part<'a> {
     pub archive: Option<&'a str>,
 }
 
+/// What a session's later rows say of its spans: the call id the agent's
+/// record gave a span (`tool.recorded`) and the native completions that
+/// came after it was recovered (`tool.late_evidence`). These may come
+/// after a span's terminal, so an export reads them first (few rows, by
+/// the ledger's type column) and can then write each span at its terminal.
+#[derive(Default)]
+pub struct SpanNotes {
+    /// By the span's request event id; the last record's word wins.
+    recorded_calls: HashMap<String, String>,
+    /// By the span's request event id, in offset order.
+    late: HashMap<String, Vec<Event>>,
+}
+
+impl SpanNotes {
+    /// The event types whose rows [`SpanNotes::add`] takes.
+    pub const TYPES: &[EventType] = &[EventType::ToolRecorded, EventType::LateEvidence];
+
+    /// Take one event (offset order); events of other types are ignored.
+    pub fn add(&mut self, mut event: Event) {
+        match &event.payload {
+            Payload::ToolRecorded(t) => {
+                if let Some(request) = &t.span_request_event_id {
+                    self.recorded_calls
+                        .insert(request.to_string(), t.tool_call_id.clone());
+                }
+            }
+            Payload::LateEvidence(p) => {
+                let request = p.span_request_event_id.to_string();
+                keep_traced_fields(&mut event);
+                self.late.entry(request).or_default().push(event);
+            }
+            _ => {}
+        }
+    }
+
+    /// The late evidence of the span `request` opened: what came after it.
+    fn late_for(&self, request: &Event) -> Vec<&Event> {
+        let Some(late) = self.late.get(request.id.as_str()) else {
+            return Vec::new();
+        };
+        late.iter().filter(|e| e.offset > request.offset).collect()
+    }
+
+    fn recorded_call(&self, request: Option<&Event>) -> Option<&str> {
+        let id = request?.id.as_str();
+        self.recorded_calls.get(id).map(String::as_str)
+    }
+}
+
+/// A span whose request has been read and whose terminal has not.
+struct OpenSpan {
+    kind: SpanKind,
+    request: Event,
+}
+
+impl OpenSpan {
+    fn as_span(&self) -> Span<'_> {
+        Span {
+            kind: self.kind,
+            request: Some(&self.request),
+            terminal: None,
+            late: Vec::new(),
+        }
+    }
+}
+
+/// One session's trace, built as its events are read (offset order, one
+/// epoch) and handed out span by span: a tool or command span as soon as
+/// its terminal is read, the spans still open, the turns and the root once
+/// the session's last event has been. It holds the open spans, the
+/// session's [`SpanNotes`], and per turn its marks and span tally (an
+/// interval or a reason per span), never the session's events: a few
+/// bytes per span, not a row per event. Pairing is
+/// [`crate::read::spans::pair_spans`]'s, one event at a time.
+pub struct TraceStream {
+    ctx: Ctx,
+    resource_head: String,
+    notes: SpanNotes,
+    open: Vec<OpenSpan>,
+    turns: TurnFold,
+    usage: BTreeMap<String, TurnUsage>,
+    /// The earliest and latest event time: the root span's.
+    times: Option<(i64, i64)>,
+    /// One span's text, reused.
+    text: Vec<u8>,
+}
+
+impl TraceStream {
+    pub fn new(session: SessionRef, part: Part<'_>, notes: SpanNotes) -> TraceStream {
+        TraceStream {
+            resource_head: resource_head(&session, part.epoch_tag),
+            ctx: Ctx::new(session, part.archive),
+            notes,
+            open: Vec::new(),
+            turns: TurnFold::default(),
+            usage: BTreeMap::new(),
+            times: None,
+            text: Vec::new(),
+        }
+    }
+
+    /// `{"resource":…,"spans":[`: what a document opens the session's
+    /// spans with.
+    pub fn resource_head(&self) -> &str {
+        &self.resource_head
+    }
+
+    /// Take the session's next event; `emit` gets the text of each span it
+    /// ends.
+    pub fn feed(
+        &mut self,
+        event: Event,
+        emit: &mut impl FnMut(&[u8]) -> io::Result<()>,
+    ) -> io::Result<()> {
+        let t = event.time_unix_ns;
+        self.times = Some(self.times.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
+        self.turns.add_event(&event);
+        add_turn_usage(&mut self.usage, &event);
+        match &event.payload {
+            Payload::ToolRequested(_) => self.open_span(SpanKind::Tool, event),
+            Payload::CommandRequested(_) => self.open_span(SpanKind::Command, event),
+            Payload::ToolCompleted(_) => self.close_span(SpanKind::Tool, &event, emit)?,
+            Payload::CommandCompleted(_) => self.close_span(SpanKind::Command, &event, emit)?,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The session has no more events: its open spans, turns and root.
+    pub fn finish(mut self, emit: &mut impl FnMut(&[u8]) -> io::Result<()>) -> io::Result<()> {
+        for open in std::mem::take(&mut self.open) {
+            let mut span = open.as_span();
+            span.late = self.notes.late_for(&open.request);
+            self.turns.add_span(&span);
+            let out = self
+                .ctx
+                .span_of(&span, self.notes.recorded_call(span.request));
+            write_span(&mut self.text, &out, emit)?;
+        }
+        let turns = std::mem::take(&mut self.turns).receipts(&self.usage);
+        for turn in &turns {
+            let out = self.ctx.turn(turn, self.usage.get(&turn.turn_id));
+            write_span(&mut self.text, &out, emit)?;
+        }
+        let (start, end) = self.times.unwrap_or((0, 0));
+        let root = self.ctx.root(start, end);
+        write_span(&mut self.text, &root, emit)
+    }
+
+    fn open_span(&mut self, kind: SpanKind, request: Event) {
+        self.open.push(OpenSpan { kind, request });
+    }
+
+    fn close_span(
+        &mut self,
+        kind: SpanKind,
+        terminal: &Event,
+        emit: &mut impl FnMut(&[u8]) -> io::Result<()>,
+    ) -> io::Result<()> {
+        let request = self
+            .match_terminal(kind, terminal)
+            .map(|i| self.open.remove(i));
+        let span = Span {
+            kind,
+            request: request.as_ref().map(|o| &o.request),
+            terminal: Some(terminal),
+            late: request
+                .as_ref()
+                .map(|o| self.notes.late_for(&o.request))
+                .unwrap_or_default(),
+        };
+        self.turns.add_span(&span);
+        let out = self
+            .ctx
+            .span_of(&span, self.notes.recorded_call(span.request));
+        write_span(&mut self.text, &out, emit)
+    }
+
+    /// The open span `terminal` closes, as `pair_spans` finds it: the
+    /// request it links to, else the oldest open span with its call id
+    /// (or, without one, its tool name).
+    fn match_terminal(&self, kind: SpanKind, terminal: &Event) -> Option<usize> {
+        let candidates = self.open.iter().enumerate().filter(|(_, o)| o.kind == kind);
+        if let Some(link) = terminal_link(terminal) {
+            return candidates
+                .filter(|(_, o)| &o.request.id == link)
+                .map(|(i, _)| i)
+                .next();
+        }
+        let (call_id, name) = match &terminal.payload {
+            Payload::ToolCompleted(p) => (p.tool_call_id.as_deref(), Some(p.tool_name.as_str())),
+            _ => (None, None),
+        };
+        candidates
+            .filter(|(_, o)| {
+                let span = o.as_span();
+                match call_id {
+                    Some(id) => span.tool_call_id() == Some(id),
+                    None => span.tool_name() == name,
+                }
+            })
+            .map(|(i, _)| i)
+            .next()
+    }
+}
+
+fn write_span(
+    text: &mut Vec<u8>,
+    span: &SpanOut<'_>,
+    emit: &mut impl FnMut(&[u8]) -> io::Result<()>,
+) -> io::Result<()> {
+    text.clear();
+    serde_json::to_writer(&mut *text, span).expect("a span serializes into memory");
+    emit(text)
+}
+
 /// One session's spans, each already serialized, and the opening of the
-/// resource that holds them.
+/// resource that holds them: a whole trace in memory, for tests and for
+/// callers that hold the session's events anyway.
+#[cfg(test)]
 pub struct SessionTrace {
     resource_head: String,
     spans: Vec<u8>,
     ends: Vec<usize>,
 }
 
+#[cfg(test)]
 impl SessionTrace {
-    /// Each span's JSON text, in export order (root, turns, then spans).
+    /// Each span's JSON text, in export order.
     pub fn spans(&self) -> impl Iterator<Item = &[u8]> {
         let starts = std::iter::once(0).chain(self.ends.iter().copied());
         starts.zip(&self.ends).map(|(a, &b)| &self.spans[a..b])
     }
-
-    pub fn len(&self) -> usize {
-        self.ends.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
-    }
 }
 
-/// One session's events (offset order, one epoch) as its trace.
+/// One session's events (offset order, one epoch) as its trace, through
+/// [`TraceStream`] as the export builds it.
+#[cfg(test)]
 pub fn session_trace(session: &SessionRef, events: &[&Event], part: Part<'_>) -> SessionTrace {
-    let ctx = Ctx::new(session, part.archive);
+    let mut notes = SpanNotes::default();
+    for e in events {
+        notes.add((*e).clone());
+    }
+    let mut stream = TraceStream::new(session.clone(), part, notes);
     let mut trace = SessionTrace {
-        resource_head: resource_head(session, part.epoch_tag),
+        resource_head: stream.resource_head().to_string(),
         spans: Vec::new(),
         ends: Vec::new(),
     };
-    let mut push = |span: SpanOut<'_>| {
-        serde_json::to_writer(&mut trace.spans, &span).expect("a span serializes into memory");
+    let mut emit = |span: &[u8]| {
+        trace.spans.extend_from_slice(span);
         trace.ends.push(trace.spans.len());
+        Ok(())
     };
-    push(ctx.root(events));
-    let usage = turn_usage(events.iter().copied());
-    for turn in &session_receipts(events).turns {
-        let mut attrs = vec![
-            attr_str("harnery.turn.id", &turn.turn_id),
-            attr_str("harnery.turn.source", turn.turn_source),
-            attr_int("harnery.turn.tool_known_ms", turn.tools.known_ms as i64),
-            attr_int(
-                "harnery.turn.tool_upper_bound_ms",
-                turn.tools.upper_bound_ms as i64,
-            ),
-            attr_bool(
-                "harnery.turn.tool_eligible_for_ranking",
-                turn.tools.eligible_for_ranking,
-            ),
-        ];
-        if let Some(u) = usage.get(&turn.turn_id) {
-            attrs.extend(usage_attributes(u));
-        }
-        let (start, end) = (turn.started_unix_ns, turn.ended_unix_ns);
-        let id = ctx.turn_span_id(&turn.turn_id);
-        push(ctx.span(
-            id,
-            Some(ctx.root_id.clone()),
-            "turn".into(),
-            start,
-            end,
-            attrs,
-        ));
+    for e in events {
+        stream
+            .feed((*e).clone(), &mut emit)
+            .expect("memory takes it");
     }
-    let recorded = recorded_call_ids(events);
-    for span in pair_spans(events) {
-        let call = span
-            .request
-            .and_then(|r| recorded.get(r.id.as_str()).copied());
-        push(ctx.span_of(&span, call));
-    }
+    stream.finish(&mut emit).expect("memory takes it");
     trace
+}
+
+/// Drop from `event` what no span of its trace reads: tool inputs and
+/// outputs, prompt, message and reasoning text, raw references. An export
+/// holds a session's events until the session's last row has been read
+/// (a later row may still close, name or amend any of its spans), so what
+/// it holds per event is the envelope and the few payload fields the
+/// mapping above uses, whatever the size of the stored row.
+pub fn keep_traced_fields(event: &mut Event) {
+    event.raw = Vec::new();
+    event.clock = None;
+    event.agent_id = None;
+    match &mut event.payload {
+        Payload::ToolRequested(p) => {
+            p.input = None;
+            p.input_digest = String::new();
+        }
+        Payload::ToolCompleted(p) => p.content = None,
+        Payload::CommandRequested(p) => p.cwd = None,
+        Payload::PromptSubmitted(p) => p.prompt = None,
+        Payload::MessageUser(p) => p.text = None,
+        Payload::MessageAssistant(p) => {
+            p.text = None;
+            p.tool_call_ids = Vec::new();
+        }
+        Payload::ReasoningRecorded(p) => {
+            p.text = None;
+            p.continuation = None;
+        }
+        Payload::MessageDisplayed(p) => p.text = None,
+        Payload::UsageReported(p) => p.cost = None,
+        Payload::SessionStarted(p) => {
+            p.cwd = None;
+            p.transcript_path = None;
+        }
+        Payload::CompactionCompleted(p) => p.summary = None,
+        Payload::PermissionRequested(p) => p.input = None,
+        Payload::LateEvidence(p) => p.error = None,
+        _ => {}
+    }
 }
 
 /// The GenAI usage attributes of a turn, each only where reported.
@@ -150,20 +383,6 @@ fn usage_attributes(u: &TurnUsage) -> Vec<Attr<'_>> {
         }
     }
     attrs
-}
-
-/// The agent's call id for each hook span its record matched
-/// (`tool.recorded`), by the span's request event id.
-fn recorded_call_ids<'a>(events: &[&'a Event]) -> HashMap<&'a str, &'a str> {
-    let mut out = HashMap::new();
-    for event in events {
-        if let Payload::ToolRecorded(t) = &event.payload
-            && let Some(request) = &t.span_request_event_id
-        {
-            out.insert(request.as_str(), t.tool_call_id.as_str());
-        }
-    }
-    out
 }
 
 /// `{"resource":…,"scopeSpans":[{"scope":…,"spans":[`, closed by
@@ -199,6 +418,9 @@ pub struct Documents<W: Write> {
     spans_in_doc: usize,
     resources_in_doc: usize,
     doc_open: bool,
+    /// The current resource's opening, and its spans in this document.
+    head: String,
+    in_resource: usize,
 }
 
 impl<W: Write> Documents<W> {
@@ -210,42 +432,66 @@ impl<W: Write> Documents<W> {
             spans_in_doc: 0,
             resources_in_doc: 0,
             doc_open: false,
+            head: String::new(),
+            in_resource: 0,
         }
     }
 
-    pub fn push(&mut self, trace: &SessionTrace) -> io::Result<()> {
-        let mut in_resource = 0;
-        for span in trace.spans() {
-            if self.spans_in_doc == self.limit {
-                self.out.write_all(RESOURCE_TAIL)?;
-                self.close()?;
-                in_resource = 0;
-            }
-            if !self.doc_open {
-                self.out.write_all(DOCUMENT_HEAD)?;
-                self.doc_open = true;
-            }
-            if in_resource == 0 {
-                if self.resources_in_doc > 0 {
-                    self.out.write_all(b",")?;
-                }
-                self.out.write_all(trace.resource_head.as_bytes())?;
-                self.resources_in_doc += 1;
-            } else {
+    /// Begin a session's spans under `head` (its resource's opening).
+    pub fn start_resource(&mut self, head: &str) {
+        self.head.clear();
+        self.head.push_str(head);
+        self.in_resource = 0;
+    }
+
+    /// One span of the current resource: into the open document, or into
+    /// a new one (under a repeat of the resource) when that one is full.
+    pub fn push_span(&mut self, span: &[u8]) -> io::Result<()> {
+        if self.spans_in_doc == self.limit {
+            self.end_resource()?;
+            self.close()?;
+        }
+        if !self.doc_open {
+            self.out.write_all(DOCUMENT_HEAD)?;
+            self.doc_open = true;
+        }
+        if self.in_resource == 0 {
+            if self.resources_in_doc > 0 {
                 self.out.write_all(b",")?;
             }
-            self.out.write_all(span)?;
-            in_resource += 1;
-            self.spans_in_doc += 1;
+            self.out.write_all(self.head.as_bytes())?;
+            self.resources_in_doc += 1;
+        } else {
+            self.out.write_all(b",")?;
         }
-        if in_resource > 0 {
+        self.out.write_all(span)?;
+        self.in_resource += 1;
+        self.spans_in_doc += 1;
+        Ok(())
+    }
+
+    /// Close the current resource, if it has a span in this document.
+    pub fn end_resource(&mut self) -> io::Result<()> {
+        if self.in_resource > 0 {
             self.out.write_all(RESOURCE_TAIL)?;
+            self.in_resource = 0;
         }
         Ok(())
     }
 
+    /// A whole trace: its resource, its spans, and the resource closed.
+    #[cfg(test)]
+    pub fn push(&mut self, trace: &SessionTrace) -> io::Result<()> {
+        self.start_resource(&trace.resource_head);
+        for span in trace.spans() {
+            self.push_span(span)?;
+        }
+        self.end_resource()
+    }
+
     /// Close the last document; hand back the writer.
     pub fn finish(mut self) -> io::Result<W> {
+        self.end_resource()?;
         if self.doc_open {
             self.close()?;
         }
@@ -281,7 +527,18 @@ fn id_hex(tag: &str, parts: &[&str], bytes: usize) -> String {
         hasher.update(&(part.len() as u64).to_le_bytes());
         hasher.update(part.as_bytes());
     }
-    hasher.finalize().to_hex()[..bytes * 2].to_string()
+    hex(&hasher.finalize().as_bytes()[..bytes])
+}
+
+/// Lowercase hex digits of `bytes`, as `blake3::Hash::to_hex` writes them.
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0xf)]));
+    }
+    out
 }
 
 #[derive(Serialize)]
@@ -351,39 +608,47 @@ impl Serialize for DecimalI64 {
     }
 }
 
-struct Ctx<'s> {
-    session: &'s SessionRef,
+struct Ctx {
+    session: SessionRef,
     trace_id: String,
     root_id: String,
     /// The genesis id of an archived part, folded into root and turn ids.
-    archive: Option<&'s str>,
+    archive: Option<String>,
+    /// Turn span ids by turn id (a session's turns, few).
+    turn_ids: RefCell<HashMap<String, String>>,
 }
 
-impl<'s> Ctx<'s> {
-    fn new(session: &'s SessionRef, archive: Option<&'s str>) -> Ctx<'s> {
+impl Ctx {
+    fn new(session: SessionRef, archive: Option<&str>) -> Ctx {
         let mut root_key = format!("session:{}:{}", session.adapter, session.session_id);
         if let Some(genesis) = archive {
             root_key.push_str(&format!(":epoch:{genesis}"));
         }
         Ctx {
-            session,
-            trace_id: trace_id(session),
+            trace_id: trace_id(&session),
             root_id: span_id(&root_key),
-            archive,
+            session,
+            archive: archive.map(str::to_string),
+            turn_ids: RefCell::new(HashMap::new()),
         }
     }
 
+    /// Every span of a turn names it as parent: derived once per turn.
     fn turn_span_id(&self, turn_id: &str) -> String {
+        if let Some(id) = self.turn_ids.borrow().get(turn_id) {
+            return id.clone();
+        }
         let mut key = format!("turn:{}:{turn_id}", self.session.session_id);
-        if let Some(genesis) = self.archive {
+        if let Some(genesis) = &self.archive {
             key.push_str(&format!(":epoch:{genesis}"));
         }
-        span_id(&key)
+        let id = span_id(&key);
+        let mut ids = self.turn_ids.borrow_mut();
+        ids.insert(turn_id.to_string(), id.clone());
+        id
     }
 
-    fn root<'a>(&'a self, events: &[&Event]) -> SpanOut<'a> {
-        let start = events.iter().map(|e| e.time_unix_ns).min().unwrap_or(0);
-        let end = events.iter().map(|e| e.time_unix_ns).max().unwrap_or(0);
+    fn root(&self, start: i64, end: i64) -> SpanOut<'_> {
         let adapter = self.session.adapter.as_str();
         let attrs = vec![
             attr_str("gen_ai.operation.name", "invoke_agent"),
@@ -391,6 +656,31 @@ impl<'s> Ctx<'s> {
         ];
         let name = format!("invoke_agent {adapter}");
         self.span(self.root_id.clone(), None, name, start, end, attrs)
+    }
+
+    /// A turn's span: the receipt's wall, its tool channel, and the GenAI
+    /// usage the agent's record reported in it.
+    fn turn<'a>(&'a self, turn: &'a TurnReceipt, usage: Option<&'a TurnUsage>) -> SpanOut<'a> {
+        let mut attrs = vec![
+            attr_str("harnery.turn.id", &turn.turn_id),
+            attr_str("harnery.turn.source", turn.turn_source),
+            attr_int("harnery.turn.tool_known_ms", turn.tools.known_ms as i64),
+            attr_int(
+                "harnery.turn.tool_upper_bound_ms",
+                turn.tools.upper_bound_ms as i64,
+            ),
+            attr_bool(
+                "harnery.turn.tool_eligible_for_ranking",
+                turn.tools.eligible_for_ranking,
+            ),
+        ];
+        if let Some(u) = usage {
+            attrs.extend(usage_attributes(u));
+        }
+        let (start, end) = (turn.started_unix_ns, turn.ended_unix_ns);
+        let id = self.turn_span_id(&turn.turn_id);
+        let root = Some(self.root_id.clone());
+        self.span(id, root, "turn".into(), start, end, attrs)
     }
 
     fn span<'a>(
@@ -598,6 +888,7 @@ mod tests {
     use serde_json::Value;
 
     use super::*;
+    use crate::contract::EventId;
     use crate::contract::RecoveryReason::*;
     use crate::read::testkit::Script;
 
@@ -740,6 +1031,94 @@ mod tests {
         let one = documents(&events, Part::default(), SPANS_PER_DOCUMENT);
         assert_eq!(one.len(), 1);
         assert!(documents(&[], Part::default(), 4).is_empty());
+    }
+
+    #[test]
+    fn ids_are_blake3_hex() {
+        let key = "turn:s:t1";
+        let mut hasher = blake3::Hasher::new();
+        for part in ["harnery.otlp.span", key] {
+            hasher.update(&(part.len() as u64).to_le_bytes());
+            hasher.update(part.as_bytes());
+        }
+        assert_eq!(span_id(key), &hasher.finalize().to_hex()[..16]);
+    }
+
+    #[test]
+    fn a_document_filled_at_a_session_boundary_is_closed_once() {
+        let mut events = Vec::new();
+        for id in ["a", "b"] {
+            let mut s = Script::new(id);
+            s.turn("t1");
+            for i in 0..3 {
+                let r = s.request("Bash", 10 * i);
+                s.complete(&r, 10 * i + 5, Some(5));
+            }
+            events.extend(s.events());
+        }
+        // Five spans each: the first session fills the first document.
+        let docs = documents(&events, Part::default(), 5);
+        let sessions: Vec<usize> = docs
+            .iter()
+            .map(|d| d["resourceSpans"].as_array().unwrap().len())
+            .collect();
+        assert_eq!(sessions, [1, 1]);
+    }
+
+    #[test]
+    fn what_later_rows_say_reaches_a_span_written_at_its_terminal() {
+        let mut s = Script::new("s");
+        s.turn("t1");
+        s.start(0);
+        let hooked = s.push(
+            10,
+            Payload::ToolRequested(crate::contract::ToolRequested {
+                tool_call_id: None,
+                tool_name: "bash".into(),
+                input_digest: "d".into(),
+                input: None,
+                recovery: None,
+            }),
+            crate::contract::Provenance::NATIVE,
+        );
+        s.complete(&hooked, 20, Some(10));
+        let swept = s.request("Read", 30);
+        s.stop(50);
+        let recovery = s.recover(&swept, 50, CompletionNotObservedBeforeTurnEnd, Some(20));
+        s.late(&swept, &recovery, 60);
+        let recorded = crate::contract::ToolRecorded {
+            record: crate::contract::RecordAt {
+                path: "t.jsonl".into(),
+                offset: 0,
+            },
+            span_request_event_id: Some(hooked.clone()),
+            tool_call_id: "call_rec".into(),
+            tool_name: "bash".into(),
+            turn_id: Some("t1".into()),
+            success: Some(true),
+            exit_code: None,
+        };
+        s.push(
+            70,
+            Payload::ToolRecorded(recorded),
+            crate::contract::Provenance::NATIVE,
+        );
+        let doc = only_document(&s.events());
+        let tools = spans_named(&doc, "execute_tool");
+        let by_id = |id: &EventId| {
+            let wanted = span_id(id.as_str());
+            *tools
+                .iter()
+                .find(|t| t["spanId"] == wanted.as_str())
+                .unwrap()
+        };
+        let call = attr(by_id(&hooked), "gen_ai.tool.call.id").unwrap();
+        assert_eq!(call["stringValue"], "call_rec");
+        let late = by_id(&swept)["events"].as_array().unwrap();
+        assert_eq!(late.len(), 1);
+        assert_eq!(late[0]["name"], "harnery.late_evidence");
+        // Neither the late evidence nor the record is a span of its own.
+        assert_eq!(tools.len(), 2);
     }
 
     #[test]
