@@ -27,10 +27,17 @@ const SCENARIO_TRANSCRIPT: &str = "tests/fixtures/records/claude-code/basic.json
 /// Feed the `basic` scenario's hooks with their transcript path pointed at
 /// `transcript`.
 fn feed(home: &Path, transcript: &Path) {
+    feed_hooks(home, transcript, |_| true);
+}
+
+/// Feed the `basic` scenario's hooks whose number `which` takes, their
+/// transcript path pointed at `transcript`.
+fn feed_hooks(home: &Path, transcript: &Path, which: impl Fn(usize) -> bool) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let hooks =
         std::fs::read_to_string(root.join("tests/fixtures/claude-code/basic/hooks.jsonl")).unwrap();
-    for line in hooks.lines().filter(|l| !l.trim().is_empty()) {
+    let hooks = hooks.lines().filter(|l| !l.trim().is_empty());
+    for (_, line) in hooks.enumerate().filter(|(n, _)| which(*n)) {
         let mut payload: Value = serde_json::from_str(line).unwrap();
         payload["transcript_path"] = Value::String(transcript.display().to_string());
         Command::cargo_bin("harnery-hook")
@@ -396,20 +403,7 @@ fn write_part(home: &Path, to_file: &Path, lines: std::ops::Range<usize>, hooks:
     for line in text.lines().skip(lines.start).take(lines.len()) {
         writeln!(f, "{line}").unwrap();
     }
-    let captured =
-        std::fs::read_to_string(root.join("tests/fixtures/claude-code/basic/hooks.jsonl")).unwrap();
-    let captured: Vec<&str> = captured.lines().filter(|l| !l.trim().is_empty()).collect();
-    for &n in hooks {
-        let mut payload: Value = serde_json::from_str(captured[n]).unwrap();
-        payload["transcript_path"] = Value::String(to_file.display().to_string());
-        Command::cargo_bin("harnery-hook")
-            .unwrap()
-            .env("HARNERY_HOME", home)
-            .arg("claude-code")
-            .write_stdin(payload.to_string())
-            .assert()
-            .success();
-    }
+    feed_hooks(home, to_file, |n| hooks.contains(&n));
 }
 
 /// The `basic` transcript's one tool call (line 21, written at

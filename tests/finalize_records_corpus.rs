@@ -96,6 +96,19 @@ impl Finalized {
         self.events.iter().filter(|e| e["type"] == ty).collect()
     }
 
+    /// The hook span each record call joined: call id to request event id.
+    fn span_of_calls(&self) -> BTreeMap<String, String> {
+        self.of_type("tool.recorded")
+            .iter()
+            .filter_map(|e| {
+                Some((
+                    e["payload"]["tool_call_id"].as_str()?.to_string(),
+                    e["payload"]["span_request_event_id"].as_str()?.to_string(),
+                ))
+            })
+            .collect()
+    }
+
     fn problems(&self) -> Vec<&Value> {
         self.of_type("record.problem")
     }
@@ -144,6 +157,22 @@ fn claude_transcripts(scenario: &str) -> BTreeMap<String, PathBuf> {
     out
 }
 
+/// Copy each file of `files` into `dir` under `name(key)`; the copies by key.
+fn copy_into(
+    dir: &Path,
+    files: &BTreeMap<String, PathBuf>,
+    name: impl Fn(&str) -> String,
+) -> BTreeMap<String, PathBuf> {
+    files
+        .iter()
+        .map(|(key, p)| {
+            let to = dir.join(name(key));
+            std::fs::copy(p, &to).unwrap();
+            (key.clone(), to)
+        })
+        .collect()
+}
+
 /// Every Claude Code scenario whose hooks and transcript are both here.
 fn claude_scenarios() -> Vec<String> {
     let mut out: Vec<String> = std::fs::read_dir(fixtures().join("claude-code"))
@@ -164,14 +193,7 @@ fn every_claude_code_transcript_joins_its_hooks() {
         let records = home.path().join("records");
         std::fs::create_dir_all(&records).unwrap();
         let transcripts = claude_transcripts(scenario);
-        let copies: BTreeMap<String, PathBuf> = transcripts
-            .iter()
-            .map(|(s, p)| {
-                let to = records.join(format!("{s}.jsonl"));
-                std::fs::copy(p, &to).unwrap();
-                (s.clone(), to)
-            })
-            .collect();
+        let copies = copy_into(&records, &transcripts, |s| format!("{s}.jsonl"));
         let to = |s: &str| {
             copies
                 .get(s)
@@ -181,14 +203,7 @@ fn every_claude_code_transcript_joins_its_hooks() {
         // A subagent transcript the capture did not keep is named but
         // missing: loud, once each.
         let subagents = claude_subagent_transcripts(scenario);
-        let subagent_copies: BTreeMap<String, PathBuf> = subagents
-            .iter()
-            .map(|(name, p)| {
-                let to = records.join(name);
-                std::fs::copy(p, &to).unwrap();
-                (name.clone(), to)
-            })
-            .collect();
+        let subagent_copies = copy_into(&records, &subagents, str::to_string);
         let to_agent = |name: &str| {
             subagent_copies
                 .get(name)
@@ -441,16 +456,7 @@ fn a_copilot_turn_end_in_the_record_recovers_the_calls_it_cut_off() {
         let (_, record, session) = records.iter().find(|(s, ..)| s == scenario).unwrap();
         let got = copilot_finalized(scenario, record, session);
         let cut_off = calls_open_at_their_turn_end(&lines(record));
-        let span_of: BTreeMap<String, String> = got
-            .of_type("tool.recorded")
-            .iter()
-            .filter_map(|e| {
-                Some((
-                    e["payload"]["tool_call_id"].as_str()?.to_string(),
-                    e["payload"]["span_request_event_id"].as_str()?.to_string(),
-                ))
-            })
-            .collect();
+        let span_of = got.span_of_calls();
         let turn_end_terminals: BTreeSet<String> = got
             .of_type("tool.completed")
             .iter()
@@ -570,15 +576,7 @@ fn every_copilot_event_log_joins_its_hooks_with_call_ids_and_exit_codes() {
             "{scenario}: every usage record once"
         );
         let recorded = got.of_type("tool.recorded");
-        let span_of: BTreeMap<String, String> = recorded
-            .iter()
-            .filter_map(|e| {
-                Some((
-                    e["payload"]["tool_call_id"].as_str()?.to_string(),
-                    e["payload"]["span_request_event_id"].as_str()?.to_string(),
-                ))
-            })
-            .collect();
+        let span_of = got.span_of_calls();
         // Every hook span the record also has carries the record's call id,
         // and a shell's exit code.
         let record_names: BTreeSet<&str> = frames

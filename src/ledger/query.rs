@@ -350,7 +350,7 @@ impl Ledger {
     pub fn for_each_stored_text<E: From<LedgerError>>(
         &self,
         filter: &RowFilter,
-        mut f: impl FnMut(StoredText<'_>) -> Result<(), E>,
+        f: impl FnMut(StoredText<'_>) -> Result<(), E>,
     ) -> Result<(), E> {
         let since = filter.since_unix_ns.unwrap_or(i64::MIN);
         let (adapter, session_id) = match &filter.session {
@@ -375,16 +375,8 @@ impl Ledger {
         let mut stmt = self.conn.prepare_cached(sql).map_err(read)?;
         let bound: [&dyn rusqlite::ToSql; 3] = [&adapter, &session_id, &since];
         let used = &bound[..stmt.parameter_count()];
-        let mut rows = stmt.query(used).map_err(read)?;
-        while let Some(r) = rows.next().map_err(read)? {
-            let text = |i| r.get_ref(i).map_err(read);
-            f(StoredText {
-                seq: r.get(0).map_err(read)?,
-                id: text(1)?.as_str().map_err(|e| read(e.into()))?,
-                json: text(2)?.as_blob().map_err(|e| read(e.into()))?,
-            })?;
-        }
-        Ok(())
+        let rows = stmt.query(used).map_err(read)?;
+        each_stored_text(rows, f)
     }
 
     /// One session's rows of the given event types, in offset order, as
@@ -395,7 +387,7 @@ impl Ledger {
         &self,
         session: &SessionRef,
         types: &[EventType],
-        mut f: impl FnMut(StoredText<'_>) -> Result<(), E>,
+        f: impl FnMut(StoredText<'_>) -> Result<(), E>,
     ) -> Result<(), E> {
         let names: Vec<String> = types.iter().map(|t| format!("'{}'", t.as_str())).collect();
         let sql = format!(
@@ -406,16 +398,8 @@ impl Ledger {
         let read = |e: rusqlite::Error| E::from(LedgerError::from(e));
         let mut stmt = self.conn.prepare_cached(&sql).map_err(read)?;
         let key = params![session.adapter.as_str(), session.session_id];
-        let mut rows = stmt.query(key).map_err(read)?;
-        while let Some(r) = rows.next().map_err(read)? {
-            let text = |i| r.get_ref(i).map_err(read);
-            f(StoredText {
-                seq: r.get(0).map_err(read)?,
-                id: text(1)?.as_str().map_err(|e| read(e.into()))?,
-                json: text(2)?.as_blob().map_err(|e| read(e.into()))?,
-            })?;
-        }
-        Ok(())
+        let rows = stmt.query(key).map_err(read)?;
+        each_stored_text(rows, f)
     }
 
     /// Every session with an event at or after `since` (all of them
@@ -620,4 +604,22 @@ pub(super) fn span_row(r: &Row) -> rusqlite::Result<SpanRow> {
         duration_ms: r.get::<_, Option<i64>>(13)?.map(|d| d as u64),
         completed_unix_ns: r.get(14)?,
     })
+}
+
+/// Hand each row of a `seq, id, json` query to `f` as [`StoredText`],
+/// borrowed from the row.
+fn each_stored_text<E: From<LedgerError>>(
+    mut rows: rusqlite::Rows<'_>,
+    mut f: impl FnMut(StoredText<'_>) -> Result<(), E>,
+) -> Result<(), E> {
+    let read = |e: rusqlite::Error| E::from(LedgerError::from(e));
+    while let Some(r) = rows.next().map_err(read)? {
+        let text = |i| r.get_ref(i).map_err(read);
+        f(StoredText {
+            seq: r.get(0).map_err(read)?,
+            id: text(1)?.as_str().map_err(|e| read(e.into()))?,
+            json: text(2)?.as_blob().map_err(|e| read(e.into()))?,
+        })?;
+    }
+    Ok(())
 }

@@ -988,8 +988,8 @@ mod tests {
         assert_eq!(doc, only_document(&events));
     }
 
-    #[test]
-    fn documents_hold_at_most_their_limit_and_repeat_a_spilled_resource() {
+    /// Sessions `a` and `b`, each a turn of three closed tool spans.
+    fn two_sessions_of_three_tools() -> Vec<Event> {
         let mut events = Vec::new();
         for id in ["a", "b"] {
             let mut s = Script::new(id);
@@ -1000,6 +1000,12 @@ mod tests {
             }
             events.extend(s.events());
         }
+        events
+    }
+
+    #[test]
+    fn documents_hold_at_most_their_limit_and_repeat_a_spilled_resource() {
+        let events = two_sessions_of_three_tools();
         // Each session: a root, a turn and three tool spans.
         let docs = documents(&events, Part::default(), 4);
         let per_doc: Vec<Vec<(String, usize)>> = docs
@@ -1046,16 +1052,7 @@ mod tests {
 
     #[test]
     fn a_document_filled_at_a_session_boundary_is_closed_once() {
-        let mut events = Vec::new();
-        for id in ["a", "b"] {
-            let mut s = Script::new(id);
-            s.turn("t1");
-            for i in 0..3 {
-                let r = s.request("Bash", 10 * i);
-                s.complete(&r, 10 * i + 5, Some(5));
-            }
-            events.extend(s.events());
-        }
+        let events = two_sessions_of_three_tools();
         // Five spans each: the first session fills the first document.
         let docs = documents(&events, Part::default(), 5);
         let sessions: Vec<usize> = docs
