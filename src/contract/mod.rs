@@ -30,11 +30,13 @@ pub use event::{
 };
 pub use generation::{GENERATIONS, Generation, current_generation, generation_by_digest};
 pub use payload::{
-    CommandCompleted, CommandRequested, CompactionCompleted, CompactionStarted, EndCancelled,
+    CheckpointRecorded, CommandCompleted, CommandRequested, CompactionCompleted, Effect, CompactionStarted, EndCancelled,
     EndExpired, EndRequested, EndSalvaged, ErrorReported, EventType, HealthCondition, LateEvidence,
-    MessageAssistant, MessageDisplayed, MessageUser, Notification, Observation, Outcome, Payload,
+    MessageAssistant, MessageDisplayed, MessageUser, Notification, Observation, OffsetRange, Outcome,
+    Payload,
     PermissionRequested, PromptSubmitted, ReasoningRecorded, RecordAt, RecordProblem, Recovery,
-    RecoveryReason, SessionEnded, SessionMetadata, SessionStarted, SignalUnrecognized,
+    RecoveryReason, RestoreRecorded, SessionEnded, SessionMetadata, SessionResumed, SessionStarted,
+    SignalUnrecognized, StaleSignal,
     SubagentStarted, SubagentStopped, ToolBatchCompleted, ToolCompleted, ToolRecorded,
     ToolRequested, TurnCompleted, TurnStarted, UsageReported,
 };

@@ -20,6 +20,7 @@ mod emit;
 mod ends;
 mod record;
 mod recovery;
+mod session_log;
 mod spans;
 mod tools;
 mod turns;
@@ -90,6 +91,9 @@ pub struct SessionProducer {
     /// The agent's own record of the session, as far as it was followed.
     #[serde(default, skip_serializing_if = "record::RecordFollow::is_unused")]
     record: record::RecordFollow,
+    /// Checkpoints, restores and resumes (contract generation 3).
+    #[serde(default, skip_serializing_if = "session_log::SessionLogBook::is_unused")]
+    log: session_log::SessionLogBook,
     /// Test-only override of the adapter's recovery table; never stored.
     #[serde(skip)]
     policy_override: Option<RecoveryPolicy>,
@@ -108,6 +112,7 @@ impl SessionProducer {
             running_agents: BTreeSet::new(),
             span_cap_raised: false,
             record: record::RecordFollow::default(),
+            log: session_log::SessionLogBook::default(),
             policy_override: None,
         }
     }
@@ -178,6 +183,16 @@ impl SessionProducer {
         };
         let mut out = Vec::new();
         let from_agent = !signal.event_name.is_some_and(is_harnery_event);
+        // A signal of an older incarnation is kept as evidence only.
+        if from_agent && self.session_log_before(&normalized, &mut trigger, &mut out) {
+            if let Some(first) = out.first() {
+                self.deliveries.remember(keys, first.id.clone());
+            }
+            return Ingested {
+                events: out,
+                duplicate_of: None,
+            };
+        }
         if from_agent && normalized.kind.is_native_work() {
             self.cancel_pending_end("native_work", &mut trigger, &mut out);
         }
@@ -185,6 +200,7 @@ impl SessionProducer {
             self.record.path = crate::adapter::record::path_in_payload(signal.payload);
         }
         self.apply(normalized, &mut trigger, &mut out);
+        self.session_log_after(&mut trigger, &mut out);
         // Only a session whose record may be followed keeps its requests
         // for joining (Copilot's record is found without a hook naming it).
         if from_agent && (self.record.path.is_some() || self.session.adapter == AdapterId::Copilot)
@@ -323,6 +339,8 @@ impl SessionProducer {
             }
             SignalKind::RecordChunk(chunk) => self.on_record_chunk(*chunk, trigger, out),
             SignalKind::RecordProblem(p) => self.on_record_problem(p, trigger, out),
+            SignalKind::CheckpointRequested(p) => self.on_checkpoint_requested(p, trigger, out),
+            SignalKind::RestoreRequested(p) => self.on_restore_requested(p, trigger, out),
         }
     }
 
