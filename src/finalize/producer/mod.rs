@@ -92,7 +92,10 @@ pub struct SessionProducer {
     #[serde(default, skip_serializing_if = "record::RecordFollow::is_unused")]
     record: record::RecordFollow,
     /// Checkpoints, restores and resumes (contract generation 3).
-    #[serde(default, skip_serializing_if = "session_log::SessionLogBook::is_unused")]
+    #[serde(
+        default,
+        skip_serializing_if = "session_log::SessionLogBook::is_unused"
+    )]
     log: session_log::SessionLogBook,
     /// Test-only override of the adapter's recovery table; never stored.
     #[serde(skip)]

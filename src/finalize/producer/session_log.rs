@@ -157,12 +157,24 @@ impl SessionLogBook {
                 self.open_effects.insert(e.id.as_str().to_string(), effect);
             }
             Payload::ToolCompleted(p) => {
-                let native = p.recovery.is_none() && e.provenance.attestation == Attestation::Native;
-                self.close_effect(p.requested_event_id.as_ref(), native, p.outcome, p.exit_code);
+                let native =
+                    p.recovery.is_none() && e.provenance.attestation == Attestation::Native;
+                self.close_effect(
+                    p.requested_event_id.as_ref(),
+                    native,
+                    p.outcome,
+                    p.exit_code,
+                );
             }
             Payload::CommandCompleted(p) => {
-                let native = p.recovery.is_none() && e.provenance.attestation == Attestation::Native;
-                self.close_effect(p.requested_event_id.as_ref(), native, p.outcome, p.exit_code);
+                let native =
+                    p.recovery.is_none() && e.provenance.attestation == Attestation::Native;
+                self.close_effect(
+                    p.requested_event_id.as_ref(),
+                    native,
+                    p.outcome,
+                    p.exit_code,
+                );
             }
             Payload::SessionMetadata(m) => {
                 if let Some(sha) = &m.head_commit {
@@ -212,7 +224,8 @@ impl SessionLogBook {
 
 /// File paths and the shell command a tool input names.
 fn effect_detail(input: Option<&crate::contract::Json>) -> (Vec<String>, Option<String>) {
-    let Some(value) = input.and_then(|j| serde_json::from_str::<serde_json::Value>(j.as_str()).ok())
+    let Some(value) =
+        input.and_then(|j| serde_json::from_str::<serde_json::Value>(j.as_str()).ok())
     else {
         return (Vec::new(), None);
     };
@@ -299,7 +312,12 @@ impl SessionProducer {
             invalidated_checkpoints: invalidated,
             incarnation: self.log.incarnation(),
             checkpoint_id: restore.as_ref().map(|r| r.checkpoint_id.clone()),
-            evidence: if restore.is_some() { "restore" } else { "agent_resume" }.into(),
+            evidence: if restore.is_some() {
+                "restore"
+            } else {
+                "agent_resume"
+            }
+            .into(),
         });
         let draft = Draft {
             provenance: super::recovery::derived_high(),
@@ -347,7 +365,12 @@ impl SessionProducer {
         }
     }
 
-    fn pin_checkpoint(&mut self, spec: CheckpointSpec, trigger: &mut Trigger, out: &mut Vec<Event>) {
+    fn pin_checkpoint(
+        &mut self,
+        spec: CheckpointSpec,
+        trigger: &mut Trigger,
+        out: &mut Vec<Event>,
+    ) {
         let offset = self.next_offset + 1;
         let mut effects = std::mem::take(&mut self.log.effects);
         effects.extend(spec.extra);
