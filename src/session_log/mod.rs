@@ -49,28 +49,27 @@ pub enum ReplayError {
 /// Check a `[from, to)` window against a session whose next offset is
 /// `head`; `to` defaults to the head.
 pub fn check_window(from: i64, to: Option<i64>, head: u64) -> Result<(u64, u64), RangeError> {
-    if from < 0 {
-        return Err(RangeError::Negative {
-            bound: "from",
-            value: from,
-        });
-    }
-    let to = to.unwrap_or(head as i64);
-    if to < 0 {
-        return Err(RangeError::Negative {
-            bound: "to",
-            value: to,
-        });
-    }
-    if to < from {
-        return Err(RangeError::Inverted { from, to });
-    }
-    for (bound, value) in [("from", from), ("to", to)] {
+    let checked = |bound: &'static str, value: i64| {
+        if value < 0 {
+            return Err(RangeError::Negative { bound, value });
+        }
         if value as u64 > head {
             return Err(RangeError::PastHead { bound, value, head });
         }
+        Ok(value as u64)
+    };
+    let from_at = checked("from", from)?;
+    let to_at = match to {
+        Some(to) => checked("to", to)?,
+        None => head,
+    };
+    if to_at < from_at {
+        return Err(RangeError::Inverted {
+            from,
+            to: to_at as i64,
+        });
     }
-    Ok((from as u64, to as u64))
+    Ok((from_at, to_at))
 }
 
 /// The session's events with `from <= offset < to` (`to` defaults to the
@@ -84,6 +83,32 @@ pub fn replay(
     let head = ledger.session_head(session)?;
     let (from, to) = check_window(from, to, head)?;
     Ok(ledger.session_range(session, from, to)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_window_is_checked_bound_by_bound() {
+        assert_eq!(check_window(0, None, 5), Ok((0, 5)));
+        assert_eq!(check_window(5, None, 5), Ok((5, 5)), "empty at the head");
+        assert_eq!(check_window(1, Some(3), 5), Ok((1, 3)));
+        let neg = check_window(-2, None, 5).unwrap_err();
+        assert_eq!(neg.to_string(), "replay bound `from` is negative (-2)");
+        let past = check_window(6, None, 5).unwrap_err();
+        assert_eq!(
+            past.to_string(),
+            "replay bound `from` (6) is past the session's head (5)"
+        );
+        let past = check_window(0, Some(9), 5).unwrap_err();
+        assert!(matches!(past, RangeError::PastHead { bound: "to", .. }));
+        let inverted = check_window(4, Some(2), 5).unwrap_err();
+        assert_eq!(
+            inverted.to_string(),
+            "replay bound `to` (2) is below `from` (4)"
+        );
+    }
 }
 
 /// One checkpoint, as the log stands now.

@@ -19,6 +19,9 @@
 //!   own events and starts the next incarnation. After a restore from a
 //!   checkpoint pinned at P, the events from P up to the restore are
 //!   superseded and every checkpoint pinned above P is invalid.
+//!   The spans still open that were requested in the superseded range are
+//!   dropped from producer state: no sweep or salvage of the live line
+//!   reaches them (the ledger's span rows keep them as they were).
 //! - A hook signal of an older incarnation that arrives after a resume (an
 //!   agent timestamp before the resume, or a native turn of an older
 //!   incarnation) is kept as `session.stale_signal`, never applied to the
@@ -69,6 +72,14 @@ pub(super) struct PendingRestore {
     pub restore_offset: u64,
 }
 
+/// A span still open, as an effect in waiting.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct OpenEffect {
+    /// The offset of the span's request.
+    pub offset: u64,
+    pub effect: Effect,
+}
+
 /// The session log's producer state.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(super) struct SessionLogBook {
@@ -82,7 +93,7 @@ pub(super) struct SessionLogBook {
     effects: Vec<Effect>,
     /// Spans whose native completion would be an effect, by request id.
     #[serde(default)]
-    open_effects: BTreeMap<String, Effect>,
+    open_effects: BTreeMap<String, OpenEffect>,
     /// The head commit the agent's record named last.
     #[serde(default)]
     head_commit: Option<String>,
@@ -141,7 +152,7 @@ impl SessionLogBook {
                     command,
                     exit_code: None,
                 };
-                self.open_effects.insert(e.id.as_str().to_string(), effect);
+                self.open(e, effect);
             }
             Payload::CommandRequested(p) => {
                 let effect = Effect {
@@ -154,7 +165,7 @@ impl SessionLogBook {
                     command: Some(p.argv.join(" ")),
                     exit_code: None,
                 };
-                self.open_effects.insert(e.id.as_str().to_string(), effect);
+                self.open(e, effect);
             }
             Payload::ToolCompleted(p) => {
                 let native =
@@ -185,6 +196,28 @@ impl SessionLogBook {
         }
     }
 
+    fn open(&mut self, request: &Event, effect: Effect) {
+        let offset = request.offset;
+        let open = OpenEffect { offset, effect };
+        self.open_effects
+            .insert(request.id.as_str().to_string(), open);
+    }
+
+    /// Forget the open spans requested in `range`: their line was
+    /// superseded, so no sweep or salvage of the live line may reach them.
+    fn forget_open(&mut self, range: OffsetRange) -> Vec<String> {
+        let gone: Vec<String> = self
+            .open_effects
+            .iter()
+            .filter(|(_, o)| range.contains(o.offset))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &gone {
+            self.open_effects.remove(id);
+        }
+        gone
+    }
+
     fn close_effect(
         &mut self,
         request: Option<&crate::contract::EventId>,
@@ -193,7 +226,7 @@ impl SessionLogBook {
         exit_code: Option<i64>,
     ) {
         let Some(request) = request else { return };
-        let Some(mut effect) = self.open_effects.remove(request.as_str()) else {
+        let Some(OpenEffect { mut effect, .. }) = self.open_effects.remove(request.as_str()) else {
             return;
         };
         if native {
@@ -300,6 +333,9 @@ impl SessionProducer {
                 cp.invalid = true;
                 invalidated.push(id.clone());
             }
+        }
+        for id in self.log.forget_open(superseded) {
+            self.spans.take_by_request(&crate::contract::EventId(id));
         }
         self.log.resumes += 1;
         let live = std::mem::take(&mut self.log.live_turns);
