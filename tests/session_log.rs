@@ -160,12 +160,14 @@ fn checkpoints_are_pinned_by_the_operator_and_at_each_native_turn() {
     assert_eq!(effects[0]["outcome"], "success");
     assert!(effects[0]["tool_call_id"].is_string());
     assert!(effects[0]["command"].as_str().unwrap().contains("echo"));
-    // The turn's checkpoint follows its turn.completed directly.
+    // The turn's checkpoint waits for what closes the turn (here the
+    // session's end): it is pinned last, at the end of the finalize run.
     let events = replay(home.path(), CLAUDE, &[]);
-    let done = of_type(&events, "turn.completed")[0]["offset"]
-        .as_u64()
-        .unwrap();
-    assert_eq!(turn["event_offset"], done + 1);
+    let done = of_type(&events, "turn.completed")[0]["offset"].as_u64();
+    let ended = of_type(&events, "session.ended")[0]["offset"].as_u64();
+    assert!(done < ended);
+    assert_eq!(turn["event_offset"], events.len() as u64 - 1);
+    assert_eq!(turn["offset"], events.len() as u64);
     assert_eq!(log["incarnation"], 1);
 
     // Latest and by id, as flags.
@@ -217,16 +219,9 @@ fn a_restore_seeds_the_first_leg_and_the_resumed_leg_is_the_next_incarnation() {
         seed["checkpoint"]["checkpoint_id"],
         format!("turn:{CLAUDE_TURN_1}")
     );
-    let below: Vec<Value> = first_leg
-        .iter()
-        .filter(|e| e["offset"].as_u64().unwrap() < boundary)
-        .cloned()
-        .collect();
     let seeded: Vec<Value> = seed["events"].as_array().unwrap().clone();
-    assert_eq!(
-        seeded, below,
-        "the seed is the first leg up to the checkpoint"
-    );
+    assert_eq!(seeded, first_leg, "the seed is the first leg");
+    assert_eq!(boundary, first_leg.len() as u64);
     assert_eq!(
         seeded.last().unwrap()["type"],
         "checkpoint.recorded",
@@ -263,7 +258,8 @@ fn a_restore_seeds_the_first_leg_and_the_resumed_leg_is_the_next_incarnation() {
     assert_eq!(r["payload"]["boundary_offset"], boundary);
     assert_eq!(
         r["payload"]["superseded"],
-        serde_json::json!({"from": boundary, "to": restore_at})
+        serde_json::json!({"from": boundary, "to": restore_at}),
+        "nothing of the first leg is superseded"
     );
     assert_eq!(r["payload"]["incarnation"], 2);
     assert_eq!(
@@ -279,17 +275,11 @@ fn a_restore_seeds_the_first_leg_and_the_resumed_leg_is_the_next_incarnation() {
             1
         };
         assert_eq!(e["incarnation"], incarnation, "{e}");
-        let superseded = (boundary..restore_at).contains(&(i as u64));
-        assert_eq!(e.get("superseded").is_some(), superseded, "{e}");
+        assert!(e.get("superseded").is_none(), "{e}");
     }
-    // The first leg's session end is superseded: left out by default.
     let live = replay(home.path(), CLAUDE, &[]);
-    assert_eq!(
-        live.len() as u64,
-        everything.len() as u64 - (restore_at - boundary)
-    );
+    assert_eq!(live, everything);
     assert_eq!(of_type(&live, "session.started").len(), 2);
-    assert!(of_type(&live, "session.ended").len() == 1, "only leg two's");
     // One causal session: one session, two incarnations, the second leg's
     // turn checkpointed in incarnation 2.
     let log = json(home.path(), &["checkpoints", CLAUDE, "--json"]);
@@ -644,7 +634,10 @@ fn replay_reads_a_checked_half_open_range() {
     assert_eq!(log.head, head);
     let latest = log.latest().unwrap();
     assert_eq!(latest.checkpoint_id, format!("turn:{CLAUDE_TURN_1}"));
-    assert!(latest.offset < head, "the session's end follows it");
+    assert_eq!(
+        latest.offset, head,
+        "pinned last, once the turn's end is in"
+    );
 }
 
 /// Generation 3 ships by an epoch advance: from the home generation 2
@@ -705,4 +698,62 @@ fn generation_three_ships_by_an_epoch_advance_from_the_generation_two_home() {
     assert!(replayed.contains("session.started"), "{replayed}");
     let out = run(home.path(), &["receipts", old, "--epoch", "all"]);
     assert!(out.status.success(), "{}", stderr(&out));
+}
+
+/// With the agent's own record followed, a Copilot turn's checkpoint is
+/// pinned after the record's account of the turn, with the head commit the
+/// record's `session.start` names.
+#[test]
+fn a_copilot_turn_checkpoint_takes_the_head_commit_from_the_record() {
+    let home = tempfile::tempdir().unwrap();
+    let copilot_home = tempfile::tempdir().unwrap();
+    let state = copilot_home
+        .path()
+        .join("session-state")
+        .join(COPILOT_RESUME);
+    std::fs::create_dir_all(&state).unwrap();
+    let record = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/records/copilot/resume-1-first-run.events.jsonl");
+    std::fs::copy(record, state.join("events.jsonl")).unwrap();
+    // The hooks name the record where it was captured: point them here.
+    let here = state.join("events.jsonl").display().to_string();
+    for line in lines("copilot", "resume-1-first-run") {
+        let mut v: Value = serde_json::from_str(&line).unwrap();
+        if let Some(raw) = v["stdin_raw"].as_str()
+            && let Ok(mut payload) = serde_json::from_str::<Value>(raw)
+        {
+            if payload.get("transcriptPath").is_some() {
+                payload["transcriptPath"] = here.clone().into();
+            }
+            v["stdin_raw"] = payload.to_string().into();
+        }
+        hook(home.path(), "copilot", &v.to_string());
+    }
+    let out = common::harnery(home.path())
+        .env("HARNERY_RECORDS", "on")
+        .env("COPILOT_HOME", copilot_home.path())
+        .arg("finalize")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let events = replay(home.path(), COPILOT_RESUME, &[]);
+    assert!(!of_type(&events, "message.assistant").is_empty());
+    let cps = of_type(&events, "checkpoint.recorded");
+    assert_eq!(cps.len(), 1);
+    let cp = cps[0];
+    assert_eq!(
+        cp["payload"]["commit"]["observed"],
+        "359e604ddf561ef3842327fe2c8cd192f795f7ef"
+    );
+    assert_eq!(cp["payload"]["commit_source"], "record");
+    let last_record = events
+        .iter()
+        .filter(|e| e["provenance"]["attestation"] == "record")
+        .map(|e| e["offset"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    assert!(
+        cp["payload"]["offset"].as_u64().unwrap() > last_record,
+        "{cp}"
+    );
 }

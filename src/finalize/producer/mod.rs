@@ -257,7 +257,14 @@ impl SessionProducer {
 
     /// Time-based rules: evaluate a pending end (salvage before expiry).
     /// Call after the session's signals of a finalize run were ingested.
+    /// A natively completed turn's checkpoint still waiting is pinned last.
     pub fn tick(&mut self, now_unix_ns: i64, clock: &ClockSample) -> Vec<Event> {
+        let mut out = self.tick_pending_end(now_unix_ns, clock);
+        out.extend(self.session_log_tick());
+        out
+    }
+
+    fn tick_pending_end(&mut self, now_unix_ns: i64, clock: &ClockSample) -> Vec<Event> {
         let Some(pending) = &self.pending_end else {
             return Vec::new();
         };
@@ -272,6 +279,7 @@ impl SessionProducer {
         let mut out = Vec::new();
         self.evaluate_pending_end(now_unix_ns, &mut trigger, &mut out);
         self.spans.prune(&self.turns);
+        self.log_observe(&out);
         out
     }
 

@@ -8,7 +8,9 @@
 //!   request for the same id leaves a `health.condition`
 //!   (`checkpoint_id_taken`), never a second checkpoint.
 //! - Each natively completed turn (the agent's own turn-boundary hook)
-//!   gets a checkpoint of its own, `turn:<turn id>`.
+//!   gets a checkpoint of its own, `turn:<turn id>`, pinned once what
+//!   closes the turn is in: before the next turn's work, or at the end of
+//!   the finalize run, after the agent's own record was read.
 //! - The effect ledger of a checkpoint is what closed natively since the
 //!   previous checkpoint: tool spans (tool, call id, outcome, file paths
 //!   for file tools, command and exit code for shells) and `harnery exec`
@@ -80,6 +82,16 @@ pub(super) struct OpenEffect {
     pub effect: Effect,
 }
 
+/// A turn checkpoint waiting to be pinned, and the time of the latest
+/// event since (the checkpoint takes it when a timer pins it, so that it
+/// never stretches the session's time).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct PendingTurn {
+    pub turn: TurnAttribution,
+    pub time_unix_ns: i64,
+    pub time_source: TimeSource,
+}
+
 /// The session log's producer state.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(super) struct SessionLogBook {
@@ -99,6 +111,9 @@ pub(super) struct SessionLogBook {
     head_commit: Option<String>,
     #[serde(default)]
     pending_restore: Option<PendingRestore>,
+    /// A natively completed turn whose checkpoint is not pinned yet.
+    #[serde(default)]
+    pending_turn: Option<PendingTurn>,
     /// The agent time of the signal that started the live incarnation.
     #[serde(default)]
     resumed_at_unix_ns: Option<i64>,
@@ -124,6 +139,12 @@ impl SessionLogBook {
     /// closed, the head commit, the live incarnation's native turns.
     fn observe(&mut self, events: &[Event]) {
         for e in events {
+            if let Some(p) = &mut self.pending_turn
+                && e.time_unix_ns > p.time_unix_ns
+            {
+                p.time_unix_ns = e.time_unix_ns;
+                p.time_source = e.time_source;
+            }
             if e.turn.source == TurnSource::Native
                 && let Some(turn) = &e.turn.turn_id
                 && self.live_turns.back() != Some(turn)
@@ -274,6 +295,18 @@ fn effect_detail(input: Option<&crate::contract::Json>) -> (Vec<String>, Option<
     (paths, command)
 }
 
+/// Whether a signal begins new work of the session (a turn, a tool call,
+/// a session start): a waiting turn checkpoint is pinned before it.
+fn starts_work(signal: &Normalized) -> bool {
+    matches!(
+        signal.kind,
+        SignalKind::PromptSubmitted(_)
+            | SignalKind::SessionStarted(_)
+            | SignalKind::ToolRequested(_)
+            | SignalKind::SubagentStarted(_)
+    )
+}
+
 /// Whether a signal says the agent resumed the session itself.
 fn is_agent_resume(signal: &Normalized) -> bool {
     matches!(&signal.kind, SignalKind::SessionStarted(s) if s.source.as_deref() == Some("resume"))
@@ -283,6 +316,11 @@ impl SessionProducer {
     /// The live incarnation of the session.
     pub fn incarnation(&self) -> u64 {
         self.log.incarnation()
+    }
+
+    /// Learn from events a timer emitted (salvaged spans close no effect).
+    pub(super) fn log_observe(&mut self, events: &[Event]) {
+        self.log.observe(events);
     }
 
     /// Before a hook signal of the agent is applied: keep a stale one off
@@ -306,6 +344,9 @@ impl SessionProducer {
             };
             self.emit(trigger, draft, out);
             return true;
+        }
+        if starts_work(signal) {
+            self.flush_turn_checkpoint(trigger, out);
         }
         let restore = self.log.pending_restore.is_some() && signal.kind.is_native_work();
         if restore || is_agent_resume(signal) {
@@ -363,17 +404,39 @@ impl SessionProducer {
         self.emit(trigger, draft, out);
     }
 
-    /// After a signal's events were emitted: learn from them, and pin a
-    /// checkpoint when they hold a natively completed turn.
+    /// After a signal's events were emitted: learn from them, and hold a
+    /// checkpoint for a natively completed turn until the turn's evidence
+    /// is in (see [`Self::flush_turn_checkpoint`]).
     pub(super) fn session_log_after(&mut self, trigger: &mut Trigger, out: &mut Vec<Event>) {
-        self.log.observe(out);
         let turn = out.iter().rev().find_map(|e| match &e.payload {
-            Payload::TurnCompleted(_) if e.provenance.attestation == Attestation::Native => {
-                Some(e.turn.clone())
+            Payload::TurnCompleted(_)
+                if e.provenance.attestation == Attestation::Native && e.agent_id.is_none() =>
+            {
+                Some(PendingTurn {
+                    turn: e.turn.clone(),
+                    time_unix_ns: e.time_unix_ns,
+                    time_source: e.time_source,
+                })
             }
             _ => None,
         });
-        let Some(turn) = turn else { return };
+        if let Some(turn) = turn {
+            self.flush_turn_checkpoint(trigger, out);
+            self.log.pending_turn = Some(turn);
+        }
+        self.log.observe(out);
+    }
+
+    /// Pin the checkpoint of the last natively completed turn, if one is
+    /// waiting. It waits past the turn's boundary hook so that what closes
+    /// the turn (the session's end, the agent's own record of the turn,
+    /// read after the hooks, with the head commit it names) is below it;
+    /// it is pinned before the next turn's work or at the end of the
+    /// finalize run (`tick`), whichever comes first.
+    pub(super) fn flush_turn_checkpoint(&mut self, trigger: &mut Trigger, out: &mut Vec<Event>) {
+        let Some(PendingTurn { turn, .. }) = self.log.pending_turn.take() else {
+            return;
+        };
         let id = match &turn.turn_id {
             Some(t) => format!("turn:{t}"),
             None => format!("turn-at:{}", self.next_offset),
@@ -392,6 +455,29 @@ impl SessionProducer {
             turn,
         };
         self.pin_checkpoint(spec, trigger, out);
+    }
+
+    /// At the end of a finalize run: pin a waiting turn checkpoint.
+    pub(super) fn session_log_tick(&mut self) -> Vec<Event> {
+        let Some(pending) = &self.log.pending_turn else {
+            return Vec::new();
+        };
+        let key = format!(
+            "checkpoint:{}:{}",
+            pending.turn.turn_id.as_deref().unwrap_or("-"),
+            self.next_offset
+        );
+        let mut trigger = Trigger {
+            key: std::borrow::Cow::Owned(key),
+            raw: None,
+            time_unix_ns: pending.time_unix_ns,
+            time_source: pending.time_source,
+            clock: None,
+            emitted: 0,
+        };
+        let mut out = Vec::new();
+        self.flush_turn_checkpoint(&mut trigger, &mut out);
+        out
     }
 
     fn known_commit(&self) -> (Observation<String>, Option<String>) {
@@ -438,6 +524,7 @@ impl SessionProducer {
         trigger: &mut Trigger,
         out: &mut Vec<Event>,
     ) {
+        self.flush_turn_checkpoint(trigger, out);
         let turn = self.speaker(None, None).turn;
         if let Some(first) = self.log.checkpoints.get(&request.checkpoint_id) {
             let detail = format!(
@@ -484,6 +571,7 @@ impl SessionProducer {
         trigger: &mut Trigger,
         out: &mut Vec<Event>,
     ) {
+        self.flush_turn_checkpoint(trigger, out);
         let turn = TurnAttribution::none();
         let known = self.log.checkpoints.get(&request.checkpoint_id);
         if known.is_none_or(|cp| cp.invalid || cp.offset != request.boundary_offset) {
