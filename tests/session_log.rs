@@ -475,7 +475,8 @@ fn a_killed_copilot_session_restores_through_the_policy_and_resumes() {
     feed(home.path(), "copilot", &killed[6..]);
     ok(home.path(), &["finalize"]);
     let first = replay(home.path(), COPILOT_KILLED, &[]);
-    // No evidence of a safe Copilot and no events.jsonl: not native.
+    // No evidence of a safe Copilot and no events.jsonl: not native (and
+    // not recorded: the packet starts a new session).
     let copilot_home = tempfile::tempdir().unwrap();
     let bare = json(
         home.path(),
@@ -483,7 +484,6 @@ fn a_killed_copilot_session_restores_through_the_policy_and_resumes() {
             "restore",
             COPILOT_KILLED,
             "--json",
-            "--dry-run",
             "--copilot-home",
             copilot_home.path().to_str().unwrap(),
         ],
@@ -549,6 +549,7 @@ fn a_killed_copilot_session_restores_through_the_policy_and_resumes() {
     );
     ok(home.path(), &["finalize"]);
     let all = replay(home.path(), COPILOT_KILLED, &["--include-superseded"]);
+    assert_eq!(of_type(&all, "restore.recorded").len(), 1, "the native one");
     let resumed = of_type(&all, "session.resumed");
     assert_eq!(resumed.len(), 1);
     assert_eq!(resumed[0]["payload"]["evidence"], "restore");

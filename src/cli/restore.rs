@@ -1,7 +1,8 @@
 //! `harnery restore <session> [--checkpoint ID|latest] [--json]`: the seed
 //! a fresh incarnation starts from and the shim that resumes the agent.
 //!
-//! Unless `--dry-run`, the restore is recorded through the spool
+//! Unless `--dry-run` (or the shim is not native: Copilot's recovery
+//! packet starts a new session), the restore is recorded through the spool
 //! (`harnery.restore`), so the session's next native activity is taken
 //! for the resume: `finalize` then appends `session.resumed`, supersedes
 //! the events from the checkpoint up to the restore and invalidates the
@@ -76,7 +77,10 @@ pub fn run(args: Args) -> CmdResult {
         copilot_policy(&args, &id)
     });
     let now = resolve_now(args.now.as_deref())?;
-    if !args.dry_run {
+    // A shim that is not native starts a new session with the recovery
+    // packet: this session is not resumed, so nothing is recorded.
+    let record = !args.dry_run && shim.native;
+    if record {
         let target = Target {
             home,
             adapter: session.adapter,
@@ -93,7 +97,7 @@ pub fn run(args: Args) -> CmdResult {
     if args.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&restore)?)?;
     } else {
-        write_text(&mut out, &restore, session.adapter, args.dry_run)?;
+        write_text(&mut out, &restore, session.adapter, record)?;
     }
     Ok(Outcome::Clean)
 }
@@ -118,7 +122,7 @@ fn write_text(
     out: &mut impl Write,
     r: &Restore,
     adapter: AdapterId,
-    dry_run: bool,
+    recorded: bool,
 ) -> std::io::Result<()> {
     let cp = &r.seed.checkpoint;
     let commit = match &cp.commit {
@@ -167,8 +171,11 @@ fn write_text(
     };
     writeln!(out, "  resume ({native}; {}):", r.shim.reason)?;
     writeln!(out, "    {}", r.shim.text)?;
-    if dry_run {
-        writeln!(out, "  (dry run: the restore was not recorded)")?;
+    if !recorded {
+        writeln!(
+            out,
+            "  (not recorded: a dry run, or a fresh session that the packet starts)"
+        )?;
     }
     Ok(())
 }

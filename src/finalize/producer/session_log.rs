@@ -626,3 +626,34 @@ struct CheckpointSpec {
     provenance: Provenance,
     turn: TurnAttribution,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contract::Json;
+
+    fn input(text: &str) -> Json {
+        Json::parse(text).expect("valid JSON")
+    }
+
+    #[test]
+    fn file_tools_name_paths_and_shells_their_command() {
+        let edit = input(r#"{"file_path":"/p/a.rs","old_string":"x"}"#);
+        assert_eq!(effect_detail(Some(&edit)), (vec!["/p/a.rs".into()], None));
+        let view = input(r#"{"path":"/p/b.md"}"#);
+        assert_eq!(effect_detail(Some(&view)), (vec!["/p/b.md".into()], None));
+        let bash = input(r#"{"command":"ls -a","description":"d"}"#);
+        assert_eq!(effect_detail(Some(&bash)), (vec![], Some("ls -a".into())));
+        assert_eq!(effect_detail(None), (vec![], None));
+    }
+
+    #[test]
+    fn the_live_incarnation_counts_from_one_and_an_unused_book_is_not_stored() {
+        let mut book = SessionLogBook::default();
+        assert!(book.is_unused());
+        assert_eq!(book.incarnation(), 1);
+        book.resumes = 2;
+        assert_eq!(book.incarnation(), 3);
+        assert!(!book.is_unused());
+    }
+}
