@@ -758,3 +758,85 @@ fn a_copilot_turn_checkpoint_takes_the_head_commit_from_the_record() {
         "{cp}"
     );
 }
+
+/// The Copilot SDK's create-then-resume run: its hooks (as its record logs
+/// each hook's input) prompt before the resumed leg's `sessionStart`; the
+/// ledger records one resume, before that prompt, and the restore shim is
+/// the SDK's `resumeSession`.
+#[test]
+fn a_copilot_sdk_session_resumes_once_and_restores_through_resume_session() {
+    const SDK: &str = "0a9af379-2103-4817-b8ed-722e7c4eaed6";
+    let record = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/records/copilot/sdk-create-resume.events.jsonl");
+    let frames: Vec<Value> = std::fs::read_to_string(&record)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let cut = frames
+        .iter()
+        .position(|f| f["type"] == "session.resume")
+        .expect("the record shows the resume");
+    let hooks = |frames: &[Value]| -> Vec<String> {
+        frames
+            .iter()
+            .filter(|f| f["type"] == "hook.start")
+            .map(|f| {
+                serde_json::json!({
+                    "event": f["data"]["hookType"],
+                    "stdin_raw": f["data"]["input"].to_string(),
+                })
+                .to_string()
+            })
+            .collect()
+    };
+    let home = tempfile::tempdir().unwrap();
+    feed(home.path(), "copilot", &hooks(&frames[..cut]));
+    ok(home.path(), &["finalize"]);
+    let first = replay(home.path(), SDK, &[]);
+    feed(home.path(), "copilot", &hooks(&frames[cut..]));
+    ok(home.path(), &["finalize"]);
+    let all = replay(home.path(), SDK, &[]);
+    assert_eq!(ids(&all[..first.len()]), ids(&first));
+    let resumed = of_type(&all, "session.resumed");
+    assert_eq!(resumed.len(), 1, "one resume for the leg");
+    assert_eq!(
+        resumed[0]["offset"],
+        first.len() as u64,
+        "before its prompt"
+    );
+    assert_eq!(resumed[0]["payload"]["evidence"], "prompt_after_end");
+    assert_eq!(resumed[0]["payload"]["incarnation"], 2);
+    let prompts = of_type(&all, "prompt.submitted");
+    let again = prompts
+        .iter()
+        .find(|p| p["payload"]["prompt"] == "Run it again.")
+        .unwrap();
+    assert_eq!(again["incarnation"], 2);
+    let log = json(home.path(), &["checkpoints", SDK, "--json"]);
+    assert_eq!(log["checkpoints"].as_array().unwrap().len(), 2, "{log:#}");
+
+    let copilot_home = tempfile::tempdir().unwrap();
+    let state = copilot_home.path().join("session-state").join(SDK);
+    std::fs::create_dir_all(&state).unwrap();
+    std::fs::copy(&record, state.join("events.jsonl")).unwrap();
+    let restore = json(
+        home.path(),
+        &[
+            "restore",
+            SDK,
+            "--json",
+            "--dry-run",
+            "--transport",
+            "sdk",
+            "--copilot-home",
+            copilot_home.path().to_str().unwrap(),
+        ],
+    );
+    assert_eq!(restore["shim"]["call"], "resumeSession");
+    assert_eq!(restore["shim"]["arguments"], serde_json::json!([SDK]));
+    assert_eq!(
+        restore["seed"]["events"].as_array().unwrap().len(),
+        all.len()
+    );
+}

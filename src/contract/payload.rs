@@ -421,8 +421,9 @@ payload_struct!(
         incarnation: u64,
         /// The restore's checkpoint, when a recorded restore led here.
         #[serde(default)] checkpoint_id: Option<String>,
-        /// `restore` (a recorded restore, then native activity) or
-        /// `agent_resume` (the agent said it resumed: `source: resume`).
+        /// `restore` (a recorded restore, then native activity),
+        /// `agent_resume` (the agent said it resumed: `source: resume`) or
+        /// `prompt_after_end` (a new prompt after a native session end).
         evidence: String,
     }
 );

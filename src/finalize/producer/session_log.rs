@@ -15,9 +15,10 @@
 //!   previous checkpoint: tool spans (tool, call id, outcome, file paths
 //!   for file tools, command and exit code for shells) and `harnery exec`
 //!   command spans.
-//! - A resume is either a recorded restore followed by native activity,
-//!   or the agent saying so (`SessionStart` / `sessionStart` with
-//!   `source: "resume"`). It appends `session.resumed` before the signal's
+//! - A resume is a recorded restore followed by native activity, the
+//!   agent saying so (`SessionStart` / `sessionStart` with `source:
+//!   "resume"`), or a new prompt after the session ended natively (the
+//!   Copilot SDK's resumed leg prompts before its `sessionStart`). It appends `session.resumed` before the signal's
 //!   own events and starts the next incarnation. After a restore from a
 //!   checkpoint pinned at P, the events from P up to the restore are
 //!   superseded and every checkpoint pinned above P is invalid.
@@ -111,6 +112,12 @@ pub(super) struct SessionLogBook {
     head_commit: Option<String>,
     #[serde(default)]
     pending_restore: Option<PendingRestore>,
+    /// The session ended natively in the live incarnation.
+    #[serde(default)]
+    ended: bool,
+    /// A resume was recorded before its leg's `sessionStart` arrived.
+    #[serde(default)]
+    awaiting_start: bool,
     /// A natively completed turn whose checkpoint is not pinned yet.
     #[serde(default)]
     pending_turn: Option<PendingTurn>,
@@ -348,15 +355,51 @@ impl SessionProducer {
         if starts_work(signal) {
             self.flush_turn_checkpoint(trigger, out);
         }
-        let restore = self.log.pending_restore.is_some() && signal.kind.is_native_work();
-        if restore || is_agent_resume(signal) {
-            self.resume(signal, trigger, out);
+        self.detect_resume(signal, trigger, out);
+        if matches!(signal.kind, SignalKind::SessionEnded(_)) {
+            self.log.ended = true;
         }
         false
     }
 
-    fn resume(&mut self, signal: &Normalized, trigger: &mut Trigger, out: &mut Vec<Event>) {
+    /// Whether the signal resumes the session, and on what evidence: a
+    /// recorded restore, the agent's `source: "resume"`, or a new prompt
+    /// after the session ended natively (the Copilot SDK sends its resumed
+    /// leg's prompt before its `sessionStart`). One resume per leg: the
+    /// leg's own `sessionStart` after a resume already recorded is not a
+    /// second one.
+    fn detect_resume(&mut self, signal: &Normalized, trigger: &mut Trigger, out: &mut Vec<Event>) {
+        let says_resume = is_agent_resume(signal);
+        let is_prompt = matches!(signal.kind, SignalKind::PromptSubmitted(_));
+        if says_resume && std::mem::take(&mut self.log.awaiting_start) {
+            return;
+        }
+        let restore = self.log.pending_restore.is_some() && signal.kind.is_native_work();
+        let after_end = self.log.ended && is_prompt;
+        if !(restore || says_resume || after_end) {
+            if !is_prompt {
+                self.log.awaiting_start = false;
+            }
+            return;
+        }
+        let evidence = if says_resume {
+            "agent_resume"
+        } else {
+            "prompt_after_end"
+        };
+        self.resume(signal, evidence, trigger, out);
+        self.log.awaiting_start = !matches!(signal.kind, SignalKind::SessionStarted(_));
+    }
+
+    fn resume(
+        &mut self,
+        signal: &Normalized,
+        evidence: &str,
+        trigger: &mut Trigger,
+        out: &mut Vec<Event>,
+    ) {
         let at = self.next_offset;
+        self.log.ended = false;
         let restore = self.log.pending_restore.take();
         let (boundary, superseded) = match &restore {
             Some(r) => (
@@ -392,7 +435,7 @@ impl SessionProducer {
             evidence: if restore.is_some() {
                 "restore"
             } else {
-                "agent_resume"
+                evidence
             }
             .into(),
         });
