@@ -840,3 +840,50 @@ fn a_copilot_sdk_session_resumes_once_and_restores_through_resume_session() {
         all.len()
     );
 }
+
+/// No false resumes: over every captured scenario, fed into one home in
+/// name order (so each resumed run follows its first), only the sessions
+/// the agents resumed are resumed, once per resumed run; every other
+/// session (subagents drained after their parent included) stays in its
+/// first incarnation.
+#[test]
+fn only_the_resumed_corpus_sessions_are_resumed() {
+    let home = tempfile::tempdir().unwrap();
+    for agent in ["claude-code", "copilot"] {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures")
+            .join(agent);
+        let mut scenarios: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        scenarios.sort();
+        for scenario in scenarios {
+            feed(home.path(), agent, &lines(agent, &scenario));
+        }
+    }
+    ok(home.path(), &["finalize"]);
+    let out = ok(home.path(), &["export", "--format", "jsonl"]);
+    let mut resumed = std::collections::BTreeMap::<String, usize>::new();
+    for line in out.lines() {
+        let e: Value = serde_json::from_str(line).unwrap();
+        if e["type"] == "session.resumed" {
+            let id = e["session"]["session_id"].as_str().unwrap().to_string();
+            *resumed.entry(id).or_default() += 1;
+        }
+    }
+    // Claude Code's `compact` run resumes its session twice (`--resume`
+    // for the compaction, then again), Copilot's `compaction-precompact-hook`
+    // once (it resumes a session captured elsewhere).
+    let want: std::collections::BTreeMap<String, usize> = [
+        (CLAUDE, 1),
+        (COPILOT_RESUME, 1),
+        (COPILOT_KILLED, 1),
+        ("221d6ed5-93db-49fb-b651-1c5540460db1", 2),
+        ("7bab536b-679c-48b2-999b-7a76c3bb8d7f", 1),
+    ]
+    .into_iter()
+    .map(|(s, n)| (s.to_string(), n))
+    .collect();
+    assert_eq!(resumed, want);
+}

@@ -375,7 +375,9 @@ impl SessionProducer {
             return;
         }
         let restore = self.log.pending_restore.is_some() && signal.kind.is_native_work();
-        let after_end = self.log.ended && is_prompt;
+        // A subagent's spool drains after its parent's: its prompts are
+        // no resume of the session.
+        let after_end = self.log.ended && is_prompt && signal.agent_id.is_none();
         if !(restore || says_resume || after_end) {
             if !is_prompt {
                 self.log.awaiting_start = false;
