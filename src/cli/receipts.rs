@@ -53,7 +53,7 @@ pub fn run(args: Args) -> CmdResult {
     epochs.report_unreadable("receipts")?;
     let found = epochs.session("receipts", &args.session)?;
     let read = found.read("receipts", &epochs, |l, s| {
-        let log = SessionLog::read(l, s)?;
+        let log = SessionLog::read_resumes(l, s)?;
         let (events, bad) = l.session_events_lenient(s)?;
         Ok((events, bad, log))
     })?;

@@ -52,9 +52,14 @@ pub fn run(args: Args) -> CmdResult {
         )
         .into());
     }
+    // A window is read as its own range below; only a whole replay reads
+    // the whole session here.
     let parts = found.read("replay", &epochs, |l, s| {
-        let log = SessionLog::read(l, s)?;
-        let (events, bad) = l.session_events_lenient(s)?;
+        let log = SessionLog::read_resumes(l, s)?;
+        let (events, bad) = match windowed {
+            true => Default::default(),
+            false => l.session_events_lenient(s)?,
+        };
         Ok((events, bad, log))
     })?;
     let mut out = std::io::stdout().lock();

@@ -268,7 +268,7 @@ pub fn part_reasons_with(
     include_superseded: bool,
 ) -> Result<Vec<String>, LedgerError> {
     if !include_superseded {
-        let log = crate::session_log::SessionLog::read(ledger, session)?;
+        let log = crate::session_log::SessionLog::read_resumes(ledger, session)?;
         if !log.superseded().is_empty() {
             let mut live = ledger.session_events(session)?;
             live.retain(|e| !log.is_superseded(e.offset));

@@ -174,7 +174,21 @@ impl SessionLog {
     /// Read the session's log: its checkpoint and resume events only.
     pub fn read(ledger: &Ledger, session: &SessionRef) -> Result<SessionLog, LedgerError> {
         let types = [EventType::CheckpointRecorded, EventType::SessionResumed];
-        let events = ledger.session_events_of(session, &types)?;
+        SessionLog::read_types(ledger, session, &types)
+    }
+
+    /// Only the resumes (superseded ranges and incarnations), without the
+    /// checkpoints: what a read command needs to leave ranges out.
+    pub fn read_resumes(ledger: &Ledger, session: &SessionRef) -> Result<SessionLog, LedgerError> {
+        SessionLog::read_types(ledger, session, &[EventType::SessionResumed])
+    }
+
+    fn read_types(
+        ledger: &Ledger,
+        session: &SessionRef,
+        types: &[EventType],
+    ) -> Result<SessionLog, LedgerError> {
+        let events = ledger.session_events_of(session, types)?;
         let mut log = SessionLog {
             session: session.clone(),
             head: ledger.session_head(session)?,

@@ -33,6 +33,7 @@
 //! Nothing here reads a clock or storage; it sees the events the other
 //! rules emit and the signals routed to it.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
@@ -40,6 +41,7 @@ use serde::{Deserialize, Serialize};
 use super::SessionProducer;
 use super::emit::{Draft, Trigger};
 use crate::adapter::harnery::{CheckpointPayload, RestorePayload};
+use crate::adapter::signal::optional_str;
 use crate::adapter::{Normalized, SignalKind};
 use crate::contract::{
     Attestation, CheckpointRecorded, Effect, Event, HealthCondition, Observation, OffsetRange,
@@ -285,21 +287,35 @@ impl SessionLogBook {
 
 /// File paths and the shell command a tool input names.
 fn effect_detail(input: Option<&crate::contract::Json>) -> (Vec<String>, Option<String>) {
-    let Some(value) =
-        input.and_then(|j| serde_json::from_str::<serde_json::Value>(j.as_str()).ok())
-    else {
+    // Only these members are read (into borrowed text where it has no
+    // escapes); every other member of the input is skipped unparsed.
+    #[derive(Deserialize)]
+    struct Detail<'a> {
+        #[serde(default, borrow, deserialize_with = "optional_str")]
+        file_path: Option<Cow<'a, str>>,
+        #[serde(default, borrow, deserialize_with = "optional_str")]
+        notebook_path: Option<Cow<'a, str>>,
+        #[serde(default, borrow, deserialize_with = "optional_str")]
+        path: Option<Cow<'a, str>>,
+        #[serde(
+            default,
+            borrow,
+            deserialize_with = "optional_str",
+            rename = "filePath"
+        )]
+        file_path_camel: Option<Cow<'a, str>>,
+        #[serde(default, borrow, deserialize_with = "optional_str")]
+        command: Option<Cow<'a, str>>,
+    }
+    let Some(d) = input.and_then(|j| serde_json::from_str::<Detail>(j.as_str()).ok()) else {
         return (Vec::new(), None);
     };
-    let paths = ["file_path", "notebook_path", "path", "filePath"]
-        .iter()
-        .filter_map(|k| value.get(k).and_then(|v| v.as_str()))
-        .map(str::to_string)
+    let paths = [d.file_path, d.notebook_path, d.path, d.file_path_camel]
+        .into_iter()
+        .flatten()
+        .map(Cow::into_owned)
         .collect();
-    let command = value
-        .get("command")
-        .and_then(|v| v.as_str())
-        .map(str::to_string);
-    (paths, command)
+    (paths, d.command.map(Cow::into_owned))
 }
 
 /// Whether a signal begins new work of the session (a turn, a tool call,
