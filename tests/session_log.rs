@@ -887,3 +887,70 @@ fn only_the_resumed_corpus_sessions_are_resumed() {
     .collect();
     assert_eq!(resumed, want);
 }
+
+/// Copilot's `resume-1-first-run` / `resume-2-resumed-run`, with a restore
+/// between them: the seed is the first run, and the resumed run goes on at
+/// the seed's next offset as incarnation 2, on the restore's evidence.
+#[test]
+fn a_copilot_restore_seeds_the_first_run_and_the_resumed_run_follows() {
+    let home = tempfile::tempdir().unwrap();
+    feed(
+        home.path(),
+        "copilot",
+        &lines("copilot", "resume-1-first-run"),
+    );
+    ok(home.path(), &["finalize"]);
+    let first = replay(home.path(), COPILOT_RESUME, &[]);
+    let copilot_home = tempfile::tempdir().unwrap();
+    let state = copilot_home
+        .path()
+        .join("session-state")
+        .join(COPILOT_RESUME);
+    std::fs::create_dir_all(&state).unwrap();
+    let record = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/records/copilot/resume-1-first-run.events.jsonl");
+    std::fs::copy(record, state.join("events.jsonl")).unwrap();
+    let restore = json(
+        home.path(),
+        &[
+            "restore",
+            COPILOT_RESUME,
+            "--json",
+            "--copilot-home",
+            copilot_home.path().to_str().unwrap(),
+        ],
+    );
+    let seed = &restore["seed"];
+    assert_eq!(seed["events"].as_array().unwrap(), &first);
+    assert_eq!(seed["next_offset"], first.len() as u64);
+    assert_eq!(
+        restore["shim"]["text"],
+        format!("copilot --resume {COPILOT_RESUME}")
+    );
+    let text = ok(
+        home.path(),
+        &[
+            "restore",
+            COPILOT_RESUME,
+            "--dry-run",
+            "--copilot-home",
+            copilot_home.path().to_str().unwrap(),
+        ],
+    );
+    assert!(text.contains("copilot --resume"), "{text}");
+    assert!(text.contains("not recorded"), "{text}");
+    feed(
+        home.path(),
+        "copilot",
+        &lines("copilot", "resume-2-resumed-run"),
+    );
+    ok(home.path(), &["finalize"]);
+    let all = replay(home.path(), COPILOT_RESUME, &[]);
+    assert_eq!(all[first.len()]["type"], "restore.recorded");
+    let resumed = &all[first.len() + 1];
+    assert_eq!(resumed["type"], "session.resumed");
+    assert_eq!(resumed["payload"]["evidence"], "restore");
+    assert_eq!(resumed["payload"]["incarnation"], 2);
+    assert!(all[first.len() + 1..].iter().all(|e| e["incarnation"] == 2));
+    assert_eq!(of_type(&all, "session.resumed").len(), 1);
+}

@@ -19,6 +19,9 @@ use crate::read::now::resolve_now;
 use crate::session_log::{Checkpoint, SessionLog};
 
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Exit codes: 0 requested; 2 unknown adapter, bad --effect or --id, or I/O error."
+)]
 pub struct Args {
     /// The session to checkpoint.
     session: String,
@@ -43,6 +46,7 @@ pub struct Args {
 }
 
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Exit codes: 0 listed; 2 unknown session or checkpoint, or I/O error.")]
 pub struct ListArgs {
     /// Session id, or a unique prefix of one.
     session: String,
