@@ -16,6 +16,7 @@
 
 mod authority;
 mod deliveries;
+mod effects;
 mod emit;
 mod ends;
 mod record;

@@ -12,9 +12,7 @@
 //!   closes the turn is in: before the next turn's work, or at the end of
 //!   the finalize run, after the agent's own record was read.
 //! - The effect ledger of a checkpoint is what closed natively since the
-//!   previous checkpoint: tool spans (tool, call id, outcome, file paths
-//!   for file tools, command and exit code for shells) and `harnery exec`
-//!   command spans.
+//!   previous checkpoint (`effects`).
 //! - A resume is a recorded restore followed by native activity, the
 //!   agent saying so (`SessionStart` / `sessionStart` with `source:
 //!   "resume"`), or a new prompt after the session ended natively (the
@@ -33,15 +31,14 @@
 //! Nothing here reads a clock or storage; it sees the events the other
 //! rules emit and the signals routed to it.
 
-use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
 use super::SessionProducer;
+use super::effects::EffectBook;
 use super::emit::{Draft, Trigger};
 use crate::adapter::harnery::{CheckpointPayload, RestorePayload};
-use crate::adapter::signal::optional_str;
 use crate::adapter::{Normalized, SignalKind};
 use crate::contract::{
     Attestation, CheckpointRecorded, Effect, Event, HealthCondition, Observation, OffsetRange,
@@ -77,14 +74,6 @@ pub(super) struct PendingRestore {
     pub restore_offset: u64,
 }
 
-/// A span still open, as an effect in waiting.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(super) struct OpenEffect {
-    /// The offset of the span's request.
-    pub offset: u64,
-    pub effect: Effect,
-}
-
 /// A turn checkpoint waiting to be pinned, and the time of the latest
 /// event since (the checkpoint takes it when a timer pins it, so that it
 /// never stretches the session's time).
@@ -103,12 +92,9 @@ pub(super) struct SessionLogBook {
     resumes: u64,
     #[serde(default)]
     checkpoints: BTreeMap<String, PinnedCheckpoint>,
-    /// Effects closed natively since the previous checkpoint.
+    /// The effect ledger since the previous checkpoint.
     #[serde(default)]
-    effects: Vec<Effect>,
-    /// Spans whose native completion would be an effect, by request id.
-    #[serde(default)]
-    open_effects: BTreeMap<String, OpenEffect>,
+    effects: EffectBook,
     /// The head commit the agent's record named last.
     #[serde(default)]
     head_commit: Option<String>,
@@ -164,105 +150,12 @@ impl SessionLogBook {
                     self.live_turns.pop_front();
                 }
             }
-            self.observe_effect(e);
-        }
-    }
-
-    fn observe_effect(&mut self, e: &Event) {
-        match &e.payload {
-            Payload::ToolRequested(p) if p.recovery.is_none() => {
-                let (paths, command) = effect_detail(p.input.as_ref());
-                let effect = Effect {
-                    kind: "tool".into(),
-                    reference: e.id.as_str().to_string(),
-                    tool_name: Some(p.tool_name.clone()),
-                    tool_call_id: p.tool_call_id.clone(),
-                    outcome: None,
-                    paths,
-                    command,
-                    exit_code: None,
-                };
-                self.open(e, effect);
+            self.effects.observe(e);
+            if let Payload::SessionMetadata(m) = &e.payload
+                && let Some(sha) = &m.head_commit
+            {
+                self.head_commit = Some(sha.clone());
             }
-            Payload::CommandRequested(p) => {
-                let effect = Effect {
-                    kind: "command".into(),
-                    reference: e.id.as_str().to_string(),
-                    tool_name: None,
-                    tool_call_id: None,
-                    outcome: None,
-                    paths: Vec::new(),
-                    command: Some(p.argv.join(" ")),
-                    exit_code: None,
-                };
-                self.open(e, effect);
-            }
-            Payload::ToolCompleted(p) => {
-                let native =
-                    p.recovery.is_none() && e.provenance.attestation == Attestation::Native;
-                self.close_effect(
-                    p.requested_event_id.as_ref(),
-                    native,
-                    p.outcome,
-                    p.exit_code,
-                );
-            }
-            Payload::CommandCompleted(p) => {
-                let native =
-                    p.recovery.is_none() && e.provenance.attestation == Attestation::Native;
-                self.close_effect(
-                    p.requested_event_id.as_ref(),
-                    native,
-                    p.outcome,
-                    p.exit_code,
-                );
-            }
-            Payload::SessionMetadata(m) => {
-                if let Some(sha) = &m.head_commit {
-                    self.head_commit = Some(sha.clone());
-                }
-            }
-            _ => {}
-        }
-    }
-
-    fn open(&mut self, request: &Event, effect: Effect) {
-        let offset = request.offset;
-        let open = OpenEffect { offset, effect };
-        self.open_effects
-            .insert(request.id.as_str().to_string(), open);
-    }
-
-    /// Forget the open spans requested in `range`: their line was
-    /// superseded, so no sweep or salvage of the live line may reach them.
-    fn forget_open(&mut self, range: OffsetRange) -> Vec<String> {
-        let gone: Vec<String> = self
-            .open_effects
-            .iter()
-            .filter(|(_, o)| range.contains(o.offset))
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in &gone {
-            self.open_effects.remove(id);
-        }
-        gone
-    }
-
-    fn close_effect(
-        &mut self,
-        request: Option<&crate::contract::EventId>,
-        native: bool,
-        outcome: crate::contract::Outcome,
-        exit_code: Option<i64>,
-    ) {
-        let Some(request) = request else { return };
-        let Some(OpenEffect { mut effect, .. }) = self.open_effects.remove(request.as_str()) else {
-            return;
-        };
-        if native {
-            effect.outcome = Some(outcome);
-            effect.exit_code = exit_code;
-            self.effects.push(effect);
         }
     }
 
@@ -283,39 +176,6 @@ impl SessionLogBook {
             _ => None,
         }
     }
-}
-
-/// File paths and the shell command a tool input names.
-fn effect_detail(input: Option<&crate::contract::Json>) -> (Vec<String>, Option<String>) {
-    // Only these members are read (into borrowed text where it has no
-    // escapes); every other member of the input is skipped unparsed.
-    #[derive(Deserialize)]
-    struct Detail<'a> {
-        #[serde(default, borrow, deserialize_with = "optional_str")]
-        file_path: Option<Cow<'a, str>>,
-        #[serde(default, borrow, deserialize_with = "optional_str")]
-        notebook_path: Option<Cow<'a, str>>,
-        #[serde(default, borrow, deserialize_with = "optional_str")]
-        path: Option<Cow<'a, str>>,
-        #[serde(
-            default,
-            borrow,
-            deserialize_with = "optional_str",
-            rename = "filePath"
-        )]
-        file_path_camel: Option<Cow<'a, str>>,
-        #[serde(default, borrow, deserialize_with = "optional_str")]
-        command: Option<Cow<'a, str>>,
-    }
-    let Some(d) = input.and_then(|j| serde_json::from_str::<Detail>(j.as_str()).ok()) else {
-        return (Vec::new(), None);
-    };
-    let paths = [d.file_path, d.notebook_path, d.path, d.file_path_camel]
-        .into_iter()
-        .flatten()
-        .map(Cow::into_owned)
-        .collect();
-    (paths, d.command.map(Cow::into_owned))
 }
 
 /// Whether a signal begins new work of the session (a turn, a tool call,
@@ -436,7 +296,7 @@ impl SessionProducer {
                 invalidated.push(id.clone());
             }
         }
-        for id in self.log.forget_open(superseded) {
+        for id in self.log.effects.forget_open(superseded) {
             self.spans.take_by_request(&crate::contract::EventId(id));
         }
         self.log.resumes += 1;
@@ -555,7 +415,7 @@ impl SessionProducer {
         out: &mut Vec<Event>,
     ) {
         let offset = self.next_offset + 1;
-        let mut effects = std::mem::take(&mut self.log.effects);
+        let mut effects = self.log.effects.take_closed();
         effects.extend(spec.extra);
         let pinned = PinnedCheckpoint {
             offset,
@@ -691,22 +551,6 @@ struct CheckpointSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::contract::Json;
-
-    fn input(text: &str) -> Json {
-        Json::parse(text).expect("valid JSON")
-    }
-
-    #[test]
-    fn file_tools_name_paths_and_shells_their_command() {
-        let edit = input(r#"{"file_path":"/p/a.rs","old_string":"x"}"#);
-        assert_eq!(effect_detail(Some(&edit)), (vec!["/p/a.rs".into()], None));
-        let view = input(r#"{"path":"/p/b.md"}"#);
-        assert_eq!(effect_detail(Some(&view)), (vec!["/p/b.md".into()], None));
-        let bash = input(r#"{"command":"ls -a","description":"d"}"#);
-        assert_eq!(effect_detail(Some(&bash)), (vec![], Some("ls -a".into())));
-        assert_eq!(effect_detail(None), (vec![], None));
-    }
 
     #[test]
     fn the_live_incarnation_counts_from_one_and_an_unused_book_is_not_stored() {
