@@ -9,6 +9,10 @@
 # token totals equal to the transcript's or events.jsonl's):
 #   Claude Code: "Hooks: <Event>… [<harnery-hook …>] finished" lines in its --debug-file
 #   Copilot:     hook.start events in ~/.copilot/session-state/<id>/events.jsonl
+# Claude Code then runs a second time, resumed from the shim `harnery restore`
+# hands out (its program and arguments, as data), and the ledger must show one
+# causal session: one session, the restore, one `session.resumed` (evidence
+# `restore`, incarnation 2, nothing superseded), the second leg after it.
 # Copilot runs twice: once as `harnery install copilot` configures it when the
 # installed client is on PATH (it must choose the exec form for this version),
 # once with `--form bash`.
@@ -294,11 +298,67 @@ sys.exit(0 if ok else 1)
 PY
 }
 
+# ---- Claude Code again, resumed from a `harnery restore` shim ----
+resume_claude() {
+  local D="$WORK/claude" hh="$WORK/claude/hh" id t0=$(date +%s%N)
+  id=$(HARNERY_HOME="$hh" "$HARNERY" sessions --json | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["session"]["session_id"])') || return 1
+  HARNERY_HOME="$hh" "$HARNERY" checkpoints "$id" >&2 || return 1
+  HARNERY_HOME="$hh" "$HARNERY" restore "$id" --json > "$D/restore.json" || return 1
+  local shim
+  mapfile -t shim < <(python3 - "$D/restore.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))["shim"]
+assert s["transport"] == "cli" and s["program"] == "claude" and s["native"], s
+print("\n".join(s["arguments"]))
+PY
+) || return 1
+  log "claude-code: resuming with the shim: $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["shim"]["text"])' "$D/restore.json")"
+  (cd "$D/proj" && env -i HOME="$D/home" PATH="$PATH" LANG=C.UTF-8 SHELL=/bin/bash TERM=dumb \
+     HARNERY_HOME="$hh" ANTHROPIC_BASE_URL="http://127.0.0.1:$PORT" ANTHROPIC_API_KEY="sk-ant-fake-e2e-0000" \
+     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_TELEMETRY=1 DISABLE_AUTOUPDATER=1 DISABLE_ERROR_REPORTING=1 \
+     timeout 120 "$CLAUDE" "${shim[@]}" -p "Run it once more." --output-format stream-json --verbose --allowedTools Bash \
+       --debug-file "$D/debug-2.log" > "$D/stream-2.jsonl" 2> "$D/stderr-2.txt") || log "claude --resume exited $?"
+  log "claude-code resumed run took $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+  HOME="$D/home" HARNERY_HOME="$hh" "$HARNERY" finalize >&2 || return 1
+  HARNERY_HOME="$hh" "$HARNERY" verify >&2 || return 1
+  HARNERY_HOME="$hh" "$HARNERY" checkpoints "$id" >&2 || return 1
+  HARNERY_HOME="$hh" python3 - "$id" "$D/restore.json" <<'PY' || return 1
+import json, os, subprocess, sys
+sid, restore = sys.argv[1], json.load(open(sys.argv[2]))
+h = os.environ["HARNERY"]
+sessions = [json.loads(l) for l in subprocess.run([h, "sessions", "--json"], capture_output=True, text=True).stdout.splitlines()]
+events = [json.loads(l) for l in subprocess.run([h, "replay", sid, "--json", "--include-superseded"], capture_output=True, text=True).stdout.splitlines()]
+kinds = [e["type"] for e in events]
+resumed = [e for e in events if e["type"] == "session.resumed"]
+restored = [e for e in events if e["type"] == "restore.recorded"]
+seed = restore["seed"]
+problems = []
+if len(sessions) != 1: problems.append(f"{len(sessions)} sessions, not one")
+if len(resumed) != 1 or len(restored) != 1: problems.append(f"{len(resumed)} resumes and {len(restored)} restores")
+else:
+    r = resumed[0]["payload"]
+    if r["evidence"] != "restore" or r["incarnation"] != 2: problems.append(f"resume {r}")
+    if r["superseded"]["from"] != r["superseded"]["to"]: problems.append(f"superseded {r['superseded']}")
+    if restored[0]["offset"] != seed["next_offset"]: problems.append("the restore is not at the seed's next offset")
+    after = [e for e in events if e["offset"] > resumed[0]["offset"]]
+    if not any(e["type"] == "prompt.submitted" for e in after): problems.append("no second leg after the resume")
+    if any(e.get("incarnation") != 2 for e in after): problems.append("second leg not incarnation 2")
+if [e["id"] for e in events[:len(seed["events"])]] != [e["id"] for e in seed["events"]]: problems.append("the seed is not the first leg")
+if any(e.get("superseded") for e in events): problems.append("something superseded")
+print(f"claude-code resume: {len(events)} events, {kinds.count('prompt.submitted')} prompts, "
+      f"{kinds.count('checkpoint.recorded')} checkpoints, seed {len(seed['events'])} events:",
+      "OK, one causal session" if not problems else "MISMATCH " + "; ".join(problems))
+sys.exit(1 if problems else 0)
+PY
+  check_record "$D" || return 1
+}
+
 export HARNERY
 run_claude || fail=1
 run_copilot exec || fail=1
 run_copilot bash --form bash || fail=1
 finish_ledger claude || fail=1
+resume_claude || fail=1
 finish_ledger copilot-exec || fail=1
 finish_ledger copilot-bash || fail=1
 log "total $(( $(date +%s) - START )) s; scratch kept in $WORK"

@@ -22,5 +22,6 @@ pub mod operator;
 pub mod progress;
 pub mod read;
 pub mod recover;
+pub mod session_log;
 pub mod spool;
 pub mod view;

@@ -17,6 +17,19 @@ fn build_spool(home: &Path) {
     feed_fixture(home, "claude-code", "kill");
     feed_fixture(home, "copilot", "subagent-task");
     feed_fixture(home, "claude-code", "tool-failure");
+    // A resumed session with an operator checkpoint: the session log
+    // (checkpoints, the resume, incarnations) is exactly once too.
+    feed_fixture(home, "claude-code", "resume");
+    let cp = run(
+        home,
+        &[
+            "checkpoint",
+            "8d31d374-43c7-42c3-aadb-185a6df76fcf",
+            "--id",
+            "crash",
+        ],
+    );
+    assert!(cp.status.success(), "{}", stderr(&cp));
     let seg = std::fs::read_dir(home.join("spool/intake/claude-code"))
         .unwrap()
         .map(|e| e.unwrap().path().join("active.seg"))
@@ -90,6 +103,17 @@ fn a_kill_at_any_failpoint_then_a_rerun_equals_an_uninterrupted_run() {
         want.len() > 30,
         "the reference run appended {} rows",
         want.len()
+    );
+    let typed = |ty: &str| {
+        let tag = format!("\"type\":\"{ty}\"");
+        want.iter()
+            .filter(|(_, json, _)| json.contains(&tag))
+            .count()
+    };
+    assert_eq!(typed("session.resumed"), 1, "the resumed session's resume");
+    assert!(
+        typed("checkpoint.recorded") >= 3,
+        "turn and operator checkpoints"
     );
     // The damaged tail belongs to a Claude Code session: the damage is an
     // event of that session, and the audit holds it against it.

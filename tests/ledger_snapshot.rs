@@ -98,9 +98,9 @@ fn the_demo_runs_end_to_end() {
         "{text}"
     );
     assert!(
-        text.contains("ok: 36 rows, no contract violations"),
+        text.contains("ok: 38 rows, no contract violations"),
         "{text}"
     );
-    assert!(text.contains("ok: 36 rows, no chain breaks"), "{text}");
+    assert!(text.contains("ok: 38 rows, no chain breaks"), "{text}");
     assert!(text.contains("subagent started task"), "{text}");
 }

@@ -28,6 +28,15 @@
 //!   "detail": "text"}`. The record could not be followed (`missing`,
 //!   `unreadable`, `rewritten`, `truncated`).
 //!
+//! - `harnery.checkpoint`: `{"checkpoint_id": "id", "commit": "sha"?,
+//!   "effects": [{"kind": "k", "ref": "r"}]?}`. Written by `harnery
+//!   checkpoint`: pin a checkpoint at the session's offset when it is
+//!   applied (contract generation 3).
+//! - `harnery.restore`: `{"checkpoint_id": "id", "boundary_offset": 12}`.
+//!   Written by `harnery restore`: the events below `boundary_offset` were
+//!   handed to a fresh incarnation; the session's next native activity
+//!   resumes it from there.
+//!
 //! Times are the envelope's receive time; harnery's own signals carry none
 //! (record lines carry the agent's own timestamps where it wrote them).
 
@@ -44,6 +53,8 @@ pub const COMMAND_REQUESTED: &str = "harnery.command_requested";
 pub const COMMAND_COMPLETED: &str = "harnery.command_completed";
 pub const RECORD: &str = "harnery.record";
 pub const RECORD_PROBLEM: &str = "harnery.record_problem";
+pub const CHECKPOINT: &str = "harnery.checkpoint";
+pub const RESTORE: &str = "harnery.restore";
 
 /// How many bytes before a record cursor its fingerprint covers.
 pub const FINGERPRINT_LEN: u64 = 4096;
@@ -87,6 +98,31 @@ pub fn is_harnery_event(event_name: &str) -> bool {
 pub struct EndRequestPayload {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+}
+
+/// One operator effect of a `harnery.checkpoint` (`--effect KIND:REF`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
+pub struct OperatorEffect {
+    pub kind: String,
+    #[serde(rename = "ref")]
+    pub reference: String,
+}
+
+/// `harnery.checkpoint`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, Deserialize)]
+pub struct CheckpointPayload {
+    pub checkpoint_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub effects: Vec<OperatorEffect>,
+}
+
+/// `harnery.restore`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
+pub struct RestorePayload {
+    pub checkpoint_id: String,
+    pub boundary_offset: u64,
 }
 
 /// `harnery.command_requested`.
@@ -145,6 +181,14 @@ fn kind_of(adapter: AdapterId, event_name: &str, payload: &[u8]) -> Result<Signa
         RECORD_PROBLEM => {
             let problem: RecordProblem = serde_json::from_slice(payload).map_err(malformed)?;
             Ok(SignalKind::RecordProblem(problem))
+        }
+        CHECKPOINT => {
+            let cp: CheckpointPayload = serde_json::from_slice(payload).map_err(malformed)?;
+            Ok(SignalKind::CheckpointRequested(cp))
+        }
+        RESTORE => {
+            let restore: RestorePayload = serde_json::from_slice(payload).map_err(malformed)?;
+            Ok(SignalKind::RestoreRequested(restore))
         }
         END_REQUESTED => {
             let end: EndRequestPayload = serde_json::from_slice(payload).map_err(malformed)?;

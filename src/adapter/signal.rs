@@ -61,6 +61,10 @@ pub enum SignalKind {
     RecordChunk(Box<super::harnery::RecordChunk>),
     /// The agent's own record could not be followed.
     RecordProblem(crate::contract::RecordProblem),
+    /// `harnery checkpoint`.
+    CheckpointRequested(super::harnery::CheckpointPayload),
+    /// `harnery restore`.
+    RestoreRequested(super::harnery::RestorePayload),
 }
 
 impl SignalKind {
@@ -84,6 +88,8 @@ impl SignalKind {
                 | SignalKind::EndRequested { .. }
                 | SignalKind::CommandRequested { .. }
                 | SignalKind::CommandCompleted(_)
+                | SignalKind::CheckpointRequested(_)
+                | SignalKind::RestoreRequested(_)
         )
     }
 
@@ -94,6 +100,8 @@ impl SignalKind {
             SignalKind::EndRequested { .. }
                 | SignalKind::CommandRequested { .. }
                 | SignalKind::CommandCompleted(_)
+                | SignalKind::CheckpointRequested(_)
+                | SignalKind::RestoreRequested(_)
         )
     }
 }

@@ -26,7 +26,7 @@ use crate::home::Home;
 use crate::ledger::GENESIS_FILE;
 use crate::ledger::Ledger;
 use crate::read::audit::Classification;
-use crate::read::epochs::{Epochs, OpenEpoch, archive_note, classify_whole};
+use crate::read::epochs::{Epochs, OpenEpoch, archive_note, classify_whole_with};
 use crate::read::source::{Closed, SourceError, closed_sessions, names};
 
 #[derive(Debug, clap::Args)]
@@ -37,6 +37,9 @@ pub struct Args {
     /// Print JSON lines, one session per line.
     #[arg(long)]
     json: bool,
+    /// Count the ranges a resume superseded too (left out by default).
+    #[arg(long)]
+    include_superseded: bool,
     #[command(flatten)]
     epoch: EpochArg,
 }
@@ -64,6 +67,7 @@ struct Audit {
     rows: BTreeMap<SessionRef, Verdict>,
     /// Epochs, or parts of them, that could not be read.
     failed: usize,
+    include_superseded: bool,
 }
 
 pub fn run(args: Args) -> CmdResult {
@@ -73,6 +77,7 @@ pub fn run(args: Args) -> CmdResult {
     let mut audit = Audit {
         rows: BTreeMap::new(),
         failed: epochs.unreadable.len(),
+        include_superseded: args.include_superseded,
     };
     match &args.session {
         Some(name) => {
@@ -169,7 +174,14 @@ fn classify(
     parts: &[&OpenEpoch],
     closed: Option<&Closed>,
 ) {
-    let whole = classify_whole("audit", session, parts, closed, &mut audit.failed);
+    let whole = classify_whole_with(
+        "audit",
+        session,
+        parts,
+        closed,
+        &mut audit.failed,
+        audit.include_superseded,
+    );
     let verdict = Verdict {
         epochs: parts.iter().map(|e| e.label.clone()).collect(),
         classification: whole,

@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 pub mod audit;
+pub mod checkpoint;
 pub mod demo;
 pub mod end;
 pub mod epoch;
@@ -23,6 +24,7 @@ pub mod progress;
 pub mod receipts;
 pub mod recover;
 pub mod replay;
+pub mod restore;
 pub mod sessions;
 pub mod ship;
 pub mod show;
@@ -104,6 +106,12 @@ enum Command {
     Verify(verify::Args),
     /// Record, list or inspect explicit session ends.
     End(end::Args),
+    /// Pin a checkpoint of a session (commit, effects) at its current offset.
+    Checkpoint(checkpoint::Args),
+    /// List a session's checkpoints, valid and invalidated.
+    Checkpoints(checkpoint::ListArgs),
+    /// Hand a session back to its agent: the seed up to a checkpoint and the resume shim.
+    Restore(restore::Args),
     /// Run a command and record it as a command span.
     Exec(exec::Args),
     /// Per-turn latency receipts: known tool time and recovery bounds.
@@ -152,6 +160,9 @@ fn dispatch(command: Command) -> CmdResult {
         Command::Validate(a) => validate::run(a),
         Command::Verify(a) => verify::run(a),
         Command::End(a) => end::run(a),
+        Command::Checkpoint(a) => checkpoint::run(a),
+        Command::Checkpoints(a) => checkpoint::run_list(a),
+        Command::Restore(a) => restore::run(a),
         Command::Exec(a) => exec::run(a),
         Command::Receipts(a) => receipts::run(a),
         Command::Audit(a) => audit::run(a),

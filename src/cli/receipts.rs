@@ -17,6 +17,7 @@ use crate::contract::SessionRef;
 use crate::home::Home;
 use crate::read::epochs::{Epochs, boundary, report_damaged};
 use crate::read::receipts::{SessionReceipts, TurnReceipt, session_receipts};
+use crate::session_log::{self, SessionLog};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -25,6 +26,9 @@ pub struct Args {
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
+    /// Count the ranges a resume superseded too (left out by default).
+    #[arg(long)]
+    include_superseded: bool,
     #[command(flatten)]
     epoch: EpochArg,
 }
@@ -48,12 +52,19 @@ pub fn run(args: Args) -> CmdResult {
     let epochs = Epochs::open(&home, &args.epoch.epoch)?;
     epochs.report_unreadable("receipts")?;
     let found = epochs.session("receipts", &args.session)?;
-    let read = found.read("receipts", &epochs, |l, s| l.session_events_lenient(s))?;
+    let read = found.read("receipts", &epochs, |l, s| {
+        let log = SessionLog::read_resumes(l, s)?;
+        let (events, bad) = l.session_events_lenient(s)?;
+        Ok((events, bad, log))
+    })?;
     let mut parts = Vec::new();
     let mut damaged = false;
-    for (epoch, (events, bad)) in &read {
+    for (epoch, (events, bad, log)) in &read {
         damaged |= report_damaged("receipts", &epoch.label, bad);
-        let refs: Vec<_> = events.iter().collect();
+        let refs: Vec<_> = session_log::live_events(log, events, args.include_superseded)
+            .into_iter()
+            .map(|(e, _)| e)
+            .collect();
         parts.push(PartReceipts {
             epoch: &epoch.label,
             genesis_id: &epoch.genesis_id,

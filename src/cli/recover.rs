@@ -170,7 +170,7 @@ fn request(args: &Args) -> RecoverRequest {
     }
 }
 
-fn env_dir(var: &str, under_home: &str) -> PathBuf {
+pub(super) fn env_dir(var: &str, under_home: &str) -> PathBuf {
     std::env::var_os(var)
         .filter(|v| !v.is_empty())
         .map_or_else(|| rec::home_dir().join(under_home), PathBuf::from)
@@ -178,7 +178,7 @@ fn env_dir(var: &str, under_home: &str) -> PathBuf {
 
 /// Flags first, then the hook environment variables, then what harnery's
 /// hooks recorded (the session's own records first).
-fn hint(e: &EvidenceArgs, session_id: Option<&str>) -> RunningCopilotHint {
+pub(super) fn hint(e: &EvidenceArgs, session_id: Option<&str>) -> RunningCopilotHint {
     let mut hint = RunningCopilotHint::default();
     let env = |name| std::env::var(name).ok().filter(|v| !v.is_empty());
     if let Some(v) = &e.copilot_version {

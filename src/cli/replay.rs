@@ -3,13 +3,20 @@
 //! With `--epoch all` (or a genesis id) every part of the session is
 //! replayed in chain order, a boundary line between parts; each JSON line
 //! gains `"epoch"`. Offsets start again in each epoch, so `--from`/`--to`
-//! are only taken for a session read from one epoch.
+//! are only taken for a session read from one epoch; a window is read as
+//! one SQL range (`session_log::replay`, half-open `[from, to + 1)`).
+//!
+//! Events a resume superseded (`session.resumed`) are left out unless
+//! `--include-superseded`, which keeps them marked (`superseded` in text,
+//! `"superseded": true` in JSON). JSON lines carry each event's
+//! `incarnation` once the session was resumed.
 
 use super::{CmdResult, EpochArg, Outcome};
 use crate::contract::Event;
 use crate::home::Home;
 use crate::ledger::format_time;
 use crate::read::epochs::{Epochs, boundary, report_damaged};
+use crate::session_log::{self, SessionLog};
 use std::io::Write;
 
 #[derive(Debug, clap::Args)]
@@ -25,6 +32,9 @@ pub struct Args {
     /// Print each event as its stored JSON, one per line.
     #[arg(long)]
     pub json: bool,
+    /// Keep events a resume superseded, marked.
+    #[arg(long)]
+    pub include_superseded: bool,
     #[command(flatten)]
     pub epoch: EpochArg,
 }
@@ -42,18 +52,44 @@ pub fn run(args: Args) -> CmdResult {
         )
         .into());
     }
-    let parts = found.read("replay", &epochs, |l, s| l.session_events_lenient(s))?;
+    // A window is read as its own range below; only a whole replay reads
+    // the whole session here.
+    let parts = found.read("replay", &epochs, |l, s| {
+        let log = SessionLog::read_resumes(l, s)?;
+        let (events, bad) = match windowed {
+            true => Default::default(),
+            false => l.session_events_lenient(s)?,
+        };
+        Ok((events, bad, log))
+    })?;
     let mut out = std::io::stdout().lock();
     let mut damaged = false;
-    for (i, (epoch, (events, bad))) in parts.iter().enumerate() {
+    for (i, (epoch, (events, bad, log))) in parts.iter().enumerate() {
         damaged |= report_damaged("replay", &epoch.label, bad);
         if i > 0 && !args.json {
             writeln!(out, "{}", boundary(parts[i - 1].0, epoch))?;
         }
-        let (from, to) = window(args.from, args.to, (events.len() + bad.len()) as u64)?;
+        let windowed_events;
+        let shown = if windowed {
+            let (from, to) = window(args.from, args.to, log.head)?;
+            windowed_events = session_log::replay(
+                &epoch.ledger,
+                &found.session,
+                from as i64,
+                Some(to as i64 + 1),
+            )?;
+            &windowed_events
+        } else {
+            events
+        };
         let tag = epochs.tagged.then_some(epoch.label.as_str());
-        for e in events.iter().filter(|e| e.offset >= from && e.offset <= to) {
-            writeln!(out, "{}", replay_line(e, args.json, tag)?)?;
+        for (e, superseded) in session_log::live_events(log, shown, args.include_superseded) {
+            let marks = Marks {
+                epoch: tag,
+                superseded,
+                incarnation: (!log.resumes.is_empty()).then(|| log.incarnation_at(e.offset)),
+            };
+            writeln!(out, "{}", replay_line(e, args.json, &marks)?)?;
         }
     }
     Ok(if damaged {
@@ -63,22 +99,38 @@ pub fn run(args: Args) -> CmdResult {
     })
 }
 
-/// One event as replay prints it; `epoch` tags JSON lines when given.
-fn replay_line(e: &Event, json: bool, epoch: Option<&str>) -> serde_json::Result<String> {
+/// What replay adds to an event's line.
+struct Marks<'a> {
+    epoch: Option<&'a str>,
+    superseded: bool,
+    incarnation: Option<u64>,
+}
+
+/// One event as replay prints it, with its marks.
+fn replay_line(e: &Event, json: bool, marks: &Marks) -> serde_json::Result<String> {
     if !json {
+        let mark = if marks.superseded { "  superseded" } else { "" };
         return Ok(format!(
-            "{:>5}  {}  {:<20} {}",
+            "{:>5}  {}  {:<20} {}{mark}",
             e.offset,
             format_time(e.time_unix_ns),
             e.event_type().as_str(),
             e.id
         ));
     }
-    let Some(epoch) = epoch else {
+    if marks.epoch.is_none() && !marks.superseded && marks.incarnation.is_none() {
         return serde_json::to_string(e);
-    };
+    }
     let mut v = serde_json::to_value(e)?;
-    v["epoch"] = epoch.into();
+    if let Some(epoch) = marks.epoch {
+        v["epoch"] = epoch.into();
+    }
+    if let Some(n) = marks.incarnation {
+        v["incarnation"] = n.into();
+    }
+    if marks.superseded {
+        v["superseded"] = true.into();
+    }
     serde_json::to_string(&v)
 }
 

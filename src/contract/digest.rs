@@ -11,7 +11,7 @@
 //! (u32 LE) UTF-8 string, in order.
 
 /// Bumped with every contract change that ships as an epoch advance.
-pub const CONTRACT_GENERATION: u32 = 2;
+pub const CONTRACT_GENERATION: u32 = 3;
 
 /// One described type: its name and its fields as `name:type` with a `?`
 /// suffix for optional fields.
@@ -73,6 +73,20 @@ pub const DESCRIPTION: &[SchemaDescription] = &[
         ],
     ),
     d("record_at", &["path:string", "offset:u64"]),
+    d(
+        "effect",
+        &[
+            "kind:string",
+            "ref:string",
+            "tool_name:string?",
+            "tool_call_id:string?",
+            "outcome:outcome?",
+            "paths:list(string)?",
+            "command:string?",
+            "exit_code:i64?",
+        ],
+    ),
+    d("offset_range", &["from:u64", "to:u64"]),
     d(
         "session.started",
         &[
@@ -252,6 +266,40 @@ pub const DESCRIPTION: &[SchemaDescription] = &[
     d(
         "record.problem",
         &["path:string", "kind:string", "detail:string"],
+    ),
+    d(
+        "checkpoint.recorded",
+        &[
+            "checkpoint_id:string",
+            "origin:string",
+            "offset:u64",
+            "commit:observation(string)",
+            "commit_source:string?",
+            "effects:list(effect)",
+        ],
+    ),
+    d(
+        "restore.recorded",
+        &["checkpoint_id:string", "boundary_offset:u64"],
+    ),
+    d(
+        "session.resumed",
+        &[
+            "boundary_offset:u64",
+            "superseded:offset_range",
+            "invalidated_checkpoints:list(string)",
+            "incarnation:u64",
+            "checkpoint_id:string?",
+            "evidence:string",
+        ],
+    ),
+    d(
+        "session.stale_signal",
+        &[
+            "adapter_event:string?",
+            "reason:string",
+            "live_incarnation:u64",
+        ],
     ),
 ];
 

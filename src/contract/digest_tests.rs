@@ -121,6 +121,10 @@ fn every_payload_and_its_recovery_block_is_described() {
     }
     let block = serde_json::to_value(recovery()).expect("serializes");
     assert_described("recovery", &block);
+    let effect = serde_json::to_value(super::tests::effect()).expect("serializes");
+    assert_described("effect", &effect);
+    let range = serde_json::to_value(OffsetRange { from: 1, to: 2 }).expect("serializes");
+    assert_described("offset_range", &range);
 }
 
 /// Known difference: `observation` is an enum, not a struct. Its one
@@ -283,6 +287,8 @@ fn the_description_has_one_entry_per_type_and_no_strays() {
         "outcome",
         "recovery",
         "record_at",
+        "effect",
+        "offset_range",
     ];
     let names: Vec<&str> = DESCRIPTION.iter().map(|t| t.name).collect();
     let want: Vec<&str> = shared

@@ -33,6 +33,15 @@ pub const GENERATIONS: &[Generation] = &[
                       calls, record problems; attestation `record`; a record position on \
                       signal.unrecognized)",
     },
+    Generation {
+        number: 3,
+        digest: "c4e3acfec414616c891af6e2da5e2b55061b668625a323bae207017f3e24f4f3",
+        description: "the session log of seed 004: checkpoints pinned to an offset with a \
+                      commit and an effect ledger (checkpoint.recorded), restores \
+                      (restore.recorded), resumes that supersede a range and start an \
+                      incarnation (session.resumed), stale signals of an older incarnation \
+                      (session.stale_signal)",
+    },
 ];
 
 /// The generation whose schema digest is `digest`, if this build reads it.
@@ -71,6 +80,15 @@ mod tests {
         assert_eq!(one.number, 1);
         assert_eq!(generation_by_digest(&"0".repeat(64)), None);
         assert_eq!(generation_by_digest(""), None);
+    }
+
+    #[test]
+    fn generation_two_is_pinned() {
+        let two = generation_by_digest(
+            "0ece7050ac464dba001262163418b978f92cd3e67db863fbaa5f8e69fe277b64",
+        )
+        .expect("generation 2 is readable");
+        assert_eq!(two.number, 2);
     }
 
     #[test]

@@ -30,11 +30,12 @@ pub use event::{
 };
 pub use generation::{GENERATIONS, Generation, current_generation, generation_by_digest};
 pub use payload::{
-    CommandCompleted, CommandRequested, CompactionCompleted, CompactionStarted, EndCancelled,
-    EndExpired, EndRequested, EndSalvaged, ErrorReported, EventType, HealthCondition, LateEvidence,
-    MessageAssistant, MessageDisplayed, MessageUser, Notification, Observation, Outcome, Payload,
-    PermissionRequested, PromptSubmitted, ReasoningRecorded, RecordAt, RecordProblem, Recovery,
-    RecoveryReason, SessionEnded, SessionMetadata, SessionStarted, SignalUnrecognized,
+    CheckpointRecorded, CommandCompleted, CommandRequested, CompactionCompleted, CompactionStarted,
+    Effect, EndCancelled, EndExpired, EndRequested, EndSalvaged, ErrorReported, EventType,
+    HealthCondition, LateEvidence, MessageAssistant, MessageDisplayed, MessageUser, Notification,
+    Observation, OffsetRange, Outcome, Payload, PermissionRequested, PromptSubmitted,
+    ReasoningRecorded, RecordAt, RecordProblem, Recovery, RecoveryReason, RestoreRecorded,
+    SessionEnded, SessionMetadata, SessionResumed, SessionStarted, SignalUnrecognized, StaleSignal,
     SubagentStarted, SubagentStopped, ToolBatchCompleted, ToolCompleted, ToolRecorded,
     ToolRequested, TurnCompleted, TurnStarted, UsageReported,
 };

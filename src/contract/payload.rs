@@ -336,6 +336,108 @@ payload_struct!(
     }
 );
 
+// Generation 3: the session log of seed 004 (checkpoints, restores,
+// resumes and the ranges they supersede).
+
+/// One entry of a checkpoint's effect ledger: something the session did
+/// that a restore cannot take back. `kind` is `tool` or `command` for a
+/// span closed natively (`ref` its request event id), or the operator's
+/// own kind (`harnery checkpoint --effect KIND:REF`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Effect {
+    pub kind: String,
+    #[serde(rename = "ref")]
+    pub reference: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<Outcome>,
+    /// The files a file tool named.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<String>,
+    /// The command line a shell tool (or `harnery exec`) ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i64>,
+}
+
+/// A half-open range of a session's offsets, `from <= offset < to`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OffsetRange {
+    pub from: u64,
+    pub to: u64,
+}
+
+impl OffsetRange {
+    pub fn contains(&self, offset: u64) -> bool {
+        self.from <= offset && offset < self.to
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.from >= self.to
+    }
+}
+
+payload_struct!(
+    /// A checkpoint pinned to `offset` (the events below it are what a
+    /// restore hands back). The first checkpoint recorded under an id is
+    /// the one that counts; a later one with the same id is not recorded.
+    CheckpointRecorded {
+        checkpoint_id: String,
+        /// `operator` (`harnery checkpoint`) or `turn` (a natively
+        /// completed turn).
+        origin: String,
+        offset: u64,
+        /// The head commit, or unknown with the reason.
+        commit: Observation<String>,
+        /// Where the commit came from (`operator`, `record`), when known.
+        #[serde(default)] commit_source: Option<String>,
+        /// The effects since the session's previous checkpoint.
+        effects: Vec<Effect>,
+    }
+);
+payload_struct!(
+    /// `harnery restore` handed the events below `boundary_offset` (the
+    /// checkpoint's) to a fresh incarnation of the agent.
+    RestoreRecorded {
+        checkpoint_id: String,
+        boundary_offset: u64,
+    }
+);
+payload_struct!(
+    /// The session was resumed: events from `superseded.from` up to this
+    /// event are no longer the live line (they stay in the ledger, marked
+    /// on read), the checkpoints pinned above the boundary are invalid, and
+    /// this event and the ones after it belong to `incarnation`.
+    SessionResumed {
+        boundary_offset: u64,
+        superseded: OffsetRange,
+        invalidated_checkpoints: Vec<String>,
+        incarnation: u64,
+        /// The restore's checkpoint, when a recorded restore led here.
+        #[serde(default)] checkpoint_id: Option<String>,
+        /// `restore` (a recorded restore, then native activity),
+        /// `agent_resume` (the agent said it resumed: `source: resume`) or
+        /// `prompt_after_end` (a new prompt after a native session end).
+        evidence: String,
+    }
+);
+payload_struct!(
+    /// A signal of an older incarnation that arrived after a resume:
+    /// evidence, kept off the live line.
+    StaleSignal {
+        #[serde(default)] adapter_event: Option<String>,
+        /// Why it is taken for an older incarnation's.
+        reason: String,
+        live_incarnation: u64,
+    }
+);
+
 /// The payload of an event, tagged with its type.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", content = "payload")]
@@ -404,6 +506,14 @@ pub enum Payload {
     ToolRecorded(ToolRecorded),
     #[serde(rename = "record.problem")]
     RecordProblem(RecordProblem),
+    #[serde(rename = "checkpoint.recorded")]
+    CheckpointRecorded(CheckpointRecorded),
+    #[serde(rename = "restore.recorded")]
+    RestoreRecorded(RestoreRecorded),
+    #[serde(rename = "session.resumed")]
+    SessionResumed(SessionResumed),
+    #[serde(rename = "session.stale_signal")]
+    StaleSignal(StaleSignal),
 }
 
 macro_rules! event_types {
@@ -479,6 +589,10 @@ event_types! {
     SessionMetadata => "session.metadata",
     ToolRecorded => "tool.recorded",
     RecordProblem => "record.problem",
+    CheckpointRecorded => "checkpoint.recorded",
+    RestoreRecorded => "restore.recorded",
+    SessionResumed => "session.resumed",
+    StaleSignal => "session.stale_signal",
 }
 
 impl std::fmt::Display for EventType {

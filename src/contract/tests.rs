@@ -177,7 +177,46 @@ pub(super) fn samples() -> Vec<Payload> {
             kind: "rewritten".into(),
             detail: "d".into(),
         }),
+        Payload::CheckpointRecorded(CheckpointRecorded {
+            checkpoint_id: "cp".into(),
+            origin: "operator".into(),
+            offset: 3,
+            commit: Observation::Observed("abc".into()),
+            commit_source: s(),
+            effects: vec![effect()],
+        }),
+        Payload::RestoreRecorded(RestoreRecorded {
+            checkpoint_id: "cp".into(),
+            boundary_offset: 3,
+        }),
+        Payload::SessionResumed(SessionResumed {
+            boundary_offset: 3,
+            superseded: OffsetRange { from: 3, to: 9 },
+            invalidated_checkpoints: vec!["cp2".into()],
+            incarnation: 2,
+            checkpoint_id: s(),
+            evidence: "restore".into(),
+        }),
+        Payload::StaleSignal(StaleSignal {
+            adapter_event: s(),
+            reason: "r".into(),
+            live_incarnation: 2,
+        }),
     ]
+}
+
+/// An effect with every field set (generation 3).
+pub(super) fn effect() -> Effect {
+    Effect {
+        kind: "tool".into(),
+        reference: "ev_1".into(),
+        tool_name: Some("Bash".into()),
+        tool_call_id: Some("c".into()),
+        outcome: Some(Outcome::Success),
+        paths: vec!["/a".into()],
+        command: Some("ls".into()),
+        exit_code: Some(0),
+    }
 }
 
 fn at() -> RecordAt {
@@ -227,7 +266,7 @@ fn schema_digest_is_pinned() {
     // advance and bump CONTRACT_GENERATION.
     assert_eq!(
         schema_digest_hex(),
-        "0ece7050ac464dba001262163418b978f92cd3e67db863fbaa5f8e69fe277b64"
+        "c4e3acfec414616c891af6e2da5e2b55061b668625a323bae207017f3e24f4f3"
     );
 }
 

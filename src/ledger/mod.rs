@@ -22,6 +22,7 @@ mod query;
 pub mod raw;
 mod rows;
 mod schema;
+mod session_range;
 mod timeline;
 
 use std::path::{Path, PathBuf};

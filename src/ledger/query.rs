@@ -563,7 +563,7 @@ impl Ledger {
         Ok(n as u64)
     }
 
-    fn parse_event(&self, json: &str) -> Result<Event, LedgerError> {
+    pub(super) fn parse_event(&self, json: &str) -> Result<Event, LedgerError> {
         serde_json::from_str(json).map_err(|e| LedgerError::Corrupt {
             path: self.dir.join(super::DB_FILE),
             detail: format!("an event row does not parse: {e}"),

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use super::{DamagedRow, Ledger, LedgerError, SessionSummary, SpanRow};
-use crate::contract::{Event, Payload, SessionRef};
+use crate::contract::{Event, Observation, Payload, SessionRef};
 
 /// One line of a timeline.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -260,6 +260,33 @@ fn describe(p: &Payload, span: Option<&SpanRow>) -> String {
             }
         ),
         Payload::RecordProblem(r) => format!("record {}: {}", r.kind, clip(&r.detail, 72)),
+        Payload::CheckpointRecorded(c) => format!(
+            "checkpoint {} at offset {} ({}, {} effects)",
+            c.checkpoint_id,
+            c.offset,
+            match &c.commit {
+                Observation::Observed(sha) => format!("commit {}", clip(sha, 12)),
+                Observation::Unknown(why) => format!("commit unknown: {why}"),
+            },
+            c.effects.len()
+        ),
+        Payload::RestoreRecorded(r) => format!(
+            "restore from checkpoint {} (offsets below {})",
+            r.checkpoint_id, r.boundary_offset
+        ),
+        Payload::SessionResumed(r) => format!(
+            "resumed as incarnation {} at offset {} (supersedes {}..{}, {} checkpoints invalid)",
+            r.incarnation,
+            r.boundary_offset,
+            r.superseded.from,
+            r.superseded.to,
+            r.invalidated_checkpoints.len()
+        ),
+        Payload::StaleSignal(s) => format!(
+            "stale signal {} ({})",
+            s.adapter_event.as_deref().unwrap_or("-"),
+            s.reason
+        ),
     }
 }
 

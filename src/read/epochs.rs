@@ -225,9 +225,22 @@ pub fn classify_whole(
     closed: Option<&Closed>,
     failed: &mut usize,
 ) -> Classification {
+    classify_whole_with(command, session, parts, closed, failed, false)
+}
+
+/// [`classify_whole`], with the ranges a resume superseded counted too
+/// when `include_superseded`.
+pub fn classify_whole_with(
+    command: &str,
+    session: &SessionRef,
+    parts: &[&OpenEpoch],
+    closed: Option<&Closed>,
+    failed: &mut usize,
+    include_superseded: bool,
+) -> Classification {
     let mut whole = Classification::eligible();
     for epoch in parts {
-        match part_reasons(&epoch.ledger, session) {
+        match part_reasons_with(&epoch.ledger, session, include_superseded) {
             Ok(reasons) => whole.add_reasons(reasons),
             Err(e) => {
                 warn(command, &epoch.label, &e.to_string());
@@ -243,8 +256,25 @@ pub fn classify_whole(
 
 /// The reasons one epoch's part of a session gives: from the session's
 /// row where the epoch keeps them, else from its events (an archive an
-/// older build wrote).
+/// older build wrote). Ranges a resume superseded are left out.
 pub fn part_reasons(ledger: &Ledger, session: &SessionRef) -> Result<Vec<String>, LedgerError> {
+    part_reasons_with(ledger, session, false)
+}
+
+/// [`part_reasons`]; with `include_superseded`, superseded ranges count.
+pub fn part_reasons_with(
+    ledger: &Ledger,
+    session: &SessionRef,
+    include_superseded: bool,
+) -> Result<Vec<String>, LedgerError> {
+    if !include_superseded {
+        let log = crate::session_log::SessionLog::read_resumes(ledger, session)?;
+        if !log.superseded().is_empty() {
+            let mut live = ledger.session_events(session)?;
+            live.retain(|e| !log.is_superseded(e.offset));
+            return Ok(classify_events(&live).reasons);
+        }
+    }
     match ledger.session_audit_reasons(session)? {
         Some(reasons) => Ok(reasons),
         None => Ok(classify_events(&ledger.session_events(session)?).reasons),

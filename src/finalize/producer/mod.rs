@@ -16,10 +16,12 @@
 
 mod authority;
 mod deliveries;
+mod effects;
 mod emit;
 mod ends;
 mod record;
 mod recovery;
+mod session_log;
 mod spans;
 mod tools;
 mod turns;
@@ -90,6 +92,12 @@ pub struct SessionProducer {
     /// The agent's own record of the session, as far as it was followed.
     #[serde(default, skip_serializing_if = "record::RecordFollow::is_unused")]
     record: record::RecordFollow,
+    /// Checkpoints, restores and resumes (contract generation 3).
+    #[serde(
+        default,
+        skip_serializing_if = "session_log::SessionLogBook::is_unused"
+    )]
+    log: session_log::SessionLogBook,
     /// Test-only override of the adapter's recovery table; never stored.
     #[serde(skip)]
     policy_override: Option<RecoveryPolicy>,
@@ -108,6 +116,7 @@ impl SessionProducer {
             running_agents: BTreeSet::new(),
             span_cap_raised: false,
             record: record::RecordFollow::default(),
+            log: session_log::SessionLogBook::default(),
             policy_override: None,
         }
     }
@@ -178,6 +187,16 @@ impl SessionProducer {
         };
         let mut out = Vec::new();
         let from_agent = !signal.event_name.is_some_and(is_harnery_event);
+        // A signal of an older incarnation is kept as evidence only.
+        if from_agent && self.session_log_before(&normalized, &mut trigger, &mut out) {
+            if let Some(first) = out.first() {
+                self.deliveries.remember(keys, first.id.clone());
+            }
+            return Ingested {
+                events: out,
+                duplicate_of: None,
+            };
+        }
         if from_agent && normalized.kind.is_native_work() {
             self.cancel_pending_end("native_work", &mut trigger, &mut out);
         }
@@ -191,6 +210,7 @@ impl SessionProducer {
         {
             self.follow_subagent_record(agent, path, &mut trigger, &mut out);
         }
+        self.session_log_after(&mut trigger, &mut out);
         // Only a session whose record may be followed keeps its requests
         // for joining (Copilot's record is found without a hook naming it).
         if from_agent && (self.record.path.is_some() || self.session.adapter == AdapterId::Copilot)
@@ -244,7 +264,14 @@ impl SessionProducer {
 
     /// Time-based rules: evaluate a pending end (salvage before expiry).
     /// Call after the session's signals of a finalize run were ingested.
+    /// A natively completed turn's checkpoint still waiting is pinned last.
     pub fn tick(&mut self, now_unix_ns: i64, clock: &ClockSample) -> Vec<Event> {
+        let mut out = self.tick_pending_end(now_unix_ns, clock);
+        out.extend(self.session_log_tick());
+        out
+    }
+
+    fn tick_pending_end(&mut self, now_unix_ns: i64, clock: &ClockSample) -> Vec<Event> {
         let Some(pending) = &self.pending_end else {
             return Vec::new();
         };
@@ -259,6 +286,7 @@ impl SessionProducer {
         let mut out = Vec::new();
         self.evaluate_pending_end(now_unix_ns, &mut trigger, &mut out);
         self.spans.prune(&self.turns);
+        self.log_observe(&out);
         out
     }
 
@@ -329,6 +357,8 @@ impl SessionProducer {
             }
             SignalKind::RecordChunk(chunk) => self.on_record_chunk(*chunk, trigger, out),
             SignalKind::RecordProblem(p) => self.on_record_problem(p, trigger, out),
+            SignalKind::CheckpointRequested(p) => self.on_checkpoint_requested(p, trigger, out),
+            SignalKind::RestoreRequested(p) => self.on_restore_requested(p, trigger, out),
         }
     }
 

@@ -1,0 +1,75 @@
+//! One session's events by offset range and by type, read as SQL ranges
+//! over the `(adapter, session_id, offset)` key rather than a whole
+//! session filtered in memory: the storage half of the session log's
+//! replay and checkpoint reads (`crate::session_log`).
+
+use rusqlite::params;
+
+use super::{Ledger, LedgerError};
+use crate::contract::{Event, EventType, SessionRef};
+
+impl Ledger {
+    /// The offset the session's next event would take: one past its last
+    /// stored offset, 0 for a session with no events.
+    pub fn session_head(&self, session: &SessionRef) -> Result<u64, LedgerError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT COALESCE(MAX(offset) + 1, 0) FROM events WHERE adapter = ?1 AND session_id = ?2",
+        )?;
+        let head: i64 = stmt
+            .query_row(params![session.adapter.as_str(), session.session_id], |r| {
+                r.get(0)
+            })?;
+        Ok(head as u64)
+    }
+
+    /// The session's events with `from <= offset < to`, in offset order.
+    /// The bounds are the caller's to check (`session_log::replay`).
+    pub fn session_range(
+        &self,
+        session: &SessionRef,
+        from: u64,
+        to: u64,
+    ) -> Result<Vec<Event>, LedgerError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT json FROM events WHERE adapter = ?1 AND session_id = ?2 \
+             AND offset >= ?3 AND offset < ?4 ORDER BY offset",
+        )?;
+        let rows = stmt.query_map(
+            params![
+                session.adapter.as_str(),
+                session.session_id,
+                from as i64,
+                to as i64
+            ],
+            |r| r.get::<_, String>(0),
+        )?;
+        let mut out = Vec::new();
+        for json in rows {
+            out.push(self.parse_event(&json?)?);
+        }
+        Ok(out)
+    }
+
+    /// The session's events of the given types, in offset order.
+    pub fn session_events_of(
+        &self,
+        session: &SessionRef,
+        types: &[EventType],
+    ) -> Result<Vec<Event>, LedgerError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT json FROM events WHERE adapter = ?1 AND session_id = ?2 \
+             AND type IN (SELECT value FROM json_each(?3)) ORDER BY offset",
+        )?;
+        let names: Vec<&str> = types.iter().map(|t| t.as_str()).collect();
+        let names = serde_json::to_string(&names).expect("a list of names is JSON");
+        let rows = stmt.query_map(
+            params![session.adapter.as_str(), session.session_id, names],
+            |r| r.get::<_, String>(0),
+        )?;
+        let mut out = Vec::new();
+        for json in rows {
+            out.push(self.parse_event(&json?)?);
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,956 @@
+//! The session log of seed 004 (contract generation 3) over the real
+//! binaries and the corpus resume scenarios: checkpoints (operator and
+//! per native turn, first write wins), restore seeds and shims, resumes
+//! that supersede a range and start the next incarnation, stale signals,
+//! the replay range, and the advance from a home generation 2 wrote.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use assert_cmd::Command;
+use common::{copy_tree, run, stderr, stdout};
+use harnery::contract::{AdapterId, SessionRef};
+use harnery::home::Home;
+use harnery::ledger::Ledger;
+use harnery::session_log::{self, RangeError, ReplayError, SessionLog};
+use serde_json::Value;
+
+const CLAUDE: &str = "8d31d374-43c7-42c3-aadb-185a6df76fcf";
+const CLAUDE_TURN_1: &str = "d1d29774-7308-409e-90bc-11f23fd06acc";
+const COPILOT_RESUME: &str = "7271c131-2f28-400e-a537-c4eb30e50959";
+const COPILOT_KILLED: &str = "93ac04b6-be37-48e5-9126-c3f986eaa653";
+
+fn fixture(agent: &str, scenario: &str) -> std::path::PathBuf {
+    let file = if agent == "copilot" {
+        "hook-capture.jsonl"
+    } else {
+        "hooks.jsonl"
+    };
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(agent)
+        .join(scenario)
+        .join(file)
+}
+
+/// Lines `range` of a fixture's hook capture.
+fn lines(agent: &str, scenario: &str) -> Vec<String> {
+    std::fs::read_to_string(fixture(agent, scenario))
+        .expect("fixture exists")
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Deliver one captured line through the real hook.
+fn hook(home: &Path, agent: &str, line: &str) {
+    let (args, stdin): (Vec<String>, Vec<u8>) = if agent == "copilot" {
+        let v: Value = serde_json::from_str(line).expect("capture line is JSON");
+        let event = v["event"].as_str().expect("event name").to_string();
+        let raw = v["stdin_raw"].as_str().unwrap_or("").as_bytes().to_vec();
+        (vec!["copilot".into(), event], raw)
+    } else {
+        (vec!["claude-code".into()], line.as_bytes().to_vec())
+    };
+    Command::cargo_bin("harnery-hook")
+        .expect("hook binary built")
+        .env("HARNERY_HOME", home)
+        .args(&args)
+        .write_stdin(stdin)
+        .assert()
+        .success();
+}
+
+fn feed(home: &Path, agent: &str, lines: &[String]) {
+    for line in lines {
+        hook(home, agent, line);
+    }
+}
+
+fn ok(home: &Path, args: &[&str]) -> String {
+    let out = run(home, args);
+    assert!(
+        out.status.success(),
+        "harnery {args:?}: {}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    stdout(&out)
+}
+
+fn json(home: &Path, args: &[&str]) -> Value {
+    serde_json::from_str(&ok(home, args)).expect("JSON output")
+}
+
+fn replay(home: &Path, session: &str, extra: &[&str]) -> Vec<Value> {
+    let mut args = vec!["replay", session, "--json"];
+    args.extend_from_slice(extra);
+    ok(home, &args)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn of_type<'a>(events: &'a [Value], ty: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["type"] == ty).collect()
+}
+
+fn ids(events: &[Value]) -> Vec<String> {
+    events.iter().map(|e| e["id"].to_string()).collect()
+}
+
+/// Leg one of the Claude Code `resume` scenario, with an operator
+/// checkpoint right after its session start.
+fn claude_first_leg(home: &Path) -> Vec<String> {
+    let all = lines("claude-code", "resume");
+    assert_eq!(all.len(), 16, "two legs of eight signals");
+    feed(home, "claude-code", &all[..1]);
+    ok(
+        home,
+        &[
+            "checkpoint",
+            CLAUDE,
+            "--id",
+            "early",
+            "--commit",
+            "abc123",
+            "--effect",
+            "deploy:staging-7",
+        ],
+    );
+    feed(home, "claude-code", &all[1..8]);
+    ok(home, &["finalize"]);
+    all
+}
+
+#[test]
+fn checkpoints_are_pinned_by_the_operator_and_at_each_native_turn() {
+    let home = tempfile::tempdir().unwrap();
+    claude_first_leg(home.path());
+    let log = json(home.path(), &["checkpoints", CLAUDE, "--json"]);
+    let cps = log["checkpoints"].as_array().unwrap();
+    assert_eq!(cps.len(), 2, "{log:#}");
+    let early = &cps[0];
+    assert_eq!(early["checkpoint_id"], "early");
+    assert_eq!(early["origin"], "operator");
+    assert_eq!(early["commit"], serde_json::json!({"observed": "abc123"}));
+    assert_eq!(early["commit_source"], "operator");
+    assert_eq!(
+        early["effects"],
+        serde_json::json!([{"kind": "deploy", "ref": "staging-7"}])
+    );
+    // The checkpoint pins the offset after its own event.
+    assert_eq!(early["offset"], early["event_offset"].as_u64().unwrap() + 1);
+
+    let turn = &cps[1];
+    assert_eq!(turn["checkpoint_id"], format!("turn:{CLAUDE_TURN_1}"));
+    assert_eq!(turn["origin"], "turn");
+    // Claude Code's hooks name no commit: it is unknown, with the reason.
+    assert_eq!(
+        turn["commit"],
+        serde_json::json!({"unknown": "no_head_commit_known"})
+    );
+    let effects = turn["effects"].as_array().unwrap();
+    assert_eq!(effects.len(), 1, "{effects:?}");
+    assert_eq!(effects[0]["kind"], "tool");
+    assert_eq!(effects[0]["tool_name"], "Bash");
+    assert_eq!(effects[0]["outcome"], "success");
+    assert!(effects[0]["tool_call_id"].is_string());
+    assert!(effects[0]["command"].as_str().unwrap().contains("echo"));
+    // The turn's checkpoint waits for what closes the turn (here the
+    // session's end): it is pinned last, at the end of the finalize run.
+    let events = replay(home.path(), CLAUDE, &[]);
+    let done = of_type(&events, "turn.completed")[0]["offset"].as_u64();
+    let ended = of_type(&events, "session.ended")[0]["offset"].as_u64();
+    assert!(done < ended);
+    assert_eq!(turn["event_offset"], events.len() as u64 - 1);
+    assert_eq!(turn["offset"], events.len() as u64);
+    assert_eq!(log["incarnation"], 1);
+
+    // Latest and by id, as flags.
+    let latest = json(home.path(), &["checkpoints", CLAUDE, "--latest", "--json"]);
+    assert_eq!(latest["checkpoint_id"], turn["checkpoint_id"]);
+    let by_id = json(
+        home.path(),
+        &["checkpoints", CLAUDE, "--id", "early", "--json"],
+    );
+    assert_eq!(by_id["commit"], early["commit"]);
+    let text = ok(home.path(), &["checkpoints", CLAUDE]);
+    assert!(text.contains("early") && text.contains("valid"), "{text}");
+}
+
+#[test]
+fn the_first_checkpoint_under_an_id_wins() {
+    let home = tempfile::tempdir().unwrap();
+    claude_first_leg(home.path());
+    ok(
+        home.path(),
+        &["checkpoint", CLAUDE, "--id", "early", "--commit", "fff999"],
+    );
+    ok(home.path(), &["finalize"]);
+    let log = json(home.path(), &["checkpoints", CLAUDE, "--json"]);
+    let early: Vec<&Value> = log["checkpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["checkpoint_id"] == "early")
+        .collect();
+    assert_eq!(early.len(), 1);
+    assert_eq!(early[0]["commit"]["observed"], "abc123", "the first stands");
+    let events = replay(home.path(), CLAUDE, &[]);
+    let taken = of_type(&events, "health.condition");
+    assert_eq!(taken.len(), 1, "the repeat is kept as a condition");
+    assert_eq!(taken[0]["payload"]["code"], "checkpoint_id_taken");
+    assert_eq!(of_type(&events, "checkpoint.recorded").len(), 2);
+}
+
+#[test]
+fn a_restore_seeds_the_first_leg_and_the_resumed_leg_is_the_next_incarnation() {
+    let home = tempfile::tempdir().unwrap();
+    let all = claude_first_leg(home.path());
+    let first_leg = replay(home.path(), CLAUDE, &[]);
+    let restore = json(home.path(), &["restore", CLAUDE, "--json"]);
+    let seed = &restore["seed"];
+    let boundary = seed["boundary_offset"].as_u64().unwrap();
+    assert_eq!(
+        seed["checkpoint"]["checkpoint_id"],
+        format!("turn:{CLAUDE_TURN_1}")
+    );
+    let seeded: Vec<Value> = seed["events"].as_array().unwrap().clone();
+    assert_eq!(seeded, first_leg, "the seed is the first leg");
+    assert_eq!(boundary, first_leg.len() as u64);
+    assert_eq!(
+        seeded.last().unwrap()["type"],
+        "checkpoint.recorded",
+        "and ends with the checkpoint"
+    );
+    assert_eq!(seed["next_offset"], first_leg.len() as u64);
+    assert_eq!(seed["next_incarnation"], 2);
+    // The effect ledger up to the checkpoint: the operator's and the tool's.
+    assert_eq!(seed["effects"].as_array().unwrap().len(), 2);
+    let shim = &restore["shim"];
+    assert_eq!(shim["transport"], "cli");
+    assert_eq!(shim["program"], "claude");
+    assert_eq!(shim["arguments"], serde_json::json!(["--resume", CLAUDE]));
+    assert_eq!(shim["text"], format!("claude --resume {CLAUDE}"));
+    assert_eq!(shim["native"], true);
+
+    // The agent resumes (its SessionStart says `resume`).
+    feed(home.path(), "claude-code", &all[8..]);
+    ok(home.path(), &["finalize"]);
+    let everything = replay(home.path(), CLAUDE, &["--include-superseded"]);
+    let restored = of_type(&everything, "restore.recorded");
+    assert_eq!(restored.len(), 1);
+    let restore_at = restored[0]["offset"].as_u64().unwrap();
+    assert_eq!(
+        restore_at,
+        first_leg.len() as u64,
+        "at the seed's next offset"
+    );
+    let resumed = of_type(&everything, "session.resumed");
+    assert_eq!(resumed.len(), 1);
+    let r = resumed[0];
+    assert_eq!(r["offset"], restore_at + 1, "the resumed leg goes on next");
+    assert_eq!(r["payload"]["evidence"], "restore");
+    assert_eq!(r["payload"]["boundary_offset"], boundary);
+    assert_eq!(
+        r["payload"]["superseded"],
+        serde_json::json!({"from": boundary, "to": restore_at}),
+        "nothing of the first leg is superseded"
+    );
+    assert_eq!(r["payload"]["incarnation"], 2);
+    assert_eq!(
+        r["payload"]["invalidated_checkpoints"],
+        serde_json::json!([])
+    );
+    // Offsets stay gapless; everything from the resume on is incarnation 2.
+    for (i, e) in everything.iter().enumerate() {
+        assert_eq!(e["offset"], i as u64);
+        let incarnation = if i as u64 >= r["offset"].as_u64().unwrap() {
+            2
+        } else {
+            1
+        };
+        assert_eq!(e["incarnation"], incarnation, "{e}");
+        assert!(e.get("superseded").is_none(), "{e}");
+    }
+    let live = replay(home.path(), CLAUDE, &[]);
+    assert_eq!(live, everything);
+    assert_eq!(of_type(&live, "session.started").len(), 2);
+    // One causal session: one session, two incarnations, the second leg's
+    // turn checkpointed in incarnation 2.
+    let log = json(home.path(), &["checkpoints", CLAUDE, "--json"]);
+    assert_eq!(log["incarnation"], 2);
+    let cps = log["checkpoints"].as_array().unwrap();
+    assert_eq!(cps.len(), 3);
+    assert_eq!(cps[2]["incarnation"], 2);
+    assert!(cps.iter().all(|c| c["valid"] == true));
+    let sessions = common::sessions_json(home.path());
+    assert_eq!(sessions.len(), 1);
+}
+
+#[test]
+fn a_checkpoint_above_the_resume_boundary_is_invalid() {
+    let home = tempfile::tempdir().unwrap();
+    let all = claude_first_leg(home.path());
+    let restore = json(
+        home.path(),
+        &["restore", CLAUDE, "--checkpoint", "early", "--json"],
+    );
+    let boundary = restore["seed"]["boundary_offset"].as_u64().unwrap();
+    assert_eq!(restore["seed"]["effects"].as_array().unwrap().len(), 1);
+    feed(home.path(), "claude-code", &all[8..]);
+    ok(home.path(), &["finalize"]);
+    let log = json(home.path(), &["checkpoints", CLAUDE, "--json"]);
+    let turn = format!("turn:{CLAUDE_TURN_1}");
+    let resumed = &log["resumes"][0];
+    assert_eq!(resumed["boundary_offset"], boundary);
+    assert_eq!(
+        resumed["invalidated_checkpoints"],
+        serde_json::json!([turn])
+    );
+    let cps = log["checkpoints"].as_array().unwrap();
+    let first_turn = cps.iter().find(|c| c["checkpoint_id"] == turn).unwrap();
+    assert_eq!(first_turn["valid"], false);
+    assert_eq!(first_turn["invalidated_at"], resumed["offset"]);
+    let text = ok(home.path(), &["checkpoints", CLAUDE]);
+    assert!(text.contains("invalid (resume at offset"), "{text}");
+    // An invalidated checkpoint cannot be restored; `latest` skips it.
+    let refused = run(
+        home.path(),
+        &["restore", CLAUDE, "--checkpoint", &turn, "--dry-run"],
+    );
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        stderr(&refused).contains("invalidated"),
+        "{}",
+        stderr(&refused)
+    );
+    let latest = json(home.path(), &["restore", CLAUDE, "--json", "--dry-run"]);
+    assert_eq!(latest["seed"]["checkpoint"]["incarnation"], 2);
+    // The seed leaves the superseded range out unless asked.
+    let seed = &latest["seed"];
+    let offsets: Vec<u64> = seed["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["offset"].as_u64().unwrap())
+        .collect();
+    assert!(!offsets.contains(&boundary), "{offsets:?}");
+    let with = json(
+        home.path(),
+        &[
+            "restore",
+            CLAUDE,
+            "--json",
+            "--dry-run",
+            "--include-superseded",
+        ],
+    );
+    assert!(
+        with["seed"]["superseded_offsets"]
+            .as_array()
+            .unwrap()
+            .contains(&Value::from(boundary))
+    );
+}
+
+#[test]
+fn restoring_an_unknown_session_or_checkpoint_is_a_clear_error() {
+    let home = tempfile::tempdir().unwrap();
+    let empty = run(home.path(), &["restore", "nobody"]);
+    assert_eq!(empty.status.code(), Some(2));
+    assert!(stderr(&empty).contains("nobody"), "{}", stderr(&empty));
+    claude_first_leg(home.path());
+    let unknown = run(home.path(), &["restore", "nobody"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(
+        stderr(&unknown).contains("no session matches \"nobody\""),
+        "{}",
+        stderr(&unknown)
+    );
+    let missing = run(home.path(), &["restore", CLAUDE, "--checkpoint", "nope"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(
+        stderr(&missing).contains("has no checkpoint \"nope\""),
+        "{}",
+        stderr(&missing)
+    );
+    let bad_effect = run(home.path(), &["checkpoint", CLAUDE, "--effect", "nocolon"]);
+    assert_eq!(bad_effect.status.code(), Some(2));
+    assert!(
+        stderr(&bad_effect).contains("KIND:REF"),
+        "{}",
+        stderr(&bad_effect)
+    );
+    // Nothing was recorded by the failed restores.
+    ok(home.path(), &["finalize"]);
+    let events = replay(home.path(), CLAUDE, &[]);
+    assert!(of_type(&events, "restore.recorded").is_empty());
+}
+
+#[test]
+fn a_straggler_of_the_older_incarnation_is_kept_off_the_live_line() {
+    let home = tempfile::tempdir().unwrap();
+    let all = claude_first_leg(home.path());
+    feed(home.path(), "claude-code", &all[8..]);
+    ok(home.path(), &["finalize"]);
+    // A late PostToolUse of leg one's turn, a call the ledger never saw.
+    let mut late: Value = serde_json::from_str(&all[3]).unwrap();
+    assert_eq!(late["hook_event_name"], "PostToolUse");
+    late["tool_use_id"] = "toolu_straggler".into();
+    hook(home.path(), "claude-code", &late.to_string());
+    ok(home.path(), &["finalize"]);
+    let events = replay(home.path(), CLAUDE, &[]);
+    let stale = of_type(&events, "session.stale_signal");
+    assert_eq!(stale.len(), 1);
+    assert_eq!(
+        stale[0]["payload"]["reason"],
+        "native_turn_of_an_older_incarnation"
+    );
+    assert_eq!(stale[0]["payload"]["live_incarnation"], 2);
+    assert!(
+        !events
+            .iter()
+            .any(|e| e["payload"]["tool_call_id"] == "toolu_straggler"),
+        "no span of it on the live tail"
+    );
+}
+
+#[test]
+fn copilot_resume_without_a_restore_supersedes_nothing() {
+    let home = tempfile::tempdir().unwrap();
+    feed(
+        home.path(),
+        "copilot",
+        &lines("copilot", "resume-1-first-run"),
+    );
+    ok(home.path(), &["finalize"]);
+    let first = replay(home.path(), COPILOT_RESUME, &[]);
+    feed(
+        home.path(),
+        "copilot",
+        &lines("copilot", "resume-2-resumed-run"),
+    );
+    ok(home.path(), &["finalize"]);
+    let all = replay(home.path(), COPILOT_RESUME, &[]);
+    assert_eq!(ids(&all[..first.len()]), ids(&first), "leg one unchanged");
+    let resumed = &all[first.len()];
+    assert_eq!(resumed["type"], "session.resumed");
+    assert_eq!(resumed["payload"]["evidence"], "agent_resume");
+    assert_eq!(resumed["payload"]["boundary_offset"], first.len() as u64);
+    let empty = serde_json::json!({"from": first.len(), "to": first.len()});
+    assert_eq!(resumed["payload"]["superseded"], empty);
+    assert_eq!(resumed["payload"]["incarnation"], 2);
+    assert!(all[first.len()..].iter().all(|e| e["incarnation"] == 2));
+    // Each leg's agentStop pinned a checkpoint, stamped turns and all.
+    let log = json(home.path(), &["checkpoints", COPILOT_RESUME, "--json"]);
+    let cps = log["checkpoints"].as_array().unwrap();
+    assert_eq!(cps.len(), 2, "{log:#}");
+    assert_eq!(cps[0]["incarnation"], 1);
+    assert_eq!(cps[1]["incarnation"], 2);
+    assert_eq!(cps[0]["effects"][0]["tool_name"], "bash");
+    assert!(
+        cps[0]["effects"][0]["command"]
+            .as_str()
+            .unwrap()
+            .contains("hello-from-fake-model")
+    );
+}
+
+#[test]
+fn a_killed_copilot_session_restores_through_the_policy_and_resumes() {
+    let home = tempfile::tempdir().unwrap();
+    // The checkpoint goes in before the tool call the kill interrupted.
+    let killed = lines("copilot", "interrupted-sigkill-1-killed");
+    assert!(killed[6].contains("\"preToolUse\""), "{}", killed[6]);
+    feed(home.path(), "copilot", &killed[..6]);
+    ok(
+        home.path(),
+        &["checkpoint", COPILOT_KILLED, "--id", "before-kill"],
+    );
+    feed(home.path(), "copilot", &killed[6..]);
+    ok(home.path(), &["finalize"]);
+    let first = replay(home.path(), COPILOT_KILLED, &[]);
+    // No evidence of a safe Copilot and no events.jsonl: not native (and
+    // not recorded: the packet starts a new session).
+    let copilot_home = tempfile::tempdir().unwrap();
+    let bare = json(
+        home.path(),
+        &[
+            "restore",
+            COPILOT_KILLED,
+            "--json",
+            "--copilot-home",
+            copilot_home.path().to_str().unwrap(),
+        ],
+    );
+    assert_eq!(bare["shim"]["native"], false);
+    assert_eq!(bare["shim"]["program"], "harnery");
+    assert_eq!(
+        bare["shim"]["arguments"],
+        serde_json::json!(["recover", COPILOT_KILLED])
+    );
+    // The session's events.jsonl is within the legacy ceiling: native.
+    let state = copilot_home
+        .path()
+        .join("session-state")
+        .join(COPILOT_KILLED);
+    std::fs::create_dir_all(&state).unwrap();
+    let record = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/records/copilot/interrupted-sigkill-1-killed.events.jsonl");
+    std::fs::copy(record, state.join("events.jsonl")).unwrap();
+    let home_arg = copilot_home.path().to_str().unwrap();
+    let sdk = json(
+        home.path(),
+        &[
+            "restore",
+            COPILOT_KILLED,
+            "--json",
+            "--dry-run",
+            "--transport",
+            "sdk",
+            "--copilot-home",
+            home_arg,
+        ],
+    );
+    assert_eq!(sdk["shim"]["transport"], "sdk");
+    assert_eq!(sdk["shim"]["call"], "resumeSession");
+    assert_eq!(
+        sdk["shim"]["text"],
+        format!("client.resumeSession(\"{COPILOT_KILLED}\")")
+    );
+    let restore = json(
+        home.path(),
+        &[
+            "restore",
+            COPILOT_KILLED,
+            "--json",
+            "--copilot-home",
+            home_arg,
+        ],
+    );
+    assert_eq!(
+        restore["shim"]["text"],
+        format!("copilot --resume {COPILOT_KILLED}")
+    );
+    assert_eq!(restore["shim"]["native"], true);
+    let boundary = restore["seed"]["boundary_offset"].as_u64().unwrap();
+    let seeded = restore["seed"]["events"].as_array().unwrap();
+    assert_eq!(ids(seeded), ids(&first[..boundary as usize]));
+
+    feed(
+        home.path(),
+        "copilot",
+        &lines("copilot", "interrupted-sigkill-2-resumed"),
+    );
+    ok(home.path(), &["finalize"]);
+    let all = replay(home.path(), COPILOT_KILLED, &["--include-superseded"]);
+    assert_eq!(of_type(&all, "restore.recorded").len(), 1, "the native one");
+    let resumed = of_type(&all, "session.resumed");
+    assert_eq!(resumed.len(), 1);
+    assert_eq!(resumed[0]["payload"]["evidence"], "restore");
+    assert_eq!(resumed[0]["payload"]["checkpoint_id"], "before-kill");
+    assert_eq!(resumed[0]["payload"]["incarnation"], 2);
+    // The killed leg's unfinished tool call is superseded: the live line
+    // and the audit leave it out; --include-superseded counts it.
+    let superseded: Vec<&Value> = all.iter().filter(|e| e["superseded"] == true).collect();
+    assert!(
+        superseded.iter().any(|e| e["type"] == "tool.requested"),
+        "{superseded:?}"
+    );
+    let audit = |extra: &[&str]| {
+        let mut args = vec!["audit", "--session", COPILOT_KILLED, "--json"];
+        args.extend_from_slice(extra);
+        let out = run(home.path(), &args);
+        serde_json::from_str::<Value>(stdout(&out).lines().next().unwrap()).unwrap()
+    };
+    let with = audit(&["--include-superseded"]);
+    let without = audit(&[]);
+    assert_ne!(with["reasons"], without["reasons"], "{with} / {without}");
+    let receipts = run(home.path(), &["receipts", COPILOT_KILLED, "--json"]);
+    assert!(receipts.status.success(), "{}", stderr(&receipts));
+}
+
+#[test]
+fn replay_reads_a_checked_half_open_range() {
+    let home = tempfile::tempdir().unwrap();
+    claude_first_leg(home.path());
+    let ledger = Ledger::open_read(&Home::at(home.path().to_path_buf())).unwrap();
+    let session = SessionRef {
+        adapter: AdapterId::ClaudeCode,
+        session_id: CLAUDE.into(),
+    };
+    let head = ledger.session_head(&session).unwrap();
+    let window = session_log::replay(&ledger, &session, 2, Some(5)).unwrap();
+    let offsets: Vec<u64> = window.iter().map(|e| e.offset).collect();
+    assert_eq!(offsets, [2, 3, 4]);
+    assert_eq!(
+        session_log::replay(&ledger, &session, 0, None)
+            .unwrap()
+            .len() as u64,
+        head
+    );
+    assert!(
+        session_log::replay(&ledger, &session, head as i64, None)
+            .unwrap()
+            .is_empty()
+    );
+    let refused = |from, to| match session_log::replay(&ledger, &session, from, to) {
+        Err(ReplayError::Range(e)) => e,
+        other => panic!("refused, not {other:?}"),
+    };
+    assert_eq!(
+        refused(-1, None),
+        RangeError::Negative {
+            bound: "from",
+            value: -1
+        }
+    );
+    assert_eq!(
+        refused(0, Some(-3)),
+        RangeError::Negative {
+            bound: "to",
+            value: -3
+        }
+    );
+    assert_eq!(refused(4, Some(2)), RangeError::Inverted { from: 4, to: 2 });
+    let past = refused(0, Some(head as i64 + 1));
+    assert!(past.to_string().contains("`to`"), "{past}");
+    assert!(matches!(
+        refused(head as i64 + 1, None),
+        RangeError::PastHead { bound: "from", .. }
+    ));
+    // The CLI's inclusive window sits on top of it.
+    let cli = replay(home.path(), CLAUDE, &["--from", "2", "--to", "4"]);
+    let offsets: Vec<u64> = cli.iter().map(|e| e["offset"].as_u64().unwrap()).collect();
+    assert_eq!(offsets, [2, 3, 4]);
+    let past = run(home.path(), &["replay", CLAUDE, "--to", &head.to_string()]);
+    assert_eq!(past.status.code(), Some(2));
+    assert!(stderr(&past).contains("--to"), "{}", stderr(&past));
+    let log = SessionLog::read(&ledger, &session).unwrap();
+    assert_eq!(log.head, head);
+    let latest = log.latest().unwrap();
+    assert_eq!(latest.checkpoint_id, format!("turn:{CLAUDE_TURN_1}"));
+    assert_eq!(
+        latest.offset, head,
+        "pinned last, once the turn's end is in"
+    );
+}
+
+/// Generation 3 ships by an epoch advance: from the home generation 2
+/// wrote, finalize refuses until the advance; after it the carried Claude
+/// Code `resume` session is recorded with its checkpoints and resume, and
+/// the generation 2 rows stay readable, verifiable and exportable.
+#[test]
+fn generation_three_ships_by_an_epoch_advance_from_the_generation_two_home() {
+    let home = tempfile::tempdir().unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/epoch/gen2/home");
+    copy_tree(&fixture, home.path());
+    let refused = run(home.path(), &["finalize"]);
+    assert_eq!(refused.status.code(), Some(2), "{}", stdout(&refused));
+    assert!(
+        stderr(&refused).contains("epoch advance"),
+        "{}",
+        stderr(&refused)
+    );
+    let refused = run(home.path(), &["checkpoints", CLAUDE]);
+    assert_eq!(refused.status.code(), Some(2));
+
+    ok(home.path(), &["epoch", "advance"]);
+    let genesis: Value = serde_json::from_slice(
+        &std::fs::read(home.path().join("ledgers/v2/genesis.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(genesis["contract_generation"], 3);
+    assert_eq!(
+        genesis["schema_digest"],
+        "c4e3acfec414616c891af6e2da5e2b55061b668625a323bae207017f3e24f4f3"
+    );
+    assert!(genesis["anchor"].is_object(), "anchored to generation 2");
+    ok(home.path(), &["finalize"]);
+    // The carried session: two legs, one resume, a checkpoint per turn.
+    let log = json(home.path(), &["checkpoints", CLAUDE, "--json"]);
+    assert_eq!(log["checkpoints"].as_array().unwrap().len(), 2, "{log:#}");
+    assert_eq!(log["resumes"][0]["evidence"], "agent_resume");
+    assert_eq!(log["incarnation"], 2);
+    for cmd in ["validate", "verify"] {
+        let out = run(home.path(), &[cmd, "--epoch", "all"]);
+        assert!(
+            out.status.success(),
+            "{cmd}: {}{}",
+            stdout(&out),
+            stderr(&out)
+        );
+    }
+    // Generation 2's rows: replayed and exported, tagged with their epoch.
+    let out = run(home.path(), &["export", "--epoch", "all"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let epochs: BTreeSet<String> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["epoch"].to_string())
+        .collect();
+    assert_eq!(epochs.len(), 2, "{epochs:?}");
+    let old = "82655d0f-45cd-404f-9e4e-e90fea255247";
+    let replayed = ok(home.path(), &["replay", old, "--epoch", "all"]);
+    assert!(replayed.contains("session.started"), "{replayed}");
+    let out = run(home.path(), &["receipts", old, "--epoch", "all"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+/// With the agent's own record followed, a Copilot turn's checkpoint is
+/// pinned after the record's account of the turn, with the head commit the
+/// record's `session.start` names.
+#[test]
+fn a_copilot_turn_checkpoint_takes_the_head_commit_from_the_record() {
+    let home = tempfile::tempdir().unwrap();
+    let copilot_home = tempfile::tempdir().unwrap();
+    let state = copilot_home
+        .path()
+        .join("session-state")
+        .join(COPILOT_RESUME);
+    std::fs::create_dir_all(&state).unwrap();
+    let record = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/records/copilot/resume-1-first-run.events.jsonl");
+    std::fs::copy(record, state.join("events.jsonl")).unwrap();
+    // The hooks name the record where it was captured: point them here.
+    let here = state.join("events.jsonl").display().to_string();
+    for line in lines("copilot", "resume-1-first-run") {
+        let mut v: Value = serde_json::from_str(&line).unwrap();
+        if let Some(raw) = v["stdin_raw"].as_str()
+            && let Ok(mut payload) = serde_json::from_str::<Value>(raw)
+        {
+            if payload.get("transcriptPath").is_some() {
+                payload["transcriptPath"] = here.clone().into();
+            }
+            v["stdin_raw"] = payload.to_string().into();
+        }
+        hook(home.path(), "copilot", &v.to_string());
+    }
+    let out = common::harnery(home.path())
+        .env("HARNERY_RECORDS", "on")
+        .env("COPILOT_HOME", copilot_home.path())
+        .arg("finalize")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let events = replay(home.path(), COPILOT_RESUME, &[]);
+    assert!(!of_type(&events, "message.assistant").is_empty());
+    let cps = of_type(&events, "checkpoint.recorded");
+    assert_eq!(cps.len(), 1);
+    let cp = cps[0];
+    assert_eq!(
+        cp["payload"]["commit"]["observed"],
+        "359e604ddf561ef3842327fe2c8cd192f795f7ef"
+    );
+    assert_eq!(cp["payload"]["commit_source"], "record");
+    let last_record = events
+        .iter()
+        .filter(|e| e["provenance"]["attestation"] == "record")
+        .map(|e| e["offset"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    assert!(
+        cp["payload"]["offset"].as_u64().unwrap() > last_record,
+        "{cp}"
+    );
+}
+
+/// The Copilot SDK's create-then-resume run: its hooks (as its record logs
+/// each hook's input) prompt before the resumed leg's `sessionStart`; the
+/// ledger records one resume, before that prompt, and the restore shim is
+/// the SDK's `resumeSession`.
+#[test]
+fn a_copilot_sdk_session_resumes_once_and_restores_through_resume_session() {
+    const SDK: &str = "0a9af379-2103-4817-b8ed-722e7c4eaed6";
+    let record = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/records/copilot/sdk-create-resume.events.jsonl");
+    let frames: Vec<Value> = std::fs::read_to_string(&record)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let cut = frames
+        .iter()
+        .position(|f| f["type"] == "session.resume")
+        .expect("the record shows the resume");
+    let hooks = |frames: &[Value]| -> Vec<String> {
+        frames
+            .iter()
+            .filter(|f| f["type"] == "hook.start")
+            .map(|f| {
+                serde_json::json!({
+                    "event": f["data"]["hookType"],
+                    "stdin_raw": f["data"]["input"].to_string(),
+                })
+                .to_string()
+            })
+            .collect()
+    };
+    let home = tempfile::tempdir().unwrap();
+    feed(home.path(), "copilot", &hooks(&frames[..cut]));
+    ok(home.path(), &["finalize"]);
+    let first = replay(home.path(), SDK, &[]);
+    feed(home.path(), "copilot", &hooks(&frames[cut..]));
+    ok(home.path(), &["finalize"]);
+    let all = replay(home.path(), SDK, &[]);
+    assert_eq!(ids(&all[..first.len()]), ids(&first));
+    let resumed = of_type(&all, "session.resumed");
+    assert_eq!(resumed.len(), 1, "one resume for the leg");
+    assert_eq!(
+        resumed[0]["offset"],
+        first.len() as u64,
+        "before its prompt"
+    );
+    assert_eq!(resumed[0]["payload"]["evidence"], "prompt_after_end");
+    assert_eq!(resumed[0]["payload"]["incarnation"], 2);
+    let prompts = of_type(&all, "prompt.submitted");
+    let again = prompts
+        .iter()
+        .find(|p| p["payload"]["prompt"] == "Run it again.")
+        .unwrap();
+    assert_eq!(again["incarnation"], 2);
+    let log = json(home.path(), &["checkpoints", SDK, "--json"]);
+    assert_eq!(log["checkpoints"].as_array().unwrap().len(), 2, "{log:#}");
+
+    let copilot_home = tempfile::tempdir().unwrap();
+    let state = copilot_home.path().join("session-state").join(SDK);
+    std::fs::create_dir_all(&state).unwrap();
+    std::fs::copy(&record, state.join("events.jsonl")).unwrap();
+    let restore = json(
+        home.path(),
+        &[
+            "restore",
+            SDK,
+            "--json",
+            "--dry-run",
+            "--transport",
+            "sdk",
+            "--copilot-home",
+            copilot_home.path().to_str().unwrap(),
+        ],
+    );
+    assert_eq!(restore["shim"]["call"], "resumeSession");
+    assert_eq!(restore["shim"]["arguments"], serde_json::json!([SDK]));
+    assert_eq!(
+        restore["seed"]["events"].as_array().unwrap().len(),
+        all.len()
+    );
+}
+
+/// No false resumes: over every captured scenario, fed into one home in
+/// name order (so each resumed run follows its first), only the sessions
+/// the agents resumed are resumed, once per resumed run; every other
+/// session (subagents drained after their parent included) stays in its
+/// first incarnation.
+#[test]
+fn only_the_resumed_corpus_sessions_are_resumed() {
+    let home = tempfile::tempdir().unwrap();
+    for agent in ["claude-code", "copilot"] {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures")
+            .join(agent);
+        let mut scenarios: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        scenarios.sort();
+        for scenario in scenarios {
+            feed(home.path(), agent, &lines(agent, &scenario));
+        }
+    }
+    ok(home.path(), &["finalize"]);
+    let out = ok(home.path(), &["export", "--format", "jsonl"]);
+    let mut resumed = std::collections::BTreeMap::<String, usize>::new();
+    for line in out.lines() {
+        let e: Value = serde_json::from_str(line).unwrap();
+        if e["type"] == "session.resumed" {
+            let id = e["session"]["session_id"].as_str().unwrap().to_string();
+            *resumed.entry(id).or_default() += 1;
+        }
+    }
+    // Claude Code's `compact` run resumes its session twice (`--resume`
+    // for the compaction, then again), Copilot's `compaction-precompact-hook`
+    // once (it resumes a session captured elsewhere).
+    let want: std::collections::BTreeMap<String, usize> = [
+        (CLAUDE, 1),
+        (COPILOT_RESUME, 1),
+        (COPILOT_KILLED, 1),
+        ("221d6ed5-93db-49fb-b651-1c5540460db1", 2),
+        ("7bab536b-679c-48b2-999b-7a76c3bb8d7f", 1),
+    ]
+    .into_iter()
+    .map(|(s, n)| (s.to_string(), n))
+    .collect();
+    assert_eq!(resumed, want);
+}
+
+/// Copilot's `resume-1-first-run` / `resume-2-resumed-run`, with a restore
+/// between them: the seed is the first run, and the resumed run goes on at
+/// the seed's next offset as incarnation 2, on the restore's evidence.
+#[test]
+fn a_copilot_restore_seeds_the_first_run_and_the_resumed_run_follows() {
+    let home = tempfile::tempdir().unwrap();
+    feed(
+        home.path(),
+        "copilot",
+        &lines("copilot", "resume-1-first-run"),
+    );
+    ok(home.path(), &["finalize"]);
+    let first = replay(home.path(), COPILOT_RESUME, &[]);
+    let copilot_home = tempfile::tempdir().unwrap();
+    let state = copilot_home
+        .path()
+        .join("session-state")
+        .join(COPILOT_RESUME);
+    std::fs::create_dir_all(&state).unwrap();
+    let record = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/records/copilot/resume-1-first-run.events.jsonl");
+    std::fs::copy(record, state.join("events.jsonl")).unwrap();
+    let restore = json(
+        home.path(),
+        &[
+            "restore",
+            COPILOT_RESUME,
+            "--json",
+            "--copilot-home",
+            copilot_home.path().to_str().unwrap(),
+        ],
+    );
+    let seed = &restore["seed"];
+    assert_eq!(seed["events"].as_array().unwrap(), &first);
+    assert_eq!(seed["next_offset"], first.len() as u64);
+    assert_eq!(
+        restore["shim"]["text"],
+        format!("copilot --resume {COPILOT_RESUME}")
+    );
+    let text = ok(
+        home.path(),
+        &[
+            "restore",
+            COPILOT_RESUME,
+            "--dry-run",
+            "--copilot-home",
+            copilot_home.path().to_str().unwrap(),
+        ],
+    );
+    assert!(text.contains("copilot --resume"), "{text}");
+    assert!(text.contains("not recorded"), "{text}");
+    feed(
+        home.path(),
+        "copilot",
+        &lines("copilot", "resume-2-resumed-run"),
+    );
+    ok(home.path(), &["finalize"]);
+    let all = replay(home.path(), COPILOT_RESUME, &[]);
+    assert_eq!(all[first.len()]["type"], "restore.recorded");
+    let resumed = &all[first.len() + 1];
+    assert_eq!(resumed["type"], "session.resumed");
+    assert_eq!(resumed["payload"]["evidence"], "restore");
+    assert_eq!(resumed["payload"]["incarnation"], 2);
+    assert!(all[first.len() + 1..].iter().all(|e| e["incarnation"] == 2));
+    assert_eq!(of_type(&all, "session.resumed").len(), 1);
+}
