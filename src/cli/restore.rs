@@ -93,12 +93,16 @@ pub fn run(args: Args) -> CmdResult {
         target.append(RESTORE, &payload, now)?;
     }
     let restore = Restore { seed, shim };
-    let mut out = std::io::stdout().lock();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     if args.json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&restore)?)?;
+        // The seed's events stream from the ledger as they are written.
+        serde_json::to_writer_pretty(&mut out, &restore)?;
+        writeln!(out)?;
     } else {
-        write_text(&mut out, &restore, session.adapter, record)?;
+        let events = restore.seed.events.count()?;
+        write_text(&mut out, &restore, events, session.adapter, record)?;
     }
+    out.flush()?;
     Ok(Outcome::Clean)
 }
 
@@ -121,6 +125,7 @@ fn copilot_policy(
 fn write_text(
     out: &mut impl Write,
     r: &Restore,
+    events: u64,
     adapter: AdapterId,
     recorded: bool,
 ) -> std::io::Result<()> {
@@ -137,10 +142,7 @@ fn write_text(
     writeln!(
         out,
         "  seed: {} events below offset {}; the log goes on at offset {} as incarnation {}",
-        r.seed.events.len(),
-        r.seed.boundary_offset,
-        r.seed.next_offset,
-        r.seed.next_incarnation
+        events, r.seed.boundary_offset, r.seed.next_offset, r.seed.next_incarnation
     )?;
     writeln!(out, "  effects ({}):", r.seed.effects.len())?;
     for e in &r.seed.effects {

@@ -30,24 +30,46 @@ impl Ledger {
         from: u64,
         to: u64,
     ) -> Result<Vec<Event>, LedgerError> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT json FROM events WHERE adapter = ?1 AND session_id = ?2 \
-             AND offset >= ?3 AND offset < ?4 ORDER BY offset",
-        )?;
-        let rows = stmt.query_map(
-            params![
-                session.adapter.as_str(),
-                session.session_id,
-                from as i64,
-                to as i64
-            ],
-            |r| r.get::<_, String>(0),
-        )?;
         let mut out = Vec::new();
-        for json in rows {
-            out.push(self.parse_event(&json?)?);
-        }
+        self.for_each_in_session_range(session, from, to, |e| {
+            out.push(e);
+            Ok::<(), LedgerError>(())
+        })?;
         Ok(out)
+    }
+
+    /// [`Ledger::session_range`] one event at a time: each is parsed,
+    /// handed to `f` and dropped, so a session of any length reads in
+    /// bounded memory.
+    pub fn for_each_in_session_range<E: From<LedgerError>>(
+        &self,
+        session: &SessionRef,
+        from: u64,
+        to: u64,
+        mut f: impl FnMut(Event) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT json FROM events WHERE adapter = ?1 AND session_id = ?2 \
+                 AND offset >= ?3 AND offset < ?4 ORDER BY offset",
+            )
+            .map_err(LedgerError::from)?;
+        let key = params![
+            session.adapter.as_str(),
+            session.session_id,
+            from as i64,
+            to as i64
+        ];
+        let mut rows = stmt.query(key).map_err(LedgerError::from)?;
+        while let Some(row) = rows.next().map_err(LedgerError::from)? {
+            let json = row.get_ref(0).map_err(LedgerError::from)?;
+            let json = json
+                .as_str()
+                .map_err(|e| LedgerError::from(rusqlite::Error::from(e)))?;
+            f(self.parse_event(json)?)?;
+        }
+        Ok(())
     }
 
     /// The session's events of the given types, in offset order.
