@@ -356,6 +356,12 @@ fn a_checkpoint_above_the_resume_boundary_is_invalid() {
             .unwrap()
             .contains(&Value::from(boundary))
     );
+    // The rest of the first leg's turn, above `early`, is superseded whole.
+    let everything = replay(home.path(), CLAUDE, &["--include-superseded"]);
+    assert_eq!(
+        superseded_turns_are_marked(home.path(), CLAUDE, &everything),
+        1
+    );
 }
 
 #[test]
@@ -573,6 +579,38 @@ fn a_killed_copilot_session_restores_through_the_policy_and_resumes() {
     assert_ne!(with["reasons"], without["reasons"], "{with} / {without}");
     let receipts = run(home.path(), &["receipts", COPILOT_KILLED, "--json"]);
     assert!(receipts.status.success(), "{}", stderr(&receipts));
+    superseded_turns_are_marked(home.path(), COPILOT_KILLED, &all);
+}
+
+/// `receipts --include-superseded` notes `superseded` exactly on the
+/// turns whose every event the resume superseded (as `replay` marks them);
+/// the count of such turns.
+fn superseded_turns_are_marked(home: &Path, session: &str, all: &[Value]) -> usize {
+    let out = run(
+        home,
+        &["receipts", session, "--json", "--include-superseded"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let receipts: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut marked = 0;
+    for turn in receipts["turns"].as_array().unwrap() {
+        let id = &turn["turn_id"];
+        let of_turn: Vec<&Value> = all.iter().filter(|e| &e["turn"]["turn_id"] == id).collect();
+        let whole = !of_turn.is_empty() && of_turn.iter().all(|e| e["superseded"] == true);
+        let noted = turn["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n == "superseded");
+        assert_eq!(noted, whole, "{session}: turn {id}");
+        marked += usize::from(noted);
+    }
+    let plain = run(home, &["receipts", session, "--json"]);
+    assert!(
+        !stdout(&plain).contains("\"superseded\""),
+        "not without the flag"
+    );
+    marked
 }
 
 #[test]

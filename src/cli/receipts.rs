@@ -13,7 +13,7 @@ use std::io::Write;
 use serde::Serialize;
 
 use super::{CmdResult, EpochArg, Outcome};
-use crate::contract::SessionRef;
+use crate::contract::{Event, SessionRef};
 use crate::home::Home;
 use crate::read::epochs::{Epochs, boundary, report_damaged};
 use crate::read::receipts::{SessionReceipts, TurnReceipt, session_receipts};
@@ -61,14 +61,14 @@ pub fn run(args: Args) -> CmdResult {
     let mut damaged = false;
     for (epoch, (events, bad, log)) in &read {
         damaged |= report_damaged("receipts", &epoch.label, bad);
-        let refs: Vec<_> = session_log::live_events(log, events, args.include_superseded)
-            .into_iter()
-            .map(|(e, _)| e)
-            .collect();
+        let shown = session_log::live_events(log, events, args.include_superseded);
+        let refs: Vec<_> = shown.iter().map(|(e, _)| *e).collect();
+        let mut receipts = session_receipts(&refs);
+        mark_superseded(&mut receipts, &shown);
         parts.push(PartReceipts {
             epoch: &epoch.label,
             genesis_id: &epoch.genesis_id,
-            receipts: session_receipts(&refs),
+            receipts,
         });
     }
     let mut out = std::io::stdout().lock();
@@ -93,6 +93,28 @@ pub fn run(args: Args) -> CmdResult {
     } else {
         Outcome::Clean
     })
+}
+
+/// A turn all of whose events a resume superseded (shown only with
+/// `--include-superseded`) is noted `superseded`.
+fn mark_superseded(receipts: &mut SessionReceipts, shown: &[(&Event, bool)]) {
+    let mut live = std::collections::HashSet::new();
+    let mut superseded = std::collections::HashSet::new();
+    for (e, sup) in shown {
+        if let Some(turn) = e.turn.turn_id.as_deref() {
+            if *sup {
+                superseded.insert(turn);
+            } else {
+                live.insert(turn);
+            }
+        }
+    }
+    for turn in &mut receipts.turns {
+        let id = turn.turn_id.as_str();
+        if superseded.contains(id) && !live.contains(id) {
+            turn.notes.push("superseded");
+        }
+    }
 }
 
 fn write_table(out: &mut impl Write, receipts: &SessionReceipts) -> std::io::Result<()> {
