@@ -9,7 +9,6 @@ mod common;
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use assert_cmd::Command;
 use common::{copy_tree, run, stderr, stdout};
 use harnery::contract::{AdapterId, SessionRef};
 use harnery::home::Home;
@@ -45,29 +44,17 @@ fn lines(agent: &str, scenario: &str) -> Vec<String> {
         .collect()
 }
 
-/// Deliver one captured line through the real hook.
-fn hook(home: &Path, agent: &str, line: &str) {
-    let (args, stdin): (Vec<String>, Vec<u8>) = if agent == "copilot" {
-        let v: Value = serde_json::from_str(line).expect("capture line is JSON");
-        let event = v["event"].as_str().expect("event name").to_string();
-        let raw = v["stdin_raw"].as_str().unwrap_or("").as_bytes().to_vec();
-        (vec!["copilot".into(), event], raw)
-    } else {
-        (vec!["claude-code".into()], line.as_bytes().to_vec())
-    };
-    Command::cargo_bin("harnery-hook")
-        .expect("hook binary built")
-        .env("HARNERY_HOME", home)
-        .args(&args)
-        .write_stdin(stdin)
-        .assert()
-        .success();
-}
-
 fn feed(home: &Path, agent: &str, lines: &[String]) {
     for line in lines {
-        hook(home, agent, line);
+        common::deliver(home, agent, line);
     }
+}
+
+/// Copilot's `resume-1-first-run`, finalized; its events.
+fn copilot_first_run(home: &Path) -> Vec<Value> {
+    feed(home, "copilot", &lines("copilot", "resume-1-first-run"));
+    ok(home, &["finalize"]);
+    replay(home, COPILOT_RESUME, &[])
 }
 
 fn ok(home: &Path, args: &[&str]) -> String {
@@ -408,7 +395,7 @@ fn a_straggler_of_the_older_incarnation_is_kept_off_the_live_line() {
     let mut late: Value = serde_json::from_str(&all[3]).unwrap();
     assert_eq!(late["hook_event_name"], "PostToolUse");
     late["tool_use_id"] = "toolu_straggler".into();
-    hook(home.path(), "claude-code", &late.to_string());
+    common::deliver(home.path(), "claude-code", &late.to_string());
     ok(home.path(), &["finalize"]);
     let events = replay(home.path(), CLAUDE, &[]);
     let stale = of_type(&events, "session.stale_signal");
@@ -429,13 +416,7 @@ fn a_straggler_of_the_older_incarnation_is_kept_off_the_live_line() {
 #[test]
 fn copilot_resume_without_a_restore_supersedes_nothing() {
     let home = tempfile::tempdir().unwrap();
-    feed(
-        home.path(),
-        "copilot",
-        &lines("copilot", "resume-1-first-run"),
-    );
-    ok(home.path(), &["finalize"]);
-    let first = replay(home.path(), COPILOT_RESUME, &[]);
+    let first = copilot_first_run(home.path());
     feed(
         home.path(),
         "copilot",
@@ -766,7 +747,7 @@ fn a_copilot_turn_checkpoint_takes_the_head_commit_from_the_record() {
             }
             v["stdin_raw"] = payload.to_string().into();
         }
-        hook(home.path(), "copilot", &v.to_string());
+        common::deliver(home.path(), "copilot", &v.to_string());
     }
     let out = common::harnery(home.path())
         .env("HARNERY_RECORDS", "on")
@@ -932,13 +913,7 @@ fn only_the_resumed_corpus_sessions_are_resumed() {
 #[test]
 fn a_copilot_restore_seeds_the_first_run_and_the_resumed_run_follows() {
     let home = tempfile::tempdir().unwrap();
-    feed(
-        home.path(),
-        "copilot",
-        &lines("copilot", "resume-1-first-run"),
-    );
-    ok(home.path(), &["finalize"]);
-    let first = replay(home.path(), COPILOT_RESUME, &[]);
+    let first = copilot_first_run(home.path());
     let copilot_home = tempfile::tempdir().unwrap();
     let state = copilot_home
         .path()

@@ -188,6 +188,26 @@ pub fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
+/// Deliver one captured line (a Claude Code payload, or a Copilot capture
+/// record with its event name and stdin) through the real `harnery-hook`.
+pub fn deliver(home: &Path, agent: &str, line: &str) {
+    let (args, stdin): (Vec<String>, Vec<u8>) = if agent == "copilot" {
+        let v: serde_json::Value = serde_json::from_str(line).expect("capture line is JSON");
+        let event = v["event"].as_str().expect("event name").to_string();
+        let raw = v["stdin_raw"].as_str().unwrap_or("").as_bytes().to_vec();
+        (vec!["copilot".into(), event], raw)
+    } else {
+        (vec!["claude-code".into()], line.as_bytes().to_vec())
+    };
+    Command::cargo_bin("harnery-hook")
+        .expect("hook binary built")
+        .env("HARNERY_HOME", home)
+        .args(&args)
+        .write_stdin(stdin)
+        .assert()
+        .success();
+}
+
 /// Feed one corpus fixture through the real `harnery-hook`, one process
 /// per signal, exactly as the agent would.
 pub fn feed_fixture(home: &Path, agent: &str, scenario: &str) -> usize {
@@ -203,21 +223,7 @@ pub fn feed_fixture(home: &Path, agent: &str, scenario: &str) -> usize {
     let text = std::fs::read_to_string(root.join(file)).expect("fixture exists");
     let mut n = 0;
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        let (args, stdin): (Vec<String>, Vec<u8>) = if agent == "copilot" {
-            let v: serde_json::Value = serde_json::from_str(line).expect("capture line is JSON");
-            let event = v["event"].as_str().expect("event name").to_string();
-            let raw = v["stdin_raw"].as_str().unwrap_or("").as_bytes().to_vec();
-            (vec!["copilot".into(), event], raw)
-        } else {
-            (vec!["claude-code".into()], line.as_bytes().to_vec())
-        };
-        Command::cargo_bin("harnery-hook")
-            .expect("hook binary built")
-            .env("HARNERY_HOME", home)
-            .args(&args)
-            .write_stdin(stdin)
-            .assert()
-            .success();
+        deliver(home, agent, line);
         n += 1;
     }
     n
