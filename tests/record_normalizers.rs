@@ -95,6 +95,25 @@ const CLAUDE_KNOWN: &[&str] = &[
     "permission-mode",
 ];
 
+/// The frame's type, which the test must know and the normalizer must
+/// have read (nothing of it unrecognized).
+fn known_and_read<'a>(json: &'a Value, line: &RecordLine, known: &[&str], at: &str) -> &'a str {
+    let kind = json["type"].as_str().unwrap_or_default();
+    assert!(
+        known.contains(&kind),
+        "{at}: a type the test does not know: {kind}"
+    );
+    assert!(
+        !line
+            .items
+            .iter()
+            .any(|i| matches!(i, RecordItem::Unrecognized { .. })),
+        "{at}: {kind} came out unrecognized: {:?}",
+        line.items
+    );
+    kind
+}
+
 #[test]
 fn every_claude_code_record_reads_as_the_file_says() {
     let paths = files("claude-code");
@@ -104,19 +123,7 @@ fn every_claude_code_record_reads_as_the_file_says() {
     for path in paths {
         for (offset, json, line) in lines(AdapterId::ClaudeCode, &path) {
             let at = format!("{}@{offset}", path.display());
-            let kind = json["type"].as_str().unwrap_or_default();
-            assert!(
-                CLAUDE_KNOWN.contains(&kind),
-                "{at}: a type the test does not know: {kind}"
-            );
-            assert!(
-                !line
-                    .items
-                    .iter()
-                    .any(|i| matches!(i, RecordItem::Unrecognized { .. })),
-                "{at}: {kind} came out unrecognized: {:?}",
-                line.items
-            );
+            let kind = known_and_read(&json, &line, CLAUDE_KNOWN, &at);
             match kind {
                 "assistant" => claude_assistant(&json, &line, &at, &mut seen),
                 "user" => claude_user(&json, &line, &at, &mut seen),
@@ -321,20 +328,8 @@ fn every_copilot_record_reads_as_the_file_says() {
     for path in paths {
         for (offset, json, line) in lines(AdapterId::Copilot, &path) {
             let at = format!("{}@{offset}", path.display());
-            let kind = json["type"].as_str().unwrap_or_default();
+            let kind = known_and_read(&json, &line, COPILOT_KNOWN, &at);
             let data = &json["data"];
-            assert!(
-                COPILOT_KNOWN.contains(&kind),
-                "{at}: a type the test does not know: {kind}"
-            );
-            assert!(
-                !line
-                    .items
-                    .iter()
-                    .any(|i| matches!(i, RecordItem::Unrecognized { .. })),
-                "{at}: {kind} came out unrecognized: {:?}",
-                line.items
-            );
             assert_eq!(line.native_turn_id, text(&data["turnId"]), "{at}");
             assert_eq!(line.agent_id, text(&json["agentId"]), "{at}");
             assert!(line.time_unix_ns.is_some(), "{at}: every frame has a time");

@@ -57,6 +57,13 @@ fn copilot_first_run(home: &Path) -> Vec<Value> {
     replay(home, COPILOT_RESUME, &[])
 }
 
+/// `harnery args…` exits 2, saying `why` on stderr.
+fn refused(home: &Path, args: &[&str], why: &str) {
+    let out = run(home, args);
+    assert_eq!(out.status.code(), Some(2), "{args:?}");
+    assert!(stderr(&out).contains(why), "{args:?}: {}", stderr(&out));
+}
+
 fn ok(home: &Path, args: &[&str]) -> String {
     let out = run(home, args);
     assert!(
@@ -306,15 +313,10 @@ fn a_checkpoint_above_the_resume_boundary_is_invalid() {
     let text = ok(home.path(), &["checkpoints", CLAUDE]);
     assert!(text.contains("invalid (resume at offset"), "{text}");
     // An invalidated checkpoint cannot be restored; `latest` skips it.
-    let refused = run(
+    refused(
         home.path(),
         &["restore", CLAUDE, "--checkpoint", &turn, "--dry-run"],
-    );
-    assert_eq!(refused.status.code(), Some(2));
-    assert!(
-        stderr(&refused).contains("invalidated"),
-        "{}",
-        stderr(&refused)
+        "invalidated",
     );
     let latest = json(home.path(), &["restore", CLAUDE, "--json", "--dry-run"]);
     assert_eq!(latest["seed"]["checkpoint"]["incarnation"], 2);
@@ -354,30 +356,22 @@ fn a_checkpoint_above_the_resume_boundary_is_invalid() {
 #[test]
 fn restoring_an_unknown_session_or_checkpoint_is_a_clear_error() {
     let home = tempfile::tempdir().unwrap();
-    let empty = run(home.path(), &["restore", "nobody"]);
-    assert_eq!(empty.status.code(), Some(2));
-    assert!(stderr(&empty).contains("nobody"), "{}", stderr(&empty));
+    refused(home.path(), &["restore", "nobody"], "nobody");
     claude_first_leg(home.path());
-    let unknown = run(home.path(), &["restore", "nobody"]);
-    assert_eq!(unknown.status.code(), Some(2));
-    assert!(
-        stderr(&unknown).contains("no session matches \"nobody\""),
-        "{}",
-        stderr(&unknown)
+    refused(
+        home.path(),
+        &["restore", "nobody"],
+        "no session matches \"nobody\"",
     );
-    let missing = run(home.path(), &["restore", CLAUDE, "--checkpoint", "nope"]);
-    assert_eq!(missing.status.code(), Some(2));
-    assert!(
-        stderr(&missing).contains("has no checkpoint \"nope\""),
-        "{}",
-        stderr(&missing)
+    refused(
+        home.path(),
+        &["restore", CLAUDE, "--checkpoint", "nope"],
+        "has no checkpoint \"nope\"",
     );
-    let bad_effect = run(home.path(), &["checkpoint", CLAUDE, "--effect", "nocolon"]);
-    assert_eq!(bad_effect.status.code(), Some(2));
-    assert!(
-        stderr(&bad_effect).contains("KIND:REF"),
-        "{}",
-        stderr(&bad_effect)
+    refused(
+        home.path(),
+        &["checkpoint", CLAUDE, "--effect", "nocolon"],
+        "KIND:REF",
     );
     // Nothing was recorded by the failed restores.
     ok(home.path(), &["finalize"]);
@@ -618,38 +612,43 @@ fn replay_reads_a_checked_half_open_range() {
             .unwrap()
             .is_empty()
     );
-    let refused = |from, to| match session_log::replay(&ledger, &session, from, to) {
+    let out_of_range = |from, to| match session_log::replay(&ledger, &session, from, to) {
         Err(ReplayError::Range(e)) => e,
         other => panic!("refused, not {other:?}"),
     };
     assert_eq!(
-        refused(-1, None),
+        out_of_range(-1, None),
         RangeError::Negative {
             bound: "from",
             value: -1
         }
     );
     assert_eq!(
-        refused(0, Some(-3)),
+        out_of_range(0, Some(-3)),
         RangeError::Negative {
             bound: "to",
             value: -3
         }
     );
-    assert_eq!(refused(4, Some(2)), RangeError::Inverted { from: 4, to: 2 });
-    let past = refused(0, Some(head as i64 + 1));
+    assert_eq!(
+        out_of_range(4, Some(2)),
+        RangeError::Inverted { from: 4, to: 2 }
+    );
+    let past = out_of_range(0, Some(head as i64 + 1));
     assert!(past.to_string().contains("`to`"), "{past}");
     assert!(matches!(
-        refused(head as i64 + 1, None),
+        out_of_range(head as i64 + 1, None),
         RangeError::PastHead { bound: "from", .. }
     ));
     // The CLI's inclusive window sits on top of it.
     let cli = replay(home.path(), CLAUDE, &["--from", "2", "--to", "4"]);
     let offsets: Vec<u64> = cli.iter().map(|e| e["offset"].as_u64().unwrap()).collect();
     assert_eq!(offsets, [2, 3, 4]);
-    let past = run(home.path(), &["replay", CLAUDE, "--to", &head.to_string()]);
-    assert_eq!(past.status.code(), Some(2));
-    assert!(stderr(&past).contains("--to"), "{}", stderr(&past));
+    refused(
+        home.path(),
+        &["replay", CLAUDE, "--to", &head.to_string()],
+        "--to",
+    );
     let log = SessionLog::read(&ledger, &session).unwrap();
     assert_eq!(log.head, head);
     let latest = log.latest().unwrap();
@@ -669,27 +668,12 @@ fn generation_three_ships_by_an_epoch_advance_from_the_generation_two_home() {
     let home = tempfile::tempdir().unwrap();
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/epoch/gen2/home");
     copy_tree(&fixture, home.path());
-    let refused = run(home.path(), &["finalize"]);
-    assert_eq!(refused.status.code(), Some(2), "{}", stdout(&refused));
-    assert!(
-        stderr(&refused).contains("epoch advance"),
-        "{}",
-        stderr(&refused)
-    );
-    let refused = run(home.path(), &["checkpoints", CLAUDE]);
-    assert_eq!(refused.status.code(), Some(2));
+    refused(home.path(), &["finalize"], "epoch advance");
+    let before_advance = run(home.path(), &["checkpoints", CLAUDE]);
+    assert_eq!(before_advance.status.code(), Some(2));
 
     ok(home.path(), &["epoch", "advance"]);
-    let genesis: Value = serde_json::from_slice(
-        &std::fs::read(home.path().join("ledgers/v2/genesis.json")).unwrap(),
-    )
-    .unwrap();
-    assert_eq!(genesis["contract_generation"], 3);
-    assert_eq!(
-        genesis["schema_digest"],
-        "c4e3acfec414616c891af6e2da5e2b55061b668625a323bae207017f3e24f4f3"
-    );
-    assert!(genesis["anchor"].is_object(), "anchored to generation 2");
+    common::live_epoch_is_current_and_anchored(home.path());
     ok(home.path(), &["finalize"]);
     // The carried session: two legs, one resume, a checkpoint per turn.
     let log = json(home.path(), &["checkpoints", CLAUDE, "--json"]);

@@ -389,15 +389,18 @@ impl Ledger {
         types: &[EventType],
         f: impl FnMut(StoredText<'_>) -> Result<(), E>,
     ) -> Result<(), E> {
-        let names: Vec<String> = types.iter().map(|t| format!("'{}'", t.as_str())).collect();
-        let sql = format!(
-            "SELECT seq, id, CAST(json AS BLOB) FROM events \
-             WHERE adapter = ?1 AND session_id = ?2 AND type IN ({}) ORDER BY offset",
-            names.join(", ")
-        );
+        let names: Vec<&str> = types.iter().map(|t| t.as_str()).collect();
+        let names = serde_json::to_string(&names).expect("a list of names is JSON");
         let read = |e: rusqlite::Error| E::from(LedgerError::from(e));
-        let mut stmt = self.conn.prepare_cached(&sql).map_err(read)?;
-        let key = params![session.adapter.as_str(), session.session_id];
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT seq, id, CAST(json AS BLOB) FROM events \
+                 WHERE adapter = ?1 AND session_id = ?2 \
+                 AND type IN (SELECT value FROM json_each(?3)) ORDER BY offset",
+            )
+            .map_err(read)?;
+        let key = params![session.adapter.as_str(), session.session_id, names];
         let rows = stmt.query(key).map_err(read)?;
         each_stored_text(rows, f)
     }

@@ -78,20 +78,15 @@ impl Ledger {
         session: &SessionRef,
         types: &[EventType],
     ) -> Result<Vec<Event>, LedgerError> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT json FROM events WHERE adapter = ?1 AND session_id = ?2 \
-             AND type IN (SELECT value FROM json_each(?3)) ORDER BY offset",
-        )?;
-        let names: Vec<&str> = types.iter().map(|t| t.as_str()).collect();
-        let names = serde_json::to_string(&names).expect("a list of names is JSON");
-        let rows = stmt.query_map(
-            params![session.adapter.as_str(), session.session_id, names],
-            |r| r.get::<_, String>(0),
-        )?;
         let mut out = Vec::new();
-        for json in rows {
-            out.push(self.parse_event(&json?)?);
-        }
+        self.for_each_stored_text_of_types(session, types, |row| {
+            let text = std::str::from_utf8(row.json).map_err(|e| LedgerError::Corrupt {
+                path: self.dir.join(super::DB_FILE),
+                detail: format!("event seq {} is not UTF-8: {e}", row.seq),
+            })?;
+            out.push(self.parse_event(text)?);
+            Ok::<(), LedgerError>(())
+        })?;
         Ok(out)
     }
 }

@@ -280,3 +280,18 @@ pub fn the_archive(home: &Path) -> std::path::PathBuf {
     assert_eq!(found.len(), 1, "one archive in {}", dir.display());
     found.remove(0)
 }
+
+/// After an `epoch advance` from an older home: the live epoch speaks this
+/// build's contract generation (its pinned digest) and is anchored to the
+/// epoch it archived. Its genesis manifest, parsed.
+pub fn live_epoch_is_current_and_anchored(home: &Path) -> serde_json::Value {
+    let genesis: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(home.join("ledgers/v2/genesis.json")).expect("a live genesis"),
+    )
+    .expect("genesis is JSON");
+    let current = harnery::contract::current_generation();
+    assert_eq!(genesis["contract_generation"], current.number);
+    assert_eq!(genesis["schema_digest"], current.digest);
+    assert!(genesis["anchor"].is_object(), "anchored: {genesis}");
+    genesis
+}

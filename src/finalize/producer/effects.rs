@@ -11,7 +11,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::adapter::signal::optional_str;
-use crate::contract::{Attestation, Effect, Event, OffsetRange, Payload};
+use crate::contract::{
+    Attestation, CommandCompleted, Effect, Event, OffsetRange, Payload, ToolCompleted,
+};
 
 /// A span still open, as an effect in waiting.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -68,25 +70,22 @@ impl EffectBook {
                 };
                 self.open(e, effect);
             }
-            Payload::ToolCompleted(p) => {
-                let native =
-                    p.recovery.is_none() && e.provenance.attestation == Attestation::Native;
-                self.close_effect(
-                    p.requested_event_id.as_ref(),
-                    native,
-                    p.outcome,
-                    p.exit_code,
-                );
-            }
-            Payload::CommandCompleted(p) => {
-                let native =
-                    p.recovery.is_none() && e.provenance.attestation == Attestation::Native;
-                self.close_effect(
-                    p.requested_event_id.as_ref(),
-                    native,
-                    p.outcome,
-                    p.exit_code,
-                );
+            Payload::ToolCompleted(ToolCompleted {
+                requested_event_id,
+                outcome,
+                exit_code,
+                recovery,
+                ..
+            })
+            | Payload::CommandCompleted(CommandCompleted {
+                requested_event_id,
+                outcome,
+                exit_code,
+                recovery,
+                ..
+            }) => {
+                let native = recovery.is_none() && e.provenance.attestation == Attestation::Native;
+                self.close_effect(requested_event_id.as_ref(), native, *outcome, *exit_code);
             }
             _ => {}
         }
