@@ -379,8 +379,11 @@ fn receipts_give_model_time_and_tokens_per_turn() {
     assert_eq!(plain["turns"][0]["model_ms"], Value::Null);
 }
 
-fn otlp_spans(home: &Path, session: &str) -> Vec<Value> {
-    let out = run(home, &["export", "--format", "otlp", "--session", session]);
+/// The spans of an OTLP export of one session, or (`None`) of them all.
+fn otlp_spans(home: &Path, session: Option<&str>) -> Vec<Value> {
+    let mut args = vec!["export", "--format", "otlp"];
+    args.extend(session.iter().flat_map(|s| ["--session", s]));
+    let out = run(home, &args);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let mut spans = Vec::new();
     for line in stdout(&out).lines() {
@@ -408,7 +411,7 @@ fn otlp_turns_carry_genai_usage_and_tools_the_recorded_call_id() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path();
     record_session(home);
-    let spans = otlp_spans(home, "s-rec");
+    let spans = otlp_spans(home, Some("s-rec"));
     let turn = spans.iter().find(|s| s["name"] == "turn").unwrap();
     assert_eq!(
         attr(turn, "gen_ai.usage.input_tokens").unwrap()["intValue"],
@@ -430,6 +433,9 @@ fn otlp_turns_carry_genai_usage_and_tools_the_recorded_call_id() {
         attr(tool, "gen_ai.tool.call.id").unwrap()["stringValue"],
         "call_7"
     );
+    // The whole ledger's export finds the sessions with notes in one pass
+    // of its own; the session's spans are the same.
+    assert_eq!(otlp_spans(home, None), spans);
 }
 
 #[test]

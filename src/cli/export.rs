@@ -325,16 +325,22 @@ fn export_otlp(
     let produce = |feed: &mut Feed<SessionRun>| {
         each_source(epochs, sources, |i, source| {
             let ledger = &source.epoch.ledger;
-            let sessions = match &source.filter.session {
-                Some(s) => ledger
-                    .session_refs(since)?
-                    .into_iter()
-                    .filter(|r| r == s)
-                    .collect(),
-                None => ledger.session_refs(since)?,
+            let (sessions, noted) = match &source.filter.session {
+                Some(s) => {
+                    let sessions = ledger.session_refs(since)?.into_iter();
+                    (sessions.filter(|r| r == s).collect(), None)
+                }
+                // Few sessions have notes: one pass over the type column
+                // finds them, and spares every other session a read of
+                // all its rows for none.
+                None => (
+                    ledger.session_refs(since)?,
+                    Some(ledger.sessions_with_types(SpanNotes::TYPES)?),
+                ),
             };
             for session in sessions {
-                if !send_session_runs(ledger, i, session, feed, progress)? {
+                let notes = noted.as_ref().is_none_or(|n| n.contains(&session));
+                if !send_session_runs(ledger, i, session, notes, feed, progress)? {
                     return Ok(false);
                 }
             }
@@ -356,20 +362,23 @@ fn export_otlp(
 }
 
 /// Read one session's rows (whole: `--since` picks sessions, not rows) and
-/// hand them on in runs, the rows of its span notes first. False once the
-/// writer has stopped.
+/// hand them on in runs, the rows of its span notes first (`noted`: it may
+/// have some). False once the writer has stopped.
 fn send_session_runs(
     ledger: &Ledger,
     source: usize,
     session: SessionRef,
+    noted: bool,
     feed: &mut Feed<SessionRun>,
     progress: &Progress,
 ) -> Result<bool, LedgerError> {
     let mut notes = RowBatch::new(source, 0);
-    ledger.for_each_stored_text_of_types(&session, SpanNotes::TYPES, |row| {
-        notes.add(row);
-        Ok::<_, LedgerError>(())
-    })?;
+    if noted {
+        ledger.for_each_stored_text_of_types(&session, SpanNotes::TYPES, |row| {
+            notes.add(row);
+            Ok::<_, LedgerError>(())
+        })?;
+    }
     let whole = RowFilter {
         session: Some(session.clone()),
         since_unix_ns: None,

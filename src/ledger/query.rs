@@ -405,6 +405,23 @@ impl Ledger {
         each_stored_text(rows, f)
     }
 
+    /// The sessions with a row of any of `types`: one pass over the rows'
+    /// `type` column, in table order, for callers that would otherwise ask
+    /// each session in turn (and read all its rows to answer).
+    pub fn sessions_with_types(
+        &self,
+        types: &[EventType],
+    ) -> Result<std::collections::HashSet<SessionRef>, LedgerError> {
+        let names: Vec<&str> = types.iter().map(|t| t.as_str()).collect();
+        let names = serde_json::to_string(&names).expect("a list of names is JSON");
+        let mut stmt = self.conn.prepare(
+            "SELECT DISTINCT adapter, session_id FROM events \
+             WHERE type IN (SELECT value FROM json_each(?1))",
+        )?;
+        let rows = stmt.query_map([names], |r| session_at(r, 0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     /// Every session with an event at or after `since` (all of them
     /// without it), ordered by adapter then id. Only the keys: a caller
     /// reads each session's rows on its own.

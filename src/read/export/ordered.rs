@@ -36,9 +36,12 @@ impl<J> Feed<J> {
     }
 }
 
-/// How many threads work on jobs: the cores there are, at most four.
+/// How many threads work on jobs: one fewer than the cores there are (the
+/// reading thread keeps one busy: sharing it with a worker slowed the whole
+/// pipeline down), at least one and at most four.
 pub fn workers() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get().min(4))
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (cores - 1).clamp(1, 4)
 }
 
 /// Run `produce` here, `work` on `workers` threads and `consume` (over
