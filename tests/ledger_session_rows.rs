@@ -1,7 +1,7 @@
 //! Session-level answers come from session-level rows: each session row
-//! keeps the audit reasons its events carry, finalize keeps them current,
-//! a migration fills them for a ledger an older build wrote, and
-//! `validate` checks them against the events.
+//! keeps the audit reasons its events carry and counts its resumes,
+//! finalize keeps them current, a migration fills them for a ledger an
+//! older build wrote, and `validate` checks them against the events.
 
 mod common;
 
@@ -155,4 +155,60 @@ fn validate_reports_a_damaged_row_at_its_seq_and_checks_the_rest() {
     assert_eq!(v["rows"], rows, "every row was read");
     let text = v["violations"].to_string();
     assert!(text.contains("row seq 3 does not parse"), "{text}");
+}
+
+/// Claude Code's `compact` run resumes its session twice. Its row counts
+/// both; a ledger from before the count (the column and its migration
+/// taken away) reads the same audit from its events, gets the count back
+/// from the migration, and `validate` names a count that was altered.
+#[test]
+fn a_session_row_counts_its_resumes_from_finalize_or_the_migration() {
+    let home = tempfile::tempdir().unwrap();
+    feed_fixture(home.path(), "claude-code", "compact");
+    assert!(run(home.path(), &["finalize"]).status.success());
+    let dir = Ledger::live_dir(&Home::at(home.path()));
+    let resumes = || {
+        let ledger = Ledger::open_dir_read(&dir, None).unwrap();
+        let session = ledger
+            .resolve_session("221d6ed5-93db-49fb-b651-1c5540460db1")
+            .unwrap();
+        ledger.session_resumes(&session).unwrap()
+    };
+    assert_eq!(resumes(), Some(2));
+    let audit = stdout(&run(home.path(), &["audit", "--json"]));
+
+    let db = dir.join("ledger.sqlite");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "ALTER TABLE sessions DROP COLUMN resumes; \
+         DELETE FROM migrations WHERE name LIKE '%_session_resumes';",
+    )
+    .unwrap();
+    drop(conn);
+    // Read as it is (a read-only open never migrates): counted by nobody,
+    // found from the events.
+    assert_eq!(resumes(), None);
+    let ledger = Ledger::open_dir_read(&dir, None).unwrap();
+    let sessions = ledger.sessions().unwrap();
+    let reasons = harnery::read::epochs::part_reasons(&ledger, &sessions[0].session).unwrap();
+    drop(ledger);
+    drop(Ledger::open_dir_write(&dir, 0, false).unwrap());
+    assert_eq!(resumes(), Some(2));
+    assert_eq!(stdout(&run(home.path(), &["audit", "--json"])), audit);
+    let ledger = Ledger::open_dir_read(&dir, None).unwrap();
+    let again = harnery::read::epochs::part_reasons(&ledger, &sessions[0].session).unwrap();
+    assert_eq!(again, reasons);
+    drop(ledger);
+
+    assert!(run(home.path(), &["validate"]).status.success());
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute("UPDATE sessions SET resumes = 0", []).unwrap();
+    drop(conn);
+    let out = run(home.path(), &["validate"]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    assert!(
+        text.contains("session-resumes: the session row counts 0 resumes, its events 2"),
+        "{text}"
+    );
 }

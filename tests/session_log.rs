@@ -889,6 +889,13 @@ fn only_the_resumed_corpus_sessions_are_resumed() {
     .map(|(s, n)| (s.to_string(), n))
     .collect();
     assert_eq!(resumed, want);
+    // Each session row counts its resumes, so a listing asks only those.
+    let ledger = Ledger::open_dir_read(&Ledger::live_dir(&Home::at(home.path())), None).unwrap();
+    for s in ledger.sessions().unwrap() {
+        let n = want.get(&s.session.session_id).copied().unwrap_or(0);
+        let kept = ledger.session_resumes(&s.session).unwrap();
+        assert_eq!(kept, Some(n as u64), "{:?}", s.session);
+    }
 }
 
 /// Copilot's `resume-1-first-run` / `resume-2-resumed-run`, with a restore

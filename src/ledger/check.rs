@@ -10,7 +10,7 @@ use super::{Ledger, LedgerError, chain};
 use crate::contract::eligibility::{
     AuditFlags, COMMAND_UNPAIRED_BIT, TOOL_UNPAIRED_BIT, event_flags,
 };
-use crate::contract::{Event, validate_event};
+use crate::contract::{Event, Payload, validate_event};
 use crate::progress::Progress;
 
 /// One row where the chain does not hold.
@@ -308,6 +308,7 @@ impl Ledger {
         let mut problems = Vec::new();
         let mut next: HashMap<(String, String), u64> = HashMap::new();
         let mut flags: HashMap<(String, String), u32> = HashMap::new();
+        let mut resumes: HashMap<(String, String), i64> = HashMap::new();
         let mut stmt = self
             .conn
             .prepare("SELECT seq, id, CAST(json AS BLOB) FROM events ORDER BY seq")?;
@@ -329,6 +330,9 @@ impl Ledger {
                         event.session.adapter.as_str().to_string(),
                         event.session.session_id.clone(),
                     );
+                    if matches!(event.payload, Payload::SessionResumed(_)) {
+                        *resumes.entry(key.clone()).or_default() += 1;
+                    }
                     *flags.entry(key).or_default() |= event_flags(&event).0;
                     check_event(&event, &mut next, &mut problems)
                 }
@@ -342,6 +346,7 @@ impl Ledger {
         self.check_spans(&mut problems)?;
         self.check_span_counts(&mut problems)?;
         self.check_audit_flags(flags, &mut problems)?;
+        self.check_resumes(resumes, &mut problems)?;
         self.check_unique_ids(&mut problems)?;
         Ok((count, problems))
     }
@@ -430,6 +435,35 @@ impl Ledger {
                         kept.reasons(),
                         derived.reasons()
                     ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Each session row's count of resumes is that of its
+    /// `session.resumed` events.
+    fn check_resumes(
+        &self,
+        want: HashMap<(String, String), i64>,
+        out: &mut Vec<ValidationProblem>,
+    ) -> Result<(), LedgerError> {
+        if !self.keeps_resumes()? {
+            return Ok(());
+        }
+        let mut stmt = self.conn.prepare(
+            "SELECT adapter, session_id, resumes FROM sessions ORDER BY adapter, session_id",
+        )?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let key: (String, String) = (r.get(0)?, r.get(1)?);
+            let kept: i64 = r.get(2)?;
+            let counted = want.get(&key).copied().unwrap_or(0);
+            if kept != counted {
+                out.push(problem(
+                    &format!("{}/{}", key.0, key.1),
+                    "session-resumes",
+                    format!("the session row counts {kept} resumes, its events {counted}"),
                 ));
             }
         }

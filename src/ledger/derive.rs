@@ -35,11 +35,13 @@ macro_rules! insert_span {
 }
 
 const LOAD_SESSION: &str = "SELECT events, first_unix_ns, last_unix_ns, turns, spans_open, spans_closed_native, spans_recovered, \
-     audit_flags FROM sessions WHERE adapter = ?1 AND session_id = ?2";
+     audit_flags, resumes FROM sessions WHERE adapter = ?1 AND session_id = ?2";
 const UPDATE_SESSION: &str = "UPDATE sessions SET events = ?3, first_unix_ns = ?4, last_unix_ns = ?5, turns = ?6, \
-     spans_open = ?7, spans_closed_native = ?8, spans_recovered = ?9, audit_flags = ?10 WHERE adapter = ?1 AND session_id = ?2";
+     spans_open = ?7, spans_closed_native = ?8, spans_recovered = ?9, audit_flags = ?10, resumes = ?11 \
+     WHERE adapter = ?1 AND session_id = ?2";
 const INSERT_SESSION: &str = "INSERT INTO sessions (adapter, session_id, events, first_unix_ns, last_unix_ns, turns, \
-     spans_open, spans_closed_native, spans_recovered, audit_flags) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
+     spans_open, spans_closed_native, spans_recovered, audit_flags, resumes) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
 const STORED_SPAN_STATE: &str =
     "SELECT state FROM spans WHERE adapter = ?1 AND session_id = ?2 AND request_event_id = ?3";
 const CLOSE_STORED_SPAN: &str = "UPDATE spans SET state = ?2, reason = coalesce(?3, reason), completed_event_id = ?4, outcome = ?5, duration_ms = ?6, completed_unix_ns = ?7 \
@@ -122,6 +124,8 @@ struct SessionAgg {
     spans: [i64; 3],
     /// The audit reasons its events carry (`contract::eligibility`).
     flags: u32,
+    /// Its `session.resumed` events.
+    resumes: i64,
     existed: bool,
 }
 
@@ -510,7 +514,7 @@ impl<'c, 'b> Derivation<'c, 'b> {
 
 impl SessionAgg {
     fn load(stmt: &mut CachedStatement, s: &SessionRef) -> Result<SessionAgg, LedgerError> {
-        let row: Option<(i64, i64, i64, i64, [i64; 3], i64)> = stmt
+        let row: Option<(i64, i64, i64, i64, [i64; 3], i64, i64)> = stmt
             .query_row(params![s.adapter.as_str(), s.session_id], |r| {
                 Ok((
                     r.get(0)?,
@@ -519,17 +523,19 @@ impl SessionAgg {
                     r.get(3)?,
                     [r.get(4)?, r.get(5)?, r.get(6)?],
                     r.get(7)?,
+                    r.get(8)?,
                 ))
             })
             .optional()?;
         Ok(match row {
-            Some((n, first, last, turns, spans, flags)) => SessionAgg {
+            Some((n, first, last, turns, spans, flags, resumes)) => SessionAgg {
                 next: n as u64,
                 first,
                 last,
                 turns: turns as u64,
                 spans,
                 flags: flags as u32,
+                resumes,
                 existed: true,
             },
             None => SessionAgg {
@@ -539,6 +545,7 @@ impl SessionAgg {
                 turns: 0,
                 spans: [0; 3],
                 flags: 0,
+                resumes: 0,
                 existed: false,
             },
         })
@@ -559,6 +566,7 @@ impl SessionAgg {
         self.last = self.last.max(e.time_unix_ns);
         self.turns += u64::from(matches!(e.payload, Payload::TurnStarted(_)));
         self.flags |= event_flags(e).0;
+        self.resumes += i64::from(matches!(e.payload, Payload::SessionResumed(_)));
         Ok(())
     }
 
@@ -573,7 +581,8 @@ impl SessionAgg {
             self.spans[0],
             self.spans[1],
             self.spans[2],
-            i64::from(self.flags)
+            i64::from(self.flags),
+            self.resumes
         ])?;
         Ok(())
     }

@@ -241,6 +241,33 @@ impl Ledger {
         Ok(Some(reasons))
     }
 
+    /// How many `session.resumed` events a session has, as its row counts
+    /// them. `None` when the epoch's tables predate the count (an archive
+    /// an older build wrote): then only its events can tell.
+    pub fn session_resumes(&self, session: &SessionRef) -> Result<Option<u64>, LedgerError> {
+        if !self.keeps_resumes()? {
+            return Ok(None);
+        }
+        let n: Option<i64> = self
+            .conn
+            .prepare_cached("SELECT resumes FROM sessions WHERE adapter = ?1 AND session_id = ?2")?
+            .query_row(params![session.adapter.as_str(), session.session_id], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        Ok(Some(n.unwrap_or(0) as u64))
+    }
+
+    /// Whether session rows count their resumes (migration
+    /// `session_resumes`).
+    pub(super) fn keeps_resumes(&self) -> Result<bool, LedgerError> {
+        Ok(self.conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM pragma_table_info('sessions') WHERE name = 'resumes')",
+            [],
+            |r| r.get(0),
+        )?)
+    }
+
     /// Whether session rows keep their audit reasons (migration
     /// `session_audit_flags`).
     pub(super) fn keeps_audit_flags(&self) -> Result<bool, LedgerError> {

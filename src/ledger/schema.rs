@@ -15,6 +15,7 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ("20261130T0700Z_open_span_index", OPEN_SPAN_INDEX),
     ("20261130T0715Z_session_span_counts", SESSION_SPAN_COUNTS),
     ("20261201T0900Z_session_audit_flags", SESSION_AUDIT_FLAGS),
+    ("20261201T1730Z_session_resumes", SESSION_RESUMES),
 ];
 
 const INITIAL: &str = r#"
@@ -377,6 +378,24 @@ CREATE TEMP TABLE session_bits AS
 UPDATE sessions SET audit_flags = (SELECT CAST(total(DISTINCT b.bit) AS INTEGER) FROM session_bits b
     WHERE b.adapter = sessions.adapter AND b.session_id = sessions.session_id);
 DROP TABLE session_bits;
+"#;
+
+/// Each session row counts the `session.resumed` events it has, kept as
+/// events are appended, so a read that leaves superseded ranges out (the
+/// audit class of every listed session) asks for a session's resumes only
+/// where there are some, instead of reading through all its rows to find
+/// none. Existing sessions are counted once here, in one pass over the
+/// events.
+const SESSION_RESUMES: &str = r#"
+ALTER TABLE sessions ADD COLUMN resumes INTEGER NOT NULL DEFAULT 0;
+CREATE TEMP TABLE session_resumes AS
+    SELECT adapter, session_id, count(*) AS n FROM events
+    WHERE type = 'session.resumed' GROUP BY adapter, session_id;
+UPDATE sessions SET resumes = (SELECT r.n FROM session_resumes r
+    WHERE r.adapter = sessions.adapter AND r.session_id = sessions.session_id)
+    WHERE EXISTS (SELECT 1 FROM session_resumes r
+        WHERE r.adapter = sessions.adapter AND r.session_id = sessions.session_id);
+DROP TABLE session_resumes;
 "#;
 
 /// Whether some migration of this build is not yet recorded in `conn`'s

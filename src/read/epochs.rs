@@ -267,7 +267,8 @@ pub fn part_reasons_with(
     session: &SessionRef,
     include_superseded: bool,
 ) -> Result<Vec<String>, LedgerError> {
-    if !include_superseded {
+    // A session whose row counts no resume has no superseded range.
+    if !include_superseded && ledger.session_resumes(session)? != Some(0) {
         let log = crate::session_log::SessionLog::read_resumes(ledger, session)?;
         if !log.superseded().is_empty() {
             let mut live = ledger.session_events(session)?;
