@@ -514,41 +514,30 @@ impl<'c, 'b> Derivation<'c, 'b> {
 
 impl SessionAgg {
     fn load(stmt: &mut CachedStatement, s: &SessionRef) -> Result<SessionAgg, LedgerError> {
-        let row: Option<(i64, i64, i64, i64, [i64; 3], i64, i64)> = stmt
+        let stored = stmt
             .query_row(params![s.adapter.as_str(), s.session_id], |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    [r.get(4)?, r.get(5)?, r.get(6)?],
-                    r.get(7)?,
-                    r.get(8)?,
-                ))
+                Ok(SessionAgg {
+                    next: r.get::<_, i64>(0)? as u64,
+                    first: r.get(1)?,
+                    last: r.get(2)?,
+                    turns: r.get::<_, i64>(3)? as u64,
+                    spans: [r.get(4)?, r.get(5)?, r.get(6)?],
+                    flags: r.get::<_, i64>(7)? as u32,
+                    resumes: r.get(8)?,
+                    existed: true,
+                })
             })
             .optional()?;
-        Ok(match row {
-            Some((n, first, last, turns, spans, flags, resumes)) => SessionAgg {
-                next: n as u64,
-                first,
-                last,
-                turns: turns as u64,
-                spans,
-                flags: flags as u32,
-                resumes,
-                existed: true,
-            },
-            None => SessionAgg {
-                next: 0,
-                first: i64::MAX,
-                last: i64::MIN,
-                turns: 0,
-                spans: [0; 3],
-                flags: 0,
-                resumes: 0,
-                existed: false,
-            },
-        })
+        Ok(stored.unwrap_or(SessionAgg {
+            next: 0,
+            first: i64::MAX,
+            last: i64::MIN,
+            turns: 0,
+            spans: [0; 3],
+            flags: 0,
+            resumes: 0,
+            existed: false,
+        }))
     }
 
     fn admit(&mut self, e: &Event) -> Result<(), LedgerError> {
