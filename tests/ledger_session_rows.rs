@@ -159,19 +159,23 @@ fn validate_reports_a_damaged_row_at_its_seq_and_checks_the_rest() {
 
 /// Claude Code's `compact` run resumes its session twice. Its row counts
 /// both; a ledger from before the count (the column and its migration
-/// taken away) reads the same audit from its events, gets the count back
-/// from the migration, and `validate` names a count that was altered.
+/// taken away) gets the count back from the migration, with the same
+/// audit, and `validate` names a count that was altered.
 #[test]
 fn a_session_row_counts_its_resumes_from_finalize_or_the_migration() {
     let home = tempfile::tempdir().unwrap();
     feed_fixture(home.path(), "claude-code", "compact");
     assert!(run(home.path(), &["finalize"]).status.success());
     let dir = Ledger::live_dir(&Home::at(home.path()));
-    let resumes = || {
+    let compact = || {
         let ledger = Ledger::open_dir_read(&dir, None).unwrap();
         let session = ledger
             .resolve_session("221d6ed5-93db-49fb-b651-1c5540460db1")
             .unwrap();
+        (ledger, session)
+    };
+    let resumes = || {
+        let (ledger, session) = compact();
         ledger.session_resumes(&session).unwrap()
     };
     assert_eq!(resumes(), Some(2));
@@ -185,20 +189,14 @@ fn a_session_row_counts_its_resumes_from_finalize_or_the_migration() {
     )
     .unwrap();
     drop(conn);
-    // Read as it is (a read-only open never migrates): counted by nobody,
-    // found from the events.
+    // Read as it is (a read-only open never migrates): counted by nobody.
+    // (That such a ledger finds its resumes from the events is checked
+    // where a superseded range carries a reason: the killed Copilot run in
+    // `session_log_copilot`.)
     assert_eq!(resumes(), None);
-    let ledger = Ledger::open_dir_read(&dir, None).unwrap();
-    let sessions = ledger.sessions().unwrap();
-    let reasons = harnery::read::epochs::part_reasons(&ledger, &sessions[0].session).unwrap();
-    drop(ledger);
     drop(Ledger::open_dir_write(&dir, 0, false).unwrap());
     assert_eq!(resumes(), Some(2));
     assert_eq!(stdout(&run(home.path(), &["audit", "--json"])), audit);
-    let ledger = Ledger::open_dir_read(&dir, None).unwrap();
-    let again = harnery::read::epochs::part_reasons(&ledger, &sessions[0].session).unwrap();
-    assert_eq!(again, reasons);
-    drop(ledger);
 
     assert!(run(home.path(), &["validate"]).status.success());
     let conn = rusqlite::Connection::open(&db).unwrap();

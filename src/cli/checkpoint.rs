@@ -14,7 +14,7 @@ use crate::adapter::harnery::{CHECKPOINT, CheckpointPayload, OperatorEffect};
 use crate::clock::format_ns;
 use crate::contract::Observation;
 use crate::home::Home;
-use crate::operator::{self, Target};
+use crate::operator;
 use crate::read::now::resolve_now;
 use crate::session_log::{Checkpoint, SessionLog};
 
@@ -78,9 +78,7 @@ fn parse_effect(text: &str) -> Result<OperatorEffect, String> {
 
 pub fn run(args: Args) -> CmdResult {
     let home = Home::from_env()?;
-    let mut known = operator::spooled_adapters(&home, &args.session);
-    known.extend(crate::read::source::ledger_adapters(&home, &args.session));
-    let adapter = operator::choose_adapter(&args.session, args.adapter.as_deref(), &known)?;
+    let target = super::operator_target(&home, &args.session, args.adapter.as_deref())?;
     let now = resolve_now(args.now.as_deref())?;
     if let Some(id) = &args.id
         && id.trim().is_empty()
@@ -92,11 +90,7 @@ pub fn run(args: Args) -> CmdResult {
         commit: args.commit.clone(),
         effects: args.effect.clone(),
     };
-    let target = Target {
-        home,
-        adapter,
-        session_id: args.session.clone(),
-    };
+    let adapter = target.adapter;
     let receipt = target.append(CHECKPOINT, &payload, now)?;
     if let Some(warning) = operator::dead_letter_warning(&receipt) {
         eprintln!("harnery checkpoint: {warning}");

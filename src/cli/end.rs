@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::{CmdResult, Outcome};
 use crate::clock::format_ns;
 use crate::home::Home;
-use crate::operator::{self, Target};
+use crate::operator;
 use crate::read::health::PendingEnd;
 use crate::read::now::resolve_now;
 use crate::read::spool_facts::{SpooledEnd, spooled_ends};
@@ -48,15 +48,9 @@ pub fn run(args: Args) -> CmdResult {
 }
 
 fn request(home: &Home, session: &str, args: &Args) -> CmdResult {
-    let mut known = operator::spooled_adapters(home, session);
-    known.extend(crate::read::source::ledger_adapters(home, session));
-    let adapter = operator::choose_adapter(session, args.adapter.as_deref(), &known)?;
+    let target = super::operator_target(home, session, args.adapter.as_deref())?;
     let now = resolve_now(args.now.as_deref())?;
-    let target = Target {
-        home: home.clone(),
-        adapter,
-        session_id: session.to_string(),
-    };
+    let adapter = target.adapter;
     let receipt = operator::request_end(&target, args.reason.as_deref(), now)?;
     if let Some(warning) = operator::dead_letter_warning(&receipt) {
         eprintln!("harnery end: {warning}");

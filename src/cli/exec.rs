@@ -6,7 +6,7 @@
 
 use super::CmdResult;
 use crate::home::Home;
-use crate::operator::{self, Target, command};
+use crate::operator::command;
 use crate::read::now::resolve_now;
 
 #[derive(Debug, clap::Args)]
@@ -27,15 +27,8 @@ pub struct Args {
 
 pub fn run(args: Args) -> CmdResult {
     let home = Home::from_env()?;
-    let mut known = operator::spooled_adapters(&home, &args.session);
-    known.extend(crate::read::source::ledger_adapters(&home, &args.session));
-    let adapter = operator::choose_adapter(&args.session, args.adapter.as_deref(), &known)?;
+    let target = super::operator_target(&home, &args.session, args.adapter.as_deref())?;
     let now = resolve_now(args.now.as_deref())?;
-    let target = Target {
-        home,
-        adapter,
-        session_id: args.session,
-    };
     let status = command::run(&target, &args.command, now)?;
     std::process::exit(status)
 }

@@ -54,6 +54,24 @@ pub fn parse_instant(text: &str) -> Result<i64, String> {
         .ok_or_else(|| format!("{text:?} is not an RFC 3339 time (e.g. 2026-12-01T09:00:00Z)"))
 }
 
+/// The session spool an operator command (`end`, `exec`, `checkpoint`)
+/// writes to: the session under the adapter `--adapter` names, else under
+/// the one adapter its spool or ledger already knows it by.
+fn operator_target(
+    home: &crate::home::Home,
+    session: &str,
+    adapter: Option<&str>,
+) -> Result<crate::operator::Target, CmdError> {
+    let mut known = crate::operator::spooled_adapters(home, session);
+    known.extend(crate::read::source::ledger_adapters(home, session));
+    let adapter = crate::operator::choose_adapter(session, adapter, &known)?;
+    Ok(crate::operator::Target {
+        home: home.clone(),
+        adapter,
+        session_id: session.to_string(),
+    })
+}
+
 /// What a subcommand reports when it finished without an error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {

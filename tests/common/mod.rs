@@ -295,3 +295,27 @@ pub fn live_epoch_is_current_and_anchored(home: &Path) -> serde_json::Value {
     assert!(genesis["anchor"].is_object(), "anchored: {genesis}");
     genesis
 }
+
+/// After an advance: `validate` and `verify` pass over every epoch, and
+/// `export --epoch all` gives the archived rows with the live ones, each
+/// line tagged with one of the two epochs. The exported lines' count.
+pub fn both_epochs_stay_readable(home: &Path) -> usize {
+    for cmd in ["validate", "verify"] {
+        let out = run(home, &[cmd, "--epoch", "all"]);
+        assert!(
+            out.status.success(),
+            "{cmd}: {}{}",
+            stdout(&out),
+            stderr(&out)
+        );
+    }
+    let out = run(home, &["export", "--epoch", "all"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let epochs: std::collections::BTreeSet<String> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["epoch"].to_string())
+        .collect();
+    assert_eq!(epochs.len(), 2, "{epochs:?}");
+    text.lines().count()
+}
