@@ -20,17 +20,18 @@ fn copilot_first_run(home: &Path) -> Vec<Value> {
     replay(home, COPILOT_RESUME, &[])
 }
 
+/// Then `resume-2-resumed-run`, finalized; the session's events.
+fn copilot_second_run(home: &Path) -> Vec<Value> {
+    feed(home, "copilot", &lines("copilot", "resume-2-resumed-run"));
+    ok(home, &["finalize"]);
+    replay(home, COPILOT_RESUME, &[])
+}
+
 #[test]
 fn copilot_resume_without_a_restore_supersedes_nothing() {
     let home = tempfile::tempdir().unwrap();
     let first = copilot_first_run(home.path());
-    feed(
-        home.path(),
-        "copilot",
-        &lines("copilot", "resume-2-resumed-run"),
-    );
-    ok(home.path(), &["finalize"]);
-    let all = replay(home.path(), COPILOT_RESUME, &[]);
+    let all = copilot_second_run(home.path());
     assert_eq!(ids(&all[..first.len()]), ids(&first), "leg one unchanged");
     let resumed = &all[first.len()];
     assert_eq!(resumed["type"], "session.resumed");
@@ -297,13 +298,7 @@ fn a_copilot_restore_seeds_the_first_run_and_the_resumed_run_follows() {
     );
     assert!(text.contains("copilot --resume"), "{text}");
     assert!(text.contains("not recorded"), "{text}");
-    feed(
-        home.path(),
-        "copilot",
-        &lines("copilot", "resume-2-resumed-run"),
-    );
-    ok(home.path(), &["finalize"]);
-    let all = replay(home.path(), COPILOT_RESUME, &[]);
+    let all = copilot_second_run(home.path());
     assert_eq!(all[first.len()]["type"], "restore.recorded");
     let resumed = &all[first.len() + 1];
     assert_eq!(resumed["type"], "session.resumed");
