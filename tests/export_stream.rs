@@ -305,21 +305,58 @@ fn a_damaged_row_is_named_and_the_export_goes_on() {
     assert_eq!(lines.len(), 8, "every other row");
     assert!(lines.iter().all(|l| l["id"] != id.as_str()));
 
-    // JSON, but no event: JSON lines copy it, OTLP cannot use it.
+    // JSON, but no event: JSON lines copy it. OTLP reads the row's trace
+    // row, which finalize wrote from the event and `validate` checks, so
+    // the trace is whole; the row is named once OTLP has to read its text.
     damage_row(home, seq, "{\"not\":\"an event\"}");
     assert_eq!(json_lines(&ok(home, &[])).len(), 9);
+    let before = ok(home, &["--format", "otlp"]);
+    assert_eq!(both_roots(&before), 2);
+    edit_trace_entry(home, seq, |entry| {
+        entry.truncate(3);
+        entry.push("whole".into());
+    });
+    named_by_otlp(
+        home,
+        &format!("row seq {seq} (event {id}) does not parse as an event"),
+    );
+
+    // A trace entry that cannot be used is named by its event's seq.
+    edit_trace_entry(home, seq, |entry| {
+        *entry = vec![entry[0].clone(), entry[1].clone(), entry[2].clone()];
+        entry.extend([
+            "mark".into(),
+            "sideways".into(),
+            serde_json::Value::Null,
+            "native".into(),
+        ]);
+    });
+    named_by_otlp(
+        home,
+        &format!(
+            "row seq {seq} has a trace entry that cannot be used (unknown turn source \"sideways\")"
+        ),
+    );
+}
+
+/// OTLP says `what` of one row on stderr, exits 1, and still exports
+/// both sessions.
+fn named_by_otlp(home: &Path, what: &str) {
     let out = export(home, &["--format", "otlp"]);
     assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);
-    assert!(
-        err.contains(&format!("row seq {seq} (event {id})")),
-        "{err}"
+    assert!(err.contains(what), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert_eq!(
+        both_roots(&stdout(&out)),
+        2,
+        "both sessions are still exported"
     );
-    assert!(err.contains("does not parse as an event"), "{err}");
-    let docs = json_lines(&stdout(&out));
-    let roots = spans_by_id(&docs)
+}
+
+fn both_roots(otlp: &str) -> usize {
+    spans_by_id(&json_lines(otlp))
         .values()
         .filter(|s| s["name"].as_str().unwrap().starts_with("invoke_agent"))
-        .count();
-    assert_eq!(roots, 2, "both sessions are still exported");
+        .count()
 }

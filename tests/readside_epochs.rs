@@ -97,19 +97,31 @@ impl TwoEpochs {
     /// Replace the archive's first event row with text no build parses:
     /// the archive opens, its events do not read.
     fn garble_archive_rows(&self) {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = self.archive_dir();
-        let db = dir.join("ledger.sqlite");
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
-        std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o600)).unwrap();
-        let conn = rusqlite::Connection::open(&db).unwrap();
-        let changed = conn
+        let changed = self
+            .archive_db()
             .execute(
                 "UPDATE events SET json = '{\"not\": \"an event\"}' WHERE seq = (SELECT min(seq) FROM events)",
                 [],
             )
             .unwrap();
         assert_eq!(changed, 1);
+    }
+
+    /// The archive as an older build left it: no trace entries.
+    fn drop_archive_trace_rows(&self) {
+        self.archive_db()
+            .execute_batch("DROP TABLE trace_chunks")
+            .unwrap();
+    }
+
+    /// The archive's database, opened for writing (the test's own damage).
+    fn archive_db(&self) -> rusqlite::Connection {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = self.archive_dir();
+        let db = dir.join("ledger.sqlite");
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o600)).unwrap();
+        rusqlite::Connection::open(&db).unwrap()
     }
 
     fn boundary(&self) -> String {
@@ -616,8 +628,14 @@ fn an_archive_whose_rows_do_not_parse_is_reported_per_part() {
         .collect();
     assert!(rules.contains(&"contract-parse"), "{doc}");
     assert_eq!(doc["epochs"][1]["ok"], true);
-    // An export needs the event only for OTLP; the row is named there and
-    // every other row still exported.
+    // OTLP answers from trace entries, which the garbled text does not touch
+    // either: the traces of both parts are exported whole.
+    let otlp = h.run(&["export", "--format", "otlp", "--epoch", "all"]);
+    assert_eq!(otlp.status.code(), Some(0), "{}", stderr(&otlp));
+    assert_eq!(json_lines(&otlp).len(), 1);
+    // Without them (an archive an older build wrote) OTLP reads every
+    // row's text: the row is named and every other row still exported.
+    h.drop_archive_trace_rows();
     let out = h.run(&["export", "--format", "otlp", "--epoch", "all"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let err = stderr(&out);

@@ -17,24 +17,34 @@
 //!   spans, turns and the root at its last row). With `--epoch`, each
 //!   resource carries `harnery.epoch`.
 //!
+//! OTLP reads each event's trace entry (`ledger::trace_rows`) rather than
+//! its text, and parses the text only of the few events whose trace needs
+//! more; a ledger without trace entries is read from its text.
+//!
 //! `--since T` keeps JSON lines at or after T, and OTLP sessions with any
 //! event at or after T (whole sessions: a trace cut at T would misstate
-//! its spans). A row that cannot be used (not JSON; for OTLP, not an event)
-//! is named on stderr by its sequence number and event id, and the export
-//! goes on to the end, then exits 1.
+//! its spans). A row that cannot be used (not JSON; for OTLP, not an event,
+//! or a trace entry that does not decode) is named on stderr by its
+//! sequence number (and event id, where known), and the export goes on to
+//! the end, then exits 1.
 
-use std::io::{BufWriter, Stdout, Write};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::os::fd::AsFd;
 
 use super::{CmdError, CmdResult, EpochArg, Outcome};
 use crate::contract::{Event, SessionRef};
 use crate::home::Home;
+use crate::ledger::trace_rows::{ChunkRead, TraceBatch};
 use crate::ledger::{Ledger, LedgerError, RowFilter, StoredText};
 use crate::progress::Progress;
 use crate::read::epochs::{Epochs, OpenEpoch, warn};
 use crate::read::export::SPANS_PER_DOCUMENT;
 use crate::read::export::jsonl::{self, JsonLines};
 use crate::read::export::ordered::{Feed, run_ordered, workers};
-use crate::read::export::otlp::{Documents, Part, SpanNotes, TraceStream, keep_traced_fields};
+use crate::read::export::otlp::{
+    Documents, Part, SpanNotes, TraceStream, Traced, keep_traced_fields,
+};
 
 /// Bytes of stored text per JSON lines job.
 const BATCH_BYTES: usize = 256 * 1024;
@@ -43,6 +53,10 @@ const BATCH_BYTES: usize = 256 * 1024;
 /// job holds about as many rows whatever the sessions' length, and what
 /// the jobs in flight hold (rows and their parsed events) stays the same.
 const RUN_BYTES: usize = 64 * 1024;
+
+/// Rows per OTLP job at most, for rows taken from their trace rows (which
+/// add no text).
+const RUN_ROWS: usize = 1024;
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 enum Format {
@@ -79,6 +93,16 @@ fn after_help() -> String {
     )
 }
 
+/// Where an export writes: standard output as a plain file. `Stdout`
+/// looks for the last newline in every write it is given (it flushes at
+/// lines), which for hundreds of megabytes of lines is work for nothing;
+/// the buffer in front of it already writes whole blocks.
+type Out = BufWriter<File>;
+
+fn stdout_file() -> std::io::Result<File> {
+    Ok(File::from(std::io::stdout().as_fd().try_clone_to_owned()?))
+}
+
 /// One epoch to read, and which of its rows.
 struct Source<'e> {
     epoch: &'e OpenEpoch,
@@ -95,6 +119,13 @@ struct Label {
 }
 
 impl Label {
+    /// `epoch <label>: ` where rows carry their epoch.
+    fn epoch_prefix(&self) -> String {
+        self.tag
+            .as_ref()
+            .map_or(String::new(), |t| format!("epoch {t}: "))
+    }
+
     fn of(epochs: &Epochs, source: &Source<'_>) -> Label {
         let epoch = source.epoch;
         Label {
@@ -110,7 +141,7 @@ pub fn run(args: Args) -> CmdResult {
     let epochs = Epochs::open(&home, &args.epoch.epoch)?;
     epochs.report_unreadable("export")?;
     let sources = sources(&epochs, args.session.as_deref(), since)?;
-    let out = BufWriter::with_capacity(1 << 16, std::io::stdout());
+    let out = BufWriter::with_capacity(1 << 16, stdout_file()?);
     let progress = super::progress::bar("rows", false);
     progress.stage("export");
     let damaged = match args.format {
@@ -223,7 +254,7 @@ struct Lines {
 fn export_jsonl(
     epochs: &Epochs,
     sources: &[Source<'_>],
-    out: BufWriter<Stdout>,
+    out: Out,
     progress: &Progress,
 ) -> Result<usize, CmdError> {
     let labels: Vec<Label> = sources.iter().map(|s| Label::of(epochs, s)).collect();
@@ -281,7 +312,7 @@ fn lines_of(writer: &JsonLines, label: &Label, batch: RowBatch) -> Lines {
         if writer.push(text, &mut lines.bytes).is_err() {
             let id = String::from_utf8_lossy(id);
             let what = "is not a JSON object on one line; left out";
-            lines.problems.push(damaged(label, seq, &id, what));
+            lines.problems.push(damaged(label, seq, Some(&id), what));
         }
     }
     lines
@@ -293,24 +324,55 @@ fn write_lines(sink: &mut LineSink, lines: Lines) -> std::io::Result<()> {
 }
 
 /// A run of one session's rows as read, to be parsed off this thread. A
-/// session's rows go out in runs of at most about [`RUN_BYTES`] of text,
-/// so a job's size does not follow the session's. The first run carries
-/// the rows its [`SpanNotes`] come from; the last is marked (and may be
-/// empty: a session none of whose rows parse still has its root span).
+/// session's rows go out in runs of at most about [`RUN_BYTES`] of text
+/// or [`RUN_ROWS`] rows, so a job's size does not follow the session's.
+/// The first run carries the rows its [`SpanNotes`] come from; the last is
+/// marked (and may be empty: a session none of whose rows parse still has
+/// its root span).
 struct SessionRun {
     session: SessionRef,
     notes: Option<RowBatch>,
+    /// The stored text of the rows to parse (every row, or the whole
+    /// entries of `chunks`).
     rows: RowBatch,
+    /// The trace chunks to decode.
+    chunks: TraceBatch,
+    /// Every row or chunk in offset order.
+    items: Vec<RunItem>,
     last: bool,
 }
 
-/// A run's events, parsed and stripped to what its trace reads, and the
-/// rows it had to leave out.
+enum RunItem {
+    /// The next row of [`SessionRun::rows`].
+    Text,
+    /// The next chunk of [`SessionRun::chunks`].
+    Chunk,
+}
+
+impl SessionRun {
+    fn new(session: SessionRef, source: usize, notes: Option<RowBatch>) -> SessionRun {
+        SessionRun {
+            session,
+            notes,
+            rows: RowBatch::new(source, RUN_BYTES),
+            chunks: TraceBatch::default(),
+            items: Vec::with_capacity(RUN_ROWS),
+            last: false,
+        }
+    }
+
+    fn full(&self) -> bool {
+        self.rows.text.len() + self.chunks.text_len() >= RUN_BYTES || self.items.len() >= RUN_ROWS
+    }
+}
+
+/// A run's rows as its trace takes them (events parsed and stripped to
+/// what the trace reads), and the rows it had to leave out.
 struct ParsedRun {
     session: SessionRef,
     source: usize,
     notes: Option<SpanNotes>,
-    events: Vec<Event>,
+    rows: Vec<Traced>,
     last: bool,
     problems: Vec<String>,
 }
@@ -319,20 +381,26 @@ fn export_otlp(
     epochs: &Epochs,
     sources: &[Source<'_>],
     since: Option<i64>,
-    out: BufWriter<Stdout>,
+    out: Out,
     progress: &Progress,
 ) -> Result<usize, CmdError> {
+    let labels: Vec<Label> = sources.iter().map(|s| Label::of(epochs, s)).collect();
     let produce = |feed: &mut Feed<SessionRun>| {
         each_source(epochs, sources, |i, source| {
             let ledger = &source.epoch.ledger;
+            let traced = ledger.keeps_trace_rows()?;
             let (sessions, noted) = match &source.filter.session {
                 Some(s) => {
                     let sessions = ledger.session_refs(since)?.into_iter();
                     (sessions.filter(|r| r == s).collect(), None)
                 }
-                // Few sessions have notes: one pass over the type column
-                // finds them, and spares every other session a read of
-                // all its rows for none.
+                // Few sessions have notes: the index of note rows (or one
+                // pass over the type column) finds them, and spares every
+                // other session a read of all its rows for none.
+                None if traced => (
+                    ledger.session_refs(since)?,
+                    Some(ledger.sessions_with_notes()?),
+                ),
                 None => (
                     ledger.session_refs(since)?,
                     Some(ledger.sessions_with_types(SpanNotes::TYPES)?),
@@ -340,14 +408,18 @@ fn export_otlp(
             };
             for session in sessions {
                 let notes = noted.as_ref().is_none_or(|n| n.contains(&session));
-                if !send_session_runs(ledger, i, session, notes, feed, progress)? {
+                let reader = SessionReader {
+                    ledger,
+                    source: i,
+                    traced,
+                };
+                if !reader.send_runs(session, notes, feed, progress)? {
                     return Ok(false);
                 }
             }
             Ok(true)
         })
     };
-    let labels: Vec<Label> = sources.iter().map(|s| Label::of(epochs, s)).collect();
     let work = |run: SessionRun| parse_run(&labels[run.rows.source], run);
     let sink = TraceSink {
         docs: Documents::new(out, SPANS_PER_DOCUMENT),
@@ -361,54 +433,79 @@ fn export_otlp(
     Ok(sink.damaged)
 }
 
-/// Read one session's rows (whole: `--since` picks sessions, not rows) and
-/// hand them on in runs, the rows of its span notes first (`noted`: it may
-/// have some). False once the writer has stopped.
-fn send_session_runs(
-    ledger: &Ledger,
+/// What reads one source's sessions for OTLP.
+struct SessionReader<'a> {
+    ledger: &'a Ledger,
     source: usize,
-    session: SessionRef,
-    noted: bool,
-    feed: &mut Feed<SessionRun>,
-    progress: &Progress,
-) -> Result<bool, LedgerError> {
-    let mut notes = RowBatch::new(source, 0);
-    if noted {
-        ledger.for_each_stored_text_of_types(&session, SpanNotes::TYPES, |row| {
+    /// The ledger keeps trace rows: the text of most rows is never read.
+    traced: bool,
+}
+
+impl SessionReader<'_> {
+    /// Read one session's rows (whole: `--since` picks sessions, not rows)
+    /// and hand them on in runs, the rows of its span notes first
+    /// (`noted`: it may have some). False once the writer has stopped.
+    fn send_runs(
+        &self,
+        session: SessionRef,
+        noted: bool,
+        feed: &mut Feed<SessionRun>,
+        progress: &Progress,
+    ) -> Result<bool, LedgerError> {
+        let mut notes = RowBatch::new(self.source, 0);
+        let mut add = |row: StoredText<'_>| {
             notes.add(row);
             Ok::<_, LedgerError>(())
-        })?;
-    }
-    let whole = RowFilter {
-        session: Some(session.clone()),
-        since_unix_ns: None,
-    };
-    let mut notes = Some(notes);
-    let mut rows = RowBatch::new(source, RUN_BYTES);
-    let mut open = true;
-    ledger.for_each_stored_text(&whole, |row| {
-        if open {
-            progress.add(1);
-            rows.add(row);
-            if rows.text.len() >= RUN_BYTES {
-                let full = std::mem::replace(&mut rows, RowBatch::new(source, RUN_BYTES));
-                open = feed.send(SessionRun {
-                    session: session.clone(),
-                    notes: notes.take(),
-                    rows: full,
-                    last: false,
-                });
+        };
+        match (noted, self.traced) {
+            (false, _) => {}
+            (true, true) => self.ledger.for_each_note_text(&session, &mut add)?,
+            (true, false) => {
+                let types = SpanNotes::TYPES;
+                self.ledger
+                    .for_each_stored_text_of_types(&session, types, &mut add)?
             }
         }
-        Ok::<_, LedgerError>(())
-    })?;
-    Ok(open
-        && feed.send(SessionRun {
-            session,
-            notes: notes.take(),
-            rows,
-            last: true,
-        }))
+        let mut run = SessionRun::new(session.clone(), self.source, Some(notes));
+        let mut open = true;
+        let mut send = |run: &mut SessionRun, feed: &mut Feed<SessionRun>| {
+            if open && run.full() {
+                let next = SessionRun::new(session.clone(), self.source, None);
+                open = feed.send(std::mem::replace(run, next));
+            }
+            open
+        };
+        if self.traced {
+            self.ledger.read_trace_chunks(&session, |read| {
+                match read {
+                    // A chunk's whole texts follow it: a run is sent only
+                    // before a chunk, so they stay in its run.
+                    ChunkRead::Entries { events, entries } => {
+                        send(&mut run, feed);
+                        progress.add(events);
+                        run.chunks.push(entries);
+                        run.items.push(RunItem::Chunk);
+                    }
+                    ChunkRead::Whole(text) => run.rows.add(text),
+                }
+                Ok::<_, LedgerError>(())
+            })?;
+        } else {
+            let whole = RowFilter {
+                session: Some(session.clone()),
+                since_unix_ns: None,
+            };
+            self.ledger.for_each_stored_text(&whole, |row| {
+                progress.add(1);
+                run.rows.add(row);
+                run.items.push(RunItem::Text);
+                send(&mut run, feed);
+                Ok::<_, LedgerError>(())
+            })?;
+        }
+        run.last = true;
+        Ok(open && feed.send(run))
+    }
 }
 
 /// Parse a stored text as an event. Checked once as a whole, the text is
@@ -431,26 +528,78 @@ fn parse_run(label: &Label, run: SessionRun) -> ParsedRun {
         notes
     });
     let mut problems = Vec::new();
-    let mut events: Vec<Event> = Vec::with_capacity(run.rows.rows.len());
-    for (seq, id, json) in run.rows.each() {
-        match parse_event(json) {
-            Ok(mut event) => {
-                keep_traced_fields(&mut event);
-                events.push(event);
+    let mut rows = Vec::with_capacity(run.items.len());
+    let mut texts = run.rows.each().peekable();
+    let mut chunks = 0..run.chunks.len();
+    let parse = |(seq, id, json): (i64, &[u8], &[u8]),
+                 rows: &mut Vec<Traced>,
+                 problems: &mut Vec<String>| match parse_event(json) {
+        Ok(mut event) => {
+            keep_traced_fields(&mut event);
+            rows.push(Traced::Event(Box::new(event)));
+        }
+        Err(e) => {
+            let id = String::from_utf8_lossy(id);
+            let what = format!("does not parse as an event ({e}); left out of its session's trace");
+            problems.push(damaged(label, seq, Some(&id), &what));
+        }
+    };
+    for item in run.items {
+        match item {
+            RunItem::Text => parse(
+                texts.next().expect("a text item has its row"),
+                &mut rows,
+                &mut problems,
+            ),
+            RunItem::Chunk => {
+                let at = chunks.next().expect("a chunk item has its chunk");
+                let entries = match run.chunks.entries(at) {
+                    Ok(entries) => entries,
+                    Err(why) => {
+                        let session = &run.session;
+                        problems.push(format!(
+                            "harnery export: {}session {}/{} has a trace chunk that cannot be read ({why}); its events are left out of its trace",
+                            label.epoch_prefix(), session.adapter, session.session_id
+                        ));
+                        continue;
+                    }
+                };
+                for (seq, facts) in entries {
+                    let facts = match facts {
+                        Ok(facts) => facts,
+                        Err(why) => {
+                            let what = format!(
+                                "has a trace entry that cannot be used ({why}); left out of its session's trace"
+                            );
+                            problems.push(damaged(label, seq, None, &what));
+                            continue;
+                        }
+                    };
+                    if let Some(traced) = Traced::of_facts(&run.session, facts) {
+                        rows.push(traced);
+                        continue;
+                    }
+                    // A whole entry: its text, unless its event row is gone
+                    // (texts of a chunk that did not read are passed over).
+                    while texts.next_if(|(s, _, _)| *s < seq).is_some() {}
+                    match texts.next_if(|(s, _, _)| *s == seq) {
+                        Some(text) => parse(text, &mut rows, &mut problems),
+                        None => problems.push(damaged(
+                            label,
+                            seq,
+                            None,
+                            "has a trace entry whose event row is not there; left out of its session's trace",
+                        )),
+                    }
+                }
             }
-            Err(e) => problems.push(damaged(
-                label,
-                seq,
-                &String::from_utf8_lossy(id),
-                &format!("does not parse as an event ({e}); left out of its session's trace"),
-            )),
         }
     }
     ParsedRun {
         session: run.session,
         source: run.rows.source,
         notes,
-        events,
+        rows,
         last: run.last,
         problems,
     }
@@ -459,7 +608,7 @@ fn parse_run(label: &Label, run: SessionRun) -> ParsedRun {
 /// The writer's side of OTLP: the documents, the rows left out so far,
 /// and the trace of the session being read.
 struct TraceSink {
-    docs: Documents<BufWriter<Stdout>>,
+    docs: Documents<Out>,
     damaged: usize,
     stream: Option<TraceStream>,
 }
@@ -485,8 +634,8 @@ impl TraceSink {
             .stream
             .as_mut()
             .expect("a session's first run carries its notes");
-        for event in run.events {
-            stream.feed(event, &mut emit)?;
+        for row in run.rows {
+            stream.take(row, &mut emit)?;
         }
         if run.last {
             let stream = self.stream.take().expect("the session is open");
@@ -497,13 +646,13 @@ impl TraceSink {
     }
 }
 
-/// A row left out, as stderr names it.
-fn damaged(label: &Label, seq: i64, id: &str, what: &str) -> String {
-    let epoch = label
-        .tag
-        .as_ref()
-        .map_or(String::new(), |t| format!("epoch {t}: "));
-    format!("harnery export: {epoch}row seq {seq} (event {id}) {what}")
+/// A row left out, as stderr names it (by its event id too, where known).
+fn damaged(label: &Label, seq: i64, id: Option<&str>, what: &str) -> String {
+    let event = id.map_or(String::new(), |id| format!(" (event {id})"));
+    format!(
+        "harnery export: {}row seq {seq}{event} {what}",
+        label.epoch_prefix()
+    )
 }
 
 fn report(count: &mut usize, problems: &[String]) {
@@ -513,7 +662,7 @@ fn report(count: &mut usize, problems: &[String]) {
     *count += problems.len();
 }
 
-type LineSink = (BufWriter<Stdout>, usize);
+type LineSink = (Out, usize);
 
 fn finish(
     (made, written): (Result<(), CmdError>, std::io::Result<LineSink>),

@@ -196,7 +196,7 @@ fn optional_number(out: &mut String, n: Option<impl Integer>) {
 }
 
 /// The integers an event holds.
-pub(super) trait Integer: Copy {
+pub(crate) trait Integer: Copy {
     fn negative(self) -> bool;
     fn magnitude(self) -> u64;
 }
@@ -220,7 +220,7 @@ impl Integer for i64 {
 }
 
 /// An integer in decimal, as serde_json writes it.
-pub(super) fn number(out: &mut String, n: impl Integer) {
+pub(crate) fn number(out: &mut String, n: impl Integer) {
     let mut text = [0u8; 21];
     let mut at = text.len();
     let mut rest = n.magnitude();
@@ -242,7 +242,7 @@ pub(super) fn number(out: &mut String, n: impl Integer) {
 /// A JSON string as serde_json writes it: `"` and `\` escaped with a
 /// backslash, the control characters with their short escape where JSON
 /// has one and as `\u00xx` otherwise, everything else as it is.
-pub(super) fn string(out: &mut String, text: &str) {
+pub(crate) fn string(out: &mut String, text: &str) {
     out.push('"');
     if needs_escape(text.as_bytes()) {
         escape_into(out, text);
@@ -274,7 +274,7 @@ fn escape_into(out: &mut String, text: &str) {
 /// time: a word has a byte below `n` (for `n` up to 128) exactly when
 /// `(w - n·0x01…) & !w & 0x80…` is not zero, and a byte equal to `b` when
 /// `w ^ b·0x01…` has a zero byte.
-fn needs_escape(bytes: &[u8]) -> bool {
+pub(crate) fn needs_escape(bytes: &[u8]) -> bool {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let below = |w: u64, n: u8| w.wrapping_sub(ONES * n as u64) & !w & HIGH != 0;
@@ -306,7 +306,7 @@ fn time_source_name(source: TimeSource) -> &'static str {
     }
 }
 
-fn turn_source_name(source: TurnSource) -> &'static str {
+pub(crate) fn turn_source_name(source: TurnSource) -> &'static str {
     match source {
         TurnSource::Native => "native",
         TurnSource::Stamped => "stamped",
@@ -314,7 +314,7 @@ fn turn_source_name(source: TurnSource) -> &'static str {
     }
 }
 
-fn attestation_name(attestation: Attestation) -> &'static str {
+pub(crate) fn attestation_name(attestation: Attestation) -> &'static str {
     match attestation {
         Attestation::Native => "native",
         Attestation::Derived => "derived",
@@ -330,7 +330,7 @@ fn confidence_name(confidence: Confidence) -> &'static str {
     }
 }
 
-fn outcome_name(outcome: Outcome) -> &'static str {
+pub(crate) fn outcome_name(outcome: Outcome) -> &'static str {
     match outcome {
         Outcome::Success => "success",
         Outcome::Failure => "failure",

@@ -15,7 +15,7 @@ pub mod eligibility;
 mod event;
 mod event_de;
 mod generation;
-mod json;
+pub(crate) mod json;
 mod payload;
 mod validate;
 

@@ -5,6 +5,7 @@
 use rusqlite::{OptionalExtension, Transaction, TransactionBehavior, params};
 
 use super::derive::Derivation;
+use super::trace_rows;
 use super::{Ledger, LedgerError, chain};
 use crate::contract::{Event, SessionRef, validate_event};
 
@@ -317,6 +318,7 @@ fn insert_events(
         "INSERT INTO events (id, adapter, session_id, offset, type, time_unix_ns, json, prev_hash, hash, batch) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     )?;
+    let mut traced = trace_rows::ChunkWriter::new(tx)?;
     let half = batch.events.len() / 2;
     let mut derived = Derivation::new(tx, batch.events.len());
     // As in `insert_signals`: bindings outlive each row, so the batch id is
@@ -344,9 +346,11 @@ fn insert_events(
         stmt.raw_bind_parameter(8, &prev[..])?;
         stmt.raw_bind_parameter(9, &hash[..])?;
         stmt.raw_execute().map_err(|err| refuse_duplicate(e, err))?;
+        traced.add(tx.last_insert_rowid(), e)?;
         derived.file(slot, e)?;
         prev = hash;
     }
+    traced.flush()?;
     derived.store()?;
     tx.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES ('chain_head', ?1)")?
         .execute([chain::hex(&prev)])?;

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use rusqlite::{Connection, OptionalExtension};
 use serde::Serialize;
 
-use super::{Ledger, LedgerError, chain};
+use super::{Ledger, LedgerError, chain, trace_rows};
 use crate::contract::eligibility::{
     AuditFlags, COMMAND_UNPAIRED_BIT, TOOL_UNPAIRED_BIT, event_flags,
 };
@@ -309,9 +309,13 @@ impl Ledger {
         let mut next: HashMap<(String, String), u64> = HashMap::new();
         let mut flags: HashMap<(String, String), u32> = HashMap::new();
         let mut resumes: HashMap<(String, String), i64> = HashMap::new();
-        let mut stmt = self
-            .conn
-            .prepare("SELECT seq, id, CAST(json AS BLOB) FROM events ORDER BY seq")?;
+        // Each row's trace entry is checked as the row is read, where the
+        // ledger keeps them.
+        let mut chunks = self
+            .keeps_trace_rows()?
+            .then(trace_rows::ChunkCheck::default);
+        let sql = "SELECT seq, id, CAST(json AS BLOB) FROM events ORDER BY seq";
+        let mut stmt = self.conn.prepare(sql)?;
         let mut rows = stmt.query([])?;
         let mut count = 0u64;
         while let Some(r) = rows.next()? {
@@ -334,6 +338,9 @@ impl Ledger {
                         *resumes.entry(key.clone()).or_default() += 1;
                     }
                     *flags.entry(key).or_default() |= event_flags(&event).0;
+                    if let Some(chunks) = &mut chunks {
+                        chunks.check(self, seq, &event, &mut problems)?;
+                    }
                     check_event(&event, &mut next, &mut problems)
                 }
                 Err(e) => problems.push(problem(
@@ -347,6 +354,9 @@ impl Ledger {
         self.check_span_counts(&mut problems)?;
         self.check_audit_flags(flags, &mut problems)?;
         self.check_resumes(resumes, &mut problems)?;
+        if let Some(chunks) = chunks {
+            chunks.finish(self, count, &mut problems)?;
+        }
         self.check_unique_ids(&mut problems)?;
         Ok((count, problems))
     }
@@ -521,7 +531,7 @@ fn counts_text(c: &super::SpanCounts) -> String {
     )
 }
 
-fn problem(id: &str, rule: &str, detail: String) -> ValidationProblem {
+pub(super) fn problem(id: &str, rule: &str, detail: String) -> ValidationProblem {
     ValidationProblem {
         event_id: id.to_string(),
         rule: rule.to_string(),

@@ -16,6 +16,7 @@ use rusqlite::{CachedStatement, Connection, OptionalExtension, params};
 
 use super::LedgerError;
 use crate::contract::eligibility::{COMMAND_UNPAIRED_BIT, TOOL_UNPAIRED_BIT, event_flags};
+use crate::contract::json::outcome_name;
 use crate::contract::{Event, Outcome, Payload, SessionRef};
 use crate::fingerprint::FingerprintState;
 
@@ -623,32 +624,5 @@ fn completion<'b>(e: &'b Event, outcome: Outcome, duration: Option<&u64>) -> Com
         outcome: outcome_name(outcome),
         duration_ms: duration.map(|&d| d as i64),
         unix_ns: e.time_unix_ns,
-    }
-}
-
-/// The stored name of an outcome (its serde name).
-fn outcome_name(o: Outcome) -> &'static str {
-    match o {
-        Outcome::Success => "success",
-        Outcome::Failure => "failure",
-        Outcome::Interrupted => "interrupted",
-        Outcome::Unknown => "unknown",
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn outcome_names_are_the_serde_names() {
-        for o in [
-            Outcome::Success,
-            Outcome::Failure,
-            Outcome::Interrupted,
-            Outcome::Unknown,
-        ] {
-            assert_eq!(serde_json::to_value(o).unwrap(), outcome_name(o));
-        }
     }
 }

@@ -24,6 +24,7 @@ mod rows;
 mod schema;
 mod session_range;
 mod timeline;
+pub mod trace_rows;
 
 use std::path::{Path, PathBuf};
 

@@ -618,7 +618,7 @@ impl Ledger {
     }
 }
 
-fn session_at(r: &Row, at: usize) -> rusqlite::Result<SessionRef> {
+pub(super) fn session_at(r: &Row, at: usize) -> rusqlite::Result<SessionRef> {
     let adapter: String = r.get(at)?;
     let adapter = AdapterId::parse(&adapter).ok_or_else(|| {
         rusqlite::Error::FromSqlConversionFailure(
@@ -655,7 +655,7 @@ pub(super) fn span_row(r: &Row) -> rusqlite::Result<SpanRow> {
 
 /// Hand each row of a `seq, id, json` query to `f` as [`StoredText`],
 /// borrowed from the row.
-fn each_stored_text<E: From<LedgerError>>(
+pub(super) fn each_stored_text<E: From<LedgerError>>(
     mut rows: rusqlite::Rows<'_>,
     mut f: impl FnMut(StoredText<'_>) -> Result<(), E>,
 ) -> Result<(), E> {

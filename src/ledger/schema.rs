@@ -16,6 +16,7 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ("20261130T0715Z_session_span_counts", SESSION_SPAN_COUNTS),
     ("20261201T0900Z_session_audit_flags", SESSION_AUDIT_FLAGS),
     ("20261201T1730Z_session_resumes", SESSION_RESUMES),
+    ("20261201T1900Z_trace_chunks", TRACE_CHUNKS),
 ];
 
 const INITIAL: &str = r#"
@@ -396,6 +397,70 @@ UPDATE sessions SET resumes = (SELECT r.n FROM session_resumes r
     WHERE EXISTS (SELECT 1 FROM session_resumes r
         WHERE r.adapter = sessions.adapter AND r.session_id = sessions.session_id);
 DROP TABLE session_resumes;
+"#;
+
+/// Every event's trace entry (`ledger::trace_rows`), in chunks of at most
+/// 256 of a session's events: what an OTLP trace reads of each, so that an
+/// export need not parse the event's text. The fill reads an older
+/// ledger's rows once (finalize cuts its chunks where its batches cut a
+/// session; the fill every 256 offsets). A text that is not JSON, or lacks
+/// what an entry holds, gets a `whole` entry (the export then reads the
+/// text, and names the row if it is not an event), so no stored row can
+/// stop the migration.
+const TRACE_CHUNKS: &str = r#"
+CREATE TABLE trace_chunks (
+    adapter      TEXT NOT NULL,
+    session_id   TEXT NOT NULL,
+    first_offset INTEGER NOT NULL,
+    events       INTEGER NOT NULL,
+    notes        INTEGER NOT NULL,
+    wholes       TEXT,
+    entries      TEXT NOT NULL,
+    PRIMARY KEY (adapter, session_id, first_offset)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX trace_chunk_notes ON trace_chunks (adapter, session_id) WHERE notes > 0;
+INSERT INTO trace_chunks (adapter, session_id, first_offset, events, notes, wholes, entries)
+    SELECT adapter, session_id, min(offset), count(*), sum(part = 'note'),
+        CASE WHEN sum(part = 'whole') > 0
+             THEN json_group_array(seq ORDER BY offset) FILTER (WHERE part = 'whole') END,
+        json_group_array(json(entry) ORDER BY offset)
+    FROM (SELECT adapter, session_id, offset, seq, part,
+        (row_number() OVER (PARTITION BY adapter, session_id ORDER BY offset) - 1) / 256 AS chunk,
+        CASE part
+        WHEN 'whole' THEN json_array(offset, seq, time_unix_ns, part)
+        WHEN 'tool_requested' THEN json_array(offset, seq, time_unix_ns, part,
+            json_extract(json, '$.turn.source'), json_extract(json, '$.turn.turn_id'),
+            json_extract(json, '$.provenance.attestation'), id,
+            json_extract(json, '$.payload.tool_call_id'), json_extract(json, '$.payload.tool_name'))
+        WHEN 'tool_completed' THEN json_array(offset, seq, time_unix_ns, part,
+            json_extract(json, '$.turn.source'), json_extract(json, '$.turn.turn_id'),
+            json_extract(json, '$.provenance.attestation'), id,
+            json_extract(json, '$.payload.tool_call_id'), json_extract(json, '$.payload.tool_name'),
+            json_extract(json, '$.payload.requested_event_id'), json_extract(json, '$.payload.outcome'),
+            json_extract(json, '$.payload.duration_ms.observed'),
+            json_extract(json, '$.payload.duration_ms.unknown'))
+        ELSE json_array(offset, seq, time_unix_ns, part,
+            json_extract(json, '$.turn.source'), json_extract(json, '$.turn.turn_id'),
+            json_extract(json, '$.provenance.attestation'))
+        END AS entry
+        FROM (SELECT adapter, session_id, offset, seq, time_unix_ns, id, json, CASE
+            WHEN NOT json_valid(json) THEN 'whole'
+            WHEN json_type(json, '$.turn.source') IS NOT 'text'
+                OR json_type(json, '$.provenance.attestation') IS NOT 'text' THEN 'whole'
+            WHEN type IN ('command.requested', 'command.completed', 'usage.reported') THEN 'whole'
+            WHEN type = 'tool.requested' THEN
+                CASE WHEN coalesce(json_type(json, '$.payload.recovery'), 'null') = 'null'
+                     THEN 'tool_requested' ELSE 'whole' END
+            WHEN type = 'tool.completed' THEN
+                CASE WHEN coalesce(json_type(json, '$.payload.recovery'), 'null') = 'null'
+                      AND coalesce(json_type(json, '$.payload.error'), 'null') = 'null'
+                     THEN 'tool_completed' ELSE 'whole' END
+            WHEN type = 'turn.started' THEN 'turn_started'
+            WHEN type = 'turn.completed' THEN 'turn_completed'
+            WHEN type IN ('tool.recorded', 'tool.late_evidence') THEN 'note'
+            ELSE 'mark' END AS part
+            FROM events))
+    GROUP BY adapter, session_id, chunk;
 "#;
 
 /// Whether some migration of this build is not yet recorded in `conn`'s

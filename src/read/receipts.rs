@@ -162,14 +162,18 @@ pub struct TurnFold {
 impl TurnFold {
     /// Take one event's part in its turn's wall.
     pub fn add_event(&mut self, event: &Event) {
-        let Some(turn_id) = event.turn.turn_id.as_deref() else {
-            return;
-        };
+        if let Some(turn_id) = event.turn.turn_id.as_deref() {
+            self.add_mark(turn_id, TurnMark::of(event));
+        }
+    }
+
+    /// Take one event's part in the wall of its turn, `turn_id`.
+    pub fn add_mark(&mut self, turn_id: &str, mark: TurnMark) {
         match self.marks.get_mut(turn_id) {
-            Some(m) => m.add(event),
+            Some(m) => m.add(mark),
             None => {
                 let mut m = TurnMarks::default();
-                m.add(event);
+                m.add(mark);
                 self.marks.insert(turn_id.to_string(), m);
             }
         }
@@ -226,19 +230,51 @@ struct TurnMarks {
     last_any: Option<i64>,
 }
 
+/// What one event of a turn tells of its wall.
+#[derive(Debug, Clone, Copy)]
+pub struct TurnMark {
+    pub time_unix_ns: i64,
+    pub source: TurnSource,
+    /// The agent itself reported the event.
+    pub native: bool,
+    /// The event opens (`turn.started`) or closes (`turn.completed`) it.
+    pub boundary: Option<TurnBoundary>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnBoundary {
+    Started,
+    Completed,
+}
+
+impl TurnMark {
+    pub fn of(event: &Event) -> TurnMark {
+        TurnMark {
+            time_unix_ns: event.time_unix_ns,
+            source: event.turn.source,
+            native: event.provenance.attestation == crate::contract::Attestation::Native,
+            boundary: match event.payload {
+                Payload::TurnStarted(_) => Some(TurnBoundary::Started),
+                Payload::TurnCompleted(_) => Some(TurnBoundary::Completed),
+                _ => None,
+            },
+        }
+    }
+}
+
 impl TurnMarks {
-    fn add(&mut self, event: &Event) {
-        let t = event.time_unix_ns;
-        self.source.get_or_insert(event.turn.source);
+    fn add(&mut self, mark: TurnMark) {
+        let t = mark.time_unix_ns;
+        self.source.get_or_insert(mark.source);
         self.first = Some(self.first.map_or(t, |f| f.min(t)));
         self.last_any = Some(self.last_any.map_or(t, |l| l.max(t)));
-        if event.provenance.attestation == crate::contract::Attestation::Native {
+        if mark.native {
             self.last_native = Some(self.last_native.map_or(t, |l| l.max(t)));
         }
-        match event.payload {
-            Payload::TurnStarted(_) => self.started = self.started.or(Some(t)),
-            Payload::TurnCompleted(_) => self.completed = Some(t),
-            _ => {}
+        match mark.boundary {
+            Some(TurnBoundary::Started) => self.started = self.started.or(Some(t)),
+            Some(TurnBoundary::Completed) => self.completed = Some(t),
+            None => {}
         }
     }
 }

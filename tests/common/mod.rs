@@ -319,3 +319,47 @@ pub fn both_epochs_stay_readable(home: &Path) -> usize {
     assert_eq!(epochs.len(), 2, "{epochs:?}");
     text.lines().count()
 }
+
+/// Change the trace entry of the event row `seq` in the live ledger
+/// (`ledger::trace_rows`): `edit` gets the entry, `[offset, seq, time,
+/// part, facts…]`, and the chunk's list of whole seqs follows its parts.
+pub fn edit_trace_entry(home: &Path, seq: i64, edit: impl FnOnce(&mut Vec<serde_json::Value>)) {
+    use serde_json::Value;
+    let db = home.join("ledgers/v2/ledger.sqlite");
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let (adapter, session, first, text): (String, String, i64, String) = conn
+        .query_row(
+            "SELECT c.adapter, c.session_id, c.first_offset, c.entries FROM trace_chunks c \
+             JOIN events e ON e.adapter = c.adapter AND e.session_id = c.session_id \
+             WHERE e.seq = ?1 AND c.first_offset <= e.offset ORDER BY c.first_offset DESC LIMIT 1",
+            [seq],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )
+        .unwrap();
+    let mut entries: Vec<Vec<Value>> = serde_json::from_str(&text).unwrap();
+    let entry = entries
+        .iter_mut()
+        .find(|e| e[1] == seq)
+        .expect("the chunk holds the row's entry");
+    edit(entry);
+    let wholes: Vec<&Value> = entries
+        .iter()
+        .filter(|e| e[3] == "whole")
+        .map(|e| &e[1])
+        .collect();
+    let wholes = (!wholes.is_empty()).then(|| serde_json::to_string(&wholes).unwrap());
+    let changed = conn
+        .execute(
+            "UPDATE trace_chunks SET entries = ?1, wholes = ?2 \
+             WHERE adapter = ?3 AND session_id = ?4 AND first_offset = ?5",
+            rusqlite::params![
+                serde_json::to_string(&entries).unwrap(),
+                wholes,
+                adapter,
+                session,
+                first
+            ],
+        )
+        .unwrap();
+    assert_eq!(changed, 1);
+}

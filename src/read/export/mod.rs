@@ -15,6 +15,7 @@ pub mod json_syntax;
 pub mod jsonl;
 pub mod ordered;
 pub mod otlp;
+mod otlp_json;
 
 /// The most spans one OTLP document carries, so that a collector (or a
 /// file read line by line) never has to take a ledger in one piece. A

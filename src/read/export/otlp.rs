@@ -43,12 +43,18 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
 
-use serde::{Serialize, Serializer};
-
-use super::super::receipts::{TurnFold, TurnReceipt};
+use super::super::receipts::{TurnBoundary, TurnFold, TurnMark, TurnReceipt};
 use super::super::spans::{Span, SpanKind, SpanState, terminal_link};
 use super::super::usage::{TurnUsage, add_turn_usage};
-use crate::contract::{Event, EventType, Observation, Outcome, Payload, SessionRef};
+use super::otlp_json::{
+    AnyValue, Attr, DecimalI64, ResourceOut, SpanEventOut, SpanId, SpanOut, StatusOut, attr_bool,
+    attr_int, attr_str,
+};
+use crate::contract::{
+    Attestation, Confidence, Event, EventId, EventType, Observation, Outcome, Payload, Provenance,
+    SessionRef, TimeSource, ToolCompleted, ToolRequested, TurnAttribution,
+};
+use crate::ledger::trace_rows::{TraceFacts, TracePart};
 
 /// OTLP span kind INTERNAL.
 const KIND_INTERNAL: u8 = 1;
@@ -116,7 +122,7 @@ impl SpanNotes {
 /// A span whose request has been read and whose terminal has not.
 struct OpenSpan {
     kind: SpanKind,
-    request: Event,
+    request: Box<Event>,
 }
 
 impl OpenSpan {
@@ -148,7 +154,7 @@ pub struct TraceStream {
     /// The earliest and latest event time: the root span's.
     times: Option<(i64, i64)>,
     /// One span's text, reused.
-    text: Vec<u8>,
+    text: String,
 }
 
 impl TraceStream {
@@ -161,7 +167,7 @@ impl TraceStream {
             turns: TurnFold::default(),
             usage: BTreeMap::new(),
             times: None,
-            text: Vec::new(),
+            text: String::new(),
         }
     }
 
@@ -171,15 +177,36 @@ impl TraceStream {
         &self.resource_head
     }
 
+    /// Take the session's next row, as an event or as its turn mark.
+    pub fn take(
+        &mut self,
+        traced: Traced,
+        emit: &mut impl FnMut(&[u8]) -> io::Result<()>,
+    ) -> io::Result<()> {
+        match traced {
+            Traced::Event(event) => self.feed(event, emit),
+            Traced::Mark { turn_id, mark } => {
+                self.mark_time(mark.time_unix_ns);
+                if let Some(turn) = &turn_id {
+                    self.turns.add_mark(turn, mark);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn mark_time(&mut self, t: i64) {
+        self.times = Some(self.times.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
+    }
+
     /// Take the session's next event; `emit` gets the text of each span it
     /// ends.
     pub fn feed(
         &mut self,
-        event: Event,
+        event: Box<Event>,
         emit: &mut impl FnMut(&[u8]) -> io::Result<()>,
     ) -> io::Result<()> {
-        let t = event.time_unix_ns;
-        self.times = Some(self.times.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
+        self.mark_time(event.time_unix_ns);
         self.turns.add_event(&event);
         add_turn_usage(&mut self.usage, &event);
         match &event.payload {
@@ -213,7 +240,7 @@ impl TraceStream {
         write_span(&mut self.text, &root, emit)
     }
 
-    fn open_span(&mut self, kind: SpanKind, request: Event) {
+    fn open_span(&mut self, kind: SpanKind, request: Box<Event>) {
         self.open.push(OpenSpan { kind, request });
     }
 
@@ -228,7 +255,7 @@ impl TraceStream {
             .map(|i| self.open.remove(i));
         let span = Span {
             kind,
-            request: request.as_ref().map(|o| &o.request),
+            request: request.as_ref().map(|o| &*o.request),
             terminal: Some(terminal),
             late: request
                 .as_ref()
@@ -271,13 +298,13 @@ impl TraceStream {
 }
 
 fn write_span(
-    text: &mut Vec<u8>,
+    text: &mut String,
     span: &SpanOut<'_>,
     emit: &mut impl FnMut(&[u8]) -> io::Result<()>,
 ) -> io::Result<()> {
     text.clear();
-    serde_json::to_writer(&mut *text, span).expect("a span serializes into memory");
-    emit(text)
+    span.write(text);
+    emit(text.as_bytes())
 }
 
 /// One session's spans, each already serialized, and the opening of the
@@ -320,11 +347,90 @@ pub fn session_trace(session: &SessionRef, events: &[&Event], part: Part<'_>) ->
     };
     for e in events {
         stream
-            .feed((*e).clone(), &mut emit)
+            .feed(Box::new((*e).clone()), &mut emit)
             .expect("memory takes it");
     }
     stream.finish(&mut emit).expect("memory takes it");
     trace
+}
+
+/// One row of a session as its trace takes it: an event the trace reads
+/// (parsed from its text, or built from its trace row), or only the row's
+/// time and turn mark.
+pub enum Traced {
+    /// Boxed: an event is large beside a mark, and rows are moved from
+    /// thread to thread.
+    Event(Box<Event>),
+    Mark {
+        turn_id: Option<String>,
+        mark: TurnMark,
+    },
+}
+
+impl Traced {
+    /// A row's trace facts as the trace takes them; `None` for a `whole`
+    /// row, whose text must be read. A tool row becomes its event with the
+    /// fields [`keep_traced_fields`] keeps; the envelope fields no trace
+    /// reads (time source, confidence) are fixed, not the stored ones.
+    pub fn of_facts(session: &SessionRef, facts: TraceFacts<'_>) -> Option<Traced> {
+        let marks = facts.marks?;
+        let boundary = match facts.part {
+            TracePart::TurnStarted => Some(TurnBoundary::Started),
+            TracePart::TurnCompleted => Some(TurnBoundary::Completed),
+            _ => None,
+        };
+        let mark = TurnMark {
+            time_unix_ns: facts.time_unix_ns,
+            source: marks.turn_source,
+            native: marks.attestation == Attestation::Native,
+            boundary,
+        };
+        let turn_id = marks.turn_id.map(Cow::into_owned);
+        let Some(tool) = facts.tool else {
+            return Some(Traced::Mark { turn_id, mark });
+        };
+        let tool_call_id = tool.tool_call_id.map(Cow::into_owned);
+        let tool_name = tool.tool_name.into_owned();
+        let payload = match (tool.outcome, tool.duration_ms) {
+            (Some(outcome), Some(duration_ms)) => Payload::ToolCompleted(ToolCompleted {
+                tool_call_id,
+                tool_name,
+                requested_event_id: tool.requested_event_id.map(|i| EventId(i.into_owned())),
+                outcome,
+                duration_ms,
+                exit_code: None,
+                error: None,
+                content: None,
+                recovery: None,
+            }),
+            _ => Payload::ToolRequested(ToolRequested {
+                tool_call_id,
+                tool_name,
+                input_digest: String::new(),
+                input: None,
+                recovery: None,
+            }),
+        };
+        Some(Traced::Event(Box::new(Event {
+            id: EventId(tool.event_id.into_owned()),
+            session: session.clone(),
+            offset: facts.offset,
+            time_unix_ns: facts.time_unix_ns,
+            time_source: TimeSource::Finalizer,
+            clock: None,
+            agent_id: None,
+            turn: TurnAttribution {
+                source: marks.turn_source,
+                turn_id,
+            },
+            provenance: Provenance {
+                attestation: marks.attestation,
+                confidence: Confidence::High,
+            },
+            raw: Vec::new(),
+            payload,
+        })))
+    }
 }
 
 /// Drop from `event` what no span of its trace reads: tool inputs and
@@ -396,8 +502,8 @@ fn resource_head(session: &SessionRef, epoch_tag: Option<&str>) -> String {
     if let Some(label) = epoch_tag {
         attributes.push(attr_str("harnery.epoch", label));
     }
-    let resource =
-        serde_json::to_string(&ResourceOut { attributes }).expect("attributes serialize");
+    let mut resource = String::new();
+    ResourceOut { attributes }.write(&mut resource);
     let version = env!("CARGO_PKG_VERSION");
     format!(
         "{{\"resource\":{resource},\"scopeSpans\":[{{\"scope\":{{\"name\":\"harnery\",\"version\":\"{version}\"}},\"spans\":["
@@ -518,104 +624,50 @@ pub fn trace_id(session: &SessionRef) -> String {
 
 /// 16 hex digits derived from a key (an event id, or a turn id).
 pub fn span_id(key: &str) -> String {
-    id_hex("harnery.otlp.span", &[key], 8)
+    span_id_of(key).as_str().to_string()
+}
+
+fn span_id_of(key: &str) -> SpanId {
+    let hash = id_hash("harnery.otlp.span", &[key]);
+    let mut digits = [0u8; 16];
+    hex_into(&hash.as_bytes()[..8], &mut digits);
+    SpanId(digits)
 }
 
 fn id_hex(tag: &str, parts: &[&str], bytes: usize) -> String {
+    let hash = id_hash(tag, parts);
+    let mut digits = vec![0u8; bytes * 2];
+    hex_into(&hash.as_bytes()[..bytes], &mut digits);
+    String::from_utf8(digits).expect("hex digits")
+}
+
+fn id_hash(tag: &str, parts: &[&str]) -> blake3::Hash {
     let mut hasher = blake3::Hasher::new();
     for part in std::iter::once(&tag).chain(parts) {
         hasher.update(&(part.len() as u64).to_le_bytes());
         hasher.update(part.as_bytes());
     }
-    hex(&hasher.finalize().as_bytes()[..bytes])
+    hasher.finalize()
 }
 
-/// Lowercase hex digits of `bytes`, as `blake3::Hash::to_hex` writes them.
-fn hex(bytes: &[u8]) -> String {
+/// Lowercase hex digits of `bytes` into `out` (twice as long), as
+/// `blake3::Hash::to_hex` writes them.
+fn hex_into(bytes: &[u8], out: &mut [u8]) {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for &b in bytes {
-        out.push(char::from(DIGITS[usize::from(b >> 4)]));
-        out.push(char::from(DIGITS[usize::from(b & 0xf)]));
-    }
-    out
-}
-
-#[derive(Serialize)]
-struct ResourceOut<'a> {
-    attributes: Vec<Attr<'a>>,
-}
-
-/// A span, its fields in sorted order.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct SpanOut<'a> {
-    attributes: Vec<Attr<'a>>,
-    end_time_unix_nano: DecimalI64,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    events: Vec<SpanEventOut<'a>>,
-    kind: u8,
-    name: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    parent_span_id: Option<String>,
-    span_id: String,
-    start_time_unix_nano: DecimalI64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    status: Option<StatusOut>,
-    trace_id: &'a str,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct SpanEventOut<'a> {
-    attributes: Vec<Attr<'a>>,
-    name: &'static str,
-    time_unix_nano: DecimalI64,
-}
-
-#[derive(Serialize)]
-struct StatusOut {
-    code: u8,
-    #[serde(skip_serializing_if = "String::is_empty")]
-    message: String,
-}
-
-#[derive(Serialize)]
-struct Attr<'a> {
-    key: &'static str,
-    value: AnyValue<'a>,
-}
-
-#[derive(Serialize)]
-enum AnyValue<'a> {
-    #[serde(rename = "stringValue")]
-    String(Cow<'a, str>),
-    #[serde(rename = "intValue")]
-    Int(DecimalI64),
-    #[serde(rename = "boolValue")]
-    Bool(bool),
-    #[serde(rename = "arrayValue")]
-    Array { values: Vec<AnyValue<'a>> },
-}
-
-/// OTLP/JSON carries 64-bit integers as decimal strings.
-#[derive(Clone, Copy)]
-struct DecimalI64(i64);
-
-impl Serialize for DecimalI64 {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(&self.0)
+    for (&b, pair) in bytes.iter().zip(out.chunks_exact_mut(2)) {
+        pair[0] = DIGITS[usize::from(b >> 4)];
+        pair[1] = DIGITS[usize::from(b & 0xf)];
     }
 }
 
 struct Ctx {
     session: SessionRef,
     trace_id: String,
-    root_id: String,
+    root_id: SpanId,
     /// The genesis id of an archived part, folded into root and turn ids.
     archive: Option<String>,
     /// Turn span ids by turn id (a session's turns, few).
-    turn_ids: RefCell<HashMap<String, String>>,
+    turn_ids: RefCell<HashMap<String, SpanId>>,
 }
 
 impl Ctx {
@@ -626,7 +678,7 @@ impl Ctx {
         }
         Ctx {
             trace_id: trace_id(&session),
-            root_id: span_id(&root_key),
+            root_id: span_id_of(&root_key),
             session,
             archive: archive.map(str::to_string),
             turn_ids: RefCell::new(HashMap::new()),
@@ -634,17 +686,17 @@ impl Ctx {
     }
 
     /// Every span of a turn names it as parent: derived once per turn.
-    fn turn_span_id(&self, turn_id: &str) -> String {
+    fn turn_span_id(&self, turn_id: &str) -> SpanId {
         if let Some(id) = self.turn_ids.borrow().get(turn_id) {
-            return id.clone();
+            return *id;
         }
         let mut key = format!("turn:{}:{turn_id}", self.session.session_id);
         if let Some(genesis) = &self.archive {
             key.push_str(&format!(":epoch:{genesis}"));
         }
-        let id = span_id(&key);
+        let id = span_id_of(&key);
         let mut ids = self.turn_ids.borrow_mut();
-        ids.insert(turn_id.to_string(), id.clone());
+        ids.insert(turn_id.to_string(), id);
         id
     }
 
@@ -655,7 +707,7 @@ impl Ctx {
             attr_str("gen_ai.agent.name", adapter),
         ];
         let name = format!("invoke_agent {adapter}");
-        self.span(self.root_id.clone(), None, name, start, end, attrs)
+        self.span(self.root_id, None, name, start, end, attrs)
     }
 
     /// A turn's span: the receipt's wall, its tool channel, and the GenAI
@@ -679,14 +731,14 @@ impl Ctx {
         }
         let (start, end) = (turn.started_unix_ns, turn.ended_unix_ns);
         let id = self.turn_span_id(&turn.turn_id);
-        let root = Some(self.root_id.clone());
+        let root = Some(self.root_id);
         self.span(id, root, "turn".into(), start, end, attrs)
     }
 
     fn span<'a>(
         &'a self,
-        span_id: String,
-        parent_span_id: Option<String>,
+        span_id: SpanId,
+        parent_span_id: Option<SpanId>,
         name: String,
         start: i64,
         end: i64,
@@ -713,7 +765,7 @@ impl Ctx {
         let anchor = span.anchor();
         let parent = match span.turn_id() {
             Some(turn) => self.turn_span_id(turn),
-            None => self.root_id.clone(),
+            None => self.root_id,
         };
         let (name, mut attrs) = match span.kind {
             SpanKind::Tool => tool_identity(span, recorded_call),
@@ -721,7 +773,7 @@ impl Ctx {
         };
         let (start, end, end_label) = span_times(span);
         attrs.extend(state_attributes(span, end_label));
-        let id = span_id(anchor.id.as_str());
+        let id = span_id_of(anchor.id.as_str());
         let mut out = self.span(id, Some(parent), name, start, end, attrs);
         out.status = status_of(span);
         out.events = span.late.iter().map(|e| late_event(e)).collect();
@@ -859,27 +911,6 @@ fn outcome_str(outcome: Outcome) -> &'static str {
         Outcome::Failure => "failure",
         Outcome::Interrupted => "interrupted",
         Outcome::Unknown => "unknown",
-    }
-}
-
-fn attr_str<'a>(key: &'static str, value: &'a str) -> Attr<'a> {
-    Attr {
-        key,
-        value: AnyValue::String(Cow::Borrowed(value)),
-    }
-}
-
-fn attr_int<'a>(key: &'static str, value: i64) -> Attr<'a> {
-    Attr {
-        key,
-        value: AnyValue::Int(DecimalI64(value)),
-    }
-}
-
-fn attr_bool<'a>(key: &'static str, value: bool) -> Attr<'a> {
-    Attr {
-        key,
-        value: AnyValue::Bool(value),
     }
 }
 

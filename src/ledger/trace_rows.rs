@@ -1,0 +1,1022 @@
+//! Trace rows: what a session's trace reads of each event, kept beside it.
+//!
+//! An OTLP trace reads little of an event: its time and its part in its
+//! turn's wall, and of a tool event what pairs it and what its span shows.
+//! Parsing every row's text for those few fields was most of an export's
+//! work, so finalize keeps them, written with the events (the migration
+//! `trace_chunks` fills them for an older ledger), and `validate` checks
+//! each against its event.
+//!
+//! They are kept in chunks, `trace_chunks`: one row per run of one
+//! session's events in one append (at most [`CHUNK_EVENTS`]), whose
+//! `entries` are a JSON array with an entry per event, in offset order:
+//! `[offset, seq, time_unix_ns, part, facts…]`, the facts being the first
+//! [`TracePart::facts`] of [`FACTS`]. A row per event cost finalize a
+//! fifth more time and an export more SQLite work than all the rest of its
+//! reading; a chunk is one insert and one read for hundreds of events.
+//!
+//! An entry whose trace needs more than that (commands, usage, recovered
+//! or failed tool events, and a text that is not an event) is `whole`,
+//! without facts: its stored text is read and parsed as before. A chunk
+//! lists the seqs of its whole entries (`wholes`), so the reader fetches
+//! their text without decoding the chunk, and counts its `note` entries
+//! (`notes`, indexed where not zero), so the sessions whose spans have
+//! notes are found without reading the rest.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+
+use rusqlite::{CachedStatement, Connection, OptionalExtension, params};
+
+use super::check::problem;
+use super::query::{each_stored_text, session_at};
+use super::{Ledger, LedgerError, StoredText, ValidationProblem};
+use crate::contract::json::{attestation_name, number, outcome_name, string, turn_source_name};
+use crate::contract::{Attestation, Event, Observation, Outcome, Payload, SessionRef, TurnSource};
+
+/// The most entries a chunk holds.
+pub const CHUNK_EVENTS: usize = 256;
+
+/// An entry's members before its facts: offset, seq, time, part.
+const HEAD: usize = 4;
+
+/// What a trace row stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TracePart {
+    /// Only the event's time and turn marks matter to the trace.
+    Mark,
+    TurnStarted,
+    TurnCompleted,
+    ToolRequested,
+    ToolCompleted,
+    /// An event a span's notes come from (`tool.recorded`,
+    /// `tool.late_evidence`): a mark in its session's rows, and read whole,
+    /// ahead of them, for the notes.
+    Note,
+    /// The trace reads the event's stored text.
+    Whole,
+}
+
+impl TracePart {
+    const ALL: [TracePart; 7] = [
+        TracePart::Mark,
+        TracePart::TurnStarted,
+        TracePart::TurnCompleted,
+        TracePart::ToolRequested,
+        TracePart::ToolCompleted,
+        TracePart::Note,
+        TracePart::Whole,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TracePart::Mark => "mark",
+            TracePart::TurnStarted => "turn_started",
+            TracePart::TurnCompleted => "turn_completed",
+            TracePart::ToolRequested => "tool_requested",
+            TracePart::ToolCompleted => "tool_completed",
+            TracePart::Note => "note",
+            TracePart::Whole => "whole",
+        }
+    }
+
+    fn parse(text: &str) -> Option<TracePart> {
+        TracePart::ALL.into_iter().find(|p| p.as_str() == text)
+    }
+
+    /// How many of [`FACTS`] a row of this part holds.
+    fn facts(self) -> usize {
+        match self {
+            TracePart::Whole => 0,
+            TracePart::ToolRequested => 6,
+            TracePart::ToolCompleted => FACTS.len(),
+            _ => 3,
+        }
+    }
+}
+
+/// The facts an entry may hold after its head, in order; a part holds the
+/// first [`TracePart::facts`] of them.
+pub const FACTS: [&str; 10] = [
+    "turn_source",
+    "turn_id",
+    "attestation",
+    "event_id",
+    "tool_call_id",
+    "tool_name",
+    "requested_event_id",
+    "outcome",
+    "duration_ms",
+    "duration_unknown",
+];
+
+/// The envelope fields a turn's wall reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnMarkFacts<'a> {
+    pub turn_source: TurnSource,
+    pub turn_id: Option<Cow<'a, str>>,
+    pub attestation: Attestation,
+}
+
+/// What a tool span reads of its request or native terminal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolFacts<'a> {
+    pub event_id: Cow<'a, str>,
+    pub tool_call_id: Option<Cow<'a, str>>,
+    pub tool_name: Cow<'a, str>,
+    /// Terminals only: the request they name, how they ended and what
+    /// they reported of their duration.
+    pub requested_event_id: Option<Cow<'a, str>>,
+    pub outcome: Option<Outcome>,
+    pub duration_ms: Option<Observation<u64>>,
+}
+
+/// One event's trace entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceFacts<'a> {
+    pub offset: u64,
+    pub time_unix_ns: i64,
+    pub part: TracePart,
+    /// Every part but `whole`.
+    pub marks: Option<TurnMarkFacts<'a>>,
+    /// The two tool parts.
+    pub tool: Option<ToolFacts<'a>>,
+}
+
+fn borrowed(s: &str) -> Cow<'_, str> {
+    Cow::Borrowed(s)
+}
+
+impl<'a> TraceFacts<'a> {
+    /// The entry finalize writes for `e`.
+    pub fn of(e: &'a Event) -> TraceFacts<'a> {
+        let part = match &e.payload {
+            Payload::ToolRequested(p) if p.recovery.is_none() => TracePart::ToolRequested,
+            Payload::ToolCompleted(p) if p.recovery.is_none() && p.error.is_none() => {
+                TracePart::ToolCompleted
+            }
+            Payload::ToolRequested(_)
+            | Payload::ToolCompleted(_)
+            | Payload::CommandRequested(_)
+            | Payload::CommandCompleted(_)
+            | Payload::UsageReported(_) => TracePart::Whole,
+            Payload::TurnStarted(_) => TracePart::TurnStarted,
+            Payload::TurnCompleted(_) => TracePart::TurnCompleted,
+            Payload::ToolRecorded(_) | Payload::LateEvidence(_) => TracePart::Note,
+            _ => TracePart::Mark,
+        };
+        let tool = match (&e.payload, part) {
+            (Payload::ToolRequested(p), TracePart::ToolRequested) => Some(ToolFacts {
+                event_id: borrowed(e.id.as_str()),
+                tool_call_id: p.tool_call_id.as_deref().map(borrowed),
+                tool_name: borrowed(&p.tool_name),
+                requested_event_id: None,
+                outcome: None,
+                duration_ms: None,
+            }),
+            (Payload::ToolCompleted(p), TracePart::ToolCompleted) => Some(ToolFacts {
+                event_id: borrowed(e.id.as_str()),
+                tool_call_id: p.tool_call_id.as_deref().map(borrowed),
+                tool_name: borrowed(&p.tool_name),
+                requested_event_id: p.requested_event_id.as_ref().map(|i| borrowed(i.as_str())),
+                outcome: Some(p.outcome),
+                duration_ms: Some(p.duration_ms.clone()),
+            }),
+            _ => None,
+        };
+        let marks = (part != TracePart::Whole).then(|| TurnMarkFacts {
+            turn_source: e.turn.source,
+            turn_id: e.turn.turn_id.as_deref().map(borrowed),
+            attestation: e.provenance.attestation,
+        });
+        TraceFacts {
+            offset: e.offset,
+            time_unix_ns: e.time_unix_ns,
+            part,
+            marks,
+            tool,
+        }
+    }
+
+    /// The same facts, owning their text.
+    fn into_owned(self) -> TraceFacts<'static> {
+        let own = |c: Cow<'_, str>| Cow::Owned(c.into_owned());
+        TraceFacts {
+            offset: self.offset,
+            time_unix_ns: self.time_unix_ns,
+            part: self.part,
+            marks: self.marks.map(|m| TurnMarkFacts {
+                turn_source: m.turn_source,
+                turn_id: m.turn_id.map(own),
+                attestation: m.attestation,
+            }),
+            tool: self.tool.map(|t| ToolFacts {
+                event_id: own(t.event_id),
+                tool_call_id: t.tool_call_id.map(own),
+                tool_name: own(t.tool_name),
+                requested_event_id: t.requested_event_id.map(own),
+                outcome: t.outcome,
+                duration_ms: t.duration_ms,
+            }),
+        }
+    }
+
+    /// Append this event's entry (its seq is `seq`) to `out`.
+    fn write_entry(&self, out: &mut String, seq: i64) {
+        let text = |out: &mut String, t: Option<&str>| match t {
+            Some(t) => string(out, t),
+            None => out.push_str("null"),
+        };
+        out.push('[');
+        number(out, self.offset);
+        out.push(',');
+        number(out, seq);
+        out.push(',');
+        number(out, self.time_unix_ns);
+        out.push(',');
+        string(out, self.part.as_str());
+        if let Some(m) = &self.marks {
+            out.push(',');
+            string(out, turn_source_name(m.turn_source));
+            out.push(',');
+            text(out, m.turn_id.as_deref());
+            out.push(',');
+            string(out, attestation_name(m.attestation));
+        }
+        if let Some(t) = &self.tool {
+            out.push(',');
+            string(out, &t.event_id);
+            out.push(',');
+            text(out, t.tool_call_id.as_deref());
+            out.push(',');
+            string(out, &t.tool_name);
+            if let (Some(outcome), Some(duration)) = (t.outcome, &t.duration_ms) {
+                out.push(',');
+                text(out, t.requested_event_id.as_deref());
+                out.push(',');
+                string(out, outcome_name(outcome));
+                match duration {
+                    Observation::Observed(ms) => {
+                        out.push(',');
+                        number(out, *ms);
+                        out.push_str(",null");
+                    }
+                    Observation::Unknown(why) => {
+                        out.push_str(",null,");
+                        string(out, why);
+                    }
+                }
+            }
+        }
+        out.push(']');
+    }
+}
+
+/// Writes a batch's trace chunks as its events are appended (a batch's
+/// events come session by session).
+pub(super) struct ChunkWriter<'c, 'b> {
+    insert: CachedStatement<'c>,
+    session: Option<&'b SessionRef>,
+    first_offset: u64,
+    events: usize,
+    notes: usize,
+    /// The open chunk's entries and whole seqs, comma-separated.
+    entries: String,
+    wholes: String,
+}
+
+impl<'c, 'b> ChunkWriter<'c, 'b> {
+    pub(super) fn new(conn: &'c Connection) -> rusqlite::Result<ChunkWriter<'c, 'b>> {
+        Ok(ChunkWriter {
+            insert: conn.prepare_cached(
+                "INSERT INTO trace_chunks (adapter, session_id, first_offset, events, notes, wholes, entries) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?,
+            session: None,
+            first_offset: 0,
+            events: 0,
+            notes: 0,
+            entries: String::with_capacity(CHUNK_EVENTS * 128),
+            wholes: String::new(),
+        })
+    }
+
+    /// Add `e`'s entry (its row is `seq`).
+    pub(super) fn add(&mut self, seq: i64, e: &'b Event) -> rusqlite::Result<()> {
+        if self.session != Some(&e.session) || self.events == CHUNK_EVENTS {
+            self.flush()?;
+            self.session = Some(&e.session);
+            self.first_offset = e.offset;
+        }
+        let facts = TraceFacts::of(e);
+        if self.events > 0 {
+            self.entries.push(',');
+        }
+        facts.write_entry(&mut self.entries, seq);
+        self.events += 1;
+        match facts.part {
+            TracePart::Note => self.notes += 1,
+            TracePart::Whole => {
+                if !self.wholes.is_empty() {
+                    self.wholes.push(',');
+                }
+                number(&mut self.wholes, seq);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Write the open chunk, if it holds an entry.
+    pub(super) fn flush(&mut self) -> rusqlite::Result<()> {
+        let Some(session) = self.session.take() else {
+            return Ok(());
+        };
+        let wholes = (!self.wholes.is_empty()).then(|| format!("[{}]", self.wholes));
+        self.insert.execute(params![
+            session.adapter.as_str(),
+            session.session_id,
+            self.first_offset as i64,
+            self.events as i64,
+            self.notes as i64,
+            wholes,
+            format!("[{}]", self.entries),
+        ])?;
+        self.events = 0;
+        self.notes = 0;
+        self.entries.clear();
+        self.wholes.clear();
+        Ok(())
+    }
+}
+
+/// One session's trace chunks as [`Ledger::read_trace_chunks`] hands
+/// them on: each chunk's entries, then the stored text of each of its
+/// whole entries, in offset order.
+pub enum ChunkRead<'a> {
+    /// A chunk: how many events it counts, and its entries' text.
+    Entries {
+        events: u64,
+        entries: &'a [u8],
+    },
+    Whole(StoredText<'a>),
+}
+
+/// Trace chunks as read and not yet decoded: their entries' text side by
+/// side. The thread that reads the ledger only copies bytes into one, and
+/// another decodes them ([`TraceBatch::entries`]).
+#[derive(Debug, Default)]
+pub struct TraceBatch {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl TraceBatch {
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Bytes of text held.
+    pub fn text_len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    pub fn push(&mut self, entries: &[u8]) {
+        self.bytes.extend_from_slice(entries);
+        self.ends.push(self.bytes.len());
+    }
+
+    /// Chunk `i`'s entries in order, each its seq and its facts or what
+    /// is wrong with them; what is wrong with the chunk, if it is not an
+    /// array of entries with a seq each.
+    pub fn entries(&self, i: usize) -> Result<Vec<Entry<'_>>, String> {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        let text = std::str::from_utf8(&self.bytes[start..self.ends[i]])
+            .map_err(|_| "its entries are not UTF-8".to_string())?;
+        entries(text)
+    }
+}
+
+/// One entry: its event's seq, and its facts or what is wrong with them.
+pub type Entry<'a> = (i64, Result<TraceFacts<'a>, String>);
+
+/// A chunk's entries, decoded.
+fn entries(text: &str) -> Result<Vec<Entry<'_>>, String> {
+    let bytes = text.as_bytes();
+    let bad = |at: usize| format!("its entries are not an array of entries (at byte {at})");
+    let mut out = Vec::with_capacity(CHUNK_EVENTS);
+    let mut at = skip_ws(bytes, 0);
+    if bytes.get(at) != Some(&b'[') {
+        return Err(bad(at));
+    }
+    at = skip_ws(bytes, at + 1);
+    if bytes.get(at) == Some(&b']') {
+        at += 1;
+    } else {
+        let mut pieces = Pieces::default();
+        loop {
+            let end = pieces_at(text, skip_ws(bytes, at), &mut pieces)?;
+            out.push(entry(pieces.as_slice())?);
+            at = skip_ws(bytes, end);
+            match bytes.get(at) {
+                Some(b',') => at += 1,
+                Some(b']') => {
+                    at += 1;
+                    break;
+                }
+                _ => return Err(bad(at)),
+            }
+        }
+    }
+    if skip_ws(bytes, at) != bytes.len() {
+        return Err(bad(at));
+    }
+    Ok(out)
+}
+
+/// One entry from its pieces; what is wrong with the chunk, if the entry
+/// has no seq.
+fn entry<'a>(p: &[Piece<'a>]) -> Result<Entry<'a>, String> {
+    let Some(Piece::Int(seq)) = p.get(1) else {
+        return Err("an entry has no integer seq".into());
+    };
+    Ok((*seq, facts_of_entry(*seq, p)))
+}
+
+fn facts_of_entry<'a>(seq: i64, p: &[Piece<'a>]) -> Result<TraceFacts<'a>, String> {
+    let int = |i: usize, what: &str| match p.get(i) {
+        Some(Piece::Int(n)) => Ok(*n),
+        _ => Err(format!("no integer {what}")),
+    };
+    let (offset, time) = (int(0, "offset")?, int(2, "time")?);
+    let part_name = match p.get(3) {
+        Some(Piece::Text(t)) => t,
+        _ => return Err("no part".into()),
+    };
+    let part =
+        TracePart::parse(part_name).ok_or_else(|| format!("unknown trace part {part_name:?}"))?;
+    let facts = &p[HEAD.min(p.len())..];
+    if facts.len() != part.facts() {
+        return Err(format!(
+            "a {} entry holds {} facts, not {} (seq {seq})",
+            part.as_str(),
+            facts.len(),
+            part.facts()
+        ));
+    }
+    Ok(TraceFacts {
+        offset: u64::try_from(offset).map_err(|_| format!("negative offset {offset}"))?,
+        time_unix_ns: time,
+        part,
+        marks: marks_of(facts)?,
+        tool: tool_of(part, facts)?,
+    })
+}
+
+fn skip_ws(bytes: &[u8], mut at: usize) -> usize {
+    while bytes.get(at).is_some_and(|b| b.is_ascii_whitespace()) {
+        at += 1;
+    }
+    at
+}
+
+/// One member of a row's `facts`.
+#[derive(Debug)]
+enum Piece<'a> {
+    Null,
+    Int(i64),
+    Text(Cow<'a, str>),
+}
+
+/// At most an entry's pieces, held in place.
+struct Pieces<'a> {
+    items: [Piece<'a>; HEAD + FACTS.len()],
+    len: usize,
+}
+
+impl Default for Pieces<'_> {
+    fn default() -> Self {
+        Pieces {
+            items: std::array::from_fn(|_| Piece::Null),
+            len: 0,
+        }
+    }
+}
+
+impl<'a> Pieces<'a> {
+    fn push(&mut self, piece: Piece<'a>) -> bool {
+        let Some(slot) = self.items.get_mut(self.len) else {
+            return false;
+        };
+        *slot = piece;
+        self.len += 1;
+        true
+    }
+
+    fn as_slice(&self) -> &[Piece<'a>] {
+        &self.items[..self.len]
+    }
+}
+
+/// Read into `out` the flat array of strings, integers and nulls that
+/// starts at byte `at` of `text` (an entry), its strings borrowed where
+/// they hold no escape; where it ends. Read by hand: serde's general reader cost
+/// more than the rest of an entry's decoding.
+fn pieces_at<'a>(text: &'a str, at: usize, out: &mut Pieces<'a>) -> Result<usize, String> {
+    let bytes = text.as_bytes();
+    let bad = |at: usize| {
+        format!("an entry is not an array of strings, integers and nulls (at byte {at})")
+    };
+    out.len = 0;
+    if bytes.get(at) != Some(&b'[') {
+        return Err(bad(at));
+    }
+    let mut at = skip_ws(bytes, at + 1);
+    if bytes.get(at) == Some(&b']') {
+        return Ok(at + 1);
+    }
+    loop {
+        at = skip_ws(bytes, at);
+        let (piece, end) = piece_at(text, at).ok_or_else(|| bad(at))?;
+        if !out.push(piece) {
+            return Err(format!(
+                "an entry holds more than {} members",
+                HEAD + FACTS.len()
+            ));
+        }
+        at = skip_ws(bytes, end);
+        match bytes.get(at) {
+            Some(b',') => at += 1,
+            Some(b']') => return Ok(at + 1),
+            _ => return Err(bad(at)),
+        }
+    }
+}
+
+/// The value that starts at byte `at` of `text`, and where it ends.
+fn piece_at(text: &str, at: usize) -> Option<(Piece<'_>, usize)> {
+    let bytes = text.as_bytes();
+    match *bytes.get(at)? {
+        b'n' => text[at..]
+            .starts_with("null")
+            .then_some((Piece::Null, at + 4)),
+        b'"' => {
+            let mut end = at + 1;
+            let mut escaped = false;
+            loop {
+                match *bytes.get(end)? {
+                    b'"' => break,
+                    b'\\' => {
+                        escaped = true;
+                        end += 2;
+                    }
+                    0x00..=0x1f => return None,
+                    _ => end += 1,
+                }
+            }
+            let body = text.get(at + 1..end)?;
+            let piece = if escaped {
+                let quoted = text.get(at..=end)?;
+                Piece::Text(Cow::Owned(serde_json::from_str::<String>(quoted).ok()?))
+            } else {
+                Piece::Text(Cow::Borrowed(body))
+            };
+            Some((piece, end + 1))
+        }
+        b'-' | b'0'..=b'9' => {
+            let mut end = at + 1;
+            while bytes.get(end).is_some_and(u8::is_ascii_digit) {
+                end += 1;
+            }
+            Some((Piece::Int(text[at..end].parse().ok()?), end))
+        }
+        _ => None,
+    }
+}
+
+/// Fact `i` as text, if it is text; as nothing, if null.
+fn text_at<'a>(facts: &[Piece<'a>], i: usize) -> Result<Option<Cow<'a, str>>, String> {
+    match &facts[i] {
+        Piece::Null => Ok(None),
+        Piece::Text(t) => Ok(Some(t.clone())),
+        Piece::Int(_) => Err(format!("{} is not text", FACTS[i])),
+    }
+}
+
+fn named_at<'a>(facts: &[Piece<'a>], i: usize) -> Result<Cow<'a, str>, String> {
+    text_at(facts, i)?.ok_or_else(|| format!("trace row has no {}", FACTS[i]))
+}
+
+fn marks_of<'a>(facts: &[Piece<'a>]) -> Result<Option<TurnMarkFacts<'a>>, String> {
+    if facts.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(TurnMarkFacts {
+        turn_source: parse_name(&named_at(facts, 0)?, "turn source", TURN_SOURCES)?,
+        turn_id: text_at(facts, 1)?,
+        attestation: parse_name(&named_at(facts, 2)?, "attestation", ATTESTATIONS)?,
+    }))
+}
+
+fn tool_of<'a>(part: TracePart, facts: &[Piece<'a>]) -> Result<Option<ToolFacts<'a>>, String> {
+    let terminal = match part {
+        TracePart::ToolRequested => false,
+        TracePart::ToolCompleted => true,
+        _ => return Ok(None),
+    };
+    let (outcome, duration_ms, requested_event_id) = if terminal {
+        let outcome = parse_name(&named_at(facts, 7)?, "outcome", OUTCOMES)?;
+        let duration = match (&facts[8], text_at(facts, 9)?) {
+            (Piece::Int(ms), None) => Observation::Observed(
+                u64::try_from(*ms).map_err(|_| format!("negative duration {ms}"))?,
+            ),
+            (Piece::Null, Some(why)) => Observation::Unknown(why.into_owned()),
+            _ => {
+                return Err(
+                    "a tool terminal holds not exactly one of duration_ms and duration_unknown"
+                        .into(),
+                );
+            }
+        };
+        (Some(outcome), Some(duration), text_at(facts, 6)?)
+    } else {
+        (None, None, None)
+    };
+    Ok(Some(ToolFacts {
+        event_id: named_at(facts, 3)?,
+        tool_call_id: text_at(facts, 4)?,
+        tool_name: named_at(facts, 5)?,
+        requested_event_id,
+        outcome,
+        duration_ms,
+    }))
+}
+
+impl Ledger {
+    /// Whether this ledger keeps trace chunks (migration `trace_chunks`; an
+    /// archived epoch an older build wrote may not).
+    pub fn keeps_trace_rows(&self) -> Result<bool, LedgerError> {
+        Ok(self.conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'trace_chunks')",
+            [],
+            |r| r.get(0),
+        )?)
+    }
+
+    /// One session's trace chunks in offset order, each followed by the
+    /// text of its whole entries. A whole entry whose event row is not
+    /// there has no text: the decoder finds it missing.
+    pub fn read_trace_chunks<E: From<LedgerError>>(
+        &self,
+        session: &SessionRef,
+        mut f: impl FnMut(ChunkRead<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let read = |e: rusqlite::Error| E::from(LedgerError::from(e));
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT wholes, CAST(entries AS BLOB), events FROM trace_chunks \
+                 WHERE adapter = ?1 AND session_id = ?2 ORDER BY first_offset",
+            )
+            .map_err(read)?;
+        let mut text = self
+            .conn
+            .prepare_cached("SELECT id, CAST(json AS BLOB) FROM events WHERE seq = ?1")
+            .map_err(read)?;
+        let mut rows = stmt
+            .query(params![session.adapter.as_str(), session.session_id])
+            .map_err(read)?;
+        while let Some(r) = rows.next().map_err(read)? {
+            let entries = r.get_ref(1).map_err(read)?.as_blob().unwrap_or_default();
+            let events = r.get::<_, i64>(2).map_err(read)?.max(0) as u64;
+            f(ChunkRead::Entries { events, entries })?;
+            let Some(wholes) = r.get_ref(0).map_err(read)?.as_str_or_null().ok().flatten() else {
+                continue;
+            };
+            // A list that does not read is left to the decoder, which
+            // names each whole entry without its text.
+            let seqs: Vec<i64> = serde_json::from_str(wholes).unwrap_or_default();
+            for seq in seqs {
+                let mut found = text.query([seq]).map_err(read)?;
+                if let Some(t) = found.next().map_err(read)? {
+                    let id = t.get_ref(0).map_err(read)?.as_str().unwrap_or_default();
+                    let json = t.get_ref(1).map_err(read)?.as_blob().unwrap_or_default();
+                    f(ChunkRead::Whole(StoredText { seq, id, json }))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The sessions with a `note` entry (by the index of the chunks that
+    /// hold one).
+    pub fn sessions_with_notes(&self) -> Result<HashSet<SessionRef>, LedgerError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT DISTINCT adapter, session_id FROM trace_chunks WHERE notes > 0")?;
+        let rows = stmt.query_map([], |r| session_at(r, 0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// One session's `note` events, in offset order, as
+    /// [`Ledger::for_each_stored_text`] gives rows.
+    pub fn for_each_note_text<E: From<LedgerError>>(
+        &self,
+        session: &SessionRef,
+        mut f: impl FnMut(StoredText<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let read = |e: rusqlite::Error| E::from(LedgerError::from(e));
+        let mut chunks = self
+            .conn
+            .prepare_cached(
+                "SELECT entries FROM trace_chunks WHERE adapter = ?1 AND session_id = ?2 AND notes > 0 \
+                 ORDER BY first_offset",
+            )
+            .map_err(read)?;
+        let mut seqs = Vec::new();
+        let mut rows = chunks
+            .query(params![session.adapter.as_str(), session.session_id])
+            .map_err(read)?;
+        while let Some(r) = rows.next().map_err(read)? {
+            let text: String = r.get(0).map_err(read)?;
+            // A chunk that does not decode is named by `validate`; here its
+            // notes are missing, as a damaged note row's are.
+            for (seq, facts) in entries(&text).unwrap_or_default() {
+                if facts.is_ok_and(|f| f.part == TracePart::Note) {
+                    seqs.push(seq);
+                }
+            }
+        }
+        let mut text = self
+            .conn
+            .prepare_cached("SELECT seq, id, CAST(json AS BLOB) FROM events WHERE seq = ?1")
+            .map_err(read)?;
+        for seq in seqs {
+            each_stored_text(text.query([seq]).map_err(read)?, &mut f)?;
+        }
+        Ok(())
+    }
+}
+
+type OwnedEntry = (i64, Result<TraceFacts<'static>, String>);
+
+/// What `validate` keeps of the chunk it last read: the events it should
+/// hold (by session and offset) and their entries.
+#[derive(Default)]
+pub(super) struct ChunkCheck {
+    /// Session, first offset, entries (`None`: the chunk does not decode,
+    /// already reported).
+    current: Option<(SessionRef, u64, Option<Vec<OwnedEntry>>)>,
+}
+
+impl ChunkCheck {
+    /// The entry of `event` (its row is `seq`) is the one finalize writes
+    /// for it.
+    pub(super) fn check(
+        &mut self,
+        ledger: &Ledger,
+        seq: i64,
+        event: &Event,
+        out: &mut Vec<ValidationProblem>,
+    ) -> Result<(), LedgerError> {
+        let id = event.id.as_str();
+        let mut report = |detail: String| out.push(problem(id, "trace-row", detail));
+        let covers = |c: &(SessionRef, u64, Option<Vec<OwnedEntry>>)| {
+            let len = c.2.as_ref().map_or(u64::MAX, |e| e.len() as u64);
+            c.0 == event.session && c.1 <= event.offset && event.offset - c.1 < len
+        };
+        if !self.current.as_ref().is_some_and(covers) {
+            self.current = None;
+            let found: Option<(i64, i64, String)> = ledger
+                .conn
+                .prepare_cached(
+                    "SELECT first_offset, events, entries FROM trace_chunks WHERE adapter = ?1 \
+                     AND session_id = ?2 AND first_offset <= ?3 ORDER BY first_offset DESC LIMIT 1",
+                )?
+                .query_row(
+                    params![
+                        event.session.adapter.as_str(),
+                        event.session.session_id,
+                        event.offset as i64
+                    ],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                )
+                .optional()?;
+            let Some((first, events, text)) = found else {
+                report(format!("row seq {seq} has no trace entry"));
+                return Ok(());
+            };
+            let first = first.max(0) as u64;
+            let decoded = entries(&text).map(|all| {
+                all.into_iter()
+                    .map(|(s, f)| (s, f.map(TraceFacts::into_owned)))
+                    .collect::<Vec<_>>()
+            });
+            let decoded = match decoded {
+                Ok(all) if all.len() as i64 == events => Some(all),
+                Ok(all) => {
+                    report(format!(
+                        "the trace chunk at offset {first} counts {events} events and holds {} entries",
+                        all.len()
+                    ));
+                    Some(all)
+                }
+                Err(why) => {
+                    report(format!(
+                        "the trace chunk at offset {first} cannot be read: {why}"
+                    ));
+                    None
+                }
+            };
+            self.current = Some((event.session.clone(), first, decoded));
+            if !self.current.as_ref().is_some_and(covers) {
+                report(format!("row seq {seq} has no trace entry"));
+                return Ok(());
+            }
+        }
+        let Some((_, first, Some(all))) = &self.current else {
+            return Ok(());
+        };
+        let (kept_seq, kept) = &all[(event.offset - first) as usize];
+        let want = TraceFacts::of(event);
+        match kept {
+            _ if *kept_seq != seq => {
+                report(format!("row seq {seq}'s trace entry names seq {kept_seq}"))
+            }
+            Ok(kept) if *kept == want => {}
+            Ok(kept) => report(format!(
+                "row seq {seq}'s trace entry holds {kept:?}, its event says {want:?}"
+            )),
+            Err(why) => report(format!("row seq {seq}'s trace entry cannot be used: {why}")),
+        }
+        Ok(())
+    }
+
+    /// As many entries as events: the chunks hold no entry of no event.
+    pub(super) fn finish(
+        self,
+        ledger: &Ledger,
+        events: u64,
+        out: &mut Vec<ValidationProblem>,
+    ) -> Result<(), LedgerError> {
+        let kept: i64 = ledger.conn.query_row(
+            "SELECT coalesce(sum(events), 0) FROM trace_chunks",
+            [],
+            |r| r.get(0),
+        )?;
+        if kept as u64 != events {
+            out.push(problem(
+                "trace_chunks",
+                "trace-row",
+                format!("the trace chunks count {kept} events, the ledger holds {events}"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn parse_name<T: Copy>(text: &str, what: &str, names: &[(T, &str)]) -> Result<T, String> {
+    names
+        .iter()
+        .find(|(_, n)| *n == text)
+        .map(|(v, _)| *v)
+        .ok_or_else(|| format!("unknown {what} {text:?}"))
+}
+
+const TURN_SOURCES: &[(TurnSource, &str)] = &[
+    (TurnSource::Native, "native"),
+    (TurnSource::Stamped, "stamped"),
+    (TurnSource::None, "none"),
+];
+const ATTESTATIONS: &[(Attestation, &str)] = &[
+    (Attestation::Native, "native"),
+    (Attestation::Derived, "derived"),
+    (Attestation::Record, "record"),
+];
+const OUTCOMES: &[(Outcome, &str)] = &[
+    (Outcome::Success, "success"),
+    (Outcome::Failure, "failure"),
+    (Outcome::Interrupted, "interrupted"),
+    (Outcome::Unknown, "unknown"),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn as_values(pieces: Pieces<'_>) -> Vec<serde_json::Value> {
+        pieces
+            .as_slice()
+            .iter()
+            .map(|p| match p {
+                Piece::Null => serde_json::Value::Null,
+                Piece::Int(n) => (*n).into(),
+                Piece::Text(t) => t.to_string().into(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_names_read_are_the_names_written() {
+        for (v, n) in TURN_SOURCES {
+            assert_eq!(turn_source_name(*v), *n);
+        }
+        for (v, n) in ATTESTATIONS {
+            assert_eq!(attestation_name(*v), *n);
+        }
+        for (v, n) in OUTCOMES {
+            assert_eq!(outcome_name(*v), *n);
+        }
+        for p in TracePart::ALL {
+            assert_eq!(TracePart::parse(p.as_str()), Some(p));
+        }
+    }
+
+    fn read(text: &str) -> Result<Vec<serde_json::Value>, String> {
+        let mut pieces = Pieces::default();
+        pieces_at(text, skip_ws(text.as_bytes(), 0), &mut pieces).map(|_| as_values(pieces))
+    }
+
+    #[test]
+    fn entries_read_as_serde_reads_them_and_nothing_else() {
+        let text = r#" [ "a\"b\u00e9\n", null, -12, 7 ,"" ] "#;
+        let want: Vec<serde_json::Value> = serde_json::from_str(text).unwrap();
+        assert_eq!(read(text).unwrap(), want);
+        assert_eq!(read("[]").unwrap(), Vec::<serde_json::Value>::new());
+        assert!(read(&format!("[{}]", ["1"; 15].join(","))).is_err());
+        for bad in [
+            "",
+            "[",
+            "[1,]",
+            "[nul]",
+            "[1.5]",
+            "[true]",
+            "[\"a]",
+            "[\"a\u{1}\"]",
+            "{}",
+        ] {
+            assert!(read(bad).is_err(), "{bad:?}");
+        }
+        assert!(entries("[[0,1,2,\"mark\",\"native\",null,\"native\"]] x").is_err());
+        assert!(entries("[[0,\"one\",2,\"mark\"]]").is_err(), "no seq");
+        let short = entries("[[0,1,2,\"mark\",\"native\",null]]").unwrap();
+        assert_eq!(short[0].0, 1);
+        assert!(
+            short[0]
+                .1
+                .as_ref()
+                .unwrap_err()
+                .contains("holds 2 facts, not 3")
+        );
+        let one = entries("[[3,9,5,\"mark\",\"stamped\",\"t1\",\"record\"]]").unwrap();
+        assert_eq!(one[0].0, 9);
+        let facts = one[0].1.as_ref().unwrap();
+        assert_eq!(facts.offset, 3);
+        assert_eq!(
+            facts.marks.as_ref().unwrap().attestation,
+            Attestation::Record
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn any_entry_written_reads_back(
+            turn in proptest::option::of(any::<String>()), name in any::<String>(),
+            why in any::<String>(), offset in 0u64..1 << 40, seq in any::<i64>(), time in any::<i64>()
+        ) {
+            let id = "ev_1".to_string();
+            for duration in [Observation::Observed(offset), Observation::Unknown(why.clone())] {
+                let facts = TraceFacts {
+                    offset,
+                    time_unix_ns: time,
+                    part: TracePart::ToolCompleted,
+                    marks: Some(TurnMarkFacts {
+                        turn_source: TurnSource::Native,
+                        turn_id: turn.as_deref().map(Cow::Borrowed),
+                        attestation: Attestation::Native,
+                    }),
+                    tool: Some(ToolFacts {
+                        event_id: Cow::Borrowed(&id),
+                        tool_call_id: None,
+                        tool_name: Cow::Borrowed(&name),
+                        requested_event_id: Some(Cow::Borrowed("ev_0")),
+                        outcome: Some(Outcome::Failure),
+                        duration_ms: Some(duration),
+                    }),
+                };
+                let mut text = String::from("[");
+                facts.write_entry(&mut text, seq);
+                text.push(']');
+                let back = entries(&text).unwrap();
+                prop_assert_eq!(back.len(), 1);
+                prop_assert_eq!(back[0].0, seq);
+                prop_assert_eq!(back[0].1.as_ref().unwrap(), &facts);
+            }
+        }
+    }
+}
