@@ -231,7 +231,6 @@ fn decimal(out: &mut String, n: i64) {
 
 /// Whether `text` holds nothing serde_json escapes (no `"`, `\`, or
 /// byte below 0x20): the canonical event writer's check.
-#[cfg(debug_assertions)]
 fn plain(text: &str) -> bool {
     !crate::contract::json::needs_escape(text.as_bytes())
 }
