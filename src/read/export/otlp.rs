@@ -32,29 +32,28 @@
 //! A session streams through [`TraceStream`]: a span is written as soon as
 //! it ends (at its terminal; open spans, turns and the root at the
 //! session's end), so what is held is the open spans and per-turn tallies,
-//! not the session. Documents are written straight from `Serialize`
-//! structs whose fields are in sorted order, the order the
-//! `serde_json::Value` trees of earlier builds printed, so a span's text
-//! is unchanged wherever its meaning is; only the order of a session's
-//! spans changed (earlier builds wrote root, turns, then spans).
+//! not the session. A session's rows come as [`Traced`]: events (parsed
+//! from their text, or built from the ledger's trace entries) and rows
+//! that only mark their turn's wall. Spans are written by hand
+//! (`otlp_json`) as serde_json printed the sorted `serde_json::Value`
+//! trees of earlier builds, so a span's text is unchanged wherever its
+//! meaning is; only the order of a session's spans changed (earlier builds
+//! wrote root, turns, then spans).
 
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
 
-use super::super::receipts::{TurnBoundary, TurnFold, TurnMark, TurnReceipt};
+use super::super::receipts::{TurnFold, TurnReceipt};
 use super::super::spans::{Span, SpanKind, SpanState, terminal_link};
 use super::super::usage::{TurnUsage, add_turn_usage};
 use super::otlp_json::{
     AnyValue, Attr, DecimalI64, ResourceOut, SpanEventOut, SpanId, SpanOut, StatusOut, attr_bool,
     attr_int, attr_str,
 };
-use crate::contract::{
-    Attestation, Confidence, Event, EventId, EventType, Observation, Outcome, Payload, Provenance,
-    SessionRef, TimeSource, ToolCompleted, ToolRequested, TurnAttribution,
-};
-use crate::ledger::trace_rows::{TraceFacts, TracePart};
+pub use super::traced::Traced;
+use crate::contract::{Event, EventType, Observation, Outcome, Payload, SessionRef};
 
 /// OTLP span kind INTERNAL.
 const KIND_INTERNAL: u8 = 1;
@@ -352,85 +351,6 @@ pub fn session_trace(session: &SessionRef, events: &[&Event], part: Part<'_>) ->
     }
     stream.finish(&mut emit).expect("memory takes it");
     trace
-}
-
-/// One row of a session as its trace takes it: an event the trace reads
-/// (parsed from its text, or built from its trace row), or only the row's
-/// time and turn mark.
-pub enum Traced {
-    /// Boxed: an event is large beside a mark, and rows are moved from
-    /// thread to thread.
-    Event(Box<Event>),
-    Mark {
-        turn_id: Option<String>,
-        mark: TurnMark,
-    },
-}
-
-impl Traced {
-    /// A row's trace facts as the trace takes them; `None` for a `whole`
-    /// row, whose text must be read. A tool row becomes its event with the
-    /// fields [`keep_traced_fields`] keeps; the envelope fields no trace
-    /// reads (time source, confidence) are fixed, not the stored ones.
-    pub fn of_facts(session: &SessionRef, facts: TraceFacts<'_>) -> Option<Traced> {
-        let marks = facts.marks?;
-        let boundary = match facts.part {
-            TracePart::TurnStarted => Some(TurnBoundary::Started),
-            TracePart::TurnCompleted => Some(TurnBoundary::Completed),
-            _ => None,
-        };
-        let mark = TurnMark {
-            time_unix_ns: facts.time_unix_ns,
-            source: marks.turn_source,
-            native: marks.attestation == Attestation::Native,
-            boundary,
-        };
-        let turn_id = marks.turn_id.map(Cow::into_owned);
-        let Some(tool) = facts.tool else {
-            return Some(Traced::Mark { turn_id, mark });
-        };
-        let tool_call_id = tool.tool_call_id.map(Cow::into_owned);
-        let tool_name = tool.tool_name.into_owned();
-        let payload = match (tool.outcome, tool.duration_ms) {
-            (Some(outcome), Some(duration_ms)) => Payload::ToolCompleted(ToolCompleted {
-                tool_call_id,
-                tool_name,
-                requested_event_id: tool.requested_event_id.map(|i| EventId(i.into_owned())),
-                outcome,
-                duration_ms,
-                exit_code: None,
-                error: None,
-                content: None,
-                recovery: None,
-            }),
-            _ => Payload::ToolRequested(ToolRequested {
-                tool_call_id,
-                tool_name,
-                input_digest: String::new(),
-                input: None,
-                recovery: None,
-            }),
-        };
-        Some(Traced::Event(Box::new(Event {
-            id: EventId(tool.event_id.into_owned()),
-            session: session.clone(),
-            offset: facts.offset,
-            time_unix_ns: facts.time_unix_ns,
-            time_source: TimeSource::Finalizer,
-            clock: None,
-            agent_id: None,
-            turn: TurnAttribution {
-                source: marks.turn_source,
-                turn_id,
-            },
-            provenance: Provenance {
-                attestation: marks.attestation,
-                confidence: Confidence::High,
-            },
-            raw: Vec::new(),
-            payload,
-        })))
-    }
 }
 
 /// Drop from `event` what no span of its trace reads: tool inputs and
