@@ -323,3 +323,59 @@ fn validate_names_a_trace_row_that_disagrees_with_its_event() {
         "{text}"
     );
 }
+
+#[test]
+fn an_entry_or_chunk_that_cannot_be_used_is_named_and_the_rest_exported() {
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    inject(home, "b-whole", rows_read_whole());
+    inject(home, "b-small", small_session("s-small"));
+    assert!(run(home, &["finalize"]).status.success());
+    let roots = |otlp: &str| {
+        otlp.matches("\"name\":\"invoke_agent claude-code\"")
+            .count()
+    };
+
+    // A whole entry whose event row is not there (its seq names none).
+    let seq: i64 = db(home)
+        .query_row(
+            "SELECT seq FROM events WHERE session_id = 's-whole' AND type = 'command.requested'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    edit_trace_entry(home, seq, |entry| entry[1] = 999_999.into());
+    let out = run(home, &["export", "--format", "otlp"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("row seq 999999 has a trace entry whose event row is not there"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert_eq!(roots(&stdout(&out)), 2);
+
+    // A chunk that does not read: its events are left out, once named, and
+    // the other session is whole.
+    db(home)
+        .execute(
+            "UPDATE trace_chunks SET entries = '[[' WHERE session_id = 's-small'",
+            [],
+        )
+        .unwrap();
+    let out = run(
+        home,
+        &["export", "--format", "otlp", "--session", "s-small"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("session claude-code/s-small has a trace chunk that cannot be read"),
+        "{err}"
+    );
+    let text = stdout(&out);
+    assert_eq!(roots(&text), 1, "the session's root is still there");
+    assert!(!text.contains("execute_tool"), "{text}");
+    let text = stdout(&run(home, &["validate"]));
+    assert!(text.contains("cannot be read"), "{text}");
+}

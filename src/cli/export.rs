@@ -335,8 +335,10 @@ struct SessionRun {
     /// The stored text of the rows to parse (every row, or the whole
     /// entries of `chunks`).
     rows: RowBatch,
-    /// The trace chunks to decode.
+    /// The trace chunks to decode, and how many of `rows` follow each
+    /// (the text of its whole entries).
     chunks: TraceBatch,
+    chunk_texts: Vec<usize>,
     /// Every row or chunk in offset order.
     items: Vec<RunItem>,
     last: bool,
@@ -356,6 +358,7 @@ impl SessionRun {
             notes,
             rows: RowBatch::new(source, RUN_BYTES),
             chunks: TraceBatch::default(),
+            chunk_texts: Vec::new(),
             items: Vec::with_capacity(RUN_ROWS),
             last: false,
         }
@@ -484,9 +487,15 @@ impl SessionReader<'_> {
                         send(&mut run, feed);
                         progress.add(events);
                         run.chunks.push(entries);
+                        run.chunk_texts.push(0);
                         run.items.push(RunItem::Chunk);
                     }
-                    ChunkRead::Whole(text) => run.rows.add(text),
+                    ChunkRead::Whole(text) => {
+                        run.rows.add(text);
+                        *run.chunk_texts
+                            .last_mut()
+                            .expect("a text follows its chunk") += 1;
+                    }
                 }
                 Ok::<_, LedgerError>(())
             })?;
@@ -529,7 +538,7 @@ fn parse_run(label: &Label, run: SessionRun) -> ParsedRun {
     });
     let mut problems = Vec::new();
     let mut rows = Vec::with_capacity(run.items.len());
-    let mut texts = run.rows.each().peekable();
+    let mut texts = run.rows.each();
     let mut chunks = 0..run.chunks.len();
     let parse = |(seq, id, json): (i64, &[u8], &[u8]),
                  rows: &mut Vec<Traced>,
@@ -553,6 +562,8 @@ fn parse_run(label: &Label, run: SessionRun) -> ParsedRun {
             ),
             RunItem::Chunk => {
                 let at = chunks.next().expect("a chunk item has its chunk");
+                // The texts the reader found for this chunk's whole entries.
+                let mut found: Vec<_> = texts.by_ref().take(run.chunk_texts[at]).collect();
                 let entries = match run.chunks.entries(at) {
                     Ok(entries) => entries,
                     Err(why) => {
@@ -579,11 +590,9 @@ fn parse_run(label: &Label, run: SessionRun) -> ParsedRun {
                         rows.push(traced);
                         continue;
                     }
-                    // A whole entry: its text, unless its event row is gone
-                    // (texts of a chunk that did not read are passed over).
-                    while texts.next_if(|(s, _, _)| *s < seq).is_some() {}
-                    match texts.next_if(|(s, _, _)| *s == seq) {
-                        Some(text) => parse(text, &mut rows, &mut problems),
+                    // A whole entry: its text, unless its event row is gone.
+                    match found.iter().position(|(s, _, _)| *s == seq) {
+                        Some(i) => parse(found.remove(i), &mut rows, &mut problems),
                         None => problems.push(damaged(
                             label,
                             seq,
