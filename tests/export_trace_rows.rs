@@ -154,6 +154,16 @@ fn corpus_home(home: &Path) {
     assert!(out.status.success(), "{}", stderr(&out));
 }
 
+/// A home of `s-whole` (`rows_read_whole`) and `common::small_session`'s
+/// `s-small`, finalized.
+fn two_session_home() -> tempfile::TempDir {
+    let home = tempfile::tempdir().unwrap();
+    inject(home.path(), "b-whole", rows_read_whole());
+    inject(home.path(), "b-small", small_session("s-small"));
+    assert!(run(home.path(), &["finalize"]).status.success());
+    home
+}
+
 fn otlp(home: &Path) -> String {
     let out = run(home, &["export", "--format", "otlp"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -285,11 +295,8 @@ fn otlp_from_trace_rows_with_the_agents_record() {
 
 #[test]
 fn validate_names_a_trace_row_that_disagrees_with_its_event() {
-    let home = tempfile::tempdir().unwrap();
+    let home = two_session_home();
     let home = home.path();
-    inject(home, "b-whole", rows_read_whole());
-    inject(home, "b-small", small_session("s-small"));
-    assert!(run(home, &["finalize"]).status.success());
     assert!(run(home, &["validate"]).status.success());
     let conn = db(home);
     let (seq, id): (i64, String) = conn
@@ -326,11 +333,8 @@ fn validate_names_a_trace_row_that_disagrees_with_its_event() {
 
 #[test]
 fn an_entry_or_chunk_that_cannot_be_used_is_named_and_the_rest_exported() {
-    let home = tempfile::tempdir().unwrap();
+    let home = two_session_home();
     let home = home.path();
-    inject(home, "b-whole", rows_read_whole());
-    inject(home, "b-small", small_session("s-small"));
-    assert!(run(home, &["finalize"]).status.success());
     let roots = |otlp: &str| {
         otlp.matches("\"name\":\"invoke_agent claude-code\"")
             .count()

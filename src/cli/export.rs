@@ -54,10 +54,6 @@ const BATCH_BYTES: usize = 256 * 1024;
 /// the jobs in flight hold (rows and their parsed events) stays the same.
 const RUN_BYTES: usize = 64 * 1024;
 
-/// Rows per OTLP job at most, for rows taken from their trace rows (which
-/// add no text).
-const RUN_ROWS: usize = 1024;
-
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 enum Format {
     /// One canonical event per line: each row's stored text.
@@ -325,7 +321,8 @@ fn write_lines(sink: &mut LineSink, lines: Lines) -> std::io::Result<()> {
 
 /// A run of one session's rows as read, to be parsed off this thread. A
 /// session's rows go out in runs of at most about [`RUN_BYTES`] of text
-/// or [`RUN_ROWS`] rows, so a job's size does not follow the session's.
+/// (stored or trace entries), so a job's size does not follow the
+/// session's.
 /// The first run carries the rows its [`SpanNotes`] come from; the last is
 /// marked (and may be empty: a session none of whose rows parse still has
 /// its root span).
@@ -359,13 +356,13 @@ impl SessionRun {
             rows: RowBatch::new(source, RUN_BYTES),
             chunks: TraceBatch::default(),
             chunk_texts: Vec::new(),
-            items: Vec::with_capacity(RUN_ROWS),
+            items: Vec::new(),
             last: false,
         }
     }
 
     fn full(&self) -> bool {
-        self.rows.text.len() + self.chunks.text_len() >= RUN_BYTES || self.items.len() >= RUN_ROWS
+        self.rows.text.len() + self.chunks.text_len() >= RUN_BYTES
     }
 }
 

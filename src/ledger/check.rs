@@ -314,8 +314,9 @@ impl Ledger {
         let mut chunks = self
             .keeps_trace_rows()?
             .then(trace_rows::ChunkCheck::default);
-        let sql = "SELECT seq, id, CAST(json AS BLOB) FROM events ORDER BY seq";
-        let mut stmt = self.conn.prepare(sql)?;
+        let mut stmt = self
+            .conn
+            .prepare("SELECT seq, id, CAST(json AS BLOB) FROM events ORDER BY seq")?;
         let mut rows = stmt.query([])?;
         let mut count = 0u64;
         while let Some(r) = rows.next()? {

@@ -89,7 +89,7 @@ impl TracePart {
         TracePart::ALL.into_iter().find(|p| p.as_str() == text)
     }
 
-    /// How many of [`FACTS`] a row of this part holds.
+    /// How many of [`FACTS`] an entry of this part holds.
     pub fn facts(self) -> usize {
         match self {
             TracePart::Whole => 0,
@@ -433,10 +433,6 @@ impl Ledger {
                  WHERE adapter = ?1 AND session_id = ?2 ORDER BY first_offset",
             )
             .map_err(read)?;
-        let mut text = self
-            .conn
-            .prepare_cached("SELECT id, CAST(json AS BLOB) FROM events WHERE seq = ?1")
-            .map_err(read)?;
         let mut rows = stmt
             .query(params![session.adapter.as_str(), session.session_id])
             .map_err(read)?;
@@ -450,14 +446,7 @@ impl Ledger {
             // A list that does not read is left to the decoder, which
             // names each whole entry without its text.
             let seqs: Vec<i64> = serde_json::from_str(wholes).unwrap_or_default();
-            for seq in seqs {
-                let mut found = text.query([seq]).map_err(read)?;
-                if let Some(t) = found.next().map_err(read)? {
-                    let id = t.get_ref(0).map_err(read)?.as_str().unwrap_or_default();
-                    let json = t.get_ref(1).map_err(read)?.as_blob().unwrap_or_default();
-                    f(ChunkRead::Whole(StoredText { seq, id, json }))?;
-                }
-            }
+            self.each_text_of_seqs(&seqs, |t| f(ChunkRead::Whole(t)))?;
         }
         Ok(())
     }
@@ -477,7 +466,7 @@ impl Ledger {
     pub fn for_each_note_text<E: From<LedgerError>>(
         &self,
         session: &SessionRef,
-        mut f: impl FnMut(StoredText<'_>) -> Result<(), E>,
+        f: impl FnMut(StoredText<'_>) -> Result<(), E>,
     ) -> Result<(), E> {
         let read = |e: rusqlite::Error| E::from(LedgerError::from(e));
         let mut chunks = self
@@ -501,6 +490,18 @@ impl Ledger {
                 }
             }
         }
+        self.each_text_of_seqs(&seqs, f)
+    }
+
+    /// The stored text of the event rows `seqs`, in that order, as
+    /// [`Ledger::for_each_stored_text`] gives rows; a seq no row has is
+    /// passed over.
+    fn each_text_of_seqs<E: From<LedgerError>>(
+        &self,
+        seqs: &[i64],
+        mut f: impl FnMut(StoredText<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let read = |e: rusqlite::Error| E::from(LedgerError::from(e));
         let mut text = self
             .conn
             .prepare_cached("SELECT seq, id, CAST(json AS BLOB) FROM events WHERE seq = ?1")
@@ -514,13 +515,26 @@ impl Ledger {
 
 type OwnedEntry = (i64, Result<TraceFacts<'static>, String>);
 
-/// What `validate` keeps of the chunk it last read: the events it should
-/// hold (by session and offset) and their entries.
+/// The chunk `validate` last read: the events it covers (by session,
+/// first offset and length) and their entries (`None`: the chunk does not
+/// decode, already reported; it covers the events it counts).
+struct CheckedChunk {
+    session: SessionRef,
+    first: u64,
+    len: u64,
+    entries: Option<Vec<OwnedEntry>>,
+}
+
+impl CheckedChunk {
+    fn covers(&self, e: &Event) -> bool {
+        self.session == e.session && self.first <= e.offset && e.offset - self.first < self.len
+    }
+}
+
+/// What `validate` keeps of the trace chunks as it reads the events.
 #[derive(Default)]
 pub(super) struct ChunkCheck {
-    /// Session, first offset, entries (`None`: the chunk does not decode,
-    /// already reported).
-    current: Option<(SessionRef, u64, Option<Vec<OwnedEntry>>)>,
+    current: Option<CheckedChunk>,
 }
 
 impl ChunkCheck {
@@ -535,11 +549,7 @@ impl ChunkCheck {
     ) -> Result<(), LedgerError> {
         let id = event.id.as_str();
         let mut report = |detail: String| out.push(problem(id, "trace-row", detail));
-        let covers = |c: &(SessionRef, u64, Option<Vec<OwnedEntry>>)| {
-            let len = c.2.as_ref().map_or(u64::MAX, |e| e.len() as u64);
-            c.0 == event.session && c.1 <= event.offset && event.offset - c.1 < len
-        };
-        if !self.current.as_ref().is_some_and(covers) {
+        if !self.current.as_ref().is_some_and(|c| c.covers(event)) {
             self.current = None;
             let found: Option<(i64, i64, String)> = ledger
                 .conn
@@ -582,13 +592,25 @@ impl ChunkCheck {
                     None
                 }
             };
-            self.current = Some((event.session.clone(), first, decoded));
-            if !self.current.as_ref().is_some_and(covers) {
+            let chunk = CheckedChunk {
+                session: event.session.clone(),
+                first,
+                len: decoded.as_ref().map_or(u64::MAX, |d| d.len() as u64),
+                entries: decoded,
+            };
+            let covered = chunk.covers(event);
+            self.current = Some(chunk);
+            if !covered {
                 report(format!("row seq {seq} has no trace entry"));
                 return Ok(());
             }
         }
-        let Some((_, first, Some(all))) = &self.current else {
+        let Some(CheckedChunk {
+            first,
+            entries: Some(all),
+            ..
+        }) = &self.current
+        else {
             return Ok(());
         };
         let (kept_seq, kept) = &all[(event.offset - first) as usize];

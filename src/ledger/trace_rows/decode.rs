@@ -14,35 +14,45 @@ pub type Entry<'a> = (i64, Result<TraceFacts<'a>, String>);
 /// A chunk's entries, decoded.
 pub(super) fn entries(text: &str) -> Result<Vec<Entry<'_>>, String> {
     let bytes = text.as_bytes();
-    let bad = |at: usize| format!("its entries are not an array of entries (at byte {at})");
     let mut out = Vec::with_capacity(CHUNK_EVENTS);
-    let mut at = skip_ws(bytes, 0);
+    let mut pieces = Pieces::default();
+    let start = skip_ws(bytes, 0);
+    let end = array_at(bytes, start, "entries", |at| {
+        let end = pieces_at(text, at, &mut pieces)?;
+        out.push(entry(pieces.as_slice())?);
+        Ok(end)
+    })?;
+    if skip_ws(bytes, end) != bytes.len() {
+        return Err(format!("its entries are followed by more (at byte {end})"));
+    }
+    Ok(out)
+}
+
+/// Walk the JSON array that starts at byte `at` of `bytes`: `item` reads
+/// the member that starts at the byte it is given and says where it ends.
+/// Where the array ends; `what` names the array in what is wrong with it.
+fn array_at(
+    bytes: &[u8],
+    at: usize,
+    what: &str,
+    mut item: impl FnMut(usize) -> Result<usize, String>,
+) -> Result<usize, String> {
+    let bad = |at: usize| format!("{what} are not a JSON array (at byte {at})");
     if bytes.get(at) != Some(&b'[') {
         return Err(bad(at));
     }
-    at = skip_ws(bytes, at + 1);
+    let mut at = skip_ws(bytes, at + 1);
     if bytes.get(at) == Some(&b']') {
-        at += 1;
-    } else {
-        let mut pieces = Pieces::default();
-        loop {
-            let end = pieces_at(text, skip_ws(bytes, at), &mut pieces)?;
-            out.push(entry(pieces.as_slice())?);
-            at = skip_ws(bytes, end);
-            match bytes.get(at) {
-                Some(b',') => at += 1,
-                Some(b']') => {
-                    at += 1;
-                    break;
-                }
-                _ => return Err(bad(at)),
-            }
+        return Ok(at + 1);
+    }
+    loop {
+        at = skip_ws(bytes, item(skip_ws(bytes, at))?);
+        match bytes.get(at) {
+            Some(b',') => at += 1,
+            Some(b']') => return Ok(at + 1),
+            _ => return Err(bad(at)),
         }
     }
-    if skip_ws(bytes, at) != bytes.len() {
-        return Err(bad(at));
-    }
-    Ok(out)
 }
 
 /// One entry from its pieces; what is wrong with the chunk, if the entry
@@ -131,37 +141,21 @@ impl<'a> Pieces<'a> {
 
 /// Read into `out` the flat array of strings, integers and nulls that
 /// starts at byte `at` of `text` (an entry), its strings borrowed where
-/// they hold no escape; where it ends. Read by hand: serde's general reader cost
-/// more than the rest of an entry's decoding.
+/// they hold no escape; where it ends.
 fn pieces_at<'a>(text: &'a str, at: usize, out: &mut Pieces<'a>) -> Result<usize, String> {
-    let bytes = text.as_bytes();
-    let bad = |at: usize| {
-        format!("an entry is not an array of strings, integers and nulls (at byte {at})")
-    };
     out.len = 0;
-    if bytes.get(at) != Some(&b'[') {
-        return Err(bad(at));
-    }
-    let mut at = skip_ws(bytes, at + 1);
-    if bytes.get(at) == Some(&b']') {
-        return Ok(at + 1);
-    }
-    loop {
-        at = skip_ws(bytes, at);
-        let (piece, end) = piece_at(text, at).ok_or_else(|| bad(at))?;
+    array_at(text.as_bytes(), at, "an entry's members", |at| {
+        let (piece, end) = piece_at(text, at).ok_or_else(|| {
+            format!("an entry holds something not a string, integer or null (at byte {at})")
+        })?;
         if !out.push(piece) {
             return Err(format!(
                 "an entry holds more than {} members",
                 HEAD + FACTS.len()
             ));
         }
-        at = skip_ws(bytes, end);
-        match bytes.get(at) {
-            Some(b',') => at += 1,
-            Some(b']') => return Ok(at + 1),
-            _ => return Err(bad(at)),
-        }
-    }
+        Ok(end)
+    })
 }
 
 /// The value that starts at byte `at` of `text`, and where it ends.

@@ -12,7 +12,7 @@ use crate::contract::{
 use crate::ledger::trace_rows::{TraceFacts, TracePart};
 
 /// One row of a session as its trace takes it: an event the trace reads
-/// (parsed from its text, or built from its trace row), or only the row's
+/// (parsed from its text, or built from its trace entry), or only the row's
 /// time and turn mark.
 pub enum Traced {
     /// Boxed: an event is large beside a mark, and rows are moved from
@@ -25,8 +25,8 @@ pub enum Traced {
 }
 
 impl Traced {
-    /// A row's trace facts as the trace takes them; `None` for a `whole`
-    /// row, whose text must be read. A tool row becomes its event with the
+    /// A row's trace entry as the trace takes it; `None` for a `whole`
+    /// entry, whose text must be read. A tool entry becomes its event with the
     /// fields [`super::otlp::keep_traced_fields`] keeps; the envelope fields no trace
     /// reads (time source, confidence) are fixed, not the stored ones.
     pub fn of_facts(session: &SessionRef, facts: TraceFacts<'_>) -> Option<Traced> {
