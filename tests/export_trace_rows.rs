@@ -383,3 +383,38 @@ fn an_entry_or_chunk_that_cannot_be_used_is_named_and_the_rest_exported() {
     let text = stdout(&run(home, &["validate"]));
     assert!(text.contains("cannot be read"), "{text}");
 }
+
+/// A chunk that does not read stands for the events it counts, no more:
+/// the session's next chunk is still checked.
+#[test]
+fn validate_goes_on_past_a_chunk_that_cannot_be_read() {
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    let s = session("s-two");
+    let first = small_session("s-two");
+    let request = tool_request(&s, 4, "c3");
+    let done = tool_done(&s, 5, "c3", &request.id);
+    inject(home, "b-a", first);
+    inject(home, "b-b", vec![request, done]);
+    assert!(run(home, &["finalize"]).status.success());
+    assert_eq!(count(home, "SELECT count(*) FROM trace_chunks"), 2);
+    let seq = count(home, "SELECT seq FROM events WHERE offset = 5");
+    db(home)
+        .execute(
+            "UPDATE trace_chunks SET entries = '[[' WHERE first_offset = 0",
+            [],
+        )
+        .unwrap();
+    edit_trace_entry(home, seq, |entry| entry[11] = "failure".into());
+    let out = run(home, &["validate"]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    assert!(
+        text.contains("the trace chunk at offset 0 cannot be read"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("row seq {seq}'s trace entry holds")),
+        "{text}"
+    );
+}

@@ -595,7 +595,9 @@ impl ChunkCheck {
             let chunk = CheckedChunk {
                 session: event.session.clone(),
                 first,
-                len: decoded.as_ref().map_or(u64::MAX, |d| d.len() as u64),
+                len: decoded
+                    .as_ref()
+                    .map_or(events.max(0) as u64, |d| d.len() as u64),
                 entries: decoded,
             };
             let covered = chunk.covers(event);
