@@ -11,9 +11,9 @@
 //! session's events in one append (at most [`CHUNK_EVENTS`]), whose
 //! `entries` are a JSON array with an entry per event, in offset order:
 //! `[offset, seq, time_unix_ns, part, facts…]`, the facts being the first
-//! [`TracePart::facts`] of [`FACTS`]. A row per event cost finalize a
-//! fifth more time and an export more SQLite work than all the rest of its
-//! reading; a chunk is one insert and one read for hundreds of events.
+//! [`TracePart::facts`] of [`FACTS`]. A row per event cost finalize
+//! 20–40% more time and an export more SQLite work than all the rest of
+//! its reading; a chunk is one insert and one read for hundreds of events.
 //!
 //! An entry whose trace needs more than that (commands, usage, recovered
 //! or failed tool events, and a text that is not an event) is `whole`,
