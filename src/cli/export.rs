@@ -43,7 +43,7 @@ use crate::read::export::SPANS_PER_DOCUMENT;
 use crate::read::export::jsonl::{self, JsonLines};
 use crate::read::export::ordered::{Feed, run_ordered, workers};
 use crate::read::export::otlp::{
-    Documents, Part, SpanNotes, TraceStream, Traced, keep_traced_fields,
+    Documents, Part, RunText, SpanNotes, TraceStream, Traced, keep_traced_fields,
 };
 
 /// Bytes of stored text per JSON lines job.
@@ -367,12 +367,15 @@ impl SessionRun {
 }
 
 /// A run's rows as its trace takes them (events parsed and stripped to
-/// what the trace reads), and the rows it had to leave out.
+/// what the trace reads, tool rows and marks decoded from their entries,
+/// their strings in `text`), and the rows it had to leave out.
 struct ParsedRun {
     session: SessionRef,
     source: usize,
     notes: Option<SpanNotes>,
     rows: Vec<Traced>,
+    /// The strings `rows` name.
+    text: RunText,
     last: bool,
     problems: Vec<String>,
 }
@@ -550,6 +553,7 @@ fn parse_run(label: &Label, run: SessionRun) -> ParsedRun {
             problems.push(damaged(label, seq, Some(&id), &what));
         }
     };
+    let mut text = RunText::default();
     for item in run.items {
         match item {
             RunItem::Text => parse(
@@ -561,18 +565,9 @@ fn parse_run(label: &Label, run: SessionRun) -> ParsedRun {
                 let at = chunks.next().expect("a chunk item has its chunk");
                 // The texts the reader found for this chunk's whole entries.
                 let mut found: Vec<_> = texts.by_ref().take(run.chunk_texts[at]).collect();
-                let entries = match run.chunks.entries(at) {
-                    Ok(entries) => entries,
-                    Err(why) => {
-                        let session = &run.session;
-                        problems.push(format!(
-                            "harnery export: {}session {}/{} has a trace chunk that cannot be read ({why}); its events are left out of its trace",
-                            label.epoch_prefix(), session.adapter, session.session_id
-                        ));
-                        continue;
-                    }
-                };
-                for (seq, facts) in entries {
+                // A chunk that does not decode is left out whole.
+                let kept = (rows.len(), problems.len());
+                let decoded = run.chunks.each_entry(at, |(seq, facts)| {
                     let facts = match facts {
                         Ok(facts) => facts,
                         Err(why) => {
@@ -580,12 +575,12 @@ fn parse_run(label: &Label, run: SessionRun) -> ParsedRun {
                                 "has a trace entry that cannot be used ({why}); left out of its session's trace"
                             );
                             problems.push(damaged(label, seq, None, &what));
-                            continue;
+                            return;
                         }
                     };
-                    if let Some(traced) = Traced::of_facts(&run.session, facts) {
+                    if let Some(traced) = Traced::of_facts(facts, &mut text) {
                         rows.push(traced);
-                        continue;
+                        return;
                     }
                     // A whole entry: its text, unless its event row is gone.
                     match found.iter().position(|(s, _, _)| *s == seq) {
@@ -597,6 +592,15 @@ fn parse_run(label: &Label, run: SessionRun) -> ParsedRun {
                             "has a trace entry whose event row is not there; left out of its session's trace",
                         )),
                     }
+                });
+                if let Err(why) = decoded {
+                    rows.truncate(kept.0);
+                    problems.truncate(kept.1);
+                    let session = &run.session;
+                    problems.push(format!(
+                        "harnery export: {}session {}/{} has a trace chunk that cannot be read ({why}); its events are left out of its trace",
+                        label.epoch_prefix(), session.adapter, session.session_id
+                    ));
                 }
             }
         }
@@ -606,6 +610,7 @@ fn parse_run(label: &Label, run: SessionRun) -> ParsedRun {
         source: run.rows.source,
         notes,
         rows,
+        text,
         last: run.last,
         problems,
     }
@@ -641,7 +646,7 @@ impl TraceSink {
             .as_mut()
             .expect("a session's first run carries its notes");
         for row in run.rows {
-            stream.take(row, &mut emit)?;
+            stream.take(row, &run.text, &mut emit)?;
         }
         if run.last {
             let stream = self.stream.take().expect("the session is open");

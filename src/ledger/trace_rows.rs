@@ -37,7 +37,7 @@ use crate::contract::{Attestation, Event, Observation, Outcome, Payload, Session
 mod decode;
 
 pub use decode::Entry;
-use decode::entries;
+use decode::{each_entry, entries};
 
 /// The most entries a chunk holds.
 pub const CHUNK_EVENTS: usize = 256;
@@ -395,14 +395,15 @@ impl TraceBatch {
         self.ends.push(self.bytes.len());
     }
 
-    /// Chunk `i`'s entries in order, each its seq and its facts or what
-    /// is wrong with them; what is wrong with the chunk, if it is not an
-    /// array of entries with a seq each.
-    pub fn entries(&self, i: usize) -> Result<Vec<Entry<'_>>, String> {
+    /// Each of chunk `i`'s entries in order, its seq and its facts or
+    /// what is wrong with them, handed to `take`; what is wrong with the
+    /// chunk, if it is not an array of entries with a seq each (`take` may
+    /// have had some of its entries by then).
+    pub fn each_entry<'a>(&'a self, i: usize, take: impl FnMut(Entry<'a>)) -> Result<(), String> {
         let start = if i == 0 { 0 } else { self.ends[i - 1] };
         let text = std::str::from_utf8(&self.bytes[start..self.ends[i]])
             .map_err(|_| "its entries are not UTF-8".to_string())?;
-        entries(text)
+        each_entry(text, take)
     }
 }
 

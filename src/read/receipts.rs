@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::ns_to_ms;
-use super::spans::{Span, SpanKind, SpanState, pair_spans};
+use super::spans::{Span, SpanKind, SpanSide, SpanState, pair_spans};
 use super::usage::{TurnUsage, turn_usage};
 use crate::contract::{Event, Observation, Payload, TurnSource};
 
@@ -155,8 +155,18 @@ pub fn session_receipts(events: &[&Event]) -> SessionReceipts {
 /// them; [`session_receipts`] is the same fold over a whole session.
 #[derive(Default)]
 pub struct TurnFold {
-    marks: BTreeMap<String, TurnMarks>,
-    tools: BTreeMap<String, ToolTally>,
+    /// Each turn's marks and tally, in the order first seen.
+    turns: Vec<FoldedTurn>,
+    by_id: BTreeMap<String, usize>,
+    /// The turn last added to: consecutive rows mostly share one, and
+    /// find it without a lookup.
+    last: Option<usize>,
+}
+
+struct FoldedTurn {
+    turn_id: String,
+    marks: Option<TurnMarks>,
+    tools: Option<ToolTally>,
 }
 
 impl TurnFold {
@@ -169,45 +179,57 @@ impl TurnFold {
 
     /// Take one event's part in the wall of its turn, `turn_id`.
     pub fn add_mark(&mut self, turn_id: &str, mark: TurnMark) {
-        match self.marks.get_mut(turn_id) {
-            Some(m) => m.add(mark),
-            None => {
-                let mut m = TurnMarks::default();
-                m.add(mark);
-                self.marks.insert(turn_id.to_string(), m);
-            }
-        }
+        let turn = self.turn(turn_id);
+        turn.marks.get_or_insert_with(TurnMarks::default).add(mark);
     }
 
     /// Take one span, as it will stay (closed or recovered, or open at the
     /// session's end); only tool spans of a turn count.
-    pub fn add_span(&mut self, span: &Span) {
+    pub fn add_span<'a, R: SpanSide<'a>>(&mut self, span: &Span<'a, R>) {
         let (SpanKind::Tool, Some(turn_id)) = (span.kind, span.turn_id()) else {
             return;
         };
-        match self.tools.get_mut(turn_id) {
-            Some(t) => t.add(span),
-            None => {
-                let mut t = ToolTally::default();
-                t.add(span);
-                self.tools.insert(turn_id.to_string(), t);
-            }
-        }
+        let turn = self.turn(turn_id);
+        turn.tools.get_or_insert_with(ToolTally::default).add(span);
     }
 
-    /// Each turn's receipt, in start order.
+    fn turn(&mut self, turn_id: &str) -> &mut FoldedTurn {
+        let at = match self.last {
+            Some(i) if self.turns[i].turn_id == turn_id => i,
+            _ => match self.by_id.get(turn_id) {
+                Some(&i) => i,
+                None => {
+                    self.by_id.insert(turn_id.to_string(), self.turns.len());
+                    self.turns.push(FoldedTurn {
+                        turn_id: turn_id.to_string(),
+                        marks: None,
+                        tools: None,
+                    });
+                    self.turns.len() - 1
+                }
+            },
+        };
+        self.last = Some(at);
+        &mut self.turns[at]
+    }
+
+    /// Each turn's receipt, in start order (turns that start together, in
+    /// turn id order). A turn is one where an event marked it.
     pub fn receipts(self, usage: &BTreeMap<String, TurnUsage>) -> Vec<TurnReceipt> {
-        let mut tools = self.tools;
         let mut turns: Vec<TurnReceipt> = self
-            .marks
+            .turns
             .into_iter()
-            .map(|(turn_id, m)| {
-                let tally = tools.remove(&turn_id).unwrap_or_default();
-                let used = usage.get(&turn_id);
-                receipt(wall_of(turn_id, m), tally, used)
+            .filter_map(|t| {
+                let marks = t.marks?;
+                let used = usage.get(&t.turn_id);
+                let tally = t.tools.unwrap_or_default();
+                Some(receipt(wall_of(t.turn_id, marks), tally, used))
             })
             .collect();
-        turns.sort_by_key(|t| t.started_unix_ns);
+        turns.sort_by(|a, b| {
+            let by_start = a.started_unix_ns.cmp(&b.started_unix_ns);
+            by_start.then_with(|| a.turn_id.cmp(&b.turn_id))
+        });
         turns
     }
 }
@@ -326,12 +348,12 @@ enum Contribution {
     Unknown(&'static str),
 }
 
-fn contribution(span: &Span) -> Contribution {
+fn contribution<'a, R: SpanSide<'a>>(span: &Span<'a, R>) -> Contribution {
     match span.state() {
         SpanState::Open => Contribution::Unknown("open_span"),
         SpanState::Recovered(_) => match (span.request, span.upper_bound_ms()) {
             (Some(req), Some(Observation::Observed(ms))) => {
-                let start = req.time_unix_ns;
+                let start = req.time_unix_ns();
                 Contribution::Bound(Interval::new(start, start + ms_to_ns(*ms)))
             }
             _ => Contribution::Unknown("recovered_span"),
@@ -342,16 +364,16 @@ fn contribution(span: &Span) -> Contribution {
     }
 }
 
-fn closed_interval(span: &Span) -> Option<Interval> {
-    let end = span.terminal?.time_unix_ns;
+fn closed_interval<'a, R: SpanSide<'a>>(span: &Span<'a, R>) -> Option<Interval> {
+    let end = span.terminal?.time_unix_ns();
     let native_request = span.request.filter(|_| !span.request_recovered());
     match (span.reported_duration(), native_request) {
         (Some(Observation::Observed(ms)), Some(req)) => {
-            let start = req.time_unix_ns;
+            let start = req.time_unix_ns();
             Some(Interval::new(start, start + ms_to_ns(*ms)))
         }
         (Some(Observation::Observed(ms)), None) => Some(Interval::new(end - ms_to_ns(*ms), end)),
-        (_, Some(req)) => Some(Interval::new(req.time_unix_ns, end)),
+        (_, Some(req)) => Some(Interval::new(req.time_unix_ns(), end)),
         (_, None) => None,
     }
 }
@@ -374,7 +396,7 @@ struct ToolTally {
 }
 
 impl ToolTally {
-    fn add(&mut self, span: &Span) {
+    fn add<'a, R: SpanSide<'a>>(&mut self, span: &Span<'a, R>) {
         match contribution(span) {
             Contribution::Known(i) => self.known.push(i),
             Contribution::Bound(i) => self.bounds.push(i),

@@ -5,10 +5,14 @@
 //! terminal or in its recovery block) and falls back to the tool call id, then
 //! to the oldest open span of the same tool name. A terminal that matches
 //! nothing becomes a span without a request, so no row is ever dropped.
+//!
+//! A span's request and terminal are events here; the OTLP export, which
+//! reads most of them from trace entries rather than whole events, pairs
+//! its own rows through the same [`SpanSide`] reads.
 
 use std::collections::HashMap;
 
-use crate::contract::{Event, EventId, Observation, Outcome, Payload, RecoveryReason};
+use crate::contract::{Event, EventId, Observation, Outcome, Payload, Recovery, RecoveryReason};
 
 /// Tool spans come from the agent; command spans from `harnery exec`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,18 +32,98 @@ pub enum SpanState {
     Recovered(RecoveryReason),
 }
 
+/// What a span reads of its request and its terminal: an event, or a row
+/// that stands for one and answers the same.
+pub trait SpanSide<'a>: Copy {
+    fn event_id(self) -> &'a str;
+    fn time_unix_ns(self) -> i64;
+    fn turn_id(self) -> Option<&'a str>;
+    /// A tool request's or terminal's tool name.
+    fn tool_name(self) -> Option<&'a str>;
+    /// A tool request's or terminal's call id.
+    fn tool_call_id(self) -> Option<&'a str>;
+    /// A terminal's outcome.
+    fn outcome(self) -> Option<Outcome>;
+    /// The duration a terminal reports, observed or unknown.
+    fn reported_duration(self) -> Option<&'a Observation<u64>>;
+    /// The recovery block of a derived request or terminal.
+    fn recovery(self) -> Option<&'a Recovery>;
+    /// The request a terminal names, in its payload or its recovery block.
+    fn link(self) -> Option<&'a str>;
+}
+
+impl<'a> SpanSide<'a> for &'a Event {
+    fn event_id(self) -> &'a str {
+        self.id.as_str()
+    }
+
+    fn time_unix_ns(self) -> i64 {
+        self.time_unix_ns
+    }
+
+    fn turn_id(self) -> Option<&'a str> {
+        self.turn.turn_id.as_deref()
+    }
+
+    fn tool_name(self) -> Option<&'a str> {
+        match &self.payload {
+            Payload::ToolRequested(p) => Some(&p.tool_name),
+            Payload::ToolCompleted(p) => Some(&p.tool_name),
+            _ => None,
+        }
+    }
+
+    fn tool_call_id(self) -> Option<&'a str> {
+        match &self.payload {
+            Payload::ToolRequested(p) => p.tool_call_id.as_deref(),
+            Payload::ToolCompleted(p) => p.tool_call_id.as_deref(),
+            _ => None,
+        }
+    }
+
+    fn outcome(self) -> Option<Outcome> {
+        match &self.payload {
+            Payload::ToolCompleted(p) => Some(p.outcome),
+            Payload::CommandCompleted(p) => Some(p.outcome),
+            _ => None,
+        }
+    }
+
+    fn reported_duration(self) -> Option<&'a Observation<u64>> {
+        match &self.payload {
+            Payload::ToolCompleted(p) => Some(&p.duration_ms),
+            Payload::CommandCompleted(p) => Some(&p.duration_ms),
+            _ => None,
+        }
+    }
+
+    fn recovery(self) -> Option<&'a Recovery> {
+        self.payload.recovery()
+    }
+
+    fn link(self) -> Option<&'a str> {
+        let direct = match &self.payload {
+            Payload::ToolCompleted(p) => p.requested_event_id.as_ref(),
+            Payload::CommandCompleted(p) => p.requested_event_id.as_ref(),
+            _ => None,
+        };
+        let id = direct.or_else(|| self.payload.recovery()?.requested_event_id.as_ref());
+        id.map(EventId::as_str)
+    }
+}
+
 /// One span of one session.
 #[derive(Debug, Clone)]
-pub struct Span<'a> {
+pub struct Span<'a, R = &'a Event> {
     pub kind: SpanKind,
-    pub request: Option<&'a Event>,
-    pub terminal: Option<&'a Event>,
+    pub request: Option<R>,
+    pub terminal: Option<R>,
     /// Native completions that arrived after the span was recovered.
     pub late: Vec<&'a Event>,
 }
 
-impl<'a> Span<'a> {
-    fn new(kind: SpanKind, request: Option<&'a Event>) -> Span<'a> {
+impl<'a, R: SpanSide<'a>> Span<'a, R> {
+    pub fn new(kind: SpanKind, request: Option<R>) -> Span<'a, R> {
         Span {
             kind,
             request,
@@ -49,7 +133,7 @@ impl<'a> Span<'a> {
     }
 
     pub fn state(&self) -> SpanState {
-        match self.terminal.and_then(|t| t.payload.recovery()) {
+        match self.terminal.and_then(R::recovery) {
             Some(recovery) => SpanState::Recovered(recovery.reason),
             None if self.terminal.is_some() => SpanState::Closed,
             None => SpanState::Open,
@@ -58,69 +142,57 @@ impl<'a> Span<'a> {
 
     /// The request was minted by recovery (`request_not_observed`).
     pub fn request_recovered(&self) -> bool {
-        self.request.is_some_and(|r| r.payload.recovery().is_some())
+        self.request.is_some_and(|r| r.recovery().is_some())
     }
 
     /// The turn the span belongs to: the request's, else the terminal's.
     pub fn turn_id(&self) -> Option<&'a str> {
-        let of = |e: &'a Event| e.turn.turn_id.as_deref();
         self.request
-            .and_then(of)
-            .or_else(|| self.terminal.and_then(of))
+            .and_then(R::turn_id)
+            .or_else(|| self.terminal.and_then(R::turn_id))
     }
 
-    /// The event that identifies the span (request, else terminal).
-    pub fn anchor(&self) -> &'a Event {
+    /// The row that identifies the span (request, else terminal).
+    pub fn anchor(&self) -> R {
         self.request
             .or(self.terminal)
             .expect("a span always holds a request or a terminal")
     }
 
     pub fn tool_name(&self) -> Option<&'a str> {
-        match (&self.anchor().payload, self.terminal.map(|t| &t.payload)) {
-            (Payload::ToolRequested(p), _) => Some(&p.tool_name),
-            (_, Some(Payload::ToolCompleted(p))) => Some(&p.tool_name),
-            (Payload::ToolCompleted(p), _) => Some(&p.tool_name),
-            _ => None,
-        }
+        self.anchor()
+            .tool_name()
+            .or_else(|| self.terminal.and_then(R::tool_name))
     }
 
     pub fn tool_call_id(&self) -> Option<&'a str> {
-        let from = |e: &'a Event| match &e.payload {
-            Payload::ToolRequested(p) => p.tool_call_id.as_deref(),
-            Payload::ToolCompleted(p) => p.tool_call_id.as_deref(),
-            _ => None,
-        };
         self.request
-            .and_then(from)
-            .or_else(|| self.terminal.and_then(from))
+            .and_then(R::tool_call_id)
+            .or_else(|| self.terminal.and_then(R::tool_call_id))
     }
 
     /// The terminal's outcome (`None` while open).
     pub fn outcome(&self) -> Option<Outcome> {
-        match &self.terminal?.payload {
-            Payload::ToolCompleted(p) => Some(p.outcome),
-            Payload::CommandCompleted(p) => Some(p.outcome),
-            _ => None,
-        }
+        self.terminal?.outcome()
     }
 
     /// The duration the terminal reports, observed or unknown.
     pub fn reported_duration(&self) -> Option<&'a Observation<u64>> {
-        match &self.terminal?.payload {
-            Payload::ToolCompleted(p) => Some(&p.duration_ms),
-            Payload::CommandCompleted(p) => Some(&p.duration_ms),
-            _ => None,
-        }
+        self.terminal?.reported_duration()
     }
 
     /// The recovery bound, when the terminal is recovered and carries one.
     pub fn upper_bound_ms(&self) -> Option<&'a Observation<u64>> {
-        self.terminal?
-            .payload
-            .recovery()?
-            .elapsed_upper_bound_ms
-            .as_ref()
+        self.terminal?.recovery()?.elapsed_upper_bound_ms.as_ref()
+    }
+
+    /// Whether `terminal`, which names no request, closes this open span:
+    /// by its call id, or without one by its tool name.
+    pub fn takes_unlinked(&self, terminal: R) -> bool {
+        match terminal.tool_call_id() {
+            Some(id) => self.tool_call_id() == Some(id),
+            None => self.tool_name() == terminal.tool_name(),
+        }
     }
 }
 
@@ -136,7 +208,7 @@ pub fn pair_spans<'a>(events: &[&'a Event]) -> Vec<Span<'a>> {
 #[derive(Default)]
 struct Pairing<'a> {
     spans: Vec<Span<'a>>,
-    by_request: HashMap<&'a EventId, usize>,
+    by_request: HashMap<&'a str, usize>,
 }
 
 impl<'a> Pairing<'a> {
@@ -152,7 +224,7 @@ impl<'a> Pairing<'a> {
     }
 
     fn open(&mut self, kind: SpanKind, event: &'a Event) {
-        self.by_request.insert(&event.id, self.spans.len());
+        self.by_request.insert(event.id.as_str(), self.spans.len());
         self.spans.push(Span::new(kind, Some(event)));
     }
 
@@ -168,42 +240,20 @@ impl<'a> Pairing<'a> {
     }
 
     fn late(&mut self, request: &EventId, event: &'a Event) {
-        if let Some(&i) = self.by_request.get(request) {
+        if let Some(&i) = self.by_request.get(request.as_str()) {
             self.spans[i].late.push(event);
         }
     }
 
     fn match_terminal(&self, kind: SpanKind, event: &'a Event) -> Option<usize> {
         let is_open = |i: &usize| self.spans[*i].terminal.is_none() && self.spans[*i].kind == kind;
-        if let Some(link) = terminal_link(event) {
+        if let Some(link) = event.link() {
             return self.by_request.get(link).copied().filter(is_open);
         }
-        let call_id = match &event.payload {
-            Payload::ToolCompleted(p) => p.tool_call_id.as_deref(),
-            _ => None,
-        };
-        let name = match &event.payload {
-            Payload::ToolCompleted(p) => Some(p.tool_name.as_str()),
-            _ => None,
-        };
-        (0..self.spans.len()).filter(is_open).find(|&i| {
-            let span = &self.spans[i];
-            match call_id {
-                Some(id) => span.tool_call_id() == Some(id),
-                None => span.tool_name() == name,
-            }
-        })
+        (0..self.spans.len())
+            .filter(is_open)
+            .find(|&i| self.spans[i].takes_unlinked(event))
     }
-}
-
-/// The request a terminal names, in its payload or its recovery block.
-pub(crate) fn terminal_link(event: &Event) -> Option<&EventId> {
-    let direct = match &event.payload {
-        Payload::ToolCompleted(p) => p.requested_event_id.as_ref(),
-        Payload::CommandCompleted(p) => p.requested_event_id.as_ref(),
-        _ => None,
-    };
-    direct.or_else(|| event.payload.recovery()?.requested_event_id.as_ref())
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 use std::borrow::Cow;
 
 use super::{CHUNK_EVENTS, FACTS, HEAD, ToolFacts, TraceFacts, TracePart, TurnMarkFacts};
+use crate::contract::json::plain_len;
 use crate::contract::{Attestation, Observation, Outcome, TurnSource};
 
 /// One entry: its event's seq, and its facts or what is wrong with them.
@@ -13,19 +14,27 @@ pub type Entry<'a> = (i64, Result<TraceFacts<'a>, String>);
 
 /// A chunk's entries, decoded.
 pub(super) fn entries(text: &str) -> Result<Vec<Entry<'_>>, String> {
-    let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(CHUNK_EVENTS);
+    each_entry(text, |entry| out.push(entry))?;
+    Ok(out)
+}
+
+/// Each of a chunk's entries in order, decoded and handed to `take`; what
+/// is wrong with the chunk, if it is not an array of entries with a seq
+/// each (`take` may have had some of its entries by then).
+pub(super) fn each_entry<'a>(text: &'a str, mut take: impl FnMut(Entry<'a>)) -> Result<(), String> {
+    let bytes = text.as_bytes();
     let mut pieces = Pieces::default();
     let start = skip_ws(bytes, 0);
     let end = array_at(bytes, start, "entries", |at| {
         let end = pieces_at(text, at, &mut pieces)?;
-        out.push(entry(pieces.as_slice())?);
+        take(entry(pieces.as_slice())?);
         Ok(end)
     })?;
     if skip_ws(bytes, end) != bytes.len() {
         return Err(format!("its entries are followed by more (at byte {end})"));
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Walk the JSON array that starts at byte `at` of `bytes`: `item` reads
@@ -166,34 +175,36 @@ fn piece_at(text: &str, at: usize) -> Option<(Piece<'_>, usize)> {
             .starts_with("null")
             .then_some((Piece::Null, at + 4)),
         b'"' => {
-            let mut end = at + 1;
-            let mut escaped = false;
+            // Up to the first byte that is not plain text: most strings
+            // end there.
+            let mut end = at + 1 + plain_len(&bytes[at + 1..]);
+            if bytes.get(end) == Some(&b'"') {
+                return Some((Piece::Text(Cow::Borrowed(text.get(at + 1..end)?)), end + 1));
+            }
             loop {
                 match *bytes.get(end)? {
                     b'"' => break,
-                    b'\\' => {
-                        escaped = true;
-                        end += 2;
-                    }
+                    b'\\' => end += 2,
                     0x00..=0x1f => return None,
                     _ => end += 1,
                 }
             }
-            let body = text.get(at + 1..end)?;
-            let piece = if escaped {
-                let quoted = text.get(at..=end)?;
-                Piece::Text(Cow::Owned(serde_json::from_str::<String>(quoted).ok()?))
-            } else {
-                Piece::Text(Cow::Borrowed(body))
-            };
+            let quoted = text.get(at..=end)?;
+            let piece = Piece::Text(Cow::Owned(serde_json::from_str::<String>(quoted).ok()?));
             Some((piece, end + 1))
         }
         b'-' | b'0'..=b'9' => {
-            let mut end = at + 1;
-            while bytes.get(end).is_some_and(u8::is_ascii_digit) {
+            // Summed as a negative number, so that i64::MIN fits too.
+            let negative = bytes[at] == b'-';
+            let digits = at + usize::from(negative);
+            let mut end = digits;
+            let mut n: i64 = 0;
+            while let Some(d) = bytes.get(end).filter(|b| b.is_ascii_digit()) {
+                n = n.checked_mul(10)?.checked_sub(i64::from(d - b'0'))?;
                 end += 1;
             }
-            Some((Piece::Int(text[at..end].parse().ok()?), end))
+            let n = if negative { n } else { n.checked_neg()? };
+            (end > digits).then_some((Piece::Int(n), end))
         }
         _ => None,
     }
@@ -323,8 +334,10 @@ mod tests {
 
     #[test]
     fn entries_read_as_serde_reads_them_and_nothing_else() {
-        let text = r#" [ "a\"b\u00e9\n", null, -12, 7 ,"" ] "#;
-        let want: Vec<serde_json::Value> = serde_json::from_str(text).unwrap();
+        let text = r#" [ "a\"b\u00e9\n", null, -12, 7 ,"" , 0, -0, 007,
+            9223372036854775807, -9223372036854775808, "\\", "x\"" ] "#;
+        let want: Vec<serde_json::Value> =
+            serde_json::from_str(&text.replace("007", "7").replace("-0,", "0,")).unwrap();
         assert_eq!(read(text).unwrap(), want);
         assert_eq!(read("[]").unwrap(), Vec::<serde_json::Value>::new());
         assert!(read(&format!("[{}]", ["1"; 15].join(","))).is_err());
@@ -338,6 +351,9 @@ mod tests {
             "[\"a]",
             "[\"a\u{1}\"]",
             "{}",
+            "[-]",
+            "[9223372036854775808]",
+            "[-9223372036854775809]",
         ] {
             assert!(read(bad).is_err(), "{bad:?}");
         }

@@ -32,9 +32,10 @@
 //! A session streams through [`TraceStream`]: a span is written as soon as
 //! it ends (at its terminal; open spans, turns and the root at the
 //! session's end), so what is held is the open spans and per-turn tallies,
-//! not the session. A session's rows come as [`Traced`]: events (parsed
-//! from their text, or built from the ledger's trace entries) and rows
-//! that only mark their turn's wall. Spans are written by hand
+//! not the session. A session's rows come as [`Traced`]: events parsed
+//! from their text, tool rows and turn marks decoded from the ledger's
+//! trace entries. Pairing and mapping read a span's request and terminal
+//! through [`SpanSide`], whichever they are. Spans are written by hand
 //! (`otlp_json`) as serde_json printed the sorted `serde_json::Value`
 //! trees of earlier builds, so a span's text is unchanged wherever its
 //! meaning is; only the order of a session's spans changed (earlier builds
@@ -45,15 +46,16 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
 
-use super::super::receipts::{TurnFold, TurnReceipt};
-use super::super::spans::{Span, SpanKind, SpanState, terminal_link};
+use super::super::receipts::{TurnFold, TurnMark, TurnReceipt};
+use super::super::spans::{Span, SpanKind, SpanSide, SpanState};
 use super::super::usage::{TurnUsage, add_turn_usage};
 use super::otlp_json::{
     AnyValue, Attr, DecimalI64, ResourceOut, SpanEventOut, SpanId, SpanOut, StatusOut, attr_bool,
     attr_int, attr_str,
 };
-pub use super::traced::Traced;
-use crate::contract::{Event, EventType, Observation, Outcome, Payload, SessionRef};
+pub use super::traced::{RunText, Traced};
+use super::traced::{ToolRow, ToolView};
+use crate::contract::{Event, EventType, Observation, Outcome, Payload, Recovery, SessionRef};
 
 /// OTLP span kind INTERNAL.
 const KIND_INTERNAL: u8 = 1;
@@ -105,44 +107,110 @@ impl SpanNotes {
     }
 
     /// The late evidence of the span `request` opened: what came after it.
-    fn late_for(&self, request: &Event) -> Vec<&Event> {
-        let Some(late) = self.late.get(request.id.as_str()) else {
+    fn late_for(&self, request: Side<'_>) -> Vec<&Event> {
+        let Some(late) = self.late.get(request.event_id()) else {
             return Vec::new();
         };
-        late.iter().filter(|e| e.offset > request.offset).collect()
+        let offset = request.offset();
+        late.iter().filter(|e| e.offset > offset).collect()
     }
 
-    fn recorded_call(&self, request: Option<&Event>) -> Option<&str> {
-        let id = request?.id.as_str();
+    fn recorded_call(&self, request: Option<Side<'_>>) -> Option<&str> {
+        let id = request?.event_id();
         self.recorded_calls.get(id).map(String::as_str)
     }
 }
 
-/// A span whose request has been read and whose terminal has not.
-struct OpenSpan {
-    kind: SpanKind,
-    request: Box<Event>,
+/// A span's request or terminal as the trace reads it: a tool row with
+/// its run's text, or an event read whole.
+#[derive(Clone, Copy)]
+enum Side<'a> {
+    Tool(ToolView<'a>),
+    Event(&'a Event),
 }
 
-impl OpenSpan {
-    fn as_span(&self) -> Span<'_> {
-        Span {
-            kind: self.kind,
-            request: Some(&self.request),
-            terminal: None,
-            late: Vec::new(),
+impl<'a> Side<'a> {
+    /// The event, where the row was read whole: only then can it be a
+    /// command, or carry an error or an exit code.
+    fn event(self) -> Option<&'a Event> {
+        match self {
+            Side::Event(e) => Some(e),
+            Side::Tool(_) => None,
+        }
+    }
+
+    fn offset(self) -> u64 {
+        match self {
+            Side::Tool(t) => t.row.offset,
+            Side::Event(e) => e.offset,
         }
     }
 }
 
-/// One session's trace, built as its events are read (offset order, one
+/// Each read of [`SpanSide`], from whichever row the side is.
+macro_rules! either_side {
+    ($($read:ident -> $ty:ty;)*) => {
+        impl<'a> SpanSide<'a> for Side<'a> {
+            $(fn $read(self) -> $ty {
+                match self {
+                    Side::Tool(t) => t.$read(),
+                    Side::Event(e) => e.$read(),
+                }
+            })*
+        }
+    };
+}
+
+either_side! {
+    event_id -> &'a str;
+    time_unix_ns -> i64;
+    turn_id -> Option<&'a str>;
+    tool_name -> Option<&'a str>;
+    tool_call_id -> Option<&'a str>;
+    outcome -> Option<Outcome>;
+    reported_duration -> Option<&'a Observation<u64>>;
+    recovery -> Option<&'a Recovery>;
+    link -> Option<&'a str>;
+}
+
+/// A span as the trace maps it.
+type TraceSpan<'a> = Span<'a, Side<'a>>;
+
+/// A span whose request has been read and whose terminal has not: its
+/// request, held until then (a tool row with a copy of its strings).
+enum OpenSpan {
+    Tool(ToolRow, RunText),
+    Event(SpanKind, Box<Event>),
+}
+
+impl OpenSpan {
+    fn kind(&self) -> SpanKind {
+        match self {
+            OpenSpan::Tool(..) => SpanKind::Tool,
+            OpenSpan::Event(kind, _) => *kind,
+        }
+    }
+
+    fn request(&self) -> Side<'_> {
+        match self {
+            OpenSpan::Tool(row, text) => Side::Tool(ToolView { row, text }),
+            OpenSpan::Event(_, event) => Side::Event(event),
+        }
+    }
+
+    fn as_span(&self) -> TraceSpan<'_> {
+        Span::new(self.kind(), Some(self.request()))
+    }
+}
+
+/// One session's trace, built as its rows are read (offset order, one
 /// epoch) and handed out span by span: a tool or command span as soon as
 /// its terminal is read, the spans still open, the turns and the root once
-/// the session's last event has been. It holds the open spans, the
+/// the session's last row has been. It holds the open spans, the
 /// session's [`SpanNotes`], and per turn its marks and span tally (an
-/// interval or a reason per span), never the session's events: a few
+/// interval or a reason per span), never the session's rows: a few
 /// bytes per span, not a row per event. Pairing is
-/// [`crate::read::spans::pair_spans`]'s, one event at a time.
+/// [`crate::read::spans::pair_spans`]'s, one row at a time.
 pub struct TraceStream {
     ctx: Ctx,
     resource_head: String,
@@ -176,26 +244,39 @@ impl TraceStream {
         &self.resource_head
     }
 
-    /// Take the session's next row, as an event or as its turn mark.
+    /// Take the session's next row (its strings in `text`, the text of its
+    /// run); `emit` gets the text of each span it ends.
     pub fn take(
         &mut self,
         traced: Traced,
+        text: &RunText,
         emit: &mut impl FnMut(&[u8]) -> io::Result<()>,
     ) -> io::Result<()> {
         match traced {
             Traced::Event(event) => self.feed(event, emit),
             Traced::Mark { turn_id, mark } => {
-                self.mark_time(mark.time_unix_ns);
-                if let Some(turn) = &turn_id {
-                    self.turns.add_mark(turn, mark);
-                }
+                self.mark(turn_id.map(|t| text.get(t)), mark);
                 Ok(())
+            }
+            Traced::Tool(row) => {
+                self.mark(row.turn_id.map(|t| text.get(t)), row.mark);
+                if row.end.is_none() {
+                    let (request, own) = row.owned(text);
+                    self.open.push(OpenSpan::Tool(request, own));
+                    return Ok(());
+                }
+                let terminal = Side::Tool(ToolView { row: &row, text });
+                self.close_span(SpanKind::Tool, terminal, emit)
             }
         }
     }
 
-    fn mark_time(&mut self, t: i64) {
+    fn mark(&mut self, turn_id: Option<&str>, mark: TurnMark) {
+        let t = mark.time_unix_ns;
         self.times = Some(self.times.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
+        if let Some(turn) = turn_id {
+            self.turns.add_mark(turn, mark);
+        }
     }
 
     /// Take the session's next event; `emit` gets the text of each span it
@@ -205,24 +286,27 @@ impl TraceStream {
         event: Box<Event>,
         emit: &mut impl FnMut(&[u8]) -> io::Result<()>,
     ) -> io::Result<()> {
-        self.mark_time(event.time_unix_ns);
-        self.turns.add_event(&event);
+        self.mark(event.turn.turn_id.as_deref(), TurnMark::of(&event));
         add_turn_usage(&mut self.usage, &event);
+        let kind = match &event.payload {
+            Payload::ToolRequested(_) | Payload::ToolCompleted(_) => SpanKind::Tool,
+            Payload::CommandRequested(_) | Payload::CommandCompleted(_) => SpanKind::Command,
+            _ => return Ok(()),
+        };
         match &event.payload {
-            Payload::ToolRequested(_) => self.open_span(SpanKind::Tool, event),
-            Payload::CommandRequested(_) => self.open_span(SpanKind::Command, event),
-            Payload::ToolCompleted(_) => self.close_span(SpanKind::Tool, &event, emit)?,
-            Payload::CommandCompleted(_) => self.close_span(SpanKind::Command, &event, emit)?,
-            _ => {}
+            Payload::ToolRequested(_) | Payload::CommandRequested(_) => {
+                self.open.push(OpenSpan::Event(kind, event));
+                Ok(())
+            }
+            _ => self.close_span(kind, Side::Event(&event), emit),
         }
-        Ok(())
     }
 
-    /// The session has no more events: its open spans, turns and root.
+    /// The session has no more rows: its open spans, turns and root.
     pub fn finish(mut self, emit: &mut impl FnMut(&[u8]) -> io::Result<()>) -> io::Result<()> {
         for open in std::mem::take(&mut self.open) {
             let mut span = open.as_span();
-            span.late = self.notes.late_for(&open.request);
+            span.late = self.notes.late_for(open.request());
             self.turns.add_span(&span);
             let out = self
                 .ctx
@@ -239,28 +323,23 @@ impl TraceStream {
         write_span(&mut self.text, &root, emit)
     }
 
-    fn open_span(&mut self, kind: SpanKind, request: Box<Event>) {
-        self.open.push(OpenSpan { kind, request });
-    }
-
     fn close_span(
         &mut self,
         kind: SpanKind,
-        terminal: &Event,
+        terminal: Side<'_>,
         emit: &mut impl FnMut(&[u8]) -> io::Result<()>,
     ) -> io::Result<()> {
         let request = self
             .match_terminal(kind, terminal)
             .map(|i| self.open.remove(i));
-        let span = Span {
-            kind,
-            request: request.as_ref().map(|o| &*o.request),
-            terminal: Some(terminal),
-            late: request
-                .as_ref()
-                .map(|o| self.notes.late_for(&o.request))
-                .unwrap_or_default(),
+        let mut span = match &request {
+            Some(open) => open.as_span(),
+            None => Span::new(kind, None),
         };
+        span.terminal = Some(terminal);
+        if let Some(open) = &request {
+            span.late = self.notes.late_for(open.request());
+        }
         self.turns.add_span(&span);
         let out = self
             .ctx
@@ -271,28 +350,17 @@ impl TraceStream {
     /// The open span `terminal` closes, as `pair_spans` finds it: the
     /// request it links to, else the oldest open span with its call id
     /// (or, without one, its tool name).
-    fn match_terminal(&self, kind: SpanKind, terminal: &Event) -> Option<usize> {
-        let candidates = self.open.iter().enumerate().filter(|(_, o)| o.kind == kind);
-        if let Some(link) = terminal_link(terminal) {
-            return candidates
-                .filter(|(_, o)| &o.request.id == link)
-                .map(|(i, _)| i)
-                .next();
-        }
-        let (call_id, name) = match &terminal.payload {
-            Payload::ToolCompleted(p) => (p.tool_call_id.as_deref(), Some(p.tool_name.as_str())),
-            _ => (None, None),
+    fn match_terminal(&self, kind: SpanKind, terminal: Side<'_>) -> Option<usize> {
+        let mut candidates = self
+            .open
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| o.kind() == kind);
+        let found = match terminal.link() {
+            Some(link) => candidates.find(|(_, o)| o.request().event_id() == link),
+            None => candidates.find(|(_, o)| o.as_span().takes_unlinked(terminal)),
         };
-        candidates
-            .filter(|(_, o)| {
-                let span = o.as_span();
-                match call_id {
-                    Some(id) => span.tool_call_id() == Some(id),
-                    None => span.tool_name() == name,
-                }
-            })
-            .map(|(i, _)| i)
-            .next()
+        found.map(|(i, _)| i)
     }
 }
 
@@ -588,6 +656,8 @@ struct Ctx {
     archive: Option<String>,
     /// Turn span ids by turn id (a session's turns, few).
     turn_ids: RefCell<HashMap<String, SpanId>>,
+    /// The last turn asked for: a turn's spans mostly come together.
+    last_turn: RefCell<Option<(String, SpanId)>>,
 }
 
 impl Ctx {
@@ -602,21 +672,28 @@ impl Ctx {
             session,
             archive: archive.map(str::to_string),
             turn_ids: RefCell::new(HashMap::new()),
+            last_turn: RefCell::new(None),
         }
     }
 
     /// Every span of a turn names it as parent: derived once per turn.
     fn turn_span_id(&self, turn_id: &str) -> SpanId {
-        if let Some(id) = self.turn_ids.borrow().get(turn_id) {
+        if let Some((last, id)) = &*self.last_turn.borrow()
+            && last == turn_id
+        {
             return *id;
         }
-        let mut key = format!("turn:{}:{turn_id}", self.session.session_id);
-        if let Some(genesis) = &self.archive {
-            key.push_str(&format!(":epoch:{genesis}"));
-        }
-        let id = span_id_of(&key);
-        let mut ids = self.turn_ids.borrow_mut();
-        ids.insert(turn_id.to_string(), id);
+        let known = self.turn_ids.borrow().get(turn_id).copied();
+        let id = known.unwrap_or_else(|| {
+            let mut key = format!("turn:{}:{turn_id}", self.session.session_id);
+            if let Some(genesis) = &self.archive {
+                key.push_str(&format!(":epoch:{genesis}"));
+            }
+            let id = span_id_of(&key);
+            self.turn_ids.borrow_mut().insert(turn_id.to_string(), id);
+            id
+        });
+        *self.last_turn.borrow_mut() = Some((turn_id.to_string(), id));
         id
     }
 
@@ -681,19 +758,21 @@ impl Ctx {
 
     /// `recorded_call`: the call id the agent's record gave the span, used
     /// when the hook carried none.
-    fn span_of<'a>(&'a self, span: &Span<'a>, recorded_call: Option<&'a str>) -> SpanOut<'a> {
+    fn span_of<'a>(&'a self, span: &TraceSpan<'a>, recorded_call: Option<&'a str>) -> SpanOut<'a> {
         let anchor = span.anchor();
         let parent = match span.turn_id() {
             Some(turn) => self.turn_span_id(turn),
             None => self.root_id,
         };
-        let (name, mut attrs) = match span.kind {
-            SpanKind::Tool => tool_identity(span, recorded_call),
-            SpanKind::Command => command_identity(span),
+        // Room for every attribute a span can have: one allocation.
+        let mut attrs = Vec::with_capacity(16);
+        let name = match span.kind {
+            SpanKind::Tool => tool_identity(span, recorded_call, &mut attrs),
+            SpanKind::Command => command_identity(span, &mut attrs),
         };
         let (start, end, end_label) = span_times(span);
-        attrs.extend(state_attributes(span, end_label));
-        let id = span_id_of(anchor.id.as_str());
+        state_attributes(span, end_label, &mut attrs);
+        let id = span_id_of(anchor.event_id());
         let mut out = self.span(id, Some(parent), name, start, end, attrs);
         out.status = status_of(span);
         out.events = span.late.iter().map(|e| late_event(e)).collect();
@@ -701,20 +780,24 @@ impl Ctx {
     }
 }
 
-fn tool_identity<'a>(span: &Span<'a>, recorded_call: Option<&'a str>) -> (String, Vec<Attr<'a>>) {
+/// A tool span's name, and its identity among `attrs`.
+fn tool_identity<'a>(
+    span: &TraceSpan<'a>,
+    recorded_call: Option<&'a str>,
+    attrs: &mut Vec<Attr<'a>>,
+) -> String {
     let tool = span.tool_name().unwrap_or("unknown");
-    let mut attrs = vec![
-        attr_str("gen_ai.operation.name", "execute_tool"),
-        attr_str("gen_ai.tool.name", tool),
-    ];
+    attrs.push(attr_str("gen_ai.operation.name", "execute_tool"));
+    attrs.push(attr_str("gen_ai.tool.name", tool));
     if let Some(call) = span.tool_call_id().or(recorded_call) {
         attrs.push(attr_str("gen_ai.tool.call.id", call));
     }
-    (format!("execute_tool {tool}"), attrs)
+    format!("execute_tool {tool}")
 }
 
-fn command_identity<'a>(span: &Span<'a>) -> (String, Vec<Attr<'a>>) {
-    let argv: &'a [String] = match span.request.map(|r| &r.payload) {
+/// A command span's name, and its identity among `attrs`.
+fn command_identity<'a>(span: &TraceSpan<'a>, attrs: &mut Vec<Attr<'a>>) -> String {
+    let argv: &'a [String] = match span.request.and_then(Side::event).map(|r| &r.payload) {
         Some(Payload::CommandRequested(p)) => &p.argv,
         _ => &[],
     };
@@ -723,43 +806,43 @@ fn command_identity<'a>(span: &Span<'a>) -> (String, Vec<Attr<'a>>) {
         .iter()
         .map(|a| AnyValue::String(Cow::Borrowed(a)))
         .collect();
-    let mut attrs = vec![
-        attr_str("harnery.span.kind", "command"),
-        Attr {
-            key: "process.command_args",
-            value: AnyValue::Array { values },
-        },
-    ];
-    if let Some(Payload::CommandCompleted(p)) = span.terminal.map(|t| &t.payload)
+    attrs.push(attr_str("harnery.span.kind", "command"));
+    attrs.push(Attr {
+        key: "process.command_args",
+        value: AnyValue::Array { values },
+    });
+    if let Some(Payload::CommandCompleted(p)) =
+        span.terminal.and_then(Side::event).map(|t| &t.payload)
         && let Some(code) = p.exit_code
     {
         attrs.push(attr_int("process.exit.code", code));
     }
-    (format!("exec {program}"), attrs)
+    format!("exec {program}")
 }
 
 /// Start, end, and where the end came from. Only an observed terminal
 /// ends a span later than it started: a recovery sweep is not one.
-fn span_times(span: &Span) -> (i64, i64, &'static str) {
-    let start = span.anchor().time_unix_ns;
+fn span_times(span: &TraceSpan<'_>) -> (i64, i64, &'static str) {
+    let start = span.anchor().time_unix_ns();
     match (span.state(), span.terminal) {
-        (SpanState::Closed, Some(t)) => (start.min(t.time_unix_ns), t.time_unix_ns, "observed"),
+        (SpanState::Closed, Some(t)) => {
+            let end = t.time_unix_ns();
+            (start.min(end), end, "observed")
+        }
         _ => (start, start, "not_observed"),
     }
 }
 
-fn state_attributes<'a>(span: &Span<'a>, end_label: &'static str) -> Vec<Attr<'a>> {
+fn state_attributes<'a>(span: &TraceSpan<'a>, end_label: &'static str, attrs: &mut Vec<Attr<'a>>) {
     let state = match span.state() {
         SpanState::Open => "open",
         SpanState::Closed => "closed",
         SpanState::Recovered(_) => "recovered",
     };
     let outcome = span.outcome().map_or("unknown", outcome_str);
-    let mut attrs = vec![
-        attr_str("harnery.span.state", state),
-        attr_str("harnery.span.end", end_label),
-        attr_str("harnery.outcome", outcome),
-    ];
+    attrs.push(attr_str("harnery.span.state", state));
+    attrs.push(attr_str("harnery.span.end", end_label));
+    attrs.push(attr_str("harnery.outcome", outcome));
     if span.request_recovered() {
         attrs.push(attr_str(
             "harnery.request.recovery.reason",
@@ -770,7 +853,7 @@ fn state_attributes<'a>(span: &Span<'a>, end_label: &'static str) -> Vec<Attr<'a
         attrs.push(attr_int("harnery.duration_ms", *ms as i64));
     }
     if let Some(terminal) = span.terminal
-        && let Some(recovery) = terminal.payload.recovery()
+        && let Some(recovery) = terminal.recovery()
     {
         attrs.push(attr_str(
             "harnery.recovery.reason",
@@ -789,18 +872,17 @@ fn state_attributes<'a>(span: &Span<'a>, end_label: &'static str) -> Vec<Attr<'a
         }
         attrs.push(attr_int(
             "harnery.recovery.swept_unix_nano",
-            terminal.time_unix_ns.max(0),
+            terminal.time_unix_ns().max(0),
         ));
     }
-    attrs
 }
 
 /// ERROR for an observed failure; otherwise unset (never an invented OK).
-fn status_of(span: &Span) -> Option<StatusOut> {
+fn status_of(span: &TraceSpan<'_>) -> Option<StatusOut> {
     if span.outcome() != Some(Outcome::Failure) {
         return None;
     }
-    let message = match span.terminal.map(|t| &t.payload) {
+    let message = match span.terminal.and_then(Side::event).map(|t| &t.payload) {
         Some(Payload::ToolCompleted(p)) => p.error.clone().unwrap_or_default(),
         Some(Payload::CommandCompleted(p)) => {
             p.exit_code.map(|c| format!("exit {c}")).unwrap_or_default()
