@@ -35,7 +35,7 @@ use std::os::fd::AsFd;
 use super::{CmdError, CmdResult, EpochArg, Outcome};
 use crate::contract::{Event, SessionRef};
 use crate::home::Home;
-use crate::ledger::trace_rows::{ChunkRead, TraceBatch};
+use crate::ledger::trace_rows::{CHUNK_EVENTS, ChunkRead, TraceBatch};
 use crate::ledger::{Ledger, LedgerError, RowFilter, StoredText};
 use crate::progress::Progress;
 use crate::read::epochs::{Epochs, OpenEpoch, warn};
@@ -338,6 +338,8 @@ struct SessionRun {
     chunk_texts: Vec<usize>,
     /// Every row or chunk in offset order.
     items: Vec<RunItem>,
+    /// The events the run counts (its rows, once decoded).
+    events: usize,
     last: bool,
 }
 
@@ -357,6 +359,7 @@ impl SessionRun {
             chunks: TraceBatch::default(),
             chunk_texts: Vec::new(),
             items: Vec::new(),
+            events: 0,
             last: false,
         }
     }
@@ -486,6 +489,10 @@ impl SessionReader<'_> {
                     ChunkRead::Entries { events, entries } => {
                         send(&mut run, feed);
                         progress.add(events);
+                        // A count read from the ledger: room for at most
+                        // what a chunk can hold.
+                        let counted = usize::try_from(events).unwrap_or(CHUNK_EVENTS);
+                        run.events += counted.min(CHUNK_EVENTS);
                         run.chunks.push(entries);
                         run.chunk_texts.push(0);
                         run.items.push(RunItem::Chunk);
@@ -508,6 +515,7 @@ impl SessionReader<'_> {
                 progress.add(1);
                 run.rows.add(row);
                 run.items.push(RunItem::Text);
+                run.events += 1;
                 send(&mut run, feed);
                 Ok::<_, LedgerError>(())
             })?;
@@ -537,7 +545,7 @@ fn parse_run(label: &Label, run: SessionRun) -> ParsedRun {
         notes
     });
     let mut problems = Vec::new();
-    let mut rows = Vec::with_capacity(run.items.len());
+    let mut rows = Vec::with_capacity(run.events);
     let mut texts = run.rows.each();
     let mut chunks = 0..run.chunks.len();
     let parse = |(seq, id, json): (i64, &[u8], &[u8]),
@@ -640,18 +648,17 @@ impl TraceSink {
             docs.start_resource(stream.resource_head());
             self.stream = Some(stream);
         }
-        let mut emit = |span: &[u8]| docs.push_span(span);
         let stream = self
             .stream
             .as_mut()
             .expect("a session's first run carries its notes");
         for row in run.rows {
-            stream.take(row, &run.text, &mut emit)?;
+            stream.take(row, &run.text, docs)?;
         }
         if run.last {
             let stream = self.stream.take().expect("the session is open");
-            stream.finish(&mut emit)?;
-            docs.end_resource()?;
+            stream.finish(docs)?;
+            docs.end_resource();
         }
         Ok(())
     }

@@ -369,7 +369,7 @@ pub enum ChunkRead<'a> {
 
 /// Trace chunks as read and not yet decoded: their entries' text side by
 /// side. The thread that reads the ledger only copies bytes into one, and
-/// another decodes them ([`TraceBatch::entries`]).
+/// another decodes them ([`TraceBatch::each_entry`]).
 #[derive(Debug, Default)]
 pub struct TraceBatch {
     bytes: Vec<u8>,

@@ -220,8 +220,6 @@ pub struct TraceStream {
     usage: BTreeMap<String, TurnUsage>,
     /// The earliest and latest event time: the root span's.
     times: Option<(i64, i64)>,
-    /// One span's text, reused.
-    text: String,
 }
 
 impl TraceStream {
@@ -234,7 +232,6 @@ impl TraceStream {
             turns: TurnFold::default(),
             usage: BTreeMap::new(),
             times: None,
-            text: String::new(),
         }
     }
 
@@ -245,15 +242,15 @@ impl TraceStream {
     }
 
     /// Take the session's next row (its strings in `text`, the text of its
-    /// run); `emit` gets the text of each span it ends.
+    /// run); `sink` gets each span it ends.
     pub fn take(
         &mut self,
         traced: Traced,
         text: &RunText,
-        emit: &mut impl FnMut(&[u8]) -> io::Result<()>,
+        sink: &mut impl SpanSink,
     ) -> io::Result<()> {
         match traced {
-            Traced::Event(event) => self.feed(event, emit),
+            Traced::Event(event) => self.feed(event, sink),
             Traced::Mark { turn_id, mark } => {
                 self.mark(turn_id.map(|t| text.get(t)), mark);
                 Ok(())
@@ -266,7 +263,7 @@ impl TraceStream {
                     return Ok(());
                 }
                 let terminal = Side::Tool(ToolView { row: &row, text });
-                self.close_span(SpanKind::Tool, terminal, emit)
+                self.close_span(SpanKind::Tool, terminal, sink)
             }
         }
     }
@@ -279,31 +276,26 @@ impl TraceStream {
         }
     }
 
-    /// Take the session's next event; `emit` gets the text of each span it
-    /// ends.
-    pub fn feed(
-        &mut self,
-        event: Box<Event>,
-        emit: &mut impl FnMut(&[u8]) -> io::Result<()>,
-    ) -> io::Result<()> {
+    /// Take the session's next event; `sink` gets each span it ends.
+    pub fn feed(&mut self, event: Box<Event>, sink: &mut impl SpanSink) -> io::Result<()> {
         self.mark(event.turn.turn_id.as_deref(), TurnMark::of(&event));
         add_turn_usage(&mut self.usage, &event);
-        let kind = match &event.payload {
-            Payload::ToolRequested(_) | Payload::ToolCompleted(_) => SpanKind::Tool,
-            Payload::CommandRequested(_) | Payload::CommandCompleted(_) => SpanKind::Command,
+        let (kind, opens) = match &event.payload {
+            Payload::ToolRequested(_) => (SpanKind::Tool, true),
+            Payload::CommandRequested(_) => (SpanKind::Command, true),
+            Payload::ToolCompleted(_) => (SpanKind::Tool, false),
+            Payload::CommandCompleted(_) => (SpanKind::Command, false),
             _ => return Ok(()),
         };
-        match &event.payload {
-            Payload::ToolRequested(_) | Payload::CommandRequested(_) => {
-                self.open.push(OpenSpan::Event(kind, event));
-                Ok(())
-            }
-            _ => self.close_span(kind, Side::Event(&event), emit),
+        if opens {
+            self.open.push(OpenSpan::Event(kind, event));
+            return Ok(());
         }
+        self.close_span(kind, Side::Event(&event), sink)
     }
 
     /// The session has no more rows: its open spans, turns and root.
-    pub fn finish(mut self, emit: &mut impl FnMut(&[u8]) -> io::Result<()>) -> io::Result<()> {
+    pub fn finish(mut self, sink: &mut impl SpanSink) -> io::Result<()> {
         for open in std::mem::take(&mut self.open) {
             let mut span = open.as_span();
             span.late = self.notes.late_for(open.request());
@@ -311,23 +303,23 @@ impl TraceStream {
             let out = self
                 .ctx
                 .span_of(&span, self.notes.recorded_call(span.request));
-            write_span(&mut self.text, &out, emit)?;
+            emit(sink, &out)?;
         }
         let turns = std::mem::take(&mut self.turns).receipts(&self.usage);
         for turn in &turns {
             let out = self.ctx.turn(turn, self.usage.get(&turn.turn_id));
-            write_span(&mut self.text, &out, emit)?;
+            emit(sink, &out)?;
         }
         let (start, end) = self.times.unwrap_or((0, 0));
         let root = self.ctx.root(start, end);
-        write_span(&mut self.text, &root, emit)
+        emit(sink, &root)
     }
 
     fn close_span(
         &mut self,
         kind: SpanKind,
         terminal: Side<'_>,
-        emit: &mut impl FnMut(&[u8]) -> io::Result<()>,
+        sink: &mut impl SpanSink,
     ) -> io::Result<()> {
         let request = self
             .match_terminal(kind, terminal)
@@ -344,7 +336,7 @@ impl TraceStream {
         let out = self
             .ctx
             .span_of(&span, self.notes.recorded_call(span.request));
-        write_span(&mut self.text, &out, emit)
+        emit(sink, &out)
     }
 
     /// The open span `terminal` closes, as `pair_spans` finds it: the
@@ -364,14 +356,16 @@ impl TraceStream {
     }
 }
 
-fn write_span(
-    text: &mut String,
-    span: &SpanOut<'_>,
-    emit: &mut impl FnMut(&[u8]) -> io::Result<()>,
-) -> io::Result<()> {
-    text.clear();
-    span.write(text);
-    emit(text.as_bytes())
+/// Where a trace's spans go, each as it ends: the text each one is
+/// written into.
+pub trait SpanSink {
+    /// The text to write the next span into (at its end).
+    fn next_span(&mut self) -> io::Result<&mut String>;
+}
+
+fn emit(sink: &mut impl SpanSink, span: &SpanOut<'_>) -> io::Result<()> {
+    span.write(sink.next_span()?);
+    Ok(())
 }
 
 /// One session's spans, each already serialized, and the opening of the
@@ -380,16 +374,28 @@ fn write_span(
 #[cfg(test)]
 pub struct SessionTrace {
     resource_head: String,
-    spans: Vec<u8>,
-    ends: Vec<usize>,
+    spans: String,
+    starts: Vec<usize>,
 }
 
 #[cfg(test)]
 impl SessionTrace {
     /// Each span's JSON text, in export order.
-    pub fn spans(&self) -> impl Iterator<Item = &[u8]> {
-        let starts = std::iter::once(0).chain(self.ends.iter().copied());
-        starts.zip(&self.ends).map(|(a, &b)| &self.spans[a..b])
+    pub fn spans(&self) -> impl Iterator<Item = &str> {
+        let ends = self.starts.iter().skip(1).copied();
+        let ends = ends.chain(std::iter::once(self.spans.len()));
+        self.starts
+            .iter()
+            .zip(ends)
+            .map(|(&a, b)| &self.spans[a..b])
+    }
+}
+
+#[cfg(test)]
+impl SpanSink for SessionTrace {
+    fn next_span(&mut self) -> io::Result<&mut String> {
+        self.starts.push(self.spans.len());
+        Ok(&mut self.spans)
     }
 }
 
@@ -404,20 +410,15 @@ pub fn session_trace(session: &SessionRef, events: &[&Event], part: Part<'_>) ->
     let mut stream = TraceStream::new(session.clone(), part, notes);
     let mut trace = SessionTrace {
         resource_head: stream.resource_head().to_string(),
-        spans: Vec::new(),
-        ends: Vec::new(),
-    };
-    let mut emit = |span: &[u8]| {
-        trace.spans.extend_from_slice(span);
-        trace.ends.push(trace.spans.len());
-        Ok(())
+        spans: String::new(),
+        starts: Vec::new(),
     };
     for e in events {
         stream
-            .feed(Box::new((*e).clone()), &mut emit)
+            .feed(Box::new((*e).clone()), &mut trace)
             .expect("memory takes it");
     }
-    stream.finish(&mut emit).expect("memory takes it");
+    stream.finish(&mut trace).expect("memory takes it");
     trace
 }
 
@@ -498,16 +499,21 @@ fn resource_head(session: &SessionRef, epoch_tag: Option<&str>) -> String {
     )
 }
 
-const RESOURCE_TAIL: &[u8] = b"]}]}";
-const DOCUMENT_HEAD: &[u8] = b"{\"resourceSpans\":[";
-const DOCUMENT_TAIL: &[u8] = b"]}\n";
+const RESOURCE_TAIL: &str = "]}]}";
+const DOCUMENT_HEAD: &str = "{\"resourceSpans\":[";
+const DOCUMENT_TAIL: &str = "]}\n";
+
+/// Bytes of document text gathered before they are written out.
+const WRITE_AT: usize = 64 * 1024;
 
 /// Writes traces as `ExportTraceServiceRequest` documents, one per line,
 /// each holding at most `limit` spans; a trace that does not fit goes on
 /// in the next document under a repeat of its resource. No spans, no
-/// document.
+/// document. Spans are written straight into the text that goes out.
 pub struct Documents<W: Write> {
     out: W,
+    /// Text not yet written out.
+    text: String,
     limit: usize,
     spans_in_doc: usize,
     resources_in_doc: usize,
@@ -517,11 +523,44 @@ pub struct Documents<W: Write> {
     in_resource: usize,
 }
 
+impl<W: Write> SpanSink for Documents<W> {
+    /// Room for one span of the current resource, in the open document or
+    /// in a new one (under a repeat of the resource) when that one is
+    /// full.
+    fn next_span(&mut self) -> io::Result<&mut String> {
+        if self.text.len() >= WRITE_AT {
+            self.out.write_all(self.text.as_bytes())?;
+            self.text.clear();
+        }
+        if self.spans_in_doc == self.limit {
+            self.end_resource();
+            self.close();
+        }
+        if !self.doc_open {
+            self.text.push_str(DOCUMENT_HEAD);
+            self.doc_open = true;
+        }
+        if self.in_resource == 0 {
+            if self.resources_in_doc > 0 {
+                self.text.push(',');
+            }
+            self.text.push_str(&self.head);
+            self.resources_in_doc += 1;
+        } else {
+            self.text.push(',');
+        }
+        self.in_resource += 1;
+        self.spans_in_doc += 1;
+        Ok(&mut self.text)
+    }
+}
+
 impl<W: Write> Documents<W> {
     pub fn new(out: W, limit: usize) -> Documents<W> {
         assert!(limit > 0, "a document holds at least one span");
         Documents {
             out,
+            text: String::with_capacity(WRITE_AT + 4096),
             limit,
             spans_in_doc: 0,
             resources_in_doc: 0,
@@ -538,39 +577,12 @@ impl<W: Write> Documents<W> {
         self.in_resource = 0;
     }
 
-    /// One span of the current resource: into the open document, or into
-    /// a new one (under a repeat of the resource) when that one is full.
-    pub fn push_span(&mut self, span: &[u8]) -> io::Result<()> {
-        if self.spans_in_doc == self.limit {
-            self.end_resource()?;
-            self.close()?;
-        }
-        if !self.doc_open {
-            self.out.write_all(DOCUMENT_HEAD)?;
-            self.doc_open = true;
-        }
-        if self.in_resource == 0 {
-            if self.resources_in_doc > 0 {
-                self.out.write_all(b",")?;
-            }
-            self.out.write_all(self.head.as_bytes())?;
-            self.resources_in_doc += 1;
-        } else {
-            self.out.write_all(b",")?;
-        }
-        self.out.write_all(span)?;
-        self.in_resource += 1;
-        self.spans_in_doc += 1;
-        Ok(())
-    }
-
     /// Close the current resource, if it has a span in this document.
-    pub fn end_resource(&mut self) -> io::Result<()> {
+    pub fn end_resource(&mut self) {
         if self.in_resource > 0 {
-            self.out.write_all(RESOURCE_TAIL)?;
+            self.text.push_str(RESOURCE_TAIL);
             self.in_resource = 0;
         }
-        Ok(())
     }
 
     /// A whole trace: its resource, its spans, and the resource closed.
@@ -578,26 +590,27 @@ impl<W: Write> Documents<W> {
     pub fn push(&mut self, trace: &SessionTrace) -> io::Result<()> {
         self.start_resource(&trace.resource_head);
         for span in trace.spans() {
-            self.push_span(span)?;
+            self.next_span()?.push_str(span);
         }
-        self.end_resource()
+        self.end_resource();
+        Ok(())
     }
 
     /// Close the last document; hand back the writer.
     pub fn finish(mut self) -> io::Result<W> {
-        self.end_resource()?;
+        self.end_resource();
         if self.doc_open {
-            self.close()?;
+            self.close();
         }
+        self.out.write_all(self.text.as_bytes())?;
         Ok(self.out)
     }
 
-    fn close(&mut self) -> io::Result<()> {
-        self.out.write_all(DOCUMENT_TAIL)?;
+    fn close(&mut self) {
+        self.text.push_str(DOCUMENT_TAIL);
         self.doc_open = false;
         self.spans_in_doc = 0;
         self.resources_in_doc = 0;
-        Ok(())
     }
 }
 
