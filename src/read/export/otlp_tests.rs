@@ -259,3 +259,14 @@ fn an_archived_part_has_its_own_root_and_turn_ids() {
         "{attrs}"
     );
 }
+
+proptest::proptest! {
+    #[test]
+    fn an_id_hashed_in_one_buffer_is_the_id_hashed_piece_by_piece(
+        tag in "[a-z.]{0,40}",
+        parts in proptest::collection::vec(".{0,120}", 0..4),
+    ) {
+        let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+        proptest::prop_assert_eq!(id_hash(&tag, &parts), id_hash_long(&tag, &parts));
+    }
+}
