@@ -431,10 +431,11 @@ pub fn session_trace(session: &SessionRef, events: &[&Event], part: Part<'_>) ->
 
 /// Drop from `event` what no span of its trace reads: tool inputs and
 /// outputs, prompt, message and reasoning text, raw references. An export
-/// holds a session's events until the session's last row has been read
-/// (a later row may still close, name or amend any of its spans), so what
-/// it holds per event is the envelope and the few payload fields the
-/// mapping above uses, whatever the size of the stored row.
+/// holds an event read whole while the span it opened is open, and a
+/// session's late evidence until its last row has been read (a later row
+/// may still close or amend a span), so what it holds per event is the
+/// envelope and the few payload fields the mapping above uses, whatever
+/// the size of the stored row.
 pub fn keep_traced_fields(event: &mut Event) {
     event.raw = Vec::new();
     event.clock = None;
