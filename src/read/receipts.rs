@@ -30,6 +30,7 @@ use serde::Serialize;
 use super::ns_to_ms;
 use super::spans::{Span, SpanKind, SpanSide, SpanState, pair_spans};
 use super::usage::{TurnUsage, turn_usage};
+use crate::contract::json::turn_source_name;
 use crate::contract::{Event, Observation, Payload, TurnSource};
 
 /// Emitted when a recovery bound reaches past the turn's wall interval.
@@ -325,11 +326,7 @@ fn receipt(wall: TurnWall, tally: ToolTally, usage: Option<&TurnUsage>) -> TurnR
     let tools = tally.channel(wall.wall, &mut notes);
     TurnReceipt {
         turn_id: wall.turn_id,
-        turn_source: match wall.source {
-            TurnSource::Native => "native",
-            TurnSource::Stamped => "stamped",
-            TurnSource::None => "none",
-        },
+        turn_source: turn_source_name(wall.source),
         started_unix_ns: wall.wall.start,
         ended_unix_ns: wall.wall.end,
         wall_ms: ns_to_ms(wall.wall.end - wall.wall.start),

@@ -3,11 +3,13 @@
 //!
 //! - [`jsonl`]: a row's stored text as its line (checked to be JSON, never
 //!   re-serialised), tagged with its epoch when asked.
-//! - [`otlp`]: one session's events, streamed, as OTLP spans, and the
-//!   `ExportTraceServiceRequest` documents that carry them, each holding
-//!   at most [`SPANS_PER_DOCUMENT`] spans.
+//! - [`otlp`]: one session's events, streamed, as OTLP spans, and (from
+//!   `otlp_documents`) the `ExportTraceServiceRequest` documents that
+//!   carry them, each holding at most [`SPANS_PER_DOCUMENT`] spans.
 //! - [`traced`]: a session's rows as its trace takes them, from the
 //!   ledger's trace entries or from an event's text.
+//! - `otlp_documents`: the documents spans go out in, written straight
+//!   into the text that is written out.
 //! - `otlp_json`: the hand-written text of a span and a resource.
 //! - [`json_syntax`]: whether a stored text is JSON at all.
 //!
@@ -18,6 +20,7 @@ pub mod json_syntax;
 pub mod jsonl;
 pub mod ordered;
 pub mod otlp;
+mod otlp_documents;
 mod otlp_json;
 pub mod traced;
 

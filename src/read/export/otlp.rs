@@ -1,5 +1,6 @@
-//! OTLP/JSON traces: one session's events as spans, and the bounded
-//! `ExportTraceServiceRequest` documents that carry them.
+//! OTLP/JSON traces: one session's events as spans (the bounded
+//! `ExportTraceServiceRequest` documents that carry them are
+//! `otlp_documents`'s [`Documents`]).
 //!
 //! Mapping (one resource and one trace per session):
 //! - the session is a root span, `invoke_agent <adapter>`;
@@ -44,17 +45,19 @@
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
-use std::io::{self, Write};
+use std::io;
 
 use super::super::receipts::{TurnFold, TurnMark, TurnReceipt};
 use super::super::spans::{Span, SpanKind, SpanSide, SpanState};
 use super::super::usage::{TurnUsage, add_turn_usage};
+pub use super::otlp_documents::{Documents, SpanSink};
 use super::otlp_json::{
     AnyValue, Attr, DecimalI64, ResourceOut, SpanEventOut, SpanId, SpanOut, StatusOut, attr_bool,
     attr_int, attr_str,
 };
 pub use super::traced::{RunText, Traced};
 use super::traced::{ToolRow, ToolView};
+use crate::contract::json::outcome_name;
 use crate::contract::{Event, EventType, Observation, Outcome, Payload, Recovery, SessionRef};
 
 /// OTLP span kind INTERNAL.
@@ -363,13 +366,6 @@ impl TraceStream {
     }
 }
 
-/// Where a trace's spans go, each as it ends: the text each one is
-/// written into.
-pub trait SpanSink {
-    /// The text to write the next span into (at its end).
-    fn next_span(&mut self) -> io::Result<&mut String>;
-}
-
 fn emit(sink: &mut impl SpanSink, span: &SpanOut<'_>) -> io::Result<()> {
     span.write(sink.next_span()?);
     Ok(())
@@ -427,6 +423,19 @@ pub fn session_trace(session: &SessionRef, events: &[&Event], part: Part<'_>) ->
     }
     stream.finish(&mut trace).expect("memory takes it");
     trace
+}
+
+#[cfg(test)]
+impl<W: std::io::Write> Documents<W> {
+    /// A whole trace: its resource, its spans, and the resource closed.
+    pub fn push(&mut self, trace: &SessionTrace) -> io::Result<()> {
+        self.start_resource(&trace.resource_head);
+        for span in trace.spans() {
+            self.next_span()?.push_str(span);
+        }
+        self.end_resource();
+        Ok(())
+    }
 }
 
 /// Drop from `event` what no span of its trace reads: tool inputs and
@@ -489,7 +498,7 @@ fn usage_attributes(u: &TurnUsage) -> Vec<Attr<'_>> {
 }
 
 /// `{"resource":…,"scopeSpans":[{"scope":…,"spans":[`, closed by
-/// [`RESOURCE_TAIL`].
+/// the resource tail [`Documents`] writes.
 fn resource_head(session: &SessionRef, epoch_tag: Option<&str>) -> String {
     let mut attributes = vec![
         attr_str("service.name", "harnery"),
@@ -505,121 +514,6 @@ fn resource_head(session: &SessionRef, epoch_tag: Option<&str>) -> String {
     format!(
         "{{\"resource\":{resource},\"scopeSpans\":[{{\"scope\":{{\"name\":\"harnery\",\"version\":\"{version}\"}},\"spans\":["
     )
-}
-
-const RESOURCE_TAIL: &str = "]}]}";
-const DOCUMENT_HEAD: &str = "{\"resourceSpans\":[";
-const DOCUMENT_TAIL: &str = "]}\n";
-
-/// Bytes of document text gathered before they are written out.
-const WRITE_AT: usize = 64 * 1024;
-
-/// Writes traces as `ExportTraceServiceRequest` documents, one per line,
-/// each holding at most `limit` spans; a trace that does not fit goes on
-/// in the next document under a repeat of its resource. No spans, no
-/// document. Spans are written straight into the text that goes out.
-pub struct Documents<W: Write> {
-    out: W,
-    /// Text not yet written out.
-    text: String,
-    limit: usize,
-    spans_in_doc: usize,
-    resources_in_doc: usize,
-    doc_open: bool,
-    /// The current resource's opening, and its spans in this document.
-    head: String,
-    in_resource: usize,
-}
-
-impl<W: Write> SpanSink for Documents<W> {
-    /// Room for one span of the current resource, in the open document or
-    /// in a new one (under a repeat of the resource) when that one is
-    /// full.
-    fn next_span(&mut self) -> io::Result<&mut String> {
-        if self.text.len() >= WRITE_AT {
-            self.out.write_all(self.text.as_bytes())?;
-            self.text.clear();
-        }
-        if self.spans_in_doc == self.limit {
-            self.end_resource();
-            self.close();
-        }
-        if !self.doc_open {
-            self.text.push_str(DOCUMENT_HEAD);
-            self.doc_open = true;
-        }
-        if self.in_resource == 0 {
-            if self.resources_in_doc > 0 {
-                self.text.push(',');
-            }
-            self.text.push_str(&self.head);
-            self.resources_in_doc += 1;
-        } else {
-            self.text.push(',');
-        }
-        self.in_resource += 1;
-        self.spans_in_doc += 1;
-        Ok(&mut self.text)
-    }
-}
-
-impl<W: Write> Documents<W> {
-    pub fn new(out: W, limit: usize) -> Documents<W> {
-        assert!(limit > 0, "a document holds at least one span");
-        Documents {
-            out,
-            text: String::with_capacity(WRITE_AT + 4096),
-            limit,
-            spans_in_doc: 0,
-            resources_in_doc: 0,
-            doc_open: false,
-            head: String::new(),
-            in_resource: 0,
-        }
-    }
-
-    /// Begin a session's spans under `head` (its resource's opening).
-    pub fn start_resource(&mut self, head: &str) {
-        self.head.clear();
-        self.head.push_str(head);
-        self.in_resource = 0;
-    }
-
-    /// Close the current resource, if it has a span in this document.
-    pub fn end_resource(&mut self) {
-        if self.in_resource > 0 {
-            self.text.push_str(RESOURCE_TAIL);
-            self.in_resource = 0;
-        }
-    }
-
-    /// A whole trace: its resource, its spans, and the resource closed.
-    #[cfg(test)]
-    pub fn push(&mut self, trace: &SessionTrace) -> io::Result<()> {
-        self.start_resource(&trace.resource_head);
-        for span in trace.spans() {
-            self.next_span()?.push_str(span);
-        }
-        self.end_resource();
-        Ok(())
-    }
-
-    /// Close the last document; hand back the writer.
-    pub fn finish(mut self) -> io::Result<W> {
-        self.end_resource();
-        if self.doc_open {
-            self.close();
-        }
-        self.out.write_all(self.text.as_bytes())?;
-        Ok(self.out)
-    }
-
-    fn close(&mut self) {
-        self.text.push_str(DOCUMENT_TAIL);
-        self.doc_open = false;
-        self.spans_in_doc = 0;
-        self.resources_in_doc = 0;
-    }
 }
 
 /// 32 hex digits derived from the session.
@@ -881,7 +775,7 @@ fn state_attributes<'a>(span: &TraceSpan<'a>, end_label: &'static str, attrs: &m
         SpanState::Closed => "closed",
         SpanState::Recovered(_) => "recovered",
     };
-    let outcome = span.outcome().map_or("unknown", outcome_str);
+    let outcome = span.outcome().map_or("unknown", outcome_name);
     attrs.push(attr_str("harnery.span.state", state));
     attrs.push(attr_str("harnery.span.end", end_label));
     attrs.push(attr_str("harnery.outcome", outcome));
@@ -939,22 +833,13 @@ fn status_of(span: &TraceSpan<'_>) -> Option<StatusOut> {
 
 fn late_event<'a>(event: &'a Event) -> SpanEventOut<'a> {
     let outcome = match &event.payload {
-        Payload::LateEvidence(p) => outcome_str(p.outcome),
+        Payload::LateEvidence(p) => outcome_name(p.outcome),
         _ => "unknown",
     };
     SpanEventOut {
         attributes: vec![attr_str("harnery.outcome", outcome)],
         name: "harnery.late_evidence",
         time_unix_nano: DecimalI64(event.time_unix_ns.max(0)),
-    }
-}
-
-fn outcome_str(outcome: Outcome) -> &'static str {
-    match outcome {
-        Outcome::Success => "success",
-        Outcome::Failure => "failure",
-        Outcome::Interrupted => "interrupted",
-        Outcome::Unknown => "unknown",
     }
 }
 
