@@ -182,8 +182,9 @@ fn a_repeated_event_id_is_a_validation_problem() {
 }
 
 /// A ledger an older build wrote, before session rows kept span counts:
-/// read as it is, its spans are counted; opened by the read side, it is
-/// brought up to this build's schema first, with the same counts.
+/// the read side reads it as it is (its spans are counted, nothing is
+/// migrated); only a writer brings it up to this build's schema, with the
+/// same counts.
 #[test]
 fn an_older_ledger_reads_the_same_and_is_brought_up_to_date() {
     let dir = tempfile::tempdir().unwrap();
@@ -205,10 +206,13 @@ fn an_older_ledger_reads_the_same_and_is_brought_up_to_date() {
     )
     .unwrap();
     drop(conn);
-    let as_it_is = Ledger::open_dir_read(&live, None).unwrap();
+    let as_it_is = Ledger::open_read(&home).unwrap();
     assert_eq!(as_it_is.sessions().unwrap(), want);
+    assert!(as_it_is.schema_behind().unwrap(), "a read migrates nothing");
     drop(as_it_is);
+    drop(Ledger::open_write(&home, 2).unwrap());
     let upgraded = Ledger::open_read(&home).unwrap();
+    assert!(!upgraded.schema_behind().unwrap());
     assert_eq!(upgraded.sessions().unwrap(), want);
     let (_, problems) = upgraded.validate_all().unwrap();
     assert!(problems.is_empty(), "{problems:?}");
@@ -227,7 +231,23 @@ fn a_foreign_digest_is_refused_with_the_advance_hint() {
     let path = Ledger::live_dir(&home).join("genesis.json");
     let text = std::fs::read_to_string(&path).unwrap();
     let digest = harnery::contract::schema_digest_hex();
-    std::fs::write(&path, text.replace(&digest, &"0".repeat(64))).unwrap();
+    // Both files as a build of another contract writes them.
+    let other = "0".repeat(64);
+    let edited = text.replace(&digest, &other);
+    std::fs::write(&path, &edited).unwrap();
+    let conn = rusqlite::Connection::open(path.with_file_name("ledger.sqlite")).unwrap();
+    conn.execute(
+        "UPDATE meta SET value = ?1 WHERE key = 'schema_digest'",
+        [&other],
+    )
+    .unwrap();
+    let blake3 = blake3::hash(edited.as_bytes()).to_hex().to_string();
+    conn.execute(
+        "UPDATE meta SET value = ?1 WHERE key = 'genesis_blake3'",
+        [&blake3],
+    )
+    .unwrap();
+    drop(conn);
     let err = Ledger::open_read(&home).err().expect("refused");
     assert!(err.to_string().contains("harnery epoch advance"), "{err}");
 }

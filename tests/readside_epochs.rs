@@ -536,7 +536,7 @@ fn an_unreadable_archive_is_reported_and_the_others_still_read() {
         epochs[0]["unreadable"]
             .as_str()
             .unwrap()
-            .contains("not a database"),
+            .contains("is not an SQLite database"),
         "{validated}"
     );
     assert_eq!(epochs[1]["ok"], true);

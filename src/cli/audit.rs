@@ -113,7 +113,8 @@ pub fn run(args: Args) -> CmdResult {
 /// The selected epochs; the default view of a home with no ledger yet is
 /// empty rather than an error.
 fn open(home: &Home, selector: &EpochSelector) -> Result<Epochs, SourceError> {
-    let no_live = !Ledger::live_dir(home).join(GENESIS_FILE).exists();
+    let dir = Ledger::live_dir(home);
+    let no_live = !dir.join(GENESIS_FILE).exists() && crate::ledger::integrity::is_new(&dir)?;
     if *selector == EpochSelector::Live && no_live {
         return Ok(Epochs::none());
     }

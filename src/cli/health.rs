@@ -8,8 +8,10 @@ use std::io::Write;
 use super::{CmdError, CmdResult, Outcome};
 use crate::clock::format_ns;
 use crate::home::Home;
+use crate::ledger::integrity::RawFault;
 use crate::read::health::{Condition, spool_conditions};
 use crate::read::now::resolve_now;
+use crate::read::source::SourceError;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -27,13 +29,16 @@ pub struct Args {
 pub fn run(args: Args) -> CmdResult {
     let home = Home::from_env()?;
     let now = resolve_now(args.now.as_deref())?;
-    let mut found = match crate::read::source::live_or_none(&home)? {
-        Some(ledger) => {
+    let mut found = match crate::read::source::live_or_none(&home) {
+        Ok(Some(ledger)) => {
             let mut found = crate::read::session_rows::conditions(&ledger, now)?;
             found.extend(crate::read::health::record_conditions(&ledger, now)?);
+            found.extend(ledger.raw_archive_faults()?.into_iter().map(damaged));
             found
         }
-        None => Vec::new(),
+        Ok(None) => Vec::new(),
+        Err(SourceError::Ledger(e)) => vec![damaged(e.damage().ok_or(e)?)],
+        Err(e) => return Err(e.into()),
     };
     let stale_ns = (args.stale_after_hours * 3600.0 * 1e9) as i64;
     let facts = crate::read::spool_facts::gather(&home)?;
@@ -49,6 +54,22 @@ pub fn run(args: Args) -> CmdResult {
         return Ok(Outcome::Clean);
     }
     Ok(Outcome::Problems)
+}
+
+/// A live epoch file that is not what the ledger recorded: `home_damaged`,
+/// the condition under which `harnery finalize` refuses to run.
+fn damaged(fault: RawFault) -> Condition {
+    Condition {
+        code: "home_damaged".into(),
+        session: None,
+        at_unix_ns: None,
+        detail: format!(
+            "{} {}; {}",
+            fault.path.display(),
+            fault.what,
+            crate::ledger::integrity::recovery(&fault.path)
+        ),
+    }
 }
 
 fn write_condition(

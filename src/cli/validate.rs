@@ -12,6 +12,7 @@ use serde::Serialize;
 use super::{CmdResult, EpochArg, Outcome};
 use crate::epoch::{EpochEntry, EpochSelector, select};
 use crate::home::Home;
+use crate::ledger::integrity::RawFault;
 use crate::ledger::{Ledger, ValidationProblem, binary_digest};
 use crate::progress::Progress;
 use crate::read::epochs::{open_as_written, warn};
@@ -75,10 +76,16 @@ pub fn run(args: Args) -> CmdResult {
 
 /// The default: the live epoch, printed as it always has been.
 fn run_live(home: &Home, json: bool, progress: &Progress) -> CmdResult {
-    let ledger = Ledger::open_dir_read(&Ledger::live_dir(home), None)?;
-    let mut problems = digest_problems(&ledger);
-    let (rows, found) = ledger.validate_all_with(progress)?;
-    problems.extend(found);
+    let (rows, problems) = match Ledger::open_dir_read(&Ledger::live_dir(home), None) {
+        Ok(ledger) => {
+            let mut problems = digest_problems(&ledger);
+            problems.extend(home_problems(&ledger)?);
+            let (rows, found) = ledger.validate_all_with(progress)?;
+            problems.extend(found);
+            (rows, problems)
+        }
+        Err(e) => (0, vec![damage_problem(e.damage().ok_or(e)?)]),
+    };
     let binary = binary_digest();
     if json {
         let v =
@@ -100,6 +107,30 @@ fn run_live(home: &Home, json: bool, progress: &Progress) -> CmdResult {
     } else {
         Outcome::Problems
     })
+}
+
+/// A live epoch file that is not what the ledger recorded, as a problem
+/// (`harnery finalize` refuses to write over it).
+fn damage_problem(fault: RawFault) -> ValidationProblem {
+    ValidationProblem {
+        event_id: "home".into(),
+        rule: "home-damaged".into(),
+        detail: format!(
+            "{} {}; {}",
+            fault.path.display(),
+            fault.what,
+            crate::ledger::integrity::recovery(&fault.path)
+        ),
+    }
+}
+
+/// The live epoch's raw archive files against what the ledger recorded.
+fn home_problems(ledger: &Ledger) -> Result<Vec<ValidationProblem>, crate::ledger::LedgerError> {
+    Ok(ledger
+        .raw_archive_faults()?
+        .into_iter()
+        .map(damage_problem)
+        .collect())
 }
 
 /// The live epoch must speak this build's digest; an archive speaks its own.
@@ -139,6 +170,10 @@ fn check(entry: &EpochEntry, progress: &Progress) -> Checked {
     c.digest = ledger.genesis().schema_digest.clone();
     if entry.live {
         c.violations = digest_problems(&ledger);
+        match home_problems(&ledger) {
+            Ok(found) => c.violations.extend(found),
+            Err(e) => c.unreadable = Some(e.to_string()),
+        }
     }
     match ledger.validate_all_with(progress) {
         Ok((rows, found)) => {

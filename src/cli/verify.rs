@@ -12,6 +12,7 @@ use serde::Serialize;
 use super::{CmdResult, EpochArg, Outcome};
 use crate::epoch::{EpochEntry, EpochSelector, select};
 use crate::home::Home;
+use crate::ledger::integrity::RawFault;
 use crate::ledger::raw::RawProblem;
 use crate::ledger::{ChainBreak, Ledger, LedgerError};
 use crate::progress::Progress;
@@ -42,6 +43,10 @@ struct Verified {
     /// Why this build could not check the epoch at all.
     #[serde(skip_serializing_if = "Option::is_none")]
     unreadable: Option<String>,
+    /// A live epoch file that is not what the ledger recorded (the
+    /// refusal `harnery finalize` gives, as a finding).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    home_problems: Vec<RawFault>,
 }
 
 pub fn run(args: Args) -> CmdResult {
@@ -50,8 +55,10 @@ pub fn run(args: Args) -> CmdResult {
     progress.stage("verify");
     if args.epoch.epoch == EpochSelector::Live {
         // The chain does not depend on the contract: verify any digest.
-        let ledger = Ledger::open_dir_read(&Ledger::live_dir(&home), None)?;
-        let v = verified(&ledger, &progress)?;
+        let v = match Ledger::open_dir_read(&Ledger::live_dir(&home), None) {
+            Ok(ledger) => verified(&ledger, &progress)?,
+            Err(e) => damaged(e)?,
+        };
         return finish(&[v], args.json, false);
     }
     let checked: Vec<Verified> = select(&home, &args.epoch.epoch)?
@@ -64,6 +71,17 @@ pub fn run(args: Args) -> CmdResult {
         }
     }
     finish(&checked, args.json, true)
+}
+
+/// A live epoch that cannot be opened because a file of it is damaged:
+/// a finding; any other error stays one.
+fn damaged(e: LedgerError) -> Result<Verified, LedgerError> {
+    let fault = e.damage().ok_or(e)?;
+    Ok(Verified {
+        epoch: "live".into(),
+        home_problems: vec![fault],
+        ..Verified::default()
+    })
 }
 
 fn check(entry: &EpochEntry, progress: &Progress) -> Verified {
@@ -118,6 +136,7 @@ fn verified(ledger: &Ledger, progress: &Progress) -> Result<Verified, LedgerErro
         raw_signals,
         raw_problems,
         unreadable: None,
+        home_problems: Vec::new(),
     })
 }
 
@@ -129,7 +148,7 @@ fn finish(checked: &[Verified], json: bool, tagged: bool) -> CmdResult {
     match (json, tagged) {
         (true, false) => {
             let v = &checked[0];
-            let doc = serde_json::json!({
+            let mut doc = serde_json::json!({
                 "rows": v.rows,
                 "chain_head": v.chain_head,
                 "ok": v.ok,
@@ -137,6 +156,9 @@ fn finish(checked: &[Verified], json: bool, tagged: bool) -> CmdResult {
                 "raw_signals": v.raw_signals,
                 "raw_problems": v.raw_problems,
             });
+            if !v.home_problems.is_empty() {
+                doc["home_problems"] = serde_json::json!(v.home_problems);
+            }
             writeln!(out, "{doc}")?;
         }
         (true, true) => writeln!(out, "{}", serde_json::json!({"ok": ok, "epochs": checked}))?,
@@ -161,6 +183,15 @@ fn finish(checked: &[Verified], json: bool, tagged: bool) -> CmdResult {
 fn write_text(out: &mut impl Write, prefix: &str, v: &Verified) -> std::io::Result<()> {
     if let Some(why) = &v.unreadable {
         writeln!(out, "{prefix}unreadable: {why}")?;
+    }
+    for p in &v.home_problems {
+        writeln!(
+            out,
+            "{prefix}damaged: {} {}; {}",
+            p.path.display(),
+            p.what,
+            crate::ledger::integrity::recovery(&p.path)
+        )?;
     }
     for b in &v.breaks {
         writeln!(

@@ -33,7 +33,7 @@ impl EpochEntry {
     }
 
     /// Open read-only. The live epoch must speak this build's digest (and
-    /// is brought up to this build's tables as every read command does);
+    /// is read as it is, never migrated);
     /// an archive is read under the contract generation it was written in,
     /// which must be one this build knows.
     pub fn open(&self, home: &Home) -> Result<Ledger, LedgerError> {
@@ -173,9 +173,11 @@ pub fn select(home: &Home, selector: &EpochSelector) -> Result<Vec<EpochEntry>, 
     }
 }
 
+/// The live epoch; none in a new home (an empty or absent live directory),
+/// but one with files and no genesis is listed, its genesis unreadable.
 fn live_entry(home: &Home) -> Option<EpochEntry> {
     let dir = Ledger::live_dir(home);
-    if !dir.join(GENESIS_FILE).exists() {
+    if !dir.join(GENESIS_FILE).exists() && crate::ledger::integrity::is_new(&dir).unwrap_or(true) {
         return None;
     }
     Some(entry(dir, true))

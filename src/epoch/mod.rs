@@ -209,6 +209,13 @@ enum Next {
 fn next_step(home: &Home, progress: Option<&Progress>) -> Result<Next, EpochError> {
     let live = Ledger::live_dir(home);
     if !live.join(GENESIS_FILE).exists() {
+        if !crate::ledger::integrity::is_new(&live)? {
+            return Err(crate::ledger::integrity::damaged(
+                &live.join(GENESIS_FILE),
+                "is missing, but the epoch directory holds files (a ledger, its raw archive)",
+            )
+            .into());
+        }
         return Ok(match progress {
             Some(p) if p.step != "quiesced" => Next::Reinstall(p.from_genesis_id.clone()),
             _ => match list::dangling_archive(home)? {
@@ -392,7 +399,7 @@ fn reinstall(home: &Home, anchor: &Anchor, opts: &FinalizeOptions) -> Result<(),
     }
     crate::ledger::create_dir_private(&cand)?;
     GenesisManifest::new(Some(anchor.clone()), opts.now_unix_ns).write(&cand.join(GENESIS_FILE))?;
-    drop(Ledger::open_dir_write(&cand, opts.now_unix_ns, true)?);
+    drop(Ledger::create_epoch(&cand, opts.now_unix_ns)?);
     candidate_gate(home, &cand, anchor)?;
     failpoint::hit("epoch-after-candidate");
     let live = Ledger::live_dir(home);

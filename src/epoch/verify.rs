@@ -101,7 +101,24 @@ fn check_epoch(e: &EpochEntry) -> EpochCheck {
         }
         Err(err) => check.problems.push(format!("ledger unreadable: {err}")),
     }
+    if e.live {
+        check.problems.extend(raw_archive_problems(e));
+    }
     check
+}
+
+/// The live epoch's raw archive files against what its ledger recorded
+/// (an archive's are covered by its tree manifest).
+fn raw_archive_problems(e: &EpochEntry) -> Vec<String> {
+    let faults = Ledger::open_dir_read(&e.dir, None).and_then(|l| l.raw_archive_faults());
+    match faults {
+        Ok(faults) => faults
+            .into_iter()
+            .map(|f| format!("raw archive: {} {}", f.path.display(), f.what))
+            .collect(),
+        // Reported above, as the ledger being unreadable.
+        Err(_) => Vec::new(),
+    }
 }
 
 /// The fence, the manifest and the read-only state of an archive.

@@ -200,6 +200,13 @@ impl Ledger {
         insert_signals(&tx, batch)?;
         insert_states(&tx, batch)?;
         insert_bookkeeping(&tx, batch, incarnation, now_unix_ns)?;
+        if batch
+            .signals
+            .iter()
+            .any(|s| matches!(s.bytes, RawBytes::Archived { .. }))
+        {
+            super::integrity::record_members(&tx, &self.dir, &batch.id)?;
+        }
         timing("append-signals", t);
         let t = std::time::Instant::now();
         if let Err(e) = tx.commit() {

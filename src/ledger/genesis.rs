@@ -120,9 +120,14 @@ impl GenesisManifest {
 
     pub fn read(path: &Path) -> Result<GenesisManifest, LedgerError> {
         let bytes = std::fs::read(path).map_err(|e| LedgerError::io(path, e))?;
-        serde_json::from_slice(&bytes).map_err(|e| LedgerError::Corrupt {
-            path: path.to_path_buf(),
-            detail: format!("genesis manifest does not parse: {e}"),
+        GenesisManifest::parse(path, &bytes)
+    }
+
+    /// The manifest in `bytes`, read from `path`; one that does not parse
+    /// is damage (a manifest is only ever written whole).
+    pub fn parse(path: &Path, bytes: &[u8]) -> Result<GenesisManifest, LedgerError> {
+        serde_json::from_slice(bytes).map_err(|e| {
+            super::integrity::damaged(path, format!("does not parse as a genesis manifest: {e}"))
         })
     }
 

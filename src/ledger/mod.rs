@@ -18,6 +18,7 @@ mod checkpoint;
 mod derive;
 pub mod durable;
 mod genesis;
+pub mod integrity;
 mod query;
 pub mod raw;
 mod rows;
@@ -105,6 +106,13 @@ pub enum LedgerError {
     AdvanceInProgress(String),
     #[error("{prefix:?} matches {count} sessions; give more of the id")]
     AmbiguousSession { prefix: String, count: usize },
+    /// A file of the live epoch is not what the ledger recorded (see
+    /// [`integrity`]): nothing was written, nothing deleted.
+    #[error(
+        "{path} {what}. Refused: nothing was written or deleted, and the hooks keep spooling. To recover, {}",
+        integrity::recovery(path)
+    )]
+    Damaged { path: PathBuf, what: String },
 }
 
 impl LedgerError {
@@ -138,64 +146,53 @@ impl Ledger {
     }
 
     /// Open the live epoch for reading; refuses a ledger whose genesis
-    /// digest is not this build's. A live ledger an older build wrote is
-    /// first brought up to this build's schema, as the next finalize would
-    /// (the read side queries the current tables). Where that cannot be
-    /// written, it is read as it is: the queries that changed with the
-    /// schema also read the older form.
+    /// digest is not this build's. Reading never writes: no migration, no
+    /// write lock, no file created. A ledger an older build wrote is read
+    /// as it is (the queries that changed with the schema also read the
+    /// older form); the next `harnery finalize` migrates it.
     pub fn open_read(home: &Home) -> Result<Ledger, LedgerError> {
-        let dir = Ledger::live_dir(home);
-        let ledger = Ledger::open_dir_read(&dir, Some(&binary_digest()))?;
-        if !schema::behind(&ledger.conn)? {
-            return Ok(ledger);
-        }
-        match Ledger::open_dir_write(&dir, crate::clock::wall_now_ns(), true) {
-            Ok(upgraded) => {
-                drop((ledger, upgraded));
-                Ledger::open_dir_read(&dir, Some(&binary_digest()))
-            }
-            Err(_) => Ok(ledger),
-        }
+        Ledger::open_dir_read(&Ledger::live_dir(home), Some(&binary_digest()))
     }
 
     /// Open any epoch directory read-only (also archives, whose files are
     /// read-only). With `expect_digest`, refuse a different genesis digest.
+    /// A directory with files in it but no `genesis.json`, a database that
+    /// is not one, or a database bound to another genesis is
+    /// [`LedgerError::Damaged`].
     pub fn open_dir_read(dir: &Path, expect_digest: Option<&str>) -> Result<Ledger, LedgerError> {
-        let genesis = read_genesis(dir)?;
-        check_digest(dir, &genesis, expect_digest)?;
+        let (genesis, blake3) = read_genesis(dir)?;
         let db = dir.join(DB_FILE);
-        if !db.exists() {
-            return Err(LedgerError::Missing(dir.to_path_buf()));
-        }
+        integrity::check_db_file(&db)?;
         let conn = open_readonly(&db)?;
-        let ledger = Ledger {
+        integrity::check_binding(&conn, dir, &genesis, &blake3)?;
+        check_digest(dir, &genesis, expect_digest)?;
+        Ok(Ledger {
             conn,
             genesis,
             dir: dir.to_path_buf(),
             poisoned: false,
-        };
-        ledger.check_meta()?;
-        Ok(ledger)
+        })
     }
 
-    /// Open the live epoch for writing, creating a first epoch if none
-    /// exists. Refuses a foreign digest like the reader. Never creates an
-    /// epoch while an advance is in progress: that new epoch would not
-    /// anchor to the archive and would take the rows the advance carries.
+    /// Open the live epoch for writing, creating the first epoch only when
+    /// the home is new (see [`integrity`]). Refuses a foreign digest like
+    /// the reader, and a damaged epoch. Never creates an epoch while an
+    /// advance is in progress: that new epoch would not anchor to the
+    /// archive and would take the rows the advance carries.
     pub fn open_write(home: &Home, now_unix_ns: i64) -> Result<Ledger, LedgerError> {
         let dir = Ledger::live_dir(home);
-        if !dir.join(GENESIS_FILE).exists() {
+        if !dir.join(GENESIS_FILE).exists() && integrity::is_new(&dir)? {
             if let Some(why) = advance_underway(home) {
                 return Err(LedgerError::AdvanceInProgress(why));
             }
-            create_dir_private(&dir)?;
-            GenesisManifest::new(None, now_unix_ns).write(&dir.join(GENESIS_FILE))?;
+            create_first_epoch(home, now_unix_ns)?;
         }
         Ledger::open_dir_write(&dir, now_unix_ns, true)
     }
 
-    /// Open (and migrate) the epoch in `dir` for writing; its genesis must
-    /// already be installed.
+    /// Open (and migrate) the existing epoch in `dir` for writing. Nothing
+    /// is created: its genesis and database must be there and bound to
+    /// each other, checked before any migration runs.
     pub fn open_dir_write(
         dir: &Path,
         now_unix_ns: i64,
@@ -207,12 +204,57 @@ impl Ledger {
                 detail: "this epoch is archived (path fence); it is never written again".into(),
             });
         }
-        let genesis = read_genesis(dir)?;
-        if check {
-            check_digest(dir, &genesis, Some(&binary_digest()))?;
-        }
+        // Everything is checked through a reader first: a refusal leaves
+        // every file of the epoch as it was, the database's too.
+        let touched = {
+            let reader = Ledger::open_dir_read(dir, check.then(binary_digest).as_deref())?;
+            reader.refuse_raw_faults()?
+        };
+        let (genesis, blake3) = read_genesis(dir)?;
         let db = dir.join(DB_FILE);
-        let mut conn = Connection::open(&db)?;
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let mut conn = Connection::open_with_flags(&db, flags)?;
+        configure(&conn)?;
+        integrity::check_binding(&conn, dir, &genesis, &blake3)?;
+        schema::migrate(&mut conn, now_unix_ns).map_err(|e| match e {
+            LedgerError::Sqlite(e) => integrity::sqlite_damage(&db, e),
+            other => other,
+        })?;
+        // A ledger from before the genesis bytes were recorded records
+        // them as its first finalize by this build finds them.
+        conn.execute(
+            "INSERT OR IGNORE INTO meta (key, value) VALUES (?1, ?2)",
+            [integrity::GENESIS_BLAKE3, blake3.as_str()],
+        )?;
+        let mut ledger = Ledger {
+            conn,
+            genesis,
+            dir: dir.to_path_buf(),
+            poisoned: false,
+        };
+        ledger.record_raw_members(&touched)?;
+        Ok(ledger)
+    }
+
+    /// Build a new epoch's database in `dir`, beside its genesis manifest
+    /// (already written there): every migration, and the binding to the
+    /// genesis. Only for a directory that is not live yet (a first epoch
+    /// being built, an advance's candidate); refuses one that holds a
+    /// database already.
+    pub fn create_epoch(dir: &Path, now_unix_ns: i64) -> Result<Ledger, LedgerError> {
+        let (genesis, blake3) = read_genesis(dir)?;
+        check_digest(dir, &genesis, Some(&binary_digest()))?;
+        let db = dir.join(DB_FILE);
+        if db.exists() {
+            return Err(LedgerError::Corrupt {
+                path: db,
+                detail: "a new epoch was to be built here, but a database is already there".into(),
+            });
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let mut conn = Connection::open_with_flags(&db, flags)?;
         // SQLite gives its -wal and -shm files the database file's mode.
         {
             use std::os::unix::fs::PermissionsExt;
@@ -221,36 +263,21 @@ impl Ledger {
         }
         // Event rows carry tool inputs and outputs (about 1 KiB each, often
         // more); 16 KiB pages cut the page (and syscall) count per row.
-        // Only takes effect when the file is new.
+        // Only takes effect while the file is new.
         conn.pragma_update(None, "page_size", 16384)?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", "FULL")?;
-        // No index is keyed by a hash alone (see the `local_keys`
-        // migration), so inserts touch the pages of the sessions and the
-        // receive times being drained: 16 MiB of page cache holds those.
-        conn.pragma_update(None, "cache_size", -16384)?;
-        conn.pragma_update(
-            None,
-            "wal_autocheckpoint",
-            checkpoint::AUTO_CHECKPOINT_PAGES,
-        )?;
-        conn.busy_timeout(std::time::Duration::from_secs(10))?;
-        // An append uses about twenty distinct statements; the default
-        // cache of sixteen would prepare some of them again every batch.
-        conn.set_prepared_statement_cache_capacity(64);
+        configure(&conn)?;
         schema::migrate(&mut conn, now_unix_ns)?;
         conn.execute(
-            "INSERT OR IGNORE INTO meta (key, value) VALUES ('genesis_id', ?1), ('schema_digest', ?2)",
+            "INSERT INTO meta (key, value) VALUES ('genesis_id', ?1), ('schema_digest', ?2)",
             [&genesis.genesis_id, &genesis.schema_digest],
         )?;
-        let ledger = Ledger {
+        integrity::mark_new(&conn, &blake3)?;
+        Ok(Ledger {
             conn,
             genesis,
             dir: dir.to_path_buf(),
             poisoned: false,
-        };
-        ledger.check_meta()?;
-        Ok(ledger)
+        })
     }
 
     pub fn genesis(&self) -> &GenesisManifest {
@@ -289,27 +316,6 @@ impl Ledger {
     /// open would migrate them).
     pub fn schema_behind(&self) -> Result<bool, LedgerError> {
         schema::behind(&self.conn)
-    }
-
-    /// The binding between `genesis.json` and the database: both must name
-    /// the same genesis id and digest.
-    fn check_meta(&self) -> Result<(), LedgerError> {
-        for (key, want) in [
-            ("genesis_id", &self.genesis.genesis_id),
-            ("schema_digest", &self.genesis.schema_digest),
-        ] {
-            let got: Option<String> = self
-                .conn
-                .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
-                .optional()?;
-            if got.as_ref() != Some(want) {
-                return Err(LedgerError::Corrupt {
-                    path: self.dir.join(DB_FILE),
-                    detail: format!("database {key} {got:?} does not match genesis.json {want:?}"),
-                });
-            }
-        }
-        Ok(())
     }
 }
 
@@ -378,12 +384,75 @@ fn advance_underway(home: &Home) -> Option<String> {
     ))
 }
 
-fn read_genesis(dir: &Path) -> Result<GenesisManifest, LedgerError> {
+/// The genesis manifest of the epoch in `dir` and the blake3 of its bytes.
+/// Missing from a directory that holds nothing is no ledger yet; missing
+/// from one that holds files is damage.
+fn read_genesis(dir: &Path) -> Result<(GenesisManifest, String), LedgerError> {
     let path = dir.join(GENESIS_FILE);
-    if !path.exists() {
-        return Err(LedgerError::Missing(dir.to_path_buf()));
+    match std::fs::read(&path) {
+        Ok(bytes) => Ok((
+            GenesisManifest::parse(&path, &bytes)?,
+            integrity::digest_hex(&bytes),
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if integrity::is_new(dir)? {
+                return Err(LedgerError::Missing(dir.to_path_buf()));
+            }
+            Err(integrity::damaged(
+                &path,
+                "is missing, but the epoch directory holds files (a ledger, its raw archive)",
+            ))
+        }
+        Err(e) => Err(integrity::damaged(&path, format!("cannot be read: {e}"))),
     }
-    GenesisManifest::read(&path)
+}
+
+/// The pragmas every writing connection runs under.
+fn configure(conn: &Connection) -> Result<(), LedgerError> {
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    // No index is keyed by a hash alone (see the `local_keys`
+    // migration), so inserts touch the pages of the sessions and the
+    // receive times being drained: 16 MiB of page cache holds those.
+    conn.pragma_update(None, "cache_size", -16384)?;
+    conn.pragma_update(
+        None,
+        "wal_autocheckpoint",
+        checkpoint::AUTO_CHECKPOINT_PAGES,
+    )?;
+    conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    // An append uses about twenty distinct statements; the default
+    // cache of sixteen would prepare some of them again every batch.
+    conn.set_prepared_statement_cache_capacity(64);
+    Ok(())
+}
+
+/// Build the first epoch of a new home in `ledgers/v2.new/` and rename it
+/// into place: a crash leaves no live epoch (the next run starts over) or
+/// a whole one, never a genesis without its database.
+fn create_first_epoch(home: &Home, now_unix_ns: i64) -> Result<(), LedgerError> {
+    let ledgers = home.ledgers_dir();
+    let building = ledgers.join(integrity::NEW_EPOCH_DIR);
+    if building.exists() {
+        // A killed run's leftover: never live, so no row was ever in it.
+        std::fs::remove_dir_all(&building).map_err(|e| LedgerError::io(&building, e))?;
+    }
+    create_dir_private(&building)?;
+    GenesisManifest::new(None, now_unix_ns).write(&building.join(GENESIS_FILE))?;
+    let ledger = Ledger::create_epoch(&building, now_unix_ns)?;
+    ledger
+        .conn
+        .close()
+        .map_err(|(_, e)| LedgerError::Sqlite(e))?;
+    durable::sync_dir(&building)?;
+    let live = Ledger::live_dir(home);
+    if live.exists() {
+        // Empty (the caller checked): an older build's first run stopped
+        // after making it.
+        std::fs::remove_dir(&live).map_err(|e| LedgerError::io(&live, e))?;
+    }
+    std::fs::rename(&building, &live).map_err(|e| LedgerError::io(&live, e))?;
+    durable::sync_dir(&ledgers)
 }
 
 fn check_digest(dir: &Path, g: &GenesisManifest, expect: Option<&str>) -> Result<(), LedgerError> {

@@ -404,12 +404,26 @@ impl super::Ledger {
         from: Option<i64>,
         to: Option<i64>,
     ) -> Result<(u64, Vec<RawProblem>), LedgerError> {
+        self.verify_raw_where(from, to, None)
+    }
+
+    /// [`Ledger::verify_raw`] over the rows of one batch.
+    pub fn verify_raw_batch(&self, batch: &str) -> Result<(u64, Vec<RawProblem>), LedgerError> {
+        self.verify_raw_where(None, None, Some(batch))
+    }
+
+    fn verify_raw_where(
+        &self,
+        from: Option<i64>,
+        to: Option<i64>,
+        batch: Option<&str>,
+    ) -> Result<(u64, Vec<RawProblem>), LedgerError> {
         let mut stmt = self.conn.prepare(
             "SELECT record_digest, session_key, event_name, received_unix_ns, batch, archive_at, envelope \
              FROM raw_signals WHERE received_unix_ns >= coalesce(?1, -9223372036854775808) \
-             AND (?2 IS NULL OR received_unix_ns < ?2)",
+             AND (?2 IS NULL OR received_unix_ns < ?2) AND (?3 IS NULL OR batch = ?3)",
         )?;
-        let mut rows = stmt.query([from, to])?;
+        let mut rows = stmt.query(rusqlite::params![from, to, batch])?;
         let mut problems = Vec::new();
         let mut open = OpenArchives::default();
         let mut count = 0u64;

@@ -17,7 +17,21 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ("20261201T0900Z_session_audit_flags", SESSION_AUDIT_FLAGS),
     ("20261201T1730Z_session_resumes", SESSION_RESUMES),
     ("20261201T1900Z_trace_chunks", TRACE_CHUNKS),
+    ("20261202T1600Z_raw_members", RAW_MEMBERS),
 ];
+
+/// Every raw archive file as the batch that archived it left it (its name
+/// below `raw/`, length and modification time), so that a file missing or
+/// rewritten is found before anything is written (`ledger::integrity`).
+const RAW_MEMBERS: &str = r#"
+CREATE TABLE raw_members (
+    batch    TEXT NOT NULL,
+    name     TEXT NOT NULL,
+    len      INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    PRIMARY KEY (batch, name)
+) STRICT, WITHOUT ROWID;
+"#;
 
 const INITIAL: &str = r#"
 CREATE TABLE meta (

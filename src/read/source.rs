@@ -60,9 +60,11 @@ pub(crate) fn resolve(ledger: &Ledger, name: &str) -> Result<SessionRef, SourceE
     }
 }
 
-/// The live epoch, or `None` when no ledger exists yet.
+/// The live epoch, or `None` when no ledger exists yet (a new home: see
+/// `ledger::integrity`); a live epoch with files but no genesis is damage.
 pub fn live_or_none(home: &Home) -> Result<Option<Ledger>, SourceError> {
-    if !Ledger::live_dir(home).join(GENESIS_FILE).exists() {
+    let dir = Ledger::live_dir(home);
+    if !dir.join(GENESIS_FILE).exists() && crate::ledger::integrity::is_new(&dir)? {
         return Ok(None);
     }
     Ok(Some(Ledger::open_read(home)?))

@@ -1,0 +1,548 @@
+//! A damaged home is refused, never replaced.
+//!
+//! The live epoch (`ledgers/v2/`) is created exactly once, when the home is
+//! **new**: that directory is absent or empty, no archived epoch exists and
+//! no advance is underway. A new epoch is built whole in `ledgers/v2.new/`
+//! (genesis, database, every migration, the database's binding to its
+//! genesis) and renamed into place, so a crash leaves either no live epoch
+//! or a complete one, and a live directory with anything in it always has
+//! both files. From then on nothing but `harnery epoch advance` creates a
+//! ledger, a genesis or an epoch.
+//!
+//! Everything else found there is checked before anything is written, and
+//! what does not check out is [`LedgerError::Damaged`], naming the file,
+//! what is wrong with it and how to recover:
+//!
+//! - `genesis.json` missing, unreadable, or not the bytes the ledger
+//!   recorded when the epoch began (`meta.genesis_blake3`; a ledger from
+//!   before that key records the bytes it finds on its first finalize);
+//! - `ledger.sqlite` missing, empty, shorter than its header says, not an
+//!   SQLite database, without harnery's tables, or bound to another genesis;
+//! - a raw archive file the ledger recorded (`raw_members`) missing, of
+//!   another size, or rewritten with bytes its rows' records do not match.
+//!
+//! `finalize` refuses (exit 2); `verify`, `validate`, `health` and `epoch
+//! verify` report a finding (exit 1). Nothing is deleted and the hooks keep
+//! spooling, so once the file is restored the next finalize drains all.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::{DB_FILE, GENESIS_FILE, Ledger, LedgerError, raw};
+
+/// Where a new live epoch is built before it is renamed into place.
+pub const NEW_EPOCH_DIR: &str = "v2.new";
+
+/// The meta key holding the blake3 of `genesis.json`'s bytes.
+pub const GENESIS_BLAKE3: &str = "genesis_blake3";
+
+/// The meta key saying every raw archive file of the ledger is recorded.
+const RAW_MEMBERS_RECORDED: &str = "raw_members_recorded";
+
+/// Whether the live epoch directory `dir` holds nothing (absent or empty).
+pub fn is_new(dir: &Path) -> Result<bool, LedgerError> {
+    match std::fs::read_dir(dir) {
+        Ok(mut entries) => Ok(entries.next().is_none()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(true),
+        Err(e) => Err(LedgerError::io(dir, e)),
+    }
+}
+
+impl LedgerError {
+    /// The file and what is wrong with it, when this is a damaged home.
+    pub fn damage(&self) -> Option<RawFault> {
+        match self {
+            LedgerError::Damaged { path, what } => Some(RawFault {
+                path: path.clone(),
+                what: what.clone(),
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// The refusal for `path`, with the way back.
+pub fn damaged(path: &Path, what: impl Into<String>) -> LedgerError {
+    LedgerError::Damaged {
+        path: path.to_path_buf(),
+        what: what.into(),
+    }
+}
+
+/// What a user does about a damaged file (part of every refusal).
+pub fn recovery(path: &Path) -> String {
+    let in_archive = path
+        .ancestors()
+        .any(|p| p.file_name().is_some_and(|n| n == super::CANDIDATES_DIR));
+    if in_archive {
+        return format!(
+            "restore {} from a backup: an archived epoch is never repaired or rebuilt, and the other epochs still read. See docs/ledger.md, \"A damaged home\"",
+            path.display()
+        );
+    }
+    let epoch = path
+        .ancestors()
+        .find(|p| p.file_name().is_some_and(|n| n == super::LIVE_DIR))
+        .unwrap_or(path);
+    format!(
+        "restore {} from a backup and run `harnery finalize` again; with no backup, move {} aside (it is evidence: keep it) and the next `harnery finalize` starts a new ledger. See docs/ledger.md, \"A damaged home\"",
+        path.display(),
+        epoch.display()
+    )
+}
+
+/// blake3 of a file's bytes, as hex.
+pub fn digest_hex(bytes: &[u8]) -> String {
+    blake3::hash(bytes).to_hex().to_string()
+}
+
+/// The database file at `db`, checked before SQLite opens it: SQLite takes
+/// an empty file for a new database and would build a fresh ledger there.
+pub fn check_db_file(db: &Path) -> Result<(), LedgerError> {
+    let meta = match std::fs::symlink_metadata(db) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(damaged(
+                db,
+                "is missing, but genesis.json beside it says an epoch began here",
+            ));
+        }
+        Err(e) => return Err(damaged(db, format!("cannot be read: {e}"))),
+    };
+    if !meta.is_file() {
+        return Err(damaged(db, "is not a regular file"));
+    }
+    let len = meta.len();
+    if len == 0 {
+        return Err(damaged(db, "is empty (0 bytes)"));
+    }
+    let mut head = [0u8; 100];
+    let got = read_head(db, &mut head)?;
+    let magic = b"SQLite format 3\0";
+    if got < magic.len() || &head[..magic.len()] != magic {
+        let shown: String = head[..got.min(16)]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        return Err(damaged(
+            db,
+            format!("is not an SQLite database (it begins with bytes {shown})"),
+        ));
+    }
+    if got < head.len() {
+        return Err(damaged(
+            db,
+            format!("is truncated: {len} bytes, shorter than an SQLite header"),
+        ));
+    }
+    check_pages(db, &head, len)
+}
+
+fn read_head(db: &Path, head: &mut [u8; 100]) -> Result<usize, LedgerError> {
+    use std::io::Read;
+    let mut file =
+        std::fs::File::open(db).map_err(|e| damaged(db, format!("cannot be read: {e}")))?;
+    let mut got = 0;
+    while got < head.len() {
+        match file.read(&mut head[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(damaged(db, format!("cannot be read: {e}"))),
+        }
+    }
+    Ok(got)
+}
+
+/// The file holds whole pages, at least as many as its header counts. The
+/// count is skipped while a WAL is beside it: a checkpoint cut short may
+/// have written page 1 before the pages it counts, and the WAL still holds
+/// them.
+fn check_pages(db: &Path, head: &[u8; 100], len: u64) -> Result<(), LedgerError> {
+    let be32 = |at: usize| u32::from_be_bytes(head[at..at + 4].try_into().expect("4 bytes"));
+    let page = match u16::from_be_bytes([head[16], head[17]]) {
+        1 => 65536u64,
+        n => u64::from(n),
+    };
+    if !(512..=65536).contains(&page) || !page.is_power_of_two() {
+        return Err(damaged(
+            db,
+            format!("is not an SQLite database (page size {page})"),
+        ));
+    }
+    if !len.is_multiple_of(page) {
+        return Err(damaged(
+            db,
+            format!("is truncated: {len} bytes is not a whole number of {page}-byte pages"),
+        ));
+    }
+    let pages = u64::from(be32(28));
+    let counted = pages != 0 && be32(24) == be32(92);
+    let wal = PathBuf::from(format!("{}-wal", db.display()));
+    let wal_len = std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0);
+    if counted && wal_len == 0 && len < pages * page {
+        return Err(damaged(
+            db,
+            format!(
+                "is truncated: {len} bytes, but its header counts {pages} pages of {page} bytes ({} bytes)",
+                pages * page
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// An SQLite error that says the file is not (or no longer) a database.
+pub fn sqlite_damage(db: &Path, e: rusqlite::Error) -> LedgerError {
+    use rusqlite::ErrorCode::{DatabaseCorrupt, NotADatabase};
+    match e.sqlite_error_code() {
+        Some(DatabaseCorrupt | NotADatabase) => damaged(db, format!("is damaged: SQLite says {e}")),
+        _ => LedgerError::Sqlite(e),
+    }
+}
+
+/// The binding between `genesis.json` (its manifest and the blake3 of its
+/// bytes) and the database: both name the same epoch and digest, and the
+/// genesis bytes are those the ledger recorded, when it recorded them.
+pub fn check_binding(
+    conn: &Connection,
+    dir: &Path,
+    genesis: &super::GenesisManifest,
+    genesis_blake3: &str,
+) -> Result<(), LedgerError> {
+    let db = dir.join(DB_FILE);
+    let gpath = dir.join(GENESIS_FILE);
+    let has_meta: bool = conn
+        .query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'meta')",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(|e| sqlite_damage(&db, e))?;
+    if !has_meta {
+        return Err(damaged(
+            &db,
+            "holds no harnery ledger (it has no meta table)",
+        ));
+    }
+    let get = |key: &str| -> Result<Option<String>, LedgerError> {
+        conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+            .optional()
+            .map_err(|e| sqlite_damage(&db, e))
+    };
+    let id = get("genesis_id")?;
+    if id.as_deref() != Some(genesis.genesis_id.as_str()) {
+        return Err(damaged(
+            &db,
+            format!(
+                "belongs to epoch {}, but {} names epoch {}: one of the two was replaced",
+                id.as_deref().unwrap_or("(none)"),
+                gpath.display(),
+                genesis.genesis_id
+            ),
+        ));
+    }
+    let digest = get("schema_digest")?;
+    if digest.as_deref() != Some(genesis.schema_digest.as_str()) {
+        return Err(damaged(
+            &gpath,
+            format!(
+                "names schema digest {}, but the ledger was written under {}: it was edited",
+                genesis.schema_digest,
+                digest.as_deref().unwrap_or("(none)")
+            ),
+        ));
+    }
+    if let Some(recorded) = get(GENESIS_BLAKE3)?
+        && recorded != genesis_blake3
+    {
+        return Err(damaged(
+            &gpath,
+            format!(
+                "was edited: its bytes hash to {genesis_blake3}, the ledger recorded {recorded} when the epoch began"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A file of the live epoch that is not what the ledger recorded: a raw
+/// archive file, or (from [`LedgerError::damage`]) the genesis or database.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct RawFault {
+    pub path: PathBuf,
+    pub what: String,
+}
+
+/// One archive file as recorded: its name below `raw/`, length, mtime.
+struct Member {
+    name: String,
+    len: u64,
+    mtime_ns: i64,
+}
+
+fn stat(path: &Path) -> std::io::Result<(u64, i64)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::symlink_metadata(path)?;
+    Ok((m.len(), m.mtime() * 1_000_000_000 + m.mtime_nsec()))
+}
+
+/// The files of `batch`'s archive as they are now (none when it has none).
+pub(super) fn members_of(
+    ledger_dir: &Path,
+    batch: &str,
+) -> Result<Vec<(String, u64, i64)>, LedgerError> {
+    let raw_dir = ledger_dir.join(raw::RAW_DIR);
+    let single = format!("{batch}.seg");
+    let mut names = Vec::new();
+    if raw_dir.join(&single).is_file() {
+        names.push(single);
+    }
+    let dir = raw::archive_path(ledger_dir, batch);
+    match std::fs::read_dir(&dir) {
+        Ok(entries) => {
+            for e in entries {
+                let e = e.map_err(|e| LedgerError::io(&dir, e))?;
+                names.push(format!("{batch}/{}", e.file_name().to_string_lossy()));
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(LedgerError::io(&dir, e)),
+    }
+    names.sort();
+    names
+        .into_iter()
+        .map(|name| {
+            let path = raw_dir.join(&name);
+            let (len, mtime) = stat(&path).map_err(|e| LedgerError::io(&path, e))?;
+            Ok((name, len, mtime))
+        })
+        .collect()
+}
+
+/// Record `batch`'s archive files in the append transaction `tx`.
+pub(super) fn record_members(
+    tx: &rusqlite::Transaction,
+    ledger_dir: &Path,
+    batch: &str,
+) -> Result<(), LedgerError> {
+    let mut stmt = tx.prepare_cached(
+        "INSERT OR REPLACE INTO raw_members (batch, name, len, mtime_ns) VALUES (?1, ?2, ?3, ?4)",
+    )?;
+    for (name, len, mtime) in members_of(ledger_dir, batch)? {
+        stmt.execute(params![batch, name, len as i64, mtime])?;
+    }
+    Ok(())
+}
+
+impl Ledger {
+    /// Whether this ledger records its raw archive files (migration
+    /// `raw_members`; an older ledger read as it is may not).
+    fn keeps_raw_members(&self) -> Result<bool, LedgerError> {
+        Ok(self.conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'raw_members')",
+            [],
+            |r| r.get(0),
+        )?)
+    }
+
+    fn recorded_members(&self) -> Result<Vec<(String, Member)>, LedgerError> {
+        if !self.keeps_raw_members()? {
+            return Ok(Vec::new());
+        }
+        let mut stmt = self
+            .conn
+            .prepare("SELECT batch, name, len, mtime_ns FROM raw_members ORDER BY batch, name")?;
+        let rows = stmt.query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                Member {
+                    name: r.get(1)?,
+                    len: r.get::<_, i64>(2)? as u64,
+                    mtime_ns: r.get(3)?,
+                },
+            ))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Every recorded raw archive file that is missing, of another length,
+    /// or (when its mtime moved) holds records its rows do not match.
+    /// Files whose mtime moved but whose records check out (restored from
+    /// a backup by a copy that did not keep the time) are returned as
+    /// `touched`, for a writer to record anew.
+    fn raw_faults(&self) -> Result<(Vec<RawFault>, Vec<String>), LedgerError> {
+        let raw_dir = self.dir.join(raw::RAW_DIR);
+        let mut faults = Vec::new();
+        let mut suspect: Vec<(String, PathBuf)> = Vec::new();
+        for (batch, m) in self.recorded_members()? {
+            let path = raw_dir.join(&m.name);
+            match stat(&path) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => faults.push(RawFault {
+                    what: format!("is missing (batch {batch} archived {} bytes there)", m.len),
+                    path,
+                }),
+                Err(e) => faults.push(RawFault {
+                    what: format!("cannot be read: {e}"),
+                    path,
+                }),
+                Ok((len, _)) if len != m.len => faults.push(RawFault {
+                    what: format!(
+                        "is {len} bytes; batch {batch} archived {} bytes there",
+                        m.len
+                    ),
+                    path,
+                }),
+                Ok((_, mtime)) if mtime != m.mtime_ns => suspect.push((batch, path)),
+                Ok(_) => {}
+            }
+        }
+        let mut touched = Vec::new();
+        let mut checked: Option<String> = None;
+        for (batch, path) in suspect {
+            if checked.as_deref() == Some(batch.as_str()) {
+                continue;
+            }
+            let (_, problems) = self.verify_raw_batch(&batch)?;
+            match problems.first() {
+                None => touched.push(batch.clone()),
+                Some(p) => faults.push(RawFault {
+                    what: format!(
+                        "was altered after batch {batch} archived it: raw signal {}: {}",
+                        p.record_digest, p.detail
+                    ),
+                    path,
+                }),
+            }
+            checked = Some(batch);
+        }
+        Ok((faults, touched))
+    }
+
+    /// The raw archive check of the read side: what [`Ledger::raw_faults`]
+    /// finds, nothing written.
+    pub fn raw_archive_faults(&self) -> Result<Vec<RawFault>, LedgerError> {
+        Ok(self.raw_faults()?.0)
+    }
+
+    /// The check a writer runs (through a reader) before it writes: every
+    /// recorded file must check out, or this is the refusal. Returns the
+    /// batches whose files were touched but check out.
+    pub(super) fn refuse_raw_faults(&self) -> Result<Vec<String>, LedgerError> {
+        let (faults, touched) = self.raw_faults()?;
+        if let Some(f) = faults.first() {
+            let more = match faults.len() {
+                1 => String::new(),
+                n => format!(" (and {} more archive files)", n - 1),
+            };
+            return Err(damaged(&f.path, format!("{}{more}", f.what)));
+        }
+        Ok(touched)
+    }
+
+    /// After a writer's checks: record the archive files of `touched`
+    /// batches as they are now, and the first time, every applied
+    /// batch's files as found.
+    pub(super) fn record_raw_members(&mut self, touched: &[String]) -> Result<(), LedgerError> {
+        self.record_existing_members()?;
+        for batch in touched {
+            let tx = self.conn.transaction()?;
+            record_members(&tx, &self.dir, batch)?;
+            tx.commit().map_err(LedgerError::CommitFailed)?;
+        }
+        Ok(())
+    }
+
+    /// Record the archive files of every applied batch, once per ledger
+    /// (those written before the files were recorded at append time).
+    fn record_existing_members(&mut self) -> Result<(), LedgerError> {
+        let done: bool = self.conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM meta WHERE key = ?1)",
+            [RAW_MEMBERS_RECORDED],
+            |r| r.get(0),
+        )?;
+        if done {
+            return Ok(());
+        }
+        let batches: Vec<String> = {
+            let mut stmt = self.conn.prepare("SELECT batch FROM applied_batches")?;
+            stmt.query_map([], |r| r.get(0))?
+                .collect::<Result<_, _>>()?
+        };
+        let tx = self.conn.transaction()?;
+        for batch in &batches {
+            let known: bool = tx.query_row(
+                "SELECT EXISTS (SELECT 1 FROM raw_members WHERE batch = ?1)",
+                [batch],
+                |r| r.get(0),
+            )?;
+            if !known {
+                record_members(&tx, &self.dir, batch)?;
+            }
+        }
+        tx.execute(
+            "INSERT INTO meta (key, value) VALUES (?1, '1')",
+            [RAW_MEMBERS_RECORDED],
+        )?;
+        tx.commit().map_err(LedgerError::CommitFailed)
+    }
+}
+
+/// Mark a new ledger as recording every archive file from its start.
+pub(super) fn mark_new(conn: &Connection, genesis_blake3: &str) -> Result<(), LedgerError> {
+    conn.execute(
+        "INSERT OR IGNORE INTO meta (key, value) VALUES (?1, ?2), (?3, '1')",
+        params![GENESIS_BLAKE3, genesis_blake3, RAW_MEMBERS_RECORDED],
+    )?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_home_is_an_absent_or_empty_live_directory() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("v2");
+        assert!(is_new(&dir).unwrap());
+        std::fs::create_dir(&dir).unwrap();
+        assert!(is_new(&dir).unwrap());
+        std::fs::write(dir.join("ledger.sqlite"), b"").unwrap();
+        assert!(!is_new(&dir).unwrap());
+    }
+
+    #[test]
+    fn a_database_file_is_checked_before_sqlite_sees_it() {
+        let t = tempfile::tempdir().unwrap();
+        let db = t.path().join("ledger.sqlite");
+        let err = |db: &Path| check_db_file(db).unwrap_err().to_string();
+        assert!(err(&db).contains("is missing"));
+        std::fs::write(&db, b"").unwrap();
+        assert!(err(&db).contains("is empty (0 bytes)"), "{}", err(&db));
+        std::fs::write(&db, [7u8; 4096]).unwrap();
+        assert!(
+            err(&db).contains("is not an SQLite database"),
+            "{}",
+            err(&db)
+        );
+        let conn = Connection::open(db.with_extension("real")).unwrap();
+        conn.execute_batch("CREATE TABLE t (x); INSERT INTO t VALUES (randomblob(40000));")
+            .unwrap();
+        drop(conn);
+        let bytes = std::fs::read(db.with_extension("real")).unwrap();
+        std::fs::write(&db, &bytes).unwrap();
+        check_db_file(&db).unwrap();
+        std::fs::write(&db, &bytes[..bytes.len() - 4096]).unwrap();
+        assert!(err(&db).contains("is truncated"), "{}", err(&db));
+        std::fs::write(&db, &bytes[..bytes.len() - 10]).unwrap();
+        assert!(err(&db).contains("whole number"), "{}", err(&db));
+        std::fs::write(&db, &bytes[..50]).unwrap();
+        assert!(
+            err(&db).contains("shorter than an SQLite header"),
+            "{}",
+            err(&db)
+        );
+    }
+}
