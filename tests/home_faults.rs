@@ -222,6 +222,18 @@ fn an_empty_ledger_is_refused_not_replaced() {
 }
 
 #[test]
+fn a_missing_ledger_is_refused_not_recreated() {
+    case("missing ledger", "is missing", |home| {
+        let f = Fault::of(db(home));
+        std::fs::remove_file(&f.path).unwrap();
+        for side in ["-wal", "-shm"] {
+            drop(std::fs::remove_file(format!("{}{side}", f.path.display())));
+        }
+        f
+    });
+}
+
+#[test]
 fn a_truncated_ledger_is_refused() {
     case("truncated ledger", "is truncated", |home| {
         let f = Fault::of(db(home));
@@ -511,4 +523,24 @@ fn an_older_schema_is_read_as_it_is_and_finalize_migrates_it() {
     let out = run(home, &["finalize"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains(&raw.display().to_string()));
+}
+
+/// An advance moves the live epoch into the archive as it is: a damaged
+/// one is refused before anything moves.
+#[test]
+fn an_advance_refuses_a_damaged_epoch_and_archives_nothing() {
+    let dir = drained_home();
+    let home = dir.path();
+    std::fs::write(db(home), b"").unwrap();
+    let before = home_files(&live(home));
+    let out = next(home, &["epoch", "advance"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains(&db(home).display().to_string()),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!home.join("ledgers/v2-candidates").exists());
+    assert!(!home.join("ledgers/epoch-advance.json").exists());
+    assert_eq!(home_files(&live(home)), before);
 }

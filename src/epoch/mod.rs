@@ -330,6 +330,9 @@ fn quiesce(
     report: &mut AdvanceReport,
 ) -> Result<Progress, EpochError> {
     let live = Ledger::live_dir(home);
+    // A damaged epoch is refused here, before it would be archived as it
+    // is (`ledger::integrity`).
+    Ledger::check_epoch(&live)?;
     finalize::ready::remove_orphans(home)?;
     let pending = finalize::ready::pending(home)?;
     if !pending.is_empty() {
@@ -368,6 +371,9 @@ fn quiesce(
 
 /// Step 2: move the quiesced live epoch into the archive.
 fn archive_step(home: &Home, p: &Progress) -> Result<(), EpochError> {
+    // Quiesce checked the epoch through a reader; a resumed archive step
+    // may find a full disk that a reader cannot open under, so folding
+    // the WAL checks the database file itself (`ledger::fold_wal`).
     let live = Ledger::live_dir(home);
     let target = home
         .ledgers_dir()

@@ -193,12 +193,21 @@ fn check_pages(db: &Path, head: &[u8; 100], len: u64) -> Result<(), LedgerError>
     Ok(())
 }
 
-/// An SQLite error that says the file is not (or no longer) a database.
+/// An SQLite error that says the file is not (or no longer) a database;
+/// any other keeps the operating system's reason (a full disk) when
+/// `conn` has one.
 pub fn sqlite_damage(db: &Path, e: rusqlite::Error) -> LedgerError {
     use rusqlite::ErrorCode::{DatabaseCorrupt, NotADatabase};
     match e.sqlite_error_code() {
         Some(DatabaseCorrupt | NotADatabase) => damaged(db, format!("is damaged: SQLite says {e}")),
         _ => LedgerError::Sqlite(e),
+    }
+}
+
+fn query_damage(conn: &Connection, db: &Path, e: rusqlite::Error) -> LedgerError {
+    match sqlite_damage(db, e) {
+        LedgerError::Sqlite(e) => super::with_system_error(conn, db, e),
+        other => other,
     }
 }
 
@@ -219,7 +228,7 @@ pub fn check_binding(
             [],
             |r| r.get(0),
         )
-        .map_err(|e| sqlite_damage(&db, e))?;
+        .map_err(|e| query_damage(conn, &db, e))?;
     if !has_meta {
         return Err(damaged(
             &db,
@@ -229,7 +238,7 @@ pub fn check_binding(
     let get = |key: &str| -> Result<Option<String>, LedgerError> {
         conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
             .optional()
-            .map_err(|e| sqlite_damage(&db, e))
+            .map_err(|e| query_damage(conn, &db, e))
     };
     let id = get("genesis_id")?;
     if id.as_deref() != Some(genesis.genesis_id.as_str()) {
@@ -424,6 +433,15 @@ impl Ledger {
     /// finds, nothing written.
     pub fn raw_archive_faults(&self) -> Result<Vec<RawFault>, LedgerError> {
         Ok(self.raw_faults()?.0)
+    }
+
+    /// Check the epoch in `dir` as a writer does before it writes (its
+    /// genesis, its database and their binding, its raw archive files),
+    /// writing nothing: for a step that moves the epoch as it is (an
+    /// advance archiving it).
+    pub fn check_epoch(dir: &Path) -> Result<(), LedgerError> {
+        Ledger::open_dir_read(dir, None)?.refuse_raw_faults()?;
+        Ok(())
     }
 
     /// The check a writer runs (through a reader) before it writes: every

@@ -261,17 +261,11 @@ impl Ledger {
             std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o600))
                 .map_err(|e| LedgerError::io(&db, e))?;
         }
-        // Event rows carry tool inputs and outputs (about 1 KiB each, often
-        // more); 16 KiB pages cut the page (and syscall) count per row.
-        // Only takes effect while the file is new.
-        conn.pragma_update(None, "page_size", 16384)?;
-        configure(&conn)?;
-        schema::migrate(&mut conn, now_unix_ns)?;
-        conn.execute(
-            "INSERT INTO meta (key, value) VALUES ('genesis_id', ?1), ('schema_digest', ?2)",
-            [&genesis.genesis_id, &genesis.schema_digest],
-        )?;
-        integrity::mark_new(&conn, &blake3)?;
+        let built = build_epoch(&mut conn, &genesis, &blake3, now_unix_ns);
+        built.map_err(|e| match e {
+            LedgerError::Sqlite(e) => with_system_error(&conn, &db, e),
+            other => other,
+        })?;
         Ok(Ledger {
             conn,
             genesis,
@@ -325,9 +319,7 @@ impl Ledger {
 /// checkpoint that a reader keeps from finishing is an error (retry later).
 pub fn fold_wal(dir: &Path) -> Result<(), LedgerError> {
     let db = dir.join(DB_FILE);
-    if !db.exists() {
-        return Err(LedgerError::Missing(dir.to_path_buf()));
-    }
+    integrity::check_db_file(&db)?;
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(&db, flags)?;
     conn.busy_timeout(std::time::Duration::from_secs(10))?;
@@ -352,7 +344,12 @@ pub fn fold_wal(dir: &Path) -> Result<(), LedgerError> {
 fn with_system_error(conn: &Connection, path: &Path, e: rusqlite::Error) -> LedgerError {
     // SAFETY: the handle is live for as long as `conn` is borrowed, and
     // sqlite3_system_errno only reads the connection's last error.
-    let errno = unsafe { rusqlite::ffi::sqlite3_system_errno(conn.handle()) };
+    let mut errno = unsafe { rusqlite::ffi::sqlite3_system_errno(conn.handle()) };
+    if errno == 0 && e.sqlite_error_code() == Some(rusqlite::ErrorCode::SystemIoFailure) {
+        // Some I/O paths (growing the WAL index) keep no errno: a full
+        // disk is the one reason worth naming, and statvfs tells it.
+        errno = if disk_full(path) { libc::ENOSPC } else { 0 };
+    }
     if errno == 0 {
         return LedgerError::Sqlite(e);
     }
@@ -363,6 +360,19 @@ fn with_system_error(conn: &Connection, path: &Path, e: rusqlite::Error) -> Ledg
             format!("{} ({e})", std::io::Error::from_raw_os_error(errno)),
         ),
     }
+}
+
+/// Whether the filesystem holding `path` has no block left for us.
+fn disk_full(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = path.parent().unwrap_or(path);
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: valid C string and an out-parameter of the right type.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::statvfs(c.as_ptr(), &mut st) };
+    rc == 0 && st.f_bavail == 0
 }
 
 /// Why an epoch advance looks underway with no live epoch: its progress
@@ -405,6 +415,27 @@ fn read_genesis(dir: &Path) -> Result<(GenesisManifest, String), LedgerError> {
         }
         Err(e) => Err(integrity::damaged(&path, format!("cannot be read: {e}"))),
     }
+}
+
+/// A new epoch's tables and its binding to `genesis` (whose bytes hash to
+/// `blake3`), on a connection to a database file just created.
+fn build_epoch(
+    conn: &mut Connection,
+    genesis: &GenesisManifest,
+    blake3: &str,
+    now_unix_ns: i64,
+) -> Result<(), LedgerError> {
+    // Event rows carry tool inputs and outputs (about 1 KiB each, often
+    // more); 16 KiB pages cut the page (and syscall) count per row.
+    // Only takes effect while the file is new.
+    conn.pragma_update(None, "page_size", 16384)?;
+    configure(conn)?;
+    schema::migrate(conn, now_unix_ns)?;
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES ('genesis_id', ?1), ('schema_digest', ?2)",
+        [&genesis.genesis_id, &genesis.schema_digest],
+    )?;
+    integrity::mark_new(conn, blake3)
 }
 
 /// The pragmas every writing connection runs under.
