@@ -96,12 +96,17 @@ pub fn run(args: Args) -> CmdResult {
         }
     }
     let tagged = epochs.tagged;
-    write_rows(&mut std::io::stdout().lock(), &audit.rows, &args, tagged)?;
+    write_rows(
+        &mut crate::terminal::stdout(args.json),
+        &audit.rows,
+        &args,
+        tagged,
+    )?;
     if !args.json
         && !tagged
         && let Some(note) = archive_note(&home)
     {
-        eprintln!("{note}");
+        crate::terminal::warn(&note);
     }
     Ok(if audit.failed > 0 {
         Outcome::Problems

@@ -93,10 +93,10 @@ pub fn run(args: Args) -> CmdResult {
     let adapter = target.adapter;
     let receipt = target.append(CHECKPOINT, &payload, now)?;
     if let Some(warning) = operator::dead_letter_warning(&receipt) {
-        eprintln!("harnery checkpoint: {warning}");
+        crate::terminal::warn(&format!("harnery checkpoint: {warning}"));
     }
     writeln!(
-        std::io::stdout(),
+        crate::terminal::stdout(false),
         "checkpoint {} requested for {adapter}/{}; it is pinned at the next `harnery finalize`",
         payload.checkpoint_id,
         args.session
@@ -121,7 +121,7 @@ pub fn run_list(args: ListArgs) -> CmdResult {
             })?),
             (None, false) => None,
         };
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::terminal::stdout(args.json);
     match (one, args.json) {
         (Some(cp), true) => writeln!(out, "{}", serde_json::to_string_pretty(cp)?)?,
         (None, true) => writeln!(out, "{}", serde_json::to_string_pretty(&log)?)?,

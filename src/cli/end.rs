@@ -53,10 +53,10 @@ fn request(home: &Home, session: &str, args: &Args) -> CmdResult {
     let adapter = target.adapter;
     let receipt = operator::request_end(&target, args.reason.as_deref(), now)?;
     if let Some(warning) = operator::dead_letter_warning(&receipt) {
-        eprintln!("harnery end: {warning}");
+        crate::terminal::warn(&format!("harnery end: {warning}"));
     }
     writeln!(
-        std::io::stdout(),
+        crate::terminal::stdout(false),
         "end requested for {adapter}/{session}; it takes effect at the next `harnery finalize`"
     )?;
     Ok(Outcome::Clean)
@@ -80,7 +80,7 @@ fn list(home: &Home, json: bool) -> CmdResult {
         pending,
         spooled: spooled_ends(home)?,
     };
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::terminal::stdout(json);
     if json {
         writeln!(out, "{}", serde_json::to_string_pretty(&listing)?)?;
         return Ok(Outcome::Clean);

@@ -675,7 +675,7 @@ fn damaged(label: &Label, seq: i64, id: Option<&str>, what: &str) -> String {
 
 fn report(count: &mut usize, problems: &[String]) {
     for p in problems {
-        eprintln!("{p}");
+        crate::terminal::warn(p);
     }
     *count += problems.len();
 }

@@ -38,7 +38,7 @@ pub fn run(args: Args) -> CmdResult {
     let stale_ns = (args.stale_after_hours * 3600.0 * 1e9) as i64;
     let facts = crate::read::spool_facts::gather(&home)?;
     found.extend(spool_conditions(&facts, now, stale_ns));
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::terminal::stdout(args.json);
     for condition in &found {
         write_condition(&mut out, condition, args.json)?;
     }

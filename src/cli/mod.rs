@@ -205,7 +205,7 @@ fn report(err: &(dyn std::error::Error + 'static)) -> ExitCode {
         line.push_str(&format!(": {cause}"));
         source = cause.source();
     }
-    eprintln!("{line}");
+    crate::terminal::warn(&line);
     ExitCode::from(2)
 }
 

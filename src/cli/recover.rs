@@ -108,7 +108,7 @@ pub fn run(args: Args) -> CmdResult {
         (false, true) => serde_json::to_string_pretty(&packet)?,
         (false, false) => render::packet_text(&packet),
     };
-    print(&text)
+    print(&text, args.json)
 }
 
 pub fn run_policy(args: PolicyArgs) -> CmdResult {
@@ -121,11 +121,11 @@ pub fn run_policy(args: PolicyArgs) -> CmdResult {
     } else {
         render::resume_text(&assessment)
     };
-    print(&text)
+    print(&text, args.json)
 }
 
-fn print(text: &str) -> CmdResult {
-    let mut out = std::io::stdout().lock();
+fn print(text: &str, json: bool) -> CmdResult {
+    let mut out = crate::terminal::stdout(json);
     out.write_all(text.as_bytes())?;
     if !text.ends_with('\n') {
         out.write_all(b"\n")?;

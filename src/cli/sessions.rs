@@ -86,7 +86,7 @@ pub fn run(args: Args) -> CmdResult {
     let epochs = Epochs::open(&home, &args.epoch.epoch)?;
     epochs.report_unreadable("sessions")?;
     let listed = list(&home, &epochs, &args)?;
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::terminal::stdout(args.json);
     if args.json {
         for l in &listed {
             let mut v = serde_json::to_value(&l.summary)?;
@@ -106,7 +106,7 @@ pub fn run(args: Args) -> CmdResult {
     if epochs.tagged {
         text = with_epochs(&text, &listed);
     } else if let Some(note) = archive_note(&home) {
-        eprintln!("{note}");
+        crate::terminal::warn(&note);
     }
     write!(out, "{text}")?;
     Ok(Outcome::Clean)

@@ -69,7 +69,7 @@ pub fn run(args: Args) -> CmdResult {
             Part { epoch, timeline }
         })
         .collect();
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::terminal::stdout(args.json);
     match (epochs.tagged, args.json) {
         (false, true) => writeln!(out, "{}", serde_json::to_string_pretty(&parts[0].timeline)?)?,
         (false, false) => write!(out, "{}", render(&parts[0].timeline))?,

@@ -99,7 +99,7 @@ fn summarize(s: &SessionSpool) -> Result<SessionSummary, super::CmdError> {
 }
 
 fn ls(spool: &IntakeSpool, json: bool) -> CmdResult {
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::terminal::stdout(json);
     let mut damaged = false;
     for s in spool.sessions()? {
         let sum = summarize(&s)?;
@@ -199,7 +199,7 @@ fn cat(spool: &IntakeSpool, adapter: &str, session_id: &str, json: bool) -> CmdR
         return Err(format!("no spooled session {session_id:?} for adapter {adapter:?}").into());
     }
     records.sort_by_key(|r| r.envelope.received_ns);
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::terminal::stdout(json);
     for r in &records {
         if json {
             let b64 = base64::engine::general_purpose::STANDARD.encode(&r.payload);

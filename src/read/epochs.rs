@@ -342,19 +342,19 @@ fn is_ambiguous(e: &SourceError) -> bool {
 /// there was any (the command then exits 1: it found a problem).
 pub fn report_damaged(command: &str, label: &str, rows: &[crate::ledger::DamagedRow]) -> bool {
     for r in rows {
-        eprintln!(
+        crate::terminal::warn(&format!(
             "harnery {command}: epoch {label}: row seq {} (event {}) left out: {}",
             r.seq, r.event_id, r.detail
-        );
+        ));
     }
     !rows.is_empty()
 }
 
 /// One stderr line for an epoch a command could not read (or read fully).
 pub fn warn(command: &str, label: &str, reason: &str) {
-    eprintln!(
+    crate::terminal::warn(&format!(
         "harnery {command}: epoch {label} unreadable: {reason}; the other epochs are still read"
-    );
+    ));
 }
 
 /// The line that separates two parts of one session.
