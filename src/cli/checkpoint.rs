@@ -99,7 +99,7 @@ pub fn run(args: Args) -> CmdResult {
         crate::terminal::stdout(false),
         "checkpoint {} requested for {adapter}/{}; it is pinned at the next `harnery finalize`",
         payload.checkpoint_id,
-        args.session
+        target.session_id
     )?;
     Ok(Outcome::Clean)
 }

@@ -47,8 +47,8 @@ pub fn run(args: Args) -> CmdResult {
     }
 }
 
-fn request(home: &Home, session: &str, args: &Args) -> CmdResult {
-    let target = super::operator_target(home, session, args.adapter.as_deref())?;
+fn request(home: &Home, name: &str, args: &Args) -> CmdResult {
+    let target = super::operator_target(home, name, args.adapter.as_deref())?;
     let now = resolve_now(args.now.as_deref())?;
     let adapter = target.adapter;
     let receipt = operator::request_end(&target, args.reason.as_deref(), now)?;
@@ -57,7 +57,8 @@ fn request(home: &Home, session: &str, args: &Args) -> CmdResult {
     }
     writeln!(
         crate::terminal::stdout(false),
-        "end requested for {adapter}/{session}; it takes effect at the next `harnery finalize`"
+        "end requested for {adapter}/{}; it takes effect at the next `harnery finalize`",
+        target.session_id
     )?;
     Ok(Outcome::Clean)
 }

@@ -99,6 +99,8 @@ pub struct PolicyArgs {
 
 pub fn run(args: Args) -> CmdResult {
     let mut req = request(&args);
+    req.session_id = rec::resolve_id(&req)?;
+    req.hint = hint(&args.evidence, Some(&req.session_id));
     req.progress = super::progress::bar("bytes", args.json);
     req.progress.stage("scan");
     let packet = rec::recover(&req)?;

@@ -103,8 +103,8 @@ pub enum LedgerError {
         "an epoch advance is in progress ({0}); no new epoch is started meanwhile: `harnery finalize` completes the advance, as does `harnery epoch advance`"
     )]
     AdvanceInProgress(String),
-    #[error("{prefix:?} matches {count} sessions; give more of the id")]
-    AmbiguousSession { prefix: String, count: usize },
+    #[error(transparent)]
+    SessionName(#[from] crate::contract::session_name::NameError),
 }
 
 impl LedgerError {

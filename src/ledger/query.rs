@@ -280,31 +280,34 @@ impl Ledger {
 
     /// Resolve a full session id or a unique prefix of one.
     pub fn resolve_session(&self, wanted: &str) -> Result<SessionRef, LedgerError> {
+        use crate::contract::session_name::{id_parts, pick};
+        let mut found = Vec::new();
+        for id in id_parts(wanted) {
+            found.extend(self.sessions_by_prefix(id)?);
+        }
+        Ok(pick(wanted, None, found, "")?)
+    }
+
+    /// The sessions whose id starts with `prefix` (or is it). A row whose
+    /// key is not text cannot be named, so it is passed over here; the
+    /// listings report it.
+    pub fn sessions_by_prefix(&self, prefix: &str) -> Result<Vec<SessionRef>, LedgerError> {
         let pattern = format!(
             "{}%",
-            wanted
+            prefix
                 .replace('\\', "\\\\")
                 .replace('%', "\\%")
                 .replace('_', "\\_")
         );
         let mut stmt = self.conn.prepare(
             "SELECT adapter, session_id FROM sessions WHERE session_id = ?1 OR session_id LIKE ?2 ESCAPE '\\' \
-             ORDER BY session_id = ?1 DESC, adapter, session_id",
+             ORDER BY adapter, session_id",
         )?;
         let found = stmt
-            .query_map(params![wanted, pattern], |r| session_at(r, 0))?
-            .collect::<Result<Vec<_>, _>>()?;
-        if let Some(exact) = found.iter().find(|s| s.session_id == wanted) {
-            return Ok(exact.clone());
-        }
-        match found.len() {
-            0 => Err(LedgerError::UnknownSession(wanted.into())),
-            1 => Ok(found.into_iter().next().expect("one element")),
-            count => Err(LedgerError::AmbiguousSession {
-                prefix: wanted.into(),
-                count,
-            }),
-        }
+            .query_map(params![prefix, pattern], |r| session_at(r, 0))?
+            .filter_map(Result::ok)
+            .collect();
+        Ok(found)
     }
 
     /// One session's events in offset order.

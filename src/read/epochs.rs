@@ -8,6 +8,7 @@
 //! be opened (a damaged file, a newer contract generation) is set aside
 //! with its reason, and the rest are still read. Nothing here writes.
 
+use crate::contract::session_name::NameError;
 use std::collections::BTreeMap;
 
 use super::audit::{Classification, classify_events};
@@ -330,12 +331,17 @@ pub fn open_as_written(entry: &EpochEntry) -> Result<Ledger, String> {
 fn is_no_match(e: &SourceError) -> bool {
     matches!(
         e,
-        SourceError::NoSuchSession(_) | SourceError::Ledger(LedgerError::UnknownSession(_))
+        SourceError::NoSuchSession(_)
+            | SourceError::Ledger(LedgerError::UnknownSession(_))
+            | SourceError::Ledger(LedgerError::SessionName(NameError::Unknown { .. }))
     )
 }
 
 fn is_ambiguous(e: &SourceError) -> bool {
-    matches!(e, SourceError::Ledger(LedgerError::AmbiguousSession { .. }))
+    matches!(
+        e,
+        SourceError::Ledger(LedgerError::SessionName(NameError::Ambiguous { .. }))
+    )
 }
 
 /// One stderr line for each row of an epoch a command read around; whether
