@@ -108,7 +108,8 @@ pub fn run(args: Args) -> CmdResult {
     {
         crate::terminal::warn(&note);
     }
-    Ok(if audit.failed > 0 {
+    let set_aside = epochs.report_set_aside("audit");
+    Ok(if audit.failed > 0 || set_aside {
         Outcome::Problems
     } else {
         Outcome::Clean

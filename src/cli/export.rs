@@ -144,7 +144,8 @@ pub fn run(args: Args) -> CmdResult {
         Format::Jsonl => export_jsonl(&epochs, &sources, out, &progress)?,
         Format::Otlp => export_otlp(&epochs, &sources, since, out, &progress)?,
     };
-    Ok(if damaged > 0 {
+    let set_aside = epochs.report_set_aside("export");
+    Ok(if damaged > 0 || set_aside {
         Outcome::Problems
     } else {
         Outcome::Clean

@@ -31,6 +31,7 @@ pub fn run(args: Args) -> CmdResult {
         Some(ledger) => {
             let mut found = crate::read::session_rows::conditions(&ledger, now)?;
             found.extend(crate::read::health::record_conditions(&ledger, now)?);
+            found.extend(crate::read::health::set_aside_conditions(&ledger));
             found
         }
         None => Vec::new(),

@@ -88,7 +88,9 @@ pub fn run(args: Args) -> CmdResult {
             write_table(&mut out, &part.receipts)?;
         }
     }
-    Ok(if damaged {
+    out.flush()?;
+    let set_aside = epochs.report_set_aside("receipts");
+    Ok(if damaged || set_aside {
         Outcome::Problems
     } else {
         Outcome::Clean

@@ -92,7 +92,9 @@ pub fn run(args: Args) -> CmdResult {
             writeln!(out, "{}", replay_line(e, args.json, &marks)?)?;
         }
     }
-    Ok(if damaged {
+    out.flush()?;
+    let set_aside = epochs.report_set_aside("replay");
+    Ok(if damaged || set_aside {
         Outcome::Problems
     } else {
         Outcome::Clean

@@ -96,7 +96,7 @@ pub fn run(args: Args) -> CmdResult {
             }
             writeln!(out, "{v}")?;
         }
-        return Ok(Outcome::Clean);
+        return Ok(outcome(epochs.report_set_aside("sessions")));
     }
     let (summaries, classes): (Vec<_>, Vec<_>) = listed
         .iter()
@@ -109,7 +109,16 @@ pub fn run(args: Args) -> CmdResult {
         crate::terminal::warn(&note);
     }
     write!(out, "{text}")?;
-    Ok(Outcome::Clean)
+    out.flush()?;
+    Ok(outcome(epochs.report_set_aside("sessions")))
+}
+
+/// Exit 1 when rows were passed over, for they are a problem found.
+fn outcome(set_aside: bool) -> Outcome {
+    match set_aside {
+        true => Outcome::Problems,
+        false => Outcome::Clean,
+    }
 }
 
 /// The sessions the filters keep, newest first, classified as wholes; a

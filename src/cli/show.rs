@@ -84,7 +84,9 @@ pub fn run(args: Args) -> CmdResult {
     for p in &parts {
         damaged |= report_damaged("show", &p.epoch.label, &p.timeline.damaged_rows);
     }
-    Ok(if damaged {
+    out.flush()?;
+    let set_aside = epochs.report_set_aside("show");
+    Ok(if damaged || set_aside {
         Outcome::Problems
     } else {
         Outcome::Clean

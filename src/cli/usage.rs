@@ -80,7 +80,9 @@ pub fn run(args: Args) -> CmdResult {
     } else {
         write_table(&mut out, &tally)?;
     }
-    Ok(if damaged {
+    out.flush()?;
+    let set_aside = epochs.report_set_aside("usage");
+    Ok(if damaged || set_aside {
         Outcome::Problems
     } else {
         Outcome::Clean

@@ -25,6 +25,7 @@ mod schema;
 mod session_range;
 mod timeline;
 pub mod trace_rows;
+mod unreadable;
 
 use std::path::{Path, PathBuf};
 
@@ -43,6 +44,7 @@ pub use query::{
 };
 pub use rows::ChainRow;
 pub use timeline::{Timeline, TimelineEntry};
+pub use unreadable::UnreadableRow;
 
 use crate::home::Home;
 
@@ -103,6 +105,8 @@ pub enum LedgerError {
         "an epoch advance is in progress ({0}); no new epoch is started meanwhile: `harnery finalize` completes the advance, as does `harnery epoch advance`"
     )]
     AdvanceInProgress(String),
+    #[error("{0}")]
+    Unreadable(Box<UnreadableRow>),
     #[error(transparent)]
     SessionName(#[from] crate::contract::session_name::NameError),
 }
@@ -129,6 +133,9 @@ pub struct Ledger {
     genesis: GenesisManifest,
     dir: PathBuf,
     poisoned: bool,
+    /// Rows a lenient read passed over (see [`unreadable`]), until a
+    /// command takes them to report.
+    set_aside: std::cell::RefCell<Vec<UnreadableRow>>,
 }
 
 impl Ledger {
@@ -173,6 +180,7 @@ impl Ledger {
             genesis,
             dir: dir.to_path_buf(),
             poisoned: false,
+            set_aside: Default::default(),
         };
         ledger.check_meta()?;
         Ok(ledger)
@@ -248,6 +256,7 @@ impl Ledger {
             genesis,
             dir: dir.to_path_buf(),
             poisoned: false,
+            set_aside: Default::default(),
         };
         ledger.check_meta()?;
         Ok(ledger)

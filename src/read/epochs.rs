@@ -118,6 +118,23 @@ impl Epochs {
         }
     }
 
+    /// Say on stderr which rows the reads so far passed over because
+    /// they cannot be read (see `ledger::UnreadableRow`); whether there
+    /// was any (the command then exits 1: it found a problem).
+    pub fn report_set_aside(&self, command: &str) -> bool {
+        let mut any = false;
+        for epoch in &self.open {
+            for row in epoch.ledger.take_set_aside() {
+                crate::terminal::warn(&format!(
+                    "harnery {command}: epoch {}: {row}; left out",
+                    epoch.label
+                ));
+                any = true;
+            }
+        }
+        any
+    }
+
     /// No epoch at all: a home with no ledger yet.
     pub fn none() -> Epochs {
         Epochs {
@@ -143,6 +160,8 @@ impl Epochs {
             }
         }
         let Some((_, session)) = found.first().cloned() else {
+            // A row passed over may be the one asked for: say so.
+            self.report_set_aside(command);
             return Err(SourceError::NoSuchSession(name.into()));
         };
         if let Some((_, other)) = found.iter().find(|(_, s)| *s != session) {
