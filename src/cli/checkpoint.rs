@@ -20,10 +20,10 @@ use crate::session_log::{Checkpoint, SessionLog};
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Exit codes: 0 requested; 2 unknown adapter, bad --effect or --id, or I/O error."
+    after_help = "Exit codes: 0 requested; 2 unknown or ambiguous session, unknown adapter, bad --effect or --id, or I/O error."
 )]
 pub struct Args {
-    /// The session to checkpoint.
+    /// The session to checkpoint: its id, a unique prefix, or adapter/id.
     session: String,
     /// The checkpoint's id [default: cp-<request time in unix ns>]. The
     /// first checkpoint recorded under an id is the one that counts.

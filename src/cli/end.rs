@@ -19,7 +19,7 @@ use crate::read::spool_facts::{SpooledEnd, spooled_ends};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The session to end.
+    /// The session to end: its id, a unique prefix, or adapter/id.
     #[arg(required_unless_present = "list", conflicts_with = "list")]
     session: Option<String>,
     /// Why the session is being ended (kept with the request).

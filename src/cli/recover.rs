@@ -45,7 +45,7 @@ pub struct EvidenceArgs {
 Exit codes: 0 packet printed; 2 usage error, session not found, or unreadable stream."
 )]
 pub struct Args {
-    /// The session id (Copilot session-state folder name, or Claude Code transcript name).
+    /// The session id (Copilot session-state folder name, or Claude Code transcript name), or a unique prefix of one.
     pub session_id: String,
     /// Which agent the session belongs to.
     #[arg(long, value_enum, default_value_t = AgentArg::Auto)]

@@ -115,6 +115,15 @@ impl Ledger {
         }
     }
 
+    /// An error naming the first row the reads so far passed over, if
+    /// any: for a reader that must not leave a row out (shipping a copy).
+    pub fn refuse_set_aside(&self) -> Result<(), LedgerError> {
+        match self.take_set_aside().into_iter().next() {
+            Some(row) => Err(LedgerError::Unreadable(Box::new(row))),
+            None => Ok(()),
+        }
+    }
+
     /// The rows lenient reads have passed over since the last call.
     pub fn take_set_aside(&self) -> Vec<UnreadableRow> {
         std::mem::take(&mut *self.set_aside.borrow_mut())
