@@ -76,6 +76,16 @@ fn hostile_home(dir: &Path) -> PathBuf {
     let home = dir.join("home");
     claude_session(&home);
     copilot_session(&home);
+    // The spool reads them before finalize, named by a prefix.
+    for args in [
+        &["spool", "ls"][..],
+        &["spool", "cat", "claude-code", "evil-cc"],
+        &["spool", "cat", "copilot", "evil-co"],
+    ] {
+        let out = run(&home, args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        assert_terminal_safe(args, &out);
+    }
     let out = run(&home, &["finalize"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_terminal_safe(&["finalize"], &out);

@@ -111,7 +111,14 @@ fn end_takes_a_unique_prefix_and_refuses_the_rest() {
         spooled_events(&home, "claude-code", "abc-111"),
         ["harnery.end_requested"]
     );
-    // A session only the spool knows yet is found too.
+    // A session only the spool knows yet is found too, by `spool cat` as well.
+    let out = run(&home, &["spool", "cat", "copilot", "xyz"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("xyz-spooled-only"),
+        "{}",
+        stdout(&out)
+    );
     let out = run(&home, &["end", "xyz"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(
