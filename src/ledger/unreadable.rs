@@ -15,7 +15,7 @@ use super::{Ledger, LedgerError};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct UnreadableRow {
     pub table: String,
-    /// The row's key as stored (bytes that are not UTF-8 shown as U+FFFD).
+    /// The row's key as stored (bytes that are not UTF-8 shown as `\xNN`).
     pub row: String,
     pub detail: String,
 }
@@ -47,7 +47,7 @@ pub(super) fn is_conversion(e: &rusqlite::Error) -> bool {
 pub(super) fn describe(table: &str, r: &Row, key: &[usize], e: &rusqlite::Error) -> UnreadableRow {
     let part = |i: usize| match r.get_ref(i) {
         Ok(v) => match v.as_bytes() {
-            Ok(b) => String::from_utf8_lossy(b).into_owned(),
+            Ok(b) => shown_bytes(b),
             Err(_) => format!("{v:?}"),
         },
         Err(_) => "?".into(),
@@ -68,6 +68,19 @@ pub(super) fn describe(table: &str, r: &Row, key: &[usize], e: &rusqlite::Error)
         row,
         detail,
     }
+}
+
+/// `bytes` as text, each byte that is not UTF-8 written `\xNN`, so the
+/// name shows exactly which bytes are wrong.
+fn shown_bytes(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(chunk.valid());
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out
 }
 
 impl Ledger {
@@ -127,5 +140,14 @@ impl Ledger {
     /// The rows lenient reads have passed over since the last call.
     pub fn take_set_aside(&self) -> Vec<UnreadableRow> {
         std::mem::take(&mut *self.set_aside.borrow_mut())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_key_shows_its_bad_bytes() {
+        assert_eq!(super::shown_bytes(b"abc\xff\xfed"), "abc\\xff\\xfed");
+        assert_eq!(super::shown_bytes("é".as_bytes()), "é");
     }
 }
