@@ -425,3 +425,42 @@ fn finalize_goes_on_past_a_damaged_old_row_and_names_one_it_needs() {
     );
     assert_eq!(ledger_rows(&home), after, "a refused run wrote rows");
 }
+
+#[test]
+fn a_payload_that_is_not_utf8_is_kept_and_stops_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let bytes: &[u8] =
+        b"{\"hook_event_name\":\"UserPromptSubmit\",\"session_id\":\"bad\xff\xfeid\",\"prompt\":\"x\xffy\x1b[2J\"}";
+    assert_cmd::Command::cargo_bin("harnery-hook")
+        .unwrap()
+        .env("HARNERY_HOME", &home)
+        .arg("claude-code")
+        .write_stdin(bytes)
+        .assert()
+        .success();
+    claude_session(&home);
+    for args in [
+        &["finalize"][..],
+        &["verify"],
+        &["validate"],
+        &["sessions"],
+        &["health"],
+    ] {
+        let out = run(&home, args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        assert_terminal_safe(args, &out);
+    }
+    // Kept as an unrecognized signal, its bytes in the raw archive (which
+    // `verify` just checked).
+    let args = ["export"];
+    let rows = json_values(&args, &run(&home, &args));
+    let kept = rows
+        .iter()
+        .find(|r| r["type"] == "signal.unrecognized")
+        .expect("the payload is kept as a signal.unrecognized event");
+    assert!(
+        holds(&kept["payload"]["reason"], "malformed_json"),
+        "{kept}"
+    );
+}
