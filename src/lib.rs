@@ -24,4 +24,5 @@ pub mod read;
 pub mod recover;
 pub mod session_log;
 pub mod spool;
+pub mod terminal;
 pub mod view;

@@ -123,6 +123,7 @@ fn a_killed_exec_is_recovered_with_command_completion_not_observed() {
     let home = home.path();
     let marker = home.join("started");
     let script = format!("touch {}; sleep 5", marker.display());
+    start_session(home, "copilot", "s-x");
     let mut child = std::process::Command::cargo_bin("harnery")
         .unwrap()
         .env("HARNERY_HOME", home)
@@ -157,6 +158,7 @@ fn a_killed_exec_is_recovered_with_command_completion_not_observed() {
 fn exec_records_a_completed_command_span() {
     let home = tempfile::tempdir().unwrap();
     let home = home.path();
+    start_session(home, "claude-code", "s-y");
     let out = harnery(home)
         .args(["exec", "--session", "s-y", "--adapter", "claude-code", "--"])
         .args(["sh", "-c", "echo hi; exit 3"])
@@ -173,6 +175,7 @@ fn exec_records_a_completed_command_span() {
 fn undrained_old_spool_data_is_a_stale_condition() {
     let home = tempfile::tempdir().unwrap();
     let home = home.path();
+    start_session(home, "claude-code", "s-z");
     let out = harnery(home)
         .env("HARNERY_NOW", "2026-11-28T00:00:00Z")
         .args(["end", "s-z", "--adapter", "claude-code"])
@@ -237,6 +240,8 @@ fn a_dead_letter_is_a_condition_naming_its_session() {
     // A file where the adapter directory belongs: no session directory can
     // be made, so the writer falls back to a dead letter.
     std::fs::write(home.join("spool/intake/claude-code"), b"").unwrap();
+    // The agent's own signal goes to a dead letter too, and names the session.
+    start_session(home, "claude-code", "s-dl");
     let out = run(home, &["end", "s-dl", "--adapter", "claude-code"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("dead letter"), "{}", stderr(&out));

@@ -147,6 +147,7 @@ fn a_killed_exec_is_closed_by_the_session_end_with_command_completion_not_observ
     let sb = Sandbox::new();
     let marker = sb.dir.path().join("started");
     let script = format!("touch {}; sleep 5", marker.display());
+    sb.start("claude-code", "s-k");
     let args = ["exec", "--session", "s-k", "--adapter", "claude-code", "--"];
     let mut cmd = sb.harnery(&args);
     let mut child = cmd.args(["sh", "-c", &script]).spawn().unwrap();
@@ -202,12 +203,19 @@ fn an_operator_end_salvages_the_open_span_of_a_killed_agent() {
     let (producer, _) = run.only();
     let session = producer.session().clone();
     let sb = Sandbox::new();
+    // The agent's hooks spooled the session before the operator ends it.
+    sb.start("copilot", &session.session_id);
     let out = sb
         .harnery(&["end", &session.session_id, "--adapter", "copilot"])
         .output()
         .unwrap();
     assert!(out.status.success());
-    run.feed(&from_spool(&sb.spooled()));
+    let ends: Vec<SpoolRecord> = sb
+        .spooled()
+        .into_iter()
+        .filter(|r| r.envelope.event.as_deref() == Some("harnery.end_requested"))
+        .collect();
+    run.feed(&from_spool(&ends));
     let events: Vec<&Event> = run.events[&session].iter().collect();
     assert_eq!(pending_ends(&events)[0].open_spans.len(), 1);
     run.tick(2_000_000_000_000_000_000);

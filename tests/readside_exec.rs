@@ -13,6 +13,9 @@ const REQUESTED: &str = "harnery.command_requested";
 const COMPLETED: &str = "harnery.command_completed";
 
 fn exec(sb: &Sandbox, command: &[&str]) -> std::process::Command {
+    if sb.spooled().is_empty() {
+        sb.start("claude-code", "s-1");
+    }
     let mut args = vec!["exec", "--session", "s-1", "--adapter", "claude-code", "--"];
     args.extend_from_slice(command);
     sb.harnery(&args)
@@ -86,6 +89,7 @@ fn an_unknown_session_without_adapter_is_a_usage_error_and_runs_nothing() {
 #[test]
 fn end_writes_an_end_request_signal() {
     let sb = Sandbox::new();
+    sb.start("copilot", "s-2");
     let out = sb
         .harnery(&["end", "s-2", "--adapter", "copilot", "--reason", "stuck"])
         .output()
@@ -97,7 +101,11 @@ fn end_writes_an_end_request_signal() {
     );
     let ends = sb.payloads("harnery.end_requested");
     assert_eq!(ends, vec![serde_json::json!({"reason": "stuck"})]);
-    let record = &sb.spooled()[0];
+    let spooled = sb.spooled();
+    let record = spooled
+        .iter()
+        .find(|r| r.envelope.event.as_deref() == Some("harnery.end_requested"))
+        .expect("the end request");
     assert_eq!(record.envelope.received_ns, 1_795_996_800_000_000_000);
     assert_eq!(record.envelope.adapter, "copilot");
 }

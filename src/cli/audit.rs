@@ -96,14 +96,20 @@ pub fn run(args: Args) -> CmdResult {
         }
     }
     let tagged = epochs.tagged;
-    write_rows(&mut std::io::stdout().lock(), &audit.rows, &args, tagged)?;
+    write_rows(
+        &mut crate::terminal::stdout(args.json),
+        &audit.rows,
+        &args,
+        tagged,
+    )?;
     if !args.json
         && !tagged
         && let Some(note) = archive_note(&home)
     {
-        eprintln!("{note}");
+        crate::terminal::warn(&note);
     }
-    Ok(if audit.failed > 0 {
+    let set_aside = epochs.report_set_aside("audit");
+    Ok(if audit.failed > 0 || set_aside {
         Outcome::Problems
     } else {
         Outcome::Clean

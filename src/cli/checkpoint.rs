@@ -20,10 +20,10 @@ use crate::session_log::{Checkpoint, SessionLog};
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Exit codes: 0 requested; 2 unknown adapter, bad --effect or --id, or I/O error."
+    after_help = "Exit codes: 0 requested; 2 unknown or ambiguous session, unknown adapter, bad --effect or --id, or I/O error."
 )]
 pub struct Args {
-    /// The session to checkpoint.
+    /// The session to checkpoint: its id, a unique prefix, or adapter/id.
     session: String,
     /// The checkpoint's id [default: cp-<request time in unix ns>]. The
     /// first checkpoint recorded under an id is the one that counts.
@@ -93,13 +93,13 @@ pub fn run(args: Args) -> CmdResult {
     let adapter = target.adapter;
     let receipt = target.append(CHECKPOINT, &payload, now)?;
     if let Some(warning) = operator::dead_letter_warning(&receipt) {
-        eprintln!("harnery checkpoint: {warning}");
+        crate::terminal::warn(&format!("harnery checkpoint: {warning}"));
     }
     writeln!(
-        std::io::stdout(),
+        crate::terminal::stdout(false),
         "checkpoint {} requested for {adapter}/{}; it is pinned at the next `harnery finalize`",
         payload.checkpoint_id,
-        args.session
+        target.session_id
     )?;
     Ok(Outcome::Clean)
 }
@@ -121,7 +121,7 @@ pub fn run_list(args: ListArgs) -> CmdResult {
             })?),
             (None, false) => None,
         };
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::terminal::stdout(args.json);
     match (one, args.json) {
         (Some(cp), true) => writeln!(out, "{}", serde_json::to_string_pretty(cp)?)?,
         (None, true) => writeln!(out, "{}", serde_json::to_string_pretty(&log)?)?,

@@ -19,7 +19,7 @@ use crate::read::spool_facts::{SpooledEnd, spooled_ends};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The session to end.
+    /// The session to end: its id, a unique prefix, or adapter/id.
     #[arg(required_unless_present = "list", conflicts_with = "list")]
     session: Option<String>,
     /// Why the session is being ended (kept with the request).
@@ -47,17 +47,18 @@ pub fn run(args: Args) -> CmdResult {
     }
 }
 
-fn request(home: &Home, session: &str, args: &Args) -> CmdResult {
-    let target = super::operator_target(home, session, args.adapter.as_deref())?;
+fn request(home: &Home, name: &str, args: &Args) -> CmdResult {
+    let target = super::operator_target(home, name, args.adapter.as_deref())?;
     let now = resolve_now(args.now.as_deref())?;
     let adapter = target.adapter;
     let receipt = operator::request_end(&target, args.reason.as_deref(), now)?;
     if let Some(warning) = operator::dead_letter_warning(&receipt) {
-        eprintln!("harnery end: {warning}");
+        crate::terminal::warn(&format!("harnery end: {warning}"));
     }
     writeln!(
-        std::io::stdout(),
-        "end requested for {adapter}/{session}; it takes effect at the next `harnery finalize`"
+        crate::terminal::stdout(false),
+        "end requested for {adapter}/{}; it takes effect at the next `harnery finalize`",
+        target.session_id
     )?;
     Ok(Outcome::Clean)
 }
@@ -80,7 +81,7 @@ fn list(home: &Home, json: bool) -> CmdResult {
         pending,
         spooled: spooled_ends(home)?,
     };
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::terminal::stdout(json);
     if json {
         writeln!(out, "{}", serde_json::to_string_pretty(&listing)?)?;
         return Ok(Outcome::Clean);

@@ -79,7 +79,7 @@ pub fn run(args: Args) -> CmdResult {
 
 /// The advance report, as JSON or as the lines a person reads.
 pub fn print_advance(report: &AdvanceReport, json: bool) -> std::io::Result<()> {
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::terminal::stdout(json);
     if json {
         return writeln!(
             out,
@@ -121,7 +121,7 @@ pub fn render_advance(report: &AdvanceReport) -> String {
 }
 
 fn print_status(s: &EpochStatus, json: bool) -> std::io::Result<()> {
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::terminal::stdout(json);
     if json {
         return writeln!(
             out,
@@ -191,7 +191,7 @@ fn print_status(s: &EpochStatus, json: bool) -> std::io::Result<()> {
 }
 
 fn print_list(home: &Home, json: bool) -> Result<(), super::CmdError> {
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::terminal::stdout(json);
     if !json {
         writeln!(
             out,
@@ -232,7 +232,7 @@ fn print_list(home: &Home, json: bool) -> Result<(), super::CmdError> {
 }
 
 fn print_verdict(v: &EpochVerdict, json: bool) -> std::io::Result<()> {
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::terminal::stdout(json);
     if json {
         return writeln!(
             out,

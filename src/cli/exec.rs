@@ -11,7 +11,7 @@ use crate::read::now::resolve_now;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The agent session the command belongs to.
+    /// The agent session the command belongs to: its id, a unique prefix, or adapter/id.
     #[arg(long)]
     session: String,
     /// claude-code or copilot; found from the spool or ledger when omitted.

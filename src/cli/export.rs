@@ -144,7 +144,8 @@ pub fn run(args: Args) -> CmdResult {
         Format::Jsonl => export_jsonl(&epochs, &sources, out, &progress)?,
         Format::Otlp => export_otlp(&epochs, &sources, since, out, &progress)?,
     };
-    Ok(if damaged > 0 {
+    let set_aside = epochs.report_set_aside("export");
+    Ok(if damaged > 0 || set_aside {
         Outcome::Problems
     } else {
         Outcome::Clean
@@ -675,7 +676,7 @@ fn damaged(label: &Label, seq: i64, id: Option<&str>, what: &str) -> String {
 
 fn report(count: &mut usize, problems: &[String]) {
     for p in problems {
-        eprintln!("{p}");
+        crate::terminal::warn(p);
     }
     *count += problems.len();
 }

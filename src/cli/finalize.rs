@@ -51,17 +51,21 @@ pub fn run(args: Args) -> CmdResult {
     opts.progress.stage("finalize");
     let run = finalize(&home, &opts)?;
     if args.json {
-        writeln!(std::io::stdout(), "{}", serde_json::to_string_pretty(&run)?)?;
+        writeln!(
+            crate::terminal::stdout(true),
+            "{}",
+            serde_json::to_string_pretty(&run)?
+        )?;
         return Ok(Outcome::Clean);
     }
     match &run.completed_epoch_advance {
         // The advance's carry was this run's drain; its report says both.
         Some(report) => write!(
-            std::io::stdout(),
+            crate::terminal::stdout(false),
             "completed the epoch advance that was underway\n{}",
             super::epoch::render_advance(report)
         )?,
-        None => write!(std::io::stdout(), "{}", render(&run.summary))?,
+        None => write!(crate::terminal::stdout(false), "{}", render(&run.summary))?,
     }
     Ok(Outcome::Clean)
 }

@@ -88,7 +88,7 @@ fn sessions(a: ReadArgs) -> CmdResult {
     let f = filter(&a);
     read::prepare(&mut client, &f)?;
     let rows = read::sessions(&mut client, &f)?;
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::terminal::stdout(a.source.json);
     for s in &rows {
         match a.source.json {
             true => writeln!(out, "{}", serde_json::to_string(s)?)?,
@@ -126,7 +126,7 @@ fn audit(a: ReadArgs) -> CmdResult {
     let f = filter(&a);
     read::prepare(&mut client, &f)?;
     let audit = read::audit(&mut client, &f)?;
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::terminal::stdout(a.source.json);
     if a.source.json {
         writeln!(out, "{}", serde_json::to_string(&audit)?)?;
         return Ok(Outcome::Clean);
@@ -166,7 +166,7 @@ fn usage(a: ReadArgs) -> CmdResult {
     let f = filter(&a);
     read::prepare(&mut client, &f)?;
     let rows = read::usage(&mut client, &f)?;
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::terminal::stdout(a.source.json);
     if rows.is_empty() && !a.source.json {
         writeln!(
             out,
@@ -198,7 +198,7 @@ fn usage(a: ReadArgs) -> CmdResult {
 fn run_verify(a: VerifyArgs) -> CmdResult {
     let mut client = connect(&a.source)?;
     let result = verify(&mut client, a.source.host.as_deref())?;
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::terminal::stdout(a.source.json);
     if a.source.json {
         writeln!(out, "{}", serde_json::to_string(&result)?)?;
     } else {

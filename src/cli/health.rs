@@ -34,6 +34,7 @@ pub fn run(args: Args) -> CmdResult {
             let mut found = crate::read::session_rows::conditions(&ledger, now)?;
             found.extend(crate::read::health::record_conditions(&ledger, now)?);
             found.extend(ledger.raw_archive_faults()?.into_iter().map(damaged));
+            found.extend(crate::read::health::set_aside_conditions(&ledger));
             found
         }
         Ok(None) => Vec::new(),
@@ -43,7 +44,7 @@ pub fn run(args: Args) -> CmdResult {
     let stale_ns = (args.stale_after_hours * 3600.0 * 1e9) as i64;
     let facts = crate::read::spool_facts::gather(&home)?;
     found.extend(spool_conditions(&facts, now, stale_ns));
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::terminal::stdout(args.json);
     for condition in &found {
         write_condition(&mut out, condition, args.json)?;
     }

@@ -55,20 +55,25 @@ pub fn parse_instant(text: &str) -> Result<i64, String> {
 }
 
 /// The session spool an operator command (`end`, `exec`, `checkpoint`)
-/// writes to: the session under the adapter `--adapter` names, else under
-/// the one adapter its spool or ledger already knows it by.
+/// writes to: the session its name picks among those the spool or the
+/// live ledger knows, under `--adapter` when given. An unknown or
+/// ambiguous name is an error; no session is ever created by a name.
 fn operator_target(
     home: &crate::home::Home,
     session: &str,
     adapter: Option<&str>,
 ) -> Result<crate::operator::Target, CmdError> {
-    let mut known = crate::operator::spooled_adapters(home, session);
-    known.extend(crate::read::source::ledger_adapters(home, session));
-    let adapter = crate::operator::choose_adapter(session, adapter, &known)?;
+    let adapter = adapter
+        .map(|a| {
+            crate::contract::AdapterId::parse(a)
+                .ok_or_else(|| crate::operator::AdapterChoiceError::BadName(a.into()))
+        })
+        .transpose()?;
+    let found = crate::read::source::find_session(home, session, adapter)?;
     Ok(crate::operator::Target {
         home: home.clone(),
-        adapter,
-        session_id: session.to_string(),
+        adapter: found.adapter,
+        session_id: found.session_id,
     })
 }
 
@@ -205,7 +210,7 @@ fn report(err: &(dyn std::error::Error + 'static)) -> ExitCode {
         line.push_str(&format!(": {cause}"));
         source = cause.source();
     }
-    eprintln!("{line}");
+    crate::terminal::warn(&line);
     ExitCode::from(2)
 }
 

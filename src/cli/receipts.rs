@@ -71,7 +71,7 @@ pub fn run(args: Args) -> CmdResult {
             receipts,
         });
     }
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::terminal::stdout(args.json);
     if args.json && !epochs.tagged {
         writeln!(out, "{}", serde_json::to_string_pretty(&parts[0].receipts)?)?;
     } else if args.json {
@@ -88,7 +88,9 @@ pub fn run(args: Args) -> CmdResult {
             write_table(&mut out, &part.receipts)?;
         }
     }
-    Ok(if damaged {
+    out.flush()?;
+    let set_aside = epochs.report_set_aside("receipts");
+    Ok(if damaged || set_aside {
         Outcome::Problems
     } else {
         Outcome::Clean

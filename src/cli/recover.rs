@@ -45,7 +45,7 @@ pub struct EvidenceArgs {
 Exit codes: 0 packet printed; 2 usage error, session not found, or unreadable stream."
 )]
 pub struct Args {
-    /// The session id (Copilot session-state folder name, or Claude Code transcript name).
+    /// The session id (Copilot session-state folder name, or Claude Code transcript name), or a unique prefix of one.
     pub session_id: String,
     /// Which agent the session belongs to.
     #[arg(long, value_enum, default_value_t = AgentArg::Auto)]
@@ -99,6 +99,8 @@ pub struct PolicyArgs {
 
 pub fn run(args: Args) -> CmdResult {
     let mut req = request(&args);
+    req.session_id = rec::resolve_id(&req)?;
+    req.hint = hint(&args.evidence, Some(&req.session_id));
     req.progress = super::progress::bar("bytes", args.json);
     req.progress.stage("scan");
     let packet = rec::recover(&req)?;
@@ -108,7 +110,7 @@ pub fn run(args: Args) -> CmdResult {
         (false, true) => serde_json::to_string_pretty(&packet)?,
         (false, false) => render::packet_text(&packet),
     };
-    print(&text)
+    print(&text, args.json)
 }
 
 pub fn run_policy(args: PolicyArgs) -> CmdResult {
@@ -121,11 +123,11 @@ pub fn run_policy(args: PolicyArgs) -> CmdResult {
     } else {
         render::resume_text(&assessment)
     };
-    print(&text)
+    print(&text, args.json)
 }
 
-fn print(text: &str) -> CmdResult {
-    let mut out = std::io::stdout().lock();
+fn print(text: &str, json: bool) -> CmdResult {
+    let mut out = crate::terminal::stdout(json);
     out.write_all(text.as_bytes())?;
     if !text.ends_with('\n') {
         out.write_all(b"\n")?;

@@ -62,7 +62,7 @@ pub fn run(args: Args) -> CmdResult {
         };
         Ok((events, bad, log))
     })?;
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::terminal::stdout(args.json);
     let mut damaged = false;
     for (i, (epoch, (events, bad, log))) in parts.iter().enumerate() {
         damaged |= report_damaged("replay", &epoch.label, bad);
@@ -92,7 +92,9 @@ pub fn run(args: Args) -> CmdResult {
             writeln!(out, "{}", replay_line(e, args.json, &marks)?)?;
         }
     }
-    Ok(if damaged {
+    out.flush()?;
+    let set_aside = epochs.report_set_aside("replay");
+    Ok(if damaged || set_aside {
         Outcome::Problems
     } else {
         Outcome::Clean

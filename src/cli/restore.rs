@@ -93,7 +93,7 @@ pub fn run(args: Args) -> CmdResult {
         target.append(RESTORE, &payload, now)?;
     }
     let restore = Restore { seed, shim };
-    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let mut out = crate::terminal::stdout(args.json);
     if args.json {
         // The seed's events stream from the ledger as they are written.
         serde_json::to_writer_pretty(&mut out, &restore)?;

@@ -86,7 +86,7 @@ pub fn run(args: Args) -> CmdResult {
     let epochs = Epochs::open(&home, &args.epoch.epoch)?;
     epochs.report_unreadable("sessions")?;
     let listed = list(&home, &epochs, &args)?;
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::terminal::stdout(args.json);
     if args.json {
         for l in &listed {
             let mut v = serde_json::to_value(&l.summary)?;
@@ -96,7 +96,7 @@ pub fn run(args: Args) -> CmdResult {
             }
             writeln!(out, "{v}")?;
         }
-        return Ok(Outcome::Clean);
+        return Ok(outcome(epochs.report_set_aside("sessions")));
     }
     let (summaries, classes): (Vec<_>, Vec<_>) = listed
         .iter()
@@ -106,10 +106,19 @@ pub fn run(args: Args) -> CmdResult {
     if epochs.tagged {
         text = with_epochs(&text, &listed);
     } else if let Some(note) = archive_note(&home) {
-        eprintln!("{note}");
+        crate::terminal::warn(&note);
     }
     write!(out, "{text}")?;
-    Ok(Outcome::Clean)
+    out.flush()?;
+    Ok(outcome(epochs.report_set_aside("sessions")))
+}
+
+/// Exit 1 when rows were passed over, for they are a problem found.
+fn outcome(set_aside: bool) -> Outcome {
+    match set_aside {
+        true => Outcome::Problems,
+        false => Outcome::Clean,
+    }
 }
 
 /// The sessions the filters keep, newest first, classified as wholes; a

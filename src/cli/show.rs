@@ -69,7 +69,7 @@ pub fn run(args: Args) -> CmdResult {
             Part { epoch, timeline }
         })
         .collect();
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::terminal::stdout(args.json);
     match (epochs.tagged, args.json) {
         (false, true) => writeln!(out, "{}", serde_json::to_string_pretty(&parts[0].timeline)?)?,
         (false, false) => write!(out, "{}", render(&parts[0].timeline))?,
@@ -84,7 +84,9 @@ pub fn run(args: Args) -> CmdResult {
     for p in &parts {
         damaged |= report_damaged("show", &p.epoch.label, &p.timeline.damaged_rows);
     }
-    Ok(if damaged {
+    out.flush()?;
+    let set_aside = epochs.report_set_aside("show");
+    Ok(if damaged || set_aside {
         Outcome::Problems
     } else {
         Outcome::Clean

@@ -5,7 +5,7 @@ use std::io::Write;
 use base64::Engine;
 use serde::Serialize;
 
-use super::{CmdResult, Outcome};
+use super::{CmdError, CmdResult, Outcome};
 use crate::clock::format_ns;
 use crate::home::Home;
 use crate::spool::{Damage, IntakeSpool, SegmentKind, SessionSpool, SpoolRecord, read_segment};
@@ -28,7 +28,7 @@ enum SpoolCommand {
     Cat {
         /// Adapter (`claude-code`, `copilot`).
         adapter: String,
-        /// The session id as the agent gave it.
+        /// The session id as the agent gave it, or a unique prefix of one.
         session_id: String,
         /// One JSON object per record (payload base64) and per damaged range.
         #[arg(long)]
@@ -99,7 +99,7 @@ fn summarize(s: &SessionSpool) -> Result<SessionSummary, super::CmdError> {
 }
 
 fn ls(spool: &IntakeSpool, json: bool) -> CmdResult {
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::terminal::stdout(json);
     let mut damaged = false;
     for s in spool.sessions()? {
         let sum = summarize(&s)?;
@@ -179,7 +179,25 @@ fn print_summary(out: &mut impl Write, s: &SessionSummary) -> std::io::Result<()
     Ok(())
 }
 
-fn cat(spool: &IntakeSpool, adapter: &str, session_id: &str, json: bool) -> CmdResult {
+/// The spooled session `name` picks (a full id or a unique prefix) under
+/// `adapter`; a name no spooled session has is kept as given (dead
+/// letters may still hold it).
+fn spooled_id(spool: &IntakeSpool, adapter: &str, name: &str) -> Result<String, CmdError> {
+    use crate::contract::session_name::{NameError, pick};
+    let Some(adapter) = crate::contract::AdapterId::parse(adapter) else {
+        return Ok(name.to_string());
+    };
+    let known = crate::read::spool_facts::spooled_sessions(spool.home())?;
+    match pick(name, Some(adapter), known, "") {
+        Ok(found) => Ok(found.session_id),
+        Err(NameError::Unknown { .. }) => Ok(name.to_string()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn cat(spool: &IntakeSpool, adapter: &str, name: &str, json: bool) -> CmdResult {
+    let session_id = spooled_id(spool, adapter, name)?;
+    let session_id = session_id.as_str();
     let (mut records, mut damage) = match spool.session(adapter, Some(session_id))? {
         Some(s) => {
             let (r, d, _) = read_session(&s)?;
@@ -199,7 +217,7 @@ fn cat(spool: &IntakeSpool, adapter: &str, session_id: &str, json: bool) -> CmdR
         return Err(format!("no spooled session {session_id:?} for adapter {adapter:?}").into());
     }
     records.sort_by_key(|r| r.envelope.received_ns);
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::terminal::stdout(json);
     for r in &records {
         if json {
             let b64 = base64::engine::general_purpose::STANDARD.encode(&r.payload);

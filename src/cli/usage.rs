@@ -74,13 +74,15 @@ pub fn run(args: Args) -> CmdResult {
     epochs.report_unreadable("usage")?;
     let mut tally = UsageTally::new(args.by, prices);
     let damaged = read_all(&epochs, &args, &mut tally)?;
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::terminal::stdout(args.json);
     if args.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&as_json(&tally))?)?;
     } else {
         write_table(&mut out, &tally)?;
     }
-    Ok(if damaged {
+    out.flush()?;
+    let set_aside = epochs.report_set_aside("usage");
+    Ok(if damaged || set_aside {
         Outcome::Problems
     } else {
         Outcome::Clean

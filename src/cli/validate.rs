@@ -59,7 +59,7 @@ pub fn run(args: Args) -> CmdResult {
         }
     }
     let ok = checked.iter().all(|c| c.ok);
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::terminal::stdout(args.json);
     if args.json {
         writeln!(out, "{}", serde_json::json!({"ok": ok, "epochs": checked}))?;
     } else {
@@ -90,14 +90,14 @@ fn run_live(home: &Home, json: bool, progress: &Progress) -> CmdResult {
     if json {
         let v =
             serde_json::json!({"rows": rows, "ok": problems.is_empty(), "violations": problems});
-        writeln!(std::io::stdout(), "{v}")?;
+        writeln!(crate::terminal::stdout(json), "{v}")?;
     } else {
         for p in &problems {
-            writeln!(std::io::stdout(), "{}", problem_line(p))?;
+            writeln!(crate::terminal::stdout(json), "{}", problem_line(p))?;
         }
         if problems.is_empty() {
             writeln!(
-                std::io::stdout(),
+                crate::terminal::stdout(json),
                 "ok: {rows} rows valid under schema digest {binary}"
             )?;
         }

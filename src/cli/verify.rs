@@ -144,7 +144,7 @@ fn verified(ledger: &Ledger, progress: &Progress) -> Result<Verified, LedgerErro
 /// wraps JSON as `{"ok", "epochs": [...]}`.
 fn finish(checked: &[Verified], json: bool, tagged: bool) -> CmdResult {
     let ok = checked.iter().all(|v| v.ok);
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::terminal::stdout(json);
     match (json, tagged) {
         (true, false) => {
             let v = &checked[0];

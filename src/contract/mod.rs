@@ -17,6 +17,7 @@ mod event_de;
 mod generation;
 pub(crate) mod json;
 mod payload;
+pub mod session_name;
 mod validate;
 
 pub use canonical::Json;

@@ -24,7 +24,9 @@ mod state;
 
 use std::path::{Path, PathBuf};
 
-pub use run::{DamagedRange, FinalizeOptions, HealthNote, Summary, apply_pending, finalize};
+pub use run::{
+    DamagedRange, FinalizeOptions, HealthNote, Summary, UNREADABLE_ROW, apply_pending, finalize,
+};
 
 use crate::ledger::LedgerError;
 

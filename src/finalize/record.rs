@@ -91,7 +91,7 @@ pub fn follow(
         None => ledger.producer_sessions()?,
     };
     for session in sessions {
-        let Some(text) = ledger.producer_state(&session)? else {
+        let Some(text) = ledger.producer_state_or_set_aside(&session)? else {
             continue;
         };
         // A state that does not load is reported by the drain that loads

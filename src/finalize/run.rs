@@ -32,6 +32,10 @@ pub struct DamagedRange {
     pub kind: String,
 }
 
+/// The condition code of a ledger row a command could not read and went
+/// on without (see `ledger::UnreadableRow`).
+pub const UNREADABLE_ROW: &str = "unreadable_row";
+
 /// A health condition the run recorded or found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct HealthNote {
@@ -91,6 +95,13 @@ pub fn finalize(home: &Home, opts: &FinalizeOptions) -> Result<Summary, Finalize
     }
     super::state::tick_all(home, &mut ledger, incarnation, opts, &mut summary)?;
     finish_summary(&ledger, &mut summary)?;
+    for row in ledger.take_set_aside() {
+        summary.health.push(HealthNote {
+            session: row.row.clone(),
+            code: UNREADABLE_ROW.into(),
+            detail: row.to_string(),
+        });
+    }
     Ok(summary)
 }
 

@@ -7,7 +7,7 @@ use super::{FinalizeError, ready};
 use crate::contract::SessionRef;
 use crate::finalize::producer::SessionProducer;
 use crate::home::Home;
-use crate::ledger::{AppendBatch, BatchState, Ledger, ReadyEvent, binary_digest};
+use crate::ledger::{AppendBatch, BatchState, Ledger, LedgerError, ReadyEvent, binary_digest};
 
 /// Sessions ticked per batch in the time-rule pass.
 const TICK_CHUNK: usize = 256;
@@ -71,7 +71,16 @@ pub(super) fn tick_all(
         };
         for session in group {
             let before = batch.events.len();
-            let mut producer = load_producer(ledger, session, opts.now_unix_ns, &mut batch.events)?;
+            // A session whose stored state cannot be read is not ticked:
+            // it is set aside (and reported), and the others go on.
+            let mut producer =
+                match load_producer(ledger, session, opts.now_unix_ns, &mut batch.events) {
+                    Err(FinalizeError::Ledger(LedgerError::Unreadable(row))) => {
+                        ledger.set_aside(*row);
+                        continue;
+                    }
+                    loaded => loaded?,
+                };
             let events = producer.tick(opts.now_unix_ns, &opts.clock);
             batch.events.extend(events.into_iter().map(ReadyEvent::new));
             if batch.events.len() > before {

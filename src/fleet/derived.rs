@@ -76,6 +76,8 @@ fn copy_sessions(
     let by_session: BTreeMap<&SessionRef, &ClosedSession> =
         closed.iter().map(|c| (&c.session, c)).collect();
     let summaries = ledger.sessions()?;
+    // A copy leaves no row out: one that cannot be read stops the ship.
+    ledger.refuse_set_aside()?;
     let mut w = writer(
         tx,
         "sessions",
@@ -190,6 +192,7 @@ fn copy_receipts(
     ledger: &Ledger,
 ) -> Result<u64, CopyError> {
     let sessions = ledger.session_refs(None)?;
+    ledger.refuse_set_aside()?;
     let mut w = writer(
         tx,
         "receipts",

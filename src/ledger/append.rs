@@ -222,14 +222,22 @@ impl Ledger {
 
     /// The producer state stored for a session, as serde JSON text.
     pub fn producer_state(&self, session: &SessionRef) -> Result<Option<String>, LedgerError> {
-        Ok(self
-            .conn
-            .query_row(
-                "SELECT state FROM producer_state WHERE adapter = ?1 AND session_id = ?2",
-                params![session.adapter.as_str(), session.session_id],
-                |r| r.get(0),
-            )
-            .optional()?)
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT state, adapter, session_id FROM producer_state WHERE adapter = ?1 AND session_id = ?2",
+        )?;
+        let mut rows = stmt.query(params![session.adapter.as_str(), session.session_id])?;
+        let Some(r) = rows.next()? else {
+            return Ok(None);
+        };
+        match r.get(0) {
+            Ok(state) => Ok(Some(state)),
+            Err(e) if super::unreadable::is_conversion(&e) => {
+                Err(LedgerError::Unreadable(Box::new(
+                    super::unreadable::describe("producer_state", r, &[1, 2], &e),
+                )))
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Every session that has producer state, in a stable order.
@@ -237,10 +245,12 @@ impl Ledger {
         let mut stmt = self.conn.prepare(
             "SELECT adapter, session_id FROM producer_state ORDER BY adapter, session_id",
         )?;
-        let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+        let rows = stmt.query([])?;
+        let rows = self.lenient_rows(rows, "producer_state", &[0, 1], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+        })?;
         let mut out = Vec::new();
-        for row in rows {
-            let (adapter, session_id) = row?;
+        for (adapter, session_id) in rows {
             if let Some(adapter) = crate::contract::AdapterId::parse(&adapter) {
                 out.push(SessionRef {
                     adapter,

@@ -359,6 +359,9 @@ impl Ledger {
             chunks.finish(self, count, &mut problems)?;
         }
         self.check_unique_ids(&mut problems)?;
+        for row in self.take_set_aside() {
+            problems.push(problem(&row.row, "unreadable-row", row.to_string()));
+        }
         Ok((count, problems))
     }
 
@@ -369,13 +372,20 @@ impl Ledger {
         let mut stmt = self.conn.prepare(
             "SELECT adapter, session_id, state, count(*) FROM spans GROUP BY adapter, session_id, state",
         )?;
-        let mut rows = stmt.query([])?;
-        while let Some(r) = rows.next()? {
-            let state: String = r.get(2)?;
+        let rows = stmt.query([])?;
+        let read = self.lenient_rows(rows, "spans", &[0, 1], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, i64>(3)?,
+            ))
+        })?;
+        for (adapter, session_id, state, n) in read {
             counted
-                .entry((r.get(0)?, r.get(1)?))
+                .entry((adapter, session_id))
                 .or_default()
-                .add(super::SpanState::parse(&state), r.get::<_, i64>(3)? as u64);
+                .add(super::SpanState::parse(&state), n as u64);
         }
         for s in self.sessions()? {
             let key = (s.session.adapter.as_str().to_string(), s.session.session_id);
@@ -420,10 +430,12 @@ impl Ledger {
         let mut unpaired = self.conn.prepare(
             "SELECT adapter, session_id, kind FROM spans WHERE requested_unix_ns IS NULL",
         )?;
-        let mut rows = unpaired.query([])?;
-        while let Some(r) = rows.next()? {
-            let kind: String = r.get(2)?;
-            *want.entry((r.get(0)?, r.get(1)?)).or_default() |= if kind == "command" {
+        let rows = unpaired.query([])?;
+        let read = self.lenient_rows(rows, "spans", &[0, 1], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get::<_, String>(2)?))
+        })?;
+        for (adapter, session_id, kind) in read {
+            *want.entry((adapter, session_id)).or_default() |= if kind == "command" {
                 COMMAND_UNPAIRED_BIT
             } else {
                 TOOL_UNPAIRED_BIT
@@ -432,10 +444,13 @@ impl Ledger {
         let mut stmt = self.conn.prepare(
             "SELECT adapter, session_id, audit_flags FROM sessions ORDER BY adapter, session_id",
         )?;
-        let mut rows = stmt.query([])?;
-        while let Some(r) = rows.next()? {
-            let key: (String, String) = (r.get(0)?, r.get(1)?);
-            let kept = AuditFlags(r.get::<_, i64>(2)? as u32);
+        let rows = stmt.query([])?;
+        let read = self.lenient_rows(rows, "sessions", &[0, 1], |r| {
+            Ok(((r.get(0)?, r.get(1)?), r.get::<_, i64>(2)?))
+        })?;
+        for (key, flags) in read {
+            let key: (String, String) = key;
+            let kept = AuditFlags(flags as u32);
             let derived = AuditFlags(want.get(&key).copied().unwrap_or(0));
             if kept != derived {
                 out.push(problem(
@@ -465,10 +480,12 @@ impl Ledger {
         let mut stmt = self.conn.prepare(
             "SELECT adapter, session_id, resumes FROM sessions ORDER BY adapter, session_id",
         )?;
-        let mut rows = stmt.query([])?;
-        while let Some(r) = rows.next()? {
-            let key: (String, String) = (r.get(0)?, r.get(1)?);
-            let kept: i64 = r.get(2)?;
+        let rows = stmt.query([])?;
+        let read = self.lenient_rows(rows, "sessions", &[0, 1], |r| {
+            Ok(((r.get(0)?, r.get(1)?), r.get::<_, i64>(2)?))
+        })?;
+        for (key, kept) in read {
+            let key: (String, String) = key;
             let counted = want.get(&key).copied().unwrap_or(0);
             if kept != counted {
                 out.push(problem(

@@ -26,6 +26,7 @@ mod schema;
 mod session_range;
 mod timeline;
 pub mod trace_rows;
+mod unreadable;
 
 use std::path::{Path, PathBuf};
 
@@ -44,6 +45,7 @@ pub use query::{
 };
 pub use rows::ChainRow;
 pub use timeline::{Timeline, TimelineEntry};
+pub use unreadable::UnreadableRow;
 
 use crate::home::Home;
 
@@ -104,8 +106,6 @@ pub enum LedgerError {
         "an epoch advance is in progress ({0}); no new epoch is started meanwhile: `harnery finalize` completes the advance, as does `harnery epoch advance`"
     )]
     AdvanceInProgress(String),
-    #[error("{prefix:?} matches {count} sessions; give more of the id")]
-    AmbiguousSession { prefix: String, count: usize },
     /// A file of the live epoch is not what the ledger recorded (see
     /// [`integrity`]): nothing was written, nothing deleted.
     #[error(
@@ -113,6 +113,10 @@ pub enum LedgerError {
         integrity::recovery(path)
     )]
     Damaged { path: PathBuf, what: String },
+    #[error("{0}")]
+    Unreadable(Box<UnreadableRow>),
+    #[error(transparent)]
+    SessionName(#[from] crate::contract::session_name::NameError),
 }
 
 impl LedgerError {
@@ -137,6 +141,9 @@ pub struct Ledger {
     genesis: GenesisManifest,
     dir: PathBuf,
     poisoned: bool,
+    /// Rows a lenient read passed over (see [`unreadable`]), until a
+    /// command takes them to report.
+    set_aside: std::cell::RefCell<Vec<UnreadableRow>>,
 }
 
 impl Ledger {
@@ -171,6 +178,7 @@ impl Ledger {
             genesis,
             dir: dir.to_path_buf(),
             poisoned: false,
+            set_aside: Default::default(),
         })
     }
 
@@ -231,6 +239,7 @@ impl Ledger {
             genesis,
             dir: dir.to_path_buf(),
             poisoned: false,
+            set_aside: Default::default(),
         };
         ledger.record_raw_members(&touched)?;
         Ok(ledger)
@@ -271,6 +280,7 @@ impl Ledger {
             genesis,
             dir: dir.to_path_buf(),
             poisoned: false,
+            set_aside: Default::default(),
         })
     }
 

@@ -171,7 +171,8 @@ impl Ledger {
             "SELECT adapter, session_id, first_unix_ns, last_unix_ns, events, turns, {counts} \
              FROM sessions ORDER BY first_unix_ns, adapter, session_id"
         ))?;
-        let rows = stmt.query_map([], |r| {
+        let rows = stmt.query([])?;
+        let mut out = self.lenient_rows(rows, "sessions", &[0, 1], |r| {
             Ok(SessionSummary {
                 session: session_at(r, 0)?,
                 first_unix_ns: r.get(2)?,
@@ -185,7 +186,6 @@ impl Ledger {
                 },
             })
         })?;
-        let mut out = rows.collect::<Result<Vec<_>, _>>()?;
         if !kept {
             let mut count = self.conn.prepare(
                 "SELECT state, count(*) FROM spans WHERE adapter = ?1 AND session_id = ?2 GROUP BY state",
@@ -280,31 +280,30 @@ impl Ledger {
 
     /// Resolve a full session id or a unique prefix of one.
     pub fn resolve_session(&self, wanted: &str) -> Result<SessionRef, LedgerError> {
+        use crate::contract::session_name::{id_parts, pick};
+        let mut found = Vec::new();
+        for id in id_parts(wanted) {
+            found.extend(self.sessions_by_prefix(id)?);
+        }
+        Ok(pick(wanted, None, found, "")?)
+    }
+
+    /// The sessions whose id starts with `prefix` (or is it). A row whose
+    /// key cannot be read cannot be named: it is set aside.
+    pub fn sessions_by_prefix(&self, prefix: &str) -> Result<Vec<SessionRef>, LedgerError> {
         let pattern = format!(
             "{}%",
-            wanted
+            prefix
                 .replace('\\', "\\\\")
                 .replace('%', "\\%")
                 .replace('_', "\\_")
         );
         let mut stmt = self.conn.prepare(
             "SELECT adapter, session_id FROM sessions WHERE session_id = ?1 OR session_id LIKE ?2 ESCAPE '\\' \
-             ORDER BY session_id = ?1 DESC, adapter, session_id",
+             ORDER BY adapter, session_id",
         )?;
-        let found = stmt
-            .query_map(params![wanted, pattern], |r| session_at(r, 0))?
-            .collect::<Result<Vec<_>, _>>()?;
-        if let Some(exact) = found.iter().find(|s| s.session_id == wanted) {
-            return Ok(exact.clone());
-        }
-        match found.len() {
-            0 => Err(LedgerError::UnknownSession(wanted.into())),
-            1 => Ok(found.into_iter().next().expect("one element")),
-            count => Err(LedgerError::AmbiguousSession {
-                prefix: wanted.into(),
-                count,
-            }),
-        }
+        let rows = stmt.query(params![prefix, pattern])?;
+        self.lenient_rows(rows, "sessions", &[0, 1], |r| session_at(r, 0))
     }
 
     /// One session's events in offset order.
@@ -445,8 +444,9 @@ impl Ledger {
             "SELECT DISTINCT adapter, session_id FROM events \
              WHERE type IN (SELECT value FROM json_each(?1))",
         )?;
-        let rows = stmt.query_map([names], |r| session_at(r, 0))?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        let rows = stmt.query([names])?;
+        let found = self.lenient_rows(rows, "events", &[0, 1], |r| session_at(r, 0))?;
+        Ok(found.into_iter().collect())
     }
 
     /// Every session with an event at or after `since` (all of them
@@ -456,8 +456,8 @@ impl Ledger {
         let mut stmt = self.conn.prepare(
             "SELECT adapter, session_id FROM sessions WHERE last_unix_ns >= ?1 ORDER BY adapter, session_id",
         )?;
-        let rows = stmt.query_map([since_unix_ns.unwrap_or(i64::MIN)], |r| session_at(r, 0))?;
-        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        let rows = stmt.query([since_unix_ns.unwrap_or(i64::MIN)])?;
+        self.lenient_rows(rows, "sessions", &[0, 1], |r| session_at(r, 0))
     }
 
     /// Every event in chain order (loads them all; prefer `for_each_event`).
@@ -662,9 +662,12 @@ pub(super) fn each_stored_text<E: From<LedgerError>>(
     let read = |e: rusqlite::Error| E::from(LedgerError::from(e));
     while let Some(r) = rows.next().map_err(read)? {
         let text = |i| r.get_ref(i).map_err(read);
+        // The id column only names the row (its text holds the id too): a
+        // damaged one is shown as it can be and the row still arrives.
+        let id = String::from_utf8_lossy(text(1)?.as_bytes().map_err(|e| read(e.into()))?);
         f(StoredText {
             seq: r.get(0).map_err(read)?,
-            id: text(1)?.as_str().map_err(|e| read(e.into()))?,
+            id: &id,
             json: text(2)?.as_blob().map_err(|e| read(e.into()))?,
         })?;
     }

@@ -552,10 +552,10 @@ impl ChunkCheck {
         let mut report = |detail: String| out.push(problem(id, "trace-row", detail));
         if !self.current.as_ref().is_some_and(|c| c.covers(event)) {
             self.current = None;
-            let found: Option<(i64, i64, String)> = ledger
+            let found: Option<(i64, i64, Vec<u8>)> = ledger
                 .conn
                 .prepare_cached(
-                    "SELECT first_offset, events, entries FROM trace_chunks WHERE adapter = ?1 \
+                    "SELECT first_offset, events, CAST(entries AS BLOB) FROM trace_chunks WHERE adapter = ?1 \
                      AND session_id = ?2 AND first_offset <= ?3 ORDER BY first_offset DESC LIMIT 1",
                 )?
                 .query_row(
@@ -572,7 +572,13 @@ impl ChunkCheck {
                 return Ok(());
             };
             let first = first.max(0) as u64;
-            let decoded = entries(&text).map(|all| {
+            let Ok(text) = std::str::from_utf8(&text) else {
+                report(format!(
+                    "the trace chunk at offset {first} cannot be read: its entries are not UTF-8"
+                ));
+                return Ok(());
+            };
+            let decoded = entries(text).map(|all| {
                 all.into_iter()
                     .map(|(s, f)| (s, f.map(TraceFacts::into_owned)))
                     .collect::<Vec<_>>()

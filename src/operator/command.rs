@@ -80,7 +80,7 @@ pub fn run(target: &Target, argv: &[String], now_ns: i64) -> Result<i32, ExecErr
         .append(COMMAND_REQUESTED, &request, now_ns)
         .map_err(ExecError::RequestNotRecorded)?;
     if let Some(warning) = super::dead_letter_warning(&receipt) {
-        eprintln!("harnery exec: {warning}");
+        crate::terminal::warn(&format!("harnery exec: {warning}"));
     }
     let started = Instant::now();
     let end = spawn_and_wait(program, &argv[1..]);
@@ -94,7 +94,9 @@ pub fn run(target: &Target, argv: &[String], now_ns: i64) -> Result<i32, ExecErr
         duration_ms: Some(duration_ms),
     };
     if let Err(err) = target.append(COMMAND_COMPLETED, &completion, done_ns) {
-        eprintln!("harnery exec: the command ran but its completion was not recorded: {err}");
+        crate::terminal::warn(&format!(
+            "harnery exec: the command ran but its completion was not recorded: {err}"
+        ));
     }
     Ok(end.shell_status())
 }
@@ -104,7 +106,7 @@ fn spawn_and_wait(program: &str, args: &[String]) -> ChildEnd {
     let mut child = match Command::new(program).args(args).spawn() {
         Ok(child) => child,
         Err(err) => {
-            eprintln!("harnery exec: {program}: {err}");
+            crate::terminal::warn(&format!("harnery exec: {program}: {err}"));
             let code = match err.kind() {
                 std::io::ErrorKind::NotFound => NOT_FOUND,
                 _ => NOT_EXECUTABLE,
@@ -122,7 +124,7 @@ fn spawn_and_wait(program: &str, args: &[String]) -> ChildEnd {
             Ok(status) => return ChildEnd::from_status(status),
             Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(err) => {
-                eprintln!("harnery exec: waiting for {program}: {err}");
+                crate::terminal::warn(&format!("harnery exec: waiting for {program}: {err}"));
                 return ChildEnd {
                     exit_code: None,
                     signal: None,

@@ -50,50 +50,11 @@ impl Target {
     }
 }
 
-/// Why no adapter could be chosen for a session.
+/// An `--adapter` that names no agent harnery knows.
 #[derive(Debug, thiserror::Error)]
 pub enum AdapterChoiceError {
-    #[error("no spool or ledger knows session {0:?}; say which agent it belongs to with --adapter")]
-    Unknown(String),
-    #[error("session {0:?} exists under several adapters ({1}); choose one with --adapter")]
-    Ambiguous(String, String),
     #[error("unknown adapter {0:?} (expected claude-code or copilot)")]
     BadName(String),
-}
-
-/// The adapter named by `flag`, else the single adapter among `known` (the
-/// adapters under which the session was already seen).
-pub fn choose_adapter(
-    session_id: &str,
-    flag: Option<&str>,
-    known: &[AdapterId],
-) -> Result<AdapterId, AdapterChoiceError> {
-    if let Some(name) = flag {
-        return AdapterId::parse(name).ok_or_else(|| AdapterChoiceError::BadName(name.into()));
-    }
-    let mut seen = known.to_vec();
-    seen.sort();
-    seen.dedup();
-    match seen.as_slice() {
-        [one] => Ok(*one),
-        [] => Err(AdapterChoiceError::Unknown(session_id.into())),
-        many => {
-            let names: Vec<&str> = many.iter().map(|a| a.as_str()).collect();
-            Err(AdapterChoiceError::Ambiguous(
-                session_id.into(),
-                names.join(", "),
-            ))
-        }
-    }
-}
-
-/// Adapters whose intake spool holds a directory for `session_id`.
-pub fn spooled_adapters(home: &Home, session_id: &str) -> Vec<AdapterId> {
-    let spool = crate::spool::IntakeSpool::open(home);
-    AdapterId::ALL
-        .into_iter()
-        .filter(|a| matches!(spool.session(a.as_str(), Some(session_id)), Ok(Some(_))))
-        .collect()
 }
 
 /// A warning for the user when a signal went to the dead-letter directory:
@@ -127,19 +88,6 @@ pub fn request_end(
 mod tests {
     use super::*;
     use crate::spool::{IntakeSpool, read_segment};
-
-    #[test]
-    fn the_adapter_is_the_flag_else_the_only_one_known() {
-        use AdapterId::*;
-        assert_eq!(choose_adapter("s", Some("copilot"), &[]).unwrap(), Copilot);
-        assert!(choose_adapter("s", Some("vim"), &[]).is_err());
-        let known = [ClaudeCode, ClaudeCode];
-        assert_eq!(choose_adapter("s", None, &known).unwrap(), ClaudeCode);
-        let both = [ClaudeCode, Copilot];
-        let err = choose_adapter("s", None, &both).unwrap_err().to_string();
-        assert!(err.contains("claude-code, copilot"), "{err}");
-        assert!(choose_adapter("s", None, &[]).is_err());
-    }
 
     #[test]
     fn an_end_request_lands_in_the_session_spool() {

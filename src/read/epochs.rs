@@ -8,6 +8,7 @@
 //! be opened (a damaged file, a newer contract generation) is set aside
 //! with its reason, and the rest are still read. Nothing here writes.
 
+use crate::contract::session_name::NameError;
 use std::collections::BTreeMap;
 
 use super::audit::{Classification, classify_events};
@@ -117,6 +118,23 @@ impl Epochs {
         }
     }
 
+    /// Say on stderr which rows the reads so far passed over because
+    /// they cannot be read (see `ledger::UnreadableRow`); whether there
+    /// was any (the command then exits 1: it found a problem).
+    pub fn report_set_aside(&self, command: &str) -> bool {
+        let mut any = false;
+        for epoch in &self.open {
+            for row in epoch.ledger.take_set_aside() {
+                crate::terminal::warn(&format!(
+                    "harnery {command}: epoch {}: {row}; left out",
+                    epoch.label
+                ));
+                any = true;
+            }
+        }
+        any
+    }
+
     /// No epoch at all: a home with no ledger yet.
     pub fn none() -> Epochs {
         Epochs {
@@ -142,6 +160,8 @@ impl Epochs {
             }
         }
         let Some((_, session)) = found.first().cloned() else {
+            // A row passed over may be the one asked for: say so.
+            self.report_set_aside(command);
             return Err(SourceError::NoSuchSession(name.into()));
         };
         if let Some((_, other)) = found.iter().find(|(_, s)| *s != session) {
@@ -330,31 +350,36 @@ pub fn open_as_written(entry: &EpochEntry) -> Result<Ledger, String> {
 fn is_no_match(e: &SourceError) -> bool {
     matches!(
         e,
-        SourceError::NoSuchSession(_) | SourceError::Ledger(LedgerError::UnknownSession(_))
+        SourceError::NoSuchSession(_)
+            | SourceError::Ledger(LedgerError::UnknownSession(_))
+            | SourceError::Ledger(LedgerError::SessionName(NameError::Unknown { .. }))
     )
 }
 
 fn is_ambiguous(e: &SourceError) -> bool {
-    matches!(e, SourceError::Ledger(LedgerError::AmbiguousSession { .. }))
+    matches!(
+        e,
+        SourceError::Ledger(LedgerError::SessionName(NameError::Ambiguous { .. }))
+    )
 }
 
 /// One stderr line for each row of an epoch a command read around; whether
 /// there was any (the command then exits 1: it found a problem).
 pub fn report_damaged(command: &str, label: &str, rows: &[crate::ledger::DamagedRow]) -> bool {
     for r in rows {
-        eprintln!(
+        crate::terminal::warn(&format!(
             "harnery {command}: epoch {label}: row seq {} (event {}) left out: {}",
             r.seq, r.event_id, r.detail
-        );
+        ));
     }
     !rows.is_empty()
 }
 
 /// One stderr line for an epoch a command could not read (or read fully).
 pub fn warn(command: &str, label: &str, reason: &str) {
-    eprintln!(
+    crate::terminal::warn(&format!(
         "harnery {command}: epoch {label} unreadable: {reason}; the other epochs are still read"
-    );
+    ));
 }
 
 /// The line that separates two parts of one session.

@@ -26,7 +26,8 @@ pub const END_EXPIRY_NS: i64 = 24 * 3600 * 1_000_000_000;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Condition {
     /// `span_cap_exceeded`, `end_pending`, `end_pending_overdue`,
-    /// `end_expired`, `spool_damage`, `dead_letter`, `stale_spool`, or a code
+    /// `end_expired`, `spool_damage`, `dead_letter`, `stale_spool`,
+    /// `unreadable_row` (a ledger row the reads passed over), or a code
     /// the finalizer recorded (`reported:<code>`).
     pub code: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -294,6 +295,21 @@ pub const RECORD_CLEANUP_NS: i64 = 30 * 24 * 3600 * 1_000_000_000;
 /// How long before the cleanup period ends an unread record is reported.
 pub const RECORD_CLEANUP_MARGIN_NS: i64 = 7 * 24 * 3600 * 1_000_000_000;
 
+/// One `unreadable_row` condition for each row the reads of `ledger` so
+/// far passed over (see `ledger::UnreadableRow`).
+pub fn set_aside_conditions(ledger: &crate::ledger::Ledger) -> Vec<Condition> {
+    ledger
+        .take_set_aside()
+        .into_iter()
+        .map(|row| Condition {
+            code: crate::finalize::UNREADABLE_ROW.into(),
+            session: None,
+            at_unix_ns: None,
+            detail: row.to_string(),
+        })
+        .collect()
+}
+
 /// Sessions whose own record still has bytes `finalize` has not read and
 /// was last changed so long ago that the agent may soon delete it
 /// (`record_unread_near_cleanup`).
@@ -304,7 +320,7 @@ pub fn record_conditions(
     let mut out = Vec::new();
     use crate::finalize::producer::RecordCursor;
     for session in ledger.producer_sessions()? {
-        let Some(text) = ledger.producer_state(&session)? else {
+        let Some(text) = ledger.producer_state_or_set_aside(&session)? else {
             continue;
         };
         let Some(RecordCursor {

@@ -49,15 +49,7 @@ fn split_adapter(name: &str) -> Option<(AdapterId, &str)> {
 }
 
 pub(crate) fn resolve(ledger: &Ledger, name: &str) -> Result<SessionRef, SourceError> {
-    match split_adapter(name) {
-        Some(_) => ledger
-            .sessions()?
-            .into_iter()
-            .map(|s| s.session)
-            .find(|s| names(name, s))
-            .ok_or_else(|| SourceError::NoSuchSession(name.into())),
-        None => Ok(ledger.resolve_session(name)?),
-    }
+    Ok(ledger.resolve_session(name)?)
 }
 
 /// The live epoch, or `None` when no ledger exists yet (a new home: see
@@ -70,17 +62,27 @@ pub fn live_or_none(home: &Home) -> Result<Option<Ledger>, SourceError> {
     Ok(Some(Ledger::open_read(home)?))
 }
 
-/// Adapters under which the live ledger knows `session_id` exactly.
-pub fn ledger_adapters(home: &Home, session_id: &str) -> Vec<AdapterId> {
-    let Ok(ledger) = Ledger::open_read(home) else {
-        return Vec::new();
-    };
-    let sessions = ledger.sessions().unwrap_or_default();
-    sessions
-        .into_iter()
-        .filter(|s| s.session.session_id == session_id)
-        .map(|s| s.session.adapter)
-        .collect()
+/// The session `name` picks (a full id or a unique prefix, see
+/// [`crate::contract::session_name`]) among those the intake spool holds
+/// records of and the live ledger knows, under `adapter` when given: for
+/// the commands that write a signal into a session's spool (`end`,
+/// `checkpoint`, `exec`), so a session the agent has spooled but
+/// `finalize` has not drained yet is found too. Never a session neither
+/// knows: an unknown or ambiguous name is an error.
+pub fn find_session(
+    home: &Home,
+    name: &str,
+    adapter: Option<AdapterId>,
+) -> Result<SessionRef, SourceError> {
+    use crate::contract::session_name::{id_parts, pick};
+    let mut known = crate::read::spool_facts::spooled_sessions(home).unwrap_or_default();
+    if let Ok(Some(ledger)) = live_or_none(home) {
+        for id in id_parts(name) {
+            known.extend(ledger.sessions_by_prefix(id)?);
+        }
+    }
+    let looked = "neither the intake spool nor the live ledger holds it";
+    Ok(pick(name, adapter, known, looked).map_err(LedgerError::from)?)
 }
 
 /// The reasons every advance's administrative closure holds against each

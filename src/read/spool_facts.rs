@@ -6,7 +6,9 @@
 //! active segment is not reported, since a writer may be mid-append there.
 
 use super::health::{DamagedRange, DeadLetter, SpoolFacts, SpoolSessionAge};
+use crate::contract::{AdapterId, SessionRef};
 use crate::home::Home;
+use crate::spool::key::is_plain;
 use crate::spool::{
     DamageKind, IntakeSpool, SealedSegment, SegmentKind, SessionSpool, SpoolError, read_segment,
 };
@@ -80,6 +82,50 @@ fn scan_file(file: &SealedSegment, facts: &mut SpoolFacts) -> Result<Option<i64>
         });
     }
     Ok(read.records.iter().map(|r| r.envelope.received_ns).min())
+}
+
+/// Every session the intake spool holds records of (not yet drained, or
+/// in a dead letter), by the raw id its records carry: a directory named
+/// by the plain id is that id; a hashed one is named by its first record.
+/// A directory with no record left (drained) is not listed: the ledger
+/// knows that session.
+pub fn spooled_sessions(home: &Home) -> Result<Vec<SessionRef>, SpoolError> {
+    let spool = IntakeSpool::open(home);
+    let mut out = Vec::new();
+    for session in spool.sessions()? {
+        let Some(adapter) = AdapterId::parse(&session.adapter) else {
+            continue;
+        };
+        let id = match is_plain(&session.session_key) {
+            true => Some(session.session_key.clone()),
+            false => first_session_id(&session.files()?),
+        };
+        out.extend(id.map(|session_id| SessionRef {
+            adapter,
+            session_id,
+        }));
+    }
+    for dl in spool.dead_letters()? {
+        let Ok(read) = read_segment(&dl.path) else {
+            continue;
+        };
+        for env in read.records.iter().map(|r| &r.envelope) {
+            if let (Some(adapter), Some(id)) = (AdapterId::parse(&env.adapter), &env.session_id) {
+                out.push(SessionRef {
+                    adapter,
+                    session_id: id.clone(),
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn first_session_id(files: &[SealedSegment]) -> Option<String> {
+    files.iter().find_map(|f| {
+        let read = read_segment(&f.path).ok()?;
+        read.records.into_iter().find_map(|r| r.envelope.session_id)
+    })
 }
 
 /// An end request written by `harnery end` that `finalize` has not read yet.

@@ -76,6 +76,8 @@ pub enum RecoverError {
         list(found)
     )]
     Ambiguous { id: String, found: Vec<PathBuf> },
+    #[error(transparent)]
+    Name(#[from] crate::contract::session_name::NameError),
     #[error("{path}: {source}")]
     Stream {
         path: PathBuf,
@@ -174,6 +176,66 @@ pub fn locate(req: &RecoverRequest) -> Result<Located, RecoverError> {
             })
         }
     }
+}
+
+/// The full session id the request names: its id when a stream has it
+/// (or two agents do: [`locate`] says so), else the one id under the
+/// agents' homes it is a unique prefix of (see
+/// [`crate::contract::session_name`]). Several are ambiguous and listed;
+/// none is the not-found error naming where it looked.
+pub fn resolve_id(req: &RecoverRequest) -> Result<String, RecoverError> {
+    use crate::contract::AdapterId;
+    use crate::contract::session_name::{NameError, pick};
+    let not_found = match locate(req) {
+        Err(e @ RecoverError::NotFound { .. }) => e,
+        _ => return Ok(req.session_id.clone()),
+    };
+    let adapter = req.agent.map(|a| match a {
+        Agent::Copilot => AdapterId::Copilot,
+        Agent::ClaudeCode => AdapterId::ClaudeCode,
+    });
+    match pick(&req.session_id, adapter, agent_sessions(req), "") {
+        Ok(found) => Ok(found.session_id),
+        Err(NameError::Unknown { .. }) => Err(not_found),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Every session with a stream under the two agents' homes: Copilot's
+/// `session-state/<id>/events.jsonl`, Claude Code's
+/// `projects/<project>/<id>.jsonl`. Names that are not session ids are
+/// left out (they could not be asked for).
+fn agent_sessions(req: &RecoverRequest) -> Vec<crate::contract::SessionRef> {
+    use crate::contract::{AdapterId, SessionRef};
+    let names = |dir: PathBuf| -> Vec<String> {
+        std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| e.file_name().into_string().ok())
+            .collect()
+    };
+    let mut out = Vec::new();
+    for id in names(req.copilot_home.join("session-state")) {
+        if copilot_stream(&req.copilot_home, &id).is_file() {
+            out.push((AdapterId::Copilot, id));
+        }
+    }
+    let projects = req.claude_home.join("projects");
+    for project in names(projects.clone()) {
+        for file in names(projects.join(&project)) {
+            if let Some(id) = file.strip_suffix(".jsonl") {
+                out.push((AdapterId::ClaudeCode, id.to_string()));
+            }
+        }
+    }
+    out.into_iter()
+        .filter(|(_, id)| check_session_id(id).is_ok())
+        .map(|(adapter, session_id)| SessionRef {
+            adapter,
+            session_id,
+        })
+        .collect()
 }
 
 /// Build the packet for a session.

@@ -363,3 +363,19 @@ pub fn edit_trace_entry(home: &Path, seq: i64, edit: impl FnOnce(&mut Vec<serde_
         .unwrap();
     assert_eq!(changed, 1);
 }
+
+/// Start a session the way its agent does: one `sessionStart` /
+/// `SessionStart` signal through the real `harnery-hook`, so that commands
+/// that name a session (`end`, `exec`, `checkpoint`) find it.
+pub fn start_session(home: &Path, agent: &str, id: &str) {
+    let line = match agent {
+        "copilot" => serde_json::json!({
+            "event": "sessionStart",
+            "stdin_raw": serde_json::json!({"sessionId": id, "timestamp": 1_795_997_711_500_i64,
+                "cwd": "/tmp", "source": "new"}).to_string(),
+        }),
+        _ => serde_json::json!({"hook_event_name": "SessionStart", "session_id": id,
+            "source": "startup", "cwd": "/tmp"}),
+    };
+    deliver(home, agent, &line.to_string());
+}

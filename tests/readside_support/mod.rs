@@ -35,6 +35,50 @@ impl Sandbox {
         cmd
     }
 
+    /// Deliver one signal through the real `harnery-hook`, as the agent
+    /// would: a Claude Code payload, or a Copilot capture line (its event
+    /// name and stdin).
+    pub fn deliver(&self, agent: &str, line: &str) {
+        let (args, stdin): (Vec<String>, String) = if agent == "copilot" {
+            let v: serde_json::Value = serde_json::from_str(line).expect("capture line is JSON");
+            let event = v["event"].as_str().expect("event name").to_string();
+            let raw = v["stdin_raw"].as_str().unwrap_or("").to_string();
+            (vec!["copilot".into(), event], raw)
+        } else {
+            (vec!["claude-code".into()], line.to_string())
+        };
+        let mut child = std::process::Command::cargo_bin("harnery-hook")
+            .expect("the hook binary")
+            .args(&args)
+            .env("HARNERY_HOME", self.home())
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .expect("the hook runs");
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        assert!(child.wait().unwrap().success());
+    }
+
+    /// Start a session as its agent does (one session-start signal), so
+    /// that `end` and `exec` find it.
+    pub fn start(&self, agent: &str, id: &str) {
+        let line = match agent {
+            "copilot" => serde_json::json!({
+                "event": "sessionStart",
+                "stdin_raw": serde_json::json!({"sessionId": id, "timestamp": 1_795_997_711_500_i64,
+                    "cwd": "/tmp", "source": "new"}).to_string(),
+            }),
+            _ => serde_json::json!({"hook_event_name": "SessionStart", "session_id": id,
+                "source": "startup", "cwd": "/tmp"}),
+        };
+        self.deliver(agent, &line.to_string());
+    }
+
     /// Every intact record in the intake spool, in file order per session.
     pub fn spooled(&self) -> Vec<SpoolRecord> {
         let spool = IntakeSpool::open(&Home::at(self.home()));
