@@ -321,7 +321,9 @@ fn follow_one(
     let mut at = cursor;
     let pass_len = pass_len().min(out.left);
     while at < len && at - cursor < pass_len {
-        let want = pass_len.min(CHUNK_LEN as u64) as usize;
+        // What is left of the pass (one line longer than that is read
+        // whole).
+        let want = (pass_len - (at - cursor)).min(CHUNK_LEN as u64) as usize;
         let (header, chunk) = match whole_lines(&mut file, at, len, want) {
             Ok(Lines::Whole(bytes)) => (chunk_header(path, at, at + bytes.len() as u64), bytes),
             Ok(Lines::Oversized { len: n, head }) => {
@@ -382,12 +384,19 @@ fn whole_lines(
     len: u64,
     mut want: usize,
 ) -> std::io::Result<Lines> {
+    let asked = want;
     loop {
         let n = (len - at).min(want as u64) as usize;
         let mut buf = vec![0u8; n];
         file.seek(SeekFrom::Start(at))?;
         file.read_exact(&mut buf)?;
-        if let Some(last) = memchr::memrchr(b'\n', &buf) {
+        // Past what was asked for, only the one longer line.
+        let cut = if want == asked {
+            memchr::memrchr(b'\n', &buf)
+        } else {
+            memchr::memchr(b'\n', &buf)
+        };
+        if let Some(last) = cut {
             buf.truncate(last + 1);
             return Ok(Lines::Whole(buf));
         }
