@@ -549,3 +549,22 @@ fn a_record_is_read_a_share_per_run() {
     assert!(runs >= 4, "three shares or more, then nothing: {runs}");
     assert_eq!(shared, whole);
 }
+
+/// A record with more unread bytes than the ceiling (1 GiB) is a health
+/// condition naming it; the run that found it read nothing of the line
+/// still being written and held none of it.
+#[test]
+fn a_backlog_past_the_ceiling_is_a_health_condition() {
+    let root = Root::new();
+    let path = root.transcript();
+    let file = std::fs::File::create(&path).unwrap();
+    file.set_len((1 << 30) + (1 << 20)).unwrap();
+    drop(file);
+    root.feed_claude(&path);
+    root.finalize();
+    assert!(of_type(&root.events(), "record.problem").is_empty());
+    let out = root.harnery().args(["health"]).output().unwrap();
+    let text = common::stdout(&out);
+    assert!(text.contains("record_backlog"), "{text}");
+    assert!(text.contains(&path.display().to_string()), "{text}");
+}
