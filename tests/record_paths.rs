@@ -568,3 +568,44 @@ fn a_backlog_past_the_ceiling_is_a_health_condition() {
     assert!(text.contains("record_backlog"), "{text}");
     assert!(text.contains(&path.display().to_string()), "{text}");
 }
+
+#[test]
+fn proc_files_are_refused() {
+    let root = Root::new();
+    let detail = refused_claude(&root, Path::new("/proc/self/environ"));
+    assert!(detail.contains("not <config dir>/projects"), "{detail}");
+}
+
+/// A `SubagentStop` naming a file outside the session's
+/// `<session>/subagents/agent-<id>.jsonl` is refused and given up; the
+/// session's own transcript is followed as always.
+#[test]
+fn a_subagent_record_is_followed_only_in_its_sessions_subagents() {
+    let root = Root::new();
+    let transcript = root.transcript();
+    let own = serde_json::json!({"type": "user", "sessionId": SID, "uuid": "u-1",
+        "timestamp": "2026-11-30T00:00:00.000Z",
+        "message": {"role": "user", "content": "mine"}});
+    std::fs::write(&transcript, format!("{own}\n")).unwrap();
+    let hooks = root.feed_claude(&transcript);
+    let foreign = root.foreign_file();
+    let stop = serde_json::json!({"session_id": SID, "hook_event_name": "SubagentStop",
+        "transcript_path": transcript.display().to_string(), "agent_id": "a6ade36a38f2eaf92",
+        "agent_transcript_path": foreign.display().to_string(), "stop_hook_active": false});
+    hook(&root.home(), &["claude-code"], &stop.to_string());
+    let summary = root.finalize();
+    let own_signals = summary["record_signals"].as_u64().unwrap();
+    let drained = summary["signals_drained"].as_u64().unwrap();
+    assert_eq!(drained - own_signals, hooks + 1, "{summary}");
+    let events = root.events();
+    let detail = the_refusal(&events, &foreign.display().to_string());
+    assert!(
+        detail.contains("subagents/agent-a6ade36a38f2eaf92.jsonl"),
+        "{detail}"
+    );
+    let users: Vec<&Value> = of_type(&events, "message.user");
+    assert_eq!(users.len(), 1, "the session's own record is read");
+    assert!(!root.home_holds_marker());
+    root.finalize();
+    assert_eq!(root.events().len(), events.len(), "given up once");
+}
