@@ -346,9 +346,9 @@ fn follow_one(
             Err(e) => return out.unreadable(path, e),
         };
         out.append(RECORD, &record_payload(&header, &chunk))?;
+        out.left = out.left.saturating_sub(end - at);
         at = end;
     }
-    out.left = out.left.saturating_sub(at - cursor);
     Ok(())
 }
 
