@@ -182,11 +182,13 @@ pub fn follow(
     Ok((written, wrote_for))
 }
 
-/// Where the session's record is, and whether a hook named it (a path
-/// only guessed is not reported missing); a guess that would leave
-/// Copilot's home is refused when something is there.
+/// A record's path, and whether a hook named it.
 type Located = Option<(PathBuf, bool)>;
 
+/// Where the session's record is, and whether a hook named it (a path
+/// only guessed is not reported missing); a guess that would leave
+/// Copilot's home is refused (the path it reaches, why) when something is
+/// there.
 fn record_path(session: &SessionRef, named: Option<&str>) -> Result<Located, (PathBuf, String)> {
     if let Some(p) = named {
         return Ok(Some((PathBuf::from(p), true)));
