@@ -59,7 +59,11 @@ printf '\n%-10s %10s %10s %10s %12s\n' record_mb lines fin_s mb_per_s fin_rss_mb
 for mb in ${RECORD_MB-256 2048}; do
   home="$WORK/record-$mb"
   rm -rf "$home" && mkdir -p "$home"
-  transcript="$home/transcript.jsonl"
+  # The agent's own place for the basic session's transcript (only that
+  # shape is followed, and its lines name that session).
+  sid=82655d0f-45cd-404f-9e4e-e90fea255247
+  transcript="$home/claude/projects/-bench/$sid.jsonl"
+  mkdir -p "$(dirname "$transcript")"
   lines=$(python3 - "$transcript" "$mb" <<'PY'
 import json, sys
 out, mb = sys.argv[1], int(sys.argv[2])
@@ -78,10 +82,12 @@ with open(out, "w") as f:
 print(n)
 PY
 )
-  printf '{"session_id":"record-bench","transcript_path":"%s","hook_event_name":"SessionStart","source":"startup"}' \
-    "$transcript" | HARNERY_HOME="$home" "$BIN/harnery-hook" claude-code
+  printf '{"session_id":"%s","transcript_path":"%s","hook_event_name":"SessionStart","source":"startup"}' \
+    "$sid" "$transcript" | HARNERY_HOME="$home" "$BIN/harnery-hook" claude-code
   sync
-  HARNERY_HOME="$home" HARNERY_NOW=2026-12-01T00:00:00Z \
+  # One run reads the whole record here (a run's default share of one
+  # session's record is 64 MiB): the figure is the follower's throughput.
+  HARNERY_HOME="$home" HARNERY_NOW=2026-12-01T00:00:00Z HARNERY_RECORD_RUN_BYTES=$((mb << 21)) \
     /usr/bin/time -v "$BIN/harnery" finalize --json >"$WORK/record-$mb.json" 2>"$WORK/record-$mb.time"
   fs=$(secs "$WORK/record-$mb.time")
   awk -v mb="$mb" -v n="$lines" -v fs="$fs" -v fr="$(rss_kb "$WORK/record-$mb.time")" 'BEGIN {

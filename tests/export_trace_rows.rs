@@ -256,7 +256,12 @@ fn otlp_from_trace_rows_is_otlp_from_the_stored_text() {
 fn otlp_from_trace_rows_with_the_agents_record() {
     let home = tempfile::tempdir().unwrap();
     let home = home.path();
-    let transcript = home.join("transcript.jsonl");
+    // Where Claude Code writes the `basic` session's transcript: only
+    // that shape is followed.
+    let transcript = home
+        .join("claude/projects/-tmp-proj")
+        .join("82655d0f-45cd-404f-9e4e-e90fea255247.jsonl");
+    std::fs::create_dir_all(transcript.parent().unwrap()).unwrap();
     std::fs::copy(
         Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/records/claude-code/basic.jsonl"),

@@ -23,6 +23,16 @@ fn run(home: &Path, args: &[&str]) -> std::process::Output {
 use serde_json::Value;
 
 const SCENARIO_TRANSCRIPT: &str = "tests/fixtures/records/claude-code/basic.jsonl";
+/// The `basic` scenario's session.
+const SCENARIO_SESSION: &str = "82655d0f-45cd-404f-9e4e-e90fea255247";
+
+/// Where Claude Code writes the `basic` session's transcript (its config
+/// dir under `home`): only that shape is followed.
+fn transcript_place(home: &Path) -> std::path::PathBuf {
+    let dir = home.join("claude/projects/-tmp-proj");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(format!("{SCENARIO_SESSION}.jsonl"))
+}
 
 /// Feed the `basic` scenario's hooks with their transcript path pointed at
 /// `transcript`.
@@ -53,7 +63,7 @@ fn feed_hooks(home: &Path, transcript: &Path, which: impl Fn(usize) -> bool) {
 /// The scenario's transcript copied into `home`, and its hooks fed with
 /// their transcript path pointed at the copy; the copy's path.
 fn with_transcript(home: &Path) -> std::path::PathBuf {
-    let transcript = home.join("transcript.jsonl");
+    let transcript = transcript_place(home);
     std::fs::copy(
         Path::new(env!("CARGO_MANIFEST_DIR")).join(SCENARIO_TRANSCRIPT),
         &transcript,
@@ -200,7 +210,9 @@ fn a_transcript_joins_the_hook_signals_once_and_is_followed_from_its_cursor() {
     );
     append_line(
         &transcript,
-        r#"{"type":"user","message":{"role":"user","content":"one more thing"},"uuid":"u-extra","timestamp":"2026-11-30T00:00:00.000Z","sessionId":"s"}"#,
+        &format!(
+            r#"{{"type":"user","message":{{"role":"user","content":"one more thing"}},"uuid":"u-extra","timestamp":"2026-11-30T00:00:00.000Z","sessionId":"{SCENARIO_SESSION}"}}"#
+        ),
     );
     finalize(home.path());
     let after = events(home.path());
@@ -230,7 +242,7 @@ fn a_transcript_joins_the_hook_signals_once_and_is_followed_from_its_cursor() {
 #[test]
 fn a_transcript_that_is_gone_is_a_problem_and_the_hooks_still_land() {
     let home = tempfile::tempdir().unwrap();
-    let transcript = home.path().join("never-written.jsonl");
+    let transcript = transcript_place(home.path());
     feed(home.path(), &transcript);
     let summary = finalize(home.path());
     assert!(
@@ -401,7 +413,7 @@ const SETTLED: &str = "2026-11-30T00:39:30Z";
 #[test]
 fn a_call_read_before_its_hook_waits_for_it_and_joins() {
     let home = tempfile::tempdir().unwrap();
-    let transcript = home.path().join("transcript.jsonl");
+    let transcript = transcript_place(home.path());
     write_part(home.path(), &transcript, 0..CALL_LINE + 1, &[0, 1, 2]);
     let call_id = |all: &[Value]| {
         of_type(all, "tool.recorded")
@@ -459,7 +471,7 @@ fn a_call_read_before_its_hook_waits_for_it_and_joins() {
 #[test]
 fn a_call_whose_hook_never_comes_is_recorded_without_a_span() {
     let home = tempfile::tempdir().unwrap();
-    let transcript = home.path().join("transcript.jsonl");
+    let transcript = transcript_place(home.path());
     write_part(home.path(), &transcript, 0..CALL_LINE + 1, &[0, 1, 2]);
     finalize_at(home.path(), JUST_AFTER);
     assert!(of_type(&events(home.path()), "tool.recorded").is_empty());

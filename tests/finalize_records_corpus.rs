@@ -35,16 +35,19 @@ fn lines(path: &Path) -> Vec<Value> {
 }
 
 /// Point every record path a hook payload names at `to(session)`, and a
-/// subagent's (`agent_transcript_path`) at `to_agent(its file name)`.
+/// subagent's (`agent_transcript_path`) at `to_agent(session, its file
+/// name)`.
 fn repoint_all(
     payload: &mut Value,
     to: &dyn Fn(&str) -> PathBuf,
-    to_agent: &dyn Fn(&str) -> PathBuf,
+    to_agent: &dyn Fn(&str, &str) -> PathBuf,
 ) {
     repoint(payload, to);
     if let Some(path) = payload["agent_transcript_path"].as_str() {
         let name = Path::new(path).file_name().unwrap().to_string_lossy();
-        payload["agent_transcript_path"] = Value::String(to_agent(&name).display().to_string());
+        let session = payload["session_id"].as_str().unwrap_or("");
+        let to = to_agent(session, &name);
+        payload["agent_transcript_path"] = Value::String(to.display().to_string());
     }
 }
 
@@ -190,7 +193,8 @@ fn every_claude_code_transcript_joins_its_hooks() {
     assert_eq!(scenarios.len(), 19, "{scenarios:?}");
     for scenario in &scenarios {
         let home = tempfile::tempdir().unwrap();
-        let records = home.path().join("records");
+        // Where Claude Code writes them (only that shape is followed).
+        let records = home.path().join("claude/projects/-proj");
         std::fs::create_dir_all(&records).unwrap();
         let transcripts = claude_transcripts(scenario);
         let copies = copy_into(&records, &transcripts, |s| format!("{s}.jsonl"));
@@ -198,18 +202,23 @@ fn every_claude_code_transcript_joins_its_hooks() {
             copies
                 .get(s)
                 .cloned()
-                .unwrap_or_else(|| records.join("none"))
+                .unwrap_or_else(|| records.join(format!("{s}.jsonl")))
         };
         // A subagent transcript the capture did not keep is named but
         // missing: loud, once each.
         let subagents = claude_subagent_transcripts(scenario);
-        let subagent_copies = copy_into(&records, &subagents, str::to_string);
-        let to_agent = |name: &str| {
-            subagent_copies
-                .get(name)
-                .cloned()
-                .unwrap_or_else(|| records.join("missing").join(name))
-        };
+        let to_agent =
+            |session: &str, name: &str| records.join(session).join("subagents").join(name);
+        let subagent_copies: BTreeMap<String, PathBuf> = subagents
+            .iter()
+            .map(|(name, p)| {
+                let session = lines(p)[0]["sessionId"].as_str().unwrap().to_string();
+                let to = to_agent(&session, name);
+                std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+                std::fs::copy(p, &to).unwrap();
+                (name.clone(), to)
+            })
+            .collect();
         let hooks = std::fs::read_to_string(
             fixtures()
                 .join("claude-code")
@@ -227,22 +236,20 @@ fn every_claude_code_transcript_joins_its_hooks() {
             );
         }
         let got = Finalized::of(home.path(), home.path(), scenario);
-        let named_agents: BTreeSet<String> = hooks
+        let named_in: BTreeMap<String, String> = hooks
             .lines()
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .filter_map(|v| Some(v["agent_transcript_path"].as_str()?.to_string()))
-            .map(|p| {
-                Path::new(&p)
-                    .file_name()
-                    .unwrap()
-                    .to_string_lossy()
-                    .into_owned()
+            .filter_map(|v| {
+                let p = v["agent_transcript_path"].as_str()?;
+                let name = Path::new(p).file_name()?.to_string_lossy().into_owned();
+                Some((name, v["session_id"].as_str()?.to_string()))
             })
             .collect();
-        let missing: BTreeSet<String> = named_agents
+        let named_agents: BTreeSet<String> = named_in.keys().cloned().collect();
+        let missing: BTreeSet<String> = named_in
             .iter()
-            .filter(|name| !subagents.contains_key(*name))
-            .map(|name| to_agent(name).display().to_string())
+            .filter(|(name, _)| !subagents.contains_key(*name))
+            .map(|(name, session)| to_agent(session, name).display().to_string())
             .collect();
         let problems: BTreeSet<String> = got
             .problems()

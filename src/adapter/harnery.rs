@@ -42,6 +42,7 @@
 
 use serde::Deserialize;
 
+use super::record::place::LINE_CEILING;
 use super::record::{self, RecordLine};
 use super::signal::{CommandResult, Normalized, SignalKind};
 use crate::contract::{
@@ -70,6 +71,11 @@ pub struct RecordChunkHeader {
     /// subagent's record, read after the subagent stopped, is then done).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub at_end: bool,
+    /// The chunk is one line longer than the line ceiling, `end - start`
+    /// bytes: only its first bytes are carried (as evidence), and it reads
+    /// as one unrecognized line.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub oversized_line: bool,
 }
 
 /// A `harnery.record` signal, read: its header and each whole line with
@@ -78,6 +84,9 @@ pub struct RecordChunkHeader {
 pub struct RecordChunk {
     pub header: RecordChunkHeader,
     pub lines: Vec<(u64, RecordLine)>,
+    /// Lines that name another session than the one the chunk was spooled
+    /// for (offset, the session named): refused, not read.
+    pub foreign: Vec<(u64, String)>,
 }
 
 /// A `harnery.record` payload: the header line, then the bytes.
@@ -156,7 +165,19 @@ pub fn normalize(
     payload: &[u8],
     received_unix_ns: i64,
 ) -> Normalized {
-    let kind = match kind_of(adapter, event_name, payload) {
+    normalize_in(adapter, None, event_name, payload, received_unix_ns)
+}
+
+/// [`normalize`] for a signal spooled for `session`: the lines of a
+/// record that name another session are refused (`RecordChunk::foreign`).
+pub fn normalize_in(
+    adapter: AdapterId,
+    session: Option<&str>,
+    event_name: &str,
+    payload: &[u8],
+    received_unix_ns: i64,
+) -> Normalized {
+    let kind = match kind_of(adapter, session, event_name, payload) {
         Ok(kind) => kind,
         Err(reason) => SignalKind::Unrecognized(SignalUnrecognized {
             adapter_event: Some(event_name.to_string()),
@@ -174,10 +195,17 @@ pub fn normalize(
     }
 }
 
-fn kind_of(adapter: AdapterId, event_name: &str, payload: &[u8]) -> Result<SignalKind, String> {
+fn kind_of(
+    adapter: AdapterId,
+    session: Option<&str>,
+    event_name: &str,
+    payload: &[u8],
+) -> Result<SignalKind, String> {
     let malformed = |err: serde_json::Error| format!("malformed_json: {err}");
     match event_name {
-        RECORD => record_chunk(adapter, payload).map(|c| SignalKind::RecordChunk(Box::new(c))),
+        RECORD => {
+            record_chunk(adapter, session, payload).map(|c| SignalKind::RecordChunk(Box::new(c)))
+        }
         RECORD_PROBLEM => {
             let problem: RecordProblem = serde_json::from_slice(payload).map_err(malformed)?;
             Ok(SignalKind::RecordProblem(problem))
@@ -221,31 +249,63 @@ fn kind_of(adapter: AdapterId, event_name: &str, payload: &[u8]) -> Result<Signa
 
 /// Split a `harnery.record` payload into its header and lines, each read
 /// in `adapter`'s dialect. A last line without its newline is read too
-/// (the finalizer only sends whole lines, so it is whole).
-fn record_chunk(adapter: AdapterId, payload: &[u8]) -> Result<RecordChunk, String> {
+/// (the finalizer only sends whole lines, so it is whole). A line naming
+/// another session than `session` is refused, not read.
+fn record_chunk(
+    adapter: AdapterId,
+    session: Option<&str>,
+    payload: &[u8],
+) -> Result<RecordChunk, String> {
     let cut = memchr::memchr(b'\n', payload).ok_or("record_without_header")?;
     let header: RecordChunkHeader = serde_json::from_slice(&payload[..cut])
         .map_err(|e| format!("malformed_record_header: {e}"))?;
     let bytes = &payload[cut + 1..];
+    let mut chunk = RecordChunk {
+        lines: Vec::new(),
+        foreign: Vec::new(),
+        header,
+    };
+    let header = &chunk.header;
+    if header.oversized_line {
+        let len = header.end.checked_sub(header.start);
+        if len.is_none_or(|len| len < bytes.len() as u64) {
+            return Err("record_length_mismatch".into());
+        }
+        let reason = format!(
+            "a line of {} bytes, longer than the {} byte line ceiling: not read (its first {} \
+             bytes are kept)",
+            len.unwrap_or_default(),
+            LINE_CEILING,
+            bytes.len()
+        );
+        chunk
+            .lines
+            .push((header.start, RecordLine::unrecognized(reason)));
+        return Ok(chunk);
+    }
     if header.end.checked_sub(header.start) != Some(bytes.len() as u64) {
         return Err("record_length_mismatch".into());
     }
-    let mut lines = Vec::new();
     let mut at = 0usize;
     while at < bytes.len() {
         let end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |n| at + n);
         let offset = header.start + at as u64;
         let line = &bytes[at..end];
-        if !line.iter().all(u8::is_ascii_whitespace) {
+        let named = session.and_then(|_| record::place::line_session(adapter, line));
+        if let Some(other) = named.filter(|named| Some(named.as_str()) != session) {
+            chunk.foreign.push((offset, other));
+        } else if !line.iter().all(u8::is_ascii_whitespace) {
             let place = RecordAt {
                 path: header.path.clone(),
                 offset,
             };
-            lines.push((offset, record::read_line(adapter, line, &place)));
+            chunk
+                .lines
+                .push((offset, record::read_line(adapter, line, &place)));
         }
         at = end + 1;
     }
-    Ok(RecordChunk { header, lines })
+    Ok(chunk)
 }
 
 #[cfg(test)]
@@ -302,6 +362,7 @@ mod tests {
             end: 100 + 12,
             fingerprint: "f".into(),
             at_end: false,
+            oversized_line: false,
         };
         let payload = record_payload(&header, b"not json\n\n{\n");
         let SignalKind::RecordChunk(chunk) =

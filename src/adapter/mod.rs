@@ -77,7 +77,14 @@ impl RawSignal<'_> {
     /// Read the record in its dialect.
     pub fn normalize(&self) -> Normalized {
         if let Some(name) = self.event_name.filter(|n| harnery::is_harnery_event(n)) {
-            return harnery::normalize(self.adapter, name, self.payload, self.received_unix_ns);
+            let session = Some(self.session_id);
+            return harnery::normalize_in(
+                self.adapter,
+                session,
+                name,
+                self.payload,
+                self.received_unix_ns,
+            );
         }
         match self.adapter {
             AdapterId::ClaudeCode => claude_code::normalize(self.payload, self.received_unix_ns),

@@ -116,8 +116,11 @@ fn copilot_policy(
         .copilot_home
         .clone()
         .unwrap_or_else(|| env_dir("COPILOT_HOME", ".copilot"));
-    let stream = std::fs::metadata(crate::recover::copilot_stream(&copilot_home, id))
+    // An id that is not a plain name never becomes a path (it could leave
+    // the home).
+    let stream = crate::adapter::record::place::copilot_events(&copilot_home, id)
         .ok()
+        .and_then(|path| std::fs::metadata(path).ok())
         .map(|m| StreamSize::new(m.len(), None));
     (assessment, stream)
 }

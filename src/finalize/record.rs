@@ -28,15 +28,26 @@
 //! session holding calls gets an empty `harnery.record` once they are due,
 //! so they settle even when the record does not grow.
 //!
+//! A record is followed only where its agent writes it for this very
+//! session, opened without blocking and checked before a byte is read
+//! (`adapter::record::place`); anything else is one `record.problem` of
+//! kind `refused` naming the path and why, and nothing of it is read. One
+//! run reads at most [`RUN_LEN`] bytes of one session's records (the next
+//! runs read on), so a giant record cannot fill the disk in one go; a line
+//! longer than [`LINE_CEILING`] is not read into memory (one unrecognized
+//! line, its first bytes kept).
+//!
 //! `HARNERY_RECORDS=off` turns following off (the hook signals are then
 //! all the ledger gets).
 
+use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use crate::adapter::harnery::{
     FINGERPRINT_LEN, RECORD, RECORD_PROBLEM, RecordChunkHeader, record_payload,
 };
+use crate::adapter::record::place::{self, LINE_CEILING, NotOpened, OVERSIZED_HEAD, RecordRole};
 use crate::clock::ClockSample;
 use crate::contract::{AdapterId, RecordProblem, SessionRef};
 use crate::finalize::FinalizeError;
@@ -46,10 +57,8 @@ use crate::ledger::Ledger;
 use crate::spool::{Signal, SpoolWriter};
 
 /// The most record bytes one `harnery.record` signal carries (a longer
-/// line is carried whole, up to [`MAX_LINE`]).
+/// line is carried whole, up to [`LINE_CEILING`]).
 pub const CHUNK_LEN: usize = 4 << 20;
-/// The longest record line followed.
-pub const MAX_LINE: usize = 60 << 20;
 /// The most record bytes one pass spools for a session: a pass is drained
 /// before the next one reads on, so the drain holds at most this much of
 /// any one session's record (a spool file is the drain's unit).
@@ -58,13 +67,35 @@ pub const PASS_LEN: u64 = 8 << 20;
 /// never keep a run going): 8 GiB of one session's record.
 pub const MAX_PASSES: usize = 1024;
 
+/// The most bytes of one session's records (its own and its subagents')
+/// one run reads; the next runs read on from the cursor. A line longer
+/// than what is left is read whole when a pass starts at it.
+pub const RUN_LEN: u64 = 64 << 20;
+
 /// [`PASS_LEN`], or `HARNERY_RECORD_PASS_BYTES` (tests that want many
 /// passes).
 fn pass_len() -> u64 {
-    std::env::var("HARNERY_RECORD_PASS_BYTES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(PASS_LEN)
+    env_bytes("HARNERY_RECORD_PASS_BYTES").unwrap_or(PASS_LEN)
+}
+
+/// [`RUN_LEN`], or `HARNERY_RECORD_RUN_BYTES` (tests that want many runs).
+fn run_len() -> u64 {
+    env_bytes("HARNERY_RECORD_RUN_BYTES").unwrap_or(RUN_LEN)
+}
+
+fn env_bytes(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.parse().ok())
+}
+
+/// Bytes of each session's records read so far this run.
+#[derive(Debug, Default)]
+pub struct RunBudget(HashMap<SessionRef, u64>);
+
+impl RunBudget {
+    /// What `session` may still read this run.
+    fn left(&self, session: &SessionRef) -> u64 {
+        run_len().saturating_sub(self.0.get(session).copied().unwrap_or(0))
+    }
 }
 
 /// Whether following is on (`HARNERY_RECORDS` is not `off`).
@@ -83,6 +114,7 @@ pub fn follow(
     now_unix_ns: i64,
     clock: &ClockSample,
     only: Option<&[SessionRef]>,
+    budget: &mut RunBudget,
 ) -> Result<(u64, Vec<SessionRef>), FinalizeError> {
     let mut written = 0;
     let mut wrote_for = Vec::new();
@@ -106,16 +138,27 @@ pub fn follow(
             clock,
             reported: at.problem.as_deref(),
             written: 0,
+            left: budget.left(&session),
         };
-        let path = record_path(&session, at.path.as_deref());
+        let path = match record_path(&session, at.path.as_deref()) {
+            Ok(path) => path,
+            Err((path, why)) => {
+                out.refused(&path, &why)?;
+                None
+            }
+        };
         if let Some((path, named)) = &path {
-            follow_one(path, *named, at.cursor, &at.fingerprint, &mut out)?;
+            let from = (at.cursor, at.fingerprint.as_str());
+            follow_one(path, *named, RecordRole::Session, from, &mut out)?;
         }
         for side in &at.subagents {
             out.reported = None;
             let path = Path::new(&side.path);
-            follow_one(path, true, side.cursor, &side.fingerprint, &mut out)?;
+            let role = RecordRole::Subagent(&side.agent_id);
+            follow_one(path, true, role, (side.cursor, &side.fingerprint), &mut out)?;
         }
+        let read = budget.left(&session) - out.left;
+        *budget.0.entry(session.clone()).or_default() += read;
         // Calls held for their hook requests settle at the session's next
         // chunk; a record that did not grow gets an empty one once they
         // are due (first pass only: a run settles them once).
@@ -127,6 +170,7 @@ pub fn follow(
                 end: at.cursor,
                 fingerprint: at.fingerprint.clone(),
                 at_end: false,
+                oversized_line: false,
             };
             out.append(RECORD, &record_payload(&header, &[]))?;
         }
@@ -138,23 +182,39 @@ pub fn follow(
     Ok((written, wrote_for))
 }
 
+/// A record's path, and whether a hook named it.
+type Located = Option<(PathBuf, bool)>;
+
 /// Where the session's record is, and whether a hook named it (a path
-/// only guessed is not reported missing).
-fn record_path(session: &SessionRef, named: Option<&str>) -> Option<(PathBuf, bool)> {
+/// only guessed is not reported missing); a guess that would leave
+/// Copilot's home is refused (the path it reaches, why) when something is
+/// there.
+fn record_path(session: &SessionRef, named: Option<&str>) -> Result<Located, (PathBuf, String)> {
     if let Some(p) = named {
-        return Some((PathBuf::from(p), true));
+        return Ok(Some((PathBuf::from(p), true)));
     }
     match session.adapter {
-        AdapterId::ClaudeCode => None,
+        AdapterId::ClaudeCode => Ok(None),
         AdapterId::Copilot => {
-            let home = std::env::var_os("COPILOT_HOME")
+            let Some(home) = std::env::var_os("COPILOT_HOME")
                 .map(PathBuf::from)
-                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".copilot")))?;
-            let path = home
-                .join("session-state")
-                .join(&session.session_id)
-                .join("events.jsonl");
-            path.exists().then_some((path, false))
+                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".copilot")))
+            else {
+                return Ok(None);
+            };
+            match place::copilot_events(&home, &session.session_id) {
+                Ok(path) => Ok(path.exists().then_some((path, false))),
+                Err(place::Refusal(why)) => {
+                    let path = home
+                        .join("session-state")
+                        .join(&session.session_id)
+                        .join("events.jsonl");
+                    match std::fs::symlink_metadata(&path) {
+                        Ok(_) => Err((path, why)),
+                        Err(_) => Ok(None),
+                    }
+                }
+            }
         }
     }
 }
@@ -170,6 +230,8 @@ struct Spooler<'a> {
     /// The problem the session last reported: not spooled again.
     reported: Option<&'a str>,
     written: u64,
+    /// Bytes the session may still read this run.
+    left: u64,
 }
 
 impl Spooler<'_> {
@@ -187,6 +249,11 @@ impl Spooler<'_> {
             .map_err(|e| FinalizeError::Spool(format!("record signal not spooled: {e}")))?;
         self.written += 1;
         Ok(())
+    }
+
+    fn refused(&mut self, path: &Path, why: &str) -> Result<(), FinalizeError> {
+        let detail = format!("{}: {why}; not followed, nothing read", path.display());
+        self.problem(path, "refused", detail)
     }
 
     fn unreadable(&mut self, path: &Path, e: std::io::Error) -> Result<(), FinalizeError> {
@@ -210,19 +277,24 @@ impl Spooler<'_> {
 fn follow_one(
     path: &Path,
     named: bool,
-    cursor: u64,
-    fingerprint: &str,
+    role: RecordRole,
+    (cursor, fingerprint): (u64, &str),
     out: &mut Spooler,
 ) -> Result<(), FinalizeError> {
-    let mut file = match std::fs::File::open(path) {
+    if out.left == 0 {
+        return Ok(());
+    }
+    let session = out.session;
+    let mut file = match place::open(session.adapter, &session.session_id, role, path) {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        Err(NotOpened::Missing) => {
             if named {
                 out.problem(path, "missing", format!("{}: no such file", path.display()))?;
             }
             return Ok(());
         }
-        Err(e) => return out.unreadable(path, e),
+        Err(NotOpened::Refused(place::Refusal(why))) => return out.refused(path, &why),
+        Err(NotOpened::Unreadable(e)) => return out.unreadable(path, e),
     };
     let len = match file.metadata() {
         Ok(m) => m.len(),
@@ -249,59 +321,120 @@ fn follow_one(
         }
     }
     let mut at = cursor;
-    let pass_len = pass_len();
+    let pass_len = pass_len().min(out.left);
     while at < len && at - cursor < pass_len {
-        let chunk = match whole_lines(&mut file, at, len, pass_len.min(CHUNK_LEN as u64) as usize) {
-            Ok(Some(bytes)) => bytes,
-            Ok(None) => return Ok(()),
+        // What is left of the pass (one line longer than that is read
+        // whole).
+        let want = (pass_len - (at - cursor)).min(CHUNK_LEN as u64) as usize;
+        let (header, chunk) = match whole_lines(&mut file, at, len, want) {
+            Ok(Lines::Whole(bytes)) => (chunk_header(path, at, at + bytes.len() as u64), bytes),
+            Ok(Lines::Oversized { len: n, head }) => {
+                let header = RecordChunkHeader {
+                    oversized_line: true,
+                    ..chunk_header(path, at, at + n)
+                };
+                (header, head)
+            }
+            Ok(Lines::Unfinished) => break,
             Err(e) => return out.unreadable(path, e),
         };
-        let end = at + chunk.len() as u64;
-        let fingerprint = match tail_fingerprint(&mut file, end) {
-            Ok(f) => f,
+        let end = header.end;
+        let header = match tail_fingerprint(&mut file, end) {
+            Ok(fingerprint) => RecordChunkHeader {
+                fingerprint,
+                at_end: end == len,
+                ..header
+            },
             Err(e) => return out.unreadable(path, e),
-        };
-        let header = RecordChunkHeader {
-            path: path.display().to_string(),
-            start: at,
-            end,
-            fingerprint,
-            at_end: end == len,
         };
         out.append(RECORD, &record_payload(&header, &chunk))?;
+        out.left = out.left.saturating_sub(end - at);
         at = end;
     }
     Ok(())
 }
 
+fn chunk_header(path: &Path, start: u64, end: u64) -> RecordChunkHeader {
+    RecordChunkHeader {
+        path: path.display().to_string(),
+        start,
+        end,
+        fingerprint: String::new(),
+        at_end: false,
+        oversized_line: false,
+    }
+}
+
+/// What [`whole_lines`] found.
+enum Lines {
+    /// Whole lines (at most the bytes asked for, or one longer line up to
+    /// [`LINE_CEILING`]).
+    Whole(Vec<u8>),
+    /// One line longer than [`LINE_CEILING`]: its length (with its
+    /// newline) and first bytes.
+    Oversized { len: u64, head: Vec<u8> },
+    /// No newline ends what is there yet (a line the agent is still
+    /// writing).
+    Unfinished,
+}
+
 /// Whole lines from `at`: at most `want` bytes of them, or one longer
-/// line; `None` when no newline ends what is there yet (a line the agent
-/// is still writing).
+/// line, read into memory only up to [`LINE_CEILING`].
 fn whole_lines(
     file: &mut std::fs::File,
     at: u64,
     len: u64,
     mut want: usize,
-) -> std::io::Result<Option<Vec<u8>>> {
+) -> std::io::Result<Lines> {
+    let asked = want;
     loop {
         let n = (len - at).min(want as u64) as usize;
         let mut buf = vec![0u8; n];
         file.seek(SeekFrom::Start(at))?;
         file.read_exact(&mut buf)?;
-        if let Some(last) = memchr::memrchr(b'\n', &buf) {
+        // Past what was asked for, only the one longer line.
+        let cut = if want == asked {
+            memchr::memrchr(b'\n', &buf)
+        } else {
+            memchr::memchr(b'\n', &buf)
+        };
+        if let Some(last) = cut {
             buf.truncate(last + 1);
-            return Ok(Some(buf));
+            return Ok(Lines::Whole(buf));
         }
-        if n < want || want >= MAX_LINE {
-            if want >= MAX_LINE {
-                return Err(std::io::Error::other(format!(
-                    "a line at offset {at} is longer than {MAX_LINE} bytes"
-                )));
-            }
-            return Ok(None);
+        if n < want {
+            return Ok(Lines::Unfinished);
         }
-        want = (want * 4).min(MAX_LINE);
+        if want >= LINE_CEILING {
+            buf.truncate(OVERSIZED_HEAD);
+            buf.shrink_to_fit();
+            return Ok(match newline_after(file, at + n as u64, len)? {
+                Some(nl) => Lines::Oversized {
+                    len: nl + 1 - at,
+                    head: buf,
+                },
+                None => Lines::Unfinished,
+            });
+        }
+        want = (want * 4).min(LINE_CEILING);
     }
+}
+
+/// The offset of the first newline at or after `from`, read in small
+/// blocks (a line over the ceiling is never held whole).
+fn newline_after(file: &mut std::fs::File, from: u64, len: u64) -> std::io::Result<Option<u64>> {
+    let mut block = vec![0u8; 1 << 20];
+    let mut at = from;
+    file.seek(SeekFrom::Start(at))?;
+    while at < len {
+        let n = (len - at).min(block.len() as u64) as usize;
+        file.read_exact(&mut block[..n])?;
+        if let Some(i) = memchr::memchr(b'\n', &block[..n]) {
+            return Ok(Some(at + i as u64));
+        }
+        at += n as u64;
+    }
+    Ok(None)
 }
 
 /// blake3 (hex) of the (at most [`FINGERPRINT_LEN`]) bytes before `end`.

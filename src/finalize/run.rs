@@ -77,6 +77,7 @@ pub fn finalize(home: &Home, opts: &FinalizeOptions) -> Result<Summary, Finalize
         // Pass by pass, each drained before the next reads on; after the
         // first, only the sessions whose records had more.
         let mut only: Option<Vec<crate::contract::SessionRef>> = None;
+        let mut budget = super::record::RunBudget::default();
         for _ in 0..super::record::MAX_PASSES {
             let (written, wrote_for) = super::record::follow(
                 home,
@@ -84,6 +85,7 @@ pub fn finalize(home: &Home, opts: &FinalizeOptions) -> Result<Summary, Finalize
                 opts.now_unix_ns,
                 &opts.clock,
                 only.as_deref(),
+                &mut budget,
             )?;
             if written == 0 {
                 break;

@@ -11,6 +11,7 @@
 //! finalizer that is not running).
 
 use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
 
 use serde::Serialize;
 
@@ -310,6 +311,10 @@ pub fn set_aside_conditions(ledger: &crate::ledger::Ledger) -> Vec<Condition> {
         .collect()
 }
 
+/// Unread bytes of one session's record past which `health` reports it
+/// (`record_backlog`): 16 runs of `finalize::record::RUN_LEN`.
+pub const RECORD_BACKLOG_CEILING: u64 = 1 << 30;
+
 /// Sessions whose own record still has bytes `finalize` has not read and
 /// was last changed so long ago that the agent may soon delete it
 /// (`record_unread_near_cleanup`).
@@ -332,9 +337,37 @@ pub fn record_conditions(
             continue;
         };
         let path = path.as_str();
-        let Ok(meta) = std::fs::metadata(path) else {
+        // A path that is not the agent's record for this session was
+        // refused (a `record_refused` condition already says so): never
+        // looked at.
+        let role = crate::adapter::record::place::RecordRole::Session;
+        let shape = crate::adapter::record::place::check_shape(
+            session.adapter,
+            &session.session_id,
+            role,
+            Path::new(path),
+        );
+        if shape.is_err() {
+            continue;
+        }
+        let Ok(meta) = std::fs::symlink_metadata(path) else {
             continue;
         };
+        if !meta.is_file() {
+            continue;
+        }
+        let unread = meta.len().saturating_sub(cursor);
+        if unread > RECORD_BACKLOG_CEILING {
+            let run = crate::finalize::record::RUN_LEN;
+            let detail = format!(
+                "{path}: {unread} bytes not yet read, past the ceiling of \
+                 {RECORD_BACKLOG_CEILING}; finalize reads {run} bytes of a session's record a \
+                 run, so it needs {} more runs (the record grows faster than it is read, or \
+                 is not a real record)",
+                unread.div_ceil(run)
+            );
+            out.push(condition("record_backlog", &session, None, detail));
+        }
         let changed_ns = meta
             .modified()
             .ok()

@@ -171,7 +171,7 @@ pub fn scan(
     hook: AfterFirstRead,
     progress: &crate::progress::Progress,
 ) -> io::Result<Scanned> {
-    let file = File::open(path)?;
+    let file = crate::adapter::record::place::open_regular(path)?;
     let bytes_at_start = file.metadata()?.len();
     let mut state = ScanState::new(limits);
     let reader_limits = ReaderLimits {

@@ -31,6 +31,7 @@
 
 pub mod claude_code;
 pub mod copilot;
+pub mod place;
 
 use crate::contract::{
     AdapterId, MessageAssistant, MessageUser, ReasoningRecorded, RecordAt, SessionMetadata,

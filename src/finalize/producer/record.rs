@@ -548,6 +548,7 @@ impl SessionProducer {
         if subagent.is_none() && self.record.path.is_none() {
             self.record.path = Some(header.path.clone());
         }
+        self.refuse_foreign_lines(header, &chunk.foreign, trigger, out);
         for (offset, mut line) in chunk.lines {
             if offset < cursor {
                 continue;
@@ -578,6 +579,39 @@ impl SessionProducer {
                 self.record.problem = None;
             }
         }
+    }
+
+    /// Lines of a chunk that name another session: one loud
+    /// `record.problem` (kind `refused`) for the chunk, none of them read.
+    fn refuse_foreign_lines(
+        &mut self,
+        header: &crate::adapter::harnery::RecordChunkHeader,
+        foreign: &[(u64, String)],
+        trigger: &mut Trigger,
+        out: &mut Vec<Event>,
+    ) {
+        let Some((first, named)) = foreign.first() else {
+            return;
+        };
+        let detail = format!(
+            "{}: {} line(s) from offset {first} name another session ({named:?} first), not \
+             {:?}: refused, not read",
+            header.path,
+            foreign.len(),
+            self.session.session_id
+        );
+        let draft = Draft {
+            tag: format!("record-foreign:{}:{first}", header.path),
+            payload: Payload::RecordProblem(RecordProblem {
+                path: header.path.clone(),
+                kind: "refused".to_string(),
+                detail,
+            }),
+            provenance: super::recovery::derived_high(),
+            turn: TurnAttribution::none(),
+            agent_id: None,
+        };
+        self.emit(trigger, draft, out);
     }
 
     /// Follow a subagent's own record from now on; one given up to make
