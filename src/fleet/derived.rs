@@ -11,7 +11,10 @@ use postgres::Transaction;
 use postgres::binary_copy::BinaryCopyInWriter;
 use postgres::types::{ToSql, Type};
 
+use std::borrow::Cow;
+
 use super::CopyError;
+use super::link::pg_text;
 use crate::contract::SessionRef;
 use crate::ledger::{ClosedSession, Ledger, SpanRow};
 use crate::read::audit::Classification;
@@ -38,16 +41,22 @@ pub fn replace(
     key: &EpochKey<'_>,
     ledger: &Ledger,
     closed: &[ClosedSession],
+    via_role: bool,
 ) -> Result<DerivedCounts, CopyError> {
-    for table in ["sessions", "spans", "receipts"] {
-        tx.execute(
-            &format!("DELETE FROM harnery.{table} WHERE host_id = $1 AND genesis_id = $2"),
-            &[&key.host, &key.genesis],
-        )?;
+    tx.execute(
+        "SELECT harnery.clear_derived($1, $2)",
+        &[&key.host, &key.genesis],
+    )?;
+    let sessions = copy_sessions(tx, key, ledger, closed, via_role)?;
+    let spans = copy_spans(tx, key, ledger, via_role)?;
+    let receipts = copy_receipts(tx, key, ledger, via_role)?;
+    if via_role {
+        for table in ["sessions", "spans", "receipts"] {
+            tx.batch_execute(&format!(
+                "INSERT INTO harnery.{table} SELECT * FROM pg_temp.ship_{table}; TRUNCATE pg_temp.ship_{table}"
+            ))?;
+        }
     }
-    let sessions = copy_sessions(tx, key, ledger, closed)?;
-    let spans = copy_spans(tx, key, ledger)?;
-    let receipts = copy_receipts(tx, key, ledger)?;
     Ok(DerivedCounts {
         sessions,
         spans,
@@ -55,14 +64,34 @@ pub fn replace(
     })
 }
 
+/// A text column as PostgreSQL holds it (see [`pg_text`]).
+fn t(s: &str) -> Cow<'_, str> {
+    pg_text(s.as_bytes())
+}
+
+fn ts(s: &Option<String>) -> Option<Cow<'_, str>> {
+    s.as_deref().map(t)
+}
+
+fn tv(v: &[String]) -> Vec<Cow<'_, str>> {
+    v.iter().map(|s| t(s)).collect()
+}
+
+/// A binary COPY into `table` (for a host role, into its temporary twin,
+/// inserted from there: PostgreSQL applies no row-level security to COPY).
 fn writer<'a>(
     tx: &'a mut Transaction<'_>,
     table: &str,
     columns: &str,
     types: &[Type],
+    via_role: bool,
 ) -> Result<BinaryCopyInWriter<'a>, CopyError> {
+    let target = match via_role {
+        true => format!("pg_temp.ship_{table}"),
+        false => format!("harnery.{table}"),
+    };
     let sink = tx.copy_in(&format!(
-        "COPY harnery.{table} ({columns}) FROM STDIN (FORMAT binary)"
+        "COPY {target} ({columns}) FROM STDIN (FORMAT binary)"
     ))?;
     Ok(BinaryCopyInWriter::new(sink, types))
 }
@@ -72,6 +101,7 @@ fn copy_sessions(
     key: &EpochKey<'_>,
     ledger: &Ledger,
     closed: &[ClosedSession],
+    via_role: bool,
 ) -> Result<u64, CopyError> {
     let by_session: BTreeMap<&SessionRef, &ClosedSession> =
         closed.iter().map(|c| (&c.session, c)).collect();
@@ -96,6 +126,7 @@ fn copy_sessions(
             Type::TEXT,
             Type::TEXT_ARRAY,
         ],
+        via_role,
     )?;
     for s in &summaries {
         let mut class = Classification::eligible();
@@ -107,8 +138,8 @@ fn copy_sessions(
         w.write(&[
             &key.host,
             &key.genesis,
-            &s.session.adapter.as_str(),
-            &s.session.session_id,
+            &t(s.session.adapter.as_str()),
+            &t(&s.session.session_id),
             &s.first_unix_ns,
             &s.last_unix_ns,
             &n(s.events),
@@ -117,7 +148,7 @@ fn copy_sessions(
             &n(s.spans.closed_native),
             &n(s.spans.recovered),
             &class.class.as_str(),
-            &class.reasons,
+            &tv(&class.reasons),
         ])?;
     }
     w.finish()?;
@@ -128,6 +159,7 @@ fn copy_spans(
     tx: &mut Transaction<'_>,
     key: &EpochKey<'_>,
     ledger: &Ledger,
+    via_role: bool,
 ) -> Result<u64, CopyError> {
     let mut w = writer(
         tx,
@@ -153,6 +185,7 @@ fn copy_spans(
             Type::INT8,
             Type::INT8,
         ],
+        via_role,
     )?;
     let mut n = 0;
     ledger.for_each_span(|s: SpanRow| -> Result<(), CopyError> {
@@ -160,19 +193,19 @@ fn copy_spans(
         let row: [&(dyn ToSql + Sync); 17] = [
             &key.host,
             &key.genesis,
-            &s.session.adapter.as_str(),
-            &s.session.session_id,
-            &s.request_event_id,
-            &s.kind,
-            &s.name,
-            &s.tool_call_id,
-            &s.agent_id,
-            &s.turn_id,
+            &t(s.session.adapter.as_str()),
+            &t(&s.session.session_id),
+            &t(&s.request_event_id),
+            &t(&s.kind),
+            &t(&s.name),
+            &ts(&s.tool_call_id),
+            &ts(&s.agent_id),
+            &ts(&s.turn_id),
             &s.requested_unix_ns,
             &s.state.as_str(),
-            &s.reason,
-            &s.completed_event_id,
-            &s.outcome,
+            &ts(&s.reason),
+            &ts(&s.completed_event_id),
+            &ts(&s.outcome),
             &duration,
             &s.completed_unix_ns,
         ];
@@ -188,6 +221,7 @@ fn copy_receipts(
     tx: &mut Transaction<'_>,
     key: &EpochKey<'_>,
     ledger: &Ledger,
+    via_role: bool,
 ) -> Result<u64, CopyError> {
     let sessions = ledger.session_refs(None)?;
     let mut w = writer(
@@ -219,6 +253,7 @@ fn copy_receipts(
             Type::TEXT_ARRAY,
             Type::TEXT_ARRAY,
         ],
+        via_role,
     )?;
     let mut n = 0;
     for session in &sessions {
@@ -226,21 +261,21 @@ fn copy_receipts(
         // receipts`; `fleet verify` and the host's own `validate` see it.
         let (events, _damaged) = ledger.session_events_lenient(session)?;
         let refs: Vec<_> = events.iter().collect();
-        for (i, t) in session_receipts(&refs).turns.iter().enumerate() {
-            let c = &t.tools;
+        for (i, turn) in session_receipts(&refs).turns.iter().enumerate() {
+            let c = &turn.tools;
             let int = |v: u64| v as i64;
             let count = |v: usize| v as i64;
             let row: [&(dyn ToSql + Sync); 21] = [
                 &key.host,
                 &key.genesis,
-                &session.adapter.as_str(),
-                &session.session_id,
+                &t(session.adapter.as_str()),
+                &t(&session.session_id),
                 &(i as i32),
-                &t.turn_id,
-                &t.turn_source,
-                &t.started_unix_ns,
-                &t.ended_unix_ns,
-                &int(t.wall_ms),
+                &t(&turn.turn_id),
+                &turn.turn_source,
+                &turn.started_unix_ns,
+                &turn.ended_unix_ns,
+                &int(turn.wall_ms),
                 &count(c.spans),
                 &count(c.closed),
                 &count(c.recovered),
@@ -251,7 +286,7 @@ fn copy_receipts(
                 &c.upper_bound_share_pct,
                 &c.eligible_for_ranking,
                 &c.ineligible_because,
-                &t.notes,
+                &turn.notes,
             ];
             w.write(&row)?;
             n += 1;

@@ -8,15 +8,17 @@ use rusqlite::OptionalExtension;
 use super::query::span_row;
 use super::{Ledger, LedgerError, SpanRow};
 
-/// One event row with its chain columns, exactly as stored.
+/// One event row with its chain columns, exactly as stored (text columns
+/// as their bytes: a NUL or a byte that is not UTF-8 is passed on, not
+/// refused).
 #[derive(Debug, Clone, Copy)]
 pub struct ChainRow<'r> {
     pub seq: i64,
-    pub id: &'r str,
-    pub adapter: &'r str,
-    pub session_id: &'r str,
+    pub id: &'r [u8],
+    pub adapter: &'r [u8],
+    pub session_id: &'r [u8],
     pub offset: i64,
-    pub ty: &'r str,
+    pub ty: &'r [u8],
     pub time_unix_ns: i64,
     pub json: &'r [u8],
     pub prev_hash: &'r [u8],
@@ -48,9 +50,9 @@ impl Ledger {
             .map_err(read)?;
         let mut n = 0;
         while let Some(r) = rows.next().map_err(read)? {
-            let text = |i: usize| -> Result<&str, E> {
+            let text = |i: usize| -> Result<&[u8], E> {
                 let v = r.get_ref(i).map_err(read)?;
-                v.as_str().map_err(|e| read(e.into()))
+                v.as_bytes().map_err(|e| read(e.into()))
             };
             let blob = |i: usize| -> Result<&[u8], E> {
                 let v = r.get_ref(i).map_err(read)?;
