@@ -16,10 +16,13 @@ use std::borrow::Cow;
 use super::CopyError;
 use super::link::pg_text;
 use crate::contract::SessionRef;
+use crate::contract::{Event, Payload};
 use crate::ledger::{ClosedSession, Ledger, SpanRow};
 use crate::read::audit::Classification;
 use crate::read::epochs::part_reasons;
-use crate::read::receipts::session_receipts;
+use crate::read::receipts::{TurnFold, TurnReceipt};
+use crate::read::spans::pair_spans;
+use crate::read::usage::add_turn_usage;
 
 /// How many derived rows one epoch has.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -259,9 +262,7 @@ fn copy_receipts(
     for session in &sessions {
         // A row that does not parse is left out here as in `harnery
         // receipts`; `fleet verify` and the host's own `validate` see it.
-        let (events, _damaged) = ledger.session_events_lenient(session)?;
-        let refs: Vec<_> = events.iter().collect();
-        for (i, turn) in session_receipts(&refs).turns.iter().enumerate() {
+        for (i, turn) in streamed_receipts(ledger, session)?.iter().enumerate() {
             let c = &turn.tools;
             let int = |v: u64| v as i64;
             let count = |v: usize| v as i64;
@@ -294,4 +295,69 @@ fn copy_receipts(
     }
     w.finish()?;
     Ok(n)
+}
+
+/// A session's per-turn receipts as `read::receipts::session_receipts`
+/// computes them, with the session streamed: every event goes through the
+/// turn fold and the usage sums and is dropped, except the span events
+/// pairing needs, which are kept without their inputs and outputs. Memory
+/// follows the session's spans, not its bytes.
+fn streamed_receipts(ledger: &Ledger, session: &SessionRef) -> Result<Vec<TurnReceipt>, CopyError> {
+    let mut turns = TurnFold::default();
+    let mut usage = BTreeMap::new();
+    let mut spans: Vec<Event> = Vec::new();
+    ledger.for_each_session_event(session, |mut e: Event| -> Result<(), CopyError> {
+        turns.add_event(&e);
+        add_turn_usage(&mut usage, &e);
+        match &mut e.payload {
+            Payload::ToolRequested(p) => p.input = None,
+            Payload::ToolCompleted(p) => p.content = None,
+            Payload::CommandRequested(_)
+            | Payload::CommandCompleted(_)
+            | Payload::LateEvidence(_) => {}
+            _ => return Ok(()),
+        }
+        spans.push(e);
+        Ok(())
+    })?;
+    let refs: Vec<&Event> = spans.iter().collect();
+    for span in pair_spans(&refs) {
+        turns.add_span(&span);
+    }
+    Ok(turns.receipts(&usage))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::read::receipts::session_receipts;
+
+    /// The streamed receipts are the whole-session ones, turn for turn.
+    #[test]
+    fn streamed_receipts_equal_the_whole_session_fold() {
+        let root =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/epoch/gen1/home");
+        let copy = tempfile::tempdir().unwrap();
+        let status = std::process::Command::new("cp")
+            .arg("-a")
+            .arg(format!("{}/.", root.display()))
+            .arg(copy.path())
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let home = crate::home::Home::at(copy.path());
+        let mut compared = 0;
+        for entry in crate::epoch::epochs(&home).unwrap() {
+            let ledger = crate::read::epochs::open_as_written(&entry).unwrap();
+            for session in ledger.session_refs(None).unwrap() {
+                let (events, _) = ledger.session_events_lenient(&session).unwrap();
+                let refs: Vec<_> = events.iter().collect();
+                let whole = session_receipts(&refs).turns;
+                let streamed = streamed_receipts(&ledger, &session).unwrap();
+                assert_eq!(streamed, whole, "{session:?}");
+                compared += whole.len();
+            }
+        }
+        assert!(compared > 0);
+    }
 }

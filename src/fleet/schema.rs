@@ -229,6 +229,9 @@ BEGIN
     IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'harnery_reader') THEN
         CREATE ROLE harnery_reader NOLOGIN;
     END IF;
+EXCEPTION WHEN duplicate_object OR unique_violation THEN
+    -- Another database of the same server made them at the same moment.
+    NULL;
 END $$;
 
 -- Whoever owns the schema (or a superuser): the administrator.
