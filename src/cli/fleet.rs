@@ -1,13 +1,16 @@
 //! `harnery fleet sessions|audit|usage|verify --from URL`: the fleet's
 //! questions, read from the central PostgreSQL that hosts `ship` to, and
-//! the auditor's check that every host's chains hold there.
+//! the auditor's check that every host's chains hold there (`--local`:
+//! and that this host's rows there are what it shipped). `fleet init` and
+//! `fleet add-host|add-reader` are the administrator's.
 
 use std::io::Write;
 
 use super::{CmdResult, Outcome};
+use crate::fleet::admin::{self, RoleKind};
 use crate::fleet::read::{self, ReadFilter};
-use crate::fleet::verify::verify;
-use crate::fleet::{FleetError, PgEnv, Target};
+use crate::fleet::verify::{verify, verify_local};
+use crate::fleet::{FleetError, HostId, HostKey, Masker, PgEnv, ShipConfig, Target};
 use crate::home::Home;
 
 #[derive(Debug, clap::Args)]
@@ -26,6 +29,28 @@ enum FleetCommand {
     Usage(ReadArgs),
     /// Recompute every host's chains from the stored bytes; check anchors.
     Verify(VerifyArgs),
+    /// Create (or upgrade) the central schema and its roles (an administrator, once).
+    Init(InitArgs),
+    /// Make a host's own server role; prints its connection string.
+    AddHost(AddArgs),
+    /// Make a read-only role for the fleet reads; prints its connection string.
+    AddReader(AddArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct InitArgs {
+    /// The server, as an administrator (a role that may create roles).
+    #[arg(long, value_name = "URL")]
+    url: Option<String>,
+}
+
+#[derive(Debug, clap::Args)]
+struct AddArgs {
+    /// The role's name (lower-case letters, digits, '_', '-').
+    name: String,
+    /// The server, as an administrator.
+    #[arg(long, value_name = "URL")]
+    url: Option<String>,
 }
 
 /// Where to read from (`--from`, else ship.to, else the PG* variables).
@@ -55,6 +80,10 @@ struct ReadArgs {
 struct VerifyArgs {
     #[command(flatten)]
     source: Source,
+    /// Also compare this host's rows on the server with its own ledger
+    /// (run on the host; needs its home and ship key).
+    #[arg(long)]
+    local: bool,
 }
 
 pub fn run(args: Args) -> CmdResult {
@@ -63,17 +92,62 @@ pub fn run(args: Args) -> CmdResult {
         FleetCommand::Audit(a) => audit(a),
         FleetCommand::Usage(a) => usage(a),
         FleetCommand::Verify(a) => run_verify(a),
+        FleetCommand::Init(a) => run_init(a),
+        FleetCommand::AddHost(a) => run_add(a, RoleKind::Host),
+        FleetCommand::AddReader(a) => run_add(a, RoleKind::Reader),
     }
 }
 
-fn connect(source: &Source) -> Result<postgres::Client, super::CmdError> {
+fn target(text: Option<&str>) -> Result<Target, super::CmdError> {
     let configured = match Home::from_env() {
         Ok(home) => crate::fleet::ShipConfig::load(home.root())?.to,
         Err(_) => None,
     };
-    let text = source.from.as_deref().or(configured.as_deref());
-    let target = Target::resolve(text, &PgEnv::from_process())?;
+    let text = text.or(configured.as_deref());
+    Ok(Target::resolve(text, &PgEnv::from_process())?)
+}
+
+fn connect(source: &Source) -> Result<postgres::Client, super::CmdError> {
+    let target = target(source.from.as_deref())?;
     Ok(target.connect().map_err(FleetError::from)?)
+}
+
+fn run_init(a: InitArgs) -> CmdResult {
+    let target = target(a.url.as_deref())?;
+    let mut client = target.connect().map_err(FleetError::from)?;
+    let version = admin::init(&mut client)?;
+    println!(
+        "schema harnery at version {version} on {}; roles harnery_host and harnery_reader are there; \
+         give each host its role with `harnery fleet add-host NAME`",
+        target.describe()
+    );
+    Ok(Outcome::Clean)
+}
+
+fn run_add(a: AddArgs, kind: RoleKind) -> CmdResult {
+    let target = target(a.url.as_deref())?;
+    let mut client = target.connect().map_err(FleetError::from)?;
+    let made = admin::add_role(&mut client, kind, &a.name).map_err(|e| match e {
+        admin::AddError::Name(n) => super::CmdError::from(n.to_string()),
+        admin::AddError::Fleet(f) => Box::new(f) as super::CmdError,
+    })?;
+    let what = match kind {
+        RoleKind::Host => {
+            "ships one host's rows (bound to the host id of its first ship); give it to that host as ship.to"
+        }
+        RoleKind::Reader => {
+            "reads the fleet, writes nothing; use it with `harnery fleet ... --from`"
+        }
+    };
+    if made.rotated {
+        eprintln!(
+            "harnery fleet: role {} existed; its password is replaced by this one",
+            made.role
+        );
+    }
+    eprintln!("harnery fleet: role {} {what}", made.role);
+    println!("{}", target.for_role(&made.role, &made.password));
+    Ok(Outcome::Clean)
 }
 
 fn filter(a: &ReadArgs) -> ReadFilter {
@@ -94,7 +168,7 @@ fn sessions(a: ReadArgs) -> CmdResult {
             true => writeln!(out, "{}", serde_json::to_string(s)?)?,
             false => writeln!(
                 out,
-                "{}  {:<12} {}/{}  {} → {}  {} events, {} turns, spans {} open {} closed {} recovered  {}{}",
+                "{}  {:<12} {}/{}  {} → {}  {} events, {} turns, spans {} open {} closed {} recovered  {}{}  content {}",
                 s.host_id,
                 s.hostname,
                 s.adapter,
@@ -107,7 +181,8 @@ fn sessions(a: ReadArgs) -> CmdResult {
                 s.spans_closed_native,
                 s.spans_recovered,
                 s.class,
-                reasons(&s.reasons)
+                reasons(&s.reasons),
+                s.content.join("+")
             )?,
         }
     }
@@ -197,7 +272,27 @@ fn usage(a: ReadArgs) -> CmdResult {
 
 fn run_verify(a: VerifyArgs) -> CmdResult {
     let mut client = connect(&a.source)?;
-    let result = verify(&mut client, a.source.host.as_deref())?;
+    let mut result = verify(&mut client, a.source.host.as_deref())?;
+    if a.local {
+        let home = Home::from_env()?;
+        let host = HostId::read(home.root())?.ok_or_else(|| {
+            super::CmdError::from(format!(
+                "{}: this home has no host id; it has never shipped",
+                home.root().display()
+            ))
+        })?;
+        let key = HostKey::load_or_create(home.root())?;
+        let config = ShipConfig::load(home.root())?;
+        let masker = Masker::new(&config.rules, key.clone())?;
+        verify_local(
+            &mut client,
+            &home,
+            host.as_str(),
+            &key,
+            &masker,
+            &mut result,
+        )?;
+    }
     let mut out = crate::terminal::stdout(a.source.json);
     if a.source.json {
         writeln!(out, "{}", serde_json::to_string(&result)?)?;
@@ -212,6 +307,10 @@ fn run_verify(a: VerifyArgs) -> CmdResult {
         for b in &result.breaks {
             writeln!(out, "BREAK {b}")?;
         }
+        for n in &result.notes {
+            writeln!(out, "note {n}")?;
+        }
+        writeln!(out, "checked: {}", result.checks.join("; "))?;
         let verdict = match result.breaks.is_empty() {
             true => "ok".to_string(),
             false => format!("{} breaks", result.breaks.len()),

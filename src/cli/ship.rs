@@ -10,8 +10,8 @@ use serde::Serialize;
 
 use super::{CmdResult, Outcome};
 use crate::fleet::config::config_path;
-use crate::fleet::ship::{DEFAULT_BATCH_ROWS, dry_run, server_rows};
-use crate::fleet::{HostId, Masker, PgEnv, ShipConfig, ShipError, Shipper, Target};
+use crate::fleet::ship::{Content, DEFAULT_BATCH_ROWS, dry_run, server_rows};
+use crate::fleet::{HostId, HostKey, Masker, PgEnv, ShipConfig, ShipError, Shipper, Target};
 use crate::home::Home;
 
 #[derive(Debug, clap::Args)]
@@ -33,6 +33,12 @@ pub struct Args {
     /// Show which rows would be masked, and how; connect to nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// What of each row leaves this host: every row as recorded, masked
+    /// (secrets replaced), or metadata only (no prompts, messages, tool
+    /// inputs or outputs, paths or commands). Rows already shipped stay as
+    /// they were sent.
+    #[arg(long, value_enum, default_value_t = Content::Masked)]
+    pub content: Content,
     /// Event rows per server transaction.
     #[arg(long, default_value_t = DEFAULT_BATCH_ROWS, value_parser = clap::value_parser!(u64).range(1..))]
     pub batch_rows: u64,
@@ -41,7 +47,8 @@ pub struct Args {
 pub fn run(args: Args) -> CmdResult {
     let home = Home::from_env()?;
     let config = ShipConfig::load(home.root())?;
-    let masker = Masker::new(&config.mask)?;
+    let key = HostKey::load_or_create(home.root())?;
+    let masker = Masker::new(&config.rules, key.clone())?;
     if args.dry_run {
         return run_dry(&home, &masker, args.json);
     }
@@ -60,7 +67,9 @@ pub fn run(args: Args) -> CmdResult {
     let shipper = Shipper {
         home: &home,
         host,
+        key: &key,
         masker: &masker,
+        content: args.content,
         batch_rows: args.batch_rows,
     };
     let report = shipper.run(&target)?;
@@ -159,7 +168,7 @@ fn run_status(home: &Home, host: &HostId, text: Option<&str>, json: bool) -> Cmd
 struct MaskedRow<'a> {
     epoch: &'a str,
     seq: i64,
-    event_id: &'a str,
+    event_id: String,
     patterns: &'a [String],
     masked: String,
 }
@@ -173,7 +182,7 @@ fn run_dry(home: &Home, masker: &Masker, json: bool) -> CmdResult {
         let line = MaskedRow {
             epoch,
             seq: row.seq,
-            event_id: row.id,
+            event_id: String::from_utf8_lossy(row.id).into_owned(),
             patterns,
             masked: String::from_utf8_lossy(text).into_owned(),
         };

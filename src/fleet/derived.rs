@@ -11,12 +11,18 @@ use postgres::Transaction;
 use postgres::binary_copy::BinaryCopyInWriter;
 use postgres::types::{ToSql, Type};
 
+use std::borrow::Cow;
+
 use super::CopyError;
+use super::link::pg_text;
 use crate::contract::SessionRef;
+use crate::contract::{Event, Payload};
 use crate::ledger::{ClosedSession, Ledger, SpanRow};
 use crate::read::audit::Classification;
 use crate::read::epochs::part_reasons;
-use crate::read::receipts::session_receipts;
+use crate::read::receipts::{TurnFold, TurnReceipt};
+use crate::read::spans::pair_spans;
+use crate::read::usage::add_turn_usage;
 
 /// How many derived rows one epoch has.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -38,16 +44,22 @@ pub fn replace(
     key: &EpochKey<'_>,
     ledger: &Ledger,
     closed: &[ClosedSession],
+    via_role: bool,
 ) -> Result<DerivedCounts, CopyError> {
-    for table in ["sessions", "spans", "receipts"] {
-        tx.execute(
-            &format!("DELETE FROM harnery.{table} WHERE host_id = $1 AND genesis_id = $2"),
-            &[&key.host, &key.genesis],
-        )?;
+    tx.execute(
+        "SELECT harnery.clear_derived($1, $2)",
+        &[&key.host, &key.genesis],
+    )?;
+    let sessions = copy_sessions(tx, key, ledger, closed, via_role)?;
+    let spans = copy_spans(tx, key, ledger, via_role)?;
+    let receipts = copy_receipts(tx, key, ledger, via_role)?;
+    if via_role {
+        for table in ["sessions", "spans", "receipts"] {
+            tx.batch_execute(&format!(
+                "INSERT INTO harnery.{table} SELECT * FROM pg_temp.ship_{table}; TRUNCATE pg_temp.ship_{table}"
+            ))?;
+        }
     }
-    let sessions = copy_sessions(tx, key, ledger, closed)?;
-    let spans = copy_spans(tx, key, ledger)?;
-    let receipts = copy_receipts(tx, key, ledger)?;
     Ok(DerivedCounts {
         sessions,
         spans,
@@ -55,14 +67,34 @@ pub fn replace(
     })
 }
 
+/// A text column as PostgreSQL holds it (see [`pg_text`]).
+fn t(s: &str) -> Cow<'_, str> {
+    pg_text(s.as_bytes())
+}
+
+fn ts(s: &Option<String>) -> Option<Cow<'_, str>> {
+    s.as_deref().map(t)
+}
+
+fn tv(v: &[String]) -> Vec<Cow<'_, str>> {
+    v.iter().map(|s| t(s)).collect()
+}
+
+/// A binary COPY into `table` (for a host role, into its temporary twin,
+/// inserted from there: PostgreSQL applies no row-level security to COPY).
 fn writer<'a>(
     tx: &'a mut Transaction<'_>,
     table: &str,
     columns: &str,
     types: &[Type],
+    via_role: bool,
 ) -> Result<BinaryCopyInWriter<'a>, CopyError> {
+    let target = match via_role {
+        true => format!("pg_temp.ship_{table}"),
+        false => format!("harnery.{table}"),
+    };
     let sink = tx.copy_in(&format!(
-        "COPY harnery.{table} ({columns}) FROM STDIN (FORMAT binary)"
+        "COPY {target} ({columns}) FROM STDIN (FORMAT binary)"
     ))?;
     Ok(BinaryCopyInWriter::new(sink, types))
 }
@@ -72,6 +104,7 @@ fn copy_sessions(
     key: &EpochKey<'_>,
     ledger: &Ledger,
     closed: &[ClosedSession],
+    via_role: bool,
 ) -> Result<u64, CopyError> {
     let by_session: BTreeMap<&SessionRef, &ClosedSession> =
         closed.iter().map(|c| (&c.session, c)).collect();
@@ -98,6 +131,7 @@ fn copy_sessions(
             Type::TEXT,
             Type::TEXT_ARRAY,
         ],
+        via_role,
     )?;
     for s in &summaries {
         let mut class = Classification::eligible();
@@ -109,8 +143,8 @@ fn copy_sessions(
         w.write(&[
             &key.host,
             &key.genesis,
-            &s.session.adapter.as_str(),
-            &s.session.session_id,
+            &t(s.session.adapter.as_str()),
+            &t(&s.session.session_id),
             &s.first_unix_ns,
             &s.last_unix_ns,
             &n(s.events),
@@ -119,7 +153,7 @@ fn copy_sessions(
             &n(s.spans.closed_native),
             &n(s.spans.recovered),
             &class.class.as_str(),
-            &class.reasons,
+            &tv(&class.reasons),
         ])?;
     }
     w.finish()?;
@@ -130,6 +164,7 @@ fn copy_spans(
     tx: &mut Transaction<'_>,
     key: &EpochKey<'_>,
     ledger: &Ledger,
+    via_role: bool,
 ) -> Result<u64, CopyError> {
     let mut w = writer(
         tx,
@@ -155,6 +190,7 @@ fn copy_spans(
             Type::INT8,
             Type::INT8,
         ],
+        via_role,
     )?;
     let mut n = 0;
     ledger.for_each_span(|s: SpanRow| -> Result<(), CopyError> {
@@ -162,19 +198,19 @@ fn copy_spans(
         let row: [&(dyn ToSql + Sync); 17] = [
             &key.host,
             &key.genesis,
-            &s.session.adapter.as_str(),
-            &s.session.session_id,
-            &s.request_event_id,
-            &s.kind,
-            &s.name,
-            &s.tool_call_id,
-            &s.agent_id,
-            &s.turn_id,
+            &t(s.session.adapter.as_str()),
+            &t(&s.session.session_id),
+            &t(&s.request_event_id),
+            &t(&s.kind),
+            &t(&s.name),
+            &ts(&s.tool_call_id),
+            &ts(&s.agent_id),
+            &ts(&s.turn_id),
             &s.requested_unix_ns,
             &s.state.as_str(),
-            &s.reason,
-            &s.completed_event_id,
-            &s.outcome,
+            &ts(&s.reason),
+            &ts(&s.completed_event_id),
+            &ts(&s.outcome),
             &duration,
             &s.completed_unix_ns,
         ];
@@ -190,6 +226,7 @@ fn copy_receipts(
     tx: &mut Transaction<'_>,
     key: &EpochKey<'_>,
     ledger: &Ledger,
+    via_role: bool,
 ) -> Result<u64, CopyError> {
     let sessions = ledger.session_refs(None)?;
     ledger.refuse_set_aside()?;
@@ -222,28 +259,27 @@ fn copy_receipts(
             Type::TEXT_ARRAY,
             Type::TEXT_ARRAY,
         ],
+        via_role,
     )?;
     let mut n = 0;
     for session in &sessions {
         // A row that does not parse is left out here as in `harnery
         // receipts`; `fleet verify` and the host's own `validate` see it.
-        let (events, _damaged) = ledger.session_events_lenient(session)?;
-        let refs: Vec<_> = events.iter().collect();
-        for (i, t) in session_receipts(&refs).turns.iter().enumerate() {
-            let c = &t.tools;
+        for (i, turn) in streamed_receipts(ledger, session)?.iter().enumerate() {
+            let c = &turn.tools;
             let int = |v: u64| v as i64;
             let count = |v: usize| v as i64;
             let row: [&(dyn ToSql + Sync); 21] = [
                 &key.host,
                 &key.genesis,
-                &session.adapter.as_str(),
-                &session.session_id,
+                &t(session.adapter.as_str()),
+                &t(&session.session_id),
                 &(i as i32),
-                &t.turn_id,
-                &t.turn_source,
-                &t.started_unix_ns,
-                &t.ended_unix_ns,
-                &int(t.wall_ms),
+                &t(&turn.turn_id),
+                &turn.turn_source,
+                &turn.started_unix_ns,
+                &turn.ended_unix_ns,
+                &int(turn.wall_ms),
                 &count(c.spans),
                 &count(c.closed),
                 &count(c.recovered),
@@ -254,7 +290,7 @@ fn copy_receipts(
                 &c.upper_bound_share_pct,
                 &c.eligible_for_ranking,
                 &c.ineligible_because,
-                &t.notes,
+                &turn.notes,
             ];
             w.write(&row)?;
             n += 1;
@@ -262,4 +298,69 @@ fn copy_receipts(
     }
     w.finish()?;
     Ok(n)
+}
+
+/// A session's per-turn receipts as `read::receipts::session_receipts`
+/// computes them, with the session streamed: every event goes through the
+/// turn fold and the usage sums and is dropped, except the span events
+/// pairing needs, which are kept without their inputs and outputs. Memory
+/// follows the session's spans, not its bytes.
+fn streamed_receipts(ledger: &Ledger, session: &SessionRef) -> Result<Vec<TurnReceipt>, CopyError> {
+    let mut turns = TurnFold::default();
+    let mut usage = BTreeMap::new();
+    let mut spans: Vec<Event> = Vec::new();
+    ledger.for_each_session_event(session, |mut e: Event| -> Result<(), CopyError> {
+        turns.add_event(&e);
+        add_turn_usage(&mut usage, &e);
+        match &mut e.payload {
+            Payload::ToolRequested(p) => p.input = None,
+            Payload::ToolCompleted(p) => p.content = None,
+            Payload::CommandRequested(_)
+            | Payload::CommandCompleted(_)
+            | Payload::LateEvidence(_) => {}
+            _ => return Ok(()),
+        }
+        spans.push(e);
+        Ok(())
+    })?;
+    let refs: Vec<&Event> = spans.iter().collect();
+    for span in pair_spans(&refs) {
+        turns.add_span(&span);
+    }
+    Ok(turns.receipts(&usage))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::read::receipts::session_receipts;
+
+    /// The streamed receipts are the whole-session ones, turn for turn.
+    #[test]
+    fn streamed_receipts_equal_the_whole_session_fold() {
+        let root =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/epoch/gen1/home");
+        let copy = tempfile::tempdir().unwrap();
+        let status = std::process::Command::new("cp")
+            .arg("-a")
+            .arg(format!("{}/.", root.display()))
+            .arg(copy.path())
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let home = crate::home::Home::at(copy.path());
+        let mut compared = 0;
+        for entry in crate::epoch::epochs(&home).unwrap() {
+            let ledger = crate::read::epochs::open_as_written(&entry).unwrap();
+            for session in ledger.session_refs(None).unwrap() {
+                let (events, _) = ledger.session_events_lenient(&session).unwrap();
+                let refs: Vec<_> = events.iter().collect();
+                let whole = session_receipts(&refs).turns;
+                let streamed = streamed_receipts(&ledger, &session).unwrap();
+                assert_eq!(streamed, whole, "{session:?}");
+                compared += whole.len();
+            }
+        }
+        assert!(compared > 0);
+    }
 }

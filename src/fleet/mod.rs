@@ -12,9 +12,12 @@
 //! `derived` (sending rows), `read` (the fleet questions), `verify` (the
 //! chains rechecked on the server).
 
+pub mod admin;
 pub mod config;
 pub mod derived;
 pub mod host;
+pub mod key;
+pub mod link;
 pub mod mask;
 pub mod read;
 pub mod schema;
@@ -26,7 +29,8 @@ use std::path::PathBuf;
 
 pub use config::{ConfigError, ShipConfig};
 pub use host::{HostId, HostIdError};
-pub use mask::{Masker, PatternError};
+pub use key::{HostKey, KeyError};
+pub use mask::{MaskRules, Masker, PatternError};
 pub use schema::SchemaError;
 pub use ship::{ShipReport, Shipper};
 pub use target::{ConnectError, PgEnv, Target};
@@ -58,6 +62,8 @@ pub enum ShipError {
     #[error(transparent)]
     Pattern(#[from] PatternError),
     #[error(transparent)]
+    Key(#[from] KeyError),
+    #[error(transparent)]
     Connect(#[from] ConnectError),
     #[error(transparent)]
     Schema(#[from] SchemaError),
@@ -77,7 +83,7 @@ pub enum ShipError {
         source: CopyError,
     },
     #[error(
-        "refused: host {host} epoch {epoch} row {seq}: the server holds hash {server_hash} there, this ledger {local_hash}; this host's ledger was forked or replaced, so nothing of it is shipped"
+        "refused: host {host} epoch {epoch} row {seq}: the server's row there commits to {server_hash}, this ledger's row to {local_hash}; this host's ledger was forked or replaced (or the row was changed on the server: `harnery fleet verify --local` tells), so nothing of it is shipped"
     )]
     Forked {
         host: String,
@@ -94,6 +100,14 @@ pub enum ShipError {
         epoch: String,
         rows: i64,
     },
+    #[error(
+        "refused: host {host} is registered on the server with another signing key; this home's ship key is not the one that host shipped with (the home was replaced), so nothing is shipped"
+    )]
+    KeyDiffers { host: String },
+    #[error(
+        "refused: this server role ships host {bound}, not {host}; give this host its own role (`harnery fleet add-host`)"
+    )]
+    RoleBound { host: String, bound: String },
 }
 
 /// Why a fleet read or verify could not run.
@@ -107,6 +121,16 @@ pub enum FleetError {
     Db(#[from] postgres::Error),
     #[error("unknown host id {wanted:?}; the server knows {}", known_list(.known))]
     UnknownHost { wanted: String, known: Vec<String> },
+    #[error(transparent)]
+    Key(#[from] KeyError),
+    #[error(transparent)]
+    Ledger(#[from] crate::ledger::LedgerError),
+    #[error(transparent)]
+    Epochs(#[from] crate::epoch::EpochError),
+    #[error(transparent)]
+    HostId(#[from] HostIdError),
+    #[error(transparent)]
+    Pattern(#[from] PatternError),
 }
 
 fn known_list(known: &[String]) -> String {

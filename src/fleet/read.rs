@@ -59,9 +59,15 @@ pub struct FleetSession {
     pub spans_recovered: i64,
     pub class: String,
     pub reasons: Vec<String>,
+    /// What the host shipped of this epoch's rows (`ship --content`).
+    pub content: Vec<String>,
 }
 
 const SESSION_FILTER: &str = "($1::text IS NULL OR host_id = $1) AND ($2::bigint IS NULL OR last_at >= to_timestamp($2 / 1e9))";
+
+/// The same on a sessions view, answered from the `last_unix_ns` index.
+const SESSION_VIEW_FILTER: &str =
+    "($1::text IS NULL OR host_id = $1) AND ($2::bigint IS NULL OR last_unix_ns >= $2)";
 
 /// Sessions across hosts, newest first (`view` is `fleet_sessions` or
 /// `interrupted_sessions`).
@@ -72,8 +78,8 @@ fn sessions_from(
 ) -> Result<Vec<FleetSession>, FleetError> {
     let sql = format!(
         "SELECT host_id, hostname, genesis_id, live, adapter, session_id, {}, {}, events, turns, \
-         spans_open, spans_closed_native, spans_recovered, class, reasons \
-         FROM harnery.{view} WHERE {SESSION_FILTER} ORDER BY last_at DESC, host_id, session_id",
+         spans_open, spans_closed_native, spans_recovered, class, reasons, content \
+         FROM harnery.{view} WHERE {SESSION_VIEW_FILTER} ORDER BY last_at DESC, host_id, session_id",
         utc("first_at"),
         utc("last_at")
     );
@@ -96,6 +102,7 @@ fn sessions_from(
             spans_recovered: r.get(12),
             class: r.get(13),
             reasons: r.get(14),
+            content: r.get(15),
         })
         .collect())
 }

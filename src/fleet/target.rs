@@ -67,6 +67,8 @@ pub struct Target {
     pub config: postgres::Config,
     verify: Verify,
     root_cert: Option<PathBuf>,
+    /// The `sslmode` asked for, as given.
+    ssl_mode: Option<String>,
 }
 
 /// The environment a target is completed from (all of it, for tests).
@@ -114,6 +116,7 @@ impl Target {
             .or(env.get("PGSSLROOTCERT").map(PathBuf::from));
         fill_from_env(&mut config, env);
         let verify = apply_ssl_mode(&mut config, ssl.mode.as_deref())?;
+        let ssl_mode = ssl.mode.clone();
         let root_cert = ssl.root_cert.or_else(|| {
             let default = env.home.as_ref()?.join(".postgresql/root.crt");
             default.exists().then_some(default)
@@ -129,7 +132,45 @@ impl Target {
             config,
             verify,
             root_cert,
+            ssl_mode,
         })
+    }
+
+    /// The same server and database as another role: a key=value target
+    /// (what `fleet add-host` prints for the host).
+    pub fn for_role(&self, user: &str, password: &str) -> String {
+        let quote = |v: &str| format!("'{}'", v.replace('\\', "\\\\").replace('\'', "\\'"));
+        let mut parts = Vec::new();
+        let hosts: Vec<String> = self
+            .config
+            .get_hosts()
+            .iter()
+            .map(|h| match h {
+                Host::Tcp(name) => name.clone(),
+                Host::Unix(path) => path.display().to_string(),
+            })
+            .collect();
+        if !hosts.is_empty() {
+            parts.push(format!("host={}", quote(&hosts.join(","))));
+        }
+        if let Some(port) = self.config.get_ports().first() {
+            parts.push(format!("port={port}"));
+        }
+        if let Some(db) = self.config.get_dbname() {
+            parts.push(format!("dbname={}", quote(db)));
+        }
+        parts.push(format!("user={}", quote(user)));
+        parts.push(format!("password={}", quote(password)));
+        if let Some(mode) = &self.ssl_mode {
+            parts.push(format!("sslmode={mode}"));
+        }
+        if let Some(root) = &self.root_cert {
+            parts.push(format!(
+                "sslrootcert={}",
+                quote(&root.display().to_string())
+            ));
+        }
+        parts.join(" ")
     }
 
     /// Where this target points, without the password (for messages).

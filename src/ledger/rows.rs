@@ -7,16 +7,19 @@ use rusqlite::OptionalExtension;
 
 use super::query::span_row;
 use super::{Ledger, LedgerError, SpanRow};
+use crate::contract::{Event, SessionRef};
 
-/// One event row with its chain columns, exactly as stored.
+/// One event row with its chain columns, exactly as stored (text columns
+/// as their bytes: a NUL or a byte that is not UTF-8 is passed on, not
+/// refused).
 #[derive(Debug, Clone, Copy)]
 pub struct ChainRow<'r> {
     pub seq: i64,
-    pub id: &'r str,
-    pub adapter: &'r str,
-    pub session_id: &'r str,
+    pub id: &'r [u8],
+    pub adapter: &'r [u8],
+    pub session_id: &'r [u8],
     pub offset: i64,
-    pub ty: &'r str,
+    pub ty: &'r [u8],
     pub time_unix_ns: i64,
     pub json: &'r [u8],
     pub prev_hash: &'r [u8],
@@ -24,6 +27,37 @@ pub struct ChainRow<'r> {
 }
 
 impl Ledger {
+    /// Every event of one session in offset order, parsed one at a time
+    /// (a row that does not parse is left out, as
+    /// `session_events_lenient` leaves it out), so a caller that folds a
+    /// session need not hold it.
+    pub fn for_each_session_event<E: From<LedgerError>>(
+        &self,
+        session: &SessionRef,
+        mut f: impl FnMut(Event) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let read = |e: rusqlite::Error| E::from(LedgerError::from(e));
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT CAST(json AS BLOB) FROM events WHERE adapter = ?1 AND session_id = ?2 ORDER BY offset",
+            )
+            .map_err(read)?;
+        let mut rows = stmt
+            .query(rusqlite::params![
+                session.adapter.as_str(),
+                session.session_id
+            ])
+            .map_err(read)?;
+        while let Some(r) = rows.next().map_err(read)? {
+            let json = r.get_ref(0).map_err(read)?.as_blob().unwrap_or_default();
+            if let Ok(e) = serde_json::from_slice::<Event>(json) {
+                f(e)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Up to `limit` event rows after `after_seq`, in chain order; the
     /// number of rows `f` saw.
     pub fn for_each_chain_row<E: From<LedgerError>>(
@@ -48,9 +82,9 @@ impl Ledger {
             .map_err(read)?;
         let mut n = 0;
         while let Some(r) = rows.next().map_err(read)? {
-            let text = |i: usize| -> Result<&str, E> {
+            let text = |i: usize| -> Result<&[u8], E> {
                 let v = r.get_ref(i).map_err(read)?;
-                v.as_str().map_err(|e| read(e.into()))
+                v.as_bytes().map_err(|e| read(e.into()))
             };
             let blob = |i: usize| -> Result<&[u8], E> {
                 let v = r.get_ref(i).map_err(read)?;

@@ -249,6 +249,54 @@ impl PgServer {
             .expect("the test server answers")
     }
 
+    /// A client of database `db` as another role.
+    pub fn client_as(&self, db: &str, user: &str, password: &str) -> postgres::Client {
+        let port = self.tls.as_ref().map_or(5432, |t| t.port);
+        let target = format!(
+            "host={} port={port} user={user} password={password} dbname={db} sslmode=disable",
+            self.socket_dir.display()
+        );
+        postgres::Client::connect(&target, postgres::NoTls).expect("the role connects")
+    }
+
+    /// `pg_dump` of database `db`: everything the server holds, as SQL.
+    pub fn pg_dump(&self, db: &str) -> String {
+        let port = self.tls.as_ref().map_or(5432, |t| t.port);
+        // `pg_dump` may live beside the server's binaries or on PATH only.
+        let program = [self.bin.clone()]
+            .into_iter()
+            .chain(
+                std::fs::read_dir("/usr/lib/postgresql")
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|d| d.ok())
+                    .map(|d| d.path().join("bin")),
+            )
+            .map(|d| d.join("pg_dump"))
+            .find(|p| p.is_file())
+            .unwrap_or_else(|| PathBuf::from("pg_dump"));
+        let mut cmd = if is_root() {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(program);
+            c
+        } else {
+            Command::new(program)
+        };
+        let out = cmd
+            .env("PGPASSWORD", PASSWORD)
+            .arg("-h")
+            .arg(&self.socket_dir)
+            .args(["-p", &port.to_string(), "-U", "harnery", "-d", db])
+            .output()
+            .expect("pg_dump runs");
+        assert!(
+            out.status.success(),
+            "pg_dump: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
     /// A fresh, empty database; its target.
     pub fn database(&self, name: &str) -> String {
         self.client("postgres")
