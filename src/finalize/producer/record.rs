@@ -71,6 +71,10 @@ pub struct RecordCursor {
     /// read here).
     #[serde(default)]
     pub held: Vec<HeldSince>,
+    /// When the session's first prompt was ingested (see
+    /// [`RecordCursor::expected_by`]).
+    #[serde(default)]
+    pub prompted_ns: Option<i64>,
 }
 
 /// When a held record call's line was written.
@@ -80,6 +84,16 @@ pub struct HeldSince {
 }
 
 impl RecordCursor {
+    /// Whether a record that a hook named and that does not exist is
+    /// missing at `now_ns` rather than pending: Claude Code writes its
+    /// transcript only at the session's first prompt (a session opened and
+    /// closed without one has none), and just after it, so it is missing
+    /// only once the first prompt is [`RECORD_GRACE_NS`] old.
+    pub fn expected_by(&self, now_ns: i64) -> bool {
+        self.prompted_ns
+            .is_some_and(|t| t.saturating_add(RECORD_GRACE_NS) <= now_ns)
+    }
+
     /// When the oldest held call may be settled (`None`: none is held).
     pub fn held_due_ns(&self) -> Option<i64> {
         self.held.iter().map(|h| h.time_unix_ns + SETTLE_NS).min()
@@ -122,6 +136,9 @@ const REMEMBERED_PROMPTS: usize = 16;
 const REMEMBERED_AGENTS: usize = 16;
 /// How long a record call may wait for the hook request it joins.
 pub const SETTLE_NS: i64 = 30_000_000_000;
+/// How long after the session's first prompt an absent record is still
+/// pending rather than missing.
+pub const RECORD_GRACE_NS: i64 = 30_000_000_000;
 /// Subagent records followed at once; past this the oldest is given up
 /// (each is read to its end by the pass after its subagent stopped, so
 /// only a session that outruns the finalizer by this many subagents
@@ -168,6 +185,10 @@ pub struct RecordFollow {
     /// last user message met (agent key "" is the main agent).
     #[serde(default, skip_serializing_if = "VecDeque::is_empty")]
     interactions: VecDeque<(String, TurnAttribution)>,
+    /// When the session's first prompt was ingested: before it (and for a
+    /// grace after it) an absent record is pending, not missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompted_ns: Option<i64>,
 }
 
 fn prompt_digest(text: &str) -> String {
@@ -358,14 +379,14 @@ impl RecordFollow {
             .map_or_else(TurnAttribution::none, |(_, turn)| turn.clone())
     }
 
-    /// Remember the hook tool requests among `events` for joining (not
-    /// while the record cannot be read: a missing record would only make
-    /// the state grow).
+    /// Remember the hook tool requests among `events` for joining,
+    /// whatever the record's state (a record not written yet, or one that
+    /// cannot be read now, may be read later); bounded.
     pub fn remember_requests(&mut self, events: &[Event]) {
-        if self.problem.is_some() {
-            return;
-        }
         for event in events {
+            if matches!(event.payload, Payload::PromptSubmitted(_)) && self.prompted_ns.is_none() {
+                self.prompted_ns = Some(event.time_unix_ns);
+            }
             let Payload::ToolRequested(t) = &event.payload else {
                 continue;
             };
@@ -612,7 +633,9 @@ impl SessionProducer {
     }
 
     /// A problem following the record, reported once per kind. Hook
-    /// requests are not kept for joining while the record cannot be read.
+    /// requests stay remembered for joining: the record may be read again.
+    /// A record the agent deleted after it was read (`removed`) is a note,
+    /// not a problem: what was read is kept in the raw archive.
     pub(super) fn on_record_problem(
         &mut self,
         problem: RecordProblem,
@@ -625,8 +648,6 @@ impl SessionProducer {
             self.record.subagents.remove(i);
         } else {
             self.settle_held(Settle::All, trigger, out);
-            self.record.requests.clear();
-            self.record.calls.clear();
             if self.record.problem.as_deref() == Some(&problem.kind) {
                 return;
             }
