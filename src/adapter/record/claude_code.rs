@@ -57,6 +57,10 @@ struct Header<'a> {
     #[serde(rename = "type", borrow)]
     kind: Option<std::borrow::Cow<'a, str>>,
     subtype: Option<String>,
+    #[serde(borrow)]
+    uuid: Option<std::borrow::Cow<'a, str>>,
+    #[serde(rename = "parentUuid", borrow)]
+    parent_uuid: Option<std::borrow::Cow<'a, str>>,
 }
 
 /// Every field this module reads from a frame, whatever its type.
@@ -168,7 +172,10 @@ pub fn read_line(line: &[u8], at: &RecordAt) -> RecordLine {
         ))),
         (None, _) => Err(RecordLine::unrecognized("frame without a type")),
     };
-    result.unwrap_or_else(|unrecognized| unrecognized)
+    let mut line = result.unwrap_or_else(|unrecognized| unrecognized);
+    line.uuid = header.uuid.map(Box::from);
+    line.parent_uuid = header.parent_uuid.map(Box::from);
+    line
 }
 
 impl Frame<'_> {
@@ -177,6 +184,8 @@ impl Frame<'_> {
             time_unix_ns: time_ns(self.timestamp.as_deref()),
             agent_id: self.agent_id.clone(),
             native_turn_id: self.prompt_id.clone(),
+            uuid: None,
+            parent_uuid: None,
             items,
         }
     }

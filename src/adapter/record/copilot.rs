@@ -148,6 +148,8 @@ impl Envelope<'_> {
             time_unix_ns: time_ns(self.timestamp.as_deref()),
             agent_id: self.agent_id.clone(),
             native_turn_id: turn,
+            uuid: None,
+            parent_uuid: None,
             items,
         }
     }

@@ -132,6 +132,9 @@ const REMEMBERED_REQUESTS: usize = 256;
 const REMEMBERED_USAGE: usize = 64;
 /// Hook prompts remembered for meeting the record's user messages.
 const REMEMBERED_PROMPTS: usize = 16;
+/// Claude Code record lines remembered for their turn (a line's parent is
+/// nearly always one of the few lines just before it).
+const REMEMBERED_LINES: usize = 128;
 /// Agents whose current interaction is remembered.
 const REMEMBERED_AGENTS: usize = 16;
 /// How long a record call may wait for the hook request it joins.
@@ -189,6 +192,15 @@ pub struct RecordFollow {
     /// grace after it) an absent record is pending, not missing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompted_ns: Option<i64>,
+    /// Claude Code's recent record lines (`uuid`) and the prompt
+    /// (`promptId`) each descends from, newest last: an assistant line
+    /// carries no `promptId` and takes its turn from its `parentUuid`.
+    #[serde(default, skip_serializing_if = "VecDeque::is_empty")]
+    lineage: VecDeque<(String, String)>,
+    /// The `promptId` the record last named, for a line whose chain leads
+    /// to no line remembered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    last_prompt: Option<String>,
 }
 
 fn prompt_digest(text: &str) -> String {
@@ -483,6 +495,36 @@ impl RecordFollow {
         spans
     }
 
+    /// The prompt a Claude Code record line belongs to: its own
+    /// `promptId`, else that of the line its `parentUuid` names, else the
+    /// one the record last named. Remembered under the line's `uuid` for
+    /// the lines that follow on from it, so the answer depends only on the
+    /// record, never on when finalize read it.
+    fn line_prompt(&mut self, line: &RecordLine) -> Option<String> {
+        let prompt = line
+            .native_turn_id
+            .clone()
+            .or_else(|| {
+                let parent = line.parent_uuid.as_deref()?;
+                self.lineage
+                    .iter()
+                    .rev()
+                    .find(|(u, _)| **u == *parent)
+                    .map(|(_, p)| p.clone())
+            })
+            .or_else(|| self.last_prompt.clone());
+        if line.native_turn_id.is_some() {
+            self.last_prompt = line.native_turn_id.clone();
+        }
+        if let (Some(uuid), Some(p)) = (&line.uuid, &prompt) {
+            if self.lineage.len() == REMEMBERED_LINES {
+                self.lineage.pop_front();
+            }
+            self.lineage.push_back((uuid.to_string(), p.clone()));
+        }
+        prompt
+    }
+
     /// Whether `m` says something the session's metadata did not yet say
     /// (and remember it).
     fn new_metadata(&mut self, m: &SessionMetadata) -> bool {
@@ -667,13 +709,21 @@ impl SessionProducer {
         &mut self,
         path: &str,
         offset: u64,
-        line: RecordLine,
+        mut line: RecordLine,
         received_ns: i64,
         trigger: &mut Trigger,
         out: &mut Vec<Event>,
     ) {
         let turn = match self.session.adapter {
-            AdapterId::ClaudeCode => self.speaker(None, line.native_turn_id.clone()).turn,
+            AdapterId::ClaudeCode => {
+                // A line before any prompt belongs to no turn (not to
+                // whichever turn the hooks have open when it is read).
+                line.native_turn_id = self.record.line_prompt(&line);
+                match &line.native_turn_id {
+                    Some(_) => self.speaker(None, line.native_turn_id.clone()).turn,
+                    None => TurnAttribution::none(),
+                }
+            }
             // Copilot's lines take the stamped turn of the hook prompt their
             // interaction's user message met (see the module doc).
             AdapterId::Copilot => {
