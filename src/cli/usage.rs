@@ -181,6 +181,14 @@ fn write_notes(out: &mut impl Write, total: &UsageGroup) -> std::io::Result<()> 
         "reported_cost is the agents' own figure, from {} of {} records",
         total.records_with_reported_cost, total.records
     )?;
+    if total.inherited_records > 0 {
+        writeln!(
+            out,
+            "inherited: {} records of model calls already counted (a forked session's copy \
+             of its parent's messages, or a record read twice), not counted again",
+            total.inherited_records
+        )?;
+    }
     if total.records_with_unreadable_cost > 0 {
         writeln!(
             out,

@@ -200,6 +200,11 @@ pub struct UsageGroup {
     /// With `--prices` only: the models of those records.
     #[serde(skip_serializing_if = "BTreeSet::is_empty")]
     pub unpriced_models: BTreeSet<String>,
+    /// Records of a model call already counted (same agent and call id)
+    /// in an earlier session or epoch: a `--fork-session` copy of its
+    /// parent's messages, or a record read again. Shown, never counted.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub inherited_records: u64,
 }
 
 /// A sum of costs to ten decimal places: binary floats add decimal
@@ -260,6 +265,10 @@ pub struct UsageTally {
     pub damaged: Vec<DamagedRow>,
     #[serde(skip)]
     prices: Option<Prices>,
+    /// The model calls counted so far (agent, call id): each is counted
+    /// once across every session and epoch read.
+    #[serde(skip)]
+    counted: std::collections::HashSet<(crate::contract::AdapterId, String)>,
 }
 
 /// The prefilter: a row whose text lacks this is not usage, unparsed.
@@ -273,15 +282,24 @@ impl UsageTally {
             total: UsageGroup::default(),
             damaged: Vec::new(),
             prices,
+            counted: std::collections::HashSet::new(),
         }
     }
 
-    /// Count `event` if it is a usage report.
+    /// Count `event` if it is a usage report (once per model call: a call
+    /// seen before is counted as inherited in its group).
     pub fn add(&mut self, event: &Event) {
         let Payload::UsageReported(u) = &event.payload else {
             return;
         };
         let key = self.key_of(event, u);
+        if let Some(id) = &u.message_id
+            && !self.counted.insert((event.session.adapter, id.clone()))
+        {
+            self.groups.entry(key).or_default().inherited_records += 1;
+            self.total.inherited_records += 1;
+            return;
+        }
         let prices = self.prices.as_ref();
         self.groups.entry(key).or_default().add(u, prices);
         self.total.add(u, prices);

@@ -15,8 +15,10 @@
 //! - `tool.execution_start` / `tool.execution_complete` are the record's
 //!   tool calls, with the hook side's digest of `arguments`, `success` and
 //!   `shellExecution.exitCode`.
-//! - `session.usage_record` is one model call's usage; Copilot gives it no
-//!   message id, so each stands alone.
+//! - `session.usage_record` is one model call's usage, keyed by the call's
+//!   own id (`accounting.usageId`, else `apiCallId`) as its `message_id`,
+//!   so a call recorded twice (a session copied, a record read again) is
+//!   counted once.
 //!
 //! `assistant.reasoning` is read as `reasoningId` + `content`; the corpus
 //! has none, so that shape is the documented one, not one seen.
@@ -119,6 +121,14 @@ struct UsageWire {
     cost: Option<Json>,
     duration: Option<f64>,
     time_to_first_token_ms: Option<f64>,
+    api_call_id: Option<String>,
+    accounting: Option<AccountingWire>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AccountingWire {
+    usage_id: Option<String>,
 }
 
 /// Read one line of the record.
@@ -253,7 +263,11 @@ fn tool_finished(data: &Data) -> Option<RecordItem> {
 fn usage(usage: &UsageWire, at: &RecordAt) -> RecordItem {
     RecordItem::Usage(UsageReported {
         record: at.clone(),
-        message_id: None,
+        message_id: usage
+            .accounting
+            .as_ref()
+            .and_then(|a| a.usage_id.clone())
+            .or_else(|| usage.api_call_id.clone()),
         model: usage.model.clone(),
         input_tokens: usage.input_tokens,
         output_tokens: usage.output_tokens,

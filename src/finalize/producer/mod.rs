@@ -104,6 +104,27 @@ pub struct SessionProducer {
 }
 
 impl SessionProducer {
+    /// A new producer for a session that an epoch advance carried over:
+    /// its record is followed on from where the archived epoch's producer
+    /// left it (cursor, fingerprint, usage already counted, turn lineage),
+    /// so nothing of it is read or counted twice. `archived` is the whole
+    /// producer state the archived epoch stored, as JSON text; `None` when
+    /// it says nothing of a record.
+    pub fn carrying_record(session: SessionRef, archived: &str) -> Option<SessionProducer> {
+        #[derive(Deserialize)]
+        struct Stored {
+            #[serde(default)]
+            record: record::RecordFollow,
+        }
+        let stored: Stored = serde_json::from_str(archived).ok()?;
+        if stored.record.is_unused() {
+            return None;
+        }
+        let mut producer = SessionProducer::new(session);
+        producer.record = stored.record.carried();
+        Some(producer)
+    }
+
     pub fn new(session: SessionRef) -> SessionProducer {
         SessionProducer {
             capability_digest: CapabilityProfile::of(session.adapter).digest_hex(),

@@ -330,6 +330,19 @@ impl RecordFollow {
         *self == RecordFollow::default()
     }
 
+    /// What an epoch advance carries into the new epoch: where the record
+    /// is and how far it was read, the usage already counted, the turn
+    /// lineage and metadata; not the joins in progress (their hook spans
+    /// are in the archived epoch).
+    pub fn carried(self) -> RecordFollow {
+        RecordFollow {
+            requests: VecDeque::new(),
+            calls: VecDeque::new(),
+            held: VecDeque::new(),
+            ..self
+        }
+    }
+
     /// Follow a subagent's own record too. Returns the record given up to
     /// make room, if one was.
     pub fn follow_subagent(&mut self, agent_id: String, path: String) -> Option<SubagentRecord> {
