@@ -417,6 +417,46 @@ fn generation_two_ships_by_an_epoch_advance_from_the_generation_one_home() {
     assert!(common::both_epochs_stay_readable(home.path()) > all.len());
 }
 
+/// Generation 4 (usage token kinds normalized, the agent's numbers kept as
+/// `raw`) ships by an epoch advance from the home generation 3 wrote (built
+/// by main before generation 4): the old rows stay readable beside the new.
+#[test]
+fn generation_four_ships_by_an_epoch_advance_from_the_generation_three_home() {
+    let home = tempfile::tempdir().unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/epoch/gen3/home");
+    common::copy_tree(&fixture, home.path());
+    let refused = run(home.path(), &["finalize"]);
+    assert_eq!(refused.status.code(), Some(2), "{}", stdout(&refused));
+    assert!(stderr(&refused).contains("epoch advance"));
+
+    let out = run(home.path(), &["epoch", "advance"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let live = common::live_epoch_is_current_and_anchored(home.path());
+    assert!(live.to_string().contains("4e298a5e"), "{live}");
+
+    with_transcript(home.path());
+    finalize(home.path());
+    let all = events(home.path());
+    let usage = of_type(&all, "usage.reported");
+    assert!(!usage.is_empty());
+    assert!(
+        usage.iter().all(|u| u["payload"]["raw"].is_object()),
+        "{usage:?}"
+    );
+    // Generation 3's rows read on beside generation 4's.
+    assert!(common::both_epochs_stay_readable(home.path()) > all.len());
+    let out = run(home.path(), &["sessions", "--epoch", "all", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // The fixture's four sessions (the two Claude Code ones go on here).
+    assert!(stdout(&out).lines().count() >= 4, "{}", stdout(&out));
+    let out = run(home.path(), &["usage", "--epoch", "all", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    for cmd in ["validate", "verify"] {
+        let out = run(home.path(), &[cmd]);
+        assert!(out.status.success(), "{cmd}: {}", stdout(&out));
+    }
+}
+
 /// A record with bytes `finalize` has not read, last changed close to the
 /// agent's cleanup period, is a health warning until it is read.
 #[test]

@@ -46,6 +46,9 @@ fn usage(model: &str, input: u64, output: u64, cost: Option<&str>) -> Payload {
         cost: cost.map(|c| Json::parse(c).expect("a JSON number")),
         duration_ms: Some(1200),
         time_to_first_token_ms: None,
+        reasoning_tokens: None,
+        // Written by generation 4: input already excludes cache reads.
+        raw: Some(Json::parse(&format!(r#"{{"inputTokens":{}}}"#, input + 1000)).unwrap()),
     })
 }
 

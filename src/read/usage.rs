@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::contract::{Event, Payload, UsageReported};
+use crate::contract::{AdapterId, Event, Payload, UsageReported};
 use crate::ledger::{DamagedRow, Ledger, LedgerError, RowFilter, StoredText};
 
 /// The group name of usage whose record named no model.
@@ -147,6 +147,9 @@ pub struct Tokens {
     pub output: Option<u64>,
     pub cache_read: Option<u64>,
     pub cache_write: Option<u64>,
+    /// Reasoning tokens, where the agent reports them apart from output.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<u64>,
 }
 
 impl Tokens {
@@ -155,6 +158,7 @@ impl Tokens {
         sum_into(&mut self.output, u.output_tokens);
         sum_into(&mut self.cache_read, u.cache_read_tokens);
         sum_into(&mut self.cache_write, u.cache_write_tokens);
+        sum_into(&mut self.reasoning, u.reasoning_tokens);
     }
 
     /// Input plus output, where either was reported: the one number
@@ -292,6 +296,8 @@ impl UsageTally {
         let Payload::UsageReported(u) = &event.payload else {
             return;
         };
+        let u = normalized(event.session.adapter, u);
+        let u = u.as_ref();
         let key = self.key_of(event, u);
         if let Some(id) = &u.message_id
             && !self.counted.insert((event.session.adapter, id.clone()))
@@ -374,12 +380,29 @@ pub fn turn_usage<'a>(events: impl IntoIterator<Item = &'a Event>) -> BTreeMap<S
     turns
 }
 
+/// A usage record with its token kinds as generation 4 means them: a
+/// generation-3 Copilot row (it has no `raw`) counted its cache reads in
+/// `input_tokens` too, and is reduced by them here. Every other row is
+/// already so.
+pub fn normalized(adapter: AdapterId, u: &UsageReported) -> std::borrow::Cow<'_, UsageReported> {
+    match (adapter, &u.raw, u.input_tokens, u.cache_read_tokens) {
+        (AdapterId::Copilot, None, Some(input), Some(read)) if read > 0 => {
+            let mut owned = u.clone();
+            owned.input_tokens = Some(input.saturating_sub(read));
+            std::borrow::Cow::Owned(owned)
+        }
+        _ => std::borrow::Cow::Borrowed(u),
+    }
+}
+
 /// [`turn_usage`] one event at a time, for a caller that streams a
 /// session rather than holding its events.
 pub fn add_turn_usage(turns: &mut BTreeMap<String, TurnUsage>, event: &Event) {
     let (Payload::UsageReported(u), Some(turn)) = (&event.payload, &event.turn.turn_id) else {
         return;
     };
+    let u = normalized(event.session.adapter, u);
+    let u = u.as_ref();
     let t = turns.entry(turn.clone()).or_default();
     t.records += 1;
     t.tokens.add(u);
@@ -410,6 +433,8 @@ mod tests {
             cost: cost.map(|c| Json::parse(c).expect("test JSON")),
             duration_ms: Some(100),
             time_to_first_token_ms: None,
+            reasoning_tokens: None,
+            raw: None,
         })
     }
 
@@ -425,6 +450,42 @@ mod tests {
             t.add(&e);
         }
         t
+    }
+
+    /// A generation-3 Copilot row counted cache reads in its input; a
+    /// generation-4 row (it keeps `raw`) does not; both read the same.
+    #[test]
+    fn copilot_input_excludes_cache_reads_in_every_generation() {
+        let row = |raw: Option<&str>, input: u64| {
+            let Payload::UsageReported(mut u) = usage(Some("gpt-4.1"), input, 10, None) else {
+                unreachable!()
+            };
+            u.cache_read_tokens = Some(60);
+            u.raw = raw.map(|r| Json::parse(r).unwrap());
+            Payload::UsageReported(u)
+        };
+        for (adapter, want) in [(AdapterId::Copilot, 40), (AdapterId::ClaudeCode, 100)] {
+            let mut t = UsageTally::new(GroupBy::Model, None);
+            let mut turns = BTreeMap::new();
+            for payload in [row(None, 100), row(Some(r#"{"inputTokens":100}"#), 40)] {
+                let mut s = Script::new("s1");
+                s.turn("t1");
+                s.push(0, payload, Provenance::NATIVE);
+                for mut e in s.events() {
+                    e.session.adapter = adapter;
+                    t.add(&e);
+                    add_turn_usage(&mut turns, &e);
+                }
+            }
+            let gen3 = if adapter == AdapterId::Copilot {
+                want
+            } else {
+                100
+            };
+            assert_eq!(t.total.tokens.input, Some(gen3 + 40), "{adapter:?}");
+            assert_eq!(turns["t1"].tokens.input, Some(gen3 + 40));
+            assert_eq!(t.total.tokens.cache_read, Some(120));
+        }
     }
 
     #[test]

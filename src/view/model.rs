@@ -479,6 +479,8 @@ mod tests {
                 cost: None,
                 duration_ms: None,
                 time_to_first_token_ms: None,
+                reasoning_tokens: None,
+                raw: None,
             })
         };
         s.push(1, usage(100, 20), Provenance::NATIVE);

@@ -110,7 +110,9 @@ struct AssistantWire {
     model: Option<String>,
     #[serde(default)]
     content: Vec<Block>,
-    usage: Option<UsageWire>,
+    /// The usage object as written (kept whole as `raw`).
+    #[serde(default, deserialize_with = "raw_json")]
+    usage: Option<Json>,
 }
 
 /// A content block, every kind in one struct: an internally tagged enum
@@ -271,8 +273,10 @@ fn assistant(frame: Frame, at: &RecordAt) -> Result<RecordLine, RecordLine> {
             tool_call_ids: calls.iter().map(|c| c.tool_call_id.clone()).collect(),
         }));
     }
-    if let Some(usage) = wire.usage.as_ref().filter(|_| !frame.stream_frame) {
-        items.push(RecordItem::Usage(call_usage(at, &wire, usage)));
+    if let Some(raw) = wire.usage.as_ref().filter(|_| !frame.stream_frame) {
+        let usage: UsageWire = serde_json::from_str(raw.as_str())
+            .map_err(|e| RecordLine::unrecognized(format!("usage in no known shape: {e}")))?;
+        items.push(RecordItem::Usage(call_usage(at, &wire, &usage)));
     }
     items.extend(calls.into_iter().map(RecordItem::ToolStarted));
     Ok(frame.line(items))
@@ -313,6 +317,8 @@ fn call_usage(at: &RecordAt, wire: &AssistantWire, usage: &UsageWire) -> UsageRe
         cost: None,
         duration_ms: None,
         time_to_first_token_ms: None,
+        reasoning_tokens: None,
+        raw: wire.usage.clone(),
     }
 }
 
@@ -351,6 +357,8 @@ fn totals(frame: Frame, at: &RecordAt) -> RecordLine {
                 cost: total.cost_usd.clone(),
                 duration_ms: frame.duration_api_ms.filter(|_| single).and_then(millis),
                 time_to_first_token_ms: frame.ttft_ms.filter(|_| single).and_then(millis),
+                reasoning_tokens: None,
+                raw: None,
             })
         })
         .collect();
@@ -459,6 +467,11 @@ mod tests {
                     cost: None,
                     duration_ms: None,
                     time_to_first_token_ms: None,
+                    reasoning_tokens: None,
+                    raw: Json::parse(
+                        r#"{"cache_creation_input_tokens":6,"cache_read_input_tokens":5,"input_tokens":3,"output_tokens":4,"service_tier":"standard"}"#
+                    )
+                    .ok(),
                 }),
                 RecordItem::ToolStarted(RecordedCall {
                     tool_call_id: "t1".into(),
@@ -544,6 +557,8 @@ mod tests {
                 cost: Json::parse("0.0016").ok(),
                 duration_ms: Some(349),
                 time_to_first_token_ms: Some(262),
+                reasoning_tokens: None,
+                raw: None,
             })]
         );
     }

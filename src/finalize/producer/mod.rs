@@ -221,8 +221,17 @@ impl SessionProducer {
         if from_agent && normalized.kind.is_native_work() {
             self.cancel_pending_end("native_work", &mut trigger, &mut out);
         }
-        if from_agent && self.record.path.is_none() {
-            self.record.path = crate::adapter::record::path_in_payload(signal.payload);
+        // The record a hook names; until any of it was read, a hook that
+        // names another (a session carried from an epoch whose record was
+        // elsewhere) moves the following there.
+        if from_agent && (self.record.path.is_none() || self.record.cursor == 0) {
+            let named = crate::adapter::record::path_in_payload(signal.payload);
+            if named.is_some() && named != self.record.path {
+                if self.record.path.is_some() {
+                    self.record.problem = None;
+                }
+                self.record.path = named;
+            }
         }
         self.apply(normalized, &mut trigger, &mut out);
         if from_agent
