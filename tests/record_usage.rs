@@ -234,3 +234,122 @@ fn an_epoch_advance_between_two_turns_reads_nothing_twice() {
         .count();
     assert_eq!(messages, said, "no message read twice");
 }
+
+fn copilot_hooks(home: &Path, scenario: &str, events_file: &Path) {
+    for line in lines_of(&root().join(format!(
+        "tests/fixtures/copilot/{scenario}/hook-capture.jsonl"
+    ))) {
+        let v: Value = serde_json::from_str(&line).unwrap();
+        let event = v["event"].as_str().unwrap();
+        let raw = v["stdin_raw"].as_str().unwrap_or("");
+        let stdin = match serde_json::from_str::<Value>(raw) {
+            Ok(mut payload) => {
+                if payload.get("transcriptPath").is_some() {
+                    payload["transcriptPath"] = Value::String(events_file.display().to_string());
+                }
+                payload.to_string().into_bytes()
+            }
+            Err(_) => raw.as_bytes().to_vec(),
+        };
+        Command::cargo_bin("harnery-hook")
+            .unwrap()
+            .env("HARNERY_HOME", home)
+            .args(["copilot", event])
+            .write_stdin(stdin)
+            .assert()
+            .success();
+    }
+}
+
+/// A Copilot record's lines with 60 of each call's input tokens read from
+/// the cache (Copilot counts them in `inputTokens` too).
+fn cached(scenario: &str) -> Vec<String> {
+    lines_of(&root().join(format!(
+        "tests/fixtures/records/copilot/{scenario}.events.jsonl"
+    )))
+    .into_iter()
+    .map(|l| {
+        if l.contains("\"session.usage_record\"") {
+            l.replace("\"cacheReadTokens\":0", "\"cacheReadTokens\":60")
+        } else {
+            l
+        }
+    })
+    .collect()
+}
+
+/// Copilot with cached tokens and a resume: its `inputTokens` include the
+/// cache reads, so harnery's input is theirs less the cache reads, each
+/// call is counted once across the resume, and the bundled table prices
+/// the cached tokens once, as cache reads.
+#[test]
+fn copilot_cached_tokens_are_priced_once_across_a_resume() {
+    let home = tempfile::tempdir().unwrap();
+    let copilot_home = home.path().join("copilot");
+    let first = cached("resume-1-first-run");
+    let second = cached("resume-2-resumed-run");
+    assert!(second.starts_with(&first), "the resumed run appends");
+    let session = first
+        .iter()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|v| v["type"] == "session.start")
+        .unwrap()["data"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let dir = copilot_home.join("session-state").join(&session);
+    std::fs::create_dir_all(&dir).unwrap();
+    let events_file = dir.join("events.jsonl");
+    let finalize = || {
+        let out = common::harnery(home.path())
+            .env("HARNERY_RECORDS", "on")
+            .env("COPILOT_HOME", &copilot_home)
+            .arg("finalize")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+    };
+    write(&events_file, &first);
+    copilot_hooks(home.path(), "resume-1-first-run", &events_file);
+    finalize();
+    write(&events_file, &second[first.len()..]);
+    copilot_hooks(home.path(), "resume-2-resumed-run", &events_file);
+    finalize();
+
+    // Expected, from the record: each usage id once.
+    let mut seen = std::collections::HashSet::new();
+    let (mut input, mut read, mut output) = (0u64, 0u64, 0u64);
+    for l in &second {
+        let v: Value = serde_json::from_str(l).unwrap();
+        if v["type"] != "session.usage_record" {
+            continue;
+        }
+        let u = &v["data"]["usage"];
+        if !seen.insert(u["accounting"]["usageId"].as_str().unwrap().to_string()) {
+            continue;
+        }
+        let n = |k: &str| u[k].as_u64().unwrap();
+        input += n("inputTokens") - n("cacheReadTokens");
+        read += n("cacheReadTokens");
+        output += n("outputTokens");
+    }
+    assert!(read > 0 && seen.len() > 2);
+    let v = usage_json(
+        common::harnery(home.path())
+            .args(["usage", "--json"])
+            .output()
+            .unwrap(),
+    );
+    let t = &v["total"];
+    assert_eq!(t["tokens"]["input"], input, "{v:#}");
+    assert_eq!(t["tokens"]["cache_read"], read, "{v:#}");
+    assert_eq!(t["tokens"]["output"], output, "{v:#}");
+    assert_eq!(t["records"], seen.len() as u64, "{v:#}");
+    let p = harnery::read::usage::Prices::bundled().models["gpt-4.1"];
+    let want = (input as f64 * p.input.unwrap()
+        + read as f64 * p.cache_read.unwrap()
+        + output as f64 * p.output.unwrap())
+        / 1e6;
+    let got = t["priced_cost"].as_f64().unwrap();
+    assert!((got - want).abs() < 1e-9, "priced {got}, want {want}");
+}

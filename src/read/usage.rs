@@ -50,9 +50,19 @@ impl std::str::FromStr for GroupBy {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Prices {
+    /// Where the prices come from, and as of when (the bundled table names
+    /// both; a user's file may).
+    #[serde(default)]
+    pub source: Option<String>,
+    #[serde(default)]
+    pub date: Option<String>,
     #[serde(default)]
     pub models: BTreeMap<String, ModelPrices>,
 }
+
+/// The price table shipped with harnery (`prices/litellm.toml`, from
+/// LiteLLM's model price list, MIT), used when no `--prices` is given.
+const BUNDLED_PRICES: &str = include_str!("../../prices/litellm.toml");
 
 /// One model's prices per million tokens.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
@@ -77,6 +87,21 @@ pub enum PricesError {
 }
 
 impl Prices {
+    /// The bundled price table, dated.
+    pub fn bundled() -> Prices {
+        Prices::parse(BUNDLED_PRICES).expect("the bundled price table parses")
+    }
+
+    /// `source, date` as a note, e.g. `LiteLLM 1.110.2 model price list of 2026-12-02`.
+    pub fn label(&self) -> String {
+        match (&self.source, &self.date) {
+            (Some(s), Some(d)) => format!("{s} of {d}"),
+            (Some(s), None) => s.clone(),
+            (None, Some(d)) => format!("prices of {d}"),
+            (None, None) => "the prices file given".into(),
+        }
+    }
+
     /// Read and check the TOML prices file at `path`.
     pub fn load(path: &Path) -> Result<Prices, PricesError> {
         let text = std::fs::read_to_string(path).map_err(|source| PricesError::Read {
