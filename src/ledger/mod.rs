@@ -42,7 +42,7 @@ pub use query::{
     SpanState, StoredEvent, StoredText,
 };
 pub use rows::ChainRow;
-pub use timeline::{Timeline, TimelineEntry};
+pub use timeline::{RecordJoin, Timeline, TimelineEntry};
 
 use crate::home::Home;
 

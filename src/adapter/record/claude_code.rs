@@ -9,7 +9,8 @@
 //! - `user`: bare-string content, or `text` blocks, are the prompt
 //!   ([`RecordItem::UserMessage`], plus the line's session metadata);
 //!   every `tool_result` block is a [`RecordItem::ToolFinished`]
-//!   (`is_error` gives `success`; the record has no exit code).
+//!   (`is_error` gives `success`, its absence meaning success; the record
+//!   has no exit code).
 //! - `assistant`: one item per meaning: `thinking` (its `signature` is the
 //!   continuation) and `redacted_thinking` are reasoning; the text blocks,
 //!   joined by newlines, and the `tool_use` ids are the message; each
@@ -243,7 +244,8 @@ fn user(frame: Frame, at: &RecordAt) -> Result<RecordLine, RecordLine> {
 fn tool_finished(id: String, is_error: Option<bool>, turn: &Option<String>) -> RecordItem {
     RecordItem::ToolFinished(RecordedResult {
         tool_call_id: id,
-        success: is_error.map(|failed| !failed),
+        // Claude Code writes `is_error` only on a failure.
+        success: Some(!is_error.unwrap_or(false)),
         exit_code: None,
         turn_id: turn.clone(),
     })
@@ -405,6 +407,18 @@ mod tests {
                 }),
             ]
         );
+    }
+
+    #[test]
+    fn a_result_without_is_error_is_a_success() {
+        let line = read(
+            r#"{"type":"user","promptId":"p","message":{"content":[
+                {"type":"tool_result","tool_use_id":"t1","content":"ok"}]}}"#,
+        );
+        let RecordItem::ToolFinished(done) = &line.items[0] else {
+            panic!("{line:?}")
+        };
+        assert_eq!(done.success, Some(true));
     }
 
     #[test]
