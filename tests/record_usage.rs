@@ -353,3 +353,32 @@ fn copilot_cached_tokens_are_priced_once_across_a_resume() {
     let got = t["priced_cost"].as_f64().unwrap();
     assert!((got - want).abs() < 1e-9, "priced {got}, want {want}");
 }
+
+/// Claude Code writes its cost only as a running total (`cost-state`):
+/// the reported cost of a session is its last total, the calls counted
+/// once each.
+#[test]
+fn claude_codes_own_cost_is_kept() {
+    let home = tempfile::tempdir().unwrap();
+    let hooks = lines_of(&root().join("tests/fixtures/claude-code/resume/hooks.jsonl"));
+    let record = lines_of(&root().join("tests/fixtures/records/claude-code/resume.jsonl"));
+    let transcript = home.path().join("transcript.jsonl");
+    write(&transcript, &record);
+    for h in &hooks {
+        hook(home.path(), h, None, &transcript);
+    }
+    finalize(home.path());
+    let last_total = record
+        .iter()
+        .rev()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|v| v["type"] == "cost-state")
+        .unwrap()["totalCostUSD"]
+        .as_f64()
+        .unwrap();
+    let v = usage_json(run(home.path(), &["usage", "--json"]));
+    let t = &v["total"];
+    assert_eq!(t["records"], calls(&[&record]).len() as u64, "{v:#}");
+    let got = t["reported_cost"].as_f64().unwrap();
+    assert!((got - last_total).abs() < 1e-9, "{got} vs {last_total}");
+}

@@ -251,8 +251,28 @@ fn is_zero(n: &u64) -> bool {
 
 impl UsageGroup {
     fn add(&mut self, u: &UsageReported, prices: Option<&Prices>) {
+        // A cost report without tokens (Claude Code's running cost, what it
+        // grew by) is no model call of its own.
+        let tokens = [
+            u.input_tokens,
+            u.output_tokens,
+            u.cache_read_tokens,
+            u.cache_write_tokens,
+            u.reasoning_tokens,
+        ];
+        if tokens.iter().all(Option::is_none) && u.cost.is_some() {
+            self.add_reported_cost(u);
+            return;
+        }
         self.records += 1;
         self.tokens.add(u);
+        self.add_reported_cost(u);
+        if let Some(prices) = prices {
+            self.add_priced(u, prices);
+        }
+    }
+
+    fn add_reported_cost(&mut self, u: &UsageReported) {
         match u.cost.as_ref().map(|c| c.as_str().parse::<f64>()) {
             Some(Ok(cost)) if cost.is_finite() => {
                 self.reported_cost = Some(self.reported_cost.unwrap_or(0.0) + cost);
@@ -260,9 +280,6 @@ impl UsageGroup {
             }
             Some(_) => self.records_with_unreadable_cost += 1,
             None => {}
-        }
-        if let Some(prices) = prices {
-            self.add_priced(u, prices);
         }
     }
 

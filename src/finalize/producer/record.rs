@@ -44,7 +44,7 @@ use crate::adapter::record::{RecordItem, RecordLine, RecordedCall, RecordedResul
 use crate::contract::{
     AdapterId, Attestation, Confidence, Event, EventId, Payload, Provenance, RecordAt,
     RecordProblem, RecoveryReason, SessionMetadata, SignalUnrecognized, TimeSource, ToolRecorded,
-    TurnAttribution,
+    TurnAttribution, UsageReported,
 };
 
 /// Where a session's record stands, read from its stored producer state
@@ -201,6 +201,10 @@ pub struct RecordFollow {
     /// to no line remembered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     last_prompt: Option<String>,
+    /// The agent's running cost total per model, as last reported (Claude
+    /// Code's `cost-state` lines), for recording what it grew by.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    cost_totals: std::collections::BTreeMap<String, f64>,
 }
 
 fn prompt_digest(text: &str) -> String {
@@ -538,6 +542,38 @@ impl RecordFollow {
         prompt
     }
 
+    /// A running cost total's growth since the last total of its model, as
+    /// a cost-only usage report (`None`: no cost, or it did not grow).
+    fn cost_growth(&mut self, total: UsageReported) -> Option<UsageReported> {
+        let model = total.model.clone()?;
+        let now: f64 = total.cost.as_ref()?.as_str().parse().ok()?;
+        if !now.is_finite() {
+            return None;
+        }
+        let before = self.cost_totals.insert(model.clone(), now).unwrap_or(0.0);
+        // A total below the last one starts a new count (a new process).
+        let grew = if now >= before { now - before } else { now };
+        if grew <= 0.0 {
+            return None;
+        }
+        let text = format!("{grew:.10}");
+        let text = text.trim_end_matches('0').trim_end_matches('.');
+        Some(UsageReported {
+            record: total.record,
+            message_id: None,
+            model: Some(model),
+            input_tokens: None,
+            output_tokens: None,
+            cache_read_tokens: None,
+            cache_write_tokens: None,
+            cost: Some(crate::contract::Json::parse(text).ok()?),
+            duration_ms: None,
+            time_to_first_token_ms: None,
+            reasoning_tokens: None,
+            raw: None,
+        })
+    }
+
     /// Whether `m` says something the session's metadata did not yet say
     /// (and remember it).
     fn new_metadata(&mut self, m: &SessionMetadata) -> bool {
@@ -802,10 +838,17 @@ impl SessionProducer {
                 // event of their own in this generation, and neither do the
                 // agent's running totals: they restate the calls' usage,
                 // which is recorded call by call.
-                RecordItem::UsageTotal(_)
-                | RecordItem::TurnStarted { .. }
-                | RecordItem::Resumed
-                | RecordItem::Shutdown => continue,
+                // Claude Code writes its cost only as a running total per
+                // model: what it grew by since the last total is recorded
+                // as a cost report of its own (no tokens: the calls carry
+                // them).
+                RecordItem::UsageTotal(total) => match self.record.cost_growth(total) {
+                    Some(report) => Payload::UsageReported(report),
+                    None => continue,
+                },
+                RecordItem::TurnStarted { .. } | RecordItem::Resumed | RecordItem::Shutdown => {
+                    continue;
+                }
             };
             let draft = Draft {
                 tag: format!("record:{offset}"),
