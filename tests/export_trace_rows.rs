@@ -291,7 +291,9 @@ fn otlp_from_trace_rows_with_the_agents_record() {
         "SELECT count(*) FROM trace_chunks c, json_each(c.wholes) w JOIN events e ON e.seq = w.value \
          WHERE e.type = 'usage.reported'",
     );
-    assert_eq!(wholes, 2);
+    // Two model calls, and one report of what Claude Code's running cost
+    // total grew by.
+    assert_eq!(wholes, 3);
     let by_record = "SELECT count(*) FROM trace_chunks c, json_each(c.entries) e \
                      WHERE json_extract(e.value, '$[6]') = 'record'";
     assert!(count(home, by_record) > 0);

@@ -156,7 +156,12 @@ fn a_transcript_joins_the_hook_signals_once_and_is_followed_from_its_cursor() {
             "assistant text {t:?} is recorded once"
         );
     }
-    let usage = of_type(&all, "usage.reported");
+    // Model calls (the cost reports of Claude Code's running total carry
+    // no message id and no tokens).
+    let usage: Vec<&Value> = of_type(&all, "usage.reported")
+        .into_iter()
+        .filter(|e| !e["payload"]["message_id"].is_null())
+        .collect();
     let recorded_usage: BTreeSet<String> = usage
         .iter()
         .map(|e| e["payload"]["message_id"].as_str().unwrap().to_string())
@@ -244,7 +249,9 @@ fn a_transcript_that_is_gone_is_a_problem_and_the_hooks_still_land() {
     let home = tempfile::tempdir().unwrap();
     let transcript = transcript_place(home.path());
     feed(home.path(), &transcript);
-    let summary = finalize(home.path());
+    // Past the grace after the first prompt (the hooks' times are the
+    // wall clock's).
+    let summary = finalize_at(home.path(), FAR_LATER);
     assert!(
         summary["events_appended"].as_u64().unwrap() > 1,
         "{summary}"
@@ -254,8 +261,144 @@ fn a_transcript_that_is_gone_is_a_problem_and_the_hooks_still_land() {
     assert_eq!(problems.len(), 1, "{problems:?}");
     assert_eq!(problems[0]["payload"]["kind"], "missing");
     assert!(!of_type(&all, "tool.requested").is_empty());
-    finalize(home.path());
+    finalize_at(home.path(), FAR_LATER);
     assert_eq!(of_type(&events(home.path()), "record.problem").len(), 1);
+}
+
+/// Well past any grace, by the wall clock the hooks stamp their signals
+/// with.
+const FAR_LATER: &str = "2100-01-01T00:00:00Z";
+
+/// The wall clock now, for a finalize that runs just after the hooks.
+fn wall_now() -> String {
+    let ns = harnery::clock::wall_now_ns();
+    harnery::clock::format_ns(ns)
+}
+
+fn problems(home: &Path) -> Vec<String> {
+    of_type(&events(home), "record.problem")
+        .iter()
+        .map(|e| e["payload"]["kind"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn health(home: &Path) -> (Option<i32>, String) {
+    let out = common::harnery(home)
+        .args(["health", "--now", FAR_LATER])
+        .output()
+        .unwrap();
+    (out.status.code(), stdout(&out))
+}
+
+/// Every `tool.recorded` names the hook span it joined.
+fn assert_every_call_joined(all: &[Value]) {
+    let recorded = of_type(all, "tool.recorded");
+    assert!(!recorded.is_empty());
+    for r in recorded {
+        assert!(
+            r["payload"]["span_request_event_id"].is_string(),
+            "unjoined: {r}"
+        );
+        assert_ne!(r["payload"]["tool_name"], "unknown", "{r}");
+    }
+}
+
+/// Claude Code writes its transcript only at the session's first prompt: a
+/// finalize that runs between `SessionStart` and that moment finds it
+/// pending, not missing, and keeps the hook requests for joining.
+#[test]
+fn a_finalize_right_after_session_start_reports_nothing_missing() {
+    let home = tempfile::tempdir().unwrap();
+    let transcript = home.path().join("transcript.jsonl");
+    write_part(home.path(), &transcript, 0..0, &[0]);
+    assert!(!transcript.exists());
+    finalize_at(home.path(), FAR_LATER);
+    assert!(problems(home.path()).is_empty());
+    write_part(
+        home.path(),
+        &transcript,
+        0..usize::MAX,
+        &[1, 2, 3, 4, 5, 6, 7, 8],
+    );
+    finalize_at(home.path(), FAR_LATER);
+    let all = events(home.path());
+    assert!(of_type(&all, "record.problem").is_empty());
+    assert_every_call_joined(&all);
+    let (code, text) = health(home.path());
+    assert_eq!(code, Some(0), "{text}");
+}
+
+/// A session opened and quit without a prompt has no transcript, and
+/// nothing is missing.
+#[test]
+fn a_session_without_a_prompt_has_no_record_to_miss() {
+    let home = tempfile::tempdir().unwrap();
+    let transcript = home.path().join("transcript.jsonl");
+    write_part(home.path(), &transcript, 0..0, &[0, 8]);
+    finalize_at(home.path(), FAR_LATER);
+    finalize_at(home.path(), FAR_LATER);
+    assert!(problems(home.path()).is_empty());
+    assert_eq!(health(home.path()).0, Some(0));
+}
+
+/// Just after the first prompt the record is still pending; past the
+/// grace it is missing (and loud); once it appears the condition clears,
+/// and the calls made meanwhile join their hook spans.
+#[test]
+fn a_missing_record_is_reported_after_the_grace_and_clears_when_it_appears() {
+    let home = tempfile::tempdir().unwrap();
+    let transcript = home.path().join("transcript.jsonl");
+    write_part(home.path(), &transcript, 0..0, &[0, 1, 2, 3]);
+    finalize_at(home.path(), &wall_now());
+    assert!(
+        problems(home.path()).is_empty(),
+        "pending just after the prompt"
+    );
+    finalize_at(home.path(), FAR_LATER);
+    assert_eq!(problems(home.path()), ["missing"]);
+    let (code, text) = health(home.path());
+    assert_eq!(code, Some(1));
+    assert!(text.contains("reported:record_missing"), "{text}");
+
+    write_part(home.path(), &transcript, 0..usize::MAX, &[4, 5, 6, 7, 8]);
+    finalize_at(home.path(), FAR_LATER);
+    let all = events(home.path());
+    assert_every_call_joined(&all);
+    let (code, text) = health(home.path());
+    assert_eq!(code, Some(0), "cleared: {text}");
+}
+
+/// A finished session whose transcript the agent deleted after it was read
+/// is `removed`: a note in `health` (exit 0), and the session's last
+/// activity does not move.
+#[test]
+fn a_record_the_agent_deleted_is_removed_a_note_and_last_does_not_move() {
+    let home = tempfile::tempdir().unwrap();
+    let transcript = with_transcript(home.path());
+    finalize(home.path());
+    let last = |home: &Path| {
+        let out = run(home, &["sessions", "--json"]);
+        let v: Value = serde_json::from_str(stdout(&out).lines().next().unwrap()).unwrap();
+        v["last_unix_ns"].as_i64().unwrap()
+    };
+    let before = last(home.path());
+    std::fs::remove_file(&transcript).unwrap();
+    finalize_at(home.path(), FAR_LATER);
+    finalize_at(home.path(), FAR_LATER);
+    assert_eq!(problems(home.path()), ["removed"]);
+    assert_eq!(last(home.path()), before);
+    let out = common::harnery(home.path())
+        .args(["health", "--json", "--now", FAR_LATER])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let notes: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert_eq!(notes[0]["code"], "reported:record_removed");
+    assert_eq!(notes[0]["note"], true);
 }
 
 /// Generation 2 ships the way every contract change does: from the home
@@ -289,6 +432,49 @@ fn generation_two_ships_by_an_epoch_advance_from_the_generation_one_home() {
     // Generation 1 stays readable: its archived rows come back with the
     // live ones, each line tagged with its epoch.
     assert!(common::both_epochs_stay_readable(home.path()) > all.len());
+}
+
+/// Generation 4 (usage token kinds normalized, the agent's numbers kept as
+/// `raw`) ships by an epoch advance from the home generation 3 wrote (built
+/// by main before generation 4): the old rows stay readable beside the new.
+#[test]
+fn generation_four_ships_by_an_epoch_advance_from_the_generation_three_home() {
+    let home = tempfile::tempdir().unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/epoch/gen3/home");
+    common::copy_tree(&fixture, home.path());
+    let refused = run(home.path(), &["finalize"]);
+    assert_eq!(refused.status.code(), Some(2), "{}", stdout(&refused));
+    assert!(stderr(&refused).contains("epoch advance"));
+
+    let out = run(home.path(), &["epoch", "advance"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let live = common::live_epoch_is_current_and_anchored(home.path());
+    assert!(live.to_string().contains("4e298a5e"), "{live}");
+
+    with_transcript(home.path());
+    finalize(home.path());
+    let all = events(home.path());
+    let usage = of_type(&all, "usage.reported");
+    assert!(!usage.is_empty());
+    assert!(
+        usage
+            .iter()
+            .filter(|u| !u["payload"]["message_id"].is_null())
+            .all(|u| u["payload"]["raw"].is_object()),
+        "{usage:?}"
+    );
+    // Generation 3's rows read on beside generation 4's.
+    assert!(common::both_epochs_stay_readable(home.path()) > all.len());
+    let out = run(home.path(), &["sessions", "--epoch", "all", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // The fixture's four sessions (the two Claude Code ones go on here).
+    assert!(stdout(&out).lines().count() >= 4, "{}", stdout(&out));
+    let out = run(home.path(), &["usage", "--epoch", "all", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    for cmd in ["validate", "verify"] {
+        let out = run(home.path(), &[cmd]);
+        assert!(out.status.success(), "{cmd}: {}", stdout(&out));
+    }
 }
 
 /// A record with bytes `finalize` has not read, last changed close to the

@@ -46,6 +46,9 @@ fn usage(model: &str, input: u64, output: u64, cost: Option<&str>) -> Payload {
         cost: cost.map(|c| Json::parse(c).expect("a JSON number")),
         duration_ms: Some(1200),
         time_to_first_token_ms: None,
+        reasoning_tokens: None,
+        // Written by generation 4: input already excludes cache reads.
+        raw: Some(Json::parse(&format!(r#"{{"inputTokens":{}}}"#, input + 1000)).unwrap()),
     })
 }
 
@@ -160,8 +163,14 @@ fn reported_cost_is_only_what_the_agent_reported() {
     assert_eq!(m1["records_with_reported_cost"], 2);
     assert_eq!(m2["reported_cost"], Value::Null);
     assert_eq!(m2["records_with_reported_cost"], 0);
-    assert_eq!(doc["priced"], false);
+    // Priced apart by the bundled, dated table, which knows neither model.
+    assert_eq!(doc["priced"], true);
+    assert!(
+        doc["prices"].as_str().unwrap().starts_with("LiteLLM "),
+        "{doc}"
+    );
     assert!(m1.get("priced_cost").is_none(), "{m1}");
+    assert_eq!(m1["unpriced_records"], 2);
 
     let out = run(home, &["usage", "--by", "model"]);
     let text = stdout(&out);
@@ -174,6 +183,20 @@ fn reported_cost_is_only_what_the_agent_reported() {
         text.contains("reported_cost is the agents' own figure, from 2 of 3 records"),
         "{text}"
     );
+    assert!(text.contains("priced_cost at LiteLLM "), "{text}");
+}
+
+/// The bundled table prices a model it knows, each kind of token once:
+/// Copilot's cached input is priced as cache reads only.
+#[test]
+fn the_bundled_table_prices_known_models_by_default() {
+    let prices = harnery::read::usage::Prices::bundled();
+    assert!(prices.date.is_some() && prices.source.is_some());
+    let gpt = prices.models["gpt-4.1"];
+    let sonnet = prices.models["claude-sonnet-4-5"];
+    assert_eq!(prices.models["claude-sonnet-4.5"], sonnet, "Copilot's name");
+    assert!(gpt.input.is_some() && gpt.output.is_some() && gpt.cache_read.is_some());
+    assert!(sonnet.cache_write.is_some());
 }
 
 #[test]

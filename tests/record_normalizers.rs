@@ -227,7 +227,8 @@ fn claude_user(json: &Value, line: &RecordLine, at: &str, seen: &mut [usize; 4])
         .map(|b| {
             (
                 text(&b["tool_use_id"]).expect("id"),
-                b["is_error"].as_bool().map(|e| !e),
+                // `is_error` is written only on a failure.
+                Some(!b["is_error"].as_bool().unwrap_or(false)),
             )
         })
         .collect();

@@ -1,7 +1,8 @@
 //! `harnery health [--json]`: loud conditions from the ledger and the spool.
 //!
 //! Exits 1 when any condition is present (the command found something to
-//! look at), 0 when there is none. No condition is a failure of harnery.
+//! look at), 0 when there is none or only notes (a record the agent
+//! deleted after harnery read it). No condition is a failure of harnery.
 
 use std::io::Write;
 
@@ -54,6 +55,11 @@ pub fn run(args: Args) -> CmdResult {
         }
         return Ok(Outcome::Clean);
     }
+    // Notes alone (a record the agent deleted after it was read) are not
+    // something to fix.
+    if found.iter().all(Condition::is_note) {
+        return Ok(Outcome::Clean);
+    }
     Ok(Outcome::Problems)
 }
 
@@ -79,7 +85,11 @@ fn write_condition(
     json: bool,
 ) -> Result<(), CmdError> {
     if json {
-        writeln!(out, "{}", serde_json::to_string(condition)?)?;
+        let mut v = serde_json::to_value(condition)?;
+        if condition.is_note() {
+            v["note"] = serde_json::Value::Bool(true);
+        }
+        writeln!(out, "{v}")?;
         return Ok(());
     }
     let session = condition.session.as_ref().map_or("-".to_string(), |s| {

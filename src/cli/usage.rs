@@ -3,10 +3,11 @@
 //! reported it.
 //!
 //! Token counts by kind and the agent's own cost, summed per group; a kind
-//! or a cost no record reported prints as `-`, never as zero. With
-//! `--prices`, a separate `priced_cost` column is the user's prices applied
-//! to the records they cover, with the records they do not cover named as
-//! unpriced. The rows stream through [`crate::read::usage::tally_ledger`];
+//! or a cost no record reported prints as `-`, never as zero. Beside the
+//! agents' own `reported_cost`, a separate `priced_cost` column applies a
+//! price table to the records it covers, naming the records it does not
+//! cover as unpriced: the table shipped with harnery (dated, from LiteLLM's
+//! model price list), or the user's with `--prices FILE`. The rows stream through [`crate::read::usage::tally_ledger`];
 //! a usage row that cannot be read is named on stderr and the exit is 1.
 
 use std::io::Write;
@@ -68,7 +69,13 @@ struct KeyedGroup<'a> {
 }
 
 pub fn run(args: Args) -> CmdResult {
-    let prices = args.prices.as_deref().map(Prices::load).transpose()?;
+    // The bundled, dated table unless the user gives their own.
+    let prices = match args.prices.as_deref() {
+        Some(path) => Prices::load(path)?,
+        None => Prices::bundled(),
+    };
+    let label = prices.label();
+    let prices = Some(prices);
     let home = Home::from_env()?;
     let epochs = Epochs::open(&home, &args.epoch.epoch)?;
     epochs.report_unreadable("usage")?;
@@ -76,9 +83,14 @@ pub fn run(args: Args) -> CmdResult {
     let damaged = read_all(&epochs, &args, &mut tally)?;
     let mut out = crate::terminal::stdout(args.json);
     if args.json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&as_json(&tally))?)?;
+        let mut doc = serde_json::to_value(as_json(&tally))?;
+        doc["prices"] = serde_json::Value::String(label);
+        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
     } else {
         write_table(&mut out, &tally)?;
+        if tally.total.records > 0 {
+            writeln!(out, "priced_cost at {label} (--prices FILE for your own)")?;
+        }
     }
     out.flush()?;
     let set_aside = epochs.report_set_aside("usage");
@@ -183,6 +195,14 @@ fn write_notes(out: &mut impl Write, total: &UsageGroup) -> std::io::Result<()> 
         "reported_cost is the agents' own figure, from {} of {} records",
         total.records_with_reported_cost, total.records
     )?;
+    if total.inherited_records > 0 {
+        writeln!(
+            out,
+            "inherited: {} records of model calls already counted (a forked session's copy \
+             of its parent's messages, or a record read twice), not counted again",
+            total.inherited_records
+        )?;
+    }
     if total.records_with_unreadable_cost > 0 {
         writeln!(
             out,

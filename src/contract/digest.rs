@@ -11,7 +11,7 @@
 //! (u32 LE) UTF-8 string, in order.
 
 /// Bumped with every contract change that ships as an epoch advance.
-pub const CONTRACT_GENERATION: u32 = 3;
+pub const CONTRACT_GENERATION: u32 = 4;
 
 /// One described type: its name and its fields as `name:type` with a `?`
 /// suffix for optional fields.
@@ -239,6 +239,8 @@ pub const DESCRIPTION: &[SchemaDescription] = &[
             "cost:json?",
             "duration_ms:u64?",
             "time_to_first_token_ms:u64?",
+            "reasoning_tokens:u64?",
+            "raw:json?",
         ],
     ),
     d(

@@ -42,6 +42,15 @@ pub const GENERATIONS: &[Generation] = &[
                       incarnation (session.resumed), stale signals of an older incarnation \
                       (session.stale_signal)",
     },
+    Generation {
+        number: 4,
+        digest: "4e298a5e525d5682afa5287b991b099fe53a843cf9bdc7d17e33a3e63cc71a92",
+        description: "the agent's record, exactly: usage.reported token kinds mean the same \
+                      for every agent (input excludes cache reads; Copilot's inputTokens are \
+                      reduced by them), with reasoning tokens where reported and the agent's own \
+                      usage object kept as `raw`; a generation-3 Copilot row (no `raw`) is \
+                      normalized by readers",
+    },
 ];
 
 /// The generation whose schema digest is `digest`, if this build reads it.

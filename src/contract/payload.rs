@@ -286,7 +286,14 @@ payload_struct!(
 );
 payload_struct!(
     /// One model call's usage as the agent reported it. Nothing here is
-    /// computed: a count or a cost the agent did not report is absent.
+    /// estimated: a count or a cost the agent did not report is absent.
+    /// From generation 4 the token kinds mean the same for every agent:
+    /// `input_tokens` excludes cache reads (Copilot's `inputTokens`
+    /// include them and are reduced by them), `cache_read_tokens`,
+    /// `cache_write_tokens`, `output_tokens`, and `reasoning_tokens` where
+    /// the agent reports them apart; `raw` keeps the agent's own numbers
+    /// as it wrote them. A generation-3 row has no `raw`: its Copilot
+    /// input still includes cache reads (readers normalize it).
     UsageReported {
         record: RecordAt,
         #[serde(default)] message_id: Option<String>,
@@ -299,6 +306,9 @@ payload_struct!(
         #[serde(default)] cost: Option<Json>,
         #[serde(default)] duration_ms: Option<u64>,
         #[serde(default)] time_to_first_token_ms: Option<u64>,
+        #[serde(default)] reasoning_tokens: Option<u64>,
+        /// The agent's own usage object, as written (generation 4).
+        #[serde(default)] raw: Option<Json>,
     }
 );
 payload_struct!(

@@ -155,6 +155,8 @@ pub(super) fn samples() -> Vec<Payload> {
             cost: Some(Json::from_value(&json!(0.25))),
             duration_ms: Some(5),
             time_to_first_token_ms: Some(6),
+            reasoning_tokens: None,
+            raw: None,
         }),
         Payload::SessionMetadata(SessionMetadata {
             record: at(),
@@ -266,7 +268,7 @@ fn schema_digest_is_pinned() {
     // advance and bump CONTRACT_GENERATION.
     assert_eq!(
         schema_digest_hex(),
-        "c4e3acfec414616c891af6e2da5e2b55061b668625a323bae207017f3e24f4f3"
+        "4e298a5e525d5682afa5287b991b099fe53a843cf9bdc7d17e33a3e63cc71a92"
     );
 }
 

@@ -16,7 +16,9 @@
 //! their fingerprint. A record that is gone, unreadable, shorter than the
 //! cursor or changed under it is a `harnery.record_problem` signal (a
 //! loud `record.problem` event, once per kind), and it never holds up the
-//! hook signals. The hook itself never reads a record.
+//! hook signals. A record not written yet is pending, not missing, until
+//! the session's first prompt is 30 s old; one deleted after it was read
+//! is `removed`, a note. The hook itself never reads a record.
 //!
 //! A Claude Code subagent writes a transcript of its own, which
 //! `SubagentStop` names (`agent_transcript_path`): it is followed the same
@@ -148,8 +150,11 @@ pub fn follow(
             }
         };
         if let Some((path, named)) = &path {
+            // Not written yet (before the first prompt, or just after it):
+            // pending, not missing.
+            let named = *named && at.expected_by(now_unix_ns);
             let from = (at.cursor, at.fingerprint.as_str());
-            follow_one(path, *named, RecordRole::Session, from, &mut out)?;
+            follow_one(path, named, RecordRole::Session, from, &mut out)?;
         }
         for side in &at.subagents {
             out.reported = None;
@@ -288,7 +293,15 @@ fn follow_one(
     let mut file = match place::open(session.adapter, &session.session_id, role, path) {
         Ok(f) => f,
         Err(NotOpened::Missing) => {
-            if named {
+            // Read before and gone now: the agent cleaned it up; what was
+            // read is in the raw archive.
+            if cursor > 0 {
+                let detail = format!(
+                    "{}: deleted after {cursor} bytes were read; its history now lives only in harnery",
+                    path.display()
+                );
+                out.problem(path, "removed", detail)?;
+            } else if named {
                 out.problem(path, "missing", format!("{}: no such file", path.display()))?;
             }
             return Ok(());

@@ -8,6 +8,7 @@ use crate::contract::SessionRef;
 use crate::finalize::producer::SessionProducer;
 use crate::home::Home;
 use crate::ledger::{AppendBatch, BatchState, Ledger, LedgerError, ReadyEvent, binary_digest};
+use std::path::Path;
 
 /// Sessions ticked per batch in the time-rule pass.
 const TICK_CHUNK: usize = 256;
@@ -23,7 +24,8 @@ pub(super) fn load_producer(
     events: &mut Vec<ReadyEvent>,
 ) -> Result<SessionProducer, FinalizeError> {
     let Some(text) = ledger.producer_state(session)? else {
-        return Ok(SessionProducer::new(session.clone()));
+        return Ok(carried_producer(ledger, session)?
+            .unwrap_or_else(|| SessionProducer::new(session.clone())));
     };
     let mut producer = parse_state(session, &text)?;
     events.extend(
@@ -32,6 +34,40 @@ pub(super) fn load_producer(
             .map(ReadyEvent::new),
     );
     Ok(producer)
+}
+
+/// Archived epochs searched, newest first, for a session's record state.
+const CARRY_DEPTH: usize = 16;
+
+/// A session new to this epoch that an earlier epoch followed the record
+/// of: a producer that follows it on from where that epoch left it (see
+/// [`SessionProducer::carrying_record`]). The archives this epoch is
+/// anchored to are searched newest first; an archive that does not open
+/// is passed over (its record is then read again from its start, as
+/// before).
+fn carried_producer(
+    ledger: &Ledger,
+    session: &SessionRef,
+) -> Result<Option<SessionProducer>, FinalizeError> {
+    // The live epoch is `<home>/ledgers/<live>`; archives are named
+    // relative to the home.
+    let Some(home) = ledger.dir().parent().and_then(Path::parent) else {
+        return Ok(None);
+    };
+    let mut anchor = ledger.genesis().anchor.clone();
+    for _ in 0..CARRY_DEPTH {
+        let Some(a) = anchor else {
+            break;
+        };
+        let Ok(archived) = Ledger::open_dir_read(&home.join(&a.archive), None) else {
+            break;
+        };
+        if let Some(text) = archived.producer_state(session)? {
+            return Ok(SessionProducer::carrying_record(session.clone(), &text));
+        }
+        anchor = archived.genesis().anchor.clone();
+    }
+    Ok(None)
 }
 
 fn parse_state(session: &SessionRef, text: &str) -> Result<SessionProducer, FinalizeError> {

@@ -553,7 +553,11 @@ impl SessionAgg {
         }
         self.next += 1;
         self.first = self.first.min(e.time_unix_ns);
-        self.last = self.last.max(e.time_unix_ns);
+        // A record problem is stamped with the finalizer's time, not the
+        // agent's: it says nothing of when the session was active.
+        if self.last == i64::MIN || !matches!(e.payload, Payload::RecordProblem(_)) {
+            self.last = self.last.max(e.time_unix_ns);
+        }
         self.turns += u64::from(matches!(e.payload, Payload::TurnStarted(_)));
         self.flags |= event_flags(e).0;
         self.resumes += i64::from(matches!(e.payload, Payload::SessionResumed(_)));

@@ -44,7 +44,7 @@ pub use query::{
     SpanState, StoredEvent, StoredText,
 };
 pub use rows::ChainRow;
-pub use timeline::{Timeline, TimelineEntry};
+pub use timeline::{RecordJoin, Timeline, TimelineEntry};
 pub use unreadable::UnreadableRow;
 
 use crate::home::Home;

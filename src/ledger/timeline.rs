@@ -2,7 +2,7 @@
 //! with each tool or command span shown once, at its request, carrying the
 //! state, outcome and duration its terminal gave it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 
@@ -26,7 +26,78 @@ pub struct TimelineEntry {
     /// the reader that sums usage, never here.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub turn_tokens: Option<u64>,
+    /// On a span's line: what the agent's own record says of the call it
+    /// joined (`tool.recorded`): its call id, turn id, exit code, success.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub record: Option<RecordJoin>,
 }
+
+/// The agent's record of a hook span's call, from the `tool.recorded`
+/// events joined to it (the start's and the result's, merged).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct RecordJoin {
+    pub tool_call_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub success: Option<bool>,
+}
+
+impl RecordJoin {
+    /// The record's call of each joined span, by its request event id.
+    pub fn of_events<'a>(
+        events: impl IntoIterator<Item = &'a Event>,
+    ) -> HashMap<String, RecordJoin> {
+        let mut out: HashMap<String, RecordJoin> = HashMap::new();
+        for e in events {
+            let Payload::ToolRecorded(t) = &e.payload else {
+                continue;
+            };
+            let Some(span) = &t.span_request_event_id else {
+                continue;
+            };
+            let j = out.entry(span.to_string()).or_default();
+            j.tool_call_id.clone_from(&t.tool_call_id);
+            j.turn_id = t.turn_id.clone().or(j.turn_id.take());
+            j.exit_code = t.exit_code.or(j.exit_code);
+            j.success = t.success.or(j.success);
+        }
+        out
+    }
+
+    fn text(&self) -> String {
+        let mut text = format!(" · record: call {}", self.tool_call_id);
+        if let Some(t) = &self.turn_id {
+            text.push_str(&format!(", turn {t}"));
+        }
+        if let Some(c) = self.exit_code {
+            text.push_str(&format!(", exit {c}"));
+        }
+        text
+    }
+}
+
+/// Calls the record shows the agent refused before any hook ran: no hook
+/// span, and its result an error (the call never ran, so no hook fired).
+fn refused_calls(events: &[Event]) -> HashSet<String> {
+    events
+        .iter()
+        .filter_map(|e| match &e.payload {
+            Payload::ToolRecorded(t)
+                if t.span_request_event_id.is_none() && t.success == Some(false) =>
+            {
+                Some(t.tool_call_id.clone())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// What a `tool.recorded` without a hook span says.
+const LOST: &str = " (no hook span: a hook signal was lost)";
+const REFUSED: &str = " (no hook span: the agent refused the call before its hooks ran)";
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Timeline {
@@ -65,9 +136,29 @@ impl Ledger {
             .collect();
         let start = summary.first_unix_ns;
         let (events, damaged_rows) = self.session_events_lenient(session)?;
+        let joins = RecordJoin::of_events(&events);
+        let refused = refused_calls(&events);
         let entries = events
             .iter()
-            .filter_map(|e| entry(e, start, &spans))
+            .filter_map(|e| {
+                let mut entry = entry(e, start, &spans)?;
+                if let Some(s) = &mut entry.span
+                    && let Some(j) = joins.get(&s.request_event_id)
+                {
+                    if s.tool_call_id.is_none() {
+                        s.tool_call_id = Some(j.tool_call_id.clone());
+                    }
+                    entry.text.push_str(&j.text());
+                    entry.record = Some(j.clone());
+                }
+                if let Payload::ToolRecorded(t) = &e.payload
+                    && refused.contains(&t.tool_call_id)
+                    && let Some(cut) = entry.text.strip_suffix(LOST)
+                {
+                    entry.text = format!("{cut}{REFUSED}");
+                }
+                Some(entry)
+            })
             .collect();
         let timeline = Timeline {
             summary,
@@ -95,6 +186,7 @@ fn entry(e: &Event, start: i64, spans: &HashMap<String, SpanRow>) -> Option<Time
         text: describe(&e.payload, span.as_ref()),
         span,
         turn_tokens: None,
+        record: None,
     })
 }
 
@@ -254,7 +346,7 @@ fn describe(p: &Payload, span: Option<&SpanRow>) -> String {
                 .map(|c| format!(" exit {c}"))
                 .unwrap_or_default(),
             if t.span_request_event_id.is_none() {
-                " (no hook span: a hook signal was lost)"
+                LOST
             } else {
                 ""
             }

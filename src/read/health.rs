@@ -38,6 +38,15 @@ pub struct Condition {
     pub detail: String,
 }
 
+impl Condition {
+    /// A note, not a problem: the agent deleted its record after harnery
+    /// read it (`reported:record_removed`), so the session's history now
+    /// lives only in harnery. `health` lists it and still exits 0.
+    pub fn is_note(&self) -> bool {
+        self.code == "reported:record_removed"
+    }
+}
+
 /// An open span as listed under a pending end.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct OpenSpan {

@@ -50,7 +50,13 @@ pub fn conditions(ledger: &Ledger, now_ns: i64) -> Result<Vec<Condition>, Ledger
             let c = recorded("end_expired".into(), session, at, end.end_event_id);
             later.push((at.unwrap_or(i64::MIN), id, c));
         }
+        let mut state = None;
         for h in reported.remove(session).unwrap_or_default() {
+            if h.code.starts_with("record_")
+                && record_problem_cleared(ledger, session, &h, &mut state)?
+            {
+                continue;
+            }
             let c = recorded(
                 format!("reported:{}", h.code),
                 session,
@@ -63,6 +69,32 @@ pub fn conditions(ledger: &Ledger, now_ns: i64) -> Result<Vec<Condition>, Ledger
         out.extend(later.into_iter().map(|(_, _, c)| c));
     }
     Ok(out)
+}
+
+/// Whether a recorded problem of the session's own record has cleared:
+/// the record was read since (a record `missing` until it was written), or
+/// a later problem replaced it. `state` caches the session's record state.
+fn record_problem_cleared(
+    ledger: &Ledger,
+    session: &SessionRef,
+    row: &crate::ledger::HealthRow,
+    state: &mut Option<Option<crate::finalize::producer::RecordCursor>>,
+) -> Result<bool, LedgerError> {
+    use crate::finalize::producer::RecordCursor;
+    if state.is_none() {
+        let text = ledger.producer_state(session)?;
+        *state = Some(text.as_deref().and_then(RecordCursor::of_state));
+    }
+    let Some(Some(at)) = state.as_ref() else {
+        return Ok(false);
+    };
+    let kind = &row.code["record_".len()..];
+    // Only the session's own record: a subagent's problem names its path.
+    let own = at
+        .path
+        .as_deref()
+        .is_some_and(|p| row.detail.starts_with(p));
+    Ok(own && at.problem.as_deref() != Some(kind))
 }
 
 /// Every pending end request with the open spans of its session, in

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::contract::{Event, Payload, UsageReported};
+use crate::contract::{AdapterId, Event, Payload, UsageReported};
 use crate::ledger::{DamagedRow, Ledger, LedgerError, RowFilter, StoredText};
 
 /// The group name of usage whose record named no model.
@@ -50,9 +50,19 @@ impl std::str::FromStr for GroupBy {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Prices {
+    /// Where the prices come from, and as of when (the bundled table names
+    /// both; a user's file may).
+    #[serde(default)]
+    pub source: Option<String>,
+    #[serde(default)]
+    pub date: Option<String>,
     #[serde(default)]
     pub models: BTreeMap<String, ModelPrices>,
 }
+
+/// The price table shipped with harnery (`prices/litellm.toml`, from
+/// LiteLLM's model price list, MIT), used when no `--prices` is given.
+const BUNDLED_PRICES: &str = include_str!("../../prices/litellm.toml");
 
 /// One model's prices per million tokens.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
@@ -77,6 +87,21 @@ pub enum PricesError {
 }
 
 impl Prices {
+    /// The bundled price table, dated.
+    pub fn bundled() -> Prices {
+        Prices::parse(BUNDLED_PRICES).expect("the bundled price table parses")
+    }
+
+    /// `source, date` as a note, e.g. `LiteLLM 1.110.2 model price list of 2026-12-02`.
+    pub fn label(&self) -> String {
+        match (&self.source, &self.date) {
+            (Some(s), Some(d)) => format!("{s} of {d}"),
+            (Some(s), None) => s.clone(),
+            (None, Some(d)) => format!("prices of {d}"),
+            (None, None) => "the prices file given".into(),
+        }
+    }
+
     /// Read and check the TOML prices file at `path`.
     pub fn load(path: &Path) -> Result<Prices, PricesError> {
         let text = std::fs::read_to_string(path).map_err(|source| PricesError::Read {
@@ -147,6 +172,9 @@ pub struct Tokens {
     pub output: Option<u64>,
     pub cache_read: Option<u64>,
     pub cache_write: Option<u64>,
+    /// Reasoning tokens, where the agent reports them apart from output.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<u64>,
 }
 
 impl Tokens {
@@ -155,6 +183,7 @@ impl Tokens {
         sum_into(&mut self.output, u.output_tokens);
         sum_into(&mut self.cache_read, u.cache_read_tokens);
         sum_into(&mut self.cache_write, u.cache_write_tokens);
+        sum_into(&mut self.reasoning, u.reasoning_tokens);
     }
 
     /// Input plus output, where either was reported: the one number
@@ -200,6 +229,11 @@ pub struct UsageGroup {
     /// With `--prices` only: the models of those records.
     #[serde(skip_serializing_if = "BTreeSet::is_empty")]
     pub unpriced_models: BTreeSet<String>,
+    /// Records of a model call already counted (same agent and call id)
+    /// in an earlier session or epoch: a `--fork-session` copy of its
+    /// parent's messages, or a record read again. Shown, never counted.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub inherited_records: u64,
 }
 
 /// A sum of costs to ten decimal places: binary floats add decimal
@@ -217,8 +251,28 @@ fn is_zero(n: &u64) -> bool {
 
 impl UsageGroup {
     fn add(&mut self, u: &UsageReported, prices: Option<&Prices>) {
+        // A cost report without tokens (Claude Code's running cost, what it
+        // grew by) is no model call of its own.
+        let tokens = [
+            u.input_tokens,
+            u.output_tokens,
+            u.cache_read_tokens,
+            u.cache_write_tokens,
+            u.reasoning_tokens,
+        ];
+        if tokens.iter().all(Option::is_none) && u.cost.is_some() {
+            self.add_reported_cost(u);
+            return;
+        }
         self.records += 1;
         self.tokens.add(u);
+        self.add_reported_cost(u);
+        if let Some(prices) = prices {
+            self.add_priced(u, prices);
+        }
+    }
+
+    fn add_reported_cost(&mut self, u: &UsageReported) {
         match u.cost.as_ref().map(|c| c.as_str().parse::<f64>()) {
             Some(Ok(cost)) if cost.is_finite() => {
                 self.reported_cost = Some(self.reported_cost.unwrap_or(0.0) + cost);
@@ -226,9 +280,6 @@ impl UsageGroup {
             }
             Some(_) => self.records_with_unreadable_cost += 1,
             None => {}
-        }
-        if let Some(prices) = prices {
-            self.add_priced(u, prices);
         }
     }
 
@@ -260,6 +311,10 @@ pub struct UsageTally {
     pub damaged: Vec<DamagedRow>,
     #[serde(skip)]
     prices: Option<Prices>,
+    /// The model calls counted so far (agent, call id): each is counted
+    /// once across every session and epoch read.
+    #[serde(skip)]
+    counted: std::collections::HashSet<(crate::contract::AdapterId, String)>,
 }
 
 /// The prefilter: a row whose text lacks this is not usage, unparsed.
@@ -273,15 +328,26 @@ impl UsageTally {
             total: UsageGroup::default(),
             damaged: Vec::new(),
             prices,
+            counted: std::collections::HashSet::new(),
         }
     }
 
-    /// Count `event` if it is a usage report.
+    /// Count `event` if it is a usage report (once per model call: a call
+    /// seen before is counted as inherited in its group).
     pub fn add(&mut self, event: &Event) {
         let Payload::UsageReported(u) = &event.payload else {
             return;
         };
+        let u = normalized(event.session.adapter, u);
+        let u = u.as_ref();
         let key = self.key_of(event, u);
+        if let Some(id) = &u.message_id
+            && !self.counted.insert((event.session.adapter, id.clone()))
+        {
+            self.groups.entry(key).or_default().inherited_records += 1;
+            self.total.inherited_records += 1;
+            return;
+        }
         let prices = self.prices.as_ref();
         self.groups.entry(key).or_default().add(u, prices);
         self.total.add(u, prices);
@@ -356,12 +422,29 @@ pub fn turn_usage<'a>(events: impl IntoIterator<Item = &'a Event>) -> BTreeMap<S
     turns
 }
 
+/// A usage record with its token kinds as generation 4 means them: a
+/// generation-3 Copilot row (it has no `raw`) counted its cache reads in
+/// `input_tokens` too, and is reduced by them here. Every other row is
+/// already so.
+pub fn normalized(adapter: AdapterId, u: &UsageReported) -> std::borrow::Cow<'_, UsageReported> {
+    match (adapter, &u.raw, u.input_tokens, u.cache_read_tokens) {
+        (AdapterId::Copilot, None, Some(input), Some(read)) if read > 0 => {
+            let mut owned = u.clone();
+            owned.input_tokens = Some(input.saturating_sub(read));
+            std::borrow::Cow::Owned(owned)
+        }
+        _ => std::borrow::Cow::Borrowed(u),
+    }
+}
+
 /// [`turn_usage`] one event at a time, for a caller that streams a
 /// session rather than holding its events.
 pub fn add_turn_usage(turns: &mut BTreeMap<String, TurnUsage>, event: &Event) {
     let (Payload::UsageReported(u), Some(turn)) = (&event.payload, &event.turn.turn_id) else {
         return;
     };
+    let u = normalized(event.session.adapter, u);
+    let u = u.as_ref();
     let t = turns.entry(turn.clone()).or_default();
     t.records += 1;
     t.tokens.add(u);
@@ -392,6 +475,8 @@ mod tests {
             cost: cost.map(|c| Json::parse(c).expect("test JSON")),
             duration_ms: Some(100),
             time_to_first_token_ms: None,
+            reasoning_tokens: None,
+            raw: None,
         })
     }
 
@@ -407,6 +492,42 @@ mod tests {
             t.add(&e);
         }
         t
+    }
+
+    /// A generation-3 Copilot row counted cache reads in its input; a
+    /// generation-4 row (it keeps `raw`) does not; both read the same.
+    #[test]
+    fn copilot_input_excludes_cache_reads_in_every_generation() {
+        let row = |raw: Option<&str>, input: u64| {
+            let Payload::UsageReported(mut u) = usage(Some("gpt-4.1"), input, 10, None) else {
+                unreachable!()
+            };
+            u.cache_read_tokens = Some(60);
+            u.raw = raw.map(|r| Json::parse(r).unwrap());
+            Payload::UsageReported(u)
+        };
+        for (adapter, want) in [(AdapterId::Copilot, 40), (AdapterId::ClaudeCode, 100)] {
+            let mut t = UsageTally::new(GroupBy::Model, None);
+            let mut turns = BTreeMap::new();
+            for payload in [row(None, 100), row(Some(r#"{"inputTokens":100}"#), 40)] {
+                let mut s = Script::new("s1");
+                s.turn("t1");
+                s.push(0, payload, Provenance::NATIVE);
+                for mut e in s.events() {
+                    e.session.adapter = adapter;
+                    t.add(&e);
+                    add_turn_usage(&mut turns, &e);
+                }
+            }
+            let gen3 = if adapter == AdapterId::Copilot {
+                want
+            } else {
+                100
+            };
+            assert_eq!(t.total.tokens.input, Some(gen3 + 40), "{adapter:?}");
+            assert_eq!(turns["t1"].tokens.input, Some(gen3 + 40));
+            assert_eq!(t.total.tokens.cache_read, Some(120));
+        }
     }
 
     #[test]

@@ -92,6 +92,9 @@ pub struct SpanMark {
     pub confidence: Option<Confidence>,
     /// The tool input or command line, clipped.
     pub input: Option<String>,
+    /// What the agent's own record says of the call (call id, turn id,
+    /// exit code), where a `tool.recorded` joined this span.
+    pub record: Option<crate::ledger::RecordJoin>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -188,10 +191,18 @@ pub fn build(parts: &[PartRows], tagged: bool) -> SessionView {
         .map(|(i, l)| (l.agent_id.clone(), i))
         .collect();
     let lane = |agent: &Option<String>| lane_of.get(agent).copied().unwrap_or(0);
+    let joins = crate::ledger::RecordJoin::of_events(events.iter().copied());
     let mut spans: Vec<SpanMark> = parts
         .iter()
         .flat_map(|p| p.spans.iter())
-        .map(|s| mark(s, &by_id, end_ns, lane(&s.agent_id)))
+        .map(|s| {
+            let mut m = mark(s, &by_id, end_ns, lane(&s.agent_id));
+            m.record = joins.get(&s.request_event_id).cloned();
+            if m.tool_call_id.is_none() {
+                m.tool_call_id = m.record.as_ref().map(|j| j.tool_call_id.clone());
+            }
+            m
+        })
         .collect();
     let drawn = 100.0 - 2.0 * EDGE_PERCENT;
     let min_extent = ((end_ns - start_ns) as f64 * MIN_WIDTH_PERCENT / drawn) as i64;
@@ -298,6 +309,7 @@ fn mark(s: &SpanRow, by_id: &HashMap<&str, &Event>, end_ns: i64, lane: usize) ->
         upper_bound_ms,
         confidence: terminal.or(request).map(|e| e.provenance.confidence),
         input: request.and_then(input_of),
+        record: None,
     }
 }
 
@@ -455,6 +467,7 @@ mod tests {
             upper_bound_ms: None,
             confidence: None,
             input: None,
+            record: None,
         }
     }
 
@@ -479,6 +492,8 @@ mod tests {
                 cost: None,
                 duration_ms: None,
                 time_to_first_token_ms: None,
+                reasoning_tokens: None,
+                raw: None,
             })
         };
         s.push(1, usage(100, 20), Provenance::NATIVE);

@@ -319,6 +319,14 @@ fn span_detail(v: &SessionView, s: &SpanMark) -> String {
         d.push_str(val);
     };
     line("call id", s.tool_call_id.as_deref().unwrap_or("none"));
+    if let Some(j) = &s.record {
+        if let Some(t) = &j.turn_id {
+            line("record turn", t);
+        }
+        if let Some(c) = j.exit_code {
+            line("exit code", &c.to_string());
+        }
+    }
     line("request event", &s.request_event_id);
     line("outcome", s.outcome.as_deref().unwrap_or("none yet"));
     line("duration", &duration_text(s));
@@ -428,6 +436,7 @@ mod tests {
             upper_bound_ms: bound,
             confidence: Some(crate::contract::Confidence::Medium),
             input: None,
+            record: None,
         }
     }
 

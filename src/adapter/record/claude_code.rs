@@ -9,7 +9,8 @@
 //! - `user`: bare-string content, or `text` blocks, are the prompt
 //!   ([`RecordItem::UserMessage`], plus the line's session metadata);
 //!   every `tool_result` block is a [`RecordItem::ToolFinished`]
-//!   (`is_error` gives `success`; the record has no exit code).
+//!   (`is_error` gives `success`, its absence meaning success; the record
+//!   has no exit code).
 //! - `assistant`: one item per meaning: `thinking` (its `signature` is the
 //!   continuation) and `redacted_thinking` are reasoning; the text blocks,
 //!   joined by newlines, and the `tool_use` ids are the message; each
@@ -57,6 +58,10 @@ struct Header<'a> {
     #[serde(rename = "type", borrow)]
     kind: Option<std::borrow::Cow<'a, str>>,
     subtype: Option<String>,
+    #[serde(borrow)]
+    uuid: Option<std::borrow::Cow<'a, str>>,
+    #[serde(rename = "parentUuid", borrow)]
+    parent_uuid: Option<std::borrow::Cow<'a, str>>,
 }
 
 /// Every field this module reads from a frame, whatever its type.
@@ -106,7 +111,9 @@ struct AssistantWire {
     model: Option<String>,
     #[serde(default)]
     content: Vec<Block>,
-    usage: Option<UsageWire>,
+    /// The usage object as written (kept whole as `raw`).
+    #[serde(default, deserialize_with = "raw_json")]
+    usage: Option<Json>,
 }
 
 /// A content block, every kind in one struct: an internally tagged enum
@@ -168,7 +175,10 @@ pub fn read_line(line: &[u8], at: &RecordAt) -> RecordLine {
         ))),
         (None, _) => Err(RecordLine::unrecognized("frame without a type")),
     };
-    result.unwrap_or_else(|unrecognized| unrecognized)
+    let mut line = result.unwrap_or_else(|unrecognized| unrecognized);
+    line.uuid = header.uuid.map(Box::from);
+    line.parent_uuid = header.parent_uuid.map(Box::from);
+    line
 }
 
 impl Frame<'_> {
@@ -177,6 +187,8 @@ impl Frame<'_> {
             time_unix_ns: time_ns(self.timestamp.as_deref()),
             agent_id: self.agent_id.clone(),
             native_turn_id: self.prompt_id.clone(),
+            uuid: None,
+            parent_uuid: None,
             items,
         }
     }
@@ -232,7 +244,8 @@ fn user(frame: Frame, at: &RecordAt) -> Result<RecordLine, RecordLine> {
 fn tool_finished(id: String, is_error: Option<bool>, turn: &Option<String>) -> RecordItem {
     RecordItem::ToolFinished(RecordedResult {
         tool_call_id: id,
-        success: is_error.map(|failed| !failed),
+        // Claude Code writes `is_error` only on a failure.
+        success: Some(!is_error.unwrap_or(false)),
         exit_code: None,
         turn_id: turn.clone(),
     })
@@ -262,8 +275,10 @@ fn assistant(frame: Frame, at: &RecordAt) -> Result<RecordLine, RecordLine> {
             tool_call_ids: calls.iter().map(|c| c.tool_call_id.clone()).collect(),
         }));
     }
-    if let Some(usage) = wire.usage.as_ref().filter(|_| !frame.stream_frame) {
-        items.push(RecordItem::Usage(call_usage(at, &wire, usage)));
+    if let Some(raw) = wire.usage.as_ref().filter(|_| !frame.stream_frame) {
+        let usage: UsageWire = serde_json::from_str(raw.as_str())
+            .map_err(|e| RecordLine::unrecognized(format!("usage in no known shape: {e}")))?;
+        items.push(RecordItem::Usage(call_usage(at, &wire, &usage)));
     }
     items.extend(calls.into_iter().map(RecordItem::ToolStarted));
     Ok(frame.line(items))
@@ -304,6 +319,8 @@ fn call_usage(at: &RecordAt, wire: &AssistantWire, usage: &UsageWire) -> UsageRe
         cost: None,
         duration_ms: None,
         time_to_first_token_ms: None,
+        reasoning_tokens: None,
+        raw: wire.usage.clone(),
     }
 }
 
@@ -342,6 +359,8 @@ fn totals(frame: Frame, at: &RecordAt) -> RecordLine {
                 cost: total.cost_usd.clone(),
                 duration_ms: frame.duration_api_ms.filter(|_| single).and_then(millis),
                 time_to_first_token_ms: frame.ttft_ms.filter(|_| single).and_then(millis),
+                reasoning_tokens: None,
+                raw: None,
             })
         })
         .collect();
@@ -388,6 +407,18 @@ mod tests {
                 }),
             ]
         );
+    }
+
+    #[test]
+    fn a_result_without_is_error_is_a_success() {
+        let line = read(
+            r#"{"type":"user","promptId":"p","message":{"content":[
+                {"type":"tool_result","tool_use_id":"t1","content":"ok"}]}}"#,
+        );
+        let RecordItem::ToolFinished(done) = &line.items[0] else {
+            panic!("{line:?}")
+        };
+        assert_eq!(done.success, Some(true));
     }
 
     #[test]
@@ -450,6 +481,11 @@ mod tests {
                     cost: None,
                     duration_ms: None,
                     time_to_first_token_ms: None,
+                    reasoning_tokens: None,
+                    raw: Json::parse(
+                        r#"{"cache_creation_input_tokens":6,"cache_read_input_tokens":5,"input_tokens":3,"output_tokens":4,"service_tier":"standard"}"#
+                    )
+                    .ok(),
                 }),
                 RecordItem::ToolStarted(RecordedCall {
                     tool_call_id: "t1".into(),
@@ -535,6 +571,8 @@ mod tests {
                 cost: Json::parse("0.0016").ok(),
                 duration_ms: Some(349),
                 time_to_first_token_ms: Some(262),
+                reasoning_tokens: None,
+                raw: None,
             })]
         );
     }

@@ -15,8 +15,10 @@
 //! - `tool.execution_start` / `tool.execution_complete` are the record's
 //!   tool calls, with the hook side's digest of `arguments`, `success` and
 //!   `shellExecution.exitCode`.
-//! - `session.usage_record` is one model call's usage; Copilot gives it no
-//!   message id, so each stands alone.
+//! - `session.usage_record` is one model call's usage, keyed by the call's
+//!   own id (`accounting.usageId`, else `apiCallId`) as its `message_id`,
+//!   so a call recorded twice (a session copied, a record read again) is
+//!   counted once.
 //!
 //! `assistant.reasoning` is read as `reasoningId` + `content`; the corpus
 //! has none, so that shape is the documented one, not one seen.
@@ -115,10 +117,19 @@ struct UsageWire {
     output_tokens: Option<u64>,
     cache_read_tokens: Option<u64>,
     cache_write_tokens: Option<u64>,
+    reasoning_tokens: Option<u64>,
     #[serde(default, deserialize_with = "raw_json")]
     cost: Option<Json>,
     duration: Option<f64>,
     time_to_first_token_ms: Option<f64>,
+    api_call_id: Option<String>,
+    accounting: Option<AccountingWire>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AccountingWire {
+    usage_id: Option<String>,
 }
 
 /// Read one line of the record.
@@ -148,6 +159,8 @@ impl Envelope<'_> {
             time_unix_ns: time_ns(self.timestamp.as_deref()),
             agent_id: self.agent_id.clone(),
             native_turn_id: turn,
+            uuid: None,
+            parent_uuid: None,
             items,
         }
     }
@@ -248,18 +261,36 @@ fn tool_finished(data: &Data) -> Option<RecordItem> {
     }))
 }
 
+/// One call's usage, its token kinds normalized (Copilot's `inputTokens`
+/// include the cache reads; harnery's `input_tokens` do not) and the
+/// agent's own numbers kept beside them in `raw`.
 fn usage(usage: &UsageWire, at: &RecordAt) -> RecordItem {
+    let raw = serde_json::json!({
+        "inputTokens": usage.input_tokens,
+        "outputTokens": usage.output_tokens,
+        "cacheReadTokens": usage.cache_read_tokens,
+        "cacheWriteTokens": usage.cache_write_tokens,
+        "reasoningTokens": usage.reasoning_tokens,
+    });
     RecordItem::Usage(UsageReported {
         record: at.clone(),
-        message_id: None,
+        message_id: usage
+            .accounting
+            .as_ref()
+            .and_then(|a| a.usage_id.clone())
+            .or_else(|| usage.api_call_id.clone()),
         model: usage.model.clone(),
-        input_tokens: usage.input_tokens,
+        input_tokens: usage
+            .input_tokens
+            .map(|n| n.saturating_sub(usage.cache_read_tokens.unwrap_or(0))),
         output_tokens: usage.output_tokens,
         cache_read_tokens: usage.cache_read_tokens,
         cache_write_tokens: usage.cache_write_tokens,
         cost: usage.cost.clone(),
         duration_ms: usage.duration.and_then(millis),
         time_to_first_token_ms: usage.time_to_first_token_ms.and_then(millis),
+        reasoning_tokens: usage.reasoning_tokens,
+        raw: Some(Json::from_value(&raw)),
     })
 }
 
@@ -363,6 +394,8 @@ mod tests {
 
     #[test]
     fn a_usage_record_keeps_cost_as_written_and_rounds_latency() {
+        // inputTokens include the cache reads; input_tokens do not, and
+        // the agent's numbers are kept as raw. The call's id keys it.
         let line = read(
             "session.usage_record",
             r#"{"usage":{"model":"gpt-4.1","inputTokens":100,"outputTokens":10,
@@ -373,15 +406,20 @@ mod tests {
             line.items,
             vec![RecordItem::Usage(UsageReported {
                 record: at(),
-                message_id: None,
+                message_id: Some("x".into()),
                 model: Some("gpt-4.1".into()),
-                input_tokens: Some(100),
+                input_tokens: Some(99),
                 output_tokens: Some(10),
                 cache_read_tokens: Some(1),
                 cache_write_tokens: Some(2),
                 cost: Json::parse("0.0").ok(),
                 duration_ms: Some(34),
                 time_to_first_token_ms: Some(34),
+                reasoning_tokens: None,
+                raw: Json::parse(
+                    r#"{"cacheReadTokens":1,"cacheWriteTokens":2,"inputTokens":100,"outputTokens":10,"reasoningTokens":null}"#
+                )
+                .ok(),
             })]
         );
     }

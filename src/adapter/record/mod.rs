@@ -49,6 +49,12 @@ pub struct RecordLine {
     /// The agent's own turn id for the line, when the record has one
     /// (Copilot `turnId`; Claude Code `promptId`).
     pub native_turn_id: Option<String>,
+    /// The line's own id and the line it follows on from (Claude Code
+    /// `uuid` and `parentUuid`, on every line that has them, even one that
+    /// says nothing else): an assistant line carries no `promptId`, so its
+    /// turn is that of the user line its chain leads back to.
+    pub uuid: Option<Box<str>>,
+    pub parent_uuid: Option<Box<str>>,
     pub items: Vec<RecordItem>,
 }
 
@@ -167,6 +173,8 @@ impl RecordLine {
             time_unix_ns: None,
             agent_id: None,
             native_turn_id: None,
+            uuid: None,
+            parent_uuid: None,
             items: Vec::new(),
         }
     }

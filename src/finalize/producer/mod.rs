@@ -104,6 +104,27 @@ pub struct SessionProducer {
 }
 
 impl SessionProducer {
+    /// A new producer for a session that an epoch advance carried over:
+    /// its record is followed on from where the archived epoch's producer
+    /// left it (cursor, fingerprint, usage already counted, turn lineage),
+    /// so nothing of it is read or counted twice. `archived` is the whole
+    /// producer state the archived epoch stored, as JSON text; `None` when
+    /// it says nothing of a record.
+    pub fn carrying_record(session: SessionRef, archived: &str) -> Option<SessionProducer> {
+        #[derive(Deserialize)]
+        struct Stored {
+            #[serde(default)]
+            record: record::RecordFollow,
+        }
+        let stored: Stored = serde_json::from_str(archived).ok()?;
+        if stored.record.is_unused() {
+            return None;
+        }
+        let mut producer = SessionProducer::new(session);
+        producer.record = stored.record.carried();
+        Some(producer)
+    }
+
     pub fn new(session: SessionRef) -> SessionProducer {
         SessionProducer {
             capability_digest: CapabilityProfile::of(session.adapter).digest_hex(),
@@ -200,8 +221,17 @@ impl SessionProducer {
         if from_agent && normalized.kind.is_native_work() {
             self.cancel_pending_end("native_work", &mut trigger, &mut out);
         }
-        if from_agent && self.record.path.is_none() {
-            self.record.path = crate::adapter::record::path_in_payload(signal.payload);
+        // The record a hook names; until any of it was read, a hook that
+        // names another (a session carried from an epoch whose record was
+        // elsewhere) moves the following there.
+        if from_agent && (self.record.path.is_none() || self.record.cursor == 0) {
+            let named = crate::adapter::record::path_in_payload(signal.payload);
+            if named.is_some() && named != self.record.path {
+                if self.record.path.is_some() {
+                    self.record.problem = None;
+                }
+                self.record.path = named;
+            }
         }
         self.apply(normalized, &mut trigger, &mut out);
         if from_agent

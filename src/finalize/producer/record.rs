@@ -44,7 +44,7 @@ use crate::adapter::record::{RecordItem, RecordLine, RecordedCall, RecordedResul
 use crate::contract::{
     AdapterId, Attestation, Confidence, Event, EventId, Payload, Provenance, RecordAt,
     RecordProblem, RecoveryReason, SessionMetadata, SignalUnrecognized, TimeSource, ToolRecorded,
-    TurnAttribution,
+    TurnAttribution, UsageReported,
 };
 
 /// Where a session's record stands, read from its stored producer state
@@ -71,6 +71,10 @@ pub struct RecordCursor {
     /// read here).
     #[serde(default)]
     pub held: Vec<HeldSince>,
+    /// When the session's first prompt was ingested (see
+    /// [`RecordCursor::expected_by`]).
+    #[serde(default)]
+    pub prompted_ns: Option<i64>,
 }
 
 /// When a held record call's line was written.
@@ -80,6 +84,16 @@ pub struct HeldSince {
 }
 
 impl RecordCursor {
+    /// Whether a record that a hook named and that does not exist is
+    /// missing at `now_ns` rather than pending: Claude Code writes its
+    /// transcript only at the session's first prompt (a session opened and
+    /// closed without one has none), and just after it, so it is missing
+    /// only once the first prompt is [`RECORD_GRACE_NS`] old.
+    pub fn expected_by(&self, now_ns: i64) -> bool {
+        self.prompted_ns
+            .is_some_and(|t| t.saturating_add(RECORD_GRACE_NS) <= now_ns)
+    }
+
     /// When the oldest held call may be settled (`None`: none is held).
     pub fn held_due_ns(&self) -> Option<i64> {
         self.held.iter().map(|h| h.time_unix_ns + SETTLE_NS).min()
@@ -118,10 +132,16 @@ const REMEMBERED_REQUESTS: usize = 256;
 const REMEMBERED_USAGE: usize = 64;
 /// Hook prompts remembered for meeting the record's user messages.
 const REMEMBERED_PROMPTS: usize = 16;
+/// Claude Code record lines remembered for their turn (a line's parent is
+/// nearly always one of the few lines just before it).
+const REMEMBERED_LINES: usize = 128;
 /// Agents whose current interaction is remembered.
 const REMEMBERED_AGENTS: usize = 16;
 /// How long a record call may wait for the hook request it joins.
 pub const SETTLE_NS: i64 = 30_000_000_000;
+/// How long after the session's first prompt an absent record is still
+/// pending rather than missing.
+pub const RECORD_GRACE_NS: i64 = 30_000_000_000;
 /// Subagent records followed at once; past this the oldest is given up
 /// (each is read to its end by the pass after its subagent stopped, so
 /// only a session that outruns the finalizer by this many subagents
@@ -168,6 +188,23 @@ pub struct RecordFollow {
     /// last user message met (agent key "" is the main agent).
     #[serde(default, skip_serializing_if = "VecDeque::is_empty")]
     interactions: VecDeque<(String, TurnAttribution)>,
+    /// When the session's first prompt was ingested: before it (and for a
+    /// grace after it) an absent record is pending, not missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompted_ns: Option<i64>,
+    /// Claude Code's recent record lines (`uuid`) and the prompt
+    /// (`promptId`) each descends from, newest last: an assistant line
+    /// carries no `promptId` and takes its turn from its `parentUuid`.
+    #[serde(default, skip_serializing_if = "VecDeque::is_empty")]
+    lineage: VecDeque<(String, String)>,
+    /// The `promptId` the record last named, for a line whose chain leads
+    /// to no line remembered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    last_prompt: Option<String>,
+    /// The agent's running cost total per model, as last reported (Claude
+    /// Code's `cost-state` lines), for recording what it grew by.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    cost_totals: std::collections::BTreeMap<String, f64>,
 }
 
 fn prompt_digest(text: &str) -> String {
@@ -297,6 +334,19 @@ impl RecordFollow {
         *self == RecordFollow::default()
     }
 
+    /// What an epoch advance carries into the new epoch: where the record
+    /// is and how far it was read, the usage already counted, the turn
+    /// lineage and metadata; not the joins in progress (their hook spans
+    /// are in the archived epoch).
+    pub fn carried(self) -> RecordFollow {
+        RecordFollow {
+            requests: VecDeque::new(),
+            calls: VecDeque::new(),
+            held: VecDeque::new(),
+            ..self
+        }
+    }
+
     /// Follow a subagent's own record too. Returns the record given up to
     /// make room, if one was.
     pub fn follow_subagent(&mut self, agent_id: String, path: String) -> Option<SubagentRecord> {
@@ -358,14 +408,14 @@ impl RecordFollow {
             .map_or_else(TurnAttribution::none, |(_, turn)| turn.clone())
     }
 
-    /// Remember the hook tool requests among `events` for joining (not
-    /// while the record cannot be read: a missing record would only make
-    /// the state grow).
+    /// Remember the hook tool requests among `events` for joining,
+    /// whatever the record's state (a record not written yet, or one that
+    /// cannot be read now, may be read later); bounded.
     pub fn remember_requests(&mut self, events: &[Event]) {
-        if self.problem.is_some() {
-            return;
-        }
         for event in events {
+            if matches!(event.payload, Payload::PromptSubmitted(_)) && self.prompted_ns.is_none() {
+                self.prompted_ns = Some(event.time_unix_ns);
+            }
             let Payload::ToolRequested(t) = &event.payload else {
                 continue;
             };
@@ -460,6 +510,68 @@ impl RecordFollow {
             !in_turn
         });
         spans
+    }
+
+    /// The prompt a Claude Code record line belongs to: its own
+    /// `promptId`, else that of the line its `parentUuid` names, else the
+    /// one the record last named. Remembered under the line's `uuid` for
+    /// the lines that follow on from it, so the answer depends only on the
+    /// record, never on when finalize read it.
+    fn line_prompt(&mut self, line: &RecordLine) -> Option<String> {
+        let prompt = line
+            .native_turn_id
+            .clone()
+            .or_else(|| {
+                let parent = line.parent_uuid.as_deref()?;
+                self.lineage
+                    .iter()
+                    .rev()
+                    .find(|(u, _)| **u == *parent)
+                    .map(|(_, p)| p.clone())
+            })
+            .or_else(|| self.last_prompt.clone());
+        if line.native_turn_id.is_some() {
+            self.last_prompt = line.native_turn_id.clone();
+        }
+        if let (Some(uuid), Some(p)) = (&line.uuid, &prompt) {
+            if self.lineage.len() == REMEMBERED_LINES {
+                self.lineage.pop_front();
+            }
+            self.lineage.push_back((uuid.to_string(), p.clone()));
+        }
+        prompt
+    }
+
+    /// A running cost total's growth since the last total of its model, as
+    /// a cost-only usage report (`None`: no cost, or it did not grow).
+    fn cost_growth(&mut self, total: UsageReported) -> Option<UsageReported> {
+        let model = total.model.clone()?;
+        let now: f64 = total.cost.as_ref()?.as_str().parse().ok()?;
+        if !now.is_finite() {
+            return None;
+        }
+        let before = self.cost_totals.insert(model.clone(), now).unwrap_or(0.0);
+        // A total below the last one starts a new count (a new process).
+        let grew = if now >= before { now - before } else { now };
+        if grew <= 0.0 {
+            return None;
+        }
+        let text = format!("{grew:.10}");
+        let text = text.trim_end_matches('0').trim_end_matches('.');
+        Some(UsageReported {
+            record: total.record,
+            message_id: None,
+            model: Some(model),
+            input_tokens: None,
+            output_tokens: None,
+            cache_read_tokens: None,
+            cache_write_tokens: None,
+            cost: Some(crate::contract::Json::parse(text).ok()?),
+            duration_ms: None,
+            time_to_first_token_ms: None,
+            reasoning_tokens: None,
+            raw: None,
+        })
     }
 
     /// Whether `m` says something the session's metadata did not yet say
@@ -646,7 +758,9 @@ impl SessionProducer {
     }
 
     /// A problem following the record, reported once per kind. Hook
-    /// requests are not kept for joining while the record cannot be read.
+    /// requests stay remembered for joining: the record may be read again.
+    /// A record the agent deleted after it was read (`removed`) is a note,
+    /// not a problem: what was read is kept in the raw archive.
     pub(super) fn on_record_problem(
         &mut self,
         problem: RecordProblem,
@@ -659,8 +773,6 @@ impl SessionProducer {
             self.record.subagents.remove(i);
         } else {
             self.settle_held(Settle::All, trigger, out);
-            self.record.requests.clear();
-            self.record.calls.clear();
             if self.record.problem.as_deref() == Some(&problem.kind) {
                 return;
             }
@@ -680,13 +792,21 @@ impl SessionProducer {
         &mut self,
         path: &str,
         offset: u64,
-        line: RecordLine,
+        mut line: RecordLine,
         received_ns: i64,
         trigger: &mut Trigger,
         out: &mut Vec<Event>,
     ) {
         let turn = match self.session.adapter {
-            AdapterId::ClaudeCode => self.speaker(None, line.native_turn_id.clone()).turn,
+            AdapterId::ClaudeCode => {
+                // A line before any prompt belongs to no turn (not to
+                // whichever turn the hooks have open when it is read).
+                line.native_turn_id = self.record.line_prompt(&line);
+                match &line.native_turn_id {
+                    Some(_) => self.speaker(None, line.native_turn_id.clone()).turn,
+                    None => TurnAttribution::none(),
+                }
+            }
             // Copilot's lines take the stamped turn of the hook prompt their
             // interaction's user message met (see the module doc).
             AdapterId::Copilot => {
@@ -752,10 +872,17 @@ impl SessionProducer {
                 // event of their own in this generation, and neither do the
                 // agent's running totals: they restate the calls' usage,
                 // which is recorded call by call.
-                RecordItem::UsageTotal(_)
-                | RecordItem::TurnStarted { .. }
-                | RecordItem::Resumed
-                | RecordItem::Shutdown => continue,
+                // Claude Code writes its cost only as a running total per
+                // model: what it grew by since the last total is recorded
+                // as a cost report of its own (no tokens: the calls carry
+                // them).
+                RecordItem::UsageTotal(total) => match self.record.cost_growth(total) {
+                    Some(report) => Payload::UsageReported(report),
+                    None => continue,
+                },
+                RecordItem::TurnStarted { .. } | RecordItem::Resumed | RecordItem::Shutdown => {
+                    continue;
+                }
             };
             let draft = Draft {
                 tag: format!("record:{offset}"),
