@@ -7,6 +7,7 @@
 
 mod common;
 mod fleet_support;
+mod usage_support;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -731,4 +732,46 @@ fn tls_verifies_the_server_where_sslmode_asks() {
         .unwrap()
         .get::<_, i64>(0);
     assert!(shipped > 0, "rows arrived over TLS");
+}
+
+/// A `--fork-session` copy of a parent's messages counts each model call
+/// once in the fleet's usage too, the same figures the record files give.
+#[test]
+fn fleet_usage_counts_a_forked_sessions_calls_once() {
+    let pg = PgServer::start();
+    let target = pg.database("forked");
+    let home = tempfile::tempdir().unwrap();
+    let finalize = |home: &Path| {
+        let out = harnery(home)
+            .env("HARNERY_RECORDS", "on")
+            .arg("finalize")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "finalize: {}", stderr(&out));
+    };
+    let (parent, fork) = usage_support::forked_claude_home(home.path(), finalize);
+    let out = harnery(home.path())
+        .args(["ship", "--to", &target])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "ship: {}", stderr(&out));
+    let want = usage_support::calls(&[&parent, &fork]);
+    let usage = fleet(&target, &["usage", "--json"]);
+    assert!(usage.status.success(), "{}", stderr(&usage));
+    let (mut records, mut tokens) = (0, [0u64; 4]);
+    for line in stdout(&usage).lines() {
+        let row: serde_json::Value = serde_json::from_str(line).unwrap();
+        records += row["records"].as_u64().unwrap();
+        let keys = [
+            "input_tokens",
+            "output_tokens",
+            "cache_read_tokens",
+            "cache_write_tokens",
+        ];
+        for (t, k) in tokens.iter_mut().zip(keys) {
+            *t += row[k].as_u64().unwrap_or(0);
+        }
+    }
+    assert_eq!(records, want.len() as u64, "{}", stdout(&usage));
+    assert_eq!(tokens, usage_support::total(&want), "{}", stdout(&usage));
 }

@@ -4,86 +4,14 @@
 //! output.
 
 mod common;
+mod usage_support;
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use assert_cmd::Command;
 use common::{stderr, stdout};
 use serde_json::Value;
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn lines_of(path: &Path) -> Vec<String> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(str::to_string)
-        .collect()
-}
-
-/// Per message id, its (input, output, cache read, cache write) tokens,
-/// over every record file given.
-fn calls(records: &[&[String]]) -> BTreeMap<String, [u64; 4]> {
-    let mut out = BTreeMap::new();
-    for lines in records {
-        for line in lines.iter() {
-            let v: Value = serde_json::from_str(line).unwrap();
-            let u = &v["message"]["usage"];
-            if v["type"] != "assistant" || !u.is_object() {
-                continue;
-            }
-            let n = |k: &str| u[k].as_u64().unwrap_or(0);
-            out.entry(v["message"]["id"].as_str().unwrap().to_string())
-                .or_insert([
-                    n("input_tokens"),
-                    n("output_tokens"),
-                    n("cache_read_input_tokens"),
-                    n("cache_creation_input_tokens"),
-                ]);
-        }
-    }
-    out
-}
-
-fn total(calls: &BTreeMap<String, [u64; 4]>) -> [u64; 4] {
-    calls.values().fold([0; 4], |mut t, c| {
-        for i in 0..4 {
-            t[i] += c[i];
-        }
-        t
-    })
-}
-
-fn hook(home: &Path, line: &str, session: Option<&str>, transcript: &Path) {
-    let mut payload: Value = serde_json::from_str(line).unwrap();
-    payload["transcript_path"] = Value::String(transcript.display().to_string());
-    if let Some(id) = session {
-        payload["session_id"] = Value::String(id.into());
-    }
-    Command::cargo_bin("harnery-hook")
-        .unwrap()
-        .env("HARNERY_HOME", home)
-        .arg("claude-code")
-        .write_stdin(payload.to_string())
-        .assert()
-        .success();
-}
-
-fn write(path: &Path, lines: &[String]) {
-    use std::io::Write;
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .unwrap();
-    for l in lines {
-        writeln!(f, "{l}").unwrap();
-    }
-}
+use usage_support::{FORK_ID, calls, hook, lines_of, root, total, transcript, write};
 
 fn usage_json(out: std::process::Output) -> Value {
     assert!(out.status.success(), "{}", stderr(&out));
@@ -102,47 +30,7 @@ fn tokens(v: &Value) -> [u64; 4] {
 #[test]
 fn a_forked_session_counts_its_parents_calls_once() {
     let home = tempfile::tempdir().unwrap();
-    let hooks = lines_of(&root().join("tests/fixtures/claude-code/basic/hooks.jsonl"));
-    let parent = lines_of(&root().join("tests/fixtures/records/claude-code/basic.jsonl"));
-    let fork_id = "f0f0f0f0-0000-4000-8000-000000000001";
-    // The fork: the parent's lines under the new session id, then a call
-    // of its own.
-    let mut fork: Vec<String> = parent
-        .iter()
-        .map(|l| {
-            let mut v: Value = serde_json::from_str(l).unwrap();
-            if v.get("sessionId").is_some() {
-                v["sessionId"] = Value::String(fork_id.into());
-            }
-            v.to_string()
-        })
-        .collect();
-    let mut own: Value = serde_json::from_str(
-        parent
-            .iter()
-            .rev()
-            .find(|l| l.contains("\"usage\"") && l.contains("\"assistant\""))
-            .unwrap(),
-    )
-    .unwrap();
-    own["message"]["id"] = Value::String("msg_fork_own_0001".into());
-    own["uuid"] = Value::String("fork-own-line".into());
-    own["message"]["usage"]["output_tokens"] = Value::from(7);
-    fork.push(own.to_string());
-
-    let parent_path = home.path().join("parent.jsonl");
-    let fork_path = home.path().join("fork.jsonl");
-    write(&parent_path, &parent);
-    write(&fork_path, &fork);
-    for h in &hooks {
-        hook(home.path(), h, None, &parent_path);
-    }
-    finalize(home.path());
-    for h in &hooks {
-        hook(home.path(), h, Some(fork_id), &fork_path);
-    }
-    finalize(home.path());
-
+    let (parent, fork) = usage_support::forked_claude_home(home.path(), finalize);
     let want = calls(&[&parent, &fork]);
     let copies = calls(&[&parent]).len();
     let out = run(home.path(), &["usage", "--json"]);
@@ -153,7 +41,7 @@ fn a_forked_session_counts_its_parents_calls_once() {
     let groups = v["groups"].as_array().unwrap();
     let fork_group = groups
         .iter()
-        .find(|g| g["key"].as_str().unwrap().ends_with(fork_id))
+        .find(|g| g["key"].as_str().unwrap().ends_with(FORK_ID))
         .unwrap();
     assert_eq!(fork_group["records"], 1, "only its own call: {fork_group}");
     assert_eq!(fork_group["inherited_records"], copies as u64);
@@ -194,7 +82,7 @@ fn an_epoch_advance_between_two_turns_reads_nothing_twice() {
     let home = tempfile::tempdir().unwrap();
     let hooks = lines_of(&root().join("tests/fixtures/claude-code/resume/hooks.jsonl"));
     let record = lines_of(&root().join("tests/fixtures/records/claude-code/resume.jsonl"));
-    let transcript = home.path().join("transcript.jsonl");
+    let transcript = transcript(home.path(), &session_of(&hooks));
     // The first run: hooks 0..8 and the record up to its first cost line.
     write(&transcript, &record[..31]);
     for h in &hooks[..8] {
@@ -233,6 +121,13 @@ fn an_epoch_advance_between_two_turns_reads_nothing_twice() {
         .filter(|l| l.contains("\"type\":\"user\"") && !l.contains("tool_result"))
         .count();
     assert_eq!(messages, said, "no message read twice");
+}
+
+fn session_of(hooks: &[String]) -> String {
+    serde_json::from_str::<Value>(&hooks[0]).unwrap()["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 fn copilot_hooks(home: &Path, scenario: &str, events_file: &Path) {
@@ -362,7 +257,7 @@ fn claude_codes_own_cost_is_kept() {
     let home = tempfile::tempdir().unwrap();
     let hooks = lines_of(&root().join("tests/fixtures/claude-code/resume/hooks.jsonl"));
     let record = lines_of(&root().join("tests/fixtures/records/claude-code/resume.jsonl"));
-    let transcript = home.path().join("transcript.jsonl");
+    let transcript = transcript(home.path(), &session_of(&hooks));
     write(&transcript, &record);
     for h in &hooks {
         hook(home.path(), h, None, &transcript);

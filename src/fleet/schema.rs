@@ -18,6 +18,7 @@ pub const LOCK_SPACE: i32 = 0x6861_726e; // "harn"
 const MIGRATIONS: &[(i32, &str, &str)] = &[
     (1, "20261201T1200Z_initial", INITIAL),
     (2, "20261202T1500Z_linked_rows", LINKED),
+    (3, "20261202T1720Z_usage_once_per_call", USAGE_ONCE),
 ];
 
 const INITIAL: &str = r#"
@@ -417,6 +418,53 @@ GRANT UPDATE (live, events, derived_events, content, head_link, head_sig) ON har
 GRANT INSERT ON harnery.events, harnery.sessions, harnery.spans, harnery.receipts TO harnery_host;
 GRANT SELECT ON harnery.host_roles TO harnery_host;
 GRANT UPDATE (host_id) ON harnery.host_roles TO harnery_host;
+"#;
+
+/// Version 3: one count per model call. A call the agent reported more
+/// than once (a `--fork-session` copies its parent's messages, ids and
+/// all; hosts may ship the same session twice after a restore) is counted
+/// at its first appearance by time, across hosts and epochs, and its
+/// copies are marked `inherited`. A `usage.reported` row without tokens
+/// (Claude Code's running cost) adds its cost but is not a call.
+const USAGE_ONCE: &str = r#"
+DROP VIEW harnery.usage_by_day_model;
+DROP VIEW harnery.usage;
+CREATE VIEW harnery.usage AS
+SELECT host_id, genesis_id, adapter, session_id, event_id, type, at, model,
+       input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost,
+       message_id,
+       message_id IS NOT NULL AND row_number() OVER (
+           PARTITION BY adapter, coalesce(message_id, host_id || '/' || genesis_id || '/' || seq)
+           ORDER BY time_unix_ns, host_id, genesis_id, seq) > 1 AS inherited
+FROM (
+    SELECT e.host_id, e.genesis_id, e.seq, e.adapter, e.session_id, e.event_id, e.type,
+           e.time_unix_ns, to_timestamp(e.time_unix_ns / 1e9) AS at,
+           p ->> 'model' AS model,
+           (p ->> 'input_tokens')::bigint AS input_tokens,
+           (p ->> 'output_tokens')::bigint AS output_tokens,
+           (p ->> 'cache_read_tokens')::bigint AS cache_read_tokens,
+           (p ->> 'cache_write_tokens')::bigint AS cache_write_tokens,
+           (p ->> 'cost')::numeric AS cost,
+           p ->> 'message_id' AS message_id
+    FROM harnery.events e
+    CROSS JOIN LATERAL (SELECT replace(convert_from(e.json, 'UTF8'), '\u0000', '␀')::jsonb -> 'payload' AS p) j
+    WHERE e.type = 'usage.reported'
+) r;
+
+CREATE VIEW harnery.usage_by_day_model AS
+SELECT date_trunc('day', u.at) AS day, coalesce(u.model, '(unknown)') AS model,
+       u.host_id,
+       count(*) FILTER (WHERE NOT u.inherited AND num_nonnulls(u.input_tokens, u.output_tokens,
+           u.cache_read_tokens, u.cache_write_tokens) > 0) AS records,
+       sum(u.input_tokens) FILTER (WHERE NOT u.inherited) AS input_tokens,
+       sum(u.output_tokens) FILTER (WHERE NOT u.inherited) AS output_tokens,
+       sum(u.cache_read_tokens) FILTER (WHERE NOT u.inherited) AS cache_read_tokens,
+       sum(u.cache_write_tokens) FILTER (WHERE NOT u.inherited) AS cache_write_tokens,
+       sum(u.cost) FILTER (WHERE NOT u.inherited) AS cost
+FROM harnery.usage u
+GROUP BY 1, 2, 3;
+
+GRANT SELECT ON harnery.usage, harnery.usage_by_day_model TO harnery_reader;
 "#;
 
 /// The temporary tables a host role copies into (a host role may not
