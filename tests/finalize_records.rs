@@ -309,7 +309,7 @@ fn assert_every_call_joined(all: &[Value]) {
 #[test]
 fn a_finalize_right_after_session_start_reports_nothing_missing() {
     let home = tempfile::tempdir().unwrap();
-    let transcript = home.path().join("transcript.jsonl");
+    let transcript = transcript_place(home.path());
     write_part(home.path(), &transcript, 0..0, &[0]);
     assert!(!transcript.exists());
     finalize_at(home.path(), FAR_LATER);
@@ -333,7 +333,7 @@ fn a_finalize_right_after_session_start_reports_nothing_missing() {
 #[test]
 fn a_session_without_a_prompt_has_no_record_to_miss() {
     let home = tempfile::tempdir().unwrap();
-    let transcript = home.path().join("transcript.jsonl");
+    let transcript = transcript_place(home.path());
     write_part(home.path(), &transcript, 0..0, &[0, 8]);
     finalize_at(home.path(), FAR_LATER);
     finalize_at(home.path(), FAR_LATER);
@@ -347,7 +347,7 @@ fn a_session_without_a_prompt_has_no_record_to_miss() {
 #[test]
 fn a_missing_record_is_reported_after_the_grace_and_clears_when_it_appears() {
     let home = tempfile::tempdir().unwrap();
-    let transcript = home.path().join("transcript.jsonl");
+    let transcript = transcript_place(home.path());
     write_part(home.path(), &transcript, 0..0, &[0, 1, 2, 3]);
     finalize_at(home.path(), &wall_now());
     assert!(

@@ -119,9 +119,18 @@ fn play(
     joins: bool,
 ) -> [BTreeMap<String, (u64, u64)>; 3] {
     let home = tempfile::tempdir().unwrap();
-    let transcript = home.path().join("transcript.jsonl");
     let hooks =
         lines_of(&root().join(format!("tests/fixtures/claude-code/{scenario}/hooks.jsonl")));
+    // Where Claude Code writes this session's transcript: only that shape
+    // is followed.
+    let session = serde_json::from_str::<Value>(&hooks[0]).unwrap()["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let transcript = home
+        .path()
+        .join(format!("claude/projects/-tmp-proj/{session}.jsonl"));
+    std::fs::create_dir_all(transcript.parent().unwrap()).unwrap();
     let record = lines_of(&root().join(format!(
         "tests/fixtures/records/claude-code/{scenario}.jsonl"
     )));

@@ -115,6 +115,8 @@ pub fn forked_claude_home(home: &Path, finalize: impl Fn(&Path)) -> (Vec<String>
     .unwrap();
     own["message"]["id"] = Value::String("msg_fork_own_0001".into());
     own["uuid"] = Value::String("fork-own-line".into());
+    // The fork writes its own calls under its own id.
+    own["sessionId"] = Value::String(FORK_ID.into());
     own["message"]["usage"]["output_tokens"] = Value::from(7);
     fork.push(own.to_string());
 
