@@ -131,6 +131,11 @@ fn every_raw_signal_of_the_corpus_reads_back_after_compaction() {
         before_bytes.iter().map(|b| b.len() as u64).sum::<u64>()
     );
 
+    let status = run(home, &["archive", "status", "--json"]);
+    assert!(status.status.success(), "{}", stderr(&status));
+    let status: serde_json::Value = serde_json::from_str(stdout(&status).trim()).unwrap();
+    assert_eq!(status, *size);
+
     // The home still opens for writing (raw_members records the new
     // files), verifies, and a second compaction has nothing to do.
     let v = run(home, &["verify"]);
