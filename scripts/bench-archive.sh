@@ -27,8 +27,12 @@ LEVELS=${LEVELS:-1 3 9 19}
 DEFAULT_LEVEL=9
 WORK=${BENCH_DIR:-$(mktemp -d -t harnery-bench-archive.XXXXXX)}
 
-cargo build --release --quiet --bins
-BIN=$PWD/target/release
+# BIN=target/debug measures sizes without a release build (times are then
+# not representative).
+if [ -z "${BIN:-}" ]; then
+  cargo build --release --quiet --bins
+  BIN=$PWD/target/release
+fi
 . scripts/time-v.sh
 
 home="$WORK/home"

@@ -3,16 +3,16 @@
 //! time, so that a kill at any point leaves each file readable, in its old
 //! form or its new, and recorded as such in `raw_members`.
 //!
-//! For each recorded `….seg` file of a batch whose records all check out:
+//! For each batch whose records all check out, its recorded `….seg` files:
 //!
-//! 1. compress it to `.<name>z.tmp` beside it, fsync;
-//! 2. read that back frame by frame and compare it, byte for byte, with
-//!    the original (whose records were just checked against their rows);
-//! 3. rename it to `<name>z` and fsync the directory (both forms exist,
-//!    the ledger still records the old; readers take either);
-//! 4. in one transaction, record the new file (size, mtime) in
-//!    `raw_members` and forget the old one;
-//! 5. delete the old file, fsync the directory.
+//! 1. each compressed to `.<name>z.tmp` beside it, fsynced;
+//! 2. read back frame by frame and compared, byte for byte, with the
+//!    original (whose records were just checked against their rows);
+//! 3. renamed to `<name>z`; then the directory fsynced once (both forms
+//!    exist, the ledger still records the old; readers take the new);
+//! 4. in one transaction, the new files recorded in `raw_members` (size,
+//!    mtime) and the old ones forgotten;
+//! 5. the old files deleted, the directory fsynced.
 //!
 //! A rerun finishes what a kill interrupted: a temporary file is deleted,
 //! a compressed file the ledger does not record is written anew, an old
@@ -116,9 +116,7 @@ impl Ledger {
                 done.skipped_batches.push(batch.to_string());
                 continue;
             }
-            for name in todo {
-                self.compact_one(&raw_dir, batch, name, level, &mut done)?;
-            }
+            self.compact_batch(&raw_dir, batch, &todo, level, &mut done)?;
         }
         Ok(done)
     }
@@ -163,54 +161,73 @@ impl Ledger {
         Ok(())
     }
 
-    fn compact_one(
+    /// Convert the files `names` of `batch`: each written, synced and
+    /// checked, then renamed into place; the directory synced once; one
+    /// transaction records them all; then the old files go.
+    fn compact_batch(
         &mut self,
         raw_dir: &Path,
         batch: &str,
-        name: &str,
+        names: &[&str],
         level: i32,
         done: &mut Compacted,
     ) -> Result<(), LedgerError> {
-        let old = raw_dir.join(name);
-        let dir = old.parent().unwrap_or(raw_dir).to_path_buf();
-        let new_name = format!("{name}z");
-        let new = raw_dir.join(&new_name);
-        let file_name = new.file_name().unwrap_or_default().to_string_lossy();
-        let tmp: PathBuf = dir.join(format!(".{file_name}.tmp"));
-        if new.exists() {
-            // Renamed by a killed run before the ledger recorded it.
-            std::fs::remove_file(&new).map_err(|e| LedgerError::io(&new, e))?;
+        let mut converted = Vec::new();
+        let mut dirs: Vec<PathBuf> = Vec::new();
+        for name in names {
+            let old = raw_dir.join(name);
+            let dir = old.parent().unwrap_or(raw_dir).to_path_buf();
+            let new_name = format!("{name}z");
+            let new = raw_dir.join(&new_name);
+            let file_name = new.file_name().unwrap_or_default().to_string_lossy();
+            let tmp: PathBuf = dir.join(format!(".{file_name}.tmp"));
+            if new.exists() {
+                // Renamed by a killed run before the ledger recorded it.
+                std::fs::remove_file(&new).map_err(|e| LedgerError::io(&new, e))?;
+            }
+            let before = std::fs::metadata(&old)
+                .map_err(|e| LedgerError::io(&old, e))?
+                .len();
+            let after = rawz::compress_file(&old, &tmp, level)
+                .map_err(|e| LedgerError::durability(&tmp, e))?;
+            failpoint::hit("compact-after-write");
+            rawz::same_bytes(&tmp, &old).map_err(|detail| LedgerError::Corrupt {
+                path: tmp.clone(),
+                detail: format!("the compressed file does not read back as the original: {detail}"),
+            })?;
+            std::fs::rename(&tmp, &new).map_err(|e| LedgerError::io(&new, e))?;
+            if !dirs.contains(&dir) {
+                dirs.push(dir);
+            }
+            done.bytes_before += before;
+            done.bytes_after += after;
+            converted.push((name.to_string(), new_name, old, new));
         }
-        let before = std::fs::metadata(&old)
-            .map_err(|e| LedgerError::io(&old, e))?
-            .len();
-        let after =
-            rawz::compress_file(&old, &tmp, level).map_err(|e| LedgerError::durability(&tmp, e))?;
-        failpoint::hit("compact-after-write");
-        rawz::same_bytes(&tmp, &old).map_err(|detail| LedgerError::Corrupt {
-            path: tmp.clone(),
-            detail: format!("the compressed file does not read back as the original: {detail}"),
-        })?;
-        std::fs::rename(&tmp, &new).map_err(|e| LedgerError::io(&new, e))?;
-        durable::sync_dir(&dir)?;
+        for dir in &dirs {
+            durable::sync_dir(dir)?;
+        }
         failpoint::hit("compact-after-rename");
-        let (len, mtime) = super::integrity::stat_of(&new)?;
         let tx = self.conn.transaction()?;
-        tx.execute(
-            "INSERT OR REPLACE INTO raw_members (batch, name, len, mtime_ns) VALUES (?1, ?2, ?3, ?4)",
-            params![batch, new_name, len as i64, mtime],
-        )?;
-        tx.execute(
-            "DELETE FROM raw_members WHERE batch = ?1 AND name = ?2",
-            params![batch, name],
-        )?;
+        for (name, new_name, _, new) in &converted {
+            let (len, mtime) = super::integrity::stat_of(new)?;
+            tx.execute(
+                "INSERT OR REPLACE INTO raw_members (batch, name, len, mtime_ns) VALUES (?1, ?2, ?3, ?4)",
+                params![batch, new_name, len as i64, mtime],
+            )?;
+            tx.execute(
+                "DELETE FROM raw_members WHERE batch = ?1 AND name = ?2",
+                params![batch, name],
+            )?;
+        }
         tx.commit().map_err(LedgerError::CommitFailed)?;
         failpoint::hit("compact-after-record");
-        std::fs::remove_file(&old).map_err(|e| LedgerError::io(&old, e))?;
-        durable::sync_dir(&dir)?;
-        done.files += 1;
-        done.bytes_before += before;
-        done.bytes_after += after;
+        for (_, _, old, _) in &converted {
+            std::fs::remove_file(old).map_err(|e| LedgerError::io(old, e))?;
+        }
+        for dir in &dirs {
+            durable::sync_dir(dir)?;
+        }
+        done.files += converted.len() as u64;
         Ok(())
     }
 }
