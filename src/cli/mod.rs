@@ -9,6 +9,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+pub mod archive;
 pub mod audit;
 pub mod checkpoint;
 pub mod demo;
@@ -115,6 +116,8 @@ enum Command {
     Finalize(finalize::Args),
     /// Ship a contract change: quiesce, archive, reinstall, carry.
     Epoch(epoch::Args),
+    /// Keep the raw archive compressed (`archive compact`).
+    Archive(archive::Args),
     /// List recorded sessions.
     Sessions(sessions::Args),
     /// Show one session's timeline.
@@ -176,6 +179,7 @@ fn dispatch(command: Command) -> CmdResult {
         Command::Uninstall(a) => install::run_uninstall(a),
         Command::Finalize(a) => finalize::run(a),
         Command::Epoch(a) => epoch::run(a),
+        Command::Archive(a) => archive::run(a),
         Command::Sessions(a) => sessions::run(a),
         Command::Show(a) => show::run(a),
         Command::View(a) => view::run(a),

@@ -203,8 +203,11 @@ fn write_text(out: &mut impl Write, prefix: &str, v: &Verified) -> std::io::Resu
     for p in &v.raw_problems {
         writeln!(
             out,
-            "{prefix}raw signal {} of batch {}: {}",
-            p.record_digest, p.batch, p.detail
+            "{prefix}raw signal {} of session {} in batch {}: {}",
+            p.record_digest,
+            crate::terminal::escape(&p.session_key),
+            p.batch,
+            p.detail
         )?;
     }
     if v.ok {

@@ -32,6 +32,13 @@ pub const EPOCH_POINTS: &[&str] = &[
     "epoch-after-activate",
 ];
 
+/// Points along `harnery archive compact`, per file converted.
+pub const COMPACT_POINTS: &[&str] = &[
+    "compact-after-write",
+    "compact-after-rename",
+    "compact-after-record",
+];
+
 /// Die here if the failpoint `name` is armed.
 pub fn hit(name: &str) {
     #[cfg(feature = "failpoints")]

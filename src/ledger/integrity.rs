@@ -297,22 +297,32 @@ fn stat(path: &Path) -> std::io::Result<(u64, i64)> {
     Ok((m.len(), m.mtime() * 1_000_000_000 + m.mtime_nsec()))
 }
 
+/// A file's length and mtime as `raw_members` records them.
+pub(super) fn stat_of(path: &Path) -> Result<(u64, i64), LedgerError> {
+    stat(path).map_err(|e| LedgerError::io(path, e))
+}
+
 /// The files of `batch`'s archive as they are now (none when it has none).
 pub(super) fn members_of(
     ledger_dir: &Path,
     batch: &str,
 ) -> Result<Vec<(String, u64, i64)>, LedgerError> {
     let raw_dir = ledger_dir.join(raw::RAW_DIR);
-    let single = format!("{batch}.seg");
     let mut names = Vec::new();
-    if raw_dir.join(&single).is_file() {
-        names.push(single);
+    for single in [format!("{batch}.seg"), format!("{batch}.segz")] {
+        if raw_dir.join(&single).is_file() {
+            names.push(single);
+        }
     }
     let dir = raw::archive_path(ledger_dir, batch);
     match std::fs::read_dir(&dir) {
         Ok(entries) => {
             for e in entries {
                 let e = e.map_err(|e| LedgerError::io(&dir, e))?;
+                if e.file_name().to_string_lossy().starts_with('.') {
+                    // A compaction's file not yet renamed into place.
+                    continue;
+                }
                 names.push(format!("{batch}/{}", e.file_name().to_string_lossy()));
             }
         }

@@ -80,6 +80,24 @@ pub fn keep(ledger_dir: &Path, batch: &str, files: &[&Path]) -> Result<PathBuf, 
     Ok(path)
 }
 
+/// `path` (`….seg`) in its compressed form when that exists, else itself
+/// when it exists.
+fn either_form(path: &Path) -> Option<PathBuf> {
+    let z = compressed_path(path);
+    if z.exists() {
+        Some(z)
+    } else {
+        path.exists().then(|| path.to_path_buf())
+    }
+}
+
+/// The compressed form of the archive file `path` (`….seg` → `….segz`).
+pub fn compressed_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push("z");
+    path.with_file_name(name)
+}
+
 /// A hard link where the filesystem allows one, else a copy.
 fn link_or_copy(from: &Path, to: &Path) -> Result<(), LedgerError> {
     match std::fs::hard_link(from, to) {
@@ -155,6 +173,8 @@ pub struct Archive {
     path: PathBuf,
     /// Each file and the archive offset it starts at.
     members: Vec<(PathBuf, u64)>,
+    /// Each file's frame index, when it is compressed (`rawz`).
+    packed: Vec<Option<super::rawz::Compressed>>,
     len: u64,
     /// The one member kept open (its index): records are looked up mostly
     /// in order, and a batch may have many files.
@@ -178,34 +198,53 @@ const WINDOW_LEN: usize = 64 << 10;
 impl Archive {
     /// The archive of `batch`: its files one after another, or the single
     /// file of an older ledger.
+    /// A file compacted (`harnery archive compact`) is read from its
+    /// compressed form, `<name>.segz`, which holds the same bytes.
     pub fn open(ledger_dir: &Path, batch: &str) -> Result<Archive, LedgerError> {
         let single = single_file_path(ledger_dir, batch);
-        let (path, files) = if single.exists() {
-            (single.clone(), vec![single])
+        let (path, files) = if let Some(found) = either_form(&single) {
+            (single, vec![found])
         } else {
             let path = archive_path(ledger_dir, batch);
             let mut files = Vec::new();
             for index in 0.. {
                 let member = path.join(member_name(index));
-                if !member.exists() && index > 0 {
-                    break;
+                match either_form(&member) {
+                    Some(found) => files.push(found),
+                    None if index == 0 => files.push(member),
+                    None => break,
                 }
-                files.push(member);
             }
             (path, files)
         };
         let mut members = Vec::new();
+        let mut packed = Vec::new();
         let mut len = 0u64;
         for f in files {
-            let size = std::fs::metadata(&f)
-                .map_err(|e| LedgerError::io(&f, e))?
-                .len();
+            let z = if f.extension().is_some_and(|e| e == "segz") {
+                let z =
+                    super::rawz::Compressed::open(&f).map_err(|detail| LedgerError::Corrupt {
+                        path: f.clone(),
+                        detail,
+                    })?;
+                Some(z)
+            } else {
+                None
+            };
+            let size = match &z {
+                Some(z) => z.original_len(),
+                None => std::fs::metadata(&f)
+                    .map_err(|e| LedgerError::io(&f, e))?
+                    .len(),
+            };
             members.push((f, len));
+            packed.push(z);
             len += size;
         }
         Ok(Archive {
             path,
             members,
+            packed,
             len,
             current: None,
             window: Window::default(),
@@ -287,6 +326,17 @@ impl Archive {
         if w.member == member && w.start <= local && local + want as u64 <= end {
             return Ok(want);
         }
+        if let Some(z) = &self.packed[member] {
+            // Compressed: decompress the frames that hold the bytes.
+            let path = &self.members[member].0;
+            let start = z
+                .read(local, want.max(1), &mut self.window.bytes)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            self.window.member = member;
+            self.window.start = start;
+            let end = start + self.window.bytes.len() as u64;
+            return Ok((end.saturating_sub(local) as usize).min(want));
+        }
         if self
             .current
             .as_ref()
@@ -363,6 +413,8 @@ fn read_up_to(file: &std::fs::File, buf: &mut [u8], offset: u64) -> usize {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct RawProblem {
     pub record_digest: String,
+    /// The session key the row names.
+    pub session_key: String,
     pub batch: String,
     /// Its offset in the batch's archive (none for bytes kept inline).
     pub archive_at: Option<u64>,
@@ -452,6 +504,7 @@ impl super::Ledger {
             };
             problems.push(RawProblem {
                 record_digest: r.get(0)?,
+                session_key: want.session_key.to_string(),
                 batch: batch.to_string(),
                 archive_at: at.map(|a| a as u64),
                 detail,
