@@ -135,6 +135,13 @@ fn every_raw_signal_of_the_corpus_reads_back_after_compaction() {
     assert!(status.status.success(), "{}", stderr(&status));
     let status: serde_json::Value = serde_json::from_str(stdout(&status).trim()).unwrap();
     assert_eq!(status, *size);
+    // `health` says the same in its human output.
+    let health = stdout(&run(home, &["health"]));
+    let line = format!(
+        "raw archive: {} bytes on disk, {} bytes original",
+        size["bytes_on_disk"], size["original_bytes"]
+    );
+    assert!(health.contains(&line), "{health}");
 
     // The home still opens for writing (raw_members records the new
     // files), verifies, and a second compaction has nothing to do.

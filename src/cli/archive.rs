@@ -63,7 +63,8 @@ fn status(args: StatusArgs) -> CmdResult {
     Ok(Outcome::Clean)
 }
 
-fn write_size(
+/// The archive's size line, shared with `harnery health`.
+pub(super) fn write_size(
     out: &mut impl Write,
     size: &crate::ledger::compact::ArchiveSize,
 ) -> std::io::Result<()> {

@@ -30,8 +30,10 @@ pub struct Args {
 pub fn run(args: Args) -> CmdResult {
     let home = Home::from_env()?;
     let now = resolve_now(args.now.as_deref())?;
+    let mut archive = None;
     let mut found = match crate::read::source::live_or_none(&home) {
         Ok(Some(ledger)) => {
+            archive = ledger.archive_size().ok();
             let mut found = crate::read::session_rows::conditions(&ledger, now)?;
             found.extend(crate::read::health::record_conditions(&ledger, now)?);
             found.extend(ledger.raw_archive_faults()?.into_iter().map(damaged));
@@ -49,10 +51,15 @@ pub fn run(args: Args) -> CmdResult {
     for condition in &found {
         write_condition(&mut out, condition, args.json)?;
     }
+    if found.is_empty() && !args.json {
+        writeln!(out, "no conditions")?;
+    }
+    // The archive's size on disk beside its original size (`harnery
+    // archive status --json` has the same figures as JSON).
+    if let (Some(size), false) = (&archive, args.json) {
+        super::archive::write_size(&mut out, size)?;
+    }
     if found.is_empty() {
-        if !args.json {
-            writeln!(out, "no conditions")?;
-        }
         return Ok(Outcome::Clean);
     }
     // Notes alone (a record the agent deleted after it was read) are not
