@@ -21,12 +21,16 @@
 #      under /usr/bin/time -v,
 #   6. one host whose ledger is ONE_SESSION signals in a single session,
 #      shipped alone: its peak RSS (the goal: under 64 MiB whatever one
-#      session's size).
+#      session's size). ONE_SESSION may list several sizes ("50000
+#      200000") to show the peak stays flat; with BASE_BIN (a directory
+#      holding an earlier build's `harnery`, e.g. main's), each is also
+#      shipped by that build, into its own database, for a before/after
+#      in the same run.
 # Prints one table: event rows, seconds, rows/s, peak RSS, and ship's
 # rows/s as a share of the baseline's (the goal: at least 50%).
 #
 # Usage: scripts/bench-ship.sh   (env: SIGNALS=20000 SESSIONS=100 HOSTS=20
-# ONE_SESSION=200000; needs /usr/bin/time, psql, initdb, pg_ctl)
+# ONE_SESSION=200000 BASE_BIN=; needs /usr/bin/time, psql, initdb, pg_ctl)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -34,6 +38,7 @@ SIGNALS=${SIGNALS:-20000}
 SESSIONS=${SESSIONS:-100}
 HOSTS=${HOSTS:-20}
 ONE_SESSION=${ONE_SESSION:-200000}
+BASE_BIN=${BASE_BIN:-}
 WORK=${BENCH_DIR:-$(mktemp -d -t harnery-ship.XXXXXX)}
 mkdir -p "$WORK"
 chmod 755 "$WORK"
@@ -114,13 +119,28 @@ for i in $(seq -w 1 "$HOSTS"); do
   m=$(rss_mb "$WORK/ship-$i.time"); peak=$(awk -v a="$peak" -v b="$m" 'BEGIN { print (b > a) ? b : a }')
 done
 
-# One host, one big session.
-one="$WORK/one"
-spool "$one" "$ONE_SESSION" 1
-q postgres "CREATE DATABASE one" >/dev/null
-HARNERY_HOME="$one" /usr/bin/time -v "$BIN/harnery" ship --to "$(target one)" >/dev/null 2>"$WORK/one.time"
-one_rows=$(q one "SELECT count(*) FROM harnery.events")
-one_secs=$(secs "$WORK/one.time")
+# One host, one big session (at each size; by the base build too).
+one_ship() { # label bin home db
+  q postgres "CREATE DATABASE $4" >/dev/null
+  HARNERY_HOME="$3" /usr/bin/time -v "$2/harnery" ship --to "$(target "$4")" >/dev/null 2>"$WORK/$4.time"
+  local n s
+  n=$(q "$4" "SELECT count(*) FROM harnery.events")
+  s=$(secs "$WORK/$4.time")
+  one_lines+=("$(printf '%-26s %9s %9s %10s %10s %8s' "$1" "$n" "$s" \
+    "$(awk -v r="$n" -v s="$s" 'BEGIN { printf "%.0f", r / s }')" "$(rss_mb "$WORK/$4.time")" -)")
+}
+one_lines=()
+for size in $ONE_SESSION; do
+  one="$WORK/one-$size"
+  spool "$one" "$size" 1
+  if [ -n "$BASE_BIN" ]; then
+    base_home="$WORK/one-$size-base"
+    rm -rf "$base_home" && cp -a "$one" "$base_home"
+    one_ship "ship, 1 session, base" "$BASE_BIN" "$base_home" "one_base_$size"
+    rm -rf "$base_home"
+  fi
+  one_ship "ship (1 session, 1 host)" "$BIN" "$one" "one_$size"
+done
 
 brate=$(awk -v r="$rows" -v s="$bs" 'BEGIN { printf "%.0f", r / s }')
 srate=$(awk -v r="$rows" -v s="$ss" 'BEGIN { printf "%.0f", r / s }')
@@ -128,8 +148,7 @@ share=$(awk -v a="$srate" -v b="$brate" 'BEGIN { printf "%.0f%%", 100 * a / b }'
 printf '%-26s %9s %9s %10s %10s %8s\n' what rows secs rows_per_s peak_mb share
 printf '%-26s %9s %9s %10s %10s %8s\n' "psql \\copy (1 process)" "$rows" "$bs" "$brate" "$(rss_mb "$WORK/baseline.time")" -
 printf '%-26s %9s %9s %10s %10s %8s\n' "ship ($HOSTS hosts at once)" "$rows" "$ss" "$srate" "$peak" "$share"
-printf '%-26s %9s %9s %10s %10s %8s\n' "ship (1 session, 1 host)" "$one_rows" "$one_secs" \
-  "$(awk -v r="$one_rows" -v s="$one_secs" 'BEGIN { printf "%.0f", r / s }')" "$(rss_mb "$WORK/one.time")" -
+printf '%s\n' "${one_lines[@]}"
 echo "exactly once: $HOSTS hosts x $per_host rows, each seq once; fleet verify: ok"
 echo "events on disk: $bytes bytes for $rows rows ($(awk -v b="$bytes" -v r="$rows" 'BEGIN { printf "%.0f", b / r }') bytes per row, indexes included)"
 echo "raw outputs: $WORK"

@@ -15,14 +15,14 @@ use std::borrow::Cow;
 
 use super::CopyError;
 use super::link::pg_text;
+use crate::contract::Event;
 use crate::contract::SessionRef;
-use crate::contract::{Event, Payload};
 use crate::ledger::{ClosedSession, Ledger, SpanRow};
 use crate::read::audit::Classification;
 use crate::read::epochs::part_reasons;
 use crate::read::receipts::{TurnFold, TurnReceipt};
-use crate::read::spans::pair_spans;
-use crate::read::usage::add_turn_usage;
+use crate::read::spans::SpanStream;
+use crate::read::usage::{TurnUsage, add_turn_usage};
 
 /// How many derived rows one epoch has.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -302,38 +302,154 @@ fn copy_receipts(
 
 /// A session's per-turn receipts as `read::receipts::session_receipts`
 /// computes them, with the session streamed: every event goes through the
-/// turn fold and the usage sums and is dropped, except the span events
-/// pairing needs, which are kept without their inputs and outputs. Memory
-/// follows the session's spans, not its bytes.
+/// turn fold, the usage sums and the span pairing and is dropped; a span
+/// joins its turn's tally as soon as it closes. Memory follows the
+/// session's turns and its spans still open, not its events.
 fn streamed_receipts(ledger: &Ledger, session: &SessionRef) -> Result<Vec<TurnReceipt>, CopyError> {
-    let mut turns = TurnFold::default();
-    let mut usage = BTreeMap::new();
-    let mut spans: Vec<Event> = Vec::new();
-    ledger.for_each_session_event(session, |mut e: Event| -> Result<(), CopyError> {
-        turns.add_event(&e);
-        add_turn_usage(&mut usage, &e);
-        match &mut e.payload {
-            Payload::ToolRequested(p) => p.input = None,
-            Payload::ToolCompleted(p) => p.content = None,
-            Payload::CommandRequested(_)
-            | Payload::CommandCompleted(_)
-            | Payload::LateEvidence(_) => {}
-            _ => return Ok(()),
-        }
-        spans.push(e);
+    let mut fold = ReceiptStream::default();
+    ledger.for_each_session_event(session, |e: Event| -> Result<(), CopyError> {
+        fold.add(&e);
         Ok(())
     })?;
-    let refs: Vec<&Event> = spans.iter().collect();
-    for span in pair_spans(&refs) {
-        turns.add_span(&span);
+    Ok(fold.receipts())
+}
+
+/// The receipts of one session taken an event at a time.
+#[derive(Default)]
+struct ReceiptStream {
+    turns: TurnFold,
+    usage: BTreeMap<String, TurnUsage>,
+    spans: SpanStream,
+}
+
+impl ReceiptStream {
+    fn add(&mut self, e: &Event) {
+        self.turns.add_event(e);
+        add_turn_usage(&mut self.usage, e);
+        let turns = &mut self.turns;
+        self.spans.feed(e, |span| turns.add_span(span));
     }
-    Ok(turns.receipts(&usage))
+
+    fn receipts(mut self) -> Vec<TurnReceipt> {
+        let turns = &mut self.turns;
+        self.spans.finish(|span| turns.add_span(span));
+        self.turns.receipts(&self.usage)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::contract::{
+        EventId, Observation, Outcome, Payload, Provenance, RecoveryReason, ToolCompleted,
+    };
     use crate::read::receipts::session_receipts;
+    use crate::read::testkit::Script;
+
+    /// A terminal that names no request: by `call` if given, else by name.
+    fn unlinked(t: &mut Script, tool: &str, call: Option<&str>, at: i64, ms: u64) -> EventId {
+        let p = Payload::ToolCompleted(ToolCompleted {
+            tool_call_id: call.map(str::to_string),
+            tool_name: tool.into(),
+            requested_event_id: None,
+            outcome: Outcome::Success,
+            duration_ms: Observation::Observed(ms),
+            exit_code: None,
+            error: None,
+            content: None,
+            recovery: None,
+        });
+        t.push(at, p, Provenance::NATIVE)
+    }
+
+    fn streamed(events: &[Event]) -> Vec<TurnReceipt> {
+        let mut fold = ReceiptStream::default();
+        events.iter().for_each(|e| fold.add(e));
+        fold.receipts()
+    }
+
+    /// Pairing's edge cases, streamed, give the whole-session receipts:
+    /// unlinked terminals (by call id, past an older open span, and by
+    /// name), a link to a closed span or to a request of another kind,
+    /// two requests with one id, recovery and late evidence, a span
+    /// across turns, and spans still open at the end.
+    #[test]
+    fn streamed_receipts_pair_as_the_whole_session_does() {
+        let mut t = Script::new("s1");
+        t.turn("t1");
+        t.start(0);
+        let a = t.request("Bash", 1);
+        t.request("Bash", 2); // b, call id call_2
+        let c = t.request("Read", 3);
+        t.request("Bash", 4); // open at the end
+        // b's call id, not the oldest open Bash: b closes, a stays open.
+        unlinked(&mut t, "Bash", Some("call_2"), 5, 3);
+        // No call id: the oldest open Bash, a, not the one at 4.
+        unlinked(&mut t, "Bash", None, 6, 4);
+        // A call id no open span has: a terminal without a request.
+        unlinked(&mut t, "Read", Some("call_none"), 7, 1);
+        t.complete(&a, 8, Some(2)); // a is closed: this one is an orphan
+        let r = t.recover(
+            &c,
+            9,
+            RecoveryReason::CompletionNotObservedBeforeTurnEnd,
+            Some(4),
+        );
+        t.late(&c, &r, 10);
+        t.complete(&c, 11, Some(9)); // c is recovered: no span takes it
+        let cmd = t.command(12);
+        t.command_done(&cmd, 13, 1);
+        let d = t.request("Grep", 14);
+        t.command_done(&d, 15, 0); // a command terminal linking a tool request
+        t.unmatched_post("Edit", 16, Some(1));
+        t.stop(17);
+        t.turn("t2");
+        t.start(20);
+        t.complete(&d, 21, None); // d, requested in t1, ends in t2
+        let e = t.request("Write", 22);
+        t.request("Write", 23); // open at the end
+        t.recover(
+            &e,
+            24,
+            RecoveryReason::CompletionNotObservedBeforeTurnEnd,
+            None,
+        );
+        t.no_turn();
+        t.request("Glob", 25);
+        unlinked(&mut t, "Glob", None, 26, 1);
+        t.turn("t2");
+        t.request("Task", 27); // open at the end
+        t.stop(30);
+        let events = t.events();
+        let refs: Vec<&Event> = events.iter().collect();
+        let whole = session_receipts(&refs).turns;
+        assert_eq!(whole.len(), 2);
+        assert_eq!(streamed(&events), whole);
+
+        // Two requests with one id: a link reaches only the later one,
+        // and nothing once it has closed.
+        let mut t = Script::new("s2");
+        t.turn("t1");
+        t.start(0);
+        let a = t.request("Bash", 1);
+        let b = t.request("Bash", 2);
+        t.complete(&b, 3, Some(1));
+        t.complete(&b, 4, Some(1));
+        t.complete(&a, 5, Some(7));
+        t.stop(9);
+        let mut events = t.events();
+        let b_at = events.iter().position(|e| e.id == b).unwrap();
+        for e in &mut events[b_at + 1..] {
+            if let Payload::ToolCompleted(p) = &mut e.payload {
+                p.requested_event_id = Some(a.clone());
+            }
+        }
+        events[b_at].id = a.clone();
+        let refs: Vec<&Event> = events.iter().collect();
+        let whole = session_receipts(&refs).turns;
+        assert_eq!(streamed(&events), whole);
+        assert_eq!((whole[0].tools.closed, whole[0].tools.open), (3, 1));
+    }
 
     /// The streamed receipts are the whole-session ones, turn for turn.
     #[test]

@@ -10,7 +10,7 @@
 //! reads most of them from trace entries rather than whole events, pairs
 //! its own rows through the same [`SpanSide`] reads.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use crate::contract::{Event, EventId, Observation, Outcome, Payload, Recovery, RecoveryReason};
 
@@ -253,6 +253,145 @@ impl<'a> Pairing<'a> {
         (0..self.spans.len())
             .filter(is_open)
             .find(|&i| self.spans[i].takes_unlinked(event))
+    }
+}
+
+/// What a span reads of one request or terminal, kept by value: the few
+/// fields [`SpanSide`] answers, without the event's inputs, outputs and
+/// provenance. [`SpanStream`] holds one per span still open.
+#[derive(Debug, Clone)]
+pub struct SideRecord {
+    event_id: String,
+    time_unix_ns: i64,
+    turn_id: Option<String>,
+    tool_name: Option<String>,
+    tool_call_id: Option<String>,
+    outcome: Option<Outcome>,
+    reported_duration: Option<Observation<u64>>,
+    recovery: Option<Recovery>,
+    link: Option<String>,
+}
+
+impl SideRecord {
+    /// What `event` answers as a span side, read through its own
+    /// [`SpanSide`] so both answer alike.
+    pub fn of(event: &Event) -> SideRecord {
+        SideRecord {
+            event_id: event.event_id().to_string(),
+            time_unix_ns: event.time_unix_ns(),
+            turn_id: SpanSide::turn_id(event).map(str::to_string),
+            tool_name: SpanSide::tool_name(event).map(str::to_string),
+            tool_call_id: SpanSide::tool_call_id(event).map(str::to_string),
+            outcome: SpanSide::outcome(event),
+            reported_duration: SpanSide::reported_duration(event).cloned(),
+            recovery: SpanSide::recovery(event).cloned(),
+            link: event.link().map(str::to_string),
+        }
+    }
+}
+
+impl<'a> SpanSide<'a> for &'a SideRecord {
+    fn event_id(self) -> &'a str {
+        &self.event_id
+    }
+
+    fn time_unix_ns(self) -> i64 {
+        self.time_unix_ns
+    }
+
+    fn turn_id(self) -> Option<&'a str> {
+        self.turn_id.as_deref()
+    }
+
+    fn tool_name(self) -> Option<&'a str> {
+        self.tool_name.as_deref()
+    }
+
+    fn tool_call_id(self) -> Option<&'a str> {
+        self.tool_call_id.as_deref()
+    }
+
+    fn outcome(self) -> Option<Outcome> {
+        self.outcome
+    }
+
+    fn reported_duration(self) -> Option<&'a Observation<u64>> {
+        self.reported_duration.as_ref()
+    }
+
+    fn recovery(self) -> Option<&'a Recovery> {
+        self.recovery.as_ref()
+    }
+
+    fn link(self) -> Option<&'a str> {
+        self.link.as_deref()
+    }
+}
+
+/// [`pair_spans`] one event at a time, for a session too large to hold:
+/// each span is handed out as soon as nothing later can change it (when
+/// its terminal is read, or at [`SpanStream::finish`] for those still
+/// open), the same spans `pair_spans` finds, though not in request order
+/// and without their late evidence (which changes no state or duration).
+/// It holds one [`SideRecord`] per open span, never the session's events.
+#[derive(Default)]
+pub struct SpanStream {
+    /// The open spans by the order their requests came in.
+    open: BTreeMap<u64, (SpanKind, SideRecord)>,
+    /// The latest request of each event id, while it is open: a link
+    /// reaches only the latest request of its id, as in `pair_spans`, and
+    /// finds nothing once that one has closed.
+    by_request: HashMap<String, u64>,
+    next: u64,
+}
+
+impl SpanStream {
+    /// Take the session's next event; `done` gets the span it closes.
+    pub fn feed(&mut self, event: &Event, done: impl FnOnce(&Span<'_, &SideRecord>)) {
+        let (kind, opens) = match &event.payload {
+            Payload::ToolRequested(_) => (SpanKind::Tool, true),
+            Payload::CommandRequested(_) => (SpanKind::Command, true),
+            Payload::ToolCompleted(_) => (SpanKind::Tool, false),
+            Payload::CommandCompleted(_) => (SpanKind::Command, false),
+            _ => return,
+        };
+        let side = SideRecord::of(event);
+        if opens {
+            self.by_request.insert(side.event_id.clone(), self.next);
+            self.open.insert(self.next, (kind, side));
+            self.next += 1;
+            return;
+        }
+        let request = self.match_terminal(kind, &side).map(|at| {
+            let (_, request) = self.open.remove(&at).expect("matched an open span");
+            if self.by_request.get(&request.event_id) == Some(&at) {
+                self.by_request.remove(&request.event_id);
+            }
+            request
+        });
+        let mut span = Span::new(kind, request.as_ref());
+        span.terminal = Some(&side);
+        done(&span);
+    }
+
+    /// The session has no more events: `done` gets each span still open.
+    pub fn finish(self, mut done: impl FnMut(&Span<'_, &SideRecord>)) {
+        for (kind, request) in self.open.values() {
+            done(&Span::new(*kind, Some(request)));
+        }
+    }
+
+    /// The open span `terminal` closes, as `pair_spans` finds it.
+    fn match_terminal(&self, kind: SpanKind, terminal: &SideRecord) -> Option<u64> {
+        if let Some(link) = terminal.link() {
+            let at = *self.by_request.get(link)?;
+            return self.open.get(&at).filter(|(k, _)| *k == kind).map(|_| at);
+        }
+        self.open
+            .iter()
+            .filter(|(_, (k, _))| *k == kind)
+            .find(|(_, (k, request))| Span::new(*k, Some(request)).takes_unlinked(terminal))
+            .map(|(&at, _)| at)
     }
 }
 
