@@ -215,18 +215,7 @@ fn verify_epoch(
         let seq: i64 = r.get(0);
         let patterns: Vec<String> = r.get(8);
         let stored: &[u8] = r.get(10);
-        let row = ShippedRow {
-            seq,
-            event_id: r.get(1),
-            adapter: r.get(2),
-            session_id: r.get(3),
-            offset: r.get(4),
-            ty: r.get(5),
-            time_unix_ns: r.get(6),
-            content: r.get(7),
-            masked: &patterns,
-            json: r.get(9),
-        };
+        let row = shipped_row(&r, &patterns);
         if seq != expected {
             breaks.push(epoch_break(
                 e,
@@ -423,18 +412,7 @@ fn compare_rows(
             let stored_link: &[u8] = r.get(10);
             let stored_commit: &[u8] = r.get(11);
             let patterns: Vec<String> = r.get(8);
-            let columns = ShippedRow {
-                seq,
-                event_id: r.get(1),
-                adapter: r.get(2),
-                session_id: r.get(3),
-                offset: r.get(4),
-                ty: r.get(5),
-                time_unix_ns: r.get(6),
-                content: r.get(7),
-                masked: &patterns,
-                json: r.get(9),
-            };
+            let columns = shipped_row(r, &patterns);
             let follows = link::link(&prev_link, &columns)[..] == *stored_link;
             prev_link = stored_link.to_vec();
             if !follows {
@@ -506,4 +484,22 @@ struct Reshipped {
     ty: String,
     json: Vec<u8>,
     masked: Vec<String>,
+}
+
+/// A stored row's columns as the link covers them, read from a query that
+/// selects seq, event id, adapter, session, offset, type, time, content,
+/// masked patterns and JSON as its first ten columns, in that order.
+fn shipped_row<'a>(r: &'a postgres::Row, masked: &'a [String]) -> ShippedRow<'a> {
+    ShippedRow {
+        seq: r.get(0),
+        event_id: r.get(1),
+        adapter: r.get(2),
+        session_id: r.get(3),
+        offset: r.get(4),
+        ty: r.get(5),
+        time_unix_ns: r.get(6),
+        content: r.get(7),
+        masked,
+        json: r.get(9),
+    }
 }
