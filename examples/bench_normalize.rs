@@ -13,11 +13,11 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use harnery::adapter::{self, RawSignal};
+use harnery::agents::{self, RawSignal};
 use harnery::clock::ClockSample;
 use harnery::contract::{AdapterId, SessionRef};
-use harnery::finalize::producer::SessionProducer;
 use harnery::ledger::ReadyEvent;
+use harnery::session::SessionProducer;
 use harnery::spool::{SpoolRecord, read_segment};
 
 // The allocator the finalizer runs with.
@@ -63,7 +63,7 @@ fn round(records: &[SpoolRecord]) -> (Vec<ReadyEvent>, Vec<String>, Vec<String>)
     for (i, rec) in records.iter().enumerate() {
         let env = &rec.envelope;
         let sid = env.session_id.as_deref().unwrap_or(&env.session_key);
-        let digest = adapter::record_digest(
+        let digest = agents::record_digest(
             AdapterId::ClaudeCode,
             env.event.as_deref(),
             sid,
@@ -73,7 +73,7 @@ fn round(records: &[SpoolRecord]) -> (Vec<ReadyEvent>, Vec<String>, Vec<String>)
         if !seen.insert(digest.clone()) {
             continue;
         }
-        let session = adapter::route(&raw(rec, &digest));
+        let session = agents::route(&raw(rec, &digest));
         by_session.entry(session).or_default().push((i, digest));
     }
     let mut events = Vec::new();

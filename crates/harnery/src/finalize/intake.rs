@@ -1,0 +1,866 @@
+//! Stage one: seal the intake spool, normalize its records with the
+//! per-session producer, and hand each chunk to stage two as a ready file.
+//!
+//! Work is cut into chunks of whole spool files (bounded by bytes, so peak
+//! memory does not grow with the spool), in a fixed order: adapter, session
+//! key, then file age. The same spool therefore always yields the same
+//! chunks, and a rerun after a crash produces the same events in the same
+//! chain order as an uninterrupted run.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::mpsc::sync_channel;
+
+use super::run::{DamagedRange, FinalizeOptions, Summary, append_batch, release};
+use super::state::{load_producer, save_producer};
+use super::{FinalizeError, failpoint, ready};
+use crate::agents::{self, RawSignal};
+use crate::clock::ClockSample;
+use crate::contract::{
+    AdapterId, Attestation, Confidence, Event, EventId, HealthCondition, Payload, Provenance,
+    RawRef, SessionRef, TimeSource, TurnAttribution, digest_parts,
+};
+use crate::fingerprint::FingerprintState;
+use crate::home::Home;
+use crate::ledger::{
+    AppendBatch, BatchSignal, Checkpointer, Ledger, RawBytes, ReadyEvent, WalState, binary_digest,
+    raw,
+};
+use crate::session::SessionProducer;
+use crate::spool::reader::{RecordView, read_views};
+use crate::spool::{Damage, IntakeSpool, read_segment_whole};
+
+/// A chunk closes once its files reach this many bytes
+/// (`HARNERY_CHUNK_BYTES` overrides it, for tests that want many chunks).
+const CHUNK_BYTES: u64 = 8 << 20;
+
+fn chunk_bytes() -> u64 {
+    std::env::var("HARNERY_CHUNK_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(CHUNK_BYTES)
+}
+/// How many chunks may be uncommitted while one is normalized: that one,
+/// one queued for flushing, one being flushed, one queued for appending
+/// and one being appended (each queue holds one, and a stage starts its
+/// next chunk only after handing on the last).
+const IN_FLIGHT: usize = 5;
+/// The session damaged spool ranges are recorded under.
+pub const SPOOL_HEALTH_SESSION: &str = "harnery:spool";
+
+/// One spool file to drain and the adapter directory it sits in.
+struct SpoolFile {
+    path: PathBuf,
+    adapter_dir: String,
+    size: u64,
+}
+
+/// Seal every session and drain all sealed files, chunk by chunk, in a
+/// pipeline of three threads: one reads and normalizes chunks, one makes
+/// them durable (raw archive, ready file: mostly waiting on fsync), and
+/// this one appends them, so the stages overlap. A fourth syncs the WAL,
+/// then releases the batches committed before that sync (their ready
+/// files), then checkpoints: commits here do not wait for their own fsync
+/// (see `ledger::checkpoint`). Chunks pass through in order, so the order
+/// of batches, and so of the chain, is unchanged. (Reading on a thread of
+/// its own was measured slower on two cores.)
+pub(super) fn drain(
+    home: &Home,
+    ledger: &mut Ledger,
+    incarnation: u64,
+    opts: &FinalizeOptions,
+    summary: &mut Summary,
+) -> Result<(), FinalizeError> {
+    let files = seal_all(home)?;
+    failpoint::hit("after-seal");
+    let chunks = plan(home, ledger, files)?;
+    if chunks.is_empty() {
+        return Ok(());
+    }
+    let mut normalizer = Normalizer {
+        ledger: Ledger::open_dir_read(ledger.dir(), None)?,
+        now_unix_ns: opts.now_unix_ns,
+        states: HashMap::new(),
+        offsets: BTreeMap::new(),
+        recent: HashMap::default(),
+        newest_kept: None,
+        chunk: 0,
+    };
+    ledger.set_background_sync(true)?;
+    let ledger_dir = ledger.dir().to_path_buf();
+    let drained = std::thread::scope(|scope| {
+        let (to_flush, normalized) = sync_channel::<Result<Normalized, FinalizeError>>(1);
+        let (to_append, prepared) = sync_channel::<Result<Prepared, FinalizeError>>(1);
+        let (recycle, applied) = std::sync::mpsc::channel::<AppendBatch>();
+        stage(scope, "harnery-normalize", move || {
+            for chunk in chunks {
+                // Applied batches are freed here, by the thread that built
+                // them: freed by the appending thread, every block was a
+                // cross-thread free that thread then had to collect (4-5 %
+                // of a drain in mimalloc's free and collect).
+                applied.try_iter().for_each(drop);
+                let done =
+                    load(chunk).and_then(|c| normalize_chunk(home, &mut normalizer, opts, c));
+                let failed = done.is_err();
+                if to_flush.send(done).is_err() || failed {
+                    break;
+                }
+            }
+        });
+        stage(scope, "harnery-flush", move || {
+            for chunk in normalized {
+                let done = chunk.and_then(|c| make_durable(home, &ledger_dir, c));
+                let failed = done.is_err();
+                if to_append.send(done).is_err() || failed {
+                    break;
+                }
+            }
+        });
+        let checkpointer = Checkpointer::open(ledger.dir())?;
+        let (committed, to_release) = std::sync::mpsc::channel::<Committed>();
+        let (checkpointed, progress) = std::sync::mpsc::channel::<Checkpointed>();
+        let checkpoints = stage(scope, "harnery-checkpoint", move || {
+            while let Ok(first) = to_release.recv() {
+                // Everything committed so far is covered by one sync.
+                let batches: Vec<Committed> = std::iter::once(first)
+                    .chain(to_release.try_iter())
+                    .collect();
+                checkpointer.sync_wal().map_err(durability)?;
+                for c in &batches {
+                    release(home, &c.ready, &c.sources)?;
+                }
+                let restart = batches.iter().any(|c| c.restart);
+                failpoint::delay("slow-checkpoint");
+                let wal = checkpointer.run(restart).map_err(durability)?;
+                let through = batches.last().map_or(0, |c| c.number);
+                // The appending thread may be gone already; nothing waits.
+                let _ = checkpointed.send(Checkpointed { through, wal });
+            }
+            Ok(())
+        });
+        let restart_frames = wal_restart_frames();
+        let mut restart_at = restart_frames;
+        let mut wal_frames = 0;
+        let mut restarting: Option<usize> = None;
+        for (number, p) in prepared.into_iter().enumerate() {
+            let mut p = p?;
+            if let Some(through) = restarting.take() {
+                let since = std::time::Instant::now();
+                let mut restarted = false;
+                while let Ok(c) = progress.recv() {
+                    if c.through >= through {
+                        restarted = c.wal.restartable;
+                        break;
+                    }
+                }
+                timing("wal-restart-wait", since);
+                // A reader that held on keeps the WAL: try again once it
+                // has doubled, so a reader that stays costs a few waits.
+                restart_at = if restarted {
+                    restart_frames
+                } else {
+                    restart_at.saturating_mul(2)
+                };
+                wal_frames = 0;
+            }
+            summary.damaged_ranges.extend(p.damaged);
+            // The file on disk is only for crash recovery; apply what is in memory.
+            append_batch(ledger, &p.path, &p.batch, incarnation, opts, summary)?;
+            if let Some(last) = progress.try_iter().last() {
+                wal_frames = last.wal.frames;
+            }
+            // Past the limit, the checkpoint after this commit waits for
+            // the WAL's readers, and the next transaction waits for that
+            // checkpoint (while this thread waits for the next batch
+            // anyway): with every frame copied and no reader left in the
+            // WAL, SQLite writes the next transaction from the start of the
+            // file again. Otherwise the WAL only grows while a drain runs,
+            // to the size of all it appends, and every frame extends it.
+            let restart = wal_frames >= restart_at;
+            let c = Committed {
+                number,
+                restart,
+                ready: p.path,
+                sources: std::mem::take(&mut p.batch.sources),
+            };
+            // A normalizing thread that is done no longer takes them.
+            let _ = recycle.send(p.batch);
+            // A checkpoint thread that is gone failed: stop and report it.
+            if committed.send(c).is_err() {
+                break;
+            }
+            if restart {
+                restarting = Some(number);
+            }
+        }
+        drop(committed);
+        checkpoints
+            .join()
+            .expect("the checkpoint thread does not panic")
+    });
+    ledger.set_background_sync(false)?;
+    drained
+}
+
+/// A committed batch whose files wait for the WAL sync that makes its
+/// commit durable.
+struct Committed {
+    /// The batch's place in this drain, from 0.
+    number: usize,
+    /// Checkpoint with a restart of the WAL: the appending thread waits.
+    restart: bool,
+    ready: PathBuf,
+    sources: Vec<String>,
+}
+
+/// The checkpoint thread's report: batches up to `through` are durable and
+/// checkpointed, and this is the WAL they left.
+struct Checkpointed {
+    through: usize,
+    wal: WalState,
+}
+
+/// WAL frames (16 KiB pages) past which the appending thread waits for a
+/// checkpoint so that the WAL starts over (see `drain`): 256 MiB. Each
+/// wait costs the appending thread a WAL sync and a checkpoint of the
+/// batch it has just committed (tens of milliseconds), so not every batch;
+/// `HARNERY_WAL_RESTART_FRAMES` overrides it, for tests.
+const WAL_RESTART_FRAMES: u64 = 16384;
+
+fn wal_restart_frames() -> u64 {
+    std::env::var("HARNERY_WAL_RESTART_FRAMES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(WAL_RESTART_FRAMES)
+}
+
+fn durability(e: crate::ledger::LedgerError) -> FinalizeError {
+    FinalizeError::Durability(format!("checkpoint: {e}"))
+}
+
+/// Start one stage of the drain on a thread named for it (the name shows
+/// in `top -H` and in profiles).
+fn stage<'scope, T: Send + 'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    name: &str,
+    work: impl FnOnce() -> T + Send + 'scope,
+) -> std::thread::ScopedJoinHandle<'scope, T> {
+    std::thread::Builder::new()
+        .name(name.to_string())
+        .spawn_scoped(scope, work)
+        .expect("the system starts a thread")
+}
+
+/// Cut the sealed files into chunks of whole files, in order; files a
+/// committed batch already drained are deleted instead.
+fn plan(
+    home: &Home,
+    ledger: &Ledger,
+    files: Vec<SpoolFile>,
+) -> Result<Vec<Vec<SpoolFile>>, FinalizeError> {
+    let mut chunks = Vec::new();
+    let mut chunk: Vec<SpoolFile> = Vec::new();
+    let mut bytes = 0;
+    let limit = chunk_bytes();
+    for file in files {
+        if ledger.segment_drained(&relative(home, &file.path))? {
+            super::run::remove_segment(&file.path)?;
+            continue;
+        }
+        bytes += file.size;
+        chunk.push(file);
+        if bytes >= limit {
+            chunks.push(std::mem::take(&mut chunk));
+            bytes = 0;
+        }
+    }
+    if !chunk.is_empty() {
+        chunks.push(chunk);
+    }
+    Ok(chunks)
+}
+
+/// Stage one's view of the ledger: a read connection plus what this run's
+/// own not-yet-committed batches changed (producer state, spool-health
+/// offsets), which the database cannot show yet.
+struct Normalizer {
+    ledger: Ledger,
+    /// The run's "now": the time of conditions found while loading state.
+    now_unix_ns: i64,
+    /// Producers this run advanced, with the chunk that last did; one
+    /// whose chunk is committed is dropped (the ledger has its state).
+    states: HashMap<SessionRef, (SessionProducer, u64)>,
+    offsets: BTreeMap<SessionRef, u64>,
+    /// Record digests of the chunks that may not be committed yet (see
+    /// [`IN_FLIGHT`]), with the chunk that drained each; older ones are
+    /// visible in the ledger's raw-signal table.
+    recent: HashMap<String, u64, FingerprintState>,
+    /// The chunk being normalized, counted from 1.
+    chunk: u64,
+    /// The newest receive time among the raw signals the ledger keeps, as
+    /// of the chunk's snapshot: records received later need no lookup.
+    newest_kept: Option<i64>,
+}
+
+impl Normalizer {
+    fn start_chunk(&mut self) {
+        self.chunk += 1;
+        // Chunks this many back are committed (see IN_FLIGHT), and the
+        // snapshot this chunk is about to take shows their raw signals and
+        // producer states.
+        let committed = self.chunk.saturating_sub(IN_FLIGHT as u64);
+        self.recent.retain(|_, chunk| *chunk > committed);
+        self.states.retain(|_, (_, chunk)| *chunk > committed);
+    }
+
+    /// Whether this record digest was already drained; remembers it.
+    fn seen(&mut self, received_unix_ns: i64, digest: &str) -> Result<bool, FinalizeError> {
+        let may_be_kept = self.newest_kept.is_some_and(|n| received_unix_ns <= n);
+        if self.recent.contains_key(digest)
+            || (may_be_kept && self.ledger.signal_known(received_unix_ns, digest)?)
+        {
+            return Ok(true);
+        }
+        self.recent.insert(digest.to_string(), self.chunk);
+        Ok(false)
+    }
+
+    /// The session's producer as this run left it, else as the ledger
+    /// keeps it (checked against this build's capability profile; a
+    /// condition that check raises goes into `batch`), else a new one.
+    /// Hand it back with [`Normalizer::keep_state`].
+    fn producer(
+        &mut self,
+        session: &SessionRef,
+        batch: &mut AppendBatch,
+    ) -> Result<SessionProducer, FinalizeError> {
+        if let Some((kept, _)) = self.states.remove(session) {
+            return Ok(kept);
+        }
+        load_producer(&self.ledger, session, self.now_unix_ns, &mut batch.events)
+    }
+
+    /// Queue the producer's state with the batch and keep the producer for
+    /// the rest of the run, so later chunks continue from it.
+    fn keep_state(
+        &mut self,
+        session: &SessionRef,
+        producer: SessionProducer,
+        batch: &mut AppendBatch,
+    ) {
+        batch.states.push(save_producer(session, &producer));
+        self.states.insert(session.clone(), (producer, self.chunk));
+    }
+
+    fn next_offset(&mut self, session: &SessionRef) -> Result<u64, FinalizeError> {
+        let offset = match self.offsets.get(session) {
+            Some(n) => *n,
+            None => self.ledger.next_offset(session)?,
+        };
+        self.offsets.insert(session.clone(), offset + 1);
+        Ok(offset)
+    }
+}
+
+/// A chunk after normalization, not durable yet.
+struct Normalized {
+    batch: AppendBatch,
+    /// The chunk's files: kept as the batch's raw archive.
+    files: Vec<SpoolFile>,
+    damaged: Vec<DamagedRange>,
+}
+
+/// A chunk after stage one: its batch, durable in the ready file at `path`.
+struct Prepared {
+    batch: AppendBatch,
+    path: PathBuf,
+    damaged: Vec<DamagedRange>,
+}
+
+fn seal_all(home: &Home) -> Result<Vec<SpoolFile>, FinalizeError> {
+    let spool = IntakeSpool::open(home);
+    let spool_err = |e: crate::spool::SpoolError| FinalizeError::Spool(e.to_string());
+    let mut out = Vec::new();
+    for session in spool.sessions().map_err(spool_err)? {
+        for seg in session.seal().map_err(spool_err)? {
+            out.push(spool_file(seg.path, &session.adapter));
+        }
+    }
+    for seg in spool.dead_letters().map_err(spool_err)? {
+        out.push(spool_file(seg.path, ""));
+    }
+    Ok(out)
+}
+
+fn spool_file(path: PathBuf, adapter_dir: &str) -> SpoolFile {
+    let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    SpoolFile {
+        path,
+        adapter_dir: adapter_dir.to_string(),
+        size,
+    }
+}
+
+fn relative(home: &Home, path: &Path) -> String {
+    path.strip_prefix(home.root())
+        .unwrap_or(path)
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// One chunk's files, read, before normalization.
+struct Loaded {
+    files: Vec<SpoolFile>,
+    /// The chunk's files, whole and in order: their records are decoded
+    /// in place ([`decode_records`]), and the records' offsets in the raw
+    /// archive count through them.
+    bytes: Vec<Vec<u8>>,
+}
+
+/// The records and damage of a loaded chunk, borrowing from its bytes.
+struct Decoded<'a> {
+    records: Vec<ChunkRecord<'a>>,
+    damage: Vec<(Damage, Arc<str>)>,
+}
+
+/// One intact record of a chunk.
+struct ChunkRecord<'a> {
+    rec: RecordView<'a>,
+    /// The adapter directory its file sits in (empty for dead letters).
+    adapter_dir: Arc<str>,
+    /// Where the record starts in the batch's raw archive.
+    archive_at: u64,
+}
+
+fn load(files: Vec<SpoolFile>) -> Result<Loaded, FinalizeError> {
+    let t = std::time::Instant::now();
+    let mut bytes = Vec::with_capacity(files.len());
+    for f in &files {
+        bytes.push(read_segment_whole(&f.path).map_err(|e| FinalizeError::io(&f.path, e))?);
+    }
+    timing("load", t);
+    Ok(Loaded { files, bytes })
+}
+
+fn decode_records(loaded: &Loaded) -> Decoded<'_> {
+    let t = std::time::Instant::now();
+    let reads: Vec<_> = loaded
+        .files
+        .iter()
+        .zip(&loaded.bytes)
+        .map(|(f, bytes)| read_views(bytes, &f.path))
+        .collect();
+    // Sized once: a chunk's vectors are tens of MiB, and growing them by
+    // doubling faults in fresh pages at every step.
+    let count = reads.iter().map(|r| r.records.len()).sum();
+    let mut out = Decoded {
+        records: Vec::with_capacity(count),
+        damage: Vec::new(),
+    };
+    let mut base = 0;
+    for ((f, bytes), read) in loaded.files.iter().zip(&loaded.bytes).zip(reads) {
+        let adapter_dir: Arc<str> = Arc::from(f.adapter_dir.as_str());
+        out.records
+            .extend(read.records.into_iter().map(|rec| ChunkRecord {
+                archive_at: base + rec.offset,
+                rec,
+                adapter_dir: adapter_dir.clone(),
+            }));
+        out.damage
+            .extend(read.damage.into_iter().map(|d| (d, adapter_dir.clone())));
+        base += bytes.len() as u64;
+    }
+    timing("decode", t);
+    out
+}
+
+/// Stage one, first half: read a chunk and normalize it into its batch.
+fn normalize_chunk(
+    home: &Home,
+    normalizer: &mut Normalizer,
+    opts: &FinalizeOptions,
+    loaded: Loaded,
+) -> Result<Normalized, FinalizeError> {
+    let files = &loaded.files;
+    let decoded = decode_records(&loaded);
+    let records = decoded.records.len();
+    let mut batch = AppendBatch {
+        id: ready::new_batch_id(opts.now_unix_ns),
+        contract_digest: binary_digest(),
+        sources: files.iter().map(|f| relative(home, &f.path)).collect(),
+        signals: Vec::with_capacity(records),
+        // Most signals make one event; turn boundaries make a second.
+        events: Vec::with_capacity(records + records / 8),
+        states: Vec::new(),
+    };
+    let t = std::time::Instant::now();
+    let owners = owners_by_file(&decoded.records);
+    normalizer.start_chunk();
+    // One snapshot for the chunk: every batch it must see (all but those
+    // in `recent`) committed before this chunk started.
+    normalizer.ledger.begin_snapshot()?;
+    let unknown = normalizer
+        .ledger
+        .newest_signal_ns()
+        .map_err(FinalizeError::from)
+        .and_then(|newest| {
+            normalizer.newest_kept = newest;
+            normalize(normalizer, &decoded.records, &mut batch)
+        });
+    normalizer.ledger.end_snapshot()?;
+    let unknown = unknown?;
+    timing("normalize", t);
+    let mut health = SpoolHealth {
+        normalizer,
+        opts,
+        damaged: Vec::new(),
+    };
+    health.damage(home, &decoded.damage, &owners, &mut batch)?;
+    for i in unknown {
+        health.unknown_adapter(home, &decoded.records[i], &mut batch)?;
+    }
+    let damaged = health.damaged;
+    Ok(Normalized {
+        batch,
+        files: loaded.files,
+        damaged,
+    })
+}
+
+/// Stage one, second half: make a normalized chunk durable (its raw
+/// archive, then its ready file), then let its intake files go.
+fn make_durable(
+    home: &Home,
+    ledger_dir: &Path,
+    chunk: Normalized,
+) -> Result<Prepared, FinalizeError> {
+    let Normalized {
+        batch,
+        files,
+        damaged,
+    } = chunk;
+    let t = std::time::Instant::now();
+    // The raw archive first: the ready file's signal rows point into it.
+    if failpoint::fsync_fails() {
+        return Err(FinalizeError::Durability(format!(
+            "fsync of the raw archive of batch {} failed (injected)",
+            batch.id
+        )));
+    }
+    let paths: Vec<&Path> = files.iter().map(|f| f.path.as_path()).collect();
+    raw::keep(ledger_dir, &batch.id, &paths)?;
+    timing("raw-write", t);
+    failpoint::hit("after-raw-write");
+    let t = std::time::Instant::now();
+    let path = ready::write(home, &batch)?;
+    timing("ready-write", t);
+    failpoint::hit("after-ready-write");
+    for f in &files {
+        super::run::remove_segment(&f.path)?;
+    }
+    Ok(Prepared {
+        batch,
+        path,
+        damaged,
+    })
+}
+
+/// The canonical session each session spool file belongs to, from its
+/// records (routed before normalization moves their payloads out).
+/// Dead-letter files mix sessions and have no owner.
+fn owners_by_file(records: &[ChunkRecord]) -> HashMap<PathBuf, SessionRef> {
+    let mut owners = HashMap::new();
+    // A file's records are consecutive: look each file up once.
+    let mut last: Option<&Path> = None;
+    for r in records {
+        if last == Some(r.rec.file) {
+            continue;
+        }
+        last = Some(r.rec.file);
+        let Some(adapter) = AdapterId::parse(&r.adapter_dir) else {
+            continue;
+        };
+        owners
+            .entry(r.rec.file.to_path_buf())
+            .or_insert_with(|| agents::route(&raw_signal(&r.rec, adapter, "")));
+    }
+    owners
+}
+
+fn raw_signal<'a>(rec: &'a RecordView, adapter: AdapterId, digest: &'a str) -> RawSignal<'a> {
+    let env = &rec.envelope;
+    RawSignal {
+        adapter,
+        event_name: env.event.as_deref(),
+        session_id: env.session_id.as_deref().unwrap_or(&env.session_key),
+        payload: rec.payload,
+        received_unix_ns: env.received_ns,
+        clock: ClockSample {
+            boot_id: env.boot_id.as_deref().map(str::to_owned),
+            boottime_ns: env.boottime_ns,
+        },
+        record_digest: digest,
+        payload_blake3: whole_payload_digest(rec),
+    }
+}
+
+/// The payload digest the hook wrote in the envelope, when it describes
+/// the stored payload: the whole payload was kept and its length matches.
+/// The spool record's own digest covers the envelope, so it reached us as
+/// the hook wrote it.
+fn whole_payload_digest<'a>(rec: &'a RecordView) -> Option<&'a str> {
+    let env = &rec.envelope;
+    let hex: &str = &env.payload_blake3;
+    let whole = !env.truncated && !env.incomplete && env.payload_len == rec.payload.len() as u64;
+    let well_formed =
+        hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    (whole && well_formed).then_some(hex)
+}
+
+/// Route every record to its canonical session, then ingest each session's
+/// records in arrival order (receive time; file order breaks ties).
+/// Returns the records whose adapter this build does not know; they are
+/// kept raw and reported, never dropped and never allowed to wedge a run.
+fn normalize(
+    normalizer: &mut Normalizer,
+    records: &[ChunkRecord],
+    batch: &mut AppendBatch,
+) -> Result<Vec<usize>, FinalizeError> {
+    let mut unknown = Vec::new();
+    let mut by_session: BTreeMap<SessionRef, Vec<(usize, AdapterId, String)>> = BTreeMap::new();
+    for (i, r) in records.iter().enumerate() {
+        let rec = &r.rec;
+        let name: &str = if rec.envelope.adapter.is_empty() {
+            &r.adapter_dir
+        } else {
+            &rec.envelope.adapter
+        };
+        let Some(adapter) = AdapterId::parse(name) else {
+            unknown.push(i);
+            continue;
+        };
+        let env = &rec.envelope;
+        let sid = env.session_id.as_deref().unwrap_or(&env.session_key);
+        let digest = agents::record_digest(
+            adapter,
+            env.event.as_deref(),
+            sid,
+            env.received_ns,
+            rec.payload,
+        );
+        // The spool may hold one record twice (a segment append whose sync
+        // failed, then its fallback copy): both copies have one digest.
+        if normalizer.seen(env.received_ns, &digest)? {
+            continue;
+        }
+        let session = agents::route(&raw_signal(rec, adapter, &digest));
+        by_session
+            .entry(session)
+            .or_default()
+            .push((i, adapter, digest));
+    }
+    let total = records.len();
+    let mut done = 0;
+    for (session, mut items) in by_session {
+        items.sort_by_key(|(i, _, _)| (records[*i].rec.envelope.received_ns, *i));
+        let mut producer = normalizer.producer(&session, batch)?;
+        for (i, adapter, digest) in items {
+            if done == total / 2 && done > 0 {
+                failpoint::hit("mid-normalize");
+            }
+            done += 1;
+            let r = &records[i];
+            let ingested = producer.ingest(&raw_signal(&r.rec, adapter, &digest));
+            batch.signals.push(signal_row(
+                r,
+                adapter.as_str(),
+                digest,
+                ingested.events.iter().map(|e| e.id.to_string()).collect(),
+                ingested.duplicate_of.map(|d| d.to_string()),
+            ));
+            batch
+                .events
+                .extend(ingested.events.into_iter().map(ReadyEvent::new));
+        }
+        normalizer.keep_state(&session, producer, batch);
+    }
+    Ok(unknown)
+}
+
+/// A signal's row: its record stays where the raw archive keeps it.
+fn signal_row(
+    r: &ChunkRecord,
+    adapter: &str,
+    digest: String,
+    event_ids: Vec<String>,
+    duplicate_of: Option<String>,
+) -> BatchSignal {
+    let env = &r.rec.envelope;
+    BatchSignal {
+        record_digest: digest,
+        adapter: adapter.to_string(),
+        session_key: env.session_key.to_string(),
+        event_name: env.event.as_deref().map(str::to_owned),
+        received_unix_ns: env.received_ns,
+        env: raw::env_text(&env.env_owned()),
+        bytes: RawBytes::Archived { at: r.archive_at },
+        event_ids,
+        duplicate_of,
+    }
+}
+
+/// Health events about the spool itself, so damage is never only in a log:
+/// in the session whose spool file was damaged when its records say which,
+/// else under the session `harnery:spool` of an adapter.
+struct SpoolHealth<'a> {
+    normalizer: &'a mut Normalizer,
+    opts: &'a FinalizeOptions,
+    damaged: Vec<DamagedRange>,
+}
+
+impl SpoolHealth<'_> {
+    /// Every damaged byte range becomes one `spool_damage` event.
+    fn damage(
+        &mut self,
+        home: &Home,
+        damage: &[(Damage, Arc<str>)],
+        owners: &HashMap<PathBuf, SessionRef>,
+        batch: &mut AppendBatch,
+    ) -> Result<(), FinalizeError> {
+        for (d, adapter_dir) in damage {
+            let adapter = AdapterId::parse(adapter_dir).unwrap_or(AdapterId::ClaudeCode);
+            let r = DamagedRange {
+                file: relative(home, &d.file),
+                start: d.start,
+                end: d.end,
+                kind: d.kind.as_str().to_string(),
+            };
+            let id = EventId::derive(
+                "harnery.spool-damage",
+                &[
+                    r.file.as_bytes(),
+                    &r.start.to_le_bytes(),
+                    &r.end.to_le_bytes(),
+                    r.kind.as_bytes(),
+                ],
+            );
+            let detail = format!(
+                "{} bytes {}..{} skipped: {}",
+                r.file, r.start, r.end, r.kind
+            );
+            match owners.get(&d.file) {
+                Some(session) => self.in_session(session, &id, detail, batch)?,
+                None => self.push(adapter, id, "spool_damage", detail, Vec::new(), batch)?,
+            }
+            self.damaged.push(r);
+        }
+        Ok(())
+    }
+
+    /// Damage inside a session's own spool: recorded by that session's
+    /// producer, so its offsets stay gapless and the audit sees it there.
+    fn in_session(
+        &mut self,
+        session: &SessionRef,
+        key: &EventId,
+        detail: String,
+        batch: &mut AppendBatch,
+    ) -> Result<(), FinalizeError> {
+        let mut producer = self.normalizer.producer(session, batch)?;
+        let event =
+            producer.record_health(key.as_str(), "spool_damage", detail, self.opts.now_unix_ns);
+        batch.events.push(ReadyEvent::new(event));
+        self.normalizer.keep_state(session, producer, batch);
+        Ok(())
+    }
+
+    /// A record of an adapter this build does not know: its raw bytes are
+    /// kept in the ledger and one `unknown_adapter` event points at them.
+    fn unknown_adapter(
+        &mut self,
+        home: &Home,
+        r: &ChunkRecord,
+        batch: &mut AppendBatch,
+    ) -> Result<(), FinalizeError> {
+        let rec = &r.rec;
+        let env = &rec.envelope;
+        let parts: [&[u8]; 3] = [
+            env.session_key.as_bytes(),
+            &env.received_ns.to_le_bytes(),
+            rec.payload,
+        ];
+        let digest = digest_parts(env.adapter.as_bytes(), &parts)
+            .to_hex()
+            .to_string();
+        let id = EventId::derive("harnery.unknown-adapter", &[digest.as_bytes()]);
+        let detail = format!(
+            "{} record at byte {}: adapter {:?} is unknown to this build; raw bytes kept",
+            relative(home, rec.file),
+            rec.offset,
+            env.adapter
+        );
+        let raw = vec![RawRef {
+            record_digest: digest.clone(),
+            event_name: env.event.as_deref().map(str::to_owned),
+        }];
+        batch.signals.push(signal_row(
+            r,
+            &env.adapter,
+            digest,
+            vec![id.to_string()],
+            None,
+        ));
+        self.push(
+            AdapterId::ClaudeCode,
+            id,
+            "unknown_adapter",
+            detail,
+            raw,
+            batch,
+        )
+    }
+
+    fn push(
+        &mut self,
+        adapter: AdapterId,
+        id: EventId,
+        code: &str,
+        detail: String,
+        raw: Vec<RawRef>,
+        batch: &mut AppendBatch,
+    ) -> Result<(), FinalizeError> {
+        let session = SessionRef {
+            adapter,
+            session_id: SPOOL_HEALTH_SESSION.into(),
+        };
+        let offset = self.normalizer.next_offset(&session)?;
+        batch.events.push(ReadyEvent::new(Event {
+            id,
+            session,
+            offset,
+            time_unix_ns: self.opts.now_unix_ns,
+            time_source: TimeSource::Finalizer,
+            clock: None,
+            agent_id: None,
+            turn: TurnAttribution::none(),
+            provenance: Provenance {
+                attestation: Attestation::Derived,
+                confidence: Confidence::High,
+            },
+            raw,
+            payload: Payload::HealthCondition(HealthCondition {
+                code: code.into(),
+                detail,
+            }),
+        }));
+        Ok(())
+    }
+}
+
+/// With `HARNERY_TIMING` set, report how long a phase took on stderr.
+pub(super) fn timing(phase: &str, since: std::time::Instant) {
+    if std::env::var_os("HARNERY_TIMING").is_some() {
+        eprintln!("timing {phase}: {:?}", since.elapsed());
+    }
+}

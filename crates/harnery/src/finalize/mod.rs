@@ -1,0 +1,65 @@
+//! `harnery finalize`: from raw intake signals to ledger rows, exactly once.
+//!
+//! Two stages (DESIGN §2). Stage one seals intake segments, normalizes their
+//! records with the per-session producer (state loaded from the ledger) and
+//! writes the canonical rows, the raw signals and the new producer state as
+//! one ready file stamped with the contract digest; only then are the intake
+//! segments deleted. Stage two validates every row of a ready file and
+//! appends the batch in one ledger transaction; only after the commit is the
+//! ready file deleted. A run first applies any ready files a crashed run
+//! left behind, so nothing is normalized twice and nothing is lost.
+//!
+//! One finalizer at a time: a lease on the home plus the ledger's durable
+//! incarnation number, checked by every write transaction. A failed fsync or
+//! commit stops the run (never retried); the next run starts clean.
+
+pub mod failpoint;
+mod intake;
+pub mod lease;
+pub mod ready;
+pub mod record;
+mod run;
+mod state;
+
+use std::path::{Path, PathBuf};
+
+pub use run::{
+    DamagedRange, FinalizeOptions, HealthNote, Summary, UNREADABLE_ROW, apply_pending, finalize,
+};
+
+use crate::ledger::LedgerError;
+
+/// Why a finalizer run stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum FinalizeError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+    #[error(transparent)]
+    Lease(#[from] lease::LeaseError),
+    #[error("durability failure: {0}; the run stops here and the next run starts clean")]
+    Durability(String),
+    #[error("ready file {path} line {line}: {detail}")]
+    BadReady {
+        path: PathBuf,
+        line: usize,
+        detail: String,
+    },
+    #[error("spool: {0}")]
+    Spool(String),
+    #[error("ready file {path} refused: {source}")]
+    Refused { path: PathBuf, source: LedgerError },
+}
+
+impl FinalizeError {
+    pub fn io(path: &Path, source: std::io::Error) -> FinalizeError {
+        FinalizeError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}

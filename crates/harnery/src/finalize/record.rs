@@ -1,0 +1,460 @@
+//! Following each session's own record (multi-signal finalization).
+//!
+//! After a run has drained the hook signals, each session whose record is
+//! known (a hook named it: Claude Code `transcript_path`, Copilot
+//! `transcriptPath`; or Copilot's `session-state/<id>/events.jsonl` under
+//! `COPILOT_HOME`, default `~/.copilot`) is read on from the cursor its
+//! producer state keeps, whole lines only, and what was read is written
+//! into the session's intake spool as `harnery.record` signals, which the
+//! run then drains like any other. So every byte read is kept in the raw
+//! archive (and `verify` checks it), lands in order after the hook signals
+//! it is joined with, and the cursor only moves when the batch holding
+//! those bytes commits: a run killed in between reads the same bytes again
+//! and the producer drops what it already applied.
+//!
+//! Before reading on, the bytes just before the cursor are checked against
+//! their fingerprint. A record that is gone, unreadable, shorter than the
+//! cursor or changed under it is a `harnery.record_problem` signal (a
+//! loud `record.problem` event, once per kind), and it never holds up the
+//! hook signals. A record not written yet is pending, not missing, until
+//! the session's first prompt is 30 s old; one deleted after it was read
+//! is `removed`, a note. The hook itself never reads a record.
+//!
+//! A Claude Code subagent writes a transcript of its own, which
+//! `SubagentStop` names (`agent_transcript_path`): it is followed the same
+//! way, from a cursor of its own, until a pass has read it to its end (the
+//! subagent has stopped, so nothing more comes).
+//!
+//! A record call that found no hook request to join is held for a while
+//! (the hook that announces it runs just after the agent writes it): a
+//! session holding calls gets an empty `harnery.record` once they are due,
+//! so they settle even when the record does not grow.
+//!
+//! A record is followed only where its agent writes it for this very
+//! session, opened without blocking and checked before a byte is read
+//! (`adapter::record::place`); anything else is one `record.problem` of
+//! kind `refused` naming the path and why, and nothing of it is read. One
+//! run reads at most [`RUN_LEN`] bytes of one session's records (the next
+//! runs read on), so a giant record cannot fill the disk in one go; a line
+//! longer than [`LINE_CEILING`] is not read into memory (one unrecognized
+//! line, its first bytes kept).
+//!
+//! `HARNERY_RECORDS=off` turns following off (the hook signals are then
+//! all the ledger gets).
+
+use std::collections::HashMap;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use crate::agents::harnery::{
+    FINGERPRINT_LEN, RECORD, RECORD_PROBLEM, RecordChunkHeader, record_payload,
+};
+use crate::agents::record::place::{self, LINE_CEILING, NotOpened, OVERSIZED_HEAD, RecordRole};
+use crate::clock::ClockSample;
+use crate::contract::{AdapterId, RecordProblem, SessionRef};
+use crate::finalize::FinalizeError;
+use crate::home::Home;
+use crate::ledger::Ledger;
+use crate::session::RecordCursor;
+use crate::spool::{Signal, SpoolWriter};
+
+/// The most record bytes one `harnery.record` signal carries (a longer
+/// line is carried whole, up to [`LINE_CEILING`]).
+pub const CHUNK_LEN: usize = 4 << 20;
+/// The most record bytes one pass spools for a session: a pass is drained
+/// before the next one reads on, so the drain holds at most this much of
+/// any one session's record (a spool file is the drain's unit).
+pub const PASS_LEN: u64 = 8 << 20;
+/// Passes one run makes at most (so a record that cannot be applied can
+/// never keep a run going): 8 GiB of one session's record.
+pub const MAX_PASSES: usize = 1024;
+
+/// The most bytes of one session's records (its own and its subagents')
+/// one run reads; the next runs read on from the cursor. A line longer
+/// than what is left is read whole when a pass starts at it.
+pub const RUN_LEN: u64 = 64 << 20;
+
+/// [`PASS_LEN`], or `HARNERY_RECORD_PASS_BYTES` (tests that want many
+/// passes).
+fn pass_len() -> u64 {
+    env_bytes("HARNERY_RECORD_PASS_BYTES").unwrap_or(PASS_LEN)
+}
+
+/// [`RUN_LEN`], or `HARNERY_RECORD_RUN_BYTES` (tests that want many runs).
+fn run_len() -> u64 {
+    env_bytes("HARNERY_RECORD_RUN_BYTES").unwrap_or(RUN_LEN)
+}
+
+fn env_bytes(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.parse().ok())
+}
+
+/// Bytes of each session's records read so far this run.
+#[derive(Debug, Default)]
+pub struct RunBudget(HashMap<SessionRef, u64>);
+
+impl RunBudget {
+    /// What `session` may still read this run.
+    fn left(&self, session: &SessionRef) -> u64 {
+        run_len().saturating_sub(self.0.get(session).copied().unwrap_or(0))
+    }
+}
+
+/// Whether following is on (`HARNERY_RECORDS` is not `off`).
+pub fn enabled() -> bool {
+    std::env::var("HARNERY_RECORDS").map_or(true, |v| v != "off")
+}
+
+/// Spool what each session's record gained since its cursor, at most
+/// [`PASS_LEN`] bytes a session: every session, or only those of `only`
+/// (the ones the pass before wrote for). Returns how many signals were
+/// written and for which sessions; the caller drains them and calls again
+/// with those until none are.
+pub fn follow(
+    home: &Home,
+    ledger: &Ledger,
+    now_unix_ns: i64,
+    clock: &ClockSample,
+    only: Option<&[SessionRef]>,
+    budget: &mut RunBudget,
+) -> Result<(u64, Vec<SessionRef>), FinalizeError> {
+    let mut written = 0;
+    let mut wrote_for = Vec::new();
+    let sessions = match only {
+        Some(these) => these.to_vec(),
+        None => ledger.producer_sessions()?,
+    };
+    for session in sessions {
+        let Some(text) = ledger.producer_state_or_set_aside(&session)? else {
+            continue;
+        };
+        // A state that does not load is reported by the drain that loads
+        // it; following waits for it.
+        let Some(at) = RecordCursor::of_state(&text) else {
+            continue;
+        };
+        let mut out = Spooler {
+            home,
+            session: &session,
+            now_unix_ns,
+            clock,
+            reported: at.problem.as_deref(),
+            written: 0,
+            left: budget.left(&session),
+        };
+        let path = match record_path(&session, at.path.as_deref()) {
+            Ok(path) => path,
+            Err((path, why)) => {
+                out.refused(&path, &why)?;
+                None
+            }
+        };
+        if let Some((path, named)) = &path {
+            // Not written yet (before the first prompt, or just after it):
+            // pending, not missing.
+            let named = *named && at.expected_by(now_unix_ns);
+            let from = (at.cursor, at.fingerprint.as_str());
+            follow_one(path, named, RecordRole::Session, from, &mut out)?;
+        }
+        for side in &at.subagents {
+            out.reported = None;
+            let path = Path::new(&side.path);
+            let role = RecordRole::Subagent(&side.agent_id);
+            follow_one(path, true, role, (side.cursor, &side.fingerprint), &mut out)?;
+        }
+        let read = budget.left(&session) - out.left;
+        *budget.0.entry(session.clone()).or_default() += read;
+        // Calls held for their hook requests settle at the session's next
+        // chunk; a record that did not grow gets an empty one once they
+        // are due (first pass only: a run settles them once).
+        let due = at.held_due_ns().is_some_and(|t| t <= now_unix_ns);
+        if let Some((path, _)) = path.filter(|_| due && out.written == 0 && only.is_none()) {
+            let header = RecordChunkHeader {
+                path: path.display().to_string(),
+                start: at.cursor,
+                end: at.cursor,
+                fingerprint: at.fingerprint.clone(),
+                at_end: false,
+                oversized_line: false,
+            };
+            out.append(RECORD, &record_payload(&header, &[]))?;
+        }
+        if out.written > 0 {
+            written += out.written;
+            wrote_for.push(session);
+        }
+    }
+    Ok((written, wrote_for))
+}
+
+/// A record's path, and whether a hook named it.
+type Located = Option<(PathBuf, bool)>;
+
+/// Where the session's record is, and whether a hook named it (a path
+/// only guessed is not reported missing); a guess that would leave
+/// Copilot's home is refused (the path it reaches, why) when something is
+/// there.
+fn record_path(session: &SessionRef, named: Option<&str>) -> Result<Located, (PathBuf, String)> {
+    if let Some(p) = named {
+        return Ok(Some((PathBuf::from(p), true)));
+    }
+    match session.adapter {
+        AdapterId::ClaudeCode => Ok(None),
+        AdapterId::Copilot => {
+            let Some(home) = std::env::var_os("COPILOT_HOME")
+                .map(PathBuf::from)
+                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".copilot")))
+            else {
+                return Ok(None);
+            };
+            match place::copilot_events(&home, &session.session_id) {
+                Ok(path) => Ok(path.exists().then_some((path, false))),
+                Err(place::Refusal(why)) => {
+                    let path = home
+                        .join("session-state")
+                        .join(&session.session_id)
+                        .join("events.jsonl");
+                    match std::fs::symlink_metadata(&path) {
+                        Ok(_) => Err((path, why)),
+                        Err(_) => Ok(None),
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Writes one session's record signals into its spool.
+struct Spooler<'a> {
+    home: &'a Home,
+    session: &'a SessionRef,
+    /// The run's time and clock: a rerun after a crash writes the same
+    /// signals.
+    now_unix_ns: i64,
+    clock: &'a ClockSample,
+    /// The problem the session last reported: not spooled again.
+    reported: Option<&'a str>,
+    written: u64,
+    /// Bytes the session may still read this run.
+    left: u64,
+}
+
+impl Spooler<'_> {
+    fn append(&mut self, event: &str, payload: &[u8]) -> Result<(), FinalizeError> {
+        let mut signal = Signal::new(
+            self.session.adapter.as_str(),
+            Some(event),
+            Some(&self.session.session_id),
+            payload,
+        );
+        signal.received_ns = self.now_unix_ns;
+        signal.clock = self.clock.clone();
+        SpoolWriter::new(self.home.clone())
+            .append_signal(&signal)
+            .map_err(|e| FinalizeError::Spool(format!("record signal not spooled: {e}")))?;
+        self.written += 1;
+        Ok(())
+    }
+
+    fn refused(&mut self, path: &Path, why: &str) -> Result<(), FinalizeError> {
+        let detail = format!("{}: {why}; not followed, nothing read", path.display());
+        self.problem(path, "refused", detail)
+    }
+
+    fn unreadable(&mut self, path: &Path, e: std::io::Error) -> Result<(), FinalizeError> {
+        self.problem(path, "unreadable", format!("{}: {e}", path.display()))
+    }
+
+    fn problem(&mut self, path: &Path, kind: &str, detail: String) -> Result<(), FinalizeError> {
+        if self.reported == Some(kind) {
+            return Ok(());
+        }
+        let problem = RecordProblem {
+            path: path.display().to_string(),
+            kind: kind.to_string(),
+            detail,
+        };
+        let bytes = serde_json::to_vec(&problem).expect("a problem is plain JSON");
+        self.append(RECORD_PROBLEM, &bytes)
+    }
+}
+
+fn follow_one(
+    path: &Path,
+    named: bool,
+    role: RecordRole,
+    (cursor, fingerprint): (u64, &str),
+    out: &mut Spooler,
+) -> Result<(), FinalizeError> {
+    if out.left == 0 {
+        return Ok(());
+    }
+    let session = out.session;
+    let mut file = match place::open(session.adapter, &session.session_id, role, path) {
+        Ok(f) => f,
+        Err(NotOpened::Missing) => {
+            // Read before and gone now: the agent cleaned it up; what was
+            // read is in the raw archive.
+            if cursor > 0 {
+                let detail = format!(
+                    "{}: deleted after {cursor} bytes were read; its history now lives only in harnery",
+                    path.display()
+                );
+                out.problem(path, "removed", detail)?;
+            } else if named {
+                out.problem(path, "missing", format!("{}: no such file", path.display()))?;
+            }
+            return Ok(());
+        }
+        Err(NotOpened::Refused(place::Refusal(why))) => return out.refused(path, &why),
+        Err(NotOpened::Unreadable(e)) => return out.unreadable(path, e),
+    };
+    let len = match file.metadata() {
+        Ok(m) => m.len(),
+        Err(e) => return out.unreadable(path, e),
+    };
+    if len < cursor {
+        let detail = format!(
+            "{} is {len} bytes, shorter than the {cursor} already read",
+            path.display()
+        );
+        return out.problem(path, "truncated", detail);
+    }
+    if cursor > 0 {
+        match tail_fingerprint(&mut file, cursor) {
+            Ok(f) if f == fingerprint => {}
+            Ok(_) => {
+                let detail = format!(
+                    "{}: the bytes before offset {cursor} changed since they were read",
+                    path.display()
+                );
+                return out.problem(path, "rewritten", detail);
+            }
+            Err(e) => return out.unreadable(path, e),
+        }
+    }
+    let mut at = cursor;
+    let pass_len = pass_len().min(out.left);
+    while at < len && at - cursor < pass_len {
+        // What is left of the pass (one line longer than that is read
+        // whole).
+        let want = (pass_len - (at - cursor)).min(CHUNK_LEN as u64) as usize;
+        let (header, chunk) = match whole_lines(&mut file, at, len, want) {
+            Ok(Lines::Whole(bytes)) => (chunk_header(path, at, at + bytes.len() as u64), bytes),
+            Ok(Lines::Oversized { len: n, head }) => {
+                let header = RecordChunkHeader {
+                    oversized_line: true,
+                    ..chunk_header(path, at, at + n)
+                };
+                (header, head)
+            }
+            Ok(Lines::Unfinished) => break,
+            Err(e) => return out.unreadable(path, e),
+        };
+        let end = header.end;
+        let header = match tail_fingerprint(&mut file, end) {
+            Ok(fingerprint) => RecordChunkHeader {
+                fingerprint,
+                at_end: end == len,
+                ..header
+            },
+            Err(e) => return out.unreadable(path, e),
+        };
+        out.append(RECORD, &record_payload(&header, &chunk))?;
+        out.left = out.left.saturating_sub(end - at);
+        at = end;
+    }
+    Ok(())
+}
+
+fn chunk_header(path: &Path, start: u64, end: u64) -> RecordChunkHeader {
+    RecordChunkHeader {
+        path: path.display().to_string(),
+        start,
+        end,
+        fingerprint: String::new(),
+        at_end: false,
+        oversized_line: false,
+    }
+}
+
+/// What [`whole_lines`] found.
+enum Lines {
+    /// Whole lines (at most the bytes asked for, or one longer line up to
+    /// [`LINE_CEILING`]).
+    Whole(Vec<u8>),
+    /// One line longer than [`LINE_CEILING`]: its length (with its
+    /// newline) and first bytes.
+    Oversized { len: u64, head: Vec<u8> },
+    /// No newline ends what is there yet (a line the agent is still
+    /// writing).
+    Unfinished,
+}
+
+/// Whole lines from `at`: at most `want` bytes of them, or one longer
+/// line, read into memory only up to [`LINE_CEILING`].
+fn whole_lines(
+    file: &mut std::fs::File,
+    at: u64,
+    len: u64,
+    mut want: usize,
+) -> std::io::Result<Lines> {
+    let asked = want;
+    loop {
+        let n = (len - at).min(want as u64) as usize;
+        let mut buf = vec![0u8; n];
+        file.seek(SeekFrom::Start(at))?;
+        file.read_exact(&mut buf)?;
+        // Past what was asked for, only the one longer line.
+        let cut = if want == asked {
+            memchr::memrchr(b'\n', &buf)
+        } else {
+            memchr::memchr(b'\n', &buf)
+        };
+        if let Some(last) = cut {
+            buf.truncate(last + 1);
+            return Ok(Lines::Whole(buf));
+        }
+        if n < want {
+            return Ok(Lines::Unfinished);
+        }
+        if want >= LINE_CEILING {
+            buf.truncate(OVERSIZED_HEAD);
+            buf.shrink_to_fit();
+            return Ok(match newline_after(file, at + n as u64, len)? {
+                Some(nl) => Lines::Oversized {
+                    len: nl + 1 - at,
+                    head: buf,
+                },
+                None => Lines::Unfinished,
+            });
+        }
+        want = (want * 4).min(LINE_CEILING);
+    }
+}
+
+/// The offset of the first newline at or after `from`, read in small
+/// blocks (a line over the ceiling is never held whole).
+fn newline_after(file: &mut std::fs::File, from: u64, len: u64) -> std::io::Result<Option<u64>> {
+    let mut block = vec![0u8; 1 << 20];
+    let mut at = from;
+    file.seek(SeekFrom::Start(at))?;
+    while at < len {
+        let n = (len - at).min(block.len() as u64) as usize;
+        file.read_exact(&mut block[..n])?;
+        if let Some(i) = memchr::memchr(b'\n', &block[..n]) {
+            return Ok(Some(at + i as u64));
+        }
+        at += n as u64;
+    }
+    Ok(None)
+}
+
+/// blake3 (hex) of the (at most [`FINGERPRINT_LEN`]) bytes before `end`.
+fn tail_fingerprint(file: &mut std::fs::File, end: u64) -> std::io::Result<String> {
+    let from = end.saturating_sub(FINGERPRINT_LEN);
+    let mut buf = vec![0u8; (end - from) as usize];
+    file.seek(SeekFrom::Start(from))?;
+    file.read_exact(&mut buf)?;
+    Ok(blake3::hash(&buf).to_hex().to_string())
+}

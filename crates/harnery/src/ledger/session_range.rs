@@ -1,0 +1,92 @@
+//! One session's events by offset range and by type, read as SQL ranges
+//! over the `(adapter, session_id, offset)` key rather than a whole
+//! session filtered in memory: the storage half of the session log's
+//! replay and checkpoint reads (`crate::resume::log`).
+
+use rusqlite::params;
+
+use super::{Ledger, LedgerError};
+use crate::contract::{Event, EventType, SessionRef};
+
+impl Ledger {
+    /// The offset the session's next event would take: one past its last
+    /// stored offset, 0 for a session with no events.
+    pub fn session_head(&self, session: &SessionRef) -> Result<u64, LedgerError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT COALESCE(MAX(offset) + 1, 0) FROM events WHERE adapter = ?1 AND session_id = ?2",
+        )?;
+        let head: i64 = stmt
+            .query_row(params![session.adapter.as_str(), session.session_id], |r| {
+                r.get(0)
+            })?;
+        Ok(head as u64)
+    }
+
+    /// The session's events with `from <= offset < to`, in offset order.
+    /// The bounds are the caller's to check (`session_log::replay`).
+    pub fn session_range(
+        &self,
+        session: &SessionRef,
+        from: u64,
+        to: u64,
+    ) -> Result<Vec<Event>, LedgerError> {
+        let mut out = Vec::new();
+        self.for_each_in_session_range(session, from, to, |e| {
+            out.push(e);
+            Ok::<(), LedgerError>(())
+        })?;
+        Ok(out)
+    }
+
+    /// [`Ledger::session_range`] one event at a time: each is parsed,
+    /// handed to `f` and dropped, so a session of any length reads in
+    /// bounded memory.
+    pub fn for_each_in_session_range<E: From<LedgerError>>(
+        &self,
+        session: &SessionRef,
+        from: u64,
+        to: u64,
+        mut f: impl FnMut(Event) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT json FROM events WHERE adapter = ?1 AND session_id = ?2 \
+                 AND offset >= ?3 AND offset < ?4 ORDER BY offset",
+            )
+            .map_err(LedgerError::from)?;
+        let key = params![
+            session.adapter.as_str(),
+            session.session_id,
+            from as i64,
+            to as i64
+        ];
+        let mut rows = stmt.query(key).map_err(LedgerError::from)?;
+        while let Some(row) = rows.next().map_err(LedgerError::from)? {
+            let json = row.get_ref(0).map_err(LedgerError::from)?;
+            let json = json
+                .as_str()
+                .map_err(|e| LedgerError::from(rusqlite::Error::from(e)))?;
+            f(self.parse_event(json)?)?;
+        }
+        Ok(())
+    }
+
+    /// The session's events of the given types, in offset order.
+    pub fn session_events_of(
+        &self,
+        session: &SessionRef,
+        types: &[EventType],
+    ) -> Result<Vec<Event>, LedgerError> {
+        let mut out = Vec::new();
+        self.for_each_stored_text_of_types(session, types, |row| {
+            let text = std::str::from_utf8(row.json).map_err(|e| LedgerError::Corrupt {
+                path: self.dir.join(super::DB_FILE),
+                detail: format!("event seq {} is not UTF-8: {e}", row.seq),
+            })?;
+            out.push(self.parse_event(text)?);
+            Ok::<(), LedgerError>(())
+        })?;
+        Ok(out)
+    }
+}

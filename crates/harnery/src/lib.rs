@@ -1,0 +1,28 @@
+//! harnery: every rule of the recorder and finalizer for AI coding agents.
+//!
+//! The `harnery` binary (the workspace root) only parses arguments, calls in
+//! here, and prints; the hook's hot path lives below this crate, in
+//! `harnery-spool`, whose `home`, `clock` and `spool` are re-exported here.
+//! Layers, from the bottom up:
+//! `home`, `clock`, `spool` → `contract` → `agents`, `ledger` → `session` →
+//! `finalize`, `epoch`, `report`, `export`, `operator`, `resume`, `install`
+//! → `view`, `fleet`.
+
+pub use harnery_spool::{clock, home, spool};
+
+pub mod agents;
+pub mod contract;
+pub mod epoch;
+pub mod export;
+pub mod finalize;
+pub mod fingerprint;
+pub mod fleet;
+pub mod install;
+pub mod ledger;
+pub mod operator;
+pub mod progress;
+pub mod report;
+pub mod resume;
+pub mod session;
+pub mod terminal;
+pub mod view;

@@ -1,0 +1,55 @@
+//! The read side: what a user learns from a finished ledger.
+//!
+//! The projections are pure over canonical events (`&[Event]`, in offset
+//! order per session) plus, for health, facts gathered from the spool by
+//! [`spool_facts`]. Nothing here writes, and nothing here reads agent dialects: the
+//! rows mean what `contract` says they mean, and a recovered span stays
+//! unknown however it is projected.
+//!
+//! - [`spans`]: pairing requests with terminals, shared by the others.
+//! - [`receipts`]: per-turn latency receipts (known tool time vs recovery bounds).
+//! - [`audit`]: evidence eligibility per session.
+//! - [`health`]: loud conditions (span cap, ends, spool damage, stale spools).
+//! - [`export`]: JSON lines and OTLP/JSON traces.
+//! - [`session_rows`]: health and pending ends from session-level rows.
+//! - [`usage`]: model usage as the agents reported it, by session, day or
+//!   model, and per turn; its [`usage::tally_ledger`] streams stored rows.
+//! - [`source`], [`epochs`], [`session_rows`], [`spool_facts`]: the only parts that read storage
+//!   ([`epochs`] opens the epochs `--epoch` selects, and finds a session's
+//!   parts across their boundaries).
+//! - [`now`]: "now" for the time rules, injectable with `--now` / `HARNERY_NOW`.
+
+pub mod audit;
+pub mod epochs;
+pub mod health;
+pub mod now;
+pub mod receipts;
+pub mod session_rows;
+pub mod source;
+pub mod spans;
+pub mod spool_facts;
+pub mod usage;
+
+use std::collections::BTreeMap;
+
+use crate::contract::{Event, SessionRef};
+
+/// Group events by session, each group sorted by offset.
+pub fn by_session(events: &[Event]) -> BTreeMap<SessionRef, Vec<&Event>> {
+    let mut groups: BTreeMap<SessionRef, Vec<&Event>> = BTreeMap::new();
+    for event in events {
+        groups.entry(event.session.clone()).or_default().push(event);
+    }
+    for group in groups.values_mut() {
+        group.sort_by_key(|e| e.offset);
+    }
+    groups
+}
+
+/// Nanoseconds to whole milliseconds (floor; negatives clamp to zero).
+pub fn ns_to_ms(ns: i64) -> u64 {
+    u64::try_from(ns.max(0) / 1_000_000).unwrap_or(0)
+}
+
+#[cfg(test)]
+pub(crate) mod testkit;

@@ -1,0 +1,315 @@
+//! The session log of seed 004, read from the ledger: a session's events
+//! as a gapless log of offsets from 0, its checkpoints (pinned to an
+//! offset, with a commit and an effect ledger; first write wins on an id;
+//! the latest is the valid one pinned highest), the resumes that supersede
+//! a range and start a new incarnation, replay by half-open range, and
+//! restore (`restore`).
+//!
+//! The producer writes the log (`finalize::producer`, contract generation
+//! 3); this module only reads it. The ledger is append-only, so a
+//! superseded range is never deleted: it is named by the `session.resumed`
+//! event that superseded it, and read commands leave it out unless asked.
+//! An event's incarnation is not stored on its row: it is one more than the
+//! number of `session.resumed` events at or below its offset.
+
+use serde::Serialize;
+
+use crate::contract::{
+    Effect, Event, EventType, Observation, OffsetRange, Payload, SessionRef, SessionResumed,
+};
+use crate::ledger::{Ledger, LedgerError};
+
+/// Why a replay window was refused, naming the bound.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RangeError {
+    #[error("replay bound `{bound}` is negative ({value})")]
+    Negative { bound: &'static str, value: i64 },
+    #[error("replay bound `to` ({to}) is below `from` ({from})")]
+    Inverted { from: i64, to: i64 },
+    #[error("replay bound `{bound}` ({value}) is past the session's head ({head})")]
+    PastHead {
+        bound: &'static str,
+        value: i64,
+        head: u64,
+    },
+}
+
+/// A replay that could not be answered.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error(transparent)]
+    Range(#[from] RangeError),
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+}
+
+/// Check a `[from, to)` window against a session whose next offset is
+/// `head`; `to` defaults to the head.
+pub fn check_window(from: i64, to: Option<i64>, head: u64) -> Result<(u64, u64), RangeError> {
+    let checked = |bound: &'static str, value: i64| {
+        if value < 0 {
+            return Err(RangeError::Negative { bound, value });
+        }
+        if value as u64 > head {
+            return Err(RangeError::PastHead { bound, value, head });
+        }
+        Ok(value as u64)
+    };
+    let from_at = checked("from", from)?;
+    let to_at = match to {
+        Some(to) => checked("to", to)?,
+        None => head,
+    };
+    if to_at < from_at {
+        return Err(RangeError::Inverted {
+            from,
+            to: to_at as i64,
+        });
+    }
+    Ok((from_at, to_at))
+}
+
+/// The session's events with `from <= offset < to` (`to` defaults to the
+/// head), superseded ones included: one SQL range read.
+pub fn replay(
+    ledger: &Ledger,
+    session: &SessionRef,
+    from: i64,
+    to: Option<i64>,
+) -> Result<Vec<Event>, ReplayError> {
+    let head = ledger.session_head(session)?;
+    let (from, to) = check_window(from, to, head)?;
+    Ok(ledger.session_range(session, from, to)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_window_is_checked_bound_by_bound() {
+        assert_eq!(check_window(0, None, 5), Ok((0, 5)));
+        assert_eq!(check_window(5, None, 5), Ok((5, 5)), "empty at the head");
+        assert_eq!(check_window(1, Some(3), 5), Ok((1, 3)));
+        let neg = check_window(-2, None, 5).unwrap_err();
+        assert_eq!(neg.to_string(), "replay bound `from` is negative (-2)");
+        let past = check_window(6, None, 5).unwrap_err();
+        assert_eq!(
+            past.to_string(),
+            "replay bound `from` (6) is past the session's head (5)"
+        );
+        let past = check_window(0, Some(9), 5).unwrap_err();
+        assert!(matches!(past, RangeError::PastHead { bound: "to", .. }));
+        let inverted = check_window(4, Some(2), 5).unwrap_err();
+        assert_eq!(
+            inverted.to_string(),
+            "replay bound `to` (2) is below `from` (4)"
+        );
+    }
+}
+
+/// One checkpoint, as the log stands now.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Checkpoint {
+    pub checkpoint_id: String,
+    /// The offset it pins: a restore hands back the live events below it.
+    pub offset: u64,
+    /// The offset of the `checkpoint.recorded` event itself.
+    pub event_offset: u64,
+    pub event_id: String,
+    pub time_unix_ns: i64,
+    /// `operator` or `turn`.
+    pub origin: String,
+    pub commit: Observation<String>,
+    pub commit_source: Option<String>,
+    pub effects: Vec<Effect>,
+    /// The incarnation that recorded it.
+    pub incarnation: u64,
+    /// False once a resume below it invalidated it.
+    pub valid: bool,
+    /// The offset of the `session.resumed` event that invalidated it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub invalidated_at: Option<u64>,
+}
+
+/// One resume, with the offset of its event.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Resume {
+    pub offset: u64,
+    pub event_id: String,
+    #[serde(flatten)]
+    pub resumed: SessionResumed,
+}
+
+/// A session's log: its head, checkpoints and resumes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionLog {
+    pub session: SessionRef,
+    /// The offset the session's next event takes.
+    pub head: u64,
+    pub incarnation: u64,
+    pub checkpoints: Vec<Checkpoint>,
+    pub resumes: Vec<Resume>,
+}
+
+/// Why a checkpoint could not be chosen.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CheckpointError {
+    #[error("session {0} has no valid checkpoint")]
+    NoneValid(String),
+    #[error("session {session} has no checkpoint {id:?}")]
+    Unknown { session: String, id: String },
+    #[error("checkpoint {id:?} of session {session} was invalidated by the resume at offset {at}")]
+    Invalidated {
+        session: String,
+        id: String,
+        at: u64,
+    },
+}
+
+impl SessionLog {
+    /// Read the session's log: its checkpoint and resume events only.
+    pub fn read(ledger: &Ledger, session: &SessionRef) -> Result<SessionLog, LedgerError> {
+        let types = [EventType::CheckpointRecorded, EventType::SessionResumed];
+        SessionLog::read_types(ledger, session, &types)
+    }
+
+    /// Only the resumes (superseded ranges and incarnations), without the
+    /// checkpoints: what a read command needs to leave ranges out.
+    pub fn read_resumes(ledger: &Ledger, session: &SessionRef) -> Result<SessionLog, LedgerError> {
+        SessionLog::read_types(ledger, session, &[EventType::SessionResumed])
+    }
+
+    fn read_types(
+        ledger: &Ledger,
+        session: &SessionRef,
+        types: &[EventType],
+    ) -> Result<SessionLog, LedgerError> {
+        let events = ledger.session_events_of(session, types)?;
+        let mut log = SessionLog {
+            session: session.clone(),
+            head: ledger.session_head(session)?,
+            incarnation: 1,
+            checkpoints: Vec::new(),
+            resumes: Vec::new(),
+        };
+        for e in events {
+            log.take(e);
+        }
+        Ok(log)
+    }
+
+    fn take(&mut self, e: Event) {
+        match e.payload {
+            Payload::CheckpointRecorded(c) => {
+                // First write wins: the producer records an id once; a
+                // ledger that holds it twice keeps the first.
+                if self.by_id(&c.checkpoint_id).is_some() {
+                    return;
+                }
+                self.checkpoints.push(Checkpoint {
+                    checkpoint_id: c.checkpoint_id,
+                    offset: c.offset,
+                    event_offset: e.offset,
+                    event_id: e.id.0,
+                    time_unix_ns: e.time_unix_ns,
+                    origin: c.origin,
+                    commit: c.commit,
+                    commit_source: c.commit_source,
+                    effects: c.effects,
+                    incarnation: self.incarnation,
+                    valid: true,
+                    invalidated_at: None,
+                });
+            }
+            Payload::SessionResumed(r) => {
+                for cp in &mut self.checkpoints {
+                    if cp.valid && r.invalidated_checkpoints.contains(&cp.checkpoint_id) {
+                        cp.valid = false;
+                        cp.invalidated_at = Some(e.offset);
+                    }
+                }
+                self.incarnation = r.incarnation;
+                self.resumes.push(Resume {
+                    offset: e.offset,
+                    event_id: e.id.0,
+                    resumed: r,
+                });
+            }
+            _ => {}
+        }
+    }
+
+    /// The checkpoint recorded first under `id`.
+    pub fn by_id(&self, id: &str) -> Option<&Checkpoint> {
+        self.checkpoints.iter().find(|c| c.checkpoint_id == id)
+    }
+
+    /// The valid checkpoint pinned highest (the later one on a tie).
+    pub fn latest(&self) -> Option<&Checkpoint> {
+        self.checkpoints
+            .iter()
+            .filter(|c| c.valid)
+            .max_by_key(|c| (c.offset, c.event_offset))
+    }
+
+    /// `latest`, or the valid checkpoint `id`.
+    pub fn choose(&self, wanted: Option<&str>) -> Result<&Checkpoint, CheckpointError> {
+        let session = self.session.session_id.clone();
+        let Some(id) = wanted.filter(|w| *w != "latest") else {
+            return self.latest().ok_or(CheckpointError::NoneValid(session));
+        };
+        let Some(cp) = self.by_id(id) else {
+            return Err(CheckpointError::Unknown {
+                session,
+                id: id.into(),
+            });
+        };
+        match cp.invalidated_at {
+            Some(at) => Err(CheckpointError::Invalidated {
+                session,
+                id: id.into(),
+                at,
+            }),
+            None => Ok(cp),
+        }
+    }
+
+    /// Every superseded range, in the order the resumes recorded them.
+    pub fn superseded(&self) -> Vec<OffsetRange> {
+        self.resumes
+            .iter()
+            .map(|r| r.resumed.superseded)
+            .filter(|r| !r.is_empty())
+            .collect()
+    }
+
+    pub fn is_superseded(&self, offset: u64) -> bool {
+        self.resumes
+            .iter()
+            .any(|r| r.resumed.superseded.contains(offset))
+    }
+
+    /// The incarnation an event at `offset` belongs to.
+    pub fn incarnation_at(&self, offset: u64) -> u64 {
+        self.resumes
+            .iter()
+            .rev()
+            .find(|r| r.offset <= offset)
+            .map_or(1, |r| r.resumed.incarnation)
+    }
+}
+
+/// Events as a read command shows them: superseded ones left out, or,
+/// with `include_superseded`, kept and marked.
+pub fn live_events<'a>(
+    log: &SessionLog,
+    events: &'a [Event],
+    include_superseded: bool,
+) -> Vec<(&'a Event, bool)> {
+    events
+        .iter()
+        .map(|e| (e, log.is_superseded(e.offset)))
+        .filter(|(_, superseded)| include_superseded || !superseded)
+        .collect()
+}

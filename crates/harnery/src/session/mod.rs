@@ -1,0 +1,571 @@
+//! The producer: the stateful, per-session half of normalization.
+//!
+//! The adapter layer reads one raw signal at a time; the producer holds what
+//! must be remembered between signals and turns signals into canonical
+//! events: gapless offsets from 0, deterministic ids, turn attribution
+//! (native, stamped or none), duplicate delivery, span pairing, every
+//! recovery rule of ADR 0078, explicit ends, command spans, late evidence and
+//! the span caps. Its state is plain serde data, so the finalizer can store
+//! it between runs; its policy comes from the adapter's recovery table in
+//! code and is never stored. Stored state names the capability profile it
+//! was built under; state of another profile is checked, not silently
+//! reused (see `authority`).
+//!
+//! It never touches storage and never reads a clock: time arrives with each
+//! signal and with each [`SessionProducer::tick`].
+
+mod authority;
+mod deliveries;
+mod effects;
+mod emit;
+mod ends;
+mod record;
+mod recovery;
+mod session_log;
+mod spans;
+mod tools;
+mod turns;
+
+#[cfg(test)]
+mod tests;
+
+use std::borrow::Cow;
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+pub use authority::PROFILE_CHANGED_CONDITION;
+pub use deliveries::DELIVERY_MEMORY;
+pub use ends::{END_EXPIRY_NS, EndOrigin, PendingEnd};
+pub use record::RecordCursor;
+pub use recovery::{
+    READ_SIDE_SPAN_CAP, SPAN_CAP_CONDITION, SPAN_WATERMARK, elapsed_upper_bound,
+    recovery_provenance,
+};
+pub use spans::{OpenSpan, SpanKind};
+pub use turns::REMEMBERED_TURNS;
+
+use emit::{Draft, RawSource, Trigger};
+use tools::Speaker;
+
+use crate::agents::harnery::is_harnery_event;
+use crate::agents::{
+    CapabilityProfile, Normalized, RawSignal, RecoveryPolicy, SignalKind, TurnEnd, recovery_policy,
+};
+use crate::clock::ClockSample;
+use crate::contract::{
+    AdapterId, Event, EventId, HealthCondition, Payload, PromptSubmitted, RecoveryReason,
+    SessionRef, TimeSource, TurnAttribution, TurnCompleted, TurnSource, TurnStarted,
+};
+
+/// What one raw signal produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ingested {
+    pub events: Vec<Event>,
+    /// Set when the signal was a second delivery of one already seen: no
+    /// events, and the id of the first delivery's first event.
+    pub duplicate_of: Option<EventId>,
+}
+
+/// How the session's spans stand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct SpanCounts {
+    pub open: usize,
+    pub closed_native: u64,
+    pub recovered: u64,
+}
+
+/// The per-session state machine. See the module doc.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionProducer {
+    session: SessionRef,
+    /// The digest of the capability profile this state was built under.
+    capability_digest: String,
+    next_offset: u64,
+    turns: turns::TurnBook,
+    spans: spans::SpanBook,
+    /// Recent delivery keys and the first event each produced, oldest first.
+    deliveries: deliveries::DeliveryMemory,
+    pending_end: Option<PendingEnd>,
+    running_agents: BTreeSet<String>,
+    span_cap_raised: bool,
+    /// The agent's own record of the session, as far as it was followed.
+    #[serde(default, skip_serializing_if = "record::RecordFollow::is_unused")]
+    record: record::RecordFollow,
+    /// Checkpoints, restores and resumes (contract generation 3).
+    #[serde(
+        default,
+        skip_serializing_if = "session_log::SessionLogBook::is_unused"
+    )]
+    log: session_log::SessionLogBook,
+    /// Test-only override of the adapter's recovery table; never stored.
+    #[serde(skip)]
+    policy_override: Option<RecoveryPolicy>,
+}
+
+impl SessionProducer {
+    /// A new producer for a session that an epoch advance carried over:
+    /// its record is followed on from where the archived epoch's producer
+    /// left it (cursor, fingerprint, usage already counted, turn lineage),
+    /// so nothing of it is read or counted twice. `archived` is the whole
+    /// producer state the archived epoch stored, as JSON text; `None` when
+    /// it says nothing of a record.
+    pub fn carrying_record(session: SessionRef, archived: &str) -> Option<SessionProducer> {
+        #[derive(Deserialize)]
+        struct Stored {
+            #[serde(default)]
+            record: record::RecordFollow,
+        }
+        let stored: Stored = serde_json::from_str(archived).ok()?;
+        if stored.record.is_unused() {
+            return None;
+        }
+        let mut producer = SessionProducer::new(session);
+        producer.record = stored.record.carried();
+        Some(producer)
+    }
+
+    pub fn new(session: SessionRef) -> SessionProducer {
+        SessionProducer {
+            capability_digest: CapabilityProfile::of(session.adapter).digest_hex(),
+            session,
+            next_offset: 0,
+            turns: turns::TurnBook::default(),
+            spans: spans::SpanBook::default(),
+            deliveries: deliveries::DeliveryMemory::default(),
+            pending_end: None,
+            running_agents: BTreeSet::new(),
+            span_cap_raised: false,
+            record: record::RecordFollow::default(),
+            log: session_log::SessionLogBook::default(),
+            policy_override: None,
+        }
+    }
+
+    /// A producer that runs `policy` instead of the adapter's table (tests,
+    /// and experiments with enabling a rule).
+    pub fn with_policy(session: SessionRef, policy: RecoveryPolicy) -> SessionProducer {
+        SessionProducer {
+            policy_override: Some(policy),
+            ..SessionProducer::new(session)
+        }
+    }
+
+    pub fn session(&self) -> &SessionRef {
+        &self.session
+    }
+
+    pub fn capability_digest(&self) -> &str {
+        &self.capability_digest
+    }
+
+    /// The offset the next event will get.
+    pub fn next_offset(&self) -> u64 {
+        self.next_offset
+    }
+
+    pub fn policy(&self) -> RecoveryPolicy {
+        self.policy_override
+            .unwrap_or_else(|| recovery_policy(self.session.adapter))
+    }
+
+    pub fn span_counts(&self) -> SpanCounts {
+        SpanCounts {
+            open: self.spans.open_count(),
+            closed_native: self.spans.closed_native,
+            recovered: self.spans.recovered,
+        }
+    }
+
+    pub fn open_spans(&self) -> &[OpenSpan] {
+        &self.spans.open
+    }
+
+    pub fn pending_end(&self) -> Option<&PendingEnd> {
+        self.pending_end.as_ref()
+    }
+
+    /// Normalize one raw signal of this session into events.
+    pub fn ingest(&mut self, signal: &RawSignal) -> Ingested {
+        let mut normalized = signal.normalize();
+        let keys = delivery_keys(signal, normalized.delivery_key.take());
+        if let Some(first) = self.deliveries.first_of(&keys) {
+            return Ingested {
+                events: Vec::new(),
+                duplicate_of: Some(first),
+            };
+        }
+        let mut trigger = Trigger {
+            key: Cow::Borrowed(signal.record_digest),
+            raw: Some(RawSource {
+                record_digest: signal.record_digest,
+                event_name: signal.event_name,
+            }),
+            time_unix_ns: normalized.time_unix_ns,
+            time_source: normalized.time_source,
+            clock: Some(&signal.clock),
+            emitted: 0,
+        };
+        let mut out = Vec::new();
+        let from_agent = !signal.event_name.is_some_and(is_harnery_event);
+        // A signal of an older incarnation is kept as evidence only.
+        if from_agent && self.session_log_before(&normalized, &mut trigger, &mut out) {
+            if let Some(first) = out.first() {
+                self.deliveries.remember(keys, first.id.clone());
+            }
+            return Ingested {
+                events: out,
+                duplicate_of: None,
+            };
+        }
+        if from_agent && normalized.kind.is_native_work() {
+            self.cancel_pending_end("native_work", &mut trigger, &mut out);
+        }
+        // The record a hook names; until any of it was read, a hook that
+        // names another (a session carried from an epoch whose record was
+        // elsewhere) moves the following there.
+        if from_agent && (self.record.path.is_none() || self.record.cursor == 0) {
+            let named = crate::agents::record::path_in_payload(signal.payload);
+            if named.is_some() && named != self.record.path {
+                if self.record.path.is_some() {
+                    self.record.problem = None;
+                }
+                self.record.path = named;
+            }
+        }
+        self.apply(normalized, &mut trigger, &mut out);
+        if from_agent
+            && let Some((agent, path)) =
+                crate::agents::record::subagent_record_in_payload(signal.payload)
+        {
+            self.follow_subagent_record(agent, path, &mut trigger, &mut out);
+        }
+        self.session_log_after(&mut trigger, &mut out);
+        // Only a session whose record may be followed keeps its requests
+        // for joining (Copilot's record is found without a hook naming it).
+        if from_agent && (self.record.path.is_some() || self.session.adapter == AdapterId::Copilot)
+        {
+            self.record.remember_requests(&out);
+        }
+        self.enforce_span_caps(&mut trigger, &mut out);
+        self.spans.prune(&self.turns);
+        if let Some(first) = out.first() {
+            self.deliveries.remember(keys, first.id.clone());
+        }
+        Ingested {
+            events: out,
+            duplicate_of: None,
+        }
+    }
+
+    /// Record a condition the finalizer observed about this session's own
+    /// signals (damaged spool bytes, say) as a derived `health.condition`
+    /// in the session, so the read side sees it where it applies. `key`
+    /// identifies the condition; the same key yields the same event id.
+    pub fn record_health(
+        &mut self,
+        key: &str,
+        code: &str,
+        detail: String,
+        at_unix_ns: i64,
+    ) -> Event {
+        let mut trigger = Trigger {
+            key: Cow::Owned(format!("health:{key}")),
+            raw: None,
+            time_unix_ns: at_unix_ns,
+            time_source: TimeSource::Finalizer,
+            clock: None,
+            emitted: 0,
+        };
+        let draft = Draft {
+            payload: Payload::HealthCondition(HealthCondition {
+                code: code.to_string(),
+                detail,
+            }),
+            provenance: recovery::derived_high(),
+            turn: TurnAttribution::none(),
+            agent_id: None,
+            tag: code.to_string(),
+        };
+        let mut out = Vec::new();
+        self.emit(&mut trigger, draft, &mut out);
+        out.pop().expect("emit queues the event it stamps")
+    }
+
+    /// Time-based rules: evaluate a pending end (salvage before expiry).
+    /// Call after the session's signals of a finalize run were ingested.
+    /// A natively completed turn's checkpoint still waiting is pinned last.
+    pub fn tick(&mut self, now_unix_ns: i64, clock: &ClockSample) -> Vec<Event> {
+        let mut out = self.tick_pending_end(now_unix_ns, clock);
+        out.extend(self.session_log_tick());
+        out
+    }
+
+    fn tick_pending_end(&mut self, now_unix_ns: i64, clock: &ClockSample) -> Vec<Event> {
+        let Some(pending) = &self.pending_end else {
+            return Vec::new();
+        };
+        let mut trigger = Trigger {
+            key: Cow::Owned(format!("tick:{}", pending.end_event_id)),
+            raw: None,
+            time_unix_ns: now_unix_ns,
+            time_source: TimeSource::Finalizer,
+            clock: Some(clock),
+            emitted: 0,
+        };
+        let mut out = Vec::new();
+        self.evaluate_pending_end(now_unix_ns, &mut trigger, &mut out);
+        self.spans.prune(&self.turns);
+        self.log_observe(&out);
+        out
+    }
+
+    /// Route one normalized signal to the rule that handles it.
+    fn apply(&mut self, signal: Normalized, trigger: &mut Trigger, out: &mut Vec<Event>) {
+        let agent = signal.agent_id.clone();
+        match signal.kind {
+            SignalKind::PromptSubmitted(prompt) => {
+                self.on_prompt(prompt, agent, signal.native_turn_id, trigger, out)
+            }
+            SignalKind::TurnEnded(end) => {
+                self.on_turn_end(end, agent, signal.native_turn_id, trigger, out)
+            }
+            SignalKind::ToolRequested(call) => {
+                if agent.is_none()
+                    && let Some(turn) = signal.native_turn_id.as_deref()
+                {
+                    self.turns.resume_latest(turn);
+                }
+                let who = self.speaker_for_tool(agent, signal.native_turn_id, trigger, out);
+                self.on_tool_requested(call, who, trigger, out)
+            }
+            SignalKind::ToolCompleted(result) => {
+                let who = self.speaker_for_tool(agent, signal.native_turn_id, trigger, out);
+                self.on_tool_completed(result, who, trigger, out)
+            }
+            SignalKind::ToolBatch(calls) => {
+                let who = self.speaker_for_tool(agent, signal.native_turn_id, trigger, out);
+                self.on_tool_batch(calls, who, trigger, out)
+            }
+            SignalKind::SessionEnded(ended) => {
+                let who = self.speaker(agent, signal.native_turn_id);
+                let reason = ended.reason.clone();
+                self.emit_plain(Payload::SessionEnded(ended), who, trigger, out);
+                self.request_end(EndOrigin::Native, reason, trigger, out);
+            }
+            SignalKind::EndRequested { reason } => {
+                self.request_end(EndOrigin::Operator, reason, trigger, out)
+            }
+            SignalKind::CommandRequested {
+                command_id,
+                request,
+            } => self.on_command_requested(command_id, request, trigger, out),
+            SignalKind::CommandCompleted(done) => self.on_command_completed(done, trigger, out),
+            SignalKind::SubagentStarted(p) => {
+                self.running_agents.insert(p.agent_id.clone());
+                let who = self.speaker(agent, signal.native_turn_id);
+                self.emit_plain(Payload::SubagentStarted(p), who, trigger, out)
+            }
+            SignalKind::SubagentStopped(p) => {
+                self.running_agents.remove(&p.agent_id);
+                // A stopped subagent's own (stamped) turn is over, too.
+                self.turns.end(Some(&p.agent_id), None);
+                let who = self.speaker(agent, signal.native_turn_id);
+                self.emit_plain(Payload::SubagentStopped(p), who, trigger, out)
+            }
+            SignalKind::SessionStarted(p) => {
+                let who = self.speaker(agent, signal.native_turn_id);
+                self.emit_plain(Payload::SessionStarted(p), who, trigger, out)
+            }
+            SignalKind::Lifecycle(payload) => {
+                let who = self.speaker(agent, signal.native_turn_id);
+                self.emit_plain(payload, who, trigger, out)
+            }
+            SignalKind::Unrecognized(p) => {
+                let who = self.speaker(agent, signal.native_turn_id);
+                self.emit_plain(Payload::SignalUnrecognized(p), who, trigger, out)
+            }
+            SignalKind::RecordChunk(chunk) => self.on_record_chunk(*chunk, trigger, out),
+            SignalKind::RecordProblem(p) => self.on_record_problem(p, trigger, out),
+            SignalKind::CheckpointRequested(p) => self.on_checkpoint_requested(p, trigger, out),
+            SignalKind::RestoreRequested(p) => self.on_restore_requested(p, trigger, out),
+        }
+    }
+
+    fn emit_plain(
+        &mut self,
+        payload: Payload,
+        who: Speaker,
+        trigger: &mut Trigger,
+        out: &mut Vec<Event>,
+    ) {
+        self.emit(trigger, Draft::native(payload, who.turn, who.agent_id), out);
+    }
+
+    /// The turn of a signal: its native id when it names one, else the
+    /// speaking agent's current turn as stamped by producer state, else
+    /// none. A turn the signal did not name is never labelled native, even
+    /// when producer state learned it from a native id (a Claude Code
+    /// signal without `prompt_id`).
+    fn speaker(&self, agent: Option<String>, native_turn: Option<String>) -> Speaker {
+        let turn = match native_turn {
+            Some(id) => TurnAttribution {
+                source: TurnSource::Native,
+                turn_id: Some(id),
+            },
+            None => self
+                .turns
+                .current_for(agent.as_deref())
+                .cloned()
+                .map(turns::stamped_by_state)
+                .unwrap_or_else(TurnAttribution::none),
+        };
+        Speaker {
+            turn,
+            agent_id: agent,
+        }
+    }
+
+    /// Like [`Self::speaker`], but a native turn id never seen before
+    /// starts that turn (its prompt signal was lost).
+    fn speaker_for_tool(
+        &mut self,
+        agent: Option<String>,
+        native_turn: Option<String>,
+        trigger: &mut Trigger,
+        out: &mut Vec<Event>,
+    ) -> Speaker {
+        if let Some(id) = native_turn.as_deref().filter(|id| !self.turns.is_known(id)) {
+            let turn = TurnAttribution {
+                source: TurnSource::Native,
+                turn_id: Some(id.to_string()),
+            };
+            self.start_turn(None, turn, None, trigger, out);
+        }
+        self.speaker(agent, native_turn)
+    }
+
+    fn on_prompt(
+        &mut self,
+        prompt: PromptSubmitted,
+        agent: Option<String>,
+        native_turn: Option<String>,
+        trigger: &mut Trigger,
+        out: &mut Vec<Event>,
+    ) {
+        let starts_turn = !prompt.transformed
+            && match native_turn.as_deref() {
+                Some(id) => !self.turns.is_known(id),
+                None => true,
+            };
+        if !starts_turn {
+            let who = self.speaker(agent, native_turn);
+            self.emit_plain(Payload::PromptSubmitted(prompt), who, trigger, out);
+            return;
+        }
+        let turn = match native_turn {
+            Some(id) => TurnAttribution {
+                source: TurnSource::Native,
+                turn_id: Some(id),
+            },
+            None => self.turns.mint_stamped(&trigger.key),
+        };
+        // Copilot's record meets its stamped turns at the prompt's text.
+        if self.session.adapter == AdapterId::Copilot
+            && let Some(text) = prompt.prompt.as_deref()
+        {
+            self.record.remember_prompt(text, turn.clone());
+        }
+        let draft = Draft::native(
+            Payload::PromptSubmitted(prompt),
+            turn.clone(),
+            agent.clone(),
+        );
+        let prompt_id = self.emit(trigger, draft, out);
+        // Native turn ids belong to the main agent (Claude subagents share
+        // the parent's prompt_id); stamped turns belong to the speaker.
+        let owner = if turn.source == TurnSource::Native {
+            None
+        } else {
+            agent
+        };
+        self.start_turn(owner, turn, Some(prompt_id), trigger, out);
+    }
+
+    /// Start a turn for an agent; the turn it replaces lost its stop, so
+    /// its spans get the next-turn sweep where the table enables it.
+    fn start_turn(
+        &mut self,
+        agent: Option<String>,
+        turn: TurnAttribution,
+        prompt_event_id: Option<EventId>,
+        trigger: &mut Trigger,
+        out: &mut Vec<Event>,
+    ) {
+        let replaced = self.turns.start(agent.as_deref(), turn.clone());
+        if let Some(previous) = replaced.and_then(|t| t.turn_id)
+            && self.policy().next_turn_sweep
+        {
+            let reason = RecoveryReason::CompletionNotObservedBeforeNextTurn;
+            self.sweep_turn(&previous, reason, &[], trigger, out);
+        }
+        let payload = Payload::TurnStarted(TurnStarted { prompt_event_id });
+        self.emit(trigger, Draft::native(payload, turn, agent), out);
+    }
+
+    fn on_turn_end(
+        &mut self,
+        end: TurnEnd,
+        agent: Option<String>,
+        native_turn: Option<String>,
+        trigger: &mut Trigger,
+        out: &mut Vec<Event>,
+    ) {
+        let who = self.speaker(agent.clone(), native_turn.clone());
+        let owner = if native_turn.is_some() { None } else { agent };
+        let ended = match self.turns.own_current(owner.as_deref()) {
+            Some(_) => self.turns.end(owner.as_deref(), native_turn.as_deref()),
+            None => None,
+        };
+        if let Some(turn_id) = ended.as_ref().and_then(|t| t.turn_id.clone())
+            && self.policy().turn_end_sweep
+        {
+            let reason = RecoveryReason::CompletionNotObservedBeforeTurnEnd;
+            self.sweep_turn(&turn_id, reason, &end.running_agents, trigger, out);
+        }
+        // A boundary signal that did not name its turn ends the turn producer
+        // state holds, so the event says the turn was stamped.
+        let turn = match (ended, native_turn) {
+            (Some(t), Some(_)) => t,
+            (Some(t), None) => turns::stamped_by_state(t),
+            (None, _) => who.turn,
+        };
+        let payload = Payload::TurnCompleted(TurnCompleted {
+            stop_reason: end.stop_reason,
+        });
+        self.emit(trigger, Draft::native(payload, turn, who.agent_id), out);
+    }
+}
+
+/// The delivery identities of a signal: its exact bytes under its event
+/// name, plus the dialect-independent key where the adapter gives one.
+fn delivery_keys(signal: &RawSignal, dialect_key: Option<String>) -> Vec<String> {
+    let computed;
+    let digest = match signal.payload_blake3 {
+        Some(known) => known,
+        None => {
+            computed = blake3::hash(signal.payload).to_hex();
+            computed.as_str()
+        }
+    };
+    let event = signal.event_name.unwrap_or("");
+    let mut exact = String::with_capacity(8 + event.len() + digest.len());
+    exact.push_str("exact:");
+    exact.push_str(event);
+    exact.push(':');
+    exact.push_str(digest);
+    let mut keys = Vec::with_capacity(2);
+    keys.push(exact);
+    keys.extend(dialect_key);
+    keys
+}

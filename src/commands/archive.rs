@@ -1,0 +1,108 @@
+//! `harnery archive compact`: store the live epoch's raw archive files
+//! compressed, in place (docs/ledger.md, "A compressed raw archive").
+//! Archived epochs are read-only and are never compacted.
+
+use std::io::Write;
+
+use super::{CmdResult, Outcome};
+use harnery::home::Home;
+use harnery::ledger::Ledger;
+use harnery::ledger::rawz::DEFAULT_LEVEL;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Command {
+    /// Compress the live epoch's raw archive files in place, each verified
+    /// byte for byte before the old file is removed.
+    Compact(CompactArgs),
+    /// The live epoch's raw archive: its size on disk and its original size.
+    Status(StatusArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct StatusArgs {
+    /// Print the result as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+struct CompactArgs {
+    /// The zstd level (1-19).
+    #[arg(long, default_value_t = DEFAULT_LEVEL, value_parser = clap::value_parser!(i32).range(1..=19))]
+    level: i32,
+    /// Print the result as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: Args) -> CmdResult {
+    match args.command {
+        Command::Compact(a) => compact(a),
+        Command::Status(a) => status(a),
+    }
+}
+
+fn status(args: StatusArgs) -> CmdResult {
+    let home = Home::from_env()?;
+    let size = match harnery::report::source::live_or_none(&home)? {
+        Some(ledger) => ledger.archive_size()?,
+        None => Default::default(),
+    };
+    let mut out = harnery::terminal::stdout(args.json);
+    if args.json {
+        writeln!(out, "{}", serde_json::to_string(&size)?)?;
+    } else {
+        write_size(&mut out, &size)?;
+    }
+    Ok(Outcome::Clean)
+}
+
+/// The archive's size line, shared with `harnery health`.
+pub(super) fn write_size(
+    out: &mut impl Write,
+    size: &harnery::ledger::compact::ArchiveSize,
+) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "raw archive: {} bytes on disk, {} bytes original, {} of {} files compressed",
+        size.bytes_on_disk, size.original_bytes, size.compressed_files, size.files
+    )
+}
+
+fn compact(args: CompactArgs) -> CmdResult {
+    let home = Home::from_env()?;
+    let _lease = harnery::finalize::lease::Lease::take(&home)?;
+    let now = harnery::clock::wall_now_ns();
+    let mut ledger = Ledger::open_write(&home, now)?;
+    let done = ledger.compact_archive(args.level)?;
+    let size = ledger.archive_size()?;
+    let mut out = harnery::terminal::stdout(args.json);
+    if args.json {
+        let v = serde_json::json!({ "compacted": done, "archive": size });
+        writeln!(out, "{v}")?;
+    } else {
+        writeln!(
+            out,
+            "compacted {} raw archive files: {} bytes to {}",
+            done.files, done.bytes_before, done.bytes_after
+        )?;
+        write_size(&mut out, &size)?;
+        for b in &done.skipped_batches {
+            writeln!(
+                out,
+                "batch {b} left as it was: a record of it does not check out (see `harnery verify`)"
+            )?;
+        }
+    }
+    Ok(if done.skipped_batches.is_empty() {
+        Outcome::Clean
+    } else {
+        Outcome::Problems
+    })
+}

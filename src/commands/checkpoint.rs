@@ -1,0 +1,174 @@
+//! `harnery checkpoint <session> [--id ID] [--commit SHA] [--effect
+//! KIND:REF]…` records a checkpoint; `harnery checkpoints <session>
+//! [--json] [--latest | --id ID]` lists them.
+//!
+//! The request goes through the spool as a `harnery.checkpoint` signal, so
+//! it lands in order with the session's own signals and pins the offset
+//! the session is at when `finalize` applies it. The first checkpoint
+//! recorded under an id stands; a repeat is noted as a health condition.
+
+use std::io::Write;
+
+use super::{CmdResult, Outcome};
+use harnery::agents::harnery::{CHECKPOINT, CheckpointPayload, OperatorEffect};
+use harnery::clock::format_ns;
+use harnery::contract::Observation;
+use harnery::home::Home;
+use harnery::operator;
+use harnery::report::now::resolve_now;
+use harnery::resume::log::{Checkpoint, SessionLog};
+
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Exit codes: 0 requested; 2 unknown or ambiguous session, unknown adapter, bad --effect or --id, or I/O error."
+)]
+pub struct Args {
+    /// The session to checkpoint: its id, a unique prefix, or adapter/id.
+    session: String,
+    /// The checkpoint's id [default: cp-<request time in unix ns>]. The
+    /// first checkpoint recorded under an id is the one that counts.
+    #[arg(long)]
+    id: Option<String>,
+    /// The commit the checkpoint pins [default: the head commit the agent's
+    /// record named, else unknown].
+    #[arg(long, value_name = "SHA")]
+    commit: Option<String>,
+    /// An effect the session had that a restore cannot undo, as KIND:REF
+    /// (repeatable), e.g. `deploy:prod-42`.
+    #[arg(long, value_name = "KIND:REF", value_parser = parse_effect)]
+    effect: Vec<OperatorEffect>,
+    /// claude-code or copilot; found from the spool or ledger when omitted.
+    #[arg(long)]
+    adapter: Option<String>,
+    /// Pin the request time (RFC 3339 or unix ns); default HARNERY_NOW or the clock.
+    #[arg(long)]
+    now: Option<String>,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Exit codes: 0 listed; 2 unknown session or checkpoint, or I/O error.")]
+pub struct ListArgs {
+    /// Session id, or a unique prefix of one.
+    session: String,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+    /// Only the latest valid checkpoint.
+    #[arg(long, conflicts_with = "id")]
+    latest: bool,
+    /// Only the checkpoint with this id.
+    #[arg(long)]
+    id: Option<String>,
+}
+
+/// `KIND:REF`, both parts non-empty.
+fn parse_effect(text: &str) -> Result<OperatorEffect, String> {
+    match text.split_once(':') {
+        Some((kind, reference)) if !kind.is_empty() && !reference.is_empty() => {
+            Ok(OperatorEffect {
+                kind: kind.into(),
+                reference: reference.into(),
+            })
+        }
+        _ => Err(format!(
+            "{text:?} is not KIND:REF (e.g. deploy:prod-42): both parts must be non-empty"
+        )),
+    }
+}
+
+pub fn run(args: Args) -> CmdResult {
+    let home = Home::from_env()?;
+    let target = super::operator_target(&home, &args.session, args.adapter.as_deref())?;
+    let now = resolve_now(args.now.as_deref())?;
+    if let Some(id) = &args.id
+        && id.trim().is_empty()
+    {
+        return Err("--id must not be empty".into());
+    }
+    let payload = CheckpointPayload {
+        checkpoint_id: args.id.clone().unwrap_or_else(|| format!("cp-{now}")),
+        commit: args.commit.clone(),
+        effects: args.effect.clone(),
+    };
+    let adapter = target.adapter;
+    let receipt = target.append(CHECKPOINT, &payload, now)?;
+    if let Some(warning) = operator::dead_letter_warning(&receipt) {
+        harnery::terminal::warn(&format!("harnery checkpoint: {warning}"));
+    }
+    writeln!(
+        harnery::terminal::stdout(false),
+        "checkpoint {} requested for {adapter}/{}; it is pinned at the next `harnery finalize`",
+        payload.checkpoint_id,
+        target.session_id
+    )?;
+    Ok(Outcome::Clean)
+}
+
+pub fn run_list(args: ListArgs) -> CmdResult {
+    let home = Home::from_env()?;
+    let Some(ledger) = harnery::report::source::live_or_none(&home)? else {
+        return Err(format!("no session matches {:?}: the ledger is empty", args.session).into());
+    };
+    let session = ledger.resolve_session(&args.session)?;
+    let log = SessionLog::read(&ledger, &session)?;
+    let one =
+        match (&args.id, args.latest) {
+            (Some(id), _) => Some(log.by_id(id).ok_or_else(|| {
+                format!("session {} has no checkpoint {id:?}", session.session_id)
+            })?),
+            (None, true) => Some(log.latest().ok_or_else(|| {
+                format!("session {} has no valid checkpoint", session.session_id)
+            })?),
+            (None, false) => None,
+        };
+    let mut out = harnery::terminal::stdout(args.json);
+    match (one, args.json) {
+        (Some(cp), true) => writeln!(out, "{}", serde_json::to_string_pretty(cp)?)?,
+        (None, true) => writeln!(out, "{}", serde_json::to_string_pretty(&log)?)?,
+        (Some(cp), false) => write_table(&mut out, std::slice::from_ref(cp))?,
+        (None, false) => {
+            writeln!(
+                out,
+                "{}/{}  head {}  incarnation {}  {} checkpoints  {} resumes",
+                session.adapter,
+                session.session_id,
+                log.head,
+                log.incarnation,
+                log.checkpoints.len(),
+                log.resumes.len()
+            )?;
+            write_table(&mut out, &log.checkpoints)?;
+        }
+    }
+    Ok(Outcome::Clean)
+}
+
+fn write_table(out: &mut impl Write, checkpoints: &[Checkpoint]) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{:<40} {:>6} {:<8} {:<14} {:>7} {:>4} {:<24} STATE",
+        "ID", "OFFSET", "ORIGIN", "COMMIT", "EFFECTS", "INC", "TIME"
+    )?;
+    for cp in checkpoints {
+        let commit = match &cp.commit {
+            Observation::Observed(sha) => sha.chars().take(12).collect(),
+            Observation::Unknown(_) => "unknown".to_string(),
+        };
+        let state = match cp.invalidated_at {
+            Some(at) => format!("invalid (resume at offset {at})"),
+            None => "valid".into(),
+        };
+        writeln!(
+            out,
+            "{:<40} {:>6} {:<8} {:<14} {:>7} {:>4} {:<24} {state}",
+            cp.checkpoint_id,
+            cp.offset,
+            cp.origin,
+            commit,
+            cp.effects.len(),
+            cp.incarnation,
+            format_ns(cp.time_unix_ns)
+        )?;
+    }
+    Ok(())
+}

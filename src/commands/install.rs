@@ -1,0 +1,228 @@
+//! `harnery install` and `harnery uninstall`: configure an agent to run
+//! `harnery-hook` on every hook event, or stop it. For Copilot, install also
+//! says which hook form it chose and why (`harnery::install::form`).
+
+use std::path::{Path, PathBuf};
+
+use super::{CmdResult, Outcome};
+use harnery::install::form::{self, CopilotForm, FormChoice};
+use harnery::install::{self, Agent, Plan};
+use harnery::resume::evidence::{self, RunningCopilotHint, SearchPlan};
+
+#[derive(Debug, clap::Args)]
+pub struct InstallArgs {
+    #[command(subcommand)]
+    target: Target,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct UninstallArgs {
+    #[command(subcommand)]
+    target: Target,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Target {
+    /// Claude Code: ~/.claude/settings.json (user) or .claude/settings.json (project).
+    ClaudeCode {
+        #[arg(long, value_enum, default_value = "user")]
+        scope: ClaudeScope,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Copilot CLI: ~/.copilot/hooks/harnery.json (user) or .github/hooks/harnery.json (repo).
+    Copilot {
+        #[arg(long, value_enum, default_value = "user")]
+        scope: CopilotScope,
+        /// Install only: the hook entry form [default: exec when the Copilot
+        /// found on PATH (else the newest installed) is a version verified to
+        /// run exec hooks, else bash].
+        #[arg(long, value_enum, value_name = "FORM")]
+        form: Option<FormArg>,
+        #[command(flatten)]
+        common: Common,
+    },
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum FormArg {
+    /// `exec` + `args`: the client starts harnery-hook directly.
+    Exec,
+    /// `bash`: the client starts harnery-hook through `bash -c`.
+    Bash,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum ClaudeScope {
+    User,
+    Project,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum CopilotScope {
+    User,
+    Repo,
+}
+
+#[derive(Debug, clap::Args)]
+struct Common {
+    /// Print the new file instead of writing it.
+    #[arg(long)]
+    dry_run: bool,
+    /// The hook binary to configure (default: `harnery-hook` beside this executable).
+    #[arg(long, value_name = "PATH")]
+    hook_bin: Option<PathBuf>,
+    /// Project or repository root for --scope project/repo (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    project_dir: Option<PathBuf>,
+}
+
+pub fn run_install(args: InstallArgs) -> CmdResult {
+    let (agent, user, form_arg, common) = split(args.target);
+    let path = settings_path(agent, user, &common)?;
+    let hook_bin = hook_bin(common.hook_bin.as_deref())?;
+    if !common.dry_run && !hook_bin.is_file() {
+        return Err(format!(
+            "hook binary {} does not exist (use --hook-bin)",
+            hook_bin.display()
+        )
+        .into());
+    }
+    // Claude Code entries are always exec form; the Copilot form is judged
+    // (and reported) only when Copilot is the target.
+    let form = match agent {
+        Agent::Copilot => {
+            let choice = copilot_form(form_arg);
+            say_form(&choice, common.dry_run);
+            choice.form
+        }
+        Agent::ClaudeCode => CopilotForm::Exec,
+    };
+    let plan = install::plan_install(agent, &path, &hook_bin, form)?;
+    finish(&plan, common.dry_run, "installed")
+}
+
+pub fn run_uninstall(args: UninstallArgs) -> CmdResult {
+    let (agent, user, form_arg, common) = split(args.target);
+    if form_arg.is_some() {
+        return Err(
+            "--form applies to install only; uninstall removes harnery's entries of both forms"
+                .into(),
+        );
+    }
+    let path = settings_path(agent, user, &common)?;
+    let plan = install::plan_uninstall(agent, &path)?;
+    finish(&plan, common.dry_run, "removed")
+}
+
+fn split(t: Target) -> (Agent, bool, Option<FormArg>, Common) {
+    match t {
+        Target::ClaudeCode { scope, common } => (
+            Agent::ClaudeCode,
+            matches!(scope, ClaudeScope::User),
+            None,
+            common,
+        ),
+        Target::Copilot {
+            scope,
+            form,
+            common,
+        } => (
+            Agent::Copilot,
+            matches!(scope, CopilotScope::User),
+            form,
+            common,
+        ),
+    }
+}
+
+/// `--form` when given, else judged from the Copilot packages on disk (the
+/// search `resume-policy` uses, without its recorded running-version hint:
+/// that one describes the client before an upgrade).
+fn copilot_form(flag: Option<FormArg>) -> FormChoice {
+    match flag {
+        Some(FormArg::Exec) => form::forced(CopilotForm::Exec),
+        Some(FormArg::Bash) => form::forced(CopilotForm::Bash),
+        None => {
+            let plan = SearchPlan::from_env(Vec::new());
+            form::from_installed(&evidence::discover(&plan, &RunningCopilotHint::default()))
+        }
+    }
+}
+
+fn say_form(choice: &FormChoice, dry_run: bool) {
+    let comment = if dry_run { "# " } else { "" };
+    println!(
+        "{comment}copilot hook form: {}, because {}",
+        choice.form, choice.reason
+    );
+}
+
+fn finish(plan: &Plan, dry_run: bool, verb: &str) -> CmdResult {
+    if dry_run {
+        println!(
+            "# {} ({})",
+            plan.path.display(),
+            if plan.changes() {
+                "would change"
+            } else {
+                "unchanged"
+            }
+        );
+        match &plan.after {
+            Some(text) => print!("{text}"),
+            None => println!("# (file would be removed)"),
+        }
+        return Ok(Outcome::Clean);
+    }
+    let done = install::apply(plan)?;
+    match (&done.changed, &done.backup) {
+        (false, _) => println!("{}: already up to date", done.path.display()),
+        (true, Some(b)) => println!(
+            "{}: hooks {verb} (backup: {})",
+            done.path.display(),
+            b.display()
+        ),
+        (true, None) => println!("{}: hooks {verb}", done.path.display()),
+    }
+    Ok(Outcome::Clean)
+}
+
+fn settings_path(agent: Agent, user: bool, common: &Common) -> Result<PathBuf, super::CmdError> {
+    let home = user_home()?;
+    let project = match &common.project_dir {
+        Some(p) => p.clone(),
+        None => std::env::current_dir()?,
+    };
+    let copilot_home = std::env::var_os("COPILOT_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
+    Ok(install::settings_path(
+        agent,
+        user,
+        &home,
+        &project,
+        copilot_home.as_deref(),
+    ))
+}
+
+fn user_home() -> Result<PathBuf, super::CmdError> {
+    // The same rule as Home::from_env without HARNERY_HOME: $HOME, else passwd.
+    let home = harnery::home::Home::from_vars(None, std::env::var_os("HOME"))?;
+    Ok(home
+        .root()
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default())
+}
+
+fn hook_bin(flag: Option<&Path>) -> Result<PathBuf, super::CmdError> {
+    if let Some(p) = flag {
+        return Ok(std::path::absolute(p)?);
+    }
+    let exe = std::env::current_exe()?;
+    let dir = exe
+        .parent()
+        .ok_or("cannot locate the harnery executable's directory")?;
+    Ok(dir.join(install::HOOK_BIN_NAME))
+}

@@ -1,0 +1,176 @@
+//! `harnery receipts <session> [--json]`: per-turn latency receipts, with
+//! the model time and tokens the agent reported for each turn (`-` when it
+//! reported none).
+//!
+//! With `--epoch all` (or a genesis id) each part of the session gets its
+//! own receipts, in chain order: a turn never spans an epoch boundary (an
+//! archive's open spans can never close), so parts are not merged. Text
+//! prints a boundary line between the parts' tables; JSON is
+//! `{"session", "parts": [{"epoch", "genesis_id", "turns", "unattributed_spans"}]}`.
+
+use std::io::Write;
+
+use serde::Serialize;
+
+use super::{CmdResult, EpochArg, Outcome};
+use harnery::contract::{Event, SessionRef};
+use harnery::home::Home;
+use harnery::report::epochs::{Epochs, boundary, report_damaged};
+use harnery::report::receipts::{SessionReceipts, TurnReceipt, session_receipts};
+use harnery::resume::log::{self, SessionLog};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The session (its id or a unique prefix, or adapter/id).
+    session: String,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Count the ranges a resume superseded too (left out by default).
+    #[arg(long)]
+    include_superseded: bool,
+    #[command(flatten)]
+    epoch: EpochArg,
+}
+
+#[derive(Serialize)]
+struct PartReceipts<'a> {
+    epoch: &'a str,
+    genesis_id: &'a str,
+    #[serde(flatten)]
+    receipts: SessionReceipts,
+}
+
+#[derive(Serialize)]
+struct WholeReceipts<'a> {
+    session: &'a SessionRef,
+    parts: Vec<PartReceipts<'a>>,
+}
+
+pub fn run(args: Args) -> CmdResult {
+    let home = Home::from_env()?;
+    let epochs = Epochs::open(&home, &args.epoch.epoch)?;
+    epochs.report_unreadable("receipts")?;
+    let found = epochs.session("receipts", &args.session)?;
+    let read = found.read("receipts", &epochs, |l, s| {
+        let log = SessionLog::read_resumes(l, s)?;
+        let (events, bad) = l.session_events_lenient(s)?;
+        Ok((events, bad, log))
+    })?;
+    let mut parts = Vec::new();
+    let mut damaged = false;
+    for (epoch, (events, bad, log)) in &read {
+        damaged |= report_damaged("receipts", &epoch.label, bad);
+        let shown = log::live_events(log, events, args.include_superseded);
+        let refs: Vec<_> = shown.iter().map(|(e, _)| *e).collect();
+        let mut receipts = session_receipts(&refs);
+        mark_superseded(&mut receipts, &shown);
+        parts.push(PartReceipts {
+            epoch: &epoch.label,
+            genesis_id: &epoch.genesis_id,
+            receipts,
+        });
+    }
+    let mut out = harnery::terminal::stdout(args.json);
+    if args.json && !epochs.tagged {
+        writeln!(out, "{}", serde_json::to_string_pretty(&parts[0].receipts)?)?;
+    } else if args.json {
+        let whole = WholeReceipts {
+            session: &found.session,
+            parts,
+        };
+        writeln!(out, "{}", serde_json::to_string_pretty(&whole)?)?;
+    } else {
+        for (i, part) in parts.iter().enumerate() {
+            if i > 0 {
+                writeln!(out, "{}", boundary(read[i - 1].0, read[i].0))?;
+            }
+            write_table(&mut out, &part.receipts)?;
+        }
+    }
+    out.flush()?;
+    let set_aside = epochs.report_set_aside("receipts");
+    Ok(if damaged || set_aside {
+        Outcome::Problems
+    } else {
+        Outcome::Clean
+    })
+}
+
+/// A turn all of whose events a resume superseded (shown only with
+/// `--include-superseded`) is noted `superseded`.
+fn mark_superseded(receipts: &mut SessionReceipts, shown: &[(&Event, bool)]) {
+    let mut live = std::collections::HashSet::new();
+    let mut superseded = std::collections::HashSet::new();
+    for (e, sup) in shown {
+        if let Some(turn) = e.turn.turn_id.as_deref() {
+            if *sup {
+                superseded.insert(turn);
+            } else {
+                live.insert(turn);
+            }
+        }
+    }
+    for turn in &mut receipts.turns {
+        let id = turn.turn_id.as_str();
+        if superseded.contains(id) && !live.contains(id) {
+            turn.notes.push("superseded");
+        }
+    }
+}
+
+fn write_table(out: &mut impl Write, receipts: &SessionReceipts) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{:<38} {:>9} {:>9} {:>9} {:>7} {:>6} {:>9} {:>9}  notes",
+        "turn", "wall_ms", "known_ms", "bound_ms", "bound%", "rank", "model_ms", "tokens"
+    )?;
+    for turn in &receipts.turns {
+        write_turn(out, turn)?;
+    }
+    if receipts.unattributed_spans > 0 {
+        writeln!(
+            out,
+            "{} tool span(s) have no trustworthy turn and appear in no receipt",
+            receipts.unattributed_spans
+        )?;
+    }
+    Ok(())
+}
+
+fn write_turn(out: &mut impl Write, turn: &TurnReceipt) -> std::io::Result<()> {
+    let tools = &turn.tools;
+    let share = tools
+        .upper_bound_share_pct
+        .map_or("-".to_string(), |p| format!("{p:.1}"));
+    let rank = if tools.eligible_for_ranking {
+        "yes"
+    } else {
+        "no"
+    };
+    let mut notes: Vec<String> = turn.notes.iter().map(|n| n.to_string()).collect();
+    notes.extend(
+        tools
+            .ineligible_because
+            .iter()
+            .map(|n| format!("ineligible:{n}")),
+    );
+    writeln!(
+        out,
+        "{:<38} {:>9} {:>9} {:>9} {:>7} {:>6} {:>9} {:>9}  {}",
+        turn.turn_id,
+        turn.wall_ms,
+        tools.known_ms,
+        tools.upper_bound_ms,
+        share,
+        rank,
+        reported(turn.model_ms),
+        reported(turn.tokens),
+        notes.join(" ")
+    )
+}
+
+/// A figure the agent reported, or `-`.
+fn reported(n: Option<u64>) -> String {
+    n.map_or("-".into(), |n| n.to_string())
+}

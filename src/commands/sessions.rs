@@ -1,0 +1,206 @@
+//! `harnery sessions`: one line per recorded session, newest first, with
+//! `--since`, `--until`, `--adapter`, `--class` and `--limit` (in text and
+//! in `--json` alike).
+//!
+//! A session's eligibility is that of the whole session: a live session an
+//! epoch advance closed administratively in an archive is audit-only here
+//! too. With `--epoch all` a session that continues across a boundary is
+//! one line, its counts summed over its parts, with the epochs it spans.
+
+use super::{CmdResult, EpochArg, Outcome};
+use harnery::contract::AdapterId;
+use harnery::home::Home;
+use harnery::ledger::{SessionSummary, format_time};
+use harnery::report::audit::{AuditClass, Classification};
+use harnery::report::epochs::{Epochs, archive_note, classify_whole};
+use harnery::report::source::closed_sessions;
+use std::io::Write;
+
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Sessions are listed newest first (by first event). The filters combine; \
+    --limit applies after them."
+)]
+pub struct Args {
+    /// Print JSON lines instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub epoch: EpochArg,
+    /// Only sessions with an event at or after this time (RFC 3339).
+    #[arg(long, value_parser = super::parse_instant)]
+    pub since: Option<i64>,
+    /// Only sessions that started at or before this time (RFC 3339).
+    #[arg(long, value_parser = super::parse_instant)]
+    pub until: Option<i64>,
+    /// Only this agent's sessions: claude-code or copilot.
+    #[arg(long, value_parser = parse_adapter)]
+    pub adapter: Option<AdapterId>,
+    /// Only sessions of this evidence class.
+    #[arg(long, value_enum)]
+    pub class: Option<ClassFilter>,
+    /// At most this many sessions (the newest).
+    #[arg(long)]
+    pub limit: Option<usize>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum ClassFilter {
+    Eligible,
+    AuditOnly,
+}
+
+fn parse_adapter(text: &str) -> Result<AdapterId, String> {
+    AdapterId::parse(text)
+        .ok_or_else(|| format!("{text:?} is not an adapter: claude-code or copilot"))
+}
+
+impl Args {
+    /// Whether a session's combined summary passes the time and adapter
+    /// filters (decided before it is classified).
+    fn keeps(&self, s: &SessionSummary) -> bool {
+        self.since.is_none_or(|t| s.last_unix_ns >= t)
+            && self.until.is_none_or(|t| s.first_unix_ns <= t)
+            && self.adapter.is_none_or(|a| s.session.adapter == a)
+    }
+
+    fn keeps_class(&self, c: &Classification) -> bool {
+        match self.class {
+            None => true,
+            Some(ClassFilter::Eligible) => c.class == AuditClass::Eligible,
+            Some(ClassFilter::AuditOnly) => c.class == AuditClass::AuditOnly,
+        }
+    }
+}
+
+/// One listed session: its combined summary, class, and the epochs it spans.
+struct Listed {
+    summary: SessionSummary,
+    class: Classification,
+    epochs: Vec<String>,
+}
+
+pub fn run(args: Args) -> CmdResult {
+    let home = Home::from_env()?;
+    let epochs = Epochs::open(&home, &args.epoch.epoch)?;
+    epochs.report_unreadable("sessions")?;
+    let listed = list(&home, &epochs, &args)?;
+    let mut out = harnery::terminal::stdout(args.json);
+    if args.json {
+        for l in &listed {
+            let mut v = serde_json::to_value(&l.summary)?;
+            v["eligibility"] = serde_json::to_value(&l.class)?;
+            if epochs.tagged {
+                v["epochs"] = serde_json::to_value(&l.epochs)?;
+            }
+            writeln!(out, "{v}")?;
+        }
+        return Ok(outcome(epochs.report_set_aside("sessions")));
+    }
+    let (summaries, classes): (Vec<_>, Vec<_>) = listed
+        .iter()
+        .map(|l| (l.summary.clone(), l.class.clone()))
+        .unzip();
+    let mut text = table(&summaries, &classes);
+    if epochs.tagged {
+        text = with_epochs(&text, &listed);
+    } else if let Some(note) = archive_note(&home) {
+        harnery::terminal::warn(&note);
+    }
+    write!(out, "{text}")?;
+    out.flush()?;
+    Ok(outcome(epochs.report_set_aside("sessions")))
+}
+
+/// Exit 1 when rows were passed over, for they are a problem found.
+fn outcome(set_aside: bool) -> Outcome {
+    match set_aside {
+        true => Outcome::Problems,
+        false => Outcome::Clean,
+    }
+}
+
+/// The sessions the filters keep, newest first, classified as wholes; a
+/// session is classified only once the cheaper filters kept it, and the
+/// listing stops at `--limit`.
+fn list(
+    home: &Home,
+    epochs: &Epochs,
+    args: &Args,
+) -> Result<Vec<Listed>, crate::commands::CmdError> {
+    let closed = closed_sessions(home)?;
+    let mut out = Vec::new();
+    // A listing reports what it could not read on stderr and lists the rest.
+    let mut failed = 0;
+    let candidates = epochs.newest_first("sessions", &mut failed);
+    for whole in candidates.into_iter().filter(|w| args.keeps(&w.summary)) {
+        if args.limit.is_some_and(|n| out.len() >= n) {
+            break;
+        }
+        let class = classify_whole(
+            "sessions",
+            &whole.session,
+            &whole.parts,
+            closed.get(&whole.session),
+            &mut failed,
+        );
+        if !args.keeps_class(&class) {
+            continue;
+        }
+        out.push(Listed {
+            summary: whole.summary,
+            class,
+            epochs: whole.parts.iter().map(|e| e.label.clone()).collect(),
+        });
+    }
+    Ok(out)
+}
+
+/// The width of a table line up to the end of its widest class
+/// (`audit_only`), where the EPOCHS column starts.
+const CLASS_END: usize = 142;
+
+/// The table with an EPOCHS column: the epochs each session spans.
+fn with_epochs(table: &str, listed: &[Listed]) -> String {
+    let mut out = String::new();
+    for (i, line) in table.lines().enumerate() {
+        let extra = match i {
+            0 => "EPOCHS".to_string(),
+            n => listed[n - 1].epochs.join(","),
+        };
+        out.push_str(&format!("{line:<CLASS_END$}  {extra}\n"));
+    }
+    out
+}
+
+/// The text table, one session per line.
+pub fn table(sessions: &[SessionSummary], classes: &[Classification]) -> String {
+    let mut out = format!(
+        "{:<12} {:<38} {:<24} {:<24} {:>5} {:>5} {:>6} {:>9}  {}\n",
+        "ADAPTER",
+        "SESSION",
+        "FIRST",
+        "LAST",
+        "TURNS",
+        "OPEN",
+        "NATIVE",
+        "RECOVERED",
+        "ELIGIBILITY"
+    );
+    for (s, class) in sessions.iter().zip(classes) {
+        out.push_str(&format!(
+            "{:<12} {:<38} {:<24} {:<24} {:>5} {:>5} {:>6} {:>9}  {}\n",
+            s.session.adapter.as_str(),
+            s.session.session_id,
+            format_time(s.first_unix_ns),
+            format_time(s.last_unix_ns),
+            s.turns,
+            s.spans.open,
+            s.spans.closed_native,
+            s.spans.recovered,
+            class.class
+        ));
+    }
+    out
+}

@@ -1,0 +1,235 @@
+//! `harnery ship [--to URL] [--json]`: send this host's ledger (every
+//! epoch, masked) to the central PostgreSQL; `--status` shows the host id
+//! and what the server holds; `--dry-run` shows what would be masked and
+//! sends nothing. From cron after `finalize`. The target is `--to`, else
+//! `ship.to` in `HARNERY_HOME/config.toml`, else the `PG*` environment.
+
+use std::io::Write;
+
+use serde::Serialize;
+
+use super::{CmdResult, Outcome};
+use harnery::fleet::config::config_path;
+use harnery::fleet::ship::{Content, DEFAULT_BATCH_ROWS, dry_run, server_rows};
+use harnery::fleet::{HostId, HostKey, Masker, PgEnv, ShipConfig, ShipError, Shipper, Target};
+use harnery::home::Home;
+
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Exit codes: 0 shipped (or nothing to ship); 1 an epoch this build cannot read was \
+    left out; 2 the server is unreachable, refused, or this ledger forked (nothing local changes; \
+    the next run catches up)."
+)]
+pub struct Args {
+    /// The server: a libpq URL or key=value string (else ship.to, else PG* variables).
+    #[arg(long, value_name = "URL")]
+    pub to: Option<String>,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Show this host's id and what the server holds for it; send nothing.
+    #[arg(long, conflicts_with = "dry_run")]
+    pub status: bool,
+    /// Show which rows would be masked, and how; connect to nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// What of each row leaves this host: every row as recorded, masked
+    /// (secrets replaced), or metadata only (no prompts, messages, tool
+    /// inputs or outputs, paths or commands). Rows already shipped stay as
+    /// they were sent.
+    #[arg(long, value_enum, default_value_t = ContentArg::Masked)]
+    pub content: ContentArg,
+    /// Event rows per server transaction.
+    #[arg(long, default_value_t = DEFAULT_BATCH_ROWS, value_parser = clap::value_parser!(u64).range(1..))]
+    pub batch_rows: u64,
+}
+
+pub fn run(args: Args) -> CmdResult {
+    let home = Home::from_env()?;
+    let config = ShipConfig::load(home.root())?;
+    let key = HostKey::load_or_create(home.root())?;
+    let masker = Masker::new(&config.rules, key.clone())?;
+    if args.dry_run {
+        return run_dry(&home, &masker, args.json);
+    }
+    let host = HostId::load_or_create(home.root())?;
+    let text = args.to.as_deref().or(config.to.as_deref());
+    if args.status {
+        return run_status(&home, &host, text, args.json);
+    }
+    if text.is_none() && std::env::var_os("PGHOST").is_none() {
+        return Err(harnery::fleet::ConnectError::NoTarget {
+            config: config_path(home.root()),
+        }
+        .into());
+    }
+    let target = Target::resolve(text, &PgEnv::from_process())?;
+    let shipper = Shipper {
+        home: &home,
+        host,
+        key: &key,
+        masker: &masker,
+        content: args.content.into(),
+        batch_rows: args.batch_rows,
+    };
+    let report = shipper.run(&target)?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        writeln!(out, "{}", serde_json::to_string(&report)?)?;
+    } else {
+        writeln!(out, "host {} → {}", report.host_id, report.server)?;
+        for e in &report.epochs {
+            let derived = match &e.derived {
+                Some(d) => format!(
+                    "; derived {} sessions, {} spans, {} receipts",
+                    d.sessions, d.spans, d.receipts
+                ),
+                None => String::new(),
+            };
+            writeln!(
+                out,
+                "epoch {} ({}): {} rows sent ({} masked) after row {}; the server holds {}{derived}",
+                e.epoch, e.genesis_id, e.rows_sent, e.masked_rows, e.resumed_after, e.rows_total
+            )?;
+        }
+    }
+    for (label, why) in &report.unreadable {
+        eprintln!("harnery ship: epoch {label} left out: {why}");
+    }
+    Ok(match report.unreadable.is_empty() {
+        true => Outcome::Clean,
+        false => Outcome::Problems,
+    })
+}
+
+#[derive(Serialize)]
+struct Status {
+    host_id: String,
+    hostname: String,
+    target: Option<String>,
+    /// (genesis id, rows the server holds, live), when the server answered.
+    server: Option<Vec<(String, i64, bool)>>,
+    /// Why the server could not be asked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    server_error: Option<String>,
+}
+
+fn run_status(home: &Home, host: &HostId, text: Option<&str>, json: bool) -> CmdResult {
+    let _ = home;
+    let mut status = Status {
+        host_id: host.as_str().to_string(),
+        hostname: harnery::fleet::host::hostname(),
+        target: None,
+        server: None,
+        server_error: None,
+    };
+    if text.is_some() || std::env::var_os("PGHOST").is_some() {
+        let target = Target::resolve(text, &PgEnv::from_process())?;
+        status.target = Some(target.describe());
+        let asked = target
+            .connect()
+            .map_err(|e| e.to_string())
+            .and_then(|mut c| server_rows(&mut c, host).map_err(|e| e.to_string()));
+        match asked {
+            Ok(rows) => status.server = Some(rows),
+            Err(why) => status.server_error = Some(why),
+        }
+    }
+    let mut out = std::io::stdout().lock();
+    if json {
+        writeln!(out, "{}", serde_json::to_string(&status)?)?;
+    } else {
+        writeln!(out, "host id: {} ({})", status.host_id, status.hostname)?;
+        writeln!(
+            out,
+            "target:  {}",
+            status.target.as_deref().unwrap_or("(none)")
+        )?;
+        if let Some(rows) = &status.server {
+            for (genesis, n, live) in rows {
+                let which = if *live { "live" } else { "archived" };
+                writeln!(out, "server:  epoch {genesis} ({which}): {n} rows")?;
+            }
+            if rows.is_empty() {
+                writeln!(out, "server:  nothing from this host yet")?;
+            }
+        }
+        if let Some(why) = &status.server_error {
+            writeln!(out, "server:  {why}")?;
+        }
+    }
+    Ok(match status.server_error {
+        None => Outcome::Clean,
+        Some(_) => Outcome::Problems,
+    })
+}
+
+#[derive(Serialize)]
+struct MaskedRow<'a> {
+    epoch: &'a str,
+    seq: i64,
+    event_id: String,
+    patterns: &'a [String],
+    masked: String,
+}
+
+fn run_dry(home: &Home, masker: &Masker, json: bool) -> CmdResult {
+    let mut out = std::io::stdout().lock();
+    let mut failed: Option<std::io::Error> = None;
+    let mut masked = 0u64;
+    let totals = dry_run(home, masker, |epoch, row, patterns, text| {
+        masked += 1;
+        let line = MaskedRow {
+            epoch,
+            seq: row.seq,
+            event_id: String::from_utf8_lossy(row.id).into_owned(),
+            patterns,
+            masked: String::from_utf8_lossy(text).into_owned(),
+        };
+        let written = match json {
+            true => serde_json::to_string(&line)
+                .map_err(std::io::Error::other)
+                .and_then(|l| writeln!(out, "{l}")),
+            false => writeln!(
+                out,
+                "epoch {} row {} (event {}): {}",
+                line.epoch,
+                line.seq,
+                line.event_id,
+                line.patterns.join(", ")
+            ),
+        };
+        if let Err(e) = written {
+            failed.get_or_insert(e);
+        }
+    })
+    .map_err(|e: ShipError| Box::new(e) as super::CmdError)?;
+    if let Some(e) = failed {
+        return Err(e.into());
+    }
+    let rows: u64 = totals.iter().map(|t| t.1).sum();
+    eprintln!("harnery ship --dry-run: {masked} of {rows} rows would be masked; nothing was sent");
+    Ok(Outcome::Clean)
+}
+
+/// `--content`, as clap reads it; the library's `Content` knows no clap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ContentArg {
+    /// Every row as recorded.
+    Full,
+    /// Every row with its secrets masked (the default).
+    Masked,
+    /// Metadata only: no prompts, messages, tool inputs or outputs, paths
+    /// or commands.
+    None,
+}
+
+impl From<ContentArg> for Content {
+    fn from(arg: ContentArg) -> Content {
+        match arg {
+            ContentArg::Full => Content::Full,
+            ContentArg::Masked => Content::Masked,
+            ContentArg::None => Content::None,
+        }
+    }
+}

@@ -1,0 +1,227 @@
+//! `harnery show <session>`: one session's timeline.
+//!
+//! With `--epoch all` (or a genesis id) the session is shown whole: one
+//! header over all its parts, then each part's entries in chain order with
+//! a boundary line between them; times count from the session's first
+//! event in any part.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::{CmdResult, EpochArg, Outcome};
+use harnery::home::Home;
+use harnery::ledger::{SessionSummary, Timeline, TimelineEntry, format_time};
+use harnery::report::epochs::{Epochs, OpenEpoch, boundary, combine, report_damaged};
+use harnery::report::usage::{TurnUsage, turn_usage};
+use std::io::Write;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Session id, or a unique prefix of one.
+    pub session: String,
+    /// Print the timeline as JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub epoch: EpochArg,
+}
+
+/// One part of a session shown across epochs.
+struct Part<'a> {
+    epoch: &'a OpenEpoch,
+    timeline: Timeline,
+}
+
+/// The JSON of a session shown across epochs: today's two fields, each
+/// entry tagged with its epoch, and one summary per part.
+#[derive(Serialize)]
+struct WholeJson<'a> {
+    summary: SessionSummary,
+    entries: Vec<TaggedEntry<'a>>,
+    parts: Vec<PartJson<'a>>,
+}
+
+#[derive(Serialize)]
+struct TaggedEntry<'a> {
+    epoch: &'a str,
+    #[serde(flatten)]
+    entry: TimelineEntry,
+}
+
+#[derive(Serialize)]
+struct PartJson<'a> {
+    epoch: &'a str,
+    genesis_id: &'a str,
+    summary: &'a SessionSummary,
+}
+
+pub fn run(args: Args) -> CmdResult {
+    let home = Home::from_env()?;
+    let epochs = Epochs::open(&home, &args.epoch.epoch)?;
+    epochs.report_unreadable("show")?;
+    let found = epochs.session("show", &args.session)?;
+    let parts: Vec<Part> = found
+        .read("show", &epochs, |l, s| l.timeline_with_events(s))?
+        .into_iter()
+        .map(|(epoch, (mut timeline, events))| {
+            mark_turn_tokens(&mut timeline, &turn_usage(&events));
+            Part { epoch, timeline }
+        })
+        .collect();
+    let mut out = harnery::terminal::stdout(args.json);
+    match (epochs.tagged, args.json) {
+        (false, true) => writeln!(out, "{}", serde_json::to_string_pretty(&parts[0].timeline)?)?,
+        (false, false) => write!(out, "{}", render(&parts[0].timeline))?,
+        (true, true) => writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&whole_json(&parts))?
+        )?,
+        (true, false) => write!(out, "{}", render_parts(&parts))?,
+    }
+    let mut damaged = false;
+    for p in &parts {
+        damaged |= report_damaged("show", &p.epoch.label, &p.timeline.damaged_rows);
+    }
+    out.flush()?;
+    let set_aside = epochs.report_set_aside("show");
+    Ok(if damaged || set_aside {
+        Outcome::Problems
+    } else {
+        Outcome::Clean
+    })
+}
+
+/// Put each turn's reported tokens on the line that closes it: its last
+/// `turn.completed`, else its `turn.started`.
+pub fn mark_turn_tokens(timeline: &mut Timeline, usage: &BTreeMap<String, TurnUsage>) {
+    for (turn, u) in usage {
+        let Some(tokens) = u.tokens.in_out() else {
+            continue;
+        };
+        let of_turn = |e: &TimelineEntry, kind: &str| {
+            e.kind == kind && e.turn.as_deref() == Some(turn.as_str())
+        };
+        let entries = &mut timeline.entries;
+        let closing = match entries.iter().rposition(|e| of_turn(e, "turn.completed")) {
+            Some(i) => Some(i),
+            None => entries.iter().position(|e| of_turn(e, "turn.started")),
+        };
+        if let Some(i) = closing {
+            entries[i].turn_tokens = Some(tokens);
+        }
+    }
+}
+
+fn whole(parts: &[Part]) -> SessionSummary {
+    let summaries: Vec<SessionSummary> = parts.iter().map(|p| p.timeline.summary.clone()).collect();
+    combine(&summaries).expect("a shown session has a part")
+}
+
+/// A part's entries with their times counted from `start`.
+fn shifted(part: &Part, start: i64) -> impl Iterator<Item = TimelineEntry> {
+    let shift = (part.timeline.summary.first_unix_ns - start) / 1_000_000;
+    part.timeline.entries.iter().cloned().map(move |mut e| {
+        e.at_ms += shift;
+        e
+    })
+}
+
+fn whole_json<'a>(parts: &'a [Part]) -> WholeJson<'a> {
+    let summary = whole(parts);
+    let entries = parts
+        .iter()
+        .flat_map(|p| {
+            shifted(p, summary.first_unix_ns).map(|entry| TaggedEntry {
+                epoch: &p.epoch.label,
+                entry,
+            })
+        })
+        .collect();
+    let parts = parts
+        .iter()
+        .map(|p| PartJson {
+            epoch: &p.epoch.label,
+            genesis_id: &p.epoch.genesis_id,
+            summary: &p.timeline.summary,
+        })
+        .collect();
+    WholeJson {
+        summary,
+        entries,
+        parts,
+    }
+}
+
+/// The whole session: one header, the epochs it spans, each part's
+/// entries with a boundary line between parts.
+fn render_parts(parts: &[Part]) -> String {
+    let summary = whole(parts);
+    let mut out = header(&summary);
+    let labels: Vec<&str> = parts.iter().map(|p| p.epoch.label.as_str()).collect();
+    out.insert_str(
+        out.len() - 1,
+        &format!("  epochs: {}\n", labels.join(" → ")),
+    );
+    for (i, part) in parts.iter().enumerate() {
+        if i > 0 {
+            out.push_str(&format!("{}\n", boundary(parts[i - 1].epoch, part.epoch)));
+        }
+        for e in shifted(part, summary.first_unix_ns) {
+            out.push_str(&line(&e));
+        }
+    }
+    out
+}
+
+/// The human timeline: a header, then one line per entry with the time
+/// since the session's first event.
+pub fn render(t: &Timeline) -> String {
+    let mut out = header(&t.summary);
+    for e in &t.entries {
+        out.push_str(&line(e));
+    }
+    out
+}
+
+fn header(s: &SessionSummary) -> String {
+    format!(
+        "session {} {}\n  {} .. {}  events {}  turns {}  spans: {} closed natively, {} recovered, {} open\n\n",
+        s.session.adapter,
+        s.session.session_id,
+        format_time(s.first_unix_ns),
+        format_time(s.last_unix_ns),
+        s.events,
+        s.turns,
+        s.spans.closed_native,
+        s.spans.recovered,
+        s.spans.open
+    )
+}
+
+fn line(e: &TimelineEntry) -> String {
+    let indent = match e.kind.as_str() {
+        "session.started" | "session.ended" | "turn.started" | "turn.completed" => "",
+        _ => "  ",
+    };
+    let agent = e
+        .agent_id
+        .as_deref()
+        .map(|a| format!(" <{}>", short(a)))
+        .unwrap_or_default();
+    let tokens = e
+        .turn_tokens
+        .map(|n| format!(" · {n} tokens"))
+        .unwrap_or_default();
+    format!(
+        "{:>4} {:>10} {indent}{}{agent}{tokens}\n",
+        e.offset,
+        format!("+{}.{:03}s", e.at_ms / 1000, e.at_ms % 1000),
+        e.text
+    )
+}
+
+fn short(id: &str) -> &str {
+    id.get(..12).unwrap_or(id)
+}

@@ -1,0 +1,235 @@
+//! `harnery usage [--session S] [--by session|day|model] [--since T]
+//! [--prices FILE] [--json] [--epoch E]`: model usage as the agents
+//! reported it.
+//!
+//! Token counts by kind and the agent's own cost, summed per group; a kind
+//! or a cost no record reported prints as `-`, never as zero. Beside the
+//! agents' own `reported_cost`, a separate `priced_cost` column applies a
+//! price table to the records it covers, naming the records it does not
+//! cover as unpriced: the table shipped with harnery (dated, from LiteLLM's
+//! model price list), or the user's with `--prices FILE`. The rows stream through [`harnery::report::usage::tally_ledger`];
+//! a usage row that cannot be read is named on stderr and the exit is 1.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::{CmdError, CmdResult, EpochArg, Outcome};
+use harnery::home::Home;
+use harnery::ledger::RowFilter;
+use harnery::report::epochs::{Epochs, OpenEpoch, report_damaged, warn};
+use harnery::report::usage::{GroupBy, Prices, UsageGroup, UsageTally, tally_ledger};
+
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "The prices file is TOML, prices per million tokens, e.g.\n\
+    [models.\"claude-sonnet-4-5\"]\n\
+    input = 3.0\n\
+    output = 15.0\n\
+    cache_read = 0.30\n\
+    cache_write = 3.75\n\
+    A model not in the file, or a kind of token without a price, is unpriced."
+)]
+pub struct Args {
+    /// Only this session (its id, a unique prefix, or adapter/id).
+    #[arg(long)]
+    session: Option<String>,
+    /// Group by session, UTC day, or model.
+    #[arg(long, value_name = "session|day|model", default_value = "session")]
+    by: GroupBy,
+    /// Only usage recorded at or after this RFC 3339 time.
+    #[arg(long, value_name = "RFC3339", value_parser = super::parse_instant)]
+    since: Option<i64>,
+    /// Your own prices (TOML, per model, per million tokens of each kind):
+    /// adds a separate `priced_cost`, never mixed with reported cost.
+    #[arg(long, value_name = "FILE")]
+    prices: Option<PathBuf>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    epoch: EpochArg,
+}
+
+/// The JSON document: groups in key order, then the total.
+#[derive(Serialize)]
+struct UsageJson<'a> {
+    by: GroupBy,
+    priced: bool,
+    groups: Vec<KeyedGroup<'a>>,
+    total: &'a UsageGroup,
+}
+
+#[derive(Serialize)]
+struct KeyedGroup<'a> {
+    key: &'a str,
+    #[serde(flatten)]
+    usage: &'a UsageGroup,
+}
+
+pub fn run(args: Args) -> CmdResult {
+    // The bundled, dated table unless the user gives their own.
+    let prices = match args.prices.as_deref() {
+        Some(path) => Prices::load(path)?,
+        None => Prices::bundled(),
+    };
+    let label = prices.label();
+    let prices = Some(prices);
+    let home = Home::from_env()?;
+    let epochs = Epochs::open(&home, &args.epoch.epoch)?;
+    epochs.report_unreadable("usage")?;
+    let mut tally = UsageTally::new(args.by, prices);
+    let damaged = read_all(&epochs, &args, &mut tally)?;
+    let mut out = harnery::terminal::stdout(args.json);
+    if args.json {
+        let mut doc = serde_json::to_value(as_json(&tally))?;
+        doc["prices"] = serde_json::Value::String(label);
+        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
+    } else {
+        write_table(&mut out, &tally)?;
+        if tally.total.records > 0 {
+            writeln!(out, "priced_cost at {label} (--prices FILE for your own)")?;
+        }
+    }
+    out.flush()?;
+    let set_aside = epochs.report_set_aside("usage");
+    Ok(if damaged || set_aside {
+        Outcome::Problems
+    } else {
+        Outcome::Clean
+    })
+}
+
+/// Tally every selected epoch (only the session's parts with
+/// `--session`); whether any usage row was damaged.
+fn read_all(epochs: &Epochs, args: &Args, tally: &mut UsageTally) -> Result<bool, CmdError> {
+    let (parts, session): (Vec<&OpenEpoch>, _) = match &args.session {
+        Some(name) => {
+            let found = epochs.session("usage", name)?;
+            (found.parts, Some(found.session))
+        }
+        None => (epochs.open.iter().collect(), None),
+    };
+    let filter = RowFilter {
+        session,
+        since_unix_ns: args.since,
+    };
+    let mut damaged = false;
+    for epoch in parts {
+        match tally_ledger(&epoch.ledger, &filter, tally) {
+            Ok(()) => {}
+            Err(e) if epochs.tagged => warn("usage", &epoch.label, &e.to_string()),
+            Err(e) => return Err(e.into()),
+        }
+        let bad = std::mem::take(&mut tally.damaged);
+        damaged |= report_damaged("usage", &epoch.label, &bad);
+    }
+    Ok(damaged)
+}
+
+fn as_json(tally: &UsageTally) -> UsageJson<'_> {
+    UsageJson {
+        by: tally.by,
+        priced: tally.priced(),
+        groups: tally
+            .groups
+            .iter()
+            .map(|(key, usage)| KeyedGroup { key, usage })
+            .collect(),
+        total: &tally.total,
+    }
+}
+
+fn write_table(out: &mut impl Write, tally: &UsageTally) -> std::io::Result<()> {
+    if tally.total.records == 0 {
+        return writeln!(out, "no usage recorded (no usage.reported events selected)");
+    }
+    let by = match tally.by {
+        GroupBy::Session => "session",
+        GroupBy::Day => "day",
+        GroupBy::Model => "model",
+    };
+    let mut head = format!(
+        "{by:<40} {:>7} {:>11} {:>11} {:>11} {:>11} {:>15}",
+        "records", "input", "output", "cache_read", "cache_write", "reported_cost"
+    );
+    if tally.priced() {
+        head.push_str(&format!(" {:>13}", "priced_cost"));
+    }
+    writeln!(out, "{}", head.trim_end())?;
+    for (key, group) in &tally.groups {
+        write_group(out, key, group, tally.priced())?;
+    }
+    write_group(out, "total", &tally.total, tally.priced())?;
+    write_notes(out, &tally.total)
+}
+
+fn write_group(
+    out: &mut impl Write,
+    key: &str,
+    g: &UsageGroup,
+    priced: bool,
+) -> std::io::Result<()> {
+    let t = &g.tokens;
+    let mut line = format!(
+        "{key:<40} {:>7} {:>11} {:>11} {:>11} {:>11} {:>15}",
+        g.records,
+        count(t.input),
+        count(t.output),
+        count(t.cache_read),
+        count(t.cache_write),
+        money(g.reported_cost),
+    );
+    if priced {
+        line.push_str(&format!(" {:>13}", money(g.priced_cost)));
+    }
+    writeln!(out, "{line}")
+}
+
+/// What the totals leave unsaid: how much of the cost was reported, and
+/// what the prices could not price.
+fn write_notes(out: &mut impl Write, total: &UsageGroup) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "reported_cost is the agents' own figure, from {} of {} records",
+        total.records_with_reported_cost, total.records
+    )?;
+    if total.inherited_records > 0 {
+        writeln!(
+            out,
+            "inherited: {} records of model calls already counted (a forked session's copy \
+             of its parent's messages, or a record read twice), not counted again",
+            total.inherited_records
+        )?;
+    }
+    if total.records_with_unreadable_cost > 0 {
+        writeln!(
+            out,
+            "{} records carried a cost that is not a number (left out)",
+            total.records_with_unreadable_cost
+        )?;
+    }
+    if let Some(n) = total.unpriced_records.filter(|n| *n > 0) {
+        let models: Vec<&str> = total.unpriced_models.iter().map(String::as_str).collect();
+        writeln!(
+            out,
+            "unpriced: {n} records (models without a price for what they report: {})",
+            models.join(", ")
+        )?;
+    }
+    Ok(())
+}
+
+fn count(n: Option<u64>) -> String {
+    n.map_or("-".into(), |n| n.to_string())
+}
+
+/// A cost, to six decimal places with trailing zeros dropped, or `-`.
+fn money(cost: Option<f64>) -> String {
+    let Some(c) = cost else {
+        return "-".into();
+    };
+    let text = format!("{c:.6}");
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
+}

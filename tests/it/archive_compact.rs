@@ -1,0 +1,184 @@
+//! `harnery archive compact`: every raw signal of the corpus reads back
+//! byte for byte from the compressed archive, a flipped byte inside a
+//! frame is named by `verify`, and an archive written by the previous
+//! build (uncompressed) reads and converts.
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+
+/// Every fixture of both agents, fed through the real hook, finalized.
+fn corpus_home(home: &Path) {
+    for agent in ["claude-code", "copilot"] {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures")
+            .join(agent);
+        let mut scenarios: Vec<_> = std::fs::read_dir(&root)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        scenarios.sort();
+        for s in scenarios {
+            let file = if agent == "copilot" {
+                "hook-capture.jsonl"
+            } else {
+                "hooks.jsonl"
+            };
+            if root.join(&s).join(file).exists() {
+                feed_fixture(home, agent, &s);
+            }
+        }
+    }
+    let out = run(home, &["finalize"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+fn raw_dir(home: &Path) -> PathBuf {
+    home.join("ledgers/v2/raw")
+}
+
+/// Every archive file below `dir`, by its name below it.
+fn files(dir: &Path) -> Vec<(String, PathBuf)> {
+    let mut out = Vec::new();
+    for e in walk(dir) {
+        let name = e.strip_prefix(dir).unwrap().display().to_string();
+        out.push((name, e));
+    }
+    out.sort();
+    out
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Every raw signal's record, read through the archive reader.
+fn raw_records(home: &Path) -> Vec<(String, String, Vec<u8>)> {
+    let dir = home.join("ledgers/v2");
+    let conn = rusqlite::Connection::open(dir.join("ledger.sqlite")).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT record_digest, batch, archive_at FROM raw_signals WHERE archive_at IS NOT NULL ORDER BY record_digest")
+        .unwrap();
+    let rows: Vec<(String, String, i64)> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    rows.into_iter()
+        .map(|(digest, batch, at)| {
+            let mut a = harnery::ledger::raw::Archive::open(&dir, &batch).unwrap();
+            let rec = a.record_at(at as u64).unwrap();
+            (digest, format!("{:?}", rec.envelope), rec.payload)
+        })
+        .collect()
+}
+
+fn compact(home: &Path) -> serde_json::Value {
+    let out = run(home, &["archive", "compact", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    serde_json::from_str(stdout(&out).trim()).unwrap()
+}
+
+#[test]
+fn every_raw_signal_of_the_corpus_reads_back_after_compaction() {
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path();
+    corpus_home(home);
+    // The previous build's archive: uncompressed spool files.
+    let before_files = files(&raw_dir(home));
+    assert!(before_files.iter().all(|(n, _)| n.ends_with(".seg")));
+    let before_bytes: Vec<Vec<u8>> = before_files
+        .iter()
+        .map(|(_, p)| std::fs::read(p).unwrap())
+        .collect();
+    let records = raw_records(home);
+    assert!(records.len() > 400, "{} raw signals", records.len());
+
+    let done = compact(home);
+    assert_eq!(
+        done["compacted"]["files"].as_u64().unwrap(),
+        before_files.len() as u64
+    );
+    let after = files(&raw_dir(home));
+    assert_eq!(after.len(), before_files.len());
+    for ((old, _), (new, path)) in before_files.iter().zip(&after) {
+        assert_eq!(format!("{old}z"), *new);
+        assert!(harnery::ledger::rawz::is_compressed(path));
+    }
+    // Byte for byte: each file, and each record through the reader.
+    for ((_, path), bytes) in after.iter().zip(&before_bytes) {
+        let c = harnery::ledger::rawz::Compressed::open(path).unwrap();
+        let mut got = Vec::new();
+        c.read(0, usize::MAX, &mut got).unwrap();
+        assert_eq!(got, *bytes, "{}", path.display());
+    }
+    assert_eq!(raw_records(home), records);
+    let size = &done["archive"];
+    assert!(size["bytes_on_disk"].as_u64() < size["original_bytes"].as_u64());
+    assert_eq!(
+        size["original_bytes"].as_u64().unwrap(),
+        before_bytes.iter().map(|b| b.len() as u64).sum::<u64>()
+    );
+
+    let status = run(home, &["archive", "status", "--json"]);
+    assert!(status.status.success(), "{}", stderr(&status));
+    let status: serde_json::Value = serde_json::from_str(stdout(&status).trim()).unwrap();
+    assert_eq!(status, *size);
+    // `health` says the same in its human output.
+    let health = stdout(&run(home, &["health"]));
+    let line = format!(
+        "raw archive: {} bytes on disk, {} bytes original",
+        size["bytes_on_disk"], size["original_bytes"]
+    );
+    assert!(health.contains(&line), "{health}");
+
+    // The home still opens for writing (raw_members records the new
+    // files), verifies, and a second compaction has nothing to do.
+    let v = run(home, &["verify"]);
+    assert!(v.status.success(), "{}{}", stdout(&v), stderr(&v));
+    feed_fixture(home, "claude-code", "basic");
+    let f = run(home, &["finalize"]);
+    assert!(f.status.success(), "{}", stderr(&f));
+    let again = compact(home);
+    assert_eq!(
+        again["archive"]["files"],
+        again["archive"]["compressed_files"]
+    );
+    let v = run(home, &["verify"]);
+    assert!(v.status.success(), "{}{}", stdout(&v), stderr(&v));
+}
+
+#[test]
+fn a_flipped_byte_inside_a_frame_is_named_by_verify() {
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path();
+    feed_fixture(home, "claude-code", "basic");
+    let out = run(home, &["finalize"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    compact(home);
+    let (_, path) = files(&raw_dir(home)).into_iter().next().unwrap();
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[100] ^= 0x20;
+    std::fs::write(&path, &bytes).unwrap();
+    let v = run(home, &["verify"]);
+    assert_eq!(v.status.code(), Some(1), "{}", stdout(&v));
+    let text = stdout(&v);
+    assert!(text.contains("of session "), "{text}");
+    assert!(text.contains("frame 0"), "{text}");
+    let j = run(home, &["verify", "--json"]);
+    let j: serde_json::Value = serde_json::from_str(stdout(&j).trim()).unwrap();
+    let p = &j["raw_problems"][0];
+    assert!(p["record_digest"].as_str().is_some_and(|d| !d.is_empty()));
+    assert!(p["session_key"].as_str().is_some_and(|d| !d.is_empty()));
+}

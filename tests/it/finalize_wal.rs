@@ -1,0 +1,160 @@
+#![cfg(feature = "failpoints")]
+//! A drain keeps its WAL bounded: past a number of frames, the appending
+//! thread lets a checkpoint catch up, and SQLite writes the WAL from its
+//! start again. Without that the WAL grows to the size of everything the
+//! drain appends. Either way the ledger holds the same events.
+
+use crate::common;
+
+use std::path::Path;
+
+use common::*;
+use harnery::clock::ClockSample;
+use harnery::home::Home;
+use harnery::spool::{Signal, SpoolWriter, WriterOptions};
+
+const SESSIONS: usize = 256;
+
+/// Claude Code sessions made from the `basic` fixture (nine signals), each
+/// with its own session id, written with the in-process spool writer.
+fn write_spool(home: &Path) {
+    let fixture = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-code/basic/hooks.jsonl"),
+    )
+    .unwrap();
+    let lines: Vec<(String, String)> = fixture
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let event = v["hook_event_name"].as_str().unwrap().to_string();
+            let sid = v["session_id"].as_str().unwrap().to_string();
+            (event, l.replace(&sid, "SESSION"))
+        })
+        .collect();
+    let writer = SpoolWriter::with_options(
+        Home::at(home),
+        WriterOptions {
+            sync: false,
+            ..WriterOptions::default()
+        },
+    );
+    for s in 0..SESSIONS {
+        let sid = format!("wal-{s:04}-0000-4000-8000-000000000000");
+        let texts: Vec<String> = lines
+            .iter()
+            .map(|(_, text)| text.replace("SESSION", &sid))
+            .collect();
+        let signals: Vec<Signal> = lines
+            .iter()
+            .zip(&texts)
+            .enumerate()
+            .map(|(i, ((event, _), text))| {
+                let mut sig = Signal::new("claude-code", Some(event), Some(&sid), text.as_bytes());
+                sig.received_ns = 1_796_000_000_000_000_000 + (s * 1000 + i) as i64 * 1_000;
+                sig.clock = ClockSample::default();
+                sig
+            })
+            .collect();
+        writer.append_batch(&signals).unwrap();
+    }
+}
+
+/// Finalize a fresh spool while this process holds a connection to the
+/// ledger, so the WAL outlives the run and its size shows the most it ever
+/// held. `Some(limit)`: the WAL restarts past `limit` frames, checkpoints
+/// lag behind the appending thread (as they do when batches are large;
+/// with these small ones they would often catch up and let the WAL start
+/// over by chance). `None`: the connection holds a read transaction from
+/// before the drain, so nothing can be checkpointed and the WAL ends up
+/// holding every page the drain wrote. Returns that size and the rows.
+fn drain(limit: Option<u64>) -> (u64, Vec<(String, String)>) {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    // An empty finalize creates the ledger to connect to.
+    let out = run(home, &["finalize", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let watcher = rusqlite::Connection::open(home.join("ledgers/v2/ledger.sqlite")).unwrap();
+    if limit.is_none() {
+        watcher.execute_batch("BEGIN").unwrap();
+    }
+    watcher
+        .query_row("SELECT count(*) FROM events", [], |r| r.get::<_, i64>(0))
+        .unwrap();
+    write_spool(home);
+    let mut cmd = harnery(home);
+    cmd.env("HARNERY_CHUNK_BYTES", "1");
+    match limit {
+        Some(limit) => cmd
+            .env("HARNERY_WAL_RESTART_FRAMES", limit.to_string())
+            .env("HARNERY_FAILPOINT", "slow-checkpoint"),
+        None => cmd.env("HARNERY_WAL_RESTART_FRAMES", u64::MAX.to_string()),
+    };
+    let out = cmd.args(["finalize", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let wal = std::fs::metadata(home.join("ledgers/v2/ledger.sqlite-wal"))
+        .unwrap()
+        .len();
+    drop(watcher);
+    for cmd in ["validate", "verify"] {
+        let out = run(home, &[cmd]);
+        assert!(out.status.success(), "{cmd}: {}", stderr(&out));
+    }
+    let rows = ledger_rows(home)
+        .into_iter()
+        .map(|(id, json, _)| (id, json))
+        .collect();
+    (wal, rows)
+}
+
+#[test]
+fn the_wal_starts_over_instead_of_growing_with_the_drain() {
+    let (bounded, rows) = drain(Some(8));
+    let (everything, all_rows) = drain(None);
+    eprintln!("WAL of {bounded} bytes with restarts; the drain wrote {everything}");
+    assert!(rows.len() >= SESSIONS * 9, "{} events", rows.len());
+    // Restarting the WAL changes nothing in what is appended.
+    assert!(rows == all_rows, "the limit changed what was appended");
+    // With restarts, the WAL holds the limit plus what was committed
+    // while the checkpoints that report its size and restart it ran: a
+    // fraction of all the drain wrote.
+    assert!(
+        bounded * 8 < everything,
+        "a WAL of {bounded} bytes, of {everything} written"
+    );
+}
+
+/// A reader that holds a snapshot for the whole drain keeps every frame
+/// in the WAL: each restart gives up after its short wait, the next is
+/// tried once the WAL has doubled, and the drain still appends everything.
+#[test]
+fn a_reader_that_holds_on_does_not_stop_the_drain() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let out = run(home, &["finalize", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let reader = rusqlite::Connection::open(home.join("ledgers/v2/ledger.sqlite")).unwrap();
+    reader.execute_batch("BEGIN").unwrap();
+    reader
+        .query_row("SELECT count(*) FROM events", [], |r| r.get::<_, i64>(0))
+        .unwrap();
+    write_spool(home);
+    let out = harnery(home)
+        .env("HARNERY_CHUNK_BYTES", "1")
+        .env("HARNERY_WAL_RESTART_FRAMES", "256")
+        .args(["finalize", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        summary["signals_drained"],
+        (SESSIONS * 9) as u64,
+        "{summary}"
+    );
+    drop(reader);
+    for cmd in ["validate", "verify"] {
+        let out = run(home, &[cmd]);
+        assert!(out.status.success(), "{cmd}: {}", stderr(&out));
+    }
+}

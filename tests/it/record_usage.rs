@@ -1,0 +1,279 @@
+//! One count per model call, across the sessions and epochs of a home:
+//! expectations are computed here from the record files themselves
+//! (ccusage's way: each message id's usage once), never from harnery's
+//! output.
+
+use crate::common;
+use crate::usage_support;
+
+use std::path::Path;
+
+use assert_cmd::Command;
+use common::{stderr, stdout};
+use serde_json::Value;
+use usage_support::{FORK_ID, calls, hook, lines_of, root, total, transcript, write};
+
+fn usage_json(out: std::process::Output) -> Value {
+    assert!(out.status.success(), "{}", stderr(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn tokens(v: &Value) -> [u64; 4] {
+    let t = &v["tokens"];
+    let n = |k: &str| t[k].as_u64().unwrap_or(0);
+    [n("input"), n("output"), n("cache_read"), n("cache_write")]
+}
+
+/// `claude --resume <parent> --fork-session` copies the parent's messages,
+/// message ids and all, into a new session's transcript: each call is
+/// counted once, the copies shown as inherited.
+#[test]
+fn a_forked_session_counts_its_parents_calls_once() {
+    let home = tempfile::tempdir().unwrap();
+    let (parent, fork) = usage_support::forked_claude_home(home.path(), finalize);
+    let want = calls(&[&parent, &fork]);
+    let copies = calls(&[&parent]).len();
+    let out = run(home.path(), &["usage", "--json"]);
+    let v = usage_json(out);
+    assert_eq!(tokens(&v["total"]), total(&want), "{v:#}");
+    assert_eq!(v["total"]["records"], want.len() as u64, "{v:#}");
+    assert_eq!(v["total"]["inherited_records"], copies as u64, "{v:#}");
+    let groups = v["groups"].as_array().unwrap();
+    let fork_group = groups
+        .iter()
+        .find(|g| g["key"].as_str().unwrap().ends_with(FORK_ID))
+        .unwrap();
+    assert_eq!(fork_group["records"], 1, "only its own call: {fork_group}");
+    assert_eq!(fork_group["inherited_records"], copies as u64);
+    let text = stdout(&run(home.path(), &["usage"]));
+    assert!(text.contains("inherited:"), "{text}");
+}
+
+fn run(home: &Path, args: &[&str]) -> std::process::Output {
+    common::harnery(home)
+        .env("HARNERY_RECORDS", "on")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn finalize(home: &Path) {
+    let out = run(home, &["finalize"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[cfg(feature = "failpoints")]
+fn next(home: &Path, args: &[&str]) -> std::process::Output {
+    common::harnery(home)
+        .env("HARNERY_RECORDS", "on")
+        .env("HARNERY_TEST_SCHEMA_SUFFIX", common::NEXT_CONTRACT)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// An epoch advance between two turns of one session: the new epoch reads
+/// the session's record on from where the old one stopped, so
+/// `usage --epoch all` counts each call once and nothing is read twice.
+/// (The next contract is simulated, which takes the failpoints build.)
+#[cfg(feature = "failpoints")]
+#[test]
+fn an_epoch_advance_between_two_turns_reads_nothing_twice() {
+    let home = tempfile::tempdir().unwrap();
+    let hooks = lines_of(&root().join("tests/fixtures/claude-code/resume/hooks.jsonl"));
+    let record = lines_of(&root().join("tests/fixtures/records/claude-code/resume.jsonl"));
+    let transcript = transcript(home.path(), &session_of(&hooks));
+    // The first run: hooks 0..8 and the record up to its first cost line.
+    write(&transcript, &record[..31]);
+    for h in &hooks[..8] {
+        hook(home.path(), h, None, &transcript);
+    }
+    finalize(home.path());
+    let out = next(home.path(), &["epoch", "advance"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // The resumed run, under the new epoch.
+    write(&transcript, &record[31..]);
+    for h in &hooks[8..] {
+        hook(home.path(), h, None, &transcript);
+    }
+    let out = next(home.path(), &["finalize"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let want = calls(&[&record]);
+    let v = usage_json(next(home.path(), &["usage", "--epoch", "all", "--json"]));
+    assert_eq!(tokens(&v["total"]), total(&want), "{v:#}");
+    assert_eq!(v["total"]["records"], want.len() as u64, "{v:#}");
+    assert!(
+        v["total"]["inherited_records"].is_null(),
+        "read twice: {v:#}"
+    );
+    // The live epoch holds only what was written after the advance.
+    let live = usage_json(next(home.path(), &["usage", "--json"]));
+    let after = calls(&[&record[31..]]);
+    assert_eq!(tokens(&live["total"]), total(&after), "{live:#}");
+    let out = next(home.path(), &["export", "--format", "jsonl"]);
+    let messages = stdout(&out)
+        .lines()
+        .filter(|l| l.contains("\"message.user\""))
+        .count();
+    let said = record[31..]
+        .iter()
+        .filter(|l| l.contains("\"type\":\"user\"") && !l.contains("tool_result"))
+        .count();
+    assert_eq!(messages, said, "no message read twice");
+}
+
+fn session_of(hooks: &[String]) -> String {
+    serde_json::from_str::<Value>(&hooks[0]).unwrap()["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+fn copilot_hooks(home: &Path, scenario: &str, events_file: &Path) {
+    for line in lines_of(&root().join(format!(
+        "tests/fixtures/copilot/{scenario}/hook-capture.jsonl"
+    ))) {
+        let v: Value = serde_json::from_str(&line).unwrap();
+        let event = v["event"].as_str().unwrap();
+        let raw = v["stdin_raw"].as_str().unwrap_or("");
+        let stdin = match serde_json::from_str::<Value>(raw) {
+            Ok(mut payload) => {
+                if payload.get("transcriptPath").is_some() {
+                    payload["transcriptPath"] = Value::String(events_file.display().to_string());
+                }
+                payload.to_string().into_bytes()
+            }
+            Err(_) => raw.as_bytes().to_vec(),
+        };
+        Command::cargo_bin("harnery-hook")
+            .unwrap()
+            .env("HARNERY_HOME", home)
+            .args(["copilot", event])
+            .write_stdin(stdin)
+            .assert()
+            .success();
+    }
+}
+
+/// A Copilot record's lines with 60 of each call's input tokens read from
+/// the cache (Copilot counts them in `inputTokens` too).
+fn cached(scenario: &str) -> Vec<String> {
+    lines_of(&root().join(format!(
+        "tests/fixtures/records/copilot/{scenario}.events.jsonl"
+    )))
+    .into_iter()
+    .map(|l| {
+        if l.contains("\"session.usage_record\"") {
+            l.replace("\"cacheReadTokens\":0", "\"cacheReadTokens\":60")
+        } else {
+            l
+        }
+    })
+    .collect()
+}
+
+/// Copilot with cached tokens and a resume: its `inputTokens` include the
+/// cache reads, so harnery's input is theirs less the cache reads, each
+/// call is counted once across the resume, and the bundled table prices
+/// the cached tokens once, as cache reads.
+#[test]
+fn copilot_cached_tokens_are_priced_once_across_a_resume() {
+    let home = tempfile::tempdir().unwrap();
+    let copilot_home = home.path().join("copilot");
+    let first = cached("resume-1-first-run");
+    let second = cached("resume-2-resumed-run");
+    assert!(second.starts_with(&first), "the resumed run appends");
+    let session = first
+        .iter()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|v| v["type"] == "session.start")
+        .unwrap()["data"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let dir = copilot_home.join("session-state").join(&session);
+    std::fs::create_dir_all(&dir).unwrap();
+    let events_file = dir.join("events.jsonl");
+    let finalize = || {
+        let out = common::harnery(home.path())
+            .env("HARNERY_RECORDS", "on")
+            .env("COPILOT_HOME", &copilot_home)
+            .arg("finalize")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+    };
+    write(&events_file, &first);
+    copilot_hooks(home.path(), "resume-1-first-run", &events_file);
+    finalize();
+    write(&events_file, &second[first.len()..]);
+    copilot_hooks(home.path(), "resume-2-resumed-run", &events_file);
+    finalize();
+
+    // Expected, from the record: each usage id once.
+    let mut seen = std::collections::HashSet::new();
+    let (mut input, mut read, mut output) = (0u64, 0u64, 0u64);
+    for l in &second {
+        let v: Value = serde_json::from_str(l).unwrap();
+        if v["type"] != "session.usage_record" {
+            continue;
+        }
+        let u = &v["data"]["usage"];
+        if !seen.insert(u["accounting"]["usageId"].as_str().unwrap().to_string()) {
+            continue;
+        }
+        let n = |k: &str| u[k].as_u64().unwrap();
+        input += n("inputTokens") - n("cacheReadTokens");
+        read += n("cacheReadTokens");
+        output += n("outputTokens");
+    }
+    assert!(read > 0 && seen.len() > 2);
+    let v = usage_json(
+        common::harnery(home.path())
+            .args(["usage", "--json"])
+            .output()
+            .unwrap(),
+    );
+    let t = &v["total"];
+    assert_eq!(t["tokens"]["input"], input, "{v:#}");
+    assert_eq!(t["tokens"]["cache_read"], read, "{v:#}");
+    assert_eq!(t["tokens"]["output"], output, "{v:#}");
+    assert_eq!(t["records"], seen.len() as u64, "{v:#}");
+    let p = harnery::report::usage::Prices::bundled().models["gpt-4.1"];
+    let want = (input as f64 * p.input.unwrap()
+        + read as f64 * p.cache_read.unwrap()
+        + output as f64 * p.output.unwrap())
+        / 1e6;
+    let got = t["priced_cost"].as_f64().unwrap();
+    assert!((got - want).abs() < 1e-9, "priced {got}, want {want}");
+}
+
+/// Claude Code writes its cost only as a running total (`cost-state`):
+/// the reported cost of a session is its last total, the calls counted
+/// once each.
+#[test]
+fn claude_codes_own_cost_is_kept() {
+    let home = tempfile::tempdir().unwrap();
+    let hooks = lines_of(&root().join("tests/fixtures/claude-code/resume/hooks.jsonl"));
+    let record = lines_of(&root().join("tests/fixtures/records/claude-code/resume.jsonl"));
+    let transcript = transcript(home.path(), &session_of(&hooks));
+    write(&transcript, &record);
+    for h in &hooks {
+        hook(home.path(), h, None, &transcript);
+    }
+    finalize(home.path());
+    let last_total = record
+        .iter()
+        .rev()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|v| v["type"] == "cost-state")
+        .unwrap()["totalCostUSD"]
+        .as_f64()
+        .unwrap();
+    let v = usage_json(run(home.path(), &["usage", "--json"]));
+    let t = &v["total"];
+    assert_eq!(t["records"], calls(&[&record]).len() as u64, "{v:#}");
+    let got = t["reported_cost"].as_f64().unwrap();
+    assert!((got - last_total).abs() < 1e-9, "{got} vs {last_total}");
+}
