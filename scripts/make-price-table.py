@@ -10,7 +10,7 @@ CLI reports.
 
     pip download litellm==VERSION --no-deps -d /tmp/llm
     unzip -o /tmp/llm/litellm-*.whl 'litellm/model_prices_and_context_window_backup.json' -d /tmp/llm
-    scripts/make-price-table.py /tmp/llm/litellm/model_prices_and_context_window_backup.json VERSION DATE > prices/litellm.toml
+    scripts/make-price-table.py /tmp/llm/litellm/model_prices_and_context_window_backup.json VERSION DATE > crates/harnery/prices/litellm.toml
 """
 import json
 import re
