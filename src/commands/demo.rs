@@ -168,7 +168,7 @@ fn demo(dir: &Path) -> CmdResult {
         "\n$ harnery sessions\n{}",
         super::sessions::table(
             &sessions,
-            &harnery::report::source::classify_summaries(&ledger, &sessions)?
+            &harnery::report::stored_reasons::classify_summaries(&ledger, &sessions)?
         )
     )?;
     if let Some(s) = sessions
