@@ -141,7 +141,7 @@ fn demo(dir: &Path) -> CmdResult {
     write!(
         std::io::stdout(),
         "\n$ harnery finalize\n{}",
-        super::finalize::render(&summary)
+        super::run_report::render_summary(&summary)
     )?;
     let ledger = Ledger::open_read(&home)?;
     let (rows, problems) = ledger.validate_all()?;
