@@ -12,9 +12,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc::sync_channel;
 
-use super::run::{DamagedRange, FinalizeOptions, Summary, append_batch, release};
+use super::apply::{append_batch, release, remove_segment};
 use super::state::{load_producer, save_producer};
-use super::{FinalizeError, failpoint, ready};
+use super::summary::{DamagedRange, FinalizeOptions, Summary};
+use super::{FinalizeError, failpoint, ready, timing};
 use crate::agents::{self, RawSignal};
 use crate::clock::ClockSample;
 use crate::contract::{
@@ -265,7 +266,7 @@ fn plan(
     let limit = chunk_bytes();
     for file in files {
         if ledger.segment_drained(&relative(home, &file.path))? {
-            super::run::remove_segment(&file.path)?;
+            remove_segment(&file.path)?;
             continue;
         }
         bytes += file.size;
@@ -557,7 +558,7 @@ fn make_durable(
     timing("ready-write", t);
     failpoint::hit("after-ready-write");
     for f in &files {
-        super::run::remove_segment(&f.path)?;
+        remove_segment(&f.path)?;
     }
     Ok(Prepared {
         batch,
@@ -855,12 +856,5 @@ impl SpoolHealth<'_> {
             }),
         }));
         Ok(())
-    }
-}
-
-/// With `HARNERY_TIMING` set, report how long a phase took on stderr.
-pub(super) fn timing(phase: &str, since: std::time::Instant) {
-    if std::env::var_os("HARNERY_TIMING").is_some() {
-        eprintln!("timing {phase}: {:?}", since.elapsed());
     }
 }
