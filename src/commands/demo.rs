@@ -141,7 +141,7 @@ fn demo(dir: &Path) -> CmdResult {
     write!(
         std::io::stdout(),
         "\n$ harnery finalize\n{}",
-        super::finalize::render(&summary)
+        super::run_report::render_summary(&summary)
     )?;
     let ledger = Ledger::open_read(&home)?;
     let (rows, problems) = ledger.validate_all()?;
@@ -168,7 +168,7 @@ fn demo(dir: &Path) -> CmdResult {
         "\n$ harnery sessions\n{}",
         super::sessions::table(
             &sessions,
-            &harnery::report::source::classify_summaries(&ledger, &sessions)?
+            &harnery::report::stored_reasons::classify_summaries(&ledger, &sessions)?
         )
     )?;
     if let Some(s) = sessions

@@ -3,6 +3,7 @@
 
 use std::io::Write;
 
+use super::run_report::render_advance;
 use super::{CmdResult, Outcome};
 use harnery::epoch::{self, AdvanceReport, EpochStatus, EpochVerdict};
 use harnery::home::Home;
@@ -95,29 +96,6 @@ pub fn print_advance(report: &AdvanceReport, json: bool) -> std::io::Result<()> 
         );
     }
     write!(out, "{}", render_advance(report))
-}
-
-/// What an advance did, in lines (also printed by a finalize that
-/// completed one).
-pub fn render_advance(report: &AdvanceReport) -> String {
-    let mut text = format!(
-        "archived epoch {} ({} events, terminal-segment digest {}) at {}\n",
-        report.archived_genesis_id.as_deref().unwrap_or("-"),
-        report.archived_events,
-        report.terminal_segment_digest.as_deref().unwrap_or("-"),
-        report.archive.as_deref().unwrap_or("-")
-    );
-    text.push_str(&format!(
-        "new epoch {} under schema digest {}; closed administratively: {} sessions, {} end requests superseded\n",
-        report.new_genesis_id.as_deref().unwrap_or("-"),
-        report.schema_digest,
-        report.audit_only_sessions,
-        report.superseded_end_requests
-    ));
-    if let Some(c) = &report.carried {
-        text.push_str(&format!("carried: {}", super::finalize::render(c)));
-    }
-    text
 }
 
 fn print_status(s: &EpochStatus, json: bool) -> std::io::Result<()> {

@@ -1,10 +1,11 @@
 //! `harnery finalize`: drain the spools into the ledger and say what
 //! happened.
 
+use super::run_report::{render_advance, render_summary};
 use super::{CmdResult, Outcome};
 use harnery::clock::{ClockSample, wall_now_ns};
 use harnery::epoch::finalize;
-use harnery::finalize::{FinalizeOptions, Summary};
+use harnery::finalize::FinalizeOptions;
 use harnery::home::Home;
 use harnery::ledger::parse_time;
 use harnery::progress::Progress;
@@ -63,36 +64,13 @@ pub fn run(args: Args) -> CmdResult {
         Some(report) => write!(
             harnery::terminal::stdout(false),
             "completed the epoch advance that was underway\n{}",
-            super::epoch::render_advance(report)
+            render_advance(report)
         )?,
-        None => write!(harnery::terminal::stdout(false), "{}", render(&run.summary))?,
+        None => write!(
+            harnery::terminal::stdout(false),
+            "{}",
+            render_summary(&run.summary)
+        )?,
     }
     Ok(Outcome::Clean)
-}
-
-pub fn render(s: &Summary) -> String {
-    let mut out = format!(
-        "finalized: {} signals drained, {} events appended in {} batches ({} ready files recovered)\n\
-         spans: {} closed natively, {} recovered, {} open\n",
-        s.signals_drained,
-        s.events_appended,
-        s.batches_applied,
-        s.ready_files_recovered,
-        s.spans.closed_native,
-        s.spans.recovered,
-        s.spans.open
-    );
-    for d in &s.damaged_ranges {
-        out.push_str(&format!(
-            "damaged spool range skipped: {} bytes {}..{} ({})\n",
-            d.file, d.start, d.end, d.kind
-        ));
-    }
-    for h in &s.health {
-        out.push_str(&format!(
-            "health {} in {}: {}\n",
-            h.code, h.session, h.detail
-        ));
-    }
-    out
 }

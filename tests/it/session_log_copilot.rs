@@ -144,7 +144,7 @@ fn a_killed_copilot_session_restores_through_the_policy_and_resumes() {
     let ledger = Ledger::open_dir_read(&dir, None).unwrap();
     let session = ledger.resolve_session(COPILOT_KILLED).unwrap();
     assert_eq!(ledger.session_resumes(&session).unwrap(), None);
-    let reasons = harnery::report::epochs::part_reasons(&ledger, &session).unwrap();
+    let reasons = harnery::report::stored_reasons::part_reasons(&ledger, &session).unwrap();
     assert_eq!(serde_json::json!(reasons), without["reasons"]);
     drop(ledger);
     let receipts = run(home.path(), &["receipts", COPILOT_KILLED, "--json"]);

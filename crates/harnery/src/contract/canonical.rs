@@ -20,7 +20,7 @@ use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
-use super::json::{number, string};
+use super::json_text::{number, string};
 
 /// A JSON value in canonical text.
 #[derive(Clone, PartialEq, Eq)]

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::event_id::EventId;
 use super::payload::{EventType, Payload};
 use crate::clock::ClockSample;
 
@@ -33,65 +34,6 @@ impl AdapterId {
 impl std::fmt::Display for AdapterId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
-    }
-}
-
-/// A stable event id: deterministic from what produced the event, so that
-/// normalizing the same raw records twice yields the same ids.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct EventId(pub String);
-
-impl EventId {
-    /// Derive an id from a domain tag and any number of byte parts, each
-    /// length-prefixed so that no two part lists collide.
-    pub fn derive(tag: &str, parts: &[&[u8]]) -> EventId {
-        let hex = digest_parts(tag.as_bytes(), parts).to_hex();
-        let mut id = String::with_capacity(3 + 32);
-        id.push_str("ev_");
-        id.push_str(&hex[..32]);
-        EventId(id)
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-/// blake3 over `first` and then each of `parts`, every one prefixed with
-/// its length as a little-endian u64: the encoding behind event ids and
-/// record digests.
-///
-/// The bytes are gathered into one buffer before they are hashed: the
-/// hasher's fixed cost per call outweighs hashing a short part, and ids
-/// are derived for every event.
-pub fn digest_parts(first: &[u8], parts: &[&[u8]]) -> blake3::Hash {
-    let mut hasher = blake3::Hasher::new();
-    let mut buf = [0u8; 512];
-    let mut len = 0;
-    for part in std::iter::once(first).chain(parts.iter().copied()) {
-        if len + 8 > buf.len() {
-            hasher.update(&buf[..len]);
-            len = 0;
-        }
-        buf[len..len + 8].copy_from_slice(&(part.len() as u64).to_le_bytes());
-        len += 8;
-        if len + part.len() > buf.len() {
-            hasher.update(&buf[..len]);
-            hasher.update(part);
-            len = 0;
-        } else {
-            buf[len..len + part.len()].copy_from_slice(part);
-            len += part.len();
-        }
-    }
-    hasher.update(&buf[..len]);
-    hasher.finalize()
-}
-
-impl std::fmt::Display for EventId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
     }
 }
 

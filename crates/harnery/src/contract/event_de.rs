@@ -21,7 +21,8 @@ use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
-use super::event::{Event, EventId, Provenance, RawRef, SessionRef, TimeSource, TurnAttribution};
+use super::event::{Event, Provenance, RawRef, SessionRef, TimeSource, TurnAttribution};
+use super::event_id::EventId;
 use super::payload::{EventType, Payload, TYPE_NAMES};
 use crate::clock::ClockSample;
 

@@ -14,8 +14,10 @@ mod digest;
 pub mod eligibility;
 mod event;
 mod event_de;
+mod event_id;
 mod generation;
 pub(crate) mod json;
+mod json_text;
 mod payload;
 pub mod session_name;
 mod validate;
@@ -26,9 +28,10 @@ pub use digest::{
     CONTRACT_GENERATION, DESCRIPTION, SchemaDescription, schema_digest, schema_digest_hex,
 };
 pub use event::{
-    AdapterId, Attestation, Confidence, Event, EventId, Provenance, RawRef, SessionRef, TimeSource,
-    TurnAttribution, TurnSource, digest_parts,
+    AdapterId, Attestation, Confidence, Event, Provenance, RawRef, SessionRef, TimeSource,
+    TurnAttribution, TurnSource,
 };
+pub use event_id::{EventId, digest_parts};
 pub use generation::{GENERATIONS, Generation, current_generation, generation_by_digest};
 pub use payload::{
     CheckpointRecorded, CommandCompleted, CommandRequested, CompactionCompleted, CompactionStarted,

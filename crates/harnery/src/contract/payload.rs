@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::canonical::Json;
-use super::event::EventId;
+use super::event_id::EventId;
 
 /// An observed value, or `unknown` with a reason code. Unknown stays unknown.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -6,30 +6,34 @@
 //! key, then file age. The same spool therefore always yields the same
 //! chunks, and a rerun after a crash produces the same events in the same
 //! chain order as an uninterrupted run.
+//!
+//! Beside it: `intake/normalizer.rs`, stage one's view of the ledger while
+//! chunks are still uncommitted; `intake/spool_health.rs`, the health events
+//! about the spool itself (damage, unknown adapters).
+
+mod normalizer;
+mod spool_health;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc::sync_channel;
 
-use super::run::{DamagedRange, FinalizeOptions, Summary, append_batch, release};
-use super::state::{load_producer, save_producer};
-use super::{FinalizeError, failpoint, ready};
+use super::apply::{append_batch, release, remove_segment};
+use super::summary::{DamagedRange, FinalizeOptions, Summary};
+use super::{FinalizeError, failpoint, ready, timing};
 use crate::agents::{self, RawSignal};
 use crate::clock::ClockSample;
-use crate::contract::{
-    AdapterId, Attestation, Confidence, Event, EventId, HealthCondition, Payload, Provenance,
-    RawRef, SessionRef, TimeSource, TurnAttribution, digest_parts,
-};
-use crate::fingerprint::FingerprintState;
+use crate::contract::{AdapterId, SessionRef};
 use crate::home::Home;
 use crate::ledger::{
     AppendBatch, BatchSignal, Checkpointer, Ledger, RawBytes, ReadyEvent, WalState, binary_digest,
     raw,
 };
-use crate::session::SessionProducer;
 use crate::spool::reader::{RecordView, read_views};
 use crate::spool::{Damage, IntakeSpool, read_segment_whole};
+use normalizer::Normalizer;
+use spool_health::SpoolHealth;
 
 /// A chunk closes once its files reach this many bytes
 /// (`HARNERY_CHUNK_BYTES` overrides it, for tests that want many chunks).
@@ -265,7 +269,7 @@ fn plan(
     let limit = chunk_bytes();
     for file in files {
         if ledger.segment_drained(&relative(home, &file.path))? {
-            super::run::remove_segment(&file.path)?;
+            remove_segment(&file.path)?;
             continue;
         }
         bytes += file.size;
@@ -279,88 +283,6 @@ fn plan(
         chunks.push(chunk);
     }
     Ok(chunks)
-}
-
-/// Stage one's view of the ledger: a read connection plus what this run's
-/// own not-yet-committed batches changed (producer state, spool-health
-/// offsets), which the database cannot show yet.
-struct Normalizer {
-    ledger: Ledger,
-    /// The run's "now": the time of conditions found while loading state.
-    now_unix_ns: i64,
-    /// Producers this run advanced, with the chunk that last did; one
-    /// whose chunk is committed is dropped (the ledger has its state).
-    states: HashMap<SessionRef, (SessionProducer, u64)>,
-    offsets: BTreeMap<SessionRef, u64>,
-    /// Record digests of the chunks that may not be committed yet (see
-    /// [`IN_FLIGHT`]), with the chunk that drained each; older ones are
-    /// visible in the ledger's raw-signal table.
-    recent: HashMap<String, u64, FingerprintState>,
-    /// The chunk being normalized, counted from 1.
-    chunk: u64,
-    /// The newest receive time among the raw signals the ledger keeps, as
-    /// of the chunk's snapshot: records received later need no lookup.
-    newest_kept: Option<i64>,
-}
-
-impl Normalizer {
-    fn start_chunk(&mut self) {
-        self.chunk += 1;
-        // Chunks this many back are committed (see IN_FLIGHT), and the
-        // snapshot this chunk is about to take shows their raw signals and
-        // producer states.
-        let committed = self.chunk.saturating_sub(IN_FLIGHT as u64);
-        self.recent.retain(|_, chunk| *chunk > committed);
-        self.states.retain(|_, (_, chunk)| *chunk > committed);
-    }
-
-    /// Whether this record digest was already drained; remembers it.
-    fn seen(&mut self, received_unix_ns: i64, digest: &str) -> Result<bool, FinalizeError> {
-        let may_be_kept = self.newest_kept.is_some_and(|n| received_unix_ns <= n);
-        if self.recent.contains_key(digest)
-            || (may_be_kept && self.ledger.signal_known(received_unix_ns, digest)?)
-        {
-            return Ok(true);
-        }
-        self.recent.insert(digest.to_string(), self.chunk);
-        Ok(false)
-    }
-
-    /// The session's producer as this run left it, else as the ledger
-    /// keeps it (checked against this build's capability profile; a
-    /// condition that check raises goes into `batch`), else a new one.
-    /// Hand it back with [`Normalizer::keep_state`].
-    fn producer(
-        &mut self,
-        session: &SessionRef,
-        batch: &mut AppendBatch,
-    ) -> Result<SessionProducer, FinalizeError> {
-        if let Some((kept, _)) = self.states.remove(session) {
-            return Ok(kept);
-        }
-        load_producer(&self.ledger, session, self.now_unix_ns, &mut batch.events)
-    }
-
-    /// Queue the producer's state with the batch and keep the producer for
-    /// the rest of the run, so later chunks continue from it.
-    fn keep_state(
-        &mut self,
-        session: &SessionRef,
-        producer: SessionProducer,
-        batch: &mut AppendBatch,
-    ) {
-        batch.states.push(save_producer(session, &producer));
-        self.states.insert(session.clone(), (producer, self.chunk));
-    }
-
-    fn next_offset(&mut self, session: &SessionRef) -> Result<u64, FinalizeError> {
-        let offset = match self.offsets.get(session) {
-            Some(n) => *n,
-            None => self.ledger.next_offset(session)?,
-        };
-        self.offsets.insert(session.clone(), offset + 1);
-        Ok(offset)
-    }
 }
 
 /// A chunk after normalization, not durable yet.
@@ -557,7 +479,7 @@ fn make_durable(
     timing("ready-write", t);
     failpoint::hit("after-ready-write");
     for f in &files {
-        super::run::remove_segment(&f.path)?;
+        remove_segment(&f.path)?;
     }
     Ok(Prepared {
         batch,
@@ -707,160 +629,5 @@ fn signal_row(
         bytes: RawBytes::Archived { at: r.archive_at },
         event_ids,
         duplicate_of,
-    }
-}
-
-/// Health events about the spool itself, so damage is never only in a log:
-/// in the session whose spool file was damaged when its records say which,
-/// else under the session `harnery:spool` of an adapter.
-struct SpoolHealth<'a> {
-    normalizer: &'a mut Normalizer,
-    opts: &'a FinalizeOptions,
-    damaged: Vec<DamagedRange>,
-}
-
-impl SpoolHealth<'_> {
-    /// Every damaged byte range becomes one `spool_damage` event.
-    fn damage(
-        &mut self,
-        home: &Home,
-        damage: &[(Damage, Arc<str>)],
-        owners: &HashMap<PathBuf, SessionRef>,
-        batch: &mut AppendBatch,
-    ) -> Result<(), FinalizeError> {
-        for (d, adapter_dir) in damage {
-            let adapter = AdapterId::parse(adapter_dir).unwrap_or(AdapterId::ClaudeCode);
-            let r = DamagedRange {
-                file: relative(home, &d.file),
-                start: d.start,
-                end: d.end,
-                kind: d.kind.as_str().to_string(),
-            };
-            let id = EventId::derive(
-                "harnery.spool-damage",
-                &[
-                    r.file.as_bytes(),
-                    &r.start.to_le_bytes(),
-                    &r.end.to_le_bytes(),
-                    r.kind.as_bytes(),
-                ],
-            );
-            let detail = format!(
-                "{} bytes {}..{} skipped: {}",
-                r.file, r.start, r.end, r.kind
-            );
-            match owners.get(&d.file) {
-                Some(session) => self.in_session(session, &id, detail, batch)?,
-                None => self.push(adapter, id, "spool_damage", detail, Vec::new(), batch)?,
-            }
-            self.damaged.push(r);
-        }
-        Ok(())
-    }
-
-    /// Damage inside a session's own spool: recorded by that session's
-    /// producer, so its offsets stay gapless and the audit sees it there.
-    fn in_session(
-        &mut self,
-        session: &SessionRef,
-        key: &EventId,
-        detail: String,
-        batch: &mut AppendBatch,
-    ) -> Result<(), FinalizeError> {
-        let mut producer = self.normalizer.producer(session, batch)?;
-        let event =
-            producer.record_health(key.as_str(), "spool_damage", detail, self.opts.now_unix_ns);
-        batch.events.push(ReadyEvent::new(event));
-        self.normalizer.keep_state(session, producer, batch);
-        Ok(())
-    }
-
-    /// A record of an adapter this build does not know: its raw bytes are
-    /// kept in the ledger and one `unknown_adapter` event points at them.
-    fn unknown_adapter(
-        &mut self,
-        home: &Home,
-        r: &ChunkRecord,
-        batch: &mut AppendBatch,
-    ) -> Result<(), FinalizeError> {
-        let rec = &r.rec;
-        let env = &rec.envelope;
-        let parts: [&[u8]; 3] = [
-            env.session_key.as_bytes(),
-            &env.received_ns.to_le_bytes(),
-            rec.payload,
-        ];
-        let digest = digest_parts(env.adapter.as_bytes(), &parts)
-            .to_hex()
-            .to_string();
-        let id = EventId::derive("harnery.unknown-adapter", &[digest.as_bytes()]);
-        let detail = format!(
-            "{} record at byte {}: adapter {:?} is unknown to this build; raw bytes kept",
-            relative(home, rec.file),
-            rec.offset,
-            env.adapter
-        );
-        let raw = vec![RawRef {
-            record_digest: digest.clone(),
-            event_name: env.event.as_deref().map(str::to_owned),
-        }];
-        batch.signals.push(signal_row(
-            r,
-            &env.adapter,
-            digest,
-            vec![id.to_string()],
-            None,
-        ));
-        self.push(
-            AdapterId::ClaudeCode,
-            id,
-            "unknown_adapter",
-            detail,
-            raw,
-            batch,
-        )
-    }
-
-    fn push(
-        &mut self,
-        adapter: AdapterId,
-        id: EventId,
-        code: &str,
-        detail: String,
-        raw: Vec<RawRef>,
-        batch: &mut AppendBatch,
-    ) -> Result<(), FinalizeError> {
-        let session = SessionRef {
-            adapter,
-            session_id: SPOOL_HEALTH_SESSION.into(),
-        };
-        let offset = self.normalizer.next_offset(&session)?;
-        batch.events.push(ReadyEvent::new(Event {
-            id,
-            session,
-            offset,
-            time_unix_ns: self.opts.now_unix_ns,
-            time_source: TimeSource::Finalizer,
-            clock: None,
-            agent_id: None,
-            turn: TurnAttribution::none(),
-            provenance: Provenance {
-                attestation: Attestation::Derived,
-                confidence: Confidence::High,
-            },
-            raw,
-            payload: Payload::HealthCondition(HealthCondition {
-                code: code.into(),
-                detail,
-            }),
-        }));
-        Ok(())
-    }
-}
-
-/// With `HARNERY_TIMING` set, report how long a phase took on stderr.
-pub(super) fn timing(phase: &str, since: std::time::Instant) {
-    if std::env::var_os("HARNERY_TIMING").is_some() {
-        eprintln!("timing {phase}: {:?}", since.elapsed());
     }
 }

@@ -12,7 +12,21 @@
 //! One finalizer at a time: a lease on the home plus the ledger's durable
 //! incarnation number, checked by every write transaction. A failed fsync or
 //! commit stops the run (never retried); the next run starts clean.
+//!
+//! Files, in the order a run uses them:
+//! - `run.rs`: one run, start to end ([`finalize`]).
+//! - `lease.rs`: the one-finalizer-at-a-time lease on the home.
+//! - `summary.rs`: what a run is told ([`FinalizeOptions`]) and reports ([`Summary`]).
+//! - `intake.rs` (+ `intake/`): stage one, the drain pipeline from sealed spool files to ready files.
+//! - `ready.rs` (+ `ready/`): the ready file, stage one's durable hand-over to stage two.
+//! - `apply.rs`: stage two, a ready file's batch appended and its files released.
+//! - `state.rs`: session producer state loaded, saved, and ticked by the time rules.
+//! - `record.rs`: following each agent's own record after the hook signals.
+//! - `failpoint.rs`: named crash points for the crash tests.
+//!
+//! The per-session rules the drain applies live in `session/`.
 
+mod apply;
 pub mod failpoint;
 mod intake;
 pub mod lease;
@@ -20,12 +34,13 @@ pub mod ready;
 pub mod record;
 mod run;
 mod state;
+mod summary;
 
 use std::path::{Path, PathBuf};
 
-pub use run::{
-    DamagedRange, FinalizeOptions, HealthNote, Summary, UNREADABLE_ROW, apply_pending, finalize,
-};
+pub use apply::apply_pending;
+pub use run::finalize;
+pub use summary::{DamagedRange, FinalizeOptions, HealthNote, Summary, UNREADABLE_ROW};
 
 use crate::ledger::LedgerError;
 
@@ -61,5 +76,12 @@ impl FinalizeError {
             path: path.to_path_buf(),
             source,
         }
+    }
+}
+
+/// With `HARNERY_TIMING` set, report how long a phase took on stderr.
+fn timing(phase: &str, since: std::time::Instant) {
+    if std::env::var_os("HARNERY_TIMING").is_some() {
+        eprintln!("timing {phase}: {:?}", since.elapsed());
     }
 }

@@ -2,7 +2,8 @@
 //! checked against this build's capability profile), saved with the batch
 //! that advanced it, and ticked by the time rules at the end of a run.
 
-use super::run::{FinalizeOptions, Summary, apply_batch};
+use super::apply::apply_batch;
+use super::summary::{FinalizeOptions, Summary};
 use super::{FinalizeError, ready};
 use crate::contract::SessionRef;
 use crate::home::Home;

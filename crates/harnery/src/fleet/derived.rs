@@ -19,9 +19,9 @@ use crate::contract::Event;
 use crate::contract::SessionRef;
 use crate::ledger::{ClosedSession, Ledger, SpanRow};
 use crate::report::audit::Classification;
-use crate::report::epochs::part_reasons;
 use crate::report::receipts::{TurnFold, TurnReceipt};
 use crate::report::spans::SpanStream;
+use crate::report::stored_reasons::part_reasons;
 use crate::report::usage::{TurnUsage, add_turn_usage};
 
 /// How many derived rows one epoch has.

@@ -11,8 +11,9 @@
 use crate::contract::session_name::NameError;
 use std::collections::BTreeMap;
 
-use super::audit::{Classification, classify_events};
+use super::audit::Classification;
 use super::source::{Closed, SourceError, resolve};
+use super::stored_reasons::part_reasons_with;
 use crate::contract::SessionRef;
 use crate::epoch::{EpochEntry, EpochSelector, select};
 use crate::home::Home;
@@ -272,34 +273,6 @@ pub fn classify_whole_with(
         whole.add_reasons(c.reasons.clone());
     }
     whole
-}
-
-/// The reasons one epoch's part of a session gives: from the session's
-/// row where the epoch keeps them, else from its events (an archive an
-/// older build wrote). Ranges a resume superseded are left out.
-pub fn part_reasons(ledger: &Ledger, session: &SessionRef) -> Result<Vec<String>, LedgerError> {
-    part_reasons_with(ledger, session, false)
-}
-
-/// [`part_reasons`]; with `include_superseded`, superseded ranges count.
-pub fn part_reasons_with(
-    ledger: &Ledger,
-    session: &SessionRef,
-    include_superseded: bool,
-) -> Result<Vec<String>, LedgerError> {
-    // A session whose row counts no resume has no superseded range.
-    if !include_superseded && ledger.session_resumes(session)? != Some(0) {
-        let log = crate::resume::log::SessionLog::read_resumes(ledger, session)?;
-        if !log.superseded().is_empty() {
-            let mut live = ledger.session_events(session)?;
-            live.retain(|e| !log.is_superseded(e.offset));
-            return Ok(classify_events(&live).reasons);
-        }
-    }
-    match ledger.session_audit_reasons(session)? {
-        Some(reasons) => Ok(reasons),
-        None => Ok(classify_events(&ledger.session_events(session)?).reasons),
-    }
 }
 
 /// A session and its summary in each epoch that holds part of it.

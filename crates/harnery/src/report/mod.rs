@@ -14,7 +14,8 @@
 //! - [`session_rows`]: health and pending ends from session-level rows.
 //! - [`usage`]: model usage as the agents reported it, by session, day or
 //!   model, and per turn; its [`usage::tally_ledger`] streams stored rows.
-//! - [`source`], [`epochs`], [`session_rows`], [`spool_facts`]: the only parts that read storage
+//! - [`stored_reasons`]: a session's audit reasons as one epoch's ledger holds them.
+//! - [`source`], [`epochs`], [`stored_reasons`], [`session_rows`], [`spool_facts`]: the only parts that read storage
 //!   ([`epochs`] opens the epochs `--epoch` selects, and finds a session's
 //!   parts across their boundaries).
 //! - [`now`]: "now" for the time rules, injectable with `--now` / `HARNERY_NOW`.
@@ -28,6 +29,7 @@ pub mod session_rows;
 pub mod source;
 pub mod spans;
 pub mod spool_facts;
+pub mod stored_reasons;
 pub mod usage;
 
 use std::collections::BTreeMap;

@@ -12,8 +12,7 @@ use std::collections::BTreeMap;
 use crate::contract::{AdapterId, SessionRef};
 use crate::epoch::{EpochError, archived_open_span_sessions};
 use crate::home::Home;
-use crate::ledger::{GENESIS_FILE, Ledger, LedgerError, SessionSummary};
-use crate::report::audit::Classification;
+use crate::ledger::{GENESIS_FILE, Ledger, LedgerError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
@@ -105,22 +104,6 @@ pub struct Closed {
     pub reasons: Vec<String>,
     /// Genesis ids of the archives that left it unfinished, in chain order.
     pub archives: Vec<String>,
-}
-
-/// The audit classification of each listed session of the live ledger, in
-/// the order given (for `harnery sessions`).
-pub fn classify_summaries(
-    ledger: &Ledger,
-    sessions: &[SessionSummary],
-) -> Result<Vec<Classification>, LedgerError> {
-    sessions
-        .iter()
-        .map(|s| {
-            let mut c = Classification::eligible();
-            c.add_reasons(crate::report::epochs::part_reasons(ledger, &s.session)?);
-            Ok(c)
-        })
-        .collect()
 }
 
 #[cfg(test)]

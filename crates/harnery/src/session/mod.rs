@@ -1,6 +1,7 @@
-//! The producer: the stateful, per-session half of normalization.
+//! The per-session rules engine (the producer; was `finalize/producer/`):
+//! the stateful, per-session half of normalization.
 //!
-//! The adapter layer reads one raw signal at a time; the producer holds what
+//! The agents layer reads one raw signal at a time; the producer holds what
 //! must be remembered between signals and turns signals into canonical
 //! events: gapless offsets from 0, deterministic ids, turn attribution
 //! (native, stamped or none), duplicate delivery, span pairing, every
@@ -13,6 +14,21 @@
 //!
 //! It never touches storage and never reads a clock: time arrives with each
 //! signal and with each [`SessionProducer::tick`].
+//!
+//! Files (this one holds [`SessionProducer`] and the signal dispatch):
+//! - `emit.rs`: building events: offsets, deterministic ids, raw pointers, time.
+//! - `turns.rs`: turn attribution (native, stamped or none).
+//! - `deliveries.rs`: the duplicate-delivery memory.
+//! - `spans.rs`: span bookkeeping, open and recently closed.
+//! - `tools.rs`: tool spans, the span-pairing rules (request ↔ completion).
+//! - `recovery.rs`: ADR 0078 recovery: derived terminals, sweeps, span caps.
+//! - `ends.rs`: explicit ends and command spans.
+//! - `effects.rs`: a checkpoint's effect ledger.
+//! - `session_log.rs`: checkpoints, restores and resumes (the session log).
+//! - `record.rs`: the agent's own record joining the hook signals;
+//!   `record_apply.rs`: the rules for taking its lines.
+//! - `authority.rs`: the capability-profile check on stored state.
+//! - `tests.rs`, `record_tests.rs`: tests.
 
 mod authority;
 mod deliveries;
