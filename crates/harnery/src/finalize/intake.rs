@@ -24,8 +24,8 @@ use crate::contract::{
 use crate::fingerprint::FingerprintState;
 use crate::home::Home;
 use crate::ledger::{
-    AppendBatch, BatchSignal, Checkpointer, Ledger, RawBytes, ReadyEvent, WalState, binary_digest,
-    raw,
+    AppendBatch, BatchSignal, Checkpointer, LedgerReader, LedgerWriter, RawBytes, ReadyEvent,
+    WalState, binary_digest, raw,
 };
 use crate::session::SessionProducer;
 use crate::spool::reader::{RecordView, read_views};
@@ -67,7 +67,7 @@ struct SpoolFile {
 /// its own was measured slower on two cores.)
 pub(super) fn drain(
     home: &Home,
-    ledger: &mut Ledger,
+    ledger: &mut LedgerWriter,
     incarnation: u64,
     opts: &FinalizeOptions,
     summary: &mut Summary,
@@ -79,7 +79,7 @@ pub(super) fn drain(
         return Ok(());
     }
     let mut normalizer = Normalizer {
-        ledger: Ledger::open_dir_read(ledger.dir(), None)?,
+        ledger: LedgerReader::open_dir(ledger.dir(), None)?,
         now_unix_ns: opts.now_unix_ns,
         states: HashMap::new(),
         offsets: BTreeMap::new(),
@@ -256,7 +256,7 @@ fn stage<'scope, T: Send + 'scope>(
 /// committed batch already drained are deleted instead.
 fn plan(
     home: &Home,
-    ledger: &Ledger,
+    ledger: &LedgerReader,
     files: Vec<SpoolFile>,
 ) -> Result<Vec<Vec<SpoolFile>>, FinalizeError> {
     let mut chunks = Vec::new();
@@ -285,7 +285,7 @@ fn plan(
 /// own not-yet-committed batches changed (producer state, spool-health
 /// offsets), which the database cannot show yet.
 struct Normalizer {
-    ledger: Ledger,
+    ledger: LedgerReader,
     /// The run's "now": the time of conditions found while loading state.
     now_unix_ns: i64,
     /// Producers this run advanced, with the chunk that last did; one

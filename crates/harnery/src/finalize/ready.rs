@@ -534,7 +534,7 @@ pub fn remove(path: &Path) -> Result<(), FinalizeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ledger::{AppendOutcome, Ledger};
+    use crate::ledger::{AppendOutcome, LedgerWriter};
 
     const ENVELOPE: &str = r#"{"v":1,"env":{"COPILOT_CLI_BINARY_VERSION":"1.0.102"}}"#;
     const PAYLOAD: &[u8] = b"{\"a\":\"\\u0000\xff\"}\n";
@@ -664,7 +664,7 @@ mod tests {
         let mut b = read(&fixture).unwrap();
         same(&b, &awkward_batch());
         let dir = tempfile::tempdir().unwrap();
-        let mut ledger = Ledger::open_write(&Home::at(dir.path()), 1).unwrap();
+        let mut ledger = LedgerWriter::open(&Home::at(dir.path()), 1).unwrap();
         let incarnation = ledger.take_incarnation().unwrap();
         // The ledger refuses a batch of another contract by design; what is
         // tested here is the format, so the batch speaks this build's.

@@ -8,7 +8,9 @@ use serde::Serialize;
 use super::{FinalizeError, failpoint, lease::Lease, ready};
 use crate::clock::ClockSample;
 use crate::home::Home;
-use crate::ledger::{AppendBatch, AppendOutcome, Ledger, LedgerError, SpanCounts};
+use crate::ledger::{
+    AppendBatch, AppendOutcome, LedgerError, LedgerReader, LedgerWriter, SpanCounts,
+};
 
 /// What a run is told about the world.
 #[derive(Debug, Clone)]
@@ -64,7 +66,7 @@ pub struct Summary {
 /// Run the finalizer once over `home`.
 pub fn finalize(home: &Home, opts: &FinalizeOptions) -> Result<Summary, FinalizeError> {
     let _lease = Lease::take(home)?;
-    let mut ledger = Ledger::open_write(home, opts.now_unix_ns)?;
+    let mut ledger = LedgerWriter::open(home, opts.now_unix_ns)?;
     let incarnation = ledger.take_incarnation()?;
     let mut summary = Summary {
         incarnation,
@@ -110,7 +112,7 @@ pub fn finalize(home: &Home, opts: &FinalizeOptions) -> Result<Summary, Finalize
 /// Apply every pending ready file (oldest first); returns how many.
 pub fn apply_pending(
     home: &Home,
-    ledger: &mut Ledger,
+    ledger: &mut LedgerWriter,
     incarnation: u64,
     opts: &FinalizeOptions,
     summary: &mut Summary,
@@ -119,7 +121,7 @@ pub fn apply_pending(
     let files = ready::pending(home)?;
     let waiting: std::collections::HashSet<String> =
         files.iter().filter_map(|p| ready::batch_of(p)).collect();
-    crate::ledger::raw::remove_orphans(ledger, |batch| waiting.contains(batch))?;
+    crate::ledger::remove_orphans(ledger, |batch| waiting.contains(batch))?;
     for path in &files {
         apply_file(home, ledger, path, incarnation, opts, summary)?;
     }
@@ -129,7 +131,7 @@ pub fn apply_pending(
 /// Stage two for one ready file read back from disk.
 pub(super) fn apply_file(
     home: &Home,
-    ledger: &mut Ledger,
+    ledger: &mut LedgerWriter,
     path: &Path,
     incarnation: u64,
     opts: &FinalizeOptions,
@@ -146,7 +148,7 @@ pub(super) fn apply_file(
 /// names and the ready file itself.
 pub(super) fn apply_batch(
     home: &Home,
-    ledger: &mut Ledger,
+    ledger: &mut LedgerWriter,
     path: &Path,
     batch: &AppendBatch,
     incarnation: u64,
@@ -160,7 +162,7 @@ pub(super) fn apply_batch(
 /// Validate + append `batch` in one transaction; its files stay until the
 /// commit is durable (see [`release`]).
 pub(super) fn append_batch(
-    ledger: &mut Ledger,
+    ledger: &mut LedgerWriter,
     path: &Path,
     batch: &AppendBatch,
     incarnation: u64,
@@ -227,7 +229,7 @@ pub(super) fn remove_segment(path: &Path) -> Result<(), FinalizeError> {
     }
 }
 
-fn finish_summary(ledger: &Ledger, summary: &mut Summary) -> Result<(), FinalizeError> {
+fn finish_summary(ledger: &LedgerReader, summary: &mut Summary) -> Result<(), FinalizeError> {
     for s in ledger.sessions()? {
         summary.spans.open += s.spans.open;
         summary.spans.closed_native += s.spans.closed_native;
