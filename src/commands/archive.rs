@@ -6,7 +6,7 @@ use std::io::Write;
 
 use super::{CmdResult, Outcome};
 use harnery::home::Home;
-use harnery::ledger::Ledger;
+use harnery::ledger::LedgerWriter;
 use harnery::ledger::rawz::DEFAULT_LEVEL;
 
 #[derive(Debug, clap::Args)]
@@ -66,7 +66,7 @@ fn status(args: StatusArgs) -> CmdResult {
 /// The archive's size line, shared with `harnery health`.
 pub(super) fn write_size(
     out: &mut impl Write,
-    size: &harnery::ledger::compact::ArchiveSize,
+    size: &harnery::ledger::ArchiveSize,
 ) -> std::io::Result<()> {
     writeln!(
         out,
@@ -79,7 +79,7 @@ fn compact(args: CompactArgs) -> CmdResult {
     let home = Home::from_env()?;
     let _lease = harnery::finalize::lease::Lease::take(&home)?;
     let now = harnery::clock::wall_now_ns();
-    let mut ledger = Ledger::open_write(&home, now)?;
+    let mut ledger = LedgerWriter::open(&home, now)?;
     let done = ledger.compact_archive(args.level)?;
     let size = ledger.archive_size()?;
     let mut out = harnery::terminal::stdout(args.json);

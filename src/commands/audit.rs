@@ -24,7 +24,7 @@ use harnery::contract::SessionRef;
 use harnery::epoch::EpochSelector;
 use harnery::home::Home;
 use harnery::ledger::GENESIS_FILE;
-use harnery::ledger::Ledger;
+use harnery::ledger::LedgerReader;
 use harnery::report::audit::Classification;
 use harnery::report::epochs::{Epochs, OpenEpoch, archive_note, classify_whole_with};
 use harnery::report::source::{Closed, SourceError, closed_sessions, names};
@@ -119,7 +119,7 @@ pub fn run(args: Args) -> CmdResult {
 /// The selected epochs; the default view of a home with no ledger yet is
 /// empty rather than an error.
 fn open(home: &Home, selector: &EpochSelector) -> Result<Epochs, SourceError> {
-    let dir = Ledger::live_dir(home);
+    let dir = LedgerReader::live_dir(home);
     let no_live = !dir.join(GENESIS_FILE).exists() && harnery::ledger::integrity::is_new(&dir)?;
     if *selector == EpochSelector::Live && no_live {
         return Ok(Epochs::none());

@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 
 use super::{CmdResult, Outcome};
 use harnery::home::Home;
-use harnery::ledger::Ledger;
+use harnery::ledger::LedgerReader;
 use harnery::spool::SpoolWriter;
 
 #[derive(Debug, clap::Args)]
@@ -143,7 +143,7 @@ fn demo(dir: &Path) -> CmdResult {
         "\n$ harnery finalize\n{}",
         super::run_report::render_summary(&summary)
     )?;
-    let ledger = Ledger::open_read(&home)?;
+    let ledger = LedgerReader::open(&home)?;
     let (rows, problems) = ledger.validate_all()?;
     let (_, breaks) = ledger.verify_chain()?;
     let (signals, misplaced) = ledger.verify_raw()?;

@@ -41,8 +41,9 @@ use harnery::export::otlp::{
     Documents, Part, RunText, SpanNotes, TraceStream, Traced, keep_traced_fields,
 };
 use harnery::home::Home;
-use harnery::ledger::trace_rows::{CHUNK_EVENTS, ChunkRead, TraceBatch};
-use harnery::ledger::{Ledger, LedgerError, RowFilter, StoredText};
+use harnery::ledger::ChunkRead;
+use harnery::ledger::trace_rows::{CHUNK_EVENTS, TraceBatch};
+use harnery::ledger::{LedgerError, LedgerReader, RowFilter, StoredText};
 use harnery::progress::Progress;
 use harnery::report::epochs::{Epochs, OpenEpoch, warn};
 
@@ -442,7 +443,7 @@ fn export_otlp(
 
 /// What reads one source's sessions for OTLP.
 struct SessionReader<'a> {
-    ledger: &'a Ledger,
+    ledger: &'a LedgerReader,
     source: usize,
     /// The ledger keeps trace rows: the text of most rows is never read.
     traced: bool,

@@ -13,7 +13,7 @@ use super::{CmdResult, EpochArg, Outcome};
 use harnery::epoch::{EpochEntry, EpochSelector, select};
 use harnery::home::Home;
 use harnery::ledger::integrity::RawFault;
-use harnery::ledger::{Ledger, ValidationProblem, binary_digest};
+use harnery::ledger::{LedgerReader, ValidationProblem, binary_digest};
 use harnery::progress::Progress;
 use harnery::report::epochs::{open_as_written, warn};
 use std::io::Write;
@@ -76,7 +76,7 @@ pub fn run(args: Args) -> CmdResult {
 
 /// The default: the live epoch, printed as it always has been.
 fn run_live(home: &Home, json: bool, progress: &Progress) -> CmdResult {
-    let (rows, problems) = match Ledger::open_dir_read(&Ledger::live_dir(home), None) {
+    let (rows, problems) = match LedgerReader::open_dir(&LedgerReader::live_dir(home), None) {
         Ok(ledger) => {
             let mut problems = digest_problems(&ledger);
             problems.extend(home_problems(&ledger)?);
@@ -125,7 +125,9 @@ fn damage_problem(fault: RawFault) -> ValidationProblem {
 }
 
 /// The live epoch's raw archive files against what the ledger recorded.
-fn home_problems(ledger: &Ledger) -> Result<Vec<ValidationProblem>, harnery::ledger::LedgerError> {
+fn home_problems(
+    ledger: &LedgerReader,
+) -> Result<Vec<ValidationProblem>, harnery::ledger::LedgerError> {
     Ok(ledger
         .raw_archive_faults()?
         .into_iter()
@@ -134,7 +136,7 @@ fn home_problems(ledger: &Ledger) -> Result<Vec<ValidationProblem>, harnery::led
 }
 
 /// The live epoch must speak this build's digest; an archive speaks its own.
-fn digest_problems(ledger: &Ledger) -> Vec<ValidationProblem> {
+fn digest_problems(ledger: &LedgerReader) -> Vec<ValidationProblem> {
     let binary = binary_digest();
     if ledger.genesis().schema_digest == binary {
         return Vec::new();

@@ -12,9 +12,9 @@ use serde::Serialize;
 use super::{CmdResult, EpochArg, Outcome};
 use harnery::epoch::{EpochEntry, EpochSelector, select};
 use harnery::home::Home;
+use harnery::ledger::RawProblem;
 use harnery::ledger::integrity::RawFault;
-use harnery::ledger::raw::RawProblem;
-use harnery::ledger::{ChainBreak, Ledger, LedgerError};
+use harnery::ledger::{ChainBreak, LedgerError, LedgerReader};
 use harnery::progress::Progress;
 use harnery::report::epochs::{open_as_written, warn};
 use std::io::Write;
@@ -55,7 +55,7 @@ pub fn run(args: Args) -> CmdResult {
     progress.stage("verify");
     if args.epoch.epoch == EpochSelector::Live {
         // The chain does not depend on the contract: verify any digest.
-        let v = match Ledger::open_dir_read(&Ledger::live_dir(&home), None) {
+        let v = match LedgerReader::open_dir(&LedgerReader::live_dir(&home), None) {
             Ok(ledger) => verified(&ledger, &progress)?,
             Err(e) => damaged(e)?,
         };
@@ -100,7 +100,7 @@ fn check(entry: &EpochEntry, progress: &Progress) -> Verified {
 /// The chain and the raw archive of one epoch, checked at once: each half
 /// of the raw signals (by receive time) on a connection of its own while
 /// the chain's chunks run.
-fn verified(ledger: &Ledger, progress: &Progress) -> Result<Verified, LedgerError> {
+fn verified(ledger: &LedgerReader, progress: &Progress) -> Result<Verified, LedgerError> {
     let dir = ledger.dir();
     let mid = ledger.raw_midpoint()?;
     let (chain, halves) = std::thread::scope(|scope| {
@@ -108,7 +108,7 @@ fn verified(ledger: &Ledger, progress: &Progress) -> Result<Verified, LedgerErro
             .into_iter()
             .take(if mid.is_some() { 2 } else { 1 })
             .map(|(from, to)| {
-                scope.spawn(move || Ledger::open_dir_read(dir, None)?.verify_raw_range(from, to))
+                scope.spawn(move || LedgerReader::open_dir(dir, None)?.verify_raw_range(from, to))
             })
             .collect();
         let chain = ledger.verify_chain_threads(None, progress);

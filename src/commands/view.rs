@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use super::{CmdError, CmdResult, EpochArg, Outcome};
 use harnery::contract::{Event, SessionRef};
 use harnery::home::Home;
-use harnery::ledger::{Ledger, LedgerError, SpanRow, Timeline};
+use harnery::ledger::{LedgerError, LedgerReader, SpanRow, Timeline};
 use harnery::report::epochs::{
     Epochs, OpenEpoch, SessionParts, WholeSession, classify_whole, report_damaged,
 };
@@ -139,7 +139,7 @@ fn session_page(epochs: &Epochs, found: &SessionParts) -> Result<(String, bool),
     Ok((page::render(&build(&parts, epochs.tagged)), damaged))
 }
 
-fn read_part(ledger: &Ledger, session: &SessionRef) -> Result<PartRead, LedgerError> {
+fn read_part(ledger: &LedgerReader, session: &SessionRef) -> Result<PartRead, LedgerError> {
     Ok(PartRead {
         timeline: ledger.timeline(session)?,
         spans: ledger.spans(Some(session))?,

@@ -303,7 +303,7 @@ fn no_command_starts_a_fresh_epoch_while_an_archive_waits() {
     assert_eq!(status["undrained"]["intake_sessions"], 1);
     // The library's own guard: opening the live epoch for writing does not
     // create one.
-    let err = harnery::ledger::Ledger::open_write(&harnery::home::Home::at(home.path()), 1)
+    let err = harnery::ledger::LedgerWriter::open(&harnery::home::Home::at(home.path()), 1)
         .err()
         .expect("refused");
     assert!(

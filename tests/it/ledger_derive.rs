@@ -12,7 +12,7 @@ use harnery::contract::{
     ToolCompleted, ToolRequested, TurnAttribution, TurnSource, TurnStarted,
 };
 use harnery::home::Home;
-use harnery::ledger::{AppendBatch, Ledger, ReadyEvent};
+use harnery::ledger::{AppendBatch, LedgerWriter, ReadyEvent};
 use proptest::prelude::*;
 
 const CALLS: [Option<&str>; 4] = [Some("call-a"), Some("call-b"), Some("call-c"), None];
@@ -201,7 +201,7 @@ fn events(steps: &[Step]) -> Vec<Event> {
 fn derived_tables(events: &[Event], cuts: &[usize]) -> Vec<String> {
     let dir = tempfile::tempdir().unwrap();
     let home = Home::at(dir.path());
-    let mut ledger = Ledger::open_write(&home, 1).expect("ledger opens");
+    let mut ledger = LedgerWriter::open(&home, 1).expect("ledger opens");
     let inc = ledger.take_incarnation().unwrap();
     let mut bounds: Vec<usize> = cuts.iter().map(|c| c % (events.len() + 1)).collect();
     bounds.extend([0, events.len()]);

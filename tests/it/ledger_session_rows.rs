@@ -9,14 +9,14 @@ use std::path::Path;
 
 use common::*;
 use harnery::home::Home;
-use harnery::ledger::Ledger;
+use harnery::ledger::{LedgerReader, LedgerWriter};
 use harnery::report::audit::classify_events;
 
 /// For every session: the reasons its rows keep equal the reasons its
 /// events give.
 fn rows_agree_with_events(home: &Path) -> usize {
     // Any generation: the fixture of generation 1 is read here too.
-    let ledger = Ledger::open_dir_read(&Ledger::live_dir(&Home::at(home)), None).unwrap();
+    let ledger = LedgerReader::open_dir(&LedgerReader::live_dir(&Home::at(home)), None).unwrap();
     let sessions = ledger.sessions().unwrap();
     for s in &sessions {
         let kept = ledger
@@ -62,11 +62,11 @@ fn a_ledger_an_older_build_wrote_is_filled_by_the_migration() {
     // This build speaks generation 2, so it reads that home only after an
     // epoch advance; the migration itself runs on any epoch it opens for
     // writing, as the generation-1 builds after it did.
-    let dir = Ledger::live_dir(&Home::at(home.path()));
-    drop(Ledger::open_dir_write(&dir, 0, false).unwrap());
+    let dir = LedgerReader::live_dir(&Home::at(home.path()));
+    drop(LedgerWriter::open_dir(&dir, 0, false).unwrap());
     assert_eq!(rows_agree_with_events(home.path()), 4);
     // The killed Claude Code session: a recovered request and an open span.
-    let ledger = Ledger::open_dir_read(&dir, None).unwrap();
+    let ledger = LedgerReader::open_dir(&dir, None).unwrap();
     let killed = ledger
         .resolve_session("5c0c90c9-7ca4-40b0-bbc8-834cd151f0ac")
         .unwrap();
@@ -166,9 +166,9 @@ fn a_session_row_counts_its_resumes_from_finalize_or_the_migration() {
     let home = tempfile::tempdir().unwrap();
     feed_fixture(home.path(), "claude-code", "compact");
     assert!(run(home.path(), &["finalize"]).status.success());
-    let dir = Ledger::live_dir(&Home::at(home.path()));
+    let dir = LedgerReader::live_dir(&Home::at(home.path()));
     let compact = || {
-        let ledger = Ledger::open_dir_read(&dir, None).unwrap();
+        let ledger = LedgerReader::open_dir(&dir, None).unwrap();
         let session = ledger
             .resolve_session("221d6ed5-93db-49fb-b651-1c5540460db1")
             .unwrap();
@@ -194,7 +194,7 @@ fn a_session_row_counts_its_resumes_from_finalize_or_the_migration() {
     // where a superseded range carries a reason: the killed Copilot run in
     // `session_log_copilot`.)
     assert_eq!(resumes(), None);
-    drop(Ledger::open_dir_write(&dir, 0, false).unwrap());
+    drop(LedgerWriter::open_dir(&dir, 0, false).unwrap());
     assert_eq!(resumes(), Some(2));
     assert_eq!(stdout(&run(home.path(), &["audit", "--json"])), audit);
 

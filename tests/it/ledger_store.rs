@@ -6,7 +6,9 @@ use harnery::contract::{
     ToolCompleted, ToolRequested, TurnAttribution, TurnSource,
 };
 use harnery::home::Home;
-use harnery::ledger::{AppendBatch, AppendOutcome, Ledger, LedgerError, ReadyEvent, SpanState};
+use harnery::ledger::{
+    AppendBatch, AppendOutcome, LedgerError, LedgerReader, LedgerWriter, ReadyEvent, SpanState,
+};
 
 fn session() -> SessionRef {
     SessionRef {
@@ -62,7 +64,7 @@ fn pair() -> Vec<Event> {
     vec![req, done]
 }
 
-fn batch(id: &str, events: Vec<Event>, ledger: &Ledger) -> AppendBatch {
+fn batch(id: &str, events: Vec<Event>, ledger: &LedgerReader) -> AppendBatch {
     AppendBatch {
         id: id.into(),
         contract_digest: ledger.genesis().schema_digest.clone(),
@@ -73,9 +75,9 @@ fn batch(id: &str, events: Vec<Event>, ledger: &Ledger) -> AppendBatch {
     }
 }
 
-fn open(dir: &tempfile::TempDir) -> (Home, Ledger) {
+fn open(dir: &tempfile::TempDir) -> (Home, LedgerWriter) {
     let home = Home::at(dir.path());
-    let ledger = Ledger::open_write(&home, 1).expect("ledger opens");
+    let ledger = LedgerWriter::open(&home, 1).expect("ledger opens");
     (home, ledger)
 }
 
@@ -103,7 +105,7 @@ fn append_derives_spans_and_the_chain_verifies() {
     assert_eq!(spans[0].duration_ms, Some(12));
     let (rows, breaks) = ledger.verify_chain().unwrap();
     assert_eq!((rows, breaks.len()), (2, 0));
-    let reader = Ledger::open_read(&home).unwrap();
+    let reader = LedgerReader::open(&home).unwrap();
     assert_eq!(reader.session_events(&session()).unwrap(), pair());
     assert_eq!(reader.resolve_session("sess").unwrap(), session());
 }
@@ -113,7 +115,7 @@ fn a_stale_incarnation_cannot_write() {
     let dir = tempfile::tempdir().unwrap();
     let (home, mut old) = open(&dir);
     let stale = old.take_incarnation().unwrap();
-    let mut newer = Ledger::open_write(&home, 1).unwrap();
+    let mut newer = LedgerWriter::open(&home, 1).unwrap();
     newer.take_incarnation().unwrap();
     let b = batch("b1", pair(), &old);
     let err = old.append(&b, stale, 1, &|| {}).unwrap_err();
@@ -146,7 +148,7 @@ fn a_flipped_byte_is_reported_at_its_event() {
     let b = batch("b1", pair(), &ledger);
     ledger.append(&b, inc, 1, &|| {}).unwrap();
     drop(ledger);
-    let db = Ledger::live_dir(&home).join("ledger.sqlite");
+    let db = LedgerReader::live_dir(&home).join("ledger.sqlite");
     let conn = rusqlite::Connection::open(&db).unwrap();
     conn.execute(
         "UPDATE events SET json = replace(json, '\"Bash\"', '\"Bask\"') WHERE offset = 0",
@@ -154,7 +156,7 @@ fn a_flipped_byte_is_reported_at_its_event() {
     )
     .unwrap();
     drop(conn);
-    let ledger = Ledger::open_read(&home).unwrap();
+    let ledger = LedgerReader::open(&home).unwrap();
     let (_, breaks) = ledger.verify_chain().unwrap();
     assert_eq!(breaks.len(), 1, "{breaks:?}");
     assert_eq!(breaks[0].event_id, pair()[0].id.as_str());
@@ -173,7 +175,7 @@ fn a_repeated_event_id_is_a_validation_problem() {
         .append(&batch("b1", events, &ledger), inc, 1, &|| {})
         .unwrap();
     drop(ledger);
-    let ledger = Ledger::open_read(&home).unwrap();
+    let ledger = LedgerReader::open(&home).unwrap();
     let (_, problems) = ledger.validate_all().unwrap();
     let repeated: Vec<_> = problems.iter().filter(|p| p.rule == "unique-id").collect();
     assert_eq!(repeated.len(), 1, "{problems:?}");
@@ -196,7 +198,7 @@ fn an_older_ledger_reads_the_same_and_is_brought_up_to_date() {
     let want = ledger.sessions().unwrap();
     assert_eq!(want[0].spans.closed_native, 1);
     drop(ledger);
-    let live = Ledger::live_dir(&home);
+    let live = LedgerReader::live_dir(&home);
     let conn = rusqlite::Connection::open(live.join("ledger.sqlite")).unwrap();
     conn.execute_batch(
         "DELETE FROM migrations WHERE name LIKE '%_session_span_counts';
@@ -206,12 +208,12 @@ fn an_older_ledger_reads_the_same_and_is_brought_up_to_date() {
     )
     .unwrap();
     drop(conn);
-    let as_it_is = Ledger::open_read(&home).unwrap();
+    let as_it_is = LedgerReader::open(&home).unwrap();
     assert_eq!(as_it_is.sessions().unwrap(), want);
     assert!(as_it_is.schema_behind().unwrap(), "a read migrates nothing");
     drop(as_it_is);
-    drop(Ledger::open_write(&home, 2).unwrap());
-    let upgraded = Ledger::open_read(&home).unwrap();
+    drop(LedgerWriter::open(&home, 2).unwrap());
+    let upgraded = LedgerReader::open(&home).unwrap();
     assert!(!upgraded.schema_behind().unwrap());
     assert_eq!(upgraded.sessions().unwrap(), want);
     let (_, problems) = upgraded.validate_all().unwrap();
@@ -228,7 +230,7 @@ fn a_foreign_digest_is_refused_with_the_advance_hint() {
     let dir = tempfile::tempdir().unwrap();
     let (home, ledger) = open(&dir);
     drop(ledger);
-    let path = Ledger::live_dir(&home).join("genesis.json");
+    let path = LedgerReader::live_dir(&home).join("genesis.json");
     let text = std::fs::read_to_string(&path).unwrap();
     let digest = harnery::contract::schema_digest_hex();
     // Both files as a build of another contract writes them.
@@ -248,6 +250,6 @@ fn a_foreign_digest_is_refused_with_the_advance_hint() {
     )
     .unwrap();
     drop(conn);
-    let err = Ledger::open_read(&home).err().expect("refused");
+    let err = LedgerReader::open(&home).err().expect("refused");
     assert!(err.to_string().contains("harnery epoch advance"), "{err}");
 }

@@ -6,7 +6,7 @@ use crate::common;
 
 use common::*;
 use harnery::home::Home;
-use harnery::ledger::Ledger;
+use harnery::ledger::LedgerReader;
 
 fn ledger_with(home: &std::path::Path, sessions: usize) -> usize {
     let mut n = 0;
@@ -43,7 +43,7 @@ fn damage(home: &std::path::Path, seq: i64) {
 fn a_damaged_row_is_found_at_that_row_whatever_the_chunking() {
     let clean = tempfile::tempdir().unwrap();
     let rows = ledger_with(clean.path(), 6) as i64;
-    let ledger = Ledger::open_read(&Home::at(clean.path())).unwrap();
+    let ledger = LedgerReader::open(&Home::at(clean.path())).unwrap();
     for threads in [1, 2, 3, 5] {
         let (n, breaks) = ledger
             .verify_chain_threads(Some(threads), &harnery::progress::Progress::none())
@@ -56,7 +56,7 @@ fn a_damaged_row_is_found_at_that_row_whatever_the_chunking() {
         let home = tempfile::tempdir().unwrap();
         copy_tree(clean.path(), home.path());
         damage(home.path(), seq);
-        let ledger = Ledger::open_read(&Home::at(home.path())).unwrap();
+        let ledger = LedgerReader::open(&Home::at(home.path())).unwrap();
         for threads in [1, 2, 3, 5] {
             let (n, breaks) = ledger
                 .verify_chain_threads(Some(threads), &harnery::progress::Progress::none())
@@ -79,7 +79,7 @@ fn the_raw_halves_cover_every_signal_once() {
         feed_fixture(home.path(), "claude-code", scenario);
     }
     assert!(run(home.path(), &["finalize"]).status.success());
-    let ledger = Ledger::open_read(&Home::at(home.path())).unwrap();
+    let ledger = LedgerReader::open(&Home::at(home.path())).unwrap();
     let (all, problems) = ledger.verify_raw().unwrap();
     assert!(problems.is_empty() && all > 20);
     let mid = ledger.raw_midpoint().unwrap().expect("rows exist");

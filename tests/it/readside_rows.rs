@@ -8,7 +8,7 @@ use crate::common;
 use common::*;
 use harnery::contract::{EndExpired, EndRequested, EventId, HealthCondition, Payload};
 use harnery::home::Home;
-use harnery::ledger::Ledger;
+use harnery::ledger::LedgerReader;
 use harnery::report::{by_session, health, session_rows};
 
 /// A session with an open span, a pending end approving it, and a
@@ -90,7 +90,7 @@ fn health_and_pending_ends_from_rows_equal_those_from_events() {
     );
     assert!(run(home.path(), &["finalize"]).status.success());
 
-    let ledger = Ledger::open_read(&Home::at(home.path())).unwrap();
+    let ledger = LedgerReader::open(&Home::at(home.path())).unwrap();
     let events = ledger.events().unwrap();
     let now = 1_790_000_000_000_000_000;
     let from_events = health::ledger_conditions(&events, now);

@@ -13,7 +13,7 @@ use std::path::Path;
 use common::{copy_tree, run, stderr};
 use harnery::contract::{AdapterId, SessionRef};
 use harnery::home::Home;
-use harnery::ledger::Ledger;
+use harnery::ledger::LedgerReader;
 use harnery::resume::log::{self, RangeError, ReplayError, SessionLog};
 use serde_json::Value;
 use session_log_support::*;
@@ -333,7 +333,7 @@ fn a_straggler_of_the_older_incarnation_is_kept_off_the_live_line() {
 fn replay_reads_a_checked_half_open_range() {
     let home = tempfile::tempdir().unwrap();
     claude_first_leg(home.path());
-    let ledger = Ledger::open_read(&Home::at(home.path().to_path_buf())).unwrap();
+    let ledger = LedgerReader::open(&Home::at(home.path().to_path_buf())).unwrap();
     let session = SessionRef {
         adapter: AdapterId::ClaudeCode,
         session_id: CLAUDE.into(),
@@ -475,7 +475,8 @@ fn only_the_resumed_corpus_sessions_are_resumed() {
     .collect();
     assert_eq!(resumed, want);
     // Each session row counts its resumes, so a listing asks only those.
-    let ledger = Ledger::open_dir_read(&Ledger::live_dir(&Home::at(home.path())), None).unwrap();
+    let ledger =
+        LedgerReader::open_dir(&LedgerReader::live_dir(&Home::at(home.path())), None).unwrap();
     for s in ledger.sessions().unwrap() {
         let n = want.get(&s.session.session_id).copied().unwrap_or(0);
         let kept = ledger.session_resumes(&s.session).unwrap();

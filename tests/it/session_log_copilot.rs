@@ -9,7 +9,7 @@ use std::path::Path;
 
 use common::{run, stderr, stdout};
 use harnery::home::Home;
-use harnery::ledger::Ledger;
+use harnery::ledger::LedgerReader;
 use serde_json::Value;
 use session_log_support::*;
 
@@ -133,7 +133,7 @@ fn a_killed_copilot_session_restores_through_the_policy_and_resumes() {
     // Session rows from before the resume count (its column and migration
     // taken away, read as they are): the resume is found from the events,
     // and the reasons are the same.
-    let dir = Ledger::live_dir(&Home::at(home.path()));
+    let dir = LedgerReader::live_dir(&Home::at(home.path()));
     let conn = rusqlite::Connection::open(dir.join("ledger.sqlite")).unwrap();
     conn.execute_batch(
         "ALTER TABLE sessions DROP COLUMN resumes; \
@@ -141,7 +141,7 @@ fn a_killed_copilot_session_restores_through_the_policy_and_resumes() {
     )
     .unwrap();
     drop(conn);
-    let ledger = Ledger::open_dir_read(&dir, None).unwrap();
+    let ledger = LedgerReader::open_dir(&dir, None).unwrap();
     let session = ledger.resolve_session(COPILOT_KILLED).unwrap();
     assert_eq!(ledger.session_resumes(&session).unwrap(), None);
     let reasons = harnery::report::stored_reasons::part_reasons(&ledger, &session).unwrap();

@@ -33,8 +33,8 @@ use super::{EpochError, archive, io, list};
 use crate::finalize::{self, FinalizeError, FinalizeOptions, failpoint, lease::Lease};
 use crate::home::Home;
 use crate::ledger::{
-    ADVANCE_FILE, Anchor, CANDIDATES_DIR, GENESIS_FILE, GenesisManifest, Ledger, binary_digest,
-    durable,
+    ADVANCE_FILE, Anchor, CANDIDATES_DIR, GENESIS_FILE, GenesisManifest, LedgerReader,
+    LedgerWriter, binary_digest, durable,
 };
 
 /// The durable record of an advance underway.
@@ -160,7 +160,7 @@ enum Next {
 }
 
 fn next_step(home: &Home, progress: Option<&Progress>) -> Result<Next, EpochError> {
-    let live = Ledger::live_dir(home);
+    let live = LedgerReader::live_dir(home);
     if !live.join(GENESIS_FILE).exists() {
         if !crate::ledger::integrity::is_new(&live)? {
             return Err(crate::ledger::integrity::damaged(
@@ -237,7 +237,7 @@ pub fn advance(home: &Home, opts: &FinalizeOptions) -> Result<AdvanceReport, Epo
     opts.progress.stage("carry");
     report.carried = Some(finalize::finalize(home, opts)?);
     remove_progress(home)?;
-    report.new_genesis_id = Some(Ledger::open_read(home)?.genesis().genesis_id.clone());
+    report.new_genesis_id = Some(LedgerReader::open(home)?.genesis().genesis_id.clone());
     Ok(report)
 }
 
@@ -257,7 +257,7 @@ fn note_anchor(report: &mut AdvanceReport, anchor: &Anchor) {
 }
 
 fn live_anchor(home: &Home) -> Result<Option<Anchor>, EpochError> {
-    let g = GenesisManifest::read(&Ledger::live_dir(home).join(GENESIS_FILE))?;
+    let g = GenesisManifest::read(&LedgerReader::live_dir(home).join(GENESIS_FILE))?;
     Ok(g.anchor)
 }
 
@@ -282,14 +282,14 @@ fn quiesce(
     opts: &FinalizeOptions,
     report: &mut AdvanceReport,
 ) -> Result<Progress, EpochError> {
-    let live = Ledger::live_dir(home);
+    let live = LedgerReader::live_dir(home);
     // A damaged epoch is refused here, before it would be archived as it
     // is (`ledger::integrity`).
-    Ledger::check_epoch(&live)?;
+    LedgerReader::check_epoch(&live)?;
     finalize::ready::remove_orphans(home)?;
     let pending = finalize::ready::pending(home)?;
     if !pending.is_empty() {
-        if Ledger::open_dir_read(&live, None)?.schema_behind()? {
+        if LedgerReader::open_dir(&live, None)?.schema_behind()? {
             return Err(EpochError::Undrained(format!(
                 "{} ready file(s) in {} were minted by the build that wrote epoch {}, whose tables this build would have to migrate to apply them; run `harnery finalize` with that build once, then `harnery epoch advance`",
                 pending.len(),
@@ -297,7 +297,7 @@ fn quiesce(
                 genesis.genesis_id
             )));
         }
-        let mut old = Ledger::open_dir_write(&live, opts.now_unix_ns, false)?;
+        let mut old = LedgerWriter::open_dir(&live, opts.now_unix_ns, false)?;
         let incarnation = old.take_incarnation()?;
         let mut summary = finalize::Summary::default();
         report.ready_files_applied_to_old_epoch =
@@ -327,7 +327,7 @@ fn archive_step(home: &Home, p: &Progress) -> Result<(), EpochError> {
     // Quiesce checked the epoch through a reader; a resumed archive step
     // may find a full disk that a reader cannot open under, so folding
     // the WAL checks the database file itself (`ledger::fold_wal`).
-    let live = Ledger::live_dir(home);
+    let live = LedgerReader::live_dir(home);
     let target = home
         .ledgers_dir()
         .join(CANDIDATES_DIR)
@@ -358,10 +358,10 @@ fn reinstall(home: &Home, anchor: &Anchor, opts: &FinalizeOptions) -> Result<(),
     }
     crate::ledger::create_dir_private(&cand)?;
     GenesisManifest::new(Some(anchor.clone()), opts.now_unix_ns).write(&cand.join(GENESIS_FILE))?;
-    drop(Ledger::create_epoch(&cand, opts.now_unix_ns)?);
+    drop(LedgerWriter::create_epoch(&cand, opts.now_unix_ns)?);
     candidate_gate(home, &cand, anchor)?;
     failpoint::hit("epoch-after-candidate");
-    let live = Ledger::live_dir(home);
+    let live = LedgerReader::live_dir(home);
     std::fs::rename(&cand, &live).map_err(io(&live))?;
     Ok(durable::sync_dir(&home.ledgers_dir())?)
 }
@@ -369,13 +369,13 @@ fn reinstall(home: &Home, anchor: &Anchor, opts: &FinalizeOptions) -> Result<(),
 /// The candidate must speak this build's digest, hold no events yet, and
 /// anchor to a chain head that the archive itself recomputes to.
 fn candidate_gate(home: &Home, cand: &Path, anchor: &Anchor) -> Result<(), EpochError> {
-    let ledger = Ledger::open_dir_read(cand, Some(&binary_digest()))?;
+    let ledger = LedgerReader::open_dir(cand, Some(&binary_digest()))?;
     if ledger.event_count()? != 0 {
         return Err(EpochError::CandidateGate(
             "the candidate already holds events".into(),
         ));
     }
-    let archived = Ledger::open_dir_read(&home.root().join(&anchor.archive), None)?;
+    let archived = LedgerReader::open_dir(&home.root().join(&anchor.archive), None)?;
     let (_, breaks) = archived.verify_chain()?;
     if let Some(b) = breaks.first() {
         return Err(EpochError::CandidateGate(format!(

@@ -16,7 +16,7 @@ use crate::contract::eligibility::{
 use crate::home::Home;
 use crate::ledger::{
     Anchor, CANDIDATES_DIR, ClosedSession, Closure, FENCE_FILE, GENESIS_FILE, GenesisManifest,
-    Ledger, LedgerError, durable,
+    LedgerError, LedgerReader, durable,
 };
 
 pub const MANIFEST_FILE: &str = "MANIFEST.json";
@@ -214,7 +214,7 @@ pub(super) fn anchor_of(home: &Home, genesis_id: &str) -> Result<Anchor, EpochEr
     if let Some(p) = problems.first() {
         return Err(EpochError::CandidateGate(format!("{}: {p}", dir.display())));
     }
-    let ledger = Ledger::open_dir_read(&dir, None)?;
+    let ledger = LedgerReader::open_dir(&dir, None)?;
     Ok(Anchor {
         genesis_id: genesis_id.to_string(),
         schema_digest: ledger.genesis().schema_digest.clone(),
@@ -228,7 +228,7 @@ pub(super) fn anchor_of(home: &Home, genesis_id: &str) -> Result<Anchor, EpochEr
 /// What an epoch leaves unfinished: sessions with open spans or pending
 /// end requests. Read from its span and end-request rows, so it is known
 /// even when this build cannot read the epoch's events.
-pub fn closure_of(ledger: &Ledger) -> Result<Closure, LedgerError> {
+pub fn closure_of(ledger: &LedgerReader) -> Result<Closure, LedgerError> {
     let mut by: BTreeMap<SessionRef, ClosedSession> = BTreeMap::new();
     let blank = |s: &SessionRef| ClosedSession {
         session: s.clone(),

@@ -11,8 +11,8 @@ use super::{EpochError, io};
 use crate::contract::{Generation, current_generation, generation_by_digest};
 use crate::home::Home;
 use crate::ledger::{
-    CANDIDATES_DIR, ClosedSession, FENCE_FILE, GENESIS_FILE, GenesisManifest, Ledger, LedgerError,
-    binary_digest,
+    CANDIDATES_DIR, ClosedSession, FENCE_FILE, GENESIS_FILE, GenesisManifest, LedgerError,
+    LedgerReader, binary_digest,
 };
 
 /// One epoch of the home.
@@ -36,9 +36,9 @@ impl EpochEntry {
     /// is read as it is, never migrated);
     /// an archive is read under the contract generation it was written in,
     /// which must be one this build knows.
-    pub fn open(&self, home: &Home) -> Result<Ledger, LedgerError> {
+    pub fn open(&self, home: &Home) -> Result<LedgerReader, LedgerError> {
         if self.live {
-            return Ledger::open_read(home);
+            return LedgerReader::open(home);
         }
         let genesis = self
             .genesis
@@ -61,7 +61,7 @@ impl EpochEntry {
                 detail,
             });
         }
-        Ledger::open_dir_read(&self.dir, None)
+        LedgerReader::open_dir(&self.dir, None)
     }
 
     /// Why this build cannot read the epoch at all, when a later contract
@@ -176,7 +176,7 @@ pub fn select(home: &Home, selector: &EpochSelector) -> Result<Vec<EpochEntry>, 
 /// The live epoch; none in a new home (an empty or absent live directory),
 /// but one with files and no genesis is listed, its genesis unreadable.
 fn live_entry(home: &Home) -> Option<EpochEntry> {
-    let dir = Ledger::live_dir(home);
+    let dir = LedgerReader::live_dir(home);
     if !dir.join(GENESIS_FILE).exists() && crate::ledger::integrity::is_new(&dir).unwrap_or(true) {
         return None;
     }

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::{EpochEntry, EpochError, TreeManifest, archive::writable_paths};
 use crate::home::Home;
-use crate::ledger::{FENCE_FILE, Ledger};
+use crate::ledger::{FENCE_FILE, LedgerReader};
 
 /// The findings for every epoch checked.
 #[derive(Debug, Clone, Serialize)]
@@ -110,7 +110,7 @@ fn check_epoch(e: &EpochEntry) -> EpochCheck {
 /// The live epoch's raw archive files against what its ledger recorded
 /// (an archive's are covered by its tree manifest).
 fn raw_archive_problems(e: &EpochEntry) -> Vec<String> {
-    let faults = Ledger::open_dir_read(&e.dir, None).and_then(|l| l.raw_archive_faults());
+    let faults = LedgerReader::open_dir(&e.dir, None).and_then(|l| l.raw_archive_faults());
     match faults {
         Ok(faults) => faults
             .into_iter()
@@ -165,7 +165,7 @@ fn archive_problems(e: &EpochEntry) -> Vec<String> {
 fn chain(e: &EpochEntry) -> Result<(u64, String, Vec<String>), EpochError> {
     // The chain does not depend on the contract: read any digest, any
     // generation.
-    let ledger = Ledger::open_dir_read(&e.dir, None)?;
+    let ledger = LedgerReader::open_dir(&e.dir, None)?;
     let (rows, breaks) = ledger.verify_chain()?;
     let breaks = breaks
         .into_iter()

@@ -8,12 +8,12 @@ use std::path::Path;
 use super::summary::{FinalizeOptions, HealthNote, Summary};
 use super::{FinalizeError, failpoint, ready, timing};
 use crate::home::Home;
-use crate::ledger::{AppendBatch, AppendOutcome, Ledger, LedgerError};
+use crate::ledger::{AppendBatch, AppendOutcome, LedgerError, LedgerWriter};
 
 /// Apply every pending ready file (oldest first); returns how many.
 pub fn apply_pending(
     home: &Home,
-    ledger: &mut Ledger,
+    ledger: &mut LedgerWriter,
     incarnation: u64,
     opts: &FinalizeOptions,
     summary: &mut Summary,
@@ -22,7 +22,7 @@ pub fn apply_pending(
     let files = ready::pending(home)?;
     let waiting: std::collections::HashSet<String> =
         files.iter().filter_map(|p| ready::batch_of(p)).collect();
-    crate::ledger::raw::remove_orphans(ledger, |batch| waiting.contains(batch))?;
+    crate::ledger::remove_orphans(ledger, |batch| waiting.contains(batch))?;
     for path in &files {
         apply_file(home, ledger, path, incarnation, opts, summary)?;
     }
@@ -32,7 +32,7 @@ pub fn apply_pending(
 /// Stage two for one ready file read back from disk.
 pub(super) fn apply_file(
     home: &Home,
-    ledger: &mut Ledger,
+    ledger: &mut LedgerWriter,
     path: &Path,
     incarnation: u64,
     opts: &FinalizeOptions,
@@ -49,7 +49,7 @@ pub(super) fn apply_file(
 /// names and the ready file itself.
 pub(super) fn apply_batch(
     home: &Home,
-    ledger: &mut Ledger,
+    ledger: &mut LedgerWriter,
     path: &Path,
     batch: &AppendBatch,
     incarnation: u64,
@@ -63,7 +63,7 @@ pub(super) fn apply_batch(
 /// Validate + append `batch` in one transaction; its files stay until the
 /// commit is durable (see [`release`]).
 pub(super) fn append_batch(
-    ledger: &mut Ledger,
+    ledger: &mut LedgerWriter,
     path: &Path,
     batch: &AppendBatch,
     incarnation: u64,

@@ -27,8 +27,8 @@ use crate::clock::ClockSample;
 use crate::contract::{AdapterId, SessionRef};
 use crate::home::Home;
 use crate::ledger::{
-    AppendBatch, BatchSignal, Checkpointer, Ledger, RawBytes, ReadyEvent, WalState, binary_digest,
-    raw,
+    AppendBatch, BatchSignal, Checkpointer, LedgerReader, LedgerWriter, RawBytes, ReadyEvent,
+    WalState, binary_digest, raw,
 };
 use crate::spool::reader::{RecordView, read_views};
 use crate::spool::{Damage, IntakeSpool, read_segment_whole};
@@ -71,7 +71,7 @@ struct SpoolFile {
 /// its own was measured slower on two cores.)
 pub(super) fn drain(
     home: &Home,
-    ledger: &mut Ledger,
+    ledger: &mut LedgerWriter,
     incarnation: u64,
     opts: &FinalizeOptions,
     summary: &mut Summary,
@@ -83,7 +83,7 @@ pub(super) fn drain(
         return Ok(());
     }
     let mut normalizer = Normalizer {
-        ledger: Ledger::open_dir_read(ledger.dir(), None)?,
+        ledger: LedgerReader::open_dir(ledger.dir(), None)?,
         now_unix_ns: opts.now_unix_ns,
         states: HashMap::new(),
         offsets: BTreeMap::new(),
@@ -260,7 +260,7 @@ fn stage<'scope, T: Send + 'scope>(
 /// committed batch already drained are deleted instead.
 fn plan(
     home: &Home,
-    ledger: &Ledger,
+    ledger: &LedgerReader,
     files: Vec<SpoolFile>,
 ) -> Result<Vec<Vec<SpoolFile>>, FinalizeError> {
     let mut chunks = Vec::new();

@@ -54,7 +54,7 @@ use crate::clock::ClockSample;
 use crate::contract::{AdapterId, RecordProblem, SessionRef};
 use crate::finalize::FinalizeError;
 use crate::home::Home;
-use crate::ledger::Ledger;
+use crate::ledger::LedgerReader;
 use crate::session::RecordCursor;
 use crate::spool::{Signal, SpoolWriter};
 
@@ -112,7 +112,7 @@ pub fn enabled() -> bool {
 /// with those until none are.
 pub fn follow(
     home: &Home,
-    ledger: &Ledger,
+    ledger: &LedgerReader,
     now_unix_ns: i64,
     clock: &ClockSample,
     only: Option<&[SessionRef]>,

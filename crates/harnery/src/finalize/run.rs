@@ -6,12 +6,12 @@ use super::apply::apply_pending;
 use super::summary::{FinalizeOptions, HealthNote, Summary, UNREADABLE_ROW};
 use super::{FinalizeError, lease::Lease};
 use crate::home::Home;
-use crate::ledger::Ledger;
+use crate::ledger::{LedgerReader, LedgerWriter};
 
 /// Run the finalizer once over `home`.
 pub fn finalize(home: &Home, opts: &FinalizeOptions) -> Result<Summary, FinalizeError> {
     let _lease = Lease::take(home)?;
-    let mut ledger = Ledger::open_write(home, opts.now_unix_ns)?;
+    let mut ledger = LedgerWriter::open(home, opts.now_unix_ns)?;
     let incarnation = ledger.take_incarnation()?;
     let mut summary = Summary {
         incarnation,
@@ -54,7 +54,7 @@ pub fn finalize(home: &Home, opts: &FinalizeOptions) -> Result<Summary, Finalize
     Ok(summary)
 }
 
-fn finish_summary(ledger: &Ledger, summary: &mut Summary) -> Result<(), FinalizeError> {
+fn finish_summary(ledger: &LedgerReader, summary: &mut Summary) -> Result<(), FinalizeError> {
     for s in ledger.sessions()? {
         summary.spans.open += s.spans.open;
         summary.spans.closed_native += s.spans.closed_native;

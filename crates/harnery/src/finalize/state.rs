@@ -7,7 +7,9 @@ use super::summary::{FinalizeOptions, Summary};
 use super::{FinalizeError, ready};
 use crate::contract::SessionRef;
 use crate::home::Home;
-use crate::ledger::{AppendBatch, BatchState, Ledger, LedgerError, ReadyEvent, binary_digest};
+use crate::ledger::{
+    AppendBatch, BatchState, LedgerError, LedgerReader, LedgerWriter, ReadyEvent, binary_digest,
+};
 use crate::session::SessionProducer;
 use std::path::Path;
 
@@ -19,7 +21,7 @@ const TICK_CHUNK: usize = 256;
 /// condition a changed profile raises is queued on `events` at once, so it
 /// precedes whatever the producer emits next.
 pub(super) fn load_producer(
-    ledger: &Ledger,
+    ledger: &LedgerReader,
     session: &SessionRef,
     now_unix_ns: i64,
     events: &mut Vec<ReadyEvent>,
@@ -47,7 +49,7 @@ const CARRY_DEPTH: usize = 16;
 /// is passed over (its record is then read again from its start, as
 /// before).
 fn carried_producer(
-    ledger: &Ledger,
+    ledger: &LedgerReader,
     session: &SessionRef,
 ) -> Result<Option<SessionProducer>, FinalizeError> {
     // The live epoch is `<home>/ledgers/<live>`; archives are named
@@ -60,7 +62,7 @@ fn carried_producer(
         let Some(a) = anchor else {
             break;
         };
-        let Ok(archived) = Ledger::open_dir_read(&home.join(&a.archive), None) else {
+        let Ok(archived) = LedgerReader::open_dir(&home.join(&a.archive), None) else {
             break;
         };
         if let Some(text) = archived.producer_state(session)? {
@@ -91,7 +93,7 @@ pub(super) fn save_producer(session: &SessionRef, producer: &SessionProducer) ->
 /// in batches, and append what they emit.
 pub(super) fn tick_all(
     home: &Home,
-    ledger: &mut Ledger,
+    ledger: &mut LedgerWriter,
     incarnation: u64,
     opts: &FinalizeOptions,
     summary: &mut Summary,

@@ -17,7 +17,7 @@ use super::CopyError;
 use super::link::pg_text;
 use crate::contract::Event;
 use crate::contract::SessionRef;
-use crate::ledger::{ClosedSession, Ledger, SpanRow};
+use crate::ledger::{ClosedSession, LedgerReader, SpanRow};
 use crate::report::audit::Classification;
 use crate::report::receipts::{TurnFold, TurnReceipt};
 use crate::report::spans::SpanStream;
@@ -42,7 +42,7 @@ pub struct EpochKey<'a> {
 pub fn replace(
     tx: &mut Transaction<'_>,
     key: &EpochKey<'_>,
-    ledger: &Ledger,
+    ledger: &LedgerReader,
     closed: &[ClosedSession],
     via_role: bool,
 ) -> Result<DerivedCounts, CopyError> {
@@ -102,7 +102,7 @@ fn writer<'a>(
 fn copy_sessions(
     tx: &mut Transaction<'_>,
     key: &EpochKey<'_>,
-    ledger: &Ledger,
+    ledger: &LedgerReader,
     closed: &[ClosedSession],
     via_role: bool,
 ) -> Result<u64, CopyError> {
@@ -163,7 +163,7 @@ fn copy_sessions(
 fn copy_spans(
     tx: &mut Transaction<'_>,
     key: &EpochKey<'_>,
-    ledger: &Ledger,
+    ledger: &LedgerReader,
     via_role: bool,
 ) -> Result<u64, CopyError> {
     let mut w = writer(
@@ -225,7 +225,7 @@ fn copy_spans(
 fn copy_receipts(
     tx: &mut Transaction<'_>,
     key: &EpochKey<'_>,
-    ledger: &Ledger,
+    ledger: &LedgerReader,
     via_role: bool,
 ) -> Result<u64, CopyError> {
     let sessions = ledger.session_refs(None)?;
@@ -305,7 +305,10 @@ fn copy_receipts(
 /// turn fold, the usage sums and the span pairing and is dropped; a span
 /// joins its turn's tally as soon as it closes. Memory follows the
 /// session's turns and its spans still open, not its events.
-fn streamed_receipts(ledger: &Ledger, session: &SessionRef) -> Result<Vec<TurnReceipt>, CopyError> {
+fn streamed_receipts(
+    ledger: &LedgerReader,
+    session: &SessionRef,
+) -> Result<Vec<TurnReceipt>, CopyError> {
     let mut fold = ReceiptStream::default();
     ledger.for_each_session_event(session, |e: Event| -> Result<(), CopyError> {
         fold.add(&e);

@@ -37,7 +37,7 @@ use super::{CopyError, ShipError};
 use crate::epoch::{EpochEntry, closures, epochs};
 use crate::finalize::failpoint;
 use crate::home::Home;
-use crate::ledger::{ChainRow, ClosedSession, GENESIS_FILE, Ledger, chain};
+use crate::ledger::{ChainRow, ClosedSession, GENESIS_FILE, LedgerReader, chain};
 use crate::report::epochs::open_as_written;
 
 /// Event rows per transaction unless told otherwise.
@@ -326,7 +326,7 @@ impl Shipper<'_> {
         client: &mut Client,
         run: &Run<'_>,
         entry: &EpochEntry,
-        ledger: &Ledger,
+        ledger: &LedgerReader,
         closed: &[ClosedSession],
     ) -> Result<EpochShipped, ShipError> {
         let key = EpochKey {
@@ -412,7 +412,7 @@ impl Shipper<'_> {
         &self,
         client: &mut Client,
         key: &EpochKey<'_>,
-        ledger: &Ledger,
+        ledger: &LedgerReader,
     ) -> Result<(i64, [u8; 32]), ShipError> {
         let fail = |e: CopyError| ShipError::Copy {
             host: key.host.to_string(),
@@ -452,7 +452,7 @@ impl Shipper<'_> {
         tx: &mut Transaction<'_>,
         run: &Run<'_>,
         key: &EpochKey<'_>,
-        ledger: &Ledger,
+        ledger: &LedgerReader,
         after: i64,
         prev: &mut [u8; 32],
     ) -> Result<(u64, u64, i64), CopyError> {
@@ -539,7 +539,7 @@ fn register_epoch(
     host_key: &HostKey,
     key: &EpochKey<'_>,
     entry: &EpochEntry,
-    ledger: &Ledger,
+    ledger: &LedgerReader,
 ) -> Result<i64, CopyError> {
     let path = entry.dir.join(GENESIS_FILE);
     let original = std::fs::read(&path).map_err(|source| CopyError::Genesis { path, source })?;

@@ -339,7 +339,7 @@ pub fn verify_local(
 fn compare_rows(
     client: &mut Client,
     e: &ServerEpoch,
-    ledger: &crate::ledger::Ledger,
+    ledger: &crate::ledger::LedgerReader,
     key: &HostKey,
     masker: &Masker,
     out: &mut FleetVerified,

@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{DB_FILE, GENESIS_FILE, Ledger, LedgerError, raw};
+use super::{DB_FILE, GENESIS_FILE, LedgerError, raw};
 
 /// Where a new live epoch is built before it is renamed into place.
 pub const NEW_EPOCH_DIR: &str = "v2.new";
@@ -38,7 +38,7 @@ pub const NEW_EPOCH_DIR: &str = "v2.new";
 pub const GENESIS_BLAKE3: &str = "genesis_blake3";
 
 /// The meta key saying every raw archive file of the ledger is recorded.
-const RAW_MEMBERS_RECORDED: &str = "raw_members_recorded";
+pub(super) const RAW_MEMBERS_RECORDED: &str = "raw_members_recorded";
 
 /// Whether the live epoch directory `dir` holds nothing (absent or empty).
 pub fn is_new(dir: &Path) -> Result<bool, LedgerError> {
@@ -206,18 +206,26 @@ pub fn sqlite_damage(db: &Path, e: rusqlite::Error) -> LedgerError {
 
 fn query_damage(conn: &Connection, db: &Path, e: rusqlite::Error) -> LedgerError {
     match sqlite_damage(db, e) {
-        LedgerError::Sqlite(e) => super::with_system_error(conn, db, e),
+        LedgerError::Sqlite(e) => super::system_error::with_system_error(conn, db, e),
         other => other,
     }
 }
 
-/// The binding between `genesis.json` (its manifest and the blake3 of its
-/// bytes) and the database: both name the same epoch and digest, and the
-/// genesis bytes are those the ledger recorded, when it recorded them.
+/// What a genesis manifest names that its database must name too.
+#[derive(Clone, Copy)]
+pub struct Binding<'g> {
+    pub genesis_id: &'g str,
+    pub schema_digest: &'g str,
+}
+
+/// The binding between `genesis.json` (its manifest's epoch id and schema
+/// digest, and the blake3 of its bytes) and the database: both name the
+/// same epoch and digest, and the genesis bytes are those the ledger
+/// recorded, when it recorded them.
 pub fn check_binding(
     conn: &Connection,
     dir: &Path,
-    genesis: &super::GenesisManifest,
+    genesis: Binding<'_>,
     genesis_blake3: &str,
 ) -> Result<(), LedgerError> {
     let db = dir.join(DB_FILE);
@@ -241,7 +249,7 @@ pub fn check_binding(
             .map_err(|e| query_damage(conn, &db, e))
     };
     let id = get("genesis_id")?;
-    if id.as_deref() != Some(genesis.genesis_id.as_str()) {
+    if id.as_deref() != Some(genesis.genesis_id) {
         return Err(damaged(
             &db,
             format!(
@@ -253,7 +261,7 @@ pub fn check_binding(
         ));
     }
     let digest = get("schema_digest")?;
-    if digest.as_deref() != Some(genesis.schema_digest.as_str()) {
+    if digest.as_deref() != Some(genesis.schema_digest) {
         return Err(damaged(
             &gpath,
             format!(
@@ -285,13 +293,13 @@ pub struct RawFault {
 }
 
 /// One archive file as recorded: its name below `raw/`, length, mtime.
-struct Member {
-    name: String,
-    len: u64,
-    mtime_ns: i64,
+pub(super) struct Member {
+    pub(super) name: String,
+    pub(super) len: u64,
+    pub(super) mtime_ns: i64,
 }
 
-fn stat(path: &Path) -> std::io::Result<(u64, i64)> {
+pub(super) fn stat(path: &Path) -> std::io::Result<(u64, i64)> {
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::symlink_metadata(path)?;
     Ok((m.len(), m.mtime() * 1_000_000_000 + m.mtime_nsec()))
@@ -353,168 +361,6 @@ pub(super) fn record_members(
         stmt.execute(params![batch, name, len as i64, mtime])?;
     }
     Ok(())
-}
-
-impl Ledger {
-    /// Whether this ledger records its raw archive files (migration
-    /// `raw_members`; an older ledger read as it is may not).
-    fn keeps_raw_members(&self) -> Result<bool, LedgerError> {
-        Ok(self.conn.query_row(
-            "SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'raw_members')",
-            [],
-            |r| r.get(0),
-        )?)
-    }
-
-    fn recorded_members(&self) -> Result<Vec<(String, Member)>, LedgerError> {
-        if !self.keeps_raw_members()? {
-            return Ok(Vec::new());
-        }
-        let mut stmt = self
-            .conn
-            .prepare("SELECT batch, name, len, mtime_ns FROM raw_members ORDER BY batch, name")?;
-        let rows = stmt.query_map([], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                Member {
-                    name: r.get(1)?,
-                    len: r.get::<_, i64>(2)? as u64,
-                    mtime_ns: r.get(3)?,
-                },
-            ))
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
-    }
-
-    /// Every recorded raw archive file that is missing, of another length,
-    /// or (when its mtime moved) holds records its rows do not match.
-    /// Files whose mtime moved but whose records check out (restored from
-    /// a backup by a copy that did not keep the time) are returned as
-    /// `touched`, for a writer to record anew.
-    fn raw_faults(&self) -> Result<(Vec<RawFault>, Vec<String>), LedgerError> {
-        let raw_dir = self.dir.join(raw::RAW_DIR);
-        let mut faults = Vec::new();
-        let mut suspect: Vec<(String, PathBuf)> = Vec::new();
-        for (batch, m) in self.recorded_members()? {
-            let path = raw_dir.join(&m.name);
-            match stat(&path) {
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => faults.push(RawFault {
-                    what: format!("is missing (batch {batch} archived {} bytes there)", m.len),
-                    path,
-                }),
-                Err(e) => faults.push(RawFault {
-                    what: format!("cannot be read: {e}"),
-                    path,
-                }),
-                Ok((len, _)) if len != m.len => faults.push(RawFault {
-                    what: format!(
-                        "is {len} bytes; batch {batch} archived {} bytes there",
-                        m.len
-                    ),
-                    path,
-                }),
-                Ok((_, mtime)) if mtime != m.mtime_ns => suspect.push((batch, path)),
-                Ok(_) => {}
-            }
-        }
-        let mut touched = Vec::new();
-        let mut checked: Option<String> = None;
-        for (batch, path) in suspect {
-            if checked.as_deref() == Some(batch.as_str()) {
-                continue;
-            }
-            let (_, problems) = self.verify_raw_batch(&batch)?;
-            match problems.first() {
-                None => touched.push(batch.clone()),
-                Some(p) => faults.push(RawFault {
-                    what: format!(
-                        "was altered after batch {batch} archived it: raw signal {}: {}",
-                        p.record_digest, p.detail
-                    ),
-                    path,
-                }),
-            }
-            checked = Some(batch);
-        }
-        Ok((faults, touched))
-    }
-
-    /// The raw archive check of the read side: what [`Ledger::raw_faults`]
-    /// finds, nothing written.
-    pub fn raw_archive_faults(&self) -> Result<Vec<RawFault>, LedgerError> {
-        Ok(self.raw_faults()?.0)
-    }
-
-    /// Check the epoch in `dir` as a writer does before it writes (its
-    /// genesis, its database and their binding, its raw archive files),
-    /// writing nothing: for a step that moves the epoch as it is (an
-    /// advance archiving it).
-    pub fn check_epoch(dir: &Path) -> Result<(), LedgerError> {
-        Ledger::open_dir_read(dir, None)?.refuse_raw_faults()?;
-        Ok(())
-    }
-
-    /// The check a writer runs (through a reader) before it writes: every
-    /// recorded file must check out, or this is the refusal. Returns the
-    /// batches whose files were touched but check out.
-    pub(super) fn refuse_raw_faults(&self) -> Result<Vec<String>, LedgerError> {
-        let (faults, touched) = self.raw_faults()?;
-        if let Some(f) = faults.first() {
-            let more = match faults.len() {
-                1 => String::new(),
-                n => format!(" (and {} more archive files)", n - 1),
-            };
-            return Err(damaged(&f.path, format!("{}{more}", f.what)));
-        }
-        Ok(touched)
-    }
-
-    /// After a writer's checks: record the archive files of `touched`
-    /// batches as they are now, and the first time, every applied
-    /// batch's files as found.
-    pub(super) fn record_raw_members(&mut self, touched: &[String]) -> Result<(), LedgerError> {
-        self.record_existing_members()?;
-        for batch in touched {
-            let tx = self.conn.transaction()?;
-            record_members(&tx, &self.dir, batch)?;
-            tx.commit().map_err(LedgerError::CommitFailed)?;
-        }
-        Ok(())
-    }
-
-    /// Record the archive files of every applied batch, once per ledger
-    /// (those written before the files were recorded at append time).
-    fn record_existing_members(&mut self) -> Result<(), LedgerError> {
-        let done: bool = self.conn.query_row(
-            "SELECT EXISTS (SELECT 1 FROM meta WHERE key = ?1)",
-            [RAW_MEMBERS_RECORDED],
-            |r| r.get(0),
-        )?;
-        if done {
-            return Ok(());
-        }
-        let batches: Vec<String> = {
-            let mut stmt = self.conn.prepare("SELECT batch FROM applied_batches")?;
-            stmt.query_map([], |r| r.get(0))?
-                .collect::<Result<_, _>>()?
-        };
-        let tx = self.conn.transaction()?;
-        for batch in &batches {
-            let known: bool = tx.query_row(
-                "SELECT EXISTS (SELECT 1 FROM raw_members WHERE batch = ?1)",
-                [batch],
-                |r| r.get(0),
-            )?;
-            if !known {
-                record_members(&tx, &self.dir, batch)?;
-            }
-        }
-        tx.execute(
-            "INSERT INTO meta (key, value) VALUES (?1, '1')",
-            [RAW_MEMBERS_RECORDED],
-        )?;
-        tx.commit().map_err(LedgerError::CommitFailed)
-    }
 }
 
 /// Mark a new ledger as recording every archive file from its start.

@@ -29,8 +29,6 @@
 
 use std::path::{Path, PathBuf};
 
-use rusqlite::OptionalExtension;
-
 use super::{LedgerError, durable};
 use crate::spool::envelope::EnvelopeView;
 use crate::spool::frame::{HEADER_LEN, decode_header};
@@ -38,7 +36,7 @@ use crate::spool::{SpoolRecord, read_first_view};
 
 /// The archive directory's name inside the ledger directory.
 pub const RAW_DIR: &str = "raw";
-const SUFFIX: &str = ".seg";
+pub(super) const SUFFIX: &str = ".seg";
 
 /// Where the archive of `batch` lives.
 pub fn archive_path(ledger_dir: &Path, batch: &str) -> PathBuf {
@@ -120,50 +118,6 @@ fn is_unsupported(e: &std::io::Error) -> bool {
 /// a compact JSON object, or nothing when it captured none.
 pub fn env_text(env: &std::collections::BTreeMap<String, String>) -> Option<String> {
     (!env.is_empty()).then(|| serde_json::to_string(env).expect("env serializes"))
-}
-
-/// Delete half-written archives and archives of batches that will never
-/// commit: `pending(batch)` says whether a ready file still waits for it.
-/// Only under the finalizer lease, after the ledger was opened for writing.
-pub fn remove_orphans(
-    ledger: &super::Ledger,
-    pending: impl Fn(&str) -> bool,
-) -> Result<(), LedgerError> {
-    let dir = ledger.dir().join(RAW_DIR);
-    let entries = match std::fs::read_dir(&dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(LedgerError::io(&dir, e)),
-    };
-    for entry in entries {
-        let path = entry.map_err(|e| LedgerError::io(&dir, e))?.path();
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let is_dir = entry_is_dir(&path)?;
-        let orphan = if name.starts_with('.') && name.ends_with(".tmp") {
-            true
-        } else if let Some(batch) = name.strip_suffix(SUFFIX).filter(|_| !is_dir) {
-            !pending(batch) && !ledger.batch_applied(batch)?
-        } else if is_dir {
-            !pending(&name) && !ledger.batch_applied(&name)?
-        } else {
-            false
-        };
-        if orphan && is_dir {
-            std::fs::remove_dir_all(&path).map_err(|e| LedgerError::io(&path, e))?;
-        } else if orphan {
-            std::fs::remove_file(&path).map_err(|e| LedgerError::io(&path, e))?;
-        }
-    }
-    Ok(())
-}
-
-fn entry_is_dir(path: &Path) -> Result<bool, LedgerError> {
-    std::fs::symlink_metadata(path)
-        .map(|m| m.is_dir())
-        .map_err(|e| LedgerError::io(path, e))
 }
 
 /// One batch's archive, read one record at a time: its files are opened,
@@ -268,7 +222,11 @@ impl Archive {
 
     /// Whether the intact record that starts at byte `at` carries `want`'s
     /// session key, event and receive time; decoded in place.
-    fn identity_at(&mut self, at: u64, want: &Identity<'_>) -> Result<(), String> {
+    pub(in crate::ledger) fn identity_at(
+        &mut self,
+        at: u64,
+        want: &Identity<'_>,
+    ) -> Result<(), String> {
         let range = self.read_record(at)?;
         let fault = match read_first_view(&self.window.bytes[range], &self.path) {
             Some(Ok(rec)) => {
@@ -365,14 +323,18 @@ impl Archive {
 /// The archives a verify keeps open, most recently used last: rows come in
 /// receive-time order, and the batches drained together interleave there.
 #[derive(Default)]
-struct OpenArchives {
+pub(in crate::ledger) struct OpenArchives {
     open: Vec<(String, Result<Archive, String>)>,
 }
 
 impl OpenArchives {
     const KEPT: usize = 32;
 
-    fn get(&mut self, ledger_dir: &Path, batch: &str) -> &mut Result<Archive, String> {
+    pub(in crate::ledger) fn get(
+        &mut self,
+        ledger_dir: &Path,
+        batch: &str,
+    ) -> &mut Result<Archive, String> {
         match self.open.iter().position(|(b, _)| b == batch) {
             Some(i) => {
                 let hit = self.open.remove(i);
@@ -409,114 +371,9 @@ fn read_up_to(file: &std::fs::File, buf: &mut [u8], offset: u64) -> usize {
     done
 }
 
-/// A raw signal whose bytes are not where its row says.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct RawProblem {
-    pub record_digest: String,
-    /// The session key the row names.
-    pub session_key: String,
-    pub batch: String,
-    /// Its offset in the batch's archive (none for bytes kept inline).
-    pub archive_at: Option<u64>,
-    pub detail: String,
-}
-
-impl super::Ledger {
-    /// Check every raw signal row against its bytes: an archived row's
-    /// record must be intact (its spool digest matches) at its offset in
-    /// its batch's archive, and carry the row's receive time, session key
-    /// and event name; an inline row's envelope must say the same. Rows
-    /// are read in key order (no sort, so memory stays flat), each record
-    /// read at its offset from a few archives kept open. Returns the rows
-    /// checked and the problems.
-    pub fn verify_raw(&self) -> Result<(u64, Vec<RawProblem>), LedgerError> {
-        self.verify_raw_range(None, None)
-    }
-
-    /// The receive time that halves the raw signal rows, to check the two
-    /// halves on two threads ([`Ledger::verify_raw_range`]).
-    pub fn raw_midpoint(&self) -> Result<Option<i64>, LedgerError> {
-        let n: i64 = self
-            .conn
-            .query_row("SELECT count(*) FROM raw_signals", [], |r| r.get(0))?;
-        Ok(self
-            .conn
-            .query_row(
-                "SELECT received_unix_ns FROM raw_signals ORDER BY received_unix_ns LIMIT 1 OFFSET ?1",
-                [n / 2],
-                |r| r.get(0),
-            )
-            .optional()?)
-    }
-
-    /// [`Ledger::verify_raw`] over the rows received at or after `from`
-    /// and before `to` (either bound open when `None`).
-    pub fn verify_raw_range(
-        &self,
-        from: Option<i64>,
-        to: Option<i64>,
-    ) -> Result<(u64, Vec<RawProblem>), LedgerError> {
-        self.verify_raw_where(from, to, None)
-    }
-
-    /// [`Ledger::verify_raw`] over the rows of one batch.
-    pub fn verify_raw_batch(&self, batch: &str) -> Result<(u64, Vec<RawProblem>), LedgerError> {
-        self.verify_raw_where(None, None, Some(batch))
-    }
-
-    fn verify_raw_where(
-        &self,
-        from: Option<i64>,
-        to: Option<i64>,
-        batch: Option<&str>,
-    ) -> Result<(u64, Vec<RawProblem>), LedgerError> {
-        let mut stmt = self.conn.prepare(
-            "SELECT record_digest, session_key, event_name, received_unix_ns, batch, archive_at, envelope \
-             FROM raw_signals WHERE received_unix_ns >= coalesce(?1, -9223372036854775808) \
-             AND (?2 IS NULL OR received_unix_ns < ?2) AND (?3 IS NULL OR batch = ?3)",
-        )?;
-        let mut rows = stmt.query(rusqlite::params![from, to, batch])?;
-        let mut problems = Vec::new();
-        let mut open = OpenArchives::default();
-        let mut count = 0u64;
-        while let Some(r) = rows.next()? {
-            count += 1;
-            let text = |i: usize| -> rusqlite::Result<Option<&str>> {
-                Ok(r.get_ref(i)?.as_str_or_null()?)
-            };
-            let want = Identity {
-                session_key: text(1)?.unwrap_or_default(),
-                event: text(2)?,
-                received_ns: r.get(3)?,
-            };
-            let batch = text(4)?.unwrap_or_default();
-            let at: Option<i64> = r.get(5)?;
-            let verdict = match (at, text(6)?) {
-                (Some(at), _) => match open.get(self.dir(), batch) {
-                    Ok(a) => a.identity_at(at as u64, &want),
-                    Err(e) => Err(e.clone()),
-                },
-                (None, Some(text)) => inline_identity(text, &want),
-                (None, None) => Err("the row keeps no bytes and no archive offset".into()),
-            };
-            let Err(detail) = verdict else {
-                continue;
-            };
-            problems.push(RawProblem {
-                record_digest: r.get(0)?,
-                session_key: want.session_key.to_string(),
-                batch: batch.to_string(),
-                archive_at: at.map(|a| a as u64),
-                detail,
-            });
-        }
-        Ok((count, problems))
-    }
-}
-
 /// Whether an envelope kept inline (a record written before the archive)
 /// carries `want`'s identity.
-fn inline_identity(text: &str, want: &Identity<'_>) -> Result<(), String> {
+pub(in crate::ledger) fn inline_identity(text: &str, want: &Identity<'_>) -> Result<(), String> {
     let env: crate::spool::Envelope = serde_json::from_str(text)
         .map_err(|e| format!("the inline envelope does not parse: {e}"))?;
     let got = Identity {
@@ -535,10 +392,10 @@ fn inline_identity(text: &str, want: &Identity<'_>) -> Result<(), String> {
 
 /// What a raw signal row and its record must agree on.
 #[derive(Debug, PartialEq, Eq)]
-struct Identity<'a> {
-    session_key: &'a str,
-    event: Option<&'a str>,
-    received_ns: i64,
+pub(in crate::ledger) struct Identity<'a> {
+    pub(in crate::ledger) session_key: &'a str,
+    pub(in crate::ledger) event: Option<&'a str>,
+    pub(in crate::ledger) received_ns: i64,
 }
 
 impl<'a> Identity<'a> {

@@ -24,20 +24,17 @@
 //! notes are found without reading the rest.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
 
-use rusqlite::{CachedStatement, Connection, OptionalExtension, params};
+use rusqlite::{CachedStatement, Connection, params};
 
-use super::check::problem;
-use super::query::{each_stored_text, session_at};
-use super::{Ledger, LedgerError, StoredText, ValidationProblem};
 use crate::contract::json::{attestation_name, number, outcome_name, string, turn_source_name};
 use crate::contract::{Attestation, Event, Observation, Outcome, Payload, SessionRef, TurnSource};
 
 mod decode;
 
 pub use decode::Entry;
-use decode::{each_entry, entries};
+use decode::each_entry;
+pub(in crate::ledger) use decode::entries;
 
 /// The most entries a chunk holds.
 pub const CHUNK_EVENTS: usize = 256;
@@ -204,7 +201,7 @@ impl<'a> TraceFacts<'a> {
     }
 
     /// The same facts, owning their text.
-    fn into_owned(self) -> TraceFacts<'static> {
+    pub(super) fn into_owned(self) -> TraceFacts<'static> {
         let own = |c: Cow<'_, str>| Cow::Owned(c.into_owned());
         TraceFacts {
             offset: self.offset,
@@ -355,18 +352,6 @@ impl<'c, 'b> ChunkWriter<'c, 'b> {
     }
 }
 
-/// One session's trace chunks as [`Ledger::read_trace_chunks`] hands
-/// them on: each chunk's entries, then the stored text of each of its
-/// whole entries, in offset order.
-pub enum ChunkRead<'a> {
-    /// A chunk: how many events it counts, and its entries' text.
-    Entries {
-        events: u64,
-        entries: &'a [u8],
-    },
-    Whole(StoredText<'a>),
-}
-
 /// Trace chunks as read and not yet decoded: their entries' text side by
 /// side. The thread that reads the ledger only copies bytes into one, and
 /// another decodes them ([`TraceBatch::each_entry`]).
@@ -404,258 +389,5 @@ impl TraceBatch {
         let text = std::str::from_utf8(&self.bytes[start..self.ends[i]])
             .map_err(|_| "its entries are not UTF-8".to_string())?;
         each_entry(text, take)
-    }
-}
-
-impl Ledger {
-    /// Whether this ledger keeps trace chunks (migration `trace_chunks`; an
-    /// archived epoch an older build wrote may not).
-    pub fn keeps_trace_rows(&self) -> Result<bool, LedgerError> {
-        Ok(self.conn.query_row(
-            "SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'trace_chunks')",
-            [],
-            |r| r.get(0),
-        )?)
-    }
-
-    /// One session's trace chunks in offset order, each followed by the
-    /// text of its whole entries. A whole entry whose event row is not
-    /// there has no text: the decoder finds it missing.
-    pub fn read_trace_chunks<E: From<LedgerError>>(
-        &self,
-        session: &SessionRef,
-        mut f: impl FnMut(ChunkRead<'_>) -> Result<(), E>,
-    ) -> Result<(), E> {
-        let read = |e: rusqlite::Error| E::from(LedgerError::from(e));
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT wholes, CAST(entries AS BLOB), events FROM trace_chunks \
-                 WHERE adapter = ?1 AND session_id = ?2 ORDER BY first_offset",
-            )
-            .map_err(read)?;
-        let mut rows = stmt
-            .query(params![session.adapter.as_str(), session.session_id])
-            .map_err(read)?;
-        while let Some(r) = rows.next().map_err(read)? {
-            let entries = r.get_ref(1).map_err(read)?.as_blob().unwrap_or_default();
-            let events = r.get::<_, i64>(2).map_err(read)?.max(0) as u64;
-            f(ChunkRead::Entries { events, entries })?;
-            let Some(wholes) = r.get_ref(0).map_err(read)?.as_str_or_null().ok().flatten() else {
-                continue;
-            };
-            // A list that does not read is left to the decoder, which
-            // names each whole entry without its text.
-            let seqs: Vec<i64> = serde_json::from_str(wholes).unwrap_or_default();
-            self.each_text_of_seqs(&seqs, |t| f(ChunkRead::Whole(t)))?;
-        }
-        Ok(())
-    }
-
-    /// The sessions with a `note` entry (by the index of the chunks that
-    /// hold one).
-    pub fn sessions_with_notes(&self) -> Result<HashSet<SessionRef>, LedgerError> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT DISTINCT adapter, session_id FROM trace_chunks WHERE notes > 0")?;
-        let rows = stmt.query_map([], |r| session_at(r, 0))?;
-        Ok(rows.collect::<Result<_, _>>()?)
-    }
-
-    /// One session's `note` events, in offset order, as
-    /// [`Ledger::for_each_stored_text`] gives rows.
-    pub fn for_each_note_text<E: From<LedgerError>>(
-        &self,
-        session: &SessionRef,
-        f: impl FnMut(StoredText<'_>) -> Result<(), E>,
-    ) -> Result<(), E> {
-        let read = |e: rusqlite::Error| E::from(LedgerError::from(e));
-        let mut chunks = self
-            .conn
-            .prepare_cached(
-                "SELECT entries FROM trace_chunks WHERE adapter = ?1 AND session_id = ?2 AND notes > 0 \
-                 ORDER BY first_offset",
-            )
-            .map_err(read)?;
-        let mut seqs = Vec::new();
-        let mut rows = chunks
-            .query(params![session.adapter.as_str(), session.session_id])
-            .map_err(read)?;
-        while let Some(r) = rows.next().map_err(read)? {
-            let text: String = r.get(0).map_err(read)?;
-            // A chunk that does not decode is named by `validate`; here its
-            // notes are missing, as a damaged note row's are.
-            for (seq, facts) in entries(&text).unwrap_or_default() {
-                if facts.is_ok_and(|f| f.part == TracePart::Note) {
-                    seqs.push(seq);
-                }
-            }
-        }
-        self.each_text_of_seqs(&seqs, f)
-    }
-
-    /// The stored text of the event rows `seqs`, in that order, as
-    /// [`Ledger::for_each_stored_text`] gives rows; a seq no row has is
-    /// passed over.
-    fn each_text_of_seqs<E: From<LedgerError>>(
-        &self,
-        seqs: &[i64],
-        mut f: impl FnMut(StoredText<'_>) -> Result<(), E>,
-    ) -> Result<(), E> {
-        let read = |e: rusqlite::Error| E::from(LedgerError::from(e));
-        let mut text = self
-            .conn
-            .prepare_cached("SELECT seq, id, CAST(json AS BLOB) FROM events WHERE seq = ?1")
-            .map_err(read)?;
-        for seq in seqs {
-            each_stored_text(text.query([seq]).map_err(read)?, &mut f)?;
-        }
-        Ok(())
-    }
-}
-
-type OwnedEntry = (i64, Result<TraceFacts<'static>, String>);
-
-/// The chunk `validate` last read: the events it covers (by session,
-/// first offset and length) and their entries (`None`: the chunk does not
-/// decode, already reported; it covers the events it counts).
-struct CheckedChunk {
-    session: SessionRef,
-    first: u64,
-    len: u64,
-    entries: Option<Vec<OwnedEntry>>,
-}
-
-impl CheckedChunk {
-    fn covers(&self, e: &Event) -> bool {
-        self.session == e.session && self.first <= e.offset && e.offset - self.first < self.len
-    }
-}
-
-/// What `validate` keeps of the trace chunks as it reads the events.
-#[derive(Default)]
-pub(super) struct ChunkCheck {
-    current: Option<CheckedChunk>,
-}
-
-impl ChunkCheck {
-    /// The entry of `event` (its row is `seq`) is the one finalize writes
-    /// for it.
-    pub(super) fn check(
-        &mut self,
-        ledger: &Ledger,
-        seq: i64,
-        event: &Event,
-        out: &mut Vec<ValidationProblem>,
-    ) -> Result<(), LedgerError> {
-        let id = event.id.as_str();
-        let mut report = |detail: String| out.push(problem(id, "trace-row", detail));
-        if !self.current.as_ref().is_some_and(|c| c.covers(event)) {
-            self.current = None;
-            let found: Option<(i64, i64, Vec<u8>)> = ledger
-                .conn
-                .prepare_cached(
-                    "SELECT first_offset, events, CAST(entries AS BLOB) FROM trace_chunks WHERE adapter = ?1 \
-                     AND session_id = ?2 AND first_offset <= ?3 ORDER BY first_offset DESC LIMIT 1",
-                )?
-                .query_row(
-                    params![
-                        event.session.adapter.as_str(),
-                        event.session.session_id,
-                        event.offset as i64
-                    ],
-                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-                )
-                .optional()?;
-            let Some((first, events, text)) = found else {
-                report(format!("row seq {seq} has no trace entry"));
-                return Ok(());
-            };
-            let first = first.max(0) as u64;
-            let Ok(text) = std::str::from_utf8(&text) else {
-                report(format!(
-                    "the trace chunk at offset {first} cannot be read: its entries are not UTF-8"
-                ));
-                return Ok(());
-            };
-            let decoded = entries(text).map(|all| {
-                all.into_iter()
-                    .map(|(s, f)| (s, f.map(TraceFacts::into_owned)))
-                    .collect::<Vec<_>>()
-            });
-            let decoded = match decoded {
-                Ok(all) if all.len() as i64 == events => Some(all),
-                Ok(all) => {
-                    report(format!(
-                        "the trace chunk at offset {first} counts {events} events and holds {} entries",
-                        all.len()
-                    ));
-                    Some(all)
-                }
-                Err(why) => {
-                    report(format!(
-                        "the trace chunk at offset {first} cannot be read: {why}"
-                    ));
-                    None
-                }
-            };
-            let chunk = CheckedChunk {
-                session: event.session.clone(),
-                first,
-                len: decoded
-                    .as_ref()
-                    .map_or(events.max(0) as u64, |d| d.len() as u64),
-                entries: decoded,
-            };
-            let covered = chunk.covers(event);
-            self.current = Some(chunk);
-            if !covered {
-                report(format!("row seq {seq} has no trace entry"));
-                return Ok(());
-            }
-        }
-        let Some(CheckedChunk {
-            first,
-            entries: Some(all),
-            ..
-        }) = &self.current
-        else {
-            return Ok(());
-        };
-        let (kept_seq, kept) = &all[(event.offset - first) as usize];
-        let want = TraceFacts::of(event);
-        match kept {
-            _ if *kept_seq != seq => {
-                report(format!("row seq {seq}'s trace entry names seq {kept_seq}"))
-            }
-            Ok(kept) if *kept == want => {}
-            Ok(kept) => report(format!(
-                "row seq {seq}'s trace entry holds {kept:?}, its event says {want:?}"
-            )),
-            Err(why) => report(format!("row seq {seq}'s trace entry cannot be used: {why}")),
-        }
-        Ok(())
-    }
-
-    /// As many entries as events: the chunks hold no entry of no event.
-    pub(super) fn finish(
-        self,
-        ledger: &Ledger,
-        events: u64,
-        out: &mut Vec<ValidationProblem>,
-    ) -> Result<(), LedgerError> {
-        let kept: i64 = ledger.conn.query_row(
-            "SELECT coalesce(sum(events), 0) FROM trace_chunks",
-            [],
-            |r| r.get(0),
-        )?;
-        if kept as u64 != events {
-            out.push(problem(
-                "trace_chunks",
-                "trace-row",
-                format!("the trace chunks count {kept} events, the ledger holds {events}"),
-            ));
-        }
-        Ok(())
     }
 }

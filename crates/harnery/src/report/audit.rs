@@ -95,7 +95,7 @@ impl Classification {
 }
 
 /// [`classify_session`] over owned events (one session's, e.g. from
-/// `Ledger::session_events`).
+/// `LedgerReader::session_events`).
 pub fn classify_events(events: &[Event]) -> Classification {
     let refs: Vec<&Event> = events.iter().collect();
     classify_session(&refs)

@@ -17,14 +17,14 @@ use super::stored_reasons::part_reasons_with;
 use crate::contract::SessionRef;
 use crate::epoch::{EpochEntry, EpochSelector, select};
 use crate::home::Home;
-use crate::ledger::{Ledger, LedgerError, SessionSummary, SpanCounts};
+use crate::ledger::{LedgerError, LedgerReader, SessionSummary, SpanCounts};
 
 /// One epoch opened for reading.
 pub struct OpenEpoch {
     /// `live`, or the genesis id of an archive.
     pub label: String,
     pub genesis_id: String,
-    pub ledger: Ledger,
+    pub ledger: LedgerReader,
 }
 
 /// An epoch that was selected but could not be read, and why.
@@ -54,7 +54,7 @@ impl Epochs {
     /// known ones; with `live`, a live epoch that cannot be opened is too.
     pub fn open(home: &Home, selector: &EpochSelector) -> Result<Epochs, SourceError> {
         if *selector == EpochSelector::Live {
-            return Ok(Epochs::live(Ledger::open_read(home)?));
+            return Ok(Epochs::live(LedgerReader::open(home)?));
         }
         let mut epochs = Epochs {
             open: Vec::new(),
@@ -68,7 +68,7 @@ impl Epochs {
     }
 
     /// Only the live epoch, already open.
-    pub fn live(ledger: Ledger) -> Epochs {
+    pub fn live(ledger: LedgerReader) -> Epochs {
         let genesis_id = ledger.genesis().genesis_id.clone();
         Epochs {
             open: vec![OpenEpoch {
@@ -286,7 +286,7 @@ impl<'a> SessionParts<'a> {
         &self,
         command: &str,
         epochs: &Epochs,
-        f: impl Fn(&Ledger, &SessionRef) -> Result<T, LedgerError>,
+        f: impl Fn(&LedgerReader, &SessionRef) -> Result<T, LedgerError>,
     ) -> Result<Vec<(&'a OpenEpoch, T)>, SourceError> {
         let mut out = Vec::new();
         let mut first_failure = None;
@@ -310,14 +310,14 @@ impl<'a> SessionParts<'a> {
 /// Open one listed epoch as it was written, without asking that it speak
 /// this build's digest (for the checks, which report a foreign digest
 /// themselves), or say why this build cannot read it.
-pub fn open_as_written(entry: &EpochEntry) -> Result<Ledger, String> {
+pub fn open_as_written(entry: &EpochEntry) -> Result<LedgerReader, String> {
     if let Some(why) = entry.newer_generation() {
         return Err(why);
     }
     if let Err(detail) = &entry.genesis {
         return Err(detail.clone());
     }
-    Ledger::open_dir_read(&entry.dir, None).map_err(|e| e.to_string())
+    LedgerReader::open_dir(&entry.dir, None).map_err(|e| e.to_string())
 }
 
 fn is_no_match(e: &SourceError) -> bool {

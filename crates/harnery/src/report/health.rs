@@ -307,7 +307,7 @@ pub const RECORD_CLEANUP_MARGIN_NS: i64 = 7 * 24 * 3600 * 1_000_000_000;
 
 /// One `unreadable_row` condition for each row the reads of `ledger` so
 /// far passed over (see `ledger::UnreadableRow`).
-pub fn set_aside_conditions(ledger: &crate::ledger::Ledger) -> Vec<Condition> {
+pub fn set_aside_conditions(ledger: &crate::ledger::LedgerReader) -> Vec<Condition> {
     ledger
         .take_set_aside()
         .into_iter()
@@ -328,7 +328,7 @@ pub const RECORD_BACKLOG_CEILING: u64 = 1 << 30;
 /// was last changed so long ago that the agent may soon delete it
 /// (`record_unread_near_cleanup`).
 pub fn record_conditions(
-    ledger: &crate::ledger::Ledger,
+    ledger: &crate::ledger::LedgerReader,
     now_ns: i64,
 ) -> Result<Vec<Condition>, crate::ledger::LedgerError> {
     let mut out = Vec::new();

@@ -13,10 +13,10 @@ use super::health::{
     Condition, OpenSpan, PendingEnd, READ_SIDE_SPAN_CAP, pending_condition, recorded,
 };
 use crate::contract::{EventId, SessionRef};
-use crate::ledger::{EndRequestRow, Ledger, LedgerError, SpanState};
+use crate::ledger::{EndRequestRow, LedgerError, LedgerReader, SpanState};
 
 /// Every session's conditions, judged at `now_ns`, in session order.
-pub fn conditions(ledger: &Ledger, now_ns: i64) -> Result<Vec<Condition>, LedgerError> {
+pub fn conditions(ledger: &LedgerReader, now_ns: i64) -> Result<Vec<Condition>, LedgerError> {
     let mut sessions = ledger.sessions()?;
     sessions.sort_by(|a, b| a.session.cmp(&b.session));
     let mut pending = by_session(ledger.pending_end_requests()?);
@@ -75,7 +75,7 @@ pub fn conditions(ledger: &Ledger, now_ns: i64) -> Result<Vec<Condition>, Ledger
 /// the record was read since (a record `missing` until it was written), or
 /// a later problem replaced it. `state` caches the session's record state.
 fn record_problem_cleared(
-    ledger: &Ledger,
+    ledger: &LedgerReader,
     session: &SessionRef,
     row: &crate::ledger::HealthRow,
     state: &mut Option<Option<crate::session::RecordCursor>>,
@@ -99,7 +99,7 @@ fn record_problem_cleared(
 
 /// Every pending end request with the open spans of its session, in
 /// session order (`harnery end --list`).
-pub fn pending_ends(ledger: &Ledger) -> Result<Vec<PendingEnd>, LedgerError> {
+pub fn pending_ends(ledger: &LedgerReader) -> Result<Vec<PendingEnd>, LedgerError> {
     let mut out = Vec::new();
     for (session, ends) in by_session(ledger.pending_end_requests()?) {
         out.extend(pending_of(ledger, &session, ends)?);
@@ -116,7 +116,7 @@ fn by_session(rows: Vec<EndRequestRow>) -> BTreeMap<SessionRef, Vec<EndRequestRo
 }
 
 fn pending_of(
-    ledger: &Ledger,
+    ledger: &LedgerReader,
     session: &SessionRef,
     ends: Vec<EndRequestRow>,
 ) -> Result<Vec<PendingEnd>, LedgerError> {

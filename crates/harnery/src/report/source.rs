@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use crate::contract::{AdapterId, SessionRef};
 use crate::epoch::{EpochError, archived_open_span_sessions};
 use crate::home::Home;
-use crate::ledger::{GENESIS_FILE, Ledger, LedgerError};
+use crate::ledger::{GENESIS_FILE, LedgerError, LedgerReader};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
@@ -47,18 +47,18 @@ fn split_adapter(name: &str) -> Option<(AdapterId, &str)> {
     Some((AdapterId::parse(adapter)?, id))
 }
 
-pub(crate) fn resolve(ledger: &Ledger, name: &str) -> Result<SessionRef, SourceError> {
+pub(crate) fn resolve(ledger: &LedgerReader, name: &str) -> Result<SessionRef, SourceError> {
     Ok(ledger.resolve_session(name)?)
 }
 
 /// The live epoch, or `None` when no ledger exists yet (a new home: see
 /// `ledger::integrity`); a live epoch with files but no genesis is damage.
-pub fn live_or_none(home: &Home) -> Result<Option<Ledger>, SourceError> {
-    let dir = Ledger::live_dir(home);
+pub fn live_or_none(home: &Home) -> Result<Option<LedgerReader>, SourceError> {
+    let dir = LedgerReader::live_dir(home);
     if !dir.join(GENESIS_FILE).exists() && crate::ledger::integrity::is_new(&dir)? {
         return Ok(None);
     }
-    Ok(Some(Ledger::open_read(home)?))
+    Ok(Some(LedgerReader::open(home)?))
 }
 
 /// The session `name` picks (a full id or a unique prefix, see

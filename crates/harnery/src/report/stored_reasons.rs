@@ -5,20 +5,23 @@
 //! ([`super::epochs`]) ask here; it reads storage and never writes.
 
 use crate::contract::SessionRef;
-use crate::ledger::{Ledger, LedgerError, SessionSummary};
+use crate::ledger::{LedgerError, LedgerReader, SessionSummary};
 
 use super::audit::{Classification, classify_events};
 
 /// The reasons one epoch's part of a session gives: from the session's
 /// row where the epoch keeps them, else from its events (an archive an
 /// older build wrote). Ranges a resume superseded are left out.
-pub fn part_reasons(ledger: &Ledger, session: &SessionRef) -> Result<Vec<String>, LedgerError> {
+pub fn part_reasons(
+    ledger: &LedgerReader,
+    session: &SessionRef,
+) -> Result<Vec<String>, LedgerError> {
     part_reasons_with(ledger, session, false)
 }
 
 /// [`part_reasons`]; with `include_superseded`, superseded ranges count.
 pub fn part_reasons_with(
-    ledger: &Ledger,
+    ledger: &LedgerReader,
     session: &SessionRef,
     include_superseded: bool,
 ) -> Result<Vec<String>, LedgerError> {
@@ -40,7 +43,7 @@ pub fn part_reasons_with(
 /// The audit classification of each listed session of the live ledger, in
 /// the order given (for `harnery sessions`).
 pub fn classify_summaries(
-    ledger: &Ledger,
+    ledger: &LedgerReader,
     sessions: &[SessionSummary],
 ) -> Result<Vec<Classification>, LedgerError> {
     sessions

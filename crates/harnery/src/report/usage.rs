@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::contract::{AdapterId, Event, Payload, UsageReported};
-use crate::ledger::{DamagedRow, Ledger, LedgerError, RowFilter, StoredText};
+use crate::ledger::{DamagedRow, LedgerError, LedgerReader, RowFilter, StoredText};
 
 /// The group name of usage whose record named no model.
 pub const UNKNOWN_MODEL: &str = "(unknown)";
@@ -391,7 +391,7 @@ fn day_of(unix_ns: i64) -> String {
 
 /// Stream the rows `filter` keeps from `ledger` into `tally`.
 pub fn tally_ledger(
-    ledger: &Ledger,
+    ledger: &LedgerReader,
     filter: &RowFilter,
     tally: &mut UsageTally,
 ) -> Result<(), LedgerError> {

@@ -17,7 +17,7 @@ use serde::Serialize;
 use crate::contract::{
     Effect, Event, EventType, Observation, OffsetRange, Payload, SessionRef, SessionResumed,
 };
-use crate::ledger::{Ledger, LedgerError};
+use crate::ledger::{LedgerError, LedgerReader};
 
 /// Why a replay window was refused, naming the bound.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -72,7 +72,7 @@ pub fn check_window(from: i64, to: Option<i64>, head: u64) -> Result<(u64, u64),
 /// The session's events with `from <= offset < to` (`to` defaults to the
 /// head), superseded ones included: one SQL range read.
 pub fn replay(
-    ledger: &Ledger,
+    ledger: &LedgerReader,
     session: &SessionRef,
     from: i64,
     to: Option<i64>,
@@ -169,19 +169,22 @@ pub enum CheckpointError {
 
 impl SessionLog {
     /// Read the session's log: its checkpoint and resume events only.
-    pub fn read(ledger: &Ledger, session: &SessionRef) -> Result<SessionLog, LedgerError> {
+    pub fn read(ledger: &LedgerReader, session: &SessionRef) -> Result<SessionLog, LedgerError> {
         let types = [EventType::CheckpointRecorded, EventType::SessionResumed];
         SessionLog::read_types(ledger, session, &types)
     }
 
     /// Only the resumes (superseded ranges and incarnations), without the
     /// checkpoints: what a read command needs to leave ranges out.
-    pub fn read_resumes(ledger: &Ledger, session: &SessionRef) -> Result<SessionLog, LedgerError> {
+    pub fn read_resumes(
+        ledger: &LedgerReader,
+        session: &SessionRef,
+    ) -> Result<SessionLog, LedgerError> {
         SessionLog::read_types(ledger, session, &[EventType::SessionResumed])
     }
 
     fn read_types(
-        ledger: &Ledger,
+        ledger: &LedgerReader,
         session: &SessionRef,
         types: &[EventType],
     ) -> Result<SessionLog, LedgerError> {

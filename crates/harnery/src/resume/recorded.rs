@@ -16,7 +16,7 @@ use std::path::PathBuf;
 
 use super::evidence::RunningCopilotHint;
 use crate::home::Home;
-use crate::ledger::Ledger;
+use crate::ledger::LedgerReader;
 use crate::spool::{IntakeSpool, SegmentItem, SegmentReader, session_key};
 
 const VERSION_KEY: &str = "COPILOT_CLI_BINARY_VERSION";
@@ -47,7 +47,7 @@ pub fn hint_from_harnery(home: &Home, session_id: Option<&str>) -> RunningCopilo
 }
 
 fn newest(home: &Home, own_key: Option<&str>, key: &str) -> Option<Seen> {
-    let ledger = Ledger::open_read(home).ok();
+    let ledger = LedgerReader::open(home).ok();
     let pick = |scope: Option<&str>| {
         let spool = in_spool(home, scope, key);
         let recorded = ledger.as_ref().and_then(|l| in_ledger(l, scope, key));
@@ -59,7 +59,7 @@ fn newest(home: &Home, own_key: Option<&str>, key: &str) -> Option<Seen> {
     own_key.and_then(|k| pick(Some(k))).or_else(|| pick(None))
 }
 
-fn in_ledger(ledger: &Ledger, scope: Option<&str>, key: &str) -> Option<Seen> {
+fn in_ledger(ledger: &LedgerReader, scope: Option<&str>, key: &str) -> Option<Seen> {
     let (received_ns, session_key, env) = ledger
         .newest_env_with(ADAPTER, scope, &format!("\"{key}\""))
         .ok()??;

@@ -13,7 +13,7 @@ use serde::{Serialize, Serializer, ser::SerializeSeq};
 use super::log::{Checkpoint, CheckpointError, ReplayError, SessionLog};
 use super::shim::ResumeShim;
 use crate::contract::{Effect, Event, OffsetRange, SessionRef};
-use crate::ledger::{Ledger, LedgerError};
+use crate::ledger::{LedgerError, LedgerReader};
 
 /// What `harnery restore` hands a fresh incarnation.
 #[derive(Debug, Serialize)]
@@ -43,7 +43,7 @@ pub struct RestoreSeed<'a> {
 /// `Serialize` read them one at a time, so a seed of any size is handed
 /// out in bounded memory.
 pub struct SeedEvents<'a> {
-    ledger: &'a Ledger,
+    ledger: &'a LedgerReader,
     session: SessionRef,
     boundary: u64,
     superseded: Vec<OffsetRange>,
@@ -139,7 +139,7 @@ pub enum RestoreError {
 /// The seed of `session` at `checkpoint` (an id, `latest`, or none for the
 /// latest). Its events are read when it is written out.
 pub fn seed<'a>(
-    ledger: &'a Ledger,
+    ledger: &'a LedgerReader,
     log: &SessionLog,
     checkpoint: Option<&str>,
     include_superseded: bool,

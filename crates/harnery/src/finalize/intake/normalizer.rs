@@ -10,14 +10,14 @@ use crate::contract::SessionRef;
 use crate::finalize::FinalizeError;
 use crate::finalize::state::{load_producer, save_producer};
 use crate::fingerprint::FingerprintState;
-use crate::ledger::{AppendBatch, Ledger};
+use crate::ledger::{AppendBatch, LedgerReader};
 use crate::session::SessionProducer;
 
 /// Stage one's view of the ledger: a read connection plus what this run's
 /// own not-yet-committed batches changed (producer state, spool-health
 /// offsets), which the database cannot show yet.
 pub(super) struct Normalizer {
-    pub(super) ledger: Ledger,
+    pub(super) ledger: LedgerReader,
     /// The run's "now": the time of conditions found while loading state.
     pub(super) now_unix_ns: i64,
     /// Producers this run advanced, with the chunk that last did; one

@@ -2,7 +2,7 @@
 //! back, older formats still read, malformed frames refused.
 
 use super::*;
-use crate::ledger::{AppendOutcome, Ledger};
+use crate::ledger::{AppendOutcome, LedgerWriter};
 
 const ENVELOPE: &str = r#"{"v":1,"env":{"COPILOT_CLI_BINARY_VERSION":"1.0.102"}}"#;
 const PAYLOAD: &[u8] = b"{\"a\":\"\\u0000\xff\"}\n";
@@ -130,7 +130,7 @@ fn a_v3_file_written_by_the_previous_build_is_still_applied() {
     let mut b = read(&fixture).unwrap();
     same(&b, &awkward_batch());
     let dir = tempfile::tempdir().unwrap();
-    let mut ledger = Ledger::open_write(&Home::at(dir.path()), 1).unwrap();
+    let mut ledger = LedgerWriter::open(&Home::at(dir.path()), 1).unwrap();
     let incarnation = ledger.take_incarnation().unwrap();
     // The ledger refuses a batch of another contract by design; what is
     // tested here is the format, so the batch speaks this build's.

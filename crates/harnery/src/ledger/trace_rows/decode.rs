@@ -13,7 +13,7 @@ use crate::contract::{Attestation, Observation, Outcome, TurnSource};
 pub type Entry<'a> = (i64, Result<TraceFacts<'a>, String>);
 
 /// A chunk's entries, decoded.
-pub(super) fn entries(text: &str) -> Result<Vec<Entry<'_>>, String> {
+pub(in crate::ledger) fn entries(text: &str) -> Result<Vec<Entry<'_>>, String> {
     let mut out = Vec::with_capacity(CHUNK_EVENTS);
     each_entry(text, |entry| out.push(entry))?;
     Ok(out)

@@ -16,7 +16,8 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
 
-use super::{DB_FILE, Ledger, LedgerError};
+use super::LedgerWriter;
+use crate::ledger::{DB_FILE, LedgerError};
 
 /// Pages in the WAL after which SQLite checkpoints on its own (64 MiB).
 pub(super) const AUTO_CHECKPOINT_PAGES: i64 = 4096;
@@ -95,7 +96,7 @@ impl Checkpointer {
     }
 }
 
-impl Ledger {
+impl LedgerWriter {
     /// Hand checkpoints and WAL syncs to a [`Checkpointer`] on another
     /// thread (`true`): commits then neither checkpoint nor wait for their
     /// fsync, and the caller must not treat a commit as durable before the

@@ -49,7 +49,7 @@ const CLOSE_STORED_SPAN: &str = "UPDATE spans SET state = ?2, reason = coalesce(
      WHERE adapter = ?8 AND session_id = ?9 AND request_event_id = ?1";
 /// `spans_open_calls` holds exactly the open spans, in rowid order within a
 /// call, so the oldest comes first without a sort.
-pub(super) const STORED_OPEN_SPAN_OF_CALL: &str = "SELECT request_event_id FROM spans WHERE adapter = ?1 AND session_id = ?2 AND tool_call_id = ?3 AND state = 'open' ORDER BY seq LIMIT 1";
+pub(in crate::ledger) const STORED_OPEN_SPAN_OF_CALL: &str = "SELECT request_event_id FROM spans WHERE adapter = ?1 AND session_id = ?2 AND tool_call_id = ?3 AND state = 'open' ORDER BY seq LIMIT 1";
 const INSERT_SPAN: &str = insert_span!("");
 const INSERT_OWN_SPAN: &str =
     insert_span!(" ON CONFLICT (adapter, session_id, request_event_id) DO NOTHING");

@@ -22,8 +22,9 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::params;
 
-use super::{Ledger, LedgerError, durable, raw, rawz};
+use super::LedgerWriter;
 use crate::finalize::failpoint;
+use crate::ledger::{LedgerError, durable, raw, rawz};
 
 /// What a compaction did.
 #[derive(Debug, Default, Clone, serde::Serialize)]
@@ -38,56 +39,7 @@ pub struct Compacted {
     pub skipped_batches: Vec<String>,
 }
 
-/// The raw archive's size: on disk, and as the original bytes.
-#[derive(Debug, Default, Clone, serde::Serialize)]
-pub struct ArchiveSize {
-    pub files: u64,
-    pub compressed_files: u64,
-    pub bytes_on_disk: u64,
-    pub original_bytes: u64,
-}
-
-impl Ledger {
-    /// The recorded archive files, by batch.
-    fn recorded_names(&self) -> Result<Vec<(String, String)>, LedgerError> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT batch, name FROM raw_members ORDER BY batch, name")?;
-        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        Ok(rows.collect::<Result<_, _>>()?)
-    }
-
-    /// The size of the raw archive the ledger records.
-    pub fn archive_size(&self) -> Result<ArchiveSize, LedgerError> {
-        let mut size = ArchiveSize::default();
-        let has: bool = self.conn.query_row(
-            "SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE name = 'raw_members')",
-            [],
-            |r| r.get(0),
-        )?;
-        if !has {
-            return Ok(size);
-        }
-        let raw_dir = self.dir.join(raw::RAW_DIR);
-        for (_, name) in self.recorded_names()? {
-            let path = raw_dir.join(&name);
-            let Ok(meta) = std::fs::metadata(&path) else {
-                continue;
-            };
-            size.files += 1;
-            size.bytes_on_disk += meta.len();
-            if name.ends_with(rawz::SUFFIX) {
-                size.compressed_files += 1;
-                if let Ok(z) = rawz::Compressed::open(&path) {
-                    size.original_bytes += z.original_len();
-                }
-            } else {
-                size.original_bytes += meta.len();
-            }
-        }
-        Ok(size)
-    }
-
+impl LedgerWriter {
     /// Convert every recorded uncompressed archive file of this (live,
     /// write-opened) ledger at zstd `level`.
     pub fn compact_archive(&mut self, level: i32) -> Result<Compacted, LedgerError> {
@@ -207,7 +159,7 @@ impl Ledger {
             durable::sync_dir(dir)?;
         }
         failpoint::hit("compact-after-rename");
-        let tx = self.conn.transaction()?;
+        let tx = self.conn_mut().transaction()?;
         for (name, new_name, _, new) in &converted {
             let (len, mtime) = super::integrity::stat_of(new)?;
             tx.execute(

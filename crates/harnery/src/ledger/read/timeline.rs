@@ -6,8 +6,9 @@ use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 
-use super::{DamagedRow, Ledger, LedgerError, SessionSummary, SpanRow};
+use super::{DamagedRow, LedgerReader, SessionSummary, SpanRow};
 use crate::contract::{Event, Observation, Payload, SessionRef};
+use crate::ledger::LedgerError;
 
 /// One line of a timeline.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -108,7 +109,7 @@ pub struct Timeline {
     pub damaged_rows: Vec<DamagedRow>,
 }
 
-impl Ledger {
+impl LedgerReader {
     /// Build the timeline of one session.
     pub fn timeline(&self, session: &SessionRef) -> Result<Timeline, LedgerError> {
         Ok(self.timeline_with_events(session)?.0)

@@ -5,9 +5,9 @@
 
 use rusqlite::OptionalExtension;
 
-use super::query::span_row;
-use super::{Ledger, LedgerError, SpanRow};
+use super::{LedgerReader, SpanRow, span_row};
 use crate::contract::{Event, SessionRef};
+use crate::ledger::LedgerError;
 
 /// One event row with its chain columns, exactly as stored (text columns
 /// as their bytes: a NUL or a byte that is not UTF-8 is passed on, not
@@ -26,7 +26,7 @@ pub struct ChainRow<'r> {
     pub hash: &'r [u8],
 }
 
-impl Ledger {
+impl LedgerReader {
     /// Every event of one session in offset order, parsed one at a time
     /// (a row that does not parse is left out, as
     /// `session_events_lenient` leaves it out), so a caller that folds a

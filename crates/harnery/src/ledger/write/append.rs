@@ -4,10 +4,10 @@
 
 use rusqlite::{OptionalExtension, Transaction, TransactionBehavior, params};
 
+use super::LedgerWriter;
 use super::derive::Derivation;
-use super::trace_rows;
-use super::{Ledger, LedgerError, chain};
 use crate::contract::{Event, SessionRef, validate_event};
+use crate::ledger::{LedgerError, chain, trace_rows};
 
 /// One canonical event of a batch: its stored text and its parsed form.
 #[derive(Debug, Clone)]
@@ -98,11 +98,11 @@ pub enum AppendOutcome {
     AlreadyApplied,
 }
 
-impl Ledger {
+impl LedgerWriter {
     /// Take the next incarnation: every writer with an older one is fenced.
     pub fn take_incarnation(&mut self) -> Result<u64, LedgerError> {
         let tx = self
-            .conn
+            .conn_mut()
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         tx.prepare_cached("UPDATE incarnation SET value = value + 1 WHERE id = 1")?
             .execute([])?;
@@ -111,60 +111,6 @@ impl Ledger {
             .query_row([], |r| r.get(0))?;
         tx.commit().map_err(LedgerError::CommitFailed)?;
         Ok(value as u64)
-    }
-
-    /// Whether a batch with this id was already committed.
-    pub fn batch_applied(&self, id: &str) -> Result<bool, LedgerError> {
-        Ok(self.conn.query_row(
-            "SELECT EXISTS (SELECT 1 FROM applied_batches WHERE batch = ?1)",
-            [id],
-            |r| r.get(0),
-        )?)
-    }
-
-    /// Hold one read snapshot until [`Ledger::end_snapshot`], instead of one
-    /// per query (each costs a lock round trip on the WAL index).
-    pub fn begin_snapshot(&self) -> Result<(), LedgerError> {
-        Ok(self.conn.execute_batch("BEGIN DEFERRED")?)
-    }
-
-    pub fn end_snapshot(&self) -> Result<(), LedgerError> {
-        if !self.conn.is_autocommit() {
-            self.conn.execute_batch("COMMIT")?;
-        }
-        Ok(())
-    }
-
-    /// Whether a raw signal with this record digest (which covers the
-    /// receive time) is already kept.
-    pub fn signal_known(
-        &self,
-        received_unix_ns: i64,
-        record_digest: &str,
-    ) -> Result<bool, LedgerError> {
-        Ok(self
-            .conn
-            .prepare_cached("SELECT EXISTS (SELECT 1 FROM raw_signals WHERE received_unix_ns = ?1 AND record_digest = ?2)")?
-            .query_row(params![received_unix_ns, record_digest], |r| r.get(0))?)
-    }
-
-    /// The newest receive time among the kept raw signals. A record
-    /// received later cannot be one of them (its digest covers its receive
-    /// time), so it needs no lookup.
-    pub fn newest_signal_ns(&self) -> Result<Option<i64>, LedgerError> {
-        Ok(self
-            .conn
-            .prepare_cached("SELECT max(received_unix_ns) FROM raw_signals")?
-            .query_row([], |r| r.get(0))?)
-    }
-
-    /// Whether an intake segment was drained by a committed batch.
-    pub fn segment_drained(&self, segment: &str) -> Result<bool, LedgerError> {
-        Ok(self.conn.query_row(
-            "SELECT EXISTS (SELECT 1 FROM drained_segments WHERE segment = ?1)",
-            [segment],
-            |r| r.get(0),
-        )?)
     }
 
     /// Append `batch` under `incarnation` in one transaction. `midway` runs
@@ -184,6 +130,7 @@ impl Ledger {
         timing("append-check", t);
         let seed = self.genesis.chain_seed();
         let tx = self
+            .read
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         fence(&tx, incarnation)?;
@@ -205,7 +152,7 @@ impl Ledger {
             .iter()
             .any(|s| matches!(s.bytes, RawBytes::Archived { .. }))
         {
-            super::integrity::record_members(&tx, &self.dir, &batch.id)?;
+            crate::ledger::integrity::record_members(&tx, &self.read.dir, &batch.id)?;
         }
         timing("append-signals", t);
         let t = std::time::Instant::now();
@@ -218,60 +165,6 @@ impl Ledger {
             events: batch.events.len(),
             signals: batch.signals.len(),
         })
-    }
-
-    /// The producer state stored for a session, as serde JSON text.
-    pub fn producer_state(&self, session: &SessionRef) -> Result<Option<String>, LedgerError> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT state, adapter, session_id FROM producer_state WHERE adapter = ?1 AND session_id = ?2",
-        )?;
-        let mut rows = stmt.query(params![session.adapter.as_str(), session.session_id])?;
-        let Some(r) = rows.next()? else {
-            return Ok(None);
-        };
-        match r.get(0) {
-            Ok(state) => Ok(Some(state)),
-            Err(e) if super::unreadable::is_conversion(&e) => {
-                Err(LedgerError::Unreadable(Box::new(
-                    super::unreadable::describe("producer_state", r, &[1, 2], &e),
-                )))
-            }
-            Err(e) => Err(e.into()),
-        }
-    }
-
-    /// Every session that has producer state, in a stable order.
-    pub fn producer_sessions(&self) -> Result<Vec<SessionRef>, LedgerError> {
-        let mut stmt = self.conn.prepare(
-            "SELECT adapter, session_id FROM producer_state ORDER BY adapter, session_id",
-        )?;
-        let rows = stmt.query([])?;
-        let rows = self.lenient_rows(rows, "producer_state", &[0, 1], |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
-        })?;
-        let mut out = Vec::new();
-        for (adapter, session_id) in rows {
-            if let Some(adapter) = crate::contract::AdapterId::parse(&adapter) {
-                out.push(SessionRef {
-                    adapter,
-                    session_id,
-                });
-            }
-        }
-        Ok(out)
-    }
-
-    /// How many events a session has (its next offset).
-    pub fn next_offset(&self, session: &SessionRef) -> Result<u64, LedgerError> {
-        let n: Option<i64> = self
-            .conn
-            .query_row(
-                "SELECT events FROM sessions WHERE adapter = ?1 AND session_id = ?2",
-                params![session.adapter.as_str(), session.session_id],
-                |r| r.get(0),
-            )
-            .optional()?;
-        Ok(n.unwrap_or(0) as u64)
     }
 }
 
@@ -502,7 +395,7 @@ mod tests {
 
     use super::{AppendBatch, BatchSignal, RawBytes, event_ids_text};
     use crate::home::Home;
-    use crate::ledger::Ledger;
+    use crate::ledger::LedgerWriter;
 
     fn text(ids: &[String]) -> String {
         let mut out = String::new();
@@ -561,7 +454,7 @@ mod tests {
     #[test]
     fn every_signal_row_holds_its_own_values() {
         let dir = tempfile::tempdir().unwrap();
-        let mut ledger = Ledger::open_write(&Home::at(dir.path()), 1).unwrap();
+        let mut ledger = LedgerWriter::open(&Home::at(dir.path()), 1).unwrap();
         let incarnation = ledger.take_incarnation().unwrap();
         let batch = AppendBatch {
             id: "b1".into(),

@@ -9,7 +9,8 @@
 use rusqlite::Row;
 use serde::Serialize;
 
-use super::{Ledger, LedgerError};
+use super::LedgerReader;
+use crate::ledger::LedgerError;
 
 /// One row a read could not use.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -83,7 +84,7 @@ fn shown_bytes(bytes: &[u8]) -> String {
     out
 }
 
-impl Ledger {
+impl LedgerReader {
     /// Each row `read` can read, in order; a row it cannot (a conversion
     /// error) is set aside, named by its `key` columns. Any other error
     /// stops the read.

@@ -5,10 +5,11 @@
 
 use rusqlite::params;
 
-use super::{Ledger, LedgerError};
+use super::LedgerReader;
 use crate::contract::{Event, EventType, SessionRef};
+use crate::ledger::LedgerError;
 
-impl Ledger {
+impl LedgerReader {
     /// The offset the session's next event would take: one past its last
     /// stored offset, 0 for a session with no events.
     pub fn session_head(&self, session: &SessionRef) -> Result<u64, LedgerError> {
@@ -81,7 +82,7 @@ impl Ledger {
         let mut out = Vec::new();
         self.for_each_stored_text_of_types(session, types, |row| {
             let text = std::str::from_utf8(row.json).map_err(|e| LedgerError::Corrupt {
-                path: self.dir.join(super::DB_FILE),
+                path: self.dir.join(crate::ledger::DB_FILE),
                 detail: format!("event seq {} is not UTF-8: {e}", row.seq),
             })?;
             out.push(self.parse_event(text)?);

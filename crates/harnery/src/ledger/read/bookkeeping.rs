@@ -1,0 +1,120 @@
+//! What finalize asks the ledger before it appends: whether a batch or an
+//! intake segment was already applied, whether a raw signal is already
+//! kept, the producer state of a session and its next offset, and one read
+//! snapshot held across those questions.
+
+use rusqlite::{OptionalExtension, params};
+
+use super::LedgerReader;
+use crate::contract::SessionRef;
+use crate::ledger::LedgerError;
+
+impl LedgerReader {
+    /// Whether a batch with this id was already committed.
+    pub fn batch_applied(&self, id: &str) -> Result<bool, LedgerError> {
+        Ok(self.conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM applied_batches WHERE batch = ?1)",
+            [id],
+            |r| r.get(0),
+        )?)
+    }
+
+    /// Hold one read snapshot until [`Ledger::end_snapshot`], instead of one
+    /// per query (each costs a lock round trip on the WAL index).
+    pub fn begin_snapshot(&self) -> Result<(), LedgerError> {
+        Ok(self.conn.execute_batch("BEGIN DEFERRED")?)
+    }
+
+    pub fn end_snapshot(&self) -> Result<(), LedgerError> {
+        if !self.conn.is_autocommit() {
+            self.conn.execute_batch("COMMIT")?;
+        }
+        Ok(())
+    }
+
+    /// Whether a raw signal with this record digest (which covers the
+    /// receive time) is already kept.
+    pub fn signal_known(
+        &self,
+        received_unix_ns: i64,
+        record_digest: &str,
+    ) -> Result<bool, LedgerError> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT EXISTS (SELECT 1 FROM raw_signals WHERE received_unix_ns = ?1 AND record_digest = ?2)")?
+            .query_row(params![received_unix_ns, record_digest], |r| r.get(0))?)
+    }
+
+    /// The newest receive time among the kept raw signals. A record
+    /// received later cannot be one of them (its digest covers its receive
+    /// time), so it needs no lookup.
+    pub fn newest_signal_ns(&self) -> Result<Option<i64>, LedgerError> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT max(received_unix_ns) FROM raw_signals")?
+            .query_row([], |r| r.get(0))?)
+    }
+
+    /// Whether an intake segment was drained by a committed batch.
+    pub fn segment_drained(&self, segment: &str) -> Result<bool, LedgerError> {
+        Ok(self.conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM drained_segments WHERE segment = ?1)",
+            [segment],
+            |r| r.get(0),
+        )?)
+    }
+
+    /// The producer state stored for a session, as serde JSON text.
+    pub fn producer_state(&self, session: &SessionRef) -> Result<Option<String>, LedgerError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT state, adapter, session_id FROM producer_state WHERE adapter = ?1 AND session_id = ?2",
+        )?;
+        let mut rows = stmt.query(params![session.adapter.as_str(), session.session_id])?;
+        let Some(r) = rows.next()? else {
+            return Ok(None);
+        };
+        match r.get(0) {
+            Ok(state) => Ok(Some(state)),
+            Err(e) if super::unreadable::is_conversion(&e) => {
+                Err(LedgerError::Unreadable(Box::new(
+                    super::unreadable::describe("producer_state", r, &[1, 2], &e),
+                )))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Every session that has producer state, in a stable order.
+    pub fn producer_sessions(&self) -> Result<Vec<SessionRef>, LedgerError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT adapter, session_id FROM producer_state ORDER BY adapter, session_id",
+        )?;
+        let rows = stmt.query([])?;
+        let rows = self.lenient_rows(rows, "producer_state", &[0, 1], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+        })?;
+        let mut out = Vec::new();
+        for (adapter, session_id) in rows {
+            if let Some(adapter) = crate::contract::AdapterId::parse(&adapter) {
+                out.push(SessionRef {
+                    adapter,
+                    session_id,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// How many events a session has (its next offset).
+    pub fn next_offset(&self, session: &SessionRef) -> Result<u64, LedgerError> {
+        let n: Option<i64> = self
+            .conn
+            .query_row(
+                "SELECT events FROM sessions WHERE adapter = ?1 AND session_id = ?2",
+                params![session.adapter.as_str(), session.session_id],
+                |r| r.get(0),
+            )
+            .optional()?;
+        Ok(n.unwrap_or(0) as u64)
+    }
+}

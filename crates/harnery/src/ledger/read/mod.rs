@@ -1,0 +1,240 @@
+//! The reading side of the ledger: [`LedgerReader`], an epoch opened on a
+//! read-only SQLite connection. It never writes: no migration, no write
+//! lock, no file created. Every report, export, view, resume and fleet
+//! read goes through it; the writer ([`super::LedgerWriter`]) offers the
+//! same queries on its own connection.
+//!
+//! Its queries are grouped by what they answer, one module each.
+
+mod archive_faults;
+mod bookkeeping;
+mod columns;
+mod events;
+mod finding;
+mod raw_archive;
+mod rows;
+mod session_range;
+mod sessions;
+mod spans;
+mod timeline;
+mod trace_chunks;
+pub(super) mod unreadable;
+mod validate;
+mod validate_trace;
+mod verify;
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension};
+
+pub use events::{RowFilter, StoredEvent, StoredText};
+pub use finding::ValidationProblem;
+pub use raw_archive::{ArchiveSize, RawProblem};
+pub use rows::ChainRow;
+pub use sessions::SessionSummary;
+pub use spans::{DamagedRow, EndRequestRow, HealthRow, SpanCounts, SpanRow, SpanState};
+pub use timeline::{RecordJoin, Timeline, TimelineEntry};
+pub use trace_chunks::ChunkRead;
+pub use unreadable::UnreadableRow;
+pub use verify::ChainBreak;
+
+pub(super) use columns::session_at;
+pub(super) use events::each_stored_text;
+pub(super) use spans::span_row;
+
+use super::{
+    DB_FILE, GENESIS_FILE, GenesisManifest, LIVE_DIR, LedgerError, binary_digest, chain, integrity,
+};
+use crate::home::Home;
+
+/// An epoch open for reading: a read-only connection, the genesis it is
+/// bound to, and the rows a lenient read passed over.
+pub struct LedgerReader {
+    /// Opened `SQLITE_OPEN_READ_ONLY` by [`LedgerReader::open_dir`]; inside
+    /// a [`super::LedgerWriter`], the writer's connection (the reader's
+    /// methods only read through it).
+    pub(super) conn: Connection,
+    pub(super) genesis: GenesisManifest,
+    pub(super) dir: PathBuf,
+    /// Rows a lenient read passed over (see [`unreadable`]), until a
+    /// command takes them to report.
+    set_aside: std::cell::RefCell<Vec<UnreadableRow>>,
+}
+
+impl LedgerReader {
+    /// `HARNERY_HOME/ledgers/v2`.
+    pub fn live_dir(home: &Home) -> PathBuf {
+        home.ledgers_dir().join(LIVE_DIR)
+    }
+
+    /// Open the live epoch for reading; refuses a ledger whose genesis
+    /// digest is not this build's. Reading never writes: no migration, no
+    /// write lock, no file created. A ledger an older build wrote is read
+    /// as it is (the queries that changed with the schema also read the
+    /// older form); the next `harnery finalize` migrates it.
+    pub fn open(home: &Home) -> Result<LedgerReader, LedgerError> {
+        LedgerReader::open_dir(&LedgerReader::live_dir(home), Some(&binary_digest()))
+    }
+
+    /// Open any epoch directory read-only (also archives, whose files are
+    /// read-only). With `expect_digest`, refuse a different genesis digest.
+    /// A directory with files in it but no `genesis.json`, a database that
+    /// is not one, or a database bound to another genesis is
+    /// [`LedgerError::Damaged`].
+    pub fn open_dir(dir: &Path, expect_digest: Option<&str>) -> Result<LedgerReader, LedgerError> {
+        let (genesis, blake3) = read_genesis(dir)?;
+        let db = dir.join(DB_FILE);
+        integrity::check_db_file(&db)?;
+        let conn = open_readonly(&db)?;
+        integrity::check_binding(&conn, dir, binding(&genesis), &blake3)?;
+        check_digest(dir, &genesis, expect_digest)?;
+        Ok(LedgerReader::on(conn, genesis, dir))
+    }
+
+    /// A reader over `conn` (read-only here; the writer's own otherwise).
+    pub(super) fn on(conn: Connection, genesis: GenesisManifest, dir: &Path) -> LedgerReader {
+        LedgerReader {
+            conn,
+            genesis,
+            dir: dir.to_path_buf(),
+            set_aside: Default::default(),
+        }
+    }
+
+    pub fn genesis(&self) -> &GenesisManifest {
+        &self.genesis
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The chain head (the terminal-segment digest once archived), as hex;
+    /// the epoch's seed when no event was appended yet.
+    pub fn chain_head(&self) -> Result<String, LedgerError> {
+        Ok(chain::hex(&self.head_bytes()?))
+    }
+
+    fn head_bytes(&self) -> Result<[u8; 32], LedgerError> {
+        let head: Option<Vec<u8>> = self
+            .conn
+            .query_row(
+                "SELECT hash FROM events ORDER BY seq DESC LIMIT 1",
+                [],
+                |r| r.get(0),
+            )
+            .optional()?;
+        match head {
+            None => Ok(self.genesis.chain_seed()),
+            Some(bytes) => bytes.try_into().map_err(|_| LedgerError::Corrupt {
+                path: self.dir.clone(),
+                detail: "the last event's hash is not 32 bytes".into(),
+            }),
+        }
+    }
+
+    /// Whether this epoch's tables are older than this build's (a write
+    /// open would migrate them).
+    pub fn schema_behind(&self) -> Result<bool, LedgerError> {
+        super::schema::behind(&self.conn)
+    }
+}
+
+/// The genesis manifest of the epoch in `dir` and the blake3 of its bytes.
+/// Missing from a directory that holds nothing is no ledger yet; missing
+/// from one that holds files is damage.
+pub(super) fn read_genesis(dir: &Path) -> Result<(GenesisManifest, String), LedgerError> {
+    let path = dir.join(GENESIS_FILE);
+    match std::fs::read(&path) {
+        Ok(bytes) => Ok((
+            GenesisManifest::parse(&path, &bytes)?,
+            integrity::digest_hex(&bytes),
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if integrity::is_new(dir)? {
+                return Err(LedgerError::Missing(dir.to_path_buf()));
+            }
+            Err(integrity::damaged(
+                &path,
+                "is missing, but the epoch directory holds files (a ledger, its raw archive)",
+            ))
+        }
+        Err(e) => Err(integrity::damaged(&path, format!("cannot be read: {e}"))),
+    }
+}
+
+/// What `genesis` names that its database must name too.
+pub(super) fn binding(genesis: &GenesisManifest) -> integrity::Binding<'_> {
+    integrity::Binding {
+        genesis_id: &genesis.genesis_id,
+        schema_digest: &genesis.schema_digest,
+    }
+}
+
+pub(super) fn check_digest(
+    dir: &Path,
+    g: &GenesisManifest,
+    expect: Option<&str>,
+) -> Result<(), LedgerError> {
+    match expect {
+        Some(want) if want != g.schema_digest => Err(LedgerError::ForeignDigest {
+            path: dir.to_path_buf(),
+            ledger: g.schema_digest.clone(),
+            binary: want.to_string(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+fn open_readonly(db: &Path) -> Result<Connection, LedgerError> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+        | OpenFlags::SQLITE_OPEN_URI
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let writable = std::fs::metadata(db.parent().unwrap_or(Path::new(".")))
+        .map(|m| !m.permissions().readonly())
+        .unwrap_or(false);
+    // An archived epoch is a read-only tree; opening it `immutable` keeps
+    // SQLite from trying to create a -shm file next to it.
+    let uri = if writable {
+        format!("file:{}", db.display())
+    } else {
+        format!("file:{}?immutable=1", db.display())
+    };
+    let conn = Connection::open_with_flags(uri, flags)?;
+    conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    Ok(conn)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LedgerReader;
+    use crate::home::Home;
+    use crate::ledger::LedgerWriter;
+
+    /// The reader's connection is read-only at the SQLite level: a write
+    /// through it fails with SQLITE_READONLY and leaves the row count.
+    #[test]
+    fn the_readers_connection_refuses_a_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::at(dir.path());
+        drop(LedgerWriter::open(&home, 1).unwrap());
+        let reader = LedgerReader::open(&home).unwrap();
+        assert!(reader.conn.is_readonly(rusqlite::MAIN_DB).unwrap());
+        let err = reader
+            .conn
+            .execute("INSERT INTO meta (key, value) VALUES ('probe', '1')", [])
+            .unwrap_err();
+        assert_eq!(
+            err.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::ReadOnly),
+            "{err}"
+        );
+        let probes: i64 = reader
+            .conn
+            .query_row("SELECT count(*) FROM meta WHERE key = 'probe'", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(probes, 0);
+    }
+}
