@@ -26,8 +26,10 @@
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::{RecordItem, RecordLine, RecordedCall, RecordedResult, millis, parse_frame, time_ns};
-use crate::agents::signal::{input_digest, normalize_input, raw_json};
+use crate::agents::record::{
+    RecordItem, RecordLine, RecordedCall, RecordedResult, millis, parse_frame, time_ns,
+};
+use crate::agents::wire::{input_digest, normalize_input, parse_payload, raw_json};
 use crate::contract::{
     Json, MessageAssistant, MessageUser, ReasoningRecorded, RecordAt, SessionMetadata,
     UsageReported,
@@ -294,6 +296,28 @@ fn usage(usage: &UsageWire, at: &RecordAt) -> RecordItem {
     })
 }
 
+/// The session a record line says it belongs to: Copilot names the
+/// session on `session.start` (its hook echoes carry a subagent's id, so
+/// only that frame is looked at). Cheap for lines that name none.
+pub fn line_session(line: &[u8]) -> Option<String> {
+    #[derive(Deserialize)]
+    struct NamedData {
+        #[serde(rename = "sessionId")]
+        session_id: Option<String>,
+    }
+    #[derive(Deserialize)]
+    struct Named {
+        #[serde(rename = "type")]
+        kind: Option<String>,
+        data: Option<NamedData>,
+    }
+    memchr::memmem::find(line, b"\"sessionId\"")?;
+    let frame = parse_payload::<Named>(line).ok()?;
+    (frame.kind.as_deref() == Some("session.start"))
+        .then_some(frame.data?.session_id)
+        .flatten()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -461,5 +485,13 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn only_session_start_names_the_session() {
+        let start = br#"{"type":"session.start","data":{"sessionId":"c1"}}"#;
+        assert_eq!(line_session(start).as_deref(), Some("c1"));
+        let echo = br#"{"type":"hook.start","data":{"input":{"sessionId":"agent"}}}"#;
+        assert_eq!(line_session(echo), None);
     }
 }
