@@ -194,9 +194,7 @@ fn settings_path(agent: Agent, user: bool, common: &Common) -> Result<PathBuf, s
         Some(p) => p.clone(),
         None => std::env::current_dir()?,
     };
-    let copilot_home = std::env::var_os("COPILOT_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from);
+    let copilot_home = harnery::agents::copilot::home_from_env();
     Ok(install::settings_path(
         agent,
         user,

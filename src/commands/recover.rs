@@ -6,6 +6,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use super::{CmdResult, Outcome};
+use harnery::agents::{claude_code, copilot};
 use harnery::home::Home;
 use harnery::resume::chronicle::OpenStrategy;
 use harnery::resume::evidence::{RunningCopilotHint, SearchPlan};
@@ -154,11 +155,11 @@ fn request(args: &Args) -> RecoverRequest {
         copilot_home: args
             .copilot_home
             .clone()
-            .unwrap_or_else(|| env_dir("COPILOT_HOME", ".copilot")),
+            .unwrap_or_else(|| copilot::home(&rec::home_dir())),
         claude_home: args
             .claude_home
             .clone()
-            .unwrap_or_else(|| env_dir("CLAUDE_CONFIG_DIR", ".claude")),
+            .unwrap_or_else(|| claude_code::config_dir(&rec::home_dir())),
         limits,
         max_record: usize::try_from(args.max_record).unwrap_or(usize::MAX),
         open_strategy: if args.private_copy {
@@ -170,12 +171,6 @@ fn request(args: &Args) -> RecoverRequest {
         plan: SearchPlan::from_env(args.evidence.copilot_package.clone()),
         progress: harnery::progress::Progress::none(),
     }
-}
-
-pub(super) fn env_dir(var: &str, under_home: &str) -> PathBuf {
-    std::env::var_os(var)
-        .filter(|v| !v.is_empty())
-        .map_or_else(|| rec::home_dir().join(under_home), PathBuf::from)
 }
 
 /// Flags first, then the hook environment variables, then what harnery's

@@ -11,8 +11,9 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use super::recover::{EvidenceArgs, env_dir, hint};
+use super::recover::{EvidenceArgs, hint};
 use super::{CmdResult, Outcome};
+use harnery::agents::copilot;
 use harnery::agents::harnery::{RESTORE, RestorePayload};
 use harnery::contract::{AdapterId, Observation};
 use harnery::home::Home;
@@ -118,10 +119,10 @@ fn copilot_policy(
     let copilot_home = args
         .copilot_home
         .clone()
-        .unwrap_or_else(|| env_dir("COPILOT_HOME", ".copilot"));
+        .unwrap_or_else(|| copilot::home(&harnery::resume::home_dir()));
     // An id that is not a plain name never becomes a path (it could leave
     // the home).
-    let stream = harnery::agents::record::place::copilot_events(&copilot_home, id)
+    let stream = copilot::events_file(&copilot_home, id)
         .ok()
         .and_then(|path| std::fs::metadata(path).ok())
         .map(|m| StreamSize::new(m.len(), None));

@@ -8,7 +8,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use harnery::agents::record::{RecordItem, RecordLine, read_line};
+use harnery::agents::harnery::chunk::read_line;
+use harnery::agents::record::{RecordItem, RecordLine};
 use harnery::agents::signal::SignalKind;
 use harnery::contract::{AdapterId, RecordAt, UsageReported};
 use serde_json::Value;

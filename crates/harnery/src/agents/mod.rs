@@ -1,4 +1,9 @@
-//! Adapters: reading what each agent's hooks really send.
+//! Agents: reading what each agent's hooks send and what its own record
+//! says. One folder per agent holds both of its dialects
+//! (`claude_code/{hooks,record}.rs`, `copilot/{hooks,record}.rs`) and the
+//! one resolver of where it keeps its files; `harnery/` reads harnery's own
+//! signals; `record/` is what both agents' records share; `wire` is the
+//! bottom every dialect parses with (it imports nothing else from here).
 //!
 //! This layer is stateless. It turns one raw spool record ([`RawSignal`])
 //! into one adapter-neutral [`Normalized`] signal, decides which canonical
@@ -42,11 +47,13 @@ pub mod copilot;
 pub mod harnery;
 pub mod record;
 pub mod signal;
+pub mod wire;
 
 pub use capability::{CapabilityProfile, RecoveryPolicy, TimestampSource, recovery_policy};
 pub use signal::{
-    BatchedCall, CommandResult, Normalized, SignalKind, ToolCall, ToolResult, TurnEnd, input_digest,
+    BatchedCall, CommandResult, Normalized, SignalKind, ToolCall, ToolResult, TurnEnd,
 };
+pub use wire::input_digest;
 
 use crate::clock::ClockSample;
 use crate::contract::{AdapterId, SessionRef, digest_parts};

@@ -32,7 +32,7 @@
 //!
 //! A record is followed only where its agent writes it for this very
 //! session, opened without blocking and checked before a byte is read
-//! (`adapter::record::place`); anything else is one `record.problem` of
+//! (`agents::record::place`); anything else is one `record.problem` of
 //! kind `refused` naming the path and why, and nothing of it is read. One
 //! run reads at most [`RUN_LEN`] bytes of one session's records (the next
 //! runs read on), so a giant record cannot fill the disk in one go; a line
@@ -46,6 +46,7 @@ use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
+use crate::agents::copilot;
 use crate::agents::harnery::{
     FINGERPRINT_LEN, RECORD, RECORD_PROBLEM, RecordChunkHeader, record_payload,
 };
@@ -201,19 +202,15 @@ fn record_path(session: &SessionRef, named: Option<&str>) -> Result<Located, (Pa
     match session.adapter {
         AdapterId::ClaudeCode => Ok(None),
         AdapterId::Copilot => {
-            let Some(home) = std::env::var_os("COPILOT_HOME")
-                .map(PathBuf::from)
-                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".copilot")))
+            let Some(home) = copilot::home_from_env()
+                .or_else(|| std::env::var_os("HOME").map(|h| copilot::default_home(Path::new(&h))))
             else {
                 return Ok(None);
             };
-            match place::copilot_events(&home, &session.session_id) {
+            match copilot::events_file(&home, &session.session_id) {
                 Ok(path) => Ok(path.exists().then_some((path, false))),
                 Err(place::Refusal(why)) => {
-                    let path = home
-                        .join("session-state")
-                        .join(&session.session_id)
-                        .join("events.jsonl");
+                    let path = copilot::events_path(&home, &session.session_id);
                     match std::fs::symlink_metadata(&path) {
                         Ok(_) => Err((path, why)),
                         Err(_) => Ok(None),

@@ -444,7 +444,7 @@ pub fn settings_path(
         (Agent::ClaudeCode, false) => project.join(".claude/settings.json"),
         (Agent::Copilot, true) => copilot_home
             .map(Path::to_path_buf)
-            .unwrap_or_else(|| home.join(".copilot"))
+            .unwrap_or_else(|| crate::agents::copilot::default_home(home))
             .join("hooks/harnery.json"),
         (Agent::Copilot, false) => project.join(".github/hooks/harnery.json"),
     }

@@ -7,26 +7,30 @@
 //! The scan parses user messages fully (they are rare and decide the packet)
 //! and only notes where activity records are; everything else is classified
 //! from its first bytes and never parsed.
+//!
+//! What a line *is* (its envelope, its frame types) is read by the one
+//! reader of Copilot's record, `agents::copilot::record`, shared with the
+//! finalizer; this module keeps only what the packet needs from it.
 
 use std::borrow::Cow;
 
 use memchr::memmem::Finder;
 use serde::Deserialize;
-use serde_json::value::RawValue;
 
 use super::canonical::{Entry, EntryKind};
 use super::stream::{
     ActivityRef, Dialect, RawMessage, ScanState, message_digest, salvage, trim_record,
 };
+use crate::agents::copilot::record::{Envelope, frame};
 
 const TYPE_PREFIX: &[u8] = b"{\"type\":\"";
-const USER_MESSAGE: &str = "user.message";
+const USER_MESSAGE: &str = frame::USER_MESSAGE;
 
 /// Activity record types the packet shows (read again after the scan).
 const ACTIVITY_TYPES: [&str; 3] = [
-    "assistant.message",
-    "assistant.reasoning",
-    "tool.execution_complete",
+    frame::ASSISTANT_MESSAGE,
+    frame::ASSISTANT_REASONING,
+    frame::TOOL_EXECUTION_COMPLETE,
 ];
 
 /// Classifies Copilot event lines.
@@ -40,20 +44,6 @@ impl Default for CopilotDialect {
             user_needle: Finder::new(b"\"type\":\"user.message\"").into_owned(),
         }
     }
-}
-
-#[derive(Deserialize)]
-struct WireEvent<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Cow<'a, str>,
-    #[serde(borrow, default)]
-    data: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    id: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    timestamp: Option<Cow<'a, str>>,
-    #[serde(rename = "agentId", borrow, default)]
-    agent_id: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -85,18 +75,19 @@ impl Dialect for CopilotDialect {
     }
 
     fn activity_entries(&self, offset: u64, record: &[u8], cap: usize) -> Option<Vec<Entry>> {
-        let event: WireEvent<'_> = serde_json::from_slice(record).ok()?;
+        let event = Envelope::read(record).ok()?;
+        let id = event.id().ok()?;
         let data = event.data?;
         let mut entries = match event.kind.as_ref() {
-            "assistant.message" => assistant_entries(data.get(), cap),
-            "assistant.reasoning" => reasoning_entries(data.get(), cap),
-            "tool.execution_complete" => tool_result_entries(data.get(), cap),
+            frame::ASSISTANT_MESSAGE => assistant_entries(data.get(), cap),
+            frame::ASSISTANT_REASONING => reasoning_entries(data.get(), cap),
+            frame::TOOL_EXECUTION_COMPLETE => tool_result_entries(data.get(), cap),
             _ => None,
         }?;
         for e in &mut entries {
             e.offset = Some(offset);
             e.timestamp = event.timestamp.as_deref().map(str::to_string);
-            e.id = event.id.as_deref().map(str::to_string);
+            e.id = id.clone();
             e.source = event.agent_id.as_deref().map(|a| format!("subagent:{a}"));
         }
         Some(entries)
@@ -128,7 +119,8 @@ impl CopilotDialect {
         offset: u64,
         record: &[u8],
     ) -> Result<(), Unplaced> {
-        let event: WireEvent<'_> = serde_json::from_slice(record).map_err(|_| Unplaced)?;
+        let event = Envelope::read(record).map_err(|_| Unplaced)?;
+        let id = event.id().map_err(|_| Unplaced)?;
         if event.kind != USER_MESSAGE {
             note_record(state, offset, record.len(), &event.kind);
             return Ok(());
@@ -146,7 +138,7 @@ impl CopilotDialect {
         let mut entry = Entry::new(EntryKind::User, text, state.limits.text_cap);
         entry.offset = Some(offset);
         entry.timestamp = event.timestamp.as_deref().map(str::to_string);
-        entry.id = event.id.as_deref().map(str::to_string);
+        entry.id = id;
         entry.source = source_of(data.source.as_ref());
         let msg = RawMessage {
             digest: message_digest(text),
@@ -210,10 +202,10 @@ fn note_record(state: &mut ScanState, offset: u64, len: usize, kind: &str) {
     }
     let life = &mut state.lifecycle;
     match kind {
-        "session.start" => life.starts += 1,
-        "session.resume" => life.resumes += 1,
-        "abort" => life.aborts += 1,
-        "session.shutdown" => {
+        frame::SESSION_START => life.starts += 1,
+        frame::SESSION_RESUME => life.resumes += 1,
+        frame::ABORT => life.aborts += 1,
+        frame::SESSION_SHUTDOWN => {
             life.shutdowns += 1;
             life.last_shutdown_offset = Some(offset);
         }

@@ -29,6 +29,7 @@ pub mod version;
 
 use std::path::{Path, PathBuf};
 
+use crate::agents::{self, claude_code};
 use evidence::{RunningCopilotHint, SearchPlan};
 use packet::{IndexInput, Packet, PacketLimits};
 use policy::{Policy, ResumeAssessment, StreamSize};
@@ -121,18 +122,18 @@ pub struct Located {
 
 /// The Copilot stream path of a session.
 pub fn copilot_stream(home: &Path, id: &str) -> PathBuf {
-    home.join("session-state").join(id).join("events.jsonl")
+    agents::copilot::events_path(home, id)
 }
 
 /// The Claude Code transcripts of a session (one per project folder holding it).
 pub fn claude_transcripts(home: &Path, id: &str) -> Vec<PathBuf> {
-    let projects = home.join("projects");
+    let projects = claude_code::projects_dir(home);
     let Ok(read) = std::fs::read_dir(&projects) else {
         return Vec::new();
     };
     let mut found: Vec<PathBuf> = read
         .flatten()
-        .map(|e| e.path().join(format!("{id}.jsonl")))
+        .map(|e| claude_code::transcript_in(&e.path(), id))
         .filter(|p| p.is_file())
         .collect();
     found.sort_by_key(|p| std::cmp::Reverse(std::fs::metadata(p).and_then(|m| m.modified()).ok()));
@@ -166,12 +167,8 @@ pub fn locate(req: &RecoverRequest) -> Result<Located, RecoverError> {
                 searched.push(copilot);
             }
             if agent != Some(Agent::Copilot) {
-                searched.push(
-                    req.claude_home
-                        .join("projects")
-                        .join("*")
-                        .join(format!("{id}.jsonl")),
-                );
+                let projects = claude_code::projects_dir(&req.claude_home);
+                searched.push(claude_code::transcript_in(&projects.join("*"), id));
             }
             Err(RecoverError::NotFound {
                 id: id.clone(),
@@ -224,7 +221,7 @@ fn agent_sessions(req: &RecoverRequest) -> Vec<crate::contract::SessionRef> {
             out.push((AdapterId::Copilot, id));
         }
     }
-    let projects = req.claude_home.join("projects");
+    let projects = claude_code::projects_dir(&req.claude_home);
     for project in names(projects.clone()) {
         for file in names(projects.join(&project)) {
             if let Some(id) = file.strip_suffix(".jsonl") {
@@ -291,7 +288,7 @@ pub fn recover(req: &RecoverRequest) -> Result<Packet, RecoverError> {
 }
 
 fn read_index(home: &Path, id: &str, strategy: chronicle::OpenStrategy) -> IndexInput {
-    let db = home.join("session-store.db");
+    let db = agents::copilot::session_store(home);
     if !db.is_file() {
         return IndexInput::Missing(db.display().to_string());
     }

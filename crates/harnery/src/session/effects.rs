@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::agents::signal::optional_str;
+use crate::agents::wire::optional_str;
 use crate::contract::{
     Attestation, CommandCompleted, Effect, Event, OffsetRange, Payload, ToolCompleted,
 };

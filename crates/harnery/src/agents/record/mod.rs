@@ -10,7 +10,10 @@
 //! - Copilot CLI: `session-state/<session>/events.jsonl` under
 //!   `COPILOT_HOME` (default `~/.copilot`).
 //!
-//! Each dialect's normalizer is stateless: one line in, the [`RecordItem`]s
+//! This module holds what both agents' record readers share (the typed
+//! line, the frame parser, where a hook says the record is); each agent's
+//! own reader is `agents::<agent>::record`, and `agents::harnery::chunk`
+//! picks one by adapter. Each dialect's normalizer is stateless: one line in, the [`RecordItem`]s
 //! it says out. Which session a record belongs to, where the cursor is and
 //! how an item joins a hook span is the finalizer's business
 //! (`finalize::record`). A line that is not JSON, or JSON in a shape the
@@ -29,13 +32,11 @@
 //!   `cost-state` lines) are [`RecordItem::UsageTotal`], never summed with
 //!   per-call usage: they already include it.
 
-pub mod claude_code;
-pub mod copilot;
 pub mod place;
 
+use super::wire::parse_payload;
 use crate::contract::{
-    AdapterId, MessageAssistant, MessageUser, ReasoningRecorded, RecordAt, SessionMetadata,
-    UsageReported,
+    MessageAssistant, MessageUser, ReasoningRecorded, SessionMetadata, UsageReported,
 };
 
 /// One line of a record, read.
@@ -101,7 +102,7 @@ pub enum RecordItem {
 pub struct RecordedCall {
     pub tool_call_id: String,
     pub tool_name: String,
-    /// [`crate::agents::input_digest`] of the call's arguments, computed
+    /// [`crate::agents::wire::input_digest`] of the call's arguments, computed
     /// exactly as the hook side computes it for the same tool, so that a
     /// record call can be matched to a hook span by name and digest.
     pub input_digest: String,
@@ -116,15 +117,6 @@ pub struct RecordedResult {
     /// A shell tool's exit code (Copilot `shellExecution.exitCode`).
     pub exit_code: Option<i64>,
     pub turn_id: Option<String>,
-}
-
-/// Read one line of `adapter`'s record (without its newline); `at` is
-/// where it starts.
-pub fn read_line(adapter: AdapterId, line: &[u8], at: &RecordAt) -> RecordLine {
-    match adapter {
-        AdapterId::ClaudeCode => claude_code::read_line(line, at),
-        AdapterId::Copilot => copilot::read_line(line, at),
-    }
 }
 
 /// The record file a hook payload names: Claude Code's `transcript_path`
@@ -191,19 +183,18 @@ impl RecordLine {
 }
 
 /// A record line as JSON: the dialect's frame, or why it is not one.
-fn parse_frame<'a, T: serde::Deserialize<'a>>(line: &'a [u8]) -> Result<T, RecordLine> {
-    crate::agents::signal::parse_payload(line)
-        .map_err(|e| RecordLine::unrecognized(format!("not a frame: {e}")))
+pub fn parse_frame<'a, T: serde::Deserialize<'a>>(line: &'a [u8]) -> Result<T, RecordLine> {
+    parse_payload(line).map_err(|e| RecordLine::unrecognized(format!("not a frame: {e}")))
 }
 
 /// A duration the agent wrote in (possibly fractional) milliseconds,
 /// rounded to whole milliseconds; a negative or non-finite one is absent.
-fn millis(ms: f64) -> Option<u64> {
+pub fn millis(ms: f64) -> Option<u64> {
     (ms.is_finite() && ms >= 0.0).then(|| ms.round() as u64)
 }
 
 /// An agent's ISO-8601 timestamp as UTC nanoseconds.
-fn time_ns(text: Option<&str>) -> Option<i64> {
+pub fn time_ns(text: Option<&str>) -> Option<i64> {
     text.and_then(crate::clock::parse_rfc3339_ns)
 }
 

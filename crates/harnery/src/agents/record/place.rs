@@ -23,7 +23,7 @@
 
 use std::fs::File;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Component, Path};
 
 use crate::contract::AdapterId;
 
@@ -66,20 +66,6 @@ pub enum NotOpened {
 /// The same rule names spool directories.
 pub fn is_plain_id(id: &str) -> bool {
     crate::spool::key::is_plain(id)
-}
-
-/// The record a Copilot session's id names under `copilot_home`, or why
-/// there is none (an id with separators would leave the home).
-pub fn copilot_events(copilot_home: &Path, session_id: &str) -> Result<PathBuf, Refusal> {
-    if !is_plain_id(session_id) {
-        return Err(Refusal(format!(
-            "the session id {session_id:?} is not a Copilot session id (a plain name)"
-        )));
-    }
-    Ok(copilot_home
-        .join("session-state")
-        .join(session_id)
-        .join("events.jsonl"))
 }
 
 /// Whether `path` has the shape `adapter` gives `role`'s record of
@@ -284,43 +270,6 @@ fn not_regular(t: &std::fs::FileType) -> Option<&'static str> {
     })
 }
 
-/// The session a record line says it belongs to, when it says one: Claude
-/// Code writes `sessionId` on its lines; Copilot names the session on
-/// `session.start` (its hook echoes carry a subagent's id, so only that
-/// frame is looked at). Cheap for lines that name none.
-pub fn line_session(adapter: AdapterId, line: &[u8]) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct Claude {
-        #[serde(rename = "sessionId")]
-        session_id: Option<String>,
-    }
-    #[derive(serde::Deserialize)]
-    struct CopilotData {
-        #[serde(rename = "sessionId")]
-        session_id: Option<String>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Copilot {
-        #[serde(rename = "type")]
-        kind: Option<String>,
-        data: Option<CopilotData>,
-    }
-    memchr::memmem::find(line, b"\"sessionId\"")?;
-    match adapter {
-        AdapterId::ClaudeCode => {
-            crate::agents::signal::parse_payload::<Claude>(line)
-                .ok()?
-                .session_id
-        }
-        AdapterId::Copilot => {
-            let frame = crate::agents::signal::parse_payload::<Copilot>(line).ok()?;
-            (frame.kind.as_deref() == Some("session.start"))
-                .then_some(frame.data?.session_id)
-                .flatten()
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -366,38 +315,11 @@ mod tests {
     }
 
     #[test]
-    fn copilot_records_have_their_shape_and_ids_never_leave_the_home() {
+    fn copilot_records_have_their_shape() {
         let path = Path::new("/t/home/.copilot/session-state/3390a855/events.jsonl");
         let ok = check_shape(AdapterId::Copilot, "3390a855", RecordRole::Session, path);
         assert_eq!(ok, Ok(()));
         let other = check_shape(AdapterId::Copilot, "b818", RecordRole::Session, path);
         assert!(other.is_err(), "another session's events.jsonl");
-        assert!(copilot_events(Path::new("/c"), "../../outside").is_err());
-        assert!(copilot_events(Path::new("/c"), "a/b").is_err());
-        assert!(copilot_events(Path::new("/c"), "").is_err());
-        assert_eq!(
-            copilot_events(Path::new("/c"), "3390a855").unwrap(),
-            Path::new("/c/session-state/3390a855/events.jsonl")
-        );
-    }
-
-    #[test]
-    fn lines_name_their_session() {
-        let claude = br#"{"type":"user","sessionId":"s1","message":{}}"#;
-        assert_eq!(
-            line_session(AdapterId::ClaudeCode, claude).as_deref(),
-            Some("s1")
-        );
-        assert_eq!(
-            line_session(AdapterId::ClaudeCode, br#"{"type":"x"}"#),
-            None
-        );
-        let start = br#"{"type":"session.start","data":{"sessionId":"c1"}}"#;
-        assert_eq!(
-            line_session(AdapterId::Copilot, start).as_deref(),
-            Some("c1")
-        );
-        let echo = br#"{"type":"hook.start","data":{"input":{"sessionId":"agent"}}}"#;
-        assert_eq!(line_session(AdapterId::Copilot, echo), None);
     }
 }

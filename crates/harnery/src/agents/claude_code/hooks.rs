@@ -1,4 +1,4 @@
-//! The Claude Code dialect: snake_case hook payloads that name their event
+//! Claude Code's hook dialect: snake_case hook payloads that name their event
 //! in `hook_event_name`, carry `tool_use_id` on tool events and the native
 //! turn id `prompt_id` on nearly everything, and no timestamp at all (the
 //! hook's receive time stands in).
@@ -12,10 +12,8 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::signal::{
-    BatchedCall, Normalized, SignalKind, ToolCall, ToolResult, TurnEnd, normalize_input,
-    optional_str, owned, parse_payload, raw_json,
-};
+use crate::agents::signal::{BatchedCall, Normalized, SignalKind, ToolCall, ToolResult, TurnEnd};
+use crate::agents::wire::{normalize_input, optional_str, owned, parse_payload, raw_json};
 use crate::contract::{
     CompactionCompleted, CompactionStarted, Json, MessageDisplayed, Notification, Outcome, Payload,
     PermissionRequested, PromptSubmitted, SessionEnded, SessionStarted, SignalUnrecognized,

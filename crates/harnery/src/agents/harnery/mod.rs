@@ -40,122 +40,14 @@
 //! Times are the envelope's receive time; harnery's own signals carry none
 //! (record lines carry the agent's own timestamps where it wrote them).
 
-use serde::Deserialize;
+pub mod chunk;
+pub mod payload;
 
-use super::record::place::LINE_CEILING;
-use super::record::{self, RecordLine};
+pub use payload::*;
+
+use self::chunk::record_chunk;
 use super::signal::{CommandResult, Normalized, SignalKind};
-use crate::contract::{
-    AdapterId, CommandRequested, RecordAt, RecordProblem, SignalUnrecognized, TimeSource,
-};
-
-pub const END_REQUESTED: &str = "harnery.end_requested";
-pub const COMMAND_REQUESTED: &str = "harnery.command_requested";
-pub const COMMAND_COMPLETED: &str = "harnery.command_completed";
-pub const RECORD: &str = "harnery.record";
-pub const RECORD_PROBLEM: &str = "harnery.record_problem";
-pub const CHECKPOINT: &str = "harnery.checkpoint";
-pub const RESTORE: &str = "harnery.restore";
-
-/// How many bytes before a record cursor its fingerprint covers.
-pub const FINGERPRINT_LEN: u64 = 4096;
-
-/// The header line of a `harnery.record` payload.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
-pub struct RecordChunkHeader {
-    pub path: String,
-    pub start: u64,
-    pub end: u64,
-    pub fingerprint: String,
-    /// The chunk reaches the end the file had when it was read (a
-    /// subagent's record, read after the subagent stopped, is then done).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub at_end: bool,
-    /// The chunk is one line longer than the line ceiling, `end - start`
-    /// bytes: only its first bytes are carried (as evidence), and it reads
-    /// as one unrecognized line.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub oversized_line: bool,
-}
-
-/// A `harnery.record` signal, read: its header and each whole line with
-/// the byte offset it starts at.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RecordChunk {
-    pub header: RecordChunkHeader,
-    pub lines: Vec<(u64, RecordLine)>,
-    /// Lines that name another session than the one the chunk was spooled
-    /// for (offset, the session named): refused, not read.
-    pub foreign: Vec<(u64, String)>,
-}
-
-/// A `harnery.record` payload: the header line, then the bytes.
-pub fn record_payload(header: &RecordChunkHeader, bytes: &[u8]) -> Vec<u8> {
-    let mut out = serde_json::to_vec(header).expect("the header is plain JSON");
-    out.push(b'\n');
-    out.extend_from_slice(bytes);
-    out
-}
-
-/// Whether an event name belongs to harnery rather than an agent.
-pub fn is_harnery_event(event_name: &str) -> bool {
-    event_name.starts_with("harnery.")
-}
-
-/// `harnery.end_requested`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, Deserialize)]
-pub struct EndRequestPayload {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-}
-
-/// One operator effect of a `harnery.checkpoint` (`--effect KIND:REF`).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
-pub struct OperatorEffect {
-    pub kind: String,
-    #[serde(rename = "ref")]
-    pub reference: String,
-}
-
-/// `harnery.checkpoint`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, Deserialize)]
-pub struct CheckpointPayload {
-    pub checkpoint_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub commit: Option<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub effects: Vec<OperatorEffect>,
-}
-
-/// `harnery.restore`.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
-pub struct RestorePayload {
-    pub checkpoint_id: String,
-    pub boundary_offset: u64,
-}
-
-/// `harnery.command_requested`.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
-pub struct CommandRequestPayload {
-    pub command_id: String,
-    pub argv: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cwd: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pid: Option<u32>,
-}
-
-/// `harnery.command_completed`.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
-pub struct CommandCompletionPayload {
-    pub command_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub exit_code: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub signal: Option<i32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub duration_ms: Option<u64>,
-}
+use crate::contract::{AdapterId, CommandRequested, RecordProblem, SignalUnrecognized, TimeSource};
 
 /// Read one of harnery's own signals (`adapter`'s dialect for the lines of
 /// a record).
@@ -245,67 +137,6 @@ fn kind_of(
         }
         _ => Err("unknown_event".to_string()),
     }
-}
-
-/// Split a `harnery.record` payload into its header and lines, each read
-/// in `adapter`'s dialect. A last line without its newline is read too
-/// (the finalizer only sends whole lines, so it is whole). A line naming
-/// another session than `session` is refused, not read.
-fn record_chunk(
-    adapter: AdapterId,
-    session: Option<&str>,
-    payload: &[u8],
-) -> Result<RecordChunk, String> {
-    let cut = memchr::memchr(b'\n', payload).ok_or("record_without_header")?;
-    let header: RecordChunkHeader = serde_json::from_slice(&payload[..cut])
-        .map_err(|e| format!("malformed_record_header: {e}"))?;
-    let bytes = &payload[cut + 1..];
-    let mut chunk = RecordChunk {
-        lines: Vec::new(),
-        foreign: Vec::new(),
-        header,
-    };
-    let header = &chunk.header;
-    if header.oversized_line {
-        let len = header.end.checked_sub(header.start);
-        if len.is_none_or(|len| len < bytes.len() as u64) {
-            return Err("record_length_mismatch".into());
-        }
-        let reason = format!(
-            "a line of {} bytes, longer than the {} byte line ceiling: not read (its first {} \
-             bytes are kept)",
-            len.unwrap_or_default(),
-            LINE_CEILING,
-            bytes.len()
-        );
-        chunk
-            .lines
-            .push((header.start, RecordLine::unrecognized(reason)));
-        return Ok(chunk);
-    }
-    if header.end.checked_sub(header.start) != Some(bytes.len() as u64) {
-        return Err("record_length_mismatch".into());
-    }
-    let mut at = 0usize;
-    while at < bytes.len() {
-        let end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |n| at + n);
-        let offset = header.start + at as u64;
-        let line = &bytes[at..end];
-        let named = session.and_then(|_| record::place::line_session(adapter, line));
-        if let Some(other) = named.filter(|named| Some(named.as_str()) != session) {
-            chunk.foreign.push((offset, other));
-        } else if !line.iter().all(u8::is_ascii_whitespace) {
-            let place = RecordAt {
-                path: header.path.clone(),
-                offset,
-            };
-            chunk
-                .lines
-                .push((offset, record::read_line(adapter, line, &place)));
-        }
-        at = end + 1;
-    }
-    Ok(chunk)
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! The Copilot CLI dialect. Two payload shapes reach the same hook:
+//! Copilot CLI's hook dialect. Two payload shapes reach the same hook:
 //!
 //! - camelCase (`sessionId`, `toolArgs`, `toolResult.resultType`, epoch-ms
 //!   `timestamp`), with the event name only on the hook's argv;
@@ -19,10 +19,8 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::signal::{
-    Normalized, SignalKind, ToolCall, ToolResult, TurnEnd, normalize_input, optional_str, owned,
-    parse_payload,
-};
+use crate::agents::signal::{Normalized, SignalKind, ToolCall, ToolResult, TurnEnd};
+use crate::agents::wire::{normalize_input, optional_str, owned, parse_payload};
 use crate::contract::{
     CompactionStarted, ErrorReported, Json, Outcome, Payload, PermissionRequested, PromptSubmitted,
     SessionEnded, SessionStarted, SignalUnrecognized, SubagentStarted, SubagentStopped, TimeSource,

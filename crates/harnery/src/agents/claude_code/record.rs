@@ -29,8 +29,10 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::{RecordItem, RecordLine, RecordedCall, RecordedResult, millis, parse_frame, time_ns};
-use crate::agents::signal::{input_digest, normalize_input, raw_json};
+use crate::agents::record::{
+    RecordItem, RecordLine, RecordedCall, RecordedResult, millis, parse_frame, time_ns,
+};
+use crate::agents::wire::{input_digest, normalize_input, parse_payload, raw_json};
 use crate::contract::{
     Json, MessageAssistant, MessageUser, ReasoningRecorded, RecordAt, SessionMetadata,
     UsageReported,
@@ -367,6 +369,18 @@ fn totals(frame: Frame, at: &RecordAt) -> RecordLine {
     frame.line(items)
 }
 
+/// The session a transcript line says it belongs to: Claude Code writes
+/// `sessionId` on its lines. Cheap for lines that name none.
+pub fn line_session(line: &[u8]) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Named {
+        #[serde(rename = "sessionId")]
+        session_id: Option<String>,
+    }
+    memchr::memmem::find(line, b"\"sessionId\"")?;
+    parse_payload::<Named>(line).ok()?.session_id
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -625,5 +639,12 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn lines_name_their_session() {
+        let named = br#"{"type":"user","sessionId":"s1","message":{}}"#;
+        assert_eq!(line_session(named).as_deref(), Some("s1"));
+        assert_eq!(line_session(br#"{"type":"x"}"#), None);
     }
 }

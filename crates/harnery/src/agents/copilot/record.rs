@@ -23,11 +23,15 @@
 //! `assistant.reasoning` is read as `reasoningId` + `content`; the corpus
 //! has none, so that shape is the documented one, not one seen.
 
+use std::borrow::Cow;
+
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::{RecordItem, RecordLine, RecordedCall, RecordedResult, millis, parse_frame, time_ns};
-use crate::agents::signal::{input_digest, normalize_input, raw_json};
+use crate::agents::record::{
+    RecordItem, RecordLine, RecordedCall, RecordedResult, millis, parse_frame, time_ns,
+};
+use crate::agents::wire::{input_digest, normalize_input, parse_payload, raw_json};
 use crate::contract::{
     Json, MessageAssistant, MessageUser, ReasoningRecorded, RecordAt, SessionMetadata,
     UsageReported,
@@ -38,7 +42,7 @@ const SILENT_TYPES: &[&str] = &[
     "hook.start",
     "hook.end",
     "system.message",
-    "abort",
+    frame::ABORT,
     "permission.requested",
     "permission.completed",
     "session.error",
@@ -51,15 +55,50 @@ const SILENT_TYPES: &[&str] = &[
     "subagent.failed",
 ];
 
+/// The frame types more than one reader of this record names.
+pub mod frame {
+    pub const SESSION_START: &str = "session.start";
+    pub const SESSION_RESUME: &str = "session.resume";
+    pub const SESSION_SHUTDOWN: &str = "session.shutdown";
+    pub const ABORT: &str = "abort";
+    pub const USER_MESSAGE: &str = "user.message";
+    pub const ASSISTANT_MESSAGE: &str = "assistant.message";
+    pub const ASSISTANT_REASONING: &str = "assistant.reasoning";
+    pub const TOOL_EXECUTION_COMPLETE: &str = "tool.execution_complete";
+}
+
+/// One line of `events.jsonl` with its envelope read and `data` left as
+/// text: the first step of every reader of this record (the finalizer's
+/// [`read_line`] and `harnery recover`'s scan, `resume::copilot`).
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Envelope<'a> {
-    #[serde(rename = "type")]
-    kind: String,
-    #[serde(borrow)]
-    data: Option<&'a RawValue>,
-    timestamp: Option<String>,
-    agent_id: Option<String>,
+pub struct Envelope<'a> {
+    #[serde(rename = "type", borrow)]
+    pub kind: Cow<'a, str>,
+    #[serde(borrow, default)]
+    pub data: Option<&'a RawValue>,
+    /// The event's own id as written; [`Envelope::id`] reads it as text.
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub timestamp: Option<Cow<'a, str>>,
+    /// The subagent that wrote the frame.
+    #[serde(rename = "agentId", borrow, default)]
+    pub agent_id: Option<Cow<'a, str>>,
+}
+
+impl<'a> Envelope<'a> {
+    /// Read the envelope of one line (without its newline).
+    pub fn read(line: &'a [u8]) -> serde_json::Result<Envelope<'a>> {
+        parse_payload(line)
+    }
+
+    /// The event's id: `None` when absent or null, an error when it is
+    /// not a string (a reader that shows ids refuses such a line).
+    pub fn id(&self) -> serde_json::Result<Option<String>> {
+        self.id
+            .map(|raw| serde_json::from_str::<String>(raw.get()))
+            .transpose()
+    }
 }
 
 /// Every `data` field this module reads, whatever the frame's type.
@@ -138,7 +177,7 @@ pub fn read_line(line: &[u8], at: &RecordAt) -> RecordLine {
         Ok(envelope) => envelope,
         Err(unrecognized) => return unrecognized,
     };
-    let kind = envelope.kind.as_str();
+    let kind = envelope.kind.as_ref();
     if SILENT_TYPES.contains(&kind) {
         return envelope.line(None, Vec::new());
     }
@@ -157,7 +196,7 @@ impl Envelope<'_> {
     fn line(&self, turn: Option<String>, items: Vec<RecordItem>) -> RecordLine {
         RecordLine {
             time_unix_ns: time_ns(self.timestamp.as_deref()),
-            agent_id: self.agent_id.clone(),
+            agent_id: self.agent_id.as_deref().map(str::to_owned),
             native_turn_id: turn,
             uuid: None,
             parent_uuid: None,
@@ -170,16 +209,16 @@ impl Envelope<'_> {
 /// not know.
 fn items(kind: &str, data: &Data, at: &RecordAt) -> Option<Vec<RecordItem>> {
     let items = match kind {
-        "session.start" => vec![metadata(data, at)],
-        "session.resume" => vec![RecordItem::Resumed, metadata(data, at)],
-        "session.shutdown" => vec![RecordItem::Shutdown],
-        "user.message" => vec![user(data, at)],
-        "assistant.message" => assistant(data, at),
-        "assistant.reasoning" => vec![reasoning(data.reasoning_id.clone(), data, at)],
+        frame::SESSION_START => vec![metadata(data, at)],
+        frame::SESSION_RESUME => vec![RecordItem::Resumed, metadata(data, at)],
+        frame::SESSION_SHUTDOWN => vec![RecordItem::Shutdown],
+        frame::USER_MESSAGE => vec![user(data, at)],
+        frame::ASSISTANT_MESSAGE => assistant(data, at),
+        frame::ASSISTANT_REASONING => vec![reasoning(data.reasoning_id.clone(), data, at)],
         "assistant.turn_start" => turn(data, |turn_id| RecordItem::TurnStarted { turn_id }),
         "assistant.turn_end" => turn(data, |turn_id| RecordItem::TurnEnded { turn_id }),
         "tool.execution_start" => tool_started(data).into_iter().collect(),
-        "tool.execution_complete" => tool_finished(data).into_iter().collect(),
+        frame::TOOL_EXECUTION_COMPLETE => tool_finished(data).into_iter().collect(),
         "session.usage_record" => data.usage.iter().map(|u| usage(u, at)).collect(),
         _ => return None,
     };
@@ -292,6 +331,28 @@ fn usage(usage: &UsageWire, at: &RecordAt) -> RecordItem {
         reasoning_tokens: usage.reasoning_tokens,
         raw: Some(Json::from_value(&raw)),
     })
+}
+
+/// The session a record line says it belongs to: Copilot names the
+/// session on `session.start` (its hook echoes carry a subagent's id, so
+/// only that frame is looked at). Cheap for lines that name none.
+pub fn line_session(line: &[u8]) -> Option<String> {
+    #[derive(Deserialize)]
+    struct NamedData {
+        #[serde(rename = "sessionId")]
+        session_id: Option<String>,
+    }
+    #[derive(Deserialize)]
+    struct Named {
+        #[serde(rename = "type")]
+        kind: Option<String>,
+        data: Option<NamedData>,
+    }
+    memchr::memmem::find(line, b"\"sessionId\"")?;
+    let frame = parse_payload::<Named>(line).ok()?;
+    (frame.kind.as_deref() == Some(self::frame::SESSION_START))
+        .then_some(frame.data?.session_id)
+        .flatten()
 }
 
 #[cfg(test)]
@@ -461,5 +522,13 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn only_session_start_names_the_session() {
+        let start = br#"{"type":"session.start","data":{"sessionId":"c1"}}"#;
+        assert_eq!(line_session(start).as_deref(), Some("c1"));
+        let echo = br#"{"type":"hook.start","data":{"input":{"sessionId":"agent"}}}"#;
+        assert_eq!(line_session(echo), None);
     }
 }

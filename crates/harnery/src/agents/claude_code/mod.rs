@@ -1,0 +1,31 @@
+//! Claude Code: where it keeps its files (the one resolver of its config
+//! directory), its hook dialect ([`hooks`]) and the dialect of its own
+//! record, the JSONL transcript and stream-json frames ([`record`]).
+
+pub mod hooks;
+pub mod record;
+
+use std::path::{Path, PathBuf};
+
+pub use hooks::normalize;
+
+/// The environment variable that moves Claude Code's config directory.
+pub const CONFIG_VAR: &str = "CLAUDE_CONFIG_DIR";
+
+/// Claude Code's config directory: `$CLAUDE_CONFIG_DIR` when it is set and
+/// not empty, else `.claude` in `user_home`.
+pub fn config_dir(user_home: &Path) -> PathBuf {
+    std::env::var_os(CONFIG_VAR)
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| user_home.join(".claude"), PathBuf::from)
+}
+
+/// The folder of per-project transcript folders under `config_dir`.
+pub fn projects_dir(config_dir: &Path) -> PathBuf {
+    config_dir.join("projects")
+}
+
+/// The transcript file of `session_id` in one project folder.
+pub fn transcript_in(project_dir: &Path, session_id: &str) -> PathBuf {
+    project_dir.join(format!("{session_id}.jsonl"))
+}

@@ -1,0 +1,86 @@
+//! A `harnery.record` chunk, read: its header, then each line in the
+//! dialect of the agent whose record it is. Also the one place that picks
+//! an agent's record reader by adapter.
+
+use super::payload::{RecordChunk, RecordChunkHeader};
+use crate::agents::record::RecordLine;
+use crate::agents::record::place::LINE_CEILING;
+use crate::agents::{claude_code, copilot};
+use crate::contract::{AdapterId, RecordAt};
+
+/// Read one line of `adapter`'s record (without its newline); `at` is
+/// where it starts.
+pub fn read_line(adapter: AdapterId, line: &[u8], at: &RecordAt) -> RecordLine {
+    match adapter {
+        AdapterId::ClaudeCode => claude_code::record::read_line(line, at),
+        AdapterId::Copilot => copilot::record::read_line(line, at),
+    }
+}
+
+/// The session a line of `adapter`'s record says it belongs to, when it
+/// says one (see each agent's `record::line_session`).
+pub fn line_session(adapter: AdapterId, line: &[u8]) -> Option<String> {
+    match adapter {
+        AdapterId::ClaudeCode => claude_code::record::line_session(line),
+        AdapterId::Copilot => copilot::record::line_session(line),
+    }
+}
+
+/// Split a `harnery.record` payload into its header and lines, each read
+/// in `adapter`'s dialect. A last line without its newline is read too
+/// (the finalizer only sends whole lines, so it is whole). A line naming
+/// another session than `session` is refused, not read.
+pub fn record_chunk(
+    adapter: AdapterId,
+    session: Option<&str>,
+    payload: &[u8],
+) -> Result<RecordChunk, String> {
+    let cut = memchr::memchr(b'\n', payload).ok_or("record_without_header")?;
+    let header: RecordChunkHeader = serde_json::from_slice(&payload[..cut])
+        .map_err(|e| format!("malformed_record_header: {e}"))?;
+    let bytes = &payload[cut + 1..];
+    let mut chunk = RecordChunk {
+        lines: Vec::new(),
+        foreign: Vec::new(),
+        header,
+    };
+    let header = &chunk.header;
+    if header.oversized_line {
+        let len = header.end.checked_sub(header.start);
+        if len.is_none_or(|len| len < bytes.len() as u64) {
+            return Err("record_length_mismatch".into());
+        }
+        let reason = format!(
+            "a line of {} bytes, longer than the {} byte line ceiling: not read (its first {} \
+             bytes are kept)",
+            len.unwrap_or_default(),
+            LINE_CEILING,
+            bytes.len()
+        );
+        chunk
+            .lines
+            .push((header.start, RecordLine::unrecognized(reason)));
+        return Ok(chunk);
+    }
+    if header.end.checked_sub(header.start) != Some(bytes.len() as u64) {
+        return Err("record_length_mismatch".into());
+    }
+    let mut at = 0usize;
+    while at < bytes.len() {
+        let end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |n| at + n);
+        let offset = header.start + at as u64;
+        let line = &bytes[at..end];
+        let named = session.and_then(|_| line_session(adapter, line));
+        if let Some(other) = named.filter(|named| Some(named.as_str()) != session) {
+            chunk.foreign.push((offset, other));
+        } else if !line.iter().all(u8::is_ascii_whitespace) {
+            let place = RecordAt {
+                path: header.path.clone(),
+                offset,
+            };
+            chunk.lines.push((offset, read_line(adapter, line, &place)));
+        }
+        at = end + 1;
+    }
+    Ok(chunk)
+}

@@ -1,0 +1,116 @@
+//! The names and payloads of harnery's own signals (see the parent module
+//! for what each means): what `harnery end`, `exec`, `checkpoint`,
+//! `restore` and the finalizer's record reader write, and the typed
+//! `harnery.record` chunk they are read into.
+
+use serde::Deserialize;
+
+use crate::agents::record::RecordLine;
+
+pub const END_REQUESTED: &str = "harnery.end_requested";
+pub const COMMAND_REQUESTED: &str = "harnery.command_requested";
+pub const COMMAND_COMPLETED: &str = "harnery.command_completed";
+pub const RECORD: &str = "harnery.record";
+pub const RECORD_PROBLEM: &str = "harnery.record_problem";
+pub const CHECKPOINT: &str = "harnery.checkpoint";
+pub const RESTORE: &str = "harnery.restore";
+
+/// How many bytes before a record cursor its fingerprint covers.
+pub const FINGERPRINT_LEN: u64 = 4096;
+
+/// The header line of a `harnery.record` payload.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
+pub struct RecordChunkHeader {
+    pub path: String,
+    pub start: u64,
+    pub end: u64,
+    pub fingerprint: String,
+    /// The chunk reaches the end the file had when it was read (a
+    /// subagent's record, read after the subagent stopped, is then done).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub at_end: bool,
+    /// The chunk is one line longer than the line ceiling, `end - start`
+    /// bytes: only its first bytes are carried (as evidence), and it reads
+    /// as one unrecognized line.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub oversized_line: bool,
+}
+
+/// A `harnery.record` signal, read: its header and each whole line with
+/// the byte offset it starts at.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordChunk {
+    pub header: RecordChunkHeader,
+    pub lines: Vec<(u64, RecordLine)>,
+    /// Lines that name another session than the one the chunk was spooled
+    /// for (offset, the session named): refused, not read.
+    pub foreign: Vec<(u64, String)>,
+}
+
+/// A `harnery.record` payload: the header line, then the bytes.
+pub fn record_payload(header: &RecordChunkHeader, bytes: &[u8]) -> Vec<u8> {
+    let mut out = serde_json::to_vec(header).expect("the header is plain JSON");
+    out.push(b'\n');
+    out.extend_from_slice(bytes);
+    out
+}
+
+/// Whether an event name belongs to harnery rather than an agent.
+pub fn is_harnery_event(event_name: &str) -> bool {
+    event_name.starts_with("harnery.")
+}
+
+/// `harnery.end_requested`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, Deserialize)]
+pub struct EndRequestPayload {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// One operator effect of a `harnery.checkpoint` (`--effect KIND:REF`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
+pub struct OperatorEffect {
+    pub kind: String,
+    #[serde(rename = "ref")]
+    pub reference: String,
+}
+
+/// `harnery.checkpoint`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, Deserialize)]
+pub struct CheckpointPayload {
+    pub checkpoint_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub effects: Vec<OperatorEffect>,
+}
+
+/// `harnery.restore`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
+pub struct RestorePayload {
+    pub checkpoint_id: String,
+    pub boundary_offset: u64,
+}
+
+/// `harnery.command_requested`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
+pub struct CommandRequestPayload {
+    pub command_id: String,
+    pub argv: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+}
+
+/// `harnery.command_completed`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
+pub struct CommandCompletionPayload {
+    pub command_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+}
