@@ -42,7 +42,8 @@ pub use list::{EpochEntry, EpochSelector, archive_dirs, closures, epochs, select
 pub use status::{AdvanceMarker, EpochStatus, status};
 pub use verify::{EpochCheck, EpochVerdict, verify};
 
-use crate::finalize::{self, FinalizeError, FinalizeOptions, failpoint, lease::Lease};
+use crate::failpoint;
+use crate::finalize::{self, FinalizeError, FinalizeOptions, lease::Lease};
 use crate::home::Home;
 use crate::ledger::{
     ADVANCE_FILE, Anchor, CANDIDATES_DIR, GENESIS_FILE, GenesisManifest, Ledger, LedgerError,

@@ -14,13 +14,14 @@ use std::sync::mpsc::sync_channel;
 
 use super::run::{DamagedRange, FinalizeOptions, Summary, append_batch, release};
 use super::state::{load_producer, save_producer};
-use super::{FinalizeError, failpoint, ready};
+use super::{FinalizeError, ready};
 use crate::agents::{self, RawSignal};
 use crate::clock::ClockSample;
 use crate::contract::{
     AdapterId, Attestation, Confidence, Event, EventId, HealthCondition, Payload, Provenance,
     RawRef, SessionRef, TimeSource, TurnAttribution, digest_parts,
 };
+use crate::failpoint;
 use crate::fingerprint::FingerprintState;
 use crate::home::Home;
 use crate::ledger::{
@@ -32,14 +33,12 @@ use crate::spool::reader::{RecordView, read_views};
 use crate::spool::{Damage, IntakeSpool, read_segment_whole};
 
 /// A chunk closes once its files reach this many bytes
-/// (`HARNERY_CHUNK_BYTES` overrides it, for tests that want many chunks).
+/// (`HARNERY_CHUNK_BYTES` overrides it in failpoint builds, for tests that
+/// want many chunks).
 const CHUNK_BYTES: u64 = 8 << 20;
 
 fn chunk_bytes() -> u64 {
-    std::env::var("HARNERY_CHUNK_BYTES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(CHUNK_BYTES)
+    failpoint::tuning(failpoint::CHUNK_BYTES_ENV).unwrap_or(CHUNK_BYTES)
 }
 /// How many chunks may be uncommitted while one is normalized: that one,
 /// one queued for flushing, one being flushed, one queued for appending
@@ -225,14 +224,11 @@ struct Checkpointed {
 /// checkpoint so that the WAL starts over (see `drain`): 256 MiB. Each
 /// wait costs the appending thread a WAL sync and a checkpoint of the
 /// batch it has just committed (tens of milliseconds), so not every batch;
-/// `HARNERY_WAL_RESTART_FRAMES` overrides it, for tests.
+/// `HARNERY_WAL_RESTART_FRAMES` overrides it in failpoint builds, for tests.
 const WAL_RESTART_FRAMES: u64 = 16384;
 
 fn wal_restart_frames() -> u64 {
-    std::env::var("HARNERY_WAL_RESTART_FRAMES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(WAL_RESTART_FRAMES)
+    failpoint::tuning(failpoint::WAL_RESTART_FRAMES_ENV).unwrap_or(WAL_RESTART_FRAMES)
 }
 
 fn durability(e: crate::ledger::LedgerError) -> FinalizeError {

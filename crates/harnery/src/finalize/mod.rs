@@ -13,7 +13,6 @@
 //! incarnation number, checked by every write transaction. A failed fsync or
 //! commit stops the run (never retried); the next run starts clean.
 
-pub mod failpoint;
 mod intake;
 pub mod lease;
 pub mod ready;

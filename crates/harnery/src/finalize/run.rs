@@ -5,8 +5,9 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::{FinalizeError, failpoint, lease::Lease, ready};
+use super::{FinalizeError, lease::Lease, ready};
 use crate::clock::ClockSample;
+use crate::failpoint;
 use crate::home::Home;
 use crate::ledger::{AppendBatch, AppendOutcome, Ledger, LedgerError, SpanCounts};
 

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::params;
 
 use super::{Ledger, LedgerError, durable, raw, rawz};
-use crate::finalize::failpoint;
+use crate::failpoint;
 
 /// What a compaction did.
 #[derive(Debug, Default, Clone, serde::Serialize)]
