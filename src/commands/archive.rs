@@ -78,7 +78,7 @@ pub(super) fn write_size(
 fn compact(args: CompactArgs) -> CmdResult {
     let home = Home::from_env()?;
     let _lease = harnery::finalize::lease::Lease::take(&home)?;
-    let now = harnery::clock::wall_now_ns();
+    let now = harnery::now::resolve_now(None)?;
     let mut ledger = LedgerWriter::open(&home, now)?;
     let done = ledger.compact_archive(args.level)?;
     let size = ledger.archive_size()?;

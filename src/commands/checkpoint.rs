@@ -14,8 +14,8 @@ use harnery::agents::harnery::{CHECKPOINT, CheckpointPayload, OperatorEffect};
 use harnery::clock::format_ns;
 use harnery::contract::Observation;
 use harnery::home::Home;
+use harnery::now::resolve_now;
 use harnery::operator;
-use harnery::report::now::resolve_now;
 use harnery::resume::log::{Checkpoint, SessionLog};
 
 #[derive(Debug, clap::Args)]

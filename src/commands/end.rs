@@ -12,9 +12,9 @@ use serde::Serialize;
 use super::{CmdResult, Outcome};
 use harnery::clock::format_ns;
 use harnery::home::Home;
+use harnery::now::resolve_now;
 use harnery::operator;
 use harnery::report::health::PendingEnd;
-use harnery::report::now::resolve_now;
 use harnery::report::spool_facts::{SpooledEnd, spooled_ends};
 
 #[derive(Debug, clap::Args)]

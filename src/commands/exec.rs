@@ -6,8 +6,8 @@
 
 use super::CmdResult;
 use harnery::home::Home;
+use harnery::now::resolve_now;
 use harnery::operator::command;
-use harnery::report::now::resolve_now;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

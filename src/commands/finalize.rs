@@ -7,7 +7,7 @@ use harnery::clock::{ClockSample, wall_now_ns};
 use harnery::epoch::finalize;
 use harnery::finalize::FinalizeOptions;
 use harnery::home::Home;
-use harnery::ledger::parse_time;
+use harnery::now::pinned_now;
 use harnery::progress::Progress;
 use std::io::Write;
 
@@ -23,15 +23,17 @@ pub struct Args {
 
 /// Resolve "now" from `--now`, then `HARNERY_NOW`, then the wall clock.
 pub fn options(now: Option<&str>) -> Result<FinalizeOptions, String> {
-    let text = now
-        .map(str::to_string)
-        .or_else(|| std::env::var("HARNERY_NOW").ok());
+    let pinned = pinned_now(now).map_err(|bad| {
+        format!(
+            "--now / HARNERY_NOW {:?} is not an RFC 3339 time",
+            bad.value
+        )
+    })?;
     // An injected "now" has no monotonic reading that belongs to it: the
     // sample stays empty, so bounds measured against it are unknown.
-    match text {
-        Some(t) => Ok(FinalizeOptions {
-            now_unix_ns: parse_time(&t)
-                .ok_or_else(|| format!("--now / HARNERY_NOW {t:?} is not an RFC 3339 time"))?,
+    match pinned {
+        Some(now_unix_ns) => Ok(FinalizeOptions {
+            now_unix_ns,
             clock: ClockSample::default(),
             progress: Progress::none(),
             follow_records: harnery::finalize::record::enabled(),

@@ -10,8 +10,8 @@ use super::{CmdError, CmdResult, Outcome};
 use harnery::clock::format_ns;
 use harnery::home::Home;
 use harnery::ledger::integrity::RawFault;
+use harnery::now::resolve_now;
 use harnery::report::health::{Condition, spool_conditions};
-use harnery::report::now::resolve_now;
 use harnery::report::source::SourceError;
 
 #[derive(Debug, clap::Args)]

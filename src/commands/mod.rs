@@ -49,10 +49,10 @@ pub struct EpochArg {
     pub epoch: harnery::epoch::EpochSelector,
 }
 
-/// A time given on the command line (`--since`, `--until`): RFC 3339, as
-/// Unix nanoseconds.
+/// A time given on the command line (`--since`, `--until`), as Unix
+/// nanoseconds: RFC 3339 (or Unix nanoseconds, the one parser's other form).
 pub fn parse_instant(text: &str) -> Result<i64, String> {
-    harnery::ledger::parse_time(text)
+    harnery::clock::parse_instant(text)
         .ok_or_else(|| format!("{text:?} is not an RFC 3339 time (e.g. 2026-12-01T09:00:00Z)"))
 }
 

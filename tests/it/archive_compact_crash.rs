@@ -9,7 +9,7 @@ use crate::common;
 use std::path::Path;
 
 use common::*;
-use harnery::finalize::failpoint::COMPACT_POINTS;
+use harnery::failpoint::COMPACT_POINTS;
 
 fn raw_records(home: &Path) -> Vec<(String, String, Vec<u8>)> {
     let dir = home.join("ledgers/v2");
@@ -50,7 +50,7 @@ fn a_kill_during_compaction_leaves_a_readable_archive() {
         let home = t.path();
         copy_tree(base.path(), home);
         let out = harnery(home)
-            .env("HARNERY_FAILPOINT", point)
+            .env("HARNERY_FAILPOINTS", point)
             .args(["archive", "compact"])
             .output()
             .unwrap();

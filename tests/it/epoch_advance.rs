@@ -92,12 +92,12 @@ fn a_kill_at_any_step_resumes_to_the_same_epochs() {
     );
     let want_archive = chain_rows(&the_archive(reference.path()).join("ledger.sqlite"));
     let want_live = chain_rows(&reference.path().join("ledgers/v2/ledger.sqlite"));
-    for point in harnery::finalize::failpoint::EPOCH_POINTS {
+    for point in harnery::failpoint::EPOCH_POINTS {
         let home = tempfile::tempdir().unwrap();
         copy_tree(spool.path(), home.path());
         let killed = harnery(home.path())
             .env("HARNERY_TEST_SCHEMA_SUFFIX", NEXT_CONTRACT)
-            .env("HARNERY_FAILPOINT", point)
+            .env("HARNERY_FAILPOINTS", point)
             .args(["epoch", "advance"])
             .output()
             .unwrap();

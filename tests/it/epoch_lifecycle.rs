@@ -44,7 +44,7 @@ fn next_ok(home: &Path, args: &[&str]) -> String {
 fn killed_at(home: &Path, point: &str) {
     let out = harnery(home)
         .env("HARNERY_TEST_SCHEMA_SUFFIX", NEXT_CONTRACT)
-        .env("HARNERY_FAILPOINT", point)
+        .env("HARNERY_FAILPOINTS", point)
         .args(["epoch", "advance"])
         .output()
         .unwrap();
@@ -239,7 +239,7 @@ fn a_kill_at_any_epoch_step_then_cron_then_a_rerun_ends_as_one_advance() {
         want_live.len() > 10,
         "the carry and the later records landed"
     );
-    for point in harnery::finalize::failpoint::EPOCH_POINTS {
+    for point in harnery::failpoint::EPOCH_POINTS {
         let home = gen1_home();
         killed_at(home.path(), point);
         // cron: a finalize, hooks keep spooling, another finalize.
@@ -423,7 +423,7 @@ fn in_private_mounts(script: &str, env: &[(&str, &Path)]) -> Output {
         .env("HARNERY_NOW", NOW)
         .env("HARNERY_RECORDS", "off")
         .env("HARNERY_TEST_SCHEMA_SUFFIX", NEXT_CONTRACT)
-        .env_remove("HARNERY_FAILPOINT")
+        .env_remove("HARNERY_FAILPOINTS")
         .env("BIN", assert_cmd::cargo::cargo_bin("harnery"));
     for (k, v) in env {
         cmd.env(k, v);
@@ -469,7 +469,7 @@ fn a_full_disk_during_the_archive_step_stops_and_resumes_with_nothing_lost() {
            export HARNERY_HOME="$MNT/home"
            cp -a "$FIXTURE" "$HARNERY_HOME"
            set +e
-           HARNERY_FAILPOINT=epoch-after-quiesce "$BIN" epoch advance; echo "killed=$?"
+           HARNERY_FAILPOINTS=epoch-after-quiesce "$BIN" epoch advance; echo "killed=$?"
            dd if=/dev/zero of="$MNT/filler" bs=64k 2>/dev/null; echo full
            "$BIN" epoch advance; echo "rc_full=$?"
            "$BIN" finalize; echo "rc_cron=$?"

@@ -50,7 +50,7 @@ fn finalize_in(home: &Path, failpoint: Option<&str>) -> std::process::Output {
     cmd.env("HARNERY_CHUNK_BYTES", "1")
         .args(["finalize", "--json"]);
     if let Some(p) = failpoint {
-        cmd.env("HARNERY_FAILPOINT", p);
+        cmd.env("HARNERY_FAILPOINTS", p);
     }
     cmd.output().unwrap()
 }
@@ -127,7 +127,7 @@ fn a_kill_at_any_failpoint_then_a_rerun_equals_an_uninterrupted_run() {
         1,
         "damage is a ledger event of its session: {audit}"
     );
-    for point in harnery::finalize::failpoint::FINALIZE_POINTS {
+    for point in harnery::failpoint::FINALIZE_POINTS {
         let dir = tempfile::tempdir().unwrap();
         copy_tree(spool.path(), dir.path());
         let killed = finalize_in(dir.path(), Some(point));
@@ -194,7 +194,7 @@ fn two_finalizers_at_once_make_one_ledger() {
             .env("HARNERY_RECORDS", "off")
             .env("HARNERY_NOW", NOW)
             .env("HARNERY_CHUNK_BYTES", "1")
-            .env_remove("HARNERY_FAILPOINT")
+            .env_remove("HARNERY_FAILPOINTS")
             .arg("finalize")
             .stdout(std::process::Stdio::piped())
             .spawn()

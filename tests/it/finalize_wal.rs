@@ -87,7 +87,7 @@ fn drain(limit: Option<u64>) -> (u64, Vec<(String, String)>) {
     match limit {
         Some(limit) => cmd
             .env("HARNERY_WAL_RESTART_FRAMES", limit.to_string())
-            .env("HARNERY_FAILPOINT", "slow-checkpoint"),
+            .env("HARNERY_FAILPOINTS", "slow-checkpoint"),
         None => cmd.env("HARNERY_WAL_RESTART_FRAMES", u64::MAX.to_string()),
     };
     let out = cmd.args(["finalize", "--json"]).output().unwrap();

@@ -86,7 +86,7 @@ fn std_harnery(home: &Path) -> std::process::Command {
     let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("harnery"));
     cmd.env("HARNERY_HOME", home)
         .env("HARNERY_NOW", NOW)
-        .env_remove("HARNERY_FAILPOINT")
+        .env_remove("HARNERY_FAILPOINTS")
         .env_remove("HARNERY_TEST_SCHEMA_SUFFIX");
     cmd
 }
@@ -255,13 +255,13 @@ fn a_kill_at_any_ship_point_then_a_rerun_equals_one_run() {
     // The host id is made before the copies, so every copy is one host.
     assert!(next(home.path(), &["ship", "--status"]).status.success());
     let want = reference(&pg, home.path(), "reference");
-    for (i, point) in harnery::finalize::failpoint::SHIP_POINTS.iter().enumerate() {
+    for (i, point) in harnery::failpoint::SHIP_POINTS.iter().enumerate() {
         let copy = tempfile::tempdir().unwrap();
         copy_tree(home.path(), copy.path());
         let target = pg.database(&format!("kill{i}"));
         let killed = harnery(copy.path())
             .env("HARNERY_TEST_SCHEMA_SUFFIX", NEXT_CONTRACT)
-            .env("HARNERY_FAILPOINT", point)
+            .env("HARNERY_FAILPOINTS", point)
             .args(["ship", "--to", &target, "--batch-rows", "5"])
             .output()
             .unwrap();
@@ -281,7 +281,7 @@ fn a_kill_at_any_ship_point_then_a_rerun_equals_one_run() {
 fn interrupted_ship(pg: &PgServer, home: &Path, target: &str, interrupt: impl FnOnce()) {
     let child = std_harnery(home)
         .env("HARNERY_TEST_SCHEMA_SUFFIX", NEXT_CONTRACT)
-        .env("HARNERY_FAILPOINT", "ship-pause")
+        .env("HARNERY_FAILPOINTS", "ship-pause")
         .args(["ship", "--to", target, "--batch-rows", "5"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

@@ -257,7 +257,7 @@ fn a_kill_mid_transaction_leaves_the_ready_file_for_the_next_run() {
     let home = tempfile::tempdir().unwrap();
     inject(home.path(), "0001", small_session("delta"));
     let out = harnery(home.path())
-        .env("HARNERY_FAILPOINT", "mid-transaction")
+        .env("HARNERY_FAILPOINTS", "mid-transaction")
         .arg("finalize")
         .output()
         .unwrap();

@@ -75,6 +75,15 @@ pub fn parse_rfc3339_ns(text: &str) -> Option<i64> {
     i64::try_from(t.unix_timestamp_nanos()).ok()
 }
 
+/// Parse a time a user gives (`--now`, `HARNERY_NOW`, `--since`,
+/// `--until`): integer Unix nanoseconds (the unit every ledger row uses) or
+/// RFC 3339, surrounding blanks ignored. The one parser of user-given
+/// times; an agent's own timestamps go through [`parse_rfc3339_ns`] alone.
+pub fn parse_instant(text: &str) -> Option<i64> {
+    let text = text.trim();
+    text.parse::<i64>().ok().or_else(|| parse_rfc3339_ns(text))
+}
+
 /// Format unix nanoseconds as RFC 3339 UTC (for human output).
 pub fn format_ns(ns: i64) -> String {
     time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ns))
@@ -103,5 +112,17 @@ mod tests {
         };
         assert_eq!(b.elapsed_since(&other), None);
         assert!(wall_now_ns() > 1_600_000_000_000_000_000);
+    }
+
+    #[test]
+    fn an_instant_is_unix_nanoseconds_or_rfc_3339() {
+        assert_eq!(parse_instant("1000"), Some(1000));
+        assert_eq!(parse_instant("-5"), Some(-5));
+        let day = Some(1_795_996_800_000_000_000);
+        assert_eq!(parse_instant("2026-11-30T00:00:00Z"), day);
+        assert_eq!(parse_instant(" 2026-11-30T01:00:00+01:00 "), day);
+        assert_eq!(parse_instant("yesterday"), None);
+        assert_eq!(parse_instant(""), None);
+        assert_eq!(parse_rfc3339_ns("1000"), None);
     }
 }

@@ -4,11 +4,11 @@
 //! here, and prints; the hook's hot path lives below this crate, in
 //! `harnery-spool`, whose `home`, `clock` and `spool` are re-exported here.
 //! Layers, from the bottom up:
-//! `home`, `clock`, `spool` → `contract` → `agents`, `ledger` → `session` →
+//! `home`, `clock`, `spool`, `now` → `contract` → `agents`, `ledger` → `session` →
 //! `finalize`, `epoch`, `report`, `export`, `operator`, `resume`, `install`
 //! → `view`, `fleet`.
 
-pub use harnery_spool::{clock, home, spool};
+pub use harnery_spool::{clock, failpoint, home, spool};
 
 pub mod agents;
 pub mod contract;
@@ -19,6 +19,7 @@ pub mod fingerprint;
 pub mod fleet;
 pub mod install;
 pub mod ledger;
+pub mod now;
 pub mod operator;
 pub mod progress;
 pub mod report;

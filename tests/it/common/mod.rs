@@ -23,7 +23,7 @@ pub fn harnery(home: &Path) -> Command {
     cmd.env("HARNERY_HOME", home)
         .env("HARNERY_NOW", NOW)
         .env("HARNERY_RECORDS", "off")
-        .env_remove("HARNERY_FAILPOINT")
+        .env_remove("HARNERY_FAILPOINTS")
         .env_remove("HARNERY_TEST_SCHEMA_SUFFIX");
     cmd
 }

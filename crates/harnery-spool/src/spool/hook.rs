@@ -74,7 +74,7 @@ fn silence_stdout() {
 /// Never panics out (the caller also wraps it), never returns an error.
 pub fn run(args: Vec<OsString>) {
     let received_ns = wall_now_ns();
-    if super::writer::failpoint("panic").is_err() {
+    if crate::failpoint::io_error("panic").is_err() {
         panic!("failpoint panic");
     }
     let clock = ClockSample::now();

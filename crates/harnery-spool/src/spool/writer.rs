@@ -21,6 +21,7 @@ use super::{
     ACTIVE_SEGMENT, DEAD_LETTER_PREFIX, FALLBACK_PREFIX, LEASE_FILE, SpoolError, TMP_PREFIX,
 };
 use crate::clock::{ClockSample, wall_now_ns};
+use crate::failpoint;
 use crate::home::{Home, PrivateDir};
 
 /// How long a writer waits for the session lease before writing a fallback file.
@@ -237,7 +238,7 @@ impl SpoolWriter {
     ) -> Result<AppendReceipt, SpoolError> {
         let rec = encode(env, payload)?;
         let _lease = acquire_lease(dir, self.options.lease_wait)?;
-        failpoint("segment_append")?;
+        failpoint::io_error("segment_append")?;
         let (mut seg, created) =
             dir.open_file(ACTIVE_SEGMENT, libc::O_WRONLY | libc::O_APPEND, true)?;
         let offset = seg.metadata()?.len();
@@ -268,7 +269,7 @@ impl SpoolWriter {
         env: &Envelope,
         payload: &[u8],
     ) -> Result<AppendReceipt, SpoolError> {
-        failpoint(prefix)?;
+        failpoint::io_error(prefix)?;
         let rec = encode(env, payload)?;
         let seq = SEQ.fetch_add(1, Ordering::Relaxed);
         let name = format!(
@@ -379,17 +380,4 @@ pub fn acquire_lease(dir: &PrivateDir, wait: Duration) -> Result<Lease, SpoolErr
         std::thread::sleep(pause.min(deadline - now));
         pause = (pause * 2).min(Duration::from_millis(2));
     }
-}
-
-/// Test-only failure injection: `HARNERY_FAILPOINTS=segment_append,fallback-`
-/// makes the named write paths fail (feature `failpoints` only).
-pub(crate) fn failpoint(name: &str) -> io::Result<()> {
-    #[cfg(feature = "failpoints")]
-    if let Some(list) = std::env::var_os("HARNERY_FAILPOINTS")
-        && list.to_string_lossy().split(',').any(|n| n == name)
-    {
-        return Err(io::Error::other(format!("failpoint {name}")));
-    }
-    let _ = name;
-    Ok(())
 }

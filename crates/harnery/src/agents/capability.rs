@@ -95,14 +95,12 @@ impl CapabilityProfile {
     /// blake3 over the encoding described in the module doc, as hex.
     pub fn digest_hex(&self) -> String {
         let items = self.items();
-        let mut hasher = blake3::Hasher::new();
-        hasher.update(b"harnery.capability");
-        hasher.update(&(items.len() as u32).to_le_bytes());
+        let mut w = crate::contract::DigestWriter::new();
+        w.raw(b"harnery.capability").count_u32(items.len());
         for item in &items {
-            hasher.update(&(item.len() as u32).to_le_bytes());
-            hasher.update(item.as_bytes());
+            w.field_u32(item.as_bytes());
         }
-        hasher.finalize().to_hex().to_string()
+        w.finish().to_hex().to_string()
     }
 }
 

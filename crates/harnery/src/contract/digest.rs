@@ -305,24 +305,18 @@ pub const DESCRIPTION: &[SchemaDescription] = &[
     ),
 ];
 
-fn put(hasher: &mut blake3::Hasher, item: &str) {
-    hasher.update(&(item.len() as u32).to_le_bytes());
-    hasher.update(item.as_bytes());
-}
-
 /// The digest of this build's contract.
 pub fn schema_digest() -> blake3::Hash {
-    let mut hasher = blake3::Hasher::new();
-    hasher.update(b"harnery.contract");
-    hasher.update(&CONTRACT_GENERATION.to_le_bytes());
+    let mut w = super::DigestWriter::new();
+    w.raw(b"harnery.contract")
+        .raw(&CONTRACT_GENERATION.to_le_bytes());
     for ty in DESCRIPTION {
-        put(&mut hasher, ty.name);
-        hasher.update(&(ty.fields.len() as u32).to_le_bytes());
+        w.field_u32(ty.name.as_bytes()).count_u32(ty.fields.len());
         for field in ty.fields {
-            put(&mut hasher, field);
+            w.field_u32(field.as_bytes());
         }
     }
-    hasher.finalize()
+    w.finish()
 }
 
 /// The digest as lowercase hex, as stored in `genesis.json`.

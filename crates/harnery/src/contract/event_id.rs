@@ -30,31 +30,13 @@ impl EventId {
 /// its length as a little-endian u64: the encoding behind event ids and
 /// record digests.
 ///
-/// The bytes are gathered into one buffer before they are hashed: the
-/// hasher's fixed cost per call outweighs hashing a short part, and ids
-/// are derived for every event.
+/// Written by the one [`DigestWriter`](super::DigestWriter).
 pub fn digest_parts(first: &[u8], parts: &[&[u8]]) -> blake3::Hash {
-    let mut hasher = blake3::Hasher::new();
-    let mut buf = [0u8; 512];
-    let mut len = 0;
+    let mut w = super::DigestWriter::new();
     for part in std::iter::once(first).chain(parts.iter().copied()) {
-        if len + 8 > buf.len() {
-            hasher.update(&buf[..len]);
-            len = 0;
-        }
-        buf[len..len + 8].copy_from_slice(&(part.len() as u64).to_le_bytes());
-        len += 8;
-        if len + part.len() > buf.len() {
-            hasher.update(&buf[..len]);
-            hasher.update(part);
-            len = 0;
-        } else {
-            buf[len..len + part.len()].copy_from_slice(part);
-            len += part.len();
-        }
+        w.field_u64(part);
     }
-    hasher.update(&buf[..len]);
-    hasher.finalize()
+    w.finish()
 }
 
 impl std::fmt::Display for EventId {

@@ -11,6 +11,7 @@
 mod canonical;
 mod confidence;
 mod digest;
+mod digest_writer;
 pub mod eligibility;
 mod event;
 mod event_de;
@@ -27,6 +28,7 @@ pub use confidence::recovered_confidence;
 pub use digest::{
     CONTRACT_GENERATION, DESCRIPTION, SchemaDescription, schema_digest, schema_digest_hex,
 };
+pub use digest_writer::DigestWriter;
 pub use event::{
     AdapterId, Attestation, Confidence, Event, Provenance, RawRef, SessionRef, TimeSource,
     TurnAttribution, TurnSource,

@@ -30,7 +30,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::{EpochError, archive, io, list};
-use crate::finalize::{self, FinalizeError, FinalizeOptions, failpoint, lease::Lease};
+use crate::failpoint;
+use crate::finalize::{self, FinalizeError, FinalizeOptions, lease::Lease};
 use crate::home::Home;
 use crate::ledger::{
     ADVANCE_FILE, Anchor, CANDIDATES_DIR, GENESIS_FILE, GenesisManifest, LedgerReader,

@@ -6,7 +6,8 @@
 use std::path::Path;
 
 use super::summary::{FinalizeOptions, HealthNote, Summary};
-use super::{FinalizeError, failpoint, ready, timing};
+use super::{FinalizeError, ready, timing};
+use crate::failpoint;
 use crate::home::Home;
 use crate::ledger::{AppendBatch, AppendOutcome, LedgerError, LedgerWriter};
 

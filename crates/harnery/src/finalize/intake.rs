@@ -21,10 +21,11 @@ use std::sync::mpsc::sync_channel;
 
 use super::apply::{append_batch, release, remove_segment};
 use super::summary::{DamagedRange, FinalizeOptions, Summary};
-use super::{FinalizeError, failpoint, ready, timing};
+use super::{FinalizeError, ready, timing};
 use crate::agents::{self, RawSignal};
 use crate::clock::ClockSample;
 use crate::contract::{AdapterId, SessionRef};
+use crate::failpoint;
 use crate::home::Home;
 use crate::ledger::{
     AppendBatch, BatchSignal, Checkpointer, LedgerReader, LedgerWriter, RawBytes, ReadyEvent,
@@ -36,14 +37,12 @@ use normalizer::Normalizer;
 use spool_health::SpoolHealth;
 
 /// A chunk closes once its files reach this many bytes
-/// (`HARNERY_CHUNK_BYTES` overrides it, for tests that want many chunks).
+/// (`HARNERY_CHUNK_BYTES` overrides it in failpoint builds, for tests that
+/// want many chunks).
 const CHUNK_BYTES: u64 = 8 << 20;
 
 fn chunk_bytes() -> u64 {
-    std::env::var("HARNERY_CHUNK_BYTES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(CHUNK_BYTES)
+    failpoint::tuning(failpoint::CHUNK_BYTES_ENV).unwrap_or(CHUNK_BYTES)
 }
 /// How many chunks may be uncommitted while one is normalized: that one,
 /// one queued for flushing, one being flushed, one queued for appending
@@ -229,14 +228,11 @@ struct Checkpointed {
 /// checkpoint so that the WAL starts over (see `drain`): 256 MiB. Each
 /// wait costs the appending thread a WAL sync and a checkpoint of the
 /// batch it has just committed (tens of milliseconds), so not every batch;
-/// `HARNERY_WAL_RESTART_FRAMES` overrides it, for tests.
+/// `HARNERY_WAL_RESTART_FRAMES` overrides it in failpoint builds, for tests.
 const WAL_RESTART_FRAMES: u64 = 16384;
 
 fn wal_restart_frames() -> u64 {
-    std::env::var("HARNERY_WAL_RESTART_FRAMES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(WAL_RESTART_FRAMES)
+    failpoint::tuning(failpoint::WAL_RESTART_FRAMES_ENV).unwrap_or(WAL_RESTART_FRAMES)
 }
 
 fn durability(e: crate::ledger::LedgerError) -> FinalizeError {

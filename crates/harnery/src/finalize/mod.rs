@@ -22,12 +22,10 @@
 //! - `apply.rs`: stage two, a ready file's batch appended and its files released.
 //! - `state.rs`: session producer state loaded, saved, and ticked by the time rules.
 //! - `record.rs`: following each agent's own record after the hook signals.
-//! - `failpoint.rs`: named crash points for the crash tests.
 //!
 //! The per-session rules the drain applies live in `session/`.
 
 mod apply;
-pub mod failpoint;
 mod intake;
 pub mod lease;
 pub mod ready;

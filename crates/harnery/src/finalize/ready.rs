@@ -166,7 +166,7 @@ pub fn write(home: &Home, batch: &AppendBatch) -> Result<PathBuf, FinalizeError>
     let mut out = DirectWriter::new(file);
     write_frames(&mut out, batch).map_err(|e| FinalizeError::io(&tmp, e))?;
     let file = out.finish().map_err(|e| FinalizeError::io(&tmp, e))?;
-    if super::failpoint::fsync_fails() {
+    if crate::failpoint::fsync_fails() {
         return Err(FinalizeError::Durability(format!(
             "fsync of {} failed (injected)",
             tmp.display()

@@ -75,10 +75,10 @@ pub const MAX_PASSES: usize = 1024;
 /// than what is left is read whole when a pass starts at it.
 pub const RUN_LEN: u64 = 64 << 20;
 
-/// [`PASS_LEN`], or `HARNERY_RECORD_PASS_BYTES` (tests that want many
-/// passes).
+/// [`PASS_LEN`], or `HARNERY_RECORD_PASS_BYTES` in failpoint builds (tests
+/// that want many passes).
 fn pass_len() -> u64 {
-    env_bytes("HARNERY_RECORD_PASS_BYTES").unwrap_or(PASS_LEN)
+    crate::failpoint::tuning(crate::failpoint::RECORD_PASS_BYTES_ENV).unwrap_or(PASS_LEN)
 }
 
 /// [`RUN_LEN`], or `HARNERY_RECORD_RUN_BYTES` (tests that want many runs).

@@ -8,6 +8,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use crate::contract::DigestWriter;
+
 /// File name of the ship key below the home.
 pub const SHIP_KEY_FILE: &str = "ship-key";
 
@@ -73,12 +75,11 @@ impl HostKey {
         material.extend_from_slice(purpose.context().as_bytes());
         material.extend_from_slice(&self.secret);
         let key = blake3::derive_key("harnery ship key split v1", &material);
-        let mut h = blake3::Hasher::new_keyed(&key);
+        let mut w = DigestWriter::keyed(&key);
         for p in parts {
-            h.update(&(p.len() as u64).to_le_bytes());
-            h.update(p);
+            w.field_u64(p);
         }
-        *h.finalize().as_bytes()
+        *w.finish().as_bytes()
     }
 
     /// Read the key in `home_root`, making it when there is none.

@@ -23,6 +23,7 @@
 use std::borrow::Cow;
 
 use super::key::{HostKey, Purpose};
+use crate::contract::DigestWriter;
 
 /// The shipped columns of one event row (text already escaped).
 pub struct ShippedRow<'a> {
@@ -38,37 +39,32 @@ pub struct ShippedRow<'a> {
     pub json: &'a [u8],
 }
 
-fn put(h: &mut blake3::Hasher, bytes: &[u8]) {
-    h.update(&(bytes.len() as u64).to_le_bytes());
-    h.update(bytes);
-}
-
 /// The link before an epoch's first row.
 pub fn seed(host: &str, genesis: &str) -> [u8; 32] {
-    let mut h = blake3::Hasher::new_derive_key("harnery ship chain seed v1");
-    put(&mut h, host.as_bytes());
-    put(&mut h, genesis.as_bytes());
-    *h.finalize().as_bytes()
+    let hash = DigestWriter::derive_key("harnery ship chain seed v1")
+        .field_u64(host.as_bytes())
+        .field_u64(genesis.as_bytes())
+        .finish();
+    *hash.as_bytes()
 }
 
 /// A row's link over the link before it and its columns.
 pub fn link(prev: &[u8], row: &ShippedRow<'_>) -> [u8; 32] {
-    let mut h = blake3::Hasher::new_derive_key("harnery ship chain link v1");
-    put(&mut h, prev);
-    put(&mut h, &row.seq.to_le_bytes());
-    put(&mut h, row.event_id.as_bytes());
-    put(&mut h, row.adapter.as_bytes());
-    put(&mut h, row.session_id.as_bytes());
-    put(&mut h, &row.offset.to_le_bytes());
-    put(&mut h, row.ty.as_bytes());
-    put(&mut h, &row.time_unix_ns.to_le_bytes());
-    put(&mut h, row.content.as_bytes());
-    h.update(&(row.masked.len() as u64).to_le_bytes());
+    let mut w = DigestWriter::derive_key("harnery ship chain link v1");
+    w.field_u64(prev)
+        .field_u64(&row.seq.to_le_bytes())
+        .field_u64(row.event_id.as_bytes())
+        .field_u64(row.adapter.as_bytes())
+        .field_u64(row.session_id.as_bytes())
+        .field_u64(&row.offset.to_le_bytes())
+        .field_u64(row.ty.as_bytes())
+        .field_u64(&row.time_unix_ns.to_le_bytes())
+        .field_u64(row.content.as_bytes())
+        .count_u64(row.masked.len());
     for m in row.masked {
-        put(&mut h, m.as_bytes());
+        w.field_u64(m.as_bytes());
     }
-    put(&mut h, row.json);
-    *h.finalize().as_bytes()
+    *w.field_u64(row.json).finish().as_bytes()
 }
 
 /// The host's commitment of a shipped row to its ledger row.

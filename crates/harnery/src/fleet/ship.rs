@@ -35,7 +35,7 @@ use super::schema::{self, LOCK_SPACE};
 use super::target::Target;
 use super::{CopyError, ShipError};
 use crate::epoch::{EpochEntry, closures, epochs};
-use crate::finalize::failpoint;
+use crate::failpoint;
 use crate::home::Home;
 use crate::ledger::{ChainRow, ClosedSession, GENESIS_FILE, LedgerReader, chain};
 use crate::report::epochs::open_as_written;

@@ -10,6 +10,8 @@
 //! its seed: 32 zero bytes for a first epoch, else derived from the
 //! archived epoch's chain head (the terminal-segment digest).
 
+use crate::contract::DigestWriter;
+
 /// Domain tag of a chain link.
 const LINK_TAG: &[u8] = b"harnery.chain.v1";
 /// Domain tag of an anchored epoch's seed.
@@ -17,12 +19,12 @@ const ANCHOR_TAG: &[u8] = b"harnery.chain.anchor.v1";
 
 /// The hash of one event row given the previous row's hash.
 pub fn link(prev: &[u8; 32], json: &[u8]) -> [u8; 32] {
-    let mut h = blake3::Hasher::new();
-    h.update(LINK_TAG);
-    h.update(prev);
-    h.update(&(json.len() as u64).to_le_bytes());
-    h.update(json);
-    *h.finalize().as_bytes()
+    let hash = DigestWriter::new()
+        .raw(LINK_TAG)
+        .raw(prev)
+        .field_u64(json)
+        .finish();
+    *hash.as_bytes()
 }
 
 /// The seed of an epoch that anchors to an archived chain head (hex). An
@@ -30,15 +32,13 @@ pub fn link(prev: &[u8; 32], json: &[u8]) -> [u8; 32] {
 /// record's digest in after the head, so the closure is verified with the
 /// chain; an anchor without one keeps the original seed.
 pub fn anchored_seed(terminal_segment_digest: &str, closure: Option<[u8; 32]>) -> [u8; 32] {
-    let mut h = blake3::Hasher::new();
-    h.update(ANCHOR_TAG);
-    h.update(&(terminal_segment_digest.len() as u64).to_le_bytes());
-    h.update(terminal_segment_digest.as_bytes());
+    let mut w = DigestWriter::new();
+    w.raw(ANCHOR_TAG)
+        .field_u64(terminal_segment_digest.as_bytes());
     if let Some(c) = closure {
-        h.update(b"closure");
-        h.update(&c);
+        w.raw(b"closure").raw(&c);
     }
-    *h.finalize().as_bytes()
+    *w.finish().as_bytes()
 }
 
 pub fn hex(bytes: &[u8]) -> String {

@@ -78,29 +78,24 @@ impl Closure {
     /// three id lists and the reasons, every string and list length as a
     /// u64 LE prefix.
     pub fn digest(&self) -> [u8; 32] {
-        let mut h = blake3::Hasher::new();
-        h.update(b"harnery.closure.v1");
-        h.update(&(self.sessions.len() as u64).to_le_bytes());
-        let put = |h: &mut blake3::Hasher, s: &str| {
-            h.update(&(s.len() as u64).to_le_bytes());
-            h.update(s.as_bytes());
-        };
+        let mut w = crate::contract::DigestWriter::new();
+        w.raw(b"harnery.closure.v1").count_u64(self.sessions.len());
         for c in &self.sessions {
-            put(&mut h, c.session.adapter.as_str());
-            put(&mut h, &c.session.session_id);
+            w.field_u64(c.session.adapter.as_str().as_bytes())
+                .field_u64(c.session.session_id.as_bytes());
             for list in [
                 &c.open_tool_spans,
                 &c.open_command_spans,
                 &c.superseded_end_requests,
                 &c.reasons,
             ] {
-                h.update(&(list.len() as u64).to_le_bytes());
+                w.count_u64(list.len());
                 for item in list {
-                    put(&mut h, item);
+                    w.field_u64(item.as_bytes());
                 }
             }
         }
-        *h.finalize().as_bytes()
+        *w.finish().as_bytes()
     }
 }
 
@@ -156,8 +151,7 @@ impl GenesisManifest {
 /// advance without a real contract change.
 pub fn binary_digest() -> String {
     let real = schema_digest_hex();
-    #[cfg(feature = "failpoints")]
-    if let Some(suffix) = std::env::var_os("HARNERY_TEST_SCHEMA_SUFFIX").filter(|s| !s.is_empty()) {
+    if let Some(suffix) = crate::failpoint::tuning_text(crate::failpoint::TEST_SCHEMA_SUFFIX_ENV) {
         let mut h = blake3::Hasher::new();
         h.update(real.as_bytes());
         h.update(suffix.as_encoded_bytes());

@@ -149,8 +149,3 @@ pub fn format_time(unix_ns: i64) -> String {
     );
     t.format(&fmt).unwrap_or_else(|_| unix_ns.to_string())
 }
-
-/// Parse an RFC 3339 time into Unix nanoseconds.
-pub fn parse_time(text: &str) -> Option<i64> {
-    crate::clock::parse_rfc3339_ns(text)
-}

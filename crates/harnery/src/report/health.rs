@@ -18,10 +18,10 @@ use serde::Serialize;
 use super::spans::{Span, SpanKind, SpanState, pair_spans};
 use crate::contract::{Event, EventId, Payload, SessionRef};
 
-/// The read-side hard cap of open spans per session (ADR 0078).
-pub const READ_SIDE_SPAN_CAP: usize = 256;
-/// A pending end older than this should have been resolved by `finalize`.
-pub const END_EXPIRY_NS: i64 = 24 * 3600 * 1_000_000_000;
+use crate::session::policy::{
+    END_EXPIRED, END_PENDING, END_PENDING_OVERDUE, SPAN_CAP_EXCEEDED, end_has_expired,
+    over_span_cap, span_cap_detail,
+};
 
 /// One condition, flat so it prints as a line and serializes as an object.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -141,12 +141,12 @@ pub fn session_conditions(events: &[&Event], now_ns: i64) -> Vec<Condition> {
         .iter()
         .filter(|s| s.state() == SpanState::Open)
         .count();
-    if open > READ_SIDE_SPAN_CAP {
+    if over_span_cap(open) {
         out.push(condition(
-            "span_cap_exceeded",
+            SPAN_CAP_EXCEEDED,
             session,
             None,
-            format!("{open} open spans exceed the read-side cap of {READ_SIDE_SPAN_CAP}"),
+            span_cap_detail(open),
         ));
     }
     for end in pending_ends(events) {
@@ -167,10 +167,10 @@ fn condition(code: &str, session: &SessionRef, at: Option<i64>, detail: String) 
 
 pub(super) fn pending_condition(end: &PendingEnd, now_ns: i64) -> Condition {
     let age_ns = now_ns - end.requested_unix_ns;
-    let code = if age_ns > END_EXPIRY_NS {
-        "end_pending_overdue"
+    let code = if end_has_expired(end.requested_unix_ns, now_ns) {
+        END_PENDING_OVERDUE
     } else {
-        "end_pending"
+        END_PENDING
     };
     let approved = end.open_spans.iter().filter(|s| s.approved).count();
     let detail = format!(
@@ -185,7 +185,7 @@ pub(super) fn pending_condition(end: &PendingEnd, now_ns: i64) -> Condition {
 
 fn recorded_condition(event: &Event) -> Option<Condition> {
     let (code, detail) = match &event.payload {
-        Payload::EndExpired(p) => ("end_expired".to_string(), p.end_event_id.to_string()),
+        Payload::EndExpired(p) => (END_EXPIRED.to_string(), p.end_event_id.to_string()),
         Payload::HealthCondition(h) => (format!("reported:{}", h.code), h.detail.clone()),
         Payload::RecordProblem(p) => (format!("reported:record_{}", p.kind), p.detail.clone()),
         _ => return None,
@@ -406,6 +406,7 @@ pub fn record_conditions(
 mod tests {
     use super::*;
     use crate::report::testkit::{Script, ms};
+    use crate::session::policy::{END_EXPIRY_NS, READ_SIDE_SPAN_CAP};
 
     fn conditions(s: &Script, now: i64) -> Vec<Condition> {
         ledger_conditions(&s.events(), ms(now))
@@ -448,6 +449,33 @@ mod tests {
         assert_eq!(conditions(&s, 20)[0].code, "end_pending");
         let day_ms = END_EXPIRY_NS / 1_000_000;
         assert_eq!(conditions(&s, 11 + day_ms)[0].code, "end_pending_overdue");
+    }
+
+    /// The report judges with the rules engine's predicate: an end pending
+    /// for exactly 24 hours is one finalize expires, so it is overdue.
+    #[test]
+    fn an_end_pending_exactly_24_hours_is_overdue() {
+        let mut s = Script::new("s");
+        s.end_requested(10, vec![]);
+        let day_ms = END_EXPIRY_NS / 1_000_000;
+        assert_eq!(conditions(&s, 9 + day_ms)[0].code, "end_pending");
+        assert_eq!(conditions(&s, 10 + day_ms)[0].code, "end_pending_overdue");
+    }
+
+    #[test]
+    fn the_span_cap_is_exceeded_only_above_it() {
+        let mut s = Script::new("s");
+        for i in 0..READ_SIDE_SPAN_CAP {
+            s.request("Bash", i as i64);
+        }
+        assert!(conditions(&s, 1000).is_empty());
+        s.request("Bash", 999);
+        let found = conditions(&s, 1000);
+        assert_eq!(found[0].code, "span_cap_exceeded");
+        assert_eq!(
+            found[0].detail,
+            "257 open spans exceed the read-side cap of 256"
+        );
     }
 
     #[test]

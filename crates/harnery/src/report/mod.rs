@@ -18,12 +18,10 @@
 //! - [`source`], [`epochs`], [`stored_reasons`], [`session_rows`], [`spool_facts`]: the only parts that read storage
 //!   ([`epochs`] opens the epochs `--epoch` selects, and finds a session's
 //!   parts across their boundaries).
-//! - [`now`]: "now" for the time rules, injectable with `--now` / `HARNERY_NOW`.
 
 pub mod audit;
 pub mod epochs;
 pub mod health;
-pub mod now;
 pub mod receipts;
 pub mod session_rows;
 pub mod source;

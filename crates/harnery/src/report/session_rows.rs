@@ -9,11 +9,10 @@
 
 use std::collections::BTreeMap;
 
-use super::health::{
-    Condition, OpenSpan, PendingEnd, READ_SIDE_SPAN_CAP, pending_condition, recorded,
-};
+use super::health::{Condition, OpenSpan, PendingEnd, pending_condition, recorded};
 use crate::contract::{EventId, SessionRef};
 use crate::ledger::{EndRequestRow, LedgerError, LedgerReader, SpanState};
+use crate::session::policy::{END_EXPIRED, SPAN_CAP_EXCEEDED, over_span_cap, span_cap_detail};
 
 /// Every session's conditions, judged at `now_ns`, in session order.
 pub fn conditions(ledger: &LedgerReader, now_ns: i64) -> Result<Vec<Condition>, LedgerError> {
@@ -28,15 +27,12 @@ pub fn conditions(ledger: &LedgerReader, now_ns: i64) -> Result<Vec<Condition>, 
     let mut out = Vec::new();
     for s in &sessions {
         let session = &s.session;
-        if s.spans.open as usize > READ_SIDE_SPAN_CAP {
+        if over_span_cap(s.spans.open as usize) {
             out.push(Condition {
-                code: "span_cap_exceeded".into(),
+                code: SPAN_CAP_EXCEEDED.into(),
                 session: Some(session.clone()),
                 at_unix_ns: None,
-                detail: format!(
-                    "{} open spans exceed the read-side cap of {READ_SIDE_SPAN_CAP}",
-                    s.spans.open
-                ),
+                detail: span_cap_detail(s.spans.open as usize),
             });
         }
         let ends = pending.remove(session).unwrap_or_default();
@@ -47,7 +43,7 @@ pub fn conditions(ledger: &LedgerReader, now_ns: i64) -> Result<Vec<Condition>, 
         for end in expired.remove(session).unwrap_or_default() {
             let id = end.resolved_event_id.unwrap_or_default();
             let at = ledger.event_time(session, &id)?;
-            let c = recorded("end_expired".into(), session, at, end.end_event_id);
+            let c = recorded(END_EXPIRED.into(), session, at, end.end_event_id);
             later.push((at.unwrap_or(i64::MIN), id, c));
         }
         let mut state = None;

@@ -129,7 +129,6 @@ pub fn read(
 
 /// The live-file open; the `failpoints` feature can make it fail.
 fn open_live(db: &Path) -> rusqlite::Result<Connection> {
-    #[cfg(feature = "failpoints")]
     if super::failpoints::read_only_open_fails(db) {
         let code = rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN);
         return Err(rusqlite::Error::SqliteFailure(

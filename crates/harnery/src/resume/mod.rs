@@ -360,53 +360,39 @@ pub fn home_dir() -> PathBuf {
     std::env::var_os("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from)
 }
 
-#[cfg(feature = "failpoints")]
+/// The in-process failpoints of `recover`, armed through the one
+/// failpoint facility ([`crate::failpoint`]).
 pub mod failpoints {
-    //! Test hooks, compiled only with the `failpoints` feature.
-    use std::path::{Path, PathBuf};
-    use std::sync::Mutex;
+    use std::path::Path;
 
-    type Hook = Box<dyn FnOnce() + Send>;
-    static AFTER_FIRST_READ: Mutex<Vec<(PathBuf, Hook)>> = Mutex::new(Vec::new());
-    static READ_ONLY_OPEN_FAILS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+    /// The live store's read-only open fails (see [`set_read_only_open_fails`]).
+    pub const READ_ONLY_OPEN_FAILS: &str = "recover-read-only-open-fails";
+    /// A hook runs after a scan's first read (see [`set_after_first_read`]).
+    pub const AFTER_FIRST_READ: &str = "recover-after-first-read";
 
     /// Make the read-only open of the live store at `db` fail (as in a
     /// read-only folder without `-shm`), so the private copy is used.
+    #[cfg(feature = "failpoints")]
     pub fn set_read_only_open_fails(db: &Path) {
-        READ_ONLY_OPEN_FAILS
-            .lock()
-            .expect("failpoint lock")
-            .push(db.to_path_buf());
+        crate::failpoint::arm_flag(READ_ONLY_OPEN_FAILS, db);
     }
 
     pub(super) fn read_only_open_fails(db: &Path) -> bool {
-        READ_ONLY_OPEN_FAILS
-            .lock()
-            .is_ok_and(|dbs| dbs.iter().any(|d| d == db))
+        crate::failpoint::flag_armed(READ_ONLY_OPEN_FAILS, db)
     }
 
     /// Run `hook` once, right after the next scan of `stream` has done its
     /// first read.
-    pub fn set_after_first_read(stream: &Path, hook: Hook) {
-        AFTER_FIRST_READ
-            .lock()
-            .expect("failpoint lock")
-            .push((stream.to_path_buf(), hook));
+    #[cfg(feature = "failpoints")]
+    pub fn set_after_first_read(stream: &Path, hook: crate::failpoint::Hook) {
+        crate::failpoint::arm_hook(AFTER_FIRST_READ, stream, hook);
     }
 
-    pub(super) fn take_after_first_read(stream: &Path) -> Option<Hook> {
-        let mut hooks = AFTER_FIRST_READ.lock().ok()?;
-        let at = hooks.iter().position(|(p, _)| p == stream)?;
-        Some(hooks.remove(at).1)
+    pub(super) fn take_after_first_read(stream: &Path) -> Option<crate::failpoint::Hook> {
+        crate::failpoint::take_hook(AFTER_FIRST_READ, stream)
     }
 }
 
-#[cfg(feature = "failpoints")]
 fn failpoint_hook(stream: &Path) -> AfterFirstRead {
     failpoints::take_after_first_read(stream)
-}
-
-#[cfg(not(feature = "failpoints"))]
-fn failpoint_hook(_stream: &Path) -> AfterFirstRead {
-    None
 }

@@ -5,8 +5,6 @@
 //! latest direction is the first thing a reader sees.
 
 use serde::Serialize;
-use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
 
 use super::canonical::{Entry, EntryKind, cut};
 use super::chronicle::{Chronicle, OpenedVia, SessionRow, TurnRow};
@@ -271,7 +269,11 @@ fn index_status(m: &RawMessage, turns: &[TurnRow]) -> (IndexStatus, Option<i64>,
         .iter()
         .filter(|t| t.digest == Some(m.digest))
         .collect();
-    let at = m.entry.timestamp.as_deref().and_then(parse_time);
+    let at = m
+        .entry
+        .timestamp
+        .as_deref()
+        .and_then(crate::clock::parse_rfc3339_ns);
     if same.is_empty() {
         return (
             IndexStatus::NotIndexed,
@@ -289,7 +291,7 @@ fn index_status(m: &RawMessage, turns: &[TurnRow]) -> (IndexStatus, Option<i64>,
     let later = same.iter().find(|t| {
         t.timestamp
             .as_deref()
-            .and_then(parse_time)
+            .and_then(crate::clock::parse_rfc3339_ns)
             .is_some_and(|tt| tt >= at)
     });
     match later {
@@ -308,10 +310,6 @@ fn index_status(m: &RawMessage, turns: &[TurnRow]) -> (IndexStatus, Option<i64>,
             (IndexStatus::NotIndexed, None, explanation)
         }
     }
-}
-
-fn parse_time(text: &str) -> Option<OffsetDateTime> {
-    OffsetDateTime::parse(text, &Rfc3339).ok()
 }
 
 fn conversation_part(index: &IndexInput, turns: &[TurnRow], limits: PacketLimits) -> Part {

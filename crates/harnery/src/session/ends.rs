@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use super::SessionProducer;
 use super::emit::{Draft, Trigger};
+use super::policy::end_has_expired;
 use super::recovery::derived_high;
 use super::spans::{OpenSpan, SpanKind};
 use super::tools::Speaker;
@@ -34,9 +35,6 @@ use crate::contract::{
     EventId, LateEvidence, Observation, Outcome, Payload, Provenance, RecoveryReason,
     SignalUnrecognized, TurnAttribution,
 };
-
-/// A pending end request expires after this long unless salvaged.
-pub const END_EXPIRY_NS: i64 = 24 * 60 * 60 * 1_000_000_000;
 
 /// Who asked for the end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -144,7 +142,7 @@ impl SessionProducer {
             self.salvage(pending, trigger, out);
             return;
         }
-        if now_unix_ns.saturating_sub(pending.requested_unix_ns) >= END_EXPIRY_NS {
+        if end_has_expired(pending.requested_unix_ns, now_unix_ns) {
             let draft = end_outcome(
                 Payload::EndExpired(EndExpired {
                     end_event_id: pending.end_event_id,

@@ -35,6 +35,7 @@ mod deliveries;
 mod effects;
 mod emit;
 mod ends;
+pub mod policy;
 mod record;
 mod recovery;
 mod session_log;
@@ -52,12 +53,10 @@ use serde::{Deserialize, Serialize};
 
 pub use authority::PROFILE_CHANGED_CONDITION;
 pub use deliveries::DELIVERY_MEMORY;
-pub use ends::{END_EXPIRY_NS, EndOrigin, PendingEnd};
+pub use ends::{EndOrigin, PendingEnd};
+pub use policy::{END_EXPIRY_NS, READ_SIDE_SPAN_CAP, SPAN_CAP_CONDITION, SPAN_WATERMARK};
 pub use record::RecordCursor;
-pub use recovery::{
-    READ_SIDE_SPAN_CAP, SPAN_CAP_CONDITION, SPAN_WATERMARK, elapsed_upper_bound,
-    recovery_provenance,
-};
+pub use recovery::{elapsed_upper_bound, recovery_provenance};
 pub use spans::{OpenSpan, SpanKind};
 pub use turns::REMEMBERED_TURNS;
 

@@ -9,6 +9,7 @@
 
 use super::SessionProducer;
 use super::emit::{Draft, Trigger};
+use super::policy::{SPAN_CAP_CONDITION, over_span_cap, span_cap_detail, spans_over_watermark};
 use super::spans::{OpenSpan, SpanKind};
 use crate::clock::ClockSample;
 use crate::contract::{
@@ -16,17 +17,6 @@ use crate::contract::{
     Outcome, Payload, Provenance, Recovery, RecoveryReason, ToolCompleted, TurnSource,
     recovered_confidence,
 };
-
-/// Write-side watermark: above this many open spans, spans of ended turns
-/// are recovered with `span_cap_pressure`.
-pub const SPAN_WATERMARK: usize = 128;
-
-/// Read-side cap: above this many open spans the session raises a loud
-/// `health.condition` (never a failure).
-pub const READ_SIDE_SPAN_CAP: usize = 256;
-
-/// The `health.condition` code raised above the read-side cap.
-pub const SPAN_CAP_CONDITION: &str = "open_span_cap_exceeded";
 
 /// The provenance of a recovery event on a turn of this source: derived,
 /// at the confidence the contract pins for the reason (one step lower when
@@ -139,14 +129,14 @@ impl SessionProducer {
             self.relieve_span_pressure(trigger, out);
         }
         let open = self.spans.open_count();
-        if open > READ_SIDE_SPAN_CAP && !self.span_cap_raised {
+        if over_span_cap(open) && !self.span_cap_raised {
             self.span_cap_raised = true;
             let draft = Draft {
                 payload: Payload::HealthCondition(HealthCondition {
                     code: SPAN_CAP_CONDITION.to_string(),
                     detail: format!(
-                        "{open} open spans exceed the read-side cap of {READ_SIDE_SPAN_CAP}; \
-                         only explicit-end salvage can close spans without a finished turn"
+                        "{}; only explicit-end salvage can close spans without a finished turn",
+                        span_cap_detail(open)
                     ),
                 }),
                 provenance: derived_high(),
@@ -155,7 +145,7 @@ impl SessionProducer {
                 tag: "span_cap".to_string(),
             };
             self.emit(trigger, draft, out);
-        } else if open <= READ_SIDE_SPAN_CAP {
+        } else if !over_span_cap(open) {
             self.span_cap_raised = false;
         }
     }
@@ -164,7 +154,7 @@ impl SessionProducer {
     /// is back at the watermark. Spans of a current turn, or without a turn,
     /// are never touched.
     fn relieve_span_pressure(&mut self, trigger: &mut Trigger, out: &mut Vec<Event>) {
-        let excess = self.spans.open_count().saturating_sub(SPAN_WATERMARK);
+        let excess = spans_over_watermark(self.spans.open_count());
         if excess == 0 {
             return;
         }

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::params;
 
 use super::LedgerWriter;
-use crate::finalize::failpoint;
+use crate::failpoint;
 use crate::ledger::{LedgerError, durable, raw, rawz};
 
 /// What a compaction did.
