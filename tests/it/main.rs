@@ -16,6 +16,7 @@ mod archive_compact;
 mod archive_compact_crash;
 mod epoch_advance;
 mod epoch_lifecycle;
+mod export_otlp_proto;
 mod export_stream;
 mod export_trace_rows;
 mod finalize_corpus;

@@ -2,21 +2,46 @@
 //!
 //! The ledger keeps every event as its canonical serde_json text (append
 //! refuses any other), so the stored text *is* the line an export writes;
-//! copying it avoids a parse and a re-serialisation per row. A row is only
-//! checked to be a JSON object on one line. When rows carry their epoch,
-//! the tag goes last: `,"epoch":"<label>"` before the closing brace.
+//! copying it avoids a re-serialisation per row. A row is only checked to
+//! be one JSON object on one line (serde_json, building nothing): a row
+//! changed behind the ledger's back (the hash chain says so to `verify`,
+//! not to an export) is named on stderr and left out, so that every line
+//! of an export is JSON. When rows carry their epoch, the tag goes last:
+//! `,"epoch":"<label>"` before the closing brace.
+//!
+//! [`write`] runs the whole export: the reading thread batches rows, the
+//! workers check them, the writer puts the lines out in chain order.
 
-use super::json_syntax::is_json_line;
+use std::io::Write;
+
+use serde::de::IgnoredAny;
+
+use super::ExportError;
+use super::ordered::{Feed, run_ordered, workers};
+use super::rows::RowBatch;
+use super::source::{Label, Out, Source, damaged, each_source, finish_sink, report};
+use crate::ledger::LedgerError;
+use crate::progress::Progress;
+use crate::report::epochs::Epochs;
+
+/// Bytes of stored text per JSON lines job.
+const BATCH_BYTES: usize = 256 * 1024;
 
 /// Why a row's text cannot be a line: not JSON, not an object, or not on
 /// one line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NotALine;
 
-/// Whether `json` can be written as a line as it is.
+/// Whether `json` can be written as a line as it is: one JSON object (in
+/// UTF-8, as JSON text is), with no line feed (a string cannot hold a raw
+/// one, so only whitespace could).
 pub fn check(json: &[u8]) -> Result<(), NotALine> {
     let framed = json.first() == Some(&b'{') && json.last() == Some(&b'}');
-    if framed && is_json_line(json) {
+    let one_line = memchr::memchr(b'\n', json).is_none();
+    let parses = || {
+        std::str::from_utf8(json).is_ok_and(|text| serde_json::from_str::<IgnoredAny>(text).is_ok())
+    };
+    if framed && one_line && parses() {
         Ok(())
     } else {
         Err(NotALine)
@@ -66,6 +91,84 @@ impl JsonLines {
     }
 }
 
+/// Lines ready to write, and what was left out.
+struct Lines {
+    bytes: Vec<u8>,
+    problems: Vec<String>,
+}
+
+type LineSink = (Out, usize);
+
+/// Write every row of `sources` as a line to `out`, in chain order (in
+/// offset order for one session). Returns how many rows were left out.
+pub fn write(
+    epochs: &Epochs,
+    sources: &[Source<'_>],
+    out: Out,
+    progress: &Progress,
+) -> Result<usize, ExportError> {
+    let labels = Label::all(epochs, sources);
+    let writers: Vec<JsonLines> = labels
+        .iter()
+        .map(|l| JsonLines::new(l.tag.as_deref()))
+        .collect();
+    let produce = |feed: &mut Feed<RowBatch>| {
+        each_source(epochs, sources, |i, source| {
+            let mut batch = RowBatch::new(i, BATCH_BYTES);
+            let mut open = true;
+            source
+                .epoch
+                .ledger
+                .for_each_stored_text(&source.filter, |row| {
+                    if open {
+                        progress.add(1);
+                        batch.add(row);
+                        if batch.text.len() >= BATCH_BYTES {
+                            open = feed
+                                .send(std::mem::replace(&mut batch, RowBatch::new(i, BATCH_BYTES)));
+                        }
+                    }
+                    Ok::<_, LedgerError>(())
+                })?;
+            Ok(open && feed.send(batch))
+        })
+    };
+    let work = |batch: RowBatch| lines_of(&writers[batch.source], &labels[batch.source], batch);
+    let (made, written) = run_ordered(workers(), 8, produce, work, (out, 0), write_lines);
+    let (mut out, damaged): LineSink = finish_sink(made, written)?;
+    out.flush()?;
+    Ok(damaged)
+}
+
+/// A batch's lines. Untagged and sound, the batch's own text is the
+/// output; otherwise lines are built row by row.
+fn lines_of(writer: &JsonLines, label: &Label, batch: RowBatch) -> Lines {
+    let sound = |text: &[u8]| check(text).is_ok();
+    if writer.untagged() && batch.each().all(|(_, _, text)| sound(text)) {
+        return Lines {
+            bytes: batch.text,
+            problems: Vec::new(),
+        };
+    }
+    let mut lines = Lines {
+        bytes: Vec::with_capacity(batch.text.len() + batch.len() * 32),
+        problems: Vec::new(),
+    };
+    for (seq, id, text) in batch.each() {
+        if writer.push(text, &mut lines.bytes).is_err() {
+            let id = String::from_utf8_lossy(id);
+            let what = "is not a JSON object on one line; left out";
+            lines.problems.push(damaged(label, seq, Some(&id), what));
+        }
+    }
+    lines
+}
+
+fn write_lines(sink: &mut LineSink, lines: Lines) -> std::io::Result<()> {
+    report(&mut sink.1, &lines.problems);
+    sink.0.write_all(&lines.bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,5 +191,34 @@ mod tests {
         assert_eq!(line(None, "[1]"), Err(NotALine));
         assert_eq!(line(None, "{\"a\":\n1}"), Err(NotALine), "two lines");
         assert_eq!(line(None, " {}"), Err(NotALine));
+    }
+
+    #[test]
+    fn only_one_json_object_in_utf8_on_one_line_is_a_line() {
+        for good in [
+            r#"{}"#,
+            r#"{"a":[1,-2.5e3,true,null,{"b":"\u00e9\n"}]}"#,
+            "{ \"a\" : 1 }",
+            "{\"s\":\"\u{e9}\u{2603}\"}",
+        ] {
+            assert_eq!(check(good.as_bytes()), Ok(()), "{good}");
+        }
+        for bad in [
+            &b"{\"a\":1,}"[..],
+            b"{\"a\":01}",
+            b"{\"a\":\"\x01\"}",
+            b"{\"a\":\"\\q\"}",
+            b"{\"a\":1}{}",
+            b"{\"a\":\"\xff\"}",
+            b"{\"a\":\r\n1}",
+            b"{\"a\":1} ",
+        ] {
+            assert_eq!(
+                check(bad),
+                Err(NotALine),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
+        }
     }
 }

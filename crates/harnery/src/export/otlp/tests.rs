@@ -2,10 +2,75 @@
 
 use serde_json::Value;
 
+use std::io;
+
+use super::ids::{id_hash, id_hash_long};
 use super::*;
-use crate::contract::EventId;
 use crate::contract::RecoveryReason::*;
+use crate::contract::{Event, EventId, Payload, SessionRef};
 use crate::report::testkit::Script;
+
+/// One session's spans, each already serialized, and the opening of the
+/// resource that holds them: a whole trace in memory, for tests and for
+/// callers that hold the session's events anyway.
+pub struct SessionTrace {
+    resource_head: String,
+    spans: String,
+    starts: Vec<usize>,
+}
+
+impl SessionTrace {
+    /// Each span's JSON text, in export order.
+    pub fn spans(&self) -> impl Iterator<Item = &str> {
+        let ends = self.starts.iter().skip(1).copied();
+        let ends = ends.chain(std::iter::once(self.spans.len()));
+        self.starts
+            .iter()
+            .zip(ends)
+            .map(|(&a, b)| &self.spans[a..b])
+    }
+}
+
+impl SpanSink for SessionTrace {
+    fn next_span(&mut self) -> io::Result<&mut String> {
+        self.starts.push(self.spans.len());
+        Ok(&mut self.spans)
+    }
+}
+
+/// One session's events (offset order, one epoch) as its trace, through
+/// [`TraceStream`] as the export builds it.
+pub fn session_trace(session: &SessionRef, events: &[&Event], part: Part<'_>) -> SessionTrace {
+    let mut notes = SpanNotes::default();
+    for e in events {
+        notes.add((*e).clone());
+    }
+    let mut stream = TraceStream::new(session.clone(), part, notes);
+    let mut trace = SessionTrace {
+        resource_head: stream.resource_head().to_string(),
+        spans: String::new(),
+        starts: Vec::new(),
+    };
+    for e in events {
+        stream
+            .feed(Box::new((*e).clone()), &mut trace)
+            .expect("memory takes it");
+    }
+    stream.finish(&mut trace).expect("memory takes it");
+    trace
+}
+
+impl<W: std::io::Write> Documents<W> {
+    /// A whole trace: its resource, its spans, and the resource closed.
+    pub fn push(&mut self, trace: &SessionTrace) -> io::Result<()> {
+        self.start_resource(&trace.resource_head);
+        for span in trace.spans() {
+            self.next_span()?.push_str(span);
+        }
+        self.end_resource();
+        Ok(())
+    }
+}
 
 /// Every session of `events`, as the documents `limit` allows.
 fn documents(events: &[Event], part: Part<'_>, limit: usize) -> Vec<Value> {
@@ -41,8 +106,6 @@ fn spans_named<'v>(doc: &'v Value, prefix: &str) -> Vec<&'v Value> {
         .filter(|s| s["name"].as_str().unwrap().starts_with(prefix))
         .collect()
 }
-
-use super::super::SPANS_PER_DOCUMENT;
 
 #[test]
 fn tool_spans_follow_the_genai_conventions_and_recovery_has_no_duration() {

@@ -13,7 +13,7 @@ pub trait SpanSink {
     fn next_span(&mut self) -> io::Result<&mut String>;
 }
 
-/// What closes a resource that [`super::otlp::TraceStream::resource_head`]
+/// What closes a resource that [`super::stream::TraceStream::resource_head`]
 /// opened.
 const RESOURCE_TAIL: &str = "]}]}";
 const DOCUMENT_HEAD: &str = "{\"resourceSpans\":[";
