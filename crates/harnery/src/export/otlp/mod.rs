@@ -65,6 +65,7 @@ mod ids;
 mod json;
 mod parse;
 mod read;
+mod side;
 mod spans;
 mod stream;
 mod traced;

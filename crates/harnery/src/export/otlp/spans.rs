@@ -12,7 +12,7 @@ use super::json::{
     AnyValue, Attr, DecimalI64, ResourceOut, SpanEventOut, SpanId, SpanOut, StatusOut, attr_bool,
     attr_int, attr_str,
 };
-use super::stream::{Side, TraceSpan};
+use super::side::{Side, TraceSpan};
 use crate::contract::json::outcome_name;
 use crate::contract::{Event, Observation, Outcome, Payload, SessionRef};
 use crate::report::receipts::TurnReceipt;

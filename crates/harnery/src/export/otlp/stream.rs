@@ -13,9 +13,10 @@ use std::io;
 
 use super::documents::SpanSink;
 use super::json::SpanOut;
+use super::side::{Side, TraceSpan};
 use super::spans::{Ctx, resource_head};
 use super::traced::{RunText, ToolRow, ToolView, Traced};
-use crate::contract::{Event, EventType, Observation, Outcome, Payload, Recovery, SessionRef};
+use crate::contract::{Event, EventType, Payload, SessionRef};
 use crate::report::receipts::{TurnFold, TurnMark};
 use crate::report::spans::{Span, SpanKind, SpanSide};
 use crate::report::usage::{TurnUsage, add_turn_usage};
@@ -85,61 +86,6 @@ impl SpanNotes {
         self.recorded_calls.get(id).map(String::as_str)
     }
 }
-
-/// A span's request or terminal as the trace reads it: a tool row with
-/// its run's text, or an event read whole.
-#[derive(Clone, Copy)]
-pub(super) enum Side<'a> {
-    Tool(ToolView<'a>),
-    Event(&'a Event),
-}
-
-impl<'a> Side<'a> {
-    /// The event, where the row was read whole: only then can it be a
-    /// command, or carry an error or an exit code.
-    pub(super) fn event(self) -> Option<&'a Event> {
-        match self {
-            Side::Event(e) => Some(e),
-            Side::Tool(_) => None,
-        }
-    }
-
-    fn offset(self) -> u64 {
-        match self {
-            Side::Tool(t) => t.row.offset,
-            Side::Event(e) => e.offset,
-        }
-    }
-}
-
-/// Each read of [`SpanSide`], from whichever row the side is.
-macro_rules! either_side {
-    ($($read:ident -> $ty:ty;)*) => {
-        impl<'a> SpanSide<'a> for Side<'a> {
-            $(fn $read(self) -> $ty {
-                match self {
-                    Side::Tool(t) => t.$read(),
-                    Side::Event(e) => e.$read(),
-                }
-            })*
-        }
-    };
-}
-
-either_side! {
-    event_id -> &'a str;
-    time_unix_ns -> i64;
-    turn_id -> Option<&'a str>;
-    tool_name -> Option<&'a str>;
-    tool_call_id -> Option<&'a str>;
-    outcome -> Option<Outcome>;
-    reported_duration -> Option<&'a Observation<u64>>;
-    recovery -> Option<&'a Recovery>;
-    link -> Option<&'a str>;
-}
-
-/// A span as the trace maps it.
-pub(super) type TraceSpan<'a> = Span<'a, Side<'a>>;
 
 /// A span whose request has been read and whose terminal has not: its
 /// request, held until then (a tool row with a copy of its strings).

@@ -270,3 +270,36 @@ fn create_first_epoch(home: &Home, now_unix_ns: i64) -> Result<(), LedgerError> 
     std::fs::rename(&building, &live).map_err(|e| LedgerError::io(&live, e))?;
     durable::sync_dir(&ledgers)
 }
+
+#[cfg(test)]
+mod reader_tests {
+    use crate::home::Home;
+    use crate::ledger::{LedgerReader, LedgerWriter};
+
+    /// The reader's connection is read-only at the SQLite level: a write
+    /// through it fails with SQLITE_READONLY and leaves the row count.
+    #[test]
+    fn the_readers_connection_refuses_a_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::at(dir.path());
+        drop(LedgerWriter::open(&home, 1).unwrap());
+        let reader = LedgerReader::open(&home).unwrap();
+        assert!(reader.conn.is_readonly(rusqlite::MAIN_DB).unwrap());
+        let err = reader
+            .conn
+            .execute("INSERT INTO meta (key, value) VALUES ('probe', '1')", [])
+            .unwrap_err();
+        assert_eq!(
+            err.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::ReadOnly),
+            "{err}"
+        );
+        let probes: i64 = reader
+            .conn
+            .query_row("SELECT count(*) FROM meta WHERE key = 'probe'", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(probes, 0);
+    }
+}
