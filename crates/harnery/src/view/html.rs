@@ -47,20 +47,41 @@ pub fn attr(s: &str) -> String {
 pub fn document(title: &str, body: &str, script: Option<&str>) -> String {
     let mut out = String::with_capacity(body.len() + STYLE.len() + 1024);
     out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
-    // Nothing on these pages is fetched; the policy says so to the browser.
-    out.push_str(
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; \
-         style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n",
+    // Nothing on these pages is fetched, and the one script that may run is
+    // the page's own, named by its hash; the policy says so to the browser.
+    let script_body = script.map(|js| format!("\n{js}"));
+    let _ = writeln!(
+        out,
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"{}\">",
+        policy(script_body.as_deref())
     );
     out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
     let _ = writeln!(out, "<title>{}</title>", text(title));
     let _ = writeln!(out, "<style>\n{STYLE}</style>\n</head>\n<body>");
     out.push_str(body);
-    if let Some(js) = script {
-        let _ = writeln!(out, "<script>\n{js}</script>");
+    if let Some(body) = &script_body {
+        let _ = writeln!(out, "<script>{body}</script>");
     }
     out.push_str("</body>\n</html>\n");
     out
+}
+
+/// The page's content security policy: nothing fetched; scripts only the
+/// one whose text is `script` (by its SHA-256, so a script that escaped
+/// into the page from ledger text could not run), none without one.
+/// Styles stay inline: the timeline places each span with a `style`
+/// attribute, which no hash can name, and a style cannot run code.
+pub fn policy(script: Option<&str>) -> String {
+    let scripts = match script {
+        Some(body) => {
+            use base64::Engine;
+            let digest = ring::digest::digest(&ring::digest::SHA256, body.as_bytes());
+            let b64 = base64::engine::general_purpose::STANDARD.encode(digest.as_ref());
+            format!("'sha256-{b64}'")
+        }
+        None => "'none'".to_string(),
+    };
+    format!("default-src 'none'; style-src 'unsafe-inline'; script-src {scripts}; img-src data:")
 }
 
 /// A time since the session's start, as `show` writes it (`+1.234s`).
@@ -107,6 +128,25 @@ mod tests {
             "&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt; &amp; co"
         );
         assert_eq!(attr("a\"b'c<d>\ne&"), "a&quot;b&#39;c&lt;d&gt;&#10;e&amp;");
+    }
+
+    #[test]
+    fn only_the_pages_own_script_may_run() {
+        let page = document("t", "<p>x</p>", Some("let a = 1;\n"));
+        let meta = page
+            .lines()
+            .find(|l| l.contains("Content-Security-Policy"))
+            .unwrap();
+        let scripts = meta.split("script-src ").nth(1).unwrap();
+        assert!(!scripts.starts_with("'unsafe-inline'"), "{meta}");
+        // The hash is of the script element's text, as the browser reads it.
+        use base64::Engine;
+        let digest = ring::digest::digest(&ring::digest::SHA256, b"\nlet a = 1;\n");
+        let b64 = base64::engine::general_purpose::STANDARD.encode(digest.as_ref());
+        assert!(scripts.starts_with(&format!("'sha256-{b64}';")), "{meta}");
+        assert!(page.contains("<script>\nlet a = 1;\n</script>"));
+        let bare = document("t", "<p>x</p>", None);
+        assert!(bare.contains("script-src 'none'"));
     }
 
     #[test]
