@@ -3,7 +3,7 @@
 //! reproducible; written as the lowercase hex OTLP/JSON carries.
 
 use super::json::SpanId;
-use crate::contract::SessionRef;
+use crate::contract::{DigestWriter, SessionRef};
 
 /// 32 hex digits derived from the session.
 pub(super) fn trace_id(session: &SessionRef) -> String {
@@ -35,33 +35,13 @@ fn id_hex(tag: &str, parts: &[&str], bytes: usize) -> String {
 }
 
 /// The hash of `tag` and `parts`, each after its length (8 bytes, little
-/// endian). Laid out in one buffer and hashed in one call: an id's input
-/// is short, and a hasher fed piece by piece spent more on its pieces
-/// than on the hash.
+/// endian), written by the one [`DigestWriter`].
 pub(super) fn id_hash(tag: &str, parts: &[&str]) -> blake3::Hash {
-    let mut input = [0u8; 256];
-    let mut len = 0;
+    let mut w = DigestWriter::new();
     for part in std::iter::once(&tag).chain(parts) {
-        let size = (part.len() as u64).to_le_bytes();
-        for piece in [&size[..], part.as_bytes()] {
-            let Some(room) = input.get_mut(len..len + piece.len()) else {
-                return id_hash_long(tag, parts);
-            };
-            room.copy_from_slice(piece);
-            len += piece.len();
-        }
+        w.field_u64(part.as_bytes());
     }
-    blake3::hash(&input[..len])
-}
-
-/// [`id_hash`] of an input too long for its buffer.
-pub(super) fn id_hash_long(tag: &str, parts: &[&str]) -> blake3::Hash {
-    let mut hasher = blake3::Hasher::new();
-    for part in std::iter::once(&tag).chain(parts) {
-        hasher.update(&(part.len() as u64).to_le_bytes());
-        hasher.update(part.as_bytes());
-    }
-    hasher.finalize()
+    w.finish()
 }
 
 /// Lowercase hex digits of `bytes` into `out` (twice as long), as
