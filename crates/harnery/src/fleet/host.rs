@@ -3,8 +3,9 @@
 //! agree on one id: it is written to a temporary file and hard-linked into
 //! place, which fails when the name already exists.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
+
+use super::private_file::{Published, publish_once};
 
 /// File name of the host id below the home.
 pub const HOST_ID_FILE: &str = "host-id";
@@ -47,39 +48,17 @@ impl HostId {
         if let Some(id) = HostId::read(home_root)? {
             return Ok(id);
         }
-        let io = |path: &Path| {
-            let path = path.to_path_buf();
-            move |source| HostIdError::Io { path, source }
-        };
-        std::fs::create_dir_all(home_root).map_err(io(home_root))?;
         let id = format!("host_{}", uuid::Uuid::new_v4().simple());
-        let tmp = home_root.join(format!(".{HOST_ID_FILE}.{}.tmp", std::process::id()));
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode(0o600)
-                .open(&tmp)
-                .map_err(io(&tmp))?;
-            writeln!(f, "{id}").map_err(io(&tmp))?;
-            f.sync_all().map_err(io(&tmp))?;
-        }
-        let path = home_root.join(HOST_ID_FILE);
-        let linked = std::fs::hard_link(&tmp, &path);
-        let _ = std::fs::remove_file(&tmp);
-        match linked {
-            Ok(()) => {
-                if let Ok(dir) = std::fs::File::open(home_root) {
-                    let _ = dir.sync_all();
-                }
-                Ok(HostId(id))
+        match publish_once(home_root, HOST_ID_FILE, &id) {
+            Ok(Published::Created) => Ok(HostId(id)),
+            Ok(Published::Exists) => {
+                let path = home_root.join(HOST_ID_FILE);
+                HostId::read(home_root)?.ok_or_else(|| HostIdError::Io {
+                    path,
+                    source: std::io::ErrorKind::NotFound.into(),
+                })
             }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                HostId::read(home_root)?.ok_or(HostIdError::Io { path, source: e })
-            }
-            Err(source) => Err(HostIdError::Io { path, source }),
+            Err((path, source)) => Err(HostIdError::Io { path, source }),
         }
     }
 

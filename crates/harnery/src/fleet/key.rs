@@ -5,9 +5,9 @@
 //! the row commitment that binds each shipped row to the ledger's row.
 //! Without the key the server cannot test a guess against either.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use super::private_file::{Published, publish_once};
 use crate::contract::DigestWriter;
 
 /// File name of the ship key below the home.
@@ -94,40 +94,20 @@ impl HostKey {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(source) => return Err(KeyError::Io { path, source }),
         }
-        std::fs::create_dir_all(home_root).map_err(io(home_root))?;
         let mut secret = [0u8; 32];
         secret[..16].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
         secret[16..].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
         // Two v4 uuids carry 244 random bits; hash them into a full key.
         let secret = *blake3::hash(&secret).as_bytes();
-        let tmp = home_root.join(format!(".{SHIP_KEY_FILE}.{}.tmp", std::process::id()));
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode(0o600)
-                .open(&tmp)
-                .map_err(io(&tmp))?;
-            writeln!(f, "{}", crate::ledger::chain::hex(&secret)).map_err(io(&tmp))?;
-            f.sync_all().map_err(io(&tmp))?;
-        }
-        let linked = std::fs::hard_link(&tmp, &path);
-        let _ = std::fs::remove_file(&tmp);
-        match linked {
-            Ok(()) => {
-                if let Ok(dir) = std::fs::File::open(home_root) {
-                    let _ = dir.sync_all();
-                }
-                Ok(HostKey { secret })
-            }
+        let line = crate::ledger::chain::hex(&secret);
+        match publish_once(home_root, SHIP_KEY_FILE, &line) {
+            Ok(Published::Created) => Ok(HostKey { secret }),
             // Another run made it first: use theirs.
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            Ok(Published::Exists) => {
                 let text = std::fs::read_to_string(&path).map_err(io(&path))?;
                 parse(&path, &text)
             }
-            Err(source) => Err(KeyError::Io { path, source }),
+            Err((path, source)) => Err(KeyError::Io { path, source }),
         }
     }
 }

@@ -19,6 +19,7 @@ pub mod host;
 pub mod key;
 pub mod link;
 pub mod mask;
+mod private_file;
 pub mod read;
 pub mod schema;
 pub mod ship;
