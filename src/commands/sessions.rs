@@ -13,6 +13,7 @@ use harnery::home::Home;
 use harnery::ledger::{SessionSummary, format_time};
 use harnery::report::audit::{AuditClass, Classification};
 use harnery::report::epochs::{Epochs, archive_note, classify_whole};
+use harnery::report::record_state::{REMOVED, record_problem};
 use harnery::report::source::closed_sessions;
 use std::io::Write;
 
@@ -79,6 +80,9 @@ struct Listed {
     summary: SessionSummary,
     class: Classification,
     epochs: Vec<String>,
+    /// The session's own record problem, where there is one (`removed`:
+    /// the agent deleted it; harnery holds the only copy).
+    record: Option<String>,
 }
 
 pub fn run(args: Args) -> CmdResult {
@@ -93,6 +97,9 @@ pub fn run(args: Args) -> CmdResult {
             v["eligibility"] = serde_json::to_value(&l.class)?;
             if epochs.tagged {
                 v["epochs"] = serde_json::to_value(&l.epochs)?;
+            }
+            if let Some(record) = &l.record {
+                v["record"] = record.as_str().into();
             }
             writeln!(out, "{v}")?;
         }
@@ -109,6 +116,7 @@ pub fn run(args: Args) -> CmdResult {
         harnery::terminal::warn(&note);
     }
     write!(out, "{text}")?;
+    write!(out, "{}", removed_note(&listed))?;
     out.flush()?;
     Ok(outcome(epochs.report_set_aside("sessions")))
 }
@@ -148,13 +156,36 @@ fn list(
         if !args.keeps_class(&class) {
             continue;
         }
+        // The newest part holds the record cursor finalize left last.
+        let record = match whole.parts.last() {
+            Some(part) => record_problem(&part.ledger, &whole.session)?,
+            None => None,
+        };
         out.push(Listed {
             summary: whole.summary,
             class,
             epochs: whole.parts.iter().map(|e| e.label.clone()).collect(),
+            record,
         });
     }
     Ok(out)
+}
+
+/// A line under the table naming the sessions whose agent deleted its own
+/// record after harnery read it (nothing when there are none).
+fn removed_note(listed: &[Listed]) -> String {
+    let removed: Vec<&str> = listed
+        .iter()
+        .filter(|l| l.record.as_deref() == Some(REMOVED))
+        .map(|l| l.summary.session.session_id.as_str())
+        .collect();
+    if removed.is_empty() {
+        return String::new();
+    }
+    format!(
+        "record removed by the agent, history only in harnery: {}\n",
+        removed.join(", ")
+    )
 }
 
 /// The width of a table line up to the end of its widest class

@@ -382,6 +382,8 @@ fn a_record_the_agent_deleted_is_removed_a_note_and_last_does_not_move() {
         v["last_unix_ns"].as_i64().unwrap()
     };
     let before = last(home.path());
+    let listed = stdout(&run(home.path(), &["sessions", "--json"]));
+    assert!(!listed.contains("\"record\""), "{listed}");
     std::fs::remove_file(&transcript).unwrap();
     finalize_at(home.path(), FAR_LATER);
     finalize_at(home.path(), FAR_LATER);
@@ -399,6 +401,18 @@ fn a_record_the_agent_deleted_is_removed_a_note_and_last_does_not_move() {
     assert_eq!(notes.len(), 1, "{notes:?}");
     assert_eq!(notes[0]["code"], "reported:record_removed");
     assert_eq!(notes[0]["note"], true);
+    // `sessions` says so, in JSON and under the table.
+    let listed = stdout(&run(home.path(), &["sessions", "--json"]));
+    let v: Value = serde_json::from_str(listed.lines().next().unwrap()).unwrap();
+    assert_eq!(v["record"], "removed", "{listed}");
+    let table = stdout(&run(home.path(), &["sessions"]));
+    let id = v["session"]["session_id"].as_str().unwrap().to_string();
+    let note = table.lines().last().unwrap();
+    assert!(
+        note.starts_with("record removed by the agent, history only in harnery: ")
+            && note.contains(&id),
+        "{table}"
+    );
 }
 
 /// Generation 2 ships the way every contract change does: from the home

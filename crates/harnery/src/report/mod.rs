@@ -23,6 +23,7 @@ pub mod audit;
 pub mod epochs;
 pub mod health;
 pub mod receipts;
+pub mod record_state;
 pub mod session_rows;
 pub mod source;
 pub mod spans;
