@@ -18,8 +18,10 @@ use serde::Serialize;
 use super::{CmdError, CmdResult, EpochArg, Outcome};
 use harnery::home::Home;
 use harnery::ledger::RowFilter;
-use harnery::report::epochs::{Epochs, OpenEpoch, report_damaged, warn};
-use harnery::report::usage::{GroupBy, Prices, UsageGroup, UsageTally, tally_ledger};
+use harnery::report::epochs::{Epochs, report_damaged, warn};
+use harnery::report::usage::{
+    GroupBy, Prices, UsageGroup, UsageTally, tally_ledger, tally_ledger_within,
+};
 
 #[derive(Debug, clap::Args)]
 #[command(
@@ -104,20 +106,25 @@ pub fn run(args: Args) -> CmdResult {
 /// Tally every selected epoch (only the session's parts with
 /// `--session`); whether any usage row was damaged.
 fn read_all(epochs: &Epochs, args: &Args, tally: &mut UsageTally) -> Result<bool, CmdError> {
-    let (parts, session): (Vec<&OpenEpoch>, _) = match &args.session {
-        Some(name) => {
-            let found = epochs.session("usage", name)?;
-            (found.parts, Some(found.session))
-        }
-        None => (epochs.open.iter().collect(), None),
+    let session = match &args.session {
+        Some(name) => Some(epochs.session("usage", name)?.session),
+        None => None,
     };
     let filter = RowFilter {
         session,
         since_unix_ns: args.since,
     };
+    // Every epoch, oldest first, even for one session: a model call is
+    // counted where it was first made, so a fork's copy of its parent's
+    // calls is inherited however the rows are selected.
+    let selects_all = filter.session.is_none() && filter.since_unix_ns.is_none();
     let mut damaged = false;
-    for epoch in parts {
-        match tally_ledger(&epoch.ledger, &filter, tally) {
+    for epoch in &epochs.open {
+        let read = match selects_all {
+            true => tally_ledger(&epoch.ledger, &filter, tally),
+            false => tally_ledger_within(&epoch.ledger, &filter, tally),
+        };
+        match read {
             Ok(()) => {}
             Err(e) if epochs.tagged => warn("usage", &epoch.label, &e.to_string()),
             Err(e) => return Err(e.into()),

@@ -47,6 +47,41 @@ fn a_forked_session_counts_its_parents_calls_once() {
     assert_eq!(fork_group["inherited_records"], copies as u64);
     let text = stdout(&run(home.path(), &["usage"]));
     assert!(text.contains("inherited:"), "{text}");
+    // Asked for alone, the fork still counts only its own call: the
+    // parent's calls are known as the parent's whatever is selected.
+    let alone = usage_json(run(home.path(), &["usage", "--json", "--session", FORK_ID]));
+    assert_eq!(alone["total"]["records"], 1, "{alone:#}");
+    assert_eq!(
+        alone["total"]["inherited_records"], copies as u64,
+        "{alone:#}"
+    );
+    let parent_alone = usage_json(run(
+        home.path(),
+        &["usage", "--json", "--session", &parent_id(&v)],
+    ));
+    assert_eq!(
+        parent_alone["total"]["records"], copies as u64,
+        "{parent_alone:#}"
+    );
+    assert_eq!(
+        parent_alone["total"]["inherited_records"]
+            .as_u64()
+            .unwrap_or(0),
+        0,
+        "{parent_alone:#}"
+    );
+}
+
+/// The session id of the group that is not the fork.
+fn parent_id(v: &serde_json::Value) -> String {
+    let key = v["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["key"].as_str().unwrap())
+        .find(|k| !k.ends_with(FORK_ID))
+        .unwrap();
+    key.rsplit('/').next().unwrap().to_string()
 }
 
 fn run(home: &Path, args: &[&str]) -> std::process::Output {

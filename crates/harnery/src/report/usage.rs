@@ -356,16 +356,33 @@ impl UsageTally {
     /// Count one stored row: parsed only when it may be usage; a usage
     /// row that does not parse is kept in `damaged`.
     pub fn add_row(&mut self, row: StoredText<'_>) {
+        self.add_row_if(row, |_| true);
+    }
+
+    /// [`UsageTally::add_row`] for a row `selected` keeps; a usage row it
+    /// leaves out is only remembered, so that a later copy of the same
+    /// model call (a fork of that session) counts as inherited.
+    pub fn add_row_if(&mut self, row: StoredText<'_>, selected: impl Fn(&Event) -> bool) {
         if memchr::memmem::find(row.json, USAGE_TYPE).is_none() {
             return;
         }
         match serde_json::from_slice::<Event>(row.json) {
-            Ok(event) => self.add(&event),
+            Ok(event) if selected(&event) => self.add(&event),
+            Ok(event) => self.remember(&event),
             Err(e) => self.damaged.push(DamagedRow {
                 seq: row.seq,
                 event_id: row.id.to_string(),
                 detail: format!("the row's text does not parse as an event: {e}"),
             }),
+        }
+    }
+
+    /// Note `event`'s model call as counted elsewhere, without counting it.
+    fn remember(&mut self, event: &Event) {
+        if let Payload::UsageReported(u) = &event.payload
+            && let Some(id) = &u.message_id
+        {
+            self.counted.insert((event.session.adapter, id.clone()));
         }
     }
 
@@ -397,6 +414,25 @@ pub fn tally_ledger(
 ) -> Result<(), LedgerError> {
     ledger.for_each_stored_text(filter, |row| {
         tally.add_row(row);
+        Ok::<(), LedgerError>(())
+    })
+}
+
+/// Tally the rows of `ledger` that `filter` selects, reading every usage
+/// row: those it leaves out (other sessions, earlier times) are only
+/// remembered, so a call one of them made first is inherited here, as it
+/// is in the tally of the whole home.
+pub fn tally_ledger_within(
+    ledger: &LedgerReader,
+    filter: &RowFilter,
+    tally: &mut UsageTally,
+) -> Result<(), LedgerError> {
+    let selected = |e: &Event| {
+        filter.session.as_ref().is_none_or(|s| *s == e.session)
+            && filter.since_unix_ns.is_none_or(|t| e.time_unix_ns >= t)
+    };
+    ledger.for_each_stored_text(&RowFilter::default(), |row| {
+        tally.add_row_if(row, selected);
         Ok::<(), LedgerError>(())
     })
 }
