@@ -24,11 +24,9 @@
 //! frames show `output_tokens: 1` where the transcript has the total), so
 //! its usage is not reported; the `result` frame's totals stand for it.
 
-use std::collections::BTreeMap;
-
 use serde::Deserialize;
-use serde_json::value::RawValue;
 
+use super::line::{Frame, Header};
 use crate::agents::record::{
     RecordItem, RecordLine, RecordedCall, RecordedResult, millis, parse_frame, time_ns,
 };
@@ -54,46 +52,6 @@ const SILENT_TYPES: &[&str] = &[
     "permission-mode",
     "progress",
 ];
-
-#[derive(Deserialize)]
-struct Header<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Option<std::borrow::Cow<'a, str>>,
-    subtype: Option<String>,
-    #[serde(borrow)]
-    uuid: Option<std::borrow::Cow<'a, str>>,
-    #[serde(rename = "parentUuid", borrow)]
-    parent_uuid: Option<std::borrow::Cow<'a, str>>,
-}
-
-/// Every field this module reads from a frame, whatever its type.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Frame<'a> {
-    timestamp: Option<String>,
-    uuid: Option<String>,
-    prompt_id: Option<String>,
-    #[serde(alias = "agent_id")]
-    agent_id: Option<String>,
-    version: Option<String>,
-    cwd: Option<String>,
-    /// Only a stream-json frame has it (null on the main thread).
-    #[serde(rename = "parent_tool_use_id", default, deserialize_with = "present")]
-    stream_frame: bool,
-    #[serde(borrow)]
-    message: Option<&'a RawValue>,
-    // The stream's init frame.
-    #[serde(rename = "claude_code_version")]
-    claude_code_version: Option<String>,
-    model: Option<String>,
-    // Totals: a `result` frame or a `cost-state` line.
-    #[serde(default)]
-    model_usage: BTreeMap<String, ModelTotalWire>,
-    #[serde(rename = "duration_api_ms", alias = "totalAPIDuration")]
-    duration_api_ms: Option<f64>,
-    #[serde(rename = "ttft_ms")]
-    ttft_ms: Option<f64>,
-}
 
 #[derive(Deserialize)]
 struct UserWire {
@@ -142,21 +100,6 @@ struct UsageWire {
     output_tokens: Option<u64>,
     cache_read_input_tokens: Option<u64>,
     cache_creation_input_tokens: Option<u64>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ModelTotalWire {
-    input_tokens: Option<u64>,
-    output_tokens: Option<u64>,
-    cache_read_input_tokens: Option<u64>,
-    cache_creation_input_tokens: Option<u64>,
-    #[serde(rename = "costUSD", default, deserialize_with = "raw_json")]
-    cost_usd: Option<Json>,
-}
-
-fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
-    serde::de::IgnoredAny::deserialize(d).map(|_| true)
 }
 
 /// Read one line of the record.
