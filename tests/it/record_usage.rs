@@ -8,7 +8,6 @@ use crate::usage_support;
 
 use std::path::Path;
 
-use assert_cmd::Command;
 use common::{stderr, stdout};
 use serde_json::Value;
 use usage_support::{FORK_ID, calls, hook, lines_of, root, total, transcript, write};
@@ -165,32 +164,6 @@ fn session_of(hooks: &[String]) -> String {
         .to_string()
 }
 
-fn copilot_hooks(home: &Path, scenario: &str, events_file: &Path) {
-    for line in lines_of(&root().join(format!(
-        "tests/fixtures/copilot/{scenario}/hook-capture.jsonl"
-    ))) {
-        let v: Value = serde_json::from_str(&line).unwrap();
-        let event = v["event"].as_str().unwrap();
-        let raw = v["stdin_raw"].as_str().unwrap_or("");
-        let stdin = match serde_json::from_str::<Value>(raw) {
-            Ok(mut payload) => {
-                if payload.get("transcriptPath").is_some() {
-                    payload["transcriptPath"] = Value::String(events_file.display().to_string());
-                }
-                payload.to_string().into_bytes()
-            }
-            Err(_) => raw.as_bytes().to_vec(),
-        };
-        Command::cargo_bin("harnery-hook")
-            .unwrap()
-            .env("HARNERY_HOME", home)
-            .args(["copilot", event])
-            .write_stdin(stdin)
-            .assert()
-            .success();
-    }
-}
-
 /// A Copilot record's lines with 60 of each call's input tokens read from
 /// the cache (Copilot counts them in `inputTokens` too).
 fn cached(scenario: &str) -> Vec<String> {
@@ -208,14 +181,10 @@ fn cached(scenario: &str) -> Vec<String> {
     .collect()
 }
 
-/// Copilot with cached tokens and a resume: its `inputTokens` include the
-/// cache reads, so harnery's input is theirs less the cache reads, each
-/// call is counted once across the resume, and the bundled table prices
-/// the cached tokens once, as cache reads.
-#[test]
-fn copilot_cached_tokens_are_priced_once_across_a_resume() {
-    let home = tempfile::tempdir().unwrap();
-    let copilot_home = home.path().join("copilot");
+/// A home that finalized a Copilot session (with cached tokens) and its
+/// resume, finalizing after each run; the whole record's lines.
+fn resumed_copilot(home: &Path) -> Vec<String> {
+    let copilot_home = home.join("copilot");
     let first = cached("resume-1-first-run");
     let second = cached("resume-2-resumed-run");
     assert!(second.starts_with(&first), "the resumed run appends");
@@ -231,7 +200,7 @@ fn copilot_cached_tokens_are_priced_once_across_a_resume() {
     std::fs::create_dir_all(&dir).unwrap();
     let events_file = dir.join("events.jsonl");
     let finalize = || {
-        let out = common::harnery(home.path())
+        let out = common::harnery(home)
             .env("HARNERY_RECORDS", "on")
             .env("COPILOT_HOME", &copilot_home)
             .arg("finalize")
@@ -240,11 +209,98 @@ fn copilot_cached_tokens_are_priced_once_across_a_resume() {
         assert!(out.status.success(), "{}", stderr(&out));
     };
     write(&events_file, &first);
-    copilot_hooks(home.path(), "resume-1-first-run", &events_file);
+    common::copilot_hooks(home, "resume-1-first-run", &events_file);
     finalize();
     write(&events_file, &second[first.len()..]);
-    copilot_hooks(home.path(), "resume-2-resumed-run", &events_file);
+    common::copilot_hooks(home, "resume-2-resumed-run", &events_file);
     finalize();
+    second
+}
+
+/// Copilot's own totals (`session.shutdown` `modelMetrics`, contract
+/// generation 5) are cumulative over resumes: `usage` shows the last
+/// shutdown's, apart from the calls' counts, which they do not change.
+#[test]
+fn copilots_own_totals_are_its_last_shutdowns() {
+    let home = tempfile::tempdir().unwrap();
+    let lines = resumed_copilot(home.path());
+    let shutdowns: Vec<Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|v| v["type"] == "session.shutdown")
+        .collect();
+    assert_eq!(shutdowns.len(), 2, "one per run");
+    let metrics = shutdowns[1]["data"]["modelMetrics"].as_object().unwrap();
+    let (mut requests, mut premium, mut input, mut output) = (0u64, 0f64, 0u64, 0u64);
+    for m in metrics.values() {
+        requests += m["requests"]["count"].as_u64().unwrap();
+        premium += m["requests"]["cost"].as_f64().unwrap();
+        let u = &m["usage"];
+        input += u["inputTokens"].as_u64().unwrap() - u["cacheReadTokens"].as_u64().unwrap();
+        output += u["outputTokens"].as_u64().unwrap();
+    }
+    let first_requests: u64 = shutdowns[0]["data"]["modelMetrics"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|m| m["requests"]["count"].as_u64().unwrap())
+        .sum();
+    assert!(requests > first_requests, "the second restates the first");
+
+    let v = usage_json(
+        common::harnery(home.path())
+            .args(["usage", "--json"])
+            .output()
+            .unwrap(),
+    );
+    let totals = &v["total"]["agent_totals"];
+    assert_eq!(totals["requests"], requests, "{v:#}");
+    assert_eq!(totals["premium_requests"].as_f64(), Some(premium), "{v:#}");
+    assert_eq!(totals["input"], input, "{v:#}");
+    assert_eq!(totals["output"], output, "{v:#}");
+    assert_eq!(totals["summaries"], metrics.len() as u64, "{v:#}");
+    assert_eq!(v["groups"][0]["agent_totals"], *totals, "one session");
+    let usage_ids: std::collections::HashSet<String> = lines
+        .iter()
+        .filter(|l| l.contains("\"session.usage_record\""))
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["data"]["usage"]["accounting"]["usageId"]
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        v["total"]["records"],
+        usage_ids.len() as u64,
+        "summaries add no records"
+    );
+
+    let text = common::harnery(home.path()).arg("usage").output().unwrap();
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.contains("the agents' own totals"), "{text}");
+    let events = common::harnery(home.path())
+        .args(["export", "--format", "jsonl"])
+        .output()
+        .unwrap();
+    let summaries = String::from_utf8(events.stdout)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("\"type\":\"usage.summary\""))
+        .count();
+    assert_eq!(
+        summaries,
+        2 * metrics.len(),
+        "each shutdown's totals are recorded"
+    );
+}
+
+/// Copilot with cached tokens and a resume: its `inputTokens` include the
+/// cache reads, so harnery's input is theirs less the cache reads, each
+/// call is counted once across the resume, and the bundled table prices
+/// the cached tokens once, as cache reads.
+#[test]
+fn copilot_cached_tokens_are_priced_once_across_a_resume() {
+    let home = tempfile::tempdir().unwrap();
+    let second = resumed_copilot(home.path());
 
     // Expected, from the record: each usage id once.
     let mut seen = std::collections::HashSet::new();

@@ -51,6 +51,13 @@ pub const GENERATIONS: &[Generation] = &[
                       usage object kept as `raw`; a generation-3 Copilot row (no `raw`) is \
                       normalized by readers",
     },
+    Generation {
+        number: 5,
+        digest: "4fe986e1c39d0e33e5a2ec1e6a56d0bfbf3c12ba8e2613151a46fd5e2c1d5a58",
+        description: "the agent's own session totals: usage.summary, one per model as the agent \
+                      last wrote them (Copilot's session.shutdown modelMetrics: requests, premium \
+                      requests, credits, tokens), cumulative and never added to usage.reported",
+    },
 ];
 
 /// The generation whose schema digest is `digest`, if this build reads it.

@@ -312,6 +312,30 @@ payload_struct!(
     }
 );
 payload_struct!(
+    /// The agent's own running totals for one model of the session, as it
+    /// last wrote them (generation 5: Copilot's `session.shutdown`
+    /// `modelMetrics`). They are cumulative over the session's resumes, so a
+    /// later summary of the same session and model replaces an earlier one,
+    /// and they restate the calls' usage: never added to `usage.reported`.
+    /// Token kinds as in `usage.reported` (input excludes cache reads), the
+    /// agent's own object kept as `raw`.
+    UsageSummary {
+        record: RecordAt,
+        model: String,
+        #[serde(default)] requests: Option<u64>,
+        /// Premium requests the agent counted, as it wrote the number.
+        #[serde(default)] premium_requests: Option<Json>,
+        #[serde(default)] input_tokens: Option<u64>,
+        #[serde(default)] output_tokens: Option<u64>,
+        #[serde(default)] cache_read_tokens: Option<u64>,
+        #[serde(default)] cache_write_tokens: Option<u64>,
+        #[serde(default)] reasoning_tokens: Option<u64>,
+        /// Credits in the agent's nano-AIU, as it wrote the number.
+        #[serde(default)] credits_nano_aiu: Option<Json>,
+        #[serde(default)] raw: Option<Json>,
+    }
+);
+payload_struct!(
     /// What the record says of the session itself (init and system frames
     /// are metadata, not events of their own).
     SessionMetadata {
@@ -510,6 +534,8 @@ pub enum Payload {
     ReasoningRecorded(ReasoningRecorded),
     #[serde(rename = "usage.reported")]
     UsageReported(UsageReported),
+    #[serde(rename = "usage.summary")]
+    UsageSummary(UsageSummary),
     #[serde(rename = "session.metadata")]
     SessionMetadata(SessionMetadata),
     #[serde(rename = "tool.recorded")]
@@ -596,6 +622,7 @@ event_types! {
     MessageAssistant => "message.assistant",
     ReasoningRecorded => "reasoning.recorded",
     UsageReported => "usage.reported",
+    UsageSummary => "usage.summary",
     SessionMetadata => "session.metadata",
     ToolRecorded => "tool.recorded",
     RecordProblem => "record.problem",

@@ -158,6 +158,19 @@ pub(super) fn samples() -> Vec<Payload> {
             reasoning_tokens: None,
             raw: None,
         }),
+        Payload::UsageSummary(UsageSummary {
+            record: at(),
+            model: "m".into(),
+            requests: Some(2),
+            premium_requests: Some(Json::from_value(&json!(1.5))),
+            input_tokens: Some(1),
+            output_tokens: Some(2),
+            cache_read_tokens: None,
+            cache_write_tokens: None,
+            reasoning_tokens: Some(3),
+            credits_nano_aiu: None,
+            raw: Some(Json::from_value(&json!({"requests": {"count": 2}}))),
+        }),
         Payload::SessionMetadata(SessionMetadata {
             record: at(),
             agent_version: s(),
@@ -268,7 +281,7 @@ fn schema_digest_is_pinned() {
     // advance and bump CONTRACT_GENERATION.
     assert_eq!(
         schema_digest_hex(),
-        "4e298a5e525d5682afa5287b991b099fe53a843cf9bdc7d17e33a3e63cc71a92"
+        "4fe986e1c39d0e33e5a2ec1e6a56d0bfbf3c12ba8e2613151a46fd5e2c1d5a58"
     );
 }
 

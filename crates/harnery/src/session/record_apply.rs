@@ -252,6 +252,7 @@ impl SessionProducer {
                     Some(report) => Payload::UsageReported(report),
                     None => continue,
                 },
+                RecordItem::UsageSummary(summary) => Payload::UsageSummary(summary),
                 RecordItem::TurnStarted { .. } | RecordItem::Resumed | RecordItem::Shutdown => {
                     continue;
                 }

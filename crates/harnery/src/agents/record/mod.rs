@@ -36,7 +36,7 @@ pub mod place;
 
 use super::wire::parse_payload;
 use crate::contract::{
-    MessageAssistant, MessageUser, ReasoningRecorded, SessionMetadata, UsageReported,
+    MessageAssistant, MessageUser, ReasoningRecorded, SessionMetadata, UsageReported, UsageSummary,
 };
 
 /// One line of a record, read.
@@ -72,6 +72,9 @@ pub enum RecordItem {
     /// The agent's own running total for the session, one per model; a
     /// later total replaces an earlier one and none is added to `Usage`.
     UsageTotal(UsageReported),
+    /// The agent's own cumulative totals for one model (Copilot's
+    /// `session.shutdown` `modelMetrics`), recorded as they stand.
+    UsageSummary(UsageSummary),
     Metadata(SessionMetadata),
     /// The record's tool call, asked for (Claude `tool_use`, Copilot
     /// `tool.execution_start`).
