@@ -47,7 +47,7 @@ rm -rf "$CONFIG" && mkdir -p "$CONFIG/projects"
 python3 - "$CONFIG/projects" "$SESSIONS" "$MB_PER" >"$WORK/sessions.txt" <<'PY'
 import json, os, random, sys, time, uuid
 root, sessions, mb = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
-models = ["claude-sonnet-4-5-20250929", "claude-opus-4-1-20250805", "claude-haiku-4-5-20251001"]
+models = ["claude-sonnet-4-5-20250929", "claude-opus-4-5-20251101", "claude-haiku-4-5-20251001"]
 rng = random.Random(7)
 out_line = "".join(rng.choice("abcdefghij klmnop/qrstuvwxyz-0123456789\n") for _ in range(4000))
 def dump(f, obj):
