@@ -1,69 +1,76 @@
-//! The few HTML helpers the pages share: escaping, the document around a
-//! page's body, and how times read.
+//! The few HTML helpers the pages share: the document around a page's
+//! body, how ledger text reads inside an attribute, and how times read.
 //!
-//! Every piece of text that came from a ledger (prompts, tool inputs,
-//! session ids, messages) goes through [`text`] or [`attr`] before it is
-//! written; no page writes ledger text any other way.
+//! Pages are written with `maud` templates: every value a template
+//! interpolates is escaped as it is written, so ledger text (prompts, tool
+//! inputs, session ids, messages) can only ever be text. Nothing here
+//! writes ledger text unescaped; [`PreEscaped`] holds only this crate's
+//! own constant style and script.
 
-use std::fmt::Write;
+use maud::{DOCTYPE, PreEscaped, Render, html};
 
 /// The style sheet every page carries inline.
-const STYLE: &str = include_str!("page.css");
+pub const STYLE: &str = include_str!("page.css");
 
-/// `s` escaped for an element's content.
-pub fn text(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            c => out.push(c),
+/// Ledger text for a tooltip (a `title` attribute): escaped as any value
+/// is, with line breaks kept as character references so the tooltip keeps
+/// its lines, and `'` referenced too.
+pub struct Lines<'a>(pub &'a str);
+
+impl Render for Lines<'_> {
+    fn render_to(&self, buffer: &mut String) {
+        let mut escaped = String::with_capacity(self.0.len());
+        self.0.render_to(&mut escaped);
+        for c in escaped.chars() {
+            match c {
+                '\'' => buffer.push_str("&#39;"),
+                '\n' => buffer.push_str("&#10;"),
+                c => buffer.push(c),
+            }
         }
     }
-    out
 }
 
-/// `s` escaped for a double-quoted attribute value; line breaks kept as
-/// character references so a tooltip keeps its lines.
+/// `s` as it reads in an element's content once a template wrote it.
+pub fn text(s: &str) -> String {
+    html! { (s) }.into_string()
+}
+
+/// `s` as it reads in a tooltip attribute once a template wrote it.
 pub fn attr(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            '\n' => out.push_str("&#10;"),
-            c => out.push(c),
-        }
-    }
-    out
+    html! { (Lines(s)) }.into_string()
 }
 
 /// A whole document: the inline style, `body`, and the inline `script`
 /// (if any) last, so it runs once everything it looks at exists.
-pub fn document(title: &str, body: &str, script: Option<&str>) -> String {
-    let mut out = String::with_capacity(body.len() + STYLE.len() + 1024);
-    out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
+pub fn document(title: &str, body: impl Render, script: Option<&str>) -> String {
     // Nothing on these pages is fetched, and the one script that may run is
     // the page's own, named by its hash; the policy says so to the browser.
     let script_body = script.map(|js| format!("\n{js}"));
-    let _ = writeln!(
-        out,
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"{}\">",
-        policy(script_body.as_deref())
-    );
-    out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
-    let _ = writeln!(out, "<title>{}</title>", text(title));
-    let _ = writeln!(out, "<style>\n{STYLE}</style>\n</head>\n<body>");
-    out.push_str(body);
-    if let Some(body) = &script_body {
-        let _ = writeln!(out, "<script>{body}</script>");
-    }
-    out.push_str("</body>\n</html>\n");
-    out
+    let page = html! {
+        (DOCTYPE) "\n"
+        html lang="en" {
+            "\n"
+            head {
+                "\n" meta charset="utf-8";
+                "\n" meta http-equiv="Content-Security-Policy" content=(policy(script_body.as_deref()));
+                "\n" meta name="viewport" content="width=device-width, initial-scale=1";
+                "\n" title { (title) }
+                "\n" style { "\n" (PreEscaped(STYLE)) }
+                "\n"
+            }
+            "\n"
+            body {
+                (body)
+                @if let Some(js) = &script_body {
+                    script { (PreEscaped(js)) } "\n"
+                }
+            }
+            "\n"
+        }
+        "\n"
+    };
+    page.into_string()
 }
 
 /// The page's content security policy: nothing fetched; scripts only the

@@ -1,9 +1,9 @@
 //! The index page: every session, newest first, with the columns of
 //! `harnery sessions`, each linking to its own page.
 
-use std::fmt::Write;
+use maud::{Markup, html};
 
-use super::html::{attr, document, text};
+use super::html::document;
 use crate::ledger::{SessionSummary, format_time};
 
 /// One listed session and the file its page was written to.
@@ -19,14 +19,7 @@ pub struct IndexRow {
 
 /// The index of `rows` (already newest first).
 pub fn render(rows: &[IndexRow], tagged: bool) -> String {
-    let mut body = String::new();
-    let _ = writeln!(
-        body,
-        "<header><h1>harnery sessions</h1><p>{} sessions, newest first</p></header>",
-        rows.len()
-    );
-    body.push_str("<table class=\"sessions\"><thead><tr>");
-    for h in [
+    let headings = [
         "adapter",
         "session",
         "first",
@@ -36,39 +29,34 @@ pub fn render(rows: &[IndexRow], tagged: bool) -> String {
         "native",
         "recovered",
         "eligibility",
-    ] {
-        let _ = write!(body, "<th>{h}</th>");
-    }
-    if tagged {
-        body.push_str("<th>epochs</th>");
-    }
-    body.push_str("</tr></thead><tbody>\n");
-    for r in rows {
-        row(&mut body, r, tagged);
-    }
-    body.push_str("</tbody></table>\n");
-    document("harnery view: sessions", &body, None)
+    ];
+    let body = html! {
+        header { h1 { "harnery sessions" } p { (rows.len()) " sessions, newest first" } } "\n"
+        table.sessions {
+            thead { tr {
+                @for h in headings { th { (h) } }
+                @if tagged { th { "epochs" } }
+            } }
+            tbody { "\n" @for r in rows { (row(r, tagged)) "\n" } }
+        } "\n"
+    };
+    document("harnery view: sessions", body, None)
 }
 
-fn row(out: &mut String, r: &IndexRow, tagged: bool) {
+fn row(r: &IndexRow, tagged: bool) -> Markup {
     let s = &r.summary;
-    let _ = write!(
-        out,
-        "<tr><td>{}</td><td><a href=\"{}\"><code>{}</code></a></td><td>{}</td><td>{}</td>\
-         <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td>",
-        text(s.session.adapter.as_str()),
-        attr(&r.file),
-        text(&s.session.session_id),
-        format_time(s.first_unix_ns),
-        format_time(s.last_unix_ns),
-        s.turns,
-        s.spans.open,
-        s.spans.closed_native,
-        s.spans.recovered,
-        text(&r.eligibility)
-    );
-    if tagged {
-        let _ = write!(out, "<td>{}</td>", text(&r.epochs.join(",")));
+    html! {
+        tr {
+            td { (s.session.adapter.as_str()) }
+            td { a href=(r.file) { code { (s.session.session_id) } } }
+            td { (format_time(s.first_unix_ns)) }
+            td { (format_time(s.last_unix_ns)) }
+            td.n { (s.turns) }
+            td.n { (s.spans.open) }
+            td.n { (s.spans.closed_native) }
+            td.n { (s.spans.recovered) }
+            td { (r.eligibility) }
+            @if tagged { td { (r.epochs.join(",")) } }
+        }
     }
-    out.push_str("</tr>\n");
 }

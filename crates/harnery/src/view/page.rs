@@ -7,17 +7,19 @@
 //! Each span's element carries `data-span-id` (its request event id) and
 //! `data-span-state`; its state is also in a glyph and a pattern, never in
 //! colour alone. Every item is focusable, and its details are its title.
+//! [`body`] is the drawing alone, for a page that frames it otherwise
+//! (`harnery serve`).
 
-use std::fmt::Write;
+use maud::{Markup, html};
 
-use super::html::{attr, document, duration, since, text, tick_step};
+use super::html::{Lines, document, duration, since, tick_step};
 use super::model::{
     EDGE_PERCENT, Lane, MIN_WIDTH_PERCENT, Marker, MarkerKind, SessionView, SpanMark, TurnBand,
 };
 use crate::ledger::{SpanState, format_time};
 
 /// The script: details on hover and focus, and zoom.
-const SCRIPT: &str = include_str!("page.js");
+pub const SCRIPT: &str = include_str!("page.js");
 
 /// Pixel heights the stylesheet and the layout agree on.
 const ROW_PX: usize = 20;
@@ -28,38 +30,37 @@ const MAX_TICKS: u64 = 12;
 
 /// The page of one session.
 pub fn render(v: &SessionView) -> String {
-    let mut body = String::with_capacity(512 + v.spans.len() * 600 + v.lines.len() * 160);
-    header(&mut body, v);
-    legend(&mut body);
-    controls(&mut body);
-    let _ = writeln!(
-        body,
-        "<style>.span {{ min-width: {MIN_WIDTH_PERCENT}%; }}</style>"
-    );
-    body.push_str("<div class=\"scroll\"><div class=\"track\" id=\"track\">\n");
-    axis(&mut body, v);
-    for (i, t) in v.turns.iter().enumerate() {
-        turn(&mut body, v, t, i);
-    }
-    for b in &v.boundaries {
-        let _ = writeln!(
-            body,
-            "<div class=\"boundary\" tabindex=\"0\" style=\"left:{}\" title=\"{}\"></div>",
-            pct(v, b.at_ns),
-            attr(&format!("epoch boundary: {} → {}", b.from, b.to))
-        );
-    }
-    for (i, lane) in v.lanes.iter().enumerate() {
-        lane_section(&mut body, v, i, lane);
-    }
-    body.push_str("</div></div>\n");
-    lines(&mut body, v);
     let title = format!(
         "harnery view: {} {}",
         v.summary.session.adapter.as_str(),
         v.summary.session.session_id
     );
-    document(&title, &body, Some(SCRIPT))
+    document(&title, body(v), Some(SCRIPT))
+}
+
+/// The page's content without the document around it: header, legend,
+/// zoom controls, the drawing and the lines of `harnery show`. The
+/// script ([`SCRIPT`]) looks for the `detail`, `track` and `zoom-level`
+/// elements it holds.
+pub fn body(v: &SessionView) -> Markup {
+    html! {
+        (header(v))
+        (legend())
+        (controls())
+        style { ".span { min-width: " (MIN_WIDTH_PERCENT) "%; }" } "\n"
+        div.scroll { div.track #track {
+            "\n"
+            (axis(v))
+            @for (i, t) in v.turns.iter().enumerate() { (turn(v, t, i)) }
+            @for b in &v.boundaries {
+                div.boundary tabindex="0" style={ "left:" (pct(v, b.at_ns)) }
+                    title=(Lines(&format!("epoch boundary: {} → {}", b.from, b.to))) {}
+                "\n"
+            }
+            @for (i, lane) in v.lanes.iter().enumerate() { (lane_section(v, i, lane)) }
+        } } "\n"
+        (lines(v))
+    }
 }
 
 /// Where `ns` falls on the axis, as a CSS percentage.
@@ -81,80 +82,71 @@ fn ms_since(v: &SessionView, ns: i64) -> i64 {
     (ns - v.start_ns) / 1_000_000
 }
 
-fn header(out: &mut String, v: &SessionView) {
+fn header(v: &SessionView) -> Markup {
     let s = &v.summary;
-    let _ = writeln!(
-        out,
-        "<header><h1>{} <code>{}</code></h1>\n<p>{} .. {} · {} events · {} turns · spans: \
-         {} closed natively, {} recovered, {} open{}</p></header>",
-        text(s.session.adapter.as_str()),
-        text(&s.session.session_id),
-        format_time(s.first_unix_ns),
-        format_time(s.last_unix_ns),
-        s.events,
-        s.turns,
-        s.spans.closed_native,
-        s.spans.recovered,
-        s.spans.open,
-        if v.epochs.is_empty() {
-            String::new()
-        } else {
-            text(&format!(" · epochs: {}", v.epochs.join(" → ")))
-        }
-    );
+    html! {
+        header {
+            h1 { (s.session.adapter.as_str()) " " code { (s.session.session_id) } } "\n"
+            p {
+                (format_time(s.first_unix_ns)) " .. " (format_time(s.last_unix_ns))
+                " · " (s.events) " events · " (s.turns) " turns · spans: "
+                (s.spans.closed_native) " closed natively, " (s.spans.recovered) " recovered, "
+                (s.spans.open) " open"
+                @if !v.epochs.is_empty() { " · epochs: " (v.epochs.join(" → ")) }
+            }
+        } "\n"
+    }
 }
 
-fn legend(out: &mut String) {
-    out.push_str(
-        "<ul class=\"legend\" aria-label=\"legend\">\
-         <li><span class=\"key span st-closed_native oc-success\">✓</span> closed natively, success</li>\
-         <li><span class=\"key span st-closed_native oc-failure\">✗</span> closed natively, failure</li>\
-         <li><span class=\"key span st-closed_native oc-other\">•</span> closed natively, other outcome</li>\
-         <li><span class=\"key span st-recovered\">?</span> recovered: outcome and duration unknown</li>\
-         <li><span class=\"key span st-recovered bounded\">?</span> hatched: upper bound, not a duration</li>\
-         <li><span class=\"key span st-open\">→</span> open: no completion yet, drawn to the last event</li>\
-         <li><span class=\"key marker\">P</span> markers: S session, P prompt, A subagent, \
-         E end, H health, ! error, C compaction</li>\
-         </ul>\n",
-    );
+fn legend() -> Markup {
+    html! {
+        ul.legend aria-label="legend" {
+            li { span.key.span.st-closed_native.oc-success { "✓" } " closed natively, success" }
+            li { span.key.span.st-closed_native.oc-failure { "✗" } " closed natively, failure" }
+            li { span.key.span.st-closed_native.oc-other { "•" } " closed natively, other outcome" }
+            li { span.key.span.st-recovered { "?" } " recovered: outcome and duration unknown" }
+            li { span.key.span.st-recovered.bounded { "?" } " hatched: upper bound, not a duration" }
+            li { span.key.span.st-open { "→" } " open: no completion yet, drawn to the last event" }
+            li {
+                span.key.marker { "P" }
+                " markers: S session, P prompt, A subagent, E end, H health, ! error, C compaction"
+            }
+        } "\n"
+    }
 }
 
-fn controls(out: &mut String) {
-    out.push_str(
-        "<div class=\"controls\"><span>zoom</span> \
-         <button type=\"button\" data-zoom=\"0.5\" aria-label=\"zoom out\">−</button> \
-         <button type=\"button\" data-zoom=\"2\" aria-label=\"zoom in\">+</button> \
-         <button type=\"button\" data-zoom=\"fit\">fit</button> \
-         <span id=\"zoom-level\">1×</span> \
-         <span class=\"hint\">(keys + − 0 anywhere on the page)</span></div>\n\
-         <div id=\"detail\" role=\"status\" aria-live=\"polite\">Hover over or focus \
-         (Tab) any bar, marker or turn for its details.</div>\n",
-    );
+fn controls() -> Markup {
+    html! {
+        div.controls {
+            span { "zoom" } " "
+            button type="button" data-zoom="0.5" aria-label="zoom out" { "−" } " "
+            button type="button" data-zoom="2" aria-label="zoom in" { "+" } " "
+            button type="button" data-zoom="fit" { "fit" } " "
+            span #zoom-level { "1×" } " "
+            span.hint { "(keys + − 0 anywhere on the page)" }
+        } "\n"
+        div #detail role="status" aria-live="polite" {
+            "Hover over or focus (Tab) any bar, marker or turn for its details."
+        } "\n"
+    }
 }
 
-fn axis(out: &mut String, v: &SessionView) {
+fn axis(v: &SessionView) -> Markup {
     let total = u64::try_from(ms_since(v, v.end_ns)).unwrap_or(0);
     let step = tick_step(total, MAX_TICKS);
-    out.push_str("<div class=\"axis\" aria-hidden=\"true\">");
-    let mut at = 0u64;
-    while at <= total {
-        let ns = v.start_ns + (at as i64) * 1_000_000;
-        let _ = write!(
-            out,
-            "<span class=\"tick\" style=\"left:{}\">{}</span>",
-            pct(v, ns),
-            if at == 0 {
-                "0".to_string()
-            } else {
-                format!("+{}", duration(at))
+    let ticks = (0..=total).step_by(usize::try_from(step).unwrap_or(usize::MAX));
+    html! {
+        div.axis aria-hidden="true" {
+            @for at in ticks {
+                span.tick style={ "left:" (pct(v, v.start_ns + (at as i64) * 1_000_000)) } {
+                    @if at == 0 { "0" } @else { "+" (duration(at)) }
+                }
             }
-        );
-        at += step;
+        } "\n"
     }
-    out.push_str("</div>\n");
 }
 
-fn turn(out: &mut String, v: &SessionView, t: &TurnBand, i: usize) {
+fn turn(v: &SessionView, t: &TurnBand, i: usize) -> Markup {
     let mut label = format!("turn {}", t.number);
     if let Some(tokens) = t.tokens {
         label.push_str(&format!(" · {tokens} tokens"));
@@ -177,20 +169,16 @@ fn turn(out: &mut String, v: &SessionView, t: &TurnBand, i: usize) {
     if let Some(p) = &t.prompt {
         detail.push_str(&format!("\nprompt: {p}"));
     }
-    let _ = writeln!(
-        out,
-        "<div class=\"turn{}\" tabindex=\"0\" data-turn-id=\"{}\" style=\"left:{};width:{}\" \
-         title=\"{}\"><span class=\"turn-label\">{}</span></div>",
-        if i % 2 == 1 { " odd" } else { "" },
-        attr(&t.turn_id),
-        pct(v, t.from_ns),
-        width(v, t.from_ns, t.to_ns),
-        attr(&detail),
-        text(&label)
-    );
+    html! {
+        div.turn.odd[i % 2 == 1] tabindex="0" data-turn-id=(t.turn_id)
+            style={ "left:" (pct(v, t.from_ns)) ";width:" (width(v, t.from_ns, t.to_ns)) }
+            title=(Lines(&detail)) {
+            span.turn-label { (label) }
+        } "\n"
+    }
 }
 
-fn lane_section(out: &mut String, v: &SessionView, i: usize, lane: &Lane) {
+fn lane_section(v: &SessionView, i: usize, lane: &Lane) -> Markup {
     let name = match &lane.agent_id {
         None => "session".to_string(),
         Some(id) => format!(
@@ -200,44 +188,30 @@ fn lane_section(out: &mut String, v: &SessionView, i: usize, lane: &Lane) {
         ),
     };
     let spans: Vec<&SpanMark> = v.spans.iter().filter(|s| s.lane == i).collect();
-    let _ = writeln!(
-        out,
-        "<section class=\"lane\" data-lane=\"{i}\" aria-label=\"{}\">\n\
-         <h2 class=\"lane-label\">{} <small>{} span{}</small></h2>",
-        attr(&name),
-        text(&name),
-        spans.len(),
-        if spans.len() == 1 { "" } else { "s" }
-    );
-    if let Some(from) = lane.started_ns {
-        let to = lane.stopped_ns.unwrap_or(v.end_ns);
-        let _ = writeln!(
-            out,
-            "<div class=\"alive\" style=\"left:{};width:{}\" aria-hidden=\"true\"></div>",
-            pct(v, from),
-            width(v, from, to)
-        );
+    let alive = lane
+        .started_ns
+        .map(|from| (from, lane.stopped_ns.unwrap_or(v.end_ns)));
+    html! {
+        section.lane data-lane=(i) aria-label=(name) {
+            "\n"
+            h2.lane-label {
+                (name) " " small { (spans.len()) " span" @if spans.len() != 1 { "s" } }
+            } "\n"
+            @if let Some((from, to)) = alive {
+                div.alive style={ "left:" (pct(v, from)) ";width:" (width(v, from, to)) }
+                    aria-hidden="true" {} "\n"
+            }
+            div.markers style={ "height:" (MARKER_ROW_PX) "px" } {
+                "\n" @for m in v.markers.iter().filter(|m| m.lane == i) { (marker(v, m)) }
+            } "\n"
+            div.rows style={ "height:" (lane.rows.max(1) * ROW_PX) "px" } {
+                "\n" @for s in spans { (span(v, s)) }
+            } "\n"
+        } "\n"
     }
-    let _ = writeln!(
-        out,
-        "<div class=\"markers\" style=\"height:{MARKER_ROW_PX}px\">"
-    );
-    for m in v.markers.iter().filter(|m| m.lane == i) {
-        marker(out, v, m);
-    }
-    out.push_str("</div>\n");
-    let _ = writeln!(
-        out,
-        "<div class=\"rows\" style=\"height:{}px\">",
-        lane.rows.max(1) * ROW_PX
-    );
-    for s in spans {
-        span(out, v, s);
-    }
-    out.push_str("</div>\n</section>\n");
 }
 
-fn marker(out: &mut String, v: &SessionView, m: &Marker) {
+fn marker(v: &SessionView, m: &Marker) -> Markup {
     let glyph = match m.kind {
         MarkerKind::Session => "S",
         MarkerKind::Prompt => "P",
@@ -254,33 +228,26 @@ fn marker(out: &mut String, v: &SessionView, m: &Marker) {
         since(ms_since(v, m.at_ns)),
         m.event_id
     );
-    let _ = writeln!(
-        out,
-        "<div class=\"marker mk-{}\" tabindex=\"0\" data-event-id=\"{}\" data-event-type=\"{}\" \
-         style=\"left:{}\" title=\"{}\">{glyph}</div>",
-        m.kind.as_str(),
-        attr(&m.event_id),
-        attr(&m.event_type),
-        pct(v, m.at_ns),
-        attr(&detail)
-    );
+    html! {
+        div class={ "marker mk-" (m.kind.as_str()) } tabindex="0" data-event-id=(m.event_id)
+            data-event-type=(m.event_type) style={ "left:" (pct(v, m.at_ns)) }
+            title=(Lines(&detail)) { (glyph) } "\n"
+    }
 }
 
-fn span(out: &mut String, v: &SessionView, s: &SpanMark) {
+fn span(v: &SessionView, s: &SpanMark) -> Markup {
     let (class, glyph, label) = look(s);
-    let _ = writeln!(
-        out,
-        "<div class=\"span {class}\" tabindex=\"0\" data-span-id=\"{}\" data-span-state=\"{}\" \
-         style=\"left:{};width:{};top:{}px\" title=\"{}\">\
-         <span class=\"glyph\">{glyph}</span> {}</div>",
-        attr(&s.request_event_id),
-        s.state.as_str(),
-        pct(v, s.from_ns),
-        width(v, s.from_ns, s.to_ns),
-        s.row * ROW_PX,
-        attr(&span_detail(v, s)),
-        text(&label)
-    );
+    html! {
+        div class={ "span " (class) } tabindex="0" data-span-id=(s.request_event_id)
+            data-span-state=(s.state.as_str())
+            style={
+                "left:" (pct(v, s.from_ns)) ";width:" (width(v, s.from_ns, s.to_ns))
+                ";top:" (s.row * ROW_PX) "px"
+            }
+            title=(Lines(&span_detail(v, s))) {
+            span.glyph { (glyph) } " " (label)
+        } "\n"
+    }
 }
 
 /// A span's classes, glyph and visible label.
@@ -369,35 +336,29 @@ fn duration_text(s: &SpanMark) -> String {
 }
 
 /// The lines of `harnery show`, as a table under the picture.
-fn lines(out: &mut String, v: &SessionView) {
-    let open = if v.lines.len() <= 200 { " open" } else { "" };
-    let _ = writeln!(
-        out,
-        "<details class=\"lines\"{open}><summary>The {} lines of <code>harnery show</code></summary>\n\
-         <table><thead><tr><th>offset</th><th>time</th>{}<th>entry</th><th>agent</th></tr></thead><tbody>",
-        v.lines.len(),
-        if v.epochs.is_empty() {
-            ""
-        } else {
-            "<th>epoch</th>"
-        }
-    );
-    for l in &v.lines {
-        let _ = writeln!(
-            out,
-            "<tr><td>{}</td><td>{}</td>{}<td>{}</td><td>{}</td></tr>",
-            l.offset,
-            since(l.at_ms),
-            if v.epochs.is_empty() {
-                String::new()
-            } else {
-                format!("<td>{}</td>", text(&l.epoch))
-            },
-            text(&l.text),
-            text(l.agent_id.as_deref().unwrap_or(""))
-        );
+fn lines(v: &SessionView) -> Markup {
+    let tagged = !v.epochs.is_empty();
+    html! {
+        details.lines open[v.lines.len() <= 200] {
+            summary { "The " (v.lines.len()) " lines of " code { "harnery show" } } "\n"
+            table {
+                thead { tr {
+                    th { "offset" } th { "time" } @if tagged { th { "epoch" } }
+                    th { "entry" } th { "agent" }
+                } }
+                tbody {
+                    "\n"
+                    @for l in &v.lines {
+                        tr {
+                            td { (l.offset) } td { (since(l.at_ms)) }
+                            @if tagged { td { (l.epoch) } }
+                            td { (l.text) } td { (l.agent_id.as_deref().unwrap_or("")) }
+                        } "\n"
+                    }
+                }
+            }
+        } "\n"
     }
-    out.push_str("</tbody></table></details>\n");
 }
 
 #[cfg(test)]
