@@ -389,7 +389,9 @@ problems = []
 # Expected: each model call once, and its tokens per turn.
 calls, turns = {}, collections.Counter()
 if agent == "claude":
-    for f in sorted(glob.glob(f"{d}/home/.claude/projects/*/*.jsonl")):
+    files = glob.glob(f"{d}/home/.claude/projects/*/*.jsonl")
+    first_time = lambda f: min((json.loads(l).get("timestamp") or "~") for l in open(f) if l.strip())
+    for f in sorted(files, key=first_time):  # the session that made a call first has it
         lines = [json.loads(l) for l in open(f) if l.strip()]
         by_uuid = {l.get("uuid"): l for l in lines}
         for l in lines:
@@ -411,7 +413,7 @@ expected_total = sum(n for _, n in calls.values())
 events = [json.loads(l) for l in run("export", "--format", "jsonl").splitlines()]
 kinds = collections.Counter(e["type"] for e in events)
 if kinds["record.problem"]: problems.append(f"{kinds['record.problem']} record.problem events")
-hook_spans = {e["id"] for e in events if e["type"] == "tool.requested" and e.get("attestation") == "native"}
+hook_spans = {e["id"] for e in events if e["type"] == "tool.requested" and e["provenance"]["attestation"] == "native"}
 joined = {e["payload"].get("span_request_event_id") for e in events if e["type"] == "tool.recorded"}
 unjoined_records = sum(1 for e in events if e["type"] == "tool.recorded" and not e["payload"].get("span_request_event_id"))
 if hook_spans - joined: problems.append(f"{len(hook_spans - joined)} of {len(hook_spans)} hook spans not joined")

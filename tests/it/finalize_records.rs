@@ -512,7 +512,7 @@ fn generation_five_ships_by_an_epoch_advance_from_the_generation_four_home() {
     let out = run(home.path(), &["epoch", "advance"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let live = common::live_epoch_is_current_and_anchored(home.path());
-    assert!(live.to_string().contains("4fe986e1"), "{live}");
+    assert!(live.to_string().contains("b4eafa6a"), "{live}");
 
     // A Copilot session after the advance, its record on this machine.
     let copilot_home = home.path().join("copilot");

@@ -6,6 +6,7 @@
 use crate::common;
 use crate::usage_support;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use common::{stderr, stdout};
@@ -367,4 +368,105 @@ fn claude_codes_own_cost_is_kept() {
     assert_eq!(t["records"], calls(&[&record]).len() as u64, "{v:#}");
     let got = t["reported_cost"].as_f64().unwrap();
     assert!((got - last_total).abs() < 1e-9, "{got} vs {last_total}");
+}
+
+/// A real `claude --resume … --fork-session` (Claude Code 2.1.332): the
+/// fork's transcript repeats the parent's lines under its own session and
+/// prompt ids, the copied assistant lines naming the parent as the session
+/// that made the call (`requestSessionId`). Each call counts once, in the
+/// turn of the session that made it: `usage` and the per-turn tokens of
+/// `receipts` equal what the records say, computed here from the files.
+#[test]
+fn a_real_fork_counts_each_call_once_in_usage_and_in_turns() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = root().join("tests/fixtures/records/claude-code-fork");
+    let parent_id = "352c328f-717f-4fc1-9025-91757a024a6f";
+    let fork_id = "599bcab2-b71c-4bb3-a091-06f473db1310";
+    let start = r#"{"hook_event_name":"SessionStart","source":"startup","cwd":"/tmp/proj"}"#;
+    let mut expected: BTreeMap<(String, String), u64> = BTreeMap::new();
+    let mut seen = std::collections::HashSet::new();
+    for id in [parent_id, fork_id] {
+        let lines = lines_of(&dir.join(format!("{id}.jsonl")));
+        let path = transcript(home.path(), id);
+        write(&path, &lines);
+        hook(home.path(), start, Some(id), &path);
+        finalize(home.path());
+        let rows: Vec<Value> = lines
+            .iter()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let by_uuid: BTreeMap<&str, &Value> = rows
+            .iter()
+            .filter_map(|r| Some((r["uuid"].as_str()?, r)))
+            .collect();
+        for r in rows.iter().filter(|r| r["type"] == "assistant") {
+            let u = &r["message"]["usage"];
+            if !u.is_object() || !seen.insert(r["message"]["id"].to_string()) {
+                continue;
+            }
+            let mut at = Some(r);
+            let mut turn = None;
+            while let (Some(line), None) = (at, &turn) {
+                turn = line["promptId"].as_str().map(str::to_string);
+                at = line["parentUuid"]
+                    .as_str()
+                    .and_then(|p| by_uuid.get(p).copied());
+            }
+            let n = u["input_tokens"].as_u64().unwrap() + u["output_tokens"].as_u64().unwrap();
+            *expected.entry((id.to_string(), turn.unwrap())).or_default() += n;
+        }
+    }
+    assert_eq!(
+        seen.len(),
+        3,
+        "two calls of the parent's, one of the fork's own"
+    );
+
+    let mut got = BTreeMap::new();
+    for id in [parent_id, fork_id] {
+        let r: Value =
+            serde_json::from_slice(&run(home.path(), &["receipts", id, "--json"]).stdout).unwrap();
+        for t in r["turns"].as_array().unwrap() {
+            if let Some(n) = t["tokens"].as_u64() {
+                got.insert(
+                    (id.to_string(), t["turn_id"].as_str().unwrap().to_string()),
+                    n,
+                );
+            }
+        }
+    }
+    assert_eq!(got, expected, "per-turn tokens");
+
+    let v = usage_json(run(home.path(), &["usage", "--json"]));
+    let all: u64 = expected.values().sum();
+    let t = &v["total"]["tokens"];
+    assert_eq!(
+        t["input"].as_u64().unwrap() + t["output"].as_u64().unwrap(),
+        all,
+        "{v:#}"
+    );
+    assert_eq!(v["total"]["records"], 3, "{v:#}");
+    assert_eq!(v["total"]["inherited_records"], 2, "{v:#}");
+    // The copied Bash call ran in the parent (here without hooks, so
+    // unjoined there): in the fork it is neither a lost hook signal nor a
+    // result of an unknown tool.
+    let export = stdout(&run(home.path(), &["export", "--format", "jsonl"]));
+    let recorded: Vec<Value> = export
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["type"] == "tool.recorded")
+        .collect();
+    assert!(!recorded.is_empty());
+    assert!(
+        recorded
+            .iter()
+            .all(|e| e["session"]["session_id"] == parent_id),
+        "{recorded:#?}"
+    );
+    // The fork asked for alone: only its own call, whatever it copied.
+    let alone = usage_json(run(
+        home.path(),
+        &["usage", "--json", "--epoch", "live", "--session", fork_id],
+    ));
+    assert_eq!(alone["total"]["records"], 1, "{alone:#}");
 }

@@ -241,6 +241,7 @@ pub const DESCRIPTION: &[SchemaDescription] = &[
             "time_to_first_token_ms:u64?",
             "reasoning_tokens:u64?",
             "raw:json?",
+            "copied_from_session:string?",
         ],
     ),
     d(

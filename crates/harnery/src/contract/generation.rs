@@ -53,10 +53,12 @@ pub const GENERATIONS: &[Generation] = &[
     },
     Generation {
         number: 5,
-        digest: "4fe986e1c39d0e33e5a2ec1e6a56d0bfbf3c12ba8e2613151a46fd5e2c1d5a58",
+        digest: "b4eafa6a9bc7bede11c80d010606b6181100aa48b73bd49c77731a803c26a07a",
         description: "the agent's own session totals: usage.summary, one per model as the agent \
                       last wrote them (Copilot's session.shutdown modelMetrics: requests, premium \
-                      requests, credits, tokens), cumulative and never added to usage.reported",
+                      requests, credits, tokens), cumulative and never added to usage.reported; \
+                      usage.reported names the session that made a call copied from another \
+                      (copied_from_session: a --fork-session copy), which is never counted again",
     },
 ];
 

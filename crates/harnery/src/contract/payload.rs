@@ -309,6 +309,11 @@ payload_struct!(
         #[serde(default)] reasoning_tokens: Option<u64>,
         /// The agent's own usage object, as written (generation 4).
         #[serde(default)] raw: Option<Json>,
+        /// The session that made this model call, where the record says
+        /// another one did (generation 5: Claude Code's `requestSessionId`
+        /// on the copy of a parent's messages that `--fork-session`
+        /// writes). Such a record is inherited: never counted again.
+        #[serde(default)] copied_from_session: Option<String>,
     }
 );
 payload_struct!(

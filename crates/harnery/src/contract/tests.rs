@@ -157,6 +157,7 @@ pub(super) fn samples() -> Vec<Payload> {
             time_to_first_token_ms: Some(6),
             reasoning_tokens: None,
             raw: None,
+            copied_from_session: None,
         }),
         Payload::UsageSummary(UsageSummary {
             record: at(),
@@ -281,7 +282,7 @@ fn schema_digest_is_pinned() {
     // advance and bump CONTRACT_GENERATION.
     assert_eq!(
         schema_digest_hex(),
-        "4fe986e1c39d0e33e5a2ec1e6a56d0bfbf3c12ba8e2613151a46fd5e2c1d5a58"
+        "b4eafa6a9bc7bede11c80d010606b6181100aa48b73bd49c77731a803c26a07a"
     );
 }
 

@@ -360,8 +360,9 @@ impl UsageTally {
         let u = normalized(event.session.adapter, u);
         let u = u.as_ref();
         let key = self.key_of(event, u.model.as_deref());
+        let copied = u.copied_from_session.is_some();
         if let Some(id) = &u.message_id
-            && !self.counted.insert((event.session.adapter, id.clone()))
+            && (!self.counted.insert((event.session.adapter, id.clone())) || copied)
         {
             self.groups.entry(key).or_default().inherited_records += 1;
             self.total.inherited_records += 1;
@@ -510,6 +511,10 @@ pub fn add_turn_usage(turns: &mut BTreeMap<String, TurnUsage>, event: &Event) {
     let (Payload::UsageReported(u), Some(turn)) = (&event.payload, &event.turn.turn_id) else {
         return;
     };
+    // Another session's call, copied here: that session's turn has it.
+    if u.copied_from_session.is_some() {
+        return;
+    }
     let u = normalized(event.session.adapter, u);
     let u = u.as_ref();
     let t = turns.entry(turn.clone()).or_default();
@@ -544,6 +549,7 @@ mod tests {
             time_to_first_token_ms: None,
             reasoning_tokens: None,
             raw: None,
+            copied_from_session: None,
         })
     }
 

@@ -13,7 +13,9 @@ use serde_json::value::RawValue;
 use crate::agents::wire::raw_json;
 use crate::contract::Json;
 
-/// The fields that say what a line is, read first and cheaply.
+/// The fields that say what a line is: read alone only when the whole
+/// [`Frame`] is in no known shape, so that the line keeps its place in the
+/// `parentUuid` chain and a type that carries nothing stays silent.
 #[derive(Deserialize)]
 pub struct Header<'a> {
     #[serde(rename = "type", borrow)]
@@ -31,13 +33,19 @@ pub struct Header<'a> {
 pub struct Frame<'a> {
     #[serde(rename = "type", borrow, default)]
     pub kind: Option<Cow<'a, str>>,
+    pub subtype: Option<String>,
     pub timestamp: Option<String>,
     pub uuid: Option<String>,
+    pub parent_uuid: Option<String>,
     pub prompt_id: Option<String>,
     #[serde(alias = "agent_id")]
     pub agent_id: Option<String>,
     pub version: Option<String>,
     pub cwd: Option<String>,
+    pub session_id: Option<String>,
+    /// On an assistant line, the session that made the model call; another
+    /// session's on the copy of a parent's messages `--fork-session` writes.
+    pub request_session_id: Option<String>,
     /// Only a stream-json frame has it (null on the main thread).
     #[serde(rename = "parent_tool_use_id", default, deserialize_with = "present")]
     pub stream_frame: bool,
@@ -93,6 +101,13 @@ pub enum UserKind {
 }
 
 impl Frame<'_> {
+    /// The session that made this line's model call, when the line says
+    /// it was another than its own (a `--fork-session` copy).
+    pub fn copied_from(&self) -> Option<&str> {
+        let made_in = self.request_session_id.as_deref()?;
+        (Some(made_in) != self.session_id.as_deref()).then_some(made_in)
+    }
+
     /// What this `user` line is, given its text (the bare string or its
     /// text blocks joined) and whether it holds `tool_result` blocks.
     pub fn user_kind(&self, text: &str, has_tool_results: bool) -> UserKind {

@@ -369,6 +369,7 @@ fn usage(usage: &UsageWire, at: &RecordAt) -> RecordItem {
         time_to_first_token_ms: usage.time_to_first_token_ms.and_then(millis),
         reasoning_tokens: usage.reasoning_tokens,
         raw: Some(Json::from_value(&raw)),
+        copied_from_session: None,
     })
 }
 
@@ -550,6 +551,7 @@ mod tests {
                     r#"{"cacheReadTokens":1,"cacheWriteTokens":2,"inputTokens":100,"outputTokens":10,"reasoningTokens":null}"#
                 )
                 .ok(),
+                copied_from_session: None,
             })]
         );
     }

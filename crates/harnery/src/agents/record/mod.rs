@@ -79,6 +79,12 @@ pub enum RecordItem {
     /// The record's tool call, asked for (Claude `tool_use`, Copilot
     /// `tool.execution_start`).
     ToolStarted(RecordedCall),
+    /// A tool call the record copied from the session that made it (a
+    /// Claude Code `--fork-session` copy): it ran there, not here, so it
+    /// joins no hook span of this session and its result is no loss.
+    CopiedCall {
+        tool_call_id: String,
+    },
     /// The record's tool result (Claude `tool_result`, Copilot
     /// `tool.execution_complete`).
     ToolFinished(RecordedResult),
