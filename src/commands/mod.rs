@@ -26,6 +26,7 @@ pub mod receipts;
 pub mod recover;
 pub mod replay;
 pub mod restore;
+pub mod restore_apply;
 pub mod run_report;
 pub mod sessions;
 pub mod ship;

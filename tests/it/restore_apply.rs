@@ -1,0 +1,412 @@
+//! `harnery restore` shows and `--apply` acts, over real finalized homes:
+//! real Claude Code and Copilot sessions (their captured hooks through the
+//! real hook, their own records followed by the real `finalize`), then the
+//! record put back from the raw archive as a new session under a fake
+//! agent home, and `--exec` running a stub agent (a real process) that
+//! writes down its arguments and directory.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::common::{self, stderr, stdout};
+
+const CLAUDE: &str = "65f5909b-b66b-419a-a0ed-4fe96f1affac";
+const CLAUDE_TURN_1: &str = "484a3d1f-b0f6-464d-9676-016ec962767c";
+const CLAUDE_TURN_2: &str = "7cf1d9dd";
+const COPILOT: &str = "7271c131-2f28-400e-a537-c4eb30e50959";
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A finalized home, and the fake user home the agents' files live in.
+struct World {
+    home: tempfile::TempDir,
+    user: tempfile::TempDir,
+    /// The session's directory (the hooks' `cwd`).
+    project: PathBuf,
+    /// The agent's own record of the session.
+    record: PathBuf,
+}
+
+impl World {
+    fn harnery(&self, args: &[&str]) -> std::process::Output {
+        common::harnery(self.home.path())
+            .env("HARNERY_RECORDS", "on")
+            .env("HOME", self.user.path())
+            .env("CLAUDE_CONFIG_DIR", self.user.path().join("claude"))
+            .env("COPILOT_HOME", self.user.path().join("copilot"))
+            .env("PATH", path_with(&self.user.path().join("bin")))
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.harnery(args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}{}",
+            stdout(&out),
+            stderr(&out)
+        );
+        stdout(&out)
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        serde_json::from_str(&self.ok(args)).unwrap()
+    }
+
+    /// The bytes of the ledger and of the intake spool, file by file (a
+    /// digest of each).
+    fn snapshot(&self) -> Vec<(PathBuf, String)> {
+        let mut out = Vec::new();
+        // SQLite's shared-memory index and an empty write-ahead log,
+        // which any reader may leave, are not the ledger.
+        let files = walk(self.home.path());
+        for entry in files
+            .into_iter()
+            .filter(|p| !p.to_string_lossy().ends_with("-shm"))
+        {
+            let bytes = std::fs::read(&entry).unwrap_or_default();
+            if bytes.is_empty() && entry.to_string_lossy().ends_with("-wal") {
+                continue;
+            }
+            out.push((entry, blake3::hash(&bytes).to_hex().to_string()));
+        }
+        out
+    }
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
+}
+
+fn path_with(bin: &Path) -> String {
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// Claude Code's `interactive` session: two turns, each ended by `Stop`.
+fn claude_world() -> World {
+    let home = tempfile::tempdir().unwrap();
+    let user = tempfile::tempdir().unwrap();
+    let project = user.path().join("work dir");
+    std::fs::create_dir_all(&project).unwrap();
+    let slug: String = project
+        .display()
+        .to_string()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let dir = user.path().join("claude/projects").join(slug);
+    std::fs::create_dir_all(&dir).unwrap();
+    let record = dir.join(format!("{CLAUDE}.jsonl"));
+    std::fs::copy(
+        root().join(format!(
+            "tests/fixtures/records/claude-code/interactive/{CLAUDE}.jsonl"
+        )),
+        &record,
+    )
+    .unwrap();
+    let hooks =
+        std::fs::read_to_string(root().join("tests/fixtures/claude-code/interactive/hooks.jsonl"))
+            .unwrap();
+    for line in hooks.lines().filter(|l| l.contains(CLAUDE)) {
+        let mut v: Value = serde_json::from_str(line).unwrap();
+        v["transcript_path"] = record.display().to_string().into();
+        v["cwd"] = project.display().to_string().into();
+        common::deliver(home.path(), "claude-code", &v.to_string());
+    }
+    let world = World {
+        home,
+        user,
+        project,
+        record,
+    };
+    world.ok(&["finalize"]);
+    world
+}
+
+/// Copilot's `resume` session: a first run, then a resumed run with one
+/// more prompt.
+fn copilot_world() -> World {
+    let home = tempfile::tempdir().unwrap();
+    let user = tempfile::tempdir().unwrap();
+    let project = user.path().join("proj");
+    std::fs::create_dir_all(&project).unwrap();
+    let state = user.path().join("copilot/session-state").join(COPILOT);
+    std::fs::create_dir_all(&state).unwrap();
+    let record = state.join("events.jsonl");
+    std::fs::copy(
+        root().join("tests/fixtures/records/copilot/resume-2-resumed-run.events.jsonl"),
+        &record,
+    )
+    .unwrap();
+    for scenario in ["resume-1-first-run", "resume-2-resumed-run"] {
+        let capture = root().join(format!(
+            "tests/fixtures/copilot/{scenario}/hook-capture.jsonl"
+        ));
+        for line in std::fs::read_to_string(capture).unwrap().lines() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            // The capture names the record where it was made.
+            let mut v: Value = serde_json::from_str(line).unwrap();
+            let mut raw: Value = serde_json::from_str(v["stdin_raw"].as_str().unwrap()).unwrap();
+            if raw.get("transcriptPath").is_some() {
+                raw["transcriptPath"] = record.display().to_string().into();
+            }
+            v["stdin_raw"] = raw.to_string().into();
+            common::deliver(home.path(), "copilot", &v.to_string());
+        }
+    }
+    let world = World {
+        home,
+        user,
+        project,
+        record,
+    };
+    world.ok(&["finalize"]);
+    world
+}
+
+/// The record's whole lines before the first line `stop` picks.
+fn lines_before(record: &Path, mut stop: impl FnMut(&Value) -> bool) -> Vec<String> {
+    let text = std::fs::read_to_string(record).unwrap();
+    text.split_inclusive('\n')
+        .take_while(|l| !stop(&serde_json::from_str(l).unwrap()))
+        .map(str::to_string)
+        .collect()
+}
+
+fn checkpoint_of_turn(w: &World, session: &str, nth: usize) -> String {
+    let log = w.json(&["checkpoints", session, "--json"]);
+    let turns: Vec<String> = log["checkpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["origin"] == "turn")
+        .map(|c| c["checkpoint_id"].as_str().unwrap().to_string())
+        .collect();
+    turns[nth].clone()
+}
+
+#[test]
+fn a_plain_restore_writes_and_records_nothing() {
+    let w = claude_world();
+    let before = w.snapshot();
+    let text = w.ok(&["restore", CLAUDE]);
+    assert!(text.contains("--apply would write"), "{text}");
+    let shown = w.json(&[
+        "restore",
+        CLAUDE,
+        "--json",
+        "--checkpoint",
+        &format!("turn:{CLAUDE_TURN_1}"),
+    ]);
+    assert_eq!(shown["apply"]["applied"], false);
+    assert_eq!(before, w.snapshot(), "ledger and spool bytes unchanged");
+    let projects = w.user.path().join("claude/projects");
+    assert_eq!(walk(&projects).len(), 1, "no file written for the agent");
+}
+
+#[test]
+fn apply_puts_claude_codes_record_back_at_the_checkpoint_as_a_new_session() {
+    let w = claude_world();
+    let turn1 = format!("turn:{CLAUDE_TURN_1}");
+    assert_eq!(checkpoint_of_turn(&w, CLAUDE, 0), turn1);
+    // What the transcript holds before turn 2 (its prompt row, and the
+    // file-history snapshot written for that prompt).
+    let mut kept = lines_before(&w.record, |v| {
+        v["promptId"]
+            .as_str()
+            .is_some_and(|p| p.starts_with(CLAUDE_TURN_2))
+    });
+    while kept
+        .last()
+        .is_some_and(|l| l.contains("\"file-history-snapshot\""))
+    {
+        kept.pop();
+    }
+    let kept = kept.concat();
+    // The agent deleted its own record: harnery's archive still has it.
+    std::fs::remove_file(&w.record).unwrap();
+    let new_id = "0b5e6c1e-0000-4000-8000-000000000001";
+    let out = w.json(&[
+        "restore",
+        CLAUDE,
+        "--checkpoint",
+        &turn1,
+        "--apply",
+        "--new-id",
+        new_id,
+        "--json",
+    ]);
+    let written = PathBuf::from(out["apply"]["path"].as_str().unwrap());
+    assert_eq!(written, w.record.with_file_name(format!("{new_id}.jsonl")));
+    let bytes = std::fs::read_to_string(&written).unwrap();
+    assert_eq!(
+        bytes.replace(new_id, CLAUDE),
+        kept,
+        "a byte-exact prefix but for the session id"
+    );
+    assert!(!bytes.contains(CLAUDE), "the id is the new one throughout");
+    assert_eq!(
+        out["shim"]["arguments"],
+        serde_json::json!(["--resume", new_id])
+    );
+    assert_eq!(out["shim"]["cwd"], w.project.display().to_string());
+    // The new session is linked to its parent once finalized.
+    w.ok(&["finalize"]);
+    let child = w.json(&["checkpoints", new_id, "--json"]);
+    let cp = &child["checkpoints"][0];
+    assert_eq!(cp["checkpoint_id"], format!("restored-from:{turn1}"));
+    assert_eq!(cp["effects"][0]["kind"], "restored_from");
+    assert_eq!(
+        cp["effects"][0]["ref"],
+        format!("claude-code/{CLAUDE}@{turn1}")
+    );
+    w.ok(&["verify"]);
+}
+
+#[test]
+fn apply_never_overwrites_and_refuses_hostile_ids() {
+    let w = claude_world();
+    let taken = w.record.with_file_name("taken.jsonl");
+    std::fs::write(&taken, b"the agent's own\n").unwrap();
+    let out = w.harnery(&["restore", CLAUDE, "--apply", "--new-id", "taken"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("already exists"), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&taken).unwrap(), b"the agent's own\n");
+    for hostile in ["../../escape", "a/b", ".hidden"] {
+        let out = w.harnery(&["restore", CLAUDE, "--apply", "--new-id", hostile]);
+        assert_eq!(out.status.code(), Some(2), "{hostile}");
+        assert!(
+            stderr(&out).contains("is not a session id"),
+            "{}",
+            stderr(&out)
+        );
+    }
+    assert!(!w.user.path().join("escape").exists());
+}
+
+#[test]
+fn exec_runs_the_agents_resume_in_the_sessions_directory() {
+    let w = claude_world();
+    let bin = w.user.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let said = w.user.path().join("said.txt");
+    let stub = format!(
+        "#!/bin/sh\n{{ pwd; for a in \"$@\"; do echo \"$a\"; done; }} > '{}'\nexit 7\n",
+        said.display()
+    );
+    let claude = bin.join("claude");
+    std::fs::write(&claude, stub).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&claude, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let new_id = "0b5e6c1e-0000-4000-8000-000000000002";
+    let out = w.harnery(&[
+        "restore",
+        CLAUDE,
+        "--apply",
+        "--exec",
+        "--new-id",
+        new_id,
+        "--",
+        "-p",
+        "turn four",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(7),
+        "the agent's status: {}",
+        stderr(&out)
+    );
+    let said = std::fs::read_to_string(said).unwrap();
+    let said: Vec<&str> = said.lines().collect();
+    let project = std::fs::canonicalize(&w.project).unwrap();
+    assert_eq!(
+        said,
+        [
+            project.to_str().unwrap(),
+            "--resume",
+            new_id,
+            "-p",
+            "turn four"
+        ]
+    );
+}
+
+#[test]
+fn apply_puts_copilots_record_back_up_to_the_turns_end() {
+    let w = copilot_world();
+    let turn1 = checkpoint_of_turn(&w, COPILOT, 0);
+    // Everything before the second prompt, up to the last turn end.
+    let mut seen = 0;
+    let mut kept = lines_before(&w.record, |v| {
+        seen += usize::from(v["type"] == "user.message");
+        seen == 2
+    });
+    while kept
+        .last()
+        .is_some_and(|l| !l.contains("\"assistant.turn_end\""))
+    {
+        kept.pop();
+    }
+    let kept = kept.concat();
+    std::fs::remove_file(&w.record).unwrap();
+    let before = w.snapshot();
+    let out = w.json(&["restore", COPILOT, "--checkpoint", &turn1, "--json"]);
+    assert_eq!(before, w.snapshot());
+    assert_eq!(
+        out["shim"]["arguments"][0], "restore",
+        "the record is gone: put it back first"
+    );
+    assert_eq!(
+        out["shim"]["arguments"].as_array().unwrap().last().unwrap(),
+        "--apply"
+    );
+    let new_id = "0b5e6c1e-0000-4000-8000-000000000003";
+    let out = w.json(&[
+        "restore",
+        COPILOT,
+        "--checkpoint",
+        &turn1,
+        "--apply",
+        "--new-id",
+        new_id,
+        "--json",
+    ]);
+    let written = w
+        .user
+        .path()
+        .join("copilot/session-state")
+        .join(new_id)
+        .join("events.jsonl");
+    assert_eq!(out["apply"]["path"], written.display().to_string());
+    let bytes = std::fs::read_to_string(&written).unwrap();
+    assert_eq!(bytes.replace(new_id, COPILOT), kept);
+    assert!(bytes.starts_with(&format!(
+        "{{\"type\":\"session.start\",\"data\":{{\"sessionId\":\"{new_id}\""
+    )));
+    assert_eq!(out["shim"]["program"], "copilot");
+    assert_eq!(
+        out["shim"]["arguments"],
+        serde_json::json!(["--resume", new_id])
+    );
+}
