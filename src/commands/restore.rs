@@ -269,7 +269,32 @@ fn write_text(
         events, r.seed.boundary_offset, r.seed.next_offset, r.seed.next_incarnation
     )?;
     writeln!(out, "  effects ({}):", r.seed.effects.len())?;
-    for e in &r.seed.effects {
+    write_effects(out, &r.seed.effects)?;
+    if !r.seed.may_have_run.is_empty() {
+        writeln!(out, "  may have run ({}):", r.seed.may_have_run.len())?;
+        write_effects(out, &r.seed.may_have_run)?;
+    }
+    let native = if r.shim.native {
+        "native"
+    } else {
+        "not native"
+    };
+    writeln!(out, "  resume ({native}; {}):", r.shim.reason)?;
+    writeln!(out, "    {}", r.shim.text)?;
+    if !recorded {
+        writeln!(
+            out,
+            "  (not recorded: --record arms an in-place resume; --apply starts a new session)"
+        )?;
+    }
+    Ok(())
+}
+
+fn write_effects(
+    out: &mut impl Write,
+    effects: &[harnery::contract::Effect],
+) -> std::io::Result<()> {
+    for e in effects {
         let mut line = format!("    {} {}", e.kind, e.reference);
         for (label, value) in [
             ("tool", e.tool_name.clone()),
@@ -289,19 +314,6 @@ fn write_text(
             line.push_str(&format!("  path {p}"));
         }
         writeln!(out, "{line}")?;
-    }
-    let native = if r.shim.native {
-        "native"
-    } else {
-        "not native"
-    };
-    writeln!(out, "  resume ({native}; {}):", r.shim.reason)?;
-    writeln!(out, "    {}", r.shim.text)?;
-    if !recorded {
-        writeln!(
-            out,
-            "  (not recorded: --record arms an in-place resume; --apply starts a new session)"
-        )?;
     }
     Ok(())
 }

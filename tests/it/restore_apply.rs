@@ -410,3 +410,77 @@ fn apply_puts_copilots_record_back_up_to_the_turns_end() {
         serde_json::json!(["--resume", new_id])
     );
 }
+
+#[test]
+fn exec_commands_are_effects_and_lost_spans_may_have_run() {
+    let w = claude_world();
+    let out = w.harnery(&["exec", "--session", CLAUDE, "--", "sh", "-c", "exit 3"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    // After the command's completion (its request time is pinned).
+    let later = ["--now", "2026-11-30T12:01:00Z"];
+    w.ok(&[&["checkpoint", CLAUDE, "--id", "after-exec"][..], &later].concat());
+    w.ok(&["finalize"]);
+    let shown = w.json(&["restore", CLAUDE, "--checkpoint", "after-exec", "--json"]);
+    let effects = shown["seed"]["effects"].as_array().unwrap();
+    let command = effects
+        .iter()
+        .find(|e| e["kind"] == "command")
+        .unwrap_or_else(|| panic!("{effects:#?}"));
+    assert_eq!(command["command"], "sh -c exit 3");
+    assert_eq!(command["exit_code"], 3);
+    let text = w.ok(&["restore", CLAUDE, "--checkpoint", "after-exec"]);
+    assert!(text.contains("command sh -c exit 3"), "{text}");
+
+    // Claude Code killed inside a tool call: the call never completed.
+    let home = tempfile::tempdir().unwrap();
+    let hooks = std::fs::read_to_string(root().join("tests/fixtures/claude-code/kill/hooks.jsonl"))
+        .unwrap();
+    let mut session = String::new();
+    for line in hooks.lines().filter(|l| !l.trim().is_empty()) {
+        let v: Value = serde_json::from_str(line).unwrap();
+        session = v["session_id"].as_str().unwrap().to_string();
+        common::deliver(home.path(), "claude-code", line);
+    }
+    let run = |args: &[&str]| {
+        let out = common::run(home.path(), args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        stdout(&out)
+    };
+    run(&["end", &session]);
+    run(&["finalize"]);
+    run(&[
+        "checkpoint",
+        &session,
+        "--id",
+        "after-kill",
+        "--now",
+        "2026-11-30T12:01:00Z",
+    ]);
+    run(&["finalize"]);
+    let shown: Value = serde_json::from_str(&run(&[
+        "restore",
+        &session,
+        "--checkpoint",
+        "after-kill",
+        "--json",
+    ]))
+    .unwrap();
+    let lost = shown["seed"]["may_have_run"].as_array().unwrap();
+    assert!(!lost.is_empty());
+    assert!(
+        lost.iter()
+            .all(|e| e["kind"] == "tool" && e["tool_name"] == "Bash"),
+        "{lost:#?}"
+    );
+    let effects = shown["seed"]["effects"].as_array().unwrap();
+    assert!(
+        effects
+            .iter()
+            .all(|e| lost.iter().all(|l| l["ref"] != e["ref"]))
+    );
+    let text = run(&["restore", &session, "--checkpoint", "after-kill"]);
+    assert!(
+        text.contains(&format!("may have run ({})", lost.len())),
+        "{text}"
+    );
+}

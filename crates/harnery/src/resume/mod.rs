@@ -25,6 +25,7 @@ pub mod record_cut;
 pub mod recorded;
 pub mod render;
 pub mod restore;
+pub mod seed_effects;
 pub mod shim;
 pub mod stream;
 pub mod version;
