@@ -28,6 +28,7 @@ pub mod replay;
 pub mod restore;
 pub mod restore_apply;
 pub mod run_report;
+pub mod session_epochs;
 pub mod sessions;
 pub mod ship;
 pub mod show;

@@ -20,13 +20,16 @@ use std::path::PathBuf;
 
 use super::recover::{EvidenceArgs, hint};
 use super::restore_apply::{self as apply, ApplyPlan};
-use super::{CmdResult, Outcome};
+use super::session_epochs;
+use super::{CmdResult, EpochArg, Outcome};
 use harnery::agents::copilot;
 use harnery::agents::harnery::{RESTORE, RestorePayload};
 use harnery::contract::{AdapterId, Observation};
+use harnery::epoch::EpochSelector;
 use harnery::home::Home;
 use harnery::now::resolve_now;
 use harnery::operator::Target;
+use harnery::report::epochs::Epochs;
 use harnery::resume::evidence::SearchPlan;
 use harnery::resume::log::SessionLog;
 use harnery::resume::policy::StreamSize;
@@ -85,6 +88,8 @@ pub struct Args {
     now: Option<String>,
     #[command(flatten)]
     evidence: EvidenceArgs,
+    #[command(flatten)]
+    epoch: EpochArg,
     /// Words for the agent, after `--` (with --exec).
     #[arg(last = true, value_name = "AGENT ARGS")]
     agent_args: Vec<String>,
@@ -92,13 +97,34 @@ pub struct Args {
 
 pub fn run(args: Args) -> CmdResult {
     let home = Home::from_env()?;
-    let Some(ledger) = harnery::report::source::live_or_none(&home)? else {
-        return Err(format!("no session matches {:?}: the ledger is empty", args.session).into());
+    let live;
+    let epochs;
+    // The live epoch, or the newest selected one that has the checkpoint.
+    let (ledger, epoch) = if args.epoch.epoch == EpochSelector::Live {
+        let Some(found) = harnery::report::source::live_or_none(&home)? else {
+            return Err(
+                format!("no session matches {:?}: the ledger is empty", args.session).into(),
+            );
+        };
+        live = found;
+        (&live, None)
+    } else {
+        epochs = Epochs::open(&home, &args.epoch.epoch)?;
+        let part = session_epochs::for_checkpoint(&epochs, &args.session, &args.checkpoint)?;
+        if args.record && part.label != "live" {
+            return Err(format!(
+                "--record: checkpoint {:?} is in the archived epoch {}, which a finalize never \
+                 writes to; use --apply",
+                args.checkpoint, part.label
+            )
+            .into());
+        }
+        (&part.ledger, Some(part.label.clone()))
     };
     let session = ledger.resolve_session(&args.session)?;
-    let log = SessionLog::read(&ledger, &session)?;
+    let log = SessionLog::read(ledger, &session)?;
     let seed = seed(
-        &ledger,
+        ledger,
         &log,
         Some(&args.checkpoint),
         args.include_superseded,
@@ -107,7 +133,7 @@ pub fn run(args: Args) -> CmdResult {
     let cp = seed.checkpoint.clone();
     let now = resolve_now(args.now.as_deref())?;
     // What --apply does, worked out (and done, with --apply).
-    let mut plan = apply::plan(&ledger, &log, &cp, args.new_id.as_deref());
+    let mut plan = apply::plan(ledger, &log, &cp, args.new_id.as_deref());
     let cwd = args
         .cwd
         .clone()
@@ -149,6 +175,7 @@ pub fn run(args: Args) -> CmdResult {
     if args.json {
         // The seed's events stream from the ledger as they are written.
         let shown = Shown {
+            epoch,
             restore: &restore,
             apply: apply_plan,
             apply_refused: plan.as_ref().err().map(|e| e.to_string()),
@@ -157,6 +184,9 @@ pub fn run(args: Args) -> CmdResult {
         writeln!(out)?;
     } else {
         let events = restore.seed.events.count()?;
+        if let Some(label) = &epoch {
+            writeln!(out, "epoch {label}")?;
+        }
         write_text(&mut out, &restore, events, session.adapter, record)?;
         write_plan(&mut out, &plan)?;
     }
@@ -173,6 +203,9 @@ pub fn run(args: Args) -> CmdResult {
 /// does (or why it cannot).
 #[derive(serde::Serialize)]
 struct Shown<'a, 'b> {
+    /// The epoch read, when `--epoch` selected one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    epoch: Option<String>,
     #[serde(flatten)]
     restore: &'b Restore<'a>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -31,16 +31,35 @@ struct World {
 }
 
 impl World {
-    fn harnery(&self, args: &[&str]) -> std::process::Output {
-        common::harnery(self.home.path())
-            .env("HARNERY_RECORDS", "on")
+    fn command(&self) -> assert_cmd::Command {
+        let mut cmd = common::harnery(self.home.path());
+        cmd.env("HARNERY_RECORDS", "on")
             .env("HOME", self.user.path())
             .env("CLAUDE_CONFIG_DIR", self.user.path().join("claude"))
             .env("COPILOT_HOME", self.user.path().join("copilot"))
-            .env("PATH", path_with(&self.user.path().join("bin")))
+            .env("PATH", path_with(&self.user.path().join("bin")));
+        cmd
+    }
+
+    fn harnery(&self, args: &[&str]) -> std::process::Output {
+        self.command().args(args).output().unwrap()
+    }
+
+    /// `harnery args…` as the build of the next contract.
+    fn next(&self, args: &[&str]) -> String {
+        let out = self
+            .command()
+            .env("HARNERY_TEST_SCHEMA_SUFFIX", common::NEXT_CONTRACT)
             .args(args)
             .output()
-            .unwrap()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}{}",
+            stdout(&out),
+            stderr(&out)
+        );
+        stdout(&out)
     }
 
     fn ok(&self, args: &[&str]) -> String {
@@ -483,4 +502,52 @@ fn exec_commands_are_effects_and_lost_spans_may_have_run() {
         text.contains(&format!("may have run ({})", lost.len())),
         "{text}"
     );
+}
+
+#[cfg(feature = "failpoints")]
+#[test]
+fn checkpoints_and_restore_read_an_archived_epoch() {
+    let w = claude_world();
+    let turn1 = format!("turn:{CLAUDE_TURN_1}");
+    w.next(&["epoch", "advance"]);
+    // The live epoch knows none of the session.
+    let live = w
+        .command()
+        .env("HARNERY_TEST_SCHEMA_SUFFIX", common::NEXT_CONTRACT)
+        .args(["checkpoints", CLAUDE])
+        .output()
+        .unwrap();
+    assert_eq!(live.status.code(), Some(2), "{}", stdout(&live));
+    let all: Value =
+        serde_json::from_str(&w.next(&["checkpoints", CLAUDE, "--epoch", "all", "--json"]))
+            .unwrap();
+    let parts = all.as_array().unwrap();
+    assert_eq!(parts.len(), 1);
+    assert_ne!(parts[0]["epoch"], "live");
+    let ids: Vec<&str> = parts[0]["checkpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["checkpoint_id"].as_str().unwrap())
+        .collect();
+    assert!(ids.contains(&turn1.as_str()), "{ids:?}");
+    let text = w.next(&["checkpoints", CLAUDE, "--epoch", "all"]);
+    assert!(text.contains(&turn1), "{text}");
+    let new_id = "0b5e6c1e-0000-4000-8000-000000000004";
+    let out: Value = serde_json::from_str(&w.next(&[
+        "restore",
+        CLAUDE,
+        "--epoch",
+        "all",
+        "--checkpoint",
+        &turn1,
+        "--apply",
+        "--new-id",
+        new_id,
+        "--json",
+    ]))
+    .unwrap();
+    assert_eq!(out["epoch"], parts[0]["epoch"]);
+    assert_eq!(out["seed"]["checkpoint"]["checkpoint_id"], turn1.as_str());
+    assert!(PathBuf::from(out["apply"]["path"].as_str().unwrap()).exists());
 }
