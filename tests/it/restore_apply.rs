@@ -551,3 +551,55 @@ fn checkpoints_and_restore_read_an_archived_epoch() {
     assert_eq!(out["seed"]["checkpoint"]["checkpoint_id"], turn1.as_str());
     assert!(PathBuf::from(out["apply"]["path"].as_str().unwrap()).exists());
 }
+
+/// Copilot killed inside a tool call, restored from before the call and
+/// resumed: the superseded call still ends, salvaged by the resume.
+#[test]
+fn a_span_in_a_superseded_range_is_salvaged_by_the_resume() {
+    use crate::session_log_support::*;
+    let home = tempfile::tempdir().unwrap();
+    let killed = lines("copilot", "interrupted-sigkill-1-killed");
+    feed(home.path(), "copilot", &killed[..6]);
+    ok(
+        home.path(),
+        &["checkpoint", COPILOT_KILLED, "--id", "before-kill"],
+    );
+    feed(home.path(), "copilot", &killed[6..]);
+    ok(home.path(), &["finalize"]);
+    let (copilot_home, _) =
+        copilot_home_with_record(COPILOT_KILLED, "interrupted-sigkill-1-killed");
+    restore_json(
+        home.path(),
+        COPILOT_KILLED,
+        copilot_home.path(),
+        &["--record"],
+    );
+    let resumed = lines("copilot", "interrupted-sigkill-2-resumed");
+    feed(home.path(), "copilot", &resumed);
+    ok(home.path(), &["finalize"]);
+    let all = replay(home.path(), COPILOT_KILLED, &["--include-superseded"]);
+    let superseded: Vec<&Value> = all
+        .iter()
+        .filter(|e| e["superseded"] == true && e["type"] == "tool.requested")
+        .collect();
+    assert!(!superseded.is_empty());
+    let resume_at = of_type(&all, "session.resumed")[0]["offset"]
+        .as_u64()
+        .unwrap();
+    for request in superseded {
+        let ends: Vec<&Value> = all
+            .iter()
+            .filter(|e| e["type"] == "tool.completed")
+            .filter(|e| e["payload"]["requested_event_id"] == request["id"])
+            .collect();
+        assert_eq!(ends.len(), 1, "exactly one end for {}", request["id"]);
+        let end = ends[0];
+        assert_eq!(end["payload"]["recovery"]["reason"], "explicit_end_salvage");
+        assert_ne!(end["superseded"], true, "the end is live");
+        assert!(
+            end["offset"].as_u64().unwrap() < resume_at,
+            "before the resume"
+        );
+    }
+    ok(home.path(), &["validate"]);
+}
