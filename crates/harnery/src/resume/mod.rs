@@ -8,8 +8,9 @@
 //! Resume safety reads installed Copilot package changelogs read-only and
 //! allows native `--resume` only on explicit evidence.
 //!
-//! This module never writes into the agent's home and never runs the agent or
-//! a package manager.
+//! This module never runs the agent or a package manager, and writes into
+//! the agent's home only in `materialize` (`restore --apply`): new files,
+//! created exclusively, never over one of the agent's.
 
 pub mod canonical;
 pub mod chronicle;
