@@ -18,6 +18,7 @@
 # another directory with a new prompt, and the fake model's request for that
 # prompt must hold turn 1's prompt and nothing of the later turn; the new
 # session is recorded, starts with its link to the parent, and verify passes.
+# Copilot the same, after a second turn (`copilot --resume`).
 # Copilot runs twice: once as `harnery install copilot` configures it when the
 # installed client is on PATH (it must choose the exec form for this version),
 # once with `--form bash`.
@@ -385,12 +386,46 @@ print([c for c in log["checkpoints"] if c["origin"] == "turn" and c["valid"]][0]
   HOME="$D/home" HARNERY_HOME="$hh" "$HARNERY" finalize >&2 || return 1
   HARNERY_HOME="$hh" "$HARNERY" validate >&2 || return 1
   HARNERY_HOME="$hh" "$HARNERY" verify >&2 || return 1
-  HARNERY_HOME="$hh" python3 - "$id" "$cp" "$WORK/requests.jsonl" "$n0" "$PROMPT" <<'PY' || return 1
+  HARNERY_HOME="$hh" given_back "$id" "$cp" "$n0" || return 1
+}
+
+# ---- Copilot: a second turn, then given back at turn 1 ----
+apply_copilot() {
+  local D="$WORK/copilot-exec" hh="$WORK/copilot-exec/hh" id cp n0 t0=$(date +%s%N)
+  local env_=(env -i HOME="$D/home" LANG=C.UTF-8 TERM=dumb HARNERY_HOME="$hh"
+    COPILOT_PROVIDER_BASE_URL="http://127.0.0.1:$PORT" COPILOT_PROVIDER_TYPE=anthropic
+    COPILOT_PROVIDER_API_KEY=fake-key COPILOT_MODEL=claude-sonnet-4 COPILOT_OFFLINE=true COPILOT_AUTO_UPDATE=false)
+  id=$(HARNERY_HOME="$hh" "$HARNERY" sessions --json | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["session"]["session_id"])') || return 1
+  (cd "$D/proj" && "${env_[@]}" PATH="$PATH" timeout 120 "$COPILOT" -p "Run it once more." --resume "$id" \
+     --allow-all-tools --no-auto-update > "$D/stdout-2.txt" 2> "$D/stderr-2.txt") || log "copilot --resume exited $?"
+  HOME="$D/home" HARNERY_HOME="$hh" "$HARNERY" finalize >&2 || return 1
+  cp=$(HARNERY_HOME="$hh" "$HARNERY" checkpoints "$id" --json | python3 -c '
+import json, sys
+log = json.load(sys.stdin)
+print([c for c in log["checkpoints"] if c["origin"] == "turn" and c["valid"]][0]["checkpoint_id"])') || return 1
+  rm -f "$D/home/.copilot/session-state/$id/events.jsonl"
+  mkdir -p "$D/bin" && ln -sf "$COPILOT" "$D/bin/copilot"
+  n0=$(wc -l < "$WORK/requests.jsonl")
+  log "copilot: restore $id --checkpoint $cp --apply --exec (from /)"
+  (cd / && "${env_[@]}" PATH="$D/bin:$PATH" timeout 120 "$HARNERY" restore "$id" --checkpoint "$cp" --apply --exec \
+     -- -p "Turn three, from turn one." --allow-all-tools --no-auto-update \
+     > "$D/stdout-3.txt" 2> "$D/stderr-3.txt") || log "restore --apply --exec exited $?"
+  log "copilot given back and run in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+  HOME="$D/home" HARNERY_HOME="$hh" "$HARNERY" finalize >&2 || return 1
+  HARNERY_HOME="$hh" "$HARNERY" validate >&2 || return 1
+  HARNERY_HOME="$hh" "$HARNERY" verify >&2 || return 1
+  HARNERY_HOME="$hh" given_back "$id" "$cp" "$n0" || return 1
+}
+
+# The fake model's requests for the new prompt hold turn 1's prompt and
+# nothing of the later turn; one new session, starting with its link.
+given_back() {
+  python3 - "$1" "$2" "$WORK/requests.jsonl" "$3" "$PROMPT" <<'PY'
 import json, os, subprocess, sys
 sid, cp, log, n0, first = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
 h = os.environ["HARNERY"]
 asked = [json.loads(l) for l in open(log).read().splitlines()[n0:]]
-asked = [r for r in asked if r["path"].endswith("/messages") and any(t == "Turn three, from turn one." for _, t in r.get("texts", []))]
+asked = [r for r in asked if r["path"].endswith("/messages") and any("Turn three, from turn one." in t for _, t in r.get("texts", []))]
 problems = []
 if not asked: problems.append("no request for the new prompt")
 for r in asked[:1]:
@@ -404,7 +439,7 @@ else:
     log_ = json.loads(subprocess.run([h, "checkpoints", new[0], "--json"], capture_output=True, text=True).stdout)
     first_cp = log_["checkpoints"][0] if log_["checkpoints"] else {}
     if first_cp.get("checkpoint_id") != f"restored-from:{cp}": problems.append(f"no link to the parent: {first_cp}")
-print(f"claude-code given back: {len(asked)} request(s) for the new prompt;",
+print(f"given back ({sid}): {len(asked)} request(s) for the new prompt;",
       "OK, turn 1 and the new prompt only" if not problems else "MISMATCH " + "; ".join(problems))
 sys.exit(1 if problems else 0)
 PY
@@ -418,6 +453,7 @@ finish_ledger claude || fail=1
 resume_claude || fail=1
 apply_claude || fail=1
 finish_ledger copilot-exec || fail=1
+apply_copilot || fail=1
 finish_ledger copilot-bash || fail=1
 log "total $(( $(date +%s) - START )) s; scratch kept in $WORK"
 exit $fail
