@@ -4,7 +4,8 @@
 //!
 //! Every event read from the agent's record names the line it came from
 //! (`record: {path, offset}`) and carries its turn. The turns a checkpoint
-//! keeps are those of the live events below its offset; the record is cut
+//! keeps are those of the live events below its offset (prompts, turn
+//! starts and ends, record lines); the record is cut
 //! where the first line of any other turn starts (a Claude Code prompt row
 //! of a later `promptId`, a Copilot `user.message` of a later
 //! interaction). So the cut always falls at a turn boundary: a checkpoint
@@ -22,7 +23,7 @@ use std::collections::HashSet;
 
 use crate::agents::harnery::RecordChunkHeader;
 use crate::agents::record::place::{RecordRole, check_shape};
-use crate::contract::{AdapterId, Event, Payload, RecordAt, SessionRef};
+use crate::contract::{AdapterId, Event, EventType, Payload, RecordAt, SessionRef};
 use crate::ledger::{LedgerError, LedgerReader};
 use crate::resume::log::SessionLog;
 
@@ -152,6 +153,21 @@ impl Scan {
     }
 }
 
+/// The event types a cut reads.
+const SCANNED: [EventType; 11] = [
+    EventType::SessionStarted,
+    EventType::PromptSubmitted,
+    EventType::TurnStarted,
+    EventType::TurnCompleted,
+    EventType::MessageUser,
+    EventType::MessageAssistant,
+    EventType::ReasoningRecorded,
+    EventType::UsageReported,
+    EventType::SessionMetadata,
+    EventType::ToolRecorded,
+    EventType::SignalUnrecognized,
+];
+
 /// Where the checkpoint pinned at `boundary` stands in the session's own
 /// record, and that record's bytes up to there.
 pub fn cut_at(
@@ -161,12 +177,13 @@ pub fn cut_at(
 ) -> Result<(RecordCut, Vec<u8>), CutError> {
     let session = &log.session;
     let mut scan = Scan::default();
-    ledger.for_each_in_session_range(session, 0, log.head, |e| {
+    // Only what names a turn's start or a record line (the ledger reads
+    // just these rows whole: not the tool calls, mostly).
+    for e in ledger.session_events_of(session, &SCANNED)? {
         if !log.is_superseded(e.offset) {
             scan.take(session, boundary, &e);
         }
-        Ok::<(), LedgerError>(())
-    })?;
+    }
     let Some(path) = scan.path.clone() else {
         return Err(CutError::NoRecord(session.session_id.clone()));
     };
