@@ -13,60 +13,66 @@
 use std::collections::{BTreeMap, HashSet};
 
 use crate::contract::{Attestation, Effect, Event, EventType, Payload};
-use crate::ledger::{LedgerError, LedgerReader};
+use crate::ledger::{LedgerError, LedgerReader, SpanState};
 use crate::resume::log::SessionLog;
 use crate::session::effects::effect_detail;
 
 /// What the live events below `boundary` add to `recorded` (the
 /// checkpoints' effects): commands closed by `harnery exec`, and the
-/// spans that may have run.
+/// spans that may have run. Commands are few and read by type; of the
+/// tool calls, only the spans the ledger holds recovered or open are
+/// looked up (by id), not every call.
 pub fn beyond_checkpoints(
     ledger: &LedgerReader,
     log: &SessionLog,
     boundary: u64,
     recorded: &[Effect],
 ) -> Result<(Vec<Effect>, Vec<Effect>), LedgerError> {
-    let types = [
-        EventType::ToolRequested,
-        EventType::ToolCompleted,
-        EventType::CommandRequested,
-        EventType::CommandCompleted,
-    ];
-    let events = ledger.session_events_of(&log.session, &types)?;
     let known: HashSet<&str> = recorded.iter().map(|e| e.reference.as_str()).collect();
-    // Requests by event id, in offset order, with whether harnery minted
-    // the request.
-    let mut open: BTreeMap<String, (Effect, bool)> = BTreeMap::new();
+    let live = |e: &Event| e.offset < boundary && !log.is_superseded(e.offset);
     let mut commands = Vec::new();
     let mut may_have_run = Vec::new();
-    for e in events {
-        if e.offset >= boundary || log.is_superseded(e.offset) {
+    let types = [EventType::CommandRequested, EventType::CommandCompleted];
+    let mut open: BTreeMap<String, Effect> = BTreeMap::new();
+    for e in ledger.session_events_of(&log.session, &types)? {
+        if !live(&e) {
             continue;
         }
-        if let Some((id, effect, minted)) = request(&e) {
-            open.insert(id, (effect, minted));
-            continue;
-        }
-        let Some((request_id, outcome, exit_code, derived_end)) = completion(&e) else {
-            continue;
-        };
-        let Some((mut effect, minted)) = open.remove(&request_id) else {
-            continue;
-        };
-        if known.contains(effect.reference.as_str()) {
-            continue;
-        }
-        effect.outcome = Some(outcome);
-        effect.exit_code = exit_code;
-        match (&e.payload, derived_end || minted) {
-            (_, true) => may_have_run.push(effect),
-            (Payload::CommandCompleted(_), false) => commands.push(effect),
-            _ => {}
+        if let Some((id, effect, _)) = request(&e) {
+            open.insert(id, effect);
+        } else if let Some((id, outcome, exit_code, derived)) = completion(&e)
+            && let Some(mut effect) = open.remove(&id)
+        {
+            effect.outcome = Some(outcome);
+            effect.exit_code = exit_code;
+            match derived {
+                true => may_have_run.push(effect),
+                false => commands.push(effect),
+            }
         }
     }
-    // Still open at the boundary: they may have run too.
-    let still_open = open.into_values().map(|(effect, _)| effect);
-    may_have_run.extend(still_open.filter(|e| !known.contains(e.reference.as_str())));
+    may_have_run.extend(open.into_values());
+    for span in ledger.spans(Some(&log.session))? {
+        if span.kind != "tool" || span.state == SpanState::ClosedNative {
+            continue;
+        }
+        let Some(req) = ledger.session_event(&log.session, &span.request_event_id)? else {
+            continue;
+        };
+        let Some((_, mut effect, _)) = request(&req).filter(|_| live(&req)) else {
+            continue;
+        };
+        if let Some(done) = &span.completed_event_id
+            && let Some(end) = ledger.session_event(&log.session, done)?
+            && let Some((_, outcome, exit_code, _)) = completion(&end)
+        {
+            effect.outcome = Some(outcome);
+            effect.exit_code = exit_code;
+        }
+        may_have_run.push(effect);
+    }
+    commands.retain(|e| !known.contains(e.reference.as_str()));
+    may_have_run.retain(|e| !known.contains(e.reference.as_str()));
     Ok((commands, may_have_run))
 }
 

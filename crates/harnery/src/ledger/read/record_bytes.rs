@@ -1,7 +1,8 @@
 //! The agent's own record of a session as the raw archive keeps it: the
 //! `harnery.record` payloads the finalizer spooled for the session, read
 //! back in the order they were received (each a header line, then the
-//! record's bytes `start..end` exactly as the agent wrote them).
+//! record's bytes `start..end` exactly as the agent wrote them); and one
+//! event by id, for what a restore looks up beside it.
 
 use super::LedgerReader;
 use crate::contract::SessionRef;
@@ -48,5 +49,25 @@ impl LedgerReader {
             f(&record.payload)?;
         }
         Ok(())
+    }
+}
+
+impl LedgerReader {
+    /// One event of `session` by its id (one indexed row).
+    pub fn session_event(
+        &self,
+        session: &crate::contract::SessionRef,
+        id: &str,
+    ) -> Result<Option<crate::contract::Event>, LedgerError> {
+        use rusqlite::OptionalExtension;
+        let json: Option<String> = self
+            .conn
+            .query_row(
+                "SELECT json FROM events WHERE adapter = ?1 AND session_id = ?2 AND id = ?3",
+                rusqlite::params![session.adapter.as_str(), session.session_id, id],
+                |r| r.get(0),
+            )
+            .optional()?;
+        json.map(|j| self.parse_event(&j)).transpose()
     }
 }
