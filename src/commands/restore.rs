@@ -133,16 +133,25 @@ pub fn run(args: Args) -> CmdResult {
     let cp = seed.checkpoint.clone();
     let now = resolve_now(args.now.as_deref())?;
     // What --apply does, worked out (and done, with --apply).
+    // A refused id is never a reason to fall back to anything.
+    if let Some(new_id) = &args.new_id {
+        harnery::resume::materialize::check_new_id(new_id)?;
+    }
     let mut plan = apply::plan(ledger, &log, &cp, args.new_id.as_deref());
-    let cwd = args
-        .cwd
-        .clone()
-        .or_else(|| plan.as_ref().ok().and_then(|p| p.record.cwd.clone()));
+    let mut cwd = plan.as_ref().ok().and_then(|p| p.record.cwd.clone());
     let shim = if args.apply {
-        let p = plan.as_mut().map_err(|e| format!("restore --apply: {e}"))?;
-        apply::apply(p, &home, &log, &cp, now)?;
-        let policy = || copilot_policy(&args, &id).0;
-        apply::shim_for(session.adapter, p, args.transport.into(), policy)
+        match plan.as_mut() {
+            Ok(p) => {
+                apply::apply(p, &home, &log, &cp, now)?;
+                let policy = || copilot_policy(&args, &id).0;
+                apply::shim_for(session.adapter, p, args.transport.into(), policy)
+            }
+            Err(e) => {
+                let fork = apply::fork_instead(ledger, &log, &cp, e, &args.agent_args, args.exec)?;
+                cwd = fork.cwd.clone();
+                shim::claude_fork(&id, &fork.row)
+            }
+        }
     } else {
         let at = Some(cp.checkpoint_id.as_str());
         let shim = shim::for_adapter(session.adapter, &id, at, args.transport.into(), || {
@@ -153,7 +162,9 @@ pub fn run(args: Args) -> CmdResult {
             None => shim,
         }
     };
-    let shim = shim.in_dir(cwd).with_extra(&args.agent_args);
+    let shim = shim
+        .in_dir(args.cwd.clone().or(cwd))
+        .with_extra(&args.agent_args);
     // Only an explicit --record arms an in-place resume; a shim that is
     // not native starts a new session, and this one is not resumed.
     let record = args.record && shim.native;

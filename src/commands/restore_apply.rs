@@ -106,6 +106,40 @@ pub fn apply(
     Ok(())
 }
 
+/// The archive cannot give the record back (`why`): Claude Code's own
+/// transcript, if still there, is forked at the checkpoint's last row by
+/// the agent itself, in print mode only (so `--exec` needs `-p`). Nothing
+/// is written and nothing recorded: the new session's id is the agent's
+/// to choose.
+pub fn fork_instead(
+    ledger: &LedgerReader,
+    log: &SessionLog,
+    cp: &Checkpoint,
+    why: &CmdError,
+    agent_args: &[String],
+    exec: bool,
+) -> Result<harnery::resume::claude_fork::ForkAt, CmdError> {
+    let refused = |more: String| format!("restore --apply: {why}{more}");
+    if log.session.adapter != AdapterId::ClaudeCode {
+        return Err(refused(String::new()).into());
+    }
+    let fork = harnery::resume::claude_fork::fork_at(ledger, log, cp.offset).map_err(|e| {
+        refused(format!(
+            "; nor can Claude Code fork its own transcript: {e}"
+        ))
+    })?;
+    let print = agent_args.iter().any(|a| a == "-p" || a == "--print");
+    if exec && !print {
+        return Err(refused(
+            "; Claude Code's own fork (--resume-session-at) works only in print mode: give \
+             the prompt after `--`, e.g. -- -p \"go on\""
+                .into(),
+        )
+        .into());
+    }
+    Ok(fork)
+}
+
 /// Run the shim: `program arguments…` in `cwd`, this process's exit
 /// status its own.
 pub fn exec(shim: &harnery::resume::shim::ResumeShim) -> Result<i32, CmdError> {

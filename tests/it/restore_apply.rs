@@ -122,6 +122,11 @@ fn path_with(bin: &Path) -> String {
 
 /// Claude Code's `interactive` session: two turns, each ended by `Stop`.
 fn claude_world() -> World {
+    claude_world_following(true)
+}
+
+/// [`claude_world`], its record followed by finalize or not.
+fn claude_world_following(records: bool) -> World {
     let home = tempfile::tempdir().unwrap();
     let user = tempfile::tempdir().unwrap();
     let project = user.path().join("work dir");
@@ -157,7 +162,14 @@ fn claude_world() -> World {
         project,
         record,
     };
-    world.ok(&["finalize"]);
+    let on = if records { "on" } else { "off" };
+    let out = world
+        .command()
+        .env("HARNERY_RECORDS", on)
+        .arg("finalize")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
     world
 }
 
@@ -602,4 +614,91 @@ fn a_span_in_a_superseded_range_is_salvaged_by_the_resume() {
         );
     }
     ok(home.path(), &["validate"]);
+}
+
+/// Recorded without following the record, so the archive cannot give it
+/// back: Claude Code forks its own transcript at turn 1's last row.
+#[test]
+fn without_the_record_claude_code_forks_its_own_transcript() {
+    let w = claude_world_following(false);
+    let turn1 = format!("turn:{CLAUDE_TURN_1}");
+    let text = std::fs::read_to_string(&w.record).unwrap();
+    let rows: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let next = rows
+        .iter()
+        .position(|r| {
+            r["promptId"]
+                .as_str()
+                .is_some_and(|p| p.starts_with(CLAUDE_TURN_2))
+        })
+        .unwrap();
+    let row = rows[..next]
+        .iter()
+        .rev()
+        .find(|r| r["type"] == "assistant")
+        .unwrap()["uuid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let bin = w.user.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let said = w.user.path().join("said.txt");
+    let stub = format!(
+        "#!/bin/sh\n{{ pwd; for a in \"$@\"; do echo \"$a\"; done; }} > '{}'\n",
+        said.display()
+    );
+    std::fs::write(bin.join("claude"), stub).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(bin.join("claude"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let interactive = w.harnery(&[
+        "restore",
+        CLAUDE,
+        "--checkpoint",
+        &turn1,
+        "--apply",
+        "--exec",
+    ]);
+    assert_eq!(interactive.status.code(), Some(2));
+    assert!(
+        stderr(&interactive).contains("print mode"),
+        "{}",
+        stderr(&interactive)
+    );
+    assert!(!said.exists(), "nothing ran");
+    let out = w.harnery(&[
+        "restore",
+        CLAUDE,
+        "--checkpoint",
+        &turn1,
+        "--apply",
+        "--exec",
+        "--",
+        "-p",
+        "go on",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let said = std::fs::read_to_string(said).unwrap();
+    let project = std::fs::canonicalize(&w.project).unwrap();
+    assert_eq!(
+        said.lines().collect::<Vec<_>>(),
+        [
+            project.to_str().unwrap(),
+            "--resume",
+            CLAUDE,
+            "--resume-session-at",
+            &row,
+            "--fork-session",
+            "-p",
+            "go on"
+        ]
+    );
+    let projects = w.user.path().join("claude/projects");
+    assert_eq!(
+        walk(&projects).len(),
+        1,
+        "harnery wrote no file: the agent forks"
+    );
 }

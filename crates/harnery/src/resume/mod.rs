@@ -15,6 +15,7 @@
 pub mod canonical;
 pub mod chronicle;
 pub mod claude;
+pub mod claude_fork;
 pub mod copilot;
 pub mod evidence;
 pub mod lines;

@@ -154,6 +154,25 @@ pub fn claude_code(session_id: &str) -> ResumeShim {
     )
 }
 
+/// Claude Code forks its own transcript at `row` (print mode only; see
+/// `claude_fork`): the fallback when harnery's archive lacks the record.
+pub fn claude_fork(session_id: &str, row: &str) -> ResumeShim {
+    ResumeShim::cli(
+        "claude",
+        vec![
+            "--resume".into(),
+            session_id.into(),
+            "--resume-session-at".into(),
+            row.into(),
+            "--fork-session".into(),
+        ],
+        true,
+        "harnery's raw archive does not hold the record; Claude Code forks its own transcript \
+         at the checkpoint's last row (print mode, -p, only)"
+            .into(),
+    )
+}
+
 /// Copilot, under `resume-policy`: native only on evidence (`checkpoint`
 /// is the one a put-back shim names).
 pub fn copilot(
