@@ -132,11 +132,11 @@ pub fn run(args: Args) -> CmdResult {
     let id = session.session_id.clone();
     let cp = seed.checkpoint.clone();
     let now = resolve_now(args.now.as_deref())?;
-    // What --apply does, worked out (and done, with --apply).
     // A refused id is never a reason to fall back to anything.
     if let Some(new_id) = &args.new_id {
         harnery::resume::materialize::check_new_id(new_id)?;
     }
+    // What --apply does, worked out (and done, with --apply).
     let mut plan = apply::plan(ledger, &log, &cp, args.new_id.as_deref());
     let mut cwd = plan.as_ref().ok().and_then(|p| p.record.cwd.clone());
     let shim = if args.apply {
