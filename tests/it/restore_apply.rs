@@ -122,11 +122,17 @@ fn path_with(bin: &Path) -> String {
 
 /// Claude Code's `interactive` session: two turns, each ended by `Stop`.
 fn claude_world() -> World {
-    claude_world_following(true)
+    claude_world_with(true, true)
 }
 
 /// [`claude_world`], its record followed by finalize or not.
 fn claude_world_following(records: bool) -> World {
+    claude_world_with(records, true)
+}
+
+/// [`claude_world`], its record followed or not, its `SessionEnd`
+/// delivered or not (the process still runs).
+fn claude_world_with(records: bool, ended: bool) -> World {
     let home = tempfile::tempdir().unwrap();
     let user = tempfile::tempdir().unwrap();
     let project = user.path().join("work dir");
@@ -152,6 +158,9 @@ fn claude_world_following(records: bool) -> World {
             .unwrap();
     for line in hooks.lines().filter(|l| l.contains(CLAUDE)) {
         let mut v: Value = serde_json::from_str(line).unwrap();
+        if !ended && v["hook_event_name"] == "SessionEnd" {
+            continue;
+        }
         v["transcript_path"] = record.display().to_string().into();
         v["cwd"] = project.display().to_string().into();
         common::deliver(home.path(), "claude-code", &v.to_string());
@@ -700,5 +709,68 @@ fn without_the_record_claude_code_forks_its_own_transcript() {
         walk(&projects).len(),
         1,
         "harnery wrote no file: the agent forks"
+    );
+}
+
+/// The original process keeps going after the session was given back:
+/// both lines are recorded, neither resumes or supersedes the other.
+#[test]
+fn the_original_keeps_its_own_line_after_apply() {
+    let w = claude_world_with(true, false);
+    let turn1 = format!("turn:{CLAUDE_TURN_1}");
+    let new_id = "0b5e6c1e-0000-4000-8000-000000000005";
+    w.ok(&[
+        "restore",
+        CLAUDE,
+        "--checkpoint",
+        &turn1,
+        "--apply",
+        "--new-id",
+        new_id,
+    ]);
+    // The original's next prompt and stop, as its hooks deliver them.
+    let hooks =
+        std::fs::read_to_string(root().join("tests/fixtures/claude-code/interactive/hooks.jsonl"))
+            .unwrap();
+    for event in ["UserPromptSubmit", "Stop"] {
+        let line = hooks
+            .lines()
+            .find(|l| l.contains(CLAUDE) && l.contains(&format!("\"{event}\"")))
+            .unwrap();
+        let mut v: Value = serde_json::from_str(line).unwrap();
+        v["prompt_id"] = "11111111-2222-4333-8444-555555555555".into();
+        if event == "UserPromptSubmit" {
+            v["prompt"] = "the original goes on".into();
+        }
+        v["transcript_path"] = w.record.display().to_string().into();
+        common::deliver(w.home.path(), "claude-code", &v.to_string());
+    }
+    w.ok(&["finalize"]);
+    let events: Vec<Value> = w
+        .ok(&["replay", CLAUDE, "--json", "--include-superseded"])
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for kind in [
+        "session.resumed",
+        "session.stale_signal",
+        "restore.recorded",
+    ] {
+        assert!(events.iter().all(|e| e["type"] != kind), "no {kind}");
+    }
+    assert!(events.iter().all(|e| e["superseded"] != true));
+    let prompt = events
+        .iter()
+        .find(|e| e["payload"]["prompt"] == "the original goes on")
+        .expect("the original's prompt is on its own line");
+    assert_eq!(prompt["type"], "prompt.submitted");
+    let child: Vec<Value> = w
+        .ok(&["replay", new_id, "--json"])
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(
+        child.iter().all(|e| e["type"] == "checkpoint.recorded"),
+        "{child:#?}"
     );
 }
