@@ -61,6 +61,7 @@ mod recover_cli;
 mod recover_corpus;
 mod recover_policy;
 mod restore_apply;
+mod restore_apply_more;
 mod session_log;
 mod session_log_copilot;
 mod session_prefixes;
