@@ -262,7 +262,15 @@ fn write_plan(
                 p.record.end,
                 p.session_id,
                 p.path.display()
-            )
+            )?;
+            if !p.steering.is_empty() {
+                writeln!(out, "  steering, not the user's ({}):", p.steering.len())?;
+            }
+            for s in &p.steering {
+                let text: String = s.text.as_deref().unwrap_or("").chars().take(72).collect();
+                writeln!(out, "    offset {} from {}: {text}", s.offset, s.source)?;
+            }
+            Ok(())
         }
         Err(e) => writeln!(out, "  --apply cannot put the record back: {e}"),
     }

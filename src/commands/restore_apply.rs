@@ -37,6 +37,10 @@ pub struct ApplyPlan {
     pub bytes: u64,
     /// Where the checkpoint stands in the agent's record.
     pub record: RecordCut,
+    /// Copilot's steering messages below the checkpoint, kept apart from
+    /// the user's own (read from the record's lines).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub steering: Vec<harnery::resume::steering::Steering>,
     #[serde(skip)]
     content: Vec<u8>,
 }
@@ -64,6 +68,7 @@ pub fn plan(
         &session_id,
         &harnery::resume::home_dir(),
     )?;
+    let steering = harnery::resume::steering::below(ledger, log, cp.offset, &record.path, &bytes)?;
     let content = with_session_id(&bytes, &log.session.session_id, &session_id);
     Ok(ApplyPlan {
         applied: false,
@@ -71,6 +76,7 @@ pub fn plan(
         path,
         bytes: content.len() as u64,
         record,
+        steering,
         content,
     })
 }

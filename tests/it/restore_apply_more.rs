@@ -13,19 +13,31 @@ use crate::restore_apply::*;
 /// Copilot's `resume` session: a first run, then a resumed run with one
 /// more prompt.
 fn copilot_world() -> World {
+    copilot_world_of(
+        COPILOT,
+        "resume-2-resumed-run",
+        &["resume-1-first-run", "resume-2-resumed-run"],
+    )
+}
+
+/// A finalized home of Copilot session `session`: its record the fixture
+/// `record`, its hooks the captures of `scenarios`.
+fn copilot_world_of(session: &str, record_fixture: &str, scenarios: &[&str]) -> World {
     let home = tempfile::tempdir().unwrap();
     let user = tempfile::tempdir().unwrap();
     let project = user.path().join("proj");
     std::fs::create_dir_all(&project).unwrap();
-    let state = user.path().join("copilot/session-state").join(COPILOT);
+    let state = user.path().join("copilot/session-state").join(session);
     std::fs::create_dir_all(&state).unwrap();
     let record = state.join("events.jsonl");
     std::fs::copy(
-        root().join("tests/fixtures/records/copilot/resume-2-resumed-run.events.jsonl"),
+        root().join(format!(
+            "tests/fixtures/records/copilot/{record_fixture}.events.jsonl"
+        )),
         &record,
     )
     .unwrap();
-    for scenario in ["resume-1-first-run", "resume-2-resumed-run"] {
+    for scenario in scenarios {
         let capture = root().join(format!(
             "tests/fixtures/copilot/{scenario}/hook-capture.jsonl"
         ));
@@ -284,4 +296,35 @@ fn exec_commands_are_effects_and_lost_spans_may_have_run() {
         text.contains(&format!("may have run ({})", lost.len())),
         "{text}"
     );
+}
+
+/// Copilot's `subagent-task` session: the subagent's message to its
+/// parent is a `user.message` with a `source`, steering, not the user.
+#[test]
+fn steering_messages_are_kept_apart_in_the_restore() {
+    let session = "3390a855-a71e-4e90-937d-c5e1dcb418a6";
+    let w = copilot_world_of(session, "subagent-task", &["subagent-task"]);
+    let shown = w.json(&["restore", session, "--json"]);
+    let steering = shown["apply"]["steering"].as_array().unwrap();
+    assert_eq!(steering.len(), 1, "{steering:#?}");
+    assert!(
+        steering[0]["source"]
+            .as_str()
+            .unwrap()
+            .starts_with("agent-")
+    );
+    let id = steering[0]["event_id"].as_str().unwrap();
+    let events: Vec<Value> = w
+        .ok(&["replay", session, "--json"])
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let users: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "message.user")
+        .collect();
+    assert!(users.len() > 1, "the user's own message is there too");
+    assert!(users.iter().any(|e| e["id"] == id));
+    let text = w.ok(&["restore", session]);
+    assert!(text.contains("steering, not the user's (1)"), "{text}");
 }

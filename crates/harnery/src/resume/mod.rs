@@ -29,6 +29,7 @@ pub mod render;
 pub mod restore;
 pub mod seed_effects;
 pub mod shim;
+pub mod steering;
 pub mod stream;
 pub mod version;
 
