@@ -138,33 +138,7 @@ pub fn run(args: Args) -> CmdResult {
     }
     // What --apply does, worked out (and done, with --apply).
     let mut plan = apply::plan(ledger, &log, &cp, args.new_id.as_deref());
-    let mut cwd = plan.as_ref().ok().and_then(|p| p.record.cwd.clone());
-    let shim = if args.apply {
-        match plan.as_mut() {
-            Ok(p) => {
-                apply::apply(p, &home, &log, &cp, now)?;
-                let policy = || copilot_policy(&args, &id).0;
-                apply::shim_for(session.adapter, p, args.transport.into(), policy)
-            }
-            Err(e) => {
-                let fork = apply::fork_instead(ledger, &log, &cp, e, &args.agent_args, args.exec)?;
-                cwd = fork.cwd.clone();
-                shim::claude_fork(&id, &fork.row)
-            }
-        }
-    } else {
-        let at = Some(cp.checkpoint_id.as_str());
-        let shim = shim::for_adapter(session.adapter, &id, at, args.transport.into(), || {
-            copilot_policy(&args, &id)
-        });
-        match own_record_gone(&plan, session.adapter, &shim) {
-            Some(why) => shim::put_back_first(&id, Some(&cp.checkpoint_id), why),
-            None => shim,
-        }
-    };
-    let shim = shim
-        .in_dir(args.cwd.clone().or(cwd))
-        .with_extra(&args.agent_args);
+    let shim = choose_shim(&args, ledger, &log, &cp, &mut plan, &home, now)?;
     // Only an explicit --record arms an in-place resume; a shim that is
     // not native starts a new session, and this one is not resumed.
     let record = args.record && shim.native;
@@ -180,14 +154,76 @@ pub fn run(args: Args) -> CmdResult {
         };
         target.append(RESTORE, &payload, now)?;
     }
-    let apply_plan = plan.as_ref().ok();
     let restore = Restore { seed, shim };
+    print(&args, epoch, &restore, &plan, session.adapter, record)?;
+    if args.exec {
+        let status = apply::exec(&restore.shim)?;
+        std::process::exit(status);
+    }
+    Ok(Outcome::Clean)
+}
+
+/// The shim: after `--apply`, the agent's resume of the new session (or,
+/// without the record in the archive, Claude Code's own fork); else the
+/// agent's resume of this one, or putting the record back first when
+/// the agent's own is gone. Run in the session's directory.
+fn choose_shim(
+    args: &Args,
+    ledger: &harnery::ledger::LedgerReader,
+    log: &SessionLog,
+    cp: &harnery::resume::log::Checkpoint,
+    plan: &mut Result<ApplyPlan, super::CmdError>,
+    home: &Home,
+    now: i64,
+) -> Result<harnery::resume::shim::ResumeShim, super::CmdError> {
+    let session = &log.session;
+    let id = &session.session_id;
+    let mut cwd = plan.as_ref().ok().and_then(|p| p.record.cwd.clone());
+    let shim = if args.apply {
+        match plan.as_mut() {
+            Ok(p) => {
+                apply::apply(p, home, log, cp, now)?;
+                let policy = || copilot_policy(args, id).0;
+                apply::shim_for(session.adapter, p, args.transport.into(), policy)
+            }
+            Err(e) => {
+                let fork = apply::fork_instead(ledger, log, cp, e, &args.agent_args, args.exec)?;
+                cwd = fork.cwd.clone();
+                shim::claude_fork(id, &fork.row)
+            }
+        }
+    } else {
+        let at = Some(cp.checkpoint_id.as_str());
+        let shim = shim::for_adapter(session.adapter, id, at, args.transport.into(), || {
+            copilot_policy(args, id)
+        });
+        match own_record_gone(plan, session.adapter, &shim) {
+            Some(why) => shim::put_back_first(id, Some(&cp.checkpoint_id), why),
+            None => shim,
+        }
+    };
+    Ok(shim
+        .in_dir(args.cwd.clone().or(cwd))
+        .with_extra(&args.agent_args))
+}
+
+/// Print the restore: JSON (the seed's events streamed from the ledger),
+/// or text with what `--apply` does.
+fn print(
+    args: &Args,
+    epoch: Option<String>,
+    restore: &Restore,
+    plan: &Result<ApplyPlan, super::CmdError>,
+    adapter: AdapterId,
+    record: bool,
+) -> Result<(), super::CmdError> {
+    let apply_plan = plan.as_ref().ok();
     let mut out = harnery::terminal::stdout(args.json);
     if args.json {
         // The seed's events stream from the ledger as they are written.
         let shown = Shown {
             epoch,
-            restore: &restore,
+            restore,
             apply: apply_plan,
             apply_refused: plan.as_ref().err().map(|e| e.to_string()),
         };
@@ -198,16 +234,11 @@ pub fn run(args: Args) -> CmdResult {
         if let Some(label) = &epoch {
             writeln!(out, "epoch {label}")?;
         }
-        write_text(&mut out, &restore, events, session.adapter, record)?;
-        write_plan(&mut out, &plan)?;
+        write_text(&mut out, restore, events, adapter, record)?;
+        write_plan(&mut out, plan)?;
     }
     out.flush()?;
-    drop(out);
-    if args.exec {
-        let status = apply::exec(&restore.shim)?;
-        std::process::exit(status);
-    }
-    Ok(Outcome::Clean)
+    Ok(())
 }
 
 /// What `restore --json` prints: the seed and shim, and what `--apply`
