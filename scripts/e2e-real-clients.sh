@@ -13,6 +13,12 @@
 # hands out (its program and arguments, as data), and the ledger must show one
 # causal session: one session, the restore, one `session.resumed` (evidence
 # `restore`, incarnation 2, nothing superseded), the second leg after it.
+# Then the session is given back at its first turn: Claude Code's own record is
+# deleted, `harnery restore --checkpoint <turn 1> --apply --exec` runs from
+# another directory with a new prompt, and the fake model's request for that
+# prompt must hold turn 1's prompt and nothing of the later turn; the new
+# session is recorded, starts with its link to the parent, and verify passes.
+# Copilot the same, after a second turn (`copilot --resume`).
 # Copilot runs twice: once as `harnery install copilot` configures it when the
 # installed client is on PATH (it must choose the exec form for this version),
 # once with `--form bash`.
@@ -82,8 +88,13 @@ class H(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(n) or b"{}")
         path = self.path.split("?")[0]
         with open(LOG, "a") as f:
+            def texts(m):
+                c = m.get("content")
+                if isinstance(c, str): return [c]
+                return [b.get("text", "") for b in c or [] if isinstance(b, dict) and b.get("type") == "text"]
             f.write(json.dumps({"path": path, "tools": [t.get("name") for t in body.get("tools") or []],
-                                "roles": [m.get("role") for m in body.get("messages") or []]}) + "\n")
+                                "roles": [m.get("role") for m in body.get("messages") or []],
+                                "texts": [[m.get("role"), t] for m in body.get("messages") or [] for t in texts(m)]}) + "\n")
         if path.endswith("/count_tokens"):
             return self.reply({"input_tokens": 100})
         if not path.endswith("/messages"):
@@ -443,7 +454,7 @@ resume_claude() {
   local D="$WORK/claude" hh="$WORK/claude/hh" id t0=$(date +%s%N)
   id=$(HARNERY_HOME="$hh" "$HARNERY" sessions --json | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["session"]["session_id"])') || return 1
   HARNERY_HOME="$hh" "$HARNERY" checkpoints "$id" >&2 || return 1
-  HARNERY_HOME="$hh" "$HARNERY" restore "$id" --json > "$D/restore.json" || return 1
+  HARNERY_HOME="$hh" "$HARNERY" restore "$id" --json --record > "$D/restore.json" || return 1
   local shim
   mapfile -t shim < <(python3 - "$D/restore.json" <<'PY'
 import json, sys
@@ -493,13 +504,96 @@ PY
   check_record "$D" || return 1
 }
 
+# ---- Claude Code given back at turn 1 (`restore --apply --exec`) ----
+apply_claude() {
+  local D="$WORK/claude" hh="$WORK/claude/hh" id cp n0 t0=$(date +%s%N)
+  id=$(HARNERY_HOME="$hh" "$HARNERY" sessions --json | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["session"]["session_id"])') || return 1
+  cp=$(HARNERY_HOME="$hh" "$HARNERY" checkpoints "$id" --json | python3 -c '
+import json, sys
+log = json.load(sys.stdin)
+print([c for c in log["checkpoints"] if c["origin"] == "turn" and c["valid"]][0]["checkpoint_id"])') || return 1
+  find "$D/home/.claude/projects" -name "$id.jsonl" -delete
+  mkdir -p "$D/bin" && ln -sf "$CLAUDE" "$D/bin/claude"
+  n0=$(wc -l < "$WORK/requests.jsonl")
+  log "claude-code: restore $id --checkpoint $cp --apply --exec (from /)"
+  (cd / && env -i HOME="$D/home" PATH="$D/bin:$PATH" LANG=C.UTF-8 SHELL=/bin/bash TERM=dumb \
+     HARNERY_HOME="$hh" ANTHROPIC_BASE_URL="http://127.0.0.1:$PORT" ANTHROPIC_API_KEY="sk-ant-fake-e2e-0000" \
+     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_TELEMETRY=1 DISABLE_AUTOUPDATER=1 DISABLE_ERROR_REPORTING=1 \
+     timeout 120 "$HARNERY" restore "$id" --checkpoint "$cp" --apply --exec -- -p "Turn three, from turn one." \
+       --output-format stream-json --verbose --allowedTools Bash --debug-file "$D/debug-3.log" \
+       > "$D/stream-3.jsonl" 2> "$D/stderr-3.txt") || log "restore --apply --exec exited $?"
+  log "claude-code given back and run in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+  HOME="$D/home" HARNERY_HOME="$hh" "$HARNERY" finalize >&2 || return 1
+  HARNERY_HOME="$hh" "$HARNERY" validate >&2 || return 1
+  HARNERY_HOME="$hh" "$HARNERY" verify >&2 || return 1
+  HARNERY_HOME="$hh" given_back "$id" "$cp" "$n0" || return 1
+}
+
+# ---- Copilot: a second turn, then given back at turn 1 ----
+apply_copilot() {
+  local D="$WORK/copilot-exec" hh="$WORK/copilot-exec/hh" id cp n0 t0=$(date +%s%N)
+  local env_=(env -i HOME="$D/home" LANG=C.UTF-8 TERM=dumb HARNERY_HOME="$hh"
+    COPILOT_PROVIDER_BASE_URL="http://127.0.0.1:$PORT" COPILOT_PROVIDER_TYPE=anthropic
+    COPILOT_PROVIDER_API_KEY=fake-key COPILOT_MODEL=claude-sonnet-4 COPILOT_OFFLINE=true COPILOT_AUTO_UPDATE=false)
+  id=$(HARNERY_HOME="$hh" "$HARNERY" sessions --json | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["session"]["session_id"])') || return 1
+  (cd "$D/proj" && "${env_[@]}" PATH="$PATH" timeout 120 "$COPILOT" -p "Run it once more." --resume "$id" \
+     --allow-all-tools --no-auto-update > "$D/stdout-2.txt" 2> "$D/stderr-2.txt") || log "copilot --resume exited $?"
+  HOME="$D/home" HARNERY_HOME="$hh" "$HARNERY" finalize >&2 || return 1
+  cp=$(HARNERY_HOME="$hh" "$HARNERY" checkpoints "$id" --json | python3 -c '
+import json, sys
+log = json.load(sys.stdin)
+print([c for c in log["checkpoints"] if c["origin"] == "turn" and c["valid"]][0]["checkpoint_id"])') || return 1
+  rm -f "$D/home/.copilot/session-state/$id/events.jsonl"
+  mkdir -p "$D/bin" && ln -sf "$COPILOT" "$D/bin/copilot"
+  n0=$(wc -l < "$WORK/requests.jsonl")
+  log "copilot: restore $id --checkpoint $cp --apply --exec (from /)"
+  (cd / && "${env_[@]}" PATH="$D/bin:$PATH" timeout 120 "$HARNERY" restore "$id" --checkpoint "$cp" --apply --exec \
+     -- -p "Turn three, from turn one." --allow-all-tools --no-auto-update \
+     > "$D/stdout-3.txt" 2> "$D/stderr-3.txt") || log "restore --apply --exec exited $?"
+  log "copilot given back and run in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+  HOME="$D/home" HARNERY_HOME="$hh" "$HARNERY" finalize >&2 || return 1
+  HARNERY_HOME="$hh" "$HARNERY" validate >&2 || return 1
+  HARNERY_HOME="$hh" "$HARNERY" verify >&2 || return 1
+  HARNERY_HOME="$hh" given_back "$id" "$cp" "$n0" || return 1
+}
+
+# The fake model's requests for the new prompt hold turn 1's prompt and
+# nothing of the later turn; one new session, starting with its link.
+given_back() {
+  python3 - "$1" "$2" "$WORK/requests.jsonl" "$3" "$PROMPT" <<'PY'
+import json, os, subprocess, sys
+sid, cp, log, n0, first = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
+h = os.environ["HARNERY"]
+asked = [json.loads(l) for l in open(log).read().splitlines()[n0:]]
+asked = [r for r in asked if r["path"].endswith("/messages") and any("Turn three, from turn one." in t for _, t in r.get("texts", []))]
+problems = []
+if not asked: problems.append("no request for the new prompt")
+for r in asked[:1]:
+    said = [t for _, t in r["texts"]]
+    if not any(first in t for t in said): problems.append("turn 1's prompt is missing")
+    if any("Run it once more." in t for t in said): problems.append("the later turn is in the request")
+sessions = [json.loads(l)["session"]["session_id"] for l in subprocess.run([h, "sessions", "--json"], capture_output=True, text=True).stdout.splitlines()]
+new = [s for s in sessions if s != sid]
+if len(new) != 1: problems.append(f"sessions {sessions}")
+else:
+    log_ = json.loads(subprocess.run([h, "checkpoints", new[0], "--json"], capture_output=True, text=True).stdout)
+    first_cp = log_["checkpoints"][0] if log_["checkpoints"] else {}
+    if first_cp.get("checkpoint_id") != f"restored-from:{cp}": problems.append(f"no link to the parent: {first_cp}")
+print(f"given back ({sid}): {len(asked)} request(s) for the new prompt;",
+      "OK, turn 1 and the new prompt only" if not problems else "MISMATCH " + "; ".join(problems))
+sys.exit(1 if problems else 0)
+PY
+}
+
 export HARNERY
 run_claude || fail=1
 run_copilot exec || fail=1
 run_copilot bash --form bash || fail=1
 finish_ledger claude || fail=1
 resume_claude || fail=1
+apply_claude || fail=1
 finish_ledger copilot-exec || fail=1
+apply_copilot || fail=1
 finish_ledger copilot-bash || fail=1
 run_claude_cron || fail=1
 run_copilot_cron || fail=1

@@ -59,6 +59,8 @@ pub struct ListArgs {
     /// Only the checkpoint with this id.
     #[arg(long)]
     id: Option<String>,
+    #[command(flatten)]
+    epoch: super::EpochArg,
 }
 
 /// `KIND:REF`, both parts non-empty.
@@ -106,11 +108,63 @@ pub fn run(args: Args) -> CmdResult {
 
 pub fn run_list(args: ListArgs) -> CmdResult {
     let home = Home::from_env()?;
+    if args.epoch.epoch != harnery::epoch::EpochSelector::Live {
+        return list_epochs(&home, &args);
+    }
     let Some(ledger) = harnery::report::source::live_or_none(&home)? else {
         return Err(format!("no session matches {:?}: the ledger is empty", args.session).into());
     };
     let session = ledger.resolve_session(&args.session)?;
     let log = SessionLog::read(&ledger, &session)?;
+    list_one(&args, &log)
+}
+
+/// `checkpoints --epoch all|GENESIS`: the session's log in each selected
+/// epoch that holds part of it, oldest first, each under its epoch (in
+/// JSON, `{"epoch": label, …log}` each, in an array). `--latest` and
+/// `--id` look in the newest epoch first.
+fn list_epochs(home: &Home, args: &ListArgs) -> CmdResult {
+    let epochs = harnery::report::epochs::Epochs::open(home, &args.epoch.epoch)?;
+    let logs = super::session_epochs::logs(&epochs, "checkpoints", &args.session)?;
+    if args.id.is_some() || args.latest {
+        let wanted = args.id.as_deref().unwrap_or("latest");
+        let newest_with = logs
+            .iter()
+            .rev()
+            .find(|(_, l)| l.choose(Some(wanted)).is_ok());
+        let (epoch, log) = newest_with.unwrap_or(logs.last().expect("a session has a part"));
+        if !args.json {
+            writeln!(harnery::terminal::stdout(false), "epoch {}", epoch.label)?;
+        }
+        return list_one(args, log);
+    }
+    let mut out = harnery::terminal::stdout(args.json);
+    if args.json {
+        #[derive(serde::Serialize)]
+        struct Part<'a> {
+            epoch: &'a str,
+            #[serde(flatten)]
+            log: &'a SessionLog,
+        }
+        let parts: Vec<Part> = logs
+            .iter()
+            .map(|(e, log)| Part {
+                epoch: &e.label,
+                log,
+            })
+            .collect();
+        writeln!(out, "{}", serde_json::to_string_pretty(&parts)?)?;
+        return Ok(Outcome::Clean);
+    }
+    for (epoch, log) in &logs {
+        writeln!(out, "epoch {}", epoch.label)?;
+        write_log(&mut out, log)?;
+    }
+    Ok(Outcome::Clean)
+}
+
+fn list_one(args: &ListArgs, log: &SessionLog) -> CmdResult {
+    let session = &log.session;
     let one =
         match (&args.id, args.latest) {
             (Some(id), _) => Some(log.by_id(id).ok_or_else(|| {
@@ -124,23 +178,26 @@ pub fn run_list(args: ListArgs) -> CmdResult {
     let mut out = harnery::terminal::stdout(args.json);
     match (one, args.json) {
         (Some(cp), true) => writeln!(out, "{}", serde_json::to_string_pretty(cp)?)?,
-        (None, true) => writeln!(out, "{}", serde_json::to_string_pretty(&log)?)?,
+        (None, true) => writeln!(out, "{}", serde_json::to_string_pretty(log)?)?,
         (Some(cp), false) => write_table(&mut out, std::slice::from_ref(cp))?,
-        (None, false) => {
-            writeln!(
-                out,
-                "{}/{}  head {}  incarnation {}  {} checkpoints  {} resumes",
-                session.adapter,
-                session.session_id,
-                log.head,
-                log.incarnation,
-                log.checkpoints.len(),
-                log.resumes.len()
-            )?;
-            write_table(&mut out, &log.checkpoints)?;
-        }
+        (None, false) => write_log(&mut out, log)?,
     }
     Ok(Outcome::Clean)
+}
+
+fn write_log(out: &mut impl Write, log: &SessionLog) -> std::io::Result<()> {
+    let session = &log.session;
+    writeln!(
+        out,
+        "{}/{}  head {}  incarnation {}  {} checkpoints  {} resumes",
+        session.adapter,
+        session.session_id,
+        log.head,
+        log.incarnation,
+        log.checkpoints.len(),
+        log.resumes.len()
+    )?;
+    write_table(out, &log.checkpoints)
 }
 
 fn write_table(out: &mut impl Write, checkpoints: &[Checkpoint]) -> std::io::Result<()> {

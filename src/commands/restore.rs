@@ -1,24 +1,35 @@
 //! `harnery restore <session> [--checkpoint ID|latest] [--json]`: the seed
-//! a fresh incarnation starts from and the shim that resumes the agent.
+//! a fresh incarnation starts from, the shim that resumes the agent, and
+//! what `--apply` would do. It shows; it writes and records nothing.
 //!
-//! Unless `--dry-run` (or the shim is not native: Copilot's recovery
-//! packet starts a new session), the restore is recorded through the spool
-//! (`harnery.restore`), so the session's next native activity is taken
-//! for the resume: `finalize` then appends `session.resumed`, supersedes
-//! the events from the checkpoint up to the restore and invalidates the
-//! checkpoints above it. Exit 2 for an unknown session or checkpoint.
+//! - `--apply` puts the agent's record up to the checkpoint back from the
+//!   raw archive as a new session of the agent, links it to its parent
+//!   and prints the agent's resume of it; `--exec` runs that in the
+//!   session's directory (`restore_apply`).
+//! - `--record` (what a plain `restore` did before) records the restore
+//!   through the spool (`harnery.restore`), so the session's next native
+//!   activity is taken for an in-place resume: `finalize` then appends
+//!   `session.resumed`, supersedes the events from the checkpoint up to
+//!   the restore and invalidates the checkpoints above it.
+//!
+//! Exit 2 for an unknown session or checkpoint, or a record that cannot
+//! be put back.
 
 use std::io::Write;
 use std::path::PathBuf;
 
 use super::recover::{EvidenceArgs, hint};
-use super::{CmdResult, Outcome};
+use super::restore_apply::{self as apply, ApplyPlan};
+use super::session_epochs;
+use super::{CmdResult, EpochArg, Outcome};
 use harnery::agents::copilot;
 use harnery::agents::harnery::{RESTORE, RestorePayload};
 use harnery::contract::{AdapterId, Observation};
+use harnery::epoch::EpochSelector;
 use harnery::home::Home;
 use harnery::now::resolve_now;
 use harnery::operator::Target;
+use harnery::report::epochs::Epochs;
 use harnery::resume::evidence::SearchPlan;
 use harnery::resume::log::SessionLog;
 use harnery::resume::policy::StreamSize;
@@ -45,10 +56,29 @@ pub struct Args {
     /// SDK's `resumeSession`).
     #[arg(long, value_enum, default_value_t = TransportArg::Cli)]
     transport: TransportArg,
-    /// Print the restore without recording it (the next native activity is
-    /// then not taken for a resume from this checkpoint).
+    /// Show the restore without writing or recording anything (what
+    /// `restore` does without `--apply` or `--record`; kept for scripts).
     #[arg(long)]
     dry_run: bool,
+    /// Put the agent's record up to the checkpoint back as a new session
+    /// of the agent (from harnery's raw archive; never over an existing
+    /// file), link it to this one, and print the agent's resume of it.
+    #[arg(long, conflicts_with_all = ["dry_run", "record"])]
+    apply: bool,
+    /// With --apply: run the resume in the session's directory; words
+    /// after `--` go to the agent (e.g. `-- -p "go on"`).
+    #[arg(long, requires = "apply")]
+    exec: bool,
+    /// Record the restore so that the session's next native activity is
+    /// taken for an in-place resume (`harnery.restore`).
+    #[arg(long, conflicts_with = "dry_run")]
+    record: bool,
+    /// With --apply: the new session's id [default: a new UUID].
+    #[arg(long, value_name = "ID", requires = "apply")]
+    new_id: Option<String>,
+    /// The directory the resume runs in [default: the session's own].
+    #[arg(long, value_name = "DIR")]
+    cwd: Option<String>,
     /// Copilot's home, for the session's events.jsonl size [default:
     /// $COPILOT_HOME, else ~/.copilot].
     #[arg(long, value_name = "DIR")]
@@ -58,29 +88,60 @@ pub struct Args {
     now: Option<String>,
     #[command(flatten)]
     evidence: EvidenceArgs,
+    #[command(flatten)]
+    epoch: EpochArg,
+    /// Words for the agent, after `--` (with --exec).
+    #[arg(last = true, value_name = "AGENT ARGS")]
+    agent_args: Vec<String>,
 }
 
 pub fn run(args: Args) -> CmdResult {
     let home = Home::from_env()?;
-    let Some(ledger) = harnery::report::source::live_or_none(&home)? else {
-        return Err(format!("no session matches {:?}: the ledger is empty", args.session).into());
+    let live;
+    let epochs;
+    // The live epoch, or the newest selected one that has the checkpoint.
+    let (ledger, epoch) = if args.epoch.epoch == EpochSelector::Live {
+        let Some(found) = harnery::report::source::live_or_none(&home)? else {
+            return Err(
+                format!("no session matches {:?}: the ledger is empty", args.session).into(),
+            );
+        };
+        live = found;
+        (&live, None)
+    } else {
+        epochs = Epochs::open(&home, &args.epoch.epoch)?;
+        let part = session_epochs::for_checkpoint(&epochs, &args.session, &args.checkpoint)?;
+        if args.record && part.label != "live" {
+            return Err(format!(
+                "--record: checkpoint {:?} is in the archived epoch {}, which a finalize never \
+                 writes to; use --apply",
+                args.checkpoint, part.label
+            )
+            .into());
+        }
+        (&part.ledger, Some(part.label.clone()))
     };
     let session = ledger.resolve_session(&args.session)?;
-    let log = SessionLog::read(&ledger, &session)?;
+    let log = SessionLog::read(ledger, &session)?;
     let seed = seed(
-        &ledger,
+        ledger,
         &log,
         Some(&args.checkpoint),
         args.include_superseded,
     )?;
     let id = session.session_id.clone();
-    let shim = shim::for_adapter(session.adapter, &id, args.transport.into(), || {
-        copilot_policy(&args, &id)
-    });
+    let cp = seed.checkpoint.clone();
     let now = resolve_now(args.now.as_deref())?;
-    // A shim that is not native starts a new session with the recovery
-    // packet: this session is not resumed, so nothing is recorded.
-    let record = !args.dry_run && shim.native;
+    // A refused id is never a reason to fall back to anything.
+    if let Some(new_id) = &args.new_id {
+        harnery::resume::materialize::check_new_id(new_id)?;
+    }
+    // What --apply does, worked out (and done, with --apply).
+    let mut plan = apply::plan(ledger, &log, &cp, args.new_id.as_deref());
+    let shim = choose_shim(&args, ledger, &log, &cp, &mut plan, &home, now)?;
+    // Only an explicit --record arms an in-place resume; a shim that is
+    // not native starts a new session, and this one is not resumed.
+    let record = args.record && shim.native;
     if record {
         let target = Target {
             home,
@@ -94,17 +155,156 @@ pub fn run(args: Args) -> CmdResult {
         target.append(RESTORE, &payload, now)?;
     }
     let restore = Restore { seed, shim };
+    print(&args, epoch, &restore, &plan, session.adapter, record)?;
+    if args.exec {
+        let status = apply::exec(&restore.shim)?;
+        std::process::exit(status);
+    }
+    Ok(Outcome::Clean)
+}
+
+/// The shim: after `--apply`, the agent's resume of the new session (or,
+/// without the record in the archive, Claude Code's own fork); else the
+/// agent's resume of this one, or putting the record back first when
+/// the agent's own is gone. Run in the session's directory.
+fn choose_shim(
+    args: &Args,
+    ledger: &harnery::ledger::LedgerReader,
+    log: &SessionLog,
+    cp: &harnery::resume::log::Checkpoint,
+    plan: &mut Result<ApplyPlan, super::CmdError>,
+    home: &Home,
+    now: i64,
+) -> Result<harnery::resume::shim::ResumeShim, super::CmdError> {
+    let session = &log.session;
+    let id = &session.session_id;
+    let mut cwd = plan.as_ref().ok().and_then(|p| p.record.cwd.clone());
+    let shim = if args.apply {
+        match plan.as_mut() {
+            Ok(p) => {
+                apply::apply(p, home, log, cp, now)?;
+                let policy = || copilot_policy(args, id).0;
+                apply::shim_for(session.adapter, p, args.transport.into(), policy)
+            }
+            Err(e) => {
+                let fork = apply::fork_instead(ledger, log, cp, e, &args.agent_args, args.exec)?;
+                cwd = fork.cwd.clone();
+                shim::claude_fork(id, &fork.row)
+            }
+        }
+    } else {
+        let at = Some(cp.checkpoint_id.as_str());
+        let shim = shim::for_adapter(session.adapter, id, at, args.transport.into(), || {
+            copilot_policy(args, id)
+        });
+        match own_record_gone(plan, session.adapter, &shim) {
+            Some(why) => shim::put_back_first(id, Some(&cp.checkpoint_id), why),
+            None => shim,
+        }
+    };
+    Ok(shim
+        .in_dir(args.cwd.clone().or(cwd))
+        .with_extra(&args.agent_args))
+}
+
+/// Print the restore: JSON (the seed's events streamed from the ledger),
+/// or text with what `--apply` does.
+fn print(
+    args: &Args,
+    epoch: Option<String>,
+    restore: &Restore,
+    plan: &Result<ApplyPlan, super::CmdError>,
+    adapter: AdapterId,
+    record: bool,
+) -> Result<(), super::CmdError> {
+    let apply_plan = plan.as_ref().ok();
     let mut out = harnery::terminal::stdout(args.json);
     if args.json {
         // The seed's events stream from the ledger as they are written.
-        serde_json::to_writer_pretty(&mut out, &restore)?;
+        let shown = Shown {
+            epoch,
+            restore,
+            apply: apply_plan,
+            apply_refused: plan.as_ref().err().map(|e| e.to_string()),
+        };
+        serde_json::to_writer_pretty(&mut out, &shown)?;
         writeln!(out)?;
     } else {
         let events = restore.seed.events.count()?;
-        write_text(&mut out, &restore, events, session.adapter, record)?;
+        if let Some(label) = &epoch {
+            writeln!(out, "epoch {label}")?;
+        }
+        write_text(&mut out, restore, events, adapter, record)?;
+        write_plan(&mut out, plan)?;
     }
     out.flush()?;
-    Ok(Outcome::Clean)
+    Ok(())
+}
+
+/// What `restore --json` prints: the seed and shim, and what `--apply`
+/// does (or why it cannot).
+#[derive(serde::Serialize)]
+struct Shown<'a, 'b> {
+    /// The epoch read, when `--epoch` selected one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    epoch: Option<String>,
+    #[serde(flatten)]
+    restore: &'b Restore<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    apply: Option<&'b ApplyPlan>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    apply_refused: Option<String>,
+}
+
+/// Why the agent's native resume of this very session cannot work: its
+/// own record of the session is gone (harnery's archive may still hold
+/// it: `--apply` puts it back).
+fn own_record_gone(
+    plan: &Result<ApplyPlan, super::CmdError>,
+    adapter: AdapterId,
+    shim: &harnery::resume::shim::ResumeShim,
+) -> Option<String> {
+    let plan = plan.as_ref().ok()?;
+    // Copilot's fallback already says so.
+    if !shim.native {
+        return None;
+    }
+    let gone = !std::path::Path::new(&plan.record.path).exists();
+    gone.then(|| format!("{adapter}'s own record {} is gone", plan.record.path))
+}
+
+fn write_plan(
+    out: &mut impl Write,
+    plan: &Result<ApplyPlan, super::CmdError>,
+) -> std::io::Result<()> {
+    match plan {
+        Ok(p) => {
+            let verb = if p.applied {
+                "wrote"
+            } else {
+                "--apply would write"
+            };
+            writeln!(
+                out,
+                "  {verb} {} bytes of {} ({} turns, up to byte {}) as new session {} at {}",
+                p.bytes,
+                p.record.path,
+                p.record.turns,
+                p.record.end,
+                p.session_id,
+                p.path.display()
+            )?;
+            if !p.steering.is_empty() {
+                writeln!(out, "  steering, not the user's ({}):", p.steering.len())?;
+            }
+            for s in &p.steering {
+                let text: String = s.text.as_deref().unwrap_or("").chars().take(72).collect();
+                writeln!(out, "    offset {} from {}: {text}", s.offset, s.source)?;
+            }
+            Ok(())
+        }
+        Err(e) => writeln!(out, "  --apply cannot put the record back: {e}"),
+    }
 }
 
 fn copilot_policy(
@@ -152,7 +352,32 @@ fn write_text(
         events, r.seed.boundary_offset, r.seed.next_offset, r.seed.next_incarnation
     )?;
     writeln!(out, "  effects ({}):", r.seed.effects.len())?;
-    for e in &r.seed.effects {
+    write_effects(out, &r.seed.effects)?;
+    if !r.seed.may_have_run.is_empty() {
+        writeln!(out, "  may have run ({}):", r.seed.may_have_run.len())?;
+        write_effects(out, &r.seed.may_have_run)?;
+    }
+    let native = if r.shim.native {
+        "native"
+    } else {
+        "not native"
+    };
+    writeln!(out, "  resume ({native}; {}):", r.shim.reason)?;
+    writeln!(out, "    {}", r.shim.text)?;
+    if !recorded {
+        writeln!(
+            out,
+            "  (not recorded: --record arms an in-place resume; --apply starts a new session)"
+        )?;
+    }
+    Ok(())
+}
+
+fn write_effects(
+    out: &mut impl Write,
+    effects: &[harnery::contract::Effect],
+) -> std::io::Result<()> {
+    for e in effects {
         let mut line = format!("    {} {}", e.kind, e.reference);
         for (label, value) in [
             ("tool", e.tool_name.clone()),
@@ -172,19 +397,6 @@ fn write_text(
             line.push_str(&format!("  path {p}"));
         }
         writeln!(out, "{line}")?;
-    }
-    let native = if r.shim.native {
-        "native"
-    } else {
-        "not native"
-    };
-    writeln!(out, "  resume ({native}; {}):", r.shim.reason)?;
-    writeln!(out, "    {}", r.shim.text)?;
-    if !recorded {
-        writeln!(
-            out,
-            "  (not recorded: a dry run, or a fresh session that the packet starts)"
-        )?;
     }
     Ok(())
 }

@@ -60,6 +60,8 @@ mod recover_built;
 mod recover_cli;
 mod recover_corpus;
 mod recover_policy;
+mod restore_apply;
+mod restore_apply_more;
 mod session_log;
 mod session_log_copilot;
 mod session_prefixes;

@@ -128,7 +128,7 @@ fn a_restore_seeds_the_first_leg_and_the_resumed_leg_is_the_next_incarnation() {
     let home = tempfile::tempdir().unwrap();
     let all = claude_first_leg(home.path());
     let first_leg = replay(home.path(), CLAUDE, &[]);
-    let restore = json(home.path(), &["restore", CLAUDE, "--json"]);
+    let restore = json(home.path(), &["restore", CLAUDE, "--json", "--record"]);
     let seed = &restore["seed"];
     let boundary = seed["boundary_offset"].as_u64().unwrap();
     assert_eq!(
@@ -214,7 +214,14 @@ fn a_checkpoint_above_the_resume_boundary_is_invalid() {
     let all = claude_first_leg(home.path());
     let restore = json(
         home.path(),
-        &["restore", CLAUDE, "--checkpoint", "early", "--json"],
+        &[
+            "restore",
+            CLAUDE,
+            "--checkpoint",
+            "early",
+            "--json",
+            "--record",
+        ],
     );
     let boundary = restore["seed"]["boundary_offset"].as_u64().unwrap();
     assert_eq!(restore["seed"]["effects"].as_array().unwrap().len(), 1);

@@ -71,14 +71,21 @@ fn a_killed_copilot_session_restores_through_the_policy_and_resumes() {
     ok(home.path(), &["finalize"]);
     let first = replay(home.path(), COPILOT_KILLED, &[]);
     // No evidence of a safe Copilot and no events.jsonl: not native (and
-    // not recorded: the packet starts a new session).
+    // not recorded), and `recover` would find no events.jsonl either: the
+    // record is put back from harnery's archive first.
     let empty = tempfile::tempdir().unwrap();
-    let bare = restore_json(home.path(), COPILOT_KILLED, empty.path(), &[]);
+    let bare = restore_json(home.path(), COPILOT_KILLED, empty.path(), &["--record"]);
     assert_eq!(bare["shim"]["native"], false);
     assert_eq!(bare["shim"]["program"], "harnery");
     assert_eq!(
         bare["shim"]["arguments"],
-        serde_json::json!(["recover", COPILOT_KILLED])
+        serde_json::json!([
+            "restore",
+            COPILOT_KILLED,
+            "--checkpoint",
+            "before-kill",
+            "--apply"
+        ])
     );
     // The session's events.jsonl is within the legacy ceiling: native.
     let (copilot_home, _) =
@@ -91,7 +98,12 @@ fn a_killed_copilot_session_restores_through_the_policy_and_resumes() {
         sdk["shim"]["text"],
         format!("client.resumeSession(\"{COPILOT_KILLED}\")")
     );
-    let restore = restore_json(home.path(), COPILOT_KILLED, copilot_home.path(), &[]);
+    let restore = restore_json(
+        home.path(),
+        COPILOT_KILLED,
+        copilot_home.path(),
+        &["--record"],
+    );
     assert_eq!(
         restore["shim"]["text"],
         format!("copilot --resume {COPILOT_KILLED}")
@@ -278,7 +290,12 @@ fn a_copilot_restore_seeds_the_first_run_and_the_resumed_run_follows() {
     let home = tempfile::tempdir().unwrap();
     let first = copilot_first_run(home.path());
     let (copilot_home, _) = copilot_home_with_record(COPILOT_RESUME, "resume-1-first-run");
-    let restore = restore_json(home.path(), COPILOT_RESUME, copilot_home.path(), &[]);
+    let restore = restore_json(
+        home.path(),
+        COPILOT_RESUME,
+        copilot_home.path(),
+        &["--record"],
+    );
     let seed = &restore["seed"];
     assert_eq!(seed["events"].as_array().unwrap(), &first);
     assert_eq!(seed["next_offset"], first.len() as u64);

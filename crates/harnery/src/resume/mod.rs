@@ -8,22 +8,28 @@
 //! Resume safety reads installed Copilot package changelogs read-only and
 //! allows native `--resume` only on explicit evidence.
 //!
-//! This module never writes into the agent's home and never runs the agent or
-//! a package manager.
+//! This module never runs the agent or a package manager, and writes into
+//! the agent's home only in `materialize` (`restore --apply`): new files,
+//! created exclusively, never over one of the agent's.
 
 pub mod canonical;
 pub mod chronicle;
 pub mod claude;
+pub mod claude_fork;
 pub mod copilot;
 pub mod evidence;
 pub mod lines;
 pub mod log;
+pub mod materialize;
 pub mod packet;
 pub mod policy;
+pub mod record_cut;
 pub mod recorded;
 pub mod render;
 pub mod restore;
+pub mod seed_effects;
 pub mod shim;
+pub mod steering;
 pub mod stream;
 pub mod version;
 

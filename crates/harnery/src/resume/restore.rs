@@ -21,8 +21,14 @@ pub struct RestoreSeed<'a> {
     pub session: SessionRef,
     pub checkpoint: Checkpoint,
     /// The effect ledger up to the checkpoint: the effects of every valid
-    /// checkpoint at or below it, oldest first.
+    /// checkpoint at or below it, oldest first, then the `harnery exec`
+    /// commands below the boundary that no checkpoint names
+    /// (`seed_effects`).
     pub effects: Vec<Effect>,
+    /// Spans below the boundary that lost a side (a derived terminal, a
+    /// minted request) or are still open: they may have run.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub may_have_run: Vec<Effect>,
     /// The events handed back are those below this offset (the
     /// checkpoint's).
     pub boundary_offset: u64,
@@ -166,12 +172,16 @@ pub fn seed<'a>(
     } else {
         Vec::new()
     };
-    let effects = log
+    let mut effects: Vec<Effect> = log
         .checkpoints
         .iter()
         .filter(|c| c.valid && c.offset <= cp.offset && !log.is_superseded(c.event_offset))
         .flat_map(|c| c.effects.iter().cloned())
         .collect();
+    let (commands, may_have_run) =
+        super::seed_effects::beyond_checkpoints(ledger, log, boundary, &effects)
+            .map_err(ReplayError::from)?;
+    effects.extend(commands);
     Ok(RestoreSeed {
         session: log.session.clone(),
         boundary_offset: cp.offset,
@@ -179,6 +189,7 @@ pub fn seed<'a>(
         next_incarnation: log.incarnation + 1,
         checkpoint: cp,
         effects,
+        may_have_run,
         events: SeedEvents {
             ledger,
             session: log.session.clone(),

@@ -8,6 +8,14 @@
 //!   changelog, or a stream within the legacy ceiling); otherwise the
 //!   recovery packet (`harnery recover <id>`) for a fresh session.
 //! - The Copilot SDK: `resumeSession(<id>)`, under the same policy.
+//! - Whatever the agent: when its own record of the session is gone, the
+//!   native resume cannot work, so the shim is `harnery restore <id>
+//!   --apply`, which puts the record back from harnery's raw archive as a
+//!   new session first (`materialize`). A shim never names a command that
+//!   cannot work.
+//!
+//! A shim may name the directory to run in (`cwd`): Claude Code finds a
+//! session only from the directory it was started in.
 
 use serde::Serialize;
 
@@ -41,6 +49,9 @@ pub struct ResumeShim {
     pub native: bool,
     /// Why this shim.
     pub reason: String,
+    /// The directory to run the command in (cli).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
     /// The command, rendered from the fields above.
     pub text: String,
 }
@@ -54,10 +65,28 @@ impl ResumeShim {
             call: None,
             native,
             reason,
+            cwd: None,
             text: String::new(),
         };
         shim.text = shim.render();
         shim
+    }
+
+    /// The same shim, run in `cwd` (cli).
+    pub fn in_dir(mut self, cwd: Option<String>) -> ResumeShim {
+        if self.transport == Transport::Cli {
+            self.cwd = cwd;
+            self.text = self.render();
+        }
+        self
+    }
+
+    /// The same shim with `extra` words after its arguments (a prompt for
+    /// the agent, say).
+    pub fn with_extra(mut self, extra: &[String]) -> ResumeShim {
+        self.arguments.extend(extra.iter().cloned());
+        self.text = self.render();
+        self
     }
 
     fn sdk(call: &str, id: &str, reason: String) -> ResumeShim {
@@ -68,6 +97,7 @@ impl ResumeShim {
             call: Some(call.into()),
             native: true,
             reason,
+            cwd: None,
             text: String::new(),
         };
         shim.text = shim.render();
@@ -80,7 +110,10 @@ impl ResumeShim {
             Transport::Cli => {
                 let mut words = vec![shell_word(self.program.as_deref().unwrap_or(""))];
                 words.extend(self.arguments.iter().map(|a| shell_word(a)));
-                words.join(" ")
+                match &self.cwd {
+                    Some(dir) => format!("cd {} && {}", shell_word(dir), words.join(" ")),
+                    None => words.join(" "),
+                }
             }
             Transport::Sdk => {
                 let args: Vec<String> = self
@@ -121,9 +154,30 @@ pub fn claude_code(session_id: &str) -> ResumeShim {
     )
 }
 
-/// Copilot, under `resume-policy`: native only on evidence.
+/// Claude Code forks its own transcript at `row` (print mode only; see
+/// `claude_fork`): the fallback when harnery's archive lacks the record.
+pub fn claude_fork(session_id: &str, row: &str) -> ResumeShim {
+    ResumeShim::cli(
+        "claude",
+        vec![
+            "--resume".into(),
+            session_id.into(),
+            "--resume-session-at".into(),
+            row.into(),
+            "--fork-session".into(),
+        ],
+        true,
+        "harnery's raw archive does not hold the record; Claude Code forks its own transcript \
+         at the checkpoint's last row (print mode, -p, only)"
+            .into(),
+    )
+}
+
+/// Copilot, under `resume-policy`: native only on evidence (`checkpoint`
+/// is the one a put-back shim names).
 pub fn copilot(
     session_id: &str,
+    checkpoint: Option<&str>,
     transport: Transport,
     policy: &ResumeAssessment,
     stream: Option<&StreamSize>,
@@ -144,31 +198,51 @@ pub fn copilot(
             reason,
         ),
         (Some(reason), Transport::Sdk) => ResumeShim::sdk("resumeSession", session_id, reason),
-        (None, _) => {
-            let why = match stream {
-                Some(s) => format!(
-                    "legacy ceiling ({}); the session's events.jsonl ({} characters at most) exceeds it",
-                    policy.reason, s.chars
-                ),
-                None => format!(
-                    "legacy ceiling ({}); the session's events.jsonl was not found, so its size is unknown",
-                    policy.reason
-                ),
-            };
-            ResumeShim::cli(
+        (None, _) => match stream {
+            Some(s) => ResumeShim::cli(
                 "harnery",
                 vec!["recover".into(), session_id.into()],
                 false,
-                format!("{why}: start a new Copilot session and give it the recovery packet"),
-            )
-        }
+                format!(
+                    "legacy ceiling ({}); the session's events.jsonl ({} characters at most) \
+                     exceeds it: start a new Copilot session and give it the recovery packet",
+                    policy.reason, s.chars
+                ),
+            ),
+            // `recover` reads the events.jsonl, which is not there.
+            None => put_back_first(
+                session_id,
+                checkpoint,
+                format!(
+                    "legacy ceiling ({}); the session's events.jsonl was not found",
+                    policy.reason
+                ),
+            ),
+        },
     }
+}
+
+/// The agent's own record of the session is gone: put it back from the
+/// raw archive as a new session (at `checkpoint`, else the latest) first.
+pub fn put_back_first(session_id: &str, checkpoint: Option<&str>, why: String) -> ResumeShim {
+    let mut arguments = vec!["restore".to_string(), session_id.to_string()];
+    if let Some(cp) = checkpoint {
+        arguments.extend(["--checkpoint".to_string(), cp.to_string()]);
+    }
+    arguments.push("--apply".into());
+    ResumeShim::cli(
+        "harnery",
+        arguments,
+        false,
+        format!("{why}: put the record back from harnery's raw archive as a new session first"),
+    )
 }
 
 /// The shim for a session of `adapter` (Copilot needs its policy).
 pub fn for_adapter(
     adapter: AdapterId,
     session_id: &str,
+    checkpoint: Option<&str>,
     transport: Transport,
     copilot_policy: impl FnOnce() -> (ResumeAssessment, Option<StreamSize>),
 ) -> ResumeShim {
@@ -176,7 +250,7 @@ pub fn for_adapter(
         AdapterId::ClaudeCode => claude_code(session_id),
         AdapterId::Copilot => {
             let (policy, stream) = copilot_policy();
-            copilot(session_id, transport, &policy, stream.as_ref())
+            copilot(session_id, checkpoint, transport, &policy, stream.as_ref())
         }
     }
 }
@@ -192,6 +266,9 @@ mod tests {
         assert_eq!(shim.arguments, ["--resume", "8d31d374-43c7"]);
         assert_eq!(shim.text, "claude --resume 8d31d374-43c7");
         assert!(shim.native);
+        let back = put_back_first("abc", Some("turn:1"), "gone".into());
+        assert_eq!(back.text, "harnery restore abc --checkpoint turn:1 --apply");
+        assert!(!back.native);
     }
 
     #[test]
@@ -200,5 +277,7 @@ mod tests {
         assert_eq!(shell_word(""), "''");
         let shim = ResumeShim::sdk("resumeSession", "a\"b", "r".into());
         assert_eq!(shim.text, r#"client.resumeSession("a\"b")"#);
+        let here = claude_code("x").in_dir(Some("/w/my dir".into()));
+        assert_eq!(here.text, "cd '/w/my dir' && claude --resume x");
     }
 }

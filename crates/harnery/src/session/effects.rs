@@ -132,7 +132,9 @@ impl EffectBook {
 }
 
 /// File paths and the shell command a tool input names.
-fn effect_detail(input: Option<&crate::contract::Json>) -> (Vec<String>, Option<String>) {
+pub(crate) fn effect_detail(
+    input: Option<&crate::contract::Json>,
+) -> (Vec<String>, Option<String>) {
     // Only these members are read (into borrowed text where it has no
     // escapes); every other member of the input is skipped unparsed.
     #[derive(Deserialize)]

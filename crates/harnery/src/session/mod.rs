@@ -32,7 +32,7 @@
 
 mod authority;
 mod deliveries;
-mod effects;
+pub(crate) mod effects;
 mod emit;
 mod ends;
 pub mod policy;

@@ -21,8 +21,10 @@
 //!   checkpoint pinned at P, the events from P up to the restore are
 //!   superseded and every checkpoint pinned above P is invalid.
 //!   The spans still open that were requested in the superseded range are
-//!   dropped from producer state: no sweep or salvage of the live line
-//!   reaches them (the ledger's span rows keep them as they were).
+//!   salvaged by the resume (a derived terminal, `explicit_end_salvage`
+//!   for tools, `command_completion_not_observed` for commands, before
+//!   `session.resumed`), so every span ends and no sweep of the live line
+//!   reaches them later.
 //! - A hook signal of an older incarnation that arrives after a resume (an
 //!   agent timestamp before the resume, or a native turn of an older
 //!   incarnation) is kept as `session.stale_signal`, never applied to the
@@ -296,8 +298,19 @@ impl SessionProducer {
                 invalidated.push(id.clone());
             }
         }
+        // A span requested in the superseded range ends here, salvaged by
+        // the resume: the live line never reaches it, and every span ends.
         for id in self.log.effects.forget_open(superseded) {
-            self.spans.take_by_request(&crate::contract::EventId(id));
+            let Some(span) = self.spans.take_by_request(&crate::contract::EventId(id)) else {
+                continue;
+            };
+            let reason = match span.kind {
+                super::spans::SpanKind::Tool => crate::contract::RecoveryReason::ExplicitEndSalvage,
+                super::spans::SpanKind::Command => {
+                    crate::contract::RecoveryReason::CommandCompletionNotObserved
+                }
+            };
+            self.recover_span(span, reason, trigger, out);
         }
         self.log.resumes += 1;
         let live = std::mem::take(&mut self.log.live_turns);

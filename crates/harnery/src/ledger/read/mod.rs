@@ -12,6 +12,7 @@ mod columns;
 mod events;
 mod finding;
 mod raw_archive;
+mod record_bytes;
 mod rows;
 mod session_range;
 mod sessions;

@@ -363,14 +363,20 @@ fn describe(p: &Payload, span: Option<&SpanRow>) -> String {
         ),
         Payload::RecordProblem(r) => format!("record {}: {}", r.kind, clip(&r.detail, 72)),
         Payload::CheckpointRecorded(c) => format!(
-            "checkpoint {} at offset {} ({}, {} effects)",
+            "checkpoint {} at offset {} ({}, {} effects){}",
             c.checkpoint_id,
             c.offset,
             match &c.commit {
                 Observation::Observed(sha) => format!("commit {}", clip(sha, 12)),
                 Observation::Unknown(why) => format!("commit unknown: {why}"),
             },
-            c.effects.len()
+            c.effects.len(),
+            // `restore --apply` starts a session from its parent's checkpoint.
+            c.effects
+                .iter()
+                .find(|e| e.kind == "restored_from")
+                .map(|e| format!(" · restored from {}", clip(&e.reference, 120)))
+                .unwrap_or_default()
         ),
         Payload::RestoreRecorded(r) => format!(
             "restore from checkpoint {} (offsets below {})",

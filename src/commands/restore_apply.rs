@@ -1,0 +1,194 @@
+//! `harnery restore --apply [--exec]`: the session's record up to the
+//! checkpoint, put back from the raw archive as a new session of its agent
+//! (`harnery::resume::materialize`), that session linked to its parent,
+//! and the agent's own resume of it printed, or run in the session's
+//! directory.
+//!
+//! The link: the new session's first event is a checkpoint,
+//! `restored-from:<parent checkpoint>`, with the parent's commit and one
+//! effect `restored_from` whose ref is `<adapter>/<parent id>@<checkpoint>`
+//! (spooled before the agent starts, so `finalize` pins it at offset 0).
+//! The parent records nothing: it is not resumed, so its own process, if
+//! it still runs, keeps its line untouched.
+
+use std::path::PathBuf;
+
+use harnery::agents::harnery::{CHECKPOINT, CheckpointPayload, OperatorEffect};
+use harnery::contract::{AdapterId, Observation};
+use harnery::home::Home;
+use harnery::ledger::LedgerReader;
+use harnery::operator::Target;
+use harnery::resume::log::{Checkpoint, SessionLog};
+use harnery::resume::materialize::{self, destination, with_session_id, write_new};
+use harnery::resume::record_cut::{RecordCut, cut_at};
+
+use super::CmdError;
+
+/// What `--apply` writes (or, without it, would write).
+#[derive(Debug, serde::Serialize)]
+pub struct ApplyPlan {
+    /// Whether it was written (`--apply`) or is only shown.
+    pub applied: bool,
+    /// The new session's id.
+    pub session_id: String,
+    /// Where the agent finds it.
+    pub path: PathBuf,
+    /// How many bytes it holds.
+    pub bytes: u64,
+    /// Where the checkpoint stands in the agent's record.
+    pub record: RecordCut,
+    /// Copilot's steering messages below the checkpoint, kept apart from
+    /// the user's own (read from the record's lines).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub steering: Vec<harnery::resume::steering::Steering>,
+    #[serde(skip)]
+    content: Vec<u8>,
+}
+
+/// The plan for `log`'s session at `cp`: the record cut and the new
+/// session's place. Nothing is written.
+pub fn plan(
+    ledger: &LedgerReader,
+    log: &SessionLog,
+    cp: &Checkpoint,
+    new_id: Option<&str>,
+) -> Result<ApplyPlan, CmdError> {
+    let (record, bytes) = cut_at(ledger, log, cp.offset)?;
+    let session_id = match new_id {
+        Some(id) => {
+            materialize::check_new_id(id)?;
+            id.to_string()
+        }
+        None => materialize::new_session_id(),
+    };
+    let path = destination(
+        log.session.adapter,
+        &record.path,
+        record.cwd.as_deref(),
+        &session_id,
+        &harnery::resume::home_dir(),
+    )?;
+    let steering = harnery::resume::steering::below(ledger, log, cp.offset, &record.path, &bytes)?;
+    let content = with_session_id(&bytes, &log.session.session_id, &session_id);
+    Ok(ApplyPlan {
+        applied: false,
+        session_id,
+        path,
+        bytes: content.len() as u64,
+        record,
+        steering,
+        content,
+    })
+}
+
+/// Write the plan's record and link the new session to its parent.
+pub fn apply(
+    plan: &mut ApplyPlan,
+    home: &Home,
+    log: &SessionLog,
+    cp: &Checkpoint,
+    now: i64,
+) -> Result<(), CmdError> {
+    let adapter = log.session.adapter;
+    write_new(adapter, &plan.path, &plan.content)?;
+    plan.applied = true;
+    let target = Target {
+        home: home.clone(),
+        adapter,
+        session_id: plan.session_id.clone(),
+    };
+    let payload = CheckpointPayload {
+        checkpoint_id: format!("restored-from:{}", cp.checkpoint_id),
+        commit: match &cp.commit {
+            Observation::Observed(sha) => Some(sha.clone()),
+            Observation::Unknown(_) => None,
+        },
+        effects: vec![OperatorEffect {
+            kind: "restored_from".into(),
+            reference: format!("{adapter}/{}@{}", log.session.session_id, cp.checkpoint_id),
+        }],
+    };
+    target.append(CHECKPOINT, &payload, now)?;
+    Ok(())
+}
+
+/// The archive cannot give the record back (`why`): Claude Code's own
+/// transcript, if still there, is forked at the checkpoint's last row by
+/// the agent itself, in print mode only (so `--exec` needs `-p`). Nothing
+/// is written and nothing recorded: the new session's id is the agent's
+/// to choose.
+pub fn fork_instead(
+    ledger: &LedgerReader,
+    log: &SessionLog,
+    cp: &Checkpoint,
+    why: &CmdError,
+    agent_args: &[String],
+    exec: bool,
+) -> Result<harnery::resume::claude_fork::ForkAt, CmdError> {
+    let refused = |more: String| format!("restore --apply: {why}{more}");
+    if log.session.adapter != AdapterId::ClaudeCode {
+        return Err(refused(String::new()).into());
+    }
+    let fork = harnery::resume::claude_fork::fork_at(ledger, log, cp.offset).map_err(|e| {
+        refused(format!(
+            "; nor can Claude Code fork its own transcript: {e}"
+        ))
+    })?;
+    let print = agent_args.iter().any(|a| a == "-p" || a == "--print");
+    if exec && !print {
+        return Err(refused(
+            "; Claude Code's own fork (--resume-session-at) works only in print mode: give \
+             the prompt after `--`, e.g. -- -p \"go on\""
+                .into(),
+        )
+        .into());
+    }
+    Ok(fork)
+}
+
+/// Run the shim: `program arguments…` in `cwd`, this process's exit
+/// status its own.
+pub fn exec(shim: &harnery::resume::shim::ResumeShim) -> Result<i32, CmdError> {
+    let Some(program) = &shim.program else {
+        return Err(format!(
+            "the shim is an SDK call ({}): there is no command to run",
+            shim.text
+        )
+        .into());
+    };
+    let mut cmd = std::process::Command::new(program);
+    cmd.args(&shim.arguments);
+    if let Some(dir) = &shim.cwd {
+        let dir = PathBuf::from(dir);
+        if !dir.is_absolute() || !dir.is_dir() {
+            return Err(format!(
+                "the session's directory {} is not a directory here; give one with --cwd",
+                dir.display()
+            )
+            .into());
+        }
+        cmd.current_dir(dir);
+    }
+    let status = cmd
+        .status()
+        .map_err(|e| format!("could not run {program}: {e}"))?;
+    use std::os::unix::process::ExitStatusExt;
+    Ok(status
+        .code()
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)))
+}
+
+/// The shim for the applied plan: the agent's own resume of the new
+/// session, in the session's directory.
+pub fn shim_for(
+    adapter: AdapterId,
+    plan: &ApplyPlan,
+    transport: harnery::resume::shim::Transport,
+    copilot_policy: impl FnOnce() -> harnery::resume::policy::ResumeAssessment,
+) -> harnery::resume::shim::ResumeShim {
+    use harnery::resume::policy::StreamSize;
+    use harnery::resume::shim;
+    shim::for_adapter(adapter, &plan.session_id, None, transport, || {
+        (copilot_policy(), Some(StreamSize::new(plan.bytes, None)))
+    })
+}
