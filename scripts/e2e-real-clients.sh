@@ -28,6 +28,8 @@
 # Env:   E2E_WORK   scratch dir (default: a new temp dir; kept for inspection)
 #        E2E_NPM    dir with node_modules already installed (skips npm install)
 #        CC_VERSION / COPILOT_VERSION  npm versions (default: 2.1.332 / 1.0.102, the corpus versions)
+#        E2E_BIN    dir holding harnery and harnery-hook already built (skips the release
+#                   build, e.g. target/debug after scripts/test)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 WORK="${E2E_WORK:-$(mktemp -d /tmp/harnery-e2e.XXXXXX)}"
@@ -36,9 +38,13 @@ START=$(date +%s)
 log() { echo "e2e: $*" >&2; }
 mkdir -p "$WORK"
 
-log "building harnery (release)"
-(cd "$ROOT" && cargo build --release --bins >&2)
-HARNERY="${CARGO_TARGET_DIR:-$ROOT/target}/release/harnery"
+if [[ -n "${E2E_BIN:-}" ]]; then
+  HARNERY="$(cd "$E2E_BIN" && pwd)/harnery"
+else
+  log "building harnery (release)"
+  (cd "$ROOT" && cargo build --release --bins >&2)
+  HARNERY="${CARGO_TARGET_DIR:-$ROOT/target}/release/harnery"
+fi
 
 if [[ ! -d "$NPM/node_modules/@anthropic-ai/claude-code" || ! -d "$NPM/node_modules/@github/copilot" ]]; then
   log "npm install into $NPM"
