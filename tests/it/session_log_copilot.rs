@@ -212,6 +212,31 @@ fn a_copilot_turn_checkpoint_takes_the_head_commit_from_the_record() {
         cp["payload"]["offset"].as_u64().unwrap() > last_record,
         "{cp}"
     );
+    // Copilot's hooks name no call id or exit code; the checkpoint's tool
+    // effect shows the record's, joined to its span.
+    let joined: Vec<&Value> = of_type(&events, "tool.recorded")
+        .into_iter()
+        .filter(|r| r["payload"]["span_request_event_id"].is_string())
+        .collect();
+    assert!(!joined.is_empty());
+    let out = common::run(home.path(), &["checkpoints", COPILOT_RESUME, "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let effects = listed["checkpoints"][0]["effects"].as_array().unwrap();
+    // The last the record says of a call (its result) names the exit code.
+    let last: std::collections::BTreeMap<String, &Value> = joined
+        .into_iter()
+        .map(|r| (r["payload"]["span_request_event_id"].to_string(), r))
+        .collect();
+    for r in last.values() {
+        let span = &r["payload"]["span_request_event_id"];
+        let effect = effects.iter().find(|e| e["ref"] == *span).unwrap();
+        assert_eq!(
+            effect["tool_call_id"], r["payload"]["tool_call_id"],
+            "{effect}"
+        );
+        assert_eq!(effect["exit_code"], r["payload"]["exit_code"], "{effect}");
+    }
 }
 
 /// The Copilot SDK's create-then-resume run: its hooks (as its record logs

@@ -16,6 +16,7 @@ use serde::Serialize;
 
 use crate::contract::{
     Effect, Event, EventType, Observation, OffsetRange, Payload, SessionRef, SessionResumed,
+    ToolRecorded,
 };
 use crate::ledger::{LedgerError, LedgerReader};
 
@@ -168,9 +169,14 @@ pub enum CheckpointError {
 }
 
 impl SessionLog {
-    /// Read the session's log: its checkpoint and resume events only.
+    /// Read the session's log: its checkpoint and resume events, and the
+    /// record's joins, which name the effects' calls (see [`Self::join_record`]).
     pub fn read(ledger: &LedgerReader, session: &SessionRef) -> Result<SessionLog, LedgerError> {
-        let types = [EventType::CheckpointRecorded, EventType::SessionResumed];
+        let types = [
+            EventType::CheckpointRecorded,
+            EventType::SessionResumed,
+            EventType::ToolRecorded,
+        ];
         SessionLog::read_types(ledger, session, &types)
     }
 
@@ -196,10 +202,42 @@ impl SessionLog {
             checkpoints: Vec::new(),
             resumes: Vec::new(),
         };
+        let mut joins = std::collections::HashMap::new();
         for e in events {
-            log.take(e);
+            match e.payload {
+                Payload::ToolRecorded(r) => {
+                    if let Some(span) = r.span_request_event_id.clone() {
+                        joins.insert(span.0, r);
+                    }
+                }
+                _ => log.take(e),
+            }
         }
+        log.join_record(&joins);
         Ok(log)
+    }
+
+    /// A tool effect's call as the agent's record has it, where the hook
+    /// did not say: the call id and exit code of the `tool.recorded` that
+    /// joined its span (Copilot's hooks carry neither). The record may
+    /// join a span after the checkpoint was taken, so this is read, not
+    /// stored.
+    fn join_record(&mut self, joins: &std::collections::HashMap<String, ToolRecorded>) {
+        let effects = self
+            .checkpoints
+            .iter_mut()
+            .flat_map(|c| c.effects.iter_mut());
+        for effect in effects.filter(|e| e.kind == "tool") {
+            let Some(joined) = joins.get(&effect.reference) else {
+                continue;
+            };
+            if effect.tool_call_id.is_none() {
+                effect.tool_call_id = Some(joined.tool_call_id.clone());
+            }
+            if effect.exit_code.is_none() {
+                effect.exit_code = joined.exit_code;
+            }
+        }
     }
 
     fn take(&mut self, e: Event) {
