@@ -9,6 +9,7 @@ mod fleet_support;
 mod hook_support;
 mod producer_support;
 mod readside_support;
+mod serve_support;
 mod session_log_support;
 mod usage_support;
 
@@ -60,6 +61,7 @@ mod recover_built;
 mod recover_cli;
 mod recover_corpus;
 mod recover_policy;
+mod serve;
 mod session_log;
 mod session_log_copilot;
 mod session_prefixes;

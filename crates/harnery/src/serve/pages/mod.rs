@@ -33,6 +33,8 @@ pub fn document(title: &str, nav: Nav, timeline: bool, body: Markup) -> String {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 title { (title) }
+                // No icon to fetch: the browser would ask for /favicon.ico.
+                link rel="icon" href="data:,";
                 link rel="stylesheet" href="/static/page.css";
                 link rel="stylesheet" href="/static/serve.css";
             }
