@@ -1,11 +1,15 @@
-//! `harnery serve [--addr HOST:PORT] [--open]`: a read-only local web app
-//! over the live ledger (see `harnery::serve`). Prints the URL with its
+//! `harnery serve [--addr HOST:PORT] [--from URL] [--open]`: a read-only
+//! local web app over the live ledger, or the fleet's sessions with
+//! `--from` (see `harnery::serve`). Prints the URL with its
 //! access token, then answers requests until interrupted.
 
 use std::io::Write;
 
 use super::{CmdResult, Outcome};
+use harnery::fleet::{PgEnv, Target};
 use harnery::home::Home;
+use harnery::serve::Backend;
+use harnery::serve::fleet::Fleet;
 
 #[derive(Debug, clap::Args)]
 #[command(
@@ -17,14 +21,23 @@ pub struct Args {
     /// Where to listen.
     #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:8719")]
     addr: String,
+    /// Serve the fleet's sessions from this PostgreSQL (a reader role's
+    /// URL; `harnery fleet add-reader`) instead of this home's ledger.
+    #[arg(long, value_name = "postgresql://…")]
+    from: Option<String>,
     /// Open the URL in the desktop's browser (xdg-open) once listening.
     #[arg(long)]
     open: bool,
 }
 
 pub fn run(args: Args) -> CmdResult {
-    let home = Home::from_env()?;
-    let bound = harnery::serve::bind(&args.addr, home)?;
+    let backend = match &args.from {
+        Some(url) => Backend::Fleet(Box::new(Fleet {
+            target: Target::resolve(Some(url), &PgEnv::from_process())?,
+        })),
+        None => Backend::home(Home::from_env()?),
+    };
+    let bound = harnery::serve::bind(&args.addr, backend)?;
     let url = bound.url();
     let mut out = std::io::stdout().lock();
     writeln!(out, "harnery serve: {url}")?;

@@ -62,6 +62,7 @@ mod recover_cli;
 mod recover_corpus;
 mod recover_policy;
 mod serve;
+mod serve_fleet;
 mod session_log;
 mod session_log_copilot;
 mod session_prefixes;

@@ -25,11 +25,17 @@ impl Drop for Served {
 
 impl Served {
     pub fn start(home: &Path) -> Served {
+        Served::start_with(home, &[])
+    }
+
+    /// `harnery serve --addr 127.0.0.1:0 extra…`.
+    pub fn start_with(home: &Path, extra: &[&str]) -> Served {
         let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("harnery"))
             .env("HARNERY_HOME", home)
             .env("HARNERY_NOW", crate::common::NOW)
             .env("HARNERY_RECORDS", "off")
             .args(["serve", "--addr", "127.0.0.1:0"])
+            .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()

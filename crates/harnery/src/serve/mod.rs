@@ -16,10 +16,12 @@
 //! - [`query`]: request targets; [`routes`]: which reply a target gets.
 //! - [`data`]: the reads; [`api`]: the JSON; [`pages`]: the HTML.
 //! - [`assets`]: the style sheets and scripts, built in.
+//! - [`fleet`]: `--from postgresql://…`, the fleet's sessions.
 
 pub mod api;
 pub mod assets;
 pub mod data;
+pub mod fleet;
 pub mod guard;
 pub mod pages;
 pub mod query;
@@ -47,15 +49,27 @@ pub enum ServeError {
     Token(std::io::Error),
 }
 
+/// What a server reads: a home's live ledger, or the fleet's PostgreSQL.
+pub enum Backend {
+    Ledger(Source),
+    Fleet(Box<fleet::Fleet>),
+}
+
+impl Backend {
+    pub fn home(home: Home) -> Backend {
+        Backend::Ledger(Source { home })
+    }
+}
+
 /// A server bound to its address, not yet answering.
 pub struct Bound {
     server: Arc<tiny_http::Server>,
-    source: Source,
+    backend: Arc<Backend>,
     token: String,
 }
 
-/// Listen on `addr` (`host:port`; port 0 takes a free one) over `home`.
-pub fn bind(addr: &str, home: Home) -> Result<Bound, ServeError> {
+/// Listen on `addr` (`host:port`; port 0 takes a free one) over `backend`.
+pub fn bind(addr: &str, backend: Backend) -> Result<Bound, ServeError> {
     let token = guard::new_token().map_err(ServeError::Token)?;
     let server = tiny_http::Server::http(addr).map_err(|e| ServeError::Bind {
         addr: addr.to_string(),
@@ -63,7 +77,7 @@ pub fn bind(addr: &str, home: Home) -> Result<Bound, ServeError> {
     })?;
     Ok(Bound {
         server: Arc::new(server),
-        source: Source { home },
+        backend: Arc::new(backend),
         token,
     })
 }
@@ -86,11 +100,14 @@ impl Bound {
     pub fn run(self) {
         let workers: Vec<_> = (0..WORKERS)
             .map(|_| {
-                let (server, source, token) =
-                    (self.server.clone(), self.source.clone(), self.token.clone());
+                let (server, backend, token) = (
+                    self.server.clone(),
+                    self.backend.clone(),
+                    self.token.clone(),
+                );
                 std::thread::spawn(move || {
                     while let Ok(request) = server.recv() {
-                        answer(&source, &token, request);
+                        answer(&backend, &token, request);
                     }
                 })
             })
@@ -103,7 +120,7 @@ impl Bound {
 
 /// Guard, route and send one request; a reply that cannot be sent (the
 /// client went away) is dropped.
-fn answer(source: &Source, token: &str, request: tiny_http::Request) {
+fn answer(backend: &Backend, token: &str, request: tiny_http::Request) {
     let target = Target::parse(request.url());
     let api = target.segments.first().is_some_and(|s| s == "api");
     let cookie = request
@@ -120,7 +137,7 @@ fn answer(source: &Source, token: &str, request: tiny_http::Request) {
             "this server needs its token: open the URL `harnery serve` printed at start",
         ),
         (_, false) => Reply::problem(405, api, "the server only reads: GET and HEAD"),
-        (_, true) => routed(source, &target),
+        (_, true) => routed(backend, &target),
     };
     let mut response = Response::from_data(reply.body).with_status_code(reply.status);
     response.add_header(header("Content-Type", reply.content_type));
@@ -137,12 +154,16 @@ fn answer(source: &Source, token: &str, request: tiny_http::Request) {
 }
 
 /// The route's reply; a read that panics answers 500 and the server goes on.
-fn routed(source: &Source, target: &Target) -> Reply {
+fn routed(backend: &Backend, target: &Target) -> Reply {
     let api = target.segments.first().is_some_and(|s| s == "api");
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        routes::route(source, target)
-    }))
-    .unwrap_or_else(|_| Reply::problem(500, api, "the read failed; see the server's stderr"))
+    let route = || match backend {
+        Backend::Ledger(source) => routes::route(source, target),
+        Backend::Fleet(f) => fleet::route(f, target).unwrap_or_else(|| {
+            Reply::problem(404, api, "not served from the fleet: only the sessions")
+        }),
+    };
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(route))
+        .unwrap_or_else(|_| Reply::problem(500, api, "the read failed; see the server's stderr"))
 }
 
 fn header(name: &str, value: &str) -> Header {

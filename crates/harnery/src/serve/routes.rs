@@ -23,7 +23,7 @@ const HTML: &str = "text/html; charset=utf-8";
 const JSON: &str = "application/json";
 
 impl Reply {
-    fn html(body: String) -> Reply {
+    pub fn html(body: String) -> Reply {
         Reply {
             status: 200,
             content_type: HTML,
@@ -31,7 +31,7 @@ impl Reply {
         }
     }
 
-    fn json(v: serde_json::Value) -> Reply {
+    pub fn json(v: serde_json::Value) -> Reply {
         Reply {
             status: 200,
             content_type: JSON,
@@ -111,6 +111,15 @@ fn reply(source: &Source, t: &Target, path: &[&str]) -> Result<Option<Reply>, Ba
         },
         _ => return Ok(None),
     }))
+}
+
+/// A static file's reply, if there is one by that name.
+pub fn asset(name: &str) -> Option<Reply> {
+    assets::get(name).map(|(content_type, bytes)| Reply {
+        status: 200,
+        content_type,
+        body: bytes.to_vec(),
+    })
 }
 
 fn sessions_page(source: &Source, t: &Target) -> Result<Result<Reply, ReadError>, Bad> {
