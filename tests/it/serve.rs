@@ -4,7 +4,8 @@
 //! token; only reads are answered; the API says what the commands' `--json`
 //! says; every page loads with no error and no request to another host;
 //! Tab reaches every session link; a signal finalized while a session page
-//! is open appears on it.
+//! is open appears on it, and the sessions page marks new and changed
+//! sessions.
 
 use crate::browser::{Browser, Devtools, span_marks};
 use crate::common::*;
@@ -265,7 +266,15 @@ fn every_page_loads_in_chromium_cleanly_and_the_keyboard_reaches_every_session()
         );
     }
 
-    let claude = ids.iter().find(|i| i.as_str() != "usage-session").unwrap();
+    // The session with the most spans makes the picture.
+    let busiest = sessions_json(home)
+        .into_iter()
+        .max_by_key(|s| s["spans"]["closed_native"].as_u64())
+        .unwrap();
+    let claude = &busiest["session"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     load(&mut d, &served, &format!("/sessions/{claude}"));
     keep_shot(&mut d, "serve-session.png");
     let dom: String = serde_json::from_value(d.eval("document.documentElement.outerHTML")).unwrap();
@@ -299,18 +308,18 @@ fn every_page_loads_in_chromium_cleanly_and_the_keyboard_reaches_every_session()
 }
 
 /// A prompt for `session` through the real `harnery-hook`.
-fn prompt(home: &Path, session: &str) {
+fn prompt(home: &Path, session: &str, text: &str) {
     let line = serde_json::json!({
         "hook_event_name": "UserPromptSubmit",
         "session_id": session,
-        "prompt": "a prompt sent while the page was open",
+        "prompt": text,
         "cwd": "/tmp",
     });
     deliver(home, "claude-code", &line.to_string());
 }
 
 #[test]
-fn a_signal_finalized_while_the_session_page_is_open_appears_on_it() {
+fn signals_finalized_while_pages_are_open_appear_on_them() {
     let browser = Browser::find();
     let home = tempfile::tempdir().unwrap();
     let home = home.path();
@@ -324,7 +333,11 @@ fn a_signal_finalized_while_the_session_page_is_open_appears_on_it() {
     assert!(before > 0);
     // The page has polled once, so the next change is news to it.
     d.pump(Duration::from_millis(2500));
-    prompt(home, "live-session");
+    prompt(
+        home,
+        "live-session",
+        "a prompt sent while the page was open",
+    );
     finalize(home);
     let until = Instant::now() + Duration::from_secs(30);
     let mut now = before;
@@ -339,5 +352,26 @@ fn a_signal_finalized_while_the_session_page_is_open_appears_on_it() {
     let text: String =
         serde_json::from_value(d.eval("document.getElementById('events').textContent")).unwrap();
     assert!(text.contains("prompt"), "{text}");
+    assert_eq!(d.errors(), Vec::<String>::new());
+
+    // The sessions page marks a new session and a changed one.
+    d.navigate(&format!("{}/", served.base));
+    d.pump(Duration::from_millis(2500));
+    start_session(home, "claude-code", "second-session");
+    prompt(
+        home,
+        "live-session",
+        "another prompt, sent while the list was open",
+    );
+    finalize(home);
+    let marked = "Array.from(document.querySelectorAll('#session-rows tr.new, #session-rows tr.changed'))\
+                  .map(tr => tr.className + ' ' + tr.getAttribute('data-session')).sort().join(',')";
+    let until = Instant::now() + Duration::from_secs(30);
+    let mut seen = String::new();
+    while seen.is_empty() && Instant::now() < until {
+        d.pump(Duration::from_millis(250));
+        seen = serde_json::from_value(d.eval(marked)).unwrap();
+    }
+    assert_eq!(seen, "changed live-session,new second-session");
     assert_eq!(d.errors(), Vec::<String>::new());
 }
