@@ -235,7 +235,7 @@ fn keep_shot(d: &mut Devtools, name: &str) {
 }
 
 #[test]
-fn every_page_loads_in_chromium_cleanly_and_the_keyboard_reaches_every_session() {
+fn every_page_loads_in_chromium_cleanly_and_the_keyboard_reaches_every_session_and_span() {
     let browser = Browser::find();
     let home = tempfile::tempdir().unwrap();
     let home = home.path();
@@ -285,6 +285,16 @@ fn every_page_loads_in_chromium_cleanly_and_the_keyboard_reaches_every_session()
         .sum();
     assert_eq!(span_marks(&dom).len() as u64, total);
     assert!(dom.contains(&format!("/sessions/{claude}/events/0")));
+    // Tab reaches every span of the drawing too.
+    let mut spans = std::collections::BTreeSet::new();
+    for _ in 0..60 {
+        d.tab();
+        let at = d.eval("document.activeElement.getAttribute('data-span-id')");
+        if let Some(id) = at.as_str() {
+            spans.insert(id.to_string());
+        }
+    }
+    assert_eq!(spans.len() as u64, total, "{spans:?}");
     load(&mut d, &served, &format!("/sessions/{claude}/events/0"));
     load(&mut d, &served, "/usage");
     let bars = d.eval("document.querySelectorAll('svg.chart rect').length");
