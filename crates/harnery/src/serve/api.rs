@@ -24,13 +24,8 @@ pub fn session(source: &Source, name: &str) -> Result<serde_json::Value, ReadErr
 
 /// Usage grouped by `by` (`session` when not given, as the command).
 pub fn usage(source: &Source, by: GroupBy) -> Result<serde_json::Value, ReadError> {
-    let views = source.usage()?;
-    let tally = match by {
-        GroupBy::Day => &views.by_day,
-        GroupBy::Model => &views.by_model,
-        GroupBy::Session => &views.by_session,
-    };
-    Ok(UsageDoc::of(tally).to_json(&views.prices))
+    let (tally, prices) = source.usage_by(by)?;
+    Ok(UsageDoc::of(&tally).to_json(&prices))
 }
 
 pub fn health(source: &Source) -> Result<serde_json::Value, ReadError> {

@@ -205,6 +205,21 @@ impl Source {
         Ok(views)
     }
 
+    /// Usage grouped by `by` alone (what `/api/usage` returns), and the
+    /// prices' label.
+    pub fn usage_by(&self, by: GroupBy) -> Result<(UsageTally, String), ReadError> {
+        let prices = Prices::bundled();
+        let label = prices.label();
+        let mut tally = UsageTally::new(by, Some(prices));
+        if let Some(ledger) = live_or_none(&self.home)? {
+            ledger.for_each_stored_text(&RowFilter::default(), |row| {
+                tally.add_row(row);
+                Ok::<(), LedgerError>(())
+            })?;
+        }
+        Ok((tally, label))
+    }
+
     /// What `harnery health` reports, judged now.
     pub fn health(&self) -> Result<HealthReport, ReadError> {
         let now = crate::now::resolve_now(None).unwrap_or_else(|_| crate::clock::wall_now_ns());
