@@ -32,7 +32,7 @@ mkdir -p "$WORK"
 
 log "building harnery (release)"
 (cd "$ROOT" && cargo build --release --bins >&2)
-HARNERY="$ROOT/target/release/harnery"
+HARNERY="${CARGO_TARGET_DIR:-$ROOT/target}/release/harnery"
 
 if [[ ! -d "$NPM/node_modules/@anthropic-ai/claude-code" || ! -d "$NPM/node_modules/@github/copilot" ]]; then
   log "npm install into $NPM"
@@ -48,10 +48,18 @@ COPILOT="$(ls "$NPM"/node_modules/@github/copilot-linux-*/copilot 2>/dev/null | 
 
 # ---- fake model: Anthropic Messages API, one shell tool call then text ----
 cat > "$WORK/fake_model.py" <<'PY'
-import json, sys, threading
+import itertools, json, sys, threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 COMMAND = "echo hello-from-harnery-e2e"
 LOG = sys.argv[1]
+# Every model call gets its own message id and token counts, so a check
+# that mixes up two calls (or counts one twice) cannot pass by accident.
+CALLS = itertools.count(1)
+CALLS_LOCK = threading.Lock()
+def next_call():
+    with CALLS_LOCK:
+        n = next(CALLS)
+    return f"msg_e2e_{n:04d}", {"input_tokens": 100 + n, "output_tokens": 20 + n % 7}
 class H(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     def log_message(self, *a): pass
@@ -82,9 +90,9 @@ class H(BaseHTTPRequestHandler):
             return self.reply({})
         content = self.answer(body)
         stop = "tool_use" if content[0]["type"] == "tool_use" else "end_turn"
-        usage = {"input_tokens": 100, "output_tokens": 20}
+        msg_id, usage = next_call()
         if not body.get("stream"):
-            return self.reply({"id": "msg_e2e", "type": "message", "role": "assistant", "model": body.get("model"),
+            return self.reply({"id": msg_id, "type": "message", "role": "assistant", "model": body.get("model"),
                                "content": content, "stop_reason": stop, "stop_sequence": None, "usage": usage})
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
@@ -92,7 +100,7 @@ class H(BaseHTTPRequestHandler):
         self.end_headers()
         def ev(kind, data):
             self.wfile.write(f"event: {kind}\ndata: {json.dumps(data)}\n\n".encode())
-        ev("message_start", {"type": "message_start", "message": {"id": "msg_e2e", "type": "message", "role": "assistant",
+        ev("message_start", {"type": "message_start", "message": {"id": msg_id, "type": "message", "role": "assistant",
            "model": body.get("model"), "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage}})
         for i, c in enumerate(content):
             if c["type"] == "text":
@@ -104,7 +112,7 @@ class H(BaseHTTPRequestHandler):
                 ev("content_block_delta", {"type": "content_block_delta", "index": i,
                    "delta": {"type": "input_json_delta", "partial_json": json.dumps(c["input"])}})
             ev("content_block_stop", {"type": "content_block_stop", "index": i})
-        ev("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": 20}})
+        ev("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": usage["output_tokens"]}})
         ev("message_stop", {"type": "message_stop"})
         self.wfile.flush()
         self.close_connection = True
@@ -298,6 +306,138 @@ sys.exit(0 if ok else 1)
 PY
 }
 
+# ---- Both clients again, with finalize from a fast cron (every 0.3 s) ----
+# The record join must not invent losses when finalize runs between the
+# agent's hooks and its record writes: no record.problem, every hook span
+# joined, per-turn tokens equal to the record's, and a `--fork-session`
+# resume of a Claude Code session counted once.
+start_finalize_loop() {
+  local home="$1" hh="$2"
+  rm -f "$hh.stop"
+  ( while [[ ! -e "$hh.stop" ]]; do
+      HOME="$home" HARNERY_HOME="$hh" "$HARNERY" finalize > /dev/null 2>> "$hh.loop.log" \
+        || echo "finalize exited $?" >> "$hh.loop.log"
+      sleep 0.3
+    done ) &
+  LOOP_PID=$!
+}
+stop_finalize_loop() { touch "$1.stop"; wait "$LOOP_PID" || true; }
+
+claude_env() {
+  local D="$1"
+  env -i HOME="$D/home" PATH="$PATH" LANG=C.UTF-8 SHELL=/bin/bash TERM=dumb \
+    HARNERY_HOME="$D/hh" ANTHROPIC_BASE_URL="http://127.0.0.1:$PORT" ANTHROPIC_API_KEY="sk-ant-fake-e2e-0000" \
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_TELEMETRY=1 DISABLE_AUTOUPDATER=1 DISABLE_ERROR_REPORTING=1 "${@:2}"
+}
+
+run_claude_cron() {
+  local D="$WORK/claude-cron" t0=$(date +%s%N) id
+  mkdir -p "$D/home" "$D/proj" "$D/hh"
+  (cd "$D/proj" && git init -q)
+  HOME="$D/home" "$HARNERY" install claude-code --scope user >&2
+  start_finalize_loop "$D/home" "$D/hh"
+  (cd "$D/proj" && claude_env "$D" timeout 120 "$CLAUDE" -p "$PROMPT" --output-format stream-json --verbose \
+     --allowedTools Bash > "$D/stream.jsonl" 2> "$D/stderr.txt") || log "claude exited $?"
+  id=$(python3 -c 'import json,sys
+for l in open(sys.argv[1]):
+    e = json.loads(l)
+    if e.get("session_id"): print(e["session_id"]); break' "$D/stream.jsonl") || return 1
+  (cd "$D/proj" && claude_env "$D" timeout 120 "$CLAUDE" --resume "$id" --fork-session -p "Run it once more." \
+     --output-format stream-json --verbose --allowedTools Bash > "$D/stream-fork.jsonl" 2> "$D/stderr-fork.txt") \
+     || log "claude --fork-session exited $?"
+  sleep 1
+  stop_finalize_loop "$D/hh"
+  HOME="$D/home" HARNERY_HOME="$D/hh" "$HARNERY" finalize >&2 || return 1
+  log "claude-code under a 0.3 s finalize loop took $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+  check_cron "$D" claude || return 1
+}
+
+run_copilot_cron() {
+  local D="$WORK/copilot-cron" t0=$(date +%s%N)
+  mkdir -p "$D/home" "$D/proj" "$D/hh"
+  (cd "$D/proj" && git init -q)
+  HOME="$D/home" PATH="$NPM/node_modules/.bin:$PATH" HARNERY_NPM_PREFIXES="" \
+    "$HARNERY" install copilot --scope user >&2
+  start_finalize_loop "$D/home" "$D/hh"
+  (cd "$D/proj" && env -i HOME="$D/home" PATH="$PATH" LANG=C.UTF-8 TERM=dumb HARNERY_HOME="$D/hh" \
+     COPILOT_PROVIDER_BASE_URL="http://127.0.0.1:$PORT" COPILOT_PROVIDER_TYPE=anthropic \
+     COPILOT_PROVIDER_API_KEY=fake-key COPILOT_MODEL=claude-sonnet-4 COPILOT_OFFLINE=true COPILOT_AUTO_UPDATE=false \
+     timeout 120 "$COPILOT" -p "$PROMPT" --allow-all-tools --no-auto-update \
+       > "$D/stdout.txt" 2> "$D/stderr.txt") || log "copilot exited $?"
+  sleep 1
+  stop_finalize_loop "$D/hh"
+  HOME="$D/home" HARNERY_HOME="$D/hh" "$HARNERY" finalize >&2 || return 1
+  log "copilot under a 0.3 s finalize loop took $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+  check_cron "$D" copilot || return 1
+}
+
+# $1: the run's dir; $2: claude or copilot. Expectations come from the
+# agent's own record files, never from harnery's output.
+check_cron() {
+  HARNERY_HOME="$1/hh" python3 - "$1" "$2" <<'PY'
+import collections, glob, json, os, subprocess, sys
+d, agent = sys.argv[1], sys.argv[2]
+h = os.environ["HARNERY"]
+def run(*args):
+    return subprocess.run([h, *args], capture_output=True, text=True, check=True).stdout
+def frames(pattern):
+    for f in sorted(glob.glob(pattern)):
+        for line in open(f, errors="replace"):
+            try: yield json.loads(line)
+            except ValueError: pass
+problems = []
+# Expected: each model call once, and its tokens per turn.
+calls, turns = {}, collections.Counter()
+if agent == "claude":
+    files = glob.glob(f"{d}/home/.claude/projects/*/*.jsonl")
+    first_time = lambda f: min((json.loads(l).get("timestamp") or "~") for l in open(f) if l.strip())
+    for f in sorted(files, key=first_time):  # the session that made a call first has it
+        lines = [json.loads(l) for l in open(f) if l.strip()]
+        by_uuid = {l.get("uuid"): l for l in lines}
+        for l in lines:
+            if l.get("type") != "assistant" or not l["message"].get("usage"): continue
+            mid = l["message"]["id"]
+            p, turn = l, None
+            while p is not None and turn is None:
+                turn = p.get("promptId"); p = by_uuid.get(p.get("parentUuid"))
+            u = l["message"]["usage"]
+            if mid not in calls:
+                calls[mid] = (turn, u.get("input_tokens", 0) + u.get("output_tokens", 0))
+    for turn, n in calls.values(): turns[turn] += n
+else:
+    for v in frames(f"{d}/home/.copilot/session-state/*/events.jsonl"):
+        if v.get("type") == "session.usage_record":
+            u = v["data"]["usage"]
+            calls[v.get("id")] = (None, u.get("inputTokens", 0) + u.get("outputTokens", 0))
+expected_total = sum(n for _, n in calls.values())
+events = [json.loads(l) for l in run("export", "--format", "jsonl").splitlines()]
+kinds = collections.Counter(e["type"] for e in events)
+if kinds["record.problem"]: problems.append(f"{kinds['record.problem']} record.problem events")
+hook_spans = {e["id"] for e in events if e["type"] == "tool.requested" and e["provenance"]["attestation"] == "native"}
+joined = {e["payload"].get("span_request_event_id") for e in events if e["type"] == "tool.recorded"}
+unjoined_records = sum(1 for e in events if e["type"] == "tool.recorded" and not e["payload"].get("span_request_event_id"))
+if hook_spans - joined: problems.append(f"{len(hook_spans - joined)} of {len(hook_spans)} hook spans not joined")
+if unjoined_records: problems.append(f"{unjoined_records} recorded calls without a hook span")
+usage = json.loads(run("usage", "--json"))
+t = usage["total"]["tokens"]
+got_total = (t.get("input") or 0) + (t.get("output") or 0)
+if got_total != expected_total: problems.append(f"usage total {got_total} tokens, the record's {expected_total}")
+if agent == "claude":
+    got_turns = []
+    for s in run("sessions", "--json").splitlines():
+        sid = json.loads(s)["session"]["session_id"]
+        r = json.loads(run("receipts", sid, "--json"))
+        got_turns += [x["tokens"] for x in r["turns"] if x.get("tokens") is not None]
+    if sorted(got_turns) != sorted(turns.values()):
+        problems.append(f"per-turn tokens {sorted(got_turns)}, the record's {sorted(turns.values())}")
+loop = open(f"{d}/hh.loop.log").read() if os.path.exists(f"{d}/hh.loop.log") else ""
+if "finalize exited" in loop: problems.append("a finalize in the loop failed: " + loop[-300:])
+print(f"{os.path.basename(d)}: {len(calls)} model calls, {expected_total} tokens, {len(hook_spans)} hook spans, "
+      f"{len(turns)} turns:", "OK" if not problems else "MISMATCH " + "; ".join(problems))
+sys.exit(1 if problems else 0)
+PY
+}
+
 # ---- Claude Code again, resumed from a `harnery restore` shim ----
 resume_claude() {
   local D="$WORK/claude" hh="$WORK/claude/hh" id t0=$(date +%s%N)
@@ -361,5 +501,7 @@ finish_ledger claude || fail=1
 resume_claude || fail=1
 finish_ledger copilot-exec || fail=1
 finish_ledger copilot-bash || fail=1
+run_claude_cron || fail=1
+run_copilot_cron || fail=1
 log "total $(( $(date +%s) - START )) s; scratch kept in $WORK"
 exit $fail

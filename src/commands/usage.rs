@@ -66,6 +66,7 @@ pub fn run(args: Args) -> CmdResult {
     epochs.report_unreadable("usage")?;
     let mut tally = UsageTally::new(args.by, prices);
     let damaged = read_all(&epochs, &args, &mut tally)?;
+    tally.settle();
     let mut out = harnery::terminal::stdout(args.json);
     if args.json {
         let doc = UsageDoc::of(&tally).to_json(&label);
@@ -118,7 +119,7 @@ fn read_all(epochs: &Epochs, args: &Args, tally: &mut UsageTally) -> Result<bool
 }
 
 fn write_table(out: &mut impl Write, tally: &UsageTally) -> std::io::Result<()> {
-    if tally.total.records == 0 {
+    if tally.total.records == 0 && tally.total.agent_totals.is_none() {
         return writeln!(out, "no usage recorded (no usage.reported events selected)");
     }
     let by = match tally.by {
@@ -138,7 +139,41 @@ fn write_table(out: &mut impl Write, tally: &UsageTally) -> std::io::Result<()> 
         write_group(out, key, group, tally.priced())?;
     }
     write_group(out, "total", &tally.total, tally.priced())?;
-    write_notes(out, &tally.total)
+    write_notes(out, &tally.total)?;
+    write_agent_totals(out, by, tally)
+}
+
+/// The agents' own totals (Copilot's `session.shutdown`), a table of
+/// their own: they restate the calls above, so they are never added in.
+fn write_agent_totals(out: &mut impl Write, by: &str, tally: &UsageTally) -> std::io::Result<()> {
+    let Some(all) = &tally.total.agent_totals else {
+        return Ok(());
+    };
+    writeln!(
+        out,
+        "\nthe agents' own totals (latest per session and model, from {} summaries; \
+         not added to the rows above)",
+        all.summaries
+    )?;
+    writeln!(
+        out,
+        "{by:<40} {:>9} {:>16} {:>11} {:>11} {:>11}",
+        "requests", "premium_requests", "input", "output", "cache_read"
+    )?;
+    let rows = tally.groups.iter().map(|(k, g)| (k.as_str(), g));
+    for (key, g) in rows.chain([("total", &tally.total)]) {
+        let Some(t) = &g.agent_totals else { continue };
+        writeln!(
+            out,
+            "{key:<40} {:>9} {:>16} {:>11} {:>11} {:>11}",
+            count(t.requests),
+            money(t.premium_requests),
+            count(t.input),
+            count(t.output),
+            count(t.cache_read),
+        )?;
+    }
+    Ok(())
 }
 
 fn write_group(

@@ -463,7 +463,12 @@ fn generation_four_ships_by_an_epoch_advance_from_the_generation_three_home() {
     let out = run(home.path(), &["epoch", "advance"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let live = common::live_epoch_is_current_and_anchored(home.path());
-    assert!(live.to_string().contains("4e298a5e"), "{live}");
+    // Advanced to this build's generation (4, or a later one since).
+    assert!(
+        live.to_string()
+            .contains(&harnery::contract::schema_digest_hex()),
+        "{live}"
+    );
 
     with_transcript(home.path());
     finalize(home.path());
@@ -487,6 +492,57 @@ fn generation_four_ships_by_an_epoch_advance_from_the_generation_three_home() {
     assert!(out.status.success(), "{}", stderr(&out));
     for cmd in ["validate", "verify"] {
         let out = run(home.path(), &[cmd]);
+        assert!(out.status.success(), "{cmd}: {}", stdout(&out));
+    }
+}
+
+/// Generation 5 (the agent's own totals, `usage.summary`) ships by an
+/// epoch advance from the home generation 4 wrote (built by main before
+/// generation 5): the old rows stay readable beside a Copilot session
+/// recorded after the advance with its own totals.
+#[test]
+fn generation_five_ships_by_an_epoch_advance_from_the_generation_four_home() {
+    let home = tempfile::tempdir().unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/epoch/gen4/home");
+    common::copy_tree(&fixture, home.path());
+    let refused = run(home.path(), &["finalize"]);
+    assert_eq!(refused.status.code(), Some(2), "{}", stdout(&refused));
+    assert!(stderr(&refused).contains("epoch advance"));
+
+    let out = run(home.path(), &["epoch", "advance"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let live = common::live_epoch_is_current_and_anchored(home.path());
+    assert!(live.to_string().contains("b4eafa6a"), "{live}");
+
+    // A Copilot session after the advance, its record on this machine.
+    let copilot_home = home.path().join("copilot");
+    let session = "bbf92ffe-5f53-473e-a34d-68d043380e76";
+    let dir = copilot_home.join("session-state").join(session);
+    std::fs::create_dir_all(&dir).unwrap();
+    let record = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/records/copilot/hook-exit2-preToolUse.events.jsonl");
+    std::fs::copy(&record, dir.join("events.jsonl")).unwrap();
+    let events_file = dir.join("events.jsonl");
+    common::copilot_hooks(home.path(), "hook-exit2-preToolUse", &events_file);
+    let out = common::harnery(home.path())
+        .env("HARNERY_RECORDS", "on")
+        .env("COPILOT_HOME", &copilot_home)
+        .arg("finalize")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = run(home.path(), &["usage", "--epoch", "all", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        v["total"]["agent_totals"]["requests"].as_u64() > Some(0),
+        "{v:#}"
+    );
+    assert!(common::both_epochs_stay_readable(home.path()) > 0);
+    let out = run(home.path(), &["sessions", "--epoch", "all", "--json"]);
+    assert!(stdout(&out).lines().count() >= 4, "{}", stdout(&out));
+    for cmd in ["validate", "verify"] {
+        let out = run(home.path(), &[cmd, "--epoch", "all"]);
         assert!(out.status.success(), "{cmd}: {}", stdout(&out));
     }
 }

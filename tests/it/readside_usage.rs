@@ -49,6 +49,7 @@ fn usage(model: &str, input: u64, output: u64, cost: Option<&str>) -> Payload {
         reasoning_tokens: None,
         // Written by generation 4: input already excludes cache reads.
         raw: Some(Json::parse(&format!(r#"{{"inputTokens":{}}}"#, input + 1000)).unwrap()),
+        copied_from_session: None,
     })
 }
 

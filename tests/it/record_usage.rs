@@ -6,9 +6,9 @@
 use crate::common;
 use crate::usage_support;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
-use assert_cmd::Command;
 use common::{stderr, stdout};
 use serde_json::Value;
 use usage_support::{FORK_ID, calls, hook, lines_of, root, total, transcript, write};
@@ -165,32 +165,6 @@ fn session_of(hooks: &[String]) -> String {
         .to_string()
 }
 
-fn copilot_hooks(home: &Path, scenario: &str, events_file: &Path) {
-    for line in lines_of(&root().join(format!(
-        "tests/fixtures/copilot/{scenario}/hook-capture.jsonl"
-    ))) {
-        let v: Value = serde_json::from_str(&line).unwrap();
-        let event = v["event"].as_str().unwrap();
-        let raw = v["stdin_raw"].as_str().unwrap_or("");
-        let stdin = match serde_json::from_str::<Value>(raw) {
-            Ok(mut payload) => {
-                if payload.get("transcriptPath").is_some() {
-                    payload["transcriptPath"] = Value::String(events_file.display().to_string());
-                }
-                payload.to_string().into_bytes()
-            }
-            Err(_) => raw.as_bytes().to_vec(),
-        };
-        Command::cargo_bin("harnery-hook")
-            .unwrap()
-            .env("HARNERY_HOME", home)
-            .args(["copilot", event])
-            .write_stdin(stdin)
-            .assert()
-            .success();
-    }
-}
-
 /// A Copilot record's lines with 60 of each call's input tokens read from
 /// the cache (Copilot counts them in `inputTokens` too).
 fn cached(scenario: &str) -> Vec<String> {
@@ -208,14 +182,10 @@ fn cached(scenario: &str) -> Vec<String> {
     .collect()
 }
 
-/// Copilot with cached tokens and a resume: its `inputTokens` include the
-/// cache reads, so harnery's input is theirs less the cache reads, each
-/// call is counted once across the resume, and the bundled table prices
-/// the cached tokens once, as cache reads.
-#[test]
-fn copilot_cached_tokens_are_priced_once_across_a_resume() {
-    let home = tempfile::tempdir().unwrap();
-    let copilot_home = home.path().join("copilot");
+/// A home that finalized a Copilot session (with cached tokens) and its
+/// resume, finalizing after each run; the whole record's lines.
+fn resumed_copilot(home: &Path) -> Vec<String> {
+    let copilot_home = home.join("copilot");
     let first = cached("resume-1-first-run");
     let second = cached("resume-2-resumed-run");
     assert!(second.starts_with(&first), "the resumed run appends");
@@ -231,7 +201,7 @@ fn copilot_cached_tokens_are_priced_once_across_a_resume() {
     std::fs::create_dir_all(&dir).unwrap();
     let events_file = dir.join("events.jsonl");
     let finalize = || {
-        let out = common::harnery(home.path())
+        let out = common::harnery(home)
             .env("HARNERY_RECORDS", "on")
             .env("COPILOT_HOME", &copilot_home)
             .arg("finalize")
@@ -240,11 +210,98 @@ fn copilot_cached_tokens_are_priced_once_across_a_resume() {
         assert!(out.status.success(), "{}", stderr(&out));
     };
     write(&events_file, &first);
-    copilot_hooks(home.path(), "resume-1-first-run", &events_file);
+    common::copilot_hooks(home, "resume-1-first-run", &events_file);
     finalize();
     write(&events_file, &second[first.len()..]);
-    copilot_hooks(home.path(), "resume-2-resumed-run", &events_file);
+    common::copilot_hooks(home, "resume-2-resumed-run", &events_file);
     finalize();
+    second
+}
+
+/// Copilot's own totals (`session.shutdown` `modelMetrics`, contract
+/// generation 5) are cumulative over resumes: `usage` shows the last
+/// shutdown's, apart from the calls' counts, which they do not change.
+#[test]
+fn copilots_own_totals_are_its_last_shutdowns() {
+    let home = tempfile::tempdir().unwrap();
+    let lines = resumed_copilot(home.path());
+    let shutdowns: Vec<Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|v| v["type"] == "session.shutdown")
+        .collect();
+    assert_eq!(shutdowns.len(), 2, "one per run");
+    let metrics = shutdowns[1]["data"]["modelMetrics"].as_object().unwrap();
+    let (mut requests, mut premium, mut input, mut output) = (0u64, 0f64, 0u64, 0u64);
+    for m in metrics.values() {
+        requests += m["requests"]["count"].as_u64().unwrap();
+        premium += m["requests"]["cost"].as_f64().unwrap();
+        let u = &m["usage"];
+        input += u["inputTokens"].as_u64().unwrap() - u["cacheReadTokens"].as_u64().unwrap();
+        output += u["outputTokens"].as_u64().unwrap();
+    }
+    let first_requests: u64 = shutdowns[0]["data"]["modelMetrics"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|m| m["requests"]["count"].as_u64().unwrap())
+        .sum();
+    assert!(requests > first_requests, "the second restates the first");
+
+    let v = usage_json(
+        common::harnery(home.path())
+            .args(["usage", "--json"])
+            .output()
+            .unwrap(),
+    );
+    let totals = &v["total"]["agent_totals"];
+    assert_eq!(totals["requests"], requests, "{v:#}");
+    assert_eq!(totals["premium_requests"].as_f64(), Some(premium), "{v:#}");
+    assert_eq!(totals["input"], input, "{v:#}");
+    assert_eq!(totals["output"], output, "{v:#}");
+    assert_eq!(totals["summaries"], metrics.len() as u64, "{v:#}");
+    assert_eq!(v["groups"][0]["agent_totals"], *totals, "one session");
+    let usage_ids: std::collections::HashSet<String> = lines
+        .iter()
+        .filter(|l| l.contains("\"session.usage_record\""))
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["data"]["usage"]["accounting"]["usageId"]
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        v["total"]["records"],
+        usage_ids.len() as u64,
+        "summaries add no records"
+    );
+
+    let text = common::harnery(home.path()).arg("usage").output().unwrap();
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.contains("the agents' own totals"), "{text}");
+    let events = common::harnery(home.path())
+        .args(["export", "--format", "jsonl"])
+        .output()
+        .unwrap();
+    let summaries = String::from_utf8(events.stdout)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("\"type\":\"usage.summary\""))
+        .count();
+    assert_eq!(
+        summaries,
+        2 * metrics.len(),
+        "each shutdown's totals are recorded"
+    );
+}
+
+/// Copilot with cached tokens and a resume: its `inputTokens` include the
+/// cache reads, so harnery's input is theirs less the cache reads, each
+/// call is counted once across the resume, and the bundled table prices
+/// the cached tokens once, as cache reads.
+#[test]
+fn copilot_cached_tokens_are_priced_once_across_a_resume() {
+    let home = tempfile::tempdir().unwrap();
+    let second = resumed_copilot(home.path());
 
     // Expected, from the record: each usage id once.
     let mut seen = std::collections::HashSet::new();
@@ -311,4 +368,105 @@ fn claude_codes_own_cost_is_kept() {
     assert_eq!(t["records"], calls(&[&record]).len() as u64, "{v:#}");
     let got = t["reported_cost"].as_f64().unwrap();
     assert!((got - last_total).abs() < 1e-9, "{got} vs {last_total}");
+}
+
+/// A real `claude --resume … --fork-session` (Claude Code 2.1.332): the
+/// fork's transcript repeats the parent's lines under its own session and
+/// prompt ids, the copied assistant lines naming the parent as the session
+/// that made the call (`requestSessionId`). Each call counts once, in the
+/// turn of the session that made it: `usage` and the per-turn tokens of
+/// `receipts` equal what the records say, computed here from the files.
+#[test]
+fn a_real_fork_counts_each_call_once_in_usage_and_in_turns() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = root().join("tests/fixtures/records/claude-code-fork");
+    let parent_id = "352c328f-717f-4fc1-9025-91757a024a6f";
+    let fork_id = "599bcab2-b71c-4bb3-a091-06f473db1310";
+    let start = r#"{"hook_event_name":"SessionStart","source":"startup","cwd":"/tmp/proj"}"#;
+    let mut expected: BTreeMap<(String, String), u64> = BTreeMap::new();
+    let mut seen = std::collections::HashSet::new();
+    for id in [parent_id, fork_id] {
+        let lines = lines_of(&dir.join(format!("{id}.jsonl")));
+        let path = transcript(home.path(), id);
+        write(&path, &lines);
+        hook(home.path(), start, Some(id), &path);
+        finalize(home.path());
+        let rows: Vec<Value> = lines
+            .iter()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let by_uuid: BTreeMap<&str, &Value> = rows
+            .iter()
+            .filter_map(|r| Some((r["uuid"].as_str()?, r)))
+            .collect();
+        for r in rows.iter().filter(|r| r["type"] == "assistant") {
+            let u = &r["message"]["usage"];
+            if !u.is_object() || !seen.insert(r["message"]["id"].to_string()) {
+                continue;
+            }
+            let mut at = Some(r);
+            let mut turn = None;
+            while let (Some(line), None) = (at, &turn) {
+                turn = line["promptId"].as_str().map(str::to_string);
+                at = line["parentUuid"]
+                    .as_str()
+                    .and_then(|p| by_uuid.get(p).copied());
+            }
+            let n = u["input_tokens"].as_u64().unwrap() + u["output_tokens"].as_u64().unwrap();
+            *expected.entry((id.to_string(), turn.unwrap())).or_default() += n;
+        }
+    }
+    assert_eq!(
+        seen.len(),
+        3,
+        "two calls of the parent's, one of the fork's own"
+    );
+
+    let mut got = BTreeMap::new();
+    for id in [parent_id, fork_id] {
+        let r: Value =
+            serde_json::from_slice(&run(home.path(), &["receipts", id, "--json"]).stdout).unwrap();
+        for t in r["turns"].as_array().unwrap() {
+            if let Some(n) = t["tokens"].as_u64() {
+                got.insert(
+                    (id.to_string(), t["turn_id"].as_str().unwrap().to_string()),
+                    n,
+                );
+            }
+        }
+    }
+    assert_eq!(got, expected, "per-turn tokens");
+
+    let v = usage_json(run(home.path(), &["usage", "--json"]));
+    let all: u64 = expected.values().sum();
+    let t = &v["total"]["tokens"];
+    assert_eq!(
+        t["input"].as_u64().unwrap() + t["output"].as_u64().unwrap(),
+        all,
+        "{v:#}"
+    );
+    assert_eq!(v["total"]["records"], 3, "{v:#}");
+    assert_eq!(v["total"]["inherited_records"], 2, "{v:#}");
+    // The copied Bash call ran in the parent (here without hooks, so
+    // unjoined there): in the fork it is neither a lost hook signal nor a
+    // result of an unknown tool.
+    let export = stdout(&run(home.path(), &["export", "--format", "jsonl"]));
+    let recorded: Vec<Value> = export
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["type"] == "tool.recorded")
+        .collect();
+    assert!(!recorded.is_empty());
+    assert!(
+        recorded
+            .iter()
+            .all(|e| e["session"]["session_id"] == parent_id),
+        "{recorded:#?}"
+    );
+    // The fork asked for alone: only its own call, whatever it copied.
+    let alone = usage_json(run(
+        home.path(),
+        &["usage", "--json", "--epoch", "live", "--session", fork_id],
+    ));
+    assert_eq!(alone["total"]["records"], 1, "{alone:#}");
 }

@@ -379,3 +379,24 @@ pub fn start_session(home: &Path, agent: &str, id: &str) {
     };
     deliver(home, agent, &line.to_string());
 }
+
+/// Deliver a Copilot scenario's captured hooks through the real
+/// `harnery-hook`, each `transcriptPath` pointing at `events_file` (the
+/// record where this machine has it, not the capturing machine's path).
+pub fn copilot_hooks(home: &Path, scenario: &str, events_file: &Path) {
+    let capture = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
+        "tests/fixtures/copilot/{scenario}/hook-capture.jsonl"
+    ));
+    let text = std::fs::read_to_string(capture).expect("fixture exists");
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let mut v: serde_json::Value = serde_json::from_str(line).expect("capture line is JSON");
+        let raw = v["stdin_raw"].as_str().unwrap_or("");
+        if let Ok(mut payload) = serde_json::from_str::<serde_json::Value>(raw)
+            && payload.get("transcriptPath").is_some()
+        {
+            payload["transcriptPath"] = events_file.display().to_string().into();
+            v["stdin_raw"] = payload.to_string().into();
+        }
+        deliver(home, "copilot", &v.to_string());
+    }
+}

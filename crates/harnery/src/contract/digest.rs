@@ -11,7 +11,7 @@
 //! (u32 LE) UTF-8 string, in order.
 
 /// Bumped with every contract change that ships as an epoch advance.
-pub const CONTRACT_GENERATION: u32 = 4;
+pub const CONTRACT_GENERATION: u32 = 5;
 
 /// One described type: its name and its fields as `name:type` with a `?`
 /// suffix for optional fields.
@@ -240,6 +240,23 @@ pub const DESCRIPTION: &[SchemaDescription] = &[
             "duration_ms:u64?",
             "time_to_first_token_ms:u64?",
             "reasoning_tokens:u64?",
+            "raw:json?",
+            "copied_from_session:string?",
+        ],
+    ),
+    d(
+        "usage.summary",
+        &[
+            "record:record_at",
+            "model:string",
+            "requests:u64?",
+            "premium_requests:json?",
+            "input_tokens:u64?",
+            "output_tokens:u64?",
+            "cache_read_tokens:u64?",
+            "cache_write_tokens:u64?",
+            "reasoning_tokens:u64?",
+            "credits_nano_aiu:json?",
             "raw:json?",
         ],
     ),

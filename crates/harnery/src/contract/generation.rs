@@ -51,6 +51,15 @@ pub const GENERATIONS: &[Generation] = &[
                       usage object kept as `raw`; a generation-3 Copilot row (no `raw`) is \
                       normalized by readers",
     },
+    Generation {
+        number: 5,
+        digest: "b4eafa6a9bc7bede11c80d010606b6181100aa48b73bd49c77731a803c26a07a",
+        description: "the agent's own session totals: usage.summary, one per model as the agent \
+                      last wrote them (Copilot's session.shutdown modelMetrics: requests, premium \
+                      requests, credits, tokens), cumulative and never added to usage.reported; \
+                      usage.reported names the session that made a call copied from another \
+                      (copied_from_session: a --fork-session copy), which is never counted again",
+    },
 ];
 
 /// The generation whose schema digest is `digest`, if this build reads it.

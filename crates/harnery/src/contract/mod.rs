@@ -43,7 +43,7 @@ pub use payload::{
     ReasoningRecorded, RecordAt, RecordProblem, Recovery, RecoveryReason, RestoreRecorded,
     SessionEnded, SessionMetadata, SessionResumed, SessionStarted, SignalUnrecognized, StaleSignal,
     SubagentStarted, SubagentStopped, ToolBatchCompleted, ToolCompleted, ToolRecorded,
-    ToolRequested, TurnCompleted, TurnStarted, UsageReported,
+    ToolRequested, TurnCompleted, TurnStarted, UsageReported, UsageSummary,
 };
 pub use validate::{Rule, Violation, validate_event};
 

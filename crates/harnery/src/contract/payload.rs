@@ -309,6 +309,35 @@ payload_struct!(
         #[serde(default)] reasoning_tokens: Option<u64>,
         /// The agent's own usage object, as written (generation 4).
         #[serde(default)] raw: Option<Json>,
+        /// The session that made this model call, where the record says
+        /// another one did (generation 5: Claude Code's `requestSessionId`
+        /// on the copy of a parent's messages that `--fork-session`
+        /// writes). Such a record is inherited: never counted again.
+        #[serde(default)] copied_from_session: Option<String>,
+    }
+);
+payload_struct!(
+    /// The agent's own running totals for one model of the session, as it
+    /// last wrote them (generation 5: Copilot's `session.shutdown`
+    /// `modelMetrics`). They are cumulative over the session's resumes, so a
+    /// later summary of the same session and model replaces an earlier one,
+    /// and they restate the calls' usage: never added to `usage.reported`.
+    /// Token kinds as in `usage.reported` (input excludes cache reads), the
+    /// agent's own object kept as `raw`.
+    UsageSummary {
+        record: RecordAt,
+        model: String,
+        #[serde(default)] requests: Option<u64>,
+        /// Premium requests the agent counted, as it wrote the number.
+        #[serde(default)] premium_requests: Option<Json>,
+        #[serde(default)] input_tokens: Option<u64>,
+        #[serde(default)] output_tokens: Option<u64>,
+        #[serde(default)] cache_read_tokens: Option<u64>,
+        #[serde(default)] cache_write_tokens: Option<u64>,
+        #[serde(default)] reasoning_tokens: Option<u64>,
+        /// Credits in the agent's nano-AIU, as it wrote the number.
+        #[serde(default)] credits_nano_aiu: Option<Json>,
+        #[serde(default)] raw: Option<Json>,
     }
 );
 payload_struct!(
@@ -510,6 +539,8 @@ pub enum Payload {
     ReasoningRecorded(ReasoningRecorded),
     #[serde(rename = "usage.reported")]
     UsageReported(UsageReported),
+    #[serde(rename = "usage.summary")]
+    UsageSummary(UsageSummary),
     #[serde(rename = "session.metadata")]
     SessionMetadata(SessionMetadata),
     #[serde(rename = "tool.recorded")]
@@ -596,6 +627,7 @@ event_types! {
     MessageAssistant => "message.assistant",
     ReasoningRecorded => "reasoning.recorded",
     UsageReported => "usage.reported",
+    UsageSummary => "usage.summary",
     SessionMetadata => "session.metadata",
     ToolRecorded => "tool.recorded",
     RecordProblem => "record.problem",

@@ -157,6 +157,20 @@ pub(super) fn samples() -> Vec<Payload> {
             time_to_first_token_ms: Some(6),
             reasoning_tokens: None,
             raw: None,
+            copied_from_session: None,
+        }),
+        Payload::UsageSummary(UsageSummary {
+            record: at(),
+            model: "m".into(),
+            requests: Some(2),
+            premium_requests: Some(Json::from_value(&json!(1.5))),
+            input_tokens: Some(1),
+            output_tokens: Some(2),
+            cache_read_tokens: None,
+            cache_write_tokens: None,
+            reasoning_tokens: Some(3),
+            credits_nano_aiu: None,
+            raw: Some(Json::from_value(&json!({"requests": {"count": 2}}))),
         }),
         Payload::SessionMetadata(SessionMetadata {
             record: at(),
@@ -268,7 +282,7 @@ fn schema_digest_is_pinned() {
     // advance and bump CONTRACT_GENERATION.
     assert_eq!(
         schema_digest_hex(),
-        "4e298a5e525d5682afa5287b991b099fe53a843cf9bdc7d17e33a3e63cc71a92"
+        "b4eafa6a9bc7bede11c80d010606b6181100aa48b73bd49c77731a803c26a07a"
     );
 }
 

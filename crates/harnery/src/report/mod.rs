@@ -14,12 +14,14 @@
 //! - [`session_rows`]: health and pending ends from session-level rows.
 //! - [`usage`]: model usage as the agents reported it, by session, day or
 //!   model, and per turn; its [`usage::tally_ledger`] streams stored rows.
+//!   [`agent_totals`]: the agents' own session totals beside it.
 //! - [`session_list`]: the sessions `harnery sessions` lists, filtered and paged.
 //! - [`stored_reasons`]: a session's audit reasons as one epoch's ledger holds them.
 //! - [`source`], [`epochs`], [`stored_reasons`], [`session_rows`], [`spool_facts`]: the only parts that read storage
 //!   ([`epochs`] opens the epochs `--epoch` selects, and finds a session's
 //!   parts across their boundaries).
 
+pub mod agent_totals;
 pub mod audit;
 pub mod epochs;
 pub mod health;

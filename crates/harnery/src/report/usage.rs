@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::agent_totals::{AgentTotals, LatestSummaries};
 use crate::contract::{AdapterId, Event, Payload, UsageReported};
 use crate::ledger::{DamagedRow, LedgerError, LedgerReader, RowFilter, StoredText};
 
@@ -234,6 +235,10 @@ pub struct UsageGroup {
     /// parent's messages, or a record read again. Shown, never counted.
     #[serde(skip_serializing_if = "is_zero")]
     pub inherited_records: u64,
+    /// The agents' own totals for the group (`usage.summary`), apart from
+    /// the calls' counts above; absent when no agent reported one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_totals: Option<AgentTotals>,
 }
 
 /// A sum of costs to ten decimal places: binary floats add decimal
@@ -315,10 +320,15 @@ pub struct UsageTally {
     /// once across every session and epoch read.
     #[serde(skip)]
     counted: std::collections::HashSet<(crate::contract::AdapterId, String)>,
+    /// The agents' own totals, latest per session and model, until
+    /// [`UsageTally::settle`] adds them to the groups.
+    #[serde(skip)]
+    summaries: LatestSummaries,
 }
 
-/// The prefilter: a row whose text lacks this is not usage, unparsed.
-const USAGE_TYPE: &[u8] = b"\"usage.reported\"";
+/// The prefilter: a row whose text lacks this (the start of
+/// `"usage.reported"` and `"usage.summary"`) is not usage, unparsed.
+const USAGE_TYPE: &[u8] = b"\"usage.";
 
 impl UsageTally {
     pub fn new(by: GroupBy, prices: Option<Prices>) -> UsageTally {
@@ -329,20 +339,30 @@ impl UsageTally {
             damaged: Vec::new(),
             prices,
             counted: std::collections::HashSet::new(),
+            summaries: LatestSummaries::default(),
         }
     }
 
     /// Count `event` if it is a usage report (once per model call: a call
     /// seen before is counted as inherited in its group).
     pub fn add(&mut self, event: &Event) {
-        let Payload::UsageReported(u) = &event.payload else {
-            return;
+        let u = match &event.payload {
+            Payload::UsageReported(u) => u,
+            Payload::UsageSummary(s) => {
+                let key = self.key_of(event, Some(&s.model));
+                let session = &event.session;
+                self.summaries
+                    .note(session.adapter, &session.session_id, key, s);
+                return;
+            }
+            _ => return,
         };
         let u = normalized(event.session.adapter, u);
         let u = u.as_ref();
-        let key = self.key_of(event, u);
+        let key = self.key_of(event, u.model.as_deref());
+        let copied = u.copied_from_session.is_some();
         if let Some(id) = &u.message_id
-            && !self.counted.insert((event.session.adapter, id.clone()))
+            && (!self.counted.insert((event.session.adapter, id.clone())) || copied)
         {
             self.groups.entry(key).or_default().inherited_records += 1;
             self.total.inherited_records += 1;
@@ -386,12 +406,24 @@ impl UsageTally {
         }
     }
 
-    fn key_of(&self, event: &Event, u: &UsageReported) -> String {
+    fn key_of(&self, event: &Event, model: Option<&str>) -> String {
         match self.by {
             GroupBy::Session => format!("{}/{}", event.session.adapter, event.session.session_id),
             GroupBy::Day => day_of(event.time_unix_ns),
-            GroupBy::Model => u.model.clone().unwrap_or_else(|| UNKNOWN_MODEL.into()),
+            GroupBy::Model => model.unwrap_or(UNKNOWN_MODEL).to_string(),
         }
+    }
+
+    /// Put the agents' own totals into their groups and the total; call
+    /// once, after the last row.
+    pub fn settle(&mut self) {
+        let Some((groups, all)) = self.summaries.totals() else {
+            return;
+        };
+        for (key, totals) in groups {
+            self.groups.entry(key).or_default().agent_totals = Some(totals);
+        }
+        self.total.agent_totals = Some(all);
     }
 
     /// Whether prices were given (and so `priced_cost` is reported).
@@ -479,6 +511,10 @@ pub fn add_turn_usage(turns: &mut BTreeMap<String, TurnUsage>, event: &Event) {
     let (Payload::UsageReported(u), Some(turn)) = (&event.payload, &event.turn.turn_id) else {
         return;
     };
+    // Another session's call, copied here: that session's turn has it.
+    if u.copied_from_session.is_some() {
+        return;
+    }
     let u = normalized(event.session.adapter, u);
     let u = u.as_ref();
     let t = turns.entry(turn.clone()).or_default();
@@ -537,6 +573,7 @@ mod tests {
             time_to_first_token_ms: None,
             reasoning_tokens: None,
             raw: None,
+            copied_from_session: None,
         })
     }
 

@@ -6,19 +6,19 @@
 //! the main chain (not `isSidechain`), not `isMeta`, not a compaction summary,
 //! not a slash-command echo, not a system notification, and carries text rather
 //! than tool results. Everything else a user row can be is steering or activity.
-
-use std::borrow::Cow;
+//! The line's envelope and that rule are the agent's own reader's
+//! (`agents::claude_code::line`); this module renders what it says.
 
 use memchr::memmem::Finder;
 use serde::Deserialize;
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use super::canonical::{Entry, EntryKind};
 use super::copilot::value_text;
 use super::stream::{
     ActivityRef, Dialect, RawMessage, ScanState, message_digest, salvage, trim_record,
 };
+use crate::agents::claude_code::line::{Frame, UserKind};
 
 /// Classifies Claude Code transcript rows.
 pub struct ClaudeDialect {
@@ -36,39 +36,9 @@ impl Default for ClaudeDialect {
 }
 
 #[derive(Deserialize)]
-struct WireRow<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Cow<'a, str>,
-    #[serde(borrow, default)]
-    uuid: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    timestamp: Option<Cow<'a, str>>,
-    #[serde(rename = "isSidechain", default)]
-    sidechain: Option<bool>,
-    #[serde(rename = "isMeta", default)]
-    meta: Option<bool>,
-    #[serde(rename = "isCompactSummary", default)]
-    compact_summary: Option<bool>,
-    #[serde(rename = "promptSource", borrow, default)]
-    prompt_source: Option<Cow<'a, str>>,
-    #[serde(rename = "turnOrigin", borrow, default)]
-    turn_origin: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    message: Option<&'a RawValue>,
-}
-
-#[derive(Deserialize)]
 struct WireMessage {
     #[serde(default)]
     content: Value,
-}
-
-/// What a user row is.
-enum UserRow {
-    Direct(String),
-    Steering(String, String),
-    ToolResults,
-    Meta,
 }
 
 impl Dialect for ClaudeDialect {
@@ -109,9 +79,9 @@ impl Dialect for ClaudeDialect {
     }
 
     fn activity_entries(&self, offset: u64, record: &[u8], cap: usize) -> Option<Vec<Entry>> {
-        let row: WireRow<'_> = serde_json::from_slice(record).ok()?;
+        let row: Frame<'_> = serde_json::from_slice(record).ok()?;
         let message: WireMessage = serde_json::from_str(row.message?.get()).ok()?;
-        let mut entries = match row.kind.as_ref() {
+        let mut entries = match row.kind.as_deref()? {
             "assistant" => assistant_entries(&message.content, cap),
             "user" => tool_result_entries(&message.content, cap),
             _ => return None,
@@ -120,7 +90,7 @@ impl Dialect for ClaudeDialect {
             e.offset = Some(offset);
             e.timestamp = row.timestamp.as_deref().map(str::to_string);
             e.id = row.uuid.as_deref().map(str::to_string);
-            if row.sidechain == Some(true) {
+            if row.is_sidechain == Some(true) {
                 e.source = Some("sidechain".into());
             }
         }
@@ -138,9 +108,10 @@ impl ClaudeDialect {
             state.records += u64::from(shaped);
             return shaped.then_some(());
         }
-        let row: WireRow<'_> = serde_json::from_slice(record).ok()?;
+        let row: Frame<'_> = serde_json::from_slice(record).ok()?;
+        let kind = row.kind.as_deref()?;
         state.records += 1;
-        match row.kind.as_ref() {
+        match kind {
             "user" => self.on_user(state, offset, record.len(), &row),
             "assistant" => push_activity(state, offset, record.len()),
             _ => {}
@@ -148,7 +119,7 @@ impl ClaudeDialect {
         Some(())
     }
 
-    fn on_user(&self, state: &mut ScanState, offset: u64, len: usize, row: &WireRow<'_>) {
+    fn on_user(&self, state: &mut ScanState, offset: u64, len: usize, row: &Frame<'_>) {
         let Some(message) = row
             .message
             .and_then(|m| serde_json::from_str::<WireMessage>(m.get()).ok())
@@ -156,11 +127,12 @@ impl ClaudeDialect {
             state.skipped.invalid += 1;
             return;
         };
-        let (text, source) = match classify_user(row, &message.content) {
-            UserRow::ToolResults => return push_activity(state, offset, len),
-            UserRow::Meta => return,
-            UserRow::Direct(text) => (text, None),
-            UserRow::Steering(text, source) => (text, Some(source)),
+        let text = content_text(&message.content);
+        let source = match row.user_kind(&text, has_block(&message.content, "tool_result")) {
+            UserKind::ToolResults => return push_activity(state, offset, len),
+            UserKind::Meta => return,
+            UserKind::Direct => None,
+            UserKind::Steering(source) => Some(source),
         };
         let mut entry = Entry::new(EntryKind::User, &text, state.limits.text_cap);
         entry.offset = Some(offset);
@@ -177,42 +149,6 @@ impl ClaudeDialect {
             state.push_direct(msg);
         }
     }
-}
-
-fn classify_user(row: &WireRow<'_>, content: &Value) -> UserRow {
-    if has_block(content, "tool_result") {
-        return UserRow::ToolResults;
-    }
-    if row.meta == Some(true) {
-        return UserRow::Meta;
-    }
-    let text = content_text(content);
-    let steering = |s: &str| UserRow::Steering(text.clone(), s.to_string());
-    if row.sidechain == Some(true) {
-        return steering("sidechain");
-    }
-    if row.compact_summary == Some(true) {
-        return steering("compact-summary");
-    }
-    let trimmed = text.trim_start();
-    if trimmed.starts_with("<command-name>") || trimmed.starts_with("<local-command-") {
-        return steering("local-command");
-    }
-    let origin = row.turn_origin.as_deref().unwrap_or("");
-    if row.prompt_source.as_deref() == Some("system") || origin == "task_notification" {
-        return UserRow::Steering(
-            text.clone(),
-            format!(
-                "system:{}",
-                if origin.is_empty() {
-                    "notification"
-                } else {
-                    origin
-                }
-            ),
-        );
-    }
-    UserRow::Direct(text)
 }
 
 fn has_block(content: &Value, kind: &str) -> bool {

@@ -177,6 +177,10 @@ pub struct RecordFollow {
     calls: VecDeque<CallMemo>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     subagents: Vec<SubagentRecord>,
+    /// Calls the record copied from the session that made them (a fork's
+    /// copy): their results are that session's, not this one's.
+    #[serde(default, skip_serializing_if = "VecDeque::is_empty")]
+    copied: VecDeque<String>,
     /// Record calls that joined no hook request yet (see the module doc).
     #[serde(default, skip_serializing_if = "VecDeque::is_empty")]
     held: VecDeque<HeldCall>,
@@ -483,6 +487,17 @@ impl RecordFollow {
         });
     }
 
+    pub(super) fn note_copied(&mut self, call_id: String) {
+        if self.copied.len() == REMEMBERED_REQUESTS {
+            self.copied.pop_front();
+        }
+        self.copied.push_back(call_id);
+    }
+
+    pub(super) fn copied(&self, call_id: &str) -> bool {
+        self.copied.iter().any(|c| c == call_id)
+    }
+
     fn call_name(&self, call_id: &str) -> Option<String> {
         self.calls
             .iter()
@@ -571,6 +586,7 @@ impl RecordFollow {
             time_to_first_token_ms: None,
             reasoning_tokens: None,
             raw: None,
+            copied_from_session: None,
         })
     }
 

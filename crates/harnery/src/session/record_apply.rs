@@ -222,6 +222,13 @@ impl SessionProducer {
                         None => continue,
                     }
                 }
+                RecordItem::CopiedCall { tool_call_id } => {
+                    self.record.note_copied(tool_call_id);
+                    continue;
+                }
+                RecordItem::ToolFinished(result) if self.record.copied(&result.tool_call_id) => {
+                    continue;
+                }
                 RecordItem::ToolFinished(result) => {
                     self.settle_held(Settle::Call(&result.tool_call_id), trigger, out);
                     self.recorded_finish(path, offset, result)
@@ -252,6 +259,7 @@ impl SessionProducer {
                     Some(report) => Payload::UsageReported(report),
                     None => continue,
                 },
+                RecordItem::UsageSummary(summary) => Payload::UsageSummary(summary),
                 RecordItem::TurnStarted { .. } | RecordItem::Resumed | RecordItem::Shutdown => {
                     continue;
                 }

@@ -494,6 +494,7 @@ mod tests {
                 time_to_first_token_ms: None,
                 reasoning_tokens: None,
                 raw: None,
+                copied_from_session: None,
             })
         };
         s.push(1, usage(100, 20), Provenance::NATIVE);

@@ -1,8 +1,10 @@
 //! Claude Code: where it keeps its files (the one resolver of its config
 //! directory), its hook dialect ([`hooks`]) and the dialect of its own
-//! record, the JSONL transcript and stream-json frames ([`record`]).
+//! record, the JSONL transcript and stream-json frames ([`record`], each
+//! line's envelope in [`line`]).
 
 pub mod hooks;
+pub mod line;
 pub mod record;
 
 use std::path::{Path, PathBuf};

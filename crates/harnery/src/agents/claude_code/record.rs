@@ -24,11 +24,9 @@
 //! frames show `output_tokens: 1` where the transcript has the total), so
 //! its usage is not reported; the `result` frame's totals stand for it.
 
-use std::collections::BTreeMap;
-
 use serde::Deserialize;
-use serde_json::value::RawValue;
 
+use super::line::{Frame, Header};
 use crate::agents::record::{
     RecordItem, RecordLine, RecordedCall, RecordedResult, millis, parse_frame, time_ns,
 };
@@ -54,46 +52,6 @@ const SILENT_TYPES: &[&str] = &[
     "permission-mode",
     "progress",
 ];
-
-#[derive(Deserialize)]
-struct Header<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Option<std::borrow::Cow<'a, str>>,
-    subtype: Option<String>,
-    #[serde(borrow)]
-    uuid: Option<std::borrow::Cow<'a, str>>,
-    #[serde(rename = "parentUuid", borrow)]
-    parent_uuid: Option<std::borrow::Cow<'a, str>>,
-}
-
-/// Every field this module reads from a frame, whatever its type.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Frame<'a> {
-    timestamp: Option<String>,
-    uuid: Option<String>,
-    prompt_id: Option<String>,
-    #[serde(alias = "agent_id")]
-    agent_id: Option<String>,
-    version: Option<String>,
-    cwd: Option<String>,
-    /// Only a stream-json frame has it (null on the main thread).
-    #[serde(rename = "parent_tool_use_id", default, deserialize_with = "present")]
-    stream_frame: bool,
-    #[serde(borrow)]
-    message: Option<&'a RawValue>,
-    // The stream's init frame.
-    #[serde(rename = "claude_code_version")]
-    claude_code_version: Option<String>,
-    model: Option<String>,
-    // Totals: a `result` frame or a `cost-state` line.
-    #[serde(default)]
-    model_usage: BTreeMap<String, ModelTotalWire>,
-    #[serde(rename = "duration_api_ms", alias = "totalAPIDuration")]
-    duration_api_ms: Option<f64>,
-    #[serde(rename = "ttft_ms")]
-    ttft_ms: Option<f64>,
-}
 
 #[derive(Deserialize)]
 struct UserWire {
@@ -144,43 +102,73 @@ struct UsageWire {
     cache_creation_input_tokens: Option<u64>,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ModelTotalWire {
-    input_tokens: Option<u64>,
-    output_tokens: Option<u64>,
-    cache_read_input_tokens: Option<u64>,
-    cache_creation_input_tokens: Option<u64>,
-    #[serde(rename = "costUSD", default, deserialize_with = "raw_json")]
-    cost_usd: Option<Json>,
-}
-
-fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
-    serde::de::IgnoredAny::deserialize(d).map(|_| true)
-}
-
-/// Read one line of the record.
+/// Read one line of the record: one parse of the whole frame, and the
+/// header alone only when the frame is in no known shape (a skipped type
+/// stays silent whatever its other fields hold).
 pub fn read_line(line: &[u8], at: &RecordAt) -> RecordLine {
-    let header: Header = match parse_frame(line) {
-        Ok(header) => header,
-        Err(unrecognized) => return unrecognized,
+    let (kind, uuid, parent_uuid, frame) = match parse_frame::<Frame>(line) {
+        Ok(mut frame) => {
+            let kind = Kind::of(frame.kind.as_deref(), frame.subtype.as_deref());
+            (
+                kind,
+                frame.uuid.clone(),
+                frame.parent_uuid.take(),
+                Ok(frame),
+            )
+        }
+        Err(bad) => match parse_frame::<Header>(line) {
+            Ok(h) => (
+                Kind::of(h.kind.as_deref(), h.subtype.as_deref()),
+                h.uuid.map(String::from),
+                h.parent_uuid.map(String::from),
+                Err(bad),
+            ),
+            Err(unrecognized) => return unrecognized,
+        },
     };
-    let result = match (header.kind.as_deref(), header.subtype.as_deref()) {
-        (Some("user"), _) => parse_frame(line).and_then(|f| user(f, at)),
-        (Some("assistant"), _) => parse_frame(line).and_then(|f| assistant(f, at)),
-        (Some("system"), Some("init")) => parse_frame(line).map(|f| init(f, at)),
-        (Some("system"), _) => parse_frame(line).map(|f| system(f, at)),
-        (Some("result" | "cost-state"), _) => parse_frame(line).map(|f| totals(f, at)),
-        (Some(kind), _) if SILENT_TYPES.contains(&kind) => Ok(RecordLine::empty()),
-        (Some(kind), _) => Err(RecordLine::unrecognized(format!(
+    let result = match kind {
+        Kind::User => frame.and_then(|f| user(f, at)),
+        Kind::Assistant => frame.and_then(|f| assistant(f, at)),
+        Kind::Init => frame.map(|f| init(f, at)),
+        Kind::System => frame.map(|f| system(f, at)),
+        Kind::Totals => frame.map(|f| totals(f, at)),
+        Kind::Silent => Ok(RecordLine::empty()),
+        Kind::Unknown(kind) => Err(RecordLine::unrecognized(format!(
             "unknown frame type {kind:?}"
         ))),
-        (None, _) => Err(RecordLine::unrecognized("frame without a type")),
+        Kind::Untyped => Err(RecordLine::unrecognized("frame without a type")),
     };
     let mut line = result.unwrap_or_else(|unrecognized| unrecognized);
-    line.uuid = header.uuid.map(Box::from);
-    line.parent_uuid = header.parent_uuid.map(Box::from);
+    line.uuid = uuid.map(Box::from);
+    line.parent_uuid = parent_uuid.map(Box::from);
     line
+}
+
+/// What a line is, by its `type` and `subtype`.
+enum Kind {
+    User,
+    Assistant,
+    Init,
+    System,
+    Totals,
+    Silent,
+    Unknown(String),
+    Untyped,
+}
+
+impl Kind {
+    fn of(kind: Option<&str>, subtype: Option<&str>) -> Kind {
+        match (kind, subtype) {
+            (Some("user"), _) => Kind::User,
+            (Some("assistant"), _) => Kind::Assistant,
+            (Some("system"), Some("init")) => Kind::Init,
+            (Some("system"), _) => Kind::System,
+            (Some("result" | "cost-state"), _) => Kind::Totals,
+            (Some(kind), _) if SILENT_TYPES.contains(&kind) => Kind::Silent,
+            (Some(kind), _) => Kind::Unknown(kind.to_string()),
+            (None, _) => Kind::Untyped,
+        }
+    }
 }
 
 impl Frame<'_> {
@@ -280,9 +268,17 @@ fn assistant(frame: Frame, at: &RecordAt) -> Result<RecordLine, RecordLine> {
     if let Some(raw) = wire.usage.as_ref().filter(|_| !frame.stream_frame) {
         let usage: UsageWire = serde_json::from_str(raw.as_str())
             .map_err(|e| RecordLine::unrecognized(format!("usage in no known shape: {e}")))?;
-        items.push(RecordItem::Usage(call_usage(at, &wire, &usage)));
+        let mut call = call_usage(at, &wire, &usage);
+        call.copied_from_session = frame.copied_from().map(str::to_owned);
+        items.push(RecordItem::Usage(call));
     }
-    items.extend(calls.into_iter().map(RecordItem::ToolStarted));
+    let copied = frame.copied_from().is_some();
+    items.extend(calls.into_iter().map(|call| match copied {
+        false => RecordItem::ToolStarted(call),
+        true => RecordItem::CopiedCall {
+            tool_call_id: call.tool_call_id,
+        },
+    }));
     Ok(frame.line(items))
 }
 
@@ -323,6 +319,7 @@ fn call_usage(at: &RecordAt, wire: &AssistantWire, usage: &UsageWire) -> UsageRe
         time_to_first_token_ms: None,
         reasoning_tokens: None,
         raw: wire.usage.clone(),
+        copied_from_session: None,
     }
 }
 
@@ -363,6 +360,7 @@ fn totals(frame: Frame, at: &RecordAt) -> RecordLine {
                 time_to_first_token_ms: frame.ttft_ms.filter(|_| single).and_then(millis),
                 reasoning_tokens: None,
                 raw: None,
+                copied_from_session: None,
             })
         })
         .collect();
@@ -500,6 +498,7 @@ mod tests {
                         r#"{"cache_creation_input_tokens":6,"cache_read_input_tokens":5,"input_tokens":3,"output_tokens":4,"service_tier":"standard"}"#
                     )
                     .ok(),
+                    copied_from_session: None,
                 }),
                 RecordItem::ToolStarted(RecordedCall {
                     tool_call_id: "t1".into(),
@@ -587,6 +586,7 @@ mod tests {
                 time_to_first_token_ms: Some(262),
                 reasoning_tokens: None,
                 raw: None,
+                copied_from_session: None,
             })]
         );
     }

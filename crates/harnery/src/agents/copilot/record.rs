@@ -7,7 +7,10 @@
 //! unrecognized. `data.turnId` is the line's native turn.
 //!
 //! - `session.start` is metadata; `session.resume` is [`RecordItem::Resumed`]
-//!   and the metadata it restates; `session.shutdown` is the end.
+//!   and the metadata it restates; `session.shutdown` is the end, and its
+//!   `modelMetrics` the agent's own totals per model
+//!   ([`RecordItem::UsageSummary`]: requests, premium requests, credits,
+//!   tokens; cumulative over the session's resumes).
 //! - `user.message` and `assistant.message` are messages (an empty
 //!   `content` is no text); an assistant message's `reasoningText` or
 //!   opaque reasoning is also [`RecordItem::Reasoning`], the opaque form
@@ -24,6 +27,7 @@
 //! has none, so that shape is the documented one, not one seen.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -34,7 +38,7 @@ use crate::agents::record::{
 use crate::agents::wire::{input_digest, normalize_input, parse_payload, raw_json};
 use crate::contract::{
     Json, MessageAssistant, MessageUser, ReasoningRecorded, RecordAt, SessionMetadata,
-    UsageReported,
+    UsageReported, UsageSummary,
 };
 
 /// Frame types that carry nothing for the ledger.
@@ -127,6 +131,35 @@ struct Data {
     success: Option<bool>,
     shell_execution: Option<ShellWire>,
     usage: Option<UsageWire>,
+    // Shutdown: the session's totals per model, cumulative over resumes.
+    #[serde(default)]
+    model_metrics: BTreeMap<String, Box<RawValue>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ModelMetricsWire {
+    requests: Option<RequestsWire>,
+    usage: Option<MetricsUsageWire>,
+    #[serde(default, deserialize_with = "raw_json")]
+    total_nano_aiu: Option<Json>,
+}
+
+#[derive(Deserialize)]
+struct RequestsWire {
+    count: Option<u64>,
+    #[serde(default, deserialize_with = "raw_json")]
+    cost: Option<Json>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct MetricsUsageWire {
+    input_tokens: Option<u64>,
+    output_tokens: Option<u64>,
+    cache_read_tokens: Option<u64>,
+    cache_write_tokens: Option<u64>,
+    reasoning_tokens: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -211,7 +244,13 @@ fn items(kind: &str, data: &Data, at: &RecordAt) -> Option<Vec<RecordItem>> {
     let items = match kind {
         frame::SESSION_START => vec![metadata(data, at)],
         frame::SESSION_RESUME => vec![RecordItem::Resumed, metadata(data, at)],
-        frame::SESSION_SHUTDOWN => vec![RecordItem::Shutdown],
+        frame::SESSION_SHUTDOWN => std::iter::once(RecordItem::Shutdown)
+            .chain(
+                data.model_metrics
+                    .iter()
+                    .map(|(m, raw)| summary(m, raw, at)),
+            )
+            .collect(),
         frame::USER_MESSAGE => vec![user(data, at)],
         frame::ASSISTANT_MESSAGE => assistant(data, at),
         frame::ASSISTANT_REASONING => vec![reasoning(data.reasoning_id.clone(), data, at)],
@@ -330,6 +369,37 @@ fn usage(usage: &UsageWire, at: &RecordAt) -> RecordItem {
         time_to_first_token_ms: usage.time_to_first_token_ms.and_then(millis),
         reasoning_tokens: usage.reasoning_tokens,
         raw: Some(Json::from_value(&raw)),
+        copied_from_session: None,
+    })
+}
+
+/// One model's totals at shutdown, token kinds normalized as for a call;
+/// an entry in no known shape is unrecognized, the others still read.
+fn summary(model: &str, raw: &RawValue, at: &RecordAt) -> RecordItem {
+    let wire: ModelMetricsWire = match serde_json::from_str(raw.get()) {
+        Ok(wire) => wire,
+        Err(e) => {
+            return RecordItem::Unrecognized {
+                reason: format!("session.shutdown modelMetrics of {model:?}: {e}"),
+            };
+        }
+    };
+    let usage = wire.usage.unwrap_or_default();
+    let requests = wire.requests.as_ref();
+    RecordItem::UsageSummary(UsageSummary {
+        record: at.clone(),
+        model: model.to_string(),
+        requests: requests.and_then(|r| r.count),
+        premium_requests: requests.and_then(|r| r.cost.clone()),
+        input_tokens: usage
+            .input_tokens
+            .map(|n| n.saturating_sub(usage.cache_read_tokens.unwrap_or(0))),
+        output_tokens: usage.output_tokens,
+        cache_read_tokens: usage.cache_read_tokens,
+        cache_write_tokens: usage.cache_write_tokens,
+        reasoning_tokens: usage.reasoning_tokens,
+        credits_nano_aiu: wire.total_nano_aiu,
+        raw: Json::parse(raw.get()).ok(),
     })
 }
 
@@ -481,6 +551,7 @@ mod tests {
                     r#"{"cacheReadTokens":1,"cacheWriteTokens":2,"inputTokens":100,"outputTokens":10,"reasoningTokens":null}"#
                 )
                 .ok(),
+                copied_from_session: None,
             })]
         );
     }

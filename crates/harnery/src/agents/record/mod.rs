@@ -36,7 +36,7 @@ pub mod place;
 
 use super::wire::parse_payload;
 use crate::contract::{
-    MessageAssistant, MessageUser, ReasoningRecorded, SessionMetadata, UsageReported,
+    MessageAssistant, MessageUser, ReasoningRecorded, SessionMetadata, UsageReported, UsageSummary,
 };
 
 /// One line of a record, read.
@@ -72,10 +72,19 @@ pub enum RecordItem {
     /// The agent's own running total for the session, one per model; a
     /// later total replaces an earlier one and none is added to `Usage`.
     UsageTotal(UsageReported),
+    /// The agent's own cumulative totals for one model (Copilot's
+    /// `session.shutdown` `modelMetrics`), recorded as they stand.
+    UsageSummary(UsageSummary),
     Metadata(SessionMetadata),
     /// The record's tool call, asked for (Claude `tool_use`, Copilot
     /// `tool.execution_start`).
     ToolStarted(RecordedCall),
+    /// A tool call the record copied from the session that made it (a
+    /// Claude Code `--fork-session` copy): it ran there, not here, so it
+    /// joins no hook span of this session and its result is no loss.
+    CopiedCall {
+        tool_call_id: String,
+    },
     /// The record's tool result (Claude `tool_result`, Copilot
     /// `tool.execution_complete`).
     ToolFinished(RecordedResult),

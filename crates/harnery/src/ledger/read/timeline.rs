@@ -327,6 +327,15 @@ fn describe(p: &Payload, span: Option<&SpanRow>) -> String {
             count(u.cache_read_tokens),
             count(u.cache_write_tokens)
         ),
+        Payload::UsageSummary(u) => format!(
+            "agent's totals for {}: {} requests, {} premium requests, {} in, {} out, {} cache read",
+            u.model,
+            count(u.requests),
+            u.premium_requests.as_ref().map_or("-", |p| p.as_str()),
+            count(u.input_tokens),
+            count(u.output_tokens),
+            count(u.cache_read_tokens)
+        ),
         Payload::SessionMetadata(m) => format!(
             "agent {}{}",
             m.agent_version.as_deref().unwrap_or("version unknown"),
