@@ -42,6 +42,7 @@ fn usage(model: &str, input: u64, output: u64) -> Payload {
         time_to_first_token_ms: None,
         reasoning_tokens: None,
         raw: None,
+        copied_from_session: None,
     })
 }
 
