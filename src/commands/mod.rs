@@ -28,6 +28,7 @@ pub mod replay;
 pub mod restore;
 pub mod restore_apply;
 pub mod run_report;
+pub mod serve;
 pub mod session_epochs;
 pub mod sessions;
 pub mod ship;
@@ -127,6 +128,8 @@ enum Command {
     Show(show::Args),
     /// Draw a session as a self-contained HTML timeline (or all of them, with an index).
     View(view::Args),
+    /// Serve a read-only local web app over the ledger (sessions, timelines, usage, health).
+    Serve(serve::Args),
     /// Print a session's events in offset order.
     Replay(replay::Args),
     /// Check every ledger row against the contract.
@@ -186,6 +189,7 @@ fn dispatch(command: Command) -> CmdResult {
         Command::Sessions(a) => sessions::run(a),
         Command::Show(a) => show::run(a),
         Command::View(a) => view::run(a),
+        Command::Serve(a) => serve::run(a),
         Command::Replay(a) => replay::run(a),
         Command::Validate(a) => validate::run(a),
         Command::Verify(a) => verify::run(a),

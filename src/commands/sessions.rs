@@ -12,9 +12,9 @@ use harnery::contract::AdapterId;
 use harnery::home::Home;
 use harnery::ledger::{SessionSummary, format_time};
 use harnery::report::audit::{AuditClass, Classification};
-use harnery::report::epochs::{Epochs, archive_note, classify_whole};
-use harnery::report::record_state::{REMOVED, record_problem};
-use harnery::report::source::closed_sessions;
+use harnery::report::epochs::{Epochs, archive_note};
+use harnery::report::record_state::REMOVED;
+use harnery::report::session_list::{Listed, SessionFilter, list};
 use std::io::Write;
 
 #[derive(Debug, clap::Args)]
@@ -58,50 +58,32 @@ fn parse_adapter(text: &str) -> Result<AdapterId, String> {
 }
 
 impl Args {
-    /// Whether a session's combined summary passes the time and adapter
-    /// filters (decided before it is classified).
-    fn keeps(&self, s: &SessionSummary) -> bool {
-        self.since.is_none_or(|t| s.last_unix_ns >= t)
-            && self.until.is_none_or(|t| s.first_unix_ns <= t)
-            && self.adapter.is_none_or(|a| s.session.adapter == a)
-    }
-
-    fn keeps_class(&self, c: &Classification) -> bool {
-        match self.class {
-            None => true,
-            Some(ClassFilter::Eligible) => c.class == AuditClass::Eligible,
-            Some(ClassFilter::AuditOnly) => c.class == AuditClass::AuditOnly,
+    /// The library's filter for these flags (every session from the
+    /// newest, up to `--limit`).
+    fn filter(&self) -> SessionFilter {
+        SessionFilter {
+            since: self.since,
+            until: self.until,
+            adapter: self.adapter,
+            class: self.class.map(|c| match c {
+                ClassFilter::Eligible => AuditClass::Eligible,
+                ClassFilter::AuditOnly => AuditClass::AuditOnly,
+            }),
+            skip: 0,
+            limit: self.limit,
         }
     }
-}
-
-/// One listed session: its combined summary, class, and the epochs it spans.
-struct Listed {
-    summary: SessionSummary,
-    class: Classification,
-    epochs: Vec<String>,
-    /// The session's own record problem, where there is one (`removed`:
-    /// the agent deleted it; harnery holds the only copy).
-    record: Option<String>,
 }
 
 pub fn run(args: Args) -> CmdResult {
     let home = Home::from_env()?;
     let epochs = Epochs::open(&home, &args.epoch.epoch)?;
     epochs.report_unreadable("sessions")?;
-    let listed = list(&home, &epochs, &args)?;
+    let listed = list(&home, &epochs, "sessions", &args.filter())?;
     let mut out = harnery::terminal::stdout(args.json);
     if args.json {
         for l in &listed {
-            let mut v = serde_json::to_value(&l.summary)?;
-            v["eligibility"] = serde_json::to_value(&l.class)?;
-            if epochs.tagged {
-                v["epochs"] = serde_json::to_value(&l.epochs)?;
-            }
-            if let Some(record) = &l.record {
-                v["record"] = record.as_str().into();
-            }
-            writeln!(out, "{v}")?;
+            writeln!(out, "{}", l.to_json(epochs.tagged))?;
         }
         return Ok(outcome(epochs.report_set_aside("sessions")));
     }
@@ -127,48 +109,6 @@ fn outcome(set_aside: bool) -> Outcome {
         true => Outcome::Problems,
         false => Outcome::Clean,
     }
-}
-
-/// The sessions the filters keep, newest first, classified as wholes; a
-/// session is classified only once the cheaper filters kept it, and the
-/// listing stops at `--limit`.
-fn list(
-    home: &Home,
-    epochs: &Epochs,
-    args: &Args,
-) -> Result<Vec<Listed>, crate::commands::CmdError> {
-    let closed = closed_sessions(home)?;
-    let mut out = Vec::new();
-    // A listing reports what it could not read on stderr and lists the rest.
-    let mut failed = 0;
-    let candidates = epochs.newest_first("sessions", &mut failed);
-    for whole in candidates.into_iter().filter(|w| args.keeps(&w.summary)) {
-        if args.limit.is_some_and(|n| out.len() >= n) {
-            break;
-        }
-        let class = classify_whole(
-            "sessions",
-            &whole.session,
-            &whole.parts,
-            closed.get(&whole.session),
-            &mut failed,
-        );
-        if !args.keeps_class(&class) {
-            continue;
-        }
-        // The newest part holds the record cursor finalize left last.
-        let record = match whole.parts.last() {
-            Some(part) => record_problem(&part.ledger, &whole.session)?,
-            None => None,
-        };
-        out.push(Listed {
-            summary: whole.summary,
-            class,
-            epochs: whole.parts.iter().map(|e| e.label.clone()).collect(),
-            record,
-        });
-    }
-    Ok(out)
 }
 
 /// A line under the table naming the sessions whose agent deleted its own

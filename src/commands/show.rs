@@ -5,15 +5,13 @@
 //! a boundary line between them; times count from the session's first
 //! event in any part.
 
-use std::collections::BTreeMap;
-
 use serde::Serialize;
 
 use super::{CmdResult, EpochArg, Outcome};
 use harnery::home::Home;
 use harnery::ledger::{SessionSummary, Timeline, TimelineEntry, format_time};
 use harnery::report::epochs::{Epochs, OpenEpoch, boundary, combine, report_damaged};
-use harnery::report::usage::{TurnUsage, turn_usage};
+use harnery::report::usage::{mark_turn_tokens, turn_usage};
 use std::io::Write;
 
 #[derive(Debug, clap::Args)]
@@ -91,27 +89,6 @@ pub fn run(args: Args) -> CmdResult {
     } else {
         Outcome::Clean
     })
-}
-
-/// Put each turn's reported tokens on the line that closes it: its last
-/// `turn.completed`, else its `turn.started`.
-pub fn mark_turn_tokens(timeline: &mut Timeline, usage: &BTreeMap<String, TurnUsage>) {
-    for (turn, u) in usage {
-        let Some(tokens) = u.tokens.in_out() else {
-            continue;
-        };
-        let of_turn = |e: &TimelineEntry, kind: &str| {
-            e.kind == kind && e.turn.as_deref() == Some(turn.as_str())
-        };
-        let entries = &mut timeline.entries;
-        let closing = match entries.iter().rposition(|e| of_turn(e, "turn.completed")) {
-            Some(i) => Some(i),
-            None => entries.iter().position(|e| of_turn(e, "turn.started")),
-        };
-        if let Some(i) = closing {
-            entries[i].turn_tokens = Some(tokens);
-        }
-    }
 }
 
 fn whole(parts: &[Part]) -> SessionSummary {

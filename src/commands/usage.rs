@@ -13,8 +13,6 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use serde::Serialize;
-
 use super::{CmdError, CmdResult, EpochArg, Outcome};
 use harnery::home::Home;
 use harnery::ledger::RowFilter;
@@ -22,6 +20,7 @@ use harnery::report::epochs::{Epochs, report_damaged, warn};
 use harnery::report::usage::{
     GroupBy, Prices, UsageGroup, UsageTally, tally_ledger, tally_ledger_within,
 };
+use harnery::report::usage_doc::UsageDoc;
 
 #[derive(Debug, clap::Args)]
 #[command(
@@ -54,22 +53,6 @@ pub struct Args {
     epoch: EpochArg,
 }
 
-/// The JSON document: groups in key order, then the total.
-#[derive(Serialize)]
-struct UsageJson<'a> {
-    by: GroupBy,
-    priced: bool,
-    groups: Vec<KeyedGroup<'a>>,
-    total: &'a UsageGroup,
-}
-
-#[derive(Serialize)]
-struct KeyedGroup<'a> {
-    key: &'a str,
-    #[serde(flatten)]
-    usage: &'a UsageGroup,
-}
-
 pub fn run(args: Args) -> CmdResult {
     // The bundled, dated table unless the user gives their own.
     let prices = match args.prices.as_deref() {
@@ -86,8 +69,7 @@ pub fn run(args: Args) -> CmdResult {
     tally.settle();
     let mut out = harnery::terminal::stdout(args.json);
     if args.json {
-        let mut doc = serde_json::to_value(as_json(&tally))?;
-        doc["prices"] = serde_json::Value::String(label);
+        let doc = UsageDoc::of(&tally).to_json(&label);
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
     } else {
         write_table(&mut out, &tally)?;
@@ -134,19 +116,6 @@ fn read_all(epochs: &Epochs, args: &Args, tally: &mut UsageTally) -> Result<bool
         damaged |= report_damaged("usage", &epoch.label, &bad);
     }
     Ok(damaged)
-}
-
-fn as_json(tally: &UsageTally) -> UsageJson<'_> {
-    UsageJson {
-        by: tally.by,
-        priced: tally.priced(),
-        groups: tally
-            .groups
-            .iter()
-            .map(|(key, usage)| KeyedGroup { key, usage })
-            .collect(),
-        total: &tally.total,
-    }
 }
 
 fn write_table(out: &mut impl Write, tally: &UsageTally) -> std::io::Result<()> {

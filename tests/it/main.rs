@@ -9,6 +9,7 @@ mod fleet_support;
 mod hook_support;
 mod producer_support;
 mod readside_support;
+mod serve_support;
 mod session_log_support;
 mod usage_support;
 
@@ -62,6 +63,8 @@ mod recover_corpus;
 mod recover_policy;
 mod restore_apply;
 mod restore_apply_more;
+mod serve;
+mod serve_fleet;
 mod session_log;
 mod session_log_copilot;
 mod session_prefixes;

@@ -5,6 +5,9 @@
 //! so a page that needed one would show it.
 #![allow(dead_code)]
 
+mod cdp;
+pub use cdp::Devtools;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -13,7 +16,7 @@ use std::time::{Duration, Instant};
 pub const INSTALL: &str = "apt-get install -y chromium";
 
 pub struct Browser {
-    bin: PathBuf,
+    pub(crate) bin: PathBuf,
 }
 
 impl Browser {

@@ -15,6 +15,7 @@
 //! - [`usage`]: model usage as the agents reported it, by session, day or
 //!   model, and per turn; its [`usage::tally_ledger`] streams stored rows.
 //!   [`agent_totals`]: the agents' own session totals beside it.
+//! - [`session_list`]: the sessions `harnery sessions` lists, filtered and paged.
 //! - [`stored_reasons`]: a session's audit reasons as one epoch's ledger holds them.
 //! - [`source`], [`epochs`], [`stored_reasons`], [`session_rows`], [`spool_facts`]: the only parts that read storage
 //!   ([`epochs`] opens the epochs `--epoch` selects, and finds a session's
@@ -24,14 +25,17 @@ pub mod agent_totals;
 pub mod audit;
 pub mod epochs;
 pub mod health;
+pub mod health_check;
 pub mod receipts;
 pub mod record_state;
+pub mod session_list;
 pub mod session_rows;
 pub mod source;
 pub mod spans;
 pub mod spool_facts;
 pub mod stored_reasons;
 pub mod usage;
+pub mod usage_doc;
 
 use std::collections::BTreeMap;
 

@@ -526,6 +526,30 @@ pub fn add_turn_usage(turns: &mut BTreeMap<String, TurnUsage>, event: &Event) {
     }
 }
 
+/// Put each turn's reported tokens on the line that closes it: its last
+/// `turn.completed`, else its `turn.started`.
+pub fn mark_turn_tokens(
+    timeline: &mut crate::ledger::Timeline,
+    usage: &BTreeMap<String, TurnUsage>,
+) {
+    for (turn, u) in usage {
+        let Some(tokens) = u.tokens.in_out() else {
+            continue;
+        };
+        let of_turn = |e: &crate::ledger::TimelineEntry, kind: &str| {
+            e.kind == kind && e.turn.as_deref() == Some(turn.as_str())
+        };
+        let entries = &mut timeline.entries;
+        let closing = match entries.iter().rposition(|e| of_turn(e, "turn.completed")) {
+            Some(i) => Some(i),
+            None => entries.iter().position(|e| of_turn(e, "turn.started")),
+        };
+        if let Some(i) = closing {
+            entries[i].turn_tokens = Some(tokens);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

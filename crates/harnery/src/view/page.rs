@@ -7,8 +7,8 @@
 //! Each span's element carries `data-span-id` (its request event id) and
 //! `data-span-state`; its state is also in a glyph and a pattern, never in
 //! colour alone. Every item is focusable, and its details are its title.
-//! [`body`] is the drawing alone, for a page that frames it otherwise
-//! (`harnery serve`).
+//! [`body`] and [`timeline`] are the content alone, for a page that
+//! frames it otherwise (`harnery serve`).
 
 use maud::{Markup, html};
 
@@ -38,11 +38,19 @@ pub fn render(v: &SessionView) -> String {
     document(&title, body(v), Some(SCRIPT))
 }
 
-/// The page's content without the document around it: header, legend,
-/// zoom controls, the drawing and the lines of `harnery show`. The
-/// script ([`SCRIPT`]) looks for the `detail`, `track` and `zoom-level`
-/// elements it holds.
+/// The page's content without the document around it: the drawing
+/// ([`timeline`]) and the lines of `harnery show`.
 pub fn body(v: &SessionView) -> Markup {
+    html! {
+        (timeline(v))
+        (lines(v))
+    }
+}
+
+/// The drawing alone: header, legend, zoom controls and the time axis
+/// with its turns, lanes, markers and spans. The script ([`SCRIPT`])
+/// looks for the `detail`, `track` and `zoom-level` elements it holds.
+pub fn timeline(v: &SessionView) -> Markup {
     html! {
         (header(v))
         (legend())
@@ -59,7 +67,6 @@ pub fn body(v: &SessionView) -> Markup {
             }
             @for (i, lane) in v.lanes.iter().enumerate() { (lane_section(v, i, lane)) }
         } } "\n"
-        (lines(v))
     }
 }
 

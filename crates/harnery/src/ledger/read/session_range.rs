@@ -3,7 +3,7 @@
 //! session filtered in memory: the storage half of the session log's
 //! replay and checkpoint reads (`crate::resume::log`).
 
-use rusqlite::params;
+use rusqlite::{OptionalExtension, params};
 
 use super::LedgerReader;
 use crate::contract::{Event, EventType, SessionRef};
@@ -89,5 +89,22 @@ impl LedgerReader {
             Ok::<(), LedgerError>(())
         })?;
         Ok(out)
+    }
+
+    /// The stored text of the session's event at `offset`, and its seq
+    /// (one indexed row; `None` when there is none).
+    pub fn event_text(
+        &self,
+        session: &SessionRef,
+        offset: u64,
+    ) -> Result<Option<(i64, String)>, LedgerError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT seq, CAST(json AS TEXT) FROM events \
+             WHERE adapter = ?1 AND session_id = ?2 AND offset = ?3",
+        )?;
+        let key = params![session.adapter.as_str(), session.session_id, offset as i64];
+        Ok(stmt
+            .query_row(key, |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?)
     }
 }

@@ -1,0 +1,81 @@
+//! Everything `harnery health` looks at, gathered in one place: the
+//! conditions of the live ledger (span caps, ends, records, rows set
+//! aside, raw-archive faults) and of the spool (damage, dead letters,
+//! stale sessions), with the archive's size and the spool's facts, for
+//! the command and for `harnery serve` alike.
+
+use crate::home::Home;
+use crate::ledger::integrity::RawFault;
+use crate::ledger::{ArchiveSize, LedgerError};
+use crate::report::health::{Condition, SpoolFacts, spool_conditions};
+use crate::report::source::SourceError;
+
+/// What a health check found.
+pub struct HealthReport {
+    pub conditions: Vec<Condition>,
+    /// The raw archive's size on disk beside its original size, when the
+    /// live ledger could be read.
+    pub archive: Option<ArchiveSize>,
+    pub spool: SpoolFacts,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum HealthError {
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+    #[error(transparent)]
+    Spool(#[from] crate::spool::SpoolError),
+}
+
+/// Check `home` at `now_ns`; a session spool holding data older than
+/// `stale_ns` is stale.
+pub fn gather(home: &Home, now_ns: i64, stale_ns: i64) -> Result<HealthReport, HealthError> {
+    let mut archive = None;
+    let mut conditions = match crate::report::source::live_or_none(home) {
+        Ok(Some(ledger)) => {
+            archive = ledger.archive_size().ok();
+            let mut found = crate::report::session_rows::conditions(&ledger, now_ns)?;
+            found.extend(crate::report::health::record_conditions(&ledger, now_ns)?);
+            found.extend(ledger.raw_archive_faults()?.into_iter().map(damaged));
+            found.extend(crate::report::health::set_aside_conditions(&ledger));
+            found
+        }
+        Ok(None) => Vec::new(),
+        Err(SourceError::Ledger(e)) => vec![damaged(e.damage().ok_or(e)?)],
+        Err(e) => return Err(e.into()),
+    };
+    let spool = crate::report::spool_facts::gather(home)?;
+    conditions.extend(spool_conditions(&spool, now_ns, stale_ns));
+    Ok(HealthReport {
+        conditions,
+        archive,
+        spool,
+    })
+}
+
+/// The line `harnery health --json` prints for `condition`.
+pub fn condition_json(condition: &Condition) -> serde_json::Value {
+    let mut v = serde_json::to_value(condition).expect("a condition serializes");
+    if condition.is_note() {
+        v["note"] = serde_json::Value::Bool(true);
+    }
+    v
+}
+
+/// A live epoch file that is not what the ledger recorded: `home_damaged`,
+/// the condition under which `harnery finalize` refuses to run.
+fn damaged(fault: RawFault) -> Condition {
+    Condition {
+        code: "home_damaged".into(),
+        session: None,
+        at_unix_ns: None,
+        detail: format!(
+            "{} {}; {}",
+            fault.path.display(),
+            fault.what,
+            crate::ledger::integrity::recovery(&fault.path)
+        ),
+    }
+}

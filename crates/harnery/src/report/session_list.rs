@@ -1,0 +1,115 @@
+//! The sessions `harnery sessions` lists and `harnery serve` shows: newest
+//! first, kept by time, agent and evidence class, classified as wholes,
+//! each with the state of its agent's own record; and each as the JSON
+//! line `sessions --json` prints (one serializer for both).
+
+use crate::contract::AdapterId;
+use crate::home::Home;
+use crate::ledger::SessionSummary;
+use crate::report::audit::{AuditClass, Classification};
+use crate::report::epochs::{Epochs, classify_whole};
+use crate::report::record_state::record_problem;
+use crate::report::source::{SourceError, closed_sessions};
+
+/// Which sessions a listing keeps, and which page of them.
+#[derive(Debug, Clone, Default)]
+pub struct SessionFilter {
+    /// Only sessions with an event at or after this time (Unix ns).
+    pub since: Option<i64>,
+    /// Only sessions that started at or before this time (Unix ns).
+    pub until: Option<i64>,
+    pub adapter: Option<AdapterId>,
+    pub class: Option<AuditClass>,
+    /// Skip this many kept sessions (the newest) first.
+    pub skip: usize,
+    /// At most this many sessions after `skip`.
+    pub limit: Option<usize>,
+}
+
+impl SessionFilter {
+    /// Whether a session's combined summary passes the time and adapter
+    /// filters (decided before it is classified).
+    fn keeps(&self, s: &SessionSummary) -> bool {
+        self.since.is_none_or(|t| s.last_unix_ns >= t)
+            && self.until.is_none_or(|t| s.first_unix_ns <= t)
+            && self.adapter.is_none_or(|a| s.session.adapter == a)
+    }
+
+    fn keeps_class(&self, c: &Classification) -> bool {
+        self.class.is_none_or(|want| c.class == want)
+    }
+}
+
+/// One listed session: its combined summary, class, and the epochs it spans.
+#[derive(Debug, Clone)]
+pub struct Listed {
+    pub summary: SessionSummary,
+    pub class: Classification,
+    pub epochs: Vec<String>,
+    /// The session's own record problem, where there is one (`removed`:
+    /// the agent deleted it; harnery holds the only copy).
+    pub record: Option<String>,
+}
+
+impl Listed {
+    /// The line `harnery sessions --json` prints for this session.
+    pub fn to_json(&self, tagged: bool) -> serde_json::Value {
+        let mut v = serde_json::to_value(&self.summary).expect("a summary serializes");
+        v["eligibility"] = serde_json::to_value(&self.class).expect("a class serializes");
+        if tagged {
+            v["epochs"] = serde_json::to_value(&self.epochs).expect("labels serialize");
+        }
+        if let Some(record) = &self.record {
+            v["record"] = record.as_str().into();
+        }
+        v
+    }
+}
+
+/// The sessions `filter` keeps, newest first, classified as wholes; a
+/// session is classified only once the cheaper filters kept it, and the
+/// listing stops at the filter's page. What could not be read is named on
+/// stderr under `command` and passed over.
+pub fn list(
+    home: &Home,
+    epochs: &Epochs,
+    command: &str,
+    filter: &SessionFilter,
+) -> Result<Vec<Listed>, SourceError> {
+    let closed = closed_sessions(home)?;
+    let mut out = Vec::new();
+    let mut skipped = 0;
+    let mut failed = 0;
+    let candidates = epochs.newest_first(command, &mut failed);
+    for whole in candidates.into_iter().filter(|w| filter.keeps(&w.summary)) {
+        if filter.limit.is_some_and(|n| out.len() >= n) {
+            break;
+        }
+        let class = classify_whole(
+            command,
+            &whole.session,
+            &whole.parts,
+            closed.get(&whole.session),
+            &mut failed,
+        );
+        if !filter.keeps_class(&class) {
+            continue;
+        }
+        if skipped < filter.skip {
+            skipped += 1;
+            continue;
+        }
+        // The newest part holds the record cursor finalize left last.
+        let record = match whole.parts.last() {
+            Some(part) => record_problem(&part.ledger, &whole.session)?,
+            None => None,
+        };
+        out.push(Listed {
+            summary: whole.summary,
+            class,
+            epochs: whole.parts.iter().map(|e| e.label.clone()).collect(),
+            record,
+        });
+    }
+    Ok(out)
+}

@@ -1,0 +1,38 @@
+//! The JSON API: the same fields as the command line's `--json`, from the
+//! same serializers. `/api/sessions` is the array of the lines `harnery
+//! sessions --json` prints; `/api/sessions/{id}` is `harnery show --json`;
+//! `/api/usage?by=…` is `harnery usage --json --by …`; `/api/health` is the
+//! array of the lines `harnery health --json` prints; `/api/last-seq` is the
+//! newest ledger row (what the pages poll).
+
+use crate::report::health_check::condition_json;
+use crate::report::session_list::SessionFilter;
+use crate::report::usage::GroupBy;
+use crate::report::usage_doc::UsageDoc;
+
+use super::data::{ReadError, Source};
+
+pub fn sessions(source: &Source, filter: &SessionFilter) -> Result<serde_json::Value, ReadError> {
+    let listed = source.sessions(filter)?;
+    Ok(listed.iter().map(|l| l.to_json(false)).collect())
+}
+
+pub fn session(source: &Source, name: &str) -> Result<serde_json::Value, ReadError> {
+    let detail = source.session(name)?;
+    Ok(serde_json::to_value(&detail.timeline).expect("a timeline serializes"))
+}
+
+/// Usage grouped by `by` (`session` when not given, as the command).
+pub fn usage(source: &Source, by: GroupBy) -> Result<serde_json::Value, ReadError> {
+    let (tally, prices) = source.usage_by(by)?;
+    Ok(UsageDoc::of(&tally).to_json(&prices))
+}
+
+pub fn health(source: &Source) -> Result<serde_json::Value, ReadError> {
+    let report = source.health()?;
+    Ok(report.conditions.iter().map(condition_json).collect())
+}
+
+pub fn last_seq(source: &Source) -> Result<serde_json::Value, ReadError> {
+    Ok(serde_json::to_value(source.last_seq()?).expect("a seq serializes"))
+}

@@ -1,0 +1,237 @@
+//! What the pages and the API read, each read opening the live epoch
+//! read-only for the one request (so `finalize` from cron keeps writing
+//! while the server runs: a reader never takes the write lock) and
+//! reading only what the request shows: one page of sessions, one
+//! session, one event, a streamed usage tally.
+
+use serde::Serialize;
+
+use crate::contract::{EventType, SessionRef};
+use crate::home::Home;
+use crate::ledger::{LedgerError, LedgerReader, RowFilter, Timeline};
+use crate::report::audit::Classification;
+use crate::report::epochs::{Epochs, classify_whole};
+use crate::report::health_check::{HealthError, HealthReport};
+use crate::report::session_list::{Listed, SessionFilter, list};
+use crate::report::source::{SourceError, closed_sessions, live_or_none};
+use crate::report::usage::{GroupBy, Prices, UsageGroup, UsageTally, mark_turn_tokens, turn_usage};
+use crate::resume::log::SessionLog;
+use crate::view::{PartRows, SessionView, build};
+
+/// The name reads report under on stderr.
+const COMMAND: &str = "serve";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+    #[error(transparent)]
+    Health(#[from] HealthError),
+}
+
+impl ReadError {
+    /// Whether the request named something that is not there.
+    pub fn not_found(&self) -> bool {
+        matches!(
+            self,
+            ReadError::Source(SourceError::NoSuchSession(_))
+                | ReadError::Ledger(LedgerError::UnknownSession(_))
+        )
+    }
+}
+
+/// The newest row of the live epoch: changes whenever `finalize` lands one.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct LastSeq {
+    pub seq: i64,
+    /// The live epoch's genesis id (an advance starts a new chain).
+    pub epoch: Option<String>,
+}
+
+/// A listed session and the usage its own records report.
+pub struct SessionRow {
+    pub listed: Listed,
+    pub usage: UsageGroup,
+}
+
+/// One session, all a session page shows.
+pub struct SessionDetail {
+    pub view: SessionView,
+    /// The timeline `harnery show --json` prints.
+    pub timeline: Timeline,
+    pub class: Classification,
+    pub log: SessionLog,
+}
+
+/// Usage three ways, and the prices' label.
+pub struct UsageViews {
+    pub by_day: UsageTally,
+    pub by_model: UsageTally,
+    pub by_session: UsageTally,
+    pub prices: String,
+}
+
+/// The ledger's reads over one home.
+#[derive(Clone)]
+pub struct Source {
+    pub home: Home,
+}
+
+impl Source {
+    /// The live epoch, or `None` before the first `finalize`.
+    fn live(&self) -> Result<Option<Epochs>, ReadError> {
+        Ok(live_or_none(&self.home)?.map(Epochs::live))
+    }
+
+    pub fn last_seq(&self) -> Result<LastSeq, ReadError> {
+        match live_or_none(&self.home)? {
+            None => Ok(LastSeq {
+                seq: 0,
+                epoch: None,
+            }),
+            Some(ledger) => Ok(LastSeq {
+                seq: ledger.last_seq()?,
+                epoch: Some(ledger.genesis().genesis_id.clone()),
+            }),
+        }
+    }
+
+    /// One page of the sessions `filter` keeps, newest first.
+    pub fn sessions(&self, filter: &SessionFilter) -> Result<Vec<Listed>, ReadError> {
+        match self.live()? {
+            None => Ok(Vec::new()),
+            Some(epochs) => Ok(list(&self.home, &epochs, COMMAND, filter)?),
+        }
+    }
+
+    /// One page of sessions, each with the usage its own records report
+    /// (read through the session's usage rows only, priced with the
+    /// bundled table).
+    pub fn session_rows(&self, filter: &SessionFilter) -> Result<Vec<SessionRow>, ReadError> {
+        let Some(epochs) = self.live()? else {
+            return Ok(Vec::new());
+        };
+        let listed = list(&self.home, &epochs, COMMAND, filter)?;
+        let ledger = &epochs.open[0].ledger;
+        let prices = Prices::bundled();
+        let mut rows = Vec::with_capacity(listed.len());
+        for l in listed {
+            let mut tally = UsageTally::new(GroupBy::Session, Some(prices.clone()));
+            for e in ledger.session_events_of(&l.summary.session, &[EventType::UsageReported])? {
+                tally.add(&e);
+            }
+            rows.push(SessionRow {
+                listed: l,
+                usage: tally.total,
+            });
+        }
+        Ok(rows)
+    }
+
+    /// The session `name` names (its id, a unique prefix, or adapter/id).
+    pub fn session(&self, name: &str) -> Result<SessionDetail, ReadError> {
+        let epochs = self
+            .live()?
+            .ok_or_else(|| SourceError::NoSuchSession(name.to_string()))?;
+        let found = epochs.session(COMMAND, name)?;
+        let epoch = &epochs.open[0];
+        let ledger = &epoch.ledger;
+        let (mut timeline, events) = ledger.timeline_with_events(&found.session)?;
+        let spans = ledger.spans(Some(&found.session))?;
+        let view = build(
+            &[PartRows {
+                epoch: &epoch.label,
+                timeline: &timeline,
+                spans: &spans,
+                events: &events,
+            }],
+            false,
+        );
+        mark_turn_tokens(&mut timeline, &turn_usage(&events));
+        let closed = closed_sessions(&self.home).map_err(SourceError::from)?;
+        let mut failed = 0;
+        let class = classify_whole(
+            COMMAND,
+            &found.session,
+            &found.parts,
+            closed.get(&found.session),
+            &mut failed,
+        );
+        let log = SessionLog::read(ledger, &found.session)?;
+        Ok(SessionDetail {
+            view,
+            timeline,
+            class,
+            log,
+        })
+    }
+
+    /// The stored text of event `offset` of session `name`, and its seq.
+    pub fn event(
+        &self,
+        name: &str,
+        offset: u64,
+    ) -> Result<Option<(SessionRef, i64, String)>, ReadError> {
+        let Some(ledger) = live_or_none(&self.home)? else {
+            return Ok(None);
+        };
+        let session = ledger.resolve_session(name)?;
+        let found = ledger.event_text(&session, offset)?;
+        Ok(found.map(|(seq, text)| (session, seq, text)))
+    }
+
+    /// Usage by day, model and session, in one streamed pass over the
+    /// usage rows, priced with the bundled table.
+    pub fn usage(&self) -> Result<UsageViews, ReadError> {
+        let prices = Prices::bundled();
+        let label = prices.label();
+        let tally = |by| UsageTally::new(by, Some(prices.clone()));
+        let mut views = UsageViews {
+            by_day: tally(GroupBy::Day),
+            by_model: tally(GroupBy::Model),
+            by_session: tally(GroupBy::Session),
+            prices: label,
+        };
+        if let Some(ledger) = live_or_none(&self.home)? {
+            ledger.for_each_stored_text(&RowFilter::default(), |row| {
+                views.by_day.add_row(row);
+                views.by_model.add_row(row);
+                views.by_session.add_row(row);
+                Ok::<(), LedgerError>(())
+            })?;
+        }
+        Ok(views)
+    }
+
+    /// Usage grouped by `by` alone (what `/api/usage` returns), and the
+    /// prices' label.
+    pub fn usage_by(&self, by: GroupBy) -> Result<(UsageTally, String), ReadError> {
+        let prices = Prices::bundled();
+        let label = prices.label();
+        let mut tally = UsageTally::new(by, Some(prices));
+        if let Some(ledger) = live_or_none(&self.home)? {
+            ledger.for_each_stored_text(&RowFilter::default(), |row| {
+                tally.add_row(row);
+                Ok::<(), LedgerError>(())
+            })?;
+        }
+        Ok((tally, label))
+    }
+
+    /// What `harnery health` reports, judged now.
+    pub fn health(&self) -> Result<HealthReport, ReadError> {
+        let now = crate::now::resolve_now(None).unwrap_or_else(|_| crate::clock::wall_now_ns());
+        Ok(crate::report::health_check::gather(
+            &self.home,
+            now,
+            3600 * 1_000_000_000,
+        )?)
+    }
+
+    /// The live epoch's reader, for the health page's ledger facts.
+    pub fn ledger(&self) -> Result<Option<LedgerReader>, ReadError> {
+        Ok(live_or_none(&self.home)?)
+    }
+}

@@ -1,0 +1,81 @@
+//! The server's HTML pages, written with `maud` templates (every value is
+//! escaped as it is written): the frame every page shares, and one module
+//! per page.
+//!
+//! A page fetches only from its own server: the style sheets and scripts
+//! under `/static/`, and the JSON the live script polls.
+
+pub mod health;
+pub mod session;
+pub mod sessions;
+pub mod usage;
+
+use maud::{DOCTYPE, Markup, html};
+
+/// Which page a frame is around (its link in the navigation is marked).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Nav {
+    Sessions,
+    Usage,
+    Health,
+}
+
+/// A whole document: navigation, `body`, the shared script; with
+/// `timeline`, the view's style sheet and script too.
+pub fn document(title: &str, nav: Nav, timeline: bool, body: Markup) -> String {
+    let link = |to: Nav, href: &str, label: &str| {
+        html! { a href=(href) aria-current=[(nav == to).then_some("page")] { (label) } }
+    };
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) }
+                // No icon to fetch: the browser would ask for /favicon.ico.
+                link rel="icon" href="data:,";
+                link rel="stylesheet" href="/static/page.css";
+                link rel="stylesheet" href="/static/serve.css";
+            }
+            body {
+                nav.top aria-label="pages" {
+                    strong { "harnery" } " "
+                    (link(Nav::Sessions, "/", "Sessions")) " "
+                    (link(Nav::Usage, "/usage", "Usage")) " "
+                    (link(Nav::Health, "/health", "Health"))
+                    span #live role="status" aria-live="polite" {}
+                }
+                main { (body) }
+                @if timeline { script src="/static/view.js" {} }
+                script src="/static/app.js" {}
+            }
+        }
+    }
+    .into_string()
+}
+
+/// A page saying what went wrong (the status is the caller's).
+pub fn problem(title: &str, detail: &str) -> String {
+    let body = html! { h1 { (title) } p { (detail) } p { a href="/" { "All sessions" } } };
+    document(title, Nav::Sessions, false, body)
+}
+
+/// A token count, or `-` where none was reported (never zero for nothing).
+pub fn count(n: Option<u64>) -> String {
+    n.map_or("-".into(), |n| n.to_string())
+}
+
+/// A cost, to six decimal places with trailing zeros dropped, or `-`.
+pub fn money(cost: Option<f64>) -> String {
+    let Some(c) = cost else {
+        return "-".into();
+    };
+    let text = format!("{c:.6}");
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// The link to a session's page.
+pub fn session_href(id: &str) -> String {
+    format!("/sessions/{}", super::query::encode(id))
+}

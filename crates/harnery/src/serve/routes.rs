@@ -1,0 +1,216 @@
+//! Which reply a (guarded) request target gets: the pages, the JSON API
+//! and the static files. Every reply is built whole before it is sent.
+
+use super::data::{ReadError, Source};
+use super::pages::{self, health::LedgerFacts, sessions::Form};
+use super::query::Target;
+use super::{api, assets};
+use crate::report::audit::AuditClass;
+use crate::report::session_list::SessionFilter;
+use crate::report::usage::GroupBy;
+
+/// Sessions on one page of the list.
+pub const PAGE_ROWS: usize = 50;
+
+/// A reply: status, media type, body.
+pub struct Reply {
+    pub status: u16,
+    pub content_type: &'static str,
+    pub body: Vec<u8>,
+}
+
+const HTML: &str = "text/html; charset=utf-8";
+const JSON: &str = "application/json";
+
+impl Reply {
+    pub fn html(body: String) -> Reply {
+        Reply {
+            status: 200,
+            content_type: HTML,
+            body: body.into_bytes(),
+        }
+    }
+
+    pub fn json(v: serde_json::Value) -> Reply {
+        Reply {
+            status: 200,
+            content_type: JSON,
+            body: v.to_string().into_bytes(),
+        }
+    }
+
+    /// A status with a short page (or JSON under `/api/`) saying why.
+    pub fn problem(status: u16, api: bool, detail: &str) -> Reply {
+        let title = match status {
+            400 => "Bad request",
+            403 => "Forbidden",
+            404 => "Not found",
+            405 => "Method not allowed",
+            _ => "Could not read the ledger",
+        };
+        let body = match api {
+            true => serde_json::json!({ "error": title, "detail": detail }).to_string(),
+            false => pages::problem(title, detail),
+        };
+        Reply {
+            status,
+            content_type: if api { JSON } else { HTML },
+            body: body.into_bytes(),
+        }
+    }
+}
+
+/// The reply to a read of `target`.
+pub fn route(source: &Source, target: &Target) -> Reply {
+    let path = target.path();
+    let api = path.first() == Some(&"api");
+    match reply(source, target, &path) {
+        Ok(Some(r)) => r,
+        Ok(None) => Reply::problem(404, api, "no such page"),
+        Err(Bad(detail)) => Reply::problem(400, api, &detail),
+    }
+}
+
+/// A request the server cannot answer as asked.
+struct Bad(String);
+
+fn reply(source: &Source, t: &Target, path: &[&str]) -> Result<Option<Reply>, Bad> {
+    let read = |r: Result<Reply, ReadError>, api: bool| match r {
+        Ok(reply) => reply,
+        Err(e) if e.not_found() => Reply::problem(404, api, &e.to_string()),
+        Err(e) => Reply::problem(500, api, &e.to_string()),
+    };
+    Ok(Some(match path {
+        [] => read(sessions_page(source, t)?, false),
+        ["sessions", id] => read(
+            source
+                .session(id)
+                .map(|d| Reply::html(pages::session::render(&d))),
+            false,
+        ),
+        ["sessions", id, "events", offset] => read(event_page(source, id, offset)?, false),
+        ["usage"] => read(
+            source
+                .usage()
+                .map(|u| Reply::html(pages::usage::render(&u))),
+            false,
+        ),
+        ["health"] => read(health_page(source), false),
+        ["api", "sessions"] => read(api::sessions(source, &filter(t)?.1).map(Reply::json), true),
+        ["api", "sessions", id] => read(api::session(source, id).map(Reply::json), true),
+        ["api", "usage"] => read(api::usage(source, group_by(t)?).map(Reply::json), true),
+        ["api", "health"] => read(api::health(source).map(Reply::json), true),
+        ["api", "last-seq"] => read(api::last_seq(source).map(Reply::json), true),
+        ["static", name] => match assets::get(name) {
+            Some((content_type, bytes)) => Reply {
+                status: 200,
+                content_type,
+                body: bytes.to_vec(),
+            },
+            None => return Ok(None),
+        },
+        _ => return Ok(None),
+    }))
+}
+
+/// A static file's reply, if there is one by that name.
+pub fn asset(name: &str) -> Option<Reply> {
+    assets::get(name).map(|(content_type, bytes)| Reply {
+        status: 200,
+        content_type,
+        body: bytes.to_vec(),
+    })
+}
+
+fn sessions_page(source: &Source, t: &Target) -> Result<Result<Reply, ReadError>, Bad> {
+    let (form, mut filter) = filter(t)?;
+    filter.skip = form.page * PAGE_ROWS;
+    // One more than a page says whether another page follows.
+    filter.limit = Some(PAGE_ROWS + 1);
+    Ok(source.session_rows(&filter).map(|mut rows| {
+        let more = rows.len() > PAGE_ROWS;
+        rows.truncate(PAGE_ROWS);
+        match t.param("fragment") {
+            Some("rows") => Reply::html(pages::sessions::table_rows(&rows).into_string()),
+            _ => Reply::html(pages::sessions::render(&form, &rows, more)),
+        }
+    }))
+}
+
+fn event_page(source: &Source, id: &str, offset: &str) -> Result<Result<Reply, ReadError>, Bad> {
+    let offset: u64 = offset
+        .parse()
+        .map_err(|_| Bad(format!("{offset:?} is not an event offset")))?;
+    Ok(source.event(id, offset).map(|found| match found {
+        Some((session, seq, text)) => {
+            Reply::html(pages::session::event(&session, offset, seq, &text))
+        }
+        None => Reply::problem(
+            404,
+            false,
+            &format!("session {id:?} has no event at offset {offset}"),
+        ),
+    }))
+}
+
+fn health_page(source: &Source) -> Result<Reply, ReadError> {
+    let report = source.health()?;
+    let facts = match source.ledger()? {
+        Some(l) => Some(LedgerFacts::of(&l)?),
+        None => None,
+    };
+    Ok(Reply::html(pages::health::render(&report, facts.as_ref())))
+}
+
+/// The filters of `harnery sessions` from the query: `since`, `until`
+/// (RFC 3339), `agent`, `class`, `page`; `limit` and `page` for the API.
+fn filter(t: &Target) -> Result<(Form, SessionFilter), Bad> {
+    let time = |name: &str| match t.param(name) {
+        None => Ok(None),
+        Some(v) => crate::clock::parse_instant(v)
+            .map(Some)
+            .ok_or_else(|| Bad(format!("{name}={v:?} is not an RFC 3339 time"))),
+    };
+    let number = |name: &str| match t.param(name) {
+        None => Ok(None),
+        Some(v) => v
+            .parse::<usize>()
+            .map(Some)
+            .map_err(|_| Bad(format!("{name}={v:?} is not a number"))),
+    };
+    let adapter = match t.param("agent") {
+        None => None,
+        Some(a) => Some(
+            crate::contract::AdapterId::parse(a)
+                .ok_or_else(|| Bad(format!("agent={a:?} is not claude-code or copilot")))?,
+        ),
+    };
+    let class = match t.param("class") {
+        None => None,
+        Some("eligible") => Some(AuditClass::Eligible),
+        Some("audit_only") => Some(AuditClass::AuditOnly),
+        Some(c) => return Err(Bad(format!("class={c:?} is not eligible or audit_only"))),
+    };
+    let page = number("page")?.unwrap_or(0);
+    let limit = number("limit")?;
+    let form = Form {
+        since: t.param("since").unwrap_or("").to_string(),
+        until: t.param("until").unwrap_or("").to_string(),
+        agent: t.param("agent").unwrap_or("").to_string(),
+        class: t.param("class").unwrap_or("").to_string(),
+        page,
+    };
+    let filter = SessionFilter {
+        since: time("since")?,
+        until: time("until")?,
+        adapter,
+        class,
+        skip: limit.map_or(0, |n| n * page),
+        limit,
+    };
+    Ok((form, filter))
+}
+
+fn group_by(t: &Target) -> Result<GroupBy, Bad> {
+    t.param("by").unwrap_or("session").parse().map_err(Bad)
+}

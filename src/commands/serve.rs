@@ -1,0 +1,56 @@
+//! `harnery serve [--addr HOST:PORT] [--from URL] [--open]`: a read-only
+//! local web app over the live ledger, or the fleet's sessions with
+//! `--from` (see `harnery::serve`). Prints the URL with its
+//! access token, then answers requests until interrupted.
+
+use std::io::Write;
+
+use super::{CmdResult, Outcome};
+use harnery::fleet::{PgEnv, Target};
+use harnery::home::Home;
+use harnery::serve::Backend;
+use harnery::serve::fleet::Fleet;
+
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Binds 127.0.0.1 unless --addr names another address. Every request needs \
+    the token in the printed URL (the first one sets a cookie for the rest). Read-only: no \
+    request writes anything. Port 0 takes a free port."
+)]
+pub struct Args {
+    /// Where to listen.
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:8719")]
+    addr: String,
+    /// Serve the fleet's sessions from this PostgreSQL (a reader role's
+    /// URL; `harnery fleet add-reader`) instead of this home's ledger.
+    #[arg(long, value_name = "postgresql://…")]
+    from: Option<String>,
+    /// Open the URL in the desktop's browser (xdg-open) once listening.
+    #[arg(long)]
+    open: bool,
+}
+
+pub fn run(args: Args) -> CmdResult {
+    let backend = match &args.from {
+        Some(url) => Backend::Fleet(Box::new(Fleet {
+            target: Target::resolve(Some(url), &PgEnv::from_process())?,
+        })),
+        None => Backend::home(Home::from_env()?),
+    };
+    let bound = harnery::serve::bind(&args.addr, backend)?;
+    let url = bound.url();
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "harnery serve: {url}")?;
+    out.flush()?;
+    drop(out);
+    if args.open {
+        // A browser that cannot be started is said, not fatal: the URL is printed.
+        if let Err(e) = std::process::Command::new("xdg-open").arg(&url).spawn() {
+            harnery::terminal::warn(&format!(
+                "cannot open a browser (xdg-open: {e}); open {url}"
+            ));
+        }
+    }
+    bound.run();
+    Ok(Outcome::Clean)
+}
