@@ -202,6 +202,9 @@ impl Source {
                 Ok::<(), LedgerError>(())
             })?;
         }
+        for t in [&mut views.by_day, &mut views.by_model, &mut views.by_session] {
+            t.settle();
+        }
         Ok(views)
     }
 
@@ -217,6 +220,7 @@ impl Source {
                 Ok::<(), LedgerError>(())
             })?;
         }
+        tally.settle();
         Ok((tally, label))
     }
 
