@@ -27,6 +27,7 @@ pub mod recover;
 pub mod replay;
 pub mod restore;
 pub mod run_report;
+pub mod search;
 pub mod sessions;
 pub mod ship;
 pub mod show;
@@ -127,6 +128,8 @@ enum Command {
     View(view::Args),
     /// Print a session's events in offset order.
     Replay(replay::Args),
+    /// Find what an agent said or did: prompts, messages, tool inputs and outputs, commands.
+    Search(search::Args),
     /// Check every ledger row against the contract.
     Validate(validate::Args),
     /// Recompute the ledger's hash chain.
@@ -185,6 +188,7 @@ fn dispatch(command: Command) -> CmdResult {
         Command::Show(a) => show::run(a),
         Command::View(a) => view::run(a),
         Command::Replay(a) => replay::run(a),
+        Command::Search(a) => search::run(a),
         Command::Validate(a) => validate::run(a),
         Command::Verify(a) => verify::run(a),
         Command::End(a) => end::run(a),

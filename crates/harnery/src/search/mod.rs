@@ -140,14 +140,14 @@ const PREFIX_CHARS: usize = 12;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SearchError {
-    #[error("bad query: {0}")]
+    #[error("bad query")]
     Query(#[from] QueryError),
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Io {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("search index: {0}")]
+    #[error("search index")]
     Sqlite(#[from] rusqlite::Error),
     #[error(transparent)]
     Ledger(#[from] LedgerError),
