@@ -60,6 +60,7 @@ mod recover_built;
 mod recover_cli;
 mod recover_corpus;
 mod recover_policy;
+mod search;
 mod session_log;
 mod session_log_copilot;
 mod session_prefixes;
