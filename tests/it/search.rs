@@ -78,7 +78,7 @@ impl Home {
     fn search(&self, args: &[&str]) -> Vec<Value> {
         let mut all = vec!["search", "--json"];
         all.extend_from_slice(args);
-        lines(&self.ok(&all))
+        lines_of(&self.ok(&all))
     }
 
     fn index(&self) -> PathBuf {
@@ -86,7 +86,7 @@ impl Home {
     }
 }
 
-fn lines(out: &Output) -> Vec<Value> {
+fn lines_of(out: &Output) -> Vec<Value> {
     stdout(out)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -291,7 +291,7 @@ fn a_hit_in_an_archived_epoch_is_found_with_epoch_all() {
     let search = |args: &[&str]| {
         let out = next(&h.home, args);
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-        lines(&out)
+        lines_of(&out)
     };
     assert!(search(&["search", "--json", "banana"]).is_empty());
     let all = search(&["search", "--json", "--epoch", "all", "banana"]);
@@ -333,7 +333,7 @@ fn a_damaged_index_is_made_again_silently() {
         std::fs::write(h.index(), damage).unwrap();
         let out = h.ok(&["search", "--json", "src/ledger"]);
         assert!(stderr(&out).is_empty(), "{}", stderr(&out));
-        assert_eq!(lines(&out), before);
+        assert_eq!(lines_of(&out), before);
     }
     // Another schema in a real SQLite file is made again too.
     std::fs::remove_file(h.index()).unwrap();
@@ -434,4 +434,44 @@ fn the_text_output_marks_matches_and_escapes_agent_text() {
     assert!(text.contains("[banana]"), "{text}");
     assert!(!text.contains('\x1b'), "no colour off a terminal: {text}");
     assert!(text.starts_with("9c520b8b-ad4 @"), "{text}");
+}
+
+#[test]
+fn a_span_that_fails_after_its_request_was_indexed_is_found_by_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let hooks =
+        std::fs::read_to_string(fixtures().join("claude-code/tool-failure/hooks.jsonl")).unwrap();
+    let lines: Vec<&str> = hooks.lines().collect();
+    let pre = lines
+        .iter()
+        .position(|l| l.contains("\"PreToolUse\""))
+        .unwrap();
+    let search = |args: &[&str]| {
+        let out = common::run(home, args);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        lines_of(&out)
+    };
+    for line in &lines[..=pre] {
+        common::deliver(home, "claude-code", line);
+    }
+    assert!(common::run(home, &["finalize"]).status.success());
+    let open = search(&["search", "--json", "--kind", "tool-input", "echo"]);
+    assert_eq!(open[0]["span_state"], "open");
+    assert!(search(&["search", "--json", "--failed", "echo"]).is_empty());
+    for line in &lines[pre + 1..] {
+        common::deliver(home, "claude-code", line);
+    }
+    assert!(common::run(home, &["finalize"]).status.success());
+    let failed = search(&[
+        "search",
+        "--json",
+        "--failed",
+        "--kind",
+        "tool-input",
+        "echo",
+    ]);
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0]["event_id"], open[0]["event_id"]);
+    assert_eq!(failed[0]["span_state"], "closed_native");
 }

@@ -7,11 +7,11 @@
 //! makes the index again.
 //!
 //! A span's state and outcome are copied from the ledger's span rows onto
-//! its request's and its terminal's docs whenever a batch holds an event
-//! of one of its sessions' spans, so `--failed` sees a span closed after
-//! its request was indexed.
+//! its request's and its terminal's docs whenever a batch holds one of
+//! its events (its state changes only with one), so `--failed` sees a
+//! span closed after its request was indexed.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
@@ -68,6 +68,9 @@ struct Batch {
     last_hash: Vec<u8>,
     /// Sessions with a span event in the batch.
     spans_of: BTreeSet<SessionRef>,
+    /// The ids of the batch's span events: a span's state changes only
+    /// with an event of its own.
+    span_events: HashSet<String>,
 }
 
 fn index_batch(
@@ -81,13 +84,14 @@ fn index_batch(
         last_seq: after,
         last_hash: Vec::new(),
         spans_of: BTreeSet::new(),
+        span_events: HashSet::new(),
     };
     ledger.for_each_chain_row(after, BATCH, |row| index_row(tx, genesis, row, &mut batch))?;
     if batch.rows == 0 {
         return Ok(batch);
     }
     for session in &batch.spans_of {
-        copy_span_states(tx, ledger, genesis, session)?;
+        copy_span_states(tx, ledger, genesis, session, &batch.span_events)?;
     }
     tx.execute(
         "INSERT INTO ledgers (genesis_id, indexed_seq, seq_hash) VALUES (?1, ?2, ?3) \
@@ -113,6 +117,7 @@ fn index_row(
     };
     if is_span_event(event.event_type()) {
         batch.spans_of.insert(event.session.clone());
+        batch.span_events.insert(event.id.as_str().to_string());
     }
     let Some(doc) = doc_of(&event) else {
         return Ok(());
@@ -155,19 +160,27 @@ fn is_span_event(ty: EventType) -> bool {
     )
 }
 
-/// Copy each span's state and outcome of `session` onto the docs of its
-/// request and its terminal.
+/// Copy the state and outcome of each span of `session` that has an
+/// event in the batch (`touched`) onto the docs of its request and its
+/// terminal.
 fn copy_span_states(
     tx: &Transaction,
     ledger: &LedgerReader,
     genesis: &str,
     session: &SessionRef,
+    touched: &HashSet<String>,
 ) -> Result<(), SearchError> {
     let mut update = tx.prepare_cached(
         "UPDATE docs SET span_state = ?1, outcome = ?2 \
          WHERE genesis_id = ?3 AND event_id IN (?4, ?5)",
     )?;
     for span in ledger.spans(Some(session))? {
+        let completed = span.completed_event_id.as_deref();
+        if !touched.contains(&span.request_event_id)
+            && !completed.is_some_and(|c| touched.contains(c))
+        {
+            continue;
+        }
         update.execute(params![
             span.state.as_str(),
             span.outcome,
