@@ -213,6 +213,17 @@ fn every_kind_is_found_by_a_word_a_phrase_and_a_substring() {
             );
         }
     }
+    // Words and substrings together: both must match, each is marked.
+    let both = h.search(&["echo", "\"err >&2\""]);
+    assert!(!both.is_empty());
+    for hit in &both {
+        let marks = marked(hit);
+        assert!(
+            marks.iter().any(|m| m == "echo") && marks.iter().any(|m| m == "err >&2"),
+            "{hit}"
+        );
+    }
+    assert!(h.search(&["banana", "\"err >&2\""]).is_empty());
     // Without --kind, a word is found in every kind that holds it.
     let kinds: Vec<String> = h
         .search(&["exit", "--limit", "100"])

@@ -1,6 +1,7 @@
 //! Running a translated query against the index: the FTS5 tables a
 //! query needs, joined to `docs`, the filters as plain column tests, and
-//! the order (BM25, then newest; or newest only). Only the hits' ids and
+//! the order (BM25 of its words, then newest; or newest only: a query of
+//! substrings alone has no rank). Only the hits' ids and
 //! columns are sorted; each hit's text is read after, one row at a time,
 //! so a query that matches much of the index never holds its text.
 
@@ -42,7 +43,7 @@ pub struct Found {
     pub tool: Option<String>,
     pub span_state: Option<String>,
     pub outcome: Option<String>,
-    /// BM25 (lower is better; summed over both tables when both match).
+    /// BM25 of the query's words (lower is better; 0 with none).
     pub score: f64,
 }
 
@@ -55,15 +56,29 @@ const FILTERS: &str = "d.genesis_id IN (SELECT value FROM json_each(:epochs)) \
     AND (:tool IS NULL OR d.tool = :tool COLLATE NOCASE) \
     AND (:failed = 0 OR d.outcome = 'failure')";
 
-/// The SQL of a query: its FTS5 tables joined, filtered, ordered.
+/// The SQL of a query: each FTS5 table it needs matched once, as its
+/// own materialized set (never run again per row of the other), joined to
+/// `docs`, filtered, ordered.
 fn sql(t: &Translated, sort: Sort) -> String {
+    let mut with = Vec::new();
     let mut joins = String::new();
     let mut score = Vec::new();
-    for (table, expr, alias) in [("words", &t.words, "w"), ("grams", &t.grams, "g")] {
+    // Substrings are not ranked: BM25 over trigrams says little and costs
+    // most of a query that matches much (it reads each match's sizes).
+    let tables = [
+        ("words", &t.words, "w", "bm25(words)"),
+        ("grams", &t.grams, "g", "0.0"),
+    ];
+    for (table, expr, alias, rank) in tables {
         if expr.is_some() {
-            joins.push_str(&format!(
-                " JOIN (SELECT rowid AS id, bm25({table}) AS r FROM {table} WHERE {table} MATCH :{alias}) {alias} ON {alias}.id = d.id"
+            with.push(format!(
+                "{alias} AS MATERIALIZED (SELECT rowid AS id, {rank} AS r FROM {table} WHERE {table} MATCH :{alias})"
             ));
+            let on = match score.is_empty() {
+                true => format!("{alias} CROSS JOIN docs d ON d.id = {alias}.id"),
+                false => format!(" JOIN {alias} ON {alias}.id = d.id"),
+            };
+            joins.push_str(&on);
             score.push(format!("{alias}.r"));
         }
     }
@@ -72,9 +87,10 @@ fn sql(t: &Translated, sort: Sort) -> String {
         Sort::Time => "d.time_unix_ns DESC, d.seq DESC",
     };
     format!(
-        "SELECT d.id, d.genesis_id, d.seq, d.adapter, d.session_id, d.offset, d.event_id, d.event_type, \
-         d.time_unix_ns, d.turn, d.kind, d.tool, d.span_state, d.outcome, {} AS score \
-         FROM docs d{joins} WHERE {FILTERS} ORDER BY {order} LIMIT :limit",
+        "WITH {} SELECT d.id, d.genesis_id, d.seq, d.adapter, d.session_id, d.offset, d.event_id, \
+         d.event_type, d.time_unix_ns, d.turn, d.kind, d.tool, d.span_state, d.outcome, {} AS score \
+         FROM {joins} WHERE {FILTERS} ORDER BY {order} LIMIT :limit",
+        with.join(", "),
         score.join(" + ")
     )
 }

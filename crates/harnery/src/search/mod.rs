@@ -42,7 +42,7 @@ use crate::report::source::SourceError;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Sort {
-    /// BM25 rank, then newest first.
+    /// BM25 rank of the words, then newest first.
     #[default]
     Relevance,
     /// Newest first.
@@ -131,7 +131,7 @@ pub struct Hit {
     pub snippet: String,
     /// Byte ranges `[start, end)` of the matches in `snippet`.
     pub matches: Vec<[usize; 2]>,
-    /// BM25 (lower is better).
+    /// BM25 of the query's words (lower is better; 0 for substrings alone).
     pub score: f64,
 }
 

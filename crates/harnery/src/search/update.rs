@@ -13,7 +13,7 @@
 
 use std::collections::{BTreeSet, HashSet};
 
-use rusqlite::{Connection, OptionalExtension, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
 use super::SearchError;
 use super::extract::doc_of;
@@ -24,29 +24,29 @@ use crate::ledger::{ChainRow, LedgerReader};
 const BATCH: u64 = 5_000;
 
 /// Index the rows of `ledger` after those already indexed; how many rows
-/// were read.
+/// were read. Each batch reads how far the index is inside its own write
+/// transaction, so a search and a finalize catching up at once never
+/// index a row twice.
 pub fn catch_up(conn: &mut Connection, ledger: &LedgerReader) -> Result<u64, SearchError> {
     let genesis = ledger.genesis().genesis_id.clone();
-    let (mut after, hash) = indexed(conn, &genesis)?;
-    if after > 0 && ledger.row_hash(after)? != hash {
-        return Err(SearchError::Stale(genesis));
-    }
     let last = ledger.last_seq()?;
-    if last < after {
-        return Err(SearchError::Stale(genesis));
-    }
     let mut read = 0;
-    while after < last {
-        let tx = conn.transaction()?;
+    loop {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let (after, hash) = indexed(&tx, &genesis)?;
+        if after > last || (after > 0 && ledger.row_hash(after)? != hash) {
+            return Err(SearchError::Stale(genesis));
+        }
+        if after == last {
+            return Ok(read);
+        }
         let batch = index_batch(&tx, ledger, &genesis, after)?;
         tx.commit()?;
         if batch.rows == 0 {
-            break;
+            return Ok(read);
         }
         read += batch.rows;
-        after = batch.last_seq;
     }
-    Ok(read)
 }
 
 /// How far `genesis` is indexed: the last row's seq and its hash.
