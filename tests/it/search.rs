@@ -486,3 +486,36 @@ fn a_span_that_fails_after_its_request_was_indexed_is_found_by_failed() {
     assert_eq!(failed[0]["event_id"], open[0]["event_id"]);
     assert_eq!(failed[0]["span_state"], "closed_native");
 }
+
+#[test]
+fn an_index_held_by_another_run_is_searched_as_it_is_then_caught_up() {
+    let h = Home::build();
+    let before = h.search(&["exit", "--limit", "100"]);
+    let lock = rusqlite::Connection::open(h.index()).unwrap();
+    lock.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    common::deliver(
+        &h.home,
+        "claude-code",
+        &serde_json::json!({"hook_event_name": "UserPromptSubmit", "session_id": SESSION,
+            "prompt": "exit through the kumquat door", "prompt_id": "p-2"})
+        .to_string(),
+    );
+    let out = h.ok(&["finalize"]);
+    assert!(
+        stderr(&out).contains("search index was not brought up to date"),
+        "{}",
+        stderr(&out)
+    );
+    let out = h.ok(&["search", "--json", "exit", "--limit", "100"]);
+    assert!(
+        stderr(&out).contains("another run is updating the index"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(lines_of(&out), before);
+    lock.execute_batch("ROLLBACK").unwrap();
+    drop(lock);
+    let after = h.search(&["kumquat"]);
+    assert_eq!(after.len(), 1);
+    assert_eq!(after[0]["kind"], "prompt");
+}

@@ -272,6 +272,12 @@ fn current(home: &Home, ledgers: &[&LedgerReader]) -> Result<rusqlite::Connectio
     let mut conn = store::open(home)?;
     match catch_up_all(&mut conn, ledgers) {
         Ok(_) => Ok(conn),
+        Err(SearchError::Sqlite(e)) if store::is_busy(&e) => {
+            crate::terminal::warn(
+                "harnery search: another run is updating the index; searching what it holds so far",
+            );
+            Ok(conn)
+        }
         Err(e) if e.needs_rebuild() => {
             drop(conn);
             rebuilt(home, ledgers)

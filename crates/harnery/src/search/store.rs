@@ -70,7 +70,10 @@ pub fn open(home: &Home) -> Result<Connection, SearchError> {
     let path = index_path(home)?;
     match open_existing(&path) {
         Ok(Some(conn)) => Ok(conn),
-        Ok(None) | Err(_) => create(&path),
+        Ok(None) => create(&path),
+        Err(e) if is_damage(&e) => create(&path),
+        // Busy, or unreachable: never a reason to throw the index away.
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -145,4 +148,11 @@ pub fn is_damage(e: &rusqlite::Error) -> bool {
     use rusqlite::ErrorCode::{DatabaseCorrupt, NotADatabase};
     matches!(e.sqlite_error_code(), Some(DatabaseCorrupt | NotADatabase))
         || matches!(e, rusqlite::Error::SqliteFailure(_, Some(m)) if m.contains("no such table") || m.contains("no such column"))
+}
+
+/// Whether an error means another connection holds the index for writing
+/// (past the busy timeout).
+pub fn is_busy(e: &rusqlite::Error) -> bool {
+    use rusqlite::ErrorCode::{DatabaseBusy, DatabaseLocked};
+    matches!(e.sqlite_error_code(), Some(DatabaseBusy | DatabaseLocked))
 }
