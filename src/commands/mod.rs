@@ -28,6 +28,7 @@ pub mod replay;
 pub mod restore;
 pub mod restore_apply;
 pub mod run_report;
+pub mod search;
 pub mod serve;
 pub mod session_epochs;
 pub mod sessions;
@@ -132,6 +133,8 @@ enum Command {
     Serve(serve::Args),
     /// Print a session's events in offset order.
     Replay(replay::Args),
+    /// Find what an agent said or did: prompts, messages, tool inputs and outputs, commands.
+    Search(search::Args),
     /// Check every ledger row against the contract.
     Validate(validate::Args),
     /// Recompute the ledger's hash chain.
@@ -191,6 +194,7 @@ fn dispatch(command: Command) -> CmdResult {
         Command::View(a) => view::run(a),
         Command::Serve(a) => serve::run(a),
         Command::Replay(a) => replay::run(a),
+        Command::Search(a) => search::run(a),
         Command::Validate(a) => validate::run(a),
         Command::Verify(a) => verify::run(a),
         Command::End(a) => end::run(a),

@@ -7,6 +7,8 @@
 
 use serde::Serialize;
 
+mod around;
+
 use super::{CmdResult, EpochArg, Outcome};
 use harnery::home::Home;
 use harnery::ledger::{SessionSummary, Timeline, TimelineEntry, format_time};
@@ -21,14 +23,21 @@ pub struct Args {
     /// Print the timeline as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Only the entries around this offset (a `harnery search` hit's), the
+    /// entry that holds it marked `>>`.
+    #[arg(long, value_name = "OFFSET")]
+    pub at: Option<u64>,
+    /// With --at: how many entries to show on each side.
+    #[arg(long, value_name = "N", default_value_t = 5, requires = "at")]
+    pub context: usize,
     #[command(flatten)]
     pub epoch: EpochArg,
 }
 
 /// One part of a session shown across epochs.
-struct Part<'a> {
-    epoch: &'a OpenEpoch,
-    timeline: Timeline,
+pub(crate) struct Part<'a> {
+    pub(crate) epoch: &'a OpenEpoch,
+    pub(crate) timeline: Timeline,
 }
 
 /// The JSON of a session shown across epochs: today's two fields, each
@@ -68,15 +77,11 @@ pub fn run(args: Args) -> CmdResult {
         })
         .collect();
     let mut out = harnery::terminal::stdout(args.json);
-    match (epochs.tagged, args.json) {
-        (false, true) => writeln!(out, "{}", serde_json::to_string_pretty(&parts[0].timeline)?)?,
-        (false, false) => write!(out, "{}", render(&parts[0].timeline))?,
-        (true, true) => writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&whole_json(&parts))?
-        )?,
-        (true, false) => write!(out, "{}", render_parts(&parts))?,
+    if let Some(at) = args.at {
+        let shown = around::Around::of(&parts, at, args.context)?;
+        shown.write(&mut out, args.json)?;
+    } else {
+        write_whole(&mut out, &parts, &epochs, args.json)?;
     }
     let mut damaged = false;
     for p in &parts {
@@ -91,13 +96,28 @@ pub fn run(args: Args) -> CmdResult {
     })
 }
 
-fn whole(parts: &[Part]) -> SessionSummary {
+fn write_whole(
+    out: &mut dyn Write,
+    parts: &[Part],
+    epochs: &Epochs,
+    json: bool,
+) -> Result<(), super::CmdError> {
+    match (epochs.tagged, json) {
+        (false, true) => writeln!(out, "{}", serde_json::to_string_pretty(&parts[0].timeline)?)?,
+        (false, false) => write!(out, "{}", render(&parts[0].timeline))?,
+        (true, true) => writeln!(out, "{}", serde_json::to_string_pretty(&whole_json(parts))?)?,
+        (true, false) => write!(out, "{}", render_parts(parts))?,
+    }
+    Ok(())
+}
+
+pub(crate) fn whole(parts: &[Part]) -> SessionSummary {
     let summaries: Vec<SessionSummary> = parts.iter().map(|p| p.timeline.summary.clone()).collect();
     combine(&summaries).expect("a shown session has a part")
 }
 
 /// A part's entries with their times counted from `start`.
-fn shifted(part: &Part, start: i64) -> impl Iterator<Item = TimelineEntry> {
+pub(crate) fn shifted(part: &Part, start: i64) -> impl Iterator<Item = TimelineEntry> {
     let shift = (part.timeline.summary.first_unix_ns - start) / 1_000_000;
     part.timeline.entries.iter().cloned().map(move |mut e| {
         e.at_ms += shift;
@@ -162,7 +182,7 @@ pub fn render(t: &Timeline) -> String {
     out
 }
 
-fn header(s: &SessionSummary) -> String {
+pub(crate) fn header(s: &SessionSummary) -> String {
     format!(
         "session {} {}\n  {} .. {}  events {}  turns {}  spans: {} closed natively, {} recovered, {} open\n\n",
         s.session.adapter,
@@ -177,7 +197,7 @@ fn header(s: &SessionSummary) -> String {
     )
 }
 
-fn line(e: &TimelineEntry) -> String {
+pub(crate) fn line(e: &TimelineEntry) -> String {
     let indent = match e.kind.as_str() {
         "session.started" | "session.ended" | "turn.started" | "turn.completed" => "",
         _ => "  ",

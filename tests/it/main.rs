@@ -63,6 +63,7 @@ mod recover_corpus;
 mod recover_policy;
 mod restore_apply;
 mod restore_apply_more;
+mod search;
 mod serve;
 mod serve_fleet;
 mod session_log;

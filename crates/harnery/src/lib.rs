@@ -6,7 +6,7 @@
 //! Layers, from the bottom up:
 //! `home`, `clock`, `spool`, `now` → `contract` → `agents`, `ledger` → `session` →
 //! `finalize`, `epoch`, `report`, `export`, `operator`, `resume`, `install`
-//! → `view`, `fleet` → `serve`.
+//! → `view`, `fleet`, `search` → `serve`.
 
 pub use harnery_spool::{clock, failpoint, home, spool};
 
@@ -24,6 +24,7 @@ pub mod operator;
 pub mod progress;
 pub mod report;
 pub mod resume;
+pub mod search;
 pub mod serve;
 pub mod session;
 pub mod terminal;

@@ -202,7 +202,11 @@ impl Source {
                 Ok::<(), LedgerError>(())
             })?;
         }
-        for t in [&mut views.by_day, &mut views.by_model, &mut views.by_session] {
+        for t in [
+            &mut views.by_day,
+            &mut views.by_model,
+            &mut views.by_session,
+        ] {
             t.settle();
         }
         Ok(views)

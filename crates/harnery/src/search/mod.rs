@@ -1,0 +1,331 @@
+//! Search: find what an agent said or did (prompts, messages, reasoning,
+//! tool inputs and outputs, `harnery exec` commands) across every session
+//! of every epoch, through a full-text index that is never the truth.
+//!
+//! The index ([`store`]) is its own SQLite file, built from ledger rows
+//! read through [`LedgerReader`] ([`update`]), never part of the hash
+//! chain and never read by `verify`. It is brought up to date before each
+//! search for the epochs searched, and by `harnery finalize` after its
+//! ledger transaction commits ([`update_live`]); a missing, damaged or
+//! foreign index is made again from the ledger, silently. Nothing here
+//! writes to a ledger.
+//!
+//! - [`query`]: the query syntax and its translation into FTS5 (the
+//!   user's text is never passed to FTS5 as syntax).
+//! - [`extract`]: which text of which event is searchable, as what kind.
+//! - [`find`]: the SQL of a search; [`snippet`]: the marked window.
+
+pub mod extract;
+mod find;
+pub mod query;
+pub mod snippet;
+mod store;
+mod update;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+pub use extract::Kind;
+pub use query::QueryError;
+pub use store::index_path;
+
+use crate::contract::{AdapterId, SessionRef};
+use crate::epoch::EpochSelector;
+use crate::home::Home;
+use crate::ledger::{LedgerError, LedgerReader, format_time};
+use crate::report::epochs::Epochs;
+use crate::report::source::SourceError;
+
+/// How hits are ordered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Sort {
+    /// BM25 rank of the words, then newest first.
+    #[default]
+    Relevance,
+    /// Newest first.
+    Time,
+}
+
+impl std::str::FromStr for Sort {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Sort, String> {
+        match s {
+            "relevance" => Ok(Sort::Relevance),
+            "time" => Ok(Sort::Time),
+            _ => Err(format!("{s:?} is not an order; relevance or time")),
+        }
+    }
+}
+
+/// The default number of hits.
+pub const DEFAULT_LIMIT: usize = 20;
+
+/// A search: the query text (see [`query`]) and what narrows it.
+#[derive(Debug, Clone)]
+pub struct Query {
+    pub text: String,
+    /// A session id, a unique prefix, or `adapter/id`.
+    pub session: Option<String>,
+    pub adapter: Option<AdapterId>,
+    pub since_unix_ns: Option<i64>,
+    pub until_unix_ns: Option<i64>,
+    /// Only these kinds (all when empty).
+    pub kinds: Vec<Kind>,
+    /// Only this tool (any case).
+    pub tool: Option<String>,
+    /// Only text of spans whose outcome was a failure.
+    pub failed: bool,
+    pub epoch: EpochSelector,
+    pub limit: usize,
+    pub sort: Sort,
+}
+
+impl Query {
+    /// `text` over the live epoch, every kind, the default limit and order.
+    pub fn new(text: impl Into<String>) -> Query {
+        Query {
+            text: text.into(),
+            session: None,
+            adapter: None,
+            since_unix_ns: None,
+            until_unix_ns: None,
+            kinds: Vec::new(),
+            tool: None,
+            failed: false,
+            epoch: EpochSelector::Live,
+            limit: DEFAULT_LIMIT,
+            sort: Sort::Relevance,
+        }
+    }
+}
+
+/// One hit: where the event is, what it is, and its text around the match
+/// (`harnery search --json` prints these).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hit {
+    /// `live`, or the genesis id of an archived epoch.
+    pub epoch: String,
+    pub session: SessionRef,
+    /// The session id's first characters, as the text output shows it.
+    pub session_prefix: String,
+    /// RFC 3339, UTC, milliseconds.
+    pub time: String,
+    pub time_unix_ns: i64,
+    pub turn: Option<String>,
+    pub kind: Kind,
+    pub event_type: String,
+    pub tool: Option<String>,
+    /// `open`, `closed_native` or `recovered`, for a span's text.
+    pub span_state: Option<String>,
+    pub outcome: Option<String>,
+    /// The event's offset in its session (`harnery show S --at OFFSET`).
+    pub offset: u64,
+    /// The event's row in its epoch's chain.
+    pub seq: i64,
+    pub event_id: String,
+    /// One line of the event's text around the first match.
+    pub snippet: String,
+    /// Byte ranges `[start, end)` of the matches in `snippet`.
+    pub matches: Vec<[usize; 2]>,
+    /// BM25 of the query's words (lower is better; 0 for substrings alone).
+    pub score: f64,
+}
+
+/// Characters of the session id a hit shows.
+const PREFIX_CHARS: usize = 12;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SearchError {
+    #[error("bad query")]
+    Query(#[from] QueryError),
+    #[error("{path}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("search index")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    #[error("the search index does not match epoch {0}; it is made again")]
+    Stale(String),
+}
+
+impl SearchError {
+    fn io(path: &Path, source: std::io::Error) -> SearchError {
+        SearchError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
+    /// Whether the index must be made again from the ledger.
+    fn needs_rebuild(&self) -> bool {
+        match self {
+            SearchError::Stale(_) => true,
+            SearchError::Sqlite(e) => store::is_damage(e),
+            _ => false,
+        }
+    }
+}
+
+/// Search the epochs `q.epoch` selects (see [`search_epochs`]).
+pub fn search(home: &Home, q: &Query) -> Result<Vec<Hit>, SearchError> {
+    let epochs = Epochs::open(home, &q.epoch)?;
+    search_epochs(home, &epochs, q)
+}
+
+/// Search `epochs` (opened by the caller, who reports the unreadable
+/// ones), bringing the index up to date with each first.
+pub fn search_epochs(home: &Home, epochs: &Epochs, q: &Query) -> Result<Vec<Hit>, SearchError> {
+    let terms = query::parse(&q.text)?;
+    let translated = query::translate(&terms);
+    let session = match &q.session {
+        Some(name) => Some(epochs.session("search", name)?.session),
+        None => None,
+    };
+    let genesis_ids: Vec<String> = epochs.open.iter().map(|e| e.genesis_id.clone()).collect();
+    let filters = find::Filters {
+        genesis_ids: &genesis_ids,
+        adapter: q.adapter.map(AdapterId::as_str),
+        session: session.as_ref(),
+        since_unix_ns: q.since_unix_ns,
+        until_unix_ns: q.until_unix_ns,
+        kinds: &q.kinds,
+        tool: q.tool.as_deref(),
+        failed: q.failed,
+        limit: q.limit,
+        sort: q.sort,
+    };
+    let ledgers: Vec<&LedgerReader> = epochs.open.iter().map(|e| &e.ledger).collect();
+    let conn = current(home, &ledgers)?;
+    let found = match find::run(&conn, &translated, &filters) {
+        Err(e) if store::is_damage(&e) => {
+            drop(conn);
+            let conn = rebuilt(home, &ledgers)?;
+            return hits(
+                &conn,
+                epochs,
+                &terms,
+                find::run(&conn, &translated, &filters)?,
+            );
+        }
+        found => found?,
+    };
+    hits(&conn, epochs, &terms, found)
+}
+
+fn hits(
+    conn: &rusqlite::Connection,
+    epochs: &Epochs,
+    terms: &[query::Term],
+    found: Vec<find::Found>,
+) -> Result<Vec<Hit>, SearchError> {
+    let labels: BTreeMap<&str, &str> = epochs
+        .open
+        .iter()
+        .map(|e| (e.genesis_id.as_str(), e.label.as_str()))
+        .collect();
+    let needles = query::needles(terms);
+    let mut out = Vec::with_capacity(found.len());
+    for f in found {
+        let text = find::text_of(conn, f.id)?;
+        let snip = snippet::snippet(&text, &needles);
+        let epoch = labels.get(f.genesis_id.as_str()).copied().unwrap_or("");
+        out.push(hit(f, epoch, snip));
+    }
+    Ok(out)
+}
+
+fn hit(f: find::Found, epoch: &str, snip: snippet::Snippet) -> Hit {
+    let prefix: String = f.session.session_id.chars().take(PREFIX_CHARS).collect();
+    Hit {
+        epoch: epoch.to_string(),
+        session_prefix: prefix,
+        time: format_time(f.time_unix_ns),
+        time_unix_ns: f.time_unix_ns,
+        turn: f.turn,
+        kind: f.kind.parse().unwrap_or(Kind::Message),
+        event_type: f.event_type,
+        tool: f.tool,
+        span_state: f.span_state,
+        outcome: f.outcome,
+        offset: f.offset,
+        seq: f.seq,
+        event_id: f.event_id,
+        snippet: snip.text,
+        matches: snip.matches,
+        score: f.score,
+        session: f.session,
+    }
+}
+
+/// The index, up to date with `ledgers`; made again when it is damaged
+/// or was built from another ledger.
+fn current(home: &Home, ledgers: &[&LedgerReader]) -> Result<rusqlite::Connection, SearchError> {
+    let mut conn = store::open(home)?;
+    match catch_up_all(&mut conn, ledgers) {
+        Ok(_) => Ok(conn),
+        Err(SearchError::Sqlite(e)) if store::is_busy(&e) => {
+            crate::terminal::warn(
+                "harnery search: another run is updating the index; searching what it holds so far",
+            );
+            Ok(conn)
+        }
+        Err(e) if e.needs_rebuild() => {
+            drop(conn);
+            rebuilt(home, ledgers)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn rebuilt(home: &Home, ledgers: &[&LedgerReader]) -> Result<rusqlite::Connection, SearchError> {
+    let mut conn = store::recreate(home)?;
+    catch_up_all(&mut conn, ledgers)?;
+    Ok(conn)
+}
+
+fn catch_up_all(
+    conn: &mut rusqlite::Connection,
+    ledgers: &[&LedgerReader],
+) -> Result<u64, SearchError> {
+    let mut rows = 0;
+    for ledger in ledgers {
+        rows += update::catch_up(conn, ledger)?;
+    }
+    Ok(rows)
+}
+
+/// Bring the index up to date with the live epoch (what `finalize` calls
+/// after its ledger transaction commits); how many ledger rows were read.
+/// No live ledger yet is nothing to do.
+pub fn update_live(home: &Home) -> Result<u64, SearchError> {
+    let Some(live) = crate::report::source::live_or_none(home)? else {
+        return Ok(0);
+    };
+    let mut conn = store::open(home)?;
+    match update::catch_up(&mut conn, &live) {
+        Err(e) if e.needs_rebuild() => {
+            drop(conn);
+            let mut conn = store::recreate(home)?;
+            update::catch_up(&mut conn, &live)
+        }
+        read => read,
+    }
+}
+
+/// Make the index again from the epochs `selector` names; how many ledger
+/// rows were read. Epochs not selected are indexed again when a search
+/// next selects them.
+pub fn reindex(home: &Home, epochs: &Epochs) -> Result<u64, SearchError> {
+    let ledgers: Vec<&LedgerReader> = epochs.open.iter().map(|e| &e.ledger).collect();
+    let mut conn = store::recreate(home)?;
+    catch_up_all(&mut conn, &ledgers)
+}

@@ -1,0 +1,521 @@
+#![cfg(feature = "failpoints")]
+//! `harnery search` and `harnery show --at` through the real binaries, over
+//! a real finalized home: the `tool-failure` corpus session's hooks through
+//! the real hook binary, its transcript (the agent's own record, one
+//! assistant line given a thinking block here, as the corpus has no
+//! reasoning text) where the hooks say it is, and a failing `harnery exec`
+//! command. Expectations come from the fixture's text, never from
+//! harnery's output.
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use common::{next, stderr, stdout};
+use serde_json::Value;
+
+const SESSION: &str = "9c520b8b-ad43-42aa-8c1d-37ca016522f8";
+const THINKING: &str = "Maybe the useEffect hook in src/ledger/chain.rs matters here";
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+/// A finalized home holding the session, its record and an exec command.
+struct Home {
+    _dir: tempfile::TempDir,
+    home: PathBuf,
+}
+
+impl Home {
+    fn build() -> Home {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let records = dir.path().join("claude/projects/-proj");
+        std::fs::create_dir_all(&records).unwrap();
+        let transcript = records.join(format!("{SESSION}.jsonl"));
+        write_transcript(&transcript);
+        let hooks = fixtures().join("claude-code/tool-failure/hooks.jsonl");
+        for line in std::fs::read_to_string(hooks).unwrap().lines() {
+            let mut payload: Value = serde_json::from_str(line).unwrap();
+            payload["transcript_path"] = Value::String(transcript.display().to_string());
+            common::deliver(&home, "claude-code", &payload.to_string());
+        }
+        let h = Home { _dir: dir, home };
+        let exec = h.run(&[
+            "exec",
+            "--session",
+            SESSION,
+            "--adapter",
+            "claude-code",
+            "--",
+            "sh",
+            "-c",
+            "echo deploy-banana; exit 4",
+        ]);
+        assert_eq!(exec.status.code(), Some(4), "{}", stderr(&exec));
+        h.ok(&["finalize"]);
+        h
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        common::harnery(&self.home)
+            .env("HARNERY_RECORDS", "on")
+            .env("NO_COLOR", "1")
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    fn ok(&self, args: &[&str]) -> Output {
+        let out = self.run(args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        out
+    }
+
+    /// `harnery search --json ARGS`, parsed.
+    fn search(&self, args: &[&str]) -> Vec<Value> {
+        let mut all = vec!["search", "--json"];
+        all.extend_from_slice(args);
+        lines_of(&self.ok(&all))
+    }
+
+    fn index(&self) -> PathBuf {
+        self.home.join("search/index.sqlite")
+    }
+}
+
+fn lines_of(out: &Output) -> Vec<Value> {
+    stdout(out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The corpus transcript, its last assistant line given a thinking block.
+fn write_transcript(to: &Path) {
+    let from = fixtures().join("records/claude-code/tool-failure.jsonl");
+    let text = std::fs::read_to_string(from).unwrap();
+    let mut lines: Vec<Value> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let last = lines
+        .iter_mut()
+        .rev()
+        .find(|l| l["type"] == "assistant")
+        .unwrap();
+    let content = last["message"]["content"].as_array_mut().unwrap();
+    content.insert(
+        0,
+        serde_json::json!({"type": "thinking", "thinking": THINKING, "signature": "sig"}),
+    );
+    let out: Vec<String> = lines.iter().map(Value::to_string).collect();
+    std::fs::write(to, out.join("\n") + "\n").unwrap();
+}
+
+/// A kind of text, the event types that hold it, and (query, a text the
+/// hit must mark) for a word, a phrase and a substring.
+type Case = (
+    &'static str,
+    &'static [&'static str],
+    [(&'static str, &'static str); 3],
+);
+
+/// The marked text of each match of a hit.
+fn marked(hit: &Value) -> Vec<String> {
+    let snippet = hit["snippet"].as_str().unwrap();
+    hit["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let (a, b) = (m[0].as_u64().unwrap(), m[1].as_u64().unwrap());
+            snippet[a as usize..b as usize].to_lowercase()
+        })
+        .collect()
+}
+
+#[test]
+fn every_kind_is_found_by_a_word_a_phrase_and_a_substring() {
+    let h = Home::build();
+    // kind, event type, then (query, a text it must mark) for a word, a
+    // phrase and a substring, from the fixture's own text.
+    let cases: &[Case] = &[
+        (
+            "prompt",
+            &["prompt.submitted", "message.user"],
+            [
+                ("failing", "failing"),
+                ("\"run a failing\"", "run"),
+                ("scenario:tool", "scenario:tool"),
+            ],
+        ),
+        (
+            "message",
+            &["message.assistant", "message.displayed"],
+            [
+                ("failed", "failed"),
+                ("\"failed with exit\"", "with"),
+                ("*ailed", "ailed"),
+            ],
+        ),
+        (
+            "reasoning",
+            &["reasoning.recorded"],
+            [
+                ("matters", "matters"),
+                ("\"useeffect hook\"", "useeffect"),
+                ("src/ledger", "src/ledger"),
+            ],
+        ),
+        (
+            "tool-input",
+            &["tool.requested"],
+            [
+                ("echo", "echo"),
+                ("\"fail with exit\"", "fail"),
+                ("\"err >&2\"", "err >&2"),
+            ],
+        ),
+        (
+            "tool-output",
+            &["tool.completed"],
+            [("out", "out"), ("\"exit code 3\"", "code"), ("*xit", "xit")],
+        ),
+        (
+            "command",
+            &["command.requested"],
+            [
+                ("banana", "banana"),
+                ("\"deploy banana\"", "deploy"),
+                ("deploy-banana", "deploy-banana"),
+            ],
+        ),
+    ];
+    for (kind, types, queries) in cases {
+        for (query, mark) in queries {
+            let hits = h.search(&["--kind", kind, query]);
+            assert!(!hits.is_empty(), "{kind} {query}: no hit");
+            for hit in &hits {
+                assert_eq!(hit["kind"], *kind, "{query}");
+                assert!(
+                    types.contains(&hit["event_type"].as_str().unwrap()),
+                    "{hit}"
+                );
+                assert_eq!(hit["session"]["session_id"], SESSION);
+            }
+            assert!(
+                hits.iter().any(|hit| marked(hit).iter().any(|m| m == mark)),
+                "{kind} {query}: {mark:?} not marked in {hits:?}"
+            );
+        }
+    }
+    // Words and substrings together: both must match, each is marked.
+    let both = h.search(&["echo", "\"err >&2\""]);
+    assert!(!both.is_empty());
+    for hit in &both {
+        let marks = marked(hit);
+        assert!(
+            marks.iter().any(|m| m == "echo") && marks.iter().any(|m| m == "err >&2"),
+            "{hit}"
+        );
+    }
+    assert!(h.search(&["banana", "\"err >&2\""]).is_empty());
+    // Without --kind, a word is found in every kind that holds it.
+    let kinds: Vec<String> = h
+        .search(&["exit", "--limit", "100"])
+        .iter()
+        .map(|hit| hit["kind"].as_str().unwrap().to_string())
+        .collect();
+    for kind in ["message", "tool-input", "tool-output", "command"] {
+        assert!(kinds.iter().any(|k| k == kind), "{kind} in {kinds:?}");
+    }
+}
+
+#[test]
+fn filters_combine() {
+    let h = Home::build();
+    let all = h.search(&["exit", "--limit", "100"]);
+    let failed = h.search(&["exit", "--failed", "--limit", "100"]);
+    assert!(!failed.is_empty() && failed.len() < all.len());
+    for hit in &failed {
+        assert_eq!(hit["outcome"], "failure", "{hit}");
+    }
+    // The Bash call failed (exit 3), and so did the exec command (exit 4).
+    let bash = h.search(&[
+        "exit",
+        "--failed",
+        "--tool",
+        "bash",
+        "--kind",
+        "tool-input,tool-output",
+        "--session",
+        "9c52",
+        "--adapter",
+        "claude-code",
+    ]);
+    assert_eq!(bash.len(), 2, "{bash:?}");
+    assert!(bash.iter().all(|hit| hit["tool"] == "Bash"));
+    assert_eq!(bash[0]["span_state"], "closed_native");
+    let command = h.search(&["exit", "--failed", "--kind", "command"]);
+    assert_eq!(command.len(), 1);
+    assert_eq!(command[0]["span_state"], "closed_native");
+    // Another agent, or a time after every event, leaves nothing.
+    assert!(h.search(&["exit", "--adapter", "copilot"]).is_empty());
+    let newest = all
+        .iter()
+        .map(|x| x["time_unix_ns"].as_i64().unwrap())
+        .max()
+        .unwrap();
+    let oldest = all
+        .iter()
+        .map(|x| x["time_unix_ns"].as_i64().unwrap())
+        .min()
+        .unwrap();
+    let after = (newest + 1).to_string();
+    let before = (oldest - 1).to_string();
+    assert!(h.search(&["exit", "--since", &after]).is_empty());
+    assert!(h.search(&["exit", "--until", &before]).is_empty());
+    let at = newest.to_string();
+    let last = h.search(&["exit", "--since", &at, "--until", &at]);
+    assert!(!last.is_empty());
+    assert!(
+        last.iter()
+            .all(|x| x["time_unix_ns"].as_i64() == Some(newest))
+    );
+    // --limit and --sort time: newest first.
+    let by_time = h.search(&["exit", "--sort", "time", "--limit", "2"]);
+    assert_eq!(by_time.len(), 2);
+    assert!(by_time[0]["time_unix_ns"].as_i64() >= by_time[1]["time_unix_ns"].as_i64());
+}
+
+#[test]
+fn a_hit_in_an_archived_epoch_is_found_with_epoch_all() {
+    let h = Home::build();
+    let live_before = h.search(&["banana"]);
+    assert_eq!(live_before[0]["epoch"], "live");
+    let advance = next(&h.home, &["epoch", "advance"]);
+    assert!(advance.status.success(), "{}", stderr(&advance));
+    let search = |args: &[&str]| {
+        let out = next(&h.home, args);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        lines_of(&out)
+    };
+    assert!(search(&["search", "--json", "banana"]).is_empty());
+    let all = search(&["search", "--json", "--epoch", "all", "banana"]);
+    assert_eq!(all.len(), 1, "{all:?}");
+    assert_ne!(all[0]["epoch"], "live");
+    assert_eq!(all[0]["event_id"], live_before[0]["event_id"]);
+    // Made again from every epoch, the index gives the same hit.
+    let out = next(&h.home, &["search", "--reindex", "--epoch", "all"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        search(&["search", "--json", "--epoch", "all", "banana"]),
+        all
+    );
+}
+
+#[test]
+fn a_deleted_index_is_made_again_by_the_next_finalize_with_the_same_hits() {
+    let h = Home::build();
+    let before = h.search(&["exit", "--limit", "100"]);
+    assert!(h.index().exists());
+    std::fs::remove_file(h.index()).unwrap();
+    h.ok(&["finalize"]);
+    assert!(h.index().exists(), "finalize made the index again");
+    // The rows are there before any search catches up.
+    let conn = rusqlite::Connection::open(h.index()).unwrap();
+    let docs: i64 = conn
+        .query_row("SELECT count(*) FROM docs", [], |r| r.get(0))
+        .unwrap();
+    assert!(docs as usize >= before.len());
+    assert_eq!(h.search(&["exit", "--limit", "100"]), before);
+}
+
+#[test]
+fn a_damaged_index_is_made_again_silently() {
+    let h = Home::build();
+    let before = h.search(&["src/ledger"]);
+    assert_eq!(before.len(), 1);
+    for damage in [&b"this is not a database"[..], b""] {
+        std::fs::write(h.index(), damage).unwrap();
+        let out = h.ok(&["search", "--json", "src/ledger"]);
+        assert!(stderr(&out).is_empty(), "{}", stderr(&out));
+        assert_eq!(lines_of(&out), before);
+    }
+    // Another schema in a real SQLite file is made again too.
+    std::fs::remove_file(h.index()).unwrap();
+    let conn = rusqlite::Connection::open(h.index()).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE meta (key TEXT, value TEXT); INSERT INTO meta VALUES ('format', 'old')",
+    )
+    .unwrap();
+    drop(conn);
+    assert_eq!(h.search(&["src/ledger"]), before);
+    // verify never reads the index.
+    std::fs::write(h.index(), b"garbage").unwrap();
+    h.ok(&["verify"]);
+}
+
+#[test]
+fn an_index_that_cannot_be_written_warns_and_finalize_still_succeeds() {
+    let h = Home::build();
+    std::fs::remove_dir_all(h.home.join("search")).unwrap();
+    std::fs::write(
+        h.home.join("search"),
+        b"a file where the index directory goes",
+    )
+    .unwrap();
+    common::deliver(
+        &h.home,
+        "claude-code",
+        &serde_json::json!({"hook_event_name": "UserPromptSubmit", "session_id": SESSION,
+            "prompt": "one more kumquat", "prompt_id": "p-2"})
+        .to_string(),
+    );
+    let out = h.ok(&["finalize"]);
+    assert!(
+        stderr(&out).contains("search index was not brought up to date"),
+        "{}",
+        stderr(&out)
+    );
+    std::fs::remove_file(h.home.join("search")).unwrap();
+    h.ok(&["finalize"]);
+    let hits = h.search(&["kumquat"]);
+    assert_eq!(hits.len(), 1);
+}
+
+#[test]
+fn a_query_that_cannot_run_exits_2_and_says_why() {
+    let h = Home::build();
+    for (query, says) in [
+        ("\"open", "never closed"),
+        ("-f", "at least 3 characters"),
+        ("a/b*", "prefix"),
+        ("\"\"", "empty"),
+    ] {
+        let out = h.run(&["search", "--", query]);
+        assert_eq!(out.status.code(), Some(2), "{query}");
+        assert!(stderr(&out).contains(says), "{query}: {}", stderr(&out));
+        assert!(stdout(&out).is_empty());
+    }
+    // FTS5's own syntax is searched for as text, never run.
+    h.ok(&["search", "NEAR(exit code) OR text:exit"]);
+}
+
+#[test]
+fn show_at_shows_the_hit_in_its_timeline() {
+    let h = Home::build();
+    let hit = &h.search(&["--kind", "tool-input", "--tool", "Bash", "echo"])[0];
+    let offset = hit["offset"].to_string();
+    let out = h.ok(&["show", "9c52", "--at", &offset, "--context", "1"]);
+    let text = stdout(&out);
+    let marked: Vec<&str> = text.lines().filter(|l| l.starts_with(">>")).collect();
+    assert_eq!(marked.len(), 1, "{text}");
+    assert!(marked[0].contains("tool Bash"), "{text}");
+    assert!(marked[0].contains(&format!(" {offset} ")), "{text}");
+    let entries = text.lines().filter(|l| l.contains(" +")).count();
+    assert!(entries <= 3, "{text}");
+    let json: Value = serde_json::from_slice(
+        &h.ok(&["show", "9c52", "--at", &offset, "--context", "1", "--json"])
+            .stdout,
+    )
+    .unwrap();
+    let hit_entries: Vec<&Value> = json["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["hit"] == true)
+        .collect();
+    assert_eq!(hit_entries.len(), 1);
+    assert_eq!(hit_entries[0]["offset"].to_string(), offset);
+    let beyond = h.run(&["show", "9c52", "--at", "100000"]);
+    assert_eq!(beyond.status.code(), Some(2));
+    assert!(stderr(&beyond).contains("not in session"));
+}
+
+#[test]
+fn the_text_output_marks_matches_and_escapes_agent_text() {
+    let h = Home::build();
+    let out = h.ok(&["search", "banana", "--kind", "command"]);
+    let text = stdout(&out);
+    assert!(text.contains("[banana]"), "{text}");
+    assert!(!text.contains('\x1b'), "no colour off a terminal: {text}");
+    assert!(text.starts_with("9c520b8b-ad4 @"), "{text}");
+}
+
+#[test]
+fn a_span_that_fails_after_its_request_was_indexed_is_found_by_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let hooks =
+        std::fs::read_to_string(fixtures().join("claude-code/tool-failure/hooks.jsonl")).unwrap();
+    let lines: Vec<&str> = hooks.lines().collect();
+    let pre = lines
+        .iter()
+        .position(|l| l.contains("\"PreToolUse\""))
+        .unwrap();
+    let search = |args: &[&str]| {
+        let out = common::run(home, args);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        lines_of(&out)
+    };
+    for line in &lines[..=pre] {
+        common::deliver(home, "claude-code", line);
+    }
+    assert!(common::run(home, &["finalize"]).status.success());
+    let open = search(&["search", "--json", "--kind", "tool-input", "echo"]);
+    assert_eq!(open[0]["span_state"], "open");
+    assert!(search(&["search", "--json", "--failed", "echo"]).is_empty());
+    for line in &lines[pre + 1..] {
+        common::deliver(home, "claude-code", line);
+    }
+    assert!(common::run(home, &["finalize"]).status.success());
+    let failed = search(&[
+        "search",
+        "--json",
+        "--failed",
+        "--kind",
+        "tool-input",
+        "echo",
+    ]);
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0]["event_id"], open[0]["event_id"]);
+    assert_eq!(failed[0]["span_state"], "closed_native");
+}
+
+#[test]
+fn an_index_held_by_another_run_is_searched_as_it_is_then_caught_up() {
+    let h = Home::build();
+    let before = h.search(&["exit", "--limit", "100"]);
+    let lock = rusqlite::Connection::open(h.index()).unwrap();
+    lock.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    common::deliver(
+        &h.home,
+        "claude-code",
+        &serde_json::json!({"hook_event_name": "UserPromptSubmit", "session_id": SESSION,
+            "prompt": "exit through the kumquat door", "prompt_id": "p-2"})
+        .to_string(),
+    );
+    let out = h.ok(&["finalize"]);
+    assert!(
+        stderr(&out).contains("search index was not brought up to date"),
+        "{}",
+        stderr(&out)
+    );
+    let out = h.ok(&["search", "--json", "exit", "--limit", "100"]);
+    assert!(
+        stderr(&out).contains("another run is updating the index"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(lines_of(&out), before);
+    lock.execute_batch("ROLLBACK").unwrap();
+    drop(lock);
+    let after = h.search(&["kumquat"]);
+    assert_eq!(after.len(), 1);
+    assert_eq!(after[0]["kind"], "prompt");
+}
