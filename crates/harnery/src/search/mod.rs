@@ -298,24 +298,33 @@ fn catch_up_all(
 ) -> Result<u64, SearchError> {
     let mut rows = 0;
     for ledger in ledgers {
-        rows += update::catch_up(conn, ledger)?;
+        rows += update::catch_up(conn, ledger, None)?;
     }
     Ok(rows)
 }
 
-/// Bring the index up to date with the live epoch (what `finalize` calls
-/// after its ledger transaction commits); how many ledger rows were read.
-/// No live ledger yet is nothing to do.
+/// Rows `finalize` indexes at most in one run: a cron run's few new rows
+/// are indexed at once, while a backlog (a first run over a large ledger,
+/// an index made again) costs each run a few seconds at most and is
+/// caught up by the runs after it, or by the next search, which reads on
+/// to the end.
+pub const FINALIZE_BUDGET: u64 = 20_000;
+
+/// Bring the index up to date with the live epoch, up to
+/// [`FINALIZE_BUDGET`] rows (what `finalize` calls after its ledger
+/// transaction commits); how many ledger rows were read. No live ledger
+/// yet is nothing to do.
 pub fn update_live(home: &Home) -> Result<u64, SearchError> {
+    let budget = Some(FINALIZE_BUDGET);
     let Some(live) = crate::report::source::live_or_none(home)? else {
         return Ok(0);
     };
     let mut conn = store::open(home)?;
-    match update::catch_up(&mut conn, &live) {
+    match update::catch_up(&mut conn, &live, budget) {
         Err(e) if e.needs_rebuild() => {
             drop(conn);
             let mut conn = store::recreate(home)?;
-            update::catch_up(&mut conn, &live)
+            update::catch_up(&mut conn, &live, budget)
         }
         read => read,
     }

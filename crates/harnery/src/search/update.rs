@@ -23,11 +23,15 @@ use crate::ledger::{ChainRow, LedgerReader};
 /// Rows read per transaction.
 const BATCH: u64 = 5_000;
 
-/// Index the rows of `ledger` after those already indexed; how many rows
-/// were read. Each batch reads how far the index is inside its own write
-/// transaction, so a search and a finalize catching up at once never
-/// index a row twice.
-pub fn catch_up(conn: &mut Connection, ledger: &LedgerReader) -> Result<u64, SearchError> {
+/// Index the rows of `ledger` after those already indexed, all of them or
+/// (with `budget`) about that many at most; how many rows were read. Each
+/// batch reads how far the index is inside its own write transaction, so a
+/// search and a finalize catching up at once never index a row twice.
+pub fn catch_up(
+    conn: &mut Connection,
+    ledger: &LedgerReader,
+    budget: Option<u64>,
+) -> Result<u64, SearchError> {
     let genesis = ledger.genesis().genesis_id.clone();
     let last = ledger.last_seq()?;
     let mut read = 0;
@@ -37,7 +41,7 @@ pub fn catch_up(conn: &mut Connection, ledger: &LedgerReader) -> Result<u64, Sea
         if after > last || (after > 0 && ledger.row_hash(after)? != hash) {
             return Err(SearchError::Stale(genesis));
         }
-        if after == last {
+        if after == last || budget.is_some_and(|b| read >= b) {
             return Ok(read);
         }
         let batch = index_batch(&tx, ledger, &genesis, after)?;
