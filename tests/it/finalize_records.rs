@@ -448,21 +448,31 @@ fn generation_two_ships_by_an_epoch_advance_from_the_generation_one_home() {
     assert!(common::both_epochs_stay_readable(home.path()) > all.len());
 }
 
+/// A copy of the home an older generation wrote (`tests/fixtures/epoch/<gen>`):
+/// `finalize` refuses it until `epoch advance`, which then succeeds; the
+/// home and the new live epoch's genesis.
+fn advanced_from(generation: &str) -> (tempfile::TempDir, serde_json::Value) {
+    let home = tempfile::tempdir().unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/epoch")
+        .join(generation)
+        .join("home");
+    common::copy_tree(&fixture, home.path());
+    let refused = run(home.path(), &["finalize"]);
+    assert_eq!(refused.status.code(), Some(2), "{}", stdout(&refused));
+    assert!(stderr(&refused).contains("epoch advance"));
+    let out = run(home.path(), &["epoch", "advance"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let live = common::live_epoch_is_current_and_anchored(home.path());
+    (home, live)
+}
+
 /// Generation 4 (usage token kinds normalized, the agent's numbers kept as
 /// `raw`) ships by an epoch advance from the home generation 3 wrote (built
 /// by main before generation 4): the old rows stay readable beside the new.
 #[test]
 fn generation_four_ships_by_an_epoch_advance_from_the_generation_three_home() {
-    let home = tempfile::tempdir().unwrap();
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/epoch/gen3/home");
-    common::copy_tree(&fixture, home.path());
-    let refused = run(home.path(), &["finalize"]);
-    assert_eq!(refused.status.code(), Some(2), "{}", stdout(&refused));
-    assert!(stderr(&refused).contains("epoch advance"));
-
-    let out = run(home.path(), &["epoch", "advance"]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let live = common::live_epoch_is_current_and_anchored(home.path());
+    let (home, live) = advanced_from("gen3");
     // Advanced to this build's generation (4, or a later one since).
     assert!(
         live.to_string()
@@ -502,16 +512,7 @@ fn generation_four_ships_by_an_epoch_advance_from_the_generation_three_home() {
 /// recorded after the advance with its own totals.
 #[test]
 fn generation_five_ships_by_an_epoch_advance_from_the_generation_four_home() {
-    let home = tempfile::tempdir().unwrap();
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/epoch/gen4/home");
-    common::copy_tree(&fixture, home.path());
-    let refused = run(home.path(), &["finalize"]);
-    assert_eq!(refused.status.code(), Some(2), "{}", stdout(&refused));
-    assert!(stderr(&refused).contains("epoch advance"));
-
-    let out = run(home.path(), &["epoch", "advance"]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let live = common::live_epoch_is_current_and_anchored(home.path());
+    let (home, live) = advanced_from("gen4");
     assert!(live.to_string().contains("b4eafa6a"), "{live}");
 
     // A Copilot session after the advance, its record on this machine.

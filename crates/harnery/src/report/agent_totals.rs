@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::usage::sum_into;
 use crate::contract::{AdapterId, UsageSummary};
 
 /// What the agents said their sessions used, summed over the latest
@@ -36,20 +37,14 @@ pub struct AgentTotals {
 impl AgentTotals {
     fn add(&mut self, s: &UsageSummary) {
         self.summaries += 1;
-        add_count(&mut self.requests, s.requests);
+        sum_into(&mut self.requests, s.requests);
         add_number(&mut self.premium_requests, s.premium_requests.as_ref());
         add_number(&mut self.credits_nano_aiu, s.credits_nano_aiu.as_ref());
-        add_count(&mut self.input, s.input_tokens);
-        add_count(&mut self.output, s.output_tokens);
-        add_count(&mut self.cache_read, s.cache_read_tokens);
-        add_count(&mut self.cache_write, s.cache_write_tokens);
-        add_count(&mut self.reasoning, s.reasoning_tokens);
-    }
-}
-
-fn add_count(total: &mut Option<u64>, n: Option<u64>) {
-    if let Some(n) = n {
-        *total = Some(total.unwrap_or(0).saturating_add(n));
+        sum_into(&mut self.input, s.input_tokens);
+        sum_into(&mut self.output, s.output_tokens);
+        sum_into(&mut self.cache_read, s.cache_read_tokens);
+        sum_into(&mut self.cache_write, s.cache_write_tokens);
+        sum_into(&mut self.reasoning, s.reasoning_tokens);
     }
 }
 

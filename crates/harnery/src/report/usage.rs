@@ -197,7 +197,9 @@ impl Tokens {
     }
 }
 
-fn sum_into(total: &mut Option<u64>, n: Option<u64>) {
+/// Add `n` to `total`, where `n` was reported: a count no record reported
+/// stays absent.
+pub(super) fn sum_into(total: &mut Option<u64>, n: Option<u64>) {
     if let Some(n) = n {
         *total = Some(total.unwrap_or(0).saturating_add(n));
     }
