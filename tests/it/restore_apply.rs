@@ -46,6 +46,7 @@ impl World {
     }
 
     /// `harnery args…` as the build of the next contract.
+    #[cfg(feature = "failpoints")]
     pub(crate) fn next(&self, args: &[&str]) -> String {
         let out = self
             .command()

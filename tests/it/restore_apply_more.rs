@@ -3,8 +3,6 @@
 //! restore names, and spans a resume supersedes (helpers in
 //! `restore_apply`).
 
-use std::path::PathBuf;
-
 use serde_json::Value;
 
 use crate::common::{self, stderr, stdout};
@@ -169,7 +167,7 @@ fn checkpoints_and_restore_read_an_archived_epoch() {
     .unwrap();
     assert_eq!(out["epoch"], parts[0]["epoch"]);
     assert_eq!(out["seed"]["checkpoint"]["checkpoint_id"], turn1.as_str());
-    assert!(PathBuf::from(out["apply"]["path"].as_str().unwrap()).exists());
+    assert!(std::path::Path::new(out["apply"]["path"].as_str().unwrap()).exists());
 }
 
 /// Copilot killed inside a tool call, restored from before the call and
