@@ -12,7 +12,6 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::usage::sum_into;
 use crate::contract::{AdapterId, UsageSummary};
 
 /// What the agents said their sessions used, summed over the latest
@@ -53,6 +52,14 @@ fn add_number(total: &mut Option<f64>, n: Option<&crate::contract::Json>) {
         && n.is_finite()
     {
         *total = Some(total.unwrap_or(0.0) + n);
+    }
+}
+
+/// Add `n` to `total`, where `n` was reported: a count no record reported
+/// stays absent.
+pub fn sum_into(total: &mut Option<u64>, n: Option<u64>) {
+    if let Some(n) = n {
+        *total = Some(total.unwrap_or(0).saturating_add(n));
     }
 }
 

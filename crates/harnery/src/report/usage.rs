@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::agent_totals::{AgentTotals, LatestSummaries};
+use super::agent_totals::{AgentTotals, LatestSummaries, sum_into};
 use crate::contract::{AdapterId, Event, Payload, UsageReported};
 use crate::ledger::{DamagedRow, LedgerError, LedgerReader, RowFilter, StoredText};
 
@@ -194,14 +194,6 @@ impl Tokens {
             (None, None) => None,
             (i, o) => Some(i.unwrap_or(0).saturating_add(o.unwrap_or(0))),
         }
-    }
-}
-
-/// Add `n` to `total`, where `n` was reported: a count no record reported
-/// stays absent.
-pub(super) fn sum_into(total: &mut Option<u64>, n: Option<u64>) {
-    if let Some(n) = n {
-        *total = Some(total.unwrap_or(0).saturating_add(n));
     }
 }
 
