@@ -447,6 +447,9 @@ fn the_search_api_says_what_harnery_search_json_says_and_bad_queries_are_400() {
         blank.contains("name=\"q\"") && !blank.contains("No hits"),
         "{blank}"
     );
+    let page = served.get(&format!("/search?q={}&kind=tool-input", encode(KNOWN)));
+    let json = format!("/api/search?q={}&amp;kind=tool-input", encode(KNOWN));
+    assert!(page.contains(&json), "the page links to its JSON: {page}");
     let none = served.get("/search?q=zzzqqqxxx");
     assert!(none.contains("No hits."), "{none}");
     for path in ["/search?q=exit", "/api/search?q=exit"] {

@@ -45,7 +45,7 @@ impl Form {
         }
     }
 
-    /// The query string of these filters (the search page's own link).
+    /// The query string of these filters (the page's link to its JSON).
     pub fn query(&self) -> String {
         let mut q = format!("q={}", encode(&self.q));
         for (k, v) in [

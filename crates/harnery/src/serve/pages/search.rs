@@ -19,6 +19,7 @@ pub fn render(form: &Form, hits: Option<&[Hit]>, problem: Option<&str>) -> Strin
         @if let Some(hits) = hits {
             @if hits.is_empty() { p { "No hits." } }
             @else { (table(hits)) }
+            p { a href={ "/api/search?" (form.query()) } { "These hits as JSON" } }
         }
     };
     document("harnery: search", Nav::Search, false, body)
