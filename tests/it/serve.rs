@@ -5,7 +5,8 @@
 //! says; every page loads with no error and no request to another host;
 //! Tab reaches every session link; a signal finalized while a session page
 //! is open appears on it, and the sessions page marks new and changed
-//! sessions.
+//! sessions; a search finds what `harnery search` finds and its hits lead
+//! to their events.
 
 use crate::browser::{Browser, Devtools, span_marks};
 use crate::common::*;
@@ -302,6 +303,7 @@ fn every_page_loads_in_chromium_cleanly_and_the_keyboard_reaches_every_session_a
     assert!(bars.as_u64() > Some(4), "{bars}");
     keep_shot(&mut d, "serve-usage.png");
     load(&mut d, &served, "/health");
+    search_in_chromium(&mut d, &served, home);
     d.pump(Duration::from_millis(2500));
 
     assert_eq!(d.errors(), Vec::<String>::new());
@@ -314,6 +316,147 @@ fn every_page_loads_in_chromium_cleanly_and_the_keyboard_reaches_every_session_a
         assert!(
             r.starts_with(&format!("{}/", served.base)),
             "a request left the server: {r}"
+        );
+    }
+}
+
+/// The command the tool-failure scenario runs, as a phrase query.
+const KNOWN: &str = "\"exit 3\"";
+
+/// `/search` for a known command lists what `harnery search` lists; its
+/// first hit leads to the event's row, and the row's span is marked.
+fn search_in_chromium(d: &mut Devtools, served: &Served, home: &Path) {
+    let cli = json_lines(home, &["search", "--json", KNOWN]);
+    assert!(!cli.is_empty(), "the corpus has {KNOWN}");
+    load(d, served, &format!("/search?q={}", encode(KNOWN)));
+    keep_shot(d, "serve-search.png");
+    let shown = d.eval("document.querySelectorAll('table.hits tbody tr').length");
+    assert_eq!(shown.as_u64(), Some(cli.len() as u64));
+    // The first hit's matches are what the command says they are.
+    let first = &cli[0];
+    let snippet = first["snippet"].as_str().unwrap();
+    let want: Vec<&str> = first["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| &snippet[m[0].as_u64().unwrap() as usize..m[1].as_u64().unwrap() as usize])
+        .collect();
+    let marks: Vec<String> = serde_json::from_value(d.eval(
+        "Array.from(document.querySelectorAll('table.hits tbody tr')[0].querySelectorAll('mark'))\
+         .map(m => m.textContent)",
+    ))
+    .unwrap();
+    assert_eq!(marks, want);
+    assert!(!want.is_empty());
+    let href: String =
+        serde_json::from_value(d.eval("document.querySelector('a.hit').getAttribute('href')"))
+            .unwrap();
+    let session = first["session"]["session_id"].as_str().unwrap();
+    let offset = first["offset"].as_u64().unwrap();
+    assert_eq!(href, format!("/sessions/{session}#e{offset}"));
+    d.eval("document.querySelector('a.hit').click()");
+    let until = Instant::now() + Duration::from_secs(30);
+    let target = "(document.querySelector('tr:target') || {}).id || ''";
+    let mut at = String::new();
+    while at.is_empty() && Instant::now() < until {
+        d.pump(Duration::from_millis(100));
+        at = serde_json::from_value(d.eval(target)).unwrap_or_default();
+    }
+    assert_eq!(at, format!("e{offset}"));
+    let text: String =
+        serde_json::from_value(d.eval("document.querySelector('tr:target').textContent")).unwrap();
+    assert!(text.contains(&offset.to_string()), "{text}");
+    // The command is a tool call's input: its span is marked in the drawing.
+    assert!(first["span_state"].is_string(), "{first}");
+    let marked = d.eval("document.querySelectorAll('.span.hit').length");
+    assert_eq!(marked.as_u64(), Some(1), "the hit's span is marked");
+}
+
+/// A value for a URL's query.
+fn encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
+            b => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+#[test]
+fn the_search_api_says_what_harnery_search_json_says_and_bad_queries_are_400() {
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    corpus_home(home);
+    let served = Served::start(home);
+    let cases: [(&str, &[&str]); 4] = [
+        ("", &[]),
+        (
+            "&kind=tool-input&failed=1",
+            &["--kind", "tool-input", "--failed"],
+        ),
+        (
+            "&agent=claude-code&sort=time&limit=2",
+            &["--adapter", "claude-code", "--sort", "time", "--limit", "2"],
+        ),
+        (
+            "&kind=prompt,message&tool=Bash",
+            &["--kind", "prompt,message", "--tool", "Bash"],
+        ),
+    ];
+    for (params, flags) in cases {
+        let api = served.get_json(&format!("/api/search?q={}{params}", encode(KNOWN)));
+        let mut args = vec!["search", "--json", KNOWN];
+        args.extend_from_slice(flags);
+        assert_eq!(
+            api,
+            serde_json::Value::Array(json_lines(home, &args)),
+            "{params}"
+        );
+    }
+    let found = served.get_json(&format!("/api/search?q={}", encode("echo")));
+    assert!(found.as_array().unwrap().len() > 1, "{found}");
+
+    let cookie = Some(served.cookie());
+    let bad = request(
+        served.port,
+        "GET",
+        "/api/search?q=%22open",
+        cookie.as_deref(),
+    );
+    assert_eq!(bad.status, 400, "{}", bad.body);
+    let says: serde_json::Value = serde_json::from_str(&bad.body).unwrap();
+    let detail = says["detail"].as_str().unwrap();
+    assert!(detail.contains("never closed"), "{detail}");
+    let cli = run(home, &["search", "\"open"]);
+    assert_eq!(cli.status.code(), Some(2));
+    assert!(stderr(&cli).contains("never closed"), "{}", stderr(&cli));
+    for (path, says) in [
+        ("/search?q=%22open", "never closed"),
+        ("/search?q=%2Aab", "at least 3 characters"),
+        ("/search?q=exit&kind=poem", "is not a kind"),
+        ("/search?q=exit&since=yesterday", "RFC 3339"),
+        ("/api/search?q=exit&limit=all", "not a number"),
+        ("/api/search", "q="),
+    ] {
+        let r = request(served.port, "GET", path, cookie.as_deref());
+        assert_eq!(r.status, 400, "{path}: {}", r.body);
+        assert!(r.body.contains(says), "{path}: {}", r.body);
+    }
+    let blank = served.get("/search");
+    assert!(
+        blank.contains("name=\"q\"") && !blank.contains("No hits"),
+        "{blank}"
+    );
+    let page = served.get(&format!("/search?q={}&kind=tool-input", encode(KNOWN)));
+    let json = format!("/api/search?q={}&amp;kind=tool-input", encode(KNOWN));
+    assert!(page.contains(&json), "the page links to its JSON: {page}");
+    let none = served.get("/search?q=zzzqqqxxx");
+    assert!(none.contains("No hits."), "{none}");
+    for path in ["/search?q=exit", "/api/search?q=exit"] {
+        assert_eq!(
+            request(served.port, "GET", path, None).status,
+            403,
+            "{path}"
         );
     }
 }

@@ -2,13 +2,15 @@
 //! same serializers. `/api/sessions` is the array of the lines `harnery
 //! sessions --json` prints; `/api/sessions/{id}` is `harnery show --json`;
 //! `/api/usage?by=…` is `harnery usage --json --by …`; `/api/health` is the
-//! array of the lines `harnery health --json` prints; `/api/last-seq` is the
-//! newest ledger row (what the pages poll).
+//! array of the lines `harnery health --json` prints; `/api/search?q=…` is
+//! the array of the lines `harnery search --json` prints; `/api/last-seq`
+//! is the newest ledger row (what the pages poll).
 
 use crate::report::health_check::condition_json;
 use crate::report::session_list::SessionFilter;
 use crate::report::usage::GroupBy;
 use crate::report::usage_doc::UsageDoc;
+use crate::search::Hit;
 
 use super::data::{ReadError, Source};
 
@@ -31,6 +33,11 @@ pub fn usage(source: &Source, by: GroupBy) -> Result<serde_json::Value, ReadErro
 pub fn health(source: &Source) -> Result<serde_json::Value, ReadError> {
     let report = source.health()?;
     Ok(report.conditions.iter().map(condition_json).collect())
+}
+
+/// Search hits, each as the serializer of `harnery search --json` writes it.
+pub fn hits(hits: &[Hit]) -> serde_json::Value {
+    serde_json::to_value(hits).expect("a hit serializes")
 }
 
 pub fn last_seq(source: &Source) -> Result<serde_json::Value, ReadError> {

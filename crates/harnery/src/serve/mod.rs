@@ -1,7 +1,7 @@
 //! `harnery serve`: a read-only local web app over the live ledger.
 //!
-//! Pages (sessions, a session, an event's stored text, usage, health) and
-//! a JSON API with the fields of the command line's `--json`, served by a
+//! Pages (sessions, a session, an event's stored text, usage, health,
+//! search) and a JSON API with the fields of the command line's `--json`, served by a
 //! small synchronous HTTP server (`tiny_http`, a few worker threads, no
 //! async runtime). Safe by default: the caller binds 127.0.0.1 unless told
 //! otherwise; every request needs the random token printed at start (or
@@ -10,10 +10,12 @@
 //!
 //! Each request opens the live epoch read-only for itself ([`data`]), so
 //! `finalize` keeps writing while the server runs, and reads only what it
-//! shows. Never writes anything.
+//! shows. Never writes to the ledger; a search, as `harnery search` does,
+//! brings the search index beside it up to date first.
 //!
 //! - [`guard`]: the token, the cookie, the methods and the headers.
 //! - [`query`]: request targets; [`routes`]: which reply a target gets.
+//! - [`search`]: `/search` and `/api/search`, the filters of `harnery search`.
 //! - [`data`]: the reads; [`api`]: the JSON; [`pages`]: the HTML.
 //! - [`assets`]: the style sheets and scripts, built in.
 //! - [`fleet`]: `--from postgresql://…`, the fleet's sessions.
@@ -26,6 +28,7 @@ pub mod guard;
 pub mod pages;
 pub mod query;
 pub mod routes;
+pub mod search;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -4,6 +4,7 @@
 use super::data::{ReadError, Source};
 use super::pages::{self, health::LedgerFacts, sessions::Form};
 use super::query::Target;
+use super::search::{self, Outcome};
 use super::{api, assets};
 use crate::report::audit::AuditClass;
 use crate::report::session_list::SessionFilter;
@@ -96,10 +97,12 @@ fn reply(source: &Source, t: &Target, path: &[&str]) -> Result<Option<Reply>, Ba
             false,
         ),
         ["health"] => read(health_page(source), false),
+        ["search"] => search_page(source, t),
         ["api", "sessions"] => read(api::sessions(source, &filter(t)?.1).map(Reply::json), true),
         ["api", "sessions", id] => read(api::session(source, id).map(Reply::json), true),
         ["api", "usage"] => read(api::usage(source, group_by(t)?).map(Reply::json), true),
         ["api", "health"] => read(api::health(source).map(Reply::json), true),
+        ["api", "search"] => search_api(source, t),
         ["api", "last-seq"] => read(api::last_seq(source).map(Reply::json), true),
         ["static", name] => match assets::get(name) {
             Some((content_type, bytes)) => Reply {
@@ -151,6 +154,30 @@ fn event_page(source: &Source, id: &str, offset: &str) -> Result<Result<Reply, R
             &format!("session {id:?} has no event at offset {offset}"),
         ),
     }))
+}
+
+fn search_page(source: &Source, t: &Target) -> Reply {
+    use pages::search::render;
+    let (status, body) = match search::run(source, t) {
+        Outcome::Blank(form) => (200, render(&form, None, None)),
+        Outcome::Hits(form, hits) => (200, render(&form, Some(&hits), None)),
+        Outcome::Bad(form, why) => (400, render(&form, None, Some(&why))),
+        Outcome::Failed(form, why) => (500, render(&form, None, Some(&why))),
+    };
+    Reply {
+        status,
+        ..Reply::html(body)
+    }
+}
+
+/// The hits as `harnery search --json` prints them, in one array.
+fn search_api(source: &Source, t: &Target) -> Reply {
+    match search::run(source, t) {
+        Outcome::Blank(_) => Reply::problem(400, true, "give the query text as q=…"),
+        Outcome::Hits(_, hits) => Reply::json(api::hits(&hits)),
+        Outcome::Bad(_, why) => Reply::problem(400, true, &why),
+        Outcome::Failed(_, why) => Reply::problem(500, true, &why),
+    }
 }
 
 fn health_page(source: &Source) -> Result<Reply, ReadError> {

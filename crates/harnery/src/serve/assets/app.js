@@ -2,7 +2,8 @@
 // newest ledger row (/api/last-seq); when it changed, the sessions page
 // swaps in its table rows (marking new and changed sessions) and a session
 // page appends the events it does not show yet. It writes ledger text only
-// as text (textContent), and talks only to its own server.
+// as text (textContent), and talks only to its own server. An event's
+// anchor in the address marks its span in the timeline.
 (function () {
   "use strict";
   var root = document.documentElement;
@@ -82,7 +83,9 @@
           if (e.offset < next) return;
           var tr = document.createElement("tr");
           tr.className = "new";
+          tr.id = "e" + e.offset;
           tr.setAttribute("data-offset", String(e.offset));
+          if (e.span) tr.setAttribute("data-span", e.span.request_event_id);
           var a = document.createElement("a");
           a.href = base + "/events/" + e.offset;
           a.textContent = String(e.offset);
@@ -98,5 +101,21 @@
       });
   }
 
+  // A link to an event (#e{offset}, as the search page's hits are) also
+  // marks the span of the timeline that event is a side of.
+  function markTarget() {
+    var old = document.querySelectorAll(".span.hit");
+    for (var i = 0; i < old.length; i++) old[i].classList.remove("hit");
+    var row = /^#e[0-9]+$/.test(location.hash) && document.getElementById(location.hash.slice(1));
+    var span = row && row.getAttribute("data-span");
+    if (!span) return;
+    var spans = document.querySelectorAll("[data-span-id]");
+    for (var j = 0; j < spans.length; j++) {
+      if (spans[j].getAttribute("data-span-id") === span) spans[j].classList.add("hit");
+    }
+  }
+
+  window.addEventListener("hashchange", markTarget);
+  markTarget();
   poll();
 })();

@@ -6,6 +6,7 @@
 //! under `/static/`, and the JSON the live script polls.
 
 pub mod health;
+pub mod search;
 pub mod session;
 pub mod sessions;
 pub mod usage;
@@ -18,6 +19,7 @@ pub enum Nav {
     Sessions,
     Usage,
     Health,
+    Search,
 }
 
 /// A whole document: navigation, `body`, the shared script; with
@@ -43,7 +45,8 @@ pub fn document(title: &str, nav: Nav, timeline: bool, body: Markup) -> String {
                     strong { "harnery" } " "
                     (link(Nav::Sessions, "/", "Sessions")) " "
                     (link(Nav::Usage, "/usage", "Usage")) " "
-                    (link(Nav::Health, "/health", "Health"))
+                    (link(Nav::Health, "/health", "Health")) " "
+                    (link(Nav::Search, "/search", "Search"))
                     span #live role="status" aria-live="polite" {}
                 }
                 main { (body) }

@@ -96,10 +96,12 @@ fn observed(o: &Observation<String>) -> String {
     }
 }
 
-/// One event's row; its offset links to the event's stored text.
+/// One event's row (`#e{offset}` is its anchor, `data-span` the span it
+/// is a side of); its offset links to the event's stored text.
 pub fn event_row(session_id: &str, e: &TimelineEntry) -> Markup {
+    let span = e.span.as_ref().map(|s| s.request_event_id.as_str());
     html! {
-        tr data-offset=(e.offset) {
+        tr id={ "e" (e.offset) } data-offset=(e.offset) data-span=[span] {
             td { a href={ (session_href(session_id)) "/events/" (e.offset) } { (e.offset) } }
             td { (since(e.at_ms)) }
             td { (e.text) }
