@@ -1,0 +1,125 @@
+//! The read side of resumes and restores over real homes (the real hook,
+//! the real `finalize`, a real `restore --record` and `restore --apply`):
+//! `sessions` names the session a restore started from and leaves
+//! superseded turns and spans out of its counts; `show` marks a
+//! superseded range and counts it only with `--include-superseded`.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::restore_apply::{CLAUDE as PARENT, claude_world};
+use crate::session_log_support::*;
+
+/// The Claude Code `resume` scenario: leg one with an operator checkpoint
+/// right after its session start, a restore recorded from it, then leg
+/// two, which supersedes the rest of leg one. The resume's offset.
+fn resumed_home(home: &Path) -> u64 {
+    let all = lines("claude-code", "resume");
+    feed(home, "claude-code", &all[..1]);
+    ok(home, &["checkpoint", CLAUDE, "--id", "early"]);
+    feed(home, "claude-code", &all[1..8]);
+    ok(home, &["finalize"]);
+    let restore = &["restore", CLAUDE, "--checkpoint", "early", "--record"];
+    ok(home, restore);
+    feed(home, "claude-code", &all[8..]);
+    ok(home, &["finalize"]);
+    let log = json(home, &["checkpoints", CLAUDE, "--json"]);
+    log["resumes"][0]["offset"].as_u64().unwrap()
+}
+
+/// `count` of the session's events of `ty` that replay shows (`extra`:
+/// `--include-superseded` or nothing).
+fn count(home: &Path, ty: &str, extra: &[&str]) -> u64 {
+    of_type(&replay(home, CLAUDE, extra), ty).len() as u64
+}
+
+fn session_line(home: &Path, id: &str) -> Value {
+    ok(home, &["sessions", "--json"])
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|v| v["session"]["session_id"] == id)
+        .expect("the session is listed")
+}
+
+#[test]
+fn sessions_count_what_the_resume_left_live() {
+    let home = tempfile::tempdir().unwrap();
+    resumed_home(home.path());
+    let all = ["--include-superseded"];
+    let (live_turns, every_turn) = (
+        count(home.path(), "turn.started", &[]),
+        count(home.path(), "turn.started", &all),
+    );
+    assert!(live_turns < every_turn, "the resume superseded a turn");
+    let requests = |extra: &[&str]| {
+        count(home.path(), "tool.requested", extra) + count(home.path(), "command.requested", extra)
+    };
+    let line = session_line(home.path(), CLAUDE);
+    assert_eq!(line["turns"], live_turns);
+    let spans = &line["spans"];
+    let listed = ["open", "closed_native", "recovered"]
+        .iter()
+        .map(|k| spans[k].as_u64().unwrap())
+        .sum::<u64>();
+    assert_eq!(listed, requests(&[]));
+    assert!(
+        line.get("restored_from").is_none(),
+        "not a restored session"
+    );
+    let text = ok(home.path(), &["sessions"]);
+    let row = text.lines().find(|l| l.contains(CLAUDE)).unwrap();
+    let turns_column: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(turns_column[6], live_turns.to_string(), "{row}");
+}
+
+#[test]
+fn a_restored_session_names_its_parent_and_checkpoint() {
+    let w = claude_world();
+    let log = w.json(&["checkpoints", PARENT, "--json"]);
+    let turn1 = log["checkpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["origin"] == "turn")
+        .unwrap()["checkpoint_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let before = w.ok(&["sessions"]);
+    assert!(!before.contains("restored"), "{before}");
+    let new_id = "0b5e6c1e-0000-4000-8000-000000000002";
+    w.ok(&[
+        "restore",
+        PARENT,
+        "--checkpoint",
+        &turn1,
+        "--apply",
+        "--new-id",
+        new_id,
+    ]);
+    w.ok(&["finalize"]);
+    let lines: Vec<Value> = w
+        .ok(&["sessions", "--json"])
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let of = |id: &str| {
+        lines
+            .iter()
+            .find(|v| v["session"]["session_id"] == id)
+            .unwrap()
+    };
+    assert_eq!(
+        of(new_id)["restored_from"],
+        serde_json::json!({"session": format!("claude-code/{PARENT}"), "checkpoint": turn1})
+    );
+    assert!(of(PARENT).get("restored_from").is_none());
+    let text = w.ok(&["sessions"]);
+    let note = format!("{new_id} was restored from claude-code/{PARENT} at checkpoint {turn1}");
+    assert_eq!(text.lines().last(), Some(note.as_str()), "{text}");
+    // The parent's row reads as it did before the restore.
+    let parent_row = |t: &str| t.lines().find(|l| l.contains(PARENT)).unwrap().to_string();
+    assert_eq!(parent_row(&text), parent_row(&before));
+    assert_eq!(text.lines().next(), before.lines().next(), "same header");
+}
