@@ -43,7 +43,7 @@ fn session_line(home: &Path, id: &str) -> Value {
 }
 
 #[test]
-fn sessions_count_what_the_resume_left_live() {
+fn sessions_and_show_count_what_the_resume_left_live() {
     let home = tempfile::tempdir().unwrap();
     resumed_home(home.path());
     let all = ["--include-superseded"];
@@ -67,10 +67,64 @@ fn sessions_count_what_the_resume_left_live() {
         line.get("restored_from").is_none(),
         "not a restored session"
     );
+    let shown = json(home.path(), &["show", CLAUDE, "--json"]);
+    assert_eq!(shown["summary"]["turns"], live_turns);
+    assert_eq!(shown["summary"]["spans"], line["spans"]);
+    let counted = json(
+        home.path(),
+        &["show", CLAUDE, "--json", "--include-superseded"],
+    );
+    assert_eq!(counted["summary"]["turns"], every_turn);
     let text = ok(home.path(), &["sessions"]);
     let row = text.lines().find(|l| l.contains(CLAUDE)).unwrap();
     let turns_column: Vec<&str> = row.split_whitespace().collect();
     assert_eq!(turns_column[6], live_turns.to_string(), "{row}");
+}
+
+#[test]
+fn show_marks_the_superseded_range_and_names_its_resume() {
+    let home = tempfile::tempdir().unwrap();
+    let resume_at = resumed_home(home.path());
+    let superseded: Vec<u64> = replay(home.path(), CLAUDE, &["--include-superseded"])
+        .iter()
+        .filter(|e| e["superseded"] == true)
+        .map(|e| e["offset"].as_u64().unwrap())
+        .collect();
+    assert!(!superseded.is_empty());
+    let shown = json(home.path(), &["show", CLAUDE, "--json"]);
+    let entries = shown["entries"].as_array().unwrap();
+    assert!(entries.len() > superseded.len(), "live entries too");
+    for e in entries {
+        let offset = e["offset"].as_u64().unwrap();
+        let marked = e.get("superseded").is_some();
+        assert_eq!(marked, superseded.contains(&offset), "offset {offset}");
+        if marked {
+            assert_eq!(e["superseded"], true);
+        }
+    }
+    let text = ok(home.path(), &["show", CLAUDE]);
+    let band = format!("── superseded by the resume at offset {resume_at} ──");
+    assert_eq!(text.matches(&band).count(), 1, "{text}");
+    let after: Vec<&str> = text.lines().skip_while(|l| !l.contains(&band)).collect();
+    assert!(after[1].ends_with("  superseded"), "{text}");
+    let marked = text.lines().filter(|l| l.ends_with("  superseded")).count();
+    let first = text.lines().find(|l| l.ends_with("  superseded")).unwrap();
+    let offset: u64 = first.split_whitespace().next().unwrap().parse().unwrap();
+    assert_eq!(offset, superseded[0], "{text}");
+    assert!(marked > 0 && marked <= superseded.len(), "{text}");
+    // The resume's own line and what follows it are live.
+    let resumed = text
+        .lines()
+        .find(|l| l.trim_start().starts_with(&format!("{resume_at} ")))
+        .unwrap();
+    assert!(!resumed.ends_with("superseded"), "{resumed}");
+    let at = superseded[0].to_string();
+    let around = ok(
+        home.path(),
+        &["show", CLAUDE, "--at", &at, "--context", "0"],
+    );
+    let hit = around.lines().find(|l| l.starts_with(">>")).unwrap();
+    assert!(hit.ends_with("  superseded"), "{around}");
 }
 
 #[test]
