@@ -2,7 +2,8 @@
 //! the real `finalize`, a real `restore --record` and `restore --apply`):
 //! `sessions` names the session a restore started from and leaves
 //! superseded turns and spans out of its counts; `show` marks a
-//! superseded range and counts it only with `--include-superseded`.
+//! superseded range and counts it only with `--include-superseded`;
+//! `view` draws the range as a labelled band, its spans marked.
 
 use std::path::Path;
 
@@ -176,4 +177,42 @@ fn a_restored_session_names_its_parent_and_checkpoint() {
     let parent_row = |t: &str| t.lines().find(|l| l.contains(PARENT)).unwrap().to_string();
     assert_eq!(parent_row(&text), parent_row(&before));
     assert_eq!(text.lines().next(), before.lines().next(), "same header");
+    // Neither session was resumed: nothing reads as superseded.
+    for id in [PARENT, new_id] {
+        let page = w.ok(&["view", id, "-o", "-"]);
+        assert!(!page.contains("superseded"), "{id}");
+        assert!(!w.ok(&["show", id]).contains("superseded"), "{id}");
+    }
+}
+
+#[test]
+fn view_draws_the_superseded_range_as_a_band_with_its_spans_marked() {
+    let home = tempfile::tempdir().unwrap();
+    let resume_at = resumed_home(home.path());
+    let shown = json(home.path(), &["show", CLAUDE, "--json"]);
+    let entries = shown["entries"].as_array().unwrap();
+    let spans_in = |superseded: bool| {
+        entries
+            .iter()
+            .filter(|e| e.get("span").is_some() && (e.get("superseded").is_some() == superseded))
+            .count()
+    };
+    assert!(spans_in(true) > 0 && spans_in(false) > 0, "{shown}");
+    let page = ok(home.path(), &["view", CLAUDE, "-o", "-"]);
+    let band = format!("data-resume-offset=\"{resume_at}\"");
+    assert_eq!(page.matches("class=\"superseded\"").count(), 1, "one band");
+    assert_eq!(page.matches(&band).count(), 1);
+    assert!(page.contains(&format!(">superseded by the resume at offset {resume_at}<")));
+    assert_eq!(
+        page.matches("data-superseded=\"true\"").count(),
+        spans_in(true)
+    );
+    assert_eq!(
+        page.matches("data-span-id=").count(),
+        spans_in(true) + spans_in(false)
+    );
+    assert!(
+        page.contains("class=\"superseded-line\""),
+        "the show lines are marked"
+    );
 }
