@@ -41,14 +41,15 @@ impl RestoredFrom {
     }
 }
 
-/// The parent `session` was restored from, read from its checkpoint
-/// events only (the first that carries a `restored_from` effect).
+/// The parent `session` was restored from: `restore --apply` pins the
+/// link as the new session's first checkpoint, so only that one event is
+/// read.
 pub fn restored_from(
     ledger: &LedgerReader,
     session: &SessionRef,
 ) -> Result<Option<RestoredFrom>, LedgerError> {
-    let events = ledger.session_events_of(session, &[EventType::CheckpointRecorded])?;
-    Ok(events.iter().find_map(|e| match &e.payload {
+    let first = ledger.session_first_of(session, EventType::CheckpointRecorded)?;
+    Ok(first.and_then(|e| match e.payload {
         Payload::CheckpointRecorded(c) => c
             .effects
             .iter()
