@@ -197,7 +197,9 @@ const SUPERSEDED_STYLE: &str = ".superseded { position: absolute; top: 22px; bot
 background: repeating-linear-gradient(135deg, rgba(90,90,90,.18) 0 6px, transparent 6px 12px); \
 border-left: 2px dotted #555; border-right: 2px dotted #555; } \
 .superseded:focus { outline: 3px solid #000; outline-offset: 1px; z-index: 5; } \
-.superseded-label { position: absolute; top: 1px; left: 3px; font-size: 11px; color: #333; white-space: nowrap; }";
+.superseded-label { position: absolute; top: 1px; left: 3px; font-size: 11px; color: #333; white-space: nowrap; \
+background: rgba(255,255,255,.85); } \
+.superseded.late .superseded-label { left: auto; right: 3px; }";
 
 fn superseded_band(v: &SessionView, b: &SupersededBand) -> Markup {
     let label = format!("superseded by the resume at offset {}", b.resume_offset);
@@ -206,8 +208,10 @@ fn superseded_band(v: &SessionView, b: &SupersededBand) -> Markup {
         since(ms_since(v, b.from_ns)),
         since(ms_since(v, b.to_ns)),
     );
+    // A band in the right half hangs its label to the left, inside the axis.
+    let late = share(v, b.from_ns) > 50.0;
     html! {
-        div.superseded tabindex="0" data-resume-offset=(b.resume_offset)
+        div.superseded.late[late] tabindex="0" data-resume-offset=(b.resume_offset)
             style={ "left:" (pct(v, b.from_ns)) ";width:" (width(v, b.from_ns, b.to_ns)) }
             title=(Lines(&detail)) {
             span.superseded-label { (label) }
