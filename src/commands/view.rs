@@ -14,7 +14,7 @@ use harnery::report::epochs::{
     Epochs, OpenEpoch, SessionParts, WholeSession, classify_whole, report_damaged,
 };
 use harnery::report::source::closed_sessions;
-use harnery::report::superseded::mark_timeline;
+use harnery::report::superseded::{mark_timeline, superseded};
 use harnery::resume::log::SessionLog;
 use harnery::view::index::IndexRow;
 use harnery::view::{PartRows, build, page, page_file, page_files};
@@ -99,8 +99,13 @@ fn all(home: &Home, epochs: &Epochs, output: Option<&Path>) -> CmdResult {
         let (html, d) = session_page(epochs, &parts_of(&whole))?;
         damaged |= d;
         write_file(&dir.join(&file), &html)?;
+        // Counted as `sessions` counts: without superseded ranges.
+        let mut summary = whole.summary;
+        for part in &whole.parts {
+            superseded(&part.ledger, &whole.session)?.leave_out(&mut summary);
+        }
         rows.push(IndexRow {
-            summary: whole.summary,
+            summary,
             eligibility: class.class.to_string(),
             epochs: whole.parts.iter().map(|e| e.label.clone()).collect(),
             file,

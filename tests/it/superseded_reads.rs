@@ -80,6 +80,14 @@ fn sessions_and_show_count_what_the_resume_left_live() {
     let row = text.lines().find(|l| l.contains(CLAUDE)).unwrap();
     let turns_column: Vec<&str> = row.split_whitespace().collect();
     assert_eq!(turns_column[6], live_turns.to_string(), "{row}");
+    // `view`'s index counts the same way.
+    let out = tempfile::tempdir().unwrap();
+    let index = out.path().join("index.html");
+    ok(home.path(), &["view", "-o", index.to_str().unwrap()]);
+    let page = std::fs::read_to_string(&index).unwrap();
+    let cells = page.split(CLAUDE).nth(1).expect("the session's row");
+    let turns_cell = cells.split("<td class=\"n\">").nth(1).unwrap();
+    assert!(turns_cell.starts_with(&format!("{live_turns}<")), "{page}");
 }
 
 #[test]
