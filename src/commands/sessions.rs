@@ -6,6 +6,10 @@
 //! epoch advance closed administratively in an archive is audit-only here
 //! too. With `--epoch all` a session that continues across a boundary is
 //! one line, its counts summed over its parts, with the epochs it spans.
+//!
+//! A resumed session's turns and spans leave out what its resumes
+//! superseded; a session `restore --apply` started names its parent under
+//! the table (`restored_from` in JSON).
 
 use super::{CmdResult, EpochArg, Outcome};
 use harnery::contract::AdapterId;
@@ -99,6 +103,7 @@ pub fn run(args: Args) -> CmdResult {
     }
     write!(out, "{text}")?;
     write!(out, "{}", removed_note(&listed))?;
+    write!(out, "{}", restored_note(&listed))?;
     out.flush()?;
     Ok(outcome(epochs.report_set_aside("sessions")))
 }
@@ -126,6 +131,21 @@ fn removed_note(listed: &[Listed]) -> String {
         "record removed by the agent, history only in harnery: {}\n",
         removed.join(", ")
     )
+}
+
+/// A line under the table for each session `restore --apply` started
+/// from another's checkpoint (nothing when there are none).
+fn restored_note(listed: &[Listed]) -> String {
+    listed
+        .iter()
+        .filter_map(|l| {
+            let from = l.restored_from.as_ref()?;
+            Some(format!(
+                "{} was restored from {} at checkpoint {}\n",
+                l.summary.session.session_id, from.session, from.checkpoint
+            ))
+        })
+        .collect()
 }
 
 /// The width of a table line up to the end of its widest class

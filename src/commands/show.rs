@@ -4,6 +4,11 @@
 //! header over all its parts, then each part's entries in chain order with
 //! a boundary line between them; times count from the session's first
 //! event in any part.
+//!
+//! Entries a resume superseded are shown, marked `superseded` (a line
+//! `── superseded by the resume at offset N ──` opens each such range;
+//! `"superseded": true` in JSON), and left out of the summary's turn and
+//! span counts unless `--include-superseded`.
 
 use serde::Serialize;
 
@@ -13,7 +18,9 @@ use super::{CmdResult, EpochArg, Outcome};
 use harnery::home::Home;
 use harnery::ledger::{SessionSummary, Timeline, TimelineEntry, format_time};
 use harnery::report::epochs::{Epochs, OpenEpoch, boundary, combine, report_damaged};
+use harnery::report::superseded::mark_timeline;
 use harnery::report::usage::{mark_turn_tokens, turn_usage};
+use harnery::resume::log::SessionLog;
 use std::io::Write;
 
 #[derive(Debug, clap::Args)]
@@ -30,6 +37,10 @@ pub struct Args {
     /// With --at: how many entries to show on each side.
     #[arg(long, value_name = "N", default_value_t = 5, requires = "at")]
     pub context: usize,
+    /// Count the turns and spans a resume superseded in the summary too
+    /// (their entries are shown, marked, either way).
+    #[arg(long)]
+    pub include_superseded: bool,
     #[command(flatten)]
     pub epoch: EpochArg,
 }
@@ -69,7 +80,12 @@ pub fn run(args: Args) -> CmdResult {
     epochs.report_unreadable("show")?;
     let found = epochs.session("show", &args.session)?;
     let parts: Vec<Part> = found
-        .read("show", &epochs, |l, s| l.timeline_with_events(s))?
+        .read("show", &epochs, |l, s| {
+            let (mut timeline, events) = l.timeline_with_events(s)?;
+            let log = SessionLog::read_resumes(l, s)?;
+            mark_timeline(l, &log, &mut timeline, args.include_superseded)?;
+            Ok((timeline, events))
+        })?
         .into_iter()
         .map(|(epoch, (mut timeline, events))| {
             mark_turn_tokens(&mut timeline, &turn_usage(&events));
@@ -165,9 +181,7 @@ fn render_parts(parts: &[Part]) -> String {
         if i > 0 {
             out.push_str(&format!("{}\n", boundary(parts[i - 1].epoch, part.epoch)));
         }
-        for e in shifted(part, summary.first_unix_ns) {
-            out.push_str(&line(&e));
-        }
+        out.push_str(&lines(shifted(part, summary.first_unix_ns)));
     }
     out
 }
@@ -176,8 +190,24 @@ fn render_parts(parts: &[Part]) -> String {
 /// since the session's first event.
 pub fn render(t: &Timeline) -> String {
     let mut out = header(&t.summary);
-    for e in &t.entries {
-        out.push_str(&line(e));
+    out.push_str(&lines(t.entries.iter().cloned()));
+    out
+}
+
+/// One line per entry, a line opening each range a resume superseded.
+fn lines(entries: impl Iterator<Item = TimelineEntry>) -> String {
+    let mut out = String::new();
+    let mut band = None;
+    for e in entries {
+        if e.superseded_by != band {
+            band = e.superseded_by;
+            if let Some(at) = band {
+                out.push_str(&format!(
+                    "                ── superseded by the resume at offset {at} ──\n"
+                ));
+            }
+        }
+        out.push_str(&line(&e));
     }
     out
 }
@@ -211,8 +241,9 @@ pub(crate) fn line(e: &TimelineEntry) -> String {
         .turn_tokens
         .map(|n| format!(" · {n} tokens"))
         .unwrap_or_default();
+    let mark = if e.superseded { "  superseded" } else { "" };
     format!(
-        "{:>4} {:>10} {indent}{}{agent}{tokens}\n",
+        "{:>4} {:>10} {indent}{}{agent}{tokens}{mark}\n",
         e.offset,
         format!("+{}.{:03}s", e.at_ms / 1000, e.at_ms % 1000),
         e.text

@@ -1,6 +1,7 @@
 //! `harnery view [<session>] [--epoch …] [-o FILE]`: a session as one
 //! self-contained HTML page, or, without a session, an index of every
-//! session (newest first) with a page for each beside it.
+//! session (newest first) with a page for each beside it. A range a resume
+//! superseded is drawn as a labelled band, its spans marked.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -13,6 +14,8 @@ use harnery::report::epochs::{
     Epochs, OpenEpoch, SessionParts, WholeSession, classify_whole, report_damaged,
 };
 use harnery::report::source::closed_sessions;
+use harnery::report::superseded::{mark_timeline, superseded};
+use harnery::resume::log::SessionLog;
 use harnery::view::index::IndexRow;
 use harnery::view::{PartRows, build, page, page_file, page_files};
 
@@ -96,8 +99,13 @@ fn all(home: &Home, epochs: &Epochs, output: Option<&Path>) -> CmdResult {
         let (html, d) = session_page(epochs, &parts_of(&whole))?;
         damaged |= d;
         write_file(&dir.join(&file), &html)?;
+        // Counted as `sessions` counts: without superseded ranges.
+        let mut summary = whole.summary;
+        for part in &whole.parts {
+            superseded(&part.ledger, &whole.session)?.leave_out(&mut summary);
+        }
         rows.push(IndexRow {
-            summary: whole.summary,
+            summary,
             eligibility: class.class.to_string(),
             epochs: whole.parts.iter().map(|e| e.label.clone()).collect(),
             file,
@@ -140,8 +148,12 @@ fn session_page(epochs: &Epochs, found: &SessionParts) -> Result<(String, bool),
 }
 
 fn read_part(ledger: &LedgerReader, session: &SessionRef) -> Result<PartRead, LedgerError> {
+    let mut timeline = ledger.timeline(session)?;
+    // Superseded ranges are drawn marked and counted as `show` counts.
+    let log = SessionLog::read_resumes(ledger, session)?;
+    mark_timeline(ledger, &log, &mut timeline, false)?;
     Ok(PartRead {
-        timeline: ledger.timeline(session)?,
+        timeline,
         spans: ledger.spans(Some(session))?,
         // Rows that do not parse are named once, by the timeline.
         events: ledger.session_events_lenient(session)?.0,

@@ -71,4 +71,5 @@ mod session_log_copilot;
 mod session_prefixes;
 mod spool_cli;
 mod spool_seal;
+mod superseded_reads;
 mod view_browser;

@@ -17,6 +17,8 @@
 //!   [`agent_totals`]: the agents' own session totals beside it.
 //! - [`session_list`]: the sessions `harnery sessions` lists, filtered and paged.
 //! - [`stored_reasons`]: a session's audit reasons as one epoch's ledger holds them.
+//! - [`superseded`]: a summary's counts without superseded ranges, and the
+//!   session a restore started one from.
 //! - [`source`], [`epochs`], [`stored_reasons`], [`session_rows`], [`spool_facts`]: the only parts that read storage
 //!   ([`epochs`] opens the epochs `--epoch` selects, and finds a session's
 //!   parts across their boundaries).
@@ -34,6 +36,7 @@ pub mod source;
 pub mod spans;
 pub mod spool_facts;
 pub mod stored_reasons;
+pub mod superseded;
 pub mod usage;
 pub mod usage_doc;
 

@@ -1,7 +1,9 @@
 //! The sessions `harnery sessions` lists and `harnery serve` shows: newest
 //! first, kept by time, agent and evidence class, classified as wholes,
-//! each with the state of its agent's own record; and each as the JSON
-//! line `sessions --json` prints (one serializer for both).
+//! each with the state of its agent's own record and the session it was
+//! restored from; and each as the JSON line `sessions --json` prints (one
+//! serializer for both). A resumed session's turns and spans leave out
+//! what its resumes superseded.
 
 use crate::contract::AdapterId;
 use crate::home::Home;
@@ -10,6 +12,7 @@ use crate::report::audit::{AuditClass, Classification};
 use crate::report::epochs::{Epochs, classify_whole};
 use crate::report::record_state::record_problem;
 use crate::report::source::{SourceError, closed_sessions};
+use crate::report::superseded::{RestoredFrom, restored_from, superseded};
 
 /// Which sessions a listing keeps, and which page of them.
 #[derive(Debug, Clone, Default)]
@@ -49,6 +52,8 @@ pub struct Listed {
     /// The session's own record problem, where there is one (`removed`:
     /// the agent deleted it; harnery holds the only copy).
     pub record: Option<String>,
+    /// The session and checkpoint `restore --apply` started it from.
+    pub restored_from: Option<RestoredFrom>,
 }
 
 impl Listed {
@@ -61,6 +66,9 @@ impl Listed {
         }
         if let Some(record) = &self.record {
             v["record"] = record.as_str().into();
+        }
+        if let Some(from) = &self.restored_from {
+            v["restored_from"] = serde_json::to_value(from).expect("a link serializes");
         }
         v
     }
@@ -104,11 +112,21 @@ pub fn list(
             Some(part) => record_problem(&part.ledger, &whole.session)?,
             None => None,
         };
+        let mut summary = whole.summary;
+        for part in &whole.parts {
+            superseded(&part.ledger, &whole.session)?.leave_out(&mut summary);
+        }
+        // The link is the session's first checkpoint, in its first part.
+        let restored_from = match whole.parts.first() {
+            Some(part) => restored_from(&part.ledger, &whole.session)?,
+            None => None,
+        };
         out.push(Listed {
-            summary: whole.summary,
+            summary,
             class,
             epochs: whole.parts.iter().map(|e| e.label.clone()).collect(),
             record,
+            restored_from,
         });
     }
     Ok(out)

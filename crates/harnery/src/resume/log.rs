@@ -331,6 +331,15 @@ impl SessionLog {
             .any(|r| r.resumed.superseded.contains(offset))
     }
 
+    /// The offset of the resume that superseded the event at `offset`
+    /// (the first that did), if one did.
+    pub fn superseded_by(&self, offset: u64) -> Option<u64> {
+        self.resumes
+            .iter()
+            .find(|r| r.resumed.superseded.contains(offset))
+            .map(|r| r.offset)
+    }
+
     /// The incarnation an event at `offset` belongs to.
     pub fn incarnation_at(&self, offset: u64) -> u64 {
         self.resumes

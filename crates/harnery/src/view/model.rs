@@ -1,13 +1,14 @@
 //! What the picture of one session holds, built from the ledger's rows
 //! and nothing else: lanes (the session's own agent, then each subagent),
 //! turns, one mark per span row, markers for the events a reader looks for,
-//! and the lines `harnery show` prints.
+//! the ranges a resume superseded (from the timeline's marks), and the
+//! lines `harnery show` prints.
 //!
 //! Times stay Unix nanoseconds here; only the page turns them into
 //! positions. A recovered span keeps no length: its extent is its upper
 //! bound, when the terminal carries one, and is labelled as such.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::contract::{Confidence, Event, Payload};
 use crate::ledger::{SessionSummary, SpanRow, SpanState, Timeline};
@@ -40,6 +41,18 @@ pub struct SessionView {
     pub boundaries: Vec<Boundary>,
     /// The lines of `harnery show`, in order.
     pub lines: Vec<ShowLine>,
+    /// The time ranges a resume superseded, one per resume and part.
+    pub superseded: Vec<SupersededBand>,
+}
+
+/// The time a resume's superseded range covers: from its first event to
+/// its last (a span's completion included).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SupersededBand {
+    /// The offset of the `session.resumed` event that superseded it.
+    pub resume_offset: u64,
+    pub from_ns: i64,
+    pub to_ns: i64,
 }
 
 #[derive(Debug, Clone)]
@@ -95,6 +108,8 @@ pub struct SpanMark {
     /// What the agent's own record says of the call (call id, turn id,
     /// exit code), where a `tool.recorded` joined this span.
     pub record: Option<crate::ledger::RecordJoin>,
+    /// Requested in a range a resume superseded.
+    pub superseded: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -162,6 +177,7 @@ pub struct ShowLine {
     pub at_ms: i64,
     pub agent_id: Option<String>,
     pub text: String,
+    pub superseded: bool,
 }
 
 /// The narrowest a span is drawn, as a share of the time axis: wide enough
@@ -204,6 +220,10 @@ pub fn build(parts: &[PartRows], tagged: bool) -> SessionView {
             m
         })
         .collect();
+    let (superseded, gone) = superseded_of(parts);
+    for m in &mut spans {
+        m.superseded = gone.contains(&m.request_event_id);
+    }
     let drawn = 100.0 - 2.0 * EDGE_PERCENT;
     let min_extent = ((end_ns - start_ns) as f64 * MIN_WIDTH_PERCENT / drawn) as i64;
     pack_rows(&mut spans, &mut lanes, min_extent);
@@ -217,6 +237,7 @@ pub fn build(parts: &[PartRows], tagged: bool) -> SessionView {
         markers: markers_of(parts, &lane),
         boundaries: boundaries_of(parts),
         lines: lines_of(parts, start_ns),
+        superseded,
         summary,
         start_ns,
         end_ns,
@@ -310,7 +331,50 @@ fn mark(s: &SpanRow, by_id: &HashMap<&str, &Event>, end_ns: i64, lane: usize) ->
         confidence: terminal.or(request).map(|e| e.provenance.confidence),
         input: request.and_then(input_of),
         record: None,
+        superseded: false,
     }
+}
+
+/// The bands of the ranges the timelines mark superseded (one per resume
+/// in each part), and the request ids of the spans inside them.
+fn superseded_of(parts: &[PartRows]) -> (Vec<SupersededBand>, HashSet<String>) {
+    let mut bands: Vec<SupersededBand> = Vec::new();
+    let mut spans = HashSet::new();
+    for part in parts {
+        let times: HashMap<u64, i64> = part
+            .events
+            .iter()
+            .map(|e| (e.offset, e.time_unix_ns))
+            .collect();
+        let first = bands.len();
+        for e in &part.timeline.entries {
+            let Some(resume_offset) = e.superseded_by else {
+                continue;
+            };
+            let start = part.timeline.summary.first_unix_ns;
+            let at = times
+                .get(&e.offset)
+                .copied()
+                .unwrap_or(start + e.at_ms * 1_000_000);
+            let mut end = at;
+            if let Some(s) = &e.span {
+                spans.insert(s.request_event_id.clone());
+                end = end.max(s.completed_unix_ns.unwrap_or(at));
+            }
+            match bands[first..]
+                .iter_mut()
+                .find(|b| b.resume_offset == resume_offset)
+            {
+                Some(b) => (b.from_ns, b.to_ns) = (b.from_ns.min(at), b.to_ns.max(end)),
+                None => bands.push(SupersededBand {
+                    resume_offset,
+                    from_ns: at,
+                    to_ns: end,
+                }),
+            }
+        }
+    }
+    (bands, spans)
 }
 
 fn input_of(e: &Event) -> Option<String> {
@@ -432,6 +496,7 @@ fn lines_of(parts: &[PartRows], start_ns: i64) -> Vec<ShowLine> {
             at_ms: e.at_ms + shift,
             agent_id: e.agent_id.clone(),
             text: e.text.clone(),
+            superseded: e.superseded,
         }));
     }
     out
@@ -468,6 +533,7 @@ mod tests {
             confidence: None,
             input: None,
             record: None,
+            superseded: false,
         }
     }
 

@@ -7,6 +7,9 @@
 //! Each span's element carries `data-span-id` (its request event id) and
 //! `data-span-state`; its state is also in a glyph and a pattern, never in
 //! colour alone. Every item is focusable, and its details are its title.
+//! A range a resume superseded is a hatched band with a label, and each
+//! span inside it carries `data-superseded="true"`; a session without one
+//! draws exactly as before.
 //! [`body`] and [`timeline`] are the content alone, for a page that
 //! frames it otherwise (`harnery serve`).
 
@@ -14,7 +17,8 @@ use maud::{Markup, html};
 
 use super::html::{Lines, document, duration, since, tick_step};
 use super::model::{
-    EDGE_PERCENT, Lane, MIN_WIDTH_PERCENT, Marker, MarkerKind, SessionView, SpanMark, TurnBand,
+    EDGE_PERCENT, Lane, MIN_WIDTH_PERCENT, Marker, MarkerKind, SessionView, SpanMark,
+    SupersededBand, TurnBand,
 };
 use crate::ledger::{SpanState, format_time};
 
@@ -56,10 +60,12 @@ pub fn timeline(v: &SessionView) -> Markup {
         (legend())
         (controls())
         style { ".span { min-width: " (MIN_WIDTH_PERCENT) "%; }" } "\n"
+        @if !v.superseded.is_empty() { style { (SUPERSEDED_STYLE) } "\n" }
         div.scroll { div.track #track {
             "\n"
             (axis(v))
             @for (i, t) in v.turns.iter().enumerate() { (turn(v, t, i)) }
+            @for b in &v.superseded { (superseded_band(v, b)) }
             @for b in &v.boundaries {
                 div.boundary tabindex="0" style={ "left:" (pct(v, b.at_ns)) }
                     title=(Lines(&format!("epoch boundary: {} → {}", b.from, b.to))) {}
@@ -185,6 +191,34 @@ fn turn(v: &SessionView, t: &TurnBand, i: usize) -> Markup {
     }
 }
 
+/// The look of a superseded band, written only on a page that has one
+/// (so every other page keeps its bytes).
+const SUPERSEDED_STYLE: &str = ".superseded { position: absolute; top: 22px; bottom: 0; z-index: 0; min-width: 2px; \
+background: repeating-linear-gradient(135deg, rgba(90,90,90,.18) 0 6px, transparent 6px 12px); \
+border-left: 2px dotted #555; border-right: 2px dotted #555; } \
+.superseded:focus { outline: 3px solid #000; outline-offset: 1px; z-index: 5; } \
+.superseded-label { position: absolute; top: 1px; left: 3px; font-size: 11px; color: #333; white-space: nowrap; \
+background: rgba(255,255,255,.85); } \
+.superseded.late .superseded-label { left: auto; right: 3px; }";
+
+fn superseded_band(v: &SessionView, b: &SupersededBand) -> Markup {
+    let label = format!("superseded by the resume at offset {}", b.resume_offset);
+    let detail = format!(
+        "{label}\n{} .. {}\nleft out of the counts; `harnery replay --include-superseded` shows its events",
+        since(ms_since(v, b.from_ns)),
+        since(ms_since(v, b.to_ns)),
+    );
+    // A band in the right half hangs its label to the left, inside the axis.
+    let late = share(v, b.from_ns) > 50.0;
+    html! {
+        div.superseded.late[late] tabindex="0" data-resume-offset=(b.resume_offset)
+            style={ "left:" (pct(v, b.from_ns)) ";width:" (width(v, b.from_ns, b.to_ns)) }
+            title=(Lines(&detail)) {
+            span.superseded-label { (label) }
+        } "\n"
+    }
+}
+
 fn lane_section(v: &SessionView, i: usize, lane: &Lane) -> Markup {
     let name = match &lane.agent_id {
         None => "session".to_string(),
@@ -247,6 +281,7 @@ fn span(v: &SessionView, s: &SpanMark) -> Markup {
     html! {
         div class={ "span " (class) } tabindex="0" data-span-id=(s.request_event_id)
             data-span-state=(s.state.as_str())
+            data-superseded=[s.superseded.then_some("true")]
             style={
                 "left:" (pct(v, s.from_ns)) ";width:" (width(v, s.from_ns, s.to_ns))
                 ";top:" (s.row * ROW_PX) "px"
@@ -356,10 +391,11 @@ fn lines(v: &SessionView) -> Markup {
                 tbody {
                     "\n"
                     @for l in &v.lines {
-                        tr {
+                        tr.superseded-line[l.superseded] {
                             td { (l.offset) } td { (since(l.at_ms)) }
                             @if tagged { td { (l.epoch) } }
-                            td { (l.text) } td { (l.agent_id.as_deref().unwrap_or("")) }
+                            td { (l.text) @if l.superseded { " · superseded" } }
+                            td { (l.agent_id.as_deref().unwrap_or("")) }
                         } "\n"
                     }
                 }
@@ -405,6 +441,7 @@ mod tests {
             confidence: Some(crate::contract::Confidence::Medium),
             input: None,
             record: None,
+            superseded: false,
         }
     }
 
@@ -436,6 +473,7 @@ mod tests {
             markers: Vec::new(),
             boundaries: Vec::new(),
             lines: Vec::new(),
+            superseded: Vec::new(),
         }
     }
 

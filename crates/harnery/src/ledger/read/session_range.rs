@@ -91,6 +91,22 @@ impl LedgerReader {
         Ok(out)
     }
 
+    /// The session's first event of type `ty` (lowest offset), if any:
+    /// read along the session's offset index, stopping at the first.
+    pub fn session_first_of(
+        &self,
+        session: &SessionRef,
+        ty: EventType,
+    ) -> Result<Option<Event>, LedgerError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT CAST(json AS TEXT) FROM events \
+             WHERE adapter = ?1 AND session_id = ?2 AND type = ?3 ORDER BY offset LIMIT 1",
+        )?;
+        let key = params![session.adapter.as_str(), session.session_id, ty.as_str()];
+        let text: Option<String> = stmt.query_row(key, |r| r.get(0)).optional()?;
+        text.map(|t| self.parse_event(&t)).transpose()
+    }
+
     /// The stored text of the session's event at `offset`, and its seq
     /// (one indexed row; `None` when there is none).
     pub fn event_text(

@@ -31,6 +31,13 @@ pub struct TimelineEntry {
     /// joined (`tool.recorded`): its call id, turn id, exit code, success.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub record: Option<RecordJoin>,
+    /// In a range a resume superseded: shown, but left out of the counts.
+    /// Set by the reader that knows the resumes, never here.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub superseded: bool,
+    /// The offset of the `session.resumed` that superseded it.
+    #[serde(skip)]
+    pub superseded_by: Option<u64>,
 }
 
 /// The agent's record of a hook span's call, from the `tool.recorded`
@@ -188,6 +195,8 @@ fn entry(e: &Event, start: i64, spans: &HashMap<String, SpanRow>) -> Option<Time
         span,
         turn_tokens: None,
         record: None,
+        superseded: false,
+        superseded_by: None,
     })
 }
 
