@@ -1,4 +1,4 @@
-//! `harnery fleet sessions|audit|usage|verify --from URL`: the fleet's
+//! `harnery fleet sessions|audit|usage|search|verify --from URL`: the fleet's
 //! questions, read from the central PostgreSQL that hosts `ship` to, and
 //! the auditor's check that every host's chains hold there (`--local`:
 //! and that this host's rows there are what it shipped). `fleet init` and
@@ -27,6 +27,8 @@ enum FleetCommand {
     Audit(ReadArgs),
     /// Model usage by day and model, as the agents reported it.
     Usage(ReadArgs),
+    /// Find what agents said or did, across hosts (local search's query syntax).
+    Search(super::fleet_search::SearchArgs),
     /// Recompute every host's chains from the stored bytes; check anchors.
     Verify(VerifyArgs),
     /// Create (or upgrade) the central schema and its roles (an administrator, once).
@@ -91,6 +93,14 @@ pub fn run(args: Args) -> CmdResult {
         FleetCommand::Sessions(a) => sessions(a),
         FleetCommand::Audit(a) => audit(a),
         FleetCommand::Usage(a) => usage(a),
+        FleetCommand::Search(a) => {
+            let source = Source {
+                from: a.from.clone(),
+                host: None,
+                json: false,
+            };
+            super::fleet_search::run(a, &mut connect(&source)?)
+        }
         FleetCommand::Verify(a) => run_verify(a),
         FleetCommand::Init(a) => run_init(a),
         FleetCommand::AddHost(a) => run_add(a, RoleKind::Host),

@@ -19,6 +19,7 @@ pub mod exec;
 pub mod export;
 pub mod finalize;
 pub mod fleet;
+pub mod fleet_search;
 pub mod health;
 pub mod install;
 pub mod progress;

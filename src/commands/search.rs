@@ -140,7 +140,7 @@ fn write_hits(
 }
 
 /// Where a hit is: session and offset, time, kind, tool and span, turn.
-fn head(hit: &Hit, tagged: bool) -> String {
+pub(super) fn head(hit: &Hit, tagged: bool) -> String {
     let mut line = String::new();
     if tagged {
         line.push_str(&format!("[{}] ", short(&hit.epoch)));
@@ -171,7 +171,7 @@ fn short(id: &str) -> &str {
 
 /// The snippet, every piece escaped for a terminal; the matches in bold
 /// red on a terminal, between `[` `]` elsewhere.
-fn marked(hit: &Hit, colour: bool) -> String {
+pub(super) fn marked(hit: &Hit, colour: bool) -> String {
     let (open, close) = match colour {
         true => ("\x1b[1;31m", "\x1b[0m"),
         false => ("[", "]"),

@@ -25,6 +25,7 @@ mod finalize_crash;
 mod finalize_records;
 mod finalize_records_corpus;
 mod finalize_wal;
+mod fleet_search;
 mod fleet_security;
 mod fleet_ship;
 mod home_faults;

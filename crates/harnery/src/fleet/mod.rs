@@ -22,6 +22,9 @@ pub mod mask;
 mod private_file;
 pub mod read;
 pub mod schema;
+mod schema_search;
+pub mod search;
+mod search_ship;
 pub mod ship;
 pub mod target;
 pub mod verify;
@@ -132,6 +135,12 @@ pub enum FleetError {
     HostId(#[from] HostIdError),
     #[error(transparent)]
     Pattern(#[from] PatternError),
+    #[error("bad query: {0}")]
+    Query(#[from] crate::search::QueryError),
+    #[error(
+        "host {host}: the server holds a row of adapter {adapter:?}, which this build does not know"
+    )]
+    Adapter { host: String, adapter: String },
 }
 
 fn known_list(known: &[String]) -> String {

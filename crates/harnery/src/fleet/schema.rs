@@ -11,6 +11,8 @@
 
 use postgres::Client;
 
+use super::schema_search::SEARCH_TEXT;
+
 /// Key of the advisory lock that migrations run under (with key 0).
 pub const LOCK_SPACE: i32 = 0x6861_726e; // "harn"
 
@@ -19,6 +21,7 @@ const MIGRATIONS: &[(i32, &str, &str)] = &[
     (1, "20261201T1200Z_initial", INITIAL),
     (2, "20261202T1500Z_linked_rows", LINKED),
     (3, "20261202T1720Z_usage_once_per_call", USAGE_ONCE),
+    (4, "20261203T1000Z_search_text", SEARCH_TEXT),
 ];
 
 const INITIAL: &str = r#"

@@ -32,6 +32,8 @@ use super::key::{HostKey, Purpose};
 use super::link::{self, ShippedRow, Signer, pg_text};
 use super::mask::Masker;
 use super::schema::{self, LOCK_SPACE};
+use super::schema_search::SHIP_TEMP_SEARCH;
+use super::search_ship::SearchRows;
 use super::target::Target;
 use super::{CopyError, ShipError};
 use crate::epoch::{EpochEntry, closures, epochs};
@@ -232,6 +234,7 @@ impl Shipper<'_> {
         }
         if via_role {
             client.batch_execute(schema::SHIP_TEMP_TABLES).map_err(db)?;
+            client.batch_execute(SHIP_TEMP_SEARCH).map_err(db)?;
         }
         let entries = epochs(self.home)?;
         self.refuse_replaced(&mut client, &entries)?;
@@ -466,9 +469,13 @@ impl Shipper<'_> {
         ))?;
         let mut w = BinaryCopyInWriter::new(sink, EVENT_TYPES);
         let (mut masked_rows, mut last) = (0, after);
+        let mut search = SearchRows::default();
         let content = self.content.as_str();
         let sent = ledger.for_each_chain_row(after, self.batch_rows, |row| {
             let out = outgoing(self.masker, self.content, &row);
+            if self.content != Content::None {
+                search.push(row.seq, &out.json);
+            }
             let l = link::link(prev, &out.shipped(&row, content));
             let c = link::commit(self.key, row.hash, &l);
             let values: [&(dyn ToSql + Sync); 14] = [
@@ -497,6 +504,7 @@ impl Shipper<'_> {
             Ok::<(), CopyError>(())
         })?;
         w.finish()?;
+        search.copy(tx, key, run.via_role)?;
         if run.via_role && sent > 0 {
             tx.execute(
                 "INSERT INTO harnery.events SELECT * FROM pg_temp.ship_events",

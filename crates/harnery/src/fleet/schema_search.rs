@@ -1,0 +1,41 @@
+//! The central schema's full-text search over shipped events (migration
+//! 4): one row per event that has searchable text, as `harnery ship`
+//! extracted it on the host with the same rules as local search
+//! ([`crate::search::extract`]) from the row it sent, so masked text stays
+//! masked and a `--content none` row has no row here. Words are found
+//! through a `tsvector` (the `simple` configuration over the text with
+//! every run of non-alphanumerics made a space, as local search's
+//! tokenizer splits it), substrings through a `pg_trgm` trigram index.
+
+/// Migration 4: `harnery.search_text`, its indexes, who may do what.
+pub const SEARCH_TEXT: &str = r#"
+CREATE EXTENSION IF NOT EXISTS pg_trgm;
+CREATE TABLE harnery.search_text (
+    host_id     text NOT NULL,
+    genesis_id  text NOT NULL,
+    seq         bigint NOT NULL,
+    kind        text NOT NULL,
+    tool        text,
+    turn_id     text,
+    text        text NOT NULL,
+    words       tsvector GENERATED ALWAYS AS (
+        to_tsvector('simple'::regconfig, regexp_replace(text, '[^[:alnum:]]+', ' ', 'g'))
+    ) STORED,
+    PRIMARY KEY (host_id, genesis_id, seq)
+);
+CREATE INDEX search_text_words ON harnery.search_text USING gin (words);
+CREATE INDEX search_text_grams ON harnery.search_text USING gin (text gin_trgm_ops);
+ALTER TABLE harnery.search_text ENABLE ROW LEVEL SECURITY;
+CREATE POLICY own_rows ON harnery.search_text
+    USING (host_id = (SELECT harnery.my_host_id()) OR pg_has_role(current_user, 'harnery_reader', 'MEMBER'))
+    WITH CHECK (host_id = (SELECT harnery.my_host_id()));
+GRANT INSERT ON harnery.search_text TO harnery_host;
+GRANT SELECT ON harnery.search_text TO harnery_reader;
+"#;
+
+/// The temporary table a host role copies search rows into.
+pub const SHIP_TEMP_SEARCH: &str = r#"
+CREATE TEMP TABLE IF NOT EXISTS ship_search (
+    host_id text, genesis_id text, seq bigint, kind text, tool text, turn_id text, text text
+) ON COMMIT DELETE ROWS;
+"#;

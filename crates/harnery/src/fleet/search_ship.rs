@@ -1,0 +1,107 @@
+//! The search rows `harnery ship` sends with each batch of events: each
+//! row's searchable text, extracted from the row as it is sent (masked,
+//! when it is masked) by the rules local search uses, copied in the same
+//! transaction as the events, so the server's text never runs ahead of or
+//! behind its rows. A row sent without content has none.
+
+use postgres::Transaction;
+use postgres::binary_copy::BinaryCopyInWriter;
+use postgres::types::{ToSql, Type};
+
+use super::derived::EpochKey;
+use crate::contract::Event;
+use crate::search::extract::doc_of;
+
+struct SearchRow {
+    seq: i64,
+    kind: &'static str,
+    tool: Option<String>,
+    turn_id: Option<String>,
+    text: String,
+}
+
+/// One batch's search rows.
+#[derive(Default)]
+pub struct SearchRows(Vec<SearchRow>);
+
+/// PostgreSQL text holds no NUL: it is shown as `␀`, as the views do.
+fn nul_free(text: String) -> String {
+    match text.contains('\0') {
+        true => text.replace('\0', "␀"),
+        false => text,
+    }
+}
+
+impl SearchRows {
+    /// Keep the searchable text of row `seq` as sent (`json`), if it has
+    /// any (a row that does not parse has none, as in local search).
+    pub fn push(&mut self, seq: i64, json: &[u8]) {
+        let Ok(event) = serde_json::from_slice::<Event>(json) else {
+            return;
+        };
+        let Some(doc) = doc_of(&event) else {
+            return;
+        };
+        self.0.push(SearchRow {
+            seq,
+            kind: doc.kind.as_str(),
+            tool: doc.tool.map(nul_free),
+            turn_id: event.turn.turn_id.map(nul_free),
+            text: nul_free(doc.text),
+        });
+    }
+
+    /// Copy the rows into the transaction (through the temporary table
+    /// for a host role, whose writes row-level security checks).
+    pub fn copy(
+        self,
+        tx: &mut Transaction<'_>,
+        key: &EpochKey<'_>,
+        via_role: bool,
+    ) -> Result<(), postgres::Error> {
+        if self.0.is_empty() {
+            return Ok(());
+        }
+        const COLUMNS: &str = "host_id, genesis_id, seq, kind, tool, turn_id, text";
+        let table = match via_role {
+            true => "pg_temp.ship_search",
+            false => "harnery.search_text",
+        };
+        let sink = tx.copy_in(&format!(
+            "COPY {table} ({COLUMNS}) FROM STDIN (FORMAT binary)"
+        ))?;
+        let types = [
+            Type::TEXT,
+            Type::TEXT,
+            Type::INT8,
+            Type::TEXT,
+            Type::TEXT,
+            Type::TEXT,
+            Type::TEXT,
+        ];
+        let mut w = BinaryCopyInWriter::new(sink, &types);
+        for r in &self.0 {
+            let values: [&(dyn ToSql + Sync); 7] = [
+                &key.host,
+                &key.genesis,
+                &r.seq,
+                &r.kind,
+                &r.tool,
+                &r.turn_id,
+                &r.text,
+            ];
+            w.write(&values)?;
+        }
+        w.finish()?;
+        if via_role {
+            tx.execute(
+                &format!(
+                    "INSERT INTO harnery.search_text ({COLUMNS}) SELECT {COLUMNS} FROM pg_temp.ship_search"
+                ),
+                &[],
+            )?;
+            tx.execute("TRUNCATE pg_temp.ship_search", &[])?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,176 @@
+//! `harnery fleet search` against a real, throwaway PostgreSQL (see
+//! `fleet_support`): a finalized corpus home shipped through a host role
+//! is found by a reader with the same hits as local `harnery search`, a
+//! secret masked at ship time is not found by its text, a host that
+//! shipped with `--content none` is named as not searchable, and a query
+//! that cannot run is exit 2.
+
+use crate::common;
+use crate::fleet_support;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Output;
+
+use common::*;
+use fleet_support::PgServer;
+
+const SECRET_PASSWORD: &str = "hunter2-correct-horse";
+
+/// A PreToolUse record of the basic fixture whose command holds a password.
+fn secret_record() -> String {
+    let line = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-code/basic/hooks.jsonl"),
+    )
+    .unwrap()
+    .lines()
+    .find(|l| l.contains("\"hook_event_name\":\"PreToolUse\""))
+    .expect("the fixture has a PreToolUse line")
+    .to_string();
+    let mut v: serde_json::Value = serde_json::from_str(&line).unwrap();
+    v["session_id"] = "5ec2e7-0000-4000-8000-000000000002".into();
+    v["tool_input"] = serde_json::json!({
+        "command": format!("mysql --password={SECRET_PASSWORD} -e 'select 1'"),
+    });
+    v.to_string()
+}
+
+/// A finalized home of several corpus sessions and a record with a secret.
+fn corpus_home() -> tempfile::TempDir {
+    let home = tempfile::tempdir().unwrap();
+    for (agent, scenario) in [
+        ("claude-code", "basic"),
+        ("claude-code", "file-tools"),
+        ("claude-code", "tool-failure"),
+        ("copilot", "basic-shell-anthropic"),
+    ] {
+        feed_fixture(home.path(), agent, scenario);
+    }
+    assert_cmd::Command::cargo_bin("harnery-hook")
+        .unwrap()
+        .env("HARNERY_HOME", home.path())
+        .arg("claude-code")
+        .write_stdin(secret_record())
+        .assert()
+        .success();
+    let out = run(home.path(), &["finalize"]);
+    assert!(out.status.success(), "finalize: {}", stderr(&out));
+    home
+}
+
+fn add_role(admin: &str, kind: &str, name: &str) -> String {
+    let out = harnery(Path::new("/nonexistent-harnery-home"))
+        .args(["fleet", kind, name, "--url", admin])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{kind}: {}", stderr(&out));
+    stdout(&out).trim().to_string()
+}
+
+fn ship_ok(home: &Path, target: &str, extra: &[&str]) {
+    let mut args = vec!["ship", "--to", target];
+    args.extend_from_slice(extra);
+    let out = run(home, &args);
+    assert!(out.status.success(), "ship: {}", stderr(&out));
+}
+
+fn fleet_search(reader: &str, args: &[&str]) -> Output {
+    harnery(Path::new("/nonexistent-harnery-home"))
+        .args([
+            "fleet", "search", "--from", reader, "--json", "--limit", "1000",
+        ])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Each hit as (session id, offset, kind), from JSON lines.
+fn keys(text: &str) -> BTreeSet<(String, u64, String)> {
+    text.lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            (
+                v["session"]["session_id"].as_str().unwrap().to_string(),
+                v["offset"].as_u64().unwrap(),
+                v["kind"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn local_keys(home: &Path, query: &str) -> BTreeSet<(String, u64, String)> {
+    let out = run(home, &["search", "--json", "--limit", "1000", "--", query]);
+    assert!(out.status.success(), "search {query}: {}", stderr(&out));
+    keys(&stdout(&out))
+}
+
+fn fleet_keys(reader: &str, host: &str, query: &str) -> BTreeSet<(String, u64, String)> {
+    let out = fleet_search(reader, &["--host", host, "--", query]);
+    assert!(
+        out.status.success(),
+        "fleet search {query}: {}",
+        stderr(&out)
+    );
+    keys(&stdout(&out))
+}
+
+fn host_id(home: &Path) -> String {
+    std::fs::read_to_string(home.join("host-id"))
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn fleet_search_finds_what_local_search_finds_and_no_masked_secret() {
+    let pg = PgServer::start();
+    let admin = pg.database("fleet");
+    let out = harnery(Path::new("/nonexistent-harnery-home"))
+        .args(["fleet", "init", "--url", &admin])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "init: {}", stderr(&out));
+    let a_url = add_role(&admin, "add-host", "searchable");
+    let b_url = add_role(&admin, "add-host", "metadata-only");
+    let reader = add_role(&admin, "add-reader", "finder");
+
+    let a = corpus_home();
+    let b = tempfile::tempdir().unwrap();
+    copy_tree(a.path(), b.path());
+    std::fs::remove_file(b.path().join("host-id")).ok();
+    ship_ok(a.path(), &a_url, &[]);
+    ship_ok(b.path(), &b_url, &["--content", "none"]);
+    let (ha, hb) = (host_id(a.path()), host_id(b.path()));
+
+    // A word, a phrase, a path substring: the same hits as local search.
+    for query in ["echo", "\"echo hi\"", "cc-capture/runs"] {
+        let local = local_keys(a.path(), query);
+        assert!(!local.is_empty(), "local search finds {query}");
+        assert_eq!(fleet_keys(&reader, &ha, query), local, "{query}");
+    }
+
+    // The secret is in the local ledger and search, but masked when shipped.
+    assert!(!local_keys(a.path(), SECRET_PASSWORD).is_empty());
+    assert!(fleet_keys(&reader, &ha, SECRET_PASSWORD).is_empty());
+    assert!(fleet_keys(&reader, &ha, "mysql").len() == 1);
+
+    // Every hit names its host; the metadata-only host has none and is named.
+    let out = fleet_search(&reader, &["echo"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out)
+            .lines()
+            .all(|l| l.contains(&format!("\"host\":\"{ha}\"")))
+    );
+    assert!(
+        stderr(&out).contains("not searchable") && stderr(&out).contains(&hb),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!stderr(&out).contains(&ha), "{}", stderr(&out));
+
+    // A query that cannot run is exit 2, named.
+    let out = fleet_search(&reader, &["\"unclosed"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("never closed"), "{}", stderr(&out));
+}
