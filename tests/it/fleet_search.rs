@@ -85,7 +85,7 @@ fn fleet_search(reader: &str, args: &[&str]) -> Output {
 }
 
 /// Each hit as (session id, offset, kind), from JSON lines.
-fn keys(text: &str) -> BTreeSet<(String, u64, String)> {
+fn keys(text: &str) -> Keys {
     text.lines()
         .map(|l| {
             let v: serde_json::Value = serde_json::from_str(l).unwrap();
@@ -98,14 +98,22 @@ fn keys(text: &str) -> BTreeSet<(String, u64, String)> {
         .collect()
 }
 
-fn local_keys(home: &Path, query: &str) -> BTreeSet<(String, u64, String)> {
-    let out = run(home, &["search", "--json", "--limit", "1000", "--", query]);
+type Keys = BTreeSet<(String, u64, String)>;
+
+fn local_keys(home: &Path, query: &str, filters: &[&str]) -> Keys {
+    let mut args = vec!["search", "--json", "--limit", "1000"];
+    args.extend_from_slice(filters);
+    args.extend(["--", query]);
+    let out = run(home, &args);
     assert!(out.status.success(), "search {query}: {}", stderr(&out));
     keys(&stdout(&out))
 }
 
-fn fleet_keys(reader: &str, host: &str, query: &str) -> BTreeSet<(String, u64, String)> {
-    let out = fleet_search(reader, &["--host", host, "--", query]);
+fn fleet_keys(reader: &str, host: &str, query: &str, filters: &[&str]) -> Keys {
+    let mut args = vec!["--host", host];
+    args.extend_from_slice(filters);
+    args.extend(["--", query]);
+    let out = fleet_search(reader, &args);
     assert!(
         out.status.success(),
         "fleet search {query}: {}",
@@ -143,16 +151,31 @@ fn fleet_search_finds_what_local_search_finds_and_no_masked_secret() {
     let (ha, hb) = (host_id(a.path()), host_id(b.path()));
 
     // A word, a phrase, a path substring: the same hits as local search.
-    for query in ["echo", "\"echo hi\"", "cc-capture/runs"] {
-        let local = local_keys(a.path(), query);
+    for query in ["echo", "\"echo hi\"", "cc-capture/runs", "ech*"] {
+        let local = local_keys(a.path(), query, &[]);
         assert!(!local.is_empty(), "local search finds {query}");
-        assert_eq!(fleet_keys(&reader, &ha, query), local, "{query}");
+        assert_eq!(fleet_keys(&reader, &ha, query, &[]), local, "{query}");
+    }
+    // The filters narrow as they do locally.
+    let filters: [&[&str]; 3] = [
+        &["--kind", "tool-input"],
+        &["--tool", "BASH"],
+        &["--failed"],
+    ];
+    for f in filters {
+        let local = local_keys(a.path(), "echo", f);
+        assert!(!local.is_empty(), "local search finds echo {f:?}");
+        assert!(
+            local.len() < local_keys(a.path(), "echo", &[]).len(),
+            "{f:?} narrows"
+        );
+        assert_eq!(fleet_keys(&reader, &ha, "echo", f), local, "{f:?}");
     }
 
     // The secret is in the local ledger and search, but masked when shipped.
-    assert!(!local_keys(a.path(), SECRET_PASSWORD).is_empty());
-    assert!(fleet_keys(&reader, &ha, SECRET_PASSWORD).is_empty());
-    assert!(fleet_keys(&reader, &ha, "mysql").len() == 1);
+    assert!(!local_keys(a.path(), SECRET_PASSWORD, &[]).is_empty());
+    assert!(fleet_keys(&reader, &ha, SECRET_PASSWORD, &[]).is_empty());
+    assert_eq!(fleet_keys(&reader, &ha, "mysql", &[]).len(), 1);
 
     // Every hit names its host; the metadata-only host has none and is named.
     let out = fleet_search(&reader, &["echo"]);
@@ -168,6 +191,29 @@ fn fleet_search_finds_what_local_search_finds_and_no_masked_secret() {
         stderr(&out)
     );
     assert!(!stderr(&out).contains(&ha), "{}", stderr(&out));
+
+    // Words and substrings are answered from their indexes.
+    let mut c = pg.client("fleet");
+    c.batch_execute("ANALYZE; SET enable_seqscan = off")
+        .unwrap();
+    for (cond, index) in [
+        (
+            "words @@ plainto_tsquery('simple', 'echo')",
+            "search_text_words",
+        ),
+        ("text ILIKE '%cc-capture/runs%'", "search_text_grams"),
+    ] {
+        let plan: Vec<String> = c
+            .query(
+                &format!("EXPLAIN SELECT seq FROM harnery.search_text WHERE {cond}"),
+                &[],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        assert!(plan.iter().any(|l| l.contains(index)), "{cond}: {plan:?}");
+    }
 
     // A query that cannot run is exit 2, named.
     let out = fleet_search(&reader, &["\"unclosed"]);
