@@ -2,7 +2,8 @@
 //! `fleet_support`): a finalized corpus home shipped through a host role
 //! is found by a reader with the same hits as local `harnery search`, a
 //! secret masked at ship time is not found by its text, a host that
-//! shipped with `--content none` is named as not searchable, and a query
+//! shipped with `--content none` is named as not searchable, rows shipped
+//! before the search migration are filled when it is applied, and a query
 //! that cannot run is exit 2.
 
 use crate::common;
@@ -214,6 +215,25 @@ fn fleet_search_finds_what_local_search_finds_and_no_masked_secret() {
             .collect();
         assert!(plan.iter().any(|l| l.contains(index)), "{cond}: {plan:?}");
     }
+
+    // Rows on the server before migration 4 are filled from their shipped
+    // bytes when it is applied (`fleet init`): masked text stays masked.
+    c.batch_execute(
+        "RESET enable_seqscan; DROP TABLE harnery.search_text; \
+         DELETE FROM harnery.schema_migrations WHERE version = 4",
+    )
+    .unwrap();
+    let out = harnery(Path::new("/nonexistent-harnery-home"))
+        .args(["fleet", "init", "--url", &admin])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "init: {}", stderr(&out));
+    for query in ["echo", "\"echo hi\"", "cc-capture/runs"] {
+        let local = local_keys(a.path(), query, &[]);
+        assert_eq!(fleet_keys(&reader, &ha, query, &[]), local, "{query}");
+    }
+    assert!(fleet_keys(&reader, &ha, SECRET_PASSWORD, &[]).is_empty());
+    assert_eq!(fleet_keys(&reader, &ha, "mysql", &[]).len(), 1);
 
     // A query that cannot run is exit 2, named.
     let out = fleet_search(&reader, &["\"unclosed"]);

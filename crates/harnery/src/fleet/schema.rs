@@ -11,7 +11,7 @@
 
 use postgres::Client;
 
-use super::schema_search::SEARCH_TEXT;
+use super::schema_search::{SEARCH_TEXT, after_migration};
 
 /// Key of the advisory lock that migrations run under (with key 0).
 pub const LOCK_SPACE: i32 = 0x6861_726e; // "harn"
@@ -566,6 +566,7 @@ pub fn migrate_to(client: &mut Client, upto: i32) -> Result<i32, SchemaError> {
     check_applied(&applied)?;
     for (version, name, sql) in MIGRATIONS[applied.len()..].iter().filter(|m| m.0 <= upto) {
         tx.batch_execute(sql)?;
+        after_migration(&mut tx, *version)?;
         tx.execute(
             "INSERT INTO harnery.schema_migrations (version, name) VALUES ($1, $2)",
             &[version, name],

@@ -51,6 +51,14 @@ impl SearchRows {
         });
     }
 
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     /// Copy the rows into the transaction (through the temporary table
     /// for a host role, whose writes row-level security checks).
     pub fn copy(
@@ -59,7 +67,7 @@ impl SearchRows {
         key: &EpochKey<'_>,
         via_role: bool,
     ) -> Result<(), postgres::Error> {
-        if self.0.is_empty() {
+        if self.is_empty() {
             return Ok(());
         }
         const COLUMNS: &str = "host_id, genesis_id, seq, kind, tool, turn_id, text";
