@@ -193,6 +193,25 @@ fn fleet_search_finds_what_local_search_finds_and_no_masked_secret() {
     );
     assert!(!stderr(&out).contains(&ha), "{}", stderr(&out));
 
+    // Without --json: two lines a hit, the first led by its host.
+    let out = harnery(Path::new("/nonexistent-harnery-home"))
+        .args([
+            "fleet", "search", "--from", &reader, "--kind", "prompt", "echo",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(!lines.is_empty() && lines.len().is_multiple_of(2), "{text}");
+    for pair in lines.chunks(2) {
+        assert!(pair[0].starts_with(&format!("{ha}  ")), "{text}");
+        assert!(
+            pair[0].contains("prompt") && pair[1].contains("[echo]"),
+            "{text}"
+        );
+    }
+
     // Words and substrings are answered from their indexes.
     let mut c = pg.client("fleet");
     c.batch_execute("ANALYZE; SET enable_seqscan = off")
