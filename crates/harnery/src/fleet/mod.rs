@@ -53,6 +53,10 @@ pub enum CopyError {
     },
     #[error("the server holds a different genesis manifest for this epoch")]
     GenesisDiffers,
+    /// Not a failure: the batch ends early, its search text at its budget
+    /// (`ship` never shows it).
+    #[error("the batch's search text is at its budget")]
+    SearchFull,
 }
 
 /// Why `harnery ship` stopped. Every variant that concerns rows names the

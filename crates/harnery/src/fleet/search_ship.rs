@@ -22,7 +22,11 @@ struct SearchRow {
 
 /// One batch's search rows.
 #[derive(Default)]
-pub struct SearchRows(Vec<SearchRow>);
+pub struct SearchRows(Vec<SearchRow>, usize);
+
+/// The most text a batch holds: `ship` ends a batch early when its search
+/// rows reach it, so a batch of long tool outputs never sits in memory.
+pub const BATCH_TEXT_BYTES: usize = 32 * 1024 * 1024;
 
 /// PostgreSQL text holds no NUL: it is shown as `␀`, as the views do.
 fn nul_free(text: String) -> String {
@@ -42,6 +46,7 @@ impl SearchRows {
         let Some(doc) = doc_of(&event) else {
             return;
         };
+        self.1 += doc.text.len();
         self.0.push(SearchRow {
             seq,
             kind: doc.kind.as_str(),
@@ -57,6 +62,11 @@ impl SearchRows {
 
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+
+    /// Whether the batch holds [`BATCH_TEXT_BYTES`] of text or more.
+    pub fn full(&self) -> bool {
+        self.1 >= BATCH_TEXT_BYTES
     }
 
     /// Copy the rows into the transaction (through the temporary table

@@ -471,7 +471,8 @@ impl Shipper<'_> {
         let (mut masked_rows, mut last) = (0, after);
         let mut search = SearchRows::default();
         let content = self.content.as_str();
-        let sent = ledger.for_each_chain_row(after, self.batch_rows, |row| {
+        let mut sent = 0;
+        let read = ledger.for_each_chain_row(after, self.batch_rows, |row| {
             let out = outgoing(self.masker, self.content, &row);
             if self.content != Content::None {
                 search.push(row.seq, &out.json);
@@ -501,8 +502,16 @@ impl Shipper<'_> {
             if row.seq == after + 1 {
                 failpoint::hit("ship-mid-copy");
             }
-            Ok::<(), CopyError>(())
-        })?;
+            sent += 1;
+            match search.full() {
+                true => Err(CopyError::SearchFull),
+                false => Ok(()),
+            }
+        });
+        match read {
+            Ok(_) | Err(CopyError::SearchFull) => {}
+            Err(e) => return Err(e),
+        }
         w.finish()?;
         search.copy(tx, key, run.via_role)?;
         if run.via_role && sent > 0 {
