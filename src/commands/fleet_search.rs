@@ -7,10 +7,9 @@
 
 use std::io::{IsTerminal, Write};
 
-use super::search::{head, marked};
+use super::search::{Filters, head, marked};
 use super::{CmdResult, Outcome};
 use harnery::fleet::search::{FleetQuery, search};
-use harnery::search::{DEFAULT_LIMIT, Kind};
 use harnery::terminal::escape;
 
 #[derive(Debug, clap::Args)]
@@ -31,31 +30,8 @@ pub struct SearchArgs {
     /// One JSON object per hit, per line.
     #[arg(long)]
     json: bool,
-    /// Only this session (its id, its first characters, or adapter/id).
-    #[arg(long)]
-    session: Option<String>,
-    /// Only events at or after this RFC 3339 time.
-    #[arg(long, value_name = "RFC3339", value_parser = super::parse_instant)]
-    since: Option<i64>,
-    /// Only events at or before this RFC 3339 time.
-    #[arg(long, value_name = "RFC3339", value_parser = super::parse_instant)]
-    until: Option<i64>,
-    /// Only these kinds of text (repeat, or a comma list).
-    #[arg(
-        long,
-        value_name = "prompt|message|reasoning|tool-input|tool-output|command",
-        value_delimiter = ','
-    )]
-    kind: Vec<Kind>,
-    /// Only this tool's inputs and outputs (any case).
-    #[arg(long, value_name = "NAME")]
-    tool: Option<String>,
-    /// Only text of tool and command spans whose outcome was a failure.
-    #[arg(long)]
-    failed: bool,
-    /// At most this many hits.
-    #[arg(long, default_value_t = DEFAULT_LIMIT)]
-    limit: usize,
+    #[command(flatten)]
+    filters: Filters,
 }
 
 /// Run the search over `client` (connected to `a.from`).
@@ -63,13 +39,13 @@ pub fn run(a: SearchArgs, client: &mut postgres::Client) -> CmdResult {
     let q = FleetQuery {
         text: a.query.join(" "),
         host: a.host.clone(),
-        session: a.session.clone(),
-        since_unix_ns: a.since,
-        until_unix_ns: a.until,
-        kinds: a.kind.clone(),
-        tool: a.tool.clone(),
-        failed: a.failed,
-        limit: a.limit,
+        session: a.filters.session.clone(),
+        since_unix_ns: a.filters.since,
+        until_unix_ns: a.filters.until,
+        kinds: a.filters.kind.clone(),
+        tool: a.filters.tool.clone(),
+        failed: a.filters.failed,
+        limit: a.filters.limit,
     };
     let found = search(client, &q)?;
     if !found.not_searchable.is_empty() {

@@ -30,34 +30,11 @@ pub struct Args {
     /// What to find (words, "phrases", pre*, substrings; see below).
     #[arg(required_unless_present = "reindex", num_args = 0..)]
     query: Vec<String>,
-    /// Only this session (its id, a unique prefix, or adapter/id).
-    #[arg(long)]
-    session: Option<String>,
     /// Only sessions of this agent (claude-code or copilot).
     #[arg(long, value_parser = parse_adapter)]
     adapter: Option<AdapterId>,
-    /// Only events at or after this RFC 3339 time.
-    #[arg(long, value_name = "RFC3339", value_parser = super::parse_instant)]
-    since: Option<i64>,
-    /// Only events at or before this RFC 3339 time.
-    #[arg(long, value_name = "RFC3339", value_parser = super::parse_instant)]
-    until: Option<i64>,
-    /// Only these kinds of text (repeat, or a comma list).
-    #[arg(
-        long,
-        value_name = "prompt|message|reasoning|tool-input|tool-output|command",
-        value_delimiter = ','
-    )]
-    kind: Vec<Kind>,
-    /// Only this tool's inputs and outputs (any case).
-    #[arg(long, value_name = "NAME")]
-    tool: Option<String>,
-    /// Only text of tool and command spans whose outcome was a failure.
-    #[arg(long)]
-    failed: bool,
-    /// At most this many hits.
-    #[arg(long, default_value_t = DEFAULT_LIMIT)]
-    limit: usize,
+    #[command(flatten)]
+    filters: Filters,
     /// relevance (BM25, then newest) or time (newest first).
     #[arg(long, value_name = "relevance|time", default_value = "relevance")]
     sort: Sort,
@@ -69,6 +46,36 @@ pub struct Args {
     reindex: bool,
     #[command(flatten)]
     epoch: EpochArg,
+}
+
+/// The filters `search` and `fleet search` share.
+#[derive(Debug, clap::Args)]
+pub struct Filters {
+    /// Only this session (its id, its first characters, or adapter/id).
+    #[arg(long)]
+    pub session: Option<String>,
+    /// Only events at or after this RFC 3339 time.
+    #[arg(long, value_name = "RFC3339", value_parser = super::parse_instant)]
+    pub since: Option<i64>,
+    /// Only events at or before this RFC 3339 time.
+    #[arg(long, value_name = "RFC3339", value_parser = super::parse_instant)]
+    pub until: Option<i64>,
+    /// Only these kinds of text (repeat, or a comma list).
+    #[arg(
+        long,
+        value_name = "prompt|message|reasoning|tool-input|tool-output|command",
+        value_delimiter = ','
+    )]
+    pub kind: Vec<Kind>,
+    /// Only this tool's inputs and outputs (any case).
+    #[arg(long, value_name = "NAME")]
+    pub tool: Option<String>,
+    /// Only text of tool and command spans whose outcome was a failure.
+    #[arg(long)]
+    pub failed: bool,
+    /// At most this many hits.
+    #[arg(long, default_value_t = DEFAULT_LIMIT)]
+    pub limit: usize,
 }
 
 fn parse_adapter(name: &str) -> Result<AdapterId, String> {
@@ -110,15 +117,15 @@ pub fn run(args: Args) -> CmdResult {
 fn query(args: &Args) -> Query {
     Query {
         text: args.query.join(" "),
-        session: args.session.clone(),
+        session: args.filters.session.clone(),
         adapter: args.adapter,
-        since_unix_ns: args.since,
-        until_unix_ns: args.until,
-        kinds: args.kind.clone(),
-        tool: args.tool.clone(),
-        failed: args.failed,
+        since_unix_ns: args.filters.since,
+        until_unix_ns: args.filters.until,
+        kinds: args.filters.kind.clone(),
+        tool: args.filters.tool.clone(),
+        failed: args.filters.failed,
         epoch: args.epoch.epoch.clone(),
-        limit: args.limit,
+        limit: args.filters.limit,
         sort: args.sort,
     }
 }

@@ -323,7 +323,8 @@ fn take_ssl_params(text: &str) -> (String, SslParams) {
     (kept.join(" "), ssl)
 }
 
-fn percent_decode(text: &str) -> String {
+/// `%XX` decoded (a bad escape stays as it was), lossily as UTF-8.
+pub fn percent_decode(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

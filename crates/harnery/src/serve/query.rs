@@ -41,32 +41,10 @@ impl Target {
     }
 }
 
-/// `%XX` and `+` decoded; a bad escape stays as it was.
+/// A form value: `+` is a space, then `%XX` decoded (so `%2B` stays `+`);
+/// a bad escape stays as it was.
 fn decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok())
-            .and_then(|h| u8::from_str_radix(h, 16).ok());
-        match (bytes[i], hex) {
-            (b'%', Some(b)) => {
-                out.push(b);
-                i += 3;
-            }
-            (b'+', _) => {
-                out.push(b' ');
-                i += 1;
-            }
-            (b, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    crate::fleet::target::percent_decode(&s.replace('+', " "))
 }
 
 /// `s` percent-encoded for a query value or a path segment.
