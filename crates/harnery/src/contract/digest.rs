@@ -11,7 +11,7 @@
 //! (u32 LE) UTF-8 string, in order.
 
 /// Bumped with every contract change that ships as an epoch advance.
-pub const CONTRACT_GENERATION: u32 = 5;
+pub const CONTRACT_GENERATION: u32 = 6;
 
 /// One described type: its name and its fields as `name:type` with a `?`
 /// suffix for optional fields.
@@ -205,7 +205,12 @@ pub const DESCRIPTION: &[SchemaDescription] = &[
     ),
     d(
         "message.user",
-        &["record:record_at", "message_id:string?", "text:string?"],
+        &[
+            "record:record_at",
+            "message_id:string?",
+            "text:string?",
+            "source:string?",
+        ],
     ),
     d(
         "message.assistant",

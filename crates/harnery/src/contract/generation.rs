@@ -60,6 +60,17 @@ pub const GENERATIONS: &[Generation] = &[
                       usage.reported names the session that made a call copied from another \
                       (copied_from_session: a --fork-session copy), which is never counted again",
     },
+    Generation {
+        number: 6,
+        digest: "48cb1e60bbf36361cdf9c1636d924d2cf6d038da27c94f63434ca89ceabb4402",
+        description: "a resume on the agent's own word: session.resumed follows only the agent's \
+                      resume signal (a session start with source resume, Claude Code's \
+                      SessionStart or Copilot's sessionStart) or a main-agent prompt after the \
+                      session's native end, never any native signal after a recorded restore, so \
+                      a process that still runs keeps its prompts, tools and stops on its own \
+                      line; message.user names who sent a message that was not the user \
+                      (source: Copilot's data.source, steering)",
+    },
 ];
 
 /// The generation whose schema digest is `digest`, if this build reads it.

@@ -260,6 +260,10 @@ payload_struct!(
         record: RecordAt,
         #[serde(default)] message_id: Option<String>,
         #[serde(default)] text: Option<String>,
+        /// Who sent it when it was not the user (generation 6: Copilot's
+        /// `data.source`, a subagent `agent-<id>` steering its parent,
+        /// ADR-0007). Absent on the user's own words and on older rows.
+        #[serde(default, skip_serializing_if = "Option::is_none")] source: Option<String>,
     }
 );
 payload_struct!(

@@ -130,6 +130,7 @@ pub(super) fn samples() -> Vec<Payload> {
             record: at(),
             message_id: s(),
             text: s(),
+            source: s(),
         }),
         Payload::MessageAssistant(MessageAssistant {
             record: at(),
@@ -282,7 +283,7 @@ fn schema_digest_is_pinned() {
     // advance and bump CONTRACT_GENERATION.
     assert_eq!(
         schema_digest_hex(),
-        "b4eafa6a9bc7bede11c80d010606b6181100aa48b73bd49c77731a803c26a07a"
+        "48cb1e60bbf36361cdf9c1636d924d2cf6d038da27c94f63434ca89ceabb4402"
     );
 }
 

@@ -13,11 +13,16 @@
 //!   the finalize run, after the agent's own record was read.
 //! - The effect ledger of a checkpoint is what closed natively since the
 //!   previous checkpoint (`effects`).
-//! - A resume is a recorded restore followed by native activity, the
-//!   agent saying so (`SessionStart` / `sessionStart` with `source:
-//!   "resume"`), or a new prompt after the session ended natively (the
-//!   Copilot SDK's resumed leg prompts before its `sessionStart`). It appends `session.resumed` before the signal's
-//!   own events and starts the next incarnation. After a restore from a
+//! - A resume is the agent's own word (generation 6): its session start
+//!   saying so (Claude Code `SessionStart`, Copilot `sessionStart`, both
+//!   with `source: "resume"`), or a new prompt of the main agent after the
+//!   session ended natively (the Copilot SDK's resumed leg prompts before
+//!   its `sessionStart`; a process that still runs has sent no end). A
+//!   recorded restore waits for that word: the original process's own
+//!   prompts, tools and stops stay on its line meanwhile (generations 3 to
+//!   5 took any native signal as the resume). A resume appends
+//!   `session.resumed` before the signal's own events and starts the next
+//!   incarnation. After a restore from a
 //!   checkpoint pinned at P, the events from P up to the restore are
 //!   superseded and every checkpoint pinned above P is invalid.
 //!   The spans still open that were requested in the superseded range are
@@ -66,7 +71,7 @@ pub(super) struct PinnedCheckpoint {
     pub invalid: bool,
 }
 
-/// A restore waiting for the session's next native activity.
+/// A restore waiting for the agent's resume.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(super) struct PendingRestore {
     pub checkpoint_id: String,
@@ -240,23 +245,24 @@ impl SessionProducer {
         false
     }
 
-    /// Whether the signal resumes the session, and on what evidence: a
-    /// recorded restore, the agent's `source: "resume"`, or a new prompt
-    /// after the session ended natively (the Copilot SDK sends its resumed
-    /// leg's prompt before its `sessionStart`). One resume per leg: the
-    /// leg's own `sessionStart` after a resume already recorded is not a
-    /// second one.
+    /// Whether the signal resumes the session, on the agent's own word: its
+    /// `source: "resume"`, or a new prompt after the session ended natively
+    /// (the Copilot SDK sends its resumed leg's prompt before its
+    /// `sessionStart`). A recorded restore is taken up by that resume and
+    /// by nothing else: any other signal is the original process going on.
+    /// One resume per leg: the leg's own `sessionStart` after a resume
+    /// already recorded is not a second one.
     fn detect_resume(&mut self, signal: &Normalized, trigger: &mut Trigger, out: &mut Vec<Event>) {
         let says_resume = is_agent_resume(signal);
         let is_prompt = matches!(signal.kind, SignalKind::PromptSubmitted(_));
         if says_resume && std::mem::take(&mut self.log.awaiting_start) {
             return;
         }
-        let restore = self.log.pending_restore.is_some() && signal.kind.is_native_work();
         // A subagent's spool drains after its parent's: its prompts are
-        // no resume of the session.
+        // no resume of the session. `ended` is the live line's own native
+        // end, so a process that still runs never gets here.
         let after_end = self.log.ended && is_prompt && signal.agent_id.is_none();
-        if !(restore || says_resume || after_end) {
+        if !(says_resume || after_end) {
             if !is_prompt {
                 self.log.awaiting_start = false;
             }
@@ -498,7 +504,8 @@ impl SessionProducer {
         self.pin_checkpoint(spec, trigger, out);
     }
 
-    /// `harnery restore`: record it; the next native activity resumes.
+    /// `harnery restore --record`: record it; the agent's next resume
+    /// takes it up.
     pub(super) fn on_restore_requested(
         &mut self,
         request: RestorePayload,

@@ -222,6 +222,7 @@ fn user(frame: Frame, at: &RecordAt) -> Result<RecordLine, RecordLine> {
             record: at.clone(),
             message_id: frame.uuid.clone(),
             text: Some(texts.join("\n")),
+            source: None,
         }));
         if !frame.stream_frame {
             items.push(frame.metadata(at, None, None));
@@ -409,6 +410,7 @@ mod tests {
                     record: at(),
                     message_id: Some("u1".into()),
                     text: Some("hi".into()),
+                    source: None,
                 }),
                 RecordItem::Metadata(SessionMetadata {
                     record: at(),

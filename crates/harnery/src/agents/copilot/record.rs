@@ -119,6 +119,8 @@ struct Data {
     reasoning_id: Option<String>,
     model: Option<String>,
     content: Option<String>,
+    /// Who sent a `user.message` that was not the user (steering).
+    source: Option<String>,
     #[serde(default)]
     tool_requests: Vec<ToolRequestWire>,
     reasoning_text: Option<String>,
@@ -280,6 +282,7 @@ fn user(data: &Data, at: &RecordAt) -> RecordItem {
         record: at.clone(),
         message_id: data.message_id.clone(),
         text: data.content.clone(),
+        source: data.source.clone().filter(|s| !s.is_empty()),
     })
 }
 
