@@ -73,5 +73,6 @@ mod session_log_copilot;
 mod session_prefixes;
 mod spool_cli;
 mod spool_seal;
+mod steering;
 mod superseded_reads;
 mod view_browser;

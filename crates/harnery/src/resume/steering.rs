@@ -1,10 +1,11 @@
 //! Copilot's steering messages, kept apart from what the user said
 //! (ADR-0007): a `user.message` whose `data.source` names who sent it
 //! (a subagent, `agent-<id>`, say) is not the user's direction. The ledger
-//! records every `user.message` as `message.user`; which of them were
-//! steering is read back from the agent's own line, which each event
+//! records every `user.message` as `message.user`; since generation 6 with
+//! the sender as `source`. For a row of an older generation, which has no
+//! `source`, it is read back from the agent's own line, which each event
 //! names (`record: {path, offset}`), in the record bytes a restore already
-//! holds. No contract change: nothing new is stored.
+//! holds.
 
 use crate::contract::{EventType, Payload};
 use crate::ledger::{LedgerError, LedgerReader};
@@ -42,7 +43,8 @@ pub fn below(
         if m.record.path != path {
             continue;
         }
-        if let Some(source) = source_at(bytes, m.record.offset) {
+        let stored = m.source.clone();
+        if let Some(source) = stored.or_else(|| source_at(bytes, m.record.offset)) {
             out.push(Steering {
                 event_id: e.id.as_str().to_string(),
                 offset: e.offset,

@@ -11,7 +11,7 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::contract::{Confidence, Event, Payload};
-use crate::ledger::{SessionSummary, SpanRow, SpanState, Timeline};
+use crate::ledger::{SessionSummary, SpanRow, SpanState, Timeline, TimelineEntry};
 use crate::report::epochs::combine;
 use crate::report::usage::turn_usage;
 
@@ -121,9 +121,19 @@ pub enum MarkerKind {
     Health,
     Error,
     Compaction,
+    /// A message that was not the user's (steering), apart from prompts.
+    Steering,
 }
 
 impl MarkerKind {
+    /// The kind of marker a shown event gets, if any.
+    fn of_entry(entry: &TimelineEntry) -> Option<MarkerKind> {
+        if entry.steering.is_some() {
+            return Some(MarkerKind::Steering);
+        }
+        MarkerKind::of(&entry.kind)
+    }
+
     /// The kind of marker an event type gets, if any.
     fn of(kind: &str) -> Option<MarkerKind> {
         Some(match kind {
@@ -147,6 +157,7 @@ impl MarkerKind {
             MarkerKind::Health => "health",
             MarkerKind::Error => "error",
             MarkerKind::Compaction => "compaction",
+            MarkerKind::Steering => "steering",
         }
     }
 }
@@ -178,6 +189,8 @@ pub struct ShowLine {
     pub agent_id: Option<String>,
     pub text: String,
     pub superseded: bool,
+    /// A message that was not the user's: who sent it (steering).
+    pub steering: Option<String>,
 }
 
 /// The narrowest a span is drawn, as a share of the time axis: wide enough
@@ -458,7 +471,7 @@ fn markers_of(parts: &[PartRows], lane: &dyn Fn(&Option<String>) -> usize) -> Ve
     for part in parts {
         let at_offset: HashMap<u64, &Event> = part.events.iter().map(|e| (e.offset, e)).collect();
         for entry in &part.timeline.entries {
-            let (Some(kind), Some(e)) = (MarkerKind::of(&entry.kind), at_offset.get(&entry.offset))
+            let (Some(kind), Some(e)) = (MarkerKind::of_entry(entry), at_offset.get(&entry.offset))
             else {
                 continue;
             };
@@ -497,6 +510,7 @@ fn lines_of(parts: &[PartRows], start_ns: i64) -> Vec<ShowLine> {
             agent_id: e.agent_id.clone(),
             text: e.text.clone(),
             superseded: e.superseded,
+            steering: e.steering.clone(),
         }));
     }
     out

@@ -122,7 +122,8 @@ fn legend() -> Markup {
             li { span.key.span.st-open { "→" } " open: no completion yet, drawn to the last event" }
             li {
                 span.key.marker { "P" }
-                " markers: S session, P prompt, A subagent, E end, H health, ! error, C compaction"
+                " markers: S session, P prompt, » steering (a message not from the user), \
+                 A subagent, E end, H health, ! error, C compaction"
             }
         } "\n"
     }
@@ -261,6 +262,7 @@ fn marker(v: &SessionView, m: &Marker) -> Markup {
         MarkerKind::Health => "H",
         MarkerKind::Error => "!",
         MarkerKind::Compaction => "C",
+        MarkerKind::Steering => "»",
     };
     let detail = format!(
         "{}\n{} at {}\nevent: {}",
@@ -391,7 +393,7 @@ fn lines(v: &SessionView) -> Markup {
                 tbody {
                     "\n"
                     @for l in &v.lines {
-                        tr.superseded-line[l.superseded] {
+                        tr.superseded-line[l.superseded] data-steering=[l.steering.as_deref()] {
                             td { (l.offset) } td { (since(l.at_ms)) }
                             @if tagged { td { (l.epoch) } }
                             td { (l.text) @if l.superseded { " · superseded" } }

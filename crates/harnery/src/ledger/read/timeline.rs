@@ -38,6 +38,10 @@ pub struct TimelineEntry {
     /// The offset of the `session.resumed` that superseded it.
     #[serde(skip)]
     pub superseded_by: Option<u64>,
+    /// On a `message.user` that was not the user: who sent it (its
+    /// `source`, generation 6; Copilot's steering, ADR-0007).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steering: Option<String>,
 }
 
 /// The agent's record of a hook span's call, from the `tool.recorded`
@@ -197,6 +201,10 @@ fn entry(e: &Event, start: i64, spans: &HashMap<String, SpanRow>) -> Option<Time
         record: None,
         superseded: false,
         superseded_by: None,
+        steering: match &e.payload {
+            Payload::MessageUser(m) => m.source.clone(),
+            _ => None,
+        },
     })
 }
 
@@ -317,7 +325,14 @@ fn describe(p: &Payload, span: Option<&SpanRow>) -> String {
                 .map(|r| format!(" at {} byte {}", r.path, r.offset))
                 .unwrap_or_default()
         ),
-        Payload::MessageUser(m) => format!("user: {}", first_line(m.text.as_deref(), 72)),
+        Payload::MessageUser(m) => match &m.source {
+            Some(from) => format!(
+                "steering from {}: {}",
+                clip(from, 48),
+                first_line(m.text.as_deref(), 72)
+            ),
+            None => format!("user: {}", first_line(m.text.as_deref(), 72)),
+        },
         Payload::MessageAssistant(m) => {
             let mut text = format!("assistant: {}", first_line(m.text.as_deref(), 72));
             if !m.tool_call_ids.is_empty() {

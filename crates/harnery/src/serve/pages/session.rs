@@ -101,7 +101,8 @@ fn observed(o: &Observation<String>) -> String {
 pub fn event_row(session_id: &str, e: &TimelineEntry) -> Markup {
     let span = e.span.as_ref().map(|s| s.request_event_id.as_str());
     html! {
-        tr id={ "e" (e.offset) } data-offset=(e.offset) data-span=[span] {
+        tr id={ "e" (e.offset) } data-offset=(e.offset) data-span=[span]
+            data-steering=[e.steering.as_deref()] {
             td { a href={ (session_href(session_id)) "/events/" (e.offset) } { (e.offset) } }
             td { (since(e.at_ms)) }
             td { (e.text) }
