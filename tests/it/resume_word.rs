@@ -193,3 +193,56 @@ fn generation_six_ships_by_an_epoch_advance_from_the_generation_five_home() {
         ok(&[cmd, "--epoch", "all"]);
     }
 }
+
+/// Copilot, its first run still going (no `sessionEnd`): after a restore
+/// is recorded, the process's next prompt, tool call and stop (those of
+/// the captured second run, less its `sessionStart`) stay on its line; a
+/// prompt is taken for a resume only after the session's native end, so
+/// none is here. The `sessionStart` with `source: "resume"` then is.
+#[test]
+fn a_copilot_process_that_still_runs_is_not_resumed_by_its_prompt() {
+    use crate::session_log_support::*;
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    let first = lines("copilot", "resume-1-first-run");
+    let running: Vec<String> = first
+        .into_iter()
+        .filter(|l| !l.contains("\"sessionEnd\""))
+        .collect();
+    feed(home, "copilot", &running);
+    ok(home, &["finalize"]);
+    let (copilot_home, _) = copilot_home_with_record(COPILOT_RESUME, "resume-1-first-run");
+    restore_json(home, COPILOT_RESUME, copilot_home.path(), &["--record"]);
+    ok(home, &["finalize"]);
+    let events = replay(home, COPILOT_RESUME, &[]);
+    assert_eq!(of_type(&events, "restore.recorded").len(), 1);
+    let second = lines("copilot", "resume-2-resumed-run");
+    let (start, goes_on): (Vec<String>, Vec<String>) = second
+        .into_iter()
+        .filter(|l| !l.contains("\"sessionEnd\""))
+        .partition(|l| l.contains("\"sessionStart\""));
+    feed(home, "copilot", &goes_on);
+    ok(home, &["finalize"]);
+    let events = replay(home, COPILOT_RESUME, &["--include-superseded"]);
+    for kind in ["session.resumed", "session.stale_signal"] {
+        assert!(of_type(&events, kind).is_empty(), "no {kind}");
+    }
+    assert!(events.iter().all(|e| e["superseded"] != true));
+    let prompts = of_type(&events, "prompt.submitted");
+    assert!(
+        prompts
+            .iter()
+            .any(|e| e["payload"]["prompt"] == "Run the probe command again please.")
+    );
+    let requests = of_type(&events, "tool.requested");
+    assert_eq!(requests.len(), 2, "one call per run, none invented");
+    assert!(requests.iter().all(|e| e["payload"]["recovery"].is_null()));
+
+    feed(home, "copilot", &start);
+    ok(home, &["finalize"]);
+    let events = replay(home, COPILOT_RESUME, &["--include-superseded"]);
+    let resumed = of_type(&events, "session.resumed");
+    assert_eq!(resumed.len(), 1, "{resumed:#?}");
+    assert_eq!(resumed[0]["payload"]["evidence"], "restore");
+    ok(home, &["validate"]);
+}
