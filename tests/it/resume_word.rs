@@ -44,6 +44,7 @@ fn of<'a>(events: &'a [Value], ty: &str) -> Vec<&'a Value> {
 }
 
 const GOES_ON: &str = "11111111-2222-4333-8444-555555555555";
+const LEFT_OPEN: &str = "22222222-3333-4444-8555-666666666666";
 const RESUMED: &str = "66666666-7777-4888-8999-aaaaaaaaaaaa";
 
 /// The original process's next turn: a prompt, a tool call, its stop.
@@ -58,6 +59,11 @@ fn original_goes_on(w: &World) {
         }
         deliver(w, &v);
     }
+    // Then another prompt, and a call it has not finished.
+    deliver(w, &original(w, "UserPromptSubmit", LEFT_OPEN));
+    let mut call = original(w, "PreToolUse", LEFT_OPEN);
+    call["tool_use_id"] = "toolu_left_open".into();
+    deliver(w, &call);
     w.ok(&["finalize"]);
 }
 
@@ -122,23 +128,43 @@ fn a_recorded_restore_waits_for_the_agents_resume() {
     assert!(leg["offset"].as_u64().unwrap() > resumed_at);
     assert_eq!(leg["incarnation"], 2);
 
-    // A late tool call of the original's own turn: stale, off the line.
+    // The original's unfinished call ends, salvaged by the resume.
+    let left: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["payload"]["tool_call_id"] == "toolu_left_open")
+        .collect();
+    assert_eq!(left.len(), 2, "its request and one end: {left:#?}");
+    let end = left[1];
+    assert_eq!(end["type"], "tool.completed");
+    assert_eq!(end["payload"]["recovery"]["reason"], "explicit_end_salvage");
+    assert!(end["offset"].as_u64().unwrap() < resumed_at);
+
+    // Its late completion, and a call of its own turn: stale, off the line.
+    let mut late = original(&w, "PostToolUse", LEFT_OPEN);
+    late["tool_use_id"] = "toolu_left_open".into();
+    deliver(&w, &late);
     let mut late = original(&w, "PostToolUse", GOES_ON);
     late["tool_use_id"] = "toolu_after_the_resume".into();
     deliver(&w, &late);
     w.ok(&["finalize"]);
     let events = everything(&w);
     let stale = of(&events, "session.stale_signal");
-    assert_eq!(stale.len(), 1, "{stale:#?}");
-    assert_eq!(
-        stale[0]["payload"]["reason"],
-        "native_turn_of_an_older_incarnation"
+    assert_eq!(stale.len(), 2, "{stale:#?}");
+    assert!(
+        stale
+            .iter()
+            .all(|e| e["payload"]["reason"] == "native_turn_of_an_older_incarnation")
     );
     assert!(
         events
             .iter()
             .all(|e| e["payload"]["tool_call_id"] != "toolu_after_the_resume")
     );
+    let left = events
+        .iter()
+        .filter(|e| e["payload"]["tool_call_id"] == "toolu_left_open")
+        .count();
+    assert_eq!(left, 2, "still one end");
     w.ok(&["validate"]);
 }
 

@@ -68,7 +68,8 @@ pub const GENERATIONS: &[Generation] = &[
                       SessionStart or Copilot's sessionStart) or a main-agent prompt after the \
                       session's native end, never any native signal after a recorded restore, so \
                       a process that still runs keeps its prompts, tools and stops on its own \
-                      line; message.user names who sent a message that was not the user \
+                      line, and a tool call it left open at the resume is salvaged by the resume; \
+                      message.user names who sent a message that was not the user \
                       (source: Copilot's data.source, steering)",
     },
 ];

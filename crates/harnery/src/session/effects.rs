@@ -100,10 +100,24 @@ impl EffectBook {
     /// Forget the open spans requested in `range`: their line was
     /// superseded, so no sweep or salvage of the live line may reach them.
     pub fn forget_open(&mut self, range: OffsetRange) -> Vec<String> {
+        self.forget_open_where(range, |_| true)
+    }
+
+    /// Forget the open tool calls requested in `range` (not `harnery exec`
+    /// commands, which are no process's incarnation).
+    pub fn forget_open_tools(&mut self, range: OffsetRange) -> Vec<String> {
+        self.forget_open_where(range, |e| e.kind == "tool")
+    }
+
+    fn forget_open_where(
+        &mut self,
+        range: OffsetRange,
+        pick: impl Fn(&Effect) -> bool,
+    ) -> Vec<String> {
         let gone: Vec<String> = self
             .open
             .iter()
-            .filter(|(_, o)| range.contains(o.offset))
+            .filter(|(_, o)| range.contains(o.offset) && pick(&o.effect))
             .map(|(id, _)| id.clone())
             .collect();
         for id in &gone {

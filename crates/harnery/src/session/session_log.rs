@@ -25,7 +25,9 @@
 //!   incarnation. After a restore from a
 //!   checkpoint pinned at P, the events from P up to the restore are
 //!   superseded and every checkpoint pinned above P is invalid.
-//!   The spans still open that were requested in the superseded range are
+//!   The spans still open that were requested in the superseded range
+//!   (and the tool calls the original process made after the restore and
+//!   left open: their ends could only arrive as stale evidence) are
 //!   salvaged by the resume (a derived terminal, `explicit_end_salvage`
 //!   for tools, `command_completion_not_observed` for commands, before
 //!   `session.resumed`), so every span ends and no sweep of the live line
@@ -306,7 +308,17 @@ impl SessionProducer {
         }
         // A span requested in the superseded range ends here, salvaged by
         // the resume: the live line never reaches it, and every span ends.
-        for id in self.log.effects.forget_open(superseded) {
+        // So does a tool call the original process made after the restore
+        // and has not finished: its end can only come as stale evidence.
+        let mut gone = self.log.effects.forget_open(superseded);
+        if let Some(r) = &restore {
+            let since_restore = OffsetRange {
+                from: r.restore_offset,
+                to: at,
+            };
+            gone.extend(self.log.effects.forget_open_tools(since_restore));
+        }
+        for id in gone {
             let Some(span) = self.spans.take_by_request(&crate::contract::EventId(id)) else {
                 continue;
             };
