@@ -178,7 +178,10 @@ fn choose_shim(
 ) -> Result<harnery::resume::shim::ResumeShim, super::CmdError> {
     let session = &log.session;
     let id = &session.session_id;
-    let mut cwd = plan.as_ref().ok().and_then(|p| p.record.cwd.clone());
+    // The checkpoint's own directory (generation 6), else the one derived
+    // from the ledger below it.
+    let derived = plan.as_ref().ok().and_then(|p| p.record.cwd.clone());
+    let mut cwd = cp.cwd.clone().or(derived);
     let shim = if args.apply {
         match plan.as_mut() {
             Ok(p) => {

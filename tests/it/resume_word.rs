@@ -176,7 +176,7 @@ fn a_recorded_restore_waits_for_the_agents_resume() {
 #[test]
 fn generation_six_ships_by_an_epoch_advance_from_the_generation_five_home() {
     let (home, live) = crate::finalize_records::advanced_from("gen5");
-    assert!(live.to_string().contains("48cb1e60"), "{live}");
+    assert!(live.to_string().contains("dbb71c8f"), "{live}");
     let home = home.path();
     let killed = "5c0c90c9-7ca4-40b0-bbc8-834cd151f0ac";
     common::run(home, &["finalize"]);
@@ -271,4 +271,31 @@ fn a_copilot_process_that_still_runs_is_not_resumed_by_its_prompt() {
     assert_eq!(resumed.len(), 1, "{resumed:#?}");
     assert_eq!(resumed[0]["payload"]["evidence"], "restore");
     ok(home, &["validate"]);
+}
+
+/// A checkpoint names the session's working directory (generation 6), and
+/// `restore` runs its shim there.
+#[test]
+fn a_checkpoint_names_the_sessions_directory() {
+    let w = crate::restore_apply::claude_world();
+    let project = w.project.display().to_string();
+    let log = w.json(&["checkpoints", CLAUDE, "--json"]);
+    let cps = log["checkpoints"].as_array().unwrap();
+    assert!(!cps.is_empty());
+    for cp in cps {
+        assert_eq!(cp["cwd"], project.as_str(), "{cp:#}");
+    }
+    let replayed = w.ok(&["replay", CLAUDE, "--json"]);
+    let pinned: Vec<Value> = replayed
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["type"] == "checkpoint.recorded")
+        .collect();
+    assert!(
+        pinned
+            .iter()
+            .all(|e| e["payload"]["cwd"] == project.as_str())
+    );
+    let shown = w.json(&["restore", CLAUDE, "--json"]);
+    assert_eq!(shown["shim"]["cwd"], project.as_str());
 }

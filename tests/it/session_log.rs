@@ -151,7 +151,15 @@ fn a_restore_seeds_the_first_leg_and_the_resumed_leg_is_the_next_incarnation() {
     assert_eq!(shim["transport"], "cli");
     assert_eq!(shim["program"], "claude");
     assert_eq!(shim["arguments"], serde_json::json!(["--resume", CLAUDE]));
-    assert_eq!(shim["text"], format!("claude --resume {CLAUDE}"));
+    // Run where the session ran: the checkpoint names its directory
+    // (generation 6), even with the agent's record not followed.
+    let cwd = of_type(&first_leg, "session.started")[0]["payload"]["cwd"].clone();
+    assert_eq!(shim["cwd"], cwd);
+    let cwd = cwd.as_str().unwrap();
+    assert_eq!(
+        shim["text"],
+        format!("cd {cwd} && claude --resume {CLAUDE}")
+    );
     assert_eq!(shim["native"], true);
 
     // The agent resumes (its SessionStart says `resume`).

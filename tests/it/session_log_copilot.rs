@@ -324,9 +324,15 @@ fn a_copilot_restore_seeds_the_first_run_and_the_resumed_run_follows() {
     let seed = &restore["seed"];
     assert_eq!(seed["events"].as_array().unwrap(), &first);
     assert_eq!(seed["next_offset"], first.len() as u64);
+    // In the session's directory, which the checkpoint names.
+    let cwd = of_type(&first, "session.started")[0]["payload"]["cwd"].clone();
+    assert_eq!(restore["shim"]["cwd"], cwd);
     assert_eq!(
         restore["shim"]["text"],
-        format!("copilot --resume {COPILOT_RESUME}")
+        format!(
+            "cd {} && copilot --resume {COPILOT_RESUME}",
+            cwd.as_str().unwrap()
+        )
     );
     let text = ok(
         home.path(),

@@ -300,6 +300,7 @@ pub const DESCRIPTION: &[SchemaDescription] = &[
             "commit:observation(string)",
             "commit_source:string?",
             "effects:list(effect)",
+            "cwd:string?",
         ],
     ),
     d(

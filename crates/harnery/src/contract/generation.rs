@@ -62,7 +62,7 @@ pub const GENERATIONS: &[Generation] = &[
     },
     Generation {
         number: 6,
-        digest: "48cb1e60bbf36361cdf9c1636d924d2cf6d038da27c94f63434ca89ceabb4402",
+        digest: "dbb71c8f699a0110309706c91a7be9b3d6eb7378e27294ad92221eb5114890b0",
         description: "a resume on the agent's own word: session.resumed follows only the agent's \
                       resume signal (a session start with source resume, Claude Code's \
                       SessionStart or Copilot's sessionStart) or a main-agent prompt after the \
@@ -70,7 +70,8 @@ pub const GENERATIONS: &[Generation] = &[
                       a process that still runs keeps its prompts, tools and stops on its own \
                       line, and a tool call it left open at the resume is salvaged by the resume; \
                       message.user names who sent a message that was not the user \
-                      (source: Copilot's data.source, steering)",
+                      (source: Copilot's data.source, steering); checkpoint.recorded names the \
+                      session's working directory (cwd)",
     },
 ];
 

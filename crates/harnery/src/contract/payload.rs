@@ -442,6 +442,9 @@ payload_struct!(
         #[serde(default)] commit_source: Option<String>,
         /// The effects since the session's previous checkpoint.
         effects: Vec<Effect>,
+        /// The session's working directory at the checkpoint, as the agent
+        /// named it last (its session start, else its record; generation 6).
+        #[serde(default, skip_serializing_if = "Option::is_none")] cwd: Option<String>,
     }
 );
 payload_struct!(

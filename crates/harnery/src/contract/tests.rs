@@ -201,6 +201,7 @@ pub(super) fn samples() -> Vec<Payload> {
             commit: Observation::Observed("abc".into()),
             commit_source: s(),
             effects: vec![effect()],
+            cwd: s(),
         }),
         Payload::RestoreRecorded(RestoreRecorded {
             checkpoint_id: "cp".into(),
@@ -283,7 +284,7 @@ fn schema_digest_is_pinned() {
     // advance and bump CONTRACT_GENERATION.
     assert_eq!(
         schema_digest_hex(),
-        "48cb1e60bbf36361cdf9c1636d924d2cf6d038da27c94f63434ca89ceabb4402"
+        "dbb71c8f699a0110309706c91a7be9b3d6eb7378e27294ad92221eb5114890b0"
     );
 }
 

@@ -124,6 +124,10 @@ pub struct Checkpoint {
     pub commit: Observation<String>,
     pub commit_source: Option<String>,
     pub effects: Vec<Effect>,
+    /// The session's working directory at the checkpoint, where the
+    /// checkpoint names it (generation 6).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
     /// The incarnation that recorded it.
     pub incarnation: u64,
     /// False once a resume below it invalidated it.
@@ -258,6 +262,7 @@ impl SessionLog {
                     commit: c.commit,
                     commit_source: c.commit_source,
                     effects: c.effects,
+                    cwd: c.cwd,
                     incarnation: self.incarnation,
                     valid: true,
                     invalidated_at: None,

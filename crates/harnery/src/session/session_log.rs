@@ -127,11 +127,23 @@ pub(super) struct SessionLogBook {
     /// Native turn ids of older incarnations.
     #[serde(default)]
     stale_turns: BTreeSet<String>,
+    /// The session's directory as its start named it last, and as its
+    /// record did: a checkpoint names the first, else the second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cwd: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cwd_record: Option<String>,
 }
 
 impl SessionLogBook {
+    /// Nothing to keep: a directory alone is learnt again from the events.
     pub fn is_unused(&self) -> bool {
-        *self == SessionLogBook::default()
+        let bare = SessionLogBook {
+            cwd: None,
+            cwd_record: None,
+            ..self.clone()
+        };
+        bare == SessionLogBook::default()
     }
 
     /// The live incarnation, from 1.
@@ -164,6 +176,15 @@ impl SessionLogBook {
                 && let Some(sha) = &m.head_commit
             {
                 self.head_commit = Some(sha.clone());
+            }
+            match &e.payload {
+                Payload::SessionStarted(s) if e.agent_id.is_none() && s.cwd.is_some() => {
+                    self.cwd = s.cwd.clone();
+                }
+                Payload::SessionMetadata(m) if e.agent_id.is_none() && m.cwd.is_some() => {
+                    self.cwd_record = m.cwd.clone();
+                }
+                _ => {}
             }
         }
     }
@@ -460,6 +481,7 @@ impl SessionProducer {
             commit: spec.commit,
             commit_source: spec.commit_source,
             effects,
+            cwd: self.log.cwd.clone().or_else(|| self.log.cwd_record.clone()),
         });
         let draft = Draft {
             provenance: spec.provenance,
