@@ -299,3 +299,24 @@ fn a_checkpoint_names_the_sessions_directory() {
     let shown = w.json(&["restore", CLAUDE, "--json"]);
     assert_eq!(shown["shim"]["cwd"], project.as_str());
 }
+
+/// The directory a checkpoint names outlives the finalize run that saw the
+/// session start: Copilot's first run finalized after its first prompt and
+/// again after its turn, its record not followed.
+#[test]
+fn a_checkpoint_pinned_in_a_later_run_names_the_directory_too() {
+    use crate::session_log_support::*;
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    let run = lines("copilot", "resume-1-first-run");
+    feed(home, "copilot", &run[..2]);
+    ok(home, &["finalize"]);
+    feed(home, "copilot", &run[2..]);
+    ok(home, &["finalize"]);
+    let events = replay(home, COPILOT_RESUME, &[]);
+    let cwd = of_type(&events, "session.started")[0]["payload"]["cwd"].clone();
+    assert!(cwd.is_string());
+    let pinned = of_type(&events, "checkpoint.recorded");
+    assert_eq!(pinned.len(), 1);
+    assert_eq!(pinned[0]["payload"]["cwd"], cwd);
+}

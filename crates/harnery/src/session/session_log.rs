@@ -136,14 +136,8 @@ pub(super) struct SessionLogBook {
 }
 
 impl SessionLogBook {
-    /// Nothing to keep: a directory alone is learnt again from the events.
     pub fn is_unused(&self) -> bool {
-        let bare = SessionLogBook {
-            cwd: None,
-            cwd_record: None,
-            ..self.clone()
-        };
-        bare == SessionLogBook::default()
+        *self == SessionLogBook::default()
     }
 
     /// The live incarnation, from 1.
