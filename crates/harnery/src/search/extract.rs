@@ -13,7 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::contract::{Event, Json, Payload};
+use crate::contract::{Event, EventType, Json, Payload};
 
 /// The kinds of searchable text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -109,6 +109,22 @@ pub fn doc_of(event: &Event) -> Option<Doc> {
     };
     let text = capped(text);
     (!text.trim().is_empty()).then_some(Doc { kind, tool, text })
+}
+
+/// Whether events of type `ty` can have searchable text (what
+/// [`doc_of`] reads).
+pub fn has_text(ty: EventType) -> bool {
+    matches!(
+        ty,
+        EventType::PromptSubmitted
+            | EventType::MessageUser
+            | EventType::MessageAssistant
+            | EventType::MessageDisplayed
+            | EventType::ReasoningRecorded
+            | EventType::ToolRequested
+            | EventType::ToolCompleted
+            | EventType::CommandRequested
+    )
 }
 
 fn push_line(text: &mut String, line: Option<&str>) {

@@ -1,21 +1,36 @@
-//! Running a translated query against the index: the FTS5 tables a
-//! query needs, joined to `docs`, the filters as plain column tests, and
-//! the order (BM25 of its words, then newest; or newest only: a query of
-//! substrings alone has no rank). Only the hits' ids and
-//! columns are sorted; each hit's text is read after, one row at a time,
-//! so a query that matches much of the index never holds its text.
+//! Running a translated query against the index. One FTS5 table drives
+//! (the word table when the query has words, else the trigram table), its
+//! matches are read in the order the hits are wanted, and each is kept or
+//! passed over here (its `docs` row's filters, then its text for a
+//! substring), until no match still to come can be among the first
+//! `limit`:
+//!
+//! - by relevance, the matches come best BM25 first (`ORDER BY rank`,
+//!   which FTS5 sorts itself), and reading stops at the first one ranked
+//!   below the `limit`th hit; ties are then ordered newest first;
+//! - newest first (`--sort time`, or a query of substrings alone), each
+//!   epoch's matches come in descending chain order (descending rowid),
+//!   and reading stops when a doc's `time_bound` (no doc before it in its
+//!   epoch is newer) is older than the `limit`th hit so far.
+//!
+//! So a query that matches much of the index reads only its first hits'
+//! rows, never every match's.
 
-use rusqlite::{Connection, ToSql};
+use std::collections::HashMap;
+
+use rusqlite::{Connection, OptionalExtension, params};
 
 use super::Sort;
 use super::extract::Kind;
-use super::query::Translated;
-use crate::contract::SessionRef;
+use super::query::{Needle, Translated};
+use super::snippet;
+use super::store::{doc_range, epoch_of};
+use crate::contract::{AdapterId, SessionRef};
 
 /// What a query keeps besides its terms.
 pub struct Filters<'a> {
-    /// The epochs searched, by genesis id.
-    pub genesis_ids: &'a [String],
+    /// The epochs searched, by their key in the index.
+    pub epochs: &'a [i64],
     pub adapter: Option<&'a str>,
     pub session: Option<&'a SessionRef>,
     pub since_unix_ns: Option<i64>,
@@ -27,12 +42,10 @@ pub struct Filters<'a> {
     pub sort: Sort,
 }
 
-/// One matching doc, without its text.
+/// One matching doc.
 #[derive(Debug, Clone)]
 pub struct Found {
     pub id: i64,
-    pub genesis_id: String,
-    pub seq: i64,
     pub session: SessionRef,
     pub offset: u64,
     pub event_id: String,
@@ -45,120 +58,231 @@ pub struct Found {
     pub outcome: Option<String>,
     /// BM25 of the query's words (lower is better; 0 with none).
     pub score: f64,
+    /// The text, when it was read to confirm a substring.
+    pub text: Option<String>,
 }
 
-const FILTERS: &str = "d.genesis_id IN (SELECT value FROM json_each(:epochs)) \
-    AND (:adapter IS NULL OR d.adapter = :adapter) \
-    AND (:session IS NULL OR d.session_id = :session) \
-    AND (:since IS NULL OR d.time_unix_ns >= :since) \
-    AND (:until IS NULL OR d.time_unix_ns <= :until) \
-    AND (:kinds IS NULL OR d.kind IN (SELECT value FROM json_each(:kinds))) \
-    AND (:tool IS NULL OR d.tool = :tool COLLATE NOCASE) \
-    AND (:failed = 0 OR d.outcome = 'failure')";
-
-/// The SQL of a query: each FTS5 table it needs matched once, as its
-/// own materialized set (never run again per row of the other), joined to
-/// `docs`, filtered, ordered.
-fn sql(t: &Translated, sort: Sort) -> String {
-    let mut with = Vec::new();
-    let mut joins = String::new();
-    let mut score = Vec::new();
-    // Substrings are not ranked: BM25 over trigrams says little and costs
-    // most of a query that matches much (it reads each match's sizes).
-    let tables = [
-        ("words", &t.words, "w", "bm25(words)"),
-        ("grams", &t.grams, "g", "0.0"),
-    ];
-    for (table, expr, alias, rank) in tables {
-        if expr.is_some() {
-            with.push(format!(
-                "{alias} AS MATERIALIZED (SELECT rowid AS id, {rank} AS r FROM {table} WHERE {table} MATCH :{alias})"
-            ));
-            let on = match score.is_empty() {
-                true => format!("{alias} CROSS JOIN docs d ON d.id = {alias}.id"),
-                false => format!(" JOIN {alias} ON {alias}.id = d.id"),
-            };
-            joins.push_str(&on);
-            score.push(format!("{alias}.r"));
-        }
+impl Found {
+    /// The epoch's key in the index.
+    pub fn epoch(&self) -> i64 {
+        epoch_of(self.id)
     }
-    let order = match sort {
-        Sort::Relevance => "score, d.time_unix_ns DESC, d.seq DESC",
-        Sort::Time => "d.time_unix_ns DESC, d.seq DESC",
-    };
-    format!(
-        "WITH {} SELECT d.id, d.genesis_id, d.seq, d.adapter, d.session_id, d.offset, d.event_id, \
-         d.event_type, d.time_unix_ns, d.turn, d.kind, d.tool, d.span_state, d.outcome, {} AS score \
-         FROM {joins} WHERE {FILTERS} ORDER BY {order} LIMIT :limit",
-        with.join(", "),
-        score.join(" + ")
-    )
+
+    /// The row's `seq` in its epoch's chain.
+    pub fn seq(&self) -> i64 {
+        self.id - doc_range(self.epoch()).0
+    }
+
+    /// Newest first: later time, then later row.
+    fn newer_key(&self) -> (i64, i64) {
+        (self.time_unix_ns, self.seq())
+    }
+}
+
+/// A doc's row and the bound of its epoch's times before it.
+struct Row {
+    found: Found,
+    time_bound: i64,
 }
 
 /// The docs that match, best first.
-pub fn run(conn: &Connection, t: &Translated, f: &Filters) -> Result<Vec<Found>, rusqlite::Error> {
-    let epochs = serde_json::to_string(f.genesis_ids).expect("ids are JSON");
-    let kinds = (!f.kinds.is_empty()).then(|| {
-        let names: Vec<&str> = f.kinds.iter().map(|k| k.as_str()).collect();
-        serde_json::to_string(&names).expect("names are JSON")
-    });
-    let session = f.session.map(|s| s.session_id.as_str());
-    let adapter = f.adapter.or(f.session.map(|s| s.adapter.as_str()));
-    let limit = f.limit.min(i64::MAX as usize) as i64;
-    let mut params: Vec<(&str, &dyn ToSql)> = vec![
-        (":epochs", &epochs),
-        (":adapter", &adapter),
-        (":session", &session),
-        (":since", &f.since_unix_ns),
-        (":until", &f.until_unix_ns),
-        (":kinds", &kinds),
-        (":tool", &f.tool),
-        (":failed", &f.failed),
-        (":limit", &limit),
-    ];
-    if let Some(w) = &t.words {
-        params.push((":w", w));
+pub fn run(
+    conn: &Connection,
+    t: &Translated,
+    substrings: &[Needle],
+    f: &Filters,
+) -> Result<Vec<Found>, rusqlite::Error> {
+    let mut reader = Reader {
+        conn,
+        substrings,
+        f,
+    };
+    match (&t.words, f.sort) {
+        (Some(words), Sort::Relevance) => reader.by_rank(words),
+        (Some(words), Sort::Time) => reader.newest("words", words),
+        (None, _) => match &t.grams {
+            Some(grams) => reader.newest("grams", grams),
+            None => Ok(Vec::new()),
+        },
     }
-    if let Some(g) = &t.grams {
-        params.push((":g", g));
-    }
-    let mut stmt = conn.prepare(&sql(t, f.sort))?;
-    let rows = stmt.query_map(params.as_slice(), found)?;
-    rows.collect()
 }
 
-fn found(r: &rusqlite::Row) -> Result<Found, rusqlite::Error> {
-    let adapter: String = r.get(3)?;
-    let adapter = crate::contract::AdapterId::parse(&adapter).ok_or_else(|| {
-        rusqlite::Error::FromSqlConversionFailure(
-            3,
-            rusqlite::types::Type::Text,
-            format!("{adapter:?} is not an adapter").into(),
-        )
-    })?;
-    Ok(Found {
-        id: r.get(0)?,
-        genesis_id: r.get(1)?,
-        seq: r.get(2)?,
-        session: SessionRef {
-            adapter,
-            session_id: r.get(4)?,
-        },
-        offset: r.get::<_, i64>(5)? as u64,
-        event_id: r.get(6)?,
-        event_type: r.get(7)?,
-        time_unix_ns: r.get(8)?,
-        turn: r.get(9)?,
-        kind: r.get(10)?,
-        tool: r.get(11)?,
-        span_state: r.get(12)?,
-        outcome: r.get(13)?,
-        score: r.get(14)?,
+struct Reader<'a> {
+    conn: &'a Connection,
+    /// Substrings each hit's text must hold (the trigram table finds the
+    /// docs holding all their trigrams, anywhere).
+    substrings: &'a [Needle],
+    f: &'a Filters<'a>,
+}
+
+impl Reader<'_> {
+    /// Best BM25 first, ties newest first.
+    fn by_rank(&mut self, words: &str) -> Result<Vec<Found>, rusqlite::Error> {
+        let (lo, hi) = self.rowid_span();
+        let mut stmt = self.conn.prepare(
+            "SELECT rowid, rank FROM words WHERE words MATCH ?1 AND rowid BETWEEN ?2 AND ?3 \
+             ORDER BY rank",
+        )?;
+        let mut rows = stmt.query(params![words, lo, hi])?;
+        let mut kept: Vec<Found> = Vec::new();
+        while let Some(r) = rows.next()? {
+            let (id, score): (i64, f64) = (r.get(0)?, r.get(1)?);
+            if kept.len() >= self.f.limit && kept.last().is_some_and(|k| score > k.score) {
+                break;
+            }
+            if let Some(row) = self.keep(id, score)? {
+                kept.push(row);
+            }
+        }
+        kept.sort_by(|a, b| {
+            a.score
+                .total_cmp(&b.score)
+                .then_with(|| b.newer_key().cmp(&a.newer_key()))
+        });
+        kept.truncate(self.f.limit);
+        Ok(kept)
+    }
+
+    /// Newest first, each epoch read from its last doc back.
+    fn newest(&mut self, table: &str, expr: &str) -> Result<Vec<Found>, rusqlite::Error> {
+        let score = match table {
+            "words" => "bm25(words)",
+            _ => "0.0",
+        };
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT rowid, {score} FROM {table} WHERE {table} MATCH ?1 \
+             AND rowid BETWEEN ?2 AND ?3 ORDER BY rowid DESC"
+        ))?;
+        let mut kept: Vec<Found> = Vec::new();
+        for &epoch in self.f.epochs {
+            let (lo, hi) = doc_range(epoch);
+            let mut rows = stmt.query(params![expr, lo, hi])?;
+            while let Some(r) = rows.next()? {
+                let Some(mut row) = doc(self.conn, r.get(0)?, r.get(1)?)? else {
+                    continue;
+                };
+                if kept.len() >= self.f.limit
+                    && kept.last().is_some_and(|k| row.time_bound < k.time_unix_ns)
+                {
+                    break;
+                }
+                if self.accept(&mut row.found)? {
+                    insert_newest(&mut kept, row.found, self.f.limit);
+                }
+            }
+        }
+        Ok(kept)
+    }
+
+    /// The rowids the selected epochs can hold.
+    fn rowid_span(&self) -> (i64, i64) {
+        let lo = self.f.epochs.iter().map(|&e| doc_range(e).0).min();
+        let hi = self.f.epochs.iter().map(|&e| doc_range(e).1).max();
+        (lo.unwrap_or(0), hi.unwrap_or(-1))
+    }
+
+    /// The doc `id` if it is in a selected epoch and [`Self::accept`]
+    /// keeps it.
+    fn keep(&mut self, id: i64, score: f64) -> Result<Option<Found>, rusqlite::Error> {
+        if !self.f.epochs.contains(&epoch_of(id)) {
+            return Ok(None);
+        }
+        let Some(mut row) = doc(self.conn, id, score)? else {
+            return Ok(None);
+        };
+        Ok(self.accept(&mut row.found)?.then_some(row.found))
+    }
+
+    /// Whether the filters keep a doc and its text holds every substring
+    /// (the text, once read, stays with it).
+    fn accept(&mut self, found: &mut Found) -> Result<bool, rusqlite::Error> {
+        if !passes(found, self.f) {
+            return Ok(false);
+        }
+        if self.substrings.is_empty() {
+            return Ok(true);
+        }
+        let text = text_of(self.conn, found.id)?;
+        let holds = self.substrings.iter().all(|n| snippet::occurs(&text, n));
+        found.text = Some(text);
+        Ok(holds)
+    }
+}
+
+/// Put `found` into `kept` (newest first), keeping at most `limit`.
+fn insert_newest(kept: &mut Vec<Found>, found: Found, limit: usize) {
+    let key = found.newer_key();
+    let at = kept.partition_point(|k| k.newer_key() > key);
+    if at < limit {
+        kept.insert(at, found);
+        kept.truncate(limit);
+    }
+}
+
+fn passes(d: &Found, f: &Filters) -> bool {
+    let adapter = f.adapter.or(f.session.map(|s| s.adapter.as_str()));
+    adapter.is_none_or(|a| d.session.adapter.as_str() == a)
+        && f.session
+            .is_none_or(|s| d.session.session_id == s.session_id)
+        && f.since_unix_ns.is_none_or(|t| d.time_unix_ns >= t)
+        && f.until_unix_ns.is_none_or(|t| d.time_unix_ns <= t)
+        && (f.kinds.is_empty() || f.kinds.iter().any(|k| k.as_str() == d.kind))
+        && f.tool.is_none_or(|t| {
+            d.tool
+                .as_deref()
+                .is_some_and(|have| have.eq_ignore_ascii_case(t))
+        })
+        && (!f.failed || d.outcome.as_deref() == Some("failure"))
+}
+
+fn doc(conn: &Connection, id: i64, score: f64) -> Result<Option<Row>, rusqlite::Error> {
+    conn.prepare_cached(
+        "SELECT adapter, session_id, offset, event_id, event_type, time_unix_ns, time_bound, \
+         turn, kind, tool, span_state, outcome FROM docs WHERE id = ?1",
+    )?
+    .query_row([id], |r| {
+        let adapter: String = r.get(0)?;
+        let adapter = AdapterId::parse(&adapter).ok_or_else(|| {
+            rusqlite::Error::FromSqlConversionFailure(
+                0,
+                rusqlite::types::Type::Text,
+                format!("{adapter:?} is not an adapter").into(),
+            )
+        })?;
+        Ok(Row {
+            found: Found {
+                id,
+                session: SessionRef {
+                    adapter,
+                    session_id: r.get(1)?,
+                },
+                offset: r.get::<_, i64>(2)? as u64,
+                event_id: r.get(3)?,
+                event_type: r.get(4)?,
+                time_unix_ns: r.get(5)?,
+                turn: r.get(7)?,
+                kind: r.get(8)?,
+                tool: r.get(9)?,
+                span_state: r.get(10)?,
+                outcome: r.get(11)?,
+                score,
+                text: None,
+            },
+            time_bound: r.get(6)?,
+        })
     })
+    .optional()
 }
 
 /// The text of one doc.
 pub fn text_of(conn: &Connection, id: i64) -> Result<String, rusqlite::Error> {
-    conn.prepare_cached("SELECT text FROM docs WHERE id = ?1")?
+    conn.prepare_cached("SELECT text FROM texts WHERE id = ?1")?
         .query_row([id], |r| r.get(0))
+}
+
+/// The keys of the epochs the index holds, by genesis id.
+pub fn epoch_keys(conn: &Connection) -> Result<HashMap<String, i64>, rusqlite::Error> {
+    let mut stmt = conn.prepare("SELECT genesis_id, id FROM epochs")?;
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    rows.collect()
 }

@@ -185,66 +185,80 @@ pub fn search(home: &Home, q: &Query) -> Result<Vec<Hit>, SearchError> {
 /// ones), bringing the index up to date with each first.
 pub fn search_epochs(home: &Home, epochs: &Epochs, q: &Query) -> Result<Vec<Hit>, SearchError> {
     let terms = query::parse(&q.text)?;
-    let translated = query::translate(&terms);
     let session = match &q.session {
         Some(name) => Some(epochs.session("search", name)?.session),
         None => None,
     };
-    let genesis_ids: Vec<String> = epochs.open.iter().map(|e| e.genesis_id.clone()).collect();
-    let filters = find::Filters {
-        genesis_ids: &genesis_ids,
-        adapter: q.adapter.map(AdapterId::as_str),
-        session: session.as_ref(),
-        since_unix_ns: q.since_unix_ns,
-        until_unix_ns: q.until_unix_ns,
-        kinds: &q.kinds,
-        tool: q.tool.as_deref(),
-        failed: q.failed,
-        limit: q.limit,
-        sort: q.sort,
-    };
     let ledgers: Vec<&LedgerReader> = epochs.open.iter().map(|e| &e.ledger).collect();
     let conn = current(home, &ledgers)?;
-    let found = match find::run(&conn, &translated, &filters) {
-        Err(e) if store::is_damage(&e) => {
-            drop(conn);
-            let conn = rebuilt(home, &ledgers)?;
-            return hits(
-                &conn,
-                epochs,
-                &terms,
-                find::run(&conn, &translated, &filters)?,
-            );
-        }
-        found => found?,
+    let asked = Asked {
+        epochs,
+        terms: &terms,
+        session: session.as_ref(),
+        q,
     };
-    hits(&conn, epochs, &terms, found)
+    match asked.run(&conn) {
+        Err(SearchError::Sqlite(e)) if store::is_damage(&e) => {
+            drop(conn);
+            asked.run(&rebuilt(home, &ledgers)?)
+        }
+        found => found,
+    }
 }
 
-fn hits(
-    conn: &rusqlite::Connection,
-    epochs: &Epochs,
-    terms: &[query::Term],
-    found: Vec<find::Found>,
-) -> Result<Vec<Hit>, SearchError> {
-    let labels: BTreeMap<&str, &str> = epochs
-        .open
-        .iter()
-        .map(|e| (e.genesis_id.as_str(), e.label.as_str()))
-        .collect();
-    let needles = query::needles(terms);
-    let mut out = Vec::with_capacity(found.len());
-    for f in found {
-        let text = find::text_of(conn, f.id)?;
-        let snip = snippet::snippet(&text, &needles);
-        let epoch = labels.get(f.genesis_id.as_str()).copied().unwrap_or("");
-        out.push(hit(f, epoch, snip));
+/// A search, parsed, over its epochs.
+struct Asked<'a> {
+    epochs: &'a Epochs,
+    terms: &'a [query::Term],
+    session: Option<&'a SessionRef>,
+    q: &'a Query,
+}
+
+impl Asked<'_> {
+    fn run(&self, conn: &rusqlite::Connection) -> Result<Vec<Hit>, SearchError> {
+        let keys = find::epoch_keys(conn)?;
+        // Epoch key to label, for the epochs searched that the index holds.
+        let labels: BTreeMap<i64, &str> = self
+            .epochs
+            .open
+            .iter()
+            .filter_map(|e| Some((*keys.get(&e.genesis_id)?, e.label.as_str())))
+            .collect();
+        let selected: Vec<i64> = labels.keys().copied().collect();
+        let q = self.q;
+        let filters = find::Filters {
+            epochs: &selected,
+            adapter: q.adapter.map(AdapterId::as_str),
+            session: self.session,
+            since_unix_ns: q.since_unix_ns,
+            until_unix_ns: q.until_unix_ns,
+            kinds: &q.kinds,
+            tool: q.tool.as_deref(),
+            failed: q.failed,
+            limit: q.limit,
+            sort: q.sort,
+        };
+        let translated = query::translate(self.terms);
+        let substrings = query::substrings(self.terms);
+        let found = find::run(conn, &translated, &substrings, &filters)?;
+        let needles = query::needles(self.terms);
+        let mut out = Vec::with_capacity(found.len());
+        for mut f in found {
+            let text = match f.text.take() {
+                Some(text) => text,
+                None => find::text_of(conn, f.id)?,
+            };
+            let snip = snippet::snippet(&text, &needles);
+            let epoch = labels.get(&f.epoch()).copied().unwrap_or("");
+            out.push(hit(f, epoch, snip));
+        }
+        Ok(out)
     }
-    Ok(out)
 }
 
 fn hit(f: find::Found, epoch: &str, snip: snippet::Snippet) -> Hit {
     let prefix: String = f.session.session_id.chars().take(PREFIX_CHARS).collect();
+    let seq = f.seq();
     Hit {
         epoch: epoch.to_string(),
         session_prefix: prefix,
@@ -257,7 +271,7 @@ fn hit(f: find::Found, epoch: &str, snip: snippet::Snippet) -> Hit {
         span_state: f.span_state,
         outcome: f.outcome,
         offset: f.offset,
-        seq: f.seq,
+        seq,
         event_id: f.event_id,
         snippet: snip.text,
         matches: snip.matches,

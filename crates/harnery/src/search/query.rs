@@ -137,8 +137,10 @@ fn substring(text: &str) -> Result<Term, QueryError> {
 }
 
 /// The two FTS5 `MATCH` expressions a query's terms make: one for the
-/// word table (unicode61), one for the trigram table; `None` where the
-/// query has no term for that table.
+/// word table (unicode61), one for the trigram table (every trigram of
+/// every substring: the trigram table keeps no positions, so it finds the
+/// docs that hold them all, and each doc's text is then read to confirm
+/// the substring); `None` where the query has no term for that table.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Translated {
     pub words: Option<String>,
@@ -155,7 +157,13 @@ pub fn translate(terms: &[Term]) -> Translated {
             Term::Word(w) => words.push(fts_string(w)),
             Term::Prefix(p) => words.push(format!("{}*", fts_string(p))),
             Term::Phrase(ws) => words.push(fts_string(&ws.join(" "))),
-            Term::Substring(s) => grams.push(fts_string(s)),
+            Term::Substring(s) => {
+                for gram in trigrams(s) {
+                    if !grams.contains(&gram) {
+                        grams.push(gram);
+                    }
+                }
+            }
         }
     }
     let join = |v: Vec<String>| (!v.is_empty()).then(|| v.join(" AND "));
@@ -163,6 +171,15 @@ pub fn translate(terms: &[Term]) -> Translated {
         words: join(words),
         grams: join(grams),
     }
+}
+
+/// Each run of three characters of `text`, as an FTS5 string.
+fn trigrams(text: &str) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    chars
+        .windows(MIN_SUBSTRING)
+        .map(|w| fts_string(&w.iter().collect::<String>()))
+        .collect()
 }
 
 /// `text` as an FTS5 string: in double quotes, each quote doubled.
@@ -207,6 +224,16 @@ pub fn needles(terms: &[Term]) -> Vec<Needle> {
         }
     }
     out
+}
+
+/// The needles of the substrings alone: what a hit's text must hold.
+pub fn substrings(terms: &[Term]) -> Vec<Needle> {
+    let subs: Vec<Term> = terms
+        .iter()
+        .filter(|t| matches!(t, Term::Substring(_)))
+        .cloned()
+        .collect();
+    needles(&subs)
 }
 
 /// The terms written back in the query syntax (for messages).
@@ -279,11 +306,14 @@ mod tests {
                 Term::Substring("my_var".into()),
             ]
         );
-        let t = translate(&terms);
+        let t = translate(&parse("src/ledger \"rm -rf\" *ledg").unwrap());
         assert_eq!(t.words, None);
         assert_eq!(
             t.grams.as_deref(),
-            Some("\"src/ledger\" AND \"--force\" AND \"rm -rf\" AND \"my_var\"")
+            Some(
+                "\"src\" AND \"rc/\" AND \"c/l\" AND \"/le\" AND \"led\" AND \"edg\" AND \"dge\" \
+                 AND \"ger\" AND \"rm \" AND \"m -\" AND \" -r\" AND \"-rf\""
+            )
         );
     }
 
@@ -305,11 +335,22 @@ mod tests {
         let t = translate(&parse("NEAR(alpha beta) text:foo \"a\"\"b\"").unwrap());
         assert_eq!(t.words.as_deref(), Some("\"a\" AND \"b\""));
         assert_eq!(
-            t.grams.as_deref(),
-            Some("\"NEAR(alpha\" AND \"beta)\" AND \"text:foo\"")
+            parse("NEAR(alpha beta) text:foo").unwrap(),
+            vec![
+                Term::Substring("NEAR(alpha".into()),
+                Term::Substring("beta)".into()),
+                Term::Substring("text:foo".into()),
+            ]
+        );
+        assert!(
+            t.grams
+                .as_deref()
+                .unwrap()
+                .starts_with("\"NEA\" AND \"EAR\" AND \"AR(\"")
         );
         // A quote inside a substring is doubled, never closes the string.
         assert_eq!(fts_string("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(trigrams("a\"b"), vec!["\"a\"\"b\""]);
         assert_eq!(
             parse("AND OR NOT").unwrap(),
             vec![

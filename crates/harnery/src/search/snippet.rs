@@ -47,6 +47,11 @@ pub fn snippet(text: &str, needles: &[Needle]) -> Snippet {
     Snippet { text: out, matches }
 }
 
+/// Whether `needle` occurs in `text` (as [`snippet`] marks it).
+pub fn occurs(text: &str, needle: &Needle) -> bool {
+    !find_all(text, needle).is_empty()
+}
+
 /// Every match of every needle in `text`, in order, overlaps merged.
 fn all_matches(text: &str, needles: &[Needle]) -> Vec<[usize; 2]> {
     let mut found: Vec<[usize; 2]> = needles.iter().flat_map(|n| find_all(text, n)).collect();

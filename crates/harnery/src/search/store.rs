@@ -6,13 +6,17 @@
 //! `ledgers/` so that an epoch's tree (and an archive's manifest) never
 //! holds it, and `verify` never sees it.
 //!
-//! Tables: `docs` (one row per searchable event: where it is, what it is,
-//! its text), two FTS5 tables over `docs.text` with `docs` as their
-//! external content (`words`: the unicode61 tokenizer, for words, phrases
-//! and prefixes with BM25 rank; `grams`: the trigram tokenizer, for
-//! substrings), and `ledgers`, how far each epoch (by genesis id) is
-//! indexed and the hash of that row, so a ledger that is not the one the
-//! index was built from is noticed.
+//! Tables: `epochs` (each epoch indexed, by genesis id, under a small
+//! integer key: how far it is indexed, that row's hash so a ledger that is
+//! not the one the index was built from is noticed, and the latest event
+//! time indexed so far); `docs` (one row per searchable event: where it
+//! is and what it is, but not its text), keyed by [`doc_id`] (the epoch's
+//! key and the row's `seq`, so an epoch's docs are one rowid range in
+//! chain order); `texts` (each doc's text, read only for the hits shown
+//! and to confirm a substring); and two FTS5 tables over `texts`
+//! (`words`: unicode61, for words, phrases and prefixes with BM25 rank;
+//! `grams`: trigrams without positions, which find the docs holding every
+//! trigram of a substring, confirmed against the text).
 
 use std::path::{Path, PathBuf};
 
@@ -23,38 +27,61 @@ use crate::home::Home;
 
 /// The format this build writes; another value in `meta` means the file
 /// is rebuilt.
-pub const FORMAT: &str = "harnery-search-1";
+pub const FORMAT: &str = "harnery-search-2";
 
 const SCHEMA: &str = "
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE ledgers (
-    genesis_id TEXT PRIMARY KEY,
+CREATE TABLE epochs (
+    id INTEGER PRIMARY KEY,
+    genesis_id TEXT NOT NULL UNIQUE,
     indexed_seq INTEGER NOT NULL,
-    seq_hash BLOB
+    seq_hash BLOB,
+    max_time INTEGER
 );
 CREATE TABLE docs (
     id INTEGER PRIMARY KEY,
-    genesis_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
     adapter TEXT NOT NULL,
     session_id TEXT NOT NULL,
     offset INTEGER NOT NULL,
     event_id TEXT NOT NULL,
     event_type TEXT NOT NULL,
     time_unix_ns INTEGER NOT NULL,
+    time_bound INTEGER NOT NULL,
     turn TEXT,
     kind TEXT NOT NULL,
     tool TEXT,
     span_state TEXT,
-    outcome TEXT,
-    text TEXT NOT NULL
+    outcome TEXT
 );
-CREATE INDEX docs_event ON docs (genesis_id, event_id);
-CREATE VIRTUAL TABLE words USING fts5(text, content='docs', content_rowid='id',
+CREATE INDEX docs_event ON docs (event_id);
+CREATE TABLE texts (id INTEGER PRIMARY KEY, text TEXT NOT NULL);
+CREATE VIRTUAL TABLE words USING fts5(text, content='texts', content_rowid='id',
     tokenize='unicode61 remove_diacritics 2');
-CREATE VIRTUAL TABLE grams USING fts5(text, content='docs', content_rowid='id',
-    tokenize='trigram');
+CREATE VIRTUAL TABLE grams USING fts5(text, content='texts', content_rowid='id',
+    tokenize='trigram', detail='none');
 ";
+
+/// Bytes of new index data each FTS5 table holds in memory before it
+/// writes a segment (FTS5's default is 1 MiB).
+const HASH_SIZE: i64 = 8 << 20;
+
+/// Bits of a doc id that hold the row's `seq`; the epoch's key is above.
+const SEQ_BITS: u32 = 40;
+
+/// The doc id of row `seq` of the epoch keyed `epoch`.
+pub fn doc_id(epoch: i64, seq: i64) -> i64 {
+    (epoch << SEQ_BITS) | seq
+}
+
+/// The doc ids of the epoch keyed `epoch`: `[first, last]`.
+pub fn doc_range(epoch: i64) -> (i64, i64) {
+    (doc_id(epoch, 0), doc_id(epoch + 1, 0) - 1)
+}
+
+/// The epoch key of a doc id.
+pub fn epoch_of(id: i64) -> i64 {
+    id >> SEQ_BITS
+}
 
 /// `HARNERY_HOME/search/index.sqlite` (the directory made 0700).
 pub fn index_path(home: &Home) -> Result<PathBuf, SearchError> {
@@ -109,6 +136,13 @@ fn create(path: &Path) -> Result<Connection, SearchError> {
     let mut conn = connect(path)?;
     let tx = conn.transaction()?;
     tx.execute_batch(SCHEMA)?;
+    // Fewer, larger segments for FTS5 to merge while the index is built.
+    for table in ["words", "grams"] {
+        tx.execute(
+            &format!("INSERT INTO {table} ({table}, rank) VALUES ('hashsize', ?1)"),
+            [HASH_SIZE],
+        )?;
+    }
     tx.execute(
         "INSERT INTO meta (key, value) VALUES ('format', ?1)",
         [FORMAT],
@@ -139,6 +173,9 @@ fn connect(path: &Path) -> Result<Connection, rusqlite::Error> {
     // commit, and a reader never waits for a writer.
     conn.pragma_update(None, "journal_mode", "wal")?;
     conn.pragma_update(None, "synchronous", "off")?;
+    // A larger page cache than SQLite's 2 MiB while an index is built; a
+    // query reads only its hits' pages and never fills it.
+    conn.pragma_update(None, "cache_size", -16_384)?;
     Ok(conn)
 }
 

@@ -13,10 +13,11 @@
 
 use std::collections::{BTreeSet, HashSet};
 
-use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
+use rusqlite::{Connection, Transaction, TransactionBehavior, params};
 
 use super::SearchError;
-use super::extract::doc_of;
+use super::extract::{doc_of, has_text};
+use super::store::{doc_id, doc_range};
 use crate::contract::{Event, EventType, SessionRef};
 use crate::ledger::{ChainRow, LedgerReader};
 
@@ -37,14 +38,14 @@ pub fn catch_up(
     let mut read = 0;
     loop {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let (after, hash) = indexed(&tx, &genesis)?;
-        if after > last || (after > 0 && ledger.row_hash(after)? != hash) {
+        let at = indexed(&tx, &genesis)?;
+        if at.seq > last || (at.seq > 0 && ledger.row_hash(at.seq)? != at.hash) {
             return Err(SearchError::Stale(genesis));
         }
-        if after == last || budget.is_some_and(|b| read >= b) {
+        if at.seq == last || budget.is_some_and(|b| read >= b) {
             return Ok(read);
         }
-        let batch = index_batch(&tx, ledger, &genesis, after)?;
+        let batch = index_batch(&tx, ledger, &at)?;
         tx.commit()?;
         if batch.rows == 0 {
             return Ok(read);
@@ -53,23 +54,43 @@ pub fn catch_up(
     }
 }
 
-/// How far `genesis` is indexed: the last row's seq and its hash.
-fn indexed(conn: &Connection, genesis: &str) -> Result<(i64, Option<Vec<u8>>), SearchError> {
-    Ok(conn
-        .query_row(
-            "SELECT indexed_seq, seq_hash FROM ledgers WHERE genesis_id = ?1",
-            [genesis],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .optional()?
-        .unwrap_or((0, None)))
+/// How far an epoch is indexed.
+struct Indexed {
+    /// The epoch's key in the index (see [`doc_id`]).
+    epoch: i64,
+    seq: i64,
+    hash: Option<Vec<u8>>,
+    /// The latest event time indexed so far.
+    max_time: i64,
+}
+
+/// How far `genesis` is indexed, giving it a key when it has none yet.
+fn indexed(tx: &Transaction, genesis: &str) -> Result<Indexed, SearchError> {
+    tx.execute(
+        "INSERT INTO epochs (genesis_id, indexed_seq) VALUES (?1, 0) ON CONFLICT DO NOTHING",
+        [genesis],
+    )?;
+    Ok(tx.query_row(
+        "SELECT id, indexed_seq, seq_hash, coalesce(max_time, ?2) FROM epochs WHERE genesis_id = ?1",
+        params![genesis, i64::MIN],
+        |r| {
+            Ok(Indexed {
+                epoch: r.get(0)?,
+                seq: r.get(1)?,
+                hash: r.get(2)?,
+                max_time: r.get(3)?,
+            })
+        },
+    )?)
 }
 
 /// What one batch read.
 struct Batch {
+    epoch: i64,
     rows: u64,
     last_seq: i64,
     last_hash: Vec<u8>,
+    max_time: i64,
     /// Sessions with a span event in the batch.
     spans_of: BTreeSet<SessionRef>,
     /// The ids of the batch's span events: a span's state changes only
@@ -80,40 +101,47 @@ struct Batch {
 fn index_batch(
     tx: &Transaction,
     ledger: &LedgerReader,
-    genesis: &str,
-    after: i64,
+    at: &Indexed,
 ) -> Result<Batch, SearchError> {
     let mut batch = Batch {
+        epoch: at.epoch,
         rows: 0,
-        last_seq: after,
+        last_seq: at.seq,
         last_hash: Vec::new(),
+        max_time: at.max_time,
         spans_of: BTreeSet::new(),
         span_events: HashSet::new(),
     };
-    ledger.for_each_chain_row(after, BATCH, |row| index_row(tx, genesis, row, &mut batch))?;
+    ledger.for_each_chain_row(at.seq, BATCH, |row| index_row(tx, row, &mut batch))?;
     if batch.rows == 0 {
         return Ok(batch);
     }
     for session in &batch.spans_of {
-        copy_span_states(tx, ledger, genesis, session, &batch.span_events)?;
+        copy_span_states(tx, ledger, at.epoch, session, &batch.span_events)?;
     }
     tx.execute(
-        "INSERT INTO ledgers (genesis_id, indexed_seq, seq_hash) VALUES (?1, ?2, ?3) \
-         ON CONFLICT (genesis_id) DO UPDATE SET indexed_seq = ?2, seq_hash = ?3",
-        params![genesis, batch.last_seq, batch.last_hash],
+        "UPDATE epochs SET indexed_seq = ?2, seq_hash = ?3, max_time = ?4 WHERE id = ?1",
+        params![at.epoch, batch.last_seq, batch.last_hash, batch.max_time],
     )?;
     Ok(batch)
 }
 
-fn index_row(
-    tx: &Transaction,
-    genesis: &str,
-    row: ChainRow<'_>,
-    batch: &mut Batch,
-) -> Result<(), SearchError> {
+/// Whether a row can hold searchable text or change a span's state: every
+/// other row is passed over without being parsed.
+fn worth_reading(ty: &[u8]) -> bool {
+    std::str::from_utf8(ty)
+        .ok()
+        .and_then(EventType::parse)
+        .is_some_and(|ty| has_text(ty) || is_span_event(ty))
+}
+
+fn index_row(tx: &Transaction, row: ChainRow<'_>, batch: &mut Batch) -> Result<(), SearchError> {
     batch.rows += 1;
     batch.last_seq = row.seq;
     batch.last_hash = row.hash.to_vec();
+    if !worth_reading(row.ty) {
+        return Ok(());
+    }
     // A row that does not parse has no text to offer; `verify` and
     // `validate` are what name it.
     let Ok(event) = serde_json::from_slice::<Event>(row.json) else {
@@ -126,26 +154,28 @@ fn index_row(
     let Some(doc) = doc_of(&event) else {
         return Ok(());
     };
+    // The running maximum: no doc before this one in the epoch is newer,
+    // which lets a newest-first search stop early.
+    batch.max_time = batch.max_time.max(event.time_unix_ns);
+    let id = doc_id(batch.epoch, row.seq);
     tx.prepare_cached(
-        "INSERT INTO docs (genesis_id, seq, adapter, session_id, offset, event_id, event_type, \
-         time_unix_ns, turn, kind, tool, text) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+        "INSERT INTO docs (id, adapter, session_id, offset, event_id, event_type, time_unix_ns, \
+         time_bound, turn, kind, tool) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     )?
     .execute(params![
-        genesis,
-        row.seq,
+        id,
         event.session.adapter.as_str(),
         event.session.session_id,
         event.offset as i64,
         event.id.as_str(),
         event.event_type().as_str(),
         event.time_unix_ns,
+        batch.max_time,
         event.turn.turn_id,
         doc.kind.as_str(),
         doc.tool,
-        doc.text,
     ])?;
-    let id = tx.last_insert_rowid();
-    for table in ["words", "grams"] {
+    for table in ["texts", "words", "grams"] {
         tx.prepare_cached(&format!(
             "INSERT INTO {table} (rowid, text) VALUES (?1, ?2)"
         ))?
@@ -170,13 +200,14 @@ fn is_span_event(ty: EventType) -> bool {
 fn copy_span_states(
     tx: &Transaction,
     ledger: &LedgerReader,
-    genesis: &str,
+    epoch: i64,
     session: &SessionRef,
     touched: &HashSet<String>,
 ) -> Result<(), SearchError> {
+    let (first, last) = doc_range(epoch);
     let mut update = tx.prepare_cached(
         "UPDATE docs SET span_state = ?1, outcome = ?2 \
-         WHERE genesis_id = ?3 AND event_id IN (?4, ?5)",
+         WHERE event_id IN (?4, ?5) AND id BETWEEN ?3 AND ?6",
     )?;
     for span in ledger.spans(Some(session))? {
         let completed = span.completed_event_id.as_deref();
@@ -188,9 +219,10 @@ fn copy_span_states(
         update.execute(params![
             span.state.as_str(),
             span.outcome,
-            genesis,
+            first,
             span.request_event_id,
             span.completed_event_id,
+            last,
         ])?;
     }
     Ok(())
