@@ -336,6 +336,90 @@ fn a_deleted_index_is_made_again_by_the_next_finalize_with_the_same_hits() {
 }
 
 #[test]
+fn a_finalize_run_indexes_its_budget_and_the_next_runs_and_searches_catch_up() {
+    let h = Home::build();
+    let before = h.search(&["exit", "--limit", "100"]);
+    let lib = harnery::home::Home::at(&h.home);
+    let run = |budget: u64| harnery::search::update_live_within(&lib, budget).unwrap();
+    let indexed = || -> i64 {
+        rusqlite::Connection::open(h.index())
+            .unwrap()
+            .query_row("SELECT indexed_seq FROM epochs", [], |r| r.get(0))
+            .unwrap()
+    };
+    let remove = || {
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", h.index().display()));
+        }
+    };
+    let last = indexed();
+    let budget: u64 = 4;
+    assert!(last > 2 * budget as i64, "the fixture outgrows two runs");
+    remove();
+    assert_eq!(run(budget), budget);
+    assert_eq!(indexed(), budget as i64, "the run stopped at its budget");
+    assert_eq!(run(budget), budget);
+    assert_eq!(
+        indexed(),
+        2 * budget as i64,
+        "the next run went on from there"
+    );
+    // A search reads on to the end, and finds what it found before.
+    assert_eq!(h.search(&["exit", "--limit", "100"]), before);
+    assert_eq!(indexed(), last);
+    assert_eq!(run(budget), 0);
+    // Runs alone catch up too, a budget at a time.
+    remove();
+    let mut runs = 0;
+    while run(budget) > 0 {
+        runs += 1;
+    }
+    assert_eq!(runs, (last as u64).div_ceil(budget));
+    assert_eq!(indexed(), last);
+    assert_eq!(h.search(&["exit", "--limit", "100"]), before);
+}
+
+#[test]
+fn an_index_of_the_previous_format_is_made_again_silently() {
+    let h = Home::build();
+    let before = h.search(&["exit", "--limit", "100"]);
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", h.index().display()));
+    }
+    // The first format: epochs by genesis id, text in `docs`, positional
+    // trigrams; its one doc claims a hit the ledger does not hold.
+    let old = rusqlite::Connection::open(h.index()).unwrap();
+    old.execute_batch(
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+         INSERT INTO meta VALUES ('format', 'harnery-search-1');
+         CREATE TABLE ledgers (genesis_id TEXT PRIMARY KEY, indexed_seq INTEGER NOT NULL, seq_hash BLOB);
+         CREATE TABLE docs (id INTEGER PRIMARY KEY, genesis_id TEXT NOT NULL, seq INTEGER NOT NULL,
+             adapter TEXT NOT NULL, session_id TEXT NOT NULL, offset INTEGER NOT NULL,
+             event_id TEXT NOT NULL, event_type TEXT NOT NULL, time_unix_ns INTEGER NOT NULL,
+             turn TEXT, kind TEXT NOT NULL, tool TEXT, span_state TEXT, outcome TEXT, text TEXT NOT NULL);
+         CREATE VIRTUAL TABLE words USING fts5(text, content='docs', content_rowid='id');
+         CREATE VIRTUAL TABLE grams USING fts5(text, content='docs', content_rowid='id', tokenize='trigram');
+         INSERT INTO ledgers VALUES ('x', 1000000, NULL);
+         INSERT INTO docs VALUES (1, 'x', 1, 'claude-code', 's', 0, 'e', 'prompt.submitted', 0,
+             NULL, 'prompt', NULL, NULL, NULL, 'exit exit exit');
+         INSERT INTO words (rowid, text) VALUES (1, 'exit exit exit');
+         INSERT INTO grams (rowid, text) VALUES (1, 'exit exit exit');",
+    )
+    .unwrap();
+    drop(old);
+    let out = h.ok(&["search", "--json", "exit", "--limit", "100"]);
+    assert_eq!(stderr(&out), "", "made again silently");
+    assert_eq!(lines_of(&out), before);
+    let conn = rusqlite::Connection::open(h.index()).unwrap();
+    let format: String = conn
+        .query_row("SELECT value FROM meta WHERE key = 'format'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(format, harnery::search::FORMAT);
+}
+
+#[test]
 fn a_damaged_index_is_made_again_silently() {
     let h = Home::build();
     let before = h.search(&["src/ledger"]);

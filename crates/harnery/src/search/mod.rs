@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 
 pub use extract::Kind;
 pub use query::QueryError;
-pub use store::index_path;
+pub use store::{FORMAT, index_path};
 
 use crate::contract::{AdapterId, SessionRef};
 use crate::epoch::EpochSelector;
@@ -325,11 +325,17 @@ fn catch_up_all(
 pub const FINALIZE_BUDGET: u64 = 20_000;
 
 /// Bring the index up to date with the live epoch, up to
-/// [`FINALIZE_BUDGET`] rows (what `finalize` calls after its ledger
-/// transaction commits); how many ledger rows were read. No live ledger
-/// yet is nothing to do.
+/// [`FINALIZE_BUDGET`] rows: what `finalize` calls after its ledger
+/// transaction commits (see [`update_live_within`]).
 pub fn update_live(home: &Home) -> Result<u64, SearchError> {
-    let budget = Some(FINALIZE_BUDGET);
+    update_live_within(home, FINALIZE_BUDGET)
+}
+
+/// Bring the index up to date with the live epoch, reading `budget` ledger
+/// rows at most; how many were read. The rows past the budget are indexed
+/// by the next run or search. No live ledger yet is nothing to do.
+pub fn update_live_within(home: &Home, budget: u64) -> Result<u64, SearchError> {
+    let budget = Some(budget);
     let Some(live) = crate::report::source::live_or_none(home)? else {
         return Ok(0);
     };

@@ -25,7 +25,7 @@ use crate::ledger::{ChainRow, LedgerReader};
 const BATCH: u64 = 5_000;
 
 /// Index the rows of `ledger` after those already indexed, all of them or
-/// (with `budget`) about that many at most; how many rows were read. Each
+/// (with `budget`) that many at most; how many rows were read. Each
 /// batch reads how far the index is inside its own write transaction, so a
 /// search and a finalize catching up at once never index a row twice.
 pub fn catch_up(
@@ -45,7 +45,8 @@ pub fn catch_up(
         if at.seq == last || budget.is_some_and(|b| read >= b) {
             return Ok(read);
         }
-        let batch = index_batch(&tx, ledger, &at)?;
+        let rows = budget.map_or(BATCH, |b| BATCH.min(b - read));
+        let batch = index_batch(&tx, ledger, &at, rows)?;
         tx.commit()?;
         if batch.rows == 0 {
             return Ok(read);
@@ -102,6 +103,7 @@ fn index_batch(
     tx: &Transaction,
     ledger: &LedgerReader,
     at: &Indexed,
+    rows: u64,
 ) -> Result<Batch, SearchError> {
     let mut batch = Batch {
         epoch: at.epoch,
@@ -112,7 +114,7 @@ fn index_batch(
         spans_of: BTreeSet::new(),
         span_events: HashSet::new(),
     };
-    ledger.for_each_chain_row(at.seq, BATCH, |row| index_row(tx, row, &mut batch))?;
+    ledger.for_each_chain_row(at.seq, rows, |row| index_row(tx, row, &mut batch))?;
     if batch.rows == 0 {
         return Ok(batch);
     }
