@@ -420,6 +420,31 @@ fn an_index_of_the_previous_format_is_made_again_silently() {
 }
 
 #[test]
+fn a_smaller_limit_gives_the_first_hits_of_the_same_order() {
+    let h = Home::build();
+    // Reading stops once no later match can be among the first N: every
+    // N must give the first N of the whole order, ties included.
+    let queries: &[&[&str]] = &[
+        &["exit"],
+        &["echo"],
+        &["ech*", "--sort", "time"],
+        &["\"exit code\""],
+        &["fail*", "--kind", "tool-output,message"],
+        &["*xit"],
+        &["exit", "--failed"],
+        &["echo", "*ech", "--sort", "relevance"],
+    ];
+    for q in queries {
+        let all = h.search(&[q, &["--limit", "1000"][..]].concat());
+        assert!(all.len() > 1, "{q:?} finds more than one hit");
+        for n in 1..all.len() {
+            let first = h.search(&[q, &["--limit", &n.to_string()][..]].concat());
+            assert_eq!(first, all[..n], "{q:?} --limit {n}");
+        }
+    }
+}
+
+#[test]
 fn a_damaged_index_is_made_again_silently() {
     let h = Home::build();
     let before = h.search(&["src/ledger"]);

@@ -5,9 +5,10 @@
 //! substring), until no match still to come can be among the first
 //! `limit`:
 //!
-//! - by relevance, the matches come best BM25 first (`ORDER BY rank`,
-//!   which FTS5 sorts itself), and reading stops at the first one ranked
-//!   below the `limit`th hit; ties are then ordered newest first;
+//! - by relevance, FTS5 scores every match and SQLite keeps the best few
+//!   (the filters tested on each match's `docs` row first, when there are
+//!   any), read again with more only when a tie or a missing hit needs it;
+//!   ties are then ordered newest first;
 //! - newest first (`--sort time`, or a query of substrings alone), each
 //!   epoch's matches come in descending chain order (descending rowid),
 //!   and reading stops when a doc's `time_bound` (no doc before it in its
@@ -18,7 +19,7 @@
 
 use std::collections::HashMap;
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension, ToSql, params};
 
 use super::Sort;
 use super::extract::Kind;
@@ -116,31 +117,71 @@ struct Reader<'a> {
 }
 
 impl Reader<'_> {
-    /// Best BM25 first, ties newest first.
+    /// Best BM25 first, ties newest first: the best `k` matches by BM25
+    /// (SQLite keeps only those while FTS5 scores every match), the
+    /// filters tested in SQL on each match's `docs` row when there are
+    /// any; read again with a larger `k` while the hits kept could still
+    /// miss one (too few kept, or a tie at the last one read).
     fn by_rank(&mut self, words: &str) -> Result<Vec<Found>, rusqlite::Error> {
         let (lo, hi) = self.rowid_span();
-        let mut stmt = self.conn.prepare(
-            "SELECT rowid, rank FROM words WHERE words MATCH ?1 AND rowid BETWEEN ?2 AND ?3 \
-             ORDER BY rank",
-        )?;
-        let mut rows = stmt.query(params![words, lo, hi])?;
-        let mut kept: Vec<Found> = Vec::new();
-        while let Some(r) = rows.next()? {
-            let (id, score): (i64, f64) = (r.get(0)?, r.get(1)?);
-            if kept.len() >= self.f.limit && kept.last().is_some_and(|k| score > k.score) {
-                break;
-            }
-            if let Some(row) = self.keep(id, score)? {
-                kept.push(row);
-            }
-        }
-        kept.sort_by(|a, b| {
-            a.score
-                .total_cmp(&b.score)
-                .then_with(|| b.newer_key().cmp(&a.newer_key()))
+        let filtered = has_filters(self.f);
+        let sql = match filtered {
+            false => "SELECT rowid, bm25(words) AS s FROM words WHERE words MATCH :words \
+                      AND rowid BETWEEN :lo AND :hi ORDER BY s, rowid DESC LIMIT :k"
+                .to_string(),
+            true => format!(
+                "SELECT w.rowid, bm25(words) AS s FROM words w CROSS JOIN docs d ON d.id = w.rowid \
+                 WHERE words MATCH :words AND w.rowid BETWEEN :lo AND :hi AND {FILTERS} \
+                 ORDER BY s, w.rowid DESC LIMIT :k"
+            ),
+        };
+        let mut stmt = self.conn.prepare(&sql)?;
+        let f = self.f;
+        let kinds = (!f.kinds.is_empty()).then(|| {
+            let names: Vec<&str> = f.kinds.iter().map(|k| k.as_str()).collect();
+            serde_json::to_string(&names).expect("names are JSON")
         });
-        kept.truncate(self.f.limit);
-        Ok(kept)
+        let session = f.session.map(|s| s.session_id.as_str());
+        let adapter = f.adapter.or(f.session.map(|s| s.adapter.as_str()));
+        let mut k = f.limit.saturating_add(1).max(2);
+        loop {
+            let mut kept: Vec<Found> = Vec::new();
+            let mut read = 0;
+            let mut last = f64::NEG_INFINITY;
+            let limit = k.min(i64::MAX as usize) as i64;
+            let mut params: Vec<(&str, &dyn ToSql)> = vec![
+                (":words", &words),
+                (":lo", &lo),
+                (":hi", &hi),
+                (":k", &limit),
+            ];
+            if filtered {
+                params.extend_from_slice(&[
+                    (":adapter", &adapter as &dyn ToSql),
+                    (":session", &session),
+                    (":since", &f.since_unix_ns),
+                    (":until", &f.until_unix_ns),
+                    (":kinds", &kinds),
+                    (":tool", &f.tool),
+                    (":failed", &f.failed),
+                ]);
+            }
+            let mut rows = stmt.query(params.as_slice())?;
+            while let Some(r) = rows.next()? {
+                let (id, score): (i64, f64) = (r.get(0)?, r.get(1)?);
+                read += 1;
+                last = score;
+                if let Some(found) = self.keep(id, score)? {
+                    kept.push(found);
+                }
+            }
+            let exhausted = read < k;
+            let settled = f.limit == 0 || (kept.len() >= f.limit && kept[f.limit - 1].score < last);
+            if exhausted || settled {
+                return Ok(ranked(kept, self.f.limit));
+            }
+            k = k.saturating_mul(8);
+        }
     }
 
     /// Newest first, each epoch read from its last doc back.
@@ -207,6 +248,36 @@ impl Reader<'_> {
         found.text = Some(text);
         Ok(holds)
     }
+}
+
+/// The filters as SQL on `docs d` (what [`passes`] tests in Rust).
+const FILTERS: &str = "(:adapter IS NULL OR d.adapter = :adapter) \
+    AND (:session IS NULL OR d.session_id = :session) \
+    AND (:since IS NULL OR d.time_unix_ns >= :since) \
+    AND (:until IS NULL OR d.time_unix_ns <= :until) \
+    AND (:kinds IS NULL OR d.kind IN (SELECT value FROM json_each(:kinds))) \
+    AND (:tool IS NULL OR d.tool = :tool COLLATE NOCASE) \
+    AND (:failed = 0 OR d.outcome = 'failure')";
+
+fn has_filters(f: &Filters) -> bool {
+    f.adapter.is_some()
+        || f.session.is_some()
+        || f.since_unix_ns.is_some()
+        || f.until_unix_ns.is_some()
+        || !f.kinds.is_empty()
+        || f.tool.is_some()
+        || f.failed
+}
+
+/// The first `limit` of `kept` (best BM25 first), ties newest first.
+fn ranked(mut kept: Vec<Found>, limit: usize) -> Vec<Found> {
+    kept.sort_by(|a, b| {
+        a.score
+            .total_cmp(&b.score)
+            .then_with(|| b.newer_key().cmp(&a.newer_key()))
+    });
+    kept.truncate(limit);
+    kept
 }
 
 /// Put `found` into `kept` (newest first), keeping at most `limit`.
