@@ -93,10 +93,15 @@ pub fn run(
     substrings: &[Needle],
     f: &Filters,
 ) -> Result<Vec<Found>, rusqlite::Error> {
-    let mut reader = Reader {
+    let ranges = ranges(conn, f)?;
+    if ranges.is_empty() {
+        return Ok(Vec::new());
+    }
+    let reader = Reader {
         conn,
         substrings,
         f,
+        ranges,
     };
     match (&t.words, f.sort) {
         (Some(words), Sort::Relevance) => reader.by_rank(words),
@@ -114,6 +119,8 @@ struct Reader<'a> {
     /// docs holding all their trigrams, anywhere).
     substrings: &'a [Needle],
     f: &'a Filters<'a>,
+    /// The doc ids searched: per epoch, its range, or its session's.
+    ranges: Vec<(i64, i64)>,
 }
 
 impl Reader<'_> {
@@ -122,7 +129,7 @@ impl Reader<'_> {
     /// filters tested in SQL on each match's `docs` row when there are
     /// any; read again with a larger `k` while the hits kept could still
     /// miss one (too few kept, or a tie at the last one read).
-    fn by_rank(&mut self, words: &str) -> Result<Vec<Found>, rusqlite::Error> {
+    fn by_rank(&self, words: &str) -> Result<Vec<Found>, rusqlite::Error> {
         let (lo, hi) = self.rowid_span();
         let filtered = has_filters(self.f);
         let sql = match filtered {
@@ -185,7 +192,7 @@ impl Reader<'_> {
     }
 
     /// Newest first, each epoch read from its last doc back.
-    fn newest(&mut self, table: &str, expr: &str) -> Result<Vec<Found>, rusqlite::Error> {
+    fn newest(&self, table: &str, expr: &str) -> Result<Vec<Found>, rusqlite::Error> {
         let score = match table {
             "words" => "bm25(words)",
             _ => "0.0",
@@ -195,8 +202,7 @@ impl Reader<'_> {
              AND rowid BETWEEN ?2 AND ?3 ORDER BY rowid DESC"
         ))?;
         let mut kept: Vec<Found> = Vec::new();
-        for &epoch in self.f.epochs {
-            let (lo, hi) = doc_range(epoch);
+        for &(lo, hi) in &self.ranges {
             let mut rows = stmt.query(params![expr, lo, hi])?;
             while let Some(r) = rows.next()? {
                 let Some(mut row) = doc(self.conn, r.get(0)?, r.get(1)?)? else {
@@ -217,14 +223,14 @@ impl Reader<'_> {
 
     /// The rowids the selected epochs can hold.
     fn rowid_span(&self) -> (i64, i64) {
-        let lo = self.f.epochs.iter().map(|&e| doc_range(e).0).min();
-        let hi = self.f.epochs.iter().map(|&e| doc_range(e).1).max();
+        let lo = self.ranges.iter().map(|r| r.0).min();
+        let hi = self.ranges.iter().map(|r| r.1).max();
         (lo.unwrap_or(0), hi.unwrap_or(-1))
     }
 
     /// The doc `id` if it is in a selected epoch and [`Self::accept`]
     /// keeps it.
-    fn keep(&mut self, id: i64, score: f64) -> Result<Option<Found>, rusqlite::Error> {
+    fn keep(&self, id: i64, score: f64) -> Result<Option<Found>, rusqlite::Error> {
         if !self.f.epochs.contains(&epoch_of(id)) {
             return Ok(None);
         }
@@ -236,7 +242,7 @@ impl Reader<'_> {
 
     /// Whether the filters keep a doc and its text holds every substring
     /// (the text, once read, stays with it).
-    fn accept(&mut self, found: &mut Found) -> Result<bool, rusqlite::Error> {
+    fn accept(&self, found: &mut Found) -> Result<bool, rusqlite::Error> {
         if !passes(found, self.f) {
             return Ok(false);
         }
@@ -248,6 +254,31 @@ impl Reader<'_> {
         found.text = Some(text);
         Ok(holds)
     }
+}
+
+/// The doc ids to read, per epoch searched: all of its range, or with a
+/// session filter the span from that session's first doc to its last
+/// (an epoch without it is left out).
+fn ranges(conn: &Connection, f: &Filters) -> Result<Vec<(i64, i64)>, rusqlite::Error> {
+    let mut out = Vec::new();
+    for &epoch in f.epochs {
+        let Some(session) = f.session else {
+            out.push(doc_range(epoch));
+            continue;
+        };
+        let span = conn
+            .prepare_cached(
+                "SELECT first_id, last_id FROM sessions \
+                 WHERE epoch = ?1 AND adapter = ?2 AND session_id = ?3",
+            )?
+            .query_row(
+                params![epoch, session.adapter.as_str(), session.session_id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        out.extend(span);
+    }
+    Ok(out)
 }
 
 /// The filters as SQL on `docs d` (what [`passes`] tests in Rust).

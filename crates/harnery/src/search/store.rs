@@ -12,7 +12,9 @@
 //! time indexed so far); `docs` (one row per searchable event: where it
 //! is and what it is, but not its text), keyed by [`doc_id`] (the epoch's
 //! key and the row's `seq`, so an epoch's docs are one rowid range in
-//! chain order); `texts` (each doc's text, read only for the hits shown
+//! chain order); `sessions` (each session's first and last doc id per
+//! epoch, so a search of one session reads only that range); `texts`
+//! (each doc's text, read only for the hits shown
 //! and to confirm a substring); and two FTS5 tables over `texts`
 //! (`words`: unicode61, for words, phrases and prefixes with BM25 rank;
 //! `grams`: trigrams without positions, which find the docs holding every
@@ -54,6 +56,14 @@ CREATE TABLE docs (
     outcome TEXT
 );
 CREATE INDEX docs_event ON docs (event_id);
+CREATE TABLE sessions (
+    epoch INTEGER NOT NULL,
+    adapter TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    first_id INTEGER NOT NULL,
+    last_id INTEGER NOT NULL,
+    PRIMARY KEY (epoch, adapter, session_id)
+) WITHOUT ROWID;
 CREATE TABLE texts (id INTEGER PRIMARY KEY, text TEXT NOT NULL);
 CREATE VIRTUAL TABLE words USING fts5(text, content='texts', content_rowid='id',
     tokenize='unicode61 remove_diacritics 2');

@@ -11,7 +11,7 @@
 //! its events (its state changes only with one), so `--failed` sees a
 //! span closed after its request was indexed.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use rusqlite::{Connection, Transaction, TransactionBehavior, params};
 
@@ -94,6 +94,8 @@ struct Batch {
     max_time: i64,
     /// Sessions with a span event in the batch.
     spans_of: BTreeSet<SessionRef>,
+    /// Each session's first and last doc id in the batch.
+    docs_of: BTreeMap<SessionRef, (i64, i64)>,
     /// The ids of the batch's span events: a span's state changes only
     /// with an event of its own.
     span_events: HashSet<String>,
@@ -112,11 +114,26 @@ fn index_batch(
         last_hash: Vec::new(),
         max_time: at.max_time,
         spans_of: BTreeSet::new(),
+        docs_of: BTreeMap::new(),
         span_events: HashSet::new(),
     };
     ledger.for_each_chain_row(at.seq, rows, |row| index_row(tx, row, &mut batch))?;
     if batch.rows == 0 {
         return Ok(batch);
+    }
+    for (session, (first, last)) in &batch.docs_of {
+        tx.prepare_cached(
+            "INSERT INTO sessions (epoch, adapter, session_id, first_id, last_id) \
+             VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO UPDATE SET \
+             first_id = min(first_id, excluded.first_id), last_id = max(last_id, excluded.last_id)",
+        )?
+        .execute(params![
+            at.epoch,
+            session.adapter.as_str(),
+            session.session_id,
+            first,
+            last
+        ])?;
     }
     for session in &batch.spans_of {
         copy_span_states(tx, ledger, at.epoch, session, &batch.span_events)?;
@@ -160,6 +177,11 @@ fn index_row(tx: &Transaction, row: ChainRow<'_>, batch: &mut Batch) -> Result<(
     // which lets a newest-first search stop early.
     batch.max_time = batch.max_time.max(event.time_unix_ns);
     let id = doc_id(batch.epoch, row.seq);
+    let span = batch
+        .docs_of
+        .entry(event.session.clone())
+        .or_insert((id, id));
+    span.1 = id;
     tx.prepare_cached(
         "INSERT INTO docs (id, adapter, session_id, offset, event_id, event_type, time_unix_ns, \
          time_bound, turn, kind, tool) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
