@@ -183,11 +183,21 @@ fn connect(path: &Path) -> Result<Connection, rusqlite::Error> {
     // commit, and a reader never waits for a writer.
     conn.pragma_update(None, "journal_mode", "wal")?;
     conn.pragma_update(None, "synchronous", "off")?;
-    // A larger page cache than SQLite's 2 MiB while an index is built; a
-    // query reads only its hits' pages and never fills it.
-    conn.pragma_update(None, "cache_size", -16_384)?;
     Ok(conn)
 }
+
+/// A page cache of `kib` KiB (a larger one than SQLite's 2 MiB while
+/// rows are indexed; the default again for a query, whose peak memory
+/// stays small).
+pub fn cache_kib(conn: &Connection, kib: i64) -> Result<(), rusqlite::Error> {
+    conn.pragma_update(None, "cache_size", -kib)
+}
+
+/// SQLite's own page cache size, in KiB.
+pub const DEFAULT_CACHE_KIB: i64 = 2_000;
+
+/// The page cache while rows are indexed, in KiB.
+pub const INDEXING_CACHE_KIB: i64 = 16_384;
 
 /// Whether an error means the file is damaged (to be made again) rather
 /// than busy or unreachable.

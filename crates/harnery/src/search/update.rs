@@ -17,7 +17,7 @@ use rusqlite::{Connection, Transaction, TransactionBehavior, params};
 
 use super::SearchError;
 use super::extract::{doc_of, has_text};
-use super::store::{doc_id, doc_range};
+use super::store::{self, doc_id, doc_range};
 use crate::contract::{Event, EventType, SessionRef};
 use crate::ledger::{ChainRow, LedgerReader};
 
@@ -29,6 +29,17 @@ const BATCH: u64 = 5_000;
 /// batch reads how far the index is inside its own write transaction, so a
 /// search and a finalize catching up at once never index a row twice.
 pub fn catch_up(
+    conn: &mut Connection,
+    ledger: &LedgerReader,
+    budget: Option<u64>,
+) -> Result<u64, SearchError> {
+    store::cache_kib(conn, store::INDEXING_CACHE_KIB)?;
+    let read = catch_up_rows(conn, ledger, budget);
+    store::cache_kib(conn, store::DEFAULT_CACHE_KIB)?;
+    read
+}
+
+fn catch_up_rows(
     conn: &mut Connection,
     ledger: &LedgerReader,
     budget: Option<u64>,
