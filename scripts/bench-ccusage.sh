@@ -98,6 +98,7 @@ for s in range(sessions):
 PY
 bytes=$(du -cb "$CONFIG"/projects/*/*.jsonl | tail -1 | cut -f1)
 
+rm -f "$WORK/finalize.secs" "$WORK/ccusage.secs"
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 for round in $(seq "$REPEAT"); do
   home="$WORK/home"

@@ -124,6 +124,18 @@ impl SessionSpool {
     /// to drain: sealed segments and fallback files, oldest first. Safe to
     /// call again after a crash; an empty active segment is removed instead.
     pub fn seal(&self) -> Result<Vec<SealedSegment>, SpoolError> {
+        if self.seal_unsynced()? {
+            self.sync()?;
+        }
+        self.pending()
+    }
+
+    /// Seal the active segment like [`seal`](Self::seal), but leave the
+    /// directory unsynced: returns whether it changed. A caller sealing many
+    /// sessions renames them all first and then calls [`sync`](Self::sync)
+    /// on each that changed, before reading any of their sealed files, so
+    /// one journal commit covers them all instead of one each.
+    pub fn seal_unsynced(&self) -> Result<bool, SpoolError> {
         let dir = self.open_dir()?;
         if dir.open_file(ACTIVE_SEGMENT, libc::O_RDONLY, false).is_ok() {
             let _lease = acquire_lease(&dir, SEAL_LEASE_WAIT)?;
@@ -139,9 +151,14 @@ impl SessionSpool {
                 }
                 Err(_) => {}
             }
-            dir.sync()?;
+            return Ok(true);
         }
-        self.pending()
+        Ok(false)
+    }
+
+    /// fsync the session's directory (its seal's rename or removal).
+    pub fn sync(&self) -> Result<(), SpoolError> {
+        Ok(self.open_dir()?.sync()?)
     }
 
     /// Sealed segments and fallback files, oldest first (nothing is changed).

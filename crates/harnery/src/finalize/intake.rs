@@ -300,8 +300,19 @@ fn seal_all(home: &Home) -> Result<Vec<SpoolFile>, FinalizeError> {
     let spool = IntakeSpool::open(home);
     let spool_err = |e: crate::spool::SpoolError| FinalizeError::Spool(e.to_string());
     let mut out = Vec::new();
-    for session in spool.sessions().map_err(spool_err)? {
-        for seg in session.seal().map_err(spool_err)? {
+    let sessions = spool.sessions().map_err(spool_err)?;
+    // Every seal first, then every directory synced: the first sync's
+    // journal commit makes the later ones cheap, and nothing sealed is
+    // read before all are durable.
+    let mut sealed = Vec::with_capacity(sessions.len());
+    for session in &sessions {
+        sealed.push(session.seal_unsynced().map_err(spool_err)?);
+    }
+    for (session, changed) in sessions.iter().zip(sealed) {
+        if changed {
+            session.sync().map_err(spool_err)?;
+        }
+        for seg in session.pending().map_err(spool_err)? {
             out.push(spool_file(seg.path, &session.adapter));
         }
     }

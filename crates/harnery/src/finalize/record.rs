@@ -20,6 +20,12 @@
 //! the session's first prompt is 30 s old; one deleted after it was read
 //! is `removed`, a note. The hook itself never reads a record.
 //!
+//! What a pass spools is not fdatasync'd record by record: it can be read
+//! again from the record until the batch holding it commits, and the raw
+//! archive makes the spool file durable before that commit. A power loss
+//! in between costs a re-read (and, at worst, a torn spool tail that the
+//! drain reports as damage), never a byte of the record.
+//!
 //! A Claude Code subagent writes a transcript of its own, which
 //! `SubagentStop` names (`agent_transcript_path`): it is followed the same
 //! way, from a cursor of its own, until a pass has read it to its end (the
@@ -57,7 +63,7 @@ use crate::finalize::FinalizeError;
 use crate::home::Home;
 use crate::ledger::LedgerReader;
 use crate::session::RecordCursor;
-use crate::spool::{Signal, SpoolWriter};
+use crate::spool::{Signal, SpoolWriter, WriterOptions};
 
 /// The most record bytes one `harnery.record` signal carries (a longer
 /// line is carried whole, up to [`LINE_CEILING`]).
@@ -110,7 +116,8 @@ pub fn enabled() -> bool {
 /// [`PASS_LEN`] bytes a session: every session, or only those of `only`
 /// (the ones the pass before wrote for). Returns how many signals were
 /// written and for which sessions; the caller drains them and calls again
-/// with those until none are.
+/// with those until none are. Sessions are followed on several threads
+/// (each session's signals by one, in order; no two share a spool).
 pub fn follow(
     home: &Home,
     ledger: &LedgerReader,
@@ -119,12 +126,11 @@ pub fn follow(
     only: Option<&[SessionRef]>,
     budget: &mut RunBudget,
 ) -> Result<(u64, Vec<SessionRef>), FinalizeError> {
-    let mut written = 0;
-    let mut wrote_for = Vec::new();
     let sessions = match only {
         Some(these) => these.to_vec(),
         None => ledger.producer_sessions()?,
     };
+    let mut plans = Vec::with_capacity(sessions.len());
     for session in sessions {
         let Some(text) = ledger.producer_state_or_set_aside(&session)? else {
             continue;
@@ -134,16 +140,98 @@ pub fn follow(
         let Some(at) = RecordCursor::of_state(&text) else {
             continue;
         };
+        let left = budget.left(&session);
+        plans.push((session, at, left));
+    }
+    let run = Run {
+        home,
+        now_unix_ns,
+        clock,
+        first_pass: only.is_none(),
+    };
+    let done = in_parallel(&plans, |(session, at, left)| {
+        run.session(session, at, *left)
+    })?;
+    let mut written = 0;
+    let mut wrote_for = Vec::new();
+    for ((session, _, _), (signals, read)) in plans.into_iter().zip(done) {
+        *budget.0.entry(session.clone()).or_default() += read;
+        if signals > 0 {
+            written += signals;
+            wrote_for.push(session);
+        }
+    }
+    Ok((written, wrote_for))
+}
+
+/// Most threads [`follow`] reads records on.
+const FOLLOWERS: usize = 4;
+
+/// `f` over `items` on up to [`FOLLOWERS`] threads (the machine's
+/// cores), results in the items' order; the first error stops the rest.
+fn in_parallel<T: Sync, R: Send>(
+    items: &[T],
+    f: impl Fn(&T) -> Result<R, FinalizeError> + Sync,
+) -> Result<Vec<R>, FinalizeError> {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(FOLLOWERS)
+        .min(items.len());
+    if threads <= 1 {
+        return items.iter().map(f).collect();
+    }
+    let (next, failed) = (AtomicUsize::new(0), AtomicBool::new(false));
+    let work = || {
+        let mut out = Vec::new();
+        while !failed.load(Ordering::Relaxed) {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(item) = items.get(i) else { break };
+            let r = f(item);
+            failed.fetch_or(r.is_err(), Ordering::Relaxed);
+            out.push((i, r));
+        }
+        out
+    };
+    let mut all: Vec<(usize, Result<R, FinalizeError>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads).map(|_| scope.spawn(work)).collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("a follower thread panicked"))
+            .collect()
+    });
+    all.sort_by_key(|(i, _)| *i);
+    all.into_iter().map(|(_, r)| r).collect()
+}
+
+/// What one pass over the sessions shares.
+struct Run<'a> {
+    home: &'a Home,
+    now_unix_ns: i64,
+    clock: &'a ClockSample,
+    /// The run's first pass (the one that settles held calls).
+    first_pass: bool,
+}
+
+impl Run<'_> {
+    /// Follow one session's records from `at`, reading at most `left`
+    /// bytes: the signals spooled and the bytes read.
+    fn session(
+        &self,
+        session: &SessionRef,
+        at: &RecordCursor,
+        left: u64,
+    ) -> Result<(u64, u64), FinalizeError> {
         let mut out = Spooler {
-            home,
-            session: &session,
-            now_unix_ns,
-            clock,
+            home: self.home,
+            session,
+            now_unix_ns: self.now_unix_ns,
+            clock: self.clock,
             reported: at.problem.as_deref(),
             written: 0,
-            left: budget.left(&session),
+            left,
         };
-        let path = match record_path(&session, at.path.as_deref()) {
+        let path = match record_path(session, at.path.as_deref()) {
             Ok(path) => path,
             Err((path, why)) => {
                 out.refused(&path, &why)?;
@@ -153,7 +241,7 @@ pub fn follow(
         if let Some((path, named)) = &path {
             // Not written yet (before the first prompt, or just after it):
             // pending, not missing.
-            let named = *named && at.expected_by(now_unix_ns);
+            let named = *named && at.expected_by(self.now_unix_ns);
             let from = (at.cursor, at.fingerprint.as_str());
             follow_one(path, named, RecordRole::Session, from, &mut out)?;
         }
@@ -163,13 +251,12 @@ pub fn follow(
             let role = RecordRole::Subagent(&side.agent_id);
             follow_one(path, true, role, (side.cursor, &side.fingerprint), &mut out)?;
         }
-        let read = budget.left(&session) - out.left;
-        *budget.0.entry(session.clone()).or_default() += read;
+        let read = left - out.left;
         // Calls held for their hook requests settle at the session's next
         // chunk; a record that did not grow gets an empty one once they
         // are due (first pass only: a run settles them once).
-        let due = at.held_due_ns().is_some_and(|t| t <= now_unix_ns);
-        if let Some((path, _)) = path.filter(|_| due && out.written == 0 && only.is_none()) {
+        let due = at.held_due_ns().is_some_and(|t| t <= self.now_unix_ns);
+        if let Some((path, _)) = path.filter(|_| due && out.written == 0 && self.first_pass) {
             let header = RecordChunkHeader {
                 path: path.display().to_string(),
                 start: at.cursor,
@@ -180,12 +267,8 @@ pub fn follow(
             };
             out.append(RECORD, &record_payload(&header, &[]))?;
         }
-        if out.written > 0 {
-            written += out.written;
-            wrote_for.push(session);
-        }
+        Ok((out.written, read))
     }
-    Ok((written, wrote_for))
 }
 
 /// A record's path, and whether a hook named it.
@@ -246,7 +329,15 @@ impl Spooler<'_> {
         );
         signal.received_ns = self.now_unix_ns;
         signal.clock = self.clock.clone();
-        SpoolWriter::new(self.home.clone())
+        // Not fdatasync'd one by one: until the batch holding this signal
+        // commits, the cursor has not moved and the record can be read
+        // again, and the raw archive syncs the spool file before that
+        // commit (`ledger::raw::keep`).
+        let options = WriterOptions {
+            sync: false,
+            ..WriterOptions::default()
+        };
+        SpoolWriter::with_options(self.home.clone(), options)
             .append_signal(&signal)
             .map_err(|e| FinalizeError::Spool(format!("record signal not spooled: {e}")))?;
         self.written += 1;
@@ -454,4 +545,29 @@ fn tail_fingerprint(file: &mut std::fs::File, end: u64) -> std::io::Result<Strin
     file.seek(SeekFrom::Start(from))?;
     file.read_exact(&mut buf)?;
     Ok(blake3::hash(&buf).to_hex().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Results come back in the items' order whichever thread ran them,
+    /// and a failure of any item is the call's failure.
+    #[test]
+    fn followers_keep_the_order_and_fail_on_any_failure() {
+        let items: Vec<u64> = (0..500).collect();
+        let squares = in_parallel(&items, |n| Ok(n * n)).unwrap();
+        assert_eq!(squares, items.iter().map(|n| n * n).collect::<Vec<_>>());
+        let failing = in_parallel(&items, |n| {
+            if *n == 317 {
+                Err(FinalizeError::Spool(format!("item {n}")))
+            } else {
+                Ok(*n)
+            }
+        });
+        match failing {
+            Err(FinalizeError::Spool(why)) => assert_eq!(why, "item 317"),
+            other => panic!("{other:?}"),
+        }
+    }
 }

@@ -26,6 +26,7 @@ pub fn finalize(home: &Home, opts: &FinalizeOptions) -> Result<Summary, Finalize
         let mut only: Option<Vec<crate::contract::SessionRef>> = None;
         let mut budget = super::record::RunBudget::default();
         for _ in 0..super::record::MAX_PASSES {
+            let t = std::time::Instant::now();
             let (written, wrote_for) = super::record::follow(
                 home,
                 &ledger,
@@ -38,7 +39,10 @@ pub fn finalize(home: &Home, opts: &FinalizeOptions) -> Result<Summary, Finalize
                 break;
             }
             summary.record_signals += written;
+            super::timing("follow", t);
+            let t = std::time::Instant::now();
             super::intake::drain(home, &mut ledger, incarnation, opts, &mut summary)?;
+            super::timing("drain", t);
             only = Some(wrote_for);
         }
     }

@@ -64,12 +64,19 @@ pub fn keep(ledger_dir: &Path, batch: &str, files: &[&Path]) -> Result<PathBuf, 
         std::fs::remove_dir_all(&tmp).map_err(|e| LedgerError::io(&tmp, e))?;
     }
     super::create_dir_private(&tmp)?;
-    for (i, file) in files.iter().enumerate() {
-        let member = tmp.join(member_name(i));
-        link_or_copy(file, &member)?;
-        std::fs::File::open(&member)
+    let members: Vec<PathBuf> = (0..files.len()).map(|i| tmp.join(member_name(i))).collect();
+    for (file, member) in files.iter().zip(&members) {
+        link_or_copy(file, member)?;
+        let handle = std::fs::File::open(member).map_err(|e| LedgerError::io(member, e))?;
+        durable::start_writeback(&handle);
+    }
+    // Every member's writeback is under way before the first wait, so the
+    // waits overlap instead of queueing one file's writes behind another's
+    // (files are opened again rather than held: a chunk may have thousands).
+    for member in &members {
+        std::fs::File::open(member)
             .and_then(|f| f.sync_data())
-            .map_err(|e| LedgerError::durability(&member, e))?;
+            .map_err(|e| LedgerError::durability(member, e))?;
     }
     durable::sync_dir(&tmp)?;
     let path = archive_path(ledger_dir, batch);
