@@ -44,11 +44,18 @@ const CHUNK_BYTES: u64 = 8 << 20;
 fn chunk_bytes() -> u64 {
     failpoint::tuning(failpoint::CHUNK_BYTES_ENV).unwrap_or(CHUNK_BYTES)
 }
+/// A chunk also closes at this many files: each session file brings its
+/// session's producer (state of up to ~100 KiB, parsed and serialized
+/// again), so a chunk of many small files (the record pass: one small
+/// file for each of a thousand sessions) would hold a thousand producers
+/// at once.
+const CHUNK_FILES: usize = 64;
 /// How many chunks may be uncommitted while one is normalized: that one,
-/// one queued for flushing, one being flushed, one queued for appending
-/// and one being appended (each queue holds one, and a stage starts its
-/// next chunk only after handing on the last).
-const IN_FLIGHT: usize = 5;
+/// one being flushed and one being appended. The stages hand chunks on
+/// without a queue between them (a rendezvous: a stage starts its next
+/// chunk only once the next stage took the last), so only three chunks'
+/// rows are ever in memory (a queue of one between stages held five).
+const IN_FLIGHT: usize = 3;
 /// The session damaged spool ranges are recorded under.
 pub const SPOOL_HEALTH_SESSION: &str = "harnery:spool";
 
@@ -93,8 +100,8 @@ pub(super) fn drain(
     ledger.set_background_sync(true)?;
     let ledger_dir = ledger.dir().to_path_buf();
     let drained = std::thread::scope(|scope| {
-        let (to_flush, normalized) = sync_channel::<Result<Normalized, FinalizeError>>(1);
-        let (to_append, prepared) = sync_channel::<Result<Prepared, FinalizeError>>(1);
+        let (to_flush, normalized) = sync_channel::<Result<Normalized, FinalizeError>>(0);
+        let (to_append, prepared) = sync_channel::<Result<Prepared, FinalizeError>>(0);
         let (recycle, applied) = std::sync::mpsc::channel::<AppendBatch>();
         stage(scope, "harnery-normalize", move || {
             for chunk in chunks {
@@ -252,7 +259,8 @@ fn stage<'scope, T: Send + 'scope>(
         .expect("the system starts a thread")
 }
 
-/// Cut the sealed files into chunks of whole files, in order; files a
+/// Cut the sealed files into chunks of whole files, in order (at most
+/// [`chunk_bytes`] bytes or [`CHUNK_FILES`] files each); files a
 /// committed batch already drained are deleted instead.
 fn plan(
     home: &Home,
@@ -270,7 +278,7 @@ fn plan(
         }
         bytes += file.size;
         chunk.push(file);
-        if bytes >= limit {
+        if bytes >= limit || chunk.len() >= CHUNK_FILES {
             chunks.push(std::mem::take(&mut chunk));
             bytes = 0;
         }
