@@ -38,8 +38,10 @@ use spool_health::SpoolHealth;
 
 /// A chunk closes once its files reach this many bytes
 /// (`HARNERY_CHUNK_BYTES` overrides it in failpoint builds, for tests that
-/// want many chunks).
-const CHUNK_BYTES: u64 = 8 << 20;
+/// want many chunks). A chunk's batch in memory (event text, parsed events,
+/// signal rows) is about three times its spool bytes, and [`IN_FLIGHT`]
+/// of them are held at once.
+const CHUNK_BYTES: u64 = 4 << 20;
 
 fn chunk_bytes() -> u64 {
     failpoint::tuning(failpoint::CHUNK_BYTES_ENV).unwrap_or(CHUNK_BYTES)
@@ -51,11 +53,12 @@ fn chunk_bytes() -> u64 {
 /// at once.
 const CHUNK_FILES: usize = 64;
 /// How many chunks may be uncommitted while one is normalized: that one,
-/// one being flushed and one being appended. The stages hand chunks on
-/// without a queue between them (a rendezvous: a stage starts its next
-/// chunk only once the next stage took the last), so only three chunks'
-/// rows are ever in memory (a queue of one between stages held five).
-const IN_FLIGHT: usize = 3;
+/// one queued for flushing (the queue absorbs an fsync that takes long),
+/// one being flushed and one being appended. The flushing stage hands a
+/// chunk to the appending one without a queue (a rendezvous: it starts its
+/// next chunk only once the appender took the last), so four chunks' rows
+/// are in memory at most (a queue of one there too held five).
+const IN_FLIGHT: usize = 4;
 /// The session damaged spool ranges are recorded under.
 pub const SPOOL_HEALTH_SESSION: &str = "harnery:spool";
 
@@ -100,7 +103,7 @@ pub(super) fn drain(
     ledger.set_background_sync(true)?;
     let ledger_dir = ledger.dir().to_path_buf();
     let drained = std::thread::scope(|scope| {
-        let (to_flush, normalized) = sync_channel::<Result<Normalized, FinalizeError>>(0);
+        let (to_flush, normalized) = sync_channel::<Result<Normalized, FinalizeError>>(1);
         let (to_append, prepared) = sync_channel::<Result<Prepared, FinalizeError>>(0);
         let (recycle, applied) = std::sync::mpsc::channel::<AppendBatch>();
         stage(scope, "harnery-normalize", move || {
