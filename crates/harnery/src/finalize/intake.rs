@@ -41,7 +41,7 @@ use spool_health::SpoolHealth;
 /// want many chunks). A chunk's batch in memory (event text, parsed events,
 /// signal rows) is about three times its spool bytes, and [`IN_FLIGHT`]
 /// of them are held at once.
-const CHUNK_BYTES: u64 = 4 << 20;
+const CHUNK_BYTES: u64 = 2 << 20;
 
 fn chunk_bytes() -> u64 {
     failpoint::tuning(failpoint::CHUNK_BYTES_ENV).unwrap_or(CHUNK_BYTES)
