@@ -39,7 +39,8 @@ use spool_health::SpoolHealth;
 /// A chunk closes once its files reach this many bytes
 /// (`HARNERY_CHUNK_BYTES` overrides it in failpoint builds, for tests that
 /// want many chunks). A chunk's batch in memory (event text, parsed events,
-/// signal rows) is about three times its spool bytes, and [`IN_FLIGHT`]
+/// signal rows) is roughly three times its spool bytes (estimated from
+/// the rows' sizes, not measured apart), and [`IN_FLIGHT`]
 /// of them are held at once.
 const CHUNK_BYTES: u64 = 2 << 20;
 
