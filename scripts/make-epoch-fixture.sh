@@ -11,8 +11,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: make-epoch-fixture.sh OUT_DIR}
 [ -e "$out" ] && { echo "$out exists; a shipped fixture is never rewritten" >&2; exit 2; }
+# A target dir of its own: a build without failpoints in target/debug would
+# replace the test build's harnery-hook, and a spool test would then fail.
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target/fixture}
 cargo build --quiet --bin harnery --bin harnery-hook
-bin=target/debug
+bin=$CARGO_TARGET_DIR/debug
 home=$(mktemp -d)
 export HARNERY_HOME=$home HARNERY_NOW=2026-11-30T12:00:00Z
 claude() { while IFS= read -r line; do [ -n "$line" ] && printf '%s' "$line" | "$bin/harnery-hook" claude-code; done < "tests/fixtures/claude-code/$1/hooks.jsonl"; }
