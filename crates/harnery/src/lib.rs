@@ -21,6 +21,7 @@ pub mod install;
 pub mod ledger;
 pub mod now;
 pub mod operator;
+pub mod ordered;
 pub mod progress;
 pub mod report;
 pub mod resume;

@@ -17,10 +17,10 @@ use std::io::Write;
 use serde::de::IgnoredAny;
 
 use super::ExportError;
-use super::ordered::{Feed, run_ordered, workers};
 use super::rows::RowBatch;
 use super::source::{Label, Out, Source, damaged, each_source, finish_sink, report};
 use crate::ledger::LedgerError;
+use crate::ordered::{Feed, run_ordered, workers};
 use crate::progress::Progress;
 use crate::report::epochs::Epochs;
 

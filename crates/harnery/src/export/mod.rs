@@ -7,13 +7,14 @@
 //! holds a few batches of rows at a time, never the ledger nor a whole
 //! session (OTLP keeps only the session's open spans and per-turn tallies,
 //! [`otlp::TraceStream`]). The thread that reads the ledger only reads;
-//! checking and parsing run beside it ([`ordered`]), and the writer
+//! checking and parsing run beside it ([`crate::ordered`]), and the writer
 //! builds spans as they end.
 //!
 //! - [`source`]: which epochs and rows an export reads; how a row left out
 //!   is named.
 //! - [`rows`]: rows as the reading thread hands them on.
-//! - [`ordered`]: jobs worked on by a few threads, written in job order.
+//! - [`crate::ordered`] (a leaf of its own, which `finalize` uses too): jobs
+//!   worked on by a few threads, written in job order.
 //! - [`jsonl`]: a row's stored text as its line (checked to be one JSON
 //!   object on one line, never re-serialised), tagged with its epoch when
 //!   asked.
@@ -26,7 +27,6 @@
 //! writers return how many were left out.
 
 pub mod jsonl;
-pub mod ordered;
 pub mod otlp;
 mod rows;
 pub mod source;

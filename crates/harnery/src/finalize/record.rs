@@ -149,9 +149,7 @@ pub fn follow(
         clock,
         first_pass: only.is_none(),
     };
-    let done = in_parallel(&plans, |(session, at, left)| {
-        run.session(session, at, *left)
-    })?;
+    let done = follow_all(&run, &plans)?;
     let mut written = 0;
     let mut wrote_for = Vec::new();
     for ((session, _, _), (signals, read)) in plans.into_iter().zip(done) {
@@ -167,41 +165,40 @@ pub fn follow(
 /// Most threads [`follow`] reads records on.
 const FOLLOWERS: usize = 4;
 
-/// `f` over `items` on up to [`FOLLOWERS`] threads (the machine's
-/// cores), results in the items' order; the first error stops the rest.
-fn in_parallel<T: Sync, R: Send>(
-    items: &[T],
-    f: impl Fn(&T) -> Result<R, FinalizeError> + Sync,
-) -> Result<Vec<R>, FinalizeError> {
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+/// Each planned session followed by [`Run::session`] on up to
+/// [`FOLLOWERS`] threads (the machine's cores), results in the plans'
+/// order; the first failure is the call's (sessions after it may have
+/// been spooled already: the next run reads their records from the same
+/// cursors, and the drain drops what it already applied).
+fn follow_all(
+    run: &Run<'_>,
+    plans: &[(SessionRef, RecordCursor, u64)],
+) -> Result<Vec<(u64, u64)>, FinalizeError> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
-        .min(FOLLOWERS)
-        .min(items.len());
-    if threads <= 1 {
-        return items.iter().map(f).collect();
-    }
-    let (next, failed) = (AtomicUsize::new(0), AtomicBool::new(false));
-    let work = || {
-        let mut out = Vec::new();
-        while !failed.load(Ordering::Relaxed) {
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            let Some(item) = items.get(i) else { break };
-            let r = f(item);
-            failed.fetch_or(r.is_err(), Ordering::Relaxed);
-            out.push((i, r));
-        }
-        out
-    };
-    let mut all: Vec<(usize, Result<R, FinalizeError>)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads).map(|_| scope.spawn(work)).collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().expect("a follower thread panicked"))
-            .collect()
-    });
-    all.sort_by_key(|(i, _)| *i);
-    all.into_iter().map(|(_, r)| r).collect()
+        .min(FOLLOWERS);
+    let (_, results) = crate::ordered::run_ordered(
+        threads,
+        2 * threads,
+        |feed| {
+            for plan in plans {
+                if !feed.send(plan) {
+                    break;
+                }
+            }
+            Ok::<(), ()>(())
+        },
+        |(session, at, left): &(SessionRef, RecordCursor, u64)| run.session(session, at, *left),
+        Vec::with_capacity(plans.len()),
+        |out, r| {
+            out.push(r);
+            Ok(())
+        },
+    );
+    results
+        .expect("collecting results into a vector does not fail")
+        .into_iter()
+        .collect()
 }
 
 /// What one pass over the sessions shares.
@@ -545,29 +542,4 @@ fn tail_fingerprint(file: &mut std::fs::File, end: u64) -> std::io::Result<Strin
     file.seek(SeekFrom::Start(from))?;
     file.read_exact(&mut buf)?;
     Ok(blake3::hash(&buf).to_hex().to_string())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Results come back in the items' order whichever thread ran them,
-    /// and a failure of any item is the call's failure.
-    #[test]
-    fn followers_keep_the_order_and_fail_on_any_failure() {
-        let items: Vec<u64> = (0..500).collect();
-        let squares = in_parallel(&items, |n| Ok(n * n)).unwrap();
-        assert_eq!(squares, items.iter().map(|n| n * n).collect::<Vec<_>>());
-        let failing = in_parallel(&items, |n| {
-            if *n == 317 {
-                Err(FinalizeError::Spool(format!("item {n}")))
-            } else {
-                Ok(*n)
-            }
-        });
-        match failing {
-            Err(FinalizeError::Spool(why)) => assert_eq!(why, "item 317"),
-            other => panic!("{other:?}"),
-        }
-    }
 }

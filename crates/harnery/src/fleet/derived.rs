@@ -82,13 +82,13 @@ fn tv(v: &[String]) -> Vec<Cow<'_, str>> {
 
 /// A binary COPY into `table` (for a host role, into its temporary twin,
 /// inserted from there: PostgreSQL applies no row-level security to COPY).
-fn writer<'a>(
+pub(super) fn writer<'a>(
     tx: &'a mut Transaction<'_>,
     table: &str,
     columns: &str,
     types: &[Type],
     via_role: bool,
-) -> Result<BinaryCopyInWriter<'a>, CopyError> {
+) -> Result<BinaryCopyInWriter<'a>, postgres::Error> {
     let target = match via_role {
         true => format!("pg_temp.ship_{table}"),
         false => format!("harnery.{table}"),

@@ -47,7 +47,7 @@ GRANT SELECT ON harnery.search_text TO harnery_reader;
 
 /// The temporary table a host role copies search rows into.
 pub const SHIP_TEMP_SEARCH: &str = r#"
-CREATE TEMP TABLE IF NOT EXISTS ship_search (
+CREATE TEMP TABLE IF NOT EXISTS ship_search_text (
     host_id text, genesis_id text, seq bigint, kind text, tool text, turn_id text, text text
 ) ON COMMIT DELETE ROWS;
 "#;

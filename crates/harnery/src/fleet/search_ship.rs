@@ -5,7 +5,6 @@
 //! behind its rows. A row sent without content has none.
 
 use postgres::Transaction;
-use postgres::binary_copy::BinaryCopyInWriter;
 use postgres::types::{ToSql, Type};
 
 use super::derived::EpochKey;
@@ -81,13 +80,6 @@ impl SearchRows {
             return Ok(());
         }
         const COLUMNS: &str = "host_id, genesis_id, seq, kind, tool, turn_id, text";
-        let table = match via_role {
-            true => "pg_temp.ship_search",
-            false => "harnery.search_text",
-        };
-        let sink = tx.copy_in(&format!(
-            "COPY {table} ({COLUMNS}) FROM STDIN (FORMAT binary)"
-        ))?;
         let types = [
             Type::TEXT,
             Type::TEXT,
@@ -97,7 +89,7 @@ impl SearchRows {
             Type::TEXT,
             Type::TEXT,
         ];
-        let mut w = BinaryCopyInWriter::new(sink, &types);
+        let mut w = super::derived::writer(tx, "search_text", COLUMNS, &types, via_role)?;
         for r in &self.0 {
             let values: [&(dyn ToSql + Sync); 7] = [
                 &key.host,
@@ -114,11 +106,11 @@ impl SearchRows {
         if via_role {
             tx.execute(
                 &format!(
-                    "INSERT INTO harnery.search_text ({COLUMNS}) SELECT {COLUMNS} FROM pg_temp.ship_search"
+                    "INSERT INTO harnery.search_text ({COLUMNS}) SELECT {COLUMNS} FROM pg_temp.ship_search_text"
                 ),
                 &[],
             )?;
-            tx.execute("TRUNCATE pg_temp.ship_search", &[])?;
+            tx.execute("TRUNCATE pg_temp.ship_search_text", &[])?;
         }
         Ok(())
     }

@@ -361,9 +361,7 @@ fn usage(usage: &UsageWire, at: &RecordAt) -> RecordItem {
             .and_then(|a| a.usage_id.clone())
             .or_else(|| usage.api_call_id.clone()),
         model: usage.model.clone(),
-        input_tokens: usage
-            .input_tokens
-            .map(|n| n.saturating_sub(usage.cache_read_tokens.unwrap_or(0))),
+        input_tokens: input_without_cache(usage.input_tokens, usage.cache_read_tokens),
         output_tokens: usage.output_tokens,
         cache_read_tokens: usage.cache_read_tokens,
         cache_write_tokens: usage.cache_write_tokens,
@@ -374,6 +372,12 @@ fn usage(usage: &UsageWire, at: &RecordAt) -> RecordItem {
         raw: Some(Json::from_value(&raw)),
         copied_from_session: None,
     })
+}
+
+/// Copilot counts cached input inside `inputTokens`; the ledger's input
+/// excludes cache reads for every agent, so they are taken out once here.
+fn input_without_cache(input: Option<u64>, cache_read: Option<u64>) -> Option<u64> {
+    input.map(|n| n.saturating_sub(cache_read.unwrap_or(0)))
 }
 
 /// One model's totals at shutdown, token kinds normalized as for a call;
@@ -394,9 +398,7 @@ fn summary(model: &str, raw: &RawValue, at: &RecordAt) -> RecordItem {
         model: model.to_string(),
         requests: requests.and_then(|r| r.count),
         premium_requests: requests.and_then(|r| r.cost.clone()),
-        input_tokens: usage
-            .input_tokens
-            .map(|n| n.saturating_sub(usage.cache_read_tokens.unwrap_or(0))),
+        input_tokens: input_without_cache(usage.input_tokens, usage.cache_read_tokens),
         output_tokens: usage.output_tokens,
         cache_read_tokens: usage.cache_read_tokens,
         cache_write_tokens: usage.cache_write_tokens,

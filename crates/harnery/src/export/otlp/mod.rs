@@ -52,9 +52,9 @@
 
 use std::io::Write;
 
-use super::ordered::{Feed, run_ordered, workers};
 use super::source::{Label, Out, Source, each_source, finish_sink, report};
 use super::{ExportError, SPANS_PER_DOCUMENT};
+use crate::ordered::{Feed, run_ordered, workers};
 use crate::progress::Progress;
 use crate::report::epochs::Epochs;
 use parse::{ParsedRun, parse_run};

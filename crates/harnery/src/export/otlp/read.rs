@@ -3,12 +3,12 @@
 //! [`RUN_BYTES`] of text: the rows of its span notes first, then its trace
 //! entries (or, in a ledger without them, its stored text) in offset order.
 
-use super::super::ordered::Feed;
 use super::super::rows::RowBatch;
 use super::SpanNotes;
 use crate::contract::SessionRef;
 use crate::ledger::trace_rows::{CHUNK_EVENTS, TraceBatch};
 use crate::ledger::{ChunkRead, LedgerError, LedgerReader, RowFilter, StoredText};
+use crate::ordered::Feed;
 use crate::progress::Progress;
 
 /// Bytes of stored text per OTLP job: small beside a session, so that a

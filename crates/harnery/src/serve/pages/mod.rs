@@ -78,6 +78,22 @@ pub fn money(cost: Option<f64>) -> String {
     text.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
+/// One `<option>` of a filter, selected when it is the `chosen` value.
+fn option(value: &str, label: &str, chosen: &str) -> Markup {
+    html! { option value=(value) selected[value == chosen] { (label) } }
+}
+
+/// The agent filter every filter form has.
+fn agent_select(chosen: &str) -> Markup {
+    html! {
+        label { "agent " select name="agent" {
+            (option("", "any", chosen))
+            (option("claude-code", "claude-code", chosen))
+            (option("copilot", "copilot", chosen))
+        } }
+    }
+}
+
 /// The link to a session's page.
 pub fn session_href(id: &str) -> String {
     format!("/sessions/{}", super::query::encode(id))

@@ -5,7 +5,7 @@
 
 use maud::{Markup, html};
 
-use super::{Nav, document, session_href};
+use super::{Nav, agent_select, document, option, session_href};
 use crate::search::{Hit, Kind};
 use crate::serve::search::Form;
 
@@ -26,9 +26,6 @@ pub fn render(form: &Form, hits: Option<&[Hit]>, problem: Option<&str>) -> Strin
 }
 
 fn filters(form: &Form) -> Markup {
-    let option = |value: &str, label: &str, chosen: &str| {
-        html! { option value=(value) selected[value == chosen] { (label) } }
-    };
     html! {
         form.filters.search method="get" action="/search" role="search" {
             label { "query " input type="search" name="q" value=(form.q) size="40"
@@ -40,11 +37,7 @@ fn filters(form: &Form) -> Markup {
                     (option(&form.kind, &form.kind, &form.kind))
                 }
             } } " "
-            label { "agent " select name="agent" {
-                (option("", "any", &form.agent))
-                (option("claude-code", "claude-code", &form.agent))
-                (option("copilot", "copilot", &form.agent))
-            } } " "
+            (agent_select(&form.agent)) " "
             label { "tool " input type="text" name="tool" value=(form.tool) size="10"; } " "
             label { input type="checkbox" name="failed" value="1" checked[form.failed]; " failed only" } " "
             label { "since " input type="text" name="since" value=(form.since) placeholder="RFC 3339"; } " "

@@ -6,7 +6,7 @@
 
 use maud::{Markup, html};
 
-use super::{Nav, count, document, money, session_href};
+use super::{Nav, agent_select, count, document, money, option, session_href};
 use crate::ledger::format_time;
 use crate::report::record_state::REMOVED;
 use crate::serve::data::SessionRow;
@@ -65,18 +65,11 @@ pub fn render(form: &Form, rows: &[SessionRow], more: bool) -> String {
 }
 
 fn filters(form: &Form) -> Markup {
-    let option = |value: &str, label: &str, chosen: &str| {
-        html! { option value=(value) selected[value == chosen] { (label) } }
-    };
     html! {
         form.filters method="get" action="/" {
             label { "since " input type="text" name="since" value=(form.since) placeholder="RFC 3339"; } " "
             label { "until " input type="text" name="until" value=(form.until) placeholder="RFC 3339"; } " "
-            label { "agent " select name="agent" {
-                (option("", "any", &form.agent))
-                (option("claude-code", "claude-code", &form.agent))
-                (option("copilot", "copilot", &form.agent))
-            } } " "
+            (agent_select(&form.agent)) " "
             label { "class " select name="class" {
                 (option("", "any", &form.class))
                 (option("eligible", "eligible", &form.class))

@@ -1,15 +1,14 @@
-//! The export's use of both cores: jobs made on this thread, worked on by
-//! a few threads, and their results handed in the order the jobs were made
-//! to one writer thread.
+//! Both cores for a job list whose results must come out in order: jobs
+//! made on the calling thread, worked on by a few threads, and their
+//! results handed, in the order the jobs were made, to one writer thread.
 //!
-//! The thread that owns the ledger connection reads rows and makes jobs
-//! (a batch of rows, one session's rows); workers check or build; the
-//! writer puts results out in job order, so the output is the same as a
-//! single thread's whatever the scheduling. At most `in_flight` jobs are
-//! between the reader and the writer at once, which bounds the memory the
-//! pipeline holds to that many jobs and results, whatever the ledger's
-//! size. A writer that fails (a closed pipe) stops the reader at its next
-//! job.
+//! Used by the export (the thread that owns the ledger connection reads
+//! rows and makes jobs; workers check or build; the writer puts results
+//! out, so the output is a single thread's whatever the scheduling) and by
+//! `finalize` following the agents' records (one job a session). At most
+//! `in_flight` jobs are between the maker and the writer at once, which
+//! bounds the memory the pipeline holds to that many jobs and results. A
+//! writer that fails (a closed pipe) stops the maker at its next job.
 
 use std::collections::BTreeMap;
 use std::io;
