@@ -226,6 +226,22 @@ fn write_table(out: &mut impl Write, checkpoints: &[Checkpoint]) -> std::io::Res
             cp.incarnation,
             format_ns(cp.time_unix_ns)
         )?;
+        if let Some(at) = &cp.located {
+            writeln!(out, "  {}", located_line(at))?;
+        }
     }
     Ok(())
+}
+
+/// A checkpoint's place in the agent's record, in one short line.
+fn located_line(at: &harnery::resume::log::Located) -> String {
+    let file = std::path::Path::new(&at.path)
+        .file_name()
+        .map_or(at.path.clone(), |f| f.to_string_lossy().into_owned());
+    let last = at
+        .line_id
+        .as_deref()
+        .map(|id| format!(", last line {id}"))
+        .unwrap_or_default();
+    format!("record: {file} up to byte {}{last}", at.end)
 }

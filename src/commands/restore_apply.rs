@@ -20,7 +20,7 @@ use harnery::ledger::LedgerReader;
 use harnery::operator::Target;
 use harnery::resume::log::{Checkpoint, SessionLog};
 use harnery::resume::materialize::{self, destination, with_session_id, write_new};
-use harnery::resume::record_cut::{RecordCut, cut_at};
+use harnery::resume::record_cut::{RecordCut, cut_for};
 
 use super::CmdError;
 
@@ -53,7 +53,7 @@ pub fn plan(
     cp: &Checkpoint,
     new_id: Option<&str>,
 ) -> Result<ApplyPlan, CmdError> {
-    let (record, bytes) = cut_at(ledger, log, cp.offset)?;
+    let (record, bytes) = cut_for(ledger, log, cp)?;
     let session_id = match new_id {
         Some(id) => {
             materialize::check_new_id(id)?;

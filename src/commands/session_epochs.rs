@@ -2,7 +2,9 @@
 //! epochs (`--epoch live|all|GENESIS`): an advance starts each continuing
 //! session again in the new epoch (offsets from 0, no checkpoints), so the
 //! checkpoints of its earlier part stay in the archived epoch, and are
-//! read there.
+//! read there. A checkpoint pinned before the advance and placed in the
+//! agent's record after it (`checkpoint.located`) is placed in a later
+//! epoch: its place is joined to it here.
 
 use harnery::report::epochs::{Epochs, OpenEpoch};
 use harnery::resume::log::SessionLog;
@@ -18,7 +20,16 @@ pub fn logs<'a>(
 ) -> Result<Vec<(&'a OpenEpoch, SessionLog)>, CmdError> {
     epochs.report_unreadable(command)?;
     let found = epochs.session(command, name)?;
-    Ok(found.read(command, epochs, SessionLog::read)?)
+    let mut logs = found.read(command, epochs, SessionLog::read)?;
+    // A checkpoint pinned before an advance is placed after it, in a
+    // later epoch's part of the session.
+    for i in 1..logs.len() {
+        let (earlier, later) = logs.split_at_mut(i);
+        for (_, log) in earlier.iter_mut() {
+            log.place_from(&later[0].1);
+        }
+    }
+    Ok(logs)
 }
 
 /// The epoch a restore of `checkpoint` (an id, or `latest`) reads: the

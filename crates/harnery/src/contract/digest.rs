@@ -11,7 +11,7 @@
 //! (u32 LE) UTF-8 string, in order.
 
 /// Bumped with every contract change that ships as an epoch advance.
-pub const CONTRACT_GENERATION: u32 = 6;
+pub const CONTRACT_GENERATION: u32 = 7;
 
 /// One described type: its name and its fields as `name:type` with a `?`
 /// suffix for optional fields.
@@ -301,6 +301,17 @@ pub const DESCRIPTION: &[SchemaDescription] = &[
             "commit_source:string?",
             "effects:list(effect)",
             "cwd:string?",
+        ],
+    ),
+    d(
+        "checkpoint.located",
+        &[
+            "checkpoint_id:string",
+            "checkpoint_event_id:event_id",
+            "path:string",
+            "end:u64",
+            "line_id:string?",
+            "line_offset:u64?",
         ],
     ),
     d(

@@ -73,6 +73,16 @@ pub const GENERATIONS: &[Generation] = &[
                       (source: Copilot's data.source, steering); checkpoint.recorded names the \
                       session's working directory (cwd)",
     },
+    Generation {
+        number: 7,
+        digest: "946ccbb2424d4f33151a7231bbdddd0709179294b4f7c061078332cd405a4b0d",
+        description: "a checkpoint's place in the agent's own record: checkpoint.located, written \
+                      once by finalize when the record was read past the checkpoint's turn, names \
+                      the checkpoint (its id and event id), the record's path, the byte where the \
+                      kept record ends (the cut restore derives: at the next turn's first line, \
+                      its preamble left out) and the agent's own id of the last line kept \
+                      (Claude Code's uuid, Copilot's event id) and where that line starts",
+    },
 ];
 
 /// The generation whose schema digest is `digest`, if this build reads it.

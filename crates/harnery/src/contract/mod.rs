@@ -36,10 +36,10 @@ pub use event::{
 pub use event_id::{EventId, digest_parts};
 pub use generation::{GENERATIONS, Generation, current_generation, generation_by_digest};
 pub use payload::{
-    CheckpointRecorded, CommandCompleted, CommandRequested, CompactionCompleted, CompactionStarted,
-    Effect, EndCancelled, EndExpired, EndRequested, EndSalvaged, ErrorReported, EventType,
-    HealthCondition, LateEvidence, MessageAssistant, MessageDisplayed, MessageUser, Notification,
-    Observation, OffsetRange, Outcome, Payload, PermissionRequested, PromptSubmitted,
+    CheckpointLocated, CheckpointRecorded, CommandCompleted, CommandRequested, CompactionCompleted,
+    CompactionStarted, Effect, EndCancelled, EndExpired, EndRequested, EndSalvaged, ErrorReported,
+    EventType, HealthCondition, LateEvidence, MessageAssistant, MessageDisplayed, MessageUser,
+    Notification, Observation, OffsetRange, Outcome, Payload, PermissionRequested, PromptSubmitted,
     ReasoningRecorded, RecordAt, RecordProblem, Recovery, RecoveryReason, RestoreRecorded,
     SessionEnded, SessionMetadata, SessionResumed, SessionStarted, SignalUnrecognized, StaleSignal,
     SubagentStarted, SubagentStopped, ToolBatchCompleted, ToolCompleted, ToolRecorded,
@@ -51,6 +51,8 @@ pub use validate::{Rule, Violation, validate_event};
 mod digest_tests;
 #[cfg(test)]
 mod event_de_tests;
+#[cfg(test)]
+mod samples;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

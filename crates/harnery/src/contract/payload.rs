@@ -448,6 +448,25 @@ payload_struct!(
     }
 );
 payload_struct!(
+    /// Where a checkpoint stands in the agent's own record (generation 7),
+    /// written once the record was read past the checkpoint's turn: the
+    /// record is kept from byte 0 up to `end` (whole lines; the same cut
+    /// `resume::record_cut` derives), and `line_id` is the agent's own id of
+    /// the last line kept (Claude Code's `uuid`, Copilot's event `id`),
+    /// starting at `line_offset`. One per checkpoint, after it.
+    CheckpointLocated {
+        checkpoint_id: String,
+        /// The `checkpoint.recorded` event it places (a checkpoint pinned
+        /// in an archived epoch is placed in a later one).
+        checkpoint_event_id: EventId,
+        /// The agent's record, as the record events name it.
+        path: String,
+        end: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")] line_id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")] line_offset: Option<u64>,
+    }
+);
+payload_struct!(
     /// `harnery restore` handed the events below `boundary_offset` (the
     /// checkpoint's) to a fresh incarnation of the agent.
     RestoreRecorded {
@@ -556,6 +575,8 @@ pub enum Payload {
     RecordProblem(RecordProblem),
     #[serde(rename = "checkpoint.recorded")]
     CheckpointRecorded(CheckpointRecorded),
+    #[serde(rename = "checkpoint.located")]
+    CheckpointLocated(CheckpointLocated),
     #[serde(rename = "restore.recorded")]
     RestoreRecorded(RestoreRecorded),
     #[serde(rename = "session.resumed")]
@@ -639,6 +660,7 @@ event_types! {
     ToolRecorded => "tool.recorded",
     RecordProblem => "record.problem",
     CheckpointRecorded => "checkpoint.recorded",
+    CheckpointLocated => "checkpoint.located",
     RestoreRecorded => "restore.recorded",
     SessionResumed => "session.resumed",
     StaleSignal => "session.stale_signal",
@@ -651,6 +673,21 @@ impl std::fmt::Display for EventType {
 }
 
 impl Payload {
+    /// The line of the agent's own record an event was read from (its
+    /// `record`), on the event types the record produces.
+    pub fn record_line(&self) -> Option<&RecordAt> {
+        match self {
+            Payload::MessageUser(p) => Some(&p.record),
+            Payload::MessageAssistant(p) => Some(&p.record),
+            Payload::ReasoningRecorded(p) => Some(&p.record),
+            Payload::UsageReported(p) => Some(&p.record),
+            Payload::SessionMetadata(p) => Some(&p.record),
+            Payload::ToolRecorded(p) => Some(&p.record),
+            Payload::SignalUnrecognized(p) => p.record.as_ref(),
+            _ => None,
+        }
+    }
+
     /// The recovery block, on the three event types that may carry one.
     pub fn recovery(&self) -> Option<&Recovery> {
         match self {

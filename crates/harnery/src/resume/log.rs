@@ -15,8 +15,8 @@
 use serde::Serialize;
 
 use crate::contract::{
-    Effect, Event, EventType, Observation, OffsetRange, Payload, SessionRef, SessionResumed,
-    ToolRecorded,
+    CheckpointLocated, Effect, Event, EventType, Observation, OffsetRange, Payload, SessionRef,
+    SessionResumed, ToolRecorded,
 };
 use crate::ledger::{LedgerError, LedgerReader};
 
@@ -128,6 +128,10 @@ pub struct Checkpoint {
     /// checkpoint names it (generation 6).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
+    /// Where it stands in the agent's own record, once finalize placed it
+    /// (`checkpoint.located`, generation 7).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub located: Option<Located>,
     /// The incarnation that recorded it.
     pub incarnation: u64,
     /// False once a resume below it invalidated it.
@@ -135,6 +139,30 @@ pub struct Checkpoint {
     /// The offset of the `session.resumed` event that invalidated it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub invalidated_at: Option<u64>,
+}
+
+/// A checkpoint's place in the agent's own record: the record is kept
+/// from byte 0 up to `end`; its last line kept is `line_id`, starting at
+/// `line_offset`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Located {
+    pub path: String,
+    pub end: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line_offset: Option<u64>,
+}
+
+impl From<CheckpointLocated> for Located {
+    fn from(c: CheckpointLocated) -> Located {
+        Located {
+            path: c.path,
+            end: c.end,
+            line_id: c.line_id,
+            line_offset: c.line_offset,
+        }
+    }
 }
 
 /// One resume, with the offset of its event.
@@ -155,6 +183,11 @@ pub struct SessionLog {
     pub incarnation: u64,
     pub checkpoints: Vec<Checkpoint>,
     pub resumes: Vec<Resume>,
+    /// Places this part of the session wrote for checkpoints it does not
+    /// hold (pinned in an earlier epoch, placed after the advance): see
+    /// [`SessionLog::place_from`].
+    #[serde(skip)]
+    pub placed_elsewhere: Vec<CheckpointLocated>,
 }
 
 /// Why a checkpoint could not be chosen.
@@ -178,6 +211,7 @@ impl SessionLog {
     pub fn read(ledger: &LedgerReader, session: &SessionRef) -> Result<SessionLog, LedgerError> {
         let types = [
             EventType::CheckpointRecorded,
+            EventType::CheckpointLocated,
             EventType::SessionResumed,
             EventType::ToolRecorded,
         ];
@@ -205,6 +239,7 @@ impl SessionLog {
             incarnation: 1,
             checkpoints: Vec::new(),
             resumes: Vec::new(),
+            placed_elsewhere: Vec::new(),
         };
         let mut joins = std::collections::HashMap::new();
         for e in events {
@@ -263,11 +298,13 @@ impl SessionLog {
                     commit_source: c.commit_source,
                     effects: c.effects,
                     cwd: c.cwd,
+                    located: None,
                     incarnation: self.incarnation,
                     valid: true,
                     invalidated_at: None,
                 });
             }
+            Payload::CheckpointLocated(c) => self.place(c),
             Payload::SessionResumed(r) => {
                 for cp in &mut self.checkpoints {
                     if cp.valid && r.invalidated_checkpoints.contains(&cp.checkpoint_id) {
@@ -283,6 +320,35 @@ impl SessionLog {
                 });
             }
             _ => {}
+        }
+    }
+
+    /// Give the checkpoint `c` names its place (the first place written
+    /// for it stands); a place for a checkpoint of another part of the
+    /// session is kept for [`SessionLog::place_from`].
+    fn place(&mut self, c: CheckpointLocated) {
+        let cp = self
+            .checkpoints
+            .iter_mut()
+            .find(|cp| cp.event_id == c.checkpoint_event_id.0);
+        match cp {
+            Some(cp) if cp.located.is_none() => cp.located = Some(c.into()),
+            Some(_) => {}
+            None => self.placed_elsewhere.push(c),
+        }
+    }
+
+    /// Take the places a later part of the session (after an epoch
+    /// advance) wrote for this part's checkpoints.
+    pub fn place_from(&mut self, later: &SessionLog) {
+        for c in &later.placed_elsewhere {
+            let cp = self
+                .checkpoints
+                .iter_mut()
+                .find(|cp| cp.event_id == c.checkpoint_event_id.0);
+            if let Some(cp) = cp.filter(|cp| cp.located.is_none()) {
+                cp.located = Some(c.clone().into());
+            }
         }
     }
 

@@ -15,6 +15,13 @@
 //! everything after the last `assistant.turn_end`), as the clients resume
 //! cleanly from there (RESUME-FACTS).
 //!
+//! Since generation 7 finalize writes the same place once it has read
+//! the record past the checkpoint's turn (`checkpoint.located`, see
+//! `session::locate`), and [`cut_for`] takes it from there; a checkpoint
+//! of an older generation, or one not placed yet, is derived here. After a
+//! resume the two may differ: the derivation skips superseded record
+//! lines, the place written is the record as the agent wrote it then.
+//!
 //! The bytes come from the `harnery.record` chunks in the raw archive,
 //! exactly as the agent wrote them, so the agent's own file is not
 //! needed (it may be deleted, or have grown since).
@@ -25,7 +32,7 @@ use crate::agents::harnery::RecordChunkHeader;
 use crate::agents::record::place::{RecordRole, check_shape};
 use crate::contract::{AdapterId, Event, EventType, Payload, RecordAt, SessionRef};
 use crate::ledger::{LedgerError, LedgerReader};
-use crate::resume::log::SessionLog;
+use crate::resume::log::{Checkpoint, SessionLog};
 
 /// Why the record could not be put back.
 #[derive(Debug, thiserror::Error)]
@@ -61,20 +68,18 @@ pub struct RecordCut {
     /// agent named it last (its session start, else its record).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
+    /// The place is the one finalize wrote (`checkpoint.located`), not
+    /// derived here.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub located: bool,
+    /// The agent's own id of the last line kept, where the place names it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line_id: Option<String>,
 }
 
 /// The record position of an event read from the agent's record.
 pub fn record_of(payload: &Payload) -> Option<&RecordAt> {
-    match payload {
-        Payload::MessageUser(p) => Some(&p.record),
-        Payload::MessageAssistant(p) => Some(&p.record),
-        Payload::ReasoningRecorded(p) => Some(&p.record),
-        Payload::UsageReported(p) => Some(&p.record),
-        Payload::SessionMetadata(p) => Some(&p.record),
-        Payload::ToolRecorded(p) => Some(&p.record),
-        Payload::SignalUnrecognized(p) => p.record.as_ref(),
-        _ => None,
-    }
+    payload.record_line()
 }
 
 /// What one pass over the session's events learns about its record.
@@ -129,8 +134,8 @@ impl Scan {
     }
 
     /// The first line of a turn the checkpoint does not keep, and how many
-    /// turns it keeps.
-    fn next_turn(&self) -> (Option<u64>, usize) {
+    /// turns the record holds below that line (below `end`, when given).
+    fn next_turn(&self, end: Option<u64>) -> (Option<u64>, usize) {
         let kept_end = self
             .lines
             .iter()
@@ -143,13 +148,26 @@ impl Scan {
             None => *user && kept_end.is_some_and(|k| *at > k),
         });
         let cut = later.map(|(at, _, _)| *at).min();
+        let below = end.or(cut);
         let turns: HashSet<&String> = self
             .lines
             .iter()
-            .filter(|(at, _, _)| cut.is_none_or(|c| *at < c))
+            .filter(|(at, _, _)| below.is_none_or(|c| *at < c))
             .filter_map(|(_, t, _)| t.as_ref())
             .collect();
         (cut, turns.len())
+    }
+
+    fn cut(self, path: String, end: u64, next_turn_at: Option<u64>, turns: usize) -> RecordCut {
+        RecordCut {
+            path,
+            end,
+            next_turn_at,
+            turns,
+            cwd: self.cwd.or(self.cwd_record).or(self.cwd_later),
+            located: false,
+            line_id: None,
+        }
     }
 }
 
@@ -176,6 +194,43 @@ pub fn cut_at(
     boundary: u64,
 ) -> Result<(RecordCut, Vec<u8>), CutError> {
     let session = &log.session;
+    let (scan, path) = scan(ledger, log, boundary)?;
+    let (next_turn_at, turns) = scan.next_turn(None);
+    let mut bytes = archived_prefix(ledger, session, &path, next_turn_at)?;
+    let end = preamble_start(session.adapter, &bytes);
+    bytes.truncate(end);
+    Ok((scan.cut(path, end as u64, next_turn_at, turns), bytes))
+}
+
+/// [`cut_at`] for `cp`, at the place finalize wrote for it
+/// (`checkpoint.located`, generation 7) where it has one: a checkpoint of
+/// an older generation, or one whose turn the record was not yet read
+/// past, is derived.
+pub fn cut_for(
+    ledger: &LedgerReader,
+    log: &SessionLog,
+    cp: &Checkpoint,
+) -> Result<(RecordCut, Vec<u8>), CutError> {
+    let Some(at) = &cp.located else {
+        return cut_at(ledger, log, cp.offset);
+    };
+    let (scan, _) = scan(ledger, log, cp.offset)?;
+    let (next_turn_at, turns) = scan.next_turn(Some(at.end));
+    let bytes = archived_prefix(ledger, &log.session, &at.path, Some(at.end))?;
+    let mut cut = scan.cut(at.path.clone(), at.end, next_turn_at, turns);
+    cut.located = true;
+    cut.line_id = at.line_id.clone();
+    Ok((cut, bytes))
+}
+
+/// One pass over the session's live events below and above `boundary`,
+/// and the path of its own record.
+fn scan(
+    ledger: &LedgerReader,
+    log: &SessionLog,
+    boundary: u64,
+) -> Result<(Scan, String), CutError> {
+    let session = &log.session;
     let mut scan = Scan::default();
     // Only what names a turn's start or a record line (the ledger reads
     // just these rows whole: not the tool calls, mostly).
@@ -184,21 +239,10 @@ pub fn cut_at(
             scan.take(session, boundary, &e);
         }
     }
-    let Some(path) = scan.path.clone() else {
-        return Err(CutError::NoRecord(session.session_id.clone()));
-    };
-    let (next_turn_at, turns) = scan.next_turn();
-    let mut bytes = archived_prefix(ledger, session, &path, next_turn_at)?;
-    let end = preamble_start(session.adapter, &bytes);
-    bytes.truncate(end);
-    let cut = RecordCut {
-        path,
-        end: end as u64,
-        next_turn_at,
-        turns,
-        cwd: scan.cwd.or(scan.cwd_record).or(scan.cwd_later),
-    };
-    Ok((cut, bytes))
+    match scan.path.clone() {
+        Some(path) => Ok((scan, path)),
+        None => Err(CutError::NoRecord(session.session_id.clone())),
+    }
 }
 
 /// The record at `path` from byte 0 up to `end` (all that was archived,

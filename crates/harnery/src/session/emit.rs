@@ -88,7 +88,7 @@ impl super::SessionProducer {
         );
         self.next_offset += 1;
         trigger.emitted += 1;
-        out.push(Event {
+        let event = Event {
             id: id.clone(),
             session: self.session.clone(),
             offset,
@@ -100,7 +100,10 @@ impl super::SessionProducer {
             provenance: draft.provenance,
             raw: trigger.raw_refs(),
             payload: draft.payload,
-        });
+        };
+        let record = &mut self.record;
+        record.locate.observe(&event, record.path.as_deref());
+        out.push(event);
         id
     }
 }

@@ -24,6 +24,7 @@
 //! - `recovery.rs`: ADR 0078 recovery: derived terminals, sweeps, span caps.
 //! - `ends.rs`: explicit ends and command spans.
 //! - `effects.rs`: a checkpoint's effect ledger.
+//! - `locate.rs`: where each checkpoint stands in the agent's own record.
 //! - `session_log.rs`: checkpoints, restores and resumes (the session log).
 //! - `record.rs`: the agent's own record joining the hook signals;
 //!   `record_apply.rs`: the rules for taking its lines.
@@ -35,6 +36,7 @@ mod deliveries;
 pub(crate) mod effects;
 mod emit;
 mod ends;
+mod locate;
 pub mod policy;
 mod record;
 mod recovery;

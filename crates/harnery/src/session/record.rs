@@ -209,6 +209,10 @@ pub struct RecordFollow {
     /// Code's `cost-state` lines), for recording what it grew by.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     cost_totals: std::collections::BTreeMap<String, f64>,
+    /// Checkpoints waiting for their place in the record (generation 7),
+    /// carried across an epoch advance with the cursor.
+    #[serde(default, skip_serializing_if = "super::locate::Locator::is_unused")]
+    pub(super) locate: super::locate::Locator,
 }
 
 fn prompt_digest(text: &str) -> String {

@@ -33,7 +33,8 @@ impl SessionProducer {
             self.record.path = Some(header.path.clone());
         }
         self.refuse_foreign_lines(header, &chunk.foreign, trigger, out);
-        for (offset, mut line) in chunk.lines {
+        for (line_at, mut line) in chunk.lines {
+            let offset = line_at.offset;
             if offset < cursor {
                 continue;
             }
@@ -44,7 +45,16 @@ impl SessionProducer {
             if line.agent_id.is_none() {
                 line.agent_id = agent.clone();
             }
+            let own = subagent.is_none().then(|| {
+                let closes = line.agent_id.is_none()
+                    && line.items.iter().any(|i| matches!(i, RecordItem::Shutdown));
+                (line.uuid.clone(), closes)
+            });
             self.on_record_line(&header.path, offset, line, received.0, trigger, out);
+            if let Some((id, closes)) = own {
+                self.record.locate.line(line_at, id.as_deref(), closes);
+                self.emit_places(trigger, out);
+            }
         }
         (trigger.time_unix_ns, trigger.time_source) = received;
         match subagent {

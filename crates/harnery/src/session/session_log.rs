@@ -345,6 +345,7 @@ impl SessionProducer {
             };
             self.recover_span(span, reason, trigger, out);
         }
+        self.record.locate.forget(&invalidated);
         self.log.resumes += 1;
         let live = std::mem::take(&mut self.log.live_turns);
         self.log.stale_turns.extend(live);
@@ -468,6 +469,7 @@ impl SessionProducer {
             invalid: false,
         };
         self.log.checkpoints.insert(spec.id.clone(), pinned);
+        let id = spec.id.clone();
         let payload = Payload::CheckpointRecorded(CheckpointRecorded {
             checkpoint_id: spec.id,
             origin: spec.origin.into(),
@@ -482,7 +484,9 @@ impl SessionProducer {
             tag: "checkpoint".into(),
             ..Draft::native(payload, spec.turn, None)
         };
-        self.emit(trigger, draft, out);
+        let event_id = self.emit(trigger, draft, out);
+        self.record.locate.pin(id, event_id);
+        self.emit_places(trigger, out);
     }
 
     /// `harnery checkpoint`: pin one, unless its id is taken.

@@ -28,7 +28,7 @@ use serde::Deserialize;
 
 use super::line::{Frame, Header};
 use crate::agents::record::{
-    RecordItem, RecordLine, RecordedCall, RecordedResult, millis, parse_frame, time_ns,
+    LineMark, RecordItem, RecordLine, RecordedCall, RecordedResult, millis, parse_frame, time_ns,
 };
 use crate::agents::wire::{input_digest, normalize_input, parse_payload, raw_json};
 use crate::contract::{
@@ -47,7 +47,7 @@ const SILENT_TYPES: &[&str] = &[
     "tools-used",
     "atis-latch",
     "summary",
-    "file-history-snapshot",
+    SNAPSHOT,
     "mode",
     "permission-mode",
     "progress",
@@ -142,6 +142,22 @@ pub fn read_line(line: &[u8], at: &RecordAt) -> RecordLine {
     line.uuid = uuid.map(Box::from);
     line.parent_uuid = parent_uuid.map(Box::from);
     line
+}
+
+/// The frame Claude Code writes before a prompt: the next turn's preamble.
+const SNAPSHOT: &str = "file-history-snapshot";
+
+/// What a line is to a turn's end: a file-history snapshot is written for
+/// the prompt that follows. Cheap for every other line: the type's name is
+/// searched for before anything is parsed.
+pub fn line_mark(line: &[u8]) -> LineMark {
+    if memchr::memmem::find(line, SNAPSHOT.as_bytes()).is_none() {
+        return LineMark::None;
+    }
+    match parse_payload::<Header>(line) {
+        Ok(h) if h.kind.as_deref() == Some(SNAPSHOT) => LineMark::NextPrompt,
+        _ => LineMark::None,
+    }
 }
 
 /// What a line is, by its `type` and `subtype`.

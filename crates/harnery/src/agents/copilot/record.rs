@@ -33,7 +33,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::agents::record::{
-    RecordItem, RecordLine, RecordedCall, RecordedResult, millis, parse_frame, time_ns,
+    LineMark, RecordItem, RecordLine, RecordedCall, RecordedResult, millis, parse_frame, time_ns,
 };
 use crate::agents::wire::{input_digest, normalize_input, parse_payload, raw_json};
 use crate::contract::{
@@ -212,6 +212,30 @@ pub fn read_line(line: &[u8], at: &RecordAt) -> RecordLine {
         Ok(envelope) => envelope,
         Err(unrecognized) => return unrecognized,
     };
+    let mut read = read_frame(&envelope, at);
+    // Every line whose envelope reads names its own id, whatever its data
+    // says.
+    read.uuid = envelope.id().ok().flatten().map(Box::from);
+    read
+}
+
+/// The frame that ends a turn.
+const TURN_END: &str = "assistant.turn_end";
+
+/// What a line is to a turn's end: a turn is over after
+/// `assistant.turn_end`. Cheap for every other line: the type's name is
+/// searched for before anything is parsed.
+pub fn line_mark(line: &[u8]) -> LineMark {
+    if memchr::memmem::find(line, TURN_END.as_bytes()).is_none() {
+        return LineMark::None;
+    }
+    match Envelope::read(line) {
+        Ok(e) if e.kind.as_ref() == TURN_END => LineMark::TurnEnd,
+        _ => LineMark::None,
+    }
+}
+
+fn read_frame(envelope: &Envelope, at: &RecordAt) -> RecordLine {
     let kind = envelope.kind.as_ref();
     if SILENT_TYPES.contains(&kind) {
         return envelope.line(None, Vec::new());
@@ -233,9 +257,8 @@ impl Envelope<'_> {
             time_unix_ns: time_ns(self.timestamp.as_deref()),
             agent_id: self.agent_id.as_deref().map(str::to_owned),
             native_turn_id: turn,
-            uuid: None,
-            parent_uuid: None,
             items,
+            ..RecordLine::empty()
         }
     }
 }
@@ -257,7 +280,7 @@ fn items(kind: &str, data: &Data, at: &RecordAt) -> Option<Vec<RecordItem>> {
         frame::ASSISTANT_MESSAGE => assistant(data, at),
         frame::ASSISTANT_REASONING => vec![reasoning(data.reasoning_id.clone(), data, at)],
         "assistant.turn_start" => turn(data, |turn_id| RecordItem::TurnStarted { turn_id }),
-        "assistant.turn_end" => turn(data, |turn_id| RecordItem::TurnEnded { turn_id }),
+        TURN_END => turn(data, |turn_id| RecordItem::TurnEnded { turn_id }),
         "tool.execution_start" => tool_started(data).into_iter().collect(),
         frame::TOOL_EXECUTION_COMPLETE => tool_finished(data).into_iter().collect(),
         "session.usage_record" => data.usage.iter().map(|u| usage(u, at)).collect(),

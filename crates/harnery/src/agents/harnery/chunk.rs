@@ -2,9 +2,9 @@
 //! dialect of the agent whose record it is. Also the one place that picks
 //! an agent's record reader by adapter.
 
-use super::payload::{RecordChunk, RecordChunkHeader};
-use crate::agents::record::RecordLine;
+use super::payload::{LineAt, RecordChunk, RecordChunkHeader};
 use crate::agents::record::place::LINE_CEILING;
+use crate::agents::record::{LineMark, RecordLine};
 use crate::agents::{claude_code, copilot};
 use crate::contract::{AdapterId, RecordAt};
 
@@ -14,6 +14,14 @@ pub fn read_line(adapter: AdapterId, line: &[u8], at: &RecordAt) -> RecordLine {
     match adapter {
         AdapterId::ClaudeCode => claude_code::record::read_line(line, at),
         AdapterId::Copilot => copilot::record::read_line(line, at),
+    }
+}
+
+/// What a line of `adapter`'s record is to a turn's end.
+pub fn line_mark(adapter: AdapterId, line: &[u8]) -> LineMark {
+    match adapter {
+        AdapterId::ClaudeCode => claude_code::record::line_mark(line),
+        AdapterId::Copilot => copilot::record::line_mark(line),
     }
 }
 
@@ -57,9 +65,12 @@ pub fn record_chunk(
             LINE_CEILING,
             bytes.len()
         );
-        chunk
-            .lines
-            .push((header.start, RecordLine::unrecognized(reason)));
+        let at = LineAt {
+            offset: header.start,
+            bytes: u32::try_from(len.unwrap_or_default()).unwrap_or(u32::MAX),
+            mark: LineMark::None,
+        };
+        chunk.lines.push((at, RecordLine::unrecognized(reason)));
         return Ok(chunk);
     }
     if header.end.checked_sub(header.start) != Some(bytes.len() as u64) {
@@ -78,7 +89,15 @@ pub fn record_chunk(
                 path: header.path.clone(),
                 offset,
             };
-            chunk.lines.push((offset, read_line(adapter, line, &place)));
+            let line_at = LineAt {
+                offset,
+                // A line is far below 4 GiB (the line ceiling).
+                bytes: u32::try_from(end.min(bytes.len() - 1) + 1 - at).unwrap_or(u32::MAX),
+                mark: line_mark(adapter, line),
+            };
+            chunk
+                .lines
+                .push((line_at, read_line(adapter, line, &place)));
         }
         at = end + 1;
     }

@@ -201,7 +201,7 @@ mod tests {
         else {
             panic!("a record chunk");
         };
-        let offsets: Vec<u64> = chunk.lines.iter().map(|(at, _)| *at).collect();
+        let offsets: Vec<u64> = chunk.lines.iter().map(|(at, _)| at.offset).collect();
         assert_eq!(offsets, [100, 110], "blank lines are skipped");
         let short = record_payload(&header, b"abc\n");
         let kind = normalize(AdapterId::Copilot, RECORD, &short, 5).kind;

@@ -5,7 +5,7 @@
 
 use serde::Deserialize;
 
-use crate::agents::record::RecordLine;
+use crate::agents::record::{LineMark, RecordLine};
 
 pub const END_REQUESTED: &str = "harnery.end_requested";
 pub const COMMAND_REQUESTED: &str = "harnery.command_requested";
@@ -37,14 +37,25 @@ pub struct RecordChunkHeader {
 }
 
 /// A `harnery.record` signal, read: its header and each whole line with
-/// the byte offset it starts at.
+/// where it stands.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordChunk {
     pub header: RecordChunkHeader,
-    pub lines: Vec<(u64, RecordLine)>,
+    pub lines: Vec<(LineAt, RecordLine)>,
     /// Lines that name another session than the one the chunk was spooled
     /// for (offset, the session named): refused, not read.
     pub foreign: Vec<(u64, String)>,
+}
+
+/// Where a line of a chunk stands in the record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LineAt {
+    /// The byte it starts at.
+    pub offset: u64,
+    /// Its length, its newline included.
+    pub bytes: u32,
+    /// What it is to a turn's end.
+    pub mark: LineMark,
 }
 
 /// A `harnery.record` payload: the header line, then the bytes.

@@ -59,6 +59,19 @@ pub struct RecordLine {
     pub items: Vec<RecordItem>,
 }
 
+/// What a line is to the place of a turn's end in the record (see
+/// `resume::record_cut`): each agent's reader says it (`line_mark`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum LineMark {
+    #[default]
+    None,
+    /// Written for the prompt that follows (Claude Code's
+    /// `file-history-snapshot`): the next turn's preamble.
+    NextPrompt,
+    /// A turn is over after it (Copilot's `assistant.turn_end`).
+    TurnEnd,
+}
+
 /// What one line of an agent's record says, in harnery's terms.
 #[derive(Debug, Clone, PartialEq)]
 pub enum RecordItem {

@@ -386,6 +386,15 @@ fn describe(p: &Payload, span: Option<&SpanRow>) -> String {
             }
         ),
         Payload::RecordProblem(r) => format!("record {}: {}", r.kind, clip(&r.detail, 72)),
+        Payload::CheckpointLocated(c) => format!(
+            "checkpoint {} stands at byte {} of the agent's record{}",
+            c.checkpoint_id,
+            c.end,
+            c.line_id
+                .as_deref()
+                .map(|id| format!(" (last line {})", clip(id, 12)))
+                .unwrap_or_default()
+        ),
         Payload::CheckpointRecorded(c) => format!(
             "checkpoint {} at offset {} ({}, {} effects){}",
             c.checkpoint_id,

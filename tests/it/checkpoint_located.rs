@@ -1,0 +1,398 @@
+//! A checkpoint's place in the agent's own record (`checkpoint.located`,
+//! generation 7), over real captures: the place finalize writes is the cut
+//! `restore` derives, it names the last line kept by the agent's own id,
+//! it is written once however the finalize runs fall, and it survives an
+//! epoch advance. Expectations about the record are computed from the
+//! record files here with serde_json.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use harnery::home::Home;
+use harnery::ledger::LedgerReader;
+use harnery::resume::log::SessionLog;
+use harnery::resume::record_cut::cut_at;
+
+use crate::common::{self, stderr};
+use crate::restore_apply::*;
+use crate::restore_apply_more::copilot_world_of;
+
+/// The record's whole lines, each with where it starts.
+fn record_lines(record: &Path) -> Vec<(u64, String)> {
+    let text = std::fs::read_to_string(record).unwrap();
+    let mut at = 0;
+    text.split_inclusive('\n')
+        .map(|l| {
+            let start = at;
+            at += l.len() as u64;
+            (start, l.to_string())
+        })
+        .collect()
+}
+
+/// The agent's own id of the last line of `record` that ends by `end`
+/// and has one (Claude Code `uuid`, Copilot `id`), and where it starts.
+fn last_line_id(record: &Path, end: u64, key: &str) -> (u64, String) {
+    record_lines(record)
+        .into_iter()
+        .filter(|(at, l)| at + l.len() as u64 <= end)
+        .rev()
+        .find_map(|(at, l)| {
+            let v: Value = serde_json::from_str(&l).ok()?;
+            Some((at, v[key].as_str()?.to_string()))
+        })
+        .unwrap()
+}
+
+/// Every placed checkpoint of `session` in the live epoch: its place
+/// equals the cut derived from the ledger's record events. Returns the
+/// checkpoints, placed or not.
+fn placed_as_derived(home: &Path, session: &str) -> Vec<harnery::resume::log::Checkpoint> {
+    let ledger = LedgerReader::open_dir(&LedgerReader::live_dir(&Home::at(home)), None).unwrap();
+    let s = ledger.resolve_session(session).unwrap();
+    let log = SessionLog::read(&ledger, &s).unwrap();
+    for cp in log.checkpoints.iter().filter(|c| c.valid) {
+        let Some(at) = &cp.located else {
+            continue;
+        };
+        let (cut, _) = cut_at(&ledger, &log, cp.offset).unwrap();
+        assert_eq!(
+            (&cut.path, cut.end),
+            (&at.path, at.end),
+            "{session} {}",
+            cp.checkpoint_id
+        );
+    }
+    log.checkpoints
+}
+
+/// A place without its path (each test home has its own).
+fn without_path(located: &Value) -> Value {
+    let mut v = located.clone();
+    if let Some(o) = v.as_object_mut() {
+        o.remove("path");
+    }
+    v
+}
+
+/// The `checkpoint.located` events of a session.
+fn located_events(w: &World, session: &str) -> Vec<Value> {
+    w.ok(&["replay", session, "--json"])
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["type"] == "checkpoint.located")
+        .collect()
+}
+
+#[test]
+fn claude_codes_turn_is_placed_where_restore_cuts_it() {
+    let w = claude_world();
+    let checkpoints = placed_as_derived(w.home.path(), CLAUDE);
+    let turn1 = format!("turn:{CLAUDE_TURN_1}");
+    let cp = checkpoints
+        .iter()
+        .find(|c| c.checkpoint_id == turn1)
+        .unwrap();
+    let at = cp.located.as_ref().expect("turn 1 is placed");
+    // Up to turn 2's first row, its file-history snapshot left out.
+    let mut kept = lines_before(&w.record, |v| {
+        v["promptId"]
+            .as_str()
+            .is_some_and(|p| p.starts_with(CLAUDE_TURN_2))
+    });
+    while kept
+        .last()
+        .is_some_and(|l| l.contains("\"file-history-snapshot\""))
+    {
+        kept.pop();
+    }
+    assert_eq!(at.end, kept.concat().len() as u64);
+    assert_eq!(at.path, w.record.display().to_string());
+    let (line_at, uuid) = last_line_id(&w.record, at.end, "uuid");
+    assert_eq!(at.line_id.as_deref(), Some(uuid.as_str()));
+    assert_eq!(at.line_offset, Some(line_at));
+    // The last turn: no later turn was read, so it waits (restore derives).
+    let last = checkpoints.iter().rfind(|c| c.origin == "turn").unwrap();
+    assert_ne!(last.checkpoint_id, turn1);
+    assert!(last.located.is_none());
+    assert_eq!(located_events(&w, CLAUDE).len(), 1);
+    // Shown by checkpoints, and taken by restore.
+    let text = w.ok(&["checkpoints", CLAUDE]);
+    assert!(
+        text.contains(&format!("up to byte {}, last line {uuid}", at.end)),
+        "{text}"
+    );
+    let json = w.json(&["checkpoints", CLAUDE, "--json", "--id", &turn1]);
+    assert_eq!(json["located"]["end"], at.end);
+    assert_eq!(json["located"]["line_id"], uuid.as_str());
+    let shown = w.json(&["restore", CLAUDE, "--checkpoint", &turn1, "--json"]);
+    assert_eq!(shown["apply"]["record"]["located"], true);
+    assert_eq!(shown["apply"]["record"]["end"], at.end);
+    assert_eq!(shown["apply"]["record"]["line_id"], uuid.as_str());
+    let last = w.json(&[
+        "restore",
+        CLAUDE,
+        "--checkpoint",
+        &last.checkpoint_id,
+        "--json",
+    ]);
+    assert!(last["apply"]["record"].get("located").is_none(), "derived");
+    w.ok(&["validate"]);
+    w.ok(&["verify"]);
+}
+
+#[test]
+fn copilots_turn_is_placed_at_its_turn_end() {
+    let w = copilot_world_of(
+        COPILOT,
+        "resume-2-resumed-run",
+        &["resume-1-first-run", "resume-2-resumed-run"],
+    );
+    let checkpoints = placed_as_derived(w.home.path(), COPILOT);
+    let turn1 = checkpoint_of_turn(&w, COPILOT, 0);
+    let at = checkpoints
+        .iter()
+        .find(|c| c.checkpoint_id == turn1)
+        .and_then(|c| c.located.clone())
+        .expect("turn 1 is placed");
+    // Everything before the second prompt, up to the last turn end.
+    let mut seen = 0;
+    let mut kept = lines_before(&w.record, |v| {
+        seen += usize::from(v["type"] == "user.message");
+        seen == 2
+    });
+    while kept
+        .last()
+        .is_some_and(|l| !l.contains("\"assistant.turn_end\""))
+    {
+        kept.pop();
+    }
+    let last: Value = serde_json::from_str(kept.last().unwrap()).unwrap();
+    assert_eq!(at.end, kept.concat().len() as u64);
+    assert_eq!(at.line_id.as_deref(), last["id"].as_str());
+    assert_eq!(last_line_id(&w.record, at.end, "id").1, last["id"]);
+    let placed: Vec<String> = located_events(&w, COPILOT)
+        .iter()
+        .map(|e| e["payload"]["checkpoint_id"].as_str().unwrap().to_string())
+        .collect();
+    let unique: std::collections::BTreeSet<&String> = placed.iter().collect();
+    assert_eq!(unique.len(), placed.len(), "once each: {placed:?}");
+    w.ok(&["validate"]);
+    w.ok(&["verify"]);
+}
+
+/// Every Copilot capture whose record is here: whatever is placed is
+/// where restore's derivation cuts, and some are placed.
+#[test]
+fn every_copilot_capture_is_placed_as_derived() {
+    let root = root().join("tests/fixtures");
+    let mut placed = 0;
+    let mut scenarios: Vec<String> = std::fs::read_dir(root.join("copilot"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|s| {
+            root.join(format!("records/copilot/{s}.events.jsonl"))
+                .exists()
+        })
+        .collect();
+    scenarios.sort();
+    assert!(scenarios.len() >= 20, "{scenarios:?}");
+    for scenario in &scenarios {
+        let record = root.join(format!("records/copilot/{scenario}.events.jsonl"));
+        let first: Value = serde_json::from_str(&record_lines(&record)[0].1).unwrap();
+        let Some(session) = first["data"]["sessionId"].as_str() else {
+            continue;
+        };
+        let w = copilot_world_of(session, scenario, &[scenario]);
+        let checkpoints = placed_as_derived(w.home.path(), session);
+        placed += checkpoints.iter().filter(|c| c.located.is_some()).count();
+    }
+    assert!(placed >= 10, "{placed} placed");
+}
+
+/// Claude Code's two-turn session, a finalize after every hook and after
+/// every line the agent adds to its record: the turn is pinned (at the
+/// next prompt) before its record lines are read, and placed once, as a
+/// single finalize places it.
+#[test]
+fn a_finalize_after_every_signal_places_the_turn_once() {
+    let whole = claude_world();
+    let want = whole.json(&["checkpoints", CLAUDE, "--json"])["checkpoints"].clone();
+    for record_with_stop in [false, true] {
+        let w = claude_world_with(true, true);
+        let home = tempfile::tempdir().unwrap();
+        let w = World { home, ..w };
+        let lines = record_lines(&w.record);
+        // The agent's record as it stands: its preamble only, at first.
+        let snapshot = lines
+            .iter()
+            .position(|(_, l)| l.contains("\"type\":\"user\""))
+            .unwrap();
+        let turn2 = lines
+            .iter()
+            .position(|(_, l)| l.contains(&format!("\"promptId\":\"{CLAUDE_TURN_2}")))
+            .unwrap();
+        let mut written = snapshot;
+        let write = |n: usize| {
+            let text: String = lines[..n].iter().map(|(_, l)| l.as_str()).collect();
+            std::fs::write(&w.record, text).unwrap();
+        };
+        write(written);
+        let hooks = std::fs::read_to_string(
+            root().join("tests/fixtures/claude-code/interactive/hooks.jsonl"),
+        )
+        .unwrap();
+        let mut prompts = 0;
+        for line in hooks.lines().filter(|l| l.contains(CLAUDE)) {
+            let mut v: Value = serde_json::from_str(line).unwrap();
+            v["transcript_path"] = w.record.display().to_string().into();
+            v["cwd"] = w.project.display().to_string().into();
+            common::deliver(w.home.path(), "claude-code", &v.to_string());
+            w.ok(&["finalize"]);
+            if v["hook_event_name"] == "Stop" && record_with_stop && written < turn2 {
+                written = turn2 - 1;
+                write(written);
+                w.ok(&["finalize"]);
+            }
+            if v["hook_event_name"] == "UserPromptSubmit" {
+                prompts += 1;
+            }
+            // Once turn 2 started (turn 1 pinned), the record grows a
+            // line at a time.
+            while prompts == 2 && written < lines.len() {
+                written += 1;
+                write(written);
+                w.ok(&["finalize"]);
+            }
+        }
+        let got = w.json(&["checkpoints", CLAUDE, "--json"])["checkpoints"].clone();
+        let strip = |v: &Value| -> Vec<Value> {
+            v.as_array()
+                .unwrap()
+                .iter()
+                .map(|c| serde_json::json!([c["checkpoint_id"], without_path(&c["located"])]))
+                .collect()
+        };
+        assert_eq!(
+            strip(&got),
+            strip(&want),
+            "record with stop: {record_with_stop}"
+        );
+        assert_eq!(got[0]["located"]["path"], w.record.display().to_string());
+        assert_eq!(located_events(&w, CLAUDE).len(), 1);
+        placed_as_derived(w.home.path(), CLAUDE);
+        // More runs write nothing more.
+        w.ok(&["finalize"]);
+        w.ok(&["finalize"]);
+        assert_eq!(located_events(&w, CLAUDE).len(), 1);
+        w.ok(&["validate"]);
+        w.ok(&["verify"]);
+    }
+}
+
+/// Generation 7 ships by an epoch advance from the home generation 6
+/// wrote: its checkpoints stay readable in the archive (unplaced: its
+/// agents' records are not here, and generation 6 placed none), restore
+/// still derives, and a session after the advance is placed.
+#[test]
+fn generation_seven_ships_by_an_epoch_advance_from_the_generation_six_home() {
+    let (home, live) = crate::finalize_records::advanced_from("gen6");
+    assert!(
+        live.to_string()
+            .contains(&harnery::contract::schema_digest_hex()),
+        "{live}"
+    );
+    let home = home.path();
+    let ok = |args: &[&str]| {
+        let out = common::run(home, args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        common::stdout(&out)
+    };
+    ok(&["finalize"]);
+    let clean = "82655d0f-45cd-404f-9e4e-e90fea255247";
+    let all: Value =
+        serde_json::from_str(&ok(&["checkpoints", clean, "--epoch", "all", "--json"])).unwrap();
+    let archived = &all[0]["checkpoints"][0];
+    assert!(
+        archived["checkpoint_id"]
+            .as_str()
+            .unwrap()
+            .starts_with("turn:")
+    );
+    assert!(archived.get("located").is_none());
+    ok(&["validate"]);
+    ok(&["verify"]);
+}
+
+/// A checkpoint pinned before an epoch advance, its turn's record read
+/// after it: the new epoch places it, and `checkpoints --epoch all` shows
+/// the place on the archived checkpoint.
+#[cfg(feature = "failpoints")]
+#[test]
+fn a_checkpoint_pinned_before_an_advance_is_placed_after_it() {
+    let w = claude_world_with(true, true);
+    let home = tempfile::tempdir().unwrap();
+    let w = World { home, ..w };
+    let full = std::fs::read(&w.record).unwrap();
+    // Only the preamble written when turn 2's prompt pins turn 1.
+    let first_user = record_lines(&w.record)
+        .iter()
+        .find(|(_, l)| l.contains("\"type\":\"user\""))
+        .unwrap()
+        .0;
+    std::fs::write(&w.record, &full[..first_user as usize]).unwrap();
+    let hooks =
+        std::fs::read_to_string(root().join("tests/fixtures/claude-code/interactive/hooks.jsonl"))
+            .unwrap();
+    let hooks: Vec<Value> = hooks
+        .lines()
+        .filter(|l| l.contains(CLAUDE))
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            v["transcript_path"] = w.record.display().to_string().into();
+            v["cwd"] = w.project.display().to_string().into();
+            v
+        })
+        .collect();
+    let second = hooks
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| v["hook_event_name"] == "UserPromptSubmit")
+        .nth(1)
+        .unwrap()
+        .0;
+    for v in &hooks[..=second] {
+        common::deliver(w.home.path(), "claude-code", &v.to_string());
+    }
+    w.ok(&["finalize"]);
+    let turn1 = format!("turn:{CLAUDE_TURN_1}");
+    let before = w.json(&["checkpoints", CLAUDE, "--json", "--id", &turn1]);
+    assert!(before.get("located").is_none(), "not read yet: {before}");
+    w.next(&["epoch", "advance"]);
+    std::fs::write(&w.record, &full).unwrap();
+    for v in &hooks[second + 1..] {
+        common::deliver(w.home.path(), "claude-code", &v.to_string());
+    }
+    w.next(&["finalize"]);
+    let all: Value =
+        serde_json::from_str(&w.next(&["checkpoints", CLAUDE, "--epoch", "all", "--json"]))
+            .unwrap();
+    let archived = all[0]["checkpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["checkpoint_id"] == turn1.as_str())
+        .unwrap()
+        .clone();
+    let whole = claude_world();
+    let want = whole.json(&["checkpoints", CLAUDE, "--json", "--id", &turn1]);
+    assert_eq!(
+        without_path(&archived["located"]),
+        without_path(&want["located"]),
+        "{all:#}"
+    );
+    assert_eq!(archived["located"]["path"], w.record.display().to_string());
+    w.next(&["validate"]);
+    w.next(&["verify"]);
+}
