@@ -325,17 +325,15 @@ fn generation_seven_ships_by_an_epoch_advance_from_the_generation_six_home() {
     ok(&["verify"]);
 }
 
-/// A checkpoint pinned before an epoch advance, its turn's record read
-/// after it: the new epoch places it, and `checkpoints --epoch all` shows
-/// the place on the archived checkpoint.
+/// Claude Code's session, finalized up to turn 2's prompt while its
+/// record holds only its preamble: turn 1 is pinned, its lines unread.
+/// The world, the whole record, and the hooks still to deliver.
 #[cfg(feature = "failpoints")]
-#[test]
-fn a_checkpoint_pinned_before_an_advance_is_placed_after_it() {
+fn pinned_unread() -> (World, Vec<u8>, Vec<Value>) {
     let w = claude_world_with(true, true);
     let home = tempfile::tempdir().unwrap();
     let w = World { home, ..w };
     let full = std::fs::read(&w.record).unwrap();
-    // Only the preamble written when turn 2's prompt pins turn 1.
     let first_user = record_lines(&w.record)
         .iter()
         .find(|(_, l)| l.contains("\"type\":\"user\""))
@@ -345,7 +343,7 @@ fn a_checkpoint_pinned_before_an_advance_is_placed_after_it() {
     let hooks =
         std::fs::read_to_string(root().join("tests/fixtures/claude-code/interactive/hooks.jsonl"))
             .unwrap();
-    let hooks: Vec<Value> = hooks
+    let mut hooks: Vec<Value> = hooks
         .lines()
         .filter(|l| l.contains(CLAUDE))
         .map(|l| {
@@ -362,16 +360,35 @@ fn a_checkpoint_pinned_before_an_advance_is_placed_after_it() {
         .nth(1)
         .unwrap()
         .0;
-    for v in &hooks[..=second] {
+    for v in hooks.drain(..=second) {
         common::deliver(w.home.path(), "claude-code", &v.to_string());
     }
     w.ok(&["finalize"]);
     let turn1 = format!("turn:{CLAUDE_TURN_1}");
     let before = w.json(&["checkpoints", CLAUDE, "--json", "--id", &turn1]);
     assert!(before.get("located").is_none(), "not read yet: {before}");
+    (w, full, hooks)
+}
+
+/// Turn 1's place as a single finalize over the whole session writes it.
+#[cfg(feature = "failpoints")]
+fn whole_place() -> Value {
+    let whole = claude_world();
+    let turn1 = format!("turn:{CLAUDE_TURN_1}");
+    without_path(&whole.json(&["checkpoints", CLAUDE, "--json", "--id", &turn1])["located"])
+}
+
+/// A checkpoint pinned before an epoch advance, its turn's record read
+/// after it: the new epoch places it, and `checkpoints --epoch all` shows
+/// the place on the archived checkpoint.
+#[cfg(feature = "failpoints")]
+#[test]
+fn a_checkpoint_pinned_before_an_advance_is_placed_after_it() {
+    let (w, full, hooks) = pinned_unread();
+    let turn1 = format!("turn:{CLAUDE_TURN_1}");
     w.next(&["epoch", "advance"]);
     std::fs::write(&w.record, &full).unwrap();
-    for v in &hooks[second + 1..] {
+    for v in &hooks {
         common::deliver(w.home.path(), "claude-code", &v.to_string());
     }
     w.next(&["finalize"]);
@@ -385,14 +402,41 @@ fn a_checkpoint_pinned_before_an_advance_is_placed_after_it() {
         .find(|c| c["checkpoint_id"] == turn1.as_str())
         .unwrap()
         .clone();
-    let whole = claude_world();
-    let want = whole.json(&["checkpoints", CLAUDE, "--json", "--id", &turn1]);
-    assert_eq!(
-        without_path(&archived["located"]),
-        without_path(&want["located"]),
-        "{all:#}"
-    );
+    assert_eq!(without_path(&archived["located"]), whole_place(), "{all:#}");
     assert_eq!(archived["located"]["path"], w.record.display().to_string());
+    let text = w.next(&["checkpoints", CLAUDE, "--epoch", "all"]);
+    assert!(text.contains("up to byte"), "{text}");
     w.next(&["validate"]);
     w.next(&["verify"]);
+}
+
+/// The finalize run that reads the turn's record killed at every
+/// failpoint, then run again: the turn is placed once, where a run never
+/// killed places it.
+#[cfg(feature = "failpoints")]
+#[test]
+fn a_kill_at_any_failpoint_still_places_the_turn_once() {
+    let want = whole_place();
+    for point in harnery::failpoint::FINALIZE_POINTS {
+        let (w, full, hooks) = pinned_unread();
+        std::fs::write(&w.record, &full).unwrap();
+        for v in &hooks {
+            common::deliver(w.home.path(), "claude-code", &v.to_string());
+        }
+        let killed = w
+            .command()
+            .env("HARNERY_FAILPOINTS", point)
+            .env("HARNERY_CHUNK_BYTES", "1")
+            .arg("finalize")
+            .output()
+            .unwrap();
+        assert_eq!(killed.status.code(), None, "{point}: killed by a signal");
+        w.ok(&["finalize"]);
+        w.ok(&["finalize"]);
+        assert_eq!(located_events(&w, CLAUDE).len(), 1, "{point}");
+        let turn1 = format!("turn:{CLAUDE_TURN_1}");
+        let got = w.json(&["checkpoints", CLAUDE, "--json", "--id", &turn1]);
+        assert_eq!(without_path(&got["located"]), want, "{point}");
+        w.ok(&["verify"]);
+    }
 }
