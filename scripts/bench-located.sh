@@ -7,7 +7,7 @@
 # transcript where its hooks name it, delivered through the hook binary
 # (not timed). Then `finalize` with records followed, over a fresh copy of
 # that home each run, alternating the two builds, RUNS runs each; prints
-# each run and the medians.
+# each run's CPU time and the medians.
 #
 #   scripts/bench-located.sh NEW_BIN_DIR BASE_BIN_DIR
 #   (each a directory holding `harnery` and `harnery-hook`, e.g.
@@ -39,19 +39,19 @@ for i in range(n):
         v["transcript_path"], v["cwd"] = str(record), str(work / "user/proj")
         subprocess.run([hook, "claude-code"], input=json.dumps(v).encode(), env=env, check=True)
 PY
+# Each run's CPU time (user + system, ms): on a shared machine it moves
+# far less than the wall clock does.
 run() {
   rm -rf "$work/run" && cp -a "$work/home" "$work/run"
-  local t0 t1
-  t0=$(date +%s%N)
   HARNERY_HOME="$work/run" HARNERY_RECORDS=on HOME="$work/user" \
-    CLAUDE_CONFIG_DIR="$work/user/claude" "$1/harnery" finalize > /dev/null
-  t1=$(date +%s%N)
-  echo $(( (t1 - t0) / 1000000 ))
+    CLAUDE_CONFIG_DIR="$work/user/claude" /usr/bin/time -f '%U %S' -o "$work/time" \
+    "$1/harnery" finalize > /dev/null
+  awk '{printf "%d\n", ($1 + $2) * 1000}' "$work/time"
 }
 declare -a a b
 for r in $(seq "$RUNS"); do
   a+=("$(run "$new")"); b+=("$(run "$base")")
-  echo "run $r: new ${a[-1]} ms, base ${b[-1]} ms"
+  echo "run $r: new ${a[-1]} ms, base ${b[-1]} ms (cpu)"
 done
 run "$new" > /dev/null
 placed=$(HARNERY_HOME="$work/run" "$new/harnery" export --format jsonl 2>/dev/null | grep -c '"checkpoint.located"' || true)

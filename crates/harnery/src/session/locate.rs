@@ -115,16 +115,22 @@ impl Locator {
             return;
         }
         let user = matches!(e.payload, Payload::MessageUser(_));
-        let cut_here = self.cut_before(at.offset);
-        for w in self.waiting.iter_mut().filter(|w| w.place.is_none()) {
+        let mut cut_here = None;
+        for i in 0..self.waiting.len() {
+            let w = &self.waiting[i];
+            if w.place.is_some() {
+                continue;
+            }
             let kept = order.is_some_and(|o| o < w.turns_before);
             let later = match order {
                 Some(_) => !kept,
                 None => user && w.kept_end.is_some_and(|k| at.offset > k),
             };
             if later {
-                w.place = Some(cut_here.clone());
+                let place = cut_here.get_or_insert_with(|| self.cut_before(at.offset));
+                self.waiting[i].place = Some(place.clone());
             } else if kept {
+                let w = &mut self.waiting[i];
                 w.kept_end = w.kept_end.max(Some(at.offset));
             }
         }

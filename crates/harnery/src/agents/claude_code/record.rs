@@ -151,7 +151,9 @@ const SNAPSHOT: &str = "file-history-snapshot";
 /// the prompt that follows. Cheap for every other line: the type's name is
 /// searched for before anything is parsed.
 pub fn line_mark(line: &[u8]) -> LineMark {
-    if memchr::memmem::find(line, SNAPSHOT.as_bytes()).is_none() {
+    static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(SNAPSHOT.as_bytes()));
+    if FINDER.find(line).is_none() {
         return LineMark::None;
     }
     match parse_payload::<Header>(line) {

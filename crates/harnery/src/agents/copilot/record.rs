@@ -226,7 +226,9 @@ const TURN_END: &str = "assistant.turn_end";
 /// `assistant.turn_end`. Cheap for every other line: the type's name is
 /// searched for before anything is parsed.
 pub fn line_mark(line: &[u8]) -> LineMark {
-    if memchr::memmem::find(line, TURN_END.as_bytes()).is_none() {
+    static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(TURN_END.as_bytes()));
+    if FINDER.find(line).is_none() {
         return LineMark::None;
     }
     match Envelope::read(line) {
