@@ -67,13 +67,18 @@ fn node_installed() -> bool {
 /// A directory holding `node_modules/@github/copilot-sdk`, the stand-in.
 fn fake_sdk(under: &Path) -> PathBuf {
     let root = under.join("sdk root");
-    let pkg = root.join("node_modules/@github/copilot-sdk");
+    fake_sdk_in(&root.join("node_modules"));
+    root
+}
+
+/// The stand-in as `<node_modules>/@github/copilot-sdk`.
+fn fake_sdk_in(node_modules: &Path) {
+    let pkg = node_modules.join("@github/copilot-sdk");
     std::fs::create_dir_all(&pkg).unwrap();
     let manifest =
         r#"{"name": "@github/copilot-sdk", "version": "0.0.0-stand-in", "main": "index.cjs"}"#;
     std::fs::write(pkg.join("package.json"), manifest).unwrap();
     std::fs::write(pkg.join("index.cjs"), FAKE_SDK).unwrap();
-    root
 }
 
 fn copilot_world() -> World {
@@ -390,5 +395,78 @@ fn no_node_no_sdk_or_a_foreign_word_refuse_before_anything_is_written() {
         with(&sdk, &["-p", "go on", "--no-auto-update"]),
         &[],
         &["--transport sdk takes -p/--prompt", "--no-auto-update"],
+    );
+}
+
+/// Without `--sdk` or `HARNERY_COPILOT_SDK`: node's resolution from the
+/// session's directory (a `node_modules` above it), then `npm root -g`.
+#[test]
+fn the_sdk_is_found_from_the_sessions_directory_then_the_global_root() {
+    if !node_installed() {
+        return;
+    }
+    let w = copilot_world();
+    let turn1 = checkpoint_of_turn(&w, COPILOT, 0);
+    let log = w.user.path().join("sdk.jsonl");
+    let project = w.user.path().join("repo/sub dir");
+    std::fs::create_dir_all(&project).unwrap();
+    let run = |new_id: &str, env: &[(&str, &str)]| {
+        let args = [
+            COPILOT,
+            "--checkpoint",
+            &turn1,
+            "--apply",
+            "--new-id",
+            new_id,
+            "--cwd",
+            project.to_str().unwrap(),
+            "--transport",
+            "sdk",
+            "--exec",
+            "--",
+            "-p",
+            "go on",
+        ];
+        restore(&w, &log, &args, env)
+    };
+    let prefix = w.user.path().join("npm prefix");
+    let global = [("NPM_CONFIG_PREFIX", prefix.to_str().unwrap())];
+    let nowhere = run("0b5e6c1e-0000-4000-8000-0000000000e1", &global);
+    assert_eq!(nowhere.status.code(), Some(2), "{}", stderr(&nowhere));
+    let said = stderr(&nowhere);
+    let above = w.user.path().join("repo/node_modules");
+    assert!(said.contains(above.to_str().unwrap()), "{said}");
+    let has_npm = std::process::Command::new("npm")
+        .arg("--version")
+        .output()
+        .is_ok();
+    let global_root = prefix.join("lib/node_modules");
+    assert_eq!(
+        said.contains(global_root.to_str().unwrap()),
+        has_npm,
+        "{said}"
+    );
+    fake_sdk_in(&above);
+    let out = run("0b5e6c1e-0000-4000-8000-0000000000e2", &global);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        call(&calls(&log), "resumeSession")["id"],
+        "0b5e6c1e-0000-4000-8000-0000000000e2"
+    );
+    std::fs::remove_dir_all(&above).unwrap();
+    // npm's global root, where npm is installed to say where that is.
+    if !has_npm {
+        eprintln!("skipped the global root: npm is not installed");
+        return;
+    }
+    fake_sdk_in(&global_root);
+    let out = run("0b5e6c1e-0000-4000-8000-0000000000e3", &global);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        calls(&log)
+            .iter()
+            .rfind(|c| c["call"] == "resumeSession")
+            .unwrap()["id"],
+        "0b5e6c1e-0000-4000-8000-0000000000e3"
     );
 }

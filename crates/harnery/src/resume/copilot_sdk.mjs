@@ -34,38 +34,40 @@ if (typeof request?.session_id !== "string" || request.session_id === "") {
 }
 
 // Where the SDK may be: the directory given (its node_modules, or itself
-// when it is one), else the resolution of node itself from the working directory,
-// then the global npm root.
-function sdkPlaces() {
-  if (request.sdk_dir) {
-    return [path.join(request.sdk_dir, "node_modules"), request.sdk_dir];
-  }
-  const here = createRequire(path.join(process.cwd(), "harnery-sdk-resume.cjs"));
-  const places = [...(here.resolve.paths("@github/copilot-sdk") ?? [])];
+// when it is one); else where node itself resolves a package from the
+// working directory, then (asked only when those fail) the global npm root.
+function globalRoot() {
   try {
     const root = execFileSync("npm", ["root", "-g"], {
       encoding: "utf8",
       stdio: ["ignore", "pipe", "ignore"],
     }).trim();
-    if (root) places.push(root);
+    return root ? [root] : [];
   } catch {
-    places.push("(no global root: `npm root -g` did not answer)");
+    return [];
   }
-  return places;
 }
 
 function findSdk() {
-  const places = sdkPlaces();
-  for (const dir of places) {
-    const pkg = path.join(dir, "@github", "copilot-sdk");
-    if (existsSync(path.join(pkg, "package.json"))) return pkg;
-  }
+  const looked = [];
+  const lookIn = (places) => {
+    for (const dir of places) {
+      looked.push(dir);
+      const pkg = path.join(dir, "@github", "copilot-sdk");
+      if (existsSync(path.join(pkg, "package.json"))) return pkg;
+    }
+  };
+  const here = createRequire(path.join(process.cwd(), "harnery-sdk-resume.cjs"));
+  const found = request.sdk_dir
+    ? lookIn([path.join(request.sdk_dir, "node_modules"), request.sdk_dir])
+    : lookIn(here.resolve.paths("@github/copilot-sdk") ?? []) ?? lookIn(globalRoot());
+  if (found) return found;
   const how = request.sdk_dir
     ? "in the directory given (--sdk or HARNERY_COPILOT_SDK)"
-    : `from the working directory ${process.cwd()}, then the global npm root`;
+    : `from the working directory ${process.cwd()}, then the global npm root (npm root -g)`;
   stop(
     2,
-    `@github/copilot-sdk not found ${how}; looked in: ${places.join(", ")}. ` +
+    `@github/copilot-sdk not found ${how}; looked in: ${looked.join(", ")}. ` +
       "Install it (npm install @github/copilot-sdk) or name the directory " +
       "holding its node_modules with --sdk DIR or HARNERY_COPILOT_SDK",
   );
