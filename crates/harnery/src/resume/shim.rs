@@ -162,9 +162,7 @@ impl ResumeShim {
             None => words.join(" "),
         }
     }
-}
 
-impl ResumeShim {
     /// The command text with the SDK script named rather than written
     /// out (what `restore --exec` shows before it runs the command).
     pub fn brief(&self) -> String {
