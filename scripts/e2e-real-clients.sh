@@ -18,7 +18,11 @@
 # another directory with a new prompt, and the fake model's request for that
 # prompt must hold turn 1's prompt and nothing of the later turn; the new
 # session is recorded, starts with its link to the parent, and verify passes.
-# Copilot the same, after a second turn (`copilot --resume`).
+# Copilot the same, after a second turn (`copilot --resume`); and once more
+# (the bash-form run) through the Copilot SDK: `restore --apply --transport
+# sdk --exec` resumes the new session with @github/copilot-sdk (installed
+# beside the clients) on the same Copilot runtime (COPILOT_CLI_PATH), and
+# must exit 0 with the reply.
 # Copilot runs twice: once as `harnery install copilot` configures it when the
 # installed client is on PATH (it must choose the exec form for this version),
 # once with `--form bash`.
@@ -28,6 +32,8 @@
 # Env:   E2E_WORK   scratch dir (default: a new temp dir; kept for inspection)
 #        E2E_NPM    dir with node_modules already installed (skips npm install)
 #        CC_VERSION / COPILOT_VERSION  npm versions (default: 2.1.332 / 1.0.102, the corpus versions)
+#        COPILOT_SDK_VERSION  @github/copilot-sdk's npm version (default 1.0.14), installed
+#                   into E2E_NPM too when missing there
 #        E2E_BIN    dir holding harnery and harnery-hook already built (skips the release
 #                   build, e.g. target/debug after scripts/test)
 set -euo pipefail
@@ -52,6 +58,10 @@ if [[ ! -d "$NPM/node_modules/@anthropic-ai/claude-code" || ! -d "$NPM/node_modu
   [[ -f "$NPM/package.json" ]] || echo '{"name":"harnery-e2e","private":true}' > "$NPM/package.json"
   (cd "$NPM" && npm install --no-audit --no-fund \
      "@anthropic-ai/claude-code@${CC_VERSION:-2.1.332}" "@github/copilot@${COPILOT_VERSION:-1.0.102}" >&2)
+fi
+if [[ ! -d "$NPM/node_modules/@github/copilot-sdk" ]]; then
+  log "npm install @github/copilot-sdk into $NPM"
+  (cd "$NPM" && npm install --no-audit --no-fund "@github/copilot-sdk@${COPILOT_SDK_VERSION:-1.0.14}" >&2)
 fi
 CLAUDE="$(ls "$NPM"/node_modules/@anthropic-ai/claude-code-linux-*/claude 2>/dev/null | head -1 || true)"
 [[ -x "$CLAUDE" ]] || CLAUDE="$NPM/node_modules/.bin/claude"
@@ -536,8 +546,9 @@ print([c for c in log["checkpoints"] if c["origin"] == "turn" and c["valid"]][0]
 }
 
 # ---- Copilot: a second turn, then given back at turn 1 ----
+# $1: the run's dir; $2: cli (`copilot --resume`) or sdk (@github/copilot-sdk).
 apply_copilot() {
-  local D="$WORK/copilot-exec" hh="$WORK/copilot-exec/hh" id cp n0 t0=$(date +%s%N)
+  local D="$WORK/$1" hh="$WORK/$1/hh" transport="$2" id cp n0 t0=$(date +%s%N)
   local env_=(env -i HOME="$D/home" LANG=C.UTF-8 TERM=dumb HARNERY_HOME="$hh"
     COPILOT_PROVIDER_BASE_URL="http://127.0.0.1:$PORT" COPILOT_PROVIDER_TYPE=anthropic
     COPILOT_PROVIDER_API_KEY=fake-key COPILOT_MODEL=claude-sonnet-4 COPILOT_OFFLINE=true COPILOT_AUTO_UPDATE=false)
@@ -552,11 +563,22 @@ print([c for c in log["checkpoints"] if c["origin"] == "turn" and c["valid"]][0]
   rm -f "$D/home/.copilot/session-state/$id/events.jsonl"
   mkdir -p "$D/bin" && ln -sf "$COPILOT" "$D/bin/copilot"
   n0=$(wc -l < "$WORK/requests.jsonl")
-  log "copilot: restore $id --checkpoint $cp --apply --exec (from /)"
-  (cd / && "${env_[@]}" PATH="$D/bin:$PATH" timeout 120 "$HARNERY" restore "$id" --checkpoint "$cp" --apply --exec \
-     -- -p "Turn three, from turn one." --allow-all-tools --no-auto-update \
-     > "$D/stdout-3.txt" 2> "$D/stderr-3.txt") || log "restore --apply --exec exited $?"
-  log "copilot given back and run in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+  if [[ "$transport" == sdk ]]; then
+    log "copilot: restore $id --checkpoint $cp --apply --transport sdk --exec (from /)"
+    local rc=0
+    (cd / && "${env_[@]}" PATH="$PATH" COPILOT_CLI_PATH="$COPILOT" timeout 120 "$HARNERY" restore "$id" \
+       --checkpoint "$cp" --apply --transport sdk --sdk "$NPM" --exec \
+       -- -p "Turn three, from turn one." --allow-all-tools > "$D/stdout-3.txt" 2> "$D/stderr-3.txt") || rc=$?
+    log "copilot (sdk) exited $rc; the reply: $(tail -1 "$D/stdout-3.txt")"
+    log "copilot (sdk) said: $(grep '^harnery: Copilot session' "$D/stderr-3.txt" || tail -3 "$D/stderr-3.txt")"
+    [[ $rc == 0 ]] || return 1
+  else
+    log "copilot: restore $id --checkpoint $cp --apply --exec (from /)"
+    (cd / && "${env_[@]}" PATH="$D/bin:$PATH" timeout 120 "$HARNERY" restore "$id" --checkpoint "$cp" --apply --exec \
+       -- -p "Turn three, from turn one." --allow-all-tools --no-auto-update \
+       > "$D/stdout-3.txt" 2> "$D/stderr-3.txt") || log "restore --apply --exec exited $?"
+  fi
+  log "copilot ($transport) given back and run in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
   HOME="$D/home" HARNERY_HOME="$hh" "$HARNERY" finalize >&2 || return 1
   HARNERY_HOME="$hh" "$HARNERY" validate >&2 || return 1
   HARNERY_HOME="$hh" "$HARNERY" verify >&2 || return 1
@@ -599,8 +621,9 @@ finish_ledger claude || fail=1
 resume_claude || fail=1
 apply_claude || fail=1
 finish_ledger copilot-exec || fail=1
-apply_copilot || fail=1
+apply_copilot copilot-exec cli || fail=1
 finish_ledger copilot-bash || fail=1
+apply_copilot copilot-bash sdk || fail=1
 run_claude_cron || fail=1
 run_copilot_cron || fail=1
 log "total $(( $(date +%s) - START )) s; scratch kept in $WORK"

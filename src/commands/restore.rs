@@ -53,9 +53,16 @@ pub struct Args {
     #[arg(long)]
     include_superseded: bool,
     /// How the agent is resumed: `cli` (a command line) or `sdk` (Copilot
-    /// SDK's `resumeSession`).
+    /// SDK's `resumeSession`, run by `node`; after `--`: -p PROMPT, --model
+    /// NAME, --allow-all-tools).
     #[arg(long, value_enum, default_value_t = TransportArg::Cli)]
     transport: TransportArg,
+    /// With --transport sdk: the directory holding
+    /// node_modules/@github/copilot-sdk [default: $HARNERY_COPILOT_SDK,
+    /// else node's resolution from the session's directory, then `npm root
+    /// -g`].
+    #[arg(long, value_name = "DIR")]
+    sdk: Option<PathBuf>,
     /// Show the restore without writing or recording anything (what
     /// `restore` does without `--apply` or `--record`; kept for scripts).
     #[arg(long)]
@@ -66,7 +73,8 @@ pub struct Args {
     #[arg(long, conflicts_with_all = ["dry_run", "record"])]
     apply: bool,
     /// With --apply: run the resume in the session's directory; words
-    /// after `--` go to the agent (e.g. `-- -p "go on"`).
+    /// after `--` go to the agent (e.g. `-- -p "go on"`). Exits with the
+    /// agent's status (the SDK resume: 0 the turn ended, 1 it failed).
     #[arg(long, requires = "apply")]
     exec: bool,
     /// Record the restore so that the session's next native activity is
@@ -182,9 +190,15 @@ fn choose_shim(
     // from the ledger below it.
     let derived = plan.as_ref().ok().and_then(|p| p.record.cwd.clone());
     let mut cwd = cp.cwd.clone().or(derived);
+    let sdk = sdk_words(args, session.adapter, id)?;
     let shim = if args.apply {
         match plan.as_mut() {
             Ok(p) => {
+                // Whatever stops the SDK resume stops it before anything is written.
+                if let Some(request) = sdk.as_ref().filter(|_| args.exec) {
+                    let dir = args.cwd.clone().or(cwd.clone());
+                    super::restore_sdk::check(dir.as_deref(), request)?;
+                }
                 apply::apply(p, home, log, cp, now)?;
                 let policy = || copilot_policy(args, id).0;
                 apply::shim_for(session.adapter, p, args.transport.into(), policy)
@@ -205,9 +219,26 @@ fn choose_shim(
             None => shim,
         }
     };
+    let sdk_dir = sdk.and_then(|r| r.sdk_dir);
     Ok(shim
         .in_dir(args.cwd.clone().or(cwd))
-        .with_extra(&args.agent_args))
+        .with_words(&args.agent_args, sdk_dir)?)
+}
+
+/// With `--transport sdk` on a Copilot session: the words after `--` read
+/// as the SDK resume takes them, and where the SDK is; refused words stop
+/// the restore before anything is written.
+fn sdk_words(
+    args: &Args,
+    adapter: AdapterId,
+    id: &str,
+) -> Result<Option<harnery::resume::copilot_sdk::SdkRequest>, super::CmdError> {
+    if args.transport != TransportArg::Sdk || adapter != AdapterId::Copilot {
+        return Ok(None);
+    }
+    let dir = super::restore_sdk::sdk_dir(args.sdk.as_deref())?;
+    let request = harnery::resume::copilot_sdk::SdkRequest::new(id).with_words(&args.agent_args)?;
+    Ok(Some(request.in_sdk_dir(dir)))
 }
 
 /// Print the restore: JSON (the seed's events streamed from the ledger),
@@ -237,7 +268,7 @@ fn print(
         if let Some(label) = &epoch {
             writeln!(out, "epoch {label}")?;
         }
-        write_text(&mut out, restore, events, adapter, record)?;
+        write_text(&mut out, restore, events, adapter, record, args.exec)?;
         write_plan(&mut out, plan)?;
     }
     out.flush()?;
@@ -338,6 +369,7 @@ fn write_text(
     events: u64,
     adapter: AdapterId,
     recorded: bool,
+    exec: bool,
 ) -> std::io::Result<()> {
     let cp = &r.seed.checkpoint;
     let commit = match &cp.commit {
@@ -366,7 +398,13 @@ fn write_text(
         "not native"
     };
     writeln!(out, "  resume ({native}; {}):", r.shim.reason)?;
-    writeln!(out, "    {}", r.shim.text)?;
+    // What runs next need not be written out whole.
+    let command = if exec {
+        r.shim.brief()
+    } else {
+        r.shim.text.clone()
+    };
+    writeln!(out, "    {command}")?;
     if !recorded {
         writeln!(
             out,

@@ -2,7 +2,8 @@
 //! checkpoint, put back from the raw archive as a new session of its agent
 //! (`harnery::resume::materialize`), that session linked to its parent,
 //! and the agent's own resume of it printed, or run in the session's
-//! directory.
+//! directory (for the Copilot SDK, `node` running harnery's script:
+//! `restore_sdk`).
 //!
 //! The link: the new session's first event is a checkpoint,
 //! `restored-from:<parent checkpoint>`, with the parent's commit and one
@@ -146,32 +147,24 @@ pub fn fork_instead(
     Ok(fork)
 }
 
-/// Run the shim: `program arguments…` in `cwd`, this process's exit
-/// status its own.
+/// Run the shim: `program arguments…` (for the SDK, `node` with the
+/// script and its request) in `cwd`, this process's exit status its own.
 pub fn exec(shim: &harnery::resume::shim::ResumeShim) -> Result<i32, CmdError> {
-    let Some(program) = &shim.program else {
-        return Err(format!(
-            "the shim is an SDK call ({}): there is no command to run",
-            shim.text
-        )
-        .into());
-    };
-    let mut cmd = std::process::Command::new(program);
-    cmd.args(&shim.arguments);
-    if let Some(dir) = &shim.cwd {
-        let dir = PathBuf::from(dir);
-        if !dir.is_absolute() || !dir.is_dir() {
-            return Err(format!(
-                "the session's directory {} is not a directory here; give one with --cwd",
-                dir.display()
-            )
-            .into());
+    let (program, arguments) = match (&shim.runner, &shim.program) {
+        (Some(runner), _) => (super::restore_sdk::node()?, &runner.arguments),
+        (None, Some(program)) => (PathBuf::from(program), &shim.arguments),
+        (None, None) => {
+            return Err(format!("the shim has no command to run ({})", shim.text).into());
         }
-        cmd.current_dir(dir);
+    };
+    let mut cmd = std::process::Command::new(&program);
+    cmd.args(arguments);
+    if let Some(dir) = &shim.cwd {
+        cmd.current_dir(super::restore_sdk::run_dir(dir)?);
     }
     let status = cmd
         .status()
-        .map_err(|e| format!("could not run {program}: {e}"))?;
+        .map_err(|e| format!("could not run {}: {e}", program.display()))?;
     use std::os::unix::process::ExitStatusExt;
     Ok(status
         .code()

@@ -95,9 +95,19 @@ fn a_killed_copilot_session_restores_through_the_policy_and_resumes() {
     assert_eq!(sdk["shim"]["transport"], "sdk");
     assert_eq!(sdk["shim"]["call"], "resumeSession");
     assert_eq!(
-        sdk["shim"]["text"],
-        format!("client.resumeSession(\"{COPILOT_KILLED}\")")
+        sdk["shim"]["arguments"],
+        serde_json::json!([COPILOT_KILLED])
     );
+    // The call, made runnable: node running harnery's script on a request.
+    let request = format!(r#"{{"session_id":"{COPILOT_KILLED}","allow_all_tools":false}}"#);
+    assert_eq!(sdk["shim"]["runner"]["program"], "node");
+    assert_eq!(sdk["shim"]["runner"]["arguments"][4], request.as_str());
+    let text = sdk["shim"]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("node --input-type=module -e '// "),
+        "{text}"
+    );
+    assert!(text.ends_with(&format!(" -- '{request}'")), "{text}");
     let restore = restore_json(
         home.path(),
         COPILOT_KILLED,

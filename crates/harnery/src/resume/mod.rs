@@ -17,6 +17,7 @@ pub mod chronicle;
 pub mod claude;
 pub mod claude_fork;
 pub mod copilot;
+pub mod copilot_sdk;
 pub mod evidence;
 pub mod lines;
 pub mod log;

@@ -7,7 +7,9 @@
 //!   resume is safe (`harnery resume-policy`: the running version's
 //!   changelog, or a stream within the legacy ceiling); otherwise the
 //!   recovery packet (`harnery recover <id>`) for a fresh session.
-//! - The Copilot SDK: `resumeSession(<id>)`, under the same policy.
+//! - The Copilot SDK: `resumeSession(<id>)`, under the same policy, made
+//!   runnable as `node` running harnery's script (`copilot_sdk`), the
+//!   prompt and the rest passed to it as one JSON word.
 //! - Whatever the agent: when its own record of the session is gone, the
 //!   native resume cannot work, so the shim is `harnery restore <id>
 //!   --apply`, which puts the record back from harnery's raw archive as a
@@ -15,11 +17,13 @@
 //!   cannot work.
 //!
 //! A shim may name the directory to run in (`cwd`): Claude Code finds a
-//! session only from the directory it was started in.
+//! session only from the directory it was started in; the SDK resume runs
+//! there too.
 
 use serde::Serialize;
 
 use crate::contract::AdapterId;
+use crate::resume::copilot_sdk::{self, SdkRequest, SdkWordsError};
 use crate::resume::policy::{Policy, ResumeAssessment, StreamSize};
 
 /// How the shim reaches the agent.
@@ -49,11 +53,34 @@ pub struct ResumeShim {
     pub native: bool,
     /// Why this shim.
     pub reason: String,
-    /// The directory to run the command in (cli).
+    /// The directory to run the command in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
+    /// The SDK call as a command (sdk): `node` running harnery's script
+    /// on the request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runner: Option<SdkRunner>,
     /// The command, rendered from the fields above.
     pub text: String,
+}
+
+/// How an SDK shim runs: `program arguments…` in the shim's `cwd`, the
+/// arguments the script and `request` as JSON.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SdkRunner {
+    pub program: String,
+    pub arguments: Vec<String>,
+    pub request: SdkRequest,
+}
+
+impl SdkRunner {
+    fn new(request: SdkRequest) -> SdkRunner {
+        SdkRunner {
+            program: copilot_sdk::PROGRAM.into(),
+            arguments: request.arguments(),
+            request,
+        }
+    }
 }
 
 impl ResumeShim {
@@ -66,19 +93,35 @@ impl ResumeShim {
             native,
             reason,
             cwd: None,
+            runner: None,
             text: String::new(),
         };
         shim.text = shim.render();
         shim
     }
 
-    /// The same shim, run in `cwd` (cli).
+    /// The same shim, run in `cwd`.
     pub fn in_dir(mut self, cwd: Option<String>) -> ResumeShim {
-        if self.transport == Transport::Cli {
-            self.cwd = cwd;
-            self.text = self.render();
-        }
+        self.cwd = cwd;
+        self.text = self.render();
         self
+    }
+
+    /// The same shim with the words after `restore … --`: after a
+    /// command's arguments, or read into the SDK request (`sdk_dir`: where
+    /// the SDK is, when given).
+    pub fn with_words(
+        mut self,
+        words: &[String],
+        sdk_dir: Option<String>,
+    ) -> Result<ResumeShim, SdkWordsError> {
+        let Some(runner) = &self.runner else {
+            return Ok(self.with_extra(words));
+        };
+        let request = runner.request.clone().with_words(words)?;
+        self.runner = Some(SdkRunner::new(request.in_sdk_dir(sdk_dir)));
+        self.text = self.render();
+        Ok(self)
     }
 
     /// The same shim with `extra` words after its arguments (a prompt for
@@ -98,35 +141,37 @@ impl ResumeShim {
             native: true,
             reason,
             cwd: None,
+            runner: Some(SdkRunner::new(SdkRequest::new(id))),
             text: String::new(),
         };
         shim.text = shim.render();
         shim
     }
 
-    /// The command text: shell-quoted arguments, or the call.
+    /// The command text, shell-quoted: the program and its arguments
+    /// (for the SDK, `node`, the script and the request), after `cd DIR`.
     pub fn render(&self) -> String {
-        match self.transport {
-            Transport::Cli => {
-                let mut words = vec![shell_word(self.program.as_deref().unwrap_or(""))];
-                words.extend(self.arguments.iter().map(|a| shell_word(a)));
-                match &self.cwd {
-                    Some(dir) => format!("cd {} && {}", shell_word(dir), words.join(" ")),
-                    None => words.join(" "),
-                }
-            }
-            Transport::Sdk => {
-                let args: Vec<String> = self
-                    .arguments
-                    .iter()
-                    .map(|a| serde_json::to_string(a).expect("a string is JSON"))
-                    .collect();
-                format!(
-                    "client.{}({})",
-                    self.call.as_deref().unwrap_or(""),
-                    args.join(", ")
-                )
-            }
+        let (program, arguments) = match &self.runner {
+            Some(r) => (r.program.as_str(), &r.arguments),
+            None => (self.program.as_deref().unwrap_or(""), &self.arguments),
+        };
+        let mut words = vec![shell_word(program)];
+        words.extend(arguments.iter().map(|a| shell_word(a)));
+        match &self.cwd {
+            Some(dir) => format!("cd {} && {}", shell_word(dir), words.join(" ")),
+            None => words.join(" "),
+        }
+    }
+
+    /// The command text with the SDK script named rather than written
+    /// out (what `restore --exec` shows before it runs the command).
+    pub fn brief(&self) -> String {
+        match &self.runner {
+            Some(_) => self.text.replace(
+                &shell_word(copilot_sdk::SCRIPT),
+                "<the SDK resume script: `restore` without --exec prints it>",
+            ),
+            None => self.text.clone(),
         }
     }
 }
@@ -275,9 +320,36 @@ mod tests {
     fn odd_words_are_quoted_and_sdk_calls_rendered() {
         assert_eq!(shell_word("it's"), r"'it'\''s'");
         assert_eq!(shell_word(""), "''");
-        let shim = ResumeShim::sdk("resumeSession", "a\"b", "r".into());
-        assert_eq!(shim.text, r#"client.resumeSession("a\"b")"#);
+        let shim = ResumeShim::sdk("resumeSession", "a'b", "r".into()).in_dir(Some("/w".into()));
+        assert_eq!(shim.arguments, ["a'b"], "the call's arguments");
+        let script = shell_word(copilot_sdk::SCRIPT);
+        let request = r#"'{"session_id":"a'\''b","allow_all_tools":false}'"#;
+        assert_eq!(
+            shim.text,
+            format!("cd /w && node --input-type=module -e {script} -- {request}")
+        );
         let here = claude_code("x").in_dir(Some("/w/my dir".into()));
         assert_eq!(here.text, "cd '/w/my dir' && claude --resume x");
+    }
+
+    #[test]
+    fn words_after_the_double_dash_follow_a_command_or_fill_the_sdk_request() {
+        let words: Vec<String> = ["-p", "go on"].map(String::from).to_vec();
+        let cli = claude_code("x").with_words(&words, None).unwrap();
+        assert_eq!(cli.arguments, ["--resume", "x", "-p", "go on"]);
+        let sdk = ResumeShim::sdk("resumeSession", "s", "r".into())
+            .with_words(&words, Some("/opt/sdk".into()))
+            .unwrap();
+        assert_eq!(sdk.arguments, ["s"], "the call's arguments stay the id");
+        let runner = sdk.runner.as_ref().unwrap();
+        assert_eq!(runner.request.prompt.as_deref(), Some("go on"));
+        assert_eq!(runner.request.sdk_dir.as_deref(), Some("/opt/sdk"));
+        assert_eq!(runner.arguments, runner.request.arguments());
+        assert!(sdk.text.ends_with(r#"-- '{"session_id":"s","prompt":"go on","allow_all_tools":false,"sdk_dir":"/opt/sdk"}'"#));
+        assert!(!sdk.brief().contains("createRequire"), "{}", sdk.brief());
+        assert!(sdk.text.contains("createRequire"));
+        let refused =
+            ResumeShim::sdk("resumeSession", "s", "r".into()).with_words(&["x".into()], None);
+        assert_eq!(refused.unwrap_err(), SdkWordsError::Unknown("x".into()));
     }
 }

@@ -106,13 +106,21 @@ struct UsageWire {
 /// header alone only when the frame is in no known shape (a skipped type
 /// stays silent whatever its other fields hold).
 pub fn read_line(line: &[u8], at: &RecordAt) -> RecordLine {
-    let (kind, uuid, parent_uuid, frame) = match parse_frame::<Frame>(line) {
+    read_named(line, at).0
+}
+
+/// As [`read_line`], with the session the line names as the same parse
+/// found it: `None` when the line is in no known shape, so that
+/// [`line_session`] must look (one parse per line, not two).
+pub fn read_named(line: &[u8], at: &RecordAt) -> (RecordLine, Option<Option<String>>) {
+    let (kind, uuid, parent_uuid, session, frame) = match parse_frame::<Frame>(line) {
         Ok(mut frame) => {
             let kind = Kind::of(frame.kind.as_deref(), frame.subtype.as_deref());
             (
                 kind,
                 frame.uuid.clone(),
                 frame.parent_uuid.take(),
+                Some(frame.session_id.clone()),
                 Ok(frame),
             )
         }
@@ -121,9 +129,10 @@ pub fn read_line(line: &[u8], at: &RecordAt) -> RecordLine {
                 Kind::of(h.kind.as_deref(), h.subtype.as_deref()),
                 h.uuid.map(String::from),
                 h.parent_uuid.map(String::from),
+                None,
                 Err(bad),
             ),
-            Err(unrecognized) => return unrecognized,
+            Err(unrecognized) => return (unrecognized, None),
         },
     };
     let result = match kind {
@@ -141,7 +150,7 @@ pub fn read_line(line: &[u8], at: &RecordAt) -> RecordLine {
     let mut line = result.unwrap_or_else(|unrecognized| unrecognized);
     line.uuid = uuid.map(Box::from);
     line.parent_uuid = parent_uuid.map(Box::from);
-    line
+    (line, session)
 }
 
 /// The frame Claude Code writes before a prompt: the next turn's preamble.
@@ -387,7 +396,8 @@ fn totals(frame: Frame, at: &RecordAt) -> RecordLine {
 }
 
 /// The session a transcript line says it belongs to: Claude Code writes
-/// `sessionId` on its lines. Cheap for lines that name none.
+/// `sessionId` on its lines. Cheap for lines that name none. ([`read_named`]
+/// finds it while reading the line.)
 pub fn line_session(line: &[u8]) -> Option<String> {
     #[derive(Deserialize)]
     struct Named {
@@ -666,5 +676,10 @@ mod tests {
         let named = br#"{"type":"user","sessionId":"s1","message":{}}"#;
         assert_eq!(line_session(named).as_deref(), Some("s1"));
         assert_eq!(line_session(br#"{"type":"x"}"#), None);
+        // Reading the line finds it in the same parse; a line in no known
+        // shape leaves the look to `line_session`.
+        assert_eq!(read_named(named, &at()).1, Some(Some("s1".into())));
+        assert_eq!(read_named(br#"{"type":"x"}"#, &at()).1, Some(None));
+        assert_eq!(read_named(b"not json", &at()).1, None);
     }
 }

@@ -34,6 +34,19 @@ pub fn line_session(adapter: AdapterId, line: &[u8]) -> Option<String> {
     }
 }
 
+/// Read one line as [`read_line`] does, with the session it names (see
+/// each agent's `record::line_session`); Claude Code's is found by the
+/// same parse.
+fn read_named(adapter: AdapterId, line: &[u8], at: &RecordAt) -> (RecordLine, Option<String>) {
+    match adapter {
+        AdapterId::ClaudeCode => match claude_code::record::read_named(line, at) {
+            (read, Some(named)) => (read, named),
+            (read, None) => (read, line_session(adapter, line)),
+        },
+        AdapterId::Copilot => (read_line(adapter, line, at), line_session(adapter, line)),
+    }
+}
+
 /// Split a `harnery.record` payload into its header and lines, each read
 /// in `adapter`'s dialect. A last line without its newline is read too
 /// (the finalizer only sends whole lines, so it is whole). A line naming
@@ -81,25 +94,29 @@ pub fn record_chunk(
         let end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |n| at + n);
         let offset = header.start + at as u64;
         let line = &bytes[at..end];
-        let named = session.and_then(|_| line_session(adapter, line));
+        // Its length, its newline included.
+        let len = end.min(bytes.len() - 1) + 1 - at;
+        at = end + 1;
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let place = RecordAt {
+            path: header.path.clone(),
+            offset,
+        };
+        let (read, named) = read_named(adapter, line, &place);
+        let named = named.filter(|_| session.is_some());
         if let Some(other) = named.filter(|named| Some(named.as_str()) != session) {
             chunk.foreign.push((offset, other));
-        } else if !line.iter().all(u8::is_ascii_whitespace) {
-            let place = RecordAt {
-                path: header.path.clone(),
-                offset,
-            };
+        } else {
             let line_at = LineAt {
                 offset,
                 // A line is far below 4 GiB (the line ceiling).
-                bytes: u32::try_from(end.min(bytes.len() - 1) + 1 - at).unwrap_or(u32::MAX),
+                bytes: u32::try_from(len).unwrap_or(u32::MAX),
                 mark: line_mark(adapter, line),
             };
-            chunk
-                .lines
-                .push((line_at, read_line(adapter, line, &place)));
+            chunk.lines.push((line_at, read));
         }
-        at = end + 1;
     }
     Ok(chunk)
 }

@@ -1,0 +1,84 @@
+//! `restore --transport sdk`: where the Copilot SDK is (`--sdk DIR`, else
+//! `HARNERY_COPILOT_SDK`, else the script's own search), and, before
+//! `--apply --exec` writes anything, that the resume can run at all:
+//! `node` on PATH, the session's directory, the SDK found (the script
+//! asked in its check mode, so the search is the one the run makes).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use harnery::resume::copilot_sdk::{PROGRAM, SDK_DIR_VAR, SdkRequest};
+
+use super::CmdError;
+
+/// The directory holding `node_modules/@github/copilot-sdk`: `--sdk`,
+/// else `HARNERY_COPILOT_SDK`, made absolute (the script runs in the
+/// session's directory, not this one); `None`: let the script search.
+pub fn sdk_dir(flag: Option<&Path>) -> Result<Option<String>, CmdError> {
+    let env = std::env::var_os(SDK_DIR_VAR).filter(|v| !v.is_empty());
+    let Some(dir) = flag.map(PathBuf::from).or(env.map(PathBuf::from)) else {
+        return Ok(None);
+    };
+    let dir = std::path::absolute(&dir)
+        .map_err(|e| format!("the SDK directory {}: {e}", dir.display()))?;
+    let text = dir.to_str().ok_or_else(|| {
+        format!(
+            "the SDK directory {} is not UTF-8; node is given it as JSON",
+            dir.display()
+        )
+    })?;
+    Ok(Some(text.to_string()))
+}
+
+/// `node`, found on PATH as a shell finds it.
+pub fn node() -> Result<PathBuf, CmdError> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(PROGRAM))
+        .find(|p| is_executable(p))
+        .ok_or_else(|| {
+            format!(
+                "{PROGRAM} not found on PATH ({}): the Copilot SDK resume (--transport sdk) runs \
+                 under Node.js; install it (@github/copilot-sdk asks for 20.19 or newer)",
+                path.to_string_lossy()
+            )
+            .into()
+        })
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// The directory a resume runs in: absolute and there.
+pub fn run_dir(dir: &str) -> Result<PathBuf, CmdError> {
+    let dir = PathBuf::from(dir);
+    if !dir.is_absolute() || !dir.is_dir() {
+        return Err(format!(
+            "the session's directory {} is not a directory here; give one with --cwd",
+            dir.display()
+        )
+        .into());
+    }
+    Ok(dir)
+}
+
+/// Before `--apply --exec`: `node` is there, the directory is, and the
+/// script finds the SDK from it (else its own words, exit 2).
+pub fn check(cwd: Option<&str>, request: &SdkRequest) -> Result<(), CmdError> {
+    let mut cmd = Command::new(node()?);
+    cmd.args(request.clone().check_only().arguments());
+    if let Some(dir) = cwd {
+        cmd.current_dir(run_dir(dir)?);
+    }
+    let out = cmd
+        .output()
+        .map_err(|e| format!("could not run {PROGRAM}: {e}"))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let said = String::from_utf8_lossy(&out.stderr);
+    let said = said.trim().trim_start_matches("harnery: ");
+    Err(format!("the Copilot SDK resume cannot run, so nothing was applied: {said}").into())
+}
