@@ -113,15 +113,29 @@ pub fn read_line(line: &[u8], at: &RecordAt) -> RecordLine {
 /// found it: `None` when the line is in no known shape, so that
 /// [`line_session`] must look (one parse per line, not two).
 pub fn read_named(line: &[u8], at: &RecordAt) -> (RecordLine, Option<Option<String>>) {
-    let (kind, uuid, parent_uuid, session, frame) = match parse_frame::<Frame>(line) {
+    let (read, session, _) = read_marked(line, at);
+    (read, session)
+}
+
+/// As [`read_named`], with what the line is to a turn's end: a
+/// file-history snapshot is written for the prompt that follows (the next
+/// turn's preamble).
+pub fn read_marked(line: &[u8], at: &RecordAt) -> (RecordLine, Option<Option<String>>, LineMark) {
+    let mark = |kind: Option<&str>| match kind {
+        Some(SNAPSHOT) => LineMark::NextPrompt,
+        _ => LineMark::None,
+    };
+    let (kind, uuid, parent_uuid, session, frame, mark) = match parse_frame::<Frame>(line) {
         Ok(mut frame) => {
             let kind = Kind::of(frame.kind.as_deref(), frame.subtype.as_deref());
+            let mark = mark(frame.kind.as_deref());
             (
                 kind,
                 frame.uuid.clone(),
                 frame.parent_uuid.take(),
                 Some(frame.session_id.clone()),
                 Ok(frame),
+                mark,
             )
         }
         Err(bad) => match parse_frame::<Header>(line) {
@@ -131,8 +145,9 @@ pub fn read_named(line: &[u8], at: &RecordAt) -> (RecordLine, Option<Option<Stri
                 h.parent_uuid.map(String::from),
                 None,
                 Err(bad),
+                mark(h.kind.as_deref()),
             ),
-            Err(unrecognized) => return (unrecognized, None),
+            Err(unrecognized) => return (unrecognized, None, LineMark::None),
         },
     };
     let result = match kind {
@@ -150,26 +165,11 @@ pub fn read_named(line: &[u8], at: &RecordAt) -> (RecordLine, Option<Option<Stri
     let mut line = result.unwrap_or_else(|unrecognized| unrecognized);
     line.uuid = uuid.map(Box::from);
     line.parent_uuid = parent_uuid.map(Box::from);
-    (line, session)
+    (line, session, mark)
 }
 
 /// The frame Claude Code writes before a prompt: the next turn's preamble.
 const SNAPSHOT: &str = "file-history-snapshot";
-
-/// What a line is to a turn's end: a file-history snapshot is written for
-/// the prompt that follows. Cheap for every other line: the type's name is
-/// searched for before anything is parsed.
-pub fn line_mark(line: &[u8]) -> LineMark {
-    static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(SNAPSHOT.as_bytes()));
-    if FINDER.find(line).is_none() {
-        return LineMark::None;
-    }
-    match parse_payload::<Header>(line) {
-        Ok(h) if h.kind.as_deref() == Some(SNAPSHOT) => LineMark::NextPrompt,
-        _ => LineMark::None,
-    }
-}
 
 /// What a line is, by its `type` and `subtype`.
 enum Kind {

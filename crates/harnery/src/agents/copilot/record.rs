@@ -208,34 +208,29 @@ struct AccountingWire {
 
 /// Read one line of the record.
 pub fn read_line(line: &[u8], at: &RecordAt) -> RecordLine {
+    read_marked(line, at).0
+}
+
+/// As [`read_line`], with what the line is to a turn's end: a turn is
+/// over after `assistant.turn_end`.
+pub fn read_marked(line: &[u8], at: &RecordAt) -> (RecordLine, LineMark) {
     let envelope: Envelope = match parse_frame(line) {
         Ok(envelope) => envelope,
-        Err(unrecognized) => return unrecognized,
+        Err(unrecognized) => return (unrecognized, LineMark::None),
     };
     let mut read = read_frame(&envelope, at);
     // Every line whose envelope reads names its own id, whatever its data
     // says.
     read.uuid = envelope.id().ok().flatten().map(Box::from);
-    read
+    let mark = match envelope.kind.as_ref() {
+        TURN_END => LineMark::TurnEnd,
+        _ => LineMark::None,
+    };
+    (read, mark)
 }
 
 /// The frame that ends a turn.
 const TURN_END: &str = "assistant.turn_end";
-
-/// What a line is to a turn's end: a turn is over after
-/// `assistant.turn_end`. Cheap for every other line: the type's name is
-/// searched for before anything is parsed.
-pub fn line_mark(line: &[u8]) -> LineMark {
-    static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(TURN_END.as_bytes()));
-    if FINDER.find(line).is_none() {
-        return LineMark::None;
-    }
-    match Envelope::read(line) {
-        Ok(e) if e.kind.as_ref() == TURN_END => LineMark::TurnEnd,
-        _ => LineMark::None,
-    }
-}
 
 fn read_frame(envelope: &Envelope, at: &RecordAt) -> RecordLine {
     let kind = envelope.kind.as_ref();

@@ -17,14 +17,6 @@ pub fn read_line(adapter: AdapterId, line: &[u8], at: &RecordAt) -> RecordLine {
     }
 }
 
-/// What a line of `adapter`'s record is to a turn's end.
-pub fn line_mark(adapter: AdapterId, line: &[u8]) -> LineMark {
-    match adapter {
-        AdapterId::ClaudeCode => claude_code::record::line_mark(line),
-        AdapterId::Copilot => copilot::record::line_mark(line),
-    }
-}
-
 /// The session a line of `adapter`'s record says it belongs to, when it
 /// says one (see each agent's `record::line_session`).
 pub fn line_session(adapter: AdapterId, line: &[u8]) -> Option<String> {
@@ -35,15 +27,22 @@ pub fn line_session(adapter: AdapterId, line: &[u8]) -> Option<String> {
 }
 
 /// Read one line as [`read_line`] does, with the session it names (see
-/// each agent's `record::line_session`); Claude Code's is found by the
-/// same parse.
-fn read_named(adapter: AdapterId, line: &[u8], at: &RecordAt) -> (RecordLine, Option<String>) {
+/// each agent's `record::line_session`; Claude Code's is found by the same
+/// parse) and what it is to a turn's end.
+fn read_named(
+    adapter: AdapterId,
+    line: &[u8],
+    at: &RecordAt,
+) -> (RecordLine, Option<String>, LineMark) {
     match adapter {
-        AdapterId::ClaudeCode => match claude_code::record::read_named(line, at) {
-            (read, Some(named)) => (read, named),
-            (read, None) => (read, line_session(adapter, line)),
+        AdapterId::ClaudeCode => match claude_code::record::read_marked(line, at) {
+            (read, Some(named), mark) => (read, named, mark),
+            (read, None, mark) => (read, line_session(adapter, line), mark),
         },
-        AdapterId::Copilot => (read_line(adapter, line, at), line_session(adapter, line)),
+        AdapterId::Copilot => {
+            let (read, mark) = copilot::record::read_marked(line, at);
+            (read, line_session(adapter, line), mark)
+        }
     }
 }
 
@@ -104,7 +103,7 @@ pub fn record_chunk(
             path: header.path.clone(),
             offset,
         };
-        let (read, named) = read_named(adapter, line, &place);
+        let (read, named, mark) = read_named(adapter, line, &place);
         let named = named.filter(|_| session.is_some());
         if let Some(other) = named.filter(|named| Some(named.as_str()) != session) {
             chunk.foreign.push((offset, other));
@@ -113,7 +112,7 @@ pub fn record_chunk(
                 offset,
                 // A line is far below 4 GiB (the line ceiling).
                 bytes: u32::try_from(len).unwrap_or(u32::MAX),
-                mark: line_mark(adapter, line),
+                mark,
             };
             chunk.lines.push((line_at, read));
         }
