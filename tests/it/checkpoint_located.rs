@@ -211,6 +211,61 @@ fn every_copilot_capture_is_placed_as_derived() {
     assert!(placed >= 10, "{placed} placed");
 }
 
+/// Every Claude Code capture with one transcript: whatever is placed is
+/// where restore's derivation cuts (the `resume` and `compact` captures
+/// have more than one turn).
+#[test]
+fn every_claude_code_capture_is_placed_as_derived() {
+    let root = root().join("tests/fixtures");
+    let mut placed = 0;
+    let mut scenarios = 0;
+    for entry in std::fs::read_dir(root.join("claude-code")).unwrap() {
+        let scenario = entry.unwrap().file_name().to_string_lossy().into_owned();
+        let record = root.join(format!("records/claude-code/{scenario}.jsonl"));
+        if !record.exists() {
+            continue;
+        }
+        scenarios += 1;
+        let session = record_lines(&record)
+            .iter()
+            .find_map(|(_, l)| {
+                let v: Value = serde_json::from_str(l).ok()?;
+                Some(v["sessionId"].as_str()?.to_string())
+            })
+            .unwrap();
+        let user = tempfile::tempdir().unwrap();
+        let project = user.path().join("proj");
+        let dir = user.path().join("claude/projects/-proj");
+        std::fs::create_dir_all(&dir).unwrap();
+        let copy = dir.join(format!("{session}.jsonl"));
+        std::fs::copy(&record, &copy).unwrap();
+        let w = World {
+            home: tempfile::tempdir().unwrap(),
+            user,
+            project,
+            record: copy,
+        };
+        let hooks = root.join(format!("claude-code/{scenario}/hooks.jsonl"));
+        for line in std::fs::read_to_string(hooks).unwrap().lines() {
+            let Ok(mut v) = serde_json::from_str::<Value>(line) else {
+                continue;
+            };
+            if v["session_id"] != session.as_str() {
+                continue;
+            }
+            v["transcript_path"] = w.record.display().to_string().into();
+            v["cwd"] = w.project.display().to_string().into();
+            common::deliver(w.home.path(), "claude-code", &v.to_string());
+        }
+        w.ok(&["finalize"]);
+        let checkpoints = placed_as_derived(w.home.path(), &session);
+        placed += checkpoints.iter().filter(|c| c.located.is_some()).count();
+        w.ok(&["validate"]);
+    }
+    assert!(scenarios >= 15, "{scenarios} scenarios");
+    assert!(placed >= 2, "{placed} placed");
+}
+
 /// Claude Code's two-turn session, a finalize after every hook and after
 /// every line the agent adds to its record: the turn is pinned (at the
 /// next prompt) before its record lines are read, and placed once, as a
