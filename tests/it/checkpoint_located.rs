@@ -182,6 +182,55 @@ fn copilots_turn_is_placed_at_its_turn_end() {
     w.ok(&["verify"]);
 }
 
+/// An operator checkpoint pinned inside turn 1 keeps that whole turn: it
+/// is placed where turn 1's own checkpoint is, as restore derives.
+#[test]
+fn a_checkpoint_inside_a_turn_is_placed_at_the_turns_end() {
+    let w = claude_world_with(true, true);
+    let w = World {
+        home: tempfile::tempdir().unwrap(),
+        ..w
+    };
+    // The record as the agent has written it by turn 1's first tool call:
+    // up to its second prompt row (the tool's result).
+    let full = std::fs::read(&w.record).unwrap();
+    let second_row = record_lines(&w.record)
+        .iter()
+        .filter(|(_, l)| l.contains("\"type\":\"user\""))
+        .nth(1)
+        .unwrap()
+        .0;
+    std::fs::write(&w.record, &full[..second_row as usize]).unwrap();
+    let hooks =
+        std::fs::read_to_string(root().join("tests/fixtures/claude-code/interactive/hooks.jsonl"))
+            .unwrap();
+    let mut checkpointed = false;
+    for line in hooks.lines().filter(|l| l.contains(CLAUDE)) {
+        let mut v: Value = serde_json::from_str(line).unwrap();
+        v["transcript_path"] = w.record.display().to_string().into();
+        v["cwd"] = w.project.display().to_string().into();
+        common::deliver(w.home.path(), "claude-code", &v.to_string());
+        if v["hook_event_name"] == "PreToolUse" && !checkpointed {
+            w.ok(&["finalize"]);
+            w.ok(&["checkpoint", CLAUDE, "--id", "mid-turn"]);
+            w.ok(&["finalize"]);
+            std::fs::write(&w.record, &full).unwrap();
+            checkpointed = true;
+        }
+    }
+    w.ok(&["finalize"]);
+    let checkpoints = placed_as_derived(w.home.path(), CLAUDE);
+    let place = |id: &str| {
+        checkpoints
+            .iter()
+            .find(|c| c.checkpoint_id == id)
+            .and_then(|c| c.located.clone())
+            .unwrap_or_else(|| panic!("{id} is placed: {checkpoints:#?}"))
+    };
+    assert_eq!(place("mid-turn"), place(&format!("turn:{CLAUDE_TURN_1}")));
+    assert_eq!(located_events(&w, CLAUDE).len(), 2);
+}
+
 /// Every Copilot capture whose record is here: whatever is placed is
 /// where restore's derivation cuts, and some are placed.
 #[test]
