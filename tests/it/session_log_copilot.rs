@@ -7,7 +7,7 @@ use crate::session_log_support;
 
 use std::path::Path;
 
-use common::{run, stderr, stdout};
+use common::{stderr, stdout};
 use harnery::home::Home;
 use harnery::ledger::LedgerReader;
 use serde_json::Value;
@@ -229,7 +229,7 @@ fn a_copilot_turn_checkpoint_takes_the_head_commit_from_the_record() {
         .filter(|r| r["payload"]["span_request_event_id"].is_string())
         .collect();
     assert!(!joined.is_empty());
-    let out = common::run(home.path(), &["checkpoints", COPILOT_RESUME, "--json"]);
+    let out = run(home.path(), &["checkpoints", COPILOT_RESUME, "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
     let effects = listed["checkpoints"][0]["effects"].as_array().unwrap();
