@@ -37,6 +37,20 @@ impl World {
         cmd
     }
 
+    /// `sh -c text` in `dir`, as whoever ran `restore` here runs what it
+    /// printed: this world's environment, the built `harnery` on `PATH`.
+    pub(crate) fn shell(&self, text: &str, dir: &Path) -> std::process::Command {
+        let mut cmd = std::process::Command::new("sh");
+        cmd.arg("-c").arg(text).current_dir(dir);
+        self.environ(&mut cmd);
+        let built = Path::new(env!("CARGO_BIN_EXE_harnery")).parent().unwrap();
+        let path = format!("{}:{}", built.display(), path_with(&self.bin()));
+        cmd.env("PATH", path)
+            .env_remove("HARNERY_FAILPOINTS")
+            .env_remove("HARNERY_TEST_SCHEMA_SUFFIX");
+        cmd
+    }
+
     /// This world's environment on `cmd`: its harnery home and clock, its
     /// agents' homes, and no agent installed but the stubs in its `bin`.
     fn environ<C: common::Environment>(&self, cmd: &mut C) {

@@ -72,7 +72,8 @@ fn a_killed_copilot_session_restores_through_the_policy_and_resumes() {
     let first = replay(home.path(), COPILOT_KILLED, &[]);
     // No evidence of a safe Copilot and no events.jsonl: not native (and
     // not recorded), and `recover` would find no events.jsonl either: the
-    // record is put back from harnery's archive first.
+    // record is put back from harnery's archive first, with the Copilot
+    // home this restore read.
     let empty = tempfile::tempdir().unwrap();
     let bare = restore_json(home.path(), COPILOT_KILLED, empty.path(), &["--record"]);
     assert_eq!(bare["shim"]["native"], false);
@@ -84,6 +85,8 @@ fn a_killed_copilot_session_restores_through_the_policy_and_resumes() {
             COPILOT_KILLED,
             "--checkpoint",
             "before-kill",
+            "--copilot-home",
+            empty.path(),
             "--apply"
         ])
     );
