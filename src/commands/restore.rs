@@ -12,11 +12,15 @@
 //!   `session.resumed`, supersedes the events from the checkpoint up to
 //!   the restore and invalidates the checkpoints above it.
 //!
+//! - Where the agent's own record is gone, the shim is a put-back,
+//!   `harnery restore … --apply`: it carries this restore's flags that
+//!   decide the resume (`carried_flags`) and the agent's words after `--`.
+//!
 //! Exit 2 for an unknown session or checkpoint, or a record that cannot
 //! be put back.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::recover::{EvidenceArgs, hint};
 use super::restore_apply::{self as apply, ApplyPlan};
@@ -98,7 +102,8 @@ pub struct Args {
     evidence: EvidenceArgs,
     #[command(flatten)]
     epoch: EpochArg,
-    /// Words for the agent, after `--` (with --exec).
+    /// Words for the agent, after `--`: run with --exec, else written into
+    /// the printed resume (a put-back hands them on after its own `--`).
     #[arg(last = true, value_name = "AGENT ARGS")]
     agent_args: Vec<String>,
 }
@@ -214,15 +219,67 @@ fn choose_shim(
         let shim = shim::for_adapter(session.adapter, id, at, args.transport.into(), || {
             copilot_policy(args, id)
         });
-        match own_record_gone(plan, session.adapter, &shim) {
+        let shim = match own_record_gone(plan, session.adapter, &shim) {
             Some(why) => shim::put_back_first(id, Some(&cp.checkpoint_id), why),
             None => shim,
-        }
+        };
+        let sdk_dir = sdk.as_ref().and_then(|r| r.sdk_dir.as_deref());
+        shim.carrying(&carried_flags(args, sdk_dir)?)
     };
     let sdk_dir = sdk.and_then(|r| r.sdk_dir);
     Ok(shim
         .in_dir(args.cwd.clone().or(cwd))
         .with_words(&args.agent_args, sdk_dir)?)
+}
+
+/// The flags of this restore that decide how the agent is resumed, for
+/// a put-back shim to carry to `restore … --apply` (the words after `--`
+/// follow them there). Paths are made absolute, so the printed command
+/// works from any directory.
+fn carried_flags(args: &Args, sdk_dir: Option<&str>) -> Result<Vec<String>, super::CmdError> {
+    let mut flags = Vec::new();
+    let mut carry = |name: &str, value: &str| flags.extend(shim::option(name, value));
+    match &args.epoch.epoch {
+        EpochSelector::Live => {}
+        EpochSelector::All => carry("--epoch", "all"),
+        EpochSelector::Id(id) => carry("--epoch", id),
+    }
+    if args.transport == TransportArg::Sdk {
+        carry("--transport", "sdk");
+    }
+    if let Some(dir) = sdk_dir {
+        carry("--sdk", dir);
+    }
+    if let Some(dir) = &args.cwd {
+        carry("--cwd", &absolute("--cwd", Path::new(dir))?);
+    }
+    if let Some(dir) = &args.copilot_home {
+        carry("--copilot-home", &absolute("--copilot-home", dir)?);
+    }
+    let evidence = &args.evidence;
+    if let Some(version) = &evidence.copilot_version {
+        carry("--copilot-version", version);
+    }
+    if let Some(dir) = &evidence.copilot_dist_dir {
+        carry("--copilot-dist-dir", &absolute("--copilot-dist-dir", dir)?);
+    }
+    for dir in &evidence.copilot_package {
+        carry("--copilot-package", &absolute("--copilot-package", dir)?);
+    }
+    Ok(flags)
+}
+
+/// `dir` made absolute as a word of a command line (`flag` names it when
+/// it cannot be).
+fn absolute(flag: &str, dir: &Path) -> Result<String, super::CmdError> {
+    let abs = std::path::absolute(dir).map_err(|e| format!("{flag} {}: {e}", dir.display()))?;
+    let text = abs.to_str().ok_or_else(|| {
+        format!(
+            "{flag} {} is not UTF-8: a printed command could not name it",
+            abs.display()
+        )
+    })?;
+    Ok(text.to_string())
 }
 
 /// With `--transport sdk` on a Copilot session: the words after `--` read

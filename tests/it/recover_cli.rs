@@ -67,21 +67,11 @@ impl Env {
 
     fn cmd(&self) -> Command {
         let mut cmd = Command::cargo_bin("harnery").expect("binary");
-        cmd.env("HOME", self.path("home"))
-            .env("XDG_CACHE_HOME", self.path("cache"))
+        crate::common::without_installed_agents(&mut cmd, &self.path("home"));
+        cmd.env("XDG_CACHE_HOME", self.path("cache"))
             .env("HARNERY_HOME", self.path("harnery"))
-            .env("HARNERY_NPM_PREFIXES", "")
             .env("COPILOT_HOME", self.path("copilot"))
             .env("CLAUDE_CONFIG_DIR", self.path("claude"));
-        for var in [
-            "COPILOT_CLI_BINARY_VERSION",
-            "COPILOT_CLI_RESOLVED_DIST_DIR",
-            "COPILOT_PKG_CACHE_HOME",
-            "COPILOT_CACHE_HOME",
-            "NPM_CONFIG_PREFIX",
-        ] {
-            cmd.env_remove(var);
-        }
         cmd
     }
 }

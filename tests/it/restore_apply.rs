@@ -33,12 +33,40 @@ pub(crate) struct World {
 impl World {
     pub(crate) fn command(&self) -> assert_cmd::Command {
         let mut cmd = common::harnery(self.home.path());
-        cmd.env("HARNERY_RECORDS", "on")
-            .env("HOME", self.user.path())
-            .env("CLAUDE_CONFIG_DIR", self.user.path().join("claude"))
-            .env("COPILOT_HOME", self.user.path().join("copilot"))
-            .env("PATH", path_with(&self.user.path().join("bin")));
+        self.environ(&mut cmd);
         cmd
+    }
+
+    /// `sh -c text` in `dir`, as whoever ran `restore` here runs what it
+    /// printed: this world's environment, the built `harnery` on `PATH`.
+    pub(crate) fn shell(&self, text: &str, dir: &Path) -> std::process::Command {
+        let mut cmd = std::process::Command::new("sh");
+        cmd.arg("-c").arg(text).current_dir(dir);
+        self.environ(&mut cmd);
+        let built = Path::new(env!("CARGO_BIN_EXE_harnery")).parent().unwrap();
+        let path = format!("{}:{}", built.display(), path_with(&self.bin()));
+        cmd.env("PATH", path)
+            .env_remove("HARNERY_FAILPOINTS")
+            .env_remove("HARNERY_TEST_SCHEMA_SUFFIX");
+        cmd
+    }
+
+    /// This world's environment on `cmd`: its harnery home and clock, its
+    /// agents' homes, and no agent installed but the stubs in its `bin`.
+    fn environ<C: common::Environment>(&self, cmd: &mut C) {
+        common::without_installed_agents(cmd, self.user.path());
+        cmd.set("HARNERY_HOME", self.home.path().as_os_str());
+        cmd.set("HARNERY_NOW", common::NOW.as_ref());
+        cmd.set("HARNERY_RECORDS", "on".as_ref());
+        let user = self.user.path();
+        cmd.set("CLAUDE_CONFIG_DIR", user.join("claude").as_os_str());
+        cmd.set("COPILOT_HOME", user.join("copilot").as_os_str());
+        cmd.set("PATH", path_with(&self.bin()).as_ref());
+    }
+
+    /// Where a test puts its stub agents.
+    pub(crate) fn bin(&self) -> PathBuf {
+        self.user.path().join("bin")
     }
 
     pub(crate) fn harnery(&self, args: &[&str]) -> std::process::Output {
@@ -113,11 +141,12 @@ pub(crate) fn walk(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// `bin`, then this process's `PATH` without any `copilot` on it.
 pub(crate) fn path_with(bin: &Path) -> String {
     format!(
         "{}:{}",
         bin.display(),
-        std::env::var("PATH").unwrap_or_default()
+        common::path_without_copilot().to_string_lossy()
     )
 }
 

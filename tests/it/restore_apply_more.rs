@@ -151,6 +151,31 @@ fn checkpoints_and_restore_read_an_archived_epoch() {
     assert!(ids.contains(&turn1.as_str()), "{ids:?}");
     let text = w.next(&["checkpoints", CLAUDE, "--epoch", "all"]);
     assert!(text.contains(&turn1), "{text}");
+    // The agent's record gone: the put-back names the epoch it read, and
+    // runs as printed.
+    std::fs::remove_file(&w.record).unwrap();
+    let show = ["restore", CLAUDE, "--epoch", "all", "--checkpoint", &turn1];
+    let shown: Value = serde_json::from_str(&w.next(&[&show[..], &["--json"]].concat())).unwrap();
+    let back = &shown["shim"];
+    assert_eq!(
+        back["arguments"],
+        serde_json::json!([
+            "restore",
+            CLAUDE,
+            "--checkpoint",
+            turn1,
+            "--epoch",
+            "all",
+            "--apply"
+        ])
+    );
+    let ran = w
+        .shell(back["text"].as_str().unwrap(), w.user.path())
+        .env("HARNERY_TEST_SCHEMA_SUFFIX", common::NEXT_CONTRACT)
+        .output()
+        .unwrap();
+    assert_eq!(ran.status.code(), Some(0), "{}", stderr(&ran));
+    assert!(stdout(&ran).contains("as new session"), "{}", stdout(&ran));
     let new_id = "0b5e6c1e-0000-4000-8000-000000000004";
     let out: Value = serde_json::from_str(&w.next(&[
         "restore",

@@ -55,7 +55,7 @@ class CopilotClient {
 module.exports = { CopilotClient, approveAll: () => ({ kind: "approve-once" }) };
 "#;
 
-fn node_installed() -> bool {
+pub(crate) fn node_installed() -> bool {
     let path = std::env::var_os("PATH").unwrap_or_default();
     let found = std::env::split_paths(&path).any(|d| d.join("node").is_file());
     if !found {
@@ -65,7 +65,7 @@ fn node_installed() -> bool {
 }
 
 /// A directory holding `node_modules/@github/copilot-sdk`, the stand-in.
-fn fake_sdk(under: &Path) -> PathBuf {
+pub(crate) fn fake_sdk(under: &Path) -> PathBuf {
     let root = under.join("sdk root");
     fake_sdk_in(&root.join("node_modules"));
     root
@@ -90,7 +90,7 @@ fn copilot_world() -> World {
 }
 
 /// The stand-in's calls, in order.
-fn calls(log: &Path) -> Vec<Value> {
+pub(crate) fn calls(log: &Path) -> Vec<Value> {
     std::fs::read_to_string(log)
         .unwrap_or_default()
         .lines()
@@ -98,7 +98,7 @@ fn calls(log: &Path) -> Vec<Value> {
         .collect()
 }
 
-fn call<'a>(calls: &'a [Value], name: &str) -> &'a Value {
+pub(crate) fn call<'a>(calls: &'a [Value], name: &str) -> &'a Value {
     calls
         .iter()
         .find(|c| c["call"] == name)

@@ -10,7 +10,7 @@ use crate::session_log_support;
 
 use std::path::Path;
 
-use common::{copy_tree, run, stderr};
+use common::{copy_tree, stderr};
 use harnery::contract::{AdapterId, SessionRef};
 use harnery::home::Home;
 use harnery::ledger::LedgerReader;

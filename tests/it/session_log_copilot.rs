@@ -7,7 +7,7 @@ use crate::session_log_support;
 
 use std::path::Path;
 
-use common::{run, stderr, stdout};
+use common::{stderr, stdout};
 use harnery::home::Home;
 use harnery::ledger::LedgerReader;
 use serde_json::Value;
@@ -72,7 +72,8 @@ fn a_killed_copilot_session_restores_through_the_policy_and_resumes() {
     let first = replay(home.path(), COPILOT_KILLED, &[]);
     // No evidence of a safe Copilot and no events.jsonl: not native (and
     // not recorded), and `recover` would find no events.jsonl either: the
-    // record is put back from harnery's archive first.
+    // record is put back from harnery's archive first, with the Copilot
+    // home this restore read.
     let empty = tempfile::tempdir().unwrap();
     let bare = restore_json(home.path(), COPILOT_KILLED, empty.path(), &["--record"]);
     assert_eq!(bare["shim"]["native"], false);
@@ -84,6 +85,8 @@ fn a_killed_copilot_session_restores_through_the_policy_and_resumes() {
             COPILOT_KILLED,
             "--checkpoint",
             "before-kill",
+            "--copilot-home",
+            empty.path(),
             "--apply"
         ])
     );
@@ -229,7 +232,7 @@ fn a_copilot_turn_checkpoint_takes_the_head_commit_from_the_record() {
         .filter(|r| r["payload"]["span_request_event_id"].is_string())
         .collect();
     assert!(!joined.is_empty());
-    let out = common::run(home.path(), &["checkpoints", COPILOT_RESUME, "--json"]);
+    let out = run(home.path(), &["checkpoints", COPILOT_RESUME, "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
     let effects = listed["checkpoints"][0]["effects"].as_array().unwrap();

@@ -238,11 +238,10 @@ fn recover_takes_a_unique_prefix_of_a_session_under_the_agents_homes() {
     }
     let home = tmp.path().join("harnery");
     let recover = |args: &[&str]| {
-        harnery(&home)
-            .env("COPILOT_HOME", &copilot)
+        let mut cmd = harnery(&home);
+        common::without_installed_agents(&mut cmd, &tmp.path().join("user"));
+        cmd.env("COPILOT_HOME", &copilot)
             .env("CLAUDE_CONFIG_DIR", tmp.path().join("claude"))
-            .env("HOME", tmp.path().join("user"))
-            .env("HARNERY_NPM_PREFIXES", "")
             .arg("recover")
             .args(args)
             .output()

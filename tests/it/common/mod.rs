@@ -28,6 +28,76 @@ pub fn harnery(home: &Path) -> Command {
     cmd
 }
 
+/// `cmd` as on a machine where no agent is installed but what the test
+/// puts under `user`: `HOME`, the caches and npm prefixes Copilot is
+/// looked for in (`resume::evidence`), the agents' homes, the hooks'
+/// hints of a running Copilot and every `copilot` on `PATH` lead there
+/// or nowhere. What the person running the tests has installed (a
+/// `~/.cache/copilot/pkg`, a global npm Copilot) never decides a test.
+/// A test sets what it needs after this.
+pub fn without_installed_agents<C: Environment>(cmd: &mut C, user: &Path) {
+    cmd.set("HOME", user.as_os_str());
+    cmd.set("XDG_CACHE_HOME", user.join(".cache").as_os_str());
+    cmd.set("HARNERY_NPM_PREFIXES", "".as_ref());
+    cmd.set("COPILOT_HOME", user.join(".copilot").as_os_str());
+    cmd.set("CLAUDE_CONFIG_DIR", user.join(".claude").as_os_str());
+    cmd.set("PATH", &path_without_copilot());
+    for var in [
+        "COPILOT_PKG_CACHE_HOME",
+        "COPILOT_CACHE_HOME",
+        "NPM_CONFIG_PREFIX",
+        "COPILOT_CLI_BINARY_VERSION",
+        "COPILOT_CLI_RESOLVED_DIST_DIR",
+        "HARNERY_COPILOT_SDK",
+    ] {
+        cmd.unset(var);
+    }
+}
+
+/// A command whose environment a helper sets: a plain process or
+/// assert_cmd's.
+pub trait Environment {
+    fn set(&mut self, name: &str, value: &std::ffi::OsStr);
+    fn unset(&mut self, name: &str);
+}
+
+impl Environment for Command {
+    fn set(&mut self, name: &str, value: &std::ffi::OsStr) {
+        self.env(name, value);
+    }
+    fn unset(&mut self, name: &str) {
+        self.env_remove(name);
+    }
+}
+
+impl Environment for std::process::Command {
+    fn set(&mut self, name: &str, value: &std::ffi::OsStr) {
+        self.env(name, value);
+    }
+    fn unset(&mut self, name: &str) {
+        self.env_remove(name);
+    }
+}
+
+/// This process's `PATH` without the directories that hold a `copilot`.
+pub fn path_without_copilot() -> std::ffi::OsString {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let kept = std::env::split_paths(&path).filter(|d| !d.join("copilot").exists());
+    std::env::join_paths(kept).expect("PATH's own directories join again")
+}
+
+/// A user home of the test binary's own with nothing installed in it
+/// (under the target dir, made once), for tests that need no files of
+/// the agents.
+pub fn empty_user_home() -> &'static Path {
+    static HOME: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    HOME.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("empty-user-home");
+        std::fs::create_dir_all(&dir).expect("the target dir is writable");
+        dir
+    })
+}
+
 pub fn run(home: &Path, args: &[&str]) -> Output {
     harnery(home).args(args).output().expect("harnery runs")
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::common::{self, run, stderr, stdout};
+use crate::common::{self, stderr, stdout};
 
 pub const CLAUDE: &str = "8d31d374-43c7-42c3-aadb-185a6df76fcf";
 
@@ -44,6 +44,14 @@ pub fn feed(home: &Path, agent: &str, lines: &[String]) {
     for line in lines {
         common::deliver(home, agent, line);
     }
+}
+
+/// `harnery args…`, on a machine with no agent installed (what restore's
+/// Copilot policy finds is the test's, not the machine's).
+pub fn run(home: &Path, args: &[&str]) -> std::process::Output {
+    let mut cmd = common::harnery(home);
+    common::without_installed_agents(&mut cmd, common::empty_user_home());
+    cmd.args(args).output().expect("harnery runs")
 }
 
 /// `harnery args…` exits 2, saying `why` on stderr.

@@ -12,8 +12,11 @@
 //!   prompt and the rest passed to it as one JSON word.
 //! - Whatever the agent: when its own record of the session is gone, the
 //!   native resume cannot work, so the shim is `harnery restore <id>
-//!   --apply`, which puts the record back from harnery's raw archive as a
-//!   new session first (`materialize`). A shim never names a command that
+//!   --checkpoint <cp> [flags] --apply [-- words]`, which puts the record
+//!   back from harnery's raw archive as a new session first
+//!   (`materialize`). It carries the restore's flags that decide the
+//!   resume (`carrying`) and the words for the agent after `--`, and runs
+//!   where it was printed (no `cd`). A shim never names a command that
 //!   cannot work.
 //!
 //! A shim may name the directory to run in (`cwd`): Claude Code finds a
@@ -62,6 +65,22 @@ pub struct ResumeShim {
     pub runner: Option<SdkRunner>,
     /// The command, rendered from the fields above.
     pub text: String,
+    /// What the command is, for where the words after `restore … --` go.
+    #[serde(skip)]
+    shape: Shape,
+}
+
+/// What a shim runs, which decides where the words for the agent go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    /// The agent (or the SDK runner): the words follow its arguments.
+    Agent,
+    /// `harnery restore … --apply`: restore's own flags before `--apply`,
+    /// the words after `--`, which restore hands on to the agent.
+    PutBack,
+    /// `harnery recover`: a packet for a new session the user starts; it
+    /// takes no words for the agent.
+    Packet,
 }
 
 /// How an SDK shim runs: `program arguments…` in the shim's `cwd`, the
@@ -95,15 +114,38 @@ impl ResumeShim {
             cwd: None,
             runner: None,
             text: String::new(),
+            shape: Shape::Agent,
         };
         shim.text = shim.render();
         shim
     }
 
-    /// The same shim, run in `cwd`.
+    fn shaped(mut self, shape: Shape) -> ResumeShim {
+        self.shape = shape;
+        self
+    }
+
+    /// The same shim, run in `cwd`. A put-back runs where it was printed:
+    /// `restore` finds the session from any directory, and a relative path
+    /// it carries stays right.
     pub fn in_dir(mut self, cwd: Option<String>) -> ResumeShim {
-        self.cwd = cwd;
-        self.text = self.render();
+        if self.shape != Shape::PutBack {
+            self.cwd = cwd;
+            self.text = self.render();
+        }
+        self
+    }
+
+    /// The same put-back carrying `flags` of the restore that printed it
+    /// (`--transport sdk`, `--sdk DIR`, …), just before its `--apply`, so
+    /// that it resumes as that restore would. Other shims are unchanged.
+    pub fn carrying(mut self, flags: &[String]) -> ResumeShim {
+        if self.shape == Shape::PutBack {
+            let apply = self.arguments.len() - 1;
+            debug_assert_eq!(self.arguments[apply], "--apply", "carried before the words");
+            self.arguments.splice(apply..apply, flags.iter().cloned());
+            self.text = self.render();
+        }
         self
     }
 
@@ -115,6 +157,9 @@ impl ResumeShim {
         words: &[String],
         sdk_dir: Option<String>,
     ) -> Result<ResumeShim, SdkWordsError> {
+        if self.shape != Shape::Agent {
+            return Ok(self.handing_on(words));
+        }
         let Some(runner) = &self.runner else {
             return Ok(self.with_extra(words));
         };
@@ -122,6 +167,24 @@ impl ResumeShim {
         self.runner = Some(SdkRunner::new(request.in_sdk_dir(sdk_dir)));
         self.text = self.render();
         Ok(self)
+    }
+
+    /// The words for the agent on a `harnery` shim: after `--` on a
+    /// put-back (restore hands on only what follows `--`); none on
+    /// `recover`, whose packet goes to a new session the user starts.
+    fn handing_on(mut self, words: &[String]) -> ResumeShim {
+        if words.is_empty() {
+            return self;
+        }
+        if self.shape == Shape::PutBack {
+            let after: Vec<String> = std::iter::once("--".to_string())
+                .chain(words.iter().cloned())
+                .collect();
+            return self.with_extra(&after);
+        }
+        self.reason
+            .push_str("; give that session the words after `--` yourself");
+        self
     }
 
     /// The same shim with `extra` words after its arguments (a prompt for
@@ -143,6 +206,7 @@ impl ResumeShim {
             cwd: None,
             runner: Some(SdkRunner::new(SdkRequest::new(id))),
             text: String::new(),
+            shape: Shape::Agent,
         };
         shim.text = shim.render();
         shim
@@ -186,6 +250,17 @@ fn shell_word(word: &str) -> String {
         word.to_string()
     } else {
         format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// `--name value` as the words a command line takes back unchanged: one
+/// word `--name=value` where the value starts with `-`, which would
+/// otherwise be read as a flag of its own.
+pub fn option(name: &str, value: &str) -> Vec<String> {
+    if value.starts_with('-') {
+        vec![format!("{name}={value}")]
+    } else {
+        vec![name.to_string(), value.to_string()]
     }
 }
 
@@ -253,7 +328,8 @@ pub fn copilot(
                      exceeds it: start a new Copilot session and give it the recovery packet",
                     policy.reason, s.chars
                 ),
-            ),
+            )
+            .shaped(Shape::Packet),
             // `recover` reads the events.jsonl, which is not there.
             None => put_back_first(
                 session_id,
@@ -272,7 +348,7 @@ pub fn copilot(
 pub fn put_back_first(session_id: &str, checkpoint: Option<&str>, why: String) -> ResumeShim {
     let mut arguments = vec!["restore".to_string(), session_id.to_string()];
     if let Some(cp) = checkpoint {
-        arguments.extend(["--checkpoint".to_string(), cp.to_string()]);
+        arguments.extend(option("--checkpoint", cp));
     }
     arguments.push("--apply".into());
     ResumeShim::cli(
@@ -281,6 +357,7 @@ pub fn put_back_first(session_id: &str, checkpoint: Option<&str>, why: String) -
         false,
         format!("{why}: put the record back from harnery's raw archive as a new session first"),
     )
+    .shaped(Shape::PutBack)
 }
 
 /// The shim for a session of `adapter` (Copilot needs its policy).
@@ -314,6 +391,51 @@ mod tests {
         let back = put_back_first("abc", Some("turn:1"), "gone".into());
         assert_eq!(back.text, "harnery restore abc --checkpoint turn:1 --apply");
         assert!(!back.native);
+    }
+
+    #[test]
+    fn a_put_back_carries_restores_flags_and_hands_the_words_on_after_the_double_dash() {
+        let words: Vec<String> = ["-p", "it's $(x)"].map(String::from).to_vec();
+        let flags = [option("--transport", "sdk"), option("--sdk", "/my sdk")].concat();
+        let back = put_back_first("a'b", Some("-cp"), "gone".into())
+            .carrying(&flags)
+            .in_dir(Some("/w".into()))
+            .with_words(&words, Some("/elsewhere".into()))
+            .unwrap();
+        assert_eq!(
+            back.arguments,
+            [
+                "restore",
+                "a'b",
+                "--checkpoint=-cp",
+                "--transport",
+                "sdk",
+                "--sdk",
+                "/my sdk",
+                "--apply",
+                "--",
+                "-p",
+                "it's $(x)"
+            ]
+        );
+        assert_eq!(
+            back.text,
+            r"harnery restore 'a'\''b' --checkpoint=-cp --transport sdk --sdk '/my sdk' --apply -- -p 'it'\''s $(x)'"
+        );
+        assert_eq!(back.cwd, None, "it runs where it was printed");
+        // Only a put-back carries restore's flags; recover takes no words.
+        assert_eq!(claude_code("x").carrying(&flags), claude_code("x"));
+        let packet = ResumeShim::cli(
+            "harnery",
+            vec!["recover".into(), "x".into()],
+            false,
+            "r".into(),
+        )
+        .shaped(Shape::Packet)
+        .with_words(&words, None)
+        .unwrap();
+        assert_eq!(packet.text, "harnery recover x");
+        assert!(packet.reason.ends_with("the words after `--` yourself"));
     }
 
     #[test]
