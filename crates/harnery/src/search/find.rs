@@ -23,7 +23,9 @@ use rusqlite::{Connection, OptionalExtension, ToSql, params};
 
 use super::Sort;
 use super::extract::Kind;
+use super::facts::{Facts, TagFilter};
 use super::query::{Needle, Translated};
+use super::rank::Ranker;
 use super::snippet;
 use super::store::{doc_range, epoch_of};
 use crate::contract::{AdapterId, SessionRef};
@@ -131,19 +133,27 @@ impl Reader<'_> {
     /// miss one (too few kept, or a tie at the last one read).
     fn by_rank(&self, words: &str) -> Result<Vec<Found>, rusqlite::Error> {
         let (lo, hi) = self.rowid_span();
-        let filtered = has_filters(self.f);
+        let f = self.f;
+        let tags = TagFilter::new(f.kinds, f.tool, f.failed);
+        let ranker = Ranker::register(self.conn)?;
+        ranker.use_facts(Facts::load(self.conn, &self.ranges, !tags.is_empty())?);
+        // The filters the tags cannot test are tested on each match's
+        // `docs` row; a match its tag rules out scores NULL, last.
+        let filtered = has_row_filters(f);
+        let rank = "harnery_rank(words, :kinds_tag, :tool_tag, :failed)";
         let sql = match filtered {
-            false => "SELECT rowid, bm25(words) AS s FROM words WHERE words MATCH :words \
-                      AND rowid BETWEEN :lo AND :hi ORDER BY s, rowid DESC LIMIT :k"
-                .to_string(),
+            false => format!(
+                "SELECT rowid, {rank} AS s FROM words WHERE words MATCH :words \
+                 AND rowid BETWEEN :lo AND :hi ORDER BY s NULLS LAST, rowid DESC LIMIT :k"
+            ),
             true => format!(
-                "SELECT w.rowid, bm25(words) AS s FROM words w CROSS JOIN docs d ON d.id = w.rowid \
+                "SELECT w.rowid, {rank} AS s FROM words w CROSS JOIN docs d ON d.id = w.rowid \
                  WHERE words MATCH :words AND w.rowid BETWEEN :lo AND :hi AND {FILTERS} \
-                 ORDER BY s, w.rowid DESC LIMIT :k"
+                 ORDER BY s NULLS LAST, w.rowid DESC LIMIT :k"
             ),
         };
         let mut stmt = self.conn.prepare(&sql)?;
-        let f = self.f;
+        let (kinds_tag, tool_tag) = (i64::from(tags.kinds), i64::from(tags.tool));
         let kinds = (!f.kinds.is_empty()).then(|| {
             let names: Vec<&str> = f.kinds.iter().map(|k| k.as_str()).collect();
             serde_json::to_string(&names).expect("names are JSON")
@@ -161,6 +171,9 @@ impl Reader<'_> {
                 (":lo", &lo),
                 (":hi", &hi),
                 (":k", &limit),
+                (":kinds_tag", &kinds_tag),
+                (":tool_tag", &tool_tag),
+                (":failed", &f.failed),
             ];
             if filtered {
                 params.extend_from_slice(&[
@@ -170,19 +183,24 @@ impl Reader<'_> {
                     (":until", &f.until_unix_ns),
                     (":kinds", &kinds),
                     (":tool", &f.tool),
-                    (":failed", &f.failed),
                 ]);
             }
             let mut rows = stmt.query(params.as_slice())?;
+            let mut ruled_out = false;
             while let Some(r) = rows.next()? {
-                let (id, score): (i64, f64) = (r.get(0)?, r.get(1)?);
+                let (id, score): (i64, Option<f64>) = (r.get(0)?, r.get(1)?);
+                // NULLs come last: every match its tag admits was read.
+                let Some(score) = score else {
+                    ruled_out = true;
+                    break;
+                };
                 read += 1;
                 last = score;
                 if let Some(found) = self.keep(id, score)? {
                     kept.push(found);
                 }
             }
-            let exhausted = read < k;
+            let exhausted = ruled_out || read < k;
             let settled = f.limit == 0 || (kept.len() >= f.limit && kept[f.limit - 1].score < last);
             if exhausted || settled {
                 return Ok(ranked(kept, self.f.limit));
@@ -290,14 +308,12 @@ const FILTERS: &str = "(:adapter IS NULL OR d.adapter = :adapter) \
     AND (:tool IS NULL OR d.tool = :tool COLLATE NOCASE) \
     AND (:failed = 0 OR d.outcome = 'failure')";
 
-fn has_filters(f: &Filters) -> bool {
+/// Whether a filter the tags cannot test is set (see [`super::facts`]).
+fn has_row_filters(f: &Filters) -> bool {
     f.adapter.is_some()
         || f.session.is_some()
         || f.since_unix_ns.is_some()
         || f.until_unix_ns.is_some()
-        || !f.kinds.is_empty()
-        || f.tool.is_some()
-        || f.failed
 }
 
 /// The first `limit` of `kept` (best BM25 first), ties newest first.
