@@ -19,10 +19,25 @@ use rusqlite::ffi;
 
 use super::facts::{Facts, TagFilter};
 
-/// The facts the function reads, set before each query.
-type Shared = Mutex<Option<Arc<Facts>>>;
+/// What the function's queries share: the facts, set before the first,
+/// and the BM25 constants the first computed (a [`Ranker`] serves one
+/// search, whose queries all match the same words).
+#[derive(Default)]
+struct State {
+    facts: Option<Arc<Facts>>,
+    constants: Option<Constants>,
+}
 
-/// The function registered on one connection.
+type Shared = Mutex<State>;
+
+/// FTS5's BM25 constants for one query's phrases.
+#[derive(Clone)]
+struct Constants {
+    idf: Vec<f64>,
+    avgdl: f64,
+}
+
+/// The function registered on one connection, for one search's words.
 pub struct Ranker {
     shared: Arc<Shared>,
 }
@@ -30,7 +45,7 @@ pub struct Ranker {
 impl Ranker {
     /// Register `harnery_rank` on `conn`.
     pub fn register(conn: &Connection) -> Result<Ranker, rusqlite::Error> {
-        let shared: Arc<Shared> = Arc::new(Mutex::new(None));
+        let shared: Arc<Shared> = Arc::new(Mutex::new(State::default()));
         let api = fts5_api(conn)?;
         let context = Box::into_raw(Box::new(Arc::clone(&shared)));
         // SAFETY: `api` is the live fts5_api of `conn`; the context is
@@ -55,7 +70,7 @@ impl Ranker {
 
     /// The facts the next queries read.
     pub fn use_facts(&self, facts: Facts) {
-        *self.shared.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(facts));
+        self.shared.lock().unwrap_or_else(|e| e.into_inner()).facts = Some(Arc::new(facts));
     }
 }
 
@@ -112,9 +127,8 @@ unsafe extern "C" fn drop_context(p: *mut c_void) {
 /// What one query computes once: FTS5's BM25 constants for its phrases.
 struct PerQuery {
     facts: Option<Arc<Facts>>,
-    idf: Vec<f64>,
+    c: Constants,
     freq: Vec<f64>,
-    avgdl: f64,
 }
 
 unsafe extern "C" fn drop_per_query(p: *mut c_void) {
@@ -197,8 +211,8 @@ unsafe fn score(
             }
         }
         let mut score = 0.0;
-        for (idf, f) in q.idf.iter().zip(&q.freq) {
-            score += idf * ((f * (K1 + 1.0)) / (f + K1 * (1.0 - B + B * d / q.avgdl)));
+        for (idf, f) in q.c.idf.iter().zip(&q.freq) {
+            score += idf * ((f * (K1 + 1.0)) / (f + K1 * (1.0 - B + B * d / q.c.avgdl)));
         }
         Ok(Some(-score))
     }
@@ -216,8 +230,44 @@ unsafe fn per_query(
             return Ok(have);
         }
         let shared = &*(api.xUserData.ok_or(ffi::SQLITE_MISUSE)?)(fts).cast::<Arc<Shared>>();
-        let facts = shared.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let (facts, known) = {
+            let state = shared.lock().unwrap_or_else(|e| e.into_inner());
+            (state.facts.clone(), state.constants.clone())
+        };
         let phrases = (api.xPhraseCount.ok_or(ffi::SQLITE_MISUSE)?)(fts).max(0) as usize;
+        let c = match known {
+            Some(c) if c.idf.len() == phrases => c,
+            _ => {
+                let c = constants(api, fts, phrases)?;
+                shared.lock().unwrap_or_else(|e| e.into_inner()).constants = Some(c.clone());
+                c
+            }
+        };
+        let q = Box::into_raw(Box::new(PerQuery {
+            facts,
+            c,
+            freq: vec![0.0; phrases],
+        }));
+        let rc = (api.xSetAuxdata.ok_or(ffi::SQLITE_MISUSE)?)(
+            fts,
+            q.cast::<c_void>(),
+            Some(drop_per_query),
+        );
+        // On failure FTS5 has already called the destructor.
+        check(rc)?;
+        Ok(q)
+    }
+}
+
+/// The average length and each phrase's IDF, as `bm25()` computes them
+/// (a pass over each phrase's matches to count them).
+unsafe fn constants(
+    api: &ffi::Fts5ExtensionApi,
+    fts: *mut ffi::Fts5Context,
+    phrases: usize,
+) -> Result<Constants, c_int> {
+    // SAFETY: the callers' contract.
+    unsafe {
         let (mut rows, mut tokens): (i64, i64) = (0, 0);
         check((api.xRowCount.ok_or(ffi::SQLITE_MISUSE)?)(fts, &mut rows))?;
         check((api.xColumnTotalSize.ok_or(ffi::SQLITE_MISUSE)?)(
@@ -238,20 +288,10 @@ unsafe fn per_query(
             let v = (((rows - hits) as f64 + 0.5) / (hits as f64 + 0.5)).ln();
             idf.push(if v <= 0.0 { 1e-6 } else { v });
         }
-        let q = Box::into_raw(Box::new(PerQuery {
-            facts,
+        Ok(Constants {
             idf,
-            freq: vec![0.0; phrases],
             avgdl: tokens as f64 / rows as f64,
-        }));
-        let rc = (api.xSetAuxdata.ok_or(ffi::SQLITE_MISUSE)?)(
-            fts,
-            q.cast::<c_void>(),
-            Some(drop_per_query),
-        );
-        // On failure FTS5 has already called the destructor.
-        check(rc)?;
-        Ok(q)
+        })
     }
 }
 
@@ -272,13 +312,24 @@ mod tests {
     use super::super::store::SCHEMA;
     use super::*;
 
-    const TEXTS: [&str; 6] = [
+    /// Texts whose words are in few of them, so that no IDF is at its floor.
+    const TEXTS: [&str; 16] = [
         "git commit -m 'run echo'",
         "run echo hi; run echo bye; commit",
         "a long text about a commit, a commit again and once more the commit of commits",
         "echo run echo run",
         "nothing to see here",
         "commit",
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
     ];
 
     fn index() -> Connection {
@@ -294,9 +345,9 @@ mod tests {
                 .unwrap();
             }
         }
-        // Facts for all but the last doc: that one is scored by FTS5's length.
+        // Facts for docs 1–5: doc 6 and the fillers are scored by FTS5's length.
         let mut pending = Pending::default();
-        for (id, len) in facts::lengths(&tx, 1, TEXTS.len() as i64 - 1).unwrap() {
+        for (id, len) in facts::lengths(&tx, 1, 5).unwrap() {
             let kind = if id % 2 == 0 {
                 Kind::Prompt
             } else {
@@ -324,26 +375,37 @@ mod tests {
     #[test]
     fn harnery_rank_is_bm25_to_the_bit_and_its_tags_rule_out() {
         let conn = index();
-        let ranker = Ranker::register(&conn).unwrap();
-        ranker.use_facts(Facts::load(&conn, &[(0, 1 << 20)], true).unwrap());
+        let rank = || {
+            let ranker = Ranker::register(&conn).unwrap();
+            ranker.use_facts(Facts::load(&conn, &[(0, 1 << 20)], true).unwrap());
+            ranker
+        };
         for query in [
             "\"commit\"",
             "\"run echo\"",
             "\"comm\"*",
             "\"echo\" AND \"run\"",
         ] {
+            let _ranker = rank();
+            let ours = scores(&conn, "harnery_rank(words)", query);
+            // A second query of the same search reuses the constants.
+            assert_eq!(scores(&conn, "harnery_rank(words)", query), ours);
             let bm25 = scores(&conn, "bm25(words)", query);
             assert!(!bm25.is_empty(), "{query}");
-            let ours = scores(&conn, "harnery_rank(words)", query);
             let bits = |v: &[(i64, Option<f64>)]| -> Vec<(i64, u64)> {
                 v.iter()
                     .map(|(id, s)| (*id, s.unwrap().to_bits()))
                     .collect()
             };
             assert_eq!(bits(&ours), bits(&bm25), "{query}");
+            assert!(
+                bm25.iter().all(|(_, s)| s.unwrap() < -1e-3),
+                "{query}: IDF above its floor"
+            );
         }
         // Commands only: the prompts (even ids) score NULL; the doc without
         // facts (6) is never ruled out.
+        let _ranker = rank();
         let commands = 1u8 << (Kind::ALL.iter().position(|k| *k == Kind::Command).unwrap() + 1);
         let ours = scores(
             &conn,
