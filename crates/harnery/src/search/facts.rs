@@ -95,7 +95,8 @@ impl TagFilter {
     }
 }
 
-/// The facts of some doc id ranges, in memory.
+/// The facts of some doc id ranges, in memory: per range, its facts rows
+/// as read (a missing one is a hole: nothing known).
 #[derive(Debug, Default)]
 pub struct Facts {
     spans: Vec<Span>,
@@ -103,9 +104,9 @@ pub struct Facts {
 
 #[derive(Debug)]
 struct Span {
+    /// The first facts row's id.
     first: i64,
-    lens: Vec<u8>,
-    tags: Vec<u8>,
+    rows: Vec<Option<Chunk>>,
 }
 
 impl Facts {
@@ -125,23 +126,18 @@ impl Facts {
             let mut rows = stmt.query(params![lo >> CHUNK_BITS, hi >> CHUNK_BITS, tags])?;
             let mut span: Option<Span> = None;
             while let Some(r) = rows.next()? {
-                let chunk: i64 = r.get(0)?;
-                let first = chunk << CHUNK_BITS;
-                let lens: Vec<u8> = r.get(1)?;
-                let tag_bytes: Option<Vec<u8>> = r.get(2)?;
+                let id: i64 = r.get(0)?;
+                let chunk = Chunk {
+                    lens: r.get(1)?,
+                    tags: r.get::<_, Option<Vec<u8>>>(2)?.unwrap_or_default(),
+                };
                 let s = span.get_or_insert_with(|| Span {
-                    first,
-                    lens: Vec::new(),
-                    tags: Vec::new(),
+                    first: id,
+                    rows: Vec::new(),
                 });
-                // A missing chunk leaves zeros (unknown) in its place.
-                let at = ((first - s.first) * 2) as usize;
-                s.lens.resize(at, 0);
-                s.lens.extend_from_slice(&lens);
-                if let Some(t) = tag_bytes {
-                    s.tags.resize(at, 0);
-                    s.tags.extend_from_slice(&t);
-                }
+                let at = (id - s.first) as usize;
+                s.rows.resize_with(at, || None);
+                s.rows.push(Some(chunk));
             }
             spans.extend(span);
         }
@@ -151,14 +147,14 @@ impl Facts {
     /// Doc `id`'s length in words and tag (0 when its tags were not
     /// loaded), if its facts are known.
     pub fn get(&self, id: i64) -> Option<(u16, u16)> {
-        let s = self
-            .spans
-            .iter()
-            .find(|s| id >= s.first && ((id - s.first) as usize) * 2 < s.lens.len())?;
-        let at = ((id - s.first) * 2) as usize;
+        let (row, at) = chunk_of(id);
+        let chunk = self.spans.iter().find_map(|s| {
+            let i = usize::try_from(row - s.first).ok()?;
+            s.rows.get(i)?.as_ref()
+        })?;
         // Lengths are stored plus one: 0 is a doc whose facts are unknown.
-        let len = read_u16(&s.lens, at)?.checked_sub(1)?;
-        Some((len, read_u16(&s.tags, at).unwrap_or(0)))
+        let len = read_u16(&chunk.lens, at * 2)?.checked_sub(1)?;
+        Some((len, read_u16(&chunk.tags, at * 2).unwrap_or(0)))
     }
 }
 
@@ -174,7 +170,7 @@ pub struct Pending {
 }
 
 /// One facts row's blobs.
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct Chunk {
     lens: Vec<u8>,
     tags: Vec<u8>,
