@@ -74,6 +74,14 @@ impl Ranker {
     }
 }
 
+/// The function stays registered until the connection closes; what it
+/// holds for this search is let go now.
+impl Drop for Ranker {
+    fn drop(&mut self) {
+        *self.shared.lock().unwrap_or_else(|e| e.into_inner()) = State::default();
+    }
+}
+
 fn misuse() -> rusqlite::Error {
     rusqlite::Error::SqliteFailure(ffi::Error::new(ffi::SQLITE_MISUSE), None)
 }
