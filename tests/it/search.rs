@@ -420,6 +420,36 @@ fn an_index_of_the_previous_format_is_made_again_silently() {
 }
 
 #[test]
+fn an_index_of_format_2_is_made_again_silently() {
+    let h = Home::build();
+    let queries: [&[&str]; 2] = [&["exit", "--failed"], &["echo", "--kind", "tool-input"]];
+    let before: Vec<Vec<Value>> = queries.iter().map(|q| h.search(q)).collect();
+    assert!(before.iter().all(|hits| !hits.is_empty()));
+    // An index that says it is of format 2 (which had no `facts`) and
+    // claims a failed hit the ledger does not hold: a search that trusted
+    // it would show that hit.
+    let old = rusqlite::Connection::open(h.index()).unwrap();
+    old.execute_batch(
+        "UPDATE meta SET value = 'harnery-search-2' WHERE key = 'format';
+         INSERT INTO docs (id, adapter, session_id, offset, event_id, event_type, time_unix_ns,
+             time_bound, kind, tool, outcome)
+             SELECT max(id) + 1, 'claude-code', 's', 0, 'e', 'tool.requested', 0, 0,
+             'tool-input', 'Bash', 'failure' FROM docs;
+         INSERT INTO texts (id, text) SELECT max(id), 'exit echo exit echo' FROM docs;
+         INSERT INTO words (rowid, text) SELECT max(id), 'exit echo exit echo' FROM docs;",
+    )
+    .unwrap();
+    drop(old);
+    for (q, hits) in queries.iter().zip(&before) {
+        let mut args = vec!["search", "--json"];
+        args.extend_from_slice(q);
+        let out = h.ok(&args);
+        assert_eq!(stderr(&out), "", "made again silently");
+        assert_eq!(&lines_of(&out), hits, "{q:?}");
+    }
+}
+
+#[test]
 fn a_smaller_limit_gives_the_first_hits_of_the_same_order() {
     let h = Home::build();
     // Reading stops once no later match can be among the first N: every

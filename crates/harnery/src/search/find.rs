@@ -23,7 +23,9 @@ use rusqlite::{Connection, OptionalExtension, ToSql, params};
 
 use super::Sort;
 use super::extract::Kind;
+use super::facts::{Facts, TagFilter};
 use super::query::{Needle, Translated};
+use super::rank::Ranker;
 use super::snippet;
 use super::store::{doc_range, epoch_of};
 use crate::contract::{AdapterId, SessionRef};
@@ -125,70 +127,96 @@ struct Reader<'a> {
 
 impl Reader<'_> {
     /// Best BM25 first, ties newest first: the best `k` matches by BM25
-    /// (SQLite keeps only those while FTS5 scores every match), the
-    /// filters tested in SQL on each match's `docs` row when there are
-    /// any; read again with a larger `k` while the hits kept could still
-    /// miss one (too few kept, or a tie at the last one read).
+    /// (SQLite keeps only those while `harnery_rank` scores every match
+    /// from the facts in memory, NULL for a match its tag rules out), the
+    /// filters the tags cannot test tested in SQL on each match's `docs`
+    /// row when there are any; read again with a larger `k` while too few
+    /// were kept. A tie at the last hit is settled by reading the matches
+    /// of that score newest first (see [`Self::newest_of_score`]).
     fn by_rank(&self, words: &str) -> Result<Vec<Found>, rusqlite::Error> {
-        let (lo, hi) = self.rowid_span();
-        let filtered = has_filters(self.f);
-        let sql = match filtered {
-            false => "SELECT rowid, bm25(words) AS s FROM words WHERE words MATCH :words \
-                      AND rowid BETWEEN :lo AND :hi ORDER BY s, rowid DESC LIMIT :k"
-                .to_string(),
-            true => format!(
-                "SELECT w.rowid, bm25(words) AS s FROM words w CROSS JOIN docs d ON d.id = w.rowid \
-                 WHERE words MATCH :words AND w.rowid BETWEEN :lo AND :hi AND {FILTERS} \
-                 ORDER BY s, w.rowid DESC LIMIT :k"
-            ),
-        };
-        let mut stmt = self.conn.prepare(&sql)?;
         let f = self.f;
-        let kinds = (!f.kinds.is_empty()).then(|| {
-            let names: Vec<&str> = f.kinds.iter().map(|k| k.as_str()).collect();
-            serde_json::to_string(&names).expect("names are JSON")
-        });
-        let session = f.session.map(|s| s.session_id.as_str());
-        let adapter = f.adapter.or(f.session.map(|s| s.adapter.as_str()));
+        let binds = Binds::new(f, words, self.rowid_span());
+        let ranker = Ranker::register(self.conn)?;
+        ranker.use_facts(Facts::load(
+            self.conn,
+            &self.ranges,
+            !binds.tags.is_empty(),
+        )?);
+        let mut stmt = self
+            .conn
+            .prepare(&binds.sql("ORDER BY s NULLS LAST, w.rowid DESC LIMIT :k", ""))?;
         let mut k = f.limit.saturating_add(1).max(2);
         loop {
             let mut kept: Vec<Found> = Vec::new();
             let mut read = 0;
             let mut last = f64::NEG_INFINITY;
             let limit = k.min(i64::MAX as usize) as i64;
-            let mut params: Vec<(&str, &dyn ToSql)> = vec![
-                (":words", &words),
-                (":lo", &lo),
-                (":hi", &hi),
-                (":k", &limit),
-            ];
-            if filtered {
-                params.extend_from_slice(&[
-                    (":adapter", &adapter as &dyn ToSql),
-                    (":session", &session),
-                    (":since", &f.since_unix_ns),
-                    (":until", &f.until_unix_ns),
-                    (":kinds", &kinds),
-                    (":tool", &f.tool),
-                    (":failed", &f.failed),
-                ]);
-            }
-            let mut rows = stmt.query(params.as_slice())?;
+            let mut rows = stmt.query(binds.params(&[(":k", &limit)]).as_slice())?;
+            let mut ruled_out = false;
             while let Some(r) = rows.next()? {
-                let (id, score): (i64, f64) = (r.get(0)?, r.get(1)?);
+                let (id, score): (i64, Option<f64>) = (r.get(0)?, r.get(1)?);
+                // NULLs come last: every match its tag admits was read.
+                let Some(score) = score else {
+                    ruled_out = true;
+                    break;
+                };
                 read += 1;
                 last = score;
                 if let Some(found) = self.keep(id, score)? {
                     kept.push(found);
                 }
             }
-            let exhausted = read < k;
+            let exhausted = ruled_out || read < k;
             let settled = f.limit == 0 || (kept.len() >= f.limit && kept[f.limit - 1].score < last);
             if exhausted || settled {
-                return Ok(ranked(kept, self.f.limit));
+                return Ok(ranked(kept, f.limit));
+            }
+            if kept.len() >= f.limit {
+                // The last hit ties with the last match read: every better
+                // match was read, and the tie's newest fill the rest.
+                let mut better: Vec<Found> = kept.into_iter().filter(|h| h.score < last).collect();
+                let need = f.limit - better.len();
+                better.extend(self.newest_of_score(&binds, last, need)?);
+                return Ok(ranked(better, f.limit));
             }
             k = k.saturating_mul(8);
         }
+    }
+
+    /// The newest `need` matches kept whose score is `score`, each epoch
+    /// read from its last doc back until no older one can be among them.
+    fn newest_of_score(
+        &self,
+        binds: &Binds,
+        score: f64,
+        need: usize,
+    ) -> Result<Vec<Found>, rusqlite::Error> {
+        let mut stmt = self
+            .conn
+            .prepare(&binds.sql("ORDER BY w.rowid DESC", "AND s = :score"))?;
+        let mut kept: Vec<Found> = Vec::new();
+        for &(lo, hi) in &self.ranges {
+            let extra: [(&str, &dyn ToSql); 3] = [(":score", &score), (":lo", &lo), (":hi", &hi)];
+            let mut rows = stmt.query(binds.params(&extra).as_slice())?;
+            while let Some(r) = rows.next()? {
+                let id: i64 = r.get(0)?;
+                if !self.f.epochs.contains(&epoch_of(id)) {
+                    continue;
+                }
+                let Some(mut row) = doc(self.conn, id, score)? else {
+                    continue;
+                };
+                if kept.len() >= need
+                    && kept.last().is_some_and(|k| row.time_bound < k.time_unix_ns)
+                {
+                    break;
+                }
+                if self.accept(&mut row.found)? {
+                    insert_newest(&mut kept, row.found, need);
+                }
+            }
+        }
+        Ok(kept)
     }
 
     /// Newest first, each epoch read from its last doc back.
@@ -281,6 +309,98 @@ fn ranges(conn: &Connection, f: &Filters) -> Result<Vec<(i64, i64)>, rusqlite::E
     Ok(out)
 }
 
+/// A ranked query's SQL and its bound values.
+struct Binds<'a> {
+    words: &'a str,
+    lo: i64,
+    hi: i64,
+    tags: TagFilter,
+    kinds_tag: i64,
+    tool_tag: i64,
+    failed: bool,
+    /// Whether a filter the tags cannot test is set: the `docs` row of
+    /// each match is joined and tested in SQL.
+    rows: bool,
+    adapter: Option<&'a str>,
+    session: Option<&'a str>,
+    since: Option<i64>,
+    until: Option<i64>,
+    kinds: Option<String>,
+    tool: Option<&'a str>,
+}
+
+impl<'a> Binds<'a> {
+    fn new(f: &'a Filters, words: &'a str, (lo, hi): (i64, i64)) -> Binds<'a> {
+        let tags = TagFilter::new(f.kinds, f.tool, f.failed);
+        Binds {
+            words,
+            lo,
+            hi,
+            tags,
+            kinds_tag: i64::from(tags.kinds),
+            tool_tag: i64::from(tags.tool),
+            failed: f.failed,
+            rows: f.adapter.is_some()
+                || f.session.is_some()
+                || f.since_unix_ns.is_some()
+                || f.until_unix_ns.is_some(),
+            adapter: f.adapter.or(f.session.map(|s| s.adapter.as_str())),
+            session: f.session.map(|s| s.session_id.as_str()),
+            since: f.since_unix_ns,
+            until: f.until_unix_ns,
+            kinds: (!f.kinds.is_empty()).then(|| {
+                let names: Vec<&str> = f.kinds.iter().map(|k| k.as_str()).collect();
+                serde_json::to_string(&names).expect("names are JSON")
+            }),
+            tool: f.tool,
+        }
+    }
+
+    /// `SELECT rowid, score` of the matches in `[:lo, :hi]`, with `and`
+    /// added to the conditions and `tail` after them.
+    fn sql(&self, tail: &str, and: &str) -> String {
+        let rank = "harnery_rank(words, :kinds_tag, :tool_tag, :failed)";
+        let (join, filters) = match self.rows {
+            true => (
+                "CROSS JOIN docs d ON d.id = w.rowid",
+                format!("AND {FILTERS}"),
+            ),
+            false => ("", String::new()),
+        };
+        format!(
+            "SELECT w.rowid, {rank} AS s FROM words w {join} WHERE words MATCH :words \
+             AND w.rowid BETWEEN :lo AND :hi {filters} {and} {tail}"
+        )
+    }
+
+    /// The values [`Self::sql`] names, and `extra` (which wins).
+    fn params<'b>(&'b self, extra: &[(&'b str, &'b dyn ToSql)]) -> Vec<(&'b str, &'b dyn ToSql)> {
+        let mut out: Vec<(&str, &dyn ToSql)> = vec![
+            (":words", &self.words),
+            (":kinds_tag", &self.kinds_tag),
+            (":tool_tag", &self.tool_tag),
+            (":failed", &self.failed),
+        ];
+        for name in [":lo", ":hi"] {
+            if !extra.iter().any(|(n, _)| *n == name) {
+                out.push((name, if name == ":lo" { &self.lo } else { &self.hi }));
+            }
+        }
+        if self.rows {
+            out.extend_from_slice(&[
+                (":adapter", &self.adapter as &dyn ToSql),
+                (":session", &self.session),
+                (":since", &self.since),
+                (":until", &self.until),
+                (":kinds", &self.kinds),
+                (":tool", &self.tool),
+            ]);
+        }
+        out.extend_from_slice(extra);
+        out
+    }
+}
+
 /// The filters as SQL on `docs d` (what [`passes`] tests in Rust).
 const FILTERS: &str = "(:adapter IS NULL OR d.adapter = :adapter) \
     AND (:session IS NULL OR d.session_id = :session) \
@@ -289,16 +409,6 @@ const FILTERS: &str = "(:adapter IS NULL OR d.adapter = :adapter) \
     AND (:kinds IS NULL OR d.kind IN (SELECT value FROM json_each(:kinds))) \
     AND (:tool IS NULL OR d.tool = :tool COLLATE NOCASE) \
     AND (:failed = 0 OR d.outcome = 'failure')";
-
-fn has_filters(f: &Filters) -> bool {
-    f.adapter.is_some()
-        || f.session.is_some()
-        || f.since_unix_ns.is_some()
-        || f.until_unix_ns.is_some()
-        || !f.kinds.is_empty()
-        || f.tool.is_some()
-        || f.failed
-}
 
 /// The first `limit` of `kept` (best BM25 first), ties newest first.
 fn ranked(mut kept: Vec<Found>, limit: usize) -> Vec<Found> {

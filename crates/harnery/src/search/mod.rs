@@ -16,8 +16,10 @@
 //! - [`find`]: the SQL of a search; [`snippet`]: the marked window.
 
 pub mod extract;
+mod facts;
 mod find;
 pub mod query;
+mod rank;
 pub mod snippet;
 mod store;
 mod update;

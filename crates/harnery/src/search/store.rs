@@ -15,7 +15,9 @@
 //! chain order); `sessions` (each session's first and last doc id per
 //! epoch, so a search of one session reads only that range); `texts`
 //! (each doc's text, read only for the hits shown
-//! and to confirm a substring); and two FTS5 tables over `texts`
+//! and to confirm a substring); `facts` (per run of doc ids, each doc's
+//! length in words and a tag of its kind, tool and failure: see
+//! [`super::facts`]); and two FTS5 tables over `texts`
 //! (`words`: unicode61, for words, phrases and prefixes with BM25 rank;
 //! `grams`: trigrams without positions, which find the docs holding every
 //! trigram of a substring, confirmed against the text).
@@ -29,9 +31,9 @@ use crate::home::Home;
 
 /// The format this build writes; another value in `meta` means the file
 /// is rebuilt.
-pub const FORMAT: &str = "harnery-search-2";
+pub const FORMAT: &str = "harnery-search-3";
 
-const SCHEMA: &str = "
+pub(super) const SCHEMA: &str = "
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE epochs (
     id INTEGER PRIMARY KEY,
@@ -65,6 +67,7 @@ CREATE TABLE sessions (
     PRIMARY KEY (epoch, adapter, session_id)
 ) WITHOUT ROWID;
 CREATE TABLE texts (id INTEGER PRIMARY KEY, text TEXT NOT NULL);
+CREATE TABLE facts (id INTEGER PRIMARY KEY, lens BLOB NOT NULL, tags BLOB NOT NULL);
 CREATE VIRTUAL TABLE words USING fts5(text, content='texts', content_rowid='id',
     tokenize='unicode61 remove_diacritics 2');
 CREATE VIRTUAL TABLE grams USING fts5(text, content='texts', content_rowid='id',

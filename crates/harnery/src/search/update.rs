@@ -11,12 +11,13 @@
 //! its events (its state changes only with one), so `--failed` sees a
 //! span closed after its request was indexed.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use rusqlite::{Connection, Transaction, TransactionBehavior, params};
 
 use super::SearchError;
 use super::extract::{doc_of, has_text};
+use super::facts::{self, Pending, Tag};
 use super::store::{self, doc_id, doc_range};
 use crate::contract::{Event, EventType, SessionRef};
 use crate::ledger::{ChainRow, LedgerReader};
@@ -110,6 +111,8 @@ struct Batch {
     /// The ids of the batch's span events: a span's state changes only
     /// with an event of its own.
     span_events: HashSet<String>,
+    /// The tag of each doc the batch added.
+    tags: Vec<(i64, Tag)>,
 }
 
 fn index_batch(
@@ -127,10 +130,18 @@ fn index_batch(
         spans_of: BTreeSet::new(),
         docs_of: BTreeMap::new(),
         span_events: HashSet::new(),
+        tags: Vec::new(),
     };
     ledger.for_each_chain_row(at.seq, rows, |row| index_row(tx, row, &mut batch))?;
     if batch.rows == 0 {
         return Ok(batch);
+    }
+    let mut pending = Pending::default();
+    if let (Some((first, _)), Some((last, _))) = (batch.tags.first(), batch.tags.last()) {
+        let lengths: HashMap<i64, u64> = facts::lengths(tx, *first, *last)?.into_iter().collect();
+        for (id, tag) in &batch.tags {
+            pending.set(tx, *id, lengths.get(id).copied().unwrap_or(0), *tag)?;
+        }
     }
     for (session, (first, last)) in &batch.docs_of {
         tx.prepare_cached(
@@ -147,8 +158,16 @@ fn index_batch(
         ])?;
     }
     for session in &batch.spans_of {
-        copy_span_states(tx, ledger, at.epoch, session, &batch.span_events)?;
+        copy_span_states(
+            tx,
+            ledger,
+            at.epoch,
+            session,
+            &batch.span_events,
+            &mut pending,
+        )?;
     }
+    pending.flush(tx)?;
     tx.execute(
         "UPDATE epochs SET indexed_seq = ?2, seq_hash = ?3, max_time = ?4 WHERE id = ?1",
         params![at.epoch, batch.last_seq, batch.last_hash, batch.max_time],
@@ -193,6 +212,9 @@ fn index_row(tx: &Transaction, row: ChainRow<'_>, batch: &mut Batch) -> Result<(
         .entry(event.session.clone())
         .or_insert((id, id));
     span.1 = id;
+    batch
+        .tags
+        .push((id, Tag::new(doc.kind, doc.tool.as_deref())));
     tx.prepare_cached(
         "INSERT INTO docs (id, adapter, session_id, offset, event_id, event_type, time_unix_ns, \
          time_bound, turn, kind, tool) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
@@ -238,11 +260,12 @@ fn copy_span_states(
     epoch: i64,
     session: &SessionRef,
     touched: &HashSet<String>,
+    pending: &mut Pending,
 ) -> Result<(), SearchError> {
     let (first, last) = doc_range(epoch);
     let mut update = tx.prepare_cached(
         "UPDATE docs SET span_state = ?1, outcome = ?2 \
-         WHERE event_id IN (?4, ?5) AND id BETWEEN ?3 AND ?6",
+         WHERE event_id IN (?4, ?5) AND id BETWEEN ?3 AND ?6 RETURNING id",
     )?;
     for span in ledger.spans(Some(session))? {
         let completed = span.completed_event_id.as_deref();
@@ -251,14 +274,23 @@ fn copy_span_states(
         {
             continue;
         }
-        update.execute(params![
-            span.state.as_str(),
-            span.outcome,
-            first,
-            span.request_event_id,
-            span.completed_event_id,
-            last,
-        ])?;
+        let ids = update
+            .query_map(
+                params![
+                    span.state.as_str(),
+                    span.outcome,
+                    first,
+                    span.request_event_id,
+                    span.completed_event_id,
+                    last,
+                ],
+                |r| r.get::<_, i64>(0),
+            )?
+            .collect::<Result<Vec<i64>, _>>()?;
+        let failed = span.outcome.as_deref() == Some("failure");
+        for id in ids {
+            pending.set_failed(tx, id, failed)?;
+        }
     }
     Ok(())
 }
