@@ -96,27 +96,31 @@ fn claude_codes_turn_is_placed_where_restore_cuts_it() {
         .unwrap();
     let at = cp.located.as_ref().expect("turn 1 is placed");
     // Up to turn 2's first row, its file-history snapshot left out.
-    let mut kept = lines_before(&w.record, |v| {
-        v["promptId"]
-            .as_str()
-            .is_some_and(|p| p.starts_with(CLAUDE_TURN_2))
-    });
-    while kept
-        .last()
-        .is_some_and(|l| l.contains("\"file-history-snapshot\""))
-    {
-        kept.pop();
-    }
+    let kept = claude_turn_1_lines(&w.record);
     assert_eq!(at.end, kept.concat().len() as u64);
     assert_eq!(at.path, w.record.display().to_string());
     let (line_at, uuid) = last_line_id(&w.record, at.end, "uuid");
     assert_eq!(at.line_id.as_deref(), Some(uuid.as_str()));
     assert_eq!(at.line_offset, Some(line_at));
-    // The last turn: no later turn was read, so it waits (restore derives).
+    // The last turn: no later turn follows, but the session ended and its
+    // record was read to the end, so it keeps the whole record (less a
+    // snapshot row at its end), as restore derives it.
     let last = checkpoints.iter().rfind(|c| c.origin == "turn").unwrap();
     assert_ne!(last.checkpoint_id, turn1);
-    assert!(last.located.is_none());
-    assert_eq!(located_events(&w, CLAUDE).len(), 1);
+    let whole = std::fs::read_to_string(&w.record).unwrap();
+    let mut rows: Vec<&str> = whole.split_inclusive('\n').collect();
+    while rows
+        .last()
+        .is_some_and(|l| l.contains("\"file-history-snapshot\""))
+    {
+        rows.pop();
+    }
+    let last_at = last
+        .located
+        .as_ref()
+        .expect("the ended session's last turn");
+    assert_eq!(last_at.end, rows.concat().len() as u64);
+    assert_eq!(located_events(&w, CLAUDE).len(), 2);
     // Shown by checkpoints, and taken by restore.
     let text = w.ok(&["checkpoints", CLAUDE]);
     assert!(
@@ -130,14 +134,15 @@ fn claude_codes_turn_is_placed_where_restore_cuts_it() {
     assert_eq!(shown["apply"]["record"]["located"], true);
     assert_eq!(shown["apply"]["record"]["end"], at.end);
     assert_eq!(shown["apply"]["record"]["line_id"], uuid.as_str());
-    let last = w.json(&[
+    let shown_last = w.json(&[
         "restore",
         CLAUDE,
         "--checkpoint",
         &last.checkpoint_id,
         "--json",
     ]);
-    assert!(last["apply"]["record"].get("located").is_none(), "derived");
+    assert_eq!(shown_last["apply"]["record"]["located"], true);
+    assert_eq!(shown_last["apply"]["record"]["end"], last_at.end);
     w.ok(&["validate"]);
     w.ok(&["verify"]);
 }
@@ -157,17 +162,7 @@ fn copilots_turn_is_placed_at_its_turn_end() {
         .and_then(|c| c.located.clone())
         .expect("turn 1 is placed");
     // Everything before the second prompt, up to the last turn end.
-    let mut seen = 0;
-    let mut kept = lines_before(&w.record, |v| {
-        seen += usize::from(v["type"] == "user.message");
-        seen == 2
-    });
-    while kept
-        .last()
-        .is_some_and(|l| !l.contains("\"assistant.turn_end\""))
-    {
-        kept.pop();
-    }
+    let kept = copilot_turn_1_lines(&w.record);
     let last: Value = serde_json::from_str(kept.last().unwrap()).unwrap();
     assert_eq!(at.end, kept.concat().len() as u64);
     assert_eq!(at.line_id.as_deref(), last["id"].as_str());
@@ -228,7 +223,8 @@ fn a_checkpoint_inside_a_turn_is_placed_at_the_turns_end() {
             .unwrap_or_else(|| panic!("{id} is placed: {checkpoints:#?}"))
     };
     assert_eq!(place("mid-turn"), place(&format!("turn:{CLAUDE_TURN_1}")));
-    assert_eq!(located_events(&w, CLAUDE).len(), 2);
+    // Mid-turn, turn 1, and the last turn once the session ended.
+    assert_eq!(located_events(&w, CLAUDE).len(), 3);
 }
 
 /// Every Copilot capture whose record is here: whatever is placed is
@@ -384,12 +380,13 @@ fn a_finalize_after_every_signal_places_the_turn_once() {
             "record with stop: {record_with_stop}"
         );
         assert_eq!(got[0]["located"]["path"], w.record.display().to_string());
-        assert_eq!(located_events(&w, CLAUDE).len(), 1);
+        // Turn 1, and the last turn once the session ended.
+        assert_eq!(located_events(&w, CLAUDE).len(), 2);
         placed_as_derived(w.home.path(), CLAUDE);
         // More runs write nothing more.
         w.ok(&["finalize"]);
         w.ok(&["finalize"]);
-        assert_eq!(located_events(&w, CLAUDE).len(), 1);
+        assert_eq!(located_events(&w, CLAUDE).len(), 2);
         w.ok(&["validate"]);
         w.ok(&["verify"]);
     }
@@ -537,7 +534,7 @@ fn a_kill_at_any_failpoint_still_places_the_turn_once() {
         assert_eq!(killed.status.code(), None, "{point}: killed by a signal");
         w.ok(&["finalize"]);
         w.ok(&["finalize"]);
-        assert_eq!(located_events(&w, CLAUDE).len(), 1, "{point}");
+        assert_eq!(located_events(&w, CLAUDE).len(), 2, "{point}");
         let turn1 = format!("turn:{CLAUDE_TURN_1}");
         let got = w.json(&["checkpoints", CLAUDE, "--json", "--id", &turn1]);
         assert_eq!(without_path(&got["located"]), want, "{point}");

@@ -221,6 +221,40 @@ pub(crate) fn lines_before(record: &Path, mut stop: impl FnMut(&Value) -> bool) 
         .collect()
 }
 
+/// The Claude Code transcript's lines that turn 1 keeps: all before turn
+/// 2's prompt row, less the file-history snapshot written for that prompt.
+pub(crate) fn claude_turn_1_lines(record: &Path) -> Vec<String> {
+    let mut kept = lines_before(record, |v| {
+        v["promptId"]
+            .as_str()
+            .is_some_and(|p| p.starts_with(CLAUDE_TURN_2))
+    });
+    while kept
+        .last()
+        .is_some_and(|l| l.contains("\"file-history-snapshot\""))
+    {
+        kept.pop();
+    }
+    kept
+}
+
+/// The Copilot `events.jsonl` lines that turn 1 keeps: all before the
+/// second prompt, up to the last turn end.
+pub(crate) fn copilot_turn_1_lines(record: &Path) -> Vec<String> {
+    let mut seen = 0;
+    let mut kept = lines_before(record, |v| {
+        seen += usize::from(v["type"] == "user.message");
+        seen == 2
+    });
+    while kept
+        .last()
+        .is_some_and(|l| !l.contains("\"assistant.turn_end\""))
+    {
+        kept.pop();
+    }
+    kept
+}
+
 pub(crate) fn checkpoint_of_turn(w: &World, session: &str, nth: usize) -> String {
     let log = w.json(&["checkpoints", session, "--json"]);
     let turns: Vec<String> = log["checkpoints"]
@@ -259,17 +293,7 @@ fn apply_puts_claude_codes_record_back_at_the_checkpoint_as_a_new_session() {
     assert_eq!(checkpoint_of_turn(&w, CLAUDE, 0), turn1);
     // What the transcript holds before turn 2 (its prompt row, and the
     // file-history snapshot written for that prompt).
-    let mut kept = lines_before(&w.record, |v| {
-        v["promptId"]
-            .as_str()
-            .is_some_and(|p| p.starts_with(CLAUDE_TURN_2))
-    });
-    while kept
-        .last()
-        .is_some_and(|l| l.contains("\"file-history-snapshot\""))
-    {
-        kept.pop();
-    }
+    let kept = claude_turn_1_lines(&w.record);
     let kept = kept.concat();
     // The agent deleted its own record: harnery's archive still has it.
     std::fs::remove_file(&w.record).unwrap();

@@ -68,17 +68,7 @@ fn apply_puts_copilots_record_back_up_to_the_turns_end() {
     let w = copilot_world();
     let turn1 = checkpoint_of_turn(&w, COPILOT, 0);
     // Everything before the second prompt, up to the last turn end.
-    let mut seen = 0;
-    let mut kept = lines_before(&w.record, |v| {
-        seen += usize::from(v["type"] == "user.message");
-        seen == 2
-    });
-    while kept
-        .last()
-        .is_some_and(|l| !l.contains("\"assistant.turn_end\""))
-    {
-        kept.pop();
-    }
+    let kept = copilot_turn_1_lines(&w.record);
     let kept = kept.concat();
     std::fs::remove_file(&w.record).unwrap();
     let before = w.snapshot();

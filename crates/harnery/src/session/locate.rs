@@ -16,7 +16,11 @@
 //!   `file-history-snapshot` lines just before the cut; for Copilot
 //!   everything after the last `assistant.turn_end`;
 //! - a Copilot record that closes the session (`session.shutdown`) places
-//!   its waiting checkpoints at its last turn end: no later turn follows.
+//!   its waiting checkpoints at its last turn end: no later turn follows;
+//! - so does a record read to its end after the agent said the session
+//!   ended (Claude Code's `SessionEnd`, Copilot's `sessionEnd`): a
+//!   waiting checkpoint keeps the whole record, less the preamble at its
+//!   end, as a restore derives it when no later turn follows.
 //!
 //! The place names the last line kept by the agent's own id (Claude Code
 //! `uuid`, Copilot event `id`). The state is bounded: turns are remembered
@@ -77,6 +81,14 @@ pub struct Locator {
     /// The record's last line read closed the session.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     closed: bool,
+    /// The agent said the session ended (and has not resumed it since).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    ended: bool,
+    /// Where the record ended the last time it was read to the end it
+    /// had: while nothing more is read, the whole record once the session
+    /// ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    at_end: Option<u64>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -215,6 +227,38 @@ impl Locator {
         }
     }
 
+    /// The agent said the session ended.
+    pub fn session_ended(&mut self) {
+        self.ended = true;
+    }
+
+    /// The agent resumed the session: its record may go on.
+    pub fn resumed(&mut self) {
+        self.ended = false;
+    }
+
+    /// The session's own record was read to the end it had.
+    pub fn read_to_end(&mut self) {
+        self.at_end = Some(self.read_to);
+    }
+
+    /// At the end of a finalize run (its records followed): once the
+    /// session ended and its record was read to its end, with nothing
+    /// read since, a waiting checkpoint keeps all of it but the preamble
+    /// at its end. Whether one was placed.
+    pub fn settle_at_end(&mut self) -> bool {
+        if !self.ended || self.at_end != Some(self.read_to) {
+            return false;
+        }
+        let place = self.cut_before(self.read_to);
+        let mut placed = false;
+        for w in self.waiting.iter_mut().filter(|w| w.place.is_none()) {
+            w.place = Some(place.clone());
+            placed = true;
+        }
+        placed
+    }
+
     /// A checkpoint was pinned: it keeps the turns seen so far.
     pub fn pin(&mut self, checkpoint_id: String, event_id: EventId) {
         if self.waiting.len() == WAITING {
@@ -229,6 +273,8 @@ impl Locator {
         });
         if self.closed {
             self.place_at_close();
+        } else {
+            self.settle_at_end();
         }
     }
 
@@ -262,6 +308,29 @@ impl Locator {
 }
 
 impl SessionProducer {
+    /// At the end of a finalize run: the checkpoints an ended session's
+    /// whole record places (see [`Locator::settle_at_end`]).
+    pub(super) fn locate_tick(
+        &mut self,
+        now_unix_ns: i64,
+        clock: &crate::clock::ClockSample,
+    ) -> Vec<Event> {
+        let mut out = Vec::new();
+        if !self.record.locate.settle_at_end() {
+            return out;
+        }
+        let mut trigger = Trigger {
+            key: std::borrow::Cow::Owned(format!("located-at-end:{}", self.record.locate.read_to)),
+            raw: None,
+            time_unix_ns: now_unix_ns,
+            time_source: crate::contract::TimeSource::Finalizer,
+            clock: Some(clock),
+            emitted: 0,
+        };
+        self.emit_places(&mut trigger, &mut out);
+        out
+    }
+
     /// Write `checkpoint.located` for each checkpoint placed so far.
     pub(super) fn emit_places(&mut self, trigger: &mut Trigger, out: &mut Vec<Event>) {
         let Some(path) = self.record.path.clone() else {
@@ -315,6 +384,35 @@ mod tests {
         l.line(at(45, LineMark::TurnEnd, 7), Some("e9"), false);
         l.line(at(52, LineMark::None, 3), Some("e10"), false);
         assert_eq!(l.cut_before(55), (52, Some((45, "e9".into()))));
+    }
+
+    #[test]
+    fn a_record_read_to_its_end_after_the_session_ended_places_all_of_it() {
+        let mut l = Locator::default();
+        l.pin("a".into(), EventId("ev_a".into()));
+        l.line(at(0, LineMark::None, 10), Some("u1"), false);
+        l.read_to_end();
+        assert!(!l.settle_at_end(), "not ended: it waits");
+        l.line(at(10, LineMark::None, 10), Some("u2"), false);
+        l.line(at(20, LineMark::NextPrompt, 5), None, false);
+        l.session_ended();
+        assert!(!l.settle_at_end(), "not read to its end since");
+        l.read_to_end();
+        assert!(l.settle_at_end());
+        let placed = l.take_placed("p");
+        assert_eq!(
+            (placed[0].end, placed[0].line_id.as_deref()),
+            (20, Some("u2")),
+            "the preamble at the end left out"
+        );
+        l.pin("b".into(), EventId("ev_b".into()));
+        assert_eq!(l.take_placed("p")[0].end, 20, "pinned after it: the same");
+        l.line(at(25, LineMark::None, 5), Some("u3"), false);
+        l.pin("c".into(), EventId("ev_c".into()));
+        assert!(l.take_placed("p").is_empty(), "more was read: it waits");
+        l.resumed();
+        l.read_to_end();
+        assert!(!l.settle_at_end(), "resumed: it waits");
     }
 
     #[test]

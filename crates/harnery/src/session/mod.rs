@@ -315,6 +315,7 @@ impl SessionProducer {
     pub fn tick(&mut self, now_unix_ns: i64, clock: &ClockSample) -> Vec<Event> {
         let mut out = self.tick_pending_end(now_unix_ns, clock);
         out.extend(self.session_log_tick());
+        out.extend(self.locate_tick(now_unix_ns, clock));
         out
     }
 
@@ -365,6 +366,9 @@ impl SessionProducer {
                 self.on_tool_batch(calls, who, trigger, out)
             }
             SignalKind::SessionEnded(ended) => {
+                if agent.is_none() {
+                    self.record.locate.session_ended();
+                }
                 let who = self.speaker(agent, signal.native_turn_id);
                 let reason = ended.reason.clone();
                 self.emit_plain(Payload::SessionEnded(ended), who, trigger, out);

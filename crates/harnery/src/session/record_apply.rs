@@ -71,6 +71,9 @@ impl SessionProducer {
                 self.record.cursor = header.end;
                 self.record.fingerprint = header.fingerprint.clone();
                 self.record.problem = None;
+                if header.at_end {
+                    self.record.locate.read_to_end();
+                }
             }
         }
     }

@@ -346,6 +346,7 @@ impl SessionProducer {
             self.recover_span(span, reason, trigger, out);
         }
         self.record.locate.forget(&invalidated);
+        self.record.locate.resumed();
         self.log.resumes += 1;
         let live = std::mem::take(&mut self.log.live_turns);
         self.log.stale_turns.extend(live);
