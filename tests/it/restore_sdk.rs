@@ -105,8 +105,49 @@ pub(crate) fn call<'a>(calls: &'a [Value], name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no {name} in {calls:#?}"))
 }
 
+/// A test's Copilot home (where node runs), turn 1's checkpoint, and the
+/// stand-in's log; `None` where node is missing (the test is skipped).
+struct Case {
+    w: World,
+    turn1: String,
+    log: PathBuf,
+}
+
+fn case() -> Option<Case> {
+    if !node_installed() {
+        return None;
+    }
+    let w = copilot_world();
+    let turn1 = checkpoint_of_turn(&w, COPILOT, 0);
+    let log = w.user.path().join("sdk.jsonl");
+    Some(Case { w, turn1, log })
+}
+
+/// `restore`'s words for an SDK put-back of turn 1 as `new_id` run in
+/// `cwd`, then `more`.
+fn sdk_args(turn1: &str, new_id: &str, cwd: &str, more: &[&str]) -> Vec<String> {
+    let head = [
+        COPILOT,
+        "--checkpoint",
+        turn1,
+        "--apply",
+        "--new-id",
+        new_id,
+    ];
+    head.iter()
+        .chain(&["--cwd", cwd, "--transport", "sdk"])
+        .chain(more)
+        .map(|s| s.to_string())
+        .collect()
+}
+
 /// `restore` in `w`, from a directory of its own, the stand-in logging to `log`.
-fn restore(w: &World, log: &Path, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+fn restore(
+    w: &World,
+    log: &Path,
+    args: &[impl AsRef<std::ffi::OsStr>],
+    env: &[(&str, &str)],
+) -> std::process::Output {
     let elsewhere = tempfile::tempdir().unwrap();
     let mut cmd = w.command();
     cmd.current_dir(elsewhere.path())
@@ -125,36 +166,28 @@ fn new_session_dir(w: &World) -> PathBuf {
 
 #[test]
 fn exec_resumes_the_new_session_through_the_sdk() {
-    if !node_installed() {
+    let Some(Case { w, turn1, log }) = case() else {
         return;
-    }
-    let w = copilot_world();
-    let turn1 = checkpoint_of_turn(&w, COPILOT, 0);
+    };
     let sdk = fake_sdk(w.user.path());
-    let log = w.user.path().join("sdk.jsonl");
     let project = w.project.to_str().unwrap();
     let out = restore(
         &w,
         &log,
-        &[
-            COPILOT,
-            "--checkpoint",
+        &sdk_args(
             &turn1,
-            "--apply",
-            "--new-id",
             NEW_ID,
-            "--cwd",
             project,
-            "--transport",
-            "sdk",
-            "--sdk",
-            sdk.to_str().unwrap(),
-            "--exec",
-            "--",
-            "-p",
-            PROMPT,
-            "--model=m-4",
-        ],
+            &[
+                "--sdk",
+                sdk.to_str().unwrap(),
+                "--exec",
+                "--",
+                "-p",
+                PROMPT,
+                "--model=m-4",
+            ],
+        ),
         &[
             ("COPILOT_PROVIDER_BASE_URL", "http://127.0.0.1:9/v1"),
             ("COPILOT_PROVIDER_TYPE", "anthropic"),
@@ -223,30 +256,18 @@ fn exec_resumes_the_new_session_through_the_sdk() {
 
 #[test]
 fn the_printed_command_runs_as_printed() {
-    if !node_installed() {
+    let Some(Case { w, turn1, log }) = case() else {
         return;
-    }
-    let w = copilot_world();
-    let turn1 = checkpoint_of_turn(&w, COPILOT, 0);
+    };
     let sdk = fake_sdk(w.user.path());
-    let log = w.user.path().join("sdk.jsonl");
     let project = w.project.to_str().unwrap();
     // No prompt after `--`: the command reads it from standard input.
-    let args = [
-        COPILOT,
-        "--checkpoint",
+    let args = sdk_args(
         &turn1,
-        "--apply",
-        "--new-id",
         NEW_ID,
-        "--cwd",
         project,
-        "--transport",
-        "sdk",
-        "--json",
-        "--",
-        "--allow-all-tools",
-    ];
+        &["--json", "--", "--allow-all-tools"],
+    );
     let sdk_env = [("HARNERY_COPILOT_SDK", sdk.to_str().unwrap())];
     let out = restore(&w, &log, &args, &sdk_env);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -294,31 +315,23 @@ fn the_printed_command_runs_as_printed() {
 
 #[test]
 fn a_failed_turn_is_exit_1() {
-    if !node_installed() {
+    let Some(Case { w, turn1, log }) = case() else {
         return;
-    }
-    let w = copilot_world();
-    let turn1 = checkpoint_of_turn(&w, COPILOT, 0);
+    };
     let sdk = fake_sdk(w.user.path());
-    let log = w.user.path().join("sdk.jsonl");
-    let args = [
-        COPILOT,
-        "--checkpoint",
+    let args = sdk_args(
         &turn1,
-        "--apply",
-        "--new-id",
         NEW_ID,
-        "--cwd",
         w.project.to_str().unwrap(),
-        "--transport",
-        "sdk",
-        "--sdk",
-        sdk.to_str().unwrap(),
-        "--exec",
-        "--",
-        "-p",
-        "go on",
-    ];
+        &[
+            "--sdk",
+            sdk.to_str().unwrap(),
+            "--exec",
+            "--",
+            "-p",
+            "go on",
+        ],
+    );
     let out = restore(&w, &log, &args, &[("FAKE_SDK_MODE", "error")]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(
@@ -333,41 +346,19 @@ fn a_failed_turn_is_exit_1() {
 /// What stops the SDK resume stops it before `--apply` writes anything.
 #[test]
 fn no_node_no_sdk_or_a_foreign_word_refuse_before_anything_is_written() {
-    if !node_installed() {
+    let Some(Case { w, turn1, log }) = case() else {
         return;
-    }
-    let w = copilot_world();
-    let turn1 = checkpoint_of_turn(&w, COPILOT, 0);
+    };
     let sdk = fake_sdk(w.user.path());
     let empty = tempfile::tempdir().unwrap();
-    let log = w.user.path().join("sdk.jsonl");
     let project = w.project.to_str().unwrap();
     let with = |sdk_dir: &Path, words: &[&str]| -> Vec<String> {
-        let mut a: Vec<String> = [
-            COPILOT,
-            "--checkpoint",
-            &turn1,
-            "--apply",
-            "--new-id",
-            NEW_ID,
-            "--cwd",
-            project,
-            "--transport",
-            "sdk",
-            "--exec",
-            "--sdk",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        a.push(sdk_dir.to_str().unwrap().into());
-        a.push("--".into());
-        a.extend(words.iter().map(|s| s.to_string()));
-        a
+        let more = ["--exec", "--sdk", sdk_dir.to_str().unwrap(), "--"];
+        let more: Vec<&str> = more.iter().chain(words).copied().collect();
+        sdk_args(&turn1, NEW_ID, project, &more)
     };
     let before = w.snapshot();
     let refused = |args: Vec<String>, env: &[(&str, &str)], says: &[&str]| {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let out = restore(&w, &log, &args, env);
         assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
         for s in says {
@@ -402,31 +393,14 @@ fn no_node_no_sdk_or_a_foreign_word_refuse_before_anything_is_written() {
 /// session's directory (a `node_modules` above it), then `npm root -g`.
 #[test]
 fn the_sdk_is_found_from_the_sessions_directory_then_the_global_root() {
-    if !node_installed() {
+    let Some(Case { w, turn1, log }) = case() else {
         return;
-    }
-    let w = copilot_world();
-    let turn1 = checkpoint_of_turn(&w, COPILOT, 0);
-    let log = w.user.path().join("sdk.jsonl");
+    };
     let project = w.user.path().join("repo/sub dir");
     std::fs::create_dir_all(&project).unwrap();
     let run = |new_id: &str, env: &[(&str, &str)]| {
-        let args = [
-            COPILOT,
-            "--checkpoint",
-            &turn1,
-            "--apply",
-            "--new-id",
-            new_id,
-            "--cwd",
-            project.to_str().unwrap(),
-            "--transport",
-            "sdk",
-            "--exec",
-            "--",
-            "-p",
-            "go on",
-        ];
+        let more = ["--exec", "--", "-p", "go on"];
+        let args = sdk_args(&turn1, new_id, project.to_str().unwrap(), &more);
         restore(&w, &log, &args, env)
     };
     let prefix = w.user.path().join("npm prefix");
