@@ -72,6 +72,30 @@ fn original_goes_on(w: &World) {
 /// invented, nothing stale; the agent's `SessionStart` with `source:
 /// "resume"` then takes the restore up, and the original's later signals
 /// of its own turn are stale evidence.
+/// An ended session's last turn is placed after its checkpoint (the end of
+/// the run that read the record to its end): a restore to that checkpoint
+/// keeps the place, and the agent's resume supersedes nothing.
+#[test]
+fn a_restore_to_an_ended_sessions_placed_last_turn_supersedes_nothing() {
+    let w = claude_world_with(true, true);
+    let placed = |events: &[Value]| -> usize { of(events, "checkpoint.located").len() };
+    assert_eq!(placed(&everything(&w)), 2, "turn 1 and the last turn");
+    w.ok(&["restore", CLAUDE, "--record"]);
+    let mut start = original(&w, "SessionStart", RESUMED);
+    start["source"] = "resume".into();
+    start.as_object_mut().unwrap().remove("prompt_id");
+    deliver(&w, &start);
+    w.ok(&["finalize"]);
+    let events = everything(&w);
+    let resumed = of(&events, "session.resumed");
+    assert_eq!(resumed.len(), 1, "{resumed:#?}");
+    let range = &resumed[0]["payload"]["superseded"];
+    assert_eq!(range["from"], range["to"], "nothing superseded: {range}");
+    assert!(events.iter().all(|e| e["superseded"] != true));
+    assert_eq!(placed(&events), 2);
+    w.ok(&["verify"]);
+}
+
 #[test]
 fn a_recorded_restore_waits_for_the_agents_resume() {
     let w = claude_world_with(true, false);

@@ -71,6 +71,9 @@ pub(super) struct PinnedCheckpoint {
     pub offset: u64,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub invalid: bool,
+    /// The offset of its `checkpoint.located`, once written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub located_at: Option<u64>,
 }
 
 /// A restore waiting for the agent's resume.
@@ -308,7 +311,7 @@ impl SessionProducer {
             Some(r) => (
                 r.boundary_offset,
                 OffsetRange {
-                    from: r.boundary_offset,
+                    from: self.kept_places_from(r.boundary_offset),
                     to: r.restore_offset,
                 },
             ),
@@ -468,6 +471,7 @@ impl SessionProducer {
         let pinned = PinnedCheckpoint {
             offset,
             invalid: false,
+            located_at: None,
         };
         self.log.checkpoints.insert(spec.id.clone(), pinned);
         let id = spec.id.clone();
@@ -535,6 +539,29 @@ impl SessionProducer {
             turn,
         };
         self.pin_checkpoint(spec, trigger, out);
+    }
+
+    /// Where a restore to `boundary` supersedes from: past the places
+    /// (`checkpoint.located`) of the checkpoints it keeps that were written
+    /// just after it; they say where the kept record ends, not what the
+    /// session did after the checkpoint.
+    fn kept_places_from(&self, boundary: u64) -> u64 {
+        let kept: Vec<u64> = (self.log.checkpoints.values())
+            .filter(|cp| !cp.invalid && cp.offset <= boundary)
+            .filter_map(|cp| cp.located_at)
+            .collect();
+        let mut from = boundary;
+        while kept.contains(&from) {
+            from += 1;
+        }
+        from
+    }
+
+    /// A checkpoint's place was written at `offset`.
+    pub(super) fn note_located(&mut self, checkpoint_id: &str, offset: u64) {
+        if let Some(cp) = self.log.checkpoints.get_mut(checkpoint_id) {
+            cp.located_at = Some(offset);
+        }
     }
 
     /// `harnery restore --record`: record it; the agent's next resume
