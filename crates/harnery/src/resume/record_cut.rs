@@ -29,6 +29,8 @@
 use std::collections::HashSet;
 
 use crate::agents::harnery::RecordChunkHeader;
+use crate::agents::harnery::chunk::line_mark;
+use crate::agents::record::LineMark;
 use crate::agents::record::place::{RecordRole, check_shape};
 use crate::contract::{AdapterId, Event, EventType, Payload, RecordAt, SessionRef};
 use crate::ledger::{LedgerError, LedgerReader};
@@ -294,10 +296,10 @@ pub fn archived_prefix(
 }
 
 /// Where the next turn's preamble starts at the end of `bytes` (whole
-/// lines): Claude Code writes a `file-history-snapshot` row before a
-/// prompt; Copilot's turn is over at its last `assistant.turn_end`.
+/// lines), by the marks the agent's reader gives its lines
+/// (`line_mark`): Claude Code writes a `file-history-snapshot` row before
+/// a prompt; Copilot's turn is over at its last `assistant.turn_end`.
 fn preamble_start(adapter: AdapterId, bytes: &[u8]) -> usize {
-    let mut end = bytes.len();
     let mut lines: Vec<(usize, usize)> = Vec::new();
     let mut start = 0;
     for (i, b) in bytes.iter().enumerate() {
@@ -306,34 +308,26 @@ fn preamble_start(adapter: AdapterId, bytes: &[u8]) -> usize {
             start = i + 1;
         }
     }
-    let kind = |(s, e): (usize, usize)| -> Option<String> {
+    let mark = |(s, e): (usize, usize)| -> LineMark {
         #[derive(serde::Deserialize)]
         struct Kind {
             #[serde(rename = "type")]
             kind: Option<String>,
         }
-        serde_json::from_slice::<Kind>(&bytes[s..e]).ok()?.kind
+        serde_json::from_slice::<Kind>(&bytes[s..e])
+            .ok()
+            .and_then(|k| k.kind)
+            .map_or(LineMark::None, |k| line_mark(adapter, &k))
     };
-    match adapter {
-        AdapterId::ClaudeCode => {
-            for line in lines.iter().rev() {
-                if kind(*line).as_deref() != Some("file-history-snapshot") {
-                    break;
-                }
-                end = line.0;
-            }
-        }
-        AdapterId::Copilot => {
-            if let Some(line) = lines
-                .iter()
-                .rev()
-                .find(|l| kind(**l).as_deref() == Some("assistant.turn_end"))
-            {
-                end = line.1;
-            }
-        }
+    let ended = |line: &(usize, usize)| mark(*line) == LineMark::TurnEnd;
+    if let Some(line) = lines.iter().rev().find(|l| ended(l)) {
+        return line.1;
     }
-    end
+    let preamble = lines
+        .iter()
+        .rev()
+        .take_while(|l| mark(**l) == LineMark::NextPrompt);
+    preamble.last().map_or(bytes.len(), |line| line.0)
 }
 
 #[cfg(test)]

@@ -219,11 +219,8 @@ impl Locator {
     /// The record closed the session: a waiting checkpoint keeps it up to
     /// its last turn end (none yet: it waits on).
     fn place_at_close(&mut self) {
-        let Some(end) = self.turn_end.clone() else {
-            return;
-        };
-        for w in self.waiting.iter_mut().filter(|w| w.place.is_none()) {
-            w.place = Some(end.clone());
+        if let Some(end) = self.turn_end.clone() {
+            self.place_waiting(end);
         }
     }
 
@@ -250,7 +247,11 @@ impl Locator {
         if !self.ended || self.at_end != Some(self.read_to) {
             return false;
         }
-        let place = self.cut_before(self.read_to);
+        self.place_waiting(self.cut_before(self.read_to))
+    }
+
+    /// Place every waiting checkpoint at `place`: whether there was one.
+    fn place_waiting(&mut self, place: (u64, Option<LineId>)) -> bool {
         let mut placed = false;
         for w in self.waiting.iter_mut().filter(|w| w.place.is_none()) {
             w.place = Some(place.clone());

@@ -106,25 +106,15 @@ struct UsageWire {
 /// header alone only when the frame is in no known shape (a skipped type
 /// stays silent whatever its other fields hold).
 pub fn read_line(line: &[u8], at: &RecordAt) -> RecordLine {
-    read_named(line, at).0
+    read_marked(line, at).0
 }
 
 /// As [`read_line`], with the session the line names as the same parse
-/// found it: `None` when the line is in no known shape, so that
-/// [`line_session`] must look (one parse per line, not two).
-pub fn read_named(line: &[u8], at: &RecordAt) -> (RecordLine, Option<Option<String>>) {
-    let (read, session, _) = read_marked(line, at);
-    (read, session)
-}
-
-/// As [`read_named`], with what the line is to a turn's end: a
-/// file-history snapshot is written for the prompt that follows (the next
-/// turn's preamble).
+/// found it (`None` when the line is in no known shape, so that
+/// [`line_session`] must look: one parse per line, not two), and what the
+/// line is to a turn's end ([`line_mark`]).
 pub fn read_marked(line: &[u8], at: &RecordAt) -> (RecordLine, Option<Option<String>>, LineMark) {
-    let mark = |kind: Option<&str>| match kind {
-        Some(SNAPSHOT) => LineMark::NextPrompt,
-        _ => LineMark::None,
-    };
+    let mark = |kind: Option<&str>| kind.map_or(LineMark::None, line_mark);
     let (kind, uuid, parent_uuid, session, frame, mark) = match parse_frame::<Frame>(line) {
         Ok(mut frame) => {
             let kind = Kind::of(frame.kind.as_deref(), frame.subtype.as_deref());
@@ -170,6 +160,15 @@ pub fn read_marked(line: &[u8], at: &RecordAt) -> (RecordLine, Option<Option<Str
 
 /// The frame Claude Code writes before a prompt: the next turn's preamble.
 const SNAPSHOT: &str = "file-history-snapshot";
+
+/// What a line of type `kind` is to a turn's end: a file-history snapshot
+/// is written for the prompt that follows (the next turn's preamble).
+pub fn line_mark(kind: &str) -> LineMark {
+    match kind {
+        SNAPSHOT => LineMark::NextPrompt,
+        _ => LineMark::None,
+    }
+}
 
 /// What a line is, by its `type` and `subtype`.
 enum Kind {
@@ -396,7 +395,7 @@ fn totals(frame: Frame, at: &RecordAt) -> RecordLine {
 }
 
 /// The session a transcript line says it belongs to: Claude Code writes
-/// `sessionId` on its lines. Cheap for lines that name none. ([`read_named`]
+/// `sessionId` on its lines. Cheap for lines that name none. ([`read_marked`]
 /// finds it while reading the line.)
 pub fn line_session(line: &[u8]) -> Option<String> {
     #[derive(Deserialize)]
@@ -678,8 +677,8 @@ mod tests {
         assert_eq!(line_session(br#"{"type":"x"}"#), None);
         // Reading the line finds it in the same parse; a line in no known
         // shape leaves the look to `line_session`.
-        assert_eq!(read_named(named, &at()).1, Some(Some("s1".into())));
-        assert_eq!(read_named(br#"{"type":"x"}"#, &at()).1, Some(None));
-        assert_eq!(read_named(b"not json", &at()).1, None);
+        assert_eq!(read_marked(named, &at()).1, Some(Some("s1".into())));
+        assert_eq!(read_marked(br#"{"type":"x"}"#, &at()).1, Some(None));
+        assert_eq!(read_marked(b"not json", &at()).1, None);
     }
 }

@@ -211,8 +211,7 @@ pub fn read_line(line: &[u8], at: &RecordAt) -> RecordLine {
     read_marked(line, at).0
 }
 
-/// As [`read_line`], with what the line is to a turn's end: a turn is
-/// over after `assistant.turn_end`.
+/// As [`read_line`], with what the line is to a turn's end ([`line_mark`]).
 pub fn read_marked(line: &[u8], at: &RecordAt) -> (RecordLine, LineMark) {
     let envelope: Envelope = match parse_frame(line) {
         Ok(envelope) => envelope,
@@ -222,15 +221,20 @@ pub fn read_marked(line: &[u8], at: &RecordAt) -> (RecordLine, LineMark) {
     // Every line whose envelope reads names its own id, whatever its data
     // says.
     read.uuid = envelope.id().ok().flatten().map(Box::from);
-    let mark = match envelope.kind.as_ref() {
-        TURN_END => LineMark::TurnEnd,
-        _ => LineMark::None,
-    };
-    (read, mark)
+    (read, line_mark(&envelope.kind))
 }
 
 /// The frame that ends a turn.
 const TURN_END: &str = "assistant.turn_end";
+
+/// What a line of type `kind` is to a turn's end: a turn is over after
+/// `assistant.turn_end`.
+pub fn line_mark(kind: &str) -> LineMark {
+    match kind {
+        TURN_END => LineMark::TurnEnd,
+        _ => LineMark::None,
+    }
+}
 
 fn read_frame(envelope: &Envelope, at: &RecordAt) -> RecordLine {
     let kind = envelope.kind.as_ref();

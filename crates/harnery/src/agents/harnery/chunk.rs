@@ -26,6 +26,15 @@ pub fn line_session(adapter: AdapterId, line: &[u8]) -> Option<String> {
     }
 }
 
+/// What a line of `adapter`'s record with type `kind` is to a turn's end
+/// (see each agent's `record::line_mark`).
+pub fn line_mark(adapter: AdapterId, kind: &str) -> LineMark {
+    match adapter {
+        AdapterId::ClaudeCode => claude_code::record::line_mark(kind),
+        AdapterId::Copilot => copilot::record::line_mark(kind),
+    }
+}
+
 /// Read one line as [`read_line`] does, with the session it names (see
 /// each agent's `record::line_session`; Claude Code's is found by the same
 /// parse) and what it is to a turn's end.
