@@ -61,7 +61,7 @@ use crate::clock::ClockSample;
 use crate::contract::{AdapterId, RecordProblem, SessionRef};
 use crate::finalize::FinalizeError;
 use crate::home::Home;
-use crate::ledger::LedgerReader;
+use crate::ledger::{LedgerReader, durable};
 use crate::session::RecordCursor;
 use crate::spool::{Signal, SpoolWriter, WriterOptions};
 
@@ -227,6 +227,7 @@ impl Run<'_> {
             reported: at.problem.as_deref(),
             written: 0,
             left,
+            spooled: None,
         };
         let path = match record_path(session, at.path.as_deref()) {
             Ok(path) => path,
@@ -264,6 +265,7 @@ impl Run<'_> {
             };
             out.append(RECORD, &record_payload(&header, &[]))?;
         }
+        out.start_writeback();
         Ok((out.written, read))
     }
 }
@@ -314,6 +316,8 @@ struct Spooler<'a> {
     written: u64,
     /// Bytes the session may still read this run.
     left: u64,
+    /// The spool file the session's last signal went to.
+    spooled: Option<PathBuf>,
 }
 
 impl Spooler<'_> {
@@ -334,11 +338,26 @@ impl Spooler<'_> {
             sync: false,
             ..WriterOptions::default()
         };
-        SpoolWriter::with_options(self.home.clone(), options)
+        let receipt = SpoolWriter::with_options(self.home.clone(), options)
             .append_signal(&signal)
             .map_err(|e| FinalizeError::Spool(format!("record signal not spooled: {e}")))?;
         self.written += 1;
+        self.spooled = Some(receipt.file);
         Ok(())
+    }
+
+    /// Start writing back what the session spooled, without waiting: the
+    /// drain's raw archive syncs the file, and by then the kernel has had
+    /// the rest of the pass to write it (the drain's other writes wait
+    /// less behind it). Only a hint; nothing depends on it.
+    fn start_writeback(&self) {
+        if let Some(file) = self
+            .spooled
+            .as_deref()
+            .and_then(|p| std::fs::File::open(p).ok())
+        {
+            durable::start_writeback(&file);
+        }
     }
 
     fn refused(&mut self, path: &Path, why: &str) -> Result<(), FinalizeError> {

@@ -27,6 +27,7 @@
 use serde::Deserialize;
 
 use super::line::{Frame, Header};
+use super::message::{Block, Content, user_content};
 use crate::agents::record::{
     LineMark, RecordItem, RecordLine, RecordedCall, RecordedResult, millis, parse_frame, time_ns,
 };
@@ -54,18 +55,6 @@ const SILENT_TYPES: &[&str] = &[
 ];
 
 #[derive(Deserialize)]
-struct UserWire {
-    content: Content,
-}
-
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum Content {
-    Text(String),
-    Blocks(Vec<Block>),
-}
-
-#[derive(Deserialize)]
 struct AssistantWire {
     id: Option<String>,
     model: Option<String>,
@@ -74,24 +63,6 @@ struct AssistantWire {
     /// The usage object as written (kept whole as `raw`).
     #[serde(default, deserialize_with = "raw_json")]
     usage: Option<Json>,
-}
-
-/// A content block, every kind in one struct: an internally tagged enum
-/// would buffer the block and lose the tool input's text.
-#[derive(Deserialize)]
-struct Block {
-    #[serde(rename = "type")]
-    kind: String,
-    text: Option<String>,
-    thinking: Option<String>,
-    signature: Option<String>,
-    data: Option<String>,
-    id: Option<String>,
-    name: Option<String>,
-    #[serde(default, deserialize_with = "raw_json")]
-    input: Option<Json>,
-    tool_use_id: Option<String>,
-    is_error: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -221,17 +192,24 @@ impl Frame<'_> {
 }
 
 fn message<'a, T: Deserialize<'a>>(frame: &Frame<'a>) -> Result<T, RecordLine> {
-    let raw = frame
+    serde_json::from_str(message_text(frame)?).map_err(no_known_shape)
+}
+
+fn message_text<'a>(frame: &Frame<'a>) -> Result<&'a str, RecordLine> {
+    frame
         .message
-        .ok_or_else(|| RecordLine::unrecognized("message frame without a message"))?;
-    serde_json::from_str(raw.get())
-        .map_err(|e| RecordLine::unrecognized(format!("message in no known shape: {e}")))
+        .map(|raw| raw.get())
+        .ok_or_else(|| RecordLine::unrecognized("message frame without a message"))
+}
+
+fn no_known_shape(e: serde_json::Error) -> RecordLine {
+    RecordLine::unrecognized(format!("message in no known shape: {e}"))
 }
 
 fn user(frame: Frame, at: &RecordAt) -> Result<RecordLine, RecordLine> {
-    let wire: UserWire = message(&frame)?;
+    let content = message_text(&frame).and_then(|raw| user_content(raw).map_err(no_known_shape))?;
     let turn = &frame.prompt_id;
-    let (texts, results): (Vec<_>, Vec<_>) = match wire.content {
+    let (texts, results): (Vec<_>, Vec<_>) = match content {
         Content::Text(text) => (vec![text], Vec::new()),
         Content::Blocks(blocks) => blocks.into_iter().fold((vec![], vec![]), |mut acc, b| {
             match (b.kind.as_str(), b.text, b.tool_use_id) {
