@@ -24,7 +24,9 @@
 //! again from the record until the batch holding it commits, and the raw
 //! archive makes the spool file durable before that commit. A power loss
 //! in between costs a re-read (and, at worst, a torn spool tail that the
-//! drain reports as damage), never a byte of the record.
+//! drain reports as damage), never a byte of the record. Once a session's
+//! pass is spooled the kernel is asked to start writing its spool file
+//! back, so that sync finds most of it written.
 //!
 //! A Claude Code subagent writes a transcript of its own, which
 //! `SubagentStop` names (`agent_transcript_path`): it is followed the same
