@@ -4,7 +4,8 @@
 //! Going through serde costs a generic call and an escape scan for every
 //! key, and finalize writes every event once; this writer emits the fixed
 //! keys as literals, checks each string for characters that need escaping
-//! eight bytes at a time, writes integers and JSON values itself, and hands
+//! eight bytes at a time, writes integers and JSON values itself (the hook
+//! spans' payloads and those of a record's lines among them), and hands
 //! the rarer payload types and floating-point numbers to serde_json. Its
 //! output is serde_json's output: tests compare the two for every payload
 //! type, every enum value, numbers at their limits and every character that
@@ -16,7 +17,10 @@ use super::event_id::EventId;
 use super::json_text::Integer;
 // Re-exported so that trace rows and the OTLP writer keep their one import.
 pub(crate) use super::json_text::{needs_escape, number, plain_len, string};
-use super::payload::{Observation, Outcome, Payload, Recovery};
+use super::payload::{
+    MessageAssistant, MessageUser, Observation, Outcome, Payload, ReasoningRecorded, RecordAt,
+    Recovery, SessionMetadata, ToolRecorded, UsageReported,
+};
 
 impl Event {
     /// The event's canonical JSON: byte for byte what `serde_json` writes.
@@ -138,6 +142,12 @@ fn payload(out: &mut String, payload: &Payload) {
             out.push_str("{\"stop_reason\":");
             optional_string(out, p.stop_reason.as_deref());
         }
+        Payload::MessageUser(p) => message_user(out, p),
+        Payload::MessageAssistant(p) => message_assistant(out, p),
+        Payload::ReasoningRecorded(p) => reasoning(out, p),
+        Payload::UsageReported(p) => usage(out, p),
+        Payload::SessionMetadata(p) => metadata(out, p),
+        Payload::ToolRecorded(p) => tool_recorded(out, p),
         other => {
             let text = serde_json::to_string(other).expect("payloads always serialize");
             let content = text
@@ -150,6 +160,120 @@ fn payload(out: &mut String, payload: &Payload) {
         }
     }
     out.push('}');
+}
+
+// The payloads of a record's lines (most of what finalize writes when it
+// follows a record), each opening `{` and leaving its `}` to `payload`.
+
+fn open_with_record(out: &mut String, at: &RecordAt) {
+    out.push_str("{\"record\":{\"path\":");
+    string(out, &at.path);
+    out.push_str(",\"offset\":");
+    number(out, at.offset);
+    out.push('}');
+}
+
+fn message_user(out: &mut String, p: &MessageUser) {
+    open_with_record(out, &p.record);
+    out.push_str(",\"message_id\":");
+    optional_string(out, p.message_id.as_deref());
+    out.push_str(",\"text\":");
+    optional_string(out, p.text.as_deref());
+    if let Some(source) = &p.source {
+        out.push_str(",\"source\":");
+        string(out, source);
+    }
+}
+
+fn message_assistant(out: &mut String, p: &MessageAssistant) {
+    open_with_record(out, &p.record);
+    out.push_str(",\"message_id\":");
+    optional_string(out, p.message_id.as_deref());
+    out.push_str(",\"model\":");
+    optional_string(out, p.model.as_deref());
+    out.push_str(",\"text\":");
+    optional_string(out, p.text.as_deref());
+    out.push_str(",\"tool_call_ids\":[");
+    for (i, id) in p.tool_call_ids.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        string(out, id);
+    }
+    out.push(']');
+}
+
+fn reasoning(out: &mut String, p: &ReasoningRecorded) {
+    open_with_record(out, &p.record);
+    out.push_str(",\"message_id\":");
+    optional_string(out, p.message_id.as_deref());
+    out.push_str(",\"text\":");
+    optional_string(out, p.text.as_deref());
+    out.push_str(",\"continuation\":");
+    optional_string(out, p.continuation.as_deref());
+}
+
+fn usage(out: &mut String, p: &UsageReported) {
+    open_with_record(out, &p.record);
+    out.push_str(",\"message_id\":");
+    optional_string(out, p.message_id.as_deref());
+    out.push_str(",\"model\":");
+    optional_string(out, p.model.as_deref());
+    for (key, n) in [
+        (",\"input_tokens\":", p.input_tokens),
+        (",\"output_tokens\":", p.output_tokens),
+        (",\"cache_read_tokens\":", p.cache_read_tokens),
+        (",\"cache_write_tokens\":", p.cache_write_tokens),
+    ] {
+        out.push_str(key);
+        optional_number(out, n);
+    }
+    out.push_str(",\"cost\":");
+    optional_value(out, p.cost.as_ref());
+    for (key, n) in [
+        (",\"duration_ms\":", p.duration_ms),
+        (",\"time_to_first_token_ms\":", p.time_to_first_token_ms),
+        (",\"reasoning_tokens\":", p.reasoning_tokens),
+    ] {
+        out.push_str(key);
+        optional_number(out, n);
+    }
+    out.push_str(",\"raw\":");
+    optional_value(out, p.raw.as_ref());
+    out.push_str(",\"copied_from_session\":");
+    optional_string(out, p.copied_from_session.as_deref());
+}
+
+fn metadata(out: &mut String, p: &SessionMetadata) {
+    open_with_record(out, &p.record);
+    out.push_str(",\"agent_version\":");
+    optional_string(out, p.agent_version.as_deref());
+    out.push_str(",\"head_commit\":");
+    optional_string(out, p.head_commit.as_deref());
+    out.push_str(",\"cwd\":");
+    optional_string(out, p.cwd.as_deref());
+    out.push_str(",\"model\":");
+    optional_string(out, p.model.as_deref());
+}
+
+fn tool_recorded(out: &mut String, p: &ToolRecorded) {
+    open_with_record(out, &p.record);
+    out.push_str(",\"span_request_event_id\":");
+    optional_id(out, p.span_request_event_id.as_ref());
+    out.push_str(",\"tool_call_id\":");
+    string(out, &p.tool_call_id);
+    out.push_str(",\"tool_name\":");
+    string(out, &p.tool_name);
+    out.push_str(",\"turn_id\":");
+    optional_string(out, p.turn_id.as_deref());
+    out.push_str(",\"success\":");
+    out.push_str(match p.success {
+        Some(true) => "true",
+        Some(false) => "false",
+        None => "null",
+    });
+    out.push_str(",\"exit_code\":");
+    optional_number(out, p.exit_code);
 }
 
 fn observation(out: &mut String, value: &Observation<u64>) {

@@ -460,3 +460,134 @@ fn the_direct_writer_escapes_what_serde_escapes() {
         );
     }
 }
+
+/// The payloads of a record's lines, every member absent, and every text
+/// in them awkward: what the direct writer writes is what serde writes.
+#[test]
+fn the_direct_writer_writes_record_payloads_as_serde_does() {
+    let at = |path: &str| RecordAt {
+        path: path.into(),
+        offset: u64::MAX,
+    };
+    let mut payloads = vec![
+        Payload::MessageUser(MessageUser {
+            record: at(""),
+            message_id: None,
+            text: None,
+            source: None,
+        }),
+        Payload::MessageAssistant(MessageAssistant {
+            record: at("p"),
+            message_id: None,
+            model: None,
+            text: None,
+            tool_call_ids: Vec::new(),
+        }),
+        Payload::ReasoningRecorded(ReasoningRecorded {
+            record: at("p"),
+            message_id: None,
+            text: None,
+            continuation: None,
+        }),
+        Payload::SessionMetadata(SessionMetadata {
+            record: at("p"),
+            agent_version: None,
+            head_commit: None,
+            cwd: None,
+            model: None,
+        }),
+    ];
+    for (success, exit_code) in [
+        (None, None),
+        (Some(false), Some(i64::MIN)),
+        (Some(true), Some(-1)),
+    ] {
+        payloads.push(Payload::ToolRecorded(ToolRecorded {
+            record: at("p"),
+            span_request_event_id: None,
+            tool_call_id: String::new(),
+            tool_name: String::new(),
+            turn_id: None,
+            success,
+            exit_code,
+        }));
+    }
+    let raw = Json::from_value(&json!({"input_tokens": 1, "z": [1.5, null, "ü\n"]}));
+    for n in [None, Some(0), Some(u64::MAX)] {
+        payloads.push(Payload::UsageReported(UsageReported {
+            record: at("p"),
+            message_id: None,
+            model: None,
+            input_tokens: n,
+            output_tokens: n,
+            cache_read_tokens: n,
+            cache_write_tokens: n,
+            cost: n.map(|_| Json::from_value(&json!(1e-7))),
+            duration_ms: n,
+            time_to_first_token_ms: n,
+            reasoning_tokens: n,
+            raw: n.map(|_| raw.clone()),
+            copied_from_session: None,
+        }));
+    }
+    for text in awkward_strings() {
+        let t = || Some(text.clone());
+        payloads.extend([
+            Payload::MessageUser(MessageUser {
+                record: at(&text),
+                message_id: t(),
+                text: t(),
+                source: t(),
+            }),
+            Payload::MessageAssistant(MessageAssistant {
+                record: at(&text),
+                message_id: t(),
+                model: t(),
+                text: t(),
+                tool_call_ids: vec![text.clone(), text.clone()],
+            }),
+            Payload::ReasoningRecorded(ReasoningRecorded {
+                record: at(&text),
+                message_id: t(),
+                text: t(),
+                continuation: t(),
+            }),
+            Payload::SessionMetadata(SessionMetadata {
+                record: at(&text),
+                agent_version: t(),
+                head_commit: t(),
+                cwd: t(),
+                model: t(),
+            }),
+            Payload::ToolRecorded(ToolRecorded {
+                record: at(&text),
+                span_request_event_id: Some(EventId(text.clone())),
+                tool_call_id: text.clone(),
+                tool_name: text.clone(),
+                turn_id: t(),
+                success: Some(true),
+                exit_code: Some(0),
+            }),
+            Payload::UsageReported(UsageReported {
+                record: at(&text),
+                message_id: t(),
+                model: t(),
+                input_tokens: None,
+                output_tokens: None,
+                cache_read_tokens: None,
+                cache_write_tokens: None,
+                cost: None,
+                duration_ms: None,
+                time_to_first_token_ms: None,
+                reasoning_tokens: None,
+                raw: Some(Json::from_value(&Value::String(text.clone()))),
+                copied_from_session: t(),
+            }),
+        ]);
+    }
+    for payload in payloads {
+        let e = event(payload, Attestation::Record);
+        let serde = serde_json::to_string(&e).expect("serializes");
+        assert_eq!(e.to_json(), serde);
+    }
+}

@@ -24,7 +24,9 @@
 //! again from the record until the batch holding it commits, and the raw
 //! archive makes the spool file durable before that commit. A power loss
 //! in between costs a re-read (and, at worst, a torn spool tail that the
-//! drain reports as damage), never a byte of the record.
+//! drain reports as damage), never a byte of the record. Once a session's
+//! pass is spooled the kernel is asked to start writing its spool file
+//! back, so that sync finds most of it written.
 //!
 //! A Claude Code subagent writes a transcript of its own, which
 //! `SubagentStop` names (`agent_transcript_path`): it is followed the same
@@ -61,7 +63,7 @@ use crate::clock::ClockSample;
 use crate::contract::{AdapterId, RecordProblem, SessionRef};
 use crate::finalize::FinalizeError;
 use crate::home::Home;
-use crate::ledger::LedgerReader;
+use crate::ledger::{LedgerReader, durable};
 use crate::session::RecordCursor;
 use crate::spool::{Signal, SpoolWriter, WriterOptions};
 
@@ -227,6 +229,7 @@ impl Run<'_> {
             reported: at.problem.as_deref(),
             written: 0,
             left,
+            spooled: None,
         };
         let path = match record_path(session, at.path.as_deref()) {
             Ok(path) => path,
@@ -264,6 +267,7 @@ impl Run<'_> {
             };
             out.append(RECORD, &record_payload(&header, &[]))?;
         }
+        out.start_writeback();
         Ok((out.written, read))
     }
 }
@@ -314,6 +318,8 @@ struct Spooler<'a> {
     written: u64,
     /// Bytes the session may still read this run.
     left: u64,
+    /// The spool file the session's last signal went to.
+    spooled: Option<PathBuf>,
 }
 
 impl Spooler<'_> {
@@ -334,11 +340,26 @@ impl Spooler<'_> {
             sync: false,
             ..WriterOptions::default()
         };
-        SpoolWriter::with_options(self.home.clone(), options)
+        let receipt = SpoolWriter::with_options(self.home.clone(), options)
             .append_signal(&signal)
             .map_err(|e| FinalizeError::Spool(format!("record signal not spooled: {e}")))?;
         self.written += 1;
+        self.spooled = Some(receipt.file);
         Ok(())
+    }
+
+    /// Start writing back what the session spooled, without waiting: the
+    /// drain's raw archive syncs the file, and by then the kernel has had
+    /// the rest of the pass to write it (the drain's other writes wait
+    /// less behind it). Only a hint; nothing depends on it.
+    fn start_writeback(&self) {
+        if let Some(file) = self
+            .spooled
+            .as_deref()
+            .and_then(|p| std::fs::File::open(p).ok())
+        {
+            durable::start_writeback(&file);
+        }
     }
 
     fn refused(&mut self, path: &Path, why: &str) -> Result<(), FinalizeError> {
@@ -424,14 +445,18 @@ fn follow_one(
         // What is left of the pass (one line longer than that is read
         // whole).
         let want = (pass_len - (at - cursor)).min(CHUNK_LEN as u64) as usize;
-        let (header, chunk) = match whole_lines(&mut file, at, len, want) {
-            Ok(Lines::Whole(bytes)) => (chunk_header(path, at, at + bytes.len() as u64), bytes),
+        let headroom = headroom(path);
+        let (header, chunk) = match whole_lines(&mut file, at, len, want, headroom) {
+            Ok(Lines::Whole(bytes)) => {
+                let end = at + (bytes.len() - headroom) as u64;
+                (chunk_header(path, at, end), bytes)
+            }
             Ok(Lines::Oversized { len: n, head }) => {
                 let header = RecordChunkHeader {
                     oversized_line: true,
                     ..chunk_header(path, at, at + n)
                 };
-                (header, head)
+                (header, [vec![0; headroom], head].concat())
             }
             Ok(Lines::Unfinished) => break,
             Err(e) => return out.unreadable(path, e),
@@ -445,7 +470,8 @@ fn follow_one(
             },
             Err(e) => return out.unreadable(path, e),
         };
-        out.append(RECORD, &record_payload(&header, &chunk))?;
+        let (payload, from) = payload_in_place(&header, chunk, headroom);
+        out.append(RECORD, &payload[from..])?;
         out.left = out.left.saturating_sub(end - at);
         at = end;
     }
@@ -463,10 +489,35 @@ fn chunk_header(path: &Path, start: u64, end: u64) -> RecordChunkHeader {
     }
 }
 
+/// Room left before a chunk's bytes for its payload's header line: the
+/// header is written there, so the chunk is never copied to sit after it
+/// (the path is the one part of any length, six bytes a byte at most once
+/// escaped; the rest is numbers, a digest and a few names).
+fn headroom(path: &Path) -> usize {
+    512 + 6 * path.as_os_str().len()
+}
+
+/// The `harnery.record` payload of `header` and the chunk that `buf`
+/// holds after `headroom` bytes, as [`record_payload`] writes it: the
+/// buffer and where the payload starts in it.
+fn payload_in_place(
+    header: &RecordChunkHeader,
+    mut buf: Vec<u8>,
+    headroom: usize,
+) -> (Vec<u8>, usize) {
+    let line = serde_json::to_vec(header).expect("the header is plain JSON");
+    let Some(from) = headroom.checked_sub(line.len() + 1) else {
+        return (record_payload(header, &buf[headroom..]), 0);
+    };
+    buf[from..headroom - 1].copy_from_slice(&line);
+    buf[headroom - 1] = b'\n';
+    (buf, from)
+}
+
 /// What [`whole_lines`] found.
 enum Lines {
     /// Whole lines (at most the bytes asked for, or one longer line up to
-    /// [`LINE_CEILING`]).
+    /// [`LINE_CEILING`]), after the headroom asked for.
     Whole(Vec<u8>),
     /// One line longer than [`LINE_CEILING`]: its length (with its
     /// newline) and first bytes.
@@ -477,33 +528,35 @@ enum Lines {
 }
 
 /// Whole lines from `at`: at most `want` bytes of them, or one longer
-/// line, read into memory only up to [`LINE_CEILING`].
+/// line, read into memory only up to [`LINE_CEILING`]; whole lines are
+/// read in after `headroom` bytes.
 fn whole_lines(
     file: &mut std::fs::File,
     at: u64,
     len: u64,
     mut want: usize,
+    headroom: usize,
 ) -> std::io::Result<Lines> {
     let asked = want;
     loop {
         let n = (len - at).min(want as u64) as usize;
-        let mut buf = vec![0u8; n];
-        file.seek(SeekFrom::Start(at))?;
-        file.read_exact(&mut buf)?;
+        let mut buf = read_after(file, at, n, headroom)?;
+        let read = &buf[headroom..];
         // Past what was asked for, only the one longer line.
         let cut = if want == asked {
-            memchr::memrchr(b'\n', &buf)
+            memchr::memrchr(b'\n', read)
         } else {
-            memchr::memchr(b'\n', &buf)
+            memchr::memchr(b'\n', read)
         };
         if let Some(last) = cut {
-            buf.truncate(last + 1);
+            buf.truncate(headroom + last + 1);
             return Ok(Lines::Whole(buf));
         }
         if n < want {
             return Ok(Lines::Unfinished);
         }
         if want >= LINE_CEILING {
+            let mut buf = buf.split_off(headroom);
             buf.truncate(OVERSIZED_HEAD);
             buf.shrink_to_fit();
             return Ok(match newline_after(file, at + n as u64, len)? {
@@ -516,6 +569,29 @@ fn whole_lines(
         }
         want = (want * 4).min(LINE_CEILING);
     }
+}
+
+/// `n` bytes of `file` from `at`, after `headroom` zero bytes (read
+/// straight into the buffer, which is never zeroed first).
+fn read_after(
+    file: &mut std::fs::File,
+    at: u64,
+    n: usize,
+    headroom: usize,
+) -> std::io::Result<Vec<u8>> {
+    let mut buf = Vec::with_capacity(headroom + n);
+    buf.resize(headroom, 0);
+    file.seek(SeekFrom::Start(at))?;
+    file.take(n as u64).read_to_end(&mut buf)?;
+    if buf.len() < headroom + n {
+        // What `read_exact` says.
+        let short = "failed to fill whole buffer";
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            short,
+        ));
+    }
+    Ok(buf)
 }
 
 /// The offset of the first newline at or after `from`, read in small
@@ -542,4 +618,59 @@ fn tail_fingerprint(file: &mut std::fs::File, end: u64) -> std::io::Result<Strin
     file.seek(SeekFrom::Start(from))?;
     file.read_exact(&mut buf)?;
     Ok(blake3::hash(&buf).to_hex().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The payload written around the chunk is the payload
+    /// `record_payload` writes, for any path and with too little room.
+    #[test]
+    fn a_payload_in_place_is_the_record_payload() {
+        let chunk = b"{\"type\":\"user\"}\n{\"a\":1}\n".to_vec();
+        for path in ["/t/s.jsonl", "", "/t/\"q\"\\\n\u{1}/é/日本/🦀.jsonl"] {
+            let long = format!("/{}", "\u{1f}".repeat(300));
+            for path in [path, long.as_str()] {
+                for (at_end, oversized_line) in [(false, false), (true, false), (false, true)] {
+                    let header = RecordChunkHeader {
+                        at_end,
+                        oversized_line,
+                        fingerprint: "f".repeat(64),
+                        ..chunk_header(Path::new(path), 7, u64::MAX)
+                    };
+                    let want = record_payload(&header, &chunk);
+                    for room in [headroom(Path::new(path)), 0, 10] {
+                        let buf = [vec![0; room], chunk.clone()].concat();
+                        let (payload, from) = payload_in_place(&header, buf, room);
+                        assert_eq!(payload[from..], want[..], "{path:?} {room}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whole lines are read after the headroom, as they are in the file.
+    #[test]
+    fn whole_lines_land_after_the_headroom() {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let path = dir.path().join("r.jsonl");
+        std::fs::write(&path, b"one\ntwo\nthree").expect("written");
+        let mut file = std::fs::File::open(&path).expect("opened");
+        let len = 13;
+        let Lines::Whole(buf) = whole_lines(&mut file, 0, len, 100, 9).expect("read") else {
+            panic!("whole lines expected");
+        };
+        assert_eq!(&buf[9..], b"one\ntwo\n");
+        let Lines::Whole(buf) = whole_lines(&mut file, 4, len, 2, 3).expect("read") else {
+            panic!("the one longer line expected");
+        };
+        assert_eq!(&buf[3..], b"two\n");
+        assert!(matches!(
+            whole_lines(&mut file, 8, len, 100, 3),
+            Ok(Lines::Unfinished)
+        ));
+        let short = read_after(&mut file, 8, 10, 3).expect_err("past the end");
+        assert_eq!(short.to_string(), "failed to fill whole buffer");
+    }
 }

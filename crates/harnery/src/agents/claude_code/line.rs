@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::agents::wire::raw_json;
+use crate::agents::wire::{optional_str, raw_json};
 use crate::contract::Json;
 
 /// The fields that say what a line is: read alone only when the whole
@@ -34,15 +34,24 @@ pub struct Frame<'a> {
     #[serde(rename = "type", borrow, default)]
     pub kind: Option<Cow<'a, str>>,
     pub subtype: Option<String>,
-    pub timestamp: Option<String>,
-    pub uuid: Option<String>,
-    pub parent_uuid: Option<String>,
-    pub prompt_id: Option<String>,
+    // The texts every line has are borrowed from it unless escaped (read
+    // as `String`s they were most of a line's allocations).
+    #[serde(default, borrow, deserialize_with = "optional_str")]
+    pub timestamp: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "optional_str")]
+    pub uuid: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "optional_str")]
+    pub parent_uuid: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "optional_str")]
+    pub prompt_id: Option<Cow<'a, str>>,
     #[serde(alias = "agent_id")]
     pub agent_id: Option<String>,
-    pub version: Option<String>,
-    pub cwd: Option<String>,
-    pub session_id: Option<String>,
+    #[serde(default, borrow, deserialize_with = "optional_str")]
+    pub version: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "optional_str")]
+    pub cwd: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "optional_str")]
+    pub session_id: Option<Cow<'a, str>>,
     /// On an assistant line, the session that made the model call; another
     /// session's on the copy of a parent's messages `--fork-session` writes.
     pub request_session_id: Option<String>,

@@ -5,6 +5,7 @@
 
 pub mod hooks;
 pub mod line;
+mod message;
 pub mod record;
 
 use std::path::{Path, PathBuf};

@@ -27,6 +27,7 @@
 use serde::Deserialize;
 
 use super::line::{Frame, Header};
+use super::message::{Block, Content, user_content};
 use crate::agents::record::{
     LineMark, RecordItem, RecordLine, RecordedCall, RecordedResult, millis, parse_frame, time_ns,
 };
@@ -54,18 +55,6 @@ const SILENT_TYPES: &[&str] = &[
 ];
 
 #[derive(Deserialize)]
-struct UserWire {
-    content: Content,
-}
-
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum Content {
-    Text(String),
-    Blocks(Vec<Block>),
-}
-
-#[derive(Deserialize)]
 struct AssistantWire {
     id: Option<String>,
     model: Option<String>,
@@ -74,24 +63,6 @@ struct AssistantWire {
     /// The usage object as written (kept whole as `raw`).
     #[serde(default, deserialize_with = "raw_json")]
     usage: Option<Json>,
-}
-
-/// A content block, every kind in one struct: an internally tagged enum
-/// would buffer the block and lose the tool input's text.
-#[derive(Deserialize)]
-struct Block {
-    #[serde(rename = "type")]
-    kind: String,
-    text: Option<String>,
-    thinking: Option<String>,
-    signature: Option<String>,
-    data: Option<String>,
-    id: Option<String>,
-    name: Option<String>,
-    #[serde(default, deserialize_with = "raw_json")]
-    input: Option<Json>,
-    tool_use_id: Option<String>,
-    is_error: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -116,14 +87,14 @@ pub fn read_line(line: &[u8], at: &RecordAt) -> RecordLine {
 pub fn read_marked(line: &[u8], at: &RecordAt) -> (RecordLine, Option<Option<String>>, LineMark) {
     let mark = |kind: Option<&str>| kind.map_or(LineMark::None, line_mark);
     let (kind, uuid, parent_uuid, session, frame, mark) = match parse_frame::<Frame>(line) {
-        Ok(mut frame) => {
+        Ok(frame) => {
             let kind = Kind::of(frame.kind.as_deref(), frame.subtype.as_deref());
             let mark = mark(frame.kind.as_deref());
             (
                 kind,
-                frame.uuid.clone(),
-                frame.parent_uuid.take(),
-                Some(frame.session_id.clone()),
+                frame.uuid.as_deref().map(String::from),
+                frame.parent_uuid.as_deref().map(String::from),
+                Some(frame.session_id.as_deref().map(String::from)),
                 Ok(frame),
                 mark,
             )
@@ -202,7 +173,7 @@ impl Frame<'_> {
         RecordLine {
             time_unix_ns: time_ns(self.timestamp.as_deref()),
             agent_id: self.agent_id.clone(),
-            native_turn_id: self.prompt_id.clone(),
+            native_turn_id: self.prompt_id.as_deref().map(String::from),
             uuid: None,
             parent_uuid: None,
             items,
@@ -214,24 +185,31 @@ impl Frame<'_> {
             record: at.clone(),
             agent_version: version.or(self.version.as_deref()).map(str::to_owned),
             head_commit: None,
-            cwd: self.cwd.clone(),
+            cwd: self.cwd.as_deref().map(String::from),
             model: model.map(str::to_owned),
         })
     }
 }
 
 fn message<'a, T: Deserialize<'a>>(frame: &Frame<'a>) -> Result<T, RecordLine> {
-    let raw = frame
+    serde_json::from_str(message_text(frame)?).map_err(no_known_shape)
+}
+
+fn message_text<'a>(frame: &Frame<'a>) -> Result<&'a str, RecordLine> {
+    frame
         .message
-        .ok_or_else(|| RecordLine::unrecognized("message frame without a message"))?;
-    serde_json::from_str(raw.get())
-        .map_err(|e| RecordLine::unrecognized(format!("message in no known shape: {e}")))
+        .map(|raw| raw.get())
+        .ok_or_else(|| RecordLine::unrecognized("message frame without a message"))
+}
+
+fn no_known_shape(e: serde_json::Error) -> RecordLine {
+    RecordLine::unrecognized(format!("message in no known shape: {e}"))
 }
 
 fn user(frame: Frame, at: &RecordAt) -> Result<RecordLine, RecordLine> {
-    let wire: UserWire = message(&frame)?;
-    let turn = &frame.prompt_id;
-    let (texts, results): (Vec<_>, Vec<_>) = match wire.content {
+    let content = message_text(&frame).and_then(|raw| user_content(raw).map_err(no_known_shape))?;
+    let turn = frame.prompt_id.as_deref();
+    let (texts, results): (Vec<_>, Vec<_>) = match content {
         Content::Text(text) => (vec![text], Vec::new()),
         Content::Blocks(blocks) => blocks.into_iter().fold((vec![], vec![]), |mut acc, b| {
             match (b.kind.as_str(), b.text, b.tool_use_id) {
@@ -246,7 +224,7 @@ fn user(frame: Frame, at: &RecordAt) -> Result<RecordLine, RecordLine> {
     if !texts.is_empty() {
         items.push(RecordItem::UserMessage(MessageUser {
             record: at.clone(),
-            message_id: frame.uuid.clone(),
+            message_id: frame.uuid.as_deref().map(String::from),
             text: Some(texts.join("\n")),
             source: None,
         }));
@@ -258,19 +236,19 @@ fn user(frame: Frame, at: &RecordAt) -> Result<RecordLine, RecordLine> {
     Ok(frame.line(items))
 }
 
-fn tool_finished(id: String, is_error: Option<bool>, turn: &Option<String>) -> RecordItem {
+fn tool_finished(id: String, is_error: Option<bool>, turn: Option<&str>) -> RecordItem {
     RecordItem::ToolFinished(RecordedResult {
         tool_call_id: id,
         // Claude Code writes `is_error` only on a failure.
         success: Some(!is_error.unwrap_or(false)),
         exit_code: None,
-        turn_id: turn.clone(),
+        turn_id: turn.map(String::from),
     })
 }
 
 fn assistant(frame: Frame, at: &RecordAt) -> Result<RecordLine, RecordLine> {
     let mut wire: AssistantWire = message(&frame)?;
-    let turn = &frame.prompt_id;
+    let turn = frame.prompt_id.as_deref();
     let mut items = Vec::new();
     let mut texts = Vec::new();
     let mut calls = Vec::new();
@@ -309,12 +287,12 @@ fn assistant(frame: Frame, at: &RecordAt) -> Result<RecordLine, RecordLine> {
     Ok(frame.line(items))
 }
 
-fn tool_use(block: Block, turn: &Option<String>) -> Option<RecordedCall> {
+fn tool_use(block: Block, turn: Option<&str>) -> Option<RecordedCall> {
     Some(RecordedCall {
         tool_call_id: block.id?,
         tool_name: block.name?,
         input_digest: input_digest(block.input.map(normalize_input).as_ref()),
-        turn_id: turn.clone(),
+        turn_id: turn.map(String::from),
     })
 }
 
@@ -680,5 +658,29 @@ mod tests {
         assert_eq!(read_marked(named, &at()).1, Some(Some("s1".into())));
         assert_eq!(read_marked(br#"{"type":"x"}"#, &at()).1, Some(None));
         assert_eq!(read_marked(b"not json", &at()).1, None);
+    }
+
+    /// The texts a frame borrows read as the `String`s they were: escapes
+    /// undone, and a text of another type refused in the same words.
+    #[test]
+    fn borrowed_texts_read_as_strings_did() {
+        let line = read(
+            r#"{"type":"user","uuid":"u\"1","promptId":"p\u00e9","cwd":"/w\\x",
+                "timestamp":"2026-11-30T00:35:57.384Z","message":{"content":"hi"}}"#,
+        );
+        assert_eq!(line.uuid.as_deref(), Some("u\"1"));
+        assert_eq!(line.native_turn_id.as_deref(), Some("p\u{e9}"));
+        let RecordItem::Metadata(meta) = &line.items[1] else {
+            panic!("{line:?}")
+        };
+        assert_eq!(meta.cwd.as_deref(), Some("/w\\x"));
+        let typed = read(r#"{"type":"user","uuid":5,"message":{"content":"hi"}}"#);
+        let [RecordItem::Unrecognized { reason }] = typed.items.as_slice() else {
+            panic!("{typed:?}")
+        };
+        assert_eq!(
+            reason,
+            "not a frame: invalid type: integer `5`, expected a string at line 1 column 23"
+        );
     }
 }
