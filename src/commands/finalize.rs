@@ -49,13 +49,11 @@ pub fn options(now: Option<&str>) -> Result<FinalizeOptions, String> {
 
 pub fn run(args: Args) -> CmdResult {
     let home = Home::from_env()?;
-    let opts = options(args.now.as_deref())?;
-    let shown = super::progress::bar("events", args.json);
-    let run = super::finalize_search::beside(&home, shown, |progress| {
-        let opts = FinalizeOptions { progress, ..opts };
-        opts.progress.stage("finalize");
-        finalize(&home, &opts)
-    })?;
+    let mut opts = options(args.now.as_deref())?;
+    opts.progress = super::progress::bar("events", args.json);
+    opts.progress.stage("finalize");
+    let run = finalize(&home, &opts)?;
+    keep_search_current(&home);
     if args.json {
         writeln!(
             harnery::terminal::stdout(true),
@@ -78,4 +76,16 @@ pub fn run(args: Args) -> CmdResult {
         )?,
     }
     Ok(Outcome::Clean)
+}
+
+/// Bring the search index up to date with what this run committed. The
+/// index is never the truth: a failure is a warning, and the next run (or
+/// the next search) catches up from where the index stopped.
+fn keep_search_current(home: &Home) {
+    if let Err(e) = harnery::search::update_live(home) {
+        harnery::terminal::warn(&format!(
+            "harnery finalize: the search index was not brought up to date ({e}); \
+             the ledger is complete, and the next finalize or search tries again"
+        ));
+    }
 }

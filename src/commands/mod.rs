@@ -18,7 +18,6 @@ pub mod epoch;
 pub mod exec;
 pub mod export;
 pub mod finalize;
-mod finalize_search;
 pub mod fleet;
 pub mod fleet_search;
 pub mod health;

@@ -380,36 +380,6 @@ fn a_finalize_run_indexes_its_budget_and_the_next_runs_and_searches_catch_up() {
 }
 
 #[test]
-fn a_finalize_run_spends_its_budget_once_beside_the_record_passes_and_after() {
-    let h = Home::build();
-    let last = |conn: &rusqlite::Connection| -> i64 {
-        conn.query_row("SELECT indexed_seq FROM epochs", [], |r| r.get(0))
-            .unwrap()
-    };
-    let full = last(&rusqlite::Connection::open(h.index()).unwrap());
-    let hits = h.search(&["exit", "--limit", "100"]);
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", h.index().display()));
-    }
-    // The run reads the record again (the records stage wakes the
-    // indexer) and indexes four rows in all: beside the run or after it,
-    // never four in each.
-    let out = common::harnery(&h.home)
-        .env("HARNERY_RECORDS", "on")
-        .env("HARNERY_SEARCH_BUDGET", "4")
-        .arg("finalize")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert_eq!(last(&rusqlite::Connection::open(h.index()).unwrap()), 4);
-    // The next run, with the whole budget, catches up to where a single
-    // run had it, with the same hits.
-    h.ok(&["finalize"]);
-    assert_eq!(last(&rusqlite::Connection::open(h.index()).unwrap()), full);
-    assert_eq!(h.search(&["exit", "--limit", "100"]), hits);
-}
-
-#[test]
 fn an_index_of_the_previous_format_is_made_again_silently() {
     let h = Home::build();
     let before = h.search(&["exit", "--limit", "100"]);

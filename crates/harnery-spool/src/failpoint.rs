@@ -51,12 +51,10 @@ pub const COMPACT_POINTS: &[&str] = &[
 
 /// Test-only tuning variables, read only by failpoint builds: the bytes
 /// that close a drain chunk, the WAL frames past which a drain restarts
-/// the WAL, the bytes of one record pass, and the rows a finalize run
-/// indexes for search.
+/// the WAL, and the bytes of one record pass.
 pub const CHUNK_BYTES_ENV: &str = "HARNERY_CHUNK_BYTES";
 pub const WAL_RESTART_FRAMES_ENV: &str = "HARNERY_WAL_RESTART_FRAMES";
 pub const RECORD_PASS_BYTES_ENV: &str = "HARNERY_RECORD_PASS_BYTES";
-pub const SEARCH_BUDGET_ENV: &str = "HARNERY_SEARCH_BUDGET";
 /// Perturbs the schema digest, to exercise an epoch advance without a real
 /// contract change.
 pub const TEST_SCHEMA_SUFFIX_ENV: &str = "HARNERY_TEST_SCHEMA_SUFFIX";

@@ -37,7 +37,7 @@ mod summary;
 use std::path::{Path, PathBuf};
 
 pub use apply::apply_pending;
-pub use run::{RECORDS_STAGE, finalize};
+pub use run::finalize;
 pub use summary::{DamagedRange, FinalizeOptions, HealthNote, Summary, UNREADABLE_ROW};
 
 use crate::ledger::LedgerError;

@@ -8,10 +8,6 @@ use super::{FinalizeError, lease::Lease};
 use crate::home::Home;
 use crate::ledger::{LedgerReader, LedgerWriter};
 
-/// The progress stage a run enters when it reads the agents' own records,
-/// after the hook signals' drain (the run's peak of memory) is over.
-pub const RECORDS_STAGE: &str = "records";
-
 /// Run the finalizer once over `home`.
 pub fn finalize(home: &Home, opts: &FinalizeOptions) -> Result<Summary, FinalizeError> {
     let _lease = Lease::take(home)?;
@@ -25,7 +21,6 @@ pub fn finalize(home: &Home, opts: &FinalizeOptions) -> Result<Summary, Finalize
         apply_pending(home, &mut ledger, incarnation, opts, &mut summary)?;
     super::intake::drain(home, &mut ledger, incarnation, opts, &mut summary)?;
     if opts.follow_records {
-        opts.progress.stage(RECORDS_STAGE);
         // Pass by pass, each drained before the next reads on; after the
         // first, only the sessions whose records had more.
         let mut only: Option<Vec<crate::contract::SessionRef>> = None;

@@ -5,9 +5,8 @@
 //! The index ([`store`]) is its own SQLite file, built from ledger rows
 //! read through [`LedgerReader`] ([`update`]), never part of the hash
 //! chain and never read by `verify`. It is brought up to date before each
-//! search for the epochs searched, and by `harnery finalize` as its
-//! batches commit, [`finalize_budget`] rows a run at most
-//! ([`update_live_within`]); a missing, damaged or
+//! search for the epochs searched, and by `harnery finalize` after its
+//! ledger transaction commits ([`update_live`]); a missing, damaged or
 //! foreign index is made again from the ledger, silently. Nothing here
 //! writes to a ledger.
 //!
@@ -320,17 +319,18 @@ fn catch_up_all(
     Ok(rows)
 }
 
-/// Rows `finalize` indexes at most in one run (see [`finalize_budget`]): a cron run's few new rows
+/// Rows `finalize` indexes at most in one run: a cron run's few new rows
 /// are indexed at once, while a backlog (a first run over a large ledger,
 /// an index made again) costs each run a few seconds at most and is
 /// caught up by the runs after it, or by the next search, which reads on
 /// to the end.
 pub const FINALIZE_BUDGET: u64 = 20_000;
 
-/// The rows one `finalize` run indexes at most: [`FINALIZE_BUDGET`]
-/// (`HARNERY_SEARCH_BUDGET` overrides it in failpoint builds, for tests).
-pub fn finalize_budget() -> u64 {
-    crate::failpoint::tuning(crate::failpoint::SEARCH_BUDGET_ENV).unwrap_or(FINALIZE_BUDGET)
+/// Bring the index up to date with the live epoch, up to
+/// [`FINALIZE_BUDGET`] rows: what `finalize` calls after its ledger
+/// transaction commits (see [`update_live_within`]).
+pub fn update_live(home: &Home) -> Result<u64, SearchError> {
+    update_live_within(home, FINALIZE_BUDGET)
 }
 
 /// Bring the index up to date with the live epoch, reading `budget` ledger
