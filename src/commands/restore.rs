@@ -67,6 +67,10 @@ pub struct Args {
     /// -g`].
     #[arg(long, value_name = "DIR")]
     sdk: Option<PathBuf>,
+    /// With --transport sdk: give the resumed turn up after SECS seconds
+    /// (it is aborted, and `--exec` exits 1) [default: no limit].
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    sdk_timeout: Option<u64>,
     /// Show the restore without writing or recording anything (what
     /// `restore` does without `--apply` or `--record`; kept for scripts).
     #[arg(long)]
@@ -229,7 +233,8 @@ fn choose_shim(
     let sdk_dir = sdk.and_then(|r| r.sdk_dir);
     Ok(shim
         .in_dir(args.cwd.clone().or(cwd))
-        .with_words(&args.agent_args, sdk_dir)?)
+        .with_words(&args.agent_args, sdk_dir)?
+        .within(args.sdk_timeout))
 }
 
 /// The flags of this restore that decide how the agent is resumed, for
@@ -249,6 +254,9 @@ fn carried_flags(args: &Args, sdk_dir: Option<&str>) -> Result<Vec<String>, supe
     }
     if let Some(dir) = sdk_dir {
         carry("--sdk", dir);
+    }
+    if let Some(secs) = args.sdk_timeout {
+        carry("--sdk-timeout", &secs.to_string());
     }
     if let Some(dir) = &args.cwd {
         carry("--cwd", &absolute("--cwd", Path::new(dir))?);
@@ -290,6 +298,9 @@ fn sdk_words(
     adapter: AdapterId,
     id: &str,
 ) -> Result<Option<harnery::resume::copilot_sdk::SdkRequest>, super::CmdError> {
+    if args.sdk_timeout.is_some() && args.transport != TransportArg::Sdk {
+        return Err("--sdk-timeout limits the SDK resume's turn: it needs --transport sdk".into());
+    }
     if args.transport != TransportArg::Sdk || adapter != AdapterId::Copilot {
         return Ok(None);
     }

@@ -22,7 +22,8 @@ const PROMPT: &str = "turn four: it's \"quoted\"; $(touch /tmp/x) `id` ${process
 /// The stand-in SDK: `CopilotClient` writes each call to `$FAKE_SDK_LOG`;
 /// `resumeSession` asks the permission handler once; `send` emits a tool
 /// start, a reply and `session.idle` (or, with `FAKE_SDK_MODE=error`, a
-/// `session.error` first).
+/// `session.error` first; with `FAKE_SDK_MODE=hang`, nothing: the turn
+/// never ends, until `abort`).
 const FAKE_SDK: &str = r#"
 const fs = require("node:fs");
 const log = (entry) => fs.appendFileSync(process.env.FAKE_SDK_LOG, JSON.stringify(entry) + "\n");
@@ -39,6 +40,7 @@ class CopilotClient {
       on(h) { handlers.push(h); },
       async send(message) {
         log({ call: "send", message });
+        if (process.env.FAKE_SDK_MODE === "hang") return "m1";
         if (process.env.FAKE_SDK_MODE === "error") emit("session.error", { message: "the model said no" });
         else {
           emit("tool.execution_start", { toolCallId: "t1" });
@@ -47,6 +49,7 @@ class CopilotClient {
         emit("session.idle", {});
         return "m1";
       },
+      async abort() { log({ call: "abort" }); },
       async disconnect() { log({ call: "disconnect" }); },
     };
   }
@@ -341,6 +344,46 @@ fn a_failed_turn_is_exit_1() {
     );
     let names: Vec<Value> = calls(&log).iter().map(|c| c["call"].clone()).collect();
     assert_eq!(names.last().unwrap(), "stop", "disconnected all the same");
+}
+
+#[test]
+fn a_turn_past_its_sdk_timeout_is_aborted_and_exit_1() {
+    let Some(Case { w, turn1, log }) = case() else {
+        return;
+    };
+    let sdk = fake_sdk(w.user.path());
+    let args = sdk_args(
+        &turn1,
+        NEW_ID,
+        w.project.to_str().unwrap(),
+        &[
+            "--sdk",
+            sdk.to_str().unwrap(),
+            "--sdk-timeout",
+            "1",
+            "--exec",
+            "--",
+            "-p",
+            "go on",
+        ],
+    );
+    let out = restore(&w, &log, &args, &[("FAKE_SDK_MODE", "hang")]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("the turn failed: the turn did not end within 1 s; it was aborted"),
+        "{}",
+        stderr(&out)
+    );
+    let names: Vec<Value> = calls(&log).iter().map(|c| c["call"].clone()).collect();
+    let at = |name: &str| names.iter().position(|n| n == name).unwrap();
+    assert!(
+        at("send") < at("abort") && at("abort") < at("stop"),
+        "{names:?}"
+    );
+    // Without --transport sdk there is no SDK turn to limit.
+    let out = w.harnery(&["restore", COPILOT, "--sdk-timeout", "5"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--sdk-timeout"), "{}", stderr(&out));
 }
 
 /// What stops the SDK resume stops it before `--apply` writes anything.

@@ -5,7 +5,8 @@
 //
 // Its one argument is a JSON request; nothing of it is ever part of this
 // source: {"session_id", "prompt"?, "model"?, "allow_all_tools", "sdk_dir"?,
-// "check"?}. Without a prompt, the prompt is standard input. The working
+// "check"?, "timeout_secs"?}. With "timeout_secs", a turn that has not
+// ended by then is aborted and counts as failed. Without a prompt, the prompt is standard input. The working
 // directory is that of the session. The model provider (BYOK) comes from the
 // COPILOT_PROVIDER_* variables of the Copilot CLI, the model from COPILOT_MODEL, and the
 // runtime from COPILOT_CLI_PATH (read by the SDK itself; else its own).
@@ -31,6 +32,10 @@ try {
 }
 if (typeof request?.session_id !== "string" || request.session_id === "") {
   stop(2, "the request names no session_id");
+}
+const limit = request.timeout_secs;
+if (limit !== undefined && !(Number.isInteger(limit) && limit > 0)) {
+  stop(2, `the request's timeout_secs is not a whole number of seconds above 0: ${JSON.stringify(limit)}`);
 }
 
 // Where the SDK may be: the directory given (its node_modules, or itself
@@ -174,9 +179,16 @@ const idle = new Promise((resolve) =>
     if (event.type === "session.idle") resolve();
   }),
 );
+// Resolves "late" once the turn's time is up (never without a limit).
+const late = new Promise((resolve) => {
+  if (limit !== undefined) setTimeout(() => resolve("late"), limit * 1000);
+});
 try {
   await session.send({ prompt });
-  await idle;
+  if ((await Promise.race([idle, late])) === "late") {
+    tally.errors.push(`the turn did not end within ${limit} s; it was aborted`);
+    await session.abort().catch((e) => tally.errors.push(`the abort failed: ${e.message}`));
+  }
 } catch (e) {
   tally.errors.push(e.message);
 }

@@ -48,6 +48,10 @@ pub struct SdkRequest {
     /// `--apply` writes anything).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub check: bool,
+    /// Give the turn up after this many seconds: it is aborted, and the
+    /// script exits 1 (absent: no limit; `--sdk-timeout`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<u64>,
 }
 
 /// Words after `--` the SDK resume cannot take.
@@ -74,6 +78,7 @@ impl SdkRequest {
             allow_all_tools: false,
             sdk_dir: None,
             check: false,
+            timeout_secs: None,
         }
     }
 
@@ -106,6 +111,12 @@ impl SdkRequest {
     /// The same request, the SDK looked for in `dir` only.
     pub fn in_sdk_dir(mut self, dir: Option<String>) -> SdkRequest {
         self.sdk_dir = dir;
+        self
+    }
+
+    /// The same request, its turn given up after `secs` seconds.
+    pub fn within(mut self, secs: Option<u64>) -> SdkRequest {
+        self.timeout_secs = secs;
         self
     }
 

@@ -169,6 +169,16 @@ impl ResumeShim {
         Ok(self)
     }
 
+    /// The same shim, an SDK resume's turn given up after `secs` seconds
+    /// (`--sdk-timeout`); a shim that runs no SDK resume is unchanged.
+    pub fn within(mut self, secs: Option<u64>) -> ResumeShim {
+        if let Some(runner) = &self.runner {
+            self.runner = Some(SdkRunner::new(runner.request.clone().within(secs)));
+            self.text = self.render();
+        }
+        self
+    }
+
     /// The words for the agent on a `harnery` shim: after `--` on a
     /// put-back (restore hands on only what follows `--`); none on
     /// `recover`, whose packet goes to a new session the user starts.
@@ -473,5 +483,21 @@ mod tests {
         let refused =
             ResumeShim::sdk("resumeSession", "s", "r".into()).with_words(&["x".into()], None);
         assert_eq!(refused.unwrap_err(), SdkWordsError::Unknown("x".into()));
+    }
+
+    #[test]
+    fn an_sdk_timeout_goes_into_the_request_and_nowhere_else() {
+        let sdk = ResumeShim::sdk("resumeSession", "s", "r".into()).within(Some(5));
+        let runner = sdk.runner.as_ref().unwrap();
+        assert_eq!(runner.request.timeout_secs, Some(5));
+        assert_eq!(runner.arguments, runner.request.arguments());
+        assert!(
+            sdk.text
+                .ends_with(r#"-- '{"session_id":"s","allow_all_tools":false,"timeout_secs":5}'"#),
+            "{}",
+            sdk.text
+        );
+        let cli = claude_code("x").within(Some(5));
+        assert_eq!(cli.text, claude_code("x").text);
     }
 }
