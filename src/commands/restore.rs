@@ -67,9 +67,10 @@ pub struct Args {
     /// -g`].
     #[arg(long, value_name = "DIR")]
     sdk: Option<PathBuf>,
-    /// With --transport sdk: give the resumed turn up after SECS seconds
-    /// (it is aborted, and `--exec` exits 1) [default: no limit].
-    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    /// With --transport sdk: give the resumed turn up after SECS seconds,
+    /// 1 to 2000000 (it is aborted, and `--exec` exits 1) [default: no
+    /// limit].
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=2_000_000))]
     sdk_timeout: Option<u64>,
     /// Show the restore without writing or recording anything (what
     /// `restore` does without `--apply` or `--record`; kept for scripts).

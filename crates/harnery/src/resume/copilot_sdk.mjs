@@ -6,8 +6,8 @@
 // Its one argument is a JSON request; nothing of it is ever part of this
 // source: {"session_id", "prompt"?, "model"?, "allow_all_tools", "sdk_dir"?,
 // "check"?, "timeout_secs"?}. With "timeout_secs", a turn that has not
-// ended by then is aborted and counts as failed. Without a prompt, the prompt is standard input. The working
-// directory is that of the session. The model provider (BYOK) comes from the
+// ended by then is aborted and counts as failed. Without a prompt, the
+// prompt is standard input. The working directory is that of the session. The model provider (BYOK) comes from the
 // COPILOT_PROVIDER_* variables of the Copilot CLI, the model from COPILOT_MODEL, and the
 // runtime from COPILOT_CLI_PATH (read by the SDK itself; else its own).
 //
@@ -33,9 +33,10 @@ try {
 if (typeof request?.session_id !== "string" || request.session_id === "") {
   stop(2, "the request names no session_id");
 }
+// A timer holds at most 2^31 - 1 ms (node fires a longer one at once).
 const limit = request.timeout_secs;
-if (limit !== undefined && !(Number.isInteger(limit) && limit > 0)) {
-  stop(2, `the request's timeout_secs is not a whole number of seconds above 0: ${JSON.stringify(limit)}`);
+if (limit !== undefined && !(Number.isInteger(limit) && limit > 0 && limit <= 2000000)) {
+  stop(2, `the request's timeout_secs is not a whole number of seconds from 1 to 2000000: ${JSON.stringify(limit)}`);
 }
 
 // Where the SDK may be: the directory given (its node_modules, or itself
