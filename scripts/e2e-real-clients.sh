@@ -564,10 +564,12 @@ print([c for c in log["checkpoints"] if c["origin"] == "turn" and c["valid"]][0]
   mkdir -p "$D/bin" && ln -sf "$COPILOT" "$D/bin/copilot"
   n0=$(wc -l < "$WORK/requests.jsonl")
   if [[ "$transport" == sdk ]]; then
-    log "copilot: restore $id --checkpoint $cp --apply --transport sdk --exec (from /)"
+    # With a time limit the turn ends well inside: the timer must not
+    # disturb a turn that ends.
+    log "copilot: restore $id --checkpoint $cp --apply --transport sdk --sdk-timeout 100 --exec (from /)"
     local rc=0
     (cd / && "${env_[@]}" PATH="$PATH" COPILOT_CLI_PATH="$COPILOT" timeout 120 "$HARNERY" restore "$id" \
-       --checkpoint "$cp" --apply --transport sdk --sdk "$NPM" --exec \
+       --checkpoint "$cp" --apply --transport sdk --sdk "$NPM" --sdk-timeout 100 --exec \
        -- -p "Turn three, from turn one." --allow-all-tools > "$D/stdout-3.txt" 2> "$D/stderr-3.txt") || rc=$?
     log "copilot (sdk) exited $rc; the reply: $(tail -1 "$D/stdout-3.txt")"
     log "copilot (sdk) said: $(grep '^harnery: Copilot session' "$D/stderr-3.txt" || tail -3 "$D/stderr-3.txt")"
