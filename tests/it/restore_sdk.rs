@@ -316,65 +316,38 @@ fn the_printed_command_runs_as_printed() {
     assert_eq!(call(&calls, "send")["message"]["prompt"], PROMPT);
 }
 
+/// `restore --exec` through the stand-in in `mode`, with `flags` before
+/// `--exec`: it must exit 1 saying `the turn failed: {why}`; the calls the
+/// stand-in saw, by name. `None` where node is missing.
+fn failed_turn(mode: &str, flags: &[&str], why: &str) -> Option<(Case, Vec<Value>)> {
+    let case = case()?;
+    let sdk = fake_sdk(case.w.user.path());
+    let mut more = vec!["--sdk", sdk.to_str().unwrap()];
+    more.extend_from_slice(flags);
+    more.extend_from_slice(&["--exec", "--", "-p", "go on"]);
+    let args = sdk_args(&case.turn1, NEW_ID, case.w.project.to_str().unwrap(), &more);
+    let out = restore(&case.w, &case.log, &args, &[("FAKE_SDK_MODE", mode)]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let said = format!("the turn failed: {why}");
+    assert!(stderr(&out).contains(&said), "{}", stderr(&out));
+    let names = calls(&case.log).iter().map(|c| c["call"].clone()).collect();
+    Some((case, names))
+}
+
 #[test]
 fn a_failed_turn_is_exit_1() {
-    let Some(Case { w, turn1, log }) = case() else {
+    let Some((_, names)) = failed_turn("error", &[], "the model said no") else {
         return;
     };
-    let sdk = fake_sdk(w.user.path());
-    let args = sdk_args(
-        &turn1,
-        NEW_ID,
-        w.project.to_str().unwrap(),
-        &[
-            "--sdk",
-            sdk.to_str().unwrap(),
-            "--exec",
-            "--",
-            "-p",
-            "go on",
-        ],
-    );
-    let out = restore(&w, &log, &args, &[("FAKE_SDK_MODE", "error")]);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("the turn failed: the model said no"),
-        "{}",
-        stderr(&out)
-    );
-    let names: Vec<Value> = calls(&log).iter().map(|c| c["call"].clone()).collect();
     assert_eq!(names.last().unwrap(), "stop", "disconnected all the same");
 }
 
 #[test]
 fn a_turn_past_its_sdk_timeout_is_aborted_and_exit_1() {
-    let Some(Case { w, turn1, log }) = case() else {
+    let why = "the turn did not end within 1 s; it was aborted";
+    let Some((Case { w, .. }, names)) = failed_turn("hang", &["--sdk-timeout", "1"], why) else {
         return;
     };
-    let sdk = fake_sdk(w.user.path());
-    let args = sdk_args(
-        &turn1,
-        NEW_ID,
-        w.project.to_str().unwrap(),
-        &[
-            "--sdk",
-            sdk.to_str().unwrap(),
-            "--sdk-timeout",
-            "1",
-            "--exec",
-            "--",
-            "-p",
-            "go on",
-        ],
-    );
-    let out = restore(&w, &log, &args, &[("FAKE_SDK_MODE", "hang")]);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("the turn failed: the turn did not end within 1 s; it was aborted"),
-        "{}",
-        stderr(&out)
-    );
-    let names: Vec<Value> = calls(&log).iter().map(|c| c["call"].clone()).collect();
     let at = |name: &str| names.iter().position(|n| n == name).unwrap();
     assert!(
         at("send") < at("abort") && at("abort") < at("stop"),
