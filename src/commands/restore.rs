@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 
 use super::recover::{EvidenceArgs, hint};
 use super::restore_apply::{self as apply, ApplyPlan};
+use super::restore_sdk::absolute;
 use super::session_epochs;
 use super::{CmdResult, EpochArg, Outcome};
 use harnery::agents::copilot;
@@ -276,19 +277,6 @@ fn carried_flags(args: &Args, sdk_dir: Option<&str>) -> Result<Vec<String>, supe
         carry("--copilot-package", &absolute("--copilot-package", dir)?);
     }
     Ok(flags)
-}
-
-/// `dir` made absolute as a word of a command line (`flag` names it when
-/// it cannot be).
-fn absolute(flag: &str, dir: &Path) -> Result<String, super::CmdError> {
-    let abs = std::path::absolute(dir).map_err(|e| format!("{flag} {}: {e}", dir.display()))?;
-    let text = abs.to_str().ok_or_else(|| {
-        format!(
-            "{flag} {} is not UTF-8: a printed command could not name it",
-            abs.display()
-        )
-    })?;
-    Ok(text.to_string())
 }
 
 /// With `--transport sdk` on a Copilot session: the words after `--` read

@@ -19,36 +19,34 @@ pub fn sdk_dir(flag: Option<&Path>) -> Result<Option<String>, CmdError> {
     let Some(dir) = flag.map(PathBuf::from).or(env.map(PathBuf::from)) else {
         return Ok(None);
     };
-    let dir = std::path::absolute(&dir)
-        .map_err(|e| format!("the SDK directory {}: {e}", dir.display()))?;
-    let text = dir.to_str().ok_or_else(|| {
+    absolute("the SDK directory", &dir).map(Some)
+}
+
+/// `dir` made absolute as one word for a command line or a JSON request
+/// (`what` names it when it cannot be).
+pub fn absolute(what: &str, dir: &Path) -> Result<String, CmdError> {
+    let abs = std::path::absolute(dir).map_err(|e| format!("{what} {}: {e}", dir.display()))?;
+    let text = abs.to_str().ok_or_else(|| {
         format!(
-            "the SDK directory {} is not UTF-8; node is given it as JSON",
-            dir.display()
+            "{what} {} is not UTF-8: no command or request could name it",
+            abs.display()
         )
     })?;
-    Ok(Some(text.to_string()))
+    Ok(text.to_string())
 }
 
 /// `node`, found on PATH as a shell finds it.
 pub fn node() -> Result<PathBuf, CmdError> {
     let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(PROGRAM))
-        .find(|p| is_executable(p))
-        .ok_or_else(|| {
-            format!(
-                "{PROGRAM} not found on PATH ({}): the Copilot SDK resume (--transport sdk) runs \
+    let dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
+    harnery::resume::evidence::executable_in(&dirs, PROGRAM).ok_or_else(|| {
+        format!(
+            "{PROGRAM} not found on PATH ({}): the Copilot SDK resume (--transport sdk) runs \
                  under Node.js; install it (@github/copilot-sdk asks for 20.19 or newer)",
-                path.to_string_lossy()
-            )
-            .into()
-        })
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            path.to_string_lossy()
+        )
+        .into()
+    })
 }
 
 /// The directory a resume runs in: absolute and there.

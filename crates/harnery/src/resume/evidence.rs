@@ -149,12 +149,19 @@ pub fn discover(plan: &SearchPlan, hint: &RunningCopilotHint) -> Vec<Installed> 
 /// The first executable file called `copilot` in `dirs`, as a shell would
 /// find it, with its symlinks resolved.
 pub fn on_path(dirs: &[PathBuf]) -> Option<PathBuf> {
+    let dirs = dirs.iter().filter(|d| !d.as_os_str().is_empty());
+    executable_in(dirs, "copilot").and_then(|p| fs::canonicalize(p).ok())
+}
+
+/// The first executable file called `name` in `dirs`, in their order.
+pub fn executable_in<'a>(
+    dirs: impl IntoIterator<Item = &'a PathBuf>,
+    name: &str,
+) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
-    dirs.iter()
-        .filter(|d| !d.as_os_str().is_empty())
-        .map(|d| d.join("copilot"))
+    dirs.into_iter()
+        .map(|d| d.join(name))
         .find(|p| fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
-        .and_then(|p| fs::canonicalize(p).ok())
 }
 
 /// The Copilot package a resolved executable belongs to: the folder holding
