@@ -37,12 +37,14 @@ pub fn options(now: Option<&str>) -> Result<FinalizeOptions, String> {
             clock: ClockSample::default(),
             progress: Progress::none(),
             follow_records: harnery::finalize::record::enabled(),
+            beside_close: None,
         }),
         None => Ok(FinalizeOptions {
             now_unix_ns: wall_now_ns(),
             clock: ClockSample::now(),
             progress: Progress::none(),
             follow_records: harnery::finalize::record::enabled(),
+            beside_close: None,
         }),
     }
 }
@@ -52,8 +54,8 @@ pub fn run(args: Args) -> CmdResult {
     let mut opts = options(args.now.as_deref())?;
     opts.progress = super::progress::bar("events", args.json);
     opts.progress.stage("finalize");
+    opts.beside_close = Some(keep_search_current);
     let run = finalize(&home, &opts)?;
-    keep_search_current(&home);
     if args.json {
         writeln!(
             harnery::terminal::stdout(true),
@@ -78,9 +80,10 @@ pub fn run(args: Args) -> CmdResult {
     Ok(Outcome::Clean)
 }
 
-/// Bring the search index up to date with what this run committed. The
-/// index is never the truth: a failure is a warning, and the next run (or
-/// the next search) catches up from where the index stopped.
+/// Bring the search index up to date with what the run committed (the run
+/// does it last, beside emptying the WAL). The index is never the truth: a
+/// failure is a warning, and the next run (or the next search) catches up
+/// from where the index stopped.
 fn keep_search_current(home: &Home) {
     if let Err(e) = harnery::search::update_live(home) {
         harnery::terminal::warn(&format!(

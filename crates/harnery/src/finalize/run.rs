@@ -6,7 +6,7 @@ use super::apply::apply_pending;
 use super::summary::{FinalizeOptions, HealthNote, Summary, UNREADABLE_ROW};
 use super::{FinalizeError, lease::Lease};
 use crate::home::Home;
-use crate::ledger::{LedgerReader, LedgerWriter};
+use crate::ledger::{Checkpointer, LedgerReader, LedgerWriter};
 
 /// Run the finalizer once over `home`.
 pub fn finalize(home: &Home, opts: &FinalizeOptions) -> Result<Summary, FinalizeError> {
@@ -55,7 +55,34 @@ pub fn finalize(home: &Home, opts: &FinalizeOptions) -> Result<Summary, Finalize
             detail: row.to_string(),
         });
     }
+    if let Some(work) = opts.beside_close {
+        empty_wal_beside(&ledger, || work(home));
+    }
     Ok(summary)
+}
+
+/// Do `work` while another thread checkpoints the WAL this run grew and
+/// cuts it to nothing. Closing the ledger deletes that file, and the
+/// kernel freeing its pages was a serial stretch at the run's end (60 ms
+/// for the 150 MB a 170 MB drain of agents' records leaves); beside
+/// `work` it costs nothing. Only a saving: when a reader keeps the WAL,
+/// the cut gives up after the checkpointer's busy timeout, and the close
+/// deletes the file as it always did.
+fn empty_wal_beside(ledger: &LedgerWriter, work: impl FnOnce()) {
+    // The writer's page cache is not needed any more; `work` reuses it.
+    let _ = ledger.shrink_memory();
+    let dir = ledger.dir().to_path_buf();
+    std::thread::scope(|scope| {
+        // A thread that does not start is only a saving missed.
+        let _ = std::thread::Builder::new()
+            .name("harnery-wal".into())
+            .spawn_scoped(scope, move || {
+                if let Ok(checkpointer) = Checkpointer::open(&dir) {
+                    let _ = checkpointer.truncate();
+                }
+            });
+        work();
+    });
 }
 
 fn finish_summary(ledger: &LedgerReader, summary: &mut Summary) -> Result<(), FinalizeError> {

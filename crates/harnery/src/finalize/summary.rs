@@ -18,6 +18,10 @@ pub struct FinalizeOptions {
     /// Read on in each session's own record after the hook signals
     /// (`HARNERY_RECORDS=off` says no; see `finalize::record`).
     pub follow_records: bool,
+    /// Work done last, once everything is written, beside emptying the
+    /// WAL the run grew (see `run::empty_wal_beside`): the `finalize`
+    /// command brings the search index up to date there.
+    pub beside_close: Option<fn(&crate::home::Home)>,
 }
 
 /// A damaged spool byte range the run skipped (also a ledger health event).
