@@ -21,6 +21,7 @@ mod epoch_lifecycle;
 mod export_otlp_proto;
 mod export_stream;
 mod export_trace_rows;
+mod finalize_chunks;
 mod finalize_corpus;
 mod finalize_crash;
 mod finalize_records;

@@ -67,6 +67,8 @@ pub const SPOOL_HEALTH_SESSION: &str = "harnery:spool";
 struct SpoolFile {
     path: PathBuf,
     adapter_dir: String,
+    /// The session's directory name (empty for a dead letter).
+    session_key: String,
     size: u64,
 }
 
@@ -264,8 +266,9 @@ fn stage<'scope, T: Send + 'scope>(
 }
 
 /// Cut the sealed files into chunks of whole files, in order (at most
-/// [`chunk_bytes`] bytes or [`CHUNK_FILES`] files each); files a
-/// committed batch already drained are deleted instead.
+/// [`chunk_bytes`] bytes, counting each session's producer state, or
+/// [`CHUNK_FILES`] files each); files a committed batch already drained
+/// are deleted instead.
 fn plan(
     home: &Home,
     ledger: &LedgerReader,
@@ -280,7 +283,7 @@ fn plan(
             remove_segment(&file.path)?;
             continue;
         }
-        bytes += file.size;
+        bytes += weight(ledger, &file)?;
         chunk.push(file);
         if bytes >= limit || chunk.len() >= CHUNK_FILES {
             chunks.push(std::mem::take(&mut chunk));
@@ -326,22 +329,35 @@ fn seal_all(home: &Home) -> Result<Vec<SpoolFile>, FinalizeError> {
     crate::ledger::durable::sync_each(&changed, |s| s.sync()).map_err(spool_err)?;
     for session in &sessions {
         for seg in session.pending().map_err(spool_err)? {
-            out.push(spool_file(seg.path, &session.adapter));
+            out.push(spool_file(seg.path, &session.adapter, &session.session_key));
         }
     }
     for seg in spool.dead_letters().map_err(spool_err)? {
-        out.push(spool_file(seg.path, ""));
+        out.push(spool_file(seg.path, "", ""));
     }
     Ok(out)
 }
 
-fn spool_file(path: PathBuf, adapter_dir: &str) -> SpoolFile {
+fn spool_file(path: PathBuf, adapter_dir: &str, session_key: &str) -> SpoolFile {
     let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
     SpoolFile {
         path,
         adapter_dir: adapter_dir.to_string(),
+        session_key: session_key.to_string(),
         size,
     }
+}
+
+/// What a file weighs in a chunk: its bytes, and the producer state its
+/// session brings in (loaded, applied to and stored again by the chunk).
+/// A session whose directory name is a hash of its id weighs its bytes
+/// only; that is an estimate, never a limit on what is drained.
+fn weight(ledger: &LedgerReader, file: &SpoolFile) -> Result<u64, FinalizeError> {
+    if file.session_key.is_empty() || !crate::spool::key::is_plain(&file.session_key) {
+        return Ok(file.size);
+    }
+    let state = ledger.producer_state_len(&file.adapter_dir, &file.session_key)?;
+    Ok(file.size + state)
 }
 
 fn relative(home: &Home, path: &Path) -> String {

@@ -84,6 +84,17 @@ impl LedgerReader {
         }
     }
 
+    /// How many bytes of producer state a session has stored (0: none).
+    pub fn producer_state_len(&self, adapter: &str, session_id: &str) -> Result<u64, LedgerError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT octet_length(state) FROM producer_state WHERE adapter = ?1 AND session_id = ?2",
+        )?;
+        let len: Option<i64> = stmt
+            .query_row(params![adapter, session_id], |r| r.get(0))
+            .optional()?;
+        Ok(len.unwrap_or(0).max(0) as u64)
+    }
+
     /// Every session that has producer state, in a stable order.
     pub fn producer_sessions(&self) -> Result<Vec<SessionRef>, LedgerError> {
         let mut stmt = self.conn.prepare(
