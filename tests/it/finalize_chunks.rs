@@ -10,59 +10,8 @@ use crate::common;
 use std::path::Path;
 
 use common::*;
-use harnery::clock::ClockSample;
-use harnery::home::Home;
-use harnery::spool::{Signal, SpoolWriter, WriterOptions};
 
 const SESSIONS: usize = 8;
-
-/// Spool `lines` (hook payloads of the `basic` fixture, its session id
-/// replaced) for each of the sessions, received from `at` on.
-fn spool(home: &Path, lines: &[(String, String)], at: i64) {
-    let writer = SpoolWriter::with_options(
-        Home::at(home),
-        WriterOptions {
-            sync: false,
-            ..WriterOptions::default()
-        },
-    );
-    for s in 0..SESSIONS {
-        let sid = format!("chunk-{s:04}-0000-4000-8000-000000000000");
-        let texts: Vec<String> = lines
-            .iter()
-            .map(|(_, t)| t.replace("SESSION", &sid))
-            .collect();
-        let signals: Vec<Signal> = lines
-            .iter()
-            .zip(&texts)
-            .enumerate()
-            .map(|(i, ((event, _), text))| {
-                let mut sig = Signal::new("claude-code", Some(event), Some(&sid), text.as_bytes());
-                sig.received_ns = at + (s * 1000 + i) as i64 * 1_000;
-                sig.clock = ClockSample::default();
-                sig
-            })
-            .collect();
-        writer.append_batch(&signals).unwrap();
-    }
-}
-
-fn basic_lines() -> Vec<(String, String)> {
-    let fixture = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-code/basic/hooks.jsonl"),
-    )
-    .unwrap();
-    fixture
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            let event = v["hook_event_name"].as_str().unwrap().to_string();
-            let sid = v["session_id"].as_str().unwrap().to_string();
-            (event, l.replace(&sid, "SESSION"))
-        })
-        .collect()
-}
 
 fn spool_bytes(dir: &Path) -> u64 {
     let mut total = 0;
@@ -84,8 +33,9 @@ fn spool_bytes(dir: &Path) -> u64 {
 fn a_chunk_counts_the_producer_states_its_sessions_bring_in() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path();
-    let lines = basic_lines();
-    spool(home, &lines[..lines.len() - 1], 1_796_000_000_000_000_000);
+    let lines = basic_hook_lines();
+    let first = &lines[..lines.len() - 1];
+    spool_sessions(home, "chunk", SESSIONS, first, 1_796_000_000_000_000_000);
     let out = run(home, &["finalize", "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let states: i64 = rusqlite::Connection::open(home.join("ledgers/v2/ledger.sqlite"))
@@ -100,7 +50,8 @@ fn a_chunk_counts_the_producer_states_its_sessions_bring_in() {
 
     // One more signal a session: its files alone fit one chunk under the
     // limit, with the sessions' states they do not.
-    spool(home, &lines[lines.len() - 1..], 1_796_000_100_000_000_000);
+    let last = &lines[lines.len() - 1..];
+    spool_sessions(home, "chunk", SESSIONS, last, 1_796_000_100_000_000_000);
     let files = spool_bytes(&home.join("spool/intake"));
     let out = harnery(home)
         .env("HARNERY_CHUNK_BYTES", (files + 1).to_string())

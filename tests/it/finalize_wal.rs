@@ -9,55 +9,19 @@ use crate::common;
 use std::path::Path;
 
 use common::*;
-use harnery::clock::ClockSample;
-use harnery::home::Home;
-use harnery::spool::{Signal, SpoolWriter, WriterOptions};
 
 const SESSIONS: usize = 256;
 
 /// Claude Code sessions made from the `basic` fixture (nine signals), each
 /// with its own session id, written with the in-process spool writer.
 fn write_spool(home: &Path) {
-    let fixture = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-code/basic/hooks.jsonl"),
-    )
-    .unwrap();
-    let lines: Vec<(String, String)> = fixture
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            let event = v["hook_event_name"].as_str().unwrap().to_string();
-            let sid = v["session_id"].as_str().unwrap().to_string();
-            (event, l.replace(&sid, "SESSION"))
-        })
-        .collect();
-    let writer = SpoolWriter::with_options(
-        Home::at(home),
-        WriterOptions {
-            sync: false,
-            ..WriterOptions::default()
-        },
+    spool_sessions(
+        home,
+        "wal",
+        SESSIONS,
+        &basic_hook_lines(),
+        1_796_000_000_000_000_000,
     );
-    for s in 0..SESSIONS {
-        let sid = format!("wal-{s:04}-0000-4000-8000-000000000000");
-        let texts: Vec<String> = lines
-            .iter()
-            .map(|(_, text)| text.replace("SESSION", &sid))
-            .collect();
-        let signals: Vec<Signal> = lines
-            .iter()
-            .zip(&texts)
-            .enumerate()
-            .map(|(i, ((event, _), text))| {
-                let mut sig = Signal::new("claude-code", Some(event), Some(&sid), text.as_bytes());
-                sig.received_ns = 1_796_000_000_000_000_000 + (s * 1000 + i) as i64 * 1_000;
-                sig.clock = ClockSample::default();
-                sig
-            })
-            .collect();
-        writer.append_batch(&signals).unwrap();
-    }
 }
 
 /// Finalize a fresh spool while this process holds a connection to the

@@ -470,3 +470,61 @@ pub fn copilot_hooks(home: &Path, scenario: &str, events_file: &Path) {
         deliver(home, "copilot", &v.to_string());
     }
 }
+
+/// The `basic` Claude Code capture's hook payloads, `(event, text)`, its
+/// session id replaced by `SESSION`.
+pub fn basic_hook_lines() -> Vec<(String, String)> {
+    let fixture = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-code/basic/hooks.jsonl"),
+    )
+    .unwrap();
+    fixture
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let event = v["hook_event_name"].as_str().unwrap().to_string();
+            let sid = v["session_id"].as_str().unwrap().to_string();
+            (event, l.replace(&sid, "SESSION"))
+        })
+        .collect()
+}
+
+/// Spool `lines` for each of `sessions` Claude Code sessions (ids
+/// `<prefix>-<nnnn>-0000-4000-8000-000000000000`) with the in-process
+/// spool writer, unsynced, received from `at` on, a microsecond apart.
+pub fn spool_sessions(
+    home: &Path,
+    prefix: &str,
+    sessions: usize,
+    lines: &[(String, String)],
+    at: i64,
+) {
+    use harnery::spool::{Signal, SpoolWriter, WriterOptions};
+    let writer = SpoolWriter::with_options(
+        Home::at(home),
+        WriterOptions {
+            sync: false,
+            ..WriterOptions::default()
+        },
+    );
+    for s in 0..sessions {
+        let sid = format!("{prefix}-{s:04}-0000-4000-8000-000000000000");
+        let texts: Vec<String> = lines
+            .iter()
+            .map(|(_, text)| text.replace("SESSION", &sid))
+            .collect();
+        let signals: Vec<Signal> = lines
+            .iter()
+            .zip(&texts)
+            .enumerate()
+            .map(|(i, ((event, _), text))| {
+                let mut sig = Signal::new("claude-code", Some(event), Some(&sid), text.as_bytes());
+                sig.received_ns = at + (s * 1000 + i) as i64 * 1_000;
+                sig.clock = harnery::clock::ClockSample::default();
+                sig
+            })
+            .collect();
+        writer.append_batch(&signals).unwrap();
+    }
+}
