@@ -175,10 +175,13 @@ fn open_with_record(out: &mut String, at: &RecordAt) {
 
 fn message_user(out: &mut String, p: &MessageUser) {
     open_with_record(out, &p.record);
-    out.push_str(",\"message_id\":");
-    optional_string(out, p.message_id.as_deref());
-    out.push_str(",\"text\":");
-    optional_string(out, p.text.as_deref());
+    optional_strings(
+        out,
+        [
+            (",\"message_id\":", p.message_id.as_deref()),
+            (",\"text\":", p.text.as_deref()),
+        ],
+    );
     if let Some(source) = &p.source {
         out.push_str(",\"source\":");
         string(out, source);
@@ -187,12 +190,14 @@ fn message_user(out: &mut String, p: &MessageUser) {
 
 fn message_assistant(out: &mut String, p: &MessageAssistant) {
     open_with_record(out, &p.record);
-    out.push_str(",\"message_id\":");
-    optional_string(out, p.message_id.as_deref());
-    out.push_str(",\"model\":");
-    optional_string(out, p.model.as_deref());
-    out.push_str(",\"text\":");
-    optional_string(out, p.text.as_deref());
+    optional_strings(
+        out,
+        [
+            (",\"message_id\":", p.message_id.as_deref()),
+            (",\"model\":", p.model.as_deref()),
+            (",\"text\":", p.text.as_deref()),
+        ],
+    );
     out.push_str(",\"tool_call_ids\":[");
     for (i, id) in p.tool_call_ids.iter().enumerate() {
         if i > 0 {
@@ -205,39 +210,44 @@ fn message_assistant(out: &mut String, p: &MessageAssistant) {
 
 fn reasoning(out: &mut String, p: &ReasoningRecorded) {
     open_with_record(out, &p.record);
-    out.push_str(",\"message_id\":");
-    optional_string(out, p.message_id.as_deref());
-    out.push_str(",\"text\":");
-    optional_string(out, p.text.as_deref());
-    out.push_str(",\"continuation\":");
-    optional_string(out, p.continuation.as_deref());
+    optional_strings(
+        out,
+        [
+            (",\"message_id\":", p.message_id.as_deref()),
+            (",\"text\":", p.text.as_deref()),
+            (",\"continuation\":", p.continuation.as_deref()),
+        ],
+    );
 }
 
 fn usage(out: &mut String, p: &UsageReported) {
     open_with_record(out, &p.record);
-    out.push_str(",\"message_id\":");
-    optional_string(out, p.message_id.as_deref());
-    out.push_str(",\"model\":");
-    optional_string(out, p.model.as_deref());
-    for (key, n) in [
-        (",\"input_tokens\":", p.input_tokens),
-        (",\"output_tokens\":", p.output_tokens),
-        (",\"cache_read_tokens\":", p.cache_read_tokens),
-        (",\"cache_write_tokens\":", p.cache_write_tokens),
-    ] {
-        out.push_str(key);
-        optional_number(out, n);
-    }
+    optional_strings(
+        out,
+        [
+            (",\"message_id\":", p.message_id.as_deref()),
+            (",\"model\":", p.model.as_deref()),
+        ],
+    );
+    optional_numbers(
+        out,
+        [
+            (",\"input_tokens\":", p.input_tokens),
+            (",\"output_tokens\":", p.output_tokens),
+            (",\"cache_read_tokens\":", p.cache_read_tokens),
+            (",\"cache_write_tokens\":", p.cache_write_tokens),
+        ],
+    );
     out.push_str(",\"cost\":");
     optional_value(out, p.cost.as_ref());
-    for (key, n) in [
-        (",\"duration_ms\":", p.duration_ms),
-        (",\"time_to_first_token_ms\":", p.time_to_first_token_ms),
-        (",\"reasoning_tokens\":", p.reasoning_tokens),
-    ] {
-        out.push_str(key);
-        optional_number(out, n);
-    }
+    optional_numbers(
+        out,
+        [
+            (",\"duration_ms\":", p.duration_ms),
+            (",\"time_to_first_token_ms\":", p.time_to_first_token_ms),
+            (",\"reasoning_tokens\":", p.reasoning_tokens),
+        ],
+    );
     out.push_str(",\"raw\":");
     optional_value(out, p.raw.as_ref());
     out.push_str(",\"copied_from_session\":");
@@ -246,14 +256,15 @@ fn usage(out: &mut String, p: &UsageReported) {
 
 fn metadata(out: &mut String, p: &SessionMetadata) {
     open_with_record(out, &p.record);
-    out.push_str(",\"agent_version\":");
-    optional_string(out, p.agent_version.as_deref());
-    out.push_str(",\"head_commit\":");
-    optional_string(out, p.head_commit.as_deref());
-    out.push_str(",\"cwd\":");
-    optional_string(out, p.cwd.as_deref());
-    out.push_str(",\"model\":");
-    optional_string(out, p.model.as_deref());
+    optional_strings(
+        out,
+        [
+            (",\"agent_version\":", p.agent_version.as_deref()),
+            (",\"head_commit\":", p.head_commit.as_deref()),
+            (",\"cwd\":", p.cwd.as_deref()),
+            (",\"model\":", p.model.as_deref()),
+        ],
+    );
 }
 
 fn tool_recorded(out: &mut String, p: &ToolRecorded) {
@@ -274,6 +285,23 @@ fn tool_recorded(out: &mut String, p: &ToolRecorded) {
     });
     out.push_str(",\"exit_code\":");
     optional_number(out, p.exit_code);
+}
+
+/// Each key (its leading comma and trailing colon included) and its text,
+/// or `null`, in order.
+fn optional_strings<const N: usize>(out: &mut String, fields: [(&str, Option<&str>); N]) {
+    for (key, text) in fields {
+        out.push_str(key);
+        optional_string(out, text);
+    }
+}
+
+/// Each key (as for [`optional_strings`]) and its number, or `null`.
+fn optional_numbers<const N: usize>(out: &mut String, fields: [(&str, Option<u64>); N]) {
+    for (key, n) in fields {
+        out.push_str(key);
+        optional_number(out, n);
+    }
 }
 
 fn observation(out: &mut String, value: &Observation<u64>) {

@@ -456,7 +456,7 @@ fn follow_one(
                     oversized_line: true,
                     ..chunk_header(path, at, at + n)
                 };
-                (header, [vec![0; headroom], head].concat())
+                (header, head)
             }
             Ok(Lines::Unfinished) => break,
             Err(e) => return out.unreadable(path, e),
@@ -520,7 +520,7 @@ enum Lines {
     /// [`LINE_CEILING`]), after the headroom asked for.
     Whole(Vec<u8>),
     /// One line longer than [`LINE_CEILING`]: its length (with its
-    /// newline) and first bytes.
+    /// newline) and first bytes, after the headroom asked for.
     Oversized { len: u64, head: Vec<u8> },
     /// No newline ends what is there yet (a line the agent is still
     /// writing).
@@ -528,8 +528,8 @@ enum Lines {
 }
 
 /// Whole lines from `at`: at most `want` bytes of them, or one longer
-/// line, read into memory only up to [`LINE_CEILING`]; whole lines are
-/// read in after `headroom` bytes.
+/// line, read into memory only up to [`LINE_CEILING`]; what is read lands
+/// after `headroom` bytes.
 fn whole_lines(
     file: &mut std::fs::File,
     at: u64,
@@ -556,8 +556,7 @@ fn whole_lines(
             return Ok(Lines::Unfinished);
         }
         if want >= LINE_CEILING {
-            let mut buf = buf.split_off(headroom);
-            buf.truncate(OVERSIZED_HEAD);
+            buf.truncate(headroom + OVERSIZED_HEAD);
             buf.shrink_to_fit();
             return Ok(match newline_after(file, at + n as u64, len)? {
                 Some(nl) => Lines::Oversized {
