@@ -83,21 +83,32 @@ pub struct RawSignal<'a> {
 impl RawSignal<'_> {
     /// Read the record in its dialect.
     pub fn normalize(&self) -> Normalized {
+        self.normalize_naming(false).0
+    }
+
+    /// [`normalize`](Self::normalize), and with `record` also the record
+    /// file the payload names, where its dialect reads that with the rest
+    /// (Claude Code's hooks); [`record::NamedRecord::Unread`] elsewhere.
+    pub fn normalize_naming(&self, record: bool) -> (Normalized, record::NamedRecord) {
         if let Some(name) = self.event_name.filter(|n| harnery::is_harnery_event(n)) {
             let session = Some(self.session_id);
-            return harnery::normalize_in(
+            let normalized = harnery::normalize_in(
                 self.adapter,
                 session,
                 name,
                 self.payload,
                 self.received_unix_ns,
             );
+            return (normalized, record::NamedRecord::Unread);
         }
         match self.adapter {
-            AdapterId::ClaudeCode => claude_code::normalize(self.payload, self.received_unix_ns),
-            AdapterId::Copilot => {
-                copilot::normalize(self.event_name, self.payload, self.received_unix_ns)
+            AdapterId::ClaudeCode => {
+                claude_code::normalize_naming(self.payload, self.received_unix_ns, record)
             }
+            AdapterId::Copilot => (
+                copilot::normalize(self.event_name, self.payload, self.received_unix_ns),
+                record::NamedRecord::Unread,
+            ),
         }
     }
 }

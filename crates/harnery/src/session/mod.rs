@@ -194,6 +194,13 @@ impl SessionProducer {
         }
     }
 
+    /// Until any of the record was read, the record a hook names is the
+    /// one followed (a session carried from an epoch whose record was
+    /// elsewhere moves on to it).
+    fn record_unread(&self) -> bool {
+        self.record.path.is_none() || self.record.cursor == 0
+    }
+
     pub fn open_spans(&self) -> &[OpenSpan] {
         &self.spans.open
     }
@@ -204,7 +211,10 @@ impl SessionProducer {
 
     /// Normalize one raw signal of this session into events.
     pub fn ingest(&mut self, signal: &RawSignal) -> Ingested {
-        let mut normalized = signal.normalize();
+        let from_agent = !signal.event_name.is_some_and(is_harnery_event);
+        // The record a hook names is read with the payload while it may
+        // still move the following (below), not parsed out a second time.
+        let (mut normalized, named) = signal.normalize_naming(from_agent && self.record_unread());
         let keys = delivery_keys(signal, normalized.delivery_key.take());
         if let Some(first) = self.deliveries.first_of(&keys) {
             return Ingested {
@@ -224,7 +234,6 @@ impl SessionProducer {
             emitted: 0,
         };
         let mut out = Vec::new();
-        let from_agent = !signal.event_name.is_some_and(is_harnery_event);
         // A signal of an older incarnation is kept as evidence only.
         if from_agent && self.session_log_before(&normalized, &mut trigger, &mut out) {
             if let Some(first) = out.first() {
@@ -241,8 +250,8 @@ impl SessionProducer {
         // The record a hook names; until any of it was read, a hook that
         // names another (a session carried from an epoch whose record was
         // elsewhere) moves the following there.
-        if from_agent && (self.record.path.is_none() || self.record.cursor == 0) {
-            let named = crate::agents::record::path_in_payload(signal.payload);
+        if from_agent && self.record_unread() {
+            let named = named.or_look_in(signal.payload);
             if named.is_some() && named != self.record.path {
                 if self.record.path.is_some() {
                     self.record.problem = None;

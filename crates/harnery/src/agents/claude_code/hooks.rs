@@ -12,6 +12,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::agents::record::{NamedRecord, names_camel_record};
 use crate::agents::signal::{BatchedCall, Normalized, SignalKind, ToolCall, ToolResult, TurnEnd};
 use crate::agents::wire::{normalize_input, optional_str, owned, parse_payload, raw_json};
 use crate::contract::{
@@ -95,22 +96,43 @@ struct WireBackgroundTask<'a> {
 
 /// Read one Claude Code payload received at `received_unix_ns`.
 pub fn normalize(payload: &[u8], received_unix_ns: i64) -> Normalized {
+    normalize_naming(payload, received_unix_ns, false).0
+}
+
+/// [`normalize`], and with `record` also the record file the payload names
+/// (`transcript_path`), read with the rest of it; left [`NamedRecord::Unread`]
+/// where it might differ from [`path_in_payload`](crate::agents::record::path_in_payload)'s
+/// reading (a payload that is not read, or one that also holds `transcriptPath`).
+pub fn normalize_naming(
+    payload: &[u8],
+    received_unix_ns: i64,
+    record: bool,
+) -> (Normalized, NamedRecord) {
     let kind = match parse_payload::<Wire>(payload) {
-        Ok(wire) => return convert(wire, received_unix_ns),
+        Ok(wire) => {
+            let named = if record && !names_camel_record(payload) {
+                let path = wire.transcript_path.as_deref().filter(|p| !p.is_empty());
+                NamedRecord::Read(path.map(String::from))
+            } else {
+                NamedRecord::Unread
+            };
+            return (convert(wire, received_unix_ns), named);
+        }
         Err(err) => SignalKind::Unrecognized(SignalUnrecognized {
             adapter_event: None,
             reason: format!("malformed_json: {err}"),
             record: None,
         }),
     };
-    Normalized {
+    let normalized = Normalized {
         time_unix_ns: received_unix_ns,
         time_source: TimeSource::Received,
         agent_id: None,
         native_turn_id: None,
         delivery_key: None,
         kind,
-    }
+    };
+    (normalized, NamedRecord::Unread)
 }
 
 fn text_of(value: &Option<Value>) -> Option<String> {
@@ -302,6 +324,51 @@ mod tests {
 
     fn read(json: &str) -> Normalized {
         normalize(json.as_bytes(), 7)
+    }
+
+    #[test]
+    fn the_record_a_payload_names_is_read_with_it_as_path_in_payload_finds_it() {
+        use crate::agents::record::path_in_payload;
+        let pre = r#""hook_event_name":"PreToolUse","tool_name":"Bash","tool_use_id":"t""#;
+        let cases: [(String, bool); 9] = [
+            // Read with the payload: the common case, every hook of a session.
+            (format!(r#"{{{pre},"transcript_path":"/t/s.jsonl"}}"#), true),
+            (
+                format!(r#"{{"transcript_path":"/t/a\u0062.jsonl",{pre}}}"#),
+                true,
+            ),
+            (format!(r#"{{{pre},"transcript_path":""}}"#), true),
+            (format!(r#"{{{pre},"transcript_path":null}}"#), true),
+            // A key only inside the tool's input names no record.
+            (
+                format!(r#"{{{pre},"tool_input":{{"transcript_path":"/x"}}}}"#),
+                true,
+            ),
+            // Left to `path_in_payload`: the other spelling, both, a key
+            // twice, a payload the dialect does not read.
+            (format!(r#"{{{pre},"transcriptPath":"/c.jsonl"}}"#), false),
+            (
+                format!(r#"{{{pre},"transcript_path":"/a","transcriptPath":"/b"}}"#),
+                false,
+            ),
+            (
+                format!(r#"{{{pre},"transcript_path":"/a","transcript_path":"/b"}}"#),
+                false,
+            ),
+            (r#"{"transcript_path":"/t/s.jsonl","#.to_string(), false),
+        ];
+        for (payload, read_with_it) in cases {
+            let bytes = payload.as_bytes();
+            let (_, named) = normalize_naming(bytes, 7, true);
+            assert_eq!(
+                matches!(named, NamedRecord::Read(_)),
+                read_with_it,
+                "{payload}"
+            );
+            assert_eq!(named.or_look_in(bytes), path_in_payload(bytes), "{payload}");
+            // Not asked, not read.
+            assert_eq!(normalize_naming(bytes, 7, false).1, NamedRecord::Unread);
+        }
     }
 
     #[test]

@@ -10,7 +10,7 @@ pub mod record;
 
 use std::path::{Path, PathBuf};
 
-pub use hooks::normalize;
+pub use hooks::{normalize, normalize_naming};
 
 /// The environment variable that moves Claude Code's config directory.
 pub const CONFIG_VAR: &str = "CLAUDE_CONFIG_DIR";

@@ -34,6 +34,10 @@
 
 pub mod place;
 
+use std::sync::LazyLock;
+
+use memchr::memmem;
+
 use super::wire::parse_payload;
 use crate::contract::{
     MessageAssistant, MessageUser, ReasoningRecorded, SessionMetadata, UsageReported, UsageSummary,
@@ -141,6 +145,16 @@ pub struct RecordedResult {
     pub turn_id: Option<String>,
 }
 
+/// The keys [`path_in_payload`] and [`subagent_record_in_payload`] look
+/// for before they parse anything (searchers built once: a payload is
+/// looked at for every hook signal of a session whose record is unread).
+static TRANSCRIPT_PATH: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b"\"transcript_path\""));
+static TRANSCRIPT_PATH_CAMEL: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b"\"transcriptPath\""));
+static AGENT_TRANSCRIPT_PATH: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b"\"agent_transcript_path\""));
+
 /// The record file a hook payload names: Claude Code's `transcript_path`
 /// (on every payload), Copilot's `transcriptPath` (on `agentStop`). Cheap
 /// for payloads that name none: the key is searched for before anything
@@ -151,8 +165,7 @@ pub fn path_in_payload(payload: &[u8]) -> Option<String> {
         #[serde(default, alias = "transcriptPath")]
         transcript_path: Option<String>,
     }
-    let has_key = memchr::memmem::find(payload, b"\"transcript_path\"").is_some()
-        || memchr::memmem::find(payload, b"\"transcriptPath\"").is_some();
+    let has_key = TRANSCRIPT_PATH.find(payload).is_some() || names_camel_record(payload);
     if !has_key {
         return None;
     }
@@ -160,6 +173,34 @@ pub fn path_in_payload(payload: &[u8]) -> Option<String> {
         .ok()?
         .transcript_path
         .filter(|p| !p.is_empty())
+}
+
+/// Whether `payload` holds the key `transcriptPath` anywhere: a dialect
+/// that reads `transcript_path` alone leaves such a payload to
+/// [`path_in_payload`], which takes either (and neither when both are
+/// there).
+pub fn names_camel_record(payload: &[u8]) -> bool {
+    TRANSCRIPT_PATH_CAMEL.find(payload).is_some()
+}
+
+/// The record file a payload names, as far as its dialect read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NamedRecord {
+    /// Not read with the payload: [`path_in_payload`] looks for it.
+    Unread,
+    /// Read with the rest of the payload: what [`path_in_payload`] finds
+    /// in it.
+    Read(Option<String>),
+}
+
+impl NamedRecord {
+    /// The record file `payload` names: as read, else looked for.
+    pub fn or_look_in(self, payload: &[u8]) -> Option<String> {
+        match self {
+            NamedRecord::Read(path) => path,
+            NamedRecord::Unread => path_in_payload(payload),
+        }
+    }
 }
 
 /// A subagent's own record a hook payload names: Claude Code's
@@ -174,7 +215,7 @@ pub fn subagent_record_in_payload(payload: &[u8]) -> Option<(String, String)> {
         #[serde(default)]
         agent_transcript_path: Option<String>,
     }
-    memchr::memmem::find(payload, b"\"agent_transcript_path\"")?;
+    AGENT_TRANSCRIPT_PATH.find(payload)?;
     let named = serde_json::from_slice::<Named>(payload).ok()?;
     let path = named.agent_transcript_path.filter(|p| !p.is_empty())?;
     Some((named.agent_id.unwrap_or_default(), path))
