@@ -38,6 +38,13 @@ BIN=target/release
 
 . scripts/time-v.sh
 
+# The median of column COLUMN of FILE's lines (the mean of the middle two
+# when there is an even number of them).
+median() {
+  sort -n -k"$2" "$1" | awk -v k="$2" '{ v[NR] = $k }
+    END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
 printf '%-10s %-10s %10s %12s %12s %12s %12s %8s\n' \
   signals events fin_s fin_ev_per_s fin_rss_mb base_ev_per_s base_rss_mb ratio
 for n in ${SIZES[@]}; do
@@ -62,8 +69,7 @@ for n in ${SIZES[@]}; do
   done
   # The medians of the rounds' times (finalize and baseline in turn), the
   # highest peak RSS; with more than one round, each round's own ratio.
-  median() { sort -n -k"$1" "$rounds" | awk -v k="$1" '{ v[NR] = $k } END { print v[int((NR + 1) / 2)] }'; }
-  awk -v n="$n" -v fs="$(median 2)" -v bs="$(median 3)" '
+  awk -v n="$n" -v fs="$(median "$rounds" 2)" -v bs="$(median "$rounds" 3)" '
     { e = $1; if ($4 > fr) fr = $4; if ($5 > br) br = $5; each = each sprintf(" %.1f%%", 100 * $3 / $2) }
     END {
       fr_ = e / fs; br_ = e / bs
