@@ -128,9 +128,9 @@ mod tests {
     #[test]
     fn a_failed_sync_is_the_result_and_none_is_retried() {
         let items: Vec<usize> = (0..50).collect();
-        let calls = AtomicUsize::new(0);
+        let calls: Vec<AtomicUsize> = items.iter().map(|_| AtomicUsize::new(0)).collect();
         let failed = sync_each(&items, |i| {
-            calls.fetch_add(1, Ordering::Relaxed);
+            calls[*i].fetch_add(1, Ordering::Relaxed);
             if *i == 3 {
                 Err(format!("item {i}"))
             } else {
@@ -138,7 +138,12 @@ mod tests {
             }
         });
         assert_eq!(failed, Err("item 3".to_string()));
-        assert!(calls.into_inner() <= items.len());
+        let calls: Vec<usize> = calls.into_iter().map(AtomicUsize::into_inner).collect();
+        assert_eq!(calls[3], 1, "the failed item is synced once, never again");
+        assert!(
+            calls.iter().all(|&n| n <= 1),
+            "no item synced twice: {calls:?}"
+        );
     }
 
     #[test]

@@ -94,9 +94,7 @@ impl Checkpointer {
             })
             .map_err(LedgerError::CommitFailed)
     }
-}
 
-impl Checkpointer {
     /// Copy every frame into the database file and cut the WAL to nothing,
     /// once no reader is left in it (waiting up to the busy timeout);
     /// whether it was cut. Closing the last connection then deletes an
