@@ -10,6 +10,7 @@ use crate::ledger::{Checkpointer, LedgerReader, LedgerWriter};
 
 /// Run the finalizer once over `home`.
 pub fn finalize(home: &Home, opts: &FinalizeOptions) -> Result<Summary, FinalizeError> {
+    let t = std::time::Instant::now();
     let _lease = Lease::take(home)?;
     let mut ledger = LedgerWriter::open(home, opts.now_unix_ns)?;
     let incarnation = ledger.take_incarnation()?;
@@ -19,7 +20,10 @@ pub fn finalize(home: &Home, opts: &FinalizeOptions) -> Result<Summary, Finalize
     };
     summary.ready_files_recovered =
         apply_pending(home, &mut ledger, incarnation, opts, &mut summary)?;
+    super::timing("open", t);
+    let t = std::time::Instant::now();
     super::intake::drain(home, &mut ledger, incarnation, opts, &mut summary)?;
+    super::timing("intake", t);
     if opts.follow_records {
         // Pass by pass, each drained before the next reads on; after the
         // first, only the sessions whose records had more.
@@ -46,8 +50,12 @@ pub fn finalize(home: &Home, opts: &FinalizeOptions) -> Result<Summary, Finalize
             only = Some(wrote_for);
         }
     }
+    let t = std::time::Instant::now();
     super::state::tick_all(home, &mut ledger, incarnation, opts, &mut summary)?;
+    super::timing("tick", t);
+    let t = std::time::Instant::now();
     finish_summary(&ledger, &mut summary)?;
+    super::timing("summary", t);
     for row in ledger.take_set_aside() {
         summary.health.push(HealthNote {
             session: row.row.clone(),
@@ -56,7 +64,9 @@ pub fn finalize(home: &Home, opts: &FinalizeOptions) -> Result<Summary, Finalize
         });
     }
     if let Some(work) = opts.beside_close {
+        let t = std::time::Instant::now();
         empty_wal_beside(&ledger, || work(home));
+        super::timing("beside-close", t);
     }
     Ok(summary)
 }
