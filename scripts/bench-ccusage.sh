@@ -118,14 +118,14 @@ hooked_home() {
       "$sid" "$path" | HARNERY_HOME="$1" "$BIN/harnery-hook" claude-code
   done <"$WORK/sessions.txt"
 }
-# Before each timed run: the writes and deletions before it (the last
-# run's, the last round's homes, the transcripts written anew) finished, so
-# the run does not pay for them
-# (ext4 without a journal, as on the CI box, skips every inode freed in the
-# last 5 s on each file it creates; a cron run does not start the moment
-# 300 MB were deleted). Homes are deleted at the end of each round: kept,
-# they grow the page cache by 300 MB a round, and a VM then pays for memory
-# it has never touched.
+# Before each timed run: let the writes and deletions before it (the last
+# run's, the last round's homes, the transcripts written anew) finish, so
+# that the run does not pay for them (ext4 without a journal, as on the
+# box this was measured on, walks every inode freed in the last 5 s for
+# each file it creates; a cron run does not start the moment 300 MB were
+# deleted). Homes are deleted at the end of each round: kept, they grow
+# the page cache by 300 MB a round, and a VM then pays for memory it has
+# never touched.
 settle() { sync && sleep 6; }
 # A timed command's report in $WORK/$1.$round.time, its wall and CPU
 # seconds added to $WORK/$1.secs and $WORK/$1.cpu.
