@@ -120,12 +120,13 @@ hooked_home() {
 }
 # Before each timed run: let the writes and deletions before it (the last
 # run's, the last round's homes, the transcripts written anew) finish, so
-# that the run does not pay for them (ext4 without a journal, as on the
-# box this was measured on, walks every inode freed in the last 5 s for
-# each file it creates; a cron run does not start the moment 300 MB were
-# deleted). Homes are deleted at the end of each round: kept, they grow
-# the page cache by 300 MB a round, and a VM then pays for memory it has
-# never touched.
+# that the run does not share the cores with their writeback and freeing
+# (the box this was measured on has ext4 without a journal, mounted with
+# `discard`, where a new file is placed only past the inodes freed in the
+# last seconds); a cron run does not start the moment 300 MB were
+# deleted. Homes are deleted at the end of each round: kept, they grow the
+# page cache by 300 MB a round, and a VM then pays for memory it has never
+# touched.
 settle() { sync && sleep 6; }
 # A timed command's report in $WORK/$1.$round.time, its wall and CPU
 # seconds added to $WORK/$1.secs and $WORK/$1.cpu.
