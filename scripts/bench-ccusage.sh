@@ -21,8 +21,8 @@
 #   follows the transcripts;
 # - one `ccusage session --json --offline` over the same config dir.
 #
-# Each timed run, ccusage's too, starts after a `sync` and a 6 s pause
-# (see `settle`).
+# Before each timed command (and before the untimed run that precedes it,
+# where it has one) the script syncs and pauses 6 s (see `settle`).
 # Prints the medians of wall and CPU seconds, the ratios to ccusage (the
 # target is 3x or less for the record ingest; each ratio is also given as
 # the median of the rounds' own ratios, which a machine whose speed drifts
@@ -163,11 +163,14 @@ w=$(median <"$WORK/whole.secs")
 c=$(median <"$WORK/ccusage.secs")
 # The median of the rounds' own ratios of $1.secs to ccusage's.
 paired() { paste "$WORK/$1.secs" "$WORK/ccusage.secs" | awk '{print $1 / $2}' | median; }
+# One command's line: its label, median wall seconds and name.
+row() {
+  printf '%-34s %6.2f s  cpu %5.2f s  peak %s MiB\n' "$1" "$2" "$(median <"$WORK/$3.cpu")" "$(rss_mb "$WORK/$3.1.time")"
+}
 printf '%d sessions, %.1f MB of transcripts, median of %d rounds\n' "$SESSIONS" "$(echo "$bytes / 1000000" | bc -l)" "$REPEAT"
-row() { printf '%-34s %6.2f s  cpu %5.2f s  %s\n' "$1" "$(median <"$WORK/$2.secs")" "$(median <"$WORK/$2.cpu")" "$3"; }
-row "harnery finalize, record ingest" ingest "peak $(rss_mb "$WORK/ingest.1.time") MiB"
-row "harnery finalize, whole first run" whole "peak $(rss_mb "$WORK/whole.1.time") MiB"
-row "ccusage session" ccusage ""
+row "harnery finalize, record ingest" "$i" ingest
+row "harnery finalize, whole first run" "$w" whole
+row "ccusage session" "$c" ccusage
 awk -v i="$i" -v w="$w" -v c="$c" -v pi="$(paired ingest)" -v pw="$(paired whole)" 'BEGIN {
   printf "ratio, record ingest               %6.2fx (per round: %.2fx) %s\n", i / c, pi,
     (i / c <= 3 && pi <= 3 ? "(target: 3x or less)" : "OVER the 3x target")
