@@ -22,7 +22,10 @@
 # - one `ccusage session --json --offline` over the same config dir.
 #
 # Before each timed command (and before the untimed run that precedes it,
-# where it has one) the script syncs and pauses 6 s (see `settle`).
+# where it has one) the script syncs and pauses 6 s (see `settle`), and
+# each timed command finds the transcripts just read: ccusage's untimed run
+# reads them, and for harnery, whose untimed run does not, the script
+# reads them (see `warm`).
 # Prints the medians of wall and CPU seconds, the ratios to ccusage (the
 # target is 3x or less for the record ingest; each ratio is also given as
 # the median of the rounds' own ratios, which a machine whose speed drifts
@@ -128,6 +131,13 @@ hooked_home() {
 # page cache by 300 MB a round, and a VM then pays for memory it has never
 # touched.
 settle() { sync && sleep 6; }
+# Read the transcripts once, untimed, right before a timed `finalize`, as
+# ccusage's untimed run reads them right before its timed one. A cron run
+# meets the lines the agent has just written; here the transcripts were
+# last read a round ago, and on the VM this was measured on, memory left
+# alone that long is slow to touch again even when the page cache still
+# holds it (following the records took 150-190 ms unread, 95 ms read).
+warm() { cat "$CONFIG"/projects/*/*.jsonl >/dev/null; }
 # A timed command's report in $WORK/$1.$round.time, its wall and CPU
 # seconds added to $WORK/$1.secs and $WORK/$1.cpu.
 timed() {
@@ -143,9 +153,11 @@ for round in $(seq "$REPEAT"); do
   hooked_home "$home"
   settle
   HARNERY_HOME="$home" HARNERY_RECORDS=off "$BIN/harnery" finalize --json >/dev/null
+  warm
   HARNERY_HOME="$home" CLAUDE_CONFIG_DIR="$CONFIG" timed ingest "$BIN/harnery" finalize --json >/dev/null
   hooked_home "$WORK/home.whole"
   settle
+  warm
   HARNERY_HOME="$WORK/home.whole" CLAUDE_CONFIG_DIR="$CONFIG" timed whole "$BIN/harnery" finalize --json >/dev/null
   settle
   # ccusage's best case: run once untimed, so that the timed run finds
