@@ -658,3 +658,99 @@ fn an_index_held_by_another_run_is_searched_as_it_is_then_caught_up() {
     assert_eq!(after.len(), 1);
     assert_eq!(after[0]["kind"], "prompt");
 }
+
+/// What the index holds, row by row (FTS5's own segments differ with the
+/// transactions that wrote them, so the words are compared by what they
+/// find instead).
+fn index_rows(index: &Path) -> Vec<String> {
+    let conn = rusqlite::Connection::open(index).unwrap();
+    let mut out = Vec::new();
+    for (table, order) in [
+        ("epochs", "id"),
+        ("docs", "id"),
+        ("sessions", "epoch, adapter, session_id"),
+        ("texts", "id"),
+        ("facts", "id"),
+    ] {
+        let mut stmt = conn
+            .prepare(&format!("SELECT * FROM {table} ORDER BY {order}"))
+            .unwrap();
+        let columns = stmt.column_count();
+        let rows = stmt
+            .query_map([], |r| {
+                let cells: Vec<String> = (0..columns)
+                    .map(|i| format!("{:?}", r.get_ref(i).unwrap()))
+                    .collect();
+                Ok(format!("{table}: {}", cells.join(" | ")))
+            })
+            .unwrap();
+        out.extend(rows.map(Result::unwrap));
+    }
+    out
+}
+
+/// The rows are read and parsed on one thread and handed in groups to
+/// another that writes the index, a batch per transaction: whatever the
+/// two sizes (one row, sizes that do not divide each other, more than the
+/// ledger holds), the index holds the same rows and finds the same hits.
+/// So it does when another indexer goes on between two batches (the next
+/// batch starts where that one stopped).
+#[test]
+fn rows_read_ahead_in_any_grouping_index_the_same_rows() {
+    let h = Home::build();
+    let hits = h.search(&["exit", "--limit", "100"]);
+    let substrings = h.search(&["anan", "--limit", "100"]);
+    let whole = index_rows(&h.index());
+    let lib = harnery::home::Home::at(&h.home);
+    let remove = || {
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", h.index().display()));
+        }
+    };
+    let rows = harnery::search::update_live_within(&lib, 0).unwrap();
+    assert_eq!(rows, 0, "a budget of nothing reads nothing");
+    let last: i64 = rusqlite::Connection::open(h.index())
+        .unwrap()
+        .query_row("SELECT indexed_seq FROM epochs", [], |r| r.get(0))
+        .unwrap();
+    let last = last as u64;
+    assert!(
+        last > 10,
+        "the fixture has rows enough for small groups: {last}"
+    );
+    for (batch, handoff) in [(1, 1), (2, 3), (3, 2), (7, 1), (1, 5), (1000, 1000)] {
+        remove();
+        let sizes = harnery::search::Sizes { batch, handoff };
+        let read = harnery::search::update_live_sized(&lib, u64::MAX, sizes).unwrap();
+        assert_eq!(read, last, "batch {batch}, handoff {handoff}");
+        assert_eq!(
+            index_rows(&h.index()),
+            whole,
+            "batch {batch}, handoff {handoff}"
+        );
+        assert_eq!(h.search(&["exit", "--limit", "100"]), hits);
+        assert_eq!(h.search(&["anan", "--limit", "100"]), substrings);
+    }
+    // Another indexer goes on by two rows after the first batch.
+    remove();
+    let other = harnery::home::Home::at(&h.home);
+    harnery::failpoint::arm_hook(
+        harnery::search::AFTER_BATCH,
+        &h.index(),
+        Box::new(move || {
+            assert_eq!(harnery::search::update_live_within(&other, 2).unwrap(), 2);
+        }),
+    );
+    let sizes = harnery::search::Sizes {
+        batch: 3,
+        handoff: 2,
+    };
+    let read = harnery::search::update_live_sized(&lib, u64::MAX, sizes).unwrap();
+    assert_eq!(
+        read,
+        last - 2,
+        "the other indexer's two rows are not read again"
+    );
+    assert_eq!(index_rows(&h.index()), whole);
+    assert_eq!(h.search(&["exit", "--limit", "100"]), hits);
+}

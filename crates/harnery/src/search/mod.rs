@@ -32,6 +32,7 @@ use serde::{Deserialize, Serialize};
 pub use extract::Kind;
 pub use query::QueryError;
 pub use store::{FORMAT, index_path};
+pub use update::{AFTER_BATCH, Sizes};
 
 use crate::contract::{AdapterId, SessionRef};
 use crate::epoch::EpochSelector;
@@ -314,7 +315,7 @@ fn catch_up_all(
 ) -> Result<u64, SearchError> {
     let mut rows = 0;
     for ledger in ledgers {
-        rows += update::catch_up(conn, ledger, None)?;
+        rows += update::catch_up(conn, ledger, None, Sizes::DEFAULT)?;
     }
     Ok(rows)
 }
@@ -337,16 +338,22 @@ pub fn update_live(home: &Home) -> Result<u64, SearchError> {
 /// rows at most; how many were read. The rows past the budget are indexed
 /// by the next run or search. No live ledger yet is nothing to do.
 pub fn update_live_within(home: &Home, budget: u64) -> Result<u64, SearchError> {
+    update_live_sized(home, budget, Sizes::DEFAULT)
+}
+
+/// [`update_live_within`], grouping the rows as `sizes` says (tests give
+/// small sizes to see every boundary).
+pub fn update_live_sized(home: &Home, budget: u64, sizes: Sizes) -> Result<u64, SearchError> {
     let budget = Some(budget);
     let Some(live) = crate::report::source::live_or_none(home)? else {
         return Ok(0);
     };
     let mut conn = store::open(home)?;
-    match update::catch_up(&mut conn, &live, budget) {
+    match update::catch_up(&mut conn, &live, budget, sizes) {
         Err(e) if e.needs_rebuild() => {
             drop(conn);
             let mut conn = store::recreate(home)?;
-            update::catch_up(&mut conn, &live, budget)
+            update::catch_up(&mut conn, &live, budget, sizes)
         }
         read => read,
     }

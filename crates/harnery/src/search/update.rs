@@ -6,24 +6,57 @@
 //! shorter chain) is noticed: [`SearchError::Stale`], and the caller
 //! makes the index again.
 //!
+//! Two threads share the work: the caller's reads the ledger (through the
+//! caller's own connection: one opened now would wait on the WAL that a
+//! `finalize` may be cutting beside it) and parses the rows, and a thread
+//! of its own writes the index, the larger part (two thirds, measured).
+//! Each batch begins on the writing thread, which says where the index
+//! stands; the reading thread checks that against the ledger, reads the
+//! batch's rows after it and hands them over a few hundred at a time, then
+//! the span rows the batch needs; the writing thread commits.
+//!
 //! A span's state and outcome are copied from the ledger's span rows onto
 //! its request's and its terminal's docs whenever a batch holds one of
 //! its events (its state changes only with one), so `--failed` sees a
 //! span closed after its request was indexed.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
 use rusqlite::{Connection, Transaction, TransactionBehavior, params};
 
 use super::SearchError;
-use super::extract::{doc_of, has_text};
+use super::extract::{Doc, doc_of, has_text};
 use super::facts::{self, Pending, Tag};
 use super::store::{self, doc_id, doc_range};
 use crate::contract::{Event, EventType, SessionRef};
-use crate::ledger::{ChainRow, LedgerReader};
+use crate::failpoint;
+use crate::ledger::{ChainRow, LedgerReader, SpanRow};
 
-/// Rows read per transaction.
-const BATCH: u64 = 5_000;
+/// How rows are grouped: a write transaction per `batch` rows, handed to
+/// the writing thread `handoff` at a time (tests make both small).
+#[derive(Debug, Clone, Copy)]
+pub struct Sizes {
+    pub batch: u64,
+    pub handoff: usize,
+}
+
+impl Sizes {
+    /// 5,000 rows a transaction, 256 a handoff.
+    pub const DEFAULT: Sizes = Sizes {
+        batch: 5_000,
+        handoff: 256,
+    };
+}
+
+/// How many handoffs may wait for the writing thread (about a megabyte of
+/// parsed events at the default sizes).
+const HANDOFFS_WAITING: usize = 4;
+
+/// The in-process failpoint (see `failpoint::arm_hook`, keyed by the
+/// index's path) run after each batch commits: tests index more rows from
+/// another connection there.
+pub const AFTER_BATCH: &str = "search-after-batch";
 
 /// Index the rows of `ledger` after those already indexed, all of them or
 /// (with `budget`) that many at most; how many rows were read. Each
@@ -33,41 +66,191 @@ pub fn catch_up(
     conn: &mut Connection,
     ledger: &LedgerReader,
     budget: Option<u64>,
+    sizes: Sizes,
 ) -> Result<u64, SearchError> {
     store::cache_kib(conn, store::INDEXING_CACHE_KIB)?;
-    let read = catch_up_rows(conn, ledger, budget);
+    let read = catch_up_rows(conn, ledger, budget, sizes);
     store::cache_kib(conn, store::DEFAULT_CACHE_KIB)?;
     read
+}
+
+/// What the reading thread tells the writing one.
+enum Order {
+    /// The batch's next rows.
+    Rows(Vec<Row>),
+    /// The batch is read: its sessions' span rows (those with a span
+    /// event in it); commit it.
+    End(Vec<(SessionRef, Vec<SpanRow>)>),
 }
 
 fn catch_up_rows(
     conn: &mut Connection,
     ledger: &LedgerReader,
     budget: Option<u64>,
+    sizes: Sizes,
 ) -> Result<u64, SearchError> {
     let genesis = ledger.genesis().genesis_id.clone();
     let last = ledger.last_seq()?;
+    std::thread::scope(|scope| {
+        let (order, orders) = sync_channel(HANDOFFS_WAITING);
+        let (tell, told) = sync_channel(1);
+        let writer = std::thread::Builder::new()
+            .name("harnery-index".into())
+            .spawn_scoped(scope, || write_batches(conn, &genesis, orders, tell))
+            .map_err(|e| SearchError::io(ledger.dir(), e))?;
+        let read = read_batches(ledger, last, budget, sizes, &order, &told);
+        drop(order);
+        let written = writer.join().expect("the index writer does not panic");
+        // When the writing thread stopped first, its failure is why.
+        match (read, written) {
+            (Err(ReadStop::Failed(e)), _) | (_, Err(e)) => Err(e),
+            (Ok(read), Ok(())) => Ok(read),
+            (Err(ReadStop::WriterGone), Ok(())) => Err(SearchError::io(
+                ledger.dir(),
+                std::io::Error::other("the search index's writing thread stopped early"),
+            )),
+        }
+    })
+}
+
+/// Why the reading stopped before the end.
+enum ReadStop {
+    /// The writing thread is gone: its result says why.
+    WriterGone,
+    Failed(SearchError),
+}
+
+impl<E: Into<SearchError>> From<E> for ReadStop {
+    fn from(e: E) -> ReadStop {
+        ReadStop::Failed(e.into())
+    }
+}
+
+/// The reading thread's part: at each batch the writing thread says where
+/// the index stands; check it, read the rows after it (`sizes.batch`, or
+/// what is left of the budget), hand them over and end the batch; how many
+/// rows were read in all.
+fn read_batches(
+    ledger: &LedgerReader,
+    last: i64,
+    budget: Option<u64>,
+    sizes: Sizes,
+    order: &SyncSender<Order>,
+    told: &Receiver<Indexed>,
+) -> Result<u64, ReadStop> {
+    let genesis = &ledger.genesis().genesis_id;
+    let handoff = sizes.handoff.max(1);
+    let send = |o: Order| order.send(o).map_err(|_| ReadStop::WriterGone);
     let mut read = 0;
     loop {
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let at = indexed(&tx, &genesis)?;
+        let at = told.recv().map_err(|_| ReadStop::WriterGone)?;
         if at.seq > last || (at.seq > 0 && ledger.row_hash(at.seq)? != at.hash) {
-            return Err(SearchError::Stale(genesis));
+            return Err(SearchError::Stale(genesis.clone()).into());
         }
         if at.seq == last || budget.is_some_and(|b| read >= b) {
             return Ok(read);
         }
-        let rows = budget.map_or(BATCH, |b| BATCH.min(b - read));
-        let batch = index_batch(&tx, ledger, &at, rows)?;
-        tx.commit()?;
-        if batch.rows == 0 {
+        let rows = budget.map_or(sizes.batch, |b| sizes.batch.min(b - read));
+        let mut spans_of = BTreeSet::new();
+        let mut chunk = Vec::with_capacity(handoff);
+        let n = ledger.for_each_chain_row(at.seq, rows, |row| {
+            let row = read_row(row);
+            if let Some((event, _)) = &row.event
+                && is_span_event(event.event_type())
+            {
+                spans_of.insert(event.session.clone());
+            }
+            chunk.push(row);
+            if chunk.len() == handoff {
+                send(Order::Rows(std::mem::replace(
+                    &mut chunk,
+                    Vec::with_capacity(handoff),
+                )))?;
+            }
+            Ok::<(), ReadStop>(())
+        })?;
+        send(Order::Rows(chunk))?;
+        let mut spans = Vec::with_capacity(spans_of.len());
+        for session in spans_of {
+            let rows = ledger.spans(Some(&session))?;
+            spans.push((session, rows));
+        }
+        send(Order::End(spans))?;
+        if n == 0 {
             return Ok(read);
         }
-        read += batch.rows;
+        read += n;
+    }
+}
+
+/// The writing thread's part: begin a batch, say where the index stands,
+/// index what the reading thread hands over, commit at its end; until the
+/// reading thread stops (a batch it did not end is not committed).
+fn write_batches(
+    conn: &mut Connection,
+    genesis: &str,
+    orders: Receiver<Order>,
+    tell: SyncSender<Indexed>,
+) -> Result<(), SearchError> {
+    loop {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let at = indexed(&tx, genesis)?;
+        if tell.send(at.clone()).is_err() {
+            return Ok(());
+        }
+        let mut batch = Batch::new(&at);
+        let spans = loop {
+            match orders.recv() {
+                Ok(Order::Rows(rows)) => {
+                    for row in rows {
+                        index_row(&tx, row, &mut batch)?;
+                    }
+                }
+                Ok(Order::End(spans)) => break spans,
+                Err(_) => return Ok(()),
+            }
+        };
+        if batch.rows > 0 {
+            end_batch(&tx, &at, &batch, &spans)?;
+        }
+        tx.commit()?;
+        if let Some(hook) = conn
+            .path()
+            .and_then(|p| failpoint::take_hook(AFTER_BATCH, p.as_ref()))
+        {
+            hook();
+        }
+    }
+}
+
+/// One ledger row as indexing needs it, read (and, when it can hold text
+/// or change a span's state, parsed) on the reading thread.
+struct Row {
+    seq: i64,
+    hash: Vec<u8>,
+    /// The row's event, and its doc when it has searchable text; `None`
+    /// for a row passed over (see [`worth_reading`]) or one that does not
+    /// parse (`verify` and `validate` are what name it).
+    event: Option<(Event, Option<Doc>)>,
+}
+
+fn read_row(row: ChainRow<'_>) -> Row {
+    let event = worth_reading(row.ty)
+        .then(|| serde_json::from_slice::<Event>(row.json).ok())
+        .flatten()
+        .map(|event| {
+            let doc = doc_of(&event);
+            (event, doc)
+        });
+    Row {
+        seq: row.seq,
+        hash: row.hash.to_vec(),
+        event,
     }
 }
 
 /// How far an epoch is indexed.
+#[derive(Clone)]
 struct Indexed {
     /// The epoch's key in the index (see [`doc_id`]).
     epoch: i64,
@@ -115,27 +298,31 @@ struct Batch {
     tags: Vec<(i64, Tag)>,
 }
 
-fn index_batch(
-    tx: &Transaction,
-    ledger: &LedgerReader,
-    at: &Indexed,
-    rows: u64,
-) -> Result<Batch, SearchError> {
-    let mut batch = Batch {
-        epoch: at.epoch,
-        rows: 0,
-        last_seq: at.seq,
-        last_hash: Vec::new(),
-        max_time: at.max_time,
-        spans_of: BTreeSet::new(),
-        docs_of: BTreeMap::new(),
-        span_events: HashSet::new(),
-        tags: Vec::new(),
-    };
-    ledger.for_each_chain_row(at.seq, rows, |row| index_row(tx, row, &mut batch))?;
-    if batch.rows == 0 {
-        return Ok(batch);
+impl Batch {
+    fn new(at: &Indexed) -> Batch {
+        Batch {
+            epoch: at.epoch,
+            rows: 0,
+            last_seq: at.seq,
+            last_hash: Vec::new(),
+            max_time: at.max_time,
+            spans_of: BTreeSet::new(),
+            docs_of: BTreeMap::new(),
+            span_events: HashSet::new(),
+            tags: Vec::new(),
+        }
     }
+}
+
+/// A batch's rows are indexed: its docs' facts and sessions, the state of
+/// the spans its events touched (`spans`: the span rows of its sessions
+/// that have a span event in it), and how far the index now is.
+fn end_batch(
+    tx: &Transaction,
+    at: &Indexed,
+    batch: &Batch,
+    spans: &[(SessionRef, Vec<SpanRow>)],
+) -> Result<(), SearchError> {
     let mut pending = Pending::default();
     if let (Some((first, _)), Some((last, _))) = (batch.tags.first(), batch.tags.last()) {
         let lengths: HashMap<i64, u64> = facts::lengths(tx, *first, *last)?.into_iter().collect();
@@ -157,22 +344,17 @@ fn index_batch(
             last
         ])?;
     }
-    for session in &batch.spans_of {
-        copy_span_states(
-            tx,
-            ledger,
-            at.epoch,
-            session,
-            &batch.span_events,
-            &mut pending,
-        )?;
+    for (session, rows) in spans {
+        if batch.spans_of.contains(session) {
+            copy_span_states(tx, at.epoch, rows, &batch.span_events, &mut pending)?;
+        }
     }
     pending.flush(tx)?;
     tx.execute(
         "UPDATE epochs SET indexed_seq = ?2, seq_hash = ?3, max_time = ?4 WHERE id = ?1",
         params![at.epoch, batch.last_seq, batch.last_hash, batch.max_time],
     )?;
-    Ok(batch)
+    Ok(())
 }
 
 /// Whether a row can hold searchable text or change a span's state: every
@@ -184,23 +366,18 @@ fn worth_reading(ty: &[u8]) -> bool {
         .is_some_and(|ty| has_text(ty) || is_span_event(ty))
 }
 
-fn index_row(tx: &Transaction, row: ChainRow<'_>, batch: &mut Batch) -> Result<(), SearchError> {
+fn index_row(tx: &Transaction, row: Row, batch: &mut Batch) -> Result<(), SearchError> {
     batch.rows += 1;
     batch.last_seq = row.seq;
-    batch.last_hash = row.hash.to_vec();
-    if !worth_reading(row.ty) {
-        return Ok(());
-    }
-    // A row that does not parse has no text to offer; `verify` and
-    // `validate` are what name it.
-    let Ok(event) = serde_json::from_slice::<Event>(row.json) else {
+    batch.last_hash = row.hash;
+    let Some((event, doc)) = row.event else {
         return Ok(());
     };
     if is_span_event(event.event_type()) {
         batch.spans_of.insert(event.session.clone());
         batch.span_events.insert(event.id.as_str().to_string());
     }
-    let Some(doc) = doc_of(&event) else {
+    let Some(doc) = doc else {
         return Ok(());
     };
     // The running maximum: no doc before this one in the epoch is newer,
@@ -251,14 +428,13 @@ fn is_span_event(ty: EventType) -> bool {
     )
 }
 
-/// Copy the state and outcome of each span of `session` that has an
-/// event in the batch (`touched`) onto the docs of its request and its
-/// terminal.
+/// Copy the state and outcome of each span in `spans` (one session's)
+/// that has an event in the batch (`touched`) onto the docs of its request
+/// and its terminal.
 fn copy_span_states(
     tx: &Transaction,
-    ledger: &LedgerReader,
     epoch: i64,
-    session: &SessionRef,
+    spans: &[SpanRow],
     touched: &HashSet<String>,
     pending: &mut Pending,
 ) -> Result<(), SearchError> {
@@ -267,7 +443,7 @@ fn copy_span_states(
         "UPDATE docs SET span_state = ?1, outcome = ?2 \
          WHERE event_id IN (?4, ?5) AND id BETWEEN ?3 AND ?6 RETURNING id",
     )?;
-    for span in ledger.spans(Some(session))? {
+    for span in spans {
         let completed = span.completed_event_id.as_deref();
         if !touched.contains(&span.request_event_id)
             && !completed.is_some_and(|c| touched.contains(c))
