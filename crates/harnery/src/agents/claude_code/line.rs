@@ -27,10 +27,12 @@ pub struct Header<'a> {
     pub parent_uuid: Option<Cow<'a, str>>,
 }
 
-/// Every field either reader takes from a line, whatever its type.
+/// Every field either reader takes from a line, whatever its type; its
+/// `message` as written (`M`), or read in the same pass when the reader
+/// knows its shape (`finalize`'s reader, [`super::record`]).
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Frame<'a> {
+pub struct Frame<'a, M = &'a RawValue> {
     #[serde(rename = "type", borrow, default)]
     pub kind: Option<Cow<'a, str>>,
     pub subtype: Option<String>,
@@ -58,8 +60,7 @@ pub struct Frame<'a> {
     /// Only a stream-json frame has it (null on the main thread).
     #[serde(rename = "parent_tool_use_id", default, deserialize_with = "present")]
     pub stream_frame: bool,
-    #[serde(borrow)]
-    pub message: Option<&'a RawValue>,
+    pub message: Option<M>,
     // How a `user` line came to be (see [`UserKind`]).
     pub is_sidechain: Option<bool>,
     pub is_meta: Option<bool>,
@@ -109,7 +110,7 @@ pub enum UserKind {
     Meta,
 }
 
-impl Frame<'_> {
+impl<M> Frame<'_, M> {
     /// The session that made this line's model call, when the line says
     /// it was another than its own (a `--fork-session` copy).
     pub fn copied_from(&self) -> Option<&str> {

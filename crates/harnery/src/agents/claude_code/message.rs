@@ -74,7 +74,9 @@ struct UserWire {
 }
 
 impl Content {
-    fn has_input(&self) -> bool {
+    /// Whether a block carries an `input` (which only the buffered read
+    /// reads as it always did).
+    pub(super) fn has_input(&self) -> bool {
         matches!(self, Content::Blocks(blocks) if blocks.iter().any(|b| b.input.is_some()))
     }
 }

@@ -2,9 +2,12 @@
 //! subagent's `subagents/agent-<id>.jsonl`) and the stream-json frames of
 //! `-p --output-format stream-json`, which share the message shapes.
 //!
-//! Each line is read in two steps: its `type` (and `subtype`) first, then
-//! only the frames that carry something are read in full, so a new field
-//! in a frame we skip can never make it unrecognized.
+//! Each line is parsed once, its message with it, whenever the message is
+//! in a shape that pass takes, else its message is read again from its
+//! text (see [`read_marked`]); a line whose frame is in no known shape is
+//! read for its header alone, so a type that carries nothing stays silent
+//! whatever its other fields hold and a new field in a frame we skip can
+//! never make it unrecognized.
 //!
 //! - `user`: bare-string content, or `text` blocks, are the prompt
 //!   ([`RecordItem::UserMessage`], plus the line's session metadata);
@@ -84,49 +87,125 @@ pub fn read_line(line: &[u8], at: &RecordAt) -> RecordLine {
 /// found it (`None` when the line is in no known shape, so that
 /// [`line_session`] must look: one parse per line, not two), and what the
 /// line is to a turn's end ([`line_mark`]).
+///
+/// A line is read in one pass, its message with it, when it is UTF-8 and
+/// its message is in a shape that pass takes ([`InOnePass`]); any other
+/// line is read in two (the frame, then the message from its text), which
+/// is also what says why a line is in no known shape. The two agree on
+/// every line the first takes (a test reads the recorded transcripts both
+/// ways): the one pass only spares reading a message's text twice.
 pub fn read_marked(line: &[u8], at: &RecordAt) -> (RecordLine, Option<Option<String>>, LineMark) {
-    let mark = |kind: Option<&str>| kind.map_or(LineMark::None, line_mark);
-    let (kind, uuid, parent_uuid, session, frame, mark) = match parse_frame::<Frame>(line) {
-        Ok(frame) => {
-            let kind = Kind::of(frame.kind.as_deref(), frame.subtype.as_deref());
-            let mark = mark(frame.kind.as_deref());
-            (
-                kind,
-                frame.uuid.as_deref().map(String::from),
-                frame.parent_uuid.as_deref().map(String::from),
-                Some(frame.session_id.as_deref().map(String::from)),
-                Ok(frame),
-                mark,
-            )
-        }
-        Err(bad) => match parse_frame::<Header>(line) {
-            Ok(h) => (
-                Kind::of(h.kind.as_deref(), h.subtype.as_deref()),
-                h.uuid.map(String::from),
-                h.parent_uuid.map(String::from),
-                None,
-                Err(bad),
-                mark(h.kind.as_deref()),
-            ),
-            Err(unrecognized) => return (unrecognized, None, LineMark::None),
-        },
-    };
+    read_in_one_pass(line, at).unwrap_or_else(|| read_in_two_passes(line, at))
+}
+
+type Marked = (RecordLine, Option<Option<String>>, LineMark);
+
+fn read_in_one_pass(line: &[u8], at: &RecordAt) -> Option<Marked> {
+    let text = std::str::from_utf8(line).ok()?;
+    let mut frame = serde_json::from_str::<Frame<InOnePass>>(text).ok()?;
+    let kind = Kind::of(frame.kind.as_deref(), frame.subtype.as_deref());
     let result = match kind {
-        Kind::User => frame.and_then(|f| user(f, at)),
-        Kind::Assistant => frame.and_then(|f| assistant(f, at)),
-        Kind::Init => frame.map(|f| init(f, at)),
-        Kind::System => frame.map(|f| system(f, at)),
-        Kind::Totals => frame.map(|f| totals(f, at)),
-        Kind::Silent => Ok(RecordLine::empty()),
-        Kind::Unknown(kind) => Err(RecordLine::unrecognized(format!(
-            "unknown frame type {kind:?}"
-        ))),
-        Kind::Untyped => Err(RecordLine::unrecognized("frame without a type")),
+        Kind::User => {
+            let content = frame.message.take()?.user_content()?;
+            Ok(user(&frame, content, at))
+        }
+        Kind::Assistant => {
+            let wire = frame.message.take()?.assistant()?;
+            assistant(&frame, wire, at)
+        }
+        Kind::Plain(plain) => plain_line(plain, Ok(&frame), at),
+    };
+    Some(marked(result, &frame))
+}
+
+fn read_in_two_passes(line: &[u8], at: &RecordAt) -> Marked {
+    let frame = match parse_frame::<Frame>(line) {
+        Ok(frame) => frame,
+        Err(bad) => return read_header(line, bad, at),
+    };
+    let kind = Kind::of(frame.kind.as_deref(), frame.subtype.as_deref());
+    let result = match kind {
+        Kind::User => message_text(&frame)
+            .and_then(|raw| user_content(raw).map_err(no_known_shape))
+            .map(|content| user(&frame, content, at)),
+        Kind::Assistant => message(&frame).and_then(|wire| assistant(&frame, wire, at)),
+        Kind::Plain(plain) => plain_line(plain, Ok(&frame), at),
+    };
+    marked(result, &frame)
+}
+
+/// A line whose frame is in no known shape: its header alone, so that it
+/// keeps its place in the `parentUuid` chain and a type that carries
+/// nothing stays silent.
+fn read_header(line: &[u8], bad: RecordLine, at: &RecordAt) -> Marked {
+    let h = match parse_frame::<Header>(line) {
+        Ok(h) => h,
+        Err(unrecognized) => return (unrecognized, None, LineMark::None),
+    };
+    let result = match Kind::of(h.kind.as_deref(), h.subtype.as_deref()) {
+        Kind::Plain(plain) => plain_line::<()>(plain, Err(bad), at),
+        Kind::User | Kind::Assistant => Err(bad),
     };
     let mut line = result.unwrap_or_else(|unrecognized| unrecognized);
-    line.uuid = uuid.map(Box::from);
-    line.parent_uuid = parent_uuid.map(Box::from);
-    (line, session, mark)
+    line.uuid = h.uuid.as_deref().map(Box::from);
+    line.parent_uuid = h.parent_uuid.as_deref().map(Box::from);
+    (line, None, mark_of(h.kind.as_deref()))
+}
+
+/// The line read, with its frame's place in the chain, session and mark.
+fn marked<M>(result: Result<RecordLine, RecordLine>, frame: &Frame<'_, M>) -> Marked {
+    let mut line = result.unwrap_or_else(|unrecognized| unrecognized);
+    line.uuid = frame.uuid.as_deref().map(Box::from);
+    line.parent_uuid = frame.parent_uuid.as_deref().map(Box::from);
+    let session = frame.session_id.as_deref().map(String::from);
+    (line, Some(session), mark_of(frame.kind.as_deref()))
+}
+
+fn mark_of(kind: Option<&str>) -> LineMark {
+    kind.map_or(LineMark::None, line_mark)
+}
+
+/// A message read with its frame: a user or an assistant message's
+/// fields, or nothing for a message in any other shape (the two-pass read
+/// then reads the line).
+#[derive(Deserialize)]
+struct InOnePass {
+    id: Option<String>,
+    model: Option<String>,
+    /// `null` is refused as the two-pass read refuses it (an absent content
+    /// is not the same).
+    #[serde(default, deserialize_with = "present_content")]
+    content: Option<Content>,
+    #[serde(default, deserialize_with = "raw_json")]
+    usage: Option<Json>,
+}
+
+fn present_content<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Content>, D::Error> {
+    Content::deserialize(d).map(Some)
+}
+
+impl InOnePass {
+    /// A user message's content, unless only the buffered read takes it
+    /// (see `message::user_content`).
+    fn user_content(self) -> Option<Content> {
+        self.content.filter(|c| !c.has_input())
+    }
+
+    /// An assistant message, unless its content is a bare string (which
+    /// the two-pass read refuses).
+    fn assistant(self) -> Option<AssistantWire> {
+        let content = match self.content {
+            None => Vec::new(),
+            Some(Content::Blocks(blocks)) => blocks,
+            Some(Content::Text(_)) => return None,
+        };
+        Some(AssistantWire {
+            id: self.id,
+            model: self.model,
+            content,
+            usage: self.usage,
+        })
+    }
 }
 
 /// The frame Claude Code writes before a prompt: the next turn's preamble.
@@ -141,10 +220,15 @@ pub fn line_mark(kind: &str) -> LineMark {
     }
 }
 
-/// What a line is, by its `type` and `subtype`.
+/// What a line is, by its `type` and `subtype`: a message, read by each
+/// reader its own way, or a line read from its frame alone.
 enum Kind {
     User,
     Assistant,
+    Plain(Plain),
+}
+
+enum Plain {
     Init,
     System,
     Totals,
@@ -155,20 +239,41 @@ enum Kind {
 
 impl Kind {
     fn of(kind: Option<&str>, subtype: Option<&str>) -> Kind {
-        match (kind, subtype) {
-            (Some("user"), _) => Kind::User,
-            (Some("assistant"), _) => Kind::Assistant,
-            (Some("system"), Some("init")) => Kind::Init,
-            (Some("system"), _) => Kind::System,
-            (Some("result" | "cost-state"), _) => Kind::Totals,
-            (Some(kind), _) if SILENT_TYPES.contains(&kind) => Kind::Silent,
-            (Some(kind), _) => Kind::Unknown(kind.to_string()),
-            (None, _) => Kind::Untyped,
-        }
+        let plain = match (kind, subtype) {
+            (Some("user"), _) => return Kind::User,
+            (Some("assistant"), _) => return Kind::Assistant,
+            (Some("system"), Some("init")) => Plain::Init,
+            (Some("system"), _) => Plain::System,
+            (Some("result" | "cost-state"), _) => Plain::Totals,
+            (Some(kind), _) if SILENT_TYPES.contains(&kind) => Plain::Silent,
+            (Some(kind), _) => Plain::Unknown(kind.to_string()),
+            (None, _) => Plain::Untyped,
+        };
+        Kind::Plain(plain)
     }
 }
 
-impl Frame<'_> {
+/// A line that is no message, from its frame (or why its frame is in no
+/// known shape: a type that carries nothing stays silent whatever it
+/// holds, and an unknown type is named).
+fn plain_line<M>(
+    plain: Plain,
+    frame: Result<&Frame<'_, M>, RecordLine>,
+    at: &RecordAt,
+) -> Result<RecordLine, RecordLine> {
+    match plain {
+        Plain::Init => frame.map(|f| init(f, at)),
+        Plain::System => frame.map(|f| system(f, at)),
+        Plain::Totals => frame.map(|f| totals(f, at)),
+        Plain::Silent => Ok(RecordLine::empty()),
+        Plain::Unknown(kind) => Err(RecordLine::unrecognized(format!(
+            "unknown frame type {kind:?}"
+        ))),
+        Plain::Untyped => Err(RecordLine::unrecognized("frame without a type")),
+    }
+}
+
+impl<M> Frame<'_, M> {
     fn line(&self, items: Vec<RecordItem>) -> RecordLine {
         RecordLine {
             time_unix_ns: time_ns(self.timestamp.as_deref()),
@@ -206,8 +311,7 @@ fn no_known_shape(e: serde_json::Error) -> RecordLine {
     RecordLine::unrecognized(format!("message in no known shape: {e}"))
 }
 
-fn user(frame: Frame, at: &RecordAt) -> Result<RecordLine, RecordLine> {
-    let content = message_text(&frame).and_then(|raw| user_content(raw).map_err(no_known_shape))?;
+fn user<M>(frame: &Frame<'_, M>, content: Content, at: &RecordAt) -> RecordLine {
     let turn = frame.prompt_id.as_deref();
     let (texts, results): (Vec<_>, Vec<_>) = match content {
         Content::Text(text) => (vec![text], Vec::new()),
@@ -233,7 +337,7 @@ fn user(frame: Frame, at: &RecordAt) -> Result<RecordLine, RecordLine> {
         }
     }
     items.extend(results);
-    Ok(frame.line(items))
+    frame.line(items)
 }
 
 fn tool_finished(id: String, is_error: Option<bool>, turn: Option<&str>) -> RecordItem {
@@ -246,8 +350,11 @@ fn tool_finished(id: String, is_error: Option<bool>, turn: Option<&str>) -> Reco
     })
 }
 
-fn assistant(frame: Frame, at: &RecordAt) -> Result<RecordLine, RecordLine> {
-    let mut wire: AssistantWire = message(&frame)?;
+fn assistant<M>(
+    frame: &Frame<'_, M>,
+    mut wire: AssistantWire,
+    at: &RecordAt,
+) -> Result<RecordLine, RecordLine> {
     let turn = frame.prompt_id.as_deref();
     let mut items = Vec::new();
     let mut texts = Vec::new();
@@ -328,7 +435,7 @@ fn call_usage(at: &RecordAt, wire: &AssistantWire, usage: &UsageWire) -> UsageRe
     }
 }
 
-fn init(frame: Frame, at: &RecordAt) -> RecordLine {
+fn init<M>(frame: &Frame<'_, M>, at: &RecordAt) -> RecordLine {
     let version = frame.claude_code_version.as_deref();
     let item = frame.metadata(at, version, frame.model.as_deref());
     frame.line(vec![item])
@@ -336,7 +443,7 @@ fn init(frame: Frame, at: &RecordAt) -> RecordLine {
 
 /// Transcript system lines carry the session's version and cwd; the
 /// stream's other system frames (hooks, tasks, notices) carry nothing.
-fn system(frame: Frame, at: &RecordAt) -> RecordLine {
+fn system<M>(frame: &Frame<'_, M>, at: &RecordAt) -> RecordLine {
     if frame.stream_frame || frame.version.is_none() {
         return frame.line(Vec::new());
     }
@@ -346,7 +453,7 @@ fn system(frame: Frame, at: &RecordAt) -> RecordLine {
 
 /// One total per model; the session's API time and time to first token
 /// are the model's own only when the session used one model.
-fn totals(frame: Frame, at: &RecordAt) -> RecordLine {
+fn totals<M>(frame: &Frame<'_, M>, at: &RecordAt) -> RecordLine {
     let single = frame.model_usage.len() == 1;
     let items = frame
         .model_usage
@@ -386,301 +493,5 @@ pub fn line_session(line: &[u8]) -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn at() -> RecordAt {
-        RecordAt {
-            path: "t.jsonl".into(),
-            offset: 7,
-        }
-    }
-
-    fn read(line: &str) -> RecordLine {
-        read_line(line.as_bytes(), &at())
-    }
-
-    #[test]
-    fn a_bare_string_prompt_is_text_with_turn_time_and_metadata() {
-        let line = read(
-            r#"{"type":"user","promptId":"p1","uuid":"u1","timestamp":"2026-11-30T00:35:57.384Z",
-                "version":"2.1.332","cwd":"/w","message":{"role":"user","content":"hi"}}"#,
-        );
-        assert_eq!(line.native_turn_id.as_deref(), Some("p1"));
-        assert_eq!(line.time_unix_ns, Some(1_795_998_957_384_000_000));
-        assert_eq!(
-            line.items,
-            vec![
-                RecordItem::UserMessage(MessageUser {
-                    record: at(),
-                    message_id: Some("u1".into()),
-                    text: Some("hi".into()),
-                    source: None,
-                }),
-                RecordItem::Metadata(SessionMetadata {
-                    record: at(),
-                    agent_version: Some("2.1.332".into()),
-                    head_commit: None,
-                    cwd: Some("/w".into()),
-                    model: None,
-                }),
-            ]
-        );
-    }
-
-    #[test]
-    fn a_result_without_is_error_is_a_success() {
-        let line = read(
-            r#"{"type":"user","promptId":"p","message":{"content":[
-                {"type":"tool_result","tool_use_id":"t1","content":"ok"}]}}"#,
-        );
-        let RecordItem::ToolFinished(done) = &line.items[0] else {
-            panic!("{line:?}")
-        };
-        assert_eq!(done.success, Some(true));
-    }
-
-    #[test]
-    fn tool_results_are_finished_calls_and_not_messages() {
-        let line = read(
-            r#"{"type":"user","promptId":"p","agentId":"a9","isSidechain":true,"message":{"content":[
-                {"type":"tool_result","tool_use_id":"t1","content":"x","is_error":true},
-                {"type":"tool_result","tool_use_id":"t2","content":"y","is_error":false}]}}"#,
-        );
-        assert_eq!(line.agent_id.as_deref(), Some("a9"));
-        let finished = |id: &str, ok| {
-            RecordItem::ToolFinished(RecordedResult {
-                tool_call_id: id.into(),
-                success: Some(ok),
-                exit_code: None,
-                turn_id: Some("p".into()),
-            })
-        };
-        assert_eq!(
-            line.items,
-            vec![finished("t1", false), finished("t2", true)]
-        );
-    }
-
-    #[test]
-    fn an_assistant_line_says_reasoning_message_usage_and_calls() {
-        let line = read(
-            r#"{"type":"assistant","promptId":"p","message":{"id":"m1","model":"claude-x",
-                "content":[{"type":"thinking","thinking":"hmm","signature":"sig"},
-                {"type":"text","text":"ok"},
-                {"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}}],
-                "usage":{"input_tokens":3,"output_tokens":4,"cache_read_input_tokens":5,
-                "cache_creation_input_tokens":6,"service_tier":"standard"}}}"#,
-        );
-        let digest = input_digest(Json::parse(r#"{"command":"ls"}"#).ok().as_ref());
-        assert_eq!(
-            line.items,
-            vec![
-                RecordItem::Reasoning(ReasoningRecorded {
-                    record: at(),
-                    message_id: Some("m1".into()),
-                    text: Some("hmm".into()),
-                    continuation: Some("sig".into()),
-                }),
-                RecordItem::AssistantMessage(MessageAssistant {
-                    record: at(),
-                    message_id: Some("m1".into()),
-                    model: Some("claude-x".into()),
-                    text: Some("ok".into()),
-                    tool_call_ids: vec!["t1".into()],
-                }),
-                RecordItem::Usage(UsageReported {
-                    record: at(),
-                    message_id: Some("m1".into()),
-                    model: Some("claude-x".into()),
-                    input_tokens: Some(3),
-                    output_tokens: Some(4),
-                    cache_read_tokens: Some(5),
-                    cache_write_tokens: Some(6),
-                    cost: None,
-                    duration_ms: None,
-                    time_to_first_token_ms: None,
-                    reasoning_tokens: None,
-                    raw: Json::parse(
-                        r#"{"cache_creation_input_tokens":6,"cache_read_input_tokens":5,"input_tokens":3,"output_tokens":4,"service_tier":"standard"}"#
-                    )
-                    .ok(),
-                    copied_from_session: None,
-                }),
-                RecordItem::ToolStarted(RecordedCall {
-                    tool_call_id: "t1".into(),
-                    tool_name: "Bash".into(),
-                    input_digest: digest,
-                    turn_id: Some("p".into()),
-                }),
-            ]
-        );
-    }
-
-    #[test]
-    fn a_tool_input_given_as_a_json_string_digests_like_the_object() {
-        let call = |input: &str| {
-            let line = read(&format!(
-                r#"{{"type":"assistant","message":{{"id":"m","content":[
-                    {{"type":"tool_use","id":"t","name":"Read","input":{input}}}]}}}}"#
-            ));
-            match line.items.last() {
-                Some(RecordItem::ToolStarted(call)) => call.input_digest.clone(),
-                other => panic!("no call: {other:?}"),
-            }
-        };
-        assert_eq!(call(r#"{"path":"/x"}"#), call(r#""{\"path\":\"/x\"}""#));
-        assert_ne!(call(r#"{"path":"/x"}"#), call(r#"{"path":"/y"}"#));
-    }
-
-    #[test]
-    fn a_stream_assistant_frame_keeps_its_calls_but_not_its_first_token_usage() {
-        let line = read(
-            r#"{"type":"assistant","parent_tool_use_id":null,"session_id":"s","message":{"id":"m",
-                "content":[{"type":"text","text":"x"}],"usage":{"input_tokens":1,"output_tokens":1}}}"#,
-        );
-        assert!(matches!(
-            line.items.as_slice(),
-            [RecordItem::AssistantMessage(_)]
-        ));
-    }
-
-    #[test]
-    fn the_init_frame_is_metadata() {
-        let line = read(
-            r#"{"type":"system","subtype":"init","cwd":"/w","session_id":"s","model":"claude-x",
-                "claude_code_version":"2.1.332","tools":["Bash"]}"#,
-        );
-        assert_eq!(
-            line.items,
-            vec![RecordItem::Metadata(SessionMetadata {
-                record: at(),
-                agent_version: Some("2.1.332".into()),
-                head_commit: None,
-                cwd: Some("/w".into()),
-                model: Some("claude-x".into()),
-            })]
-        );
-    }
-
-    #[test]
-    fn stream_system_frames_other_than_init_say_nothing() {
-        let line =
-            read(r#"{"type":"system","subtype":"hook_started","hook_id":"h","session_id":"s"}"#);
-        assert_eq!(line, RecordLine::empty());
-    }
-
-    #[test]
-    fn the_result_frame_is_a_total_per_model() {
-        let line = read(
-            r#"{"type":"result","subtype":"success","duration_api_ms":349,"ttft_ms":262,
-                "total_cost_usd":0.0016,"modelUsage":{"claude-x":{"inputTokens":200,
-                "outputTokens":40,"cacheReadInputTokens":1,"cacheCreationInputTokens":2,
-                "costUSD":0.0016}}}"#,
-        );
-        assert_eq!(
-            line.items,
-            vec![RecordItem::UsageTotal(UsageReported {
-                record: at(),
-                message_id: None,
-                model: Some("claude-x".into()),
-                input_tokens: Some(200),
-                output_tokens: Some(40),
-                cache_read_tokens: Some(1),
-                cache_write_tokens: Some(2),
-                cost: Json::parse("0.0016").ok(),
-                duration_ms: Some(349),
-                time_to_first_token_ms: Some(262),
-                reasoning_tokens: None,
-                raw: None,
-                copied_from_session: None,
-            })]
-        );
-    }
-
-    #[test]
-    fn a_total_over_two_models_leaves_the_session_times_out() {
-        let line = read(
-            r#"{"type":"cost-state","totalAPIDuration":10,"modelUsage":{
-                "a":{"inputTokens":1,"costUSD":0.1},"b":{"inputTokens":2,"costUSD":0.2}}}"#,
-        );
-        let times: Vec<_> = line
-            .items
-            .iter()
-            .map(|i| match i {
-                RecordItem::UsageTotal(u) => (u.model.clone(), u.duration_ms),
-                other => panic!("not a total: {other:?}"),
-            })
-            .collect();
-        assert_eq!(
-            times,
-            vec![(Some("a".into()), None), (Some("b".into()), None)]
-        );
-    }
-
-    #[test]
-    fn known_silent_frames_are_empty_and_unknown_ones_are_unrecognized() {
-        for silent in ["attachment", "queue-operation", "last-prompt", "atis-latch"] {
-            let line = read(&format!(r#"{{"type":"{silent}","sessionId":"s"}}"#));
-            assert_eq!(line, RecordLine::empty(), "{silent}");
-        }
-        assert!(matches!(
-            read(r#"{"type":"brand-new","x":1}"#).items.as_slice(),
-            [RecordItem::Unrecognized { reason }] if reason.contains("brand-new")
-        ));
-    }
-
-    #[test]
-    fn malformed_lines_are_unrecognized() {
-        for bad in [
-            r#"{"type":"user","message":{"content":"#,
-            "not json",
-            r#"{"x":1}"#,
-            r#"{"type":"assistant","message":{"content":[{"text":"no type"}]}}"#,
-        ] {
-            assert!(
-                matches!(
-                    read(bad).items.as_slice(),
-                    [RecordItem::Unrecognized { .. }]
-                ),
-                "{bad}"
-            );
-        }
-    }
-
-    #[test]
-    fn lines_name_their_session() {
-        let named = br#"{"type":"user","sessionId":"s1","message":{}}"#;
-        assert_eq!(line_session(named).as_deref(), Some("s1"));
-        assert_eq!(line_session(br#"{"type":"x"}"#), None);
-        // Reading the line finds it in the same parse; a line in no known
-        // shape leaves the look to `line_session`.
-        assert_eq!(read_marked(named, &at()).1, Some(Some("s1".into())));
-        assert_eq!(read_marked(br#"{"type":"x"}"#, &at()).1, Some(None));
-        assert_eq!(read_marked(b"not json", &at()).1, None);
-    }
-
-    /// The texts a frame borrows read as the `String`s they were: escapes
-    /// undone, and a text of another type refused in the same words.
-    #[test]
-    fn borrowed_texts_read_as_strings_did() {
-        let line = read(
-            r#"{"type":"user","uuid":"u\"1","promptId":"p\u00e9","cwd":"/w\\x",
-                "timestamp":"2026-11-30T00:35:57.384Z","message":{"content":"hi"}}"#,
-        );
-        assert_eq!(line.uuid.as_deref(), Some("u\"1"));
-        assert_eq!(line.native_turn_id.as_deref(), Some("p\u{e9}"));
-        let RecordItem::Metadata(meta) = &line.items[1] else {
-            panic!("{line:?}")
-        };
-        assert_eq!(meta.cwd.as_deref(), Some("/w\\x"));
-        let typed = read(r#"{"type":"user","uuid":5,"message":{"content":"hi"}}"#);
-        let [RecordItem::Unrecognized { reason }] = typed.items.as_slice() else {
-            panic!("{typed:?}")
-        };
-        assert_eq!(
-            reason,
-            "not a frame: invalid type: integer `5`, expected a string at line 1 column 23"
-        );
-    }
-}
+#[path = "record_tests.rs"]
+mod tests;
