@@ -78,9 +78,9 @@ pub fn catch_up(
 enum Order {
     /// The batch's next rows.
     Rows(Vec<Row>),
-    /// The batch is read: its sessions' span rows (those with a span
-    /// event in it); commit it.
-    End(Vec<(SessionRef, Vec<SpanRow>)>),
+    /// The batch is read: the span rows of its sessions that have a span
+    /// event in it; commit it.
+    End(Vec<SpanRow>),
 }
 
 fn catch_up_rows(
@@ -170,10 +170,9 @@ fn read_batches(
             Ok::<(), ReadStop>(())
         })?;
         send(Order::Rows(chunk))?;
-        let mut spans = Vec::with_capacity(spans_of.len());
+        let mut spans = Vec::new();
         for session in spans_of {
-            let rows = ledger.spans(Some(&session))?;
-            spans.push((session, rows));
+            spans.extend(ledger.spans(Some(&session))?);
         }
         send(Order::End(spans))?;
         if n == 0 {
@@ -287,8 +286,6 @@ struct Batch {
     last_seq: i64,
     last_hash: Vec<u8>,
     max_time: i64,
-    /// Sessions with a span event in the batch.
-    spans_of: BTreeSet<SessionRef>,
     /// Each session's first and last doc id in the batch.
     docs_of: BTreeMap<SessionRef, (i64, i64)>,
     /// The ids of the batch's span events: a span's state changes only
@@ -306,7 +303,6 @@ impl Batch {
             last_seq: at.seq,
             last_hash: Vec::new(),
             max_time: at.max_time,
-            spans_of: BTreeSet::new(),
             docs_of: BTreeMap::new(),
             span_events: HashSet::new(),
             tags: Vec::new(),
@@ -321,7 +317,7 @@ fn end_batch(
     tx: &Transaction,
     at: &Indexed,
     batch: &Batch,
-    spans: &[(SessionRef, Vec<SpanRow>)],
+    spans: &[SpanRow],
 ) -> Result<(), SearchError> {
     let mut pending = Pending::default();
     if let (Some((first, _)), Some((last, _))) = (batch.tags.first(), batch.tags.last()) {
@@ -344,11 +340,7 @@ fn end_batch(
             last
         ])?;
     }
-    for (session, rows) in spans {
-        if batch.spans_of.contains(session) {
-            copy_span_states(tx, at.epoch, rows, &batch.span_events, &mut pending)?;
-        }
-    }
+    copy_span_states(tx, at.epoch, spans, &batch.span_events, &mut pending)?;
     pending.flush(tx)?;
     tx.execute(
         "UPDATE epochs SET indexed_seq = ?2, seq_hash = ?3, max_time = ?4 WHERE id = ?1",
@@ -374,7 +366,6 @@ fn index_row(tx: &Transaction, row: Row, batch: &mut Batch) -> Result<(), Search
         return Ok(());
     };
     if is_span_event(event.event_type()) {
-        batch.spans_of.insert(event.session.clone());
         batch.span_events.insert(event.id.as_str().to_string());
     }
     let Some(doc) = doc else {
@@ -428,9 +419,8 @@ fn is_span_event(ty: EventType) -> bool {
     )
 }
 
-/// Copy the state and outcome of each span in `spans` (one session's)
-/// that has an event in the batch (`touched`) onto the docs of its request
-/// and its terminal.
+/// Copy the state and outcome of each span in `spans` that has an event
+/// in the batch (`touched`) onto the docs of its request and its terminal.
 fn copy_span_states(
     tx: &Transaction,
     epoch: i64,
