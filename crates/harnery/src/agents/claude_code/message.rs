@@ -167,9 +167,8 @@ mod tests {
     /// ways.
     #[test]
     fn both_reads_agree_on_the_recorded_transcripts() {
-        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/records");
         let mut seen = 0;
-        for path in files(std::path::Path::new(root)) {
+        for path in super::super::recorded_transcripts() {
             let text = std::fs::read_to_string(&path).expect("a fixture reads");
             for line in text.lines() {
                 #[derive(Deserialize)]
@@ -193,18 +192,5 @@ mod tests {
             }
         }
         assert!(seen > 50, "only {seen} user messages in the fixtures");
-    }
-
-    fn files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-        let mut out = Vec::new();
-        for entry in std::fs::read_dir(dir).expect("the fixtures dir reads") {
-            let path = entry.expect("an entry").path();
-            if path.is_dir() {
-                out.extend(files(&path));
-            } else if path.extension().is_some_and(|e| e == "jsonl") {
-                out.push(path);
-            }
-        }
-        out
     }
 }

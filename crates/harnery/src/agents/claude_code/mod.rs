@@ -32,3 +32,23 @@ pub fn projects_dir(config_dir: &Path) -> PathBuf {
 pub fn transcript_in(project_dir: &Path, session_id: &str) -> PathBuf {
     project_dir.join(format!("{session_id}.jsonl"))
 }
+
+/// Every recorded transcript under `tests/fixtures/records` (the record
+/// reader's tests read each of their lines).
+#[cfg(test)]
+fn recorded_transcripts() -> Vec<PathBuf> {
+    fn under(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).expect("the fixtures dir reads") {
+            let path = entry.expect("an entry").path();
+            if path.is_dir() {
+                under(&path, out);
+            } else if path.extension().is_some_and(|e| e == "jsonl") {
+                out.push(path);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/records");
+    under(Path::new(root), &mut out);
+    out
+}

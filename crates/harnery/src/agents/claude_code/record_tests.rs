@@ -375,9 +375,8 @@ fn one_pass_and_two_passes_agree_on_every_shape() {
 /// both ways, and the one pass takes nearly all of them.
 #[test]
 fn one_pass_and_two_passes_agree_on_the_recorded_transcripts() {
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/records");
     let (mut lines, mut taken) = (0, 0);
-    for path in jsonl_under(std::path::Path::new(root)) {
+    for path in super::super::recorded_transcripts() {
         if path.to_string_lossy().contains("copilot") {
             continue;
         }
@@ -402,17 +401,4 @@ fn one_pass_and_two_passes_agree_on_the_recorded_transcripts() {
         taken * 100 >= lines * 95,
         "the one pass took {taken} of {lines} lines"
     );
-}
-
-fn jsonl_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).expect("the fixtures dir reads") {
-        let path = entry.expect("an entry").path();
-        if path.is_dir() {
-            out.extend(jsonl_under(&path));
-        } else if path.extension().is_some_and(|e| e == "jsonl") {
-            out.push(path);
-        }
-    }
-    out
 }
