@@ -696,7 +696,7 @@ fn index_rows(index: &Path) -> Vec<String> {
 /// So it does when another indexer goes on between two batches (the next
 /// batch starts where that one stopped).
 #[test]
-fn rows_read_ahead_in_any_grouping_index_the_same_rows() {
+fn rows_in_any_grouping_index_the_same_rows() {
     let h = Home::build();
     let hits = h.search(&["exit", "--limit", "100"]);
     let substrings = h.search(&["anan", "--limit", "100"]);

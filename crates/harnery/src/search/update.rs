@@ -78,8 +78,8 @@ pub fn catch_up(
 enum Order {
     /// The batch's next rows.
     Rows(Vec<Row>),
-    /// The batch is read: the span rows of its sessions that have a span
-    /// event in it; commit it.
+    /// The batch is read: the span rows it touched (a span's state changes
+    /// only with an event of its own); commit it.
     End(Vec<SpanRow>),
 }
 
@@ -151,7 +151,9 @@ fn read_batches(
             return Ok(read);
         }
         let rows = budget.map_or(sizes.batch, |b| sizes.batch.min(b - read));
+        // The sessions with a span event in the batch, and those events.
         let mut spans_of = BTreeSet::new();
+        let mut touched = HashSet::new();
         let mut chunk = Vec::with_capacity(handoff);
         let n = ledger.for_each_chain_row(at.seq, rows, |row| {
             let row = read_row(row);
@@ -159,6 +161,7 @@ fn read_batches(
                 && is_span_event(event.event_type())
             {
                 spans_of.insert(event.session.clone());
+                touched.insert(event.id.as_str().to_string());
             }
             chunk.push(row);
             if chunk.len() == handoff {
@@ -172,7 +175,13 @@ fn read_batches(
         send(Order::Rows(chunk))?;
         let mut spans = Vec::new();
         for session in spans_of {
-            spans.extend(ledger.spans(Some(&session))?);
+            spans.extend(ledger.spans(Some(&session))?.into_iter().filter(|span| {
+                touched.contains(&span.request_event_id)
+                    || span
+                        .completed_event_id
+                        .as_ref()
+                        .is_some_and(|c| touched.contains(c))
+            }));
         }
         send(Order::End(spans))?;
         if n == 0 {
@@ -288,9 +297,6 @@ struct Batch {
     max_time: i64,
     /// Each session's first and last doc id in the batch.
     docs_of: BTreeMap<SessionRef, (i64, i64)>,
-    /// The ids of the batch's span events: a span's state changes only
-    /// with an event of its own.
-    span_events: HashSet<String>,
     /// The tag of each doc the batch added.
     tags: Vec<(i64, Tag)>,
 }
@@ -304,15 +310,13 @@ impl Batch {
             last_hash: Vec::new(),
             max_time: at.max_time,
             docs_of: BTreeMap::new(),
-            span_events: HashSet::new(),
             tags: Vec::new(),
         }
     }
 }
 
 /// A batch's rows are indexed: its docs' facts and sessions, the state of
-/// the spans its events touched (`spans`: the span rows of its sessions
-/// that have a span event in it), and how far the index now is.
+/// the spans its events touched (`spans`), and how far the index now is.
 fn end_batch(
     tx: &Transaction,
     at: &Indexed,
@@ -340,7 +344,7 @@ fn end_batch(
             last
         ])?;
     }
-    copy_span_states(tx, at.epoch, spans, &batch.span_events, &mut pending)?;
+    copy_span_states(tx, at.epoch, spans, &mut pending)?;
     pending.flush(tx)?;
     tx.execute(
         "UPDATE epochs SET indexed_seq = ?2, seq_hash = ?3, max_time = ?4 WHERE id = ?1",
@@ -365,9 +369,6 @@ fn index_row(tx: &Transaction, row: Row, batch: &mut Batch) -> Result<(), Search
     let Some((event, doc)) = row.event else {
         return Ok(());
     };
-    if is_span_event(event.event_type()) {
-        batch.span_events.insert(event.id.as_str().to_string());
-    }
     let Some(doc) = doc else {
         return Ok(());
     };
@@ -419,13 +420,12 @@ fn is_span_event(ty: EventType) -> bool {
     )
 }
 
-/// Copy the state and outcome of each span in `spans` that has an event
-/// in the batch (`touched`) onto the docs of its request and its terminal.
+/// Copy the state and outcome of each span in `spans` onto the docs of its
+/// request and its terminal.
 fn copy_span_states(
     tx: &Transaction,
     epoch: i64,
     spans: &[SpanRow],
-    touched: &HashSet<String>,
     pending: &mut Pending,
 ) -> Result<(), SearchError> {
     let (first, last) = doc_range(epoch);
@@ -434,12 +434,6 @@ fn copy_span_states(
          WHERE event_id IN (?4, ?5) AND id BETWEEN ?3 AND ?6 RETURNING id",
     )?;
     for span in spans {
-        let completed = span.completed_event_id.as_deref();
-        if !touched.contains(&span.request_event_id)
-            && !completed.is_some_and(|c| touched.contains(c))
-        {
-            continue;
-        }
         let ids = update
             .query_map(
                 params![

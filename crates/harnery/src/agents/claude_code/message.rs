@@ -44,8 +44,8 @@ pub(super) enum Content {
 /// A user message's content, read in one pass (see the module note):
 /// what the buffered read gives, or its error.
 pub(super) fn user_content(message: &str) -> Result<Content, serde_json::Error> {
-    match serde_json::from_str::<UserWire>(message) {
-        Ok(wire) if !wire.content.has_input() => Ok(wire.content),
+    match serde_json::from_str::<UserWire>(message).map(|wire| wire.content.taken_as_buffered()) {
+        Ok(Some(content)) => Ok(content),
         _ => buffered(message),
     }
 }
@@ -74,10 +74,13 @@ struct UserWire {
 }
 
 impl Content {
-    /// Whether a block carries an `input` (which only the buffered read
-    /// reads as it always did).
-    pub(super) fn has_input(&self) -> bool {
-        matches!(self, Content::Blocks(blocks) if blocks.iter().any(|b| b.input.is_some()))
+    /// The content as the visitor read it, when the buffered read gives
+    /// the same: unless a block carries an `input`, which only the buffered
+    /// read reads as it always did (`None`: read the message that way).
+    pub(super) fn taken_as_buffered(self) -> Option<Content> {
+        let has_input =
+            matches!(&self, Content::Blocks(blocks) if blocks.iter().any(|b| b.input.is_some()));
+        (!has_input).then_some(self)
     }
 }
 

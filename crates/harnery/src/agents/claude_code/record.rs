@@ -188,7 +188,7 @@ impl InOnePass {
     /// A user message's content, unless only the buffered read takes it
     /// (see `message::user_content`).
     fn user_content(self) -> Option<Content> {
-        self.content.filter(|c| !c.has_input())
+        self.content?.taken_as_buffered()
     }
 
     /// An assistant message, unless its content is a bare string (which
