@@ -182,19 +182,46 @@ fn home_not_a_directory_reports_on_stderr() {
 }
 
 #[test]
-fn home_unset_uses_harnery_home_or_passwd_home() {
+fn home_unset_uses_harnery_home() {
     let sandbox = tempfile::tempdir().unwrap();
     let home = sandbox.path().join("hh");
     let mut c = hook_cmd(&home, &["claude-code"]);
     c.env_remove("HOME");
     run_cmd(c, br#"{"session_id":"nohome"}"#);
     assert_eq!(read_all(&home).0.len(), 1);
-    // Neither HARNERY_HOME nor HOME: still exit 0 and empty stdout.
-    let mut c = hook_cmd(&home, &["claude-code"]);
+}
+
+/// Neither `HARNERY_HOME` nor `HOME`: the record lands in the password
+/// database's home (a stand-in here: the test must never reach the real
+/// one, which is where this case used to write on every `cargo test`).
+#[test]
+#[cfg_attr(not(feature = "failpoints"), ignore = "needs --features failpoints")]
+fn home_and_harnery_home_unset_use_the_passwd_home() {
+    let sandbox = tempfile::tempdir().unwrap();
+    let passwd_home = sandbox.path().join("pw");
+    std::fs::create_dir(&passwd_home).unwrap();
+    let mut c = hook_cmd(&sandbox.path().join("unused"), &["claude-code"]);
     c.env_remove("HARNERY_HOME")
         .env_remove("HOME")
+        .env("HARNERY_TEST_PASSWD_HOME", &passwd_home);
+    let out = run_cmd(c, br#"{"session_id":"nohome2"}"#);
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (records, _) = read_all(&passwd_home.join(".harnery"));
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0].payload, br#"{"session_id":"nohome2"}"#);
+    assert!(!sandbox.path().join("unused").exists());
+    // Every write path failing there too: still exit 0, one LOST line.
+    let mut c = hook_cmd(&sandbox.path().join("unused"), &["claude-code"]);
+    c.env_remove("HARNERY_HOME")
+        .env_remove("HOME")
+        .env("HARNERY_TEST_PASSWD_HOME", &passwd_home)
         .env("HARNERY_FAILPOINTS", "segment_append,fallback-,dl-");
-    run_cmd(c, br#"{"session_id":"nohome2"}"#);
+    let out = run_cmd(c, br#"{"session_id":"nohome3"}"#);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("LOST"));
 }
 
 #[test]

@@ -55,6 +55,7 @@ mod readside_epochs;
 mod readside_exec;
 mod readside_rows;
 mod readside_usage;
+mod real_home_guard;
 mod record_join;
 mod record_normalizers;
 mod record_paths;

@@ -58,6 +58,10 @@ pub const RECORD_PASS_BYTES_ENV: &str = "HARNERY_RECORD_PASS_BYTES";
 /// Perturbs the schema digest, to exercise an epoch advance without a real
 /// contract change.
 pub const TEST_SCHEMA_SUFFIX_ENV: &str = "HARNERY_TEST_SCHEMA_SUFFIX";
+/// Stands in for the password database's home directory of the effective
+/// user, so a test can run a binary with neither `HARNERY_HOME` nor `HOME`
+/// set without reaching the developer's real home.
+pub const TEST_PASSWD_HOME_ENV: &str = "HARNERY_TEST_PASSWD_HOME";
 
 /// Whether the failpoint `name` is armed.
 pub fn armed(name: &str) -> bool {

@@ -105,7 +105,12 @@ impl Home {
     }
 }
 
+/// The effective user's home from the password database (a failpoint build
+/// lets a test name it instead: [`crate::failpoint::TEST_PASSWD_HOME_ENV`]).
 fn passwd_home() -> Option<PathBuf> {
+    if let Some(stand_in) = crate::failpoint::tuning_text(crate::failpoint::TEST_PASSWD_HOME_ENV) {
+        return Some(PathBuf::from(stand_in)).filter(|p| p.is_absolute());
+    }
     let mut buf = vec![0u8; 4096];
     let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
     let mut out: *mut libc::passwd = std::ptr::null_mut();
