@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::{CmdResult, Outcome};
 use harnery::install::form::{self, CopilotForm, FormChoice};
-use harnery::install::{self, Agent, Plan};
+use harnery::install::{self, Agent, AgentDir, Plan};
 use harnery::resume::evidence::{self, RunningCopilotHint, SearchPlan};
 
 #[derive(Debug, clap::Args)]
@@ -23,14 +23,14 @@ pub struct UninstallArgs {
 
 #[derive(Debug, clap::Subcommand)]
 enum Target {
-    /// Claude Code: ~/.claude/settings.json (user) or .claude/settings.json (project).
+    /// Claude Code: $CLAUDE_CONFIG_DIR/settings.json, else ~/.claude/settings.json (user), or .claude/settings.json (project).
     ClaudeCode {
         #[arg(long, value_enum, default_value = "user")]
         scope: ClaudeScope,
         #[command(flatten)]
         common: Common,
     },
-    /// Copilot CLI: ~/.copilot/hooks/harnery.json (user) or .github/hooks/harnery.json (repo).
+    /// Copilot CLI: $COPILOT_HOME/hooks/harnery.json, else ~/.copilot/hooks/harnery.json (user), or .github/hooks/harnery.json (repo).
     Copilot {
         #[arg(long, value_enum, default_value = "user")]
         scope: CopilotScope,
@@ -79,7 +79,7 @@ struct Common {
 
 pub fn run_install(args: InstallArgs) -> CmdResult {
     let (agent, user, form_arg, common) = split(args.target);
-    let path = settings_path(agent, user, &common)?;
+    let (path, agent_dir) = settings_path(agent, user, &common)?;
     let hook_bin = hook_bin(common.hook_bin.as_deref())?;
     if !common.dry_run && !hook_bin.is_file() {
         return Err(format!(
@@ -98,6 +98,7 @@ pub fn run_install(args: InstallArgs) -> CmdResult {
         }
         Agent::ClaudeCode => CopilotForm::Exec,
     };
+    say_where(agent, agent_dir.as_ref(), common.dry_run);
     let plan = install::plan_install(agent, &path, &hook_bin, form)?;
     finish(&plan, common.dry_run, "installed")
 }
@@ -110,7 +111,8 @@ pub fn run_uninstall(args: UninstallArgs) -> CmdResult {
                 .into(),
         );
     }
-    let path = settings_path(agent, user, &common)?;
+    let (path, agent_dir) = settings_path(agent, user, &common)?;
+    say_where(agent, agent_dir.as_ref(), common.dry_run);
     let plan = install::plan_uninstall(agent, &path)?;
     finish(&plan, common.dry_run, "removed")
 }
@@ -188,20 +190,28 @@ fn finish(plan: &Plan, dry_run: bool, verb: &str) -> CmdResult {
     Ok(Outcome::Clean)
 }
 
-fn settings_path(agent: Agent, user: bool, common: &Common) -> Result<PathBuf, super::CmdError> {
-    let home = user_home()?;
+/// The file to change and, in the user scope, where the agent reads.
+fn settings_path(
+    agent: Agent,
+    user: bool,
+    common: &Common,
+) -> Result<(PathBuf, Option<AgentDir>), super::CmdError> {
+    let agent_dir = AgentDir::from_env(agent, &user_home()?);
     let project = match &common.project_dir {
         Some(p) => p.clone(),
         None => std::env::current_dir()?,
     };
-    let copilot_home = harnery::agents::copilot::home_from_env();
-    Ok(install::settings_path(
-        agent,
-        user,
-        &home,
-        &project,
-        copilot_home.as_deref(),
-    ))
+    let path = install::settings_path(agent, user, &agent_dir, &project);
+    Ok((path, user.then_some(agent_dir)))
+}
+
+/// Where the agent reads is the one thing that decides whether the hooks
+/// ever run: say it, and what decided it (user scope only).
+fn say_where(agent: Agent, agent_dir: Option<&AgentDir>, dry_run: bool) {
+    if let Some(dir) = agent_dir {
+        let comment = if dry_run { "# " } else { "" };
+        println!("{comment}{}", dir.describe(agent));
+    }
 }
 
 fn user_home() -> Result<PathBuf, super::CmdError> {

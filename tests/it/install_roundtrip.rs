@@ -19,18 +19,30 @@ fn harnery(home: &Path, cwd: &Path, args: &[&str]) -> std::process::Output {
 /// Run harnery with `PATH` set; no global npm prefix is searched, so only the
 /// Copilot packages a test creates are found.
 fn harnery_on_path(home: &Path, cwd: &Path, args: &[&str], path: &str) -> std::process::Output {
+    harnery_with(home, cwd, args, &[("PATH", Path::new(path))])
+}
+
+/// Run harnery with only `HOME`, `HARNERY_NPM_PREFIXES` and `vars` set.
+fn harnery_with(
+    home: &Path,
+    cwd: &Path,
+    args: &[&str],
+    vars: &[(&str, &Path)],
+) -> std::process::Output {
     let hook = assert_cmd::cargo::cargo_bin("harnery-hook");
     let mut full: Vec<&str> = args.to_vec();
     full.extend(["--hook-bin", hook.to_str().expect("a UTF-8 target path")]);
-    Command::new(env!("CARGO_BIN_EXE_harnery"))
-        .args(&full)
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_harnery"));
+    cmd.args(&full)
         .env_clear()
         .env("HOME", home)
-        .env("PATH", path)
+        .env("PATH", "/usr/bin:/bin")
         .env("HARNERY_NPM_PREFIXES", "")
-        .current_dir(cwd)
-        .output()
-        .unwrap()
+        .current_dir(cwd);
+    for (name, value) in vars {
+        cmd.env(name, value);
+    }
+    cmd.output().unwrap()
 }
 
 /// An npm install of `@github/copilot` at `version` under `root`, laid out as
@@ -205,6 +217,83 @@ fn claude_code_user_scope_creates_the_file() {
     ok(&harnery(t.path(), t.path(), &["install", "claude-code"]));
     let doc = json(&t.path().join(".claude/settings.json"));
     assert_eq!(doc["hooks"].as_object().unwrap().len(), 34);
+}
+
+/// With `CLAUDE_CONFIG_DIR` set, Claude Code reads its user settings
+/// there and never looks at `~/.claude/settings.json`: install and
+/// uninstall work on the file it reads, and say where and why.
+#[test]
+fn claude_code_user_scope_follows_claude_config_dir() {
+    let t = tempfile::tempdir().unwrap();
+    let (home, config) = (t.path().join("home"), t.path().join("claude-work"));
+    std::fs::create_dir_all(&home).unwrap();
+    let moved: &[(&str, &Path)] = &[("CLAUDE_CONFIG_DIR", &config)];
+    let out = harnery_with(&home, t.path(), &["install", "claude-code"], moved);
+    ok(&out);
+    let settings = config.join("settings.json");
+    assert_eq!(json(&settings)["hooks"].as_object().unwrap().len(), 34);
+    assert!(
+        !home.join(".claude").exists(),
+        "wrote where the agent never reads"
+    );
+    let said = stdout(&out);
+    assert!(
+        said.contains(&format!(
+            "reads its user settings from {}",
+            config.display()
+        )) && said.contains("$CLAUDE_CONFIG_DIR is set"),
+        "{said}"
+    );
+    assert!(said.contains(&format!("{}: hooks installed", settings.display())));
+
+    let out = harnery_with(&home, t.path(), &["uninstall", "claude-code"], moved);
+    ok(&out);
+    assert!(
+        json(&settings)
+            .get("hooks")
+            .is_none_or(|h| h == &serde_json::json!({}))
+    );
+    assert!(stdout(&out).contains(&format!("{}: hooks removed", settings.display())));
+
+    // Unset, the default place, said as the default.
+    let out = harnery(&home, t.path(), &["install", "claude-code"]);
+    let default = home.join(".claude");
+    assert!(stdout(&out).contains(&format!(
+        "reads its user settings from {} (the default: $CLAUDE_CONFIG_DIR is not set)",
+        default.display()
+    )));
+    assert!(default.join("settings.json").is_file());
+}
+
+/// With `COPILOT_HOME` set, Copilot loads user hooks from
+/// `$COPILOT_HOME/hooks/` (its `userHooksDir`): install writes there.
+#[test]
+fn copilot_user_scope_follows_copilot_home() {
+    let t = tempfile::tempdir().unwrap();
+    let (home, copilot_home) = (t.path().join("home"), t.path().join("cp"));
+    std::fs::create_dir_all(&home).unwrap();
+    let moved: &[(&str, &Path)] = &[("COPILOT_HOME", &copilot_home)];
+    let out = harnery_with(&home, t.path(), &["install", "copilot"], moved);
+    ok(&out);
+    let ours = copilot_home.join("hooks/harnery.json");
+    assert_eq!(json(&ours)["hooks"].as_object().unwrap().len(), 15);
+    assert!(!home.join(".copilot").exists());
+    let hooks_dir = copilot_home.join("hooks");
+    assert!(
+        stdout(&out).contains(&format!(
+            "copilot reads its user hooks from {} ($COPILOT_HOME is set)",
+            hooks_dir.display()
+        )),
+        "{}",
+        stdout(&out)
+    );
+    ok(&harnery_with(
+        &home,
+        t.path(),
+        &["uninstall", "copilot"],
+        moved,
+    ));
+    assert!(!ours.exists());
 }
 
 #[test]

@@ -3,12 +3,15 @@
 //!
 //! - Claude Code reads `hooks.<Event>` = a list of matcher groups
 //!   `{"matcher"?, "hooks": [{"type": "command", …}]}` from
-//!   `~/.claude/settings.json` (user) or `<project>/.claude/settings.json`.
+//!   `~/.claude/settings.json` (user; `$CLAUDE_CONFIG_DIR/settings.json`
+//!   when that variable is set, as Claude Code itself reads it) or
+//!   `<project>/.claude/settings.json`.
 //!   harnery adds one group per event with the exec form (`command` = the
 //!   absolute path of `harnery-hook`, `args` = `["claude-code"]`), so no
 //!   shell is started per event.
 //! - Copilot CLI reads `hooks.<event>` = a list of `{"type": "command", …,
-//!   "timeoutSec": …}` from any `*.json` in `~/.copilot/hooks/` (user) or
+//!   "timeoutSec": …}` from any `*.json` in `~/.copilot/hooks/` (user;
+//!   `$COPILOT_HOME/hooks/` when that variable is set) or
 //!   `<repo>/.github/hooks/` (repo). harnery owns its own file,
 //!   `harnery.json`, in either place, and writes either the exec form
 //!   (`exec` + `args`) or the `bash` form; [`form`] decides which.
@@ -430,22 +433,74 @@ pub fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
 }
 
-/// The settings file for an agent and scope. `home` is the user's home
-/// directory; `project` the project (Claude Code) or repository (Copilot) root.
+/// Where an agent reads its user-scope configuration, and what decided it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentDir {
+    /// Claude Code's config directory or Copilot's home.
+    pub dir: PathBuf,
+    /// The environment variable that moved it there (`CLAUDE_CONFIG_DIR`,
+    /// `COPILOT_HOME`), or `None` for the agent's default under `HOME`.
+    pub moved_by: Option<&'static str>,
+}
+
+impl AgentDir {
+    /// The agent's directory as the agent itself resolves it from this
+    /// process's environment: Claude Code's `$CLAUDE_CONFIG_DIR`, else
+    /// `~/.claude`; Copilot's `$COPILOT_HOME`, else `~/.copilot` (each
+    /// variable counts when it is set and not empty).
+    pub fn from_env(agent: Agent, user_home: &Path) -> AgentDir {
+        use crate::agents::{claude_code, copilot};
+        let (var, default) = match agent {
+            Agent::ClaudeCode => (claude_code::CONFIG_VAR, user_home.join(".claude")),
+            Agent::Copilot => (copilot::HOME_VAR, copilot::default_home(user_home)),
+        };
+        match std::env::var_os(var).filter(|v| !v.is_empty()) {
+            Some(dir) => AgentDir {
+                dir: PathBuf::from(dir),
+                moved_by: Some(var),
+            },
+            None => AgentDir {
+                dir: default,
+                moved_by: None,
+            },
+        }
+    }
+
+    /// One line saying where the agent reads and why.
+    pub fn describe(&self, agent: Agent) -> String {
+        let (what, place, var) = match agent {
+            Agent::ClaudeCode => (
+                "claude code reads its user settings from",
+                self.dir.clone(),
+                crate::agents::claude_code::CONFIG_VAR,
+            ),
+            Agent::Copilot => (
+                "copilot reads its user hooks from",
+                self.dir.join("hooks"),
+                crate::agents::copilot::HOME_VAR,
+            ),
+        };
+        let why = match self.moved_by {
+            Some(_) => format!("${var} is set"),
+            None => format!("the default: ${var} is not set"),
+        };
+        format!("{what} {} ({why})", place.display())
+    }
+}
+
+/// The settings file for an agent and scope: in the user scope, the file
+/// the agent reads in `agent_dir` (see [`AgentDir::from_env`]); else in
+/// `project`, the project (Claude Code) or repository (Copilot) root.
 pub fn settings_path(
     agent: Agent,
     user_scope: bool,
-    home: &Path,
+    agent_dir: &AgentDir,
     project: &Path,
-    copilot_home: Option<&Path>,
 ) -> PathBuf {
     match (agent, user_scope) {
-        (Agent::ClaudeCode, true) => home.join(".claude/settings.json"),
+        (Agent::ClaudeCode, true) => agent_dir.dir.join("settings.json"),
         (Agent::ClaudeCode, false) => project.join(".claude/settings.json"),
-        (Agent::Copilot, true) => copilot_home
-            .map(Path::to_path_buf)
-            .unwrap_or_else(|| crate::agents::copilot::default_home(home))
-            .join("hooks/harnery.json"),
+        (Agent::Copilot, true) => agent_dir.dir.join("hooks/harnery.json"),
         (Agent::Copilot, false) => project.join(".github/hooks/harnery.json"),
     }
 }
