@@ -12,6 +12,7 @@ use harnery::home::Home;
 use harnery::now::resolve_now;
 use harnery::report::health::Condition;
 use harnery::report::health_check::{condition_json, gather};
+use harnery::report::unhooked::AgentRecordDir;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -30,7 +31,8 @@ pub fn run(args: Args) -> CmdResult {
     let home = Home::from_env()?;
     let now = resolve_now(args.now.as_deref())?;
     let stale_ns = (args.stale_after_hours * 3600.0 * 1e9) as i64;
-    let report = gather(&home, now, stale_ns)?;
+    let agents = AgentRecordDir::from_env();
+    let report = gather(&home, now, stale_ns, &agents)?;
     let found = report.conditions;
     let mut out = harnery::terminal::stdout(args.json);
     for condition in &found {

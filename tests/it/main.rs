@@ -30,6 +30,7 @@ mod finalize_wal;
 mod fleet_search;
 mod fleet_security;
 mod fleet_ship;
+mod health_unhooked;
 mod home_faults;
 mod hook_bad_input;
 mod hook_concurrency;

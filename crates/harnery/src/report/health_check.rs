@@ -1,14 +1,17 @@
 //! Everything `harnery health` looks at, gathered in one place: the
 //! conditions of the live ledger (span caps, ends, records, rows set
 //! aside, raw-archive faults) and of the spool (damage, dead letters,
-//! stale sessions), with the archive's size and the spool's facts, for
-//! the command and for `harnery serve` alike.
+//! stale sessions), agents whose sessions never reach the spool
+//! ([`crate::report::unhooked`]), with the archive's size and the spool's
+//! facts, for the command and for `harnery serve` alike.
 
 use crate::home::Home;
 use crate::ledger::integrity::RawFault;
 use crate::ledger::{ArchiveSize, LedgerError};
 use crate::report::health::{Condition, SpoolFacts, spool_conditions};
 use crate::report::source::SourceError;
+use crate::report::unhooked::{self, AgentRecordDir};
+use std::collections::HashSet;
 
 /// What a health check found.
 pub struct HealthReport {
@@ -30,12 +33,22 @@ pub enum HealthError {
 }
 
 /// Check `home` at `now_ns`; a session spool holding data older than
-/// `stale_ns` is stale.
-pub fn gather(home: &Home, now_ns: i64, stale_ns: i64) -> Result<HealthReport, HealthError> {
+/// `stale_ns` is stale; `agents` are the record directories to compare
+/// with what harnery saw ([`AgentRecordDir::from_env`]).
+pub fn gather(
+    home: &Home,
+    now_ns: i64,
+    stale_ns: i64,
+    agents: &[AgentRecordDir],
+) -> Result<HealthReport, HealthError> {
     let mut archive = None;
+    let mut known = HashSet::new();
+    let mut began_ns = None;
     let mut conditions = match crate::report::source::live_or_none(home) {
         Ok(Some(ledger)) => {
             archive = ledger.archive_size().ok();
+            began_ns = Some(ledger.genesis().created_unix_ns);
+            known.extend(ledger.producer_sessions()?);
             let mut found = crate::report::session_rows::conditions(&ledger, now_ns)?;
             found.extend(crate::report::health::record_conditions(&ledger, now_ns)?);
             found.extend(ledger.raw_archive_faults()?.into_iter().map(damaged));
@@ -48,6 +61,13 @@ pub fn gather(home: &Home, now_ns: i64, stale_ns: i64) -> Result<HealthReport, H
     };
     let spool = crate::report::spool_facts::gather(home)?;
     conditions.extend(spool_conditions(&spool, now_ns, stale_ns));
+    // Harnery began recording here when the live epoch began, or (before
+    // any finalize) with the oldest record still in the spool.
+    let spooled_since = spool.sessions.iter().map(|s| s.oldest_unix_ns).min();
+    if let Some(since_ns) = began_ns.or(spooled_since) {
+        known.extend(crate::report::spool_facts::spooled_sessions(home)?);
+        conditions.extend(unhooked::conditions(agents, &known, since_ns, now_ns));
+    }
     Ok(HealthReport {
         conditions,
         archive,

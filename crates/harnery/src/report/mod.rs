@@ -19,6 +19,8 @@
 //! - [`stored_reasons`]: a session's audit reasons as one epoch's ledger holds them.
 //! - [`superseded`]: a summary's counts without superseded ranges, and the
 //!   session a restore started one from.
+//! - [`unhooked`]: agents whose records show sessions the spool never saw
+//!   (names and times of the agents' record files only, never their bytes).
 //! - [`source`], [`epochs`], [`stored_reasons`], [`session_rows`], [`spool_facts`]: the only parts that read storage
 //!   ([`epochs`] opens the epochs `--epoch` selects, and finds a session's
 //!   parts across their boundaries).
@@ -37,6 +39,7 @@ pub mod spans;
 pub mod spool_facts;
 pub mod stored_reasons;
 pub mod superseded;
+pub mod unhooked;
 pub mod usage;
 pub mod usage_doc;
 

@@ -235,6 +235,7 @@ impl Source {
             &self.home,
             now,
             3600 * 1_000_000_000,
+            &crate::report::unhooked::AgentRecordDir::from_env(),
         )?)
     }
 
