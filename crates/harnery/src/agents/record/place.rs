@@ -314,6 +314,24 @@ mod tests {
         );
     }
 
+    /// A config dir or home moved by `CLAUDE_CONFIG_DIR` / `COPILOT_HOME`
+    /// (any name, anywhere) holds records of the same shape: accepted.
+    #[test]
+    fn records_under_a_moved_config_dir_or_home_are_accepted() {
+        assert_eq!(
+            claude(&format!("/srv/claude-work/projects/-w/{SID}.jsonl")),
+            Ok(())
+        );
+        let path = format!("/opt/cp-home/session-state/{SID}/events.jsonl");
+        let ok = check_shape(
+            AdapterId::Copilot,
+            SID,
+            RecordRole::Session,
+            Path::new(&path),
+        );
+        assert_eq!(ok, Ok(()));
+    }
+
     #[test]
     fn copilot_records_have_their_shape() {
         let path = Path::new("/t/home/.copilot/session-state/3390a855/events.jsonl");
