@@ -72,6 +72,7 @@ mod restore_put_back;
 mod restore_sdk;
 mod resume_word;
 mod search;
+mod search_copilot;
 mod serve;
 mod serve_fleet;
 mod session_log;

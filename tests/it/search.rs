@@ -459,7 +459,7 @@ fn a_smaller_limit_gives_the_first_hits_of_the_same_order() {
         &["echo"],
         &["ech*", "--sort", "time"],
         &["\"exit code\""],
-        &["fail*", "--kind", "tool-output,message"],
+        &["fail*", "--kind", "tool-input,message"],
         &["*xit"],
         &["exit", "--failed"],
         &["echo", "*ech", "--sort", "relevance"],

@@ -83,8 +83,8 @@ impl<'a> SpanSide<'a> for &'a Event {
 
     fn outcome(self) -> Option<Outcome> {
         match &self.payload {
-            Payload::ToolCompleted(p) => Some(p.outcome),
-            Payload::CommandCompleted(p) => Some(p.outcome),
+            Payload::ToolCompleted(p) => Some(p.outcome.judged(p.exit_code)),
+            Payload::CommandCompleted(p) => Some(p.outcome.judged(p.exit_code)),
             _ => None,
         }
     }

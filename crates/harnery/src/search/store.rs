@@ -13,7 +13,10 @@
 //! is and what it is, but not its text), keyed by [`doc_id`] (the epoch's
 //! key and the row's `seq`, so an epoch's docs are one rowid range in
 //! chain order); `sessions` (each session's first and last doc id per
-//! epoch, so a search of one session reads only that range); `texts`
+//! epoch, so a search of one session reads only that range); `said`
+//! (the blake3 of each prompt and message text per session, turn and
+//! kind, so one said twice, by a hook and by the agent's record, is one
+//! doc: see [`super::update`]); `texts`
 //! (each doc's text, read only for the hits shown
 //! and to confirm a substring); `facts` (per run of doc ids, each doc's
 //! length in words and a tag of its kind, tool and failure: see
@@ -31,7 +34,7 @@ use crate::home::Home;
 
 /// The format this build writes; another value in `meta` means the file
 /// is rebuilt.
-pub const FORMAT: &str = "harnery-search-3";
+pub const FORMAT: &str = "harnery-search-4";
 
 pub(super) const SCHEMA: &str = "
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -65,6 +68,14 @@ CREATE TABLE sessions (
     first_id INTEGER NOT NULL,
     last_id INTEGER NOT NULL,
     PRIMARY KEY (epoch, adapter, session_id)
+) WITHOUT ROWID;
+CREATE TABLE said (
+    adapter TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    turn TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    digest BLOB NOT NULL,
+    PRIMARY KEY (adapter, session_id, turn, kind, digest)
 ) WITHOUT ROWID;
 CREATE TABLE texts (id INTEGER PRIMARY KEY, text TEXT NOT NULL);
 CREATE TABLE facts (id INTEGER PRIMARY KEY, lens BLOB NOT NULL, tags BLOB NOT NULL);

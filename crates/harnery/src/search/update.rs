@@ -17,8 +17,12 @@
 //!
 //! A span's state and outcome are copied from the ledger's span rows onto
 //! its request's and its terminal's docs whenever a batch holds one of
-//! its events (its state changes only with one), so `--failed` sees a
-//! span closed after its request was indexed.
+//! its events or a `tool.recorded` joined to it (its state and outcome
+//! change only with one), so `--failed` sees a span closed, or found to
+//! have exited non-zero, after its request was indexed.
+//!
+//! A prompt or message said twice in one turn (by a hook and by the
+//! agent's record) is indexed once: [`said_before`].
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
@@ -26,10 +30,10 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use rusqlite::{Connection, Transaction, TransactionBehavior, params};
 
 use super::SearchError;
-use super::extract::{Doc, doc_of, has_text};
+use super::extract::{Doc, Kind, doc_of, has_text};
 use super::facts::{self, Pending, Tag};
 use super::store::{self, doc_id, doc_range};
-use crate::contract::{Event, EventType, SessionRef};
+use crate::contract::{Event, EventType, Payload, SessionRef};
 use crate::failpoint;
 use crate::ledger::{ChainRow, LedgerReader, SpanRow};
 
@@ -158,10 +162,10 @@ fn read_batches(
         let n = ledger.for_each_chain_row(at.seq, rows, |row| {
             let row = read_row(row);
             if let Some((event, _)) = &row.event
-                && is_span_event(event.event_type())
+                && let Some(span) = touched_span(event)
             {
                 spans_of.insert(event.session.clone());
-                touched.insert(event.id.as_str().to_string());
+                touched.insert(span.to_string());
             }
             chunk.push(row);
             if chunk.len() == handoff {
@@ -353,13 +357,14 @@ fn end_batch(
     Ok(())
 }
 
-/// Whether a row can hold searchable text or change a span's state: every
+/// Whether a row can hold searchable text or change a span's state (a
+/// `tool.recorded` can make its span a failure): every
 /// other row is passed over without being parsed.
 fn worth_reading(ty: &[u8]) -> bool {
     std::str::from_utf8(ty)
         .ok()
         .and_then(EventType::parse)
-        .is_some_and(|ty| has_text(ty) || is_span_event(ty))
+        .is_some_and(|ty| has_text(ty) || is_span_event(ty) || ty == EventType::ToolRecorded)
 }
 
 fn index_row(tx: &Transaction, row: Row, batch: &mut Batch) -> Result<(), SearchError> {
@@ -372,6 +377,9 @@ fn index_row(tx: &Transaction, row: Row, batch: &mut Batch) -> Result<(), Search
     let Some(doc) = doc else {
         return Ok(());
     };
+    if said_before(tx, &event, &doc)? {
+        return Ok(());
+    }
     // The running maximum: no doc before this one in the epoch is newer,
     // which lets a newest-first search stop early.
     batch.max_time = batch.max_time.max(event.time_unix_ns);
@@ -408,6 +416,42 @@ fn index_row(tx: &Transaction, row: Row, batch: &mut Batch) -> Result<(), Search
         .execute(params![id, doc.text])?;
     }
     Ok(())
+}
+
+/// Whether `doc` is a prompt or message its session already said in the
+/// same turn: the hook's `prompt.submitted` and the record's
+/// `message.user` (or `message.displayed` and `message.assistant`) carry
+/// the one text the user or the model wrote, and it is one hit, not two.
+/// The first indexed (in chain order) is kept. Without a turn, two texts
+/// cannot be told to be the same occurrence, and both stay.
+fn said_before(tx: &Transaction, event: &Event, doc: &Doc) -> Result<bool, SearchError> {
+    let (Kind::Prompt | Kind::Message, Some(turn)) = (doc.kind, &event.turn.turn_id) else {
+        return Ok(false);
+    };
+    let digest = blake3::hash(doc.text.trim().as_bytes());
+    let added = tx
+        .prepare_cached(
+            "INSERT INTO said (adapter, session_id, turn, kind, digest) \
+             VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
+        )?
+        .execute(params![
+            event.session.adapter.as_str(),
+            event.session.session_id,
+            turn,
+            doc.kind.as_str(),
+            digest.as_bytes().as_slice(),
+        ])?;
+    Ok(added == 0)
+}
+
+/// The span an event may change the state or outcome of, by an id of its
+/// request or terminal: a span event's own id, or the span a
+/// `tool.recorded` joined (its exit code can make the span a failure).
+fn touched_span(event: &Event) -> Option<&str> {
+    match &event.payload {
+        Payload::ToolRecorded(t) => t.span_request_event_id.as_ref().map(|id| id.as_str()),
+        _ => is_span_event(event.event_type()).then(|| event.id.as_str()),
+    }
 }
 
 fn is_span_event(ty: EventType) -> bool {

@@ -1,7 +1,10 @@
 //! Tables derived from event rows at append time, in the same transaction:
 //! a session's summary row, tool and command spans (open, closed natively
 //! or recovered), and explicit end requests and health conditions. Nothing
-//! here decides what an event means; it only files what the event says.
+//! here decides what an event means; it only files what the event says,
+//! with the contract's one outcome rule ([`Outcome::judged`]): a span
+//! whose terminal, or whose joined `tool.recorded`, reports a non-zero exit
+//! is filed as a failure.
 //!
 //! One [`Derivation`] files a whole batch. A request and its terminal
 //! usually arrive in the same batch, so a span first written in the batch
@@ -57,6 +60,9 @@ const INSERT_END_REQUEST: &str = "INSERT INTO end_requests (end_event_id, adapte
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending')";
 const RESOLVE_END_REQUEST: &str =
     "UPDATE end_requests SET state = ?2, resolved_event_id = ?3 WHERE end_event_id = ?1";
+/// A stored span closed as a success or unknown, its call's exit non-zero.
+const RECORDED_FAILURE: &str = "UPDATE spans SET outcome = ?4 \
+     WHERE adapter = ?1 AND session_id = ?2 AND request_event_id = ?3 AND outcome IN ('success', 'unknown')";
 const INSERT_HEALTH: &str = "INSERT INTO health (event_id, adapter, session_id, code, detail, time_unix_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
 
 /// A statement prepared on its first use in a batch and held to the end of
@@ -258,10 +264,20 @@ impl<'c, 'b> Derivation<'c, 'b> {
                     tool_call_id: p.tool_call_id.as_deref(),
                     state: terminal_state(reason),
                     reason,
-                    completion: completion(e, p.outcome, p.duration_ms.observed()),
+                    completion: completion(
+                        e,
+                        p.outcome.judged(p.exit_code),
+                        p.duration_ms.observed(),
+                    ),
                 };
                 self.close_span(slot, e, terminal)
             }
+            Payload::ToolRecorded(p) => match &p.span_request_event_id {
+                Some(request) if Outcome::Success.judged(p.exit_code) == Outcome::Failure => {
+                    self.recorded_failure(slot, e, request.as_str())
+                }
+                _ => Ok(()),
+            },
             Payload::CommandCompleted(p) => {
                 let reason = p.recovery.as_ref().map(|r| r.reason.as_str());
                 let terminal = Terminal {
@@ -271,7 +287,11 @@ impl<'c, 'b> Derivation<'c, 'b> {
                     tool_call_id: None,
                     state: terminal_state(reason),
                     reason,
-                    completion: completion(e, p.outcome, p.duration_ms.observed()),
+                    completion: completion(
+                        e,
+                        p.outcome.judged(p.exit_code),
+                        p.duration_ms.observed(),
+                    ),
                 };
                 self.close_span(slot, e, terminal)
             }
@@ -411,6 +431,35 @@ impl<'c, 'b> Derivation<'c, 'b> {
             e.session.session_id
         ])?;
         Ok(true)
+    }
+
+    /// The agent's record says the call of span `request` exited non-zero:
+    /// a span closed as a success (or unknown) is filed as a failure. An
+    /// open span is left to its terminal.
+    fn recorded_failure(
+        &mut self,
+        slot: SessionSlot,
+        e: &Event,
+        request: &str,
+    ) -> Result<(), LedgerError> {
+        let failed = outcome_name(Outcome::Failure);
+        if let Some(&at) = self.sessions[slot.0].spans.get(request) {
+            if let Some(c) = self.spans[at].completion.as_mut()
+                && matches!(c.outcome, "success" | "unknown")
+            {
+                c.outcome = failed;
+            }
+            return Ok(());
+        }
+        self.conn
+            .prepare_cached(RECORDED_FAILURE)?
+            .execute(params![
+                e.session.adapter.as_str(),
+                e.session.session_id,
+                request,
+                failed
+            ])?;
+        Ok(())
     }
 
     fn stored_open_span_of_call(
