@@ -66,7 +66,7 @@ transcripts=$(du -sb "$home/claude" | cut -f1)
 sync
 
 export HARNERY_NOW=2026-12-01T00:00:00Z HARNERY_RECORD_RUN_BYTES=$((1 << 40))
-HARNERY_HOME="$home" /usr/bin/time -v "$BIN/harnery" finalize --json \
+HARNERY_HOME="$home" /usr/bin/time -v "$BIN/harnery" finalize --no-compact --json \
   >"$WORK/fin.json" 2>"$WORK/fin.time"
 fin_s=$(secs "$WORK/fin.time")
 raw_signals=$(sqlite3 "$home/ledgers/v2/ledger.sqlite" "SELECT count(*) FROM raw_signals" 2>/dev/null \

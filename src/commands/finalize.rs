@@ -19,6 +19,11 @@ pub struct Args {
     /// "Now" for the time rules, RFC 3339 (default: HARNERY_NOW, else the clock).
     #[arg(long)]
     pub now: Option<String>,
+    /// Do not compress the raw archive after the run (by default a run
+    /// converts what fits in `[archive] compact_budget_ms` of config.toml,
+    /// default 1 s; `[archive] compact = false` turns it off for good).
+    #[arg(long)]
+    pub no_compact: bool,
 }
 
 /// Resolve "now" from `--now`, then `HARNERY_NOW`, then the wall clock.
@@ -62,8 +67,16 @@ pub fn run(args: Args) -> CmdResult {
             "{}",
             serde_json::to_string_pretty(&run)?
         )?;
-        return Ok(Outcome::Clean);
+    } else {
+        write_run(&run)?;
     }
+    if !args.no_compact {
+        compact_after(&home, opts.now_unix_ns);
+    }
+    Ok(Outcome::Clean)
+}
+
+fn write_run(run: &harnery::epoch::FinalizeRun) -> Result<(), super::CmdError> {
     match &run.completed_epoch_advance {
         // The advance's carry was this run's drain; its report says both.
         Some(report) => write!(
@@ -77,7 +90,27 @@ pub fn run(args: Args) -> CmdResult {
             render_summary(&run.summary)
         )?,
     }
-    Ok(Outcome::Clean)
+    Ok(())
+}
+
+/// Compress what fits in the configured budget of the raw archive, after
+/// the run's output (the run is complete; this only saves space). A
+/// failure is a warning: the next run, or `harnery archive compact`, goes
+/// on from where this stopped.
+fn compact_after(home: &Home, now_unix_ns: i64) {
+    use harnery::finalize::compaction::{CompactSettings, after_run};
+    let done = CompactSettings::load(home).and_then(|settings| {
+        if settings.enabled {
+            after_run(home, now_unix_ns, settings.budget)?;
+        }
+        Ok(())
+    });
+    if let Err(e) = done {
+        harnery::terminal::warn(&format!(
+            "harnery finalize: the raw archive was not compacted ({e}); \
+             the ledger is complete, and the next finalize (or `harnery archive compact`) tries again"
+        ));
+    }
 }
 
 /// Bring the search index up to date with what the run committed (the run

@@ -41,7 +41,7 @@ fn a_kill_during_compaction_leaves_a_readable_archive() {
     let base = tempfile::tempdir().unwrap();
     feed_fixture(base.path(), "claude-code", "basic");
     feed_fixture(base.path(), "copilot", "basic-shell-anthropic");
-    let f = run(base.path(), &["finalize"]);
+    let f = run(base.path(), &["finalize", "--no-compact"]);
     assert!(f.status.success(), "{}", stderr(&f));
     let records = raw_records(base.path());
     assert!(!records.is_empty());
@@ -79,6 +79,58 @@ fn a_kill_during_compaction_leaves_a_readable_archive() {
         assert!(leftovers.is_empty(), "{point}: {leftovers:?}");
         let f = run(home, &["finalize"]);
         assert!(f.status.success(), "{point}: {}", stderr(&f));
+    }
+}
+
+/// The same kills during the compaction a default `finalize` runs after
+/// its commit: the run's batch is committed and every record reads back;
+/// the next `finalize` finishes the compaction.
+#[test]
+fn a_kill_during_a_finalize_compaction_leaves_the_run_committed() {
+    let plain = tempfile::tempdir().unwrap();
+    feed_fixture(plain.path(), "claude-code", "basic");
+    feed_fixture(plain.path(), "copilot", "basic-shell-anthropic");
+    let fed = tempfile::tempdir().unwrap();
+    copy_tree(plain.path(), fed.path());
+    let f = run(plain.path(), &["finalize", "--no-compact"]);
+    assert!(f.status.success(), "{}", stderr(&f));
+    let records = raw_records(plain.path());
+    let verified = |home: &Path| stdout(&run(home, &["verify", "--json"]));
+    for point in COMPACT_POINTS {
+        let t = tempfile::tempdir().unwrap();
+        let home = t.path();
+        copy_tree(fed.path(), home);
+        let out = harnery(home)
+            .env("HARNERY_FAILPOINTS", point)
+            .arg("finalize")
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            None,
+            "{point}: not killed: {}",
+            stderr(&out)
+        );
+        assert!(
+            stdout(&out).contains("events"),
+            "{point}: the run reported first"
+        );
+        assert_eq!(raw_records(home), records, "{point}: after the kill");
+        verify_ok(home, point);
+        let f = run(home, &["finalize"]);
+        assert!(f.status.success(), "{point}: {}", stderr(&f));
+        assert_eq!(raw_records(home), records, "{point}: after the rerun");
+        verify_ok(home, point);
+        assert_eq!(
+            verified(home),
+            verified(plain.path()),
+            "{point}: as one run"
+        );
+        let leftovers: Vec<_> = walk(&home.join("ledgers/v2/raw"))
+            .into_iter()
+            .filter(|p| !p.to_string_lossy().ends_with(".segz"))
+            .collect();
+        assert!(leftovers.is_empty(), "{point}: {leftovers:?}");
     }
 }
 

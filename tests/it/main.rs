@@ -15,6 +15,7 @@ mod usage_support;
 
 mod archive_compact;
 mod archive_compact_crash;
+mod archive_compact_default;
 mod checkpoint_located;
 mod epoch_advance;
 mod epoch_lifecycle;

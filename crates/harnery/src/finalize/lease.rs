@@ -41,6 +41,19 @@ fn wait_limit() -> Duration {
 impl Lease {
     /// Wait (bounded) for the lease.
     pub fn take(home: &Home) -> Result<Lease, LeaseError> {
+        Self::take_within(home, wait_limit())
+    }
+
+    /// The lease if it is free now; `None` if another holds it.
+    pub fn try_take(home: &Home) -> Result<Option<Lease>, LeaseError> {
+        match Self::take_within(home, Duration::ZERO) {
+            Ok(lease) => Ok(Some(lease)),
+            Err(LeaseError::Busy(..)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn take_within(home: &Home, limit: Duration) -> Result<Lease, LeaseError> {
         let dir = home.ledgers_dir();
         create_dir_private(&dir).map_err(|e| LeaseError::Io {
             path: dir.clone(),
@@ -62,7 +75,6 @@ impl Lease {
                 .map_err(io)?
         };
         let start = Instant::now();
-        let limit = wait_limit();
         loop {
             match file.try_lock() {
                 Ok(()) => return Ok(Lease { _file: file }),

@@ -22,10 +22,12 @@
 //! - `apply.rs`: stage two, a ready file's batch appended and its files released.
 //! - `state.rs`: session producer state loaded, saved, and ticked by the time rules.
 //! - `record.rs`: following each agent's own record after the hook signals.
+//! - `compaction.rs`: after a run, the raw archive compressed within a budget.
 //!
 //! The per-session rules the drain applies live in `session/`.
 
 mod apply;
+pub mod compaction;
 mod intake;
 pub mod lease;
 pub mod ready;

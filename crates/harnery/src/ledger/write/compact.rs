@@ -19,6 +19,7 @@
 //! file the ledger no longer records is deleted.
 
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use rusqlite::params;
 
@@ -37,15 +38,61 @@ pub struct Compacted {
     /// Batches left as they were because a record of theirs does not
     /// check out (`harnery verify` names it).
     pub skipped_batches: Vec<String>,
+    /// The deadline passed with files left to convert.
+    #[serde(skip)]
+    pub unfinished: bool,
+}
+
+/// Whether a killed compaction left something in a batch whose recorded
+/// files are `recorded`: an old file beside its recorded compressed form.
+/// (A temporary file is left only in a batch that still has a file to
+/// convert, and that batch is looked at anyway.)
+fn has_leftovers(raw_dir: &Path, recorded: &[&str]) -> bool {
+    recorded
+        .iter()
+        .filter_map(|n| n.strip_suffix('z').filter(|_| n.ends_with(rawz::SUFFIX)))
+        .any(|old| recorded.contains(&old) || raw_dir.join(old).exists())
+}
+
+/// Delete the temporary compressed files (`.<name>z.tmp`) a killed
+/// compaction left in `dir` (none there, or no `dir`: nothing to do).
+fn remove_temporaries(dir: &Path) -> Result<(), LedgerError> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(());
+    };
+    for e in entries {
+        let e = e.map_err(|e| LedgerError::io(dir, e))?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') && name.ends_with(".segz.tmp") {
+            let path = e.path();
+            std::fs::remove_file(&path).map_err(|e| LedgerError::io(&path, e))?;
+        }
+    }
+    Ok(())
 }
 
 impl LedgerWriter {
     /// Convert every recorded uncompressed archive file of this (live,
     /// write-opened) ledger at zstd `level`.
     pub fn compact_archive(&mut self, level: i32) -> Result<Compacted, LedgerError> {
+        self.compact_archive_within(level, None)
+    }
+
+    /// [`compact_archive`](Self::compact_archive), starting no new file
+    /// once `deadline` has passed (a file begun is finished, and recorded
+    /// with the others of its batch converted so far): what is left is
+    /// converted by the next call, and `unfinished` says so. Batches with
+    /// nothing to convert and no leftover of a killed run are passed over
+    /// without reading their directories.
+    pub fn compact_archive_within(
+        &mut self,
+        level: i32,
+        deadline: Option<Instant>,
+    ) -> Result<Compacted, LedgerError> {
         let raw_dir = self.dir.join(raw::RAW_DIR);
         let mut done = Compacted::default();
         let names = self.recorded_names()?;
+        remove_temporaries(&raw_dir)?;
         let mut batches: Vec<&str> = names.iter().map(|(b, _)| b.as_str()).collect();
         batches.dedup();
         for batch in batches {
@@ -54,12 +101,19 @@ impl LedgerWriter {
                 .filter(|(b, _)| b == batch)
                 .map(|(_, n)| n.as_str())
                 .collect();
-            self.finish_interrupted(&raw_dir, batch, &recorded)?;
             let todo: Vec<&str> = recorded
                 .iter()
                 .copied()
                 .filter(|n| n.ends_with(".seg") && !recorded.contains(&format!("{n}z").as_str()))
                 .collect();
+            if todo.is_empty() && !has_leftovers(&raw_dir, &recorded) {
+                continue;
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                done.unfinished = true;
+                break;
+            }
+            self.finish_interrupted(&raw_dir, batch, &recorded)?;
             if todo.is_empty() {
                 continue;
             }
@@ -68,34 +122,22 @@ impl LedgerWriter {
                 done.skipped_batches.push(batch.to_string());
                 continue;
             }
-            self.compact_batch(&raw_dir, batch, &todo, level, &mut done)?;
+            self.compact_batch(&raw_dir, batch, &todo, level, deadline, &mut done)?;
         }
         Ok(done)
     }
 
-    /// Leftovers of a killed compaction in `batch`: temporary files, and
-    /// old files whose compressed form the ledger records already.
+    /// Leftovers of a killed compaction in `batch`: temporary files in its
+    /// directory, and old files whose compressed form the ledger records
+    /// already. (Those of a single-file archive, in `raw/` itself, went
+    /// first: [`remove_temporaries`].)
     fn finish_interrupted(
         &mut self,
         raw_dir: &Path,
         batch: &str,
         recorded: &[&str],
     ) -> Result<(), LedgerError> {
-        let mut dirs = vec![raw_dir.to_path_buf()];
-        dirs.push(raw::archive_path(&self.dir, batch));
-        for dir in &dirs {
-            let Ok(entries) = std::fs::read_dir(dir) else {
-                continue;
-            };
-            for e in entries {
-                let e = e.map_err(|e| LedgerError::io(dir, e))?;
-                let name = e.file_name().to_string_lossy().into_owned();
-                if name.starts_with('.') && name.ends_with(".segz.tmp") {
-                    let path = e.path();
-                    std::fs::remove_file(&path).map_err(|e| LedgerError::io(&path, e))?;
-                }
-            }
-        }
+        remove_temporaries(&raw::archive_path(&self.dir, batch))?;
         for z in recorded.iter().filter(|n| n.ends_with(rawz::SUFFIX)) {
             let old = z.strip_suffix('z').expect("ends with z");
             let old_path = raw_dir.join(old);
@@ -122,11 +164,16 @@ impl LedgerWriter {
         batch: &str,
         names: &[&str],
         level: i32,
+        deadline: Option<Instant>,
         done: &mut Compacted,
     ) -> Result<(), LedgerError> {
         let mut converted = Vec::new();
         let mut dirs: Vec<PathBuf> = Vec::new();
         for name in names {
+            if !converted.is_empty() && deadline.is_some_and(|d| Instant::now() >= d) {
+                done.unfinished = true;
+                break;
+            }
             let old = raw_dir.join(name);
             let dir = old.parent().unwrap_or(raw_dir).to_path_buf();
             let new_name = format!("{name}z");

@@ -1,0 +1,154 @@
+//! Compaction after a `finalize` run: the raw archive files the run (and
+//! earlier ones) kept uncompressed are converted to their compressed form
+//! (`ledger::rawz`) by default, so a user who never runs `harnery archive
+//! compact` still gets the saving.
+//!
+//! Off the commit path: it starts only after the run has committed and
+//! released the ledger, takes the finalizer lease only if it is free
+//! (a `finalize` waiting for the lease is never held up by more than the
+//! file in hand), and converts what fits in a time budget, leaving the rest
+//! to the next run. Each file goes through `archive compact`'s own steps
+//! (`ledger::write::compact`), so a kill at any moment leaves every file
+//! readable and recorded in its old form or its new. A failure here is a
+//! warning: the run's ledger is already complete.
+//!
+//! Off with `finalize --no-compact`, or in `HARNERY_HOME/config.toml`:
+//!
+//! ```toml
+//! [archive]
+//! compact = false          # default true
+//! compact_budget_ms = 1000 # default 1000: no new file is begun after this
+//! ```
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+
+use super::lease::Lease;
+use crate::home::Home;
+use crate::ledger::compact::Compacted;
+use crate::ledger::rawz::DEFAULT_LEVEL;
+use crate::ledger::{LedgerError, LedgerReader, LedgerWriter};
+
+/// The budget a run spends on compaction when the config names none.
+pub const DEFAULT_BUDGET: Duration = Duration::from_millis(1000);
+
+/// `[archive]` of `HARNERY_HOME/config.toml`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompactSettings {
+    pub enabled: bool,
+    pub budget: Duration,
+}
+
+impl Default for CompactSettings {
+    fn default() -> Self {
+        CompactSettings {
+            enabled: true,
+            budget: DEFAULT_BUDGET,
+        }
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct ConfigFile {
+    #[serde(default)]
+    archive: ArchiveTable,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ArchiveTable {
+    compact: Option<bool>,
+    compact_budget_ms: Option<u64>,
+}
+
+/// Why compaction after a run did not happen or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum CompactionError {
+    #[error("{path}: {detail}")]
+    Config { path: PathBuf, detail: String },
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+}
+
+impl CompactSettings {
+    /// The settings in `home`'s `config.toml` (none there: the defaults).
+    /// Other tables belong to others and are not read here.
+    pub fn load(home: &Home) -> Result<CompactSettings, CompactionError> {
+        let path = home.root().join("config.toml");
+        let bad = |detail: String| CompactionError::Config {
+            path: path.clone(),
+            detail,
+        };
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
+            Err(e) => return Err(bad(e.to_string())),
+        };
+        let file: ConfigFile = toml::from_str(&text).map_err(|e| bad(e.to_string()))?;
+        let defaults = Self::default();
+        Ok(CompactSettings {
+            enabled: file.archive.compact.unwrap_or(defaults.enabled),
+            budget: file
+                .archive
+                .compact_budget_ms
+                .map_or(defaults.budget, Duration::from_millis),
+        })
+    }
+}
+
+/// Convert what fits in `budget` of the live epoch's uncompressed raw
+/// archive files. `None` when there was nothing to do here: no live
+/// epoch, or another finalizer holds the lease (it, or the next run, will).
+pub fn after_run(
+    home: &Home,
+    now_unix_ns: i64,
+    budget: Duration,
+) -> Result<Option<Compacted>, CompactionError> {
+    let deadline = Instant::now() + budget;
+    if !LedgerReader::live_dir(home)
+        .join(crate::ledger::GENESIS_FILE)
+        .exists()
+    {
+        return Ok(None);
+    }
+    let Some(_lease) = Lease::try_take(home).map_err(|e| LedgerError::Io {
+        path: home.ledgers_dir(),
+        source: std::io::Error::other(e.to_string()),
+    })?
+    else {
+        return Ok(None);
+    };
+    let mut ledger = LedgerWriter::open(home, now_unix_ns)?;
+    Ok(Some(
+        ledger.compact_archive_within(DEFAULT_LEVEL, Some(deadline))?,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_archive_table_turns_compaction_off_and_sets_the_budget() {
+        let t = tempfile::tempdir().unwrap();
+        let home = Home::at(t.path());
+        assert_eq!(
+            CompactSettings::load(&home).unwrap(),
+            CompactSettings::default()
+        );
+        let config = t.path().join("config.toml");
+        std::fs::write(&config, "[ship]\nto = 'x'\n[archive]\ncompact = false\n").unwrap();
+        assert!(!CompactSettings::load(&home).unwrap().enabled);
+        std::fs::write(&config, "[archive]\ncompact_budget_ms = 50\n").unwrap();
+        let s = CompactSettings::load(&home).unwrap();
+        assert!(s.enabled && s.budget == Duration::from_millis(50));
+        std::fs::write(&config, "[archive]\ncompacts = false\n").unwrap();
+        let err = CompactSettings::load(&home).unwrap_err().to_string();
+        assert!(
+            err.contains("config.toml") && err.contains("compacts"),
+            "{err}"
+        );
+    }
+}
