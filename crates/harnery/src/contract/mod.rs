@@ -19,6 +19,7 @@ mod event_id;
 mod generation;
 pub(crate) mod json;
 mod json_text;
+mod outcome;
 mod payload;
 pub mod session_name;
 mod validate;

@@ -37,21 +37,6 @@ pub enum Outcome {
     Unknown,
 }
 
-impl Outcome {
-    /// The outcome a span ended with, once its exit code is known: a
-    /// non-zero exit is a failure, whatever the agent called the result
-    /// (Copilot reports a shell command that exited 3 as `success`, and
-    /// only its record has the exit code). An interrupted call stays
-    /// interrupted. The one rule every reader of an outcome applies; the
-    /// events keep what the agent said.
-    pub fn judged(self, exit_code: Option<i64>) -> Outcome {
-        match (self, exit_code) {
-            (Outcome::Success | Outcome::Unknown, Some(code)) if code != 0 => Outcome::Failure,
-            (outcome, _) => outcome,
-        }
-    }
-}
-
 /// The six reasons of ADR 0078 for which the finalizer mints a terminal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
