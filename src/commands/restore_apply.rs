@@ -46,6 +46,14 @@ pub struct ApplyPlan {
     content: Vec<u8>,
 }
 
+impl ApplyPlan {
+    /// The bytes `--apply` writes: the record up to the checkpoint, the
+    /// new session's id in it.
+    pub fn content(&self) -> &[u8] {
+        &self.content
+    }
+}
+
 /// The plan for `log`'s session at `cp`: the record cut and the new
 /// session's place. Nothing is written.
 pub fn plan(

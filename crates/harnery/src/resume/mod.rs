@@ -19,6 +19,7 @@ pub mod claude_fork;
 pub mod copilot;
 pub mod copilot_sdk;
 pub mod evidence;
+pub mod exact;
 pub mod lines;
 pub mod log;
 pub mod materialize;

@@ -218,8 +218,12 @@ pub fn cut_for(
     };
     let (scan, _) = scan(ledger, log, cp.offset)?;
     let (next_turn_at, turns) = scan.next_turn(Some(at.end));
-    let bytes = archived_prefix(ledger, &log.session, &at.path, Some(at.end))?;
-    let mut cut = scan.cut(at.path.clone(), at.end, next_turn_at, turns);
+    let mut bytes = archived_prefix(ledger, &log.session, &at.path, Some(at.end))?;
+    // A place written before the next prompt's queue rows were known to
+    // be its preamble still ends at the checkpoint's last line.
+    bytes.truncate(preamble_start(log.session.adapter, &bytes));
+    let end = bytes.len() as u64;
+    let mut cut = scan.cut(at.path.clone(), end, next_turn_at, turns);
     cut.located = true;
     cut.line_id = at.line_id.clone();
     Ok((cut, bytes))
@@ -297,8 +301,8 @@ pub fn archived_prefix(
 
 /// Where the next turn's preamble starts at the end of `bytes` (whole
 /// lines), by the marks the agent's reader gives its lines
-/// (`line_mark`): Claude Code writes a `file-history-snapshot` row before
-/// a prompt; Copilot's turn is over at its last `assistant.turn_end`.
+/// (`line_mark`): Claude Code writes a `file-history-snapshot` row
+/// (interactive) or `queue-operation` rows (print mode) before a prompt; Copilot's turn is over at its last `assistant.turn_end`.
 fn preamble_start(adapter: AdapterId, bytes: &[u8]) -> usize {
     let mut lines: Vec<(usize, usize)> = Vec::new();
     let mut start = 0;

@@ -1,0 +1,307 @@
+//! The look-only `restore` resumes exactly at the checkpoint or not at
+//! all: Claude Code's own resume at the kept turns' last row (print mode,
+//! `--resume-session-at`), Copilot's plain resume only at the session's
+//! latest point, `--record` arming only a resume that is in place and
+//! exact, and never a command that cannot work. Over real finalized homes
+//! (`restore_apply`); expectations about the record are read from the
+//! record files here.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::common::{self, stderr};
+use crate::restore_apply::*;
+use crate::restore_apply_more::copilot_world_of;
+
+/// The `uuid` of the last `assistant` row among `lines`.
+fn last_assistant_row(lines: &[String]) -> String {
+    lines
+        .iter()
+        .rev()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|v| v["type"] == "assistant")
+        .unwrap()["uuid"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+fn types(w: &World, session: &str) -> Vec<Value> {
+    w.ok(&["replay", session, "--json", "--include-superseded"])
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Copilot's `resume` session, two turns (a first run, then a resumed run
+/// with one more prompt).
+fn copilot_two_turns() -> World {
+    copilot_world_of(
+        COPILOT,
+        "resume-2-resumed-run",
+        &["resume-1-first-run", "resume-2-resumed-run"],
+    )
+}
+
+#[test]
+fn claude_code_resumes_at_the_kept_turns_last_row_in_print_mode() {
+    let w = claude_world();
+    let turn1 = format!("turn:{CLAUDE_TURN_1}");
+    let row = last_assistant_row(&claude_turn_1_lines(&w.record));
+    let before = w.snapshot();
+    let shown = w.json(&["restore", CLAUDE, "--checkpoint", &turn1, "--json"]);
+    let shim = &shown["shim"];
+    assert_eq!(shim["program"], "claude");
+    assert_eq!(
+        shim["arguments"],
+        json!([
+            "-p",
+            "--resume",
+            CLAUDE,
+            "--resume-session-at",
+            row,
+            "--fork-session"
+        ])
+    );
+    assert_eq!(shim["runnable"], true);
+    assert_eq!(shim["cwd"], w.project.display().to_string());
+    let interactive = shim["interactive"].as_str().unwrap();
+    assert!(interactive.contains("--apply"), "{interactive}");
+    assert!(interactive.contains(&turn1), "{interactive}");
+    // Words for the agent keep one `-p`.
+    let with_prompt = w.json(&[
+        "restore",
+        CLAUDE,
+        "--checkpoint",
+        &turn1,
+        "--json",
+        "--",
+        "-p",
+        "go on",
+    ]);
+    let args = with_prompt["shim"]["arguments"].as_array().unwrap();
+    assert_eq!(args.iter().filter(|a| *a == "-p").count(), 1, "{args:?}");
+    assert_eq!(args.last().unwrap(), "go on");
+    let text = w.ok(&["restore", CLAUDE, "--checkpoint", &turn1]);
+    assert!(text.contains("--resume-session-at"), "{text}");
+    assert!(
+        text.contains("interactive resume: harnery restore"),
+        "{text}"
+    );
+    assert_eq!(before, w.snapshot(), "nothing written");
+}
+
+/// `--record` arms an in-place resume: the command it prints resumes the
+/// session itself at the row (no fork), so the turn it supersedes is one
+/// the model is not given.
+#[test]
+fn record_arms_an_in_place_resume_at_the_row() {
+    let w = claude_world();
+    let turn1 = format!("turn:{CLAUDE_TURN_1}");
+    let row = last_assistant_row(&claude_turn_1_lines(&w.record));
+    let shown = w.json(&[
+        "restore",
+        CLAUDE,
+        "--checkpoint",
+        &turn1,
+        "--record",
+        "--json",
+    ]);
+    assert_eq!(
+        shown["shim"]["arguments"],
+        json!(["-p", "--resume", CLAUDE, "--resume-session-at", row])
+    );
+    // The agent resumes in place, as that command makes it.
+    let hooks =
+        std::fs::read_to_string(root().join("tests/fixtures/claude-code/interactive/hooks.jsonl"))
+            .unwrap();
+    for event in ["SessionStart", "UserPromptSubmit", "Stop"] {
+        let line = hooks
+            .lines()
+            .find(|l| l.contains(CLAUDE) && l.contains(&format!("\"{event}\"")))
+            .unwrap();
+        let mut v: Value = serde_json::from_str(line).unwrap();
+        v["source"] = "resume".into();
+        v["prompt_id"] = "11111111-2222-4333-8444-555555555555".into();
+        v["transcript_path"] = w.record.display().to_string().into();
+        common::deliver(w.home.path(), "claude-code", &v.to_string());
+    }
+    w.ok(&["finalize"]);
+    let events = types(&w, CLAUDE);
+    let resumed: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "session.resumed")
+        .collect();
+    assert_eq!(resumed.len(), 1, "{events:#?}");
+    assert_eq!(resumed[0]["payload"]["evidence"], "restore");
+    let boundary = shown["seed"]["boundary_offset"].as_u64().unwrap();
+    assert_eq!(resumed[0]["payload"]["superseded"]["from"], boundary);
+}
+
+/// Copilot cannot resume at an earlier point: at turn 1 of two, the
+/// look-only restore offers `--apply`, and `--record` records nothing (a
+/// `copilot --resume` would give the model turn 2, so nothing of it may
+/// be marked superseded). At the latest turn its own resume is fine.
+#[test]
+fn copilot_resumes_natively_only_at_the_sessions_latest_point() {
+    let w = copilot_two_turns();
+    let turn1 = checkpoint_of_turn(&w, COPILOT, 0);
+    let turn2 = checkpoint_of_turn(&w, COPILOT, 1);
+    let shown = w.json(&["restore", COPILOT, "--checkpoint", &turn1, "--json"]);
+    assert_eq!(shown["shim"]["program"], "harnery");
+    assert_eq!(shown["shim"]["native"], false);
+    let args = shown["shim"]["arguments"].as_array().unwrap();
+    assert_eq!(args[0], "restore");
+    assert_eq!(args.last().unwrap(), "--apply");
+    let latest = w.json(&["restore", COPILOT, "--checkpoint", &turn2, "--json"]);
+    assert_eq!(latest["shim"]["arguments"], json!(["--resume", COPILOT]));
+
+    let out = w.harnery(&["restore", COPILOT, "--checkpoint", &turn1, "--record"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = common::stdout(&out);
+    assert!(
+        text.contains("no command resumes this session in place"),
+        "{text}"
+    );
+    w.ok(&["finalize"]);
+    let events = types(&w, COPILOT);
+    assert!(events.iter().all(|e| e["type"] != "restore.recorded"));
+    assert!(events.iter().all(|e| e["superseded"] != true));
+}
+
+/// A record made without following the agent's record, the agent's own
+/// record then deleted: no command can resume it, and none is offered.
+#[test]
+fn nothing_is_offered_when_neither_archive_nor_agent_has_the_record() {
+    let w = claude_world_following(false);
+    std::fs::remove_file(&w.record).unwrap();
+    let shown = w.json(&["restore", CLAUDE, "--json"]);
+    assert_eq!(shown["shim"]["runnable"], false, "{:#}", shown["shim"]);
+    assert!(shown["shim"].get("program").is_none());
+    assert_eq!(shown["shim"]["text"], "");
+    let text = w.ok(&["restore", CLAUDE]);
+    assert!(
+        text.contains("resume: none (no command can resume"),
+        "{text}"
+    );
+    // With the transcript there, Claude Code forks it itself.
+    let w = claude_world_following(false);
+    let row = last_assistant_row(&claude_turn_1_lines(&w.record));
+    let turn1 = format!("turn:{CLAUDE_TURN_1}");
+    let shown = w.json(&["restore", CLAUDE, "--checkpoint", &turn1, "--json"]);
+    assert_eq!(shown["shim"]["arguments"][4], row.as_str());
+
+    // Copilot, its events.jsonl gone and nothing archived.
+    let session = COPILOT;
+    let w = copilot_world_of(session, "resume-1-first-run", &["resume-1-first-run"]);
+    let bare = tempfile::tempdir().unwrap();
+    let home = bare.path();
+    let fixture = root().join("tests/fixtures/copilot/resume-1-first-run/hook-capture.jsonl");
+    for line in std::fs::read_to_string(fixture).unwrap().lines() {
+        if !line.trim().is_empty() {
+            common::deliver(home, "copilot", line);
+        }
+    }
+    let finalize = w
+        .command()
+        .env("HARNERY_HOME", home)
+        .env("HARNERY_RECORDS", "off")
+        .arg("finalize")
+        .output()
+        .unwrap();
+    assert!(finalize.status.success(), "{}", stderr(&finalize));
+    std::fs::remove_file(&w.record).unwrap();
+    let out = w
+        .command()
+        .env("HARNERY_HOME", home)
+        .args(["restore", session, "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(shown["shim"]["runnable"], false, "{:#}", shown["shim"]);
+    assert!(
+        shown["shim"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("events.jsonl was not found"),
+        "{:#}",
+        shown["shim"]
+    );
+}
+
+/// A print-mode Claude Code session (the `resume` capture): each prompt
+/// is queued first (`queue-operation` rows carrying its text). The record
+/// put back at turn 1 ends at turn 1's last line, turn 2's queue rows
+/// left out.
+#[test]
+fn the_record_put_back_ends_before_the_next_prompts_queue_rows() {
+    let session = "8d31d374-43c7-42c3-aadb-185a6df76fcf";
+    let fixture = root().join("tests/fixtures/records/claude-code/resume.jsonl");
+    let user = tempfile::tempdir().unwrap();
+    let project = user.path().join("proj");
+    std::fs::create_dir_all(&project).unwrap();
+    let dir = user.path().join("claude/projects/-proj");
+    std::fs::create_dir_all(&dir).unwrap();
+    let record = dir.join(format!("{session}.jsonl"));
+    std::fs::copy(&fixture, &record).unwrap();
+    let w = World {
+        home: tempfile::tempdir().unwrap(),
+        user,
+        project,
+        record,
+    };
+    let hooks = root().join("tests/fixtures/claude-code/resume/hooks.jsonl");
+    for line in std::fs::read_to_string(hooks).unwrap().lines() {
+        let mut v: Value = serde_json::from_str(line).unwrap();
+        v["transcript_path"] = w.record.display().to_string().into();
+        v["cwd"] = w.project.display().to_string().into();
+        common::deliver(w.home.path(), "claude-code", &v.to_string());
+    }
+    w.ok(&["finalize"]);
+    let turn1 = checkpoint_of_turn(&w, session, 0);
+    // Every line before turn 2's prompt row but its queue rows.
+    let prompts: Vec<String> = std::fs::read_to_string(&w.record)
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let v: Value = serde_json::from_str(l).ok()?;
+            (v["type"] == "user").then(|| v["promptId"].as_str().map(String::from))?
+        })
+        .collect();
+    let second = prompts.iter().find(|p| **p != prompts[0]).unwrap().clone();
+    let mut kept = lines_before(&w.record, |v| v["promptId"] == second.as_str());
+    while kept
+        .last()
+        .is_some_and(|l| l.contains("\"queue-operation\""))
+    {
+        kept.pop();
+    }
+    let new_id = "0b5e6c1e-0000-4000-8000-00000000000a";
+    let out = w.json(&[
+        "restore",
+        session,
+        "--checkpoint",
+        &turn1,
+        "--apply",
+        "--new-id",
+        new_id,
+        "--json",
+    ]);
+    let written = std::fs::read_to_string(out["apply"]["path"].as_str().unwrap()).unwrap();
+    assert!(!written.contains("[[scenario:resume2]]"), "turn 2's text");
+    assert_eq!(written.replace(new_id, session), kept.concat());
+    assert_eq!(
+        out["apply"]["record"]["end"],
+        kept.concat().len() as u64,
+        "{:#}",
+        out["apply"]
+    );
+    // The place finalize wrote says the same.
+    let cp = w.json(&["checkpoints", session, "--json", "--id", &turn1]);
+    if let Some(end) = cp["located"]["end"].as_u64() {
+        assert_eq!(end, kept.concat().len() as u64);
+    }
+    let _ = Path::new(&w.record);
+}
