@@ -305,3 +305,46 @@ fn the_record_put_back_ends_before_the_next_prompts_queue_rows() {
     }
     let _ = Path::new(&w.record);
 }
+
+/// A `harnery exec` command is in the effects of the checkpoint that
+/// first pins past it (`checkpoints --json`), as `restore` lists it, and
+/// only there.
+#[test]
+fn exec_commands_are_the_next_checkpoints_own_effects() {
+    let w = claude_world();
+    let out = w.harnery(&["exec", "--session", CLAUDE, "--", "sh", "-c", "exit 3"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let later = ["--now", "2026-11-30T12:01:00Z"];
+    w.ok(&[&["checkpoint", CLAUDE, "--id", "after-exec"][..], &later].concat());
+    let last = ["--now", "2026-11-30T12:02:00Z"];
+    w.ok(&[&["checkpoint", CLAUDE, "--id", "after-that"][..], &last].concat());
+    w.ok(&["finalize"]);
+    let own = w.json(&["checkpoints", CLAUDE, "--json", "--id", "after-exec"]);
+    let commands: Vec<&Value> = own["effects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "command")
+        .collect();
+    assert_eq!(commands.len(), 1, "{own:#}");
+    assert_eq!(commands[0]["command"], "sh -c exit 3");
+    assert_eq!(commands[0]["exit_code"], 3);
+    let next = w.json(&["checkpoints", CLAUDE, "--json", "--id", "after-that"]);
+    assert!(
+        next["effects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["kind"] != "command"),
+        "{next:#}"
+    );
+    // The restore lists it once.
+    let shown = w.json(&["restore", CLAUDE, "--checkpoint", "after-that", "--json"]);
+    let listed = shown["seed"]["effects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "command")
+        .count();
+    assert_eq!(listed, 1);
+}

@@ -16,6 +16,7 @@ pub mod canonical;
 pub mod chronicle;
 pub mod claude;
 pub mod claude_fork;
+pub mod command_effects;
 pub mod copilot;
 pub mod copilot_sdk;
 pub mod evidence;

@@ -336,18 +336,15 @@ pub fn claude_at(
     } else {
         "in place, the new turn a branch of the session"
     };
-    let then = match &interactive {
-        Some(cmd) => format!("for an interactive resume, put the record back first: {cmd}"),
-        None => "an interactive resume would send the whole session".into(),
-    };
     let mut shim = ResumeShim::cli(
         "claude",
         arguments,
         true,
         format!(
             "Claude Code resumes its own transcript at the checkpoint's last row ({row}), {how}; \
-             it honours --resume-session-at in print mode only (-p: give the prompt after it or \
-             on stdin), where nothing past the checkpoint reaches the model; {then}"
+             it honours --resume-session-at in print mode only (-p: the prompt after it or on \
+             stdin), so nothing past the checkpoint reaches the model (interactively the whole \
+             session would)"
         ),
     );
     shim.interactive = interactive;
