@@ -156,7 +156,7 @@ pub fn run(args: Args) -> CmdResult {
         harnery::resume::materialize::check_new_id(new_id)?;
     }
     // What --apply does, worked out (and done, with --apply).
-    let mut plan = apply::plan(ledger, &log, &cp, args.new_id.as_deref());
+    let mut plan = apply::plan(&home, ledger, &log, &cp, args.new_id.as_deref());
     let shim = choose_shim(&args, ledger, &log, &cp, &mut plan, &home, now)?;
     // Only an explicit --record arms an in-place resume; a shim that is
     // not native starts a new session, and this one is not resumed.

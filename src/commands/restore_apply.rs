@@ -21,7 +21,7 @@ use harnery::ledger::LedgerReader;
 use harnery::operator::Target;
 use harnery::resume::log::{Checkpoint, SessionLog};
 use harnery::resume::materialize::{self, destination, with_session_id, write_new};
-use harnery::resume::record_cut::{RecordCut, cut_for};
+use harnery::resume::record_cut::{Parts, RecordCut, cut_for};
 
 use super::CmdError;
 
@@ -57,12 +57,26 @@ impl ApplyPlan {
 /// The plan for `log`'s session at `cp`: the record cut and the new
 /// session's place. Nothing is written.
 pub fn plan(
+    home: &Home,
     ledger: &LedgerReader,
     log: &SessionLog,
     cp: &Checkpoint,
     new_id: Option<&str>,
 ) -> Result<ApplyPlan, CmdError> {
-    let (record, bytes) = cut_for(ledger, log, cp)?;
+    let (record, bytes) = match cut_for(&Parts::one(ledger), log, cp) {
+        // The session began before an epoch advance: its record's first
+        // bytes and its directory are in the archived epoch.
+        Err(e) if e.other_epochs_may_help() => {
+            let (earlier, later) = super::session_epochs::around(home, ledger)?;
+            let parts = Parts {
+                ledger,
+                earlier: earlier.iter().collect(),
+                later: later.iter().collect(),
+            };
+            cut_for(&parts, log, cp)?
+        }
+        cut => cut?,
+    };
     let session_id = match new_id {
         Some(id) => {
             materialize::check_new_id(id)?;

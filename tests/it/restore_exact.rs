@@ -348,3 +348,86 @@ fn exec_commands_are_the_next_checkpoints_own_effects() {
         .count();
     assert_eq!(listed, 1);
 }
+
+/// Claude Code's session recorded up to turn 1, an epoch advance, then
+/// turn 2 in the new epoch: turn 2's checkpoint is put back whole, its
+/// record's first bytes read from the archived epoch's raw archive, and
+/// the resume runs in the session's directory.
+#[cfg(feature = "failpoints")]
+#[test]
+fn a_checkpoint_pinned_after_an_advance_is_put_back_from_both_epochs() {
+    let w = claude_world();
+    let w = World {
+        home: tempfile::tempdir().unwrap(),
+        ..w
+    };
+    let full = std::fs::read(&w.record).unwrap();
+    let turn_1 = claude_turn_1_lines(&w.record).concat();
+    std::fs::write(&w.record, &turn_1).unwrap();
+    let hooks: Vec<Value> =
+        std::fs::read_to_string(root().join("tests/fixtures/claude-code/interactive/hooks.jsonl"))
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains(CLAUDE))
+            .map(|l| {
+                let mut v: Value = serde_json::from_str(l).unwrap();
+                v["transcript_path"] = w.record.display().to_string().into();
+                v["cwd"] = w.project.display().to_string().into();
+                v
+            })
+            .collect();
+    let second = hooks
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| v["hook_event_name"] == "UserPromptSubmit")
+        .nth(1)
+        .unwrap()
+        .0;
+    for v in &hooks[..second] {
+        common::deliver(w.home.path(), "claude-code", &v.to_string());
+    }
+    w.ok(&["finalize"]);
+    w.next(&["epoch", "advance"]);
+    std::fs::write(&w.record, &full).unwrap();
+    for v in &hooks[second..] {
+        common::deliver(w.home.path(), "claude-code", &v.to_string());
+    }
+    w.next(&["finalize"]);
+    let log: Value = serde_json::from_str(&w.next(&["checkpoints", CLAUDE, "--json"])).unwrap();
+    let turn2 = log["checkpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["origin"] == "turn")
+        .unwrap_or_else(|| panic!("{log:#}"))["checkpoint_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let shown: Value =
+        serde_json::from_str(&w.next(&["restore", CLAUDE, "--checkpoint", &turn2, "--json"]))
+            .unwrap();
+    assert_eq!(shown["shim"]["cwd"], w.project.display().to_string());
+    assert_eq!(shown["shim"]["program"], "claude", "{:#}", shown["shim"]);
+    let new_id = "0b5e6c1e-0000-4000-8000-00000000000b";
+    let out: Value = serde_json::from_str(&w.next(&[
+        "restore",
+        CLAUDE,
+        "--checkpoint",
+        &turn2,
+        "--apply",
+        "--new-id",
+        new_id,
+        "--json",
+    ]))
+    .unwrap();
+    let end = out["apply"]["record"]["end"].as_u64().unwrap() as usize;
+    assert!(end > turn_1.len(), "turn 2 is kept: {:#}", out["apply"]);
+    let written = std::fs::read_to_string(out["apply"]["path"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        written.replace(new_id, CLAUDE).as_bytes(),
+        &full[..end],
+        "both epochs' bytes, byte for byte"
+    );
+    assert_eq!(out["shim"]["cwd"], w.project.display().to_string());
+    assert_eq!(out["shim"]["arguments"], json!(["--resume", new_id]));
+}
