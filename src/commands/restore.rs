@@ -160,7 +160,9 @@ pub fn run(args: Args) -> CmdResult {
     let shim = choose_shim(&args, ledger, &log, &cp, &mut plan, &home, now)?;
     // Only an explicit --record arms an in-place resume; a shim that is
     // not native starts a new session, and this one is not resumed.
-    let record = args.record && shim.native;
+    let record = args.record
+        && shim.native
+        && !harnery::resume::exact::kept_turn_goes_on(ledger, &log, cp.offset)?;
     if record {
         let target = Target {
             home,
@@ -467,8 +469,10 @@ fn write_text(
         (_, true) => {}
         (true, false) => writeln!(
             out,
-            "  (not recorded: --record arms an in-place resume, and no command resumes this \
-             session in place at the checkpoint; --apply starts a new session there)"
+            "  (not recorded: --record arms an in-place resume, and none resumes this session \
+             exactly at the checkpoint: either no command resumes it in place there, or the \
+             kept turns' events go on past its offset and would be marked superseded though \
+             the agent is given them; --apply starts a new session there)"
         )?,
         (false, false) => writeln!(
             out,

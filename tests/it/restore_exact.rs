@@ -94,11 +94,22 @@ fn claude_code_resumes_at_the_kept_turns_last_row_in_print_mode() {
 
 /// `--record` arms an in-place resume: the command it prints resumes the
 /// session itself at the row (no fork), so the turn it supersedes is one
-/// the model is not given.
+/// the model is not given. Recorded from the hooks alone (the agent's
+/// record not followed), so nothing of turn 1 lies past its checkpoint.
 #[test]
 fn record_arms_an_in_place_resume_at_the_row() {
-    let w = claude_world();
+    // With the record followed, turn 1's record lines were read after
+    // turn 2's prompt pinned its checkpoint: a recorded restore would
+    // mark them superseded though the agent is given them. Not recorded.
+    let followed = claude_world();
     let turn1 = format!("turn:{CLAUDE_TURN_1}");
+    let text = followed.ok(&["restore", CLAUDE, "--checkpoint", &turn1, "--record"]);
+    assert!(text.contains("go on past its offset"), "{text}");
+    followed.ok(&["finalize"]);
+    let events = types(&followed, CLAUDE);
+    assert!(events.iter().all(|e| e["type"] != "restore.recorded"));
+
+    let w = claude_world_following(false);
     let row = last_assistant_row(&claude_turn_1_lines(&w.record));
     let shown = w.json(&[
         "restore",
@@ -161,7 +172,7 @@ fn copilot_resumes_natively_only_at_the_sessions_latest_point() {
     assert!(out.status.success(), "{}", stderr(&out));
     let text = common::stdout(&out);
     assert!(
-        text.contains("no command resumes this session in place"),
+        text.contains("none resumes this session exactly at the checkpoint"),
         "{text}"
     );
     w.ok(&["finalize"]);

@@ -95,7 +95,7 @@ fn a_killed_copilot_session_restores_through_the_policy_and_resumes() {
     );
     assert!(text.contains("resume: none"), "{text}");
     assert!(
-        text.contains("no command resumes this session in place"),
+        text.contains("none resumes this session exactly at the checkpoint"),
         "{text}"
     );
     let restore = record_restore(home.path(), "copilot", COPILOT_KILLED, "before-kill");

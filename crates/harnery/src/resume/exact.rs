@@ -79,6 +79,33 @@ pub fn later_turn(
     }))
 }
 
+/// Whether a live event of a turn the checkpoint pinned at `boundary`
+/// keeps lies at or above the boundary (the turn's record lines, read
+/// after the next prompt pinned the checkpoint, say). A recorded restore
+/// supersedes the whole range from the boundary on, so it would mark them
+/// superseded though the agent is given them: `restore --record` then
+/// records nothing.
+pub fn kept_turn_goes_on(
+    ledger: &LedgerReader,
+    log: &SessionLog,
+    boundary: u64,
+) -> Result<bool, LedgerError> {
+    let mut kept: HashSet<String> = HashSet::new();
+    let mut past = false;
+    ledger.for_each_in_session_range(&log.session, 0, log.head, |e| {
+        let Some(turn) = e.turn.turn_id.filter(|_| !log.is_superseded(e.offset)) else {
+            return Ok::<(), LedgerError>(());
+        };
+        if e.offset < boundary {
+            kept.insert(turn);
+        } else if kept.contains(&turn) {
+            past = true;
+        }
+        Ok(())
+    })?;
+    Ok(past)
+}
+
 /// Whether Copilot's own record at `path` holds a user message past byte
 /// `end`, which harnery may not have read yet: the agent went on after
 /// the checkpoint. A record that cannot be read says nothing.
