@@ -462,6 +462,56 @@ mod tests {
     }
 
     #[test]
+    fn claude_resumes_at_a_row_in_print_mode_and_keeps_one_print_flag() {
+        let fork = claude_at("x", "row-1", true, Some("harnery restore x --apply".into()));
+        assert_eq!(
+            fork.text,
+            "claude -p --resume x --resume-session-at row-1 --fork-session"
+        );
+        assert_eq!(
+            fork.interactive.as_deref(),
+            Some("harnery restore x --apply")
+        );
+        let in_place = claude_at("x", "row-1", false, None);
+        assert_eq!(
+            in_place.text,
+            "claude -p --resume x --resume-session-at row-1"
+        );
+        let words: Vec<String> = ["--print", "go on"].map(String::from).to_vec();
+        let said = fork.with_words(&words, None).unwrap();
+        assert_eq!(
+            said.arguments,
+            [
+                "--resume",
+                "x",
+                "--resume-session-at",
+                "row-1",
+                "--fork-session",
+                "--print",
+                "go on"
+            ]
+        );
+    }
+
+    #[test]
+    fn no_command_is_rendered_where_none_can_resume() {
+        let none = unavailable("nothing left".into())
+            .in_dir(Some("/w".into()))
+            .carrying(&["--epoch".into(), "all".into()])
+            .with_words(&["-p".into(), "go".into()], None)
+            .unwrap();
+        assert!(!none.runnable);
+        assert_eq!(none.program, None);
+        assert!(none.arguments.is_empty());
+        assert_eq!(none.text, "");
+        assert_eq!(none.cwd, None);
+        assert_eq!(none.reason, "nothing left");
+        let json = serde_json::to_value(&none).unwrap();
+        assert_eq!(json["runnable"], false);
+        assert!(json.get("program").is_none());
+    }
+
+    #[test]
     fn a_put_back_carries_restores_flags_and_hands_the_words_on_after_the_double_dash() {
         let words: Vec<String> = ["-p", "it's $(x)"].map(String::from).to_vec();
         let flags = [option("--transport", "sdk"), option("--sdk", "/my sdk")].concat();
