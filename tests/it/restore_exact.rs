@@ -442,3 +442,48 @@ fn a_checkpoint_pinned_after_an_advance_is_put_back_from_both_epochs() {
     assert_eq!(out["shim"]["cwd"], w.project.display().to_string());
     assert_eq!(out["shim"]["arguments"], json!(["--resume", new_id]));
 }
+
+/// The home generation 6 wrote (its sessions recorded without their
+/// agents' records, which are not on this machine either), advanced by
+/// this build: a checkpoint of its clean Claude Code session pinned after
+/// the advance has nothing to resume from, and the restore says so rather
+/// than print a `claude --resume` that cannot find the session; `--apply`
+/// exits 2 naming what is missing.
+#[test]
+fn a_checkpoint_pinned_after_advancing_the_generation_six_home_offers_nothing_that_fails() {
+    let (home, _) = crate::finalize_records::advanced_from("gen6");
+    let home = home.path();
+    let user = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let mut cmd = common::harnery(home);
+        common::without_installed_agents(&mut cmd, user.path());
+        cmd.args(args).output().unwrap()
+    };
+    let ok = |args: &[&str]| {
+        let out = run(args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        common::stdout(&out)
+    };
+    let clean = "82655d0f-45cd-404f-9e4e-e90fea255247";
+    ok(&["finalize"]);
+    ok(&["checkpoint", clean, "--id", "after-advance"]);
+    ok(&["finalize"]);
+    let restore = ["restore", clean, "--checkpoint", "after-advance"];
+    let shown: Value = serde_json::from_str(&ok(&[&restore[..], &["--json"]].concat())).unwrap();
+    let shim = &shown["shim"];
+    assert_eq!(shim["runnable"], false, "{shim:#}");
+    assert!(shim.get("program").is_none());
+    let reason = shim["reason"].as_str().unwrap();
+    assert!(reason.contains("nothing to put back"), "{reason}");
+    let apply = run(&[&restore[..], &["--apply"]].concat());
+    assert_eq!(apply.status.code(), Some(2));
+    assert!(
+        stderr(&apply).contains("nothing to put back"),
+        "{}",
+        stderr(&apply)
+    );
+    assert!(
+        !user.path().join(".claude/projects").exists(),
+        "nothing written"
+    );
+}
