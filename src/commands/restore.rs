@@ -217,7 +217,8 @@ fn choose_shim(
                 apply::shim_for(session.adapter, p, args.transport.into(), policy)
             }
             Err(e) => {
-                let fork = apply::fork_instead(ledger, log, cp, e, &args.agent_args, args.exec)?;
+                let words = &args.agent_args;
+                let fork = apply::fork_instead(home, ledger, log, cp, e, words, args.exec)?;
                 cwd = fork.cwd.clone();
                 shim::claude_at(id, &fork.row, true, None)
             }
@@ -225,6 +226,7 @@ fn choose_shim(
     } else {
         let sdk_dir = sdk.as_ref().and_then(|r| r.sdk_dir.as_deref());
         let look = super::restore_resume::Look {
+            home,
             ledger,
             log,
             cp,

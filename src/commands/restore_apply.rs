@@ -141,6 +141,7 @@ pub fn apply(
 /// is written and nothing recorded: the new session's id is the agent's
 /// to choose.
 pub fn fork_instead(
+    home: &Home,
     ledger: &LedgerReader,
     log: &SessionLog,
     cp: &Checkpoint,
@@ -152,7 +153,7 @@ pub fn fork_instead(
     if log.session.adapter != AdapterId::ClaudeCode {
         return Err(refused(String::new()).into());
     }
-    let fork = harnery::resume::claude_fork::fork_at(ledger, log, cp.offset).map_err(|e| {
+    let fork = claude_fork_at(home, ledger, log, cp.offset).map_err(|e| {
         refused(format!(
             "; nor can Claude Code fork its own transcript: {e}"
         ))
@@ -167,6 +168,28 @@ pub fn fork_instead(
         .into());
     }
     Ok(fork)
+}
+
+/// Where Claude Code forks its own transcript for the checkpoint pinned
+/// at `boundary`: from this epoch's part of the session, else (it began
+/// before an advance) with the earlier epochs' parts too.
+pub fn claude_fork_at(
+    home: &Home,
+    ledger: &LedgerReader,
+    log: &SessionLog,
+    boundary: u64,
+) -> Result<harnery::resume::claude_fork::ForkAt, String> {
+    use harnery::resume::claude_fork::{fork_at, fork_at_across};
+    fork_at(ledger, log, boundary).or_else(|first| {
+        let Ok((earlier, _)) = super::session_epochs::around(home, ledger) else {
+            return Err(first);
+        };
+        if earlier.is_empty() {
+            return Err(first);
+        }
+        let earlier: Vec<&LedgerReader> = earlier.iter().collect();
+        fork_at_across(&earlier, ledger, log, boundary)
+    })
 }
 
 /// Run the shim: `program arguments…` (for the SDK, `node` with the

@@ -28,6 +28,7 @@ use super::restore_apply::ApplyPlan;
 
 /// What the look-only restore needs to choose.
 pub struct Look<'a> {
+    pub home: &'a harnery::home::Home,
     pub ledger: &'a LedgerReader,
     pub log: &'a SessionLog,
     pub cp: &'a Checkpoint,
@@ -94,7 +95,8 @@ impl Look<'_> {
                 ),
             },
             Err(archive) => {
-                match harnery::resume::claude_fork::fork_at(self.ledger, self.log, self.cp.offset) {
+                let (home, ledger, log) = (self.home, self.ledger, self.log);
+                match super::restore_apply::claude_fork_at(home, ledger, log, self.cp.offset) {
                     Ok(at) => (shim::claude_at(id, &at.row, fork, None), at.cwd),
                     Err(agent) => (
                         self.nothing(

@@ -487,3 +487,50 @@ fn a_checkpoint_pinned_after_advancing_the_generation_six_home_offers_nothing_th
         "nothing written"
     );
 }
+
+/// Recorded without following the agent's record, then an epoch advance
+/// and a checkpoint pinned after it: Claude Code's own transcript is
+/// still there, named by the session's start in the archived epoch, so
+/// the resume is Claude Code's own at the last row the checkpoint keeps
+/// (every turn, all before the advance), in the session's directory.
+#[cfg(feature = "failpoints")]
+#[test]
+fn claude_code_resumes_its_own_transcript_across_an_advance() {
+    let w = claude_world_following(false);
+    let next = |args: &[&str]| {
+        let out = w
+            .command()
+            .env("HARNERY_TEST_SCHEMA_SUFFIX", common::NEXT_CONTRACT)
+            .env("HARNERY_RECORDS", "off")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        common::stdout(&out)
+    };
+    next(&["epoch", "advance"]);
+    next(&["checkpoint", CLAUDE, "--id", "after-advance"]);
+    next(&["finalize"]);
+    let all: Vec<String> = std::fs::read_to_string(&w.record)
+        .unwrap()
+        .split_inclusive('\n')
+        .map(String::from)
+        .collect();
+    let row = last_assistant_row(&all);
+    let restore = ["restore", CLAUDE, "--checkpoint", "after-advance", "--json"];
+    let shown: Value = serde_json::from_str(&next(&restore)).unwrap();
+    assert_eq!(
+        shown["shim"]["arguments"],
+        json!([
+            "-p",
+            "--resume",
+            CLAUDE,
+            "--resume-session-at",
+            row,
+            "--fork-session"
+        ]),
+        "{:#}",
+        shown["shim"]
+    );
+    assert_eq!(shown["shim"]["cwd"], w.project.display().to_string());
+}
