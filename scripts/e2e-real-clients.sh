@@ -615,6 +615,90 @@ sys.exit(1 if problems else 0)
 PY
 }
 
+# ==== Look-only restore: Claude Code resumed exactly at turn 1 (section: restore) ====
+# A three-turn print-mode session (turns 2 and 3 resumed in place), then the
+# command a look-only `harnery restore --checkpoint <turn 1> --json` prints,
+# run as data (its program and arguments, in its cwd) with a new prompt: the
+# fake model's request for that prompt must hold turn 1's prompt and nothing
+# of turns 2 and 3, the restore itself must leave harnery's home byte for
+# byte as it was, and the agent's own transcript must stay as it was (the
+# resume forks).
+EXACT_T1="Turn one: run the shell command that prints the marker."
+EXACT_T2="Turn two: say it once more."
+EXACT_T3="Turn three: and once again."
+EXACT_T4="Turn four, from turn one."
+exact_claude() {
+  local D="$WORK/claude-exact" id cp n0 before after t0=$(date +%s%N)
+  mkdir -p "$D/home" "$D/proj" "$D/hh"
+  (cd "$D/proj" && git init -q)
+  HOME="$D/home" "$HARNERY" install claude-code --scope user >&2
+  local common=(--output-format stream-json --verbose --allowedTools Bash)
+  (cd "$D/proj" && claude_env "$D" timeout 120 "$CLAUDE" -p "$EXACT_T1" "${common[@]}" \
+     > "$D/stream-1.jsonl" 2> "$D/stderr-1.txt") || log "claude (turn 1) exited $?"
+  id=$(python3 -c 'import json,sys
+for l in open(sys.argv[1]):
+    e = json.loads(l)
+    if e.get("session_id"): print(e["session_id"]); break' "$D/stream-1.jsonl") || return 1
+  (cd "$D/proj" && claude_env "$D" timeout 120 "$CLAUDE" -p --resume "$id" "$EXACT_T2" "${common[@]}" \
+     > "$D/stream-2.jsonl" 2> "$D/stderr-2.txt") || log "claude (turn 2) exited $?"
+  (cd "$D/proj" && claude_env "$D" timeout 120 "$CLAUDE" -p --resume "$id" "$EXACT_T3" "${common[@]}" \
+     > "$D/stream-3.jsonl" 2> "$D/stderr-3.txt") || log "claude (turn 3) exited $?"
+  HOME="$D/home" HARNERY_HOME="$D/hh" "$HARNERY" finalize >&2 || return 1
+  cp=$(HARNERY_HOME="$D/hh" "$HARNERY" checkpoints "$id" --json | python3 -c '
+import json, sys
+log = json.load(sys.stdin)
+turns = sorted((c for c in log["checkpoints"] if c["origin"] == "turn" and c["valid"]), key=lambda c: c["offset"])
+print(len(turns), turns[0]["checkpoint_id"])') || return 1
+  log "claude-code (exact): $cp (turn checkpoints, the first)"
+  cp=${cp#* }
+  local transcript
+  transcript=$(ls "$D"/home/.claude/projects/*/"$id".jsonl) || return 1
+  before=$(cd "$D" && find hh -type f ! -name '*-shm' -print0 | sort -z | xargs -0 sha256sum; sha256sum "$transcript")
+  HOME="$D/home" HARNERY_HOME="$D/hh" "$HARNERY" restore "$id" --checkpoint "$cp" --json > "$D/restore.json" || return 1
+  HOME="$D/home" HARNERY_HOME="$D/hh" "$HARNERY" restore "$id" --checkpoint "$cp" > "$D/restore.txt" || return 1
+  after=$(cd "$D" && find hh -type f ! -name '*-shm' -print0 | sort -z | xargs -0 sha256sum; sha256sum "$transcript")
+  local shim cwd
+  mapfile -t shim < <(python3 - "$D/restore.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))["shim"]
+assert s["transport"] == "cli" and s["program"] == "claude" and s["runnable"], s
+assert "--resume-session-at" in s["arguments"] and "--fork-session" in s["arguments"], s
+print(s["cwd"])
+print("\n".join(s["arguments"]))
+PY
+) || return 1
+  cwd=${shim[0]}; shim=("${shim[@]:1}")
+  log "claude-code (exact): the look-only restore printed: $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["shim"]["text"])' "$D/restore.json")"
+  log "claude-code (exact): $(grep 'interactive resume:' "$D/restore.txt" | sed 's/^ *//')"
+  n0=$(wc -l < "$WORK/requests.jsonl")
+  local rows; rows=$(wc -l < "$transcript")
+  (cd "$cwd" && claude_env "$D" timeout 120 "$CLAUDE" "${shim[@]}" "$EXACT_T4" "${common[@]}" \
+     > "$D/stream-4.jsonl" 2> "$D/stderr-4.txt") || log "claude (the printed resume) exited $?"
+  log "claude-code (exact) took $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+  python3 - "$WORK/requests.jsonl" "$n0" "$D/stream-4.jsonl" "$id" "$EXACT_T1" "$EXACT_T2" "$EXACT_T3" "$EXACT_T4" \
+    "$([[ "$before" == "$after" ]] && echo same || echo changed)" "$transcript" "$rows" <<'PY'
+import json, sys
+log, n0, stream, sid, t1, t2, t3, t4, home, transcript, lines_before = sys.argv[1:12]
+asked = [json.loads(l) for l in open(log).read().splitlines()[int(n0):]]
+asked = [r for r in asked if r["path"].endswith("/messages") and any(t4 in t for _, t in r.get("texts", []))]
+problems = []
+if not asked: problems.append("no request for the new prompt")
+for r in asked[:1]:
+    said = [t for _, t in r["texts"]]
+    if not any(t1 in t for t in said): problems.append("turn 1's prompt is missing")
+    for name, later in (("turn 2", t2), ("turn 3", t3)):
+        if any(later in t for t in said): problems.append(f"{name} reached the model")
+new = {json.loads(l).get("session_id") for l in open(stream) if l.strip().startswith("{")} - {None}
+if sid in new or not new: problems.append(f"the resume ran as {new}, not as a fork")
+if home != "same": problems.append("the look-only restore changed harnery's home")
+if sum(1 for _ in open(transcript)) != int(lines_before): problems.append("the original transcript changed")
+print(f"claude-code (exact): {len(asked)} request(s) for the new prompt, {len(asked[0]['texts']) if asked else 0} texts;",
+      "OK, turn 1 and the new prompt only; harnery wrote nothing" if not problems else "MISMATCH " + "; ".join(problems))
+sys.exit(1 if problems else 0)
+PY
+}
+# ==== end of section: restore ====
+
 export HARNERY
 run_claude || fail=1
 run_copilot exec || fail=1
@@ -622,6 +706,7 @@ run_copilot bash --form bash || fail=1
 finish_ledger claude || fail=1
 resume_claude || fail=1
 apply_claude || fail=1
+exact_claude || fail=1  # section: restore
 finish_ledger copilot-exec || fail=1
 apply_copilot copilot-exec cli || fail=1
 finish_ledger copilot-bash || fail=1

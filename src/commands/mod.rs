@@ -28,6 +28,7 @@ pub mod recover;
 pub mod replay;
 pub mod restore;
 pub mod restore_apply;
+pub mod restore_resume;
 pub mod restore_sdk;
 pub mod run_report;
 pub mod search;

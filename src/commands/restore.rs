@@ -156,11 +156,13 @@ pub fn run(args: Args) -> CmdResult {
         harnery::resume::materialize::check_new_id(new_id)?;
     }
     // What --apply does, worked out (and done, with --apply).
-    let mut plan = apply::plan(ledger, &log, &cp, args.new_id.as_deref());
+    let mut plan = apply::plan(&home, ledger, &log, &cp, args.new_id.as_deref());
     let shim = choose_shim(&args, ledger, &log, &cp, &mut plan, &home, now)?;
     // Only an explicit --record arms an in-place resume; a shim that is
     // not native starts a new session, and this one is not resumed.
-    let record = args.record && shim.native;
+    let record = args.record
+        && shim.native
+        && !harnery::resume::exact::kept_turn_goes_on(ledger, &log, cp.offset)?;
     if record {
         let target = Target {
             home,
@@ -215,22 +217,27 @@ fn choose_shim(
                 apply::shim_for(session.adapter, p, args.transport.into(), policy)
             }
             Err(e) => {
-                let fork = apply::fork_instead(ledger, log, cp, e, &args.agent_args, args.exec)?;
+                let words = &args.agent_args;
+                let fork = apply::fork_instead(home, ledger, log, cp, e, words, args.exec)?;
                 cwd = fork.cwd.clone();
-                shim::claude_fork(id, &fork.row)
+                shim::claude_at(id, &fork.row, true, None)
             }
         }
     } else {
-        let at = Some(cp.checkpoint_id.as_str());
-        let shim = shim::for_adapter(session.adapter, id, at, args.transport.into(), || {
-            copilot_policy(args, id)
-        });
-        let shim = match own_record_gone(plan, session.adapter, &shim) {
-            Some(why) => shim::put_back_first(id, Some(&cp.checkpoint_id), why),
-            None => shim,
-        };
         let sdk_dir = sdk.as_ref().and_then(|r| r.sdk_dir.as_deref());
-        shim.carrying(&carried_flags(args, sdk_dir)?)
+        let look = super::restore_resume::Look {
+            home,
+            ledger,
+            log,
+            cp,
+            plan,
+            carried: &carried_flags(args, sdk_dir)?,
+            in_place: args.record,
+            transport: args.transport.into(),
+        };
+        let (shim, its_cwd) = look.shim(|| copilot_policy(args, id))?;
+        cwd = cwd.or(its_cwd);
+        shim
     };
     let sdk_dir = sdk.and_then(|r| r.sdk_dir);
     Ok(shim
@@ -325,7 +332,15 @@ fn print(
         if let Some(label) = &epoch {
             writeln!(out, "epoch {label}")?;
         }
-        write_text(&mut out, restore, events, adapter, record, args.exec)?;
+        let asked = args.record;
+        write_text(
+            &mut out,
+            restore,
+            events,
+            adapter,
+            (asked, record),
+            args.exec,
+        )?;
         write_plan(&mut out, plan)?;
     }
     out.flush()?;
@@ -345,23 +360,6 @@ struct Shown<'a, 'b> {
     apply: Option<&'b ApplyPlan>,
     #[serde(skip_serializing_if = "Option::is_none")]
     apply_refused: Option<String>,
-}
-
-/// Why the agent's native resume of this very session cannot work: its
-/// own record of the session is gone (harnery's archive may still hold
-/// it: `--apply` puts it back).
-fn own_record_gone(
-    plan: &Result<ApplyPlan, super::CmdError>,
-    adapter: AdapterId,
-    shim: &harnery::resume::shim::ResumeShim,
-) -> Option<String> {
-    let plan = plan.as_ref().ok()?;
-    // Copilot's fallback already says so.
-    if !shim.native {
-        return None;
-    }
-    let gone = !std::path::Path::new(&plan.record.path).exists();
-    gone.then(|| format!("{adapter}'s own record {} is gone", plan.record.path))
 }
 
 fn write_plan(
@@ -425,7 +423,7 @@ fn write_text(
     r: &Restore,
     events: u64,
     adapter: AdapterId,
-    recorded: bool,
+    (asked, recorded): (bool, bool),
     exec: bool,
 ) -> std::io::Result<()> {
     let cp = &r.seed.checkpoint;
@@ -449,24 +447,39 @@ fn write_text(
         writeln!(out, "  may have run ({}):", r.seed.may_have_run.len())?;
         write_effects(out, &r.seed.may_have_run)?;
     }
-    let native = if r.shim.native {
-        "native"
+    if !r.shim.runnable {
+        writeln!(out, "  resume: none ({})", r.shim.reason)?;
     } else {
-        "not native"
-    };
-    writeln!(out, "  resume ({native}; {}):", r.shim.reason)?;
-    // What runs next need not be written out whole.
-    let command = if exec {
-        r.shim.brief()
-    } else {
-        r.shim.text.clone()
-    };
-    writeln!(out, "    {command}")?;
-    if !recorded {
-        writeln!(
+        let native = if r.shim.native {
+            "native"
+        } else {
+            "not native"
+        };
+        writeln!(out, "  resume ({native}; {}):", r.shim.reason)?;
+        // What runs next need not be written out whole.
+        let command = if exec {
+            r.shim.brief()
+        } else {
+            r.shim.text.clone()
+        };
+        writeln!(out, "    {command}")?;
+    }
+    if let Some(interactive) = &r.shim.interactive {
+        writeln!(out, "  interactive resume: {interactive}")?;
+    }
+    match (asked, recorded) {
+        (_, true) => {}
+        (true, false) => writeln!(
+            out,
+            "  (not recorded: --record arms an in-place resume, and none resumes this session \
+             exactly at the checkpoint: either no command resumes it in place there, or the \
+             kept turns' events go on past its offset and would be marked superseded though \
+             the agent is given them; --apply starts a new session there)"
+        )?,
+        (false, false) => writeln!(
             out,
             "  (not recorded: --record arms an in-place resume; --apply starts a new session)"
-        )?;
+        )?,
     }
     Ok(())
 }

@@ -21,7 +21,7 @@ use harnery::ledger::LedgerReader;
 use harnery::operator::Target;
 use harnery::resume::log::{Checkpoint, SessionLog};
 use harnery::resume::materialize::{self, destination, with_session_id, write_new};
-use harnery::resume::record_cut::{RecordCut, cut_for};
+use harnery::resume::record_cut::{Parts, RecordCut, cut_for};
 
 use super::CmdError;
 
@@ -46,15 +46,37 @@ pub struct ApplyPlan {
     content: Vec<u8>,
 }
 
+impl ApplyPlan {
+    /// The bytes `--apply` writes: the record up to the checkpoint, the
+    /// new session's id in it.
+    pub fn content(&self) -> &[u8] {
+        &self.content
+    }
+}
+
 /// The plan for `log`'s session at `cp`: the record cut and the new
 /// session's place. Nothing is written.
 pub fn plan(
+    home: &Home,
     ledger: &LedgerReader,
     log: &SessionLog,
     cp: &Checkpoint,
     new_id: Option<&str>,
 ) -> Result<ApplyPlan, CmdError> {
-    let (record, bytes) = cut_for(ledger, log, cp)?;
+    let (record, bytes) = match cut_for(&Parts::one(ledger), log, cp) {
+        // The session began before an epoch advance: its record's first
+        // bytes and its directory are in the archived epoch.
+        Err(e) if e.other_epochs_may_help() => {
+            let (earlier, later) = super::session_epochs::around(home, ledger)?;
+            let parts = Parts {
+                ledger,
+                earlier: earlier.iter().collect(),
+                later: later.iter().collect(),
+            };
+            cut_for(&parts, log, cp)?
+        }
+        cut => cut?,
+    };
     let session_id = match new_id {
         Some(id) => {
             materialize::check_new_id(id)?;
@@ -119,6 +141,7 @@ pub fn apply(
 /// is written and nothing recorded: the new session's id is the agent's
 /// to choose.
 pub fn fork_instead(
+    home: &Home,
     ledger: &LedgerReader,
     log: &SessionLog,
     cp: &Checkpoint,
@@ -130,7 +153,7 @@ pub fn fork_instead(
     if log.session.adapter != AdapterId::ClaudeCode {
         return Err(refused(String::new()).into());
     }
-    let fork = harnery::resume::claude_fork::fork_at(ledger, log, cp.offset).map_err(|e| {
+    let fork = claude_fork_at(home, ledger, log, cp.offset).map_err(|e| {
         refused(format!(
             "; nor can Claude Code fork its own transcript: {e}"
         ))
@@ -145,6 +168,28 @@ pub fn fork_instead(
         .into());
     }
     Ok(fork)
+}
+
+/// Where Claude Code forks its own transcript for the checkpoint pinned
+/// at `boundary`: from this epoch's part of the session, else (it began
+/// before an advance) with the earlier epochs' parts too.
+pub fn claude_fork_at(
+    home: &Home,
+    ledger: &LedgerReader,
+    log: &SessionLog,
+    boundary: u64,
+) -> Result<harnery::resume::claude_fork::ForkAt, String> {
+    use harnery::resume::claude_fork::{fork_at, fork_at_across};
+    fork_at(ledger, log, boundary).or_else(|first| {
+        let Ok((earlier, _)) = super::session_epochs::around(home, ledger) else {
+            return Err(first);
+        };
+        if earlier.is_empty() {
+            return Err(first);
+        }
+        let earlier: Vec<&LedgerReader> = earlier.iter().collect();
+        fork_at_across(&earlier, ledger, log, boundary)
+    })
 }
 
 /// Run the shim: `program arguments…` (for the SDK, `node` with the

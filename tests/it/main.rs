@@ -69,6 +69,7 @@ mod recover_corpus;
 mod recover_policy;
 mod restore_apply;
 mod restore_apply_more;
+mod restore_exact;
 mod restore_put_back;
 mod restore_sdk;
 mod resume_word;

@@ -55,7 +55,11 @@ fn printed_resume(out: &str) -> String {
     let below = &out[header + 1..];
     let below = &below[below.find('\n').unwrap() + 1..];
     let command = below.strip_prefix("    ").unwrap();
-    let end = command.find("\n  (not recorded").expect("not recorded");
+    let end = ["\n  interactive resume:", "\n  (not recorded"]
+        .iter()
+        .filter_map(|mark| command.find(mark))
+        .min()
+        .expect("not recorded");
     command[..end].to_string()
 }
 

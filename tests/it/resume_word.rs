@@ -100,7 +100,9 @@ fn a_restore_to_an_ended_sessions_placed_last_turn_supersedes_nothing() {
 fn a_recorded_restore_waits_for_the_agents_resume() {
     let w = claude_world_with(true, false);
     let turn1 = format!("turn:{CLAUDE_TURN_1}");
-    w.ok(&["restore", CLAUDE, "--checkpoint", &turn1, "--record"]);
+    // Turn 1's record lines were read past its checkpoint, so `restore
+    // --record` records nothing here: recorded as it records one.
+    crate::session_log_support::record_restore(w.home.path(), "claude-code", CLAUDE, &turn1);
     original_goes_on(&w);
 
     let events = everything(&w);

@@ -128,7 +128,10 @@ fn a_restore_seeds_the_first_leg_and_the_resumed_leg_is_the_next_incarnation() {
     let home = tempfile::tempdir().unwrap();
     let all = claude_first_leg(home.path());
     let first_leg = replay(home.path(), CLAUDE, &[]);
-    let restore = json(home.path(), &["restore", CLAUDE, "--json", "--record"]);
+    // Neither the agent's transcript nor harnery's archive of it is here
+    // (record following off): no command is offered, and the restore is
+    // recorded as `--record` records one whose resume is exact.
+    let restore = record_restore(home.path(), "claude-code", CLAUDE, "latest");
     let seed = &restore["seed"];
     let boundary = seed["boundary_offset"].as_u64().unwrap();
     assert_eq!(
@@ -148,19 +151,12 @@ fn a_restore_seeds_the_first_leg_and_the_resumed_leg_is_the_next_incarnation() {
     // The effect ledger up to the checkpoint: the operator's and the tool's.
     assert_eq!(seed["effects"].as_array().unwrap().len(), 2);
     let shim = &restore["shim"];
-    assert_eq!(shim["transport"], "cli");
-    assert_eq!(shim["program"], "claude");
-    assert_eq!(shim["arguments"], serde_json::json!(["--resume", CLAUDE]));
-    // Run where the session ran: the checkpoint names its directory
-    // (generation 6), even with the agent's record not followed.
+    assert_eq!(shim["runnable"], false, "{shim:#}");
+    assert!(shim.get("program").is_none());
+    // The session's directory: the checkpoint names it (generation 6),
+    // even with the agent's record not followed.
     let cwd = of_type(&first_leg, "session.started")[0]["payload"]["cwd"].clone();
-    assert_eq!(shim["cwd"], cwd);
-    let cwd = cwd.as_str().unwrap();
-    assert_eq!(
-        shim["text"],
-        format!("cd {cwd} && claude --resume {CLAUDE}")
-    );
-    assert_eq!(shim["native"], true);
+    assert_eq!(seed["checkpoint"]["cwd"], cwd);
 
     // The agent resumes (its SessionStart says `resume`).
     feed(home.path(), "claude-code", &all[8..]);
@@ -220,17 +216,9 @@ fn a_restore_seeds_the_first_leg_and_the_resumed_leg_is_the_next_incarnation() {
 fn a_checkpoint_above_the_resume_boundary_is_invalid() {
     let home = tempfile::tempdir().unwrap();
     let all = claude_first_leg(home.path());
-    let restore = json(
-        home.path(),
-        &[
-            "restore",
-            CLAUDE,
-            "--checkpoint",
-            "early",
-            "--json",
-            "--record",
-        ],
-    );
+    // Nothing resumes Claude Code before its first reply: the restore
+    // is recorded as `--record` records an exact one.
+    let restore = record_restore(home.path(), "claude-code", CLAUDE, "early");
     let boundary = restore["seed"]["boundary_offset"].as_u64().unwrap();
     assert_eq!(restore["seed"]["effects"].as_array().unwrap().len(), 1);
     feed(home.path(), "claude-code", &all[8..]);

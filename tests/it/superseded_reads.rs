@@ -1,5 +1,5 @@
 //! The read side of resumes and restores over real homes (the real hook,
-//! the real `finalize`, a real `restore --record` and `restore --apply`):
+//! the real `finalize`, a recorded restore and a real `restore --apply`):
 //! `sessions` names the session a restore started from and leaves
 //! superseded turns and spans out of its counts; `show` marks a
 //! superseded range and counts it only with `--include-superseded`;
@@ -21,8 +21,9 @@ fn resumed_home(home: &Path) -> u64 {
     ok(home, &["checkpoint", CLAUDE, "--id", "early"]);
     feed(home, "claude-code", &all[1..8]);
     ok(home, &["finalize"]);
-    let restore = &["restore", CLAUDE, "--checkpoint", "early", "--record"];
-    ok(home, restore);
+    // Nothing resumes Claude Code before its first reply, so `restore
+    // --record` records nothing at `early`: recorded as it records one.
+    record_restore(home, "claude-code", CLAUDE, "early");
     feed(home, "claude-code", &all[8..]);
     ok(home, &["finalize"]);
     let log = json(home, &["checkpoints", CLAUDE, "--json"]);

@@ -146,3 +146,42 @@ pub fn restore_json(home: &Path, session: &str, copilot_home: &Path, extra: &[&s
     args.extend(["--copilot-home", copilot_home.to_str().unwrap()]);
     json(home, &args)
 }
+
+/// Record a restore of `session` at `checkpoint` as `restore --record`
+/// does where its printed resume is exact (a `harnery.restore` through
+/// the spool, boundary the checkpoint's offset): these tests drive the
+/// producer's rules for a recorded restore, whatever command a corpus
+/// session's restore may print. The restore `--dry-run --json` shows.
+pub fn record_restore(home: &Path, adapter: &str, session: &str, checkpoint: &str) -> Value {
+    let shown = json(
+        home,
+        &[
+            "restore",
+            session,
+            "--checkpoint",
+            checkpoint,
+            "--json",
+            "--dry-run",
+        ],
+    );
+    let target = harnery::operator::Target {
+        home: harnery::home::Home::at(home),
+        adapter: harnery::contract::AdapterId::parse(adapter).expect("an adapter id"),
+        session_id: shown["seed"]["session"]["session_id"]
+            .as_str()
+            .expect("the session's id")
+            .to_string(),
+    };
+    let payload = harnery::agents::harnery::RestorePayload {
+        checkpoint_id: shown["seed"]["checkpoint"]["checkpoint_id"]
+            .as_str()
+            .expect("the checkpoint's id")
+            .to_string(),
+        boundary_offset: shown["seed"]["boundary_offset"].as_u64().unwrap(),
+    };
+    let now = harnery::now::resolve_now(Some(common::NOW)).unwrap();
+    target
+        .append(harnery::agents::harnery::RESTORE, &payload, now)
+        .unwrap();
+    shown
+}

@@ -35,6 +35,18 @@ pub struct ForkAt {
 /// The row of the session's own transcript that the checkpoint pinned at
 /// `boundary` ends at, or why there is none.
 pub fn fork_at(ledger: &LedgerReader, log: &SessionLog, boundary: u64) -> Result<ForkAt, String> {
+    fork_at_across(&[], ledger, log, boundary)
+}
+
+/// [`fork_at`] for a session that began before an epoch advance: its
+/// start (the transcript, the directory) and its earlier turns are in the
+/// `earlier` epochs (oldest first), all of them below the checkpoint.
+pub fn fork_at_across(
+    earlier: &[&LedgerReader],
+    ledger: &LedgerReader,
+    log: &SessionLog,
+    boundary: u64,
+) -> Result<ForkAt, String> {
     let session = &log.session;
     if session.adapter != AdapterId::ClaudeCode {
         return Err("only Claude Code forks its own transcript".into());
@@ -45,15 +57,22 @@ pub fn fork_at(ledger: &LedgerReader, log: &SessionLog, boundary: u64) -> Result
         EventType::TurnStarted,
         EventType::TurnCompleted,
     ];
-    let events = ledger
-        .session_events_of(session, &types)
-        .map_err(|e: LedgerError| e.to_string())?;
+    let read = |ledger: &LedgerReader| {
+        ledger
+            .session_events_of(session, &types)
+            .map_err(|e: LedgerError| e.to_string())
+    };
+    let mut before = Vec::new();
+    for ledger in earlier {
+        before.extend(read(ledger)?);
+    }
+    let events = read(ledger)?;
     let mut kept = HashSet::new();
     let (mut transcript, mut cwd) = (None, None);
-    for e in events
+    let here = events
         .iter()
-        .filter(|e| e.offset < boundary && !log.is_superseded(e.offset))
-    {
+        .filter(|e| e.offset < boundary && !log.is_superseded(e.offset));
+    for e in before.iter().chain(here) {
         if let Some(t) = &e.turn.turn_id {
             kept.insert(t.clone());
         }

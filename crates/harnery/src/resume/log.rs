@@ -214,6 +214,8 @@ impl SessionLog {
             EventType::CheckpointLocated,
             EventType::SessionResumed,
             EventType::ToolRecorded,
+            EventType::CommandRequested,
+            EventType::CommandCompleted,
         ];
         SessionLog::read_types(ledger, session, &types)
     }
@@ -242,6 +244,7 @@ impl SessionLog {
             placed_elsewhere: Vec::new(),
         };
         let mut joins = std::collections::HashMap::new();
+        let mut commands = Vec::new();
         for e in events {
             match e.payload {
                 Payload::ToolRecorded(r) => {
@@ -249,11 +252,35 @@ impl SessionLog {
                         joins.insert(span.0, r);
                     }
                 }
+                Payload::CommandRequested(_) | Payload::CommandCompleted(_) => commands.push(e),
                 _ => log.take(e),
             }
         }
         log.join_record(&joins);
+        log.join_commands(commands);
         Ok(log)
+    }
+
+    /// The `harnery exec` commands closed by their own completion, each in
+    /// the effects of the checkpoint that first pins past it (the
+    /// producer's effect ledger takes native closes only, and harnery
+    /// attests its command telemetry as derived): what `restore` lists
+    /// below a checkpoint, each checkpoint shows as its own.
+    fn join_commands(&mut self, events: Vec<Event>) {
+        let live = events.into_iter().filter(|e| !self.is_superseded(e.offset));
+        let (closed, _) = super::command_effects::pair(live);
+        for c in closed.into_iter().filter(|c| !c.derived) {
+            let owner = self
+                .checkpoints
+                .iter_mut()
+                .filter(|cp| cp.offset > c.closed_at)
+                .min_by_key(|cp| (cp.offset, cp.event_offset));
+            if let Some(cp) = owner
+                && cp.effects.iter().all(|e| e.reference != c.effect.reference)
+            {
+                cp.effects.push(c.effect);
+            }
+        }
     }
 
     /// A tool effect's call as the agent's record has it, where the hook

@@ -160,6 +160,22 @@ impl Scan {
         (cut, turns.len())
     }
 
+    fn has_cwd(&self) -> bool {
+        self.cwd.is_some() || self.cwd_record.is_some()
+    }
+
+    /// What an earlier epoch's part of the session says that this one
+    /// does not: its directory, and its record's path.
+    fn inherit(&mut self, before: Scan) {
+        if !self.has_cwd() {
+            self.cwd = before.cwd;
+            self.cwd_record = before.cwd_record;
+        }
+        if self.path.is_none() {
+            self.path = before.path;
+        }
+    }
+
     fn cut(self, path: String, end: u64, next_turn_at: Option<u64>, turns: usize) -> RecordCut {
         RecordCut {
             path,
@@ -195,10 +211,59 @@ pub fn cut_at(
     log: &SessionLog,
     boundary: u64,
 ) -> Result<(RecordCut, Vec<u8>), CutError> {
+    cut_across(&Parts::one(ledger), log, boundary)
+}
+
+/// The epochs a cut reads: the one the checkpoint is in, the ones before
+/// it (oldest first) that may hold the session's earlier part, and the
+/// ones after it. An advance starts each continuing session again in the
+/// new epoch, and the record bytes finalize archived before it stay in the
+/// archived epoch's raw archive (so do the session's start and its
+/// directory); a checkpoint pinned before an advance may be placed after
+/// it, past the bytes its own epoch archived.
+pub struct Parts<'a> {
+    pub ledger: &'a LedgerReader,
+    pub earlier: Vec<&'a LedgerReader>,
+    pub later: Vec<&'a LedgerReader>,
+}
+
+impl<'a> Parts<'a> {
+    pub fn one(ledger: &'a LedgerReader) -> Parts<'a> {
+        Parts {
+            ledger,
+            earlier: Vec::new(),
+            later: Vec::new(),
+        }
+    }
+
+    /// Every epoch.
+    fn all(&self) -> impl Iterator<Item = &'a LedgerReader> + '_ {
+        let this = std::iter::once(self.ledger);
+        self.earlier
+            .iter()
+            .copied()
+            .chain(this)
+            .chain(self.later.iter().copied())
+    }
+}
+
+impl CutError {
+    /// Whether another epoch may hold what was missing: the record's
+    /// bytes, or its lines altogether.
+    pub fn other_epochs_may_help(&self) -> bool {
+        matches!(self, CutError::NoRecord(_) | CutError::Gap { .. })
+    }
+}
+
+fn cut_across(
+    parts: &Parts,
+    log: &SessionLog,
+    boundary: u64,
+) -> Result<(RecordCut, Vec<u8>), CutError> {
     let session = &log.session;
-    let (scan, path) = scan(ledger, log, boundary)?;
+    let (scan, path) = scan(parts, log, boundary)?;
     let (next_turn_at, turns) = scan.next_turn(None);
-    let mut bytes = archived_prefix(ledger, session, &path, next_turn_at)?;
+    let mut bytes = archived_prefix(parts, session, &path, next_turn_at)?;
     let end = preamble_start(session.adapter, &bytes);
     bytes.truncate(end);
     Ok((scan.cut(path, end as u64, next_turn_at, turns), bytes))
@@ -207,39 +272,54 @@ pub fn cut_at(
 /// [`cut_at`] for `cp`, at the place finalize wrote for it
 /// (`checkpoint.located`, generation 7) where it has one: a checkpoint of
 /// an older generation, or one whose turn the record was not yet read
-/// past, is derived.
+/// past, is derived. The bytes come from every epoch of `parts`.
 pub fn cut_for(
-    ledger: &LedgerReader,
+    parts: &Parts,
     log: &SessionLog,
     cp: &Checkpoint,
 ) -> Result<(RecordCut, Vec<u8>), CutError> {
     let Some(at) = &cp.located else {
-        return cut_at(ledger, log, cp.offset);
+        return cut_across(parts, log, cp.offset);
     };
-    let (scan, _) = scan(ledger, log, cp.offset)?;
+    let (scan, _) = scan(parts, log, cp.offset)?;
     let (next_turn_at, turns) = scan.next_turn(Some(at.end));
-    let bytes = archived_prefix(ledger, &log.session, &at.path, Some(at.end))?;
-    let mut cut = scan.cut(at.path.clone(), at.end, next_turn_at, turns);
+    let mut bytes = archived_prefix(parts, &log.session, &at.path, Some(at.end))?;
+    // A place written before the next prompt's queue rows were known to
+    // be its preamble still ends at the checkpoint's last line.
+    bytes.truncate(preamble_start(log.session.adapter, &bytes));
+    let end = bytes.len() as u64;
+    let mut cut = scan.cut(at.path.clone(), end, next_turn_at, turns);
     cut.located = true;
     cut.line_id = at.line_id.clone();
     Ok((cut, bytes))
 }
 
 /// One pass over the session's live events below and above `boundary`,
-/// and the path of its own record.
-fn scan(
-    ledger: &LedgerReader,
-    log: &SessionLog,
-    boundary: u64,
-) -> Result<(Scan, String), CutError> {
+/// and the path of its own record. What the checkpoint's epoch does not
+/// name (the session's directory, the record's path: its start and
+/// earlier lines were in an earlier epoch) is taken from the newest
+/// earlier epoch that does.
+fn scan(parts: &Parts, log: &SessionLog, boundary: u64) -> Result<(Scan, String), CutError> {
     let session = &log.session;
     let mut scan = Scan::default();
     // Only what names a turn's start or a record line (the ledger reads
     // just these rows whole: not the tool calls, mostly).
-    for e in ledger.session_events_of(session, &SCANNED)? {
+    for e in parts.ledger.session_events_of(session, &SCANNED)? {
         if !log.is_superseded(e.offset) {
             scan.take(session, boundary, &e);
         }
+    }
+    for ledger in parts.earlier.iter().rev() {
+        if scan.path.is_some() && scan.has_cwd() {
+            break;
+        }
+        // All of an earlier epoch's part is below the checkpoint, and
+        // none of its turns is one of this epoch's.
+        let mut before = Scan::default();
+        for e in ledger.session_events_of(session, &SCANNED)? {
+            before.take(session, u64::MAX, &e);
+        }
+        scan.inherit(before);
     }
     match scan.path.clone() {
         Some(path) => Ok((scan, path)),
@@ -248,14 +328,29 @@ fn scan(
 }
 
 /// The record at `path` from byte 0 up to `end` (all that was archived,
-/// when `None`), from the session's `harnery.record` chunks.
+/// when `None`), from the session's `harnery.record` chunks in every
+/// epoch of `parts`.
 pub fn archived_prefix(
-    ledger: &LedgerReader,
+    parts: &Parts,
     session: &SessionRef,
     path: &str,
     end: Option<u64>,
 ) -> Result<Vec<u8>, CutError> {
     let mut chunks: Vec<(u64, Vec<u8>)> = Vec::new();
+    for ledger in parts.all() {
+        chunks_of(ledger, session, path, &mut chunks)?;
+    }
+    chunks.sort_by_key(|(start, _)| *start);
+    join(chunks, path, end)
+}
+
+/// The whole chunks of the record at `path` that `ledger` archived.
+fn chunks_of(
+    ledger: &LedgerReader,
+    session: &SessionRef,
+    path: &str,
+    chunks: &mut Vec<(u64, Vec<u8>)>,
+) -> Result<(), LedgerError> {
     ledger.for_each_record_payload(session, |payload| {
         let Some(nl) = payload.iter().position(|b| *b == b'\n') else {
             return Ok(());
@@ -270,8 +365,11 @@ pub fn archived_prefix(
             chunks.push((header.start, body.to_vec()));
         }
         Ok(())
-    })?;
-    chunks.sort_by_key(|(start, _)| *start);
+    })
+}
+
+/// Chunks sorted by where they start, joined from byte 0 up to `end`.
+fn join(chunks: Vec<(u64, Vec<u8>)>, path: &str, end: Option<u64>) -> Result<Vec<u8>, CutError> {
     let mut out: Vec<u8> = Vec::new();
     for (start, body) in chunks {
         let have = out.len() as u64;
@@ -297,8 +395,8 @@ pub fn archived_prefix(
 
 /// Where the next turn's preamble starts at the end of `bytes` (whole
 /// lines), by the marks the agent's reader gives its lines
-/// (`line_mark`): Claude Code writes a `file-history-snapshot` row before
-/// a prompt; Copilot's turn is over at its last `assistant.turn_end`.
+/// (`line_mark`): Claude Code writes a `file-history-snapshot` row
+/// (interactive) or `queue-operation` rows (print mode) before a prompt; Copilot's turn is over at its last `assistant.turn_end`.
 fn preamble_start(adapter: AdapterId, bytes: &[u8]) -> usize {
     let mut lines: Vec<(usize, usize)> = Vec::new();
     let mut start = 0;

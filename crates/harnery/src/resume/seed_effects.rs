@@ -10,7 +10,7 @@
 //!   as effects that may have run, never dropped; so are spans still
 //!   open at the boundary.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 
 use crate::contract::{Attestation, Effect, Event, EventType, Payload};
 use crate::ledger::{LedgerError, LedgerReader, SpanState};
@@ -33,25 +33,15 @@ pub fn beyond_checkpoints(
     let mut commands = Vec::new();
     let mut may_have_run = Vec::new();
     let types = [EventType::CommandRequested, EventType::CommandCompleted];
-    let mut open: BTreeMap<String, Effect> = BTreeMap::new();
-    for e in ledger.session_events_of(&log.session, &types)? {
-        if !live(&e) {
-            continue;
-        }
-        if let Some((id, effect, _)) = request(&e) {
-            open.insert(id, effect);
-        } else if let Some((id, outcome, exit_code, derived)) = completion(&e)
-            && let Some(mut effect) = open.remove(&id)
-        {
-            effect.outcome = Some(outcome);
-            effect.exit_code = exit_code;
-            match derived {
-                true => may_have_run.push(effect),
-                false => commands.push(effect),
-            }
+    let events = ledger.session_events_of(&log.session, &types)?;
+    let (closed, open) = super::command_effects::pair(events.into_iter().filter(live));
+    for c in closed {
+        match c.derived {
+            true => may_have_run.push(c.effect),
+            false => commands.push(c.effect),
         }
     }
-    may_have_run.extend(open.into_values());
+    may_have_run.extend(open);
     for span in ledger.spans(Some(&log.session))? {
         if span.kind != "tool" || span.state == SpanState::ClosedNative {
             continue;

@@ -2,7 +2,9 @@
 //! data (`transport` `cli` or `sdk`, the program and its arguments, or the
 //! SDK call) with the command text rendered from it.
 //!
-//! - Claude Code: `claude --resume <id>`.
+//! - Claude Code: `claude --resume <id>`, or, exactly at a checkpoint,
+//!   `claude -p --resume <id> --resume-session-at <row> [--fork-session]`
+//!   (`claude_at`; print mode only, see `exact`).
 //! - Copilot CLI: `copilot --resume <id>` only on evidence that native
 //!   resume is safe (`harnery resume-policy`: the running version's
 //!   changelog, or a stream within the legacy ceiling); otherwise the
@@ -17,7 +19,8 @@
 //!   (`materialize`). It carries the restore's flags that decide the
 //!   resume (`carrying`) and the words for the agent after `--`, and runs
 //!   where it was printed (no `cd`). A shim never names a command that
-//!   cannot work.
+//!   cannot work: where nothing can, it names none (`unavailable`,
+//!   `runnable: false`) and says why.
 //!
 //! A shim may name the directory to run in (`cwd`): Claude Code finds a
 //! session only from the directory it was started in; the SDK resume runs
@@ -63,8 +66,16 @@ pub struct ResumeShim {
     /// on the request.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub runner: Option<SdkRunner>,
-    /// The command, rendered from the fields above.
+    /// The command, rendered from the fields above (empty when there is
+    /// none: see `runnable`).
     pub text: String,
+    /// Whether the shim names a command at all: false when nothing can
+    /// resume the session at the checkpoint (`reason` says why).
+    pub runnable: bool,
+    /// How to resume interactively, where the command above cannot (a
+    /// print-mode resume): the command that can.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interactive: Option<String>,
     /// What the command is, for where the words after `restore … --` go.
     #[serde(skip)]
     shape: Shape,
@@ -81,6 +92,8 @@ enum Shape {
     /// `harnery recover`: a packet for a new session the user starts; it
     /// takes no words for the agent.
     Packet,
+    /// No command: nothing can resume the session at the checkpoint.
+    Nothing,
 }
 
 /// How an SDK shim runs: `program arguments…` in the shim's `cwd`, the
@@ -114,6 +127,8 @@ impl ResumeShim {
             cwd: None,
             runner: None,
             text: String::new(),
+            runnable: true,
+            interactive: None,
             shape: Shape::Agent,
         };
         shim.text = shim.render();
@@ -129,7 +144,7 @@ impl ResumeShim {
     /// `restore` finds the session from any directory, and a relative path
     /// it carries stays right.
     pub fn in_dir(mut self, cwd: Option<String>) -> ResumeShim {
-        if self.shape != Shape::PutBack {
+        if !matches!(self.shape, Shape::PutBack | Shape::Nothing) {
             self.cwd = cwd;
             self.text = self.render();
         }
@@ -183,7 +198,7 @@ impl ResumeShim {
     /// put-back (restore hands on only what follows `--`); none on
     /// `recover`, whose packet goes to a new session the user starts.
     fn handing_on(mut self, words: &[String]) -> ResumeShim {
-        if words.is_empty() {
+        if words.is_empty() || self.shape == Shape::Nothing {
             return self;
         }
         if self.shape == Shape::PutBack {
@@ -198,8 +213,16 @@ impl ResumeShim {
     }
 
     /// The same shim with `extra` words after its arguments (a prompt for
-    /// the agent, say).
+    /// the agent, say). A print-mode resume that is given `-p` again keeps
+    /// one.
     pub fn with_extra(mut self, extra: &[String]) -> ResumeShim {
+        if self.shape == Shape::Nothing {
+            return self;
+        }
+        let print = |w: &String| w == "-p" || w == "--print";
+        if self.arguments.first().is_some_and(print) && extra.iter().any(print) {
+            self.arguments.remove(0);
+        }
         self.arguments.extend(extra.iter().cloned());
         self.text = self.render();
         self
@@ -216,6 +239,8 @@ impl ResumeShim {
             cwd: None,
             runner: Some(SdkRunner::new(SdkRequest::new(id))),
             text: String::new(),
+            runnable: true,
+            interactive: None,
             shape: Shape::Agent,
         };
         shim.text = shim.render();
@@ -223,8 +248,12 @@ impl ResumeShim {
     }
 
     /// The command text, shell-quoted: the program and its arguments
-    /// (for the SDK, `node`, the script and the request), after `cd DIR`.
+    /// (for the SDK, `node`, the script and the request), after `cd DIR`;
+    /// empty when there is no command.
     pub fn render(&self) -> String {
+        if self.shape == Shape::Nothing {
+            return String::new();
+        }
         let (program, arguments) = match &self.runner {
             Some(r) => (r.program.as_str(), &r.arguments),
             None => (self.program.as_deref().unwrap_or(""), &self.arguments),
@@ -284,23 +313,52 @@ pub fn claude_code(session_id: &str) -> ResumeShim {
     )
 }
 
-/// Claude Code forks its own transcript at `row` (print mode only; see
-/// `claude_fork`): the fallback when harnery's archive lacks the record.
-pub fn claude_fork(session_id: &str, row: &str) -> ResumeShim {
-    ResumeShim::cli(
+/// Claude Code resumes its own transcript exactly at `row` (the last
+/// `assistant` row a checkpoint keeps; see `exact`), in print mode, where
+/// the client honours `--resume-session-at`: `-p` is part of the command,
+/// the prompt given after it or on standard input. With `fork`, as a new
+/// session of the agent's (the original untouched); without, in place,
+/// the new turn a branch of the same session (`restore --record`).
+/// `interactive` is the command for an interactive resume, when there is
+/// one (`restore … --apply`).
+pub fn claude_at(
+    session_id: &str,
+    row: &str,
+    fork: bool,
+    interactive: Option<String>,
+) -> ResumeShim {
+    let mut arguments: Vec<String> = ["-p", "--resume", session_id, "--resume-session-at", row]
+        .map(String::from)
+        .to_vec();
+    let how = if fork {
+        arguments.push("--fork-session".into());
+        "as a new session of its own"
+    } else {
+        "in place, the new turn a branch of the session"
+    };
+    let mut shim = ResumeShim::cli(
         "claude",
-        vec![
-            "--resume".into(),
-            session_id.into(),
-            "--resume-session-at".into(),
-            row.into(),
-            "--fork-session".into(),
-        ],
+        arguments,
         true,
-        "harnery's raw archive does not hold the record; Claude Code forks its own transcript \
-         at the checkpoint's last row (print mode, -p, only)"
-            .into(),
-    )
+        format!(
+            "Claude Code resumes its own transcript at the checkpoint's last row ({row}), {how}; \
+             it honours --resume-session-at in print mode only (-p: the prompt after it or on \
+             stdin), so nothing past the checkpoint reaches the model (interactively the whole \
+             session would)"
+        ),
+    );
+    shim.interactive = interactive;
+    shim
+}
+
+/// No command can resume the session at the checkpoint: `why` says what
+/// cannot be done. The shim names no program and renders no text.
+pub fn unavailable(why: String) -> ResumeShim {
+    let mut shim = ResumeShim::cli("", Vec::new(), false, why).shaped(Shape::Nothing);
+    shim.program = None;
+    shim.runnable = false;
+    shim.text = String::new();
+    shim
 }
 
 /// Copilot, under `resume-policy`: native only on evidence (`checkpoint`
@@ -401,6 +459,56 @@ mod tests {
         let back = put_back_first("abc", Some("turn:1"), "gone".into());
         assert_eq!(back.text, "harnery restore abc --checkpoint turn:1 --apply");
         assert!(!back.native);
+    }
+
+    #[test]
+    fn claude_resumes_at_a_row_in_print_mode_and_keeps_one_print_flag() {
+        let fork = claude_at("x", "row-1", true, Some("harnery restore x --apply".into()));
+        assert_eq!(
+            fork.text,
+            "claude -p --resume x --resume-session-at row-1 --fork-session"
+        );
+        assert_eq!(
+            fork.interactive.as_deref(),
+            Some("harnery restore x --apply")
+        );
+        let in_place = claude_at("x", "row-1", false, None);
+        assert_eq!(
+            in_place.text,
+            "claude -p --resume x --resume-session-at row-1"
+        );
+        let words: Vec<String> = ["--print", "go on"].map(String::from).to_vec();
+        let said = fork.with_words(&words, None).unwrap();
+        assert_eq!(
+            said.arguments,
+            [
+                "--resume",
+                "x",
+                "--resume-session-at",
+                "row-1",
+                "--fork-session",
+                "--print",
+                "go on"
+            ]
+        );
+    }
+
+    #[test]
+    fn no_command_is_rendered_where_none_can_resume() {
+        let none = unavailable("nothing left".into())
+            .in_dir(Some("/w".into()))
+            .carrying(&["--epoch".into(), "all".into()])
+            .with_words(&["-p".into(), "go".into()], None)
+            .unwrap();
+        assert!(!none.runnable);
+        assert_eq!(none.program, None);
+        assert!(none.arguments.is_empty());
+        assert_eq!(none.text, "");
+        assert_eq!(none.cwd, None);
+        assert_eq!(none.reason, "nothing left");
+        let json = serde_json::to_value(&none).unwrap();
+        assert_eq!(json["runnable"], false);
+        assert!(json.get("program").is_none());
     }
 
     #[test]

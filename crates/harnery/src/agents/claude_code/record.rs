@@ -40,10 +40,13 @@ use crate::contract::{
     UsageReported,
 };
 
+/// The prompt queue's rows: written before the prompt they queue.
+const QUEUE_OPERATION: &str = "queue-operation";
+
 /// Frame types that carry nothing for the ledger.
 const SILENT_TYPES: &[&str] = &[
     "attachment",
-    "queue-operation",
+    QUEUE_OPERATION,
     "last-prompt",
     "api-request",
     "api-request-blob",
@@ -212,10 +215,12 @@ impl InOnePass {
 const SNAPSHOT: &str = "file-history-snapshot";
 
 /// What a line of type `kind` is to a turn's end: a file-history snapshot
-/// is written for the prompt that follows (the next turn's preamble).
+/// (interactive) and the prompt queue's `queue-operation` rows (print
+/// mode: `enqueue` carries the prompt's text) are written for the prompt
+/// that follows (the next turn's preamble).
 pub fn line_mark(kind: &str) -> LineMark {
     match kind {
-        SNAPSHOT => LineMark::NextPrompt,
+        SNAPSHOT | QUEUE_OPERATION => LineMark::NextPrompt,
         _ => LineMark::None,
     }
 }
