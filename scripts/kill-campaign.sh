@@ -202,15 +202,16 @@ restore_env() {
   export HOME=$1/user CLAUDE_CONFIG_DIR=$1/user/claude COPILOT_HOME=$1/user/copilot HARNERY_RECORDS=on
 }
 
-# op_cmd DIR: the operation, as a command line (for the trial in DIR).
+# op_cmd DIR: the operation (for the trial in DIR), into the array `cmd`.
+# It is started as a simple command so that `$!` is harnery itself (an
+# `eval` or a subshell would be the shell, and the kill would miss it).
 op_cmd() {
-  local home=$1/home
   case "$op" in
-    epoch-advance) echo "$bin/harnery" epoch advance ;;
-    archive-compact) echo "$bin/harnery" archive compact ;;
-    finalize) echo "$bin/harnery" finalize ;;
-    ship) echo "$bin/harnery" ship --to "'$(pg_target "$(cat "$1/db")")'" --batch-rows 7 ;;
-    restore-apply) echo "$bin/harnery" restore "$restore_session" --checkpoint "turn:$restore_turn" --apply --new-id "$restore_new" ;;
+    epoch-advance) cmd=("$bin/harnery" epoch advance) ;;
+    archive-compact) cmd=("$bin/harnery" archive compact) ;;
+    finalize) cmd=("$bin/harnery" finalize) ;;
+    ship) cmd=("$bin/harnery" ship --to "$(pg_target "$(cat "$1/db")")" --batch-rows 7) ;;
+    restore-apply) cmd=("$bin/harnery" restore "$restore_session" --checkpoint "turn:$restore_turn" --apply --new-id "$restore_new") ;;
   esac
 }
 
@@ -237,8 +238,9 @@ run_trial() {
   fi
   (feed "$home" "${during[@]}") >>"$dir/log" 2>&1 &
   fed=$!
+  op_cmd "$dir"
   started=$(now_ms)
-  eval "$(op_cmd "$dir")" >>"$dir/log" 2>&1 &
+  "${cmd[@]}" >>"$dir/log" 2>&1 &
   pid=$!
   if [ -n "$delay" ]; then
     sleep "$(printf '%d.%06d' $((delay / 1000000)) $((delay % 1000000)))"
@@ -256,7 +258,7 @@ run_trial() {
     h "$home" finalize
     echo "# rerun"
   } >>"$dir/log" 2>&1
-  eval "$(op_cmd "$dir")" >"$dir/rerun.log" 2>&1
+  "${cmd[@]}" >"$dir/rerun.log" 2>&1
   local rerun=$?
   cat "$dir/rerun.log" >>"$dir/log"
   # An apply that already put the session back refuses to write it again:

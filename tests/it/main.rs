@@ -39,6 +39,7 @@ mod hook_kill;
 mod hook_lease;
 mod hostile_bytes;
 mod install_roundtrip;
+mod kill_campaign;
 mod ledger_cli;
 mod ledger_derive;
 mod ledger_session_rows;
