@@ -15,7 +15,7 @@
 # with the same steps run without the kill on an identical home: every
 # epoch's events, the sessions, `epoch verify`, `verify`, the intake and
 # ready spools empty, and for ship the server's rows (`fleet verify
-# --local`, `fleet sessions`), for restore-apply the materialized record
+# --local`), for restore-apply the materialized record
 # and the new session (scripts/kill-campaign-snapshot.py says exactly what).
 #
 # Prints one line per trial and `OP: N trials, K ok, F failed`; exits 1 on
@@ -110,7 +110,9 @@ between=(copilot basic-shell-anthropic)
 
 pg_root=""
 stop_pg() {
-  [ -n "$pg_root" ] && as_postgres pg_ctl -D "$pg_root/data" -m immediate -w stop >/dev/null 2>&1
+  [ -n "$pg_root" ] || return 0
+  as_postgres pg_ctl -D "$pg_root/data" -m immediate -w stop >/dev/null 2>&1
+  rm -rf "$pg_root"
 }
 trap stop_pg EXIT
 as_postgres() {
