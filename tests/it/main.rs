@@ -67,6 +67,7 @@ mod recover_cli;
 mod recover_corpus;
 mod recover_policy;
 mod restore_apply;
+mod restore_apply_killed;
 mod restore_apply_more;
 mod restore_put_back;
 mod restore_sdk;
