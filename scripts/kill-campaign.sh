@@ -225,6 +225,16 @@ snapshot_args() {
   esac
 }
 
+# Where the kill left an epoch advance: its last recorded step and the
+# temporary files of its durable writes (empty for other operations).
+left_behind() {
+  [ "$op" = epoch-advance ] || return 0
+  local step tmp
+  step=$(sed -n 's/.*"step": *"\([a-z]*\)".*/\1/p' "$1/ledgers/epoch-advance.json" 2>/dev/null)
+  tmp=$(find "$1/ledgers" -name '.*.tmp' -printf '%f,' 2>/dev/null)
+  echo "step ${step:-none}${tmp:+, left ${tmp%,}}"
+}
+
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 # run_trial DIR DELAY_US (empty: no kill). Leaves DIR/snapshot,
@@ -251,6 +261,8 @@ run_trial() {
   wait "$pid"
   first=$?
   ended=$(now_ms)
+  local left
+  left=$(left_behind "$home")
   wait "$fed"
   {
     echo "# cron"
@@ -273,7 +285,7 @@ run_trial() {
   eval "python3 '$snapshot' '$bin' '$home' $(snapshot_args "$dir")" >"$dir/snapshot" 2>>"$dir/log"
   echo "rerun: exit $rerun" >>"$dir/snapshot"
   echo "last finalize: exit $fin" >>"$dir/snapshot"
-  echo "$first $((ended - started))"
+  echo "$first $((ended - started)) $left"
 }
 
 [ "$op" = ship ] && start_pg
@@ -282,7 +294,7 @@ mkdir -p "$work/template"
 prepare "$work/template"
 
 # The uninterrupted run: the reference, and the run's duration.
-read -r ref_rc ref_ms < <(run_trial "$work/reference" "")
+read -r ref_rc ref_ms _ < <(run_trial "$work/reference" "")
 if [ "$ref_rc" != 0 ] || ! grep -q '^rerun: exit 0' "$work/reference/snapshot"; then
   echo "kill-campaign $op: the uninterrupted run failed (exit $ref_rc); see $work/reference/log" >&2
   exit 2
@@ -299,9 +311,9 @@ for i in $(seq 1 "$trials"); do
   u=$(((RANDOM * 32768 + RANDOM) % 1000000))
   delay=$((max_delay * u / 1000000 * u / 1000000))
   dir="$work/trial-$i"
-  read -r rc ran < <(run_trial "$dir" "$delay")
+  read -r rc ran left < <(run_trial "$dir" "$delay")
   case "$rc" in
-    137) how="killed after ${ran} ms" ;;
+    137) how="killed after ${ran} ms${left:+ ($left)}" ;;
     0) how="finished first (${ran} ms)" ;;
     *) how="exited $rc first" ;;
   esac

@@ -10,7 +10,9 @@
 use std::path::Path;
 
 /// Run one campaign; on failure the script's output names each failing
-/// trial, its diff and the home it kept.
+/// trial, its diff and the home it kept. Each seed is one whose delays all
+/// fall in the first 60% of the calibrated run (`u` below 0.7), so every
+/// trial is killed mid-run, wherever that lands.
 fn campaign(op: &str, trials: u32, seed: u64) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let bin = Path::new(env!("CARGO_BIN_EXE_harnery")).parent().unwrap();
@@ -44,20 +46,20 @@ fn an_epoch_advance_killed_at_random_moments_ends_as_one_advance() {
 
 #[test]
 fn an_archive_compact_killed_at_random_moments_ends_as_one_compact() {
-    campaign("archive-compact", 2, 46);
+    campaign("archive-compact", 2, 61);
 }
 
 #[test]
 fn a_finalize_killed_at_random_moments_ends_as_one_finalize() {
-    campaign("finalize", 2, 47);
+    campaign("finalize", 2, 66);
 }
 
 #[test]
 fn a_ship_killed_at_random_moments_ends_as_one_ship() {
-    campaign("ship", 2, 48);
+    campaign("ship", 2, 69);
 }
 
 #[test]
 fn a_restore_apply_killed_at_random_moments_ends_as_one_apply() {
-    campaign("restore-apply", 2, 49);
+    campaign("restore-apply", 2, 73);
 }
