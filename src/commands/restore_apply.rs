@@ -15,13 +15,14 @@
 use std::path::PathBuf;
 
 use harnery::agents::harnery::{CHECKPOINT, CheckpointPayload, OperatorEffect};
-use harnery::contract::{AdapterId, Observation};
+use harnery::contract::{AdapterId, Observation, SessionRef};
 use harnery::home::Home;
 use harnery::ledger::LedgerReader;
 use harnery::operator::Target;
 use harnery::resume::log::{Checkpoint, SessionLog};
-use harnery::resume::materialize::{self, destination, with_session_id, write_new};
+use harnery::resume::materialize::{self, Written, destination, with_session_id, write_new};
 use harnery::resume::record_cut::{Parts, RecordCut, cut_for};
+use harnery::spool::{IntakeSpool, read_segment};
 
 use super::CmdError;
 
@@ -113,15 +114,21 @@ pub fn apply(
     now: i64,
 ) -> Result<(), CmdError> {
     let adapter = log.session.adapter;
-    write_new(adapter, &plan.path, &plan.content)?;
+    let written = write_new(adapter, &plan.path, &plan.content)?;
     plan.applied = true;
     let target = Target {
         home: home.clone(),
         adapter,
         session_id: plan.session_id.clone(),
     };
+    let checkpoint_id = format!("restored-from:{}", cp.checkpoint_id);
+    // A rerun of a put-back killed after its record was written links the
+    // new session unless the killed run already did: never twice.
+    if written == Written::Resumed && linked(&target, &checkpoint_id)? {
+        return Ok(());
+    }
     let payload = CheckpointPayload {
-        checkpoint_id: format!("restored-from:{}", cp.checkpoint_id),
+        checkpoint_id,
         commit: match &cp.commit {
             Observation::Observed(sha) => Some(sha.clone()),
             Observation::Unknown(_) => None,
@@ -133,6 +140,41 @@ pub fn apply(
     };
     target.append(CHECKPOINT, &payload, now)?;
     Ok(())
+}
+
+/// Whether the new session's link (its checkpoint `checkpoint_id`) is
+/// recorded: spooled and not yet drained, or in the ledger.
+fn linked(target: &Target, checkpoint_id: &str) -> Result<bool, CmdError> {
+    let names_it = |payload: &[u8]| {
+        serde_json::from_slice::<CheckpointPayload>(payload)
+            .is_ok_and(|p| p.checkpoint_id == checkpoint_id)
+    };
+    let spool = IntakeSpool::open(&target.home);
+    if let Some(s) = spool.session(target.adapter.as_str(), Some(&target.session_id))? {
+        for f in s.files()? {
+            let read = read_segment(&f.path)?;
+            let mut records = read.records.iter();
+            if records
+                .any(|r| r.envelope.event.as_deref() == Some(CHECKPOINT) && names_it(&r.payload))
+            {
+                return Ok(true);
+            }
+        }
+    }
+    let live = LedgerReader::live_dir(&target.home);
+    if !live.join(harnery::ledger::GENESIS_FILE).exists() {
+        return Ok(false);
+    }
+    let ledger = LedgerReader::open(&target.home)?;
+    let session = SessionRef {
+        adapter: target.adapter,
+        session_id: target.session_id.clone(),
+    };
+    let log = SessionLog::read(&ledger, &session)?;
+    Ok(log
+        .checkpoints
+        .iter()
+        .any(|c| c.checkpoint_id == checkpoint_id))
 }
 
 /// The archive cannot give the record back (`why`): Claude Code's own

@@ -59,6 +59,13 @@ impl TreeManifest {
 
     /// Every way `dir` differs from its manifest, one line per file:
     /// altered, missing or added.
+    ///
+    /// A listed temporary file of the archive's own bookkeeping that is
+    /// gone is no difference: an advance before this build, resumed after
+    /// a kill inside its manifest write, listed the killed write's
+    /// `.MANIFEST.json.tmp` and then renamed that very file to
+    /// `MANIFEST.json`. It never held the epoch's data. Found on disk, such
+    /// a file is still reported as added.
     pub fn check(dir: &Path) -> Result<Vec<String>, EpochError> {
         let want = TreeManifest::read(dir)?;
         let got = TreeManifest::build(dir, &want.genesis_id)?;
@@ -69,6 +76,7 @@ impl TreeManifest {
         let mut problems = Vec::new();
         for (path, entry) in &listed {
             match have.get(path) {
+                None if is_bookkeeping_leftover(path) => {}
                 None => problems.push(format!("{path}: missing (listed in the manifest)")),
                 Some(found) if found != entry => problems.push(format!(
                     "{path}: altered ({} bytes, blake3 {}; the manifest says {} bytes, blake3 {})",
@@ -82,6 +90,17 @@ impl TreeManifest {
         }
         Ok(problems)
     }
+}
+
+/// The files an advance writes into the tree it archives (the fence, the
+/// manifest) are written through a temporary file; a run killed inside
+/// such a write leaves that file behind.
+fn bookkeeping_leftovers() -> [String; 2] {
+    [FENCE_FILE, MANIFEST_FILE].map(durable::temp_name)
+}
+
+fn is_bookkeeping_leftover(rel: &str) -> bool {
+    bookkeeping_leftovers().iter().any(|name| name == rel)
 }
 
 fn walk(root: &Path, dir: &Path, out: &mut Vec<ManifestEntry>) -> Result<(), EpochError> {
@@ -122,6 +141,12 @@ fn hash_file(path: &Path) -> Result<String, EpochError> {
 /// does the remaining steps: nothing here depends on a step not redone.
 pub(super) fn archive_live(home: &Home, live: &Path, target: &Path) -> Result<(), EpochError> {
     let genesis_id = GenesisManifest::read(&live.join(GENESIS_FILE))?.genesis_id;
+    // A killed run's half-written fence or manifest is not the epoch's:
+    // the manifest must describe the epoch, never a leftover of the
+    // advance itself (the write below would rename it away once listed).
+    for leftover in bookkeeping_leftovers() {
+        remove_file_if_there(&live.join(leftover))?;
+    }
     crate::ledger::fold_wal(live)?;
     for leftover in ["ledger.sqlite-wal", "ledger.sqlite-shm"] {
         remove_empty_leftover(&live.join(leftover))?;
@@ -157,6 +182,13 @@ fn remove_empty_leftover(path: &Path) -> Result<(), EpochError> {
         }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(io(path)(e)),
+    }
+}
+
+fn remove_file_if_there(path: &Path) -> Result<(), EpochError> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io(path)(e)),
+        _ => Ok(()),
     }
 }
 

@@ -10,11 +10,12 @@ use super::LedgerError;
 
 /// Replace `path` with `bytes` so that a crash leaves either the old file or
 /// the new one, never a torn mix.
-/// The temporary file is `.<name>.tmp` beside `path`.
+/// The temporary file is [`temp_name`] beside `path`; a run killed before
+/// the rename leaves it behind, for whoever writes `path` next to replace.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), LedgerError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-    let tmp = dir.join(format!(".{}.tmp", name.unwrap_or_default()));
+    let tmp = dir.join(temp_name(&name.unwrap_or_default()));
     let mut file = create_private(&tmp).map_err(|e| LedgerError::io(&tmp, e))?;
     file.write_all(bytes)
         .map_err(|e| LedgerError::io(&tmp, e))?;
@@ -22,6 +23,12 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), LedgerError> {
         .map_err(|e| LedgerError::durability(&tmp, e))?;
     std::fs::rename(&tmp, path).map_err(|e| LedgerError::io(path, e))?;
     sync_dir(dir)
+}
+
+/// The name of the temporary file [`write_atomic`] writes `name` through:
+/// `.<name>.tmp`.
+pub fn temp_name(name: &str) -> String {
+    format!(".{name}.tmp")
 }
 
 /// fsync a directory so that renames and unlinks in it are durable.

@@ -15,7 +15,9 @@
 //! `"sessionId":"<old id>"` names the new id (an id the copy kept would
 //! resume under the old identity). The file is created with `O_EXCL`
 //! (and Copilot's session directory must be new), so a live file of the
-//! agent is never overwritten; the new id must be a plain name.
+//! agent is never overwritten; the new id must be a plain name. A file
+//! that holds a beginning of those very bytes is a killed put-back's, and
+//! its rerun completes it ([`write_new`]).
 
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
@@ -154,9 +156,29 @@ pub fn with_session_id(bytes: &[u8], old: &str, new: &str) -> Vec<u8> {
     out
 }
 
+/// How [`write_new`] left the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Written {
+    /// It made the file.
+    New,
+    /// The file was there from an earlier run of the same put-back, killed
+    /// before it finished: it held a beginning of `bytes` (now all of
+    /// them) or all of them (the agent may have gone on in it since).
+    Resumed,
+}
+
 /// Write `bytes` as a new file at `path` (never over an existing one;
 /// Copilot's session directory must be new too), private (0600), synced.
-pub fn write_new(adapter: AdapterId, path: &Path, bytes: &[u8]) -> Result<(), MaterializeError> {
+///
+/// A file already there that holds a beginning of `bytes`, or all of them,
+/// is this very put-back's, left by a run killed after creating it: it is
+/// completed, never rewritten ([`Written::Resumed`]). Anything else there
+/// is the agent's own and refused.
+pub fn write_new(
+    adapter: AdapterId,
+    path: &Path,
+    bytes: &[u8],
+) -> Result<Written, MaterializeError> {
     let dir = path
         .parent()
         .ok_or_else(|| MaterializeError::Refused(format!("{}: no directory", path.display())))?;
@@ -165,11 +187,17 @@ pub fn write_new(adapter: AdapterId, path: &Path, bytes: &[u8]) -> Result<(), Ma
         AdapterId::Copilot => {
             let state = dir.parent().unwrap_or(dir);
             private_dirs(state)?;
-            std::fs::DirBuilder::new()
-                .mode(0o700)
-                .create(dir)
-                .map_err(|e| exists_or_io(dir, e))?;
+            let made = std::fs::DirBuilder::new().mode(0o700).create(dir);
+            // A killed run may have made the directory and no more.
+            if let Err(e) = made
+                && !(e.kind() == std::io::ErrorKind::AlreadyExists && holds_only(dir, path)?)
+            {
+                return Err(exists_or_io(dir, e));
+            }
         }
+    }
+    if complete_own(path, bytes)? {
+        return Ok(Written::Resumed);
     }
     let mut file = std::fs::OpenOptions::new()
         .write(true)
@@ -183,10 +211,46 @@ pub fn write_new(adapter: AdapterId, path: &Path, bytes: &[u8]) -> Result<(), Ma
         let _ = std::fs::remove_file(path);
         return Err(io(path)(e));
     }
+    sync_dir(dir);
+    Ok(Written::New)
+}
+
+/// Whether `dir` holds nothing but (perhaps) `file`.
+fn holds_only(dir: &Path, file: &Path) -> Result<bool, MaterializeError> {
+    let mut entries = std::fs::read_dir(dir).map_err(io(dir))?;
+    Ok(entries.all(|e| e.is_ok_and(|e| e.path() == file)))
+}
+
+/// Complete the file a killed run of this put-back left at `path`: true
+/// when `path` now holds `bytes` (or begins with them), false when there
+/// is no file; refused when it holds anything else.
+fn complete_own(path: &Path, bytes: &[u8]) -> Result<bool, MaterializeError> {
+    let found = match std::fs::read(path) {
+        Ok(found) => found,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(io(path)(e)),
+    };
+    if found.starts_with(bytes) {
+        return Ok(true);
+    }
+    if !bytes.starts_with(&found) {
+        return Err(exists_or_io(path, std::io::ErrorKind::AlreadyExists.into()));
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .map_err(io(path))?;
+    file.write_all(&bytes[found.len()..])
+        .and_then(|()| file.sync_all())
+        .map_err(io(path))?;
+    sync_dir(path.parent().unwrap_or(path));
+    Ok(true)
+}
+
+fn sync_dir(dir: &Path) {
     if let Ok(d) = std::fs::File::open(dir) {
         let _ = d.sync_all();
     }
-    Ok(())
 }
 
 fn private_dirs(dir: &Path) -> Result<(), MaterializeError> {
