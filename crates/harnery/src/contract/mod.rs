@@ -62,6 +62,8 @@ mod event_de_tests;
 #[cfg(test)]
 mod samples;
 #[cfg(test)]
+mod shape_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod validate_tests;
