@@ -17,6 +17,7 @@ mod archive_compact;
 mod archive_compact_crash;
 mod checkpoint_located;
 mod epoch_advance;
+mod epoch_generations;
 mod epoch_lifecycle;
 mod export_otlp_proto;
 mod export_stream;
