@@ -132,13 +132,16 @@ fn digest_of(shape: &Shape) -> String {
         .to_string()
 }
 
+/// One edit of a shape.
+type Change = dyn Fn(&mut Shape);
+
 /// The nested members the old digest never covered are in the shape, with
 /// their types, and changing any of them moves the digest.
 #[test]
 fn a_change_to_a_nested_member_moves_the_digest() {
     let real = contract_shape().clone();
     assert_eq!(digest_of(&real), GEN8);
-    let changes: Vec<(&str, Box<dyn Fn(&mut Shape)>)> = vec![
+    let changes: Vec<(&str, Box<Change>)> = vec![
         (
             "record_at.offset retyped to int64",
             Box::new(|s| {
