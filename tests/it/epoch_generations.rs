@@ -1,5 +1,5 @@
 //! Contract generation 8 (the schema digest derived from the types) ships
-//! by an epoch advance from the home generation 6 wrote, and every epoch is
+//! by an epoch advance from the homes generations 6 and 7 wrote, and every epoch is
 //! judged by the generation that wrote it: an archived generation-6 or
 //! generation-1 epoch validates under its own shape, and a row that only a
 //! later generation allows is a problem of its archive even though this
@@ -13,6 +13,7 @@ use crate::common::{self, run, stderr, stdout};
 
 /// Generation 8's schema digest, as its genesis stores it.
 const GEN8: &str = "3e51b41f91f0a4ac0291c1cb3f6e3b2d4fbdaabc5b6356b3ede9b158e69512db";
+const GEN7: &str = "946ccbb2424d4f33151a7231bbdddd0709179294b4f7c061078332cd405a4b0d";
 const GEN6: &str = "dbb71c8f699a0110309706c91a7be9b3d6eb7378e27294ad92221eb5114890b0";
 const GEN1: &str = "1256ec3093dd7e2056634101779618c6a94c7ae34a1b5e4010dd47febaaedcec";
 /// A session of the generation-6 home, clean, with checkpoints.
@@ -46,16 +47,18 @@ fn archive_id(home: &Path) -> String {
     epochs(home)[0]["genesis_id"].as_str().unwrap().to_string()
 }
 
-#[test]
-fn generation_eight_ships_by_an_epoch_advance_from_the_generation_six_home() {
-    let (home, live) = crate::finalize_records::advanced_from("gen6");
-    let home = home.path();
+/// Advance the home generation `from` wrote (`tests/fixtures/epoch/gen<from>`)
+/// to this build's, drain what it carried, and read both epochs with every
+/// read command; `validate`, `verify` and `epoch verify` pass.
+fn ships_from(from: u32, digest: &str) -> tempfile::TempDir {
+    let (dir, live) = crate::finalize_records::advanced_from(&format!("gen{from}"));
+    let home = dir.path();
     assert_eq!(live["contract_generation"], 8);
     assert_eq!(live["schema_digest"], GEN8);
     let list = epochs(home);
     assert_eq!(list.len(), 2, "{list:?}");
-    assert_eq!(list[0]["generation"], 6, "{list:?}");
-    assert_eq!(list[0]["schema_digest"], GEN6, "{list:?}");
+    assert_eq!(list[0]["generation"], from, "{list:?}");
+    assert_eq!(list[0]["schema_digest"], digest, "{list:?}");
     assert_eq!(list[1]["generation"], 8, "{list:?}");
     // The intake the advance carried is drained into the new epoch.
     ok(home, &["finalize"]);
@@ -83,6 +86,20 @@ fn generation_eight_ships_by_an_epoch_advance_from_the_generation_six_home() {
     ok(home, &["verify"]);
     let verdict = json(home, &["epoch", "verify", "--json"]);
     assert_eq!(verdict["ok"], true, "{verdict}");
+    assert!(common::both_epochs_stay_readable(home) > 0);
+    dir
+}
+
+#[test]
+fn generation_eight_ships_by_an_epoch_advance_from_the_generation_six_home() {
+    ships_from(6, GEN6);
+}
+
+/// The home generation 7 wrote (built by main at `caef7b7`, the last build
+/// that wrote it): its archive is judged by generation 7's description.
+#[test]
+fn generation_eight_ships_by_an_epoch_advance_from_the_generation_seven_home() {
+    ships_from(7, GEN7);
 }
 
 #[test]

@@ -51,13 +51,6 @@ pub(crate) fn shape_of<T: JsonSchema>() -> Result<Shape, ShapeError> {
     Shape::from_schema(schema.as_value())
 }
 
-/// The canonical bytes of this build's contract shape.
-pub fn contract_shape_bytes() -> Vec<u8> {
-    let mut out = Vec::new();
-    contract_shape().encode(&mut out);
-    out
-}
-
 /// The digest of `shape` as generation `generation` with these rules.
 pub fn shape_digest(generation: u32, shape: &Shape, rules: &[Rule]) -> blake3::Hash {
     let mut bytes = Vec::new();

@@ -31,8 +31,7 @@ mod validate;
 pub use canonical::Json;
 pub use confidence::recovered_confidence;
 pub use digest::{
-    CONTRACT_GENERATION, contract_shape, contract_shape_bytes, schema_digest, schema_digest_hex,
-    shape_digest,
+    CONTRACT_GENERATION, contract_shape, schema_digest, schema_digest_hex, shape_digest,
 };
 pub use digest_writer::DigestWriter;
 pub use event::{
