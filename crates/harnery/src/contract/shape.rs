@@ -378,3 +378,58 @@ fn read_object(map: &Map<String, Value>, at: &str) -> Result<ObjectShape, ShapeE
         one_of,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The byte layout, written out by hand for a small object: a closed
+    /// object with a required integer `b` and an optional enum `a`.
+    #[test]
+    fn the_encoding_is_as_written_by_hand() {
+        let shape = Shape::Object(ObjectShape {
+            members: vec![
+                Member {
+                    name: "b".into(),
+                    required: true,
+                    shape: Shape::Integer("uint64".into()),
+                },
+                Member {
+                    name: "a".into(),
+                    required: false,
+                    shape: Shape::Enum(vec!["y".into(), "x".into()]),
+                },
+            ],
+            closed: true,
+            one_of: Vec::new(),
+        });
+        let mut got = Vec::new();
+        shape.encode(&mut got);
+        let s = |t: &str| [&(t.len() as u32).to_le_bytes()[..], t.as_bytes()].concat();
+        let part = |p: Vec<u8>| [(p.len() as u32).to_le_bytes().to_vec(), p].concat();
+        let count = |n: u32| n.to_le_bytes().to_vec();
+        // `a`: its name, not required, `enum` with its values in byte order.
+        let a = [
+            s("a"),
+            vec![0],
+            s("enum"),
+            count(2),
+            part(s("x")),
+            part(s("y")),
+        ]
+        .concat();
+        let b = [s("b"), vec![1], s("integer"), s("uint64")].concat();
+        let want = [s("object"), vec![1], count(2), part(a), part(b), count(0)].concat();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn an_unknown_schema_keyword_is_refused() {
+        let schema = serde_json::json!({"type": "string", "pattern": "^a"});
+        let err = Shape::from_schema(&schema).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the contract's schema at $: keyword `pattern` is not understood"
+        );
+    }
+}
