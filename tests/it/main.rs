@@ -19,6 +19,7 @@ mod archive_compact_default;
 mod checkpoint_located;
 mod epoch_advance;
 mod epoch_leftovers;
+mod epoch_generations;
 mod epoch_lifecycle;
 mod export_otlp_proto;
 mod export_stream;

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 /// A boot-relative monotonic clock sample.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ClockSample {
     /// `/proc/sys/kernel/random/boot_id`, trimmed (a UUID, new every boot).
     pub boot_id: Option<String>,

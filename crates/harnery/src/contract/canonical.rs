@@ -79,6 +79,17 @@ impl Serialize for Json {
     }
 }
 
+/// Any JSON value at all: the contract keeps it as the agent wrote it.
+impl schemars::JsonSchema for Json {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Json".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::Schema::from(true)
+    }
+}
+
 /// Read as raw text where the deserializer is serde_json's (text, bytes, a
 /// reader, or a `Value`, which writes itself out), and canonicalized by
 /// [`Json::parse`]; anywhere else (serde's own buffer, as inside a tagged

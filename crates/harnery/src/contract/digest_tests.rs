@@ -1,385 +1,366 @@
-//! The schema description checked against the structs at every level of
-//! nesting: the envelope and each struct inside it, the recovery block,
-//! observations and every payload. Each instance below is a struct literal
-//! without `..`, so a field added to any contract struct stops this file
-//! compiling until it is filled in here, and then its serialized key shows
-//! up in a comparison with `DESCRIPTION`. `DESCRIPTION` itself (generation 1)
-//! is never edited to make this pass: a new field ships as a new
-//! generation.
+//! The schema digest, pinned, and shown to cover the contract: every
+//! shipped generation's frozen description hashes to its pinned digest;
+//! the shape read from the types is generation 7's description member for
+//! member (one known difference); a change to a nested member or to a
+//! member's type moves the digest, through the real derive as well as on
+//! the real shape; and what a row's meaning does not depend on
+//! (documentation, declaration order, Rust names) does not move it.
 
-use std::collections::BTreeSet;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
-use serde_json::{Value, json};
-
-use super::tests::samples;
+use super::digest::shape_of;
 use super::*;
-use crate::clock::ClockSample;
 
-fn described(name: &str) -> &'static [&'static str] {
-    DESCRIPTION
-        .iter()
-        .find(|t| t.name == name)
-        .unwrap_or_else(|| panic!("{name} is not described"))
-        .fields
+const GEN8: &str = "3e51b41f91f0a4ac0291c1cb3f6e3b2d4fbdaabc5b6356b3ede9b158e69512db";
+
+#[test]
+fn schema_digest_is_pinned() {
+    // Changing this value means the contract changed: ship it as an epoch
+    // advance, bump CONTRACT_GENERATION and freeze the new shape.
+    assert_eq!(schema_digest_hex(), GEN8);
+    assert_eq!(CONTRACT_GENERATION, 8);
 }
 
-/// The field names a described struct lists (`name:type` items).
-fn described_names(name: &str) -> BTreeSet<String> {
-    described(name)
-        .iter()
-        .map(|f| f.split(':').next().expect("a field has a name").to_string())
-        .collect()
+#[test]
+fn every_shipped_description_hashes_to_its_pinned_digest() {
+    for g in &GENERATIONS[..7] {
+        let text = frozen::described_text(g.number).expect("generations 1-7 are described");
+        let digest = frozen::described_digest(g.number, &frozen::parse(text));
+        assert_eq!(
+            digest.to_hex().as_str(),
+            g.digest,
+            "generation {}",
+            g.number
+        );
+    }
+    assert!(frozen::described_text(8).is_none());
 }
 
-fn keys(value: &Value) -> BTreeSet<String> {
-    value
-        .as_object()
-        .unwrap_or_else(|| panic!("{value} is not an object"))
-        .keys()
-        .cloned()
-        .collect()
-}
-
-fn assert_described(name: &str, value: &Value) {
+#[test]
+fn the_frozen_shape_of_this_generation_is_the_one_read_from_the_types() {
+    let current = current_generation();
+    let frozen: Shape = serde_json::from_str(
+        frozen::frozen_shape_json(current.number).expect("this generation is frozen"),
+    )
+    .expect("reads back");
+    assert_same(&frozen, contract_shape());
+    assert_eq!(current.shape(), frozen);
     assert_eq!(
-        keys(value),
-        described_names(name),
-        "the description of {name} differs from its struct: {value}"
+        shape_digest(current.number, &frozen, &Rule::ALL)
+            .to_hex()
+            .as_str(),
+        GEN8
     );
 }
 
-fn id() -> EventId {
-    EventId("ev_1".into())
-}
-
-/// Every envelope member populated.
-fn envelope(payload: Payload) -> Event {
-    Event {
-        id: id(),
-        session: SessionRef {
-            adapter: AdapterId::Copilot,
-            session_id: "s".into(),
-        },
-        offset: 1,
-        time_unix_ns: 2,
-        time_source: TimeSource::Agent,
-        clock: Some(ClockSample {
-            boot_id: Some("boot".into()),
-            boottime_ns: Some(3),
-        }),
-        agent_id: Some("agent".into()),
-        turn: TurnAttribution {
-            source: TurnSource::Stamped,
-            turn_id: Some("t".into()),
-        },
-        provenance: Provenance {
-            attestation: Attestation::Derived,
-            confidence: Confidence::Low,
-        },
-        raw: vec![RawRef {
-            record_digest: "d".into(),
-            event_name: Some("preToolUse".into()),
-        }],
-        payload,
-    }
-}
-
-fn recovery() -> Recovery {
-    Recovery {
-        reason: RecoveryReason::SpanCapPressure,
-        requested_event_id: Some(id()),
-        elapsed_upper_bound_ms: Some(Observation::Observed(5)),
-    }
-}
-
+/// Two independent sources agree: what generation 7 described by hand is
+/// what the types say, member for member, at every level of nesting
+/// (types, integer widths, optionality, enum values, closed structs).
 #[test]
-fn the_envelope_and_its_members_are_described() {
-    let row = serde_json::to_value(envelope(Payload::EndExpired(EndExpired {
-        end_event_id: id(),
-    })))
-    .expect("serializes");
-    assert_described("envelope", &row);
-    assert_described("session_ref", &row["session"]);
-    assert_described("clock_sample", &row["clock"]);
-    assert_described("turn_attribution", &row["turn"]);
-    assert_described("provenance", &row["provenance"]);
-    assert_described("raw_ref", &row["raw"][0]);
+fn the_types_say_what_generation_seven_described_with_one_known_difference() {
+    let described = frozen::parse(frozen::described_text(7).expect("described"));
+    let mut seven = frozen::described_shape(&described);
+    // Known difference, as generation 7's own tests noted it: the
+    // description says `prompt.submitted.transformed` is a required bool,
+    // the struct reads a missing one as false (`serde(default)`).
+    payload_mut(&mut seven, "prompt.submitted")
+        .members
+        .iter_mut()
+        .find(|m| m.name == "transformed")
+        .expect("described")
+        .required = false;
+    assert_same(&seven, contract_shape());
 }
 
-#[test]
-fn every_payload_and_its_recovery_block_is_described() {
-    let samples = samples();
-    assert_eq!(samples.len(), EventType::ALL.len(), "one sample per type");
-    for payload in samples {
-        let ty = payload.event_type();
-        let row = serde_json::to_value(envelope(payload)).expect("serializes");
-        assert_eq!(row["type"], ty.as_str());
-        assert_described(ty.as_str(), &row["payload"]);
-        if let Some(block) = row["payload"].get("recovery") {
-            assert_described("recovery", block);
-        }
-    }
-    let block = serde_json::to_value(recovery()).expect("serializes");
-    assert_described("recovery", &block);
-    let effect = serde_json::to_value(super::tests::effect()).expect("serializes");
-    assert_described("effect", &effect);
-    let range = serde_json::to_value(OffsetRange { from: 1, to: 2 }).expect("serializes");
-    assert_described("offset_range", &range);
-}
-
-/// Known difference: `observation` is an enum, not a struct. Its one
-/// description item lists the variants as alternatives
-/// (`observed:T|unknown:string`), and each serialized value has exactly
-/// one of those keys.
-#[test]
-fn observations_are_described_as_their_two_alternatives() {
-    let [item] = described("observation") else {
-        panic!("observation is one item")
+/// Two shapes are the same contract when their canonical encodings are
+/// (member order is not part of it).
+fn assert_same(a: &Shape, b: &Shape) {
+    let bytes = |s: &Shape| {
+        let mut out = Vec::new();
+        s.encode(&mut out);
+        out
     };
-    let alternatives: BTreeSet<String> = item
-        .split('|')
-        .map(|a| a.split(':').next().expect("named").to_string())
-        .collect();
-    let variants = [Observation::Observed(1u64), Observation::unknown("why")];
-    let mut seen = BTreeSet::new();
-    for v in &variants {
-        // A new variant stops this match compiling.
-        match v {
-            Observation::Observed(_) | Observation::Unknown(_) => {}
-        }
-        let k = keys(&serde_json::to_value(v).expect("serializes"));
-        assert_eq!(k.len(), 1, "{k:?}");
-        seen.extend(k);
+    assert!(bytes(a) == bytes(b), "the shapes differ:\n{a:?}\n{b:?}");
+}
+
+fn envelope_mut(shape: &mut Shape) -> &mut ObjectShape {
+    match shape {
+        Shape::Object(o) => o,
+        other => panic!("the envelope is {other:?}"),
     }
-    assert_eq!(seen, alternatives);
 }
 
-/// The value list of an `enum(a,b,…)` type string.
-fn enum_values(ty: &str) -> BTreeSet<String> {
-    let inner = ty
-        .strip_prefix("enum(")
-        .and_then(|t| t.strip_suffix(')').or_else(|| t.strip_suffix(")?")))
-        .unwrap_or_else(|| panic!("{ty} is not an enum"));
-    inner.split(',').map(str::to_string).collect()
+/// The payload object of event type `ty` inside an envelope shape.
+fn payload_mut<'a>(shape: &'a mut Shape, ty: &str) -> &'a mut ObjectShape {
+    let tag = Shape::Enum(vec![ty.to_string()]);
+    for alternative in &mut envelope_mut(shape).one_of {
+        let Shape::Object(a) = alternative else {
+            continue;
+        };
+        if a.member("type").map(|m| &m.shape) != Some(&tag) {
+            continue;
+        }
+        let payload = a.members.iter_mut().find(|m| m.name == "payload");
+        match payload.map(|m| &mut m.shape) {
+            Some(Shape::Object(p)) => return p,
+            other => panic!("the payload of {ty} is {other:?}"),
+        }
+    }
+    panic!("{ty} is not in the shape")
 }
 
-/// The type string of `field` in the described struct `name`.
-fn field_type(name: &str, field: &str) -> &'static str {
-    described(name)
-        .iter()
-        .find_map(|f| f.strip_prefix(field)?.strip_prefix(':'))
-        .unwrap_or_else(|| panic!("{name}.{field} is not described"))
+fn member_mut<'a>(o: &'a mut ObjectShape, name: &str) -> &'a mut Member {
+    o.members
+        .iter_mut()
+        .find(|m| m.name == name)
+        .unwrap_or_else(|| panic!("no member {name}"))
 }
 
-fn serialized<T: serde::Serialize>(values: &[T]) -> BTreeSet<String> {
-    values
-        .iter()
-        .map(|v| match serde_json::to_value(v).expect("serializes") {
-            Value::String(s) => s,
-            other => panic!("{other} is not a unit variant"),
-        })
-        .collect()
+/// The object inside a member's shape (through `nullable` and `list`).
+fn object_in(shape: &mut Shape) -> &mut ObjectShape {
+    match shape {
+        Shape::Object(o) => o,
+        Shape::Nullable(inner) | Shape::List(inner) => object_in(inner),
+        other => panic!("{other:?} holds no object"),
+    }
 }
 
-/// Enum values are part of the contract too: each enum's variants, as
-/// serialized, are the values its description lists. Each list below is
-/// checked by an exhaustive match, so a new variant stops this compiling.
+fn digest_of(shape: &Shape) -> String {
+    shape_digest(CONTRACT_GENERATION, shape, &Rule::ALL)
+        .to_hex()
+        .to_string()
+}
+
+/// One edit of a shape.
+type Change = dyn Fn(&mut Shape);
+
+/// The nested members the old digest never covered are in the shape, with
+/// their types, and changing any of them moves the digest.
 #[test]
-fn every_enum_lists_its_variants() {
-    for a in AdapterId::ALL {
-        match a {
-            AdapterId::ClaudeCode | AdapterId::Copilot => {}
-        }
-    }
-    let sources = [
-        TimeSource::Agent,
-        TimeSource::Received,
-        TimeSource::Finalizer,
-    ];
-    for s in sources {
-        match s {
-            TimeSource::Agent | TimeSource::Received | TimeSource::Finalizer => {}
-        }
-    }
-    let turns = [TurnSource::Native, TurnSource::Stamped, TurnSource::None];
-    for t in turns {
-        match t {
-            TurnSource::Native | TurnSource::Stamped | TurnSource::None => {}
-        }
-    }
-    let attestations = [
-        Attestation::Native,
-        Attestation::Derived,
-        Attestation::Record,
-    ];
-    for a in attestations {
-        match a {
-            Attestation::Native | Attestation::Derived | Attestation::Record => {}
-        }
-    }
-    let confidences = [Confidence::Low, Confidence::Medium, Confidence::High];
-    for c in confidences {
-        match c {
-            Confidence::Low | Confidence::Medium | Confidence::High => {}
-        }
-    }
-    let outcomes = [
-        Outcome::Success,
-        Outcome::Failure,
-        Outcome::Interrupted,
-        Outcome::Unknown,
-    ];
-    for o in outcomes {
-        match o {
-            Outcome::Success | Outcome::Failure | Outcome::Interrupted | Outcome::Unknown => {}
-        }
-    }
-    for r in RecoveryReason::ALL {
-        match r {
-            RecoveryReason::RequestNotObserved
-            | RecoveryReason::CompletionNotObservedBeforeTurnEnd
-            | RecoveryReason::CompletionNotObservedBeforeNextTurn
-            | RecoveryReason::SpanCapPressure
-            | RecoveryReason::ExplicitEndSalvage
-            | RecoveryReason::CommandCompletionNotObserved => {}
-        }
-    }
-    let cases = [
+fn a_change_to_a_nested_member_moves_the_digest() {
+    let real = contract_shape().clone();
+    assert_eq!(digest_of(&real), GEN8);
+    let changes: Vec<(&str, Box<Change>)> = vec![
         (
-            field_type("session_ref", "adapter"),
-            serialized(&AdapterId::ALL),
-        ),
-        (field_type("envelope", "time_source"), serialized(&sources)),
-        (field_type("turn_attribution", "source"), serialized(&turns)),
-        (
-            field_type("provenance", "attestation"),
-            serialized(&attestations),
+            "record_at.offset retyped to int64",
+            Box::new(|s| {
+                let record =
+                    object_in(&mut member_mut(payload_mut(s, "message.user"), "record").shape);
+                let offset = member_mut(record, "offset");
+                assert_eq!(offset.shape, Shape::Integer("uint64".into()));
+                offset.shape = Shape::Integer("int64".into());
+            }),
         ),
         (
-            field_type("provenance", "confidence"),
-            serialized(&confidences),
+            "record_at.path removed",
+            Box::new(|s| {
+                let record =
+                    object_in(&mut member_mut(payload_mut(s, "usage.reported"), "record").shape);
+                record.members.retain(|m| m.name != "path");
+            }),
         ),
         (
-            field_type("recovery", "reason"),
-            serialized(&RecoveryReason::ALL),
+            "effect.ref renamed",
+            Box::new(|s| {
+                let effect = object_in(
+                    &mut member_mut(payload_mut(s, "checkpoint.recorded"), "effects").shape,
+                );
+                member_mut(effect, "ref").name = "reference".into();
+            }),
         ),
-        // Known difference: `outcome` is described as a bare value list,
-        // one item with no field name.
-        (described("outcome")[0], serialized(&outcomes)),
+        (
+            "effect.exit_code no longer nullable",
+            Box::new(|s| {
+                let effect = object_in(
+                    &mut member_mut(payload_mut(s, "checkpoint.recorded"), "effects").shape,
+                );
+                let exit = member_mut(effect, "exit_code");
+                assert_eq!(
+                    exit.shape,
+                    Shape::Nullable(Box::new(Shape::Integer("int64".into())))
+                );
+                exit.shape = Shape::Integer("int64".into());
+            }),
+        ),
+        (
+            "offset_range.to made optional",
+            Box::new(|s| {
+                let range = object_in(
+                    &mut member_mut(payload_mut(s, "session.resumed"), "superseded").shape,
+                );
+                member_mut(range, "to").required = false;
+            }),
+        ),
+        (
+            "effect gained a member",
+            Box::new(|s| {
+                let effect = object_in(
+                    &mut member_mut(payload_mut(s, "checkpoint.recorded"), "effects").shape,
+                );
+                effect.members.push(Member {
+                    name: "note".into(),
+                    required: false,
+                    shape: Shape::String,
+                });
+            }),
+        ),
+        (
+            "a recovery reason added",
+            Box::new(|s| {
+                let recovery =
+                    object_in(&mut member_mut(payload_mut(s, "tool.completed"), "recovery").shape);
+                match &mut member_mut(recovery, "reason").shape {
+                    Shape::Enum(values) => values.push("another".into()),
+                    other => panic!("reason is {other:?}"),
+                }
+            }),
+        ),
+        (
+            "the envelope opened",
+            Box::new(|s| envelope_mut(s).closed = false),
+        ),
     ];
-    for (ty, variants) in cases {
-        assert_eq!(enum_values(ty), variants, "{ty}");
+    let mut seen = vec![GEN8.to_string()];
+    for (what, change) in changes {
+        let mut changed = real.clone();
+        change(&mut changed);
+        let d = digest_of(&changed);
+        assert!(!seen.contains(&d), "{what} did not move the digest");
+        seen.push(d);
     }
-}
-
-/// Every payload type is described, in the order of `EventType::ALL`,
-/// after the shared types; nothing is described that no struct has.
-#[test]
-fn the_description_has_one_entry_per_type_and_no_strays() {
-    let shared = [
-        "envelope",
-        "session_ref",
-        "clock_sample",
-        "turn_attribution",
-        "provenance",
-        "raw_ref",
-        "observation",
-        "outcome",
-        "recovery",
-        "record_at",
-        "effect",
-        "offset_range",
-    ];
-    let names: Vec<&str> = DESCRIPTION.iter().map(|t| t.name).collect();
-    let want: Vec<&str> = shared
-        .into_iter()
-        .chain(EventType::ALL.iter().map(|t| t.as_str()))
-        .collect();
-    assert_eq!(names, want);
-    // The event type is the envelope's tag; the payload its content.
-    let row = serde_json::to_value(envelope(Payload::EndExpired(EndExpired {
-        end_event_id: id(),
-    })))
-    .expect("serializes");
-    assert_eq!(row["type"], json!("end.expired"));
-}
-
-// Optionality is part of the description too (`?`): a reader accepts a
-// member missing exactly when the description marks it optional.
-
-/// Whether `value` still parses as `T` with `key` removed.
-fn parses_without<T: serde::de::DeserializeOwned>(value: &Value, key: &str) -> bool {
-    let mut v = value.clone();
-    v.as_object_mut().expect("object").remove(key);
-    serde_json::from_value::<T>(v).is_ok()
-}
-
-/// The fields a described struct marks optional (`?`).
-fn described_optional(name: &str) -> BTreeSet<String> {
-    described(name)
-        .iter()
-        .filter(|f| f.ends_with('?'))
-        .map(|f| f.split(':').next().expect("named").to_string())
-        .collect()
-}
-
-/// The members a reader accepts missing.
-fn omittable<T: serde::de::DeserializeOwned>(value: &Value) -> BTreeSet<String> {
-    keys(value)
-        .into_iter()
-        .filter(|k| parses_without::<T>(value, k))
-        .collect()
-}
-
-#[test]
-fn optional_marks_match_what_a_reader_accepts_missing() {
-    let row = serde_json::to_value(envelope(Payload::EndExpired(EndExpired {
-        end_event_id: id(),
-    })))
-    .expect("serializes");
-    let mut found = Vec::new();
-    let mut check = |name: &str, got: BTreeSet<String>| {
-        let want = described_optional(name);
-        if got != want {
-            found.push(format!(
-                "{name}: accepts missing {got:?}, described optional {want:?}"
-            ));
-        }
-    };
-    check("envelope", omittable::<Event>(&row));
-    check("session_ref", omittable::<SessionRef>(&row["session"]));
-    check("clock_sample", omittable::<ClockSample>(&row["clock"]));
-    check(
-        "turn_attribution",
-        omittable::<TurnAttribution>(&row["turn"]),
+    // The generation and the rules are covered too.
+    assert_ne!(shape_digest(9, &real, &Rule::ALL).to_hex().as_str(), GEN8);
+    assert_ne!(
+        shape_digest(8, &real, &Rule::ALL[..5]).to_hex().as_str(),
+        GEN8
     );
-    check("provenance", omittable::<Provenance>(&row["provenance"]));
-    check("raw_ref", omittable::<RawRef>(&row["raw"][0]));
-    check(
-        "recovery",
-        omittable::<Recovery>(&serde_json::to_value(recovery()).unwrap()),
-    );
-    for payload in samples() {
-        let ty = payload.event_type().as_str();
-        let whole = serde_json::to_value(&payload).expect("serializes");
-        let got = keys(&whole["payload"])
-            .into_iter()
-            .filter(|k| {
-                let mut v = whole.clone();
-                v["payload"].as_object_mut().unwrap().remove(k);
-                serde_json::from_value::<Payload>(v).is_ok()
-            })
-            .collect();
-        check(ty, got);
-    }
-    // Known difference, kept because generation 1 has shipped: the
-    // description says `prompt.submitted.transformed` is a plain `bool`, but
-    // the struct reads a missing `transformed` as false (`serde(default)`).
-    // Every writer writes the key, so no stored row differs; a reader is
-    // merely more lenient than the description says.
-    let known = [
-        "prompt.submitted: accepts missing {\"prompt\", \"transformed\"}, \
-         described optional {\"prompt\"}",
+}
+
+// The same, through the derive: small stand-ins of a payload with a nested
+// record, changed one way each. `shape_of` is what `contract_shape` runs.
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct At {
+    path: String,
+    offset: u64,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Line {
+    record: At,
+    #[serde(default)]
+    text: Option<String>,
+}
+
+/// `At` with `offset` retyped.
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct AtSigned {
+    path: String,
+    offset: i64,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct LineSigned {
+    record: AtSigned,
+    #[serde(default)]
+    text: Option<String>,
+}
+
+/// `At` with `path` renamed on the wire.
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct AtRenamed {
+    #[serde(rename = "file")]
+    path: String,
+    offset: u64,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct LineRenamed {
+    record: AtRenamed,
+    #[serde(default)]
+    text: Option<String>,
+}
+
+/// `At` with `offset` optional.
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct AtOptional {
+    path: String,
+    #[serde(default)]
+    offset: Option<u64>,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct LineOptional {
+    record: AtOptional,
+    #[serde(default)]
+    text: Option<String>,
+}
+
+/// `Line` as it is, but declared in another order, documented and named
+/// otherwise: nothing a row's meaning depends on.
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Place {
+    /// Where the line starts.
+    offset: u64,
+    /// The record's file.
+    path: String,
+}
+
+/// A line of the record.
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RecordedLine {
+    /// Its text.
+    #[serde(default)]
+    text: Option<String>,
+    record: Place,
+}
+
+fn derived<T: JsonSchema>() -> String {
+    digest_of(&shape_of::<T>().expect("the stand-ins have a shape"))
+}
+
+#[test]
+fn a_nested_change_through_the_derive_moves_the_digest() {
+    let base = derived::<Line>();
+    let changed = [
+        ("offset retyped", derived::<LineSigned>()),
+        ("path renamed", derived::<LineRenamed>()),
+        ("offset optional", derived::<LineOptional>()),
     ];
-    assert_eq!(found, known, "{found:#?}");
+    let mut seen = vec![base.clone()];
+    for (what, d) in changed {
+        assert!(!seen.contains(&d), "{what} did not move the digest");
+        seen.push(d);
+    }
+}
+
+#[test]
+fn documentation_order_and_rust_names_are_outside_the_digest() {
+    // The stand-ins differ in all three, and are the same contract.
+    assert_ne!(
+        serde_json::to_string(&schemars::schema_for!(Line)).unwrap(),
+        serde_json::to_string(&schemars::schema_for!(RecordedLine)).unwrap(),
+        "the schemas themselves differ"
+    );
+    assert_eq!(derived::<Line>(), derived::<RecordedLine>());
+}
+
+#[test]
+fn every_event_type_is_an_alternative_of_the_envelope() {
+    let mut shape = contract_shape().clone();
+    assert_eq!(envelope_mut(&mut shape).one_of.len(), EventType::ALL.len());
+    for ty in EventType::ALL {
+        payload_mut(&mut shape, ty.as_str());
+    }
 }

@@ -5,7 +5,8 @@
 //! each prefixed with their length as a little-endian integer of a named
 //! width. Two widths exist for history's sake and both are pinned by
 //! golden tests: [`DigestWriter::field_u32`] (schema and capability
-//! digests) and [`DigestWriter::field_u64`] (everything else).
+//! digests; from generation 8 the schema digest frames its whole shape
+//! with a u64) and [`DigestWriter::field_u64`] (everything else).
 //!
 //! The bytes are gathered into a small buffer before they reach the
 //! hasher: its fixed cost per call outweighs hashing a short part, and ids

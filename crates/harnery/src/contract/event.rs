@@ -1,6 +1,7 @@
 //! The event envelope: the fields every canonical event carries, whatever
 //! its type.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::event_id::EventId;
@@ -8,7 +9,9 @@ use super::payload::{EventType, Payload};
 use crate::clock::ClockSample;
 
 /// Which agent dialect a session speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum AdapterId {
     ClaudeCode,
@@ -40,14 +43,16 @@ impl std::fmt::Display for AdapterId {
 /// The session an event belongs to. Copilot subagent hooks arrive under the
 /// agent id and are mapped here to their parent session; `agent_id` keeps
 /// which agent within the session spoke.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(deny_unknown_fields)]
 pub struct SessionRef {
     pub adapter: AdapterId,
     pub session_id: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Attestation {
     /// The agent itself reported this event.
@@ -59,7 +64,9 @@ pub enum Attestation {
     Record,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Confidence {
     Low,
@@ -77,7 +84,7 @@ impl Confidence {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Provenance {
     pub attestation: Attestation,
@@ -91,7 +98,7 @@ impl Provenance {
     };
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TurnSource {
     /// The adapter named the turn (Claude Code `prompt_id`).
@@ -102,7 +109,7 @@ pub enum TurnSource {
     None,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TurnAttribution {
     pub source: TurnSource,
@@ -120,7 +127,7 @@ impl TurnAttribution {
 }
 
 /// Where the event's time came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TimeSource {
     /// A timestamp inside the agent's payload.
@@ -133,7 +140,7 @@ pub enum TimeSource {
 
 /// A pointer back to one raw spool record: its digest (the key of the
 /// ledger's raw-signal table) and where it was read.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawRef {
     pub record_digest: String,
@@ -145,7 +152,9 @@ pub struct RawRef {
 /// `Deserialize` is written out in `event_de.rs`: it reads the payload
 /// straight into the struct its type names, where the derive, flattening
 /// an adjacently tagged enum, buffered every row into a tree first.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+// The reader in `event_de.rs` refuses unknown members, as the schema says.
+#[schemars(deny_unknown_fields)]
 pub struct Event {
     pub id: EventId,
     pub session: SessionRef,

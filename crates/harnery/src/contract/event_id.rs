@@ -2,11 +2,14 @@
 //! from. Both the envelope (`event.rs`) and payloads that point at other
 //! events (`payload.rs`) hold ids, so the id lives below both.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// A stable event id: deterministic from what produced the event, so that
 /// normalizing the same raw records twice yields the same ids.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(transparent)]
 pub struct EventId(pub String);
 

@@ -1,10 +1,14 @@
 //! The contract generations this build can read: each one's number, its
-//! pinned schema digest and what it changed. A ledger epoch names its
-//! generation by digest (in `genesis.json`), so archived epochs are read
-//! under their own generation and never repaired in place. Entries are
-//! appended, never edited: a shipped generation's digest is history.
+//! pinned schema digest, what it changed, and its shape (the shipped ones
+//! frozen, see `frozen`). A ledger epoch names its generation by digest
+//! (in `genesis.json`), so archived epochs are read, and their rows
+//! judged, under their own generation and never repaired in place.
+//! Entries are appended, never edited: a shipped generation's digest is
+//! history.
 
-use super::digest::CONTRACT_GENERATION;
+use super::digest::{CONTRACT_GENERATION, contract_shape};
+use super::frozen;
+use super::shape::Shape;
 
 /// One shipped contract generation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,7 +87,32 @@ pub const GENERATIONS: &[Generation] = &[
                       its preamble left out) and the agent's own id of the last line kept \
                       (Claude Code's uuid, Copilot's event id) and where that line starts",
     },
+    Generation {
+        number: 8,
+        digest: "3e51b41f91f0a4ac0291c1cb3f6e3b2d4fbdaabc5b6356b3ede9b158e69512db",
+        description: "the digest covers the contract: it is derived from the types \
+                      themselves (every member of the envelope, of every payload and of every \
+                      struct and enum nested in them, such as record_at, effect and \
+                      offset_range, with its type, integer width, whether a reader requires it, \
+                      enum values and closed structs) and hashed in a canonical encoding, with \
+                      the validator rules; no member changed from generation 7",
+    },
 ];
+
+impl Generation {
+    /// The contract this generation wrote, member by member: frozen for a
+    /// shipped generation, read from the types for this build's own.
+    pub fn shape(&self) -> Shape {
+        if let Some(text) = frozen::described_text(self.number) {
+            return frozen::described_shape(&frozen::parse(text));
+        }
+        if let Some(json) = frozen::frozen_shape_json(self.number) {
+            return serde_json::from_str(json)
+                .expect("a frozen shape reads back (a test reads each)");
+        }
+        contract_shape().clone()
+    }
+}
 
 /// The generation whose schema digest is `digest`, if this build reads it.
 pub fn generation_by_digest(digest: &str) -> Option<&'static Generation> {

@@ -3,8 +3,10 @@
 //! Owns the event envelope (id, offset, session, turn attribution,
 //! provenance, raw pointers), the strict payload of every event type, the
 //! `recovery` block of ADR 0078, the validator rules and the confidence
-//! table they check, the schema digest that gates a ledger epoch, and the
-//! registry of contract generations this build reads. It never reads agent
+//! table they check, the contract's shape read from its types and the
+//! schema digest over it that gates a ledger epoch, and the registry of
+//! contract generations this build reads, each with its own shape (the
+//! shipped ones frozen), by which an archived epoch's rows are judged. It never reads agent
 //! dialects (that is `adapter`) and never touches storage (that is
 //! `ledger`).
 
@@ -16,18 +18,21 @@ pub mod eligibility;
 mod event;
 mod event_de;
 mod event_id;
+pub mod frozen;
 mod generation;
 pub(crate) mod json;
 mod json_text;
 mod outcome;
 mod payload;
 pub mod session_name;
+mod shape;
+mod shape_check;
 mod validate;
 
 pub use canonical::Json;
 pub use confidence::recovered_confidence;
 pub use digest::{
-    CONTRACT_GENERATION, DESCRIPTION, SchemaDescription, schema_digest, schema_digest_hex,
+    CONTRACT_GENERATION, contract_shape, schema_digest, schema_digest_hex, shape_digest,
 };
 pub use digest_writer::DigestWriter;
 pub use event::{
@@ -46,6 +51,8 @@ pub use payload::{
     SubagentStarted, SubagentStopped, ToolBatchCompleted, ToolCompleted, ToolRecorded,
     ToolRequested, TurnCompleted, TurnStarted, UsageReported, UsageSummary,
 };
+pub use shape::{Member, ObjectShape, Shape, ShapeError};
+pub use shape_check::ShapeProblem;
 pub use validate::{Rule, Violation, validate_event};
 
 #[cfg(test)]
@@ -54,6 +61,8 @@ mod digest_tests;
 mod event_de_tests;
 #[cfg(test)]
 mod samples;
+#[cfg(test)]
+mod shape_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

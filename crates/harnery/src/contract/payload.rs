@@ -7,7 +7,7 @@ use super::canonical::Json;
 use super::event_id::EventId;
 
 /// An observed value, or `unknown` with a reason code. Unknown stays unknown.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Observation<T> {
     Observed(T),
@@ -28,7 +28,7 @@ impl<T> Observation<T> {
 }
 
 /// How a tool or command span ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     Success,
@@ -38,7 +38,7 @@ pub enum Outcome {
 }
 
 /// The six reasons of ADR 0078 for which the finalizer mints a terminal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RecoveryReason {
     RequestNotObserved,
@@ -91,7 +91,7 @@ impl std::fmt::Display for RecoveryReason {
 }
 
 /// The marker of a recovery event (ADR 0078).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Recovery {
     pub reason: RecoveryReason,
@@ -104,7 +104,7 @@ pub struct Recovery {
 macro_rules! payload_struct {
     ($(#[$meta:meta])* $name:ident { $($(#[$fmeta:meta])* $field:ident : $ty:ty),* $(,)? }) => {
         $(#[$meta])*
-        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
         #[serde(deny_unknown_fields)]
         pub struct $name {
             $($(#[$fmeta])* pub $field: $ty,)*
@@ -245,7 +245,7 @@ payload_struct!(SignalUnrecognized {
 
 /// One line of an agent's own record of a session: the file and the byte
 /// offset the line starts at (generation 2).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RecordAt {
     pub path: String,
@@ -386,7 +386,7 @@ payload_struct!(
 /// that a restore cannot take back. `kind` is `tool` or `command` for a
 /// span closed natively (`ref` its request event id), or the operator's
 /// own kind (`harnery checkpoint --effect KIND:REF`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Effect {
     pub kind: String,
@@ -409,7 +409,7 @@ pub struct Effect {
 }
 
 /// A half-open range of a session's offsets, `from <= offset < to`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OffsetRange {
     pub from: u64,
@@ -504,7 +504,7 @@ payload_struct!(
 );
 
 /// The payload of an event, tagged with its type.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", content = "payload")]
 pub enum Payload {
     #[serde(rename = "session.started")]

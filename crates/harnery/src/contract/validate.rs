@@ -26,6 +26,16 @@ pub enum Rule {
 }
 
 impl Rule {
+    /// Every rule, in order: the rules of every contract generation so far.
+    pub const ALL: [Rule; 6] = [
+        Rule::RecoveryRequiresDerived,
+        Rule::RecoveredOutcomeUnknown,
+        Rule::DerivedToolNeedsRecovery,
+        Rule::ReasonBindsEventType,
+        Rule::RecoveredDurationUnknown,
+        Rule::RecoveredConfidencePinned,
+    ];
+
     pub fn number(self) -> u8 {
         self as u8
     }

@@ -1,8 +1,9 @@
 //! `harnery epoch verify`: every archived epoch is what its advance left
 //! (the tree manifest lists exactly its files, the path fence names it,
-//! nothing is writable, its hash chain recomputes), and the anchors link
-//! the first epoch to the live one: each epoch's anchor names the epoch
-//! before it, that epoch's chain head and row count.
+//! nothing is writable, its hash chain recomputes), every epoch's rows fit
+//! the contract generation that wrote it (its own shape, not this build's),
+//! and the anchors link the first epoch to the live one: each epoch's
+//! anchor names the epoch before it, that epoch's chain head and row count.
 //!
 //! A problem is a finding, not an error: one damaged archive is reported
 //! and the others are still checked.
@@ -101,10 +102,29 @@ fn check_epoch(e: &EpochEntry) -> EpochCheck {
         }
         Err(err) => check.problems.push(format!("ledger unreadable: {err}")),
     }
+    check.problems.extend(shape_problems(e));
     if e.live {
         check.problems.extend(raw_archive_problems(e));
     }
     check
+}
+
+/// Each row against the shape of the contract generation that wrote the
+/// epoch. An epoch of a generation this build does not know is left to
+/// its files and chain (`list` names its generation as unknown).
+fn shape_problems(e: &EpochEntry) -> Vec<String> {
+    let Some(generation) = e.generation() else {
+        return Vec::new();
+    };
+    let found = LedgerReader::open_dir(&e.dir, None).and_then(|l| l.shape_problems(generation));
+    match found {
+        Ok((_, problems)) => problems
+            .into_iter()
+            .map(|p| format!("{} ({}): {}", p.rule, p.event_id, p.detail))
+            .collect(),
+        // Reported above, as the ledger being unreadable.
+        Err(_) => Vec::new(),
+    }
 }
 
 /// The live epoch's raw archive files against what its ledger recorded

@@ -21,6 +21,7 @@ mod timeline;
 mod trace_chunks;
 pub(super) mod unreadable;
 mod validate;
+mod validate_shape;
 mod validate_trace;
 mod verify;
 

@@ -1,5 +1,7 @@
 //! `validate`: every contract rule, offset sequence, span state, span
 //! count, audit flag, resume count and trace entry over a whole epoch.
+//! An epoch an older contract generation wrote has each row judged by
+//! that generation's shape too (`validate_shape`).
 
 use std::collections::HashMap;
 
@@ -32,6 +34,7 @@ impl LedgerReader {
         // Each row's trace entry is checked as the row is read, where the
         // ledger keeps them.
         let mut chunks = self.keeps_trace_rows()?.then(ChunkCheck::default);
+        let own = self.older_generation();
         let mut stmt = self
             .conn
             .prepare("SELECT seq, id, CAST(json AS BLOB) FROM events ORDER BY seq")?;
@@ -47,6 +50,9 @@ impl LedgerReader {
             let id =
                 String::from_utf8_lossy(r.get_ref(1)?.as_bytes().unwrap_or_default()).into_owned();
             let json = r.get_ref(2)?.as_blob().unwrap_or_default();
+            let fits_own = own
+                .as_ref()
+                .map(|g| (g.number, g.check(seq, &id, json, &mut problems)));
             match serde_json::from_slice::<Event>(json) {
                 Ok(event) => {
                     let key = (
@@ -62,10 +68,18 @@ impl LedgerReader {
                     }
                     check_event(&event, &mut next, &mut problems)
                 }
+                // Its own generation's verdict is reported above.
+                Err(_) if fits_own.is_some_and(|(_, fits)| !fits) => {}
                 Err(e) => problems.push(problem(
                     &id,
                     "contract-parse",
-                    format!("row seq {seq} does not parse as an event: {e}"),
+                    match fits_own {
+                        Some((n, _)) => format!(
+                            "row seq {seq} fits contract generation {n}, which wrote it, \
+                             but this build cannot read it: {e}"
+                        ),
+                        None => format!("row seq {seq} does not parse as an event: {e}"),
+                    },
                 )),
             }
         }
