@@ -50,6 +50,9 @@ pub enum Purpose {
     Genesis,
     /// The seed of the host's head-signing key pair.
     Signing,
+    /// An id the contract derives from raw bytes (event ids, stamped
+    /// turn ids), as it leaves the host.
+    ShippedId,
 }
 
 impl Purpose {
@@ -59,6 +62,7 @@ impl Purpose {
             Purpose::RowCommit => "harnery ship row commitment v1",
             Purpose::Genesis => "harnery ship genesis commitment v1",
             Purpose::Signing => "harnery ship signing key v1",
+            Purpose::ShippedId => "harnery ship id v1",
         }
     }
 }
