@@ -517,7 +517,7 @@ pub enum SchemaError {
     #[error("the server has no harnery schema yet; `harnery ship` creates it")]
     Missing,
     #[error(
-        "the server's harnery schema is at version {server}, older than this build's ({known}); a `harnery ship` from this build migrates it"
+        "the server's harnery schema is at version {server}, older than this build's ({known}); an administrator upgrades it with `harnery fleet init --url URL` (or a `harnery ship` as the administrator)"
     )]
     Behind { server: i32, known: i32 },
     #[error("migrating the central schema: {source}{}", hint(.source))]
