@@ -288,7 +288,8 @@ fn derived_from(session: &str, guess: &str, times: &[i64], offsets: &[i64]) -> V
 
 /// The probe: a reader holding the server's rows, and everything of the
 /// prompt but its masked secret, hashes guesses the way the contract
-/// derives ids and looks for a match anywhere the server holds.
+/// derives ids and looks for a match anywhere the server holds (the
+/// prompt shipped masked to one database, withheld to another).
 #[test]
 fn a_guess_of_a_masked_secret_matches_nothing_the_server_holds() {
     let pg = PgServer::start();
@@ -301,9 +302,12 @@ fn a_guess_of_a_masked_secret_matches_nothing_the_server_holds() {
     hook(home.path(), &prompt_record(session, SECRET));
     finalize(home.path());
     ship_ok(home.path(), &target, &[]);
+    let withheld = pg.database("withheld");
+    ship_ok(home.path(), &withheld, &["--content", "none"]);
 
     let text = server_text(&pg, "fleet");
     assert!(!text.contains(SECRET), "the secret itself is masked");
+    let text = text + &server_text(&pg, "withheld");
     let mut c = pg.client("fleet");
     let rows: Vec<(i64, i64)> = c
         .query(
@@ -346,9 +350,11 @@ fn a_guess_of_a_masked_secret_matches_nothing_the_server_holds() {
         );
     }
     // And the host maps its keyed ids back: `--local` checks every row.
-    let verify = fleet(Some(home.path()), &target, &["verify", "--local"]);
-    assert!(verify.status.success(), "{}", stdout(&verify));
-    assert!(!stdout(&verify).contains("NOTE"), "{}", stdout(&verify));
+    for target in [&target, &withheld] {
+        let verify = fleet(Some(home.path()), target, &["verify", "--local"]);
+        assert!(verify.status.success(), "{}", stdout(&verify));
+        assert!(!stdout(&verify).contains("NOTE"), "{}", stdout(&verify));
+    }
 }
 
 /// A hook record the adapter cannot read, whose error quotes it, and an

@@ -5,8 +5,9 @@
 //! provenance); of the payload, numbers, booleans and the strings under a
 //! key that names rather than says (tool name, outcome, model, ...), and
 //! only when the string is itself a name: one token of letters, digits
-//! and `_ - . : / @ + [ ]`, at most 128 bytes. A free text under such a
-//! key (a reason with spaces, a quoted excerpt) is dropped.
+//! and `_ - . : / @ + [ ]`, at most 128 bytes (a model's name may also
+//! hold single spaces). A free text under such a key (a reason with
+//! spaces, a quoted excerpt) is dropped.
 //!
 //! Why an event could not be read (`signal.unrecognized`,
 //! `session.stale_signal`) is said by harnery, but often quotes the record
@@ -89,12 +90,15 @@ pub fn reason_class(reason: &str) -> &'static str {
         .unwrap_or("withheld")
 }
 
-/// A string that names: one short token, no spaces or quotes.
-fn is_name(s: &str) -> bool {
+/// A string that names: one short token, no spaces or quotes. A model's
+/// name may hold single spaces (`Claude Sonnet 4.5`), as agents show it.
+fn is_name(key: &str, s: &str) -> bool {
+    let spaced = key == "model" && !s.starts_with(' ') && !s.contains("  ");
     !s.is_empty()
         && s.len() <= 128
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"_-.:/@+[]".contains(&b))
+        && s.bytes().all(|b| {
+            b.is_ascii_alphanumeric() || b"_-.:/@+[]".contains(&b) || (spaced && b == b' ')
+        })
 }
 
 impl Masker {
@@ -156,7 +160,7 @@ fn metadata(v: &Value) -> Value {
         Value::Object(m) => Value::Object(
             m.iter()
                 .filter_map(|(k, x)| match x {
-                    Value::String(s) if METADATA_STRINGS.contains(&k.as_str()) && is_name(s) => {
+                    Value::String(s) if METADATA_STRINGS.contains(&k.as_str()) && is_name(k, s) => {
                         Some((k.clone(), x.clone()))
                     }
                     Value::String(_) => None,
@@ -206,10 +210,12 @@ mod tests {
             "claude-opus-4-1[1m]",
             "prompt_input_exit",
         ] {
-            assert!(is_name(name), "{name}");
+            assert!(is_name("tool_name", name), "{name}");
         }
+        assert!(is_name("model", "Claude Sonnet 4.5"));
         for text in ["", "the user asked", "invalid \"x\"", &"a".repeat(129)] {
-            assert!(!is_name(text), "{text}");
+            assert!(!is_name("reason", text), "{text}");
+            assert!(!is_name("model", &format!("{text}\"")), "{text}");
         }
     }
 }
