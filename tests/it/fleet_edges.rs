@@ -301,6 +301,25 @@ fn a_guess_of_a_masked_secret_matches_nothing_the_server_holds() {
     hook(home.path(), &start.to_string());
     hook(home.path(), &prompt_record(session, SECRET));
     finalize(home.path());
+    // The agent then ran `harnery search`: the prompt's local event id is
+    // in its tool output.
+    let prompt_id = ledger_rows(home.path())
+        .into_iter()
+        .find(|r| r.1.contains("\"prompt.submitted\""))
+        .expect("the prompt is recorded")
+        .0;
+    for event in ["PreToolUse", "PostToolUse"] {
+        let mut r = fixture_line(event);
+        r["session_id"] = session.into();
+        r["tool_use_id"] = "toolu_search".into();
+        r["tool_input"] = serde_json::json!({"command": "harnery search --json connect"});
+        if event == "PostToolUse" {
+            r["tool_response"] =
+                serde_json::json!({"stdout": format!("{{\"event_id\":\"{prompt_id}\"}}\n")});
+        }
+        hook(home.path(), &r.to_string());
+    }
+    finalize(home.path());
     ship_ok(home.path(), &target, &[]);
     let withheld = pg.database("withheld");
     ship_ok(home.path(), &withheld, &["--content", "none"]);

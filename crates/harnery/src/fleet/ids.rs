@@ -18,6 +18,9 @@
 //! are the agent's own random ones and leave as they are.
 
 use std::borrow::Cow;
+use std::sync::LazyLock;
+
+use regex::Regex;
 
 use super::key::{HostKey, Purpose};
 use crate::ledger::chain::hex;
@@ -57,10 +60,30 @@ pub fn shipped<'s>(key: &HostKey, s: &'s str) -> Cow<'s, str> {
     }
 }
 
-/// Whether a JSON string token's raw bytes (quotes excluded) may be an id
-/// [`shipped`] replaces: a cheap test before decoding.
-pub fn may_be_id(raw: &[u8]) -> bool {
-    raw.starts_with(b"ev_") || raw.starts_with(b"stamped-")
+/// Ids standing inside a text: an agent that ran `harnery search` or
+/// `harnery show` has the host's event ids in its tool output, each a
+/// test of the masked text of the event it names.
+static WITHIN: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\bev_[0-9a-f]{32}\b|\bstamped-[0-9]+-[0-9a-f]{12}\b")
+        .expect("the id pattern compiles")
+});
+
+/// `s` as it leaves the host: itself an id ([`shipped`]), or a text with
+/// every event id and hex-seeded stamped turn id in it keyed the same way.
+pub fn keyed_within<'s>(key: &HostKey, s: &'s str) -> Cow<'s, str> {
+    match shipped(key, s) {
+        Cow::Owned(id) => Cow::Owned(id),
+        Cow::Borrowed(_) if !may_hold_id(s.as_bytes()) => Cow::Borrowed(s),
+        Cow::Borrowed(_) => WITHIN.replace_all(s, |c: &regex::Captures<'_>| {
+            shipped(key, &c[0]).into_owned()
+        }),
+    }
+}
+
+/// Whether bytes may hold an id [`keyed_within`] replaces: a cheap test
+/// before decoding a JSON string.
+pub fn may_hold_id(raw: &[u8]) -> bool {
+    memchr::memmem::find(raw, b"ev_").is_some() || memchr::memmem::find(raw, b"stamped-").is_some()
 }
 
 #[cfg(test)]
@@ -86,6 +109,20 @@ mod tests {
             "{turn}"
         );
         assert!(!turn.contains("9abcdef01234"));
+        let text = format!("see {id} and stamped-2-0123456789ab; prev_{}", &id[3..]);
+        let keyed = keyed_within(&key, &text);
+        assert!(
+            !keyed.contains(&format!("see {id}")) && !keyed.contains("0123456789ab;"),
+            "{keyed}"
+        );
+        assert!(
+            keyed.contains(&*shipped_id),
+            "the same keyed id in a text: {keyed}"
+        );
+        assert!(
+            keyed.contains(&format!("prev_{}", &id[3..])),
+            "not an id: {keyed}"
+        );
         for kept in [
             "ev_0123",
             "ev_0123456789ABCDEF0123456789abcdef",

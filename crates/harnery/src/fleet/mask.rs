@@ -157,24 +157,27 @@ impl Masker {
             let raw = json
                 .get(start + 1..end.saturating_sub(1))
                 .unwrap_or_default();
+            let has_id = ids::may_hold_id(raw);
             let key_text = key.map(decode);
             let replacement = match key_text.as_deref() {
-                _ if ids::may_be_id(raw) => {
-                    match ids::shipped(&self.key, &decode(&json[start..end])) {
-                        Cow::Owned(id) => Some(id),
-                        Cow::Borrowed(_) => None,
-                    }
-                }
                 Some(k) if k.ends_with("_digest") => {
                     Some(self.keyed_digest(&decode(&json[start..end])))
                 }
-                _ if !scan => None,
+                _ if !scan && !has_id => None,
                 k => {
                     let text = decode(&json[start..end]);
+                    // Ids first: a mask then sees the keyed ids, never the
+                    // host's own.
+                    let keyed = ids::keyed_within(&self.key, &text);
                     let whole = k.is_some_and(|k| self.secret_key.is_match(k) && !working_dir(k));
-                    match self.mask_text(&text, whole, &mut patterns) {
-                        Cow::Owned(m) => Some(m),
-                        Cow::Borrowed(_) => None,
+                    let masked = match scan {
+                        true => self.mask_text(&keyed, whole, &mut patterns),
+                        false => Cow::Borrowed(&*keyed),
+                    };
+                    match (&keyed, masked) {
+                        (_, Cow::Owned(m)) => Some(m),
+                        (Cow::Owned(k), Cow::Borrowed(_)) => Some(k.clone()),
+                        (Cow::Borrowed(_), Cow::Borrowed(_)) => None,
                     }
                 }
             };

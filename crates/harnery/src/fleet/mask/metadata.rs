@@ -144,7 +144,7 @@ impl Masker {
             }
             Value::Array(a) => a.iter_mut().for_each(|x| self.key_values(x, None)),
             Value::String(s) => {
-                if let std::borrow::Cow::Owned(id) = ids::shipped(&self.key, s) {
+                if let std::borrow::Cow::Owned(id) = ids::keyed_within(&self.key, s) {
                     *s = id;
                 } else if key.is_some_and(|k| k.ends_with("_digest")) {
                     *s = self.keyed_digest(s);
