@@ -23,7 +23,6 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::key::{HostKey, Purpose};
-use crate::ledger::chain::hex;
 
 /// Whether `s` is an event id as the contract derives it: `ev_` and 32
 /// lowercase hex digits.
@@ -80,10 +79,27 @@ pub fn keyed_within<'s>(key: &HostKey, s: &'s str) -> Cow<'s, str> {
     }
 }
 
+static EVENT: LazyLock<memchr::memmem::Finder<'static>> =
+    LazyLock::new(|| memchr::memmem::Finder::new(b"ev_"));
+static STAMPED: LazyLock<memchr::memmem::Finder<'static>> =
+    LazyLock::new(|| memchr::memmem::Finder::new(b"stamped-"));
+
 /// Whether bytes may hold an id [`keyed_within`] replaces: a cheap test
 /// before decoding a JSON string.
 pub fn may_hold_id(raw: &[u8]) -> bool {
-    memchr::memmem::find(raw, b"ev_").is_some() || memchr::memmem::find(raw, b"stamped-").is_some()
+    EVENT.find(raw).is_some() || STAMPED.find(raw).is_some()
+}
+
+/// Lower-case hex, without a string made per byte (this runs for every
+/// id of every row shipped).
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 15)]));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -103,6 +119,10 @@ mod tests {
             "the same id, the same keyed id"
         );
         assert_ne!(shipped_id, shipped(&other, id), "keyed per host");
+        assert_eq!(
+            hex(&[0, 9, 171, 255]),
+            crate::ledger::chain::hex(&[0, 9, 171, 255])
+        );
         let turn = shipped(&key, "stamped-3-9abcdef01234");
         assert!(
             turn.starts_with("stamped-3-k") && turn.len() == 23,

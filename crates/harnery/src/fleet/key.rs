@@ -1,8 +1,9 @@
 //! This host's ship key: 32 random bytes kept in `HARNERY_HOME/ship-key`
 //! (mode 0600), made once like the host id and never sent anywhere. What
 //! leaves the host about an original it does not send is keyed by it: a
-//! mask's label (the same secret gives the same label within a host) and
-//! the row commitment that binds each shipped row to the ledger's row.
+//! mask's label (the same secret gives the same label within a host), the
+//! ids derived from raw bytes (`fleet::ids`), and the row commitment that
+//! binds each shipped row to the ledger's row.
 //! Without the key the server cannot test a guess against either.
 
 use std::path::{Path, PathBuf};

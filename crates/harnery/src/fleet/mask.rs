@@ -169,9 +169,12 @@ impl Masker {
                     // Ids first: a mask then sees the keyed ids, never the
                     // host's own.
                     let keyed = ids::keyed_within(&self.key, &text);
-                    let whole = k.is_some_and(|k| self.secret_key.is_match(k) && !working_dir(k));
                     let masked = match scan {
-                        true => self.mask_text(&keyed, whole, &mut patterns),
+                        true => {
+                            let whole =
+                                k.is_some_and(|k| self.secret_key.is_match(k) && !working_dir(k));
+                            self.mask_text(&keyed, whole, &mut patterns)
+                        }
                         false => Cow::Borrowed(&*keyed),
                     };
                     match (&keyed, masked) {

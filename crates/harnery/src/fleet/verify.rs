@@ -8,8 +8,10 @@
 //! and link) is signed by the key the host registered on its first ship,
 //! so a chain recomputed after a change still fails there; the row count
 //! matches; an epoch that anchors to another finds it with the row count
-//! the anchor names. None of this needs the host's secret, and none of it
-//! could test a guess of masked text.
+//! the anchor names; each row's search text (what `fleet search` shows) is
+//! the text local search's rules extract from the row as shipped, and no
+//! search text stands without its row. None of this needs the host's
+//! secret, and none of it could test a guess of masked text.
 //!
 //! With `--local`, on the host: each of its rows on the server must carry
 //! the host's keyed commitment to its own ledger row (so the server row is
