@@ -30,6 +30,7 @@ mod finalize_crash;
 mod finalize_records;
 mod finalize_records_corpus;
 mod finalize_wal;
+mod fleet_edges;
 mod fleet_search;
 mod fleet_security;
 mod fleet_ship;

@@ -14,6 +14,8 @@ use postgres::types::{ToSql, Type};
 use std::borrow::Cow;
 
 use super::CopyError;
+use super::ids;
+use super::key::HostKey;
 use super::link::pg_text;
 use crate::contract::Event;
 use crate::contract::SessionRef;
@@ -42,6 +44,7 @@ pub struct EpochKey<'a> {
 pub fn replace(
     tx: &mut Transaction<'_>,
     key: &EpochKey<'_>,
+    host_key: &HostKey,
     ledger: &LedgerReader,
     closed: &[ClosedSession],
     via_role: bool,
@@ -51,8 +54,8 @@ pub fn replace(
         &[&key.host, &key.genesis],
     )?;
     let sessions = copy_sessions(tx, key, ledger, closed, via_role)?;
-    let spans = copy_spans(tx, key, ledger, via_role)?;
-    let receipts = copy_receipts(tx, key, ledger, via_role)?;
+    let spans = copy_spans(tx, key, host_key, ledger, via_role)?;
+    let receipts = copy_receipts(tx, key, host_key, ledger, via_role)?;
     if via_role {
         for table in ["sessions", "spans", "receipts"] {
             tx.batch_execute(&format!(
@@ -70,6 +73,14 @@ pub fn replace(
 /// A text column as PostgreSQL holds it (see [`pg_text`]).
 fn t(s: &str) -> Cow<'_, str> {
     pg_text(s.as_bytes())
+}
+
+/// An id as it leaves the host ([`super::ids`]), as a text column.
+fn id<'s>(host_key: &HostKey, s: &'s str) -> Cow<'s, str> {
+    match ids::shipped(host_key, s) {
+        Cow::Owned(keyed) => Cow::Owned(keyed),
+        Cow::Borrowed(_) => t(s),
+    }
 }
 
 fn ts(s: &Option<String>) -> Option<Cow<'_, str>> {
@@ -163,6 +174,7 @@ fn copy_sessions(
 fn copy_spans(
     tx: &mut Transaction<'_>,
     key: &EpochKey<'_>,
+    host_key: &HostKey,
     ledger: &LedgerReader,
     via_role: bool,
 ) -> Result<u64, CopyError> {
@@ -200,16 +212,16 @@ fn copy_spans(
             &key.genesis,
             &t(s.session.adapter.as_str()),
             &t(&s.session.session_id),
-            &t(&s.request_event_id),
+            &id(host_key, &s.request_event_id),
             &t(&s.kind),
             &t(&s.name),
             &ts(&s.tool_call_id),
             &ts(&s.agent_id),
-            &ts(&s.turn_id),
+            &s.turn_id.as_deref().map(|i| id(host_key, i)),
             &s.requested_unix_ns,
             &s.state.as_str(),
             &ts(&s.reason),
-            &ts(&s.completed_event_id),
+            &s.completed_event_id.as_deref().map(|i| id(host_key, i)),
             &ts(&s.outcome),
             &duration,
             &s.completed_unix_ns,
@@ -225,6 +237,7 @@ fn copy_spans(
 fn copy_receipts(
     tx: &mut Transaction<'_>,
     key: &EpochKey<'_>,
+    host_key: &HostKey,
     ledger: &LedgerReader,
     via_role: bool,
 ) -> Result<u64, CopyError> {
@@ -275,7 +288,7 @@ fn copy_receipts(
                 &t(session.adapter.as_str()),
                 &t(&session.session_id),
                 &(i as i32),
-                &t(&turn.turn_id),
+                &id(host_key, &turn.turn_id),
                 &turn.turn_source,
                 &turn.started_unix_ns,
                 &turn.ended_unix_ns,

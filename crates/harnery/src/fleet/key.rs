@@ -1,8 +1,9 @@
 //! This host's ship key: 32 random bytes kept in `HARNERY_HOME/ship-key`
 //! (mode 0600), made once like the host id and never sent anywhere. What
 //! leaves the host about an original it does not send is keyed by it: a
-//! mask's label (the same secret gives the same label within a host) and
-//! the row commitment that binds each shipped row to the ledger's row.
+//! mask's label (the same secret gives the same label within a host), the
+//! ids derived from raw bytes (`fleet::ids`), and the row commitment that
+//! binds each shipped row to the ledger's row.
 //! Without the key the server cannot test a guess against either.
 
 use std::path::{Path, PathBuf};
@@ -50,6 +51,9 @@ pub enum Purpose {
     Genesis,
     /// The seed of the host's head-signing key pair.
     Signing,
+    /// An id the contract derives from raw bytes (event ids, stamped
+    /// turn ids), as it leaves the host.
+    ShippedId,
 }
 
 impl Purpose {
@@ -59,6 +63,7 @@ impl Purpose {
             Purpose::RowCommit => "harnery ship row commitment v1",
             Purpose::Genesis => "harnery ship genesis commitment v1",
             Purpose::Signing => "harnery ship signing key v1",
+            Purpose::ShippedId => "harnery ship id v1",
         }
     }
 }

@@ -25,9 +25,11 @@ use std::borrow::Cow;
 
 use regex::{Regex, RegexSet};
 
+use super::ids;
 use super::key::{HostKey, Purpose};
 use patterns::{BUILT_IN_ALLOW, TRIGGERS, built_in, secret_key};
 
+mod metadata;
 mod patterns;
 
 /// A pattern that does not compile.
@@ -124,34 +126,61 @@ impl Masker {
         })
     }
 
-    /// Mask a row's JSON text; `None` when nothing was masked (the common
-    /// case, with nothing copied). Every `*_digest` string (a digest of
-    /// the raw record or of a tool's input, which could be used to test a
-    /// guess of what was masked) is replaced by its keyed hash under this
-    /// host's key, `keyed:HEX`, without counting as a mask.
+    /// Mask a row's JSON text; `None` when nothing changed. Every
+    /// `*_digest` string (a digest of the raw record or of a tool's
+    /// input, which could be used to test a guess of what was masked) is
+    /// replaced by its keyed hash under this host's key, `keyed:HEX`, and
+    /// every id derived from raw bytes by its keyed id ([`super::ids`]),
+    /// neither counting as a mask.
     pub fn mask<'a>(&self, json: &'a [u8]) -> Option<Masked<'a>> {
+        self.rewrite(json, true)
+    }
+
+    /// A row as `--content full` sends it: its text as recorded, its
+    /// digests and ids keyed as [`Masker::mask`] keys them.
+    pub fn keyed_only<'a>(&self, json: &'a [u8]) -> Option<Masked<'a>> {
+        self.rewrite(json, false)
+    }
+
+    fn rewrite<'a>(&self, json: &'a [u8], mask: bool) -> Option<Masked<'a>> {
         let mut out: Vec<u8> = Vec::new();
         let mut copied = 0;
         let mut patterns: Vec<String> = Vec::new();
-        let scan = !self.prefilter
-            || self.triggers.is_match(&String::from_utf8_lossy(json))
-            || memchr::memmem::find(json, b"\\u").is_some();
+        let scan = mask
+            && (!self.prefilter
+                || self.triggers.is_match(&String::from_utf8_lossy(json))
+                || memchr::memmem::find(json, b"\\u").is_some());
         walk_strings(json, |start, end, key, is_key| {
             if is_key {
                 return;
             }
+            let raw = json
+                .get(start + 1..end.saturating_sub(1))
+                .unwrap_or_default();
+            let has_id = ids::may_hold_id(raw);
             let key_text = key.map(decode);
             let replacement = match key_text.as_deref() {
                 Some(k) if k.ends_with("_digest") => {
                     Some(self.keyed_digest(&decode(&json[start..end])))
                 }
-                _ if !scan => None,
+                _ if !scan && !has_id => None,
                 k => {
                     let text = decode(&json[start..end]);
-                    let whole = k.is_some_and(|k| self.secret_key.is_match(k) && !working_dir(k));
-                    match self.mask_text(&text, whole, &mut patterns) {
-                        Cow::Owned(m) => Some(m),
-                        Cow::Borrowed(_) => None,
+                    // Ids first: a mask then sees the keyed ids, never the
+                    // host's own.
+                    let keyed = ids::keyed_within(&self.key, &text);
+                    let masked = match scan {
+                        true => {
+                            let whole =
+                                k.is_some_and(|k| self.secret_key.is_match(k) && !working_dir(k));
+                            self.mask_text(&keyed, whole, &mut patterns)
+                        }
+                        false => Cow::Borrowed(&*keyed),
+                    };
+                    match (&keyed, masked) {
+                        (_, Cow::Owned(m)) => Some(m),
+                        (Cow::Owned(k), Cow::Borrowed(_)) => Some(k.clone()),
+                        (Cow::Borrowed(_), Cow::Borrowed(_)) => None,
                     }
                 }
             };
@@ -177,45 +206,17 @@ impl Masker {
         })
     }
 
+    /// An id as it leaves the host ([`super::ids::shipped`]).
+    pub fn shipped_id<'s>(&self, id: &'s str) -> Cow<'s, str> {
+        ids::shipped(&self.key, id)
+    }
+
     /// A digest as it leaves the host: keyed, so it cannot test guesses.
     pub fn keyed_digest(&self, digest: &str) -> String {
         let h = self
             .key
             .hash(Purpose::MaskLabel, &[b"digest", digest.as_bytes()]);
         format!("keyed:{}", crate::ledger::chain::hex(&h))
-    }
-
-    /// A row with only its metadata (`ship --content none`): the envelope
-    /// (ids, session, turn, times, provenance; digests keyed) and, of the
-    /// payload, numbers, booleans and the strings that name rather than
-    /// say (tool name, outcome, model, ...). Prompts, messages, tool
-    /// inputs and outputs, paths and commands are dropped.
-    pub fn metadata_only(&self, json: &[u8]) -> Vec<u8> {
-        let Ok(mut v) = serde_json::from_slice::<serde_json::Value>(json) else {
-            return b"{}".to_vec();
-        };
-        self.key_digests(&mut v);
-        if let Some(p) = v.as_object_mut().and_then(|o| o.get_mut("payload")) {
-            *p = metadata(p);
-        }
-        serde_json::to_vec(&v).expect("a value serialises")
-    }
-
-    fn key_digests(&self, v: &mut serde_json::Value) {
-        match v {
-            serde_json::Value::Object(m) => {
-                for (k, x) in m.iter_mut() {
-                    match x {
-                        serde_json::Value::String(s) if k.ends_with("_digest") => {
-                            *s = self.keyed_digest(s);
-                        }
-                        _ => self.key_digests(x),
-                    }
-                }
-            }
-            serde_json::Value::Array(a) => a.iter_mut().for_each(|x| self.key_digests(x)),
-            _ => {}
-        }
     }
 
     /// Mask one decoded string (`whole`: its key names a secret).
@@ -312,57 +313,6 @@ impl Masker {
             }
             false => Cow::Borrowed(text),
         }
-    }
-}
-
-/// Payload strings kept by `--content none`: names and outcomes.
-const METADATA_STRINGS: &[&str] = &[
-    "tool_name",
-    "tool_call_id",
-    "name",
-    "kind",
-    "outcome",
-    "status",
-    "state",
-    "model",
-    "agent_id",
-    "agent_type",
-    "turn_id",
-    "source",
-    "reason",
-    "stop_reason",
-    "unknown",
-    "currency",
-    "unit",
-    "event_name",
-    "requested_event_id",
-    "completed_event_id",
-    "message_id",
-    "permission_mode",
-    "trigger",
-    "signal",
-    "class",
-];
-
-fn metadata(v: &serde_json::Value) -> serde_json::Value {
-    use serde_json::Value;
-    match v {
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .filter_map(|(k, x)| match x {
-                    Value::String(_) if METADATA_STRINGS.contains(&k.as_str()) => {
-                        Some((k.clone(), x.clone()))
-                    }
-                    Value::String(_) => None,
-                    Value::Object(_) | Value::Array(_) => Some((k.clone(), metadata(x))),
-                    _ => Some((k.clone(), x.clone())),
-                })
-                .collect(),
-        ),
-        Value::Array(a) => {
-            Value::Array(a.iter().filter(|x| !x.is_string()).map(metadata).collect())
-        }
-        other => other.clone(),
     }
 }
 

@@ -10,18 +10,20 @@
 //! views), `host` (this host's stable id), `config` (`[ship]` of the home's
 //! config file), `mask` (secrets masked before they leave), `ship` and
 //! `derived` (sending rows), `read` (the fleet questions), `verify` (the
-//! chains rechecked on the server).
+//! chains rechecked on the server), `ids` (ids keyed before they leave).
 
 pub mod admin;
 pub mod config;
 pub mod derived;
 pub mod host;
+pub mod ids;
 pub mod key;
 pub mod link;
 pub mod mask;
 mod private_file;
 pub mod read;
 pub mod schema;
+mod schema_bound;
 mod schema_search;
 pub mod search;
 mod search_ship;

@@ -11,6 +11,7 @@
 
 use postgres::Client;
 
+use super::schema_bound::BOUND;
 use super::schema_search::{SEARCH_TEXT, after_migration};
 
 /// Key of the advisory lock that migrations run under (with key 0).
@@ -22,6 +23,7 @@ const MIGRATIONS: &[(i32, &str, &str)] = &[
     (2, "20261202T1500Z_linked_rows", LINKED),
     (3, "20261202T1720Z_usage_once_per_call", USAGE_ONCE),
     (4, "20261203T1000Z_search_text", SEARCH_TEXT),
+    (5, "20261206T0500Z_bound_rows_keyed_ids", BOUND),
 ];
 
 const INITIAL: &str = r#"
@@ -515,7 +517,7 @@ pub enum SchemaError {
     #[error("the server has no harnery schema yet; `harnery ship` creates it")]
     Missing,
     #[error(
-        "the server's harnery schema is at version {server}, older than this build's ({known}); a `harnery ship` from this build migrates it"
+        "the server's harnery schema is at version {server}, older than this build's ({known}); an administrator upgrades it with `harnery fleet init --url URL` (or a `harnery ship` as the administrator)"
     )]
     Behind { server: i32, known: i32 },
     #[error("migrating the central schema: {source}{}", hint(.source))]

@@ -11,12 +11,32 @@ use super::derived::EpochKey;
 use crate::contract::Event;
 use crate::search::extract::doc_of;
 
+/// The search row of one shipped event row: what `search_text` holds
+/// for it (`fleet verify` recomputes it from the row to check it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchDoc {
+    pub kind: &'static str,
+    pub tool: Option<String>,
+    pub turn_id: Option<String>,
+    pub text: String,
+}
+
+/// The searchable text of a row as sent (`json`), if it has any (a row
+/// that does not parse has none, as in local search).
+pub fn search_doc(json: &[u8]) -> Option<SearchDoc> {
+    let event = serde_json::from_slice::<Event>(json).ok()?;
+    let doc = doc_of(&event)?;
+    Some(SearchDoc {
+        kind: doc.kind.as_str(),
+        tool: doc.tool.map(nul_free),
+        turn_id: event.turn.turn_id.map(nul_free),
+        text: nul_free(doc.text),
+    })
+}
+
 struct SearchRow {
     seq: i64,
-    kind: &'static str,
-    tool: Option<String>,
-    turn_id: Option<String>,
-    text: String,
+    doc: SearchDoc,
 }
 
 /// One batch's search rows.
@@ -39,20 +59,10 @@ impl SearchRows {
     /// Keep the searchable text of row `seq` as sent (`json`), if it has
     /// any (a row that does not parse has none, as in local search).
     pub fn push(&mut self, seq: i64, json: &[u8]) {
-        let Ok(event) = serde_json::from_slice::<Event>(json) else {
-            return;
-        };
-        let Some(doc) = doc_of(&event) else {
-            return;
-        };
-        self.1 += doc.text.len();
-        self.0.push(SearchRow {
-            seq,
-            kind: doc.kind.as_str(),
-            tool: doc.tool.map(nul_free),
-            turn_id: event.turn.turn_id.map(nul_free),
-            text: nul_free(doc.text),
-        });
+        if let Some(doc) = search_doc(json) {
+            self.1 += doc.text.len();
+            self.0.push(SearchRow { seq, doc });
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -95,10 +105,10 @@ impl SearchRows {
                 &key.host,
                 &key.genesis,
                 &r.seq,
-                &r.kind,
-                &r.tool,
-                &r.turn_id,
-                &r.text,
+                &r.doc.kind,
+                &r.doc.tool,
+                &r.doc.turn_id,
+                &r.doc.text,
             ];
             w.write(&values)?;
         }

@@ -28,6 +28,7 @@ use serde::Serialize;
 
 use super::derived::{self, DerivedCounts, EpochKey};
 use super::host::{HostId, hostname};
+use super::ids;
 use super::key::{HostKey, Purpose};
 use super::link::{self, ShippedRow, Signer, pg_text};
 use super::mask::Masker;
@@ -116,7 +117,10 @@ pub struct Outgoing<'r> {
 /// A ledger row as this host sends it under `content`.
 pub fn outgoing<'r>(masker: &Masker, content: Content, row: &ChainRow<'r>) -> Outgoing<'r> {
     let (json, masked) = match content {
-        Content::Full => (std::borrow::Cow::Borrowed(row.json), Vec::new()),
+        Content::Full => match masker.keyed_only(row.json) {
+            Some(m) => (std::borrow::Cow::Owned(m.text.into_owned()), Vec::new()),
+            None => (std::borrow::Cow::Borrowed(row.json), Vec::new()),
+        },
         Content::Masked => match masker.mask(row.json) {
             Some(m) => (std::borrow::Cow::Owned(m.text.into_owned()), m.patterns),
             None => (std::borrow::Cow::Borrowed(row.json), Vec::new()),
@@ -127,7 +131,13 @@ pub fn outgoing<'r>(masker: &Masker, content: Content, row: &ChainRow<'r>) -> Ou
         ),
     };
     Outgoing {
-        event_id: pg_text(row.id),
+        event_id: match std::str::from_utf8(row.id) {
+            Ok(id) => match masker.shipped_id(id) {
+                std::borrow::Cow::Owned(keyed) => std::borrow::Cow::Owned(keyed),
+                std::borrow::Cow::Borrowed(_) => pg_text(row.id),
+            },
+            Err(_) => pg_text(row.id),
+        },
         adapter: pg_text(row.adapter),
         session_id: pg_text(row.session_id),
         ty: pg_text(row.ty),
@@ -155,7 +165,8 @@ impl Outgoing<'_> {
 
 /// The genesis manifest as it leaves the host: the anchor's digests (the
 /// previous epoch's last chain hash, the closure's digest) keyed, since
-/// an unkeyed chain hash could test guesses of masked rows.
+/// an unkeyed chain hash could test guesses of masked rows, and the
+/// closure's event ids keyed as the rows' are ([`super::ids`]).
 pub fn shipped_genesis(key: &HostKey, bytes: &[u8]) -> Vec<u8> {
     let Ok(mut v) = serde_json::from_slice::<serde_json::Value>(bytes) else {
         return bytes.to_vec();
@@ -171,11 +182,23 @@ pub fn shipped_genesis(key: &HostKey, bytes: &[u8]) -> Vec<u8> {
                             let h = key.hash(Purpose::Genesis, &[s.as_bytes()]);
                             *s = format!("keyed:{}", chain::hex(&h));
                         }
+                        serde_json::Value::String(s) => {
+                            if let std::borrow::Cow::Owned(id) = ids::shipped(key, s) {
+                                *s = id;
+                            }
+                        }
                         _ => walk(key, x),
                     }
                 }
             }
-            serde_json::Value::Array(a) => a.iter_mut().for_each(|x| walk(key, x)),
+            serde_json::Value::Array(a) => a.iter_mut().for_each(|x| match x {
+                serde_json::Value::String(s) => {
+                    if let std::borrow::Cow::Owned(id) = ids::shipped(key, s) {
+                        *s = id;
+                    }
+                }
+                x => walk(key, x),
+            }),
             _ => {}
         }
     }
@@ -395,8 +418,8 @@ impl Shipper<'_> {
         let local_rows = ledger.last_seq().map_err(|e| fail(e.into()))?;
         if derived_at != local_rows {
             let mut tx = client.transaction().map_err(|e| fail(e.into()))?;
-            let counts =
-                derived::replace(&mut tx, &key, ledger, closed, run.via_role).map_err(fail)?;
+            let counts = derived::replace(&mut tx, &key, self.key, ledger, closed, run.via_role)
+                .map_err(fail)?;
             tx.execute(
                 "UPDATE harnery.epochs SET derived_events = $3 WHERE host_id = $1 AND genesis_id = $2",
                 &[&key.host, &key.genesis, &local_rows],
@@ -513,7 +536,6 @@ impl Shipper<'_> {
             Err(e) => return Err(e),
         }
         w.finish()?;
-        search.copy(tx, key, run.via_role)?;
         if run.via_role && sent > 0 {
             tx.execute(
                 "INSERT INTO harnery.events SELECT * FROM pg_temp.ship_events",
@@ -521,6 +543,8 @@ impl Shipper<'_> {
             )?;
             tx.execute("TRUNCATE pg_temp.ship_events", &[])?;
         }
+        // After the events: each search row names its event row.
+        search.copy(tx, key, run.via_role)?;
         Ok((sent, masked_rows, last))
     }
 }

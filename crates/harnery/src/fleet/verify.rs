@@ -8,8 +8,10 @@
 //! and link) is signed by the key the host registered on its first ship,
 //! so a chain recomputed after a change still fails there; the row count
 //! matches; an epoch that anchors to another finds it with the row count
-//! the anchor names. None of this needs the host's secret, and none of it
-//! could test a guess of masked text.
+//! the anchor names; each row's search text (what `fleet search` shows) is
+//! the text local search's rules extract from the row as shipped, and no
+//! search text stands without its row. None of this needs the host's
+//! secret, and none of it could test a guess of masked text.
 //!
 //! With `--local`, on the host: each of its rows on the server must carry
 //! the host's keyed commitment to its own ledger row (so the server row is
@@ -28,6 +30,7 @@ use super::key::{HostKey, Purpose};
 use super::link::{self, ShippedRow};
 use super::mask::Masker;
 use super::read::{ReadFilter, prepare};
+use super::search_ship::search_doc;
 use super::ship::{Content, outgoing};
 use crate::epoch::epochs;
 use crate::home::Home;
@@ -83,6 +86,7 @@ pub const SERVER_CHECKS: &[&str] = &[
     "each epoch's head signed by the host's registered key",
     "row counts",
     "anchors to the previous epoch",
+    "each row's search text is the text of the row as shipped, and no other",
 ];
 
 /// What `--local` adds.
@@ -204,9 +208,13 @@ fn verify_epoch(
             None
         }
     };
+    // Each row with the search text the server holds for it (if any).
     let mut rows = client.query_raw(
-        "SELECT seq, event_id, adapter, session_id, event_offset, type, time_unix_ns, content, masked, json, link \
-         FROM harnery.events WHERE host_id = $1 AND genesis_id = $2 ORDER BY seq",
+        "SELECT e.seq, e.event_id, e.adapter, e.session_id, e.event_offset, e.type, e.time_unix_ns, e.content, \
+         e.masked, e.json, e.link, s.seq IS NOT NULL, s.kind, s.tool, s.turn_id, s.text \
+         FROM harnery.events e LEFT JOIN harnery.search_text s \
+           ON s.host_id = e.host_id AND s.genesis_id = e.genesis_id AND s.seq = e.seq \
+         WHERE e.host_id = $1 AND e.genesis_id = $2 ORDER BY e.seq",
         [&e.host, &e.genesis],
     )?;
     let mut prev: Vec<u8> = link::seed(&e.host, &e.genesis).to_vec();
@@ -234,9 +242,25 @@ fn verify_epoch(
             };
             breaks.push(epoch_break(e, seq, detail));
         }
+        if let Some(detail) = search_text_differs(&r) {
+            breaks.push(epoch_break(e, seq, detail));
+        }
         masked += i64::from(!patterns.is_empty());
         expected = seq + 1;
         prev = stored.to_vec();
+    }
+    drop(rows);
+    for r in client.query(
+        "SELECT s.seq FROM harnery.search_text s WHERE s.host_id = $1 AND s.genesis_id = $2 \
+         AND NOT EXISTS (SELECT 1 FROM harnery.events e \
+             WHERE e.host_id = s.host_id AND e.genesis_id = s.genesis_id AND e.seq = s.seq) ORDER BY s.seq",
+        &[&e.host, &e.genesis],
+    )? {
+        breaks.push(epoch_break(
+            e,
+            r.get(0),
+            "the server holds search text for this row, but no such row".into(),
+        ));
     }
     let held = expected - 1;
     if held != e.events {
@@ -283,6 +307,41 @@ fn verify_epoch(
         chain_head: chain::hex(&prev),
     };
     Ok((verified, manifest))
+}
+
+/// Whether the search text the server holds for a row (columns 11..=15
+/// of the verify query) is the text `ship` extracts from the row as it
+/// was shipped: `fleet search` shows it, so it is checked like the row.
+fn search_text_differs(r: &postgres::Row) -> Option<String> {
+    let want = match r.get::<_, &str>(7) {
+        "none" => None,
+        _ => search_doc(r.get(9)),
+    };
+    type Held<'a> = (&'a str, Option<&'a str>, Option<&'a str>, &'a str);
+    let held: Option<Held<'_>> = r
+        .get::<_, bool>(11)
+        .then(|| (r.get(12), r.get(13), r.get(14), r.get(15)));
+    let detail = match (held, want) {
+        (None, None) => return None,
+        (Some(h), Some(w))
+            if h == (
+                w.kind,
+                w.tool.as_deref(),
+                w.turn_id.as_deref(),
+                w.text.as_str(),
+            ) =>
+        {
+            return None;
+        }
+        (Some(_), None) => {
+            "the server holds search text for this row, but the row as shipped has none"
+        }
+        (None, Some(_)) => "the row's search text is missing on the server",
+        (Some(_), Some(_)) => {
+            "its search text is not the text of the row as shipped (`fleet search` would show a forged snippet)"
+        }
+    };
+    Some(detail.into())
 }
 
 /// `fleet verify --local`: this host's rows on the server against its
