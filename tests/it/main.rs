@@ -79,4 +79,5 @@ mod spool_cli;
 mod spool_seal;
 mod steering;
 mod superseded_reads;
+mod usage_cached;
 mod view_browser;

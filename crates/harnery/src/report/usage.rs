@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::agent_totals::{AgentTotals, LatestSummaries, sum_into};
-use crate::contract::{AdapterId, Event, Payload, UsageReported};
+use crate::contract::{AdapterId, Event, Payload, UsageReported, UsageSummary};
 use crate::ledger::{DamagedRow, LedgerError, LedgerReader, RowFilter, StoredText};
 
 /// The group name of usage whose record named no model.
@@ -343,6 +343,8 @@ impl UsageTally {
         let u = match &event.payload {
             Payload::UsageReported(u) => u,
             Payload::UsageSummary(s) => {
+                let s = normalized_summary(event.session.adapter, s);
+                let s = s.as_ref();
                 let key = self.key_of(event, Some(&s.model));
                 let session = &event.session;
                 self.summaries
@@ -484,18 +486,77 @@ pub fn turn_usage<'a>(events: impl IntoIterator<Item = &'a Event>) -> BTreeMap<S
     turns
 }
 
-/// A usage record with its token kinds as generation 4 means them: a
-/// generation-3 Copilot row (it has no `raw`) counted its cache reads in
-/// `input_tokens` too, and is reduced by them here. Every other row is
-/// already so.
+/// A usage record with its token kinds as the contract means them: input
+/// without the cached part. A Copilot row is read from the agent's own
+/// numbers where it kept them (`raw`, generation 4 on), as the whole prompt
+/// less the cache reads and the cache writes (earlier builds took out only
+/// the reads, so a row written then reads right too); a generation-3 row
+/// (no `raw`) still holds the whole prompt and is reduced by both. Every
+/// other agent's row is already so.
 pub fn normalized(adapter: AdapterId, u: &UsageReported) -> std::borrow::Cow<'_, UsageReported> {
-    match (adapter, &u.raw, u.input_tokens, u.cache_read_tokens) {
-        (AdapterId::Copilot, None, Some(input), Some(read)) if read > 0 => {
-            let mut owned = u.clone();
-            owned.input_tokens = Some(input.saturating_sub(read));
-            std::borrow::Cow::Owned(owned)
-        }
-        _ => std::borrow::Cow::Borrowed(u),
+    if adapter != AdapterId::Copilot {
+        return std::borrow::Cow::Borrowed(u);
+    }
+    let whole = match &u.raw {
+        Some(raw) => CopilotTokens::read(raw.as_str()),
+        None => Some(CopilotTokens {
+            input_tokens: u.input_tokens,
+            cache_read_tokens: u.cache_read_tokens,
+            cache_write_tokens: u.cache_write_tokens,
+        }),
+    };
+    let input = whole.and_then(|w| w.uncached());
+    if input.is_none() || input == u.input_tokens {
+        return std::borrow::Cow::Borrowed(u);
+    }
+    let mut owned = u.clone();
+    owned.input_tokens = input;
+    std::borrow::Cow::Owned(owned)
+}
+
+/// A Copilot summary with its input as in [`normalized`], read from the
+/// agent's own `modelMetrics` entry (`raw.usage`).
+pub fn normalized_summary(
+    adapter: AdapterId,
+    s: &UsageSummary,
+) -> std::borrow::Cow<'_, UsageSummary> {
+    #[derive(Deserialize)]
+    struct Entry {
+        usage: Option<CopilotTokens>,
+    }
+    let entry = match (&s.raw, adapter) {
+        (Some(raw), AdapterId::Copilot) => serde_json::from_str::<Entry>(raw.as_str()).ok(),
+        _ => None,
+    };
+    let input = entry.and_then(|e| e.usage).and_then(|u| u.uncached());
+    if input.is_none() || input == s.input_tokens {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut owned = s.clone();
+    owned.input_tokens = input;
+    std::borrow::Cow::Owned(owned)
+}
+
+/// Copilot's own token counts, as its record writes them.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CopilotTokens {
+    input_tokens: Option<u64>,
+    cache_read_tokens: Option<u64>,
+    cache_write_tokens: Option<u64>,
+}
+
+impl CopilotTokens {
+    fn read(raw: &str) -> Option<CopilotTokens> {
+        serde_json::from_str(raw).ok()
+    }
+
+    fn uncached(self) -> Option<u64> {
+        crate::agents::copilot::record::uncached_input(
+            self.input_tokens,
+            self.cache_read_tokens,
+            self.cache_write_tokens,
+        )
     }
 }
 
@@ -585,10 +646,13 @@ mod tests {
         t
     }
 
-    /// A generation-3 Copilot row counted cache reads in its input; a
-    /// generation-4 row (it keeps `raw`) does not; both read the same.
+    /// Copilot's input is the whole prompt: a generation-3 row kept it so,
+    /// a row of an earlier build took out only the cache reads, a row of
+    /// this one takes out the reads and the writes (7 here); all three read
+    /// as the uncached part. Another agent's input is read as stored.
     #[test]
-    fn copilot_input_excludes_cache_reads_in_every_generation() {
+    fn copilot_input_excludes_cache_reads_and_writes_in_every_generation() {
+        let raw = r#"{"inputTokens":100,"cacheReadTokens":60,"cacheWriteTokens":7}"#;
         let row = |raw: Option<&str>, input: u64| {
             let Payload::UsageReported(mut u) = usage(Some("gpt-4.1"), input, 10, None) else {
                 unreachable!()
@@ -597,10 +661,11 @@ mod tests {
             u.raw = raw.map(|r| Json::parse(r).unwrap());
             Payload::UsageReported(u)
         };
-        for (adapter, want) in [(AdapterId::Copilot, 40), (AdapterId::ClaudeCode, 100)] {
+        let rows = || [row(None, 100), row(Some(raw), 40), row(Some(raw), 33)];
+        for (adapter, want) in [(AdapterId::Copilot, 3 * 33), (AdapterId::ClaudeCode, 173)] {
             let mut t = UsageTally::new(GroupBy::Model, None);
             let mut turns = BTreeMap::new();
-            for payload in [row(None, 100), row(Some(r#"{"inputTokens":100}"#), 40)] {
+            for payload in rows() {
                 let mut s = Script::new("s1");
                 s.turn("t1");
                 s.push(0, payload, Provenance::NATIVE);
@@ -610,14 +675,10 @@ mod tests {
                     add_turn_usage(&mut turns, &e);
                 }
             }
-            let gen3 = if adapter == AdapterId::Copilot {
-                want
-            } else {
-                100
-            };
-            assert_eq!(t.total.tokens.input, Some(gen3 + 40), "{adapter:?}");
-            assert_eq!(turns["t1"].tokens.input, Some(gen3 + 40));
-            assert_eq!(t.total.tokens.cache_read, Some(120));
+            assert_eq!(t.total.tokens.input, Some(want), "{adapter:?}");
+            assert_eq!(turns["t1"].tokens.input, Some(want));
+            assert_eq!(t.total.tokens.cache_read, Some(180));
+            assert_eq!(t.total.tokens.cache_write, Some(21));
         }
     }
 
