@@ -80,4 +80,5 @@ mod spool_seal;
 mod steering;
 mod superseded_reads;
 mod usage_cached;
+mod usage_copies;
 mod view_browser;

@@ -28,6 +28,8 @@ pub mod audit;
 pub mod epochs;
 pub mod health;
 pub mod health_check;
+pub mod inherited;
+pub mod prices;
 pub mod receipts;
 pub mod record_state;
 pub mod session_list;
@@ -38,6 +40,7 @@ pub mod spool_facts;
 pub mod stored_reasons;
 pub mod superseded;
 pub mod usage;
+pub mod usage_calls;
 pub mod usage_doc;
 
 use std::collections::BTreeMap;
