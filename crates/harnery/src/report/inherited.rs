@@ -9,8 +9,8 @@
 //!
 //! A record event is inherited when the session descends from one whose
 //! events carry the same id: a message or usage id, or the call id of a
-//! record call no hook span joined (and the metadata a copied line
-//! restates, in a parent's turn). A `--fork-session` copy says so itself
+//! record call no hook span joined (and, in a parent's turn, what a copied
+//! line restates without an id: metadata, the agent's running cost). A `--fork-session` copy says so itself
 //! (`copied_from_session`). Only the session's own ledger is read: a parent
 //! in another epoch is not found, and its copies then count as the
 //! session's own (never lost).
@@ -99,10 +99,19 @@ impl Inherited {
         if let Payload::ToolRecorded(t) = &e.payload {
             return t.span_request_event_id.is_none() && self.calls.contains_key(&t.tool_call_id);
         }
-        // What a copied line restates of the session (its version, its
-        // directory) belongs to the parent's turn it was copied from.
-        if let Payload::SessionMetadata(_) = &e.payload {
-            return e.turn.turn_id.as_ref().is_some_and(|t| self.turns.contains(t));
+        // What a copied line restates without an id of its own (the
+        // session's version and directory, the agent's running cost)
+        // belongs to the parent's turn it was copied from.
+        let in_parents_turn = || {
+            e.turn
+                .turn_id
+                .as_ref()
+                .is_some_and(|t| self.turns.contains(t))
+        };
+        match &e.payload {
+            Payload::SessionMetadata(_) => return in_parents_turn(),
+            Payload::UsageReported(u) if u.message_id.is_none() => return in_parents_turn(),
+            _ => {}
         }
         record_id(&e.payload).is_some_and(|id| self.ids.contains(id))
     }
