@@ -42,6 +42,7 @@ pub mod superseded;
 pub mod usage;
 pub mod usage_calls;
 pub mod usage_doc;
+pub mod usage_kinds;
 
 use std::collections::BTreeMap;
 

@@ -13,13 +13,14 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 pub use super::prices::{ModelPrices, Prices, PricesError};
+pub use super::usage_kinds::{normalized, normalized_summary};
 
 use super::agent_totals::{AgentTotals, LatestSummaries, sum_into};
 use super::usage_calls::{CallOwners, SharedCalls, Verdict};
-use crate::contract::{AdapterId, Event, Payload, UsageReported, UsageSummary};
+use crate::contract::{Event, Payload, UsageReported};
 use crate::ledger::{DamagedRow, LedgerError, LedgerReader, RowFilter, StoredText};
 
 /// The group name of usage whose record named no model.
@@ -271,6 +272,7 @@ impl UsageTally {
         if verdict == Verdict::Inherited {
             group.add_inherited(u);
             self.total.add_inherited(u);
+            self.inherit_from_totals(event, u);
             return;
         }
         let prices = self.prices.as_ref();
@@ -305,6 +307,22 @@ impl UsageTally {
         }
         let verdict = self.owners.judge(event, &u);
         Some((u, verdict))
+    }
+
+    /// Leave a copied call `u` out of its session's own totals (the agent
+    /// restates every call its record holds, a parent's copies included).
+    fn inherit_from_totals(&mut self, event: &Event, u: &UsageReported) {
+        let session = &event.session;
+        if self
+            .owners
+            .parent(session.adapter, &session.session_id)
+            .is_none()
+        {
+            return;
+        }
+        let model = u.model.clone().unwrap_or_else(|| UNKNOWN_MODEL.to_string());
+        let pair = (session.adapter, session.session_id.clone(), model);
+        self.summaries.inherit(pair, u);
     }
 
     /// The model calls unrelated sessions both reported (counted in each).
@@ -444,75 +462,6 @@ pub fn turn_usage<'a>(events: impl IntoIterator<Item = &'a Event>) -> BTreeMap<S
     turns
 }
 
-/// A usage record with its token kinds as the contract means them: input
-/// without the cached part. A Copilot row is read from the agent's own
-/// numbers where it kept them (`raw`, generation 4 on), as the whole prompt
-/// less the cache reads and the cache writes (earlier builds took out only
-/// the reads, so a row written then reads right too); a generation-3 row
-/// (no `raw`) still holds the whole prompt and is reduced by both. Every
-/// other agent's row is already so.
-pub fn normalized(adapter: AdapterId, u: &UsageReported) -> Cow<'_, UsageReported> {
-    if adapter != AdapterId::Copilot {
-        return Cow::Borrowed(u);
-    }
-    // The cache kinds are stored as the agent wrote them; only the input
-    // was ever changed, so the whole prompt is the agent's own figure.
-    let whole = match &u.raw {
-        Some(raw) => CopilotTokens::read(raw.as_str()).and_then(|t| t.input_tokens),
-        None => u.input_tokens,
-    };
-    let input = crate::agents::copilot::record::uncached_input(
-        whole,
-        u.cache_read_tokens,
-        u.cache_write_tokens,
-    );
-    if input.is_none() || input == u.input_tokens {
-        return Cow::Borrowed(u);
-    }
-    let mut owned = u.clone();
-    owned.input_tokens = input;
-    Cow::Owned(owned)
-}
-
-/// A Copilot summary with its input as in [`normalized`], the whole
-/// prompt read from the agent's own `modelMetrics` entry (`raw.usage`).
-pub fn normalized_summary(adapter: AdapterId, s: &UsageSummary) -> Cow<'_, UsageSummary> {
-    #[derive(Deserialize)]
-    struct Entry {
-        usage: Option<CopilotTokens>,
-    }
-    let whole = match (&s.raw, adapter) {
-        (Some(raw), AdapterId::Copilot) => serde_json::from_str::<Entry>(raw.as_str())
-            .ok()
-            .and_then(|e| e.usage?.input_tokens),
-        _ => None,
-    };
-    let input = crate::agents::copilot::record::uncached_input(
-        whole,
-        s.cache_read_tokens,
-        s.cache_write_tokens,
-    );
-    if input.is_none() || input == s.input_tokens {
-        return Cow::Borrowed(s);
-    }
-    let mut owned = s.clone();
-    owned.input_tokens = input;
-    Cow::Owned(owned)
-}
-
-/// Copilot's whole prompt, as its record writes it.
-#[derive(Debug, Clone, Copy, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct CopilotTokens {
-    input_tokens: Option<u64>,
-}
-
-impl CopilotTokens {
-    fn read(raw: &str) -> Option<CopilotTokens> {
-        serde_json::from_str(raw).ok()
-    }
-}
-
 /// [`turn_usage`] one event at a time, for a caller that streams a
 /// session rather than holding its events.
 pub fn add_turn_usage(turns: &mut BTreeMap<String, TurnUsage>, event: &Event) {
@@ -561,7 +510,7 @@ pub fn mark_turn_tokens(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::contract::{Json, Provenance, RecordAt};
+    use crate::contract::{AdapterId, Json, Provenance, RecordAt};
     use crate::report::testkit::Script;
 
     fn usage(model: Option<&str>, input: u64, output: u64, cost: Option<&str>) -> Payload {

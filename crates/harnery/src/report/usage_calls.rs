@@ -134,6 +134,13 @@ impl CallOwners {
         Verdict::Shared
     }
 
+    /// The session `session` is a copy of, where one is known.
+    pub fn parent(&self, adapter: AdapterId, session: &str) -> Option<&str> {
+        self.parents
+            .get(&(adapter, session.to_string()))
+            .map(String::as_str)
+    }
+
     /// Whether `session` is a copy of `ancestor`, or of a copy of it.
     fn descends(&self, adapter: AdapterId, session: &str, ancestor: &str) -> bool {
         let mut at = session;
