@@ -23,6 +23,9 @@
 # sdk --exec` resumes the new session with @github/copilot-sdk (installed
 # beside the clients) on the same Copilot runtime (COPILOT_CLI_PATH), and
 # must exit 0 with the reply.
+# Copilot runs once more against a model that reports cached tokens (the
+# Anthropic provider's cache reads and writes): harnery's tokens must equal
+# the server's, kind by kind (section `[usage]`).
 # Copilot runs twice: once as `harnery install copilot` configures it when the
 # installed client is on PATH (it must choose the exec form for this version),
 # once with `--form bash`.
@@ -713,5 +716,71 @@ finish_ledger copilot-bash || fail=1
 apply_copilot copilot-bash sdk || fail=1
 run_claude_cron || fail=1
 run_copilot_cron || fail=1
+# ==== [usage] Copilot with the Anthropic provider and cached tokens ====
+# (issue 45, item 4; a section of its own.) The fake model, made to report
+# cache reads and cache writes (`cache_read_input_tokens`,
+# `cache_creation_input_tokens`) beside `input_tokens`, as Anthropic does;
+# Copilot's `inputTokens` are the whole prompt (all three). harnery's tokens
+# must equal what the server sent, kind by kind, and the record's calls
+# with the cached part taken out of `inputTokens` once.
+run_copilot_cached() {
+  local D="$WORK/copilot-cached" t0=$(date +%s%N)
+  mkdir -p "$D/home" "$D/proj" "$D/hh"
+  (cd "$D/proj" && git init -q)
+  python3 - "$WORK/fake_model.py" "$D/fake_cached.py" <<'PY' || return 1
+import sys
+text = open(sys.argv[1]).read()
+plain = '{"input_tokens": 100 + n, "output_tokens": 20 + n % 7}'
+cached = ('{"input_tokens": 90 + n, "output_tokens": 20 + n % 7, '
+          '"cache_creation_input_tokens": 1000 + 100 * n, "cache_read_input_tokens": 5000 + 10 * n}')
+sent = '        msg_id, usage = next_call()\n'
+said = sent + '        open(LOG + ".usage", "a").write(json.dumps(usage) + "\\n")\n'
+if text.count(plain) != 1 or text.count(sent) != 1: sys.exit("the fake model changed: update this section")
+open(sys.argv[2], "w").write(text.replace(plain, cached).replace(sent, said))
+PY
+  python3 "$D/fake_cached.py" "$D/requests.jsonl" > "$D/port" 2> "$D/fake.stderr" &
+  local fake=$!
+  for _ in $(seq 50); do [[ -s "$D/port" ]] && break; sleep 0.1; done
+  local port; port=$(cat "$D/port")
+  HOME="$D/home" PATH="$NPM/node_modules/.bin:$PATH" HARNERY_NPM_PREFIXES="" \
+    "$HARNERY" install copilot --scope user > "$D/install.txt" 2>&1 || { kill "$fake"; return 1; }
+  (cd "$D/proj" && env -i HOME="$D/home" PATH="$PATH" LANG=C.UTF-8 TERM=dumb HARNERY_HOME="$D/hh" \
+     COPILOT_PROVIDER_BASE_URL="http://127.0.0.1:$port" COPILOT_PROVIDER_TYPE=anthropic \
+     COPILOT_PROVIDER_API_KEY=fake-key COPILOT_MODEL=claude-sonnet-4 COPILOT_OFFLINE=true COPILOT_AUTO_UPDATE=false \
+     timeout 120 "$COPILOT" -p "$PROMPT" --allow-all-tools --no-auto-update \
+       > "$D/stdout.txt" 2> "$D/stderr.txt") || log "copilot (cached) exited $?"
+  kill "$fake" 2>/dev/null || true
+  log "copilot with cached tokens ran in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+  HOME="$D/home" HARNERY_HOME="$D/hh" "$HARNERY" finalize >&2 || return 1
+  HARNERY_HOME="$D/hh" python3 - "$D" <<'PY'
+import glob, json, os, subprocess, sys
+d = sys.argv[1]
+kinds = ["input", "output", "cache_read", "cache_write"]
+sent = [0, 0, 0, 0]
+for l in open(f"{d}/requests.jsonl.usage"):
+    u = json.loads(l)
+    for i, k in enumerate(["input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"]):
+        sent[i] += u.get(k, 0)
+record = [0, 0, 0, 0]
+for f in glob.glob(f"{d}/home/.copilot/session-state/*/events.jsonl"):
+    for line in open(f):
+        v = json.loads(line)
+        if v.get("type") != "session.usage_record": continue
+        u = v["data"]["usage"]
+        r, w = u.get("cacheReadTokens", 0), u.get("cacheWriteTokens", 0)
+        for i, n in enumerate([u["inputTokens"] - r - w, u["outputTokens"], r, w]):
+            record[i] += n
+out = subprocess.run([os.environ["HARNERY"], "usage", "--json"], capture_output=True, text=True)
+t = json.loads(out.stdout)["total"]["tokens"]
+got = [t.get(k) or 0 for k in kinds]
+ok = sent == record == got and sent[3] > 0
+print(f"copilot-cached: server sent {dict(zip(kinds, sent))}; record says {dict(zip(kinds, record))}; "
+      f"harnery usage {dict(zip(kinds, got))}:", "OK" if ok else "MISMATCH")
+sys.exit(0 if ok else 1)
+PY
+}
+run_copilot_cached || fail=1
+# ==== [usage] end ====
+
 log "total $(( $(date +%s) - START )) s; scratch kept in $WORK"
 exit $fail

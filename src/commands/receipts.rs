@@ -16,6 +16,7 @@ use super::{CmdResult, EpochArg, Outcome};
 use harnery::contract::{Event, SessionRef};
 use harnery::home::Home;
 use harnery::report::epochs::{Epochs, boundary, report_damaged};
+use harnery::report::inherited::Inherited;
 use harnery::report::receipts::{SessionReceipts, TurnReceipt, session_receipts};
 use harnery::resume::log::{self, SessionLog};
 
@@ -55,13 +56,16 @@ pub fn run(args: Args) -> CmdResult {
     let read = found.read("receipts", &epochs, |l, s| {
         let log = SessionLog::read_resumes(l, s)?;
         let (events, bad) = l.session_events_lenient(s)?;
-        Ok((events, bad, log))
+        Ok((events, bad, log, Inherited::of(l, s)?))
     })?;
     let mut parts = Vec::new();
     let mut damaged = false;
-    for (epoch, (events, bad, log)) in &read {
+    for (epoch, (events, bad, log, inherited)) in &read {
         damaged |= report_damaged("receipts", &epoch.label, bad);
-        let shown = log::live_events(log, events, args.include_superseded);
+        // A restored session's copy of its parent's record is the
+        // parent's turns: they are in the parent's receipts.
+        let mut shown = log::live_events(log, events, args.include_superseded);
+        shown.retain(|(e, _)| !inherited.is_copy(e));
         let refs: Vec<_> = shown.iter().map(|(e, _)| *e).collect();
         let mut receipts = session_receipts(&refs);
         mark_superseded(&mut receipts, &shown);

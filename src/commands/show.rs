@@ -18,6 +18,7 @@ use super::{CmdResult, EpochArg, Outcome};
 use harnery::home::Home;
 use harnery::ledger::{SessionSummary, Timeline, TimelineEntry, format_time};
 use harnery::report::epochs::{Epochs, OpenEpoch, boundary, combine, report_damaged};
+use harnery::report::inherited::Inherited;
 use harnery::report::superseded::mark_timeline;
 use harnery::report::usage::{mark_turn_tokens, turn_usage};
 use harnery::resume::log::SessionLog;
@@ -84,11 +85,13 @@ pub fn run(args: Args) -> CmdResult {
             let (mut timeline, events) = l.timeline_with_events(s)?;
             let log = SessionLog::read_resumes(l, s)?;
             mark_timeline(l, &log, &mut timeline, args.include_superseded)?;
-            Ok((timeline, events))
+            let inherited = Inherited::of(l, s)?;
+            inherited.mark(&mut timeline, &events);
+            Ok((timeline, events, inherited))
         })?
         .into_iter()
-        .map(|(epoch, (mut timeline, events))| {
-            mark_turn_tokens(&mut timeline, &turn_usage(&events));
+        .map(|(epoch, (mut timeline, events, inherited))| {
+            mark_turn_tokens(&mut timeline, &turn_usage(inherited.own(&events)));
             Part { epoch, timeline }
         })
         .collect();

@@ -209,9 +209,17 @@ fn write_notes(out: &mut impl Write, total: &UsageGroup) -> std::io::Result<()> 
     if total.inherited_records > 0 {
         writeln!(
             out,
-            "inherited: {} records of model calls already counted (a forked session's copy \
-             of its parent's messages, or a record read twice), not counted again",
+            "inherited: {} records of model calls already counted (a fork's or a restored \
+             session's copy of its parent's messages, or a record read twice), not counted again",
             total.inherited_records
+        )?;
+    }
+    if total.shared_id_records > 0 {
+        writeln!(
+            out,
+            "shared ids: {} records of calls whose id an unrelated session reported too, \
+             counted in each (`harnery health` names them)",
+            total.shared_id_records
         )?;
     }
     if total.records_with_unreadable_cost > 0 {

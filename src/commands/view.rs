@@ -13,6 +13,7 @@ use harnery::ledger::{LedgerError, LedgerReader, SpanRow, Timeline};
 use harnery::report::epochs::{
     Epochs, OpenEpoch, SessionParts, WholeSession, classify_whole, report_damaged,
 };
+use harnery::report::inherited::Inherited;
 use harnery::report::source::closed_sessions;
 use harnery::report::superseded::{mark_timeline, superseded};
 use harnery::resume::log::SessionLog;
@@ -148,15 +149,20 @@ fn session_page(epochs: &Epochs, found: &SessionParts) -> Result<(String, bool),
 }
 
 fn read_part(ledger: &LedgerReader, session: &SessionRef) -> Result<PartRead, LedgerError> {
-    let mut timeline = ledger.timeline(session)?;
+    let (mut timeline, events) = ledger.timeline_with_events(session)?;
     // Superseded ranges are drawn marked and counted as `show` counts.
     let log = SessionLog::read_resumes(ledger, session)?;
     mark_timeline(ledger, &log, &mut timeline, false)?;
+    // A restored session's copy of its parent's record is drawn as
+    // inherited; its turns are the parent's.
+    let inherited = Inherited::of(ledger, session)?;
+    inherited.mark(&mut timeline, &events);
+    let events = inherited.own(&events).into_iter().cloned().collect();
     Ok(PartRead {
         timeline,
         spans: ledger.spans(Some(session))?,
         // Rows that do not parse are named once, by the timeline.
-        events: ledger.session_events_lenient(session)?.0,
+        events,
     })
 }
 

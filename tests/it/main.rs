@@ -89,4 +89,6 @@ mod spool_cli;
 mod spool_seal;
 mod steering;
 mod superseded_reads;
+mod usage_cached;
+mod usage_copies;
 mod view_browser;

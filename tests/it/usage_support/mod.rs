@@ -1,6 +1,8 @@
 //! A home with a Claude Code session and its `--fork-session` copy: the
 //! fork's transcript holds the parent's lines (message ids and all) under
-//! its own session id, then one call of its own. Shared by the local usage
+//! its own session id, the copied assistant lines naming the parent
+//! (`requestSessionId`, as the real client writes them), then one call of
+//! its own. Shared by the local usage
 //! tests and the fleet's, so both count the same calls.
 
 use std::collections::BTreeMap;
@@ -95,12 +97,21 @@ pub fn write(path: &Path, lines: &[String]) {
 pub fn forked_claude_home(home: &Path, finalize: impl Fn(&Path)) -> (Vec<String>, Vec<String>) {
     let hooks = lines_of(&root().join("tests/fixtures/claude-code/basic/hooks.jsonl"));
     let parent = lines_of(&root().join("tests/fixtures/records/claude-code/basic.jsonl"));
+    let parent_id = serde_json::from_str::<Value>(&hooks[0]).unwrap()["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // As the real client copies: its own session id on every line, the
+    // copied assistant lines naming the session that made the call.
     let mut fork: Vec<String> = parent
         .iter()
         .map(|l| {
             let mut v: Value = serde_json::from_str(l).unwrap();
             if v.get("sessionId").is_some() {
                 v["sessionId"] = Value::String(FORK_ID.into());
+            }
+            if v["type"] == "assistant" {
+                v["requestSessionId"] = Value::String(parent_id.clone());
             }
             v.to_string()
         })
@@ -118,12 +129,9 @@ pub fn forked_claude_home(home: &Path, finalize: impl Fn(&Path)) -> (Vec<String>
     // The fork writes its own calls under its own id.
     own["sessionId"] = Value::String(FORK_ID.into());
     own["message"]["usage"]["output_tokens"] = Value::from(7);
+    own.as_object_mut().unwrap().remove("requestSessionId");
     fork.push(own.to_string());
 
-    let parent_id = serde_json::from_str::<Value>(&hooks[0]).unwrap()["session_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
     let parent_path = transcript(home, &parent_id);
     let fork_path = transcript(home, FORK_ID);
     write(&parent_path, &parent);

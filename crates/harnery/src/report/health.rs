@@ -28,7 +28,9 @@ use crate::session::policy::{
 pub struct Condition {
     /// `span_cap_exceeded`, `end_pending`, `end_pending_overdue`,
     /// `end_expired`, `spool_damage`, `dead_letter`, `stale_spool`,
-    /// `unreadable_row` (a ledger row the reads passed over), or a code
+    /// `unreadable_row` (a ledger row the reads passed over),
+    /// `usage_ids_shared` (a note: unrelated sessions reported the same
+    /// model call ids, counted in each), or a code
     /// the finalizer recorded (`reported:<code>`).
     pub code: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -41,11 +43,17 @@ pub struct Condition {
 impl Condition {
     /// A note, not a problem: the agent deleted its record after harnery
     /// read it (`reported:record_removed`), so the session's history now
-    /// lives only in harnery. `health` lists it and still exits 0.
+    /// lives only in harnery; or unrelated sessions share call ids
+    /// ([`USAGE_IDS_SHARED`]), each keeping its tokens. `health` lists it
+    /// and still exits 0.
     pub fn is_note(&self) -> bool {
-        self.code == "reported:record_removed"
+        self.code == "reported:record_removed" || self.code == USAGE_IDS_SHARED
     }
 }
+
+/// The code of the note that unrelated sessions reported the same model
+/// call ids (counted in each; see `report::usage_calls`).
+pub const USAGE_IDS_SHARED: &str = "usage_ids_shared";
 
 /// An open span as listed under a pending end.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -8,7 +8,7 @@
 use crate::home::Home;
 use crate::ledger::integrity::RawFault;
 use crate::ledger::{ArchiveSize, LedgerError};
-use crate::report::health::{Condition, SpoolFacts, spool_conditions};
+use crate::report::health::{Condition, SpoolFacts, USAGE_IDS_SHARED, spool_conditions};
 use crate::report::source::SourceError;
 use crate::report::unhooked::{self, AgentRecordDir};
 use std::collections::HashSet;
@@ -53,6 +53,7 @@ pub fn gather(
             found.extend(crate::report::health::record_conditions(&ledger, now_ns)?);
             found.extend(ledger.raw_archive_faults()?.into_iter().map(damaged));
             found.extend(crate::report::health::set_aside_conditions(&ledger));
+            found.extend(shared_call_conditions(&ledger)?);
             found
         }
         Ok(None) => Vec::new(),
@@ -82,6 +83,53 @@ pub fn condition_json(condition: &Condition) -> serde_json::Value {
         v["note"] = serde_json::Value::Bool(true);
     }
     v
+}
+
+/// How many shared ids a condition names before it only counts them.
+const SHARED_IDS_NAMED: usize = 5;
+
+/// `usage_ids_shared`: model call ids that two sessions, neither a copy
+/// of the other, both reported (a proxy or a local model that does not
+/// make ids unique). Each session keeps its calls' tokens; this says
+/// which sessions and ids, so that a real copy harnery could not prove
+/// is found by a person. A note: nothing is wrong with the record.
+fn shared_call_conditions(
+    ledger: &crate::ledger::LedgerReader,
+) -> Result<Vec<Condition>, LedgerError> {
+    use crate::report::usage::{GroupBy, UsageTally, tally_ledger};
+    let mut tally = UsageTally::new(GroupBy::Session, None);
+    tally_ledger(ledger, &crate::ledger::RowFilter::default(), &mut tally)?;
+    let conditions = tally.shared_calls().into_iter().map(|shared| {
+        let named: Vec<&str> = shared
+            .ids
+            .iter()
+            .take(SHARED_IDS_NAMED)
+            .map(String::as_str)
+            .collect();
+        let more = shared.ids.len() - named.len();
+        let more = if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        };
+        Condition {
+            code: USAGE_IDS_SHARED.into(),
+            session: Some(crate::contract::SessionRef {
+                adapter: shared.adapter,
+                session_id: shared.then.clone(),
+            }),
+            at_unix_ns: None,
+            detail: format!(
+                "{} model call id(s) also reported by {}/{}, which this session is no copy of: \
+                 counted in both ({}{more})",
+                shared.ids.len(),
+                shared.adapter,
+                shared.first,
+                named.join(", ")
+            ),
+        }
+    });
+    Ok(conditions.collect())
 }
 
 /// A live epoch file that is not what the ledger recorded: `home_damaged`,

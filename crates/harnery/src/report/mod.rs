@@ -30,6 +30,8 @@ pub mod audit;
 pub mod epochs;
 pub mod health;
 pub mod health_check;
+pub mod inherited;
+pub mod prices;
 pub mod receipts;
 pub mod record_state;
 pub mod session_list;
@@ -41,7 +43,9 @@ pub mod stored_reasons;
 pub mod superseded;
 pub mod unhooked;
 pub mod usage;
+pub mod usage_calls;
 pub mod usage_doc;
+pub mod usage_kinds;
 
 use std::collections::BTreeMap;
 

@@ -1,10 +1,12 @@
 //! The document `harnery usage --json` prints (and `harnery serve`'s
 //! `/api/usage` returns): the grouping, whether prices applied, the
-//! groups in key order, the total, and which prices were used.
+//! groups in key order, the total, which prices were used, and the call
+//! ids unrelated sessions shared.
 
 use serde::Serialize;
 
 use crate::report::usage::{GroupBy, UsageGroup, UsageTally};
+use crate::report::usage_calls::SharedCalls;
 
 /// The JSON document: groups in key order, then the total.
 #[derive(Serialize)]
@@ -13,6 +15,9 @@ pub struct UsageDoc<'a> {
     priced: bool,
     groups: Vec<KeyedGroup<'a>>,
     total: &'a UsageGroup,
+    /// Call ids unrelated sessions both reported (counted in each).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    shared_ids: Vec<SharedCalls>,
 }
 
 #[derive(Serialize)]
@@ -33,6 +38,7 @@ impl<'a> UsageDoc<'a> {
                 .map(|(key, usage)| KeyedGroup { key, usage })
                 .collect(),
             total: &tally.total,
+            shared_ids: tally.shared_calls(),
         }
     }
 

@@ -6,12 +6,13 @@
 
 use serde::Serialize;
 
-use crate::contract::{EventType, SessionRef};
+use crate::contract::{Event, SessionRef};
 use crate::home::Home;
 use crate::ledger::{LedgerError, LedgerReader, RowFilter, Timeline};
 use crate::report::audit::Classification;
 use crate::report::epochs::{Epochs, classify_whole};
 use crate::report::health_check::{HealthError, HealthReport};
+use crate::report::inherited::Inherited;
 use crate::report::session_list::{Listed, SessionFilter, list};
 use crate::report::source::{SourceError, closed_sessions, live_or_none};
 use crate::report::usage::{GroupBy, Prices, UsageGroup, UsageTally, mark_turn_tokens, turn_usage};
@@ -107,8 +108,9 @@ impl Source {
     }
 
     /// One page of sessions, each with the usage its own records report
-    /// (read through the session's usage rows only, priced with the
-    /// bundled table).
+    /// (read through the usage rows of the session and of the parents it
+    /// was copied from, whose calls it inherits, priced with the bundled
+    /// table), as `harnery usage --session` counts it.
     pub fn session_rows(&self, filter: &SessionFilter) -> Result<Vec<SessionRow>, ReadError> {
         let Some(epochs) = self.live()? else {
             return Ok(Vec::new());
@@ -118,14 +120,10 @@ impl Source {
         let prices = Prices::bundled();
         let mut rows = Vec::with_capacity(listed.len());
         for l in listed {
-            let mut tally = UsageTally::new(GroupBy::Session, Some(prices.clone()));
-            for e in ledger.session_events_of(&l.summary.session, &[EventType::UsageReported])? {
-                tally.add(&e);
-            }
-            rows.push(SessionRow {
-                listed: l,
-                usage: tally.total,
-            });
+            let session = &l.summary.session;
+            let inherited = Inherited::of(ledger, session)?;
+            let usage = inherited.usage(ledger, session, Some(prices.clone()))?;
+            rows.push(SessionRow { listed: l, usage });
         }
         Ok(rows)
     }
@@ -140,16 +138,21 @@ impl Source {
         let ledger = &epoch.ledger;
         let (mut timeline, events) = ledger.timeline_with_events(&found.session)?;
         let spans = ledger.spans(Some(&found.session))?;
+        // A restored session's copy of its parent's record is shown as
+        // inherited, and its turns are the parent's.
+        let inherited = Inherited::of(ledger, &found.session)?;
+        inherited.mark(&mut timeline, &events);
+        let own: Vec<Event> = inherited.own(&events).into_iter().cloned().collect();
         let view = build(
             &[PartRows {
                 epoch: &epoch.label,
                 timeline: &timeline,
                 spans: &spans,
-                events: &events,
+                events: &own,
             }],
             false,
         );
-        mark_turn_tokens(&mut timeline, &turn_usage(&events));
+        mark_turn_tokens(&mut timeline, &turn_usage(&own));
         let closed = closed_sessions(&self.home).map_err(SourceError::from)?;
         let mut failed = 0;
         let class = classify_whole(

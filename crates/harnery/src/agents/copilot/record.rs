@@ -367,8 +367,9 @@ fn tool_finished(data: &Data) -> Option<RecordItem> {
 }
 
 /// One call's usage, its token kinds normalized (Copilot's `inputTokens`
-/// include the cache reads; harnery's `input_tokens` do not) and the
-/// agent's own numbers kept beside them in `raw`.
+/// are the whole prompt, cache reads and cache writes included, with
+/// either provider; harnery's `input_tokens` are neither) and the agent's
+/// own numbers kept beside them in `raw`.
 fn usage(usage: &UsageWire, at: &RecordAt) -> RecordItem {
     let raw = serde_json::json!({
         "inputTokens": usage.input_tokens,
@@ -385,7 +386,11 @@ fn usage(usage: &UsageWire, at: &RecordAt) -> RecordItem {
             .and_then(|a| a.usage_id.clone())
             .or_else(|| usage.api_call_id.clone()),
         model: usage.model.clone(),
-        input_tokens: input_without_cache(usage.input_tokens, usage.cache_read_tokens),
+        input_tokens: uncached_input(
+            usage.input_tokens,
+            usage.cache_read_tokens,
+            usage.cache_write_tokens,
+        ),
         output_tokens: usage.output_tokens,
         cache_read_tokens: usage.cache_read_tokens,
         cache_write_tokens: usage.cache_write_tokens,
@@ -398,10 +403,20 @@ fn usage(usage: &UsageWire, at: &RecordAt) -> RecordItem {
     })
 }
 
-/// Copilot counts cached input inside `inputTokens`; the ledger's input
-/// excludes cache reads for every agent, so they are taken out once here.
-fn input_without_cache(input: Option<u64>, cache_read: Option<u64>) -> Option<u64> {
-    input.map(|n| n.saturating_sub(cache_read.unwrap_or(0)))
+/// Copilot's `inputTokens` are the whole prompt: the real client adds the
+/// cache reads and the cache writes to the provider's own input (seen with
+/// the Anthropic provider, whose `input_tokens` exclude both, and with the
+/// OpenAI one, whose `prompt_tokens` include both). The ledger's input is
+/// the uncached part for every agent, so both are taken out once here.
+pub fn uncached_input(
+    input: Option<u64>,
+    cache_read: Option<u64>,
+    cache_write: Option<u64>,
+) -> Option<u64> {
+    let cached = cache_read
+        .unwrap_or(0)
+        .saturating_add(cache_write.unwrap_or(0));
+    input.map(|n| n.saturating_sub(cached))
 }
 
 /// One model's totals at shutdown, token kinds normalized as for a call;
@@ -422,7 +437,11 @@ fn summary(model: &str, raw: &RawValue, at: &RecordAt) -> RecordItem {
         model: model.to_string(),
         requests: requests.and_then(|r| r.count),
         premium_requests: requests.and_then(|r| r.cost.clone()),
-        input_tokens: input_without_cache(usage.input_tokens, usage.cache_read_tokens),
+        input_tokens: uncached_input(
+            usage.input_tokens,
+            usage.cache_read_tokens,
+            usage.cache_write_tokens,
+        ),
         output_tokens: usage.output_tokens,
         cache_read_tokens: usage.cache_read_tokens,
         cache_write_tokens: usage.cache_write_tokens,
@@ -554,8 +573,8 @@ mod tests {
 
     #[test]
     fn a_usage_record_keeps_cost_as_written_and_rounds_latency() {
-        // inputTokens include the cache reads; input_tokens do not, and
-        // the agent's numbers are kept as raw. The call's id keys it.
+        // inputTokens include the cache reads and writes; input_tokens do
+        // not, and the agent's numbers are kept as raw. The call's id keys it.
         let line = read(
             "session.usage_record",
             r#"{"usage":{"model":"gpt-4.1","inputTokens":100,"outputTokens":10,
@@ -568,7 +587,7 @@ mod tests {
                 record: at(),
                 message_id: Some("x".into()),
                 model: Some("gpt-4.1".into()),
-                input_tokens: Some(99),
+                input_tokens: Some(97),
                 output_tokens: Some(10),
                 cache_read_tokens: Some(1),
                 cache_write_tokens: Some(2),

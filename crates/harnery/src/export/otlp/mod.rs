@@ -157,7 +157,8 @@ impl TraceSink {
                 epoch_tag: label.tag.as_deref(),
                 archive: label.archive.as_deref(),
             };
-            let stream = TraceStream::new(run.session, part, notes);
+            let mut stream = TraceStream::new(run.session, part, notes);
+            stream.inherit(run.inherited.unwrap_or_default());
             docs.start_resource(stream.resource_head());
             self.stream = Some(stream);
         }

@@ -8,6 +8,7 @@ use super::super::source::{Label, damaged};
 use super::read::{RunItem, SessionRun};
 use super::{RunText, SpanNotes, Traced, keep_traced_fields};
 use crate::contract::{Event, SessionRef};
+use crate::report::inherited::Inherited;
 
 /// A run's rows as its trace takes them (events parsed and stripped to
 /// what the trace reads, tool rows and marks decoded from their entries,
@@ -16,6 +17,7 @@ pub(super) struct ParsedRun {
     pub(super) session: SessionRef,
     pub(super) source: usize,
     pub(super) notes: Option<SpanNotes>,
+    pub(super) inherited: Option<Inherited>,
     pub(super) rows: Vec<Traced>,
     /// The strings `rows` name.
     pub(super) text: RunText,
@@ -115,6 +117,7 @@ pub(super) fn parse_run(label: &Label, run: SessionRun) -> ParsedRun {
         session: run.session,
         source: run.rows.source,
         notes,
+        inherited: run.inherited,
         rows,
         text,
         last: run.last,

@@ -10,6 +10,7 @@ use crate::ledger::trace_rows::{CHUNK_EVENTS, TraceBatch};
 use crate::ledger::{ChunkRead, LedgerError, LedgerReader, RowFilter, StoredText};
 use crate::ordered::Feed;
 use crate::progress::Progress;
+use crate::report::inherited::Inherited;
 
 /// Bytes of stored text per OTLP job: small beside a session, so that a
 /// job holds about as many rows whatever the sessions' length, and what
@@ -26,6 +27,8 @@ const RUN_BYTES: usize = 64 * 1024;
 pub(super) struct SessionRun {
     pub(super) session: SessionRef,
     pub(super) notes: Option<RowBatch>,
+    /// On the session's first run: what it copied from its parents.
+    pub(super) inherited: Option<Inherited>,
     /// The stored text of the rows to parse (every row, or the whole
     /// entries of `chunks`).
     pub(super) rows: RowBatch,
@@ -52,6 +55,7 @@ impl SessionRun {
         SessionRun {
             session,
             notes,
+            inherited: None,
             rows: RowBatch::new(source, RUN_BYTES),
             chunks: TraceBatch::default(),
             chunk_texts: Vec::new(),
@@ -100,6 +104,7 @@ impl SessionReader<'_> {
             }
         }
         let mut run = SessionRun::new(session.clone(), self.source, Some(notes));
+        run.inherited = Some(Inherited::of(self.ledger, &session)?);
         let mut open = true;
         let mut send = |run: &mut SessionRun, feed: &mut Feed<SessionRun>| {
             if open && run.full() {

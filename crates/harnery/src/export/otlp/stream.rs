@@ -17,6 +17,7 @@ use super::side::{Side, TraceSpan};
 use super::spans::{Ctx, resource_head};
 use super::traced::{RunText, ToolRow, ToolView, Traced};
 use crate::contract::{Event, EventType, Payload, SessionRef};
+use crate::report::inherited::Inherited;
 use crate::report::receipts::{TurnFold, TurnMark};
 use crate::report::spans::{Span, SpanKind, SpanSide};
 use crate::report::usage::{TurnUsage, add_turn_usage};
@@ -131,6 +132,9 @@ pub struct TraceStream {
     usage: BTreeMap<String, TurnUsage>,
     /// The earliest and latest event time: the root span's.
     times: Option<(i64, i64)>,
+    /// What the session copied from its parents (a restore's record): in
+    /// the parent's trace, not again here.
+    inherited: Inherited,
 }
 
 impl TraceStream {
@@ -143,7 +147,13 @@ impl TraceStream {
             turns: TurnFold::default(),
             usage: BTreeMap::new(),
             times: None,
+            inherited: Inherited::default(),
         }
+    }
+
+    /// Leave out the events `inherited` says are a parent's copies.
+    pub fn inherit(&mut self, inherited: Inherited) {
+        self.inherited = inherited;
     }
 
     /// `{"resource":…,"spans":[`: what a document opens the session's
@@ -189,6 +199,9 @@ impl TraceStream {
 
     /// Take the session's next event; `sink` gets each span it ends.
     pub fn feed(&mut self, event: Box<Event>, sink: &mut impl SpanSink) -> io::Result<()> {
+        if self.inherited.is_copy(&event) {
+            return Ok(());
+        }
         self.mark(event.turn.turn_id.as_deref(), TurnMark::of(&event));
         add_turn_usage(&mut self.usage, &event);
         let (kind, opens) = match &event.payload {

@@ -42,6 +42,11 @@ pub struct TimelineEntry {
     /// `source`, generation 6; Copilot's steering, ADR-0007).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub steering: Option<String>,
+    /// A copy of a parent's event (a `restore --apply` session's copied
+    /// record): the parent, `adapter/id`. Set by the reader that knows the
+    /// links, never here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inherited_from: Option<String>,
 }
 
 /// The agent's record of a hook span's call, from the `tool.recorded`
@@ -205,6 +210,7 @@ fn entry(e: &Event, start: i64, spans: &HashMap<String, SpanRow>) -> Option<Time
             Payload::MessageUser(m) => m.source.clone(),
             _ => None,
         },
+        inherited_from: None,
     })
 }
 
