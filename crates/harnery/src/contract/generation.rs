@@ -127,16 +127,30 @@ pub fn current_generation() -> &'static Generation {
         .expect("the registry lists the build's own generation")
 }
 
+/// The schema digest of this build's contract: its generation's pinned
+/// digest, which `the_current_generation_is_the_computed_contract` holds
+/// equal to the one derived from the types.
+pub fn schema_digest() -> blake3::Hash {
+    blake3::Hash::from_hex(current_generation().digest)
+        .expect("a pinned digest is 64 hex digits (a test reads each)")
+}
+
+/// The digest as lowercase hex, as stored in `genesis.json`.
+pub fn schema_digest_hex() -> String {
+    current_generation().digest.to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::contract::schema_digest_hex;
+    use crate::contract::derived_schema_digest;
 
     #[test]
     fn the_current_generation_is_the_computed_contract() {
         let current = current_generation();
         assert_eq!(current.number, CONTRACT_GENERATION);
-        assert_eq!(current.digest, schema_digest_hex());
+        assert_eq!(current.digest, derived_schema_digest().to_hex().as_str());
+        assert_eq!(schema_digest(), derived_schema_digest());
         assert_eq!(GENERATIONS.last(), Some(current), "the last one is written");
         assert_eq!(generation_by_digest(&schema_digest_hex()), Some(current));
     }

@@ -31,16 +31,17 @@ mod validate;
 
 pub use canonical::Json;
 pub use confidence::recovered_confidence;
-pub use digest::{
-    CONTRACT_GENERATION, contract_shape, schema_digest, schema_digest_hex, shape_digest,
-};
+pub use digest::{CONTRACT_GENERATION, contract_shape, derived_schema_digest, shape_digest};
 pub use digest_writer::DigestWriter;
 pub use event::{
     AdapterId, Attestation, Confidence, Event, Provenance, RawRef, SessionRef, TimeSource,
     TurnAttribution, TurnSource,
 };
 pub use event_id::{EventId, digest_parts};
-pub use generation::{GENERATIONS, Generation, current_generation, generation_by_digest};
+pub use generation::{
+    GENERATIONS, Generation, current_generation, generation_by_digest, schema_digest,
+    schema_digest_hex,
+};
 pub use payload::{
     CheckpointLocated, CheckpointRecorded, CommandCompleted, CommandRequested, CompactionCompleted,
     CompactionStarted, Effect, EndCancelled, EndExpired, EndRequested, EndSalvaged, ErrorReported,
