@@ -61,6 +61,8 @@ mod tests {
     fn the_purge_delay_option_is_the_one_set() {
         // mimalloc v3's default purge delay is 1000 ms (options.c); a
         // shifted option table would show another value here.
+        // SAFETY: reading an option takes no pointer and mimalloc is
+        // initialised on first use.
         assert_eq!(unsafe { mi_option_get(MI_OPTION_PURGE_DELAY) }, 1000);
     }
 }

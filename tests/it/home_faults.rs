@@ -416,6 +416,7 @@ fn a_read_only_home_reads_fine() {
     let home = dir.path().join("home");
     copy_tree(drained_home().path(), &home);
     let session = the_session(&home);
+    // SAFETY: geteuid takes nothing and cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
     let setpriv = Path::new("/usr/bin/setpriv");
     if root && !setpriv.exists() {

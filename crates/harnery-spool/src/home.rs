@@ -112,6 +112,8 @@ fn passwd_home() -> Option<PathBuf> {
         return Some(PathBuf::from(stand_in)).filter(|p| p.is_absolute());
     }
     let mut buf = vec![0u8; 4096];
+    // SAFETY: `passwd` is a plain C struct of pointers and integers, for
+    // which all zero bytes is a valid value; getpwuid_r fills it.
     let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
     let mut out: *mut libc::passwd = std::ptr::null_mut();
     // SAFETY: buffers are valid for the sizes given; `out` is set by libc.

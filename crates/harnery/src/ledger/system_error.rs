@@ -37,8 +37,10 @@ fn disk_full(path: &Path) -> bool {
     let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
         return false;
     };
-    // SAFETY: valid C string and an out-parameter of the right type.
+    // SAFETY: `statvfs` is a plain C struct of integers; all zero bytes is
+    // a valid value, and statvfs fills it.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid C string and an out-parameter of the right type.
     let rc = unsafe { libc::statvfs(c.as_ptr(), &mut st) };
     rc == 0 && st.f_bavail == 0
 }
