@@ -1,4 +1,7 @@
-//! `harnery`: the command line. Parse, dispatch, map the outcome to an exit code.
+//! `harnery`: the command line's entry point. It sets up the process (the
+//! allocator, transparent huge pages off, SQLite's allocation counts off)
+//! and hands over to `harnery_cli`, which parses, dispatches and maps the
+//! outcome to an exit code.
 
 use std::ffi::{c_int, c_long};
 
@@ -15,8 +18,6 @@ unsafe extern "C" {
 
 /// mimalloc's `mi_option_purge_delay` (its position in `mi_option_e`).
 const MI_OPTION_PURGE_DELAY: c_int = 15;
-
-mod commands;
 
 fn main() -> std::process::ExitCode {
     // Memory one finalize chunk frees is wanted again by the next chunk
@@ -50,7 +51,7 @@ fn main() -> std::process::ExitCode {
         rusqlite::ffi::SQLITE_OK,
         "SQLite is configured before its first use"
     );
-    crate::commands::main()
+    harnery_cli::commands::main()
 }
 
 #[cfg(test)]
