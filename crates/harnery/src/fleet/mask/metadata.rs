@@ -236,4 +236,27 @@ mod tests {
             assert!(!is_name("model", &format!("{text}\"")), "{text}");
         }
     }
+
+    #[test]
+    fn a_copys_links_stay_and_other_refs_go() {
+        let payload = serde_json::json!({
+            "message_id": "msg_1",
+            "copied_from_session": "352c328f-717f-4fc1-9025-91757a024a6f",
+            "effects": [
+                {"kind": "restored_from", "ref": "claude-code/p-1@turn:t-1"},
+                {"kind": "restored_from", "ref": "claude-code/p-1@a label with words"},
+                {"kind": "restored_from", "ref": "no-link"},
+                {"kind": "file_edit", "ref": "src/secret.rs"},
+            ]
+        });
+        let kept = metadata(&payload);
+        assert_eq!(kept["copied_from_session"], payload["copied_from_session"]);
+        let refs: Vec<Option<&str>> = kept["effects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["ref"].as_str())
+            .collect();
+        assert_eq!(refs, [Some("claude-code/p-1@turn:t-1"), None, None, None]);
+    }
 }
