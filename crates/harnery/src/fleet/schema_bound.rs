@@ -113,45 +113,50 @@ judged AS (
     WINDOW call AS (PARTITION BY host_id, adapter, coalesce(message_id, genesis_id || '/' || seq)
                     ORDER BY time_unix_ns, genesis_id, seq)
 ),
+kin AS (
+    SELECT DISTINCT host_id, adapter, session_id, ancestor FROM ancestors
+),
+-- Cost-only rows (Claude Code's running cost, what it grew by) with each
+-- session's running total per model.
 costs AS (
-    SELECT j.*,
+    SELECT j.host_id, j.genesis_id, j.seq, j.adapter, j.session_id, j.model, j.time_unix_ns,
+           j.reported_cost,
            sum(reported_cost) OVER own AS running,
            row_number() OVER own AS cost_nth
     FROM judged j
     WHERE cost_only AND model IS NOT NULL
     WINDOW own AS (PARTITION BY host_id, adapter, session_id, model
                    ORDER BY time_unix_ns, genesis_id, seq)
+),
+-- A copy's first cost report against its parent's running totals then:
+-- a fork's is cumulative from the parent's last total; a restored
+-- session's may be a copy of one of them.
+first_costs AS (
+    SELECT c.host_id, c.genesis_id, c.seq, l.fork,
+           CASE WHEN l.fork THEN greatest(c.reported_cost - coalesce(
+                    (array_agg(pc.running ORDER BY pc.time_unix_ns DESC, pc.genesis_id DESC,
+                               pc.seq DESC))[1], 0), 0)
+                WHEN bool_or(abs(pc.running - c.reported_cost) < 1e-9) THEN 0
+                ELSE c.reported_cost END AS own_cost
+    FROM costs c
+    JOIN links l ON l.host_id = c.host_id AND l.adapter = c.adapter AND l.session_id = c.session_id
+    LEFT JOIN costs pc ON pc.host_id = c.host_id AND pc.adapter = c.adapter
+         AND pc.session_id = l.parent AND pc.model = c.model AND pc.time_unix_ns <= c.time_unix_ns
+    WHERE c.cost_nth = 1
+    GROUP BY c.host_id, c.genesis_id, c.seq, l.fork, c.reported_cost
 )
 SELECT j.host_id, j.genesis_id, j.adapter, j.session_id, j.event_id, j.type,
        to_timestamp(j.time_unix_ns / 1e9) AS at, j.model,
        j.input_tokens, j.output_tokens, j.cache_read_tokens, j.cache_write_tokens,
-       CASE
-           WHEN c.cost_nth IS DISTINCT FROM 1 OR l.parent IS NULL THEN j.reported_cost
-           WHEN l.fork THEN greatest(j.reported_cost - coalesce((
-               SELECT pc.running FROM costs pc
-               WHERE pc.host_id = j.host_id AND pc.adapter = j.adapter
-                 AND pc.session_id = l.parent AND pc.model = j.model
-                 AND pc.time_unix_ns <= j.time_unix_ns
-               ORDER BY pc.time_unix_ns DESC, pc.genesis_id DESC, pc.seq DESC LIMIT 1), 0), 0)
-           WHEN EXISTS (
-               SELECT FROM costs pc
-               WHERE pc.host_id = j.host_id AND pc.adapter = j.adapter
-                 AND pc.session_id = l.parent AND pc.model = j.model
-                 AND pc.time_unix_ns <= j.time_unix_ns
-                 AND abs(pc.running - j.reported_cost) < 1e-9) THEN 0
-           ELSE j.reported_cost
-       END AS cost,
+       coalesce(f.own_cost, j.reported_cost) AS cost,
        j.message_id,
        j.copied_from_session IS NOT NULL OR (j.message_id IS NOT NULL AND j.nth > 1 AND (
-           j.first_session = j.session_id OR EXISTS (
-               SELECT FROM ancestors a
-               WHERE a.host_id = j.host_id AND a.adapter = j.adapter
-                 AND a.session_id = j.session_id AND a.ancestor = j.first_session)))
-           AS inherited,
+           j.first_session = j.session_id OR k.ancestor IS NOT NULL)) AS inherited,
        j.reasoning_tokens, j.reported_cost, j.copied_from_session, j.cost_only
 FROM judged j
-LEFT JOIN costs c ON c.host_id = j.host_id AND c.genesis_id = j.genesis_id AND c.seq = j.seq
-LEFT JOIN links l ON l.host_id = j.host_id AND l.adapter = j.adapter AND l.session_id = j.session_id;
+LEFT JOIN first_costs f ON f.host_id = j.host_id AND f.genesis_id = j.genesis_id AND f.seq = j.seq
+LEFT JOIN kin k ON k.host_id = j.host_id AND k.adapter = j.adapter
+     AND k.session_id = j.session_id AND k.ancestor = j.first_session;
 
 -- A token kind counts zero where only inherited rows reported it, and is
 -- absent only where no row did; a cost-only row (Claude Code's running
