@@ -25,8 +25,8 @@ enum FleetCommand {
     Sessions(ReadArgs),
     /// Audit-only and interrupted sessions, and every reason per host.
     Audit(ReadArgs),
-    /// Model usage by day and model, as the agents reported it.
-    Usage(ReadArgs),
+    /// Model usage by day and model (or by session), as the agents reported it.
+    Usage(UsageArgs),
     /// Find what agents said or did, across hosts (local search's query syntax).
     Search(super::fleet_search::SearchArgs),
     /// Recompute every host's chains from the stored bytes; check anchors.
@@ -76,6 +76,15 @@ struct ReadArgs {
     /// Only sessions with an event at or after this time (RFC 3339).
     #[arg(long, value_parser = super::parse_instant)]
     since: Option<i64>,
+}
+
+#[derive(Debug, clap::Args)]
+struct UsageArgs {
+    #[command(flatten)]
+    read: ReadArgs,
+    /// Group by `day` (day and model, the default) or by `session`.
+    #[arg(long, value_name = "GROUP", default_value = "day", value_parser = ["day", "session"])]
+    by: String,
 }
 
 #[derive(Debug, clap::Args)]
@@ -246,10 +255,14 @@ fn audit(a: ReadArgs) -> CmdResult {
     Ok(Outcome::Clean)
 }
 
-fn usage(a: ReadArgs) -> CmdResult {
+fn usage(u: UsageArgs) -> CmdResult {
+    let a = u.read;
     let mut client = connect(&a.source)?;
     let f = filter(&a);
     read::prepare(&mut client, &f)?;
+    if u.by == "session" {
+        return usage_by_session(&mut client, &f, a.source.json);
+    }
     let rows = read::usage(&mut client, &f)?;
     let mut out = harnery::terminal::stdout(a.source.json);
     if rows.is_empty() && !a.source.json {
@@ -269,6 +282,39 @@ fn usage(a: ReadArgs) -> CmdResult {
                 u.model,
                 u.host_id,
                 u.records,
+                n(u.input_tokens),
+                n(u.output_tokens),
+                n(u.cache_read_tokens),
+                n(u.cache_write_tokens),
+                u.cost.as_deref().unwrap_or("-")
+            )?,
+        }
+    }
+    Ok(Outcome::Clean)
+}
+
+/// Usage per session, counted as `harnery usage` counts it on the host.
+fn usage_by_session(client: &mut postgres::Client, f: &ReadFilter, json: bool) -> CmdResult {
+    let rows = read::usage_by_session(client, f)?;
+    let mut out = harnery::terminal::stdout(json);
+    if rows.is_empty() && !json {
+        writeln!(
+            out,
+            "no usage recorded (the ledgers shipped hold no usage events)"
+        )?;
+    }
+    let n = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
+    for u in &rows {
+        match json {
+            true => writeln!(out, "{}", serde_json::to_string(u)?)?,
+            false => writeln!(
+                out,
+                "{}  {}/{}  {} records ({} inherited)  in {} out {} cache-read {} cache-write {}  cost {}",
+                u.host_id,
+                u.adapter,
+                u.session_id,
+                u.records,
+                u.inherited_records,
                 n(u.input_tokens),
                 n(u.output_tokens),
                 n(u.cache_read_tokens),

@@ -34,6 +34,7 @@ mod fleet_edges;
 mod fleet_search;
 mod fleet_security;
 mod fleet_ship;
+mod fleet_usage;
 mod health_unhooked;
 mod home_faults;
 mod hook_bad_input;

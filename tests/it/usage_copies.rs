@@ -37,7 +37,7 @@ fn tokens(v: &Value) -> [u64; 4] {
 /// The `basic` capture four times over, each copy a session of its own
 /// (new session id on its hooks and lines) whose model calls keep the
 /// captured message ids, as a proxy that does not make ids unique gives.
-fn four_sessions_sharing_ids(home: &Path) -> (Vec<String>, Vec<String>) {
+pub(crate) fn four_sessions_sharing_ids(home: &Path) -> (Vec<String>, Vec<String>) {
     let hooks = lines_of(&root().join("tests/fixtures/claude-code/basic/hooks.jsonl"));
     let record = lines_of(&root().join("tests/fixtures/records/claude-code/basic.jsonl"));
     let ids: Vec<String> = (1..=4)
@@ -125,30 +125,36 @@ fn last_total(lines: &[String]) -> f64 {
         .unwrap()
 }
 
-/// A real `claude --resume … --fork-session` pair (Claude Code 2.1.332):
-/// the fork's cost line is cumulative from the parent's total, so its
+pub(crate) const FORK_PARENT: &str = "352c328f-717f-4fc1-9025-91757a024a6f";
+pub(crate) const FORK_CHILD: &str = "599bcab2-b71c-4bb3-a091-06f473db1310";
+
+/// A real `claude --resume … --fork-session` pair (Claude Code 2.1.332),
+/// finalized into `home`, parent first: their last cost lines.
+pub(crate) fn fork_pair(home: &Path) -> [f64; 2] {
+    let dir = root().join("tests/fixtures/records/claude-code-fork");
+    let start = r#"{"hook_event_name":"SessionStart","source":"startup","cwd":"/tmp/proj"}"#;
+    [FORK_PARENT, FORK_CHILD].map(|id| {
+        let lines = lines_of(&dir.join(format!("{id}.jsonl")));
+        let path = transcript(home, id);
+        write(&path, &lines);
+        hook(home, start, Some(id), &path);
+        let out = run(home, &["finalize"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        last_total(&lines)
+    })
+}
+
+/// The fork pair of [`fork_pair`]: the fork's cost line is cumulative from the parent's total, so its
 /// reported cost is that line less the parent's, and the two sessions'
 /// costs add up to the fork's line, the whole spend.
 #[test]
 fn a_forks_reported_cost_is_its_own() {
     let home = tempfile::tempdir().unwrap();
-    let dir = root().join("tests/fixtures/records/claude-code-fork");
-    let parent_id = "352c328f-717f-4fc1-9025-91757a024a6f";
-    let fork_id = "599bcab2-b71c-4bb3-a091-06f473db1310";
-    let start = r#"{"hook_event_name":"SessionStart","source":"startup","cwd":"/tmp/proj"}"#;
-    let mut totals = Vec::new();
-    for id in [parent_id, fork_id] {
-        let lines = lines_of(&dir.join(format!("{id}.jsonl")));
-        totals.push(last_total(&lines));
-        let path = transcript(home.path(), id);
-        write(&path, &lines);
-        hook(home.path(), start, Some(id), &path);
-        let out = run(home.path(), &["finalize"]);
-        assert!(out.status.success(), "{}", stderr(&out));
-    }
+    let totals = fork_pair(home.path());
     let (parent, fork) = (totals[0], totals[1]);
     assert!(fork > parent, "the fork's line includes the parent's spend");
     let v = json(home.path(), &["usage", "--json"]);
+    let (parent_id, fork_id) = (FORK_PARENT, FORK_CHILD);
     let cost = |key: &str| {
         v["groups"]
             .as_array()
@@ -197,17 +203,20 @@ fn renamed(text: &str, ids: &[String], parent: &str, child: &str) -> String {
     out
 }
 
-/// A session made by `restore --apply` from the first turn of Claude
-/// Code's two-turn capture, then resumed: its record is the copy of the
-/// parent's first turn followed by a turn of its own (the parent's second
-/// turn played again under new ids, with its hooks). Its copies are the
-/// parent's calls: shown as inherited, never a lost hook signal or an
-/// unknown tool, and counted once in `usage`, `receipts`, OTLP and
-/// `serve`'s sessions list.
-#[test]
-fn a_restored_sessions_copies_are_inherited_in_every_view() {
-    use crate::restore_apply::{CLAUDE, CLAUDE_TURN_1, CLAUDE_TURN_2, claude_world};
-    let w = claude_world();
+/// What [`restored_child`] made: the child's id, its copied lines (the
+/// parent's first turn) and its own (a turn of its own).
+pub(crate) struct Restored {
+    pub child: String,
+    pub copied: Vec<String>,
+    pub own: Vec<String>,
+}
+
+/// In `w`, a session made by `restore --apply` from the first turn of
+/// Claude Code's two-turn capture, then resumed: its record is the copy
+/// of the parent's first turn followed by a turn of its own (the parent's
+/// second turn played again under new ids, with its hooks). Finalized.
+pub(crate) fn restored_child(w: &crate::restore_apply::World) -> Restored {
+    use crate::restore_apply::{CLAUDE, CLAUDE_TURN_1, CLAUDE_TURN_2};
     let home = w.home.path();
     let parent_lines = lines_of(&w.record);
     let child = "0b5e6c1e-0000-4000-8000-0000000000a1";
@@ -253,6 +262,24 @@ fn a_restored_sessions_copies_are_inherited_in_every_view() {
         common::deliver(home, "claude-code", &v.to_string());
     }
     w.ok(&["finalize"]);
+    Restored {
+        child: child.to_string(),
+        copied,
+        own,
+    }
+}
+
+/// [`restored_child`]'s copies are the parent's calls: shown as
+/// inherited, never a lost hook signal or an unknown tool, and counted
+/// once in `usage`, `receipts`, OTLP and `serve`'s sessions list.
+#[test]
+fn a_restored_sessions_copies_are_inherited_in_every_view() {
+    use crate::restore_apply::{CLAUDE, CLAUDE_TURN_2, claude_world};
+    let w = claude_world();
+    let home = w.home.path();
+    let parent_lines = lines_of(&w.record);
+    let Restored { child, copied, own } = restored_child(&w);
+    let child = child.as_str();
 
     let copies = calls(&[&copied]);
     let mine = calls(&[&own]);

@@ -197,3 +197,51 @@ pub fn usage(client: &mut Client, filter: &ReadFilter) -> Result<Vec<UsageRow>, 
         })
         .collect())
 }
+
+/// Usage of one session on one host (`fleet usage --by session`), counted
+/// as `harnery usage` counts it on the host: copies inherited, a fork's or
+/// restore's cost its own. A token kind is absent only where no record of
+/// the session reported it.
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionUsageRow {
+    pub host_id: String,
+    pub adapter: String,
+    pub session_id: String,
+    pub records: i64,
+    pub input_tokens: Option<i64>,
+    pub output_tokens: Option<i64>,
+    pub cache_read_tokens: Option<i64>,
+    pub cache_write_tokens: Option<i64>,
+    pub cost: Option<String>,
+    /// Records of calls counted elsewhere (a fork's or restore's copies).
+    pub inherited_records: i64,
+}
+
+pub fn usage_by_session(
+    client: &mut Client,
+    filter: &ReadFilter,
+) -> Result<Vec<SessionUsageRow>, FleetError> {
+    let rows = client.query(
+        "SELECT host_id, adapter, session_id, records, input_tokens::bigint, output_tokens::bigint, \
+         cache_read_tokens::bigint, cache_write_tokens::bigint, cost::text, inherited_records \
+         FROM harnery.usage_by_session \
+         WHERE ($1::text IS NULL OR host_id = $1) AND ($2::bigint IS NULL OR last_at >= to_timestamp($2 / 1e9)) \
+         ORDER BY host_id, adapter, session_id",
+        &[&filter.host, &filter.since_unix_ns],
+    )?;
+    Ok(rows
+        .iter()
+        .map(|r| SessionUsageRow {
+            host_id: r.get(0),
+            adapter: r.get(1),
+            session_id: r.get(2),
+            records: r.get(3),
+            input_tokens: r.get(4),
+            output_tokens: r.get(5),
+            cache_read_tokens: r.get(6),
+            cache_write_tokens: r.get(7),
+            cost: r.get(8),
+            inherited_records: r.get(9),
+        })
+        .collect())
+}

@@ -9,6 +9,11 @@
 //! hold single spaces). A free text under such a key (a reason with
 //! spaces, a quoted excerpt) is dropped.
 //!
+//! A fork's copied usage names its source session (`copied_from_session`)
+//! and a `restore --apply` session's first checkpoint its parent (the
+//! `restored_from` effect's ref): both stay, so that the fleet counts a
+//! copy once, as the host does.
+//!
 //! Why an event could not be read (`signal.unrecognized`,
 //! `session.stale_signal`) is said by harnery, but often quotes the record
 //! (`malformed_json: invalid type: string "…"`, `unknown frame type
@@ -44,6 +49,7 @@ const METADATA_STRINGS: &[&str] = &[
     "requested_event_id",
     "completed_event_id",
     "message_id",
+    "copied_from_session",
     "permission_mode",
     "trigger",
     "signal",
@@ -155,6 +161,17 @@ impl Masker {
     }
 }
 
+/// A `restore --apply` session's link to its parent (an effect of kind
+/// `restored_from`, ref `<adapter>/<session>@<checkpoint>`): session ids
+/// and turn ids, nothing written, and what `fleet usage` needs to count a
+/// restored session's copies once.
+fn is_restore_link(m: &serde_json::Map<String, Value>, key: &str, s: &str) -> bool {
+    key == "ref"
+        && m.get("kind").and_then(Value::as_str) == Some(crate::report::superseded::RESTORED_FROM)
+        && crate::report::superseded::RestoredFrom::parse(s).is_some()
+        && is_name(key, s)
+}
+
 fn metadata(v: &Value) -> Value {
     match v {
         Value::Object(m) => Value::Object(
@@ -163,6 +180,7 @@ fn metadata(v: &Value) -> Value {
                     Value::String(s) if METADATA_STRINGS.contains(&k.as_str()) && is_name(k, s) => {
                         Some((k.clone(), x.clone()))
                     }
+                    Value::String(s) if is_restore_link(m, k, s) => Some((k.clone(), x.clone())),
                     Value::String(_) => None,
                     Value::Object(_) | Value::Array(_) => Some((k.clone(), metadata(x))),
                     _ => Some((k.clone(), x.clone())),
@@ -217,5 +235,28 @@ mod tests {
             assert!(!is_name("reason", text), "{text}");
             assert!(!is_name("model", &format!("{text}\"")), "{text}");
         }
+    }
+
+    #[test]
+    fn a_copys_links_stay_and_other_refs_go() {
+        let payload = serde_json::json!({
+            "message_id": "msg_1",
+            "copied_from_session": "352c328f-717f-4fc1-9025-91757a024a6f",
+            "effects": [
+                {"kind": "restored_from", "ref": "claude-code/p-1@turn:t-1"},
+                {"kind": "restored_from", "ref": "claude-code/p-1@a label with words"},
+                {"kind": "restored_from", "ref": "no-link"},
+                {"kind": "file_edit", "ref": "src/secret.rs"},
+            ]
+        });
+        let kept = metadata(&payload);
+        assert_eq!(kept["copied_from_session"], payload["copied_from_session"]);
+        let refs: Vec<Option<&str>> = kept["effects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["ref"].as_str())
+            .collect();
+        assert_eq!(refs, [Some("claude-code/p-1@turn:t-1"), None, None, None]);
     }
 }
