@@ -271,22 +271,13 @@ fn usage(u: UsageArgs) -> CmdResult {
             "no usage recorded (the ledgers shipped hold no usage events)"
         )?;
     }
-    let n = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
     for u in &rows {
         match a.source.json {
             true => writeln!(out, "{}", serde_json::to_string(u)?)?,
             false => writeln!(
                 out,
-                "{}  {:<24} {}  {} records  in {} out {} cache-read {} cache-write {}  cost {}",
-                u.day,
-                u.model,
-                u.host_id,
-                u.records,
-                n(u.input_tokens),
-                n(u.output_tokens),
-                n(u.cache_read_tokens),
-                n(u.cache_write_tokens),
-                u.cost.as_deref().unwrap_or("-")
+                "{}  {:<24} {}  {} records  {}",
+                u.day, u.model, u.host_id, u.records, u.tokens
             )?,
         }
     }
@@ -303,23 +294,13 @@ fn usage_by_session(client: &mut postgres::Client, f: &ReadFilter, json: bool) -
             "no usage recorded (the ledgers shipped hold no usage events)"
         )?;
     }
-    let n = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
     for u in &rows {
         match json {
             true => writeln!(out, "{}", serde_json::to_string(u)?)?,
             false => writeln!(
                 out,
-                "{}  {}/{}  {} records ({} inherited)  in {} out {} cache-read {} cache-write {}  cost {}",
-                u.host_id,
-                u.adapter,
-                u.session_id,
-                u.records,
-                u.inherited_records,
-                n(u.input_tokens),
-                n(u.output_tokens),
-                n(u.cache_read_tokens),
-                n(u.cache_write_tokens),
-                u.cost.as_deref().unwrap_or("-")
+                "{}  {}/{}  {} records ({} inherited)  {}",
+                u.host_id, u.adapter, u.session_id, u.records, u.inherited_records, u.tokens
             )?,
         }
     }

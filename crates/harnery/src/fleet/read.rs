@@ -166,11 +166,48 @@ pub struct UsageRow {
     pub model: String,
     pub host_id: String,
     pub records: i64,
+    #[serde(flatten)]
+    pub tokens: FleetTokens,
+}
+
+/// A usage row's token sums and cost, as the server's usage views give
+/// them: a kind absent where no record reported it.
+#[derive(Debug, Clone, Serialize)]
+pub struct FleetTokens {
     pub input_tokens: Option<i64>,
     pub output_tokens: Option<i64>,
     pub cache_read_tokens: Option<i64>,
     pub cache_write_tokens: Option<i64>,
     pub cost: Option<String>,
+}
+
+impl FleetTokens {
+    /// The five columns starting at `first` of a usage view's row.
+    fn read(r: &postgres::Row, first: usize) -> FleetTokens {
+        FleetTokens {
+            input_tokens: r.get(first),
+            output_tokens: r.get(first + 1),
+            cache_read_tokens: r.get(first + 2),
+            cache_write_tokens: r.get(first + 3),
+            cost: r.get(first + 4),
+        }
+    }
+}
+
+impl std::fmt::Display for FleetTokens {
+    /// `in N out N cache-read N cache-write N  cost C`, `-` where absent.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
+        write!(
+            f,
+            "in {} out {} cache-read {} cache-write {}  cost {}",
+            n(self.input_tokens),
+            n(self.output_tokens),
+            n(self.cache_read_tokens),
+            n(self.cache_write_tokens),
+            self.cost.as_deref().unwrap_or("-")
+        )
+    }
 }
 
 pub fn usage(client: &mut Client, filter: &ReadFilter) -> Result<Vec<UsageRow>, FleetError> {
@@ -189,11 +226,7 @@ pub fn usage(client: &mut Client, filter: &ReadFilter) -> Result<Vec<UsageRow>, 
             model: r.get(1),
             host_id: r.get(2),
             records: r.get(3),
-            input_tokens: r.get(4),
-            output_tokens: r.get(5),
-            cache_read_tokens: r.get(6),
-            cache_write_tokens: r.get(7),
-            cost: r.get(8),
+            tokens: FleetTokens::read(r, 4),
         })
         .collect())
 }
@@ -208,11 +241,8 @@ pub struct SessionUsageRow {
     pub adapter: String,
     pub session_id: String,
     pub records: i64,
-    pub input_tokens: Option<i64>,
-    pub output_tokens: Option<i64>,
-    pub cache_read_tokens: Option<i64>,
-    pub cache_write_tokens: Option<i64>,
-    pub cost: Option<String>,
+    #[serde(flatten)]
+    pub tokens: FleetTokens,
     /// Records of calls counted elsewhere (a fork's or restore's copies).
     pub inherited_records: i64,
 }
@@ -236,11 +266,7 @@ pub fn usage_by_session(
             adapter: r.get(1),
             session_id: r.get(2),
             records: r.get(3),
-            input_tokens: r.get(4),
-            output_tokens: r.get(5),
-            cache_read_tokens: r.get(6),
-            cache_write_tokens: r.get(7),
-            cost: r.get(8),
+            tokens: FleetTokens::read(r, 4),
             inherited_records: r.get(9),
         })
         .collect())

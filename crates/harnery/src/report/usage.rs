@@ -163,14 +163,7 @@ impl UsageGroup {
     fn add(&mut self, u: &UsageReported, prices: Option<&Prices>) {
         // A cost report without tokens (Claude Code's running cost, what it
         // grew by) is no model call of its own.
-        let tokens = [
-            u.input_tokens,
-            u.output_tokens,
-            u.cache_read_tokens,
-            u.cache_write_tokens,
-            u.reasoning_tokens,
-        ];
-        if tokens.iter().all(Option::is_none) && u.cost.is_some() {
+        if reports_no_tokens(u) && u.cost.is_some() {
             self.add_reported_cost(u);
             return;
         }
@@ -390,18 +383,24 @@ impl UsageTally {
 /// A report of cost alone (Claude Code's running total, what it grew by):
 /// its model and cost.
 fn cost_only(u: &UsageReported) -> Option<(String, f64)> {
-    let tokens = [
+    if !reports_no_tokens(u) {
+        return None;
+    }
+    let cost = u.cost.as_ref()?.as_str().parse::<f64>().ok()?;
+    Some((u.model.clone()?, cost)).filter(|_| cost.is_finite())
+}
+
+/// Whether a usage report counts no token of any kind (a cost line alone).
+fn reports_no_tokens(u: &UsageReported) -> bool {
+    [
         u.input_tokens,
         u.output_tokens,
         u.cache_read_tokens,
         u.cache_write_tokens,
         u.reasoning_tokens,
-    ];
-    if tokens.iter().any(Option::is_some) {
-        return None;
-    }
-    let cost = u.cost.as_ref()?.as_str().parse::<f64>().ok()?;
-    Some((u.model.clone()?, cost)).filter(|_| cost.is_finite())
+    ]
+    .iter()
+    .all(Option::is_none)
 }
 
 /// The UTC day of a time, `YYYY-MM-DD`.

@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 
 use crate::contract::{Effect, Event, Payload};
+use crate::session::effects::command_effect;
 
 /// One command, paired: where its completion stands, and the effect.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,20 +29,7 @@ pub fn pair(events: impl IntoIterator<Item = Event>) -> (Vec<PairedCommand>, Vec
     for e in events {
         match &e.payload {
             Payload::CommandRequested(p) => {
-                let reference = e.id.as_str().to_string();
-                open.insert(
-                    reference.clone(),
-                    Effect {
-                        kind: "command".into(),
-                        reference,
-                        tool_name: None,
-                        tool_call_id: None,
-                        outcome: None,
-                        paths: Vec::new(),
-                        command: Some(p.argv.join(" ")),
-                        exit_code: None,
-                    },
-                );
+                open.insert(e.id.as_str().to_string(), command_effect(&e, &p.argv));
             }
             Payload::CommandCompleted(p) => {
                 let Some(requested) = &p.requested_event_id else {

@@ -57,19 +57,7 @@ impl EffectBook {
                 };
                 self.open(e, effect);
             }
-            Payload::CommandRequested(p) => {
-                let effect = Effect {
-                    kind: "command".into(),
-                    reference: e.id.as_str().to_string(),
-                    tool_name: None,
-                    tool_call_id: None,
-                    outcome: None,
-                    paths: Vec::new(),
-                    command: Some(p.argv.join(" ")),
-                    exit_code: None,
-                };
-                self.open(e, effect);
-            }
+            Payload::CommandRequested(p) => self.open(e, command_effect(e, &p.argv)),
             Payload::ToolCompleted(ToolCompleted {
                 requested_event_id,
                 outcome,
@@ -178,6 +166,22 @@ pub(crate) fn effect_detail(
         .map(Cow::into_owned)
         .collect();
     (paths, d.command.map(Cow::into_owned))
+}
+
+/// The effect a command request becomes (its outcome and exit code are
+/// filled in when it closes): the producer's ledger and the read side's
+/// join of `harnery exec` commands make it alike.
+pub(crate) fn command_effect(request: &Event, argv: &[String]) -> Effect {
+    Effect {
+        kind: "command".into(),
+        reference: request.id.as_str().to_string(),
+        tool_name: None,
+        tool_call_id: None,
+        outcome: None,
+        paths: Vec::new(),
+        command: Some(argv.join(" ")),
+        exit_code: None,
+    }
 }
 
 #[cfg(test)]
