@@ -76,17 +76,11 @@ impl CompactSettings {
     /// The settings in `home`'s `config.toml` (none there: the defaults).
     /// Other tables belong to others and are not read here.
     pub fn load(home: &Home) -> Result<CompactSettings, CompactionError> {
-        let path = home.root().join("config.toml");
-        let bad = |detail: String| CompactionError::Config {
-            path: path.clone(),
-            detail,
-        };
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
-            Err(e) => return Err(bad(e.to_string())),
-        };
-        let file: ConfigFile = toml::from_str(&text).map_err(|e| bad(e.to_string()))?;
+        let file: ConfigFile =
+            crate::config::read(home.root()).map_err(|e| CompactionError::Config {
+                path: e.path().to_path_buf(),
+                detail: e.detail(),
+            })?;
         let defaults = Self::default();
         Ok(CompactSettings {
             enabled: file.archive.compact.unwrap_or(defaults.enabled),

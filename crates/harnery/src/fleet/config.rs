@@ -14,24 +14,13 @@
 //! allow = ['test-password-[0-9]+']
 //! ```
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Deserialize;
 
 use super::mask::MaskRules;
 
-pub const CONFIG_FILE: &str = "config.toml";
-
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("{path}: {detail}")]
-    Parse { path: PathBuf, detail: String },
-}
+pub use crate::config::{CONFIG_FILE, ConfigError, config_path};
 
 /// The whole file; only `[ship]` is read here, other tables are left to
 /// whoever owns them.
@@ -69,16 +58,7 @@ pub struct ShipConfig {
 impl ShipConfig {
     /// `[ship]` of the config in `home_root`.
     pub fn load(home_root: &Path) -> Result<ShipConfig, ConfigError> {
-        let path = config_path(home_root);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ShipConfig::default()),
-            Err(source) => return Err(ConfigError::Io { path, source }),
-        };
-        let file: ConfigFile = toml::from_str(&text).map_err(|e| ConfigError::Parse {
-            path: path.clone(),
-            detail: e.to_string(),
-        })?;
+        let file: ConfigFile = crate::config::read(home_root)?;
         let mut ship = file.ship;
         ship.rules = MaskRules {
             patterns: ship
@@ -91,10 +71,6 @@ impl ShipConfig {
         };
         Ok(ship)
     }
-}
-
-pub fn config_path(home_root: &Path) -> PathBuf {
-    home_root.join(CONFIG_FILE)
 }
 
 #[cfg(test)]
