@@ -20,7 +20,7 @@
 //! - `turns.rs`: turn attribution (native, stamped or none).
 //! - `deliveries.rs`: the duplicate-delivery memory.
 //! - `spans.rs`: span bookkeeping, open and recently closed.
-//! - `tools.rs`: tool spans, the span-pairing rules (request ↔ completion).
+//! - `span_pairing.rs`: tool spans, the span-pairing rules (request ↔ completion).
 //! - `recovery.rs`: ADR 0078 recovery: derived terminals, sweeps, span caps.
 //! - `ends.rs`: explicit ends and command spans.
 //! - `effects.rs`: a checkpoint's effect ledger.
@@ -41,8 +41,8 @@ pub mod policy;
 mod record;
 mod recovery;
 mod session_log;
+mod span_pairing;
 mod spans;
-mod tools;
 mod turns;
 
 #[cfg(test)]
@@ -63,7 +63,7 @@ pub use spans::{OpenSpan, SpanKind};
 pub use turns::REMEMBERED_TURNS;
 
 use emit::{Draft, RawSource, Trigger};
-use tools::Speaker;
+use span_pairing::Speaker;
 
 use crate::agents::harnery::is_harnery_event;
 use crate::agents::{
