@@ -14,7 +14,7 @@
 //! commit stops the run (never retried); the next run starts clean.
 //!
 //! Files, in the order a run uses them:
-//! - `run.rs`: one run, start to end ([`finalize`]).
+//! - `steps.rs`: one run, start to end ([`finalize`]).
 //! - `lease.rs`: the one-finalizer-at-a-time lease on the home.
 //! - `summary.rs`: what a run is told ([`FinalizeOptions`]) and reports ([`Summary`]).
 //! - `intake.rs` (+ `intake/`): stage one, the drain pipeline from sealed spool files to ready files.
@@ -32,14 +32,14 @@ mod intake;
 pub mod lease;
 pub mod ready;
 pub mod record;
-mod run;
 mod state;
+mod steps;
 mod summary;
 
 use std::path::{Path, PathBuf};
 
 pub use apply::apply_pending;
-pub use run::finalize;
+pub use steps::finalize;
 pub use summary::{DamagedRange, FinalizeOptions, HealthNote, Summary, UNREADABLE_ROW};
 
 use crate::ledger::LedgerError;
