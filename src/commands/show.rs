@@ -16,10 +16,11 @@ mod around;
 
 use super::{CmdResult, EpochArg, Outcome};
 use harnery::home::Home;
-use harnery::ledger::{SessionSummary, Timeline, TimelineEntry, format_time};
+use harnery::ledger::{SessionSummary, format_time};
 use harnery::report::epochs::{Epochs, OpenEpoch, boundary, combine, report_damaged};
 use harnery::report::inherited::Inherited;
 use harnery::report::superseded::mark_timeline;
+use harnery::report::timeline::{Timeline, TimelineEntry};
 use harnery::report::usage::{mark_turn_tokens, turn_usage};
 use harnery::resume::log::SessionLog;
 use std::io::Write;

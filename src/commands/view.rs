@@ -9,13 +9,14 @@ use std::path::{Path, PathBuf};
 use super::{CmdError, CmdResult, EpochArg, Outcome};
 use harnery::contract::{Event, SessionRef};
 use harnery::home::Home;
-use harnery::ledger::{LedgerError, LedgerReader, SpanRow, Timeline};
+use harnery::ledger::{LedgerError, LedgerReader, SpanRow};
 use harnery::report::epochs::{
     Epochs, OpenEpoch, SessionParts, WholeSession, classify_whole, report_damaged,
 };
 use harnery::report::inherited::Inherited;
 use harnery::report::source::closed_sessions;
 use harnery::report::superseded::{mark_timeline, superseded};
+use harnery::report::timeline::Timeline;
 use harnery::resume::log::SessionLog;
 use harnery::view::index::IndexRow;
 use harnery::view::{PartRows, build, page, page_file, page_files};

@@ -35,8 +35,8 @@ pub use genesis::{
 };
 pub use read::{
     ArchiveSize, ChainBreak, ChainRow, ChunkRead, DamagedRow, EndRequestRow, HealthRow,
-    LedgerReader, RawProblem, RecordJoin, RowFilter, SessionSummary, SpanCounts, SpanRow,
-    SpanState, StoredEvent, StoredText, Timeline, TimelineEntry, UnreadableRow, ValidationProblem,
+    LedgerReader, RawProblem, RowFilter, SessionSummary, SpanCounts, SpanRow, SpanState,
+    StoredEvent, StoredText, UnreadableRow, ValidationProblem,
 };
 pub use write::{
     AppendBatch, AppendOutcome, BatchSignal, BatchState, Checkpointer, LedgerWriter, RawBytes,

@@ -17,8 +17,9 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::timeline::Timeline;
 use crate::contract::{AdapterId, Event, EventType, Payload, SessionRef};
-use crate::ledger::{LedgerError, LedgerReader, Timeline};
+use crate::ledger::{LedgerError, LedgerReader};
 use crate::report::superseded::restored_from;
 use crate::report::usage::{Prices, UsageGroup, UsageTally};
 

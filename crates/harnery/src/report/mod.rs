@@ -41,6 +41,7 @@ pub mod spans;
 pub mod spool_facts;
 pub mod stored_reasons;
 pub mod superseded;
+pub mod timeline;
 pub mod unhooked;
 pub mod usage;
 pub mod usage_calls;

@@ -9,8 +9,9 @@ use std::collections::HashSet;
 
 use serde::Serialize;
 
+use super::timeline::Timeline;
 use crate::contract::{EventType, Payload, SessionRef};
-use crate::ledger::{LedgerError, LedgerReader, SessionSummary, SpanCounts, Timeline};
+use crate::ledger::{LedgerError, LedgerReader, SessionSummary, SpanCounts};
 use crate::resume::log::SessionLog;
 
 /// The effect kind `restore --apply` records on a new session's first

@@ -485,14 +485,14 @@ pub fn add_turn_usage(turns: &mut BTreeMap<String, TurnUsage>, event: &Event) {
 /// Put each turn's reported tokens on the line that closes it: its last
 /// `turn.completed`, else its `turn.started`.
 pub fn mark_turn_tokens(
-    timeline: &mut crate::ledger::Timeline,
+    timeline: &mut super::timeline::Timeline,
     usage: &BTreeMap<String, TurnUsage>,
 ) {
     for (turn, u) in usage {
         let Some(tokens) = u.tokens.in_out() else {
             continue;
         };
-        let of_turn = |e: &crate::ledger::TimelineEntry, kind: &str| {
+        let of_turn = |e: &super::timeline::TimelineEntry, kind: &str| {
             e.kind == kind && e.turn.as_deref() == Some(turn.as_str())
         };
         let entries = &mut timeline.entries;

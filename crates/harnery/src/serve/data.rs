@@ -8,13 +8,14 @@ use serde::Serialize;
 
 use crate::contract::{Event, SessionRef};
 use crate::home::Home;
-use crate::ledger::{LedgerError, LedgerReader, RowFilter, Timeline};
+use crate::ledger::{LedgerError, LedgerReader, RowFilter};
 use crate::report::audit::Classification;
 use crate::report::epochs::{Epochs, classify_whole};
 use crate::report::health_check::{HealthError, HealthReport};
 use crate::report::inherited::Inherited;
 use crate::report::session_list::{Listed, SessionFilter, list};
 use crate::report::source::{SourceError, closed_sessions, live_or_none};
+use crate::report::timeline::Timeline;
 use crate::report::usage::{GroupBy, Prices, UsageGroup, UsageTally, mark_turn_tokens, turn_usage};
 use crate::resume::log::SessionLog;
 use crate::view::{PartRows, SessionView, build};

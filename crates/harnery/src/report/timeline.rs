@@ -6,9 +6,8 @@ use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 
-use super::{DamagedRow, LedgerReader, SessionSummary, SpanRow};
 use crate::contract::{Event, Observation, Payload, SessionRef};
-use crate::ledger::LedgerError;
+use crate::ledger::{DamagedRow, LedgerError, LedgerReader, SessionSummary, SpanRow};
 
 /// One line of a timeline.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
