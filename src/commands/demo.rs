@@ -137,7 +137,7 @@ fn demo(dir: &Path) -> CmdResult {
     // The bundled sessions come without the agents' own records (their
     // hooks name files on the machine that captured them).
     opts.follow_records = false;
-    let summary = harnery::finalize::finalize(&home, &opts)?;
+    let summary = harnery::finalize::Run::once(&home, &opts)?;
     write!(
         std::io::stdout(),
         "\n$ harnery finalize\n{}",

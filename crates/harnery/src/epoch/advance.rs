@@ -22,7 +22,7 @@
 //! `ledgers/epoch-advance.json` marks an advance as underway (and says
 //! what it advances from), the directories say how far it got. While it
 //! is underway no command starts a fresh epoch, and `harnery finalize`
-//! completes the advance before it drains (see [`finalize`]); finalize
+//! completes the advance before it drains (see [`crate::finalize::finalize`]); finalize
 //! never starts one.
 
 use std::path::{Path, PathBuf};
@@ -112,38 +112,6 @@ fn remove_progress(home: &Home) -> Result<(), EpochError> {
 /// not), or an archive exists that no live epoch anchors to.
 pub fn advance_underway(home: &Home) -> Result<bool, EpochError> {
     Ok(progress_path(home).exists() || list::dangling_archive(home)?.is_some())
-}
-
-/// What `harnery finalize` ran: the drain, and the advance it completed
-/// first when it found one underway.
-#[derive(Debug, Clone, Serialize)]
-pub struct FinalizeRun {
-    #[serde(flatten)]
-    pub summary: finalize::Summary,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub completed_epoch_advance: Option<AdvanceReport>,
-}
-
-/// `harnery finalize`: drain the spools. An advance found underway is
-/// completed first, by the same steps `harnery epoch advance` runs, and
-/// its carry is the drain. With no advance underway this never starts
-/// one: a live epoch under another digest is refused and nothing drained.
-pub fn finalize(home: &Home, opts: &FinalizeOptions) -> Result<FinalizeRun, EpochError> {
-    if !advance_underway(home)? {
-        return Ok(FinalizeRun {
-            summary: finalize::finalize(home, opts)?,
-            completed_epoch_advance: None,
-        });
-    }
-    let report = advance(home, opts)?;
-    let summary = match &report.carried {
-        Some(s) => s.clone(),
-        None => finalize::finalize(home, opts)?,
-    };
-    Ok(FinalizeRun {
-        summary,
-        completed_epoch_advance: Some(report),
-    })
 }
 
 /// Where a resumed advance picks up, read from disk.
@@ -236,7 +204,7 @@ pub fn advance(home: &Home, opts: &FinalizeOptions) -> Result<AdvanceReport, Epo
     }
     drop(lease);
     opts.progress.stage("carry");
-    report.carried = Some(finalize::finalize(home, opts)?);
+    report.carried = Some(finalize::Run::once(home, opts)?);
     remove_progress(home)?;
     report.new_genesis_id = Some(LedgerReader::open(home)?.genesis().genesis_id.clone());
     Ok(report)
@@ -298,11 +266,9 @@ fn quiesce(
                 genesis.genesis_id
             )));
         }
-        let mut old = LedgerWriter::open_dir(&live, opts.now_unix_ns, false)?;
-        let incarnation = old.take_incarnation()?;
-        let mut summary = finalize::Summary::default();
+        let old = LedgerWriter::open_dir(&live, opts.now_unix_ns, false)?;
         report.ready_files_applied_to_old_epoch =
-            finalize::apply_pending(home, &mut old, incarnation, opts, &mut summary)?;
+            finalize::Run::on(home, old, opts)?.apply_pending()?;
     }
     let left = finalize::ready::pending(home)?;
     if !left.is_empty() {

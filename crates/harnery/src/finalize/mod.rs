@@ -14,7 +14,9 @@
 //! commit stops the run (never retried); the next run starts clean.
 //!
 //! Files, in the order a run uses them:
-//! - `steps.rs`: one run, start to end ([`finalize`]).
+//! - `run.rs`: the finalize entry point, the whole job ([`finalize`]): epoch
+//!   gate, one run, compaction.
+//! - `steps.rs`: one run under the lease ([`Run`]), its steps as methods.
 //! - `lease.rs`: the one-finalizer-at-a-time lease on the home.
 //! - `summary.rs`: what a run is told ([`FinalizeOptions`]) and reports ([`Summary`]).
 //! - `intake.rs` (+ `intake/`): stage one, the drain pipeline from sealed spool files to ready files.
@@ -32,14 +34,15 @@ mod intake;
 pub mod lease;
 pub mod ready;
 pub mod record;
+mod run;
 mod state;
 mod steps;
 mod summary;
 
 use std::path::{Path, PathBuf};
 
-pub use apply::apply_pending;
-pub use steps::finalize;
+pub use run::{FinalizeRun, finalize};
+pub use steps::Run;
 pub use summary::{DamagedRange, FinalizeOptions, HealthNote, Summary, UNREADABLE_ROW};
 
 use crate::ledger::LedgerError;

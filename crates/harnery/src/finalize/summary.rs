@@ -18,10 +18,10 @@ pub struct FinalizeOptions {
     /// Read on in each session's own record after the hook signals
     /// (`HARNERY_RECORDS=off` says no; see `finalize::record`).
     pub follow_records: bool,
-    /// Work done last, once everything is written, beside emptying the
-    /// WAL the run grew (see `run::empty_wal_beside`): the `finalize`
-    /// command brings the search index up to date there.
-    pub beside_close: Option<fn(&crate::home::Home)>,
+    /// Bring the search index up to date last, once everything is
+    /// written, beside emptying the WAL the run grew (see
+    /// `steps::empty_wal_beside`); the `finalize` job sets it.
+    pub catch_up_search: bool,
 }
 
 /// A damaged spool byte range the run skipped (also a ledger health event).
