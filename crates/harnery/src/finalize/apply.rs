@@ -19,7 +19,7 @@ impl Run<'_> {
         let files = ready::pending(self.home)?;
         let waiting: std::collections::HashSet<String> =
             files.iter().filter_map(|p| ready::batch_of(p)).collect();
-        crate::ledger::remove_orphans(&mut self.ledger, |batch| waiting.contains(batch))?;
+        crate::ledger::remove_orphans(&self.ledger, |batch| waiting.contains(batch))?;
         for path in &files {
             self.apply_file(path)?;
         }
