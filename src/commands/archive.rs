@@ -51,7 +51,7 @@ pub fn run(args: Args) -> CmdResult {
 fn status(args: StatusArgs) -> CmdResult {
     let home = Home::from_env()?;
     let size = match harnery::report::source::live_or_none(&home)? {
-        Some(ledger) => ledger.archive_size()?,
+        Some(ledger) => ledger.raw().size()?,
         None => Default::default(),
     };
     let mut out = harnery::terminal::stdout(args.json);
@@ -81,7 +81,7 @@ fn compact(args: CompactArgs) -> CmdResult {
     let now = harnery::now::resolve_now(None)?;
     let mut ledger = LedgerWriter::open(&home, now)?;
     let done = ledger.compact_archive(args.level)?;
-    let size = ledger.archive_size()?;
+    let size = ledger.raw().size()?;
     let mut out = harnery::terminal::stdout(args.json);
     if args.json {
         let v = serde_json::json!({ "compacted": done, "archive": size });

@@ -144,9 +144,9 @@ fn demo(dir: &Path) -> CmdResult {
         super::run_report::render_summary(&summary)
     )?;
     let ledger = LedgerReader::open(&home)?;
-    let (rows, problems) = ledger.validate_all()?;
-    let (_, breaks) = ledger.verify_chain()?;
-    let (signals, misplaced) = ledger.verify_raw()?;
+    let (rows, problems) = ledger.verify().validate()?;
+    let (_, breaks) = ledger.verify().chain()?;
+    let (signals, misplaced) = ledger.raw().verify()?;
     writeln!(
         std::io::stdout(),
         "\n$ harnery validate\n{}",
@@ -162,7 +162,7 @@ fn demo(dir: &Path) -> CmdResult {
         "{}",
         verdict(signals, misplaced.len(), "raw signals out of place")
     )?;
-    let sessions = ledger.sessions()?;
+    let sessions = ledger.sessions().list()?;
     write!(
         std::io::stdout(),
         "\n$ harnery sessions\n{}",
@@ -179,7 +179,7 @@ fn demo(dir: &Path) -> CmdResult {
         write!(
             std::io::stdout(),
             "\n$ harnery show {short}\n{}",
-            super::show::render(&ledger.timeline(&s.session)?)
+            super::show::render(&harnery::report::timeline::timeline(&ledger, &s.session)?)
         )?;
     }
     Ok(

@@ -55,7 +55,7 @@ pub fn run(args: Args) -> CmdResult {
     let found = epochs.session("receipts", &args.session)?;
     let read = found.read("receipts", &epochs, |l, s| {
         let log = SessionLog::read_resumes(l, s)?;
-        let (events, bad) = l.session_events_lenient(s)?;
+        let (events, bad) = l.events().session_events_lenient(s)?;
         Ok((events, bad, log, Inherited::of(l, s)?))
     })?;
     let mut parts = Vec::new();

@@ -83,7 +83,7 @@ pub fn run(args: Args) -> CmdResult {
     let found = epochs.session("show", &args.session)?;
     let parts: Vec<Part> = found
         .read("show", &epochs, |l, s| {
-            let (mut timeline, events) = l.timeline_with_events(s)?;
+            let (mut timeline, events) = harnery::report::timeline::with_events(l, s)?;
             let log = SessionLog::read_resumes(l, s)?;
             mark_timeline(l, &log, &mut timeline, args.include_superseded)?;
             let inherited = Inherited::of(l, s)?;

@@ -80,7 +80,7 @@ fn run_live(home: &Home, json: bool, progress: &Progress) -> CmdResult {
         Ok(ledger) => {
             let mut problems = digest_problems(&ledger);
             problems.extend(home_problems(&ledger)?);
-            let (rows, found) = ledger.validate_all_with(progress)?;
+            let (rows, found) = ledger.verify().validate_with(progress)?;
             problems.extend(found);
             (rows, problems)
         }
@@ -129,7 +129,8 @@ fn home_problems(
     ledger: &LedgerReader,
 ) -> Result<Vec<ValidationProblem>, harnery::ledger::LedgerError> {
     Ok(ledger
-        .raw_archive_faults()?
+        .raw()
+        .faults()?
         .into_iter()
         .map(damage_problem)
         .collect())
@@ -177,7 +178,7 @@ fn check(entry: &EpochEntry, progress: &Progress) -> Checked {
             Err(e) => c.unreadable = Some(e.to_string()),
         }
     }
-    match ledger.validate_all_with(progress) {
+    match ledger.verify().validate_with(progress) {
         Ok((rows, found)) => {
             c.rows = rows;
             c.violations.extend(found);

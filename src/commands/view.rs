@@ -150,7 +150,7 @@ fn session_page(epochs: &Epochs, found: &SessionParts) -> Result<(String, bool),
 }
 
 fn read_part(ledger: &LedgerReader, session: &SessionRef) -> Result<PartRead, LedgerError> {
-    let (mut timeline, events) = ledger.timeline_with_events(session)?;
+    let (mut timeline, events) = harnery::report::timeline::with_events(ledger, session)?;
     // Superseded ranges are drawn marked and counted as `show` counts.
     let log = SessionLog::read_resumes(ledger, session)?;
     mark_timeline(ledger, &log, &mut timeline, false)?;
@@ -161,7 +161,7 @@ fn read_part(ledger: &LedgerReader, session: &SessionRef) -> Result<PartRead, Le
     let events = inherited.own(&events).into_iter().cloned().collect();
     Ok(PartRead {
         timeline,
-        spans: ledger.spans(Some(session))?,
+        spans: ledger.spans().list(Some(session))?,
         // Rows that do not parse are named once, by the timeline.
         events,
     })

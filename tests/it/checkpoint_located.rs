@@ -50,7 +50,7 @@ fn last_line_id(record: &Path, end: u64, key: &str) -> (u64, String) {
 /// checkpoints, placed or not.
 fn placed_as_derived(home: &Path, session: &str) -> Vec<harnery::resume::log::Checkpoint> {
     let ledger = LedgerReader::open_dir(&LedgerReader::live_dir(&Home::at(home)), None).unwrap();
-    let s = ledger.resolve_session(session).unwrap();
+    let s = ledger.sessions().resolve(session).unwrap();
     let log = SessionLog::read(&ledger, &s).unwrap();
     for cp in log.checkpoints.iter().filter(|c| c.valid) {
         let Some(at) = &cp.located else {

@@ -226,7 +226,7 @@ fn derived_tables(events: &[Event], cuts: &[usize]) -> Vec<String> {
     }
     // The span counts kept on each session row are those of its span rows,
     // however the spans were opened and closed across batches.
-    let (_, problems) = ledger.validate_all().unwrap();
+    let (_, problems) = ledger.verify().validate().unwrap();
     let counts: Vec<_> = problems
         .iter()
         .filter(|p| p.rule == "span-counts")

@@ -17,13 +17,14 @@ use harnery::report::audit::classify_events;
 fn rows_agree_with_events(home: &Path) -> usize {
     // Any generation: the fixture of generation 1 is read here too.
     let ledger = LedgerReader::open_dir(&LedgerReader::live_dir(&Home::at(home)), None).unwrap();
-    let sessions = ledger.sessions().unwrap();
+    let sessions = ledger.sessions().list().unwrap();
     for s in &sessions {
         let kept = ledger
-            .session_audit_reasons(&s.session)
+            .sessions()
+            .audit_reasons(&s.session)
             .unwrap()
             .expect("this build's tables keep the reasons");
-        let derived = classify_events(&ledger.session_events(&s.session).unwrap()).reasons;
+        let derived = classify_events(&ledger.events().session_events(&s.session).unwrap()).reasons;
         assert_eq!(kept, derived, "{:?}", s.session);
     }
     sessions.len()
@@ -68,10 +69,11 @@ fn a_ledger_an_older_build_wrote_is_filled_by_the_migration() {
     // The killed Claude Code session: a recovered request and an open span.
     let ledger = LedgerReader::open_dir(&dir, None).unwrap();
     let killed = ledger
-        .resolve_session("5c0c90c9-7ca4-40b0-bbc8-834cd151f0ac")
+        .sessions()
+        .resolve("5c0c90c9-7ca4-40b0-bbc8-834cd151f0ac")
         .unwrap();
     assert_eq!(
-        ledger.session_audit_reasons(&killed).unwrap().unwrap(),
+        ledger.sessions().audit_reasons(&killed).unwrap().unwrap(),
         vec![
             "recovery:request_not_observed".to_string(),
             "tool_pairing_incomplete".to_string()
@@ -170,13 +172,14 @@ fn a_session_row_counts_its_resumes_from_finalize_or_the_migration() {
     let compact = || {
         let ledger = LedgerReader::open_dir(&dir, None).unwrap();
         let session = ledger
-            .resolve_session("221d6ed5-93db-49fb-b651-1c5540460db1")
+            .sessions()
+            .resolve("221d6ed5-93db-49fb-b651-1c5540460db1")
             .unwrap();
         (ledger, session)
     };
     let resumes = || {
         let (ledger, session) = compact();
-        ledger.session_resumes(&session).unwrap()
+        ledger.sessions().resumes(&session).unwrap()
     };
     assert_eq!(resumes(), Some(2));
     let audit = stdout(&run(home.path(), &["audit", "--json"]));

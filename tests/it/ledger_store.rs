@@ -99,15 +99,15 @@ fn append_derives_spans_and_the_chain_verifies() {
         ledger.append(&b, inc, 1, &|| {}).unwrap(),
         AppendOutcome::AlreadyApplied
     );
-    let spans = ledger.spans(Some(&session())).unwrap();
+    let spans = ledger.spans().list(Some(&session())).unwrap();
     assert_eq!(spans.len(), 1);
     assert_eq!(spans[0].state, SpanState::ClosedNative);
     assert_eq!(spans[0].duration_ms, Some(12));
-    let (rows, breaks) = ledger.verify_chain().unwrap();
+    let (rows, breaks) = ledger.verify().chain().unwrap();
     assert_eq!((rows, breaks.len()), (2, 0));
     let reader = LedgerReader::open(&home).unwrap();
-    assert_eq!(reader.session_events(&session()).unwrap(), pair());
-    assert_eq!(reader.resolve_session("sess").unwrap(), session());
+    assert_eq!(reader.events().session_events(&session()).unwrap(), pair());
+    assert_eq!(reader.sessions().resolve("sess").unwrap(), session());
 }
 
 #[test]
@@ -120,7 +120,7 @@ fn a_stale_incarnation_cannot_write() {
     let b = batch("b1", pair(), &old);
     let err = old.append(&b, stale, 1, &|| {}).unwrap_err();
     assert!(matches!(err, LedgerError::Stale { .. }), "{err}");
-    assert_eq!(old.event_count().unwrap(), 0);
+    assert_eq!(old.events().event_count().unwrap(), 0);
 }
 
 #[test]
@@ -157,7 +157,7 @@ fn a_flipped_byte_is_reported_at_its_event() {
     .unwrap();
     drop(conn);
     let ledger = LedgerReader::open(&home).unwrap();
-    let (_, breaks) = ledger.verify_chain().unwrap();
+    let (_, breaks) = ledger.verify().chain().unwrap();
     assert_eq!(breaks.len(), 1, "{breaks:?}");
     assert_eq!(breaks[0].event_id, pair()[0].id.as_str());
 }
@@ -176,7 +176,7 @@ fn a_repeated_event_id_is_a_validation_problem() {
         .unwrap();
     drop(ledger);
     let ledger = LedgerReader::open(&home).unwrap();
-    let (_, problems) = ledger.validate_all().unwrap();
+    let (_, problems) = ledger.verify().validate().unwrap();
     let repeated: Vec<_> = problems.iter().filter(|p| p.rule == "unique-id").collect();
     assert_eq!(repeated.len(), 1, "{problems:?}");
     assert_eq!(repeated[0].event_id, pair()[0].id.as_str());
@@ -195,7 +195,7 @@ fn an_older_ledger_reads_the_same_and_is_brought_up_to_date() {
     ledger
         .append(&batch("b1", pair(), &ledger), inc, 1, &|| {})
         .unwrap();
-    let want = ledger.sessions().unwrap();
+    let want = ledger.sessions().list().unwrap();
     assert_eq!(want[0].spans.closed_native, 1);
     drop(ledger);
     let live = LedgerReader::live_dir(&home);
@@ -209,14 +209,14 @@ fn an_older_ledger_reads_the_same_and_is_brought_up_to_date() {
     .unwrap();
     drop(conn);
     let as_it_is = LedgerReader::open(&home).unwrap();
-    assert_eq!(as_it_is.sessions().unwrap(), want);
+    assert_eq!(as_it_is.sessions().list().unwrap(), want);
     assert!(as_it_is.schema_behind().unwrap(), "a read migrates nothing");
     drop(as_it_is);
     drop(LedgerWriter::open(&home, 2).unwrap());
     let upgraded = LedgerReader::open(&home).unwrap();
     assert!(!upgraded.schema_behind().unwrap());
-    assert_eq!(upgraded.sessions().unwrap(), want);
-    let (_, problems) = upgraded.validate_all().unwrap();
+    assert_eq!(upgraded.sessions().list().unwrap(), want);
+    let (_, problems) = upgraded.verify().validate().unwrap();
     assert!(problems.is_empty(), "{problems:?}");
     let conn = rusqlite::Connection::open(live.join("ledger.sqlite")).unwrap();
     let counted: i64 = conn

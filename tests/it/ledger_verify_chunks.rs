@@ -46,7 +46,8 @@ fn a_damaged_row_is_found_at_that_row_whatever_the_chunking() {
     let ledger = LedgerReader::open(&Home::at(clean.path())).unwrap();
     for threads in [1, 2, 3, 5] {
         let (n, breaks) = ledger
-            .verify_chain_threads(Some(threads), &harnery::progress::Progress::none())
+            .verify()
+            .chain_threads(Some(threads), &harnery::progress::Progress::none())
             .unwrap();
         assert_eq!((n, breaks.len()), (rows as u64, 0), "{threads} threads");
     }
@@ -59,7 +60,8 @@ fn a_damaged_row_is_found_at_that_row_whatever_the_chunking() {
         let ledger = LedgerReader::open(&Home::at(home.path())).unwrap();
         for threads in [1, 2, 3, 5] {
             let (n, breaks) = ledger
-                .verify_chain_threads(Some(threads), &harnery::progress::Progress::none())
+                .verify()
+                .chain_threads(Some(threads), &harnery::progress::Progress::none())
                 .unwrap();
             assert_eq!(n, rows as u64);
             let at: Vec<i64> = breaks.iter().map(|b| b.seq).collect();
@@ -80,11 +82,11 @@ fn the_raw_halves_cover_every_signal_once() {
     }
     assert!(run(home.path(), &["finalize"]).status.success());
     let ledger = LedgerReader::open(&Home::at(home.path())).unwrap();
-    let (all, problems) = ledger.verify_raw().unwrap();
+    let (all, problems) = ledger.raw().verify().unwrap();
     assert!(problems.is_empty() && all > 20);
-    let mid = ledger.raw_midpoint().unwrap().expect("rows exist");
-    let (low, _) = ledger.verify_raw_range(None, Some(mid)).unwrap();
-    let (high, _) = ledger.verify_raw_range(Some(mid), None).unwrap();
+    let mid = ledger.raw().midpoint().unwrap().expect("rows exist");
+    let (low, _) = ledger.raw().verify_range(None, Some(mid)).unwrap();
+    let (high, _) = ledger.raw().verify_range(Some(mid), None).unwrap();
     assert_eq!(low + high, all);
     assert!(low > 0 && high > 0, "{low} + {high}");
 }

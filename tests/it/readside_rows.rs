@@ -91,7 +91,7 @@ fn health_and_pending_ends_from_rows_equal_those_from_events() {
     assert!(run(home.path(), &["finalize"]).status.success());
 
     let ledger = LedgerReader::open(&Home::at(home.path())).unwrap();
-    let events = ledger.events().unwrap();
+    let events = ledger.events().all().unwrap();
     let now = 1_790_000_000_000_000_000;
     let from_events = health::ledger_conditions(&events, now);
     let from_rows = session_rows::conditions(&ledger, now).unwrap();

@@ -341,7 +341,7 @@ fn replay_reads_a_checked_half_open_range() {
         adapter: AdapterId::ClaudeCode,
         session_id: CLAUDE.into(),
     };
-    let head = ledger.session_head(&session).unwrap();
+    let head = ledger.events().session_head(&session).unwrap();
     let window = log::replay(&ledger, &session, 2, Some(5)).unwrap();
     let offsets: Vec<u64> = window.iter().map(|e| e.offset).collect();
     assert_eq!(offsets, [2, 3, 4]);
@@ -480,9 +480,9 @@ fn only_the_resumed_corpus_sessions_are_resumed() {
     // Each session row counts its resumes, so a listing asks only those.
     let ledger =
         LedgerReader::open_dir(&LedgerReader::live_dir(&Home::at(home.path())), None).unwrap();
-    for s in ledger.sessions().unwrap() {
+    for s in ledger.sessions().list().unwrap() {
         let n = want.get(&s.session.session_id).copied().unwrap_or(0);
-        let kept = ledger.session_resumes(&s.session).unwrap();
+        let kept = ledger.sessions().resumes(&s.session).unwrap();
         assert_eq!(kept, Some(n as u64), "{:?}", s.session);
     }
 }

@@ -144,8 +144,8 @@ fn a_killed_copilot_session_restores_through_the_policy_and_resumes() {
     .unwrap();
     drop(conn);
     let ledger = LedgerReader::open_dir(&dir, None).unwrap();
-    let session = ledger.resolve_session(COPILOT_KILLED).unwrap();
-    assert_eq!(ledger.session_resumes(&session).unwrap(), None);
+    let session = ledger.sessions().resolve(COPILOT_KILLED).unwrap();
+    assert_eq!(ledger.sessions().resumes(&session).unwrap(), None);
     let reasons = harnery::report::stored_reasons::part_reasons(&ledger, &session).unwrap();
     assert_eq!(serde_json::json!(reasons), without["reasons"]);
     drop(ledger);

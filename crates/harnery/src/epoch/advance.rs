@@ -337,13 +337,13 @@ fn reinstall(home: &Home, anchor: &Anchor, opts: &FinalizeOptions) -> Result<(),
 /// anchor to a chain head that the archive itself recomputes to.
 fn candidate_gate(home: &Home, cand: &Path, anchor: &Anchor) -> Result<(), EpochError> {
     let ledger = LedgerReader::open_dir(cand, Some(&binary_digest()))?;
-    if ledger.event_count()? != 0 {
+    if ledger.events().event_count()? != 0 {
         return Err(EpochError::CandidateGate(
             "the candidate already holds events".into(),
         ));
     }
     let archived = LedgerReader::open_dir(&home.root().join(&anchor.archive), None)?;
-    let (_, breaks) = archived.verify_chain()?;
+    let (_, breaks) = archived.verify().chain()?;
     if let Some(b) = breaks.first() {
         return Err(EpochError::CandidateGate(format!(
             "the archived chain is broken at seq {} ({}): {}",

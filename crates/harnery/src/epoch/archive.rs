@@ -251,7 +251,7 @@ pub(super) fn anchor_of(home: &Home, genesis_id: &str) -> Result<Anchor, EpochEr
         genesis_id: genesis_id.to_string(),
         schema_digest: ledger.genesis().schema_digest.clone(),
         terminal_segment_digest: ledger.chain_head()?,
-        events: ledger.event_count()?,
+        events: ledger.events().event_count()?,
         archive: rel.to_string_lossy().into_owned(),
         closure: Some(closure_of(&ledger)?),
     })
@@ -269,7 +269,7 @@ pub fn closure_of(ledger: &LedgerReader) -> Result<Closure, LedgerError> {
         superseded_end_requests: Vec::new(),
         reasons: Vec::new(),
     };
-    for span in ledger.open_spans()? {
+    for span in ledger.spans().open()? {
         let row = by
             .entry(span.session.clone())
             .or_insert_with(|| blank(&span.session));
@@ -279,7 +279,7 @@ pub fn closure_of(ledger: &LedgerReader) -> Result<Closure, LedgerError> {
             row.open_tool_spans.push(span.request_event_id);
         }
     }
-    for end in ledger.pending_end_requests()? {
+    for end in ledger.ends().pending()? {
         by.entry(end.session.clone())
             .or_insert_with(|| blank(&end.session))
             .superseded_end_requests

@@ -277,7 +277,10 @@ fn plan(
     let mut bytes = 0;
     let limit = chunk_bytes();
     for file in files {
-        if ledger.segment_drained(&relative(home, &file.path))? {
+        if ledger
+            .bookkeeping()
+            .segment_drained(&relative(home, &file.path))?
+        {
             remove_segment(&file.path)?;
             continue;
         }
@@ -354,7 +357,9 @@ fn weight(ledger: &LedgerReader, file: &SpoolFile) -> Result<u64, FinalizeError>
     if file.session_key.is_empty() || !crate::spool::key::is_plain(&file.session_key) {
         return Ok(file.size);
     }
-    let state = ledger.producer_state_len(&file.adapter_dir, &file.session_key)?;
+    let state = ledger
+        .bookkeeping()
+        .producer_state_len(&file.adapter_dir, &file.session_key)?;
     Ok(file.size + state)
 }
 
@@ -455,16 +460,17 @@ fn normalize_chunk(
     normalizer.start_chunk();
     // One snapshot for the chunk: every batch it must see (all but those
     // in `recent`) committed before this chunk started.
-    normalizer.ledger.begin_snapshot()?;
+    normalizer.ledger.bookkeeping().begin_snapshot()?;
     let unknown = normalizer
         .ledger
+        .bookkeeping()
         .newest_signal_ns()
         .map_err(FinalizeError::from)
         .and_then(|newest| {
             normalizer.newest_kept = newest;
             normalize(normalizer, &decoded.records, &mut batch)
         });
-    normalizer.ledger.end_snapshot()?;
+    normalizer.ledger.bookkeeping().end_snapshot()?;
     let unknown = unknown?;
     timing("normalize", t);
     let mut health = SpoolHealth {

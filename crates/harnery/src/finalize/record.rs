@@ -130,7 +130,7 @@ pub fn follow(
 ) -> Result<(u64, Vec<SessionRef>), FinalizeError> {
     let sessions = match only {
         Some(these) => these.to_vec(),
-        None => ledger.producer_sessions()?,
+        None => ledger.bookkeeping().producer_sessions()?,
     };
     let mut plans = Vec::with_capacity(sessions.len());
     for session in sessions {

@@ -24,7 +24,7 @@ pub(super) fn load_producer(
     now_unix_ns: i64,
     events: &mut Vec<ReadyEvent>,
 ) -> Result<SessionProducer, FinalizeError> {
-    let Some(text) = ledger.producer_state(session)? else {
+    let Some(text) = ledger.bookkeeping().producer_state(session)? else {
         return Ok(carried_producer(ledger, session)?
             .unwrap_or_else(|| SessionProducer::new(session.clone())));
     };
@@ -63,7 +63,7 @@ fn carried_producer(
         let Ok(archived) = LedgerReader::open_dir(&home.join(&a.archive), None) else {
             break;
         };
-        if let Some(text) = archived.producer_state(session)? {
+        if let Some(text) = archived.bookkeeping().producer_state(session)? {
             return Ok(SessionProducer::carrying_record(session.clone(), &text));
         }
         anchor = archived.genesis().anchor.clone();
@@ -92,7 +92,7 @@ impl Run<'_> {
     /// for, in batches, and append what they emit.
     pub(super) fn tick_all(&mut self) -> Result<(), FinalizeError> {
         let now_unix_ns = self.opts.now_unix_ns;
-        let sessions = self.ledger.producer_sessions()?;
+        let sessions = self.ledger.bookkeeping().producer_sessions()?;
         for group in sessions.chunks(TICK_CHUNK) {
             let mut batch = AppendBatch {
                 id: ready::new_batch_id(now_unix_ns),

@@ -98,7 +98,7 @@ impl<'a> Run<'a> {
     /// (beside the search catch-up when the options ask for it).
     fn finish(mut self) -> Result<Summary, FinalizeError> {
         let t = std::time::Instant::now();
-        for s in self.ledger.sessions()? {
+        for s in self.ledger.sessions().list()? {
             self.summary.spans.open += s.spans.open;
             self.summary.spans.closed_native += s.spans.closed_native;
             self.summary.spans.recovered += s.spans.recovered;

@@ -21,7 +21,9 @@
 //!   session a restore started one from.
 //! - [`unhooked`]: agents whose records show sessions the spool never saw
 //!   (names and times of the agents' record files only, never their bytes).
-//! - [`source`], [`epochs`], [`stored_reasons`], [`session_rows`], [`spool_facts`]: the only parts that read storage
+//! - [`timeline`]: a session's timeline for `show`, `view` and `serve`, and
+//!   the wording of each of its lines.
+//! - [`source`], [`epochs`], [`stored_reasons`], [`session_rows`], [`spool_facts`], [`timeline`]: the only parts that read storage
 //!   ([`epochs`] opens the epochs `--epoch` selects, and finds a session's
 //!   parts across their boundaries).
 

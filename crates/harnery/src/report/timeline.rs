@@ -1,6 +1,8 @@
 //! A session's timeline for `harnery show`: its events in offset order,
 //! with each tool or command span shown once, at its request, carrying the
-//! state, outcome and duration its terminal gave it.
+//! state, outcome and duration its terminal gave it. The ledger's queries
+//! give the rows; the words each line says (`describe`) are made here, on
+//! the read side, never in the storage layer.
 
 use std::collections::{HashMap, HashSet};
 
@@ -124,65 +126,65 @@ pub struct Timeline {
     pub damaged_rows: Vec<DamagedRow>,
 }
 
-impl LedgerReader {
-    /// Build the timeline of one session.
-    pub fn timeline(&self, session: &SessionRef) -> Result<Timeline, LedgerError> {
-        Ok(self.timeline_with_events(session)?.0)
-    }
+/// Build the timeline of one session.
+pub fn timeline(ledger: &LedgerReader, session: &SessionRef) -> Result<Timeline, LedgerError> {
+    Ok(with_events(ledger, session)?.0)
+}
 
-    /// [`Ledger::timeline`], and the events it was built from (those that
-    /// parsed), for a reader that projects them further.
-    pub fn timeline_with_events(
-        &self,
-        session: &SessionRef,
-    ) -> Result<(Timeline, Vec<Event>), LedgerError> {
-        let summary = self
-            .sessions()?
-            .into_iter()
-            .find(|s| &s.session == session)
-            .ok_or_else(|| LedgerError::UnknownSession(session.session_id.clone()))?;
-        let spans: HashMap<String, SpanRow> = self
-            .spans(Some(session))?
-            .into_iter()
-            .flat_map(|s| {
-                let mut keys = vec![s.request_event_id.clone()];
-                keys.extend(s.completed_event_id.clone());
-                keys.into_iter().map(move |k| (k, s.clone()))
-            })
-            .collect();
-        let start = summary.first_unix_ns;
-        let (events, damaged_rows) = self.session_events_lenient(session)?;
-        let joins = RecordJoin::of_events(&events);
-        let refused = refused_calls(&events);
-        let entries = events
-            .iter()
-            .filter_map(|e| {
-                let mut entry = entry(e, start, &spans)?;
-                if let Some(s) = &mut entry.span
-                    && let Some(j) = joins.get(&s.request_event_id)
-                {
-                    if s.tool_call_id.is_none() {
-                        s.tool_call_id = Some(j.tool_call_id.clone());
-                    }
-                    entry.text.push_str(&j.text());
-                    entry.record = Some(j.clone());
+/// [`timeline`], and the events it was built from (those that parsed), for
+/// a reader that projects them further.
+pub fn with_events(
+    ledger: &LedgerReader,
+    session: &SessionRef,
+) -> Result<(Timeline, Vec<Event>), LedgerError> {
+    let summary = ledger
+        .sessions()
+        .list()?
+        .into_iter()
+        .find(|s| &s.session == session)
+        .ok_or_else(|| LedgerError::UnknownSession(session.session_id.clone()))?;
+    let spans: HashMap<String, SpanRow> = ledger
+        .spans()
+        .list(Some(session))?
+        .into_iter()
+        .flat_map(|s| {
+            let mut keys = vec![s.request_event_id.clone()];
+            keys.extend(s.completed_event_id.clone());
+            keys.into_iter().map(move |k| (k, s.clone()))
+        })
+        .collect();
+    let start = summary.first_unix_ns;
+    let (events, damaged_rows) = ledger.events().session_events_lenient(session)?;
+    let joins = RecordJoin::of_events(&events);
+    let refused = refused_calls(&events);
+    let entries = events
+        .iter()
+        .filter_map(|e| {
+            let mut entry = entry(e, start, &spans)?;
+            if let Some(s) = &mut entry.span
+                && let Some(j) = joins.get(&s.request_event_id)
+            {
+                if s.tool_call_id.is_none() {
+                    s.tool_call_id = Some(j.tool_call_id.clone());
                 }
-                if let Payload::ToolRecorded(t) = &e.payload
-                    && refused.contains(&t.tool_call_id)
-                    && let Some(cut) = entry.text.strip_suffix(LOST)
-                {
-                    entry.text = format!("{cut}{REFUSED}");
-                }
-                Some(entry)
-            })
-            .collect();
-        let timeline = Timeline {
-            summary,
-            entries,
-            damaged_rows,
-        };
-        Ok((timeline, events))
-    }
+                entry.text.push_str(&j.text());
+                entry.record = Some(j.clone());
+            }
+            if let Payload::ToolRecorded(t) = &e.payload
+                && refused.contains(&t.tool_call_id)
+                && let Some(cut) = entry.text.strip_suffix(LOST)
+            {
+                entry.text = format!("{cut}{REFUSED}");
+            }
+            Some(entry)
+        })
+        .collect();
+    let timeline = Timeline {
+        summary,
+        entries,
+        damaged_rows,
+    };
+    Ok((timeline, events))
 }
 
 fn entry(e: &Event, start: i64, spans: &HashMap<String, SpanRow>) -> Option<TimelineEntry> {

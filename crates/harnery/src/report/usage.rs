@@ -415,7 +415,7 @@ pub fn tally_ledger(
     filter: &RowFilter,
     tally: &mut UsageTally,
 ) -> Result<(), LedgerError> {
-    ledger.for_each_stored_text(filter, |row| {
+    ledger.events().for_each_stored_text(filter, |row| {
         tally.add_row(row);
         Ok::<(), LedgerError>(())
     })
@@ -434,10 +434,12 @@ pub fn tally_ledger_within(
         filter.session.as_ref().is_none_or(|s| *s == e.session)
             && filter.since_unix_ns.is_none_or(|t| e.time_unix_ns >= t)
     };
-    ledger.for_each_stored_text(&RowFilter::default(), |row| {
-        tally.add_row_if(row, selected);
-        Ok::<(), LedgerError>(())
-    })
+    ledger
+        .events()
+        .for_each_stored_text(&RowFilter::default(), |row| {
+            tally.add_row_if(row, selected);
+            Ok::<(), LedgerError>(())
+        })
 }
 
 /// One turn's usage: its records' tokens, and the model time they report.

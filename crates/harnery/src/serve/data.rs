@@ -94,7 +94,7 @@ impl Source {
                 epoch: None,
             }),
             Some(ledger) => Ok(LastSeq {
-                seq: ledger.last_seq()?,
+                seq: ledger.rows().last_seq()?,
                 epoch: Some(ledger.genesis().genesis_id.clone()),
             }),
         }
@@ -137,8 +137,8 @@ impl Source {
         let found = epochs.session(COMMAND, name)?;
         let epoch = &epochs.open[0];
         let ledger = &epoch.ledger;
-        let (mut timeline, events) = ledger.timeline_with_events(&found.session)?;
-        let spans = ledger.spans(Some(&found.session))?;
+        let (mut timeline, events) = crate::report::timeline::with_events(ledger, &found.session)?;
+        let spans = ledger.spans().list(Some(&found.session))?;
         // A restored session's copy of its parent's record is shown as
         // inherited, and its turns are the parent's.
         let inherited = Inherited::of(ledger, &found.session)?;
@@ -181,8 +181,8 @@ impl Source {
         let Some(ledger) = live_or_none(&self.home)? else {
             return Ok(None);
         };
-        let session = ledger.resolve_session(name)?;
-        let found = ledger.event_text(&session, offset)?;
+        let session = ledger.sessions().resolve(name)?;
+        let found = ledger.events().event_text(&session, offset)?;
         Ok(found.map(|(seq, text)| (session, seq, text)))
     }
 
@@ -199,12 +199,14 @@ impl Source {
             prices: label,
         };
         if let Some(ledger) = live_or_none(&self.home)? {
-            ledger.for_each_stored_text(&RowFilter::default(), |row| {
-                views.by_day.add_row(row);
-                views.by_model.add_row(row);
-                views.by_session.add_row(row);
-                Ok::<(), LedgerError>(())
-            })?;
+            ledger
+                .events()
+                .for_each_stored_text(&RowFilter::default(), |row| {
+                    views.by_day.add_row(row);
+                    views.by_model.add_row(row);
+                    views.by_session.add_row(row);
+                    Ok::<(), LedgerError>(())
+                })?;
         }
         for t in [
             &mut views.by_day,
@@ -223,10 +225,12 @@ impl Source {
         let label = prices.label();
         let mut tally = UsageTally::new(by, Some(prices));
         if let Some(ledger) = live_or_none(&self.home)? {
-            ledger.for_each_stored_text(&RowFilter::default(), |row| {
-                tally.add_row(row);
-                Ok::<(), LedgerError>(())
-            })?;
+            ledger
+                .events()
+                .for_each_stored_text(&RowFilter::default(), |row| {
+                    tally.add_row(row);
+                    Ok::<(), LedgerError>(())
+                })?;
         }
         tally.settle();
         Ok((tally, label))

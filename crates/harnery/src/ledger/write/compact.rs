@@ -91,7 +91,7 @@ impl LedgerWriter {
     ) -> Result<Compacted, LedgerError> {
         let raw_dir = self.dir.join(raw::RAW_DIR);
         let mut done = Compacted::default();
-        let names = self.recorded_names()?;
+        let names = self.raw().recorded_names()?;
         remove_temporaries(&raw_dir)?;
         let mut batches: Vec<&str> = names.iter().map(|(b, _)| b.as_str()).collect();
         batches.dedup();
@@ -117,7 +117,7 @@ impl LedgerWriter {
             if todo.is_empty() {
                 continue;
             }
-            let (_, problems) = self.verify_raw_batch(batch)?;
+            let (_, problems) = self.raw().verify_batch(batch)?;
             if !problems.is_empty() {
                 done.skipped_batches.push(batch.to_string());
                 continue;

@@ -87,7 +87,7 @@ impl LedgerWriter {
         // every file of the epoch as it was, the database's too.
         let touched = {
             let reader = LedgerReader::open_dir(dir, check.then(binary_digest).as_deref())?;
-            reader.refuse_raw_faults()?
+            reader.raw().refuse_faults()?
         };
         let (genesis, blake3) = read_genesis(dir)?;
         let db = dir.join(DB_FILE);
