@@ -3,11 +3,9 @@
 
 use super::run_report::{render_advance, render_summary};
 use super::{CmdResult, Outcome};
-use harnery::clock::{ClockSample, wall_now_ns};
 use harnery::finalize::{FinalizeOptions, FinalizeRun, finalize};
 use harnery::home::Home;
 use harnery::now::pinned_now;
-use harnery::progress::Progress;
 use std::io::Write;
 
 #[derive(Debug, clap::Args)]
@@ -33,24 +31,7 @@ pub fn options(now: Option<&str>) -> Result<FinalizeOptions, String> {
             bad.value
         )
     })?;
-    // An injected "now" has no monotonic reading that belongs to it: the
-    // sample stays empty, so bounds measured against it are unknown.
-    match pinned {
-        Some(now_unix_ns) => Ok(FinalizeOptions {
-            now_unix_ns,
-            clock: ClockSample::default(),
-            progress: Progress::none(),
-            follow_records: harnery::finalize::record::enabled(),
-            catch_up_search: false,
-        }),
-        None => Ok(FinalizeOptions {
-            now_unix_ns: wall_now_ns(),
-            clock: ClockSample::now(),
-            progress: Progress::none(),
-            follow_records: harnery::finalize::record::enabled(),
-            catch_up_search: false,
-        }),
-    }
+    Ok(FinalizeOptions::at(pinned))
 }
 
 pub fn run(args: Args) -> CmdResult {

@@ -24,6 +24,28 @@ pub struct FinalizeOptions {
     pub catch_up_search: bool,
 }
 
+impl FinalizeOptions {
+    /// A run's options at `pinned` (an injected "now", in ns), else at the
+    /// clock's now. An injected "now" has no monotonic reading that belongs
+    /// to it: the sample stays empty, so bounds measured against it are
+    /// unknown. The agents' own records are followed unless the
+    /// environment says no (`finalize::record::enabled`); no progress is
+    /// shown and the search index is left alone until a caller says.
+    pub fn at(pinned: Option<i64>) -> FinalizeOptions {
+        let (now_unix_ns, clock) = match pinned {
+            Some(ns) => (ns, ClockSample::default()),
+            None => (crate::clock::wall_now_ns(), ClockSample::now()),
+        };
+        FinalizeOptions {
+            now_unix_ns,
+            clock,
+            progress: crate::progress::Progress::none(),
+            follow_records: super::record::enabled(),
+            catch_up_search: false,
+        }
+    }
+}
+
 /// A damaged spool byte range the run skipped (also a ledger health event).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct DamagedRange {
