@@ -38,6 +38,8 @@ pub use read::{
     LedgerReader, RawProblem, RowFilter, SessionSummary, SpanCounts, SpanRow, SpanState,
     StoredEvent, StoredText, UnreadableRow, ValidationProblem,
 };
+// The reader's query types, one per seam (`reader.sessions()` and the like).
+pub use read::{Bookkeeping, Ends, Events, Health, Raw, Rows, Sessions, Spans, Trace, Verify};
 pub use write::{
     AppendBatch, AppendOutcome, BatchSignal, BatchState, Checkpointer, LedgerWriter, RawBytes,
     ReadyEvent, WalState, compact, fold_wal, remove_orphans,
