@@ -15,7 +15,7 @@
 //!
 //! Files, in the order a run uses them:
 //! - `run.rs`: the finalize entry point, the whole job ([`finalize`]): epoch
-//!   gate, one run, compaction.
+//!   gate, one run (the search index caught up at its end), compaction.
 //! - `steps.rs`: one run under the lease ([`Run`]), its steps as methods.
 //! - `lease.rs`: the one-finalizer-at-a-time lease on the home.
 //! - `summary.rs`: what a run is told ([`FinalizeOptions`]) and reports ([`Summary`]).
