@@ -214,7 +214,7 @@ fn the_raw_archive_keeps_every_drained_byte_and_verify_checks_it() {
     let fed = feed_fixture(home.path(), "claude-code", "basic");
     let spooled: u64 = spool_bytes(&home.path().join("spool/intake"));
     // The archive as the commit path leaves it (a default run compresses
-    // it afterwards: tests/it/archive_compact_default.rs).
+    // it afterwards: tests/it/ledger/archive_compact_default.rs).
     let out = run(home.path(), &["finalize", "--json", "--no-compact"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let raw = home.path().join("ledgers/v2/raw");

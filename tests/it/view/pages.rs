@@ -154,7 +154,7 @@ fn the_screenshot_is_not_blank() {
     let page = dir.path().join("page.html");
     let out = view(home, dir.path(), &[id, "-o", page.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    // `HARNERY_VIEW_SCREENSHOT=docs/view.png` keeps the README's picture.
+    // `HARNERY_VIEW_SCREENSHOT=docs/guide/view.png` keeps the README's picture.
     let png = std::env::var_os("HARNERY_VIEW_SCREENSHOT")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| dir.path().join("shot.png"));
