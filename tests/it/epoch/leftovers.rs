@@ -1,12 +1,12 @@
 #![cfg(feature = "failpoints")]
 //! What an epoch advance killed at a random moment leaves behind, and the
-//! rerun that must end as one uninterrupted advance would (issue 45):
+//! rerun that must end as one uninterrupted advance would:
 //!
 //! - a kill inside the archive step's fence or manifest write leaves the
 //!   write's temporary file in the epoch directory; the resumed archive
-//!   step must not list it in the tree manifest (the manifest write then
-//!   renamed it away, and every later `finalize` and `epoch advance` was
-//!   refused with `.MANIFEST.json.tmp: missing`);
+//!   step must not list it in the tree manifest (the manifest write would
+//!   rename it away, and every later `finalize` and `epoch advance` would
+//!   be refused with `.MANIFEST.json.tmp: missing`);
 //! - an archive that an older build already wrote that way resumes too.
 //!
 //! The kill lands at the named failpoint just before the archive step and

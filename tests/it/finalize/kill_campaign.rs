@@ -5,7 +5,7 @@
 //! through the real hook, reruns the operation and compares the home (and
 //! for `ship` the server) with an uninterrupted run of an identical home.
 //! The long campaigns (200 trials and more per operation) and their
-//! results are in docs/testing.md.
+//! results are in docs/design/testing.md.
 
 use std::path::Path;
 

@@ -434,8 +434,8 @@ fn generation_two_ships_by_an_epoch_advance_from_the_generation_one_home() {
 
     let out = run(home.path(), &["epoch", "advance"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    // A later build advances it straight to its own generation (now 3:
-    // the session log), which still reads the agent's records.
+    // A later build advances it straight to its own generation, which
+    // still reads the agent's records.
     common::live_epoch_is_current_and_anchored(home.path());
 
     with_transcript(home.path());

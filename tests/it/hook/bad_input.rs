@@ -193,7 +193,7 @@ fn home_unset_uses_harnery_home() {
 
 /// Neither `HARNERY_HOME` nor `HOME`: the record lands in the password
 /// database's home (a stand-in here: the test must never reach the real
-/// one, which is where this case used to write on every `cargo test`).
+/// one, where this case would otherwise write on every `cargo test`).
 #[test]
 #[cfg_attr(not(feature = "failpoints"), ignore = "needs --features failpoints")]
 fn home_and_harnery_home_unset_use_the_passwd_home() {

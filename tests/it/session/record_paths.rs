@@ -17,7 +17,7 @@ use serde_json::Value;
 const SID: &str = "82655d0f-45cd-404f-9e4e-e90fea255247";
 /// Bytes that appear only inside files that must never be read.
 const MARKER: &str = "FOREIGN-BYTES-7f3a";
-/// A guard against a hang (a FIFO's `open` used to block for good), not a
+/// A guard against a hang (a FIFO's `open` can block for good), not a
 /// speed target: a run that takes this long has hung.
 const HANG_GUARD: Duration = Duration::from_secs(300);
 

@@ -72,7 +72,7 @@ fn view(home: &Path, dir: &Path, args: &[&str]) -> std::process::Output {
         .expect("harnery view runs")
 }
 
-/// The corpus sessions the issue names: parallel tools, subagents (both
+/// The corpus sessions the view must draw: parallel tools, subagents (both
 /// agents), a killed agent salvaged by an explicit end, a tool failure,
 /// and a Copilot run killed mid-tool.
 fn corpus_home(home: &Path) {
