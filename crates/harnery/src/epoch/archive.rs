@@ -61,8 +61,8 @@ impl TreeManifest {
     /// altered, missing or added.
     ///
     /// A listed temporary file of the archive's own bookkeeping that is
-    /// gone is no difference: an advance before this build, resumed after
-    /// a kill inside its manifest write, listed the killed write's
+    /// gone is no difference: an earlier build's advance, resumed after a
+    /// kill inside its manifest write, may have listed the killed write's
     /// `.MANIFEST.json.tmp` and then renamed that very file to
     /// `MANIFEST.json`. It never held the epoch's data. Found on disk, such
     /// a file is still reported as added.

@@ -80,7 +80,7 @@ impl Run<'_> {
     /// this one appends them, so the stages overlap. A fourth syncs the WAL,
     /// then releases the batches committed before that sync (their ready
     /// files), then checkpoints: commits here do not wait for their own fsync
-    /// (see `ledger::checkpoint`). Chunks pass through in order, so the order
+    /// (see `ledger::write::checkpoint`). Chunks pass through in order, so the order
     /// of batches, and so of the chain, is unchanged. (Reading on a thread of
     /// its own was measured slower on two cores.)
     pub(super) fn drain(&mut self) -> Result<(), FinalizeError> {
@@ -109,8 +109,8 @@ impl Run<'_> {
             stage(scope, "harnery-normalize", move || {
                 for chunk in chunks {
                     // Applied batches are freed here, by the thread that built
-                    // them: freed by the appending thread, every block was a
-                    // cross-thread free that thread then had to collect (4-5 %
+                    // them: freed by the appending thread, every block would be
+                    // a cross-thread free that thread then has to collect (4-5 %
                     // of a drain in mimalloc's free and collect).
                     applied.try_iter().for_each(drop);
                     let done =

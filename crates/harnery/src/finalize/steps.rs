@@ -122,7 +122,7 @@ impl<'a> Run<'a> {
 
 /// Do `work` while another thread checkpoints the WAL this run grew and
 /// cuts it to nothing. Closing the ledger deletes that file, and the
-/// kernel freeing its pages was a serial stretch at the run's end (60 ms
+/// kernel freeing its pages is a serial stretch at the run's end (60 ms
 /// for the 150 MB a 170 MB drain of agents' records leaves); beside
 /// `work` it costs nothing. Only a saving: when a reader keeps the WAL,
 /// the cut gives up after the checkpointer's busy timeout, and the close

@@ -5,7 +5,7 @@
 //! a range and start a new incarnation, replay by half-open range, and
 //! restore (`restore`).
 //!
-//! The producer writes the log (`finalize::producer`, contract generation
+//! The producer writes the log (`session::session_log`, contract generation
 //! 3); this module only reads it. The ledger is append-only, so a
 //! superseded range is never deleted: it is named by the `session.resumed`
 //! event that superseded it, and read commands leave it out unless asked.

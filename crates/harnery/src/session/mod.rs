@@ -1,4 +1,4 @@
-//! The per-session rules engine (the producer; was `finalize/producer/`):
+//! The per-session rules engine (the producer):
 //! the stateful, per-session half of normalization.
 //!
 //! The agents layer reads one raw signal at a time; the producer holds what
