@@ -30,12 +30,13 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::{EpochError, archive, io, list};
+use crate::durable;
 use crate::failpoint;
 use crate::finalize::{self, FinalizeError, FinalizeOptions, lease::Lease};
 use crate::home::Home;
 use crate::ledger::{
     ADVANCE_FILE, Anchor, CANDIDATES_DIR, GENESIS_FILE, GenesisManifest, LedgerReader,
-    LedgerWriter, binary_digest, durable,
+    LedgerWriter, binary_digest,
 };
 
 /// The durable record of an advance underway.

@@ -13,10 +13,11 @@ use crate::contract::SessionRef;
 use crate::contract::eligibility::{
     COMMAND_PAIRING_INCOMPLETE, END_REQUEST_SUPERSEDED, TOOL_PAIRING_INCOMPLETE,
 };
+use crate::durable;
 use crate::home::Home;
 use crate::ledger::{
     Anchor, CANDIDATES_DIR, ClosedSession, Closure, FENCE_FILE, GENESIS_FILE, GenesisManifest,
-    LedgerError, LedgerReader, durable,
+    LedgerError, LedgerReader,
 };
 
 pub const MANIFEST_FILE: &str = "MANIFEST.json";

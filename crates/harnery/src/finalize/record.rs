@@ -61,9 +61,10 @@ use crate::agents::harnery::{
 use crate::agents::record::place::{self, LINE_CEILING, NotOpened, OVERSIZED_HEAD, RecordRole};
 use crate::clock::ClockSample;
 use crate::contract::{AdapterId, RecordProblem, SessionRef};
+use crate::durable;
 use crate::finalize::FinalizeError;
 use crate::home::Home;
-use crate::ledger::{LedgerReader, durable};
+use crate::ledger::LedgerReader;
 use crate::session::RecordCursor;
 use crate::spool::{Signal, SpoolWriter, WriterOptions};
 

@@ -16,7 +16,6 @@
 //! trace chunks), the schema, and the integrity checks.
 
 pub mod chain;
-pub mod durable;
 mod genesis;
 pub mod integrity;
 pub mod raw;

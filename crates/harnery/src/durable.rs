@@ -6,7 +6,7 @@ use std::fs::File;
 use std::io::Write;
 use std::path::Path;
 
-use super::LedgerError;
+use crate::ledger::LedgerError;
 
 /// Replace `path` with `bytes` so that a crash leaves either the old file or
 /// the new one, never a torn mix.
