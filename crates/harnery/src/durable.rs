@@ -1,42 +1,143 @@
-//! Durable file writes: temporary file, fsync, rename, fsync the directory.
-//! A failed fsync is never retried (a retried fsync can falsely succeed);
-//! the error goes up and stops the writer.
+//! Durable file writes, the one home of them: a file is written to a
+//! temporary beside it, fsynced, renamed (or linked) into place, and its
+//! directory fsynced, so a crash leaves the old file or the new one, never a
+//! torn mix. A failed fsync is never retried (a retried fsync can falsely
+//! succeed); the error goes up and stops the writer.
 
 use std::fs::File;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use crate::ledger::LedgerError;
+/// A durable write that failed, naming the file it failed on.
+#[derive(Debug, thiserror::Error)]
+pub enum DurableError {
+    /// Creating, writing, renaming or opening failed.
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// An fsync failed: what was written may not be on the disk.
+    #[error("fsync of {path} failed: {source}")]
+    Sync {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+impl DurableError {
+    fn io(path: &Path) -> impl FnOnce(std::io::Error) -> DurableError + '_ {
+        move |source| DurableError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
+    fn sync(path: &Path) -> impl FnOnce(std::io::Error) -> DurableError + '_ {
+        move |source| DurableError::Sync {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
+    /// The file the write failed on, and the operating system's error.
+    pub fn into_parts(self) -> (PathBuf, std::io::Error) {
+        match self {
+            DurableError::Io { path, source } | DurableError::Sync { path, source } => {
+                (path, source)
+            }
+        }
+    }
+}
+
+/// The permissions a replaced file gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Mode 0600, like everything under the home. The temporary file is
+    /// [`temp_name`]: the home's writers hold its lock, and a run killed
+    /// before the rename leaves it for whoever writes the file next.
+    Private,
+    /// The permissions of the file it replaces (the default creation mode
+    /// for a new one): a file of another program, such as an agent's
+    /// settings. The temporary file's name carries the process id, since two
+    /// processes may write the file at once.
+    Inherit,
+}
 
 /// Replace `path` with `bytes` so that a crash leaves either the old file or
-/// the new one, never a torn mix.
-/// The temporary file is [`temp_name`] beside `path`; a run killed before
-/// the rename leaves it behind, for whoever writes `path` next to replace.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), LedgerError> {
+/// the new one, never a torn mix: temporary file, fsync, rename, fsync the
+/// directory.
+pub fn write_atomic(path: &Path, bytes: &[u8], mode: Mode) -> Result<(), DurableError> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-    let tmp = dir.join(temp_name(&name.unwrap_or_default()));
-    let mut file = create_private(&tmp).map_err(|e| LedgerError::io(&tmp, e))?;
-    file.write_all(bytes)
-        .map_err(|e| LedgerError::io(&tmp, e))?;
-    file.sync_all()
-        .map_err(|e| LedgerError::durability(&tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| LedgerError::io(path, e))?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = match mode {
+        Mode::Private => dir.join(temp_name(&name)),
+        Mode::Inherit => dir.join(format!(".{name}.harnery-tmp-{}", std::process::id())),
+    };
+    let mut file = match mode {
+        Mode::Private => create_private(&tmp),
+        Mode::Inherit => File::create(&tmp),
+    }
+    .map_err(DurableError::io(&tmp))?;
+    if mode == Mode::Inherit
+        && let Ok(meta) = std::fs::metadata(path)
+    {
+        let _ = std::fs::set_permissions(&tmp, meta.permissions());
+    }
+    file.write_all(bytes).map_err(DurableError::io(&tmp))?;
+    file.sync_all().map_err(DurableError::sync(&tmp))?;
+    std::fs::rename(&tmp, path).map_err(DurableError::io(path))?;
     sync_dir(dir)
 }
 
-/// The name of the temporary file [`write_atomic`] writes `name` through:
-/// `.<name>.tmp`.
+/// The name of the temporary file [`write_atomic`] writes `name` through
+/// in [`Mode::Private`]: `.<name>.tmp`.
 pub fn temp_name(name: &str) -> String {
     format!(".{name}.tmp")
 }
 
 /// fsync a directory so that renames and unlinks in it are durable.
-pub fn sync_dir(dir: &Path) -> Result<(), LedgerError> {
-    let handle = File::open(dir).map_err(|e| LedgerError::io(dir, e))?;
-    handle
-        .sync_all()
-        .map_err(|e| LedgerError::durability(dir, e))
+pub fn sync_dir(dir: &Path) -> Result<(), DurableError> {
+    let handle = File::open(dir).map_err(DurableError::io(dir))?;
+    handle.sync_all().map_err(DurableError::sync(dir))
+}
+
+/// What [`publish_once`] did.
+pub enum Published {
+    /// This run made the file.
+    Created,
+    /// Another run made it first; its content is the one to use.
+    Exists,
+}
+
+/// Publish `line` (and a newline) as `dir/name`, mode 0600, exactly once:
+/// written to a temporary file, synced, then linked into place, so a reader
+/// sees the whole file or none and two runs racing to create it agree on
+/// one. An existing file is left as it is. An error names the path it
+/// happened on.
+pub fn publish_once(dir: &Path, name: &str, line: &str) -> Result<Published, DurableError> {
+    std::fs::create_dir_all(dir).map_err(DurableError::io(dir))?;
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    {
+        let mut f = create_private(&tmp).map_err(DurableError::io(&tmp))?;
+        writeln!(f, "{line}").map_err(DurableError::io(&tmp))?;
+        f.sync_all().map_err(DurableError::io(&tmp))?;
+    }
+    let path = dir.join(name);
+    let linked = std::fs::hard_link(&tmp, &path);
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => {
+            // The file is whole already; the link's durability is best effort.
+            let _ = sync_dir(dir);
+            Ok(Published::Created)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(Published::Exists),
+        Err(e) => Err(DurableError::io(&path)(e)),
+    }
 }
 
 /// Syncs waited for at once by [`sync_each`]: each waits on the disk, not
@@ -151,6 +252,84 @@ mod tests {
             calls.iter().all(|&n| n <= 1),
             "no item synced twice: {calls:?}"
         );
+    }
+
+    use std::os::unix::fs::PermissionsExt;
+
+    fn mode_of(path: &Path) -> u32 {
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    fn names_in(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn a_private_write_replaces_the_file_at_0600_and_leaves_no_temporary() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("manifest.json");
+        std::fs::write(&path, "old and longer\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        write_atomic(&path, b"new\n", Mode::Private).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"new\n");
+        assert_eq!(mode_of(&path), 0o600);
+        assert_eq!(names_in(tmp.path()), ["manifest.json"]);
+    }
+
+    #[test]
+    fn an_inheriting_write_keeps_the_replaced_files_mode_and_leaves_no_temporary() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("settings.json");
+        std::fs::write(&path, "{}").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+        write_atomic(&path, b"{\"hooks\":{}}", Mode::Inherit).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"{\"hooks\":{}}");
+        assert_eq!(mode_of(&path), 0o640);
+        assert_eq!(names_in(tmp.path()), ["settings.json"]);
+    }
+
+    #[test]
+    fn a_private_write_over_a_killed_runs_temporary_replaces_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("ARCHIVED.json");
+        let left = tmp.path().join(temp_name("ARCHIVED.json"));
+        assert_eq!(left.file_name().unwrap(), ".ARCHIVED.json.tmp");
+        std::fs::write(&left, "torn").unwrap();
+        write_atomic(&path, b"{}", Mode::Private).unwrap();
+        assert_eq!(names_in(tmp.path()), ["ARCHIVED.json"]);
+    }
+
+    #[test]
+    fn a_write_into_a_missing_directory_names_the_temporary_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("absent").join("f");
+        let err = write_atomic(&path, b"x", Mode::Private).unwrap_err();
+        let (at, source) = err.into_parts();
+        assert_eq!(at, tmp.path().join("absent").join(".f.tmp"));
+        assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn publishing_once_makes_a_private_file_and_keeps_the_first() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("home");
+        assert!(matches!(
+            publish_once(&dir, "host-id", "first").unwrap(),
+            Published::Created
+        ));
+        assert!(matches!(
+            publish_once(&dir, "host-id", "second").unwrap(),
+            Published::Exists
+        ));
+        let path = dir.join("host-id");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "first\n");
+        assert_eq!(mode_of(&path), 0o600);
+        assert_eq!(names_in(&dir), ["host-id"]);
     }
 
     #[test]

@@ -97,7 +97,11 @@ pub fn read_progress(home: &Home) -> Result<Option<Progress>, EpochError> {
 
 fn write_progress(home: &Home, p: &Progress) -> Result<(), EpochError> {
     let text = serde_json::to_vec_pretty(p).expect("progress serializes");
-    Ok(durable::write_atomic(&progress_path(home), &text)?)
+    Ok(durable::write_atomic(
+        &progress_path(home),
+        &text,
+        durable::Mode::Private,
+    )?)
 }
 
 fn remove_progress(home: &Home) -> Result<(), EpochError> {

@@ -70,6 +70,13 @@ pub enum FinalizeError {
     Refused { path: PathBuf, source: LedgerError },
 }
 
+/// A durable write's failure, worded as the ledger words it.
+impl From<crate::durable::DurableError> for FinalizeError {
+    fn from(e: crate::durable::DurableError) -> FinalizeError {
+        FinalizeError::Ledger(e.into())
+    }
+}
+
 impl FinalizeError {
     pub fn io(path: &Path, source: std::io::Error) -> FinalizeError {
         FinalizeError::Io {

@@ -128,6 +128,17 @@ impl LedgerError {
     }
 }
 
+impl From<crate::durable::DurableError> for LedgerError {
+    fn from(e: crate::durable::DurableError) -> LedgerError {
+        match e {
+            crate::durable::DurableError::Io { path, source } => LedgerError::Io { path, source },
+            crate::durable::DurableError::Sync { path, source } => {
+                LedgerError::Durability { path, source }
+            }
+        }
+    }
+}
+
 /// Create `dir` and its parents with mode 0700.
 pub fn create_dir_private(dir: &Path) -> Result<(), LedgerError> {
     use std::os::unix::fs::DirBuilderExt;

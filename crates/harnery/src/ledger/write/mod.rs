@@ -269,7 +269,7 @@ fn create_first_epoch(home: &Home, now_unix_ns: i64) -> Result<(), LedgerError> 
         std::fs::remove_dir(&live).map_err(|e| LedgerError::io(&live, e))?;
     }
     std::fs::rename(&building, &live).map_err(|e| LedgerError::io(&live, e))?;
-    durable::sync_dir(&ledgers)
+    Ok(durable::sync_dir(&ledgers)?)
 }
 
 #[cfg(test)]
