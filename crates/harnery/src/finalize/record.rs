@@ -288,7 +288,7 @@ fn record_path(session: &SessionRef, named: Option<&str>) -> Result<Located, (Pa
         AdapterId::ClaudeCode => Ok(None),
         AdapterId::Copilot => {
             let Some(home) = copilot::home_from_env()
-                .or_else(|| std::env::var_os("HOME").map(|h| copilot::default_home(Path::new(&h))))
+                .or_else(|| crate::home::env_home().map(|h| copilot::default_home(&h)))
             else {
                 return Ok(None);
             };
