@@ -43,6 +43,7 @@ pub use run::finalize;
 pub use summary::{DamagedRange, FinalizeOptions, HealthNote, Summary, UNREADABLE_ROW};
 
 use crate::ledger::LedgerError;
+use crate::progress::timing;
 
 /// Why a finalizer run stopped.
 #[derive(Debug, thiserror::Error)]
@@ -83,12 +84,5 @@ impl FinalizeError {
             path: path.to_path_buf(),
             source,
         }
-    }
-}
-
-/// With `HARNERY_TIMING` set, report how long a phase took on stderr.
-fn timing(phase: &str, since: std::time::Instant) {
-    if std::env::var_os("HARNERY_TIMING").is_some() {
-        eprintln!("timing {phase}: {:?}", since.elapsed());
     }
 }
