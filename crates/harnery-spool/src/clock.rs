@@ -96,9 +96,30 @@ pub fn format_ns(ns: i64) -> String {
         .unwrap_or_else(|| format!("{ns}ns"))
 }
 
+/// UTC time of a nanosecond timestamp as RFC 3339 with milliseconds
+/// (`2026-11-30T01:00:00.000Z`; the digits alone when out of range), as
+/// tables and listings show it.
+pub fn format_time(unix_ns: i64) -> String {
+    let Ok(t) = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(unix_ns)) else {
+        return unix_ns.to_string();
+    };
+    let fmt = time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+    );
+    t.format(&fmt).unwrap_or_else(|_| unix_ns.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn both_formats_are_pinned() {
+        let ns = 1_780_000_000_123_456_789;
+        assert_eq!(format_time(ns), "2026-05-28T20:26:40.123Z");
+        assert_eq!(format_ns(ns), "2026-05-28T20:26:40.123456789Z");
+        assert_eq!(parse_rfc3339_ns(&format_ns(ns)), Some(ns));
+    }
 
     #[test]
     fn sample_is_monotonic_within_a_boot() {

@@ -148,14 +148,3 @@ pub fn create_dir_private(dir: &Path) -> Result<(), LedgerError> {
         .create(dir)
         .map_err(|e| LedgerError::io(dir, e))
 }
-
-/// UTC time of a nanosecond timestamp as RFC 3339 with milliseconds.
-pub fn format_time(unix_ns: i64) -> String {
-    let Ok(t) = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(unix_ns)) else {
-        return unix_ns.to_string();
-    };
-    let fmt = time::macros::format_description!(
-        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
-    );
-    t.format(&fmt).unwrap_or_else(|_| unix_ns.to_string())
-}
