@@ -14,12 +14,9 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::contract::{Event, EventId, Observation, Outcome, Payload, Recovery, RecoveryReason};
 
-/// Tool spans come from the agent; command spans from `harnery exec`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SpanKind {
-    Tool,
-    Command,
-}
+/// Tool spans come from the agent; command spans from `harnery exec`: the
+/// producer's word for it.
+pub use crate::session::SpanKind;
 
 /// The three states of ADR 0078.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
