@@ -96,11 +96,6 @@ impl Home {
     pub fn private_dir(&self, components: &[&str]) -> io::Result<PrivateDir> {
         PrivateDir::open_path(&self.root, components, true)
     }
-
-    /// Open `root/<components…>` without creating anything.
-    pub fn existing_dir(&self, components: &[&str]) -> io::Result<PrivateDir> {
-        PrivateDir::open_path(&self.root, components, false)
-    }
 }
 
 /// The effective user's home from the password database (a failpoint build
