@@ -145,7 +145,7 @@ pub fn publish_once(dir: &Path, name: &str, line: &str) -> Result<Published, Dur
 const SYNC_THREADS: usize = 8;
 
 /// Run `sync` (a sync that waits on the disk) for every item, several at
-/// once on up to [`SYNC_THREADS`] threads, so their waits overlap instead
+/// once on up to `SYNC_THREADS` (eight) threads, so their waits overlap instead
 /// of queueing one behind another. When it returns, every item was synced
 /// or a sync failed: the first failure seen is the result, and no further
 /// item is started after it (a failed sync is never retried).
