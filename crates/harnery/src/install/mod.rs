@@ -230,7 +230,7 @@ pub fn apply(plan: &Plan) -> Result<Applied, InstallError> {
         None => None,
     };
     match &plan.after {
-        Some(text) => write_atomic(&plan.path, text).map_err(io)?,
+        Some(text) => replace_settings(&plan.path, text).map_err(io)?,
         None => std::fs::remove_file(&plan.path).map_err(io)?,
     }
     Ok(Applied {
@@ -241,7 +241,7 @@ pub fn apply(plan: &Plan) -> Result<Applied, InstallError> {
 }
 
 /// Replace an agent's settings file durably, keeping its permissions.
-fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
+fn replace_settings(path: &Path, text: &str) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
