@@ -5,9 +5,9 @@ use std::io::Write;
 
 use super::run_report::render_advance;
 use super::{CmdResult, Outcome};
+use harnery::clock::format_time;
 use harnery::epoch::{self, AdvanceReport, EpochStatus, EpochVerdict};
 use harnery::home::Home;
-use harnery::ledger::format_time;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

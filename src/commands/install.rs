@@ -215,13 +215,7 @@ fn say_where(agent: Agent, agent_dir: Option<&AgentDir>, dry_run: bool) {
 }
 
 fn user_home() -> Result<PathBuf, super::CmdError> {
-    // The same rule as Home::from_env without HARNERY_HOME: $HOME, else passwd.
-    let home = harnery::home::Home::from_vars(None, std::env::var_os("HOME"))?;
-    Ok(home
-        .root()
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_default())
+    Ok(harnery::home::user_dir()?)
 }
 
 fn hook_bin(flag: Option<&Path>) -> Result<PathBuf, super::CmdError> {

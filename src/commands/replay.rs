@@ -12,9 +12,9 @@
 //! `incarnation` once the session was resumed.
 
 use super::{CmdResult, EpochArg, Outcome};
+use harnery::clock::format_time;
 use harnery::contract::Event;
 use harnery::home::Home;
-use harnery::ledger::format_time;
 use harnery::report::epochs::{Epochs, boundary, report_damaged};
 use harnery::resume::log::{self, SessionLog};
 use std::io::Write;

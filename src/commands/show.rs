@@ -15,8 +15,9 @@ use serde::Serialize;
 mod around;
 
 use super::{CmdResult, EpochArg, Outcome};
+use harnery::clock::format_time;
 use harnery::home::Home;
-use harnery::ledger::{SessionSummary, format_time};
+use harnery::ledger::SessionSummary;
 use harnery::report::epochs::{Epochs, OpenEpoch, boundary, combine, report_damaged};
 use harnery::report::inherited::Inherited;
 use harnery::report::superseded::mark_timeline;

@@ -11,4 +11,5 @@
 pub mod clock;
 pub mod failpoint;
 pub mod home;
+pub mod json_text;
 pub mod spool;

@@ -166,8 +166,7 @@ fn sessions_are_newest_first_and_the_filters_combine() {
         listed(h, &["--class", "audit_only", "--limit", "1"]),
         ["s3"]
     );
-    let t =
-        |i: i64| harnery::ledger::format_time(1_780_000_000_000_000_000 + i * 1_000_000_000_000);
+    let t = |i: i64| harnery::clock::format_time(1_780_000_000_000_000_000 + i * 1_000_000_000_000);
     let (t1, t2) = (t(1), t(2));
     assert_eq!(listed(h, &["--since", &t1]), ["s3", "s2", "s1"]);
     assert_eq!(listed(h, &["--until", &t2]), ["s2", "s1", "s0"]);

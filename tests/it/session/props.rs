@@ -298,6 +298,6 @@ proptest! {
         let again = simulate(copilot, policy, &steps);
         prop_assert_eq!(&first.events, &again.events);
         let counts = first.producer.span_counts();
-        prop_assert!(counts.open <= steps.len());
+        prop_assert!(counts.open <= steps.len() as u64);
     }
 }

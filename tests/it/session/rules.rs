@@ -269,7 +269,7 @@ fn span_cap_pressure_only_takes_spans_of_ended_turns() {
     }
     let relieved = s.recovered(RecoveryReason::SpanCapPressure);
     assert_eq!(relieved.len(), 140 - SPAN_WATERMARK);
-    assert_eq!(s.producer.span_counts().open, SPAN_WATERMARK);
+    assert_eq!(s.producer.span_counts().open, SPAN_WATERMARK as u64);
     for e in &relieved {
         assert_eq!(e.provenance.confidence, Confidence::Low);
         assert_ne!(
@@ -305,7 +305,10 @@ fn spans_of_a_current_turn_or_without_a_turn_are_never_relieved() {
     // Turn sweeps never reach them either; only explicit-end salvage does.
     s.send(Some("userPromptSubmitted"), &cp_prompt(10_000));
     s.send(Some("agentStop"), &cp_stop(10_001));
-    assert_eq!(s.producer.span_counts().open, READ_SIDE_SPAN_CAP + 2);
+    assert_eq!(
+        s.producer.span_counts().open,
+        (READ_SIDE_SPAN_CAP + 2) as u64
+    );
     s.send(
         Some("sessionEnd"),
         r#"{"sessionId":"s","timestamp":10002,"reason":"complete"}"#,

@@ -30,12 +30,13 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::{EpochError, archive, io, list};
+use crate::durable;
 use crate::failpoint;
 use crate::finalize::{self, FinalizeError, FinalizeOptions, lease::Lease};
 use crate::home::Home;
 use crate::ledger::{
     ADVANCE_FILE, Anchor, CANDIDATES_DIR, GENESIS_FILE, GenesisManifest, LedgerReader,
-    LedgerWriter, binary_digest, durable,
+    LedgerWriter, binary_digest,
 };
 
 /// The durable record of an advance underway.
@@ -96,7 +97,11 @@ pub fn read_progress(home: &Home) -> Result<Option<Progress>, EpochError> {
 
 fn write_progress(home: &Home, p: &Progress) -> Result<(), EpochError> {
     let text = serde_json::to_vec_pretty(p).expect("progress serializes");
-    Ok(durable::write_atomic(&progress_path(home), &text)?)
+    Ok(durable::write_atomic(
+        &progress_path(home),
+        &text,
+        durable::Mode::Private,
+    )?)
 }
 
 fn remove_progress(home: &Home) -> Result<(), EpochError> {

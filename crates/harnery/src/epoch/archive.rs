@@ -13,10 +13,11 @@ use crate::contract::SessionRef;
 use crate::contract::eligibility::{
     COMMAND_PAIRING_INCOMPLETE, END_REQUEST_SUPERSEDED, TOOL_PAIRING_INCOMPLETE,
 };
+use crate::durable;
 use crate::home::Home;
 use crate::ledger::{
     Anchor, CANDIDATES_DIR, ClosedSession, Closure, FENCE_FILE, GENESIS_FILE, GenesisManifest,
-    LedgerError, LedgerReader, durable,
+    LedgerError, LedgerReader,
 };
 
 pub const MANIFEST_FILE: &str = "MANIFEST.json";
@@ -156,10 +157,14 @@ pub(super) fn archive_live(home: &Home, live: &Path, target: &Path) -> Result<()
         "archived": true,
         "note": "archived epoch: read-only, never appended to or repaired",
     });
-    durable::write_atomic(&live.join(FENCE_FILE), fence.to_string().as_bytes())?;
+    durable::write_atomic(
+        &live.join(FENCE_FILE),
+        fence.to_string().as_bytes(),
+        durable::Mode::Private,
+    )?;
     let manifest = TreeManifest::build(live, &genesis_id)?;
     let text = serde_json::to_vec_pretty(&manifest).expect("manifest serializes");
-    durable::write_atomic(&live.join(MANIFEST_FILE), &text)?;
+    durable::write_atomic(&live.join(MANIFEST_FILE), &text, durable::Mode::Private)?;
     let parent = home.ledgers_dir().join(CANDIDATES_DIR);
     crate::ledger::create_dir_private(&parent)?;
     std::fs::rename(live, target).map_err(io(target))?;

@@ -58,6 +58,13 @@ pub enum EpochError {
     UnknownEpoch { wanted: String, known: Vec<String> },
 }
 
+/// A durable write's failure, worded as the ledger words it.
+impl From<crate::durable::DurableError> for EpochError {
+    fn from(e: crate::durable::DurableError) -> EpochError {
+        EpochError::Ledger(e.into())
+    }
+}
+
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> EpochError + '_ {
     move |source| EpochError::Io {
         path: path.to_path_buf(),

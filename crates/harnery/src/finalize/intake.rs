@@ -327,7 +327,7 @@ fn seal_all(home: &Home) -> Result<Vec<SpoolFile>, FinalizeError> {
             changed.push(session);
         }
     }
-    crate::ledger::durable::sync_each(&changed, |s| s.sync()).map_err(spool_err)?;
+    crate::durable::sync_each(&changed, |s| s.sync()).map_err(spool_err)?;
     for session in &sessions {
         for seg in session.pending().map_err(spool_err)? {
             out.push(spool_file(seg.path, &session.adapter, &session.session_key));

@@ -46,6 +46,7 @@ pub use steps::Run;
 pub use summary::{DamagedRange, FinalizeOptions, HealthNote, Summary, UNREADABLE_ROW};
 
 use crate::ledger::LedgerError;
+use crate::progress::timing;
 
 /// Why a finalizer run stopped.
 #[derive(Debug, thiserror::Error)]
@@ -73,18 +74,18 @@ pub enum FinalizeError {
     Refused { path: PathBuf, source: LedgerError },
 }
 
+/// A durable write's failure, worded as the ledger words it.
+impl From<crate::durable::DurableError> for FinalizeError {
+    fn from(e: crate::durable::DurableError) -> FinalizeError {
+        FinalizeError::Ledger(e.into())
+    }
+}
+
 impl FinalizeError {
     pub fn io(path: &Path, source: std::io::Error) -> FinalizeError {
         FinalizeError::Io {
             path: path.to_path_buf(),
             source,
         }
-    }
-}
-
-/// With `HARNERY_TIMING` set, report how long a phase took on stderr.
-fn timing(phase: &str, since: std::time::Instant) {
-    if std::env::var_os("HARNERY_TIMING").is_some() {
-        eprintln!("timing {phase}: {:?}", since.elapsed());
     }
 }

@@ -405,7 +405,7 @@ fn reports_no_tokens(u: &UsageReported) -> bool {
 
 /// The UTC day of a time, `YYYY-MM-DD`.
 fn day_of(unix_ns: i64) -> String {
-    let stamp = crate::ledger::format_time(unix_ns);
+    let stamp = crate::clock::format_time(unix_ns);
     stamp.get(..10).unwrap_or(&stamp).to_string()
 }
 

@@ -84,14 +84,6 @@ pub struct Ingested {
     pub duplicate_of: Option<EventId>,
 }
 
-/// How the session's spans stand.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct SpanCounts {
-    pub open: usize,
-    pub closed_native: u64,
-    pub recovered: u64,
-}
-
 /// The per-session state machine. See the module doc.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionProducer {
@@ -186,9 +178,10 @@ impl SessionProducer {
             .unwrap_or_else(|| recovery_policy(self.session.adapter))
     }
 
-    pub fn span_counts(&self) -> SpanCounts {
-        SpanCounts {
-            open: self.spans.open_count(),
+    /// How the session's spans stand, in the ledger's words.
+    pub fn span_counts(&self) -> crate::ledger::SpanCounts {
+        crate::ledger::SpanCounts {
+            open: self.spans.open_count() as u64,
             closed_native: self.spans.closed_native,
             recovered: self.spans.recovered,
         }

@@ -24,8 +24,9 @@ use std::time::Instant;
 use rusqlite::params;
 
 use super::LedgerWriter;
+use crate::durable;
 use crate::failpoint;
-use crate::ledger::{LedgerError, durable, raw, rawz};
+use crate::ledger::{LedgerError, raw, rawz};
 
 /// What a compaction did.
 #[derive(Debug, Default, Clone, serde::Serialize)]
