@@ -16,7 +16,7 @@ use harnery::contract::Observation;
 use harnery::home::Home;
 use harnery::now::resolve_now;
 use harnery::operator;
-use harnery::resume::log::{Checkpoint, SessionLog};
+use harnery::restore::log::{Checkpoint, SessionLog};
 
 #[derive(Debug, clap::Args)]
 #[command(
@@ -234,7 +234,7 @@ fn write_table(out: &mut impl Write, checkpoints: &[Checkpoint]) -> std::io::Res
 }
 
 /// A checkpoint's place in the agent's record, in one short line.
-fn located_line(at: &harnery::resume::log::Located) -> String {
+fn located_line(at: &harnery::restore::log::Located) -> String {
     let file = std::path::Path::new(&at.path)
         .file_name()
         .map_or(at.path.clone(), |f| f.to_string_lossy().into_owned());

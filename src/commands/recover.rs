@@ -6,13 +6,13 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use super::{CmdResult, Outcome};
+use harnery::agents::copilot::package::{RunningCopilotHint, SearchPlan};
 use harnery::agents::{claude_code, copilot};
 use harnery::home::Home;
-use harnery::resume::chronicle::OpenStrategy;
-use harnery::resume::evidence::{RunningCopilotHint, SearchPlan};
-use harnery::resume::packet::PacketLimits;
-use harnery::resume::recorded;
-use harnery::resume::{self as rec, Agent, RecoverRequest, render};
+use harnery::recover::chronicle::OpenStrategy;
+use harnery::recover::packet::PacketLimits;
+use harnery::recover::recorded;
+use harnery::recover::{self as rec, Agent, RecoverRequest, render};
 
 /// Which agent's session to recover.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -28,18 +28,18 @@ use super::restore_sdk::absolute;
 use super::session_epochs;
 use super::{CmdResult, EpochArg, Outcome};
 use harnery::agents::copilot;
+use harnery::agents::copilot::package::SearchPlan;
 use harnery::agents::harnery::{RESTORE, RestorePayload};
 use harnery::contract::{AdapterId, Observation};
 use harnery::epoch::EpochSelector;
 use harnery::home::Home;
 use harnery::now::resolve_now;
 use harnery::operator::Target;
+use harnery::recover::policy::StreamSize;
 use harnery::report::epochs::Epochs;
-use harnery::resume::evidence::SearchPlan;
-use harnery::resume::log::SessionLog;
-use harnery::resume::policy::StreamSize;
-use harnery::resume::restore::{Restore, seed};
-use harnery::resume::shim::{self, Transport};
+use harnery::restore::log::SessionLog;
+use harnery::restore::seed::{Restore, seed};
+use harnery::restore::shim::{self, Transport};
 
 #[derive(Debug, clap::Args)]
 #[command(
@@ -153,7 +153,7 @@ pub fn run(args: Args) -> CmdResult {
     let now = resolve_now(args.now.as_deref())?;
     // A refused id is never a reason to fall back to anything.
     if let Some(new_id) = &args.new_id {
-        harnery::resume::materialize::check_new_id(new_id)?;
+        harnery::restore::materialize::check_new_id(new_id)?;
     }
     // What --apply does, worked out (and done, with --apply).
     let mut plan = apply::plan(&home, ledger, &log, &cp, args.new_id.as_deref());
@@ -162,7 +162,7 @@ pub fn run(args: Args) -> CmdResult {
     // not native starts a new session, and this one is not resumed.
     let record = args.record
         && shim.native
-        && !harnery::resume::exact::kept_turn_goes_on(ledger, &log, cp.offset)?;
+        && !harnery::restore::exact::kept_turn_goes_on(ledger, &log, cp.offset)?;
     if record {
         let target = Target {
             home,
@@ -192,11 +192,11 @@ fn choose_shim(
     args: &Args,
     ledger: &harnery::ledger::LedgerReader,
     log: &SessionLog,
-    cp: &harnery::resume::log::Checkpoint,
+    cp: &harnery::restore::log::Checkpoint,
     plan: &mut Result<ApplyPlan, super::CmdError>,
     home: &Home,
     now: i64,
-) -> Result<harnery::resume::shim::ResumeShim, super::CmdError> {
+) -> Result<harnery::restore::shim::ResumeShim, super::CmdError> {
     let session = &log.session;
     let id = &session.session_id;
     // The checkpoint's own directory (generation 6), else the one derived
@@ -293,7 +293,7 @@ fn sdk_words(
     args: &Args,
     adapter: AdapterId,
     id: &str,
-) -> Result<Option<harnery::resume::copilot_sdk::SdkRequest>, super::CmdError> {
+) -> Result<Option<harnery::restore::copilot_sdk::SdkRequest>, super::CmdError> {
     if args.sdk_timeout.is_some() && args.transport != TransportArg::Sdk {
         return Err("--sdk-timeout limits the SDK resume's turn: it needs --transport sdk".into());
     }
@@ -301,7 +301,8 @@ fn sdk_words(
         return Ok(None);
     }
     let dir = super::restore_sdk::sdk_dir(args.sdk.as_deref())?;
-    let request = harnery::resume::copilot_sdk::SdkRequest::new(id).with_words(&args.agent_args)?;
+    let request =
+        harnery::restore::copilot_sdk::SdkRequest::new(id).with_words(&args.agent_args)?;
     Ok(Some(request.in_sdk_dir(dir)))
 }
 
@@ -400,15 +401,15 @@ fn copilot_policy(
     args: &Args,
     id: &str,
 ) -> (
-    harnery::resume::policy::ResumeAssessment,
+    harnery::recover::policy::ResumeAssessment,
     Option<StreamSize>,
 ) {
     let plan = SearchPlan::from_env(args.evidence.copilot_package.clone());
-    let assessment = harnery::resume::assess_copilot(hint(&args.evidence, Some(id)), &plan);
+    let assessment = harnery::recover::assess_copilot(hint(&args.evidence, Some(id)), &plan);
     let copilot_home = args
         .copilot_home
         .clone()
-        .unwrap_or_else(|| copilot::home(&harnery::resume::home_dir()));
+        .unwrap_or_else(|| copilot::home(&harnery::recover::home_dir()));
     // An id that is not a plain name never becomes a path (it could leave
     // the home).
     let stream = copilot::events_file(&copilot_home, id)

@@ -1,6 +1,6 @@
 //! `harnery restore --apply [--exec]`: the session's record up to the
 //! checkpoint, put back from the raw archive as a new session of its agent
-//! (`harnery::resume::materialize`), that session linked to its parent,
+//! (`harnery::restore::materialize`), that session linked to its parent,
 //! and the agent's own resume of it printed, or run in the session's
 //! directory (for the Copilot SDK, `node` running harnery's script:
 //! `restore_sdk`).
@@ -19,9 +19,9 @@ use harnery::contract::{AdapterId, Observation, SessionRef};
 use harnery::home::Home;
 use harnery::ledger::LedgerReader;
 use harnery::operator::Target;
-use harnery::resume::log::{Checkpoint, SessionLog};
-use harnery::resume::materialize::{self, Written, destination, with_session_id, write_new};
-use harnery::resume::record_cut::{Parts, RecordCut, cut_for};
+use harnery::restore::log::{Checkpoint, SessionLog};
+use harnery::restore::materialize::{self, Written, destination, with_session_id, write_new};
+use harnery::restore::record_cut::{Parts, RecordCut, cut_for};
 use harnery::spool::{IntakeSpool, read_segment};
 
 use super::CmdError;
@@ -42,7 +42,7 @@ pub struct ApplyPlan {
     /// Copilot's steering messages below the checkpoint, kept apart from
     /// the user's own (read from the record's lines).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub steering: Vec<harnery::resume::steering::Steering>,
+    pub steering: Vec<harnery::restore::steering::Steering>,
     #[serde(skip)]
     content: Vec<u8>,
 }
@@ -90,9 +90,9 @@ pub fn plan(
         &record.path,
         record.cwd.as_deref(),
         &session_id,
-        &harnery::resume::home_dir(),
+        &harnery::recover::home_dir(),
     )?;
-    let steering = harnery::resume::steering::below(ledger, log, cp.offset, &record.path, &bytes)?;
+    let steering = harnery::restore::steering::below(ledger, log, cp.offset, &record.path, &bytes)?;
     let content = with_session_id(&bytes, &log.session.session_id, &session_id);
     Ok(ApplyPlan {
         applied: false,
@@ -190,7 +190,7 @@ pub fn fork_instead(
     why: &CmdError,
     agent_args: &[String],
     exec: bool,
-) -> Result<harnery::resume::claude_fork::ForkAt, CmdError> {
+) -> Result<harnery::restore::claude_fork::ForkAt, CmdError> {
     let refused = |more: String| format!("restore --apply: {why}{more}");
     if log.session.adapter != AdapterId::ClaudeCode {
         return Err(refused(String::new()).into());
@@ -220,8 +220,8 @@ pub fn claude_fork_at(
     ledger: &LedgerReader,
     log: &SessionLog,
     boundary: u64,
-) -> Result<harnery::resume::claude_fork::ForkAt, String> {
-    use harnery::resume::claude_fork::{fork_at, fork_at_across};
+) -> Result<harnery::restore::claude_fork::ForkAt, String> {
+    use harnery::restore::claude_fork::{fork_at, fork_at_across};
     fork_at(ledger, log, boundary).or_else(|first| {
         let Ok((earlier, _)) = super::session_epochs::around(home, ledger) else {
             return Err(first);
@@ -236,7 +236,7 @@ pub fn claude_fork_at(
 
 /// Run the shim: `program arguments…` (for the SDK, `node` with the
 /// script and its request) in `cwd`, this process's exit status its own.
-pub fn exec(shim: &harnery::resume::shim::ResumeShim) -> Result<i32, CmdError> {
+pub fn exec(shim: &harnery::restore::shim::ResumeShim) -> Result<i32, CmdError> {
     let (program, arguments) = match (&shim.runner, &shim.program) {
         (Some(runner), _) => (super::restore_sdk::node()?, &runner.arguments),
         (None, Some(program)) => (PathBuf::from(program), &shim.arguments),
@@ -263,11 +263,11 @@ pub fn exec(shim: &harnery::resume::shim::ResumeShim) -> Result<i32, CmdError> {
 pub fn shim_for(
     adapter: AdapterId,
     plan: &ApplyPlan,
-    transport: harnery::resume::shim::Transport,
-    copilot_policy: impl FnOnce() -> harnery::resume::policy::ResumeAssessment,
-) -> harnery::resume::shim::ResumeShim {
-    use harnery::resume::policy::StreamSize;
-    use harnery::resume::shim;
+    transport: harnery::restore::shim::Transport,
+    copilot_policy: impl FnOnce() -> harnery::recover::policy::ResumeAssessment,
+) -> harnery::restore::shim::ResumeShim {
+    use harnery::recover::policy::StreamSize;
+    use harnery::restore::shim;
     shim::for_adapter(adapter, &plan.session_id, None, transport, || {
         (copilot_policy(), Some(StreamSize::new(plan.bytes, None)))
     })

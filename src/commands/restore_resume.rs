@@ -1,6 +1,6 @@
 //! The resume a look-only `restore` prints (and `--record` arms): one
 //! that resumes the agent exactly at the checkpoint, harnery writing
-//! nothing (`harnery::resume::exact`), and never one that hands the model
+//! nothing (`harnery::restore::exact`), and never one that hands the model
 //! a turn past it or that cannot work.
 //!
 //! - Claude Code: `claude -p --resume <id> --resume-session-at <row>
@@ -18,10 +18,10 @@ use std::path::Path;
 
 use harnery::contract::AdapterId;
 use harnery::ledger::LedgerReader;
-use harnery::resume::exact;
-use harnery::resume::log::{Checkpoint, SessionLog};
-use harnery::resume::policy::{ResumeAssessment, StreamSize};
-use harnery::resume::shim::{self, ResumeShim, Transport};
+use harnery::recover::policy::{ResumeAssessment, StreamSize};
+use harnery::restore::exact;
+use harnery::restore::log::{Checkpoint, SessionLog};
+use harnery::restore::shim::{self, ResumeShim, Transport};
 
 use super::CmdError;
 use super::restore_apply::ApplyPlan;

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use harnery::resume::copilot_sdk::{PROGRAM, SDK_DIR_VAR, SdkRequest};
+use harnery::restore::copilot_sdk::{PROGRAM, SDK_DIR_VAR, SdkRequest};
 
 use super::CmdError;
 
@@ -39,7 +39,7 @@ pub fn absolute(what: &str, dir: &Path) -> Result<String, CmdError> {
 pub fn node() -> Result<PathBuf, CmdError> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     let dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
-    harnery::resume::evidence::executable_in(&dirs, PROGRAM).ok_or_else(|| {
+    harnery::agents::copilot::package::executable_in(&dirs, PROGRAM).ok_or_else(|| {
         format!(
             "{PROGRAM} not found on PATH ({}): the Copilot SDK resume (--transport sdk) runs \
                  under Node.js; install it (@github/copilot-sdk asks for 20.19 or newer)",

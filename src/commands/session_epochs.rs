@@ -10,7 +10,7 @@ use harnery::epoch::EpochSelector;
 use harnery::home::Home;
 use harnery::ledger::LedgerReader;
 use harnery::report::epochs::{Epochs, OpenEpoch};
-use harnery::resume::log::SessionLog;
+use harnery::restore::log::SessionLog;
 
 use super::CmdError;
 

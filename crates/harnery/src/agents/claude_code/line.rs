@@ -2,7 +2,7 @@
 //! line and stream-json frame may carry, whatever its type, and what a
 //! `user` line is (the human's direction, steering, or activity). Read by
 //! both readers of the record: `finalize` ([`super::record`]) and the
-//! recovery packet (`resume::claude`), so the two never disagree on a field.
+//! recovery packet (`recover::claude`), so the two never disagree on a field.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;

@@ -3,7 +3,9 @@
 //! `events.jsonl` ([`record`]).
 
 pub mod hooks;
+pub mod package;
 pub mod record;
+pub mod version;
 
 use std::path::{Path, PathBuf};
 
