@@ -6,9 +6,6 @@
 //! agent's record after it (`checkpoint.located`) is placed in a later
 //! epoch: its place is joined to it here.
 
-use harnery::epoch::EpochSelector;
-use harnery::home::Home;
-use harnery::ledger::LedgerReader;
 use harnery::report::epochs::{Epochs, OpenEpoch};
 use harnery::restore::log::SessionLog;
 
@@ -56,29 +53,4 @@ pub fn for_checkpoint<'a>(
         Some(e) => e.to_string().into(),
         None => format!("no selected epoch holds {name:?}").into(),
     })
-}
-
-/// Every epoch of the home but `read`'s, opened: those before it (oldest
-/// first) and those after it, for a restore that needs a session's part
-/// in another epoch (its record's bytes, its directory). An epoch that
-/// cannot be opened is left out: what it held is then missing, and the
-/// restore says what.
-pub fn around(
-    home: &Home,
-    read: &LedgerReader,
-) -> Result<(Vec<LedgerReader>, Vec<LedgerReader>), CmdError> {
-    let epochs = Epochs::open(home, &EpochSelector::All)?;
-    let this = read.genesis().genesis_id.clone();
-    let (mut earlier, mut later) = (Vec::new(), Vec::new());
-    let mut past = false;
-    for epoch in epochs.open {
-        if epoch.genesis_id == this {
-            past = true;
-        } else if past {
-            later.push(epoch.ledger);
-        } else {
-            earlier.push(epoch.ledger);
-        }
-    }
-    Ok((earlier, later))
 }

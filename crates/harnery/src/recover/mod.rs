@@ -16,6 +16,7 @@ pub mod canonical;
 pub mod chronicle;
 pub mod claude;
 pub mod copilot;
+pub mod hint;
 pub mod packet;
 pub mod policy;
 pub mod recorded;
