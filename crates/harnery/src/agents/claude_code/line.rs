@@ -27,6 +27,14 @@ pub struct Header<'a> {
     pub parent_uuid: Option<Cow<'a, str>>,
 }
 
+/// A `message` read loosely for its text: its `content` as written, a
+/// string or blocks or anything else (`harnery recover` shows it).
+#[derive(Deserialize)]
+pub struct MessageContent {
+    #[serde(default)]
+    pub content: serde_json::Value,
+}
+
 /// Every field either reader takes from a line, whatever its type; its
 /// `message` as written (`M`), or read in the same pass when the reader
 /// knows its shape (`finalize`'s reader, [`super::record`]).

@@ -2,6 +2,7 @@
 //! its hook dialect ([`hooks`]) and the dialect of its own record,
 //! `events.jsonl` ([`record`]).
 
+pub mod frames;
 pub mod hooks;
 pub mod package;
 pub mod record;
