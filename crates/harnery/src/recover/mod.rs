@@ -8,9 +8,9 @@
 //! Resume safety reads installed Copilot package changelogs read-only and
 //! allows native `--resume` only on explicit evidence.
 //!
-//! This module never runs the agent or a package manager, and writes into
-//! the agent's home only in `materialize` (`restore --apply`): new files,
-//! created exclusively, never over one of the agent's.
+//! This module never runs the agent or a package manager and never writes
+//! into the agent's home (a store it cannot open read-only is copied into
+//! a private temporary folder). Giving a session back is `restore`'s.
 
 pub mod canonical;
 pub mod chronicle;
