@@ -30,7 +30,6 @@ pub mod restore;
 pub mod run_report;
 pub mod search;
 pub mod serve;
-pub mod session_epochs;
 pub mod sessions;
 pub mod ship;
 pub mod show;

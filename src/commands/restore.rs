@@ -25,13 +25,13 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use super::recover::EvidenceArgs;
-use super::session_epochs;
 use super::{CmdResult, EpochArg, Outcome};
 use harnery::contract::{AdapterId, Observation};
 use harnery::epoch::EpochSelector;
 use harnery::home::Home;
 use harnery::report::epochs::Epochs;
 use harnery::restore::apply::ApplyPlan;
+use harnery::restore::epochs::for_restore;
 use harnery::restore::plan::{self, PlanError, RestoreRequest, Restored};
 use harnery::restore::seed::Restore;
 use harnery::restore::shim::Transport;
@@ -124,15 +124,7 @@ pub fn run(args: Args) -> CmdResult {
         (&live, None)
     } else {
         epochs = Epochs::open(&home, &args.epoch.epoch)?;
-        let part = session_epochs::for_checkpoint(&epochs, &args.session, &args.checkpoint)?;
-        if args.record && part.label != "live" {
-            return Err(format!(
-                "--record: checkpoint {:?} is in the archived epoch {}, which a finalize never \
-                 writes to; use --apply",
-                args.checkpoint, part.label
-            )
-            .into());
-        }
+        let part = for_restore(&epochs, &args.session, &args.checkpoint, args.record)?;
         (&part.ledger, Some(part.label.clone()))
     };
     let restored = plan::restore(&home, ledger, &args.session, &request(&args))?;

@@ -21,6 +21,7 @@
 //! (which starts the agent).
 
 pub mod apply;
+pub mod checkpoint;
 pub mod claude_fork;
 pub mod command_effects;
 pub mod copilot_sdk;
