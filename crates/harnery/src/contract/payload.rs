@@ -451,7 +451,7 @@ payload_struct!(
     /// Where a checkpoint stands in the agent's own record (generation 7),
     /// written once the record was read past the checkpoint's turn: the
     /// record is kept from byte 0 up to `end` (whole lines; the same cut
-    /// `restore::record_cut` derives), and `line_id` is the agent's own id of
+    /// `resume::record_cut` derives), and `line_id` is the agent's own id of
     /// the last line kept (Claude Code's `uuid`, Copilot's event `id`),
     /// starting at `line_offset`. One per checkpoint, after it.
     CheckpointLocated {

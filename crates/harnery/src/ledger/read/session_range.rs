@@ -1,7 +1,7 @@
 //! One session's events by offset range and by type, read as SQL ranges
 //! over the `(adapter, session_id, offset)` key rather than a whole
 //! session filtered in memory: the storage half of the session log's
-//! replay and checkpoint reads (`crate::restore::log`).
+//! replay and checkpoint reads (`crate::resume::log`).
 
 use rusqlite::{OptionalExtension, params};
 
