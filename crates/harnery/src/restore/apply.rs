@@ -14,9 +14,9 @@
 use std::path::PathBuf;
 
 use super::claude_fork::ForkAt;
+use super::error::PlanError;
 use super::log::{Checkpoint, SessionLog};
 use super::materialize::{self, Written, destination, with_session_id, write_new};
-use super::plan::PlanError;
 use super::record_cut::{Parts, RecordCut, cut_for};
 use super::shim::{ResumeShim, Transport};
 use super::steering::{self, Steering};

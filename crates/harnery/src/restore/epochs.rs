@@ -8,8 +8,8 @@
 //! another epoch holds of the session (its record's first bytes, its
 //! directory) opens the epochs [`around`] the one it reads.
 
+use super::error::PlanError;
 use super::log::SessionLog;
-use super::plan::PlanError;
 use crate::epoch::EpochSelector;
 use crate::home::Home;
 use crate::ledger::LedgerReader;

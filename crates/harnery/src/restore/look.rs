@@ -17,9 +17,9 @@
 use std::path::Path;
 
 use super::apply::ApplyPlan;
+use super::error::PlanError;
 use super::exact;
 use super::log::{Checkpoint, SessionLog};
-use super::plan::PlanError;
 use super::shim::{self, ResumeShim, Transport};
 use crate::contract::AdapterId;
 use crate::ledger::LedgerReader;

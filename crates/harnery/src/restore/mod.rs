@@ -26,6 +26,7 @@ pub mod claude_fork;
 pub mod command_effects;
 pub mod copilot_sdk;
 pub mod epochs;
+pub mod error;
 pub mod exact;
 pub mod log;
 pub mod look;

@@ -21,11 +21,10 @@
 use std::path::{Path, PathBuf};
 
 use super::apply::{self, ApplyPlan};
-use super::copilot_sdk::{SdkRequest, SdkWordsError};
+use super::copilot_sdk::SdkRequest;
+pub use super::error::PlanError;
 use super::log::{Checkpoint, SessionLog};
 use super::look::Look;
-use super::materialize::MaterializeError;
-use super::record_cut::CutError;
 use super::run::{self, absolute};
 use super::seed::{self, Restore};
 use super::shim::{self, ResumeShim, Transport};
@@ -34,52 +33,11 @@ use crate::agents::harnery::{RESTORE, RestorePayload};
 use crate::contract::AdapterId;
 use crate::epoch::EpochSelector;
 use crate::home::Home;
-use crate::ledger::{LedgerError, LedgerReader};
-use crate::now::{BadNow, resolve_now};
+use crate::ledger::LedgerReader;
+use crate::now::resolve_now;
 use crate::operator::Target;
 use crate::recover::hint::{CopilotFlags, running_copilot};
 use crate::recover::policy::{ResumeAssessment, StreamSize};
-use crate::report::source::SourceError;
-use crate::spool::SpoolError;
-
-/// A restore that could not be planned or done. Each error reads as the
-/// one it carries.
-#[derive(Debug, thiserror::Error)]
-pub enum PlanError {
-    /// A refusal, in words.
-    #[error("{0}")]
-    Refused(String),
-    #[error(transparent)]
-    Ledger(#[from] LedgerError),
-    #[error(transparent)]
-    Seed(#[from] seed::RestoreError),
-    #[error(transparent)]
-    Cut(#[from] CutError),
-    #[error(transparent)]
-    Materialize(#[from] MaterializeError),
-    #[error(transparent)]
-    SdkWords(#[from] SdkWordsError),
-    #[error(transparent)]
-    Source(#[from] SourceError),
-    #[error(transparent)]
-    Spool(#[from] SpoolError),
-    #[error(transparent)]
-    Now(#[from] BadNow),
-    #[error(transparent)]
-    Io(#[from] std::io::Error),
-}
-
-impl From<String> for PlanError {
-    fn from(words: String) -> PlanError {
-        PlanError::Refused(words)
-    }
-}
-
-impl From<&str> for PlanError {
-    fn from(words: &str) -> PlanError {
-        PlanError::Refused(words.to_string())
-    }
-}
 
 /// What a `harnery restore` asks for.
 #[derive(Debug, Clone)]

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::copilot_sdk::{PROGRAM, SDK_DIR_VAR, SdkRequest};
-use super::plan::PlanError;
+use super::error::PlanError;
 use super::shim::ResumeShim;
 
 /// The directory holding `node_modules/@github/copilot-sdk`: `--sdk`,
