@@ -32,7 +32,7 @@ pub struct Look<'a> {
     pub log: &'a SessionLog,
     pub cp: &'a Checkpoint,
     pub plan: &'a Result<ApplyPlan, PlanError>,
-    /// This restore's flags a put-back carries (`carried_flags`).
+    /// This restore's flags a put-back carries (`plan::carried_flags`).
     pub carried: &'a [String],
     /// `--record`: the resume is to be in place.
     pub in_place: bool,
