@@ -16,7 +16,8 @@
 //!
 //! - Where the agent's own record is gone, the shim is a put-back,
 //!   `harnery restore … --apply`: it carries this restore's flags that
-//!   decide the resume (`harnery::restore::plan::carried_flags`) and the agent's words after `--`.
+//!   decide the resume (`harnery::restore::plan::carried_flags`) and the
+//!   agent's words after `--`.
 //!
 //! Exit 2 for an unknown session or checkpoint, or a record that cannot
 //! be put back.
