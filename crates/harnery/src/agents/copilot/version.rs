@@ -24,6 +24,16 @@ impl Version {
         let body = trimmed.strip_prefix('v').unwrap_or(trimmed);
         let without_build = body.split_once('+').map_or(body, |(v, _)| v);
         let parsed = semver::Version::parse(without_build).ok()?;
+        // Every number is a u64, a prerelease's numeric identifiers too
+        // (the crate takes any length there).
+        let numbers_fit = parsed.pre.is_empty()
+            || parsed
+                .pre
+                .split('.')
+                .all(|id| !id.bytes().all(|b| b.is_ascii_digit()) || id.parse::<u64>().is_ok());
+        if !numbers_fit {
+            return None;
+        }
         Some(Version {
             parsed,
             text: trimmed.to_string(),
@@ -106,6 +116,22 @@ mod tests {
     }
 
     #[test]
+    fn blanks_and_any_build_text_are_ignored() {
+        for same in [" v1.0.87 ", "1.0.87+", "1.0.87+not.semver!", "1.0.87"] {
+            let parsed = v(same);
+            assert_eq!(
+                parsed.cmp(&v("1.0.87")),
+                std::cmp::Ordering::Equal,
+                "{same:?}"
+            );
+            assert!(!parsed.is_prerelease());
+            assert_eq!(parsed.as_str(), same.trim());
+        }
+        assert!(v("1.0.0-0a").is_prerelease());
+        assert!(v("1.0.0-a-b") < v("1.0.0-a-c"));
+    }
+
+    #[test]
     fn malformed_rejected() {
         for bad in [
             "",
@@ -116,6 +142,11 @@ mod tests {
             "1.0.0-",
             "1.0.0-a..b",
             "1.0.0.0",
+            "1.0.0-01",
+            "1.0.0-99999999999999999999",
+            "1.0.99999999999999999999",
+            "V1.0.0",
+            "1.0.0-a_b",
             "latest",
         ] {
             assert!(Version::parse(bad).is_none(), "{bad:?}");
