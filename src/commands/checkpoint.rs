@@ -2,21 +2,23 @@
 //! KIND:REF]…` records a checkpoint; `harnery checkpoints <session>
 //! [--json] [--latest | --id ID]` lists them.
 //!
-//! The request goes through the spool as a `harnery.checkpoint` signal, so
-//! it lands in order with the session's own signals and pins the offset
-//! the session is at when `finalize` applies it. The first checkpoint
-//! recorded under an id stands; a repeat is noted as a health condition.
+//! The request (`harnery::restore::checkpoint`) goes through the spool as
+//! a `harnery.checkpoint` signal, so it lands in order with the session's
+//! own signals and pins the offset the session is at when `finalize`
+//! applies it. The first checkpoint recorded under an id stands; a repeat
+//! is noted as a health condition.
 
 use std::io::Write;
 
 use super::{CmdResult, Outcome};
-use harnery::agents::harnery::{CHECKPOINT, CheckpointPayload, OperatorEffect};
+use harnery::agents::harnery::OperatorEffect;
 use harnery::clock::format_ns;
 use harnery::contract::Observation;
 use harnery::home::Home;
 use harnery::now::resolve_now;
 use harnery::operator;
-use harnery::resume::log::{Checkpoint, SessionLog};
+use harnery::restore::checkpoint::{self, parse_effect};
+use harnery::restore::log::{Checkpoint, SessionLog};
 
 #[derive(Debug, clap::Args)]
 #[command(
@@ -63,37 +65,14 @@ pub struct ListArgs {
     epoch: super::EpochArg,
 }
 
-/// `KIND:REF`, both parts non-empty.
-fn parse_effect(text: &str) -> Result<OperatorEffect, String> {
-    match text.split_once(':') {
-        Some((kind, reference)) if !kind.is_empty() && !reference.is_empty() => {
-            Ok(OperatorEffect {
-                kind: kind.into(),
-                reference: reference.into(),
-            })
-        }
-        _ => Err(format!(
-            "{text:?} is not KIND:REF (e.g. deploy:prod-42): both parts must be non-empty"
-        )),
-    }
-}
-
 pub fn run(args: Args) -> CmdResult {
     let home = Home::from_env()?;
     let target = super::operator_target(&home, &args.session, args.adapter.as_deref())?;
     let now = resolve_now(args.now.as_deref())?;
-    if let Some(id) = &args.id
-        && id.trim().is_empty()
-    {
-        return Err("--id must not be empty".into());
-    }
-    let payload = CheckpointPayload {
-        checkpoint_id: args.id.clone().unwrap_or_else(|| format!("cp-{now}")),
-        commit: args.commit.clone(),
-        effects: args.effect.clone(),
-    };
+    let (commit, effects) = (args.commit.clone(), args.effect.clone());
+    let (payload, receipt) =
+        checkpoint::request(&target, args.id.as_deref(), commit, effects, now)?;
     let adapter = target.adapter;
-    let receipt = target.append(CHECKPOINT, &payload, now)?;
     if let Some(warning) = operator::dead_letter_warning(&receipt) {
         harnery::terminal::warn(&format!("harnery checkpoint: {warning}"));
     }
@@ -125,7 +104,7 @@ pub fn run_list(args: ListArgs) -> CmdResult {
 /// `--id` look in the newest epoch first.
 fn list_epochs(home: &Home, args: &ListArgs) -> CmdResult {
     let epochs = harnery::report::epochs::Epochs::open(home, &args.epoch.epoch)?;
-    let logs = super::session_epochs::logs(&epochs, "checkpoints", &args.session)?;
+    let logs = harnery::restore::epochs::logs(&epochs, "checkpoints", &args.session)?;
     if args.id.is_some() || args.latest {
         let wanted = args.id.as_deref().unwrap_or("latest");
         let newest_with = logs
@@ -234,7 +213,7 @@ fn write_table(out: &mut impl Write, checkpoints: &[Checkpoint]) -> std::io::Res
 }
 
 /// A checkpoint's place in the agent's record, in one short line.
-fn located_line(at: &harnery::resume::log::Located) -> String {
+fn located_line(at: &harnery::restore::log::Located) -> String {
     let file = std::path::Path::new(&at.path)
         .file_name()
         .map_or(at.path.clone(), |f| f.to_string_lossy().into_owned());

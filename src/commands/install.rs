@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use super::{CmdResult, Outcome};
+use harnery::agents::copilot::package::{self, RunningCopilotHint, SearchPlan};
 use harnery::install::form::{self, CopilotForm, FormChoice};
 use harnery::install::{self, Agent, AgentDir, Plan};
-use harnery::resume::evidence::{self, RunningCopilotHint, SearchPlan};
 
 #[derive(Debug, clap::Args)]
 pub struct InstallArgs {
@@ -147,7 +147,7 @@ fn copilot_form(flag: Option<FormArg>) -> FormChoice {
         Some(FormArg::Bash) => form::forced(CopilotForm::Bash),
         None => {
             let plan = SearchPlan::from_env(Vec::new());
-            form::from_installed(&evidence::discover(&plan, &RunningCopilotHint::default()))
+            form::from_installed(&package::discover(&plan, &RunningCopilotHint::default()))
         }
     }
 }

@@ -18,7 +18,7 @@ use harnery::home::Home;
 use harnery::report::epochs::{Epochs, boundary, report_damaged};
 use harnery::report::inherited::Inherited;
 use harnery::report::receipts::{SessionReceipts, TurnReceipt, session_receipts};
-use harnery::resume::log::{self, SessionLog};
+use harnery::restore::log::{self, SessionLog};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

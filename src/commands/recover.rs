@@ -6,13 +6,12 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use super::{CmdResult, Outcome};
+use harnery::agents::copilot::package::{RunningCopilotHint, SearchPlan};
 use harnery::agents::{claude_code, copilot};
-use harnery::home::Home;
-use harnery::resume::chronicle::OpenStrategy;
-use harnery::resume::evidence::{RunningCopilotHint, SearchPlan};
-use harnery::resume::packet::PacketLimits;
-use harnery::resume::recorded;
-use harnery::resume::{self as rec, Agent, RecoverRequest, render};
+use harnery::recover::chronicle::OpenStrategy;
+use harnery::recover::hint::{CopilotFlags, running_copilot};
+use harnery::recover::packet::PacketLimits;
+use harnery::recover::{self as rec, Agent, RecoverRequest, render};
 
 /// Which agent's session to recover.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -173,48 +172,18 @@ fn request(args: &Args) -> RecoverRequest {
     }
 }
 
-/// Flags first, then the hook environment variables, then what harnery's
-/// hooks recorded (the session's own records first).
-pub(super) fn hint(e: &EvidenceArgs, session_id: Option<&str>) -> RunningCopilotHint {
-    let mut hint = RunningCopilotHint::default();
-    let env = |name| std::env::var(name).ok().filter(|v| !v.is_empty());
-    if let Some(v) = &e.copilot_version {
-        hint.binary_version = Some(v.clone());
-        hint.source.push("flag:--copilot-version".into());
-    } else if let Some(v) = env("COPILOT_CLI_BINARY_VERSION") {
-        hint.binary_version = Some(v);
-        hint.source.push("env:COPILOT_CLI_BINARY_VERSION".into());
+impl EvidenceArgs {
+    /// The library's form of these flags.
+    pub fn flags(&self) -> CopilotFlags {
+        CopilotFlags {
+            version: self.copilot_version.clone(),
+            dist_dir: self.copilot_dist_dir.clone(),
+            packages: self.copilot_package.clone(),
+        }
     }
-    if let Some(d) = &e.copilot_dist_dir {
-        hint.resolved_dist_dir = Some(d.clone());
-        hint.source.push("flag:--copilot-dist-dir".into());
-    } else if let Some(d) = env("COPILOT_CLI_RESOLVED_DIST_DIR") {
-        hint.resolved_dist_dir = Some(PathBuf::from(d));
-        hint.source.push("env:COPILOT_CLI_RESOLVED_DIST_DIR".into());
-    }
-    let complete = hint.binary_version.is_some() && hint.resolved_dist_dir.is_some();
-    if let (false, Ok(home)) = (complete, Home::from_env()) {
-        merge_recorded(&mut hint, recorded::hint_from_harnery(&home, session_id));
-    }
-    hint
 }
 
-fn merge_recorded(hint: &mut RunningCopilotHint, recorded: RunningCopilotHint) {
-    let mut sources = recorded.source.into_iter();
-    let version_source = recorded
-        .binary_version
-        .as_ref()
-        .and_then(|_| sources.next());
-    let dist_source = recorded
-        .resolved_dist_dir
-        .as_ref()
-        .and_then(|_| sources.next());
-    if hint.binary_version.is_none() && recorded.binary_version.is_some() {
-        hint.binary_version = recorded.binary_version;
-        hint.source.extend(version_source);
-    }
-    if hint.resolved_dist_dir.is_none() && recorded.resolved_dist_dir.is_some() {
-        hint.resolved_dist_dir = recorded.resolved_dist_dir;
-        hint.source.extend(dist_source);
-    }
+/// The running-Copilot hint for these flags (`harnery::recover::hint`).
+fn hint(e: &EvidenceArgs, session_id: Option<&str>) -> RunningCopilotHint {
+    running_copilot(&e.flags(), session_id)
 }

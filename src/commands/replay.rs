@@ -16,7 +16,7 @@ use harnery::clock::format_time;
 use harnery::contract::Event;
 use harnery::home::Home;
 use harnery::report::epochs::{Epochs, boundary, report_damaged};
-use harnery::resume::log::{self, SessionLog};
+use harnery::restore::log::{self, SessionLog};
 use std::io::Write;
 
 #[derive(Debug, clap::Args)]

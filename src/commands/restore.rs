@@ -1,11 +1,13 @@
 //! `harnery restore <session> [--checkpoint ID|latest] [--json]`: the seed
 //! a fresh incarnation starts from, the shim that resumes the agent, and
 //! what `--apply` would do. It shows; it writes and records nothing.
+//! This module parses, picks the epoch, calls the restore planner
+//! (`harnery::restore::plan`) and prints.
 //!
 //! - `--apply` puts the agent's record up to the checkpoint back from the
 //!   raw archive as a new session of the agent, links it to its parent
 //!   and prints the agent's resume of it; `--exec` runs that in the
-//!   session's directory (`restore_apply`).
+//!   session's directory (`harnery::restore::apply`, `run`).
 //! - `--record` (what a plain `restore` did before) records the restore
 //!   through the spool (`harnery.restore`), so the session's next native
 //!   activity is taken for an in-place resume: `finalize` then appends
@@ -14,32 +16,26 @@
 //!
 //! - Where the agent's own record is gone, the shim is a put-back,
 //!   `harnery restore … --apply`: it carries this restore's flags that
-//!   decide the resume (`carried_flags`) and the agent's words after `--`.
+//!   decide the resume (`harnery::restore::plan::carried_flags`) and the
+//!   agent's words after `--`.
 //!
 //! Exit 2 for an unknown session or checkpoint, or a record that cannot
 //! be put back.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use super::recover::{EvidenceArgs, hint};
-use super::restore_apply::{self as apply, ApplyPlan};
-use super::restore_sdk::absolute;
-use super::session_epochs;
+use super::recover::EvidenceArgs;
 use super::{CmdResult, EpochArg, Outcome};
-use harnery::agents::copilot;
-use harnery::agents::harnery::{RESTORE, RestorePayload};
 use harnery::contract::{AdapterId, Observation};
 use harnery::epoch::EpochSelector;
 use harnery::home::Home;
-use harnery::now::resolve_now;
-use harnery::operator::Target;
 use harnery::report::epochs::Epochs;
-use harnery::resume::evidence::SearchPlan;
-use harnery::resume::log::SessionLog;
-use harnery::resume::policy::StreamSize;
-use harnery::resume::restore::{Restore, seed};
-use harnery::resume::shim::{self, Transport};
+use harnery::restore::apply::ApplyPlan;
+use harnery::restore::epochs::for_restore;
+use harnery::restore::plan::{self, PlanError, RestoreRequest, Restored};
+use harnery::restore::seed::Restore;
+use harnery::restore::shim::Transport;
 
 #[derive(Debug, clap::Args)]
 #[command(
@@ -129,192 +125,45 @@ pub fn run(args: Args) -> CmdResult {
         (&live, None)
     } else {
         epochs = Epochs::open(&home, &args.epoch.epoch)?;
-        let part = session_epochs::for_checkpoint(&epochs, &args.session, &args.checkpoint)?;
-        if args.record && part.label != "live" {
-            return Err(format!(
-                "--record: checkpoint {:?} is in the archived epoch {}, which a finalize never \
-                 writes to; use --apply",
-                args.checkpoint, part.label
-            )
-            .into());
-        }
+        let part = for_restore(&epochs, &args.session, &args.checkpoint, args.record)?;
         (&part.ledger, Some(part.label.clone()))
     };
-    let session = ledger.sessions().resolve(&args.session)?;
-    let log = SessionLog::read(ledger, &session)?;
-    let seed = seed(
-        ledger,
-        &log,
-        Some(&args.checkpoint),
-        args.include_superseded,
-    )?;
-    let id = session.session_id.clone();
-    let cp = seed.checkpoint.clone();
-    let now = resolve_now(args.now.as_deref())?;
-    // A refused id is never a reason to fall back to anything.
-    if let Some(new_id) = &args.new_id {
-        harnery::resume::materialize::check_new_id(new_id)?;
-    }
-    // What --apply does, worked out (and done, with --apply).
-    let mut plan = apply::plan(&home, ledger, &log, &cp, args.new_id.as_deref());
-    let shim = choose_shim(&args, ledger, &log, &cp, &mut plan, &home, now)?;
-    // Only an explicit --record arms an in-place resume; a shim that is
-    // not native starts a new session, and this one is not resumed.
-    let record = args.record
-        && shim.native
-        && !harnery::resume::exact::kept_turn_goes_on(ledger, &log, cp.offset)?;
-    if record {
-        let target = Target {
-            home,
-            adapter: session.adapter,
-            session_id: id.clone(),
-        };
-        let payload = RestorePayload {
-            checkpoint_id: seed.checkpoint.checkpoint_id.clone(),
-            boundary_offset: seed.boundary_offset,
-        };
-        target.append(RESTORE, &payload, now)?;
-    }
-    let restore = Restore { seed, shim };
-    print(&args, epoch, &restore, &plan, session.adapter, record)?;
+    let restored = plan::restore(&home, ledger, &args.session, &request(&args))?;
+    print(&args, epoch, &restored)?;
     if args.exec {
-        let status = apply::exec(&restore.shim)?;
+        let status = harnery::restore::run::exec(&restored.restore.shim)?;
         std::process::exit(status);
     }
     Ok(Outcome::Clean)
 }
 
-/// The shim: after `--apply`, the agent's resume of the new session (or,
-/// without the record in the archive, Claude Code's own fork); else the
-/// agent's resume of this one, or putting the record back first when
-/// the agent's own is gone. Run in the session's directory.
-fn choose_shim(
-    args: &Args,
-    ledger: &harnery::ledger::LedgerReader,
-    log: &SessionLog,
-    cp: &harnery::resume::log::Checkpoint,
-    plan: &mut Result<ApplyPlan, super::CmdError>,
-    home: &Home,
-    now: i64,
-) -> Result<harnery::resume::shim::ResumeShim, super::CmdError> {
-    let session = &log.session;
-    let id = &session.session_id;
-    // The checkpoint's own directory (generation 6), else the one derived
-    // from the ledger below it.
-    let derived = plan.as_ref().ok().and_then(|p| p.record.cwd.clone());
-    let mut cwd = cp.cwd.clone().or(derived);
-    let sdk = sdk_words(args, session.adapter, id)?;
-    let shim = if args.apply {
-        match plan.as_mut() {
-            Ok(p) => {
-                // Whatever stops the SDK resume stops it before anything is written.
-                if let Some(request) = sdk.as_ref().filter(|_| args.exec) {
-                    let dir = args.cwd.clone().or(cwd.clone());
-                    super::restore_sdk::check(dir.as_deref(), request)?;
-                }
-                apply::apply(p, home, log, cp, now)?;
-                let policy = || copilot_policy(args, id).0;
-                apply::shim_for(session.adapter, p, args.transport.into(), policy)
-            }
-            Err(e) => {
-                let words = &args.agent_args;
-                let fork = apply::fork_instead(home, ledger, log, cp, e, words, args.exec)?;
-                cwd = fork.cwd.clone();
-                shim::claude_at(id, &fork.row, true, None)
-            }
-        }
-    } else {
-        let sdk_dir = sdk.as_ref().and_then(|r| r.sdk_dir.as_deref());
-        let look = super::restore_resume::Look {
-            home,
-            ledger,
-            log,
-            cp,
-            plan,
-            carried: &carried_flags(args, sdk_dir)?,
-            in_place: args.record,
-            transport: args.transport.into(),
-        };
-        let (shim, its_cwd) = look.shim(|| copilot_policy(args, id))?;
-        cwd = cwd.or(its_cwd);
-        shim
-    };
-    let sdk_dir = sdk.and_then(|r| r.sdk_dir);
-    Ok(shim
-        .in_dir(args.cwd.clone().or(cwd))
-        .with_words(&args.agent_args, sdk_dir)?
-        .within(args.sdk_timeout))
-}
-
-/// The flags of this restore that decide how the agent is resumed, for
-/// a put-back shim to carry to `restore … --apply` (the words after `--`
-/// follow them there). Paths are made absolute, so the printed command
-/// works from any directory.
-fn carried_flags(args: &Args, sdk_dir: Option<&str>) -> Result<Vec<String>, super::CmdError> {
-    let mut flags = Vec::new();
-    let mut carry = |name: &str, value: &str| flags.extend(shim::option(name, value));
-    match &args.epoch.epoch {
-        EpochSelector::Live => {}
-        EpochSelector::All => carry("--epoch", "all"),
-        EpochSelector::Id(id) => carry("--epoch", id),
+/// The library's request, from the flags.
+fn request(args: &Args) -> RestoreRequest {
+    RestoreRequest {
+        checkpoint: args.checkpoint.clone(),
+        include_superseded: args.include_superseded,
+        transport: args.transport.into(),
+        sdk: args.sdk.clone(),
+        sdk_timeout: args.sdk_timeout,
+        apply: args.apply,
+        exec: args.exec,
+        record: args.record,
+        new_id: args.new_id.clone(),
+        cwd: args.cwd.clone(),
+        copilot_home: args.copilot_home.clone(),
+        now: args.now.clone(),
+        copilot: args.evidence.flags(),
+        epoch: args.epoch.epoch.clone(),
+        agent_args: args.agent_args.clone(),
     }
-    if args.transport == TransportArg::Sdk {
-        carry("--transport", "sdk");
-    }
-    if let Some(dir) = sdk_dir {
-        carry("--sdk", dir);
-    }
-    if let Some(secs) = args.sdk_timeout {
-        carry("--sdk-timeout", &secs.to_string());
-    }
-    if let Some(dir) = &args.cwd {
-        carry("--cwd", &absolute("--cwd", Path::new(dir))?);
-    }
-    if let Some(dir) = &args.copilot_home {
-        carry("--copilot-home", &absolute("--copilot-home", dir)?);
-    }
-    let evidence = &args.evidence;
-    if let Some(version) = &evidence.copilot_version {
-        carry("--copilot-version", version);
-    }
-    if let Some(dir) = &evidence.copilot_dist_dir {
-        carry("--copilot-dist-dir", &absolute("--copilot-dist-dir", dir)?);
-    }
-    for dir in &evidence.copilot_package {
-        carry("--copilot-package", &absolute("--copilot-package", dir)?);
-    }
-    Ok(flags)
-}
-
-/// With `--transport sdk` on a Copilot session: the words after `--` read
-/// as the SDK resume takes them, and where the SDK is; refused words stop
-/// the restore before anything is written.
-fn sdk_words(
-    args: &Args,
-    adapter: AdapterId,
-    id: &str,
-) -> Result<Option<harnery::resume::copilot_sdk::SdkRequest>, super::CmdError> {
-    if args.sdk_timeout.is_some() && args.transport != TransportArg::Sdk {
-        return Err("--sdk-timeout limits the SDK resume's turn: it needs --transport sdk".into());
-    }
-    if args.transport != TransportArg::Sdk || adapter != AdapterId::Copilot {
-        return Ok(None);
-    }
-    let dir = super::restore_sdk::sdk_dir(args.sdk.as_deref())?;
-    let request = harnery::resume::copilot_sdk::SdkRequest::new(id).with_words(&args.agent_args)?;
-    Ok(Some(request.in_sdk_dir(dir)))
 }
 
 /// Print the restore: JSON (the seed's events streamed from the ledger),
 /// or text with what `--apply` does.
-fn print(
-    args: &Args,
-    epoch: Option<String>,
-    restore: &Restore,
-    plan: &Result<ApplyPlan, super::CmdError>,
-    adapter: AdapterId,
-    record: bool,
-) -> Result<(), super::CmdError> {
+fn print(args: &Args, epoch: Option<String>, restored: &Restored) -> Result<(), super::CmdError> {
+    let (restore, plan) = (&restored.restore, &restored.plan);
+    let adapter = restore.seed.session.adapter;
+    let record = restored.recorded;
     let apply_plan = plan.as_ref().ok();
     let mut out = harnery::terminal::stdout(args.json);
     if args.json {
@@ -362,10 +211,7 @@ struct Shown<'a, 'b> {
     apply_refused: Option<String>,
 }
 
-fn write_plan(
-    out: &mut impl Write,
-    plan: &Result<ApplyPlan, super::CmdError>,
-) -> std::io::Result<()> {
+fn write_plan(out: &mut impl Write, plan: &Result<ApplyPlan, PlanError>) -> std::io::Result<()> {
     match plan {
         Ok(p) => {
             let verb = if p.applied {
@@ -394,28 +240,6 @@ fn write_plan(
         }
         Err(e) => writeln!(out, "  --apply cannot put the record back: {e}"),
     }
-}
-
-fn copilot_policy(
-    args: &Args,
-    id: &str,
-) -> (
-    harnery::resume::policy::ResumeAssessment,
-    Option<StreamSize>,
-) {
-    let plan = SearchPlan::from_env(args.evidence.copilot_package.clone());
-    let assessment = harnery::resume::assess_copilot(hint(&args.evidence, Some(id)), &plan);
-    let copilot_home = args
-        .copilot_home
-        .clone()
-        .unwrap_or_else(|| copilot::home(&harnery::resume::home_dir()));
-    // An id that is not a plain name never becomes a path (it could leave
-    // the home).
-    let stream = copilot::events_file(&copilot_home, id)
-        .ok()
-        .and_then(|path| std::fs::metadata(path).ok())
-        .map(|m| StreamSize::new(m.len(), None));
-    (assessment, stream)
 }
 
 fn write_text(

@@ -23,7 +23,7 @@ use harnery::report::inherited::Inherited;
 use harnery::report::superseded::mark_timeline;
 use harnery::report::timeline::{Timeline, TimelineEntry};
 use harnery::report::usage::{mark_turn_tokens, turn_usage};
-use harnery::resume::log::SessionLog;
+use harnery::restore::log::SessionLog;
 use std::io::Write;
 
 #[derive(Debug, clap::Args)]

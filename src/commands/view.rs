@@ -17,7 +17,7 @@ use harnery::report::inherited::Inherited;
 use harnery::report::source::closed_sessions;
 use harnery::report::superseded::{mark_timeline, superseded};
 use harnery::report::timeline::Timeline;
-use harnery::resume::log::SessionLog;
+use harnery::restore::log::SessionLog;
 use harnery::view::index::IndexRow;
 use harnery::view::{PartRows, build, page, page_file, page_files};
 

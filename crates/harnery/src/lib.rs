@@ -5,7 +5,7 @@
 //! `harnery-spool`, whose `home`, `clock` and `spool` are re-exported here.
 //! Layers, from the bottom up:
 //! `home`, `clock`, `spool`, `now` → `contract` → `agents`, `ledger` → `session` →
-//! `finalize`, `epoch`, `report`, `export`, `operator`, `resume`, `install`
+//! `finalize`, `epoch`, `report`, `export`, `operator`, `recover`, `restore`, `install`
 //! → `view`, `fleet`, `search` → `serve`.
 
 pub use harnery_spool::{clock, failpoint, home, spool};
@@ -25,8 +25,9 @@ pub mod now;
 pub mod operator;
 pub mod ordered;
 pub mod progress;
+pub mod recover;
 pub mod report;
-pub mod resume;
+pub mod restore;
 pub mod search;
 pub mod serve;
 pub mod session;

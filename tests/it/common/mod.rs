@@ -30,7 +30,7 @@ pub fn harnery(home: &Path) -> Command {
 
 /// `cmd` as on a machine where no agent is installed but what the test
 /// puts under `user`: `HOME`, the caches and npm prefixes Copilot is
-/// looked for in (`resume::evidence`), the agents' homes, the hooks'
+/// looked for in (`agents::copilot::package`), the agents' homes, the hooks'
 /// hints of a running Copilot and every `copilot` on `PATH` lead there
 /// or nowhere. What the person running the tests has installed (a
 /// `~/.cache/copilot/pkg`, a global npm Copilot) never decides a test.

@@ -5,10 +5,10 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use harnery::resume::chronicle::OpenStrategy;
-use harnery::resume::evidence::{RunningCopilotHint, SearchPlan};
-use harnery::resume::packet::{IndexStatus, Packet, PacketLimits};
-use harnery::resume::{self, RecoverRequest};
+use harnery::agents::copilot::package::{RunningCopilotHint, SearchPlan};
+use harnery::recover::chronicle::OpenStrategy;
+use harnery::recover::packet::{IndexStatus, Packet, PacketLimits};
+use harnery::recover::{self, RecoverRequest};
 
 const ID: &str = "0b1c2d3e-0000-4000-8000-000000000001";
 
@@ -98,7 +98,7 @@ impl Home {
     }
 
     fn packet(&self) -> Packet {
-        resume::recover(&self.request()).expect("packet")
+        recover::recover(&self.request()).expect("packet")
     }
 }
 
@@ -291,7 +291,7 @@ fn appends_during_the_scan_are_not_read() {
     let stream = home.stream();
     let size_before = std::fs::metadata(&stream).expect("stat").len();
     let target: PathBuf = stream.clone();
-    resume::failpoints::set_after_first_read(&stream, Box::new(move || append_direction(&target)));
+    recover::failpoints::set_after_first_read(&stream, Box::new(move || append_direction(&target)));
     let p = home.packet();
     assert!(
         std::fs::metadata(&stream).expect("stat").len() > size_before,
@@ -372,7 +372,7 @@ proptest::proptest! {
         let mut req = home.request();
         req.limits.max_direct = 100;
         req.limits.max_bytes = 1 << 20;
-        let p = resume::recover(&req).expect("packet");
+        let p = recover::recover(&req).expect("packet");
         let got: Vec<String> = p.direction.entries.iter().rev().map(|e| e.entry.text.clone()).collect();
         proptest::prop_assert_eq!(&got, &expected);
         proptest::prop_assert_eq!(p.latest_direction.map(|l| l.text), expected.last().cloned());

@@ -4,11 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
-use harnery::resume::canonical::EntryKind;
-use harnery::resume::chronicle::{self, OpenStrategy, OpenedVia};
-use harnery::resume::evidence::{RunningCopilotHint, SearchPlan};
-use harnery::resume::packet::{IndexStatus, Packet, PacketLimits};
-use harnery::resume::{self, Agent, RecoverRequest};
+use harnery::agents::copilot::package::{RunningCopilotHint, SearchPlan};
+use harnery::recover::canonical::EntryKind;
+use harnery::recover::chronicle::{self, OpenStrategy, OpenedVia};
+use harnery::recover::packet::{IndexStatus, Packet, PacketLimits};
+use harnery::recover::{self, Agent, RecoverRequest};
 
 const KILLED: &str = "93ac04b6-be37-48e5-9126-c3f986eaa653";
 
@@ -65,7 +65,7 @@ fn request(home: &Path, id: &str) -> RecoverRequest {
 
 fn packet(rel: &str, id: &str) -> Packet {
     let home = home_copy(rel);
-    resume::recover(&request(home.path(), id)).expect("packet")
+    recover::recover(&request(home.path(), id)).expect("packet")
 }
 
 fn latest_text(p: &Packet) -> &str {
@@ -237,7 +237,7 @@ fn large_resume_excerpts_skip_cut_lines_and_keep_the_resumed_prompt() {
             dir.join("events.jsonl"),
         )
         .expect("copy");
-        let p = resume::recover(&request(home.path(), id)).expect("packet");
+        let p = recover::recover(&request(home.path(), id)).expect("packet");
         assert_eq!(latest_text(&p), "Say hi after resuming.", "{rel}");
         assert!(
             p.stream.skipped.torn > 20,
@@ -310,7 +310,7 @@ fn claude_request(rel: &str, id: &str) -> (tempfile::TempDir, RecoverRequest) {
 #[test]
 fn claude_code_transcript_packet() {
     let (_home, req) = claude_request("claude-code/resume", "8d31d374-43c7-42c3-aadb-185a6df76fcf");
-    let p = resume::recover(&req).expect("packet");
+    let p = recover::recover(&req).expect("packet");
     assert_eq!(p.agent, "claude-code");
     assert_eq!(latest_text(&p), "[[scenario:resume2]] Second turn.");
     assert_eq!(p.direction.entries.len(), 2);
@@ -345,7 +345,7 @@ fn claude_code_commands_and_notifications_are_steering() {
         "claude-code/interactive",
         "deba59d7-ffd5-47cf-963a-b4dc9c83f265",
     );
-    let p = resume::recover(&req).expect("packet");
+    let p = recover::recover(&req).expect("packet");
     assert_eq!(
         latest_text(&p),
         "[[scenario:tool-failure]] Run a failing command."
@@ -366,7 +366,7 @@ fn claude_code_commands_and_notifications_are_steering() {
         "claude-code/subagent",
         "2668abe1-379d-47fc-a818-0f8a3d39c1bf",
     );
-    let p = resume::recover(&req).expect("packet");
+    let p = recover::recover(&req).expect("packet");
     assert_eq!(
         latest_text(&p),
         "[[scenario:subagent]] Ask a subagent to run echo."
@@ -382,18 +382,18 @@ fn agent_is_found_where_the_session_is() {
     let (_home, mut req) =
         claude_request("claude-code/resume", "8d31d374-43c7-42c3-aadb-185a6df76fcf");
     assert_eq!(
-        resume::locate(&req).expect("found").agent,
+        recover::locate(&req).expect("found").agent,
         Agent::ClaudeCode
     );
     req.agent = Some(Agent::Copilot);
     assert!(matches!(
-        resume::locate(&req),
-        Err(resume::RecoverError::NotFound { .. })
+        recover::locate(&req),
+        Err(recover::RecoverError::NotFound { .. })
     ));
     req.session_id = "../escape".into();
     assert!(matches!(
-        resume::locate(&req),
-        Err(resume::RecoverError::BadSessionId(_))
+        recover::locate(&req),
+        Err(recover::RecoverError::BadSessionId(_))
     ));
 }
 
@@ -437,7 +437,7 @@ fn read_only_open_reads_the_wal_even_where_no_shm_can_be_made() {
 fn refused_read_only_open_falls_back_to_a_private_copy() {
     let home = home_copy("copilot/interrupted-sigkill-2-resumed");
     let db = home.path().join("session-store.db");
-    resume::failpoints::set_read_only_open_fails(&db);
+    recover::failpoints::set_read_only_open_fails(&db);
     let c = chronicle::read(&db, KILLED, OpenStrategy::Auto).expect("fallback read");
     assert_eq!(c.opened_via, OpenedVia::PrivateCopy);
     assert!(
@@ -455,7 +455,7 @@ fn claude_code_direction_survives_compaction() {
         "claude-code/compact",
         "221d6ed5-93db-49fb-b651-1c5540460db1",
     );
-    let p = resume::recover(&req).expect("packet");
+    let p = recover::recover(&req).expect("packet");
     let texts: Vec<&str> = p
         .direction
         .entries

@@ -5,11 +5,11 @@
 
 use std::path::{Path, PathBuf};
 
+use harnery::agents::copilot::package::{RunningCopilotHint, SearchPlan};
 use harnery::home::Home;
-use harnery::resume::evidence::{RunningCopilotHint, SearchPlan};
-use harnery::resume::policy::{Policy, StreamSize};
-use harnery::resume::recorded::hint_from_harnery;
-use harnery::resume::{assess_copilot, with_stream};
+use harnery::recover::policy::{Policy, StreamSize};
+use harnery::recover::recorded::hint_from_harnery;
+use harnery::recover::{assess_copilot, with_stream};
 use harnery::spool::SpoolWriter;
 
 fn package(version: &str) -> PathBuf {

@@ -11,8 +11,8 @@ use serde_json::Value;
 
 use harnery::home::Home;
 use harnery::ledger::LedgerReader;
-use harnery::resume::log::SessionLog;
-use harnery::resume::record_cut::cut_at;
+use harnery::restore::log::SessionLog;
+use harnery::restore::record_cut::cut_at;
 
 use crate::common::{self, stderr};
 use crate::restore::apply::*;
@@ -48,7 +48,7 @@ fn last_line_id(record: &Path, end: u64, key: &str) -> (u64, String) {
 /// Every placed checkpoint of `session` in the live epoch: its place
 /// equals the cut derived from the ledger's record events. Returns the
 /// checkpoints, placed or not.
-fn placed_as_derived(home: &Path, session: &str) -> Vec<harnery::resume::log::Checkpoint> {
+fn placed_as_derived(home: &Path, session: &str) -> Vec<harnery::restore::log::Checkpoint> {
     let ledger = LedgerReader::open_dir(&LedgerReader::live_dir(&Home::at(home)), None).unwrap();
     let s = ledger.sessions().resolve(session).unwrap();
     let log = SessionLog::read(&ledger, &s).unwrap();

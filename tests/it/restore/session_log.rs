@@ -14,7 +14,7 @@ use common::{copy_tree, stderr};
 use harnery::contract::{AdapterId, SessionRef};
 use harnery::home::Home;
 use harnery::ledger::LedgerReader;
-use harnery::resume::log::{self, RangeError, ReplayError, SessionLog};
+use harnery::restore::log::{self, RangeError, ReplayError, SessionLog};
 use serde_json::Value;
 use session_log_support::*;
 

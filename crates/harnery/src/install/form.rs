@@ -5,15 +5,15 @@
 //! stdin). The exec form saves a `bash` start per event, but a client that
 //! does not know it would skip harnery's hooks, so it is chosen only on
 //! evidence: the version of the Copilot that will run the hooks, found on
-//! disk by [`crate::resume::evidence`] (the same search `resume-policy`
+//! disk by [`crate::agents::copilot::package`] (the same search `resume-policy`
 //! uses), at or above [`EXEC_FORM_OLDEST_VERIFIED`]. Anything else, including
 //! no Copilot found or an unreadable version, gets the `bash` form, which
 //! every version runs. This module never runs `copilot`.
 
 use std::fmt;
 
-use crate::resume::evidence::{Installed, Place};
-use crate::resume::version::Version;
+use crate::agents::copilot::package::{Installed, Place};
+use crate::agents::copilot::version::Version;
 
 /// The oldest Copilot CLI seen running exec-form hooks: 1.0.63, 1.0.86 and
 /// 1.0.102 each ran every exec entry with exactly its `args` and the payload

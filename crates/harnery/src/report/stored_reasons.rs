@@ -27,7 +27,7 @@ pub fn part_reasons_with(
 ) -> Result<Vec<String>, LedgerError> {
     // A session whose row counts no resume has no superseded range.
     if !include_superseded && ledger.sessions().resumes(session)? != Some(0) {
-        let log = crate::resume::log::SessionLog::read_resumes(ledger, session)?;
+        let log = crate::restore::log::SessionLog::read_resumes(ledger, session)?;
         if !log.superseded().is_empty() {
             let mut live = ledger.events().session_events(session)?;
             live.retain(|e| !log.is_superseded(e.offset));

@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::timeline::Timeline;
 use crate::contract::{EventType, Payload, SessionRef};
 use crate::ledger::{LedgerError, LedgerReader, SessionSummary, SpanCounts};
-use crate::resume::log::SessionLog;
+use crate::restore::log::SessionLog;
 
 /// The effect kind `restore --apply` records on a new session's first
 /// checkpoint; its ref is `<adapter>/<parent>@<checkpoint>`.

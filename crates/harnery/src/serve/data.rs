@@ -17,7 +17,7 @@ use crate::report::session_list::{Listed, SessionFilter, list};
 use crate::report::source::{SourceError, closed_sessions, live_or_none};
 use crate::report::timeline::Timeline;
 use crate::report::usage::{GroupBy, Prices, UsageGroup, UsageTally, mark_turn_tokens, turn_usage};
-use crate::resume::log::SessionLog;
+use crate::restore::log::SessionLog;
 use crate::view::{PartRows, SessionView, build};
 
 /// The name reads report under on stderr.

@@ -5,7 +5,7 @@
 //! A checkpoint is pinned when the next turn's work arrives, usually before
 //! the finalizer has read the turn's record lines, so its place cannot be
 //! taken when it is pinned. It waits here, in the record's producer state,
-//! and is placed by the same rule `resume::record_cut` applies at read
+//! and is placed by the same rule `restore::record_cut` applies at read
 //! time, fed the events in the same order:
 //!
 //! - the turns a checkpoint keeps are those of the events below it; the

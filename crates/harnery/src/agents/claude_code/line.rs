@@ -2,7 +2,7 @@
 //! line and stream-json frame may carry, whatever its type, and what a
 //! `user` line is (the human's direction, steering, or activity). Read by
 //! both readers of the record: `finalize` ([`super::record`]) and the
-//! recovery packet (`resume::claude`), so the two never disagree on a field.
+//! recovery packet (`recover::claude`), so the two never disagree on a field.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -25,6 +25,14 @@ pub struct Header<'a> {
     pub uuid: Option<Cow<'a, str>>,
     #[serde(rename = "parentUuid", borrow)]
     pub parent_uuid: Option<Cow<'a, str>>,
+}
+
+/// A `message` read loosely for its text: its `content` as written, a
+/// string or blocks or anything else (`harnery recover` shows it).
+#[derive(Deserialize)]
+pub struct MessageContent {
+    #[serde(default)]
+    pub content: serde_json::Value,
 }
 
 /// Every field either reader takes from a line, whatever its type; its

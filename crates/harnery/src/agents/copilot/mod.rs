@@ -1,9 +1,14 @@
 //! Copilot CLI: where it keeps its files (the one resolver of its home),
-//! its hook dialect ([`hooks`]) and the dialect of its own record,
-//! `events.jsonl` ([`record`]).
+//! its hook dialect ([`hooks`]), the dialect of its own record,
+//! `events.jsonl` ([`record`], and the shown frames' data, [`frames`]),
+//! and where its package is installed and which version it is
+//! ([`package`], [`version`]).
 
+pub mod frames;
 pub mod hooks;
+pub mod package;
 pub mod record;
+pub mod version;
 
 use std::path::{Path, PathBuf};
 

@@ -73,7 +73,7 @@ pub mod frame {
 
 /// One line of `events.jsonl` with its envelope read and `data` left as
 /// text: the first step of every reader of this record (the finalizer's
-/// [`read_line`] and `harnery recover`'s scan, `resume::copilot`).
+/// [`read_line`] and `harnery recover`'s scan, `recover::copilot`).
 #[derive(Deserialize)]
 pub struct Envelope<'a> {
     #[serde(rename = "type", borrow)]

@@ -32,6 +32,7 @@
 //!   `cost-state` lines) are [`RecordItem::UsageTotal`], never summed with
 //!   per-call usage: they already include it.
 
+pub mod lines;
 pub mod place;
 
 use std::sync::LazyLock;
@@ -64,7 +65,7 @@ pub struct RecordLine {
 }
 
 /// What a line is to the place of a turn's end in the record (see
-/// `resume::record_cut`): each agent's reader says it (`line_mark`).
+/// `restore::record_cut`): each agent's reader says it (`line_mark`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum LineMark {
     #[default]

@@ -13,9 +13,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::evidence::{Installed, RunningCopilotHint};
 use super::stream::LEGACY_CEILING_CHARS;
-use super::version::Version;
+use crate::agents::copilot::package::{Installed, RunningCopilotHint};
+use crate::agents::copilot::version::Version;
 
 /// Largest changelog read.
 const CHANGELOG_MAX_BYTES: u64 = 64 << 20;
@@ -228,7 +228,7 @@ fn select(hint: &RunningCopilotHint, installed: &[Installed]) -> Selection {
     }
     if let Some(dist) = installed
         .iter()
-        .find(|i| i.place == super::evidence::Place::DistDir && i.version.is_some())
+        .find(|i| i.place == crate::agents::copilot::package::Place::DistDir && i.version.is_some())
     {
         return Selection {
             version: dist.version.clone(),

@@ -10,16 +10,19 @@
 //!
 //! What a line *is* (its envelope, its frame types) is read by the one
 //! reader of Copilot's record, `agents::copilot::record`, shared with the
-//! finalizer; this module keeps only what the packet needs from it.
+//! finalizer, and what the shown frames' data holds by
+//! `agents::copilot::frames`; this module turns them into packet entries.
 
 use std::borrow::Cow;
 
 use memchr::memmem::Finder;
-use serde::Deserialize;
 
 use super::canonical::{Entry, EntryKind};
 use super::stream::{
     ActivityRef, Dialect, RawMessage, ScanState, message_digest, salvage, trim_record,
+};
+use crate::agents::copilot::frames::{
+    AssistantMessageData, ReasoningData, ToolCompleteData, UserMessageData, frame_type,
 };
 use crate::agents::copilot::record::{Envelope, frame};
 
@@ -44,14 +47,6 @@ impl Default for CopilotDialect {
             user_needle: Finder::new(b"\"type\":\"user.message\"").into_owned(),
         }
     }
-}
-
-#[derive(Deserialize)]
-struct WireUserData<'a> {
-    #[serde(borrow, default)]
-    content: Option<Cow<'a, str>>,
-    #[serde(default)]
-    source: Option<serde_json::Value>,
 }
 
 impl Dialect for CopilotDialect {
@@ -107,7 +102,7 @@ impl CopilotDialect {
         }
         let kind = match type_from_prefix(record) {
             Some(kind) => Cow::Borrowed(kind),
-            None => Cow::Owned(parse_type(record).ok_or(Unplaced)?),
+            None => Cow::Owned(frame_type(record).ok_or(Unplaced)?),
         };
         note_record(state, offset, record.len(), &kind);
         Ok(())
@@ -127,7 +122,7 @@ impl CopilotDialect {
         }
         let Some(data) = event
             .data
-            .and_then(|d| serde_json::from_str::<WireUserData<'_>>(d.get()).ok())
+            .and_then(|d| serde_json::from_str::<UserMessageData<'_>>(d.get()).ok())
         else {
             state.records += 1;
             state.skipped.invalid += 1;
@@ -223,39 +218,8 @@ fn type_from_prefix(record: &[u8]) -> Option<&str> {
     std::str::from_utf8(&rest[..end]).ok()
 }
 
-fn parse_type(record: &[u8]) -> Option<String> {
-    #[derive(Deserialize)]
-    struct TypeOnly<'a> {
-        #[serde(rename = "type", borrow)]
-        kind: Cow<'a, str>,
-    }
-    serde_json::from_slice::<TypeOnly<'_>>(record)
-        .ok()
-        .map(|t| t.kind.into_owned())
-}
-
-#[derive(Deserialize)]
-struct WireAssistant<'a> {
-    #[serde(borrow, default)]
-    content: Option<Cow<'a, str>>,
-    #[serde(rename = "reasoningText", borrow, default)]
-    reasoning: Option<Cow<'a, str>>,
-    #[serde(rename = "toolRequests", default)]
-    tool_requests: Vec<WireToolRequest>,
-}
-
-#[derive(Deserialize)]
-struct WireToolRequest {
-    #[serde(rename = "toolCallId", default)]
-    call_id: Option<String>,
-    #[serde(default)]
-    name: Option<String>,
-    #[serde(default)]
-    arguments: Option<serde_json::Value>,
-}
-
 fn assistant_entries(data: &str, cap: usize) -> Option<Vec<Entry>> {
-    let wire: WireAssistant<'_> = serde_json::from_str(data).ok()?;
+    let wire: AssistantMessageData<'_> = serde_json::from_str(data).ok()?;
     let mut out = Vec::new();
     if let Some(r) = wire.reasoning.as_deref().filter(|r| !r.is_empty()) {
         out.push(Entry::new(EntryKind::Reasoning, r, cap));
@@ -274,12 +238,7 @@ fn assistant_entries(data: &str, cap: usize) -> Option<Vec<Entry>> {
 }
 
 fn reasoning_entries(data: &str, cap: usize) -> Option<Vec<Entry>> {
-    #[derive(Deserialize)]
-    struct Wire<'a> {
-        #[serde(borrow, default)]
-        content: Option<Cow<'a, str>>,
-    }
-    let wire: Wire<'_> = serde_json::from_str(data).ok()?;
+    let wire: ReasoningData<'_> = serde_json::from_str(data).ok()?;
     Some(vec![Entry::new(
         EntryKind::Reasoning,
         wire.content.as_deref().unwrap_or(""),
@@ -287,20 +246,8 @@ fn reasoning_entries(data: &str, cap: usize) -> Option<Vec<Entry>> {
     )])
 }
 
-#[derive(Deserialize)]
-struct WireToolComplete {
-    #[serde(rename = "toolCallId", default)]
-    call_id: Option<String>,
-    #[serde(default)]
-    success: Option<bool>,
-    #[serde(default)]
-    result: Option<serde_json::Value>,
-    #[serde(default)]
-    error: Option<serde_json::Value>,
-}
-
 fn tool_result_entries(data: &str, cap: usize) -> Option<Vec<Entry>> {
-    let wire: WireToolComplete = serde_json::from_str(data).ok()?;
+    let wire: ToolCompleteData = serde_json::from_str(data).ok()?;
     let text = wire
         .result
         .as_ref()

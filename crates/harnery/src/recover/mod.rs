@@ -8,38 +8,25 @@
 //! Resume safety reads installed Copilot package changelogs read-only and
 //! allows native `--resume` only on explicit evidence.
 //!
-//! This module never runs the agent or a package manager, and writes into
-//! the agent's home only in `materialize` (`restore --apply`): new files,
-//! created exclusively, never over one of the agent's.
+//! This module never runs the agent or a package manager and never writes
+//! into the agent's home (a store it cannot open read-only is copied into
+//! a private temporary folder). Giving a session back is `restore`'s.
 
 pub mod canonical;
 pub mod chronicle;
 pub mod claude;
-pub mod claude_fork;
-pub mod command_effects;
 pub mod copilot;
-pub mod copilot_sdk;
-pub mod evidence;
-pub mod exact;
-pub mod lines;
-pub mod log;
-pub mod materialize;
+pub mod hint;
 pub mod packet;
 pub mod policy;
-pub mod record_cut;
 pub mod recorded;
 pub mod render;
-pub mod restore;
-pub mod seed_effects;
-pub mod shim;
-pub mod steering;
 pub mod stream;
-pub mod version;
 
 use std::path::{Path, PathBuf};
 
+use crate::agents::copilot::package::{self, RunningCopilotHint, SearchPlan};
 use crate::agents::{self, claude_code};
-use evidence::{RunningCopilotHint, SearchPlan};
 use packet::{IndexInput, Packet, PacketLimits};
 use policy::{Policy, ResumeAssessment, StreamSize};
 use stream::{AfterFirstRead, Dialect, ScanLimits};
@@ -309,7 +296,7 @@ fn read_index(home: &Path, id: &str, strategy: chronicle::OpenStrategy) -> Index
 
 /// The Copilot resume assessment, without a session.
 pub fn assess_copilot(hint: RunningCopilotHint, plan: &SearchPlan) -> ResumeAssessment {
-    let installed = evidence::discover(plan, &hint);
+    let installed = package::discover(plan, &hint);
     let mut a = policy::assess(hint, installed);
     a.command = Some(match a.policy {
         Policy::Native => "copilot --resume <session-id>".into(),

@@ -34,7 +34,7 @@ use crate::agents::record::LineMark;
 use crate::agents::record::place::{RecordRole, check_shape};
 use crate::contract::{AdapterId, Event, EventType, Payload, RecordAt, SessionRef};
 use crate::ledger::{LedgerError, LedgerReader};
-use crate::resume::log::{Checkpoint, SessionLog};
+use crate::restore::log::{Checkpoint, SessionLog};
 
 /// Why the record could not be put back.
 #[derive(Debug, thiserror::Error)]

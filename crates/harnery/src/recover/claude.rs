@@ -6,11 +6,11 @@
 //! the main chain (not `isSidechain`), not `isMeta`, not a compaction summary,
 //! not a slash-command echo, not a system notification, and carries text rather
 //! than tool results. Everything else a user row can be is steering or activity.
-//! The line's envelope and that rule are the agent's own reader's
-//! (`agents::claude_code::line`); this module renders what it says.
+//! The line's envelope, its message's content and that rule are the
+//! agent's own reader's (`agents::claude_code::line`); this module renders
+//! what it says.
 
 use memchr::memmem::Finder;
-use serde::Deserialize;
 use serde_json::Value;
 
 use super::canonical::{Entry, EntryKind};
@@ -18,7 +18,7 @@ use super::copilot::value_text;
 use super::stream::{
     ActivityRef, Dialect, RawMessage, ScanState, message_digest, salvage, trim_record,
 };
-use crate::agents::claude_code::line::{Frame, UserKind};
+use crate::agents::claude_code::line::{Frame, MessageContent, UserKind};
 
 /// Classifies Claude Code transcript rows.
 pub struct ClaudeDialect {
@@ -33,12 +33,6 @@ impl Default for ClaudeDialect {
             assistant_needle: Finder::new(b"\"type\":\"assistant\"").into_owned(),
         }
     }
-}
-
-#[derive(Deserialize)]
-struct WireMessage {
-    #[serde(default)]
-    content: Value,
 }
 
 impl Dialect for ClaudeDialect {
@@ -80,7 +74,7 @@ impl Dialect for ClaudeDialect {
 
     fn activity_entries(&self, offset: u64, record: &[u8], cap: usize) -> Option<Vec<Entry>> {
         let row: Frame<'_> = serde_json::from_slice(record).ok()?;
-        let message: WireMessage = serde_json::from_str(row.message?.get()).ok()?;
+        let message: MessageContent = serde_json::from_str(row.message?.get()).ok()?;
         let mut entries = match row.kind.as_deref()? {
             "assistant" => assistant_entries(&message.content, cap),
             "user" => tool_result_entries(&message.content, cap),
@@ -122,7 +116,7 @@ impl ClaudeDialect {
     fn on_user(&self, state: &mut ScanState, offset: u64, len: usize, row: &Frame<'_>) {
         let Some(message) = row
             .message
-            .and_then(|m| serde_json::from_str::<WireMessage>(m.get()).ok())
+            .and_then(|m| serde_json::from_str::<MessageContent>(m.get()).ok())
         else {
             state.skipped.invalid += 1;
             return;

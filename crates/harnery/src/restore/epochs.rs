@@ -4,15 +4,17 @@
 //! checkpoints of its earlier part stay in the archived epoch, and are
 //! read there. A checkpoint pinned before the advance and placed in the
 //! agent's record after it (`checkpoint.located`) is placed in a later
-//! epoch: its place is joined to it here.
+//! epoch: its place is joined to it here. A restore that needs what
+//! another epoch holds of the session (its record's first bytes, its
+//! directory) opens the epochs [`around`] the one it reads.
 
-use harnery::epoch::EpochSelector;
-use harnery::home::Home;
-use harnery::ledger::LedgerReader;
-use harnery::report::epochs::{Epochs, OpenEpoch};
-use harnery::resume::log::SessionLog;
-
-use super::CmdError;
+use super::error::PlanError;
+use super::log::SessionLog;
+use crate::epoch::EpochSelector;
+use crate::home::Home;
+use crate::ledger::LedgerReader;
+use crate::report::epochs::{Epochs, OpenEpoch};
+use crate::report::source::SourceError;
 
 /// The session `name` names, and its log in each selected epoch that
 /// holds part of it, oldest first.
@@ -20,7 +22,7 @@ pub fn logs<'a>(
     epochs: &'a Epochs,
     command: &str,
     name: &str,
-) -> Result<Vec<(&'a OpenEpoch, SessionLog)>, CmdError> {
+) -> Result<Vec<(&'a OpenEpoch, SessionLog)>, SourceError> {
     epochs.report_unreadable(command)?;
     let found = epochs.session(command, name)?;
     let mut logs = found.read(command, epochs, SessionLog::read)?;
@@ -36,12 +38,32 @@ pub fn logs<'a>(
 }
 
 /// The epoch a restore of `checkpoint` (an id, or `latest`) reads: the
-/// newest selected one where the session has that checkpoint valid.
-pub fn for_checkpoint<'a>(
+/// newest selected one where the session has that checkpoint valid. With
+/// `record` (`--record`), only the live epoch: a finalize never writes to
+/// an archived one.
+pub fn for_restore<'a>(
     epochs: &'a Epochs,
     name: &str,
     checkpoint: &str,
-) -> Result<&'a OpenEpoch, CmdError> {
+    record: bool,
+) -> Result<&'a OpenEpoch, PlanError> {
+    let part = for_checkpoint(epochs, name, checkpoint)?;
+    if record && part.label != "live" {
+        return Err(format!(
+            "--record: checkpoint {checkpoint:?} is in the archived epoch {}, which a finalize \
+             never writes to; use --apply",
+            part.label
+        )
+        .into());
+    }
+    Ok(part)
+}
+
+fn for_checkpoint<'a>(
+    epochs: &'a Epochs,
+    name: &str,
+    checkpoint: &str,
+) -> Result<&'a OpenEpoch, PlanError> {
     let logs = logs(epochs, "restore", name)?;
     let mut refusal = None;
     for (epoch, log) in logs.iter().rev() {
@@ -59,14 +81,12 @@ pub fn for_checkpoint<'a>(
 }
 
 /// Every epoch of the home but `read`'s, opened: those before it (oldest
-/// first) and those after it, for a restore that needs a session's part
-/// in another epoch (its record's bytes, its directory). An epoch that
-/// cannot be opened is left out: what it held is then missing, and the
-/// restore says what.
+/// first) and those after it. An epoch that cannot be opened is left out:
+/// what it held is then missing, and the restore says what.
 pub fn around(
     home: &Home,
     read: &LedgerReader,
-) -> Result<(Vec<LedgerReader>, Vec<LedgerReader>), CmdError> {
+) -> Result<(Vec<LedgerReader>, Vec<LedgerReader>), SourceError> {
     let epochs = Epochs::open(home, &EpochSelector::All)?;
     let this = read.genesis().genesis_id.clone();
     let (mut earlier, mut later) = (Vec::new(), Vec::new());

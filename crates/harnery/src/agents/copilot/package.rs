@@ -1,4 +1,5 @@
-//! Where the Copilot that would run is installed, read-only: the running-copilot
+//! Copilot package discovery: where the Copilot that would run is
+//! installed, and its version, read-only: the running-copilot
 //! hint, the unpacked package cache, and global `node_modules`. Nothing here
 //! runs `npm` or `copilot`; it only looks at files.
 //!

@@ -9,7 +9,7 @@
 
 use crate::contract::{EventType, Payload};
 use crate::ledger::{LedgerError, LedgerReader};
-use crate::resume::log::SessionLog;
+use crate::restore::log::SessionLog;
 
 /// One steering message below a checkpoint.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

@@ -1,6 +1,6 @@
 //! The resume a look-only `restore` prints (and `--record` arms): one
 //! that resumes the agent exactly at the checkpoint, harnery writing
-//! nothing (`harnery::resume::exact`), and never one that hands the model
+//! nothing (`exact`), and never one that hands the model
 //! a turn past it or that cannot work.
 //!
 //! - Claude Code: `claude -p --resume <id> --resume-session-at <row>
@@ -16,24 +16,23 @@
 
 use std::path::Path;
 
-use harnery::contract::AdapterId;
-use harnery::ledger::LedgerReader;
-use harnery::resume::exact;
-use harnery::resume::log::{Checkpoint, SessionLog};
-use harnery::resume::policy::{ResumeAssessment, StreamSize};
-use harnery::resume::shim::{self, ResumeShim, Transport};
-
-use super::CmdError;
-use super::restore_apply::ApplyPlan;
+use super::apply::ApplyPlan;
+use super::error::PlanError;
+use super::exact;
+use super::log::{Checkpoint, SessionLog};
+use super::shim::{self, ResumeShim, Transport};
+use crate::contract::AdapterId;
+use crate::ledger::LedgerReader;
+use crate::recover::policy::{ResumeAssessment, StreamSize};
 
 /// What the look-only restore needs to choose.
 pub struct Look<'a> {
-    pub home: &'a harnery::home::Home,
+    pub home: &'a crate::home::Home,
     pub ledger: &'a LedgerReader,
     pub log: &'a SessionLog,
     pub cp: &'a Checkpoint,
-    pub plan: &'a Result<ApplyPlan, CmdError>,
-    /// This restore's flags a put-back carries (`carried_flags`).
+    pub plan: &'a Result<ApplyPlan, PlanError>,
+    /// This restore's flags a put-back carries (`plan::carried_flags`).
     pub carried: &'a [String],
     /// `--record`: the resume is to be in place.
     pub in_place: bool,
@@ -45,7 +44,7 @@ impl Look<'_> {
     pub fn shim(
         &self,
         copilot_policy: impl FnOnce() -> (ResumeAssessment, Option<StreamSize>),
-    ) -> Result<(ResumeShim, Option<String>), CmdError> {
+    ) -> Result<(ResumeShim, Option<String>), PlanError> {
         match self.log.session.adapter {
             AdapterId::ClaudeCode => Ok(self.claude()),
             AdapterId::Copilot => Ok((self.copilot(copilot_policy)?, None)),
@@ -62,7 +61,7 @@ impl Look<'_> {
     }
 
     /// Why neither the archive nor the agent can give the session back.
-    fn nothing(&self, agent: &str, archive: &CmdError) -> ResumeShim {
+    fn nothing(&self, agent: &str, archive: &PlanError) -> ResumeShim {
         shim::unavailable(format!(
             "no command can resume {} at checkpoint {}: {agent}, and harnery's raw archive \
              cannot put the record back ({archive}); the seed above is what is left of it",
@@ -96,7 +95,7 @@ impl Look<'_> {
             },
             Err(archive) => {
                 let (home, ledger, log) = (self.home, self.ledger, self.log);
-                match super::restore_apply::claude_fork_at(home, ledger, log, self.cp.offset) {
+                match super::apply::claude_fork_at(home, ledger, log, self.cp.offset) {
                     Ok(at) => (shim::claude_at(id, &at.row, fork, None), at.cwd),
                     Err(agent) => (
                         self.nothing(
@@ -113,7 +112,7 @@ impl Look<'_> {
     fn copilot(
         &self,
         policy: impl FnOnce() -> (ResumeAssessment, Option<StreamSize>),
-    ) -> Result<ResumeShim, CmdError> {
+    ) -> Result<ResumeShim, PlanError> {
         let id = self.id();
         let record_on = self.plan.as_ref().ok().is_some_and(|p| {
             p.record.next_turn_at.is_some()

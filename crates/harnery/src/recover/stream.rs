@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::canonical::{Entry, Ring};
-use super::lines::{LineReader, Piece, ReadStats, ReaderLimits};
+use crate::agents::record::lines::{LineReader, Piece, ReadStats, ReaderLimits};
 
 /// V8's maximum string length (2^29 - 24 UTF-16 code units): the stream size
 /// at which runtimes that load the whole stream into one string fail.

@@ -29,8 +29,8 @@
 use serde::Serialize;
 
 use crate::contract::AdapterId;
-use crate::resume::copilot_sdk::{self, SdkRequest, SdkWordsError};
-use crate::resume::policy::{Policy, ResumeAssessment, StreamSize};
+use crate::recover::policy::{Policy, ResumeAssessment, StreamSize};
+use crate::restore::copilot_sdk::{self, SdkRequest, SdkWordsError};
 
 /// How the shim reaches the agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -23,7 +23,7 @@ use std::io::{BufRead, Read, Seek, SeekFrom};
 
 use crate::contract::{EventType, Payload};
 use crate::ledger::{LedgerError, LedgerReader};
-use crate::resume::log::SessionLog;
+use crate::restore::log::SessionLog;
 
 /// The `uuid` of the last main-line `assistant` row in Claude Code's
 /// record `bytes` (whole lines): where `--resume-session-at` keeps the

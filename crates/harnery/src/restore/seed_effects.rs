@@ -14,7 +14,7 @@ use std::collections::HashSet;
 
 use crate::contract::{Attestation, Effect, Event, EventType, Payload};
 use crate::ledger::{LedgerError, LedgerReader, SpanState};
-use crate::resume::log::SessionLog;
+use crate::restore::log::SessionLog;
 use crate::session::effects::effect_detail;
 
 /// What the live events below `boundary` add to `recorded` (the

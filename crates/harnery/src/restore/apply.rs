@@ -1,9 +1,8 @@
 //! `harnery restore --apply [--exec]`: the session's record up to the
 //! checkpoint, put back from the raw archive as a new session of its agent
-//! (`harnery::resume::materialize`), that session linked to its parent,
-//! and the agent's own resume of it printed, or run in the session's
-//! directory (for the Copilot SDK, `node` running harnery's script:
-//! `restore_sdk`).
+//! (`materialize`), that session linked to its parent, and the agent's own
+//! resume of it (run in the session's directory by `run`; for the Copilot
+//! SDK, `node` running harnery's script).
 //!
 //! The link: the new session's first event is a checkpoint,
 //! `restored-from:<parent checkpoint>`, with the parent's commit and one
@@ -14,17 +13,19 @@
 
 use std::path::PathBuf;
 
-use harnery::agents::harnery::{CHECKPOINT, CheckpointPayload, OperatorEffect};
-use harnery::contract::{AdapterId, Observation, SessionRef};
-use harnery::home::Home;
-use harnery::ledger::LedgerReader;
-use harnery::operator::Target;
-use harnery::resume::log::{Checkpoint, SessionLog};
-use harnery::resume::materialize::{self, Written, destination, with_session_id, write_new};
-use harnery::resume::record_cut::{Parts, RecordCut, cut_for};
-use harnery::spool::{IntakeSpool, read_segment};
-
-use super::CmdError;
+use super::claude_fork::ForkAt;
+use super::error::PlanError;
+use super::log::{Checkpoint, SessionLog};
+use super::materialize::{self, Written, destination, with_session_id, write_new};
+use super::record_cut::{Parts, RecordCut, cut_for};
+use super::shim::{ResumeShim, Transport};
+use super::steering::{self, Steering};
+use crate::agents::harnery::{CHECKPOINT, CheckpointPayload, OperatorEffect};
+use crate::contract::{AdapterId, Observation, SessionRef};
+use crate::home::Home;
+use crate::ledger::LedgerReader;
+use crate::operator::Target;
+use crate::spool::{IntakeSpool, read_segment};
 
 /// What `--apply` writes (or, without it, would write).
 #[derive(Debug, serde::Serialize)]
@@ -42,7 +43,7 @@ pub struct ApplyPlan {
     /// Copilot's steering messages below the checkpoint, kept apart from
     /// the user's own (read from the record's lines).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub steering: Vec<harnery::resume::steering::Steering>,
+    pub steering: Vec<Steering>,
     #[serde(skip)]
     content: Vec<u8>,
 }
@@ -63,12 +64,12 @@ pub fn plan(
     log: &SessionLog,
     cp: &Checkpoint,
     new_id: Option<&str>,
-) -> Result<ApplyPlan, CmdError> {
+) -> Result<ApplyPlan, PlanError> {
     let (record, bytes) = match cut_for(&Parts::one(ledger), log, cp) {
         // The session began before an epoch advance: its record's first
         // bytes and its directory are in the archived epoch.
         Err(e) if e.other_epochs_may_help() => {
-            let (earlier, later) = super::session_epochs::around(home, ledger)?;
+            let (earlier, later) = super::epochs::around(home, ledger)?;
             let parts = Parts {
                 ledger,
                 earlier: earlier.iter().collect(),
@@ -90,9 +91,9 @@ pub fn plan(
         &record.path,
         record.cwd.as_deref(),
         &session_id,
-        &harnery::resume::home_dir(),
+        &crate::recover::home_dir(),
     )?;
-    let steering = harnery::resume::steering::below(ledger, log, cp.offset, &record.path, &bytes)?;
+    let steering = steering::below(ledger, log, cp.offset, &record.path, &bytes)?;
     let content = with_session_id(&bytes, &log.session.session_id, &session_id);
     Ok(ApplyPlan {
         applied: false,
@@ -112,7 +113,7 @@ pub fn apply(
     log: &SessionLog,
     cp: &Checkpoint,
     now: i64,
-) -> Result<(), CmdError> {
+) -> Result<(), PlanError> {
     let adapter = log.session.adapter;
     let written = write_new(adapter, &plan.path, &plan.content)?;
     plan.applied = true;
@@ -144,7 +145,7 @@ pub fn apply(
 
 /// Whether the new session's link (its checkpoint `checkpoint_id`) is
 /// recorded: spooled and not yet drained, or in the ledger.
-fn linked(target: &Target, checkpoint_id: &str) -> Result<bool, CmdError> {
+fn linked(target: &Target, checkpoint_id: &str) -> Result<bool, PlanError> {
     let names_it = |payload: &[u8]| {
         serde_json::from_slice::<CheckpointPayload>(payload)
             .is_ok_and(|p| p.checkpoint_id == checkpoint_id)
@@ -162,7 +163,7 @@ fn linked(target: &Target, checkpoint_id: &str) -> Result<bool, CmdError> {
         }
     }
     let live = LedgerReader::live_dir(&target.home);
-    if !live.join(harnery::ledger::GENESIS_FILE).exists() {
+    if !live.join(crate::ledger::GENESIS_FILE).exists() {
         return Ok(false);
     }
     let ledger = LedgerReader::open(&target.home)?;
@@ -187,10 +188,10 @@ pub fn fork_instead(
     ledger: &LedgerReader,
     log: &SessionLog,
     cp: &Checkpoint,
-    why: &CmdError,
+    why: &PlanError,
     agent_args: &[String],
     exec: bool,
-) -> Result<harnery::resume::claude_fork::ForkAt, CmdError> {
+) -> Result<ForkAt, PlanError> {
     let refused = |more: String| format!("restore --apply: {why}{more}");
     if log.session.adapter != AdapterId::ClaudeCode {
         return Err(refused(String::new()).into());
@@ -220,10 +221,10 @@ pub fn claude_fork_at(
     ledger: &LedgerReader,
     log: &SessionLog,
     boundary: u64,
-) -> Result<harnery::resume::claude_fork::ForkAt, String> {
-    use harnery::resume::claude_fork::{fork_at, fork_at_across};
+) -> Result<ForkAt, String> {
+    use super::claude_fork::{fork_at, fork_at_across};
     fork_at(ledger, log, boundary).or_else(|first| {
-        let Ok((earlier, _)) = super::session_epochs::around(home, ledger) else {
+        let Ok((earlier, _)) = super::epochs::around(home, ledger) else {
             return Err(first);
         };
         if earlier.is_empty() {
@@ -234,41 +235,16 @@ pub fn claude_fork_at(
     })
 }
 
-/// Run the shim: `program arguments…` (for the SDK, `node` with the
-/// script and its request) in `cwd`, this process's exit status its own.
-pub fn exec(shim: &harnery::resume::shim::ResumeShim) -> Result<i32, CmdError> {
-    let (program, arguments) = match (&shim.runner, &shim.program) {
-        (Some(runner), _) => (super::restore_sdk::node()?, &runner.arguments),
-        (None, Some(program)) => (PathBuf::from(program), &shim.arguments),
-        (None, None) => {
-            return Err(format!("the shim has no command to run ({})", shim.text).into());
-        }
-    };
-    let mut cmd = std::process::Command::new(&program);
-    cmd.args(arguments);
-    if let Some(dir) = &shim.cwd {
-        cmd.current_dir(super::restore_sdk::run_dir(dir)?);
-    }
-    let status = cmd
-        .status()
-        .map_err(|e| format!("could not run {}: {e}", program.display()))?;
-    use std::os::unix::process::ExitStatusExt;
-    Ok(status
-        .code()
-        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)))
-}
-
 /// The shim for the applied plan: the agent's own resume of the new
 /// session, in the session's directory.
 pub fn shim_for(
     adapter: AdapterId,
     plan: &ApplyPlan,
-    transport: harnery::resume::shim::Transport,
-    copilot_policy: impl FnOnce() -> harnery::resume::policy::ResumeAssessment,
-) -> harnery::resume::shim::ResumeShim {
-    use harnery::resume::policy::StreamSize;
-    use harnery::resume::shim;
-    shim::for_adapter(adapter, &plan.session_id, None, transport, || {
+    transport: Transport,
+    copilot_policy: impl FnOnce() -> crate::recover::policy::ResumeAssessment,
+) -> ResumeShim {
+    use crate::recover::policy::StreamSize;
+    super::shim::for_adapter(adapter, &plan.session_id, None, transport, || {
         (copilot_policy(), Some(StreamSize::new(plan.bytes, None)))
     })
 }

@@ -1,8 +1,10 @@
 //! Semantic versions as Copilot's packages and changelog keys spell them
-//! (`1.0.87`, `1.0.87-0`, `1.0.100-1`), compared by semver precedence:
-//! a prerelease sorts below its release, numeric identifiers compare as
-//! numbers and below alphanumeric ones, build metadata is ignored.
-//! Anything that is not a well-formed version is rejected, never guessed.
+//! (`1.0.87`, `1.0.87-0`, `1.0.100-1`), read by the `semver` crate and
+//! compared by semver precedence: a prerelease sorts below its release,
+//! numeric identifiers compare as numbers and below alphanumeric ones.
+//! One leading `v` and surrounding blanks are allowed, and build metadata
+//! (anything after `+`) is ignored. Anything else that is not a
+//! well-formed version is rejected, never guessed.
 
 use std::cmp::Ordering;
 use std::fmt;
@@ -10,15 +12,9 @@ use std::fmt;
 /// One version: `major.minor.patch[-prerelease][+build]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Version {
-    core: [u64; 3],
-    pre: Vec<PreId>,
+    /// The version without its build metadata (which never orders).
+    parsed: semver::Version,
     text: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum PreId {
-    Num(u64),
-    Alpha(String),
 }
 
 impl Version {
@@ -27,25 +23,26 @@ impl Version {
         let trimmed = text.trim();
         let body = trimmed.strip_prefix('v').unwrap_or(trimmed);
         let without_build = body.split_once('+').map_or(body, |(v, _)| v);
-        let (core_text, pre_text) = match without_build.split_once('-') {
-            Some((c, p)) => (c, Some(p)),
-            None => (without_build, None),
-        };
-        let core = parse_core(core_text)?;
-        let pre = match pre_text {
-            Some(p) => parse_pre(p)?,
-            None => Vec::new(),
-        };
+        let parsed = semver::Version::parse(without_build).ok()?;
+        // Every number is a u64, a prerelease's numeric identifiers too
+        // (the crate takes any length there).
+        let numbers_fit = parsed.pre.is_empty()
+            || parsed
+                .pre
+                .split('.')
+                .all(|id| !id.bytes().all(|b| b.is_ascii_digit()) || id.parse::<u64>().is_ok());
+        if !numbers_fit {
+            return None;
+        }
         Some(Version {
-            core,
-            pre,
+            parsed,
             text: trimmed.to_string(),
         })
     }
 
     /// Whether this is a prerelease (`1.0.87-0`).
     pub fn is_prerelease(&self) -> bool {
-        !self.pre.is_empty()
+        !self.parsed.pre.is_empty()
     }
 
     /// The text it was parsed from.
@@ -54,41 +51,9 @@ impl Version {
     }
 }
 
-fn parse_core(text: &str) -> Option<[u64; 3]> {
-    let mut parts = text.split('.');
-    let mut core = [0u64; 3];
-    for slot in &mut core {
-        *slot = parse_numeric(parts.next()?)?;
-    }
-    parts.next().is_none().then_some(core)
-}
-
-fn parse_numeric(text: &str) -> Option<u64> {
-    let ok = !text.is_empty()
-        && text.bytes().all(|b| b.is_ascii_digit())
-        && (text == "0" || !text.starts_with('0'));
-    if ok { text.parse().ok() } else { None }
-}
-
-fn parse_pre(text: &str) -> Option<Vec<PreId>> {
-    text.split('.').map(parse_pre_id).collect()
-}
-
-fn parse_pre_id(id: &str) -> Option<PreId> {
-    if id.is_empty() || !id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
-        return None;
-    }
-    if id.bytes().all(|b| b.is_ascii_digit()) {
-        return parse_numeric(id).map(PreId::Num);
-    }
-    Some(PreId::Alpha(id.to_string()))
-}
-
 impl Ord for Version {
     fn cmp(&self, other: &Self) -> Ordering {
-        self.core
-            .cmp(&other.core)
-            .then_with(|| cmp_pre(&self.pre, &other.pre))
+        self.parsed.cmp(&other.parsed)
     }
 }
 
@@ -96,30 +61,6 @@ impl PartialOrd for Version {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
-}
-
-fn cmp_pre(a: &[PreId], b: &[PreId]) -> Ordering {
-    match (a.is_empty(), b.is_empty()) {
-        (true, true) => Ordering::Equal,
-        (true, false) => Ordering::Greater,
-        (false, true) => Ordering::Less,
-        (false, false) => cmp_pre_ids(a, b),
-    }
-}
-
-fn cmp_pre_ids(a: &[PreId], b: &[PreId]) -> Ordering {
-    for (x, y) in a.iter().zip(b) {
-        let ord = match (x, y) {
-            (PreId::Num(m), PreId::Num(n)) => m.cmp(n),
-            (PreId::Num(_), PreId::Alpha(_)) => Ordering::Less,
-            (PreId::Alpha(_), PreId::Num(_)) => Ordering::Greater,
-            (PreId::Alpha(m), PreId::Alpha(n)) => m.cmp(n),
-        };
-        if ord != Ordering::Equal {
-            return ord;
-        }
-    }
-    a.len().cmp(&b.len())
 }
 
 impl fmt::Display for Version {
@@ -175,6 +116,22 @@ mod tests {
     }
 
     #[test]
+    fn blanks_and_any_build_text_are_ignored() {
+        for same in [" v1.0.87 ", "1.0.87+", "1.0.87+not.semver!", "1.0.87"] {
+            let parsed = v(same);
+            assert_eq!(
+                parsed.cmp(&v("1.0.87")),
+                std::cmp::Ordering::Equal,
+                "{same:?}"
+            );
+            assert!(!parsed.is_prerelease());
+            assert_eq!(parsed.as_str(), same.trim());
+        }
+        assert!(v("1.0.0-0a").is_prerelease());
+        assert!(v("1.0.0-a-b") < v("1.0.0-a-c"));
+    }
+
+    #[test]
     fn malformed_rejected() {
         for bad in [
             "",
@@ -185,6 +142,11 @@ mod tests {
             "1.0.0-",
             "1.0.0-a..b",
             "1.0.0.0",
+            "1.0.0-01",
+            "1.0.0-99999999999999999999",
+            "1.0.99999999999999999999",
+            "V1.0.0",
+            "1.0.0-a_b",
             "latest",
         ] {
             assert!(Version::parse(bad).is_none(), "{bad:?}");

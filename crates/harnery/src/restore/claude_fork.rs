@@ -19,7 +19,7 @@ use std::path::Path;
 use crate::agents::record::place::{self, RecordRole};
 use crate::contract::{AdapterId, EventType, Payload};
 use crate::ledger::{LedgerError, LedgerReader};
-use crate::resume::log::SessionLog;
+use crate::restore::log::SessionLog;
 
 /// Where Claude Code forks its own transcript for a checkpoint.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

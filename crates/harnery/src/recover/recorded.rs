@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use super::evidence::RunningCopilotHint;
+use crate::agents::copilot::package::RunningCopilotHint;
 use crate::home::Home;
 use crate::ledger::LedgerReader;
 use crate::spool::{IntakeSpool, SegmentItem, SegmentReader, session_key};
