@@ -48,7 +48,7 @@ pub fn run(args: Args) -> CmdResult {
 }
 
 fn request(home: &Home, name: &str, args: &Args) -> CmdResult {
-    let target = super::operator_target(home, name, args.adapter.as_deref())?;
+    let target = operator::Target::find(home, name, args.adapter.as_deref())?;
     let now = resolve_now(args.now.as_deref())?;
     let adapter = target.adapter;
     let receipt = operator::request_end(&target, args.reason.as_deref(), now)?;

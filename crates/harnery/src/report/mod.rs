@@ -27,6 +27,7 @@
 
 pub mod agent_totals;
 pub mod audit;
+pub mod audit_sessions;
 pub mod epochs;
 pub mod health;
 pub mod health_check;
@@ -46,6 +47,8 @@ pub mod usage;
 pub mod usage_calls;
 pub mod usage_doc;
 pub mod usage_kinds;
+pub mod validate;
+pub mod verify;
 
 use std::collections::BTreeMap;
 
