@@ -12,7 +12,7 @@
 
 use std::fmt;
 
-use crate::resume::evidence::{Installed, Place};
+use crate::resume::evidence::{self, Installed, Place, RunningCopilotHint, SearchPlan};
 use crate::resume::version::Version;
 
 /// The oldest Copilot CLI seen running exec-form hooks: 1.0.63, 1.0.86 and
@@ -57,6 +57,19 @@ pub fn forced(form: CopilotForm) -> FormChoice {
     FormChoice {
         form,
         reason: format!("--form {form} was given"),
+    }
+}
+
+/// The form to write: `flag` when given, else judged from the Copilot
+/// packages on disk (the search `resume-policy` uses, without its recorded
+/// running-version hint: that one describes the client before an upgrade).
+pub fn choose(flag: Option<CopilotForm>) -> FormChoice {
+    match flag {
+        Some(form) => forced(form),
+        None => {
+            let plan = SearchPlan::from_env(Vec::new());
+            from_installed(&evidence::discover(&plan, &RunningCopilotHint::default()))
+        }
     }
 }
 
