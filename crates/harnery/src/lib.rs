@@ -13,6 +13,7 @@ pub use harnery_spool::{clock, failpoint, home, spool};
 pub mod agents;
 pub mod config;
 pub mod contract;
+pub mod demo;
 pub mod epoch;
 pub mod export;
 pub mod finalize;
