@@ -73,6 +73,11 @@ fn operator_target(
     Ok(harnery::operator::Target::find(home, session, adapter)?)
 }
 
+/// A figure an agent may not have reported, or `-` (never 0).
+pub fn or_dash(n: Option<u64>) -> String {
+    n.map_or("-".into(), |n| n.to_string())
+}
+
 /// What a subcommand reports when it finished without an error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {

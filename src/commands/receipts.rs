@@ -10,7 +10,7 @@
 
 use std::io::Write;
 
-use super::{CmdResult, EpochArg, Outcome};
+use super::{CmdResult, EpochArg, Outcome, or_dash};
 use harnery::home::Home;
 use harnery::report::epochs::{Epochs, boundary};
 use harnery::report::receipts::{SessionReceipts, TurnReceipt};
@@ -99,13 +99,8 @@ fn write_turn(out: &mut impl Write, turn: &TurnReceipt) -> std::io::Result<()> {
         tools.upper_bound_ms,
         share,
         rank,
-        reported(turn.model_ms),
-        reported(turn.tokens),
+        or_dash(turn.model_ms),
+        or_dash(turn.tokens),
         notes.join(" ")
     )
-}
-
-/// A figure the agent reported, or `-`.
-fn reported(n: Option<u64>) -> String {
-    n.map_or("-".into(), |n| n.to_string())
 }

@@ -7,8 +7,8 @@ use base64::Engine;
 use super::{CmdResult, Outcome};
 use harnery::clock::format_ns;
 use harnery::home::Home;
-use harnery::report::spool_listing::{SessionSummary, spooled_session, summarize};
-use harnery::spool::{Damage, IntakeSpool, read_segment};
+use harnery::report::spool_listing::{SessionSummary, dead_letters, spooled_session, summarize};
+use harnery::spool::{Damage, IntakeSpool};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -61,13 +61,14 @@ fn ls(spool: &IntakeSpool, json: bool) -> CmdResult {
             print_summary(&mut out, &sum)?;
         }
     }
-    let dead = spool.dead_letters()?;
-    for d in &dead {
-        let read = read_segment(&d.path)?;
+    let mut dead = false;
+    for letter in dead_letters(spool)? {
+        let (path, read) = letter?;
+        dead = true;
         for r in &read.records {
             let e = &r.envelope;
             if json {
-                let line = serde_json::json!({"dead_letter": d.path, "adapter": e.adapter,
+                let line = serde_json::json!({"dead_letter": path, "adapter": e.adapter,
                     "session_id": e.session_id, "event": e.event, "received_ns": e.received_ns,
                     "reason": e.fallback_reason});
                 writeln!(out, "{line}")?;
@@ -80,7 +81,7 @@ fn ls(spool: &IntakeSpool, json: bool) -> CmdResult {
                     e.event.as_deref().unwrap_or("-"),
                     format_ns(e.received_ns),
                     e.fallback_reason.as_deref().unwrap_or("no reason recorded"),
-                    d.path.display()
+                    path.display()
                 )?;
             }
         }
@@ -88,7 +89,7 @@ fn ls(spool: &IntakeSpool, json: bool) -> CmdResult {
             writeln!(out, "  {}", damage_line(dmg))?;
         }
     }
-    Ok(Outcome::problems_if(damaged || !dead.is_empty()))
+    Ok(Outcome::problems_if(damaged || dead))
 }
 
 fn print_summary(out: &mut impl Write, s: &SessionSummary) -> std::io::Result<()> {

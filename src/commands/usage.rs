@@ -13,7 +13,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use super::{CmdResult, EpochArg, Outcome};
+use super::{CmdResult, EpochArg, Outcome, or_dash};
 use harnery::home::Home;
 use harnery::report::epochs::Epochs;
 use harnery::report::usage::{GroupBy, UsageGroup, UsageTally};
@@ -126,11 +126,11 @@ fn write_agent_totals(out: &mut impl Write, by: &str, tally: &UsageTally) -> std
         writeln!(
             out,
             "{key:<40} {:>9} {:>16} {:>11} {:>11} {:>11}",
-            count(t.requests),
+            or_dash(t.requests),
             money(t.premium_requests),
-            count(t.input),
-            count(t.output),
-            count(t.cache_read),
+            or_dash(t.input),
+            or_dash(t.output),
+            or_dash(t.cache_read),
         )?;
     }
     Ok(())
@@ -146,10 +146,10 @@ fn write_group(
     let mut line = format!(
         "{key:<40} {:>7} {:>11} {:>11} {:>11} {:>11} {:>15}",
         g.records,
-        count(t.input),
-        count(t.output),
-        count(t.cache_read),
-        count(t.cache_write),
+        or_dash(t.input),
+        or_dash(t.output),
+        or_dash(t.cache_read),
+        or_dash(t.cache_write),
         money(g.reported_cost),
     );
     if priced {
@@ -198,10 +198,6 @@ fn write_notes(out: &mut impl Write, total: &UsageGroup) -> std::io::Result<()> 
         )?;
     }
     Ok(())
-}
-
-fn count(n: Option<u64>) -> String {
-    n.map_or("-".into(), |n| n.to_string())
 }
 
 /// A cost, to six decimal places with trailing zeros dropped, or `-`.

@@ -5,7 +5,7 @@
 //! `harnery-spool`, whose `home`, `clock` and `spool` are re-exported here.
 //! Layers, from the bottom up:
 //! `home`, `clock`, `spool`, `now` → `contract` → `agents`, `ledger` → `session` →
-//! `finalize`, `epoch`, `report`, `export`, `operator`, `resume`, `install`
+//! `finalize`, `epoch`, `report`, `export`, `operator`, `resume`, `install`, `demo`
 //! → `view`, `fleet`, `search` → `serve`.
 
 pub use harnery_spool::{clock, failpoint, home, spool};

@@ -21,6 +21,9 @@
 //!   session a restore started one from.
 //! - [`unhooked`]: agents whose records show sessions the spool never saw
 //!   (names and times of the agents' record files only, never their bytes).
+//! - The commands' runs over the selected epochs: [`audit_sessions`]
+//!   (`audit`), [`receipts_parts`] (`receipts`), [`replay`], [`usage_epochs`]
+//!   (`usage`), [`validate`], [`verify`], [`spool_listing`] (`spool ls|cat`).
 //! - [`source`], [`epochs`], [`stored_reasons`], [`session_rows`], [`spool_facts`]: the only parts that read storage
 //!   ([`epochs`] opens the epochs `--epoch` selects, and finds a session's
 //!   parts across their boundaries).

@@ -2,12 +2,15 @@
 //! spool: each session's records and damage read from every file of it,
 //! oldest record first, and the session a name picks. Reads only.
 
+use std::path::PathBuf;
+
 use serde::Serialize;
 
 use crate::contract::AdapterId;
 use crate::contract::session_name::{NameError, pick};
 use crate::spool::{
-    Damage, IntakeSpool, SegmentKind, SessionSpool, SpoolError, SpoolRecord, read_segment,
+    Damage, IntakeSpool, SegmentKind, SegmentRead, SessionSpool, SpoolError, SpoolRecord,
+    read_segment,
 };
 
 /// Why the spool could not be listed or a session of it read.
@@ -70,6 +73,17 @@ pub fn summarize(s: &SessionSpool) -> Result<SessionSummary, SpoolReadError> {
         fallback_files: files_of(SegmentKind::Fallback),
         damage,
     })
+}
+
+/// Every dead letter file, each read as it is taken.
+pub fn dead_letters(
+    spool: &IntakeSpool,
+) -> Result<impl Iterator<Item = Result<(PathBuf, SegmentRead), SpoolReadError>>, SpoolReadError> {
+    let files = spool.dead_letters()?;
+    Ok(files.into_iter().map(|d| {
+        let read = read_segment(&d.path)?;
+        Ok((d.path, read))
+    }))
 }
 
 /// One session's records, oldest first, with the damage found.
