@@ -123,3 +123,30 @@ pub fn window(from: Option<u64>, to: Option<u64>, len: u64) -> Result<(u64, u64)
     }
     Ok((from, to))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::window;
+
+    #[test]
+    fn a_window_is_checked_against_the_session() {
+        assert_eq!(window(None, None, 5), Ok((0, 4)));
+        assert_eq!(window(Some(2), Some(3), 5), Ok((2, 3)));
+        assert_eq!(
+            window(Some(5), None, 5).unwrap_err(),
+            "--from 5 is past the session's last offset 4"
+        );
+        assert_eq!(
+            window(None, Some(9), 5).unwrap_err(),
+            "--to 9 is past the session's last offset 4"
+        );
+        assert_eq!(
+            window(Some(3), Some(1), 5).unwrap_err(),
+            "inverted window: --from 3 is after --to 1"
+        );
+        assert_eq!(
+            window(None, None, 0).unwrap_err(),
+            "the session has no events"
+        );
+    }
+}

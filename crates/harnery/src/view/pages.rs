@@ -169,3 +169,36 @@ pub fn write_file(path: &Path, html: &str) -> Result<(), ViewError> {
         err,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contract::AdapterId;
+
+    #[test]
+    fn a_page_goes_to_stdout_a_named_file_or_its_default() {
+        let s = SessionRef {
+            adapter: AdapterId::Copilot,
+            session_id: "9c520b8b-ad43-42aa".into(),
+        };
+        assert!(matches!(
+            PageTarget::of(Some(Path::new("-")), &s),
+            PageTarget::Stdout
+        ));
+        let named = PageTarget::of(Some(Path::new("out/x.html")), &s);
+        assert!(matches!(named, PageTarget::File(p) if p == Path::new("out/x.html")));
+        let default = PageTarget::of(None, &s);
+        assert!(matches!(default, PageTarget::File(p) if p == Path::new("9c520b8b.html")));
+    }
+
+    #[test]
+    fn the_index_is_never_written_to_stdout() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::at(dir.path());
+        let err = write_site(&home, &Epochs::none(), Some(Path::new("-")))
+            .err()
+            .expect("refused");
+        assert!(matches!(err, ViewError::IndexNeedsFile));
+        assert!(!dir.path().join("index.html").exists());
+    }
+}
