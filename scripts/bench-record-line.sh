@@ -8,7 +8,7 @@
 # run on a line just under the line ceiling (8 MiB, the longest line read
 # into memory: the worst case) and, as the baseline, on a 4 KiB line.
 # Prints each peak RSS and its ratio to the baseline; the target is every
-# peak under 128 MiB (docs/records.md, "Memory").
+# peak under 128 MiB (docs/design/records.md, "Memory").
 #
 # Usage: scripts/bench-record-line.sh   (needs /usr/bin/time, python3)
 #   BIN=target/debug skips the release build (figures are then not the

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Compare what an old build and this checkout print for the same homes:
-# the proof that a refactor (issue 28) left behaviour unchanged.
+# the proof that a refactor left behaviour unchanged.
 #
 # For the demo (the two sessions `harnery demo` bundles, in one home), every
 # corpus scenario under tests/fixtures/{claude-code,copilot} of the OLD
 # revision (so the fixtures' new place does not matter), and every one of
 # those again as `<scenario>+records`, with the agent's own record from
 # tests/fixtures/records placed where the hooks say (as in
-# tests/finalize_records_corpus.rs) and followed:
+# tests/it/finalize/records_corpus.rs) and followed:
 #   1. hook: the payloads go through the OLD `harnery-hook`, one process per
 #      signal, into a home at one fixed path; `spool ls/cat --json` of the
 #      OLD build is kept. The same again with the NEW hook and NEW build.
@@ -20,7 +20,7 @@
 #      session), export (jsonl, otlp), usage --json (by session, day,
 #      model), verify and verify --json. These need no normalising:
 #      HARNERY_NOW fixes the clock, the home path is the same, the agents'
-#      own records are off (as in tests/finalize_corpus.rs) but for the
+#      own records are off (as in tests/it/finalize/corpus.rs) but for the
 #      `+records` runs, and every command runs under `env -i` with the same
 #      few variables.
 #   3. the demo command itself: `harnery demo` stdout and exit code, its
@@ -28,9 +28,11 @@
 #      `demo_output`).
 # One line per output, then a count and the first 40 lines of each diff.
 # Exit 1 if anything differs. Not here, as the test suite checks them:
-# the spool vectors (tests/spool_vectors.rs), the pinned digests (schema
-# and generations in src/contract/{tests,generation}.rs, closure in
-# src/ledger/genesis.rs) and the `show` snapshots (tests/ledger_snapshot.rs).
+# the spool vectors (crates/harnery-spool/tests/spool_vectors.rs), the
+# pinned digests (schema and generations in
+# crates/harnery/src/contract/{tests,generation}.rs, closure in
+# crates/harnery/src/ledger/genesis.rs) and the `show` snapshots
+# (tests/it/ledger/snapshot.rs).
 #
 # Usage: scripts/compare-behaviour.sh [OLD_REV]      (default b4dedac)
 #   OLD_BIN_DIR / NEW_BIN_DIR: directories holding `harnery` and
@@ -128,7 +130,7 @@ feed() { # hook agent file
 }
 
 # A `+records` scenario: the agent's own records put where the agent keeps
-# them under the home (as tests/finalize_records_corpus.rs does), and the
+# them under the home (as tests/it/finalize/records_corpus.rs does), and the
 # hook payloads repointed at them; finalize then follows them. Sets
 # `repoint`. Copilot's home is $home/copilot (COPILOT_HOME).
 place_records() { # scenario

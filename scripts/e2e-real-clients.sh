@@ -717,7 +717,7 @@ apply_copilot copilot-bash sdk || fail=1
 run_claude_cron || fail=1
 run_copilot_cron || fail=1
 # ==== [usage] Copilot with the Anthropic provider and cached tokens ====
-# (issue 45, item 4; a section of its own.) The fake model, made to report
+# (A section of its own.) The fake model, made to report
 # cache reads and cache writes (`cache_read_input_tokens`,
 # `cache_creation_input_tokens`) beside `input_tokens`, as Anthropic does;
 # Copilot's `inputTokens` are the whole prompt (all three). harnery's tokens

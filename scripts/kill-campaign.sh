@@ -121,7 +121,7 @@ as_postgres() {
   if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$pg_bin/$prog" "$@"; else "$pg_bin/$prog" "$@"; fi
 }
 # A throwaway PostgreSQL on a Unix socket in a temp dir, as the fleet
-# tests start one (tests/it/fleet_support).
+# tests start one (tests/it/fleet/support.rs).
 start_pg() {
   pg_bin=""
   for d in $(dirname "$(command -v initdb 2>/dev/null || echo /nonexistent/x)") $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -r); do

@@ -51,7 +51,7 @@ pub fn run(args: Args) -> CmdResult {
 fn status(args: StatusArgs) -> CmdResult {
     let home = Home::from_env()?;
     let size = match harnery::report::source::live_or_none(&home)? {
-        Some(ledger) => ledger.archive_size()?,
+        Some(ledger) => ledger.raw().size()?,
         None => Default::default(),
     };
     let mut out = harnery::terminal::stdout(args.json);

@@ -114,7 +114,7 @@ pub fn run_list(args: ListArgs) -> CmdResult {
     let Some(ledger) = harnery::report::source::live_or_none(&home)? else {
         return Err(format!("no session matches {:?}: the ledger is empty", args.session).into());
     };
-    let session = ledger.resolve_session(&args.session)?;
+    let session = ledger.sessions().resolve(&args.session)?;
     let log = SessionLog::read(&ledger, &session)?;
     list_one(&args, &log)
 }

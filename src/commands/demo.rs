@@ -55,7 +55,7 @@ fn run_demo(dir: &Path) -> CmdResult {
     // The bundled sessions come without the agents' own records (their
     // hooks name files on the machine that captured them).
     opts.follow_records = false;
-    let summary = harnery::finalize::finalize(&home, &opts)?;
+    let summary = harnery::finalize::Run::once(&home, &opts)?;
     write!(
         std::io::stdout(),
         "\n$ harnery finalize\n{}",
@@ -82,7 +82,7 @@ fn run_demo(dir: &Path) -> CmdResult {
             "raw signals out of place"
         )
     )?;
-    let sessions = ledger.sessions()?;
+    let sessions = ledger.sessions().list()?;
     write!(
         std::io::stdout(),
         "\n$ harnery sessions\n{}",
@@ -95,7 +95,7 @@ fn run_demo(dir: &Path) -> CmdResult {
         write!(
             std::io::stdout(),
             "\n$ harnery show {short}\n{}",
-            super::show::render(&ledger.timeline(session)?)
+            super::show::render(&harnery::report::timeline::timeline(&ledger, session)?)
         )?;
     }
     Ok(Outcome::problems_if(!checks.clean()))

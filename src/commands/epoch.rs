@@ -5,9 +5,9 @@ use std::io::Write;
 
 use super::run_report::render_advance;
 use super::{CmdResult, Outcome};
+use harnery::clock::format_time;
 use harnery::epoch::{self, AdvanceReport, EpochStatus, EpochVerdict};
 use harnery::home::Home;
-use harnery::ledger::format_time;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -178,7 +178,7 @@ fn print_list(home: &Home, json: bool) -> Result<(), super::CmdError> {
         )?;
     }
     for e in epoch::epochs(home)? {
-        let events = e.open(home).and_then(|l| l.event_count());
+        let events = e.open(home).and_then(|l| l.events().event_count());
         let g = e.genesis.as_ref().ok();
         if json {
             let v = serde_json::json!({

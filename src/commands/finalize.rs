@@ -3,12 +3,9 @@
 
 use super::run_report::{render_advance, render_summary};
 use super::{CmdResult, Outcome};
-use harnery::clock::{ClockSample, wall_now_ns};
-use harnery::epoch::finalize;
-use harnery::finalize::FinalizeOptions;
+use harnery::finalize::{FinalizeOptions, FinalizeRun, finalize};
 use harnery::home::Home;
 use harnery::now::pinned_now;
-use harnery::progress::Progress;
 use std::io::Write;
 
 #[derive(Debug, clap::Args)]
@@ -34,24 +31,7 @@ pub fn options(now: Option<&str>) -> Result<FinalizeOptions, String> {
             bad.value
         )
     })?;
-    // An injected "now" has no monotonic reading that belongs to it: the
-    // sample stays empty, so bounds measured against it are unknown.
-    match pinned {
-        Some(now_unix_ns) => Ok(FinalizeOptions {
-            now_unix_ns,
-            clock: ClockSample::default(),
-            progress: Progress::none(),
-            follow_records: harnery::finalize::record::enabled(),
-            beside_close: None,
-        }),
-        None => Ok(FinalizeOptions {
-            now_unix_ns: wall_now_ns(),
-            clock: ClockSample::now(),
-            progress: Progress::none(),
-            follow_records: harnery::finalize::record::enabled(),
-            beside_close: None,
-        }),
-    }
+    Ok(FinalizeOptions::at(pinned))
 }
 
 pub fn run(args: Args) -> CmdResult {
@@ -59,24 +39,22 @@ pub fn run(args: Args) -> CmdResult {
     let mut opts = options(args.now.as_deref())?;
     opts.progress = super::progress::bar("events", args.json);
     opts.progress.stage("finalize");
-    opts.beside_close = Some(keep_search_current);
-    let run = finalize(&home, &opts)?;
-    if args.json {
-        writeln!(
-            harnery::terminal::stdout(true),
-            "{}",
-            serde_json::to_string_pretty(&run)?
-        )?;
-    } else {
-        write_run(&run)?;
-    }
-    if !args.no_compact {
-        compact_after(&home, opts.now_unix_ns);
-    }
+    finalize(&home, opts, !args.no_compact, |run| {
+        if args.json {
+            writeln!(
+                harnery::terminal::stdout(true),
+                "{}",
+                serde_json::to_string_pretty(run)?
+            )?;
+            Ok(())
+        } else {
+            write_run(run)
+        }
+    })?;
     Ok(Outcome::Clean)
 }
 
-fn write_run(run: &harnery::epoch::FinalizeRun) -> Result<(), super::CmdError> {
+fn write_run(run: &FinalizeRun) -> Result<(), super::CmdError> {
     match &run.completed_epoch_advance {
         // The advance's carry was this run's drain; its report says both.
         Some(report) => write!(
@@ -91,37 +69,4 @@ fn write_run(run: &harnery::epoch::FinalizeRun) -> Result<(), super::CmdError> {
         )?,
     }
     Ok(())
-}
-
-/// Compress what fits in the configured budget of the raw archive, after
-/// the run's output (the run is complete; this only saves space). A
-/// failure is a warning: the next run, or `harnery archive compact`, goes
-/// on from where this stopped.
-fn compact_after(home: &Home, now_unix_ns: i64) {
-    use harnery::finalize::compaction::{CompactSettings, after_run};
-    let done = CompactSettings::load(home).and_then(|settings| {
-        if settings.enabled {
-            after_run(home, now_unix_ns, settings.budget)?;
-        }
-        Ok(())
-    });
-    if let Err(e) = done {
-        harnery::terminal::warn(&format!(
-            "harnery finalize: the raw archive was not compacted ({e}); \
-             the ledger is complete, and the next finalize (or `harnery archive compact`) tries again"
-        ));
-    }
-}
-
-/// Bring the search index up to date with what the run committed (the run
-/// does it last, beside emptying the WAL). The index is never the truth: a
-/// failure is a warning, and the next run (or the next search) catches up
-/// from where the index stopped.
-fn keep_search_current(home: &Home) {
-    if let Err(e) = harnery::search::update_live(home) {
-        harnery::terminal::warn(&format!(
-            "harnery finalize: the search index was not brought up to date ({e}); \
-             the ledger is complete, and the next finalize or search tries again"
-        ));
-    }
 }

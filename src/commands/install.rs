@@ -2,7 +2,7 @@
 //! `harnery-hook` on every hook event, or stop it. For Copilot, install also
 //! says which hook form it chose and why (`harnery::install::form`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::{CmdResult, Outcome};
 use harnery::install::form::{self, CopilotForm, FormChoice};
@@ -194,11 +194,5 @@ fn say_where(agent: Agent, agent_dir: Option<&AgentDir>, dry_run: bool) {
 }
 
 fn user_home() -> Result<PathBuf, super::CmdError> {
-    // The same rule as Home::from_env without HARNERY_HOME: $HOME, else passwd.
-    let home = harnery::home::Home::from_vars(None, std::env::var_os("HOME"))?;
-    Ok(home
-        .root()
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_default())
+    Ok(harnery::home::user_dir()?)
 }

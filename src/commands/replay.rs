@@ -12,8 +12,8 @@
 //! `incarnation` once the session was resumed.
 
 use super::{CmdResult, EpochArg, Outcome};
+use harnery::clock::format_time;
 use harnery::home::Home;
-use harnery::ledger::format_time;
 use harnery::report::epochs::{Epochs, boundary};
 use harnery::report::replay::{Replayed, replay};
 use std::io::Write;

@@ -140,7 +140,7 @@ pub fn run(args: Args) -> CmdResult {
         }
         (&part.ledger, Some(part.label.clone()))
     };
-    let session = ledger.resolve_session(&args.session)?;
+    let session = ledger.sessions().resolve(&args.session)?;
     let log = SessionLog::read(ledger, &session)?;
     let seed = seed(
         ledger,

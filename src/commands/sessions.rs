@@ -12,9 +12,10 @@
 //! the table (`restored_from` in JSON).
 
 use super::{CmdResult, EpochArg, Outcome};
+use harnery::clock::format_time;
 use harnery::contract::AdapterId;
 use harnery::home::Home;
-use harnery::ledger::{SessionSummary, format_time};
+use harnery::ledger::SessionSummary;
 use harnery::report::audit::{AuditClass, Classification};
 use harnery::report::epochs::{Epochs, archive_note};
 use harnery::report::session_list::{Listed, SessionFilter, list};

@@ -15,11 +15,13 @@ use serde::Serialize;
 mod around;
 
 use super::{CmdResult, EpochArg, Outcome};
+use harnery::clock::format_time;
 use harnery::home::Home;
-use harnery::ledger::{SessionSummary, Timeline, TimelineEntry, format_time};
+use harnery::ledger::SessionSummary;
 use harnery::report::epochs::{Epochs, OpenEpoch, boundary, combine, report_damaged};
 use harnery::report::inherited::Inherited;
 use harnery::report::superseded::mark_timeline;
+use harnery::report::timeline::{Timeline, TimelineEntry};
 use harnery::report::usage::{mark_turn_tokens, turn_usage};
 use harnery::resume::log::SessionLog;
 use std::io::Write;
@@ -82,7 +84,7 @@ pub fn run(args: Args) -> CmdResult {
     let found = epochs.session("show", &args.session)?;
     let parts: Vec<Part> = found
         .read("show", &epochs, |l, s| {
-            let (mut timeline, events) = l.timeline_with_events(s)?;
+            let (mut timeline, events) = harnery::report::timeline::with_events(l, s)?;
             let log = SessionLog::read_resumes(l, s)?;
             mark_timeline(l, &log, &mut timeline, args.include_superseded)?;
             let inherited = Inherited::of(l, s)?;

@@ -1,95 +1,26 @@
-//! The integration suite: one test binary, one module per area. Every test
-//! runs the real binaries (`harnery`, `harnery-hook`) over real files in a
-//! temporary home; fixtures are under `tests/fixtures/` (captured from the
-//! real clients), golden outputs under `tests/snapshots/`.
+//! The integration suite: one test binary, one folder per library module.
+//! Every test runs the real binaries (`harnery`, `harnery-hook`) over real
+//! files in a temporary home; fixtures are under `tests/fixtures/` (captured
+//! from the real clients), golden outputs under `tests/snapshots/`.
 
-mod browser;
 mod common;
-mod fleet_support;
-mod hook_support;
-mod producer_support;
-mod readside_support;
-mod serve_support;
-mod session_log_support;
-mod usage_support;
 
-mod archive_compact;
-mod archive_compact_crash;
-mod archive_compact_default;
-mod checkpoint_located;
-mod epoch_advance;
-mod epoch_generations;
-mod epoch_leftovers;
-mod epoch_lifecycle;
-mod export_otlp_proto;
-mod export_stream;
-mod export_trace_rows;
-mod finalize_chunks;
-mod finalize_corpus;
-mod finalize_crash;
-mod finalize_records;
-mod finalize_records_corpus;
-mod finalize_wal;
-mod fleet_edges;
-mod fleet_search;
-mod fleet_security;
-mod fleet_ship;
-mod fleet_usage;
-mod health_unhooked;
-mod home_faults;
-mod hook_bad_input;
-mod hook_concurrency;
-mod hook_corpus;
-mod hook_kill;
-mod hook_lease;
-mod hostile_bytes;
-mod install_roundtrip;
-mod kill_campaign;
-mod ledger_cli;
-mod ledger_derive;
-mod ledger_session_rows;
-mod ledger_snapshot;
-mod ledger_store;
-mod ledger_verify_chunks;
-mod producer_authority;
-mod producer_corpus;
-mod producer_props;
-mod producer_rules;
+mod agents;
+mod epoch;
+mod export;
+mod finalize;
+mod fleet;
+mod hook;
+mod install;
+mod ledger;
+mod operator;
 mod progress_tty;
-mod readside_cli;
-mod readside_corpus;
-mod readside_epochs;
-mod readside_exec;
-mod readside_rows;
-mod readside_usage;
 mod real_home_guard;
-mod record_join;
-mod record_normalizers;
-mod record_paths;
-mod record_turns;
-mod record_usage;
-mod recover_built;
-mod recover_cli;
-mod recover_corpus;
-mod recover_policy;
-mod restore_apply;
-mod restore_apply_killed;
-mod restore_apply_more;
-mod restore_exact;
-mod restore_put_back;
-mod restore_sdk;
-mod resume_word;
+mod recover;
+mod report;
+mod restore;
 mod search;
-mod search_copilot;
 mod serve;
-mod serve_fleet;
-mod session_log;
-mod session_log_copilot;
-mod session_prefixes;
-mod spool_cli;
-mod spool_seal;
-mod steering;
-mod superseded_reads;
-mod usage_cached;
-mod usage_copies;
-mod view_browser;
+mod session;
+mod spool;
+mod view;

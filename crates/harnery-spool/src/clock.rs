@@ -26,14 +26,6 @@ impl ClockSample {
             boottime_ns: boottime_ns(),
         }
     }
-
-    /// Nanoseconds from `earlier` to `self`, when both come from the same boot
-    /// and the clock did not go backwards.
-    pub fn elapsed_since(&self, earlier: &ClockSample) -> Option<u64> {
-        let same_boot = self.boot_id.is_some() && self.boot_id == earlier.boot_id;
-        let (a, b) = (earlier.boottime_ns?, self.boottime_ns?);
-        (same_boot && b >= a).then(|| b - a)
-    }
 }
 
 /// The current boot id, if the kernel exposes it.
@@ -96,22 +88,39 @@ pub fn format_ns(ns: i64) -> String {
         .unwrap_or_else(|| format!("{ns}ns"))
 }
 
+/// UTC time of a nanosecond timestamp as RFC 3339 with milliseconds
+/// (`2026-11-30T01:00:00.000Z`; the digits alone when out of range), as
+/// tables and listings show it.
+pub fn format_time(unix_ns: i64) -> String {
+    let Ok(t) = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(unix_ns)) else {
+        return unix_ns.to_string();
+    };
+    let fmt = time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+    );
+    t.format(&fmt).unwrap_or_else(|_| unix_ns.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
+    fn both_formats_are_pinned() {
+        let ns = 1_780_000_000_123_456_789;
+        assert_eq!(format_time(ns), "2026-05-28T20:26:40.123Z");
+        assert_eq!(format_ns(ns), "2026-05-28T20:26:40.123456789Z");
+        assert_eq!(parse_rfc3339_ns(&format_ns(ns)), Some(ns));
+    }
+
+    #[test]
     fn sample_is_monotonic_within_a_boot() {
         let a = ClockSample::now();
         let b = ClockSample::now();
-        if a.boot_id.is_some() && a.boottime_ns.is_some() {
-            assert!(b.elapsed_since(&a).is_some());
+        assert_eq!(a.boot_id, b.boot_id);
+        if let (Some(a), Some(b)) = (a.boottime_ns, b.boottime_ns) {
+            assert!(b >= a, "{b} < {a}");
         }
-        let other = ClockSample {
-            boot_id: Some("other".into()),
-            boottime_ns: Some(0),
-        };
-        assert_eq!(b.elapsed_since(&other), None);
         assert!(wall_now_ns() > 1_600_000_000_000_000_000);
     }
 

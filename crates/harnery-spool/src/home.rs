@@ -37,7 +37,10 @@ pub struct Home {
 impl Home {
     /// `$HARNERY_HOME`, else `$HOME/.harnery`, else `<passwd home>/.harnery`.
     pub fn from_env() -> Result<Home, HomeError> {
-        Self::from_vars(std::env::var_os("HARNERY_HOME"), std::env::var_os("HOME"))
+        Self::from_vars(
+            std::env::var_os("HARNERY_HOME"),
+            env_home().map(PathBuf::into_os_string),
+        )
     }
 
     /// The same rule as [`Home::from_env`] over given values (for tests).
@@ -52,12 +55,7 @@ impl Home {
             }
             return Ok(Home { root });
         }
-        let base = home
-            .filter(|h| !h.is_empty())
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-            .or_else(passwd_home)
-            .ok_or(HomeError::NoHome)?;
+        let base = user_dir_from(home.map(PathBuf::from)).ok_or(HomeError::NoHome)?;
         Ok(Home {
             root: base.join(".harnery"),
         })
@@ -98,15 +96,28 @@ impl Home {
     pub fn private_dir(&self, components: &[&str]) -> io::Result<PrivateDir> {
         PrivateDir::open_path(&self.root, components, true)
     }
-
-    /// Open `root/<components…>` without creating anything.
-    pub fn existing_dir(&self, components: &[&str]) -> io::Result<PrivateDir> {
-        PrivateDir::open_path(&self.root, components, false)
-    }
 }
 
 /// The effective user's home from the password database (a failpoint build
 /// lets a test name it instead: [`crate::failpoint::TEST_PASSWD_HOME_ENV`]).
+/// `$HOME` exactly as the environment gives it (unset: none): the one place
+/// harnery reads it. Where an agent's directory is derived from it, the
+/// agent's own rule decides what an empty or missing value means.
+pub fn env_home() -> Option<PathBuf> {
+    std::env::var_os("HOME").map(PathBuf::from)
+}
+
+/// The user's home directory as [`Home`] finds it without `HARNERY_HOME`:
+/// `$HOME` when it is an absolute path, else the password database's home
+/// directory for the effective user.
+pub fn user_dir() -> Result<PathBuf, HomeError> {
+    user_dir_from(env_home()).ok_or(HomeError::NoHome)
+}
+
+fn user_dir_from(home: Option<PathBuf>) -> Option<PathBuf> {
+    home.filter(|p| p.is_absolute()).or_else(passwd_home)
+}
+
 fn passwd_home() -> Option<PathBuf> {
     if let Some(stand_in) = crate::failpoint::tuning_text(crate::failpoint::TEST_PASSWD_HOME_ENV) {
         return Some(PathBuf::from(stand_in)).filter(|p| p.is_absolute());
@@ -353,6 +364,15 @@ fn owned(fd: libc::c_int) -> io::Result<OwnedFd> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_user_dir_is_an_absolute_home_else_the_password_databases() {
+        let given = |h: &str| user_dir_from(Some(PathBuf::from(h)));
+        assert_eq!(given("/home/u"), Some(PathBuf::from("/home/u")));
+        assert_eq!(given(""), passwd_home());
+        assert_eq!(given("relative/u"), passwd_home());
+        assert_eq!(user_dir_from(None), passwd_home());
+    }
 
     #[test]
     fn harnery_home_wins_and_home_falls_back() {

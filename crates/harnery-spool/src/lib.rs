@@ -1,6 +1,6 @@
 //! harnery-spool: the part of harnery that runs on every agent signal.
 //!
-//! `harnery-hook` (in `src/bin/`) appends each raw signal to its session's
+//! `harnery-hook` (entry point `bin/harnery-hook.rs`) appends each raw signal to its session's
 //! spool under a file lease and returns. This crate holds only what that
 //! path needs, from the bottom up: `home` (where everything lives), `clock`
 //! (the one source of "now"), `failpoint` (the one crash-injection
@@ -11,4 +11,5 @@
 pub mod clock;
 pub mod failpoint;
 pub mod home;
+pub mod json_text;
 pub mod spool;

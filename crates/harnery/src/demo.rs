@@ -129,9 +129,9 @@ pub struct Checks {
 impl Checks {
     /// Validate the rows, recompute the chain, place every raw signal.
     pub fn of(ledger: &LedgerReader) -> Result<Checks, LedgerError> {
-        let (rows, problems) = ledger.validate_all()?;
-        let (_, breaks) = ledger.verify_chain()?;
-        let (raw_signals, misplaced) = ledger.verify_raw()?;
+        let (rows, problems) = ledger.verify().validate()?;
+        let (_, breaks) = ledger.verify().chain()?;
+        let (raw_signals, misplaced) = ledger.raw().verify()?;
         Ok(Checks {
             rows,
             violations: problems.len(),

@@ -14,6 +14,7 @@ pub mod agents;
 pub mod config;
 pub mod contract;
 pub mod demo;
+pub mod durable;
 pub mod epoch;
 pub mod export;
 pub mod finalize;

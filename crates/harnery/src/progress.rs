@@ -2,8 +2,17 @@
 //! to whoever watches. The library only counts; `cli` decides whether a
 //! person is watching (a terminal on stderr, no `--json`) and draws it.
 //! The default reports to nobody and costs a branch per call.
+//! [`timing`] tells, on request, how long each phase of a run took.
 
 use std::sync::Arc;
+
+/// With `HARNERY_TIMING` set, tell on stderr how long a phase of a run took
+/// (`timing <phase>: <elapsed>`), for whoever measures where a run's time goes.
+pub fn timing(phase: &str, since: std::time::Instant) {
+    if std::env::var_os("HARNERY_TIMING").is_some() {
+        eprintln!("timing {phase}: {:?}", since.elapsed());
+    }
+}
 
 /// Where progress goes.
 pub trait ProgressSink: Send + Sync {

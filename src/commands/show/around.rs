@@ -8,7 +8,8 @@ use std::io::Write;
 use serde::Serialize;
 
 use super::{Part, header, line, shifted, whole};
-use harnery::ledger::{SessionSummary, TimelineEntry};
+use harnery::ledger::SessionSummary;
+use harnery::report::timeline::TimelineEntry;
 
 /// The entries shown, and which of them holds the offset.
 pub(crate) struct Around {

@@ -148,7 +148,7 @@ impl RecoveryPolicy {
     };
 }
 
-/// The recovery-enablement table. See `docs/producer.md` for the reasoning;
+/// The recovery-enablement table. See `docs/design/session.md` for the reasoning;
 /// in short: turn-boundary sweeps need a native turn id and a reliable
 /// boundary signal, so the hook-driven ones run for Claude Code only.
 /// Copilot keeps the rules that rest on direct evidence or on an explicit

@@ -10,7 +10,7 @@
 //! session the record belongs to ([`route`]), and states what each adapter
 //! can deliver ([`CapabilityProfile`]) and which recovery rules run for it
 //! ([`recovery_policy`]). Everything stateful (offsets, turns, pairing,
-//! recovery) lives in `finalize::producer`.
+//! recovery) lives in `session`.
 //!
 //! Dialects: `claude_code` (snake_case, `tool_use_id`, `prompt_id`),
 //! `copilot` (camelCase with the event name on argv, or snake_case with

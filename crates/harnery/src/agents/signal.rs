@@ -94,18 +94,6 @@ impl SignalKind {
                 | SignalKind::RestoreRequested(_)
         )
     }
-
-    /// Whether the signal was written by harnery itself rather than the agent.
-    pub fn is_harnery_own(&self) -> bool {
-        matches!(
-            self,
-            SignalKind::EndRequested { .. }
-                | SignalKind::CommandRequested { .. }
-                | SignalKind::CommandCompleted(_)
-                | SignalKind::CheckpointRequested(_)
-                | SignalKind::RestoreRequested(_)
-        )
-    }
 }
 
 /// The turn-boundary signal's content.

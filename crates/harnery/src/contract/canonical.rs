@@ -20,7 +20,7 @@ use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
-use super::json_text::{number, string};
+use super::json_text::{number, plain_len, string};
 
 /// A JSON value in canonical text.
 #[derive(Clone, PartialEq, Eq)]
@@ -312,9 +312,11 @@ impl<'a> Scan<'a> {
     fn string(&mut self) -> Option<Cow<'a, str>> {
         self.at += 1;
         let start = self.at;
-        let len = self.text[start..]
-            .iter()
-            .position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
+        let rest = &self.text[start..];
+        let len = plain_len(rest);
+        if len == rest.len() {
+            return None;
+        }
         self.at = start + len;
         match self.text[self.at] {
             b'"' => {

@@ -22,7 +22,7 @@
 //! `ledgers/epoch-advance.json` marks an advance as underway (and says
 //! what it advances from), the directories say how far it got. While it
 //! is underway no command starts a fresh epoch, and `harnery finalize`
-//! completes the advance before it drains (see [`finalize`]); finalize
+//! completes the advance before it drains (see [`crate::finalize::finalize`]); finalize
 //! never starts one.
 
 use std::path::{Path, PathBuf};
@@ -30,12 +30,13 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::{EpochError, archive, io, list};
+use crate::durable;
 use crate::failpoint;
 use crate::finalize::{self, FinalizeError, FinalizeOptions, lease::Lease};
 use crate::home::Home;
 use crate::ledger::{
     ADVANCE_FILE, Anchor, CANDIDATES_DIR, GENESIS_FILE, GenesisManifest, LedgerReader,
-    LedgerWriter, binary_digest, durable,
+    LedgerWriter, binary_digest,
 };
 
 /// The durable record of an advance underway.
@@ -96,7 +97,11 @@ pub fn read_progress(home: &Home) -> Result<Option<Progress>, EpochError> {
 
 fn write_progress(home: &Home, p: &Progress) -> Result<(), EpochError> {
     let text = serde_json::to_vec_pretty(p).expect("progress serializes");
-    Ok(durable::write_atomic(&progress_path(home), &text)?)
+    Ok(durable::write_atomic(
+        &progress_path(home),
+        &text,
+        durable::Mode::Private,
+    )?)
 }
 
 fn remove_progress(home: &Home) -> Result<(), EpochError> {
@@ -112,38 +117,6 @@ fn remove_progress(home: &Home) -> Result<(), EpochError> {
 /// not), or an archive exists that no live epoch anchors to.
 pub fn advance_underway(home: &Home) -> Result<bool, EpochError> {
     Ok(progress_path(home).exists() || list::dangling_archive(home)?.is_some())
-}
-
-/// What `harnery finalize` ran: the drain, and the advance it completed
-/// first when it found one underway.
-#[derive(Debug, Clone, Serialize)]
-pub struct FinalizeRun {
-    #[serde(flatten)]
-    pub summary: finalize::Summary,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub completed_epoch_advance: Option<AdvanceReport>,
-}
-
-/// `harnery finalize`: drain the spools. An advance found underway is
-/// completed first, by the same steps `harnery epoch advance` runs, and
-/// its carry is the drain. With no advance underway this never starts
-/// one: a live epoch under another digest is refused and nothing drained.
-pub fn finalize(home: &Home, opts: &FinalizeOptions) -> Result<FinalizeRun, EpochError> {
-    if !advance_underway(home)? {
-        return Ok(FinalizeRun {
-            summary: finalize::finalize(home, opts)?,
-            completed_epoch_advance: None,
-        });
-    }
-    let report = advance(home, opts)?;
-    let summary = match &report.carried {
-        Some(s) => s.clone(),
-        None => finalize::finalize(home, opts)?,
-    };
-    Ok(FinalizeRun {
-        summary,
-        completed_epoch_advance: Some(report),
-    })
 }
 
 /// Where a resumed advance picks up, read from disk.
@@ -236,7 +209,7 @@ pub fn advance(home: &Home, opts: &FinalizeOptions) -> Result<AdvanceReport, Epo
     }
     drop(lease);
     opts.progress.stage("carry");
-    report.carried = Some(finalize::finalize(home, opts)?);
+    report.carried = Some(finalize::Run::once(home, opts)?);
     remove_progress(home)?;
     report.new_genesis_id = Some(LedgerReader::open(home)?.genesis().genesis_id.clone());
     Ok(report)
@@ -298,11 +271,9 @@ fn quiesce(
                 genesis.genesis_id
             )));
         }
-        let mut old = LedgerWriter::open_dir(&live, opts.now_unix_ns, false)?;
-        let incarnation = old.take_incarnation()?;
-        let mut summary = finalize::Summary::default();
+        let old = LedgerWriter::open_dir(&live, opts.now_unix_ns, false)?;
         report.ready_files_applied_to_old_epoch =
-            finalize::apply_pending(home, &mut old, incarnation, opts, &mut summary)?;
+            finalize::Run::on(home, old, opts)?.apply_pending()?;
     }
     let left = finalize::ready::pending(home)?;
     if !left.is_empty() {
@@ -371,13 +342,13 @@ fn reinstall(home: &Home, anchor: &Anchor, opts: &FinalizeOptions) -> Result<(),
 /// anchor to a chain head that the archive itself recomputes to.
 fn candidate_gate(home: &Home, cand: &Path, anchor: &Anchor) -> Result<(), EpochError> {
     let ledger = LedgerReader::open_dir(cand, Some(&binary_digest()))?;
-    if ledger.event_count()? != 0 {
+    if ledger.events().event_count()? != 0 {
         return Err(EpochError::CandidateGate(
             "the candidate already holds events".into(),
         ));
     }
     let archived = LedgerReader::open_dir(&home.root().join(&anchor.archive), None)?;
-    let (_, breaks) = archived.verify_chain()?;
+    let (_, breaks) = archived.verify().chain()?;
     if let Some(b) = breaks.first() {
         return Err(EpochError::CandidateGate(format!(
             "the archived chain is broken at seq {} ({}): {}",

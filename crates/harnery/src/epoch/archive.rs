@@ -13,10 +13,11 @@ use crate::contract::SessionRef;
 use crate::contract::eligibility::{
     COMMAND_PAIRING_INCOMPLETE, END_REQUEST_SUPERSEDED, TOOL_PAIRING_INCOMPLETE,
 };
+use crate::durable;
 use crate::home::Home;
 use crate::ledger::{
     Anchor, CANDIDATES_DIR, ClosedSession, Closure, FENCE_FILE, GENESIS_FILE, GenesisManifest,
-    LedgerError, LedgerReader, durable,
+    LedgerError, LedgerReader,
 };
 
 pub const MANIFEST_FILE: &str = "MANIFEST.json";
@@ -61,8 +62,8 @@ impl TreeManifest {
     /// altered, missing or added.
     ///
     /// A listed temporary file of the archive's own bookkeeping that is
-    /// gone is no difference: an advance before this build, resumed after
-    /// a kill inside its manifest write, listed the killed write's
+    /// gone is no difference: an earlier build's advance, resumed after a
+    /// kill inside its manifest write, may have listed the killed write's
     /// `.MANIFEST.json.tmp` and then renamed that very file to
     /// `MANIFEST.json`. It never held the epoch's data. Found on disk, such
     /// a file is still reported as added.
@@ -156,10 +157,14 @@ pub(super) fn archive_live(home: &Home, live: &Path, target: &Path) -> Result<()
         "archived": true,
         "note": "archived epoch: read-only, never appended to or repaired",
     });
-    durable::write_atomic(&live.join(FENCE_FILE), fence.to_string().as_bytes())?;
+    durable::write_atomic(
+        &live.join(FENCE_FILE),
+        fence.to_string().as_bytes(),
+        durable::Mode::Private,
+    )?;
     let manifest = TreeManifest::build(live, &genesis_id)?;
     let text = serde_json::to_vec_pretty(&manifest).expect("manifest serializes");
-    durable::write_atomic(&live.join(MANIFEST_FILE), &text)?;
+    durable::write_atomic(&live.join(MANIFEST_FILE), &text, durable::Mode::Private)?;
     let parent = home.ledgers_dir().join(CANDIDATES_DIR);
     crate::ledger::create_dir_private(&parent)?;
     std::fs::rename(live, target).map_err(io(target))?;
@@ -251,7 +256,7 @@ pub(super) fn anchor_of(home: &Home, genesis_id: &str) -> Result<Anchor, EpochEr
         genesis_id: genesis_id.to_string(),
         schema_digest: ledger.genesis().schema_digest.clone(),
         terminal_segment_digest: ledger.chain_head()?,
-        events: ledger.event_count()?,
+        events: ledger.events().event_count()?,
         archive: rel.to_string_lossy().into_owned(),
         closure: Some(closure_of(&ledger)?),
     })
@@ -269,7 +274,7 @@ pub fn closure_of(ledger: &LedgerReader) -> Result<Closure, LedgerError> {
         superseded_end_requests: Vec::new(),
         reasons: Vec::new(),
     };
-    for span in ledger.open_spans()? {
+    for span in ledger.spans().open()? {
         let row = by
             .entry(span.session.clone())
             .or_insert_with(|| blank(&span.session));
@@ -279,7 +284,7 @@ pub fn closure_of(ledger: &LedgerReader) -> Result<Closure, LedgerError> {
             row.open_tool_spans.push(span.request_event_id);
         }
     }
-    for end in ledger.pending_end_requests()? {
+    for end in ledger.ends().pending()? {
         by.entry(end.session.clone())
             .or_insert_with(|| blank(&end.session))
             .superseded_end_requests

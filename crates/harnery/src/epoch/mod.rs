@@ -2,8 +2,8 @@
 //! every epoch a home holds.
 //!
 //! - `advance.rs`: the epoch advance (quiesce, archive, reinstall, carry;
-//!   resumable after a crash) and the finalize that completes one left
-//!   underway.
+//!   resumable after a crash); `harnery finalize` completes one left
+//!   underway (`finalize/run.rs`).
 //! - `archive.rs`: an archived epoch's tree manifest and what the advance
 //!   closed in it.
 //! - `list.rs`: the epochs a home holds, and `--epoch` selection.
@@ -19,9 +19,7 @@ mod verify;
 
 use std::path::{Path, PathBuf};
 
-pub use advance::{
-    AdvanceReport, FinalizeRun, Progress, advance, advance_underway, finalize, read_progress,
-};
+pub use advance::{AdvanceReport, Progress, advance, advance_underway, read_progress};
 pub use archive::{
     ArchivedSession, ManifestEntry, TreeManifest, archived_open_span_sessions, closure_of,
 };
@@ -58,6 +56,13 @@ pub enum EpochError {
     Manifest { path: PathBuf, detail: String },
     #[error("no epoch {wanted:?} in this home; the epochs are: {}", known.join(", "))]
     UnknownEpoch { wanted: String, known: Vec<String> },
+}
+
+/// A durable write's failure, worded as the ledger words it.
+impl From<crate::durable::DurableError> for EpochError {
+    fn from(e: crate::durable::DurableError) -> EpochError {
+        EpochError::Ledger(e.into())
+    }
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> EpochError + '_ {

@@ -99,7 +99,10 @@ pub fn status(home: &Home) -> Result<EpochStatus, EpochError> {
                 dir: e.dir.display().to_string(),
                 generation: e.genesis.as_ref().ok().map(|g| g.contract_generation),
                 schema_digest: e.genesis.as_ref().ok().map(|g| g.schema_digest.clone()),
-                events: opened.as_ref().ok().and_then(|l| l.event_count().ok()),
+                events: opened
+                    .as_ref()
+                    .ok()
+                    .and_then(|l| l.events().event_count().ok()),
                 readable: e.generation().is_some(),
                 error: opened.err().map(|err| err.to_string()),
             }

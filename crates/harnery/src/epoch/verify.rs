@@ -116,7 +116,8 @@ fn shape_problems(e: &EpochEntry) -> Vec<String> {
     let Some(generation) = e.generation() else {
         return Vec::new();
     };
-    let found = LedgerReader::open_dir(&e.dir, None).and_then(|l| l.shape_problems(generation));
+    let found =
+        LedgerReader::open_dir(&e.dir, None).and_then(|l| l.verify().shape_problems(generation));
     match found {
         Ok((_, problems)) => problems
             .into_iter()
@@ -130,7 +131,7 @@ fn shape_problems(e: &EpochEntry) -> Vec<String> {
 /// The live epoch's raw archive files against what its ledger recorded
 /// (an archive's are covered by its tree manifest).
 fn raw_archive_problems(e: &EpochEntry) -> Vec<String> {
-    let faults = LedgerReader::open_dir(&e.dir, None).and_then(|l| l.raw_archive_faults());
+    let faults = LedgerReader::open_dir(&e.dir, None).and_then(|l| l.raw().faults());
     match faults {
         Ok(faults) => faults
             .into_iter()
@@ -186,7 +187,7 @@ fn chain(e: &EpochEntry) -> Result<(u64, String, Vec<String>), EpochError> {
     // The chain does not depend on the contract: read any digest, any
     // generation.
     let ledger = LedgerReader::open_dir(&e.dir, None)?;
-    let (rows, breaks) = ledger.verify_chain()?;
+    let (rows, breaks) = ledger.verify().chain()?;
     let breaks = breaks
         .into_iter()
         .map(|b| {

@@ -119,6 +119,7 @@ pub fn write(
             source
                 .epoch
                 .ledger
+                .events()
                 .for_each_stored_text(&source.filter, |row| {
                     if open {
                         progress.add(1);

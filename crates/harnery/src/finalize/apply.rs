@@ -5,88 +5,73 @@
 
 use std::path::Path;
 
-use super::summary::{FinalizeOptions, HealthNote, Summary};
+use super::steps::Run;
+use super::summary::{HealthNote, Summary};
 use super::{FinalizeError, ready, timing};
 use crate::failpoint;
 use crate::home::Home;
-use crate::ledger::{AppendBatch, AppendOutcome, LedgerError, LedgerWriter};
+use crate::ledger::{AppendBatch, AppendOutcome, LedgerError};
 
-/// Apply every pending ready file (oldest first); returns how many.
-pub fn apply_pending(
-    home: &Home,
-    ledger: &mut LedgerWriter,
-    incarnation: u64,
-    opts: &FinalizeOptions,
-    summary: &mut Summary,
-) -> Result<u64, FinalizeError> {
-    ready::remove_orphans(home)?;
-    let files = ready::pending(home)?;
-    let waiting: std::collections::HashSet<String> =
-        files.iter().filter_map(|p| ready::batch_of(p)).collect();
-    crate::ledger::remove_orphans(ledger, |batch| waiting.contains(batch))?;
-    for path in &files {
-        apply_file(home, ledger, path, incarnation, opts, summary)?;
+impl Run<'_> {
+    /// Apply every pending ready file (oldest first); returns how many.
+    pub fn apply_pending(&mut self) -> Result<u64, FinalizeError> {
+        ready::remove_orphans(self.home)?;
+        let files = ready::pending(self.home)?;
+        let waiting: std::collections::HashSet<String> =
+            files.iter().filter_map(|p| ready::batch_of(p)).collect();
+        crate::ledger::remove_orphans(&self.ledger, |batch| waiting.contains(batch))?;
+        for path in &files {
+            self.apply_file(path)?;
+        }
+        Ok(files.len() as u64)
     }
-    Ok(files.len() as u64)
-}
 
-/// Stage two for one ready file read back from disk.
-pub(super) fn apply_file(
-    home: &Home,
-    ledger: &mut LedgerWriter,
-    path: &Path,
-    incarnation: u64,
-    opts: &FinalizeOptions,
-    summary: &mut Summary,
-) -> Result<(), FinalizeError> {
-    let t = std::time::Instant::now();
-    let batch = ready::read(path)?;
-    timing("ready-read", t);
-    apply_batch(home, ledger, path, &batch, incarnation, opts, summary)
-}
-
-/// Stage two: validate + append `batch` (the content of the durable ready
-/// file at `path`) in one transaction, then delete the intake segments it
-/// names and the ready file itself.
-pub(super) fn apply_batch(
-    home: &Home,
-    ledger: &mut LedgerWriter,
-    path: &Path,
-    batch: &AppendBatch,
-    incarnation: u64,
-    opts: &FinalizeOptions,
-    summary: &mut Summary,
-) -> Result<(), FinalizeError> {
-    append_batch(ledger, path, batch, incarnation, opts, summary)?;
-    release(home, path, &batch.sources)
-}
-
-/// Validate + append `batch` in one transaction; its files stay until the
-/// commit is durable (see [`release`]).
-pub(super) fn append_batch(
-    ledger: &mut LedgerWriter,
-    path: &Path,
-    batch: &AppendBatch,
-    incarnation: u64,
-    opts: &FinalizeOptions,
-    summary: &mut Summary,
-) -> Result<(), FinalizeError> {
-    let t = std::time::Instant::now();
-    let outcome = ledger
-        .append(batch, incarnation, opts.now_unix_ns, &|| {
-            failpoint::hit("mid-transaction")
-        })
-        .map_err(|e| refuse(path, e))?;
-    timing("append", t);
-    if let AppendOutcome::Appended { events, signals } = outcome {
-        summary.batches_applied += 1;
-        summary.events_appended += events as u64;
-        opts.progress.add(events as u64);
-        summary.signals_drained += signals as u64;
-        note_health(batch, summary);
+    /// Stage two for one ready file read back from disk.
+    fn apply_file(&mut self, path: &Path) -> Result<(), FinalizeError> {
+        let t = std::time::Instant::now();
+        let batch = ready::read(path)?;
+        timing("ready-read", t);
+        self.apply_batch(path, &batch)
     }
-    failpoint::hit("after-commit");
-    Ok(())
+
+    /// Stage two: validate + append `batch` (the content of the durable ready
+    /// file at `path`) in one transaction, then delete the intake segments it
+    /// names and the ready file itself.
+    pub(super) fn apply_batch(
+        &mut self,
+        path: &Path,
+        batch: &AppendBatch,
+    ) -> Result<(), FinalizeError> {
+        self.append_batch(path, batch)?;
+        release(self.home, path, &batch.sources)
+    }
+
+    /// Validate + append `batch` in one transaction; its files stay until the
+    /// commit is durable (see [`release`]).
+    pub(super) fn append_batch(
+        &mut self,
+        path: &Path,
+        batch: &AppendBatch,
+    ) -> Result<(), FinalizeError> {
+        let t = std::time::Instant::now();
+        let outcome = self
+            .ledger
+            .append(batch, self.incarnation, self.opts.now_unix_ns, &|| {
+                failpoint::hit("mid-transaction")
+            })
+            .map_err(|e| refuse(path, e))?;
+        timing("append", t);
+        if let AppendOutcome::Appended { events, signals } = outcome {
+            let summary = &mut self.summary;
+            summary.batches_applied += 1;
+            summary.events_appended += events as u64;
+            self.opts.progress.add(events as u64);
+            summary.signals_drained += signals as u64;
+            note_health(batch, summary);
+        }
+        failpoint::hit("after-commit");
+        Ok(())
+    }
 }
 
 /// Delete what a durably committed batch came from: the intake segments it

@@ -143,7 +143,7 @@ pub fn compact_now(
     let now = crate::now::resolve_now(None)?;
     let mut ledger = LedgerWriter::open(home, now)?;
     let done = ledger.compact_archive(level)?;
-    let size = ledger.archive_size()?;
+    let size = ledger.raw().size()?;
     Ok((done, size))
 }
 

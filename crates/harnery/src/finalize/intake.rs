@@ -19,8 +19,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc::sync_channel;
 
-use super::apply::{append_batch, release, remove_segment};
-use super::summary::{DamagedRange, FinalizeOptions, Summary};
+use super::apply::{release, remove_segment};
+use super::steps::Run;
+use super::summary::{DamagedRange, FinalizeOptions};
 use super::{FinalizeError, ready, timing};
 use crate::agents::{self, RawSignal};
 use crate::clock::ClockSample;
@@ -28,8 +29,8 @@ use crate::contract::{AdapterId, SessionRef};
 use crate::failpoint;
 use crate::home::Home;
 use crate::ledger::{
-    AppendBatch, BatchSignal, Checkpointer, LedgerReader, LedgerWriter, RawBytes, ReadyEvent,
-    WalState, binary_digest, raw,
+    AppendBatch, BatchSignal, Checkpointer, LedgerReader, RawBytes, ReadyEvent, WalState,
+    binary_digest, raw,
 };
 use crate::spool::reader::{RecordView, read_views};
 use crate::spool::{Damage, IntakeSpool, read_segment_whole};
@@ -72,151 +73,148 @@ struct SpoolFile {
     size: u64,
 }
 
-/// Seal every session and drain all sealed files, chunk by chunk, in a
-/// pipeline of three threads: one reads and normalizes chunks, one makes
-/// them durable (raw archive, ready file: mostly waiting on fsync), and
-/// this one appends them, so the stages overlap. A fourth syncs the WAL,
-/// then releases the batches committed before that sync (their ready
-/// files), then checkpoints: commits here do not wait for their own fsync
-/// (see `ledger::checkpoint`). Chunks pass through in order, so the order
-/// of batches, and so of the chain, is unchanged. (Reading on a thread of
-/// its own was measured slower on two cores.)
-pub(super) fn drain(
-    home: &Home,
-    ledger: &mut LedgerWriter,
-    incarnation: u64,
-    opts: &FinalizeOptions,
-    summary: &mut Summary,
-) -> Result<(), FinalizeError> {
-    let files = seal_all(home)?;
-    failpoint::hit("after-seal");
-    let chunks = plan(home, ledger, files)?;
-    if chunks.is_empty() {
-        return Ok(());
-    }
-    let mut normalizer = Normalizer {
-        ledger: LedgerReader::open_dir(ledger.dir(), None)?,
-        now_unix_ns: opts.now_unix_ns,
-        states: HashMap::new(),
-        offsets: BTreeMap::new(),
-        recent: HashMap::default(),
-        newest_kept: None,
-        chunk: 0,
-    };
-    ledger.set_background_sync(true)?;
-    let ledger_dir = ledger.dir().to_path_buf();
-    let drained = std::thread::scope(|scope| {
-        let (to_flush, normalized) = sync_channel::<Result<Normalized, FinalizeError>>(1);
-        let (to_append, prepared) = sync_channel::<Result<Prepared, FinalizeError>>(0);
-        let (recycle, applied) = std::sync::mpsc::channel::<AppendBatch>();
-        stage(scope, "harnery-normalize", move || {
-            for chunk in chunks {
-                // Applied batches are freed here, by the thread that built
-                // them: freed by the appending thread, every block was a
-                // cross-thread free that thread then had to collect (4-5 %
-                // of a drain in mimalloc's free and collect).
-                applied.try_iter().for_each(drop);
-                let done =
-                    load(chunk).and_then(|c| normalize_chunk(home, &mut normalizer, opts, c));
-                let failed = done.is_err();
-                if to_flush.send(done).is_err() || failed {
-                    break;
-                }
-            }
-        });
-        stage(scope, "harnery-flush", move || {
-            for chunk in normalized {
-                let done = chunk.and_then(|c| make_durable(home, &ledger_dir, c));
-                let failed = done.is_err();
-                if to_append.send(done).is_err() || failed {
-                    break;
-                }
-            }
-        });
-        let checkpointer = Checkpointer::open(ledger.dir())?;
-        let (committed, to_release) = std::sync::mpsc::channel::<Committed>();
-        let (checkpointed, progress) = std::sync::mpsc::channel::<Checkpointed>();
-        let checkpoints = stage(scope, "harnery-checkpoint", move || {
-            while let Ok(first) = to_release.recv() {
-                // Everything committed so far is covered by one sync.
-                let batches: Vec<Committed> = std::iter::once(first)
-                    .chain(to_release.try_iter())
-                    .collect();
-                checkpointer.sync_wal().map_err(durability)?;
-                for c in &batches {
-                    release(home, &c.ready, &c.sources)?;
-                }
-                let restart = batches.iter().any(|c| c.restart);
-                failpoint::delay("slow-checkpoint");
-                let wal = checkpointer.run(restart).map_err(durability)?;
-                let through = batches.last().map_or(0, |c| c.number);
-                // The appending thread may be gone already; nothing waits.
-                let _ = checkpointed.send(Checkpointed { through, wal });
-            }
-            Ok(())
-        });
-        let restart_frames = wal_restart_frames();
-        let mut restart_at = restart_frames;
-        let mut wal_frames = 0;
-        let mut restarting: Option<usize> = None;
-        for (number, p) in prepared.into_iter().enumerate() {
-            let mut p = p?;
-            if let Some(through) = restarting.take() {
-                let since = std::time::Instant::now();
-                let mut restarted = false;
-                while let Ok(c) = progress.recv() {
-                    if c.through >= through {
-                        restarted = c.wal.restartable;
+impl Run<'_> {
+    /// Seal every session and drain all sealed files, chunk by chunk, in a
+    /// pipeline of three threads: one reads and normalizes chunks, one makes
+    /// them durable (raw archive, ready file: mostly waiting on fsync), and
+    /// this one appends them, so the stages overlap. A fourth syncs the WAL,
+    /// then releases the batches committed before that sync (their ready
+    /// files), then checkpoints: commits here do not wait for their own fsync
+    /// (see `ledger::write::checkpoint`). Chunks pass through in order, so the order
+    /// of batches, and so of the chain, is unchanged. (Reading on a thread of
+    /// its own was measured slower on two cores.)
+    pub(super) fn drain(&mut self) -> Result<(), FinalizeError> {
+        let (home, opts) = (self.home, self.opts);
+        let files = seal_all(home)?;
+        failpoint::hit("after-seal");
+        let chunks = plan(home, &self.ledger, files)?;
+        if chunks.is_empty() {
+            return Ok(());
+        }
+        let mut normalizer = Normalizer {
+            ledger: LedgerReader::open_dir(self.ledger.dir(), None)?,
+            now_unix_ns: opts.now_unix_ns,
+            states: HashMap::new(),
+            offsets: BTreeMap::new(),
+            recent: HashMap::default(),
+            newest_kept: None,
+            chunk: 0,
+        };
+        self.ledger.set_background_sync(true)?;
+        let ledger_dir = self.ledger.dir().to_path_buf();
+        let drained = std::thread::scope(|scope| {
+            let (to_flush, normalized) = sync_channel::<Result<Normalized, FinalizeError>>(1);
+            let (to_append, prepared) = sync_channel::<Result<Prepared, FinalizeError>>(0);
+            let (recycle, applied) = std::sync::mpsc::channel::<AppendBatch>();
+            stage(scope, "harnery-normalize", move || {
+                for chunk in chunks {
+                    // Applied batches are freed here, by the thread that built
+                    // them: freed by the appending thread, every block would be
+                    // a cross-thread free that thread then has to collect (4-5 %
+                    // of a drain in mimalloc's free and collect).
+                    applied.try_iter().for_each(drop);
+                    let done =
+                        load(chunk).and_then(|c| normalize_chunk(home, &mut normalizer, opts, c));
+                    let failed = done.is_err();
+                    if to_flush.send(done).is_err() || failed {
                         break;
                     }
                 }
-                timing("wal-restart-wait", since);
-                // A reader that held on keeps the WAL: try again once it
-                // has doubled, so a reader that stays costs a few waits.
-                restart_at = if restarted {
-                    restart_frames
-                } else {
-                    restart_at.saturating_mul(2)
+            });
+            stage(scope, "harnery-flush", move || {
+                for chunk in normalized {
+                    let done = chunk.and_then(|c| make_durable(home, &ledger_dir, c));
+                    let failed = done.is_err();
+                    if to_append.send(done).is_err() || failed {
+                        break;
+                    }
+                }
+            });
+            let checkpointer = Checkpointer::open(self.ledger.dir())?;
+            let (committed, to_release) = std::sync::mpsc::channel::<Committed>();
+            let (checkpointed, progress) = std::sync::mpsc::channel::<Checkpointed>();
+            let checkpoints = stage(scope, "harnery-checkpoint", move || {
+                while let Ok(first) = to_release.recv() {
+                    // Everything committed so far is covered by one sync.
+                    let batches: Vec<Committed> = std::iter::once(first)
+                        .chain(to_release.try_iter())
+                        .collect();
+                    checkpointer.sync_wal().map_err(durability)?;
+                    for c in &batches {
+                        release(home, &c.ready, &c.sources)?;
+                    }
+                    let restart = batches.iter().any(|c| c.restart);
+                    failpoint::delay("slow-checkpoint");
+                    let wal = checkpointer.run(restart).map_err(durability)?;
+                    let through = batches.last().map_or(0, |c| c.number);
+                    // The appending thread may be gone already; nothing waits.
+                    let _ = checkpointed.send(Checkpointed { through, wal });
+                }
+                Ok(())
+            });
+            let restart_frames = wal_restart_frames();
+            let mut restart_at = restart_frames;
+            let mut wal_frames = 0;
+            let mut restarting: Option<usize> = None;
+            for (number, p) in prepared.into_iter().enumerate() {
+                let mut p = p?;
+                if let Some(through) = restarting.take() {
+                    let since = std::time::Instant::now();
+                    let mut restarted = false;
+                    while let Ok(c) = progress.recv() {
+                        if c.through >= through {
+                            restarted = c.wal.restartable;
+                            break;
+                        }
+                    }
+                    timing("wal-restart-wait", since);
+                    // A reader that held on keeps the WAL: try again once it
+                    // has doubled, so a reader that stays costs a few waits.
+                    restart_at = if restarted {
+                        restart_frames
+                    } else {
+                        restart_at.saturating_mul(2)
+                    };
+                    wal_frames = 0;
+                }
+                self.summary.damaged_ranges.extend(p.damaged);
+                // The file on disk is only for crash recovery; apply what is in memory.
+                self.append_batch(&p.path, &p.batch)?;
+                if let Some(last) = progress.try_iter().last() {
+                    wal_frames = last.wal.frames;
+                }
+                // Past the limit, the checkpoint after this commit waits for
+                // the WAL's readers, and the next transaction waits for that
+                // checkpoint (while this thread waits for the next batch
+                // anyway): with every frame copied and no reader left in the
+                // WAL, SQLite writes the next transaction from the start of the
+                // file again. Otherwise the WAL only grows while a drain runs,
+                // to the size of all it appends, and every frame extends it.
+                let restart = wal_frames >= restart_at;
+                let c = Committed {
+                    number,
+                    restart,
+                    ready: p.path,
+                    sources: std::mem::take(&mut p.batch.sources),
                 };
-                wal_frames = 0;
+                // A normalizing thread that is done no longer takes them.
+                let _ = recycle.send(p.batch);
+                // A checkpoint thread that is gone failed: stop and report it.
+                if committed.send(c).is_err() {
+                    break;
+                }
+                if restart {
+                    restarting = Some(number);
+                }
             }
-            summary.damaged_ranges.extend(p.damaged);
-            // The file on disk is only for crash recovery; apply what is in memory.
-            append_batch(ledger, &p.path, &p.batch, incarnation, opts, summary)?;
-            if let Some(last) = progress.try_iter().last() {
-                wal_frames = last.wal.frames;
-            }
-            // Past the limit, the checkpoint after this commit waits for
-            // the WAL's readers, and the next transaction waits for that
-            // checkpoint (while this thread waits for the next batch
-            // anyway): with every frame copied and no reader left in the
-            // WAL, SQLite writes the next transaction from the start of the
-            // file again. Otherwise the WAL only grows while a drain runs,
-            // to the size of all it appends, and every frame extends it.
-            let restart = wal_frames >= restart_at;
-            let c = Committed {
-                number,
-                restart,
-                ready: p.path,
-                sources: std::mem::take(&mut p.batch.sources),
-            };
-            // A normalizing thread that is done no longer takes them.
-            let _ = recycle.send(p.batch);
-            // A checkpoint thread that is gone failed: stop and report it.
-            if committed.send(c).is_err() {
-                break;
-            }
-            if restart {
-                restarting = Some(number);
-            }
-        }
-        drop(committed);
-        checkpoints
-            .join()
-            .expect("the checkpoint thread does not panic")
-    });
-    ledger.set_background_sync(false)?;
-    drained
+            drop(committed);
+            checkpoints
+                .join()
+                .expect("the checkpoint thread does not panic")
+        });
+        self.ledger.set_background_sync(false)?;
+        drained
+    }
 }
 
 /// A committed batch whose files wait for the WAL sync that makes its
@@ -279,7 +277,10 @@ fn plan(
     let mut bytes = 0;
     let limit = chunk_bytes();
     for file in files {
-        if ledger.segment_drained(&relative(home, &file.path))? {
+        if ledger
+            .bookkeeping()
+            .segment_drained(&relative(home, &file.path))?
+        {
             remove_segment(&file.path)?;
             continue;
         }
@@ -326,7 +327,7 @@ fn seal_all(home: &Home) -> Result<Vec<SpoolFile>, FinalizeError> {
             changed.push(session);
         }
     }
-    crate::ledger::durable::sync_each(&changed, |s| s.sync()).map_err(spool_err)?;
+    crate::durable::sync_each(&changed, |s| s.sync()).map_err(spool_err)?;
     for session in &sessions {
         for seg in session.pending().map_err(spool_err)? {
             out.push(spool_file(seg.path, &session.adapter, &session.session_key));
@@ -356,7 +357,9 @@ fn weight(ledger: &LedgerReader, file: &SpoolFile) -> Result<u64, FinalizeError>
     if file.session_key.is_empty() || !crate::spool::key::is_plain(&file.session_key) {
         return Ok(file.size);
     }
-    let state = ledger.producer_state_len(&file.adapter_dir, &file.session_key)?;
+    let state = ledger
+        .bookkeeping()
+        .producer_state_len(&file.adapter_dir, &file.session_key)?;
     Ok(file.size + state)
 }
 
@@ -457,16 +460,17 @@ fn normalize_chunk(
     normalizer.start_chunk();
     // One snapshot for the chunk: every batch it must see (all but those
     // in `recent`) committed before this chunk started.
-    normalizer.ledger.begin_snapshot()?;
+    normalizer.ledger.bookkeeping().begin_snapshot()?;
     let unknown = normalizer
         .ledger
+        .bookkeeping()
         .newest_signal_ns()
         .map_err(FinalizeError::from)
         .and_then(|newest| {
             normalizer.newest_kept = newest;
             normalize(normalizer, &decoded.records, &mut batch)
         });
-    normalizer.ledger.end_snapshot()?;
+    normalizer.ledger.bookkeeping().end_snapshot()?;
     let unknown = unknown?;
     timing("normalize", t);
     let mut health = SpoolHealth {

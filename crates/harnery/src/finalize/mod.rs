@@ -14,7 +14,9 @@
 //! commit stops the run (never retried); the next run starts clean.
 //!
 //! Files, in the order a run uses them:
-//! - `run.rs`: one run, start to end ([`finalize`]).
+//! - `run.rs`: the finalize entry point, the whole job ([`finalize`]): epoch
+//!   gate, one run (the search index caught up at its end), compaction.
+//! - `steps.rs`: one run under the lease ([`Run`]), its steps as methods.
 //! - `lease.rs`: the one-finalizer-at-a-time lease on the home.
 //! - `summary.rs`: what a run is told ([`FinalizeOptions`]) and reports ([`Summary`]).
 //! - `intake.rs` (+ `intake/`): stage one, the drain pipeline from sealed spool files to ready files.
@@ -34,15 +36,17 @@ pub mod ready;
 pub mod record;
 mod run;
 mod state;
+mod steps;
 mod summary;
 
 use std::path::{Path, PathBuf};
 
-pub use apply::apply_pending;
-pub use run::finalize;
+pub use run::{FinalizeRun, finalize};
+pub use steps::Run;
 pub use summary::{DamagedRange, FinalizeOptions, HealthNote, Summary, UNREADABLE_ROW};
 
 use crate::ledger::LedgerError;
+use crate::progress::timing;
 
 /// Why a finalizer run stopped.
 #[derive(Debug, thiserror::Error)]
@@ -70,18 +74,18 @@ pub enum FinalizeError {
     Refused { path: PathBuf, source: LedgerError },
 }
 
+/// A durable write's failure, worded as the ledger words it.
+impl From<crate::durable::DurableError> for FinalizeError {
+    fn from(e: crate::durable::DurableError) -> FinalizeError {
+        FinalizeError::Ledger(e.into())
+    }
+}
+
 impl FinalizeError {
     pub fn io(path: &Path, source: std::io::Error) -> FinalizeError {
         FinalizeError::Io {
             path: path.to_path_buf(),
             source,
         }
-    }
-}
-
-/// With `HARNERY_TIMING` set, report how long a phase took on stderr.
-fn timing(phase: &str, since: std::time::Instant) {
-    if std::env::var_os("HARNERY_TIMING").is_some() {
-        eprintln!("timing {phase}: {:?}", since.elapsed());
     }
 }

@@ -43,9 +43,10 @@ use self::direct::DirectWriter;
 use self::fields::{Fields, put_count, put_optional, put_text};
 use super::FinalizeError;
 use crate::contract::{AdapterId, SessionRef};
+use crate::durable;
 use crate::home::Home;
 use crate::ledger::{
-    AppendBatch, BatchSignal, BatchState, RawBytes, ReadyEvent, create_dir_private, durable,
+    AppendBatch, BatchSignal, BatchState, RawBytes, ReadyEvent, create_dir_private,
 };
 
 mod direct;

@@ -61,9 +61,10 @@ use crate::agents::harnery::{
 use crate::agents::record::place::{self, LINE_CEILING, NotOpened, OVERSIZED_HEAD, RecordRole};
 use crate::clock::ClockSample;
 use crate::contract::{AdapterId, RecordProblem, SessionRef};
+use crate::durable;
 use crate::finalize::FinalizeError;
 use crate::home::Home;
-use crate::ledger::{LedgerReader, durable};
+use crate::ledger::LedgerReader;
 use crate::session::RecordCursor;
 use crate::spool::{Signal, SpoolWriter, WriterOptions};
 
@@ -130,7 +131,7 @@ pub fn follow(
 ) -> Result<(u64, Vec<SessionRef>), FinalizeError> {
     let sessions = match only {
         Some(these) => these.to_vec(),
-        None => ledger.producer_sessions()?,
+        None => ledger.bookkeeping().producer_sessions()?,
     };
     let mut plans = Vec::with_capacity(sessions.len());
     for session in sessions {
@@ -287,7 +288,7 @@ fn record_path(session: &SessionRef, named: Option<&str>) -> Result<Located, (Pa
         AdapterId::ClaudeCode => Ok(None),
         AdapterId::Copilot => {
             let Some(home) = copilot::home_from_env()
-                .or_else(|| std::env::var_os("HOME").map(|h| copilot::default_home(Path::new(&h))))
+                .or_else(|| crate::home::env_home().map(|h| copilot::default_home(&h)))
             else {
                 return Ok(None);
             };

@@ -1,105 +1,86 @@
-//! One finalizer run: lease, incarnation, pending ready files, then the
-//! intake spool session by session (`intake`), then the agents' own
-//! records (`record`), then the time rules (`state`).
+//! The finalize entry point: [`finalize`], the whole `harnery finalize`
+//! job. In order: the epoch gate (an advance found underway is completed
+//! first, its carry being the drain), one [`Run`] (pending ready files,
+//! intake, the agents' own records, the time rules, then the search index
+//! caught up beside emptying the WAL), the caller's report of it, and the
+//! raw archive compacted within its budget.
+//!
+//! The CLI parses and prints; every rule of the job is here.
 
-use super::apply::apply_pending;
-use super::summary::{FinalizeOptions, HealthNote, Summary, UNREADABLE_ROW};
-use super::{FinalizeError, lease::Lease};
+use serde::Serialize;
+
+use super::compaction::{CompactSettings, after_run};
+use super::steps::Run;
+use super::summary::{FinalizeOptions, Summary};
+use crate::epoch::{AdvanceReport, EpochError, advance, advance_underway};
 use crate::home::Home;
-use crate::ledger::{Checkpointer, LedgerReader, LedgerWriter};
 
-/// Run the finalizer once over `home`.
-pub fn finalize(home: &Home, opts: &FinalizeOptions) -> Result<Summary, FinalizeError> {
-    let t = std::time::Instant::now();
-    let _lease = Lease::take(home)?;
-    let mut ledger = LedgerWriter::open(home, opts.now_unix_ns)?;
-    let incarnation = ledger.take_incarnation()?;
-    let mut summary = Summary {
-        incarnation,
-        ..Summary::default()
-    };
-    summary.ready_files_recovered =
-        apply_pending(home, &mut ledger, incarnation, opts, &mut summary)?;
-    super::timing("open", t);
-    let t = std::time::Instant::now();
-    super::intake::drain(home, &mut ledger, incarnation, opts, &mut summary)?;
-    super::timing("intake", t);
-    if opts.follow_records {
-        // Pass by pass, each drained before the next reads on; after the
-        // first, only the sessions whose records had more.
-        let mut only: Option<Vec<crate::contract::SessionRef>> = None;
-        let mut budget = super::record::RunBudget::default();
-        for _ in 0..super::record::MAX_PASSES {
-            let t = std::time::Instant::now();
-            let (written, wrote_for) = super::record::follow(
-                home,
-                &ledger,
-                opts.now_unix_ns,
-                &opts.clock,
-                only.as_deref(),
-                &mut budget,
-            )?;
-            if written == 0 {
-                break;
-            }
-            summary.record_signals += written;
-            super::timing("follow", t);
-            let t = std::time::Instant::now();
-            super::intake::drain(home, &mut ledger, incarnation, opts, &mut summary)?;
-            super::timing("drain", t);
-            only = Some(wrote_for);
-        }
-    }
-    let t = std::time::Instant::now();
-    super::state::tick_all(home, &mut ledger, incarnation, opts, &mut summary)?;
-    super::timing("tick", t);
-    let t = std::time::Instant::now();
-    finish_summary(&ledger, &mut summary)?;
-    super::timing("summary", t);
-    for row in ledger.take_set_aside() {
-        summary.health.push(HealthNote {
-            session: row.row.clone(),
-            code: UNREADABLE_ROW.into(),
-            detail: row.to_string(),
-        });
-    }
-    if let Some(work) = opts.beside_close {
-        let t = std::time::Instant::now();
-        empty_wal_beside(&ledger, || work(home));
-        super::timing("beside-close", t);
-    }
-    Ok(summary)
+/// What `harnery finalize` ran: the drain, and the advance it completed
+/// first when it found one underway.
+#[derive(Debug, Clone, Serialize)]
+pub struct FinalizeRun {
+    #[serde(flatten)]
+    pub summary: Summary,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completed_epoch_advance: Option<AdvanceReport>,
 }
 
-/// Do `work` while another thread checkpoints the WAL this run grew and
-/// cuts it to nothing. Closing the ledger deletes that file, and the
-/// kernel freeing its pages was a serial stretch at the run's end (60 ms
-/// for the 150 MB a 170 MB drain of agents' records leaves); beside
-/// `work` it costs nothing. Only a saving: when a reader keeps the WAL,
-/// the cut gives up after the checkpointer's busy timeout, and the close
-/// deletes the file as it always did.
-fn empty_wal_beside(ledger: &LedgerWriter, work: impl FnOnce()) {
-    // The writer's page cache is not needed any more; `work` reuses it.
-    let _ = ledger.shrink_memory();
-    let dir = ledger.dir().to_path_buf();
-    std::thread::scope(|scope| {
-        // A thread that does not start is only a saving missed.
-        let _ = std::thread::Builder::new()
-            .name("harnery-wal".into())
-            .spawn_scoped(scope, move || {
-                if let Ok(checkpointer) = Checkpointer::open(&dir) {
-                    let _ = checkpointer.truncate();
-                }
-            });
-        work();
-    });
-}
-
-fn finish_summary(ledger: &LedgerReader, summary: &mut Summary) -> Result<(), FinalizeError> {
-    for s in ledger.sessions()? {
-        summary.spans.open += s.spans.open;
-        summary.spans.closed_native += s.spans.closed_native;
-        summary.spans.recovered += s.spans.recovered;
+/// `harnery finalize`: drain the spools, hand what ran to `report` (the
+/// caller prints it), then, unless `compact` is false, compress what fits
+/// in the raw archive's budget. The search index is brought up to date at
+/// the run's end.
+pub fn finalize<E: From<EpochError>>(
+    home: &Home,
+    mut opts: FinalizeOptions,
+    compact: bool,
+    report: impl FnOnce(&FinalizeRun) -> Result<(), E>,
+) -> Result<(), E> {
+    opts.catch_up_search = true;
+    let run = gated(home, &opts)?;
+    report(&run)?;
+    if compact {
+        compact_after(home, opts.now_unix_ns);
     }
     Ok(())
+}
+
+/// The drain behind the epoch gate. An advance found underway is completed
+/// first, by the same steps `harnery epoch advance` runs, and its carry is
+/// the drain. With no advance underway this never starts one: a live epoch
+/// under another digest is refused and nothing drained.
+fn gated(home: &Home, opts: &FinalizeOptions) -> Result<FinalizeRun, EpochError> {
+    if !advance_underway(home)? {
+        return Ok(FinalizeRun {
+            summary: Run::once(home, opts)?,
+            completed_epoch_advance: None,
+        });
+    }
+    let report = advance(home, opts)?;
+    let summary = match &report.carried {
+        Some(s) => s.clone(),
+        None => Run::once(home, opts)?,
+    };
+    Ok(FinalizeRun {
+        summary,
+        completed_epoch_advance: Some(report),
+    })
+}
+
+/// Compress what fits in the configured budget of the raw archive, after
+/// the run's report (the run is complete; this only saves space). A
+/// failure is a warning: the next run, or `harnery archive compact`, goes
+/// on from where this stopped.
+fn compact_after(home: &Home, now_unix_ns: i64) {
+    let done = CompactSettings::load(home).and_then(|settings| {
+        if settings.enabled {
+            after_run(home, now_unix_ns, settings.budget)?;
+        }
+        Ok(())
+    });
+    if let Err(e) = done {
+        crate::terminal::warn(&format!(
+            "harnery finalize: the raw archive was not compacted ({e}); \
+             the ledger is complete, and the next finalize (or `harnery archive compact`) tries again"
+        ));
+    }
 }

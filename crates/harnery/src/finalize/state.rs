@@ -2,13 +2,11 @@
 //! checked against this build's capability profile), saved with the batch
 //! that advanced it, and ticked by the time rules at the end of a run.
 
-use super::apply::apply_batch;
-use super::summary::{FinalizeOptions, Summary};
+use super::steps::Run;
 use super::{FinalizeError, ready};
 use crate::contract::SessionRef;
-use crate::home::Home;
 use crate::ledger::{
-    AppendBatch, BatchState, LedgerError, LedgerReader, LedgerWriter, ReadyEvent, binary_digest,
+    AppendBatch, BatchState, LedgerError, LedgerReader, ReadyEvent, binary_digest,
 };
 use crate::session::SessionProducer;
 use std::path::Path;
@@ -26,7 +24,7 @@ pub(super) fn load_producer(
     now_unix_ns: i64,
     events: &mut Vec<ReadyEvent>,
 ) -> Result<SessionProducer, FinalizeError> {
-    let Some(text) = ledger.producer_state(session)? else {
+    let Some(text) = ledger.bookkeeping().producer_state(session)? else {
         return Ok(carried_producer(ledger, session)?
             .unwrap_or_else(|| SessionProducer::new(session.clone())));
     };
@@ -65,7 +63,7 @@ fn carried_producer(
         let Ok(archived) = LedgerReader::open_dir(&home.join(&a.archive), None) else {
             break;
         };
-        if let Some(text) = archived.producer_state(session)? {
+        if let Some(text) = archived.bookkeeping().producer_state(session)? {
             return Ok(SessionProducer::carrying_record(session.clone(), &text));
         }
         anchor = archived.genesis().anchor.clone();
@@ -89,48 +87,45 @@ pub(super) fn save_producer(session: &SessionRef, producer: &SessionProducer) ->
     }
 }
 
-/// The time rules: tick every session the ledger holds producer state for,
-/// in batches, and append what they emit.
-pub(super) fn tick_all(
-    home: &Home,
-    ledger: &mut LedgerWriter,
-    incarnation: u64,
-    opts: &FinalizeOptions,
-    summary: &mut Summary,
-) -> Result<(), FinalizeError> {
-    let sessions = ledger.producer_sessions()?;
-    for group in sessions.chunks(TICK_CHUNK) {
-        let mut batch = AppendBatch {
-            id: ready::new_batch_id(opts.now_unix_ns),
-            contract_digest: binary_digest(),
-            sources: Vec::new(),
-            signals: Vec::new(),
-            events: Vec::new(),
-            states: Vec::new(),
-        };
-        for session in group {
-            let before = batch.events.len();
-            // A session whose stored state cannot be read is not ticked:
-            // it is set aside (and reported), and the others go on.
-            let mut producer =
-                match load_producer(ledger, session, opts.now_unix_ns, &mut batch.events) {
-                    Err(FinalizeError::Ledger(LedgerError::Unreadable(row))) => {
-                        ledger.set_aside(*row);
-                        continue;
-                    }
-                    loaded => loaded?,
-                };
-            let events = producer.tick(opts.now_unix_ns, &opts.clock);
-            batch.events.extend(events.into_iter().map(ReadyEvent::new));
-            if batch.events.len() > before {
-                batch.states.push(save_producer(session, &producer));
+impl Run<'_> {
+    /// The time rules: tick every session the ledger holds producer state
+    /// for, in batches, and append what they emit.
+    pub(super) fn tick_all(&mut self) -> Result<(), FinalizeError> {
+        let now_unix_ns = self.opts.now_unix_ns;
+        let sessions = self.ledger.bookkeeping().producer_sessions()?;
+        for group in sessions.chunks(TICK_CHUNK) {
+            let mut batch = AppendBatch {
+                id: ready::new_batch_id(now_unix_ns),
+                contract_digest: binary_digest(),
+                sources: Vec::new(),
+                signals: Vec::new(),
+                events: Vec::new(),
+                states: Vec::new(),
+            };
+            for session in group {
+                let before = batch.events.len();
+                // A session whose stored state cannot be read is not ticked:
+                // it is set aside (and reported), and the others go on.
+                let mut producer =
+                    match load_producer(&self.ledger, session, now_unix_ns, &mut batch.events) {
+                        Err(FinalizeError::Ledger(LedgerError::Unreadable(row))) => {
+                            self.ledger.set_aside(*row);
+                            continue;
+                        }
+                        loaded => loaded?,
+                    };
+                let events = producer.tick(now_unix_ns, &self.opts.clock);
+                batch.events.extend(events.into_iter().map(ReadyEvent::new));
+                if batch.events.len() > before {
+                    batch.states.push(save_producer(session, &producer));
+                }
             }
+            if batch.events.is_empty() {
+                continue;
+            }
+            let path = ready::write(self.home, &batch)?;
+            self.apply_batch(&path, &batch)?;
         }
-        if batch.events.is_empty() {
-            continue;
-        }
-        let path = ready::write(home, &batch)?;
-        apply_batch(home, ledger, &path, &batch, incarnation, opts, summary)?;
+        Ok(())
     }
-    Ok(())
 }

@@ -18,10 +18,32 @@ pub struct FinalizeOptions {
     /// Read on in each session's own record after the hook signals
     /// (`HARNERY_RECORDS=off` says no; see `finalize::record`).
     pub follow_records: bool,
-    /// Work done last, once everything is written, beside emptying the
-    /// WAL the run grew (see `run::empty_wal_beside`): the `finalize`
-    /// command brings the search index up to date there.
-    pub beside_close: Option<fn(&crate::home::Home)>,
+    /// Bring the search index up to date last, once everything is
+    /// written, beside emptying the WAL the run grew (see
+    /// `steps::empty_wal_beside`); the `finalize` job sets it.
+    pub catch_up_search: bool,
+}
+
+impl FinalizeOptions {
+    /// A run's options at `pinned` (an injected "now", in ns), else at the
+    /// clock's now. An injected "now" has no monotonic reading that belongs
+    /// to it: the sample stays empty, so bounds measured against it are
+    /// unknown. The agents' own records are followed unless the
+    /// environment says no (`finalize::record::enabled`); no progress is
+    /// shown and the search index is left alone until a caller says.
+    pub fn at(pinned: Option<i64>) -> FinalizeOptions {
+        let (now_unix_ns, clock) = match pinned {
+            Some(ns) => (ns, ClockSample::default()),
+            None => (crate::clock::wall_now_ns(), ClockSample::now()),
+        };
+        FinalizeOptions {
+            now_unix_ns,
+            clock,
+            progress: crate::progress::Progress::none(),
+            follow_records: super::record::enabled(),
+            catch_up_search: false,
+        }
+    }
 }
 
 /// A damaged spool byte range the run skipped (also a ledger health event).

@@ -119,7 +119,7 @@ fn copy_sessions(
 ) -> Result<u64, CopyError> {
     let by_session: BTreeMap<&SessionRef, &ClosedSession> =
         closed.iter().map(|c| (&c.session, c)).collect();
-    let summaries = ledger.sessions()?;
+    let summaries = ledger.sessions().list()?;
     // A copy leaves no row out: one that cannot be read stops the ship.
     ledger.refuse_set_aside()?;
     let mut w = writer(
@@ -205,31 +205,33 @@ fn copy_spans(
         via_role,
     )?;
     let mut n = 0;
-    ledger.for_each_span(|s: SpanRow| -> Result<(), CopyError> {
-        let duration = s.duration_ms.map(|d| d as i64);
-        let row: [&(dyn ToSql + Sync); 17] = [
-            &key.host,
-            &key.genesis,
-            &t(s.session.adapter.as_str()),
-            &t(&s.session.session_id),
-            &id(host_key, &s.request_event_id),
-            &t(&s.kind),
-            &t(&s.name),
-            &ts(&s.tool_call_id),
-            &ts(&s.agent_id),
-            &s.turn_id.as_deref().map(|i| id(host_key, i)),
-            &s.requested_unix_ns,
-            &s.state.as_str(),
-            &ts(&s.reason),
-            &s.completed_event_id.as_deref().map(|i| id(host_key, i)),
-            &ts(&s.outcome),
-            &duration,
-            &s.completed_unix_ns,
-        ];
-        w.write(&row)?;
-        n += 1;
-        Ok(())
-    })?;
+    ledger
+        .rows()
+        .for_each_span(|s: SpanRow| -> Result<(), CopyError> {
+            let duration = s.duration_ms.map(|d| d as i64);
+            let row: [&(dyn ToSql + Sync); 17] = [
+                &key.host,
+                &key.genesis,
+                &t(s.session.adapter.as_str()),
+                &t(&s.session.session_id),
+                &id(host_key, &s.request_event_id),
+                &t(&s.kind),
+                &t(&s.name),
+                &ts(&s.tool_call_id),
+                &ts(&s.agent_id),
+                &s.turn_id.as_deref().map(|i| id(host_key, i)),
+                &s.requested_unix_ns,
+                &s.state.as_str(),
+                &ts(&s.reason),
+                &s.completed_event_id.as_deref().map(|i| id(host_key, i)),
+                &ts(&s.outcome),
+                &duration,
+                &s.completed_unix_ns,
+            ];
+            w.write(&row)?;
+            n += 1;
+            Ok(())
+        })?;
     w.finish()?;
     Ok(n)
 }
@@ -241,7 +243,7 @@ fn copy_receipts(
     ledger: &LedgerReader,
     via_role: bool,
 ) -> Result<u64, CopyError> {
-    let sessions = ledger.session_refs(None)?;
+    let sessions = ledger.sessions().refs(None)?;
     ledger.refuse_set_aside()?;
     let mut w = writer(
         tx,
@@ -323,10 +325,12 @@ fn streamed_receipts(
     session: &SessionRef,
 ) -> Result<Vec<TurnReceipt>, CopyError> {
     let mut fold = ReceiptStream::default();
-    ledger.for_each_session_event(session, |e: Event| -> Result<(), CopyError> {
-        fold.add(&e);
-        Ok(())
-    })?;
+    ledger
+        .rows()
+        .for_each_session_event(session, |e: Event| -> Result<(), CopyError> {
+            fold.add(&e);
+            Ok(())
+        })?;
     Ok(fold.receipts())
 }
 
@@ -484,8 +488,8 @@ mod tests {
         let mut compared = 0;
         for entry in crate::epoch::epochs(&home).unwrap() {
             let ledger = crate::report::epochs::open_as_written(&entry).unwrap();
-            for session in ledger.session_refs(None).unwrap() {
-                let (events, _) = ledger.session_events_lenient(&session).unwrap();
+            for session in ledger.sessions().refs(None).unwrap() {
+                let (events, _) = ledger.events().session_events_lenient(&session).unwrap();
                 let refs: Vec<_> = events.iter().collect();
                 let whole = session_receipts(&refs).turns;
                 let streamed = streamed_receipts(&ledger, &session).unwrap();

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::private_file::{Published, publish_once};
+use crate::durable::{Published, publish_once};
 
 /// File name of the host id below the home.
 pub const HOST_ID_FILE: &str = "host-id";
@@ -58,7 +58,10 @@ impl HostId {
                     source: std::io::ErrorKind::NotFound.into(),
                 })
             }
-            Err((path, source)) => Err(HostIdError::Io { path, source }),
+            Err(e) => {
+                let (path, source) = e.into_parts();
+                Err(HostIdError::Io { path, source })
+            }
         }
     }
 

@@ -8,8 +8,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::private_file::{Published, publish_once};
 use crate::contract::DigestWriter;
+use crate::durable::{Published, publish_once};
 
 /// File name of the ship key below the home.
 pub const SHIP_KEY_FILE: &str = "ship-key";
@@ -112,7 +112,10 @@ impl HostKey {
                 let text = std::fs::read_to_string(&path).map_err(io(&path))?;
                 parse(&path, &text)
             }
-            Err((path, source)) => Err(KeyError::Io { path, source }),
+            Err(e) => {
+                let (path, source) = e.into_parts();
+                Err(KeyError::Io { path, source })
+            }
         }
     }
 }

@@ -20,7 +20,6 @@ pub mod ids;
 pub mod key;
 pub mod link;
 pub mod mask;
-mod private_file;
 pub mod read;
 pub mod schema;
 mod schema_bound;

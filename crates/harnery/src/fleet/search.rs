@@ -13,8 +13,8 @@ use serde::Serialize;
 
 use super::FleetError;
 use super::read::{self, ReadFilter};
+use crate::clock::format_time;
 use crate::contract::{AdapterId, SessionRef};
-use crate::ledger::format_time;
 use crate::search::query::{self, Term};
 use crate::search::{Hit, Kind, snippet};
 

@@ -415,7 +415,7 @@ impl Shipper<'_> {
             shipped.masked_rows += masked;
             shipped.rows_total = last;
         }
-        let local_rows = ledger.last_seq().map_err(|e| fail(e.into()))?;
+        let local_rows = ledger.rows().last_seq().map_err(|e| fail(e.into()))?;
         if derived_at != local_rows {
             let mut tx = client.transaction().map_err(|e| fail(e.into()))?;
             let counts = derived::replace(&mut tx, &key, self.key, ledger, closed, run.via_role)
@@ -456,7 +456,7 @@ impl Shipper<'_> {
         };
         let (seq, server_link, server_commit): (i64, Vec<u8>, Vec<u8>) =
             (row.get(0), row.get(1), row.get(2));
-        let local = ledger.row_hash(seq).map_err(|e| fail(e.into()))?;
+        let local = ledger.rows().row_hash(seq).map_err(|e| fail(e.into()))?;
         let local_commit = local.map(|h| link::commit(self.key, &h, &server_link));
         match (local_commit, <[u8; 32]>::try_from(server_link.as_slice())) {
             (Some(c), Ok(l)) if c[..] == server_commit[..] => Ok((seq, l)),
@@ -495,42 +495,44 @@ impl Shipper<'_> {
         let mut search = SearchRows::default();
         let content = self.content.as_str();
         let mut sent = 0;
-        let read = ledger.for_each_chain_row(after, self.batch_rows, |row| {
-            let out = outgoing(self.masker, self.content, &row);
-            if self.content != Content::None {
-                search.push(row.seq, &out.json);
-            }
-            let l = link::link(prev, &out.shipped(&row, content));
-            let c = link::commit(self.key, row.hash, &l);
-            let values: [&(dyn ToSql + Sync); 14] = [
-                &key.host,
-                &key.genesis,
-                &row.seq,
-                &out.event_id,
-                &out.adapter,
-                &out.session_id,
-                &row.offset,
-                &out.ty,
-                &row.time_unix_ns,
-                &content,
-                &out.masked,
-                &&out.json[..],
-                &&l[..],
-                &&c[..],
-            ];
-            w.write(&values)?;
-            masked_rows += u64::from(!out.masked.is_empty());
-            *prev = l;
-            last = row.seq;
-            if row.seq == after + 1 {
-                failpoint::hit("ship-mid-copy");
-            }
-            sent += 1;
-            match search.full() {
-                true => Err(CopyError::SearchFull),
-                false => Ok(()),
-            }
-        });
+        let read = ledger
+            .rows()
+            .for_each_chain_row(after, self.batch_rows, |row| {
+                let out = outgoing(self.masker, self.content, &row);
+                if self.content != Content::None {
+                    search.push(row.seq, &out.json);
+                }
+                let l = link::link(prev, &out.shipped(&row, content));
+                let c = link::commit(self.key, row.hash, &l);
+                let values: [&(dyn ToSql + Sync); 14] = [
+                    &key.host,
+                    &key.genesis,
+                    &row.seq,
+                    &out.event_id,
+                    &out.adapter,
+                    &out.session_id,
+                    &row.offset,
+                    &out.ty,
+                    &row.time_unix_ns,
+                    &content,
+                    &out.masked,
+                    &&out.json[..],
+                    &&l[..],
+                    &&c[..],
+                ];
+                w.write(&values)?;
+                masked_rows += u64::from(!out.masked.is_empty());
+                *prev = l;
+                last = row.seq;
+                if row.seq == after + 1 {
+                    failpoint::hit("ship-mid-copy");
+                }
+                sent += 1;
+                match search.full() {
+                    true => Err(CopyError::SearchFull),
+                    false => Ok(()),
+                }
+            });
         match read {
             Ok(_) | Err(CopyError::SearchFull) => {}
             Err(e) => return Err(e),
@@ -627,13 +629,15 @@ pub fn dry_run(
         let mut after = 0;
         let mut rows = 0;
         loop {
-            let n = ledger.for_each_chain_row(after, DEFAULT_BATCH_ROWS, |row| {
-                after = row.seq;
-                if let Some(m) = masker.mask(row.json).filter(|m| !m.patterns.is_empty()) {
-                    f(entry.label(), &row, &m.patterns, &m.text);
-                }
-                Ok::<(), crate::ledger::LedgerError>(())
-            })?;
+            let n = ledger
+                .rows()
+                .for_each_chain_row(after, DEFAULT_BATCH_ROWS, |row| {
+                    after = row.seq;
+                    if let Some(m) = masker.mask(row.json).filter(|m| !m.patterns.is_empty()) {
+                        f(entry.label(), &row, &m.patterns, &m.text);
+                    }
+                    Ok::<(), crate::ledger::LedgerError>(())
+                })?;
             rows += n;
             if n == 0 {
                 break;

@@ -85,7 +85,7 @@ impl PgEnv {
             .collect();
         PgEnv {
             vars,
-            home: std::env::var_os("HOME").map(PathBuf::from),
+            home: crate::home::env_home(),
         }
     }
 

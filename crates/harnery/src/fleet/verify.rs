@@ -404,7 +404,7 @@ fn compare_rows(
     out: &mut FleetVerified,
 ) -> Result<(), FleetError> {
     const PAGE: i64 = 5_000;
-    let local_last = ledger.last_seq()?;
+    let local_last = ledger.rows().last_seq()?;
     let mut after = 0i64;
     let mut prev_link: Vec<u8> = link::seed(&e.host, &e.genesis).to_vec();
     loop {
@@ -418,33 +418,35 @@ fn compare_rows(
         };
         // The ledger's rows over the same range, shipped again here.
         let mut mine: std::collections::BTreeMap<i64, (Vec<u8>, Local)> = Default::default();
-        ledger.for_each_chain_row(after, (last - after) as u64, |row| {
-            let mut per_content = Vec::new();
-            for content in [Content::Full, Content::Masked, Content::None] {
-                let o = outgoing(masker, content, &row);
-                per_content.push(Reshipped {
-                    content: content.as_str(),
-                    event_id: o.event_id.into_owned(),
-                    adapter: o.adapter.into_owned(),
-                    session_id: o.session_id.into_owned(),
-                    ty: o.ty.into_owned(),
-                    json: o.json.into_owned(),
-                    masked: o.masked,
-                });
-            }
-            mine.insert(
-                row.seq,
-                (
-                    row.hash.to_vec(),
-                    Local {
-                        offset: row.offset,
-                        time: row.time_unix_ns,
-                        per_content,
-                    },
-                ),
-            );
-            Ok::<(), crate::ledger::LedgerError>(())
-        })?;
+        ledger
+            .rows()
+            .for_each_chain_row(after, (last - after) as u64, |row| {
+                let mut per_content = Vec::new();
+                for content in [Content::Full, Content::Masked, Content::None] {
+                    let o = outgoing(masker, content, &row);
+                    per_content.push(Reshipped {
+                        content: content.as_str(),
+                        event_id: o.event_id.into_owned(),
+                        adapter: o.adapter.into_owned(),
+                        session_id: o.session_id.into_owned(),
+                        ty: o.ty.into_owned(),
+                        json: o.json.into_owned(),
+                        masked: o.masked,
+                    });
+                }
+                mine.insert(
+                    row.seq,
+                    (
+                        row.hash.to_vec(),
+                        Local {
+                            offset: row.offset,
+                            time: row.time_unix_ns,
+                            per_content,
+                        },
+                    ),
+                );
+                Ok::<(), crate::ledger::LedgerError>(())
+            })?;
         let mut expected = after + 1;
         for r in &page {
             let seq: i64 = r.get(0);

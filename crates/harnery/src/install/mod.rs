@@ -232,7 +232,7 @@ pub fn apply(plan: &Plan) -> Result<Applied, InstallError> {
         None => None,
     };
     match &plan.after {
-        Some(text) => write_atomic(&plan.path, text).map_err(io)?,
+        Some(text) => replace_settings(&plan.path, text).map_err(io)?,
         None => std::fs::remove_file(&plan.path).map_err(io)?,
     }
     Ok(Applied {
@@ -242,25 +242,13 @@ pub fn apply(plan: &Plan) -> Result<Applied, InstallError> {
     })
 }
 
-fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
-    use std::io::Write;
+/// Replace an agent's settings file durably, keeping its permissions.
+fn replace_settings(path: &Path, text: &str) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let tmp = path.with_file_name(format!(
-        ".{}.harnery-tmp-{}",
-        path.file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-        std::process::id()
-    ));
-    let mut f = std::fs::File::create(&tmp)?;
-    if let Ok(meta) = std::fs::metadata(path) {
-        let _ = std::fs::set_permissions(&tmp, meta.permissions());
-    }
-    f.write_all(text.as_bytes())?;
-    f.sync_all()?;
-    std::fs::rename(&tmp, path)
+    crate::durable::write_atomic(path, text.as_bytes(), crate::durable::Mode::Inherit)
+        .map_err(|e| e.into_parts().1)
 }
 
 fn read_optional(path: &Path) -> Result<Option<String>, InstallError> {

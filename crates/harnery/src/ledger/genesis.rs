@@ -130,7 +130,11 @@ impl GenesisManifest {
     pub fn write(&self, path: &Path) -> Result<(), LedgerError> {
         let mut text = serde_json::to_string_pretty(self).expect("a manifest always serializes");
         text.push('\n');
-        crate::ledger::durable::write_atomic(path, text.as_bytes())
+        Ok(crate::durable::write_atomic(
+            path,
+            text.as_bytes(),
+            crate::durable::Mode::Private,
+        )?)
     }
 
     /// The first hash of this epoch's chain: zero for a first epoch, else

@@ -16,7 +16,6 @@
 //! trace chunks), the schema, and the integrity checks.
 
 pub mod chain;
-pub mod durable;
 mod genesis;
 pub mod integrity;
 pub mod raw;
@@ -35,9 +34,11 @@ pub use genesis::{
 };
 pub use read::{
     ArchiveSize, ChainBreak, ChainRow, ChunkRead, DamagedRow, EndRequestRow, HealthRow,
-    LedgerReader, RawProblem, RecordJoin, RowFilter, SessionSummary, SpanCounts, SpanRow,
-    SpanState, StoredEvent, StoredText, Timeline, TimelineEntry, UnreadableRow, ValidationProblem,
+    LedgerReader, RawProblem, RowFilter, SessionSummary, SpanCounts, SpanRow, SpanState,
+    StoredEvent, StoredText, UnreadableRow, ValidationProblem,
 };
+// The reader's query types, one per seam (`reader.sessions()` and the like).
+pub use read::{Bookkeeping, Ends, Events, Health, Raw, Rows, Sessions, Spans, Trace, Verify};
 pub use write::{
     AppendBatch, AppendOutcome, BatchSignal, BatchState, Checkpointer, LedgerWriter, RawBytes,
     ReadyEvent, WalState, compact, fold_wal, remove_orphans,
@@ -129,6 +130,17 @@ impl LedgerError {
     }
 }
 
+impl From<crate::durable::DurableError> for LedgerError {
+    fn from(e: crate::durable::DurableError) -> LedgerError {
+        match e {
+            crate::durable::DurableError::Io { path, source } => LedgerError::Io { path, source },
+            crate::durable::DurableError::Sync { path, source } => {
+                LedgerError::Durability { path, source }
+            }
+        }
+    }
+}
+
 /// Create `dir` and its parents with mode 0700.
 pub fn create_dir_private(dir: &Path) -> Result<(), LedgerError> {
     use std::os::unix::fs::DirBuilderExt;
@@ -137,15 +149,4 @@ pub fn create_dir_private(dir: &Path) -> Result<(), LedgerError> {
         .mode(0o700)
         .create(dir)
         .map_err(|e| LedgerError::io(dir, e))
-}
-
-/// UTC time of a nanosecond timestamp as RFC 3339 with milliseconds.
-pub fn format_time(unix_ns: i64) -> String {
-    let Ok(t) = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(unix_ns)) else {
-        return unix_ns.to_string();
-    };
-    let fmt = time::macros::format_description!(
-        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
-    );
-    t.format(&fmt).unwrap_or_else(|_| unix_ns.to_string())
 }

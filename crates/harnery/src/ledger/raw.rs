@@ -29,7 +29,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{LedgerError, durable};
+use super::LedgerError;
+use crate::durable;
 use crate::spool::envelope::EnvelopeView;
 use crate::spool::frame::{HEADER_LEN, decode_header};
 use crate::spool::{SpoolRecord, read_first_view};

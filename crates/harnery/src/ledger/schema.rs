@@ -305,7 +305,7 @@ CREATE INDEX spans_session ON spans (adapter, session_id, state);
 "#;
 
 /// Event ids are no longer kept unique by an index of their own. An id is
-/// derived from its session and offset (see `finalize::producer::emit`),
+/// derived from its session and offset (see `session::emit`),
 /// and (session, offset) stays unique, so the index only restated that
 /// rule, at the price of a third b-tree insert, keyed by long strings, for
 /// every event. `harnery validate` checks that ids are unique instead.

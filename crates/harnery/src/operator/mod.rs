@@ -3,7 +3,7 @@
 //!
 //! Both are written as harnery's own signals (`harnery.end_requested`,
 //! `harnery.command_requested`, `harnery.command_completed`; payloads in
-//! `adapter::harnery`) into the session's intake spool through the same
+//! `agents::harnery`) into the session's intake spool through the same
 //! [`SpoolWriter`] the hook uses, so they are ordered with the agent's
 //! signals and normalized by the same producer. Nothing here touches the
 //! ledger: an end request takes effect when `finalize` reads it.

@@ -183,7 +183,7 @@ impl Epochs {
     pub fn sessions(&self, command: &str, failed: &mut usize) -> Vec<SessionAcross<'_>> {
         let mut by: BTreeMap<SessionRef, Vec<(&OpenEpoch, SessionSummary)>> = BTreeMap::new();
         for epoch in &self.open {
-            match epoch.ledger.sessions() {
+            match epoch.ledger.sessions().list() {
                 Ok(list) => {
                     for s in list {
                         by.entry(s.session.clone()).or_default().push((epoch, s));

@@ -341,7 +341,7 @@ pub fn record_conditions(
 ) -> Result<Vec<Condition>, crate::ledger::LedgerError> {
     let mut out = Vec::new();
     use crate::session::RecordCursor;
-    for session in ledger.producer_sessions()? {
+    for session in ledger.bookkeeping().producer_sessions()? {
         let Some(text) = ledger.producer_state_or_set_aside(&session)? else {
             continue;
         };

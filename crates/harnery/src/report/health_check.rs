@@ -82,12 +82,12 @@ pub fn gather(
     let mut began_ns = None;
     let mut conditions = match crate::report::source::live_or_none(home) {
         Ok(Some(ledger)) => {
-            archive = ledger.archive_size().ok();
+            archive = ledger.raw().size().ok();
             began_ns = Some(ledger.genesis().created_unix_ns);
-            known.extend(ledger.producer_sessions()?);
+            known.extend(ledger.bookkeeping().producer_sessions()?);
             let mut found = crate::report::session_rows::conditions(&ledger, now_ns)?;
             found.extend(crate::report::health::record_conditions(&ledger, now_ns)?);
-            found.extend(ledger.raw_archive_faults()?.into_iter().map(damaged));
+            found.extend(ledger.raw().faults()?.into_iter().map(damaged));
             found.extend(crate::report::health::set_aside_conditions(&ledger));
             found.extend(shared_call_conditions(&ledger)?);
             found

@@ -17,8 +17,9 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::timeline::Timeline;
 use crate::contract::{AdapterId, Event, EventType, Payload, SessionRef};
-use crate::ledger::{LedgerError, LedgerReader, Timeline};
+use crate::ledger::{LedgerError, LedgerReader};
 use crate::report::superseded::restored_from;
 use crate::report::usage::{Prices, UsageGroup, UsageTally};
 
@@ -65,7 +66,7 @@ impl Inherited {
             }
             out.parent
                 .get_or_insert_with(|| format!("{}/{}", parent.adapter, parent.session_id));
-            for e in ledger.session_events_of(&parent, COPIED_KINDS)? {
+            for e in ledger.events().session_events_of(&parent, COPIED_KINDS)? {
                 out.note(&e);
             }
             out.ancestors.push(parent.clone());
@@ -160,7 +161,7 @@ impl Inherited {
     ) -> Result<UsageGroup, LedgerError> {
         const KINDS: &[EventType] = &[EventType::UsageReported, EventType::CheckpointRecorded];
         let mut tally = UsageTally::new(crate::report::usage::GroupBy::Session, prices);
-        let events = ledger.session_events_of(session, KINDS)?;
+        let events = ledger.events().session_events_of(session, KINDS)?;
         let mut parents: Vec<SessionRef> = self.ancestors.iter().rev().cloned().collect();
         // A fork names the session its copies came from.
         for e in &events {
@@ -177,7 +178,7 @@ impl Inherited {
             }
         }
         for parent in &parents {
-            for e in ledger.session_events_of(parent, KINDS)? {
+            for e in ledger.events().session_events_of(parent, KINDS)? {
                 tally.observe(&e);
             }
         }

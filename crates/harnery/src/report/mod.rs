@@ -24,8 +24,10 @@
 //! - The commands' runs over the selected epochs: [`audit_sessions`]
 //!   (`audit`), [`receipts_parts`] (`receipts`), [`replay`], [`usage_epochs`]
 //!   (`usage`), [`validate`], [`verify`], [`spool_listing`] (`spool ls|cat`).
-//! - [`source`], [`epochs`], [`stored_reasons`], [`session_rows`], [`spool_facts`]: the only parts that read storage
-//!   ([`epochs`] opens the epochs `--epoch` selects, and finds a session's
+//! - [`timeline`]: a session's timeline for `show`, `view` and `serve`, and
+//!   the wording of each of its lines.
+//! - [`source`], [`epochs`], [`stored_reasons`], [`session_rows`], [`spool_facts`], [`timeline`]: the only parts that read storage, with
+//!   the commands' runs above, through [`epochs`] ([`epochs`] opens the epochs `--epoch` selects, and finds a session's
 //!   parts across their boundaries).
 
 pub mod agent_totals;
@@ -48,6 +50,7 @@ pub mod spool_facts;
 pub mod spool_listing;
 pub mod stored_reasons;
 pub mod superseded;
+pub mod timeline;
 pub mod unhooked;
 pub mod usage;
 pub mod usage_calls;

@@ -348,14 +348,14 @@ enum Contribution {
 fn contribution<'a, R: SpanSide<'a>>(span: &Span<'a, R>) -> Contribution {
     match span.state() {
         SpanState::Open => Contribution::Unknown("open_span"),
-        SpanState::Recovered(_) => match (span.request, span.upper_bound_ms()) {
+        SpanState::Recovered => match (span.request, span.upper_bound_ms()) {
             (Some(req), Some(Observation::Observed(ms))) => {
                 let start = req.time_unix_ns();
                 Contribution::Bound(Interval::new(start, start + ms_to_ns(*ms)))
             }
             _ => Contribution::Unknown("recovered_span"),
         },
-        SpanState::Closed => closed_interval(span)
+        SpanState::ClosedNative => closed_interval(span)
             .map(Contribution::Known)
             .unwrap_or(Contribution::Unknown("duration_not_reported")),
     }
@@ -402,8 +402,8 @@ impl ToolTally {
         self.spans += 1;
         match span.state() {
             SpanState::Open => self.open += 1,
-            SpanState::Closed => self.closed += 1,
-            SpanState::Recovered(_) => self.recovered += 1,
+            SpanState::ClosedNative => self.closed += 1,
+            SpanState::Recovered => self.recovered += 1,
         }
     }
 

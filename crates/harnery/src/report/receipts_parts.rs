@@ -49,7 +49,7 @@ pub fn receipts_across<'a>(
     let found = epochs.session("receipts", name)?;
     let read = found.read("receipts", epochs, |l, s| {
         let log = SessionLog::read_resumes(l, s)?;
-        let (events, bad) = l.session_events_lenient(s)?;
+        let (events, bad) = l.events().session_events_lenient(s)?;
         Ok((events, bad, log, Inherited::of(l, s)?))
     })?;
     let mut whole = WholeReceipts {

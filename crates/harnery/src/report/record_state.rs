@@ -17,7 +17,7 @@ pub fn record_problem(
     ledger: &LedgerReader,
     session: &SessionRef,
 ) -> Result<Option<String>, LedgerError> {
-    let text = ledger.producer_state(session)?;
+    let text = ledger.bookkeeping().producer_state(session)?;
     Ok(text
         .as_deref()
         .and_then(RecordCursor::of_state)

@@ -67,7 +67,7 @@ pub fn replay<'a>(
         let log = SessionLog::read_resumes(l, s)?;
         let (events, bad) = match windowed {
             true => Default::default(),
-            false => l.session_events_lenient(s)?,
+            false => l.events().session_events_lenient(s)?,
         };
         Ok((events, bad, log))
     })?;

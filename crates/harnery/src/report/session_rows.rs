@@ -16,12 +16,12 @@ use crate::session::policy::{END_EXPIRED, SPAN_CAP_EXCEEDED, over_span_cap, span
 
 /// Every session's conditions, judged at `now_ns`, in session order.
 pub fn conditions(ledger: &LedgerReader, now_ns: i64) -> Result<Vec<Condition>, LedgerError> {
-    let mut sessions = ledger.sessions()?;
+    let mut sessions = ledger.sessions().list()?;
     sessions.sort_by(|a, b| a.session.cmp(&b.session));
-    let mut pending = by_session(ledger.pending_end_requests()?);
-    let mut expired = by_session(ledger.end_requests(Some("expired"))?);
+    let mut pending = by_session(ledger.ends().pending()?);
+    let mut expired = by_session(ledger.ends().list(Some("expired"))?);
     let mut reported: BTreeMap<SessionRef, Vec<crate::ledger::HealthRow>> = BTreeMap::new();
-    for row in ledger.health()? {
+    for row in ledger.health().list()? {
         reported.entry(row.session.clone()).or_default().push(row);
     }
     let mut out = Vec::new();
@@ -42,7 +42,7 @@ pub fn conditions(ledger: &LedgerReader, now_ns: i64) -> Result<Vec<Condition>, 
         let mut later: Vec<(i64, String, Condition)> = Vec::new();
         for end in expired.remove(session).unwrap_or_default() {
             let id = end.resolved_event_id.unwrap_or_default();
-            let at = ledger.event_time(session, &id)?;
+            let at = ledger.events().event_time(session, &id)?;
             let c = recorded(END_EXPIRED.into(), session, at, end.end_event_id);
             later.push((at.unwrap_or(i64::MIN), id, c));
         }
@@ -78,7 +78,7 @@ fn record_problem_cleared(
 ) -> Result<bool, LedgerError> {
     use crate::session::RecordCursor;
     if state.is_none() {
-        let text = ledger.producer_state(session)?;
+        let text = ledger.bookkeeping().producer_state(session)?;
         *state = Some(text.as_deref().and_then(RecordCursor::of_state));
     }
     let Some(Some(at)) = state.as_ref() else {
@@ -97,7 +97,7 @@ fn record_problem_cleared(
 /// session order (`harnery end --list`).
 pub fn pending_ends(ledger: &LedgerReader) -> Result<Vec<PendingEnd>, LedgerError> {
     let mut out = Vec::new();
-    for (session, ends) in by_session(ledger.pending_end_requests()?) {
+    for (session, ends) in by_session(ledger.ends().pending()?) {
         out.extend(pending_of(ledger, &session, ends)?);
     }
     Ok(out)
@@ -119,7 +119,7 @@ fn pending_of(
     if ends.is_empty() {
         return Ok(Vec::new());
     }
-    let open = ledger.open_spans_of(session)?;
+    let open = ledger.spans().open_of(session)?;
     Ok(ends
         .into_iter()
         .map(|end| PendingEnd {

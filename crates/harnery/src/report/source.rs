@@ -48,7 +48,7 @@ fn split_adapter(name: &str) -> Option<(AdapterId, &str)> {
 }
 
 pub(crate) fn resolve(ledger: &LedgerReader, name: &str) -> Result<SessionRef, SourceError> {
-    Ok(ledger.resolve_session(name)?)
+    Ok(ledger.sessions().resolve(name)?)
 }
 
 /// The live epoch, or `None` when no ledger exists yet (a new home: see
@@ -77,7 +77,7 @@ pub fn find_session(
     let mut known = crate::report::spool_facts::spooled_sessions(home).unwrap_or_default();
     if let Ok(Some(ledger)) = live_or_none(home) {
         for id in id_parts(name) {
-            known.extend(ledger.sessions_by_prefix(id)?);
+            known.extend(ledger.sessions().by_prefix(id)?);
         }
     }
     let looked = "neither the intake spool nor the live ledger holds it";

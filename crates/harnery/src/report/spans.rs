@@ -12,25 +12,16 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::contract::{Event, EventId, Observation, Outcome, Payload, Recovery, RecoveryReason};
+use crate::contract::{Event, EventId, Observation, Outcome, Payload, Recovery};
 
-/// Tool spans come from the agent; command spans from `harnery exec`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SpanKind {
-    Tool,
-    Command,
-}
+/// Tool spans come from the agent; command spans from `harnery exec`: the
+/// producer's word for it.
+pub use crate::session::SpanKind;
 
-/// The three states of ADR 0078.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SpanState {
-    /// No terminal yet: awaiting a native completion or salvage.
-    Open,
-    /// Closed by a native (or, for commands, teed) completion.
-    Closed,
-    /// Closed by a derived terminal carrying this reason.
-    Recovered(RecoveryReason),
-}
+/// The three states of ADR 0078, in the ledger's words: open (no terminal
+/// yet), closed natively (or, for commands, by a teed completion), or
+/// recovered by a derived terminal (its reason is the terminal's).
+pub use crate::ledger::SpanState;
 
 /// What a span reads of its request and its terminal: an event, or a row
 /// that stands for one and answers the same.
@@ -134,8 +125,8 @@ impl<'a, R: SpanSide<'a>> Span<'a, R> {
 
     pub fn state(&self) -> SpanState {
         match self.terminal.and_then(R::recovery) {
-            Some(recovery) => SpanState::Recovered(recovery.reason),
-            None if self.terminal.is_some() => SpanState::Closed,
+            Some(_) => SpanState::Recovered,
+            None if self.terminal.is_some() => SpanState::ClosedNative,
             None => SpanState::Open,
         }
     }
@@ -398,6 +389,7 @@ impl SpanStream {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::contract::RecoveryReason;
     use crate::report::testkit::Script;
 
     #[test]
@@ -422,11 +414,18 @@ mod tests {
         assert_eq!(
             states,
             vec![
-                SpanState::Closed,
-                SpanState::Recovered(RecoveryReason::CompletionNotObservedBeforeTurnEnd),
+                SpanState::ClosedNative,
+                SpanState::Recovered,
                 SpanState::Open,
-                SpanState::Closed,
+                SpanState::ClosedNative,
             ]
+        );
+        assert_eq!(
+            spans[1]
+                .terminal
+                .and_then(|t| t.recovery())
+                .map(|r| r.reason),
+            Some(RecoveryReason::CompletionNotObservedBeforeTurnEnd)
         );
         assert!(spans[3].request.is_none());
         assert_eq!(spans[1].upper_bound_ms(), Some(&Observation::Observed(9)));

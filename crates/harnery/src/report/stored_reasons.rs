@@ -26,17 +26,17 @@ pub fn part_reasons_with(
     include_superseded: bool,
 ) -> Result<Vec<String>, LedgerError> {
     // A session whose row counts no resume has no superseded range.
-    if !include_superseded && ledger.session_resumes(session)? != Some(0) {
+    if !include_superseded && ledger.sessions().resumes(session)? != Some(0) {
         let log = crate::resume::log::SessionLog::read_resumes(ledger, session)?;
         if !log.superseded().is_empty() {
-            let mut live = ledger.session_events(session)?;
+            let mut live = ledger.events().session_events(session)?;
             live.retain(|e| !log.is_superseded(e.offset));
             return Ok(classify_events(&live).reasons);
         }
     }
-    match ledger.session_audit_reasons(session)? {
+    match ledger.sessions().audit_reasons(session)? {
         Some(reasons) => Ok(reasons),
-        None => Ok(classify_events(&ledger.session_events(session)?).reasons),
+        None => Ok(classify_events(&ledger.events().session_events(session)?).reasons),
     }
 }
 

@@ -9,8 +9,9 @@ use std::collections::HashSet;
 
 use serde::Serialize;
 
+use super::timeline::Timeline;
 use crate::contract::{EventType, Payload, SessionRef};
-use crate::ledger::{LedgerError, LedgerReader, SessionSummary, SpanCounts, Timeline};
+use crate::ledger::{LedgerError, LedgerReader, SessionSummary, SpanCounts};
 use crate::resume::log::SessionLog;
 
 /// The effect kind `restore --apply` records on a new session's first
@@ -48,7 +49,9 @@ pub fn restored_from(
     ledger: &LedgerReader,
     session: &SessionRef,
 ) -> Result<Option<RestoredFrom>, LedgerError> {
-    let first = ledger.session_first_of(session, EventType::CheckpointRecorded)?;
+    let first = ledger
+        .events()
+        .session_first_of(session, EventType::CheckpointRecorded)?;
     Ok(first.and_then(|e| match e.payload {
         Payload::CheckpointRecorded(c) => c
             .effects
@@ -83,7 +86,7 @@ impl Superseded {
 /// What `session`'s superseded ranges hold in `ledger`; nothing read past
 /// the row's resume count when the session was never resumed.
 pub fn superseded(ledger: &LedgerReader, session: &SessionRef) -> Result<Superseded, LedgerError> {
-    if ledger.session_resumes(session)? == Some(0) {
+    if ledger.sessions().resumes(session)? == Some(0) {
         return Ok(Superseded::default());
     }
     let log = SessionLog::read_resumes(ledger, session)?;
@@ -99,14 +102,14 @@ pub fn superseded_in(ledger: &LedgerReader, log: &SessionLog) -> Result<Supersed
     }
     let mut ids = HashSet::new();
     for r in &ranges {
-        for e in ledger.session_range(&log.session, r.from, r.to)? {
+        for e in ledger.events().session_range(&log.session, r.from, r.to)? {
             // Ranges may overlap; an event counts once.
             if ids.insert(e.id.0.clone()) && matches!(e.payload, Payload::TurnStarted(_)) {
                 out.turns += 1;
             }
         }
     }
-    for span in ledger.spans(Some(&log.session))? {
+    for span in ledger.spans().list(Some(&log.session))? {
         if ids.contains(&span.request_event_id) {
             out.spans.add(span.state, 1);
         }

@@ -47,12 +47,10 @@ impl AgentRecordDir {
         if std::env::var("HARNERY_RECORDS").is_ok_and(|v| v == "off") {
             return Vec::new();
         }
-        let Ok(home) = crate::home::Home::from_vars(None, std::env::var_os("HOME")) else {
+        let Ok(user_home) = crate::home::user_dir() else {
             return Vec::new();
         };
-        let Some(user_home) = home.root().parent() else {
-            return Vec::new();
-        };
+        let user_home = user_home.as_path();
         let moved =
             |var: &'static str| std::env::var_os(var).filter(|v| !v.is_empty()).map(|_| var);
         vec![

@@ -405,7 +405,7 @@ fn reports_no_tokens(u: &UsageReported) -> bool {
 
 /// The UTC day of a time, `YYYY-MM-DD`.
 fn day_of(unix_ns: i64) -> String {
-    let stamp = crate::ledger::format_time(unix_ns);
+    let stamp = crate::clock::format_time(unix_ns);
     stamp.get(..10).unwrap_or(&stamp).to_string()
 }
 
@@ -415,7 +415,7 @@ pub fn tally_ledger(
     filter: &RowFilter,
     tally: &mut UsageTally,
 ) -> Result<(), LedgerError> {
-    ledger.for_each_stored_text(filter, |row| {
+    ledger.events().for_each_stored_text(filter, |row| {
         tally.add_row(row);
         Ok::<(), LedgerError>(())
     })
@@ -434,10 +434,12 @@ pub fn tally_ledger_within(
         filter.session.as_ref().is_none_or(|s| *s == e.session)
             && filter.since_unix_ns.is_none_or(|t| e.time_unix_ns >= t)
     };
-    ledger.for_each_stored_text(&RowFilter::default(), |row| {
-        tally.add_row_if(row, selected);
-        Ok::<(), LedgerError>(())
-    })
+    ledger
+        .events()
+        .for_each_stored_text(&RowFilter::default(), |row| {
+            tally.add_row_if(row, selected);
+            Ok::<(), LedgerError>(())
+        })
 }
 
 /// One turn's usage: its records' tokens, and the model time they report.
@@ -485,14 +487,14 @@ pub fn add_turn_usage(turns: &mut BTreeMap<String, TurnUsage>, event: &Event) {
 /// Put each turn's reported tokens on the line that closes it: its last
 /// `turn.completed`, else its `turn.started`.
 pub fn mark_turn_tokens(
-    timeline: &mut crate::ledger::Timeline,
+    timeline: &mut super::timeline::Timeline,
     usage: &BTreeMap<String, TurnUsage>,
 ) {
     for (turn, u) in usage {
         let Some(tokens) = u.tokens.in_out() else {
             continue;
         };
-        let of_turn = |e: &crate::ledger::TimelineEntry, kind: &str| {
+        let of_turn = |e: &super::timeline::TimelineEntry, kind: &str| {
             e.kind == kind && e.turn.as_deref() == Some(turn.as_str())
         };
         let entries = &mut timeline.entries;

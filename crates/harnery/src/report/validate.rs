@@ -43,7 +43,7 @@ pub fn validate_live(
         Ok(ledger) => {
             let mut problems = digest_problems(&ledger);
             problems.extend(home_problems(&ledger)?);
-            let (rows, found) = ledger.validate_all_with(progress)?;
+            let (rows, found) = ledger.verify().validate_with(progress)?;
             problems.extend(found);
             Ok((rows, problems))
         }
@@ -80,7 +80,8 @@ fn damage_problem(fault: RawFault) -> ValidationProblem {
 /// The live epoch's raw archive files against what the ledger recorded.
 fn home_problems(ledger: &LedgerReader) -> Result<Vec<ValidationProblem>, LedgerError> {
     Ok(ledger
-        .raw_archive_faults()?
+        .raw()
+        .faults()?
         .into_iter()
         .map(damage_problem)
         .collect())
@@ -128,7 +129,7 @@ fn check(entry: &EpochEntry, progress: &Progress) -> Checked {
             Err(e) => c.unreadable = Some(e.to_string()),
         }
     }
-    match ledger.validate_all_with(progress) {
+    match ledger.verify().validate_with(progress) {
         Ok((rows, found)) => {
             c.rows = rows;
             c.violations.extend(found);

@@ -87,16 +87,20 @@ fn check(entry: &EpochEntry, progress: &Progress) -> Verified {
 /// the chain's chunks run.
 fn verified(ledger: &LedgerReader, progress: &Progress) -> Result<Verified, LedgerError> {
     let dir = ledger.dir();
-    let mid = ledger.raw_midpoint()?;
+    let mid = ledger.raw().midpoint()?;
     let (chain, halves) = std::thread::scope(|scope| {
         let halves: Vec<_> = [(None, mid), (mid, None)]
             .into_iter()
             .take(if mid.is_some() { 2 } else { 1 })
             .map(|(from, to)| {
-                scope.spawn(move || LedgerReader::open_dir(dir, None)?.verify_raw_range(from, to))
+                scope.spawn(move || {
+                    LedgerReader::open_dir(dir, None)?
+                        .raw()
+                        .verify_range(from, to)
+                })
             })
             .collect();
-        let chain = ledger.verify_chain_threads(None, progress);
+        let chain = ledger.verify().chain_threads(None, progress);
         let halves: Vec<_> = halves
             .into_iter()
             .map(|h| h.join().expect("the raw check does not panic"))

@@ -135,10 +135,6 @@ impl<T> Ring<T> {
     pub fn newest(&self) -> Option<&T> {
         self.items.back()
     }
-
-    pub fn into_newest_first(self) -> Vec<T> {
-        self.items.into_iter().rev().collect()
-    }
 }
 
 #[cfg(test)]
@@ -152,7 +148,7 @@ mod tests {
             r.push(i);
         }
         assert_eq!(r.seen(), 5);
-        assert_eq!(r.into_newest_first(), [4, 3]);
+        assert_eq!(r.newest_first().copied().collect::<Vec<_>>(), [4, 3]);
     }
 
     #[test]

@@ -59,6 +59,7 @@ pub fn fork_at_across(
     ];
     let read = |ledger: &LedgerReader| {
         ledger
+            .events()
             .session_events_of(session, &types)
             .map_err(|e: LedgerError| e.to_string())
     };

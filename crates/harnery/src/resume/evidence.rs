@@ -77,7 +77,7 @@ pub struct SearchPlan {
 impl SearchPlan {
     /// The default plan for this environment.
     pub fn from_env(package_dirs: Vec<PathBuf>) -> SearchPlan {
-        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let home = crate::home::env_home();
         let var = |name| {
             std::env::var_os(name)
                 .filter(|v| !v.is_empty())

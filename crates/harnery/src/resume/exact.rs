@@ -60,7 +60,7 @@ pub fn later_turn(
         EventType::TurnStarted,
         EventType::MessageUser,
     ];
-    let events = ledger.session_events_of(&log.session, &types)?;
+    let events = ledger.events().session_events_of(&log.session, &types)?;
     let live = events.iter().filter(|e| !log.is_superseded(e.offset));
     let kept: HashSet<&str> = live
         .clone()
@@ -92,17 +92,19 @@ pub fn kept_turn_goes_on(
 ) -> Result<bool, LedgerError> {
     let mut kept: HashSet<String> = HashSet::new();
     let mut past = false;
-    ledger.for_each_in_session_range(&log.session, 0, log.head, |e| {
-        let Some(turn) = e.turn.turn_id.filter(|_| !log.is_superseded(e.offset)) else {
-            return Ok::<(), LedgerError>(());
-        };
-        if e.offset < boundary {
-            kept.insert(turn);
-        } else if kept.contains(&turn) {
-            past = true;
-        }
-        Ok(())
-    })?;
+    ledger
+        .events()
+        .for_each_in_session_range(&log.session, 0, log.head, |e| {
+            let Some(turn) = e.turn.turn_id.filter(|_| !log.is_superseded(e.offset)) else {
+                return Ok::<(), LedgerError>(());
+            };
+            if e.offset < boundary {
+                kept.insert(turn);
+            } else if kept.contains(&turn) {
+                past = true;
+            }
+            Ok(())
+        })?;
     Ok(past)
 }
 

@@ -5,7 +5,7 @@
 //! a range and start a new incarnation, replay by half-open range, and
 //! restore (`restore`).
 //!
-//! The producer writes the log (`finalize::producer`, contract generation
+//! The producer writes the log (`session::session_log`, contract generation
 //! 3); this module only reads it. The ledger is append-only, so a
 //! superseded range is never deleted: it is named by the `session.resumed`
 //! event that superseded it, and read commands leave it out unless asked.
@@ -78,9 +78,9 @@ pub fn replay(
     from: i64,
     to: Option<i64>,
 ) -> Result<Vec<Event>, ReplayError> {
-    let head = ledger.session_head(session)?;
+    let head = ledger.events().session_head(session)?;
     let (from, to) = check_window(from, to, head)?;
-    Ok(ledger.session_range(session, from, to)?)
+    Ok(ledger.events().session_range(session, from, to)?)
 }
 
 #[cfg(test)]
@@ -234,10 +234,10 @@ impl SessionLog {
         session: &SessionRef,
         types: &[EventType],
     ) -> Result<SessionLog, LedgerError> {
-        let events = ledger.session_events_of(session, types)?;
+        let events = ledger.events().session_events_of(session, types)?;
         let mut log = SessionLog {
             session: session.clone(),
-            head: ledger.session_head(session)?,
+            head: ledger.events().session_head(session)?,
             incarnation: 1,
             checkpoints: Vec::new(),
             resumes: Vec::new(),

@@ -247,10 +247,9 @@ fn complete_own(path: &Path, bytes: &[u8]) -> Result<bool, MaterializeError> {
     Ok(true)
 }
 
+/// The file is whole already; its directory entry's durability is best effort.
 fn sync_dir(dir: &Path) {
-    if let Ok(d) = std::fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
+    let _ = crate::durable::sync_dir(dir);
 }
 
 fn private_dirs(dir: &Path) -> Result<(), MaterializeError> {

@@ -366,7 +366,7 @@ fn claude_assessment(id: &str, size: StreamSize) -> ResumeAssessment {
 
 /// `$HOME`, or `/` when unset.
 pub fn home_dir() -> PathBuf {
-    std::env::var_os("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from)
+    crate::home::env_home().unwrap_or_else(|| PathBuf::from("/"))
 }
 
 /// The in-process failpoints of `recover`, armed through the one

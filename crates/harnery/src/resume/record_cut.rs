@@ -304,7 +304,7 @@ fn scan(parts: &Parts, log: &SessionLog, boundary: u64) -> Result<(Scan, String)
     let mut scan = Scan::default();
     // Only what names a turn's start or a record line (the ledger reads
     // just these rows whole: not the tool calls, mostly).
-    for e in parts.ledger.session_events_of(session, &SCANNED)? {
+    for e in parts.ledger.events().session_events_of(session, &SCANNED)? {
         if !log.is_superseded(e.offset) {
             scan.take(session, boundary, &e);
         }
@@ -316,7 +316,7 @@ fn scan(parts: &Parts, log: &SessionLog, boundary: u64) -> Result<(Scan, String)
         // All of an earlier epoch's part is below the checkpoint, and
         // none of its turns is one of this epoch's.
         let mut before = Scan::default();
-        for e in ledger.session_events_of(session, &SCANNED)? {
+        for e in ledger.events().session_events_of(session, &SCANNED)? {
             before.take(session, u64::MAX, &e);
         }
         scan.inherit(before);
@@ -351,7 +351,7 @@ fn chunks_of(
     path: &str,
     chunks: &mut Vec<(u64, Vec<u8>)>,
 ) -> Result<(), LedgerError> {
-    ledger.for_each_record_payload(session, |payload| {
+    ledger.events().for_each_record_payload(session, |payload| {
         let Some(nl) = payload.iter().position(|b| *b == b'\n') else {
             return Ok(());
         };

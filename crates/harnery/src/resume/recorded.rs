@@ -61,6 +61,7 @@ fn newest(home: &Home, own_key: Option<&str>, key: &str) -> Option<Seen> {
 
 fn in_ledger(ledger: &LedgerReader, scope: Option<&str>, key: &str) -> Option<Seen> {
     let (received_ns, session_key, env) = ledger
+        .events()
         .newest_env_with(ADAPTER, scope, &format!("\"{key}\""))
         .ok()??;
     let env: BTreeMap<String, String> = serde_json::from_str(&env).ok()?;

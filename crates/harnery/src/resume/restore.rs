@@ -74,6 +74,7 @@ impl SeedEvents<'_> {
         mut f: impl FnMut(Event) -> Result<(), E>,
     ) -> Result<(), E> {
         self.ledger
+            .events()
             .for_each_in_session_range(&self.session, 0, self.boundary, |e| {
                 let superseded = self.superseded.iter().any(|r| r.contains(e.offset));
                 if superseded && !self.include_superseded {
@@ -152,6 +153,7 @@ pub fn seed<'a>(
 ) -> Result<RestoreSeed<'a>, RestoreError> {
     let cp = log.choose(checkpoint)?.clone();
     let head = ledger
+        .events()
         .session_head(&log.session)
         .map_err(ReplayError::from)?;
     // A checkpoint is at an offset the log has reached.

@@ -33,7 +33,7 @@ pub fn beyond_checkpoints(
     let mut commands = Vec::new();
     let mut may_have_run = Vec::new();
     let types = [EventType::CommandRequested, EventType::CommandCompleted];
-    let events = ledger.session_events_of(&log.session, &types)?;
+    let events = ledger.events().session_events_of(&log.session, &types)?;
     let (closed, open) = super::command_effects::pair(events.into_iter().filter(live));
     for c in closed {
         match c.derived {
@@ -42,18 +42,21 @@ pub fn beyond_checkpoints(
         }
     }
     may_have_run.extend(open);
-    for span in ledger.spans(Some(&log.session))? {
+    for span in ledger.spans().list(Some(&log.session))? {
         if span.kind != "tool" || span.state == SpanState::ClosedNative {
             continue;
         }
-        let Some(req) = ledger.session_event(&log.session, &span.request_event_id)? else {
+        let Some(req) = ledger
+            .events()
+            .session_event(&log.session, &span.request_event_id)?
+        else {
             continue;
         };
         let Some((_, mut effect, _)) = request(&req).filter(|_| live(&req)) else {
             continue;
         };
         if let Some(done) = &span.completed_event_id
-            && let Some(end) = ledger.session_event(&log.session, done)?
+            && let Some(end) = ledger.events().session_event(&log.session, done)?
             && let Some((_, outcome, exit_code, _)) = completion(&end)
         {
             effect.outcome = Some(outcome);

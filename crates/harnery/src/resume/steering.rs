@@ -33,7 +33,10 @@ pub fn below(
     bytes: &[u8],
 ) -> Result<Vec<Steering>, LedgerError> {
     let mut out = Vec::new();
-    for e in ledger.session_events_of(&log.session, &[EventType::MessageUser])? {
+    for e in ledger
+        .events()
+        .session_events_of(&log.session, &[EventType::MessageUser])?
+    {
         if e.offset >= boundary || log.is_superseded(e.offset) {
             continue;
         }

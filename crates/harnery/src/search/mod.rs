@@ -34,10 +34,11 @@ pub use query::QueryError;
 pub use store::{FORMAT, index_path};
 pub use update::{AFTER_BATCH, Sizes};
 
+use crate::clock::format_time;
 use crate::contract::{AdapterId, SessionRef};
 use crate::epoch::EpochSelector;
 use crate::home::Home;
-use crate::ledger::{LedgerError, LedgerReader, format_time};
+use crate::ledger::{LedgerError, LedgerReader};
 use crate::report::epochs::Epochs;
 use crate::report::source::SourceError;
 

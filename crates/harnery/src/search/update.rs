@@ -94,7 +94,7 @@ fn catch_up_rows(
     sizes: Sizes,
 ) -> Result<u64, SearchError> {
     let genesis = ledger.genesis().genesis_id.clone();
-    let last = ledger.last_seq()?;
+    let last = ledger.rows().last_seq()?;
     std::thread::scope(|scope| {
         let (order, orders) = sync_channel(HANDOFFS_WAITING);
         let (tell, told) = sync_channel(1);
@@ -148,7 +148,7 @@ fn read_batches(
     let mut read = 0;
     loop {
         let at = told.recv().map_err(|_| ReadStop::WriterGone)?;
-        if at.seq > last || (at.seq > 0 && ledger.row_hash(at.seq)? != at.hash) {
+        if at.seq > last || (at.seq > 0 && ledger.rows().row_hash(at.seq)? != at.hash) {
             return Err(SearchError::Stale(genesis.clone()).into());
         }
         if at.seq == last || budget.is_some_and(|b| read >= b) {
@@ -159,7 +159,7 @@ fn read_batches(
         let mut spans_of = BTreeSet::new();
         let mut touched = HashSet::new();
         let mut chunk = Vec::with_capacity(handoff);
-        let n = ledger.for_each_chain_row(at.seq, rows, |row| {
+        let n = ledger.rows().for_each_chain_row(at.seq, rows, |row| {
             let row = read_row(row);
             if let Some((event, _)) = &row.event
                 && let Some(span) = touched_span(event)
@@ -179,13 +179,19 @@ fn read_batches(
         send(Order::Rows(chunk))?;
         let mut spans = Vec::new();
         for session in spans_of {
-            spans.extend(ledger.spans(Some(&session))?.into_iter().filter(|span| {
-                touched.contains(&span.request_event_id)
-                    || span
-                        .completed_event_id
-                        .as_ref()
-                        .is_some_and(|c| touched.contains(c))
-            }));
+            spans.extend(
+                ledger
+                    .spans()
+                    .list(Some(&session))?
+                    .into_iter()
+                    .filter(|span| {
+                        touched.contains(&span.request_event_id)
+                            || span
+                                .completed_event_id
+                                .as_ref()
+                                .is_some_and(|c| touched.contains(c))
+                    }),
+            );
         }
         send(Order::End(spans))?;
         if n == 0 {

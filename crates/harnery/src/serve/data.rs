@@ -8,13 +8,14 @@ use serde::Serialize;
 
 use crate::contract::{Event, SessionRef};
 use crate::home::Home;
-use crate::ledger::{LedgerError, LedgerReader, RowFilter, Timeline};
+use crate::ledger::{LedgerError, LedgerReader, RowFilter};
 use crate::report::audit::Classification;
 use crate::report::epochs::{Epochs, classify_whole};
 use crate::report::health_check::{HealthError, HealthReport};
 use crate::report::inherited::Inherited;
 use crate::report::session_list::{Listed, SessionFilter, list};
 use crate::report::source::{SourceError, closed_sessions, live_or_none};
+use crate::report::timeline::Timeline;
 use crate::report::usage::{GroupBy, Prices, UsageGroup, UsageTally, mark_turn_tokens, turn_usage};
 use crate::resume::log::SessionLog;
 use crate::view::{PartRows, SessionView, build};
@@ -93,7 +94,7 @@ impl Source {
                 epoch: None,
             }),
             Some(ledger) => Ok(LastSeq {
-                seq: ledger.last_seq()?,
+                seq: ledger.rows().last_seq()?,
                 epoch: Some(ledger.genesis().genesis_id.clone()),
             }),
         }
@@ -136,8 +137,8 @@ impl Source {
         let found = epochs.session(COMMAND, name)?;
         let epoch = &epochs.open[0];
         let ledger = &epoch.ledger;
-        let (mut timeline, events) = ledger.timeline_with_events(&found.session)?;
-        let spans = ledger.spans(Some(&found.session))?;
+        let (mut timeline, events) = crate::report::timeline::with_events(ledger, &found.session)?;
+        let spans = ledger.spans().list(Some(&found.session))?;
         // A restored session's copy of its parent's record is shown as
         // inherited, and its turns are the parent's.
         let inherited = Inherited::of(ledger, &found.session)?;
@@ -180,8 +181,8 @@ impl Source {
         let Some(ledger) = live_or_none(&self.home)? else {
             return Ok(None);
         };
-        let session = ledger.resolve_session(name)?;
-        let found = ledger.event_text(&session, offset)?;
+        let session = ledger.sessions().resolve(name)?;
+        let found = ledger.events().event_text(&session, offset)?;
         Ok(found.map(|(seq, text)| (session, seq, text)))
     }
 
@@ -198,12 +199,14 @@ impl Source {
             prices: label,
         };
         if let Some(ledger) = live_or_none(&self.home)? {
-            ledger.for_each_stored_text(&RowFilter::default(), |row| {
-                views.by_day.add_row(row);
-                views.by_model.add_row(row);
-                views.by_session.add_row(row);
-                Ok::<(), LedgerError>(())
-            })?;
+            ledger
+                .events()
+                .for_each_stored_text(&RowFilter::default(), |row| {
+                    views.by_day.add_row(row);
+                    views.by_model.add_row(row);
+                    views.by_session.add_row(row);
+                    Ok::<(), LedgerError>(())
+                })?;
         }
         for t in [
             &mut views.by_day,
@@ -222,10 +225,12 @@ impl Source {
         let label = prices.label();
         let mut tally = UsageTally::new(by, Some(prices));
         if let Some(ledger) = live_or_none(&self.home)? {
-            ledger.for_each_stored_text(&RowFilter::default(), |row| {
-                tally.add_row(row);
-                Ok::<(), LedgerError>(())
-            })?;
+            ledger
+                .events()
+                .for_each_stored_text(&RowFilter::default(), |row| {
+                    tally.add_row(row);
+                    Ok::<(), LedgerError>(())
+                })?;
         }
         tally.settle();
         Ok((tally, label))

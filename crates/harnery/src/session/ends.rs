@@ -27,8 +27,8 @@ use super::SessionProducer;
 use super::emit::{Draft, Trigger};
 use super::policy::end_has_expired;
 use super::recovery::derived_high;
+use super::span_pairing::Speaker;
 use super::spans::{OpenSpan, SpanKind};
-use super::tools::Speaker;
 use crate::agents::CommandResult;
 use crate::contract::{
     CommandCompleted, CommandRequested, EndCancelled, EndExpired, EndRequested, EndSalvaged, Event,

@@ -1,4 +1,4 @@
-//! The per-session rules engine (the producer; was `finalize/producer/`):
+//! The per-session rules engine (the producer):
 //! the stateful, per-session half of normalization.
 //!
 //! The agents layer reads one raw signal at a time; the producer holds what
@@ -20,7 +20,7 @@
 //! - `turns.rs`: turn attribution (native, stamped or none).
 //! - `deliveries.rs`: the duplicate-delivery memory.
 //! - `spans.rs`: span bookkeeping, open and recently closed.
-//! - `tools.rs`: tool spans, the span-pairing rules (request ↔ completion).
+//! - `span_pairing.rs`: tool spans, the span-pairing rules (request ↔ completion).
 //! - `recovery.rs`: ADR 0078 recovery: derived terminals, sweeps, span caps.
 //! - `ends.rs`: explicit ends and command spans.
 //! - `effects.rs`: a checkpoint's effect ledger.
@@ -41,8 +41,8 @@ pub mod policy;
 mod record;
 mod recovery;
 mod session_log;
+mod span_pairing;
 mod spans;
-mod tools;
 mod turns;
 
 #[cfg(test)]
@@ -63,7 +63,7 @@ pub use spans::{OpenSpan, SpanKind};
 pub use turns::REMEMBERED_TURNS;
 
 use emit::{Draft, RawSource, Trigger};
-use tools::Speaker;
+use span_pairing::Speaker;
 
 use crate::agents::harnery::is_harnery_event;
 use crate::agents::{
@@ -82,14 +82,6 @@ pub struct Ingested {
     /// Set when the signal was a second delivery of one already seen: no
     /// events, and the id of the first delivery's first event.
     pub duplicate_of: Option<EventId>,
-}
-
-/// How the session's spans stand.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct SpanCounts {
-    pub open: usize,
-    pub closed_native: u64,
-    pub recovered: u64,
 }
 
 /// The per-session state machine. See the module doc.
@@ -186,9 +178,10 @@ impl SessionProducer {
             .unwrap_or_else(|| recovery_policy(self.session.adapter))
     }
 
-    pub fn span_counts(&self) -> SpanCounts {
-        SpanCounts {
-            open: self.spans.open_count(),
+    /// How the session's spans stand, in the ledger's words.
+    pub fn span_counts(&self) -> crate::ledger::SpanCounts {
+        crate::ledger::SpanCounts {
+            open: self.spans.open_count() as u64,
             closed_native: self.spans.closed_native,
             recovered: self.spans.recovered,
         }

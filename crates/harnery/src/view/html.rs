@@ -36,11 +36,6 @@ pub fn text(s: &str) -> String {
     html! { (s) }.into_string()
 }
 
-/// `s` as it reads in a tooltip attribute once a template wrote it.
-pub fn attr(s: &str) -> String {
-    html! { (Lines(s)) }.into_string()
-}
-
 /// A whole document: the inline style, `body`, and the inline `script`
 /// (if any) last, so it runs once everything it looks at exists.
 pub fn document(title: &str, body: impl Render, script: Option<&str>) -> String {
@@ -127,6 +122,11 @@ pub fn tick_step(total_ms: u64, max_ticks: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `s` as it reads in a tooltip attribute once a template wrote it.
+    fn attr(s: &str) -> String {
+        html! { (Lines(s)) }.into_string()
+    }
 
     #[test]
     fn markup_in_ledger_text_stays_text() {

@@ -4,7 +4,8 @@
 use maud::{Markup, html};
 
 use super::html::document;
-use crate::ledger::{SessionSummary, format_time};
+use crate::clock::format_time;
+use crate::ledger::SessionSummary;
 
 /// One listed session and the file its page was written to.
 pub struct IndexRow {

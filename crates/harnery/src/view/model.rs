@@ -11,8 +11,9 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::contract::{Confidence, Event, Payload};
-use crate::ledger::{SessionSummary, SpanRow, SpanState, Timeline, TimelineEntry};
+use crate::ledger::{SessionSummary, SpanRow, SpanState};
 use crate::report::epochs::combine;
+use crate::report::timeline::{Timeline, TimelineEntry};
 use crate::report::usage::turn_usage;
 
 /// One epoch's part of a session, as the ledger holds it.
@@ -107,7 +108,7 @@ pub struct SpanMark {
     pub input: Option<String>,
     /// What the agent's own record says of the call (call id, turn id,
     /// exit code), where a `tool.recorded` joined this span.
-    pub record: Option<crate::ledger::RecordJoin>,
+    pub record: Option<crate::report::timeline::RecordJoin>,
     /// Requested in a range a resume superseded.
     pub superseded: bool,
 }
@@ -220,7 +221,7 @@ pub fn build(parts: &[PartRows], tagged: bool) -> SessionView {
         .map(|(i, l)| (l.agent_id.clone(), i))
         .collect();
     let lane = |agent: &Option<String>| lane_of.get(agent).copied().unwrap_or(0);
-    let joins = crate::ledger::RecordJoin::of_events(events.iter().copied());
+    let joins = crate::report::timeline::RecordJoin::of_events(events.iter().copied());
     let mut spans: Vec<SpanMark> = parts
         .iter()
         .flat_map(|p| p.spans.iter())

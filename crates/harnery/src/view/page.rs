@@ -20,7 +20,8 @@ use super::model::{
     EDGE_PERCENT, Lane, MIN_WIDTH_PERCENT, Marker, MarkerKind, SessionView, SpanMark,
     SupersededBand, TurnBand,
 };
-use crate::ledger::{SpanState, format_time};
+use crate::clock::format_time;
+use crate::ledger::SpanState;
 
 /// The script: details on hover and focus, and zoom.
 pub const SCRIPT: &str = include_str!("page.js");

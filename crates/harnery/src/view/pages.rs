@@ -16,13 +16,14 @@ use super::{PartRows, build, page, page_file, page_files};
 use crate::contract::{Event, SessionRef};
 use crate::epoch::EpochError;
 use crate::home::Home;
-use crate::ledger::{LedgerError, LedgerReader, SpanRow, Timeline};
+use crate::ledger::{LedgerError, LedgerReader, SpanRow};
 use crate::report::epochs::{
     Epochs, OpenEpoch, SessionParts, WholeSession, classify_whole, report_damaged,
 };
 use crate::report::inherited::Inherited;
 use crate::report::source::{SourceError, closed_sessions};
 use crate::report::superseded::{mark_timeline, superseded};
+use crate::report::timeline::Timeline;
 use crate::resume::log::SessionLog;
 
 /// Why a page or the index could not be made.
@@ -148,7 +149,7 @@ fn parts_of<'a>(whole: &WholeSession<'a>) -> SessionParts<'a> {
 }
 
 fn read_part(ledger: &LedgerReader, session: &SessionRef) -> Result<PartRead, LedgerError> {
-    let (mut timeline, events) = ledger.timeline_with_events(session)?;
+    let (mut timeline, events) = crate::report::timeline::with_events(ledger, session)?;
     let log = SessionLog::read_resumes(ledger, session)?;
     mark_timeline(ledger, &log, &mut timeline, false)?;
     let inherited = Inherited::of(ledger, session)?;
@@ -156,7 +157,7 @@ fn read_part(ledger: &LedgerReader, session: &SessionRef) -> Result<PartRead, Le
     let events = inherited.own(&events).into_iter().cloned().collect();
     Ok(PartRead {
         timeline,
-        spans: ledger.spans(Some(session))?,
+        spans: ledger.spans().list(Some(session))?,
         // Rows that do not parse are named once, by the timeline.
         events,
     })

@@ -190,33 +190,10 @@ fn write_path(name: &str) -> Option<WritePath> {
 }
 
 /// Where the string that `bytes` continues stops: the index of its first
-/// quote, backslash or control byte. Eight bytes at a time, since the
-/// finalizer spends most of its envelope time here.
+/// quote, backslash or control byte.
 fn string_stop(bytes: &[u8]) -> Option<usize> {
-    const ONES: u64 = u64::from_le_bytes([1; 8]);
-    const HIGH: u64 = u64::from_le_bytes([0x80; 8]);
-    let mut at = 0;
-    while let Some(word) = bytes.get(at..).and_then(<[u8]>::first_chunk::<8>) {
-        let word = u64::from_le_bytes(*word);
-        let quote = word ^ (ONES * u64::from(b'"'));
-        let backslash = word ^ (ONES * u64::from(b'\\'));
-        // Each term sets a byte's high bit where that byte is zero (in the
-        // last term: below 0x20). A borrow can only mark bytes above the
-        // first real hit, so the lowest mark is exact.
-        let stops = (quote.wrapping_sub(ONES) & !quote)
-            | (backslash.wrapping_sub(ONES) & !backslash)
-            | (word.wrapping_sub(ONES * 0x20) & !word);
-        let stops = stops & HIGH;
-        if stops != 0 {
-            return Some(at + stops.trailing_zeros() as usize / 8);
-        }
-        at += 8;
-    }
-    let tail = bytes.get(at..)?;
-    let found = tail
-        .iter()
-        .position(|b| matches!(b, b'"' | b'\\' | 0..=0x1f))?;
-    Some(at + found)
+    let plain = crate::json_text::plain_len(bytes);
+    (plain < bytes.len()).then_some(plain)
 }
 
 /// A cursor over the envelope text. Every method returns `None` when the

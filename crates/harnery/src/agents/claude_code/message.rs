@@ -2,13 +2,13 @@
 //! blocks, and a user message's content (a bare string or blocks) read in
 //! one pass over its text.
 //!
-//! A user message's content was read as an untagged enum, which buffers
-//! the whole content (every tool result's output with it) before trying
-//! each shape. It is now read by a visitor that sees the string or the
-//! list as it comes. Where the two could differ (any content the visitor
-//! refuses, and a block with an `input`, which the buffered read cannot
-//! take) the message is read again the buffered way, so a line reads the
-//! same (its items, or why it is in no known shape) as before.
+//! A user message's content is read by a visitor that sees the string or
+//! the list as it comes, so the whole content (every tool result's output
+//! with it) is never buffered to try each shape. Where the visitor and a
+//! buffered untagged read could differ (any content the visitor refuses,
+//! and a block with an `input`, which the buffered read cannot take) the
+//! message is read again the buffered way, so a line reads the same (its
+//! items, or why it is in no known shape) either way.
 
 use serde::Deserialize;
 use serde::de::{SeqAccess, Visitor};

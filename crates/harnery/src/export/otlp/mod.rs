@@ -92,22 +92,22 @@ pub fn write(
     let produce = |feed: &mut Feed<SessionRun>| {
         each_source(epochs, sources, |i, source| {
             let ledger = &source.epoch.ledger;
-            let traced = ledger.keeps_trace_rows()?;
+            let traced = ledger.trace().keeps_trace_rows()?;
             let (sessions, noted) = match &source.filter.session {
                 Some(s) => {
-                    let sessions = ledger.session_refs(since)?.into_iter();
+                    let sessions = ledger.sessions().refs(since)?.into_iter();
                     (sessions.filter(|r| r == s).collect(), None)
                 }
                 // Few sessions have notes: the index of note rows (or one
                 // pass over the type column) finds them, and spares every
                 // other session a read of all its rows for none.
                 None if traced => (
-                    ledger.session_refs(since)?,
-                    Some(ledger.sessions_with_notes()?),
+                    ledger.sessions().refs(since)?,
+                    Some(ledger.trace().sessions_with_notes()?),
                 ),
                 None => (
-                    ledger.session_refs(since)?,
-                    Some(ledger.sessions_with_types(SpanNotes::TYPES)?),
+                    ledger.sessions().refs(since)?,
+                    Some(ledger.sessions().with_types(SpanNotes::TYPES)?),
                 ),
             };
             for session in sessions {

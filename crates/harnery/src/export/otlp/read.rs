@@ -96,10 +96,11 @@ impl SessionReader<'_> {
         };
         match (noted, self.traced) {
             (false, _) => {}
-            (true, true) => self.ledger.for_each_note_text(&session, &mut add)?,
+            (true, true) => self.ledger.trace().for_each_note_text(&session, &mut add)?,
             (true, false) => {
                 let types = SpanNotes::TYPES;
                 self.ledger
+                    .events()
                     .for_each_stored_text_of_types(&session, types, &mut add)?
             }
         }
@@ -114,7 +115,7 @@ impl SessionReader<'_> {
             open
         };
         if self.traced {
-            self.ledger.read_trace_chunks(&session, |read| {
+            self.ledger.trace().read_trace_chunks(&session, |read| {
                 match read {
                     // A chunk's whole texts follow it: a run is sent only
                     // before a chunk, so they stay in its run.
@@ -143,7 +144,7 @@ impl SessionReader<'_> {
                 session: Some(session.clone()),
                 since_unix_ns: None,
             };
-            self.ledger.for_each_stored_text(&whole, |row| {
+            self.ledger.events().for_each_stored_text(&whole, |row| {
                 progress.add(1);
                 run.rows.add(row);
                 run.items.push(RunItem::Text);

@@ -246,7 +246,7 @@ fn command_identity<'a>(span: &TraceSpan<'a>, attrs: &mut Vec<Attr<'a>>) -> Stri
 fn span_times(span: &TraceSpan<'_>) -> (i64, i64, &'static str) {
     let start = span.anchor().time_unix_ns();
     match (span.state(), span.terminal) {
-        (SpanState::Closed, Some(t)) => {
+        (SpanState::ClosedNative, Some(t)) => {
             let end = t.time_unix_ns();
             (start.min(end), end, "observed")
         }
@@ -257,8 +257,8 @@ fn span_times(span: &TraceSpan<'_>) -> (i64, i64, &'static str) {
 fn state_attributes<'a>(span: &TraceSpan<'a>, end_label: &'static str, attrs: &mut Vec<Attr<'a>>) {
     let state = match span.state() {
         SpanState::Open => "open",
-        SpanState::Closed => "closed",
-        SpanState::Recovered(_) => "recovered",
+        SpanState::ClosedNative => "closed",
+        SpanState::Recovered => "recovered",
     };
     let outcome = span.outcome().map_or("unknown", outcome_name);
     attrs.push(attr_str("harnery.span.state", state));

@@ -54,7 +54,11 @@ impl Normalizer {
     ) -> Result<bool, FinalizeError> {
         let may_be_kept = self.newest_kept.is_some_and(|n| received_unix_ns <= n);
         if self.recent.contains_key(digest)
-            || (may_be_kept && self.ledger.signal_known(received_unix_ns, digest)?)
+            || (may_be_kept
+                && self
+                    .ledger
+                    .bookkeeping()
+                    .signal_known(received_unix_ns, digest)?)
         {
             return Ok(true);
         }
@@ -92,7 +96,7 @@ impl Normalizer {
     pub(super) fn next_offset(&mut self, session: &SessionRef) -> Result<u64, FinalizeError> {
         let offset = match self.offsets.get(session) {
             Some(n) => *n,
-            None => self.ledger.next_offset(session)?,
+            None => self.ledger.bookkeeping().next_offset(session)?,
         };
         self.offsets.insert(session.clone(), offset + 1);
         Ok(offset)

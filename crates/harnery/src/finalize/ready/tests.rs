@@ -141,12 +141,13 @@ fn a_v3_file_written_by_the_previous_build_is_still_applied() {
     for s in &b.signals {
         assert!(
             ledger
+                .bookkeeping()
                 .signal_known(s.received_unix_ns, &s.record_digest)
                 .unwrap()
         );
     }
     for s in &b.states {
-        let stored = ledger.producer_state(&s.session).unwrap();
+        let stored = ledger.bookkeeping().producer_state(&s.session).unwrap();
         assert_eq!(stored.as_deref(), Some(s.state.as_str()));
     }
 }

@@ -6,14 +6,26 @@
 use std::path::{Path, PathBuf};
 
 use super::LedgerReader;
+use super::raw_archive::Raw;
 use crate::ledger::integrity::{Member, RawFault, damaged, stat};
 use crate::ledger::{LedgerError, raw};
 
 impl LedgerReader {
+    /// Check the epoch in `dir` as a writer does before it writes (its
+    /// genesis, its database and their binding, its raw archive files),
+    /// writing nothing: for a step that moves the epoch as it is (an
+    /// advance archiving it).
+    pub fn check_epoch(dir: &Path) -> Result<(), LedgerError> {
+        LedgerReader::open_dir(dir, None)?.raw().refuse_faults()?;
+        Ok(())
+    }
+}
+
+impl Raw<'_> {
     /// Whether this ledger records its raw archive files (migration
     /// `raw_members`; an older ledger read as it is may not).
-    fn keeps_raw_members(&self) -> Result<bool, LedgerError> {
-        Ok(self.conn.query_row(
+    fn keeps_members(&self) -> Result<bool, LedgerError> {
+        Ok(self.r.conn.query_row(
             "SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'raw_members')",
             [],
             |r| r.get(0),
@@ -21,10 +33,11 @@ impl LedgerReader {
     }
 
     fn recorded_members(&self) -> Result<Vec<(String, Member)>, LedgerError> {
-        if !self.keeps_raw_members()? {
+        if !self.keeps_members()? {
             return Ok(Vec::new());
         }
         let mut stmt = self
+            .r
             .conn
             .prepare("SELECT batch, name, len, mtime_ns FROM raw_members ORDER BY batch, name")?;
         let rows = stmt.query_map([], |r| {
@@ -45,8 +58,8 @@ impl LedgerReader {
     /// Files whose mtime moved but whose records check out (restored from
     /// a backup by a copy that did not keep the time) are returned as
     /// `touched`, for a writer to record anew.
-    fn raw_faults(&self) -> Result<(Vec<RawFault>, Vec<String>), LedgerError> {
-        let raw_dir = self.dir.join(raw::RAW_DIR);
+    fn scan(&self) -> Result<(Vec<RawFault>, Vec<String>), LedgerError> {
+        let raw_dir = self.r.dir.join(raw::RAW_DIR);
         let mut faults = Vec::new();
         let mut suspect: Vec<(String, PathBuf)> = Vec::new();
         for (batch, m) in self.recorded_members()? {
@@ -77,7 +90,7 @@ impl LedgerReader {
             if checked.as_deref() == Some(batch.as_str()) {
                 continue;
             }
-            let (_, problems) = self.verify_raw_batch(&batch)?;
+            let (_, problems) = self.verify_batch(&batch)?;
             match problems.first() {
                 None => touched.push(batch.clone()),
                 Some(p) => faults.push(RawFault {
@@ -93,26 +106,17 @@ impl LedgerReader {
         Ok((faults, touched))
     }
 
-    /// The raw archive check of the read side: what [`LedgerReader::raw_faults`]
+    /// The raw archive check of the read side: what `Raw::scan`
     /// finds, nothing written.
-    pub fn raw_archive_faults(&self) -> Result<Vec<RawFault>, LedgerError> {
-        Ok(self.raw_faults()?.0)
-    }
-
-    /// Check the epoch in `dir` as a writer does before it writes (its
-    /// genesis, its database and their binding, its raw archive files),
-    /// writing nothing: for a step that moves the epoch as it is (an
-    /// advance archiving it).
-    pub fn check_epoch(dir: &Path) -> Result<(), LedgerError> {
-        LedgerReader::open_dir(dir, None)?.refuse_raw_faults()?;
-        Ok(())
+    pub fn faults(&self) -> Result<Vec<RawFault>, LedgerError> {
+        Ok(self.scan()?.0)
     }
 
     /// The check a writer runs (through a reader) before it writes: every
     /// recorded file must check out, or this is the refusal. Returns the
     /// batches whose files were touched but check out.
-    pub(in crate::ledger) fn refuse_raw_faults(&self) -> Result<Vec<String>, LedgerError> {
-        let (faults, touched) = self.raw_faults()?;
+    pub(in crate::ledger) fn refuse_faults(&self) -> Result<Vec<String>, LedgerError> {
+        let (faults, touched) = self.scan()?;
         if let Some(f) = faults.first() {
             let more = match faults.len() {
                 1 => String::new(),

@@ -9,25 +9,30 @@ use super::LedgerReader;
 use crate::contract::SessionRef;
 use crate::ledger::LedgerError;
 
-impl LedgerReader {
+/// What the finalizer keeps beside the events: applied batches, drained segments, known signals, producer state, next offsets.
+pub struct Bookkeeping<'r> {
+    pub(super) r: &'r LedgerReader,
+}
+
+impl Bookkeeping<'_> {
     /// Whether a batch with this id was already committed.
     pub fn batch_applied(&self, id: &str) -> Result<bool, LedgerError> {
-        Ok(self.conn.query_row(
+        Ok(self.r.conn.query_row(
             "SELECT EXISTS (SELECT 1 FROM applied_batches WHERE batch = ?1)",
             [id],
             |r| r.get(0),
         )?)
     }
 
-    /// Hold one read snapshot until [`Ledger::end_snapshot`], instead of one
+    /// Hold one read snapshot until [`Bookkeeping::end_snapshot`], instead of one
     /// per query (each costs a lock round trip on the WAL index).
     pub fn begin_snapshot(&self) -> Result<(), LedgerError> {
-        Ok(self.conn.execute_batch("BEGIN DEFERRED")?)
+        Ok(self.r.conn.execute_batch("BEGIN DEFERRED")?)
     }
 
     pub fn end_snapshot(&self) -> Result<(), LedgerError> {
-        if !self.conn.is_autocommit() {
-            self.conn.execute_batch("COMMIT")?;
+        if !self.r.conn.is_autocommit() {
+            self.r.conn.execute_batch("COMMIT")?;
         }
         Ok(())
     }
@@ -39,7 +44,7 @@ impl LedgerReader {
         received_unix_ns: i64,
         record_digest: &str,
     ) -> Result<bool, LedgerError> {
-        Ok(self
+        Ok(self.r
             .conn
             .prepare_cached("SELECT EXISTS (SELECT 1 FROM raw_signals WHERE received_unix_ns = ?1 AND record_digest = ?2)")?
             .query_row(params![received_unix_ns, record_digest], |r| r.get(0))?)
@@ -50,6 +55,7 @@ impl LedgerReader {
     /// time), so it needs no lookup.
     pub fn newest_signal_ns(&self) -> Result<Option<i64>, LedgerError> {
         Ok(self
+            .r
             .conn
             .prepare_cached("SELECT max(received_unix_ns) FROM raw_signals")?
             .query_row([], |r| r.get(0))?)
@@ -57,7 +63,7 @@ impl LedgerReader {
 
     /// Whether an intake segment was drained by a committed batch.
     pub fn segment_drained(&self, segment: &str) -> Result<bool, LedgerError> {
-        Ok(self.conn.query_row(
+        Ok(self.r.conn.query_row(
             "SELECT EXISTS (SELECT 1 FROM drained_segments WHERE segment = ?1)",
             [segment],
             |r| r.get(0),
@@ -66,7 +72,7 @@ impl LedgerReader {
 
     /// The producer state stored for a session, as serde JSON text.
     pub fn producer_state(&self, session: &SessionRef) -> Result<Option<String>, LedgerError> {
-        let mut stmt = self.conn.prepare_cached(
+        let mut stmt = self.r.conn.prepare_cached(
             "SELECT state, adapter, session_id FROM producer_state WHERE adapter = ?1 AND session_id = ?2",
         )?;
         let mut rows = stmt.query(params![session.adapter.as_str(), session.session_id])?;
@@ -86,7 +92,7 @@ impl LedgerReader {
 
     /// How many bytes of producer state a session has stored (0: none).
     pub fn producer_state_len(&self, adapter: &str, session_id: &str) -> Result<u64, LedgerError> {
-        let mut stmt = self.conn.prepare_cached(
+        let mut stmt = self.r.conn.prepare_cached(
             "SELECT octet_length(state) FROM producer_state WHERE adapter = ?1 AND session_id = ?2",
         )?;
         let len: Option<i64> = stmt
@@ -97,11 +103,11 @@ impl LedgerReader {
 
     /// Every session that has producer state, in a stable order.
     pub fn producer_sessions(&self) -> Result<Vec<SessionRef>, LedgerError> {
-        let mut stmt = self.conn.prepare(
+        let mut stmt = self.r.conn.prepare(
             "SELECT adapter, session_id FROM producer_state ORDER BY adapter, session_id",
         )?;
         let rows = stmt.query([])?;
-        let rows = self.lenient_rows(rows, "producer_state", &[0, 1], |r| {
+        let rows = self.r.lenient_rows(rows, "producer_state", &[0, 1], |r| {
             Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
         })?;
         let mut out = Vec::new();
@@ -119,6 +125,7 @@ impl LedgerReader {
     /// How many events a session has (its next offset).
     pub fn next_offset(&self, session: &SessionRef) -> Result<u64, LedgerError> {
         let n: Option<i64> = self
+            .r
             .conn
             .query_row(
                 "SELECT events FROM sessions WHERE adapter = ?1 AND session_id = ?2",

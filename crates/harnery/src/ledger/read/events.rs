@@ -36,10 +36,15 @@ pub struct StoredText<'r> {
     pub json: &'r [u8],
 }
 
-impl LedgerReader {
+/// The canonical events a ledger holds: a session's, all of them, or their stored text streamed.
+pub struct Events<'r> {
+    pub(super) r: &'r LedgerReader,
+}
+
+impl Events<'_> {
     /// One session's events in offset order.
     pub fn session_events(&self, session: &SessionRef) -> Result<Vec<Event>, LedgerError> {
-        let mut stmt = self.conn.prepare_cached(
+        let mut stmt = self.r.conn.prepare_cached(
             "SELECT json FROM events WHERE adapter = ?1 AND session_id = ?2 ORDER BY offset",
         )?;
         let rows = stmt.query_map(params![session.adapter.as_str(), session.session_id], |r| {
@@ -52,13 +57,13 @@ impl LedgerReader {
         Ok(out)
     }
 
-    /// [`LedgerReader::session_events`], but a row whose text does not parse is
+    /// [`Events::session_events`], but a row whose text does not parse is
     /// set aside, named by its sequence number, and the rest still read.
     pub fn session_events_lenient(
         &self,
         session: &SessionRef,
     ) -> Result<(Vec<Event>, Vec<DamagedRow>), LedgerError> {
-        let mut stmt = self.conn.prepare_cached(
+        let mut stmt = self.r.conn.prepare_cached(
             "SELECT seq, id, CAST(json AS BLOB) FROM events WHERE adapter = ?1 AND session_id = ?2 ORDER BY offset",
         )?;
         let mut rows = stmt.query(params![session.adapter.as_str(), session.session_id])?;
@@ -84,6 +89,7 @@ impl LedgerReader {
         mut f: impl FnMut(StoredEvent) -> Result<(), LedgerError>,
     ) -> Result<(), LedgerError> {
         let mut stmt = self
+            .r
             .conn
             .prepare("SELECT seq, json, hash FROM events ORDER BY seq")?;
         let mut rows = stmt.query([])?;
@@ -129,7 +135,7 @@ impl LedgerReader {
             (None, None) => "SELECT seq, id, CAST(json AS BLOB) FROM events ORDER BY seq",
         };
         let read = |e: rusqlite::Error| E::from(LedgerError::from(e));
-        let mut stmt = self.conn.prepare_cached(sql).map_err(read)?;
+        let mut stmt = self.r.conn.prepare_cached(sql).map_err(read)?;
         let bound: [&dyn rusqlite::ToSql; 3] = [&adapter, &session_id, &since];
         let used = &bound[..stmt.parameter_count()];
         let rows = stmt.query(used).map_err(read)?;
@@ -137,7 +143,7 @@ impl LedgerReader {
     }
 
     /// One session's rows of the given event types, in offset order, as
-    /// [`LedgerReader::for_each_stored_text`] gives them. The types are those of
+    /// [`Events::for_each_stored_text`] gives them. The types are those of
     /// the `type` column the ledger keeps beside each row's text, so only
     /// the rows asked for are read whole.
     pub fn for_each_stored_text_of_types<E: From<LedgerError>>(
@@ -150,6 +156,7 @@ impl LedgerReader {
         let names = serde_json::to_string(&names).expect("a list of names is JSON");
         let read = |e: rusqlite::Error| E::from(LedgerError::from(e));
         let mut stmt = self
+            .r
             .conn
             .prepare_cached(
                 "SELECT seq, id, CAST(json AS BLOB) FROM events \
@@ -163,7 +170,7 @@ impl LedgerReader {
     }
 
     /// Every event in chain order (loads them all; prefer `for_each_event`).
-    pub fn events(&self) -> Result<Vec<Event>, LedgerError> {
+    pub fn all(&self) -> Result<Vec<Event>, LedgerError> {
         let mut out = Vec::new();
         self.for_each_event(|e| {
             out.push(e.event);
@@ -175,7 +182,7 @@ impl LedgerReader {
     /// The time of one event of `session`, found by its id (read through
     /// the session's rows: ids have no index of their own).
     pub fn event_time(&self, session: &SessionRef, id: &str) -> Result<Option<i64>, LedgerError> {
-        Ok(self
+        Ok(self.r
             .conn
             .prepare_cached(
                 "SELECT time_unix_ns FROM events WHERE adapter = ?1 AND session_id = ?2 AND id = ?3",
@@ -196,7 +203,7 @@ impl LedgerReader {
         session_key: Option<&str>,
         needle: &str,
     ) -> Result<Option<(i64, String, String)>, LedgerError> {
-        let mut stmt = self.conn.prepare(
+        let mut stmt = self.r.conn.prepare(
             "SELECT received_unix_ns, session_key, env FROM raw_signals \
              WHERE adapter = ?1 AND (?2 IS NULL OR session_key = ?2) AND instr(env, ?3) > 0 \
              ORDER BY received_unix_ns DESC LIMIT 1",
@@ -211,6 +218,7 @@ impl LedgerReader {
     /// Number of event rows.
     pub fn event_count(&self) -> Result<u64, LedgerError> {
         let n: i64 = self
+            .r
             .conn
             .query_row("SELECT count(*) FROM events", [], |r| r.get(0))?;
         Ok(n as u64)
@@ -218,7 +226,7 @@ impl LedgerReader {
 
     pub(super) fn parse_event(&self, json: &str) -> Result<Event, LedgerError> {
         serde_json::from_str(json).map_err(|e| LedgerError::Corrupt {
-            path: self.dir.join(crate::ledger::DB_FILE),
+            path: self.r.dir.join(crate::ledger::DB_FILE),
             detail: format!("an event row does not parse: {e}"),
         })
     }

@@ -4,7 +4,16 @@
 //! read goes through it; the writer ([`super::LedgerWriter`]) offers the
 //! same queries on its own connection.
 //!
-//! Its queries are grouped by what they answer, one module each.
+//! Its queries come in small types cut by what they answer, each borrowing
+//! the reader's connection: [`Sessions`] (`sessions.rs`), [`Spans`],
+//! [`Ends`] and [`Health`] (`spans.rs`), [`Events`] (`events.rs`,
+//! `session_range.rs`, `record_bytes.rs`), [`Rows`] (`rows.rs`), [`Raw`]
+//! (`raw_archive.rs`, `archive_faults.rs`), [`Verify`] (`verify.rs`,
+//! `validate*.rs`), [`Bookkeeping`] (`bookkeeping.rs`, the finalizer's own
+//! rows) and [`Trace`] (`trace_chunks.rs`): `reader.sessions().list()`.
+//! The reader itself only opens an epoch, names it, and keeps the rows a
+//! lenient read set aside. A session's timeline, and the words `show`
+//! prints for it, are the read side's (`report::timeline`).
 
 mod archive_faults;
 mod bookkeeping;
@@ -17,7 +26,6 @@ mod rows;
 mod session_range;
 mod sessions;
 mod spans;
-mod timeline;
 mod trace_chunks;
 pub(super) mod unreadable;
 mod validate;
@@ -29,16 +37,18 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
-pub use events::{RowFilter, StoredEvent, StoredText};
+pub use bookkeeping::Bookkeeping;
+pub use events::{Events, RowFilter, StoredEvent, StoredText};
 pub use finding::ValidationProblem;
-pub use raw_archive::{ArchiveSize, RawProblem};
-pub use rows::ChainRow;
-pub use sessions::SessionSummary;
-pub use spans::{DamagedRow, EndRequestRow, HealthRow, SpanCounts, SpanRow, SpanState};
-pub use timeline::{RecordJoin, Timeline, TimelineEntry};
-pub use trace_chunks::ChunkRead;
+pub use raw_archive::{ArchiveSize, Raw, RawProblem};
+pub use rows::{ChainRow, Rows};
+pub use sessions::{SessionSummary, Sessions};
+pub use spans::{
+    DamagedRow, EndRequestRow, Ends, Health, HealthRow, SpanCounts, SpanRow, SpanState, Spans,
+};
+pub use trace_chunks::{ChunkRead, Trace};
 pub use unreadable::UnreadableRow;
-pub use verify::ChainBreak;
+pub use verify::{ChainBreak, Verify};
 
 pub(super) use columns::session_at;
 pub(super) use events::each_stored_text;
@@ -133,6 +143,56 @@ impl LedgerReader {
                 detail: "the last event's hash is not 32 bytes".into(),
             }),
         }
+    }
+
+    /// The sessions: listed, counted, found.
+    pub fn sessions(&self) -> Sessions<'_> {
+        Sessions { r: self }
+    }
+
+    /// Tool and command spans.
+    pub fn spans(&self) -> Spans<'_> {
+        Spans { r: self }
+    }
+
+    /// Explicit-end requests.
+    pub fn ends(&self) -> Ends<'_> {
+        Ends { r: self }
+    }
+
+    /// Health conditions.
+    pub fn health(&self) -> Health<'_> {
+        Health { r: self }
+    }
+
+    /// The raw archive and its checks.
+    pub fn raw(&self) -> Raw<'_> {
+        Raw { r: self }
+    }
+
+    /// The chain and contract checks.
+    pub fn verify(&self) -> Verify<'_> {
+        Verify { r: self }
+    }
+
+    /// Canonical events: a session's, all, or their stored text.
+    pub fn events(&self) -> Events<'_> {
+        Events { r: self }
+    }
+
+    /// Stored rows streamed in sequence order.
+    pub fn rows(&self) -> Rows<'_> {
+        Rows { r: self }
+    }
+
+    /// The finalizer's bookkeeping beside the events.
+    pub fn bookkeeping(&self) -> Bookkeeping<'_> {
+        Bookkeeping { r: self }
+    }
+
+    /// Trace rows: span notes and chunks.
+    pub fn trace(&self) -> Trace<'_> {
+        Trace { r: self }
     }
 
     /// Whether this epoch's tables are older than this build's (a write

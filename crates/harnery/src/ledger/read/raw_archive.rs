@@ -29,10 +29,16 @@ pub struct ArchiveSize {
     pub original_bytes: u64,
 }
 
-impl LedgerReader {
+/// The raw archive: its size, and its files checked against what the ledger recorded of them.
+pub struct Raw<'r> {
+    pub(super) r: &'r LedgerReader,
+}
+
+impl Raw<'_> {
     /// The recorded archive files, by batch.
     pub(in crate::ledger) fn recorded_names(&self) -> Result<Vec<(String, String)>, LedgerError> {
         let mut stmt = self
+            .r
             .conn
             .prepare("SELECT batch, name FROM raw_members ORDER BY batch, name")?;
         let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
@@ -40,9 +46,9 @@ impl LedgerReader {
     }
 
     /// The size of the raw archive the ledger records.
-    pub fn archive_size(&self) -> Result<ArchiveSize, LedgerError> {
+    pub fn size(&self) -> Result<ArchiveSize, LedgerError> {
         let mut size = ArchiveSize::default();
-        let has: bool = self.conn.query_row(
+        let has: bool = self.r.conn.query_row(
             "SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE name = 'raw_members')",
             [],
             |r| r.get(0),
@@ -50,7 +56,7 @@ impl LedgerReader {
         if !has {
             return Ok(size);
         }
-        let raw_dir = self.dir.join(raw::RAW_DIR);
+        let raw_dir = self.r.dir.join(raw::RAW_DIR);
         for (_, name) in self.recorded_names()? {
             let path = raw_dir.join(&name);
             let Ok(meta) = std::fs::metadata(&path) else {
@@ -77,17 +83,18 @@ impl LedgerReader {
     /// are read in key order (no sort, so memory stays flat), each record
     /// read at its offset from a few archives kept open. Returns the rows
     /// checked and the problems.
-    pub fn verify_raw(&self) -> Result<(u64, Vec<RawProblem>), LedgerError> {
-        self.verify_raw_range(None, None)
+    pub fn verify(&self) -> Result<(u64, Vec<RawProblem>), LedgerError> {
+        self.verify_range(None, None)
     }
 
     /// The receive time that halves the raw signal rows, to check the two
-    /// halves on two threads ([`LedgerReader::verify_raw_range`]).
-    pub fn raw_midpoint(&self) -> Result<Option<i64>, LedgerError> {
+    /// halves on two threads ([`Raw::verify_range`]).
+    pub fn midpoint(&self) -> Result<Option<i64>, LedgerError> {
         let n: i64 = self
+            .r
             .conn
             .query_row("SELECT count(*) FROM raw_signals", [], |r| r.get(0))?;
-        Ok(self
+        Ok(self.r
             .conn
             .query_row(
                 "SELECT received_unix_ns FROM raw_signals ORDER BY received_unix_ns LIMIT 1 OFFSET ?1",
@@ -97,28 +104,28 @@ impl LedgerReader {
             .optional()?)
     }
 
-    /// [`LedgerReader::verify_raw`] over the rows received at or after `from`
+    /// [`Raw::verify`] over the rows received at or after `from`
     /// and before `to` (either bound open when `None`).
-    pub fn verify_raw_range(
+    pub fn verify_range(
         &self,
         from: Option<i64>,
         to: Option<i64>,
     ) -> Result<(u64, Vec<RawProblem>), LedgerError> {
-        self.verify_raw_where(from, to, None)
+        self.verify_where(from, to, None)
     }
 
-    /// [`LedgerReader::verify_raw`] over the rows of one batch.
-    pub fn verify_raw_batch(&self, batch: &str) -> Result<(u64, Vec<RawProblem>), LedgerError> {
-        self.verify_raw_where(None, None, Some(batch))
+    /// [`Raw::verify`] over the rows of one batch.
+    pub fn verify_batch(&self, batch: &str) -> Result<(u64, Vec<RawProblem>), LedgerError> {
+        self.verify_where(None, None, Some(batch))
     }
 
-    fn verify_raw_where(
+    fn verify_where(
         &self,
         from: Option<i64>,
         to: Option<i64>,
         batch: Option<&str>,
     ) -> Result<(u64, Vec<RawProblem>), LedgerError> {
-        let mut stmt = self.conn.prepare(
+        let mut stmt = self.r.conn.prepare(
             "SELECT record_digest, session_key, event_name, received_unix_ns, batch, archive_at, envelope \
              FROM raw_signals WHERE received_unix_ns >= coalesce(?1, -9223372036854775808) \
              AND (?2 IS NULL OR received_unix_ns < ?2) AND (?3 IS NULL OR batch = ?3)",
@@ -140,7 +147,7 @@ impl LedgerReader {
             let batch = text(4)?.unwrap_or_default();
             let at: Option<i64> = r.get(5)?;
             let verdict = match (at, text(6)?) {
-                (Some(at), _) => match open.get(self.dir(), batch) {
+                (Some(at), _) => match open.get(self.r.dir(), batch) {
                     Ok(a) => a.identity_at(at as u64, &want),
                     Err(e) => Err(e.clone()),
                 },

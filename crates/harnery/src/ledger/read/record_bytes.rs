@@ -4,12 +4,12 @@
 //! record's bytes `start..end` exactly as the agent wrote them); and one
 //! event by id, for what a restore looks up beside it.
 
-use super::LedgerReader;
+use super::events::Events;
 use crate::contract::SessionRef;
 use crate::ledger::LedgerError;
 use crate::ledger::raw::{Archive, RAW_DIR};
 
-impl LedgerReader {
+impl Events<'_> {
     /// Each `harnery.record` payload spooled for `session`, oldest first,
     /// read from its batch's archive (or the row, for rows kept inline).
     /// One payload is in memory at a time.
@@ -18,7 +18,7 @@ impl LedgerReader {
         session: &SessionRef,
         mut f: impl FnMut(&[u8]) -> Result<(), LedgerError>,
     ) -> Result<(), LedgerError> {
-        let mut stmt = self.conn.prepare(
+        let mut stmt = self.r.conn.prepare(
             "SELECT batch, archive_at, payload FROM raw_signals \
              WHERE adapter = ?1 AND session_key = ?2 AND event_name = 'harnery.record' \
              ORDER BY received_unix_ns",
@@ -37,13 +37,13 @@ impl LedgerReader {
                 continue;
             };
             if open.as_ref().is_none_or(|(b, _)| *b != batch) {
-                open = Some((batch.clone(), Archive::open(self.dir(), &batch)?));
+                open = Some((batch.clone(), Archive::open(self.r.dir(), &batch)?));
             }
             let (_, archive) = open.as_mut().expect("just opened");
             let record = archive
                 .record_at(at as u64)
                 .map_err(|detail| LedgerError::Corrupt {
-                    path: self.dir().join(RAW_DIR).join(&batch),
+                    path: self.r.dir().join(RAW_DIR).join(&batch),
                     detail,
                 })?;
             f(&record.payload)?;
@@ -52,7 +52,7 @@ impl LedgerReader {
     }
 }
 
-impl LedgerReader {
+impl Events<'_> {
     /// One event of `session` by its id (one indexed row).
     pub fn session_event(
         &self,
@@ -61,6 +61,7 @@ impl LedgerReader {
     ) -> Result<Option<crate::contract::Event>, LedgerError> {
         use rusqlite::OptionalExtension;
         let json: Option<String> = self
+            .r
             .conn
             .query_row(
                 "SELECT json FROM events WHERE adapter = ?1 AND session_id = ?2 AND id = ?3",

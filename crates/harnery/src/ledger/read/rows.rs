@@ -26,7 +26,12 @@ pub struct ChainRow<'r> {
     pub hash: &'r [u8],
 }
 
-impl LedgerReader {
+/// Stored rows streamed in sequence order: the chain, a session's events, the spans.
+pub struct Rows<'r> {
+    pub(super) r: &'r LedgerReader,
+}
+
+impl Rows<'_> {
     /// Every event of one session in offset order, parsed one at a time
     /// (a row that does not parse is left out, as
     /// `session_events_lenient` leaves it out), so a caller that folds a
@@ -37,7 +42,7 @@ impl LedgerReader {
         mut f: impl FnMut(Event) -> Result<(), E>,
     ) -> Result<(), E> {
         let read = |e: rusqlite::Error| E::from(LedgerError::from(e));
-        let mut stmt = self
+        let mut stmt = self.r
             .conn
             .prepare_cached(
                 "SELECT CAST(json AS BLOB) FROM events WHERE adapter = ?1 AND session_id = ?2 ORDER BY offset",
@@ -67,7 +72,7 @@ impl LedgerReader {
         mut f: impl FnMut(ChainRow<'_>) -> Result<(), E>,
     ) -> Result<u64, E> {
         let read = |e: rusqlite::Error| E::from(LedgerError::from(e));
-        let mut stmt = self
+        let mut stmt = self.r
             .conn
             .prepare_cached(
                 "SELECT seq, id, adapter, session_id, offset, type, time_unix_ns, CAST(json AS BLOB), prev_hash, hash \
@@ -110,6 +115,7 @@ impl LedgerReader {
     /// The stored hash of row `seq`, if the epoch has that row.
     pub fn row_hash(&self, seq: i64) -> Result<Option<Vec<u8>>, LedgerError> {
         Ok(self
+            .r
             .conn
             .query_row("SELECT hash FROM events WHERE seq = ?1", [seq], |r| {
                 r.get(0)
@@ -120,6 +126,7 @@ impl LedgerReader {
     /// The last row's sequence number (0 for an empty epoch).
     pub fn last_seq(&self) -> Result<i64, LedgerError> {
         Ok(self
+            .r
             .conn
             .query_row("SELECT coalesce(max(seq), 0) FROM events", [], |r| r.get(0))?)
     }
@@ -130,7 +137,7 @@ impl LedgerReader {
         mut f: impl FnMut(SpanRow) -> Result<(), E>,
     ) -> Result<(), E> {
         let read = |e: rusqlite::Error| E::from(LedgerError::from(e));
-        let mut stmt = self
+        let mut stmt = self.r
             .conn
             .prepare(
                 "SELECT request_event_id, adapter, session_id, kind, name, tool_call_id, agent_id, turn_id, \

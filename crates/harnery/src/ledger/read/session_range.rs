@@ -5,15 +5,15 @@
 
 use rusqlite::{OptionalExtension, params};
 
-use super::LedgerReader;
+use super::events::Events;
 use crate::contract::{Event, EventType, SessionRef};
 use crate::ledger::LedgerError;
 
-impl LedgerReader {
+impl Events<'_> {
     /// The offset the session's next event would take: one past its last
     /// stored offset, 0 for a session with no events.
     pub fn session_head(&self, session: &SessionRef) -> Result<u64, LedgerError> {
-        let mut stmt = self.conn.prepare_cached(
+        let mut stmt = self.r.conn.prepare_cached(
             "SELECT COALESCE(MAX(offset) + 1, 0) FROM events WHERE adapter = ?1 AND session_id = ?2",
         )?;
         let head: i64 = stmt
@@ -39,7 +39,7 @@ impl LedgerReader {
         Ok(out)
     }
 
-    /// [`Ledger::session_range`] one event at a time: each is parsed,
+    /// [`Events::session_range`] one event at a time: each is parsed,
     /// handed to `f` and dropped, so a session of any length reads in
     /// bounded memory.
     pub fn for_each_in_session_range<E: From<LedgerError>>(
@@ -50,6 +50,7 @@ impl LedgerReader {
         mut f: impl FnMut(Event) -> Result<(), E>,
     ) -> Result<(), E> {
         let mut stmt = self
+            .r
             .conn
             .prepare_cached(
                 "SELECT json FROM events WHERE adapter = ?1 AND session_id = ?2 \
@@ -82,7 +83,7 @@ impl LedgerReader {
         let mut out = Vec::new();
         self.for_each_stored_text_of_types(session, types, |row| {
             let text = std::str::from_utf8(row.json).map_err(|e| LedgerError::Corrupt {
-                path: self.dir.join(crate::ledger::DB_FILE),
+                path: self.r.dir.join(crate::ledger::DB_FILE),
                 detail: format!("event seq {} is not UTF-8: {e}", row.seq),
             })?;
             out.push(self.parse_event(text)?);
@@ -98,7 +99,7 @@ impl LedgerReader {
         session: &SessionRef,
         ty: EventType,
     ) -> Result<Option<Event>, LedgerError> {
-        let mut stmt = self.conn.prepare_cached(
+        let mut stmt = self.r.conn.prepare_cached(
             "SELECT CAST(json AS TEXT) FROM events \
              WHERE adapter = ?1 AND session_id = ?2 AND type = ?3 ORDER BY offset LIMIT 1",
         )?;
@@ -114,7 +115,7 @@ impl LedgerReader {
         session: &SessionRef,
         offset: u64,
     ) -> Result<Option<(i64, String)>, LedgerError> {
-        let mut stmt = self.conn.prepare_cached(
+        let mut stmt = self.r.conn.prepare_cached(
             "SELECT seq, CAST(json AS TEXT) FROM events \
              WHERE adapter = ?1 AND session_id = ?2 AND offset = ?3",
         )?;

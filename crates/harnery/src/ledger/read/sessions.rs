@@ -22,13 +22,18 @@ pub struct SessionSummary {
     pub spans: SpanCounts,
 }
 
-impl LedgerReader {
+/// The sessions a ledger holds: listed, counted, found by id, prefix, event type or time.
+pub struct Sessions<'r> {
+    pub(super) r: &'r LedgerReader,
+}
+
+impl Sessions<'_> {
     /// Every session, ordered by first event time then id.
-    pub fn sessions(&self) -> Result<Vec<SessionSummary>, LedgerError> {
+    pub fn list(&self) -> Result<Vec<SessionSummary>, LedgerError> {
         // Session rows keep their span counts since migration
         // `session_span_counts`; an archived epoch may predate it, and then
         // each session's spans are counted.
-        let kept: bool = self.conn.query_row(
+        let kept: bool = self.r.conn.query_row(
             "SELECT EXISTS (SELECT 1 FROM pragma_table_info('sessions') WHERE name = 'spans_open')",
             [],
             |r| r.get(0),
@@ -38,12 +43,12 @@ impl LedgerReader {
         } else {
             "0, 0, 0"
         };
-        let mut stmt = self.conn.prepare(&format!(
+        let mut stmt = self.r.conn.prepare(&format!(
             "SELECT adapter, session_id, first_unix_ns, last_unix_ns, events, turns, {counts} \
              FROM sessions ORDER BY first_unix_ns, adapter, session_id"
         ))?;
         let rows = stmt.query([])?;
-        let mut out = self.lenient_rows(rows, "sessions", &[0, 1], |r| {
+        let mut out = self.r.lenient_rows(rows, "sessions", &[0, 1], |r| {
             Ok(SessionSummary {
                 session: session_at(r, 0)?,
                 first_unix_ns: r.get(2)?,
@@ -58,7 +63,7 @@ impl LedgerReader {
             })
         })?;
         if !kept {
-            let mut count = self.conn.prepare(
+            let mut count = self.r.conn.prepare(
                 "SELECT state, count(*) FROM spans WHERE adapter = ?1 AND session_id = ?2 GROUP BY state",
             )?;
             for s in &mut out {
@@ -80,15 +85,13 @@ impl LedgerReader {
     /// pairing gap for each kind of span it has open. `None` when the
     /// epoch's tables predate the kept reasons (an archive an older build
     /// wrote): then only its events can tell.
-    pub fn session_audit_reasons(
-        &self,
-        session: &SessionRef,
-    ) -> Result<Option<Vec<String>>, LedgerError> {
+    pub fn audit_reasons(&self, session: &SessionRef) -> Result<Option<Vec<String>>, LedgerError> {
         if !self.keeps_audit_flags()? {
             return Ok(None);
         }
         let key = params![session.adapter.as_str(), session.session_id];
         let flags: Option<i64> = self
+            .r
             .conn
             .prepare_cached(
                 "SELECT audit_flags FROM sessions WHERE adapter = ?1 AND session_id = ?2",
@@ -96,7 +99,7 @@ impl LedgerReader {
             .query_row(key, |r| r.get(0))
             .optional()?;
         let mut reasons = AuditFlags(flags.unwrap_or(0) as u32).reasons();
-        let mut open = self.conn.prepare_cached(
+        let mut open = self.r.conn.prepare_cached(
             "SELECT DISTINCT kind FROM spans WHERE adapter = ?1 AND session_id = ?2 AND state = 'open'",
         )?;
         for kind in open.query_map(key, |r| r.get::<_, String>(0))? {
@@ -115,11 +118,12 @@ impl LedgerReader {
     /// How many `session.resumed` events a session has, as its row counts
     /// them. `None` when the epoch's tables predate the count (an archive
     /// an older build wrote): then only its events can tell.
-    pub fn session_resumes(&self, session: &SessionRef) -> Result<Option<u64>, LedgerError> {
+    pub fn resumes(&self, session: &SessionRef) -> Result<Option<u64>, LedgerError> {
         if !self.keeps_resumes()? {
             return Ok(None);
         }
         let n: Option<i64> = self
+            .r
             .conn
             .prepare_cached("SELECT resumes FROM sessions WHERE adapter = ?1 AND session_id = ?2")?
             .query_row(params![session.adapter.as_str(), session.session_id], |r| {
@@ -132,7 +136,7 @@ impl LedgerReader {
     /// Whether session rows count their resumes (migration
     /// `session_resumes`).
     pub(super) fn keeps_resumes(&self) -> Result<bool, LedgerError> {
-        Ok(self.conn.query_row(
+        Ok(self.r.conn.query_row(
             "SELECT EXISTS (SELECT 1 FROM pragma_table_info('sessions') WHERE name = 'resumes')",
             [],
             |r| r.get(0),
@@ -142,7 +146,7 @@ impl LedgerReader {
     /// Whether session rows keep their audit reasons (migration
     /// `session_audit_flags`).
     pub(super) fn keeps_audit_flags(&self) -> Result<bool, LedgerError> {
-        Ok(self.conn.query_row(
+        Ok(self.r.conn.query_row(
             "SELECT EXISTS (SELECT 1 FROM pragma_table_info('sessions') WHERE name = 'audit_flags')",
             [],
             |r| r.get(0),
@@ -150,18 +154,18 @@ impl LedgerReader {
     }
 
     /// Resolve a full session id or a unique prefix of one.
-    pub fn resolve_session(&self, wanted: &str) -> Result<SessionRef, LedgerError> {
+    pub fn resolve(&self, wanted: &str) -> Result<SessionRef, LedgerError> {
         use crate::contract::session_name::{id_parts, pick};
         let mut found = Vec::new();
         for id in id_parts(wanted) {
-            found.extend(self.sessions_by_prefix(id)?);
+            found.extend(self.by_prefix(id)?);
         }
         Ok(pick(wanted, None, found, "")?)
     }
 
     /// The sessions whose id starts with `prefix` (or is it). A row whose
     /// key cannot be read cannot be named: it is set aside.
-    pub fn sessions_by_prefix(&self, prefix: &str) -> Result<Vec<SessionRef>, LedgerError> {
+    pub fn by_prefix(&self, prefix: &str) -> Result<Vec<SessionRef>, LedgerError> {
         let pattern = format!(
             "{}%",
             prefix
@@ -169,40 +173,44 @@ impl LedgerReader {
                 .replace('%', "\\%")
                 .replace('_', "\\_")
         );
-        let mut stmt = self.conn.prepare(
+        let mut stmt = self.r.conn.prepare(
             "SELECT adapter, session_id FROM sessions WHERE session_id = ?1 OR session_id LIKE ?2 ESCAPE '\\' \
              ORDER BY adapter, session_id",
         )?;
         let rows = stmt.query(params![prefix, pattern])?;
-        self.lenient_rows(rows, "sessions", &[0, 1], |r| session_at(r, 0))
+        self.r
+            .lenient_rows(rows, "sessions", &[0, 1], |r| session_at(r, 0))
     }
 
     /// The sessions with a row of any of `types`: one pass over the rows'
     /// `type` column, in table order, for callers that would otherwise ask
     /// each session in turn (and read all its rows to answer).
-    pub fn sessions_with_types(
+    pub fn with_types(
         &self,
         types: &[EventType],
     ) -> Result<std::collections::HashSet<SessionRef>, LedgerError> {
         let names: Vec<&str> = types.iter().map(|t| t.as_str()).collect();
         let names = serde_json::to_string(&names).expect("a list of names is JSON");
-        let mut stmt = self.conn.prepare(
+        let mut stmt = self.r.conn.prepare(
             "SELECT DISTINCT adapter, session_id FROM events \
              WHERE type IN (SELECT value FROM json_each(?1))",
         )?;
         let rows = stmt.query([names])?;
-        let found = self.lenient_rows(rows, "events", &[0, 1], |r| session_at(r, 0))?;
+        let found = self
+            .r
+            .lenient_rows(rows, "events", &[0, 1], |r| session_at(r, 0))?;
         Ok(found.into_iter().collect())
     }
 
     /// Every session with an event at or after `since` (all of them
     /// without it), ordered by adapter then id. Only the keys: a caller
     /// reads each session's rows on its own.
-    pub fn session_refs(&self, since_unix_ns: Option<i64>) -> Result<Vec<SessionRef>, LedgerError> {
-        let mut stmt = self.conn.prepare(
+    pub fn refs(&self, since_unix_ns: Option<i64>) -> Result<Vec<SessionRef>, LedgerError> {
+        let mut stmt = self.r.conn.prepare(
             "SELECT adapter, session_id FROM sessions WHERE last_unix_ns >= ?1 ORDER BY adapter, session_id",
         )?;
         let rows = stmt.query([since_unix_ns.unwrap_or(i64::MIN)])?;
-        self.lenient_rows(rows, "sessions", &[0, 1], |r| session_at(r, 0))
+        self.r
+            .lenient_rows(rows, "sessions", &[0, 1], |r| session_at(r, 0))
     }
 }

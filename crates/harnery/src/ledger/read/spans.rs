@@ -109,16 +109,21 @@ pub struct DamagedRow {
     pub detail: String,
 }
 
-impl LedgerReader {
+/// Tool and command spans as the ledger pairs them.
+pub struct Spans<'r> {
+    pub(super) r: &'r LedgerReader,
+}
+
+impl Spans<'_> {
     /// Span rows, for one session or all, in request time order.
-    pub fn spans(&self, session: Option<&SessionRef>) -> Result<Vec<SpanRow>, LedgerError> {
+    pub fn list(&self, session: Option<&SessionRef>) -> Result<Vec<SpanRow>, LedgerError> {
         let base = "SELECT request_event_id, adapter, session_id, kind, name, tool_call_id, agent_id, turn_id, \
                     requested_unix_ns, state, reason, completed_event_id, outcome, duration_ms, completed_unix_ns FROM spans";
         let order = " ORDER BY coalesce(requested_unix_ns, completed_unix_ns), request_event_id";
         let mut out = Vec::new();
         match session {
             Some(s) => {
-                let mut stmt = self.conn.prepare(&format!(
+                let mut stmt = self.r.conn.prepare(&format!(
                     "{base} WHERE adapter = ?1 AND session_id = ?2{order}"
                 ))?;
                 let rows = stmt.query_map(params![s.adapter.as_str(), s.session_id], span_row)?;
@@ -127,7 +132,7 @@ impl LedgerReader {
                 }
             }
             None => {
-                let mut stmt = self.conn.prepare(&format!("{base}{order}"))?;
+                let mut stmt = self.r.conn.prepare(&format!("{base}{order}"))?;
                 for r in stmt.query_map([], span_row)? {
                     out.push(r?);
                 }
@@ -138,8 +143,8 @@ impl LedgerReader {
 
     /// The open span rows of every session, ordered by session and
     /// request event id (what an epoch advance closes administratively).
-    pub fn open_spans(&self) -> Result<Vec<SpanRow>, LedgerError> {
-        let mut stmt = self.conn.prepare(
+    pub fn open(&self) -> Result<Vec<SpanRow>, LedgerError> {
+        let mut stmt = self.r.conn.prepare(
             "SELECT request_event_id, adapter, session_id, kind, name, tool_call_id, agent_id, turn_id, \
              requested_unix_ns, state, reason, completed_event_id, outcome, duration_ms, completed_unix_ns \
              FROM spans WHERE state = 'open' ORDER BY adapter, session_id, request_event_id",
@@ -149,8 +154,8 @@ impl LedgerReader {
     }
 
     /// One session's open span rows, in the order they were written.
-    pub fn open_spans_of(&self, session: &SessionRef) -> Result<Vec<SpanRow>, LedgerError> {
-        let mut stmt = self.conn.prepare_cached(
+    pub fn open_of(&self, session: &SessionRef) -> Result<Vec<SpanRow>, LedgerError> {
+        let mut stmt = self.r.conn.prepare_cached(
             "SELECT request_event_id, adapter, session_id, kind, name, tool_call_id, agent_id, turn_id, \
              requested_unix_ns, state, reason, completed_event_id, outcome, duration_ms, completed_unix_ns \
              FROM spans WHERE adapter = ?1 AND session_id = ?2 AND state = 'open' ORDER BY seq",
@@ -161,15 +166,22 @@ impl LedgerReader {
         )?;
         rows.collect::<Result<_, _>>().map_err(LedgerError::from)
     }
+}
 
+/// The explicit-end requests a ledger holds.
+pub struct Ends<'r> {
+    pub(super) r: &'r LedgerReader,
+}
+
+impl Ends<'_> {
     /// End requests that are still pending.
-    pub fn pending_end_requests(&self) -> Result<Vec<EndRequestRow>, LedgerError> {
-        self.end_requests(Some("pending"))
+    pub fn pending(&self) -> Result<Vec<EndRequestRow>, LedgerError> {
+        self.list(Some("pending"))
     }
 
     /// End requests, all or in one state.
-    pub fn end_requests(&self, state: Option<&str>) -> Result<Vec<EndRequestRow>, LedgerError> {
-        let mut stmt = self.conn.prepare(
+    pub fn list(&self, state: Option<&str>) -> Result<Vec<EndRequestRow>, LedgerError> {
+        let mut stmt = self.r.conn.prepare(
             "SELECT end_event_id, adapter, session_id, origin, reason, approved_spans, requested_unix_ns, state, resolved_event_id \
              FROM end_requests WHERE ?1 IS NULL OR state = ?1 ORDER BY requested_unix_ns, end_event_id",
         )?;
@@ -188,10 +200,17 @@ impl LedgerReader {
         })?;
         Ok(rows.collect::<Result<Vec<_>, _>>()?)
     }
+}
 
+/// The health conditions a ledger holds.
+pub struct Health<'r> {
+    pub(super) r: &'r LedgerReader,
+}
+
+impl Health<'_> {
     /// Every health condition, oldest first.
-    pub fn health(&self) -> Result<Vec<HealthRow>, LedgerError> {
-        let mut stmt = self.conn.prepare(
+    pub fn list(&self) -> Result<Vec<HealthRow>, LedgerError> {
+        let mut stmt = self.r.conn.prepare(
             "SELECT event_id, adapter, session_id, code, detail, time_unix_ns FROM health ORDER BY time_unix_ns, event_id",
         )?;
         let rows = stmt.query_map([], |r| {

@@ -11,7 +11,7 @@ use crate::contract::SessionRef;
 use crate::ledger::LedgerError;
 use crate::ledger::trace_rows::{TracePart, entries};
 
-/// One session's trace chunks as [`LedgerReader::read_trace_chunks`] hands
+/// One session's trace chunks as [`Trace::read_trace_chunks`] hands
 /// them on: each chunk's entries, then the stored text of each of its
 /// whole entries, in offset order.
 pub enum ChunkRead<'a> {
@@ -23,11 +23,16 @@ pub enum ChunkRead<'a> {
     Whole(StoredText<'a>),
 }
 
-impl LedgerReader {
+/// The trace rows (span notes and chunks) kept beside the events.
+pub struct Trace<'r> {
+    pub(super) r: &'r LedgerReader,
+}
+
+impl Trace<'_> {
     /// Whether this ledger keeps trace chunks (migration `trace_chunks`; an
     /// archived epoch an older build wrote may not).
     pub fn keeps_trace_rows(&self) -> Result<bool, LedgerError> {
-        Ok(self.conn.query_row(
+        Ok(self.r.conn.query_row(
             "SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'trace_chunks')",
             [],
             |r| r.get(0),
@@ -44,6 +49,7 @@ impl LedgerReader {
     ) -> Result<(), E> {
         let read = |e: rusqlite::Error| E::from(LedgerError::from(e));
         let mut stmt = self
+            .r
             .conn
             .prepare_cached(
                 "SELECT wholes, CAST(entries AS BLOB), events FROM trace_chunks \
@@ -72,6 +78,7 @@ impl LedgerReader {
     /// hold one).
     pub fn sessions_with_notes(&self) -> Result<HashSet<SessionRef>, LedgerError> {
         let mut stmt = self
+            .r
             .conn
             .prepare("SELECT DISTINCT adapter, session_id FROM trace_chunks WHERE notes > 0")?;
         let rows = stmt.query_map([], |r| session_at(r, 0))?;
@@ -79,14 +86,14 @@ impl LedgerReader {
     }
 
     /// One session's `note` events, in offset order, as
-    /// [`Ledger::for_each_stored_text`] gives rows.
+    /// [`Events::for_each_stored_text`](super::Events::for_each_stored_text) gives rows.
     pub fn for_each_note_text<E: From<LedgerError>>(
         &self,
         session: &SessionRef,
         f: impl FnMut(StoredText<'_>) -> Result<(), E>,
     ) -> Result<(), E> {
         let read = |e: rusqlite::Error| E::from(LedgerError::from(e));
-        let mut chunks = self
+        let mut chunks = self.r
             .conn
             .prepare_cached(
                 "SELECT entries FROM trace_chunks WHERE adapter = ?1 AND session_id = ?2 AND notes > 0 \
@@ -111,7 +118,7 @@ impl LedgerReader {
     }
 
     /// The stored text of the event rows `seqs`, in that order, as
-    /// [`Ledger::for_each_stored_text`] gives rows; a seq no row has is
+    /// [`Events::for_each_stored_text`](super::Events::for_each_stored_text) gives rows; a seq no row has is
     /// passed over.
     fn each_text_of_seqs<E: From<LedgerError>>(
         &self,
@@ -120,6 +127,7 @@ impl LedgerReader {
     ) -> Result<(), E> {
         let read = |e: rusqlite::Error| E::from(LedgerError::from(e));
         let mut text = self
+            .r
             .conn
             .prepare_cached("SELECT seq, id, CAST(json AS BLOB) FROM events WHERE seq = ?1")
             .map_err(read)?;

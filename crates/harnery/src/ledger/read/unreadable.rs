@@ -3,7 +3,7 @@
 //! Such a row is named where a user can find it (table, key, column) and
 //! never stops a read that can go on without it: the listings below pass
 //! it over and set it aside on the [`Ledger`], and the command reports
-//! what was set aside ([`Ledger::take_set_aside`]). A read that needs the
+//! what was set aside ([`LedgerReader::take_set_aside`]). A read that needs the
 //! row gets [`LedgerError::Unreadable`] naming it.
 
 use rusqlite::Row;
@@ -106,13 +106,13 @@ impl LedgerReader {
         Ok(out)
     }
 
-    /// [`Ledger::producer_state`], with a state that cannot be read set
+    /// [`Bookkeeping::producer_state`](super::Bookkeeping::producer_state), with a state that cannot be read set
     /// aside (as none): for the sweeps over every session.
     pub fn producer_state_or_set_aside(
         &self,
         session: &crate::contract::SessionRef,
     ) -> Result<Option<String>, LedgerError> {
-        match self.producer_state(session) {
+        match self.bookkeeping().producer_state(session) {
             Err(LedgerError::Unreadable(row)) => {
                 self.set_aside(*row);
                 Ok(None)

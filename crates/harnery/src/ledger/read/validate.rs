@@ -6,8 +6,9 @@
 use std::collections::HashMap;
 
 use super::finding::{ValidationProblem, problem};
+use super::validate_trace::ChunkCheck;
 use super::verify::PROGRESS_STEP;
-use super::{LedgerReader, validate_trace::ChunkCheck};
+use super::verify::Verify;
 use crate::contract::eligibility::{
     AuditFlags, COMMAND_UNPAIRED_BIT, TOOL_UNPAIRED_BIT, event_flags,
 };
@@ -15,27 +16,28 @@ use crate::contract::{Event, Payload, validate_event};
 use crate::ledger::LedgerError;
 use crate::progress::Progress;
 
-impl LedgerReader {
+impl Verify<'_> {
     /// Every contract rule, offset sequence and span state, row by row.
-    pub fn validate_all(&self) -> Result<(u64, Vec<ValidationProblem>), LedgerError> {
-        self.validate_all_with(&Progress::none())
+    pub fn validate(&self) -> Result<(u64, Vec<ValidationProblem>), LedgerError> {
+        self.validate_with(&Progress::none())
     }
 
-    /// [`LedgerReader::validate_all`], telling `progress` how many rows are done.
-    pub fn validate_all_with(
+    /// [`Verify::validate`], telling `progress` how many rows are done.
+    pub fn validate_with(
         &self,
         progress: &Progress,
     ) -> Result<(u64, Vec<ValidationProblem>), LedgerError> {
-        progress.total(self.event_count()?);
+        progress.total(self.r.events().event_count()?);
         let mut problems = Vec::new();
         let mut next: HashMap<(String, String), u64> = HashMap::new();
         let mut flags: HashMap<(String, String), u32> = HashMap::new();
         let mut resumes: HashMap<(String, String), i64> = HashMap::new();
         // Each row's trace entry is checked as the row is read, where the
         // ledger keeps them.
-        let mut chunks = self.keeps_trace_rows()?.then(ChunkCheck::default);
+        let mut chunks = self.r.trace().keeps_trace_rows()?.then(ChunkCheck::default);
         let own = self.older_generation();
         let mut stmt = self
+            .r
             .conn
             .prepare("SELECT seq, id, CAST(json AS BLOB) FROM events ORDER BY seq")?;
         let mut rows = stmt.query([])?;
@@ -64,7 +66,7 @@ impl LedgerReader {
                     }
                     *flags.entry(key).or_default() |= event_flags(&event).0;
                     if let Some(chunks) = &mut chunks {
-                        chunks.check(self, seq, &event, &mut problems)?;
+                        chunks.check(self.r, seq, &event, &mut problems)?;
                     }
                     check_event(&event, &mut next, &mut problems)
                 }
@@ -88,10 +90,10 @@ impl LedgerReader {
         self.check_audit_flags(flags, &mut problems)?;
         self.check_resumes(resumes, &mut problems)?;
         if let Some(chunks) = chunks {
-            chunks.finish(self, count, &mut problems)?;
+            chunks.finish(self.r, count, &mut problems)?;
         }
         self.check_unique_ids(&mut problems)?;
-        for row in self.take_set_aside() {
+        for row in self.r.take_set_aside() {
             problems.push(problem(&row.row, "unreadable-row", row.to_string()));
         }
         Ok((count, problems))
@@ -101,11 +103,11 @@ impl LedgerReader {
     /// are those of its span rows.
     fn check_span_counts(&self, out: &mut Vec<ValidationProblem>) -> Result<(), LedgerError> {
         let mut counted: HashMap<(String, String), super::SpanCounts> = HashMap::new();
-        let mut stmt = self.conn.prepare(
+        let mut stmt = self.r.conn.prepare(
             "SELECT adapter, session_id, state, count(*) FROM spans GROUP BY adapter, session_id, state",
         )?;
         let rows = stmt.query([])?;
-        let read = self.lenient_rows(rows, "spans", &[0, 1], |r| {
+        let read = self.r.lenient_rows(rows, "spans", &[0, 1], |r| {
             Ok((
                 r.get(0)?,
                 r.get(1)?,
@@ -119,7 +121,7 @@ impl LedgerReader {
                 .or_default()
                 .add(super::SpanState::parse(&state), n as u64);
         }
-        for s in self.sessions()? {
+        for s in self.r.sessions().list()? {
             let key = (s.session.adapter.as_str().to_string(), s.session.session_id);
             let want = counted.remove(&key).unwrap_or_default();
             if s.spans != want {
@@ -156,14 +158,14 @@ impl LedgerReader {
         mut want: HashMap<(String, String), u32>,
         out: &mut Vec<ValidationProblem>,
     ) -> Result<(), LedgerError> {
-        if !self.keeps_audit_flags()? {
+        if !self.r.sessions().keeps_audit_flags()? {
             return Ok(());
         }
-        let mut unpaired = self.conn.prepare(
+        let mut unpaired = self.r.conn.prepare(
             "SELECT adapter, session_id, kind FROM spans WHERE requested_unix_ns IS NULL",
         )?;
         let rows = unpaired.query([])?;
-        let read = self.lenient_rows(rows, "spans", &[0, 1], |r| {
+        let read = self.r.lenient_rows(rows, "spans", &[0, 1], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get::<_, String>(2)?))
         })?;
         for (adapter, session_id, kind) in read {
@@ -173,11 +175,11 @@ impl LedgerReader {
                 TOOL_UNPAIRED_BIT
             };
         }
-        let mut stmt = self.conn.prepare(
+        let mut stmt = self.r.conn.prepare(
             "SELECT adapter, session_id, audit_flags FROM sessions ORDER BY adapter, session_id",
         )?;
         let rows = stmt.query([])?;
-        let read = self.lenient_rows(rows, "sessions", &[0, 1], |r| {
+        let read = self.r.lenient_rows(rows, "sessions", &[0, 1], |r| {
             Ok(((r.get(0)?, r.get(1)?), r.get::<_, i64>(2)?))
         })?;
         for (key, flags) in read {
@@ -206,14 +208,14 @@ impl LedgerReader {
         want: HashMap<(String, String), i64>,
         out: &mut Vec<ValidationProblem>,
     ) -> Result<(), LedgerError> {
-        if !self.keeps_resumes()? {
+        if !self.r.sessions().keeps_resumes()? {
             return Ok(());
         }
-        let mut stmt = self.conn.prepare(
+        let mut stmt = self.r.conn.prepare(
             "SELECT adapter, session_id, resumes FROM sessions ORDER BY adapter, session_id",
         )?;
         let rows = stmt.query([])?;
-        let read = self.lenient_rows(rows, "sessions", &[0, 1], |r| {
+        let read = self.r.lenient_rows(rows, "sessions", &[0, 1], |r| {
             Ok(((r.get(0)?, r.get(1)?), r.get::<_, i64>(2)?))
         })?;
         for (key, kept) in read {
@@ -235,7 +237,7 @@ impl LedgerReader {
     /// session and offset, which an index does keep unique, so only a
     /// defect (or a hand-edited row) can repeat one.
     fn check_unique_ids(&self, out: &mut Vec<ValidationProblem>) -> Result<(), LedgerError> {
-        let mut stmt = self.conn.prepare(
+        let mut stmt = self.r.conn.prepare(
             "SELECT id, group_concat(seq, ', ') FROM (SELECT id, seq FROM events ORDER BY seq) \
              GROUP BY id HAVING count(*) > 1 ORDER BY min(seq)",
         )?;
@@ -254,7 +256,7 @@ impl LedgerReader {
     /// A span is open exactly when it has no terminal. Only the spans that
     /// break the rule are read.
     fn check_spans(&self, out: &mut Vec<ValidationProblem>) -> Result<(), LedgerError> {
-        let mut stmt = self.conn.prepare(
+        let mut stmt = self.r.conn.prepare(
             "SELECT request_event_id, state, completed_event_id IS NOT NULL FROM spans \
              WHERE (state = 'open') = (completed_event_id IS NOT NULL) ORDER BY seq",
         )?;

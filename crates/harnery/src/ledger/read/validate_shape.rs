@@ -6,8 +6,8 @@
 //! this build would read it, and a row its generation allowed is not one
 //! merely because this build's types have moved on.
 
-use super::LedgerReader;
 use super::finding::{ValidationProblem, problem};
+use super::verify::Verify;
 use crate::contract::{CONTRACT_GENERATION, Generation, Shape, generation_by_digest};
 use crate::ledger::{LedgerError, binary_digest};
 
@@ -53,11 +53,11 @@ impl OwnGeneration {
     }
 }
 
-impl LedgerReader {
+impl Verify<'_> {
     /// The generation that wrote this epoch, when it is a shipped one
     /// older than this build's (whose own types judge its rows anyway).
     pub(super) fn older_generation(&self) -> Option<OwnGeneration> {
-        let digest = &self.genesis().schema_digest;
+        let digest = &self.r.genesis().schema_digest;
         if *digest == binary_digest() {
             return None;
         }
@@ -76,6 +76,7 @@ impl LedgerReader {
         let own = OwnGeneration::of(generation);
         let mut problems = Vec::new();
         let mut stmt = self
+            .r
             .conn
             .prepare("SELECT seq, id, CAST(json AS BLOB) FROM events ORDER BY seq")?;
         let mut rows = stmt.query([])?;

@@ -175,7 +175,12 @@ impl<'r> RowRef<'r> {
     }
 }
 
-impl LedgerReader {
+/// The checks of a ledger: its chain ([`Verify::chain`]) and its rows against the contract ([`Verify::validate`]).
+pub struct Verify<'r> {
+    pub(super) r: &'r LedgerReader,
+}
+
+impl Verify<'_> {
     /// Recompute every link. A damaged row is reported at that row only:
     /// each row is checked against its own stored predecessor link, and a
     /// predecessor counts as matching when it equals either the stored or
@@ -186,31 +191,31 @@ impl LedgerReader {
     /// chunk starts from the row before it, read and hashed once more at
     /// each seam. The bounds and the recorded chain head are read in one
     /// snapshot first, so rows a writer appends meanwhile are not counted.
-    pub fn verify_chain(&self) -> Result<(u64, Vec<ChainBreak>), LedgerError> {
-        self.verify_chain_threads(None, &Progress::none())
+    pub fn chain(&self) -> Result<(u64, Vec<ChainBreak>), LedgerError> {
+        self.chain_threads(None, &Progress::none())
     }
 
-    /// [`LedgerReader::verify_chain`] on `threads` threads (`None`: one per core
+    /// [`Verify::chain`] on `threads` threads (`None`: one per core
     /// once the epoch is large enough to gain from it). The findings never
     /// depend on the thread count.
-    pub fn verify_chain_threads(
+    pub fn chain_threads(
         &self,
         threads: Option<usize>,
         progress: &Progress,
     ) -> Result<(u64, Vec<ChainBreak>), LedgerError> {
         let (bounds, recorded_head) = self.chain_bounds()?;
         let Some((first, last)) = bounds else {
-            let seed = self.genesis.chain_seed();
+            let seed = self.r.genesis.chain_seed();
             self.check_head(recorded_head, &seed, 0, &mut Vec::new())?;
             return Ok((0, Vec::new()));
         };
         let threads = threads.unwrap_or_else(|| verify_threads(last - first + 1));
         let chunks = chunk_ranges(first, last, threads);
         progress.total((last - first + 1) as u64);
-        let seed = self.genesis.chain_seed();
-        let db = self.dir.join(super::DB_FILE);
+        let seed = self.r.genesis.chain_seed();
+        let db = self.r.dir.join(super::DB_FILE);
         let results: Vec<Result<ChunkResult, LedgerError>> = if chunks.len() == 1 {
-            vec![verify_range(&self.conn, &seed, first, last, progress)]
+            vec![verify_range(&self.r.conn, &seed, first, last, progress)]
         } else {
             std::thread::scope(|scope| {
                 let handles: Vec<_> = chunks
@@ -243,14 +248,16 @@ impl LedgerReader {
     /// The first and last sequence numbers and the recorded chain head, in
     /// one read snapshot.
     fn chain_bounds(&self) -> Result<ChainBounds, LedgerError> {
-        self.conn.execute_batch("BEGIN")?;
+        self.r.conn.execute_batch("BEGIN")?;
         let read = (|| {
             let bounds: (Option<i64>, Option<i64>) =
-                self.conn
+                self.r
+                    .conn
                     .query_row("SELECT min(seq), max(seq) FROM events", [], |r| {
                         Ok((r.get(0)?, r.get(1)?))
                     })?;
             let head: Option<String> = self
+                .r
                 .conn
                 .query_row("SELECT value FROM meta WHERE key = 'chain_head'", [], |r| {
                     r.get(0)
@@ -258,7 +265,7 @@ impl LedgerReader {
                 .optional()?;
             Ok::<_, LedgerError>((bounds.0.zip(bounds.1), head))
         })();
-        self.conn.execute_batch("COMMIT")?;
+        self.r.conn.execute_batch("COMMIT")?;
         read
     }
 

@@ -8,6 +8,7 @@ use super::LedgerWriter;
 use super::derive::Derivation;
 use crate::contract::{Event, SessionRef, validate_event};
 use crate::ledger::{LedgerError, chain, trace_rows};
+use crate::progress::timing;
 
 /// One canonical event of a batch: its stored text and its parsed form.
 #[derive(Debug, Clone)]
@@ -165,13 +166,6 @@ impl LedgerWriter {
             events: batch.events.len(),
             signals: batch.signals.len(),
         })
-    }
-}
-
-/// With `HARNERY_TIMING` set, report how long a step took on stderr.
-fn timing(step: &str, since: std::time::Instant) {
-    if std::env::var_os("HARNERY_TIMING").is_some() {
-        eprintln!("timing {step}: {:?}", since.elapsed());
     }
 }
 
@@ -340,7 +334,7 @@ fn insert_signals(tx: &Transaction, batch: &AppendBatch) -> Result<(), LedgerErr
 /// mints) is copied between quotes; a list holding any other is left to
 /// serde_json.
 fn event_ids_text(out: &mut String, ids: &[String]) {
-    let plain = |id: &String| !id.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\');
+    let plain = |id: &String| !crate::contract::json::needs_escape(id.as_bytes());
     if !ids.iter().all(plain) {
         out.push_str(&serde_json::to_string(ids).expect("a list of strings serializes"));
         return;

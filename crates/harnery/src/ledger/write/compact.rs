@@ -24,8 +24,9 @@ use std::time::Instant;
 use rusqlite::params;
 
 use super::LedgerWriter;
+use crate::durable;
 use crate::failpoint;
-use crate::ledger::{LedgerError, durable, raw, rawz};
+use crate::ledger::{LedgerError, raw, rawz};
 
 /// What a compaction did.
 #[derive(Debug, Default, Clone, serde::Serialize)]
@@ -91,7 +92,7 @@ impl LedgerWriter {
     ) -> Result<Compacted, LedgerError> {
         let raw_dir = self.dir.join(raw::RAW_DIR);
         let mut done = Compacted::default();
-        let names = self.recorded_names()?;
+        let names = self.raw().recorded_names()?;
         remove_temporaries(&raw_dir)?;
         let mut batches: Vec<&str> = names.iter().map(|(b, _)| b.as_str()).collect();
         batches.dedup();
@@ -117,7 +118,7 @@ impl LedgerWriter {
             if todo.is_empty() {
                 continue;
             }
-            let (_, problems) = self.verify_raw_batch(batch)?;
+            let (_, problems) = self.raw().verify_batch(batch)?;
             if !problems.is_empty() {
                 done.skipped_batches.push(batch.to_string());
                 continue;

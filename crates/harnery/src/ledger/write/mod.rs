@@ -31,8 +31,9 @@ use super::read::{binding, check_digest, read_genesis};
 use super::system_error::with_system_error;
 use super::{
     ADVANCE_FILE, CANDIDATES_DIR, DB_FILE, FENCE_FILE, GENESIS_FILE, GenesisManifest, LedgerError,
-    LedgerReader, binary_digest, create_dir_private, durable, integrity, schema,
+    LedgerReader, binary_digest, create_dir_private, integrity, schema,
 };
+use crate::durable;
 use crate::home::Home;
 #[cfg(test)]
 pub(super) use derive::STORED_OPEN_SPAN_OF_CALL;
@@ -87,7 +88,7 @@ impl LedgerWriter {
         // every file of the epoch as it was, the database's too.
         let touched = {
             let reader = LedgerReader::open_dir(dir, check.then(binary_digest).as_deref())?;
-            reader.refuse_raw_faults()?
+            reader.raw().refuse_faults()?
         };
         let (genesis, blake3) = read_genesis(dir)?;
         let db = dir.join(DB_FILE);
@@ -268,7 +269,7 @@ fn create_first_epoch(home: &Home, now_unix_ns: i64) -> Result<(), LedgerError> 
         std::fs::remove_dir(&live).map_err(|e| LedgerError::io(&live, e))?;
     }
     std::fs::rename(&building, &live).map_err(|e| LedgerError::io(&live, e))?;
-    durable::sync_dir(&ledgers)
+    Ok(durable::sync_dir(&ledgers)?)
 }
 
 #[cfg(test)]

@@ -31,9 +31,9 @@ pub fn remove_orphans(
         let orphan = if name.starts_with('.') && name.ends_with(".tmp") {
             true
         } else if let Some(batch) = name.strip_suffix(SUFFIX).filter(|_| !is_dir) {
-            !pending(batch) && !ledger.batch_applied(batch)?
+            !pending(batch) && !ledger.bookkeeping().batch_applied(batch)?
         } else if is_dir {
-            !pending(&name) && !ledger.batch_applied(&name)?
+            !pending(&name) && !ledger.bookkeeping().batch_applied(&name)?
         } else {
             false
         };

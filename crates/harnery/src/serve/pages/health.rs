@@ -19,7 +19,7 @@ impl LedgerFacts {
     pub fn of(ledger: &LedgerReader) -> Result<LedgerFacts, crate::ledger::LedgerError> {
         Ok(LedgerFacts {
             genesis_id: ledger.genesis().genesis_id.clone(),
-            last_seq: ledger.last_seq()?,
+            last_seq: ledger.rows().last_seq()?,
             schema_behind: ledger.schema_behind()?,
         })
     }

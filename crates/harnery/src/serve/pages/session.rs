@@ -8,7 +8,7 @@ use maud::{Markup, html};
 
 use super::{Nav, count, document, session_href};
 use crate::contract::{Observation, SessionRef};
-use crate::ledger::TimelineEntry;
+use crate::report::timeline::TimelineEntry;
 use crate::serve::data::SessionDetail;
 use crate::view::html::since;
 use crate::view::page::timeline;

@@ -7,7 +7,7 @@
 use maud::{Markup, html};
 
 use super::{Nav, agent_select, count, document, money, option, session_href};
-use crate::ledger::format_time;
+use crate::clock::format_time;
 use crate::report::record_state::REMOVED;
 use crate::serve::data::SessionRow;
 use crate::serve::query::encode;

@@ -1,0 +1,3 @@
+//! The agents' own records: the normalizers over every checked-in record.
+
+mod record_normalizers;

@@ -1,0 +1,6 @@
+//! Epochs: advance, the contract generations, leftovers, the whole lifecycle.
+
+mod advance;
+mod generations;
+mod leftovers;
+mod lifecycle;

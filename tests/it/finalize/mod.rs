@@ -1,0 +1,9 @@
+//! `harnery finalize`: chunks, the corpus, crashes and kills, records, the WAL.
+
+mod chunks;
+mod corpus;
+mod crash;
+mod kill_campaign;
+pub(crate) mod records;
+mod records_corpus;
+mod wal;

@@ -1,0 +1,3 @@
+//! `harnery install` / `uninstall` on copies of real settings files.
+
+mod roundtrip;

@@ -1,0 +1,12 @@
+//! The ledger: the store, its derived rows, verify, the raw archive, a damaged home.
+
+mod archive_compact;
+mod archive_compact_crash;
+mod archive_compact_default;
+mod cli;
+mod derive;
+mod home_faults;
+mod session_rows;
+mod snapshot;
+mod store;
+mod verify_chunks;

@@ -1,0 +1,3 @@
+//! The operator's commands: `harnery exec`.
+
+mod exec;

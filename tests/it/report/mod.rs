@@ -1,0 +1,16 @@
+//! The read side: audit, receipts, health, usage, session rows, superseded reads.
+
+pub(crate) mod support;
+pub(crate) mod usage_support;
+
+mod cli;
+mod corpus;
+mod epochs;
+mod health_unhooked;
+mod hostile_bytes;
+mod record_usage;
+mod session_rows;
+mod superseded;
+mod usage;
+mod usage_cached;
+pub(crate) mod usage_copies;

@@ -1,0 +1,4 @@
+//! `harnery search`, local and over Copilot's record.
+
+mod copilot;
+mod local;

@@ -1,0 +1,6 @@
+//! `harnery serve`: its pages and the fleet behind it.
+
+pub(crate) mod support;
+
+mod fleet;
+mod pages;

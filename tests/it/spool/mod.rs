@@ -1,0 +1,4 @@
+//! The spool: `harnery spool`, sealing while writers append.
+
+mod cli;
+mod seal;

@@ -1,0 +1,5 @@
+//! `harnery view` in a real browser.
+
+pub(crate) mod browser;
+
+mod pages;
