@@ -5,8 +5,8 @@
 use std::io::Write;
 
 use super::{CmdResult, Outcome};
+use harnery::finalize::compaction::compact_now;
 use harnery::home::Home;
-use harnery::ledger::LedgerWriter;
 use harnery::ledger::rawz::DEFAULT_LEVEL;
 
 #[derive(Debug, clap::Args)]
@@ -77,11 +77,7 @@ pub(super) fn write_size(
 
 fn compact(args: CompactArgs) -> CmdResult {
     let home = Home::from_env()?;
-    let _lease = harnery::finalize::lease::Lease::take(&home)?;
-    let now = harnery::now::resolve_now(None)?;
-    let mut ledger = LedgerWriter::open(&home, now)?;
-    let done = ledger.compact_archive(args.level)?;
-    let size = ledger.raw().size()?;
+    let (done, size) = compact_now(&home, args.level)?;
     let mut out = harnery::terminal::stdout(args.json);
     if args.json {
         let v = serde_json::json!({ "compacted": done, "archive": size });
@@ -100,9 +96,5 @@ fn compact(args: CompactArgs) -> CmdResult {
             )?;
         }
     }
-    Ok(if done.skipped_batches.is_empty() {
-        Outcome::Clean
-    } else {
-        Outcome::Problems
-    })
+    Ok(Outcome::problems_if(!done.skipped_batches.is_empty()))
 }

@@ -7,15 +7,14 @@
 
 use std::io::Write;
 
-use serde::Serialize;
-
 use super::{CmdResult, Outcome};
 use harnery::clock::format_ns;
 use harnery::home::Home;
 use harnery::now::resolve_now;
 use harnery::operator;
 use harnery::report::health::PendingEnd;
-use harnery::report::spool_facts::{SpooledEnd, spooled_ends};
+use harnery::report::health_check::end_requests;
+use harnery::report::spool_facts::SpooledEnd;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -48,7 +47,7 @@ pub fn run(args: Args) -> CmdResult {
 }
 
 fn request(home: &Home, name: &str, args: &Args) -> CmdResult {
-    let target = super::operator_target(home, name, args.adapter.as_deref())?;
+    let target = operator::Target::find(home, name, args.adapter.as_deref())?;
     let now = resolve_now(args.now.as_deref())?;
     let adapter = target.adapter;
     let receipt = operator::request_end(&target, args.reason.as_deref(), now)?;
@@ -63,24 +62,8 @@ fn request(home: &Home, name: &str, args: &Args) -> CmdResult {
     Ok(Outcome::Clean)
 }
 
-/// What `--list --json` prints.
-#[derive(Serialize)]
-struct Listing {
-    /// Read by `finalize`, not yet salvaged, cancelled or expired.
-    pending: Vec<PendingEnd>,
-    /// Still in the intake spool: the next `finalize` reads them.
-    spooled: Vec<SpooledEnd>,
-}
-
 fn list(home: &Home, json: bool) -> CmdResult {
-    let pending = match harnery::report::source::live_or_none(home)? {
-        Some(ledger) => harnery::report::session_rows::pending_ends(&ledger)?,
-        None => Vec::new(),
-    };
-    let listing = Listing {
-        pending,
-        spooled: spooled_ends(home)?,
-    };
+    let listing = end_requests(home)?;
     let mut out = harnery::terminal::stdout(json);
     if json {
         writeln!(out, "{}", serde_json::to_string_pretty(&listing)?)?;

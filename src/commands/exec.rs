@@ -27,7 +27,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> CmdResult {
     let home = Home::from_env()?;
-    let target = super::operator_target(&home, &args.session, args.adapter.as_deref())?;
+    let target = harnery::operator::Target::find(&home, &args.session, args.adapter.as_deref())?;
     let now = resolve_now(args.now.as_deref())?;
     let status = command::run(&target, &args.command, now)?;
     std::process::exit(status)

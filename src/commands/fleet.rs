@@ -9,8 +9,9 @@ use std::io::Write;
 use super::{CmdResult, Outcome};
 use harnery::fleet::admin::{self, RoleKind};
 use harnery::fleet::read::{self, ReadFilter};
-use harnery::fleet::verify::{verify, verify_local};
-use harnery::fleet::{FleetError, HostId, HostKey, Masker, PgEnv, ShipConfig, Target};
+use harnery::fleet::server::{read_target, verify_this_host};
+use harnery::fleet::verify::verify;
+use harnery::fleet::{FleetError, Target};
 use harnery::home::Home;
 
 #[derive(Debug, clap::Args)]
@@ -118,12 +119,7 @@ pub fn run(args: Args) -> CmdResult {
 }
 
 fn target(text: Option<&str>) -> Result<Target, super::CmdError> {
-    let configured = match Home::from_env() {
-        Ok(home) => harnery::fleet::ShipConfig::load(home.root())?.to,
-        Err(_) => None,
-    };
-    let text = text.or(configured.as_deref());
-    Ok(Target::resolve(text, &PgEnv::from_process())?)
+    Ok(read_target(Home::from_env().ok().as_ref(), text)?)
 }
 
 fn connect(source: &Source) -> Result<postgres::Client, super::CmdError> {
@@ -181,32 +177,50 @@ fn sessions(a: ReadArgs) -> CmdResult {
     let f = filter(&a);
     read::prepare(&mut client, &f)?;
     let rows = read::sessions(&mut client, &f)?;
-    let mut out = harnery::terminal::stdout(a.source.json);
-    for s in &rows {
-        match a.source.json {
-            true => writeln!(out, "{}", serde_json::to_string(s)?)?,
-            false => writeln!(
-                out,
-                "{}  {:<12} {}/{}  {} → {}  {} events, {} turns, spans {} open {} closed {} recovered  {}{}  content {}",
-                s.host_id,
-                s.hostname,
-                s.adapter,
-                s.session_id,
-                s.first_at,
-                s.last_at,
-                s.events,
-                s.turns,
-                s.spans_open,
-                s.spans_closed_native,
-                s.spans_recovered,
-                s.class,
-                reasons(&s.reasons),
-                s.content.join("+")
-            )?,
+    print_rows(&rows, a.source.json, None, |s| {
+        format!(
+            "{}  {:<12} {}/{}  {} → {}  {} events, {} turns, spans {} open {} closed {} recovered  {}{}  content {}",
+            s.host_id,
+            s.hostname,
+            s.adapter,
+            s.session_id,
+            s.first_at,
+            s.last_at,
+            s.events,
+            s.turns,
+            s.spans_open,
+            s.spans_closed_native,
+            s.spans_recovered,
+            s.class,
+            reasons(&s.reasons),
+            s.content.join("+")
+        )
+    })
+}
+
+/// One JSON object or one text line per row; in text, `empty` when there
+/// is no row.
+fn print_rows<T: serde::Serialize>(
+    rows: &[T],
+    json: bool,
+    empty: Option<&str>,
+    line: impl Fn(&T) -> String,
+) -> CmdResult {
+    let mut out = harnery::terminal::stdout(json);
+    if let (true, false, Some(note)) = (rows.is_empty(), json, empty) {
+        writeln!(out, "{note}")?;
+    }
+    for row in rows {
+        match json {
+            true => writeln!(out, "{}", serde_json::to_string(row)?)?,
+            false => writeln!(out, "{}", line(row))?,
         }
     }
     Ok(Outcome::Clean)
 }
+
+/// What the usage tables say when the server holds no usage.
+const NO_USAGE: &str = "no usage recorded (the ledgers shipped hold no usage events)";
 
 fn reasons(r: &[String]) -> String {
     match r.is_empty() {
@@ -264,71 +278,30 @@ fn usage(u: UsageArgs) -> CmdResult {
         return usage_by_session(&mut client, &f, a.source.json);
     }
     let rows = read::usage(&mut client, &f)?;
-    let mut out = harnery::terminal::stdout(a.source.json);
-    if rows.is_empty() && !a.source.json {
-        writeln!(
-            out,
-            "no usage recorded (the ledgers shipped hold no usage events)"
-        )?;
-    }
-    for u in &rows {
-        match a.source.json {
-            true => writeln!(out, "{}", serde_json::to_string(u)?)?,
-            false => writeln!(
-                out,
-                "{}  {:<24} {}  {} records  {}",
-                u.day, u.model, u.host_id, u.records, u.tokens
-            )?,
-        }
-    }
-    Ok(Outcome::Clean)
+    print_rows(&rows, a.source.json, Some(NO_USAGE), |u| {
+        format!(
+            "{}  {:<24} {}  {} records  {}",
+            u.day, u.model, u.host_id, u.records, u.tokens
+        )
+    })
 }
 
 /// Usage per session, counted as `harnery usage` counts it on the host.
 fn usage_by_session(client: &mut postgres::Client, f: &ReadFilter, json: bool) -> CmdResult {
     let rows = read::usage_by_session(client, f)?;
-    let mut out = harnery::terminal::stdout(json);
-    if rows.is_empty() && !json {
-        writeln!(
-            out,
-            "no usage recorded (the ledgers shipped hold no usage events)"
-        )?;
-    }
-    for u in &rows {
-        match json {
-            true => writeln!(out, "{}", serde_json::to_string(u)?)?,
-            false => writeln!(
-                out,
-                "{}  {}/{}  {} records ({} inherited)  {}",
-                u.host_id, u.adapter, u.session_id, u.records, u.inherited_records, u.tokens
-            )?,
-        }
-    }
-    Ok(Outcome::Clean)
+    print_rows(&rows, json, Some(NO_USAGE), |u| {
+        format!(
+            "{}  {}/{}  {} records ({} inherited)  {}",
+            u.host_id, u.adapter, u.session_id, u.records, u.inherited_records, u.tokens
+        )
+    })
 }
 
 fn run_verify(a: VerifyArgs) -> CmdResult {
     let mut client = connect(&a.source)?;
     let mut result = verify(&mut client, a.source.host.as_deref())?;
     if a.local {
-        let home = Home::from_env()?;
-        let host = HostId::read(home.root())?.ok_or_else(|| {
-            super::CmdError::from(format!(
-                "{}: this home has no host id; it has never shipped",
-                home.root().display()
-            ))
-        })?;
-        let key = HostKey::load_or_create(home.root())?;
-        let config = ShipConfig::load(home.root())?;
-        let masker = Masker::new(&config.rules, key.clone())?;
-        verify_local(
-            &mut client,
-            &home,
-            host.as_str(),
-            &key,
-            &masker,
-            &mut result,
-        )?;
+        verify_this_host(&mut client, &Home::from_env()?, &mut result)?;
     }
     let mut out = harnery::terminal::stdout(a.source.json);
     if a.source.json {
@@ -354,8 +327,5 @@ fn run_verify(a: VerifyArgs) -> CmdResult {
         };
         writeln!(out, "{} epochs checked: {verdict}", result.epochs.len())?;
     }
-    Ok(match result.breaks.is_empty() {
-        true => Outcome::Clean,
-        false => Outcome::Problems,
-    })
+    Ok(Outcome::problems_if(!result.breaks.is_empty()))
 }

@@ -5,9 +5,9 @@
 //! JSON object a line with `--json`: local search's fields plus `host`),
 //! and names on stderr the hosts that shipped no text to search.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 
-use super::search::{Filters, head, marked};
+use super::search::{Filters, colour, head, marked};
 use super::{CmdResult, Outcome};
 use harnery::fleet::search::{FleetQuery, search};
 use harnery::terminal::escape;
@@ -62,7 +62,7 @@ pub fn run(a: SearchArgs, client: &mut postgres::Client) -> CmdResult {
     } else if found.hits.is_empty() {
         writeln!(out, "no hits")?;
     } else {
-        let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        let colour = colour();
         for h in &found.hits {
             writeln!(out, "{}  {}", escape(&h.host), head(&h.hit, true))?;
             writeln!(out, "    {}", marked(&h.hit, colour))?;

@@ -11,7 +11,7 @@ use harnery::clock::format_ns;
 use harnery::home::Home;
 use harnery::now::resolve_now;
 use harnery::report::health::Condition;
-use harnery::report::health_check::{condition_json, gather};
+use harnery::report::health_check::{condition_json, gather, hours_to_ns};
 use harnery::report::unhooked::AgentRecordDir;
 
 #[derive(Debug, clap::Args)]
@@ -30,12 +30,12 @@ pub struct Args {
 pub fn run(args: Args) -> CmdResult {
     let home = Home::from_env()?;
     let now = resolve_now(args.now.as_deref())?;
-    let stale_ns = (args.stale_after_hours * 3600.0 * 1e9) as i64;
+    let stale_ns = hours_to_ns(args.stale_after_hours);
     let agents = AgentRecordDir::from_env();
     let report = gather(&home, now, stale_ns, &agents)?;
-    let found = report.conditions;
+    let found = &report.conditions;
     let mut out = harnery::terminal::stdout(args.json);
-    for condition in &found {
+    for condition in found {
         write_condition(&mut out, condition, args.json)?;
     }
     if found.is_empty() && !args.json {
@@ -46,15 +46,7 @@ pub fn run(args: Args) -> CmdResult {
     if let (Some(size), false) = (&report.archive, args.json) {
         super::archive::write_size(&mut out, size)?;
     }
-    if found.is_empty() {
-        return Ok(Outcome::Clean);
-    }
-    // Notes alone (a record the agent deleted after it was read) are not
-    // something to fix.
-    if found.iter().all(Condition::is_note) {
-        return Ok(Outcome::Clean);
-    }
-    Ok(Outcome::Problems)
+    Ok(Outcome::problems_if(report.needs_attention()))
 }
 
 fn write_condition(

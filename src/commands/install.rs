@@ -2,10 +2,9 @@
 //! `harnery-hook` on every hook event, or stop it. For Copilot, install also
 //! says which hook form it chose and why (`harnery::install::form`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::{CmdResult, Outcome};
-use harnery::agents::copilot::package::{self, RunningCopilotHint, SearchPlan};
 use harnery::install::form::{self, CopilotForm, FormChoice};
 use harnery::install::{self, Agent, AgentDir, Plan};
 
@@ -80,19 +79,18 @@ struct Common {
 pub fn run_install(args: InstallArgs) -> CmdResult {
     let (agent, user, form_arg, common) = split(args.target);
     let (path, agent_dir) = settings_path(agent, user, &common)?;
-    let hook_bin = hook_bin(common.hook_bin.as_deref())?;
-    if !common.dry_run && !hook_bin.is_file() {
-        return Err(format!(
-            "hook binary {} does not exist (use --hook-bin)",
-            hook_bin.display()
-        )
-        .into());
+    let hook_bin = install::hook_bin(common.hook_bin.as_deref())?;
+    if !common.dry_run {
+        install::check_hook_bin(&hook_bin)?;
     }
     // Claude Code entries are always exec form; the Copilot form is judged
     // (and reported) only when Copilot is the target.
     let form = match agent {
         Agent::Copilot => {
-            let choice = copilot_form(form_arg);
+            let choice = form::choose(form_arg.map(|f| match f {
+                FormArg::Exec => CopilotForm::Exec,
+                FormArg::Bash => CopilotForm::Bash,
+            }));
             say_form(&choice, common.dry_run);
             choice.form
         }
@@ -135,20 +133,6 @@ fn split(t: Target) -> (Agent, bool, Option<FormArg>, Common) {
             form,
             common,
         ),
-    }
-}
-
-/// `--form` when given, else judged from the Copilot packages on disk (the
-/// search `resume-policy` uses, without its recorded running-version hint:
-/// that one describes the client before an upgrade).
-fn copilot_form(flag: Option<FormArg>) -> FormChoice {
-    match flag {
-        Some(FormArg::Exec) => form::forced(CopilotForm::Exec),
-        Some(FormArg::Bash) => form::forced(CopilotForm::Bash),
-        None => {
-            let plan = SearchPlan::from_env(Vec::new());
-            form::from_installed(&package::discover(&plan, &RunningCopilotHint::default()))
-        }
     }
 }
 
@@ -196,13 +180,8 @@ fn settings_path(
     user: bool,
     common: &Common,
 ) -> Result<(PathBuf, Option<AgentDir>), super::CmdError> {
-    let agent_dir = AgentDir::from_env(agent, &user_home()?);
-    let project = match &common.project_dir {
-        Some(p) => p.clone(),
-        None => std::env::current_dir()?,
-    };
-    let path = install::settings_path(agent, user, &agent_dir, &project);
-    Ok((path, user.then_some(agent_dir)))
+    let project = common.project_dir.as_deref();
+    Ok(install::target_file(agent, user, &user_home()?, project)?)
 }
 
 /// Where the agent reads is the one thing that decides whether the hooks
@@ -216,15 +195,4 @@ fn say_where(agent: Agent, agent_dir: Option<&AgentDir>, dry_run: bool) {
 
 fn user_home() -> Result<PathBuf, super::CmdError> {
     Ok(harnery::home::user_dir()?)
-}
-
-fn hook_bin(flag: Option<&Path>) -> Result<PathBuf, super::CmdError> {
-    if let Some(p) = flag {
-        return Ok(std::path::absolute(p)?);
-    }
-    let exe = std::env::current_exe()?;
-    let dir = exe
-        .parent()
-        .ok_or("cannot locate the harnery executable's directory")?;
-    Ok(dir.join(install::HOOK_BIN_NAME))
 }

@@ -60,26 +60,18 @@ pub fn parse_instant(text: &str) -> Result<i64, String> {
 }
 
 /// The session spool an operator command (`end`, `exec`, `checkpoint`)
-/// writes to: the session its name picks among those the spool or the
-/// live ledger knows, under `--adapter` when given. An unknown or
-/// ambiguous name is an error; no session is ever created by a name.
+/// writes to ([`harnery::operator::Target::find`]).
 fn operator_target(
     home: &harnery::home::Home,
     session: &str,
     adapter: Option<&str>,
 ) -> Result<harnery::operator::Target, CmdError> {
-    let adapter = adapter
-        .map(|a| {
-            harnery::contract::AdapterId::parse(a)
-                .ok_or_else(|| harnery::operator::AdapterChoiceError::BadName(a.into()))
-        })
-        .transpose()?;
-    let found = harnery::report::source::find_session(home, session, adapter)?;
-    Ok(harnery::operator::Target {
-        home: home.clone(),
-        adapter: found.adapter,
-        session_id: found.session_id,
-    })
+    Ok(harnery::operator::Target::find(home, session, adapter)?)
+}
+
+/// A figure an agent may not have reported, or `-` (never 0).
+pub fn or_dash(n: Option<u64>) -> String {
+    n.map_or("-".into(), |n| n.to_string())
 }
 
 /// What a subcommand reports when it finished without an error.
@@ -89,6 +81,16 @@ pub enum Outcome {
     Clean,
     /// The command ran and found problems it has printed (exit 1).
     Problems,
+}
+
+impl Outcome {
+    /// Problems when `found`, else clean.
+    pub fn problems_if(found: bool) -> Outcome {
+        match found {
+            true => Outcome::Problems,
+            false => Outcome::Clean,
+        }
+    }
 }
 
 /// Any error a subcommand hands back; printed once, exit 2.

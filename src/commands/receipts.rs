@@ -10,15 +10,11 @@
 
 use std::io::Write;
 
-use serde::Serialize;
-
-use super::{CmdResult, EpochArg, Outcome};
-use harnery::contract::{Event, SessionRef};
+use super::{CmdResult, EpochArg, Outcome, or_dash};
 use harnery::home::Home;
-use harnery::report::epochs::{Epochs, boundary, report_damaged};
-use harnery::report::inherited::Inherited;
-use harnery::report::receipts::{SessionReceipts, TurnReceipt, session_receipts};
-use harnery::restore::log::{self, SessionLog};
+use harnery::report::epochs::{Epochs, boundary};
+use harnery::report::receipts::{SessionReceipts, TurnReceipt};
+use harnery::report::receipts_parts::receipts_across;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -34,93 +30,28 @@ pub struct Args {
     epoch: EpochArg,
 }
 
-#[derive(Serialize)]
-struct PartReceipts<'a> {
-    epoch: &'a str,
-    genesis_id: &'a str,
-    #[serde(flatten)]
-    receipts: SessionReceipts,
-}
-
-#[derive(Serialize)]
-struct WholeReceipts<'a> {
-    session: &'a SessionRef,
-    parts: Vec<PartReceipts<'a>>,
-}
-
 pub fn run(args: Args) -> CmdResult {
     let home = Home::from_env()?;
     let epochs = Epochs::open(&home, &args.epoch.epoch)?;
     epochs.report_unreadable("receipts")?;
-    let found = epochs.session("receipts", &args.session)?;
-    let read = found.read("receipts", &epochs, |l, s| {
-        let log = SessionLog::read_resumes(l, s)?;
-        let (events, bad) = l.events().session_events_lenient(s)?;
-        Ok((events, bad, log, Inherited::of(l, s)?))
-    })?;
-    let mut parts = Vec::new();
-    let mut damaged = false;
-    for (epoch, (events, bad, log, inherited)) in &read {
-        damaged |= report_damaged("receipts", &epoch.label, bad);
-        // A restored session's copy of its parent's record is the
-        // parent's turns: they are in the parent's receipts.
-        let mut shown = log::live_events(log, events, args.include_superseded);
-        shown.retain(|(e, _)| !inherited.is_copy(e));
-        let refs: Vec<_> = shown.iter().map(|(e, _)| *e).collect();
-        let mut receipts = session_receipts(&refs);
-        mark_superseded(&mut receipts, &shown);
-        parts.push(PartReceipts {
-            epoch: &epoch.label,
-            genesis_id: &epoch.genesis_id,
-            receipts,
-        });
-    }
+    let whole = receipts_across(&epochs, &args.session, args.include_superseded)?;
+    let parts = &whole.parts;
     let mut out = harnery::terminal::stdout(args.json);
     if args.json && !epochs.tagged {
         writeln!(out, "{}", serde_json::to_string_pretty(&parts[0].receipts)?)?;
     } else if args.json {
-        let whole = WholeReceipts {
-            session: &found.session,
-            parts,
-        };
         writeln!(out, "{}", serde_json::to_string_pretty(&whole)?)?;
     } else {
         for (i, part) in parts.iter().enumerate() {
             if i > 0 {
-                writeln!(out, "{}", boundary(read[i - 1].0, read[i].0))?;
+                writeln!(out, "{}", boundary(parts[i - 1].part, part.part))?;
             }
             write_table(&mut out, &part.receipts)?;
         }
     }
     out.flush()?;
     let set_aside = epochs.report_set_aside("receipts");
-    Ok(if damaged || set_aside {
-        Outcome::Problems
-    } else {
-        Outcome::Clean
-    })
-}
-
-/// A turn all of whose events a resume superseded (shown only with
-/// `--include-superseded`) is noted `superseded`.
-fn mark_superseded(receipts: &mut SessionReceipts, shown: &[(&Event, bool)]) {
-    let mut live = std::collections::HashSet::new();
-    let mut superseded = std::collections::HashSet::new();
-    for (e, sup) in shown {
-        if let Some(turn) = e.turn.turn_id.as_deref() {
-            if *sup {
-                superseded.insert(turn);
-            } else {
-                live.insert(turn);
-            }
-        }
-    }
-    for turn in &mut receipts.turns {
-        let id = turn.turn_id.as_str();
-        if superseded.contains(id) && !live.contains(id) {
-            turn.notes.push("superseded");
-        }
-    }
+    Ok(Outcome::problems_if(whole.damaged || set_aside))
 }
 
 fn write_table(out: &mut impl Write, receipts: &SessionReceipts) -> std::io::Result<()> {
@@ -168,13 +99,8 @@ fn write_turn(out: &mut impl Write, turn: &TurnReceipt) -> std::io::Result<()> {
         tools.upper_bound_ms,
         share,
         rank,
-        reported(turn.model_ms),
-        reported(turn.tokens),
+        or_dash(turn.model_ms),
+        or_dash(turn.tokens),
         notes.join(" ")
     )
-}
-
-/// A figure the agent reported, or `-`.
-fn reported(n: Option<u64>) -> String {
-    n.map_or("-".into(), |n| n.to_string())
 }

@@ -13,10 +13,9 @@
 
 use super::{CmdResult, EpochArg, Outcome};
 use harnery::clock::format_time;
-use harnery::contract::Event;
 use harnery::home::Home;
-use harnery::report::epochs::{Epochs, boundary, report_damaged};
-use harnery::restore::log::{self, SessionLog};
+use harnery::report::epochs::{Epochs, boundary};
+use harnery::report::replay::{Replayed, replay};
 use std::io::Write;
 
 #[derive(Debug, clap::Args)]
@@ -43,75 +42,28 @@ pub fn run(args: Args) -> CmdResult {
     let home = Home::from_env()?;
     let epochs = Epochs::open(&home, &args.epoch.epoch)?;
     epochs.report_unreadable("replay")?;
-    let found = epochs.session("replay", &args.session)?;
-    let windowed = args.from.is_some() || args.to.is_some();
-    if windowed && found.parts.len() > 1 {
-        return Err(format!(
-            "--from/--to name offsets within one epoch, and this session spans {}; pick one with --epoch <genesis id>",
-            found.parts.len()
-        )
-        .into());
-    }
-    // A window is read as its own range below; only a whole replay reads
-    // the whole session here.
-    let parts = found.read("replay", &epochs, |l, s| {
-        let log = SessionLog::read_resumes(l, s)?;
-        let (events, bad) = match windowed {
-            true => Default::default(),
-            false => l.events().session_events_lenient(s)?,
-        };
-        Ok((events, bad, log))
-    })?;
+    let (parts, damaged) = replay(&epochs, &args.session, args.from, args.to)?;
     let mut out = harnery::terminal::stdout(args.json);
-    let mut damaged = false;
-    for (i, (epoch, (events, bad, log))) in parts.iter().enumerate() {
-        damaged |= report_damaged("replay", &epoch.label, bad);
+    for (i, part) in parts.iter().enumerate() {
         if i > 0 && !args.json {
-            writeln!(out, "{}", boundary(parts[i - 1].0, epoch))?;
+            writeln!(out, "{}", boundary(parts[i - 1].part, part.part))?;
         }
-        let windowed_events;
-        let shown = if windowed {
-            let (from, to) = window(args.from, args.to, log.head)?;
-            windowed_events = log::replay(
-                &epoch.ledger,
-                &found.session,
-                from as i64,
-                Some(to as i64 + 1),
-            )?;
-            &windowed_events
-        } else {
-            events
-        };
-        let tag = epochs.tagged.then_some(epoch.label.as_str());
-        for (e, superseded) in log::live_events(log, shown, args.include_superseded) {
-            let marks = Marks {
-                epoch: tag,
-                superseded,
-                incarnation: (!log.resumes.is_empty()).then(|| log.incarnation_at(e.offset)),
-            };
-            writeln!(out, "{}", replay_line(e, args.json, &marks)?)?;
+        let tag = epochs.tagged.then_some(part.part.label.as_str());
+        for e in part.shown(args.include_superseded) {
+            writeln!(out, "{}", replay_line(&e, args.json, tag)?)?;
         }
     }
     out.flush()?;
     let set_aside = epochs.report_set_aside("replay");
-    Ok(if damaged || set_aside {
-        Outcome::Problems
-    } else {
-        Outcome::Clean
-    })
+    Ok(Outcome::problems_if(damaged || set_aside))
 }
 
-/// What replay adds to an event's line.
-struct Marks<'a> {
-    epoch: Option<&'a str>,
-    superseded: bool,
-    incarnation: Option<u64>,
-}
-
-/// One event as replay prints it, with its marks.
-fn replay_line(e: &Event, json: bool, marks: &Marks) -> serde_json::Result<String> {
+/// One event as replay prints it, with its marks (and its epoch's label
+/// when epochs are tagged).
+fn replay_line(r: &Replayed, json: bool, epoch: Option<&str>) -> serde_json::Result<String> {
+    let e = r.event;
     if !json {
-        let mark = if marks.superseded { "  superseded" } else { "" };
+        let mark = if r.superseded { "  superseded" } else { "" };
         return Ok(format!(
             "{:>5}  {}  {:<20} {}{mark}",
             e.offset,
@@ -120,38 +72,18 @@ fn replay_line(e: &Event, json: bool, marks: &Marks) -> serde_json::Result<Strin
             e.id
         ));
     }
-    if marks.epoch.is_none() && !marks.superseded && marks.incarnation.is_none() {
+    if epoch.is_none() && !r.superseded && r.incarnation.is_none() {
         return serde_json::to_string(e);
     }
     let mut v = serde_json::to_value(e)?;
-    if let Some(epoch) = marks.epoch {
+    if let Some(epoch) = epoch {
         v["epoch"] = epoch.into();
     }
-    if let Some(n) = marks.incarnation {
+    if let Some(n) = r.incarnation {
         v["incarnation"] = n.into();
     }
-    if marks.superseded {
+    if r.superseded {
         v["superseded"] = true.into();
     }
     serde_json::to_string(&v)
-}
-
-/// Check a `[from, to]` window against a session of `len` events.
-pub fn window(from: Option<u64>, to: Option<u64>, len: u64) -> Result<(u64, u64), String> {
-    let last = len.checked_sub(1).ok_or("the session has no events")?;
-    let (from, to) = (from.unwrap_or(0), to.unwrap_or(last));
-    if from > last {
-        return Err(format!(
-            "--from {from} is past the session's last offset {last}"
-        ));
-    }
-    if to > last {
-        return Err(format!(
-            "--to {to} is past the session's last offset {last}"
-        ));
-    }
-    if from > to {
-        return Err(format!("inverted window: --from {from} is after --to {to}"));
-    }
-    Ok((from, to))
 }

@@ -104,8 +104,7 @@ pub fn run(args: Args) -> CmdResult {
             writeln!(out, "{}", serde_json::to_string(hit)?)?;
         }
     } else {
-        let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-        write_hits(&mut out, &hits, epochs.tagged, colour)?;
+        write_hits(&mut out, &hits, epochs.tagged, colour())?;
     }
     out.flush()?;
     Ok(match epochs.report_set_aside("search") {
@@ -170,6 +169,12 @@ pub(super) fn head(hit: &Hit, tagged: bool) -> String {
         line.push_str(&format!("  turn {}", escape(short(turn))));
     }
     line
+}
+
+/// Matches are marked in colour only on a terminal, and never with
+/// `NO_COLOR` set.
+pub(super) fn colour() -> bool {
+    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
 }
 
 fn short(id: &str) -> &str {

@@ -18,7 +18,6 @@ use harnery::home::Home;
 use harnery::ledger::SessionSummary;
 use harnery::report::audit::{AuditClass, Classification};
 use harnery::report::epochs::{Epochs, archive_note};
-use harnery::report::record_state::REMOVED;
 use harnery::report::session_list::{Listed, SessionFilter, list};
 use std::io::Write;
 
@@ -122,7 +121,7 @@ fn outcome(set_aside: bool) -> Outcome {
 fn removed_note(listed: &[Listed]) -> String {
     let removed: Vec<&str> = listed
         .iter()
-        .filter(|l| l.record.as_deref() == Some(REMOVED))
+        .filter(|l| l.record_removed())
         .map(|l| l.summary.session.session_id.as_str())
         .collect();
     if removed.is_empty() {

@@ -9,9 +9,9 @@ use std::io::Write;
 use serde::Serialize;
 
 use super::{CmdResult, Outcome};
-use harnery::fleet::config::config_path;
-use harnery::fleet::ship::{Content, DEFAULT_BATCH_ROWS, dry_run, server_rows};
-use harnery::fleet::{HostId, HostKey, Masker, PgEnv, ShipConfig, ShipError, Shipper, Target};
+use harnery::fleet::server::{ShipStatus, ship_status, ship_target};
+use harnery::fleet::ship::{Content, DEFAULT_BATCH_ROWS, dry_run};
+use harnery::fleet::{HostId, HostKey, Masker, ShipConfig, ShipError, Shipper};
 use harnery::home::Home;
 
 #[derive(Debug, clap::Args)]
@@ -55,15 +55,9 @@ pub fn run(args: Args) -> CmdResult {
     let host = HostId::load_or_create(home.root())?;
     let text = args.to.as_deref().or(config.to.as_deref());
     if args.status {
-        return run_status(&home, &host, text, args.json);
+        return print_status(&ship_status(&host, text)?, args.json);
     }
-    if text.is_none() && std::env::var_os("PGHOST").is_none() {
-        return Err(harnery::fleet::ConnectError::NoTarget {
-            config: config_path(home.root()),
-        }
-        .into());
-    }
-    let target = Target::resolve(text, &PgEnv::from_process())?;
+    let target = ship_target(&home, text)?;
     let shipper = Shipper {
         home: &home,
         host,
@@ -96,45 +90,10 @@ pub fn run(args: Args) -> CmdResult {
     for (label, why) in &report.unreadable {
         eprintln!("harnery ship: epoch {label} left out: {why}");
     }
-    Ok(match report.unreadable.is_empty() {
-        true => Outcome::Clean,
-        false => Outcome::Problems,
-    })
+    Ok(Outcome::problems_if(!report.unreadable.is_empty()))
 }
 
-#[derive(Serialize)]
-struct Status {
-    host_id: String,
-    hostname: String,
-    target: Option<String>,
-    /// (genesis id, rows the server holds, live), when the server answered.
-    server: Option<Vec<(String, i64, bool)>>,
-    /// Why the server could not be asked.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    server_error: Option<String>,
-}
-
-fn run_status(home: &Home, host: &HostId, text: Option<&str>, json: bool) -> CmdResult {
-    let _ = home;
-    let mut status = Status {
-        host_id: host.as_str().to_string(),
-        hostname: harnery::fleet::host::hostname(),
-        target: None,
-        server: None,
-        server_error: None,
-    };
-    if text.is_some() || std::env::var_os("PGHOST").is_some() {
-        let target = Target::resolve(text, &PgEnv::from_process())?;
-        status.target = Some(target.describe());
-        let asked = target
-            .connect()
-            .map_err(|e| e.to_string())
-            .and_then(|mut c| server_rows(&mut c, host).map_err(|e| e.to_string()));
-        match asked {
-            Ok(rows) => status.server = Some(rows),
-            Err(why) => status.server_error = Some(why),
-        }
-    }
+fn print_status(status: &ShipStatus, json: bool) -> CmdResult {
     let mut out = std::io::stdout().lock();
     if json {
         writeln!(out, "{}", serde_json::to_string(&status)?)?;
@@ -158,10 +117,7 @@ fn run_status(home: &Home, host: &HostId, text: Option<&str>, json: bool) -> Cmd
             writeln!(out, "server:  {why}")?;
         }
     }
-    Ok(match status.server_error {
-        None => Outcome::Clean,
-        Some(_) => Outcome::Problems,
-    })
+    Ok(Outcome::problems_if(status.server_error.is_some()))
 }
 
 #[derive(Serialize)]

@@ -7,20 +7,18 @@
 //! agents' own `reported_cost`, a separate `priced_cost` column applies a
 //! price table to the records it covers, naming the records it does not
 //! cover as unpriced: the table shipped with harnery (dated, from LiteLLM's
-//! model price list), or the user's with `--prices FILE`. The rows stream through [`harnery::report::usage::tally_ledger`];
+//! model price list), or the user's with `--prices FILE`. The rows stream through [`harnery::report::usage_epochs::tally_epochs`];
 //! a usage row that cannot be read is named on stderr and the exit is 1.
 
 use std::io::Write;
 use std::path::PathBuf;
 
-use super::{CmdError, CmdResult, EpochArg, Outcome};
+use super::{CmdResult, EpochArg, Outcome, or_dash};
 use harnery::home::Home;
-use harnery::ledger::RowFilter;
-use harnery::report::epochs::{Epochs, report_damaged, warn};
-use harnery::report::usage::{
-    GroupBy, Prices, UsageGroup, UsageTally, tally_ledger, tally_ledger_within,
-};
+use harnery::report::epochs::Epochs;
+use harnery::report::usage::{GroupBy, UsageGroup, UsageTally};
 use harnery::report::usage_doc::UsageDoc;
+use harnery::report::usage_epochs::{UsageAsk, prices, tally_epochs};
 
 #[derive(Debug, clap::Args)]
 #[command(
@@ -54,19 +52,17 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> CmdResult {
-    // The bundled, dated table unless the user gives their own.
-    let prices = match args.prices.as_deref() {
-        Some(path) => Prices::load(path)?,
-        None => Prices::bundled(),
-    };
+    let prices = prices(args.prices.as_deref())?;
     let label = prices.label();
-    let prices = Some(prices);
     let home = Home::from_env()?;
     let epochs = Epochs::open(&home, &args.epoch.epoch)?;
     epochs.report_unreadable("usage")?;
-    let mut tally = UsageTally::new(args.by, prices);
-    let damaged = read_all(&epochs, &args, &mut tally)?;
-    tally.settle();
+    let ask = UsageAsk {
+        session: args.session.as_deref(),
+        by: args.by,
+        since_unix_ns: args.since,
+    };
+    let (tally, damaged) = tally_epochs(&epochs, &ask, prices)?;
     let mut out = harnery::terminal::stdout(args.json);
     if args.json {
         let doc = UsageDoc::of(&tally).to_json(&label);
@@ -79,43 +75,7 @@ pub fn run(args: Args) -> CmdResult {
     }
     out.flush()?;
     let set_aside = epochs.report_set_aside("usage");
-    Ok(if damaged || set_aside {
-        Outcome::Problems
-    } else {
-        Outcome::Clean
-    })
-}
-
-/// Tally every selected epoch (only the session's parts with
-/// `--session`); whether any usage row was damaged.
-fn read_all(epochs: &Epochs, args: &Args, tally: &mut UsageTally) -> Result<bool, CmdError> {
-    let session = match &args.session {
-        Some(name) => Some(epochs.session("usage", name)?.session),
-        None => None,
-    };
-    let filter = RowFilter {
-        session,
-        since_unix_ns: args.since,
-    };
-    // Every epoch, oldest first, even for one session: a model call is
-    // counted where it was first made, so a fork's copy of its parent's
-    // calls is inherited however the rows are selected.
-    let selects_all = filter.session.is_none() && filter.since_unix_ns.is_none();
-    let mut damaged = false;
-    for epoch in &epochs.open {
-        let read = match selects_all {
-            true => tally_ledger(&epoch.ledger, &filter, tally),
-            false => tally_ledger_within(&epoch.ledger, &filter, tally),
-        };
-        match read {
-            Ok(()) => {}
-            Err(e) if epochs.tagged => warn("usage", &epoch.label, &e.to_string()),
-            Err(e) => return Err(e.into()),
-        }
-        let bad = std::mem::take(&mut tally.damaged);
-        damaged |= report_damaged("usage", &epoch.label, &bad);
-    }
-    Ok(damaged)
+    Ok(Outcome::problems_if(damaged || set_aside))
 }
 
 fn write_table(out: &mut impl Write, tally: &UsageTally) -> std::io::Result<()> {
@@ -166,11 +126,11 @@ fn write_agent_totals(out: &mut impl Write, by: &str, tally: &UsageTally) -> std
         writeln!(
             out,
             "{key:<40} {:>9} {:>16} {:>11} {:>11} {:>11}",
-            count(t.requests),
+            or_dash(t.requests),
             money(t.premium_requests),
-            count(t.input),
-            count(t.output),
-            count(t.cache_read),
+            or_dash(t.input),
+            or_dash(t.output),
+            or_dash(t.cache_read),
         )?;
     }
     Ok(())
@@ -186,10 +146,10 @@ fn write_group(
     let mut line = format!(
         "{key:<40} {:>7} {:>11} {:>11} {:>11} {:>11} {:>15}",
         g.records,
-        count(t.input),
-        count(t.output),
-        count(t.cache_read),
-        count(t.cache_write),
+        or_dash(t.input),
+        or_dash(t.output),
+        or_dash(t.cache_read),
+        or_dash(t.cache_write),
         money(g.reported_cost),
     );
     if priced {
@@ -238,10 +198,6 @@ fn write_notes(out: &mut impl Write, total: &UsageGroup) -> std::io::Result<()> 
         )?;
     }
     Ok(())
-}
-
-fn count(n: Option<u64>) -> String {
-    n.map_or("-".into(), |n| n.to_string())
 }
 
 /// A cost, to six decimal places with trailing zeros dropped, or `-`.

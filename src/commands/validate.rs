@@ -7,16 +7,14 @@
 //! one written by a newer generation, or whose rows cannot be read, is a
 //! problem of that epoch, and the others are still checked.
 
-use serde::Serialize;
+use std::io::Write;
 
 use super::{CmdResult, EpochArg, Outcome};
-use harnery::epoch::{EpochEntry, EpochSelector, select};
+use harnery::epoch::EpochSelector;
 use harnery::home::Home;
-use harnery::ledger::integrity::RawFault;
-use harnery::ledger::{LedgerReader, ValidationProblem, binary_digest};
-use harnery::progress::Progress;
-use harnery::report::epochs::{open_as_written, warn};
-use std::io::Write;
+use harnery::ledger::{ValidationProblem, binary_digest};
+use harnery::report::epochs::warn;
+use harnery::report::validate::{Checked, validate_epochs, validate_live};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -27,32 +25,15 @@ pub struct Args {
     pub epoch: EpochArg,
 }
 
-/// One epoch's validation.
-#[derive(Serialize)]
-struct Checked {
-    epoch: String,
-    genesis_id: String,
-    rows: u64,
-    ok: bool,
-    violations: Vec<ValidationProblem>,
-    /// Why this build could not validate the epoch at all.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    unreadable: Option<String>,
-    #[serde(skip)]
-    digest: String,
-}
-
 pub fn run(args: Args) -> CmdResult {
     let home = Home::from_env()?;
     let progress = super::progress::bar("rows", args.json);
     progress.stage("validate");
     if args.epoch.epoch == EpochSelector::Live {
-        return run_live(&home, args.json, &progress);
+        let (rows, problems) = validate_live(&home, &progress)?;
+        return print_live(rows, &problems, args.json);
     }
-    let checked: Vec<Checked> = select(&home, &args.epoch.epoch)?
-        .iter()
-        .map(|e| check(e, &progress))
-        .collect();
+    let checked = validate_epochs(&home, &args.epoch.epoch, &progress)?;
     for c in &checked {
         if let Some(why) = &c.unreadable {
             warn("validate", &c.epoch, why);
@@ -67,128 +48,30 @@ pub fn run(args: Args) -> CmdResult {
             write_text(&mut out, c)?;
         }
     }
-    Ok(if ok {
-        Outcome::Clean
-    } else {
-        Outcome::Problems
-    })
+    Ok(Outcome::problems_if(!ok))
 }
 
 /// The default: the live epoch, printed as it always has been.
-fn run_live(home: &Home, json: bool, progress: &Progress) -> CmdResult {
-    let (rows, problems) = match LedgerReader::open_dir(&LedgerReader::live_dir(home), None) {
-        Ok(ledger) => {
-            let mut problems = digest_problems(&ledger);
-            problems.extend(home_problems(&ledger)?);
-            let (rows, found) = ledger.verify().validate_with(progress)?;
-            problems.extend(found);
-            (rows, problems)
-        }
-        Err(e) => (0, vec![damage_problem(e.damage().ok_or(e)?)]),
-    };
-    let binary = binary_digest();
+fn print_live(rows: u64, problems: &[ValidationProblem], json: bool) -> CmdResult {
+    let mut out = harnery::terminal::stdout(json);
     if json {
         let v =
             serde_json::json!({"rows": rows, "ok": problems.is_empty(), "violations": problems});
-        writeln!(harnery::terminal::stdout(json), "{v}")?;
+        writeln!(out, "{v}")?;
     } else {
-        for p in &problems {
-            writeln!(harnery::terminal::stdout(json), "{}", problem_line(p))?;
+        for p in problems {
+            writeln!(out, "{}", problem_line(p))?;
         }
         if problems.is_empty() {
             writeln!(
-                harnery::terminal::stdout(json),
-                "ok: {rows} rows valid under schema digest {binary}"
+                out,
+                "ok: {rows} rows valid under schema digest {}",
+                binary_digest()
             )?;
         }
     }
-    Ok(if problems.is_empty() {
-        Outcome::Clean
-    } else {
-        Outcome::Problems
-    })
+    Ok(Outcome::problems_if(!problems.is_empty()))
 }
-
-/// A live epoch file that is not what the ledger recorded, as a problem
-/// (`harnery finalize` refuses to write over it).
-fn damage_problem(fault: RawFault) -> ValidationProblem {
-    ValidationProblem {
-        event_id: "home".into(),
-        rule: "home-damaged".into(),
-        detail: format!(
-            "{} {}; {}",
-            fault.path.display(),
-            fault.what,
-            harnery::ledger::integrity::recovery(&fault.path)
-        ),
-    }
-}
-
-/// The live epoch's raw archive files against what the ledger recorded.
-fn home_problems(
-    ledger: &LedgerReader,
-) -> Result<Vec<ValidationProblem>, harnery::ledger::LedgerError> {
-    Ok(ledger
-        .raw()
-        .faults()?
-        .into_iter()
-        .map(damage_problem)
-        .collect())
-}
-
-/// The live epoch must speak this build's digest; an archive speaks its own.
-fn digest_problems(ledger: &LedgerReader) -> Vec<ValidationProblem> {
-    let binary = binary_digest();
-    if ledger.genesis().schema_digest == binary {
-        return Vec::new();
-    }
-    vec![ValidationProblem {
-        event_id: "genesis".into(),
-        rule: "genesis-digest".into(),
-        detail: format!(
-            "ledger schema digest {} is not this build's {binary}; run `harnery epoch advance`",
-            ledger.genesis().schema_digest
-        ),
-    }]
-}
-
-fn check(entry: &EpochEntry, progress: &Progress) -> Checked {
-    progress.stage(entry.label());
-    let mut c = Checked {
-        epoch: entry.label().to_string(),
-        genesis_id: entry.genesis_id.clone(),
-        rows: 0,
-        ok: false,
-        violations: Vec::new(),
-        unreadable: None,
-        digest: String::new(),
-    };
-    let ledger = match open_as_written(entry) {
-        Ok(l) => l,
-        Err(why) => {
-            c.unreadable = Some(why);
-            return c;
-        }
-    };
-    c.digest = ledger.genesis().schema_digest.clone();
-    if entry.live {
-        c.violations = digest_problems(&ledger);
-        match home_problems(&ledger) {
-            Ok(found) => c.violations.extend(found),
-            Err(e) => c.unreadable = Some(e.to_string()),
-        }
-    }
-    match ledger.verify().validate_with(progress) {
-        Ok((rows, found)) => {
-            c.rows = rows;
-            c.violations.extend(found);
-            c.ok = c.violations.is_empty();
-        }
-        Err(e) => c.unreadable = Some(e.to_string()),
-    }
-    c
-}
-
 fn write_text(out: &mut impl Write, c: &Checked) -> std::io::Result<()> {
     let label = &c.epoch;
     if let Some(why) = &c.unreadable {

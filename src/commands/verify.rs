@@ -7,17 +7,13 @@
 //! checked. (`harnery epoch verify` checks what links the epochs: anchors,
 //! manifests, fences.)
 
-use serde::Serialize;
+use std::io::Write;
 
 use super::{CmdResult, EpochArg, Outcome};
-use harnery::epoch::{EpochEntry, EpochSelector, select};
+use harnery::epoch::EpochSelector;
 use harnery::home::Home;
-use harnery::ledger::RawProblem;
-use harnery::ledger::integrity::RawFault;
-use harnery::ledger::{ChainBreak, LedgerError, LedgerReader};
-use harnery::progress::Progress;
-use harnery::report::epochs::{open_as_written, warn};
-use std::io::Write;
+use harnery::report::epochs::warn;
+use harnery::report::verify::{Verified, verify_epochs, verify_live};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -28,120 +24,20 @@ pub struct Args {
     pub epoch: EpochArg,
 }
 
-/// One epoch's chain and raw-archive check (the default's JSON fields,
-/// with the epoch's label and genesis id).
-#[derive(Serialize, Default)]
-struct Verified {
-    epoch: String,
-    genesis_id: String,
-    rows: u64,
-    chain_head: String,
-    ok: bool,
-    breaks: Vec<ChainBreak>,
-    raw_signals: u64,
-    raw_problems: Vec<RawProblem>,
-    /// Why this build could not check the epoch at all.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    unreadable: Option<String>,
-    /// A live epoch file that is not what the ledger recorded (the
-    /// refusal `harnery finalize` gives, as a finding).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    home_problems: Vec<RawFault>,
-}
-
 pub fn run(args: Args) -> CmdResult {
     let home = Home::from_env()?;
     let progress = super::progress::bar("rows", args.json);
     progress.stage("verify");
     if args.epoch.epoch == EpochSelector::Live {
-        // The chain does not depend on the contract: verify any digest.
-        let v = match LedgerReader::open_dir(&LedgerReader::live_dir(&home), None) {
-            Ok(ledger) => verified(&ledger, &progress)?,
-            Err(e) => damaged(e)?,
-        };
-        return finish(&[v], args.json, false);
+        return finish(&[verify_live(&home, &progress)?], args.json, false);
     }
-    let checked: Vec<Verified> = select(&home, &args.epoch.epoch)?
-        .iter()
-        .map(|e| check(e, &progress))
-        .collect();
+    let checked = verify_epochs(&home, &args.epoch.epoch, &progress)?;
     for v in &checked {
         if let Some(why) = &v.unreadable {
             warn("verify", &v.epoch, why);
         }
     }
     finish(&checked, args.json, true)
-}
-
-/// A live epoch that cannot be opened because a file of it is damaged:
-/// a finding; any other error stays one.
-fn damaged(e: LedgerError) -> Result<Verified, LedgerError> {
-    let fault = e.damage().ok_or(e)?;
-    Ok(Verified {
-        epoch: "live".into(),
-        home_problems: vec![fault],
-        ..Verified::default()
-    })
-}
-
-fn check(entry: &EpochEntry, progress: &Progress) -> Verified {
-    progress.stage(entry.label());
-    let result =
-        open_as_written(entry).and_then(|l| verified(&l, progress).map_err(|e| e.to_string()));
-    let mut v = result.unwrap_or_else(|why| Verified {
-        unreadable: Some(why),
-        ..Verified::default()
-    });
-    v.epoch = entry.label().to_string();
-    v.genesis_id = entry.genesis_id.clone();
-    v
-}
-
-/// The chain and the raw archive of one epoch, checked at once: each half
-/// of the raw signals (by receive time) on a connection of its own while
-/// the chain's chunks run.
-fn verified(ledger: &LedgerReader, progress: &Progress) -> Result<Verified, LedgerError> {
-    let dir = ledger.dir();
-    let mid = ledger.raw().midpoint()?;
-    let (chain, halves) = std::thread::scope(|scope| {
-        let halves: Vec<_> = [(None, mid), (mid, None)]
-            .into_iter()
-            .take(if mid.is_some() { 2 } else { 1 })
-            .map(|(from, to)| {
-                scope.spawn(move || {
-                    LedgerReader::open_dir(dir, None)?
-                        .raw()
-                        .verify_range(from, to)
-                })
-            })
-            .collect();
-        let chain = ledger.verify().chain_threads(None, progress);
-        let halves: Vec<_> = halves
-            .into_iter()
-            .map(|h| h.join().expect("the raw check does not panic"))
-            .collect();
-        (chain, halves)
-    });
-    let (rows, breaks) = chain?;
-    let (mut raw_signals, mut raw_problems) = (0, Vec::new());
-    for half in halves {
-        let (n, problems) = half?;
-        raw_signals += n;
-        raw_problems.extend(problems);
-    }
-    let chain_head = ledger.chain_head()?;
-    Ok(Verified {
-        epoch: "live".into(),
-        genesis_id: ledger.genesis().genesis_id.clone(),
-        rows,
-        ok: breaks.is_empty() && raw_problems.is_empty(),
-        chain_head,
-        breaks,
-        raw_signals,
-        raw_problems,
-        unreadable: None,
-        home_problems: Vec::new(),
-    })
 }
 
 /// Print every epoch's result; `tagged` prefixes text with the epoch and
@@ -177,11 +73,7 @@ fn finish(checked: &[Verified], json: bool, tagged: bool) -> CmdResult {
             }
         }
     }
-    Ok(if ok {
-        Outcome::Clean
-    } else {
-        Outcome::Problems
-    })
+    Ok(Outcome::problems_if(!ok))
 }
 
 fn write_text(out: &mut impl Write, prefix: &str, v: &Verified) -> std::io::Result<()> {

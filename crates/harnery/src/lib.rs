@@ -5,7 +5,7 @@
 //! `harnery-spool`, whose `home`, `clock` and `spool` are re-exported here.
 //! Layers, from the bottom up:
 //! `home`, `clock`, `spool`, `now` → `contract` → `agents`, `ledger` → `session` →
-//! `finalize`, `epoch`, `report`, `export`, `operator`, `recover`, `restore`, `install`
+//! `finalize`, `epoch`, `report`, `export`, `operator`, `recover`, `restore`, `install`, `demo`
 //! → `view`, `fleet`, `search` → `serve`.
 
 pub use harnery_spool::{clock, failpoint, home, spool};
@@ -13,6 +13,7 @@ pub use harnery_spool::{clock, failpoint, home, spool};
 pub mod agents;
 pub mod config;
 pub mod contract;
+pub mod demo;
 pub mod durable;
 pub mod epoch;
 pub mod export;

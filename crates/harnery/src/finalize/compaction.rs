@@ -1,7 +1,8 @@
 //! Compaction after a `finalize` run: the raw archive files the run (and
 //! earlier ones) kept uncompressed are converted to their compressed form
 //! (`ledger::rawz`) by default, so a user who never runs `harnery archive
-//! compact` still gets the saving.
+//! compact` still gets the saving. `harnery archive compact` itself runs
+//! [`compact_now`]: every file, under the lease, without a budget.
 //!
 //! Off the commit path: it starts only after the run has committed and
 //! released the ledger, takes the finalizer lease only if it is free
@@ -118,6 +119,32 @@ pub fn after_run(
     Ok(Some(
         ledger.compact_archive_within(DEFAULT_LEVEL, Some(deadline))?,
     ))
+}
+
+/// Why `harnery archive compact` did not compact.
+#[derive(Debug, thiserror::Error)]
+pub enum CompactNowError {
+    #[error(transparent)]
+    Lease(#[from] super::lease::LeaseError),
+    #[error(transparent)]
+    Now(#[from] crate::now::BadNow),
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+}
+
+/// `harnery archive compact`: every raw archive file of the live epoch
+/// compressed at `level`, under the finalizer lease (waited for as
+/// `finalize` waits for it), and the archive's size after.
+pub fn compact_now(
+    home: &Home,
+    level: i32,
+) -> Result<(Compacted, crate::ledger::ArchiveSize), CompactNowError> {
+    let _lease = Lease::take(home)?;
+    let now = crate::now::resolve_now(None)?;
+    let mut ledger = LedgerWriter::open(home, now)?;
+    let done = ledger.compact_archive(level)?;
+    let size = ledger.raw().size()?;
+    Ok((done, size))
 }
 
 #[cfg(test)]

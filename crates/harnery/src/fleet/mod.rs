@@ -26,6 +26,7 @@ mod schema_bound;
 mod schema_search;
 pub mod search;
 mod search_ship;
+pub mod server;
 pub mod ship;
 pub mod target;
 pub mod verify;

@@ -5,14 +5,16 @@
 //! stdin). The exec form saves a `bash` start per event, but a client that
 //! does not know it would skip harnery's hooks, so it is chosen only on
 //! evidence: the version of the Copilot that will run the hooks, found on
-//! disk by [`crate::agents::copilot::package`] (the same search `resume-policy`
+//! disk by [`crate::resume::evidence`] (the same search `resume-policy`
 //! uses), at or above [`EXEC_FORM_OLDEST_VERIFIED`]. Anything else, including
 //! no Copilot found or an unreadable version, gets the `bash` form, which
 //! every version runs. This module never runs `copilot`.
 
 use std::fmt;
 
-use crate::agents::copilot::package::{Installed, Place};
+use crate::agents::copilot::package::{
+    self as evidence, Installed, Place, RunningCopilotHint, SearchPlan,
+};
 use crate::agents::copilot::version::Version;
 
 /// The oldest Copilot CLI seen running exec-form hooks: 1.0.63, 1.0.86 and
@@ -57,6 +59,19 @@ pub fn forced(form: CopilotForm) -> FormChoice {
     FormChoice {
         form,
         reason: format!("--form {form} was given"),
+    }
+}
+
+/// The form to write: `flag` when given, else judged from the Copilot
+/// packages on disk (the search `resume-policy` uses, without its recorded
+/// running-version hint: that one describes the client before an upgrade).
+pub fn choose(flag: Option<CopilotForm>) -> FormChoice {
+    match flag {
+        Some(form) => forced(form),
+        None => {
+            let plan = SearchPlan::from_env(Vec::new());
+            from_installed(&evidence::discover(&plan, &RunningCopilotHint::default()))
+        }
     }
 }
 

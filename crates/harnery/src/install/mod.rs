@@ -110,6 +110,8 @@ pub enum Agent {
 /// Errors of install and uninstall.
 #[derive(Debug, thiserror::Error)]
 pub enum InstallError {
+    #[error("hook binary {} does not exist (use --hook-bin)", .0.display())]
+    NoHookBin(PathBuf),
     #[error("refusing to rewrite {path}: not valid JSON at line {line} column {column}: {message}")]
     Unparsable {
         path: PathBuf,
@@ -474,6 +476,45 @@ impl AgentDir {
         };
         format!("{what} {} ({why})", place.display())
     }
+}
+
+/// The hook binary to configure: `flag` made absolute, else
+/// [`HOOK_BIN_NAME`] beside the running executable.
+pub fn hook_bin(flag: Option<&Path>) -> std::io::Result<PathBuf> {
+    if let Some(p) = flag {
+        return std::path::absolute(p);
+    }
+    let exe = std::env::current_exe()?;
+    let dir = exe
+        .parent()
+        .ok_or_else(|| std::io::Error::other("cannot locate the harnery executable's directory"))?;
+    Ok(dir.join(HOOK_BIN_NAME))
+}
+
+/// A hook binary that is not there would make every hook fail.
+pub fn check_hook_bin(path: &Path) -> Result<(), InstallError> {
+    match path.is_file() {
+        true => Ok(()),
+        false => Err(InstallError::NoHookBin(path.to_path_buf())),
+    }
+}
+
+/// The file to change for `agent` in the user scope (`user`) or the
+/// project's (`project`, default the current directory), and in the user
+/// scope where the agent reads, judged from its environment and `user_home`.
+pub fn target_file(
+    agent: Agent,
+    user: bool,
+    user_home: &Path,
+    project: Option<&Path>,
+) -> std::io::Result<(PathBuf, Option<AgentDir>)> {
+    let agent_dir = AgentDir::from_env(agent, user_home);
+    let project = match project {
+        Some(p) => p.to_path_buf(),
+        None => std::env::current_dir()?,
+    };
+    let path = settings_path(agent, user, &agent_dir, &project);
+    Ok((path, user.then_some(agent_dir)))
 }
 
 /// The settings file for an agent and scope: in the user scope, the file

@@ -30,6 +30,22 @@ pub struct Target {
 }
 
 impl Target {
+    /// The session spool an operator command (`end`, `exec`, `checkpoint`)
+    /// writes to: the session `name` picks among those the spool or the
+    /// live ledger knows, under `adapter` when given. An unknown or
+    /// ambiguous name is an error; no session is ever created by a name.
+    pub fn find(home: &Home, name: &str, adapter: Option<&str>) -> Result<Target, TargetError> {
+        let adapter = adapter
+            .map(|a| AdapterId::parse(a).ok_or_else(|| AdapterChoiceError::BadName(a.into())))
+            .transpose()?;
+        let found = crate::report::source::find_session(home, name, adapter)?;
+        Ok(Target {
+            home: home.clone(),
+            adapter: found.adapter,
+            session_id: found.session_id,
+        })
+    }
+
     /// Append one signal durably (fdatasync) and say where it went.
     pub fn append(
         &self,
@@ -55,6 +71,15 @@ impl Target {
 pub enum AdapterChoiceError {
     #[error("unknown adapter {0:?} (expected claude-code or copilot)")]
     BadName(String),
+}
+
+/// Why [`Target::find`] found no session to write to.
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    #[error(transparent)]
+    Adapter(#[from] AdapterChoiceError),
+    #[error(transparent)]
+    Session(#[from] crate::report::source::SourceError),
 }
 
 /// A warning for the user when a signal went to the dead-letter directory:

@@ -3,7 +3,8 @@
 //! aside, raw-archive faults) and of the spool (damage, dead letters,
 //! stale sessions), agents whose sessions never reach the spool
 //! ([`crate::report::unhooked`]), with the archive's size and the spool's
-//! facts, for the command and for `harnery serve` alike.
+//! facts, for the command and for `harnery serve` alike; and the end
+//! requests still pending (`harnery end --list`).
 
 use crate::home::Home;
 use crate::ledger::integrity::RawFault;
@@ -20,6 +21,41 @@ pub struct HealthReport {
     /// live ledger could be read.
     pub archive: Option<ArchiveSize>,
     pub spool: SpoolFacts,
+}
+
+impl HealthReport {
+    /// Whether a condition asks for a look: notes alone (a record the
+    /// agent deleted after it was read) are not something to fix.
+    pub fn needs_attention(&self) -> bool {
+        !self.conditions.iter().all(Condition::is_note)
+    }
+}
+
+/// A staleness limit given in hours, in nanoseconds.
+pub fn hours_to_ns(hours: f64) -> i64 {
+    (hours * 3600.0 * 1e9) as i64
+}
+
+/// The end requests not yet settled.
+#[derive(serde::Serialize)]
+pub struct EndListing {
+    /// Read by `finalize`, not yet salvaged, cancelled or expired.
+    pub pending: Vec<crate::report::health::PendingEnd>,
+    /// Still in the intake spool: the next `finalize` reads them.
+    pub spooled: Vec<crate::report::spool_facts::SpooledEnd>,
+}
+
+/// The pending end requests of the live ledger (none without one) and
+/// those still in the spool.
+pub fn end_requests(home: &Home) -> Result<EndListing, HealthError> {
+    let pending = match crate::report::source::live_or_none(home)? {
+        Some(ledger) => crate::report::session_rows::pending_ends(&ledger)?,
+        None => Vec::new(),
+    };
+    Ok(EndListing {
+        pending,
+        spooled: crate::report::spool_facts::spooled_ends(home)?,
+    })
 }
 
 #[derive(Debug, thiserror::Error)]

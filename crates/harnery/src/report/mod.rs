@@ -21,26 +21,33 @@
 //!   session a restore started one from.
 //! - [`unhooked`]: agents whose records show sessions the spool never saw
 //!   (names and times of the agents' record files only, never their bytes).
+//! - The commands' runs over the selected epochs: [`audit_sessions`]
+//!   (`audit`), [`receipts_parts`] (`receipts`), [`replay`], [`usage_epochs`]
+//!   (`usage`), [`validate`], [`verify`], [`spool_listing`] (`spool ls|cat`).
 //! - [`timeline`]: a session's timeline for `show`, `view` and `serve`, and
 //!   the wording of each of its lines.
-//! - [`source`], [`epochs`], [`stored_reasons`], [`session_rows`], [`spool_facts`], [`timeline`]: the only parts that read storage
-//!   ([`epochs`] opens the epochs `--epoch` selects, and finds a session's
+//! - [`source`], [`epochs`], [`stored_reasons`], [`session_rows`], [`spool_facts`], [`timeline`]: the only parts that read storage, with
+//!   the commands' runs above, through [`epochs`] ([`epochs`] opens the epochs `--epoch` selects, and finds a session's
 //!   parts across their boundaries).
 
 pub mod agent_totals;
 pub mod audit;
+pub mod audit_sessions;
 pub mod epochs;
 pub mod health;
 pub mod health_check;
 pub mod inherited;
 pub mod prices;
 pub mod receipts;
+pub mod receipts_parts;
 pub mod record_state;
+pub mod replay;
 pub mod session_list;
 pub mod session_rows;
 pub mod source;
 pub mod spans;
 pub mod spool_facts;
+pub mod spool_listing;
 pub mod stored_reasons;
 pub mod superseded;
 pub mod timeline;
@@ -48,7 +55,10 @@ pub mod unhooked;
 pub mod usage;
 pub mod usage_calls;
 pub mod usage_doc;
+pub mod usage_epochs;
 pub mod usage_kinds;
+pub mod validate;
+pub mod verify;
 
 use std::collections::BTreeMap;
 

@@ -57,6 +57,12 @@ pub struct Listed {
 }
 
 impl Listed {
+    /// Whether the agent deleted the session's own record after harnery
+    /// read it (harnery holds the only copy).
+    pub fn record_removed(&self) -> bool {
+        self.record.as_deref() == Some(super::record_state::REMOVED)
+    }
+
     /// The line `harnery sessions --json` prints for this session.
     pub fn to_json(&self, tagged: bool) -> serde_json::Value {
         let mut v = serde_json::to_value(&self.summary).expect("a summary serializes");

@@ -11,13 +11,14 @@
 //! - [`model`]: the picture as data, from a session's rows.
 //! - [`page`]: one session's page; [`index`]: the index page.
 //! - [`html`]: escaping (all ledger text goes through it) and the document.
-//!
-//! Reads nothing itself: the command hands it rows it read.
+//! - [`pages`]: the one part that reads: a session's rows across the
+//!   selected epochs, and the index with every page written beside it.
 
 pub mod html;
 pub mod index;
 pub mod model;
 pub mod page;
+pub mod pages;
 
 pub use model::{PartRows, SessionView, build};
 

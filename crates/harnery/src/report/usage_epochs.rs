@@ -1,0 +1,80 @@
+//! `harnery usage`'s read: every selected epoch tallied into one
+//! [`UsageTally`], oldest first, priced by the bundled, dated table unless
+//! the user gives their own.
+//!
+//! Every epoch is read even for one session: a model call is counted where
+//! it was first made, so a fork's copy of its parent's calls is inherited
+//! however the rows are selected. With a selection other than the default,
+//! an epoch that cannot be read is named on stderr and the others are
+//! still tallied; a usage row that cannot be read is named on stderr too.
+
+use std::path::Path;
+
+use super::epochs::{Epochs, report_damaged, warn};
+use super::prices::{Prices, PricesError};
+use super::source::SourceError;
+use super::usage::{GroupBy, UsageTally, tally_ledger, tally_ledger_within};
+use crate::ledger::{LedgerError, RowFilter};
+
+/// Why usage could not be tallied.
+#[derive(Debug, thiserror::Error)]
+pub enum UsageError {
+    #[error(transparent)]
+    Prices(#[from] PricesError),
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+}
+
+/// What one usage report asks.
+pub struct UsageAsk<'a> {
+    /// Only this session (its id, a unique prefix, or adapter/id).
+    pub session: Option<&'a str>,
+    pub by: GroupBy,
+    /// Only usage recorded at or after this time.
+    pub since_unix_ns: Option<i64>,
+}
+
+/// The prices a report applies: the user's file, else the bundled table.
+pub fn prices(path: Option<&Path>) -> Result<Prices, PricesError> {
+    match path {
+        Some(path) => Prices::load(path),
+        None => Ok(Prices::bundled()),
+    }
+}
+
+/// The settled tally of every selected epoch, and whether a usage row
+/// could not be read.
+pub fn tally_epochs(
+    epochs: &Epochs,
+    ask: &UsageAsk,
+    prices: Prices,
+) -> Result<(UsageTally, bool), UsageError> {
+    let mut tally = UsageTally::new(ask.by, Some(prices));
+    let session = match ask.session {
+        Some(name) => Some(epochs.session("usage", name)?.session),
+        None => None,
+    };
+    let filter = RowFilter {
+        session,
+        since_unix_ns: ask.since_unix_ns,
+    };
+    let selects_all = filter.session.is_none() && filter.since_unix_ns.is_none();
+    let mut damaged = false;
+    for epoch in &epochs.open {
+        let read = match selects_all {
+            true => tally_ledger(&epoch.ledger, &filter, &mut tally),
+            false => tally_ledger_within(&epoch.ledger, &filter, &mut tally),
+        };
+        match read {
+            Ok(()) => {}
+            Err(e) if epochs.tagged => warn("usage", &epoch.label, &e.to_string()),
+            Err(e) => return Err(e.into()),
+        }
+        let bad = std::mem::take(&mut tally.damaged);
+        damaged |= report_damaged("usage", &epoch.label, &bad);
+    }
+    tally.settle();
+    Ok((tally, damaged))
+}
