@@ -66,7 +66,7 @@ fn snapshot(agent: &str, scenario: &str, session: &str) {
     let got = stdout(&show);
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/snapshots")
-        .join(format!("show-{agent}-{scenario}.txt"));
+        .join(format!("show-{agent}-{scenario}.snap"));
     if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
         std::fs::write(&path, &got).unwrap();
     }
