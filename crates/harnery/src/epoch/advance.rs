@@ -22,7 +22,7 @@
 //! `ledgers/epoch-advance.json` marks an advance as underway (and says
 //! what it advances from), the directories say how far it got. While it
 //! is underway no command starts a fresh epoch, and `harnery finalize`
-//! completes the advance before it drains (see [`finalize`]); finalize
+//! completes the advance before it drains (see [`finalize`](fn@finalize)); finalize
 //! never starts one.
 
 use std::path::{Path, PathBuf};

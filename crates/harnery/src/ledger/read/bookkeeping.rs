@@ -19,7 +19,7 @@ impl LedgerReader {
         )?)
     }
 
-    /// Hold one read snapshot until [`Ledger::end_snapshot`], instead of one
+    /// Hold one read snapshot until [`LedgerReader::end_snapshot`], instead of one
     /// per query (each costs a lock round trip on the WAL index).
     pub fn begin_snapshot(&self) -> Result<(), LedgerError> {
         Ok(self.conn.execute_batch("BEGIN DEFERRED")?)

@@ -39,7 +39,7 @@ impl LedgerReader {
         Ok(out)
     }
 
-    /// [`Ledger::session_range`] one event at a time: each is parsed,
+    /// [`LedgerReader::session_range`] one event at a time: each is parsed,
     /// handed to `f` and dropped, so a session of any length reads in
     /// bounded memory.
     pub fn for_each_in_session_range<E: From<LedgerError>>(

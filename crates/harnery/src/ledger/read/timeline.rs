@@ -131,7 +131,7 @@ impl LedgerReader {
         Ok(self.timeline_with_events(session)?.0)
     }
 
-    /// [`Ledger::timeline`], and the events it was built from (those that
+    /// [`LedgerReader::timeline`], and the events it was built from (those that
     /// parsed), for a reader that projects them further.
     pub fn timeline_with_events(
         &self,

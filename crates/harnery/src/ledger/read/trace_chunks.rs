@@ -79,7 +79,7 @@ impl LedgerReader {
     }
 
     /// One session's `note` events, in offset order, as
-    /// [`Ledger::for_each_stored_text`] gives rows.
+    /// [`LedgerReader::for_each_stored_text`] gives rows.
     pub fn for_each_note_text<E: From<LedgerError>>(
         &self,
         session: &SessionRef,
@@ -111,7 +111,7 @@ impl LedgerReader {
     }
 
     /// The stored text of the event rows `seqs`, in that order, as
-    /// [`Ledger::for_each_stored_text`] gives rows; a seq no row has is
+    /// [`LedgerReader::for_each_stored_text`] gives rows; a seq no row has is
     /// passed over.
     fn each_text_of_seqs<E: From<LedgerError>>(
         &self,

@@ -2,8 +2,8 @@
 //! not UTF-8, a number where text belongs (a damaged disk, a hand edit).
 //! Such a row is named where a user can find it (table, key, column) and
 //! never stops a read that can go on without it: the listings below pass
-//! it over and set it aside on the [`Ledger`], and the command reports
-//! what was set aside ([`Ledger::take_set_aside`]). A read that needs the
+//! it over and set it aside on the [`LedgerReader`], and the command reports
+//! what was set aside ([`LedgerReader::take_set_aside`]). A read that needs the
 //! row gets [`LedgerError::Unreadable`] naming it.
 
 use rusqlite::Row;
@@ -106,7 +106,7 @@ impl LedgerReader {
         Ok(out)
     }
 
-    /// [`Ledger::producer_state`], with a state that cannot be read set
+    /// [`LedgerReader::producer_state`], with a state that cannot be read set
     /// aside (as none): for the sweeps over every session.
     pub fn producer_state_or_set_aside(
         &self,
