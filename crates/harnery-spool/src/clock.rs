@@ -37,15 +37,8 @@ pub fn boot_id() -> Option<String> {
 
 /// `CLOCK_BOOTTIME` in nanoseconds.
 pub fn boottime_ns() -> Option<u64> {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) };
-    if rc != 0 {
-        return None;
-    }
+    use rustix::time::{ClockId, DynamicClockId, clock_gettime_dynamic};
+    let ts = clock_gettime_dynamic(DynamicClockId::Known(ClockId::Boottime)).ok()?;
     let secs = u64::try_from(ts.tv_sec).ok()?;
     let nanos = u64::try_from(ts.tv_nsec).ok()?;
     secs.checked_mul(1_000_000_000)?.checked_add(nanos)

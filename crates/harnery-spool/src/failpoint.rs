@@ -7,8 +7,8 @@
 //! sleeps 20 ms, [`pause`] waits for a test, [`io_error`] fails a write
 //! path, and `fsync-error` makes the next durable write report a failed
 //! fsync ([`fsync_fails`]). In-process tests arm hooks instead
-//! ([`arm_hook`], [`arm_flag`]), keyed by a point and a path. Test-only
-//! tuning variables ([`tuning`]) live here too.
+//! (`arm_hook`, `arm_flag`, built with the feature only), keyed by a point
+//! and a path. Test-only tuning variables ([`tuning`]) live here too.
 //!
 //! With the feature off (release builds) every function below compiles to
 //! nothing that reads the environment: no point is ever armed.

@@ -8,12 +8,15 @@
 //! anywhere below the root is refused, never followed. The root itself is the
 //! user's choice and may be a symlink.
 
-use std::ffi::{CStr, CString, OsStr, OsString};
+use std::ffi::{CStr, OsStr, OsString};
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+
+use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::io::Errno;
 
 /// Why the home directory could not be determined.
 #[derive(Debug, thiserror::Error)]
@@ -158,9 +161,9 @@ pub struct PrivateDir {
 }
 
 /// Mode of every directory harnery creates.
-pub const DIR_MODE: libc::mode_t = 0o700;
+pub const DIR_MODE: Mode = Mode::RWXU;
 /// Mode of every file harnery creates.
-pub const FILE_MODE: libc::mode_t = 0o600;
+pub const FILE_MODE: Mode = Mode::from_bits_retain(0o600);
 
 impl PrivateDir {
     /// Open `root` (following it if it is a symlink: the user chose it), then
@@ -179,16 +182,15 @@ impl PrivateDir {
     }
 
     fn open_root(root: &Path) -> io::Result<PrivateDir> {
-        let c = cpath(root.as_os_str())?;
-        // SAFETY: valid C string; the result is checked.
-        let fd = unsafe {
-            libc::open(
-                c.as_ptr(),
-                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
-            )
-        };
+        if root.as_os_str().as_bytes().contains(&0) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "path contains NUL",
+            ));
+        }
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
         Ok(PrivateDir {
-            fd: owned(fd)?,
+            fd: rustix::fs::open(root, flags, Mode::empty())?,
             path: root.to_path_buf(),
         })
     }
@@ -198,24 +200,16 @@ impl PrivateDir {
     /// `ENOTDIR`).
     pub fn child(&self, name: &str, create: bool) -> io::Result<PrivateDir> {
         check_component(name)?;
-        let c = cpath(OsStr::new(name))?;
         if create {
-            // SAFETY: valid fd and C string.
-            let rc = unsafe { libc::mkdirat(self.raw(), c.as_ptr(), DIR_MODE) };
-            if rc == 0 {
-                self.sync()?;
-            } else {
-                let err = io::Error::last_os_error();
-                if err.raw_os_error() != Some(libc::EEXIST) {
-                    return Err(err);
-                }
+            match rustix::fs::mkdirat(&self.fd, name, DIR_MODE) {
+                Ok(()) => self.sync()?,
+                Err(Errno::EXIST) => {}
+                Err(e) => return Err(e.into()),
             }
         }
-        let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-        // SAFETY: valid fd and C string.
-        let fd = unsafe { libc::openat(self.raw(), c.as_ptr(), flags) };
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         Ok(PrivateDir {
-            fd: owned(fd)?,
+            fd: rustix::fs::openat(&self.fd, name, flags, Mode::empty())?,
             path: self.path.join(name),
         })
     }
@@ -223,32 +217,20 @@ impl PrivateDir {
     /// Open (creating if `create`) the regular file `name` for appending or
     /// reading, never through a symlink, never blocking on a FIFO. Returns the
     /// file and whether this call created it.
-    pub fn open_file(
-        &self,
-        name: &str,
-        flags: libc::c_int,
-        create: bool,
-    ) -> io::Result<(File, bool)> {
+    pub fn open_file(&self, name: &str, flags: OFlags, create: bool) -> io::Result<(File, bool)> {
         check_component(name)?;
-        let c = cpath(OsStr::new(name))?;
-        let base = flags | libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK;
-        // SAFETY: valid fd and C string.
-        let mut fd =
-            unsafe { libc::openat(self.raw(), c.as_ptr(), base, FILE_MODE as libc::c_uint) };
+        let base = flags | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+        let open = |flags| rustix::fs::openat(&self.fd, name, flags, FILE_MODE);
+        let mut fd = open(base);
         let mut created = false;
-        if fd < 0 && create && io::Error::last_os_error().raw_os_error() == Some(libc::ENOENT) {
-            let excl = base | libc::O_CREAT | libc::O_EXCL;
-            // SAFETY: as above.
-            fd = unsafe { libc::openat(self.raw(), c.as_ptr(), excl, FILE_MODE as libc::c_uint) };
-            created = fd >= 0;
-            if fd < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EEXIST) {
-                // SAFETY: as above.
-                fd = unsafe {
-                    libc::openat(self.raw(), c.as_ptr(), base, FILE_MODE as libc::c_uint)
-                };
+        if create && matches!(fd, Err(Errno::NOENT)) {
+            fd = open(base | OFlags::CREATE | OFlags::EXCL);
+            created = fd.is_ok();
+            if matches!(fd, Err(Errno::EXIST)) {
+                fd = open(base);
             }
         }
-        let file = File::from(owned(fd)?);
+        let file = File::from(fd?);
         if !file.metadata()?.is_file() {
             return Err(io::Error::other(format!(
                 "{} is not a regular file",
@@ -261,59 +243,34 @@ impl PrivateDir {
     /// Create the new file `name` exclusively (0600, no symlink follow).
     pub fn create_new(&self, name: &str) -> io::Result<File> {
         check_component(name)?;
-        let c = cpath(OsStr::new(name))?;
         let flags =
-            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-        // SAFETY: valid fd and C string.
-        let fd = unsafe { libc::openat(self.raw(), c.as_ptr(), flags, FILE_MODE as libc::c_uint) };
-        Ok(File::from(owned(fd)?))
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        Ok(File::from(rustix::fs::openat(
+            &self.fd, name, flags, FILE_MODE,
+        )?))
     }
 
     /// Rename `from` to `to` within this directory (no fsync; see [`sync`](Self::sync)).
     pub fn rename(&self, from: &str, to: &str) -> io::Result<()> {
         check_component(from)?;
         check_component(to)?;
-        let (a, b) = (cpath(OsStr::new(from))?, cpath(OsStr::new(to))?);
-        // SAFETY: valid fds and C strings.
-        let rc = unsafe { libc::renameat(self.raw(), a.as_ptr(), self.raw(), b.as_ptr()) };
-        if rc == 0 {
-            Ok(())
-        } else {
-            Err(io::Error::last_os_error())
-        }
+        Ok(rustix::fs::renameat(&self.fd, from, &self.fd, to)?)
     }
 
     /// Remove the file `name` from this directory.
     pub fn remove(&self, name: &str) -> io::Result<()> {
         check_component(name)?;
-        let c = cpath(OsStr::new(name))?;
-        // SAFETY: valid fd and C string.
-        let rc = unsafe { libc::unlinkat(self.raw(), c.as_ptr(), 0) };
-        if rc == 0 {
-            Ok(())
-        } else {
-            Err(io::Error::last_os_error())
-        }
+        Ok(rustix::fs::unlinkat(&self.fd, name, AtFlags::empty())?)
     }
 
     /// fsync the directory, making renames and creations in it durable.
     pub fn sync(&self) -> io::Result<()> {
-        // SAFETY: valid fd.
-        let rc = unsafe { libc::fsync(self.raw()) };
-        if rc == 0 {
-            Ok(())
-        } else {
-            Err(io::Error::last_os_error())
-        }
+        Ok(rustix::fs::fsync(&self.fd)?)
     }
 
     /// The path this handle was opened at (for messages and listings).
     pub fn path(&self) -> &Path {
         &self.path
-    }
-
-    fn raw(&self) -> libc::c_int {
-        self.fd.as_raw_fd()
     }
 }
 
@@ -328,7 +285,7 @@ fn create_root(root: &Path) -> io::Result<()> {
             use std::os::unix::fs::DirBuilderExt;
             std::fs::DirBuilder::new()
                 .recursive(true)
-                .mode(DIR_MODE)
+                .mode(DIR_MODE.bits())
                 .create(root)
         }
         Err(e) => Err(e),
@@ -346,19 +303,6 @@ fn check_component(name: &str) -> io::Result<()> {
         ));
     }
     Ok(())
-}
-
-fn cpath(s: &OsStr) -> io::Result<CString> {
-    CString::new(s.to_os_string().into_vec())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains NUL"))
-}
-
-fn owned(fd: libc::c_int) -> io::Result<OwnedFd> {
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: fd was just returned by a successful open call and is ours.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 #[cfg(test)]

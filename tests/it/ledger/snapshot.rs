@@ -1,7 +1,8 @@
 //! What a person reads: `harnery show` for two scenarios, compared with
 //! checked-in text. The spool is written in process with pinned receive
 //! times and an injected "now", so the output is the same on every run.
-//! Set `UPDATE_SNAPSHOTS=1` to rewrite the expected files.
+//! The expected text is an `insta` snapshot in `tests/snapshots/`; to accept
+//! a change, rerun with `INSTA_UPDATE=always` (or review with `cargo insta`).
 
 use crate::common;
 
@@ -64,17 +65,18 @@ fn snapshot(agent: &str, scenario: &str, session: &str) {
     let show = run(home.path(), &["show", session]);
     assert!(show.status.success(), "{}", stderr(&show));
     let got = stdout(&show);
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/snapshots")
-        .join(format!("show-{agent}-{scenario}.txt"));
-    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
-        std::fs::write(&path, &got).unwrap();
-    }
-    let want = std::fs::read_to_string(&path).unwrap_or_default();
+    // insta compares the text with its end trimmed and CRLF read as LF:
+    // what it cannot see is pinned here (one newline at the end, no CR).
     assert_eq!(
-        got, want,
-        "show output changed; rerun with UPDATE_SNAPSHOTS=1 if intended"
+        got,
+        format!("{}\n", got.trim_end()),
+        "the end of show's output"
     );
+    assert!(!got.contains('\r'), "show printed a carriage return");
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path("../../snapshots");
+    settings.set_prepend_module_to_snapshot(false);
+    settings.bind(|| insta::assert_snapshot!(format!("show-{agent}-{scenario}"), got));
 }
 
 #[test]

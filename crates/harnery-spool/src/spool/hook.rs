@@ -19,6 +19,10 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
+use rustix::event::{PollFd, PollFlags, Timespec};
+use rustix::fs::{Mode, OFlags};
+use rustix::io::Errno;
+
 use super::envelope::CAPTURED_ENV;
 use super::writer::{Signal, SpoolWriter, WriterOptions};
 use crate::clock::{ClockSample, wall_now_ns};
@@ -59,14 +63,12 @@ pub fn guard_process() {
     }));
 }
 
+/// fd 1 becomes `/dev/null`; a failure leaves stdout as it was (the hook
+/// never writes to it).
 fn silence_stdout() {
-    // SAFETY: plain fd calls; failure leaves stdout as it was (we never write to it).
-    unsafe {
-        let fd = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-        if fd >= 0 {
-            libc::dup2(fd, 1);
-            libc::close(fd);
-        }
+    let flags = OFlags::WRONLY | OFlags::CLOEXEC;
+    if let Ok(null) = rustix::fs::open("/dev/null", flags, Mode::empty()) {
+        let _ = rustix::stdio::dup2_stdout(&null);
     }
 }
 
@@ -172,22 +174,18 @@ pub fn read_stdin(limit: usize, stall: Duration, idle: Duration) -> StdinRead {
             Poll::Quiet => continue,
             Poll::Failed => break,
         }
-        let n = read_some(&mut out.bytes, &mut scratch, limit);
-        if n < 0 {
-            match std::io::Error::last_os_error().raw_os_error() {
-                Some(libc::EINTR) | Some(libc::EAGAIN) => continue,
-                Some(libc::EBADF) => break,
-                _ => {
-                    out.incomplete = true;
-                    break;
-                }
+        let n = match read_some(&mut out.bytes, &mut scratch, limit) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(Errno::INTR | Errno::AGAIN) => continue,
+            Err(Errno::BADF) => break,
+            Err(_) => {
+                out.incomplete = true;
+                break;
             }
-        }
-        if n == 0 {
-            break;
-        }
+        };
         last_byte = Instant::now();
-        keep(&mut out, &scratch, &mut hasher, n as usize, limit);
+        keep(&mut out, &scratch, &mut hasher, n, limit);
     }
     if out.bytes.len() as u64 == out.total_len {
         out.blake3 = blake3::hash(&out.bytes).to_hex().to_string();
@@ -200,26 +198,22 @@ pub fn read_stdin(limit: usize, stall: Duration, idle: Duration) -> StdinRead {
 /// One `read(2)` from fd 0: into the spare capacity of `bytes` while below
 /// the limit (its length grows by what was read), else into `scratch`, whose
 /// bytes are only hashed and counted.
-fn read_some(bytes: &mut Vec<u8>, scratch: &mut Vec<u8>, limit: usize) -> isize {
+fn read_some(bytes: &mut Vec<u8>, scratch: &mut Vec<u8>, limit: usize) -> Result<usize, Errno> {
+    let stdin = rustix::stdio::stdin();
     if bytes.len() < limit {
         if bytes.capacity() - bytes.len() < 4096 {
             let grow = bytes.capacity().clamp(16 * 1024, 8 << 20);
             bytes.reserve(grow.min(limit - bytes.len()));
         }
         let room = (bytes.capacity() - bytes.len()).min(limit - bytes.len());
-        let spare = bytes.spare_capacity_mut();
-        // SAFETY: `spare` has at least `room` writable bytes; read(2) writes
-        // at most `room` and reports how many it initialised.
-        let n = unsafe { libc::read(0, spare.as_mut_ptr().cast(), room) };
-        if n > 0 {
-            // SAFETY: the first `n` spare bytes were just initialised.
-            unsafe { bytes.set_len(bytes.len() + n as usize) };
-        }
-        return n;
+        let (read, _) = rustix::io::read(stdin, &mut bytes.spare_capacity_mut()[..room])?;
+        let n = read.len();
+        // SAFETY: read(2) has just initialised the first `n` spare bytes.
+        unsafe { bytes.set_len(bytes.len() + n) };
+        return Ok(n);
     }
     scratch.resize(256 * 1024, 0);
-    // SAFETY: `scratch` is valid writable memory of its length.
-    unsafe { libc::read(0, scratch.as_mut_ptr().cast(), scratch.len()) }
+    rustix::io::read(stdin, &mut scratch[..])
 }
 
 fn keep(out: &mut StdinRead, scratch: &[u8], hasher: &mut blake3::Hasher, n: usize, limit: usize) {
@@ -242,20 +236,22 @@ enum Poll {
 }
 
 fn poll_stdin(timeout: Duration) -> Poll {
-    let mut pfd = libc::pollfd {
-        fd: 0,
-        events: libc::POLLIN,
-        revents: 0,
+    let mut pfd = [PollFd::from_borrowed_fd(
+        rustix::stdio::stdin(),
+        PollFlags::IN,
+    )];
+    // Whole milliseconds, as poll(2) takes them.
+    let ms = timeout.as_millis().min(i32::MAX as u128) as i64;
+    let wait = Timespec {
+        tv_sec: ms / 1000,
+        tv_nsec: ms % 1000 * 1_000_000,
     };
-    let ms = timeout.as_millis().min(i32::MAX as u128) as libc::c_int;
-    // SAFETY: one valid pollfd.
-    let rc = unsafe { libc::poll(&mut pfd, 1, ms) };
-    match rc {
-        0 => Poll::Quiet,
-        n if n > 0 && pfd.revents & libc::POLLNVAL != 0 => Poll::Failed,
-        n if n > 0 => Poll::Ready,
-        _ if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) => Poll::Quiet,
-        _ => Poll::Failed,
+    match rustix::event::poll(&mut pfd, Some(&wait)) {
+        Ok(0) => Poll::Quiet,
+        Ok(_) if pfd[0].revents().contains(PollFlags::NVAL) => Poll::Failed,
+        Ok(_) => Poll::Ready,
+        Err(Errno::INTR) => Poll::Quiet,
+        Err(_) => Poll::Failed,
     }
 }
 

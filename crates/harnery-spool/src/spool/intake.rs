@@ -137,9 +137,12 @@ impl SessionSpool {
     /// one journal commit covers them all instead of one each.
     pub fn seal_unsynced(&self) -> Result<bool, SpoolError> {
         let dir = self.open_dir()?;
-        if dir.open_file(ACTIVE_SEGMENT, libc::O_RDONLY, false).is_ok() {
+        if dir
+            .open_file(ACTIVE_SEGMENT, rustix::fs::OFlags::RDONLY, false)
+            .is_ok()
+        {
             let _lease = acquire_lease(&dir, SEAL_LEASE_WAIT)?;
-            match dir.open_file(ACTIVE_SEGMENT, libc::O_RDONLY, false) {
+            match dir.open_file(ACTIVE_SEGMENT, rustix::fs::OFlags::RDONLY, false) {
                 Ok((f, _)) if f.metadata()?.len() == 0 => dir.remove(ACTIVE_SEGMENT)?,
                 Ok(_) => {
                     let name = format!(

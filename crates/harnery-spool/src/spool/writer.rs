@@ -14,6 +14,8 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use rustix::fs::OFlags;
+
 use super::envelope::{Envelope, SPOOL_FORMAT_VERSION, WritePath};
 use super::frame;
 use super::key::{adapter_key, session_key};
@@ -187,7 +189,7 @@ impl SpoolWriter {
                 .private_dir(&["spool", "intake", &adapter_key(first.adapter), &skey])?;
         let _lease = acquire_lease(&dir, self.options.lease_wait)?;
         let (mut seg, created) =
-            dir.open_file(ACTIVE_SEGMENT, libc::O_WRONLY | libc::O_APPEND, true)?;
+            dir.open_file(ACTIVE_SEGMENT, OFlags::WRONLY | OFlags::APPEND, true)?;
         let mut offset = seg.metadata()?.len();
         let mut receipts = Vec::with_capacity(signals.len());
         let mut buf = Vec::new();
@@ -240,7 +242,7 @@ impl SpoolWriter {
         let _lease = acquire_lease(dir, self.options.lease_wait)?;
         failpoint::io_error("segment_append")?;
         let (mut seg, created) =
-            dir.open_file(ACTIVE_SEGMENT, libc::O_WRONLY | libc::O_APPEND, true)?;
+            dir.open_file(ACTIVE_SEGMENT, OFlags::WRONLY | OFlags::APPEND, true)?;
         let offset = seg.metadata()?.len();
         if let Err(e) = rec.write_to(&mut seg) {
             // Under the lease nobody else appends: cut the partial record off.
@@ -364,7 +366,7 @@ pub struct Lease {
 
 /// Take the session lease, polling `try_lock` until `wait` has passed.
 pub fn acquire_lease(dir: &PrivateDir, wait: Duration) -> Result<Lease, SpoolError> {
-    let (file, _) = dir.open_file(LEASE_FILE, libc::O_RDWR, true)?;
+    let (file, _) = dir.open_file(LEASE_FILE, OFlags::RDWR, true)?;
     let deadline = Instant::now() + wait;
     let mut pause = Duration::from_micros(100);
     loop {

@@ -9,7 +9,7 @@
 //! of an export is JSON. When rows carry their epoch, the tag goes last:
 //! `,"epoch":"<label>"` before the closing brace.
 //!
-//! [`write`] runs the whole export: the reading thread batches rows, the
+//! [`write`](fn@write) runs the whole export: the reading thread batches rows, the
 //! workers check them, the writer puts the lines out in chain order.
 
 use std::io::Write;

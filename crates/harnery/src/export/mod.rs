@@ -6,7 +6,7 @@
 //! Every format streams: rows are read, written and dropped, so an export
 //! holds a few batches of rows at a time, never the ledger nor a whole
 //! session (OTLP keeps only the session's open spans and per-turn tallies,
-//! [`otlp::TraceStream`]). The thread that reads the ledger only reads;
+//! `otlp`'s `TraceStream`). The thread that reads the ledger only reads;
 //! checking and parsing run beside it ([`crate::ordered`]), and the writer
 //! builds spans as they end.
 //!

@@ -325,26 +325,9 @@ fn take_ssl_params(text: &str) -> (String, SslParams) {
 
 /// `%XX` decoded (a bad escape stays as it was), lossily as UTF-8.
 pub fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok())
-            .and_then(|h| u8::from_str_radix(h, 16).ok());
-        match (bytes[i], hex) {
-            (b'%', Some(b)) => {
-                out.push(b);
-                i += 3;
-            }
-            (b, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    percent_encoding::percent_decode_str(text)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 /// What libpq takes from the environment when the target leaves it out.
@@ -560,6 +543,14 @@ impl ServerCertVerifier for Checked {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn percent_escapes_decode_and_bad_ones_stay() {
+        assert_eq!(percent_decode("a%2Fb%20c%C3%A9"), "a/b cé");
+        // Two hex digits or it is not an escape (a sign is not a digit).
+        assert_eq!(percent_decode("%zz%+A%4"), "%zz%+A%4");
+        assert_eq!(percent_decode("%FF"), "\u{FFFD}");
+    }
 
     fn env(pairs: &[(&str, &str)]) -> PgEnv {
         PgEnv {

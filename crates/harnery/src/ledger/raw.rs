@@ -17,7 +17,7 @@
 //! name, synced and renamed into place before the batch's ready file is
 //! written, so no committed row can point at bytes that a crash could still
 //! take away; an archive whose batch neither committed nor has a ready file
-//! waiting is the leftover of a killed run, and [`remove_orphans`] deletes
+//! waiting is the leftover of a killed run, and [`remove_orphans`](crate::finalize::ready::remove_orphans) deletes
 //! it.
 //!
 //! Ledgers written before archives were linked keep one file per batch,

@@ -32,15 +32,6 @@ pub(super) fn with_system_error(conn: &Connection, path: &Path, e: rusqlite::Err
 
 /// Whether the filesystem holding `path` has no block left for us.
 fn disk_full(path: &Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
     let dir = path.parent().unwrap_or(path);
-    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
-        return false;
-    };
-    // SAFETY: `statvfs` is a plain C struct of integers; all zero bytes is
-    // a valid value, and statvfs fills it.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid C string and an out-parameter of the right type.
-    let rc = unsafe { libc::statvfs(c.as_ptr(), &mut st) };
-    rc == 0 && st.f_bavail == 0
+    rustix::fs::statvfs(dir).is_ok_and(|st| st.f_bavail == 0)
 }

@@ -361,9 +361,9 @@ pub fn home_dir() -> PathBuf {
 pub mod failpoints {
     use std::path::Path;
 
-    /// The live store's read-only open fails (see [`set_read_only_open_fails`]).
+    /// The live store's read-only open fails (see `set_read_only_open_fails`).
     pub const READ_ONLY_OPEN_FAILS: &str = "recover-read-only-open-fails";
-    /// A hook runs after a scan's first read (see [`set_after_first_read`]).
+    /// A hook runs after a scan's first read (see `set_after_first_read`).
     pub const AFTER_FIRST_READ: &str = "recover-after-first-read";
 
     /// Make the read-only open of the live store at `db` fail (as in a

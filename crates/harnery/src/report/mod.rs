@@ -10,7 +10,7 @@
 //! - [`receipts`]: per-turn latency receipts (known tool time vs recovery bounds).
 //! - [`audit`]: evidence eligibility per session.
 //! - [`health`]: loud conditions (span cap, ends, spool damage, stale spools).
-//! - [`export`]: JSON lines and OTLP/JSON traces.
+//! - [`export`](crate::export): JSON lines and OTLP/JSON traces.
 //! - [`session_rows`]: health and pending ends from session-level rows.
 //! - [`usage`]: model usage as the agents reported it, by session, day or
 //!   model, and per turn; its [`usage::tally_ledger`] streams stored rows.

@@ -47,16 +47,17 @@ fn decode(s: &str) -> String {
     crate::fleet::target::percent_decode(&s.replace('+', " "))
 }
 
+/// What [`encode`] leaves as it is: letters, digits and `-_.~` (RFC 3986's
+/// unreserved characters); every other byte becomes `%XX`.
+const ESCAPED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
 /// `s` percent-encoded for a query value or a path segment.
 pub fn encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            b => format!("%{b:02X}"),
-        })
-        .collect()
+    percent_encoding::utf8_percent_encode(s, ESCAPED).to_string()
 }
 
 #[cfg(test)]
@@ -76,5 +77,6 @@ mod tests {
             ["s", "é/?"]
         );
         assert_eq!(Target::parse("/%zz").path(), ["%zz"]);
+        assert_eq!(Target::parse("/%4").path(), ["%4"]);
     }
 }

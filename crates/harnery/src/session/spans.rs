@@ -31,7 +31,7 @@ pub enum SpanKind {
 pub struct OpenSpan {
     pub kind: SpanKind,
     pub request_event_id: EventId,
-    /// Tool name, or the command's argv[0].
+    /// Tool name, or the command's `argv[0]`.
     pub name: String,
     /// Claude Code `tool_use_id`, or the `harnery exec` command id.
     pub call_id: Option<String>,

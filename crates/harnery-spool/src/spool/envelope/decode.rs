@@ -408,7 +408,7 @@ impl<'a> Scan<'a> {
         }
     }
 
-    /// JSON's number grammar: `-`? int (`.` digits)? ([eE] [+-]? digits)?.
+    /// JSON's number grammar: `` -? int (. digits)? ([eE] [+-]? digits)? ``.
     fn skip_number(&mut self) -> Option<()> {
         if self.peek()? == b'-' {
             self.at += 1;

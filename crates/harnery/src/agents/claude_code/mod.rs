@@ -1,7 +1,7 @@
 //! Claude Code: where it keeps its files (the one resolver of its config
 //! directory), its hook dialect ([`hooks`]) and the dialect of its own
 //! record, the JSONL transcript and stream-json frames ([`record`], each
-//! line's envelope in [`line`]).
+//! line's envelope in [`line`](mod@line)).
 
 pub mod hooks;
 pub mod line;

@@ -36,7 +36,7 @@
 //! not the session. A session's rows come as [`Traced`]: events parsed
 //! from their text, tool rows and turn marks decoded from the ledger's
 //! trace entries. Pairing and mapping read a span's request and terminal
-//! through [`SpanSide`], whichever they are. Spans are written by hand
+//! through [`SpanSide`](crate::report::spans::SpanSide), whichever they are. Spans are written by hand
 //! (`json`) as serde_json printed the sorted `serde_json::Value`
 //! trees of earlier builds, so a span's text is unchanged wherever its
 //! meaning is; only the order of a session's spans changed (earlier builds

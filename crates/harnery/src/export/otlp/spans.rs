@@ -43,7 +43,7 @@ fn usage_attributes(u: &TurnUsage) -> Vec<Attr<'_>> {
 }
 
 /// `{"resource":…,"scopeSpans":[{"scope":…,"spans":[`, closed by
-/// the resource tail [`Documents`] writes.
+/// the resource tail [`Documents`](super::documents::Documents) writes.
 pub(super) fn resource_head(session: &SessionRef, epoch_tag: Option<&str>) -> String {
     let mut attributes = vec![
         attr_str("service.name", "harnery"),
