@@ -5,7 +5,7 @@
 //! stdin). The exec form saves a `bash` start per event, but a client that
 //! does not know it would skip harnery's hooks, so it is chosen only on
 //! evidence: the version of the Copilot that will run the hooks, found on
-//! disk by [`crate::resume::evidence`] (the same search `resume-policy`
+//! disk by [`crate::agents::copilot::package`] (the same search `resume-policy`
 //! uses), at or above [`EXEC_FORM_OLDEST_VERIFIED`]. Anything else, including
 //! no Copilot found or an unreadable version, gets the `bash` form, which
 //! every version runs. This module never runs `copilot`.

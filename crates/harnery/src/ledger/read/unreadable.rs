@@ -2,7 +2,7 @@
 //! not UTF-8, a number where text belongs (a damaged disk, a hand edit).
 //! Such a row is named where a user can find it (table, key, column) and
 //! never stops a read that can go on without it: the listings below pass
-//! it over and set it aside on the [`Ledger`], and the command reports
+//! it over and set it aside on the [`LedgerReader`], and the command reports
 //! what was set aside ([`LedgerReader::take_set_aside`]). A read that needs the
 //! row gets [`LedgerError::Unreadable`] naming it.
 
