@@ -7,8 +7,12 @@
 
 use std::borrow::Cow;
 
+use super::record::RecordFollow;
+use crate::agents::CapabilityProfile;
 use crate::clock::ClockSample;
-use crate::contract::{Event, EventId, Payload, Provenance, RawRef, TimeSource, TurnAttribution};
+use crate::contract::{
+    Event, EventId, Payload, Provenance, RawRef, SessionRef, TimeSource, TurnAttribution,
+};
 
 /// What caused a batch of events: one raw record, or a timer tick. It
 /// borrows from the signal it stands for; each event gets its own copies.
@@ -67,14 +71,28 @@ impl Draft {
     }
 }
 
-impl super::SessionProducer {
-    /// Stamp a draft with offset, id, time and raw pointer, and queue it.
-    pub(super) fn emit(
-        &mut self,
-        trigger: &mut Trigger,
-        draft: Draft,
-        out: &mut Vec<Event>,
-    ) -> EventId {
+/// The session's event numbering: who the events belong to, the profile
+/// its state was built under, and the offset the next event gets.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Stamp {
+    pub session: SessionRef,
+    /// The digest of the capability profile this state was built under.
+    pub capability_digest: String,
+    pub next_offset: u64,
+}
+
+impl Stamp {
+    pub(super) fn new(session: SessionRef) -> Stamp {
+        Stamp {
+            capability_digest: CapabilityProfile::of(session.adapter).digest_hex(),
+            session,
+            next_offset: 0,
+        }
+    }
+
+    /// A draft with this session's next offset, its deterministic id, the
+    /// trigger's time and raw pointer.
+    fn stamp(&mut self, trigger: &mut Trigger, draft: Draft) -> Event {
         let offset = self.next_offset;
         let id = EventId::derive(
             "harnery.producer.event",
@@ -88,8 +106,8 @@ impl super::SessionProducer {
         );
         self.next_offset += 1;
         trigger.emitted += 1;
-        let event = Event {
-            id: id.clone(),
+        Event {
+            id,
             session: self.session.clone(),
             offset,
             time_unix_ns: trigger.time_unix_ns,
@@ -100,10 +118,52 @@ impl super::SessionProducer {
             provenance: draft.provenance,
             raw: trigger.raw_refs(),
             payload: draft.payload,
-        };
-        let record = &mut self.record;
+        }
+    }
+}
+
+/// Where the rules' events go: stamped, shown to the record's locator
+/// (which places checkpoints by the events it sees), and queued. Borrows
+/// only those two parts of the producer, so a rule that owns another part
+/// (the span pairer) can emit while it changes its own.
+pub(super) struct Emitter<'a> {
+    pub stamp: &'a mut Stamp,
+    pub record: &'a mut RecordFollow,
+}
+
+impl Emitter<'_> {
+    /// Stamp a draft with offset, id, time and raw pointer, and queue it.
+    pub(super) fn emit(
+        &mut self,
+        trigger: &mut Trigger,
+        draft: Draft,
+        out: &mut Vec<Event>,
+    ) -> EventId {
+        let event = self.stamp.stamp(trigger, draft);
+        let id = event.id.clone();
+        let record = &mut *self.record;
         record.locate.observe(&event, record.path.as_deref());
         out.push(event);
         id
+    }
+}
+
+impl super::SessionProducer {
+    /// The emitter over this producer's stamp and record.
+    pub(super) fn emitter(&mut self) -> Emitter<'_> {
+        Emitter {
+            stamp: &mut self.stamp,
+            record: &mut self.record,
+        }
+    }
+
+    /// Stamp a draft with offset, id, time and raw pointer, and queue it.
+    pub(super) fn emit(
+        &mut self,
+        trigger: &mut Trigger,
+        draft: Draft,
+        out: &mut Vec<Event>,
+    ) -> EventId {
+        self.emitter().emit(trigger, draft, out)
     }
 }

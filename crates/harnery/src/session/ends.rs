@@ -74,6 +74,7 @@ impl SessionProducer {
     ) {
         self.cancel_pending_end("superseded", trigger, out);
         let approved: Vec<EventId> = self
+            .pairer
             .spans
             .open
             .iter()
@@ -158,7 +159,7 @@ impl SessionProducer {
     fn salvage(&mut self, pending: PendingEnd, trigger: &mut Trigger, out: &mut Vec<Event>) {
         let mut salvaged = 0u64;
         for request in &pending.approved_spans {
-            let Some(span) = self.spans.take_by_request(request) else {
+            let Some(span) = self.pairer.spans.take_by_request(request) else {
                 continue;
             };
             let reason = match span.kind {
@@ -167,11 +168,12 @@ impl SessionProducer {
                     RecoveryReason::CommandCompletionNotObserved
                 }
                 SpanKind::Command => {
-                    self.spans.push_open(span);
+                    self.pairer.spans.push_open(span);
                     continue;
                 }
             };
-            self.recover_span(span, reason, trigger, out);
+            let (pairer, mut em) = self.pairing();
+            pairer.recover_span(&mut em, span, reason, trigger, out);
             salvaged += 1;
         }
         let draft = end_outcome(
@@ -191,7 +193,7 @@ impl SessionProducer {
         trigger: &mut Trigger,
         out: &mut Vec<Event>,
     ) {
-        if self.spans.knows_call_id(&command_id) {
+        if self.pairer.spans.knows_call_id(&command_id) {
             // A second request under one command id opens no second span.
             let payload = Payload::SignalUnrecognized(SignalUnrecognized {
                 adapter_event: None,
@@ -204,7 +206,7 @@ impl SessionProducer {
         let name = request.argv.first().cloned().unwrap_or_default();
         let draft = own_signal(Payload::CommandRequested(request), "command_requested");
         let id = self.emit(trigger, draft, out);
-        self.spans.push_open(OpenSpan {
+        self.pairer.spans.push_open(OpenSpan {
             kind: SpanKind::Command,
             request_event_id: id,
             name,
@@ -225,17 +227,19 @@ impl SessionProducer {
     ) {
         let outcome = command_outcome(&done);
         if let Some(span) = self
+            .pairer
             .spans
             .take_by_call_id(SpanKind::Command, &done.command_id)
         {
             let payload = command_completion(&done, Some(span.request_event_id.clone()), outcome);
             self.emit(trigger, own_signal(payload, "command_completed"), out);
-            self.spans.close_native(span);
+            self.pairer.spans.close_native(span);
             return;
         }
-        let claimed = self
-            .spans
-            .claim_recovered(SpanKind::Command, Some(&done.command_id), "");
+        let claimed =
+            self.pairer
+                .spans
+                .claim_recovered(SpanKind::Command, Some(&done.command_id), "");
         if let Some((request, recovered)) = claimed {
             let who = Speaker {
                 turn: TurnAttribution::none(),
@@ -247,7 +251,13 @@ impl SessionProducer {
                 outcome,
                 error: None,
             };
-            self.emit_late_evidence(evidence, &who, trigger, out);
+            super::span_pairing::emit_late_evidence(
+                &mut self.emitter(),
+                evidence,
+                &who,
+                trigger,
+                out,
+            );
             return;
         }
         let payload = command_completion(&done, None, outcome);

@@ -43,15 +43,15 @@ mod recovery;
 mod session_log;
 mod span_pairing;
 mod spans;
+mod stored;
 mod turns;
 
 #[cfg(test)]
 mod tests;
 
 use std::borrow::Cow;
-use std::collections::BTreeSet;
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 pub use authority::PROFILE_CHANGED_CONDITION;
 pub use deliveries::DELIVERY_MEMORY;
@@ -63,12 +63,10 @@ pub use spans::{OpenSpan, SpanKind};
 pub use turns::REMEMBERED_TURNS;
 
 use emit::{Draft, RawSource, Trigger};
-use span_pairing::Speaker;
+use span_pairing::{SpanPairer, Speaker};
 
 use crate::agents::harnery::is_harnery_event;
-use crate::agents::{
-    CapabilityProfile, Normalized, RawSignal, RecoveryPolicy, SignalKind, TurnEnd, recovery_policy,
-};
+use crate::agents::{Normalized, RawSignal, RecoveryPolicy, SignalKind, TurnEnd, recovery_policy};
 use crate::clock::ClockSample;
 use crate::contract::{
     AdapterId, Event, EventId, HealthCondition, Payload, PromptSubmitted, RecoveryReason,
@@ -84,31 +82,26 @@ pub struct Ingested {
     pub duplicate_of: Option<EventId>,
 }
 
-/// The per-session state machine. See the module doc.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The per-session state machine. See the module doc. Each part owns its
+/// own state; the producer routes signals to them and runs the rules that
+/// need several. Stored as one flat object (see `stored.rs`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(from = "stored::Stored")]
 pub struct SessionProducer {
-    session: SessionRef,
-    /// The digest of the capability profile this state was built under.
-    capability_digest: String,
-    next_offset: u64,
+    /// The session, its capability profile and the next offset.
+    stamp: emit::Stamp,
     turns: turns::TurnBook,
-    spans: spans::SpanBook,
+    /// Open and recently closed spans, with the rules that pair, recover
+    /// and cap them.
+    pairer: SpanPairer,
     /// Recent delivery keys and the first event each produced, oldest first.
     deliveries: deliveries::DeliveryMemory,
     pending_end: Option<PendingEnd>,
-    running_agents: BTreeSet<String>,
-    span_cap_raised: bool,
     /// The agent's own record of the session, as far as it was followed.
-    #[serde(default, skip_serializing_if = "record::RecordFollow::is_unused")]
     record: record::RecordFollow,
     /// Checkpoints, restores and resumes (contract generation 3).
-    #[serde(
-        default,
-        skip_serializing_if = "session_log::SessionLogBook::is_unused"
-    )]
     log: session_log::SessionLogBook,
     /// Test-only override of the adapter's recovery table; never stored.
-    #[serde(skip)]
     policy_override: Option<RecoveryPolicy>,
 }
 
@@ -136,15 +129,11 @@ impl SessionProducer {
 
     pub fn new(session: SessionRef) -> SessionProducer {
         SessionProducer {
-            capability_digest: CapabilityProfile::of(session.adapter).digest_hex(),
-            session,
-            next_offset: 0,
+            stamp: emit::Stamp::new(session),
             turns: turns::TurnBook::default(),
-            spans: spans::SpanBook::default(),
+            pairer: SpanPairer::default(),
             deliveries: deliveries::DeliveryMemory::default(),
             pending_end: None,
-            running_agents: BTreeSet::new(),
-            span_cap_raised: false,
             record: record::RecordFollow::default(),
             log: session_log::SessionLogBook::default(),
             policy_override: None,
@@ -161,29 +150,39 @@ impl SessionProducer {
     }
 
     pub fn session(&self) -> &SessionRef {
-        &self.session
+        &self.stamp.session
     }
 
     pub fn capability_digest(&self) -> &str {
-        &self.capability_digest
+        &self.stamp.capability_digest
     }
 
     /// The offset the next event will get.
     pub fn next_offset(&self) -> u64 {
-        self.next_offset
+        self.stamp.next_offset
     }
 
     pub fn policy(&self) -> RecoveryPolicy {
         self.policy_override
-            .unwrap_or_else(|| recovery_policy(self.session.adapter))
+            .unwrap_or_else(|| recovery_policy(self.stamp.session.adapter))
+    }
+
+    /// The span pairer with an emitter beside it, for a rule that changes
+    /// spans and emits.
+    fn pairing(&mut self) -> (&mut SpanPairer, emit::Emitter<'_>) {
+        let em = emit::Emitter {
+            stamp: &mut self.stamp,
+            record: &mut self.record,
+        };
+        (&mut self.pairer, em)
     }
 
     /// How the session's spans stand, in the ledger's words.
     pub fn span_counts(&self) -> crate::ledger::SpanCounts {
         crate::ledger::SpanCounts {
-            open: self.spans.open_count() as u64,
-            closed_native: self.spans.closed_native,
-            recovered: self.spans.recovered,
+            open: self.pairer.spans.open_count() as u64,
+            closed_native: self.pairer.spans.closed_native,
+            recovered: self.pairer.spans.recovered,
         }
     }
 
@@ -195,7 +194,7 @@ impl SessionProducer {
     }
 
     pub fn open_spans(&self) -> &[OpenSpan] {
-        &self.spans.open
+        &self.pairer.spans.open
     }
 
     pub fn pending_end(&self) -> Option<&PendingEnd> {
@@ -262,12 +261,19 @@ impl SessionProducer {
         self.session_log_after(&mut trigger, &mut out);
         // Only a session whose record may be followed keeps its requests
         // for joining (Copilot's record is found without a hook naming it).
-        if from_agent && (self.record.path.is_some() || self.session.adapter == AdapterId::Copilot)
+        if from_agent
+            && (self.record.path.is_some() || self.stamp.session.adapter == AdapterId::Copilot)
         {
             self.record.remember_requests(&out);
         }
-        self.enforce_span_caps(&mut trigger, &mut out);
-        self.spans.prune(&self.turns);
+        let (policy, turns) = (self.policy(), &self.turns);
+        let em = &mut emit::Emitter {
+            stamp: &mut self.stamp,
+            record: &mut self.record,
+        };
+        self.pairer
+            .enforce_span_caps(em, policy, turns, &mut trigger, &mut out);
+        self.pairer.spans.prune(&self.turns);
         if let Some(first) = out.first() {
             self.deliveries.remember(keys, first.id.clone());
         }
@@ -335,7 +341,7 @@ impl SessionProducer {
         };
         let mut out = Vec::new();
         self.evaluate_pending_end(now_unix_ns, &mut trigger, &mut out);
-        self.spans.prune(&self.turns);
+        self.pairer.spans.prune(&self.turns);
         self.log_observe(&out);
         out
     }
@@ -357,15 +363,20 @@ impl SessionProducer {
                     self.turns.resume_latest(turn);
                 }
                 let who = self.speaker_for_tool(agent, signal.native_turn_id, trigger, out);
-                self.on_tool_requested(call, who, trigger, out)
+                let (pairer, mut em) = self.pairing();
+                pairer.on_tool_requested(&mut em, call, who, trigger, out)
             }
             SignalKind::ToolCompleted(result) => {
                 let who = self.speaker_for_tool(agent, signal.native_turn_id, trigger, out);
-                self.on_tool_completed(result, who, trigger, out)
+                let policy = self.policy();
+                let (pairer, mut em) = self.pairing();
+                pairer.on_tool_completed(&mut em, policy, result, who, trigger, out)
             }
             SignalKind::ToolBatch(calls) => {
                 let who = self.speaker_for_tool(agent, signal.native_turn_id, trigger, out);
-                self.on_tool_batch(calls, who, trigger, out)
+                let policy = self.policy();
+                let (pairer, mut em) = self.pairing();
+                pairer.on_tool_batch(&mut em, policy, calls, who, trigger, out)
             }
             SignalKind::SessionEnded(ended) => {
                 if agent.is_none() {
@@ -385,12 +396,12 @@ impl SessionProducer {
             } => self.on_command_requested(command_id, request, trigger, out),
             SignalKind::CommandCompleted(done) => self.on_command_completed(done, trigger, out),
             SignalKind::SubagentStarted(p) => {
-                self.running_agents.insert(p.agent_id.clone());
+                self.pairer.running_agents.insert(p.agent_id.clone());
                 let who = self.speaker(agent, signal.native_turn_id);
                 self.emit_plain(Payload::SubagentStarted(p), who, trigger, out)
             }
             SignalKind::SubagentStopped(p) => {
-                self.running_agents.remove(&p.agent_id);
+                self.pairer.running_agents.remove(&p.agent_id);
                 // A stopped subagent's own (stamped) turn is over, too.
                 self.turns.end(Some(&p.agent_id), None);
                 let who = self.speaker(agent, signal.native_turn_id);
@@ -494,7 +505,7 @@ impl SessionProducer {
             None => self.turns.mint_stamped(&trigger.key),
         };
         // Copilot's record meets its stamped turns at the prompt's text.
-        if self.session.adapter == AdapterId::Copilot
+        if self.stamp.session.adapter == AdapterId::Copilot
             && let Some(text) = prompt.prompt.as_deref()
         {
             self.record.remember_prompt(text, turn.clone());
@@ -530,7 +541,8 @@ impl SessionProducer {
             && self.policy().next_turn_sweep
         {
             let reason = RecoveryReason::CompletionNotObservedBeforeNextTurn;
-            self.sweep_turn(&previous, reason, &[], trigger, out);
+            let (pairer, mut em) = self.pairing();
+            pairer.sweep_turn(&mut em, &previous, reason, &[], trigger, out);
         }
         let payload = Payload::TurnStarted(TurnStarted { prompt_event_id });
         self.emit(trigger, Draft::native(payload, turn, agent), out);
@@ -554,7 +566,8 @@ impl SessionProducer {
             && self.policy().turn_end_sweep
         {
             let reason = RecoveryReason::CompletionNotObservedBeforeTurnEnd;
-            self.sweep_turn(&turn_id, reason, &end.running_agents, trigger, out);
+            let (pairer, mut em) = self.pairing();
+            pairer.sweep_turn(&mut em, &turn_id, reason, &end.running_agents, trigger, out);
         }
         // A boundary signal that did not name its turn ends the turn producer
         // state holds, so the event says the turn was stamped.

@@ -95,7 +95,7 @@ impl SessionProducer {
              {:?}: refused, not read",
             header.path,
             foreign.len(),
-            self.session.session_id
+            self.stamp.session.session_id
         );
         let draft = Draft {
             tag: format!("record-foreign:{}:{first}", header.path),
@@ -182,7 +182,7 @@ impl SessionProducer {
         trigger: &mut Trigger,
         out: &mut Vec<Event>,
     ) {
-        let turn = match self.session.adapter {
+        let turn = match self.stamp.session.adapter {
             AdapterId::ClaudeCode => {
                 // A line before any prompt belongs to no turn (not to
                 // whichever turn the hooks have open when it is read).
@@ -298,7 +298,7 @@ impl SessionProducer {
         young: bool,
         trigger: &Trigger,
     ) -> Option<Payload> {
-        let span = self.record.join(self.session.adapter, &call);
+        let span = self.record.join(self.stamp.session.adapter, &call);
         let turn_id = call.turn_id.clone().or_else(|| line_turn.clone());
         self.record.remember_call(&call, agent, turn_id.as_deref());
         // Bounded: with the queue full, a call waits no longer.
@@ -341,7 +341,7 @@ impl SessionProducer {
         let now = (trigger.time_unix_ns, trigger.time_source);
         for h in settled {
             let call = h.call();
-            let span = self.record.join(self.session.adapter, &call);
+            let span = self.record.join(self.stamp.session.adapter, &call);
             (trigger.time_unix_ns, trigger.time_source) = (h.time_unix_ns, h.time_source);
             let draft = Draft {
                 tag: format!("record:{}", h.record.offset),
@@ -374,9 +374,10 @@ impl SessionProducer {
             return;
         }
         for request in unfinished {
-            if let Some(span) = self.spans.take_by_request(&request) {
+            if let Some(span) = self.pairer.spans.take_by_request(&request) {
                 let reason = RecoveryReason::CompletionNotObservedBeforeTurnEnd;
-                self.recover_span(span, reason, trigger, out);
+                let (pairer, mut em) = self.pairing();
+                pairer.recover_span(&mut em, span, reason, trigger, out);
             }
         }
     }

@@ -304,7 +304,7 @@ impl SessionProducer {
         trigger: &mut Trigger,
         out: &mut Vec<Event>,
     ) {
-        let at = self.next_offset;
+        let at = self.stamp.next_offset;
         self.log.ended = false;
         let restore = self.log.pending_restore.take();
         let (boundary, superseded) = match &restore {
@@ -337,7 +337,11 @@ impl SessionProducer {
             gone.extend(self.log.effects.forget_open_tools(since_restore));
         }
         for id in gone {
-            let Some(span) = self.spans.take_by_request(&crate::contract::EventId(id)) else {
+            let Some(span) = self
+                .pairer
+                .spans
+                .take_by_request(&crate::contract::EventId(id))
+            else {
                 continue;
             };
             let reason = match span.kind {
@@ -346,7 +350,8 @@ impl SessionProducer {
                     crate::contract::RecoveryReason::CommandCompletionNotObserved
                 }
             };
-            self.recover_span(span, reason, trigger, out);
+            let (pairer, mut em) = self.pairing();
+            pairer.recover_span(&mut em, span, reason, trigger, out);
         }
         self.record.locate.forget(&invalidated);
         self.record.locate.resumed();
@@ -411,7 +416,7 @@ impl SessionProducer {
         };
         let id = match &turn.turn_id {
             Some(t) => format!("turn:{t}"),
-            None => format!("turn-at:{}", self.next_offset),
+            None => format!("turn-at:{}", self.stamp.next_offset),
         };
         if self.log.checkpoints.contains_key(&id) {
             return;
@@ -437,7 +442,7 @@ impl SessionProducer {
         let key = format!(
             "checkpoint:{}:{}",
             pending.turn.turn_id.as_deref().unwrap_or("-"),
-            self.next_offset
+            self.stamp.next_offset
         );
         let mut trigger = Trigger {
             key: std::borrow::Cow::Owned(key),
@@ -465,7 +470,7 @@ impl SessionProducer {
         trigger: &mut Trigger,
         out: &mut Vec<Event>,
     ) {
-        let offset = self.next_offset + 1;
+        let offset = self.stamp.next_offset + 1;
         let mut effects = self.log.effects.take_closed();
         effects.extend(spec.extra);
         let pinned = PinnedCheckpoint {
@@ -583,7 +588,7 @@ impl SessionProducer {
             self.emit_health(RESTORE_CHECKPOINT_UNKNOWN, detail, turn, trigger, out);
             return;
         }
-        let restore_offset = self.next_offset;
+        let restore_offset = self.stamp.next_offset;
         let payload = Payload::RestoreRecorded(RestoreRecorded {
             checkpoint_id: request.checkpoint_id.clone(),
             boundary_offset: request.boundary_offset,
