@@ -338,7 +338,8 @@ impl SessionProducer {
             return;
         };
         for place in self.record.locate.take_placed(&path) {
-            self.note_located(&place.checkpoint_id, self.stamp.next_offset);
+            self.log
+                .note_located(&place.checkpoint_id, self.stamp.next_offset);
             let draft = Draft {
                 tag: format!("located:{}", place.checkpoint_id),
                 provenance: super::recovery::derived_high(),

@@ -96,7 +96,8 @@ pub struct SessionProducer {
     pairer: SpanPairer,
     /// Recent delivery keys and the first event each produced, oldest first.
     deliveries: deliveries::DeliveryMemory,
-    pending_end: Option<PendingEnd>,
+    /// The end request still pending, if any.
+    ends: ends::EndRequests,
     /// The agent's own record of the session, as far as it was followed.
     record: record::RecordFollow,
     /// Checkpoints, restores and resumes (contract generation 3).
@@ -133,7 +134,7 @@ impl SessionProducer {
             turns: turns::TurnBook::default(),
             pairer: SpanPairer::default(),
             deliveries: deliveries::DeliveryMemory::default(),
-            pending_end: None,
+            ends: ends::EndRequests::default(),
             record: record::RecordFollow::default(),
             log: session_log::SessionLogBook::default(),
             policy_override: None,
@@ -177,6 +178,16 @@ impl SessionProducer {
         (&mut self.pairer, em)
     }
 
+    /// The end requests, with the span pairer (salvage closes spans) and
+    /// an emitter beside them.
+    fn ending(&mut self) -> (&mut ends::EndRequests, &mut SpanPairer, emit::Emitter<'_>) {
+        let em = emit::Emitter {
+            stamp: &mut self.stamp,
+            record: &mut self.record,
+        };
+        (&mut self.ends, &mut self.pairer, em)
+    }
+
     /// How the session's spans stand, in the ledger's words.
     pub fn span_counts(&self) -> crate::ledger::SpanCounts {
         crate::ledger::SpanCounts {
@@ -198,7 +209,7 @@ impl SessionProducer {
     }
 
     pub fn pending_end(&self) -> Option<&PendingEnd> {
-        self.pending_end.as_ref()
+        self.ends.pending.as_ref()
     }
 
     /// Normalize one raw signal of this session into events.
@@ -237,7 +248,8 @@ impl SessionProducer {
             };
         }
         if from_agent && normalized.kind.is_native_work() {
-            self.cancel_pending_end("native_work", &mut trigger, &mut out);
+            let (ends, _, mut em) = self.ending();
+            ends.cancel(&mut em, "native_work", &mut trigger, &mut out);
         }
         // The record a hook names; until any of it was read, a hook that
         // names another (a session carried from an epoch whose record was
@@ -328,7 +340,7 @@ impl SessionProducer {
     }
 
     fn tick_pending_end(&mut self, now_unix_ns: i64, clock: &ClockSample) -> Vec<Event> {
-        let Some(pending) = &self.pending_end else {
+        let Some(pending) = &self.ends.pending else {
             return Vec::new();
         };
         let mut trigger = Trigger {
@@ -340,9 +352,11 @@ impl SessionProducer {
             emitted: 0,
         };
         let mut out = Vec::new();
-        self.evaluate_pending_end(now_unix_ns, &mut trigger, &mut out);
+        let policy = self.policy();
+        let (ends, pairer, mut em) = self.ending();
+        ends.evaluate(&mut em, pairer, policy, now_unix_ns, &mut trigger, &mut out);
         self.pairer.spans.prune(&self.turns);
-        self.log_observe(&out);
+        self.log.observe(&out);
         out
     }
 
@@ -385,16 +399,24 @@ impl SessionProducer {
                 let who = self.speaker(agent, signal.native_turn_id);
                 let reason = ended.reason.clone();
                 self.emit_plain(Payload::SessionEnded(ended), who, trigger, out);
-                self.request_end(EndOrigin::Native, reason, trigger, out);
+                let (ends, pairer, mut em) = self.ending();
+                ends.request(&mut em, pairer, EndOrigin::Native, reason, trigger, out);
             }
             SignalKind::EndRequested { reason } => {
-                self.request_end(EndOrigin::Operator, reason, trigger, out)
+                let (ends, pairer, mut em) = self.ending();
+                ends.request(&mut em, pairer, EndOrigin::Operator, reason, trigger, out)
             }
             SignalKind::CommandRequested {
                 command_id,
                 request,
-            } => self.on_command_requested(command_id, request, trigger, out),
-            SignalKind::CommandCompleted(done) => self.on_command_completed(done, trigger, out),
+            } => {
+                let (pairer, mut em) = self.pairing();
+                pairer.on_command_requested(&mut em, command_id, request, trigger, out)
+            }
+            SignalKind::CommandCompleted(done) => {
+                let (pairer, mut em) = self.pairing();
+                pairer.on_command_completed(&mut em, done, trigger, out)
+            }
             SignalKind::SubagentStarted(p) => {
                 self.pairer.running_agents.insert(p.agent_id.clone());
                 let who = self.speaker(agent, signal.native_turn_id);

@@ -150,7 +150,7 @@ impl SessionLogBook {
 
     /// Learn from events the other rules emitted: effects opened and
     /// closed, the head commit, the live incarnation's native turns.
-    fn observe(&mut self, events: &[Event]) {
+    pub(super) fn observe(&mut self, events: &[Event]) {
         for e in events {
             if let Some(p) = &mut self.pending_turn
                 && e.time_unix_ns > p.time_unix_ns
@@ -203,6 +203,36 @@ impl SessionLogBook {
             _ => None,
         }
     }
+
+    pub(super) fn known_commit(&self) -> (Observation<String>, Option<String>) {
+        match &self.head_commit {
+            Some(sha) => (Observation::Observed(sha.clone()), Some("record".into())),
+            None => (Observation::unknown(NO_COMMIT_KNOWN), None),
+        }
+    }
+
+    /// Where a restore to `boundary` supersedes from: past the places
+    /// (`checkpoint.located`) of the checkpoints it keeps that were written
+    /// just after it; they say where the kept record ends, not what the
+    /// session did after the checkpoint.
+    pub(super) fn kept_places_from(&self, boundary: u64) -> u64 {
+        let kept: Vec<u64> = (self.checkpoints.values())
+            .filter(|cp| !cp.invalid && cp.offset <= boundary)
+            .filter_map(|cp| cp.located_at)
+            .collect();
+        let mut from = boundary;
+        while kept.contains(&from) {
+            from += 1;
+        }
+        from
+    }
+
+    /// A checkpoint's place was written at `offset`.
+    pub(super) fn note_located(&mut self, checkpoint_id: &str, offset: u64) {
+        if let Some(cp) = self.checkpoints.get_mut(checkpoint_id) {
+            cp.located_at = Some(offset);
+        }
+    }
 }
 
 /// Whether a signal begins new work of the session (a turn, a tool call,
@@ -226,11 +256,6 @@ impl SessionProducer {
     /// The live incarnation of the session.
     pub fn incarnation(&self) -> u64 {
         self.log.incarnation()
-    }
-
-    /// Learn from events a timer emitted (salvaged spans close no effect).
-    pub(super) fn log_observe(&mut self, events: &[Event]) {
-        self.log.observe(events);
     }
 
     /// Before a hook signal of the agent is applied: keep a stale one off
@@ -311,7 +336,7 @@ impl SessionProducer {
             Some(r) => (
                 r.boundary_offset,
                 OffsetRange {
-                    from: self.kept_places_from(r.boundary_offset),
+                    from: self.log.kept_places_from(r.boundary_offset),
                     to: r.restore_offset,
                 },
             ),
@@ -421,7 +446,7 @@ impl SessionProducer {
         if self.log.checkpoints.contains_key(&id) {
             return;
         }
-        let (commit, commit_source) = self.known_commit();
+        let (commit, commit_source) = self.log.known_commit();
         let spec = CheckpointSpec {
             id,
             origin: "turn",
@@ -455,13 +480,6 @@ impl SessionProducer {
         let mut out = Vec::new();
         self.flush_turn_checkpoint(&mut trigger, &mut out);
         out
-    }
-
-    fn known_commit(&self) -> (Observation<String>, Option<String>) {
-        match &self.log.head_commit {
-            Some(sha) => (Observation::Observed(sha.clone()), Some("record".into())),
-            None => (Observation::unknown(NO_COMMIT_KNOWN), None),
-        }
     }
 
     fn pin_checkpoint(
@@ -518,7 +536,7 @@ impl SessionProducer {
         }
         let (commit, commit_source) = match request.commit {
             Some(sha) => (Observation::Observed(sha), Some("operator".into())),
-            None => self.known_commit(),
+            None => self.log.known_commit(),
         };
         let extra = request
             .effects
@@ -544,29 +562,6 @@ impl SessionProducer {
             turn,
         };
         self.pin_checkpoint(spec, trigger, out);
-    }
-
-    /// Where a restore to `boundary` supersedes from: past the places
-    /// (`checkpoint.located`) of the checkpoints it keeps that were written
-    /// just after it; they say where the kept record ends, not what the
-    /// session did after the checkpoint.
-    fn kept_places_from(&self, boundary: u64) -> u64 {
-        let kept: Vec<u64> = (self.log.checkpoints.values())
-            .filter(|cp| !cp.invalid && cp.offset <= boundary)
-            .filter_map(|cp| cp.located_at)
-            .collect();
-        let mut from = boundary;
-        while kept.contains(&from) {
-            from += 1;
-        }
-        from
-    }
-
-    /// A checkpoint's place was written at `offset`.
-    pub(super) fn note_located(&mut self, checkpoint_id: &str, offset: u64) {
-        if let Some(cp) = self.log.checkpoints.get_mut(checkpoint_id) {
-            cp.located_at = Some(offset);
-        }
     }
 
     /// `harnery restore --record`: record it; the agent's next resume

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use super::SessionProducer;
 use super::deliveries::DeliveryMemory;
 use super::emit::Stamp;
-use super::ends::PendingEnd;
+use super::ends::{EndRequests, PendingEnd};
 use super::record::RecordFollow;
 use super::session_log::SessionLogBook;
 use super::span_pairing::SpanPairer;
@@ -81,7 +81,9 @@ impl From<Stored> for SessionProducer {
                 span_cap_raised: stored.span_cap_raised,
             },
             deliveries: stored.deliveries,
-            pending_end: stored.pending_end,
+            ends: EndRequests {
+                pending: stored.pending_end,
+            },
             record: stored.record,
             log: stored.log,
             policy_override: None,
@@ -98,7 +100,7 @@ impl Serialize for SessionProducer {
             turns: &self.turns,
             spans: &self.pairer.spans,
             deliveries: &self.deliveries,
-            pending_end: &self.pending_end,
+            pending_end: &self.ends.pending,
             running_agents: &self.pairer.running_agents,
             span_cap_raised: self.pairer.span_cap_raised,
             record: &self.record,
