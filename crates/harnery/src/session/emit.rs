@@ -7,11 +7,11 @@
 
 use std::borrow::Cow;
 
-use super::record::RecordFollow;
 use crate::agents::CapabilityProfile;
 use crate::clock::ClockSample;
 use crate::contract::{
-    Event, EventId, Payload, Provenance, RawRef, SessionRef, TimeSource, TurnAttribution,
+    Attestation, Confidence, Event, EventId, Payload, Provenance, RawRef, SessionRef, TimeSource,
+    TurnAttribution,
 };
 
 /// What caused a batch of events: one raw record, or a timer tick. It
@@ -92,7 +92,7 @@ impl Stamp {
 
     /// A draft with this session's next offset, its deterministic id, the
     /// trigger's time and raw pointer.
-    fn stamp(&mut self, trigger: &mut Trigger, draft: Draft) -> Event {
+    pub(super) fn stamp(&mut self, trigger: &mut Trigger, draft: Draft) -> Event {
         let offset = self.next_offset;
         let id = EventId::derive(
             "harnery.producer.event",
@@ -122,48 +122,10 @@ impl Stamp {
     }
 }
 
-/// Where the rules' events go: stamped, shown to the record's locator
-/// (which places checkpoints by the events it sees), and queued. Borrows
-/// only those two parts of the producer, so a rule that owns another part
-/// (the span pairer) can emit while it changes its own.
-pub(super) struct Emitter<'a> {
-    pub stamp: &'a mut Stamp,
-    pub record: &'a mut RecordFollow,
-}
-
-impl Emitter<'_> {
-    /// Stamp a draft with offset, id, time and raw pointer, and queue it.
-    pub(super) fn emit(
-        &mut self,
-        trigger: &mut Trigger,
-        draft: Draft,
-        out: &mut Vec<Event>,
-    ) -> EventId {
-        let event = self.stamp.stamp(trigger, draft);
-        let id = event.id.clone();
-        let record = &mut *self.record;
-        record.locate.observe(&event, record.path.as_deref());
-        out.push(event);
-        id
-    }
-}
-
-impl super::SessionProducer {
-    /// The emitter over this producer's stamp and record.
-    pub(super) fn emitter(&mut self) -> Emitter<'_> {
-        Emitter {
-            stamp: &mut self.stamp,
-            record: &mut self.record,
-        }
-    }
-
-    /// Stamp a draft with offset, id, time and raw pointer, and queue it.
-    pub(super) fn emit(
-        &mut self,
-        trigger: &mut Trigger,
-        draft: Draft,
-        out: &mut Vec<Event>,
-    ) -> EventId {
-        self.emitter().emit(trigger, draft, out)
+/// Provenance of the producer's own decisions (end outcomes, health).
+pub(super) fn derived_high() -> Provenance {
+    Provenance {
+        attestation: Attestation::Derived,
+        confidence: Confidence::High,
     }
 }

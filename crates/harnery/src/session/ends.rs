@@ -23,11 +23,14 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::emit::{Draft, Emitter, Trigger};
+use super::emit::derived_high;
+use super::emit::{Draft, Trigger};
+use super::emitter::Emitter;
 use super::policy::end_has_expired;
-use super::recovery::derived_high;
-use super::span_pairing::{SpanPairer, Speaker, emit_late_evidence};
+use super::span_pairing::emit_late_evidence;
+use super::spans::SpanPairer;
 use super::spans::{OpenSpan, SpanKind};
+use super::turns::Speaker;
 use crate::agents::{CommandResult, RecoveryPolicy};
 use crate::contract::{
     CommandCompleted, CommandRequested, EndCancelled, EndExpired, EndRequested, EndSalvaged, Event,

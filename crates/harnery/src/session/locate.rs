@@ -342,7 +342,7 @@ impl SessionProducer {
                 .note_located(&place.checkpoint_id, self.stamp.next_offset);
             let draft = Draft {
                 tag: format!("located:{}", place.checkpoint_id),
-                provenance: super::recovery::derived_high(),
+                provenance: super::emit::derived_high(),
                 ..Draft::native(
                     Payload::CheckpointLocated(place),
                     TurnAttribution::none(),

@@ -16,25 +16,31 @@
 //! signal and with each [`SessionProducer::tick`].
 //!
 //! Files (this one holds [`SessionProducer`] and the signal dispatch):
-//! - `emit.rs`: building events: offsets, deterministic ids, raw pointers, time.
-//! - `turns.rs`: turn attribution (native, stamped or none).
+//! - `emit.rs`: building events: offsets, deterministic ids, raw pointers,
+//!   time (`Stamp`, `Emitter`).
+//! - `turns.rs`: turn attribution (native, stamped or none; `TurnBook`).
 //! - `deliveries.rs`: the duplicate-delivery memory.
 //! - `spans.rs`: span bookkeeping, open and recently closed.
-//! - `span_pairing.rs`: tool spans, the span-pairing rules (request ↔ completion).
-//! - `recovery.rs`: ADR 0078 recovery: derived terminals, sweeps, span caps.
-//! - `ends.rs`: explicit ends and command spans.
+//! - `span_pairing.rs`: tool spans, the span-pairing rules (request ↔
+//!   completion), in `SpanPairer`.
+//! - `recovery.rs`: ADR 0078 recovery: derived terminals, sweeps, span caps
+//!   (the pairer's).
+//! - `ends.rs`: explicit ends (`EndRequests`) and command spans (the
+//!   pairer's).
 //! - `effects.rs`: a checkpoint's effect ledger.
 //! - `locate.rs`: where each checkpoint stands in the agent's own record.
 //! - `session_log.rs`: checkpoints, restores and resumes (the session log).
 //! - `record.rs`: the agent's own record joining the hook signals;
 //!   `record_apply.rs`: the rules for taking its lines.
 //! - `authority.rs`: the capability-profile check on stored state.
+//! - `stored.rs`: the state as the ledger stores it (one flat object).
 //! - `tests.rs`, `record_tests.rs`: tests.
 
 mod authority;
 mod deliveries;
 pub(crate) mod effects;
 mod emit;
+mod emitter;
 mod ends;
 mod locate;
 pub mod policy;
@@ -63,7 +69,8 @@ pub use spans::{OpenSpan, SpanKind};
 pub use turns::REMEMBERED_TURNS;
 
 use emit::{Draft, RawSource, Trigger};
-use span_pairing::{SpanPairer, Speaker};
+use spans::SpanPairer;
+use turns::Speaker;
 
 use crate::agents::harnery::is_harnery_event;
 use crate::agents::{Normalized, RawSignal, RecoveryPolicy, SignalKind, TurnEnd, recovery_policy};
@@ -170,8 +177,8 @@ impl SessionProducer {
 
     /// The span pairer with an emitter beside it, for a rule that changes
     /// spans and emits.
-    fn pairing(&mut self) -> (&mut SpanPairer, emit::Emitter<'_>) {
-        let em = emit::Emitter {
+    fn pairing(&mut self) -> (&mut SpanPairer, emitter::Emitter<'_>) {
+        let em = emitter::Emitter {
             stamp: &mut self.stamp,
             record: &mut self.record,
         };
@@ -180,8 +187,14 @@ impl SessionProducer {
 
     /// The end requests, with the span pairer (salvage closes spans) and
     /// an emitter beside them.
-    fn ending(&mut self) -> (&mut ends::EndRequests, &mut SpanPairer, emit::Emitter<'_>) {
-        let em = emit::Emitter {
+    fn ending(
+        &mut self,
+    ) -> (
+        &mut ends::EndRequests,
+        &mut SpanPairer,
+        emitter::Emitter<'_>,
+    ) {
+        let em = emitter::Emitter {
             stamp: &mut self.stamp,
             record: &mut self.record,
         };
@@ -197,13 +210,6 @@ impl SessionProducer {
         }
     }
 
-    /// Until any of the record was read, the record a hook names is the
-    /// one followed (a session carried from an epoch whose record was
-    /// elsewhere moves on to it).
-    fn record_unread(&self) -> bool {
-        self.record.path.is_none() || self.record.cursor == 0
-    }
-
     pub fn open_spans(&self) -> &[OpenSpan] {
         &self.pairer.spans.open
     }
@@ -217,7 +223,7 @@ impl SessionProducer {
         let from_agent = !signal.event_name.is_some_and(is_harnery_event);
         // The record a hook names is read with the payload while it may
         // still move the following (below), not parsed out a second time.
-        let (mut normalized, named) = signal.normalize_naming(from_agent && self.record_unread());
+        let (mut normalized, named) = signal.normalize_naming(from_agent && self.record.unread());
         let keys = delivery_keys(signal, normalized.delivery_key.take());
         if let Some(first) = self.deliveries.first_of(&keys) {
             return Ingested {
@@ -254,7 +260,7 @@ impl SessionProducer {
         // The record a hook names; until any of it was read, a hook that
         // names another (a session carried from an epoch whose record was
         // elsewhere) moves the following there.
-        if from_agent && self.record_unread() {
+        if from_agent && self.record.unread() {
             let named = named.or_look_in(signal.payload);
             if named.is_some() && named != self.record.path {
                 if self.record.path.is_some() {
@@ -279,7 +285,7 @@ impl SessionProducer {
             self.record.remember_requests(&out);
         }
         let (policy, turns) = (self.policy(), &self.turns);
-        let em = &mut emit::Emitter {
+        let em = &mut emitter::Emitter {
             stamp: &mut self.stamp,
             record: &mut self.record,
         };
@@ -319,7 +325,7 @@ impl SessionProducer {
                 code: code.to_string(),
                 detail,
             }),
-            provenance: recovery::derived_high(),
+            provenance: emit::derived_high(),
             turn: TurnAttribution::none(),
             agent_id: None,
             tag: code.to_string(),
@@ -396,7 +402,7 @@ impl SessionProducer {
                 if agent.is_none() {
                     self.record.locate.session_ended();
                 }
-                let who = self.speaker(agent, signal.native_turn_id);
+                let who = self.turns.speaker(agent, signal.native_turn_id);
                 let reason = ended.reason.clone();
                 self.emit_plain(Payload::SessionEnded(ended), who, trigger, out);
                 let (ends, pairer, mut em) = self.ending();
@@ -419,26 +425,26 @@ impl SessionProducer {
             }
             SignalKind::SubagentStarted(p) => {
                 self.pairer.running_agents.insert(p.agent_id.clone());
-                let who = self.speaker(agent, signal.native_turn_id);
+                let who = self.turns.speaker(agent, signal.native_turn_id);
                 self.emit_plain(Payload::SubagentStarted(p), who, trigger, out)
             }
             SignalKind::SubagentStopped(p) => {
                 self.pairer.running_agents.remove(&p.agent_id);
                 // A stopped subagent's own (stamped) turn is over, too.
                 self.turns.end(Some(&p.agent_id), None);
-                let who = self.speaker(agent, signal.native_turn_id);
+                let who = self.turns.speaker(agent, signal.native_turn_id);
                 self.emit_plain(Payload::SubagentStopped(p), who, trigger, out)
             }
             SignalKind::SessionStarted(p) => {
-                let who = self.speaker(agent, signal.native_turn_id);
+                let who = self.turns.speaker(agent, signal.native_turn_id);
                 self.emit_plain(Payload::SessionStarted(p), who, trigger, out)
             }
             SignalKind::Lifecycle(payload) => {
-                let who = self.speaker(agent, signal.native_turn_id);
+                let who = self.turns.speaker(agent, signal.native_turn_id);
                 self.emit_plain(payload, who, trigger, out)
             }
             SignalKind::Unrecognized(p) => {
-                let who = self.speaker(agent, signal.native_turn_id);
+                let who = self.turns.speaker(agent, signal.native_turn_id);
                 self.emit_plain(Payload::SignalUnrecognized(p), who, trigger, out)
             }
             SignalKind::RecordChunk(chunk) => self.on_record_chunk(*chunk, trigger, out),
@@ -458,31 +464,7 @@ impl SessionProducer {
         self.emit(trigger, Draft::native(payload, who.turn, who.agent_id), out);
     }
 
-    /// The turn of a signal: its native id when it names one, else the
-    /// speaking agent's current turn as stamped by producer state, else
-    /// none. A turn the signal did not name is never labelled native, even
-    /// when producer state learned it from a native id (a Claude Code
-    /// signal without `prompt_id`).
-    fn speaker(&self, agent: Option<String>, native_turn: Option<String>) -> Speaker {
-        let turn = match native_turn {
-            Some(id) => TurnAttribution {
-                source: TurnSource::Native,
-                turn_id: Some(id),
-            },
-            None => self
-                .turns
-                .current_for(agent.as_deref())
-                .cloned()
-                .map(turns::stamped_by_state)
-                .unwrap_or_else(TurnAttribution::none),
-        };
-        Speaker {
-            turn,
-            agent_id: agent,
-        }
-    }
-
-    /// Like [`Self::speaker`], but a native turn id never seen before
+    /// Like [`turns::TurnBook::speaker`], but a native turn id never seen before
     /// starts that turn (its prompt signal was lost).
     fn speaker_for_tool(
         &mut self,
@@ -498,7 +480,7 @@ impl SessionProducer {
             };
             self.start_turn(None, turn, None, trigger, out);
         }
-        self.speaker(agent, native_turn)
+        self.turns.speaker(agent, native_turn)
     }
 
     fn on_prompt(
@@ -515,7 +497,7 @@ impl SessionProducer {
                 None => true,
             };
         if !starts_turn {
-            let who = self.speaker(agent, native_turn);
+            let who = self.turns.speaker(agent, native_turn);
             self.emit_plain(Payload::PromptSubmitted(prompt), who, trigger, out);
             return;
         }
@@ -578,7 +560,7 @@ impl SessionProducer {
         trigger: &mut Trigger,
         out: &mut Vec<Event>,
     ) {
-        let who = self.speaker(agent.clone(), native_turn.clone());
+        let who = self.turns.speaker(agent.clone(), native_turn.clone());
         let owner = if native_turn.is_some() { None } else { agent };
         let ended = match self.turns.own_current(owner.as_deref()) {
             Some(_) => self.turns.end(owner.as_deref(), native_turn.as_deref()),

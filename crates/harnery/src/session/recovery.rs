@@ -7,17 +7,16 @@
 //! and `elapsed_upper_bound_ms` observed only when both clock samples share
 //! a boot id and do not regress.
 
-use super::emit::{Draft, Emitter, Trigger};
+use super::emit::{Draft, Trigger, derived_high};
+use super::emitter::Emitter;
 use super::policy::{SPAN_CAP_CONDITION, over_span_cap, span_cap_detail, spans_over_watermark};
-use super::span_pairing::SpanPairer;
-use super::spans::{OpenSpan, SpanKind};
+use super::spans::{OpenSpan, SpanKind, SpanPairer};
 use super::turns::TurnBook;
 use crate::agents::RecoveryPolicy;
 use crate::clock::ClockSample;
 use crate::contract::{
-    Attestation, CommandCompleted, Confidence, Event, EventId, HealthCondition, Observation,
-    Outcome, Payload, Provenance, Recovery, RecoveryReason, ToolCompleted, TurnSource,
-    recovered_confidence,
+    Attestation, CommandCompleted, Event, EventId, HealthCondition, Observation, Outcome, Payload,
+    Provenance, Recovery, RecoveryReason, ToolCompleted, TurnSource, recovered_confidence,
 };
 
 /// The provenance of a recovery event on a turn of this source: derived,
@@ -197,14 +196,6 @@ impl SpanPairer {
     }
 }
 
-/// Provenance of the producer's own decisions (end outcomes, health).
-pub(super) fn derived_high() -> Provenance {
-    Provenance {
-        attestation: Attestation::Derived,
-        confidence: Confidence::High,
-    }
-}
-
 fn recovered_payload(span: &OpenSpan, reason: RecoveryReason, recovery: Recovery) -> Payload {
     let duration_ms = Observation::unknown(reason.as_str());
     match span.kind {
@@ -233,6 +224,7 @@ fn recovered_payload(span: &OpenSpan, reason: RecoveryReason, recovery: Recovery
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::contract::Confidence;
 
     fn sample(boot: Option<&str>, ns: Option<u64>) -> ClockSample {
         ClockSample {

@@ -399,7 +399,7 @@ impl SessionProducer {
             .into(),
         });
         let draft = Draft {
-            provenance: super::recovery::derived_high(),
+            provenance: super::emit::derived_high(),
             tag: "resumed".into(),
             ..Draft::native(payload, TurnAttribution::none(), None)
         };
@@ -453,7 +453,7 @@ impl SessionProducer {
             commit,
             commit_source,
             extra: Vec::new(),
-            provenance: super::recovery::derived_high(),
+            provenance: super::emit::derived_high(),
             turn,
         };
         self.pin_checkpoint(spec, trigger, out);
@@ -525,7 +525,7 @@ impl SessionProducer {
         out: &mut Vec<Event>,
     ) {
         self.flush_turn_checkpoint(trigger, out);
-        let turn = self.speaker(None, None).turn;
+        let turn = self.turns.speaker(None, None).turn;
         if let Some(first) = self.log.checkpoints.get(&request.checkpoint_id) {
             let detail = format!(
                 "checkpoint {:?} is already pinned at offset {}; the first one stands",
@@ -609,7 +609,7 @@ impl SessionProducer {
             detail,
         });
         let draft = Draft {
-            provenance: super::recovery::derived_high(),
+            provenance: super::emit::derived_high(),
             tag: code.into(),
             ..Draft::native(payload, turn, None)
         };

@@ -9,11 +9,11 @@
 //! a derived `tool.requested` and then closes it natively with its real
 //! outcome.
 
-use std::collections::BTreeSet;
-
-use super::emit::{Draft, Emitter, Trigger};
+use super::emit::{Draft, Trigger};
+use super::emitter::Emitter;
 use super::recovery::recovery_provenance;
-use super::spans::{OpenSpan, SpanBook, SpanKind};
+use super::spans::{OpenSpan, SpanKind, SpanPairer};
+use super::turns::Speaker;
 use crate::agents::{BatchedCall, RecoveryPolicy, ToolCall, ToolResult};
 use crate::contract::{
     Event, EventId, Json, LateEvidence, Observation, Outcome, Payload, Provenance, Recovery,
@@ -35,27 +35,6 @@ fn pair_key_of(tool_name: &str, input_digest: &str) -> String {
     key.push('\u{0}');
     key.push_str(input_digest);
     key
-}
-
-/// Who spoke and in which turn: the context of one signal.
-pub(super) struct Speaker {
-    pub turn: TurnAttribution,
-    pub agent_id: Option<String>,
-}
-
-/// The session's spans and the rules that open, pair, recover and cap
-/// them: tool spans here, their derived terminals and sweeps in
-/// `recovery.rs`. Events go out through the [`Emitter`] each rule is
-/// handed; the recovery table and the turns are read, never kept.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub(super) struct SpanPairer {
-    pub spans: SpanBook,
-    /// Subagents started and not yet stopped: a turn-end sweep spares
-    /// their spans (they may yet post).
-    pub running_agents: BTreeSet<String>,
-    /// Whether the span-cap condition is raised (it is raised once until
-    /// the open count falls back under the cap).
-    pub span_cap_raised: bool,
 }
 
 impl SpanPairer {

@@ -7,7 +7,7 @@
 //! one or one of the two before it; spans without a turn keep a short,
 //! fixed-size memory of their own.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
@@ -219,4 +219,19 @@ impl SpanBook {
             true
         });
     }
+}
+
+/// The session's spans and the rules that open, pair, recover and cap
+/// them: tool spans here, their derived terminals and sweeps in
+/// `recovery.rs`, command spans in `ends.rs`. Events go out through the emitter each rule is
+/// handed; the recovery table and the turns are read, never kept.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(super) struct SpanPairer {
+    pub spans: SpanBook,
+    /// Subagents started and not yet stopped: a turn-end sweep spares
+    /// their spans (they may yet post).
+    pub running_agents: BTreeSet<String>,
+    /// Whether the span-cap condition is raised (it is raised once until
+    /// the open count falls back under the cap).
+    pub span_cap_raised: bool,
 }

@@ -14,8 +14,7 @@ use super::emit::Stamp;
 use super::ends::{EndRequests, PendingEnd};
 use super::record::RecordFollow;
 use super::session_log::SessionLogBook;
-use super::span_pairing::SpanPairer;
-use super::spans::SpanBook;
+use super::spans::{SpanBook, SpanPairer};
 use super::turns::TurnBook;
 use crate::contract::SessionRef;
 
