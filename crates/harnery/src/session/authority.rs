@@ -18,7 +18,7 @@
 
 use super::SessionProducer;
 use crate::agents::CapabilityProfile;
-use crate::contract::{Event, TurnAttribution, TurnSource};
+use crate::contract::Event;
 
 /// The `health.condition` code of state built under another profile.
 pub const PROFILE_CHANGED_CONDITION: &str = "capability_profile_changed";
@@ -36,7 +36,9 @@ impl SessionProducer {
             return None;
         }
         let stored = std::mem::replace(&mut self.stamp.capability_digest, current.clone());
-        let distrusted = self.distrust_turns();
+        // Every turn the state inferred is dropped, the open spans' too.
+        self.turns.forget_current();
+        let distrusted = self.pairer.spans.forget_turns();
         let detail = format!(
             "producer state of this session was built under {} capability profile {stored}, \
              this build's is {current}; {distrusted} open span(s) lost their turn attribution \
@@ -45,19 +47,5 @@ impl SessionProducer {
         );
         let key = format!("{PROFILE_CHANGED_CONDITION}:{stored}:{current}");
         Some(self.record_health(&key, PROFILE_CHANGED_CONDITION, detail, at_unix_ns))
-    }
-
-    /// Drop every turn the state inferred; returns how many open spans
-    /// lost an attribution.
-    fn distrust_turns(&mut self) -> usize {
-        self.turns.forget_current();
-        let mut distrusted = 0;
-        for span in &mut self.pairer.spans.open {
-            if span.turn.source != TurnSource::None {
-                span.turn = TurnAttribution::none();
-                distrusted += 1;
-            }
-        }
-        distrusted
     }
 }

@@ -93,7 +93,7 @@ pub struct Ingested {
 /// own state; the producer routes signals to them and runs the rules that
 /// need several. Stored as one flat object (see `stored.rs`).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(from = "stored::Stored")]
+#[serde(from = "stored::SessionProducer")]
 pub struct SessionProducer {
     /// The session, its capability profile and the next offset.
     stamp: emit::Stamp,

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::turns::TurnBook;
 use crate::clock::ClockSample;
-use crate::contract::{EventId, TurnAttribution};
+use crate::contract::{EventId, TurnAttribution, TurnSource};
 
 /// Closed spans without a turn that are remembered, newest last.
 const UNATTRIBUTED_MEMORY: usize = 32;
@@ -71,6 +71,19 @@ pub(super) struct SpanBook {
 }
 
 impl SpanBook {
+    /// Drop the turn attribution of every open span that has one (state
+    /// of another capability profile); returns how many lost one.
+    pub(super) fn forget_turns(&mut self) -> usize {
+        let mut distrusted = 0;
+        for span in &mut self.open {
+            if span.turn.source != TurnSource::None {
+                span.turn = TurnAttribution::none();
+                distrusted += 1;
+            }
+        }
+        distrusted
+    }
+
     pub fn open_count(&self) -> usize {
         self.open.len()
     }

@@ -1,14 +1,13 @@
 //! The producer's state as the ledger stores it (the bookkeeping table's
 //! `producer_state`, as JSON): one flat object whose keys, order and
 //! error wording are those of the stored rows, whatever parts the
-//! producer is cut into in memory. Loading goes through [`Stored`];
-//! saving writes the same keys from borrowed parts.
+//! producer is cut into in memory. Loading goes through this module's own
+//! [`SessionProducer`]; saving writes the same keys from borrowed parts.
 
 use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize, Serializer};
 
-use super::SessionProducer;
 use super::deliveries::DeliveryMemory;
 use super::emit::Stamp;
 use super::ends::{EndRequests, PendingEnd};
@@ -19,10 +18,10 @@ use super::turns::TurnBook;
 use crate::contract::SessionRef;
 
 /// A stored state, as loaded. Named like the producer, so a row that is
-/// not an object says it expected `struct SessionProducer`.
+/// not an object says it expected `struct SessionProducer` (the error
+/// names the type itself, whatever it is renamed to).
 #[derive(Deserialize)]
-#[serde(rename = "SessionProducer")]
-pub(super) struct Stored {
+pub(super) struct SessionProducer {
     session: SessionRef,
     capability_digest: String,
     next_offset: u64,
@@ -39,7 +38,7 @@ pub(super) struct Stored {
 }
 
 /// A state to store, borrowed from the producer's parts; the same keys in
-/// the same order as [`Stored`].
+/// the same order as the stored [`SessionProducer`].
 #[derive(Serialize)]
 struct StoredRef<'a> {
     session: &'a SessionRef,
@@ -65,9 +64,9 @@ fn log_unused(log: &&SessionLogBook) -> bool {
     log.is_unused()
 }
 
-impl From<Stored> for SessionProducer {
-    fn from(stored: Stored) -> SessionProducer {
-        SessionProducer {
+impl From<SessionProducer> for super::SessionProducer {
+    fn from(stored: SessionProducer) -> super::SessionProducer {
+        super::SessionProducer {
             stamp: Stamp {
                 session: stored.session,
                 capability_digest: stored.capability_digest,
@@ -90,7 +89,7 @@ impl From<Stored> for SessionProducer {
     }
 }
 
-impl Serialize for SessionProducer {
+impl Serialize for super::SessionProducer {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         StoredRef {
             session: &self.stamp.session,

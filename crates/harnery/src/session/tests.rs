@@ -225,3 +225,31 @@ fn a_busy_state_round_trips() {
     assert_eq!(back.open_spans().len(), 1);
     assert!(text.contains(r#""running_agents":["a"]"#), "{text}");
 }
+
+/// A stored state that does not load is refused in the words (and at the
+/// place) main's binary gave, which `finalize` prints after "producer
+/// state of … does not load: ": the type expected, the field, the column.
+#[test]
+fn a_state_that_does_not_load_says_so_as_before() {
+    let stored =
+        include_str!("../../../../tests/fixtures/producer-state/claude-kill-open-span.json");
+    let refused = |text: &str| {
+        serde_json::from_str::<SessionProducer>(text)
+            .unwrap_err()
+            .to_string()
+    };
+    assert_eq!(
+        refused(r#""x""#),
+        r#"invalid type: string "x", expected struct SessionProducer at line 1 column 3"#
+    );
+    let offset_as_text = stored.replace(r#""next_offset":7"#, r#""next_offset":"7""#);
+    assert_eq!(
+        refused(&offset_as_text),
+        r#"invalid type: string "7", expected u64 at line 1 column 193"#
+    );
+    let without_deliveries = stored.replace(r#""deliveries""#, r#""deliverie""#);
+    assert_eq!(
+        refused(&without_deliveries),
+        "missing field `deliveries` at line 1 column 2927"
+    );
+}
