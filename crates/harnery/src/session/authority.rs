@@ -18,7 +18,7 @@
 
 use super::SessionProducer;
 use crate::agents::CapabilityProfile;
-use crate::contract::{Event, TurnAttribution, TurnSource};
+use crate::contract::Event;
 
 /// The `health.condition` code of state built under another profile.
 pub const PROFILE_CHANGED_CONDITION: &str = "capability_profile_changed";
@@ -31,33 +31,21 @@ impl SessionProducer {
     /// this producer emits. `None` when the state was built under this
     /// profile.
     pub fn check_capability_profile(&mut self, at_unix_ns: i64) -> Option<Event> {
-        let current = CapabilityProfile::of(self.session.adapter).digest_hex();
-        if self.capability_digest == current {
+        let current = CapabilityProfile::of(self.stamp.session.adapter).digest_hex();
+        if self.stamp.capability_digest == current {
             return None;
         }
-        let stored = std::mem::replace(&mut self.capability_digest, current.clone());
-        let distrusted = self.distrust_turns();
+        let stored = std::mem::replace(&mut self.stamp.capability_digest, current.clone());
+        // Every turn the state inferred is dropped, the open spans' too.
+        self.turns.forget_current();
+        let distrusted = self.pairer.spans.forget_turns();
         let detail = format!(
             "producer state of this session was built under {} capability profile {stored}, \
              this build's is {current}; {distrusted} open span(s) lost their turn attribution \
              and stay open until an explicit end salvages them",
-            self.session.adapter
+            self.stamp.session.adapter
         );
         let key = format!("{PROFILE_CHANGED_CONDITION}:{stored}:{current}");
         Some(self.record_health(&key, PROFILE_CHANGED_CONDITION, detail, at_unix_ns))
-    }
-
-    /// Drop every turn the state inferred; returns how many open spans
-    /// lost an attribution.
-    fn distrust_turns(&mut self) -> usize {
-        self.turns.forget_current();
-        let mut distrusted = 0;
-        for span in &mut self.spans.open {
-            if span.turn.source != TurnSource::None {
-                span.turn = TurnAttribution::none();
-                distrusted += 1;
-            }
-        }
-        distrusted
     }
 }

@@ -7,8 +7,12 @@
 
 use std::borrow::Cow;
 
+use crate::agents::CapabilityProfile;
 use crate::clock::ClockSample;
-use crate::contract::{Event, EventId, Payload, Provenance, RawRef, TimeSource, TurnAttribution};
+use crate::contract::{
+    Attestation, Confidence, Event, EventId, Payload, Provenance, RawRef, SessionRef, TimeSource,
+    TurnAttribution,
+};
 
 /// What caused a batch of events: one raw record, or a timer tick. It
 /// borrows from the signal it stands for; each event gets its own copies.
@@ -67,14 +71,28 @@ impl Draft {
     }
 }
 
-impl super::SessionProducer {
-    /// Stamp a draft with offset, id, time and raw pointer, and queue it.
-    pub(super) fn emit(
-        &mut self,
-        trigger: &mut Trigger,
-        draft: Draft,
-        out: &mut Vec<Event>,
-    ) -> EventId {
+/// The session's event numbering: who the events belong to, the profile
+/// its state was built under, and the offset the next event gets.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Stamp {
+    pub session: SessionRef,
+    /// The digest of the capability profile this state was built under.
+    pub capability_digest: String,
+    pub next_offset: u64,
+}
+
+impl Stamp {
+    pub(super) fn new(session: SessionRef) -> Stamp {
+        Stamp {
+            capability_digest: CapabilityProfile::of(session.adapter).digest_hex(),
+            session,
+            next_offset: 0,
+        }
+    }
+
+    /// A draft with this session's next offset, its deterministic id, the
+    /// trigger's time and raw pointer.
+    pub(super) fn stamp(&mut self, trigger: &mut Trigger, draft: Draft) -> Event {
         let offset = self.next_offset;
         let id = EventId::derive(
             "harnery.producer.event",
@@ -88,8 +106,8 @@ impl super::SessionProducer {
         );
         self.next_offset += 1;
         trigger.emitted += 1;
-        let event = Event {
-            id: id.clone(),
+        Event {
+            id,
             session: self.session.clone(),
             offset,
             time_unix_ns: trigger.time_unix_ns,
@@ -100,10 +118,14 @@ impl super::SessionProducer {
             provenance: draft.provenance,
             raw: trigger.raw_refs(),
             payload: draft.payload,
-        };
-        let record = &mut self.record;
-        record.locate.observe(&event, record.path.as_deref());
-        out.push(event);
-        id
+        }
+    }
+}
+
+/// Provenance of the producer's own decisions (end outcomes, health).
+pub(super) fn derived_high() -> Provenance {
+    Provenance {
+        attestation: Attestation::Derived,
+        confidence: Confidence::High,
     }
 }

@@ -23,13 +23,15 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::SessionProducer;
+use super::emit::derived_high;
 use super::emit::{Draft, Trigger};
+use super::emitter::Emitter;
 use super::policy::end_has_expired;
-use super::recovery::derived_high;
-use super::span_pairing::Speaker;
+use super::span_pairing::emit_late_evidence;
+use super::spans::SpanPairer;
 use super::spans::{OpenSpan, SpanKind};
-use crate::agents::CommandResult;
+use super::turns::Speaker;
+use crate::agents::{CommandResult, RecoveryPolicy};
 use crate::contract::{
     CommandCompleted, CommandRequested, EndCancelled, EndExpired, EndRequested, EndSalvaged, Event,
     EventId, LateEvidence, Observation, Outcome, Payload, Provenance, RecoveryReason,
@@ -64,16 +66,26 @@ pub struct PendingEnd {
     pub approved_spans: Vec<EventId>,
 }
 
-impl SessionProducer {
-    pub(super) fn request_end(
+/// The session's end request, if one is pending, and the rules that
+/// request, cancel, salvage or expire it. Salvage closes spans through the
+/// span pairer it is handed.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(super) struct EndRequests {
+    pub pending: Option<PendingEnd>,
+}
+
+impl EndRequests {
+    pub(super) fn request(
         &mut self,
+        em: &mut Emitter,
+        pairer: &SpanPairer,
         origin: EndOrigin,
         reason: Option<String>,
         trigger: &mut Trigger,
         out: &mut Vec<Event>,
     ) {
-        self.cancel_pending_end("superseded", trigger, out);
-        let approved: Vec<EventId> = self
+        self.cancel(em, "superseded", trigger, out);
+        let approved: Vec<EventId> = pairer
             .spans
             .open
             .iter()
@@ -93,7 +105,7 @@ impl SessionProducer {
             agent_id: None,
             tag: "end_requested".to_string(),
         };
-        let id = self.emit(trigger, draft, out);
+        let id = em.emit(trigger, draft, out);
         let pending = PendingEnd {
             end_event_id: id,
             origin,
@@ -103,19 +115,20 @@ impl SessionProducer {
         if pending.approved_spans.is_empty() {
             // Nothing is open, so nothing can hold the end back: it closes
             // at once, at the time of the signal that asked for it.
-            self.salvage(pending, trigger, out);
+            close_salvaged(em, pending.end_event_id, 0, trigger, out);
         } else {
-            self.pending_end = Some(pending);
+            self.pending = Some(pending);
         }
     }
 
-    pub(super) fn cancel_pending_end(
+    pub(super) fn cancel(
         &mut self,
+        em: &mut Emitter,
         cause: &str,
         trigger: &mut Trigger,
         out: &mut Vec<Event>,
     ) {
-        let Some(pending) = self.pending_end.take() else {
+        let Some(pending) = self.pending.take() else {
             return;
         };
         let draft = end_outcome(
@@ -125,21 +138,24 @@ impl SessionProducer {
             }),
             "end_cancelled",
         );
-        self.emit(trigger, draft, out);
+        em.emit(trigger, draft, out);
     }
 
     /// Salvage first; expire only what salvage cannot take.
-    pub(super) fn evaluate_pending_end(
+    pub(super) fn evaluate(
         &mut self,
+        em: &mut Emitter,
+        pairer: &mut SpanPairer,
+        policy: RecoveryPolicy,
         now_unix_ns: i64,
         trigger: &mut Trigger,
         out: &mut Vec<Event>,
     ) {
-        let Some(pending) = self.pending_end.take() else {
+        let Some(pending) = self.pending.take() else {
             return;
         };
-        if self.policy().explicit_end_salvage {
-            self.salvage(pending, trigger, out);
+        if policy.explicit_end_salvage {
+            salvage(em, pairer, policy, pending, trigger, out);
             return;
         }
         if end_has_expired(pending.requested_unix_ns, now_unix_ns) {
@@ -149,43 +165,67 @@ impl SessionProducer {
                 }),
                 "end_expired",
             );
-            self.emit(trigger, draft, out);
+            em.emit(trigger, draft, out);
             return;
         }
-        self.pending_end = Some(pending);
+        self.pending = Some(pending);
     }
+}
 
-    fn salvage(&mut self, pending: PendingEnd, trigger: &mut Trigger, out: &mut Vec<Event>) {
-        let mut salvaged = 0u64;
-        for request in &pending.approved_spans {
-            let Some(span) = self.spans.take_by_request(request) else {
+/// Recover the approved spans still open and close the request.
+fn salvage(
+    em: &mut Emitter,
+    pairer: &mut SpanPairer,
+    policy: RecoveryPolicy,
+    pending: PendingEnd,
+    trigger: &mut Trigger,
+    out: &mut Vec<Event>,
+) {
+    let mut salvaged = 0u64;
+    for request in &pending.approved_spans {
+        let Some(span) = pairer.spans.take_by_request(request) else {
+            continue;
+        };
+        let reason = match span.kind {
+            SpanKind::Tool => RecoveryReason::ExplicitEndSalvage,
+            SpanKind::Command if policy.command_closer => {
+                RecoveryReason::CommandCompletionNotObserved
+            }
+            SpanKind::Command => {
+                pairer.spans.push_open(span);
                 continue;
-            };
-            let reason = match span.kind {
-                SpanKind::Tool => RecoveryReason::ExplicitEndSalvage,
-                SpanKind::Command if self.policy().command_closer => {
-                    RecoveryReason::CommandCompletionNotObserved
-                }
-                SpanKind::Command => {
-                    self.spans.push_open(span);
-                    continue;
-                }
-            };
-            self.recover_span(span, reason, trigger, out);
-            salvaged += 1;
-        }
-        let draft = end_outcome(
-            Payload::EndSalvaged(EndSalvaged {
-                end_event_id: pending.end_event_id,
-                salvaged_spans: salvaged,
-            }),
-            "end_salvaged",
-        );
-        self.emit(trigger, draft, out);
+            }
+        };
+        pairer.recover_span(em, span, reason, trigger, out);
+        salvaged += 1;
     }
+    close_salvaged(em, pending.end_event_id, salvaged, trigger, out);
+}
 
+/// `end.salvaged`: the request is closed, `salvaged` spans recovered.
+fn close_salvaged(
+    em: &mut Emitter,
+    end_event_id: EventId,
+    salvaged: u64,
+    trigger: &mut Trigger,
+    out: &mut Vec<Event>,
+) {
+    let draft = end_outcome(
+        Payload::EndSalvaged(EndSalvaged {
+            end_event_id,
+            salvaged_spans: salvaged,
+        }),
+        "end_salvaged",
+    );
+    em.emit(trigger, draft, out);
+}
+
+/// Command spans: harnery's own `harnery run` telemetry, paired by
+/// command id.
+impl SpanPairer {
     pub(super) fn on_command_requested(
         &mut self,
+        em: &mut Emitter,
         command_id: String,
         request: CommandRequested,
         trigger: &mut Trigger,
@@ -198,12 +238,12 @@ impl SessionProducer {
                 reason: "request_for_tracked_command".to_string(),
                 record: None,
             });
-            self.emit(trigger, own_signal(payload, "command_requested"), out);
+            em.emit(trigger, own_signal(payload, "command_requested"), out);
             return;
         }
         let name = request.argv.first().cloned().unwrap_or_default();
         let draft = own_signal(Payload::CommandRequested(request), "command_requested");
-        let id = self.emit(trigger, draft, out);
+        let id = em.emit(trigger, draft, out);
         self.spans.push_open(OpenSpan {
             kind: SpanKind::Command,
             request_event_id: id,
@@ -219,6 +259,7 @@ impl SessionProducer {
 
     pub(super) fn on_command_completed(
         &mut self,
+        em: &mut Emitter,
         done: CommandResult,
         trigger: &mut Trigger,
         out: &mut Vec<Event>,
@@ -229,7 +270,7 @@ impl SessionProducer {
             .take_by_call_id(SpanKind::Command, &done.command_id)
         {
             let payload = command_completion(&done, Some(span.request_event_id.clone()), outcome);
-            self.emit(trigger, own_signal(payload, "command_completed"), out);
+            em.emit(trigger, own_signal(payload, "command_completed"), out);
             self.spans.close_native(span);
             return;
         }
@@ -247,11 +288,11 @@ impl SessionProducer {
                 outcome,
                 error: None,
             };
-            self.emit_late_evidence(evidence, &who, trigger, out);
+            emit_late_evidence(em, evidence, &who, trigger, out);
             return;
         }
         let payload = command_completion(&done, None, outcome);
-        self.emit(trigger, own_signal(payload, "command_completed"), out);
+        em.emit(trigger, own_signal(payload, "command_completed"), out);
     }
 }
 

@@ -338,10 +338,11 @@ impl SessionProducer {
             return;
         };
         for place in self.record.locate.take_placed(&path) {
-            self.note_located(&place.checkpoint_id, self.next_offset);
+            self.log
+                .note_located(&place.checkpoint_id, self.stamp.next_offset);
             let draft = Draft {
                 tag: format!("located:{}", place.checkpoint_id),
-                provenance: super::recovery::derived_high(),
+                provenance: super::emit::derived_high(),
                 ..Draft::native(
                     Payload::CheckpointLocated(place),
                     TurnAttribution::none(),

@@ -16,25 +16,31 @@
 //! signal and with each [`SessionProducer::tick`].
 //!
 //! Files (this one holds [`SessionProducer`] and the signal dispatch):
-//! - `emit.rs`: building events: offsets, deterministic ids, raw pointers, time.
-//! - `turns.rs`: turn attribution (native, stamped or none).
+//! - `emit.rs`: building events: offsets, deterministic ids, raw pointers,
+//!   time (`Stamp`, `Emitter`).
+//! - `turns.rs`: turn attribution (native, stamped or none; `TurnBook`).
 //! - `deliveries.rs`: the duplicate-delivery memory.
 //! - `spans.rs`: span bookkeeping, open and recently closed.
-//! - `span_pairing.rs`: tool spans, the span-pairing rules (request ↔ completion).
-//! - `recovery.rs`: ADR 0078 recovery: derived terminals, sweeps, span caps.
-//! - `ends.rs`: explicit ends and command spans.
+//! - `span_pairing.rs`: tool spans, the span-pairing rules (request ↔
+//!   completion), in `SpanPairer`.
+//! - `recovery.rs`: ADR 0078 recovery: derived terminals, sweeps, span caps
+//!   (the pairer's).
+//! - `ends.rs`: explicit ends (`EndRequests`) and command spans (the
+//!   pairer's).
 //! - `effects.rs`: a checkpoint's effect ledger.
 //! - `locate.rs`: where each checkpoint stands in the agent's own record.
 //! - `session_log.rs`: checkpoints, restores and resumes (the session log).
 //! - `record.rs`: the agent's own record joining the hook signals;
 //!   `record_apply.rs`: the rules for taking its lines.
 //! - `authority.rs`: the capability-profile check on stored state.
+//! - `stored.rs`: the state as the ledger stores it (one flat object).
 //! - `tests.rs`, `record_tests.rs`: tests.
 
 mod authority;
 mod deliveries;
 pub(crate) mod effects;
 mod emit;
+mod emitter;
 mod ends;
 mod locate;
 pub mod policy;
@@ -43,15 +49,15 @@ mod recovery;
 mod session_log;
 mod span_pairing;
 mod spans;
+mod stored;
 mod turns;
 
 #[cfg(test)]
 mod tests;
 
 use std::borrow::Cow;
-use std::collections::BTreeSet;
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 pub use authority::PROFILE_CHANGED_CONDITION;
 pub use deliveries::DELIVERY_MEMORY;
@@ -63,12 +69,11 @@ pub use spans::{OpenSpan, SpanKind};
 pub use turns::REMEMBERED_TURNS;
 
 use emit::{Draft, RawSource, Trigger};
-use span_pairing::Speaker;
+use spans::SpanPairer;
+use turns::Speaker;
 
 use crate::agents::harnery::is_harnery_event;
-use crate::agents::{
-    CapabilityProfile, Normalized, RawSignal, RecoveryPolicy, SignalKind, TurnEnd, recovery_policy,
-};
+use crate::agents::{Normalized, RawSignal, RecoveryPolicy, SignalKind, TurnEnd, recovery_policy};
 use crate::clock::ClockSample;
 use crate::contract::{
     AdapterId, Event, EventId, HealthCondition, Payload, PromptSubmitted, RecoveryReason,
@@ -84,31 +89,27 @@ pub struct Ingested {
     pub duplicate_of: Option<EventId>,
 }
 
-/// The per-session state machine. See the module doc.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The per-session state machine. See the module doc. Each part owns its
+/// own state; the producer routes signals to them and runs the rules that
+/// need several. Stored as one flat object (see `stored.rs`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(from = "stored::SessionProducer")]
 pub struct SessionProducer {
-    session: SessionRef,
-    /// The digest of the capability profile this state was built under.
-    capability_digest: String,
-    next_offset: u64,
+    /// The session, its capability profile and the next offset.
+    stamp: emit::Stamp,
     turns: turns::TurnBook,
-    spans: spans::SpanBook,
+    /// Open and recently closed spans, with the rules that pair, recover
+    /// and cap them.
+    pairer: SpanPairer,
     /// Recent delivery keys and the first event each produced, oldest first.
     deliveries: deliveries::DeliveryMemory,
-    pending_end: Option<PendingEnd>,
-    running_agents: BTreeSet<String>,
-    span_cap_raised: bool,
+    /// The end request still pending, if any.
+    ends: ends::EndRequests,
     /// The agent's own record of the session, as far as it was followed.
-    #[serde(default, skip_serializing_if = "record::RecordFollow::is_unused")]
     record: record::RecordFollow,
     /// Checkpoints, restores and resumes (contract generation 3).
-    #[serde(
-        default,
-        skip_serializing_if = "session_log::SessionLogBook::is_unused"
-    )]
     log: session_log::SessionLogBook,
     /// Test-only override of the adapter's recovery table; never stored.
-    #[serde(skip)]
     policy_override: Option<RecoveryPolicy>,
 }
 
@@ -136,15 +137,11 @@ impl SessionProducer {
 
     pub fn new(session: SessionRef) -> SessionProducer {
         SessionProducer {
-            capability_digest: CapabilityProfile::of(session.adapter).digest_hex(),
-            session,
-            next_offset: 0,
+            stamp: emit::Stamp::new(session),
             turns: turns::TurnBook::default(),
-            spans: spans::SpanBook::default(),
+            pairer: SpanPairer::default(),
             deliveries: deliveries::DeliveryMemory::default(),
-            pending_end: None,
-            running_agents: BTreeSet::new(),
-            span_cap_raised: false,
+            ends: ends::EndRequests::default(),
             record: record::RecordFollow::default(),
             log: session_log::SessionLogBook::default(),
             policy_override: None,
@@ -161,45 +158,64 @@ impl SessionProducer {
     }
 
     pub fn session(&self) -> &SessionRef {
-        &self.session
+        &self.stamp.session
     }
 
     pub fn capability_digest(&self) -> &str {
-        &self.capability_digest
+        &self.stamp.capability_digest
     }
 
     /// The offset the next event will get.
     pub fn next_offset(&self) -> u64 {
-        self.next_offset
+        self.stamp.next_offset
     }
 
     pub fn policy(&self) -> RecoveryPolicy {
         self.policy_override
-            .unwrap_or_else(|| recovery_policy(self.session.adapter))
+            .unwrap_or_else(|| recovery_policy(self.stamp.session.adapter))
+    }
+
+    /// The span pairer with an emitter beside it, for a rule that changes
+    /// spans and emits.
+    fn pairing(&mut self) -> (&mut SpanPairer, emitter::Emitter<'_>) {
+        let em = emitter::Emitter {
+            stamp: &mut self.stamp,
+            record: &mut self.record,
+        };
+        (&mut self.pairer, em)
+    }
+
+    /// The end requests, with the span pairer (salvage closes spans) and
+    /// an emitter beside them.
+    fn ending(
+        &mut self,
+    ) -> (
+        &mut ends::EndRequests,
+        &mut SpanPairer,
+        emitter::Emitter<'_>,
+    ) {
+        let em = emitter::Emitter {
+            stamp: &mut self.stamp,
+            record: &mut self.record,
+        };
+        (&mut self.ends, &mut self.pairer, em)
     }
 
     /// How the session's spans stand, in the ledger's words.
     pub fn span_counts(&self) -> crate::ledger::SpanCounts {
         crate::ledger::SpanCounts {
-            open: self.spans.open_count() as u64,
-            closed_native: self.spans.closed_native,
-            recovered: self.spans.recovered,
+            open: self.pairer.spans.open_count() as u64,
+            closed_native: self.pairer.spans.closed_native,
+            recovered: self.pairer.spans.recovered,
         }
     }
 
-    /// Until any of the record was read, the record a hook names is the
-    /// one followed (a session carried from an epoch whose record was
-    /// elsewhere moves on to it).
-    fn record_unread(&self) -> bool {
-        self.record.path.is_none() || self.record.cursor == 0
-    }
-
     pub fn open_spans(&self) -> &[OpenSpan] {
-        &self.spans.open
+        &self.pairer.spans.open
     }
 
     pub fn pending_end(&self) -> Option<&PendingEnd> {
-        self.pending_end.as_ref()
+        self.ends.pending.as_ref()
     }
 
     /// Normalize one raw signal of this session into events.
@@ -207,7 +223,7 @@ impl SessionProducer {
         let from_agent = !signal.event_name.is_some_and(is_harnery_event);
         // The record a hook names is read with the payload while it may
         // still move the following (below), not parsed out a second time.
-        let (mut normalized, named) = signal.normalize_naming(from_agent && self.record_unread());
+        let (mut normalized, named) = signal.normalize_naming(from_agent && self.record.unread());
         let keys = delivery_keys(signal, normalized.delivery_key.take());
         if let Some(first) = self.deliveries.first_of(&keys) {
             return Ingested {
@@ -238,12 +254,13 @@ impl SessionProducer {
             };
         }
         if from_agent && normalized.kind.is_native_work() {
-            self.cancel_pending_end("native_work", &mut trigger, &mut out);
+            let (ends, _, mut em) = self.ending();
+            ends.cancel(&mut em, "native_work", &mut trigger, &mut out);
         }
         // The record a hook names; until any of it was read, a hook that
         // names another (a session carried from an epoch whose record was
         // elsewhere) moves the following there.
-        if from_agent && self.record_unread() {
+        if from_agent && self.record.unread() {
             let named = named.or_look_in(signal.payload);
             if named.is_some() && named != self.record.path {
                 if self.record.path.is_some() {
@@ -262,12 +279,19 @@ impl SessionProducer {
         self.session_log_after(&mut trigger, &mut out);
         // Only a session whose record may be followed keeps its requests
         // for joining (Copilot's record is found without a hook naming it).
-        if from_agent && (self.record.path.is_some() || self.session.adapter == AdapterId::Copilot)
+        if from_agent
+            && (self.record.path.is_some() || self.stamp.session.adapter == AdapterId::Copilot)
         {
             self.record.remember_requests(&out);
         }
-        self.enforce_span_caps(&mut trigger, &mut out);
-        self.spans.prune(&self.turns);
+        let (policy, turns) = (self.policy(), &self.turns);
+        let em = &mut emitter::Emitter {
+            stamp: &mut self.stamp,
+            record: &mut self.record,
+        };
+        self.pairer
+            .enforce_span_caps(em, policy, turns, &mut trigger, &mut out);
+        self.pairer.spans.prune(&self.turns);
         if let Some(first) = out.first() {
             self.deliveries.remember(keys, first.id.clone());
         }
@@ -301,7 +325,7 @@ impl SessionProducer {
                 code: code.to_string(),
                 detail,
             }),
-            provenance: recovery::derived_high(),
+            provenance: emit::derived_high(),
             turn: TurnAttribution::none(),
             agent_id: None,
             tag: code.to_string(),
@@ -322,7 +346,7 @@ impl SessionProducer {
     }
 
     fn tick_pending_end(&mut self, now_unix_ns: i64, clock: &ClockSample) -> Vec<Event> {
-        let Some(pending) = &self.pending_end else {
+        let Some(pending) = &self.ends.pending else {
             return Vec::new();
         };
         let mut trigger = Trigger {
@@ -334,9 +358,11 @@ impl SessionProducer {
             emitted: 0,
         };
         let mut out = Vec::new();
-        self.evaluate_pending_end(now_unix_ns, &mut trigger, &mut out);
-        self.spans.prune(&self.turns);
-        self.log_observe(&out);
+        let policy = self.policy();
+        let (ends, pairer, mut em) = self.ending();
+        ends.evaluate(&mut em, pairer, policy, now_unix_ns, &mut trigger, &mut out);
+        self.pairer.spans.prune(&self.turns);
+        self.log.observe(&out);
         out
     }
 
@@ -357,55 +383,68 @@ impl SessionProducer {
                     self.turns.resume_latest(turn);
                 }
                 let who = self.speaker_for_tool(agent, signal.native_turn_id, trigger, out);
-                self.on_tool_requested(call, who, trigger, out)
+                let (pairer, mut em) = self.pairing();
+                pairer.on_tool_requested(&mut em, call, who, trigger, out)
             }
             SignalKind::ToolCompleted(result) => {
                 let who = self.speaker_for_tool(agent, signal.native_turn_id, trigger, out);
-                self.on_tool_completed(result, who, trigger, out)
+                let policy = self.policy();
+                let (pairer, mut em) = self.pairing();
+                pairer.on_tool_completed(&mut em, policy, result, who, trigger, out)
             }
             SignalKind::ToolBatch(calls) => {
                 let who = self.speaker_for_tool(agent, signal.native_turn_id, trigger, out);
-                self.on_tool_batch(calls, who, trigger, out)
+                let policy = self.policy();
+                let (pairer, mut em) = self.pairing();
+                pairer.on_tool_batch(&mut em, policy, calls, who, trigger, out)
             }
             SignalKind::SessionEnded(ended) => {
                 if agent.is_none() {
                     self.record.locate.session_ended();
                 }
-                let who = self.speaker(agent, signal.native_turn_id);
+                let who = self.turns.speaker(agent, signal.native_turn_id);
                 let reason = ended.reason.clone();
                 self.emit_plain(Payload::SessionEnded(ended), who, trigger, out);
-                self.request_end(EndOrigin::Native, reason, trigger, out);
+                let (ends, pairer, mut em) = self.ending();
+                ends.request(&mut em, pairer, EndOrigin::Native, reason, trigger, out);
             }
             SignalKind::EndRequested { reason } => {
-                self.request_end(EndOrigin::Operator, reason, trigger, out)
+                let (ends, pairer, mut em) = self.ending();
+                ends.request(&mut em, pairer, EndOrigin::Operator, reason, trigger, out)
             }
             SignalKind::CommandRequested {
                 command_id,
                 request,
-            } => self.on_command_requested(command_id, request, trigger, out),
-            SignalKind::CommandCompleted(done) => self.on_command_completed(done, trigger, out),
+            } => {
+                let (pairer, mut em) = self.pairing();
+                pairer.on_command_requested(&mut em, command_id, request, trigger, out)
+            }
+            SignalKind::CommandCompleted(done) => {
+                let (pairer, mut em) = self.pairing();
+                pairer.on_command_completed(&mut em, done, trigger, out)
+            }
             SignalKind::SubagentStarted(p) => {
-                self.running_agents.insert(p.agent_id.clone());
-                let who = self.speaker(agent, signal.native_turn_id);
+                self.pairer.running_agents.insert(p.agent_id.clone());
+                let who = self.turns.speaker(agent, signal.native_turn_id);
                 self.emit_plain(Payload::SubagentStarted(p), who, trigger, out)
             }
             SignalKind::SubagentStopped(p) => {
-                self.running_agents.remove(&p.agent_id);
+                self.pairer.running_agents.remove(&p.agent_id);
                 // A stopped subagent's own (stamped) turn is over, too.
                 self.turns.end(Some(&p.agent_id), None);
-                let who = self.speaker(agent, signal.native_turn_id);
+                let who = self.turns.speaker(agent, signal.native_turn_id);
                 self.emit_plain(Payload::SubagentStopped(p), who, trigger, out)
             }
             SignalKind::SessionStarted(p) => {
-                let who = self.speaker(agent, signal.native_turn_id);
+                let who = self.turns.speaker(agent, signal.native_turn_id);
                 self.emit_plain(Payload::SessionStarted(p), who, trigger, out)
             }
             SignalKind::Lifecycle(payload) => {
-                let who = self.speaker(agent, signal.native_turn_id);
+                let who = self.turns.speaker(agent, signal.native_turn_id);
                 self.emit_plain(payload, who, trigger, out)
             }
             SignalKind::Unrecognized(p) => {
-                let who = self.speaker(agent, signal.native_turn_id);
+                let who = self.turns.speaker(agent, signal.native_turn_id);
                 self.emit_plain(Payload::SignalUnrecognized(p), who, trigger, out)
             }
             SignalKind::RecordChunk(chunk) => self.on_record_chunk(*chunk, trigger, out),
@@ -425,31 +464,7 @@ impl SessionProducer {
         self.emit(trigger, Draft::native(payload, who.turn, who.agent_id), out);
     }
 
-    /// The turn of a signal: its native id when it names one, else the
-    /// speaking agent's current turn as stamped by producer state, else
-    /// none. A turn the signal did not name is never labelled native, even
-    /// when producer state learned it from a native id (a Claude Code
-    /// signal without `prompt_id`).
-    fn speaker(&self, agent: Option<String>, native_turn: Option<String>) -> Speaker {
-        let turn = match native_turn {
-            Some(id) => TurnAttribution {
-                source: TurnSource::Native,
-                turn_id: Some(id),
-            },
-            None => self
-                .turns
-                .current_for(agent.as_deref())
-                .cloned()
-                .map(turns::stamped_by_state)
-                .unwrap_or_else(TurnAttribution::none),
-        };
-        Speaker {
-            turn,
-            agent_id: agent,
-        }
-    }
-
-    /// Like [`Self::speaker`], but a native turn id never seen before
+    /// Like [`turns::TurnBook::speaker`], but a native turn id never seen before
     /// starts that turn (its prompt signal was lost).
     fn speaker_for_tool(
         &mut self,
@@ -465,7 +480,7 @@ impl SessionProducer {
             };
             self.start_turn(None, turn, None, trigger, out);
         }
-        self.speaker(agent, native_turn)
+        self.turns.speaker(agent, native_turn)
     }
 
     fn on_prompt(
@@ -482,7 +497,7 @@ impl SessionProducer {
                 None => true,
             };
         if !starts_turn {
-            let who = self.speaker(agent, native_turn);
+            let who = self.turns.speaker(agent, native_turn);
             self.emit_plain(Payload::PromptSubmitted(prompt), who, trigger, out);
             return;
         }
@@ -494,7 +509,7 @@ impl SessionProducer {
             None => self.turns.mint_stamped(&trigger.key),
         };
         // Copilot's record meets its stamped turns at the prompt's text.
-        if self.session.adapter == AdapterId::Copilot
+        if self.stamp.session.adapter == AdapterId::Copilot
             && let Some(text) = prompt.prompt.as_deref()
         {
             self.record.remember_prompt(text, turn.clone());
@@ -530,7 +545,8 @@ impl SessionProducer {
             && self.policy().next_turn_sweep
         {
             let reason = RecoveryReason::CompletionNotObservedBeforeNextTurn;
-            self.sweep_turn(&previous, reason, &[], trigger, out);
+            let (pairer, mut em) = self.pairing();
+            pairer.sweep_turn(&mut em, &previous, reason, &[], trigger, out);
         }
         let payload = Payload::TurnStarted(TurnStarted { prompt_event_id });
         self.emit(trigger, Draft::native(payload, turn, agent), out);
@@ -544,7 +560,7 @@ impl SessionProducer {
         trigger: &mut Trigger,
         out: &mut Vec<Event>,
     ) {
-        let who = self.speaker(agent.clone(), native_turn.clone());
+        let who = self.turns.speaker(agent.clone(), native_turn.clone());
         let owner = if native_turn.is_some() { None } else { agent };
         let ended = match self.turns.own_current(owner.as_deref()) {
             Some(_) => self.turns.end(owner.as_deref(), native_turn.as_deref()),
@@ -554,7 +570,8 @@ impl SessionProducer {
             && self.policy().turn_end_sweep
         {
             let reason = RecoveryReason::CompletionNotObservedBeforeTurnEnd;
-            self.sweep_turn(&turn_id, reason, &end.running_agents, trigger, out);
+            let (pairer, mut em) = self.pairing();
+            pairer.sweep_turn(&mut em, &turn_id, reason, &end.running_agents, trigger, out);
         }
         // A boundary signal that did not name its turn ends the turn producer
         // state holds, so the event says the turn was stamped.

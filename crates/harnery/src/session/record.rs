@@ -336,6 +336,13 @@ struct HookRequest {
 }
 
 impl RecordFollow {
+    /// Until any of the record was read, the record a hook names is the
+    /// one followed (a session carried from an epoch whose record was
+    /// elsewhere moves on to it).
+    pub(super) fn unread(&self) -> bool {
+        self.path.is_none() || self.cursor == 0
+    }
+
     /// Nothing known of a record yet (state from before generation 2
     /// writes back as it was).
     pub fn is_unused(&self) -> bool {

@@ -95,7 +95,7 @@ impl SessionProducer {
              {:?}: refused, not read",
             header.path,
             foreign.len(),
-            self.session.session_id
+            self.stamp.session.session_id
         );
         let draft = Draft {
             tag: format!("record-foreign:{}:{first}", header.path),
@@ -104,7 +104,7 @@ impl SessionProducer {
                 kind: "refused".to_string(),
                 detail,
             }),
-            provenance: super::super::recovery::derived_high(),
+            provenance: super::super::emit::derived_high(),
             turn: TurnAttribution::none(),
             agent_id: None,
         };
@@ -135,7 +135,7 @@ impl SessionProducer {
                 kind: "not_followed".to_string(),
                 detail,
             }),
-            provenance: super::super::recovery::derived_high(),
+            provenance: super::super::emit::derived_high(),
             turn: TurnAttribution::none(),
             agent_id: None,
         };
@@ -166,7 +166,7 @@ impl SessionProducer {
         let draft = Draft {
             tag: format!("record-problem:{}", problem.kind),
             payload: Payload::RecordProblem(problem),
-            provenance: super::super::recovery::derived_high(),
+            provenance: super::super::emit::derived_high(),
             turn: TurnAttribution::none(),
             agent_id: None,
         };
@@ -182,13 +182,13 @@ impl SessionProducer {
         trigger: &mut Trigger,
         out: &mut Vec<Event>,
     ) {
-        let turn = match self.session.adapter {
+        let turn = match self.stamp.session.adapter {
             AdapterId::ClaudeCode => {
                 // A line before any prompt belongs to no turn (not to
                 // whichever turn the hooks have open when it is read).
                 line.native_turn_id = self.record.line_prompt(&line);
                 match &line.native_turn_id {
-                    Some(_) => self.speaker(None, line.native_turn_id.clone()).turn,
+                    Some(_) => self.turns.speaker(None, line.native_turn_id.clone()).turn,
                     None => TurnAttribution::none(),
                 }
             }
@@ -230,7 +230,14 @@ impl SessionProducer {
                     };
                     let young = trigger.time_unix_ns + SETTLE_NS > received_ns;
                     let from = (line.agent_id.as_deref(), &line.native_turn_id, &turn);
-                    match self.recorded_start(at, call, from, young, trigger) {
+                    match self.record.recorded_start(
+                        self.stamp.session.adapter,
+                        at,
+                        call,
+                        from,
+                        young,
+                        trigger,
+                    ) {
                         Some(payload) => payload,
                         None => continue,
                     }
@@ -244,7 +251,7 @@ impl SessionProducer {
                 }
                 RecordItem::ToolFinished(result) => {
                     self.settle_held(Settle::Call(&result.tool_call_id), trigger, out);
-                    self.recorded_finish(path, offset, result)
+                    self.record.recorded_finish(path, offset, result)
                 }
                 RecordItem::TurnEnded { turn_id } => {
                     self.record_turn_end(line.agent_id.as_deref(), &turn_id, trigger, out);
@@ -288,37 +295,6 @@ impl SessionProducer {
         }
     }
 
-    /// A call the record started: joined now, or, when it joins nothing
-    /// and its line is `young`, held (`None`).
-    fn recorded_start(
-        &mut self,
-        record: RecordAt,
-        call: RecordedCall,
-        (agent, line_turn, turn): (Option<&str>, &Option<String>, &TurnAttribution),
-        young: bool,
-        trigger: &Trigger,
-    ) -> Option<Payload> {
-        let span = self.record.join(self.session.adapter, &call);
-        let turn_id = call.turn_id.clone().or_else(|| line_turn.clone());
-        self.record.remember_call(&call, agent, turn_id.as_deref());
-        // Bounded: with the queue full, a call waits no longer.
-        if span.is_none() && young && self.record.held.len() < REMEMBERED_REQUESTS {
-            self.record.held.push_back(HeldCall {
-                tool_call_id: call.tool_call_id,
-                tool_name: call.tool_name,
-                input_digest: call.input_digest,
-                turn_id,
-                agent: agent.map(str::to_string),
-                turn: turn.clone(),
-                record,
-                time_unix_ns: trigger.time_unix_ns,
-                time_source: trigger.time_source,
-            });
-            return None;
-        }
-        Some(recorded_call(record, span, call, turn_id))
-    }
-
     /// Join the held calls `which` selects again, and record each (with
     /// the span it joined, or none: the hook signal was lost), at the
     /// time and place of its own line.
@@ -341,7 +317,7 @@ impl SessionProducer {
         let now = (trigger.time_unix_ns, trigger.time_source);
         for h in settled {
             let call = h.call();
-            let span = self.record.join(self.session.adapter, &call);
+            let span = self.record.join(self.stamp.session.adapter, &call);
             (trigger.time_unix_ns, trigger.time_source) = (h.time_unix_ns, h.time_source);
             let draft = Draft {
                 tag: format!("record:{}", h.record.offset),
@@ -374,18 +350,53 @@ impl SessionProducer {
             return;
         }
         for request in unfinished {
-            if let Some(span) = self.spans.take_by_request(&request) {
+            if let Some(span) = self.pairer.spans.take_by_request(&request) {
                 let reason = RecoveryReason::CompletionNotObservedBeforeTurnEnd;
-                self.recover_span(span, reason, trigger, out);
+                let (pairer, mut em) = self.pairing();
+                pairer.recover_span(&mut em, span, reason, trigger, out);
             }
         }
     }
+}
+
+/// The record part of the rules that need nothing else.
+impl RecordFollow {
+    /// A call the record started: joined now, or, when it joins nothing
+    /// and its line is `young`, held (`None`).
+    fn recorded_start(
+        &mut self,
+        adapter: AdapterId,
+        record: RecordAt,
+        call: RecordedCall,
+        (agent, line_turn, turn): (Option<&str>, &Option<String>, &TurnAttribution),
+        young: bool,
+        trigger: &Trigger,
+    ) -> Option<Payload> {
+        let span = self.join(adapter, &call);
+        let turn_id = call.turn_id.clone().or_else(|| line_turn.clone());
+        self.remember_call(&call, agent, turn_id.as_deref());
+        // Bounded: with the queue full, a call waits no longer.
+        if span.is_none() && young && self.held.len() < REMEMBERED_REQUESTS {
+            self.held.push_back(HeldCall {
+                tool_call_id: call.tool_call_id,
+                tool_name: call.tool_name,
+                input_digest: call.input_digest,
+                turn_id,
+                agent: agent.map(str::to_string),
+                turn: turn.clone(),
+                record,
+                time_unix_ns: trigger.time_unix_ns,
+                time_source: trigger.time_source,
+            });
+            return None;
+        }
+        Some(recorded_call(record, span, call, turn_id))
+    }
 
     fn recorded_finish(&mut self, path: &str, offset: u64, result: RecordedResult) -> Payload {
-        let joined = self.record.joined(&result.tool_call_id);
-        self.record.forget(&result.tool_call_id);
+        let joined = self.joined(&result.tool_call_id);
+        self.forget(&result.tool_call_id);
         let tool_name = self
-            .record
             .call_name(&result.tool_call_id)
             .or_else(|| joined.as_ref().map(|(_, name)| name.clone()))
             .unwrap_or_else(|| "unknown".to_string());

@@ -7,15 +7,16 @@
 //! and `elapsed_upper_bound_ms` observed only when both clock samples share
 //! a boot id and do not regress.
 
-use super::SessionProducer;
-use super::emit::{Draft, Trigger};
+use super::emit::{Draft, Trigger, derived_high};
+use super::emitter::Emitter;
 use super::policy::{SPAN_CAP_CONDITION, over_span_cap, span_cap_detail, spans_over_watermark};
-use super::spans::{OpenSpan, SpanKind};
+use super::spans::{OpenSpan, SpanKind, SpanPairer};
+use super::turns::TurnBook;
+use crate::agents::RecoveryPolicy;
 use crate::clock::ClockSample;
 use crate::contract::{
-    Attestation, CommandCompleted, Confidence, Event, EventId, HealthCondition, Observation,
-    Outcome, Payload, Provenance, Recovery, RecoveryReason, ToolCompleted, TurnSource,
-    recovered_confidence,
+    Attestation, CommandCompleted, Event, EventId, HealthCondition, Observation, Outcome, Payload,
+    Provenance, Recovery, RecoveryReason, ToolCompleted, TurnSource, recovered_confidence,
 };
 
 /// The provenance of a recovery event on a turn of this source: derived,
@@ -61,11 +62,12 @@ pub fn elapsed_upper_bound(
     }
 }
 
-impl SessionProducer {
+impl SpanPairer {
     /// Mint the derived terminal of an open span and record it recovered.
     /// Tool spans get `tool.completed`; command spans `command.completed`.
     pub(super) fn recover_span(
         &mut self,
+        em: &mut Emitter,
         span: OpenSpan,
         reason: RecoveryReason,
         trigger: &mut Trigger,
@@ -88,7 +90,7 @@ impl SessionProducer {
             agent_id: span.agent_id.clone(),
             tag: format!("{}:{}", reason.as_str(), span.request_event_id),
         };
-        let id = self.emit(trigger, draft, out);
+        let id = em.emit(trigger, draft, out);
         self.spans.close_recovered(span, id.clone());
         id
     }
@@ -97,6 +99,7 @@ impl SessionProducer {
     /// still running (they may yet post).
     pub(super) fn sweep_turn(
         &mut self,
+        em: &mut Emitter,
         turn_id: &str,
         reason: RecoveryReason,
         running: &[String],
@@ -114,7 +117,7 @@ impl SessionProducer {
             .collect();
         for request in swept {
             if let Some(span) = self.spans.take_by_request(&request) {
-                self.recover_span(span, reason, trigger, out);
+                self.recover_span(em, span, reason, trigger, out);
             }
         }
     }
@@ -124,9 +127,16 @@ impl SessionProducer {
     }
 
     /// Write-side watermark relief, then the read-side health condition.
-    pub(super) fn enforce_span_caps(&mut self, trigger: &mut Trigger, out: &mut Vec<Event>) {
-        if self.policy().span_cap_pressure {
-            self.relieve_span_pressure(trigger, out);
+    pub(super) fn enforce_span_caps(
+        &mut self,
+        em: &mut Emitter,
+        policy: RecoveryPolicy,
+        turns: &TurnBook,
+        trigger: &mut Trigger,
+        out: &mut Vec<Event>,
+    ) {
+        if policy.span_cap_pressure {
+            self.relieve_span_pressure(em, turns, trigger, out);
         }
         let open = self.spans.open_count();
         if over_span_cap(open) && !self.span_cap_raised {
@@ -144,7 +154,7 @@ impl SessionProducer {
                 agent_id: None,
                 tag: "span_cap".to_string(),
             };
-            self.emit(trigger, draft, out);
+            em.emit(trigger, draft, out);
         } else if !over_span_cap(open) {
             self.span_cap_raised = false;
         }
@@ -153,7 +163,13 @@ impl SessionProducer {
     /// Recover the oldest spans of already-ended turns until the open count
     /// is back at the watermark. Spans of a current turn, or without a turn,
     /// are never touched.
-    fn relieve_span_pressure(&mut self, trigger: &mut Trigger, out: &mut Vec<Event>) {
+    fn relieve_span_pressure(
+        &mut self,
+        em: &mut Emitter,
+        turns: &TurnBook,
+        trigger: &mut Trigger,
+        out: &mut Vec<Event>,
+    ) {
         let excess = spans_over_watermark(self.spans.open_count());
         if excess == 0 {
             return;
@@ -167,24 +183,16 @@ impl SessionProducer {
                 s.turn
                     .turn_id
                     .as_deref()
-                    .is_some_and(|t| !self.turns.is_active(t))
+                    .is_some_and(|t| !turns.is_active(t))
             })
             .take(excess)
             .map(|s| s.request_event_id.clone())
             .collect();
         for request in victims {
             if let Some(span) = self.spans.take_by_request(&request) {
-                self.recover_span(span, RecoveryReason::SpanCapPressure, trigger, out);
+                self.recover_span(em, span, RecoveryReason::SpanCapPressure, trigger, out);
             }
         }
-    }
-}
-
-/// Provenance of the producer's own decisions (end outcomes, health).
-pub(super) fn derived_high() -> Provenance {
-    Provenance {
-        attestation: Attestation::Derived,
-        confidence: Confidence::High,
     }
 }
 
@@ -216,6 +224,7 @@ fn recovered_payload(span: &OpenSpan, reason: RecoveryReason, recovery: Recovery
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::contract::Confidence;
 
     fn sample(boot: Option<&str>, ns: Option<u64>) -> ClockSample {
         ClockSample {

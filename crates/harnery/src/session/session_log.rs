@@ -150,7 +150,7 @@ impl SessionLogBook {
 
     /// Learn from events the other rules emitted: effects opened and
     /// closed, the head commit, the live incarnation's native turns.
-    fn observe(&mut self, events: &[Event]) {
+    pub(super) fn observe(&mut self, events: &[Event]) {
         for e in events {
             if let Some(p) = &mut self.pending_turn
                 && e.time_unix_ns > p.time_unix_ns
@@ -203,6 +203,36 @@ impl SessionLogBook {
             _ => None,
         }
     }
+
+    pub(super) fn known_commit(&self) -> (Observation<String>, Option<String>) {
+        match &self.head_commit {
+            Some(sha) => (Observation::Observed(sha.clone()), Some("record".into())),
+            None => (Observation::unknown(NO_COMMIT_KNOWN), None),
+        }
+    }
+
+    /// Where a restore to `boundary` supersedes from: past the places
+    /// (`checkpoint.located`) of the checkpoints it keeps that were written
+    /// just after it; they say where the kept record ends, not what the
+    /// session did after the checkpoint.
+    pub(super) fn kept_places_from(&self, boundary: u64) -> u64 {
+        let kept: Vec<u64> = (self.checkpoints.values())
+            .filter(|cp| !cp.invalid && cp.offset <= boundary)
+            .filter_map(|cp| cp.located_at)
+            .collect();
+        let mut from = boundary;
+        while kept.contains(&from) {
+            from += 1;
+        }
+        from
+    }
+
+    /// A checkpoint's place was written at `offset`.
+    pub(super) fn note_located(&mut self, checkpoint_id: &str, offset: u64) {
+        if let Some(cp) = self.checkpoints.get_mut(checkpoint_id) {
+            cp.located_at = Some(offset);
+        }
+    }
 }
 
 /// Whether a signal begins new work of the session (a turn, a tool call,
@@ -226,11 +256,6 @@ impl SessionProducer {
     /// The live incarnation of the session.
     pub fn incarnation(&self) -> u64 {
         self.log.incarnation()
-    }
-
-    /// Learn from events a timer emitted (salvaged spans close no effect).
-    pub(super) fn log_observe(&mut self, events: &[Event]) {
-        self.log.observe(events);
     }
 
     /// Before a hook signal of the agent is applied: keep a stale one off
@@ -304,14 +329,14 @@ impl SessionProducer {
         trigger: &mut Trigger,
         out: &mut Vec<Event>,
     ) {
-        let at = self.next_offset;
+        let at = self.stamp.next_offset;
         self.log.ended = false;
         let restore = self.log.pending_restore.take();
         let (boundary, superseded) = match &restore {
             Some(r) => (
                 r.boundary_offset,
                 OffsetRange {
-                    from: self.kept_places_from(r.boundary_offset),
+                    from: self.log.kept_places_from(r.boundary_offset),
                     to: r.restore_offset,
                 },
             ),
@@ -337,7 +362,11 @@ impl SessionProducer {
             gone.extend(self.log.effects.forget_open_tools(since_restore));
         }
         for id in gone {
-            let Some(span) = self.spans.take_by_request(&crate::contract::EventId(id)) else {
+            let Some(span) = self
+                .pairer
+                .spans
+                .take_by_request(&crate::contract::EventId(id))
+            else {
                 continue;
             };
             let reason = match span.kind {
@@ -346,7 +375,8 @@ impl SessionProducer {
                     crate::contract::RecoveryReason::CommandCompletionNotObserved
                 }
             };
-            self.recover_span(span, reason, trigger, out);
+            let (pairer, mut em) = self.pairing();
+            pairer.recover_span(&mut em, span, reason, trigger, out);
         }
         self.record.locate.forget(&invalidated);
         self.record.locate.resumed();
@@ -369,7 +399,7 @@ impl SessionProducer {
             .into(),
         });
         let draft = Draft {
-            provenance: super::recovery::derived_high(),
+            provenance: super::emit::derived_high(),
             tag: "resumed".into(),
             ..Draft::native(payload, TurnAttribution::none(), None)
         };
@@ -411,19 +441,19 @@ impl SessionProducer {
         };
         let id = match &turn.turn_id {
             Some(t) => format!("turn:{t}"),
-            None => format!("turn-at:{}", self.next_offset),
+            None => format!("turn-at:{}", self.stamp.next_offset),
         };
         if self.log.checkpoints.contains_key(&id) {
             return;
         }
-        let (commit, commit_source) = self.known_commit();
+        let (commit, commit_source) = self.log.known_commit();
         let spec = CheckpointSpec {
             id,
             origin: "turn",
             commit,
             commit_source,
             extra: Vec::new(),
-            provenance: super::recovery::derived_high(),
+            provenance: super::emit::derived_high(),
             turn,
         };
         self.pin_checkpoint(spec, trigger, out);
@@ -437,7 +467,7 @@ impl SessionProducer {
         let key = format!(
             "checkpoint:{}:{}",
             pending.turn.turn_id.as_deref().unwrap_or("-"),
-            self.next_offset
+            self.stamp.next_offset
         );
         let mut trigger = Trigger {
             key: std::borrow::Cow::Owned(key),
@@ -452,20 +482,13 @@ impl SessionProducer {
         out
     }
 
-    fn known_commit(&self) -> (Observation<String>, Option<String>) {
-        match &self.log.head_commit {
-            Some(sha) => (Observation::Observed(sha.clone()), Some("record".into())),
-            None => (Observation::unknown(NO_COMMIT_KNOWN), None),
-        }
-    }
-
     fn pin_checkpoint(
         &mut self,
         spec: CheckpointSpec,
         trigger: &mut Trigger,
         out: &mut Vec<Event>,
     ) {
-        let offset = self.next_offset + 1;
+        let offset = self.stamp.next_offset + 1;
         let mut effects = self.log.effects.take_closed();
         effects.extend(spec.extra);
         let pinned = PinnedCheckpoint {
@@ -502,7 +525,7 @@ impl SessionProducer {
         out: &mut Vec<Event>,
     ) {
         self.flush_turn_checkpoint(trigger, out);
-        let turn = self.speaker(None, None).turn;
+        let turn = self.turns.speaker(None, None).turn;
         if let Some(first) = self.log.checkpoints.get(&request.checkpoint_id) {
             let detail = format!(
                 "checkpoint {:?} is already pinned at offset {}; the first one stands",
@@ -513,7 +536,7 @@ impl SessionProducer {
         }
         let (commit, commit_source) = match request.commit {
             Some(sha) => (Observation::Observed(sha), Some("operator".into())),
-            None => self.known_commit(),
+            None => self.log.known_commit(),
         };
         let extra = request
             .effects
@@ -541,29 +564,6 @@ impl SessionProducer {
         self.pin_checkpoint(spec, trigger, out);
     }
 
-    /// Where a restore to `boundary` supersedes from: past the places
-    /// (`checkpoint.located`) of the checkpoints it keeps that were written
-    /// just after it; they say where the kept record ends, not what the
-    /// session did after the checkpoint.
-    fn kept_places_from(&self, boundary: u64) -> u64 {
-        let kept: Vec<u64> = (self.log.checkpoints.values())
-            .filter(|cp| !cp.invalid && cp.offset <= boundary)
-            .filter_map(|cp| cp.located_at)
-            .collect();
-        let mut from = boundary;
-        while kept.contains(&from) {
-            from += 1;
-        }
-        from
-    }
-
-    /// A checkpoint's place was written at `offset`.
-    pub(super) fn note_located(&mut self, checkpoint_id: &str, offset: u64) {
-        if let Some(cp) = self.log.checkpoints.get_mut(checkpoint_id) {
-            cp.located_at = Some(offset);
-        }
-    }
-
     /// `harnery restore --record`: record it; the agent's next resume
     /// takes it up.
     pub(super) fn on_restore_requested(
@@ -583,7 +583,7 @@ impl SessionProducer {
             self.emit_health(RESTORE_CHECKPOINT_UNKNOWN, detail, turn, trigger, out);
             return;
         }
-        let restore_offset = self.next_offset;
+        let restore_offset = self.stamp.next_offset;
         let payload = Payload::RestoreRecorded(RestoreRecorded {
             checkpoint_id: request.checkpoint_id.clone(),
             boundary_offset: request.boundary_offset,
@@ -609,7 +609,7 @@ impl SessionProducer {
             detail,
         });
         let draft = Draft {
-            provenance: super::recovery::derived_high(),
+            provenance: super::emit::derived_high(),
             tag: code.into(),
             ..Draft::native(payload, turn, None)
         };

@@ -9,11 +9,12 @@
 //! a derived `tool.requested` and then closes it natively with its real
 //! outcome.
 
-use super::SessionProducer;
 use super::emit::{Draft, Trigger};
+use super::emitter::Emitter;
 use super::recovery::recovery_provenance;
-use super::spans::{OpenSpan, SpanKind};
-use crate::agents::{BatchedCall, ToolCall, ToolResult};
+use super::spans::{OpenSpan, SpanKind, SpanPairer};
+use super::turns::Speaker;
+use crate::agents::{BatchedCall, RecoveryPolicy, ToolCall, ToolResult};
 use crate::contract::{
     Event, EventId, Json, LateEvidence, Observation, Outcome, Payload, Provenance, Recovery,
     RecoveryReason, SignalUnrecognized, ToolBatchCompleted, ToolCompleted, ToolRequested,
@@ -36,15 +37,10 @@ fn pair_key_of(tool_name: &str, input_digest: &str) -> String {
     key
 }
 
-/// Who spoke and in which turn: the context of one signal.
-pub(super) struct Speaker {
-    pub turn: TurnAttribution,
-    pub agent_id: Option<String>,
-}
-
-impl SessionProducer {
+impl SpanPairer {
     pub(super) fn on_tool_requested(
         &mut self,
+        em: &mut Emitter,
         call: ToolCall,
         who: Speaker,
         trigger: &mut Trigger,
@@ -62,7 +58,7 @@ impl SessionProducer {
                 reason: "request_for_tracked_call".to_string(),
                 record: None,
             });
-            self.emit(trigger, Draft::native(payload, who.turn, who.agent_id), out);
+            em.emit(trigger, Draft::native(payload, who.turn, who.agent_id), out);
             return;
         }
         let input_digest = call.input_digest();
@@ -76,7 +72,7 @@ impl SessionProducer {
             recovery: None,
         });
         let draft = Draft::native(payload, who.turn.clone(), who.agent_id.clone());
-        let request_event_id = self.emit(trigger, draft, out);
+        let request_event_id = em.emit(trigger, draft, out);
         self.spans.push_open(OpenSpan {
             kind: SpanKind::Tool,
             request_event_id,
@@ -92,6 +88,8 @@ impl SessionProducer {
 
     pub(super) fn on_tool_completed(
         &mut self,
+        em: &mut Emitter,
+        policy: RecoveryPolicy,
         result: ToolResult,
         who: Speaker,
         trigger: &mut Trigger,
@@ -109,7 +107,8 @@ impl SessionProducer {
         };
         if let Some(span) = span {
             let request = span.request_event_id.clone();
-            self.emit_native_completion(
+            emit_native_completion(
+                em,
                 result,
                 Some(request),
                 &span.turn,
@@ -130,7 +129,7 @@ impl SessionProducer {
                 outcome: result.outcome,
                 error: result.error.clone(),
             };
-            self.emit_late_evidence(evidence, &who, trigger, out);
+            emit_late_evidence(em, evidence, &who, trigger, out);
             return;
         }
         if call_id.is_some_and(|id| self.spans.closed_natively(id)) {
@@ -139,103 +138,39 @@ impl SessionProducer {
                 reason: "completion_for_closed_span".to_string(),
                 record: None,
             });
-            self.emit(trigger, Draft::native(payload, who.turn, who.agent_id), out);
+            em.emit(trigger, Draft::native(payload, who.turn, who.agent_id), out);
             return;
         }
-        self.complete_unrequested(result, who, trigger, out);
+        self.complete_unrequested(em, policy, result, who, trigger, out);
     }
 
     /// A completion that matched no span: mint its request (when the table
     /// allows), then close it natively with the real outcome.
     fn complete_unrequested(
         &mut self,
+        em: &mut Emitter,
+        policy: RecoveryPolicy,
         result: ToolResult,
         who: Speaker,
         trigger: &mut Trigger,
         out: &mut Vec<Event>,
     ) {
-        if !self.policy().request_not_observed {
-            self.emit_native_completion(result, None, &who.turn, who.agent_id, trigger, out);
+        if !policy.request_not_observed {
+            emit_native_completion(em, result, None, &who.turn, who.agent_id, trigger, out);
             return;
         }
-        let request = self.mint_request(&result.call, &who, trigger, out);
+        let request = mint_request(em, &result.call, &who, trigger, out);
         let span = open_span(&result.call, request.clone(), &who, trigger);
-        self.emit_native_completion(result, Some(request), &who.turn, who.agent_id, trigger, out);
+        emit_native_completion(
+            em,
+            result,
+            Some(request),
+            &who.turn,
+            who.agent_id,
+            trigger,
+            out,
+        );
         self.spans.close_native(span);
-    }
-
-    fn mint_request(
-        &mut self,
-        call: &ToolCall,
-        who: &Speaker,
-        trigger: &mut Trigger,
-        out: &mut Vec<Event>,
-    ) -> EventId {
-        let reason = RecoveryReason::RequestNotObserved;
-        let payload = Payload::ToolRequested(ToolRequested {
-            tool_call_id: call.call_id.clone(),
-            tool_name: call.tool_name.clone(),
-            input_digest: call.input_digest(),
-            input: call.input.clone(),
-            recovery: Some(Recovery {
-                reason,
-                requested_event_id: None,
-                elapsed_upper_bound_ms: None,
-            }),
-        });
-        let draft = Draft {
-            payload,
-            provenance: recovery_provenance(reason, call.input.is_some(), who.turn.source),
-            turn: who.turn.clone(),
-            agent_id: who.agent_id.clone(),
-            tag: reason.as_str().to_string(),
-        };
-        self.emit(trigger, draft, out)
-    }
-
-    fn emit_native_completion(
-        &mut self,
-        result: ToolResult,
-        requested: Option<EventId>,
-        turn: &TurnAttribution,
-        agent_id: Option<String>,
-        trigger: &mut Trigger,
-        out: &mut Vec<Event>,
-    ) {
-        let payload = Payload::ToolCompleted(ToolCompleted {
-            tool_call_id: result.call.call_id,
-            tool_name: result.call.tool_name,
-            requested_event_id: requested,
-            outcome: result.outcome,
-            duration_ms: match result.duration_ms {
-                Some(ms) => Observation::Observed(ms),
-                None => Observation::unknown("not_reported"),
-            },
-            exit_code: result.exit_code,
-            error: result.error,
-            content: result.content,
-            recovery: None,
-        });
-        self.emit(trigger, Draft::native(payload, turn.clone(), agent_id), out);
-    }
-
-    /// Record a native completion that arrived after its span was
-    /// recovered: linked evidence, never a second terminal.
-    pub(super) fn emit_late_evidence(
-        &mut self,
-        evidence: LateEvidence,
-        who: &Speaker,
-        trigger: &mut Trigger,
-        out: &mut Vec<Event>,
-    ) {
-        let draft = Draft {
-            payload: Payload::LateEvidence(evidence),
-            provenance: Provenance::NATIVE,
-            turn: who.turn.clone(),
-            agent_id: who.agent_id.clone(),
-            tag: String::new(),
-        };
-        self.emit(trigger, draft, out);
     }
 
     /// A batch summary closes nothing a post could close. A call in it that
@@ -243,6 +178,8 @@ impl SessionProducer {
     /// completion whose request was not observed.
     pub(super) fn on_tool_batch(
         &mut self,
+        em: &mut Emitter,
+        policy: RecoveryPolicy,
         calls: Vec<BatchedCall>,
         who: Speaker,
         trigger: &mut Trigger,
@@ -251,7 +188,7 @@ impl SessionProducer {
         let summary = Payload::ToolBatchCompleted(ToolBatchCompleted {
             calls: calls.len() as u64,
         });
-        self.emit(
+        em.emit(
             trigger,
             Draft::native(summary, who.turn.clone(), who.agent_id.clone()),
             out,
@@ -268,10 +205,84 @@ impl SessionProducer {
                     turn: who.turn.clone(),
                     agent_id: who.agent_id.clone(),
                 };
-                self.complete_unrequested(result, who, trigger, out);
+                self.complete_unrequested(em, policy, result, who, trigger, out);
             }
         }
     }
+}
+
+fn mint_request(
+    em: &mut Emitter,
+    call: &ToolCall,
+    who: &Speaker,
+    trigger: &mut Trigger,
+    out: &mut Vec<Event>,
+) -> EventId {
+    let reason = RecoveryReason::RequestNotObserved;
+    let payload = Payload::ToolRequested(ToolRequested {
+        tool_call_id: call.call_id.clone(),
+        tool_name: call.tool_name.clone(),
+        input_digest: call.input_digest(),
+        input: call.input.clone(),
+        recovery: Some(Recovery {
+            reason,
+            requested_event_id: None,
+            elapsed_upper_bound_ms: None,
+        }),
+    });
+    let draft = Draft {
+        payload,
+        provenance: recovery_provenance(reason, call.input.is_some(), who.turn.source),
+        turn: who.turn.clone(),
+        agent_id: who.agent_id.clone(),
+        tag: reason.as_str().to_string(),
+    };
+    em.emit(trigger, draft, out)
+}
+
+fn emit_native_completion(
+    em: &mut Emitter,
+    result: ToolResult,
+    requested: Option<EventId>,
+    turn: &TurnAttribution,
+    agent_id: Option<String>,
+    trigger: &mut Trigger,
+    out: &mut Vec<Event>,
+) {
+    let payload = Payload::ToolCompleted(ToolCompleted {
+        tool_call_id: result.call.call_id,
+        tool_name: result.call.tool_name,
+        requested_event_id: requested,
+        outcome: result.outcome,
+        duration_ms: match result.duration_ms {
+            Some(ms) => Observation::Observed(ms),
+            None => Observation::unknown("not_reported"),
+        },
+        exit_code: result.exit_code,
+        error: result.error,
+        content: result.content,
+        recovery: None,
+    });
+    em.emit(trigger, Draft::native(payload, turn.clone(), agent_id), out);
+}
+
+/// Record a native completion that arrived after its span was
+/// recovered: linked evidence, never a second terminal.
+pub(super) fn emit_late_evidence(
+    em: &mut Emitter,
+    evidence: LateEvidence,
+    who: &Speaker,
+    trigger: &mut Trigger,
+    out: &mut Vec<Event>,
+) {
+    let draft = Draft {
+        payload: Payload::LateEvidence(evidence),
+        provenance: Provenance::NATIVE,
+        turn: who.turn.clone(),
+        agent_id: who.agent_id.clone(),
+        tag: String::new(),
+    };
+    em.emit(trigger, draft, out);
 }
 
 fn open_span(call: &ToolCall, request: EventId, who: &Speaker, trigger: &Trigger) -> OpenSpan {

@@ -7,13 +7,13 @@
 //! one or one of the two before it; spans without a turn keep a short,
 //! fixed-size memory of their own.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
 use super::turns::TurnBook;
 use crate::clock::ClockSample;
-use crate::contract::{EventId, TurnAttribution};
+use crate::contract::{EventId, TurnAttribution, TurnSource};
 
 /// Closed spans without a turn that are remembered, newest last.
 const UNATTRIBUTED_MEMORY: usize = 32;
@@ -71,6 +71,19 @@ pub(super) struct SpanBook {
 }
 
 impl SpanBook {
+    /// Drop the turn attribution of every open span that has one (state
+    /// of another capability profile); returns how many lost one.
+    pub(super) fn forget_turns(&mut self) -> usize {
+        let mut distrusted = 0;
+        for span in &mut self.open {
+            if span.turn.source != TurnSource::None {
+                span.turn = TurnAttribution::none();
+                distrusted += 1;
+            }
+        }
+        distrusted
+    }
+
     pub fn open_count(&self) -> usize {
         self.open.len()
     }
@@ -219,4 +232,19 @@ impl SpanBook {
             true
         });
     }
+}
+
+/// The session's spans and the rules that open, pair, recover and cap
+/// them: tool spans here, their derived terminals and sweeps in
+/// `recovery.rs`, command spans in `ends.rs`. Events go out through the emitter each rule is
+/// handed; the recovery table and the turns are read, never kept.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(super) struct SpanPairer {
+    pub spans: SpanBook,
+    /// Subagents started and not yet stopped: a turn-end sweep spares
+    /// their spans (they may yet post).
+    pub running_agents: BTreeSet<String>,
+    /// Whether the span-cap condition is raised (it is raised once until
+    /// the open count falls back under the cap).
+    pub span_cap_raised: bool,
 }

@@ -35,6 +35,12 @@ pub(super) fn stamped_by_state(turn: TurnAttribution) -> TurnAttribution {
     }
 }
 
+/// Who spoke and in which turn: the context of one signal.
+pub(super) struct Speaker {
+    pub turn: TurnAttribution,
+    pub agent_id: Option<String>,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub(super) struct TurnBook {
     /// Current (started, not ended) turn per agent key.
@@ -50,6 +56,29 @@ fn agent_key(agent: Option<&str>) -> String {
 }
 
 impl TurnBook {
+    /// The turn of a signal: its native id when it names one, else the
+    /// speaking agent's current turn as stamped by producer state, else
+    /// none. A turn the signal did not name is never labelled native, even
+    /// when producer state learned it from a native id (a Claude Code
+    /// signal without `prompt_id`).
+    pub(super) fn speaker(&self, agent: Option<String>, native_turn: Option<String>) -> Speaker {
+        let turn = match native_turn {
+            Some(id) => TurnAttribution {
+                source: TurnSource::Native,
+                turn_id: Some(id),
+            },
+            None => self
+                .current_for(agent.as_deref())
+                .cloned()
+                .map(stamped_by_state)
+                .unwrap_or_else(TurnAttribution::none),
+        };
+        Speaker {
+            turn,
+            agent_id: agent,
+        }
+    }
+
     /// The current turn of this agent, falling back to the main agent's.
     pub fn current_for(&self, agent: Option<&str>) -> Option<&TurnAttribution> {
         self.current
