@@ -6,7 +6,9 @@
 //! agent's record after it (`checkpoint.located`) is placed in a later
 //! epoch: its place is joined to it here. A restore that needs what
 //! another epoch holds of the session (its record's first bytes, its
-//! directory) opens the epochs [`around`] the one it reads.
+//! directory) opens the epochs [`around`] the one it reads. `checkpoints`
+//! reads the live log ([`live_log`]) or, for one checkpoint across epochs,
+//! the newest part that has it ([`newest_with`]).
 
 use super::error::PlanError;
 use super::log::SessionLog;
@@ -35,6 +37,29 @@ pub fn logs<'a>(
         }
     }
     Ok(logs)
+}
+
+/// The live epoch's log of the session `name` names (`checkpoints` with
+/// the default `--epoch live`); an empty home has no session to name.
+pub fn live_log(home: &Home, name: &str) -> Result<SessionLog, PlanError> {
+    let Some(ledger) = crate::report::source::live_or_none(home)? else {
+        return Err(format!("no session matches {name:?}: the ledger is empty").into());
+    };
+    let session = ledger.sessions().resolve(name)?;
+    Ok(SessionLog::read(&ledger, &session)?)
+}
+
+/// Where `checkpoints --id ID|--latest` looks across epochs: the newest
+/// part whose log has `wanted` (an id, or `latest`) valid, else the newest.
+pub fn newest_with<'l, 'a>(
+    logs: &'l [(&'a OpenEpoch, SessionLog)],
+    wanted: &str,
+) -> &'l (&'a OpenEpoch, SessionLog) {
+    let found = logs
+        .iter()
+        .rev()
+        .find(|(_, l)| l.choose(Some(wanted)).is_ok());
+    found.unwrap_or(logs.last().expect("a session has a part"))
 }
 
 /// The epoch a restore of `checkpoint` (an id, or `latest`) reads: the
