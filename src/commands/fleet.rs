@@ -142,10 +142,7 @@ fn run_init(a: InitArgs) -> CmdResult {
 fn run_add(a: AddArgs, kind: RoleKind) -> CmdResult {
     let target = target(a.url.as_deref())?;
     let mut client = target.connect().map_err(FleetError::from)?;
-    let made = admin::add_role(&mut client, kind, &a.name).map_err(|e| match e {
-        admin::AddError::Name(n) => super::CmdError::from(n.to_string()),
-        admin::AddError::Fleet(f) => Box::new(f) as super::CmdError,
-    })?;
+    let made = admin::add_role(&mut client, kind, &a.name)?;
     let what = match kind {
         RoleKind::Host => {
             "ships one host's rows (bound to the host id of its first ship); give it to that host as ship.to"

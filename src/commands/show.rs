@@ -12,7 +12,7 @@
 //! entries around it, the one that holds it marked `>>`. Which entries and
 //! marks is decided in [`harnery::report::show`]; the words are here.
 
-use super::{CmdResult, EpochArg, Outcome};
+use super::{CmdResult, EpochArg, Outcome, short};
 use harnery::clock::format_time;
 use harnery::home::Home;
 use harnery::ledger::SessionSummary;
@@ -174,8 +174,4 @@ fn line(e: &TimelineEntry) -> String {
         format!("+{}.{:03}s", e.at_ms / 1000, e.at_ms % 1000),
         e.text
     )
-}
-
-fn short(id: &str) -> &str {
-    id.get(..12).unwrap_or(id)
 }
