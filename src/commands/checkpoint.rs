@@ -111,19 +111,7 @@ fn list_epochs(home: &Home, args: &ListArgs) -> CmdResult {
     }
     let mut out = harnery::terminal::stdout(args.json);
     if args.json {
-        #[derive(serde::Serialize)]
-        struct Part<'a> {
-            epoch: &'a str,
-            #[serde(flatten)]
-            log: &'a SessionLog,
-        }
-        let parts: Vec<Part> = logs
-            .iter()
-            .map(|(e, log)| Part {
-                epoch: &e.label,
-                log,
-            })
-            .collect();
+        let parts = restore::epochs::EpochLog::all(&logs);
         writeln!(out, "{}", serde_json::to_string_pretty(&parts)?)?;
         return Ok(Outcome::Clean);
     }

@@ -80,6 +80,26 @@ pub fn restore_ledger(
     Ok((part.ledger, Some(part.label)))
 }
 
+/// One part's log as `checkpoints --epoch all --json` prints it: the log's
+/// fields with the label of the epoch that holds it.
+#[derive(serde::Serialize)]
+pub struct EpochLog<'a> {
+    pub epoch: &'a str,
+    #[serde(flatten)]
+    pub log: &'a SessionLog,
+}
+
+impl<'a> EpochLog<'a> {
+    /// Each part of `logs`, tagged, oldest first.
+    pub fn all(logs: &'a [(&'a OpenEpoch, SessionLog)]) -> Vec<EpochLog<'a>> {
+        let tag = |(e, log): &'a (&'a OpenEpoch, SessionLog)| EpochLog {
+            epoch: &e.label,
+            log,
+        };
+        logs.iter().map(tag).collect()
+    }
+}
+
 /// Where `checkpoints --id ID|--latest` looks across epochs: the newest
 /// part whose log has `wanted` (an id, or `latest`) valid, else the newest.
 pub fn newest_with<'l, 'a>(
