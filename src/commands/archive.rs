@@ -50,10 +50,7 @@ pub fn run(args: Args) -> CmdResult {
 
 fn status(args: StatusArgs) -> CmdResult {
     let home = Home::from_env()?;
-    let size = match harnery::report::source::live_or_none(&home)? {
-        Some(ledger) => ledger.raw().size()?,
-        None => Default::default(),
-    };
+    let size = harnery::report::source::live_archive_size(&home)?;
     let mut out = harnery::terminal::stdout(args.json);
     if args.json {
         writeln!(out, "{}", serde_json::to_string(&size)?)?;

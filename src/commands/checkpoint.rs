@@ -19,6 +19,7 @@ use harnery::now::resolve_now;
 use harnery::operator;
 use harnery::restore::checkpoint::{self, parse_effect};
 use harnery::restore::log::{Checkpoint, SessionLog};
+use harnery::restore::{self};
 
 #[derive(Debug, clap::Args)]
 #[command(
@@ -90,12 +91,7 @@ pub fn run_list(args: ListArgs) -> CmdResult {
     if args.epoch.epoch != harnery::epoch::EpochSelector::Live {
         return list_epochs(&home, &args);
     }
-    let Some(ledger) = harnery::report::source::live_or_none(&home)? else {
-        return Err(format!("no session matches {:?}: the ledger is empty", args.session).into());
-    };
-    let session = ledger.sessions().resolve(&args.session)?;
-    let log = SessionLog::read(&ledger, &session)?;
-    list_one(&args, &log)
+    list_one(&args, &restore::epochs::live_log(&home, &args.session)?)
 }
 
 /// `checkpoints --epoch all|GENESIS`: the session's log in each selected
@@ -104,14 +100,10 @@ pub fn run_list(args: ListArgs) -> CmdResult {
 /// `--id` look in the newest epoch first.
 fn list_epochs(home: &Home, args: &ListArgs) -> CmdResult {
     let epochs = harnery::report::epochs::Epochs::open(home, &args.epoch.epoch)?;
-    let logs = harnery::restore::epochs::logs(&epochs, "checkpoints", &args.session)?;
+    let logs = restore::epochs::logs(&epochs, "checkpoints", &args.session)?;
     if args.id.is_some() || args.latest {
         let wanted = args.id.as_deref().unwrap_or("latest");
-        let newest_with = logs
-            .iter()
-            .rev()
-            .find(|(_, l)| l.choose(Some(wanted)).is_ok());
-        let (epoch, log) = newest_with.unwrap_or(logs.last().expect("a session has a part"));
+        let (epoch, log) = restore::epochs::newest_with(&logs, wanted);
         if !args.json {
             writeln!(harnery::terminal::stdout(false), "epoch {}", epoch.label)?;
         }
@@ -119,19 +111,7 @@ fn list_epochs(home: &Home, args: &ListArgs) -> CmdResult {
     }
     let mut out = harnery::terminal::stdout(args.json);
     if args.json {
-        #[derive(serde::Serialize)]
-        struct Part<'a> {
-            epoch: &'a str,
-            #[serde(flatten)]
-            log: &'a SessionLog,
-        }
-        let parts: Vec<Part> = logs
-            .iter()
-            .map(|(e, log)| Part {
-                epoch: &e.label,
-                log,
-            })
-            .collect();
+        let parts = restore::epochs::EpochLog::all(&logs);
         writeln!(out, "{}", serde_json::to_string_pretty(&parts)?)?;
         return Ok(Outcome::Clean);
     }
@@ -143,17 +123,7 @@ fn list_epochs(home: &Home, args: &ListArgs) -> CmdResult {
 }
 
 fn list_one(args: &ListArgs, log: &SessionLog) -> CmdResult {
-    let session = &log.session;
-    let one =
-        match (&args.id, args.latest) {
-            (Some(id), _) => Some(log.by_id(id).ok_or_else(|| {
-                format!("session {} has no checkpoint {id:?}", session.session_id)
-            })?),
-            (None, true) => Some(log.latest().ok_or_else(|| {
-                format!("session {} has no valid checkpoint", session.session_id)
-            })?),
-            (None, false) => None,
-        };
+    let one = log.listed(args.id.as_deref(), args.latest)?;
     let mut out = harnery::terminal::stdout(args.json);
     match (one, args.json) {
         (Some(cp), true) => writeln!(out, "{}", serde_json::to_string_pretty(cp)?)?,

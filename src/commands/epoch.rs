@@ -6,7 +6,7 @@ use std::io::Write;
 use super::run_report::render_advance;
 use super::{CmdResult, Outcome};
 use harnery::clock::format_time;
-use harnery::epoch::{self, AdvanceReport, EpochStatus, EpochVerdict};
+use harnery::epoch::{self, AdvanceReport, EpochStatus, EpochVerdict, ListedEpoch};
 use harnery::home::Home;
 
 #[derive(Debug, clap::Args)]
@@ -178,21 +178,9 @@ fn print_list(home: &Home, json: bool) -> Result<(), super::CmdError> {
         )?;
     }
     for e in epoch::epochs(home)? {
-        let events = e.open(home).and_then(|l| l.events().event_count());
-        let g = e.genesis.as_ref().ok();
+        let e = ListedEpoch::of(home, &e);
         if json {
-            let v = serde_json::json!({
-                "genesis_id": e.genesis_id,
-                "live": e.live,
-                "dir": e.dir.display().to_string(),
-                "generation": g.map(|g| g.contract_generation),
-                "schema_digest": g.map(|g| g.schema_digest.clone()),
-                "created_unix_ns": g.map(|g| g.created_unix_ns),
-                "anchor": e.anchor_id(),
-                "events": events.as_ref().ok(),
-                "error": events.as_ref().err().map(|err| err.to_string()),
-            });
-            writeln!(out, "{v}")?;
+            writeln!(out, "{}", serde_json::to_string(&e)?)?;
             continue;
         }
         writeln!(
@@ -200,10 +188,10 @@ fn print_list(home: &Home, json: bool) -> Result<(), super::CmdError> {
             "{:<38} {:<8} {:>4} {:>8}  {:<24}  {}",
             e.genesis_id,
             if e.live { "live" } else { "archived" },
-            g.map_or("?".into(), |g| g.contract_generation.to_string()),
-            events.as_ref().map_or("?".into(), |n| n.to_string()),
-            g.map_or("?".into(), |g| format_time(g.created_unix_ns)),
-            e.anchor_id().unwrap_or("-")
+            e.generation.map_or("?".into(), |g| g.to_string()),
+            e.events.map_or("?".into(), |n| n.to_string()),
+            e.created_unix_ns.map_or("?".into(), format_time),
+            e.anchor.as_deref().unwrap_or("-")
         )?;
     }
     Ok(())

@@ -88,9 +88,5 @@ pub fn run(args: Args) -> CmdResult {
     }
     .map_err(ExportError::into_inner)?;
     let set_aside = epochs.report_set_aside("export");
-    Ok(if damaged > 0 || set_aside {
-        Outcome::Problems
-    } else {
-        Outcome::Clean
-    })
+    Ok(Outcome::problems_if(damaged > 0 || set_aside))
 }

@@ -7,11 +7,11 @@
 use std::io::Write;
 
 use super::{CmdResult, Outcome};
+use harnery::fleet::Target;
 use harnery::fleet::admin::{self, RoleKind};
 use harnery::fleet::read::{self, ReadFilter};
-use harnery::fleet::server::{read_target, verify_this_host};
+use harnery::fleet::server::{TargetError, read_client, verify_this_host};
 use harnery::fleet::verify::verify;
-use harnery::fleet::{FleetError, Target};
 use harnery::home::Home;
 
 #[derive(Debug, clap::Args)]
@@ -104,12 +104,8 @@ pub fn run(args: Args) -> CmdResult {
         FleetCommand::Audit(a) => audit(a),
         FleetCommand::Usage(a) => usage(a),
         FleetCommand::Search(a) => {
-            let source = Source {
-                from: a.from.clone(),
-                host: None,
-                json: false,
-            };
-            super::fleet_search::run(a, &mut connect(&source)?)
+            let (_, mut client) = connect(a.from.as_deref())?;
+            super::fleet_search::run(a, &mut client)
         }
         FleetCommand::Verify(a) => run_verify(a),
         FleetCommand::Init(a) => run_init(a),
@@ -118,18 +114,13 @@ pub fn run(args: Args) -> CmdResult {
     }
 }
 
-fn target(text: Option<&str>) -> Result<Target, super::CmdError> {
-    Ok(read_target(Home::from_env().ok().as_ref(), text)?)
-}
-
-fn connect(source: &Source) -> Result<postgres::Client, super::CmdError> {
-    let target = target(source.from.as_deref())?;
-    Ok(target.connect().map_err(FleetError::from)?)
+/// The server `text` (or `ship.to`, or the `PG*` variables) names, connected.
+fn connect(text: Option<&str>) -> Result<(Target, postgres::Client), TargetError> {
+    read_client(Home::from_env().ok().as_ref(), text)
 }
 
 fn run_init(a: InitArgs) -> CmdResult {
-    let target = target(a.url.as_deref())?;
-    let mut client = target.connect().map_err(FleetError::from)?;
+    let (target, mut client) = connect(a.url.as_deref())?;
     let version = admin::init(&mut client)?;
     println!(
         "schema harnery at version {version} on {}; roles harnery_host and harnery_reader are there; \
@@ -140,12 +131,8 @@ fn run_init(a: InitArgs) -> CmdResult {
 }
 
 fn run_add(a: AddArgs, kind: RoleKind) -> CmdResult {
-    let target = target(a.url.as_deref())?;
-    let mut client = target.connect().map_err(FleetError::from)?;
-    let made = admin::add_role(&mut client, kind, &a.name).map_err(|e| match e {
-        admin::AddError::Name(n) => super::CmdError::from(n.to_string()),
-        admin::AddError::Fleet(f) => Box::new(f) as super::CmdError,
-    })?;
+    let (target, mut client) = connect(a.url.as_deref())?;
+    let made = admin::add_role(&mut client, kind, &a.name)?;
     let what = match kind {
         RoleKind::Host => {
             "ships one host's rows (bound to the host id of its first ship); give it to that host as ship.to"
@@ -173,7 +160,7 @@ fn filter(a: &ReadArgs) -> ReadFilter {
 }
 
 fn sessions(a: ReadArgs) -> CmdResult {
-    let mut client = connect(&a.source)?;
+    let (_, mut client) = connect(a.source.from.as_deref())?;
     let f = filter(&a);
     read::prepare(&mut client, &f)?;
     let rows = read::sessions(&mut client, &f)?;
@@ -230,7 +217,7 @@ fn reasons(r: &[String]) -> String {
 }
 
 fn audit(a: ReadArgs) -> CmdResult {
-    let mut client = connect(&a.source)?;
+    let (_, mut client) = connect(a.source.from.as_deref())?;
     let f = filter(&a);
     read::prepare(&mut client, &f)?;
     let audit = read::audit(&mut client, &f)?;
@@ -271,7 +258,7 @@ fn audit(a: ReadArgs) -> CmdResult {
 
 fn usage(u: UsageArgs) -> CmdResult {
     let a = u.read;
-    let mut client = connect(&a.source)?;
+    let (_, mut client) = connect(a.source.from.as_deref())?;
     let f = filter(&a);
     read::prepare(&mut client, &f)?;
     if u.by == "session" {
@@ -298,7 +285,7 @@ fn usage_by_session(client: &mut postgres::Client, f: &ReadFilter, json: bool) -
 }
 
 fn run_verify(a: VerifyArgs) -> CmdResult {
-    let mut client = connect(&a.source)?;
+    let (_, mut client) = connect(a.source.from.as_deref())?;
     let mut result = verify(&mut client, a.source.host.as_deref())?;
     if a.local {
         verify_this_host(&mut client, &Home::from_env()?, &mut result)?;

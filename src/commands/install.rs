@@ -83,19 +83,16 @@ pub fn run_install(args: InstallArgs) -> CmdResult {
     if !common.dry_run {
         install::check_hook_bin(&hook_bin)?;
     }
-    // Claude Code entries are always exec form; the Copilot form is judged
-    // (and reported) only when Copilot is the target.
-    let form = match agent {
-        Agent::Copilot => {
-            let choice = form::choose(form_arg.map(|f| match f {
-                FormArg::Exec => CopilotForm::Exec,
-                FormArg::Bash => CopilotForm::Bash,
-            }));
-            say_form(&choice, common.dry_run);
-            choice.form
-        }
-        Agent::ClaudeCode => CopilotForm::Exec,
-    };
+    let asked = form_arg.map(|f| match f {
+        FormArg::Exec => CopilotForm::Exec,
+        FormArg::Bash => CopilotForm::Bash,
+    });
+    // The form is reported only when it was judged (Copilot's).
+    let choice = form::for_agent(agent, asked);
+    if let Some(choice) = &choice {
+        say_form(choice, common.dry_run);
+    }
+    let form = choice.map_or(CopilotForm::Exec, |c| c.form);
     say_where(agent, agent_dir.as_ref(), common.dry_run);
     let plan = install::plan_install(agent, &path, &hook_bin, form)?;
     finish(&plan, common.dry_run, "installed")

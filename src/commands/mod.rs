@@ -69,6 +69,11 @@ fn operator_target(
     Ok(harnery::operator::Target::find(home, session, adapter)?)
 }
 
+/// The first 12 characters of an id, as the text tables show it.
+pub(crate) fn short(id: &str) -> &str {
+    id.get(..12).unwrap_or(id)
+}
+
 /// A figure an agent may not have reported, or `-` (never 0).
 pub fn or_dash(n: Option<u64>) -> String {
     n.map_or("-".into(), |n| n.to_string())

@@ -28,11 +28,9 @@ use std::path::PathBuf;
 use super::recover::EvidenceArgs;
 use super::{CmdResult, EpochArg, Outcome};
 use harnery::contract::{AdapterId, Observation};
-use harnery::epoch::EpochSelector;
 use harnery::home::Home;
-use harnery::report::epochs::Epochs;
 use harnery::restore::apply::ApplyPlan;
-use harnery::restore::epochs::for_restore;
+use harnery::restore::epochs::restore_ledger;
 use harnery::restore::plan::{self, PlanError, RestoreRequest, Restored};
 use harnery::restore::seed::Restore;
 use harnery::restore::shim::Transport;
@@ -112,23 +110,14 @@ pub struct Args {
 
 pub fn run(args: Args) -> CmdResult {
     let home = Home::from_env()?;
-    let live;
-    let epochs;
-    // The live epoch, or the newest selected one that has the checkpoint.
-    let (ledger, epoch) = if args.epoch.epoch == EpochSelector::Live {
-        let Some(found) = harnery::report::source::live_or_none(&home)? else {
-            return Err(
-                format!("no session matches {:?}: the ledger is empty", args.session).into(),
-            );
-        };
-        live = found;
-        (&live, None)
-    } else {
-        epochs = Epochs::open(&home, &args.epoch.epoch)?;
-        let part = for_restore(&epochs, &args.session, &args.checkpoint, args.record)?;
-        (&part.ledger, Some(part.label.clone()))
-    };
-    let restored = plan::restore(&home, ledger, &args.session, &request(&args))?;
+    let (ledger, epoch) = restore_ledger(
+        &home,
+        &args.epoch.epoch,
+        &args.session,
+        &args.checkpoint,
+        args.record,
+    )?;
+    let restored = plan::restore(&home, &ledger, &args.session, &request(&args))?;
     print(&args, epoch, &restored)?;
     if args.exec {
         let status = harnery::restore::run::exec(&restored.restore.shim)?;

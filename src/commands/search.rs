@@ -7,7 +7,7 @@
 
 use std::io::{IsTerminal, Write};
 
-use super::{CmdResult, EpochArg, Outcome};
+use super::{CmdResult, EpochArg, Outcome, short};
 use harnery::contract::AdapterId;
 use harnery::home::Home;
 use harnery::report::epochs::Epochs;
@@ -107,10 +107,7 @@ pub fn run(args: Args) -> CmdResult {
         write_hits(&mut out, &hits, epochs.tagged, colour())?;
     }
     out.flush()?;
-    Ok(match epochs.report_set_aside("search") {
-        true => Outcome::Problems,
-        false => Outcome::Clean,
-    })
+    Ok(Outcome::problems_if(epochs.report_set_aside("search")))
 }
 
 fn query(args: &Args) -> Query {
@@ -175,10 +172,6 @@ pub(super) fn head(hit: &Hit, tagged: bool) -> String {
 /// `NO_COLOR` set.
 pub(super) fn colour() -> bool {
     std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
-}
-
-fn short(id: &str) -> &str {
-    id.get(..12).unwrap_or(id)
 }
 
 /// The snippet, every piece escaped for a terminal; the matches in bold

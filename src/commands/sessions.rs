@@ -89,7 +89,7 @@ pub fn run(args: Args) -> CmdResult {
         for l in &listed {
             writeln!(out, "{}", l.to_json(epochs.tagged))?;
         }
-        return Ok(outcome(epochs.report_set_aside("sessions")));
+        return Ok(Outcome::problems_if(epochs.report_set_aside("sessions")));
     }
     let (summaries, classes): (Vec<_>, Vec<_>) = listed
         .iter()
@@ -105,15 +105,8 @@ pub fn run(args: Args) -> CmdResult {
     write!(out, "{}", removed_note(&listed))?;
     write!(out, "{}", restored_note(&listed))?;
     out.flush()?;
-    Ok(outcome(epochs.report_set_aside("sessions")))
-}
-
-/// Exit 1 when rows were passed over, for they are a problem found.
-fn outcome(set_aside: bool) -> Outcome {
-    match set_aside {
-        true => Outcome::Problems,
-        false => Outcome::Clean,
-    }
+    // Exit 1 when rows were passed over, for they are a problem found.
+    Ok(Outcome::problems_if(epochs.report_set_aside("sessions")))
 }
 
 /// A line under the table naming the sessions whose agent deleted its own

@@ -8,22 +8,17 @@
 //! Entries a resume superseded are shown, marked `superseded` (a line
 //! `── superseded by the resume at offset N ──` opens each such range;
 //! `"superseded": true` in JSON), and left out of the summary's turn and
-//! span counts unless `--include-superseded`.
+//! span counts unless `--include-superseded`. With `--at OFFSET` only the
+//! entries around it, the one that holds it marked `>>`. Which entries and
+//! marks is decided in [`harnery::report::show`]; the words are here.
 
-use serde::Serialize;
-
-mod around;
-
-use super::{CmdResult, EpochArg, Outcome};
+use super::{CmdResult, EpochArg, Outcome, short};
 use harnery::clock::format_time;
 use harnery::home::Home;
 use harnery::ledger::SessionSummary;
-use harnery::report::epochs::{Epochs, OpenEpoch, boundary, combine, report_damaged};
-use harnery::report::inherited::Inherited;
-use harnery::report::superseded::mark_timeline;
+use harnery::report::epochs::{Epochs, boundary};
+use harnery::report::show::{self, Around, Part, WholeJson, shifted, whole};
 use harnery::report::timeline::{Timeline, TimelineEntry};
-use harnery::report::usage::{mark_turn_tokens, turn_usage};
-use harnery::restore::log::SessionLog;
 use std::io::Write;
 
 #[derive(Debug, clap::Args)]
@@ -48,73 +43,21 @@ pub struct Args {
     pub epoch: EpochArg,
 }
 
-/// One part of a session shown across epochs.
-pub(crate) struct Part<'a> {
-    pub(crate) epoch: &'a OpenEpoch,
-    pub(crate) timeline: Timeline,
-}
-
-/// The JSON of a session shown across epochs: today's two fields, each
-/// entry tagged with its epoch, and one summary per part.
-#[derive(Serialize)]
-struct WholeJson<'a> {
-    summary: SessionSummary,
-    entries: Vec<TaggedEntry<'a>>,
-    parts: Vec<PartJson<'a>>,
-}
-
-#[derive(Serialize)]
-struct TaggedEntry<'a> {
-    epoch: &'a str,
-    #[serde(flatten)]
-    entry: TimelineEntry,
-}
-
-#[derive(Serialize)]
-struct PartJson<'a> {
-    epoch: &'a str,
-    genesis_id: &'a str,
-    summary: &'a SessionSummary,
-}
-
 pub fn run(args: Args) -> CmdResult {
     let home = Home::from_env()?;
     let epochs = Epochs::open(&home, &args.epoch.epoch)?;
     epochs.report_unreadable("show")?;
-    let found = epochs.session("show", &args.session)?;
-    let parts: Vec<Part> = found
-        .read("show", &epochs, |l, s| {
-            let (mut timeline, events) = harnery::report::timeline::with_events(l, s)?;
-            let log = SessionLog::read_resumes(l, s)?;
-            mark_timeline(l, &log, &mut timeline, args.include_superseded)?;
-            let inherited = Inherited::of(l, s)?;
-            inherited.mark(&mut timeline, &events);
-            Ok((timeline, events, inherited))
-        })?
-        .into_iter()
-        .map(|(epoch, (mut timeline, events, inherited))| {
-            mark_turn_tokens(&mut timeline, &turn_usage(inherited.own(&events)));
-            Part { epoch, timeline }
-        })
-        .collect();
+    let parts = show::parts(&epochs, &args.session, args.include_superseded)?;
     let mut out = harnery::terminal::stdout(args.json);
     if let Some(at) = args.at {
-        let shown = around::Around::of(&parts, at, args.context)?;
-        shown.write(&mut out, args.json)?;
+        write_around(&mut out, &Around::of(&parts, at, args.context)?, args.json)?;
     } else {
         write_whole(&mut out, &parts, &epochs, args.json)?;
     }
-    let mut damaged = false;
-    for p in &parts {
-        damaged |= report_damaged("show", &p.epoch.label, &p.timeline.damaged_rows);
-    }
+    let damaged = show::report_damaged_parts(&parts);
     out.flush()?;
     let set_aside = epochs.report_set_aside("show");
-    Ok(if damaged || set_aside {
-        Outcome::Problems
-    } else {
-        Outcome::Clean
-    })
+    Ok(Outcome::problems_if(damaged || set_aside))
 }
 
 fn write_whole(
@@ -126,50 +69,28 @@ fn write_whole(
     match (epochs.tagged, json) {
         (false, true) => writeln!(out, "{}", serde_json::to_string_pretty(&parts[0].timeline)?)?,
         (false, false) => write!(out, "{}", render(&parts[0].timeline))?,
-        (true, true) => writeln!(out, "{}", serde_json::to_string_pretty(&whole_json(parts))?)?,
+        (true, true) => writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&WholeJson::of(parts))?
+        )?,
         (true, false) => write!(out, "{}", render_parts(parts))?,
     }
     Ok(())
 }
 
-pub(crate) fn whole(parts: &[Part]) -> SessionSummary {
-    let summaries: Vec<SessionSummary> = parts.iter().map(|p| p.timeline.summary.clone()).collect();
-    combine(&summaries).expect("a shown session has a part")
-}
-
-/// A part's entries with their times counted from `start`.
-pub(crate) fn shifted(part: &Part, start: i64) -> impl Iterator<Item = TimelineEntry> {
-    let shift = (part.timeline.summary.first_unix_ns - start) / 1_000_000;
-    part.timeline.entries.iter().cloned().map(move |mut e| {
-        e.at_ms += shift;
-        e
-    })
-}
-
-fn whole_json<'a>(parts: &'a [Part]) -> WholeJson<'a> {
-    let summary = whole(parts);
-    let entries = parts
-        .iter()
-        .flat_map(|p| {
-            shifted(p, summary.first_unix_ns).map(|entry| TaggedEntry {
-                epoch: &p.epoch.label,
-                entry,
-            })
-        })
-        .collect();
-    let parts = parts
-        .iter()
-        .map(|p| PartJson {
-            epoch: &p.epoch.label,
-            genesis_id: &p.epoch.genesis_id,
-            summary: &p.timeline.summary,
-        })
-        .collect();
-    WholeJson {
-        summary,
-        entries,
-        parts,
+/// `--at`: the header, then the entries around the offset, the hit `>>`.
+fn write_around(out: &mut dyn Write, shown: &Around, json: bool) -> Result<(), super::CmdError> {
+    if json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&shown.json())?)?;
+        return Ok(());
     }
+    write!(out, "{}", header(&shown.summary))?;
+    for (i, (_, e)) in shown.entries.iter().enumerate() {
+        let mark = if i == shown.hit { ">>" } else { "  " };
+        write!(out, "{mark}{}", line(e))?;
+    }
+    Ok(())
 }
 
 /// The whole session: one header, the epochs it spans, each part's
@@ -217,7 +138,7 @@ fn lines(entries: impl Iterator<Item = TimelineEntry>) -> String {
     out
 }
 
-pub(crate) fn header(s: &SessionSummary) -> String {
+fn header(s: &SessionSummary) -> String {
     format!(
         "session {} {}\n  {} .. {}  events {}  turns {}  spans: {} closed natively, {} recovered, {} open\n\n",
         s.session.adapter,
@@ -232,7 +153,7 @@ pub(crate) fn header(s: &SessionSummary) -> String {
     )
 }
 
-pub(crate) fn line(e: &TimelineEntry) -> String {
+fn line(e: &TimelineEntry) -> String {
     let indent = match e.kind.as_str() {
         "session.started" | "session.ended" | "turn.started" | "turn.completed" => "",
         _ => "  ",
@@ -253,8 +174,4 @@ pub(crate) fn line(e: &TimelineEntry) -> String {
         format!("+{}.{:03}s", e.at_ms / 1000, e.at_ms % 1000),
         e.text
     )
-}
-
-fn short(id: &str) -> &str {
-    id.get(..12).unwrap_or(id)
 }

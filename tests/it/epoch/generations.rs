@@ -34,11 +34,16 @@ fn json(home: &Path, args: &[&str]) -> Value {
     serde_json::from_str(&ok(home, args)).unwrap_or_else(|e| panic!("{args:?}: {e}"))
 }
 
-/// `epoch list --json`: one line per epoch, oldest first.
+/// `epoch list --json`: one line per epoch, oldest first, each with its
+/// keys in name order (the bytes the lines have always had).
 fn epochs(home: &Path) -> Vec<Value> {
     ok(home, &["epoch", "list", "--json"])
         .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            assert_eq!(l, v.to_string(), "keys in name order");
+            v
+        })
         .collect()
 }
 

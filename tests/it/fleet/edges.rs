@@ -554,3 +554,23 @@ fn a_schema_4_server_is_upgraded_by_fleet_init_and_hosts_ship_again() {
     let verify = fleet(Some(home.path()), &url, &["verify", "--local"]);
     assert!(verify.status.success(), "{}", stdout(&verify));
 }
+
+/// `fleet add-host` with a name that cannot be a role's: exit 2, and the
+/// one line that says what a name may hold (no cause appended).
+#[test]
+fn a_role_name_that_cannot_be_a_role_is_refused_in_one_line() {
+    let pg = PgServer::start();
+    let url = pg.database("fleet");
+    admin(&url, &["init"]);
+    let out = harnery(Path::new("/nonexistent-harnery-home"))
+        .args(["fleet", "add-host", "Bad Name", "--url", &url])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out),
+        "harnery: \"Bad Name\" is not a usable name: use 1 to 40 lower-case letters, digits, \
+         '_' or '-' (it becomes part of a role name)\n"
+    );
+    assert_eq!(stdout(&out), "");
+}

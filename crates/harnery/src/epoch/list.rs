@@ -272,3 +272,39 @@ pub fn closures(entries: &[EpochEntry]) -> BTreeMap<String, Vec<ClosedSession>> 
     }
     out
 }
+
+/// One epoch as `harnery epoch list` shows it: what its genesis says (each
+/// `None` when the genesis cannot be read) and how many events it holds,
+/// or why it could not be opened. The fields are in name order, the order
+/// the JSON lines have always had.
+#[derive(Debug, serde::Serialize)]
+pub struct ListedEpoch {
+    pub anchor: Option<String>,
+    pub created_unix_ns: Option<i64>,
+    pub dir: String,
+    pub error: Option<String>,
+    pub events: Option<u64>,
+    pub generation: Option<u32>,
+    pub genesis_id: String,
+    pub live: bool,
+    pub schema_digest: Option<String>,
+}
+
+impl ListedEpoch {
+    /// `entry`, opened read-only to count its events.
+    pub fn of(home: &Home, entry: &EpochEntry) -> ListedEpoch {
+        let events = entry.open(home).and_then(|l| l.events().event_count());
+        let g = entry.genesis.as_ref().ok();
+        ListedEpoch {
+            anchor: entry.anchor_id().map(str::to_string),
+            created_unix_ns: g.map(|g| g.created_unix_ns),
+            dir: entry.dir.display().to_string(),
+            error: events.as_ref().err().map(|err| err.to_string()),
+            events: events.ok(),
+            generation: g.map(|g| g.contract_generation),
+            genesis_id: entry.genesis_id.clone(),
+            live: entry.live,
+            schema_digest: g.map(|g| g.schema_digest.clone()),
+        }
+    }
+}

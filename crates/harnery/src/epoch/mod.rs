@@ -23,7 +23,7 @@ pub use advance::{AdvanceReport, Progress, advance, advance_underway, read_progr
 pub use archive::{
     ArchivedSession, ManifestEntry, TreeManifest, archived_open_span_sessions, closure_of,
 };
-pub use list::{EpochEntry, EpochSelector, archive_dirs, closures, epochs, select};
+pub use list::{EpochEntry, EpochSelector, ListedEpoch, archive_dirs, closures, epochs, select};
 pub use status::{AdvanceMarker, EpochStatus, status};
 pub use verify::{EpochCheck, EpochVerdict, verify};
 

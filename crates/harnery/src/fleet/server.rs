@@ -17,13 +17,15 @@ use super::{
 };
 use crate::home::Home;
 
-/// Why the server to read could not be named.
+/// Why the server to read could not be named, or reached.
 #[derive(Debug, thiserror::Error)]
 pub enum TargetError {
     #[error(transparent)]
     Config(#[from] ConfigError),
     #[error(transparent)]
     Connect(#[from] ConnectError),
+    #[error(transparent)]
+    Fleet(#[from] FleetError),
 }
 
 /// Whether a server is named at all: by `text`, or by `PGHOST`.
@@ -51,6 +53,16 @@ pub fn read_target(home: Option<&Home>, text: Option<&str>) -> Result<Target, Ta
     };
     let text = text.or(configured.as_deref());
     Ok(Target::resolve(text, &PgEnv::from_process())?)
+}
+
+/// The server a fleet command reads ([`read_target`]), connected.
+pub fn read_client(
+    home: Option<&Home>,
+    text: Option<&str>,
+) -> Result<(Target, postgres::Client), TargetError> {
+    let target = read_target(home, text)?;
+    let client = target.connect().map_err(FleetError::from)?;
+    Ok((target, client))
 }
 
 /// `ship --status`: this host and what the server holds for it.

@@ -75,6 +75,16 @@ pub fn choose(flag: Option<CopilotForm>) -> FormChoice {
     }
 }
 
+/// The form of `agent`'s entries, and why when it was judged: Claude Code
+/// entries are always exec form (nothing to judge, `None`); a Copilot
+/// form is judged by [`choose`].
+pub fn for_agent(agent: super::Agent, flag: Option<CopilotForm>) -> Option<FormChoice> {
+    match agent {
+        super::Agent::Copilot => Some(choose(flag)),
+        super::Agent::ClaudeCode => None,
+    }
+}
+
 /// Choose from what is installed: the `copilot` on `PATH` when its package
 /// version is readable (that is the client a user starts), else the newest
 /// installed package with a readable version.

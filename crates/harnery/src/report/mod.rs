@@ -25,7 +25,8 @@
 //!   (`audit`), [`receipts_parts`] (`receipts`), [`replay`], [`usage_epochs`]
 //!   (`usage`), [`validate`], [`verify`], [`spool_listing`] (`spool ls|cat`).
 //! - [`timeline`]: a session's timeline for `show`, `view` and `serve`, and
-//!   the wording of each of its lines.
+//!   the wording of each of its lines; [`show`]: the parts `show` prints,
+//!   marked and combined across epochs, or the entries around one offset.
 //! - [`source`], [`epochs`], [`stored_reasons`], [`session_rows`], [`spool_facts`], [`timeline`]: the only parts that read storage, with
 //!   the commands' runs above, through [`epochs`] ([`epochs`] opens the epochs `--epoch` selects, and finds a session's
 //!   parts across their boundaries).
@@ -44,6 +45,7 @@ pub mod record_state;
 pub mod replay;
 pub mod session_list;
 pub mod session_rows;
+pub mod show;
 pub mod source;
 pub mod spans;
 pub mod spool_facts;

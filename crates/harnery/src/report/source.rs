@@ -61,6 +61,15 @@ pub fn live_or_none(home: &Home) -> Result<Option<LedgerReader>, SourceError> {
     Ok(Some(LedgerReader::open(home)?))
 }
 
+/// The live epoch's raw archive, its size on disk and its original size
+/// (`archive status`); a home with no ledger yet has an empty archive.
+pub fn live_archive_size(home: &Home) -> Result<crate::ledger::ArchiveSize, SourceError> {
+    match live_or_none(home)? {
+        Some(ledger) => Ok(ledger.raw().size()?),
+        None => Ok(Default::default()),
+    }
+}
+
 /// The session `name` picks (a full id or a unique prefix, see
 /// [`crate::contract::session_name`]) among those the intake spool holds
 /// records of and the live ledger knows, under `adapter` when given: for

@@ -6,7 +6,10 @@
 //! agent's record after it (`checkpoint.located`) is placed in a later
 //! epoch: its place is joined to it here. A restore that needs what
 //! another epoch holds of the session (its record's first bytes, its
-//! directory) opens the epochs [`around`] the one it reads.
+//! directory) opens the epochs [`around`] the one it reads. `checkpoints`
+//! reads the live log ([`live_log`]), `restore` the ledger
+//! [`restore_ledger`] picks or, for one checkpoint across epochs,
+//! the newest part that has it ([`newest_with`]).
 
 use super::error::PlanError;
 use super::log::SessionLog;
@@ -35,6 +38,79 @@ pub fn logs<'a>(
         }
     }
     Ok(logs)
+}
+
+/// The live epoch's log of the session `name` names (`checkpoints` with
+/// the default `--epoch live`); an empty home has no session to name.
+pub fn live_log(home: &Home, name: &str) -> Result<SessionLog, PlanError> {
+    let ledger = live(home, name)?;
+    let session = ledger.sessions().resolve(name)?;
+    Ok(SessionLog::read(&ledger, &session)?)
+}
+
+/// The live ledger, to look for the session `name` in; an empty home has
+/// no session to name.
+fn live(home: &Home, name: &str) -> Result<LedgerReader, PlanError> {
+    crate::report::source::live_or_none(home)?
+        .ok_or_else(|| format!("no session matches {name:?}: the ledger is empty").into())
+}
+
+/// The ledger `harnery restore` reads, and the label of its epoch when
+/// `--epoch` chose one: the live ledger by default, else the newest
+/// selected epoch where the session has `checkpoint` valid
+/// ([`for_restore`]).
+pub fn restore_ledger(
+    home: &Home,
+    selector: &EpochSelector,
+    name: &str,
+    checkpoint: &str,
+    record: bool,
+) -> Result<(LedgerReader, Option<String>), PlanError> {
+    if *selector == EpochSelector::Live {
+        return Ok((live(home, name)?, None));
+    }
+    let mut epochs = Epochs::open(home, selector)?;
+    let label = for_restore(&epochs, name, checkpoint, record)?
+        .label
+        .clone();
+    let at = epochs.open.iter().position(|e| e.label == label);
+    let part = epochs
+        .open
+        .swap_remove(at.expect("the chosen epoch is among the selected"));
+    Ok((part.ledger, Some(part.label)))
+}
+
+/// One part's log as `checkpoints --epoch all --json` prints it: the log's
+/// fields with the label of the epoch that holds it.
+#[derive(serde::Serialize)]
+pub struct EpochLog<'a> {
+    pub epoch: &'a str,
+    #[serde(flatten)]
+    pub log: &'a SessionLog,
+}
+
+impl<'a> EpochLog<'a> {
+    /// Each part of `logs`, tagged, oldest first.
+    pub fn all(logs: &'a [(&'a OpenEpoch, SessionLog)]) -> Vec<EpochLog<'a>> {
+        let tag = |(e, log): &'a (&'a OpenEpoch, SessionLog)| EpochLog {
+            epoch: &e.label,
+            log,
+        };
+        logs.iter().map(tag).collect()
+    }
+}
+
+/// Where `checkpoints --id ID|--latest` looks across epochs: the newest
+/// part whose log has `wanted` (an id, or `latest`) valid, else the newest.
+pub fn newest_with<'l, 'a>(
+    logs: &'l [(&'a OpenEpoch, SessionLog)],
+    wanted: &str,
+) -> &'l (&'a OpenEpoch, SessionLog) {
+    let found = logs
+        .iter()
+        .rev()
+        .find(|(_, l)| l.choose(Some(wanted)).is_ok());
+    found.unwrap_or(logs.last().expect("a session has a part"))
 }
 
 /// The epoch a restore of `checkpoint` (an id, or `latest`) reads: the

@@ -392,6 +392,23 @@ impl SessionLog {
             .max_by_key(|c| (c.offset, c.event_offset))
     }
 
+    /// What `checkpoints --id ID` or `--latest` lists: that one checkpoint
+    /// (`None` when neither was asked: the whole log), or why there is none.
+    pub fn listed(&self, id: Option<&str>, latest: bool) -> Result<Option<&Checkpoint>, String> {
+        let session = &self.session.session_id;
+        match (id, latest) {
+            (Some(id), _) => self
+                .by_id(id)
+                .map(Some)
+                .ok_or_else(|| format!("session {session} has no checkpoint {id:?}")),
+            (None, true) => self
+                .latest()
+                .map(Some)
+                .ok_or_else(|| format!("session {session} has no valid checkpoint")),
+            (None, false) => Ok(None),
+        }
+    }
+
     /// `latest`, or the valid checkpoint `id`.
     pub fn choose(&self, wanted: Option<&str>) -> Result<&Checkpoint, CheckpointError> {
         let session = self.session.session_id.clone();
