@@ -24,14 +24,14 @@ pub enum ConfigError {
 
 impl ConfigError {
     /// The file the error is about.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         match self {
             ConfigError::Io { path, .. } | ConfigError::Parse { path, .. } => path,
         }
     }
 
     /// What went wrong, without the path.
-    pub fn detail(&self) -> String {
+    pub(crate) fn detail(&self) -> String {
         match self {
             ConfigError::Io { source, .. } => source.to_string(),
             ConfigError::Parse { detail, .. } => detail.clone(),

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 /// A durable write that failed, naming the file it failed on.
 #[derive(Debug, thiserror::Error)]
-pub enum DurableError {
+pub(crate) enum DurableError {
     /// Creating, writing, renaming or opening failed.
     #[error("{path}: {source}")]
     Io {
@@ -41,7 +41,7 @@ impl DurableError {
     }
 
     /// The file the write failed on, and the operating system's error.
-    pub fn into_parts(self) -> (PathBuf, std::io::Error) {
+    pub(crate) fn into_parts(self) -> (PathBuf, std::io::Error) {
         match self {
             DurableError::Io { path, source } | DurableError::Sync { path, source } => {
                 (path, source)
@@ -52,7 +52,7 @@ impl DurableError {
 
 /// The permissions a replaced file gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// Mode 0600, like everything under the home. The temporary file is
     /// [`temp_name`]: the home's writers hold its lock, and a run killed
     /// before the rename leaves it for whoever writes the file next.
@@ -67,7 +67,7 @@ pub enum Mode {
 /// Replace `path` with `bytes` so that a crash leaves either the old file or
 /// the new one, never a torn mix: temporary file, fsync, rename, fsync the
 /// directory.
-pub fn write_atomic(path: &Path, bytes: &[u8], mode: Mode) -> Result<(), DurableError> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8], mode: Mode) -> Result<(), DurableError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let name = path
         .file_name()
@@ -95,18 +95,18 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: Mode) -> Result<(), Durable
 
 /// The name of the temporary file [`write_atomic`] writes `name` through
 /// in [`Mode::Private`]: `.<name>.tmp`.
-pub fn temp_name(name: &str) -> String {
+pub(crate) fn temp_name(name: &str) -> String {
     format!(".{name}.tmp")
 }
 
 /// fsync a directory so that renames and unlinks in it are durable.
-pub fn sync_dir(dir: &Path) -> Result<(), DurableError> {
+pub(crate) fn sync_dir(dir: &Path) -> Result<(), DurableError> {
     let handle = File::open(dir).map_err(DurableError::io(dir))?;
     handle.sync_all().map_err(DurableError::sync(dir))
 }
 
 /// What [`publish_once`] did.
-pub enum Published {
+pub(crate) enum Published {
     /// This run made the file.
     Created,
     /// Another run made it first; its content is the one to use.
@@ -118,7 +118,7 @@ pub enum Published {
 /// sees the whole file or none and two runs racing to create it agree on
 /// one. An existing file is left as it is. An error names the path it
 /// happened on.
-pub fn publish_once(dir: &Path, name: &str, line: &str) -> Result<Published, DurableError> {
+pub(crate) fn publish_once(dir: &Path, name: &str, line: &str) -> Result<Published, DurableError> {
     std::fs::create_dir_all(dir).map_err(DurableError::io(dir))?;
     let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     {
@@ -149,7 +149,7 @@ const SYNC_THREADS: usize = 8;
 /// of queueing one behind another. When it returns, every item was synced
 /// or a sync failed: the first failure seen is the result, and no further
 /// item is started after it (a failed sync is never retried).
-pub fn sync_each<T: Sync, E: Send>(
+pub(crate) fn sync_each<T: Sync, E: Send>(
     items: &[T],
     sync: impl Fn(&T) -> Result<(), E> + Sync,
 ) -> Result<(), E> {
@@ -189,7 +189,7 @@ pub fn sync_each<T: Sync, E: Send>(
 /// waiting: a later `sync_data` then waits for writes already in flight.
 /// Only a hint (Linux `sync_file_range`); durability still comes from the
 /// sync that follows.
-pub fn start_writeback(file: &File) {
+pub(crate) fn start_writeback(file: &File) {
     #[cfg(target_os = "linux")]
     {
         use std::os::fd::AsRawFd;

@@ -9,10 +9,10 @@ use std::hash::BuildHasher;
 /// Builds the hashers of the maps keyed per signal or per event:
 /// `foldhash`'s fast hash with its fixed seed, so a run's fingerprints are
 /// the same on every run (SipHash, the default, is far slower on these keys).
-pub type FingerprintState = foldhash::fast::FixedState;
+pub(crate) type FingerprintState = foldhash::fast::FixedState;
 
 /// The fingerprint of `bytes` (their length is part of it).
-pub fn fingerprint(bytes: &[u8]) -> u64 {
+pub(crate) fn fingerprint(bytes: &[u8]) -> u64 {
     FingerprintState::default().hash_one(bytes)
 }
 

@@ -11,20 +11,20 @@
 pub use harnery_spool::{clock, failpoint, home, spool};
 
 pub mod agents;
-pub mod config;
+pub(crate) mod config;
 pub mod contract;
 pub mod demo;
-pub mod durable;
+pub(crate) mod durable;
 pub mod epoch;
 pub mod export;
 pub mod finalize;
-pub mod fingerprint;
+pub(crate) mod fingerprint;
 pub mod fleet;
 pub mod install;
 pub mod ledger;
 pub mod now;
 pub mod operator;
-pub mod ordered;
+pub(crate) mod ordered;
 pub mod progress;
 pub mod recover;
 pub mod report;

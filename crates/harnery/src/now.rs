@@ -5,7 +5,7 @@
 //! pinned now carries no monotonic clock sample of its own.
 
 /// The environment variable that pins "now" for every harnery command.
-pub const NOW_ENV: &str = "HARNERY_NOW";
+pub(crate) const NOW_ENV: &str = "HARNERY_NOW";
 
 #[derive(Debug, thiserror::Error)]
 #[error(
@@ -30,7 +30,7 @@ pub fn resolve_now(flag: Option<&str>) -> Result<i64, BadNow> {
 }
 
 /// A user-given time (RFC 3339 or integer Unix nanoseconds).
-pub fn parse_time(value: &str) -> Result<i64, BadNow> {
+pub(crate) fn parse_time(value: &str) -> Result<i64, BadNow> {
     crate::clock::parse_instant(value).ok_or_else(|| BadNow {
         value: value.to_string(),
     })

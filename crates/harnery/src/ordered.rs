@@ -16,7 +16,7 @@ use std::sync::Mutex;
 use std::sync::mpsc::{Receiver, SyncSender, channel, sync_channel};
 
 /// How the job maker hands jobs on.
-pub struct Feed<J> {
+pub(crate) struct Feed<J> {
     jobs: SyncSender<(usize, J)>,
     credits: Receiver<()>,
     next: usize,
@@ -25,7 +25,7 @@ pub struct Feed<J> {
 impl<J> Feed<J> {
     /// Hand on one job, waiting while `in_flight` are already out. False
     /// once the writer has stopped: no job will be used any more.
-    pub fn send(&mut self, job: J) -> bool {
+    pub(crate) fn send(&mut self, job: J) -> bool {
         if self.credits.recv().is_err() {
             return false;
         }
@@ -38,7 +38,7 @@ impl<J> Feed<J> {
 /// How many threads work on jobs: one fewer than the cores there are (the
 /// reading thread keeps one busy: sharing it with a worker slowed the whole
 /// pipeline down), at least one and at most four.
-pub fn workers() -> usize {
+pub(crate) fn workers() -> usize {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     (cores - 1).clamp(1, 4)
 }
@@ -46,7 +46,7 @@ pub fn workers() -> usize {
 /// Run `produce` here, `work` on `workers` threads and `consume` (over
 /// `sink`) on a writer thread, in job order. Returns what `produce`
 /// returned, and the sink or the writer's first error.
-pub fn run_ordered<J, R, S, E>(
+pub(crate) fn run_ordered<J, R, S, E>(
     workers: usize,
     in_flight: usize,
     produce: impl FnOnce(&mut Feed<J>) -> Result<(), E>,

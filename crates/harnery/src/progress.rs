@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 /// With `HARNERY_TIMING` set, tell on stderr how long a phase of a run took
 /// (`timing <phase>: <elapsed>`), for whoever measures where a run's time goes.
-pub fn timing(phase: &str, since: std::time::Instant) {
+pub(crate) fn timing(phase: &str, since: std::time::Instant) {
     if std::env::var_os("HARNERY_TIMING").is_some() {
         eprintln!("timing {phase}: {:?}", since.elapsed());
     }
@@ -38,13 +38,13 @@ impl Progress {
         Progress(Some(sink))
     }
 
-    pub fn total(&self, n: u64) {
+    pub(crate) fn total(&self, n: u64) {
         if let Some(s) = &self.0 {
             s.total(n);
         }
     }
 
-    pub fn add(&self, n: u64) {
+    pub(crate) fn add(&self, n: u64) {
         if let Some(s) = &self.0 {
             s.add(n);
         }

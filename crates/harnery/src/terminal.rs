@@ -7,19 +7,18 @@
 //! `\xNN`. JSON output never goes through here: serde_json already escapes
 //! control characters, and JSON must stay byte-for-byte what it was.
 //!
-//! [`escape`] is the one rule; [`Escaped`] shows one value through it and
+//! [`escape`] is the one rule;
 //! [`TerminalWriter`] applies it to a whole stream of text, keeping only
 //! line feeds and tabs (the printers' own layout) as they are.
 
 use std::borrow::Cow;
-use std::fmt;
 use std::io::{self, Write};
 
 /// Whether a character is shown as an escape rather than sent raw: C0
 /// controls, DEL, C1 controls, and the Unicode format characters that
 /// reorder or hide text (bidi embeddings, overrides and isolates, the
 /// directional marks, zero-width joiners and the byte order mark).
-pub fn is_hostile(c: char) -> bool {
+pub(crate) fn is_hostile(c: char) -> bool {
     matches!(c,
         '\u{0}'..='\u{1f}'
         | '\u{7f}'..='\u{9f}'
@@ -62,18 +61,9 @@ fn push_escape(out: &mut String, c: char) {
     }
 }
 
-/// A value shown through [`escape`]: `format!("{}", Escaped(id))`.
-pub struct Escaped<'a>(pub &'a str);
-
-impl fmt::Display for Escaped<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(&escape(self.0))
-    }
-}
-
 /// A line of text for a terminal: hostile characters escaped, line feeds
 /// and tabs kept (for a message that spans lines).
-pub fn escape_text(text: &str) -> Cow<'_, str> {
+pub(crate) fn escape_text(text: &str) -> Cow<'_, str> {
     escape_keeping(text, |c| c == '\n' || c == '\t')
 }
 
@@ -86,14 +76,14 @@ pub fn warn(line: &str) {
 /// doc), keeping line feeds and tabs. A UTF-8 sequence split between two
 /// writes is held until its end arrives; bytes that are not UTF-8 are
 /// written as `\xNN`.
-pub struct TerminalWriter<W: Write> {
+pub(crate) struct TerminalWriter<W: Write> {
     inner: W,
     /// The start of a UTF-8 sequence whose end has not been written yet.
     held: Vec<u8>,
 }
 
 impl<W: Write> TerminalWriter<W> {
-    pub fn new(inner: W) -> TerminalWriter<W> {
+    pub(crate) fn new(inner: W) -> TerminalWriter<W> {
         TerminalWriter {
             inner,
             held: Vec::new(),
@@ -190,7 +180,6 @@ mod tests {
         );
         assert_eq!(escape("héllo ✓"), "héllo ✓");
         assert_eq!(escape_text("one\ttwo\nthree\u{1b}"), "one\ttwo\nthree\\x1b");
-        assert_eq!(format!("[{:<6}]", Escaped("\u{1b}")), "[\\x1b  ]");
     }
 
     #[test]

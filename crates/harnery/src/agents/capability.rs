@@ -75,7 +75,7 @@ impl CapabilityProfile {
     }
 
     /// The profile as ordered `name=value` items: the digested encoding.
-    pub fn items(&self) -> Vec<String> {
+    pub(crate) fn items(&self) -> Vec<String> {
         let timestamps = match self.timestamps {
             TimestampSource::ReceiveTime => "receive_time",
             TimestampSource::AgentMillisOrIso => "agent_millis_or_iso",

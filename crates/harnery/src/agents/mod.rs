@@ -41,19 +41,18 @@
 //! have already ended (`span_cap_pressure`). Every recovery event on a
 //! stamped turn is one confidence step lower than its pinned value.
 
-pub mod capability;
+pub(crate) mod capability;
 pub mod claude_code;
 pub mod copilot;
 pub mod harnery;
 pub mod record;
 pub mod signal;
-pub mod wire;
+pub(crate) mod wire;
 
 pub use capability::{CapabilityProfile, RecoveryPolicy, TimestampSource, recovery_policy};
-pub use signal::{
+pub(crate) use signal::{
     BatchedCall, CommandResult, Normalized, SignalKind, ToolCall, ToolResult, TurnEnd,
 };
-pub use wire::input_digest;
 
 use crate::clock::ClockSample;
 use crate::contract::{AdapterId, SessionRef, digest_parts};
@@ -81,15 +80,16 @@ pub struct RawSignal<'a> {
 }
 
 impl RawSignal<'_> {
+    #[cfg(test)]
     /// Read the record in its dialect.
-    pub fn normalize(&self) -> Normalized {
+    pub(crate) fn normalize(&self) -> Normalized {
         self.normalize_naming(false).0
     }
 
-    /// [`normalize`](Self::normalize), and with `record` also the record
+    /// `normalize`, and with `record` also the record
     /// file the payload names, where its dialect reads that with the rest
     /// (Claude Code's hooks); [`record::NamedRecord::Unread`] elsewhere.
-    pub fn normalize_naming(&self, record: bool) -> (Normalized, record::NamedRecord) {
+    pub(crate) fn normalize_naming(&self, record: bool) -> (Normalized, record::NamedRecord) {
         if let Some(name) = self.event_name.filter(|n| harnery::is_harnery_event(n)) {
             let session = Some(self.session_id);
             let normalized = harnery::normalize_in(

@@ -72,7 +72,7 @@ pub enum SignalKind {
 impl SignalKind {
     /// A signal no rule knows: `event` is the agent's name for it (empty
     /// when it gave none), `reason` says why it was not understood.
-    pub fn unrecognized(event: &str, reason: &str) -> SignalKind {
+    pub(crate) fn unrecognized(event: &str, reason: &str) -> SignalKind {
         SignalKind::Unrecognized(SignalUnrecognized {
             adapter_event: (!event.is_empty()).then(|| event.to_string()),
             reason: reason.to_string(),
@@ -83,7 +83,7 @@ impl SignalKind {
     /// Whether this signal is the agent doing something new in the session
     /// (which cancels a pending explicit end). harnery's own signals and the
     /// end signals themselves are not.
-    pub fn is_native_work(&self) -> bool {
+    pub(crate) fn is_native_work(&self) -> bool {
         !matches!(
             self,
             SignalKind::SessionEnded(_)

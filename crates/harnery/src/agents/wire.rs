@@ -11,7 +11,9 @@ use crate::contract::Json;
 /// parsed as text, which spares serde_json from validating every string it
 /// reads one by one; any other payload is parsed as bytes, so a malformed
 /// one fails with exactly the error it always did.
-pub fn parse_payload<'a, T: serde::Deserialize<'a>>(payload: &'a [u8]) -> serde_json::Result<T> {
+pub(crate) fn parse_payload<'a, T: serde::Deserialize<'a>>(
+    payload: &'a [u8],
+) -> serde_json::Result<T> {
     match std::str::from_utf8(payload) {
         Ok(text) => serde_json::from_str(text),
         Err(_) => serde_json::from_slice(payload),
@@ -19,13 +21,13 @@ pub fn parse_payload<'a, T: serde::Deserialize<'a>>(payload: &'a [u8]) -> serde_
 }
 
 /// An optional borrowed wire string, owned.
-pub fn owned(value: &Option<std::borrow::Cow<'_, str>>) -> Option<String> {
+pub(crate) fn owned(value: &Option<std::borrow::Cow<'_, str>>) -> Option<String> {
     value.as_ref().map(|v| v.to_string())
 }
 
 /// The digest of a tool input (of its canonical text); a missing input
 /// has its own fixed digest.
-pub fn input_digest(input: Option<&Json>) -> String {
+pub(crate) fn input_digest(input: Option<&Json>) -> String {
     let digest = match input {
         Some(json) => blake3::hash(json.as_str().as_bytes()),
         None => blake3::hash(b"<absent>"),
@@ -35,7 +37,7 @@ pub fn input_digest(input: Option<&Json>) -> String {
 
 /// Tool inputs sometimes arrive as a JSON string holding JSON: parse it so
 /// that both shapes digest the same.
-pub fn normalize_input(value: Json) -> Json {
+pub(crate) fn normalize_input(value: Json) -> Json {
     value
         .as_string()
         .and_then(|text| Json::parse(&text).ok())
@@ -47,7 +49,7 @@ pub fn normalize_input(value: Json) -> Json {
 /// unless it holds escapes: `#[serde(default, borrow, deserialize_with =
 /// "optional_str")]`. (Left to serde, an `Option<Cow<str>>` is always an
 /// owned copy: `borrow` reaches a `Cow` only when it is the field itself.)
-pub fn optional_str<'de, D: serde::Deserializer<'de>>(
+pub(crate) fn optional_str<'de, D: serde::Deserializer<'de>>(
     d: D,
 ) -> Result<Option<std::borrow::Cow<'de, str>>, D::Error> {
     #[derive(serde::Deserialize)]
@@ -59,7 +61,7 @@ pub fn optional_str<'de, D: serde::Deserializer<'de>>(
 /// A JSON field of a wire struct, read as borrowed text and kept in
 /// canonical form (no `Value` tree is built for it):
 /// `#[serde(default, deserialize_with = "raw_json")]`.
-pub fn raw_json<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Json>, D::Error> {
+pub(crate) fn raw_json<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Json>, D::Error> {
     let raw: Option<&'de serde_json::value::RawValue> = serde::Deserialize::deserialize(d)?;
     raw.map(|r| Json::parse(r.get()).map_err(serde::de::Error::custom))
         .transpose()

@@ -47,7 +47,7 @@ impl Json {
     }
 
     /// The canonical form of `value`.
-    pub fn from_value(value: &Value) -> Json {
+    pub(crate) fn from_value(value: &Value) -> Json {
         let mut out = String::new();
         write_value(&mut out, value);
         Json(out)
@@ -58,7 +58,7 @@ impl Json {
     }
 
     /// Whether the value is a string (and which).
-    pub fn as_string(&self) -> Option<String> {
+    pub(crate) fn as_string(&self) -> Option<String> {
         self.0
             .starts_with('"')
             .then(|| serde_json::from_str(&self.0).expect("canonical JSON parses"))

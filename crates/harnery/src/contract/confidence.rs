@@ -25,7 +25,7 @@ impl RecoveryReason {
 
 /// The confidence a recovery event for `reason` carries on a turn of
 /// `turn`: the pinned value, one step lower when the turn was stamped.
-pub fn recovered_confidence(
+pub(crate) fn recovered_confidence(
     reason: RecoveryReason,
     input_present: bool,
     turn: TurnSource,

@@ -13,7 +13,7 @@
 //! are derived for every event. Buffering never changes the digest.
 
 /// blake3 over framed fields, fed through a small buffer.
-pub struct DigestWriter {
+pub(crate) struct DigestWriter {
     hasher: blake3::Hasher,
     buf: [u8; 512],
     len: usize,
@@ -21,17 +21,17 @@ pub struct DigestWriter {
 
 impl DigestWriter {
     /// A plain (unkeyed) blake3 digest.
-    pub fn new() -> DigestWriter {
+    pub(crate) fn new() -> DigestWriter {
         DigestWriter::over(blake3::Hasher::new())
     }
 
     /// A keyed blake3 hash.
-    pub fn keyed(key: &[u8; 32]) -> DigestWriter {
+    pub(crate) fn keyed(key: &[u8; 32]) -> DigestWriter {
         DigestWriter::over(blake3::Hasher::new_keyed(key))
     }
 
     /// blake3 in key-derivation mode under `context`.
-    pub fn derive_key(context: &str) -> DigestWriter {
+    pub(crate) fn derive_key(context: &str) -> DigestWriter {
         DigestWriter::over(blake3::Hasher::new_derive_key(context))
     }
 
@@ -45,7 +45,7 @@ impl DigestWriter {
 
     /// Bytes as they are, without a prefix (domain tags, fixed-width
     /// integers, digests of a known length).
-    pub fn raw(&mut self, bytes: &[u8]) -> &mut DigestWriter {
+    pub(crate) fn raw(&mut self, bytes: &[u8]) -> &mut DigestWriter {
         if self.len + bytes.len() > self.buf.len() {
             self.flush();
             if bytes.len() > self.buf.len() {
@@ -59,27 +59,27 @@ impl DigestWriter {
     }
 
     /// `bytes` after its length as a little-endian u64.
-    pub fn field_u64(&mut self, bytes: &[u8]) -> &mut DigestWriter {
+    pub(crate) fn field_u64(&mut self, bytes: &[u8]) -> &mut DigestWriter {
         self.count_u64(bytes.len()).raw(bytes)
     }
 
     /// `bytes` after its length as a little-endian u32.
-    pub fn field_u32(&mut self, bytes: &[u8]) -> &mut DigestWriter {
+    pub(crate) fn field_u32(&mut self, bytes: &[u8]) -> &mut DigestWriter {
         self.count_u32(bytes.len()).raw(bytes)
     }
 
     /// A count (of list items, of bytes) as a little-endian u64.
-    pub fn count_u64(&mut self, n: usize) -> &mut DigestWriter {
+    pub(crate) fn count_u64(&mut self, n: usize) -> &mut DigestWriter {
         self.raw(&(n as u64).to_le_bytes())
     }
 
     /// A count (of list items, of bytes) as a little-endian u32.
-    pub fn count_u32(&mut self, n: usize) -> &mut DigestWriter {
+    pub(crate) fn count_u32(&mut self, n: usize) -> &mut DigestWriter {
         self.raw(&(n as u32).to_le_bytes())
     }
 
     /// The digest of everything written.
-    pub fn finish(&mut self) -> blake3::Hash {
+    pub(crate) fn finish(&mut self) -> blake3::Hash {
         self.flush();
         self.hasher.finalize()
     }

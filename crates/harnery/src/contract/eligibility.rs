@@ -11,37 +11,33 @@
 
 use super::{Event, Payload, RecoveryReason};
 
-pub const TOOL_PAIRING_INCOMPLETE: &str = "tool_pairing_incomplete";
-pub const COMMAND_PAIRING_INCOMPLETE: &str = "command_pairing_incomplete";
-pub const LATE_EVIDENCE: &str = "late_evidence";
-pub const UNRECOGNIZED_SIGNALS: &str = "unrecognized_signals";
-pub const SPOOL_DAMAGE: &str = "spool_damage";
-pub const END_REQUEST_SUPERSEDED: &str = "end_request_superseded";
+pub(crate) const TOOL_PAIRING_INCOMPLETE: &str = "tool_pairing_incomplete";
+pub(crate) const COMMAND_PAIRING_INCOMPLETE: &str = "command_pairing_incomplete";
+pub(crate) const LATE_EVIDENCE: &str = "late_evidence";
+pub(crate) const UNRECOGNIZED_SIGNALS: &str = "unrecognized_signals";
+pub(crate) const SPOOL_DAMAGE: &str = "spool_damage";
+pub(crate) const END_REQUEST_SUPERSEDED: &str = "end_request_superseded";
 
 /// A set of audit reasons, as stored in `sessions.audit_flags`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct AuditFlags(pub u32);
+pub(crate) struct AuditFlags(pub u32);
 
 /// Bits 0–5: a recovery event of each reason, in [`RecoveryReason::ALL`]
 /// order.
 const fn recovery_bit(i: usize) -> u32 {
     1 << i
 }
-pub const LATE_EVIDENCE_BIT: u32 = 1 << 6;
-pub const UNRECOGNIZED_BIT: u32 = 1 << 7;
-pub const SPOOL_DAMAGE_BIT: u32 = 1 << 8;
+pub(crate) const LATE_EVIDENCE_BIT: u32 = 1 << 6;
+pub(crate) const UNRECOGNIZED_BIT: u32 = 1 << 7;
+pub(crate) const SPOOL_DAMAGE_BIT: u32 = 1 << 8;
 /// A tool terminal whose request is not in the epoch.
-pub const TOOL_UNPAIRED_BIT: u32 = 1 << 9;
+pub(crate) const TOOL_UNPAIRED_BIT: u32 = 1 << 9;
 /// A command terminal whose request is not in the epoch.
-pub const COMMAND_UNPAIRED_BIT: u32 = 1 << 10;
+pub(crate) const COMMAND_UNPAIRED_BIT: u32 = 1 << 10;
 
 impl AuditFlags {
-    pub fn is_empty(self) -> bool {
-        self.0 == 0
-    }
-
     /// The reasons these flags stand for, in a fixed order.
-    pub fn reasons(self) -> Vec<String> {
+    pub(crate) fn reasons(self) -> Vec<String> {
         let mut out = Vec::new();
         for (i, reason) in RecoveryReason::ALL.iter().enumerate() {
             if self.0 & recovery_bit(i) != 0 {
@@ -83,7 +79,7 @@ pub fn event_flags(event: &Event) -> AuditFlags {
 }
 
 /// Whether a health condition's code reports damaged spool bytes.
-pub fn is_damage(code: &str) -> bool {
+pub(crate) fn is_damage(code: &str) -> bool {
     code.contains("damage")
 }
 

@@ -12,11 +12,10 @@
 //! generation's shape is derived from the types (`digest`) and frozen as
 //! JSON (`frozen/gen<N>.json`) once it ships.
 
-use super::digest_writer::DigestWriter;
 use super::shape::{Member, ObjectShape, Shape};
 
 /// Generation `n`'s description as it shipped, `n` from 1 to 7.
-pub fn described_text(n: u32) -> Option<&'static str> {
+pub(crate) fn described_text(n: u32) -> Option<&'static str> {
     Some(match n {
         1 => include_str!("frozen/gen1.txt"),
         2 => include_str!("frozen/gen2.txt"),
@@ -30,7 +29,7 @@ pub fn described_text(n: u32) -> Option<&'static str> {
 }
 
 /// A shape frozen as JSON once its generation shipped (from 8 on).
-pub fn frozen_shape_json(n: u32) -> Option<&'static str> {
+pub(crate) fn frozen_shape_json(n: u32) -> Option<&'static str> {
     match n {
         8 => Some(include_str!("frozen/gen8.json")),
         _ => None,
@@ -38,13 +37,13 @@ pub fn frozen_shape_json(n: u32) -> Option<&'static str> {
 }
 
 /// One described type: its name and its items.
-pub struct Described {
+pub(crate) struct Described {
     pub name: &'static str,
     pub items: Vec<&'static str>,
 }
 
 /// The described types of a frozen text, in order.
-pub fn parse(text: &'static str) -> Vec<Described> {
+pub(crate) fn parse(text: &'static str) -> Vec<Described> {
     text.lines()
         .filter(|l| !l.is_empty())
         .map(|l| {
@@ -57,9 +56,10 @@ pub fn parse(text: &'static str) -> Vec<Described> {
         .collect()
 }
 
+#[cfg(test)]
 /// The digest generations 1 to 7 computed over their description.
-pub fn described_digest(generation: u32, types: &[Described]) -> blake3::Hash {
-    let mut w = DigestWriter::new();
+pub(crate) fn described_digest(generation: u32, types: &[Described]) -> blake3::Hash {
+    let mut w = super::digest_writer::DigestWriter::new();
     w.raw(b"harnery.contract").raw(&generation.to_le_bytes());
     for ty in types {
         w.field_u32(ty.name.as_bytes()).count_u32(ty.items.len());
@@ -90,7 +90,7 @@ const SHARED: &[&str] = &[
 /// with one alternative per payload type (its `type` and its `payload`,
 /// closed like every described struct but the clock sample, which never
 /// refused unknown members).
-pub fn described_shape(types: &[Described]) -> Shape {
+pub(crate) fn described_shape(types: &[Described]) -> Shape {
     let lookup = |name: &str| types.iter().find(|t| t.name == name);
     let envelope = lookup("envelope").expect("every description has the envelope");
     let one_of = types

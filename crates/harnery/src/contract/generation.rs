@@ -102,7 +102,7 @@ pub const GENERATIONS: &[Generation] = &[
 impl Generation {
     /// The contract this generation wrote, member by member: frozen for a
     /// shipped generation, read from the types for this build's own.
-    pub fn shape(&self) -> Shape {
+    pub(crate) fn shape(&self) -> Shape {
         if let Some(text) = frozen::described_text(self.number) {
             return frozen::described_shape(&frozen::parse(text));
         }

@@ -31,7 +31,7 @@ impl Event {
     }
 
     /// Append the event's canonical JSON to `out`.
-    pub fn write_json(&self, out: &mut String) {
+    pub(crate) fn write_json(&self, out: &mut String) {
         out.push_str("{\"id\":");
         string(out, self.id.as_str());
         out.push_str(",\"session\":{\"adapter\":\"");
@@ -359,7 +359,7 @@ fn time_source_name(source: TimeSource) -> &'static str {
     }
 }
 
-pub(crate) fn turn_source_name(source: TurnSource) -> &'static str {
+pub fn turn_source_name(source: TurnSource) -> &'static str {
     match source {
         TurnSource::Native => "native",
         TurnSource::Stamped => "stamped",
@@ -367,7 +367,7 @@ pub(crate) fn turn_source_name(source: TurnSource) -> &'static str {
     }
 }
 
-pub(crate) fn attestation_name(attestation: Attestation) -> &'static str {
+pub fn attestation_name(attestation: Attestation) -> &'static str {
     match attestation {
         Attestation::Native => "native",
         Attestation::Derived => "derived",
@@ -383,7 +383,7 @@ fn confidence_name(confidence: Confidence) -> &'static str {
     }
 }
 
-pub(crate) fn outcome_name(outcome: Outcome) -> &'static str {
+pub fn outcome_name(outcome: Outcome) -> &'static str {
     match outcome {
         Outcome::Success => "success",
         Outcome::Failure => "failure",

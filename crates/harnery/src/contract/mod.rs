@@ -14,25 +14,25 @@ mod canonical;
 mod confidence;
 mod digest;
 mod digest_writer;
-pub mod eligibility;
+pub(crate) mod eligibility;
 mod event;
 mod event_de;
 mod event_id;
-pub mod frozen;
+pub(crate) mod frozen;
 mod generation;
 pub(crate) mod json;
 mod json_text;
 mod outcome;
 mod payload;
-pub mod session_name;
+pub(crate) mod session_name;
 mod shape;
 mod shape_check;
 mod validate;
 
 pub use canonical::Json;
-pub use confidence::recovered_confidence;
+pub(crate) use confidence::recovered_confidence;
 pub use digest::{CONTRACT_GENERATION, contract_shape, derived_schema_digest, shape_digest};
-pub use digest_writer::DigestWriter;
+pub(crate) use digest_writer::DigestWriter;
 pub use event::{
     AdapterId, Attestation, Confidence, Event, Provenance, RawRef, SessionRef, TimeSource,
     TurnAttribution, TurnSource,
@@ -52,8 +52,7 @@ pub use payload::{
     SubagentStarted, SubagentStopped, ToolBatchCompleted, ToolCompleted, ToolRecorded,
     ToolRequested, TurnCompleted, TurnStarted, UsageReported, UsageSummary,
 };
-pub use shape::{Member, ObjectShape, Shape, ShapeError};
-pub use shape_check::ShapeProblem;
+pub(crate) use shape::Shape;
 pub use validate::{Rule, Violation, validate_event};
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ impl<T> Observation<T> {
         Observation::Unknown(reason.to_string())
     }
 
-    pub fn observed(&self) -> Option<&T> {
+    pub(crate) fn observed(&self) -> Option<&T> {
         match self {
             Observation::Observed(v) => Some(v),
             Observation::Unknown(_) => None,
@@ -75,7 +75,7 @@ impl RecoveryReason {
     }
 
     /// The one event type this reason may appear on (validator rule 4).
-    pub fn event_type(self) -> EventType {
+    pub(crate) fn event_type(self) -> EventType {
         match self {
             RecoveryReason::RequestNotObserved => EventType::ToolRequested,
             RecoveryReason::CommandCompletionNotObserved => EventType::CommandCompleted,
@@ -417,11 +417,11 @@ pub struct OffsetRange {
 }
 
 impl OffsetRange {
-    pub fn contains(&self, offset: u64) -> bool {
+    pub(crate) fn contains(&self, offset: u64) -> bool {
         self.from <= offset && offset < self.to
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.from >= self.to
     }
 }
@@ -598,13 +598,13 @@ macro_rules! event_types {
                 match self { $(EventType::$variant => $name,)* }
             }
 
-            pub fn parse(name: &str) -> Option<EventType> {
+            pub(crate) fn parse(name: &str) -> Option<EventType> {
                 match name { $($name => Some(EventType::$variant),)* _ => None }
             }
         }
 
         impl Payload {
-            pub fn event_type(&self) -> EventType {
+            pub(crate) fn event_type(&self) -> EventType {
                 match self { $(Payload::$variant(_) => EventType::$variant,)* }
             }
 

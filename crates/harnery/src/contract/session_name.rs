@@ -50,7 +50,7 @@ fn listing(candidates: &[SessionRef]) -> String {
 
 /// The ids a name may be a prefix of: the name itself, and the id part of
 /// `adapter/id` (for a store that looks candidates up by prefix).
-pub fn id_parts(name: &str) -> Vec<&str> {
+pub(crate) fn id_parts(name: &str) -> Vec<&str> {
     let mut parts = vec![name];
     if let Some((_, id)) = split_adapter(name) {
         parts.push(id);
@@ -67,7 +67,7 @@ fn split_adapter(name: &str) -> Option<(AdapterId, &str)> {
 /// given. An exact id wins over a prefix; an id that is exact under two
 /// adapters is ambiguous (name one with `adapter/id` or `--adapter`).
 /// `looked` says where the candidates came from, for the error.
-pub fn pick(
+pub(crate) fn pick(
     name: &str,
     adapter: Option<AdapterId>,
     candidates: impl IntoIterator<Item = SessionRef>,

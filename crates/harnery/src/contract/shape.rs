@@ -63,7 +63,7 @@ pub struct Member {
 /// A schema construct the shape cannot express, with where it is.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("the contract's schema at {at}: {what}")]
-pub struct ShapeError {
+pub(crate) struct ShapeError {
     pub at: String,
     pub what: String,
 }
@@ -83,12 +83,12 @@ const IGNORED: &[&str] = &[
 impl Shape {
     /// Read a JSON Schema, as `schemars` writes it with every subschema
     /// inlined, into a shape.
-    pub fn from_schema(schema: &Value) -> Result<Shape, ShapeError> {
+    pub(crate) fn from_schema(schema: &Value) -> Result<Shape, ShapeError> {
         read(schema, "$")
     }
 
     /// The canonical encoding (see the module's doc).
-    pub fn encode(&self, out: &mut Vec<u8>) {
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         match self {
             Shape::Any => tag(out, "any"),
             Shape::Bool => tag(out, "bool"),
@@ -136,7 +136,7 @@ impl ObjectShape {
     }
 
     /// The member named `name`.
-    pub fn member(&self, name: &str) -> Option<&Member> {
+    pub(crate) fn member(&self, name: &str) -> Option<&Member> {
         self.members.iter().find(|m| m.name == name)
     }
 }

@@ -10,7 +10,7 @@ use super::shape::{ObjectShape, Shape};
 
 /// Where a value breaks its shape (`at` is a path: `$.payload.record.offset`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ShapeProblem {
+pub(crate) struct ShapeProblem {
     pub at: String,
     pub what: String,
 }
@@ -23,7 +23,7 @@ impl std::fmt::Display for ShapeProblem {
 
 impl Shape {
     /// Every way `value` breaks this shape; empty when it fits.
-    pub fn check(&self, value: &Value) -> Vec<ShapeProblem> {
+    pub(crate) fn check(&self, value: &Value) -> Vec<ShapeProblem> {
         let mut out = Vec::new();
         check(self, value, "$", &mut out);
         out

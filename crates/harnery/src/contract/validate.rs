@@ -36,11 +36,11 @@ impl Rule {
         Rule::RecoveredConfidencePinned,
     ];
 
-    pub fn number(self) -> u8 {
+    pub(crate) fn number(self) -> u8 {
         self as u8
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Rule::RecoveryRequiresDerived => "recovery-requires-derived",
             Rule::RecoveredOutcomeUnknown => "recovered-outcome-unknown",

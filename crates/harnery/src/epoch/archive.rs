@@ -20,7 +20,7 @@ use crate::ledger::{
     LedgerError, LedgerReader,
 };
 
-pub const MANIFEST_FILE: &str = "MANIFEST.json";
+pub(crate) const MANIFEST_FILE: &str = "MANIFEST.json";
 
 /// Every file of an archived tree with its size and blake3.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -67,7 +67,7 @@ impl TreeManifest {
     /// `.MANIFEST.json.tmp` and then renamed that very file to
     /// `MANIFEST.json`. It never held the epoch's data. Found on disk, such
     /// a file is still reported as added.
-    pub fn check(dir: &Path) -> Result<Vec<String>, EpochError> {
+    pub(crate) fn check(dir: &Path) -> Result<Vec<String>, EpochError> {
         let want = TreeManifest::read(dir)?;
         let got = TreeManifest::build(dir, &want.genesis_id)?;
         let have: BTreeMap<&str, &ManifestEntry> =
@@ -215,7 +215,7 @@ pub(super) fn make_read_only(dir: &Path) -> Result<(), EpochError> {
 
 /// Every file or directory below `dir` (and `dir` itself) that has a
 /// write bit.
-pub fn writable_paths(dir: &Path) -> Result<Vec<String>, EpochError> {
+pub(crate) fn writable_paths(dir: &Path) -> Result<Vec<String>, EpochError> {
     use std::os::unix::fs::PermissionsExt;
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];

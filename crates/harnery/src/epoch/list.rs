@@ -28,7 +28,7 @@ pub struct EpochEntry {
 
 impl EpochEntry {
     /// `live`, or the genesis id of an archive.
-    pub fn label(&self) -> &str {
+    pub(crate) fn label(&self) -> &str {
         if self.live { "live" } else { &self.genesis_id }
     }
 
@@ -36,7 +36,7 @@ impl EpochEntry {
     /// is read as it is, never migrated);
     /// an archive is read under the contract generation it was written in,
     /// which must be one this build knows.
-    pub fn open(&self, home: &Home) -> Result<LedgerReader, LedgerError> {
+    pub(crate) fn open(&self, home: &Home) -> Result<LedgerReader, LedgerError> {
         if self.live {
             return LedgerReader::open(home);
         }
@@ -66,7 +66,7 @@ impl EpochEntry {
 
     /// Why this build cannot read the epoch at all, when a later contract
     /// generation than this build's wrote it.
-    pub fn newer_generation(&self) -> Option<String> {
+    pub(crate) fn newer_generation(&self) -> Option<String> {
         let written = self.genesis.as_ref().ok()?.contract_generation;
         let mine = current_generation().number;
         (written > mine).then(|| {
@@ -78,7 +78,7 @@ impl EpochEntry {
 
     /// The contract generation this epoch was written in, when this build
     /// reads it (looked up by digest, never by the number alone).
-    pub fn generation(&self) -> Option<&'static Generation> {
+    pub(crate) fn generation(&self) -> Option<&'static Generation> {
         let digest = &self.genesis.as_ref().ok()?.schema_digest;
         if *digest == binary_digest() {
             // A test build's perturbed digest is its own generation.
@@ -88,7 +88,7 @@ impl EpochEntry {
     }
 
     /// The archive this epoch anchors to, if any.
-    pub fn anchor_id(&self) -> Option<&str> {
+    pub(crate) fn anchor_id(&self) -> Option<&str> {
         let g = self.genesis.as_ref().ok()?;
         g.anchor.as_ref().map(|a| a.genesis_id.as_str())
     }

@@ -30,12 +30,12 @@ const BATCH_BYTES: usize = 256 * 1024;
 /// Why a row's text cannot be a line: not JSON, not an object, or not on
 /// one line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct NotALine;
+pub(crate) struct NotALine;
 
 /// Whether `json` can be written as a line as it is: one JSON object (in
 /// UTF-8, as JSON text is), with no line feed (a string cannot hold a raw
 /// one, so only whitespace could).
-pub fn check(json: &[u8]) -> Result<(), NotALine> {
+pub(crate) fn check(json: &[u8]) -> Result<(), NotALine> {
     let framed = json.first() == Some(&b'{') && json.last() == Some(&b'}');
     let one_line = memchr::memchr(b'\n', json).is_none();
     let parses = || {
@@ -49,13 +49,13 @@ pub fn check(json: &[u8]) -> Result<(), NotALine> {
 }
 
 /// Writes rows as lines, each tagged with one epoch label or none.
-pub struct JsonLines {
+pub(crate) struct JsonLines {
     /// `,"epoch":"<label>"}`, ready to close each line.
     tag_tail: Option<Vec<u8>>,
 }
 
 impl JsonLines {
-    pub fn new(epoch: Option<&str>) -> JsonLines {
+    pub(crate) fn new(epoch: Option<&str>) -> JsonLines {
         let tag_tail = epoch.map(|label| {
             let quoted = serde_json::to_string(label).expect("a string serializes");
             format!(",\"epoch\":{quoted}}}").into_bytes()
@@ -64,13 +64,13 @@ impl JsonLines {
     }
 
     /// Whether lines are the stored text unchanged.
-    pub fn untagged(&self) -> bool {
+    pub(crate) fn untagged(&self) -> bool {
         self.tag_tail.is_none()
     }
 
     /// Append the line for `json` (with its newline) to `out`, or say why
     /// the row has none; `out` is unchanged then.
-    pub fn push(&self, json: &[u8], out: &mut Vec<u8>) -> Result<(), NotALine> {
+    pub(crate) fn push(&self, json: &[u8], out: &mut Vec<u8>) -> Result<(), NotALine> {
         check(json)?;
         match &self.tag_tail {
             None => out.extend_from_slice(json),

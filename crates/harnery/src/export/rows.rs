@@ -15,7 +15,7 @@ pub(super) struct RowBatch {
 }
 
 impl RowBatch {
-    pub fn new(source: usize, bytes: usize) -> RowBatch {
+    pub(crate) fn new(source: usize, bytes: usize) -> RowBatch {
         RowBatch {
             source,
             text: Vec::with_capacity(bytes + 4096),
@@ -24,19 +24,19 @@ impl RowBatch {
         }
     }
 
-    pub fn add(&mut self, row: StoredText<'_>) {
+    pub(crate) fn add(&mut self, row: StoredText<'_>) {
         self.ids.extend_from_slice(row.id.as_bytes());
         self.text.extend_from_slice(row.json);
         self.rows.push((row.seq, self.ids.len(), self.text.len()));
         self.text.push(b'\n');
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.rows.len()
     }
 
     /// Each row: seq, id, stored text (without its newline).
-    pub fn each(&self) -> impl Iterator<Item = (i64, &[u8], &[u8])> {
+    pub(crate) fn each(&self) -> impl Iterator<Item = (i64, &[u8], &[u8])> {
         let mut starts = (0, 0);
         self.rows.iter().map(move |&(seq, id_end, end)| {
             let (id, text) = (&self.ids[starts.0..id_end], &self.text[starts.1..end]);

@@ -15,7 +15,7 @@ use crate::report::source::SourceError;
 /// looks for the last newline in every write it is given (it flushes at
 /// lines), which for hundreds of megabytes of lines is work for nothing;
 /// the buffer in front of it already writes whole blocks.
-pub type Out = BufWriter<File>;
+pub(crate) type Out = BufWriter<File>;
 
 /// One epoch to read, and which of its rows.
 pub struct Source<'e> {
@@ -68,13 +68,13 @@ pub(super) struct Label {
 
 impl Label {
     /// `epoch <label>: ` where rows carry their epoch.
-    pub fn epoch_prefix(&self) -> String {
+    pub(crate) fn epoch_prefix(&self) -> String {
         self.tag
             .as_ref()
             .map_or(String::new(), |t| format!("epoch {t}: "))
     }
 
-    pub fn of(epochs: &Epochs, source: &Source<'_>) -> Label {
+    pub(crate) fn of(epochs: &Epochs, source: &Source<'_>) -> Label {
         let epoch = source.epoch;
         Label {
             tag: epochs.tagged.then(|| epoch.label.clone()),
@@ -82,7 +82,7 @@ impl Label {
         }
     }
 
-    pub fn all(epochs: &Epochs, sources: &[Source<'_>]) -> Vec<Label> {
+    pub(crate) fn all(epochs: &Epochs, sources: &[Source<'_>]) -> Vec<Label> {
         sources.iter().map(|s| Label::of(epochs, s)).collect()
     }
 }

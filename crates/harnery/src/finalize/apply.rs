@@ -14,7 +14,7 @@ use crate::ledger::{AppendBatch, AppendOutcome, LedgerError};
 
 impl Run<'_> {
     /// Apply every pending ready file (oldest first); returns how many.
-    pub fn apply_pending(&mut self) -> Result<u64, FinalizeError> {
+    pub(crate) fn apply_pending(&mut self) -> Result<u64, FinalizeError> {
         ready::remove_orphans(self.home)?;
         let files = ready::pending(self.home)?;
         let waiting: std::collections::HashSet<String> =

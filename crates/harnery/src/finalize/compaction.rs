@@ -33,11 +33,11 @@ use crate::ledger::rawz::DEFAULT_LEVEL;
 use crate::ledger::{LedgerError, LedgerReader, LedgerWriter};
 
 /// The budget a run spends on compaction when the config names none.
-pub const DEFAULT_BUDGET: Duration = Duration::from_millis(1000);
+pub(crate) const DEFAULT_BUDGET: Duration = Duration::from_millis(1000);
 
 /// `[archive]` of `HARNERY_HOME/config.toml`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CompactSettings {
+pub(crate) struct CompactSettings {
     pub enabled: bool,
     pub budget: Duration,
 }
@@ -66,7 +66,7 @@ struct ArchiveTable {
 
 /// Why compaction after a run did not happen or stopped.
 #[derive(Debug, thiserror::Error)]
-pub enum CompactionError {
+pub(crate) enum CompactionError {
     #[error("{path}: {detail}")]
     Config { path: PathBuf, detail: String },
     #[error(transparent)]
@@ -76,7 +76,7 @@ pub enum CompactionError {
 impl CompactSettings {
     /// The settings in `home`'s `config.toml` (none there: the defaults).
     /// Other tables belong to others and are not read here.
-    pub fn load(home: &Home) -> Result<CompactSettings, CompactionError> {
+    pub(crate) fn load(home: &Home) -> Result<CompactSettings, CompactionError> {
         let file: ConfigFile =
             crate::config::read(home.root()).map_err(|e| CompactionError::Config {
                 path: e.path().to_path_buf(),
@@ -96,7 +96,7 @@ impl CompactSettings {
 /// Convert what fits in `budget` of the live epoch's uncompressed raw
 /// archive files. `None` when there was nothing to do here: no live
 /// epoch, or another finalizer holds the lease (it, or the next run, will).
-pub fn after_run(
+pub(crate) fn after_run(
     home: &Home,
     now_unix_ns: i64,
     budget: Duration,

@@ -62,7 +62,7 @@ const CHUNK_FILES: usize = 64;
 /// are in memory at most (a queue of one there too held five).
 const IN_FLIGHT: usize = 4;
 /// The session damaged spool ranges are recorded under.
-pub const SPOOL_HEALTH_SESSION: &str = "harnery:spool";
+pub(crate) const SPOOL_HEALTH_SESSION: &str = "harnery:spool";
 
 /// One spool file to drain and the adapter directory it sits in.
 struct SpoolFile {

@@ -25,7 +25,7 @@ pub enum LeaseError {
 
 /// Held while a finalizer runs; released on drop.
 #[derive(Debug)]
-pub struct Lease {
+pub(crate) struct Lease {
     _file: File,
 }
 
@@ -40,12 +40,12 @@ fn wait_limit() -> Duration {
 
 impl Lease {
     /// Wait (bounded) for the lease.
-    pub fn take(home: &Home) -> Result<Lease, LeaseError> {
+    pub(crate) fn take(home: &Home) -> Result<Lease, LeaseError> {
         Self::take_within(home, wait_limit())
     }
 
     /// The lease if it is free now; `None` if another holds it.
-    pub fn try_take(home: &Home) -> Result<Option<Lease>, LeaseError> {
+    pub(crate) fn try_take(home: &Home) -> Result<Option<Lease>, LeaseError> {
         match Self::take_within(home, Duration::ZERO) {
             Ok(lease) => Ok(Some(lease)),
             Err(LeaseError::Busy(..)) => Ok(None),

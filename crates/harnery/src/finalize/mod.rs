@@ -31,9 +31,9 @@
 mod apply;
 pub mod compaction;
 mod intake;
-pub mod lease;
+pub(crate) mod lease;
 pub mod ready;
-pub mod record;
+pub(crate) mod record;
 mod run;
 mod state;
 mod steps;
@@ -82,7 +82,7 @@ impl From<crate::durable::DurableError> for FinalizeError {
 }
 
 impl FinalizeError {
-    pub fn io(path: &Path, source: std::io::Error) -> FinalizeError {
+    pub(crate) fn io(path: &Path, source: std::io::Error) -> FinalizeError {
         FinalizeError::Io {
             path: path.to_path_buf(),
             source,

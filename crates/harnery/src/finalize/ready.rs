@@ -52,7 +52,7 @@ use crate::ledger::{
 mod direct;
 mod fields;
 
-pub const READY_FORMAT: &str = "harnery.ready.v4";
+pub(crate) const READY_FORMAT: &str = "harnery.ready.v4";
 const READY_V1: &str = "harnery.ready.v1";
 const V4_MAGIC: &[u8] = b"harnery.ready.v4\n";
 const V3_MAGIC: &[u8] = b"harnery.ready.v3\n";
@@ -95,12 +95,12 @@ enum Line {
 }
 
 /// `HARNERY_HOME/spool/ready`.
-pub fn ready_dir(home: &Home) -> PathBuf {
+pub(crate) fn ready_dir(home: &Home) -> PathBuf {
     home.spool_dir().join("ready")
 }
 
 /// Pending ready files, oldest first (names start with a timestamp).
-pub fn pending(home: &Home) -> Result<Vec<PathBuf>, FinalizeError> {
+pub(crate) fn pending(home: &Home) -> Result<Vec<PathBuf>, FinalizeError> {
     let dir = ready_dir(home);
     let entries = match std::fs::read_dir(&dir) {
         Ok(e) => e,
@@ -119,7 +119,7 @@ pub fn pending(home: &Home) -> Result<Vec<PathBuf>, FinalizeError> {
 }
 
 /// The batch id a ready file's name carries.
-pub fn batch_of(path: &Path) -> Option<String> {
+pub(crate) fn batch_of(path: &Path) -> Option<String> {
     let name = path.file_name()?.to_str()?;
     name.strip_suffix(SUFFIX).map(str::to_string)
 }
@@ -127,7 +127,7 @@ pub fn batch_of(path: &Path) -> Option<String> {
 /// Delete temporary files a killed run left half written (their batch was
 /// never renamed into place, so its intake segments were never deleted and
 /// will be drained again). Call only under the finalizer lease.
-pub fn remove_orphans(home: &Home) -> Result<(), FinalizeError> {
+pub(crate) fn remove_orphans(home: &Home) -> Result<(), FinalizeError> {
     let dir = ready_dir(home);
     let Ok(entries) = std::fs::read_dir(&dir) else {
         return Ok(());
@@ -148,7 +148,7 @@ pub fn remove_orphans(home: &Home) -> Result<(), FinalizeError> {
 /// A fresh batch id: the run's time and a per-process sequence number (so
 /// a run's files sort in creation order even under a pinned "now"), and a
 /// random part.
-pub fn new_batch_id(now_unix_ns: i64) -> String {
+pub(crate) fn new_batch_id(now_unix_ns: i64) -> String {
     static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     format!(
@@ -218,11 +218,11 @@ mod b64 {
     use base64::engine::general_purpose::STANDARD;
     use serde::{Deserialize, Deserializer, Serializer};
 
-    pub fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&STANDARD.encode(bytes))
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
         let text = String::deserialize(d)?;
         STANDARD.decode(text).map_err(serde::de::Error::custom)
     }
@@ -292,7 +292,7 @@ fn frame_of_two(out: &mut impl Write, kind: u8, head: &[u8], tail: &[u8]) -> std
 
 /// Read a ready file back into a batch (any format); anything malformed
 /// refuses the whole file with its line (v1) or frame (v2 on) number.
-pub fn read(path: &Path) -> Result<AppendBatch, FinalizeError> {
+pub(crate) fn read(path: &Path) -> Result<AppendBatch, FinalizeError> {
     let bytes = std::fs::read(path).map_err(|e| FinalizeError::io(path, e))?;
     for (magic, version) in [
         (V4_MAGIC, Framed::V4),
@@ -524,7 +524,7 @@ fn from_header(h: Header) -> AppendBatch {
 /// Remove a ready file after its batch committed. Not fsynced: a ready
 /// file that reappears after a crash names a batch the ledger already
 /// records as applied, so the next run only deletes it again.
-pub fn remove(path: &Path) -> Result<(), FinalizeError> {
+pub(crate) fn remove(path: &Path) -> Result<(), FinalizeError> {
     match std::fs::remove_file(path) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),

@@ -70,19 +70,19 @@ use crate::spool::{Signal, SpoolWriter, WriterOptions};
 
 /// The most record bytes one `harnery.record` signal carries (a longer
 /// line is carried whole, up to [`LINE_CEILING`]).
-pub const CHUNK_LEN: usize = 4 << 20;
+pub(crate) const CHUNK_LEN: usize = 4 << 20;
 /// The most record bytes one pass spools for a session: a pass is drained
 /// before the next one reads on, so the drain holds at most this much of
 /// any one session's record (a spool file is the drain's unit).
-pub const PASS_LEN: u64 = 8 << 20;
+pub(crate) const PASS_LEN: u64 = 8 << 20;
 /// Passes one run makes at most (so a record that cannot be applied can
 /// never keep a run going): 8 GiB of one session's record.
-pub const MAX_PASSES: usize = 1024;
+pub(crate) const MAX_PASSES: usize = 1024;
 
 /// The most bytes of one session's records (its own and its subagents')
 /// one run reads; the next runs read on from the cursor. A line longer
 /// than what is left is read whole when a pass starts at it.
-pub const RUN_LEN: u64 = 64 << 20;
+pub(crate) const RUN_LEN: u64 = 64 << 20;
 
 /// [`PASS_LEN`], or `HARNERY_RECORD_PASS_BYTES` in failpoint builds (tests
 /// that want many passes).
@@ -101,7 +101,7 @@ fn env_bytes(name: &str) -> Option<u64> {
 
 /// Bytes of each session's records read so far this run.
 #[derive(Debug, Default)]
-pub struct RunBudget(HashMap<SessionRef, u64>);
+pub(crate) struct RunBudget(HashMap<SessionRef, u64>);
 
 impl RunBudget {
     /// What `session` may still read this run.
@@ -111,7 +111,7 @@ impl RunBudget {
 }
 
 /// Whether following is on (`HARNERY_RECORDS` is not `off`).
-pub fn enabled() -> bool {
+pub(crate) fn enabled() -> bool {
     std::env::var("HARNERY_RECORDS").map_or(true, |v| v != "off")
 }
 
@@ -121,7 +121,7 @@ pub fn enabled() -> bool {
 /// written and for which sessions; the caller drains them and calls again
 /// with those until none are. Sessions are followed on several threads
 /// (each session's signals by one, in order; no two share a spool).
-pub fn follow(
+pub(crate) fn follow(
     home: &Home,
     ledger: &LedgerReader,
     now_unix_ns: i64,

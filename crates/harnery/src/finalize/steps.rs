@@ -48,7 +48,7 @@ impl<'a> Run<'a> {
 
     /// A run over `ledger`, opened by a caller that holds the lease; it
     /// takes the ledger's next incarnation.
-    pub fn on(
+    pub(crate) fn on(
         home: &'a Home,
         mut ledger: LedgerWriter,
         opts: &'a FinalizeOptions,

@@ -20,7 +20,7 @@ use serde::Deserialize;
 
 use super::mask::MaskRules;
 
-pub use crate::config::{CONFIG_FILE, ConfigError, config_path};
+pub use crate::config::{ConfigError, config_path};
 
 /// The whole file; only `[ship]` is read here, other tables are left to
 /// whoever owns them.
@@ -35,7 +35,7 @@ struct ConfigFile {
 /// `[mask]`: the user's patterns and allow-list (Rust regex syntax).
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct MaskConfig {
+pub(crate) struct MaskConfig {
     #[serde(default)]
     pub patterns: Vec<String>,
     #[serde(default)]

@@ -35,13 +35,13 @@ pub struct DerivedCounts {
 }
 
 /// The key every derived row starts with.
-pub struct EpochKey<'a> {
+pub(crate) struct EpochKey<'a> {
     pub host: &'a str,
     pub genesis: &'a str,
 }
 
 /// Replace the epoch's derived rows on the server with the ledger's.
-pub fn replace(
+pub(crate) fn replace(
     tx: &mut Transaction<'_>,
     key: &EpochKey<'_>,
     host_key: &HostKey,

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use crate::durable::{Published, publish_once};
 
 /// File name of the host id below the home.
-pub const HOST_ID_FILE: &str = "host-id";
+pub(crate) const HOST_ID_FILE: &str = "host-id";
 
 /// Why the host id could not be read or made.
 #[derive(Debug, thiserror::Error)]
@@ -29,7 +29,7 @@ pub enum HostIdError {
 pub struct HostId(String);
 
 impl HostId {
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         &self.0
     }
 
@@ -81,7 +81,7 @@ impl HostId {
 }
 
 /// The machine's name as the kernel has it (shown beside the id).
-pub fn hostname() -> String {
+pub(crate) fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|s| s.trim().to_string())
         .ok()

@@ -26,7 +26,7 @@ use super::key::{HostKey, Purpose};
 
 /// Whether `s` is an event id as the contract derives it: `ev_` and 32
 /// lowercase hex digits.
-pub fn is_event_id(s: &str) -> bool {
+pub(crate) fn is_event_id(s: &str) -> bool {
     s.len() == 35
         && s.starts_with("ev_")
         && s.as_bytes()[3..]
@@ -86,7 +86,7 @@ static STAMPED: LazyLock<memchr::memmem::Finder<'static>> =
 
 /// Whether bytes may hold an id [`keyed_within`] replaces: a cheap test
 /// before decoding a JSON string.
-pub fn may_hold_id(raw: &[u8]) -> bool {
+pub(crate) fn may_hold_id(raw: &[u8]) -> bool {
     EVENT.find(raw).is_some() || STAMPED.find(raw).is_some()
 }
 

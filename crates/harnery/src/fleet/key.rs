@@ -12,7 +12,7 @@ use crate::contract::DigestWriter;
 use crate::durable::{Published, publish_once};
 
 /// File name of the ship key below the home.
-pub const SHIP_KEY_FILE: &str = "ship-key";
+pub(crate) const SHIP_KEY_FILE: &str = "ship-key";
 
 /// Why the key could not be read or made.
 #[derive(Debug, thiserror::Error)]
@@ -42,7 +42,7 @@ impl std::fmt::Debug for HostKey {
 
 /// What a keyed hash is for (each gets its own derived key).
 #[derive(Debug, Clone, Copy)]
-pub enum Purpose {
+pub(crate) enum Purpose {
     /// The label a masked secret is replaced by.
     MaskLabel,
     /// The commitment of a shipped row to the ledger's row.
@@ -75,7 +75,7 @@ impl HostKey {
     }
 
     /// A keyed hash for `purpose` over `parts`, each length-prefixed.
-    pub fn hash(&self, purpose: Purpose, parts: &[&[u8]]) -> [u8; 32] {
+    pub(crate) fn hash(&self, purpose: Purpose, parts: &[&[u8]]) -> [u8; 32] {
         let mut material = Vec::with_capacity(64);
         material.extend_from_slice(purpose.context().as_bytes());
         material.extend_from_slice(&self.secret);

@@ -40,7 +40,7 @@ pub struct ShippedRow<'a> {
 }
 
 /// The link before an epoch's first row.
-pub fn seed(host: &str, genesis: &str) -> [u8; 32] {
+pub(crate) fn seed(host: &str, genesis: &str) -> [u8; 32] {
     let hash = DigestWriter::derive_key("harnery ship chain seed v1")
         .field_u64(host.as_bytes())
         .field_u64(genesis.as_bytes())
@@ -73,7 +73,7 @@ pub fn commit(key: &HostKey, local_hash: &[u8], link: &[u8]) -> [u8; 32] {
 }
 
 /// What the head signature signs.
-pub fn head_message(host: &str, genesis: &str, seq: i64, link: &[u8]) -> Vec<u8> {
+pub(crate) fn head_message(host: &str, genesis: &str, seq: i64, link: &[u8]) -> Vec<u8> {
     let mut m = b"harnery ship head v1\0".to_vec();
     for part in [
         host.as_bytes(),
@@ -88,7 +88,7 @@ pub fn head_message(host: &str, genesis: &str, seq: i64, link: &[u8]) -> Vec<u8>
 }
 
 /// The host's signing key pair, derived from its ship key.
-pub struct Signer(ring::signature::Ed25519KeyPair);
+pub(crate) struct Signer(ring::signature::Ed25519KeyPair);
 
 impl Signer {
     pub fn new(key: &HostKey) -> Signer {
@@ -99,18 +99,18 @@ impl Signer {
         )
     }
 
-    pub fn public_key(&self) -> Vec<u8> {
+    pub(crate) fn public_key(&self) -> Vec<u8> {
         use ring::signature::KeyPair;
         self.0.public_key().as_ref().to_vec()
     }
 
-    pub fn sign(&self, message: &[u8]) -> Vec<u8> {
+    pub(crate) fn sign(&self, message: &[u8]) -> Vec<u8> {
         self.0.sign(message).as_ref().to_vec()
     }
 }
 
 /// Whether `sig` is the signature of `message` under `public_key`.
-pub fn signature_holds(public_key: &[u8], message: &[u8], sig: &[u8]) -> bool {
+pub(crate) fn signature_holds(public_key: &[u8], message: &[u8], sig: &[u8]) -> bool {
     ring::signature::UnparsedPublicKey::new(&ring::signature::ED25519, public_key)
         .verify(message, sig)
         .is_ok()
@@ -119,7 +119,7 @@ pub fn signature_holds(public_key: &[u8], message: &[u8], sig: &[u8]) -> bool {
 /// A text column as PostgreSQL can hold it, losslessly: unchanged unless
 /// it holds a NUL, a backslash or a byte that is not UTF-8; then a
 /// backslash is written `\\`, a NUL `\x00` and each stray byte `\xNN`.
-pub fn pg_text(bytes: &[u8]) -> Cow<'_, str> {
+pub(crate) fn pg_text(bytes: &[u8]) -> Cow<'_, str> {
     match std::str::from_utf8(bytes) {
         Ok(s) if !s.contains(['\0', '\\']) => Cow::Borrowed(s),
         _ => Cow::Owned(escape(bytes)),

@@ -66,7 +66,7 @@ pub struct Masker {
 
 /// One row's masked text and which categories matched it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Masked<'a> {
+pub(crate) struct Masked<'a> {
     pub text: Cow<'a, [u8]>,
     pub patterns: Vec<String>,
 }
@@ -132,13 +132,13 @@ impl Masker {
     /// replaced by its keyed hash under this host's key, `keyed:HEX`, and
     /// every id derived from raw bytes by its keyed id ([`super::ids`]),
     /// neither counting as a mask.
-    pub fn mask<'a>(&self, json: &'a [u8]) -> Option<Masked<'a>> {
+    pub(crate) fn mask<'a>(&self, json: &'a [u8]) -> Option<Masked<'a>> {
         self.rewrite(json, true)
     }
 
     /// A row as `--content full` sends it: its text as recorded, its
     /// digests and ids keyed as [`Masker::mask`] keys them.
-    pub fn keyed_only<'a>(&self, json: &'a [u8]) -> Option<Masked<'a>> {
+    pub(crate) fn keyed_only<'a>(&self, json: &'a [u8]) -> Option<Masked<'a>> {
         self.rewrite(json, false)
     }
 
@@ -207,12 +207,12 @@ impl Masker {
     }
 
     /// An id as it leaves the host ([`super::ids::shipped`]).
-    pub fn shipped_id<'s>(&self, id: &'s str) -> Cow<'s, str> {
+    pub(crate) fn shipped_id<'s>(&self, id: &'s str) -> Cow<'s, str> {
         ids::shipped(&self.key, id)
     }
 
     /// A digest as it leaves the host: keyed, so it cannot test guesses.
-    pub fn keyed_digest(&self, digest: &str) -> String {
+    pub(crate) fn keyed_digest(&self, digest: &str) -> String {
         let h = self
             .key
             .hash(Purpose::MaskLabel, &[b"digest", digest.as_bytes()]);
@@ -220,7 +220,7 @@ impl Masker {
     }
 
     /// Mask one decoded string (`whole`: its key names a secret).
-    pub fn mask_text<'t>(
+    pub(crate) fn mask_text<'t>(
         &self,
         text: &'t str,
         whole: bool,

@@ -13,13 +13,13 @@
 //! chains rechecked on the server), `ids` (ids keyed before they leave).
 
 pub mod admin;
-pub mod config;
-pub mod derived;
-pub mod host;
-pub mod ids;
-pub mod key;
+pub(crate) mod config;
+pub(crate) mod derived;
+pub(crate) mod host;
+pub(crate) mod ids;
+pub(crate) mod key;
 pub mod link;
-pub mod mask;
+pub(crate) mod mask;
 pub mod read;
 pub mod schema;
 mod schema_bound;
@@ -28,7 +28,7 @@ pub mod search;
 mod search_ship;
 pub mod server;
 pub mod ship;
-pub mod target;
+pub(crate) mod target;
 pub mod verify;
 
 use std::path::PathBuf;
@@ -37,7 +37,7 @@ pub use config::{ConfigError, ShipConfig};
 pub use host::{HostId, HostIdError};
 pub use key::{HostKey, KeyError};
 pub use mask::{MaskRules, Masker, PatternError};
-pub use schema::SchemaError;
+pub(crate) use schema::SchemaError;
 pub use ship::{ShipReport, Shipper};
 pub use target::{ConnectError, PgEnv, Target};
 

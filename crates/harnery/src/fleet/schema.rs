@@ -15,7 +15,7 @@ use super::schema_bound::BOUND;
 use super::schema_search::{SEARCH_TEXT, after_migration};
 
 /// Key of the advisory lock that migrations run under (with key 0).
-pub const LOCK_SPACE: i32 = 0x6861_726e; // "harn"
+pub(crate) const LOCK_SPACE: i32 = 0x6861_726e; // "harn"
 
 /// Every migration, in order: (version, name, SQL).
 const MIGRATIONS: &[(i32, &str, &str)] = &[
@@ -474,7 +474,7 @@ GRANT SELECT ON harnery.usage, harnery.usage_by_day_model TO harnery_reader;
 
 /// The temporary tables a host role copies into (a host role may not
 /// read the tables, so `LIKE` is not open to it).
-pub const SHIP_TEMP_TABLES: &str = r#"
+pub(crate) const SHIP_TEMP_TABLES: &str = r#"
 CREATE TEMP TABLE IF NOT EXISTS ship_events (
     host_id text, genesis_id text, seq bigint, event_id text, adapter text, session_id text,
     event_offset bigint, type text, time_unix_ns bigint, content text, masked text[], json bytea,
@@ -543,7 +543,7 @@ pub fn known_version() -> i32 {
 
 /// Apply every migration the server lacks, in one transaction under the
 /// migration lock; refuse a server that is ahead of this build.
-pub fn migrate(client: &mut Client) -> Result<i32, SchemaError> {
+pub(crate) fn migrate(client: &mut Client) -> Result<i32, SchemaError> {
     // Up to date: nothing to do, and nothing a host role may not do.
     if check(client).is_ok() {
         return Ok(known_version());
@@ -579,7 +579,7 @@ pub fn migrate_to(client: &mut Client, upto: i32) -> Result<i32, SchemaError> {
 }
 
 /// For the reads: the server's schema must be exactly this build's.
-pub fn check(client: &mut Client) -> Result<(), SchemaError> {
+pub(crate) fn check(client: &mut Client) -> Result<(), SchemaError> {
     let exists: bool = client
         .query_one(
             "SELECT to_regclass('harnery.schema_migrations') IS NOT NULL",

@@ -29,7 +29,7 @@
 //!   ships its epochs again from row 1 on its next run.
 
 /// The migration's SQL.
-pub const BOUND: &str = r#"
+pub(crate) const BOUND: &str = r#"
 CREATE TABLE harnery.events_v4 AS SELECT * FROM harnery.events;
 REVOKE ALL ON harnery.events_v4 FROM PUBLIC;
 TRUNCATE harnery.search_text, harnery.events, harnery.sessions, harnery.spans, harnery.receipts;

@@ -17,10 +17,10 @@ use super::derived::EpochKey;
 use super::search_ship::SearchRows;
 
 /// The migration that makes `search_text`.
-pub const VERSION: i32 = 4;
+pub(crate) const VERSION: i32 = 4;
 
 /// Migration 4: `harnery.search_text`, its indexes, who may do what.
-pub const SEARCH_TEXT: &str = r#"
+pub(crate) const SEARCH_TEXT: &str = r#"
 CREATE EXTENSION IF NOT EXISTS pg_trgm;
 CREATE TABLE harnery.search_text (
     host_id     text NOT NULL,
@@ -46,14 +46,17 @@ GRANT SELECT ON harnery.search_text TO harnery_reader;
 "#;
 
 /// The temporary table a host role copies search rows into.
-pub const SHIP_TEMP_SEARCH: &str = r#"
+pub(crate) const SHIP_TEMP_SEARCH: &str = r#"
 CREATE TEMP TABLE IF NOT EXISTS ship_search_text (
     host_id text, genesis_id text, seq bigint, kind text, tool text, turn_id text, text text
 ) ON COMMIT DELETE ROWS;
 "#;
 
 /// What a migration needs done in Rust after its SQL, in its transaction.
-pub fn after_migration(tx: &mut Transaction<'_>, version: i32) -> Result<(), postgres::Error> {
+pub(crate) fn after_migration(
+    tx: &mut Transaction<'_>,
+    version: i32,
+) -> Result<(), postgres::Error> {
     match version == VERSION {
         true => backfill(tx).map(drop),
         false => Ok(()),
@@ -66,7 +69,7 @@ const BACKFILL_ROWS: i32 = 5_000;
 /// Fill `search_text` from the event rows already on the server, from
 /// their bytes as shipped (masked text stays masked; rows sent without
 /// content have none); how many search rows were made.
-pub fn backfill(tx: &mut Transaction<'_>) -> Result<u64, postgres::Error> {
+pub(crate) fn backfill(tx: &mut Transaction<'_>) -> Result<u64, postgres::Error> {
     let portal = tx.bind(
         "SELECT host_id, genesis_id, seq, json FROM harnery.events WHERE content <> 'none'",
         &[],

@@ -14,7 +14,7 @@ use crate::search::extract::doc_of;
 /// The search row of one shipped event row: what `search_text` holds
 /// for it (`fleet verify` recomputes it from the row to check it).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SearchDoc {
+pub(crate) struct SearchDoc {
     pub kind: &'static str,
     pub tool: Option<String>,
     pub turn_id: Option<String>,
@@ -23,7 +23,7 @@ pub struct SearchDoc {
 
 /// The searchable text of a row as sent (`json`), if it has any (a row
 /// that does not parse has none, as in local search).
-pub fn search_doc(json: &[u8]) -> Option<SearchDoc> {
+pub(crate) fn search_doc(json: &[u8]) -> Option<SearchDoc> {
     let event = serde_json::from_slice::<Event>(json).ok()?;
     let doc = doc_of(&event)?;
     Some(SearchDoc {
@@ -41,11 +41,11 @@ struct SearchRow {
 
 /// One batch's search rows.
 #[derive(Default)]
-pub struct SearchRows(Vec<SearchRow>, usize);
+pub(crate) struct SearchRows(Vec<SearchRow>, usize);
 
 /// The most text a batch holds: `ship` ends a batch early when its search
 /// rows reach it, so a batch of long tool outputs never sits in memory.
-pub const BATCH_TEXT_BYTES: usize = 32 * 1024 * 1024;
+pub(crate) const BATCH_TEXT_BYTES: usize = 32 * 1024 * 1024;
 
 /// PostgreSQL text holds no NUL: it is shown as `␀`, as the views do.
 fn nul_free(text: String) -> String {
@@ -58,29 +58,29 @@ fn nul_free(text: String) -> String {
 impl SearchRows {
     /// Keep the searchable text of row `seq` as sent (`json`), if it has
     /// any (a row that does not parse has none, as in local search).
-    pub fn push(&mut self, seq: i64, json: &[u8]) {
+    pub(crate) fn push(&mut self, seq: i64, json: &[u8]) {
         if let Some(doc) = search_doc(json) {
             self.1 += doc.text.len();
             self.0.push(SearchRow { seq, doc });
         }
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.0.len()
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
     /// Whether the batch holds [`BATCH_TEXT_BYTES`] of text or more.
-    pub fn full(&self) -> bool {
+    pub(crate) fn full(&self) -> bool {
         self.1 >= BATCH_TEXT_BYTES
     }
 
     /// Copy the rows into the transaction (through the temporary table
     /// for a host role, whose writes row-level security checks).
-    pub fn copy(
+    pub(crate) fn copy(
         self,
         tx: &mut Transaction<'_>,
         key: &EpochKey<'_>,

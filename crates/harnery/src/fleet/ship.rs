@@ -85,7 +85,7 @@ pub enum Content {
 }
 
 impl Content {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Content::Full => "full",
             Content::Masked => "masked",
@@ -147,7 +147,7 @@ pub fn outgoing<'r>(masker: &Masker, content: Content, row: &ChainRow<'r>) -> Ou
 }
 
 impl Outgoing<'_> {
-    pub fn shipped<'s>(&'s self, row: &ChainRow<'_>, content: &'s str) -> ShippedRow<'s> {
+    pub(crate) fn shipped<'s>(&'s self, row: &ChainRow<'_>, content: &'s str) -> ShippedRow<'s> {
         ShippedRow {
             seq: row.seq,
             event_id: &self.event_id,
@@ -649,7 +649,7 @@ pub fn dry_run(
 }
 
 /// The server's rows for this host by epoch, for `ship --status`.
-pub fn server_rows(
+pub(crate) fn server_rows(
     client: &mut Client,
     host: &HostId,
 ) -> Result<Vec<(String, i64, bool)>, postgres::Error> {

@@ -53,7 +53,7 @@ pub enum ConnectError {
 
 /// How far the server's certificate is checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verify {
+pub(crate) enum Verify {
     /// Encrypt when asked, check nothing (libpq `prefer`, `require`).
     Nothing,
     /// The chain to a trusted root (libpq `verify-ca`).
@@ -324,7 +324,7 @@ fn take_ssl_params(text: &str) -> (String, SslParams) {
 }
 
 /// `%XX` decoded (a bad escape stays as it was), lossily as UTF-8.
-pub fn percent_decode(text: &str) -> String {
+pub(crate) fn percent_decode(text: &str) -> String {
     percent_encoding::percent_decode_str(text)
         .decode_utf8_lossy()
         .into_owned()
@@ -441,7 +441,7 @@ fn apply_ssl_mode(
 }
 
 /// A target's text with any password replaced.
-pub fn redact(text: &str) -> String {
+pub(crate) fn redact(text: &str) -> String {
     let url = regex::Regex::new(r"(://[^:/@]*:)[^@]*@").expect("the URL pattern is valid");
     let pair = regex::Regex::new(r"(password\s*=\s*)\S+").expect("the pair pattern is valid");
     let text = url.replace_all(text, "${1}***@");

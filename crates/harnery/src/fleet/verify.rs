@@ -80,7 +80,7 @@ pub struct FleetVerified {
 }
 
 /// What the server-side checks are, as `verify` reports them.
-pub const SERVER_CHECKS: &[&str] = &[
+pub(crate) const SERVER_CHECKS: &[&str] = &[
     "rows numbered 1..n with no gap",
     "each row's link recomputed over its columns from the host's and epoch's seed",
     "each epoch's head signed by the host's registered key",
@@ -90,7 +90,7 @@ pub const SERVER_CHECKS: &[&str] = &[
 ];
 
 /// What `--local` adds.
-pub const LOCAL_CHECKS: &[&str] = &[
+pub(crate) const LOCAL_CHECKS: &[&str] = &[
     "each server row's commitment to this host's ledger row (keyed, checked here)",
     "no server row this ledger lacks, none missing that it shipped",
     "each epoch's genesis manifest",
@@ -347,7 +347,7 @@ fn search_text_differs(r: &postgres::Row) -> Option<String> {
 /// `fleet verify --local`: this host's rows on the server against its
 /// ledger, for every epoch of the home and every epoch the server holds
 /// for the host.
-pub fn verify_local(
+pub(crate) fn verify_local(
     client: &mut Client,
     home: &Home,
     host: &str,

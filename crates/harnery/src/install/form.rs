@@ -21,7 +21,7 @@ use crate::agents::copilot::version::Version;
 /// 1.0.102 each ran every exec entry with exactly its `args` and the payload
 /// on stdin (real clients, offline, one scripted session each). Older
 /// versions were not tried, so they get the `bash` form.
-pub const EXEC_FORM_OLDEST_VERIFIED: &str = "1.0.63";
+pub(crate) const EXEC_FORM_OLDEST_VERIFIED: &str = "1.0.63";
 
 /// The two ways a Copilot hook entry can start `harnery-hook`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,7 +33,7 @@ pub enum CopilotForm {
 }
 
 impl CopilotForm {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             CopilotForm::Exec => "exec",
             CopilotForm::Bash => "bash",
@@ -55,7 +55,7 @@ pub struct FormChoice {
 }
 
 /// The form `--form` asked for.
-pub fn forced(form: CopilotForm) -> FormChoice {
+pub(crate) fn forced(form: CopilotForm) -> FormChoice {
     FormChoice {
         form,
         reason: format!("--form {form} was given"),
@@ -65,7 +65,7 @@ pub fn forced(form: CopilotForm) -> FormChoice {
 /// The form to write: `flag` when given, else judged from the Copilot
 /// packages on disk (the search `resume-policy` uses, without its recorded
 /// running-version hint: that one describes the client before an upgrade).
-pub fn choose(flag: Option<CopilotForm>) -> FormChoice {
+pub(crate) fn choose(flag: Option<CopilotForm>) -> FormChoice {
     match flag {
         Some(form) => forced(form),
         None => {
@@ -88,7 +88,7 @@ pub fn for_agent(agent: super::Agent, flag: Option<CopilotForm>) -> Option<FormC
 /// Choose from what is installed: the `copilot` on `PATH` when its package
 /// version is readable (that is the client a user starts), else the newest
 /// installed package with a readable version.
-pub fn from_installed(installed: &[Installed]) -> FormChoice {
+pub(crate) fn from_installed(installed: &[Installed]) -> FormChoice {
     let readable = |i: &&Installed| i.parsed_version().is_some();
     let on_path = installed
         .iter()

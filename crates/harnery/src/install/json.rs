@@ -8,7 +8,7 @@ use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 
 /// An order-preserving JSON value.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Json {
+pub(crate) enum Json {
     Null,
     Bool(bool),
     Number(serde_json::Number),
@@ -19,25 +19,25 @@ pub enum Json {
 
 impl Json {
     /// Parse text; the error keeps serde_json's line and column.
-    pub fn parse(text: &str) -> Result<Json, serde_json::Error> {
+    pub(crate) fn parse(text: &str) -> Result<Json, serde_json::Error> {
         serde_json::from_str(text)
     }
 
-    pub fn get(&self, key: &str) -> Option<&Json> {
+    pub(crate) fn get(&self, key: &str) -> Option<&Json> {
         match self {
             Json::Object(kv) => kv.iter().find(|(k, _)| k == key).map(|(_, v)| v),
             _ => None,
         }
     }
 
-    pub fn get_mut(&mut self, key: &str) -> Option<&mut Json> {
+    pub(crate) fn get_mut(&mut self, key: &str) -> Option<&mut Json> {
         match self {
             Json::Object(kv) => kv.iter_mut().find(|(k, _)| k == key).map(|(_, v)| v),
             _ => None,
         }
     }
 
-    pub fn as_str(&self) -> Option<&str> {
+    pub(crate) fn as_str(&self) -> Option<&str> {
         match self {
             Json::String(s) => Some(s),
             _ => None,
@@ -45,7 +45,7 @@ impl Json {
     }
 
     /// Set `key` in an object (appended when new, replaced in place otherwise).
-    pub fn set(&mut self, key: &str, value: Json) {
+    pub(crate) fn set(&mut self, key: &str, value: Json) {
         if let Json::Object(kv) = self {
             match kv.iter_mut().find(|(k, _)| k == key) {
                 Some(slot) => slot.1 = value,
@@ -54,14 +54,8 @@ impl Json {
         }
     }
 
-    pub fn remove(&mut self, key: &str) {
-        if let Json::Object(kv) = self {
-            kv.retain(|(k, _)| k != key);
-        }
-    }
-
     /// Two-space indented text with a trailing newline.
-    pub fn pretty(&self) -> String {
+    pub(crate) fn pretty(&self) -> String {
         let mut out = String::new();
         self.write(&mut out, 0);
         out.push('\n');

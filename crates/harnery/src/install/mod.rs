@@ -23,7 +23,7 @@
 //! never rewritten. Every change is preceded by a backup copy.
 
 pub mod form;
-pub mod json;
+pub(crate) mod json;
 
 use std::path::{Path, PathBuf};
 
@@ -31,7 +31,7 @@ use form::CopilotForm;
 use json::Json;
 
 /// Claude Code 2.1.332's hook events (the SDK's `HOOK_EVENTS`).
-pub const CLAUDE_CODE_EVENTS: [&str; 34] = [
+pub(crate) const CLAUDE_CODE_EVENTS: [&str; 34] = [
     "PreToolUse",
     "PostToolUse",
     "PostToolUseFailure",
@@ -69,7 +69,7 @@ pub const CLAUDE_CODE_EVENTS: [&str; 34] = [
 ];
 
 /// Copilot CLI 1.0.102's hook keys (camelCase).
-pub const COPILOT_EVENTS: [&str; 15] = [
+pub(crate) const COPILOT_EVENTS: [&str; 15] = [
     "sessionStart",
     "sessionEnd",
     "userPromptSubmitted",
@@ -90,15 +90,15 @@ pub const COPILOT_EVENTS: [&str; 15] = [
 /// Claude Code hook timeout, seconds. The hook's own worst case is about
 /// 1.1 s (1 s stdin stall bound + 100 ms lease wait) and 5 s for stdin that
 /// keeps trickling; normal runs take a few ms.
-pub const CLAUDE_TIMEOUT_S: u64 = 10;
+pub(crate) const CLAUDE_TIMEOUT_S: u64 = 10;
 /// SessionEnd hooks run while Claude Code exits (default budget 1.5 s); an
 /// explicit timeout raises that budget, so keep it just above the hook's bound.
-pub const CLAUDE_SESSION_END_TIMEOUT_S: u64 = 2;
+pub(crate) const CLAUDE_SESSION_END_TIMEOUT_S: u64 = 2;
 /// Copilot hook timeout, seconds (`timeoutSec`).
-pub const COPILOT_TIMEOUT_S: u64 = 10;
+pub(crate) const COPILOT_TIMEOUT_S: u64 = 10;
 
 /// Name of the hook binary harnery recognises as its own.
-pub const HOOK_BIN_NAME: &str = "harnery-hook";
+pub(crate) const HOOK_BIN_NAME: &str = "harnery-hook";
 
 /// Which agent to configure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -419,7 +419,7 @@ fn copilot_entry(bin: &str, event: &str, form: CopilotForm) -> Json {
 }
 
 /// Single-quote for POSIX sh.
-pub fn shell_quote(s: &str) -> String {
+pub(crate) fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
 }
 
@@ -438,7 +438,7 @@ impl AgentDir {
     /// process's environment: Claude Code's `$CLAUDE_CONFIG_DIR`, else
     /// `~/.claude`; Copilot's `$COPILOT_HOME`, else `~/.copilot` (each
     /// variable counts when it is set and not empty).
-    pub fn from_env(agent: Agent, user_home: &Path) -> AgentDir {
+    pub(crate) fn from_env(agent: Agent, user_home: &Path) -> AgentDir {
         use crate::agents::{claude_code, copilot};
         let (var, default) = match agent {
             Agent::ClaudeCode => (claude_code::CONFIG_VAR, user_home.join(".claude")),
@@ -520,7 +520,7 @@ pub fn target_file(
 /// The settings file for an agent and scope: in the user scope, the file
 /// the agent reads in `agent_dir` (see [`AgentDir::from_env`]); else in
 /// `project`, the project (Claude Code) or repository (Copilot) root.
-pub fn settings_path(
+pub(crate) fn settings_path(
     agent: Agent,
     user_scope: bool,
     agent_dir: &AgentDir,

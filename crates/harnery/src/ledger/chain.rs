@@ -18,7 +18,7 @@ const LINK_TAG: &[u8] = b"harnery.chain.v1";
 const ANCHOR_TAG: &[u8] = b"harnery.chain.anchor.v1";
 
 /// The hash of one event row given the previous row's hash.
-pub fn link(prev: &[u8; 32], json: &[u8]) -> [u8; 32] {
+pub(crate) fn link(prev: &[u8; 32], json: &[u8]) -> [u8; 32] {
     let hash = DigestWriter::new()
         .raw(LINK_TAG)
         .raw(prev)
@@ -31,7 +31,7 @@ pub fn link(prev: &[u8; 32], json: &[u8]) -> [u8; 32] {
 /// anchor that records the advance's administrative closure folds that
 /// record's digest in after the head, so the closure is verified with the
 /// chain; an anchor without one keeps the original seed.
-pub fn anchored_seed(terminal_segment_digest: &str, closure: Option<[u8; 32]>) -> [u8; 32] {
+pub(crate) fn anchored_seed(terminal_segment_digest: &str, closure: Option<[u8; 32]>) -> [u8; 32] {
     let mut w = DigestWriter::new();
     w.raw(ANCHOR_TAG)
         .field_u64(terminal_segment_digest.as_bytes());
@@ -41,7 +41,7 @@ pub fn anchored_seed(terminal_segment_digest: &str, closure: Option<[u8; 32]>) -
     *w.finish().as_bytes()
 }
 
-pub fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

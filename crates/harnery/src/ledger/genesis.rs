@@ -77,7 +77,7 @@ impl Closure {
     /// u64 LE count of sessions, then per session its adapter, id, the
     /// three id lists and the reasons, every string and list length as a
     /// u64 LE prefix.
-    pub fn digest(&self) -> [u8; 32] {
+    pub(crate) fn digest(&self) -> [u8; 32] {
         let mut w = crate::contract::DigestWriter::new();
         w.raw(b"harnery.closure.v1").count_u64(self.sessions.len());
         for c in &self.sessions {
@@ -127,7 +127,7 @@ impl GenesisManifest {
     }
 
     /// Write atomically: temporary file, fsync, rename, fsync the directory.
-    pub fn write(&self, path: &Path) -> Result<(), LedgerError> {
+    pub(crate) fn write(&self, path: &Path) -> Result<(), LedgerError> {
         let mut text = serde_json::to_string_pretty(self).expect("a manifest always serializes");
         text.push('\n');
         Ok(crate::durable::write_atomic(
@@ -139,7 +139,7 @@ impl GenesisManifest {
 
     /// The first hash of this epoch's chain: zero for a first epoch, else
     /// derived from the anchor's terminal-segment digest.
-    pub fn chain_seed(&self) -> [u8; 32] {
+    pub(crate) fn chain_seed(&self) -> [u8; 32] {
         match &self.anchor {
             None => [0u8; 32],
             Some(a) => super::chain::anchored_seed(

@@ -32,16 +32,16 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::{DB_FILE, GENESIS_FILE, LedgerError, raw};
 
 /// Where a new live epoch is built before it is renamed into place.
-pub const NEW_EPOCH_DIR: &str = "v2.new";
+pub(crate) const NEW_EPOCH_DIR: &str = "v2.new";
 
 /// The meta key holding the blake3 of `genesis.json`'s bytes.
-pub const GENESIS_BLAKE3: &str = "genesis_blake3";
+pub(crate) const GENESIS_BLAKE3: &str = "genesis_blake3";
 
 /// The meta key saying every raw archive file of the ledger is recorded.
 pub(super) const RAW_MEMBERS_RECORDED: &str = "raw_members_recorded";
 
 /// Whether the live epoch directory `dir` holds nothing (absent or empty).
-pub fn is_new(dir: &Path) -> Result<bool, LedgerError> {
+pub(crate) fn is_new(dir: &Path) -> Result<bool, LedgerError> {
     match std::fs::read_dir(dir) {
         Ok(mut entries) => Ok(entries.next().is_none()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(true),
@@ -51,7 +51,7 @@ pub fn is_new(dir: &Path) -> Result<bool, LedgerError> {
 
 impl LedgerError {
     /// The file and what is wrong with it, when this is a damaged home.
-    pub fn damage(&self) -> Option<RawFault> {
+    pub(crate) fn damage(&self) -> Option<RawFault> {
         match self {
             LedgerError::Damaged { path, what } => Some(RawFault {
                 path: path.clone(),
@@ -63,7 +63,7 @@ impl LedgerError {
 }
 
 /// The refusal for `path`, with the way back.
-pub fn damaged(path: &Path, what: impl Into<String>) -> LedgerError {
+pub(crate) fn damaged(path: &Path, what: impl Into<String>) -> LedgerError {
     LedgerError::Damaged {
         path: path.to_path_buf(),
         what: what.into(),
@@ -93,13 +93,13 @@ pub fn recovery(path: &Path) -> String {
 }
 
 /// blake3 of a file's bytes, as hex.
-pub fn digest_hex(bytes: &[u8]) -> String {
+pub(crate) fn digest_hex(bytes: &[u8]) -> String {
     blake3::hash(bytes).to_hex().to_string()
 }
 
 /// The database file at `db`, checked before SQLite opens it: SQLite takes
 /// an empty file for a new database and would build a fresh ledger there.
-pub fn check_db_file(db: &Path) -> Result<(), LedgerError> {
+pub(crate) fn check_db_file(db: &Path) -> Result<(), LedgerError> {
     let meta = match std::fs::symlink_metadata(db) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -196,7 +196,7 @@ fn check_pages(db: &Path, head: &[u8; 100], len: u64) -> Result<(), LedgerError>
 /// An SQLite error that says the file is not (or no longer) a database;
 /// any other keeps the operating system's reason (a full disk) when
 /// `conn` has one.
-pub fn sqlite_damage(db: &Path, e: rusqlite::Error) -> LedgerError {
+pub(crate) fn sqlite_damage(db: &Path, e: rusqlite::Error) -> LedgerError {
     use rusqlite::ErrorCode::{DatabaseCorrupt, NotADatabase};
     match e.sqlite_error_code() {
         Some(DatabaseCorrupt | NotADatabase) => damaged(db, format!("is damaged: SQLite says {e}")),
@@ -213,7 +213,7 @@ fn query_damage(conn: &Connection, db: &Path, e: rusqlite::Error) -> LedgerError
 
 /// What a genesis manifest names that its database must name too.
 #[derive(Clone, Copy)]
-pub struct Binding<'g> {
+pub(crate) struct Binding<'g> {
     pub genesis_id: &'g str,
     pub schema_digest: &'g str,
 }
@@ -222,7 +222,7 @@ pub struct Binding<'g> {
 /// digest, and the blake3 of its bytes) and the database: both name the
 /// same epoch and digest, and the genesis bytes are those the ledger
 /// recorded, when it recorded them.
-pub fn check_binding(
+pub(crate) fn check_binding(
     conn: &Connection,
     dir: &Path,
     genesis: Binding<'_>,

@@ -15,7 +15,7 @@
 //! what both sides share: the file formats (genesis, chain, raw archive,
 //! trace chunks), the schema, and the integrity checks.
 
-pub mod chain;
+pub(crate) mod chain;
 mod genesis;
 pub mod integrity;
 pub mod raw;
@@ -23,7 +23,7 @@ pub mod rawz;
 mod read;
 mod schema;
 mod system_error;
-pub mod trace_rows;
+pub(crate) mod trace_rows;
 mod write;
 
 use std::path::{Path, PathBuf};
@@ -38,23 +38,22 @@ pub use read::{
     StoredEvent, StoredText, UnreadableRow, ValidationProblem,
 };
 // The reader's query types, one per seam (`reader.sessions()` and the like).
-pub use read::{Bookkeeping, Ends, Events, Health, Raw, Rows, Sessions, Spans, Trace, Verify};
 pub use write::{
     AppendBatch, AppendOutcome, BatchSignal, BatchState, Checkpointer, LedgerWriter, RawBytes,
     ReadyEvent, WalState, compact, fold_wal, remove_orphans,
 };
 
 /// Directory name of the live epoch below `ledgers/`.
-pub const LIVE_DIR: &str = "v2";
+pub(crate) const LIVE_DIR: &str = "v2";
 /// Directory below `ledgers/` that holds archived epochs.
-pub const CANDIDATES_DIR: &str = "v2-candidates";
-pub const GENESIS_FILE: &str = "genesis.json";
-pub const DB_FILE: &str = "ledger.sqlite";
+pub(crate) const CANDIDATES_DIR: &str = "v2-candidates";
+pub(crate) const GENESIS_FILE: &str = "genesis.json";
+pub(crate) const DB_FILE: &str = "ledger.sqlite";
 /// The path fence of an archived epoch: a directory holding it is never
 /// opened for writing.
-pub const FENCE_FILE: &str = "ARCHIVED.json";
+pub(crate) const FENCE_FILE: &str = "ARCHIVED.json";
 /// The durable record of an epoch advance in progress, below `ledgers/`.
-pub const ADVANCE_FILE: &str = "epoch-advance.json";
+pub(crate) const ADVANCE_FILE: &str = "epoch-advance.json";
 
 /// Anything that can go wrong opening, reading or writing a ledger.
 #[derive(Debug, thiserror::Error)]
@@ -115,14 +114,14 @@ pub enum LedgerError {
 }
 
 impl LedgerError {
-    pub fn io(path: &Path, source: std::io::Error) -> LedgerError {
+    pub(crate) fn io(path: &Path, source: std::io::Error) -> LedgerError {
         LedgerError::Io {
             path: path.to_path_buf(),
             source,
         }
     }
 
-    pub fn durability(path: &Path, source: std::io::Error) -> LedgerError {
+    pub(crate) fn durability(path: &Path, source: std::io::Error) -> LedgerError {
         LedgerError::Durability {
             path: path.to_path_buf(),
             source,

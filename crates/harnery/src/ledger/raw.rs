@@ -36,11 +36,11 @@ use crate::spool::frame::{HEADER_LEN, decode_header};
 use crate::spool::{SpoolRecord, read_first_view};
 
 /// The archive directory's name inside the ledger directory.
-pub const RAW_DIR: &str = "raw";
+pub(crate) const RAW_DIR: &str = "raw";
 pub(super) const SUFFIX: &str = ".seg";
 
 /// Where the archive of `batch` lives.
-pub fn archive_path(ledger_dir: &Path, batch: &str) -> PathBuf {
+pub(crate) fn archive_path(ledger_dir: &Path, batch: &str) -> PathBuf {
     ledger_dir.join(RAW_DIR).join(batch)
 }
 
@@ -57,7 +57,11 @@ fn member_name(index: usize) -> String {
 
 /// Keep `files` (sealed spool files, in the batch's order) as the archive
 /// of `batch`. Returns its path once it is durable.
-pub fn keep(ledger_dir: &Path, batch: &str, files: &[&Path]) -> Result<PathBuf, LedgerError> {
+pub(crate) fn keep(
+    ledger_dir: &Path,
+    batch: &str,
+    files: &[&Path],
+) -> Result<PathBuf, LedgerError> {
     let raw = ledger_dir.join(RAW_DIR);
     super::create_dir_private(&raw)?;
     let tmp = raw.join(format!(".{batch}.tmp"));
@@ -98,7 +102,7 @@ fn either_form(path: &Path) -> Option<PathBuf> {
 }
 
 /// The compressed form of the archive file `path` (`….seg` → `….segz`).
-pub fn compressed_path(path: &Path) -> PathBuf {
+pub(crate) fn compressed_path(path: &Path) -> PathBuf {
     let mut name = path.file_name().unwrap_or_default().to_os_string();
     name.push("z");
     path.with_file_name(name)
@@ -124,7 +128,7 @@ fn is_unsupported(e: &std::io::Error) -> bool {
 
 /// A record's captured agent environment as a raw signal row keeps it:
 /// a compact JSON object, or nothing when it captured none.
-pub fn env_text(env: &std::collections::BTreeMap<String, String>) -> Option<String> {
+pub(crate) fn env_text(env: &std::collections::BTreeMap<String, String>) -> Option<String> {
     (!env.is_empty()).then(|| serde_json::to_string(env).expect("env serializes"))
 }
 

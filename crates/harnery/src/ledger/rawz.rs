@@ -25,18 +25,18 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 /// The first bytes of a compressed archive file (format version 1).
-pub const MAGIC: &[u8; 8] = b"HRNZSEG\x01";
+pub(crate) const MAGIC: &[u8; 8] = b"HRNZSEG\x01";
 const FOOTER_MAGIC: &[u8; 8] = b"HRNZIDX\x01";
 const FOOTER_LEN: u64 = 32;
 const ENTRY_LEN: usize = 16;
 /// Original bytes a frame holds: a record read decompresses at most this
 /// much more than itself.
-pub const FRAME_LEN: usize = 256 << 10;
+pub(crate) const FRAME_LEN: usize = 256 << 10;
 /// The zstd level `harnery archive compact` uses by default (see
 /// docs/ledger.md, "A compressed raw archive", for the measurement).
 pub const DEFAULT_LEVEL: i32 = 9;
 /// The suffix of a compressed archive file.
-pub const SUFFIX: &str = ".segz";
+pub(crate) const SUFFIX: &str = ".segz";
 
 /// One frame as the index lists it.
 #[derive(Debug, Clone, Copy)]
@@ -118,7 +118,7 @@ impl Compressed {
     }
 
     /// The length of the original (uncompressed) file.
-    pub fn original_len(&self) -> u64 {
+    pub(crate) fn original_len(&self) -> u64 {
         self.original_len
     }
 
@@ -178,7 +178,7 @@ pub fn is_compressed(path: &Path) -> bool {
 }
 
 /// Write `from`'s bytes compressed at `level` to a new file `to`, synced.
-pub fn compress_file(from: &Path, to: &Path, level: i32) -> std::io::Result<u64> {
+pub(crate) fn compress_file(from: &Path, to: &Path, level: i32) -> std::io::Result<u64> {
     use std::io::Read;
     let mut src = std::fs::File::open(from)?;
     let out = std::fs::OpenOptions::new()
@@ -232,7 +232,7 @@ pub fn compress_file(from: &Path, to: &Path, level: i32) -> std::io::Result<u64>
 
 /// Whether the compressed file `z` holds exactly the bytes of `original`,
 /// read frame by frame; why not, when it does not.
-pub fn same_bytes(z: &Path, original: &Path) -> Result<(), String> {
+pub(crate) fn same_bytes(z: &Path, original: &Path) -> Result<(), String> {
     let c = Compressed::open(z)?;
     let src = std::fs::File::open(original).map_err(|e| format!("{}: {e}", original.display()))?;
     let len = src

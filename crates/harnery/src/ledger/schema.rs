@@ -479,7 +479,7 @@ INSERT INTO trace_chunks (adapter, session_id, first_offset, events, notes, whol
 
 /// Whether some migration of this build is not yet recorded in `conn`'s
 /// database (a ledger written by an older build).
-pub fn behind(conn: &Connection) -> Result<bool, LedgerError> {
+pub(crate) fn behind(conn: &Connection) -> Result<bool, LedgerError> {
     let has_table: bool = conn.query_row(
         "SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'migrations')",
         [],
@@ -493,7 +493,7 @@ pub fn behind(conn: &Connection) -> Result<bool, LedgerError> {
 }
 
 /// Apply every migration not yet recorded, each in its own transaction.
-pub fn migrate(conn: &mut Connection, now_unix_ns: i64) -> Result<(), LedgerError> {
+pub(crate) fn migrate(conn: &mut Connection, now_unix_ns: i64) -> Result<(), LedgerError> {
     apply(conn, MIGRATIONS, now_unix_ns)
 }
 

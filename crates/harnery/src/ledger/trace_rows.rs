@@ -32,19 +32,19 @@ use crate::contract::{Attestation, Event, Observation, Outcome, Payload, Session
 
 mod decode;
 
-pub use decode::Entry;
+pub(crate) use decode::Entry;
 use decode::each_entry;
 pub(in crate::ledger) use decode::entries;
 
 /// The most entries a chunk holds.
-pub const CHUNK_EVENTS: usize = 256;
+pub(crate) const CHUNK_EVENTS: usize = 256;
 
 /// An entry's members before its facts: offset, seq, time, part.
 const HEAD: usize = 4;
 
 /// What a trace row stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TracePart {
+pub(crate) enum TracePart {
     /// Only the event's time and turn marks matter to the trace.
     Mark,
     TurnStarted,
@@ -70,7 +70,7 @@ impl TracePart {
         TracePart::Whole,
     ];
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             TracePart::Mark => "mark",
             TracePart::TurnStarted => "turn_started",
@@ -87,7 +87,7 @@ impl TracePart {
     }
 
     /// How many of [`FACTS`] an entry of this part holds.
-    pub fn facts(self) -> usize {
+    pub(crate) fn facts(self) -> usize {
         match self {
             TracePart::Whole => 0,
             TracePart::ToolRequested => 6,
@@ -99,7 +99,7 @@ impl TracePart {
 
 /// The facts an entry may hold after its head, in order; a part holds the
 /// first [`TracePart::facts`] of them.
-pub const FACTS: [&str; 10] = [
+pub(crate) const FACTS: [&str; 10] = [
     "turn_source",
     "turn_id",
     "attestation",
@@ -114,7 +114,7 @@ pub const FACTS: [&str; 10] = [
 
 /// The envelope fields a turn's wall reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TurnMarkFacts<'a> {
+pub(crate) struct TurnMarkFacts<'a> {
     pub turn_source: TurnSource,
     pub turn_id: Option<Cow<'a, str>>,
     pub attestation: Attestation,
@@ -122,7 +122,7 @@ pub struct TurnMarkFacts<'a> {
 
 /// What a tool span reads of its request or native terminal.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolFacts<'a> {
+pub(crate) struct ToolFacts<'a> {
     pub event_id: Cow<'a, str>,
     pub tool_call_id: Option<Cow<'a, str>>,
     pub tool_name: Cow<'a, str>,
@@ -135,7 +135,7 @@ pub struct ToolFacts<'a> {
 
 /// One event's trace entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TraceFacts<'a> {
+pub(crate) struct TraceFacts<'a> {
     pub offset: u64,
     pub time_unix_ns: i64,
     pub part: TracePart,
@@ -151,7 +151,7 @@ fn borrowed(s: &str) -> Cow<'_, str> {
 
 impl<'a> TraceFacts<'a> {
     /// The entry finalize writes for `e`.
-    pub fn of(e: &'a Event) -> TraceFacts<'a> {
+    pub(crate) fn of(e: &'a Event) -> TraceFacts<'a> {
         let part = match &e.payload {
             Payload::ToolRequested(p) if p.recovery.is_none() => TracePart::ToolRequested,
             Payload::ToolCompleted(p) if p.recovery.is_none() && p.error.is_none() => {
@@ -356,26 +356,22 @@ impl<'c, 'b> ChunkWriter<'c, 'b> {
 /// side. The thread that reads the ledger only copies bytes into one, and
 /// another decodes them ([`TraceBatch::each_entry`]).
 #[derive(Debug, Default)]
-pub struct TraceBatch {
+pub(crate) struct TraceBatch {
     bytes: Vec<u8>,
     ends: Vec<usize>,
 }
 
 impl TraceBatch {
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.ends.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
-    }
-
     /// Bytes of text held.
-    pub fn text_len(&self) -> usize {
+    pub(crate) fn text_len(&self) -> usize {
         self.bytes.len()
     }
 
-    pub fn push(&mut self, entries: &[u8]) {
+    pub(crate) fn push(&mut self, entries: &[u8]) {
         self.bytes.extend_from_slice(entries);
         self.ends.push(self.bytes.len());
     }
@@ -384,7 +380,11 @@ impl TraceBatch {
     /// what is wrong with them, handed to `take`; what is wrong with the
     /// chunk, if it is not an array of entries with a seq each (`take` may
     /// have had some of its entries by then).
-    pub fn each_entry<'a>(&'a self, i: usize, take: impl FnMut(Entry<'a>)) -> Result<(), String> {
+    pub(crate) fn each_entry<'a>(
+        &'a self,
+        i: usize,
+        take: impl FnMut(Entry<'a>),
+    ) -> Result<(), String> {
         let start = if i == 0 { 0 } else { self.ends[i - 1] };
         let text = std::str::from_utf8(&self.bytes[start..self.ends[i]])
             .map_err(|_| "its entries are not UTF-8".to_string())?;

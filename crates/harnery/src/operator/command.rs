@@ -22,9 +22,9 @@ use crate::agents::harnery::{CommandCompletionPayload, CommandRequestPayload};
 use crate::spool::SpoolError;
 
 /// Exit status when the program cannot be found (as a shell reports it).
-pub const NOT_FOUND: i32 = 127;
+pub(crate) const NOT_FOUND: i32 = 127;
 /// Exit status when the program was found but could not be run.
-pub const NOT_EXECUTABLE: i32 = 126;
+pub(crate) const NOT_EXECUTABLE: i32 = 126;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExecError {
@@ -37,14 +37,14 @@ pub enum ExecError {
 
 /// How the child ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ChildEnd {
+pub(crate) struct ChildEnd {
     pub exit_code: Option<i32>,
     pub signal: Option<i32>,
 }
 
 impl ChildEnd {
     /// The status a shell would report: the code, or 128 + signal.
-    pub fn shell_status(self) -> i32 {
+    pub(crate) fn shell_status(self) -> i32 {
         match (self.exit_code, self.signal) {
             (Some(code), _) => code,
             (None, Some(sig)) => 128 + sig,

@@ -18,7 +18,7 @@ use crate::contract::AdapterId;
 use crate::home::Home;
 use crate::spool::{AppendReceipt, Signal, SpoolError, SpoolWriter};
 
-pub use crate::agents::harnery::{COMMAND_COMPLETED, COMMAND_REQUESTED, END_REQUESTED};
+pub(crate) use crate::agents::harnery::{COMMAND_COMPLETED, COMMAND_REQUESTED, END_REQUESTED};
 
 /// Where and when an operator signal is recorded.
 #[derive(Debug, Clone)]

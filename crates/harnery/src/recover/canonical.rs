@@ -19,7 +19,7 @@ pub enum EntryKind {
 
 impl EntryKind {
     /// The canonical name, as in JSON.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             EntryKind::User => "user",
             EntryKind::Assistant => "assistant",
@@ -61,7 +61,7 @@ pub struct Entry {
 
 impl Entry {
     /// An entry whose text is cut to at most `cap` bytes.
-    pub fn new(kind: EntryKind, text: &str, cap: usize) -> Entry {
+    pub(crate) fn new(kind: EntryKind, text: &str, cap: usize) -> Entry {
         Entry {
             kind,
             timestamp: None,
@@ -77,13 +77,13 @@ impl Entry {
     }
 
     /// Whether the text was cut.
-    pub fn is_cut(&self) -> bool {
+    pub(crate) fn is_cut(&self) -> bool {
         self.text.len() < self.text_bytes
     }
 }
 
 /// The longest prefix of `text` of at most `cap` bytes that ends on a char boundary.
-pub fn cut(text: &str, cap: usize) -> &str {
+pub(crate) fn cut(text: &str, cap: usize) -> &str {
     if text.len() <= cap {
         return text;
     }
@@ -96,14 +96,14 @@ pub fn cut(text: &str, cap: usize) -> &str {
 
 /// Keeps the newest `capacity` items pushed, and how many were pushed.
 #[derive(Debug, Clone)]
-pub struct Ring<T> {
+pub(crate) struct Ring<T> {
     items: VecDeque<T>,
     capacity: usize,
     seen: u64,
 }
 
 impl<T> Ring<T> {
-    pub fn new(capacity: usize) -> Ring<T> {
+    pub(crate) fn new(capacity: usize) -> Ring<T> {
         Ring {
             items: VecDeque::with_capacity(capacity.min(1024)),
             capacity,
@@ -111,7 +111,7 @@ impl<T> Ring<T> {
         }
     }
 
-    pub fn push(&mut self, item: T) {
+    pub(crate) fn push(&mut self, item: T) {
         self.seen += 1;
         if self.capacity == 0 {
             return;
@@ -123,16 +123,16 @@ impl<T> Ring<T> {
     }
 
     /// Everything ever pushed, kept or not.
-    pub fn seen(&self) -> u64 {
+    pub(crate) fn seen(&self) -> u64 {
         self.seen
     }
 
     /// Newest first.
-    pub fn newest_first(&self) -> impl Iterator<Item = &T> {
+    pub(crate) fn newest_first(&self) -> impl Iterator<Item = &T> {
         self.items.iter().rev()
     }
 
-    pub fn newest(&self) -> Option<&T> {
+    pub(crate) fn newest(&self) -> Option<&T> {
         self.items.back()
     }
 }

@@ -21,7 +21,7 @@ use super::stream::{
 use crate::agents::claude_code::line::{Frame, MessageContent, UserKind};
 
 /// Classifies Claude Code transcript rows.
-pub struct ClaudeDialect {
+pub(crate) struct ClaudeDialect {
     user_needle: Finder<'static>,
     assistant_needle: Finder<'static>,
 }

@@ -37,7 +37,7 @@ const ACTIVITY_TYPES: [&str; 3] = [
 ];
 
 /// Classifies Copilot event lines.
-pub struct CopilotDialect {
+pub(crate) struct CopilotDialect {
     user_needle: Finder<'static>,
 }
 
@@ -263,7 +263,7 @@ fn tool_result_entries(data: &str, cap: usize) -> Option<Vec<Entry>> {
 }
 
 /// A JSON value as display text: strings bare, anything else as JSON.
-pub fn value_text(v: &serde_json::Value) -> String {
+pub(crate) fn value_text(v: &serde_json::Value) -> String {
     match v {
         serde_json::Value::String(s) => s.clone(),
         other => other.to_string(),

@@ -22,7 +22,7 @@ pub struct CopilotFlags {
 impl CopilotFlags {
     /// Where installed packages are looked for: the flags' folders, then
     /// the places the environment names.
-    pub fn search_plan(&self) -> SearchPlan {
+    pub(crate) fn search_plan(&self) -> SearchPlan {
         SearchPlan::from_env(self.packages.clone())
     }
 }

@@ -14,14 +14,14 @@
 
 pub mod canonical;
 pub mod chronicle;
-pub mod claude;
-pub mod copilot;
+pub(crate) mod claude;
+pub(crate) mod copilot;
 pub mod hint;
 pub mod packet;
 pub mod policy;
 pub mod recorded;
 pub mod render;
-pub mod stream;
+pub(crate) mod stream;
 
 use std::path::{Path, PathBuf};
 
@@ -39,7 +39,7 @@ pub enum Agent {
 }
 
 impl Agent {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Agent::Copilot => "copilot",
             Agent::ClaudeCode => "claude-code",
@@ -94,7 +94,7 @@ fn list(paths: &[PathBuf]) -> String {
 }
 
 /// Session ids become path components: only safe names pass.
-pub fn check_session_id(id: &str) -> Result<(), RecoverError> {
+pub(crate) fn check_session_id(id: &str) -> Result<(), RecoverError> {
     let ok = !id.is_empty()
         && id.len() <= 128
         && id != "."
@@ -117,12 +117,12 @@ pub struct Located {
 }
 
 /// The Copilot stream path of a session.
-pub fn copilot_stream(home: &Path, id: &str) -> PathBuf {
+pub(crate) fn copilot_stream(home: &Path, id: &str) -> PathBuf {
     agents::copilot::events_path(home, id)
 }
 
 /// The Claude Code transcripts of a session (one per project folder holding it).
-pub fn claude_transcripts(home: &Path, id: &str) -> Vec<PathBuf> {
+pub(crate) fn claude_transcripts(home: &Path, id: &str) -> Vec<PathBuf> {
     let projects = claude_code::projects_dir(home);
     let Ok(read) = std::fs::read_dir(&projects) else {
         return Vec::new();
@@ -362,9 +362,9 @@ pub mod failpoints {
     use std::path::Path;
 
     /// The live store's read-only open fails (see `set_read_only_open_fails`).
-    pub const READ_ONLY_OPEN_FAILS: &str = "recover-read-only-open-fails";
+    pub(crate) const READ_ONLY_OPEN_FAILS: &str = "recover-read-only-open-fails";
     /// A hook runs after a scan's first read (see `set_after_first_read`).
-    pub const AFTER_FIRST_READ: &str = "recover-after-first-read";
+    pub(crate) const AFTER_FIRST_READ: &str = "recover-after-first-read";
 
     /// Make the read-only open of the live store at `db` fail (as in a
     /// read-only folder without `-shm`), so the private copy is used.

@@ -12,7 +12,7 @@ use super::policy::ResumeAssessment;
 use super::stream::{Lifecycle, OversizedRecord, RawMessage, Scanned, SkipCounts};
 
 /// Format tag of the JSON packet.
-pub const PACKET_FORMAT: &str = "harnery.recover/1";
+pub(crate) const PACKET_FORMAT: &str = "harnery.recover/1";
 
 /// Per-part limits.
 #[derive(Debug, Clone, Copy)]
@@ -144,7 +144,7 @@ pub struct Packet {
 }
 
 /// The index input: what was read, or why not.
-pub enum IndexInput {
+pub(crate) enum IndexInput {
     Read(Chronicle),
     Missing(String),
     Unreadable(String, String),
@@ -152,7 +152,7 @@ pub enum IndexInput {
 }
 
 /// Assemble the packet from a scan, the index, and the resume answer.
-pub fn build(
+pub(crate) fn build(
     agent: &str,
     session_id: &str,
     scanned: Scanned,

@@ -36,7 +36,7 @@ pub enum Policy {
 }
 
 impl Policy {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Policy::Native => "native",
             Policy::LegacyCeiling => "legacy-ceiling",
@@ -55,7 +55,7 @@ pub struct DecidingEntry {
 
 /// What a changelog says about large-session resume.
 #[derive(Debug, Clone)]
-pub enum ChangelogFinding {
+pub(crate) enum ChangelogFinding {
     /// Every advertising entry, by version.
     Advertises(Vec<(Version, DecidingEntry)>),
     /// Valid, but no entry advertises it.
@@ -65,7 +65,7 @@ pub enum ChangelogFinding {
 }
 
 /// Read and judge one `changelog.json`.
-pub fn read_changelog(path: &Path) -> ChangelogFinding {
+pub(crate) fn read_changelog(path: &Path) -> ChangelogFinding {
     let size = match fs::metadata(path) {
         Ok(m) => m.len(),
         Err(e) => return ChangelogFinding::Malformed(format!("cannot read: {e}")),
@@ -82,7 +82,7 @@ pub fn read_changelog(path: &Path) -> ChangelogFinding {
 }
 
 /// Judge changelog bytes: an object of `"<version>": [ {type, description}, ... ]`.
-pub fn judge_changelog(bytes: &[u8]) -> ChangelogFinding {
+pub(crate) fn judge_changelog(bytes: &[u8]) -> ChangelogFinding {
     let json: serde_json::Value = match serde_json::from_slice(bytes) {
         Ok(v) => v,
         Err(e) => return ChangelogFinding::Malformed(format!("not valid JSON: {e}")),
@@ -200,7 +200,7 @@ impl StreamSize {
 }
 
 /// Choose the version that would run and judge it.
-pub fn assess(hint: RunningCopilotHint, installed: Vec<Installed>) -> ResumeAssessment {
+pub(crate) fn assess(hint: RunningCopilotHint, installed: Vec<Installed>) -> ResumeAssessment {
     let selected = select(&hint, &installed);
     let (changelog, finding) = pick_changelog(&selected, &installed);
     let (policy, reason, deciding_entry) = decide(&selected, changelog.as_deref(), finding);

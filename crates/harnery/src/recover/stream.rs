@@ -21,7 +21,7 @@ use crate::agents::record::lines::{LineReader, Piece, ReadStats, ReaderLimits};
 
 /// V8's maximum string length (2^29 - 24 UTF-16 code units): the stream size
 /// at which runtimes that load the whole stream into one string fail.
-pub const LEGACY_CEILING_CHARS: u64 = 536_870_888;
+pub(crate) const LEGACY_CEILING_CHARS: u64 = 536_870_888;
 
 /// Bytes asked of the kernel per read.
 const READ_CHUNK: usize = 1 << 20;
@@ -31,7 +31,7 @@ const OVERSIZED_LISTED: usize = 16;
 
 /// The bounds of one scan.
 #[derive(Debug, Clone, Copy)]
-pub struct ScanLimits {
+pub(crate) struct ScanLimits {
     pub max_direct: usize,
     pub max_steering: usize,
     pub max_recent: usize,
@@ -76,7 +76,7 @@ pub struct OversizedRecord {
 
 /// A user message from the raw stream, with a digest of its whole text.
 #[derive(Debug, Clone)]
-pub struct RawMessage {
+pub(crate) struct RawMessage {
     pub entry: Entry,
     /// blake3 of the normalized full text, for matching indexed turns.
     pub digest: [u8; 32],
@@ -84,7 +84,7 @@ pub struct RawMessage {
 
 /// Where a recent activity record sits, to read it again after the scan.
 #[derive(Debug, Clone, Copy)]
-pub struct ActivityRef {
+pub(crate) struct ActivityRef {
     pub offset: u64,
     pub len: u32,
 }
@@ -102,7 +102,7 @@ pub struct Lifecycle {
 }
 
 /// Everything the scan keeps.
-pub struct ScanState {
+pub(crate) struct ScanState {
     pub limits: ScanLimits,
     pub direct: Ring<RawMessage>,
     pub steering: Ring<RawMessage>,
@@ -116,7 +116,7 @@ pub struct ScanState {
 }
 
 impl ScanState {
-    pub fn new(limits: ScanLimits) -> ScanState {
+    pub(crate) fn new(limits: ScanLimits) -> ScanState {
         ScanState {
             limits,
             direct: Ring::new(limits.max_direct.max(1)),
@@ -130,14 +130,14 @@ impl ScanState {
         }
     }
 
-    pub fn push_direct(&mut self, msg: RawMessage) {
+    pub(crate) fn push_direct(&mut self, msg: RawMessage) {
         self.oversized_user_after_direct = 0;
         self.direct.push(msg);
     }
 }
 
 /// How a dialect reads lines.
-pub trait Dialect {
+pub(crate) trait Dialect {
     /// Classify one line (already split from the stream) and update `state`.
     fn on_line(&mut self, state: &mut ScanState, offset: u64, line: &[u8], terminated: bool);
     /// The record type named in the first bytes of an oversized record.
@@ -149,7 +149,7 @@ pub trait Dialect {
 }
 
 /// What one scan of a stream found.
-pub struct Scanned {
+pub(crate) struct Scanned {
     pub path: PathBuf,
     pub bytes_at_start: u64,
     pub read: ReadStats,
@@ -161,10 +161,10 @@ pub struct Scanned {
 }
 
 /// Hooks for tests: run after the first chunk is read.
-pub type AfterFirstRead = Option<Box<dyn FnOnce() + Send>>;
+pub(crate) type AfterFirstRead = Option<Box<dyn FnOnce() + Send>>;
 
 /// Scan `path` with `dialect`, up to the length it has now.
-pub fn scan(
+pub(crate) fn scan(
     path: &Path,
     dialect: &mut dyn Dialect,
     limits: ScanLimits,
@@ -246,7 +246,7 @@ fn reread_activity(file: &File, dialect: &dyn Dialect, state: &ScanState) -> Vec
 /// leading NUL runs are dropped, records run together are separated, and
 /// garbage between records is skipped up to the next `marker`. Counts go to
 /// `skipped`. Returns the byte ranges of whole JSON values.
-pub fn salvage(line: &[u8], marker: &[u8], skipped: &mut SkipCounts) -> Vec<Range<usize>> {
+pub(crate) fn salvage(line: &[u8], marker: &[u8], skipped: &mut SkipCounts) -> Vec<Range<usize>> {
     let mut out = Vec::new();
     let mut pos = 0;
     if line.first() == Some(&0) {
@@ -288,7 +288,7 @@ pub fn salvage(line: &[u8], marker: &[u8], skipped: &mut SkipCounts) -> Vec<Rang
 }
 
 /// Trim the whitespace (and a `\r`) a line may carry around its record.
-pub fn trim_record(line: &[u8]) -> &[u8] {
+pub(crate) fn trim_record(line: &[u8]) -> &[u8] {
     let start = line
         .iter()
         .position(|b| !b.is_ascii_whitespace())
@@ -302,7 +302,7 @@ pub fn trim_record(line: &[u8]) -> &[u8] {
 
 /// The digest used to match a message with indexed turns: the text with
 /// line endings unified and surrounding whitespace trimmed.
-pub fn message_digest(text: &str) -> [u8; 32] {
+pub(crate) fn message_digest(text: &str) -> [u8; 32] {
     let unified = text.replace("\r\n", "\n");
     *blake3::hash(unified.trim().as_bytes()).as_bytes()
 }

@@ -57,14 +57,14 @@ fn add_number(total: &mut Option<f64>, n: Option<&crate::contract::Json>) {
 
 /// Add `n` to `total`, where `n` was reported: a count no record reported
 /// stays absent.
-pub fn sum_into(total: &mut Option<u64>, n: Option<u64>) {
+pub(crate) fn sum_into(total: &mut Option<u64>, n: Option<u64>) {
     if let Some(n) = n {
         *total = Some(total.unwrap_or(0).saturating_add(n));
     }
 }
 
 /// One session's summaries of one model: (agent, session, model).
-pub type Pair = (AdapterId, String, String);
+pub(crate) type Pair = (AdapterId, String, String);
 
 /// The latest summary of each (agent, session, model), with the group it
 /// falls in.
@@ -74,7 +74,7 @@ pub type Pair = (AdapterId, String, String);
 /// holds: the session's own totals are its latest less the calls it
 /// inherited ([`LatestSummaries::inherit`]).
 #[derive(Debug, Clone, Default)]
-pub struct LatestSummaries {
+pub(crate) struct LatestSummaries {
     latest: BTreeMap<Pair, (String, UsageSummary)>,
     /// The calls each pair inherited from a parent, as a summary.
     inherited: BTreeMap<Pair, UsageSummary>,
@@ -83,14 +83,20 @@ pub struct LatestSummaries {
 impl LatestSummaries {
     /// Note `summary` of `session`, grouped under `key`; it replaces the
     /// pair's earlier one (rows arrive in chain order).
-    pub fn note(&mut self, adapter: AdapterId, session: &str, key: String, summary: &UsageSummary) {
+    pub(crate) fn note(
+        &mut self,
+        adapter: AdapterId,
+        session: &str,
+        key: String,
+        summary: &UsageSummary,
+    ) {
         let pair = (adapter, session.to_string(), summary.model.clone());
         self.latest.insert(pair, (key, summary.clone()));
     }
 
     /// Note an inherited call `u` of `pair` (a copy of a parent's call):
     /// left out of the pair's totals.
-    pub fn inherit(&mut self, pair: Pair, u: &crate::contract::UsageReported) {
+    pub(crate) fn inherit(&mut self, pair: Pair, u: &crate::contract::UsageReported) {
         let model = pair.2.clone();
         let s = self.inherited.entry(pair).or_insert_with(|| UsageSummary {
             record: u.record.clone(),
@@ -120,7 +126,7 @@ impl LatestSummaries {
 
     /// The totals per group key, and over all of them; `None` when no
     /// agent reported a summary.
-    pub fn totals(&self) -> Option<(BTreeMap<String, AgentTotals>, AgentTotals)> {
+    pub(crate) fn totals(&self) -> Option<(BTreeMap<String, AgentTotals>, AgentTotals)> {
         if self.latest.is_empty() {
             return None;
         }

@@ -48,7 +48,7 @@ pub enum AuditClass {
 }
 
 impl AuditClass {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             AuditClass::Eligible => "eligible",
             AuditClass::AuditOnly => "audit_only",
@@ -69,14 +69,13 @@ pub struct Classification {
     pub reasons: Vec<String>,
 }
 
-pub use crate::contract::eligibility::{
-    COMMAND_PAIRING_INCOMPLETE, END_REQUEST_SUPERSEDED, LATE_EVIDENCE, SPOOL_DAMAGE,
-    TOOL_PAIRING_INCOMPLETE, UNRECOGNIZED_SIGNALS,
+pub(crate) use crate::contract::eligibility::{
+    COMMAND_PAIRING_INCOMPLETE, TOOL_PAIRING_INCOMPLETE,
 };
 
 impl Classification {
     /// A session with nothing against it.
-    pub fn eligible() -> Classification {
+    pub(crate) fn eligible() -> Classification {
         Classification {
             class: AuditClass::Eligible,
             reasons: Vec::new(),
@@ -84,7 +83,7 @@ impl Classification {
     }
 
     /// Add reasons (kept sorted and distinct); any reason makes it audit-only.
-    pub fn add_reasons(&mut self, more: impl IntoIterator<Item = String>) {
+    pub(crate) fn add_reasons(&mut self, more: impl IntoIterator<Item = String>) {
         let mut all: BTreeSet<String> = self.reasons.drain(..).collect();
         all.extend(more);
         self.reasons = all.into_iter().collect();

@@ -68,7 +68,7 @@ impl Epochs {
     }
 
     /// Only the live epoch, already open.
-    pub fn live(ledger: LedgerReader) -> Epochs {
+    pub(crate) fn live(ledger: LedgerReader) -> Epochs {
         let genesis_id = ledger.genesis().genesis_id.clone();
         Epochs {
             open: vec![OpenEpoch {
@@ -113,7 +113,7 @@ impl Epochs {
     }
 
     /// Say on stderr which selected epochs could not be read.
-    pub fn warn_unreadable(&self, command: &str) {
+    pub(crate) fn warn_unreadable(&self, command: &str) {
         for u in &self.unreadable {
             warn(command, &u.label, &u.reason);
         }
@@ -137,7 +137,7 @@ impl Epochs {
     }
 
     /// No epoch at all: a home with no ledger yet.
-    pub fn none() -> Epochs {
+    pub(crate) fn none() -> Epochs {
         Epochs {
             open: Vec::new(),
             unreadable: Vec::new(),
@@ -180,7 +180,7 @@ impl Epochs {
     /// in every epoch that holds part of it, ordered by first event time.
     /// An epoch whose session rows cannot be read is reported (as
     /// `command`) and counted in `failed`.
-    pub fn sessions(&self, command: &str, failed: &mut usize) -> Vec<SessionAcross<'_>> {
+    pub(crate) fn sessions(&self, command: &str, failed: &mut usize) -> Vec<SessionAcross<'_>> {
         let mut by: BTreeMap<SessionRef, Vec<(&OpenEpoch, SessionSummary)>> = BTreeMap::new();
         for epoch in &self.open {
             match epoch.ledger.sessions().list() {
@@ -206,7 +206,7 @@ impl Epochs {
 
 /// A session as one whole: its parts' summaries combined, and the epochs
 /// that hold them.
-pub struct WholeSession<'a> {
+pub(crate) struct WholeSession<'a> {
     pub session: SessionRef,
     pub summary: SessionSummary,
     pub parts: Vec<&'a OpenEpoch>,
@@ -215,7 +215,7 @@ pub struct WholeSession<'a> {
 impl Epochs {
     /// Every session of the selected epochs as a whole, newest first (by
     /// first event; ties by session). Failures as [`Epochs::sessions`].
-    pub fn newest_first(&self, command: &str, failed: &mut usize) -> Vec<WholeSession<'_>> {
+    pub(crate) fn newest_first(&self, command: &str, failed: &mut usize) -> Vec<WholeSession<'_>> {
         let mut out: Vec<WholeSession> = self
             .sessions(command, failed)
             .into_iter()
@@ -239,7 +239,7 @@ impl Epochs {
 /// gives, and every reason an advance's closure recorded against it. A
 /// part whose events cannot be read is reported (as `command`) and
 /// counted in `failed`.
-pub fn classify_whole(
+pub(crate) fn classify_whole(
     command: &str,
     session: &SessionRef,
     parts: &[&OpenEpoch],
@@ -251,7 +251,7 @@ pub fn classify_whole(
 
 /// [`classify_whole`], with the ranges a resume superseded counted too
 /// when `include_superseded`.
-pub fn classify_whole_with(
+pub(crate) fn classify_whole_with(
     command: &str,
     session: &SessionRef,
     parts: &[&OpenEpoch],
@@ -276,13 +276,13 @@ pub fn classify_whole_with(
 }
 
 /// A session and its summary in each epoch that holds part of it.
-pub type SessionAcross<'a> = (SessionRef, Vec<(&'a OpenEpoch, SessionSummary)>);
+pub(crate) type SessionAcross<'a> = (SessionRef, Vec<(&'a OpenEpoch, SessionSummary)>);
 
 impl<'a> SessionParts<'a> {
     /// Read something of the session from each part. With a selection
     /// other than the default, a part that cannot be read is reported (as
     /// `command`) and left out, unless no part can be read at all.
-    pub fn read<T>(
+    pub(crate) fn read<T>(
         &self,
         command: &str,
         epochs: &Epochs,
@@ -310,7 +310,7 @@ impl<'a> SessionParts<'a> {
 /// Open one listed epoch as it was written, without asking that it speak
 /// this build's digest (for the checks, which report a foreign digest
 /// themselves), or say why this build cannot read it.
-pub fn open_as_written(entry: &EpochEntry) -> Result<LedgerReader, String> {
+pub(crate) fn open_as_written(entry: &EpochEntry) -> Result<LedgerReader, String> {
     if let Some(why) = entry.newer_generation() {
         return Err(why);
     }
@@ -338,7 +338,11 @@ fn is_ambiguous(e: &SourceError) -> bool {
 
 /// One stderr line for each row of an epoch a command read around; whether
 /// there was any (the command then exits 1: it found a problem).
-pub fn report_damaged(command: &str, label: &str, rows: &[crate::ledger::DamagedRow]) -> bool {
+pub(crate) fn report_damaged(
+    command: &str,
+    label: &str,
+    rows: &[crate::ledger::DamagedRow],
+) -> bool {
     for r in rows {
         crate::terminal::warn(&format!(
             "harnery {command}: epoch {label}: row seq {} (event {}) left out: {}",
@@ -365,7 +369,7 @@ pub fn boundary(from: &OpenEpoch, to: &OpenEpoch) -> String {
 
 /// One summary for a session's parts: the widest time range, and every
 /// count summed.
-pub fn combine(parts: &[SessionSummary]) -> Option<SessionSummary> {
+pub(crate) fn combine(parts: &[SessionSummary]) -> Option<SessionSummary> {
     let mut whole = parts.first()?.clone();
     for p in &parts[1..] {
         whole.first_unix_ns = whole.first_unix_ns.min(p.first_unix_ns);

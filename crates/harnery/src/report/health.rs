@@ -46,14 +46,14 @@ impl Condition {
     /// lives only in harnery; or unrelated sessions share call ids
     /// ([`USAGE_IDS_SHARED`]), each keeping its tokens. `health` lists it
     /// and still exits 0.
-    pub fn is_note(&self) -> bool {
+    pub(crate) fn is_note(&self) -> bool {
         self.code == "reported:record_removed" || self.code == USAGE_IDS_SHARED
     }
 }
 
 /// The code of the note that unrelated sessions reported the same model
 /// call ids (counted in each; see `report::usage_calls`).
-pub const USAGE_IDS_SHARED: &str = "usage_ids_shared";
+pub(crate) const USAGE_IDS_SHARED: &str = "usage_ids_shared";
 
 /// An open span as listed under a pending end.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -139,7 +139,7 @@ fn span_name(span: &Span, request: &Event) -> String {
 }
 
 /// Conditions found in one session's events, judged at `now_ns`.
-pub fn session_conditions(events: &[&Event], now_ns: i64) -> Vec<Condition> {
+pub(crate) fn session_conditions(events: &[&Event], now_ns: i64) -> Vec<Condition> {
     let mut out = Vec::new();
     let Some(first) = events.first() else {
         return out;
@@ -254,7 +254,11 @@ pub struct SpoolSessionAge {
 }
 
 /// Conditions from the spool, judged at `now_ns`.
-pub fn spool_conditions(facts: &SpoolFacts, now_ns: i64, stale_after_ns: i64) -> Vec<Condition> {
+pub(crate) fn spool_conditions(
+    facts: &SpoolFacts,
+    now_ns: i64,
+    stale_after_ns: i64,
+) -> Vec<Condition> {
     let damaged = facts.damaged.iter().map(|d| Condition {
         code: "spool_damage".into(),
         session: None,
@@ -287,7 +291,7 @@ pub fn spool_conditions(facts: &SpoolFacts, now_ns: i64, stale_after_ns: i64) ->
 }
 
 /// `3h12m`, `45s`: an age for a human.
-pub fn human_age(ns: i64) -> String {
+pub(crate) fn human_age(ns: i64) -> String {
     let secs = ns.max(0) / 1_000_000_000;
     let (h, m, s) = (secs / 3600, (secs % 3600) / 60, secs % 60);
     match (h, m) {
@@ -309,13 +313,13 @@ pub fn ledger_conditions(events: &[Event], now_ns: i64) -> Vec<Condition> {
 /// Claude Code deletes a transcript this long after its last change
 /// (`cleanupPeriodDays`, 30 by default); Copilot keeps its session state
 /// until the user removes it, so the same period is used as a warning.
-pub const RECORD_CLEANUP_NS: i64 = 30 * 24 * 3600 * 1_000_000_000;
+pub(crate) const RECORD_CLEANUP_NS: i64 = 30 * 24 * 3600 * 1_000_000_000;
 /// How long before the cleanup period ends an unread record is reported.
-pub const RECORD_CLEANUP_MARGIN_NS: i64 = 7 * 24 * 3600 * 1_000_000_000;
+pub(crate) const RECORD_CLEANUP_MARGIN_NS: i64 = 7 * 24 * 3600 * 1_000_000_000;
 
 /// One `unreadable_row` condition for each row the reads of `ledger` so
 /// far passed over (see `ledger::UnreadableRow`).
-pub fn set_aside_conditions(ledger: &crate::ledger::LedgerReader) -> Vec<Condition> {
+pub(crate) fn set_aside_conditions(ledger: &crate::ledger::LedgerReader) -> Vec<Condition> {
     ledger
         .take_set_aside()
         .into_iter()
@@ -330,12 +334,12 @@ pub fn set_aside_conditions(ledger: &crate::ledger::LedgerReader) -> Vec<Conditi
 
 /// Unread bytes of one session's record past which `health` reports it
 /// (`record_backlog`): 16 runs of `finalize::record::RUN_LEN`.
-pub const RECORD_BACKLOG_CEILING: u64 = 1 << 30;
+pub(crate) const RECORD_BACKLOG_CEILING: u64 = 1 << 30;
 
 /// Sessions whose own record still has bytes `finalize` has not read and
 /// was last changed so long ago that the agent may soon delete it
 /// (`record_unread_near_cleanup`).
-pub fn record_conditions(
+pub(crate) fn record_conditions(
     ledger: &crate::ledger::LedgerReader,
     now_ns: i64,
 ) -> Result<Vec<Condition>, crate::ledger::LedgerError> {

@@ -38,7 +38,7 @@ const COPIED_KINDS: &[EventType] = &[
 
 /// A session's parents and what they recorded.
 #[derive(Debug, Clone, Default)]
-pub struct Inherited {
+pub(crate) struct Inherited {
     /// The nearest parent, `adapter/id`.
     parent: Option<String>,
     /// The parents, nearest first.
@@ -54,7 +54,10 @@ pub struct Inherited {
 impl Inherited {
     /// `session`'s parents (through `restore --apply` links) and their
     /// record events, read from `ledger`.
-    pub fn of(ledger: &LedgerReader, session: &SessionRef) -> Result<Inherited, LedgerError> {
+    pub(crate) fn of(
+        ledger: &LedgerReader,
+        session: &SessionRef,
+    ) -> Result<Inherited, LedgerError> {
         let mut out = Inherited::default();
         let mut at = session.clone();
         for _ in 0..MAX_ANCESTORS {
@@ -91,7 +94,7 @@ impl Inherited {
     }
 
     /// Whether `e` is a copy of a parent's event.
-    pub fn is_copy(&self, e: &Event) -> bool {
+    pub(crate) fn is_copy(&self, e: &Event) -> bool {
         if let Payload::UsageReported(u) = &e.payload
             && u.copied_from_session.is_some()
         {
@@ -118,13 +121,13 @@ impl Inherited {
     }
 
     /// The events of `events` that are the session's own.
-    pub fn own<'a>(&'a self, events: impl IntoIterator<Item = &'a Event>) -> Vec<&'a Event> {
+    pub(crate) fn own<'a>(&'a self, events: impl IntoIterator<Item = &'a Event>) -> Vec<&'a Event> {
         events.into_iter().filter(|e| !self.is_copy(e)).collect()
     }
 
     /// Mark each copied event's line of `timeline` as inherited from the
     /// parent, instead of a call whose hook signal was lost.
-    pub fn mark(&self, timeline: &mut Timeline, events: &[Event]) {
+    pub(crate) fn mark(&self, timeline: &mut Timeline, events: &[Event]) {
         let Some(parent) = &self.parent else {
             return;
         };
@@ -153,7 +156,7 @@ impl Inherited {
     /// `session`'s usage as `harnery usage --session` counts it: its
     /// parents' calls (a restore's or a fork's copies) inherited, its
     /// reported cost its own.
-    pub fn usage(
+    pub(crate) fn usage(
         &self,
         ledger: &LedgerReader,
         session: &SessionRef,

@@ -31,34 +31,34 @@
 //!   the commands' runs above, through [`epochs`] ([`epochs`] opens the epochs `--epoch` selects, and finds a session's
 //!   parts across their boundaries).
 
-pub mod agent_totals;
+pub(crate) mod agent_totals;
 pub mod audit;
 pub mod audit_sessions;
 pub mod epochs;
 pub mod health;
 pub mod health_check;
-pub mod inherited;
-pub mod prices;
+pub(crate) mod inherited;
+pub(crate) mod prices;
 pub mod receipts;
 pub mod receipts_parts;
-pub mod record_state;
+pub(crate) mod record_state;
 pub mod replay;
 pub mod session_list;
 pub mod session_rows;
 pub mod show;
 pub mod source;
-pub mod spans;
+pub(crate) mod spans;
 pub mod spool_facts;
 pub mod spool_listing;
 pub mod stored_reasons;
-pub mod superseded;
+pub(crate) mod superseded;
 pub mod timeline;
 pub mod unhooked;
 pub mod usage;
-pub mod usage_calls;
+pub(crate) mod usage_calls;
 pub mod usage_doc;
 pub mod usage_epochs;
-pub mod usage_kinds;
+pub(crate) mod usage_kinds;
 pub mod validate;
 pub mod verify;
 
@@ -79,7 +79,7 @@ pub fn by_session(events: &[Event]) -> BTreeMap<SessionRef, Vec<&Event>> {
 }
 
 /// Nanoseconds to whole milliseconds (floor; negatives clamp to zero).
-pub fn ns_to_ms(ns: i64) -> u64 {
+pub(crate) fn ns_to_ms(ns: i64) -> u64 {
     u64::try_from(ns.max(0) / 1_000_000).unwrap_or(0)
 }
 

@@ -69,7 +69,7 @@ impl Prices {
     }
 
     /// Read and check the TOML prices file at `path`.
-    pub fn load(path: &Path) -> Result<Prices, PricesError> {
+    pub(crate) fn load(path: &Path) -> Result<Prices, PricesError> {
         let text = std::fs::read_to_string(path).map_err(|source| PricesError::Read {
             path: path.to_path_buf(),
             source,
@@ -81,7 +81,7 @@ impl Prices {
     }
 
     /// Parse prices text; the error names the line and column.
-    pub fn parse(text: &str) -> Result<Prices, String> {
+    pub(crate) fn parse(text: &str) -> Result<Prices, String> {
         let prices: Prices = toml::from_str(text).map_err(|e| locate(text, &e))?;
         for (model, p) in &prices.models {
             let all = [p.input, p.output, p.cache_read, p.cache_write];

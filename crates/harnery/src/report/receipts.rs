@@ -36,13 +36,13 @@ use crate::contract::{Event, Observation, Payload, TurnSource};
 /// Emitted when a recovery bound reaches past the turn's wall interval.
 pub const BOUND_EXCEEDS_WALL: &str = "recovery_bound_exceeds_turn_wall";
 /// The turn has no `turn.completed`; its wall ends at its last native event.
-pub const COMPLETION_NOT_OBSERVED: &str = "turn_completion_not_observed";
+pub(crate) const COMPLETION_NOT_OBSERVED: &str = "turn_completion_not_observed";
 /// The turn has no `turn.started`; its wall starts at its first event.
-pub const START_NOT_OBSERVED: &str = "turn_start_not_observed";
+pub(crate) const START_NOT_OBSERVED: &str = "turn_start_not_observed";
 
 /// A half-open interval in unix nanoseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Interval {
+pub(crate) struct Interval {
     pub start: i64,
     pub end: i64,
 }
@@ -62,7 +62,7 @@ impl Interval {
 }
 
 /// Total length of the union of `intervals`, in nanoseconds.
-pub fn union_ns(intervals: &[Interval]) -> i64 {
+pub(crate) fn union_ns(intervals: &[Interval]) -> i64 {
     let mut sorted = intervals.to_vec();
     sorted.sort();
     let mut total = 0i64;
@@ -155,7 +155,7 @@ pub fn session_receipts(events: &[&Event]) -> SessionReceipts {
 /// so a caller that streams a session (the OTLP export) need not keep
 /// them; [`session_receipts`] is the same fold over a whole session.
 #[derive(Default)]
-pub struct TurnFold {
+pub(crate) struct TurnFold {
     /// Each turn's marks and tally, in the order first seen.
     turns: Vec<FoldedTurn>,
     by_id: BTreeMap<String, usize>,
@@ -172,21 +172,21 @@ struct FoldedTurn {
 
 impl TurnFold {
     /// Take one event's part in its turn's wall.
-    pub fn add_event(&mut self, event: &Event) {
+    pub(crate) fn add_event(&mut self, event: &Event) {
         if let Some(turn_id) = event.turn.turn_id.as_deref() {
             self.add_mark(turn_id, TurnMark::of(event));
         }
     }
 
     /// Take one event's part in the wall of its turn, `turn_id`.
-    pub fn add_mark(&mut self, turn_id: &str, mark: TurnMark) {
+    pub(crate) fn add_mark(&mut self, turn_id: &str, mark: TurnMark) {
         let turn = self.turn(turn_id);
         turn.marks.get_or_insert_with(TurnMarks::default).add(mark);
     }
 
     /// Take one span, as it will stay (closed or recovered, or open at the
     /// session's end); only tool spans of a turn count.
-    pub fn add_span<'a, R: SpanSide<'a>>(&mut self, span: &Span<'a, R>) {
+    pub(crate) fn add_span<'a, R: SpanSide<'a>>(&mut self, span: &Span<'a, R>) {
         let (SpanKind::Tool, Some(turn_id)) = (span.kind, span.turn_id()) else {
             return;
         };
@@ -216,7 +216,7 @@ impl TurnFold {
 
     /// Each turn's receipt, in start order (turns that start together, in
     /// turn id order). A turn is one where an event marked it.
-    pub fn receipts(self, usage: &BTreeMap<String, TurnUsage>) -> Vec<TurnReceipt> {
+    pub(crate) fn receipts(self, usage: &BTreeMap<String, TurnUsage>) -> Vec<TurnReceipt> {
         let mut turns: Vec<TurnReceipt> = self
             .turns
             .into_iter()
@@ -255,7 +255,7 @@ struct TurnMarks {
 
 /// What one event of a turn tells of its wall.
 #[derive(Debug, Clone, Copy)]
-pub struct TurnMark {
+pub(crate) struct TurnMark {
     pub time_unix_ns: i64,
     pub source: TurnSource,
     /// The agent itself reported the event.
@@ -265,13 +265,13 @@ pub struct TurnMark {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TurnBoundary {
+pub(crate) enum TurnBoundary {
     Started,
     Completed,
 }
 
 impl TurnMark {
-    pub fn of(event: &Event) -> TurnMark {
+    pub(crate) fn of(event: &Event) -> TurnMark {
         TurnMark {
             time_unix_ns: event.time_unix_ns,
             source: event.turn.source,

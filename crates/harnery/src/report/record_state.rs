@@ -8,12 +8,12 @@ use crate::ledger::{LedgerError, LedgerReader};
 use crate::session::RecordCursor;
 
 /// The state word of a record the agent deleted after harnery read it.
-pub const REMOVED: &str = "removed";
+pub(crate) const REMOVED: &str = "removed";
 
 /// The record problem last reported for `session` in `ledger` (`removed`,
 /// `missing`, `refused`, ...), or `None` when its record reads cleanly or
 /// was never followed.
-pub fn record_problem(
+pub(crate) fn record_problem(
     ledger: &LedgerReader,
     session: &SessionRef,
 ) -> Result<Option<String>, LedgerError> {
@@ -22,9 +22,4 @@ pub fn record_problem(
         .as_deref()
         .and_then(RecordCursor::of_state)
         .and_then(|c| c.problem))
-}
-
-/// Whether harnery holds the only copy of `session`'s record.
-pub fn record_removed(ledger: &LedgerReader, session: &SessionRef) -> Result<bool, LedgerError> {
-    Ok(record_problem(ledger, session)?.as_deref() == Some(REMOVED))
 }

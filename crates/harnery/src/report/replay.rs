@@ -105,7 +105,7 @@ impl ReplayPart<'_> {
 }
 
 /// Check a `[from, to]` window against a session of `len` events.
-pub fn window(from: Option<u64>, to: Option<u64>, len: u64) -> Result<(u64, u64), String> {
+pub(crate) fn window(from: Option<u64>, to: Option<u64>, len: u64) -> Result<(u64, u64), String> {
     let last = len.checked_sub(1).ok_or("the session has no events")?;
     let (from, to) = (from.unwrap_or(0), to.unwrap_or(last));
     if from > last {

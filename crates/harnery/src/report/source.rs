@@ -35,7 +35,7 @@ pub enum SourceError {
 }
 
 /// Whether `name` (an id, or `adapter/id`) names `session` exactly.
-pub fn names(name: &str, session: &SessionRef) -> bool {
+pub(crate) fn names(name: &str, session: &SessionRef) -> bool {
     match split_adapter(name) {
         Some((adapter, id)) => adapter == session.adapter && id == session.session_id,
         None => name == session.session_id,
@@ -53,7 +53,7 @@ pub(crate) fn resolve(ledger: &LedgerReader, name: &str) -> Result<SessionRef, S
 
 /// The live epoch, or `None` when no ledger exists yet (a new home: see
 /// `ledger::integrity`); a live epoch with files but no genesis is damage.
-pub fn live_or_none(home: &Home) -> Result<Option<LedgerReader>, SourceError> {
+pub(crate) fn live_or_none(home: &Home) -> Result<Option<LedgerReader>, SourceError> {
     let dir = LedgerReader::live_dir(home);
     if !dir.join(GENESIS_FILE).exists() && crate::ledger::integrity::is_new(&dir)? {
         return Ok(None);
@@ -77,7 +77,7 @@ pub fn live_archive_size(home: &Home) -> Result<crate::ledger::ArchiveSize, Sour
 /// `checkpoint`, `exec`), so a session the agent has spooled but
 /// `finalize` has not drained yet is found too. Never a session neither
 /// knows: an unknown or ambiguous name is an error.
-pub fn find_session(
+pub(crate) fn find_session(
     home: &Home,
     name: &str,
     adapter: Option<AdapterId>,
@@ -97,7 +97,7 @@ pub fn find_session(
 /// session it closed (ADR 0078, disposition of pre-advance epochs), with
 /// the archives that closed it. A session keeps these in every view, the
 /// live one too: it is classified as a whole.
-pub fn closed_sessions(home: &Home) -> Result<BTreeMap<SessionRef, Closed>, EpochError> {
+pub(crate) fn closed_sessions(home: &Home) -> Result<BTreeMap<SessionRef, Closed>, EpochError> {
     let mut out: BTreeMap<SessionRef, Closed> = BTreeMap::new();
     for archived in archived_open_span_sessions(home)? {
         let closed = out.entry(archived.session.clone()).or_default();
@@ -109,7 +109,7 @@ pub fn closed_sessions(home: &Home) -> Result<BTreeMap<SessionRef, Closed>, Epoc
 
 /// What the advances closed of one session.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Closed {
+pub(crate) struct Closed {
     pub reasons: Vec<String>,
     /// Genesis ids of the archives that left it unfinished, in chain order.
     pub archives: Vec<String>,

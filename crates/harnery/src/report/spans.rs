@@ -16,16 +16,16 @@ use crate::contract::{Event, EventId, Observation, Outcome, Payload, Recovery};
 
 /// Tool spans come from the agent; command spans from `harnery exec`: the
 /// producer's word for it.
-pub use crate::session::SpanKind;
+pub(crate) use crate::session::SpanKind;
 
 /// The three states of ADR 0078, in the ledger's words: open (no terminal
 /// yet), closed natively (or, for commands, by a teed completion), or
 /// recovered by a derived terminal (its reason is the terminal's).
-pub use crate::ledger::SpanState;
+pub(crate) use crate::ledger::SpanState;
 
 /// What a span reads of its request and its terminal: an event, or a row
 /// that stands for one and answers the same.
-pub trait SpanSide<'a>: Copy {
+pub(crate) trait SpanSide<'a>: Copy {
     fn event_id(self) -> &'a str;
     fn time_unix_ns(self) -> i64;
     fn turn_id(self) -> Option<&'a str>;
@@ -105,7 +105,7 @@ impl<'a> SpanSide<'a> for &'a Event {
 
 /// One span of one session.
 #[derive(Debug, Clone)]
-pub struct Span<'a, R = &'a Event> {
+pub(crate) struct Span<'a, R = &'a Event> {
     pub kind: SpanKind,
     pub request: Option<R>,
     pub terminal: Option<R>,
@@ -114,7 +114,7 @@ pub struct Span<'a, R = &'a Event> {
 }
 
 impl<'a, R: SpanSide<'a>> Span<'a, R> {
-    pub fn new(kind: SpanKind, request: Option<R>) -> Span<'a, R> {
+    pub(crate) fn new(kind: SpanKind, request: Option<R>) -> Span<'a, R> {
         Span {
             kind,
             request,
@@ -123,7 +123,7 @@ impl<'a, R: SpanSide<'a>> Span<'a, R> {
         }
     }
 
-    pub fn state(&self) -> SpanState {
+    pub(crate) fn state(&self) -> SpanState {
         match self.terminal.and_then(R::recovery) {
             Some(_) => SpanState::Recovered,
             None if self.terminal.is_some() => SpanState::ClosedNative,
@@ -132,54 +132,54 @@ impl<'a, R: SpanSide<'a>> Span<'a, R> {
     }
 
     /// The request was minted by recovery (`request_not_observed`).
-    pub fn request_recovered(&self) -> bool {
+    pub(crate) fn request_recovered(&self) -> bool {
         self.request.is_some_and(|r| r.recovery().is_some())
     }
 
     /// The turn the span belongs to: the request's, else the terminal's.
-    pub fn turn_id(&self) -> Option<&'a str> {
+    pub(crate) fn turn_id(&self) -> Option<&'a str> {
         self.request
             .and_then(R::turn_id)
             .or_else(|| self.terminal.and_then(R::turn_id))
     }
 
     /// The row that identifies the span (request, else terminal).
-    pub fn anchor(&self) -> R {
+    pub(crate) fn anchor(&self) -> R {
         self.request
             .or(self.terminal)
             .expect("a span always holds a request or a terminal")
     }
 
-    pub fn tool_name(&self) -> Option<&'a str> {
+    pub(crate) fn tool_name(&self) -> Option<&'a str> {
         self.anchor()
             .tool_name()
             .or_else(|| self.terminal.and_then(R::tool_name))
     }
 
-    pub fn tool_call_id(&self) -> Option<&'a str> {
+    pub(crate) fn tool_call_id(&self) -> Option<&'a str> {
         self.request
             .and_then(R::tool_call_id)
             .or_else(|| self.terminal.and_then(R::tool_call_id))
     }
 
     /// The terminal's outcome (`None` while open).
-    pub fn outcome(&self) -> Option<Outcome> {
+    pub(crate) fn outcome(&self) -> Option<Outcome> {
         self.terminal?.outcome()
     }
 
     /// The duration the terminal reports, observed or unknown.
-    pub fn reported_duration(&self) -> Option<&'a Observation<u64>> {
+    pub(crate) fn reported_duration(&self) -> Option<&'a Observation<u64>> {
         self.terminal?.reported_duration()
     }
 
     /// The recovery bound, when the terminal is recovered and carries one.
-    pub fn upper_bound_ms(&self) -> Option<&'a Observation<u64>> {
+    pub(crate) fn upper_bound_ms(&self) -> Option<&'a Observation<u64>> {
         self.terminal?.recovery()?.elapsed_upper_bound_ms.as_ref()
     }
 
     /// Whether `terminal`, which names no request, closes this open span:
     /// by its call id, or without one by its tool name.
-    pub fn takes_unlinked(&self, terminal: R) -> bool {
+    pub(crate) fn takes_unlinked(&self, terminal: R) -> bool {
         match terminal.tool_call_id() {
             Some(id) => self.tool_call_id() == Some(id),
             None => self.tool_name() == terminal.tool_name(),
@@ -188,7 +188,7 @@ impl<'a, R: SpanSide<'a>> Span<'a, R> {
 }
 
 /// Pair one session's events (offset order) into spans, in request order.
-pub fn pair_spans<'a>(events: &[&'a Event]) -> Vec<Span<'a>> {
+pub(crate) fn pair_spans<'a>(events: &[&'a Event]) -> Vec<Span<'a>> {
     let mut pairing = Pairing::default();
     for event in events {
         pairing.feed(event);
@@ -251,7 +251,7 @@ impl<'a> Pairing<'a> {
 /// fields [`SpanSide`] answers, without the event's inputs, outputs and
 /// provenance. [`SpanStream`] holds one per span still open.
 #[derive(Debug, Clone)]
-pub struct SideRecord {
+pub(crate) struct SideRecord {
     event_id: String,
     time_unix_ns: i64,
     turn_id: Option<String>,
@@ -266,7 +266,7 @@ pub struct SideRecord {
 impl SideRecord {
     /// What `event` answers as a span side, read through its own
     /// [`SpanSide`] so both answer alike.
-    pub fn of(event: &Event) -> SideRecord {
+    pub(crate) fn of(event: &Event) -> SideRecord {
         SideRecord {
             event_id: event.event_id().to_string(),
             time_unix_ns: event.time_unix_ns(),
@@ -326,7 +326,7 @@ impl<'a> SpanSide<'a> for &'a SideRecord {
 /// and without their late evidence (which changes no state or duration).
 /// It holds one [`SideRecord`] per open span, never the session's events.
 #[derive(Default)]
-pub struct SpanStream {
+pub(crate) struct SpanStream {
     /// The open spans by the order their requests came in.
     open: BTreeMap<u64, (SpanKind, SideRecord)>,
     /// The latest request of each event id, while it is open: a link
@@ -338,7 +338,7 @@ pub struct SpanStream {
 
 impl SpanStream {
     /// Take the session's next event; `done` gets the span it closes.
-    pub fn feed(&mut self, event: &Event, done: impl FnOnce(&Span<'_, &SideRecord>)) {
+    pub(crate) fn feed(&mut self, event: &Event, done: impl FnOnce(&Span<'_, &SideRecord>)) {
         let (kind, opens) = match &event.payload {
             Payload::ToolRequested(_) => (SpanKind::Tool, true),
             Payload::CommandRequested(_) => (SpanKind::Command, true),
@@ -366,7 +366,7 @@ impl SpanStream {
     }
 
     /// The session has no more events: `done` gets each span still open.
-    pub fn finish(self, mut done: impl FnMut(&Span<'_, &SideRecord>)) {
+    pub(crate) fn finish(self, mut done: impl FnMut(&Span<'_, &SideRecord>)) {
         for (kind, request) in self.open.values() {
             done(&Span::new(*kind, Some(request)));
         }

@@ -14,7 +14,7 @@ use crate::spool::{
 };
 
 /// Walk the intake spool and the dead-letter directory of `home`.
-pub fn gather(home: &Home) -> Result<SpoolFacts, SpoolError> {
+pub(crate) fn gather(home: &Home) -> Result<SpoolFacts, SpoolError> {
     let spool = IntakeSpool::open(home);
     let mut facts = SpoolFacts::default();
     for session in spool.sessions()? {
@@ -89,7 +89,7 @@ fn scan_file(file: &SealedSegment, facts: &mut SpoolFacts) -> Result<Option<i64>
 /// by the plain id is that id; a hashed one is named by its first record.
 /// A directory with no record left (drained) is not listed: the ledger
 /// knows that session.
-pub fn spooled_sessions(home: &Home) -> Result<Vec<SessionRef>, SpoolError> {
+pub(crate) fn spooled_sessions(home: &Home) -> Result<Vec<SessionRef>, SpoolError> {
     let spool = IntakeSpool::open(home);
     let mut out = Vec::new();
     for session in spool.sessions()? {
@@ -138,7 +138,7 @@ pub struct SpooledEnd {
 }
 
 /// Every `harnery.end_requested` record still in the intake spool.
-pub fn spooled_ends(home: &Home) -> Result<Vec<SpooledEnd>, SpoolError> {
+pub(crate) fn spooled_ends(home: &Home) -> Result<Vec<SpooledEnd>, SpoolError> {
     let mut out = Vec::new();
     for session in IntakeSpool::open(home).sessions()? {
         for file in session.files()? {

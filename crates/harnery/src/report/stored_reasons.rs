@@ -20,7 +20,7 @@ pub fn part_reasons(
 }
 
 /// [`part_reasons`]; with `include_superseded`, superseded ranges count.
-pub fn part_reasons_with(
+pub(crate) fn part_reasons_with(
     ledger: &LedgerReader,
     session: &SessionRef,
     include_superseded: bool,

@@ -16,7 +16,7 @@ use crate::restore::log::SessionLog;
 
 /// The effect kind `restore --apply` records on a new session's first
 /// checkpoint; its ref is `<adapter>/<parent>@<checkpoint>`.
-pub const RESTORED_FROM: &str = "restored_from";
+pub(crate) const RESTORED_FROM: &str = "restored_from";
 
 /// The session and checkpoint a session was restored from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -29,7 +29,7 @@ pub struct RestoredFrom {
 impl RestoredFrom {
     /// Read a `restored_from` effect's ref; `None` when it is not of the
     /// form `<adapter>/<id>@<checkpoint>`.
-    pub fn parse(reference: &str) -> Option<RestoredFrom> {
+    pub(crate) fn parse(reference: &str) -> Option<RestoredFrom> {
         let (session, checkpoint) = reference.split_once('@')?;
         let (adapter, id) = session.split_once('/')?;
         if adapter.is_empty() || id.is_empty() || checkpoint.is_empty() {
@@ -45,7 +45,7 @@ impl RestoredFrom {
 /// The parent `session` was restored from: `restore --apply` pins the
 /// link as the new session's first checkpoint, so only that one event is
 /// read.
-pub fn restored_from(
+pub(crate) fn restored_from(
     ledger: &LedgerReader,
     session: &SessionRef,
 ) -> Result<Option<RestoredFrom>, LedgerError> {
@@ -65,14 +65,14 @@ pub fn restored_from(
 /// What a session's superseded ranges hold: turns started and spans
 /// requested there.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Superseded {
+pub(crate) struct Superseded {
     pub turns: u64,
     pub spans: SpanCounts,
 }
 
 impl Superseded {
     /// Take these out of a summary's counts.
-    pub fn leave_out(&self, s: &mut SessionSummary) {
+    pub(crate) fn leave_out(&self, s: &mut SessionSummary) {
         s.turns = s.turns.saturating_sub(self.turns);
         s.spans.open = s.spans.open.saturating_sub(self.spans.open);
         s.spans.closed_native = s
@@ -85,7 +85,10 @@ impl Superseded {
 
 /// What `session`'s superseded ranges hold in `ledger`; nothing read past
 /// the row's resume count when the session was never resumed.
-pub fn superseded(ledger: &LedgerReader, session: &SessionRef) -> Result<Superseded, LedgerError> {
+pub(crate) fn superseded(
+    ledger: &LedgerReader,
+    session: &SessionRef,
+) -> Result<Superseded, LedgerError> {
     if ledger.sessions().resumes(session)? == Some(0) {
         return Ok(Superseded::default());
     }
@@ -94,7 +97,10 @@ pub fn superseded(ledger: &LedgerReader, session: &SessionRef) -> Result<Superse
 }
 
 /// [`superseded`] for a log already read.
-pub fn superseded_in(ledger: &LedgerReader, log: &SessionLog) -> Result<Superseded, LedgerError> {
+pub(crate) fn superseded_in(
+    ledger: &LedgerReader,
+    log: &SessionLog,
+) -> Result<Superseded, LedgerError> {
     let mut out = Superseded::default();
     let ranges = log.superseded();
     if ranges.is_empty() {
@@ -119,7 +125,7 @@ pub fn superseded_in(ledger: &LedgerReader, log: &SessionLog) -> Result<Supersed
 
 /// Mark the timeline's entries a resume superseded, and, unless
 /// `include_superseded`, leave what they hold out of its summary's counts.
-pub fn mark_timeline(
+pub(crate) fn mark_timeline(
     ledger: &LedgerReader,
     log: &SessionLog,
     timeline: &mut Timeline,

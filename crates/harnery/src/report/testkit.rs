@@ -6,18 +6,18 @@ use crate::contract::*;
 const BASE_NS: i64 = 1_800_000_000_000_000_000;
 
 /// A session's events, written in order by a test.
-pub struct Script {
+pub(crate) struct Script {
     session: SessionRef,
     turn: TurnAttribution,
     events: Vec<Event>,
 }
 
-pub fn ms(at: i64) -> i64 {
+pub(crate) fn ms(at: i64) -> i64 {
     BASE_NS + at * 1_000_000
 }
 
 impl Script {
-    pub fn new(session_id: &str) -> Script {
+    pub(crate) fn new(session_id: &str) -> Script {
         Script {
             session: SessionRef {
                 adapter: AdapterId::ClaudeCode,
@@ -29,7 +29,7 @@ impl Script {
     }
 
     /// Attribute the following events to native turn `id`.
-    pub fn turn(&mut self, id: &str) {
+    pub(crate) fn turn(&mut self, id: &str) {
         self.turn = TurnAttribution {
             source: TurnSource::Native,
             turn_id: Some(id.into()),
@@ -37,15 +37,15 @@ impl Script {
     }
 
     /// Following events carry no turn.
-    pub fn no_turn(&mut self) {
+    pub(crate) fn no_turn(&mut self) {
         self.turn = TurnAttribution::none();
     }
 
-    pub fn events(&self) -> Vec<Event> {
+    pub(crate) fn events(&self) -> Vec<Event> {
         self.events.clone()
     }
 
-    pub fn push(&mut self, at: i64, payload: Payload, provenance: Provenance) -> EventId {
+    pub(crate) fn push(&mut self, at: i64, payload: Payload, provenance: Provenance) -> EventId {
         let offset = self.events.len() as u64;
         let id = EventId(format!("ev_{}_{offset}", self.session.session_id));
         self.events.push(Event {
@@ -64,19 +64,19 @@ impl Script {
         id
     }
 
-    pub fn start(&mut self, at: i64) -> EventId {
+    pub(crate) fn start(&mut self, at: i64) -> EventId {
         let p = Payload::TurnStarted(TurnStarted {
             prompt_event_id: None,
         });
         self.push(at, p, Provenance::NATIVE)
     }
 
-    pub fn stop(&mut self, at: i64) -> EventId {
+    pub(crate) fn stop(&mut self, at: i64) -> EventId {
         let p = Payload::TurnCompleted(TurnCompleted { stop_reason: None });
         self.push(at, p, Provenance::NATIVE)
     }
 
-    pub fn request(&mut self, tool: &str, at: i64) -> EventId {
+    pub(crate) fn request(&mut self, tool: &str, at: i64) -> EventId {
         let offset = self.events.len();
         let p = Payload::ToolRequested(ToolRequested {
             tool_call_id: Some(format!("call_{offset}")),
@@ -89,7 +89,7 @@ impl Script {
     }
 
     /// A native completion linked to `req`, with the agent's own duration if given.
-    pub fn complete(&mut self, req: &EventId, at: i64, duration: Option<u64>) -> EventId {
+    pub(crate) fn complete(&mut self, req: &EventId, at: i64, duration: Option<u64>) -> EventId {
         let (name, call) = self.tool_of(req);
         let p = Payload::ToolCompleted(ToolCompleted {
             tool_call_id: call,
@@ -108,7 +108,7 @@ impl Script {
     }
 
     /// A derived terminal for `req` with `reason` and an optional observed bound.
-    pub fn recover(
+    pub(crate) fn recover(
         &mut self,
         req: &EventId,
         at: i64,
@@ -140,7 +140,7 @@ impl Script {
     }
 
     /// A completion whose request was never seen (no link, no call id match).
-    pub fn orphan_completion(&mut self, tool: &str, at: i64) -> EventId {
+    pub(crate) fn orphan_completion(&mut self, tool: &str, at: i64) -> EventId {
         let p = Payload::ToolCompleted(ToolCompleted {
             tool_call_id: Some("call_orphan".into()),
             tool_name: tool.into(),
@@ -156,7 +156,7 @@ impl Script {
     }
 
     /// A derived request for a post that matched nothing, then its native post.
-    pub fn unmatched_post(&mut self, tool: &str, at: i64, duration: Option<u64>) -> EventId {
+    pub(crate) fn unmatched_post(&mut self, tool: &str, at: i64, duration: Option<u64>) -> EventId {
         let p = Payload::ToolRequested(ToolRequested {
             tool_call_id: Some(format!("call_u{at}")),
             tool_name: tool.into(),
@@ -172,7 +172,7 @@ impl Script {
         self.complete(&req, at, duration)
     }
 
-    pub fn command(&mut self, at: i64) -> EventId {
+    pub(crate) fn command(&mut self, at: i64) -> EventId {
         let p = Payload::CommandRequested(CommandRequested {
             argv: vec!["make".into()],
             cwd: None,
@@ -181,7 +181,7 @@ impl Script {
         self.push(at, p, derived(Confidence::High))
     }
 
-    pub fn command_done(&mut self, req: &EventId, at: i64, exit: i64) -> EventId {
+    pub(crate) fn command_done(&mut self, req: &EventId, at: i64, exit: i64) -> EventId {
         let p = Payload::CommandCompleted(CommandCompleted {
             requested_event_id: Some(req.clone()),
             outcome: if exit == 0 {
@@ -197,7 +197,7 @@ impl Script {
         self.push(at, p, derived(Confidence::High))
     }
 
-    pub fn end_requested(&mut self, at: i64, approved: Vec<EventId>) -> EventId {
+    pub(crate) fn end_requested(&mut self, at: i64, approved: Vec<EventId>) -> EventId {
         let p = Payload::EndRequested(EndRequested {
             origin: "operator".into(),
             reason: None,
@@ -206,7 +206,7 @@ impl Script {
         self.push(at, p, derived(Confidence::High))
     }
 
-    pub fn late(&mut self, req: &EventId, recovered: &EventId, at: i64) -> EventId {
+    pub(crate) fn late(&mut self, req: &EventId, recovered: &EventId, at: i64) -> EventId {
         let p = Payload::LateEvidence(LateEvidence {
             span_request_event_id: req.clone(),
             recovered_event_id: recovered.clone(),
@@ -216,7 +216,7 @@ impl Script {
         self.push(at, p, Provenance::NATIVE)
     }
 
-    pub fn health(&mut self, at: i64, code: &str) -> EventId {
+    pub(crate) fn health(&mut self, at: i64, code: &str) -> EventId {
         let p = Payload::HealthCondition(HealthCondition {
             code: code.into(),
             detail: "test".into(),
@@ -233,7 +233,7 @@ impl Script {
     }
 }
 
-pub fn derived(confidence: Confidence) -> Provenance {
+pub(crate) fn derived(confidence: Confidence) -> Provenance {
     Provenance {
         attestation: Attestation::Derived,
         confidence,

@@ -65,7 +65,7 @@ pub struct RecordJoin {
 
 impl RecordJoin {
     /// The record's call of each joined span, by its request event id.
-    pub fn of_events<'a>(
+    pub(crate) fn of_events<'a>(
         events: impl IntoIterator<Item = &'a Event>,
     ) -> HashMap<String, RecordJoin> {
         let mut out: HashMap<String, RecordJoin> = HashMap::new();
@@ -133,7 +133,7 @@ pub fn timeline(ledger: &LedgerReader, session: &SessionRef) -> Result<Timeline,
 
 /// [`timeline`], and the events it was built from (those that parsed), for
 /// a reader that projects them further.
-pub fn with_events(
+pub(crate) fn with_events(
     ledger: &LedgerReader,
     session: &SessionRef,
 ) -> Result<(Timeline, Vec<Event>), LedgerError> {

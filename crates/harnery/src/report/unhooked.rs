@@ -26,7 +26,7 @@ use crate::contract::{AdapterId, SessionRef};
 use crate::report::health::Condition;
 
 /// The condition's code.
-pub const HOOKS_NOT_REACHING_SPOOL: &str = "hooks_not_reaching_spool";
+pub(crate) const HOOKS_NOT_REACHING_SPOOL: &str = "hooks_not_reaching_spool";
 
 /// Where one agent keeps its sessions' records, and what decided it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,7 +86,7 @@ impl AgentRecordDir {
 
 /// One condition per agent in `dirs` that has sessions whose record was
 /// last written in `[since_ns, until_ns]` and that `known` does not hold.
-pub fn conditions(
+pub(crate) fn conditions(
     dirs: &[AgentRecordDir],
     known: &HashSet<SessionRef>,
     since_ns: i64,

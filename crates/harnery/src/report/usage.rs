@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 pub use super::prices::{ModelPrices, Prices, PricesError};
-pub use super::usage_kinds::{normalized, normalized_summary};
+pub(crate) use super::usage_kinds::{normalized, normalized_summary};
 
 use super::agent_totals::{AgentTotals, LatestSummaries, sum_into};
 use super::usage_calls::{CallOwners, SharedCalls, Verdict};
@@ -24,7 +24,7 @@ use crate::contract::{Event, Payload, UsageReported};
 use crate::ledger::{DamagedRow, LedgerError, LedgerReader, RowFilter, StoredText};
 
 /// The group name of usage whose record named no model.
-pub const UNKNOWN_MODEL: &str = "(unknown)";
+pub(crate) const UNKNOWN_MODEL: &str = "(unknown)";
 
 /// How `harnery usage` groups its rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -74,7 +74,7 @@ impl Tokens {
 
     /// Input plus output, where either was reported: the one number
     /// `show`, `receipts`, `export` and `view` give a turn.
-    pub fn in_out(&self) -> Option<u64> {
+    pub(crate) fn in_out(&self) -> Option<u64> {
         match (self.input, self.output) {
             (None, None) => None,
             (i, o) => Some(i.unwrap_or(0).saturating_add(o.unwrap_or(0))),
@@ -231,7 +231,7 @@ const USAGE_TYPE: &[u8] = b"\"usage.";
 const LINK: &[u8] = b"\"restored_from\"";
 
 impl UsageTally {
-    pub fn new(by: GroupBy, prices: Option<Prices>) -> UsageTally {
+    pub(crate) fn new(by: GroupBy, prices: Option<Prices>) -> UsageTally {
         UsageTally {
             by,
             groups: BTreeMap::new(),
@@ -246,7 +246,7 @@ impl UsageTally {
     /// Count `event` if it is a usage report (once per model call: a copy
     /// of a call counted elsewhere is inherited in its group, see
     /// [`super::usage_calls`]); a `restore --apply` link is noted.
-    pub fn add(&mut self, event: &Event) {
+    pub(crate) fn add(&mut self, event: &Event) {
         if let Payload::UsageSummary(s) = &event.payload {
             let s = normalized_summary(event.session.adapter, s);
             let s = s.as_ref();
@@ -319,20 +319,20 @@ impl UsageTally {
     }
 
     /// The model calls unrelated sessions both reported (counted in each).
-    pub fn shared_calls(&self) -> Vec<SharedCalls> {
+    pub(crate) fn shared_calls(&self) -> Vec<SharedCalls> {
         self.owners.shared()
     }
 
     /// Count one stored row: parsed only when it may be usage; a usage
     /// row that does not parse is kept in `damaged`.
-    pub fn add_row(&mut self, row: StoredText<'_>) {
+    pub(crate) fn add_row(&mut self, row: StoredText<'_>) {
         self.add_row_if(row, |_| true);
     }
 
     /// [`UsageTally::add_row`] for a row `selected` keeps; a usage row it
     /// leaves out is only remembered, so that a later copy of the same
     /// model call (a fork of that session) counts as inherited.
-    pub fn add_row_if(&mut self, row: StoredText<'_>, selected: impl Fn(&Event) -> bool) {
+    pub(crate) fn add_row_if(&mut self, row: StoredText<'_>, selected: impl Fn(&Event) -> bool) {
         let finder = |needle| memchr::memmem::find(row.json, needle).is_some();
         if !finder(USAGE_TYPE) && !finder(LINK) {
             return;
@@ -350,7 +350,7 @@ impl UsageTally {
 
     /// Note `event`'s model call (and links) as seen elsewhere, without
     /// counting it: a later copy of it is inherited.
-    pub fn observe(&mut self, event: &Event) {
+    pub(crate) fn observe(&mut self, event: &Event) {
         let _ = self.judge(event);
     }
 
@@ -364,7 +364,7 @@ impl UsageTally {
 
     /// Put the agents' own totals into their groups and the total; call
     /// once, after the last row.
-    pub fn settle(&mut self) {
+    pub(crate) fn settle(&mut self) {
         let Some((groups, all)) = self.summaries.totals() else {
             return;
         };
@@ -410,7 +410,7 @@ fn day_of(unix_ns: i64) -> String {
 }
 
 /// Stream the rows `filter` keeps from `ledger` into `tally`.
-pub fn tally_ledger(
+pub(crate) fn tally_ledger(
     ledger: &LedgerReader,
     filter: &RowFilter,
     tally: &mut UsageTally,
@@ -425,7 +425,7 @@ pub fn tally_ledger(
 /// row: those it leaves out (other sessions, earlier times) are only
 /// remembered, so a call one of them made first is inherited here, as it
 /// is in the tally of the whole home.
-pub fn tally_ledger_within(
+pub(crate) fn tally_ledger_within(
     ledger: &LedgerReader,
     filter: &RowFilter,
     tally: &mut UsageTally,
@@ -444,7 +444,7 @@ pub fn tally_ledger_within(
 
 /// One turn's usage: its records' tokens, and the model time they report.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TurnUsage {
+pub(crate) struct TurnUsage {
     pub records: u64,
     pub tokens: Tokens,
     /// Sum of the records' `duration_ms`; absent when none reported one.
@@ -455,7 +455,9 @@ pub struct TurnUsage {
 
 /// Each turn's usage, by turn id, from one session's events. Usage
 /// without a turn belongs to none.
-pub fn turn_usage<'a>(events: impl IntoIterator<Item = &'a Event>) -> BTreeMap<String, TurnUsage> {
+pub(crate) fn turn_usage<'a>(
+    events: impl IntoIterator<Item = &'a Event>,
+) -> BTreeMap<String, TurnUsage> {
     let mut turns: BTreeMap<String, TurnUsage> = BTreeMap::new();
     for event in events {
         add_turn_usage(&mut turns, event);
@@ -465,7 +467,7 @@ pub fn turn_usage<'a>(events: impl IntoIterator<Item = &'a Event>) -> BTreeMap<S
 
 /// [`turn_usage`] one event at a time, for a caller that streams a
 /// session rather than holding its events.
-pub fn add_turn_usage(turns: &mut BTreeMap<String, TurnUsage>, event: &Event) {
+pub(crate) fn add_turn_usage(turns: &mut BTreeMap<String, TurnUsage>, event: &Event) {
     let (Payload::UsageReported(u), Some(turn)) = (&event.payload, &event.turn.turn_id) else {
         return;
     };
@@ -486,7 +488,7 @@ pub fn add_turn_usage(turns: &mut BTreeMap<String, TurnUsage>, event: &Event) {
 
 /// Put each turn's reported tokens on the line that closes it: its last
 /// `turn.completed`, else its `turn.started`.
-pub fn mark_turn_tokens(
+pub(crate) fn mark_turn_tokens(
     timeline: &mut super::timeline::Timeline,
     usage: &BTreeMap<String, TurnUsage>,
 ) {

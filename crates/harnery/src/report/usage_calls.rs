@@ -37,7 +37,7 @@ const SAME_COST: f64 = 1e-9;
 
 /// What a usage record is to the session that holds it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// The session's own call: counted.
     Own,
     /// A copy of a call counted elsewhere (or already here): not counted.
@@ -50,7 +50,7 @@ pub enum Verdict {
 /// Model call ids that two sessions, neither a copy of the other, both
 /// reported: counted in each.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct SharedCalls {
+pub(crate) struct SharedCalls {
     pub adapter: AdapterId,
     /// The session that reported the ids first.
     pub first: String,
@@ -62,7 +62,7 @@ pub struct SharedCalls {
 
 /// The sessions' model calls and links seen so far.
 #[derive(Debug, Clone, Default)]
-pub struct CallOwners {
+pub(crate) struct CallOwners {
     /// Each call id, and the session that reported it first.
     first: HashMap<(AdapterId, String), String>,
     /// Each session's parent, where it is a copy of one.
@@ -79,7 +79,7 @@ pub struct CallOwners {
 
 impl CallOwners {
     /// Note what `event` says about calls and links, without judging it.
-    pub fn note_link(&mut self, event: &Event) {
+    pub(crate) fn note_link(&mut self, event: &Event) {
         let Payload::CheckpointRecorded(c) = &event.payload else {
             return;
         };
@@ -104,7 +104,7 @@ impl CallOwners {
 
     /// Whether `u`, a record of `event`'s session, is that session's own
     /// call (and remember it).
-    pub fn judge(&mut self, event: &Event, u: &UsageReported) -> Verdict {
+    pub(crate) fn judge(&mut self, event: &Event, u: &UsageReported) -> Verdict {
         let adapter = event.session.adapter;
         let session = &event.session.session_id;
         if let Some(parent) = &u.copied_from_session {
@@ -135,7 +135,7 @@ impl CallOwners {
     }
 
     /// The session `session` is a copy of, where one is known.
-    pub fn parent(&self, adapter: AdapterId, session: &str) -> Option<&str> {
+    pub(crate) fn parent(&self, adapter: AdapterId, session: &str) -> Option<&str> {
         self.parents
             .get(&(adapter, session.to_string()))
             .map(String::as_str)
@@ -159,7 +159,7 @@ impl CallOwners {
     /// fork's first report less its parent's running total then; a
     /// restored session's first report nothing when it is a copy of one of
     /// its parent's running totals.
-    pub fn own_cost(&mut self, event: &Event, model: &str, cost: f64) -> f64 {
+    pub(crate) fn own_cost(&mut self, event: &Event, model: &str, cost: f64) -> f64 {
         let adapter = event.session.adapter;
         let session = event.session.session_id.clone();
         let key = (adapter, session.clone(), model.to_string());
@@ -199,7 +199,7 @@ impl CallOwners {
     }
 
     /// The ids unrelated sessions shared, pair by pair.
-    pub fn shared(&self) -> Vec<SharedCalls> {
+    pub(crate) fn shared(&self) -> Vec<SharedCalls> {
         self.shared
             .iter()
             .map(|((adapter, first, then), ids)| SharedCalls {

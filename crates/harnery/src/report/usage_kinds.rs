@@ -16,7 +16,7 @@ use crate::contract::{AdapterId, UsageReported, UsageSummary};
 /// the reads, so a row written then reads right too); a generation-3 row
 /// (no `raw`) still holds the whole prompt and is reduced by both. Every
 /// other agent's row is already so.
-pub fn normalized(adapter: AdapterId, u: &UsageReported) -> Cow<'_, UsageReported> {
+pub(crate) fn normalized(adapter: AdapterId, u: &UsageReported) -> Cow<'_, UsageReported> {
     if adapter != AdapterId::Copilot {
         return Cow::Borrowed(u);
     }
@@ -41,7 +41,7 @@ pub fn normalized(adapter: AdapterId, u: &UsageReported) -> Cow<'_, UsageReporte
 
 /// A Copilot summary with its input as in [`normalized`], the whole
 /// prompt read from the agent's own `modelMetrics` entry (`raw.usage`).
-pub fn normalized_summary(adapter: AdapterId, s: &UsageSummary) -> Cow<'_, UsageSummary> {
+pub(crate) fn normalized_summary(adapter: AdapterId, s: &UsageSummary) -> Cow<'_, UsageSummary> {
     #[derive(Deserialize)]
     struct Entry {
         usage: Option<CopilotTokens>,

@@ -51,14 +51,14 @@ pub struct ApplyPlan {
 impl ApplyPlan {
     /// The bytes `--apply` writes: the record up to the checkpoint, the
     /// new session's id in it.
-    pub fn content(&self) -> &[u8] {
+    pub(crate) fn content(&self) -> &[u8] {
         &self.content
     }
 }
 
 /// The plan for `log`'s session at `cp`: the record cut and the new
 /// session's place. Nothing is written.
-pub fn plan(
+pub(crate) fn plan(
     home: &Home,
     ledger: &LedgerReader,
     log: &SessionLog,
@@ -107,7 +107,7 @@ pub fn plan(
 }
 
 /// Write the plan's record and link the new session to its parent.
-pub fn apply(
+pub(crate) fn apply(
     plan: &mut ApplyPlan,
     home: &Home,
     log: &SessionLog,
@@ -183,7 +183,7 @@ fn linked(target: &Target, checkpoint_id: &str) -> Result<bool, PlanError> {
 /// the agent itself, in print mode only (so `--exec` needs `-p`). Nothing
 /// is written and nothing recorded: the new session's id is the agent's
 /// to choose.
-pub fn fork_instead(
+pub(crate) fn fork_instead(
     home: &Home,
     ledger: &LedgerReader,
     log: &SessionLog,
@@ -216,7 +216,7 @@ pub fn fork_instead(
 /// Where Claude Code forks its own transcript for the checkpoint pinned
 /// at `boundary`: from this epoch's part of the session, else (it began
 /// before an advance) with the earlier epochs' parts too.
-pub fn claude_fork_at(
+pub(crate) fn claude_fork_at(
     home: &Home,
     ledger: &LedgerReader,
     log: &SessionLog,
@@ -237,7 +237,7 @@ pub fn claude_fork_at(
 
 /// The shim for the applied plan: the agent's own resume of the new
 /// session, in the session's directory.
-pub fn shim_for(
+pub(crate) fn shim_for(
     adapter: AdapterId,
     plan: &ApplyPlan,
     transport: Transport,

@@ -23,7 +23,7 @@ use crate::restore::log::SessionLog;
 
 /// Where Claude Code forks its own transcript for a checkpoint.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct ForkAt {
+pub(crate) struct ForkAt {
     pub transcript: String,
     /// The `uuid` of the last row kept.
     pub row: String,
@@ -34,14 +34,18 @@ pub struct ForkAt {
 
 /// The row of the session's own transcript that the checkpoint pinned at
 /// `boundary` ends at, or why there is none.
-pub fn fork_at(ledger: &LedgerReader, log: &SessionLog, boundary: u64) -> Result<ForkAt, String> {
+pub(crate) fn fork_at(
+    ledger: &LedgerReader,
+    log: &SessionLog,
+    boundary: u64,
+) -> Result<ForkAt, String> {
     fork_at_across(&[], ledger, log, boundary)
 }
 
 /// [`fork_at`] for a session that began before an epoch advance: its
 /// start (the transcript, the directory) and its earlier turns are in the
 /// `earlier` epochs (oldest first), all of them below the checkpoint.
-pub fn fork_at_across(
+pub(crate) fn fork_at_across(
     earlier: &[&LedgerReader],
     ledger: &LedgerReader,
     log: &SessionLog,

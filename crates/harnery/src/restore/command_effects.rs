@@ -12,7 +12,7 @@ use crate::session::effects::command_effect;
 
 /// One command, paired: where its completion stands, and the effect.
 #[derive(Debug, Clone, PartialEq)]
-pub struct PairedCommand {
+pub(crate) struct PairedCommand {
     /// The offset of its completion.
     pub closed_at: u64,
     pub effect: Effect,
@@ -23,7 +23,7 @@ pub struct PairedCommand {
 /// The commands among `events` (live ones, in offset order), each paired
 /// with its completion; the requests no completion closed follow, still
 /// open.
-pub fn pair(events: impl IntoIterator<Item = Event>) -> (Vec<PairedCommand>, Vec<Effect>) {
+pub(crate) fn pair(events: impl IntoIterator<Item = Event>) -> (Vec<PairedCommand>, Vec<Effect>) {
     let mut open: BTreeMap<String, Effect> = BTreeMap::new();
     let mut closed = Vec::new();
     for e in events {

@@ -16,14 +16,14 @@
 use serde::Serialize;
 
 /// The script, as `node --input-type=module -e` runs it.
-pub const SCRIPT: &str = include_str!("copilot_sdk.mjs");
+pub(crate) const SCRIPT: &str = include_str!("copilot_sdk.mjs");
 
 /// The program that runs the script.
-pub const PROGRAM: &str = "node";
+pub(crate) const PROGRAM: &str = "node";
 
 /// The variable naming the directory that holds
 /// `node_modules/@github/copilot-sdk` (what `--sdk` says).
-pub const SDK_DIR_VAR: &str = "HARNERY_COPILOT_SDK";
+pub(crate) const SDK_DIR_VAR: &str = "HARNERY_COPILOT_SDK";
 
 /// What the script is asked to do: its one argument, as JSON.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -70,7 +70,7 @@ pub enum SdkWordsError {
 
 impl SdkRequest {
     /// Resume `session_id`; nothing else said yet.
-    pub fn new(session_id: &str) -> SdkRequest {
+    pub(crate) fn new(session_id: &str) -> SdkRequest {
         SdkRequest {
             session_id: session_id.into(),
             prompt: None,
@@ -83,7 +83,7 @@ impl SdkRequest {
     }
 
     /// The words after `restore … --`, read as the Copilot CLI reads them.
-    pub fn with_words(mut self, words: &[String]) -> Result<SdkRequest, SdkWordsError> {
+    pub(crate) fn with_words(mut self, words: &[String]) -> Result<SdkRequest, SdkWordsError> {
         let mut rest = words.iter();
         while let Some(word) = rest.next() {
             let (name, inline) = match word.split_once('=') {
@@ -109,25 +109,25 @@ impl SdkRequest {
     }
 
     /// The same request, the SDK looked for in `dir` only.
-    pub fn in_sdk_dir(mut self, dir: Option<String>) -> SdkRequest {
+    pub(crate) fn in_sdk_dir(mut self, dir: Option<String>) -> SdkRequest {
         self.sdk_dir = dir;
         self
     }
 
     /// The same request, its turn given up after `secs` seconds.
-    pub fn within(mut self, secs: Option<u64>) -> SdkRequest {
+    pub(crate) fn within(mut self, secs: Option<u64>) -> SdkRequest {
         self.timeout_secs = secs;
         self
     }
 
     /// The same request, asking only where the SDK is.
-    pub fn check_only(mut self) -> SdkRequest {
+    pub(crate) fn check_only(mut self) -> SdkRequest {
         self.check = true;
         self
     }
 
     /// `node`'s arguments: the script, then the request as one JSON word.
-    pub fn arguments(&self) -> Vec<String> {
+    pub(crate) fn arguments(&self) -> Vec<String> {
         let json = serde_json::to_string(self).expect("a request of strings and flags is JSON");
         vec![
             "--input-type=module".into(),

@@ -117,7 +117,7 @@ pub fn newest_with<'l, 'a>(
 /// newest selected one where the session has that checkpoint valid. With
 /// `record` (`--record`), only the live epoch: a finalize never writes to
 /// an archived one.
-pub fn for_restore<'a>(
+pub(crate) fn for_restore<'a>(
     epochs: &'a Epochs,
     name: &str,
     checkpoint: &str,
@@ -159,7 +159,7 @@ fn for_checkpoint<'a>(
 /// Every epoch of the home but `read`'s, opened: those before it (oldest
 /// first) and those after it. An epoch that cannot be opened is left out:
 /// what it held is then missing, and the restore says what.
-pub fn around(
+pub(crate) fn around(
     home: &Home,
     read: &LedgerReader,
 ) -> Result<(Vec<LedgerReader>, Vec<LedgerReader>), SourceError> {

@@ -28,7 +28,7 @@ use crate::restore::log::SessionLog;
 /// The `uuid` of the last main-line `assistant` row in Claude Code's
 /// record `bytes` (whole lines): where `--resume-session-at` keeps the
 /// transcript up to.
-pub fn last_assistant_row(bytes: &[u8]) -> Option<String> {
+pub(crate) fn last_assistant_row(bytes: &[u8]) -> Option<String> {
     #[derive(serde::Deserialize)]
     struct Row {
         #[serde(rename = "type")]
@@ -50,7 +50,7 @@ pub fn last_assistant_row(bytes: &[u8]) -> Option<String> {
 /// message at or above the boundary of a turn none of the live events
 /// below it belongs to (one stamped with no turn counts: it cannot be
 /// shown to be kept).
-pub fn later_turn(
+pub(crate) fn later_turn(
     ledger: &LedgerReader,
     log: &SessionLog,
     boundary: u64,
@@ -85,7 +85,7 @@ pub fn later_turn(
 /// supersedes the whole range from the boundary on, so it would mark them
 /// superseded though the agent is given them: `restore --record` then
 /// records nothing.
-pub fn kept_turn_goes_on(
+pub(crate) fn kept_turn_goes_on(
     ledger: &LedgerReader,
     log: &SessionLog,
     boundary: u64,
@@ -111,7 +111,7 @@ pub fn kept_turn_goes_on(
 /// Whether Copilot's own record at `path` holds a user message past byte
 /// `end`, which harnery may not have read yet: the agent went on after
 /// the checkpoint. A record that cannot be read says nothing.
-pub fn copilot_record_goes_on(path: &std::path::Path, end: u64) -> bool {
+pub(crate) fn copilot_record_goes_on(path: &std::path::Path, end: u64) -> bool {
     let Ok(mut file) = std::fs::File::open(path) else {
         return false;
     };

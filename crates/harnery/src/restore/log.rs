@@ -46,7 +46,11 @@ pub enum ReplayError {
 
 /// Check a `[from, to)` window against a session whose next offset is
 /// `head`; `to` defaults to the head.
-pub fn check_window(from: i64, to: Option<i64>, head: u64) -> Result<(u64, u64), RangeError> {
+pub(crate) fn check_window(
+    from: i64,
+    to: Option<i64>,
+    head: u64,
+) -> Result<(u64, u64), RangeError> {
     let checked = |bound: &'static str, value: i64| {
         if value < 0 {
             return Err(RangeError::Negative { bound, value });
@@ -222,7 +226,7 @@ impl SessionLog {
 
     /// Only the resumes (superseded ranges and incarnations), without the
     /// checkpoints: what a read command needs to leave ranges out.
-    pub fn read_resumes(
+    pub(crate) fn read_resumes(
         ledger: &LedgerReader,
         session: &SessionRef,
     ) -> Result<SessionLog, LedgerError> {
@@ -367,7 +371,7 @@ impl SessionLog {
 
     /// Take the places a later part of the session (after an epoch
     /// advance) wrote for this part's checkpoints.
-    pub fn place_from(&mut self, later: &SessionLog) {
+    pub(crate) fn place_from(&mut self, later: &SessionLog) {
         for c in &later.placed_elsewhere {
             let cp = self
                 .checkpoints
@@ -380,7 +384,7 @@ impl SessionLog {
     }
 
     /// The checkpoint recorded first under `id`.
-    pub fn by_id(&self, id: &str) -> Option<&Checkpoint> {
+    pub(crate) fn by_id(&self, id: &str) -> Option<&Checkpoint> {
         self.checkpoints.iter().find(|c| c.checkpoint_id == id)
     }
 
@@ -410,7 +414,7 @@ impl SessionLog {
     }
 
     /// `latest`, or the valid checkpoint `id`.
-    pub fn choose(&self, wanted: Option<&str>) -> Result<&Checkpoint, CheckpointError> {
+    pub(crate) fn choose(&self, wanted: Option<&str>) -> Result<&Checkpoint, CheckpointError> {
         let session = self.session.session_id.clone();
         let Some(id) = wanted.filter(|w| *w != "latest") else {
             return self.latest().ok_or(CheckpointError::NoneValid(session));
@@ -432,7 +436,7 @@ impl SessionLog {
     }
 
     /// Every superseded range, in the order the resumes recorded them.
-    pub fn superseded(&self) -> Vec<OffsetRange> {
+    pub(crate) fn superseded(&self) -> Vec<OffsetRange> {
         self.resumes
             .iter()
             .map(|r| r.resumed.superseded)
@@ -440,7 +444,7 @@ impl SessionLog {
             .collect()
     }
 
-    pub fn is_superseded(&self, offset: u64) -> bool {
+    pub(crate) fn is_superseded(&self, offset: u64) -> bool {
         self.resumes
             .iter()
             .any(|r| r.resumed.superseded.contains(offset))
@@ -448,7 +452,7 @@ impl SessionLog {
 
     /// The offset of the resume that superseded the event at `offset`
     /// (the first that did), if one did.
-    pub fn superseded_by(&self, offset: u64) -> Option<u64> {
+    pub(crate) fn superseded_by(&self, offset: u64) -> Option<u64> {
         self.resumes
             .iter()
             .find(|r| r.resumed.superseded.contains(offset))
@@ -456,7 +460,7 @@ impl SessionLog {
     }
 
     /// The incarnation an event at `offset` belongs to.
-    pub fn incarnation_at(&self, offset: u64) -> u64 {
+    pub(crate) fn incarnation_at(&self, offset: u64) -> u64 {
         self.resumes
             .iter()
             .rev()
@@ -467,7 +471,7 @@ impl SessionLog {
 
 /// Events as a read command shows them: superseded ones left out, or,
 /// with `include_superseded`, kept and marked.
-pub fn live_events<'a>(
+pub(crate) fn live_events<'a>(
     log: &SessionLog,
     events: &'a [Event],
     include_superseded: bool,

@@ -26,7 +26,7 @@ use crate::ledger::LedgerReader;
 use crate::recover::policy::{ResumeAssessment, StreamSize};
 
 /// What the look-only restore needs to choose.
-pub struct Look<'a> {
+pub(crate) struct Look<'a> {
     pub home: &'a crate::home::Home,
     pub ledger: &'a LedgerReader,
     pub log: &'a SessionLog,
@@ -41,7 +41,7 @@ pub struct Look<'a> {
 
 impl Look<'_> {
     /// The shim, and the directory it runs in where only it knows one.
-    pub fn shim(
+    pub(crate) fn shim(
         &self,
         copilot_policy: impl FnOnce() -> (ResumeAssessment, Option<StreamSize>),
     ) -> Result<(ResumeShim, Option<String>), PlanError> {

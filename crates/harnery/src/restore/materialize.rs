@@ -47,13 +47,13 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> MaterializeError + '_ {
 }
 
 /// A fresh session id, as both agents spell theirs.
-pub fn new_session_id() -> String {
+pub(crate) fn new_session_id() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
 /// An id for the new session given on the command line: a plain name
 /// (letters, digits, `.`, `_`, `-`), never a path.
-pub fn check_new_id(id: &str) -> Result<(), MaterializeError> {
+pub(crate) fn check_new_id(id: &str) -> Result<(), MaterializeError> {
     if is_plain_id(id) {
         Ok(())
     } else {
@@ -66,7 +66,7 @@ pub fn check_new_id(id: &str) -> Result<(), MaterializeError> {
 
 /// Claude Code's project directory for `cwd`: every character but an
 /// ASCII letter or digit becomes `-` (`/tmp/a.b` → `-tmp-a-b`).
-pub fn claude_project_dir(cwd: &str) -> Result<String, MaterializeError> {
+pub(crate) fn claude_project_dir(cwd: &str) -> Result<String, MaterializeError> {
     let slug: String = cwd
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
@@ -83,7 +83,7 @@ pub fn claude_project_dir(cwd: &str) -> Result<String, MaterializeError> {
 /// Where the new session's record goes: see the module doc. `record` is
 /// the path the agent wrote the original at (its project directory is
 /// reused), `cwd` the session's directory.
-pub fn destination(
+pub(crate) fn destination(
     adapter: AdapterId,
     record: &str,
     cwd: Option<&str>,
@@ -130,7 +130,7 @@ const ID_KEYS: [&str; 2] = ["sessionId", "session_id"];
 
 /// `bytes` with each `"sessionId":"<old>"` (or `"session_id"`) naming
 /// `new` instead.
-pub fn with_session_id(bytes: &[u8], old: &str, new: &str) -> Vec<u8> {
+pub(crate) fn with_session_id(bytes: &[u8], old: &str, new: &str) -> Vec<u8> {
     let pairs: Vec<(Vec<u8>, Vec<u8>)> = ID_KEYS
         .iter()
         .map(|k| {
@@ -158,7 +158,7 @@ pub fn with_session_id(bytes: &[u8], old: &str, new: &str) -> Vec<u8> {
 
 /// How [`write_new`] left the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Written {
+pub(crate) enum Written {
     /// It made the file.
     New,
     /// The file was there from an earlier run of the same put-back, killed
@@ -174,7 +174,7 @@ pub enum Written {
 /// is this very put-back's, left by a run killed after creating it: it is
 /// completed, never rewritten ([`Written::Resumed`]). Anything else there
 /// is the agent's own and refused.
-pub fn write_new(
+pub(crate) fn write_new(
     adapter: AdapterId,
     path: &Path,
     bytes: &[u8],

@@ -189,7 +189,7 @@ fn choose_shim(
 /// a put-back shim to carry to `restore … --apply` (the words after `--`
 /// follow them there). Paths are made absolute, so the printed command
 /// works from any directory.
-pub fn carried_flags(
+pub(crate) fn carried_flags(
     req: &RestoreRequest,
     sdk_dir: Option<&str>,
 ) -> Result<Vec<String>, PlanError> {

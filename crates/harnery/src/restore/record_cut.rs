@@ -80,7 +80,7 @@ pub struct RecordCut {
 }
 
 /// The record position of an event read from the agent's record.
-pub fn record_of(payload: &Payload) -> Option<&RecordAt> {
+pub(crate) fn record_of(payload: &Payload) -> Option<&RecordAt> {
     payload.record_line()
 }
 
@@ -221,14 +221,14 @@ pub fn cut_at(
 /// archived epoch's raw archive (so do the session's start and its
 /// directory); a checkpoint pinned before an advance may be placed after
 /// it, past the bytes its own epoch archived.
-pub struct Parts<'a> {
+pub(crate) struct Parts<'a> {
     pub ledger: &'a LedgerReader,
     pub earlier: Vec<&'a LedgerReader>,
     pub later: Vec<&'a LedgerReader>,
 }
 
 impl<'a> Parts<'a> {
-    pub fn one(ledger: &'a LedgerReader) -> Parts<'a> {
+    pub(crate) fn one(ledger: &'a LedgerReader) -> Parts<'a> {
         Parts {
             ledger,
             earlier: Vec::new(),
@@ -250,7 +250,7 @@ impl<'a> Parts<'a> {
 impl CutError {
     /// Whether another epoch may hold what was missing: the record's
     /// bytes, or its lines altogether.
-    pub fn other_epochs_may_help(&self) -> bool {
+    pub(crate) fn other_epochs_may_help(&self) -> bool {
         matches!(self, CutError::NoRecord(_) | CutError::Gap { .. })
     }
 }
@@ -273,7 +273,7 @@ fn cut_across(
 /// (`checkpoint.located`, generation 7) where it has one: a checkpoint of
 /// an older generation, or one whose turn the record was not yet read
 /// past, is derived. The bytes come from every epoch of `parts`.
-pub fn cut_for(
+pub(crate) fn cut_for(
     parts: &Parts,
     log: &SessionLog,
     cp: &Checkpoint,
@@ -330,7 +330,7 @@ fn scan(parts: &Parts, log: &SessionLog, boundary: u64) -> Result<(Scan, String)
 /// The record at `path` from byte 0 up to `end` (all that was archived,
 /// when `None`), from the session's `harnery.record` chunks in every
 /// epoch of `parts`.
-pub fn archived_prefix(
+pub(crate) fn archived_prefix(
     parts: &Parts,
     session: &SessionRef,
     path: &str,

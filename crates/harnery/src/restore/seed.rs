@@ -69,7 +69,7 @@ impl std::fmt::Debug for SeedEvents<'_> {
 
 impl SeedEvents<'_> {
     /// Each event of the seed, in offset order.
-    pub fn for_each<E: From<LedgerError>>(
+    pub(crate) fn for_each<E: From<LedgerError>>(
         &self,
         mut f: impl FnMut(Event) -> Result<(), E>,
     ) -> Result<(), E> {
@@ -92,16 +92,6 @@ impl SeedEvents<'_> {
             Ok::<(), LedgerError>(())
         })?;
         Ok(n)
-    }
-
-    /// The seed's events, all in memory (tests, small sessions).
-    pub fn collect(&self) -> Result<Vec<Event>, LedgerError> {
-        let mut out = Vec::new();
-        self.for_each(|e| {
-            out.push(e);
-            Ok::<(), LedgerError>(())
-        })?;
-        Ok(out)
     }
 }
 
@@ -145,7 +135,7 @@ pub enum RestoreError {
 
 /// The seed of `session` at `checkpoint` (an id, `latest`, or none for the
 /// latest). Its events are read when it is written out.
-pub fn seed<'a>(
+pub(crate) fn seed<'a>(
     ledger: &'a LedgerReader,
     log: &SessionLog,
     checkpoint: Option<&str>,

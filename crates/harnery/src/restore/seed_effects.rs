@@ -22,7 +22,7 @@ use crate::session::effects::effect_detail;
 /// spans that may have run. Commands are few and read by type; of the
 /// tool calls, only the spans the ledger holds recovered or open are
 /// looked up (by id), not every call.
-pub fn beyond_checkpoints(
+pub(crate) fn beyond_checkpoints(
     ledger: &LedgerReader,
     log: &SessionLog,
     boundary: u64,

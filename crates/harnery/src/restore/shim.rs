@@ -143,7 +143,7 @@ impl ResumeShim {
     /// The same shim, run in `cwd`. A put-back runs where it was printed:
     /// `restore` finds the session from any directory, and a relative path
     /// it carries stays right.
-    pub fn in_dir(mut self, cwd: Option<String>) -> ResumeShim {
+    pub(crate) fn in_dir(mut self, cwd: Option<String>) -> ResumeShim {
         if !matches!(self.shape, Shape::PutBack | Shape::Nothing) {
             self.cwd = cwd;
             self.text = self.render();
@@ -154,7 +154,7 @@ impl ResumeShim {
     /// The same put-back carrying `flags` of the restore that printed it
     /// (`--transport sdk`, `--sdk DIR`, …), just before its `--apply`, so
     /// that it resumes as that restore would. Other shims are unchanged.
-    pub fn carrying(mut self, flags: &[String]) -> ResumeShim {
+    pub(crate) fn carrying(mut self, flags: &[String]) -> ResumeShim {
         if self.shape == Shape::PutBack {
             let apply = self.arguments.len() - 1;
             debug_assert_eq!(self.arguments[apply], "--apply", "carried before the words");
@@ -167,7 +167,7 @@ impl ResumeShim {
     /// The same shim with the words after `restore … --`: after a
     /// command's arguments, or read into the SDK request (`sdk_dir`: where
     /// the SDK is, when given).
-    pub fn with_words(
+    pub(crate) fn with_words(
         mut self,
         words: &[String],
         sdk_dir: Option<String>,
@@ -186,7 +186,7 @@ impl ResumeShim {
 
     /// The same shim, an SDK resume's turn given up after `secs` seconds
     /// (`--sdk-timeout`); a shim that runs no SDK resume is unchanged.
-    pub fn within(mut self, secs: Option<u64>) -> ResumeShim {
+    pub(crate) fn within(mut self, secs: Option<u64>) -> ResumeShim {
         if let Some(runner) = &self.runner {
             self.runner = Some(SdkRunner::new(runner.request.clone().within(secs)));
             self.text = self.render();
@@ -215,7 +215,7 @@ impl ResumeShim {
     /// The same shim with `extra` words after its arguments (a prompt for
     /// the agent, say). A print-mode resume that is given `-p` again keeps
     /// one.
-    pub fn with_extra(mut self, extra: &[String]) -> ResumeShim {
+    pub(crate) fn with_extra(mut self, extra: &[String]) -> ResumeShim {
         if self.shape == Shape::Nothing {
             return self;
         }
@@ -250,7 +250,7 @@ impl ResumeShim {
     /// The command text, shell-quoted: the program and its arguments
     /// (for the SDK, `node`, the script and the request), after `cd DIR`;
     /// empty when there is no command.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         if self.shape == Shape::Nothing {
             return String::new();
         }
@@ -295,7 +295,7 @@ fn shell_word(word: &str) -> String {
 /// `--name value` as the words a command line takes back unchanged: one
 /// word `--name=value` where the value starts with `-`, which would
 /// otherwise be read as a flag of its own.
-pub fn option(name: &str, value: &str) -> Vec<String> {
+pub(crate) fn option(name: &str, value: &str) -> Vec<String> {
     if value.starts_with('-') {
         vec![format!("{name}={value}")]
     } else {
@@ -304,7 +304,7 @@ pub fn option(name: &str, value: &str) -> Vec<String> {
 }
 
 /// Claude Code resumes from its own transcript.
-pub fn claude_code(session_id: &str) -> ResumeShim {
+pub(crate) fn claude_code(session_id: &str) -> ResumeShim {
     ResumeShim::cli(
         "claude",
         vec!["--resume".into(), session_id.into()],
@@ -321,7 +321,7 @@ pub fn claude_code(session_id: &str) -> ResumeShim {
 /// the new turn a branch of the same session (`restore --record`).
 /// `interactive` is the command for an interactive resume, when there is
 /// one (`restore … --apply`).
-pub fn claude_at(
+pub(crate) fn claude_at(
     session_id: &str,
     row: &str,
     fork: bool,
@@ -353,7 +353,7 @@ pub fn claude_at(
 
 /// No command can resume the session at the checkpoint: `why` says what
 /// cannot be done. The shim names no program and renders no text.
-pub fn unavailable(why: String) -> ResumeShim {
+pub(crate) fn unavailable(why: String) -> ResumeShim {
     let mut shim = ResumeShim::cli("", Vec::new(), false, why).shaped(Shape::Nothing);
     shim.program = None;
     shim.runnable = false;
@@ -363,7 +363,7 @@ pub fn unavailable(why: String) -> ResumeShim {
 
 /// Copilot, under `resume-policy`: native only on evidence (`checkpoint`
 /// is the one a put-back shim names).
-pub fn copilot(
+pub(crate) fn copilot(
     session_id: &str,
     checkpoint: Option<&str>,
     transport: Transport,
@@ -413,7 +413,11 @@ pub fn copilot(
 
 /// The agent's own record of the session is gone: put it back from the
 /// raw archive as a new session (at `checkpoint`, else the latest) first.
-pub fn put_back_first(session_id: &str, checkpoint: Option<&str>, why: String) -> ResumeShim {
+pub(crate) fn put_back_first(
+    session_id: &str,
+    checkpoint: Option<&str>,
+    why: String,
+) -> ResumeShim {
     let mut arguments = vec!["restore".to_string(), session_id.to_string()];
     if let Some(cp) = checkpoint {
         arguments.extend(option("--checkpoint", cp));
@@ -429,7 +433,7 @@ pub fn put_back_first(session_id: &str, checkpoint: Option<&str>, why: String) -
 }
 
 /// The shim for a session of `adapter` (Copilot needs its policy).
-pub fn for_adapter(
+pub(crate) fn for_adapter(
     adapter: AdapterId,
     session_id: &str,
     checkpoint: Option<&str>,

@@ -25,7 +25,7 @@ pub struct Steering {
 /// The steering messages among the live `message.user` events below
 /// `boundary` whose lines `bytes` (the record at `path` from byte 0)
 /// holds.
-pub fn below(
+pub(crate) fn below(
     ledger: &LedgerReader,
     log: &SessionLog,
     boundary: u64,

@@ -37,7 +37,7 @@ impl Kind {
         Kind::Command,
     ];
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Kind::Prompt => "prompt",
             Kind::Message => "message",
@@ -71,18 +71,18 @@ impl std::fmt::Display for Kind {
 
 /// The most text one event contributes: the first 64 KiB (cut at a
 /// character boundary). A longer tool output is found by its beginning.
-pub const MAX_TEXT: usize = 64 * 1024;
+pub(crate) const MAX_TEXT: usize = 64 * 1024;
 
 /// One event's searchable text.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Doc {
+pub(crate) struct Doc {
     pub kind: Kind,
     pub tool: Option<String>,
     pub text: String,
 }
 
 /// The searchable text of `event`, if it has any.
-pub fn doc_of(event: &Event) -> Option<Doc> {
+pub(crate) fn doc_of(event: &Event) -> Option<Doc> {
     let (kind, tool, text) = match &event.payload {
         Payload::PromptSubmitted(p) => (Kind::Prompt, None, p.prompt.clone()?),
         Payload::MessageUser(p) => (Kind::Prompt, None, p.text.clone()?),
@@ -113,7 +113,7 @@ pub fn doc_of(event: &Event) -> Option<Doc> {
 
 /// Whether events of type `ty` can have searchable text (what
 /// [`doc_of`] reads).
-pub fn has_text(ty: EventType) -> bool {
+pub(crate) fn has_text(ty: EventType) -> bool {
     matches!(
         ty,
         EventType::PromptSubmitted

@@ -29,7 +29,7 @@ fn chunk_of(id: i64) -> (i64, usize) {
 /// A doc's tag: its kind (bits 0–2, 1-based), whether its span failed
 /// (bit 3), its tool's hash (bits 4–15, 0 for none).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Tag(u16);
+pub(crate) struct Tag(u16);
 
 const FAILED: u16 = 1 << 3;
 
@@ -49,7 +49,7 @@ impl Tag {
 
 /// A tool name's 12-bit hash (any ASCII case alike, as `--tool` matches),
 /// never 0.
-pub fn tool_hash(name: &str) -> u16 {
+pub(crate) fn tool_hash(name: &str) -> u16 {
     // FNV-1a over the lowercased bytes, folded to 12 bits.
     let mut h: u32 = 0x811c_9dc5;
     for b in name.bytes() {
@@ -61,7 +61,7 @@ pub fn tool_hash(name: &str) -> u16 {
 
 /// What a query keeps, as a test of tags.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct TagFilter {
+pub(crate) struct TagFilter {
     /// Bit `k` set: kind code `k` (1-based) is kept; 0 keeps every kind.
     pub kinds: u8,
     /// The tool's hash, 0 for any.
@@ -82,12 +82,12 @@ impl TagFilter {
         }
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.kinds == 0 && self.tool == 0 && !self.failed
     }
 
     /// Whether a doc of this tag can pass (a tag of 0 always can).
-    pub fn admits(&self, tag: u16) -> bool {
+    pub(crate) fn admits(&self, tag: u16) -> bool {
         tag == 0
             || ((self.kinds == 0 || self.kinds & (1 << (tag & 7)) != 0)
                 && (self.tool == 0 || self.tool == tag >> 4)
@@ -98,7 +98,7 @@ impl TagFilter {
 /// The facts of some doc id ranges, in memory: per range, its facts rows
 /// as read (a missing one is a hole: nothing known).
 #[derive(Debug, Default)]
-pub struct Facts {
+pub(crate) struct Facts {
     spans: Vec<Span>,
 }
 
@@ -112,7 +112,7 @@ struct Span {
 impl Facts {
     /// Load the facts of the docs in `ranges` (`[lo, hi]` doc ids); their
     /// tags only when `tags` is set.
-    pub fn load(
+    pub(crate) fn load(
         conn: &Connection,
         ranges: &[(i64, i64)],
         tags: bool,
@@ -146,7 +146,7 @@ impl Facts {
 
     /// Doc `id`'s length in words and tag (0 when its tags were not
     /// loaded), if its facts are known.
-    pub fn get(&self, id: i64) -> Option<(u16, u16)> {
+    pub(crate) fn get(&self, id: i64) -> Option<(u16, u16)> {
         let (row, at) = chunk_of(id);
         let chunk = self.spans.iter().find_map(|s| {
             let i = usize::try_from(row - s.first).ok()?;
@@ -165,7 +165,7 @@ fn read_u16(bytes: &[u8], at: usize) -> Option<u16> {
 /// Facts rows changed by one batch of indexing, written back by
 /// [`Pending::flush`].
 #[derive(Default)]
-pub struct Pending {
+pub(crate) struct Pending {
     chunks: HashMap<i64, Chunk>,
 }
 
@@ -207,7 +207,7 @@ impl Pending {
     }
 
     /// Doc `id` has `len` words and this tag.
-    pub fn set(
+    pub(crate) fn set(
         &mut self,
         tx: &Transaction,
         id: i64,
@@ -223,7 +223,7 @@ impl Pending {
     }
 
     /// Doc `id`'s span failed, or not.
-    pub fn set_failed(
+    pub(crate) fn set_failed(
         &mut self,
         tx: &Transaction,
         id: i64,
@@ -237,7 +237,7 @@ impl Pending {
         Ok(())
     }
 
-    pub fn flush(self, tx: &Transaction) -> Result<(), rusqlite::Error> {
+    pub(crate) fn flush(self, tx: &Transaction) -> Result<(), rusqlite::Error> {
         let mut stmt =
             tx.prepare_cached("INSERT OR REPLACE INTO facts (id, lens, tags) VALUES (?1, ?2, ?3)")?;
         for (chunk, c) in self.chunks {
@@ -249,7 +249,11 @@ impl Pending {
 
 /// The length in words FTS5 recorded for each doc of `[lo, hi]` in the
 /// word table (its `docsize` rows: one varint per column).
-pub fn lengths(tx: &Transaction, lo: i64, hi: i64) -> Result<Vec<(i64, u64)>, rusqlite::Error> {
+pub(crate) fn lengths(
+    tx: &Transaction,
+    lo: i64,
+    hi: i64,
+) -> Result<Vec<(i64, u64)>, rusqlite::Error> {
     let mut stmt =
         tx.prepare_cached("SELECT id, sz FROM words_docsize WHERE id BETWEEN ?1 AND ?2")?;
     let rows = stmt.query_map([lo, hi], |r| {

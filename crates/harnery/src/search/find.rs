@@ -31,7 +31,7 @@ use super::store::{doc_range, epoch_of};
 use crate::contract::{AdapterId, SessionRef};
 
 /// What a query keeps besides its terms.
-pub struct Filters<'a> {
+pub(crate) struct Filters<'a> {
     /// The epochs searched, by their key in the index.
     pub epochs: &'a [i64],
     pub adapter: Option<&'a str>,
@@ -47,7 +47,7 @@ pub struct Filters<'a> {
 
 /// One matching doc.
 #[derive(Debug, Clone)]
-pub struct Found {
+pub(crate) struct Found {
     pub id: i64,
     pub session: SessionRef,
     pub offset: u64,
@@ -67,12 +67,12 @@ pub struct Found {
 
 impl Found {
     /// The epoch's key in the index.
-    pub fn epoch(&self) -> i64 {
+    pub(crate) fn epoch(&self) -> i64 {
         epoch_of(self.id)
     }
 
     /// The row's `seq` in its epoch's chain.
-    pub fn seq(&self) -> i64 {
+    pub(crate) fn seq(&self) -> i64 {
         self.id - doc_range(self.epoch()).0
     }
 
@@ -89,7 +89,7 @@ struct Row {
 }
 
 /// The docs that match, best first.
-pub fn run(
+pub(crate) fn run(
     conn: &Connection,
     t: &Translated,
     substrings: &[Needle],
@@ -487,13 +487,13 @@ fn doc(conn: &Connection, id: i64, score: f64) -> Result<Option<Row>, rusqlite::
 }
 
 /// The text of one doc.
-pub fn text_of(conn: &Connection, id: i64) -> Result<String, rusqlite::Error> {
+pub(crate) fn text_of(conn: &Connection, id: i64) -> Result<String, rusqlite::Error> {
     conn.prepare_cached("SELECT text FROM texts WHERE id = ?1")?
         .query_row([id], |r| r.get(0))
 }
 
 /// The keys of the epochs the index holds, by genesis id.
-pub fn epoch_keys(conn: &Connection) -> Result<HashMap<String, i64>, rusqlite::Error> {
+pub(crate) fn epoch_keys(conn: &Connection) -> Result<HashMap<String, i64>, rusqlite::Error> {
     let mut stmt = conn.prepare("SELECT genesis_id, id FROM epochs")?;
     let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
     rows.collect()

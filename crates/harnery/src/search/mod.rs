@@ -15,12 +15,12 @@
 //! - [`extract`]: which text of which event is searchable, as what kind.
 //! - [`find`]: the SQL of a search; [`snippet`]: the marked window.
 
-pub mod extract;
+pub(crate) mod extract;
 mod facts;
 mod find;
-pub mod query;
+pub(crate) mod query;
 mod rank;
-pub mod snippet;
+pub(crate) mod snippet;
 mod store;
 mod update;
 
@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use extract::Kind;
-pub use query::QueryError;
+pub(crate) use query::QueryError;
 pub use store::{FORMAT, index_path};
 pub use update::{AFTER_BATCH, Sizes};
 
@@ -90,7 +90,7 @@ pub struct Query {
 
 impl Query {
     /// `text` over the live epoch, every kind, the default limit and order.
-    pub fn new(text: impl Into<String>) -> Query {
+    pub(crate) fn new(text: impl Into<String>) -> Query {
         Query {
             text: text.into(),
             session: None,
@@ -180,7 +180,7 @@ impl SearchError {
 }
 
 /// Search the epochs `q.epoch` selects (see [`search_epochs`]).
-pub fn search(home: &Home, q: &Query) -> Result<Vec<Hit>, SearchError> {
+pub(crate) fn search(home: &Home, q: &Query) -> Result<Vec<Hit>, SearchError> {
     let epochs = Epochs::open(home, &q.epoch)?;
     search_epochs(home, &epochs, q)
 }
@@ -326,12 +326,12 @@ fn catch_up_all(
 /// an index made again) costs each run a few seconds at most and is
 /// caught up by the runs after it, or by the next search, which reads on
 /// to the end.
-pub const FINALIZE_BUDGET: u64 = 20_000;
+pub(crate) const FINALIZE_BUDGET: u64 = 20_000;
 
 /// Bring the index up to date with the live epoch, up to
 /// [`FINALIZE_BUDGET`] rows: what `finalize` calls after its ledger
 /// transaction commits (see [`update_live_within`]).
-pub fn update_live(home: &Home) -> Result<u64, SearchError> {
+pub(crate) fn update_live(home: &Home) -> Result<u64, SearchError> {
     update_live_within(home, FINALIZE_BUDGET)
 }
 

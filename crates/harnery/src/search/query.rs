@@ -17,11 +17,9 @@
 //! Terms separated by spaces must all match. A substring is at least 3
 //! characters (the trigram table cannot look for less).
 
-use std::fmt::Write as _;
-
 /// One term of a query.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Term {
+pub(crate) enum Term {
     /// A whole word (letters and digits only).
     Word(String),
     /// A word that starts with this.
@@ -49,7 +47,7 @@ pub enum QueryError {
 const MIN_SUBSTRING: usize = 3;
 
 /// Split `text` into terms (see the module doc).
-pub fn parse(text: &str) -> Result<Vec<Term>, QueryError> {
+pub(crate) fn parse(text: &str) -> Result<Vec<Term>, QueryError> {
     let mut terms = Vec::new();
     for piece in split(text)? {
         if let Some(term) = classify(piece)? {
@@ -142,14 +140,14 @@ fn substring(text: &str) -> Result<Term, QueryError> {
 /// docs that hold them all, and each doc's text is then read to confirm
 /// the substring); `None` where the query has no term for that table.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Translated {
+pub(crate) struct Translated {
     pub words: Option<String>,
     pub grams: Option<String>,
 }
 
 /// Translate terms into FTS5 syntax: every term one FTS5 string, joined
 /// with `AND`.
-pub fn translate(terms: &[Term]) -> Translated {
+pub(crate) fn translate(terms: &[Term]) -> Translated {
     let mut words = Vec::new();
     let mut grams = Vec::new();
     for term in terms {
@@ -199,14 +197,14 @@ fn fts_string(text: &str) -> String {
 /// What the snippet marks for a term: the text to find and whether it
 /// must start (and, for a whole word, end) at a word boundary.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Needle {
+pub(crate) struct Needle {
     pub text: String,
     pub word_start: bool,
     pub word_end: bool,
 }
 
 /// The needles the snippet marks for `terms`.
-pub fn needles(terms: &[Term]) -> Vec<Needle> {
+pub(crate) fn needles(terms: &[Term]) -> Vec<Needle> {
     let mut out = Vec::new();
     for term in terms {
         let (texts, start, end): (Vec<&str>, bool, bool) = match term {
@@ -227,30 +225,13 @@ pub fn needles(terms: &[Term]) -> Vec<Needle> {
 }
 
 /// The needles of the substrings alone: what a hit's text must hold.
-pub fn substrings(terms: &[Term]) -> Vec<Needle> {
+pub(crate) fn substrings(terms: &[Term]) -> Vec<Needle> {
     let subs: Vec<Term> = terms
         .iter()
         .filter(|t| matches!(t, Term::Substring(_)))
         .cloned()
         .collect();
     needles(&subs)
-}
-
-/// The terms written back in the query syntax (for messages).
-pub fn describe(terms: &[Term]) -> String {
-    let mut out = String::new();
-    for (i, t) in terms.iter().enumerate() {
-        if i > 0 {
-            out.push(' ');
-        }
-        let _ = match t {
-            Term::Word(w) => write!(out, "{w}"),
-            Term::Prefix(p) => write!(out, "{p}*"),
-            Term::Phrase(ws) => write!(out, "\"{}\"", ws.join(" ")),
-            Term::Substring(s) => write!(out, "substring {s:?}"),
-        };
-    }
-    out
 }
 
 #[cfg(test)]

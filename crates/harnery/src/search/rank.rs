@@ -38,13 +38,13 @@ struct Constants {
 }
 
 /// The function registered on one connection, for one search's words.
-pub struct Ranker {
+pub(crate) struct Ranker {
     shared: Arc<Shared>,
 }
 
 impl Ranker {
     /// Register `harnery_rank` on `conn`.
-    pub fn register(conn: &Connection) -> Result<Ranker, rusqlite::Error> {
+    pub(crate) fn register(conn: &Connection) -> Result<Ranker, rusqlite::Error> {
         let shared: Arc<Shared> = Arc::new(Mutex::new(State::default()));
         let api = fts5_api(conn)?;
         let context = Box::into_raw(Box::new(Arc::clone(&shared)));
@@ -69,7 +69,7 @@ impl Ranker {
     }
 
     /// The facts the next queries read.
-    pub fn use_facts(&self, facts: Facts) {
+    pub(crate) fn use_facts(&self, facts: Facts) {
         self.shared.lock().unwrap_or_else(|e| e.into_inner()).facts = Some(Arc::new(facts));
     }
 }

@@ -17,13 +17,13 @@ const ELLIPSIS: &str = "…";
 
 /// A snippet and where its matches are, as byte ranges `[start, end)`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Snippet {
+pub(crate) struct Snippet {
     pub text: String,
     pub matches: Vec<[usize; 2]>,
 }
 
 /// The snippet of `text` for `needles`.
-pub fn snippet(text: &str, needles: &[Needle]) -> Snippet {
+pub(crate) fn snippet(text: &str, needles: &[Needle]) -> Snippet {
     let found = all_matches(text, needles);
     let first = found.first().map_or(0, |m| m[0]);
     let start = back_chars(text, first, BEFORE);
@@ -48,7 +48,7 @@ pub fn snippet(text: &str, needles: &[Needle]) -> Snippet {
 }
 
 /// Whether `needle` occurs in `text` (as [`snippet`] marks it).
-pub fn occurs(text: &str, needle: &Needle) -> bool {
+pub(crate) fn occurs(text: &str, needle: &Needle) -> bool {
     !find_all(text, needle).is_empty()
 }
 

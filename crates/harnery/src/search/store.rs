@@ -93,17 +93,17 @@ const HASH_SIZE: i64 = 8 << 20;
 const SEQ_BITS: u32 = 40;
 
 /// The doc id of row `seq` of the epoch keyed `epoch`.
-pub fn doc_id(epoch: i64, seq: i64) -> i64 {
+pub(crate) fn doc_id(epoch: i64, seq: i64) -> i64 {
     (epoch << SEQ_BITS) | seq
 }
 
 /// The doc ids of the epoch keyed `epoch`: `[first, last]`.
-pub fn doc_range(epoch: i64) -> (i64, i64) {
+pub(crate) fn doc_range(epoch: i64) -> (i64, i64) {
     (doc_id(epoch, 0), doc_id(epoch + 1, 0) - 1)
 }
 
 /// The epoch key of a doc id.
-pub fn epoch_of(id: i64) -> i64 {
+pub(crate) fn epoch_of(id: i64) -> i64 {
     id >> SEQ_BITS
 }
 
@@ -117,7 +117,7 @@ pub fn index_path(home: &Home) -> Result<PathBuf, SearchError> {
 
 /// Open the index, making it anew when it is missing or not one this
 /// build can use.
-pub fn open(home: &Home) -> Result<Connection, SearchError> {
+pub(crate) fn open(home: &Home) -> Result<Connection, SearchError> {
     let path = index_path(home)?;
     match open_existing(&path) {
         Ok(Some(conn)) => Ok(conn),
@@ -129,7 +129,7 @@ pub fn open(home: &Home) -> Result<Connection, SearchError> {
 }
 
 /// Throw the index away and make an empty one.
-pub fn recreate(home: &Home) -> Result<Connection, SearchError> {
+pub(crate) fn recreate(home: &Home) -> Result<Connection, SearchError> {
     create(&index_path(home)?)
 }
 
@@ -203,19 +203,19 @@ fn connect(path: &Path) -> Result<Connection, rusqlite::Error> {
 /// A page cache of `kib` KiB (a larger one than SQLite's 2 MiB while
 /// rows are indexed; the default again for a query, whose peak memory
 /// stays small).
-pub fn cache_kib(conn: &Connection, kib: i64) -> Result<(), rusqlite::Error> {
+pub(crate) fn cache_kib(conn: &Connection, kib: i64) -> Result<(), rusqlite::Error> {
     conn.pragma_update(None, "cache_size", -kib)
 }
 
 /// SQLite's own page cache size, in KiB.
-pub const DEFAULT_CACHE_KIB: i64 = 2_000;
+pub(crate) const DEFAULT_CACHE_KIB: i64 = 2_000;
 
 /// The page cache while rows are indexed, in KiB.
-pub const INDEXING_CACHE_KIB: i64 = 16_384;
+pub(crate) const INDEXING_CACHE_KIB: i64 = 16_384;
 
 /// Whether an error means the file is damaged (to be made again) rather
 /// than busy or unreachable.
-pub fn is_damage(e: &rusqlite::Error) -> bool {
+pub(crate) fn is_damage(e: &rusqlite::Error) -> bool {
     use rusqlite::ErrorCode::{DatabaseCorrupt, NotADatabase};
     matches!(e.sqlite_error_code(), Some(DatabaseCorrupt | NotADatabase))
         || matches!(e, rusqlite::Error::SqliteFailure(_, Some(m)) if m.contains("no such table") || m.contains("no such column"))
@@ -223,7 +223,7 @@ pub fn is_damage(e: &rusqlite::Error) -> bool {
 
 /// Whether an error means another connection holds the index for writing
 /// (past the busy timeout).
-pub fn is_busy(e: &rusqlite::Error) -> bool {
+pub(crate) fn is_busy(e: &rusqlite::Error) -> bool {
     use rusqlite::ErrorCode::{DatabaseBusy, DatabaseLocked};
     matches!(e.sqlite_error_code(), Some(DatabaseBusy | DatabaseLocked))
 }

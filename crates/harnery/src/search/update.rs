@@ -66,7 +66,7 @@ pub const AFTER_BATCH: &str = "search-after-batch";
 /// (with `budget`) that many at most; how many rows were read. Each
 /// batch reads how far the index is inside its own write transaction, so a
 /// search and a finalize catching up at once never index a row twice.
-pub fn catch_up(
+pub(crate) fn catch_up(
     conn: &mut Connection,
     ledger: &LedgerReader,
     budget: Option<u64>,

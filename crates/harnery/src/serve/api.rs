@@ -14,32 +14,35 @@ use crate::search::Hit;
 
 use super::data::{ReadError, Source};
 
-pub fn sessions(source: &Source, filter: &SessionFilter) -> Result<serde_json::Value, ReadError> {
+pub(crate) fn sessions(
+    source: &Source,
+    filter: &SessionFilter,
+) -> Result<serde_json::Value, ReadError> {
     let listed = source.sessions(filter)?;
     Ok(listed.iter().map(|l| l.to_json(false)).collect())
 }
 
-pub fn session(source: &Source, name: &str) -> Result<serde_json::Value, ReadError> {
+pub(crate) fn session(source: &Source, name: &str) -> Result<serde_json::Value, ReadError> {
     let detail = source.session(name)?;
     Ok(serde_json::to_value(&detail.timeline).expect("a timeline serializes"))
 }
 
 /// Usage grouped by `by` (`session` when not given, as the command).
-pub fn usage(source: &Source, by: GroupBy) -> Result<serde_json::Value, ReadError> {
+pub(crate) fn usage(source: &Source, by: GroupBy) -> Result<serde_json::Value, ReadError> {
     let (tally, prices) = source.usage_by(by)?;
     Ok(UsageDoc::of(&tally).to_json(&prices))
 }
 
-pub fn health(source: &Source) -> Result<serde_json::Value, ReadError> {
+pub(crate) fn health(source: &Source) -> Result<serde_json::Value, ReadError> {
     let report = source.health()?;
     Ok(report.conditions.iter().map(condition_json).collect())
 }
 
 /// Search hits, each as the serializer of `harnery search --json` writes it.
-pub fn hits(hits: &[Hit]) -> serde_json::Value {
+pub(crate) fn hits(hits: &[Hit]) -> serde_json::Value {
     serde_json::to_value(hits).expect("a hit serializes")
 }
 
-pub fn last_seq(source: &Source) -> Result<serde_json::Value, ReadError> {
+pub(crate) fn last_seq(source: &Source) -> Result<serde_json::Value, ReadError> {
     Ok(serde_json::to_value(source.last_seq()?).expect("a seq serializes"))
 }

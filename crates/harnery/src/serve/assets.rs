@@ -2,7 +2,7 @@
 //! into the binary (the server reads no file but the ledger and spool).
 
 /// `(media type, bytes)` of the static file `name`, if there is one.
-pub fn get(name: &str) -> Option<(&'static str, &'static [u8])> {
+pub(crate) fn get(name: &str) -> Option<(&'static str, &'static [u8])> {
     const CSS: &str = "text/css; charset=utf-8";
     const JS: &str = "text/javascript; charset=utf-8";
     match name {

@@ -24,7 +24,7 @@ use crate::view::{PartRows, SessionView, build};
 const COMMAND: &str = "serve";
 
 #[derive(Debug, thiserror::Error)]
-pub enum ReadError {
+pub(crate) enum ReadError {
     #[error(transparent)]
     Source(#[from] SourceError),
     #[error(transparent)]
@@ -35,7 +35,7 @@ pub enum ReadError {
 
 impl ReadError {
     /// Whether the request named something that is not there.
-    pub fn not_found(&self) -> bool {
+    pub(crate) fn not_found(&self) -> bool {
         matches!(
             self,
             ReadError::Source(SourceError::NoSuchSession(_))
@@ -46,20 +46,20 @@ impl ReadError {
 
 /// The newest row of the live epoch: changes whenever `finalize` lands one.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct LastSeq {
+pub(crate) struct LastSeq {
     pub seq: i64,
     /// The live epoch's genesis id (an advance starts a new chain).
     pub epoch: Option<String>,
 }
 
 /// A listed session and the usage its own records report.
-pub struct SessionRow {
+pub(crate) struct SessionRow {
     pub listed: Listed,
     pub usage: UsageGroup,
 }
 
 /// One session, all a session page shows.
-pub struct SessionDetail {
+pub(crate) struct SessionDetail {
     pub view: SessionView,
     /// The timeline `harnery show --json` prints.
     pub timeline: Timeline,
@@ -68,7 +68,7 @@ pub struct SessionDetail {
 }
 
 /// Usage three ways, and the prices' label.
-pub struct UsageViews {
+pub(crate) struct UsageViews {
     pub by_day: UsageTally,
     pub by_model: UsageTally,
     pub by_session: UsageTally,
@@ -87,7 +87,7 @@ impl Source {
         Ok(live_or_none(&self.home)?.map(Epochs::live))
     }
 
-    pub fn last_seq(&self) -> Result<LastSeq, ReadError> {
+    pub(crate) fn last_seq(&self) -> Result<LastSeq, ReadError> {
         match live_or_none(&self.home)? {
             None => Ok(LastSeq {
                 seq: 0,
@@ -101,7 +101,7 @@ impl Source {
     }
 
     /// One page of the sessions `filter` keeps, newest first.
-    pub fn sessions(&self, filter: &SessionFilter) -> Result<Vec<Listed>, ReadError> {
+    pub(crate) fn sessions(&self, filter: &SessionFilter) -> Result<Vec<Listed>, ReadError> {
         match self.live()? {
             None => Ok(Vec::new()),
             Some(epochs) => Ok(list(&self.home, &epochs, COMMAND, filter)?),
@@ -112,7 +112,10 @@ impl Source {
     /// (read through the usage rows of the session and of the parents it
     /// was copied from, whose calls it inherits, priced with the bundled
     /// table), as `harnery usage --session` counts it.
-    pub fn session_rows(&self, filter: &SessionFilter) -> Result<Vec<SessionRow>, ReadError> {
+    pub(crate) fn session_rows(
+        &self,
+        filter: &SessionFilter,
+    ) -> Result<Vec<SessionRow>, ReadError> {
         let Some(epochs) = self.live()? else {
             return Ok(Vec::new());
         };
@@ -130,7 +133,7 @@ impl Source {
     }
 
     /// The session `name` names (its id, a unique prefix, or adapter/id).
-    pub fn session(&self, name: &str) -> Result<SessionDetail, ReadError> {
+    pub(crate) fn session(&self, name: &str) -> Result<SessionDetail, ReadError> {
         let epochs = self
             .live()?
             .ok_or_else(|| SourceError::NoSuchSession(name.to_string()))?;
@@ -173,7 +176,7 @@ impl Source {
     }
 
     /// The stored text of event `offset` of session `name`, and its seq.
-    pub fn event(
+    pub(crate) fn event(
         &self,
         name: &str,
         offset: u64,
@@ -188,7 +191,7 @@ impl Source {
 
     /// Usage by day, model and session, in one streamed pass over the
     /// usage rows, priced with the bundled table.
-    pub fn usage(&self) -> Result<UsageViews, ReadError> {
+    pub(crate) fn usage(&self) -> Result<UsageViews, ReadError> {
         let prices = Prices::bundled();
         let label = prices.label();
         let tally = |by| UsageTally::new(by, Some(prices.clone()));
@@ -220,7 +223,7 @@ impl Source {
 
     /// Usage grouped by `by` alone (what `/api/usage` returns), and the
     /// prices' label.
-    pub fn usage_by(&self, by: GroupBy) -> Result<(UsageTally, String), ReadError> {
+    pub(crate) fn usage_by(&self, by: GroupBy) -> Result<(UsageTally, String), ReadError> {
         let prices = Prices::bundled();
         let label = prices.label();
         let mut tally = UsageTally::new(by, Some(prices));
@@ -237,7 +240,7 @@ impl Source {
     }
 
     /// What `harnery health` reports, judged now.
-    pub fn health(&self) -> Result<HealthReport, ReadError> {
+    pub(crate) fn health(&self) -> Result<HealthReport, ReadError> {
         let now = crate::now::resolve_now(None).unwrap_or_else(|_| crate::clock::wall_now_ns());
         Ok(crate::report::health_check::gather(
             &self.home,
@@ -248,7 +251,7 @@ impl Source {
     }
 
     /// The live epoch's reader, for the health page's ledger facts.
-    pub fn ledger(&self) -> Result<Option<LedgerReader>, ReadError> {
+    pub(crate) fn ledger(&self) -> Result<Option<LedgerReader>, ReadError> {
         Ok(live_or_none(&self.home)?)
     }
 }

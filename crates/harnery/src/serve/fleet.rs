@@ -19,7 +19,7 @@ pub struct Fleet {
 }
 
 /// The reply to a read of `t` in fleet mode (`None`: no such page here).
-pub fn route(fleet: &Fleet, t: &Target) -> Option<Reply> {
+pub(crate) fn route(fleet: &Fleet, t: &Target) -> Option<Reply> {
     let path = t.path();
     let api = path.first() == Some(&"api");
     let filter = match filter(t) {

@@ -7,10 +7,10 @@
 use std::io::Read;
 
 /// The cookie that carries the token after the first request.
-pub const COOKIE: &str = "harnery_token";
+pub(crate) const COOKIE: &str = "harnery_token";
 
 /// A fresh token: 128 bits from the kernel's random source, as hex.
-pub fn new_token() -> std::io::Result<String> {
+pub(crate) fn new_token() -> std::io::Result<String> {
     let mut bytes = [0u8; 16];
     std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
@@ -18,7 +18,7 @@ pub fn new_token() -> std::io::Result<String> {
 
 /// What the guard decided about a request.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Admission {
+pub(crate) enum Admission {
     /// The cookie was right.
     Known,
     /// The URL's token was right: the response sets the cookie.
@@ -28,7 +28,11 @@ pub enum Admission {
 
 /// Whether a request with this URL `token` parameter and `Cookie` header
 /// may read.
-pub fn admit(token: &str, url_token: Option<&str>, cookie_header: Option<&str>) -> Admission {
+pub(crate) fn admit(
+    token: &str,
+    url_token: Option<&str>,
+    cookie_header: Option<&str>,
+) -> Admission {
     let from_cookie = cookie_header.and_then(|h| cookie_value(h, COOKIE));
     if from_cookie.is_some_and(|t| same(t, token)) {
         return Admission::Known;
@@ -40,7 +44,7 @@ pub fn admit(token: &str, url_token: Option<&str>, cookie_header: Option<&str>) 
 }
 
 /// The `Set-Cookie` value that admits later requests.
-pub fn set_cookie(token: &str) -> String {
+pub(crate) fn set_cookie(token: &str) -> String {
     format!("{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict")
 }
 
@@ -62,7 +66,7 @@ fn same(a: &str, b: &str) -> bool {
 }
 
 /// Whether a method is one the server answers (it only reads).
-pub fn reads(method: &str) -> bool {
+pub(crate) fn reads(method: &str) -> bool {
     matches!(method, "GET" | "HEAD")
 }
 
@@ -70,12 +74,12 @@ pub fn reads(method: &str) -> bool {
 /// origin; scripts only the server's own files; styles its own sheet plus
 /// inline `style` attributes (the timeline places each span with one, and
 /// a style cannot run code); images only inline SVG data.
-pub const POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; \
+pub(crate) const POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; \
      img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; \
      frame-ancestors 'none'";
 
 /// Headers every response carries.
-pub fn headers() -> [(&'static str, &'static str); 5] {
+pub(crate) fn headers() -> [(&'static str, &'static str); 5] {
     [
         ("Content-Security-Policy", POLICY),
         ("X-Content-Type-Options", "nosniff"),

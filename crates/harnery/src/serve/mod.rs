@@ -20,15 +20,15 @@
 //! - [`assets`]: the style sheets and scripts, built in.
 //! - [`fleet`]: `--from postgresql://…`, the fleet's sessions.
 
-pub mod api;
-pub mod assets;
-pub mod data;
+pub(crate) mod api;
+pub(crate) mod assets;
+pub(crate) mod data;
 pub mod fleet;
-pub mod guard;
-pub mod pages;
-pub mod query;
-pub mod routes;
-pub mod search;
+pub(crate) mod guard;
+pub(crate) mod pages;
+pub(crate) mod query;
+pub(crate) mod routes;
+pub(crate) mod search;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -87,7 +87,7 @@ pub fn bind(addr: &str, backend: Backend) -> Result<Bound, ServeError> {
 
 impl Bound {
     /// The address actually bound (the port chosen when 0 was asked).
-    pub fn addr(&self) -> Option<SocketAddr> {
+    pub(crate) fn addr(&self) -> Option<SocketAddr> {
         self.server.server_addr().to_ip()
     }
 

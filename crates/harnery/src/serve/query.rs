@@ -3,13 +3,13 @@
 
 /// A parsed request target.
 #[derive(Debug, Default)]
-pub struct Target {
+pub(crate) struct Target {
     pub segments: Vec<String>,
     pub params: Vec<(String, String)>,
 }
 
 impl Target {
-    pub fn parse(url: &str) -> Target {
+    pub(crate) fn parse(url: &str) -> Target {
         let (path, query) = url.split_once('?').unwrap_or((url, ""));
         Target {
             segments: path
@@ -29,14 +29,14 @@ impl Target {
     }
 
     /// The first non-empty value of parameter `name`.
-    pub fn param(&self, name: &str) -> Option<&str> {
+    pub(crate) fn param(&self, name: &str) -> Option<&str> {
         self.params
             .iter()
             .find(|(k, v)| k == name && !v.is_empty())
             .map(|(_, v)| v.as_str())
     }
 
-    pub fn path(&self) -> Vec<&str> {
+    pub(crate) fn path(&self) -> Vec<&str> {
         self.segments.iter().map(String::as_str).collect()
     }
 }
@@ -56,7 +56,7 @@ const ESCAPED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
     .remove(b'~');
 
 /// `s` percent-encoded for a query value or a path segment.
-pub fn encode(s: &str) -> String {
+pub(crate) fn encode(s: &str) -> String {
     percent_encoding::utf8_percent_encode(s, ESCAPED).to_string()
 }
 

@@ -11,10 +11,10 @@ use crate::report::session_list::SessionFilter;
 use crate::report::usage::GroupBy;
 
 /// Sessions on one page of the list.
-pub const PAGE_ROWS: usize = 50;
+pub(crate) const PAGE_ROWS: usize = 50;
 
 /// A reply: status, media type, body.
-pub struct Reply {
+pub(crate) struct Reply {
     pub status: u16,
     pub content_type: &'static str,
     pub body: Vec<u8>,
@@ -24,7 +24,7 @@ const HTML: &str = "text/html; charset=utf-8";
 const JSON: &str = "application/json";
 
 impl Reply {
-    pub fn html(body: String) -> Reply {
+    pub(crate) fn html(body: String) -> Reply {
         Reply {
             status: 200,
             content_type: HTML,
@@ -32,7 +32,7 @@ impl Reply {
         }
     }
 
-    pub fn json(v: serde_json::Value) -> Reply {
+    pub(crate) fn json(v: serde_json::Value) -> Reply {
         Reply {
             status: 200,
             content_type: JSON,
@@ -41,7 +41,7 @@ impl Reply {
     }
 
     /// A status with a short page (or JSON under `/api/`) saying why.
-    pub fn problem(status: u16, api: bool, detail: &str) -> Reply {
+    pub(crate) fn problem(status: u16, api: bool, detail: &str) -> Reply {
         let title = match status {
             400 => "Bad request",
             403 => "Forbidden",
@@ -62,7 +62,7 @@ impl Reply {
 }
 
 /// The reply to a read of `target`.
-pub fn route(source: &Source, target: &Target) -> Reply {
+pub(crate) fn route(source: &Source, target: &Target) -> Reply {
     let path = target.path();
     let api = path.first() == Some(&"api");
     match reply(source, target, &path) {
@@ -117,7 +117,7 @@ fn reply(source: &Source, t: &Target, path: &[&str]) -> Result<Option<Reply>, Ba
 }
 
 /// A static file's reply, if there is one by that name.
-pub fn asset(name: &str) -> Option<Reply> {
+pub(crate) fn asset(name: &str) -> Option<Reply> {
     assets::get(name).map(|(content_type, bytes)| Reply {
         status: 200,
         content_type,

@@ -15,7 +15,7 @@ use super::query::{Target, encode};
 
 /// The filters as the page's form shows them again.
 #[derive(Debug, Default, Clone)]
-pub struct Form {
+pub(crate) struct Form {
     pub q: String,
     pub kind: String,
     pub agent: String,
@@ -46,7 +46,7 @@ impl Form {
     }
 
     /// The query string of these filters (the page's link to its JSON).
-    pub fn query(&self) -> String {
+    pub(crate) fn query(&self) -> String {
         let mut q = format!("q={}", encode(&self.q));
         for (k, v) in [
             ("kind", &self.kind),
@@ -68,7 +68,7 @@ impl Form {
 }
 
 /// What a search request came to.
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// No query text yet: the page shows the empty form.
     Blank(Form),
     Hits(Form, Vec<Hit>),
@@ -79,7 +79,7 @@ pub enum Outcome {
 }
 
 /// Run the search `t` asks for over `source`'s live epoch.
-pub fn run(source: &Source, t: &Target) -> Outcome {
+pub(crate) fn run(source: &Source, t: &Target) -> Outcome {
     let form = Form::of(t);
     if form.q.trim().is_empty() {
         return Outcome::Blank(form);

@@ -21,7 +21,7 @@ use crate::agents::CapabilityProfile;
 use crate::contract::Event;
 
 /// The `health.condition` code of state built under another profile.
-pub const PROFILE_CHANGED_CONDITION: &str = "capability_profile_changed";
+pub(crate) const PROFILE_CHANGED_CONDITION: &str = "capability_profile_changed";
 
 impl SessionProducer {
     /// Check state loaded from storage against this build's capability
@@ -30,7 +30,7 @@ impl SessionProducer {
     /// return the `health.condition` event to append before anything else
     /// this producer emits. `None` when the state was built under this
     /// profile.
-    pub fn check_capability_profile(&mut self, at_unix_ns: i64) -> Option<Event> {
+    pub(crate) fn check_capability_profile(&mut self, at_unix_ns: i64) -> Option<Event> {
         let current = CapabilityProfile::of(self.stamp.session.adapter).digest_hex();
         if self.stamp.capability_digest == current {
             return None;

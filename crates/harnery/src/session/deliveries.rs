@@ -17,7 +17,7 @@ use crate::contract::EventId;
 use crate::fingerprint::FingerprintState;
 
 /// How many recent deliveries are remembered for duplicate detection.
-pub const DELIVERY_MEMORY: usize = 256;
+pub(crate) const DELIVERY_MEMORY: usize = 256;
 
 /// Recent delivery keys and the first event each produced, oldest first.
 #[derive(Debug, Clone, Default)]
@@ -31,12 +31,12 @@ pub(super) struct DeliveryMemory {
 
 impl DeliveryMemory {
     #[cfg(test)]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }
 
     /// The event of the oldest remembered delivery that has one of `keys`.
-    pub fn first_of(&self, keys: &[String]) -> Option<EventId> {
+    pub(crate) fn first_of(&self, keys: &[String]) -> Option<EventId> {
         let wanted: Vec<u64> = keys.iter().map(|k| fingerprint(k)).collect();
         if !wanted.iter().any(|w| self.present.contains_key(w)) {
             return None;
@@ -51,7 +51,7 @@ impl DeliveryMemory {
 
     /// Remember `keys` as delivered, each pointing at `first`; the oldest
     /// entries past the bound are forgotten.
-    pub fn remember(&mut self, keys: Vec<String>, first: EventId) {
+    pub(crate) fn remember(&mut self, keys: Vec<String>, first: EventId) {
         for key in keys {
             let print = fingerprint(&key);
             *self.present.entry(print).or_default() += 1;

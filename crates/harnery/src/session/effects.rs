@@ -36,12 +36,12 @@ pub(super) struct EffectBook {
 
 impl EffectBook {
     /// The effects closed since the last call: the next checkpoint's.
-    pub fn take_closed(&mut self) -> Vec<Effect> {
+    pub(crate) fn take_closed(&mut self) -> Vec<Effect> {
         std::mem::take(&mut self.closed)
     }
 
     /// Learn from one emitted event.
-    pub fn observe(&mut self, e: &Event) {
+    pub(crate) fn observe(&mut self, e: &Event) {
         match &e.payload {
             Payload::ToolRequested(p) if p.recovery.is_none() => {
                 let (paths, command) = effect_detail(p.input.as_ref());
@@ -87,13 +87,13 @@ impl EffectBook {
 
     /// Forget the open spans requested in `range`: their line was
     /// superseded, so no sweep or salvage of the live line may reach them.
-    pub fn forget_open(&mut self, range: OffsetRange) -> Vec<String> {
+    pub(crate) fn forget_open(&mut self, range: OffsetRange) -> Vec<String> {
         self.forget_open_where(range, |_| true)
     }
 
     /// Forget the open tool calls requested in `range` (not `harnery exec`
     /// commands, which are no process's incarnation).
-    pub fn forget_open_tools(&mut self, range: OffsetRange) -> Vec<String> {
+    pub(crate) fn forget_open_tools(&mut self, range: OffsetRange) -> Vec<String> {
         self.forget_open_where(range, |e| e.kind == "tool")
     }
 

@@ -60,7 +60,11 @@ pub(super) struct Draft {
 }
 
 impl Draft {
-    pub fn native(payload: Payload, turn: TurnAttribution, agent_id: Option<String>) -> Draft {
+    pub(crate) fn native(
+        payload: Payload,
+        turn: TurnAttribution,
+        agent_id: Option<String>,
+    ) -> Draft {
         Draft {
             payload,
             provenance: Provenance::NATIVE,

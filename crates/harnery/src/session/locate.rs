@@ -42,9 +42,9 @@ use crate::agents::record::LineMark;
 use crate::contract::{CheckpointLocated, Event, EventId, Payload, TurnAttribution};
 
 /// Turns remembered in the order they appeared.
-pub const PLACE_TURNS: usize = 64;
+pub(crate) const PLACE_TURNS: usize = 64;
 /// Checkpoints waiting for their place at once.
-pub const WAITING: usize = 32;
+pub(crate) const WAITING: usize = 32;
 
 /// A line of the record: where it starts, and the agent's id for it.
 type LineId = (u64, String);
@@ -52,7 +52,7 @@ type LineId = (u64, String);
 /// The checkpoints waiting for their place, and what the record read so
 /// far says of where a cut would fall.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Locator {
+pub(crate) struct Locator {
     #[serde(default, skip_serializing_if = "VecDeque::is_empty")]
     waiting: VecDeque<Unplaced>,
     /// Turns of the session's events and the order each first appeared
@@ -111,14 +111,14 @@ struct Unplaced {
 }
 
 impl Locator {
-    pub fn is_unused(&self) -> bool {
+    pub(crate) fn is_unused(&self) -> bool {
         *self == Locator::default()
     }
 
     /// Learn from an event just stamped: its turn, and, for a line of the
     /// session's own record (`own` is its path), whether a waiting
     /// checkpoint's kept record ends before it.
-    pub fn observe(&mut self, e: &Event, own: Option<&str>) {
+    pub(crate) fn observe(&mut self, e: &Event, own: Option<&str>) {
         let order = e.turn.turn_id.as_deref().map(|t| self.order_of(t));
         let Some(at) = e.payload.record_line() else {
             return;
@@ -186,7 +186,7 @@ impl Locator {
     /// A line of the session's own record was read (after its events):
     /// what it says of where a later cut falls. `closes` is a main-agent
     /// line that closes the session.
-    pub fn line(&mut self, at: LineAt, id: Option<&str>, closes: bool) {
+    pub(crate) fn line(&mut self, at: LineAt, id: Option<&str>, closes: bool) {
         let (offset, bytes) = (at.offset, u64::from(at.bytes));
         // Lines the finalizer passed over (blank, or naming another
         // session) break a run of preamble lines, as their bytes do.
@@ -225,17 +225,17 @@ impl Locator {
     }
 
     /// The agent said the session ended.
-    pub fn session_ended(&mut self) {
+    pub(crate) fn session_ended(&mut self) {
         self.ended = true;
     }
 
     /// The agent resumed the session: its record may go on.
-    pub fn resumed(&mut self) {
+    pub(crate) fn resumed(&mut self) {
         self.ended = false;
     }
 
     /// The session's own record was read to the end it had.
-    pub fn read_to_end(&mut self) {
+    pub(crate) fn read_to_end(&mut self) {
         self.at_end = Some(self.read_to);
     }
 
@@ -243,7 +243,7 @@ impl Locator {
     /// session ended and its record was read to its end, with nothing
     /// read since, a waiting checkpoint keeps all of it but the preamble
     /// at its end. Whether one was placed.
-    pub fn settle_at_end(&mut self) -> bool {
+    pub(crate) fn settle_at_end(&mut self) -> bool {
         if !self.ended || self.at_end != Some(self.read_to) {
             return false;
         }
@@ -261,7 +261,7 @@ impl Locator {
     }
 
     /// A checkpoint was pinned: it keeps the turns seen so far.
-    pub fn pin(&mut self, checkpoint_id: String, event_id: EventId) {
+    pub(crate) fn pin(&mut self, checkpoint_id: String, event_id: EventId) {
         if self.waiting.len() == WAITING {
             self.waiting.pop_front();
         }
@@ -280,7 +280,7 @@ impl Locator {
     }
 
     /// Checkpoints a resume invalidated are placed no more.
-    pub fn forget(&mut self, invalidated: &[String]) {
+    pub(crate) fn forget(&mut self, invalidated: &[String]) {
         self.waiting
             .retain(|w| !invalidated.contains(&w.checkpoint_id));
     }

@@ -43,7 +43,7 @@ mod emit;
 mod emitter;
 mod ends;
 mod locate;
-pub mod policy;
+pub(crate) mod policy;
 mod record;
 mod recovery;
 mod session_log;
@@ -59,14 +59,10 @@ use std::borrow::Cow;
 
 use serde::Deserialize;
 
-pub use authority::PROFILE_CHANGED_CONDITION;
-pub use deliveries::DELIVERY_MEMORY;
-pub use ends::{EndOrigin, PendingEnd};
+pub(crate) use ends::{EndOrigin, PendingEnd};
 pub use policy::{END_EXPIRY_NS, READ_SIDE_SPAN_CAP, SPAN_CAP_CONDITION, SPAN_WATERMARK};
-pub use record::RecordCursor;
-pub use recovery::{elapsed_upper_bound, recovery_provenance};
-pub use spans::{OpenSpan, SpanKind};
-pub use turns::REMEMBERED_TURNS;
+pub(crate) use record::RecordCursor;
+pub(crate) use spans::{OpenSpan, SpanKind};
 
 use emit::{Draft, RawSource, Trigger};
 use spans::SpanPairer;
@@ -120,7 +116,7 @@ impl SessionProducer {
     /// so nothing of it is read or counted twice. `archived` is the whole
     /// producer state the archived epoch stored, as JSON text; `None` when
     /// it says nothing of a record.
-    pub fn carrying_record(session: SessionRef, archived: &str) -> Option<SessionProducer> {
+    pub(crate) fn carrying_record(session: SessionRef, archived: &str) -> Option<SessionProducer> {
         #[derive(Deserialize)]
         struct Stored {
             #[serde(default)]
@@ -161,16 +157,18 @@ impl SessionProducer {
         &self.stamp.session
     }
 
-    pub fn capability_digest(&self) -> &str {
+    #[cfg(test)]
+    pub(crate) fn capability_digest(&self) -> &str {
         &self.stamp.capability_digest
     }
 
+    #[cfg(test)]
     /// The offset the next event will get.
-    pub fn next_offset(&self) -> u64 {
+    pub(crate) fn next_offset(&self) -> u64 {
         self.stamp.next_offset
     }
 
-    pub fn policy(&self) -> RecoveryPolicy {
+    pub(crate) fn policy(&self) -> RecoveryPolicy {
         self.policy_override
             .unwrap_or_else(|| recovery_policy(self.stamp.session.adapter))
     }
@@ -305,7 +303,7 @@ impl SessionProducer {
     /// signals (damaged spool bytes, say) as a derived `health.condition`
     /// in the session, so the read side sees it where it applies. `key`
     /// identifies the condition; the same key yields the same event id.
-    pub fn record_health(
+    pub(crate) fn record_health(
         &mut self,
         key: &str,
         code: &str,

@@ -25,36 +25,36 @@ pub const SPAN_CAP_CONDITION: &str = "open_span_cap_exceeded";
 
 /// The condition code `harnery health` prints (text and `--json`) for a
 /// session it finds, when reading, past the read-side cap.
-pub const SPAN_CAP_EXCEEDED: &str = "span_cap_exceeded";
+pub(crate) const SPAN_CAP_EXCEEDED: &str = "span_cap_exceeded";
 
 /// `harnery health`: an explicit end that nothing has resolved yet.
-pub const END_PENDING: &str = "end_pending";
+pub(crate) const END_PENDING: &str = "end_pending";
 
 /// `harnery health`: a pending end old enough that finalize expires it on
 /// its next run.
-pub const END_PENDING_OVERDUE: &str = "end_pending_overdue";
+pub(crate) const END_PENDING_OVERDUE: &str = "end_pending_overdue";
 
 /// `harnery health`: an end request finalize expired.
-pub const END_EXPIRED: &str = "end_expired";
+pub(crate) const END_EXPIRED: &str = "end_expired";
 
 /// Whether a session with `open` open spans is past the read-side cap.
-pub fn over_span_cap(open: usize) -> bool {
+pub(crate) fn over_span_cap(open: usize) -> bool {
     open > READ_SIDE_SPAN_CAP
 }
 
 /// How many of `open` open spans watermark relief should recover.
-pub fn spans_over_watermark(open: usize) -> usize {
+pub(crate) fn spans_over_watermark(open: usize) -> usize {
     open.saturating_sub(SPAN_WATERMARK)
 }
 
 /// Whether an end requested at `requested_unix_ns` has expired at
 /// `now_unix_ns`: at exactly [`END_EXPIRY_NS`] it has.
-pub fn end_has_expired(requested_unix_ns: i64, now_unix_ns: i64) -> bool {
+pub(crate) fn end_has_expired(requested_unix_ns: i64, now_unix_ns: i64) -> bool {
     now_unix_ns.saturating_sub(requested_unix_ns) >= END_EXPIRY_NS
 }
 
 /// The detail line of a span-cap condition (both codes share it).
-pub fn span_cap_detail(open: usize) -> String {
+pub(crate) fn span_cap_detail(open: usize) -> String {
     format!("{open} open spans exceed the read-side cap of {READ_SIDE_SPAN_CAP}")
 }
 

@@ -51,7 +51,7 @@ use crate::contract::{
 /// alone: the rest of the state is skipped unparsed, so reading every
 /// session's cursor stays cheap (`finalize` before each pass, `health`).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-pub struct RecordCursor {
+pub(crate) struct RecordCursor {
     /// The record file, once a hook named it or the finalizer found it.
     #[serde(default)]
     pub path: Option<String>,
@@ -79,7 +79,7 @@ pub struct RecordCursor {
 
 /// When a held record call's line was written.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
-pub struct HeldSince {
+pub(crate) struct HeldSince {
     pub time_unix_ns: i64,
 }
 
@@ -89,13 +89,13 @@ impl RecordCursor {
     /// transcript only at the session's first prompt (a session opened and
     /// closed without one has none), and just after it, so it is missing
     /// only once the first prompt is [`RECORD_GRACE_NS`] old.
-    pub fn expected_by(&self, now_ns: i64) -> bool {
+    pub(crate) fn expected_by(&self, now_ns: i64) -> bool {
         self.prompted_ns
             .is_some_and(|t| t.saturating_add(RECORD_GRACE_NS) <= now_ns)
     }
 
     /// When the oldest held call may be settled (`None`: none is held).
-    pub fn held_due_ns(&self) -> Option<i64> {
+    pub(crate) fn held_due_ns(&self) -> Option<i64> {
         self.held.iter().map(|h| h.time_unix_ns + SETTLE_NS).min()
     }
 }
@@ -104,7 +104,7 @@ impl RecordCursor {
 /// followed beside the session's from a cursor of its own until a pass
 /// reads it to its end.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct SubagentRecord {
+pub(crate) struct SubagentRecord {
     pub agent_id: String,
     pub path: String,
     #[serde(default)]
@@ -116,7 +116,7 @@ pub struct SubagentRecord {
 impl RecordCursor {
     /// The cursor in a stored producer state (`None`: the state does not
     /// parse, which the drain that loads it reports).
-    pub fn of_state(text: &str) -> Option<RecordCursor> {
+    pub(crate) fn of_state(text: &str) -> Option<RecordCursor> {
         #[derive(Deserialize)]
         struct State {
             #[serde(default)]
@@ -138,10 +138,10 @@ const REMEMBERED_LINES: usize = 128;
 /// Agents whose current interaction is remembered.
 const REMEMBERED_AGENTS: usize = 16;
 /// How long a record call may wait for the hook request it joins.
-pub const SETTLE_NS: i64 = 30_000_000_000;
+pub(crate) const SETTLE_NS: i64 = 30_000_000_000;
 /// How long after the session's first prompt an absent record is still
 /// pending rather than missing.
-pub const RECORD_GRACE_NS: i64 = 30_000_000_000;
+pub(crate) const RECORD_GRACE_NS: i64 = 30_000_000_000;
 /// Subagent records followed at once; past this the oldest is given up
 /// (each is read to its end by the pass after its subagent stopped, so
 /// only a session that outruns the finalizer by this many subagents
@@ -150,7 +150,7 @@ const FOLLOWED_SUBAGENTS: usize = 64;
 
 /// The record as one session follows it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct RecordFollow {
+pub(crate) struct RecordFollow {
     /// The record file, once a hook named it (or the finalizer found it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
@@ -345,7 +345,7 @@ impl RecordFollow {
 
     /// Nothing known of a record yet (state from before generation 2
     /// writes back as it was).
-    pub fn is_unused(&self) -> bool {
+    pub(crate) fn is_unused(&self) -> bool {
         *self == RecordFollow::default()
     }
 
@@ -353,7 +353,7 @@ impl RecordFollow {
     /// is and how far it was read, the usage already counted, the turn
     /// lineage and metadata; not the joins in progress (their hook spans
     /// are in the archived epoch).
-    pub fn carried(self) -> RecordFollow {
+    pub(crate) fn carried(self) -> RecordFollow {
         RecordFollow {
             requests: VecDeque::new(),
             calls: VecDeque::new(),
@@ -364,7 +364,11 @@ impl RecordFollow {
 
     /// Follow a subagent's own record too. Returns the record given up to
     /// make room, if one was.
-    pub fn follow_subagent(&mut self, agent_id: String, path: String) -> Option<SubagentRecord> {
+    pub(crate) fn follow_subagent(
+        &mut self,
+        agent_id: String,
+        path: String,
+    ) -> Option<SubagentRecord> {
         let known = self.path.as_deref() == Some(path.as_str())
             || self.subagents.iter().any(|s| s.path == path);
         if known {
@@ -386,7 +390,7 @@ impl RecordFollow {
 
     /// Remember a Copilot hook prompt that started `turn`, for the record
     /// user message that says the same.
-    pub fn remember_prompt(&mut self, text: &str, turn: TurnAttribution) {
+    pub(crate) fn remember_prompt(&mut self, text: &str, turn: TurnAttribution) {
         if self.prompts.len() == REMEMBERED_PROMPTS {
             self.prompts.pop_front();
         }
@@ -426,7 +430,7 @@ impl RecordFollow {
     /// Remember the hook tool requests among `events` for joining,
     /// whatever the record's state (a record not written yet, or one that
     /// cannot be read now, may be read later); bounded.
-    pub fn remember_requests(&mut self, events: &[Event]) {
+    pub(crate) fn remember_requests(&mut self, events: &[Event]) {
         for event in events {
             if matches!(event.payload, Payload::PromptSubmitted(_)) && self.prompted_ns.is_none() {
                 self.prompted_ns = Some(event.time_unix_ns);

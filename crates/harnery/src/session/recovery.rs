@@ -23,7 +23,7 @@ use crate::contract::{
 /// at the confidence the contract pins for the reason (one step lower when
 /// the turn was stamped). The table itself lives in the contract, which
 /// also validates it.
-pub fn recovery_provenance(
+pub(crate) fn recovery_provenance(
     reason: RecoveryReason,
     had_input: bool,
     turn: TurnSource,
@@ -35,7 +35,7 @@ pub fn recovery_provenance(
 }
 
 /// The request-to-sweep interval, or why it cannot be proven.
-pub fn elapsed_upper_bound(
+pub(crate) fn elapsed_upper_bound(
     requested: Option<&ClockSample>,
     swept: Option<&ClockSample>,
 ) -> Observation<u64> {

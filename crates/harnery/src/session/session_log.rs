@@ -56,11 +56,11 @@ use crate::contract::{
 };
 
 /// The health code of a checkpoint request whose id is already taken.
-pub const CHECKPOINT_ID_TAKEN: &str = "checkpoint_id_taken";
+pub(crate) const CHECKPOINT_ID_TAKEN: &str = "checkpoint_id_taken";
 /// The health code of a restore that names no valid checkpoint.
-pub const RESTORE_CHECKPOINT_UNKNOWN: &str = "restore_checkpoint_unknown";
+pub(crate) const RESTORE_CHECKPOINT_UNKNOWN: &str = "restore_checkpoint_unknown";
 /// Native turn ids of the live incarnation remembered for stale detection.
-pub const REMEMBERED_LIVE_TURNS: usize = 64;
+pub(crate) const REMEMBERED_LIVE_TURNS: usize = 64;
 
 /// Why a commit is unknown on a checkpoint.
 const NO_COMMIT_KNOWN: &str = "no_head_commit_known";
@@ -139,12 +139,12 @@ pub(super) struct SessionLogBook {
 }
 
 impl SessionLogBook {
-    pub fn is_unused(&self) -> bool {
+    pub(crate) fn is_unused(&self) -> bool {
         *self == SessionLogBook::default()
     }
 
     /// The live incarnation, from 1.
-    pub fn incarnation(&self) -> u64 {
+    pub(crate) fn incarnation(&self) -> u64 {
         self.resumes + 1
     }
 
@@ -253,11 +253,6 @@ fn is_agent_resume(signal: &Normalized) -> bool {
 }
 
 impl SessionProducer {
-    /// The live incarnation of the session.
-    pub fn incarnation(&self) -> u64 {
-        self.log.incarnation()
-    }
-
     /// Before a hook signal of the agent is applied: keep a stale one off
     /// the live line (returns true when it was kept as evidence), and
     /// append `session.resumed` when the signal resumes the session.

@@ -84,16 +84,16 @@ impl SpanBook {
         distrusted
     }
 
-    pub fn open_count(&self) -> usize {
+    pub(crate) fn open_count(&self) -> usize {
         self.open.len()
     }
 
-    pub fn push_open(&mut self, span: OpenSpan) {
+    pub(crate) fn push_open(&mut self, span: OpenSpan) {
         self.open.push(span);
     }
 
     /// Take the open span with this call id.
-    pub fn take_by_call_id(&mut self, kind: SpanKind, call_id: &str) -> Option<OpenSpan> {
+    pub(crate) fn take_by_call_id(&mut self, kind: SpanKind, call_id: &str) -> Option<OpenSpan> {
         let at = self
             .open
             .iter()
@@ -102,7 +102,7 @@ impl SpanBook {
     }
 
     /// Take the oldest open span with this pairing key (and no call id).
-    pub fn take_by_pair_key(&mut self, pair_key: &str) -> Option<OpenSpan> {
+    pub(crate) fn take_by_pair_key(&mut self, pair_key: &str) -> Option<OpenSpan> {
         let at = self.open.iter().position(|s| {
             s.kind == SpanKind::Tool && s.call_id.is_none() && s.pair_key == pair_key
         })?;
@@ -110,7 +110,7 @@ impl SpanBook {
     }
 
     /// Take the open span whose request had this id.
-    pub fn take_by_request(&mut self, request: &EventId) -> Option<OpenSpan> {
+    pub(crate) fn take_by_request(&mut self, request: &EventId) -> Option<OpenSpan> {
         let at = self
             .open
             .iter()
@@ -119,12 +119,12 @@ impl SpanBook {
     }
 
     /// Whether any span, open or remembered, has this call id.
-    pub fn knows_call_id(&self, call_id: &str) -> bool {
+    pub(crate) fn knows_call_id(&self, call_id: &str) -> bool {
         let matches = |s: &OpenSpan| s.call_id.as_deref() == Some(call_id);
         self.open.iter().any(matches) || self.closed.iter().any(|c| matches(&c.span))
     }
 
-    pub fn close_native(&mut self, span: OpenSpan) {
+    pub(crate) fn close_native(&mut self, span: OpenSpan) {
         self.closed_native += 1;
         self.remember(ClosedSpan {
             span,
@@ -132,7 +132,7 @@ impl SpanBook {
         });
     }
 
-    pub fn close_recovered(&mut self, span: OpenSpan, terminal: EventId) {
+    pub(crate) fn close_recovered(&mut self, span: OpenSpan, terminal: EventId) {
         self.recovered += 1;
         self.remember(ClosedSpan {
             span,
@@ -150,7 +150,7 @@ impl SpanBook {
     /// A recovered span this late completion belongs to: by call id where
     /// there is one, else the oldest recovered span with the pairing key
     /// that has not yet received late evidence. Marks it as seen.
-    pub fn claim_recovered(
+    pub(crate) fn claim_recovered(
         &mut self,
         kind: SpanKind,
         call_id: Option<&str>,
@@ -182,14 +182,14 @@ impl SpanBook {
     }
 
     /// Whether a closed span with this call id ended natively.
-    pub fn closed_natively(&self, call_id: &str) -> bool {
+    pub(crate) fn closed_natively(&self, call_id: &str) -> bool {
         self.closed
             .iter()
             .any(|c| c.span.call_id.as_deref() == Some(call_id) && c.closure == Closure::Native)
     }
 
     /// Forget closed spans whose turn fell out of the turn memory.
-    pub fn prune(&mut self, turns: &TurnBook) {
+    pub(crate) fn prune(&mut self, turns: &TurnBook) {
         // Closed spans come in runs of one turn: ask the turn book once per
         // run, and touch the memory only when some turn was forgotten.
         let mut forgotten: Vec<String> = Vec::new();

@@ -1,6 +1,8 @@
 //! Unit tests of the producer's bookkeeping that the integration tests in
 //! `tests/producer_*.rs` do not reach directly.
 
+use super::authority::PROFILE_CHANGED_CONDITION;
+use super::deliveries::DELIVERY_MEMORY;
 use super::*;
 use crate::contract::AdapterId;
 

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::contract::{TurnAttribution, TurnSource};
 
 /// How many turns the closed-span memory covers: the current plus two.
-pub const REMEMBERED_TURNS: usize = 3;
+pub(crate) const REMEMBERED_TURNS: usize = 3;
 
 /// The key of the main agent in the per-agent maps.
 const MAIN_AGENT: &str = "";
@@ -80,36 +80,36 @@ impl TurnBook {
     }
 
     /// The current turn of this agent, falling back to the main agent's.
-    pub fn current_for(&self, agent: Option<&str>) -> Option<&TurnAttribution> {
+    pub(crate) fn current_for(&self, agent: Option<&str>) -> Option<&TurnAttribution> {
         self.current
             .get(&agent_key(agent))
             .or_else(|| self.current.get(MAIN_AGENT))
     }
 
     /// The current turn of exactly this agent.
-    pub fn own_current(&self, agent: Option<&str>) -> Option<&TurnAttribution> {
+    pub(crate) fn own_current(&self, agent: Option<&str>) -> Option<&TurnAttribution> {
         self.current.get(&agent_key(agent))
     }
 
     /// Whether a turn is still going on for some agent.
-    pub fn is_active(&self, turn_id: &str) -> bool {
+    pub(crate) fn is_active(&self, turn_id: &str) -> bool {
         self.current
             .values()
             .any(|t| t.turn_id.as_deref() == Some(turn_id))
     }
 
     /// Whether a turn id was seen recently (current or one of the last few).
-    pub fn is_known(&self, turn_id: &str) -> bool {
+    pub(crate) fn is_known(&self, turn_id: &str) -> bool {
         self.recent.iter().any(|t| t == turn_id) || self.is_active(turn_id)
     }
 
     /// Whether closed spans of this turn are still worth remembering.
-    pub fn is_remembered(&self, turn_id: &str) -> bool {
+    pub(crate) fn is_remembered(&self, turn_id: &str) -> bool {
         self.is_known(turn_id)
     }
 
     /// A fresh stamped turn id.
-    pub fn mint_stamped(&mut self, seed: &str) -> TurnAttribution {
+    pub(crate) fn mint_stamped(&mut self, seed: &str) -> TurnAttribution {
         self.stamped += 1;
         let short: String = seed
             .chars()
@@ -127,7 +127,11 @@ impl TurnBook {
 
     /// Make `turn` the agent's current turn; returns the turn it replaces
     /// when that one never saw its end.
-    pub fn start(&mut self, agent: Option<&str>, turn: TurnAttribution) -> Option<TurnAttribution> {
+    pub(crate) fn start(
+        &mut self,
+        agent: Option<&str>,
+        turn: TurnAttribution,
+    ) -> Option<TurnAttribution> {
         if let Some(id) = &turn.turn_id {
             self.recent.retain(|t| t != id);
             self.recent.push_back(id.clone());
@@ -141,7 +145,7 @@ impl TurnBook {
     /// Make a native turn that already saw its end current again, when it
     /// is the latest turn and the main agent has no other: the agent went
     /// on working in it (a Stop hook that blocked the stop does this).
-    pub fn resume_latest(&mut self, turn_id: &str) -> bool {
+    pub(crate) fn resume_latest(&mut self, turn_id: &str) -> bool {
         let latest = self.recent.back().is_some_and(|t| t == turn_id);
         if !latest || self.current.contains_key(MAIN_AGENT) {
             return false;
@@ -156,13 +160,17 @@ impl TurnBook {
 
     /// Forget every agent's current turn (the memory of recent turn ids
     /// stays, so a known native id does not start its turn a second time).
-    pub fn forget_current(&mut self) {
+    pub(crate) fn forget_current(&mut self) {
         self.current.clear();
     }
 
     /// End the agent's current turn (if `turn_id` names another turn, that
     /// one is ended wherever it is current).
-    pub fn end(&mut self, agent: Option<&str>, turn_id: Option<&str>) -> Option<TurnAttribution> {
+    pub(crate) fn end(
+        &mut self,
+        agent: Option<&str>,
+        turn_id: Option<&str>,
+    ) -> Option<TurnAttribution> {
         let key = match turn_id {
             Some(id) => self
                 .current

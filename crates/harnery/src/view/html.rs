@@ -10,12 +10,12 @@
 use maud::{DOCTYPE, PreEscaped, Render, html};
 
 /// The style sheet every page carries inline.
-pub const STYLE: &str = include_str!("page.css");
+pub(crate) const STYLE: &str = include_str!("page.css");
 
 /// Ledger text for a tooltip (a `title` attribute): escaped as any value
 /// is, with line breaks kept as character references so the tooltip keeps
 /// its lines, and `'` referenced too.
-pub struct Lines<'a>(pub &'a str);
+pub(crate) struct Lines<'a>(pub &'a str);
 
 impl Render for Lines<'_> {
     fn render_to(&self, buffer: &mut String) {
@@ -38,7 +38,7 @@ pub fn text(s: &str) -> String {
 
 /// A whole document: the inline style, `body`, and the inline `script`
 /// (if any) last, so it runs once everything it looks at exists.
-pub fn document(title: &str, body: impl Render, script: Option<&str>) -> String {
+pub(crate) fn document(title: &str, body: impl Render, script: Option<&str>) -> String {
     // Nothing on these pages is fetched, and the one script that may run is
     // the page's own, named by its hash; the policy says so to the browser.
     let script_body = script.map(|js| format!("\n{js}"));
@@ -73,7 +73,7 @@ pub fn document(title: &str, body: impl Render, script: Option<&str>) -> String 
 /// into the page from ledger text could not run), none without one.
 /// Styles stay inline: the timeline places each span with a `style`
 /// attribute, which no hash can name, and a style cannot run code.
-pub fn policy(script: Option<&str>) -> String {
+pub(crate) fn policy(script: Option<&str>) -> String {
     let scripts = match script {
         Some(body) => {
             use base64::Engine;
@@ -87,14 +87,14 @@ pub fn policy(script: Option<&str>) -> String {
 }
 
 /// A time since the session's start, as `show` writes it (`+1.234s`).
-pub fn since(ms: i64) -> String {
+pub(crate) fn since(ms: i64) -> String {
     let sign = if ms < 0 { "-" } else { "+" };
     let ms = ms.unsigned_abs();
     format!("{sign}{}.{:03}s", ms / 1000, ms % 1000)
 }
 
 /// A length of time for an axis tick or a tooltip: `250ms`, `1.5s`, `2m30s`.
-pub fn duration(ms: u64) -> String {
+pub(crate) fn duration(ms: u64) -> String {
     match ms {
         0..1_000 => format!("{ms}ms"),
         1_000..60_000 if ms.is_multiple_of(1000) => format!("{}s", ms / 1000),
@@ -106,7 +106,7 @@ pub fn duration(ms: u64) -> String {
 
 /// A step for axis ticks over `total_ms`: the smallest of 1, 2, 5 × 10ⁿ ms
 /// (or whole minutes) that gives at most `max_ticks` ticks.
-pub fn tick_step(total_ms: u64, max_ticks: u64) -> u64 {
+pub(crate) fn tick_step(total_ms: u64, max_ticks: u64) -> u64 {
     let mut base = 1u64;
     loop {
         for m in [1, 2, 5] {

@@ -8,7 +8,7 @@ use crate::clock::format_time;
 use crate::ledger::SessionSummary;
 
 /// One listed session and the file its page was written to.
-pub struct IndexRow {
+pub(crate) struct IndexRow {
     pub summary: SessionSummary,
     /// `eligible` or `audit_only`.
     pub eligibility: String,
@@ -19,7 +19,7 @@ pub struct IndexRow {
 }
 
 /// The index of `rows` (already newest first).
-pub fn render(rows: &[IndexRow], tagged: bool) -> String {
+pub(crate) fn render(rows: &[IndexRow], tagged: bool) -> String {
     let headings = [
         "adapter",
         "session",

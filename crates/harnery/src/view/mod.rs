@@ -15,12 +15,12 @@
 //!   selected epochs, and the index with every page written beside it.
 
 pub mod html;
-pub mod index;
-pub mod model;
-pub mod page;
+pub(crate) mod index;
+pub(crate) mod model;
+pub(crate) mod page;
 pub mod pages;
 
-pub use model::{PartRows, SessionView, build};
+pub(crate) use model::{PartRows, SessionView, build};
 
 /// The characters of a session id kept in a file name as they are; any
 /// other becomes `_`, so an id can never name a path elsewhere.
@@ -37,10 +37,10 @@ fn file_safe(id: &str) -> String {
 }
 
 /// How many characters of a session id name its page by default.
-pub const FILE_PREFIX_CHARS: usize = 8;
+pub(crate) const FILE_PREFIX_CHARS: usize = 8;
 
 /// The default page file of a session: `<id prefix>.html`.
-pub fn page_file(session_id: &str) -> String {
+pub(crate) fn page_file(session_id: &str) -> String {
     let prefix: String = session_id.chars().take(FILE_PREFIX_CHARS).collect();
     format!("{}.html", file_safe(&prefix))
 }
@@ -48,7 +48,7 @@ pub fn page_file(session_id: &str) -> String {
 /// Page file names for the sessions of an index, one each: the default
 /// name where it is unique among them, else one made from the adapter and
 /// the whole id.
-pub fn page_files(sessions: &[crate::contract::SessionRef]) -> Vec<String> {
+pub(crate) fn page_files(sessions: &[crate::contract::SessionRef]) -> Vec<String> {
     let defaults: Vec<String> = sessions.iter().map(|s| page_file(&s.session_id)).collect();
     let mut counts = std::collections::HashMap::new();
     for d in &defaults {

@@ -17,7 +17,7 @@ use crate::report::timeline::{Timeline, TimelineEntry};
 use crate::report::usage::turn_usage;
 
 /// One epoch's part of a session, as the ledger holds it.
-pub struct PartRows<'a> {
+pub(crate) struct PartRows<'a> {
     /// `live`, or an archive's genesis id.
     pub epoch: &'a str,
     pub timeline: &'a Timeline,
@@ -27,7 +27,7 @@ pub struct PartRows<'a> {
 
 /// Everything one session's page shows.
 #[derive(Debug, Clone)]
-pub struct SessionView {
+pub(crate) struct SessionView {
     pub summary: SessionSummary,
     /// The epochs the session spans, when more than the live one was read.
     pub epochs: Vec<String>,
@@ -49,7 +49,7 @@ pub struct SessionView {
 /// The time a resume's superseded range covers: from its first event to
 /// its last (a span's completion included).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SupersededBand {
+pub(crate) struct SupersededBand {
     /// The offset of the `session.resumed` event that superseded it.
     pub resume_offset: u64,
     pub from_ns: i64,
@@ -57,7 +57,7 @@ pub struct SupersededBand {
 }
 
 #[derive(Debug, Clone)]
-pub struct Lane {
+pub(crate) struct Lane {
     /// `None` for the session's own agent.
     pub agent_id: Option<String>,
     pub agent_type: Option<String>,
@@ -69,7 +69,7 @@ pub struct Lane {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct TurnBand {
+pub(crate) struct TurnBand {
     pub turn_id: String,
     /// 1-based, in order of first appearance.
     pub number: usize,
@@ -85,7 +85,7 @@ pub struct TurnBand {
 
 /// One span row of the ledger, placed.
 #[derive(Debug, Clone)]
-pub struct SpanMark {
+pub(crate) struct SpanMark {
     pub request_event_id: String,
     /// `tool` or `command`.
     pub kind: String,
@@ -114,7 +114,7 @@ pub struct SpanMark {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MarkerKind {
+pub(crate) enum MarkerKind {
     Session,
     Prompt,
     Subagent,
@@ -149,7 +149,7 @@ impl MarkerKind {
         })
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             MarkerKind::Session => "session",
             MarkerKind::Prompt => "prompt",
@@ -164,7 +164,7 @@ impl MarkerKind {
 }
 
 #[derive(Debug, Clone)]
-pub struct Marker {
+pub(crate) struct Marker {
     pub kind: MarkerKind,
     pub event_type: String,
     pub lane: usize,
@@ -175,14 +175,14 @@ pub struct Marker {
 }
 
 #[derive(Debug, Clone)]
-pub struct Boundary {
+pub(crate) struct Boundary {
     pub at_ns: i64,
     pub from: String,
     pub to: String,
 }
 
 #[derive(Debug, Clone)]
-pub struct ShowLine {
+pub(crate) struct ShowLine {
     pub epoch: String,
     pub offset: u64,
     /// Milliseconds since the session's first event in any part.
@@ -196,11 +196,11 @@ pub struct ShowLine {
 
 /// The narrowest a span is drawn, as a share of the time axis: wide enough
 /// for its state glyph at the default zoom, and the same share at any zoom.
-pub const MIN_WIDTH_PERCENT: f64 = 1.25;
+pub(crate) const MIN_WIDTH_PERCENT: f64 = 1.25;
 
 /// The share of the axis kept free at each end, so that a marker at the
 /// first or last event is drawn whole.
-pub const EDGE_PERCENT: f64 = 1.5;
+pub(crate) const EDGE_PERCENT: f64 = 1.5;
 
 /// The longest tool input a span's details keep.
 const INPUT_CLIP: usize = 400;
@@ -208,7 +208,7 @@ const INPUT_CLIP: usize = 400;
 const PROMPT_CLIP: usize = 400;
 
 /// Build the view of a session from its parts, in chain order.
-pub fn build(parts: &[PartRows], tagged: bool) -> SessionView {
+pub(crate) fn build(parts: &[PartRows], tagged: bool) -> SessionView {
     let summaries: Vec<SessionSummary> = parts.iter().map(|p| p.timeline.summary.clone()).collect();
     let summary = combine(&summaries).expect("a viewed session has a part");
     let (start_ns, end_ns) = (summary.first_unix_ns, summary.last_unix_ns);
@@ -518,7 +518,7 @@ fn lines_of(parts: &[PartRows], start_ns: i64) -> Vec<ShowLine> {
 }
 
 /// At most `max` characters of `text`, with an ellipsis when cut.
-pub fn clip(text: &str, max: usize) -> String {
+pub(crate) fn clip(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         None => text.to_string(),
         Some((at, _)) => format!("{}…", &text[..at]),

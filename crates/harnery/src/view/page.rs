@@ -24,7 +24,7 @@ use crate::clock::format_time;
 use crate::ledger::SpanState;
 
 /// The script: details on hover and focus, and zoom.
-pub const SCRIPT: &str = include_str!("page.js");
+pub(crate) const SCRIPT: &str = include_str!("page.js");
 
 /// Pixel heights the stylesheet and the layout agree on.
 const ROW_PX: usize = 20;
@@ -34,7 +34,7 @@ const MARKER_ROW_PX: usize = 22;
 const MAX_TICKS: u64 = 12;
 
 /// The page of one session.
-pub fn render(v: &SessionView) -> String {
+pub(crate) fn render(v: &SessionView) -> String {
     let title = format!(
         "harnery view: {} {}",
         v.summary.session.adapter.as_str(),
@@ -45,7 +45,7 @@ pub fn render(v: &SessionView) -> String {
 
 /// The page's content without the document around it: the drawing
 /// ([`timeline`]) and the lines of `harnery show`.
-pub fn body(v: &SessionView) -> Markup {
+pub(crate) fn body(v: &SessionView) -> Markup {
     html! {
         (timeline(v))
         (lines(v))
@@ -55,7 +55,7 @@ pub fn body(v: &SessionView) -> Markup {
 /// The drawing alone: header, legend, zoom controls and the time axis
 /// with its turns, lanes, markers and spans. The script ([`SCRIPT`])
 /// looks for the `detail`, `track` and `zoom-level` elements it holds.
-pub fn timeline(v: &SessionView) -> Markup {
+pub(crate) fn timeline(v: &SessionView) -> Markup {
     html! {
         (header(v))
         (legend())

@@ -17,7 +17,7 @@ use crate::contract::Json;
 /// [`Frame`] is in no known shape, so that the line keeps its place in the
 /// `parentUuid` chain and a type that carries nothing stays silent.
 #[derive(Deserialize)]
-pub struct Header<'a> {
+pub(crate) struct Header<'a> {
     #[serde(rename = "type", borrow)]
     pub kind: Option<Cow<'a, str>>,
     pub subtype: Option<String>,
@@ -30,7 +30,7 @@ pub struct Header<'a> {
 /// A `message` read loosely for its text: its `content` as written, a
 /// string or blocks or anything else (`harnery recover` shows it).
 #[derive(Deserialize)]
-pub struct MessageContent {
+pub(crate) struct MessageContent {
     #[serde(default)]
     pub content: serde_json::Value,
 }
@@ -40,7 +40,7 @@ pub struct MessageContent {
 /// knows its shape (`finalize`'s reader, [`super::record`]).
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Frame<'a, M = &'a RawValue> {
+pub(crate) struct Frame<'a, M = &'a RawValue> {
     #[serde(rename = "type", borrow, default)]
     pub kind: Option<Cow<'a, str>>,
     pub subtype: Option<String>,
@@ -91,7 +91,7 @@ pub struct Frame<'a, M = &'a RawValue> {
 /// One model's running totals in a `result` frame or `cost-state` line.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ModelTotalWire {
+pub(crate) struct ModelTotalWire {
     pub input_tokens: Option<u64>,
     pub output_tokens: Option<u64>,
     pub cache_read_input_tokens: Option<u64>,
@@ -106,7 +106,7 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
 
 /// What a `user` line is.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum UserKind {
+pub(crate) enum UserKind {
     /// The human's own direction on the main thread.
     Direct,
     /// Text that reached the model from elsewhere, named by its source:
@@ -121,14 +121,14 @@ pub enum UserKind {
 impl<M> Frame<'_, M> {
     /// The session that made this line's model call, when the line says
     /// it was another than its own (a `--fork-session` copy).
-    pub fn copied_from(&self) -> Option<&str> {
+    pub(crate) fn copied_from(&self) -> Option<&str> {
         let made_in = self.request_session_id.as_deref()?;
         (Some(made_in) != self.session_id.as_deref()).then_some(made_in)
     }
 
     /// What this `user` line is, given its text (the bare string or its
     /// text blocks joined) and whether it holds `tool_result` blocks.
-    pub fn user_kind(&self, text: &str, has_tool_results: bool) -> UserKind {
+    pub(crate) fn user_kind(&self, text: &str, has_tool_results: bool) -> UserKind {
         if has_tool_results {
             return UserKind::ToolResults;
         }

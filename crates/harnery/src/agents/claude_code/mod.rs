@@ -3,17 +3,17 @@
 //! record, the JSONL transcript and stream-json frames ([`record`], each
 //! line's envelope in [`line`](mod@line)).
 
-pub mod hooks;
-pub mod line;
+pub(crate) mod hooks;
+pub(crate) mod line;
 mod message;
-pub mod record;
+pub(crate) mod record;
 
 use std::path::{Path, PathBuf};
 
 pub use hooks::{normalize, normalize_naming};
 
 /// The environment variable that moves Claude Code's config directory.
-pub const CONFIG_VAR: &str = "CLAUDE_CONFIG_DIR";
+pub(crate) const CONFIG_VAR: &str = "CLAUDE_CONFIG_DIR";
 
 /// Claude Code's config directory: `$CLAUDE_CONFIG_DIR` when it is set and
 /// not empty, else `.claude` in `user_home`.
@@ -24,12 +24,12 @@ pub fn config_dir(user_home: &Path) -> PathBuf {
 }
 
 /// The folder of per-project transcript folders under `config_dir`.
-pub fn projects_dir(config_dir: &Path) -> PathBuf {
+pub(crate) fn projects_dir(config_dir: &Path) -> PathBuf {
     config_dir.join("projects")
 }
 
 /// The transcript file of `session_id` in one project folder.
-pub fn transcript_in(project_dir: &Path, session_id: &str) -> PathBuf {
+pub(crate) fn transcript_in(project_dir: &Path, session_id: &str) -> PathBuf {
     project_dir.join(format!("{session_id}.jsonl"))
 }
 

@@ -82,7 +82,7 @@ struct UsageWire {
 /// Read one line of the record: one parse of the whole frame, and the
 /// header alone only when the frame is in no known shape (a skipped type
 /// stays silent whatever its other fields hold).
-pub fn read_line(line: &[u8], at: &RecordAt) -> RecordLine {
+pub(crate) fn read_line(line: &[u8], at: &RecordAt) -> RecordLine {
     read_marked(line, at).0
 }
 
@@ -97,7 +97,10 @@ pub fn read_line(line: &[u8], at: &RecordAt) -> RecordLine {
 /// is also what says why a line is in no known shape. The two agree on
 /// every line the first takes (a test reads the recorded transcripts both
 /// ways): the one pass only spares reading a message's text twice.
-pub fn read_marked(line: &[u8], at: &RecordAt) -> (RecordLine, Option<Option<String>>, LineMark) {
+pub(crate) fn read_marked(
+    line: &[u8],
+    at: &RecordAt,
+) -> (RecordLine, Option<Option<String>>, LineMark) {
     read_in_one_pass(line, at).unwrap_or_else(|| read_in_two_passes(line, at))
 }
 
@@ -218,7 +221,7 @@ const SNAPSHOT: &str = "file-history-snapshot";
 /// (interactive) and the prompt queue's `queue-operation` rows (print
 /// mode: `enqueue` carries the prompt's text) are written for the prompt
 /// that follows (the next turn's preamble).
-pub fn line_mark(kind: &str) -> LineMark {
+pub(crate) fn line_mark(kind: &str) -> LineMark {
     match kind {
         SNAPSHOT | QUEUE_OPERATION => LineMark::NextPrompt,
         _ => LineMark::None,
@@ -487,7 +490,7 @@ fn totals<M>(frame: &Frame<'_, M>, at: &RecordAt) -> RecordLine {
 /// The session a transcript line says it belongs to: Claude Code writes
 /// `sessionId` on its lines. Cheap for lines that name none. ([`read_marked`]
 /// finds it while reading the line.)
-pub fn line_session(line: &[u8]) -> Option<String> {
+pub(crate) fn line_session(line: &[u8]) -> Option<String> {
     #[derive(Deserialize)]
     struct Named {
         #[serde(rename = "sessionId")]

@@ -12,7 +12,7 @@ use serde::Deserialize;
 /// A `user.message`'s data: the text, and who sent it when it was not
 /// the user (`source`, any JSON: a reader decides what counts).
 #[derive(Deserialize)]
-pub struct UserMessageData<'a> {
+pub(crate) struct UserMessageData<'a> {
     #[serde(borrow, default)]
     pub content: Option<Cow<'a, str>>,
     #[serde(default)]
@@ -22,7 +22,7 @@ pub struct UserMessageData<'a> {
 /// An `assistant.message`'s data: the reply, its reasoning text and the
 /// tool calls it asked for.
 #[derive(Deserialize)]
-pub struct AssistantMessageData<'a> {
+pub(crate) struct AssistantMessageData<'a> {
     #[serde(borrow, default)]
     pub content: Option<Cow<'a, str>>,
     #[serde(rename = "reasoningText", borrow, default)]
@@ -33,7 +33,7 @@ pub struct AssistantMessageData<'a> {
 
 /// One tool call an `assistant.message` asked for.
 #[derive(Deserialize)]
-pub struct ToolRequest {
+pub(crate) struct ToolRequest {
     #[serde(rename = "toolCallId", default)]
     pub call_id: Option<String>,
     #[serde(default)]
@@ -44,7 +44,7 @@ pub struct ToolRequest {
 
 /// An `assistant.reasoning`'s data.
 #[derive(Deserialize)]
-pub struct ReasoningData<'a> {
+pub(crate) struct ReasoningData<'a> {
     #[serde(borrow, default)]
     pub content: Option<Cow<'a, str>>,
 }
@@ -52,7 +52,7 @@ pub struct ReasoningData<'a> {
 /// A `tool.execution_complete`'s data: the call, whether it succeeded,
 /// and what it gave back (`result`) or why it failed (`error`).
 #[derive(Deserialize)]
-pub struct ToolCompleteData {
+pub(crate) struct ToolCompleteData {
     #[serde(rename = "toolCallId", default)]
     pub call_id: Option<String>,
     #[serde(default)]
@@ -64,7 +64,7 @@ pub struct ToolCompleteData {
 }
 
 /// A frame's `type` alone, whatever else the line holds.
-pub fn frame_type(line: &[u8]) -> Option<String> {
+pub(crate) fn frame_type(line: &[u8]) -> Option<String> {
     #[derive(Deserialize)]
     struct TypeOnly<'a> {
         #[serde(rename = "type", borrow)]

@@ -4,11 +4,11 @@
 //! and where its package is installed and which version it is
 //! ([`package`], [`version`]).
 
-pub mod frames;
-pub mod hooks;
+pub(crate) mod frames;
+pub(crate) mod hooks;
 pub mod package;
-pub mod record;
-pub mod version;
+pub(crate) mod record;
+pub(crate) mod version;
 
 use std::path::{Path, PathBuf};
 
@@ -17,10 +17,10 @@ pub use hooks::{normalize, parent_session};
 use crate::agents::record::place::{Refusal, is_plain_id};
 
 /// The environment variable that moves Copilot's home.
-pub const HOME_VAR: &str = "COPILOT_HOME";
+pub(crate) const HOME_VAR: &str = "COPILOT_HOME";
 
 /// `$COPILOT_HOME`, when it is set and not empty.
-pub fn home_from_env() -> Option<PathBuf> {
+pub(crate) fn home_from_env() -> Option<PathBuf> {
     std::env::var_os(HOME_VAR)
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
@@ -33,13 +33,13 @@ pub fn home(user_home: &Path) -> PathBuf {
 }
 
 /// Copilot's home when `COPILOT_HOME` does not move it.
-pub fn default_home(user_home: &Path) -> PathBuf {
+pub(crate) fn default_home(user_home: &Path) -> PathBuf {
     user_home.join(".copilot")
 }
 
 /// The record of session `session_id` under `home`, spelled out (the id
 /// is not checked: see [`events_file`]).
-pub fn events_path(home: &Path, session_id: &str) -> PathBuf {
+pub(crate) fn events_path(home: &Path, session_id: &str) -> PathBuf {
     home.join("session-state")
         .join(session_id)
         .join("events.jsonl")
@@ -47,7 +47,7 @@ pub fn events_path(home: &Path, session_id: &str) -> PathBuf {
 
 /// The record a Copilot session's id names under `home`, or why there is
 /// none (an id with separators would leave the home).
-pub fn events_file(home: &Path, session_id: &str) -> Result<PathBuf, Refusal> {
+pub(crate) fn events_file(home: &Path, session_id: &str) -> Result<PathBuf, Refusal> {
     if !is_plain_id(session_id) {
         return Err(Refusal(format!(
             "the session id {session_id:?} is not a Copilot session id (a plain name)"
@@ -57,7 +57,7 @@ pub fn events_file(home: &Path, session_id: &str) -> Result<PathBuf, Refusal> {
 }
 
 /// Copilot's indexed session store under `home`.
-pub fn session_store(home: &Path) -> PathBuf {
+pub(crate) fn session_store(home: &Path) -> PathBuf {
     home.join("session-store.db")
 }
 

@@ -60,7 +60,7 @@ pub struct Installed {
 }
 
 impl Installed {
-    pub fn parsed_version(&self) -> Option<Version> {
+    pub(crate) fn parsed_version(&self) -> Option<Version> {
         self.version.as_deref().and_then(Version::parse)
     }
 }
@@ -121,7 +121,7 @@ fn default_prefixes(home: Option<&Path>, npm_prefix: Option<PathBuf>) -> Vec<Pat
 }
 
 /// Every package the plan finds, dist dir first.
-pub fn discover(plan: &SearchPlan, hint: &RunningCopilotHint) -> Vec<Installed> {
+pub(crate) fn discover(plan: &SearchPlan, hint: &RunningCopilotHint) -> Vec<Installed> {
     let mut found: Vec<Installed> = Vec::new();
     if let Some(dir) = &hint.resolved_dist_dir {
         found.extend(package_at(dir, Place::DistDir, version_named(dir)));
@@ -149,13 +149,13 @@ pub fn discover(plan: &SearchPlan, hint: &RunningCopilotHint) -> Vec<Installed> 
 
 /// The first executable file called `copilot` in `dirs`, as a shell would
 /// find it, with its symlinks resolved.
-pub fn on_path(dirs: &[PathBuf]) -> Option<PathBuf> {
+pub(crate) fn on_path(dirs: &[PathBuf]) -> Option<PathBuf> {
     let dirs = dirs.iter().filter(|d| !d.as_os_str().is_empty());
     executable_in(dirs, "copilot").and_then(|p| fs::canonicalize(p).ok())
 }
 
 /// The first executable file called `name` in `dirs`, in their order.
-pub fn executable_in<'a>(
+pub(crate) fn executable_in<'a>(
     dirs: impl IntoIterator<Item = &'a PathBuf>,
     name: &str,
 ) -> Option<PathBuf> {
@@ -168,7 +168,7 @@ pub fn executable_in<'a>(
 /// The Copilot package a resolved executable belongs to: the folder holding
 /// it, when that folder's `package.json` names `@github/copilot` or one of its
 /// platform packages (`@github/copilot-linux-x64`, ...).
-pub fn package_of(exe: &Path) -> Option<Installed> {
+pub(crate) fn package_of(exe: &Path) -> Option<Installed> {
     let dir = exe.parent()?;
     let json = read_package_json(&dir.join("package.json"))?;
     let name = json.get("name")?.as_str()?;

@@ -60,22 +60,22 @@ const SILENT_TYPES: &[&str] = &[
 ];
 
 /// The frame types more than one reader of this record names.
-pub mod frame {
-    pub const SESSION_START: &str = "session.start";
-    pub const SESSION_RESUME: &str = "session.resume";
-    pub const SESSION_SHUTDOWN: &str = "session.shutdown";
-    pub const ABORT: &str = "abort";
-    pub const USER_MESSAGE: &str = "user.message";
-    pub const ASSISTANT_MESSAGE: &str = "assistant.message";
-    pub const ASSISTANT_REASONING: &str = "assistant.reasoning";
-    pub const TOOL_EXECUTION_COMPLETE: &str = "tool.execution_complete";
+pub(crate) mod frame {
+    pub(crate) const SESSION_START: &str = "session.start";
+    pub(crate) const SESSION_RESUME: &str = "session.resume";
+    pub(crate) const SESSION_SHUTDOWN: &str = "session.shutdown";
+    pub(crate) const ABORT: &str = "abort";
+    pub(crate) const USER_MESSAGE: &str = "user.message";
+    pub(crate) const ASSISTANT_MESSAGE: &str = "assistant.message";
+    pub(crate) const ASSISTANT_REASONING: &str = "assistant.reasoning";
+    pub(crate) const TOOL_EXECUTION_COMPLETE: &str = "tool.execution_complete";
 }
 
 /// One line of `events.jsonl` with its envelope read and `data` left as
 /// text: the first step of every reader of this record (the finalizer's
 /// [`read_line`] and `harnery recover`'s scan, `recover::copilot`).
 #[derive(Deserialize)]
-pub struct Envelope<'a> {
+pub(crate) struct Envelope<'a> {
     #[serde(rename = "type", borrow)]
     pub kind: Cow<'a, str>,
     #[serde(borrow, default)]
@@ -92,13 +92,13 @@ pub struct Envelope<'a> {
 
 impl<'a> Envelope<'a> {
     /// Read the envelope of one line (without its newline).
-    pub fn read(line: &'a [u8]) -> serde_json::Result<Envelope<'a>> {
+    pub(crate) fn read(line: &'a [u8]) -> serde_json::Result<Envelope<'a>> {
         parse_payload(line)
     }
 
     /// The event's id: `None` when absent or null, an error when it is
     /// not a string (a reader that shows ids refuses such a line).
-    pub fn id(&self) -> serde_json::Result<Option<String>> {
+    pub(crate) fn id(&self) -> serde_json::Result<Option<String>> {
         self.id
             .map(|raw| serde_json::from_str::<String>(raw.get()))
             .transpose()
@@ -207,12 +207,12 @@ struct AccountingWire {
 }
 
 /// Read one line of the record.
-pub fn read_line(line: &[u8], at: &RecordAt) -> RecordLine {
+pub(crate) fn read_line(line: &[u8], at: &RecordAt) -> RecordLine {
     read_marked(line, at).0
 }
 
 /// As [`read_line`], with what the line is to a turn's end ([`line_mark`]).
-pub fn read_marked(line: &[u8], at: &RecordAt) -> (RecordLine, LineMark) {
+pub(crate) fn read_marked(line: &[u8], at: &RecordAt) -> (RecordLine, LineMark) {
     let envelope: Envelope = match parse_frame(line) {
         Ok(envelope) => envelope,
         Err(unrecognized) => return (unrecognized, LineMark::None),
@@ -229,7 +229,7 @@ const TURN_END: &str = "assistant.turn_end";
 
 /// What a line of type `kind` is to a turn's end: a turn is over after
 /// `assistant.turn_end`.
-pub fn line_mark(kind: &str) -> LineMark {
+pub(crate) fn line_mark(kind: &str) -> LineMark {
     match kind {
         TURN_END => LineMark::TurnEnd,
         _ => LineMark::None,
@@ -408,7 +408,7 @@ fn usage(usage: &UsageWire, at: &RecordAt) -> RecordItem {
 /// the Anthropic provider, whose `input_tokens` exclude both, and with the
 /// OpenAI one, whose `prompt_tokens` include both). The ledger's input is
 /// the uncached part for every agent, so both are taken out once here.
-pub fn uncached_input(
+pub(crate) fn uncached_input(
     input: Option<u64>,
     cache_read: Option<u64>,
     cache_write: Option<u64>,
@@ -454,7 +454,7 @@ fn summary(model: &str, raw: &RawValue, at: &RecordAt) -> RecordItem {
 /// The session a record line says it belongs to: Copilot names the
 /// session on `session.start` (its hook echoes carry a subagent's id, so
 /// only that frame is looked at). Cheap for lines that name none.
-pub fn line_session(line: &[u8]) -> Option<String> {
+pub(crate) fn line_session(line: &[u8]) -> Option<String> {
     #[derive(Deserialize)]
     struct NamedData {
         #[serde(rename = "sessionId")]

@@ -11,7 +11,7 @@ use std::fmt;
 
 /// One version: `major.minor.patch[-prerelease][+build]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Version {
+pub(crate) struct Version {
     /// The version without its build metadata (which never orders).
     parsed: semver::Version,
     text: String,
@@ -19,7 +19,7 @@ pub struct Version {
 
 impl Version {
     /// Parse a version, allowing one leading `v`. `None` when malformed.
-    pub fn parse(text: &str) -> Option<Version> {
+    pub(crate) fn parse(text: &str) -> Option<Version> {
         let trimmed = text.trim();
         let body = trimmed.strip_prefix('v').unwrap_or(trimmed);
         let without_build = body.split_once('+').map_or(body, |(v, _)| v);
@@ -41,12 +41,13 @@ impl Version {
     }
 
     /// Whether this is a prerelease (`1.0.87-0`).
-    pub fn is_prerelease(&self) -> bool {
+    pub(crate) fn is_prerelease(&self) -> bool {
         !self.parsed.pre.is_empty()
     }
 
+    #[cfg(test)]
     /// The text it was parsed from.
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         &self.text
     }
 }

@@ -19,7 +19,7 @@ pub fn read_line(adapter: AdapterId, line: &[u8], at: &RecordAt) -> RecordLine {
 
 /// The session a line of `adapter`'s record says it belongs to, when it
 /// says one (see each agent's `record::line_session`).
-pub fn line_session(adapter: AdapterId, line: &[u8]) -> Option<String> {
+pub(crate) fn line_session(adapter: AdapterId, line: &[u8]) -> Option<String> {
     match adapter {
         AdapterId::ClaudeCode => claude_code::record::line_session(line),
         AdapterId::Copilot => copilot::record::line_session(line),
@@ -28,7 +28,7 @@ pub fn line_session(adapter: AdapterId, line: &[u8]) -> Option<String> {
 
 /// What a line of `adapter`'s record with type `kind` is to a turn's end
 /// (see each agent's `record::line_mark`).
-pub fn line_mark(adapter: AdapterId, kind: &str) -> LineMark {
+pub(crate) fn line_mark(adapter: AdapterId, kind: &str) -> LineMark {
     match adapter {
         AdapterId::ClaudeCode => claude_code::record::line_mark(kind),
         AdapterId::Copilot => copilot::record::line_mark(kind),
@@ -59,7 +59,7 @@ fn read_named(
 /// in `adapter`'s dialect. A last line without its newline is read too
 /// (the finalizer only sends whole lines, so it is whole). A line naming
 /// another session than `session` is refused, not read.
-pub fn record_chunk(
+pub(crate) fn record_chunk(
     adapter: AdapterId,
     session: Option<&str>,
     payload: &[u8],

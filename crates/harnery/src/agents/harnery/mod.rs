@@ -41,7 +41,7 @@
 //! (record lines carry the agent's own timestamps where it wrote them).
 
 pub mod chunk;
-pub mod payload;
+pub(crate) mod payload;
 
 pub use payload::*;
 
@@ -49,9 +49,10 @@ use self::chunk::record_chunk;
 use super::signal::{CommandResult, Normalized, SignalKind};
 use crate::contract::{AdapterId, CommandRequested, RecordProblem, SignalUnrecognized, TimeSource};
 
+#[cfg(test)]
 /// Read one of harnery's own signals (`adapter`'s dialect for the lines of
 /// a record).
-pub fn normalize(
+pub(crate) fn normalize(
     adapter: AdapterId,
     event_name: &str,
     payload: &[u8],
@@ -60,9 +61,9 @@ pub fn normalize(
     normalize_in(adapter, None, event_name, payload, received_unix_ns)
 }
 
-/// [`normalize`] for a signal spooled for `session`: the lines of a
+/// `normalize` for a signal spooled for `session`: the lines of a
 /// record that name another session are refused (`RecordChunk::foreign`).
-pub fn normalize_in(
+pub(crate) fn normalize_in(
     adapter: AdapterId,
     session: Option<&str>,
     event_name: &str,

@@ -7,16 +7,16 @@ use serde::Deserialize;
 
 use crate::agents::record::{LineMark, RecordLine};
 
-pub const END_REQUESTED: &str = "harnery.end_requested";
-pub const COMMAND_REQUESTED: &str = "harnery.command_requested";
-pub const COMMAND_COMPLETED: &str = "harnery.command_completed";
-pub const RECORD: &str = "harnery.record";
-pub const RECORD_PROBLEM: &str = "harnery.record_problem";
-pub const CHECKPOINT: &str = "harnery.checkpoint";
+pub(crate) const END_REQUESTED: &str = "harnery.end_requested";
+pub(crate) const COMMAND_REQUESTED: &str = "harnery.command_requested";
+pub(crate) const COMMAND_COMPLETED: &str = "harnery.command_completed";
+pub(crate) const RECORD: &str = "harnery.record";
+pub(crate) const RECORD_PROBLEM: &str = "harnery.record_problem";
+pub(crate) const CHECKPOINT: &str = "harnery.checkpoint";
 pub const RESTORE: &str = "harnery.restore";
 
 /// How many bytes before a record cursor its fingerprint covers.
-pub const FINGERPRINT_LEN: u64 = 4096;
+pub(crate) const FINGERPRINT_LEN: u64 = 4096;
 
 /// The header line of a `harnery.record` payload.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
@@ -59,7 +59,7 @@ pub struct LineAt {
 }
 
 /// A `harnery.record` payload: the header line, then the bytes.
-pub fn record_payload(header: &RecordChunkHeader, bytes: &[u8]) -> Vec<u8> {
+pub(crate) fn record_payload(header: &RecordChunkHeader, bytes: &[u8]) -> Vec<u8> {
     let mut out = serde_json::to_vec(header).expect("the header is plain JSON");
     out.push(b'\n');
     out.extend_from_slice(bytes);
@@ -67,13 +67,13 @@ pub fn record_payload(header: &RecordChunkHeader, bytes: &[u8]) -> Vec<u8> {
 }
 
 /// Whether an event name belongs to harnery rather than an agent.
-pub fn is_harnery_event(event_name: &str) -> bool {
+pub(crate) fn is_harnery_event(event_name: &str) -> bool {
     event_name.starts_with("harnery.")
 }
 
 /// `harnery.end_requested`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, Deserialize)]
-pub struct EndRequestPayload {
+pub(crate) struct EndRequestPayload {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
@@ -105,7 +105,7 @@ pub struct RestorePayload {
 
 /// `harnery.command_requested`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
-pub struct CommandRequestPayload {
+pub(crate) struct CommandRequestPayload {
     pub command_id: String,
     pub argv: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -116,7 +116,7 @@ pub struct CommandRequestPayload {
 
 /// `harnery.command_completed`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
-pub struct CommandCompletionPayload {
+pub(crate) struct CommandCompletionPayload {
     pub command_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i64>,

@@ -10,11 +10,11 @@
 use std::io::{self, Read};
 
 /// How many bytes of an oversized line are kept to say what it was.
-pub const OVERSIZED_HEAD: usize = 256;
+pub(crate) const OVERSIZED_HEAD: usize = 256;
 
 /// One piece of the stream, in file order.
 #[derive(Debug)]
-pub enum Piece<'a> {
+pub(crate) enum Piece<'a> {
     /// A line without its newline; `terminated` is false only for the last
     /// bytes of the scanned range when no newline followed them.
     Line {
@@ -32,7 +32,7 @@ pub enum Piece<'a> {
 
 /// Sizes for one scan.
 #[derive(Debug, Clone, Copy)]
-pub struct ReaderLimits {
+pub(crate) struct ReaderLimits {
     /// Longest line handed out whole.
     pub max_line: usize,
     /// Bytes asked of the kernel per read.
@@ -40,7 +40,7 @@ pub struct ReaderLimits {
 }
 
 /// Reads `limit` bytes of `src` as lines.
-pub struct LineReader<R> {
+pub(crate) struct LineReader<R> {
     src: R,
     limit: u64,
     limits: ReaderLimits,
@@ -52,7 +52,7 @@ pub struct LineReader<R> {
 
 /// What a finished read saw.
 #[derive(Debug, Clone, Copy)]
-pub struct ReadStats {
+pub(crate) struct ReadStats {
     /// Bytes read (the limit, unless the file shrank).
     pub bytes: u64,
     /// UTF-16 code units of the bytes read as UTF-8, when asked for.
@@ -77,7 +77,7 @@ struct Skipping {
 
 impl<R: Read> LineReader<R> {
     /// A reader of the first `limit` bytes of `src`.
-    pub fn new(src: R, limit: u64, limits: ReaderLimits) -> Self {
+    pub(crate) fn new(src: R, limit: u64, limits: ReaderLimits) -> Self {
         LineReader {
             src,
             limit,
@@ -89,25 +89,25 @@ impl<R: Read> LineReader<R> {
     }
 
     /// Also count UTF-16 code units (what a JavaScript string of the file holds).
-    pub fn counting_utf16(mut self, on: bool) -> Self {
+    pub(crate) fn counting_utf16(mut self, on: bool) -> Self {
         self.count_utf16 = on;
         self
     }
 
     /// Tell `progress` how many bytes each read brings.
-    pub fn with_progress(mut self, progress: crate::progress::Progress) -> Self {
+    pub(crate) fn with_progress(mut self, progress: crate::progress::Progress) -> Self {
         self.progress = progress;
         self
     }
 
     /// Run `hook` once, right after the first chunk has been read.
-    pub fn with_after_first_read(mut self, hook: Option<Box<dyn FnOnce() + Send>>) -> Self {
+    pub(crate) fn with_after_first_read(mut self, hook: Option<Box<dyn FnOnce() + Send>>) -> Self {
         self.after_first_read = hook;
         self
     }
 
     /// Hand every piece to `sink`, in file order.
-    pub fn run(mut self, mut sink: impl FnMut(Piece<'_>)) -> io::Result<ReadStats> {
+    pub(crate) fn run(mut self, mut sink: impl FnMut(Piece<'_>)) -> io::Result<ReadStats> {
         let mut units = 0u64;
         let cap = self
             .limits
@@ -242,7 +242,7 @@ fn finish(w: &mut Window, skipping: Option<Skipping>, sink: &mut impl FnMut(Piec
 
 /// UTF-16 code units of `bytes` decoded as UTF-8: one per sequence start,
 /// two for a four-byte sequence. A stray continuation byte counts as none.
-pub fn utf16_units(bytes: &[u8]) -> u64 {
+pub(crate) fn utf16_units(bytes: &[u8]) -> u64 {
     // Byte lanes that the compiler turns into vector adds: each lane gains at
     // most 2 per round, so 127 rounds fit a u8 before the lanes are summed.
     const LANES: usize = 32;

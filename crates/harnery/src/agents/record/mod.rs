@@ -32,8 +32,8 @@
 //!   `cost-state` lines) are [`RecordItem::UsageTotal`], never summed with
 //!   per-call usage: they already include it.
 
-pub mod lines;
-pub mod place;
+pub(crate) mod lines;
+pub(crate) mod place;
 
 use std::sync::LazyLock;
 
@@ -160,7 +160,7 @@ static AGENT_TRANSCRIPT_PATH: LazyLock<memmem::Finder<'static>> =
 /// (on every payload), Copilot's `transcriptPath` (on `agentStop`). Cheap
 /// for payloads that name none: the key is searched for before anything
 /// is parsed.
-pub fn path_in_payload(payload: &[u8]) -> Option<String> {
+pub(crate) fn path_in_payload(payload: &[u8]) -> Option<String> {
     #[derive(serde::Deserialize)]
     struct Named {
         #[serde(default, alias = "transcriptPath")]
@@ -180,7 +180,7 @@ pub fn path_in_payload(payload: &[u8]) -> Option<String> {
 /// that reads `transcript_path` alone leaves such a payload to
 /// [`path_in_payload`], which takes either (and neither when both are
 /// there).
-pub fn names_camel_record(payload: &[u8]) -> bool {
+pub(crate) fn names_camel_record(payload: &[u8]) -> bool {
     TRANSCRIPT_PATH_CAMEL.find(payload).is_some()
 }
 
@@ -196,7 +196,7 @@ pub enum NamedRecord {
 
 impl NamedRecord {
     /// The record file `payload` names: as read, else looked for.
-    pub fn or_look_in(self, payload: &[u8]) -> Option<String> {
+    pub(crate) fn or_look_in(self, payload: &[u8]) -> Option<String> {
         match self {
             NamedRecord::Read(path) => path,
             NamedRecord::Unread => path_in_payload(payload),
@@ -208,7 +208,7 @@ impl NamedRecord {
 /// `agent_transcript_path` with its `agent_id` (on `SubagentStop`; each
 /// subagent writes a transcript of its own). Cheap for payloads that name
 /// none, as [`path_in_payload`] is.
-pub fn subagent_record_in_payload(payload: &[u8]) -> Option<(String, String)> {
+pub(crate) fn subagent_record_in_payload(payload: &[u8]) -> Option<(String, String)> {
     #[derive(serde::Deserialize)]
     struct Named {
         #[serde(default)]
@@ -224,7 +224,7 @@ pub fn subagent_record_in_payload(payload: &[u8]) -> Option<(String, String)> {
 
 impl RecordLine {
     /// A line that says nothing the ledger keeps.
-    pub fn empty() -> RecordLine {
+    pub(crate) fn empty() -> RecordLine {
         RecordLine {
             time_unix_ns: None,
             agent_id: None,
@@ -236,7 +236,7 @@ impl RecordLine {
     }
 
     /// A line that is not a frame of the dialect.
-    pub fn unrecognized(reason: impl Into<String>) -> RecordLine {
+    pub(crate) fn unrecognized(reason: impl Into<String>) -> RecordLine {
         RecordLine {
             items: vec![RecordItem::Unrecognized {
                 reason: reason.into(),
@@ -247,18 +247,18 @@ impl RecordLine {
 }
 
 /// A record line as JSON: the dialect's frame, or why it is not one.
-pub fn parse_frame<'a, T: serde::Deserialize<'a>>(line: &'a [u8]) -> Result<T, RecordLine> {
+pub(crate) fn parse_frame<'a, T: serde::Deserialize<'a>>(line: &'a [u8]) -> Result<T, RecordLine> {
     parse_payload(line).map_err(|e| RecordLine::unrecognized(format!("not a frame: {e}")))
 }
 
 /// A duration the agent wrote in (possibly fractional) milliseconds,
 /// rounded to whole milliseconds; a negative or non-finite one is absent.
-pub fn millis(ms: f64) -> Option<u64> {
+pub(crate) fn millis(ms: f64) -> Option<u64> {
     (ms.is_finite() && ms >= 0.0).then(|| ms.round() as u64)
 }
 
 /// An agent's ISO-8601 timestamp as UTC nanoseconds.
-pub fn time_ns(text: Option<&str>) -> Option<i64> {
+pub(crate) fn time_ns(text: Option<&str>) -> Option<i64> {
     text.and_then(crate::clock::parse_rfc3339_ns)
 }
 

@@ -33,13 +33,13 @@ use crate::contract::AdapterId;
 /// (several copies of it are alive while it becomes an event), so this
 /// ceiling is what keeps one line from taking it past 128 MiB
 /// (`scripts/bench-record-line.sh`).
-pub const LINE_CEILING: usize = 8 << 20;
+pub(crate) const LINE_CEILING: usize = 8 << 20;
 /// How much of a line over [`LINE_CEILING`] is kept.
-pub const OVERSIZED_HEAD: usize = 4096;
+pub(crate) const OVERSIZED_HEAD: usize = 4096;
 
 /// Which record of a session a path is said to be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RecordRole<'a> {
+pub(crate) enum RecordRole<'a> {
     /// The session's own record.
     Session,
     /// A subagent's own record (Claude Code), by the subagent's id (empty:
@@ -49,11 +49,11 @@ pub enum RecordRole<'a> {
 
 /// Why a record is not followed (a `record.problem` of kind `refused`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal(pub String);
+pub(crate) struct Refusal(pub String);
 
 /// How opening a record ended, short of a file to read.
 #[derive(Debug)]
-pub enum NotOpened {
+pub(crate) enum NotOpened {
     /// Nothing is there (yet, or any more).
     Missing,
     Refused(Refusal),
@@ -64,13 +64,13 @@ pub enum NotOpened {
 /// bytes of `[A-Za-z0-9._-]`, starting with a letter or digit (Claude
 /// Code's and Copilot's ids are UUIDs; Claude Code's agent ids are hex).
 /// The same rule names spool directories.
-pub fn is_plain_id(id: &str) -> bool {
+pub(crate) fn is_plain_id(id: &str) -> bool {
     crate::spool::key::is_plain(id)
 }
 
 /// Whether `path` has the shape `adapter` gives `role`'s record of
 /// `session_id` (see the module doc), read from the text alone.
-pub fn check_shape(
+pub(crate) fn check_shape(
     adapter: AdapterId,
     session_id: &str,
     role: RecordRole,
@@ -189,7 +189,7 @@ fn shape_text(adapter: AdapterId, session_id: &str, role: RecordRole) -> String 
 /// Open `role`'s record of `session_id` at `path` for reading, if it is
 /// one (see the module doc). Nothing is read; a refused path is never
 /// opened.
-pub fn open(
+pub(crate) fn open(
     adapter: AdapterId,
     session_id: &str,
     role: RecordRole,
@@ -235,7 +235,7 @@ pub fn open(
 /// Open `path` to read without blocking, and only if it is a regular file
 /// (for a path the user gave, such as `harnery recover`'s stream: no shape
 /// test, but a FIFO or device never blocks the reader).
-pub fn open_regular(path: &Path) -> std::io::Result<File> {
+pub(crate) fn open_regular(path: &Path) -> std::io::Result<File> {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)

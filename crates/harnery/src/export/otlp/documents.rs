@@ -8,7 +8,7 @@ use std::io::{self, Write};
 
 /// Where a trace's spans go, each as it ends: the text each one is
 /// written into.
-pub trait SpanSink {
+pub(crate) trait SpanSink {
     /// The text to write the next span into (at its end).
     fn next_span(&mut self) -> io::Result<&mut String>;
 }
@@ -26,7 +26,7 @@ const WRITE_AT: usize = 64 * 1024;
 /// each holding at most `limit` spans; a trace that does not fit goes on
 /// in the next document under a repeat of its resource. No spans, no
 /// document. Spans are written straight into the text that goes out.
-pub struct Documents<W: Write> {
+pub(crate) struct Documents<W: Write> {
     out: W,
     /// Text not yet written out.
     text: String,
@@ -72,7 +72,7 @@ impl<W: Write> SpanSink for Documents<W> {
 }
 
 impl<W: Write> Documents<W> {
-    pub fn new(out: W, limit: usize) -> Documents<W> {
+    pub(crate) fn new(out: W, limit: usize) -> Documents<W> {
         assert!(limit > 0, "a document holds at least one span");
         Documents {
             out,
@@ -87,14 +87,14 @@ impl<W: Write> Documents<W> {
     }
 
     /// Begin a session's spans under `head` (its resource's opening).
-    pub fn start_resource(&mut self, head: &str) {
+    pub(crate) fn start_resource(&mut self, head: &str) {
         self.head.clear();
         self.head.push_str(head);
         self.in_resource = 0;
     }
 
     /// Close the current resource, if it has a span in this document.
-    pub fn end_resource(&mut self) {
+    pub(crate) fn end_resource(&mut self) {
         if self.in_resource > 0 {
             self.text.push_str(RESOURCE_TAIL);
             self.in_resource = 0;
@@ -102,7 +102,7 @@ impl<W: Write> Documents<W> {
     }
 
     /// Close the last document; hand back the writer.
-    pub fn finish(mut self) -> io::Result<W> {
+    pub(crate) fn finish(mut self) -> io::Result<W> {
         self.end_resource();
         if self.doc_open {
             self.close();

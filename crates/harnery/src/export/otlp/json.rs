@@ -76,7 +76,7 @@ pub(super) enum AnyValue<'a> {
 pub(super) struct SpanId(pub [u8; 16]);
 
 impl SpanId {
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         std::str::from_utf8(&self.0).expect("hex digits")
     }
 }
@@ -121,7 +121,7 @@ pub(super) fn attr_bool<'a>(key: &'static str, value: bool) -> Attr<'a> {
 }
 
 impl ResourceOut<'_> {
-    pub fn write(&self, out: &mut String) {
+    pub(crate) fn write(&self, out: &mut String) {
         out.push_str("{\"attributes\":");
         attributes(out, &self.attributes);
         out.push('}');
@@ -129,7 +129,7 @@ impl ResourceOut<'_> {
 }
 
 impl SpanOut<'_> {
-    pub fn write(&self, out: &mut String) {
+    pub(crate) fn write(&self, out: &mut String) {
         out.push_str("{\"attributes\":");
         attributes(out, &self.attributes);
         out.push_str(",\"endTimeUnixNano\":");

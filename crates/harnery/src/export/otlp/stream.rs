@@ -24,7 +24,7 @@ use crate::report::usage::{TurnUsage, add_turn_usage};
 
 /// Which epoch a session's events come from, as its spans show it.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Part<'a> {
+pub(crate) struct Part<'a> {
     /// Added to the resource as `harnery.epoch` when rows carry their epoch.
     pub epoch_tag: Option<&'a str>,
     /// The genesis id of an archived epoch (`None` for the live one).
@@ -37,7 +37,7 @@ pub struct Part<'a> {
 /// after a span's terminal, so an export reads them first (few rows, by
 /// the ledger's type column) and can then write each span at its terminal.
 #[derive(Default)]
-pub struct SpanNotes {
+pub(crate) struct SpanNotes {
     /// By the span's request event id; the last record's word wins.
     recorded_calls: HashMap<String, String>,
     /// By the span's request event id, in offset order.
@@ -46,10 +46,10 @@ pub struct SpanNotes {
 
 impl SpanNotes {
     /// The event types whose rows [`SpanNotes::add`] takes.
-    pub const TYPES: &[EventType] = &[EventType::ToolRecorded, EventType::LateEvidence];
+    pub(crate) const TYPES: &[EventType] = &[EventType::ToolRecorded, EventType::LateEvidence];
 
     /// Take one event (offset order); events of other types are ignored.
-    pub fn add(&mut self, mut event: Event) {
+    pub(crate) fn add(&mut self, mut event: Event) {
         match &event.payload {
             Payload::ToolRecorded(t) => {
                 if let Some(request) = &t.span_request_event_id {
@@ -123,7 +123,7 @@ impl OpenSpan {
 /// interval or a reason per span), never the session's rows: a few
 /// bytes per span, not a row per event. Pairing is
 /// [`crate::report::spans::pair_spans`]'s, one row at a time.
-pub struct TraceStream {
+pub(crate) struct TraceStream {
     ctx: Ctx,
     resource_head: String,
     notes: SpanNotes,
@@ -138,7 +138,7 @@ pub struct TraceStream {
 }
 
 impl TraceStream {
-    pub fn new(session: SessionRef, part: Part<'_>, notes: SpanNotes) -> TraceStream {
+    pub(crate) fn new(session: SessionRef, part: Part<'_>, notes: SpanNotes) -> TraceStream {
         TraceStream {
             resource_head: resource_head(&session, part.epoch_tag),
             ctx: Ctx::new(session, part.archive),
@@ -152,19 +152,19 @@ impl TraceStream {
     }
 
     /// Leave out the events `inherited` says are a parent's copies.
-    pub fn inherit(&mut self, inherited: Inherited) {
+    pub(crate) fn inherit(&mut self, inherited: Inherited) {
         self.inherited = inherited;
     }
 
     /// `{"resource":…,"spans":[`: what a document opens the session's
     /// spans with.
-    pub fn resource_head(&self) -> &str {
+    pub(crate) fn resource_head(&self) -> &str {
         &self.resource_head
     }
 
     /// Take the session's next row (its strings in `text`, the text of its
     /// run); `sink` gets each span it ends.
-    pub fn take(
+    pub(crate) fn take(
         &mut self,
         traced: Traced,
         text: &RunText,
@@ -198,7 +198,7 @@ impl TraceStream {
     }
 
     /// Take the session's next event; `sink` gets each span it ends.
-    pub fn feed(&mut self, event: Box<Event>, sink: &mut impl SpanSink) -> io::Result<()> {
+    pub(crate) fn feed(&mut self, event: Box<Event>, sink: &mut impl SpanSink) -> io::Result<()> {
         if self.inherited.is_copy(&event) {
             return Ok(());
         }
@@ -219,7 +219,7 @@ impl TraceStream {
     }
 
     /// The session has no more rows: its open spans, turns and root.
-    pub fn finish(mut self, sink: &mut impl SpanSink) -> io::Result<()> {
+    pub(crate) fn finish(mut self, sink: &mut impl SpanSink) -> io::Result<()> {
         for open in std::mem::take(&mut self.open) {
             let mut span = open.as_span();
             span.late = self.notes.late_for(open.request());
@@ -292,7 +292,7 @@ fn emit(sink: &mut impl SpanSink, span: &SpanOut<'_>) -> io::Result<()> {
 /// may still close or amend a span), so what it holds per event is the
 /// envelope and the few payload fields the mapping above uses, whatever
 /// the size of the stored row.
-pub fn keep_traced_fields(event: &mut Event) {
+pub(crate) fn keep_traced_fields(event: &mut Event) {
     event.raw = Vec::new();
     event.clock = None;
     event.agent_id = None;

@@ -13,7 +13,7 @@ use crate::report::testkit::Script;
 /// One session's spans, each already serialized, and the opening of the
 /// resource that holds them: a whole trace in memory, for tests and for
 /// callers that hold the session's events anyway.
-pub struct SessionTrace {
+pub(crate) struct SessionTrace {
     resource_head: String,
     spans: String,
     starts: Vec<usize>,
@@ -21,7 +21,7 @@ pub struct SessionTrace {
 
 impl SessionTrace {
     /// Each span's JSON text, in export order.
-    pub fn spans(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn spans(&self) -> impl Iterator<Item = &str> {
         let ends = self.starts.iter().skip(1).copied();
         let ends = ends.chain(std::iter::once(self.spans.len()));
         self.starts
@@ -40,7 +40,11 @@ impl SpanSink for SessionTrace {
 
 /// One session's events (offset order, one epoch) as its trace, through
 /// [`TraceStream`] as the export builds it.
-pub fn session_trace(session: &SessionRef, events: &[&Event], part: Part<'_>) -> SessionTrace {
+pub(crate) fn session_trace(
+    session: &SessionRef,
+    events: &[&Event],
+    part: Part<'_>,
+) -> SessionTrace {
     let mut notes = SpanNotes::default();
     for e in events {
         notes.add((*e).clone());
@@ -62,7 +66,7 @@ pub fn session_trace(session: &SessionRef, events: &[&Event], part: Part<'_>) ->
 
 impl<W: std::io::Write> Documents<W> {
     /// A whole trace: its resource, its spans, and the resource closed.
-    pub fn push(&mut self, trace: &SessionTrace) -> io::Result<()> {
+    pub(crate) fn push(&mut self, trace: &SessionTrace) -> io::Result<()> {
         self.start_resource(&trace.resource_head);
         for span in trace.spans() {
             self.next_span()?.push_str(span);

@@ -12,7 +12,7 @@ use crate::report::receipts::{TurnBoundary, TurnMark};
 use crate::report::spans::SpanSide;
 
 /// One row of a session as its trace takes it.
-pub enum Traced {
+pub(crate) enum Traced {
     /// An event read whole (parsed from its text). Boxed: an event is
     /// large beside the other rows, and rows are moved from thread to
     /// thread.
@@ -28,7 +28,7 @@ pub enum Traced {
 
 /// A range of a [`RunText`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Text {
+pub(crate) struct Text {
     start: u32,
     end: u32,
 }
@@ -41,7 +41,7 @@ impl Text {
 
 /// The strings a run's rows name, side by side.
 #[derive(Debug, Default)]
-pub struct RunText {
+pub(crate) struct RunText {
     text: String,
     /// The last turn id kept: a run's rows name few turns, each many
     /// times, and keep one copy of each in a row.
@@ -49,11 +49,11 @@ pub struct RunText {
 }
 
 impl RunText {
-    pub fn get(&self, t: Text) -> &str {
+    pub(crate) fn get(&self, t: Text) -> &str {
         &self.text[t.start as usize..t.end as usize]
     }
 
-    pub fn push(&mut self, s: &str) -> Text {
+    pub(crate) fn push(&mut self, s: &str) -> Text {
         let at = |n: usize| u32::try_from(n).expect("a run's text stays far below 4 GiB");
         let start = at(self.text.len());
         self.text.push_str(s);
@@ -78,7 +78,7 @@ impl RunText {
 /// A tool request, or a native tool terminal, as its trace entry gives it;
 /// its strings are ranges of its run's [`RunText`].
 #[derive(Debug, Clone)]
-pub struct ToolRow {
+pub(crate) struct ToolRow {
     pub offset: u64,
     /// The row's part in its turn's wall (and its time).
     pub mark: TurnMark,
@@ -91,7 +91,7 @@ pub struct ToolRow {
 }
 
 #[derive(Debug, Clone)]
-pub struct ToolEnd {
+pub(crate) struct ToolEnd {
     pub requested_event_id: Option<Text>,
     pub outcome: Outcome,
     pub duration_ms: Observation<u64>,
@@ -99,7 +99,7 @@ pub struct ToolEnd {
 
 impl ToolRow {
     /// This row with its own copy of its strings, out of its run's `text`.
-    pub fn owned(&self, text: &RunText) -> (ToolRow, RunText) {
+    pub(crate) fn owned(&self, text: &RunText) -> (ToolRow, RunText) {
         let strings = [
             self.turn_id,
             Some(self.event_id),
@@ -133,7 +133,7 @@ impl ToolRow {
 impl Traced {
     /// A row's trace entry as the trace takes it, its strings kept in
     /// `text`; `None` for a `whole` entry, whose event's text must be read.
-    pub fn of_facts(facts: TraceFacts<'_>, text: &mut RunText) -> Option<Traced> {
+    pub(crate) fn of_facts(facts: TraceFacts<'_>, text: &mut RunText) -> Option<Traced> {
         let marks = facts.marks?;
         let boundary = match facts.part {
             TracePart::TurnStarted => Some(TurnBoundary::Started),
@@ -172,7 +172,7 @@ impl Traced {
 
 /// A tool row read with its run's text: a span's request or terminal.
 #[derive(Debug, Clone, Copy)]
-pub struct ToolView<'a> {
+pub(crate) struct ToolView<'a> {
     pub row: &'a ToolRow,
     pub text: &'a RunText,
 }

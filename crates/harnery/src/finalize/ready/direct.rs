@@ -18,7 +18,7 @@ const BLOCK: usize = 4096;
 /// The buffer, and so the size of every direct write but the last.
 const BUFFER: usize = 1 << 20;
 
-pub struct DirectWriter {
+pub(crate) struct DirectWriter {
     file: File,
     buf: Aligned,
     len: usize,
@@ -34,7 +34,7 @@ unsafe impl Send for Aligned {}
 impl DirectWriter {
     /// Take over `file` (opened for writing, empty). Direct I/O is used if
     /// the file system accepts it, plain writes otherwise.
-    pub fn new(file: File) -> DirectWriter {
+    pub(crate) fn new(file: File) -> DirectWriter {
         let direct = set_direct(&file, true).is_ok();
         // SAFETY: the layout is non-zero in size with a power-of-two
         // alignment; a null result is handled below.
@@ -51,7 +51,7 @@ impl DirectWriter {
     }
 
     /// Write what is buffered and hand the file back, ready to be synced.
-    pub fn finish(mut self) -> io::Result<File> {
+    pub(crate) fn finish(mut self) -> io::Result<File> {
         let whole = self.len / BLOCK * BLOCK;
         self.write_out(0, whole)?;
         if self.len > whole {

@@ -81,7 +81,7 @@ const REASON_PREFIXES: &[&str] = &[
 ];
 
 /// What leaves of an unreadable signal's reason under `--content none`.
-pub fn reason_class(reason: &str) -> &'static str {
+pub(crate) fn reason_class(reason: &str) -> &'static str {
     if let Some(whole) = WHOLE_REASONS.iter().find(|r| **r == reason) {
         return whole;
     }
@@ -110,7 +110,7 @@ fn is_name(key: &str, s: &str) -> bool {
 impl Masker {
     /// A row with only its metadata (see the module's text); digests and
     /// ids keyed as [`Masker::mask`] keys them.
-    pub fn metadata_only(&self, json: &[u8]) -> Vec<u8> {
+    pub(crate) fn metadata_only(&self, json: &[u8]) -> Vec<u8> {
         let Ok(mut v) = serde_json::from_slice::<Value>(json) else {
             return b"{}".to_vec();
         };

@@ -15,7 +15,7 @@ impl LedgerReader {
     /// genesis, its database and their binding, its raw archive files),
     /// writing nothing: for a step that moves the epoch as it is (an
     /// advance archiving it).
-    pub fn check_epoch(dir: &Path) -> Result<(), LedgerError> {
+    pub(crate) fn check_epoch(dir: &Path) -> Result<(), LedgerError> {
         LedgerReader::open_dir(dir, None)?.raw().refuse_faults()?;
         Ok(())
     }
@@ -108,7 +108,7 @@ impl Raw<'_> {
 
     /// The raw archive check of the read side: what `Raw::scan`
     /// finds, nothing written.
-    pub fn faults(&self) -> Result<Vec<RawFault>, LedgerError> {
+    pub(crate) fn faults(&self) -> Result<Vec<RawFault>, LedgerError> {
         Ok(self.scan()?.0)
     }
 

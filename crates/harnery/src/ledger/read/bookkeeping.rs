@@ -10,13 +10,13 @@ use crate::contract::SessionRef;
 use crate::ledger::LedgerError;
 
 /// What the finalizer keeps beside the events: applied batches, drained segments, known signals, producer state, next offsets.
-pub struct Bookkeeping<'r> {
+pub(crate) struct Bookkeeping<'r> {
     pub(super) r: &'r LedgerReader,
 }
 
 impl Bookkeeping<'_> {
     /// Whether a batch with this id was already committed.
-    pub fn batch_applied(&self, id: &str) -> Result<bool, LedgerError> {
+    pub(crate) fn batch_applied(&self, id: &str) -> Result<bool, LedgerError> {
         Ok(self.r.conn.query_row(
             "SELECT EXISTS (SELECT 1 FROM applied_batches WHERE batch = ?1)",
             [id],
@@ -26,11 +26,11 @@ impl Bookkeeping<'_> {
 
     /// Hold one read snapshot until [`Bookkeeping::end_snapshot`], instead of one
     /// per query (each costs a lock round trip on the WAL index).
-    pub fn begin_snapshot(&self) -> Result<(), LedgerError> {
+    pub(crate) fn begin_snapshot(&self) -> Result<(), LedgerError> {
         Ok(self.r.conn.execute_batch("BEGIN DEFERRED")?)
     }
 
-    pub fn end_snapshot(&self) -> Result<(), LedgerError> {
+    pub(crate) fn end_snapshot(&self) -> Result<(), LedgerError> {
         if !self.r.conn.is_autocommit() {
             self.r.conn.execute_batch("COMMIT")?;
         }
@@ -39,7 +39,7 @@ impl Bookkeeping<'_> {
 
     /// Whether a raw signal with this record digest (which covers the
     /// receive time) is already kept.
-    pub fn signal_known(
+    pub(crate) fn signal_known(
         &self,
         received_unix_ns: i64,
         record_digest: &str,
@@ -53,7 +53,7 @@ impl Bookkeeping<'_> {
     /// The newest receive time among the kept raw signals. A record
     /// received later cannot be one of them (its digest covers its receive
     /// time), so it needs no lookup.
-    pub fn newest_signal_ns(&self) -> Result<Option<i64>, LedgerError> {
+    pub(crate) fn newest_signal_ns(&self) -> Result<Option<i64>, LedgerError> {
         Ok(self
             .r
             .conn
@@ -62,7 +62,7 @@ impl Bookkeeping<'_> {
     }
 
     /// Whether an intake segment was drained by a committed batch.
-    pub fn segment_drained(&self, segment: &str) -> Result<bool, LedgerError> {
+    pub(crate) fn segment_drained(&self, segment: &str) -> Result<bool, LedgerError> {
         Ok(self.r.conn.query_row(
             "SELECT EXISTS (SELECT 1 FROM drained_segments WHERE segment = ?1)",
             [segment],
@@ -71,7 +71,10 @@ impl Bookkeeping<'_> {
     }
 
     /// The producer state stored for a session, as serde JSON text.
-    pub fn producer_state(&self, session: &SessionRef) -> Result<Option<String>, LedgerError> {
+    pub(crate) fn producer_state(
+        &self,
+        session: &SessionRef,
+    ) -> Result<Option<String>, LedgerError> {
         let mut stmt = self.r.conn.prepare_cached(
             "SELECT state, adapter, session_id FROM producer_state WHERE adapter = ?1 AND session_id = ?2",
         )?;
@@ -91,7 +94,11 @@ impl Bookkeeping<'_> {
     }
 
     /// How many bytes of producer state a session has stored (0: none).
-    pub fn producer_state_len(&self, adapter: &str, session_id: &str) -> Result<u64, LedgerError> {
+    pub(crate) fn producer_state_len(
+        &self,
+        adapter: &str,
+        session_id: &str,
+    ) -> Result<u64, LedgerError> {
         let mut stmt = self.r.conn.prepare_cached(
             "SELECT octet_length(state) FROM producer_state WHERE adapter = ?1 AND session_id = ?2",
         )?;
@@ -102,7 +109,7 @@ impl Bookkeeping<'_> {
     }
 
     /// Every session that has producer state, in a stable order.
-    pub fn producer_sessions(&self) -> Result<Vec<SessionRef>, LedgerError> {
+    pub(crate) fn producer_sessions(&self) -> Result<Vec<SessionRef>, LedgerError> {
         let mut stmt = self.r.conn.prepare(
             "SELECT adapter, session_id FROM producer_state ORDER BY adapter, session_id",
         )?;
@@ -123,7 +130,7 @@ impl Bookkeeping<'_> {
     }
 
     /// How many events a session has (its next offset).
-    pub fn next_offset(&self, session: &SessionRef) -> Result<u64, LedgerError> {
+    pub(crate) fn next_offset(&self, session: &SessionRef) -> Result<u64, LedgerError> {
         let n: Option<i64> = self
             .r
             .conn

@@ -59,7 +59,7 @@ impl Events<'_> {
 
     /// [`Events::session_events`], but a row whose text does not parse is
     /// set aside, named by its sequence number, and the rest still read.
-    pub fn session_events_lenient(
+    pub(crate) fn session_events_lenient(
         &self,
         session: &SessionRef,
     ) -> Result<(Vec<Event>, Vec<DamagedRow>), LedgerError> {
@@ -84,7 +84,7 @@ impl Events<'_> {
     }
 
     /// Every event in chain order, one at a time, without loading them all.
-    pub fn for_each_event(
+    pub(crate) fn for_each_event(
         &self,
         mut f: impl FnMut(StoredEvent) -> Result<(), LedgerError>,
     ) -> Result<(), LedgerError> {
@@ -110,7 +110,7 @@ impl Events<'_> {
     /// in offset order for one session, else in chain order. Nothing is
     /// parsed or kept; `f` sees each row once and may stop the stream with
     /// an error of its own.
-    pub fn for_each_stored_text<E: From<LedgerError>>(
+    pub(crate) fn for_each_stored_text<E: From<LedgerError>>(
         &self,
         filter: &RowFilter,
         f: impl FnMut(StoredText<'_>) -> Result<(), E>,
@@ -146,7 +146,7 @@ impl Events<'_> {
     /// [`Events::for_each_stored_text`] gives them. The types are those of
     /// the `type` column the ledger keeps beside each row's text, so only
     /// the rows asked for are read whole.
-    pub fn for_each_stored_text_of_types<E: From<LedgerError>>(
+    pub(crate) fn for_each_stored_text_of_types<E: From<LedgerError>>(
         &self,
         session: &SessionRef,
         types: &[EventType],
@@ -181,7 +181,11 @@ impl Events<'_> {
 
     /// The time of one event of `session`, found by its id (read through
     /// the session's rows: ids have no index of their own).
-    pub fn event_time(&self, session: &SessionRef, id: &str) -> Result<Option<i64>, LedgerError> {
+    pub(crate) fn event_time(
+        &self,
+        session: &SessionRef,
+        id: &str,
+    ) -> Result<Option<i64>, LedgerError> {
         Ok(self.r
             .conn
             .prepare_cached(
@@ -197,7 +201,7 @@ impl Events<'_> {
     /// contains `needle`, only of `session_key` when one is given:
     /// (receive time, session key, environment as a JSON object). Walks the
     /// receive-time index newest first and stops at the first match.
-    pub fn newest_env_with(
+    pub(crate) fn newest_env_with(
         &self,
         adapter: &str,
         session_key: Option<&str>,

@@ -37,7 +37,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
-pub use bookkeeping::Bookkeeping;
+pub(crate) use bookkeeping::Bookkeeping;
 pub use events::{Events, RowFilter, StoredEvent, StoredText};
 pub use finding::ValidationProblem;
 pub use raw_archive::{ArchiveSize, Raw, RawProblem};
@@ -123,7 +123,7 @@ impl LedgerReader {
 
     /// The chain head (the terminal-segment digest once archived), as hex;
     /// the epoch's seed when no event was appended yet.
-    pub fn chain_head(&self) -> Result<String, LedgerError> {
+    pub(crate) fn chain_head(&self) -> Result<String, LedgerError> {
         Ok(chain::hex(&self.head_bytes()?))
     }
 
@@ -186,7 +186,7 @@ impl LedgerReader {
     }
 
     /// The finalizer's bookkeeping beside the events.
-    pub fn bookkeeping(&self) -> Bookkeeping<'_> {
+    pub(crate) fn bookkeeping(&self) -> Bookkeeping<'_> {
         Bookkeeping { r: self }
     }
 

@@ -13,7 +13,7 @@ impl Events<'_> {
     /// Each `harnery.record` payload spooled for `session`, oldest first,
     /// read from its batch's archive (or the row, for rows kept inline).
     /// One payload is in memory at a time.
-    pub fn for_each_record_payload(
+    pub(crate) fn for_each_record_payload(
         &self,
         session: &SessionRef,
         mut f: impl FnMut(&[u8]) -> Result<(), LedgerError>,
@@ -54,7 +54,7 @@ impl Events<'_> {
 
 impl Events<'_> {
     /// One event of `session` by its id (one indexed row).
-    pub fn session_event(
+    pub(crate) fn session_event(
         &self,
         session: &crate::contract::SessionRef,
         id: &str,

@@ -36,7 +36,7 @@ impl Rows<'_> {
     /// (a row that does not parse is left out, as
     /// `session_events_lenient` leaves it out), so a caller that folds a
     /// session need not hold it.
-    pub fn for_each_session_event<E: From<LedgerError>>(
+    pub(crate) fn for_each_session_event<E: From<LedgerError>>(
         &self,
         session: &SessionRef,
         mut f: impl FnMut(Event) -> Result<(), E>,
@@ -65,7 +65,7 @@ impl Rows<'_> {
 
     /// Up to `limit` event rows after `after_seq`, in chain order; the
     /// number of rows `f` saw.
-    pub fn for_each_chain_row<E: From<LedgerError>>(
+    pub(crate) fn for_each_chain_row<E: From<LedgerError>>(
         &self,
         after_seq: i64,
         limit: u64,
@@ -113,7 +113,7 @@ impl Rows<'_> {
     }
 
     /// The stored hash of row `seq`, if the epoch has that row.
-    pub fn row_hash(&self, seq: i64) -> Result<Option<Vec<u8>>, LedgerError> {
+    pub(crate) fn row_hash(&self, seq: i64) -> Result<Option<Vec<u8>>, LedgerError> {
         Ok(self
             .r
             .conn
@@ -124,7 +124,7 @@ impl Rows<'_> {
     }
 
     /// The last row's sequence number (0 for an empty epoch).
-    pub fn last_seq(&self) -> Result<i64, LedgerError> {
+    pub(crate) fn last_seq(&self) -> Result<i64, LedgerError> {
         Ok(self
             .r
             .conn
@@ -132,7 +132,7 @@ impl Rows<'_> {
     }
 
     /// Every span row, one at a time, in storage order.
-    pub fn for_each_span<E: From<LedgerError>>(
+    pub(crate) fn for_each_span<E: From<LedgerError>>(
         &self,
         mut f: impl FnMut(SpanRow) -> Result<(), E>,
     ) -> Result<(), E> {

@@ -25,7 +25,7 @@ impl Events<'_> {
 
     /// The session's events with `from <= offset < to`, in offset order.
     /// The bounds are the caller's to check (`session_log::replay`).
-    pub fn session_range(
+    pub(crate) fn session_range(
         &self,
         session: &SessionRef,
         from: u64,
@@ -42,7 +42,7 @@ impl Events<'_> {
     /// [`Events::session_range`] one event at a time: each is parsed,
     /// handed to `f` and dropped, so a session of any length reads in
     /// bounded memory.
-    pub fn for_each_in_session_range<E: From<LedgerError>>(
+    pub(crate) fn for_each_in_session_range<E: From<LedgerError>>(
         &self,
         session: &SessionRef,
         from: u64,
@@ -75,7 +75,7 @@ impl Events<'_> {
     }
 
     /// The session's events of the given types, in offset order.
-    pub fn session_events_of(
+    pub(crate) fn session_events_of(
         &self,
         session: &SessionRef,
         types: &[EventType],
@@ -94,7 +94,7 @@ impl Events<'_> {
 
     /// The session's first event of type `ty` (lowest offset), if any:
     /// read along the session's offset index, stopping at the first.
-    pub fn session_first_of(
+    pub(crate) fn session_first_of(
         &self,
         session: &SessionRef,
         ty: EventType,
@@ -110,7 +110,7 @@ impl Events<'_> {
 
     /// The stored text of the session's event at `offset`, and its seq
     /// (one indexed row; `None` when there is none).
-    pub fn event_text(
+    pub(crate) fn event_text(
         &self,
         session: &SessionRef,
         offset: u64,

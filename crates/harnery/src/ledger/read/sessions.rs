@@ -165,7 +165,7 @@ impl Sessions<'_> {
 
     /// The sessions whose id starts with `prefix` (or is it). A row whose
     /// key cannot be read cannot be named: it is set aside.
-    pub fn by_prefix(&self, prefix: &str) -> Result<Vec<SessionRef>, LedgerError> {
+    pub(crate) fn by_prefix(&self, prefix: &str) -> Result<Vec<SessionRef>, LedgerError> {
         let pattern = format!(
             "{}%",
             prefix
@@ -185,7 +185,7 @@ impl Sessions<'_> {
     /// The sessions with a row of any of `types`: one pass over the rows'
     /// `type` column, in table order, for callers that would otherwise ask
     /// each session in turn (and read all its rows to answer).
-    pub fn with_types(
+    pub(crate) fn with_types(
         &self,
         types: &[EventType],
     ) -> Result<std::collections::HashSet<SessionRef>, LedgerError> {
@@ -205,7 +205,7 @@ impl Sessions<'_> {
     /// Every session with an event at or after `since` (all of them
     /// without it), ordered by adapter then id. Only the keys: a caller
     /// reads each session's rows on its own.
-    pub fn refs(&self, since_unix_ns: Option<i64>) -> Result<Vec<SessionRef>, LedgerError> {
+    pub(crate) fn refs(&self, since_unix_ns: Option<i64>) -> Result<Vec<SessionRef>, LedgerError> {
         let mut stmt = self.r.conn.prepare(
             "SELECT adapter, session_id FROM sessions WHERE last_unix_ns >= ?1 ORDER BY adapter, session_id",
         )?;

@@ -18,7 +18,7 @@ pub enum SpanState {
 }
 
 impl SpanState {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             SpanState::Open => "open",
             SpanState::ClosedNative => "closed_native",
@@ -49,10 +49,6 @@ impl SpanCounts {
             SpanState::ClosedNative => self.closed_native += n,
             SpanState::Recovered => self.recovered += n,
         }
-    }
-
-    pub fn total(&self) -> u64 {
-        self.open + self.closed_native + self.recovered
     }
 }
 

@@ -31,7 +31,7 @@ pub struct Trace<'r> {
 impl Trace<'_> {
     /// Whether this ledger keeps trace chunks (migration `trace_chunks`; an
     /// archived epoch an older build wrote may not).
-    pub fn keeps_trace_rows(&self) -> Result<bool, LedgerError> {
+    pub(crate) fn keeps_trace_rows(&self) -> Result<bool, LedgerError> {
         Ok(self.r.conn.query_row(
             "SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'trace_chunks')",
             [],
@@ -42,7 +42,7 @@ impl Trace<'_> {
     /// One session's trace chunks in offset order, each followed by the
     /// text of its whole entries. A whole entry whose event row is not
     /// there has no text: the decoder finds it missing.
-    pub fn read_trace_chunks<E: From<LedgerError>>(
+    pub(crate) fn read_trace_chunks<E: From<LedgerError>>(
         &self,
         session: &SessionRef,
         mut f: impl FnMut(ChunkRead<'_>) -> Result<(), E>,
@@ -76,7 +76,7 @@ impl Trace<'_> {
 
     /// The sessions with a `note` entry (by the index of the chunks that
     /// hold one).
-    pub fn sessions_with_notes(&self) -> Result<HashSet<SessionRef>, LedgerError> {
+    pub(crate) fn sessions_with_notes(&self) -> Result<HashSet<SessionRef>, LedgerError> {
         let mut stmt = self
             .r
             .conn
@@ -87,7 +87,7 @@ impl Trace<'_> {
 
     /// One session's `note` events, in offset order, as
     /// [`Events::for_each_stored_text`](super::Events::for_each_stored_text) gives rows.
-    pub fn for_each_note_text<E: From<LedgerError>>(
+    pub(crate) fn for_each_note_text<E: From<LedgerError>>(
         &self,
         session: &SessionRef,
         f: impl FnMut(StoredText<'_>) -> Result<(), E>,

@@ -108,7 +108,7 @@ impl LedgerReader {
 
     /// [`Bookkeeping::producer_state`](super::Bookkeeping::producer_state), with a state that cannot be read set
     /// aside (as none): for the sweeps over every session.
-    pub fn producer_state_or_set_aside(
+    pub(crate) fn producer_state_or_set_aside(
         &self,
         session: &crate::contract::SessionRef,
     ) -> Result<Option<String>, LedgerError> {
@@ -131,7 +131,7 @@ impl LedgerReader {
 
     /// An error naming the first row the reads so far passed over, if
     /// any: for a reader that must not leave a row out (shipping a copy).
-    pub fn refuse_set_aside(&self) -> Result<(), LedgerError> {
+    pub(crate) fn refuse_set_aside(&self) -> Result<(), LedgerError> {
         match self.take_set_aside().into_iter().next() {
             Some(row) => Err(LedgerError::Unreadable(Box::new(row))),
             None => Ok(()),

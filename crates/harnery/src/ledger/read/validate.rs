@@ -23,7 +23,7 @@ impl Verify<'_> {
     }
 
     /// [`Verify::validate`], telling `progress` how many rows are done.
-    pub fn validate_with(
+    pub(crate) fn validate_with(
         &self,
         progress: &Progress,
     ) -> Result<(u64, Vec<ValidationProblem>), LedgerError> {

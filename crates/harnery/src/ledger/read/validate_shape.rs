@@ -18,7 +18,7 @@ pub(super) struct OwnGeneration {
 }
 
 impl OwnGeneration {
-    pub fn of(generation: &Generation) -> OwnGeneration {
+    pub(crate) fn of(generation: &Generation) -> OwnGeneration {
         OwnGeneration {
             number: generation.number,
             shape: generation.shape(),
@@ -69,7 +69,7 @@ impl Verify<'_> {
     /// Every row checked against `generation`'s shape (for `epoch
     /// verify`, which reads every epoch under the generation that wrote
     /// it): the rows read and the problems.
-    pub fn shape_problems(
+    pub(crate) fn shape_problems(
         &self,
         generation: &Generation,
     ) -> Result<(u64, Vec<ValidationProblem>), LedgerError> {

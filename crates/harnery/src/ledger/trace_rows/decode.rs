@@ -10,7 +10,7 @@ use crate::contract::json::plain_len;
 use crate::contract::{Attestation, Observation, Outcome, TurnSource};
 
 /// One entry: its event's seq, and its facts or what is wrong with them.
-pub type Entry<'a> = (i64, Result<TraceFacts<'a>, String>);
+pub(crate) type Entry<'a> = (i64, Result<TraceFacts<'a>, String>);
 
 /// A chunk's entries, decoded.
 pub(in crate::ledger) fn entries(text: &str) -> Result<Vec<Entry<'_>>, String> {

@@ -57,7 +57,7 @@ impl Checkpointer {
     /// fsync the WAL: every transaction committed before this call is
     /// durable once it returns. (An fsync covers the file, whichever
     /// descriptor asks.) No WAL file means nothing is waiting in one.
-    pub fn sync_wal(&self) -> Result<(), LedgerError> {
+    pub(crate) fn sync_wal(&self) -> Result<(), LedgerError> {
         match std::fs::File::open(&self.wal) {
             Ok(file) => file
                 .sync_data()
@@ -99,7 +99,7 @@ impl Checkpointer {
     /// once no reader is left in it (waiting up to the busy timeout);
     /// whether it was cut. Closing the last connection then deletes an
     /// empty file instead of one whose every page the kernel must free.
-    pub fn truncate(&self) -> Result<bool, LedgerError> {
+    pub(crate) fn truncate(&self) -> Result<bool, LedgerError> {
         self.conn
             .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
                 r.get::<_, i64>(0)
@@ -116,7 +116,7 @@ impl LedgerWriter {
     /// checkpointer's next [`Checkpointer::sync_wal`] returns. `false`
     /// restores the defaults: SQLite checkpoints inside commits, and each
     /// commit is durable when it returns (`synchronous=FULL`).
-    pub fn set_background_sync(&self, on: bool) -> Result<(), LedgerError> {
+    pub(crate) fn set_background_sync(&self, on: bool) -> Result<(), LedgerError> {
         let pages = if on { 0 } else { AUTO_CHECKPOINT_PAGES };
         self.conn.pragma_update(None, "wal_autocheckpoint", pages)?;
         let sync = if on { "NORMAL" } else { "FULL" };
@@ -127,7 +127,7 @@ impl LedgerWriter {
     /// Hand back the page cache the connection holds (pages needed later
     /// are read from the file again): for work done while the writer
     /// stays open, so that it reuses that memory instead of adding to it.
-    pub fn shrink_memory(&self) -> Result<(), LedgerError> {
+    pub(crate) fn shrink_memory(&self) -> Result<(), LedgerError> {
         self.conn.execute_batch("PRAGMA shrink_memory")?;
         Ok(())
     }

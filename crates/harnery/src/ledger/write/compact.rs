@@ -75,7 +75,7 @@ fn remove_temporaries(dir: &Path) -> Result<(), LedgerError> {
 impl LedgerWriter {
     /// Convert every recorded uncompressed archive file of this (live,
     /// write-opened) ledger at zstd `level`.
-    pub fn compact_archive(&mut self, level: i32) -> Result<Compacted, LedgerError> {
+    pub(crate) fn compact_archive(&mut self, level: i32) -> Result<Compacted, LedgerError> {
         self.compact_archive_within(level, None)
     }
 
@@ -85,7 +85,7 @@ impl LedgerWriter {
     /// converted by the next call, and `unfinished` says so. Batches with
     /// nothing to convert and no leftover of a killed run are passed over
     /// without reading their directories.
-    pub fn compact_archive_within(
+    pub(crate) fn compact_archive_within(
         &mut self,
         level: i32,
         deadline: Option<Instant>,

@@ -9,14 +9,14 @@ use crate::ledger::LedgerReader;
 use crate::report::health_check::HealthReport;
 
 /// The live ledger's facts the page shows.
-pub struct LedgerFacts {
+pub(crate) struct LedgerFacts {
     pub genesis_id: String,
     pub last_seq: i64,
     pub schema_behind: bool,
 }
 
 impl LedgerFacts {
-    pub fn of(ledger: &LedgerReader) -> Result<LedgerFacts, crate::ledger::LedgerError> {
+    pub(crate) fn of(ledger: &LedgerReader) -> Result<LedgerFacts, crate::ledger::LedgerError> {
         Ok(LedgerFacts {
             genesis_id: ledger.genesis().genesis_id.clone(),
             last_seq: ledger.rows().last_seq()?,
@@ -25,7 +25,7 @@ impl LedgerFacts {
     }
 }
 
-pub fn render(report: &HealthReport, ledger: Option<&LedgerFacts>) -> String {
+pub(crate) fn render(report: &HealthReport, ledger: Option<&LedgerFacts>) -> String {
     let body = html! {
         h1 { "Health" }
         (conditions(report))

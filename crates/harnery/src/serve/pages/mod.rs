@@ -5,17 +5,17 @@
 //! A page fetches only from its own server: the style sheets and scripts
 //! under `/static/`, and the JSON the live script polls.
 
-pub mod health;
-pub mod search;
-pub mod session;
-pub mod sessions;
-pub mod usage;
+pub(crate) mod health;
+pub(crate) mod search;
+pub(crate) mod session;
+pub(crate) mod sessions;
+pub(crate) mod usage;
 
 use maud::{DOCTYPE, Markup, html};
 
 /// Which page a frame is around (its link in the navigation is marked).
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Nav {
+pub(crate) enum Nav {
     Sessions,
     Usage,
     Health,
@@ -24,7 +24,7 @@ pub enum Nav {
 
 /// A whole document: navigation, `body`, the shared script; with
 /// `timeline`, the view's style sheet and script too.
-pub fn document(title: &str, nav: Nav, timeline: bool, body: Markup) -> String {
+pub(crate) fn document(title: &str, nav: Nav, timeline: bool, body: Markup) -> String {
     let link = |to: Nav, href: &str, label: &str| {
         html! { a href=(href) aria-current=[(nav == to).then_some("page")] { (label) } }
     };
@@ -59,18 +59,18 @@ pub fn document(title: &str, nav: Nav, timeline: bool, body: Markup) -> String {
 }
 
 /// A page saying what went wrong (the status is the caller's).
-pub fn problem(title: &str, detail: &str) -> String {
+pub(crate) fn problem(title: &str, detail: &str) -> String {
     let body = html! { h1 { (title) } p { (detail) } p { a href="/" { "All sessions" } } };
     document(title, Nav::Sessions, false, body)
 }
 
 /// A token count, or `-` where none was reported (never zero for nothing).
-pub fn count(n: Option<u64>) -> String {
+pub(crate) fn count(n: Option<u64>) -> String {
     n.map_or("-".into(), |n| n.to_string())
 }
 
 /// A cost, to six decimal places with trailing zeros dropped, or `-`.
-pub fn money(cost: Option<f64>) -> String {
+pub(crate) fn money(cost: Option<f64>) -> String {
     let Some(c) = cost else {
         return "-".into();
     };
@@ -95,6 +95,6 @@ fn agent_select(chosen: &str) -> Markup {
 }
 
 /// The link to a session's page.
-pub fn session_href(id: &str) -> String {
+pub(crate) fn session_href(id: &str) -> String {
     format!("/sessions/{}", super::query::encode(id))
 }

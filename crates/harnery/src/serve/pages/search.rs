@@ -11,7 +11,7 @@ use crate::serve::search::Form;
 
 /// The page: the form, then `hits` when a search ran, or `problem` when
 /// it could not.
-pub fn render(form: &Form, hits: Option<&[Hit]>, problem: Option<&str>) -> String {
+pub(crate) fn render(form: &Form, hits: Option<&[Hit]>, problem: Option<&str>) -> String {
     let body = html! {
         h1 { "Search" }
         (filters(form))

@@ -14,7 +14,7 @@ use crate::view::html::since;
 use crate::view::page::timeline;
 
 /// The page of one session.
-pub fn render(d: &SessionDetail) -> String {
+pub(crate) fn render(d: &SessionDetail) -> String {
     let id = &d.view.summary.session.session_id;
     let body = html! {
         (timeline(&d.view))
@@ -98,7 +98,7 @@ fn observed(o: &Observation<String>) -> String {
 
 /// One event's row (`#e{offset}` is its anchor, `data-span` the span it
 /// is a side of); its offset links to the event's stored text.
-pub fn event_row(session_id: &str, e: &TimelineEntry) -> Markup {
+pub(crate) fn event_row(session_id: &str, e: &TimelineEntry) -> Markup {
     let span = e.span.as_ref().map(|s| s.request_event_id.as_str());
     html! {
         tr id={ "e" (e.offset) } data-offset=(e.offset) data-span=[span]
@@ -113,7 +113,7 @@ pub fn event_row(session_id: &str, e: &TimelineEntry) -> Markup {
 }
 
 /// The page of one event: its stored JSON, pretty-printed when it parses.
-pub fn event(session: &SessionRef, offset: u64, seq: i64, text: &str) -> String {
+pub(crate) fn event(session: &SessionRef, offset: u64, seq: i64, text: &str) -> String {
     let pretty = serde_json::from_str::<serde_json::Value>(text)
         .ok()
         .and_then(|v| serde_json::to_string_pretty(&v).ok())

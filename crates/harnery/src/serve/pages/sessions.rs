@@ -14,7 +14,7 @@ use crate::serve::query::encode;
 
 /// The filters as the page's form and links carry them.
 #[derive(Debug, Default, Clone)]
-pub struct Form {
+pub(crate) struct Form {
     pub since: String,
     pub until: String,
     pub agent: String,
@@ -24,7 +24,7 @@ pub struct Form {
 
 impl Form {
     /// The query string of these filters on page `page`.
-    pub fn query(&self, page: usize) -> String {
+    pub(crate) fn query(&self, page: usize) -> String {
         let mut q = format!("page={page}");
         for (k, v) in [
             ("since", &self.since),
@@ -41,7 +41,7 @@ impl Form {
 }
 
 /// The whole page: `rows` is one page and, when `more`, another follows.
-pub fn render(form: &Form, rows: &[SessionRow], more: bool) -> String {
+pub(crate) fn render(form: &Form, rows: &[SessionRow], more: bool) -> String {
     let body = html! {
         h1 { "Sessions" }
         (filters(form))
@@ -81,7 +81,7 @@ fn filters(form: &Form) -> Markup {
 }
 
 /// The table's rows alone (the live script swaps them in).
-pub fn table_rows(rows: &[SessionRow]) -> Markup {
+pub(crate) fn table_rows(rows: &[SessionRow]) -> Markup {
     html! { @for r in rows { (row(r)) } }
 }
 

@@ -21,7 +21,7 @@ const PLOT_PX: usize = 480;
 /// Sessions shown in the per-session chart (those with the most tokens).
 const TOP_SESSIONS: usize = 20;
 
-pub fn render(u: &UsageViews) -> String {
+pub(crate) fn render(u: &UsageViews) -> String {
     let body = html! {
         h1 { "Usage" }
         p { "Tokens as the agents reported them. Reported cost is the agents' own figure; \
