@@ -35,7 +35,7 @@ use crate::agents::{CommandResult, RecoveryPolicy};
 use crate::contract::{
     CommandCompleted, CommandRequested, EndCancelled, EndExpired, EndRequested, EndSalvaged, Event,
     EventId, LateEvidence, Observation, Outcome, Payload, Provenance, RecoveryReason,
-    SignalUnrecognized, TurnAttribution,
+    TurnAttribution,
 };
 
 /// Who asked for the end.
@@ -233,11 +233,7 @@ impl SpanPairer {
     ) {
         if self.spans.knows_call_id(&command_id) {
             // A second request under one command id opens no second span.
-            let payload = Payload::SignalUnrecognized(SignalUnrecognized {
-                adapter_event: None,
-                reason: "request_for_tracked_command".to_string(),
-                record: None,
-            });
+            let payload = super::span_pairing::passed_over("request_for_tracked_command");
             em.emit(trigger, own_signal(payload, "command_requested"), out);
             return;
         }

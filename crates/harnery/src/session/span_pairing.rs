@@ -53,11 +53,7 @@ impl SpanPairer {
         if tracked {
             // A request for a call already tracked (a late pre after its
             // post) opens no second span; the raw record stays linked.
-            let payload = Payload::SignalUnrecognized(SignalUnrecognized {
-                adapter_event: None,
-                reason: "request_for_tracked_call".to_string(),
-                record: None,
-            });
+            let payload = passed_over("request_for_tracked_call");
             em.emit(trigger, Draft::native(payload, who.turn, who.agent_id), out);
             return;
         }
@@ -133,11 +129,7 @@ impl SpanPairer {
             return;
         }
         if call_id.is_some_and(|id| self.spans.closed_natively(id)) {
-            let payload = Payload::SignalUnrecognized(SignalUnrecognized {
-                adapter_event: None,
-                reason: "completion_for_closed_span".to_string(),
-                record: None,
-            });
+            let payload = passed_over("completion_for_closed_span");
             em.emit(trigger, Draft::native(payload, who.turn, who.agent_id), out);
             return;
         }
@@ -264,6 +256,16 @@ fn emit_native_completion(
         recovery: None,
     });
     em.emit(trigger, Draft::native(payload, turn.clone(), agent_id), out);
+}
+
+/// A pairing signal that opens and closes nothing, `reason` saying why
+/// (its raw record stays linked).
+pub(super) fn passed_over(reason: &str) -> Payload {
+    Payload::SignalUnrecognized(SignalUnrecognized {
+        adapter_event: None,
+        reason: reason.to_string(),
+        record: None,
+    })
 }
 
 /// Record a native completion that arrived after its span was

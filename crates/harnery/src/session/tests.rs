@@ -29,6 +29,23 @@ fn producer(session: &str) -> SessionProducer {
     })
 }
 
+/// A Copilot session `s`, and one of its hook signals fed to it.
+fn copilot_producer() -> SessionProducer {
+    SessionProducer::new(SessionRef {
+        adapter: AdapterId::Copilot,
+        session_id: "s".into(),
+    })
+}
+
+fn feed(p: &mut SessionProducer, event: &str, payload: &str, digest: &str) -> Ingested {
+    let raw = RawSignal {
+        adapter: AdapterId::Copilot,
+        event_name: Some(event),
+        ..signal(payload.as_bytes(), digest, 1)
+    };
+    p.ingest(&raw)
+}
+
 #[test]
 fn ids_depend_on_the_session_and_the_record() {
     let payload = br#"{"hook_event_name":"Notification","message":"hi"}"#;
@@ -53,18 +70,7 @@ fn delivery_memory_is_bounded() {
 
 #[test]
 fn a_stopped_subagent_ends_its_stamped_turn() {
-    let mut p = SessionProducer::new(SessionRef {
-        adapter: AdapterId::Copilot,
-        session_id: "s".into(),
-    });
-    let feed = |p: &mut SessionProducer, event: &str, payload: &str, digest: &str| {
-        let raw = RawSignal {
-            adapter: AdapterId::Copilot,
-            event_name: Some(event),
-            ..signal(payload.as_bytes(), digest, 1)
-        };
-        p.ingest(&raw)
-    };
+    let mut p = copilot_producer();
     feed(
         &mut p,
         "userPromptSubmitted",
@@ -190,18 +196,7 @@ fn stored_state_round_trips_to_the_same_bytes() {
 /// subagent loads back to the same producer and the same bytes.
 #[test]
 fn a_busy_state_round_trips() {
-    let mut p = SessionProducer::new(SessionRef {
-        adapter: AdapterId::Copilot,
-        session_id: "s".into(),
-    });
-    let feed = |p: &mut SessionProducer, event: &str, payload: &str, digest: &str| {
-        let raw = RawSignal {
-            adapter: AdapterId::Copilot,
-            event_name: Some(event),
-            ..signal(payload.as_bytes(), digest, 1)
-        };
-        p.ingest(&raw)
-    };
+    let mut p = copilot_producer();
     feed(
         &mut p,
         "userPromptSubmitted",
