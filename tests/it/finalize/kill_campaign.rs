@@ -11,9 +11,30 @@ use std::path::Path;
 
 /// Run one campaign; on failure the script's output names each failing
 /// trial, its diff and the home it kept. Each seed is one whose delays all
-/// fall in the first 60% of the calibrated run (`u` below 0.7), so every
-/// trial is killed mid-run, wherever that lands.
+/// fall in the first 60% of the calibrated run (`u` below 0.7), so a trial
+/// is killed mid-run wherever that lands. On a loaded machine an
+/// uninterrupted run can be slower than the trials after it, so that every
+/// kill comes after the end; the campaign then runs again (calibrated
+/// afresh), up to three times, and every run must end with every trial ok.
 fn campaign(op: &str, trials: u32, seed: u64) {
+    let mut outputs = String::new();
+    for _ in 0..3 {
+        let text = campaign_once(op, trials, seed);
+        let killed = text
+            .lines()
+            .filter(|l| l.contains(", killed after"))
+            .count();
+        if killed > 0 {
+            return;
+        }
+        outputs.push_str(&text);
+    }
+    panic!("no trial was killed mid-run in three campaigns: {outputs}");
+}
+
+/// One run of the campaign script; panics unless every trial ended as the
+/// uninterrupted run did. Returns what it printed.
+fn campaign_once(op: &str, trials: u32, seed: u64) -> String {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let bin = Path::new(env!("CARGO_BIN_EXE_harnery")).parent().unwrap();
     let work = tempfile::tempdir().unwrap();
@@ -24,7 +45,7 @@ fn campaign(op: &str, trials: u32, seed: u64) {
         .env("WORK", work.path())
         .output()
         .expect("the campaign script runs");
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
         "{op} (SEED={seed}): {text}{}",
@@ -32,11 +53,7 @@ fn campaign(op: &str, trials: u32, seed: u64) {
     );
     let summary = format!("{op}: {trials} trials, {trials} ok, 0 failed (SEED={seed})");
     assert!(text.contains(&summary), "{text}");
-    let killed = text
-        .lines()
-        .filter(|l| l.contains(", killed after"))
-        .count();
-    assert!(killed > 0, "no trial was killed mid-run: {text}");
+    text
 }
 
 #[test]
