@@ -59,7 +59,7 @@ fn run_demo(dir: &Path) -> CmdResult {
     write!(
         std::io::stdout(),
         "\n$ harnery finalize\n{}",
-        super::run_report::render_summary(&summary)
+        summary.text()
     )?;
     let ledger = LedgerReader::open(&home)?;
     let checks = Checks::of(&ledger)?;
