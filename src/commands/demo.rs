@@ -59,29 +59,11 @@ fn run_demo(dir: &Path) -> CmdResult {
     write!(
         std::io::stdout(),
         "\n$ harnery finalize\n{}",
-        super::run_report::render_summary(&summary)
+        summary.text()
     )?;
     let ledger = LedgerReader::open(&home)?;
     let checks = Checks::of(&ledger)?;
-    writeln!(
-        std::io::stdout(),
-        "\n$ harnery validate\n{}",
-        verdict(checks.rows, checks.violations, "contract violations")
-    )?;
-    writeln!(
-        std::io::stdout(),
-        "\n$ harnery verify\n{}",
-        verdict(checks.rows, checks.breaks, "chain breaks")
-    )?;
-    writeln!(
-        std::io::stdout(),
-        "{}",
-        verdict(
-            checks.raw_signals,
-            checks.misplaced,
-            "raw signals out of place"
-        )
-    )?;
+    write!(std::io::stdout(), "{}", checks.text())?;
     let sessions = ledger.sessions().list()?;
     write!(
         std::io::stdout(),
@@ -99,12 +81,4 @@ fn run_demo(dir: &Path) -> CmdResult {
         )?;
     }
     Ok(Outcome::problems_if(!checks.clean()))
-}
-
-fn verdict(rows: u64, found: usize, what: &str) -> String {
-    if found == 0 {
-        format!("ok: {rows} rows, no {what}")
-    } else {
-        format!("{found} {what} in {rows} rows")
-    }
 }

@@ -3,9 +3,7 @@
 
 use std::io::Write;
 
-use super::run_report::render_advance;
 use super::{CmdResult, Outcome};
-use harnery::clock::format_time;
 use harnery::epoch::{self, AdvanceReport, EpochStatus, EpochVerdict, ListedEpoch};
 use harnery::home::Home;
 
@@ -88,14 +86,7 @@ pub fn print_advance(report: &AdvanceReport, json: bool) -> std::io::Result<()> 
             serde_json::to_string_pretty(report).expect("a report serializes")
         );
     }
-    if report.already_current {
-        return writeln!(
-            out,
-            "the live epoch already speaks schema digest {}; nothing to advance",
-            report.schema_digest
-        );
-    }
-    write!(out, "{}", render_advance(report))
+    write!(out, "{}", report.text())
 }
 
 fn print_status(s: &EpochStatus, json: bool) -> std::io::Result<()> {
@@ -107,92 +98,21 @@ fn print_status(s: &EpochStatus, json: bool) -> std::io::Result<()> {
             serde_json::to_string_pretty(s).expect("a status serializes")
         );
     }
-    writeln!(
-        out,
-        "this build: contract generation {}, schema digest {}",
-        s.build.generation, s.build.schema_digest
-    )?;
-    match &s.live {
-        Some(l) => {
-            writeln!(
-                out,
-                "live epoch: {} (generation {}, digest {}{}), created {}",
-                l.genesis_id,
-                l.generation,
-                l.schema_digest,
-                if l.current { "" } else { ", NOT this build's" },
-                format_time(l.created_unix_ns)
-            )?;
-            match &l.anchor {
-                Some(a) => writeln!(
-                    out,
-                    "  anchored to {} at {} ({} events, head {})",
-                    a.genesis_id, a.archive, a.events, a.terminal_segment_digest
-                )?,
-                None => writeln!(out, "  first epoch (no anchor)")?,
-            }
-        }
-        None => writeln!(out, "live epoch: none")?,
-    }
-    if let Some(a) = &s.advance_in_progress {
-        match &a.error {
-            Some(e) => writeln!(out, "advance underway, record damaged: {e}")?,
-            None => writeln!(
-                out,
-                "advance underway: last step {}, from epoch {}",
-                a.step.as_deref().unwrap_or("-"),
-                a.from_genesis_id.as_deref().unwrap_or("-")
-            )?,
-        }
-    }
-    let u = &s.undrained;
-    writeln!(
-        out,
-        "undrained: {} ready files; intake {} files ({} bytes) in {} sessions",
-        u.ready_files, u.intake_files, u.intake_bytes, u.intake_sessions
-    )?;
-    writeln!(out, "archives: {}", s.archives.len())?;
-    for a in &s.archives {
-        match &a.error {
-            Some(e) => writeln!(out, "  {}  unreadable: {e}", a.genesis_id)?,
-            None => writeln!(
-                out,
-                "  {}  generation {}, {} events  {}",
-                a.genesis_id,
-                a.generation.map_or("?".into(), |g| g.to_string()),
-                a.events.map_or("?".into(), |n| n.to_string()),
-                a.dir
-            )?,
-        }
-    }
-    writeln!(out, "next: {}", s.next)
+    write!(out, "{}", s.text())
 }
 
 fn print_list(home: &Home, json: bool) -> Result<(), super::CmdError> {
     let mut out = harnery::terminal::stdout(json);
     if !json {
-        writeln!(
-            out,
-            "{:<38} {:<8} {:>4} {:>8}  {:<24}  ANCHOR",
-            "GENESIS", "STATE", "GEN", "EVENTS", "CREATED"
-        )?;
+        write!(out, "{}", ListedEpoch::header())?;
     }
     for e in epoch::epochs(home)? {
         let e = ListedEpoch::of(home, &e);
         if json {
             writeln!(out, "{}", serde_json::to_string(&e)?)?;
-            continue;
+        } else {
+            write!(out, "{}", e.row())?;
         }
-        writeln!(
-            out,
-            "{:<38} {:<8} {:>4} {:>8}  {:<24}  {}",
-            e.genesis_id,
-            if e.live { "live" } else { "archived" },
-            e.generation.map_or("?".into(), |g| g.to_string()),
-            e.events.map_or("?".into(), |n| n.to_string()),
-            e.created_unix_ns.map_or("?".into(), format_time),
-            e.anchor.as_deref().unwrap_or("-")
-        )?;
     }
     Ok(())
 }
@@ -206,23 +126,5 @@ fn print_verdict(v: &EpochVerdict, json: bool) -> std::io::Result<()> {
             serde_json::to_string(v).expect("a verdict serializes")
         );
     }
-    for c in &v.epochs {
-        let what = if c.live { "live" } else { "archived" };
-        if c.problems.is_empty() {
-            writeln!(
-                out,
-                "ok: {what} epoch {}: {} rows, chain head {}",
-                c.genesis_id,
-                c.rows.unwrap_or(0),
-                c.chain_head.as_deref().unwrap_or("-")
-            )?;
-        }
-        for p in &c.problems {
-            writeln!(out, "{what} epoch {}: {p}", c.genesis_id)?;
-        }
-    }
-    if v.epochs.is_empty() {
-        writeln!(out, "no epochs in this home")?;
-    }
-    Ok(())
+    write!(out, "{}", v.text())
 }

@@ -1,7 +1,6 @@
 //! `harnery finalize`: drain the spools into the ledger and say what
 //! happened.
 
-use super::run_report::{render_advance, render_summary};
 use super::{CmdResult, Outcome};
 use harnery::finalize::{FinalizeOptions, FinalizeRun, finalize};
 use harnery::home::Home;
@@ -60,13 +59,9 @@ fn write_run(run: &FinalizeRun) -> Result<(), super::CmdError> {
         Some(report) => write!(
             harnery::terminal::stdout(false),
             "completed the epoch advance that was underway\n{}",
-            render_advance(report)
+            report.done_text()
         )?,
-        None => write!(
-            harnery::terminal::stdout(false),
-            "{}",
-            render_summary(&run.summary)
-        )?,
+        None => write!(harnery::terminal::stdout(false), "{}", run.summary.text())?,
     }
     Ok(())
 }

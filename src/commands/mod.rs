@@ -27,7 +27,6 @@ pub mod receipts;
 pub mod recover;
 pub mod replay;
 pub mod restore;
-pub mod run_report;
 pub mod search;
 pub mod serve;
 pub mod sessions;

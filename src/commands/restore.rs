@@ -27,11 +27,10 @@ use std::path::PathBuf;
 
 use super::recover::EvidenceArgs;
 use super::{CmdResult, EpochArg, Outcome};
-use harnery::contract::{AdapterId, Observation};
 use harnery::home::Home;
 use harnery::restore::apply::ApplyPlan;
 use harnery::restore::epochs::restore_ledger;
-use harnery::restore::plan::{self, PlanError, RestoreRequest, Restored};
+use harnery::restore::plan::{self, RestoreRequest, Restored};
 use harnery::restore::seed::Restore;
 use harnery::restore::shim::Transport;
 
@@ -151,16 +150,13 @@ fn request(args: &Args) -> RestoreRequest {
 /// or text with what `--apply` does.
 fn print(args: &Args, epoch: Option<String>, restored: &Restored) -> Result<(), super::CmdError> {
     let (restore, plan) = (&restored.restore, &restored.plan);
-    let adapter = restore.seed.session.adapter;
-    let record = restored.recorded;
-    let apply_plan = plan.as_ref().ok();
     let mut out = harnery::terminal::stdout(args.json);
     if args.json {
         // The seed's events stream from the ledger as they are written.
         let shown = Shown {
             epoch,
             restore,
-            apply: apply_plan,
+            apply: plan.as_ref().ok(),
             apply_refused: plan.as_ref().err().map(|e| e.to_string()),
         };
         serde_json::to_writer_pretty(&mut out, &shown)?;
@@ -170,16 +166,7 @@ fn print(args: &Args, epoch: Option<String>, restored: &Restored) -> Result<(), 
         if let Some(label) = &epoch {
             writeln!(out, "epoch {label}")?;
         }
-        let asked = args.record;
-        write_text(
-            &mut out,
-            restore,
-            events,
-            adapter,
-            (asked, record),
-            args.exec,
-        )?;
-        write_plan(&mut out, plan)?;
+        write!(out, "{}", restored.text(events, args.record, args.exec))?;
     }
     out.flush()?;
     Ok(())
@@ -198,131 +185,6 @@ struct Shown<'a, 'b> {
     apply: Option<&'b ApplyPlan>,
     #[serde(skip_serializing_if = "Option::is_none")]
     apply_refused: Option<String>,
-}
-
-fn write_plan(out: &mut impl Write, plan: &Result<ApplyPlan, PlanError>) -> std::io::Result<()> {
-    match plan {
-        Ok(p) => {
-            let verb = if p.applied {
-                "wrote"
-            } else {
-                "--apply would write"
-            };
-            writeln!(
-                out,
-                "  {verb} {} bytes of {} ({} turns, up to byte {}) as new session {} at {}",
-                p.bytes,
-                p.record.path,
-                p.record.turns,
-                p.record.end,
-                p.session_id,
-                p.path.display()
-            )?;
-            if !p.steering.is_empty() {
-                writeln!(out, "  steering, not the user's ({}):", p.steering.len())?;
-            }
-            for s in &p.steering {
-                let text: String = s.text.as_deref().unwrap_or("").chars().take(72).collect();
-                writeln!(out, "    offset {} from {}: {text}", s.offset, s.source)?;
-            }
-            Ok(())
-        }
-        Err(e) => writeln!(out, "  --apply cannot put the record back: {e}"),
-    }
-}
-
-fn write_text(
-    out: &mut impl Write,
-    r: &Restore,
-    events: u64,
-    adapter: AdapterId,
-    (asked, recorded): (bool, bool),
-    exec: bool,
-) -> std::io::Result<()> {
-    let cp = &r.seed.checkpoint;
-    let commit = match &cp.commit {
-        Observation::Observed(sha) => format!("commit {sha}"),
-        Observation::Unknown(why) => format!("commit unknown ({why})"),
-    };
-    writeln!(
-        out,
-        "restore {adapter}/{} from checkpoint {} ({}, {commit})",
-        r.seed.session.session_id, cp.checkpoint_id, cp.origin
-    )?;
-    writeln!(
-        out,
-        "  seed: {} events below offset {}; the log goes on at offset {} as incarnation {}",
-        events, r.seed.boundary_offset, r.seed.next_offset, r.seed.next_incarnation
-    )?;
-    writeln!(out, "  effects ({}):", r.seed.effects.len())?;
-    write_effects(out, &r.seed.effects)?;
-    if !r.seed.may_have_run.is_empty() {
-        writeln!(out, "  may have run ({}):", r.seed.may_have_run.len())?;
-        write_effects(out, &r.seed.may_have_run)?;
-    }
-    if !r.shim.runnable {
-        writeln!(out, "  resume: none ({})", r.shim.reason)?;
-    } else {
-        let native = if r.shim.native {
-            "native"
-        } else {
-            "not native"
-        };
-        writeln!(out, "  resume ({native}; {}):", r.shim.reason)?;
-        // What runs next need not be written out whole.
-        let command = if exec {
-            r.shim.brief()
-        } else {
-            r.shim.text.clone()
-        };
-        writeln!(out, "    {command}")?;
-    }
-    if let Some(interactive) = &r.shim.interactive {
-        writeln!(out, "  interactive resume: {interactive}")?;
-    }
-    match (asked, recorded) {
-        (_, true) => {}
-        (true, false) => writeln!(
-            out,
-            "  (not recorded: --record arms an in-place resume, and none resumes this session \
-             exactly at the checkpoint: either no command resumes it in place there, or the \
-             kept turns' events go on past its offset and would be marked superseded though \
-             the agent is given them; --apply starts a new session there)"
-        )?,
-        (false, false) => writeln!(
-            out,
-            "  (not recorded: --record arms an in-place resume; --apply starts a new session)"
-        )?,
-    }
-    Ok(())
-}
-
-fn write_effects(
-    out: &mut impl Write,
-    effects: &[harnery::contract::Effect],
-) -> std::io::Result<()> {
-    for e in effects {
-        let mut line = format!("    {} {}", e.kind, e.reference);
-        for (label, value) in [
-            ("tool", e.tool_name.clone()),
-            ("call", e.tool_call_id.clone()),
-            (
-                "outcome",
-                e.outcome.map(|o| format!("{o:?}").to_lowercase()),
-            ),
-            ("command", e.command.clone()),
-            ("exit", e.exit_code.map(|c| c.to_string())),
-        ] {
-            if let Some(v) = value {
-                line.push_str(&format!("  {label} {v}"));
-            }
-        }
-        for p in &e.paths {
-            line.push_str(&format!("  path {p}"));
-        }
-        writeln!(out, "{line}")?;
-    }
-    Ok(())
 }
 
 /// `--transport`, as clap reads it; the library's `Transport` knows no clap.

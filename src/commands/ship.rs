@@ -71,21 +71,7 @@ pub fn run(args: Args) -> CmdResult {
     if args.json {
         writeln!(out, "{}", serde_json::to_string(&report)?)?;
     } else {
-        writeln!(out, "host {} → {}", report.host_id, report.server)?;
-        for e in &report.epochs {
-            let derived = match &e.derived {
-                Some(d) => format!(
-                    "; derived {} sessions, {} spans, {} receipts",
-                    d.sessions, d.spans, d.receipts
-                ),
-                None => String::new(),
-            };
-            writeln!(
-                out,
-                "epoch {} ({}): {} rows sent ({} masked) after row {}; the server holds {}{derived}",
-                e.epoch, e.genesis_id, e.rows_sent, e.masked_rows, e.resumed_after, e.rows_total
-            )?;
-        }
+        write!(out, "{}", report.text())?;
     }
     for (label, why) in &report.unreadable {
         eprintln!("harnery ship: epoch {label} left out: {why}");
@@ -98,24 +84,7 @@ fn print_status(status: &ShipStatus, json: bool) -> CmdResult {
     if json {
         writeln!(out, "{}", serde_json::to_string(&status)?)?;
     } else {
-        writeln!(out, "host id: {} ({})", status.host_id, status.hostname)?;
-        writeln!(
-            out,
-            "target:  {}",
-            status.target.as_deref().unwrap_or("(none)")
-        )?;
-        if let Some(rows) = &status.server {
-            for (genesis, n, live) in rows {
-                let which = if *live { "live" } else { "archived" };
-                writeln!(out, "server:  epoch {genesis} ({which}): {n} rows")?;
-            }
-            if rows.is_empty() {
-                writeln!(out, "server:  nothing from this host yet")?;
-            }
-        }
-        if let Some(why) = &status.server_error {
-            writeln!(out, "server:  {why}")?;
-        }
+        write!(out, "{}", status.text())?;
     }
     Ok(Outcome::problems_if(status.server_error.is_some()))
 }

@@ -5,10 +5,11 @@ use std::io::Write;
 use base64::Engine;
 
 use super::{CmdResult, Outcome};
-use harnery::clock::format_ns;
 use harnery::home::Home;
-use harnery::report::spool_listing::{SessionSummary, dead_letters, spooled_session, summarize};
-use harnery::spool::{Damage, IntakeSpool};
+use harnery::report::spool_listing::{
+    damage_line, dead_letter_line, dead_letters, spooled_session, summarize,
+};
+use harnery::spool::IntakeSpool;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -58,7 +59,7 @@ fn ls(spool: &IntakeSpool, json: bool) -> CmdResult {
         if json {
             writeln!(out, "{}", serde_json::to_string(&sum)?)?;
         } else {
-            print_summary(&mut out, &sum)?;
+            write!(out, "{}", sum.text())?;
         }
     }
     let mut dead = false;
@@ -73,16 +74,7 @@ fn ls(spool: &IntakeSpool, json: bool) -> CmdResult {
                     "reason": e.fallback_reason});
                 writeln!(out, "{line}")?;
             } else {
-                writeln!(
-                    out,
-                    "dead letter: {} {} {} at {} ({}) in {}",
-                    e.adapter,
-                    e.session_id.as_deref().unwrap_or("-"),
-                    e.event.as_deref().unwrap_or("-"),
-                    format_ns(e.received_ns),
-                    e.fallback_reason.as_deref().unwrap_or("no reason recorded"),
-                    path.display()
-                )?;
+                writeln!(out, "{}", dead_letter_line(&path, e))?;
             }
         }
         for dmg in &read.damage {
@@ -90,38 +82,6 @@ fn ls(spool: &IntakeSpool, json: bool) -> CmdResult {
         }
     }
     Ok(Outcome::problems_if(damaged || dead))
-}
-
-fn print_summary(out: &mut impl Write, s: &SessionSummary) -> std::io::Result<()> {
-    let when = |t: Option<i64>| t.map(format_ns).unwrap_or_else(|| "-".into());
-    writeln!(
-        out,
-        "{} {} records={} bytes={} first={} last={} sealed={} fallback={} damaged={}",
-        s.adapter,
-        s.session_id.as_deref().unwrap_or(&s.session_key),
-        s.records,
-        s.bytes,
-        when(s.first_received_ns),
-        when(s.last_received_ns),
-        s.sealed_files,
-        s.fallback_files,
-        s.damage.len()
-    )?;
-    for d in &s.damage {
-        writeln!(out, "  {}", damage_line(d))?;
-    }
-    Ok(())
-}
-
-/// A damaged byte range, as every spool listing words it.
-fn damage_line(d: &Damage) -> String {
-    format!(
-        "damage {} bytes {}..{} in {}",
-        d.kind.as_str(),
-        d.start,
-        d.end,
-        d.file.display()
-    )
 }
 
 fn cat(spool: &IntakeSpool, adapter: &str, name: &str, json: bool) -> CmdResult {

@@ -13,10 +13,10 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use super::{CmdResult, EpochArg, Outcome, or_dash};
+use super::{CmdResult, EpochArg, Outcome};
 use harnery::home::Home;
 use harnery::report::epochs::Epochs;
-use harnery::report::usage::{GroupBy, UsageGroup, UsageTally};
+use harnery::report::usage::GroupBy;
 use harnery::report::usage_doc::UsageDoc;
 use harnery::report::usage_epochs::{UsageAsk, prices, tally_epochs};
 
@@ -68,7 +68,7 @@ pub fn run(args: Args) -> CmdResult {
         let doc = UsageDoc::of(&tally).to_json(&label);
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
     } else {
-        write_table(&mut out, &tally)?;
+        write!(out, "{}", tally.text())?;
         if tally.total.records > 0 {
             writeln!(out, "priced_cost at {label} (--prices FILE for your own)")?;
         }
@@ -76,135 +76,4 @@ pub fn run(args: Args) -> CmdResult {
     out.flush()?;
     let set_aside = epochs.report_set_aside("usage");
     Ok(Outcome::problems_if(damaged || set_aside))
-}
-
-fn write_table(out: &mut impl Write, tally: &UsageTally) -> std::io::Result<()> {
-    if tally.total.records == 0 && tally.total.agent_totals.is_none() {
-        return writeln!(out, "no usage recorded (no usage.reported events selected)");
-    }
-    let by = match tally.by {
-        GroupBy::Session => "session",
-        GroupBy::Day => "day",
-        GroupBy::Model => "model",
-    };
-    let mut head = format!(
-        "{by:<40} {:>7} {:>11} {:>11} {:>11} {:>11} {:>15}",
-        "records", "input", "output", "cache_read", "cache_write", "reported_cost"
-    );
-    if tally.priced() {
-        head.push_str(&format!(" {:>13}", "priced_cost"));
-    }
-    writeln!(out, "{}", head.trim_end())?;
-    for (key, group) in &tally.groups {
-        write_group(out, key, group, tally.priced())?;
-    }
-    write_group(out, "total", &tally.total, tally.priced())?;
-    write_notes(out, &tally.total)?;
-    write_agent_totals(out, by, tally)
-}
-
-/// The agents' own totals (Copilot's `session.shutdown`), a table of
-/// their own: they restate the calls above, so they are never added in.
-fn write_agent_totals(out: &mut impl Write, by: &str, tally: &UsageTally) -> std::io::Result<()> {
-    let Some(all) = &tally.total.agent_totals else {
-        return Ok(());
-    };
-    writeln!(
-        out,
-        "\nthe agents' own totals (latest per session and model, from {} summaries; \
-         not added to the rows above)",
-        all.summaries
-    )?;
-    writeln!(
-        out,
-        "{by:<40} {:>9} {:>16} {:>11} {:>11} {:>11}",
-        "requests", "premium_requests", "input", "output", "cache_read"
-    )?;
-    let rows = tally.groups.iter().map(|(k, g)| (k.as_str(), g));
-    for (key, g) in rows.chain([("total", &tally.total)]) {
-        let Some(t) = &g.agent_totals else { continue };
-        writeln!(
-            out,
-            "{key:<40} {:>9} {:>16} {:>11} {:>11} {:>11}",
-            or_dash(t.requests),
-            money(t.premium_requests),
-            or_dash(t.input),
-            or_dash(t.output),
-            or_dash(t.cache_read),
-        )?;
-    }
-    Ok(())
-}
-
-fn write_group(
-    out: &mut impl Write,
-    key: &str,
-    g: &UsageGroup,
-    priced: bool,
-) -> std::io::Result<()> {
-    let t = &g.tokens;
-    let mut line = format!(
-        "{key:<40} {:>7} {:>11} {:>11} {:>11} {:>11} {:>15}",
-        g.records,
-        or_dash(t.input),
-        or_dash(t.output),
-        or_dash(t.cache_read),
-        or_dash(t.cache_write),
-        money(g.reported_cost),
-    );
-    if priced {
-        line.push_str(&format!(" {:>13}", money(g.priced_cost)));
-    }
-    writeln!(out, "{line}")
-}
-
-/// What the totals leave unsaid: how much of the cost was reported, and
-/// what the prices could not price.
-fn write_notes(out: &mut impl Write, total: &UsageGroup) -> std::io::Result<()> {
-    writeln!(
-        out,
-        "reported_cost is the agents' own figure, from {} of {} records",
-        total.records_with_reported_cost, total.records
-    )?;
-    if total.inherited_records > 0 {
-        writeln!(
-            out,
-            "inherited: {} records of model calls already counted (a fork's or a restored \
-             session's copy of its parent's messages, or a record read twice), not counted again",
-            total.inherited_records
-        )?;
-    }
-    if total.shared_id_records > 0 {
-        writeln!(
-            out,
-            "shared ids: {} records of calls whose id an unrelated session reported too, \
-             counted in each (`harnery health` names them)",
-            total.shared_id_records
-        )?;
-    }
-    if total.records_with_unreadable_cost > 0 {
-        writeln!(
-            out,
-            "{} records carried a cost that is not a number (left out)",
-            total.records_with_unreadable_cost
-        )?;
-    }
-    if let Some(n) = total.unpriced_records.filter(|n| *n > 0) {
-        let models: Vec<&str> = total.unpriced_models.iter().map(String::as_str).collect();
-        writeln!(
-            out,
-            "unpriced: {n} records (models without a price for what they report: {})",
-            models.join(", ")
-        )?;
-    }
-    Ok(())
-}
-
-/// A cost, to six decimal places with trailing zeros dropped, or `-`.
-fn money(cost: Option<f64>) -> String {
-    let Some(c) = cost else {
-        return "-".into();
-    };
-    let text = format!("{c:.6}");
-    text.trim_end_matches('0').trim_end_matches('.').to_string()
 }

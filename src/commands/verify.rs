@@ -69,49 +69,9 @@ fn finish(checked: &[Verified], json: bool, tagged: bool) -> CmdResult {
                 } else {
                     String::new()
                 };
-                write_text(&mut out, &prefix, v)?;
+                write!(out, "{}", v.text(&prefix))?;
             }
         }
     }
     Ok(Outcome::problems_if(!ok))
-}
-
-fn write_text(out: &mut impl Write, prefix: &str, v: &Verified) -> std::io::Result<()> {
-    if let Some(why) = &v.unreadable {
-        writeln!(out, "{prefix}unreadable: {why}")?;
-    }
-    for p in &v.home_problems {
-        writeln!(
-            out,
-            "{prefix}damaged: {} {}; {}",
-            p.path.display(),
-            p.what,
-            harnery::ledger::integrity::recovery(&p.path)
-        )?;
-    }
-    for b in &v.breaks {
-        writeln!(
-            out,
-            "{prefix}seq {} event {}: {}",
-            b.seq, b.event_id, b.detail
-        )?;
-    }
-    for p in &v.raw_problems {
-        writeln!(
-            out,
-            "{prefix}raw signal {} of session {} in batch {}: {}",
-            p.record_digest,
-            harnery::terminal::escape(&p.session_key),
-            p.batch,
-            p.detail
-        )?;
-    }
-    if v.ok {
-        writeln!(
-            out,
-            "{prefix}ok: {} rows, chain head {}; {} raw signals, each where its row says",
-            v.rows, v.chain_head, v.raw_signals
-        )?;
-    }
-    Ok(())
 }

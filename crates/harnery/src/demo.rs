@@ -144,6 +144,26 @@ impl Checks {
     pub fn clean(&self) -> bool {
         self.violations == 0 && self.breaks == 0 && self.misplaced == 0
     }
+
+    /// What the demo prints for `validate` and `verify`, each after its
+    /// command line.
+    pub fn text(&self) -> String {
+        format!(
+            "\n$ harnery validate\n{}\n\n$ harnery verify\n{}\n{}\n",
+            verdict(self.rows, self.violations, "contract violations"),
+            verdict(self.rows, self.breaks, "chain breaks"),
+            verdict(self.raw_signals, self.misplaced, "raw signals out of place")
+        )
+    }
+}
+
+/// `ok` and what was checked when nothing was found, else the count found.
+fn verdict(rows: u64, found: usize, what: &str) -> String {
+    if found == 0 {
+        format!("ok: {rows} rows, no {what}")
+    } else {
+        format!("{found} {what} in {rows} rows")
+    }
 }
 
 /// The session the demo shows: the Copilot one, and the short name

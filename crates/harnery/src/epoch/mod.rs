@@ -8,6 +8,7 @@
 //!   closed in it.
 //! - `list.rs`: the epochs a home holds, and `--epoch` selection.
 //! - `status.rs`: `harnery epoch status`.
+//! - `text.rs`: the lines each `harnery epoch` report prints for a person.
 //! - `verify.rs`: `harnery epoch verify`, every archive checked against its
 //!   manifest and chain.
 
@@ -15,6 +16,7 @@ mod advance;
 mod archive;
 mod list;
 mod status;
+mod text;
 mod verify;
 
 use std::path::{Path, PathBuf};

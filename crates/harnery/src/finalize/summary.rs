@@ -83,3 +83,34 @@ pub struct Summary {
     pub damaged_ranges: Vec<DamagedRange>,
     pub health: Vec<HealthNote>,
 }
+
+impl Summary {
+    /// The run's summary, in the lines `finalize` (and `demo`, and an
+    /// advance's carried run) prints.
+    pub fn text(&self) -> String {
+        let mut out = format!(
+            "finalized: {} signals drained, {} events appended in {} batches ({} ready files recovered)\n\
+             spans: {} closed natively, {} recovered, {} open\n",
+            self.signals_drained,
+            self.events_appended,
+            self.batches_applied,
+            self.ready_files_recovered,
+            self.spans.closed_native,
+            self.spans.recovered,
+            self.spans.open
+        );
+        for d in &self.damaged_ranges {
+            out.push_str(&format!(
+                "damaged spool range skipped: {} bytes {}..{} ({})\n",
+                d.file, d.start, d.end, d.kind
+            ));
+        }
+        for h in &self.health {
+            out.push_str(&format!(
+                "health {} in {}: {}\n",
+                h.code, h.session, h.detail
+            ));
+        }
+        out
+    }
+}

@@ -9,7 +9,7 @@
 //! (where the server is, TLS), `schema` (the central migrations and
 //! views), `host` (this host's stable id), `config` (`[ship]` of the home's
 //! config file), `mask` (secrets masked before they leave), `ship` and
-//! `derived` (sending rows), `read` (the fleet questions), `verify` (the
+//! `derived` (sending rows; `ship_text` words a run and `ship --status`), `read` (the fleet questions), `verify` (the
 //! chains rechecked on the server), `ids` (ids keyed before they leave).
 
 pub mod admin;
@@ -28,6 +28,7 @@ pub mod search;
 mod search_ship;
 pub mod server;
 pub mod ship;
+mod ship_text;
 pub(crate) mod target;
 pub mod verify;
 

@@ -14,7 +14,8 @@
 //! - [`session_rows`]: health and pending ends from session-level rows.
 //! - [`usage`]: model usage as the agents reported it, by session, day or
 //!   model, and per turn; its [`usage::tally_ledger`] streams stored rows.
-//!   [`agent_totals`]: the agents' own session totals beside it.
+//!   [`agent_totals`]: the agents' own session totals beside it;
+//!   [`usage_text`]: the table `usage` prints.
 //! - [`session_list`]: the sessions `harnery sessions` lists, filtered and paged.
 //! - [`stored_reasons`]: a session's audit reasons as one epoch's ledger holds them.
 //! - [`superseded`]: a summary's counts without superseded ranges, and the
@@ -59,6 +60,7 @@ pub(crate) mod usage_calls;
 pub mod usage_doc;
 pub mod usage_epochs;
 pub(crate) mod usage_kinds;
+mod usage_text;
 pub mod validate;
 pub mod verify;
 

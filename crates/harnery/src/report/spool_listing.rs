@@ -1,15 +1,17 @@
 //! What `harnery spool ls` and `harnery spool cat` show of the intake
 //! spool: each session's records and damage read from every file of it,
-//! oldest record first, and the session a name picks. Reads only.
+//! oldest record first, and the session a name picks, and the lines
+//! `spool ls` and `spool cat` word them in. Reads only.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::clock::format_ns;
 use crate::contract::AdapterId;
 use crate::contract::session_name::{NameError, pick};
 use crate::spool::{
-    Damage, IntakeSpool, SegmentKind, SegmentRead, SessionSpool, SpoolError, SpoolRecord,
+    Damage, Envelope, IntakeSpool, SegmentKind, SegmentRead, SessionSpool, SpoolError, SpoolRecord,
     read_segment,
 };
 
@@ -39,6 +41,53 @@ pub struct SessionSummary {
     pub sealed_files: usize,
     pub fallback_files: usize,
     pub damage: Vec<Damage>,
+}
+
+impl SessionSummary {
+    /// The session's line in `spool ls`, then one line per damaged range.
+    pub fn text(&self) -> String {
+        let when = |t: Option<i64>| t.map(format_ns).unwrap_or_else(|| "-".into());
+        let mut out = format!(
+            "{} {} records={} bytes={} first={} last={} sealed={} fallback={} damaged={}\n",
+            self.adapter,
+            self.session_id.as_deref().unwrap_or(&self.session_key),
+            self.records,
+            self.bytes,
+            when(self.first_received_ns),
+            when(self.last_received_ns),
+            self.sealed_files,
+            self.fallback_files,
+            self.damage.len()
+        );
+        for d in &self.damage {
+            out.push_str(&format!("  {}\n", damage_line(d)));
+        }
+        out
+    }
+}
+
+/// A record of the dead letter file `path`, as `spool ls` lists it.
+pub fn dead_letter_line(path: &Path, e: &Envelope) -> String {
+    format!(
+        "dead letter: {} {} {} at {} ({}) in {}",
+        e.adapter,
+        e.session_id.as_deref().unwrap_or("-"),
+        e.event.as_deref().unwrap_or("-"),
+        format_ns(e.received_ns),
+        e.fallback_reason.as_deref().unwrap_or("no reason recorded"),
+        path.display()
+    )
+}
+
+/// A damaged byte range, as every spool listing words it.
+pub fn damage_line(d: &Damage) -> String {
+    format!(
+        "damage {} bytes {}..{} in {}",
+        d.kind.as_str(),
+        d.start,
+        d.end,
+        d.file.display()
+    )
 }
 
 /// Records, damage and file kinds of one session.

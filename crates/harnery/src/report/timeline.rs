@@ -444,6 +444,6 @@ fn first_line(text: Option<&str>, max: usize) -> String {
 }
 
 /// A count the agent reported, or `-`.
-fn count(n: Option<u64>) -> String {
+pub(crate) fn count(n: Option<u64>) -> String {
     n.map_or("-".into(), |n| n.to_string())
 }

@@ -8,6 +8,8 @@
 //! epoch, and the others are still checked. (`harnery epoch verify` checks
 //! what links the epochs: anchors, manifests, fences.)
 
+use std::fmt::Write;
+
 use serde::Serialize;
 
 use super::epochs::open_as_written;
@@ -36,6 +38,53 @@ pub struct Verified {
     /// refusal `harnery finalize` gives, as a finding).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub home_problems: Vec<RawFault>,
+}
+
+impl Verified {
+    /// The check in lines, each after `prefix` (the epoch's label and
+    /// `: ` when several epochs are reported): why the epoch could not be
+    /// read, each damaged file, chain break and misplaced raw signal, and
+    /// one `ok` line when the epoch is sound.
+    pub fn text(&self, prefix: &str) -> String {
+        let mut out = String::new();
+        if let Some(why) = &self.unreadable {
+            let _ = writeln!(out, "{prefix}unreadable: {why}");
+        }
+        for p in &self.home_problems {
+            let _ = writeln!(
+                out,
+                "{prefix}damaged: {} {}; {}",
+                p.path.display(),
+                p.what,
+                crate::ledger::integrity::recovery(&p.path)
+            );
+        }
+        for b in &self.breaks {
+            let _ = writeln!(
+                out,
+                "{prefix}seq {} event {}: {}",
+                b.seq, b.event_id, b.detail
+            );
+        }
+        for p in &self.raw_problems {
+            let _ = writeln!(
+                out,
+                "{prefix}raw signal {} of session {} in batch {}: {}",
+                p.record_digest,
+                crate::terminal::escape(&p.session_key),
+                p.batch,
+                p.detail
+            );
+        }
+        if self.ok {
+            let _ = writeln!(
+                out,
+                "{prefix}ok: {} rows, chain head {}; {} raw signals, each where its row says",
+                self.rows, self.chain_head, self.raw_signals
+            );
+        }
+        out
+    }
 }
 
 /// The live epoch, checked.

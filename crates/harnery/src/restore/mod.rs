@@ -13,7 +13,8 @@
 //! (`record_cut`), that record put back as a new session (`materialize`),
 //! resuming exactly at a checkpoint (`exact`, `claude_fork`), the resume
 //! shims (`shim`, `copilot_sdk`) and Copilot's steering kept apart from
-//! the user's direction (`steering`).
+//! the user's direction (`steering`). `text` is the lines `harnery
+//! restore` prints for a person.
 //!
 //! Everything here reads, except `materialize` (new files, created
 //! exclusively, never over one of the agent's), the new session's link
@@ -38,3 +39,4 @@ pub mod seed;
 pub(crate) mod seed_effects;
 pub mod shim;
 pub(crate) mod steering;
+mod text;
