@@ -60,7 +60,7 @@ pub(crate) mod usage_calls;
 pub mod usage_doc;
 pub mod usage_epochs;
 pub(crate) mod usage_kinds;
-mod usage_text;
+pub(crate) mod usage_text;
 pub mod validate;
 pub mod verify;
 

@@ -132,7 +132,7 @@ fn notes(out: &mut String, total: &UsageGroup) {
 }
 
 /// A cost, to six decimal places with trailing zeros dropped, or `-`.
-fn money(cost: Option<f64>) -> String {
+pub(crate) fn money(cost: Option<f64>) -> String {
     let Some(c) = cost else {
         return "-".into();
     };

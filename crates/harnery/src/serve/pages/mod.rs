@@ -64,19 +64,8 @@ pub(crate) fn problem(title: &str, detail: &str) -> String {
     document(title, Nav::Sessions, false, body)
 }
 
-/// A token count, or `-` where none was reported (never zero for nothing).
-pub(crate) fn count(n: Option<u64>) -> String {
-    n.map_or("-".into(), |n| n.to_string())
-}
-
-/// A cost, to six decimal places with trailing zeros dropped, or `-`.
-pub(crate) fn money(cost: Option<f64>) -> String {
-    let Some(c) = cost else {
-        return "-".into();
-    };
-    let text = format!("{c:.6}");
-    text.trim_end_matches('0').trim_end_matches('.').to_string()
-}
+/// The tables' figures are worded as the command line words them.
+pub(crate) use crate::report::{timeline::count, usage_text::money};
 
 /// One `<option>` of a filter, selected when it is the `chosen` value.
 fn option(value: &str, label: &str, chosen: &str) -> Markup {
