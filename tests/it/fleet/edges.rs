@@ -7,27 +7,15 @@
 
 use crate::common;
 use crate::fleet::support as fleet_support;
+use crate::fleet::support::{fixture_line, fleet, host_id, ship, ship_ok};
 use crate::report::usage_support;
 
 use std::path::Path;
-use std::process::Output;
 
 use common::*;
 use fleet_support::PgServer;
 
 const SECRET: &str = "sunshine1";
-
-fn fixture_line(event: &str) -> serde_json::Value {
-    let text = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-code/basic/hooks.jsonl"),
-    )
-    .unwrap();
-    let line = text
-        .lines()
-        .find(|l| l.contains(&format!("\"hook_event_name\":\"{event}\"")))
-        .unwrap_or_else(|| panic!("the fixture has a {event} line"));
-    serde_json::from_str(line).unwrap()
-}
 
 fn hook(home: &Path, record: &str) {
     assert_cmd::Command::cargo_bin("harnery-hook")
@@ -44,26 +32,6 @@ fn finalize(home: &Path) {
     assert!(out.status.success(), "finalize: {}", stderr(&out));
 }
 
-fn ship(home: &Path, target: &str, extra: &[&str]) -> Output {
-    let mut args = vec!["ship", "--to", target];
-    args.extend_from_slice(extra);
-    run(home, &args)
-}
-
-fn ship_ok(home: &Path, target: &str, extra: &[&str]) {
-    let out = ship(home, target, extra);
-    assert!(out.status.success(), "ship: {}", stderr(&out));
-}
-
-fn fleet(home: Option<&Path>, target: &str, args: &[&str]) -> Output {
-    let mut cmd = harnery(home.unwrap_or(Path::new("/nonexistent-harnery-home")));
-    cmd.arg("fleet")
-        .arg(args[0])
-        .args(["--from", target])
-        .args(&args[1..]);
-    cmd.output().unwrap()
-}
-
 fn admin(target: &str, args: &[&str]) -> String {
     let out = harnery(Path::new("/nonexistent-harnery-home"))
         .arg("fleet")
@@ -73,13 +41,6 @@ fn admin(target: &str, args: &[&str]) -> String {
         .unwrap();
     assert!(out.status.success(), "fleet {args:?}: {}", stderr(&out));
     stdout(&out).trim().to_string()
-}
-
-fn host_id(home: &Path) -> String {
-    std::fs::read_to_string(home.join("host-id"))
-        .unwrap()
-        .trim()
-        .to_string()
 }
 
 /// Everything the server holds, as text: `pg_dump` (whose `bytea` columns

@@ -8,6 +8,7 @@
 
 use crate::common;
 use crate::fleet::support as fleet_support;
+use crate::fleet::support::{host_id, ship_ok};
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -68,13 +69,6 @@ fn add_role(admin: &str, kind: &str, name: &str) -> String {
     stdout(&out).trim().to_string()
 }
 
-fn ship_ok(home: &Path, target: &str, extra: &[&str]) {
-    let mut args = vec!["ship", "--to", target];
-    args.extend_from_slice(extra);
-    let out = run(home, &args);
-    assert!(out.status.success(), "ship: {}", stderr(&out));
-}
-
 fn fleet_search(reader: &str, args: &[&str]) -> Output {
     harnery(Path::new("/nonexistent-harnery-home"))
         .args([
@@ -121,13 +115,6 @@ fn fleet_keys(reader: &str, host: &str, query: &str, filters: &[&str]) -> Keys {
         stderr(&out)
     );
     keys(&stdout(&out))
-}
-
-fn host_id(home: &Path) -> String {
-    std::fs::read_to_string(home.join("host-id"))
-        .unwrap()
-        .trim()
-        .to_string()
 }
 
 #[test]

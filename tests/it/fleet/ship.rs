@@ -7,6 +7,7 @@
 
 use crate::common;
 use crate::fleet::support as fleet_support;
+use crate::fleet::support::{host_id, ship, ship_ok};
 use crate::report::usage_support;
 
 use std::path::{Path, PathBuf};
@@ -60,18 +61,6 @@ fn fleet_home() -> tempfile::TempDir {
     home
 }
 
-fn ship(home: &Path, target: &str, extra: &[&str]) -> Output {
-    let mut args = vec!["ship", "--to", target];
-    args.extend_from_slice(extra);
-    next(home, &args)
-}
-
-fn ship_ok(home: &Path, target: &str, extra: &[&str]) -> String {
-    let out = ship(home, target, extra);
-    assert!(out.status.success(), "ship: {}", stderr(&out));
-    stdout(&out)
-}
-
 fn fleet(target: &str, args: &[&str]) -> Output {
     let mut cmd = harnery(Path::new("/nonexistent-harnery-home"));
     cmd.arg("fleet")
@@ -89,13 +78,6 @@ fn std_harnery(home: &Path) -> std::process::Command {
         .env_remove("HARNERY_FAILPOINTS")
         .env_remove("HARNERY_TEST_SCHEMA_SUFFIX");
     cmd
-}
-
-fn host_id(home: &Path) -> String {
-    std::fs::read_to_string(home.join("host-id"))
-        .unwrap()
-        .trim()
-        .to_string()
 }
 
 /// Rows per epoch in the local ledger (archive first, then live).

@@ -354,3 +354,52 @@ pub fn wait_for(path: &Path) {
     }
     panic!("{} never appeared", path.display());
 }
+
+/// A line of the `basic` Claude Code fixture's hooks, by event name.
+pub fn fixture_line(event: &str) -> serde_json::Value {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-code/basic/hooks.jsonl"),
+    )
+    .unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.contains(&format!("\"hook_event_name\":\"{event}\"")))
+        .unwrap_or_else(|| panic!("the fixture has a {event} line"));
+    serde_json::from_str(line).unwrap()
+}
+
+/// `harnery ship --to target` from `home`, with `extra` flags.
+pub fn ship(home: &Path, target: &str, extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["ship", "--to", target];
+    args.extend_from_slice(extra);
+    crate::common::run(home, &args)
+}
+
+/// [`ship`], which must succeed; its stdout.
+pub fn ship_ok(home: &Path, target: &str, extra: &[&str]) -> String {
+    let out = ship(home, target, extra);
+    assert!(
+        out.status.success(),
+        "ship: {}",
+        crate::common::stderr(&out)
+    );
+    crate::common::stdout(&out)
+}
+
+/// `harnery fleet ARGS[0] --from target ARGS[1..]`, from `home` or from no home.
+pub fn fleet(home: Option<&Path>, target: &str, args: &[&str]) -> std::process::Output {
+    let mut cmd = crate::common::harnery(home.unwrap_or(Path::new("/nonexistent-harnery-home")));
+    cmd.arg("fleet")
+        .arg(args[0])
+        .args(["--from", target])
+        .args(&args[1..]);
+    cmd.output().unwrap()
+}
+
+/// The host id a home's first ship made.
+pub fn host_id(home: &Path) -> String {
+    std::fs::read_to_string(home.join("host-id"))
+        .unwrap()
+        .trim()
+        .to_string()
+}

@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use crate::common::{self, stderr, stdout};
 use crate::fleet::support::PgServer;
+use crate::fleet::support::host_id;
 use crate::report::usage_copies::{fork_pair, four_sessions_sharing_ids, restored_child};
 
 /// One session's figures: records, the four token kinds, the cost, and
@@ -97,13 +98,6 @@ fn fleet(target: &str, host: &str) -> BTreeMap<String, Figures> {
             (r["session_id"].as_str().unwrap().to_string(), row(&r))
         })
         .collect()
-}
-
-fn host_id(home: &Path) -> String {
-    std::fs::read_to_string(home.join("host-id"))
-        .unwrap()
-        .trim()
-        .to_string()
 }
 
 /// The content modes, each shipped to its own database of one server.
