@@ -41,6 +41,34 @@ enum Target {
         #[command(flatten)]
         common: Common,
     },
+    /// Codex CLI: $CODEX_HOME/hooks.json, else ~/.codex/hooks.json (user), or .codex/hooks.json (project).
+    Codex {
+        #[arg(long, value_enum, default_value = "user")]
+        scope: ClaudeScope,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Gemini CLI: ~/.gemini/settings.json (user), or .gemini/settings.json (project).
+    GeminiCli {
+        #[arg(long, value_enum, default_value = "user")]
+        scope: ClaudeScope,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Qwen Code: ~/.qwen/settings.json (user), or .qwen/settings.json (project).
+    QwenCode {
+        #[arg(long, value_enum, default_value = "user")]
+        scope: ClaudeScope,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// OpenCode: a plugin, ~/.config/opencode/plugins/harnery.js (user), or .opencode/plugins/harnery.js (project).
+    Opencode {
+        #[arg(long, value_enum, default_value = "user")]
+        scope: ClaudeScope,
+        #[command(flatten)]
+        common: Common,
+    },
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -130,7 +158,15 @@ fn split(t: Target) -> (Agent, bool, Option<FormArg>, Common) {
             form,
             common,
         ),
+        Target::Codex { scope, common } => (Agent::Codex, is_user(scope), None, common),
+        Target::GeminiCli { scope, common } => (Agent::GeminiCli, is_user(scope), None, common),
+        Target::QwenCode { scope, common } => (Agent::QwenCode, is_user(scope), None, common),
+        Target::Opencode { scope, common } => (Agent::Opencode, is_user(scope), None, common),
     }
+}
+
+fn is_user(scope: ClaudeScope) -> bool {
+    matches!(scope, ClaudeScope::User)
 }
 
 fn say_form(choice: &FormChoice, dry_run: bool) {

@@ -164,6 +164,7 @@ pub fn tool_done(s: &SessionRef, offset: u64, call: &str, req: &EventId) -> Even
             error: None,
             content: None,
             recovery: None,
+            paired_by: None,
         }),
     )
 }
@@ -203,6 +204,7 @@ pub fn recovered_done(s: &SessionRef, offset: u64, req: &EventId) -> Event {
                 requested_event_id: Some(req.clone()),
                 elapsed_upper_bound_ms: None,
             }),
+            paired_by: None,
         }),
     );
     e.provenance = Provenance {

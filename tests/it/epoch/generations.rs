@@ -1,5 +1,6 @@
-//! Contract generation 8 (the schema digest derived from the types) ships
-//! by an epoch advance from the homes generations 6 and 7 wrote, and every epoch is
+//! Contract generation 9 (the adapter ids of every agent with hooks, and
+//! `paired_by` on a completion found by order) ships by an epoch advance
+//! from the homes generations 6, 7 and 8 wrote, and every epoch is
 //! judged by the generation that wrote it: an archived generation-6 or
 //! generation-1 epoch validates under its own shape, and a row that only a
 //! later generation allows is a problem of its archive even though this
@@ -11,7 +12,8 @@ use serde_json::Value;
 
 use crate::common::{self, run, stderr, stdout};
 
-/// Generation 8's schema digest, as its genesis stores it.
+/// Generation 9's schema digest, as its genesis stores it.
+const GEN9: &str = "231d75741091344701c99b19ae618bbc5294b554b8e56a27e33e408895dc1f0f";
 const GEN8: &str = "3e51b41f91f0a4ac0291c1cb3f6e3b2d4fbdaabc5b6356b3ede9b158e69512db";
 const GEN7: &str = "946ccbb2424d4f33151a7231bbdddd0709179294b4f7c061078332cd405a4b0d";
 const GEN6: &str = "dbb71c8f699a0110309706c91a7be9b3d6eb7378e27294ad92221eb5114890b0";
@@ -58,13 +60,13 @@ fn archive_id(home: &Path) -> String {
 fn ships_from(from: u32, digest: &str) -> tempfile::TempDir {
     let (dir, live) = crate::finalize::records::advanced_from(&format!("gen{from}"));
     let home = dir.path();
-    assert_eq!(live["contract_generation"], 8);
-    assert_eq!(live["schema_digest"], GEN8);
+    assert_eq!(live["contract_generation"], 9);
+    assert_eq!(live["schema_digest"], GEN9);
     let list = epochs(home);
     assert_eq!(list.len(), 2, "{list:?}");
     assert_eq!(list[0]["generation"], from, "{list:?}");
     assert_eq!(list[0]["schema_digest"], digest, "{list:?}");
-    assert_eq!(list[1]["generation"], 8, "{list:?}");
+    assert_eq!(list[1]["generation"], 9, "{list:?}");
     // The intake the advance carried is drained into the new epoch.
     ok(home, &["finalize"]);
     let all = ["--epoch", "all"];
@@ -96,15 +98,47 @@ fn ships_from(from: u32, digest: &str) -> tempfile::TempDir {
 }
 
 #[test]
-fn generation_eight_ships_by_an_epoch_advance_from_the_generation_six_home() {
+fn generation_nine_ships_by_an_epoch_advance_from_the_generation_six_home() {
     ships_from(6, GEN6);
 }
 
 /// The home generation 7 wrote (built by main at `caef7b7`, the last build
 /// that wrote it): its archive is judged by generation 7's description.
 #[test]
-fn generation_eight_ships_by_an_epoch_advance_from_the_generation_seven_home() {
+fn generation_nine_ships_by_an_epoch_advance_from_the_generation_seven_home() {
     ships_from(7, GEN7);
+}
+
+/// The home generation 8 wrote (built by main at `7c0c15f`, the last build
+/// that wrote it): its archive is judged by generation 8's frozen shape,
+/// its Copilot completions carry no `paired_by`, and the new epoch's do.
+#[test]
+fn generation_nine_ships_by_an_epoch_advance_from_the_generation_eight_home() {
+    let home = ships_from(8, GEN8);
+    let home = home.path();
+    let all = ok(home, &["export", "--epoch", "all"]);
+    let completions: Vec<Value> = all
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["type"] == "tool.completed" && e["session"]["adapter"] == "copilot")
+        .collect();
+    assert!(!completions.is_empty());
+    let epoch_of = |e: &Value| e["epoch"].as_str().map(str::to_string);
+    let archive = archive_id(home);
+    for e in &completions {
+        let by = &e["payload"]["paired_by"];
+        let archived = epoch_of(e).as_deref() == Some(archive.as_str());
+        match archived {
+            true => assert!(by.is_null(), "{e}"),
+            false
+                if e["payload"]["tool_call_id"].is_null()
+                    && !e["payload"]["requested_event_id"].is_null() =>
+            {
+                assert_eq!(by, "order", "{e}")
+            }
+            false => {}
+        }
+    }
 }
 
 #[test]

@@ -86,6 +86,7 @@ fn rows_read_whole() -> Vec<harnery::contract::Event> {
             error: None,
             content: None,
             recovery: None,
+            paired_by: None,
         }),
     );
     // The turn is never seen to end, and its last row is not the agent's

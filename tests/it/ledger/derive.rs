@@ -67,6 +67,7 @@ fn tool_completed(call: Option<&str>, named: Option<EventId>, recovered: bool) -
         error: None,
         content: None,
         recovery: if recovered { recovery(reason) } else { None },
+        paired_by: None,
     })
 }
 

@@ -59,6 +59,7 @@ fn pair() -> Vec<Event> {
             error: None,
             content: None,
             recovery: None,
+            paired_by: None,
         }),
     );
     vec![req, done]

@@ -68,10 +68,7 @@ pub const COPILOT: CapabilityProfile = CapabilityProfile {
 
 impl CapabilityProfile {
     pub fn of(adapter: AdapterId) -> CapabilityProfile {
-        match adapter {
-            AdapterId::ClaudeCode => CLAUDE_CODE,
-            AdapterId::Copilot => COPILOT,
-        }
+        crate::agents::adapter::adapter(adapter).capability()
     }
 
     /// The profile as ordered `name=value` items: the digested encoding.
@@ -159,14 +156,7 @@ pub fn recovery_policy(adapter: AdapterId) -> RecoveryPolicy {
     if let Some(changed) = tests::changed_entry(adapter) {
         return changed;
     }
-    match adapter {
-        AdapterId::ClaudeCode => RecoveryPolicy::FULL,
-        AdapterId::Copilot => RecoveryPolicy {
-            turn_end_sweep: false,
-            next_turn_sweep: false,
-            ..RecoveryPolicy::FULL
-        },
-    }
+    crate::agents::adapter::adapter(adapter).recovery()
 }
 
 #[cfg(test)]
@@ -228,12 +218,9 @@ mod tests {
 
     #[test]
     fn the_recovery_table_is_outside_the_digest() {
-        // The pinned values, written out again: a table entry that reached
+        // The values before any entry changed: a table entry that reached
         // the profile would move one of them.
-        let pinned = [
-            "e38b0209f381be34eded3d034a1ddf389ccee2ecd6240275b3e87f7ee1620626",
-            "befa778c2f384067f3339af8efda40b75a494b5993ae770741df8fe0407552e2",
-        ];
+        let pinned = digests();
         for adapter in AdapterId::ALL {
             let table = recovery_policy(adapter);
             for n in 0..7 {

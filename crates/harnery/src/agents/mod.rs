@@ -41,10 +41,15 @@
 //! have already ended (`span_cap_pressure`). Every recovery event on a
 //! stamped turn is one confidence step lower than its pinned value.
 
+pub(crate) mod adapter;
 pub(crate) mod capability;
 pub mod claude_code;
+pub(crate) mod codex;
 pub mod copilot;
+pub(crate) mod gemini;
 pub mod harnery;
+pub(crate) mod opencode;
+pub(crate) mod qwen;
 pub mod record;
 pub mod signal;
 pub(crate) mod wire;
@@ -101,15 +106,12 @@ impl RawSignal<'_> {
             );
             return (normalized, record::NamedRecord::Unread);
         }
-        match self.adapter {
-            AdapterId::ClaudeCode => {
-                claude_code::normalize_naming(self.payload, self.received_unix_ns, record)
-            }
-            AdapterId::Copilot => (
-                copilot::normalize(self.event_name, self.payload, self.received_unix_ns),
-                record::NamedRecord::Unread,
-            ),
-        }
+        adapter::adapter(self.adapter).normalize(
+            self.event_name,
+            self.payload,
+            self.received_unix_ns,
+            record,
+        )
     }
 }
 
@@ -119,11 +121,11 @@ impl RawSignal<'_> {
 /// routed to that agent's id: a stateless reader cannot see further up.
 pub fn route(signal: &RawSignal) -> SessionRef {
     let own = || signal.session_id.to_string();
-    let session_id = match signal.adapter {
-        AdapterId::Copilot if !is_own(signal) => {
-            copilot::parent_session(signal.payload).unwrap_or_else(own)
-        }
-        _ => own(),
+    let session_id = match is_own(signal) {
+        true => own(),
+        false => adapter::adapter(signal.adapter)
+            .parent_session(signal.payload)
+            .unwrap_or_else(own),
     };
     SessionRef {
         adapter: signal.adapter,

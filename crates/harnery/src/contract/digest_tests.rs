@@ -13,16 +13,16 @@ use super::digest::shape_of;
 use super::shape::{Member, ObjectShape};
 use super::*;
 
-const GEN8: &str = "3e51b41f91f0a4ac0291c1cb3f6e3b2d4fbdaabc5b6356b3ede9b158e69512db";
+const GEN9: &str = "231d75741091344701c99b19ae618bbc5294b554b8e56a27e33e408895dc1f0f";
 
 #[test]
 fn schema_digest_is_pinned() {
     // Changing this value means the contract changed: ship it as an epoch
     // advance, bump CONTRACT_GENERATION and freeze the new shape.
     // The types themselves, read afresh, and the value every process uses.
-    assert_eq!(derived_schema_digest().to_hex().as_str(), GEN8);
-    assert_eq!(schema_digest_hex(), GEN8);
-    assert_eq!(CONTRACT_GENERATION, 8);
+    assert_eq!(derived_schema_digest().to_hex().as_str(), GEN9);
+    assert_eq!(schema_digest_hex(), GEN9);
+    assert_eq!(CONTRACT_GENERATION, 9);
 }
 
 #[test]
@@ -53,15 +53,16 @@ fn the_frozen_shape_of_this_generation_is_the_one_read_from_the_types() {
         shape_digest(current.number, &frozen, &Rule::ALL)
             .to_hex()
             .as_str(),
-        GEN8
+        GEN9
     );
 }
 
 /// Two independent sources agree: what generation 7 described by hand is
-/// what the types say, member for member, at every level of nesting
-/// (types, integer widths, optionality, enum values, closed structs).
+/// what the types said in generation 8 (frozen as it shipped), member for
+/// member, at every level of nesting (types, integer widths, optionality,
+/// enum values, closed structs).
 #[test]
-fn the_types_say_what_generation_seven_described_with_one_known_difference() {
+fn generation_eight_is_what_generation_seven_described_with_one_known_difference() {
     let described = frozen::parse(frozen::described_text(7).expect("described"));
     let mut seven = frozen::described_shape(&described);
     // Known difference, as generation 7's own tests noted it: the
@@ -73,7 +74,29 @@ fn the_types_say_what_generation_seven_described_with_one_known_difference() {
         .find(|m| m.name == "transformed")
         .expect("described")
         .required = false;
-    assert_same(&seven, contract_shape());
+    assert_same(&seven, &GENERATIONS[7].shape());
+}
+
+/// Generation 9 is generation 8 with exactly its two changes: four more
+/// adapter ids, and `tool.completed.paired_by` (optional, one value).
+#[test]
+fn generation_nine_is_generation_eight_with_its_two_changes() {
+    let mut eight = GENERATIONS[7].shape();
+    let session = object_in(&mut member_mut(envelope_mut(&mut eight), "session").shape);
+    match &mut member_mut(session, "adapter").shape {
+        Shape::Enum(ids) => {
+            ids.extend(["codex", "gemini-cli", "qwen-code", "opencode"].map(String::from))
+        }
+        other => panic!("the adapter is {other:?}"),
+    }
+    payload_mut(&mut eight, "tool.completed")
+        .members
+        .push(Member {
+            name: "paired_by".into(),
+            required: false,
+            shape: Shape::Nullable(Box::new(Shape::Enum(vec!["order".into()]))),
+        });
+    assert_same(&eight, contract_shape());
 }
 
 /// Two shapes are the same contract when their canonical encodings are
@@ -143,7 +166,7 @@ type Change = dyn Fn(&mut Shape);
 #[test]
 fn a_change_to_a_nested_member_moves_the_digest() {
     let real = contract_shape().clone();
-    assert_eq!(digest_of(&real), GEN8);
+    assert_eq!(digest_of(&real), GEN9);
     let changes: Vec<(&str, Box<Change>)> = vec![
         (
             "record_at.offset retyped to int64",
@@ -224,7 +247,7 @@ fn a_change_to_a_nested_member_moves_the_digest() {
             Box::new(|s| envelope_mut(s).closed = false),
         ),
     ];
-    let mut seen = vec![GEN8.to_string()];
+    let mut seen = vec![GEN9.to_string()];
     for (what, change) in changes {
         let mut changed = real.clone();
         change(&mut changed);
@@ -233,10 +256,10 @@ fn a_change_to_a_nested_member_moves_the_digest() {
         seen.push(d);
     }
     // The generation and the rules are covered too.
-    assert_ne!(shape_digest(9, &real, &Rule::ALL).to_hex().as_str(), GEN8);
+    assert_ne!(shape_digest(10, &real, &Rule::ALL).to_hex().as_str(), GEN9);
     assert_ne!(
-        shape_digest(8, &real, &Rule::ALL[..5]).to_hex().as_str(),
-        GEN8
+        shape_digest(9, &real, &Rule::ALL[..5]).to_hex().as_str(),
+        GEN9
     );
 }
 

@@ -16,16 +16,31 @@ use crate::clock::ClockSample;
 pub enum AdapterId {
     ClaudeCode,
     Copilot,
+    Codex,
+    GeminiCli,
+    QwenCode,
+    Opencode,
 }
 
 impl AdapterId {
-    pub const ALL: [AdapterId; 2] = [AdapterId::ClaudeCode, AdapterId::Copilot];
+    pub const ALL: [AdapterId; 6] = [
+        AdapterId::ClaudeCode,
+        AdapterId::Copilot,
+        AdapterId::Codex,
+        AdapterId::GeminiCli,
+        AdapterId::QwenCode,
+        AdapterId::Opencode,
+    ];
 
     /// The name used on the command line and in spool paths.
     pub fn as_str(self) -> &'static str {
         match self {
             AdapterId::ClaudeCode => "claude-code",
             AdapterId::Copilot => "copilot",
+            AdapterId::Codex => "codex",
+            AdapterId::GeminiCli => "gemini-cli",
+            AdapterId::QwenCode => "qwen-code",
+            AdapterId::Opencode => "opencode",
         }
     }
 

@@ -32,6 +32,7 @@ pub(crate) fn described_text(n: u32) -> Option<&'static str> {
 pub(crate) fn frozen_shape_json(n: u32) -> Option<&'static str> {
     match n {
         8 => Some(include_str!("frozen/gen8.json")),
+        9 => Some(include_str!("frozen/gen9.json")),
         _ => None,
     }
 }

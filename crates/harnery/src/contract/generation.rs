@@ -97,6 +97,14 @@ pub const GENERATIONS: &[Generation] = &[
                       enum values and closed structs) and hashed in a canonical encoding, with \
                       the validator rules; no member changed from generation 7",
     },
+    Generation {
+        number: 9,
+        digest: "231d75741091344701c99b19ae618bbc5294b554b8e56a27e33e408895dc1f0f",
+        description: "every agent with hooks: the adapter ids codex, gemini-cli, qwen-code and \
+                      opencode; tool.completed says when its request was found by order \
+                      (paired_by: order, the oldest open request of the same tool and input, for \
+                      an agent that sends no call id) rather than by a call id",
+    },
 ];
 
 impl Generation {

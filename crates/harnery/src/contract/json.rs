@@ -18,8 +18,8 @@ use super::json_text::Integer;
 // Re-exported so that trace rows and the OTLP writer keep their one import.
 pub(crate) use super::json_text::{needs_escape, number, plain_len, string};
 use super::payload::{
-    MessageAssistant, MessageUser, Observation, Outcome, Payload, ReasoningRecorded, RecordAt,
-    Recovery, SessionMetadata, ToolRecorded, UsageReported,
+    MessageAssistant, MessageUser, Observation, Outcome, PairedBy, Payload, ReasoningRecorded,
+    RecordAt, Recovery, SessionMetadata, ToolRecorded, UsageReported,
 };
 
 impl Event {
@@ -127,6 +127,10 @@ fn payload(out: &mut String, payload: &Payload) {
             optional_value(out, p.content.as_ref());
             out.push_str(",\"recovery\":");
             optional_recovery(out, p.recovery.as_ref());
+            // Written only when set, as serde skips it.
+            if let Some(PairedBy::Order) = p.paired_by {
+                out.push_str(",\"paired_by\":\"order\"");
+            }
         }
         Payload::PromptSubmitted(p) => {
             out.push_str("{\"prompt\":");

@@ -46,11 +46,12 @@ pub use payload::{
     CheckpointLocated, CheckpointRecorded, CommandCompleted, CommandRequested, CompactionCompleted,
     CompactionStarted, Effect, EndCancelled, EndExpired, EndRequested, EndSalvaged, ErrorReported,
     EventType, HealthCondition, LateEvidence, MessageAssistant, MessageDisplayed, MessageUser,
-    Notification, Observation, OffsetRange, Outcome, Payload, PermissionRequested, PromptSubmitted,
-    ReasoningRecorded, RecordAt, RecordProblem, Recovery, RecoveryReason, RestoreRecorded,
-    SessionEnded, SessionMetadata, SessionResumed, SessionStarted, SignalUnrecognized, StaleSignal,
-    SubagentStarted, SubagentStopped, ToolBatchCompleted, ToolCompleted, ToolRecorded,
-    ToolRequested, TurnCompleted, TurnStarted, UsageReported, UsageSummary,
+    Notification, Observation, OffsetRange, Outcome, PairedBy, Payload, PermissionRequested,
+    PromptSubmitted, ReasoningRecorded, RecordAt, RecordProblem, Recovery, RecoveryReason,
+    RestoreRecorded, SessionEnded, SessionMetadata, SessionResumed, SessionStarted,
+    SignalUnrecognized, StaleSignal, SubagentStarted, SubagentStopped, ToolBatchCompleted,
+    ToolCompleted, ToolRecorded, ToolRequested, TurnCompleted, TurnStarted, UsageReported,
+    UsageSummary,
 };
 pub(crate) use shape::Shape;
 pub use validate::{Rule, Violation, validate_event};

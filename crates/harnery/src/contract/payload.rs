@@ -37,6 +37,17 @@ pub enum Outcome {
     Unknown,
 }
 
+/// How a tool completion found its request, where no call id joins them
+/// (generation 9): the agent sends none (Copilot, Gemini CLI), so the
+/// completion took the oldest open request of the same tool and input in
+/// this session. Shown as such, never passed off as an id match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PairedBy {
+    /// The oldest open request of the same tool name and input digest.
+    Order,
+}
+
 /// The six reasons of ADR 0078 for which the finalizer mints a terminal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -152,6 +163,8 @@ payload_struct!(ToolCompleted {
     #[serde(default)] error: Option<String>,
     #[serde(default)] content: Option<Json>,
     #[serde(default)] recovery: Option<Recovery>,
+    /// Set when the request was found without a call id (generation 9).
+    #[serde(default, skip_serializing_if = "Option::is_none")] paired_by: Option<PairedBy>,
 });
 payload_struct!(CommandRequested {
     argv: Vec<String>,

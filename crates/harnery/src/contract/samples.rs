@@ -49,6 +49,7 @@ pub(super) fn samples() -> Vec<Payload> {
             error: s(),
             content: Some(Json::from_value(&json!(1))),
             recovery: recovery(),
+            paired_by: Some(PairedBy::Order),
         }),
         Payload::CommandRequested(CommandRequested {
             argv: vec![],

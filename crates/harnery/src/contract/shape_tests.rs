@@ -125,7 +125,7 @@ fn nested_members_are_checked_with_their_types() {
     );
     let mut done = sample(EventType::ToolCompleted);
     done["payload"]["duration_ms"] = json!({"observed": 1, "unknown": "x"});
-    let found = problems(8, &done);
+    let found = problems(9, &done);
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(
         found[0].starts_with("$.payload.duration_ms: fits none of its 2 forms"),

@@ -102,6 +102,7 @@ fn recovered_completion(reason: RecoveryReason) -> ToolCompleted {
             requested_event_id: Some(EventId("ev_req".into())),
             elapsed_upper_bound_ms: Some(Observation::Observed(10)),
         }),
+        paired_by: None,
     }
 }
 
@@ -403,6 +404,7 @@ fn the_direct_writer_writes_what_serde_writes() {
                 "a\"\n": {"ü": "\u{1}", "": [[], {}]}
             }))),
             recovery: None,
+            paired_by: None,
         }),
         Payload::PromptSubmitted(PromptSubmitted {
             prompt: None,
@@ -441,6 +443,7 @@ fn the_direct_writer_escapes_what_serde_escapes() {
                 error: Some(text.clone()),
                 content: Some(Json::from_value(&Value::String(text.clone()))),
                 recovery: None,
+                paired_by: None,
             }),
             Attestation::Native,
         );

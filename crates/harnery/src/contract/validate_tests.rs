@@ -68,6 +68,7 @@ fn recovered(on: On, reason: RecoveryReason) -> Payload {
             error: None,
             content: None,
             recovery: Some(block(reason)),
+            paired_by: None,
         }),
         On::CommandCompleted => Payload::CommandCompleted(CommandCompleted {
             requested_event_id: Some(EventId("ev_req".into())),
@@ -178,6 +179,7 @@ fn events_without_recovery_under_both_attestations() {
         error: None,
         content: None,
         recovery: None,
+        paired_by: None,
     });
     let plain_command = Payload::CommandCompleted(CommandCompleted {
         requested_event_id: None,

@@ -54,13 +54,12 @@ use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use crate::agents::copilot;
 use crate::agents::harnery::{
     FINGERPRINT_LEN, RECORD, RECORD_PROBLEM, RecordChunkHeader, record_payload,
 };
 use crate::agents::record::place::{self, LINE_CEILING, NotOpened, OVERSIZED_HEAD, RecordRole};
 use crate::clock::ClockSample;
-use crate::contract::{AdapterId, RecordProblem, SessionRef};
+use crate::contract::{RecordProblem, SessionRef};
 use crate::durable;
 use crate::finalize::FinalizeError;
 use crate::home::Home;
@@ -284,26 +283,9 @@ fn record_path(session: &SessionRef, named: Option<&str>) -> Result<Located, (Pa
     if let Some(p) = named {
         return Ok(Some((PathBuf::from(p), true)));
     }
-    match session.adapter {
-        AdapterId::ClaudeCode => Ok(None),
-        AdapterId::Copilot => {
-            let Some(home) = copilot::home_from_env()
-                .or_else(|| crate::home::env_home().map(|h| copilot::default_home(&h)))
-            else {
-                return Ok(None);
-            };
-            match copilot::events_file(&home, &session.session_id) {
-                Ok(path) => Ok(path.exists().then_some((path, false))),
-                Err(place::Refusal(why)) => {
-                    let path = copilot::events_path(&home, &session.session_id);
-                    match std::fs::symlink_metadata(&path) {
-                        Ok(_) => Err((path, why)),
-                        Err(_) => Ok(None),
-                    }
-                }
-            }
-        }
-    }
+    let found =
+        crate::agents::adapter::adapter(session.adapter).found_record(&session.session_id)?;
+    Ok(found.map(|path| (path, false)))
 }
 
 /// Writes one session's record signals into its spool.

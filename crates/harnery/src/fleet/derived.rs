@@ -378,6 +378,7 @@ mod tests {
             error: None,
             content: None,
             recovery: None,
+            paired_by: None,
         });
         t.push(at, p, Provenance::NATIVE)
     }

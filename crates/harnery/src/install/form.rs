@@ -76,12 +76,13 @@ pub(crate) fn choose(flag: Option<CopilotForm>) -> FormChoice {
 }
 
 /// The form of `agent`'s entries, and why when it was judged: Claude Code
-/// entries are always exec form (nothing to judge, `None`); a Copilot
+/// entries (and every other agent's) have one form (nothing to judge,
+/// `None`); a Copilot
 /// form is judged by [`choose`].
 pub fn for_agent(agent: super::Agent, flag: Option<CopilotForm>) -> Option<FormChoice> {
     match agent {
         super::Agent::Copilot => Some(choose(flag)),
-        super::Agent::ClaudeCode => None,
+        _ => None,
     }
 }
 

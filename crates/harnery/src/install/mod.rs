@@ -30,6 +30,8 @@ use std::path::{Path, PathBuf};
 use form::CopilotForm;
 use json::Json;
 
+use crate::agents::adapter::{EntryShape, HookPlace, adapter};
+
 /// Claude Code 2.1.332's hook events (the SDK's `HOOK_EVENTS`).
 pub(crate) const CLAUDE_CODE_EVENTS: [&str; 34] = [
     "PreToolUse",
@@ -101,11 +103,7 @@ pub(crate) const COPILOT_TIMEOUT_S: u64 = 10;
 pub(crate) const HOOK_BIN_NAME: &str = "harnery-hook";
 
 /// Which agent to configure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Agent {
-    ClaudeCode,
-    Copilot,
-}
+pub use crate::contract::AdapterId as Agent;
 
 /// Errors of install and uninstall.
 #[derive(Debug, thiserror::Error)]
@@ -165,6 +163,14 @@ pub fn plan_install(
     form: CopilotForm,
 ) -> Result<Plan, InstallError> {
     let before = read_optional(path)?;
+    if let HookPlace::Plugin { text, .. } = adapter(agent).hooks() {
+        let bin = hook_bin.to_string_lossy();
+        return Ok(Plan {
+            path: path.to_path_buf(),
+            before,
+            after: Some(text.replace("{hook_bin}", &js_string(&bin))),
+        });
+    }
     let mut doc = parse(path, before.as_deref())?;
     strip(agent, path, &mut doc)?;
     add(agent, path, &mut doc, hook_bin, form)?;
@@ -173,6 +179,11 @@ pub fn plan_install(
         before,
         after: Some(doc.pretty()),
     })
+}
+
+/// `s` as a JavaScript string literal (JSON's is one).
+fn js_string(s: &str) -> String {
+    serde_json::Value::String(s.to_owned()).to_string()
 }
 
 /// Plan removing harnery's hooks for `agent` from the file at `path`.
@@ -185,6 +196,14 @@ pub fn plan_uninstall(agent: Agent, path: &Path) -> Result<Plan, InstallError> {
             after: None,
         });
     };
+    if let HookPlace::Plugin { .. } = adapter(agent).hooks() {
+        // harnery's own file, named for it: removed whole.
+        return Ok(Plan {
+            path: path.to_path_buf(),
+            before,
+            after: None,
+        });
+    }
     let mut doc = parse(path, Some(text))?;
     if !strip(agent, path, &mut doc)? {
         return Ok(Plan {
@@ -321,9 +340,9 @@ fn strip(agent: Agent, path: &Path, doc: &mut Json) -> Result<bool, InstallError
     for (_, list) in events.iter_mut() {
         let Json::Array(items) = list else { continue };
         let before = items.len();
-        match agent {
-            Agent::ClaudeCode => strip_groups(items, &mut removed),
-            Agent::Copilot => items.retain(|e| !is_ours(e)),
+        match entry_shape(agent) {
+            Some(EntryShape::CopilotEntry) | None => items.retain(|e| !is_ours(e)),
+            Some(_) => strip_groups(items, &mut removed),
         }
         removed |= items.len() != before;
     }
@@ -363,16 +382,33 @@ fn add(
     }
     let hooks = doc.get_mut("hooks").expect("hooks was just ensured");
     let bin = hook_bin.to_string_lossy().into_owned();
-    let items: Vec<(&str, Json)> = match agent {
-        Agent::ClaudeCode => CLAUDE_CODE_EVENTS
-            .iter()
-            .map(|e| (*e, claude_group(&bin, e)))
-            .collect(),
-        Agent::Copilot => COPILOT_EVENTS
-            .iter()
-            .map(|e| (*e, copilot_entry(&bin, e, form)))
-            .collect(),
+    let HookPlace::Settings {
+        events,
+        entry,
+        timeout_s,
+        end_timeout_s,
+        ..
+    } = adapter(agent).hooks()
+    else {
+        return Ok(());
     };
+    let timeout = |event: &str| match end_timeout_s {
+        Some((end, s)) if end == event => s,
+        _ => timeout_s,
+    };
+    let items: Vec<(&str, Json)> = events
+        .iter()
+        .map(|e| {
+            let item = match entry {
+                EntryShape::ExecGroup => exec_group(&bin, agent, timeout(e)),
+                EntryShape::CommandGroup { per_second } => {
+                    command_group(&bin, agent, e, timeout(e) * per_second)
+                }
+                EntryShape::CopilotEntry => copilot_entry(&bin, e, form),
+            };
+            (*e, item)
+        })
+        .collect();
     for (event, item) in items {
         match hooks.get_mut(event) {
             Some(Json::Array(list)) => list.push(item),
@@ -387,16 +423,32 @@ fn s(v: &str) -> Json {
     Json::String(v.to_owned())
 }
 
-fn claude_group(bin: &str, event: &str) -> Json {
-    let timeout = if event == "SessionEnd" {
-        CLAUDE_SESSION_END_TIMEOUT_S
-    } else {
-        CLAUDE_TIMEOUT_S
-    };
+/// The shape of `agent`'s entries, where it has a settings file.
+fn entry_shape(agent: Agent) -> Option<EntryShape> {
+    match adapter(agent).hooks() {
+        HookPlace::Settings { entry, .. } => Some(entry),
+        HookPlace::Plugin { .. } => None,
+    }
+}
+
+/// A matcher group of one exec-form entry: the program and its argument.
+fn exec_group(bin: &str, agent: Agent, timeout: u64) -> Json {
     let entry = Json::Object(vec![
         ("type".into(), s("command")),
         ("command".into(), s(bin)),
-        ("args".into(), Json::Array(vec![s("claude-code")])),
+        ("args".into(), Json::Array(vec![s(agent.as_str())])),
+        ("timeout".into(), Json::Number(timeout.into())),
+    ]);
+    Json::Object(vec![("hooks".into(), Json::Array(vec![entry]))])
+}
+
+/// A matcher group of one command line a shell runs, naming the event
+/// (the agents that take no argument list).
+fn command_group(bin: &str, agent: Agent, event: &str, timeout: u64) -> Json {
+    let line = format!("{} {} {event}", shell_quote(bin), agent.as_str());
+    let entry = Json::Object(vec![
+        ("type".into(), s("command")),
+        ("command".into(), s(&line)),
         ("timeout".into(), Json::Number(timeout.into())),
     ]);
     Json::Object(vec![("hooks".into(), Json::Array(vec![entry]))])
@@ -439,36 +491,34 @@ impl AgentDir {
     /// `~/.claude`; Copilot's `$COPILOT_HOME`, else `~/.copilot` (each
     /// variable counts when it is set and not empty).
     pub(crate) fn from_env(agent: Agent, user_home: &Path) -> AgentDir {
-        use crate::agents::{claude_code, copilot};
-        let (var, default) = match agent {
-            Agent::ClaudeCode => (claude_code::CONFIG_VAR, user_home.join(".claude")),
-            Agent::Copilot => (copilot::HOME_VAR, copilot::default_home(user_home)),
-        };
-        match std::env::var_os(var).filter(|v| !v.is_empty()) {
-            Some(dir) => AgentDir {
-                dir: PathBuf::from(dir),
-                moved_by: Some(var),
-            },
-            None => AgentDir {
-                dir: default,
-                moved_by: None,
-            },
+        let home = adapter(agent).home();
+        let (dir, moved) = home.resolve(user_home);
+        AgentDir {
+            dir,
+            moved_by: moved.then_some(home.var),
         }
     }
 
     /// One line saying where the agent reads and why.
     pub fn describe(&self, agent: Agent) -> String {
-        let (what, place, var) = match agent {
+        let var = adapter(agent).home().var;
+        let (what, place) = match agent {
             Agent::ClaudeCode => (
-                "claude code reads its user settings from",
+                "claude code reads its user settings from".to_string(),
                 self.dir.clone(),
-                crate::agents::claude_code::CONFIG_VAR,
             ),
             Agent::Copilot => (
-                "copilot reads its user hooks from",
+                "copilot reads its user hooks from".to_string(),
                 self.dir.join("hooks"),
-                crate::agents::copilot::HOME_VAR,
             ),
+            other => {
+                let file = user_file(other);
+                let place = self.dir.join(file);
+                (
+                    format!("{} reads its user hooks from", other.as_str()),
+                    place,
+                )
+            }
         };
         let why = match self.moved_by {
             Some(_) => format!("${var} is set"),
@@ -526,10 +576,27 @@ pub(crate) fn settings_path(
     agent_dir: &AgentDir,
     project: &Path,
 ) -> PathBuf {
-    match (agent, user_scope) {
-        (Agent::ClaudeCode, true) => agent_dir.dir.join("settings.json"),
-        (Agent::ClaudeCode, false) => project.join(".claude/settings.json"),
-        (Agent::Copilot, true) => agent_dir.dir.join("hooks/harnery.json"),
-        (Agent::Copilot, false) => project.join(".github/hooks/harnery.json"),
+    let (user_file, project_file) = match adapter(agent).hooks() {
+        HookPlace::Settings {
+            user_file,
+            project_file,
+            ..
+        }
+        | HookPlace::Plugin {
+            user_file,
+            project_file,
+            ..
+        } => (user_file, project_file),
+    };
+    match user_scope {
+        true => agent_dir.dir.join(user_file),
+        false => project.join(project_file),
+    }
+}
+
+/// The user-scope file of `agent`, relative to its directory.
+fn user_file(agent: Agent) -> &'static str {
+    match adapter(agent).hooks() {
+        HookPlace::Settings { user_file, .. } | HookPlace::Plugin { user_file, .. } => user_file,
     }
 }

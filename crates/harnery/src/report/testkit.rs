@@ -103,6 +103,7 @@ impl Script {
             error: None,
             content: None,
             recovery: None,
+            paired_by: None,
         });
         self.push(at, p, Provenance::NATIVE)
     }
@@ -135,6 +136,7 @@ impl Script {
             error: None,
             content: None,
             recovery: Some(recovery),
+            paired_by: None,
         });
         self.push(at, p, derived(Confidence::Medium))
     }
@@ -151,6 +153,7 @@ impl Script {
             error: None,
             content: None,
             recovery: None,
+            paired_by: None,
         });
         self.push(at, p, Provenance::NATIVE)
     }

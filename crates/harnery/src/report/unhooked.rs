@@ -17,10 +17,9 @@
 //! bytes, and nothing is written.
 
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use crate::agents::record::place::is_plain_id;
-use crate::agents::{claude_code, copilot};
+use crate::agents::adapter as agents;
 use crate::clock::format_ns;
 use crate::contract::{AdapterId, SessionRef};
 use crate::report::health::Condition;
@@ -51,36 +50,31 @@ impl AgentRecordDir {
             return Vec::new();
         };
         let user_home = user_home.as_path();
-        let moved =
-            |var: &'static str| std::env::var_os(var).filter(|v| !v.is_empty()).map(|_| var);
-        vec![
-            AgentRecordDir {
-                adapter: AdapterId::ClaudeCode,
-                dir: claude_code::config_dir(user_home),
-                moved_by: moved(claude_code::CONFIG_VAR),
-            },
-            AgentRecordDir {
-                adapter: AdapterId::Copilot,
-                dir: copilot::home(user_home),
-                moved_by: moved(copilot::HOME_VAR),
-            },
-        ]
+        AdapterId::ALL
+            .into_iter()
+            .map(|adapter| {
+                let home = agents::adapter(adapter).home();
+                let (dir, moved) = home.resolve(user_home);
+                AgentRecordDir {
+                    adapter,
+                    dir,
+                    moved_by: moved.then_some(home.var),
+                }
+            })
+            .collect()
     }
 
     /// Every session with a record here and that record's modification
     /// time (unix ns).
     fn sessions(&self) -> Vec<(String, i64)> {
-        match self.adapter {
-            AdapterId::ClaudeCode => claude_sessions(&claude_code::projects_dir(&self.dir)),
-            AdapterId::Copilot => copilot_sessions(&self.dir.join("session-state")),
-        }
+        agents::adapter(self.adapter).recorded_sessions(&self.dir)
     }
 
     fn records_text(&self) -> String {
-        match self.adapter {
-            AdapterId::ClaudeCode => claude_code::projects_dir(&self.dir).display().to_string(),
-            AdapterId::Copilot => self.dir.join("session-state").display().to_string(),
-        }
+        agents::adapter(self.adapter)
+            .records_dir(&self.dir)
+            .display()
+            .to_string()
     }
 }
 
@@ -131,10 +125,8 @@ fn agent_condition(
 }
 
 fn detail(dir: &AgentRecordDir, unseen: usize, recent: usize, since_ns: i64) -> String {
-    let (agent, command) = match dir.adapter {
-        AdapterId::ClaudeCode => ("Claude Code", "harnery install claude-code"),
-        AdapterId::Copilot => ("Copilot", "harnery install copilot"),
-    };
+    let agent = agents::adapter(dir.adapter).name();
+    let command = format!("harnery install {}", dir.adapter);
     let environment = match dir.moved_by {
         Some(var) => format!("with {var}={} set, as the agent runs", dir.dir.display()),
         None => "with the environment the agent runs with".to_string(),
@@ -148,54 +140,11 @@ fn detail(dir: &AgentRecordDir, unseen: usize, recent: usize, since_ns: i64) -> 
     )
 }
 
-/// `<projects>/<project>/<id>.jsonl` for a plain id.
-fn claude_sessions(projects: &Path) -> Vec<(String, i64)> {
-    let mut out = Vec::new();
-    for project in entries(projects).filter(|p| p.is_dir()) {
-        for file in entries(&project) {
-            let Some(id) = file
-                .file_name()
-                .and_then(|n| n.to_str())
-                .and_then(|n| n.strip_suffix(".jsonl"))
-                .filter(|id| is_plain_id(id))
-            else {
-                continue;
-            };
-            out.extend(modified_ns(&file).map(|t| (id.to_string(), t)));
-        }
-    }
-    out
-}
-
-/// `<session-state>/<id>/events.jsonl` for a plain id.
-fn copilot_sessions(state: &Path) -> Vec<(String, i64)> {
-    entries(state)
-        .filter_map(|dir| {
-            let id = dir.file_name()?.to_str().filter(|id| is_plain_id(id))?;
-            let t = modified_ns(&dir.join("events.jsonl"))?;
-            Some((id.to_string(), t))
-        })
-        .collect()
-}
-
-fn entries(dir: &Path) -> impl Iterator<Item = PathBuf> {
-    std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-}
-
-fn modified_ns(path: &Path) -> Option<i64> {
-    use std::os::unix::fs::MetadataExt;
-    let meta = std::fs::symlink_metadata(path).ok()?;
-    meta.is_file()
-        .then(|| meta.mtime() * 1_000_000_000 + meta.mtime_nsec())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agents::record::listing::{copilot_sessions, modified_ns};
+    use std::path::Path;
 
     fn touch(path: &Path) -> i64 {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();

@@ -48,6 +48,7 @@ impl Look<'_> {
         match self.log.session.adapter {
             AdapterId::ClaudeCode => Ok(self.claude()),
             AdapterId::Copilot => Ok((self.copilot(copilot_policy)?, None)),
+            other => Ok((shim::native(other, self.id()), None)),
         }
     }
 

@@ -113,7 +113,20 @@ pub(crate) fn destination(
             Ok(claude_code::transcript_in(&projects.join(folder), new_id))
         }
         AdapterId::Copilot => Ok(copilot::events_path(&copilot::home(user_home), new_id)),
+        other => Err(unsupported(other)),
     }
+}
+
+/// Why a record of `adapter` is not written back: harnery writes the
+/// records of Claude Code and Copilot only.
+fn unsupported(adapter: AdapterId) -> MaterializeError {
+    let agent = crate::agents::adapter::adapter(adapter);
+    MaterializeError::Refused(format!(
+        "harnery cannot write a {} record back as a new session (it can for Claude Code and \
+         Copilot); resume the session in {} itself",
+        agent.name(),
+        agent.name()
+    ))
 }
 
 /// A name that can only be one directory below `projects/`.
@@ -195,6 +208,7 @@ pub(crate) fn write_new(
                 return Err(exists_or_io(dir, e));
             }
         }
+        other => return Err(unsupported(other)),
     }
     if complete_own(path, bytes)? {
         return Ok(Written::Resumed);

@@ -28,6 +28,7 @@
 
 use serde::Serialize;
 
+use crate::agents::adapter::Resume;
 use crate::contract::AdapterId;
 use crate::recover::policy::{Policy, ResumeAssessment, StreamSize};
 use crate::restore::copilot_sdk::{self, SdkRequest, SdkWordsError};
@@ -445,6 +446,33 @@ pub(crate) fn for_adapter(
         AdapterId::Copilot => {
             let (policy, stream) = copilot_policy();
             copilot(session_id, checkpoint, transport, &policy, stream.as_ref())
+        }
+        other => native(other, session_id),
+    }
+}
+
+/// The agent's own resume of `session_id`, as its adapter states it: the
+/// agent reads its own record, whole (harnery cannot cut it at a
+/// checkpoint for this agent), or nothing where it cannot resume.
+pub(crate) fn native(adapter: AdapterId, session_id: &str) -> ResumeShim {
+    let agent = crate::agents::adapter::adapter(adapter);
+    match agent.resume() {
+        Resume::Command(program, before) => {
+            let mut arguments: Vec<String> = before.iter().map(|a| a.to_string()).collect();
+            arguments.push(session_id.into());
+            ResumeShim::cli(
+                program,
+                arguments,
+                true,
+                format!(
+                    "{} resumes the session from its own record, whole: harnery cannot put \
+                     its record back at a checkpoint",
+                    agent.name()
+                ),
+            )
+        }
+        Resume::Unsupported(why) => {
+            unavailable(format!("{} cannot resume a session: {why}", agent.name()))
         }
     }
 }

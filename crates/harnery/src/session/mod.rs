@@ -68,12 +68,13 @@ use emit::{Draft, RawSource, Trigger};
 use spans::SpanPairer;
 use turns::Speaker;
 
+use crate::agents::adapter::RecordTurns;
 use crate::agents::harnery::is_harnery_event;
 use crate::agents::{Normalized, RawSignal, RecoveryPolicy, SignalKind, TurnEnd, recovery_policy};
 use crate::clock::ClockSample;
 use crate::contract::{
-    AdapterId, Event, EventId, HealthCondition, Payload, PromptSubmitted, RecoveryReason,
-    SessionRef, TimeSource, TurnAttribution, TurnCompleted, TurnSource, TurnStarted,
+    Event, EventId, HealthCondition, Payload, PromptSubmitted, RecoveryReason, SessionRef,
+    TimeSource, TurnAttribution, TurnCompleted, TurnSource, TurnStarted,
 };
 
 /// What one raw signal produced.
@@ -166,6 +167,17 @@ impl SessionProducer {
     /// The offset the next event will get.
     pub(crate) fn next_offset(&self) -> u64 {
         self.stamp.next_offset
+    }
+
+    /// How the agent's record lines meet this session's turns.
+    fn record_turns(&self) -> RecordTurns {
+        crate::agents::adapter::adapter(self.stamp.session.adapter).record_turns()
+    }
+
+    /// Whether the agent's record is found by the session id alone, with
+    /// no hook naming it (Copilot's `events.jsonl`).
+    fn finds_own_record(&self) -> bool {
+        crate::agents::adapter::adapter(self.stamp.session.adapter).finds_record_by_id()
     }
 
     pub(crate) fn policy(&self) -> RecoveryPolicy {
@@ -277,9 +289,7 @@ impl SessionProducer {
         self.session_log_after(&mut trigger, &mut out);
         // Only a session whose record may be followed keeps its requests
         // for joining (Copilot's record is found without a hook naming it).
-        if from_agent
-            && (self.record.path.is_some() || self.stamp.session.adapter == AdapterId::Copilot)
-        {
+        if from_agent && (self.record.path.is_some() || self.finds_own_record()) {
             self.record.remember_requests(&out);
         }
         let (policy, turns) = (self.policy(), &self.turns);
@@ -507,7 +517,7 @@ impl SessionProducer {
             None => self.turns.mint_stamped(&trigger.key),
         };
         // Copilot's record meets its stamped turns at the prompt's text.
-        if self.stamp.session.adapter == AdapterId::Copilot
+        if self.record_turns() == RecordTurns::PromptText
             && let Some(text) = prompt.prompt.as_deref()
         {
             self.record.remember_prompt(text, turn.clone());

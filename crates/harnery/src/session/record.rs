@@ -457,13 +457,19 @@ impl RecordFollow {
     /// The hook request `call` joins: by call id where the hook had one,
     /// else the oldest unjoined request of the same tool and input.
     fn join(&mut self, adapter: AdapterId, call: &RecordedCall) -> Option<EventId> {
-        let found = self.by_call(&call.tool_call_id).or_else(|| match adapter {
-            AdapterId::ClaudeCode => None,
-            AdapterId::Copilot => self.requests.iter().position(|r| {
-                r.joined.is_none()
-                    && r.tool_name == call.tool_name
-                    && r.input_digest == call.input_digest
-            }),
+        let in_order = !crate::agents::adapter::adapter(adapter)
+            .capability()
+            .tool_call_ids;
+        let found = self.by_call(&call.tool_call_id).or_else(|| {
+            in_order
+                .then(|| {
+                    self.requests.iter().position(|r| {
+                        r.joined.is_none()
+                            && r.tool_name == call.tool_name
+                            && r.input_digest == call.input_digest
+                    })
+                })
+                .flatten()
         })?;
         let request = &mut self.requests[found];
         request.joined = Some(call.tool_call_id.clone());

@@ -4,6 +4,7 @@
 //! The state these rules keep (`RecordFollow`) is in the parent module.
 
 use super::*;
+use crate::agents::adapter::RecordTurns;
 
 impl SessionProducer {
     /// Apply a run of record lines. A run that ends at or before the
@@ -182,8 +183,9 @@ impl SessionProducer {
         trigger: &mut Trigger,
         out: &mut Vec<Event>,
     ) {
-        let turn = match self.stamp.session.adapter {
-            AdapterId::ClaudeCode => {
+        let turns = crate::agents::adapter::adapter(self.stamp.session.adapter).record_turns();
+        let turn = match turns {
+            RecordTurns::PromptChain => {
                 // A line before any prompt belongs to no turn (not to
                 // whichever turn the hooks have open when it is read).
                 line.native_turn_id = self.record.line_prompt(&line);
@@ -194,7 +196,7 @@ impl SessionProducer {
             }
             // Copilot's lines take the stamped turn of the hook prompt their
             // interaction's user message met (see the module doc).
-            AdapterId::Copilot => {
+            RecordTurns::PromptText => {
                 let said = line.items.iter().find_map(|item| match item {
                     RecordItem::UserMessage(m) => Some(m.text.as_deref()),
                     _ => None,

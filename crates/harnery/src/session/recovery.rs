@@ -209,6 +209,7 @@ fn recovered_payload(span: &OpenSpan, reason: RecoveryReason, recovery: Recovery
             error: None,
             content: None,
             recovery: Some(recovery),
+            paired_by: None,
         }),
         SpanKind::Command => Payload::CommandCompleted(CommandCompleted {
             requested_event_id: Some(span.request_event_id.clone()),

@@ -16,8 +16,8 @@ use super::spans::{OpenSpan, SpanKind, SpanPairer};
 use super::turns::Speaker;
 use crate::agents::{BatchedCall, RecoveryPolicy, ToolCall, ToolResult};
 use crate::contract::{
-    Event, EventId, Json, LateEvidence, Observation, Outcome, Payload, Provenance, Recovery,
-    RecoveryReason, SignalUnrecognized, ToolBatchCompleted, ToolCompleted, ToolRequested,
+    Event, EventId, Json, LateEvidence, Observation, Outcome, PairedBy, Payload, Provenance,
+    Recovery, RecoveryReason, SignalUnrecognized, ToolBatchCompleted, ToolCompleted, ToolRequested,
     TurnAttribution,
 };
 
@@ -241,6 +241,9 @@ fn emit_native_completion(
     trigger: &mut Trigger,
     out: &mut Vec<Event>,
 ) {
+    // A request found with no call id was found by order: say so.
+    let paired_by =
+        (result.call.call_id.is_none() && requested.is_some()).then_some(PairedBy::Order);
     let payload = Payload::ToolCompleted(ToolCompleted {
         tool_call_id: result.call.call_id,
         tool_name: result.call.tool_name,
@@ -254,6 +257,7 @@ fn emit_native_completion(
         error: result.error,
         content: result.content,
         recovery: None,
+        paired_by,
     });
     em.emit(trigger, Draft::native(payload, turn.clone(), agent_id), out);
 }

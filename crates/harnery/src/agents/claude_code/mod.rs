@@ -12,6 +12,112 @@ use std::path::{Path, PathBuf};
 
 pub use hooks::{normalize, normalize_naming};
 
+use crate::agents::adapter::{
+    Adapter, AgentHome, EntryShape, HookPlace, Part, RecordShape, RecordTurns, Resume,
+};
+use crate::agents::capability::{CLAUDE_CODE, CapabilityProfile, RecoveryPolicy};
+use crate::agents::record::place::{RecordRole, Refusal, is_plain_id};
+use crate::agents::record::{LineMark, NamedRecord, RecordLine};
+use crate::agents::signal::Normalized;
+use crate::contract::RecordAt;
+
+/// Claude Code, as an [`Adapter`].
+pub(crate) struct ClaudeCode;
+
+impl Adapter for ClaudeCode {
+    fn name(&self) -> &'static str {
+        "Claude Code"
+    }
+    fn capability(&self) -> CapabilityProfile {
+        CLAUDE_CODE
+    }
+    fn recovery(&self) -> RecoveryPolicy {
+        RecoveryPolicy::FULL
+    }
+    fn normalize(
+        &self,
+        _event: Option<&str>,
+        payload: &[u8],
+        received_unix_ns: i64,
+        record: bool,
+    ) -> (Normalized, NamedRecord) {
+        normalize_naming(payload, received_unix_ns, record)
+    }
+    fn read_marked(
+        &self,
+        line: &[u8],
+        at: &RecordAt,
+    ) -> (RecordLine, Option<Option<String>>, LineMark) {
+        record::read_marked(line, at)
+    }
+    fn line_session(&self, line: &[u8]) -> Option<String> {
+        record::line_session(line)
+    }
+    fn line_mark(&self, kind: &str) -> LineMark {
+        record::line_mark(kind)
+    }
+    fn record_turns(&self) -> RecordTurns {
+        RecordTurns::PromptChain
+    }
+    fn record_shape(&self, session_id: &str, role: RecordRole) -> Result<RecordShape, Refusal> {
+        let is = |s: &str| Part::Is(s.to_string());
+        Ok(match role {
+            RecordRole::Session => RecordShape {
+                tail: vec![
+                    is("projects"),
+                    Part::AnyDir,
+                    is(&format!("{session_id}.jsonl")),
+                ],
+                text: format!("<config dir>/projects/<project dir>/{session_id}.jsonl"),
+            },
+            RecordRole::Subagent(agent) => {
+                if !is_plain_id(agent) {
+                    return Err(Refusal(format!(
+                        "the agent id {agent:?} is not a plain name"
+                    )));
+                }
+                RecordShape {
+                    tail: vec![
+                        is("projects"),
+                        Part::AnyDir,
+                        is(session_id),
+                        is("subagents"),
+                        is(&format!("agent-{agent}.jsonl")),
+                    ],
+                    text: format!(
+                        "<config dir>/projects/<project dir>/{session_id}/subagents/agent-{agent}.jsonl"
+                    ),
+                }
+            }
+        })
+    }
+    fn records_dir(&self, home: &Path) -> PathBuf {
+        projects_dir(home)
+    }
+    fn recorded_sessions(&self, home: &Path) -> Vec<(String, i64)> {
+        crate::agents::record::listing::claude_sessions(&projects_dir(home))
+    }
+    fn home(&self) -> AgentHome {
+        AgentHome {
+            var: CONFIG_VAR,
+            default: ".claude",
+        }
+    }
+    fn hooks(&self) -> HookPlace {
+        HookPlace::Settings {
+            user_file: "settings.json",
+            project_file: ".claude/settings.json",
+            events: &crate::install::CLAUDE_CODE_EVENTS,
+            entry: EntryShape::ExecGroup,
+            timeout_s: crate::install::CLAUDE_TIMEOUT_S,
+            end_timeout_s: Some(("SessionEnd", crate::install::CLAUDE_SESSION_END_TIMEOUT_S)),
+        }
+    }
+    fn resume(&self) -> Resume {
+        Resume::Command("claude", &["--resume"])
+    }
+}
+
 /// The environment variable that moves Claude Code's config directory.
 pub(crate) const CONFIG_VAR: &str = "CLAUDE_CONFIG_DIR";
 

@@ -82,6 +82,7 @@ struct UsageWire {
 /// Read one line of the record: one parse of the whole frame, and the
 /// header alone only when the frame is in no known shape (a skipped type
 /// stays silent whatever its other fields hold).
+#[cfg(test)]
 pub(crate) fn read_line(line: &[u8], at: &RecordAt) -> RecordLine {
     read_marked(line, at).0
 }

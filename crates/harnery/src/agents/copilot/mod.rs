@@ -14,7 +14,125 @@ use std::path::{Path, PathBuf};
 
 pub use hooks::{normalize, parent_session};
 
-use crate::agents::record::place::{Refusal, is_plain_id};
+use crate::agents::adapter::{
+    Adapter, AgentHome, EntryShape, HookPlace, Part, RecordShape, RecordTurns, Resume,
+};
+use crate::agents::capability::{COPILOT, CapabilityProfile, RecoveryPolicy};
+use crate::agents::record::place::{RecordRole, Refusal, is_plain_id};
+use crate::agents::record::{LineMark, NamedRecord, RecordLine};
+use crate::agents::signal::Normalized;
+use crate::contract::RecordAt;
+
+/// Copilot CLI, as an [`Adapter`].
+pub(crate) struct Copilot;
+
+impl Adapter for Copilot {
+    fn name(&self) -> &'static str {
+        "Copilot"
+    }
+    fn capability(&self) -> CapabilityProfile {
+        COPILOT
+    }
+    /// No turn-boundary sweeps (see `agents`' module doc): its turns are
+    /// stamped and its boundary is not sent on interrupt.
+    fn recovery(&self) -> RecoveryPolicy {
+        RecoveryPolicy {
+            turn_end_sweep: false,
+            next_turn_sweep: false,
+            ..RecoveryPolicy::FULL
+        }
+    }
+    fn normalize(
+        &self,
+        event: Option<&str>,
+        payload: &[u8],
+        received_unix_ns: i64,
+        _record: bool,
+    ) -> (Normalized, NamedRecord) {
+        (
+            normalize(event, payload, received_unix_ns),
+            NamedRecord::Unread,
+        )
+    }
+    fn parent_session(&self, payload: &[u8]) -> Option<String> {
+        parent_session(payload)
+    }
+    fn read_marked(
+        &self,
+        line: &[u8],
+        at: &RecordAt,
+    ) -> (RecordLine, Option<Option<String>>, LineMark) {
+        let (read, mark) = record::read_marked(line, at);
+        (read, None, mark)
+    }
+    fn line_session(&self, line: &[u8]) -> Option<String> {
+        record::line_session(line)
+    }
+    fn line_mark(&self, kind: &str) -> LineMark {
+        record::line_mark(kind)
+    }
+    fn record_turns(&self) -> RecordTurns {
+        RecordTurns::PromptText
+    }
+    fn record_shape(&self, session_id: &str, role: RecordRole) -> Result<RecordShape, Refusal> {
+        if let RecordRole::Subagent(_) = role {
+            return Err(Refusal(
+                "Copilot writes no record of its own for a subagent".into(),
+            ));
+        }
+        let is = |s: &str| Part::Is(s.to_string());
+        Ok(RecordShape {
+            tail: vec![is("session-state"), is(session_id), is("events.jsonl")],
+            text: format!("<copilot home>/session-state/{session_id}/events.jsonl"),
+        })
+    }
+    fn finds_record_by_id(&self) -> bool {
+        true
+    }
+    /// `events.jsonl` under its home (`$COPILOT_HOME`, else `~/.copilot`).
+    fn found_record(&self, session_id: &str) -> Result<Option<PathBuf>, (PathBuf, String)> {
+        let Some(home) =
+            home_from_env().or_else(|| crate::home::env_home().map(|h| default_home(&h)))
+        else {
+            return Ok(None);
+        };
+        match events_file(&home, session_id) {
+            Ok(path) => Ok(path.exists().then_some(path)),
+            Err(Refusal(why)) => {
+                let path = events_path(&home, session_id);
+                match std::fs::symlink_metadata(&path) {
+                    Ok(_) => Err((path, why)),
+                    Err(_) => Ok(None),
+                }
+            }
+        }
+    }
+    fn records_dir(&self, home: &Path) -> PathBuf {
+        home.join("session-state")
+    }
+    fn recorded_sessions(&self, home: &Path) -> Vec<(String, i64)> {
+        crate::agents::record::listing::copilot_sessions(&home.join("session-state"))
+    }
+    fn home(&self) -> AgentHome {
+        AgentHome {
+            var: HOME_VAR,
+            default: ".copilot",
+        }
+    }
+    fn hooks(&self) -> HookPlace {
+        HookPlace::Settings {
+            user_file: "hooks/harnery.json",
+            project_file: ".github/hooks/harnery.json",
+            events: &crate::install::COPILOT_EVENTS,
+            entry: EntryShape::CopilotEntry,
+            timeout_s: crate::install::COPILOT_TIMEOUT_S,
+            end_timeout_s: None,
+        }
+    }
+    fn resume(&self) -> Resume {
+        Resume::Command("copilot", &["--resume"])
+    }
+}
 
 /// The environment variable that moves Copilot's home.
 pub(crate) const HOME_VAR: &str = "COPILOT_HOME";

@@ -207,6 +207,7 @@ struct AccountingWire {
 }
 
 /// Read one line of the record.
+#[cfg(test)]
 pub(crate) fn read_line(line: &[u8], at: &RecordAt) -> RecordLine {
     read_marked(line, at).0
 }

@@ -3,36 +3,27 @@
 //! an agent's record reader by adapter.
 
 use super::payload::{LineAt, RecordChunk, RecordChunkHeader};
+use crate::agents::adapter as agents;
 use crate::agents::record::place::LINE_CEILING;
 use crate::agents::record::{LineMark, RecordLine};
-use crate::agents::{claude_code, copilot};
 use crate::contract::{AdapterId, RecordAt};
 
 /// Read one line of `adapter`'s record (without its newline); `at` is
 /// where it starts.
 pub fn read_line(adapter: AdapterId, line: &[u8], at: &RecordAt) -> RecordLine {
-    match adapter {
-        AdapterId::ClaudeCode => claude_code::record::read_line(line, at),
-        AdapterId::Copilot => copilot::record::read_line(line, at),
-    }
+    agents::adapter(adapter).read_marked(line, at).0
 }
 
 /// The session a line of `adapter`'s record says it belongs to, when it
 /// says one (see each agent's `record::line_session`).
 pub(crate) fn line_session(adapter: AdapterId, line: &[u8]) -> Option<String> {
-    match adapter {
-        AdapterId::ClaudeCode => claude_code::record::line_session(line),
-        AdapterId::Copilot => copilot::record::line_session(line),
-    }
+    agents::adapter(adapter).line_session(line)
 }
 
 /// What a line of `adapter`'s record with type `kind` is to a turn's end
 /// (see each agent's `record::line_mark`).
 pub(crate) fn line_mark(adapter: AdapterId, kind: &str) -> LineMark {
-    match adapter {
-        AdapterId::ClaudeCode => claude_code::record::line_mark(kind),
-        AdapterId::Copilot => copilot::record::line_mark(kind),
-    }
+    agents::adapter(adapter).line_mark(kind)
 }
 
 /// Read one line as [`read_line`] does, with the session it names (see
@@ -43,15 +34,9 @@ fn read_named(
     line: &[u8],
     at: &RecordAt,
 ) -> (RecordLine, Option<String>, LineMark) {
-    match adapter {
-        AdapterId::ClaudeCode => match claude_code::record::read_marked(line, at) {
-            (read, Some(named), mark) => (read, named, mark),
-            (read, None, mark) => (read, line_session(adapter, line), mark),
-        },
-        AdapterId::Copilot => {
-            let (read, mark) = copilot::record::read_marked(line, at);
-            (read, line_session(adapter, line), mark)
-        }
+    match agents::adapter(adapter).read_marked(line, at) {
+        (read, Some(named), mark) => (read, named, mark),
+        (read, None, mark) => (read, line_session(adapter, line), mark),
     }
 }
 

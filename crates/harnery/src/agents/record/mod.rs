@@ -33,6 +33,7 @@
 //!   per-call usage: they already include it.
 
 pub(crate) mod lines;
+pub(crate) mod listing;
 pub(crate) mod place;
 
 use std::sync::LazyLock;

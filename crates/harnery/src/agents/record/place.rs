@@ -25,6 +25,7 @@ use std::fs::File;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Component, Path};
 
+use crate::agents::adapter::Part;
 use crate::contract::AdapterId;
 
 /// The longest record line read. A longer one is not read into memory: it
@@ -103,61 +104,12 @@ pub(crate) fn check_shape(
             "the session id {session_id:?} is not a plain name"
         )));
     }
-    let expected = expected_tail(adapter, session_id, role)?;
-    if matches_tail(&names, &expected) {
+    let shape = crate::agents::adapter::adapter(adapter).record_shape(session_id, role)?;
+    if matches_tail(&names, &shape.tail) {
         Ok(())
     } else {
-        Err(Refusal(format!(
-            "not {}",
-            shape_text(adapter, session_id, role)
-        )))
+        Err(Refusal(format!("not {}", shape.text)))
     }
-}
-
-/// One component of the shape: a fixed name, or any plain directory name
-/// (Claude Code's project directory is the cwd with separators replaced).
-enum Part {
-    Is(String),
-    AnyDir,
-}
-
-fn expected_tail(
-    adapter: AdapterId,
-    session_id: &str,
-    role: RecordRole,
-) -> Result<Vec<Part>, Refusal> {
-    let is = |s: &str| Part::Is(s.to_string());
-    Ok(match (adapter, role) {
-        (AdapterId::ClaudeCode, RecordRole::Session) => {
-            vec![
-                is("projects"),
-                Part::AnyDir,
-                is(&format!("{session_id}.jsonl")),
-            ]
-        }
-        (AdapterId::ClaudeCode, RecordRole::Subagent(agent)) => {
-            if !is_plain_id(agent) {
-                return Err(Refusal(format!(
-                    "the agent id {agent:?} is not a plain name"
-                )));
-            }
-            vec![
-                is("projects"),
-                Part::AnyDir,
-                is(session_id),
-                is("subagents"),
-                is(&format!("agent-{agent}.jsonl")),
-            ]
-        }
-        (AdapterId::Copilot, RecordRole::Session) => {
-            vec![is("session-state"), is(session_id), is("events.jsonl")]
-        }
-        (AdapterId::Copilot, RecordRole::Subagent(_)) => {
-            return Err(Refusal(
-                "Copilot writes no record of its own for a subagent".into(),
-            ));
-        }
-    })
 }
 
 fn matches_tail(names: &[&str], tail: &[Part]) -> bool {
@@ -168,22 +120,11 @@ fn matches_tail(names: &[&str], tail: &[Part]) -> bool {
             .all(|(name, part)| match part {
                 Part::Is(want) => name == want,
                 Part::AnyDir => !name.starts_with('.') && !name.is_empty(),
+                Part::Framed(start, end) => name
+                    .strip_prefix(start)
+                    .and_then(|rest| rest.strip_suffix(end.as_str()))
+                    .is_some(),
             })
-}
-
-/// The shape, in words, for a refusal.
-fn shape_text(adapter: AdapterId, session_id: &str, role: RecordRole) -> String {
-    match (adapter, role) {
-        (AdapterId::ClaudeCode, RecordRole::Session) => {
-            format!("<config dir>/projects/<project dir>/{session_id}.jsonl")
-        }
-        (AdapterId::ClaudeCode, RecordRole::Subagent(agent)) => format!(
-            "<config dir>/projects/<project dir>/{session_id}/subagents/agent-{agent}.jsonl"
-        ),
-        (AdapterId::Copilot, _) => {
-            format!("<copilot home>/session-state/{session_id}/events.jsonl")
-        }
-    }
 }
 
 /// Open `role`'s record of `session_id` at `path` for reading, if it is

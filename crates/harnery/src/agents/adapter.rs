@@ -1,0 +1,217 @@
+//! The one shape of an agent. Every agent harnery records is a folder
+//! under `agents/` with a unit type that implements [`Adapter`]: how its
+//! hooks read ([`Adapter::normalize`]), how its own record reads and where
+//! it may be ([`Adapter::read_marked`], [`Adapter::record_shape`]), where
+//! its hooks are configured ([`Adapter::hooks`]) and how a session is
+//! resumed ([`Adapter::resume`]). [`adapter`] is the registry: the rest of
+//! the crate asks it, never matches on the agent.
+//!
+//! `docs/guide/adding-an-agent.md` walks through adding one.
+
+use std::path::{Path, PathBuf};
+
+use super::capability::{CapabilityProfile, RecoveryPolicy};
+use super::record::place::{RecordRole, Refusal};
+use super::record::{LineMark, NamedRecord, RecordLine};
+use super::signal::Normalized;
+use crate::contract::{AdapterId, RecordAt};
+
+/// How the lines of an agent's record find the turn they belong to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RecordTurns {
+    /// Each line names its prompt, or the line it follows on from (Claude
+    /// Code's `promptId` and `parentUuid` chain).
+    PromptChain,
+    /// A line belongs to the turn whose hook prompt its interaction's user
+    /// message repeats (the record has no id the hooks share).
+    PromptText,
+}
+
+/// One component of the path an agent gives a session's record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Part {
+    /// Exactly this name.
+    Is(String),
+    /// Any plain directory name (not hidden, not empty): a project folder,
+    /// a date.
+    AnyDir,
+    /// A file name with this start and end and anything plain between
+    /// (Codex's `rollout-<time>-<session>.jsonl`).
+    #[allow(dead_code)] // the Codex adapter lands in the next commits
+    Framed(&'static str, String),
+}
+
+/// The shape of a session's record path: its last components, and the
+/// same in words for a refusal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RecordShape {
+    pub tail: Vec<Part>,
+    pub text: String,
+}
+
+/// How harnery's hook entry is written into an agent's settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EntryShape {
+    /// Claude Code's matcher groups, `{"hooks": [{"type": "command",
+    /// "command": <bin>, "args": [<adapter>], "timeout": <s>}]}`: the exec
+    /// form, no shell per event.
+    ExecGroup,
+    /// Matcher groups whose entry is one command line run by a shell,
+    /// `"command": "'<bin>' <adapter> <event>"`, with a timeout in `unit`s
+    /// per second (1: seconds; 1000: milliseconds).
+    CommandGroup { per_second: u64 },
+    /// Copilot's flat entries, exec or bash form (see `install::form`).
+    CopilotEntry,
+}
+
+/// A place an agent reads its hooks from, and the form of its entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HookPlace {
+    /// A JSON settings file with a `hooks` object of event lists.
+    Settings {
+        /// The user-scope file, relative to the agent's directory.
+        user_file: &'static str,
+        /// The project-scope file, relative to the project root.
+        project_file: &'static str,
+        events: &'static [&'static str],
+        entry: EntryShape,
+        /// Every hook's timeout, seconds; `end_timeout_s` for the session
+        /// end event where the agent gives that one a tighter budget.
+        timeout_s: u64,
+        end_timeout_s: Option<(&'static str, u64)>,
+    },
+    /// A plugin file harnery owns whole (OpenCode): its text names the hook
+    /// binary where `{hook_bin}` stands.
+    #[allow(dead_code)] // the OpenCode adapter lands in the next commits
+    Plugin {
+        user_file: &'static str,
+        project_file: &'static str,
+        text: &'static str,
+    },
+}
+
+/// Where an agent keeps its files: the variable that moves its directory
+/// and the default under the user's home.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AgentHome {
+    pub var: &'static str,
+    /// Relative to the user's home.
+    pub default: &'static str,
+}
+
+impl AgentHome {
+    /// The directory, as the agent resolves it from this environment (the
+    /// variable counts when it is set and not empty), and whether the
+    /// variable moved it.
+    pub(crate) fn resolve(&self, user_home: &Path) -> (PathBuf, bool) {
+        match std::env::var_os(self.var).filter(|v| !v.is_empty()) {
+            Some(dir) => (PathBuf::from(dir), true),
+            None => (user_home.join(self.default), false),
+        }
+    }
+}
+
+/// How a recorded session is taken up again in the agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Resume {
+    /// The program and the arguments before the session id (`claude
+    /// --resume <id>`).
+    Command(&'static str, &'static [&'static str]),
+    /// The agent cannot resume a session by id; the text says why.
+    Unsupported(&'static str),
+}
+
+/// Everything harnery knows about one agent.
+pub(crate) trait Adapter: Sync {
+    /// The agent's name for a human ("Claude Code").
+    fn name(&self) -> &'static str;
+
+    // ---- hooks ----
+    /// What its hooks deliver (digested into every genesis).
+    fn capability(&self) -> CapabilityProfile;
+    /// Which ADR 0078 recovery rules run for it.
+    fn recovery(&self) -> RecoveryPolicy;
+    /// One hook payload in, one neutral signal out; with `record`, also the
+    /// record file the payload names where the dialect reads it with the
+    /// rest (else [`NamedRecord::Unread`]). `event` is the name the hook's
+    /// argv gave.
+    fn normalize(
+        &self,
+        event: Option<&str>,
+        payload: &[u8],
+        received_unix_ns: i64,
+        record: bool,
+    ) -> (Normalized, NamedRecord);
+    /// The session a signal that arrived under another id belongs to (a
+    /// Copilot subagent's hooks come under the agent id).
+    fn parent_session(&self, _payload: &[u8]) -> Option<String> {
+        None
+    }
+
+    // ---- its own record ----
+    /// Read one line of its record (without the newline), with the
+    /// session it names (`Some(None)`: read and names none; `None`: not
+    /// looked at, ask [`Adapter::line_session`]) and its mark.
+    fn read_marked(
+        &self,
+        line: &[u8],
+        at: &RecordAt,
+    ) -> (RecordLine, Option<Option<String>>, LineMark);
+    /// The session a line says it belongs to, when it says one.
+    fn line_session(&self, line: &[u8]) -> Option<String>;
+    /// What a line of this type is to a turn's end.
+    fn line_mark(&self, kind: &str) -> LineMark;
+    fn record_turns(&self) -> RecordTurns;
+    /// The path shape of `role`'s record of `session_id`, the only place
+    /// a record is read from (see `record::place`).
+    fn record_shape(&self, session_id: &str, role: RecordRole) -> Result<RecordShape, Refusal>;
+    /// The record of `session_id` found without a hook naming it (Copilot:
+    /// `events.jsonl` under its home), or a path that would leave the
+    /// agent's directory with the reason; `Ok(None)`: not found this way.
+    /// Whether [`Adapter::found_record`] looks anywhere.
+    fn finds_record_by_id(&self) -> bool {
+        false
+    }
+    fn found_record(&self, _session_id: &str) -> Result<Option<PathBuf>, (PathBuf, String)> {
+        Ok(None)
+    }
+
+    /// The folder of its records under its directory `home`, as `health`
+    /// names it.
+    fn records_dir(&self, home: &Path) -> PathBuf;
+    /// The sessions whose record is under `home`, each with the record's
+    /// modification time (unix ns); read from names and times alone.
+    fn recorded_sessions(&self, home: &Path) -> Vec<(String, i64)>;
+
+    // ---- set-up and resume ----
+    /// Its directory and the variable that moves it.
+    fn home(&self) -> AgentHome;
+    fn hooks(&self) -> HookPlace;
+    fn resume(&self) -> Resume;
+}
+
+/// The adapter of `id`.
+pub(crate) fn adapter(id: AdapterId) -> &'static dyn Adapter {
+    match id {
+        AdapterId::ClaudeCode => &super::claude_code::ClaudeCode,
+        AdapterId::Copilot => &super::copilot::Copilot,
+        AdapterId::Codex => &super::codex::Codex,
+        AdapterId::GeminiCli => &super::gemini::GeminiCli,
+        AdapterId::QwenCode => &super::qwen::QwenCode,
+        AdapterId::Opencode => &super::opencode::Opencode,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_adapter_answers_for_its_own_id() {
+        for id in AdapterId::ALL {
+            let a = adapter(id);
+            assert_eq!(a.capability().adapter, id);
+            assert!(!a.name().is_empty());
+        }
+    }
+}
