@@ -248,6 +248,10 @@ fn span_text(name: &str, s: Option<&SpanRow>) -> String {
     }
     if let Some(reason) = &s.reason {
         text.push_str(&format!(" (recovery: {reason})"));
+    } else if s.kind == "tool" && s.tool_call_id.is_none() && s.completed_event_id.is_some() {
+        // The agent sent no call id: the completion took the oldest open
+        // request of the same tool and input (`paired_by: order`).
+        text.push_str(" (paired by order: no call id)");
     }
     text
 }
