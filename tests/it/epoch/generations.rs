@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::common::{self, run, stderr, stdout};
 
 /// Generation 9's schema digest, as its genesis stores it.
-const GEN9: &str = "231d75741091344701c99b19ae618bbc5294b554b8e56a27e33e408895dc1f0f";
+const GEN9: &str = "4e1bdb3de36ea40587aba91328ba8213bb86f8ab8b86baaa9f81a253552868d6";
 const GEN8: &str = "3e51b41f91f0a4ac0291c1cb3f6e3b2d4fbdaabc5b6356b3ede9b158e69512db";
 const GEN7: &str = "946ccbb2424d4f33151a7231bbdddd0709179294b4f7c061078332cd405a4b0d";
 const GEN6: &str = "dbb71c8f699a0110309706c91a7be9b3d6eb7378e27294ad92221eb5114890b0";

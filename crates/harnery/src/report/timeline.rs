@@ -312,6 +312,18 @@ fn describe(p: &Payload, span: Option<&SpanRow>) -> String {
         Payload::MessageDisplayed(m) => {
             format!("message: {}", clip(m.text.as_deref().unwrap_or(""), 60))
         }
+        Payload::HookObserved(h) => format!(
+            "hook {}{}{}",
+            h.event,
+            h.model
+                .as_deref()
+                .map(|m| format!(" model {m}"))
+                .unwrap_or_default(),
+            h.detail
+                .as_deref()
+                .map(|d| format!(" ({d})"))
+                .unwrap_or_default()
+        ),
         Payload::ToolBatchCompleted(b) => format!("tool batch of {} completed", b.calls),
         Payload::LateEvidence(l) => format!(
             "late evidence for {} ({:?})",
