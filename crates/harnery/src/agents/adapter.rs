@@ -186,6 +186,13 @@ pub(crate) trait Adapter: Sync {
     // ---- set-up and resume ----
     /// Its directory and the variable that moves it.
     fn home(&self) -> AgentHome;
+    /// Its directory as it resolves it in this environment, and whether
+    /// the variable moved it: [`AgentHome::resolve`], unless the variable
+    /// names something else than the directory itself (Gemini CLI's names
+    /// the user's home).
+    fn dir(&self, user_home: &Path) -> (PathBuf, bool) {
+        self.home().resolve(user_home)
+    }
     fn hooks(&self) -> HookPlace;
     fn resume(&self) -> Resume;
 }

@@ -1,0 +1,375 @@
+//! Gemini CLI's hook dialect: snake_case payloads that name their event in
+//! `hook_event_name` and carry `session_id`, `transcript_path`, `cwd` and
+//! an ISO `timestamp` on every event (the hook's argv names the event too,
+//! as `harnery install` writes it; the payload's name wins).
+//!
+//! | event | read as |
+//! | --- | --- |
+//! | `SessionStart` (`source`: startup, resume, clear) | session started |
+//! | `SessionEnd` (`reason`) | session ended |
+//! | `BeforeAgent` (`prompt`) | prompt: the turn starts |
+//! | `AfterAgent` | the turn ends |
+//! | `BeforeTool` / `AfterTool` (`tool_name`, `tool_input`, `tool_response`) | tool span |
+//! | `Notification` (`notification_type`, `message`) | notification |
+//! | `PreCompress` (`trigger`) | compaction started, when `manual` |
+//! | `BeforeModel`, `AfterModel`, `BeforeToolSelection`, `PreCompress` `auto` | unrecognized |
+//!
+//! What the client does not send, and what that means here:
+//!
+//! - No tool-call id: a completion pairs with the oldest open request of
+//!   the same tool and input digest in its session (the pairer's rule for
+//!   calls without ids; `tool.completed` says `paired_by: order`). The
+//!   record's `toolCalls[].id` is joined afterwards the same way.
+//! - No turn id: a turn runs from `BeforeAgent` to `AfterAgent`.
+//! - No exit code field, and a shell command that fails is a success to
+//!   the client: its exit code is only a line `Exit Code: <n>` in the text
+//!   given to the model (`tool_response.llmContent`), read here for
+//!   `run_shell_command` alone.
+//! - `SessionEnd` arrives up to three times from the interactive UI (its
+//!   own exit cleanup and the process's), tens of milliseconds apart, with
+//!   the same reason: each is recorded; the producer's end request is the
+//!   same one.
+//!
+//! The per-model-step events are not installed: `PreCompress` fires
+//! before every model step, before the client decides whether to compress
+//! (it compresses nothing nearly always); `BeforeModel`,
+//! `BeforeToolSelection` and `AfterModel` (once per streamed chunk) carry
+//! the whole conversation, which the record holds already. Read here they
+//! are kept as unrecognized, never dropped.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+
+use crate::agents::record::NamedRecord;
+use crate::agents::signal::{Normalized, SignalKind, ToolCall, ToolResult, TurnEnd};
+use crate::agents::wire::{normalize_input, optional_str, owned, parse_payload, raw_json};
+use crate::contract::{
+    CompactionStarted, Json, Notification, Outcome, Payload, PromptSubmitted, SessionEnded,
+    SessionStarted, SignalUnrecognized, TimeSource,
+};
+
+/// The shell tool, whose output names the command's exit code.
+pub(crate) const SHELL_TOOL: &str = "run_shell_command";
+
+/// One Gemini CLI hook payload, as sent. Unknown fields are ignored (the
+/// model events' `llm_request` is skipped, not built).
+#[derive(Debug, Deserialize)]
+struct Wire<'a> {
+    #[serde(default, borrow, deserialize_with = "optional_str")]
+    hook_event_name: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "optional_str")]
+    timestamp: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "optional_str")]
+    transcript_path: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "optional_str")]
+    cwd: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "optional_str")]
+    source: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "optional_str")]
+    reason: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "optional_str")]
+    prompt: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "optional_str")]
+    tool_name: Option<Cow<'a, str>>,
+    #[serde(default, deserialize_with = "raw_json")]
+    tool_input: Option<Json>,
+    tool_response: Option<ToolResponse>,
+    #[serde(default, borrow, deserialize_with = "optional_str")]
+    trigger: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "optional_str")]
+    notification_type: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "optional_str")]
+    message: Option<Cow<'a, str>>,
+}
+
+/// `AfterTool`'s `tool_response`: what the model is given, what the user
+/// is shown, and an error where the tool failed.
+#[derive(Debug, Deserialize)]
+struct ToolResponse {
+    #[serde(default, rename = "llmContent", deserialize_with = "raw_json")]
+    llm_content: Option<Json>,
+    #[serde(default, rename = "returnDisplay", deserialize_with = "raw_json")]
+    return_display: Option<Json>,
+    #[serde(default, deserialize_with = "raw_json")]
+    error: Option<Json>,
+}
+
+/// Read one payload received at `received_unix_ns`; with `record`, also the
+/// record file it names (`transcript_path`).
+pub(crate) fn normalize_naming(
+    argv_event: Option<&str>,
+    payload: &[u8],
+    received_unix_ns: i64,
+    record: bool,
+) -> (Normalized, NamedRecord) {
+    match parse_payload::<Wire>(payload) {
+        Ok(wire) => {
+            let named = match record {
+                true => NamedRecord::Read(owned(&wire.transcript_path).filter(|p| !p.is_empty())),
+                false => NamedRecord::Unread,
+            };
+            (convert(argv_event, wire, received_unix_ns), named)
+        }
+        Err(err) => {
+            let kind = SignalKind::Unrecognized(SignalUnrecognized {
+                adapter_event: argv_event.map(str::to_string),
+                reason: format!("malformed_json: {err}"),
+                record: None,
+            });
+            (received(kind, received_unix_ns), NamedRecord::Unread)
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) fn normalize(event: Option<&str>, payload: &[u8], received_unix_ns: i64) -> Normalized {
+    normalize_naming(event, payload, received_unix_ns, false).0
+}
+
+fn received(kind: SignalKind, received_unix_ns: i64) -> Normalized {
+    Normalized {
+        time_unix_ns: received_unix_ns,
+        time_source: TimeSource::Received,
+        agent_id: None,
+        native_turn_id: None,
+        delivery_key: None,
+        kind,
+    }
+}
+
+/// The one conversion from the wire into harnery's terms.
+fn convert(argv_event: Option<&str>, wire: Wire, received_unix_ns: i64) -> Normalized {
+    let event = wire
+        .hook_event_name
+        .as_deref()
+        .or(argv_event)
+        .unwrap_or("")
+        .to_string();
+    let agent_time = wire
+        .timestamp
+        .as_deref()
+        .and_then(crate::clock::parse_rfc3339_ns);
+    let kind = kind_of(&event, wire);
+    match agent_time {
+        Some(t) => Normalized {
+            time_unix_ns: t,
+            time_source: TimeSource::Agent,
+            ..received(kind, received_unix_ns)
+        },
+        None => received(kind, received_unix_ns),
+    }
+}
+
+fn kind_of(event: &str, wire: Wire) -> SignalKind {
+    match event {
+        "SessionStart" => SignalKind::SessionStarted(SessionStarted {
+            source: owned(&wire.source),
+            cwd: owned(&wire.cwd),
+            model: None,
+            transcript_path: owned(&wire.transcript_path),
+        }),
+        "SessionEnd" => SignalKind::SessionEnded(SessionEnded {
+            reason: owned(&wire.reason),
+        }),
+        "BeforeAgent" => SignalKind::PromptSubmitted(PromptSubmitted {
+            prompt: owned(&wire.prompt),
+            transformed: false,
+        }),
+        "AfterAgent" => SignalKind::TurnEnded(TurnEnd::default()),
+        "BeforeTool" => match tool_call(&wire) {
+            Some(call) => SignalKind::ToolRequested(call),
+            None => SignalKind::unrecognized(event, "tool event without tool_name"),
+        },
+        "AfterTool" => tool_result(event, wire),
+        "Notification" => SignalKind::Lifecycle(Payload::Notification(Notification {
+            kind: owned(&wire.notification_type),
+            message: owned(&wire.message),
+        })),
+        "PreCompress" if wire.trigger.as_deref() == Some("manual") => {
+            SignalKind::Lifecycle(Payload::CompactionStarted(CompactionStarted {
+                trigger: owned(&wire.trigger),
+            }))
+        }
+        "PreCompress" => SignalKind::unrecognized(event, "compression_check: nothing compressed"),
+        "BeforeModel" | "AfterModel" | "BeforeToolSelection" => {
+            SignalKind::unrecognized(event, "model_step: carried by the record")
+        }
+        "" => SignalKind::unrecognized(event, "no hook_event_name"),
+        _ => SignalKind::unrecognized(event, "unknown_event"),
+    }
+}
+
+fn tool_call(wire: &Wire) -> Option<ToolCall> {
+    Some(ToolCall {
+        call_id: None,
+        tool_name: wire.tool_name.as_ref()?.to_string(),
+        input: wire.tool_input.clone().map(normalize_input),
+    })
+}
+
+fn tool_result(event: &str, wire: Wire) -> SignalKind {
+    let Some(call) = tool_call(&wire) else {
+        return SignalKind::unrecognized(event, "tool event without tool_name");
+    };
+    let response = wire.tool_response;
+    let error = response
+        .as_ref()
+        .and_then(|r| r.error.clone())
+        .filter(|e| e.as_str() != "null");
+    let exit_code = match call.tool_name == SHELL_TOOL {
+        true => response
+            .as_ref()
+            .and_then(|r| r.llm_content.as_ref())
+            .and_then(|c| c.as_string())
+            .and_then(|text| shell_exit_code(&text)),
+        false => None,
+    };
+    SignalKind::ToolCompleted(ToolResult {
+        call,
+        outcome: match error {
+            Some(_) => Outcome::Failure,
+            None => Outcome::Success,
+        },
+        duration_ms: None,
+        exit_code,
+        error: error.map(|e| e.as_string().unwrap_or_else(|| e.as_str().to_string())),
+        content: response.and_then(|r| r.return_display.or(r.llm_content)),
+    })
+}
+
+/// The exit code the shell tool writes into its output for the model
+/// (`Exit Code: 2`; absent when the command exited 0): the first such
+/// line.
+pub(crate) fn shell_exit_code(text: &str) -> Option<i64> {
+    text.lines()
+        .find_map(|line| line.trim().strip_prefix("Exit Code: "))
+        .and_then(|code| code.trim().parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BEFORE: &str = r#"{"session_id":"s","transcript_path":"/h/.gemini/tmp/p/chats/session-x-s.jsonl","cwd":"/p","hook_event_name":"BeforeTool","timestamp":"2026-12-06T10:08:31.697Z","tool_name":"run_shell_command","tool_input":{"command":"ls /nonexistent-harnery","description":"scripted step"}}"#;
+    const AFTER: &str = r#"{"session_id":"s","transcript_path":"/h/.gemini/tmp/p/chats/session-x-s.jsonl","cwd":"/p","hook_event_name":"AfterTool","timestamp":"2026-12-06T10:08:31.697Z","tool_name":"run_shell_command","tool_input":{"description":"scripted step","command":"ls /nonexistent-harnery"},"tool_response":{"llmContent":"<untrusted_context>\nOutput: ls: cannot access '/nonexistent-harnery': No such file or directory\nExit Code: 2\nProcess Group PGID: 16286\n</untrusted_context>","returnDisplay":"ls: cannot access '/nonexistent-harnery': No such file or directory"}}"#;
+
+    #[test]
+    fn a_failing_command_pairs_by_input_and_keeps_its_exit_code() {
+        let pre = normalize(None, BEFORE.as_bytes(), 1);
+        let post = normalize(None, AFTER.as_bytes(), 1);
+        assert_eq!(pre.time_source, TimeSource::Agent);
+        assert_eq!(pre.time_unix_ns, 1_796_551_711_697_000_000);
+        let (SignalKind::ToolRequested(call), SignalKind::ToolCompleted(done)) =
+            (pre.kind, post.kind)
+        else {
+            panic!("not a tool span")
+        };
+        assert_eq!(call.call_id, None);
+        assert_eq!(call.input_digest(), done.call.input_digest());
+        assert_eq!((done.outcome, done.exit_code), (Outcome::Success, Some(2)));
+        assert_eq!(
+            done.content.and_then(|c| c.as_string()).as_deref(),
+            Some("ls: cannot access '/nonexistent-harnery': No such file or directory")
+        );
+    }
+
+    #[test]
+    fn a_tool_error_is_a_failure() {
+        let n = normalize(
+            None,
+            br#"{"hook_event_name":"AfterTool","tool_name":"read_file","tool_input":{},
+                "tool_response":{"llmContent":"x","returnDisplay":"x","error":"no such file"}}"#,
+            5,
+        );
+        let SignalKind::ToolCompleted(done) = n.kind else {
+            panic!("not a completion")
+        };
+        assert_eq!(
+            (done.outcome, done.error.as_deref(), done.exit_code),
+            (Outcome::Failure, Some("no such file"), None)
+        );
+        assert_eq!((n.time_unix_ns, n.time_source), (5, TimeSource::Received));
+    }
+
+    #[test]
+    fn session_turn_and_prompt_events() {
+        let start = normalize_naming(
+            Some("SessionStart"),
+            br#"{"session_id":"s","transcript_path":"/t.jsonl","cwd":"/p","hook_event_name":"SessionStart","timestamp":"2026-12-06T10:08:31Z","source":"resume"}"#,
+            0,
+            true,
+        );
+        assert_eq!(start.1, NamedRecord::Read(Some("/t.jsonl".into())));
+        let SignalKind::SessionStarted(s) = start.0.kind else {
+            panic!("not a start")
+        };
+        assert_eq!(
+            (s.source.as_deref(), s.cwd.as_deref()),
+            (Some("resume"), Some("/p"))
+        );
+        let prompt = normalize(
+            None,
+            br#"{"hook_event_name":"BeforeAgent","prompt":"hi"}"#,
+            0,
+        );
+        assert!(
+            matches!(prompt.kind, SignalKind::PromptSubmitted(p) if p.prompt.as_deref() == Some("hi"))
+        );
+        let after = normalize(
+            None,
+            br#"{"hook_event_name":"AfterAgent","prompt":"hi"}"#,
+            0,
+        );
+        assert!(matches!(after.kind, SignalKind::TurnEnded(_)));
+        let end = normalize(
+            None,
+            br#"{"hook_event_name":"SessionEnd","reason":"exit"}"#,
+            0,
+        );
+        assert!(
+            matches!(end.kind, SignalKind::SessionEnded(e) if e.reason.as_deref() == Some("exit"))
+        );
+    }
+
+    #[test]
+    fn model_steps_and_compression_checks_are_kept_as_unrecognized() {
+        for (event, payload) in [
+            (
+                "BeforeModel",
+                r#"{"hook_event_name":"BeforeModel","llm_request":{"messages":[]}}"#,
+            ),
+            (
+                "PreCompress",
+                r#"{"hook_event_name":"PreCompress","trigger":"auto"}"#,
+            ),
+            ("Mystery", r#"{"hook_event_name":"Mystery"}"#),
+            ("BeforeTool", "["),
+        ] {
+            let n = normalize(Some(event), payload.as_bytes(), 0);
+            let SignalKind::Unrecognized(u) = n.kind else {
+                panic!("{event} was read")
+            };
+            assert_eq!(u.adapter_event.as_deref(), Some(event));
+        }
+        let manual = normalize(
+            None,
+            br#"{"hook_event_name":"PreCompress","trigger":"manual"}"#,
+            0,
+        );
+        assert!(matches!(
+            manual.kind,
+            SignalKind::Lifecycle(Payload::CompactionStarted(_))
+        ));
+    }
+
+    #[test]
+    fn exit_codes_are_read_from_the_shell_tools_text_only() {
+        assert_eq!(shell_exit_code("Output: x\nExit Code: 127\n"), Some(127));
+        assert_eq!(
+            shell_exit_code("Output: hello\nProcess Group PGID: 1"),
+            None
+        );
+        assert_eq!(shell_exit_code("Exit Code: many"), None);
+    }
+}
