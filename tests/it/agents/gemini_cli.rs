@@ -1,0 +1,456 @@
+//! Gemini CLI, from captures of the real client (0.61.0, offline against a
+//! scripted model: `tests/fixtures/gemini-cli/<scenario>/`, each with the
+//! hook payloads the client gave every hook (`hooks.jsonl`), its own
+//! record (`session-*.jsonl`) and the model server's log). The payloads of
+//! the events `harnery install gemini-cli` installs go through the real
+//! `harnery-hook`, the record lies where their `transcript_path` says, and
+//! `harnery finalize` follows it. Every expectation is computed from the
+//! fixture files with serde_json, never from harnery's output.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+use crate::common::{self, stderr, stdout};
+
+/// The events `harnery install gemini-cli` writes hooks for.
+const INSTALLED: [&str; 7] = [
+    "SessionStart",
+    "SessionEnd",
+    "BeforeAgent",
+    "AfterAgent",
+    "BeforeTool",
+    "AfterTool",
+    "Notification",
+];
+
+fn fixture(scenario: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/gemini-cli")
+        .join(scenario)
+}
+
+fn json_lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// One scenario fed and finalized.
+struct Run {
+    _dir: tempfile::TempDir,
+    home: PathBuf,
+    user: PathBuf,
+    /// The client's record, as the fixture holds it.
+    record: Vec<Value>,
+    /// The hook payloads fed, by event name, in order.
+    fed: Vec<(String, Value)>,
+    events: Vec<Value>,
+}
+
+impl Run {
+    fn of(scenario: &str) -> Run {
+        let dir = tempfile::tempdir().unwrap();
+        let (home, user) = (dir.path().join("hh"), dir.path().join("user"));
+        let record_file = std::fs::read_dir(fixture(scenario))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("session-")
+            })
+            .expect("the scenario has its record");
+        // Where the client wrote it: <home>/.gemini/tmp/<project>/chats/.
+        let chats = user.join(".gemini/tmp/proj/chats");
+        std::fs::create_dir_all(&chats).unwrap();
+        let placed = chats.join(record_file.file_name().unwrap());
+        std::fs::copy(&record_file, &placed).unwrap();
+        let mut fed = Vec::new();
+        for line in json_lines(&fixture(scenario).join("hooks.jsonl")) {
+            let event = line["event"].as_str().unwrap().to_string();
+            if !INSTALLED.contains(&event.as_str()) {
+                continue;
+            }
+            let mut payload: Value = serde_json::from_str(line["stdin"].as_str().unwrap()).unwrap();
+            payload["transcript_path"] = Value::String(placed.display().to_string());
+            hook(&home, &event, &payload);
+            fed.push((event, payload));
+        }
+        let mut run = Run {
+            _dir: dir,
+            home,
+            user,
+            record: json_lines(&record_file),
+            fed,
+            events: Vec::new(),
+        };
+        run.finalize(scenario);
+        run
+    }
+
+    fn harnery(&self, args: &[&str]) -> std::process::Output {
+        common::harnery(&self.home)
+            .env("HARNERY_RECORDS", "on")
+            .env("HOME", &self.user)
+            .env_remove("GEMINI_CLI_HOME")
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    fn finalize(&mut self, what: &str) {
+        let out = self.harnery(&["finalize", "--json"]);
+        assert!(out.status.success(), "{what}: {}", stderr(&out));
+        for cmd in ["validate", "verify"] {
+            let out = self.harnery(&[cmd]);
+            assert!(out.status.success(), "{what} {cmd}: {}", stdout(&out));
+        }
+        let out = self.harnery(&["export", "--format", "jsonl"]);
+        self.events = stdout(&out)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+    }
+
+    fn of_type(&self, ty: &str) -> Vec<&Value> {
+        self.events.iter().filter(|e| e["type"] == ty).collect()
+    }
+
+    fn fed_count(&self, event: &str) -> usize {
+        self.fed.iter().filter(|(e, _)| e == event).count()
+    }
+
+    /// The record's model messages, each id once, at its last line (the
+    /// client's own reading of a repeated id).
+    fn model_messages(&self) -> BTreeMap<String, &Value> {
+        let mut out = BTreeMap::new();
+        for line in &self.record {
+            if line["type"] == "gemini" {
+                out.insert(line["id"].as_str().unwrap().to_string(), line);
+            }
+        }
+        out
+    }
+
+    fn session_row(&self) -> Value {
+        let out = self.harnery(&["sessions", "--json"]);
+        let rows: Vec<Value> = stdout(&out)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(rows.len(), 1, "one session: {rows:?}");
+        rows[0].clone()
+    }
+}
+
+fn hook(home: &Path, event: &str, payload: &Value) {
+    Command::cargo_bin("harnery-hook")
+        .unwrap()
+        .env("HARNERY_HOME", home)
+        .args(["gemini-cli", event])
+        .write_stdin(serde_json::to_vec(payload).unwrap())
+        .assert()
+        .success();
+}
+
+/// Every hook signal fed is in the ledger once: the distinct raw records
+/// the events name, by event name, are the ones fed.
+fn every_signal_once(run: &Run, scenario: &str) {
+    let mut digests: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for e in &run.events {
+        for raw in e["raw"].as_array().into_iter().flatten() {
+            // The agent's hooks (harnery's own `harnery.record` signals
+            // carry the record's lines).
+            if let Some(name) = raw["event_name"].as_str().filter(|n| INSTALLED.contains(n)) {
+                digests
+                    .entry(name.to_string())
+                    .or_default()
+                    .insert(raw["record_digest"].as_str().unwrap().to_string());
+            }
+        }
+    }
+    let got: BTreeMap<&str, usize> = digests.iter().map(|(k, v)| (k.as_str(), v.len())).collect();
+    let mut want: BTreeMap<&str, usize> = BTreeMap::new();
+    for (event, _) in &run.fed {
+        *want.entry(event.as_str()).or_default() += 1;
+    }
+    assert_eq!(got, want, "{scenario}: the signals in the ledger");
+    assert!(run.of_type("signal.unrecognized").is_empty(), "{scenario}");
+    assert!(
+        run.of_type("record.problem").is_empty(),
+        "{scenario}: {:?}",
+        run.of_type("record.problem")
+    );
+}
+
+/// The usage in the ledger is the record's, message by message, and the
+/// record's is the model server's.
+fn tokens_are_the_records(run: &Run, scenario: &str) {
+    let mut want = BTreeMap::new();
+    for (id, m) in run.model_messages() {
+        let t = &m["tokens"];
+        if t.is_null() {
+            continue;
+        }
+        let n = |k: &str| t[k].as_u64().unwrap();
+        let kinds = (
+            n("input") - n("cached") + n("tool"),
+            n("cached"),
+            n("output") + n("thoughts"),
+            n("thoughts"),
+        );
+        want.insert(id, kinds);
+    }
+    let got: BTreeMap<String, (u64, u64, u64, u64)> = run
+        .of_type("usage.reported")
+        .iter()
+        .map(|e| {
+            let p = &e["payload"];
+            let n = |k: &str| p[k].as_u64().unwrap();
+            (
+                p["message_id"].as_str().unwrap().to_string(),
+                (
+                    n("input_tokens"),
+                    n("cache_read_tokens"),
+                    n("output_tokens"),
+                    n("reasoning_tokens"),
+                ),
+            )
+        })
+        .collect();
+    assert_eq!(got, want, "{scenario}: usage per model call");
+    assert_eq!(
+        run.of_type("usage.reported").len(),
+        want.len(),
+        "{scenario}: one usage per model call"
+    );
+    // Each main-model call the server answered is one message's tokens.
+    let served: BTreeSet<(u64, u64, u64, u64)> =
+        json_lines(&fixture(scenario).join("model-requests.jsonl"))
+            .iter()
+            .filter(|r| r["tools"] == true)
+            .map(|r| {
+                let u = &r["usage"];
+                let n = |k: &str| u[k].as_u64().unwrap();
+                (
+                    n("promptTokenCount"),
+                    n("cachedContentTokenCount"),
+                    n("candidatesTokenCount"),
+                    n("thoughtsTokenCount"),
+                )
+            })
+            .collect();
+    let recorded: BTreeSet<(u64, u64, u64, u64)> = run
+        .model_messages()
+        .values()
+        .filter(|m| !m["tokens"].is_null())
+        .map(|m| {
+            let n = |k: &str| m["tokens"][k].as_u64().unwrap();
+            (n("input"), n("cached"), n("output"), n("thoughts"))
+        })
+        .collect();
+    assert_eq!(
+        recorded, served,
+        "{scenario}: the record has every model call"
+    );
+}
+
+/// Every tool call of the record is joined to a hook span, and the
+/// model's text is the record's.
+fn calls_and_texts_are_the_records(run: &Run, scenario: &str) {
+    let calls: BTreeSet<String> = run
+        .model_messages()
+        .values()
+        .flat_map(|m| m["toolCalls"].as_array().cloned().unwrap_or_default())
+        .map(|c| c["id"].as_str().unwrap().to_string())
+        .collect();
+    let joined: BTreeSet<String> = run
+        .of_type("tool.recorded")
+        .iter()
+        .filter(|e| e["payload"]["span_request_event_id"].is_string())
+        .map(|e| e["payload"]["tool_call_id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(joined, calls, "{scenario}: record calls joined to spans");
+    let texts: Vec<String> = run
+        .model_messages()
+        .values()
+        .filter_map(|m| m["content"].as_str().filter(|t| !t.is_empty()))
+        .map(str::to_string)
+        .collect();
+    let got: Vec<String> = run
+        .of_type("message.assistant")
+        .iter()
+        .filter_map(|e| e["payload"]["text"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(
+        got.iter().collect::<BTreeSet<_>>(),
+        texts.iter().collect::<BTreeSet<_>>(),
+        "{scenario}: assistant texts"
+    );
+    assert_eq!(got.len(), texts.len(), "{scenario}: each text once");
+}
+
+fn spans(run: &Run) -> (u64, u64, u64) {
+    let row = run.session_row();
+    let n = |k: &str| row["spans"][k].as_u64().unwrap();
+    (n("open"), n("closed_native"), n("recovered"))
+}
+
+#[test]
+fn a_shell_call_is_one_closed_span_joined_to_the_record_and_found_by_search() {
+    let run = Run::of("basic");
+    every_signal_once(&run, "basic");
+    tokens_are_the_records(&run, "basic");
+    calls_and_texts_are_the_records(&run, "basic");
+    let after_tool = run.fed_count("AfterTool") as u64;
+    assert_eq!(spans(&run), (0, after_tool, 0));
+    let completed = run.of_type("tool.completed");
+    assert_eq!(completed[0]["payload"]["paired_by"], "order");
+    assert_eq!(run.session_row()["turns"], 1);
+    // The marker the command printed is found as the tool's output.
+    let out = run.harnery(&[
+        "search",
+        "--json",
+        "--kind",
+        "tool-output",
+        "hello-from-harnery-e2e",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let hits: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert_eq!(hits[0]["session"]["adapter"], "gemini-cli");
+}
+
+#[test]
+fn a_command_that_exited_non_zero_is_a_failure_with_its_exit_code() {
+    let run = Run::of("fail");
+    every_signal_once(&run, "fail");
+    tokens_are_the_records(&run, "fail");
+    calls_and_texts_are_the_records(&run, "fail");
+    // The code is in the text the tool gave the model, in the hook and
+    // the record alike.
+    let text =
+        run.fed.iter().find(|(e, _)| e == "AfterTool").unwrap().1["tool_response"]["llmContent"]
+            .as_str()
+            .unwrap()
+            .to_string();
+    let code: i64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Exit Code: "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let completed = run.of_type("tool.completed");
+    assert_eq!(completed[0]["payload"]["exit_code"], code);
+    let finished: Vec<&Value> = run
+        .of_type("tool.recorded")
+        .into_iter()
+        .filter(|e| e["payload"]["success"].is_boolean())
+        .collect();
+    assert_eq!(finished[0]["payload"]["exit_code"], code);
+    let out = run.harnery(&["search", "--json", "--failed", "nonexistent-harnery"]);
+    assert!(
+        stdout(&out).lines().count() > 0,
+        "the failed call is found as one: {}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_resumed_session_is_one_session_of_two_turns() {
+    let run = Run::of("two-turns");
+    every_signal_once(&run, "two-turns");
+    tokens_are_the_records(&run, "two-turns");
+    calls_and_texts_are_the_records(&run, "two-turns");
+    let starts: Vec<&str> = run
+        .fed
+        .iter()
+        .filter(|(e, _)| e == "SessionStart")
+        .map(|(_, p)| p["source"].as_str().unwrap())
+        .collect();
+    assert_eq!(starts, ["startup", "resume"]);
+    assert_eq!(run.of_type("session.resumed").len(), 1);
+    assert_eq!(run.session_row()["turns"], 2);
+    assert_eq!(spans(&run), (0, 2, 0));
+}
+
+#[test]
+fn a_killed_client_leaves_its_span_open_until_the_session_is_ended() {
+    let mut run = Run::of("kill");
+    every_signal_once(&run, "kill");
+    tokens_are_the_records(&run, "kill");
+    // The client wrote the call that was running nowhere: no id to join.
+    assert!(run.of_type("tool.recorded").is_empty());
+    assert_eq!(
+        (run.fed_count("BeforeTool"), run.fed_count("AfterTool")),
+        (1, 0)
+    );
+    assert_eq!(spans(&run), (1, 0, 0));
+    let session = run.session_row()["session"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let end = run.harnery(&[
+        "end",
+        &format!("gemini-cli/{session}"),
+        "--reason",
+        "killed",
+    ]);
+    assert!(end.status.success(), "{}", stderr(&end));
+    run.finalize("kill, ended");
+    assert_eq!(spans(&run), (0, 0, 1));
+}
+
+#[test]
+fn the_interactive_uis_repeated_session_ends_are_each_kept() {
+    let run = Run::of("interactive");
+    every_signal_once(&run, "interactive");
+    tokens_are_the_records(&run, "interactive");
+    calls_and_texts_are_the_records(&run, "interactive");
+    let ends = run.fed_count("SessionEnd");
+    assert_eq!(ends, 3, "the capture has the repeats");
+    assert_eq!(run.of_type("session.ended").len(), ends);
+    assert_eq!(spans(&run), (0, 1, 0));
+}
+
+#[test]
+fn a_record_a_payload_names_elsewhere_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("hh");
+    let elsewhere = dir.path().join("notes/secret.jsonl");
+    std::fs::create_dir_all(elsewhere.parent().unwrap()).unwrap();
+    std::fs::copy(
+        fixture("basic").join("session-2026-12-06T10-08-735e7804.jsonl"),
+        &elsewhere,
+    )
+    .unwrap();
+    let first = &json_lines(&fixture("basic").join("hooks.jsonl"))[0];
+    let mut payload: Value = serde_json::from_str(first["stdin"].as_str().unwrap()).unwrap();
+    payload["transcript_path"] = Value::String(elsewhere.display().to_string());
+    hook(&home, "SessionStart", &payload);
+    let out = common::harnery(&home)
+        .env("HARNERY_RECORDS", "on")
+        .args(["finalize"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = common::run(&home, &["export", "--format", "jsonl"]);
+    let problems: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["type"] == "record.problem")
+        .collect();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems[0]["payload"]["kind"], "refused");
+    assert!(!stdout(&out).contains("message.user"));
+}
