@@ -140,9 +140,13 @@ def lines(path):
     return out
 why = []
 fired = collections.Counter(e["event"] for e in lines(f"{d}/capture.jsonl"))
-records = glob.glob(f"{d}/home/.gemini/tmp/*/chats/session-*.jsonl")
-if len(records) != 1: why.append(f"{len(records)} records")
-record = lines(records[0]) if records else []
+# A resume in a later minute than the start leaves a second file of the same
+# session holding a header and the context alone (the resumed leg's
+# SessionStart names it): the record is the one file with messages.
+records = [lines(f) for f in glob.glob(f"{d}/home/.gemini/tmp/*/chats/session-*.jsonl")]
+with_messages = [r for r in records if any("id" in line for line in r)]
+if len(with_messages) != 1: why.append(f"{len(with_messages)} records with messages")
+record = with_messages[0] if with_messages else []
 models = {m["id"]: m for m in record if m.get("type") == "gemini"}
 events = [json.loads(l) for l in harnery("export", "--format", "jsonl").stdout.splitlines()]
 by = collections.defaultdict(list)
@@ -191,8 +195,13 @@ if marker:
     if not hits: why.append(f"search finds no tool output {marker!r}")
 if name == "fail" and not any(e["payload"].get("exit_code") == 2 for e in by["tool.completed"]):
     why.append("the failing command's exit code is not 2")
-if name == "two-turns" and (len(by["session.resumed"]) != 1 or (rows and rows[0]["turns"] != 2)):
-    why.append(f"{len(by['session.resumed'])} resumes, {rows and rows[0]['turns']} turns")
+if name == "two-turns":
+    if len(by["session.resumed"]) != 1 or (rows and rows[0]["turns"] != 2):
+        why.append(f"{len(by['session.resumed'])} resumes, {rows and rows[0]['turns']} turns")
+    shim = json.load(open(f"{d}/restore.json"))["shim"]
+    sid = rows[0]["session"]["session_id"] if rows else None
+    if (shim["program"], shim["arguments"], shim["cwd"]) != ("gemini", ["--resume", sid], f"{d}/proj"):
+        why.append(f"restore hands out {shim['text']!r}")
 # serve lists the session with its agent.
 if name == "basic" and rows:
     serve = subprocess.Popen([os.environ["HARNERY"], "serve", "--addr", "127.0.0.1:0"], env=env,
@@ -226,9 +235,14 @@ scenario() {
     fail) gemini "$D" -p "FAIL: run the listing of the missing directory." > "$D/stream.jsonl" 2> "$D/stderr.txt" ;;
     two-turns)
       gemini "$D" -p "Run the marker command and tell me what it printed." > "$D/stream.jsonl" 2> "$D/stderr.txt"
+      # The second turn runs the resume `harnery restore` hands out.
       local id
       id=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["session_id"])' "$D/stream.jsonl")
-      gemini "$D" -p "Run it once more, please." --resume "$id" > "$D/stream2.jsonl" 2>> "$D/stderr.txt" ;;
+      HOME="$D/home" HARNERY_HOME="$D/hh" HARNERY_RECORDS=on "$HARNERY" finalize > /dev/null 2>&1
+      HARNERY_HOME="$D/hh" "$HARNERY" restore "gemini-cli/$id" --json > "$D/restore.json" 2>> "$D/stderr.txt"
+      local -a resume
+      mapfile -t resume < <(python3 -c 'import json,sys; [print(a) for a in json.load(open(sys.argv[1]))["shim"]["arguments"]]' "$D/restore.json")
+      gemini "$D" "${resume[@]}" -p "Run it once more, please." > "$D/stream2.jsonl" 2>> "$D/stderr.txt" ;;
     kill) run_kill "$D" ;;
   esac
   sleep 1

@@ -55,23 +55,35 @@ struct Run {
 
 impl Run {
     fn of(scenario: &str) -> Run {
+        Run::finalized_between(scenario, |_| false)
+    }
+
+    /// As [`Run::of`], with a finalize (records followed) after each
+    /// payload `pause` picks, as a finalize loop may run there.
+    fn finalized_between(scenario: &str, pause: impl Fn(&Value) -> bool) -> Run {
         let dir = tempfile::tempdir().unwrap();
         let (home, user) = (dir.path().join("hh"), dir.path().join("user"));
-        let record_file = std::fs::read_dir(fixture(scenario))
+        // Where the client wrote its record: <home>/.gemini/tmp/<project>/chats/
+        // (two files of one session where a resume began in a later minute).
+        let chats = user.join(".gemini/tmp/proj/chats");
+        std::fs::create_dir_all(&chats).unwrap();
+        let mut record = Vec::new();
+        let mut files: Vec<PathBuf> = std::fs::read_dir(fixture(scenario))
             .unwrap()
             .map(|e| e.unwrap().path())
-            .find(|p| {
+            .filter(|p| {
                 p.file_name()
                     .unwrap()
                     .to_string_lossy()
                     .starts_with("session-")
             })
-            .expect("the scenario has its record");
-        // Where the client wrote it: <home>/.gemini/tmp/<project>/chats/.
-        let chats = user.join(".gemini/tmp/proj/chats");
-        std::fs::create_dir_all(&chats).unwrap();
-        let placed = chats.join(record_file.file_name().unwrap());
-        std::fs::copy(&record_file, &placed).unwrap();
+            .collect();
+        files.sort();
+        assert!(!files.is_empty(), "the scenario has its record");
+        for file in &files {
+            std::fs::copy(file, chats.join(file.file_name().unwrap())).unwrap();
+            record.extend(json_lines(file));
+        }
         let mut fed = Vec::new();
         for line in json_lines(&fixture(scenario).join("hooks.jsonl")) {
             let event = line["event"].as_str().unwrap().to_string();
@@ -79,15 +91,45 @@ impl Run {
                 continue;
             }
             let mut payload: Value = serde_json::from_str(line["stdin"].as_str().unwrap()).unwrap();
+            let named = payload["transcript_path"].as_str().unwrap().to_string();
+            let placed = chats.join(Path::new(&named).file_name().unwrap());
             payload["transcript_path"] = Value::String(placed.display().to_string());
             hook(&home, &event, &payload);
+            if pause(&payload) {
+                // The record as it stood then: its lines up to the first
+                // one written later than this payload.
+                let then = payload["timestamp"].as_str().unwrap();
+                for file in &files {
+                    let text = std::fs::read_to_string(file).unwrap();
+                    let before: String = text
+                        .lines()
+                        .take_while(|l| {
+                            let v: Value = serde_json::from_str(l).unwrap();
+                            v["timestamp"].as_str().is_none_or(|t| t <= then)
+                        })
+                        .map(|l| format!("{l}\n"))
+                        .collect();
+                    std::fs::write(chats.join(file.file_name().unwrap()), before).unwrap();
+                }
+                let out = common::harnery(&home)
+                    .env("HARNERY_RECORDS", "on")
+                    .env("HOME", &user)
+                    .args(["finalize"])
+                    .output()
+                    .unwrap();
+                assert!(out.status.success(), "{}", stderr(&out));
+                // The client writes on.
+                for file in &files {
+                    std::fs::copy(file, chats.join(file.file_name().unwrap())).unwrap();
+                }
+            }
             fed.push((event, payload));
         }
         let mut run = Run {
             _dir: dir,
             home,
             user,
-            record: json_lines(&record_file),
+            record,
             fed,
             events: Vec::new(),
         };
@@ -382,6 +424,41 @@ fn a_resumed_session_is_one_session_of_two_turns() {
     assert_eq!(run.of_type("session.resumed").len(), 1);
     assert_eq!(run.session_row()["turns"], 2);
     assert_eq!(spans(&run), (0, 2, 0));
+}
+
+/// A resume that begins in a later minute than the session did: the
+/// client first writes a new file of the same session (its header and
+/// context alone, named by the resumed leg's `SessionStart`), then goes on
+/// in the original, which the leg's other hooks name. The original is the
+/// one followed, both legs' calls and tokens from it.
+#[test]
+fn a_resume_in_a_later_minute_is_followed_in_the_file_the_client_writes() {
+    let run = Run::of("resume-later");
+    let named: BTreeSet<&str> = run
+        .fed
+        .iter()
+        .map(|(_, p)| p["transcript_path"].as_str().unwrap())
+        .collect();
+    assert_eq!(named.len(), 2, "the capture names both files: {named:?}");
+    every_signal_once(&run, "resume-later");
+    tokens_are_the_records(&run, "resume-later");
+    calls_and_texts_are_the_records(&run, "resume-later");
+    assert_eq!(run.of_type("session.resumed").len(), 1);
+    assert_eq!(run.session_row()["turns"], 2);
+    assert_eq!(spans(&run), (0, 2, 0));
+}
+
+/// The same, with a finalize right after the resumed leg's `SessionStart`
+/// and nothing of the session read before it: the file that start names
+/// (the new one, a header and the context alone) is not the one taken up.
+#[test]
+fn a_finalize_after_the_resumed_start_still_follows_the_written_file() {
+    let run = Run::finalized_between("resume-later", |p| {
+        p["hook_event_name"] == "SessionStart" && p["source"] == "resume"
+    });
+    every_signal_once(&run, "resume-later");
+    tokens_are_the_records(&run, "resume-later");
+    calls_and_texts_are_the_records(&run, "resume-later");
 }
 
 #[test]

@@ -25,6 +25,11 @@
 //!   the client: its exit code is only a line `Exit Code: <n>` in the text
 //!   given to the model (`tool_response.llmContent`), read here for
 //!   `run_shell_command` alone.
+//! - A resumed leg's `SessionStart` names a file the client opens before
+//!   it takes the resumed record up again: a second file of the session,
+//!   with a header and the context alone, when the minute in the name has
+//!   changed since the session began. It names no record here; the leg's
+//!   next hooks name the one the client goes on writing.
 //! - `SessionEnd` arrives up to three times from the interactive UI (its
 //!   own exit cleanup and the process's), tens of milliseconds apart, with
 //!   the same reason: each is recorded; the producer's end request is the
@@ -106,6 +111,7 @@ pub(crate) fn normalize_naming(
     match parse_payload::<Wire>(payload) {
         Ok(wire) => {
             let named = match record {
+                true if starts_a_resume(&wire) => NamedRecord::Read(None),
                 true => NamedRecord::Read(owned(&wire.transcript_path).filter(|p| !p.is_empty())),
                 false => NamedRecord::Unread,
             };
@@ -120,6 +126,12 @@ pub(crate) fn normalize_naming(
             (received(kind, received_unix_ns), NamedRecord::Unread)
         }
     }
+}
+
+/// A resumed leg's `SessionStart` (see the module doc).
+fn starts_a_resume(wire: &Wire) -> bool {
+    wire.hook_event_name.as_deref() == Some("SessionStart")
+        && wire.source.as_deref() == Some("resume")
 }
 
 #[cfg(test)]
@@ -300,7 +312,7 @@ mod tests {
             0,
             true,
         );
-        assert_eq!(start.1, NamedRecord::Read(Some("/t.jsonl".into())));
+        assert_eq!(start.1, NamedRecord::Read(None), "a resume names no record");
         let SignalKind::SessionStarted(s) = start.0.kind else {
             panic!("not a start")
         };
@@ -308,6 +320,13 @@ mod tests {
             (s.source.as_deref(), s.cwd.as_deref()),
             (Some("resume"), Some("/p"))
         );
+        let fresh = normalize_naming(
+            None,
+            br#"{"hook_event_name":"SessionStart","source":"startup","transcript_path":"/t.jsonl"}"#,
+            0,
+            true,
+        );
+        assert_eq!(fresh.1, NamedRecord::Read(Some("/t.jsonl".into())));
         let prompt = normalize(
             None,
             br#"{"hook_event_name":"BeforeAgent","prompt":"hi"}"#,
