@@ -47,7 +47,8 @@ if [[ ! -f "$GEMINI" ]]; then
   (cd "$NPM" && npm install --no-audit --no-fund "@google/gemini-cli@${GEMINI_VERSION:-0.61.0}" >&2) || exit 1
 fi
 NODE="$(command -v node)"
-EVENTS=(SessionStart SessionEnd BeforeAgent AfterAgent BeforeTool AfterTool Notification)
+EVENTS=(SessionStart SessionEnd BeforeAgent AfterAgent BeforeModel AfterModel BeforeToolSelection
+        BeforeTool AfterTool PreCompress Notification)
 
 # The capture hook: one JSON line per call (event, raw stdin); prints nothing.
 cat > "$WORK/capture.py" <<'PY'

@@ -15,15 +15,28 @@ use serde_json::Value;
 
 use crate::common::{self, stderr, stdout};
 
-/// The events `harnery install gemini-cli` writes hooks for.
-const INSTALLED: [&str; 7] = [
+/// The events `harnery install gemini-cli` writes hooks for: all the
+/// client has.
+const INSTALLED: [&str; 11] = [
     "SessionStart",
     "SessionEnd",
     "BeforeAgent",
     "AfterAgent",
+    "BeforeModel",
+    "AfterModel",
+    "BeforeToolSelection",
     "BeforeTool",
     "AfterTool",
+    "PreCompress",
     "Notification",
+];
+
+/// The events that say no more than that they fired (`hook.observed`).
+const OBSERVED: [&str; 4] = [
+    "BeforeModel",
+    "AfterModel",
+    "BeforeToolSelection",
+    "PreCompress",
 ];
 
 fn fixture(scenario: &str) -> PathBuf {
@@ -225,6 +238,15 @@ fn every_signal_once(run: &Run, scenario: &str) {
     }
     assert_eq!(got, want, "{scenario}: the signals in the ledger");
     assert!(run.of_type("signal.unrecognized").is_empty(), "{scenario}");
+    let observed = run
+        .fed
+        .iter()
+        .filter(|(e, _)| OBSERVED.contains(&e.as_str()));
+    assert_eq!(
+        run.of_type("hook.observed").len(),
+        observed.count(),
+        "{scenario}: each model step and compression check observed"
+    );
     assert!(
         run.of_type("record.problem").is_empty(),
         "{scenario}: {:?}",

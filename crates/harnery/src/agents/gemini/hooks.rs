@@ -12,7 +12,7 @@
 //! | `BeforeTool` / `AfterTool` (`tool_name`, `tool_input`, `tool_response`) | tool span |
 //! | `Notification` (`notification_type`, `message`) | notification |
 //! | `PreCompress` (`trigger`) | compaction started, when `manual` |
-//! | `BeforeModel`, `AfterModel`, `BeforeToolSelection`, `PreCompress` `auto` | unrecognized |
+//! | `BeforeModel`, `AfterModel`, `BeforeToolSelection` (`llm_request.model`), `PreCompress` `auto` | hook observed |
 //!
 //! What the client does not send, and what that means here:
 //!
@@ -35,12 +35,13 @@
 //!   the same reason: each is recorded; the producer's end request is the
 //!   same one.
 //!
-//! The per-model-step events are not installed: `PreCompress` fires
-//! before every model step, before the client decides whether to compress
-//! (it compresses nothing nearly always); `BeforeModel`,
-//! `BeforeToolSelection` and `AfterModel` (once per streamed chunk) carry
-//! the whole conversation, which the record holds already. Read here they
-//! are kept as unrecognized, never dropped.
+//! The per-model-step events say no more than that a step happened:
+//! `BeforeModel`, `BeforeToolSelection` and `AfterModel` (once per
+//! streamed chunk) carry the whole conversation, which the record holds
+//! already, and only their model is read; `PreCompress` fires before every
+//! model step, before the client decides whether anything needs
+//! compressing (it nearly never does), so with `trigger: auto` it is no
+//! evidence of a compaction.
 
 use std::borrow::Cow;
 
@@ -50,8 +51,8 @@ use crate::agents::record::NamedRecord;
 use crate::agents::signal::{Normalized, SignalKind, ToolCall, ToolResult, TurnEnd};
 use crate::agents::wire::{normalize_input, optional_str, owned, parse_payload, raw_json};
 use crate::contract::{
-    CompactionStarted, Json, Notification, Outcome, Payload, PromptSubmitted, SessionEnded,
-    SessionStarted, SignalUnrecognized, TimeSource,
+    CompactionStarted, HookObserved, Json, Notification, Outcome, Payload, PromptSubmitted,
+    SessionEnded, SessionStarted, SignalUnrecognized, TimeSource,
 };
 
 /// The shell tool, whose output names the command's exit code.
@@ -82,10 +83,19 @@ struct Wire<'a> {
     tool_response: Option<ToolResponse>,
     #[serde(default, borrow, deserialize_with = "optional_str")]
     trigger: Option<Cow<'a, str>>,
+    llm_request: Option<LlmRequest>,
     #[serde(default, borrow, deserialize_with = "optional_str")]
     notification_type: Option<Cow<'a, str>>,
     #[serde(default, borrow, deserialize_with = "optional_str")]
     message: Option<Cow<'a, str>>,
+}
+
+/// The model events' `llm_request`: its model alone (the conversation it
+/// carries is skipped, not built).
+#[derive(Debug, Deserialize)]
+struct LlmRequest {
+    #[serde(default)]
+    model: Option<String>,
 }
 
 /// `AfterTool`'s `tool_response`: what the model is given, what the user
@@ -203,9 +213,12 @@ fn kind_of(event: &str, wire: Wire) -> SignalKind {
                 trigger: owned(&wire.trigger),
             }))
         }
-        "PreCompress" => SignalKind::unrecognized(event, "compression_check: nothing compressed"),
-        "BeforeModel" | "AfterModel" | "BeforeToolSelection" => {
-            SignalKind::unrecognized(event, "model_step: carried by the record")
+        "PreCompress" | "BeforeModel" | "AfterModel" | "BeforeToolSelection" => {
+            SignalKind::Lifecycle(Payload::HookObserved(HookObserved {
+                event: event.to_string(),
+                model: wire.llm_request.and_then(|r| r.model),
+                detail: owned(&wire.trigger),
+            }))
         }
         "" => SignalKind::unrecognized(event, "no hook_event_name"),
         _ => SignalKind::unrecognized(event, "unknown_event"),
@@ -352,24 +365,29 @@ mod tests {
     }
 
     #[test]
-    fn model_steps_and_compression_checks_are_kept_as_unrecognized() {
-        for (event, payload) in [
+    fn model_steps_and_compression_checks_are_observed_hooks() {
+        for (payload, model, detail) in [
             (
-                "BeforeModel",
-                r#"{"hook_event_name":"BeforeModel","llm_request":{"messages":[]}}"#,
+                r#"{"hook_event_name":"BeforeModel","llm_request":{"model":"gemini-3.8-flash","messages":[{"role":"user","content":"x"}]}}"#,
+                Some("gemini-3.8-flash"),
+                None,
             ),
             (
-                "PreCompress",
+                r#"{"hook_event_name":"AfterModel","llm_request":{"model":"m"},"llm_response":{"text":"t"}}"#,
+                Some("m"),
+                None,
+            ),
+            (
                 r#"{"hook_event_name":"PreCompress","trigger":"auto"}"#,
+                None,
+                Some("auto"),
             ),
-            ("Mystery", r#"{"hook_event_name":"Mystery"}"#),
-            ("BeforeTool", "["),
         ] {
-            let n = normalize(Some(event), payload.as_bytes(), 0);
-            let SignalKind::Unrecognized(u) = n.kind else {
-                panic!("{event} was read")
+            let n = normalize(None, payload.as_bytes(), 0);
+            let SignalKind::Lifecycle(Payload::HookObserved(h)) = n.kind else {
+                panic!("{payload}: {:?}", n.kind)
             };
-            assert_eq!(u.adapter_event.as_deref(), Some(event));
+            assert_eq!((h.model.as_deref(), h.detail.as_deref()), (model, detail));
         }
         let manual = normalize(
             None,
@@ -380,6 +398,16 @@ mod tests {
             manual.kind,
             SignalKind::Lifecycle(Payload::CompactionStarted(_))
         ));
+        for (event, payload) in [
+            ("Mystery", r#"{"hook_event_name":"Mystery"}"#),
+            ("BeforeTool", "["),
+        ] {
+            let n = normalize(Some(event), payload.as_bytes(), 0);
+            let SignalKind::Unrecognized(u) = n.kind else {
+                panic!("{event} was read")
+            };
+            assert_eq!(u.adapter_event.as_deref(), Some(event));
+        }
     }
 
     #[test]

@@ -48,15 +48,18 @@ pub(crate) const HOME_VAR: &str = "GEMINI_CLI_HOME";
 /// Its directory under that home.
 pub(crate) const DIR_NAME: &str = ".gemini";
 
-/// The hook events harnery installs (see `hooks`' module doc for the ones
-/// it leaves out and why).
-pub(crate) const EVENTS: [&str; 7] = [
+/// The hook events harnery installs: every one the client has.
+pub(crate) const EVENTS: [&str; 11] = [
     "SessionStart",
     "SessionEnd",
     "BeforeAgent",
     "AfterAgent",
+    "BeforeModel",
+    "AfterModel",
+    "BeforeToolSelection",
     "BeforeTool",
     "AfterTool",
+    "PreCompress",
     "Notification",
 ];
 /// Every hook's timeout, in seconds (the client's default is 60).
