@@ -395,6 +395,43 @@ fn a_shell_call_is_one_closed_span_joined_to_the_record_and_found_by_search() {
     assert_eq!(hits[0]["session"]["adapter"], "gemini-cli");
 }
 
+/// The model's thoughts (a `thought` part the client splits into a
+/// subject and a description) are its reasoning, once, with its message.
+#[test]
+fn thoughts_are_recorded_as_reasoning() {
+    let run = Run::of("think");
+    every_signal_once(&run, "think");
+    tokens_are_the_records(&run, "think");
+    calls_and_texts_are_the_records(&run, "think");
+    let want: Vec<(String, String)> = run
+        .model_messages()
+        .iter()
+        .flat_map(|(id, m)| {
+            m["thoughts"].as_array().unwrap().iter().map(move |t| {
+                let text = format!(
+                    "{}\n{}",
+                    t["subject"].as_str().unwrap(),
+                    t["description"].as_str().unwrap()
+                );
+                (id.clone(), text)
+            })
+        })
+        .collect();
+    assert_eq!(want.len(), 1, "the capture has one thought");
+    let got: Vec<(String, String)> = run
+        .of_type("reasoning.recorded")
+        .iter()
+        .map(|e| {
+            let p = &e["payload"];
+            (
+                p["message_id"].as_str().unwrap().to_string(),
+                p["text"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(got, want);
+}
+
 #[test]
 fn a_command_that_exited_non_zero_is_a_failure_with_its_exit_code() {
     let run = Run::of("fail");

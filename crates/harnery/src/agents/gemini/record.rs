@@ -227,11 +227,15 @@ fn message(wire: Line, at: &RecordAt) -> RecordLine {
 }
 
 /// A message's text: a string content, or its text parts joined as the
-/// client joins them (without a separator).
+/// client joins them (without a separator); the client's content type
+/// also allows one part alone.
 fn text_of(content: Option<&RawValue>) -> Option<String> {
     let raw = content?.get();
     if let Ok(text) = serde_json::from_str::<String>(raw) {
         return Some(text);
+    }
+    if let Ok(part) = serde_json::from_str::<Part>(raw) {
+        return part.text.map(Cow::into_owned);
     }
     let parts: Vec<Part> = serde_json::from_str(raw).ok()?;
     let texts: Vec<&str> = parts.iter().filter_map(|p| p.text.as_deref()).collect();

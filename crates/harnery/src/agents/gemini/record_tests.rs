@@ -63,6 +63,17 @@ fn a_prompt_is_a_user_message_and_a_function_response_is_none() {
         Some("fd8f16e6-3b02-47cc-8f6f-0c3f4b085245")
     );
     assert!(items(RESPONSE).is_empty());
+    for one in [
+        r#"{"id":"u","type":"user","content":"plain"}"#,
+        r#"{"id":"u","type":"user","content":{"text":"plain"}}"#,
+        r#"{"id":"u","type":"user","content":[{"text":"pla"},{"functionCall":{}},{"text":"in"}]}"#,
+    ] {
+        let got = items(one);
+        assert!(
+            matches!(&got[..], [RecordItem::UserMessage(m)] if m.text.as_deref() == Some("plain")),
+            "{one}: {got:?}"
+        );
+    }
 }
 
 #[test]
