@@ -559,6 +559,20 @@ fn the_interactive_uis_repeated_session_ends_are_each_kept() {
     assert_eq!(spans(&run), (0, 1, 0));
 }
 
+/// The same with a finalize between the first `SessionEnd` and its
+/// repeats, as a finalize loop may run: the repeats are kept as well.
+#[test]
+fn repeated_session_ends_across_finalizes_are_each_kept() {
+    let ends = std::cell::Cell::new(0);
+    let run = Run::finalized_between("interactive", |p| {
+        ends.set(ends.get() + usize::from(p["hook_event_name"] == "SessionEnd"));
+        ends.get() == 1 && p["hook_event_name"] == "SessionEnd"
+    });
+    every_signal_once(&run, "interactive, finalized between");
+    tokens_are_the_records(&run, "interactive");
+    assert_eq!(spans(&run), (0, 1, 0));
+}
+
 #[test]
 fn a_record_a_payload_names_elsewhere_is_refused() {
     let dir = tempfile::tempdir().unwrap();
