@@ -117,11 +117,14 @@ run_kill() {
   pgid=$!
   for _ in $(seq 150); do grep -q '"BeforeTool"' "$D/capture.jsonl" 2>/dev/null && break; sleep 0.2; done
   sleep 1
-  kill -9 -- "-$pgid" 2>/dev/null
-  for p in /proc/[0-9]*; do
-    [[ "$(readlink "$p/cwd" 2>/dev/null)" == "$D/proj" ]] && kill -9 "${p#/proc/}" 2>/dev/null
-  done
-  wait "$pgid" 2>/dev/null
+  # (stderr off: bash reports the killed job wherever it notices.)
+  {
+    kill -9 -- "-$pgid"
+    for p in /proc/[0-9]*; do
+      [[ "$(readlink "$p/cwd")" == "$D/proj" ]] && kill -9 "${p#/proc/}"
+    done
+    wait "$pgid"
+  } 2>/dev/null
   sleep 1
 }
 
