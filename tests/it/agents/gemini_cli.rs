@@ -573,6 +573,77 @@ fn repeated_session_ends_across_finalizes_are_each_kept() {
     assert_eq!(spans(&run), (0, 1, 0));
 }
 
+/// A subagent (`invoke_agent`, the client's generalist) runs its tools
+/// under the parent's session id: its hooks are spans of the parent's
+/// session, closed natively. Its own record
+/// (`chats/<parent session>/<subagent session>.jsonl`) is named by no
+/// hook, so it is not followed: its calls join no record call and its
+/// model calls' tokens are not in the ledger (docs/agents/gemini-cli.md).
+#[test]
+fn a_subagents_tools_are_spans_of_the_parent_session() {
+    let run = Run::of("subagent");
+    every_signal_once(&run, "subagent");
+    calls_and_texts_are_the_records(&run, "subagent");
+    let tools: Vec<&str> = run
+        .fed
+        .iter()
+        .filter(|(e, _)| e == "BeforeTool")
+        .map(|(_, p)| p["tool_name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        tools,
+        ["invoke_agent", "run_shell_command", "complete_task"]
+    );
+    assert_eq!(spans(&run), (0, 3, 0));
+    let sessions: BTreeSet<&str> = run
+        .fed
+        .iter()
+        .map(|(_, p)| p["session_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(sessions.len(), 1, "the subagent's hooks name the parent");
+    // The ledger's usage is the parent's record's; the subagent's model
+    // calls are in its own file alone.
+    let parent: u64 = run
+        .model_messages()
+        .values()
+        .filter_map(|m| m["tokens"]["input"].as_u64())
+        .sum();
+    let child: u64 = json_lines(
+        &fixture("subagent").join("subagent/9e08eaef-3c5f-452c-85dd-32e5230698c5.jsonl"),
+    )
+    .iter()
+    .filter(|m| m["type"] == "gemini")
+    .map(|m| {
+        (
+            m["id"].as_str().unwrap().to_string(),
+            m["tokens"]["input"].as_u64(),
+        )
+    })
+    .collect::<BTreeMap<_, _>>()
+    .values()
+    .flatten()
+    .sum();
+    let served: u64 = json_lines(&fixture("subagent").join("model-requests.jsonl"))
+        .iter()
+        .filter(|r| r["tools"] == true)
+        .map(|r| r["usage"]["promptTokenCount"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        parent + child,
+        served,
+        "the two files hold every model call"
+    );
+    let ledger: u64 = run
+        .of_type("usage.reported")
+        .iter()
+        .map(|e| {
+            let p = &e["payload"];
+            p["input_tokens"].as_u64().unwrap() + p["cache_read_tokens"].as_u64().unwrap()
+        })
+        .sum();
+    assert_eq!(ledger, parent);
+}
+
 #[test]
 fn a_record_a_payload_names_elsewhere_is_refused() {
     let dir = tempfile::tempdir().unwrap();
