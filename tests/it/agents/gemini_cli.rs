@@ -97,8 +97,21 @@ impl Run {
             std::fs::copy(file, chats.join(file.file_name().unwrap())).unwrap();
             record.extend(json_lines(file));
         }
+        let hooks = json_lines(&fixture(scenario).join("hooks.jsonl"));
+        // A subagent's record: chats/<session id>/<subagent id>.jsonl.
+        let subagents = fixture(scenario).join("subagent");
+        if subagents.is_dir() {
+            let payload: Value = serde_json::from_str(hooks[0]["stdin"].as_str().unwrap()).unwrap();
+            let dir = chats.join(payload["session_id"].as_str().unwrap());
+            std::fs::create_dir_all(&dir).unwrap();
+            for file in std::fs::read_dir(&subagents).unwrap() {
+                let file = file.unwrap().path();
+                std::fs::copy(&file, dir.join(file.file_name().unwrap())).unwrap();
+                record.extend(json_lines(&file));
+            }
+        }
         let mut fed = Vec::new();
-        for line in json_lines(&fixture(scenario).join("hooks.jsonl")) {
+        for line in hooks {
             let event = line["event"].as_str().unwrap().to_string();
             if !INSTALLED.contains(&event.as_str()) {
                 continue;
@@ -576,14 +589,13 @@ fn repeated_session_ends_across_finalizes_are_each_kept() {
 /// A subagent (`invoke_agent`, the client's generalist) runs its tools
 /// under the parent's session id: its hooks are spans of the parent's
 /// session, closed natively. Its own record
-/// (`chats/<parent session>/<subagent session>.jsonl`) is named by no
-/// hook, so it is not followed: its calls join no record call and its
-/// model calls' tokens are not in the ledger (docs/agents/gemini-cli.md).
+/// (`chats/<session>/<subagent>.jsonl`, whose header names the subagent)
+/// is named only by the `AfterTool` of the call that ran it, in the ids of
+/// its calls; followed from there, its calls join the spans and its model
+/// calls' usage is the session's, with the parent's.
 #[test]
-fn a_subagents_tools_are_spans_of_the_parent_session() {
+fn a_subagents_record_is_followed_from_the_call_that_ran_it() {
     let run = Run::of("subagent");
-    every_signal_once(&run, "subagent");
-    calls_and_texts_are_the_records(&run, "subagent");
     let tools: Vec<&str> = run
         .fed
         .iter()
@@ -594,54 +606,17 @@ fn a_subagents_tools_are_spans_of_the_parent_session() {
         tools,
         ["invoke_agent", "run_shell_command", "complete_task"]
     );
-    assert_eq!(spans(&run), (0, 3, 0));
     let sessions: BTreeSet<&str> = run
         .fed
         .iter()
         .map(|(_, p)| p["session_id"].as_str().unwrap())
         .collect();
     assert_eq!(sessions.len(), 1, "the subagent's hooks name the parent");
-    // The ledger's usage is the parent's record's; the subagent's model
-    // calls are in its own file alone.
-    let parent: u64 = run
-        .model_messages()
-        .values()
-        .filter_map(|m| m["tokens"]["input"].as_u64())
-        .sum();
-    let child: u64 = json_lines(
-        &fixture("subagent").join("subagent/9e08eaef-3c5f-452c-85dd-32e5230698c5.jsonl"),
-    )
-    .iter()
-    .filter(|m| m["type"] == "gemini")
-    .map(|m| {
-        (
-            m["id"].as_str().unwrap().to_string(),
-            m["tokens"]["input"].as_u64(),
-        )
-    })
-    .collect::<BTreeMap<_, _>>()
-    .values()
-    .flatten()
-    .sum();
-    let served: u64 = json_lines(&fixture("subagent").join("model-requests.jsonl"))
-        .iter()
-        .filter(|r| r["tools"] == true)
-        .map(|r| r["usage"]["promptTokenCount"].as_u64().unwrap())
-        .sum();
-    assert_eq!(
-        parent + child,
-        served,
-        "the two files hold every model call"
-    );
-    let ledger: u64 = run
-        .of_type("usage.reported")
-        .iter()
-        .map(|e| {
-            let p = &e["payload"];
-            p["input_tokens"].as_u64().unwrap() + p["cache_read_tokens"].as_u64().unwrap()
-        })
-        .sum();
-    assert_eq!(ledger, parent);
+    every_signal_once(&run, "subagent");
+    // Both files: every model call the server answered, each call joined.
+    tokens_are_the_records(&run, "subagent");
+    calls_and_texts_are_the_records(&run, "subagent");
+    assert_eq!(spans(&run), (0, 3, 0));
 }
 
 #[test]

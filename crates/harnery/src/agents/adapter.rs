@@ -147,6 +147,11 @@ pub(crate) trait Adapter: Sync {
     fn parent_session(&self, _payload: &[u8]) -> Option<String> {
         None
     }
+    /// A subagent's own record a hook payload names, with the subagent's
+    /// id (Claude Code's `SubagentStop` `agent_transcript_path`).
+    fn subagent_record(&self, payload: &[u8]) -> Option<(String, String)> {
+        super::record::subagent_record_in_payload(payload)
+    }
 
     // ---- its own record ----
     /// Read one line of its record (without the newline), with the

@@ -138,6 +138,66 @@ pub(crate) fn normalize_naming(
     }
 }
 
+/// The subagent tool's name.
+pub(crate) const AGENT_TOOL: &str = "invoke_agent";
+
+/// A subagent's own record, named by the `AfterTool` of the call that ran
+/// it, with the subagent's id: the client writes it as
+/// `chats/<session id>/<subagent id>.jsonl` beside the session's record,
+/// and names the subagent only in the ids of the calls it made
+/// (`<subagent id>#<step>-<index>`, in `returnDisplay.recentActivity`). A
+/// subagent that made no call names nothing. Cheap for every other
+/// payload: the key is searched for before anything is parsed.
+pub(crate) fn subagent_record(payload: &[u8]) -> Option<(String, String)> {
+    #[derive(Deserialize)]
+    struct Named {
+        hook_event_name: Option<String>,
+        tool_name: Option<String>,
+        session_id: Option<String>,
+        transcript_path: Option<String>,
+        tool_response: Option<Response>,
+    }
+    #[derive(Deserialize)]
+    struct Response {
+        #[serde(rename = "returnDisplay")]
+        return_display: Option<Progress>,
+    }
+    #[derive(Deserialize)]
+    struct Progress {
+        #[serde(rename = "recentActivity", default)]
+        recent_activity: Vec<Activity>,
+    }
+    #[derive(Deserialize)]
+    struct Activity {
+        id: Option<String>,
+        #[serde(rename = "type")]
+        kind: Option<String>,
+    }
+    memchr::memmem::find(payload, b"\"isSubagentProgress\"")?;
+    let named: Named = parse_payload(payload).ok()?;
+    let is_agent_call = named.hook_event_name.as_deref() == Some("AfterTool")
+        && named.tool_name.as_deref() == Some(AGENT_TOOL);
+    if !is_agent_call {
+        return None;
+    }
+    let activity = named.tool_response?.return_display?.recent_activity;
+    let agent = activity
+        .iter()
+        .filter(|a| a.kind.as_deref() == Some("tool_call"))
+        .find_map(|a| {
+            a.id.as_deref()?
+                .split_once('#')
+                .map(|(agent, _)| agent.to_string())
+        })
+        .filter(|agent| crate::agents::record::place::is_plain_id(agent))?;
+    let session = named
+        .session_id
+        .filter(|s| crate::agents::record::place::is_plain_id(s))?;
+    let chats = std::path::Path::new(named.transcript_path.as_deref()?).parent()?;
+    let path = chats.join(&session).join(format!("{agent}.jsonl"));
+    Some((agent, path.to_str()?.to_string()))
+}
+
 /// A resumed leg's `SessionStart` (see the module doc).
 fn starts_a_resume(wire: &Wire) -> bool {
     wire.hook_event_name.as_deref() == Some("SessionStart")
@@ -407,6 +467,27 @@ mod tests {
                 panic!("{event} was read")
             };
             assert_eq!(u.adapter_event.as_deref(), Some(event));
+        }
+    }
+
+    #[test]
+    fn the_subagent_calls_after_tool_names_its_record() {
+        let after = br#"{"session_id":"82a4d0ff-41c4-45e5-995c-4cb99366ca7a","transcript_path":"/h/.gemini/tmp/proj/chats/session-2026-12-06T11-08-82a4d0ff.jsonl","hook_event_name":"AfterTool","tool_name":"invoke_agent","tool_input":{"agent_name":"generalist","prompt":"p"},"tool_response":{"llmContent":[{"text":"done"}],"returnDisplay":{"isSubagentProgress":true,"agentName":"generalist","recentActivity":[{"id":"795e988c-ef58-4e3a-b250-4bce2c2e38dd","type":"thought","content":"x"},{"id":"9e08eaef-3c5f-452c-85dd-32e5230698c5#0-0","type":"tool_call","content":"run_shell_command"}],"state":"completed"}}}"#;
+        assert_eq!(
+            subagent_record(after),
+            Some((
+                "9e08eaef-3c5f-452c-85dd-32e5230698c5".into(),
+                "/h/.gemini/tmp/proj/chats/82a4d0ff-41c4-45e5-995c-4cb99366ca7a/9e08eaef-3c5f-452c-85dd-32e5230698c5.jsonl".into()
+            ))
+        );
+        let text = String::from_utf8(after.to_vec()).unwrap();
+        for other in [
+            text.replace("\"AfterTool\"", "\"BeforeTool\""),
+            text.replace("9e08eaef-3c5f-452c-85dd-32e5230698c5#0-0", "../x#0-0"),
+            text.replace("\"tool_call\"", "\"thought\""),
+            AFTER.to_string(),
+        ] {
+            assert_eq!(subagent_record(other.as_bytes()), None, "{other}");
         }
     }
 

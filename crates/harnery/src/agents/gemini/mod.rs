@@ -21,7 +21,7 @@ use crate::agents::adapter::{
     Adapter, AgentHome, EntryShape, HookPlace, Part, RecordShape, RecordTurns, Resume,
 };
 use crate::agents::capability::{CapabilityProfile, RecoveryPolicy, TimestampSource};
-use crate::agents::record::place::{RecordRole, Refusal};
+use crate::agents::record::place::{RecordRole, Refusal, is_plain_id};
 use crate::agents::record::{LineMark, NamedRecord, RecordLine};
 use crate::agents::signal::Normalized;
 use crate::contract::{AdapterId, RecordAt};
@@ -91,6 +91,9 @@ impl Adapter for GeminiCli {
     ) -> (Normalized, NamedRecord) {
         hooks::normalize_naming(event, payload, received_unix_ns, record)
     }
+    fn subagent_record(&self, payload: &[u8]) -> Option<(String, String)> {
+        hooks::subagent_record(payload)
+    }
     fn read_marked(
         &self,
         line: &[u8],
@@ -109,10 +112,25 @@ impl Adapter for GeminiCli {
         RecordTurns::PromptText
     }
     fn record_shape(&self, session_id: &str, role: RecordRole) -> Result<RecordShape, Refusal> {
-        if let RecordRole::Subagent(_) = role {
-            return Err(Refusal("Gemini CLI's hooks name no subagent record".into()));
-        }
         let is = |s: &str| Part::Is(s.to_string());
+        if let RecordRole::Subagent(agent) = role {
+            if !is_plain_id(agent) {
+                return Err(Refusal(format!(
+                    "the subagent id {agent:?} is not a plain name"
+                )));
+            }
+            return Ok(RecordShape {
+                tail: vec![
+                    is(DIR_NAME),
+                    is("tmp"),
+                    Part::AnyDir,
+                    is("chats"),
+                    is(session_id),
+                    is(&format!("{agent}.jsonl")),
+                ],
+                text: format!("<home>/.gemini/tmp/<project>/chats/{session_id}/{agent}.jsonl"),
+            });
+        }
         let short = record::file_id(session_id);
         Ok(RecordShape {
             tail: vec![
@@ -206,13 +224,24 @@ mod tests {
     }
 
     #[test]
-    fn a_subagent_record_is_refused() {
-        let refused = check_shape(
-            AdapterId::GeminiCli,
-            "s",
-            RecordRole::Subagent("a"),
-            Path::new("/h/.gemini/tmp/p/chats/s/a.jsonl"),
+    fn a_subagent_record_is_its_own_file_beside_the_sessions() {
+        let sub = |agent, path| {
+            check_shape(
+                AdapterId::GeminiCli,
+                "s",
+                RecordRole::Subagent(agent),
+                Path::new(path),
+            )
+        };
+        sub("a", "/h/.gemini/tmp/p/chats/s/a.jsonl").unwrap();
+        assert!(
+            sub("a", "/h/.gemini/tmp/p/chats/t/a.jsonl").is_err(),
+            "another session's"
         );
-        assert!(refused.is_err());
+        assert!(
+            sub("a", "/h/.gemini/tmp/p/chats/s/b.jsonl").is_err(),
+            "another subagent's"
+        );
+        assert!(sub("../a", "/h/.gemini/tmp/p/chats/s/../a.jsonl").is_err());
     }
 }

@@ -28,7 +28,9 @@
 //!   finish (`status`; a shell call's exit code from its output text);
 //! - headers, `$set`, `$rewindTo` and `info` / `error` / `warning`
 //!   messages carry nothing for the ledger; the session a line names is the
-//!   header's `sessionId` (or a `$set`'s).
+//!   header's `sessionId` (or a `$set`'s), except in a subagent's record
+//!   (`kind: "subagent"`, `chats/<session>/<subagent>.jsonl`), whose header
+//!   names the subagent and which is read as its session's.
 //!
 //! Tokens (`tokens {input, output, cached, thoughts, tool, total}`, the
 //! API's `usageMetadata`): `input` includes `cached`, so harnery's input is
@@ -76,6 +78,9 @@ struct Line<'a> {
     session_id: Option<Cow<'a, str>>,
     #[serde(rename = "projectHash", default, borrow)]
     project_hash: Option<&'a RawValue>,
+    /// The header's `kind`: `main`, or `subagent`.
+    #[serde(rename = "kind", default)]
+    record_kind: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     id: Option<&'a RawValue>,
     #[serde(default)]
@@ -175,6 +180,11 @@ pub(crate) fn read_line(line: &[u8], at: &RecordAt) -> (RecordLine, Option<Strin
         return (RecordLine::empty(), set_session(set));
     }
     match (wire.session_id, wire.project_hash) {
+        // A subagent's record is read as its session's, which it does not
+        // name: the header names the subagent's own id.
+        (Some(_), Some(_)) if wire.record_kind.as_deref() == Some("subagent") => {
+            (RecordLine::empty(), None)
+        }
         (Some(session), Some(_)) => (RecordLine::empty(), Some(session.into_owned())),
         _ => (
             RecordLine::unrecognized("not a line kind Gemini CLI writes"),
@@ -190,10 +200,15 @@ pub(crate) fn line_session(line: &[u8]) -> Option<String> {
     struct Named<'a> {
         #[serde(rename = "sessionId", default)]
         session_id: Option<String>,
+        #[serde(default)]
+        kind: Option<String>,
         #[serde(rename = "$set", default, borrow)]
         set: Option<&'a RawValue>,
     }
     let named: Named = parse_payload(line).ok()?;
+    if named.kind.as_deref() == Some("subagent") {
+        return None;
+    }
     named.session_id.or_else(|| named.set.and_then(set_session))
 }
 

@@ -46,6 +46,13 @@ fn the_header_names_the_session_and_says_nothing_else() {
         Some("6f2d2482-4ef4-46f3-b3de-1e0362b18ddd")
     );
     assert_eq!(line_session(PROMPT.as_bytes()), None);
+    let subagent = br#"{"sessionId":"9e08eaef-3c5f-452c-85dd-32e5230698c5","projectHash":"7495","startTime":"2026-12-06T11:08:28.022Z","lastUpdated":"2026-12-06T11:08:28.022Z","kind":"subagent","directories":["/p"]}"#;
+    let (line, session) = read_line(subagent, &at());
+    assert!(
+        line.items.is_empty() && session.is_none(),
+        "a subagent's header names no session"
+    );
+    assert_eq!(line_session(subagent), None);
 }
 
 #[test]
