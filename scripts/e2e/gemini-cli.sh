@@ -8,6 +8,8 @@
 #   two-turns  a second prompt in the same session (`gemini --resume <id>`)
 #   kill       SIGKILL of the client while its shell call sleeps; then
 #              `harnery end` (the client sends nothing more)
+#   subagent   the client's generalist subagent runs the shell call (its
+#              own record, chats/<session>/<subagent>.jsonl, is followed)
 # Beside harnery's hooks, a capture hook on the same events records what the
 # client fired (the ground truth). Each scenario then checks, from the
 # client's own files and the model server's log, never from harnery's output:
@@ -151,6 +153,10 @@ records = [lines(f) for f in glob.glob(f"{d}/home/.gemini/tmp/*/chats/session-*.
 with_messages = [r for r in records if any("id" in line for line in r)]
 if len(with_messages) != 1: why.append(f"{len(with_messages)} records with messages")
 record = with_messages[0] if with_messages else []
+# A subagent's own record: chats/<session>/<subagent>.jsonl.
+subagent_records = glob.glob(f"{d}/home/.gemini/tmp/*/chats/*/*.jsonl")
+if (name == "subagent") != bool(subagent_records): why.append(f"subagent records {subagent_records}")
+for f in subagent_records: record += lines(f)
 models = {m["id"]: m for m in record if m.get("type") == "gemini"}
 events = [json.loads(l) for l in harnery("export", "--format", "jsonl").stdout.splitlines()]
 by = collections.defaultdict(list)
@@ -193,7 +199,7 @@ recorded = collections.Counter(tuple(m["tokens"][k] for k in ("input", "cached",
 if recorded != served: why.append(f"record tokens {dict(recorded)}, server sent {dict(served)}")
 # search finds the command's output.
 marker = {"basic": "hello-from-harnery-e2e", "two-turns": "hello-from-harnery-e2e",
-          "fail": "nonexistent-harnery"}.get(name)
+          "fail": "nonexistent-harnery", "subagent": "hello-from-harnery-e2e"}.get(name)
 if marker:
     hits = harnery("search", "--json", "--kind", "tool-output", marker).stdout.splitlines()
     if not hits: why.append(f"search finds no tool output {marker!r}")
@@ -248,6 +254,7 @@ scenario() {
       mapfile -t resume < <(python3 -c 'import json,sys; [print(a) for a in json.load(open(sys.argv[1]))["shim"]["arguments"]]' "$D/restore.json")
       gemini "$D" "${resume[@]}" -p "Run it once more, please." > "$D/stream2.jsonl" 2>> "$D/stderr.txt" ;;
     kill) run_kill "$D" ;;
+    subagent) gemini "$D" -p "AGENT: have a subagent run the marker command." > "$D/stream.jsonl" 2> "$D/stderr.txt" ;;
   esac
   sleep 1
   stop_loop "$D"
@@ -262,7 +269,7 @@ scenario() {
 }
 
 fail=0
-for s in "${@:-basic fail two-turns kill}"; do
+for s in "${@:-basic fail two-turns kill subagent}"; do
   for one in $s; do scenario "$one" || fail=1; done
 done
 log "work dir: $WORK"

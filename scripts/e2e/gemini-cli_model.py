@@ -9,7 +9,9 @@ Serves `POST /v1beta/models/<model>:generateContent` and
   SSE chunks.
 - Otherwise the last prompt picks one `run_shell_command` call: "FAIL"
   lists a missing directory, "SLOW" sleeps 30 s, anything else prints the
-  marker.
+  marker; "AGENT" asks the client's generalist subagent (`invoke_agent`)
+  instead, whose own loop (its tools hold `complete_task`) runs the marker
+  command and then completes.
 
 Every call gets its own token counts (prompt, candidates, cached,
 thoughts), so a check that counts one call twice, or mixes two up, fails.
@@ -54,7 +56,17 @@ def answer(body):
         return [{"text": json.dumps({"complexity_reasoning": "scripted", "complexity_score": 10,
                                      "reasoning": "scripted", "next_speaker": "user"})}]
     last = (contents[-1] if contents else {}).get("parts") or []
-    if any(isinstance(p, dict) and "functionResponse" in p for p in last):
+    responded = any(isinstance(p, dict) and "functionResponse" in p for p in last)
+    if "complete_task" in tools:  # a subagent's own loop: one shell call, then done
+        if responded:
+            return [{"functionCall": {"name": "complete_task",
+                                      "args": {"result": {"response": "the marker was printed"}}}}]
+        return [{"functionCall": {"name": "run_shell_command",
+                                  "args": {"command": MARKER, "description": "subagent step"}}}]
+    if "AGENT" in last_prompt(contents) and not responded:
+        return [{"functionCall": {"name": "invoke_agent", "args": {
+            "agent_name": "generalist", "prompt": "Run the marker command and report what it printed."}}}]
+    if responded:
         return [{"text": "Done: the command ran. "}, {"text": "hello-from-harnery-e2e seen."}]
     prompt = last_prompt(contents)
     command = next((c for word, c in COMMANDS.items() if word in prompt), MARKER)
