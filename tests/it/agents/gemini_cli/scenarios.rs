@@ -281,3 +281,51 @@ fn a_record_a_payload_names_elsewhere_is_refused() {
     assert_eq!(problems[0]["payload"]["kind"], "refused");
     assert!(!stdout(&out).contains("message.user"));
 }
+
+/// A tool that fails (a file in the workspace that is not there): its
+/// `AfterTool` carries the error, the record the status `error`.
+#[test]
+fn a_tool_that_failed_is_a_failure_in_the_hooks_and_the_record() {
+    let run = Run::of("tool-error");
+    every_signal_once(&run, "tool-error");
+    tokens_are_the_records(&run, "tool-error");
+    calls_and_texts_are_the_records(&run, "tool-error");
+    let after = &run.fed.iter().find(|(e, _)| e == "AfterTool").unwrap().1;
+    let message = after["tool_response"]["error"]["message"].as_str().unwrap();
+    let completed = run.of_type("tool.completed");
+    assert_eq!(completed[0]["payload"]["outcome"], "failure");
+    assert_eq!(completed[0]["payload"]["error"], message);
+    let finished: Vec<&Value> = run
+        .of_type("tool.recorded")
+        .into_iter()
+        .filter(|e| e["payload"]["success"].is_boolean())
+        .collect();
+    assert_eq!(finished[0]["payload"]["success"], false);
+}
+
+/// A call the client refuses before it runs (a path outside the
+/// workspace) fires no tool hook at all: it is in the record alone, with
+/// its error, and joins no span.
+#[test]
+fn a_call_refused_before_its_hooks_is_in_the_record_alone() {
+    let run = Run::of("refused");
+    assert_eq!(
+        (run.fed_count("BeforeTool"), run.fed_count("AfterTool")),
+        (0, 0)
+    );
+    every_signal_once(&run, "refused");
+    tokens_are_the_records(&run, "refused");
+    let recorded: Vec<&Value> = run.of_type("tool.recorded");
+    assert!(!recorded.is_empty());
+    assert!(
+        recorded
+            .iter()
+            .all(|e| e["payload"]["span_request_event_id"].is_null()),
+        "{recorded:?}"
+    );
+    assert!(
+        recorded.iter().any(|e| e["payload"]["success"] == false),
+        "{recorded:?}"
+    );
+    assert_eq!(spans(&run), (0, 0, 0));
+}

@@ -318,9 +318,25 @@ fn tool_result(event: &str, wire: Wire) -> SignalKind {
         },
         duration_ms: None,
         exit_code,
-        error: error.map(|e| e.as_string().unwrap_or_else(|| e.as_str().to_string())),
+        error: error.as_ref().map(error_text),
         content: response.and_then(|r| r.return_display.or(r.llm_content)),
     })
+}
+
+/// A tool's error as text: its `message` (the client sends `{message,
+/// type}`), a plain string as it is, anything else as its JSON.
+fn error_text(error: &Json) -> String {
+    #[derive(Deserialize)]
+    struct Message {
+        message: String,
+    }
+    if let Some(text) = error.as_string() {
+        return text;
+    }
+    match serde_json::from_str::<Message>(error.as_str()) {
+        Ok(m) => m.message,
+        Err(_) => error.as_str().to_string(),
+    }
 }
 
 /// The exit code the shell tool writes into its output for the model
@@ -356,6 +372,25 @@ mod tests {
         assert_eq!(
             done.content.and_then(|c| c.as_string()).as_deref(),
             Some("ls: cannot access '/nonexistent-harnery': No such file or directory")
+        );
+    }
+
+    #[test]
+    fn a_tool_error_object_is_its_message() {
+        let n = normalize(
+            None,
+            br#"{"hook_event_name":"AfterTool","tool_name":"read_file","tool_input":{"file_path":"/p/missing-harnery.txt"},"tool_response":{"llmContent":"Could not read file because no file was found at the specified path.","returnDisplay":"File not found.","error":{"message":"File not found: /p/missing-harnery.txt","type":"file_not_found"}}}"#,
+            0,
+        );
+        let SignalKind::ToolCompleted(done) = n.kind else {
+            panic!("not a completion")
+        };
+        assert_eq!(
+            (done.outcome, done.error.as_deref()),
+            (
+                Outcome::Failure,
+                Some("File not found: /p/missing-harnery.txt")
+            )
         );
     }
 
