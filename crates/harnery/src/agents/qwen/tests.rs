@@ -1,0 +1,334 @@
+//! Qwen Code's dialects against what the real client (0.24.4) sent and
+//! wrote: `tests/fixtures/qwen-code/<scenario>/` holds each capture's hook
+//! payloads (`hooks.jsonl`: the event on argv and the raw stdin) and the
+//! session's record (`record.jsonl`).
+
+use super::*;
+use crate::agents::record::RecordItem;
+use crate::agents::signal::SignalKind;
+use crate::contract::{Outcome, Payload, TimeSource};
+
+const SCENARIOS: [&str; 6] = [
+    "basic",
+    "failing",
+    "two-turns",
+    "kill",
+    "refused-call",
+    "interactive",
+];
+
+fn fixture(scenario: &str, file: &str) -> String {
+    let root = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/qwen-code"
+    );
+    std::fs::read_to_string(format!("{root}/{scenario}/{file}")).expect("the fixture reads")
+}
+
+/// A scenario's hook payloads: (event on argv, payload).
+fn payloads(scenario: &str) -> Vec<(String, String)> {
+    fixture(scenario, "hooks.jsonl")
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("a capture line");
+            let event = v["event"].as_str().expect("an event").to_string();
+            (event, v["stdin_raw"].as_str().expect("stdin").to_string())
+        })
+        .collect()
+}
+
+fn hook(payload: &str) -> (Normalized, NamedRecord) {
+    QwenCode.normalize(None, payload.as_bytes(), 7, true)
+}
+
+fn signals(scenario: &str) -> Vec<(String, Normalized)> {
+    let read = |(event, payload): (String, String)| (event, hook(&payload).0);
+    payloads(scenario).into_iter().map(read).collect()
+}
+
+fn lines(scenario: &str, file: &str) -> Vec<RecordLine> {
+    let at = RecordAt {
+        path: "/r.jsonl".into(),
+        offset: 0,
+    };
+    let text = fixture(scenario, file);
+    text.lines()
+        .map(|l| QwenCode.read_marked(l.as_bytes(), &at).0)
+        .collect()
+}
+
+fn items(scenario: &str) -> Vec<RecordItem> {
+    lines(scenario, "record.jsonl")
+        .into_iter()
+        .flat_map(|l| l.items)
+        .collect()
+}
+
+#[test]
+fn every_captured_payload_reads_and_only_instructions_loaded_has_no_payload_of_its_own() {
+    for scenario in SCENARIOS {
+        for (event, n) in signals(scenario) {
+            let unrecognized = matches!(n.kind, SignalKind::Unrecognized(_));
+            assert_eq!(
+                unrecognized,
+                event == "InstructionsLoaded",
+                "{scenario} {event}"
+            );
+            assert_eq!(n.time_source, TimeSource::Agent, "{scenario} {event}");
+        }
+    }
+}
+
+#[test]
+fn every_payload_names_its_record_and_its_time() {
+    let (event, payload) = payloads("basic").remove(0);
+    let (n, named) = hook(&payload);
+    let NamedRecord::Read(Some(path)) = named else {
+        panic!("{event} names no record")
+    };
+    assert!(path.ends_with("/chats/41cafee8-2965-48c4-8ac0-23ed7812947c.jsonl"));
+    // "2026-12-06T10:07:42.772Z"
+    assert_eq!(n.time_unix_ns % 1_000_000_000, 772_000_000);
+    assert_eq!(
+        QwenCode.normalize(None, payload.as_bytes(), 7, false).1,
+        NamedRecord::Unread
+    );
+}
+
+#[test]
+fn tool_events_name_the_models_call_id_which_the_batch_and_record_share() {
+    let read = signals("basic");
+    let id_of = |name: &str| {
+        let n = &read.iter().find(|(e, _)| e == name).expect("the event").1;
+        match &n.kind {
+            SignalKind::ToolRequested(call) => call.call_id.clone(),
+            SignalKind::ToolCompleted(result) => result.call.call_id.clone(),
+            SignalKind::ToolBatch(calls) => calls[0].call.call_id.clone(),
+            other => panic!("{name}: {other:?}"),
+        }
+    };
+    for event in ["PreToolUse", "PostToolUse", "PostToolBatch"] {
+        assert_eq!(id_of(event).as_deref(), Some("call_harnery_1"), "{event}");
+    }
+    let recorded = items("basic").into_iter().find_map(|i| match i {
+        RecordItem::ToolStarted(call) => Some(call.tool_call_id),
+        _ => None,
+    });
+    assert_eq!(recorded.as_deref(), Some("call_harnery_1"));
+}
+
+#[test]
+fn the_record_digests_a_calls_input_as_the_hook_does() {
+    let pre = signals("failing")
+        .into_iter()
+        .find_map(|(_, n)| match n.kind {
+            SignalKind::ToolRequested(call) => Some(call.input_digest()),
+            _ => None,
+        })
+        .expect("a pre");
+    let recorded = items("failing").into_iter().find_map(|i| match i {
+        RecordItem::ToolStarted(call) => Some(call.input_digest),
+        _ => None,
+    });
+    assert_eq!(recorded, Some(pre));
+}
+
+#[test]
+fn a_failed_shell_call_is_a_failure_with_its_exit_code() {
+    let failure = signals("failing")
+        .into_iter()
+        .find_map(|(_, n)| match n.kind {
+            SignalKind::ToolCompleted(result) => Some(result),
+            _ => None,
+        })
+        .expect("a completion");
+    assert_eq!(failure.outcome, Outcome::Failure);
+    assert_eq!(failure.exit_code, Some(2));
+    assert!(
+        failure
+            .error
+            .is_some_and(|e| e.contains("nonexistent-harnery"))
+    );
+    let finished = items("failing").into_iter().find_map(|i| match i {
+        RecordItem::ToolFinished(r) => Some((r.success, r.exit_code)),
+        _ => None,
+    });
+    assert_eq!(finished, Some((Some(false), Some(2))));
+}
+
+#[test]
+fn the_prompt_is_kept_and_the_continuation_in_its_turn_has_no_text() {
+    let prompts: Vec<(Option<String>, Option<String>)> = signals("two-turns")
+        .into_iter()
+        .filter_map(|(_, n)| match n.kind {
+            SignalKind::PromptSubmitted(p) => Some((p.prompt, n.native_turn_id)),
+            _ => None,
+        })
+        .collect();
+    let turn = |n: u8| Some(format!("42d177f2-9d2d-4ff7-8163-18b1ad95b49b########{n}"));
+    assert_eq!(
+        prompts,
+        vec![
+            (Some("please run the greeting".into()), turn(0)),
+            (None, turn(0)),
+            (Some("FAIL: now the missing dir".into()), turn(2)),
+            (None, turn(2)),
+        ]
+    );
+}
+
+#[test]
+fn lifecycle_events_keep_their_words() {
+    let read = signals("interactive");
+    let payload = |name: &str| match &read.iter().find(|(e, _)| e == name).expect(name).1.kind {
+        SignalKind::Lifecycle(p) => p.clone(),
+        SignalKind::SessionEnded(p) => Payload::SessionEnded(p.clone()),
+        SignalKind::TurnEnded(end) => Payload::Notification(crate::contract::Notification {
+            kind: end.stop_reason.clone(),
+            message: None,
+        }),
+        other => panic!("{name}: {other:?}"),
+    };
+    let Payload::MessageDisplayed(shown) = payload("MessageDisplay") else {
+        panic!("not a message")
+    };
+    assert!(
+        shown
+            .text
+            .is_some_and(|t| t.starts_with("The command finished"))
+    );
+    assert_eq!(shown.is_final, Some(true));
+    let Payload::Notification(idle) = payload("Notification") else {
+        panic!("not a notification")
+    };
+    assert_eq!(idle.kind.as_deref(), Some("idle_prompt"));
+    let Payload::SessionEnded(end) = payload("SessionEnd") else {
+        panic!("not an end")
+    };
+    assert_eq!(end.reason.as_deref(), Some("prompt_input_exit"));
+}
+
+#[test]
+fn every_captured_record_line_reads_and_names_its_session() {
+    let files = SCENARIOS
+        .iter()
+        .map(|s| (*s, "record.jsonl"))
+        .chain([("kill", "record-after-resume.jsonl")]);
+    for (scenario, file) in files {
+        for (n, line) in lines(scenario, file).iter().enumerate() {
+            let bad = line
+                .items
+                .iter()
+                .find(|i| matches!(i, RecordItem::Unrecognized { .. }));
+            assert!(bad.is_none(), "{scenario}/{file}:{n}: {bad:?}");
+            assert!(
+                line.uuid.is_some() && line.time_unix_ns.is_some(),
+                "{scenario}:{n}"
+            );
+        }
+        let text = fixture(scenario, file);
+        let first = text.lines().next().expect("a line").as_bytes();
+        let at = RecordAt {
+            path: String::new(),
+            offset: 0,
+        };
+        assert_eq!(
+            QwenCode.read_marked(first, &at).1,
+            Some(QwenCode.line_session(first))
+        );
+    }
+}
+
+#[test]
+fn usage_is_each_calls_once_with_the_cached_part_out_of_the_input() {
+    // The scripted model sent call n: prompt 1000+17n (cached 100+5n
+    // included), completion 20+3n (reasoning n included).
+    let usage: Vec<_> = items("two-turns")
+        .into_iter()
+        .filter_map(|i| match i {
+            RecordItem::Usage(u) => Some(u),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(usage.len(), 4);
+    for (u, n) in usage.iter().zip(1u64..) {
+        assert_eq!(u.input_tokens, Some(1000 + 17 * n - (100 + 5 * n)));
+        assert_eq!(u.cache_read_tokens, Some(100 + 5 * n));
+        assert_eq!(u.output_tokens, Some(20 + 3 * n));
+        assert_eq!(u.reasoning_tokens, Some(n));
+        assert_eq!(u.model.as_deref(), Some("harnery-e2e-model"));
+        assert!(u.message_id.is_some());
+    }
+}
+
+#[test]
+fn the_record_says_the_prompt_the_hook_said() {
+    let said: Vec<String> = items("two-turns")
+        .into_iter()
+        .filter_map(|i| match i {
+            RecordItem::UserMessage(m) => m.text,
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        said,
+        ["please run the greeting", "FAIL: now the missing dir"]
+    );
+}
+
+#[test]
+fn a_killed_call_is_started_and_never_finished_in_the_record() {
+    let all = items("kill");
+    assert!(all.iter().any(|i| matches!(i, RecordItem::ToolStarted(_))));
+    assert!(!all.iter().any(|i| matches!(i, RecordItem::ToolFinished(_))));
+}
+
+#[test]
+fn a_refused_call_finishes_unsuccessfully_without_an_exit_code() {
+    let finished = items("refused-call").into_iter().find_map(|i| match i {
+        RecordItem::ToolFinished(r) => Some((r.success, r.exit_code)),
+        _ => None,
+    });
+    assert_eq!(finished, Some((Some(false), None)));
+}
+
+#[test]
+fn the_record_is_trusted_only_in_its_own_place() {
+    use crate::agents::record::place::check_shape;
+    let id = "41cafee8-2965-48c4-8ac0-23ed7812947c";
+    let ok = format!("/home/u/.qwen/projects/-work-p/chats/{id}.jsonl");
+    let check = |p: &str| check_shape(AdapterId::QwenCode, id, RecordRole::Session, Path::new(p));
+    assert!(check(&ok).is_ok());
+    for bad in [
+        format!("/home/u/.qwen/projects/-work-p/{id}.jsonl"),
+        format!("/home/u/.qwen/projects/-work-p/chats/other.jsonl"),
+        format!("/home/u/.qwen/projects/.hidden/chats/{id}.jsonl"),
+        format!("/home/u/.qwen/projects/-work-p/chats/../chats/{id}.jsonl"),
+        "/etc/passwd".to_string(),
+    ] {
+        assert!(check(&bad).is_err(), "{bad}");
+    }
+    let agent = check_shape(
+        AdapterId::QwenCode,
+        id,
+        RecordRole::Subagent("a1"),
+        Path::new(&ok),
+    );
+    assert!(agent.is_err());
+}
+
+#[test]
+fn recorded_sessions_are_the_chats_under_projects() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let chats = dir.path().join("projects/-work-p/chats");
+    std::fs::create_dir_all(&chats).expect("mkdir");
+    std::fs::write(chats.join("s-1.jsonl"), "{}\n").expect("write");
+    std::fs::write(chats.join("s-1.runtime.json"), "{}").expect("write");
+    std::fs::write(chats.join("../not-a-chat.jsonl"), "{}").expect("write");
+    let found: Vec<String> = QwenCode
+        .recorded_sessions(dir.path())
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    assert_eq!(found, ["s-1"]);
+}
