@@ -194,6 +194,9 @@ needle = "nonexistent-harnery" if scenario == "failing" else "hello-from-harnery
 sessions = [json.loads(l) for l in harnery("sessions", "--json").splitlines()]
 if [s["session"]["adapter"] for s in sessions] != ["qwen-code"]: problems.append(f"sessions {sessions}")
 sid = sessions[0]["session"]["session_id"] if sessions else "?"
+# A clean run is evidence: every signal understood, every span closed natively.
+eligibility = sessions[0].get("eligibility", {}) if sessions else {}
+if scenario != "kill" and eligibility.get("class") != "eligible": problems.append(f"eligibility {eligibility}")
 if sid[:8] not in harnery("search", needle): problems.append(f"search {needle} does not find {sid}")
 loop = open(f"{d}/loop.log").read() if os.path.exists(f"{d}/loop.log") else ""
 if "exited" in loop or "names session" in loop: problems.append("loop: " + loop[-300:])

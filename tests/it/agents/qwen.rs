@@ -208,6 +208,8 @@ fn a_shell_call_is_one_span_joined_to_the_record_and_found_by_search() {
     let sessions = capture.harnery(&["sessions", "--json"]);
     let row: Value = serde_json::from_str(sessions.lines().next().unwrap()).unwrap();
     assert_eq!(row["session"]["adapter"], "qwen-code");
+    // Every signal understood, every span closed by the client.
+    assert_eq!(row["eligibility"]["class"], "eligible", "{row}");
     let found = capture.harnery(&["search", "hello-from-harnery-e2e"]);
     assert!(found.contains("41cafee8"), "{found}");
 }

@@ -19,10 +19,13 @@
 //!   none.
 //! - `MessageDisplay` names its text `displayed_text` and its end
 //!   `is_final`; `StopFailure` is a turn that ended in an error.
-//! - Events harnery has no neutral payload for (`InstructionsLoaded`,
-//!   `UserPromptExpansion`, `SessionDelete`, `PermissionDenied`,
-//!   `TodoCreated`, `TodoCompleted`) are kept as unrecognized signals, as
-//!   Claude Code's are.
+//! - The events harnery has no payload of their own for are notices:
+//!   [`Notification`] with the event's name as its kind and its subject as
+//!   the message (`InstructionsLoaded`: the file; `UserPromptExpansion`:
+//!   the command; `SessionDelete`: the deleted session; `PermissionDenied`:
+//!   the tool and why; `TodoCreated`, `TodoCompleted`: the item). They are
+//!   understood, so they do not make a session audit-only as an
+//!   unrecognized signal would (`InstructionsLoaded` opens every run).
 //!
 //! Stateless: one payload in, one [`Normalized`] out; [`convert`] is the
 //! one place that turns the wire into harnery's terms.
@@ -94,6 +97,14 @@ struct Wire<'a> {
     trigger: Option<Value>,
     #[serde(default, borrow, deserialize_with = "optional_str")]
     compact_summary: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "optional_str")]
+    file_path: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "optional_str")]
+    command_name: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "optional_str")]
+    deleted_session_id: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "optional_str")]
+    todo_content: Option<Cow<'a, str>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -237,9 +248,36 @@ fn lifecycle(event: &str, wire: &mut Wire) -> SignalKind {
             summary: owned(&wire.compact_summary),
         }),
         "" => return SignalKind::unrecognized(event, "no hook_event_name"),
-        _ => return SignalKind::unrecognized(event, "unknown_event"),
+        _ => match notice(event, wire) {
+            Some(notice) => Payload::Notification(notice),
+            None => return SignalKind::unrecognized(event, "unknown_event"),
+        },
     };
     SignalKind::Lifecycle(payload)
+}
+
+/// An event of Qwen's that only tells something, as a notification of
+/// its own kind (see the module doc); `None` for an event Qwen 0.24.4
+/// does not have.
+fn notice(event: &str, wire: &Wire) -> Option<Notification> {
+    let message = match event {
+        "InstructionsLoaded" => owned(&wire.file_path),
+        "UserPromptExpansion" => owned(&wire.command_name),
+        "SessionDelete" => owned(&wire.deleted_session_id),
+        "PermissionDenied" => {
+            let tool = owned(&wire.tool_name).unwrap_or_default();
+            Some(match owned(&wire.reason) {
+                Some(why) => format!("{tool}: {why}"),
+                None => tool,
+            })
+        }
+        "TodoCreated" | "TodoCompleted" => owned(&wire.todo_content),
+        _ => return None,
+    };
+    Some(Notification {
+        kind: Some(event.to_string()),
+        message,
+    })
 }
 
 /// The call id of a tool event: the model's (`tool_call_id`), which the

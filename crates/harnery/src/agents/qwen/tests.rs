@@ -65,18 +65,39 @@ fn items(scenario: &str) -> Vec<RecordItem> {
 }
 
 #[test]
-fn every_captured_payload_reads_and_only_instructions_loaded_has_no_payload_of_its_own() {
+fn every_captured_payload_is_understood_with_the_clients_time() {
     for scenario in SCENARIOS {
         for (event, n) in signals(scenario) {
             let unrecognized = matches!(n.kind, SignalKind::Unrecognized(_));
-            assert_eq!(
-                unrecognized,
-                event == "InstructionsLoaded",
-                "{scenario} {event}"
-            );
+            assert!(!unrecognized, "{scenario} {event}: {:?}", n.kind);
             assert_eq!(n.time_source, TimeSource::Agent, "{scenario} {event}");
         }
     }
+}
+
+#[test]
+fn an_event_without_a_payload_of_its_own_is_a_notice_of_its_kind() {
+    let (_, loaded) = signals("basic").remove(0);
+    let SignalKind::Lifecycle(Payload::Notification(notice)) = loaded.kind else {
+        panic!("not a notice: {:?}", loaded.kind)
+    };
+    assert_eq!(notice.kind.as_deref(), Some("InstructionsLoaded"));
+    assert!(
+        notice
+            .message
+            .is_some_and(|m| m.ends_with("/output-language.md"))
+    );
+    let denied = r#"{"hook_event_name":"PermissionDenied","tool_name":"run_shell_command",
+        "reason":"user said no","session_id":"s"}"#;
+    let SignalKind::Lifecycle(Payload::Notification(notice)) = hook(denied).0.kind else {
+        panic!("not a notice")
+    };
+    assert_eq!(
+        notice.message.as_deref(),
+        Some("run_shell_command: user said no")
+    );
+    let unknown = hook(r#"{"hook_event_name":"CwdChanged","session_id":"s"}"#).0;
+    assert!(matches!(unknown.kind, SignalKind::Unrecognized(_)));
 }
 
 #[test]
