@@ -134,14 +134,25 @@ scenario_kill() {
       OPENAI_BASE_URL="http://127.0.0.1:$PORT/v1" OPENAI_API_KEY=dummy-e2e OPENAI_MODEL=harnery-e2e-model \
       QWEN_CODE_SUPPRESS_YOLO_WARNING=1 \
       "$NODE" "$QWEN_JS" --approval-mode yolo "SLOW: wait a while" > "$D/stdout" 2> "$D/stderr" ) &
-  local group=$!
+  local group=$! tool=
+  # Qwen runs a plain command itself (no shell: `sleep 30`, the comment
+  # dropped) in a process group of its own: find it as the client's child.
   for _ in $(seq 300); do
-    grep -qx PreToolUse "$D/fired.txt" 2>/dev/null && pgrep -g "$group" -x sleep > /dev/null && break
+    for p in $(pgrep -g "$group" || true); do
+      tool=$(pgrep -P "$p" -x sleep | head -1 || true)
+      [[ -z "$tool" ]] || break
+    done
+    grep -qx PreToolUse "$D/fired.txt" 2>/dev/null && [[ -n "$tool" ]] && break
     sleep 0.1
   done
   sleep 0.5
+  if [[ -z "$tool" ]]; then
+    echo "the shell call never started" >> "$D/loop.log"
+  fi
   kill -KILL -- "-$group" 2>/dev/null || true
   wait "$group" 2>/dev/null || true
+  # The call's own group outlives the client; it is ours to end too.
+  [[ -z "$tool" ]] || kill -KILL -- "-$(ps -o pgid= -p "$tool" | tr -d ' ')" 2>/dev/null || true
   id=$(session_of "$D")
   # Taken up again as harnery names it: the client's own `qwen --resume <id>`.
   named=$(HARNERY_HOME="$D/hh" "$HARNERY" sessions --json | python3 -c '
@@ -199,7 +210,7 @@ eligibility = sessions[0].get("eligibility", {}) if sessions else {}
 if scenario != "kill" and eligibility.get("class") != "eligible": problems.append(f"eligibility {eligibility}")
 if sid[:8] not in harnery("search", needle): problems.append(f"search {needle} does not find {sid}")
 loop = open(f"{d}/loop.log").read() if os.path.exists(f"{d}/loop.log") else ""
-if "exited" in loop or "names session" in loop: problems.append("loop: " + loop[-300:])
+if any(w in loop for w in ("exited", "names session", "never started")): problems.append("loop: " + loop[-300:])
 spans = kinds["tool.requested"]
 print(f"qwen-code {scenario}: " + ("FAIL " + "; ".join(problems) if problems else
       f"OK ({sum(fired.values())} hooks, {spans} spans, {sum(want.values())} tokens, session {sid[:8]})"))
