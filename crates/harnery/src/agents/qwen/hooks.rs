@@ -14,9 +14,8 @@
 //! - `UserPromptSubmit` fires for the user's prompt (with `prompt` and
 //!   `submitted_prompt`) and again, inside the same turn (same
 //!   `prompt_id`), each time tool results go back to the model: `prompt` is
-//!   empty and `submitted_prompt` absent. That second kind is kept as a
-//!   prompt signal without text; since its turn is already open it starts
-//!   none.
+//!   empty and `submitted_prompt` absent. That second kind is no prompt of
+//!   the user's: it is a notice (kind `UserPromptSubmit`) in the open turn.
 //! - `MessageDisplay` names its text `displayed_text` and its end
 //!   `is_final`; `StopFailure` is a turn that ended in an error.
 //! - The events harnery has no payload of their own for are notices:
@@ -187,7 +186,16 @@ fn kind_of(event: &str, wire: &mut Wire) -> SignalKind {
         "SessionEnd" => SignalKind::SessionEnded(SessionEnded {
             reason: owned(&wire.reason),
         }),
-        "UserPromptSubmit" => SignalKind::PromptSubmitted(prompt(wire)),
+        "UserPromptSubmit" if is_continuation(wire) => {
+            SignalKind::Lifecycle(Payload::Notification(Notification {
+                kind: Some(event.to_string()),
+                message: Some("tool results sent back to the model".to_string()),
+            }))
+        }
+        "UserPromptSubmit" => SignalKind::PromptSubmitted(PromptSubmitted {
+            prompt: owned(&wire.prompt),
+            transformed: false,
+        }),
         "Stop" => SignalKind::TurnEnded(TurnEnd {
             stop_reason: Some("stop".to_string()),
             running_agents: Vec::new(),
@@ -207,19 +215,10 @@ fn kind_of(event: &str, wire: &mut Wire) -> SignalKind {
     }
 }
 
-/// The user's prompt; a continuation (tool results going back to the
-/// model) has no `submitted_prompt` and an empty `prompt`, and keeps no
-/// text.
-fn prompt(wire: &Wire) -> PromptSubmitted {
-    let continuation = wire.submitted_prompt.is_none() && wire.prompt.as_deref() == Some("");
-    PromptSubmitted {
-        prompt: if continuation {
-            None
-        } else {
-            owned(&wire.prompt)
-        },
-        transformed: false,
-    }
+/// Qwen's second `UserPromptSubmit` of a turn: the tool results going
+/// back to the model, with an empty `prompt` and no `submitted_prompt`.
+fn is_continuation(wire: &Wire) -> bool {
+    wire.submitted_prompt.is_none() && wire.prompt.as_deref() == Some("")
 }
 
 fn lifecycle(event: &str, wire: &mut Wire) -> SignalKind {

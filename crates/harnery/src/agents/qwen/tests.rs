@@ -178,17 +178,22 @@ fn a_failed_shell_call_is_a_failure_with_its_exit_code() {
 }
 
 #[test]
-fn the_prompt_is_kept_and_the_continuation_in_its_turn_has_no_text() {
-    let prompts: Vec<(Option<String>, Option<String>)> = signals("two-turns")
+fn the_prompt_is_kept_and_the_continuation_in_its_turn_is_a_notice() {
+    let submitted: Vec<(Option<String>, Option<String>)> = signals("two-turns")
         .into_iter()
-        .filter_map(|(_, n)| match n.kind {
-            SignalKind::PromptSubmitted(p) => Some((p.prompt, n.native_turn_id)),
-            _ => None,
+        .filter(|(event, _)| event == "UserPromptSubmit")
+        .map(|(_, n)| match n.kind {
+            SignalKind::PromptSubmitted(p) => (p.prompt, n.native_turn_id),
+            SignalKind::Lifecycle(Payload::Notification(notice)) => {
+                assert_eq!(notice.kind.as_deref(), Some("UserPromptSubmit"));
+                (None, n.native_turn_id)
+            }
+            other => panic!("{other:?}"),
         })
         .collect();
     let turn = |n: u8| Some(format!("42d177f2-9d2d-4ff7-8163-18b1ad95b49b########{n}"));
     assert_eq!(
-        prompts,
+        submitted,
         vec![
             (Some("please run the greeting".into()), turn(0)),
             (None, turn(0)),
