@@ -271,3 +271,90 @@ fn a_killed_call_is_closed_by_recovery_when_the_session_is_resumed() {
         .collect();
     assert_eq!(killed.len(), 1, "{events:#?}");
 }
+
+/// `harnery install|uninstall qwen-code` in the user scope: where
+/// `QWEN_HOME` says, on the settings file the real client wrote (its own
+/// hooks on all 22 events it accepted, and the `$version` it adds).
+fn install(user: &Path, qwen: &Path, args: &[&str]) -> String {
+    let hook = assert_cmd::cargo::cargo_bin("harnery-hook");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_harnery"))
+        .args(args)
+        .args(["--hook-bin", hook.to_str().unwrap()])
+        .env_clear()
+        .env("HOME", user)
+        .env("QWEN_HOME", qwen)
+        .env("PATH", "/usr/bin:/bin")
+        .current_dir(user)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+    stdout(&out)
+}
+
+#[test]
+fn install_adds_harnery_beside_the_clients_hooks_on_every_event_and_uninstall_takes_it_out() {
+    let user = tempfile::tempdir().unwrap();
+    let qwen = user.path().join("elsewhere");
+    std::fs::create_dir_all(&qwen).unwrap();
+    let settings = qwen.join("settings.json");
+    let written =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/qwen-code/settings.json");
+    std::fs::copy(&written, &settings).unwrap();
+    let before: Value = serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+
+    let dry = install(user.path(), &qwen, &["install", "qwen-code", "--dry-run"]);
+    assert!(dry.contains("$QWEN_HOME is set"), "{dry}");
+    assert_eq!(
+        std::fs::read_to_string(&settings).unwrap(),
+        std::fs::read_to_string(&written).unwrap()
+    );
+
+    install(user.path(), &qwen, &["install", "qwen-code"]);
+    let after: Value = serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    assert_eq!(after["$version"], 4);
+    let events: Vec<&String> = after["hooks"].as_object().unwrap().keys().collect();
+    let theirs: Vec<&String> = before["hooks"].as_object().unwrap().keys().collect();
+    assert_eq!(
+        events, theirs,
+        "harnery installs exactly the events the client accepted"
+    );
+    for (event, groups) in after["hooks"].as_object().unwrap() {
+        let groups = groups.as_array().unwrap();
+        assert_eq!(
+            groups[0], before["hooks"][event][0],
+            "{event}: the client's hook first"
+        );
+        let ours = groups[1]["hooks"][0]["command"].as_str().unwrap();
+        assert!(
+            ours.ends_with(&format!("harnery-hook' qwen-code {event}")),
+            "{ours}"
+        );
+    }
+    let backups = std::fs::read_dir(&qwen)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .contains("harnery-backup")
+        })
+        .count();
+    assert_eq!(backups, 1);
+
+    let once = std::fs::read(&settings).unwrap();
+    install(user.path(), &qwen, &["install", "qwen-code"]);
+    assert_eq!(
+        std::fs::read(&settings).unwrap(),
+        once,
+        "installing twice is installing once"
+    );
+
+    install(user.path(), &qwen, &["uninstall", "qwen-code"]);
+    let undone: Value = serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    assert_eq!(undone, before);
+    assert!(
+        !user.path().join(".qwen").exists(),
+        "nothing written where QWEN_HOME does not point"
+    );
+}
