@@ -22,7 +22,6 @@
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::agents::copilot::record::uncached_input;
 use crate::agents::record::{
     LineMark, RecordItem, RecordLine, RecordedCall, RecordedResult, parse_frame, time_ns,
 };
@@ -221,11 +220,9 @@ fn usage(frame: &Frame, raw: &Json, at: &RecordAt) -> Result<RecordItem, String>
         record: at.clone(),
         message_id: frame.uuid.clone(),
         model: frame.model.clone(),
-        input_tokens: uncached_input(
-            wire.prompt_token_count,
-            wire.cached_content_token_count,
-            None,
-        ),
+        input_tokens: wire
+            .prompt_token_count
+            .map(|n| n.saturating_sub(wire.cached_content_token_count.unwrap_or(0))),
         output_tokens: wire.candidates_token_count,
         cache_read_tokens: wire.cached_content_token_count,
         cache_write_tokens: None,

@@ -327,7 +327,7 @@ fn the_record_is_trusted_only_in_its_own_place() {
     assert!(check(&ok).is_ok());
     for bad in [
         format!("/home/u/.qwen/projects/-work-p/{id}.jsonl"),
-        format!("/home/u/.qwen/projects/-work-p/chats/other.jsonl"),
+        "/home/u/.qwen/projects/-work-p/chats/other.jsonl".to_string(),
         format!("/home/u/.qwen/projects/.hidden/chats/{id}.jsonl"),
         format!("/home/u/.qwen/projects/-work-p/chats/../chats/{id}.jsonl"),
         "/etc/passwd".to_string(),
