@@ -137,19 +137,20 @@ fn count(events: &[String]) -> BTreeMap<String, (i64, i64)> {
 }
 
 /// The record's own token totals: (uncached input, output, cache reads,
-/// reasoning), each model call once (its assistant line).
+/// reasoning), each model call once, as its `api_response` telemetry line
+/// reports it (the main agent's calls and its subagents').
 fn record_tokens(path: &Path) -> [u64; 4] {
     let mut t = [0; 4];
     for line in json_lines(path) {
-        let u = &line["usageMetadata"];
-        if line["type"] != "assistant" || !u.is_object() {
+        let u = &line["systemPayload"]["uiEvent"];
+        if u["event.name"] != "qwen-code.api_response" {
             continue;
         }
         let n = |k: &str| u[k].as_u64().unwrap_or(0);
-        t[0] += n("promptTokenCount") - n("cachedContentTokenCount");
-        t[1] += n("candidatesTokenCount");
-        t[2] += n("cachedContentTokenCount");
-        t[3] += n("thoughtsTokenCount");
+        t[0] += n("input_token_count") - n("cached_content_token_count");
+        t[1] += n("output_token_count");
+        t[2] += n("cached_content_token_count");
+        t[3] += n("thoughts_token_count");
     }
     t
 }
@@ -245,6 +246,36 @@ fn a_call_refused_before_it_ran_is_a_span_the_batch_alone_reports() {
         requested[0]["payload"]["recovery"].is_object(),
         "{requested:?}"
     );
+}
+
+#[test]
+fn a_subagents_calls_and_tokens_are_the_sessions() {
+    let (capture, events) = run("subagent");
+    // Qwen's own per-call ledger agrees with the record's telemetry.
+    let mut ledger = [0; 4];
+    for v in json_lines(&fixtures("subagent").join("token-usage.jsonl")) {
+        let n = |k: &str| v[k].as_u64().unwrap();
+        let cached = n("cachedTokens");
+        let call = [
+            n("inputTokens") - cached,
+            n("outputTokens"),
+            cached,
+            n("thoughtsTokens"),
+        ];
+        ledger.iter_mut().zip(call).for_each(|(sum, x)| *sum += x);
+    }
+    assert_eq!(record_tokens(&capture.record), ledger);
+    let by_agent: Vec<&Value> = of_type(&events, "tool.completed")
+        .into_iter()
+        .map(|e| &e["agent_id"])
+        .collect();
+    assert_eq!(by_agent.len(), 2);
+    assert!(
+        by_agent.contains(&&Value::from("general-purpose-call_harnery_1")),
+        "{by_agent:?}"
+    );
+    assert_eq!(of_type(&events, "subagent.started").len(), 1);
+    assert_eq!(of_type(&events, "subagent.stopped").len(), 1);
 }
 
 #[test]

@@ -161,14 +161,21 @@ fn convert(mut wire: Wire, received_unix_ns: i64) -> Normalized {
         .as_deref()
         .and_then(crate::clock::parse_rfc3339_ns);
     let name = wire.hook_event_name.take();
-    let kind = kind_of(name.as_deref().unwrap_or(""), &mut wire);
+    let event = name.as_deref().unwrap_or("");
+    // A subagent's start and stop are the parent's words about it; its
+    // own tool events carry its `agent_id`.
+    let agent_id = match event {
+        "SubagentStart" | "SubagentStop" => None,
+        _ => owned(&wire.agent_id),
+    };
+    let kind = kind_of(event, &mut wire);
     Normalized {
         time_unix_ns: agent_time.unwrap_or(received_unix_ns),
         time_source: match agent_time {
             Some(_) => TimeSource::Agent,
             None => TimeSource::Received,
         },
-        agent_id: None,
+        agent_id,
         native_turn_id: owned(&wire.prompt_id),
         delivery_key: None,
         kind,

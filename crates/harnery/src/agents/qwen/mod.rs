@@ -13,6 +13,7 @@
 
 pub(crate) mod hooks;
 pub(crate) mod record;
+mod telemetry;
 
 use std::path::{Path, PathBuf};
 

@@ -9,19 +9,20 @@
 //! - `assistant`: `text` parts are the message, `thought` parts reasoning,
 //!   each `functionCall` a [`RecordItem::ToolStarted`] (its `id` is the
 //!   model's call id, the hooks' `tool_call_id`); `usageMetadata` is the
-//!   call's usage (see [`usage`]).
+//!   call's usage (see [`usage`]), keyed by the line's parent: the
+//!   telemetry line that reported the same call first.
 //! - `tool_result`: each `functionResponse` is a [`RecordItem::ToolFinished`];
 //!   `toolCallResult` says whether it succeeded and, for the shell tool,
 //!   its exit code.
-//! - `system`: telemetry and snapshots. `ui_telemetry` repeats each model
-//!   call's usage and each tool call's outcome, so it is read as nothing (a
-//!   call is counted once, from its assistant line).
+//! - `system`: snapshots, and the `ui_telemetry` that reports every model
+//!   call and every subagent's tool call (see [`super::telemetry`]).
 //!
 //! Stateless: one line in, its items out.
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::telemetry::{self, SystemPayload, uncached};
 use crate::agents::record::{
     LineMark, RecordItem, RecordLine, RecordedCall, RecordedResult, parse_frame, time_ns,
 };
@@ -44,6 +45,7 @@ struct Frame {
     cwd: Option<String>,
     version: Option<String>,
     model: Option<String>,
+    system_payload: Option<SystemPayload>,
     message: Option<Message>,
     #[serde(default, deserialize_with = "raw_json")]
     usage_metadata: Option<Json>,
@@ -111,7 +113,10 @@ pub(crate) fn read_marked(
             Err(reason) => vec![RecordItem::Unrecognized { reason }],
         },
         Some("tool_result") => tool_results(&frame),
-        Some("system") => Vec::new(),
+        Some("system") => match &frame.system_payload {
+            Some(payload) => telemetry::items(payload, frame.uuid.as_deref(), at),
+            None => Vec::new(),
+        },
         Some(kind) => vec![unrecognized(format!("unknown line type {kind:?}"))],
         None => vec![unrecognized("line without a type".into())],
     };
@@ -212,17 +217,17 @@ fn call(part: &Part) -> Option<RecordedCall> {
 /// Gemini's names: `promptTokenCount` is the whole prompt, its cached part
 /// included (`cachedContentTokenCount`); `candidatesTokenCount` is the
 /// output, reasoning (`thoughtsTokenCount`) included. The ledger's input is
-/// the uncached part; the figures as written are kept in `raw`.
+/// the uncached part; the figures as written are kept in `raw`. Keyed by
+/// the line's parent, the `api_response` telemetry line of the same call
+/// (see [`super::telemetry`]): of the two, the finalizer keeps the first.
 fn usage(frame: &Frame, raw: &Json, at: &RecordAt) -> Result<RecordItem, String> {
     let wire: UsageWire = serde_json::from_str(raw.as_str())
         .map_err(|e| format!("usageMetadata in no known shape: {e}"))?;
     Ok(RecordItem::Usage(UsageReported {
         record: at.clone(),
-        message_id: frame.uuid.clone(),
+        message_id: frame.parent_uuid.clone(),
         model: frame.model.clone(),
-        input_tokens: wire
-            .prompt_token_count
-            .map(|n| n.saturating_sub(wire.cached_content_token_count.unwrap_or(0))),
+        input_tokens: uncached(wire.prompt_token_count, wire.cached_content_token_count),
         output_tokens: wire.candidates_token_count,
         cache_read_tokens: wire.cached_content_token_count,
         cache_write_tokens: None,

@@ -8,7 +8,8 @@ use crate::agents::record::RecordItem;
 use crate::agents::signal::SignalKind;
 use crate::contract::{Outcome, Payload, TimeSource};
 
-const SCENARIOS: [&str; 6] = [
+const SCENARIOS: [&str; 7] = [
+    "subagent",
     "basic",
     "failing",
     "two-turns",
@@ -265,17 +266,24 @@ fn every_captured_record_line_reads_and_names_its_session() {
     }
 }
 
-#[test]
-fn usage_is_each_calls_once_with_the_cached_part_out_of_the_input() {
-    // The scripted model sent call n: prompt 1000+17n (cached 100+5n
-    // included), completion 20+3n (reasoning n included).
-    let usage: Vec<_> = items("two-turns")
+/// The record's usage as the finalizer keeps it: the first per message id.
+fn calls(scenario: &str) -> Vec<crate::contract::UsageReported> {
+    let mut seen = std::collections::BTreeSet::new();
+    items(scenario)
         .into_iter()
         .filter_map(|i| match i {
             RecordItem::Usage(u) => Some(u),
             _ => None,
         })
-        .collect();
+        .filter(|u| seen.insert(u.message_id.clone().expect("every usage has an id")))
+        .collect()
+}
+
+#[test]
+fn usage_is_each_calls_once_with_the_cached_part_out_of_the_input() {
+    // The scripted model sent call n: prompt 1000+17n (cached 100+5n
+    // included), completion 20+3n (reasoning n included).
+    let usage = calls("two-turns");
     assert_eq!(usage.len(), 4);
     for (u, n) in usage.iter().zip(1u64..) {
         assert_eq!(u.input_tokens, Some(1000 + 17 * n - (100 + 5 * n)));
@@ -283,8 +291,79 @@ fn usage_is_each_calls_once_with_the_cached_part_out_of_the_input() {
         assert_eq!(u.output_tokens, Some(20 + 3 * n));
         assert_eq!(u.reasoning_tokens, Some(n));
         assert_eq!(u.model.as_deref(), Some("harnery-e2e-model"));
-        assert!(u.message_id.is_some());
+        assert!(u.duration_ms.is_some(), "the telemetry line's, read first");
     }
+}
+
+#[test]
+fn a_subagents_calls_count_as_the_clients_own_usage_ledger_counts_them() {
+    // Qwen's own per-call ledger (`usage/token-usage-<month>.jsonl`): the
+    // main agent's two calls and the subagent's two.
+    let ledger: Vec<[u64; 4]> = fixture("subagent", "token-usage.jsonl")
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("a ledger line");
+            let n = |k: &str| v[k].as_u64().expect(k);
+            let cached = n("cachedTokens");
+            [
+                n("inputTokens") - cached,
+                n("outputTokens"),
+                cached,
+                n("thoughtsTokens"),
+            ]
+        })
+        .collect();
+    assert_eq!(ledger.len(), 4);
+    let read: Vec<[u64; 4]> = calls("subagent")
+        .iter()
+        .map(|u| {
+            let n = |t: Option<u64>| t.expect("a figure");
+            [
+                n(u.input_tokens),
+                n(u.output_tokens),
+                n(u.cache_read_tokens),
+                n(u.reasoning_tokens),
+            ]
+        })
+        .collect();
+    assert_eq!(read, ledger);
+}
+
+#[test]
+fn a_subagents_tool_call_is_recorded_with_the_id_its_hooks_name() {
+    let hooked: Vec<(Option<String>, Option<String>)> = signals("subagent")
+        .into_iter()
+        .filter_map(|(_, n)| match n.kind {
+            SignalKind::ToolRequested(call) => Some((call.call_id, n.agent_id)),
+            _ => None,
+        })
+        .collect();
+    let agent = Some("general-purpose-call_harnery_1".to_string());
+    assert_eq!(
+        hooked,
+        vec![
+            (Some("call_harnery_1".into()), None),
+            (Some("call_harnery_2".into()), agent)
+        ]
+    );
+    let recorded: Vec<(String, bool)> = items("subagent")
+        .into_iter()
+        .filter_map(|i| match i {
+            RecordItem::ToolStarted(c) => Some((c.tool_call_id, false)),
+            RecordItem::ToolFinished(r) => Some((r.tool_call_id, true)),
+            _ => None,
+        })
+        .collect();
+    let want = |id: &str, done| (id.to_string(), done);
+    assert_eq!(
+        recorded,
+        vec![
+            want("call_harnery_1", false),
+            want("call_harnery_2", false),
+            want("call_harnery_2", true),
+            want("call_harnery_1", true),
+        ]
+    );
 }
 
 #[test]
