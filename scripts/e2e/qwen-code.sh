@@ -10,12 +10,16 @@
 #   kill       SIGKILL to the client while its shell call sleeps, then the
 #              session taken up again with the command `harnery` gives
 #              for it (`qwen --resume <id>`)
+#   subagent   the model delegates the shell call to a subagent (the
+#              `agent` tool, in the foreground)
 # Beside harnery's hooks, a counting hook on every event notes what the
 # client fired. Each scenario must show: every fired hook in the ledger
 # exactly once, every tool span closed (the killed one by recovery), the
 # record joined with no record.problem, tokens by kind equal to the
-# client's own record, `search` finding the tool's output, the session
-# listed as qwen-code (sessions and serve), no failed finalize in the loop.
+# client's own per-call usage ledger ($QWEN_HOME/usage/token-usage-*.jsonl),
+# `search` finding the tool's output, the session listed as qwen-code
+# (sessions and serve) and, but for the kill, eligible as evidence, no
+# failed finalize in the loop.
 # Prints `qwen-code <scenario>: OK` or `qwen-code <scenario>: FAIL <why>`
 # per scenario; exits 0 only when all pass.
 #
@@ -124,6 +128,7 @@ scenario_two-turns() {
   qwen "$1" "please run the greeting" > "$1/stdout" 2> "$1/stderr"
   qwen "$1" --continue "FAIL: now the missing dir" >> "$1/stdout" 2>> "$1/stderr"
 }
+scenario_subagent() { qwen "$1" "AGENT: delegate the greeting" > "$1/stdout" 2> "$1/stderr"; }
 scenario_kill() {
   local D="$1" id named
   # Its own process group (setsid execs in place: a background subshell
@@ -187,24 +192,28 @@ if kinds["tool.requested"] != kinds["tool.completed"] or not kinds["tool.request
 recovered = [e for e in events if e["type"] == "tool.completed" and e["payload"].get("recovery")]
 if scenario == "kill" and len(recovered) != 1: problems.append(f"{len(recovered)} spans closed by recovery, not 1")
 if scenario != "kill" and recovered: problems.append(f"{len(recovered)} spans closed by recovery")
+if scenario == "subagent" and not any(e.get("agent_id") for e in events if e["type"] == "tool.completed"):
+    problems.append("no span of the subagent's")
 unjoined = [e for e in events if e["type"] == "tool.recorded" and not e["payload"].get("span_request_event_id")]
 if unjoined: problems.append(f"{len(unjoined)} recorded calls not joined to a hook span")
-record = [json.loads(l) for f in glob.glob(f"{d}/home/.qwen/projects/*/chats/*.jsonl") for l in open(f)]
+# Qwen's own ledger of model calls, one line per call (the main agent's and
+# its subagents'), the session's by its id.
+sid = os.path.basename(glob.glob(f"{d}/home/.qwen/projects/*/chats/*.jsonl")[0])[:-len(".jsonl")]
 want = collections.Counter()
-for line in record:
-    u = line.get("usageMetadata")
-    if line.get("type") != "assistant" or not u: continue
-    want["input"] += u.get("promptTokenCount", 0) - u.get("cachedContentTokenCount", 0)
-    want["output"] += u.get("candidatesTokenCount", 0)
-    want["cache_read"] += u.get("cachedContentTokenCount", 0)
-    want["reasoning"] += u.get("thoughtsTokenCount", 0)
+for f in glob.glob(f"{d}/home/.qwen/usage/token-usage-*.jsonl"):
+    for line in map(json.loads, open(f)):
+        if line.get("sessionId") != sid: continue
+        want["input"] += line["inputTokens"] - line["cachedTokens"]
+        want["output"] += line["outputTokens"]
+        want["cache_read"] += line["cachedTokens"]
+        want["reasoning"] += line["thoughtsTokens"]
 t = json.loads(harnery("usage", "--json"))["total"]["tokens"]
 got = collections.Counter({k: t.get(k) or 0 for k in want})
-if got != want or not want: problems.append(f"tokens {dict(got)}, the record's {dict(want)}")
+if got != want or not want: problems.append(f"tokens {dict(got)}, Qwen's usage ledger {dict(want)}")
 needle = "nonexistent-harnery" if scenario == "failing" else "hello-from-harnery-e2e"
 sessions = [json.loads(l) for l in harnery("sessions", "--json").splitlines()]
 if [s["session"]["adapter"] for s in sessions] != ["qwen-code"]: problems.append(f"sessions {sessions}")
-sid = sessions[0]["session"]["session_id"] if sessions else "?"
+if [s["session"]["session_id"] for s in sessions] != [sid]: problems.append(f"sessions {sessions}, the record {sid}")
 # A clean run is evidence: every signal understood, every span closed natively.
 eligibility = sessions[0].get("eligibility", {}) if sessions else {}
 if scenario != "kill" and eligibility.get("class") != "eligible": problems.append(f"eligibility {eligibility}")
@@ -252,7 +261,7 @@ PY
 }
 
 fail=0
-for scenario in basic failing two-turns kill; do
+for scenario in basic failing two-turns kill subagent; do
   D="$WORK/$scenario"
   install_hooks "$D"
   start_finalize_loop "$D"

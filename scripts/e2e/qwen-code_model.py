@@ -7,7 +7,9 @@ request it receives to <request log>, one JSON line each.
 
 Per main-loop request (one that offers tools):
   * when the last message is the user's prompt, one shell tool call whose
-    command depends on the prompt: "FAIL:" -> `ls /nonexistent-harnery`,
+    command depends on the prompt ("AGENT:" -> the `agent` tool, a
+    foreground general-purpose subagent told "please run the greeting"),
+    "FAIL:" -> `ls /nonexistent-harnery`,
     "SLOW:" -> `sleep 30  # intentional-sleep: ...` (Qwen refuses a bare
     sleep), anything else -> `echo hello-from-harnery-e2e`;
   * when the last message is a tool result, a text answer.
@@ -65,6 +67,9 @@ def answer(body):
     prompt = text_of(last.get("content"))
     if "SUGGESTION MODE" in prompt:
         return ("text", "harnery suggestion")
+    if "AGENT:" in prompt:
+        return ("tool", "agent", {"description": "run the greeting", "prompt": "please run the greeting",
+                                  "subagent_type": "general-purpose", "run_in_background": False})
     if "FAIL:" in prompt:
         command = "ls /nonexistent-harnery"
     elif "SLOW:" in prompt:
