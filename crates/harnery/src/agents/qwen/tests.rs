@@ -437,3 +437,16 @@ fn recorded_sessions_are_the_chats_under_projects() {
         .collect();
     assert_eq!(found, ["s-1"]);
 }
+
+#[test]
+fn a_payload_without_its_time_takes_the_receive_time_and_a_broken_one_is_kept() {
+    let untimed = hook(r#"{"hook_event_name":"Stop","session_id":"s","prompt_id":"p"}"#).0;
+    assert_eq!(
+        (untimed.time_unix_ns, untimed.time_source),
+        (7, TimeSource::Received)
+    );
+    assert!(matches!(untimed.kind, SignalKind::TurnEnded(_)));
+    let (broken, named) = hook(r#"{"hook_event_name":"Stop","#);
+    assert!(matches!(broken.kind, SignalKind::Unrecognized(_)));
+    assert_eq!(named, NamedRecord::Unread);
+}
