@@ -26,6 +26,41 @@ use crate::agents::record::{LineMark, NamedRecord, RecordLine};
 use crate::agents::signal::Normalized;
 use crate::contract::{AdapterId, RecordAt};
 
+/// The variable that moves Qwen's runtime output, its records included,
+/// out of its directory.
+const RUNTIME_VAR: &str = "QWEN_RUNTIME_DIR";
+
+/// Where Qwen writes its records: `runtime` (the value of
+/// [`RUNTIME_VAR`]) when it is an absolute path, else its directory
+/// `home`. (Qwen also takes a relative or `~` path there, and the setting
+/// `advanced.runtimeOutputDir`; those are not followed here.)
+fn runtime_dir(home: &Path, runtime: Option<std::ffi::OsString>) -> PathBuf {
+    runtime
+        .map(PathBuf::from)
+        .filter(|dir| dir.is_absolute())
+        .unwrap_or_else(|| home.to_path_buf())
+}
+
+/// `<projects>/<project>/chats/<id>.jsonl` for a plain id, with its
+/// modification time (names and times only).
+fn sessions_in(projects: &Path) -> Vec<(String, i64)> {
+    use crate::agents::record::listing::{entries, modified_ns};
+    let mut out = Vec::new();
+    for project in entries(projects).filter(|p| p.is_dir()) {
+        for file in entries(&project.join("chats")) {
+            let name = file.file_name().and_then(|n| n.to_str());
+            let Some(id) = name
+                .and_then(|n| n.strip_suffix(".jsonl"))
+                .filter(|id| is_plain_id(id))
+            else {
+                continue;
+            };
+            out.extend(modified_ns(&file).map(|t| (id.to_string(), t)));
+        }
+    }
+    out
+}
+
 /// Qwen Code, as an [`Adapter`].
 pub(crate) struct QwenCode;
 
@@ -135,25 +170,14 @@ impl Adapter for QwenCode {
             )),
         }
     }
+    /// `<runtime dir>/projects`: `$QWEN_RUNTIME_DIR` moves the records out
+    /// of Qwen's directory `home` (as `health` is run, in the user's
+    /// environment).
     fn records_dir(&self, home: &Path) -> PathBuf {
-        home.join("projects")
+        runtime_dir(home, std::env::var_os(RUNTIME_VAR)).join("projects")
     }
     fn recorded_sessions(&self, home: &Path) -> Vec<(String, i64)> {
-        use crate::agents::record::listing::{entries, modified_ns};
-        let mut out = Vec::new();
-        for project in entries(&self.records_dir(home)).filter(|p| p.is_dir()) {
-            for file in entries(&project.join("chats")) {
-                let name = file.file_name().and_then(|n| n.to_str());
-                let Some(id) = name
-                    .and_then(|n| n.strip_suffix(".jsonl"))
-                    .filter(|id| is_plain_id(id))
-                else {
-                    continue;
-                };
-                out.extend(modified_ns(&file).map(|t| (id.to_string(), t)));
-            }
-        }
-        out
+        sessions_in(&self.records_dir(home))
     }
     fn home(&self) -> AgentHome {
         AgentHome {

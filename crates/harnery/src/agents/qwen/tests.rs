@@ -430,8 +430,7 @@ fn recorded_sessions_are_the_chats_under_projects() {
     std::fs::write(chats.join("s-1.jsonl"), "{}\n").expect("write");
     std::fs::write(chats.join("s-1.runtime.json"), "{}").expect("write");
     std::fs::write(chats.join("../not-a-chat.jsonl"), "{}").expect("write");
-    let found: Vec<String> = QwenCode
-        .recorded_sessions(dir.path())
+    let found: Vec<String> = sessions_in(&dir.path().join("projects"))
         .into_iter()
         .map(|(id, _)| id)
         .collect();
@@ -449,4 +448,14 @@ fn a_payload_without_its_time_takes_the_receive_time_and_a_broken_one_is_kept() 
     let (broken, named) = hook(r#"{"hook_event_name":"Stop","#);
     assert!(matches!(broken.kind, SignalKind::Unrecognized(_)));
     assert_eq!(named, NamedRecord::Unread);
+}
+
+#[test]
+fn the_runtime_dir_moves_the_records_when_it_is_absolute() {
+    let home = Path::new("/u/.qwen");
+    let moved = |v: &str| runtime_dir(home, Some(v.into()));
+    assert_eq!(moved("/var/qwen"), Path::new("/var/qwen"));
+    assert_eq!(moved("relative"), home);
+    assert_eq!(moved(""), home);
+    assert_eq!(runtime_dir(home, None), home);
 }
