@@ -18,8 +18,8 @@
 # record joined with no record.problem, tokens by kind equal to the
 # client's own per-call usage ledger ($QWEN_HOME/usage/token-usage-*.jsonl),
 # `search` finding the tool's output, the session listed as qwen-code
-# (sessions and serve) and, but for the kill, eligible as evidence, no
-# failed finalize in the loop.
+# (sessions and serve) and, but for the kill, eligible as evidence, each
+# turn's tokens equal to the record's, no failed finalize in the loop.
 # Prints `qwen-code <scenario>: OK` or `qwen-code <scenario>: FAIL <why>`
 # per scenario; exits 0 only when all pass.
 #
@@ -210,6 +210,19 @@ for f in glob.glob(f"{d}/home/.qwen/usage/token-usage-*.jsonl"):
 t = json.loads(harnery("usage", "--json"))["total"]["tokens"]
 got = collections.Counter({k: t.get(k) or 0 for k in want})
 if got != want or not want: problems.append(f"tokens {dict(got)}, Qwen's usage ledger {dict(want)}")
+# Per turn (input + output, as receipts give a turn): the record's own
+# api_response telemetry, a subagent's call in the turn of the main
+# agent's prompt it ran under (its prompt_id is `<session>#<agent>#<n>`).
+turns, last = collections.Counter(), None
+for f in glob.glob(f"{d}/home/.qwen/projects/*/chats/*.jsonl"):
+    for line in map(json.loads, open(f)):
+        u = (line.get("systemPayload") or {}).get("uiEvent") or {}
+        if u.get("event.name") != "qwen-code.api_response": continue
+        if "########" in u.get("prompt_id", ""): last = u["prompt_id"]
+        turns[last] += u["input_token_count"] - u["cached_content_token_count"] + u["output_token_count"]
+receipts = json.loads(harnery("receipts", sid, "--json"))
+got_turns = {t["turn_id"]: t["tokens"] for t in receipts["turns"] if t.get("tokens") is not None}
+if got_turns != dict(turns): problems.append(f"per-turn tokens {got_turns}, the record's {dict(turns)}")
 needle = "nonexistent-harnery" if scenario == "failing" else "hello-from-harnery-e2e"
 sessions = [json.loads(l) for l in harnery("sessions", "--json").splitlines()]
 if [s["session"]["adapter"] for s in sessions] != ["qwen-code"]: problems.append(f"sessions {sessions}")
