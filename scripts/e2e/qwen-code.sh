@@ -12,6 +12,8 @@
 #              for it (`qwen --resume <id>`)
 #   subagent   the model delegates the shell call to a subagent (the
 #              `agent` tool, in the foreground)
+#   interactive the TUI in a pseudo-terminal: one prompt, then `/quit`
+#              (the one way Qwen sends SessionEnd)
 # Beside harnery's hooks, a counting hook on every event notes what the
 # client fired. Each scenario must show: every fired hook in the ledger
 # exactly once, every tool span closed (the killed one by recovery), the
@@ -28,6 +30,7 @@
 #                  (installed there when missing: QWEN_VERSION, default 0.24.4)
 #        E2E_BIN   dir of the built binaries (default: cargo build, debug)
 #        E2E_WORK  scratch dir (default: a new temp dir, kept for inspection)
+#        E2E_SCENARIOS  the scenarios to run, space-separated (default: all)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 WORK="${E2E_WORK:-$(mktemp -d /tmp/harnery-e2e-qwen.XXXXXX)}"
@@ -128,6 +131,50 @@ scenario_two-turns() {
   qwen "$1" "please run the greeting" > "$1/stdout" 2> "$1/stderr"
   qwen "$1" --continue "FAIL: now the missing dir" >> "$1/stdout" 2>> "$1/stderr"
 }
+scenario_interactive() {
+  local D="$1"
+  python3 - "$D" "$NODE" "$QWEN_JS" "$PORT" <<'PY'
+import os, pty, select, sys, time
+d, node, qwen, port = sys.argv[1:5]
+env = {"HOME": f"{d}/home", "QWEN_HOME": f"{d}/home/.qwen", "HARNERY_HOME": f"{d}/hh",
+       "PATH": f"{os.path.dirname(node)}:/usr/bin:/bin", "LANG": "C.UTF-8", "TERM": "xterm-256color",
+       "SHELL": "/bin/bash", "COLUMNS": "120", "LINES": "40",
+       "OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1", "OPENAI_API_KEY": "dummy-e2e",
+       "OPENAI_MODEL": "harnery-e2e-model", "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1"}
+pid, fd = pty.fork()
+if pid == 0:
+    os.chdir(f"{d}/proj")
+    os.execve(node, [node, qwen, "--approval-mode", "yolo"], env)
+screen = open(f"{d}/screen.out", "wb")
+def fired():
+    try: return open(f"{d}/fired.txt").read().split()
+    except FileNotFoundError: return []
+def pump(seconds, until=None):
+    end = time.time() + seconds
+    while time.time() < end:
+        if until and until in fired(): return True
+        if select.select([fd], [], [], 0.1)[0]:
+            try: screen.write(os.read(fd, 65536))
+            except OSError: return until is None or until in fired()
+    return until is None
+def type_line(text):
+    for ch in text:
+        os.write(fd, ch.encode()); pump(0.02)
+    pump(0.5); os.write(fd, b"\r")
+ok = pump(30, "SessionStart") and pump(2)
+type_line("please run the greeting")
+ok = ok and pump(60, "Stop")
+pump(2)
+type_line("/quit")
+ok = ok and pump(30, "SessionEnd")
+for _ in range(100):
+    if os.waitpid(pid, os.WNOHANG)[0]: break
+    pump(0.1)
+else:
+    os.kill(pid, 9); os.waitpid(pid, 0)
+sys.exit(0 if ok else 1)
+PY
+}
 scenario_subagent() { qwen "$1" "AGENT: delegate the greeting" > "$1/stdout" 2> "$1/stderr"; }
 scenario_kill() {
   local D="$1" id named
@@ -192,6 +239,7 @@ if kinds["tool.requested"] != kinds["tool.completed"] or not kinds["tool.request
 recovered = [e for e in events if e["type"] == "tool.completed" and e["payload"].get("recovery")]
 if scenario == "kill" and len(recovered) != 1: problems.append(f"{len(recovered)} spans closed by recovery, not 1")
 if scenario != "kill" and recovered: problems.append(f"{len(recovered)} spans closed by recovery")
+if scenario == "interactive" and fired["SessionEnd"] != 1: problems.append(f"{fired['SessionEnd']} SessionEnd hooks, not 1")
 if scenario == "subagent" and not any(e.get("agent_id") for e in events if e["type"] == "tool.completed"):
     problems.append("no span of the subagent's")
 unjoined = [e for e in events if e["type"] == "tool.recorded" and not e["payload"].get("span_request_event_id")]
@@ -274,7 +322,7 @@ PY
 }
 
 fail=0
-for scenario in basic failing two-turns kill subagent; do
+for scenario in ${E2E_SCENARIOS:-basic failing two-turns kill subagent interactive}; do
   D="$WORK/$scenario"
   install_hooks "$D"
   start_finalize_loop "$D"
