@@ -22,7 +22,7 @@
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::telemetry::{self, SystemPayload, uncached};
+use super::telemetry::{self, uncached};
 use crate::agents::record::{
     LineMark, RecordItem, RecordLine, RecordedCall, RecordedResult, parse_frame, time_ns,
 };
@@ -45,7 +45,7 @@ struct Frame {
     cwd: Option<String>,
     version: Option<String>,
     model: Option<String>,
-    system_payload: Option<SystemPayload>,
+    system_payload: Option<Box<RawValue>>,
     message: Option<Message>,
     #[serde(default, deserialize_with = "raw_json")]
     usage_metadata: Option<Json>,

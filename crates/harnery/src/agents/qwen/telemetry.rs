@@ -16,22 +16,36 @@
 //!   their `functionCall` and `tool_result` lines instead.
 
 use serde::Deserialize;
+use serde_json::value::RawValue;
 
 use crate::agents::record::{RecordItem, RecordedCall, RecordedResult, millis};
 use crate::agents::wire::{input_digest, normalize_input, raw_json};
 use crate::contract::{Json, RecordAt, UsageReported};
 
-/// A `system` line's payload: its telemetry event, where it has one.
+/// A `system` line's payload, read for its telemetry event's name alone
+/// first: a snapshot, or an event this reader does not use, is nothing,
+/// whatever else it holds.
 #[derive(Deserialize)]
-pub(super) struct SystemPayload {
+struct Named {
     #[serde(rename = "uiEvent")]
-    ui_event: Option<UiEvent>,
+    ui_event: Option<EventName>,
+}
+
+#[derive(Deserialize)]
+struct EventName {
+    #[serde(rename = "event.name")]
+    name: Option<String>,
+}
+
+/// The payload of an event this reader uses.
+#[derive(Deserialize)]
+struct Payload {
+    #[serde(rename = "uiEvent")]
+    ui_event: UiEvent,
 }
 
 #[derive(Deserialize)]
 struct UiEvent {
-    #[serde(rename = "event.name")]
-    name: Option<String>,
     model: Option<String>,
     duration_ms: Option<f64>,
     ttft_ms: Option<f64>,
@@ -47,17 +61,35 @@ struct UiEvent {
     success: Option<bool>,
 }
 
-/// What a `system` line with `payload` says (`uuid`: the line's own).
-pub(super) fn items(payload: &SystemPayload, uuid: Option<&str>, at: &RecordAt) -> Vec<RecordItem> {
-    let Some(event) = &payload.ui_event else {
-        return Vec::new();
+/// The telemetry events this reader uses.
+enum Used {
+    ModelCall,
+    ToolCall,
+}
+
+/// What a `system` line with `payload` (its `systemPayload`, as written)
+/// says (`uuid`: the line's own).
+pub(super) fn items(payload: &RawValue, uuid: Option<&str>, at: &RecordAt) -> Vec<RecordItem> {
+    let named = serde_json::from_str::<Named>(payload.get()).ok();
+    let name = named.and_then(|n| n.ui_event?.name).unwrap_or_default();
+    let used = match name.as_str() {
+        "qwen-code.api_response" => Used::ModelCall,
+        "qwen-code.tool_call" => Used::ToolCall,
+        _ => return Vec::new(),
     };
-    match event.name.as_deref() {
-        Some("qwen-code.api_response") => vec![usage(event, uuid, at)],
-        Some("qwen-code.tool_call") if subagent_of(event.prompt_id.as_deref()).is_some() => {
-            subagent_call(event)
+    let event = match serde_json::from_str::<Payload>(payload.get()) {
+        Ok(p) => p.ui_event,
+        Err(e) => {
+            let reason = format!("{name} telemetry in no known shape: {e}");
+            return vec![RecordItem::Unrecognized { reason }];
         }
-        _ => Vec::new(),
+    };
+    match used {
+        Used::ModelCall => vec![usage(&event, uuid, at)],
+        Used::ToolCall if subagent_of(event.prompt_id.as_deref()).is_some() => {
+            subagent_call(&event)
+        }
+        Used::ToolCall => Vec::new(),
     }
 }
 

@@ -459,3 +459,27 @@ fn the_runtime_dir_moves_the_records_when_it_is_absolute() {
     assert_eq!(moved(""), home);
     assert_eq!(runtime_dir(home, None), home);
 }
+
+#[test]
+fn telemetry_this_reader_does_not_use_is_nothing_and_a_used_one_out_of_shape_is_said() {
+    let at = RecordAt {
+        path: String::new(),
+        offset: 0,
+    };
+    let line = |payload: &str| {
+        let text = format!(
+            r#"{{"uuid":"u","sessionId":"s","type":"system","subtype":"ui_telemetry","systemPayload":{payload}}}"#
+        );
+        QwenCode.read_marked(text.as_bytes(), &at).0.items
+    };
+    assert!(
+        line(r#"{"uiEvent":{"event.name":"qwen-code.api_error","duration_ms":"x"}}"#).is_empty()
+    );
+    assert!(line(r#"{"snapshot":{"type":"attribution-snapshot"}}"#).is_empty());
+    let bad =
+        line(r#"{"uiEvent":{"event.name":"qwen-code.api_response","input_token_count":"many"}}"#);
+    assert!(
+        matches!(&bad[..], [RecordItem::Unrecognized { .. }]),
+        "{bad:?}"
+    );
+}
