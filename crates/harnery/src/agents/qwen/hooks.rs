@@ -120,9 +120,11 @@ struct WireBatchCall<'a> {
     tool_response: Option<Json>,
 }
 
-/// Read one Qwen Code payload received at `received_unix_ns`; with
-/// `record`, also the record file it names (`transcript_path`).
+/// Read one Qwen Code payload received at `received_unix_ns` (`argv_event`:
+/// the event its hook's command line names, for a payload that names
+/// none); with `record`, also the record file it names (`transcript_path`).
 pub(crate) fn normalize_naming(
+    argv_event: Option<&str>,
     payload: &[u8],
     received_unix_ns: i64,
     record: bool,
@@ -133,7 +135,7 @@ pub(crate) fn normalize_naming(
                 true => NamedRecord::Read(owned(&wire.transcript_path).filter(|p| !p.is_empty())),
                 false => NamedRecord::Unread,
             };
-            (convert(wire, received_unix_ns), named)
+            (convert(argv_event, wire, received_unix_ns), named)
         }
         Err(err) => (malformed(&err, received_unix_ns), NamedRecord::Unread),
     }
@@ -155,13 +157,13 @@ fn malformed(err: &serde_json::Error, received_unix_ns: i64) -> Normalized {
 }
 
 /// The one conversion from the wire into harnery's terms.
-fn convert(mut wire: Wire, received_unix_ns: i64) -> Normalized {
+fn convert(argv_event: Option<&str>, mut wire: Wire, received_unix_ns: i64) -> Normalized {
     let agent_time = wire
         .timestamp
         .as_deref()
         .and_then(crate::clock::parse_rfc3339_ns);
     let name = wire.hook_event_name.take();
-    let event = name.as_deref().unwrap_or("");
+    let event = name.as_deref().or(argv_event).unwrap_or("");
     // A subagent's start and stop are the parent's words about it; its
     // own tool events carry its `agent_id`.
     let agent_id = match event {

@@ -125,12 +125,12 @@ impl Adapter for QwenCode {
     }
     fn normalize(
         &self,
-        _event: Option<&str>,
+        event: Option<&str>,
         payload: &[u8],
         received_unix_ns: i64,
         record: bool,
     ) -> (Normalized, NamedRecord) {
-        hooks::normalize_naming(payload, received_unix_ns, record)
+        hooks::normalize_naming(event, payload, received_unix_ns, record)
     }
     fn read_marked(
         &self,

@@ -43,7 +43,12 @@ fn hook(payload: &str) -> (Normalized, NamedRecord) {
 }
 
 fn signals(scenario: &str) -> Vec<(String, Normalized)> {
-    let read = |(event, payload): (String, String)| (event, hook(&payload).0);
+    let read = |(event, payload): (String, String)| {
+        let n = QwenCode
+            .normalize(Some(&event), payload.as_bytes(), 7, true)
+            .0;
+        (event, n)
+    };
     payloads(scenario).into_iter().map(read).collect()
 }
 
@@ -445,6 +450,10 @@ fn a_payload_without_its_time_takes_the_receive_time_and_a_broken_one_is_kept() 
         (7, TimeSource::Received)
     );
     assert!(matches!(untimed.kind, SignalKind::TurnEnded(_)));
+    let named_on_argv = QwenCode
+        .normalize(Some("Stop"), br#"{"session_id":"s"}"#, 7, false)
+        .0;
+    assert!(matches!(named_on_argv.kind, SignalKind::TurnEnded(_)));
     let (broken, named) = hook(r#"{"hook_event_name":"Stop","#);
     assert!(matches!(broken.kind, SignalKind::Unrecognized(_)));
     assert_eq!(named, NamedRecord::Unread);
