@@ -195,24 +195,9 @@ fn kind_of(event: &str, wire: &mut Wire) -> SignalKind {
         "SessionEnd" => SignalKind::SessionEnded(SessionEnded {
             reason: owned(&wire.reason),
         }),
-        "UserPromptSubmit" if is_continuation(wire) => {
-            SignalKind::Lifecycle(Payload::Notification(Notification {
-                kind: Some(event.to_string()),
-                message: Some("tool results sent back to the model".to_string()),
-            }))
-        }
-        "UserPromptSubmit" => SignalKind::PromptSubmitted(PromptSubmitted {
-            prompt: owned(&wire.prompt),
-            transformed: false,
-        }),
-        "Stop" => SignalKind::TurnEnded(TurnEnd {
-            stop_reason: Some("stop".to_string()),
-            running_agents: Vec::new(),
-        }),
-        "StopFailure" => SignalKind::TurnEnded(TurnEnd {
-            stop_reason: Some("error".to_string()),
-            running_agents: Vec::new(),
-        }),
+        "UserPromptSubmit" => prompt(event, wire),
+        "Stop" => turn_end("stop"),
+        "StopFailure" => turn_end("error"),
         "PreToolUse" => tool_call(wire).map_or_else(
             || SignalKind::unrecognized(event, "tool event without tool_name"),
             SignalKind::ToolRequested,
@@ -224,10 +209,27 @@ fn kind_of(event: &str, wire: &mut Wire) -> SignalKind {
     }
 }
 
-/// Qwen's second `UserPromptSubmit` of a turn: the tool results going
-/// back to the model, with an empty `prompt` and no `submitted_prompt`.
-fn is_continuation(wire: &Wire) -> bool {
-    wire.submitted_prompt.is_none() && wire.prompt.as_deref() == Some("")
+/// The user's prompt; or Qwen's second `UserPromptSubmit` of a turn, the
+/// tool results going back to the model (an empty `prompt`, no
+/// `submitted_prompt`), which is a notice.
+fn prompt(event: &str, wire: &Wire) -> SignalKind {
+    if wire.submitted_prompt.is_none() && wire.prompt.as_deref() == Some("") {
+        return SignalKind::Lifecycle(Payload::Notification(Notification {
+            kind: Some(event.to_string()),
+            message: Some("tool results sent back to the model".to_string()),
+        }));
+    }
+    SignalKind::PromptSubmitted(PromptSubmitted {
+        prompt: owned(&wire.prompt),
+        transformed: false,
+    })
+}
+
+fn turn_end(reason: &str) -> SignalKind {
+    SignalKind::TurnEnded(TurnEnd {
+        stop_reason: Some(reason.to_string()),
+        running_agents: Vec::new(),
+    })
 }
 
 fn lifecycle(event: &str, wire: &mut Wire) -> SignalKind {
