@@ -258,6 +258,13 @@ for f in glob.glob(f"{d}/home/.qwen/usage/token-usage-*.jsonl"):
 t = json.loads(harnery("usage", "--json"))["total"]["tokens"]
 got = collections.Counter({k: t.get(k) or 0 for k in want})
 if got != want or not want: problems.append(f"tokens {dict(got)}, Qwen's usage ledger {dict(want)}")
+# The model's reasoning, as the record keeps it (`thought` parts of the
+# session's own record; a subagent's are in its own file, not read).
+thoughts = sum(1 for f in glob.glob(f"{d}/home/.qwen/projects/*/chats/*.jsonl") for line in map(json.loads, open(f))
+               if line.get("type") == "assistant"
+               for p in (line.get("message") or {}).get("parts", []) if p.get("thought"))
+if kinds["reasoning.recorded"] != thoughts or not thoughts:
+    problems.append(f"{kinds['reasoning.recorded']} reasoning events, the record has {thoughts}")
 # Per turn (input + output, as receipts give a turn): the record's own
 # api_response telemetry, a subagent's call in the turn of the main
 # agent's prompt it ran under (its prompt_id is `<session>#<agent>#<n>`).

@@ -14,7 +14,8 @@ Per main-loop request (one that offers tools):
     sleep), anything else -> `echo hello-from-harnery-e2e`;
   * when the last message is a tool result, a text answer.
 Requests without tools, and the interactive UI's "SUGGESTION MODE" query,
-get a short text. Every call has its own call id and its own token counts
+get a short text. Every answer starts with reasoning ("harnery thinks about
+call <n>", as `reasoning_content`). Every call has its own call id and its own token counts
 (prompt 1000+17n with 100+5n of it cached, completion 20+3n with n of it
 reasoning) so that a check which mixes up two calls, or counts one twice,
 cannot pass by accident.
@@ -124,6 +125,7 @@ class Handler(BaseHTTPRequestHandler):
             message, finish = {"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls"
         else:
             message, finish = {"role": "assistant", "content": plan[1]}, "stop"
+        message["reasoning_content"] = "harnery thinks about call %d" % n
         cid = "chatcmpl-harnery-%d" % n
         if body.get("stream"):
             return self.stream(cid, message, finish, usage)
@@ -147,6 +149,7 @@ class Handler(BaseHTTPRequestHandler):
             send({"choices": [{"index": 0, "delta": d, "finish_reason": finish_reason}]})
 
         delta({"role": "assistant", "content": ""})
+        delta({"reasoning_content": message["reasoning_content"]})
         if message.get("tool_calls"):
             call = message["tool_calls"][0]
             fn = call["function"]

@@ -8,7 +8,8 @@ use crate::agents::record::RecordItem;
 use crate::agents::signal::SignalKind;
 use crate::contract::{Outcome, Payload, TimeSource};
 
-const SCENARIOS: [&str; 7] = [
+const SCENARIOS: [&str; 8] = [
+    "reasoning",
     "subagent",
     "basic",
     "failing",
@@ -490,5 +491,31 @@ fn telemetry_this_reader_does_not_use_is_nothing_and_a_used_one_out_of_shape_is_
     assert!(
         matches!(&bad[..], [RecordItem::Unrecognized { .. }]),
         "{bad:?}"
+    );
+}
+
+#[test]
+fn a_thought_part_is_reasoning_and_not_the_message() {
+    let mut said = Vec::new();
+    let mut thought = Vec::new();
+    for item in items("reasoning") {
+        match item {
+            RecordItem::Reasoning(r) => thought.push(r.text.expect("its text")),
+            RecordItem::AssistantMessage(m) => said.push(m.text),
+            _ => {}
+        }
+    }
+    assert_eq!(
+        thought,
+        [
+            "harnery thinks about step chatcmpl-harnery-1",
+            "harnery thinks about step chatcmpl-harnery-2"
+        ]
+    );
+    assert_eq!(said[0], None, "the first answer is a tool call alone");
+    assert!(
+        said[1]
+            .as_deref()
+            .is_some_and(|t| t.starts_with("The command finished"))
     );
 }
