@@ -62,6 +62,21 @@ impl Capture {
         std::fs::copy(fixtures(self.scenario).join(file), &self.record).unwrap();
     }
 
+    /// A subagent's own record where the capture's `SubagentStop` says it
+    /// is, moved as the payloads are.
+    fn write_subagent_record(&self) {
+        let stop = json_lines(&fixtures(self.scenario).join("hooks.jsonl"))
+            .into_iter()
+            .find(|v| v["event"] == "SubagentStop")
+            .expect("a SubagentStop");
+        let payload: Value = serde_json::from_str(stop["stdin_raw"].as_str().unwrap()).unwrap();
+        let named = payload["agent_transcript_path"].as_str().unwrap();
+        let here = self.dir.path().join("qwen").display().to_string();
+        let path = PathBuf::from(named.replace(&self.captured_qwen, &here));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::copy(fixtures(self.scenario).join("subagent-record.jsonl"), path).unwrap();
+    }
+
     /// Every captured hook of `file` through the real hook binary, its
     /// paths moved from the capturing machine to this one; their events.
     fn deliver(&self, file: &str) -> Vec<String> {
@@ -276,6 +291,25 @@ fn a_subagents_calls_and_tokens_are_the_sessions() {
     );
     assert_eq!(of_type(&events, "subagent.started").len(), 1);
     assert_eq!(of_type(&events, "subagent.stopped").len(), 1);
+}
+
+#[test]
+fn a_background_subagent_is_followed_into_its_own_record_without_counting_twice() {
+    let capture = Capture::new("background-subagent");
+    capture.write_record("record.jsonl");
+    capture.write_subagent_record();
+    let delivered = capture.deliver("hooks.jsonl");
+    capture.harnery(&["finalize"]);
+    let events = check(&capture, &delivered, true);
+    let words: Vec<&Value> = of_type(&events, "message.assistant")
+        .into_iter()
+        .filter(|e| e["agent_id"] == "general-purpose-call_harnery_1")
+        .collect();
+    assert_eq!(words.len(), 2, "the subagent's two answers: {events:#?}");
+    // Its turn goes on after the first Stop: the task's notice starts a
+    // round of the model under the same prompt_id.
+    assert_eq!(of_type(&events, "turn.started").len(), 1);
+    assert_eq!(of_type(&events, "tool.completed").len(), 3);
 }
 
 #[test]

@@ -9,7 +9,10 @@
 //! record is `<runtime dir>/projects/<project root, every character but
 //! [A-Za-z0-9] as '-'>/chats/<session id>.jsonl`; every hook payload names it
 //! in `transcript_path`, so the trust gate is that tail, wherever the root
-//! is.
+//! is. A subagent's own record is `<same project
+//! dir>/subagents/<session id>/agent-<agent id>.jsonl`, which a background
+//! subagent's `SubagentStop` names in `agent_transcript_path` (a foreground
+//! one's names the session's record there, which is already followed).
 
 pub(crate) mod hooks;
 pub(crate) mod record;
@@ -165,9 +168,18 @@ impl Adapter for QwenCode {
             RecordRole::Subagent(agent) if !is_plain_id(agent) => Err(Refusal(format!(
                 "the agent id {agent:?} is not a plain name"
             ))),
-            RecordRole::Subagent(_) => Err(Refusal(
-                "harnery does not read Qwen Code's subagent records".into(),
-            )),
+            RecordRole::Subagent(agent) => Ok(RecordShape {
+                tail: vec![
+                    is("projects"),
+                    Part::AnyDir,
+                    is("subagents"),
+                    is(session_id),
+                    is(&format!("agent-{agent}.jsonl")),
+                ],
+                text: format!(
+                    "<qwen runtime dir>/projects/<project dir>/subagents/{session_id}/agent-{agent}.jsonl"
+                ),
+            }),
         }
     }
     /// `<runtime dir>/projects`: `$QWEN_RUNTIME_DIR` moves the records out

@@ -45,6 +45,11 @@ struct Frame {
     cwd: Option<String>,
     version: Option<String>,
     model: Option<String>,
+    /// `real_user` on the user's own prompts; `system` on what Qwen writes
+    /// as the user (a background task's completion notice).
+    provenance: Option<String>,
+    /// A subagent's line (in its own record): the subagent.
+    agent_id: Option<String>,
     system_payload: Option<Box<RawValue>>,
     message: Option<Message>,
     #[serde(default, deserialize_with = "raw_json")]
@@ -107,11 +112,14 @@ pub(crate) fn read_marked(
         Err(unrecognized) => return (unrecognized, None, LineMark::None),
     };
     let items = match frame.kind.as_deref() {
+        Some("user") if spoken_by_qwen(&frame) => Vec::new(),
         Some("user") => user(&frame, at),
+        Some("assistant") if frame.agent_id.is_some() => subagent_said(&frame, at),
         Some("assistant") => match assistant(&frame, at) {
             Ok(items) => items,
             Err(reason) => vec![RecordItem::Unrecognized { reason }],
         },
+        Some("tool_result") if frame.agent_id.is_some() => Vec::new(),
         Some("tool_result") => tool_results(&frame),
         Some("system") => match &frame.system_payload {
             Some(payload) => telemetry::items(payload, frame.uuid.as_deref(), at),
@@ -122,7 +130,7 @@ pub(crate) fn read_marked(
     };
     let line = RecordLine {
         time_unix_ns: time_ns(frame.timestamp.as_deref()),
-        agent_id: None,
+        agent_id: frame.agent_id.clone(),
         native_turn_id: None,
         uuid: frame.uuid.as_deref().map(Box::from),
         parent_uuid: frame.parent_uuid.as_deref().map(Box::from),
@@ -157,6 +165,25 @@ fn metadata(frame: &Frame, at: &RecordAt, model: Option<&str>) -> RecordItem {
         cwd: frame.cwd.clone(),
         model: model.map(String::from),
     })
+}
+
+/// A user line Qwen wrote itself (a background task's completion notice,
+/// `provenance: system`): no prompt of the user's, and no text a hook
+/// prompt could repeat, so not a message that starts an interaction.
+fn spoken_by_qwen(frame: &Frame) -> bool {
+    frame
+        .provenance
+        .as_deref()
+        .is_some_and(|p| p != "real_user")
+}
+
+/// A subagent's assistant line, in its own record: what it said and
+/// thought. Its calls and its tokens are the session record's telemetry
+/// (see [`super::telemetry`]), read there once.
+fn subagent_said(frame: &Frame, at: &RecordAt) -> Vec<RecordItem> {
+    let mut items = assistant(frame, at).unwrap_or_else(|reason| vec![unrecognized(reason)]);
+    items.retain(|i| !matches!(i, RecordItem::Usage(_) | RecordItem::ToolStarted(_)));
+    items
 }
 
 fn user(frame: &Frame, at: &RecordAt) -> Vec<RecordItem> {

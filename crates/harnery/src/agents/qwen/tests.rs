@@ -8,7 +8,8 @@ use crate::agents::record::RecordItem;
 use crate::agents::signal::SignalKind;
 use crate::contract::{Outcome, Payload, TimeSource};
 
-const SCENARIOS: [&str; 8] = [
+const SCENARIOS: [&str; 9] = [
+    "background-subagent",
     "reasoning",
     "subagent",
     "basic",
@@ -243,10 +244,11 @@ fn lifecycle_events_keep_their_words() {
 
 #[test]
 fn every_captured_record_line_reads_and_names_its_session() {
-    let files = SCENARIOS
-        .iter()
-        .map(|s| (*s, "record.jsonl"))
-        .chain([("kill", "record-after-resume.jsonl")]);
+    let files = SCENARIOS.iter().map(|s| (*s, "record.jsonl")).chain([
+        ("kill", "record-after-resume.jsonl"),
+        ("subagent", "subagent-record.jsonl"),
+        ("background-subagent", "subagent-record.jsonl"),
+    ]);
     for (scenario, file) in files {
         for (n, line) in lines(scenario, file).iter().enumerate() {
             let bad = line
@@ -419,13 +421,36 @@ fn the_record_is_trusted_only_in_its_own_place() {
     ] {
         assert!(check(&bad).is_err(), "{bad}");
     }
-    let agent = check_shape(
-        AdapterId::QwenCode,
-        id,
-        RecordRole::Subagent("a1"),
-        Path::new(&ok),
+    let agent = |p: &str| {
+        check_shape(
+            AdapterId::QwenCode,
+            id,
+            RecordRole::Subagent("a1"),
+            Path::new(p),
+        )
+    };
+    assert!(
+        agent(&format!(
+            "/home/u/.qwen/projects/-work-p/subagents/{id}/agent-a1.jsonl"
+        ))
+        .is_ok()
     );
-    assert!(agent.is_err());
+    assert!(
+        agent(&ok).is_err(),
+        "the session's own record is no subagent's"
+    );
+    assert!(
+        agent(&format!(
+            "/home/u/.qwen/projects/-work-p/subagents/{id}/agent-a2.jsonl"
+        ))
+        .is_err()
+    );
+    assert!(
+        agent(&format!(
+            "/home/u/.qwen/projects/-work-p/subagents/other/agent-a1.jsonl"
+        ))
+        .is_err()
+    );
 }
 
 #[test]
@@ -518,4 +543,44 @@ fn a_thought_part_is_reasoning_and_not_the_message() {
             .as_deref()
             .is_some_and(|t| t.starts_with("The command finished"))
     );
+}
+
+#[test]
+fn a_subagents_own_record_gives_its_words_under_its_id_and_nothing_counted_twice() {
+    for scenario in ["subagent", "background-subagent"] {
+        for line in lines(scenario, "subagent-record.jsonl") {
+            assert_eq!(
+                line.agent_id.as_deref(),
+                Some("general-purpose-call_harnery_1")
+            );
+            for item in line.items {
+                assert!(
+                    matches!(
+                        item,
+                        RecordItem::UserMessage(_)
+                            | RecordItem::AssistantMessage(_)
+                            | RecordItem::Metadata(_)
+                    ),
+                    "{scenario}: {item:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_notice_qwen_writes_as_the_user_is_no_prompt() {
+    let notices: Vec<RecordLine> = lines("background-subagent", "record.jsonl")
+        .into_iter()
+        .filter(|l| l.items.is_empty() && l.time_unix_ns.is_some())
+        .collect();
+    assert!(!notices.is_empty());
+    let said: Vec<String> = items("background-subagent")
+        .into_iter()
+        .filter_map(|i| match i {
+            RecordItem::UserMessage(m) => m.text,
+            _ => None,
+        })
+        .collect();
+    assert_eq!(said, ["BGAGENT: delegate the greeting"]);
 }
