@@ -445,12 +445,7 @@ fn the_record_is_trusted_only_in_its_own_place() {
         ))
         .is_err()
     );
-    assert!(
-        agent(&format!(
-            "/home/u/.qwen/projects/-work-p/subagents/other/agent-a1.jsonl"
-        ))
-        .is_err()
-    );
+    assert!(agent("/home/u/.qwen/projects/-work-p/subagents/other/agent-a1.jsonl").is_err());
 }
 
 #[test]
