@@ -12,6 +12,9 @@
 #              for it (`qwen --resume <id>`)
 #   subagent   the model delegates the shell call to a subagent (the
 #              `agent` tool, in the foreground)
+#   background-subagent  the same in the background (Qwen's default): the
+#              turn's Stop comes before the subagent is done, and its notice
+#              starts another round of the model in the same turn
 #   interactive the TUI in a pseudo-terminal: one prompt, then `/quit`
 #              (the one way Qwen sends SessionEnd)
 # Beside harnery's hooks, a counting hook on every event notes what the
@@ -175,6 +178,7 @@ else:
 sys.exit(0 if ok else 1)
 PY
 }
+scenario_background-subagent() { qwen "$1" "BGAGENT: delegate the greeting" > "$1/stdout" 2> "$1/stderr"; }
 scenario_subagent() { qwen "$1" "AGENT: delegate the greeting" > "$1/stdout" 2> "$1/stderr"; }
 scenario_kill() {
   local D="$1" id named
@@ -240,7 +244,9 @@ recovered = [e for e in events if e["type"] == "tool.completed" and e["payload"]
 if scenario == "kill" and len(recovered) != 1: problems.append(f"{len(recovered)} spans closed by recovery, not 1")
 if scenario != "kill" and recovered: problems.append(f"{len(recovered)} spans closed by recovery")
 if scenario == "interactive" and fired["SessionEnd"] != 1: problems.append(f"{fired['SessionEnd']} SessionEnd hooks, not 1")
-if scenario == "subagent" and not any(e.get("agent_id") for e in events if e["type"] == "tool.completed"):
+if scenario == "background-subagent" and not any(e.get("agent_id") for e in events if e["type"] == "message.assistant"):
+    problems.append("none of the subagent's words (its own record) in the ledger")
+if scenario.endswith("subagent") and not any(e.get("agent_id") for e in events if e["type"] == "tool.completed"):
     problems.append("no span of the subagent's")
 unjoined = [e for e in events if e["type"] == "tool.recorded" and not e["payload"].get("span_request_event_id")]
 if unjoined: problems.append(f"{len(unjoined)} recorded calls not joined to a hook span")
@@ -258,9 +264,12 @@ for f in glob.glob(f"{d}/home/.qwen/usage/token-usage-*.jsonl"):
 t = json.loads(harnery("usage", "--json"))["total"]["tokens"]
 got = collections.Counter({k: t.get(k) or 0 for k in want})
 if got != want or not want: problems.append(f"tokens {dict(got)}, Qwen's usage ledger {dict(want)}")
-# The model's reasoning, as the record keeps it (`thought` parts of the
-# session's own record; a subagent's are in its own file, not read).
-thoughts = sum(1 for f in glob.glob(f"{d}/home/.qwen/projects/*/chats/*.jsonl") for line in map(json.loads, open(f))
+# The model's reasoning, as the records keep it (`thought` parts of the
+# session's own record, and of a background subagent's, which its
+# SubagentStop names; a foreground subagent's names the session's record).
+files = glob.glob(f"{d}/home/.qwen/projects/*/chats/*.jsonl")
+if scenario == "background-subagent": files += glob.glob(f"{d}/home/.qwen/projects/*/subagents/*/*.jsonl")
+thoughts = sum(1 for f in files for line in map(json.loads, open(f))
                if line.get("type") == "assistant"
                for p in (line.get("message") or {}).get("parts", []) if p.get("thought"))
 if kinds["reasoning.recorded"] != thoughts or not thoughts:
@@ -273,7 +282,9 @@ for f in glob.glob(f"{d}/home/.qwen/projects/*/chats/*.jsonl"):
     for line in map(json.loads, open(f)):
         u = (line.get("systemPayload") or {}).get("uiEvent") or {}
         if u.get("event.name") != "qwen-code.api_response": continue
-        if "########" in u.get("prompt_id", ""): last = u["prompt_id"]
+        # `<session>########<n>`, or `…/automatic/<k>` for a round the
+        # client started itself within that turn (a task's notice).
+        if "########" in u.get("prompt_id", ""): last = u["prompt_id"].split("/")[0]
         turns[last] += u["input_token_count"] - u["cached_content_token_count"] + u["output_token_count"]
 receipts = json.loads(harnery("receipts", sid, "--json"))
 got_turns = {t["turn_id"]: t["tokens"] for t in receipts["turns"] if t.get("tokens") is not None}
@@ -329,7 +340,7 @@ PY
 }
 
 fail=0
-for scenario in ${E2E_SCENARIOS:-basic failing two-turns kill subagent interactive}; do
+for scenario in ${E2E_SCENARIOS:-basic failing two-turns kill subagent background-subagent interactive}; do
   D="$WORK/$scenario"
   install_hooks "$D"
   start_finalize_loop "$D"

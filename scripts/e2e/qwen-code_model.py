@@ -8,7 +8,8 @@ request it receives to <request log>, one JSON line each.
 Per main-loop request (one that offers tools):
   * when the last message is the user's prompt, one shell tool call whose
     command depends on the prompt ("AGENT:" -> the `agent` tool, a
-    foreground general-purpose subagent told "please run the greeting"),
+    foreground general-purpose subagent told "please run the greeting";
+    "BGAGENT:" -> the same in the background, Qwen's default),
     "FAIL:" -> `ls /nonexistent-harnery`,
     "SLOW:" -> `sleep 30  # intentional-sleep: ...` (Qwen refuses a bare
     sleep), anything else -> `echo hello-from-harnery-e2e`;
@@ -68,6 +69,9 @@ def answer(body):
     prompt = text_of(last.get("content"))
     if "SUGGESTION MODE" in prompt:
         return ("text", "harnery suggestion")
+    if "BGAGENT:" in prompt:
+        return ("tool", "agent", {"description": "run the greeting", "prompt": "please run the greeting",
+                                  "subagent_type": "general-purpose"})
     if "AGENT:" in prompt:
         return ("tool", "agent", {"description": "run the greeting", "prompt": "please run the greeting",
                                   "subagent_type": "general-purpose", "run_in_background": False})
