@@ -104,6 +104,17 @@ struct Wire<'a> {
     deleted_session_id: Option<Cow<'a, str>>,
     #[serde(default, borrow, deserialize_with = "optional_str")]
     todo_content: Option<Cow<'a, str>>,
+    background_tasks: Option<Vec<WireTask<'a>>>,
+}
+
+/// One of `Stop`'s `background_tasks`: a background subagent, by its
+/// agent id.
+#[derive(Debug, Deserialize)]
+struct WireTask<'a> {
+    #[serde(default, borrow, deserialize_with = "optional_str")]
+    id: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "optional_str")]
+    status: Option<Cow<'a, str>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -196,8 +207,8 @@ fn kind_of(event: &str, wire: &mut Wire) -> SignalKind {
             reason: owned(&wire.reason),
         }),
         "UserPromptSubmit" => prompt(event, wire),
-        "Stop" => turn_end("stop"),
-        "StopFailure" => turn_end("error"),
+        "Stop" => turn_end("stop", wire),
+        "StopFailure" => turn_end("error", wire),
         "PreToolUse" => tool_call(wire).map_or_else(
             || SignalKind::unrecognized(event, "tool event without tool_name"),
             SignalKind::ToolRequested,
@@ -225,10 +236,18 @@ fn prompt(event: &str, wire: &Wire) -> SignalKind {
     })
 }
 
-fn turn_end(reason: &str) -> SignalKind {
+/// A turn's end, with the background subagents still running (their
+/// spans are not the ending turn's to sweep).
+fn turn_end(reason: &str, wire: &Wire) -> SignalKind {
+    let tasks = wire.background_tasks.as_deref().unwrap_or_default();
+    let running_agents = tasks
+        .iter()
+        .filter(|t| t.status.as_deref() == Some("running"))
+        .filter_map(|t| owned(&t.id))
+        .collect();
     SignalKind::TurnEnded(TurnEnd {
         stop_reason: Some(reason.to_string()),
-        running_agents: Vec::new(),
+        running_agents,
     })
 }
 

@@ -579,3 +579,16 @@ fn a_notice_qwen_writes_as_the_user_is_no_prompt() {
         .collect();
     assert_eq!(said, ["BGAGENT: delegate the greeting"]);
 }
+
+#[test]
+fn a_stop_names_the_background_subagents_still_running() {
+    let running: Vec<Vec<String>> = signals("background-subagent")
+        .into_iter()
+        .filter_map(|(_, n)| match n.kind {
+            SignalKind::TurnEnded(end) => Some(end.running_agents),
+            _ => None,
+        })
+        .collect();
+    let agent = "general-purpose-call_harnery_1".to_string();
+    assert_eq!(running, vec![vec![agent], vec![]]);
+}
