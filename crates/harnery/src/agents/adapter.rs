@@ -195,6 +195,20 @@ pub(crate) trait Adapter: Sync {
         None
     }
     fn resume(&self) -> Resume;
+    /// Whether the agent runs its tool hooks for a tool its record names
+    /// `record_tool` (Codex runs them for its shell, `apply_patch` and MCP
+    /// tools only): a record call of a tool without hooks is no lost
+    /// hook signal.
+    fn hooked_tool(&self, _record_tool: &str) -> bool {
+        true
+    }
+    /// Whether the agent sends byte-identical payloads for distinct events
+    /// (Codex: one `PreModelRequest` per model request of a turn, the
+    /// `SessionEnd` of every run of a resumed session), so that a payload
+    /// repeated exactly is not one delivery seen twice.
+    fn repeats_payloads(&self) -> bool {
+        false
+    }
 }
 
 /// A change to an agent's hooks file, as [`Adapter::companion`] sees it.

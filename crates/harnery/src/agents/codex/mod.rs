@@ -141,7 +141,27 @@ impl Adapter for Codex {
     fn resume(&self) -> Resume {
         Resume::Command("codex", &["resume"])
     }
+    /// Codex's payloads carry no timestamp and no id of their own: the
+    /// two `PreModelRequest`s of a one-call turn are the same bytes.
+    fn repeats_payloads(&self) -> bool {
+        true
+    }
+    fn hooked_tool(&self, record_tool: &str) -> bool {
+        HOOKED_TOOLS.contains(&record_tool) || record_tool.starts_with("mcp__")
+    }
 }
+
+/// The record's names of the tools Codex runs `PreToolUse` and
+/// `PostToolUse` for: its shell tools (0.169.0 offers `exec_command`)
+/// and `apply_patch`; MCP tools (`mcp__<server>__<tool>`) too. Its other
+/// tools (`write_stdin`, `web_search`, `view_image`, ...) run none.
+const HOOKED_TOOLS: [&str; 5] = [
+    "exec_command",
+    "shell",
+    "shell_command",
+    "local_shell",
+    "apply_patch",
+];
 
 /// `<sessions>/YYYY/MM/DD/rollout-<time>-<id>.jsonl` for a plain id (the
 /// id is the last five `-`-separated fields of the name: a UUID).

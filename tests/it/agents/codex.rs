@@ -1,0 +1,283 @@
+//! Codex CLI 0.169.0's captures (`tests/fixtures/codex/`) through the real
+//! `harnery-hook` and `harnery finalize`: every hook Codex ran is in the
+//! ledger exactly once, the spans close (the killed call's by recovery
+//! once the session is resumed), the rollout joins with no
+//! `record.problem`, the tokens are the rollout's, and `search` finds the
+//! tool's output. Expectations come from the captures, never from
+//! harnery's output.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+use crate::common::{self, stderr, stdout};
+
+fn fixture(scenario: &str, file: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/codex")
+        .join(scenario)
+        .join(file);
+    std::fs::read_to_string(path).expect("fixture exists")
+}
+
+/// A scratch user whose Codex home holds `scenario`'s rollout where Codex
+/// writes it.
+struct Run {
+    _dir: tempfile::TempDir,
+    home: PathBuf,
+    codex_home: PathBuf,
+    rollout: PathBuf,
+}
+
+impl Run {
+    fn new(rollout_of: &str) -> Run {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("hh");
+        let codex_home = dir.path().join("user/.codex");
+        let day = codex_home.join("sessions/2026/12/06");
+        std::fs::create_dir_all(&day).unwrap();
+        let rollout = day.join(fixture(rollout_of, "rollout-name").trim());
+        std::fs::write(&rollout, fixture(rollout_of, "rollout.jsonl")).unwrap();
+        Run {
+            _dir: dir,
+            home,
+            codex_home,
+            rollout,
+        }
+    }
+
+    /// Deliver `scenario`'s hooks through the real `harnery-hook`, each
+    /// `transcript_path` pointing at this run's rollout; how many.
+    fn hooks(&self, scenario: &str) -> BTreeMap<String, usize> {
+        let mut sent = BTreeMap::new();
+        for line in fixture(scenario, "hook-capture.jsonl").lines() {
+            let capture: Value = serde_json::from_str(line).unwrap();
+            let event = capture["event"].as_str().unwrap();
+            let mut payload: Value =
+                serde_json::from_str(capture["stdin_raw"].as_str().unwrap()).unwrap();
+            payload["transcript_path"] = self.rollout.display().to_string().into();
+            Command::cargo_bin("harnery-hook")
+                .unwrap()
+                .env("HARNERY_HOME", &self.home)
+                .args(["codex", event])
+                .write_stdin(payload.to_string())
+                .assert()
+                .success();
+            *sent.entry(event.to_string()).or_default() += 1;
+        }
+        sent
+    }
+
+    fn harnery(&self, args: &[&str]) -> String {
+        let out = common::harnery(&self.home)
+            .env("HARNERY_RECORDS", "on")
+            .env("HOME", self.codex_home.parent().unwrap())
+            .env("CODEX_HOME", &self.codex_home)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        stdout(&out)
+    }
+
+    fn events(&self) -> Vec<Value> {
+        self.harnery(&["export", "--format", "jsonl"])
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+}
+
+/// The raw hook records the ledger's events cite, counted per event name.
+fn cited_hooks(events: &[Value]) -> BTreeMap<String, usize> {
+    let mut seen: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for e in events {
+        for raw in e["raw"].as_array().into_iter().flatten() {
+            if let Some(name) = raw["event_name"].as_str() {
+                let digest = raw["record_digest"].as_str().unwrap().to_string();
+                seen.entry(name.to_string()).or_default().insert(digest);
+            }
+        }
+    }
+    seen.into_iter().map(|(k, v)| (k, v.len())).collect()
+}
+
+fn of_type<'a>(events: &'a [Value], ty: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["type"] == ty).collect()
+}
+
+/// The rollout's token kinds, summed (input without its cached part).
+fn rollout_tokens(scenario: &str) -> BTreeMap<&'static str, u64> {
+    let mut t = BTreeMap::new();
+    for line in fixture(scenario, "rollout.jsonl").lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        if v["type"] != "token_usage_record" {
+            continue;
+        }
+        let u = &v["payload"]["usage"];
+        let n = |k: &str| u[k].as_u64().unwrap();
+        *t.entry("input").or_default() += n("input_tokens") - n("cached_input_tokens");
+        *t.entry("cache_read").or_default() += n("cached_input_tokens");
+        *t.entry("output").or_default() += n("output_tokens");
+        *t.entry("reasoning").or_default() += n("reasoning_output_tokens");
+    }
+    t
+}
+
+/// The ledger's token totals, in the rollout's kinds.
+fn ledger_tokens(run: &Run) -> BTreeMap<&'static str, u64> {
+    let usage: Value = serde_json::from_str(&run.harnery(&["usage", "--json"])).unwrap();
+    let t = &usage["total"]["tokens"];
+    ["input", "cache_read", "output", "reasoning"]
+        .into_iter()
+        .map(|k| (k, t[k].as_u64().unwrap_or(0)))
+        .collect()
+}
+
+/// The ids of the hook spans, and the closers of each.
+fn spans(events: &[Value]) -> BTreeMap<String, Vec<&Value>> {
+    let mut spans: BTreeMap<String, Vec<&Value>> = BTreeMap::new();
+    for e in of_type(events, "tool.requested") {
+        assert_eq!(e["provenance"]["attestation"], "native", "{e}");
+        spans.insert(e["id"].as_str().unwrap().to_string(), Vec::new());
+    }
+    for e in of_type(events, "tool.completed") {
+        let request = e["payload"]["requested_event_id"].as_str().unwrap();
+        spans
+            .get_mut(request)
+            .expect("a closer of a hook span")
+            .push(e);
+    }
+    spans
+}
+
+/// Every hook span joined by the rollout's call, and no recorded call
+/// without its span.
+fn assert_joined(events: &[Value]) {
+    assert!(of_type(events, "record.problem").is_empty(), "{events:#?}");
+    let recorded = of_type(events, "tool.recorded");
+    let joined: BTreeSet<&str> = recorded
+        .iter()
+        .map(|e| {
+            e["payload"]["span_request_event_id"]
+                .as_str()
+                .expect("joined")
+        })
+        .collect();
+    let hook_spans: BTreeSet<&str> = of_type(events, "tool.requested")
+        .iter()
+        .map(|e| e["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(joined, hook_spans);
+}
+
+fn one_scenario(scenario: &str, marker: &str) -> (Run, Vec<Value>) {
+    let run = Run::new(scenario);
+    let sent = run.hooks(scenario);
+    run.harnery(&["finalize"]);
+    let events = run.events();
+    assert_eq!(cited_hooks(&events), sent, "every hook exactly once");
+    let sessions: BTreeSet<(String, String)> = events
+        .iter()
+        .map(|e| {
+            let s = &e["session"];
+            (
+                s["adapter"].as_str().unwrap().into(),
+                s["session_id"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert_eq!(sessions.len(), 1);
+    assert_eq!(sessions.iter().next().unwrap().0, "codex");
+    assert_joined(&events);
+    assert_eq!(ledger_tokens(&run), rollout_tokens(scenario));
+    let hits = run.harnery(&["search", marker, "--json"]);
+    assert!(!hits.trim().is_empty(), "search finds {marker:?}");
+    (run, events)
+}
+
+#[test]
+fn a_shell_call_is_recorded_from_hooks_and_rollout() {
+    let (_run, events) = one_scenario("basic", "hello-from-harnery-e2e");
+    for (_, closers) in spans(&events) {
+        assert_eq!(closers.len(), 1);
+        assert_eq!(closers[0]["provenance"]["attestation"], "native");
+    }
+    let said: Vec<&str> = of_type(&events, "message.assistant")
+        .iter()
+        .filter_map(|e| e["payload"]["text"].as_str())
+        .collect();
+    assert_eq!(said, ["Done: the command ran and I read its output."]);
+    let models: BTreeSet<&str> = of_type(&events, "usage.reported")
+        .iter()
+        .map(|e| e["payload"]["model"].as_str().expect("the turn's model"))
+        .collect();
+    assert_eq!(models, BTreeSet::from(["gpt-5.1-codex"]));
+}
+
+#[test]
+fn a_failing_command_is_judged_by_the_rollouts_exit_code() {
+    let (_run, events) = one_scenario("fail", "nonexistent-harnery");
+    let recorded = of_type(&events, "tool.recorded");
+    assert_eq!(recorded.len(), 1);
+    assert_eq!(recorded[0]["payload"]["exit_code"], 2);
+    assert_eq!(recorded[0]["payload"]["success"], false);
+}
+
+#[test]
+fn a_resumed_session_is_one_session_of_two_turns() {
+    let (_run, events) = one_scenario("two-turns", "hello-from-harnery-e2e");
+    assert_eq!(of_type(&events, "prompt.submitted").len(), 2);
+    let turns: BTreeSet<&str> = of_type(&events, "tool.requested")
+        .iter()
+        .map(|e| e["turn"]["turn_id"].as_str().expect("a native turn"))
+        .collect();
+    assert_eq!(turns.len(), 2);
+    for (_, closers) in spans(&events) {
+        assert_eq!(closers.len(), 1);
+    }
+}
+
+/// Killed during `sleep 30`, then resumed with a new prompt: the killed
+/// call's span is closed by recovery when the next turn starts, with an
+/// unknown outcome; the rest closed natively.
+#[test]
+fn a_call_killed_mid_tool_is_recovered_when_the_session_goes_on() {
+    let run = Run::new("kill-resume");
+    let mut sent = run.hooks("kill");
+    for (event, n) in run.hooks("kill-resume") {
+        *sent.entry(event).or_default() += n;
+    }
+    run.harnery(&["finalize"]);
+    let events = run.events();
+    assert_eq!(cited_hooks(&events), sent);
+    assert_joined(&events);
+    assert_eq!(ledger_tokens(&run), rollout_tokens("kill-resume"));
+    let spans = spans(&events);
+    assert_eq!(spans.len(), 2);
+    let mut recovered = 0;
+    for closers in spans.values() {
+        assert_eq!(closers.len(), 1);
+        if closers[0]["provenance"]["attestation"] != "native" {
+            recovered += 1;
+            assert_eq!(closers[0]["payload"]["outcome"], "unknown");
+        }
+    }
+    assert_eq!(recovered, 1);
+}
+
+/// Killed and never resumed: the span stays open (nothing says how it
+/// ended), and the rollout still joins.
+#[test]
+fn a_killed_session_leaves_its_call_open_and_says_nothing_false() {
+    let run = Run::new("kill");
+    let sent = run.hooks("kill");
+    run.harnery(&["finalize"]);
+    let events = run.events();
+    assert_eq!(cited_hooks(&events), sent);
+    assert_joined(&events);
+    assert!(spans(&events).values().all(Vec::is_empty));
+    assert_eq!(ledger_tokens(&run), rollout_tokens("kill"));
+}
