@@ -230,10 +230,10 @@ fn prune(doc: &mut DocumentMut) {
         item.and_then(Item::as_table_like)
             .is_some_and(|t| t.is_empty())
     };
-    if let Some(hooks) = doc.get_mut("hooks").and_then(Item::as_table_like_mut) {
-        if empty(hooks.get("state")) {
-            hooks.remove("state");
-        }
+    if let Some(hooks) = doc.get_mut("hooks").and_then(Item::as_table_like_mut)
+        && empty(hooks.get("state"))
+    {
+        hooks.remove("state");
     }
     if empty(doc.get("hooks")) {
         doc.remove("hooks");
