@@ -276,9 +276,9 @@ fn a_call_killed_mid_tool_is_recovered_when_the_session_goes_on() {
 }
 
 /// Killed and never resumed: the span stays open (nothing says how it
-/// ended), and the rollout still joins.
+/// ended) and the rollout still joins, until the session is ended by hand.
 #[test]
-fn a_killed_session_leaves_its_call_open_and_says_nothing_false() {
+fn a_killed_session_leaves_its_call_open_until_it_is_ended() {
     let run = Run::new("kill");
     let sent = run.hooks("kill");
     run.harnery(&["finalize"]);
@@ -287,6 +287,24 @@ fn a_killed_session_leaves_its_call_open_and_says_nothing_false() {
     assert_joined(&events);
     assert!(spans(&events).values().all(Vec::is_empty));
     assert_eq!(ledger_tokens(&run), rollout_tokens("kill"));
+
+    // Ended by hand (`harnery end`): the open span is salvaged, its outcome
+    // unknown.
+    let session = events[0]["session"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    run.harnery(&["end", &session, "--reason", "killed"]);
+    run.harnery(&["finalize"]);
+    let events = run.events();
+    let closers: Vec<&Value> = spans(&events).into_values().flatten().collect();
+    assert_eq!(closers.len(), 1);
+    assert_ne!(closers[0]["provenance"]["attestation"], "native");
+    assert_eq!(closers[0]["payload"]["outcome"], "unknown");
+    assert_eq!(
+        closers[0]["payload"]["recovery"]["reason"],
+        "explicit_end_salvage"
+    );
 }
 
 // ---- install ----
