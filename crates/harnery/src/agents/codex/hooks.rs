@@ -9,8 +9,8 @@
 //! `tool_response` is its output; the rollout has the exit code, and the
 //! span's outcome is judged from it); a `PostToolUseFailure` or
 //! `StopFailure` event; anything after a SIGKILL. `PreModelRequest` (one
-//! per model request) has no meaning in the contract and is kept as an
-//! unrecognized signal, like any event this dialect does not know.
+//! per model request, naming the model) is a `hook.observed`: it fired,
+//! and says no more than that.
 //!
 //! Stateless: one payload in, one [`Normalized`] out. The wire struct
 //! mirrors the JSON; [`convert`] is the one place that turns it into
@@ -24,9 +24,9 @@ use crate::agents::record::{NamedRecord, names_camel_record};
 use crate::agents::signal::{Normalized, SignalKind, ToolCall, ToolResult, TurnEnd};
 use crate::agents::wire::{normalize_input, optional_str, owned, parse_payload, raw_json};
 use crate::contract::{
-    CompactionCompleted, CompactionStarted, Json, Outcome, Payload, PermissionRequested,
-    PromptSubmitted, SessionEnded, SessionStarted, SignalUnrecognized, SubagentStarted,
-    SubagentStopped, TimeSource,
+    CompactionCompleted, CompactionStarted, HookObserved, Json, Outcome, Payload,
+    PermissionRequested, PromptSubmitted, SessionEnded, SessionStarted, SignalUnrecognized,
+    SubagentStarted, SubagentStopped, TimeSource,
 };
 
 /// Codex CLI 0.169.0's hook events (its `hooks/list` names these twelve).
@@ -176,6 +176,11 @@ fn lifecycle(event: &str, wire: &mut Wire) -> SignalKind {
             trigger: owned(&wire.trigger),
             summary: None,
         }),
+        "PreModelRequest" => Payload::HookObserved(HookObserved {
+            event: event.to_string(),
+            model: owned(&wire.model),
+            detail: None,
+        }),
         "" => return SignalKind::unrecognized(event, "no hook_event_name"),
         _ => return SignalKind::unrecognized(event, "unknown_event"),
     };
@@ -232,16 +237,17 @@ mod tests {
     }
 
     #[test]
-    fn every_captured_payload_reads_and_only_pre_model_request_is_unknown() {
+    fn every_captured_payload_reads_as_what_it_is() {
         for scenario in fixture::SCENARIOS {
             for (event, payload) in fixture::hooks(scenario) {
                 let n = read(&payload);
                 match (&n.kind, event.as_str()) {
-                    (SignalKind::Unrecognized(u), "PreModelRequest") => {
-                        assert_eq!(u.reason, "unknown_event");
-                        assert_eq!(u.adapter_event.as_deref(), Some("PreModelRequest"));
+                    (SignalKind::Lifecycle(Payload::HookObserved(h)), "PreModelRequest") => {
+                        assert_eq!(h.event, "PreModelRequest");
+                        assert_eq!(h.model.as_deref(), Some("gpt-5.1-codex"));
                     }
                     (SignalKind::Unrecognized(u), _) => panic!("{scenario} {event}: {u:?}"),
+                    (_, "PreModelRequest") => panic!("{scenario}: {:?}", n.kind),
                     _ => {}
                 }
                 assert_eq!(n.time_source, TimeSource::Received);
