@@ -307,6 +307,31 @@ fn a_killed_session_leaves_its_call_open_until_it_is_ended() {
     );
 }
 
+/// Interrupted (SIGINT) during `sleep 30`: Codex sends no `PostToolUse`
+/// and no `Stop`, then its `SessionEnd`; the rollout ends the call as
+/// aborted and the turn as over. The span is closed by the session's end,
+/// its outcome unknown, and the record's call joins it, unsuccessful.
+#[test]
+fn an_interrupted_call_is_closed_by_the_sessions_end() {
+    let run = Run::new("interrupt");
+    let sent = run.hooks("interrupt");
+    assert!(!sent.contains_key("PostToolUse") && !sent.contains_key("Stop"));
+    run.harnery(&["finalize"]);
+    let events = run.events();
+    assert_eq!(cited_hooks(&events), sent);
+    assert_joined(&events);
+    assert_eq!(ledger_tokens(&run), rollout_tokens("interrupt"));
+    let closers: Vec<&Value> = spans(&events).into_values().flatten().collect();
+    assert_eq!(closers.len(), 1);
+    assert_ne!(closers[0]["provenance"]["attestation"], "native");
+    assert_eq!(closers[0]["payload"]["outcome"], "unknown");
+    let results: Vec<&Value> = of_type(&events, "tool.recorded")
+        .into_iter()
+        .filter(|e| e["payload"]["success"] == false)
+        .collect();
+    assert_eq!(results.len(), 1);
+}
+
 // ---- install ----
 
 /// `harnery install|uninstall codex` in a scratch `HOME`, with `vars`.

@@ -206,7 +206,14 @@ pub(crate) fn session_of_rollout(name: &str) -> Option<String> {
 pub(crate) mod fixture {
     use std::path::PathBuf;
 
-    pub(crate) const SCENARIOS: [&str; 5] = ["basic", "fail", "two-turns", "kill", "kill-resume"];
+    pub(crate) const SCENARIOS: [&str; 6] = [
+        "basic",
+        "fail",
+        "two-turns",
+        "kill",
+        "kill-resume",
+        "interrupt",
+    ];
 
     fn dir(scenario: &str) -> PathBuf {
         PathBuf::from(concat!(

@@ -28,7 +28,8 @@
 //!   `turn_context` does. `event_msg` `token_count` restates the same
 //!   numbers as running totals and is not read.
 //! - `event_msg` `task_started` / `task_complete` are the turn's start and
-//!   end.
+//!   end; `turn_aborted` (the user interrupted it) is its end too, and the
+//!   interrupted call's output (`aborted by user`) its unsuccessful end.
 
 use std::borrow::Cow;
 
@@ -75,8 +76,9 @@ const SILENT_EVENTS: &[&str] = &[
 /// has, so that each call finishes once).
 const SILENT_ITEMS: &[&str] = &["AgentMessage", "Reasoning", "CommandExecution"];
 
-/// The `event_msg` that ends a turn.
+/// The `event_msg`s that end a turn: done, or interrupted (Ctrl-C).
 const TASK_COMPLETE: &str = "task_complete";
+const TURN_ABORTED: &str = "turn_aborted";
 
 /// One rollout line with its payload left as text.
 #[derive(Deserialize)]
@@ -331,13 +333,17 @@ fn finished(item: &ItemWire, turn: &Option<String>) -> Vec<RecordItem> {
         .output
         .and_then(|raw| serde_json::from_str::<String>(raw.get()).ok());
     let exit_code = text.as_deref().and_then(exit_code_in);
+    let aborted = text.as_deref().is_some_and(|t| t.ends_with(ABORTED));
     vec![RecordItem::ToolFinished(RecordedResult {
         tool_call_id,
-        success: exit_code.map(|code| code == 0),
+        success: exit_code.map(|code| code == 0).or(aborted.then_some(false)),
         exit_code,
         turn_id: turn.clone(),
     })]
 }
+
+/// How Codex ends the output of a call the user interrupted.
+const ABORTED: &str = "\naborted by user";
 
 /// The exit code in unified exec's output header: the lines before
 /// `Output:` hold `Process exited with code N`.
@@ -361,7 +367,7 @@ fn event(payload: &str, at: &RecordAt) -> Read {
             turn_item(&turn, |turn_id| RecordItem::TurnStarted { turn_id }),
             LineMark::None,
         ),
-        TASK_COMPLETE => (
+        TASK_COMPLETE | TURN_ABORTED => (
             turn_item(&turn, |turn_id| RecordItem::TurnEnded { turn_id }),
             LineMark::TurnEnd,
         ),
@@ -427,7 +433,7 @@ fn usage(payload: &str, at: &RecordAt) -> Read {
 /// What a line whose `event_msg` type is `kind` is to a turn's end.
 pub(crate) fn line_mark(kind: &str) -> LineMark {
     match kind {
-        TASK_COMPLETE => LineMark::TurnEnd,
+        TASK_COMPLETE | TURN_ABORTED => LineMark::TurnEnd,
         _ => LineMark::None,
     }
 }

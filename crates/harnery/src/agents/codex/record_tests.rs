@@ -251,3 +251,32 @@ fn unknown_and_broken_lines_are_kept_as_unrecognized() {
         );
     }
 }
+
+/// SIGINT during `sleep 30`: Codex ends the call with `aborted by user`
+/// and the turn with `turn_aborted`; the context it injects about that is
+/// not the user's message.
+#[test]
+fn an_interrupted_turn_ends_and_its_call_fails() {
+    let lines = items("interrupt");
+    let finished: Vec<_> = lines
+        .iter()
+        .flat_map(|(l, _)| &l.items)
+        .filter_map(|i| match i {
+            RecordItem::ToolFinished(r) => Some((r.exit_code, r.success)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(finished, [(None, Some(false))]);
+    let ends: Vec<_> = lines
+        .iter()
+        .filter(|(_, m)| *m == LineMark::TurnEnd)
+        .map(|(l, _)| l.items.clone())
+        .collect();
+    assert!(matches!(&ends[..], [items] if matches!(&items[..], [RecordItem::TurnEnded { .. }])));
+    let users = lines
+        .iter()
+        .flat_map(|(l, _)| &l.items)
+        .filter(|i| matches!(i, RecordItem::UserMessage(_)))
+        .count();
+    assert_eq!(users, 1);
+}
