@@ -332,6 +332,51 @@ fn an_interrupted_call_is_closed_by_the_sessions_end() {
     assert_eq!(results.len(), 1);
 }
 
+/// A call of a tool Codex runs no hooks for (here `view_image`, a line
+/// added to the basic capture's rollout beside its shell call): `show`
+/// says so, rather than that a hook signal was lost.
+#[test]
+fn a_call_of_a_tool_without_hooks_is_not_called_lost() {
+    let run = Run::new("basic");
+    let mut lines: Vec<String> = fixture("basic", "rollout.jsonl")
+        .lines()
+        .map(String::from)
+        .collect();
+    let at = lines
+        .iter()
+        .position(|l| l.contains(r#""type":"function_call""#))
+        .unwrap();
+    let mut call: Value = serde_json::from_str(&lines[at]).unwrap();
+    call["payload"]["name"] = "view_image".into();
+    call["payload"]["call_id"] = "call_no_hooks".into();
+    call["payload"]["arguments"] = r#"{"path":"/tmp/x.png"}"#.into();
+    lines.insert(at, call.to_string());
+    std::fs::write(&run.rollout, lines.join("\n") + "\n").unwrap();
+    run.hooks("basic");
+    run.harnery(&["finalize"]);
+    let session = run.events()[0]["session"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // The call waits for a hook request (30 s by its line's time) first.
+    let settled = common::harnery(&run.home)
+        .env("HARNERY_RECORDS", "on")
+        .env("HOME", run.codex_home.parent().unwrap())
+        .env("CODEX_HOME", &run.codex_home)
+        .env("HARNERY_NOW", "2030-01-01T00:00:00Z")
+        .arg("finalize")
+        .output()
+        .unwrap();
+    assert!(settled.status.success(), "{}", stderr(&settled));
+    let shown = run.harnery(&["show", &session]);
+    let line = shown
+        .lines()
+        .find(|l| l.contains("call_no_hooks"))
+        .unwrap_or_else(|| panic!("{shown}"));
+    assert!(line.contains("runs no hooks for this tool"), "{line}");
+    assert!(!shown.contains("a hook signal was lost"), "{shown}");
+}
+
 // ---- install ----
 
 /// `harnery install|uninstall codex` in a scratch `HOME`, with `vars`.
