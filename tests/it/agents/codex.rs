@@ -202,9 +202,12 @@ fn one_scenario(scenario: &str, marker: &str) -> (Run, Vec<Value>) {
     (run, events)
 }
 
+/// Its two `PreModelRequest`s are the same bytes (one per model request):
+/// both are in the ledger (`one_scenario` counts every hook).
 #[test]
 fn a_shell_call_is_recorded_from_hooks_and_rollout() {
     let (_run, events) = one_scenario("basic", "hello-from-harnery-e2e");
+    assert_eq!(of_type(&events, "hook.observed").len(), 2);
     for (_, closers) in spans(&events) {
         assert_eq!(closers.len(), 1);
         assert_eq!(closers[0]["provenance"]["attestation"], "native");

@@ -287,50 +287,6 @@ mod tests {
         }
     }
 
-    /// The basic capture's second `PreModelRequest` is the first's bytes,
-    /// and an event of its own (a model request later): both are kept.
-    #[test]
-    fn identical_payloads_of_two_model_requests_are_two_events() {
-        use crate::agents::RawSignal;
-        use crate::clock::ClockSample;
-        use crate::contract::SessionRef;
-        use crate::session::SessionProducer;
-        let hooks = fixture::hooks("basic");
-        let pre_model: Vec<&String> = hooks
-            .iter()
-            .filter(|(e, _)| e == "PreModelRequest")
-            .map(|(_, p)| p)
-            .collect();
-        assert_eq!(pre_model.len(), 2);
-        assert_eq!(
-            pre_model[0], pre_model[1],
-            "Codex sent the same bytes twice"
-        );
-        let mut producer = SessionProducer::new(SessionRef {
-            adapter: AdapterId::Codex,
-            session_id: "s".into(),
-        });
-        let mut events = 0;
-        for (i, payload) in pre_model.iter().enumerate() {
-            let digest = format!("r{i}");
-            let signal = RawSignal {
-                adapter: AdapterId::Codex,
-                event_name: Some("PreModelRequest"),
-                session_id: "s",
-                payload: payload.as_bytes(),
-                received_unix_ns: 1_796_551_658_000_000_000 + i as i64 * 40_000_000,
-                clock: ClockSample {
-                    boot_id: None,
-                    boottime_ns: None,
-                },
-                record_digest: &digest,
-                payload_blake3: None,
-            };
-            events += producer.ingest(&signal).events.len();
-        }
-        assert_eq!(events, 2);
-    }
-
     #[test]
     fn recorded_sessions_are_read_from_rollout_names() {
         let dir = tempfile::tempdir().unwrap();
