@@ -380,6 +380,64 @@ fn a_call_of_a_tool_without_hooks_is_not_called_lost() {
     assert!(!shown.contains("a hook signal was lost"), "{shown}");
 }
 
+/// `health` names a Codex session whose rollout was written after harnery
+/// began recording but whose hooks never ran harnery (installed where
+/// Codex does not read them, say), and no longer once its hooks run.
+#[test]
+fn health_names_a_codex_session_that_never_reached_the_spool() {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, user) = (dir.path().join("hh"), dir.path().join("user"));
+    let codex_home = dir.path().join("elsewhere");
+    std::fs::create_dir_all(&user).unwrap();
+    let out = common::harnery(&home).arg("finalize").output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let name = fixture("basic", "rollout-name");
+    let rollout = codex_home.join("sessions/2026/12/06").join(name.trim());
+    std::fs::create_dir_all(rollout.parent().unwrap()).unwrap();
+    std::fs::write(&rollout, fixture("basic", "rollout.jsonl")).unwrap();
+    let now = harnery::now::resolve_now(Some(common::NOW)).unwrap();
+    let written =
+        std::time::UNIX_EPOCH + std::time::Duration::from_nanos(now as u64 + 3_600_000_000_000);
+    let file = std::fs::File::options().write(true).open(&rollout).unwrap();
+    file.set_modified(written).unwrap();
+    let later = (now + 7_200_000_000_000).to_string();
+    let health = || {
+        let mut cmd = common::harnery(&home);
+        common::without_installed_agents(&mut cmd, &user);
+        cmd.env("HARNERY_RECORDS", "on")
+            .env("CODEX_HOME", &codex_home)
+            .args(["health", "--json", "--now", &later])
+            .output()
+            .unwrap()
+    };
+    let named = |out: &std::process::Output| -> Vec<Value> {
+        stdout(out)
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|c| c["code"] == "hooks_not_reaching_spool")
+            .collect()
+    };
+    let found = named(&health());
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0]["session"]["adapter"], "codex");
+    let session = found[0]["session"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(name.contains(&session));
+    let detail = found[0]["detail"].as_str().unwrap();
+    assert!(detail.contains("CODEX_HOME"), "{detail}");
+    let start = format!(r#"{{"session_id":"{session}","hook_event_name":"SessionStart"}}"#);
+    Command::cargo_bin("harnery-hook")
+        .unwrap()
+        .env("HARNERY_HOME", &home)
+        .args(["codex", "SessionStart"])
+        .write_stdin(start)
+        .assert()
+        .success();
+    assert!(named(&health()).is_empty());
+}
+
 // ---- install ----
 
 /// `harnery install|uninstall codex` in a scratch `HOME`, with `vars`.
