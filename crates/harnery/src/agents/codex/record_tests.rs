@@ -280,3 +280,23 @@ fn an_interrupted_turn_ends_and_its_call_fails() {
         .count();
     assert_eq!(users, 1);
 }
+
+/// A run inside a git repository names the commit it ran at.
+#[test]
+fn a_run_in_a_repository_names_its_commit() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/codex/git/session-meta.jsonl"
+    );
+    let line = std::fs::read_to_string(path).unwrap();
+    let (read, session, _) = read_marked(line.trim_end().as_bytes(), &at());
+    let [RecordItem::Metadata(m)] = &read.items[..] else {
+        panic!("{read:?}")
+    };
+    assert_eq!(
+        m.head_commit.as_deref(),
+        Some("ea5b39ae68571921649a72c966fb594cff055b1c")
+    );
+    assert_eq!(m.agent_version.as_deref(), Some("0.169.0"));
+    assert!(matches!(session, Some(Some(ref id)) if id.starts_with("01a24b0e")));
+}
