@@ -295,6 +295,7 @@ def check(problems):
     loop = open(f"{D}/loop.log").read() if os.path.exists(f"{D}/loop.log") else ""
     if "finalize exited" in loop:
         problems.append("a finalize failed: " + loop[-200:].replace("\n", " "))
+    run("validate")
     run("verify")
 
 
