@@ -278,6 +278,37 @@ fn a_call_killed_mid_tool_is_recovered_when_the_session_goes_on() {
     assert_eq!(recovered, 1);
 }
 
+/// Codex writes a resumed turn's first lines to the rollout before it runs
+/// the hooks that resume the session: a finalize in between reads the new
+/// turn from the record first. That turn is still the resumed leg's, and
+/// its hooks are not stale signals of an older incarnation.
+#[test]
+fn a_resumed_turn_read_from_the_rollout_before_its_hooks_is_live() {
+    let run = Run::new("kill-resume");
+    let whole = fixture("kill-resume", "rollout.jsonl");
+    let lines: Vec<&str> = whole.lines().collect();
+    let user_said = lines
+        .iter()
+        .rposition(|l| l.contains(r#""type":"UserMessage""#))
+        .unwrap();
+    std::fs::write(&run.rollout, lines[..=user_said].join("\n") + "\n").unwrap();
+    let mut sent = run.hooks("kill");
+    run.harnery(&["finalize"]);
+    for (event, n) in run.hooks("kill-resume") {
+        *sent.entry(event).or_default() += n;
+    }
+    std::fs::write(&run.rollout, &whole).unwrap();
+    run.harnery(&["finalize"]);
+    let events = run.events();
+    assert!(
+        of_type(&events, "session.stale_signal").is_empty(),
+        "{events:#?}"
+    );
+    assert_eq!(cited_hooks(&events), sent);
+    assert_eq!(of_type(&events, "prompt.submitted").len(), 2);
+    assert_eq!(of_type(&events, "session.resumed").len(), 1);
+}
+
 /// Killed and never resumed: the span stays open (nothing says how it
 /// ended) and the rollout still joins, until the session is ended by hand.
 #[test]
