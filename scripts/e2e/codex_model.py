@@ -12,6 +12,10 @@ conversation state:
          "HARNERY-FAIL" -> `ls /nonexistent-harnery`,
          "HARNERY-SLOW" -> `sleep 30`,
          otherwise      -> `echo hello-from-harnery-e2e`
+  * the newest user message says "HARNERY-SPAWN"
+      -> a subagent (`spawn_agent`, asked to greet from the shell: a user
+         message the default rule above answers); once it is spawned,
+         `wait_agent` for it
   * the newest input item is a tool call's output
       -> a reasoning item (summary text + opaque content), then a final text
   * anything else (no tools offered: titles, summaries, compaction)
@@ -123,11 +127,36 @@ def reasoning(n):
             "encrypted_content": f"opaque-{RUN_TAG}-{n}"}
 
 
+def call_name(body, call_id):
+    for item in body.get("input") or []:
+        if item.get("type") == "function_call" and item.get("call_id") == call_id:
+            return item.get("name")
+    return None
+
+
+def fcall(name, args, n, namespace=None):
+    item = {"type": "function_call", "id": f"fc_{RUN_TAG}_{n:04d}", "call_id": f"call_{RUN_TAG}_{n:04d}",
+            "name": name, "arguments": json.dumps(args)}
+    if namespace:
+        item["namespace"] = namespace
+    return item
+
+
 def plan(body, n):
     last = last_item(body)
     kind = last.get("type", "message")
+    if kind.endswith("_output") and call_name(body, last.get("call_id")) == "spawn_agent":
+        out = last.get("output")
+        text = out if isinstance(out, str) else json.dumps(out)
+        try:
+            agent = json.loads(text).get("agent_id") or json.loads(text).get("id")
+        except Exception:
+            agent = text.strip()
+        return [fcall("wait_agent", {"targets": [agent], "timeout_ms": 60000}, n, "multi_agent_v1")]
     if kind.endswith("_output"):
         return [reasoning(n), message(FINAL_TEXT, n)]
+    if kind == "message" and "HARNERY-SPAWN" in prompt_text(body):
+        return [fcall("spawn_agent", {"message": "HARNERY-CHILD: greet us from the shell."}, n, "multi_agent_v1")]
     if body.get("tools") and kind == "message" and last.get("role") == "user":
         return [shell_call(body, n)]
     return [message("ok", n)]

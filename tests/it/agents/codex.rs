@@ -49,15 +49,22 @@ impl Run {
     }
 
     /// Deliver `scenario`'s hooks through the real `harnery-hook`, each
-    /// `transcript_path` pointing at this run's rollout; how many.
+    /// rollout they name (`transcript_path`, a subagent's
+    /// `agent_transcript_path`) pointing at this run's copy; how many.
     fn hooks(&self, scenario: &str) -> BTreeMap<String, usize> {
         let mut sent = BTreeMap::new();
+        let day = self.rollout.parent().unwrap();
         for line in fixture(scenario, "hook-capture.jsonl").lines() {
             let capture: Value = serde_json::from_str(line).unwrap();
             let event = capture["event"].as_str().unwrap();
             let mut payload: Value =
                 serde_json::from_str(capture["stdin_raw"].as_str().unwrap()).unwrap();
-            payload["transcript_path"] = self.rollout.display().to_string().into();
+            for key in ["transcript_path", "agent_transcript_path"] {
+                if let Some(named) = payload[key].as_str() {
+                    let name = Path::new(named).file_name().unwrap();
+                    payload[key] = day.join(name).display().to_string().into();
+                }
+            }
             Command::cargo_bin("harnery-hook")
                 .unwrap()
                 .env("HARNERY_HOME", &self.home)
@@ -307,6 +314,64 @@ fn a_resumed_turn_read_from_the_rollout_before_its_hooks_is_live() {
     assert_eq!(cited_hooks(&events), sent);
     assert_eq!(of_type(&events, "prompt.submitted").len(), 2);
     assert_eq!(of_type(&events, "session.resumed").len(), 1);
+}
+
+/// A subagent (`spawn_agent`) runs the shell call: its hooks come in the
+/// parent's session under its agent id, its own rollout is followed from
+/// `SubagentStop`, and the session's tokens are both rollouts'.
+#[test]
+fn a_subagents_hooks_and_rollout_join_the_parent_session() {
+    let run = Run::new("subagent");
+    let child = run
+        .rollout
+        .with_file_name(fixture("subagent", "subagent-rollout-name").trim());
+    std::fs::write(&child, fixture("subagent", "subagent-rollout.jsonl")).unwrap();
+    let sent = run.hooks("subagent");
+    run.harnery(&["finalize"]);
+    let events = run.events();
+    assert_eq!(cited_hooks(&events), sent);
+    let sessions: BTreeSet<&str> = events
+        .iter()
+        .map(|e| e["session"]["session_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(sessions.len(), 1, "the subagent is no session of its own");
+    assert_joined(&events);
+    let agent_calls: Vec<&Value> = of_type(&events, "tool.requested")
+        .into_iter()
+        .filter(|e| e["agent_id"].is_string())
+        .collect();
+    assert_eq!(
+        agent_calls.len(),
+        1,
+        "the subagent's shell call is the agent's"
+    );
+    for closers in spans(&events).values() {
+        assert_eq!(closers.len(), 1);
+        assert_eq!(closers[0]["provenance"]["attestation"], "native");
+    }
+    let mut want = rollout_tokens("subagent");
+    for (kind, n) in subagent_tokens() {
+        *want.entry(kind).or_default() += n;
+    }
+    assert_eq!(ledger_tokens(&run), want);
+}
+
+/// The subagent rollout's token kinds, summed.
+fn subagent_tokens() -> BTreeMap<&'static str, u64> {
+    let mut t = BTreeMap::new();
+    for line in fixture("subagent", "subagent-rollout.jsonl").lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        if v["type"] != "token_usage_record" {
+            continue;
+        }
+        let u = &v["payload"]["usage"];
+        let n = |k: &str| u[k].as_u64().unwrap();
+        *t.entry("input").or_default() += n("input_tokens") - n("cached_input_tokens");
+        *t.entry("cache_read").or_default() += n("cached_input_tokens");
+        *t.entry("output").or_default() += n("output_tokens");
+        *t.entry("reasoning").or_default() += n("reasoning_output_tokens");
+    }
+    t
 }
 
 /// Killed and never resumed: the span stays open (nothing says how it

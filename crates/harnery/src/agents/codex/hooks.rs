@@ -120,12 +120,19 @@ fn received(kind: SignalKind, turn: Option<String>, received_unix_ns: i64) -> No
     }
 }
 
-/// The one conversion from the wire into harnery's terms.
+/// The one conversion from the wire into harnery's terms. A subagent's
+/// own hooks come in its parent's session with its `agent_id` (its thread
+/// id); its start and stop are spoken by the parent about it.
 fn convert(mut wire: Wire, received_unix_ns: i64) -> Normalized {
     let name = wire.hook_event_name.take();
     let event = name.as_deref().unwrap_or("");
+    let about_agent = matches!(event, "SubagentStart" | "SubagentStop");
     let kind = kind_of(event, &mut wire);
-    received(kind, owned(&wire.turn_id), received_unix_ns)
+    let mut normalized = received(kind, owned(&wire.turn_id), received_unix_ns);
+    if !about_agent {
+        normalized.agent_id = owned(&wire.agent_id);
+    }
+    normalized
 }
 
 fn kind_of(event: &str, wire: &mut Wire) -> SignalKind {

@@ -79,20 +79,28 @@ impl Adapter for Codex {
     fn record_turns(&self) -> RecordTurns {
         RecordTurns::PromptChain
     }
-    /// `<codex home>/sessions/YYYY/MM/DD/rollout-<local time>-<session id>.jsonl`.
+    /// `<codex home>/sessions/YYYY/MM/DD/rollout-<local time>-<thread>.jsonl`,
+    /// the thread being the session itself, or a subagent (its agent id is
+    /// its thread's id; `SubagentStop` names its rollout).
     fn record_shape(&self, session_id: &str, role: RecordRole) -> Result<RecordShape, Refusal> {
-        if let RecordRole::Subagent(_) = role {
-            return Err(Refusal("Codex writes no subagent record of its own".into()));
-        }
+        let thread = match role {
+            RecordRole::Session => session_id,
+            RecordRole::Subagent(agent) if is_plain_id(agent) => agent,
+            RecordRole::Subagent(agent) => {
+                return Err(Refusal(format!(
+                    "the agent id {agent:?} is not a plain name"
+                )));
+            }
+        };
         Ok(RecordShape {
             tail: vec![
                 Part::Is("sessions".into()),
                 Part::AnyDir,
                 Part::AnyDir,
                 Part::AnyDir,
-                Part::Framed("rollout-", format!("-{session_id}.jsonl")),
+                Part::Framed("rollout-", format!("-{thread}.jsonl")),
             ],
-            text: format!("<codex home>/sessions/YYYY/MM/DD/rollout-<time>-{session_id}.jsonl"),
+            text: format!("<codex home>/sessions/YYYY/MM/DD/rollout-<time>-{thread}.jsonl"),
         })
     }
     fn records_dir(&self, home: &Path) -> PathBuf {
@@ -152,15 +160,22 @@ impl Adapter for Codex {
 }
 
 /// The record's names of the tools Codex runs `PreToolUse` and
-/// `PostToolUse` for: its shell tools (0.169.0 offers `exec_command`)
-/// and `apply_patch`; MCP tools (`mcp__<server>__<tool>`) too. Its other
-/// tools (`write_stdin`, `web_search`, `view_image`, ...) run none.
-const HOOKED_TOOLS: [&str; 5] = [
+/// `PostToolUse` for: its shell tools (0.169.0 offers `exec_command`),
+/// `apply_patch`, MCP tools (`mcp__<server>__<tool>`), and its subagent
+/// tools (seen: `spawn_agent`, `wait_agent`, whose hooks name it
+/// `multi_agent_v1wait_agent`). Its other tools (`write_stdin`,
+/// `web_search`, `view_image`, ...) run none, by the sources.
+const HOOKED_TOOLS: [&str; 10] = [
     "exec_command",
     "shell",
     "shell_command",
     "local_shell",
     "apply_patch",
+    "spawn_agent",
+    "wait_agent",
+    "send_input",
+    "close_agent",
+    "resume_agent",
 ];
 
 /// `<sessions>/YYYY/MM/DD/rollout-<time>-<id>.jsonl` for a plain id (the
@@ -206,13 +221,14 @@ pub(crate) fn session_of_rollout(name: &str) -> Option<String> {
 pub(crate) mod fixture {
     use std::path::PathBuf;
 
-    pub(crate) const SCENARIOS: [&str; 6] = [
+    pub(crate) const SCENARIOS: [&str; 7] = [
         "basic",
         "fail",
         "two-turns",
         "kill",
         "kill-resume",
         "interrupt",
+        "subagent",
     ];
 
     fn dir(scenario: &str) -> PathBuf {
@@ -235,7 +251,11 @@ pub(crate) mod fixture {
     }
 
     pub(crate) fn rollout(scenario: &str) -> Vec<String> {
-        let text = std::fs::read_to_string(dir(scenario).join("rollout.jsonl")).unwrap();
+        lines(scenario, "rollout.jsonl")
+    }
+
+    pub(crate) fn lines(scenario: &str, file: &str) -> Vec<String> {
+        let text = std::fs::read_to_string(dir(scenario).join(file)).unwrap();
         text.lines().map(String::from).collect()
     }
 

@@ -74,7 +74,12 @@ const SILENT_EVENTS: &[&str] = &[
 /// `item_completed` items that restate what a response item holds (the
 /// command's exit code is read from the call's output, which every tool
 /// has, so that each call finishes once).
-const SILENT_ITEMS: &[&str] = &["AgentMessage", "Reasoning", "CommandExecution"];
+const SILENT_ITEMS: &[&str] = &[
+    "AgentMessage",
+    "Reasoning",
+    "CommandExecution",
+    "CollabAgentToolCall",
+];
 
 /// The `event_msg`s that end a turn: done, or interrupted (Ctrl-C).
 const TASK_COMPLETE: &str = "task_complete";
@@ -98,9 +103,12 @@ struct Typed<'a> {
     kind: Option<Cow<'a, str>>,
 }
 
+/// `session_id` is the session's; a subagent's rollout (its own `id`, a
+/// thread of the session) names its parent's there.
 #[derive(Deserialize)]
 struct MetaWire {
     id: Option<String>,
+    session_id: Option<String>,
     cli_version: Option<String>,
     cwd: Option<String>,
     git: Option<GitWire>,
@@ -242,7 +250,12 @@ fn session_meta(payload: &str, at: &RecordAt) -> Read {
         cwd: meta.cwd,
         model: None,
     });
-    Ok((None, vec![item], meta.id, LineMark::None))
+    Ok((
+        None,
+        vec![item],
+        meta.session_id.or(meta.id),
+        LineMark::None,
+    ))
 }
 
 fn turn_context(payload: &str, at: &RecordAt) -> Read {
@@ -438,12 +451,14 @@ pub(crate) fn line_mark(kind: &str) -> LineMark {
     }
 }
 
-/// The session a rollout line names: `session_meta`'s `id`. Cheap for
-/// lines that name none.
+/// The session a rollout line names: `session_meta`'s `session_id` (a
+/// subagent's rollout names its parent's), else its `id`. Cheap for lines
+/// that name none.
 pub(crate) fn line_session(line: &[u8]) -> Option<String> {
     #[derive(Deserialize)]
     struct Meta {
         id: Option<String>,
+        session_id: Option<String>,
     }
     #[derive(Deserialize)]
     struct Named {
@@ -454,8 +469,8 @@ pub(crate) fn line_session(line: &[u8]) -> Option<String> {
     memchr::memmem::find(line, b"\"session_meta\"")?;
     let frame = parse_payload::<Named>(line).ok()?;
     (frame.kind.as_deref() == Some(kind::SESSION_META))
-        .then_some(frame.payload?.id)
-        .flatten()
+        .then_some(frame.payload?)
+        .and_then(|m| m.session_id.or(m.id))
 }
 
 #[cfg(test)]

@@ -300,3 +300,29 @@ fn a_run_in_a_repository_names_its_commit() {
     assert_eq!(m.agent_version.as_deref(), Some("0.169.0"));
     assert!(matches!(session, Some(Some(ref id)) if id.starts_with("01a24b0e")));
 }
+
+/// A subagent's rollout: every line reads, its lines name the parent's
+/// session (its `session_meta` has the subagent's own `id` beside it), and
+/// its shell call finishes.
+#[test]
+fn a_subagents_rollout_reads_as_the_parent_sessions() {
+    let parent = line_session(fixture::rollout("subagent")[0].as_bytes()).unwrap();
+    let child = fixture::lines("subagent", "subagent-rollout.jsonl");
+    assert_eq!(
+        line_session(child[0].as_bytes()).as_deref(),
+        Some(parent.as_str())
+    );
+    let mut finished = 0;
+    for line in &child {
+        let (read, session, _) = read_marked(line.as_bytes(), &at());
+        for item in &read.items {
+            assert!(!matches!(item, RecordItem::Unrecognized { .. }), "{item:?}");
+            finished +=
+                usize::from(matches!(item, RecordItem::ToolFinished(r) if r.exit_code == Some(0)));
+        }
+        if let Some(Some(named)) = session {
+            assert_eq!(named, parent);
+        }
+    }
+    assert_eq!(finished, 1);
+}
