@@ -123,7 +123,7 @@ pub fn run_install(args: InstallArgs) -> CmdResult {
     let form = choice.map_or(CopilotForm::Exec, |c| c.form);
     say_where(agent, agent_dir.as_ref(), common.dry_run);
     let plan = install::plan_install(agent, &path, &hook_bin, form)?;
-    finish(&plan, common.dry_run, "installed")
+    finish_all(agent, &plan, common.dry_run, "installed")
 }
 
 pub fn run_uninstall(args: UninstallArgs) -> CmdResult {
@@ -137,7 +137,17 @@ pub fn run_uninstall(args: UninstallArgs) -> CmdResult {
     let (path, agent_dir) = settings_path(agent, user, &common)?;
     say_where(agent, agent_dir.as_ref(), common.dry_run);
     let plan = install::plan_uninstall(agent, &path)?;
-    finish(&plan, common.dry_run, "removed")
+    finish_all(agent, &plan, common.dry_run, "removed")
+}
+
+/// Apply (or show) the hooks file's plan and those of the files that
+/// change with it, these first: Codex's trust of a hook is written before
+/// the hook, so that no moment has a hook Codex would silently skip.
+fn finish_all(agent: Agent, plan: &Plan, dry_run: bool, verb: &str) -> CmdResult {
+    for companion in install::plan_companions(agent, plan, &user_home()?)? {
+        finish(&companion, dry_run, verb)?;
+    }
+    finish(plan, dry_run, verb)
 }
 
 fn split(t: Target) -> (Agent, bool, Option<FormArg>, Common) {

@@ -199,8 +199,50 @@ pub(crate) trait Adapter: Sync {
         self.home().resolve(user_home)
     }
     fn hooks(&self) -> HookPlace;
+    /// A file that must change with its hooks file `hooks_file` (Codex
+    /// trusts each hook in the user's `config.toml`), given the hooks
+    /// file's text before and after the change, the user's home, and the
+    /// test of a hook command being harnery's; `None` for most agents.
+    fn companion(&self, _change: &HooksChange) -> Option<Companion> {
+        None
+    }
     fn resume(&self) -> Resume;
+    /// Whether the agent runs its tool hooks for a tool its record names
+    /// `record_tool` (Codex runs them for its shell, `apply_patch` and MCP
+    /// tools only): a record call of a tool without hooks is no lost
+    /// hook signal.
+    fn hooked_tool(&self, _record_tool: &str) -> bool {
+        true
+    }
+    /// Whether the agent sends byte-identical payloads for distinct events
+    /// (Codex: one `PreModelRequest` per model request of a turn, the
+    /// `SessionEnd` of every run of a resumed session), so that a payload
+    /// repeated exactly is not one delivery seen twice.
+    fn repeats_payloads(&self) -> bool {
+        false
+    }
 }
+
+/// A change to an agent's hooks file, as [`Adapter::companion`] sees it.
+pub(crate) struct HooksChange<'a> {
+    pub hooks_file: &'a Path,
+    pub before: Option<&'a str>,
+    pub after: Option<&'a str>,
+    pub user_home: &'a Path,
+    /// Whether a hook's command line or program is harnery's.
+    pub is_ours: fn(&str) -> bool,
+}
+
+/// A second file an agent's hooks need changed with them: where it is and
+/// how its text changes (`None`: no such file, before or after).
+pub(crate) struct Companion {
+    pub path: PathBuf,
+    pub rewrite: CompanionRewrite,
+}
+
+/// A companion's new text from its current text, or why it cannot be
+/// changed.
+pub(crate) type CompanionRewrite = Box<dyn Fn(Option<&str>) -> Result<Option<String>, String>>;
 
 /// The adapter of `id`.
 pub(crate) fn adapter(id: AdapterId) -> &'static dyn Adapter {

@@ -220,6 +220,33 @@ pub fn plan_uninstall(agent: Agent, path: &Path) -> Result<Plan, InstallError> {
     })
 }
 
+/// The plans for the files that must change with `plan`'s hooks file
+/// (Codex's trust of each hook in its `config.toml`; none for most agents).
+pub fn plan_companions(
+    agent: Agent,
+    plan: &Plan,
+    user_home: &Path,
+) -> Result<Vec<Plan>, InstallError> {
+    let change = crate::agents::adapter::HooksChange {
+        hooks_file: &plan.path,
+        before: plan.before.as_deref(),
+        after: plan.after.as_deref(),
+        user_home,
+        is_ours: names_hook_bin,
+    };
+    let Some(companion) = adapter(agent).companion(&change) else {
+        return Ok(Vec::new());
+    };
+    let before = read_optional(&companion.path)?;
+    let after =
+        (companion.rewrite)(before.as_deref()).map_err(|what| shape(&companion.path, &what))?;
+    Ok(vec![Plan {
+        path: companion.path,
+        before,
+        after,
+    }])
+}
+
 /// Write a plan: back up the old file (`<name>.harnery-backup-<unix ns>`),
 /// write the new text to a temporary file, fsync, rename over the original.
 pub fn apply(plan: &Plan) -> Result<Applied, InstallError> {
@@ -317,15 +344,22 @@ fn is_only_version(doc: &Json) -> bool {
 /// Copilot's program field; the others hold a program or a command line.
 fn is_ours(entry: &Json) -> bool {
     ["command", "exec", "bash", "powershell"].iter().any(|k| {
-        entry.get(k).and_then(Json::as_str).is_some_and(|cmd| {
-            cmd.split(|c: char| c.is_whitespace() || c == '\'' || c == '"')
-                .any(|word| {
-                    Path::new(word)
-                        .file_name()
-                        .is_some_and(|n| n == HOOK_BIN_NAME)
-                })
-        })
+        entry
+            .get(k)
+            .and_then(Json::as_str)
+            .is_some_and(names_hook_bin)
     })
+}
+
+/// Whether a program or command line names a file called
+/// [`HOOK_BIN_NAME`]: what makes a hook entry harnery's.
+pub(crate) fn names_hook_bin(cmd: &str) -> bool {
+    cmd.split(|c: char| c.is_whitespace() || c == '\'' || c == '"')
+        .any(|word| {
+            Path::new(word)
+                .file_name()
+                .is_some_and(|n| n == HOOK_BIN_NAME)
+        })
 }
 
 /// Remove every harnery entry; returns whether anything was removed.

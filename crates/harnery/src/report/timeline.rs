@@ -8,6 +8,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 
+use crate::agents::adapter::adapter;
 use crate::contract::{Event, Observation, Payload, SessionRef};
 use crate::ledger::{DamagedRow, LedgerError, LedgerReader, SessionSummary, SpanRow};
 
@@ -116,6 +117,7 @@ fn refused_calls(events: &[Event]) -> HashSet<String> {
 /// What a `tool.recorded` without a hook span says.
 const LOST: &str = " (no hook span: a hook signal was lost)";
 const REFUSED: &str = " (no hook span: the agent refused the call before its hooks ran)";
+const UNHOOKED: &str = " (no hook span: the agent runs no hooks for this tool)";
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Timeline {
@@ -171,10 +173,13 @@ pub(crate) fn with_events(
                 entry.record = Some(j.clone());
             }
             if let Payload::ToolRecorded(t) = &e.payload
-                && refused.contains(&t.tool_call_id)
                 && let Some(cut) = entry.text.strip_suffix(LOST)
             {
-                entry.text = format!("{cut}{REFUSED}");
+                if refused.contains(&t.tool_call_id) {
+                    entry.text = format!("{cut}{REFUSED}");
+                } else if !adapter(session.adapter).hooked_tool(&t.tool_name) {
+                    entry.text = format!("{cut}{UNHOOKED}");
+                }
             }
             Some(entry)
         })

@@ -598,6 +598,11 @@ impl SessionProducer {
 /// The delivery identities of a signal: its exact bytes under its event
 /// name, plus the dialect-independent key where the adapter gives one.
 fn delivery_keys(signal: &RawSignal, dialect_key: Option<String>) -> Vec<String> {
+    // An agent that sends the same bytes for distinct events (Codex) has
+    // no exact repeat to drop: only its dialect's key says "seen".
+    if crate::agents::adapter::adapter(signal.adapter).repeats_payloads() {
+        return dialect_key.into_iter().collect();
+    }
     let computed;
     let digest = match signal.payload_blake3 {
         Some(known) => known,

@@ -171,6 +171,11 @@ pub(crate) struct RecordFollow {
     /// every line): only a change is recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     metadata: Option<MetadataSaid>,
+    /// The model the record last named in its metadata, for a usage line
+    /// that names none (Codex's usage lines; its `turn_context` names the
+    /// turn's model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    model: Option<String>,
     /// The record's own calls not yet finished, for naming their results
     /// and for the turn-end sweep.
     #[serde(default, skip_serializing_if = "VecDeque::is_empty")]
@@ -627,6 +632,18 @@ impl RecordFollow {
         }
         self.metadata = Some(said);
         true
+    }
+
+    /// Remember the model `m` names, if it names one.
+    fn note_model(&mut self, m: &SessionMetadata) {
+        if let Some(model) = &m.model {
+            self.model = Some(model.clone());
+        }
+    }
+
+    /// The model the record last named.
+    fn last_model(&self) -> Option<String> {
+        self.model.clone()
     }
 
     /// Whether `message_id`'s usage is new (and remember it).

@@ -214,14 +214,21 @@ impl SessionProducer {
                 RecordItem::AssistantMessage(m) => Payload::MessageAssistant(m),
                 RecordItem::Reasoning(r) => Payload::ReasoningRecorded(r),
                 RecordItem::Metadata(m) => {
+                    self.record.note_model(&m);
                     if !self.record.new_metadata(&m) {
                         continue;
                     }
                     Payload::SessionMetadata(m)
                 }
-                RecordItem::Usage(u) => {
+                RecordItem::Usage(mut u) => {
                     if !self.record.first_usage(u.message_id.as_deref()) {
                         continue;
+                    }
+                    // Any agent's usage line that names no model was made
+                    // with the model its record last named (Codex names it
+                    // once a turn, in `turn_context`, and never on usage).
+                    if u.model.is_none() {
+                        u.model = self.record.last_model();
                     }
                     Payload::UsageReported(u)
                 }

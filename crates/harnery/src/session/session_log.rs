@@ -158,7 +158,12 @@ impl SessionLogBook {
                 p.time_unix_ns = e.time_unix_ns;
                 p.time_source = e.time_source;
             }
+            // A turn is the live incarnation's by its hooks, not by the
+            // agent's record: Codex writes a resumed turn's lines before it
+            // runs the hooks that resume it, and a finalize in between must
+            // not make that turn an older incarnation's.
             if e.turn.source == TurnSource::Native
+                && e.provenance.attestation != Attestation::Record
                 && let Some(turn) = &e.turn.turn_id
                 && self.live_turns.back() != Some(turn)
                 && !self.live_turns.contains(turn)
