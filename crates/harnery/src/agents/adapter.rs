@@ -175,6 +175,14 @@ pub(crate) trait Adapter: Sync {
     fn found_record(&self, _session_id: &str) -> Result<Option<PathBuf>, (PathBuf, String)> {
         Ok(None)
     }
+    /// The record of `session_id` as lines, where the agent keeps it in a
+    /// form that is not lines (OpenCode's SQLite journal): read from
+    /// `path`, which already passed the trust gate, and only ever grown
+    /// by the agent, so what was read before reads the same. `None`: the
+    /// record is the file itself.
+    fn render_record(&self, _path: &Path, _session_id: &str) -> Option<std::io::Result<Vec<u8>>> {
+        None
+    }
 
     /// The folder of its records under its directory `home`, as `health`
     /// names it.

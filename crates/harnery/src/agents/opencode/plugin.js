@@ -1,0 +1,96 @@
+// harnery: written by `harnery install opencode` and removed by
+// `harnery uninstall opencode`. It hands the OpenCode events harnery
+// records to `harnery-hook opencode <event>`: one JSON object on stdin with
+// `session_id` and `hook_event_name` first, then the event objects as OpenCode
+// gave them. It never awaits the hook and never throws into OpenCode: events
+// are handed over one at a time, in order, in the background, and what is
+// still queued when OpenCode exits is handed over before it goes.
+import { spawn, spawnSync } from "node:child_process"
+
+const HOOK = {hook_bin}
+const ARGS = ["opencode"]
+// The bus events harnery reads. Messages, parts and usage are not among
+// them: OpenCode's own record (opencode.db) has them whole.
+const EVENTS = new Set([
+  "session.created",
+  "session.idle",
+  "session.error",
+  "session.compacted",
+  "session.deleted",
+  "permission.asked",
+  "permission.replied",
+])
+const queue = []
+let running = false
+let seq = 0
+
+function sessionOf(name, input, event) {
+  if (input && typeof input.sessionID === "string") return input.sessionID
+  const p = (event && event.properties) || {}
+  if (typeof p.sessionID === "string") return p.sessionID
+  if (p.info && typeof p.info.sessionID === "string") return p.info.sessionID
+  if (p.part && typeof p.part.sessionID === "string") return p.part.sessionID
+  if (name.startsWith("session.") && p.info && typeof p.info.id === "string") return p.info.id
+  return null
+}
+
+function hand(name, fields) {
+  try {
+    const session = sessionOf(name, fields.input, fields.event)
+    // Instance-wide events (plugin.added, catalog.updated, ...) belong to no session.
+    if (!session) return
+    const payload = JSON.stringify({
+      session_id: session,
+      hook_event_name: name,
+      timestamp: new Date().toISOString(),
+      seq: ++seq,
+      pid: process.pid,
+      ...fields,
+    })
+    queue.push([name, payload])
+    if (!running) next()
+  } catch {}
+}
+
+function next() {
+  const item = queue.shift()
+  if (!item) {
+    running = false
+    return
+  }
+  running = true
+  let done = false
+  const finish = () => {
+    if (!done) {
+      done = true
+      next()
+    }
+  }
+  try {
+    const child = spawn(HOOK, [...ARGS, item[0]], { stdio: ["pipe", "ignore", "ignore"] })
+    child.on("error", finish)
+    child.on("close", finish)
+    child.stdin.on("error", () => {})
+    child.stdin.end(item[1])
+    setTimeout(finish, 5000).unref?.()
+  } catch {
+    finish()
+  }
+}
+
+process.on("exit", () => {
+  for (const [name, payload] of queue.splice(0)) {
+    try {
+      spawnSync(HOOK, [...ARGS, name], { input: payload, stdio: ["pipe", "ignore", "ignore"], timeout: 2000 })
+    } catch {}
+  }
+})
+
+export const Harnery = async () => ({
+  event: async ({ event }) => {
+    if (event && EVENTS.has(event.type)) hand(event.type, { event })
+  },
+  "chat.message": async (input, output) => hand("chat.message", { input, output }),
+  "tool.execute.before": async (input, output) => hand("tool.execute.before", { input, output }),
+  "tool.execute.after": async (input, output) => hand("tool.execute.after", { input, output }),
+})
