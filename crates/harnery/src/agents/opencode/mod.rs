@@ -58,12 +58,15 @@ impl Adapter for Opencode {
             timestamps: TimestampSource::AgentMillisOrIso,
         }
     }
-    /// As Copilot's: no turn id joins the hooks of a turn, and
-    /// `session.idle` comes twice after a model error, so no sweep trusts
-    /// a hook boundary; the record shows each call's end.
+    /// The turn-end sweep runs: OpenCode fires `session.idle` only once its
+    /// loop has stopped (no tool of the turn can still finish), and the
+    /// plugin hands it over after every tool hook of the turn (one queue, in
+    /// order), so a span still open then never gets its completion (a call
+    /// refused or thrown: OpenCode calls no `tool.execute.after` for it).
+    /// No sweep at the next prompt: no turn id ties a prompt to its turn,
+    /// and a prompt sent while a turn runs waits for it.
     fn recovery(&self) -> RecoveryPolicy {
         RecoveryPolicy {
-            turn_end_sweep: false,
             next_turn_sweep: false,
             ..RecoveryPolicy::FULL
         }

@@ -2,9 +2,11 @@
 // `harnery uninstall opencode`. It hands the OpenCode events harnery
 // records to `harnery-hook opencode <event>`: one JSON object on stdin with
 // `session_id` and `hook_event_name` first, then the event objects as OpenCode
-// gave them. It never awaits the hook and never throws into OpenCode: events
-// are handed over one at a time, in order, in the background, and what is
-// still queued when OpenCode exits is handed over before it goes.
+// gave them. Hand-overs run one at a time, in order, and never throw into
+// OpenCode. The prompt and tool hooks wait for theirs (at most WAIT_MS), so
+// that it lands before OpenCode writes the message or the call's state to its
+// database; bus events are handed over in the background. Whatever is still
+// queued when OpenCode exits is handed over before it goes.
 import { spawn, spawnSync } from "node:child_process"
 
 const HOOK = {hook_bin}
@@ -20,6 +22,7 @@ const EVENTS = new Set([
   "permission.asked",
   "permission.replied",
 ])
+const WAIT_MS = 1000
 const queue = []
 let running = false
 let seq = 0
@@ -34,22 +37,32 @@ function sessionOf(name, input, event) {
   return null
 }
 
+// Queue one hand-over; the promise settles when it is done (or given up).
 function hand(name, fields) {
-  try {
-    const session = sessionOf(name, fields.input, fields.event)
-    // Instance-wide events (plugin.added, catalog.updated, ...) belong to no session.
-    if (!session) return
-    const payload = JSON.stringify({
-      session_id: session,
-      hook_event_name: name,
-      timestamp: new Date().toISOString(),
-      seq: ++seq,
-      pid: process.pid,
-      ...fields,
-    })
-    queue.push([name, payload])
-    if (!running) next()
-  } catch {}
+  return new Promise((resolve) => {
+    try {
+      const session = sessionOf(name, fields.input, fields.event)
+      // Instance-wide events (plugin.added, catalog.updated, ...) belong to no session.
+      if (!session) return resolve()
+      const payload = JSON.stringify({
+        session_id: session,
+        hook_event_name: name,
+        timestamp: new Date().toISOString(),
+        seq: ++seq,
+        pid: process.pid,
+        ...fields,
+      })
+      queue.push({ name, payload, resolve })
+      if (!running) next()
+    } catch {
+      resolve()
+    }
+  })
+}
+
+// Hand over `name` and wait for it, never longer than WAIT_MS.
+function handAndWait(name, fields) {
+  return Promise.race([hand(name, fields), new Promise((r) => setTimeout(r, WAIT_MS).unref?.())])
 }
 
 function next() {
@@ -63,15 +76,16 @@ function next() {
   const finish = () => {
     if (!done) {
       done = true
+      item.resolve()
       next()
     }
   }
   try {
-    const child = spawn(HOOK, [...ARGS, item[0]], { stdio: ["pipe", "ignore", "ignore"] })
+    const child = spawn(HOOK, [...ARGS, item.name], { stdio: ["pipe", "ignore", "ignore"] })
     child.on("error", finish)
     child.on("close", finish)
     child.stdin.on("error", () => {})
-    child.stdin.end(item[1])
+    child.stdin.end(item.payload)
     setTimeout(finish, 5000).unref?.()
   } catch {
     finish()
@@ -79,7 +93,7 @@ function next() {
 }
 
 process.on("exit", () => {
-  for (const [name, payload] of queue.splice(0)) {
+  for (const { name, payload } of queue.splice(0)) {
     try {
       spawnSync(HOOK, [...ARGS, name], { input: payload, stdio: ["pipe", "ignore", "ignore"], timeout: 2000 })
     } catch {}
@@ -90,7 +104,7 @@ export const Harnery = async () => ({
   event: async ({ event }) => {
     if (event && EVENTS.has(event.type)) hand(event.type, { event })
   },
-  "chat.message": async (input, output) => hand("chat.message", { input, output }),
-  "tool.execute.before": async (input, output) => hand("tool.execute.before", { input, output }),
-  "tool.execute.after": async (input, output) => hand("tool.execute.after", { input, output }),
+  "chat.message": (input, output) => handAndWait("chat.message", { input, output }),
+  "tool.execute.before": (input, output) => handAndWait("tool.execute.before", { input, output }),
+  "tool.execute.after": (input, output) => handAndWait("tool.execute.after", { input, output }),
 })
