@@ -410,3 +410,98 @@ fn a_database_elsewhere_is_refused_not_read() {
     assert_eq!(problems[0]["payload"]["kind"], "refused");
     assert!(of_type(&events, "usage.reported").is_empty());
 }
+
+/// `harnery` with only `HOME`, `PATH` and `vars` set, run in `cwd`, the hook
+/// binary named.
+fn harnery_in(
+    user: &Path,
+    cwd: &Path,
+    args: &[&str],
+    vars: &[(&str, &Path)],
+) -> std::process::Output {
+    let hook = assert_cmd::cargo::cargo_bin("harnery-hook");
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_harnery"));
+    cmd.args(args)
+        .args(["--hook-bin", hook.to_str().unwrap()])
+        .env_clear()
+        .env("HOME", user)
+        .env("PATH", "/usr/bin:/bin")
+        .current_dir(cwd);
+    for (name, value) in vars {
+        cmd.env(name, value);
+    }
+    cmd.output().unwrap()
+}
+
+#[test]
+fn install_writes_the_plugin_where_opencode_loads_it_and_uninstall_takes_it_back() {
+    let user = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let (u, p) = (user.path(), project.path());
+    let plugin = u.join(".config/opencode/plugins/harnery.js");
+    let hook = assert_cmd::cargo::cargo_bin("harnery-hook");
+    let named = format!("const HOOK = {}", serde_json::json!(hook.to_str().unwrap()));
+
+    let out = harnery_in(u, p, &["install", "opencode", "--dry-run"], &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains(&named), "{}", stdout(&out));
+    assert!(!plugin.exists(), "a dry run writes nothing");
+
+    let out = harnery_in(u, p, &["install", "opencode"], &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&plugin).unwrap();
+    assert!(text.contains(&named) && !text.contains("{hook_bin}"));
+    let again = harnery_in(u, p, &["install", "opencode"], &[]);
+    assert!(
+        stdout(&again).contains("already up to date"),
+        "{}",
+        stdout(&again)
+    );
+    assert_eq!(std::fs::read_to_string(&plugin).unwrap(), text);
+
+    // OpenCode's own variable moves its config directory, and the plugin with it.
+    let xdg = u.join("xdg");
+    let out = harnery_in(u, p, &["install", "opencode"], &[("XDG_CONFIG_HOME", &xdg)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(xdg.join("opencode/plugins/harnery.js").is_file());
+
+    let out = harnery_in(u, p, &["install", "opencode", "--scope", "project"], &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let in_project = p.join(".opencode/plugins/harnery.js");
+    assert_eq!(std::fs::read_to_string(&in_project).unwrap(), text);
+
+    for (scope, file) in [("user", &plugin), ("project", &in_project)] {
+        let out = harnery_in(u, p, &["uninstall", "opencode", "--scope", scope], &[]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(!file.exists(), "{scope}: removed");
+        let out = harnery_in(u, p, &["uninstall", "opencode", "--scope", scope], &[]);
+        assert!(
+            out.status.success(),
+            "{scope}: a second uninstall: {}",
+            stderr(&out)
+        );
+    }
+}
+
+/// `OPENCODE_DB` naming a database of another name is refused, not read.
+#[test]
+fn an_opencode_db_of_another_name_is_refused() {
+    let run = Run::new("basic");
+    let other = run.user.path().join("data/opencode/mine.db");
+    std::fs::rename(run.db(), &other).unwrap();
+    run.deliver(&run.hooks);
+    let out = common::harnery(run.home.path())
+        .env("HARNERY_RECORDS", "on")
+        .env("HOME", run.user.path())
+        .env("XDG_DATA_HOME", run.user.path().join("data"))
+        .env("OPENCODE_DB", &other)
+        .args(["finalize"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let events = run.events();
+    let problems = of_type(&events, "record.problem");
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems[0]["payload"]["kind"], "refused");
+    assert!(of_type(&events, "message.user").is_empty());
+}

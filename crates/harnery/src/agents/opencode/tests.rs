@@ -430,3 +430,37 @@ fn the_database_lists_its_sessions() {
     );
     assert!(store::sessions(&dir.path().join("none.db")).is_empty());
 }
+
+/// Every bus event the plugin hands over is one the dialect reads.
+#[test]
+fn the_plugin_hands_over_only_events_the_dialect_reads() {
+    let plugin = super::PLUGIN;
+    let list = plugin
+        .split("new Set([")
+        .nth(1)
+        .and_then(|rest| rest.split("])").next())
+        .expect("the plugin's list of bus events");
+    let events: Vec<&str> = list.split('"').skip(1).step_by(2).collect();
+    assert!(events.len() >= 7, "{events:?}");
+    for event in events {
+        let payload = serde_json::json!({
+            "session_id": "ses_x",
+            "hook_event_name": event,
+            "event": {"id": "evt_x", "type": event, "properties": {
+                "sessionID": "ses_x", "permission": "bash", "reply": "once",
+                "info": {"id": "ses_x"}, "error": {"name": "E"}}},
+        });
+        let n = hooks::normalize(Some(event), payload.to_string().as_bytes(), 0);
+        assert!(
+            !matches!(n.kind, SignalKind::Unrecognized(_)),
+            "{event}: {:?}",
+            n.kind
+        );
+    }
+    for hook in ["chat.message", "tool.execute.before", "tool.execute.after"] {
+        assert!(
+            plugin.contains(&format!("\"{hook}\": (input, output) =>")),
+            "{hook}"
+        );
+    }
+}
