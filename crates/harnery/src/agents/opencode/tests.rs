@@ -464,3 +464,29 @@ fn the_plugin_hands_over_only_events_the_dialect_reads() {
         );
     }
 }
+
+/// What OpenCode's hooks deliver is digested into every genesis: a change
+/// to the profile must be seen here first.
+#[test]
+fn the_capability_profile_is_pinned() {
+    use crate::agents::adapter::Adapter;
+    let profile = super::Opencode.capability();
+    assert_eq!(
+        profile.items(),
+        [
+            "adapter=opencode",
+            "tool_call_ids=true",
+            "native_turn_ids=false",
+            "turn_end_signal=true",
+            "session_end_signal=true",
+            "subagent_routing=false",
+            "duplicate_delivery=true",
+            "timestamps=agent_millis_or_iso",
+        ]
+    );
+    assert_eq!(
+        profile.digest_hex(),
+        "e1e184c319dae2919cff3e369dc9c28f6b9ade2049b00ba2f502cf0952f92beb",
+        "OpenCode profile changed"
+    );
+}
