@@ -10,26 +10,32 @@
 //! `running` (several times), then `completed` or `error`.
 //!
 //! [`render`] turns a session's journal into JSON lines, one per row in
-//! `seq` order: `{"seq", "id", "type", "role", "starts", "ends", "data"}`.
-//! `data` is the row's own JSON; the other members are worked out from the
-//! rows before it, so a line never changes once written and the rendering
-//! only grows, as a JSONL record does: the finalizer's cursor and
-//! fingerprint work on it unchanged. `role` is the role of the message a
-//! part belongs to; `starts` marks the first row of a tool call that is
-//! under way (running or finished) and `ends` the first row where a tool
-//! call, a text or reasoning part, or an assistant message is finished, so
-//! a stateless reader says each once.
+//! `seq` order: `{"seq", "id", "type", "role", "starts", "ends", "data"}`,
+//! `data` being the row's JSON exactly as OpenCode wrote it. The other
+//! members are worked out from the rows before it, so a line never changes
+//! once written and the rendering only grows, as a JSONL record does: the
+//! finalizer's cursor and fingerprint work on it unchanged. `role` is the
+//! role of the message a part belongs to; `starts` marks the first row of a
+//! tool call that is under way (running or finished) and `ends` the first
+//! row where a tool call, a text or reasoning part, or an assistant message
+//! is finished, so a stateless reader says each once. A row whose data is
+//! not JSON on one line is kept as a string (`data_text`).
+//!
+//! Each run renders a followed session's journal from its first row (the
+//! marks need every row before the cursor); only the members the marks
+//! need are parsed, the data is copied as it is.
 //!
 //! The database is opened read-only, and nothing is read from it unless
 //! the path has the shape OpenCode gives it (see `record_shape`). A gap in
 //! `seq` (rows removed from the journal) is an error: the rendering would
 //! no longer be what was read before.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags};
-use serde_json::Value;
+use serde::Deserialize;
 
 /// The file name OpenCode's release builds give the database.
 pub(crate) const DB_NAME: &str = "opencode.db";
@@ -118,6 +124,11 @@ pub(crate) fn render(db: &Path, session_id: &str) -> std::io::Result<Vec<u8>> {
     Ok(out)
 }
 
+/// `text` as a JSON string.
+fn write_string(out: &mut Vec<u8>, text: &str) {
+    serde_json::to_writer(out, text).expect("a string writes as JSON");
+}
+
 fn io(e: rusqlite::Error) -> std::io::Error {
     std::io::Error::other(e)
 }
@@ -132,74 +143,146 @@ struct Journal {
     ended: HashSet<String>,
 }
 
+/// The few members of a row's data the marks are worked out from; serde
+/// skips the rest (a tool's output, a message's text) without keeping it.
+#[derive(Deserialize)]
+struct Shape<'a> {
+    #[serde(default, borrow)]
+    info: Option<Item<'a>>,
+    #[serde(default, borrow)]
+    part: Option<Item<'a>>,
+}
+
+/// A message (`info`) or a part.
+#[derive(Deserialize)]
+struct Item<'a> {
+    #[serde(default, borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    role: Option<Cow<'a, str>>,
+    #[serde(default, borrow, rename = "messageID")]
+    message_id: Option<Cow<'a, str>>,
+    #[serde(default, borrow, rename = "type")]
+    kind: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    state: Option<State<'a>>,
+    #[serde(default)]
+    time: Option<Times>,
+}
+
+#[derive(Deserialize)]
+struct State<'a> {
+    #[serde(default, borrow)]
+    status: Option<Cow<'a, str>>,
+}
+
+/// Only whether a message is completed, or a part has ended.
+#[derive(Deserialize)]
+struct Times {
+    #[serde(default)]
+    completed: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    end: Option<serde::de::IgnoredAny>,
+}
+
+/// The marks of one row: the role of its part's message, and whether it
+/// starts or ends something for the first time.
+#[derive(Default)]
+struct Marks {
+    role: Option<String>,
+    starts: bool,
+    ends: bool,
+}
+
 impl Journal {
+    /// One row as a line: the marks, then the row's data as OpenCode wrote
+    /// it (a row whose data is not JSON, or not on one line, is kept as a
+    /// string, `data_text`, which the reader reports).
     fn line(&mut self, seq: i64, id: &str, kind: &str, data: &str, out: &mut Vec<u8>) {
-        let parsed: Option<Value> = serde_json::from_str(data).ok();
-        let (role, starts, ends) = match &parsed {
-            Some(v) => self.marks(kind, v),
-            None => (None, false, false),
+        let shape = match data.contains('\n') {
+            true => None,
+            false => serde_json::from_str::<Shape>(data).ok(),
         };
-        let mut line = serde_json::Map::new();
-        line.insert("seq".into(), seq.into());
-        line.insert("id".into(), id.into());
-        line.insert("type".into(), kind.into());
-        if let Some(role) = role {
-            line.insert("role".into(), role.into());
+        let parsed = shape.is_some();
+        let marks = shape.map(|s| self.marks(kind, s)).unwrap_or_default();
+        out.extend_from_slice(format!("{{\"seq\":{seq},\"id\":").as_bytes());
+        write_string(out, id);
+        out.extend_from_slice(b",\"type\":");
+        write_string(out, kind);
+        if let Some(role) = &marks.role {
+            out.extend_from_slice(b",\"role\":");
+            write_string(out, role);
         }
-        if starts {
-            line.insert("starts".into(), true.into());
+        if marks.starts {
+            out.extend_from_slice(b",\"starts\":true");
         }
-        if ends {
-            line.insert("ends".into(), true.into());
+        if marks.ends {
+            out.extend_from_slice(b",\"ends\":true");
         }
         match parsed {
-            Some(v) => line.insert("data".into(), v),
-            // Kept as text: the reader says it is not a row it knows.
-            None => line.insert("data_text".into(), data.into()),
-        };
-        serde_json::to_writer(&mut *out, &Value::Object(line)).expect("a map of JSON writes");
-        out.push(b'\n');
+            true => {
+                out.extend_from_slice(b",\"data\":");
+                out.extend_from_slice(data.as_bytes());
+            }
+            false => {
+                out.extend_from_slice(b",\"data_text\":");
+                write_string(out, data);
+            }
+        }
+        out.extend_from_slice(b"}\n");
     }
 
-    fn marks(&mut self, kind: &str, v: &Value) -> (Option<String>, bool, bool) {
+    fn marks(&mut self, kind: &str, shape: Shape) -> Marks {
         if kind.starts_with("message.updated.") {
-            let info = &v["info"];
-            let (Some(id), Some(role)) = (info["id"].as_str(), info["role"].as_str()) else {
-                return (None, false, false);
+            let Some(info) = shape.info else {
+                return Marks::default();
             };
+            let (Some(id), Some(role)) = (info.id, info.role) else {
+                return Marks::default();
+            };
+            let done = role == "assistant" && info.time.is_some_and(|t| t.completed.is_some());
+            let ends = done && self.ended.insert(id.to_string());
             self.roles
-                .entry(id.to_string())
-                .or_insert_with(|| role.to_string());
-            let done = role == "assistant" && info["time"]["completed"].is_number();
-            return (None, false, done && self.ended.insert(id.to_string()));
+                .entry(id.into_owned())
+                .or_insert_with(|| role.into_owned());
+            return Marks {
+                ends,
+                ..Marks::default()
+            };
         }
-        if !kind.starts_with("message.part.updated.") {
-            return (None, false, false);
-        }
-        let part = &v["part"];
-        let role = part["messageID"]
-            .as_str()
+        let Some(part) = shape
+            .part
+            .filter(|_| kind.starts_with("message.part.updated."))
+        else {
+            return Marks::default();
+        };
+        let role = part
+            .message_id
+            .as_deref()
             .and_then(|m| self.roles.get(m))
             .cloned();
-        let Some(id) = part["id"].as_str() else {
-            return (role, false, false);
+        let Some(id) = part.id.as_deref() else {
+            return Marks {
+                role,
+                ..Marks::default()
+            };
         };
-        let (under_way, done) = match part["type"].as_str() {
-            Some("tool") => {
-                let status = part["state"]["status"].as_str().unwrap_or("");
-                (
-                    matches!(status, "running" | "completed" | "error"),
-                    matches!(status, "completed" | "error"),
-                )
-            }
+        let status = part.state.as_ref().and_then(|s| s.status.as_deref());
+        let (under_way, done) = match part.kind.as_deref() {
+            Some("tool") => (
+                matches!(status, Some("running" | "completed" | "error")),
+                matches!(status, Some("completed" | "error")),
+            ),
             // A user's text is whole when it is written; the model's when
             // its part has an end time.
             Some("text") if role.as_deref() == Some("user") => (false, true),
-            Some("text" | "reasoning") => (false, part["time"]["end"].is_number()),
+            Some("text" | "reasoning") => (false, part.time.is_some_and(|t| t.end.is_some())),
             _ => (false, false),
         };
-        let starts = under_way && self.started.insert(id.to_string());
-        let ends = done && self.ended.insert(id.to_string());
-        (role, starts, ends)
+        Marks {
+            starts: under_way && self.started.insert(id.to_string()),
+            ends: done && self.ended.insert(id.to_string()),
+            role,
+        }
     }
 }

@@ -490,3 +490,40 @@ fn the_capability_profile_is_pinned() {
         "OpenCode profile changed"
     );
 }
+
+/// A row whose data is not JSON is kept, as text, and read as a line the
+/// dialect does not know; the rows after it read as before.
+#[test]
+fn a_row_that_is_not_json_is_kept_and_reported() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let db = db_of(dir.path(), "basic");
+    let id = session_row("basic")["id"].as_str().expect("id").to_string();
+    let before = store::render(&db, &id).expect("rendered");
+    let conn = rusqlite::Connection::open(&db).expect("db");
+    conn.execute("UPDATE event SET data = '{not json' WHERE seq = 1", [])
+        .expect("spoiled");
+    let after = store::render(&db, &id).expect("rendered");
+    let lines: Vec<&[u8]> = after.split(|b| *b == b'\n').collect();
+    let at = RecordAt {
+        path: String::new(),
+        offset: 0,
+    };
+    let (read, _, _) = record::read_marked(lines[1], &at);
+    assert!(
+        matches!(read.items.as_slice(), [RecordItem::Unrecognized { .. }]),
+        "{read:?}"
+    );
+    let tail = |b: &[u8]| {
+        b.split(|c| *c == b'\n')
+            .skip(2)
+            .map(<[u8]>::to_vec)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(tail(&before), tail(&after));
+    // The data is OpenCode's, byte for byte.
+    let row: Value =
+        serde_json::from_str(fixture("basic", "event.jsonl").lines().next().expect("row"))
+            .expect("row");
+    let data = row["data"].as_str().expect("data");
+    assert!(String::from_utf8_lossy(lines[0]).contains(&format!(",\"data\":{data}}}")));
+}
