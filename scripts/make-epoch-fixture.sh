@@ -6,7 +6,7 @@
 # that generation is the current one, and commit the result under
 # tests/fixtures/epoch/gen<N>/; a committed fixture is never rewritten.
 #
-#   scripts/make-epoch-fixture.sh tests/fixtures/epoch/gen1
+#   scripts/make-epoch-fixture.sh tests/fixtures/epoch/gen1   (writes gen1/home; add a README.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: make-epoch-fixture.sh OUT_DIR}
@@ -42,8 +42,8 @@ killed=$(head -c 4096 tests/fixtures/copilot/interrupted-sigkill-1-killed/hook-c
 "$bin/harnery" end "$killed" --adapter copilot --reason "fixture: a pending end" > /dev/null
 "$bin/harnery" finalize > /dev/null
 claude resume
-mkdir -p "$out"
-cp -a "$home/." "$out/"
-rm -f "$out/ledgers/v2/lease" "$out/ledgers/lease" 2>/dev/null || true
+mkdir -p "$out/home"
+cp -a "$home/." "$out/home/"
+rm -f "$out/home/ledgers/v2/lease" "$out/home/ledgers/lease" 2>/dev/null || true
 "$bin/harnery" sessions
 find "$out" -type f | sort

@@ -3,8 +3,11 @@
 
 Source: `model_prices_and_context_window_backup.json` as shipped in the
 `litellm` package on PyPI (MIT licence; the list ccusage prices with).
-Only chat models of the `anthropic` and `openai` providers are kept, with
-their per-token prices turned into prices per million tokens. A Claude model
+Only chat models of the `anthropic`, `openai`, `gemini` (Google AI Studio,
+the API Gemini CLI calls) and `dashscope` (Alibaba Cloud, Qwen's) providers
+are kept, under the name the agents report (`gemini-2.5-pro`, `qwen-plus`:
+the provider's prefix taken off), with their per-token prices turned into
+prices per million tokens. A Claude model
 is also listed under its dotted name (`claude-sonnet-4.5`), the name Copilot
 CLI reports.
 
@@ -27,13 +30,17 @@ out = [
     f'date = "{date}"',
     "",
 ]
+# Each provider kept, and the prefix its names carry in the list.
+PROVIDERS = {"anthropic": "", "openai": "", "gemini": "gemini/", "dashscope": "dashscope/"}
 rows = {}
 for name, m in sorted(models.items()):
     if not isinstance(m, dict) or m.get("mode") != "chat":
         continue
-    if m.get("litellm_provider") not in ("anthropic", "openai"):
+    prefix = PROVIDERS.get(m.get("litellm_provider"))
+    if prefix is None or not name.startswith(prefix):
         continue
-    if "/" in name or m.get("input_cost_per_token") is None:
+    name = name[len(prefix):]
+    if "/" in name or name in rows or m.get("input_cost_per_token") is None:
         continue
     kinds = {
         "input": m.get("input_cost_per_token"),

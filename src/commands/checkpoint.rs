@@ -40,7 +40,7 @@ pub struct Args {
     /// (repeatable), e.g. `deploy:prod-42`.
     #[arg(long, value_name = "KIND:REF", value_parser = parse_effect)]
     effect: Vec<OperatorEffect>,
-    /// claude-code or copilot; found from the spool or ledger when omitted.
+    /// claude-code, copilot, codex, gemini-cli, qwen-code or opencode; found from the spool or ledger when omitted.
     #[arg(long)]
     adapter: Option<String>,
     /// Pin the request time (RFC 3339 or unix ns); default HARNERY_NOW or the clock.

@@ -24,7 +24,7 @@ pub struct Args {
     /// Why the session is being ended (kept with the request).
     #[arg(long)]
     reason: Option<String>,
-    /// claude-code or copilot; found from the spool or ledger when omitted.
+    /// claude-code, copilot, codex, gemini-cli, qwen-code or opencode; found from the spool or ledger when omitted.
     #[arg(long)]
     adapter: Option<String>,
     /// List pending end requests and their open spans instead.

@@ -14,7 +14,7 @@ pub struct Args {
     /// The agent session the command belongs to: its id, a unique prefix, or adapter/id.
     #[arg(long)]
     session: String,
-    /// claude-code or copilot; found from the spool or ledger when omitted.
+    /// claude-code, copilot, codex, gemini-cli, qwen-code or opencode; found from the spool or ledger when omitted.
     #[arg(long)]
     adapter: Option<String>,
     /// Pin the request time (RFC 3339 or unix ns); default HARNERY_NOW or the clock.

@@ -30,7 +30,7 @@ pub struct Args {
     /// What to find (words, "phrases", pre*, substrings; see below).
     #[arg(required_unless_present = "reindex", num_args = 0..)]
     query: Vec<String>,
-    /// Only sessions of this agent (claude-code or copilot).
+    /// Only sessions of this agent (claude-code, copilot, codex, gemini-cli, qwen-code or opencode).
     #[arg(long, value_parser = parse_adapter)]
     adapter: Option<AdapterId>,
     #[command(flatten)]
@@ -80,7 +80,7 @@ pub struct Filters {
 
 fn parse_adapter(name: &str) -> Result<AdapterId, String> {
     AdapterId::parse(name)
-        .ok_or_else(|| format!("{name:?} is not an adapter (claude-code, copilot)"))
+        .ok_or_else(|| format!("{name:?} is not an adapter ({})", AdapterId::choices()))
 }
 
 pub fn run(args: Args) -> CmdResult {

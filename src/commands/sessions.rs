@@ -38,7 +38,7 @@ pub struct Args {
     /// Only sessions that started at or before this time (RFC 3339).
     #[arg(long, value_parser = super::parse_instant)]
     pub until: Option<i64>,
-    /// Only this agent's sessions: claude-code or copilot.
+    /// Only this agent's sessions: claude-code, copilot, codex, gemini-cli, qwen-code or opencode.
     #[arg(long, value_parser = parse_adapter)]
     pub adapter: Option<AdapterId>,
     /// Only sessions of this evidence class.
@@ -57,8 +57,12 @@ pub enum ClassFilter {
 }
 
 fn parse_adapter(text: &str) -> Result<AdapterId, String> {
-    AdapterId::parse(text)
-        .ok_or_else(|| format!("{text:?} is not an adapter: claude-code or copilot"))
+    AdapterId::parse(text).ok_or_else(|| {
+        format!(
+            "{text:?} is not an adapter: {}",
+            harnery::contract::AdapterId::choices()
+        )
+    })
 }
 
 impl Args {

@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::common::{self, run, stderr, stdout};
 
 /// Generation 9's schema digest, as its genesis stores it.
-const GEN9: &str = "231d75741091344701c99b19ae618bbc5294b554b8e56a27e33e408895dc1f0f";
+const GEN9: &str = "4e1bdb3de36ea40587aba91328ba8213bb86f8ab8b86baaa9f81a253552868d6";
 const GEN8: &str = "3e51b41f91f0a4ac0291c1cb3f6e3b2d4fbdaabc5b6356b3ede9b158e69512db";
 const GEN7: &str = "946ccbb2424d4f33151a7231bbdddd0709179294b4f7c061078332cd405a4b0d";
 const GEN6: &str = "dbb71c8f699a0110309706c91a7be9b3d6eb7378e27294ad92221eb5114890b0";
@@ -111,11 +111,14 @@ fn generation_nine_ships_by_an_epoch_advance_from_the_generation_seven_home() {
 
 /// The home generation 8 wrote (built by main at `7c0c15f`, the last build
 /// that wrote it): its archive is judged by generation 8's frozen shape,
-/// its Copilot completions carry no `paired_by`, and the new epoch's do.
+/// its Copilot completions carry no `paired_by`, and the new epoch's (the
+/// same client's session, recorded again after the advance) say `order`.
 #[test]
 fn generation_nine_ships_by_an_epoch_advance_from_the_generation_eight_home() {
     let home = ships_from(8, GEN8);
     let home = home.path();
+    common::feed_fixture(home, "copilot", "hook-exit1-postToolUse");
+    ok(home, &["finalize"]);
     let all = ok(home, &["export", "--epoch", "all"]);
     let completions: Vec<Value> = all
         .lines()
@@ -125,6 +128,7 @@ fn generation_nine_ships_by_an_epoch_advance_from_the_generation_eight_home() {
     assert!(!completions.is_empty());
     let epoch_of = |e: &Value| e["epoch"].as_str().map(str::to_string);
     let archive = archive_id(home);
+    let mut ordered = 0;
     for e in &completions {
         let by = &e["payload"]["paired_by"];
         let archived = epoch_of(e).as_deref() == Some(archive.as_str());
@@ -134,11 +138,13 @@ fn generation_nine_ships_by_an_epoch_advance_from_the_generation_eight_home() {
                 if e["payload"]["tool_call_id"].is_null()
                     && !e["payload"]["requested_event_id"].is_null() =>
             {
-                assert_eq!(by, "order", "{e}")
+                assert_eq!(by, "order", "{e}");
+                ordered += 1;
             }
             false => {}
         }
     }
+    assert!(ordered > 0, "a live Copilot completion found by order");
 }
 
 #[test]

@@ -13,7 +13,7 @@ use super::digest::shape_of;
 use super::shape::{Member, ObjectShape};
 use super::*;
 
-const GEN9: &str = "231d75741091344701c99b19ae618bbc5294b554b8e56a27e33e408895dc1f0f";
+const GEN9: &str = "4e1bdb3de36ea40587aba91328ba8213bb86f8ab8b86baaa9f81a253552868d6";
 
 #[test]
 fn schema_digest_is_pinned() {
@@ -77,10 +77,11 @@ fn generation_eight_is_what_generation_seven_described_with_one_known_difference
     assert_same(&seven, &GENERATIONS[7].shape());
 }
 
-/// Generation 9 is generation 8 with exactly its two changes: four more
-/// adapter ids, and `tool.completed.paired_by` (optional, one value).
+/// Generation 9 is generation 8 with exactly its three changes: four more
+/// adapter ids, `tool.completed.paired_by` (optional, one value), and the
+/// event type `hook.observed`.
 #[test]
-fn generation_nine_is_generation_eight_with_its_two_changes() {
+fn generation_nine_is_generation_eight_with_its_three_changes() {
     let mut eight = GENERATIONS[7].shape();
     let session = object_in(&mut member_mut(envelope_mut(&mut eight), "session").shape);
     match &mut member_mut(session, "adapter").shape {
@@ -96,6 +97,39 @@ fn generation_nine_is_generation_eight_with_its_two_changes() {
             required: false,
             shape: Shape::Nullable(Box::new(Shape::Enum(vec!["order".into()]))),
         });
+    let member = |name: &str, required: bool, shape: Shape| Member {
+        name: name.into(),
+        required,
+        shape,
+    };
+    let text = || Shape::Nullable(Box::new(Shape::String));
+    let payload = ObjectShape {
+        members: vec![
+            member("event", true, Shape::String),
+            member("model", false, text()),
+            member("detail", false, text()),
+        ],
+        closed: true,
+        one_of: Vec::new(),
+    };
+    // Its place among the alternatives is the Payload enum's, after
+    // message.displayed.
+    let alternatives = &mut envelope_mut(&mut eight).one_of;
+    let displayed = alternatives
+        .iter()
+        .position(|a| format!("{a:?}").contains("\"message.displayed\""))
+        .expect("message.displayed is an alternative");
+    alternatives.insert(
+        displayed + 1,
+        Shape::Object(ObjectShape {
+            members: vec![
+                member("type", true, Shape::Enum(vec!["hook.observed".into()])),
+                member("payload", true, Shape::Object(payload)),
+            ],
+            closed: false,
+            one_of: Vec::new(),
+        }),
+    );
     assert_same(&eight, contract_shape());
 }
 

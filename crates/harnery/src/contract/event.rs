@@ -47,6 +47,14 @@ impl AdapterId {
     pub fn parse(name: &str) -> Option<AdapterId> {
         AdapterId::ALL.into_iter().find(|a| a.as_str() == name)
     }
+
+    /// Every id, for a message naming what is accepted: "claude-code,
+    /// copilot, …, qwen-code or opencode".
+    pub fn choices() -> String {
+        let names: Vec<&str> = AdapterId::ALL.iter().map(|a| a.as_str()).collect();
+        let (last, rest) = names.split_last().expect("there are adapters");
+        format!("{} or {last}", rest.join(", "))
+    }
 }
 
 impl std::fmt::Display for AdapterId {

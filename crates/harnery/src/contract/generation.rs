@@ -99,11 +99,13 @@ pub const GENERATIONS: &[Generation] = &[
     },
     Generation {
         number: 9,
-        digest: "231d75741091344701c99b19ae618bbc5294b554b8e56a27e33e408895dc1f0f",
+        digest: "4e1bdb3de36ea40587aba91328ba8213bb86f8ab8b86baaa9f81a253552868d6",
         description: "every agent with hooks: the adapter ids codex, gemini-cli, qwen-code and \
                       opencode; tool.completed says when its request was found by order \
                       (paired_by: order, the oldest open request of the same tool and input, for \
-                      an agent that sends no call id) rather than by a call id",
+                      an agent that sends no call id) rather than by a call id; hook.observed, a \
+                      hook that fired and says no more the ledger models (a model step, a \
+                      compaction check that changed nothing), with the agent's name of it",
     },
 ];
 

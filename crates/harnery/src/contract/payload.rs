@@ -214,6 +214,20 @@ payload_struct!(MessageDisplayed {
     #[serde(default)] text: Option<String>,
     #[serde(default)] is_final: Option<bool>,
 });
+payload_struct!(
+    /// A hook the agent fired that the ledger models as no more than that
+    /// it fired (generation 9): a model step (Gemini CLI's `BeforeModel`,
+    /// `AfterModel`, `BeforeToolSelection`; Codex's `PreModelRequest`), or
+    /// a check that changed nothing (Gemini CLI's automatic
+    /// `PreCompress`). The payload's bulk (the whole conversation) stays in
+    /// the raw archive.
+    HookObserved {
+    /// The agent's own name of the hook.
+    event: String,
+    #[serde(default)] model: Option<String>,
+    /// What the hook said of why it fired (a trigger), where it said.
+    #[serde(default)] detail: Option<String>,
+});
 payload_struct!(ToolBatchCompleted { calls: u64 });
 payload_struct!(
     /// A native completion that arrived after its span was already
@@ -554,6 +568,8 @@ pub enum Payload {
     Notification(Notification),
     #[serde(rename = "message.displayed")]
     MessageDisplayed(MessageDisplayed),
+    #[serde(rename = "hook.observed")]
+    HookObserved(HookObserved),
     #[serde(rename = "tool.batch_completed")]
     ToolBatchCompleted(ToolBatchCompleted),
     #[serde(rename = "tool.late_evidence")]
@@ -677,6 +693,7 @@ event_types! {
     RestoreRecorded => "restore.recorded",
     SessionResumed => "session.resumed",
     StaleSignal => "session.stale_signal",
+    HookObserved => "hook.observed",
 }
 
 impl std::fmt::Display for EventType {

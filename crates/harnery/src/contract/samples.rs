@@ -229,6 +229,11 @@ pub(super) fn samples() -> Vec<Payload> {
             reason: "r".into(),
             live_incarnation: 2,
         }),
+        Payload::HookObserved(HookObserved {
+            event: "BeforeModel".into(),
+            model: s(),
+            detail: s(),
+        }),
     ]
 }
 

@@ -69,7 +69,7 @@ impl Target {
 /// An `--adapter` that names no agent harnery knows.
 #[derive(Debug, thiserror::Error)]
 pub enum AdapterChoiceError {
-    #[error("unknown adapter {0:?} (expected claude-code or copilot)")]
+    #[error("unknown adapter {0:?} (expected {choices})", choices = AdapterId::choices())]
     BadName(String),
 }
 

@@ -248,6 +248,10 @@ fn span_text(name: &str, s: Option<&SpanRow>) -> String {
     }
     if let Some(reason) = &s.reason {
         text.push_str(&format!(" (recovery: {reason})"));
+    } else if s.kind == "tool" && s.tool_call_id.is_none() && s.completed_event_id.is_some() {
+        // The agent sent no call id: the completion took the oldest open
+        // request of the same tool and input (`paired_by: order`).
+        text.push_str(" (paired by order: no call id)");
     }
     text
 }
@@ -308,6 +312,18 @@ fn describe(p: &Payload, span: Option<&SpanRow>) -> String {
         Payload::MessageDisplayed(m) => {
             format!("message: {}", clip(m.text.as_deref().unwrap_or(""), 60))
         }
+        Payload::HookObserved(h) => format!(
+            "hook {}{}{}",
+            h.event,
+            h.model
+                .as_deref()
+                .map(|m| format!(" model {m}"))
+                .unwrap_or_default(),
+            h.detail
+                .as_deref()
+                .map(|d| format!(" ({d})"))
+                .unwrap_or_default()
+        ),
         Payload::ToolBatchCompleted(b) => format!("tool batch of {} completed", b.calls),
         Payload::LateEvidence(l) => format!(
             "late evidence for {} ({:?})",

@@ -207,10 +207,12 @@ fn filter(t: &Target) -> Result<(Form, SessionFilter), Bad> {
     };
     let adapter = match t.param("agent") {
         None => None,
-        Some(a) => Some(
-            crate::contract::AdapterId::parse(a)
-                .ok_or_else(|| Bad(format!("agent={a:?} is not claude-code or copilot")))?,
-        ),
+        Some(a) => Some(crate::contract::AdapterId::parse(a).ok_or_else(|| {
+            Bad(format!(
+                "agent={a:?} is not {}",
+                crate::contract::AdapterId::choices()
+            ))
+        })?),
     };
     let class = match t.param("class") {
         None => None,

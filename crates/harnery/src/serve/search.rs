@@ -109,7 +109,7 @@ fn query(t: &Target, form: &Form) -> Result<Query, String> {
         "" => None,
         a => Some(
             AdapterId::parse(a)
-                .ok_or_else(|| format!("agent={a:?} is not claude-code or copilot"))?,
+                .ok_or_else(|| format!("agent={a:?} is not {}", AdapterId::choices()))?,
         ),
     };
     let kinds = all(t, "kind")

@@ -77,8 +77,9 @@ fn agent_select(chosen: &str) -> Markup {
     html! {
         label { "agent " select name="agent" {
             (option("", "any", chosen))
-            (option("claude-code", "claude-code", chosen))
-            (option("copilot", "copilot", chosen))
+            @for id in crate::contract::AdapterId::ALL {
+                (option(id.as_str(), id.as_str(), chosen))
+            }
         } }
     }
 }
