@@ -194,14 +194,14 @@ h = os.environ["HARNERY"]
 def run(*args):
     return subprocess.run([h, *args], capture_output=True, text=True, check=True).stdout
 problems = []
-# What harnery's plugin hands over: its three hooks and its list of bus events.
+# What harnery's plugin hands over: every event of the session but the bus
+# events it lists as restating OpenCode's record.
 plugin = open(f"{d}/home/.config/opencode/plugins/harnery.js").read()
-handed = {"chat.message", "tool.execute.before", "tool.execute.after"}
-handed |= set(re.findall(r'"([a-z]+\.[a-z.]+)"', plugin.split("new Set([")[1].split("])")[0]))
+restated = set(re.findall(r'"([a-z.]+)"', plugin.split("const RESTATED = new Set([")[1].split("])")[0]))
 fired = collections.Counter()
 for l in open(f"{d}/witness.jsonl"):
     w = json.loads(l)
-    if w["session"] == sid and w["name"] in handed:
+    if w["session"] == sid and w["name"] not in restated:
         fired[w["name"]] += 1
 events = [json.loads(l) for l in run("export", "--format", "jsonl").splitlines()]
 ours = [e for e in events if e["session"]["session_id"] == sid]

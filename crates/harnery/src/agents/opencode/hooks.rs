@@ -6,9 +6,12 @@
 //!   process when the event fired), `seq`, `pid`, added by the plugin;
 //! - `input` and `output`, the two objects OpenCode passes a plugin hook
 //!   (`chat.message`, `tool.execute.before`, `tool.execute.after`);
-//! - `event`, a bus event `{id, type, properties}` (`session.created`,
-//!   `session.idle`, `session.error`, `session.compacted`,
-//!   `session.deleted`, `permission.asked`, `permission.replied`).
+//! - `event`, a bus event `{id, type, properties}`: every event of the
+//!   session but those that restate OpenCode's record (`message.updated`,
+//!   `message.part.updated`, `session.updated`, `session.status`, ...).
+//!   `session.created`, `session.idle`, `session.error`,
+//!   `session.compacted`, `session.deleted`, `permission.asked` and
+//!   `permission.replied` are read; any other is `hook.observed`.
 //!
 //! Tool events carry the model's tool call id (`input.callID`), the same id
 //! OpenCode's record keeps. There is no turn id and no record path; a
@@ -23,8 +26,9 @@ use serde_json::Value;
 use crate::agents::signal::{Normalized, SignalKind, ToolCall, ToolResult, TurnEnd};
 use crate::agents::wire::{normalize_input, optional_str, owned, parse_payload, raw_json};
 use crate::contract::{
-    CompactionCompleted, ErrorReported, Json, Notification, Outcome, Payload, PermissionRequested,
-    PromptSubmitted, SessionEnded, SessionStarted, SignalUnrecognized, TimeSource,
+    CompactionCompleted, ErrorReported, HookObserved, Json, Notification, Outcome, Payload,
+    PermissionRequested, PromptSubmitted, SessionEnded, SessionStarted, SignalUnrecognized,
+    TimeSource,
 };
 
 /// One payload of harnery's OpenCode plugin, as sent.
@@ -211,7 +215,14 @@ fn lifecycle(event: &str, props: Option<&Value>) -> SignalKind {
             message: text_at(props, &["reply"]),
         }),
         "" => return SignalKind::unrecognized(event, "no hook_event_name"),
-        _ => return SignalKind::unrecognized(event, "unknown_event"),
+        // Any other event of the session (`todo.updated`,
+        // `command.executed`, `message.removed`, ...): it fired, and says
+        // nothing more the ledger models.
+        _ => Payload::HookObserved(HookObserved {
+            event: event.to_string(),
+            model: None,
+            detail: None,
+        }),
     };
     SignalKind::Lifecycle(payload)
 }

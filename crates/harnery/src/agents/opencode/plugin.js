@@ -11,16 +11,16 @@ import { spawn, spawnSync } from "node:child_process"
 
 const HOOK = {hook_bin}
 const ARGS = ["opencode"]
-// The bus events harnery reads. Messages, parts and usage are not among
-// them: OpenCode's own record (opencode.db) has them whole.
-const EVENTS = new Set([
-  "session.created",
-  "session.idle",
-  "session.error",
-  "session.compacted",
-  "session.deleted",
-  "permission.asked",
-  "permission.replied",
+// The bus events harnery does not take: they restate, many times a turn,
+// what OpenCode's own record (opencode.db) holds whole. Every other event of
+// a session is handed over.
+const RESTATED = new Set([
+  "message.updated",
+  "message.part.updated",
+  "message.part.delta",
+  "session.updated",
+  "session.status",
+  "session.diff",
 ])
 const WAIT_MS = 1000
 const queue = []
@@ -102,7 +102,7 @@ process.on("exit", () => {
 
 export const Harnery = async () => ({
   event: async ({ event }) => {
-    if (event && EVENTS.has(event.type)) hand(event.type, { event })
+    if (event && typeof event.type === "string" && !RESTATED.has(event.type)) hand(event.type, { event })
   },
   "chat.message": (input, output) => handAndWait("chat.message", { input, output }),
   "tool.execute.before": (input, output) => handAndWait("tool.execute.before", { input, output }),
