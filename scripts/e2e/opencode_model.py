@@ -5,7 +5,8 @@ end-to-end run (scripts/e2e/opencode.sh), stdlib only, on 127.0.0.1.
 Usage: opencode_model.py <request-log.jsonl>; prints its port on stdout.
 A request whose last message is the user's prompt gets one `bash` tool call:
 the prompt says FAIL -> `ls /nonexistent-harnery`, SLOW -> `sleep 30`,
-otherwise `echo hello-from-harnery-e2e`; one that says BROKEN is answered
+otherwise `echo hello-from-harnery-e2e`; TODO gets a `todowrite` call
+instead; one that says BROKEN is answered
 with HTTP 400. A request after a tool result, or one offering no tools
 (OpenCode's title request), gets text. Every call reports its own token
 counts (prompt, cached, completion, reasoning), so a check that mixes two
@@ -46,6 +47,9 @@ def plan(body):
     msgs = body.get("messages") or []
     tools = [((t.get("function") or {}).get("name") or "") for t in body.get("tools") or []]
     last = msgs[-1] if msgs else {}
+    if "todowrite" in tools and last.get("role") == "user" and "TODO" in text_of(last.get("content")):
+        todo = {"content": "print the marker", "status": "in_progress", "priority": "high"}
+        return {"tool": {"todos": [todo]}, "name": "todowrite"}
     if "bash" in tools and last.get("role") == "user":
         prompt = text_of(last.get("content"))
         if "FAIL" in prompt:
@@ -106,7 +110,7 @@ class H(BaseHTTPRequestHandler):
         created = int(time.time())
         if "tool" in p:
             call = {"id": f"call_e2e_{n:04d}", "type": "function",
-                    "function": {"name": "bash", "arguments": json.dumps(p["tool"])}}
+                    "function": {"name": p.get("name", "bash"), "arguments": json.dumps(p["tool"])}}
             message = {"role": "assistant", "content": None, "tool_calls": [call]}
             finish = "tool_calls"
         else:
@@ -135,7 +139,7 @@ class H(BaseHTTPRequestHandler):
         if "tool" in p:
             call = message["tool_calls"][0]
             chunk({"tool_calls": [{"index": 0, "id": call["id"], "type": "function",
-                                   "function": {"name": "bash", "arguments": ""}}]})
+                                   "function": {"name": call["function"]["name"], "arguments": ""}}]})
             chunk({"tool_calls": [{"index": 0, "function": {"arguments": call["function"]["arguments"]}}]})
         else:
             chunk({"content": p["text"]})

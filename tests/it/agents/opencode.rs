@@ -13,13 +13,14 @@ use assert_cmd::Command;
 use common::{stderr, stdout};
 use serde_json::Value;
 
-const SCENARIOS: [&str; 6] = [
+const SCENARIOS: [&str; 7] = [
     "basic",
     "failing",
     "two-turns",
     "kill",
     "model-error",
     "permission",
+    "todo",
 ];
 
 fn fixture(scenario: &str, file: &str) -> String {

@@ -248,6 +248,7 @@ fn no_captured_hook_is_unrecognized() {
         "kill",
         "model-error",
         "permission",
+        "todo",
     ] {
         for (event, n) in hooks_of(scenario) {
             assert!(
@@ -535,4 +536,30 @@ fn a_row_that_is_not_json_is_kept_and_reported() {
             .expect("row");
     let data = row["data"].as_str().expect("data");
     assert!(String::from_utf8_lossy(lines[0]).contains(&format!(",\"data\":{data}}}")));
+}
+
+/// An event the dialect does not model, as OpenCode sent it: observed.
+#[test]
+fn a_todo_list_update_is_observed() {
+    let read = hooks_of("todo");
+    let kinds: Vec<&str> = read.iter().map(|(e, _)| e.as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "session.created",
+            "chat.message",
+            "tool.execute.before",
+            "todo.updated",
+            "tool.execute.after",
+            "session.idle"
+        ]
+    );
+    let SignalKind::Lifecycle(Payload::HookObserved(seen)) = &read[3].1.kind else {
+        panic!("todo.updated: {:?}", read[3].1.kind)
+    };
+    assert_eq!(seen.event, "todo.updated");
+    let SignalKind::ToolRequested(call) = &read[2].1.kind else {
+        panic!("the todowrite call")
+    };
+    assert_eq!(call.tool_name, "todowrite");
 }
