@@ -506,3 +506,41 @@ fn an_opencode_db_of_another_name_is_refused() {
     assert_eq!(problems[0]["payload"]["kind"], "refused");
     assert!(of_type(&events, "message.user").is_empty());
 }
+
+/// Passes of a few lines each (the rendering kept from just before each
+/// cursor) give what one pass gives.
+#[test]
+fn many_small_passes_over_the_rendering_give_what_one_pass_gives() {
+    let whole = Run::new("two-turns");
+    whole.deliver(&whole.hooks);
+    whole.finalize();
+    let small = Run::new("two-turns");
+    small.deliver(&small.hooks);
+    let out = common::harnery(small.home.path())
+        .env("HARNERY_RECORDS", "on")
+        .env("HARNERY_RECORD_PASS_BYTES", "3000")
+        .env("HOME", small.user.path())
+        .env("XDG_DATA_HOME", small.user.path().join("data"))
+        .args(["finalize", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(report["record_signals"].as_u64().unwrap() > 5, "{report}");
+    // Each event's type and payload, its ids and the run's temporary paths
+    // left out (they differ between two runs of the same thing).
+    let ids = regex::Regex::new(r"ev_[0-9a-f]+|stamped-\d+-[0-9a-f]+|/tmp/[^/]+/").unwrap();
+    let payloads = |events: Vec<Value>| -> Vec<String> {
+        let mut all: Vec<String> = events
+            .into_iter()
+            .filter(|e| e["type"] != "checkpoint.located")
+            .map(|e| {
+                ids.replace_all(&format!("{} {}", e["type"], e["payload"]), "_")
+                    .into_owned()
+            })
+            .collect();
+        all.sort();
+        all
+    };
+    assert_eq!(payloads(small.events()), payloads(whole.events()));
+}

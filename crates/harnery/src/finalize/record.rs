@@ -403,9 +403,13 @@ fn follow_one(
         Err(NotOpened::Unreadable(e)) => return out.unreadable(path, e),
     };
     let adapter = crate::agents::adapter::adapter(session.adapter);
-    let mut file = match adapter.render_record(path, &session.session_id) {
+    // A rendered record is kept from the fingerprint before the cursor to
+    // what this pass may read (a longer line whole).
+    let keep_from = cursor.saturating_sub(FINGERPRINT_LEN);
+    let upto = cursor + pass_len().min(out.left) + LINE_CEILING as u64;
+    let mut file = match adapter.render_record(path, &session.session_id, keep_from, upto) {
         None => Source::File(file),
-        Some(Ok(lines)) => Source::Rendered(std::io::Cursor::new(lines)),
+        Some(Ok(r)) => Source::Rendered(r.base, std::io::Cursor::new(r.bytes)),
         Some(Err(e)) => return out.unreadable(path, e),
     };
     let len = match file.len() {
@@ -471,18 +475,19 @@ fn follow_one(
     Ok(())
 }
 
-/// What a record is read from: the file, or the lines an adapter rendered
-/// from it (see `Adapter::render_record`).
+/// What a record is read from: the file, or the stretch of lines an
+/// adapter rendered from it (see `Adapter::render_record`), which starts at
+/// its `base` offset: offsets are the whole rendering's.
 enum Source {
     File(std::fs::File),
-    Rendered(std::io::Cursor<Vec<u8>>),
+    Rendered(u64, std::io::Cursor<Vec<u8>>),
 }
 
 impl Source {
     fn len(&self) -> std::io::Result<u64> {
         match self {
             Source::File(f) => Ok(f.metadata()?.len()),
-            Source::Rendered(c) => Ok(c.get_ref().len() as u64),
+            Source::Rendered(base, c) => Ok(base + c.get_ref().len() as u64),
         }
     }
 }
@@ -491,16 +496,22 @@ impl Read for Source {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         match self {
             Source::File(f) => f.read(buf),
-            Source::Rendered(c) => c.read(buf),
+            Source::Rendered(_, c) => c.read(buf),
         }
     }
 }
 
 impl Seek for Source {
     fn seek(&mut self, pos: SeekFrom) -> std::io::Result<u64> {
-        match self {
-            Source::File(f) => f.seek(pos),
-            Source::Rendered(c) => c.seek(pos),
+        match (self, pos) {
+            (Source::File(f), pos) => f.seek(pos),
+            (Source::Rendered(base, c), SeekFrom::Start(at)) => match at.checked_sub(*base) {
+                Some(within) => Ok(c.seek(SeekFrom::Start(within))? + *base),
+                None => Err(std::io::Error::other(format!(
+                    "offset {at} is before the rendered stretch (from {base})"
+                ))),
+            },
+            (Source::Rendered(base, c), pos) => Ok(c.seek(pos)? + *base),
         }
     }
 }

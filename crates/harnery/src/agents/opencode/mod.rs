@@ -22,7 +22,7 @@ mod tests;
 use std::path::{Path, PathBuf};
 
 use crate::agents::adapter::{
-    Adapter, AgentHome, HookPlace, Part, RecordShape, RecordTurns, Resume,
+    Adapter, AgentHome, HookPlace, Part, RecordShape, RecordTurns, RenderedRecord, Resume,
 };
 use crate::agents::capability::{CapabilityProfile, RecoveryPolicy, TimestampSource};
 use crate::agents::record::place::{RecordRole, Refusal, check_shape, is_plain_id};
@@ -127,8 +127,14 @@ impl Adapter for Opencode {
             Err(_) => Ok(None),
         }
     }
-    fn render_record(&self, path: &Path, session_id: &str) -> Option<std::io::Result<Vec<u8>>> {
-        Some(store::render(path, session_id))
+    fn render_record(
+        &self,
+        path: &Path,
+        session_id: &str,
+        keep_from: u64,
+        upto: u64,
+    ) -> Option<std::io::Result<RenderedRecord>> {
+        Some(store::render(path, session_id, keep_from, upto))
     }
     fn records_dir(&self, _home: &Path) -> PathBuf {
         store::data_dir().unwrap_or_default()

@@ -22,8 +22,9 @@
 //! not JSON on one line is kept as a string (`data_text`).
 //!
 //! Each run renders a followed session's journal from its first row (the
-//! marks need every row before the cursor); only the members the marks
-//! need are parsed, the data is copied as it is.
+//! offsets and marks need every row before the cursor) but keeps only the
+//! stretch the finalizer reads, so memory stays bounded by one pass; only
+//! the members the marks need are parsed, the data is copied as it is.
 //!
 //! The database is opened read-only, and nothing is read from it unless
 //! the path has the shape OpenCode gives it (see `record_shape`). A gap in
@@ -35,6 +36,8 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags};
+
+use crate::agents::adapter::RenderedRecord;
 use serde::Deserialize;
 
 /// The file name OpenCode's release builds give the database.
@@ -85,24 +88,31 @@ fn open(db: &Path) -> rusqlite::Result<Connection> {
     Ok(conn)
 }
 
-/// The most bytes one rendering holds; a journal longer than this is not
-/// rendered (the finalizer reports it unreadable).
-pub(crate) const RENDER_CEILING: usize = 256 << 20;
-
 /// How long a read waits for OpenCode's writer.
 const BUSY_MS: u64 = 2000;
 
-/// The session's journal in `db` as JSON lines (each ends with a newline).
-pub(crate) fn render(db: &Path, session_id: &str) -> std::io::Result<Vec<u8>> {
+/// The session's journal in `db` as JSON lines (each ends with a newline):
+/// the stretch from byte `keep_from` on, up to the end of the first line
+/// that reaches `upto` (the rows before `keep_from` are rendered, for the
+/// offsets and marks, but not kept).
+pub(crate) fn render(
+    db: &Path,
+    session_id: &str,
+    keep_from: u64,
+    upto: u64,
+) -> std::io::Result<RenderedRecord> {
     let conn = open(db).map_err(io)?;
     let mut stmt = conn
         .prepare("SELECT seq, id, type, data FROM event WHERE aggregate_id = ?1 ORDER BY seq")
         .map_err(io)?;
     let mut rows = stmt.query([session_id]).map_err(io)?;
-    let mut out = Vec::new();
+    let (mut kept, mut line) = (Vec::new(), Vec::new());
     let mut state = Journal::default();
-    let mut expected = 0i64;
-    while let Some(row) = rows.next().map_err(io)? {
+    let (mut expected, mut at) = (0i64, 0u64);
+    while at < upto {
+        let Some(row) = rows.next().map_err(io)? else {
+            break;
+        };
         let seq: i64 = row.get(0).map_err(io)?;
         if seq != expected {
             return Err(std::io::Error::other(format!(
@@ -114,14 +124,18 @@ pub(crate) fn render(db: &Path, session_id: &str) -> std::io::Result<Vec<u8>> {
         let id: String = row.get(1).map_err(io)?;
         let kind: String = row.get(2).map_err(io)?;
         let data: String = row.get(3).map_err(io)?;
-        state.line(seq, &id, &kind, &data, &mut out);
-        if out.len() > RENDER_CEILING {
-            return Err(std::io::Error::other(format!(
-                "the journal of {session_id} is over {RENDER_CEILING} bytes as lines"
-            )));
+        line.clear();
+        state.line(seq, &id, &kind, &data, &mut line);
+        let end = at + line.len() as u64;
+        if end > keep_from {
+            kept.extend_from_slice(&line[keep_from.saturating_sub(at) as usize..]);
         }
+        at = end;
     }
-    Ok(out)
+    Ok(RenderedRecord {
+        base: keep_from.min(at),
+        bytes: kept,
+    })
 }
 
 /// `text` as a JSON string.

@@ -87,6 +87,11 @@ pub(super) fn db_of(dir: &Path, scenario: &str) -> PathBuf {
     db
 }
 
+/// The whole rendering of a session's journal.
+fn render_all(db: &Path, session_id: &str) -> std::io::Result<Vec<u8>> {
+    store::render(db, session_id, 0, u64::MAX).map(|r| r.bytes)
+}
+
 fn session_row(scenario: &str) -> Value {
     serde_json::from_str(
         fixture(scenario, "session.jsonl")
@@ -106,7 +111,7 @@ fn items_of(scenario: &str) -> (Vec<RecordItem>, Vec<Option<String>>) {
         .as_str()
         .expect("id")
         .to_string();
-    let lines = store::render(&db, &id).expect("rendered");
+    let lines = render_all(&db, &id).expect("rendered");
     let (mut items, mut sessions) = (Vec::new(), Vec::new());
     let mut offset = 0u64;
     for line in lines.split_inclusive(|b| *b == b'\n') {
@@ -414,17 +419,17 @@ fn the_rendering_only_grows_as_the_journal_does() {
         .as_str()
         .expect("id")
         .to_string();
-    let whole = store::render(&db, &id).expect("rendered");
+    let whole = render_all(&db, &id).expect("rendered");
     let conn = rusqlite::Connection::open(&db).expect("db");
     conn.execute("DELETE FROM event WHERE seq >= 30", [])
         .expect("cut");
-    let part = store::render(&db, &id).expect("rendered");
+    let part = render_all(&db, &id).expect("rendered");
     assert!(part.len() < whole.len() && whole.starts_with(&part));
     conn.execute("DELETE FROM event WHERE seq = 3", [])
         .expect("a gap");
-    let gap = store::render(&db, &id).expect_err("a journal with a gap");
+    let gap = render_all(&db, &id).expect_err("a journal with a gap");
     assert!(gap.to_string().contains("seq"), "{gap}");
-    assert_eq!(store::render(&db, "ses_other").expect("none").len(), 0);
+    assert_eq!(render_all(&db, "ses_other").expect("none").len(), 0);
 }
 
 #[test]
@@ -508,11 +513,11 @@ fn a_row_that_is_not_json_is_kept_and_reported() {
     let dir = tempfile::tempdir().expect("tmp");
     let db = db_of(dir.path(), "basic");
     let id = session_row("basic")["id"].as_str().expect("id").to_string();
-    let before = store::render(&db, &id).expect("rendered");
+    let before = render_all(&db, &id).expect("rendered");
     let conn = rusqlite::Connection::open(&db).expect("db");
     conn.execute("UPDATE event SET data = '{not json' WHERE seq = 1", [])
         .expect("spoiled");
-    let after = store::render(&db, &id).expect("rendered");
+    let after = render_all(&db, &id).expect("rendered");
     let lines: Vec<&[u8]> = after.split(|b| *b == b'\n').collect();
     let at = RecordAt {
         path: String::new(),
@@ -562,4 +567,47 @@ fn a_todo_list_update_is_observed() {
         panic!("the todowrite call")
     };
     assert_eq!(call.tool_name, "todowrite");
+}
+
+/// A stretch of the rendering is the same bytes at the same offsets as the
+/// whole, ends at a line end, and reads no further than it must.
+#[test]
+fn a_stretch_of_the_rendering_is_the_whole_one_cut() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let db = db_of(dir.path(), "two-turns");
+    let id = session_row("two-turns")["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    let whole = render_all(&db, &id).expect("rendered");
+    let total = whole.len() as u64;
+    for (keep_from, upto) in [
+        (0, 1),
+        (100, 5000),
+        (4000, 4001),
+        (total - 10, total),
+        (total + 5, u64::MAX),
+    ] {
+        let part = store::render(&db, &id, keep_from, upto).expect("rendered");
+        let end = part.base + part.bytes.len() as u64;
+        assert_eq!(part.base, keep_from.min(total), "{keep_from}..{upto}");
+        assert_eq!(
+            &whole[part.base as usize..end as usize],
+            part.bytes.as_slice()
+        );
+        assert!(
+            end == total || whole[end as usize - 1] == b'\n',
+            "a line end"
+        );
+        assert!(end >= upto.min(total), "{keep_from}..{upto}: to {end}");
+        let next_line = whole[upto.min(total) as usize..]
+            .iter()
+            .position(|b| *b == b'\n');
+        if let Some(nl) = next_line.filter(|_| upto < total) {
+            assert!(
+                end <= upto + nl as u64 + 1,
+                "no further than the line that reaches upto"
+            );
+        }
+    }
 }
