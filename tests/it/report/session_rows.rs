@@ -204,7 +204,7 @@ fn a_bad_filter_names_itself() {
     let out = run(home.path(), &["sessions", "--adapter", "cursor"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        stderr(&out).contains("claude-code or copilot"),
+        stderr(&out).contains("claude-code, copilot, codex, gemini-cli, qwen-code or opencode"),
         "{}",
         stderr(&out)
     );
