@@ -58,6 +58,7 @@ use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
+use super::record_source::Source;
 use crate::agents::harnery::{
     FINGERPRINT_LEN, RECORD, RECORD_PROBLEM, RecordChunkHeader, record_payload,
 };
@@ -473,47 +474,6 @@ fn follow_one(
         at = end;
     }
     Ok(())
-}
-
-/// What a record is read from: the file, or the stretch of lines an
-/// adapter rendered from it (see `Adapter::render_record`), which starts at
-/// its `base` offset: offsets are the whole rendering's.
-enum Source {
-    File(std::fs::File),
-    Rendered(u64, std::io::Cursor<Vec<u8>>),
-}
-
-impl Source {
-    fn len(&self) -> std::io::Result<u64> {
-        match self {
-            Source::File(f) => Ok(f.metadata()?.len()),
-            Source::Rendered(base, c) => Ok(base + c.get_ref().len() as u64),
-        }
-    }
-}
-
-impl Read for Source {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        match self {
-            Source::File(f) => f.read(buf),
-            Source::Rendered(_, c) => c.read(buf),
-        }
-    }
-}
-
-impl Seek for Source {
-    fn seek(&mut self, pos: SeekFrom) -> std::io::Result<u64> {
-        match (self, pos) {
-            (Source::File(f), pos) => f.seek(pos),
-            (Source::Rendered(base, c), SeekFrom::Start(at)) => match at.checked_sub(*base) {
-                Some(within) => Ok(c.seek(SeekFrom::Start(within))? + *base),
-                None => Err(std::io::Error::other(format!(
-                    "offset {at} is before the rendered stretch (from {base})"
-                ))),
-            },
-            (Source::Rendered(base, c), pos) => Ok(c.seek(pos)? + *base),
-        }
-    }
 }
 
 fn chunk_header(path: &Path, start: u64, end: u64) -> RecordChunkHeader {
