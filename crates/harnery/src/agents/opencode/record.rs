@@ -38,6 +38,8 @@ struct Row {
     #[serde(default)]
     role: Option<String>,
     #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
     starts: bool,
     #[serde(default)]
     ends: bool,
@@ -157,7 +159,7 @@ fn part_items(row: &Row, part: &Value, at: &RecordAt) -> Vec<RecordItem> {
                 Some("assistant") => vec![RecordItem::AssistantMessage(MessageAssistant {
                     record: at.clone(),
                     message_id,
-                    model: None,
+                    model: row.model.clone(),
                     text: text(&part["text"]),
                     tool_call_ids: Vec::new(),
                 })],

@@ -10,12 +10,14 @@
 //! `running` (several times), then `completed` or `error`.
 //!
 //! [`render`] turns a session's journal into JSON lines, one per row in
-//! `seq` order: `{"seq", "id", "type", "role", "starts", "ends", "data"}`,
+//! `seq` order: `{"seq", "id", "type", "role", "model", "starts", "ends",
+//! "data"}`,
 //! `data` being the row's JSON exactly as OpenCode wrote it. The other
 //! members are worked out from the rows before it, so a line never changes
 //! once written and the rendering only grows, as a JSONL record does: the
-//! finalizer's cursor and fingerprint work on it unchanged. `role` is the
-//! role of the message a part belongs to; `starts` marks the first row of a
+//! finalizer's cursor and fingerprint work on it unchanged. `role` and
+//! `model` are the role of the message a part belongs to and the model that
+//! wrote it; `starts` marks the first row of a
 //! tool call that is under way (running or finished) and `ends` the first
 //! row where a tool call, a text or reasoning part, or an assistant message
 //! is finished, so a stateless reader says each once. A row whose data is
@@ -150,8 +152,8 @@ fn io(e: rusqlite::Error) -> std::io::Error {
 /// What the rows so far said, for the rows after them.
 #[derive(Default)]
 struct Journal {
-    /// Message id → role.
-    roles: HashMap<String, String>,
+    /// Message id → its role and the model that wrote it.
+    messages: HashMap<String, (String, Option<String>)>,
     /// Parts (and messages) already marked started / ended.
     started: HashSet<String>,
     ended: HashSet<String>,
@@ -176,6 +178,8 @@ struct Item<'a> {
     role: Option<Cow<'a, str>>,
     #[serde(default, borrow, rename = "messageID")]
     message_id: Option<Cow<'a, str>>,
+    #[serde(default, borrow, rename = "modelID")]
+    model_id: Option<Cow<'a, str>>,
     #[serde(default, borrow, rename = "type")]
     kind: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
@@ -199,11 +203,13 @@ struct Times {
     end: Option<serde::de::IgnoredAny>,
 }
 
-/// The marks of one row: the role of its part's message, and whether it
-/// starts or ends something for the first time.
+/// The marks of one row: the role of its part's message and the model
+/// that wrote it, and whether it starts or ends something for the first
+/// time.
 #[derive(Default)]
 struct Marks {
     role: Option<String>,
+    model: Option<String>,
     starts: bool,
     ends: bool,
 }
@@ -226,6 +232,10 @@ impl Journal {
         if let Some(role) = &marks.role {
             out.extend_from_slice(b",\"role\":");
             write_string(out, role);
+        }
+        if let Some(model) = &marks.model {
+            out.extend_from_slice(b",\"model\":");
+            write_string(out, model);
         }
         if marks.starts {
             out.extend_from_slice(b",\"starts\":true");
@@ -256,9 +266,13 @@ impl Journal {
             };
             let done = role == "assistant" && info.time.is_some_and(|t| t.completed.is_some());
             let ends = done && self.ended.insert(id.to_string());
-            self.roles
+            let known = self
+                .messages
                 .entry(id.into_owned())
-                .or_insert_with(|| role.into_owned());
+                .or_insert_with(|| (role.into_owned(), None));
+            if known.1.is_none() {
+                known.1 = info.model_id.map(Cow::into_owned);
+            }
             return Marks {
                 ends,
                 ..Marks::default()
@@ -270,14 +284,17 @@ impl Journal {
         else {
             return Marks::default();
         };
-        let role = part
+        let (role, model) = part
             .message_id
             .as_deref()
-            .and_then(|m| self.roles.get(m))
-            .cloned();
+            .and_then(|m| self.messages.get(m))
+            .cloned()
+            .unzip();
+        let model = model.flatten();
         let Some(id) = part.id.as_deref() else {
             return Marks {
                 role,
+                model,
                 ..Marks::default()
             };
         };
@@ -297,6 +314,7 @@ impl Journal {
             starts: under_way && self.started.insert(id.to_string()),
             ends: done && self.ended.insert(id.to_string()),
             role,
+            model,
         }
     }
 }

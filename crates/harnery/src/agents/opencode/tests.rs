@@ -314,6 +314,14 @@ fn the_record_says_each_message_call_and_usage_once() {
         })
         .collect();
     assert_eq!(said, ["Done: the command ran and I read its output."]);
+    let models: Vec<_> = items
+        .iter()
+        .filter_map(|i| match i {
+            RecordItem::AssistantMessage(m) => m.model.as_deref(),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(models, ["fake-model"], "the model that wrote the text");
     let started: Vec<_> = items
         .iter()
         .filter_map(|i| match i {
