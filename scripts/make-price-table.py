@@ -7,7 +7,8 @@ Only chat models of the `anthropic`, `openai`, `gemini` (Google AI Studio,
 the API Gemini CLI calls) and `dashscope` (Alibaba Cloud, Qwen's) providers
 are kept, under the name the agents report (`gemini-2.5-pro`, `qwen-plus`:
 the provider's prefix taken off), with their per-token prices turned into
-prices per million tokens. A Claude model
+prices per million tokens. A model priced in tiers by the prompt's length
+(DashScope's) gets its first tier, the one a coding turn's prompt starts in. A Claude model
 is also listed under its dotted name (`claude-sonnet-4.5`), the name Copilot
 CLI reports.
 
@@ -40,6 +41,9 @@ for name, m in sorted(models.items()):
     if prefix is None or not name.startswith(prefix):
         continue
     name = name[len(prefix):]
+    tiers = m.get("tiered_pricing") or []
+    if m.get("input_cost_per_token") is None and tiers:
+        m = min(tiers, key=lambda t: t.get("range", [0])[0])
     if "/" in name or name in rows or m.get("input_cost_per_token") is None:
         continue
     kinds = {

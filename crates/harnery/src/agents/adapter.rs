@@ -157,6 +157,11 @@ pub(crate) trait Adapter: Sync {
     fn parent_session(&self, _payload: &[u8]) -> Option<String> {
         None
     }
+    /// A subagent's own record a hook payload names, with the subagent's
+    /// id (Claude Code's `SubagentStop` `agent_transcript_path`).
+    fn subagent_record(&self, payload: &[u8]) -> Option<(String, String)> {
+        super::record::subagent_record_in_payload(payload)
+    }
 
     // ---- its own record ----
     /// Read one line of its record (without the newline), with the
@@ -212,6 +217,13 @@ pub(crate) trait Adapter: Sync {
     // ---- set-up and resume ----
     /// Its directory and the variable that moves it.
     fn home(&self) -> AgentHome;
+    /// Its directory as it resolves it in this environment, and whether
+    /// the variable moved it: [`AgentHome::resolve`], unless the variable
+    /// names something else than the directory itself (Gemini CLI's names
+    /// the user's home).
+    fn dir(&self, user_home: &Path) -> (PathBuf, bool) {
+        self.home().resolve(user_home)
+    }
     fn hooks(&self) -> HookPlace;
     fn resume(&self) -> Resume;
 }

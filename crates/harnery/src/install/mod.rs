@@ -492,7 +492,7 @@ impl AgentDir {
     /// variable counts when it is set and not empty).
     pub(crate) fn from_env(agent: Agent, user_home: &Path) -> AgentDir {
         let home = adapter(agent).home();
-        let (dir, moved) = home.resolve(user_home);
+        let (dir, moved) = adapter(agent).dir(user_home);
         AgentDir {
             dir,
             moved_by: moved.then_some(home.var),

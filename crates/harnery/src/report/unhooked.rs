@@ -54,7 +54,7 @@ impl AgentRecordDir {
             .into_iter()
             .map(|adapter| {
                 let home = agents::adapter(adapter).home();
-                let (dir, moved) = home.resolve(user_home);
+                let (dir, moved) = agents::adapter(adapter).dir(user_home);
                 AgentRecordDir {
                     adapter,
                     dir,

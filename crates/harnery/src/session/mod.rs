@@ -282,7 +282,7 @@ impl SessionProducer {
         self.apply(normalized, &mut trigger, &mut out);
         if from_agent
             && let Some((agent, path)) =
-                crate::agents::record::subagent_record_in_payload(signal.payload)
+                crate::agents::adapter::adapter(signal.adapter).subagent_record(signal.payload)
         {
             self.follow_subagent_record(agent, path, &mut trigger, &mut out);
         }
