@@ -3,5 +3,6 @@
 
 mod codex;
 mod gemini_cli;
+mod opencode;
 mod qwen;
 mod record_normalizers;

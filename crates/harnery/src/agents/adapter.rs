@@ -121,6 +121,16 @@ pub(crate) enum Resume {
     Unsupported(&'static str),
 }
 
+/// A stretch of an agent's record rendered as lines
+/// ([`Adapter::render_record`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RenderedRecord {
+    /// Where `bytes` start in the whole rendering.
+    pub base: u64,
+    /// The rendering from `base` on, to the end of its last line.
+    pub bytes: Vec<u8>,
+}
+
 /// Everything harnery knows about one agent.
 pub(crate) trait Adapter: Sync {
     /// The agent's name for a human ("Claude Code").
@@ -179,6 +189,22 @@ pub(crate) trait Adapter: Sync {
     }
     fn found_record(&self, _session_id: &str) -> Result<Option<PathBuf>, (PathBuf, String)> {
         Ok(None)
+    }
+    /// The record of `session_id` as lines, where the agent keeps it in a
+    /// form that is not lines (OpenCode's SQLite journal): read from
+    /// `path`, which already passed the trust gate, and only ever grown by
+    /// the agent, so what was read before reads the same. Only the stretch
+    /// of the rendering from `keep_from` on is kept, and rendering stops at
+    /// the first line end at or past `upto` (the rest is read next time).
+    /// `None`: the record is the file itself.
+    fn render_record(
+        &self,
+        _path: &Path,
+        _session_id: &str,
+        _keep_from: u64,
+        _upto: u64,
+    ) -> Option<std::io::Result<RenderedRecord>> {
+        None
     }
 
     /// The folder of its records under its directory `home`, as `health`

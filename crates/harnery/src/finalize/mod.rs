@@ -34,6 +34,7 @@ mod intake;
 pub(crate) mod lease;
 pub mod ready;
 pub(crate) mod record;
+mod record_source;
 mod run;
 mod state;
 mod steps;

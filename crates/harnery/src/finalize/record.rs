@@ -12,6 +12,10 @@
 //! those bytes commits: a run killed in between reads the same bytes again
 //! and the producer drops what it already applied.
 //!
+//! OpenCode keeps its record in SQLite: its adapter renders the session's
+//! append-only journal as lines (`Adapter::render_record`), and the
+//! rendering is read here exactly as a file would be.
+//!
 //! Before reading on, the bytes just before the cursor are checked against
 //! their fingerprint. A record that is gone, unreadable, shorter than the
 //! cursor or changed under it is a `harnery.record_problem` signal (a
@@ -54,6 +58,7 @@ use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
+use super::record_source::Source;
 use crate::agents::harnery::{
     FINGERPRINT_LEN, RECORD, RECORD_PROBLEM, RecordChunkHeader, record_payload,
 };
@@ -379,7 +384,7 @@ fn follow_one(
         return Ok(());
     }
     let session = out.session;
-    let mut file = match place::open(session.adapter, &session.session_id, role, path) {
+    let file = match place::open(session.adapter, &session.session_id, role, path) {
         Ok(f) => f,
         Err(NotOpened::Missing) => {
             // Read before and gone now: the agent cleaned it up; what was
@@ -398,8 +403,18 @@ fn follow_one(
         Err(NotOpened::Refused(place::Refusal(why))) => return out.refused(path, &why),
         Err(NotOpened::Unreadable(e)) => return out.unreadable(path, e),
     };
-    let len = match file.metadata() {
-        Ok(m) => m.len(),
+    let adapter = crate::agents::adapter::adapter(session.adapter);
+    // A rendered record is kept from the fingerprint before the cursor to
+    // what this pass may read (a longer line whole).
+    let keep_from = cursor.saturating_sub(FINGERPRINT_LEN);
+    let upto = cursor + pass_len().min(out.left) + LINE_CEILING as u64;
+    let mut file = match adapter.render_record(path, &session.session_id, keep_from, upto) {
+        None => Source::File(file),
+        Some(Ok(r)) => Source::Rendered(r.base, std::io::Cursor::new(r.bytes)),
+        Some(Err(e)) => return out.unreadable(path, e),
+    };
+    let len = match file.len() {
+        Ok(len) => len,
         Err(e) => return out.unreadable(path, e),
     };
     if len < cursor {
@@ -514,7 +529,7 @@ enum Lines {
 /// line, read into memory only up to [`LINE_CEILING`]; what is read lands
 /// after `headroom` bytes.
 fn whole_lines(
-    file: &mut std::fs::File,
+    file: &mut Source,
     at: u64,
     len: u64,
     mut want: usize,
@@ -555,16 +570,11 @@ fn whole_lines(
 
 /// `n` bytes of `file` from `at`, after `headroom` zero bytes (read
 /// straight into the buffer, which is never zeroed first).
-fn read_after(
-    file: &mut std::fs::File,
-    at: u64,
-    n: usize,
-    headroom: usize,
-) -> std::io::Result<Vec<u8>> {
+fn read_after(file: &mut Source, at: u64, n: usize, headroom: usize) -> std::io::Result<Vec<u8>> {
     let mut buf = Vec::with_capacity(headroom + n);
     buf.resize(headroom, 0);
     file.seek(SeekFrom::Start(at))?;
-    file.take(n as u64).read_to_end(&mut buf)?;
+    (&mut *file).take(n as u64).read_to_end(&mut buf)?;
     if buf.len() < headroom + n {
         // What `read_exact` says.
         let short = "failed to fill whole buffer";
@@ -578,7 +588,7 @@ fn read_after(
 
 /// The offset of the first newline at or after `from`, read in small
 /// blocks (a line over the ceiling is never held whole).
-fn newline_after(file: &mut std::fs::File, from: u64, len: u64) -> std::io::Result<Option<u64>> {
+fn newline_after(file: &mut Source, from: u64, len: u64) -> std::io::Result<Option<u64>> {
     let mut block = vec![0u8; 1 << 20];
     let mut at = from;
     file.seek(SeekFrom::Start(at))?;
@@ -594,7 +604,7 @@ fn newline_after(file: &mut std::fs::File, from: u64, len: u64) -> std::io::Resu
 }
 
 /// blake3 (hex) of the (at most [`FINGERPRINT_LEN`]) bytes before `end`.
-fn tail_fingerprint(file: &mut std::fs::File, end: u64) -> std::io::Result<String> {
+fn tail_fingerprint(file: &mut Source, end: u64) -> std::io::Result<String> {
     let from = end.saturating_sub(FINGERPRINT_LEN);
     let mut buf = vec![0u8; (end - from) as usize];
     file.seek(SeekFrom::Start(from))?;
@@ -638,7 +648,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("a temp dir");
         let path = dir.path().join("r.jsonl");
         std::fs::write(&path, b"one\ntwo\nthree").expect("written");
-        let mut file = std::fs::File::open(&path).expect("opened");
+        let mut file = Source::File(std::fs::File::open(&path).expect("opened"));
         let len = 13;
         let Lines::Whole(buf) = whole_lines(&mut file, 0, len, 100, 9).expect("read") else {
             panic!("whole lines expected");
