@@ -3,12 +3,13 @@
 
 Source: `model_prices_and_context_window_backup.json` as shipped in the
 `litellm` package on PyPI (MIT licence; the list ccusage prices with).
-Only chat models of the `anthropic`, `openai`, `gemini` (Google AI Studio,
-the API Gemini CLI calls) and `dashscope` (Alibaba Cloud, Qwen's) providers
-are kept, under the name the agents report (`gemini-2.5-pro`, `qwen-plus`:
-the provider's prefix taken off), with their per-token prices turned into
-prices per million tokens. A model priced in tiers by the prompt's length
-(DashScope's) gets its first tier, the one a coding turn's prompt starts in. A Claude model
+Only chat models (and the Responses-API-only ones, such as `gpt-5-codex`)
+of the `anthropic`, `openai`, `gemini` (Google AI Studio, the API Gemini CLI
+calls) and `dashscope` (Alibaba Cloud, Qwen's) providers are kept, under the
+name the agents report (`gemini-2.5-pro`, `qwen-plus`: the provider's prefix
+taken off), with their per-token prices turned into prices per million
+tokens. A model priced in tiers by the prompt's length (DashScope's) gets
+its first tier, the one a coding turn's prompt starts in. A Claude model
 is also listed under its dotted name (`claude-sonnet-4.5`), the name Copilot
 CLI reports.
 
@@ -35,7 +36,7 @@ out = [
 PROVIDERS = {"anthropic": "", "openai": "", "gemini": "gemini/", "dashscope": "dashscope/"}
 rows = {}
 for name, m in sorted(models.items()):
-    if not isinstance(m, dict) or m.get("mode") != "chat":
+    if not isinstance(m, dict) or m.get("mode") not in ("chat", "responses"):
         continue
     prefix = PROVIDERS.get(m.get("litellm_provider"))
     if prefix is None or not name.startswith(prefix):

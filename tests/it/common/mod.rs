@@ -49,6 +49,14 @@ pub fn without_installed_agents<C: Environment>(cmd: &mut C, user: &Path) {
         "COPILOT_CLI_BINARY_VERSION",
         "COPILOT_CLI_RESOLVED_DIST_DIR",
         "HARNERY_COPILOT_SDK",
+        // The other agents' directories: each resolves under `user`.
+        "CODEX_HOME",
+        "GEMINI_CLI_HOME",
+        "QWEN_HOME",
+        "QWEN_RUNTIME_DIR",
+        "XDG_CONFIG_HOME",
+        "XDG_DATA_HOME",
+        "OPENCODE_DB",
     ] {
         cmd.unset(var);
     }

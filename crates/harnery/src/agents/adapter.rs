@@ -3,7 +3,7 @@
 //! hooks read ([`Adapter::normalize`]), how its own record reads and where
 //! it may be ([`Adapter::read_marked`], [`Adapter::record_shape`]), where
 //! its hooks are configured ([`Adapter::hooks`]) and how a session is
-//! resumed ([`Adapter::resume`]). [`adapter`] is the registry: the rest of
+//! resumed ([`Adapter::resume`]). `agents::agent` is the registry: the rest of
 //! the crate asks it, never matches on the agent.
 //!
 //! `docs/guide/adding-an-agent.md` walks through adding one.
@@ -11,10 +11,11 @@
 use std::path::{Path, PathBuf};
 
 use super::capability::{CapabilityProfile, RecoveryPolicy};
+pub(crate) use super::record::place::{Part, RecordShape};
 use super::record::place::{RecordRole, Refusal};
 use super::record::{LineMark, NamedRecord, RecordLine};
 use super::signal::Normalized;
-use crate::contract::{AdapterId, RecordAt};
+use crate::contract::RecordAt;
 
 /// How the lines of an agent's record find the turn they belong to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,28 +26,6 @@ pub(crate) enum RecordTurns {
     /// A line belongs to the turn whose hook prompt its interaction's user
     /// message repeats (the record has no id the hooks share).
     PromptText,
-}
-
-/// One component of the path an agent gives a session's record.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Part {
-    /// Exactly this name.
-    Is(String),
-    /// Any plain directory name (not hidden, not empty): a project folder,
-    /// a date.
-    AnyDir,
-    /// A file name with this start and end and anything plain between
-    /// (Codex's `rollout-<time>-<session>.jsonl`).
-    #[allow(dead_code)] // the Codex adapter lands in the next commits
-    Framed(&'static str, String),
-}
-
-/// The shape of a session's record path: its last components, and the
-/// same in words for a refusal.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct RecordShape {
-    pub tail: Vec<Part>,
-    pub text: String,
 }
 
 /// How harnery's hook entry is written into an agent's settings.
@@ -111,14 +90,13 @@ impl AgentHome {
     }
 }
 
-/// How a recorded session is taken up again in the agent.
+/// How a recorded session is taken up again in the agent: the program and
+/// the arguments before the session id (`claude --resume <id>`). Every
+/// agent harnery records can resume a session by its id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Resume {
-    /// The program and the arguments before the session id (`claude
-    /// --resume <id>`).
-    Command(&'static str, &'static [&'static str]),
-    /// The agent cannot resume a session by id; the text says why.
-    Unsupported(&'static str),
+pub(crate) struct Resume {
+    pub program: &'static str,
+    pub before_id: &'static [&'static str],
 }
 
 /// A stretch of an agent's record rendered as lines
@@ -269,29 +247,3 @@ pub(crate) struct Companion {
 /// A companion's new text from its current text, or why it cannot be
 /// changed.
 pub(crate) type CompanionRewrite = Box<dyn Fn(Option<&str>) -> Result<Option<String>, String>>;
-
-/// The adapter of `id`.
-pub(crate) fn adapter(id: AdapterId) -> &'static dyn Adapter {
-    match id {
-        AdapterId::ClaudeCode => &super::claude_code::ClaudeCode,
-        AdapterId::Copilot => &super::copilot::Copilot,
-        AdapterId::Codex => &super::codex::Codex,
-        AdapterId::GeminiCli => &super::gemini::GeminiCli,
-        AdapterId::QwenCode => &super::qwen::QwenCode,
-        AdapterId::Opencode => &super::opencode::Opencode,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_adapter_answers_for_its_own_id() {
-        for id in AdapterId::ALL {
-            let a = adapter(id);
-            assert_eq!(a.capability().adapter, id);
-            assert!(!a.name().is_empty());
-        }
-    }
-}

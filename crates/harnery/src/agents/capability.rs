@@ -68,7 +68,7 @@ pub const COPILOT: CapabilityProfile = CapabilityProfile {
 
 impl CapabilityProfile {
     pub fn of(adapter: AdapterId) -> CapabilityProfile {
-        crate::agents::adapter::adapter(adapter).capability()
+        crate::agents::agent(adapter).capability()
     }
 
     /// The profile as ordered `name=value` items: the digested encoding.
@@ -156,7 +156,7 @@ pub fn recovery_policy(adapter: AdapterId) -> RecoveryPolicy {
     if let Some(changed) = tests::changed_entry(adapter) {
         return changed;
     }
-    crate::agents::adapter::adapter(adapter).recovery()
+    crate::agents::agent(adapter).recovery()
 }
 
 #[cfg(test)]

@@ -106,12 +106,19 @@ impl RawSignal<'_> {
             );
             return (normalized, record::NamedRecord::Unread);
         }
-        adapter::adapter(self.adapter).normalize(
-            self.event_name,
-            self.payload,
-            self.received_unix_ns,
-            record,
-        )
+        agent(self.adapter).normalize(self.event_name, self.payload, self.received_unix_ns, record)
+    }
+}
+
+/// The adapter of `id`.
+pub(crate) fn agent(id: AdapterId) -> &'static dyn adapter::Adapter {
+    match id {
+        AdapterId::ClaudeCode => &claude_code::ClaudeCode,
+        AdapterId::Copilot => &copilot::Copilot,
+        AdapterId::Codex => &codex::Codex,
+        AdapterId::GeminiCli => &gemini::GeminiCli,
+        AdapterId::QwenCode => &qwen::QwenCode,
+        AdapterId::Opencode => &opencode::Opencode,
     }
 }
 
@@ -123,7 +130,7 @@ pub fn route(signal: &RawSignal) -> SessionRef {
     let own = || signal.session_id.to_string();
     let session_id = match is_own(signal) {
         true => own(),
-        false => adapter::adapter(signal.adapter)
+        false => agent(signal.adapter)
             .parent_session(signal.payload)
             .unwrap_or_else(own),
     };
@@ -193,6 +200,15 @@ mod tests {
         assert_eq!(route(&signal).session_id, "parent");
         let claude = raw(AdapterId::ClaudeCode, None, "s", payload);
         assert_eq!(route(&claude).session_id, "s");
+    }
+
+    #[test]
+    fn every_adapter_answers_for_its_own_id() {
+        for id in AdapterId::ALL {
+            let a = agent(id);
+            assert_eq!(a.capability().adapter, id);
+            assert!(!a.name().is_empty());
+        }
     }
 
     #[test]

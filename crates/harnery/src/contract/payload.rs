@@ -695,36 +695,3 @@ event_types! {
     StaleSignal => "session.stale_signal",
     HookObserved => "hook.observed",
 }
-
-impl std::fmt::Display for EventType {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl Payload {
-    /// The line of the agent's own record an event was read from (its
-    /// `record`), on the event types the record produces.
-    pub fn record_line(&self) -> Option<&RecordAt> {
-        match self {
-            Payload::MessageUser(p) => Some(&p.record),
-            Payload::MessageAssistant(p) => Some(&p.record),
-            Payload::ReasoningRecorded(p) => Some(&p.record),
-            Payload::UsageReported(p) => Some(&p.record),
-            Payload::SessionMetadata(p) => Some(&p.record),
-            Payload::ToolRecorded(p) => Some(&p.record),
-            Payload::SignalUnrecognized(p) => p.record.as_ref(),
-            _ => None,
-        }
-    }
-
-    /// The recovery block, on the three event types that may carry one.
-    pub fn recovery(&self) -> Option<&Recovery> {
-        match self {
-            Payload::ToolRequested(p) => p.recovery.as_ref(),
-            Payload::ToolCompleted(p) => p.recovery.as_ref(),
-            Payload::CommandCompleted(p) => p.recovery.as_ref(),
-            _ => None,
-        }
-    }
-}

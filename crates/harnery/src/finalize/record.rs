@@ -288,8 +288,7 @@ fn record_path(session: &SessionRef, named: Option<&str>) -> Result<Located, (Pa
     if let Some(p) = named {
         return Ok(Some((PathBuf::from(p), true)));
     }
-    let found =
-        crate::agents::adapter::adapter(session.adapter).found_record(&session.session_id)?;
+    let found = crate::agents::agent(session.adapter).found_record(&session.session_id)?;
     Ok(found.map(|path| (path, false)))
 }
 
@@ -403,7 +402,7 @@ fn follow_one(
         Err(NotOpened::Refused(place::Refusal(why))) => return out.refused(path, &why),
         Err(NotOpened::Unreadable(e)) => return out.unreadable(path, e),
     };
-    let adapter = crate::agents::adapter::adapter(session.adapter);
+    let adapter = crate::agents::agent(session.adapter);
     // A rendered record is kept from the fingerprint before the cursor to
     // what this pass may read (a longer line whole).
     let keep_from = cursor.saturating_sub(FINGERPRINT_LEN);

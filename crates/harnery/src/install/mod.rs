@@ -30,7 +30,8 @@ use std::path::{Path, PathBuf};
 use form::CopilotForm;
 use json::Json;
 
-use crate::agents::adapter::{EntryShape, HookPlace, adapter};
+use crate::agents;
+use crate::agents::adapter::{EntryShape, HookPlace};
 
 /// Claude Code 2.1.332's hook events (the SDK's `HOOK_EVENTS`).
 pub(crate) const CLAUDE_CODE_EVENTS: [&str; 34] = [
@@ -163,7 +164,7 @@ pub fn plan_install(
     form: CopilotForm,
 ) -> Result<Plan, InstallError> {
     let before = read_optional(path)?;
-    if let HookPlace::Plugin { text, .. } = adapter(agent).hooks() {
+    if let HookPlace::Plugin { text, .. } = agents::agent(agent).hooks() {
         let bin = hook_bin.to_string_lossy();
         return Ok(Plan {
             path: path.to_path_buf(),
@@ -196,7 +197,7 @@ pub fn plan_uninstall(agent: Agent, path: &Path) -> Result<Plan, InstallError> {
             after: None,
         });
     };
-    if let HookPlace::Plugin { .. } = adapter(agent).hooks() {
+    if let HookPlace::Plugin { .. } = agents::agent(agent).hooks() {
         // harnery's own file, named for it: removed whole.
         return Ok(Plan {
             path: path.to_path_buf(),
@@ -234,7 +235,7 @@ pub fn plan_companions(
         user_home,
         is_ours: names_hook_bin,
     };
-    let Some(companion) = adapter(agent).companion(&change) else {
+    let Some(companion) = agents::agent(agent).companion(&change) else {
         return Ok(Vec::new());
     };
     let before = read_optional(&companion.path)?;
@@ -422,7 +423,7 @@ fn add(
         timeout_s,
         end_timeout_s,
         ..
-    } = adapter(agent).hooks()
+    } = agents::agent(agent).hooks()
     else {
         return Ok(());
     };
@@ -459,7 +460,7 @@ fn s(v: &str) -> Json {
 
 /// The shape of `agent`'s entries, where it has a settings file.
 fn entry_shape(agent: Agent) -> Option<EntryShape> {
-    match adapter(agent).hooks() {
+    match agents::agent(agent).hooks() {
         HookPlace::Settings { entry, .. } => Some(entry),
         HookPlace::Plugin { .. } => None,
     }
@@ -525,8 +526,8 @@ impl AgentDir {
     /// `~/.claude`; Copilot's `$COPILOT_HOME`, else `~/.copilot` (each
     /// variable counts when it is set and not empty).
     pub(crate) fn from_env(agent: Agent, user_home: &Path) -> AgentDir {
-        let home = adapter(agent).home();
-        let (dir, moved) = adapter(agent).dir(user_home);
+        let home = agents::agent(agent).home();
+        let (dir, moved) = agents::agent(agent).dir(user_home);
         AgentDir {
             dir,
             moved_by: moved.then_some(home.var),
@@ -535,7 +536,7 @@ impl AgentDir {
 
     /// One line saying where the agent reads and why.
     pub fn describe(&self, agent: Agent) -> String {
-        let var = adapter(agent).home().var;
+        let var = agents::agent(agent).home().var;
         let (what, place) = match agent {
             Agent::ClaudeCode => (
                 "claude code reads its user settings from".to_string(),
@@ -610,7 +611,7 @@ pub(crate) fn settings_path(
     agent_dir: &AgentDir,
     project: &Path,
 ) -> PathBuf {
-    let (user_file, project_file) = match adapter(agent).hooks() {
+    let (user_file, project_file) = match agents::agent(agent).hooks() {
         HookPlace::Settings {
             user_file,
             project_file,
@@ -630,7 +631,7 @@ pub(crate) fn settings_path(
 
 /// The user-scope file of `agent`, relative to its directory.
 fn user_file(agent: Agent) -> &'static str {
-    match adapter(agent).hooks() {
+    match agents::agent(agent).hooks() {
         HookPlace::Settings { user_file, .. } | HookPlace::Plugin { user_file, .. } => user_file,
     }
 }

@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 
-use crate::agents::adapter::adapter;
+use crate::agents::agent;
 use crate::contract::{Event, Observation, Payload, SessionRef};
 use crate::ledger::{DamagedRow, LedgerError, LedgerReader, SessionSummary, SpanRow};
 
@@ -177,7 +177,7 @@ pub(crate) fn with_events(
             {
                 if refused.contains(&t.tool_call_id) {
                     entry.text = format!("{cut}{REFUSED}");
-                } else if !adapter(session.adapter).hooked_tool(&t.tool_name) {
+                } else if !agent(session.adapter).hooked_tool(&t.tool_name) {
                     entry.text = format!("{cut}{UNHOOKED}");
                 }
             }

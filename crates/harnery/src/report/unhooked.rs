@@ -19,7 +19,7 @@
 use std::collections::HashSet;
 use std::path::PathBuf;
 
-use crate::agents::adapter as agents;
+use crate::agents;
 use crate::clock::format_ns;
 use crate::contract::{AdapterId, SessionRef};
 use crate::report::health::Condition;
@@ -53,8 +53,8 @@ impl AgentRecordDir {
         AdapterId::ALL
             .into_iter()
             .map(|adapter| {
-                let home = agents::adapter(adapter).home();
-                let (dir, moved) = agents::adapter(adapter).dir(user_home);
+                let home = agents::agent(adapter).home();
+                let (dir, moved) = agents::agent(adapter).dir(user_home);
                 AgentRecordDir {
                     adapter,
                     dir,
@@ -67,11 +67,11 @@ impl AgentRecordDir {
     /// Every session with a record here and that record's modification
     /// time (unix ns).
     fn sessions(&self) -> Vec<(String, i64)> {
-        agents::adapter(self.adapter).recorded_sessions(&self.dir)
+        agents::agent(self.adapter).recorded_sessions(&self.dir)
     }
 
     fn records_text(&self) -> String {
-        agents::adapter(self.adapter)
+        agents::agent(self.adapter)
             .records_dir(&self.dir)
             .display()
             .to_string()
@@ -125,7 +125,7 @@ fn agent_condition(
 }
 
 fn detail(dir: &AgentRecordDir, unseen: usize, recent: usize, since_ns: i64) -> String {
-    let agent = agents::adapter(dir.adapter).name();
+    let agent = agents::agent(dir.adapter).name();
     let command = format!("harnery install {}", dir.adapter);
     let environment = match dir.moved_by {
         Some(var) => format!("with {var}={} set, as the agent runs", dir.dir.display()),

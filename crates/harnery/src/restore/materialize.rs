@@ -120,7 +120,7 @@ pub(crate) fn destination(
 /// Why a record of `adapter` is not written back: harnery writes the
 /// records of Claude Code and Copilot only.
 fn unsupported(adapter: AdapterId) -> MaterializeError {
-    let agent = crate::agents::adapter::adapter(adapter);
+    let agent = crate::agents::agent(adapter);
     MaterializeError::Refused(format!(
         "harnery cannot write a {} record back as a new session (it can for Claude Code and \
          Copilot); resume the session in {} itself",

@@ -453,28 +453,22 @@ pub(crate) fn for_adapter(
 
 /// The agent's own resume of `session_id`, as its adapter states it: the
 /// agent reads its own record, whole (harnery cannot cut it at a
-/// checkpoint for this agent), or nothing where it cannot resume.
+/// checkpoint for this agent).
 pub(crate) fn native(adapter: AdapterId, session_id: &str) -> ResumeShim {
-    let agent = crate::agents::adapter::adapter(adapter);
-    match agent.resume() {
-        Resume::Command(program, before) => {
-            let mut arguments: Vec<String> = before.iter().map(|a| a.to_string()).collect();
-            arguments.push(session_id.into());
-            ResumeShim::cli(
-                program,
-                arguments,
-                true,
-                format!(
-                    "{} resumes the session from its own record, whole: harnery cannot put \
-                     its record back at a checkpoint",
-                    agent.name()
-                ),
-            )
-        }
-        Resume::Unsupported(why) => {
-            unavailable(format!("{} cannot resume a session: {why}", agent.name()))
-        }
-    }
+    let agent = crate::agents::agent(adapter);
+    let Resume { program, before_id } = agent.resume();
+    let mut arguments: Vec<String> = before_id.iter().map(|a| a.to_string()).collect();
+    arguments.push(session_id.into());
+    ResumeShim::cli(
+        program,
+        arguments,
+        true,
+        format!(
+            "{} resumes the session from its own record, whole: harnery cannot put its \
+             record back at a checkpoint",
+            agent.name()
+        ),
+    )
 }
 
 #[cfg(test)]

@@ -171,13 +171,13 @@ impl SessionProducer {
 
     /// How the agent's record lines meet this session's turns.
     fn record_turns(&self) -> RecordTurns {
-        crate::agents::adapter::adapter(self.stamp.session.adapter).record_turns()
+        crate::agents::agent(self.stamp.session.adapter).record_turns()
     }
 
     /// Whether the agent's record is found by the session id alone, with
     /// no hook naming it (Copilot's `events.jsonl`).
     fn finds_own_record(&self) -> bool {
-        crate::agents::adapter::adapter(self.stamp.session.adapter).finds_record_by_id()
+        crate::agents::agent(self.stamp.session.adapter).finds_record_by_id()
     }
 
     pub(crate) fn policy(&self) -> RecoveryPolicy {
@@ -282,7 +282,7 @@ impl SessionProducer {
         self.apply(normalized, &mut trigger, &mut out);
         if from_agent
             && let Some((agent, path)) =
-                crate::agents::adapter::adapter(signal.adapter).subagent_record(signal.payload)
+                crate::agents::agent(signal.adapter).subagent_record(signal.payload)
         {
             self.follow_subagent_record(agent, path, &mut trigger, &mut out);
         }
@@ -600,7 +600,7 @@ impl SessionProducer {
 fn delivery_keys(signal: &RawSignal, dialect_key: Option<String>) -> Vec<String> {
     // An agent that sends the same bytes for distinct events (Codex) has
     // no exact repeat to drop: only its dialect's key says "seen".
-    if crate::agents::adapter::adapter(signal.adapter).repeats_payloads() {
+    if crate::agents::agent(signal.adapter).repeats_payloads() {
         return dialect_key.into_iter().collect();
     }
     let computed;

@@ -462,9 +462,7 @@ impl RecordFollow {
     /// The hook request `call` joins: by call id where the hook had one,
     /// else the oldest unjoined request of the same tool and input.
     fn join(&mut self, adapter: AdapterId, call: &RecordedCall) -> Option<EventId> {
-        let in_order = !crate::agents::adapter::adapter(adapter)
-            .capability()
-            .tool_call_ids;
+        let in_order = !crate::agents::agent(adapter).capability().tool_call_ids;
         let found = self.by_call(&call.tool_call_id).or_else(|| {
             in_order
                 .then(|| {

@@ -183,7 +183,7 @@ impl SessionProducer {
         trigger: &mut Trigger,
         out: &mut Vec<Event>,
     ) {
-        let turns = crate::agents::adapter::adapter(self.stamp.session.adapter).record_turns();
+        let turns = crate::agents::agent(self.stamp.session.adapter).record_turns();
         let turn = match turns {
             RecordTurns::PromptChain => {
                 // A line before any prompt belongs to no turn (not to

@@ -114,7 +114,10 @@ impl Adapter for ClaudeCode {
         }
     }
     fn resume(&self) -> Resume {
-        Resume::Command("claude", &["--resume"])
+        Resume {
+            program: "claude",
+            before_id: &["--resume"],
+        }
     }
 }
 

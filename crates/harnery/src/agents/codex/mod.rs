@@ -147,7 +147,10 @@ impl Adapter for Codex {
         })
     }
     fn resume(&self) -> Resume {
-        Resume::Command("codex", &["resume"])
+        Resume {
+            program: "codex",
+            before_id: &["resume"],
+        }
     }
     /// Codex's payloads carry no timestamp and no id of their own: the
     /// two `PreModelRequest`s of a one-call turn are the same bytes.

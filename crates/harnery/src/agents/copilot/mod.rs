@@ -130,7 +130,10 @@ impl Adapter for Copilot {
         }
     }
     fn resume(&self) -> Resume {
-        Resume::Command("copilot", &["--resume"])
+        Resume {
+            program: "copilot",
+            before_id: &["--resume"],
+        }
     }
 }
 

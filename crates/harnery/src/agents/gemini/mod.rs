@@ -178,7 +178,10 @@ impl Adapter for GeminiCli {
     /// client looks the id up in that project's `chats/`); it keeps the
     /// session id and appends to the same record.
     fn resume(&self) -> Resume {
-        Resume::Command("gemini", &["--resume"])
+        Resume {
+            program: "gemini",
+            before_id: &["--resume"],
+        }
     }
 }
 

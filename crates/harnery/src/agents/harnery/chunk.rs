@@ -3,7 +3,7 @@
 //! an agent's record reader by adapter.
 
 use super::payload::{LineAt, RecordChunk, RecordChunkHeader};
-use crate::agents::adapter as agents;
+use crate::agents;
 use crate::agents::record::place::LINE_CEILING;
 use crate::agents::record::{LineMark, RecordLine};
 use crate::contract::{AdapterId, RecordAt};
@@ -11,19 +11,19 @@ use crate::contract::{AdapterId, RecordAt};
 /// Read one line of `adapter`'s record (without its newline); `at` is
 /// where it starts.
 pub fn read_line(adapter: AdapterId, line: &[u8], at: &RecordAt) -> RecordLine {
-    agents::adapter(adapter).read_marked(line, at).0
+    agents::agent(adapter).read_marked(line, at).0
 }
 
 /// The session a line of `adapter`'s record says it belongs to, when it
 /// says one (see each agent's `record::line_session`).
 pub(crate) fn line_session(adapter: AdapterId, line: &[u8]) -> Option<String> {
-    agents::adapter(adapter).line_session(line)
+    agents::agent(adapter).line_session(line)
 }
 
 /// What a line of `adapter`'s record with type `kind` is to a turn's end
 /// (see each agent's `record::line_mark`).
 pub(crate) fn line_mark(adapter: AdapterId, kind: &str) -> LineMark {
-    agents::adapter(adapter).line_mark(kind)
+    agents::agent(adapter).line_mark(kind)
 }
 
 /// Read one line as [`read_line`] does, with the session it names (see
@@ -34,7 +34,7 @@ fn read_named(
     line: &[u8],
     at: &RecordAt,
 ) -> (RecordLine, Option<String>, LineMark) {
-    match agents::adapter(adapter).read_marked(line, at) {
+    match agents::agent(adapter).read_marked(line, at) {
         (read, Some(named), mark) => (read, named, mark),
         (read, None, mark) => (read, line_session(adapter, line), mark),
     }

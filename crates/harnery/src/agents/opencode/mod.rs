@@ -159,6 +159,9 @@ impl Adapter for Opencode {
         }
     }
     fn resume(&self) -> Resume {
-        Resume::Command("opencode", &["--session"])
+        Resume {
+            program: "opencode",
+            before_id: &["--session"],
+        }
     }
 }

@@ -212,7 +212,10 @@ impl Adapter for QwenCode {
     /// `qwen --resume <id>` takes the session up again, in the session's
     /// project directory (Qwen looks for it under that project's records).
     fn resume(&self) -> Resume {
-        Resume::Command("qwen", &["--resume"])
+        Resume {
+            program: "qwen",
+            before_id: &["--resume"],
+        }
     }
 }
 

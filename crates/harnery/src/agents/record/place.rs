@@ -25,7 +25,6 @@ use std::fs::File;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Component, Path};
 
-use crate::agents::adapter::Part;
 use crate::contract::AdapterId;
 
 /// The longest record line read. A longer one is not read into memory: it
@@ -37,6 +36,27 @@ use crate::contract::AdapterId;
 pub(crate) const LINE_CEILING: usize = 8 << 20;
 /// How much of a line over [`LINE_CEILING`] is kept.
 pub(crate) const OVERSIZED_HEAD: usize = 4096;
+
+/// One component of the path an agent gives a session's record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Part {
+    /// Exactly this name.
+    Is(String),
+    /// Any plain directory name (not hidden, not empty): a project folder,
+    /// a date.
+    AnyDir,
+    /// A file name with this start and end and anything plain between
+    /// (Codex's `rollout-<time>-<session>.jsonl`).
+    Framed(&'static str, String),
+}
+
+/// The shape of a session's record path: its last components, and the
+/// same in words for a refusal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RecordShape {
+    pub tail: Vec<Part>,
+    pub text: String,
+}
 
 /// Which record of a session a path is said to be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,7 +124,7 @@ pub(crate) fn check_shape(
             "the session id {session_id:?} is not a plain name"
         )));
     }
-    let shape = crate::agents::adapter::adapter(adapter).record_shape(session_id, role)?;
+    let shape = crate::agents::agent(adapter).record_shape(session_id, role)?;
     if matches_tail(&names, &shape.tail) {
         Ok(())
     } else {
