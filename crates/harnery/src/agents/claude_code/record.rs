@@ -87,7 +87,7 @@ pub(crate) fn read_line(line: &[u8], at: &RecordAt) -> RecordLine {
     read_marked(line, at).0
 }
 
-/// As [`read_line`], with the session the line names as the same parse
+/// As `read_line`, with the session the line names as the same parse
 /// found it (`None` when the line is in no known shape, so that
 /// [`line_session`] must look: one parse per line, not two), and what the
 /// line is to a turn's end ([`line_mark`]).

@@ -73,7 +73,7 @@ pub(crate) mod frame {
 
 /// One line of `events.jsonl` with its envelope read and `data` left as
 /// text: the first step of every reader of this record (the finalizer's
-/// [`read_line`] and `harnery recover`'s scan, `recover::copilot`).
+/// `read_line` and `harnery recover`'s scan, `recover::copilot`).
 #[derive(Deserialize)]
 pub(crate) struct Envelope<'a> {
     #[serde(rename = "type", borrow)]
@@ -212,7 +212,7 @@ pub(crate) fn read_line(line: &[u8], at: &RecordAt) -> RecordLine {
     read_marked(line, at).0
 }
 
-/// As [`read_line`], with what the line is to a turn's end ([`line_mark`]).
+/// As `read_line`, with what the line is to a turn's end ([`line_mark`]).
 pub(crate) fn read_marked(line: &[u8], at: &RecordAt) -> (RecordLine, LineMark) {
     let envelope: Envelope = match parse_frame(line) {
         Ok(envelope) => envelope,
