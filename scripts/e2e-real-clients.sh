@@ -13,6 +13,7 @@
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 export E2E_WORK="${E2E_WORK:-$(mktemp -d /tmp/harnery-e2e.XXXXXX)}"
+mkdir -p "$E2E_WORK"
 NPM="${E2E_NPM:-$E2E_WORK/npm}"
 export E2E_NPM="$NPM"
 if [[ -z "${E2E_BIN:-}" ]]; then
@@ -54,10 +55,15 @@ for id in "${AGENTS[@]}"; do
       log="$E2E_WORK/claude-code-copilot.log"
       E2E_WORK="$E2E_WORK/claude-code-copilot" "$ROOT/scripts/e2e/claude-code-copilot.sh" > "$log" 2>&1
       rc=$?
-      # Its checks print `<check>: … OK` or `… MISMATCH …`: one line each.
-      awk '/(^| )(OK|MISMATCH)( |,|$)/ && /^[^ ]/ {
-             split($0, p, ":"); check = p[1]
-             agent = (check ~ /copilot/) ? "copilot" : "claude-code"
+      # Its checks print `<check>: … OK` or `… MISMATCH …`, some after the
+      # `e2e: ` of its log lines; a check that names no agent belongs to the
+      # agent of the check before it (the script runs each agent's in turn).
+      awk '/(^| )(OK|MISMATCH)( |,|$)/ {
+             line = $0; sub(/^e2e: /, "", line)
+             split(line, p, ": "); check = p[1]; sub(/ \([0-9a-f-]+\)$/, "", check)
+             if (check ~ /^copilot/) agent = "copilot"
+             else if (check ~ /^claude/) agent = "claude-code"
+             if ($0 ~ /^e2e: /) check = check " (finalize, validate, verify, show)"
              print agent " " check ": " (($0 ~ /MISMATCH/) ? "FAIL see the log" : "OK")
            }' "$log"
       [[ $rc == 0 ]] || { echo "claude-code+copilot script: FAIL exit $rc, see $log"; fail=1; }
