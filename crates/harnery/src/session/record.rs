@@ -464,15 +464,14 @@ impl RecordFollow {
     fn join(&mut self, adapter: AdapterId, call: &RecordedCall) -> Option<EventId> {
         let in_order = !crate::agents::agent(adapter).capability().tool_call_ids;
         let found = self.by_call(&call.tool_call_id).or_else(|| {
-            in_order
-                .then(|| {
-                    self.requests.iter().position(|r| {
-                        r.joined.is_none()
-                            && r.tool_name == call.tool_name
-                            && r.input_digest == call.input_digest
-                    })
-                })
-                .flatten()
+            if !in_order {
+                return None;
+            }
+            self.requests.iter().position(|r| {
+                r.joined.is_none()
+                    && r.tool_name == call.tool_name
+                    && r.input_digest == call.input_digest
+            })
         })?;
         let request = &mut self.requests[found];
         request.joined = Some(call.tool_call_id.clone());
