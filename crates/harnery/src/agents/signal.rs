@@ -80,6 +80,31 @@ impl SignalKind {
         })
     }
 
+    /// A subagent's start (`SubagentStart`) or stop (any other event
+    /// name), in the Claude-shaped dialects, which name the agent and its
+    /// type and nothing more.
+    pub(crate) fn subagent(
+        event: &str,
+        agent_id: Option<String>,
+        agent_type: Option<String>,
+    ) -> SignalKind {
+        let Some(agent_id) = agent_id else {
+            return SignalKind::unrecognized(event, "subagent event without agent_id");
+        };
+        match event {
+            "SubagentStart" => SignalKind::SubagentStarted(SubagentStarted {
+                agent_id,
+                agent_type,
+                agent_name: None,
+            }),
+            _ => SignalKind::SubagentStopped(SubagentStopped {
+                agent_id,
+                agent_type,
+                stop_reason: None,
+            }),
+        }
+    }
+
     /// Whether this signal is the agent doing something new in the session
     /// (which cancels a pending explicit end). harnery's own signals and the
     /// end signals themselves are not.

@@ -18,7 +18,7 @@ use crate::agents::wire::{normalize_input, optional_str, owned, parse_payload, r
 use crate::contract::{
     CompactionCompleted, CompactionStarted, Json, MessageDisplayed, Notification, Outcome, Payload,
     PermissionRequested, PromptSubmitted, SessionEnded, SessionStarted, SignalUnrecognized,
-    SubagentStarted, SubagentStopped, TimeSource,
+    TimeSource,
 };
 
 /// One Claude Code hook payload, as sent. Unknown fields are ignored: the
@@ -301,21 +301,7 @@ fn turn_end(wire: &Wire) -> TurnEnd {
 }
 
 fn subagent(event: &str, wire: &Wire) -> SignalKind {
-    let Some(agent_id) = owned(&wire.agent_id) else {
-        return SignalKind::unrecognized(event, "subagent event without agent_id");
-    };
-    if event == "SubagentStart" {
-        return SignalKind::SubagentStarted(SubagentStarted {
-            agent_id,
-            agent_type: owned(&wire.agent_type),
-            agent_name: None,
-        });
-    }
-    SignalKind::SubagentStopped(SubagentStopped {
-        agent_id,
-        agent_type: owned(&wire.agent_type),
-        stop_reason: None,
-    })
+    SignalKind::subagent(event, owned(&wire.agent_id), owned(&wire.agent_type))
 }
 
 #[cfg(test)]

@@ -26,7 +26,7 @@ use crate::agents::wire::{normalize_input, optional_str, owned, parse_payload, r
 use crate::contract::{
     CompactionCompleted, CompactionStarted, HookObserved, Json, Outcome, Payload,
     PermissionRequested, PromptSubmitted, SessionEnded, SessionStarted, SignalUnrecognized,
-    SubagentStarted, SubagentStopped, TimeSource,
+    TimeSource,
 };
 
 /// Codex CLI 0.169.0's hook events (its `hooks/list` names these twelve).
@@ -217,21 +217,7 @@ fn tool_result(wire: &mut Wire) -> Option<ToolResult> {
 }
 
 fn subagent(event: &str, wire: &Wire) -> SignalKind {
-    let Some(agent_id) = owned(&wire.agent_id) else {
-        return SignalKind::unrecognized(event, "subagent event without agent_id");
-    };
-    if event == "SubagentStart" {
-        return SignalKind::SubagentStarted(SubagentStarted {
-            agent_id,
-            agent_type: owned(&wire.agent_type),
-            agent_name: None,
-        });
-    }
-    SignalKind::SubagentStopped(SubagentStopped {
-        agent_id,
-        agent_type: owned(&wire.agent_type),
-        stop_reason: None,
-    })
+    SignalKind::subagent(event, owned(&wire.agent_id), owned(&wire.agent_type))
 }
 
 #[cfg(test)]

@@ -40,7 +40,7 @@ use crate::agents::wire::{normalize_input, optional_str, owned, parse_payload, r
 use crate::contract::{
     CompactionCompleted, CompactionStarted, Json, MessageDisplayed, Notification, Outcome, Payload,
     PermissionRequested, PromptSubmitted, SessionEnded, SessionStarted, SignalUnrecognized,
-    SubagentStarted, SubagentStopped, TimeSource,
+    TimeSource,
 };
 
 /// One Qwen Code hook payload, as sent. Unknown fields are ignored (the
@@ -371,22 +371,7 @@ fn batch(wire: &mut Wire) -> Vec<BatchedCall> {
 }
 
 fn subagent(event: &str, wire: &Wire) -> SignalKind {
-    let Some(agent_id) = owned(&wire.agent_id) else {
-        return SignalKind::unrecognized(event, "subagent event without agent_id");
-    };
-    let agent_type = owned(&wire.agent_type);
-    match event {
-        "SubagentStart" => SignalKind::SubagentStarted(SubagentStarted {
-            agent_id,
-            agent_type,
-            agent_name: None,
-        }),
-        _ => SignalKind::SubagentStopped(SubagentStopped {
-            agent_id,
-            agent_type,
-            stop_reason: None,
-        }),
-    }
+    SignalKind::subagent(event, owned(&wire.agent_id), owned(&wire.agent_type))
 }
 
 fn text_of(value: &Option<Value>) -> Option<String> {
