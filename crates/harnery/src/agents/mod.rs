@@ -1,9 +1,10 @@
 //! Agents: reading what each agent's hooks send and what its own record
-//! says. One folder per agent holds both of its dialects
-//! (`claude_code/{hooks,record}.rs`, `copilot/{hooks,record}.rs`) and the
-//! one resolver of where it keeps its files; `harnery/` reads harnery's own
-//! signals; `record/` is what both agents' records share; `wire` is the
-//! bottom every dialect parses with (it imports nothing else from here).
+//! says. One folder per agent holds both of its dialects (`<agent>/hooks.rs`,
+//! `<agent>/record.rs`) and its `Adapter` (`adapter.rs`: where it keeps its
+//! files, its hooks' place, its resume); [`agent`] is the registry;
+//! `harnery/` reads harnery's own signals; `record/` is what the agents'
+//! records share; `wire` is the bottom every dialect parses with (it
+//! imports nothing else from here).
 //!
 //! This layer is stateless. It turns one raw spool record ([`RawSignal`])
 //! into one adapter-neutral [`Normalized`] signal, decides which canonical
@@ -14,20 +15,22 @@
 //!
 //! Dialects: `claude_code` (snake_case, `tool_use_id`, `prompt_id`),
 //! `copilot` (camelCase with the event name on argv, or snake_case with
-//! `hook_event_name`), and `harnery` (harnery's own end and command
-//! signals, valid under either adapter).
+//! `hook_event_name`), `codex`, `gemini`, `qwen`, `opencode` (each in its
+//! folder, from the real client's captures), and `harnery` (harnery's own
+//! end and command signals, valid under every adapter).
 //!
 //! Recovery enablement (ADR 0078: turn-boundary recovery needs native turn
-//! ids and reliable boundary signals):
+//! ids and reliable boundary signals); each adapter's `recovery` says it,
+//! and its docs page says why:
 //!
-//! | rule | Claude Code | Copilot |
-//! | --- | --- | --- |
-//! | `request_not_observed` | on | on |
-//! | turn-end sweep | on | off |
-//! | next-turn sweep | on | off |
-//! | `span_cap_pressure` | on | on |
-//! | `explicit_end_salvage` | on | on |
-//! | `command_completion_not_observed` | on | on |
+//! | rule | Claude Code | Copilot | Codex | Gemini CLI | Qwen Code | OpenCode |
+//! | --- | --- | --- | --- | --- | --- | --- |
+//! | `request_not_observed` | on | on | on | on | on | on |
+//! | turn-end sweep | on | off | on | off | on | on |
+//! | next-turn sweep | on | off | on | off | on | off |
+//! | `span_cap_pressure` | on | on | on | on | on | on |
+//! | `explicit_end_salvage` | on | on | on | on | on | on |
+//! | `command_completion_not_observed` | on | on | on | on | on | on |
 //!
 //! Why Copilot gets no turn-boundary sweep: it has no turn ids, so its turns
 //! are *stamped* by producer state (`userPromptSubmitted` … `agentStop`),
