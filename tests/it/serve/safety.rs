@@ -66,7 +66,7 @@ fn a_body_announced_and_never_sent_is_refused_and_holds_no_worker() {
         held.push(hold(port, &head, false).0);
     }
     still_answers(&served);
-    assert_eq!(served.get_json("/api/last-seq").is_object(), true);
+    assert!(served.get_json("/api/last-seq").is_object());
     drop(held);
 }
 

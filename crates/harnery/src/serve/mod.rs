@@ -4,9 +4,11 @@
 //! search) and a JSON API with the fields of the command line's `--json`, served by a
 //! small synchronous HTTP server (`tiny_http`, a few worker threads, no
 //! async runtime). Safe by default: the caller binds 127.0.0.1 unless told
-//! otherwise; every request needs the random token printed at start (or
-//! the cookie its first use sets); only `GET` and `HEAD` are answered;
-//! every response carries a strict content security policy.
+//! otherwise; every request must name the bound address in `Host` (and
+//! `Origin`) and carry the random token printed at start (or the cookie,
+//! named for the port, its first use sets); only `GET` and `HEAD` without a
+//! body are answered; every response carries a strict content security
+//! policy.
 //!
 //! Each request opens the live epoch read-only for itself ([`data`]), so
 //! `finalize` keeps writing while the server runs, and reads only what it
