@@ -42,7 +42,8 @@ for _ in $(seq 100); do
 done
 url=$(sed -n 's/^harnery serve: //p' "$WORK/serve.out")
 base=${url%%/\?token=*}
-cookie="harnery_token=${url##*token=}"
+port=${base##*:}
+cookie="harnery_token_${port}=${url##*token=}"
 
 # fetch NAME PATH: one request; its total time (ms) appended to NAME.ms.
 fetch() {

@@ -4,3 +4,4 @@ pub(crate) mod support;
 
 mod fleet;
 mod pages;
+mod safety;

@@ -66,7 +66,7 @@ impl Served {
     }
 
     pub fn cookie(&self) -> String {
-        format!("harnery_token={}", self.token)
+        format!("harnery_token_{}={}", self.port, self.token)
     }
 
     /// `GET path` with the cookie; the body, asserting 200.
@@ -99,7 +99,6 @@ impl Reply {
 
 /// One request to 127.0.0.1:`port`.
 pub fn request(port: u16, method: &str, path: &str, cookie: Option<&str>) -> Reply {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("the server accepts");
     let mut head =
         format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n");
     if let Some(c) = cookie {
@@ -109,8 +108,17 @@ pub fn request(port: u16, method: &str, path: &str, cookie: Option<&str>) -> Rep
         head.push_str("Content-Length: 0\r\n");
     }
     head.push_str("\r\n");
-    s.write_all(head.as_bytes()).unwrap();
-    read_reply(BufReader::new(s), method == "HEAD")
+    request_raw(port, &head, method == "HEAD")
+}
+
+/// Send `head` as it is to 127.0.0.1:`port` and read the reply; a reply
+/// that does not come within a minute fails the test instead of hanging it.
+pub fn request_raw(port: u16, head: &str, head_only: bool) -> Reply {
+    let s = TcpStream::connect(("127.0.0.1", port)).expect("the server accepts");
+    s.set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        .unwrap();
+    (&s).write_all(head.as_bytes()).unwrap();
+    read_reply(BufReader::new(s), head_only)
 }
 
 /// A response: its head, then the body its `Content-Length` gives (a

@@ -58,8 +58,11 @@ fn filter(t: &Target) -> Result<ReadFilter, String> {
 
 fn page(t: &Target, all: &[FleetSession]) -> String {
     let page: usize = t.param("page").and_then(|p| p.parse().ok()).unwrap_or(0);
-    let rows = all.iter().skip(page * PAGE_ROWS).take(PAGE_ROWS);
-    let more = all.len() > (page + 1) * PAGE_ROWS;
+    let rows = all
+        .iter()
+        .skip(page.saturating_mul(PAGE_ROWS))
+        .take(PAGE_ROWS);
+    let more = all.len() > page.saturating_add(1).saturating_mul(PAGE_ROWS);
     let host = t.param("host").unwrap_or("");
     let since = t.param("since").unwrap_or("");
     let query = |p: usize| format!("page={p}&host={}&since={}", encode(host), encode(since));

@@ -1,13 +1,19 @@
-//! Who may read: a request carries the server's token (in the URL's
-//! `token` parameter, once) or the cookie that first request was given;
-//! anything else is refused. Only `GET` and `HEAD` are served: there is
+//! Who may read: a request names this server in `Host` (and `Origin`, when
+//! it has one), then carries the server's token (in the URL's `token`
+//! parameter, once) or the cookie that first request was given, named for
+//! the server's port; anything else is refused. Only `GET` and `HEAD` are served: there is
 //! no write endpoint of any kind. Every response carries the headers that
 //! keep a browser from treating it as anything but what it says.
 
 use std::io::Read;
 
-/// The cookie that carries the token after the first request.
-pub(crate) const COOKIE: &str = "harnery_token";
+/// The cookie that carries the token after the first request, named for
+/// the port: a browser sends a cookie to every port of a host, so another
+/// local server never sees this one and a second `serve` does not
+/// overwrite it.
+pub(crate) fn cookie_name(port: u16) -> String {
+    format!("harnery_token_{port}")
+}
 
 /// A fresh token: 128 bits from the kernel's random source, as hex.
 pub(crate) fn new_token() -> std::io::Result<String> {
@@ -30,10 +36,11 @@ pub(crate) enum Admission {
 /// may read.
 pub(crate) fn admit(
     token: &str,
+    port: u16,
     url_token: Option<&str>,
     cookie_header: Option<&str>,
 ) -> Admission {
-    let from_cookie = cookie_header.and_then(|h| cookie_value(h, COOKIE));
+    let from_cookie = cookie_header.and_then(|h| cookie_value(h, &cookie_name(port)));
     if from_cookie.is_some_and(|t| same(t, token)) {
         return Admission::Known;
     }
@@ -44,8 +51,40 @@ pub(crate) fn admit(
 }
 
 /// The `Set-Cookie` value that admits later requests.
-pub(crate) fn set_cookie(token: &str) -> String {
-    format!("{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict")
+pub(crate) fn set_cookie(token: &str, port: u16) -> String {
+    let name = cookie_name(port);
+    format!("{name}={token}; Path=/; HttpOnly; SameSite=Strict")
+}
+
+/// Why a request's `Host` or `Origin` does not name this server, if it
+/// does not: a page another site serves (DNS rebinding) reaches the port
+/// under its own name, so only the names of the bound address are served:
+/// `127.0.0.1`, `localhost` and `[::1]` with the port, or the address
+/// `--addr` bound. The status (400 without a `Host`, else 403) and why.
+pub(crate) fn misdirected(
+    bound: std::net::SocketAddr,
+    host: Option<&str>,
+    origin: Option<&str>,
+) -> Option<(u16, String)> {
+    let port = bound.port();
+    let names = [
+        format!("127.0.0.1:{port}"),
+        format!("localhost:{port}"),
+        format!("[::1]:{port}"),
+        bound.to_string(),
+    ];
+    let known = |h: &str| names.iter().any(|n| n.eq_ignore_ascii_case(h));
+    let Some(host) = host else {
+        return Some((400, "the request has no Host header".to_string()));
+    };
+    if !known(host.trim()) {
+        return Some((403, format!("Host {host:?} is not this server's address")));
+    }
+    match origin.map(str::trim) {
+        None => None,
+        Some(o) if o.strip_prefix("http://").is_some_and(known) => None,
+        Some(o) => Some((403, format!("Origin {o:?} is not this server"))),
+    }
 }
 
 fn cookie_value<'a>(header: &'a str, name: &str) -> Option<&'a str> {
@@ -96,15 +135,49 @@ mod tests {
     #[test]
     fn only_the_token_or_its_cookie_admits() {
         let t = "00ff";
-        assert_eq!(admit(t, None, None), Admission::Refused);
-        assert_eq!(admit(t, Some("00fe"), None), Admission::Refused);
-        assert_eq!(admit(t, Some("00ff0"), None), Admission::Refused);
-        assert_eq!(admit(t, Some("00ff"), None), Admission::Introduced);
-        let cookie = format!("a=b; {COOKIE}=00ff");
-        assert_eq!(admit(t, None, Some(&cookie)), Admission::Known);
+        assert_eq!(admit(t, 80, None, None), Admission::Refused);
+        assert_eq!(admit(t, 80, Some("00fe"), None), Admission::Refused);
+        assert_eq!(admit(t, 80, Some("00ff0"), None), Admission::Refused);
+        assert_eq!(admit(t, 80, Some("00ff"), None), Admission::Introduced);
+        let cookie = "a=b; harnery_token_80=00ff";
+        assert_eq!(admit(t, 80, None, Some(cookie)), Admission::Known);
+        assert_eq!(admit(t, 81, None, Some(cookie)), Admission::Refused);
+        let old = "harnery_token=00ff; harnery_token_80=00fe";
+        assert_eq!(admit(t, 80, None, Some(old)), Admission::Refused);
+    }
+
+    #[test]
+    fn only_the_bound_address_is_served() {
+        let bound = "127.0.0.1:8719".parse().unwrap();
+        for ok in [
+            "127.0.0.1:8719",
+            "localhost:8719",
+            "LOCALHOST:8719",
+            "[::1]:8719",
+        ] {
+            assert_eq!(misdirected(bound, Some(ok), None), None, "{ok}");
+        }
+        let origin = Some("http://localhost:8719");
+        assert_eq!(misdirected(bound, Some("127.0.0.1:8719"), origin), None);
+        assert_eq!(misdirected(bound, None, None).unwrap().0, 400);
+        for bad in [
+            "evil.example:8719",
+            "127.0.0.1:8720",
+            "localhost",
+            "127.0.0.1",
+        ] {
+            assert_eq!(misdirected(bound, Some(bad), None).unwrap().0, 403, "{bad}");
+        }
+        let evil = Some("http://evil.example:8719");
         assert_eq!(
-            admit(t, None, Some("harnery_token=00fe")),
-            Admission::Refused
+            misdirected(bound, Some("localhost:8719"), evil).unwrap().0,
+            403
+        );
+        assert_eq!(
+            misdirected(bound, Some("localhost:8719"), Some("null"))
+                .unwrap()
+                .0,
+            403
         );
     }
 

@@ -4,9 +4,11 @@
 //! search) and a JSON API with the fields of the command line's `--json`, served by a
 //! small synchronous HTTP server (`tiny_http`, a few worker threads, no
 //! async runtime). Safe by default: the caller binds 127.0.0.1 unless told
-//! otherwise; every request needs the random token printed at start (or
-//! the cookie its first use sets); only `GET` and `HEAD` are answered;
-//! every response carries a strict content security policy.
+//! otherwise; every request must name the bound address in `Host` (and
+//! `Origin`) and carry the random token printed at start (or the cookie,
+//! named for the port, its first use sets); only `GET` and `HEAD` without a
+//! body are answered; every response carries a strict content security
+//! policy.
 //!
 //! Each request opens the live epoch read-only for itself ([`data`]), so
 //! `finalize` keeps writing while the server runs, and reads only what it
@@ -101,6 +103,9 @@ impl Bound {
 
     /// Answer requests until the process ends.
     pub fn run(self) {
+        let bound = self
+            .addr()
+            .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)));
         let workers: Vec<_> = (0..WORKERS)
             .map(|_| {
                 let (server, backend, token) = (
@@ -110,7 +115,10 @@ impl Bound {
                 );
                 std::thread::spawn(move || {
                     while let Ok(request) = server.recv() {
-                        answer(&backend, &token, request);
+                        match announces_body(&request) {
+                            true => refuse_body(request),
+                            false => answer(&backend, &token, bound, request),
+                        }
                     }
                 })
             })
@@ -121,26 +129,74 @@ impl Bound {
     }
 }
 
-/// Guard, route and send one request; a reply that cannot be sent (the
-/// client went away) is dropped.
-fn answer(backend: &Backend, token: &str, request: tiny_http::Request) {
-    let target = Target::parse(request.url());
-    let api = target.segments.first().is_some_and(|s| s == "api");
-    let cookie = request
+/// Whether a request says a body follows (`Content-Length` above 0, or a
+/// `Transfer-Encoding`). The server only reads, so no request has one.
+fn announces_body(request: &tiny_http::Request) -> bool {
+    request.body_length().is_some_and(|n| n > 0)
+        || request
+            .headers()
+            .iter()
+            .any(|h| h.field.equiv("Transfer-Encoding"))
+}
+
+/// Answer 413 to a request with a body, without reading it, and close.
+/// `tiny_http` reads what is left of a body when the request is dropped,
+/// so the answer is sent from a thread of its own: a client that announces
+/// a body and never sends it holds that thread, never a worker.
+fn refuse_body(request: tiny_http::Request) {
+    std::thread::spawn(move || {
+        let detail = "the server only reads: a request has no body";
+        let reply = Reply::problem(413, request.url().starts_with("/api/"), detail);
+        let mut response = Response::from_data(reply.body).with_status_code(reply.status);
+        response.add_header(header("Content-Type", reply.content_type));
+        response.add_header(header("Connection", "close"));
+        let _ = request.respond(response);
+    });
+}
+
+/// The header `name`'s value, if the request has it.
+fn header_value(request: &tiny_http::Request, name: &'static str) -> Option<String> {
+    request
         .headers()
         .iter()
-        .find(|h| h.field.equiv("Cookie"))
-        .map(|h| h.value.as_str().to_string());
-    let admission = guard::admit(token, target.param("token"), cookie.as_deref());
+        .find(|h| h.field.equiv(name))
+        .map(|h| h.value.as_str().to_string())
+}
+
+/// Guard, route and send one request; a reply that cannot be sent (the
+/// client went away) is dropped.
+fn answer(backend: &Backend, token: &str, bound: SocketAddr, request: tiny_http::Request) {
+    let target = Target::parse(request.url());
+    let api = target.segments.first().is_some_and(|s| s == "api");
+    let cookie = header_value(&request, "Cookie");
+    let misdirected = guard::misdirected(
+        bound,
+        header_value(&request, "Host").as_deref(),
+        header_value(&request, "Origin").as_deref(),
+    );
+    let admission = guard::admit(
+        token,
+        bound.port(),
+        target.param("token"),
+        cookie.as_deref(),
+    );
     let method = request.method().as_str().to_string();
-    let reply = match (&admission, guard::reads(&method)) {
-        (Admission::Refused, _) => Reply::problem(
+    let reply = match (&misdirected, &admission, guard::reads(&method)) {
+        (Some((status, why)), _, _) => Reply::problem(*status, api, why),
+        (_, Admission::Refused, _) => Reply::problem(
             403,
             api,
             "this server needs its token: open the URL `harnery serve` printed at start",
         ),
-        (_, false) => Reply::problem(405, api, "the server only reads: GET and HEAD"),
-        (_, true) => routed(backend, &target),
+        (_, _, false) => Reply::problem(405, api, "the server only reads: GET and HEAD"),
+        (_, _, true) => match target.invalid.first() {
+            Some(name) => Reply::problem(
+                400,
+                api,
+                &format!("{name} holds a NUL or bytes that are not UTF-8"),
+            ),
+            None => routed(backend, &target),
+        },
     };
     let mut response = Response::from_data(reply.body).with_status_code(reply.status);
     response.add_header(header("Content-Type", reply.content_type));
@@ -150,8 +206,9 @@ fn answer(backend: &Backend, token: &str, request: tiny_http::Request) {
     if reply.status == 405 {
         response.add_header(header("Allow", "GET, HEAD"));
     }
-    if admission == Admission::Introduced {
-        response.add_header(header("Set-Cookie", &guard::set_cookie(token)));
+    if misdirected.is_none() && admission == Admission::Introduced {
+        let cookie = guard::set_cookie(token, bound.port());
+        response.add_header(header("Set-Cookie", &cookie));
     }
     let _ = request.respond(response);
 }

@@ -6,25 +6,41 @@
 pub(crate) struct Target {
     pub segments: Vec<String>,
     pub params: Vec<(String, String)>,
+    /// Path segments (as `path`) and parameters whose text holds a NUL or
+    /// bytes that are not UTF-8: the request is refused, naming them.
+    pub invalid: Vec<String>,
 }
 
 impl Target {
     pub(crate) fn parse(url: &str) -> Target {
         let (path, query) = url.split_once('?').unwrap_or((url, ""));
+        let mut invalid = Vec::new();
+        let segments = path
+            .split('/')
+            .filter(|s| !s.is_empty())
+            .map(|s| {
+                if !clean(s) {
+                    invalid.push("path".to_string());
+                }
+                decode(s)
+            })
+            .collect();
+        let params = query
+            .split('&')
+            .filter(|p| !p.is_empty())
+            .map(|p| {
+                let (k, v) = p.split_once('=').unwrap_or((p, ""));
+                if !clean(k) || !clean(v) {
+                    invalid.push(decode(k));
+                }
+                (decode(k), decode(v))
+            })
+            .collect();
+        invalid.dedup();
         Target {
-            segments: path
-                .split('/')
-                .filter(|s| !s.is_empty())
-                .map(decode)
-                .collect(),
-            params: query
-                .split('&')
-                .filter(|p| !p.is_empty())
-                .map(|p| {
-                    let (k, v) = p.split_once('=').unwrap_or((p, ""));
-                    (decode(k), decode(v))
-                })
-                .collect(),
+            segments,
+            params,
+            invalid,
         }
     }
 
@@ -45,6 +61,12 @@ impl Target {
 /// a bad escape stays as it was.
 fn decode(s: &str) -> String {
     crate::fleet::target::percent_decode(&s.replace('+', " "))
+}
+
+/// Whether `s` decodes to UTF-8 text without a NUL.
+fn clean(s: &str) -> bool {
+    let bytes: Vec<u8> = percent_encoding::percent_decode_str(s).collect();
+    !bytes.contains(&0) && std::str::from_utf8(&bytes).is_ok()
 }
 
 /// What [`encode`] leaves as it is: letters, digits and `-_.~` (RFC 3986's
@@ -78,5 +100,9 @@ mod tests {
         );
         assert_eq!(Target::parse("/%zz").path(), ["%zz"]);
         assert_eq!(Target::parse("/%4").path(), ["%4"]);
+        assert!(t.invalid.is_empty());
+        assert_eq!(Target::parse("/search?q=a%00b").invalid, ["q"]);
+        assert_eq!(Target::parse("/search?x=1&q=%ff").invalid, ["q"]);
+        assert_eq!(Target::parse("/sessions/%00").invalid, ["path"]);
     }
 }

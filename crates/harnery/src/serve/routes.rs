@@ -47,6 +47,7 @@ impl Reply {
             403 => "Forbidden",
             404 => "Not found",
             405 => "Method not allowed",
+            413 => "Payload too large",
             _ => "Could not read the ledger",
         };
         let body = match api {
@@ -127,7 +128,10 @@ pub(crate) fn asset(name: &str) -> Option<Reply> {
 
 fn sessions_page(source: &Source, t: &Target) -> Result<Result<Reply, ReadError>, Bad> {
     let (form, mut filter) = filter(t)?;
-    filter.skip = form.page * PAGE_ROWS;
+    filter.skip = form
+        .page
+        .checked_mul(PAGE_ROWS)
+        .ok_or_else(|| Bad(format!("page={} is past the last page", form.page)))?;
     // One more than a page says whether another page follows.
     filter.limit = Some(PAGE_ROWS + 1);
     Ok(source.session_rows(&filter).map(|mut rows| {
@@ -234,7 +238,12 @@ fn filter(t: &Target) -> Result<(Form, SessionFilter), Bad> {
         until: time("until")?,
         adapter,
         class,
-        skip: limit.map_or(0, |n| n * page),
+        skip: match limit {
+            None => 0,
+            Some(n) => n
+                .checked_mul(page)
+                .ok_or_else(|| Bad(format!("page={page} is past the last page")))?,
+        },
         limit,
     };
     Ok((form, filter))
