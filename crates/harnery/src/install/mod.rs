@@ -33,73 +33,6 @@ use json::Json;
 use crate::agents;
 use crate::agents::adapter::{EntryShape, HookPlace};
 
-/// Claude Code 2.1.332's hook events (the SDK's `HOOK_EVENTS`).
-pub(crate) const CLAUDE_CODE_EVENTS: [&str; 34] = [
-    "PreToolUse",
-    "PostToolUse",
-    "PostToolUseFailure",
-    "PostToolBatch",
-    "Notification",
-    "UserPromptSubmit",
-    "UserPromptExpansion",
-    "SessionStart",
-    "SessionEnd",
-    "Stop",
-    "StopFailure",
-    "SubagentStart",
-    "SubagentStop",
-    "PreCompact",
-    "PostCompact",
-    "PreModelSwitch",
-    "PostModelSwitch",
-    "PermissionRequest",
-    "PermissionDenied",
-    "Setup",
-    "TeammateIdle",
-    "TaskCreated",
-    "TaskCompleted",
-    "Elicitation",
-    "ElicitationResult",
-    "ConfigChange",
-    "WorktreeCreate",
-    "WorktreeRemove",
-    "InstructionsLoaded",
-    "CwdChanged",
-    "FileChanged",
-    "DirectoryAdded",
-    "MessageDisplay",
-    "PreSkillShellCommand",
-];
-
-/// Copilot CLI 1.0.102's hook keys (camelCase).
-pub(crate) const COPILOT_EVENTS: [&str; 15] = [
-    "sessionStart",
-    "sessionEnd",
-    "userPromptSubmitted",
-    "userPromptTransformed",
-    "preToolUse",
-    "preMcpToolCall",
-    "postToolUse",
-    "postToolUseFailure",
-    "errorOccurred",
-    "agentStop",
-    "subagentStart",
-    "subagentStop",
-    "preCompact",
-    "permissionRequest",
-    "notification",
-];
-
-/// Claude Code hook timeout, seconds. The hook's own worst case is about
-/// 1.1 s (1 s stdin stall bound + 100 ms lease wait) and 5 s for stdin that
-/// keeps trickling; normal runs take a few ms.
-pub(crate) const CLAUDE_TIMEOUT_S: u64 = 10;
-/// SessionEnd hooks run while Claude Code exits (default budget 1.5 s); an
-/// explicit timeout raises that budget, so keep it just above the hook's bound.
-pub(crate) const CLAUDE_SESSION_END_TIMEOUT_S: u64 = 2;
-/// Copilot hook timeout, seconds (`timeoutSec`).
-pub(crate) const COPILOT_TIMEOUT_S: u64 = 10;
-
 /// Name of the hook binary harnery recognises as its own.
 pub(crate) const HOOK_BIN_NAME: &str = "harnery-hook";
 
@@ -501,7 +434,10 @@ fn copilot_entry(bin: &str, event: &str, form: CopilotForm) -> Json {
             s(&format!("{} copilot {event}", shell_quote(bin))),
         )),
     }
-    fields.push(("timeoutSec".into(), Json::Number(COPILOT_TIMEOUT_S.into())));
+    fields.push((
+        "timeoutSec".into(),
+        Json::Number(crate::agents::copilot::TIMEOUT_S.into()),
+    ));
     Json::Object(fields)
 }
 

@@ -21,6 +21,52 @@ use crate::agents::record::{LineMark, NamedRecord, RecordLine};
 use crate::agents::signal::Normalized;
 use crate::contract::RecordAt;
 
+/// Claude Code 2.1.332's hook events (the SDK's `HOOK_EVENTS`).
+pub(crate) const HOOK_EVENTS: [&str; 34] = [
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "PostToolBatch",
+    "Notification",
+    "UserPromptSubmit",
+    "UserPromptExpansion",
+    "SessionStart",
+    "SessionEnd",
+    "Stop",
+    "StopFailure",
+    "SubagentStart",
+    "SubagentStop",
+    "PreCompact",
+    "PostCompact",
+    "PreModelSwitch",
+    "PostModelSwitch",
+    "PermissionRequest",
+    "PermissionDenied",
+    "Setup",
+    "TeammateIdle",
+    "TaskCreated",
+    "TaskCompleted",
+    "Elicitation",
+    "ElicitationResult",
+    "ConfigChange",
+    "WorktreeCreate",
+    "WorktreeRemove",
+    "InstructionsLoaded",
+    "CwdChanged",
+    "FileChanged",
+    "DirectoryAdded",
+    "MessageDisplay",
+    "PreSkillShellCommand",
+];
+
+/// Claude Code hook timeout, seconds. The hook's own worst case is about
+/// 1.1 s (1 s stdin stall bound + 100 ms lease wait) and 5 s for stdin that
+/// keeps trickling; normal runs take a few ms.
+pub(crate) const TIMEOUT_S: u64 = 10;
+/// SessionEnd hooks run while Claude Code exits (default budget 1.5 s); an
+/// explicit timeout raises that budget, so keep it just above the hook's bound.
+pub(crate) const SESSION_END_TIMEOUT_S: u64 = 2;
+
 /// Claude Code, as an [`Adapter`].
 pub(crate) struct ClaudeCode;
 
@@ -107,10 +153,10 @@ impl Adapter for ClaudeCode {
         HookPlace::Settings {
             user_file: "settings.json",
             project_file: ".claude/settings.json",
-            events: &crate::install::CLAUDE_CODE_EVENTS,
+            events: &HOOK_EVENTS,
             entry: EntryShape::ExecGroup,
-            timeout_s: crate::install::CLAUDE_TIMEOUT_S,
-            end_timeout_s: Some(("SessionEnd", crate::install::CLAUDE_SESSION_END_TIMEOUT_S)),
+            timeout_s: TIMEOUT_S,
+            end_timeout_s: Some(("SessionEnd", SESSION_END_TIMEOUT_S)),
         }
     }
     fn resume(&self) -> Resume {

@@ -23,6 +23,28 @@ use crate::agents::record::{LineMark, NamedRecord, RecordLine};
 use crate::agents::signal::Normalized;
 use crate::contract::RecordAt;
 
+/// Copilot CLI 1.0.102's hook keys (camelCase).
+pub(crate) const HOOK_EVENTS: [&str; 15] = [
+    "sessionStart",
+    "sessionEnd",
+    "userPromptSubmitted",
+    "userPromptTransformed",
+    "preToolUse",
+    "preMcpToolCall",
+    "postToolUse",
+    "postToolUseFailure",
+    "errorOccurred",
+    "agentStop",
+    "subagentStart",
+    "subagentStop",
+    "preCompact",
+    "permissionRequest",
+    "notification",
+];
+
+/// Copilot hook timeout, seconds (`timeoutSec`).
+pub(crate) const TIMEOUT_S: u64 = 10;
+
 /// Copilot CLI, as an [`Adapter`].
 pub(crate) struct Copilot;
 
@@ -123,9 +145,9 @@ impl Adapter for Copilot {
         HookPlace::Settings {
             user_file: "hooks/harnery.json",
             project_file: ".github/hooks/harnery.json",
-            events: &crate::install::COPILOT_EVENTS,
+            events: &HOOK_EVENTS,
             entry: EntryShape::CopilotEntry,
-            timeout_s: crate::install::COPILOT_TIMEOUT_S,
+            timeout_s: TIMEOUT_S,
             end_timeout_s: None,
         }
     }

@@ -95,7 +95,7 @@ pub(crate) const EVENTS: [&str; 22] = [
 ];
 
 /// The hook's timeout, seconds (Qwen's default is 60; the hook's own worst
-/// case is about 1.1 s, see `install::CLAUDE_TIMEOUT_S`).
+/// case is about 1.1 s, see `claude_code::TIMEOUT_S`).
 const TIMEOUT_S: u64 = 10;
 
 /// What Qwen Code's hooks deliver, as captured: both call ids on every
