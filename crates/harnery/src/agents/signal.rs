@@ -29,6 +29,20 @@ pub struct Normalized {
     pub kind: SignalKind,
 }
 
+impl Normalized {
+    /// A signal timed by its receipt, naming no agent, turn or delivery key.
+    pub(crate) fn received(kind: SignalKind, received_unix_ns: i64) -> Normalized {
+        Normalized {
+            time_unix_ns: received_unix_ns,
+            time_source: TimeSource::Received,
+            agent_id: None,
+            native_turn_id: None,
+            delivery_key: None,
+            kind,
+        }
+    }
+}
+
 /// What a signal says, in harnery's terms.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SignalKind {
@@ -76,6 +90,16 @@ impl SignalKind {
         SignalKind::Unrecognized(SignalUnrecognized {
             adapter_event: (!event.is_empty()).then(|| event.to_string()),
             reason: reason.to_string(),
+            record: None,
+        })
+    }
+
+    /// A payload that is not JSON in its dialect's shape: kept, never
+    /// dropped; `event` is the name the hook's argv gave, if any.
+    pub(crate) fn malformed(event: Option<&str>, err: &serde_json::Error) -> SignalKind {
+        SignalKind::Unrecognized(SignalUnrecognized {
+            adapter_event: event.map(str::to_string),
+            reason: format!("malformed_json: {err}"),
             record: None,
         })
     }

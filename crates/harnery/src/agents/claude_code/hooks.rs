@@ -17,8 +17,7 @@ use crate::agents::signal::{BatchedCall, Normalized, SignalKind, ToolCall, ToolR
 use crate::agents::wire::{normalize_input, optional_str, owned, parse_payload, raw_json};
 use crate::contract::{
     CompactionCompleted, CompactionStarted, Json, MessageDisplayed, Notification, Outcome, Payload,
-    PermissionRequested, PromptSubmitted, SessionEnded, SessionStarted, SignalUnrecognized,
-    TimeSource,
+    PermissionRequested, PromptSubmitted, SessionEnded, SessionStarted, TimeSource,
 };
 
 /// One Claude Code hook payload, as sent. Unknown fields are ignored: the
@@ -118,21 +117,12 @@ pub fn normalize_naming(
             };
             return (convert(wire, received_unix_ns), named);
         }
-        Err(err) => SignalKind::Unrecognized(SignalUnrecognized {
-            adapter_event: None,
-            reason: format!("malformed_json: {err}"),
-            record: None,
-        }),
+        Err(err) => SignalKind::malformed(None, &err),
     };
-    let normalized = Normalized {
-        time_unix_ns: received_unix_ns,
-        time_source: TimeSource::Received,
-        agent_id: None,
-        native_turn_id: None,
-        delivery_key: None,
-        kind,
-    };
-    (normalized, NamedRecord::Unread)
+    (
+        Normalized::received(kind, received_unix_ns),
+        NamedRecord::Unread,
+    )
 }
 
 fn text_of(value: &Option<Value>) -> Option<String> {

@@ -25,8 +25,7 @@ use crate::agents::signal::{Normalized, SignalKind, ToolCall, ToolResult, TurnEn
 use crate::agents::wire::{normalize_input, optional_str, owned, parse_payload, raw_json};
 use crate::contract::{
     CompactionCompleted, CompactionStarted, HookObserved, Json, Outcome, Payload,
-    PermissionRequested, PromptSubmitted, SessionEnded, SessionStarted, SignalUnrecognized,
-    TimeSource,
+    PermissionRequested, PromptSubmitted, SessionEnded, SessionStarted, TimeSource,
 };
 
 /// Codex CLI 0.169.0's hook events (its `hooks/list` names these twelve).
@@ -98,14 +97,10 @@ pub(crate) fn normalize_naming(
             };
             (convert(wire, received_unix_ns), named)
         }
-        Err(err) => {
-            let kind = SignalKind::Unrecognized(SignalUnrecognized {
-                adapter_event: None,
-                reason: format!("malformed_json: {err}"),
-                record: None,
-            });
-            (received(kind, None, received_unix_ns), NamedRecord::Unread)
-        }
+        Err(err) => (
+            received(SignalKind::malformed(None, &err), None, received_unix_ns),
+            NamedRecord::Unread,
+        ),
     }
 }
 

@@ -52,7 +52,7 @@ use crate::agents::signal::{Normalized, SignalKind, ToolCall, ToolResult, TurnEn
 use crate::agents::wire::{normalize_input, optional_str, owned, parse_payload, raw_json};
 use crate::contract::{
     CompactionStarted, HookObserved, Json, Notification, Outcome, Payload, PromptSubmitted,
-    SessionEnded, SessionStarted, SignalUnrecognized, TimeSource,
+    SessionEnded, SessionStarted, TimeSource,
 };
 
 /// The shell tool, whose output names the command's exit code.
@@ -127,14 +127,10 @@ pub(crate) fn normalize_naming(
             };
             (convert(argv_event, wire, received_unix_ns), named)
         }
-        Err(err) => {
-            let kind = SignalKind::Unrecognized(SignalUnrecognized {
-                adapter_event: argv_event.map(str::to_string),
-                reason: format!("malformed_json: {err}"),
-                record: None,
-            });
-            (received(kind, received_unix_ns), NamedRecord::Unread)
-        }
+        Err(err) => (
+            Normalized::received(SignalKind::malformed(argv_event, &err), received_unix_ns),
+            NamedRecord::Unread,
+        ),
     }
 }
 
@@ -209,17 +205,6 @@ pub(crate) fn normalize(event: Option<&str>, payload: &[u8], received_unix_ns: i
     normalize_naming(event, payload, received_unix_ns, false).0
 }
 
-fn received(kind: SignalKind, received_unix_ns: i64) -> Normalized {
-    Normalized {
-        time_unix_ns: received_unix_ns,
-        time_source: TimeSource::Received,
-        agent_id: None,
-        native_turn_id: None,
-        delivery_key: None,
-        kind,
-    }
-}
-
 /// The one conversion from the wire into harnery's terms.
 fn convert(argv_event: Option<&str>, wire: Wire, received_unix_ns: i64) -> Normalized {
     let event = wire
@@ -237,9 +222,9 @@ fn convert(argv_event: Option<&str>, wire: Wire, received_unix_ns: i64) -> Norma
         Some(t) => Normalized {
             time_unix_ns: t,
             time_source: TimeSource::Agent,
-            ..received(kind, received_unix_ns)
+            ..Normalized::received(kind, received_unix_ns)
         },
-        None => received(kind, received_unix_ns),
+        None => Normalized::received(kind, received_unix_ns),
     }
 }
 

@@ -27,8 +27,7 @@ use crate::agents::signal::{Normalized, SignalKind, ToolCall, ToolResult, TurnEn
 use crate::agents::wire::{normalize_input, optional_str, owned, parse_payload, raw_json};
 use crate::contract::{
     CompactionCompleted, ErrorReported, HookObserved, Json, Notification, Outcome, Payload,
-    PermissionRequested, PromptSubmitted, SessionEnded, SessionStarted, SignalUnrecognized,
-    TimeSource,
+    PermissionRequested, PromptSubmitted, SessionEnded, SessionStarted, TimeSource,
 };
 
 /// One payload of harnery's OpenCode plugin, as sent.
@@ -123,14 +122,7 @@ pub(crate) fn normalize(
             let key = delivery_key(&event, &wire, &output);
             (time, kind_of(&event, wire, output), key)
         }
-        Err(err) => {
-            let kind = SignalKind::Unrecognized(SignalUnrecognized {
-                adapter_event: argv_event.map(str::to_string),
-                reason: format!("malformed_json: {err}"),
-                record: None,
-            });
-            (None, kind, None)
-        }
+        Err(err) => (None, SignalKind::malformed(argv_event, &err), None),
     };
     Normalized {
         time_unix_ns: time.unwrap_or(received_unix_ns),

@@ -39,8 +39,7 @@ use crate::agents::signal::{BatchedCall, Normalized, SignalKind, ToolCall, ToolR
 use crate::agents::wire::{normalize_input, optional_str, owned, parse_payload, raw_json};
 use crate::contract::{
     CompactionCompleted, CompactionStarted, Json, MessageDisplayed, Notification, Outcome, Payload,
-    PermissionRequested, PromptSubmitted, SessionEnded, SessionStarted, SignalUnrecognized,
-    TimeSource,
+    PermissionRequested, PromptSubmitted, SessionEnded, SessionStarted, TimeSource,
 };
 
 /// One Qwen Code hook payload, as sent. Unknown fields are ignored (the
@@ -148,22 +147,10 @@ pub(crate) fn normalize_naming(
             };
             (convert(argv_event, wire, received_unix_ns), named)
         }
-        Err(err) => (malformed(&err, received_unix_ns), NamedRecord::Unread),
-    }
-}
-
-fn malformed(err: &serde_json::Error, received_unix_ns: i64) -> Normalized {
-    Normalized {
-        time_unix_ns: received_unix_ns,
-        time_source: TimeSource::Received,
-        agent_id: None,
-        native_turn_id: None,
-        delivery_key: None,
-        kind: SignalKind::Unrecognized(SignalUnrecognized {
-            adapter_event: None,
-            reason: format!("malformed_json: {err}"),
-            record: None,
-        }),
+        Err(err) => (
+            Normalized::received(SignalKind::malformed(None, &err), received_unix_ns),
+            NamedRecord::Unread,
+        ),
     }
 }
 
