@@ -11,7 +11,7 @@ use harnery::clock::format_ns;
 use harnery::home::Home;
 use harnery::now::resolve_now;
 use harnery::report::health::Condition;
-use harnery::report::health_check::{condition_json, gather, hours_to_ns};
+use harnery::report::health_check::{gather, hours_to_ns};
 use harnery::report::unhooked::AgentRecordDir;
 
 #[derive(Debug, clap::Args)]
@@ -36,7 +36,10 @@ pub fn run(args: Args) -> CmdResult {
     let found = &report.conditions;
     let mut out = harnery::terminal::stdout(args.json);
     for condition in found {
-        write_condition(&mut out, condition, args.json)?;
+        match args.json {
+            true => writeln!(out, "{}", report.condition_json(condition))?,
+            false => write_condition(&mut out, condition)?,
+        }
     }
     if found.is_empty() && !args.json {
         writeln!(out, "no conditions")?;
@@ -46,18 +49,13 @@ pub fn run(args: Args) -> CmdResult {
     if let (Some(size), false) = (&report.archive, args.json) {
         super::archive::write_size(&mut out, size)?;
     }
+    if !args.json {
+        write_last_finalize(&mut out, report.finalize.last_finalize_unix_ns, now)?;
+    }
     Ok(Outcome::problems_if(report.needs_attention()))
 }
 
-fn write_condition(
-    out: &mut impl Write,
-    condition: &Condition,
-    json: bool,
-) -> Result<(), CmdError> {
-    if json {
-        writeln!(out, "{}", condition_json(condition))?;
-        return Ok(());
-    }
+fn write_condition(out: &mut impl Write, condition: &Condition) -> Result<(), CmdError> {
     let session = condition.session.as_ref().map_or("-".to_string(), |s| {
         format!("{}/{}", s.adapter, s.session_id)
     });
@@ -67,5 +65,19 @@ fn write_condition(
         "{:<22} {session}  {at}  {}",
         condition.code, condition.detail
     )?;
+    Ok(())
+}
+
+/// When `finalize` last ran (recorded by each run since this version).
+fn write_last_finalize(out: &mut impl Write, last: Option<i64>, now: i64) -> Result<(), CmdError> {
+    match last {
+        Some(t) => writeln!(
+            out,
+            "last finalize: {} ({} ago)",
+            format_ns(t),
+            harnery::report::health::human_age(now - t)
+        )?,
+        None => writeln!(out, "last finalize: none recorded")?,
+    }
     Ok(())
 }

@@ -1,6 +1,8 @@
 //! `harnery install` and `harnery uninstall`: configure an agent to run
 //! `harnery-hook` on every hook event, or stop it. For Copilot, install also
-//! says which hook form it chose and why (`harnery::install::form`).
+//! says which hook form it chose and why (`harnery::install::form`). Install
+//! then sets up the periodic `harnery finalize`, and uninstall removes it
+//! with the last agent's hooks (`schedule.rs`).
 
 use std::path::PathBuf;
 
@@ -69,6 +71,12 @@ enum Target {
         #[command(flatten)]
         common: Common,
     },
+    /// Only the periodic `harnery finalize`: a systemd user timer where a user systemd runs, else a crontab line.
+    Schedule {
+        /// Print what would be written instead of writing it.
+        #[arg(long)]
+        dry_run: bool,
+    },
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -102,9 +110,16 @@ struct Common {
     /// Project or repository root for --scope project/repo (default: the current directory).
     #[arg(long, value_name = "DIR")]
     project_dir: Option<PathBuf>,
+    /// Leave the periodic `harnery finalize` alone: install does not set it
+    /// up, uninstall does not remove it.
+    #[arg(long)]
+    no_schedule: bool,
 }
 
 pub fn run_install(args: InstallArgs) -> CmdResult {
+    if let Target::Schedule { dry_run } = args.target {
+        return super::schedule::install(dry_run, false);
+    }
     let (agent, user, form_arg, common) = split(args.target);
     let (path, agent_dir) = settings_path(agent, user, &common)?;
     let hook_bin = install::hook_bin(common.hook_bin.as_deref())?;
@@ -123,10 +138,17 @@ pub fn run_install(args: InstallArgs) -> CmdResult {
     let form = choice.map_or(CopilotForm::Exec, |c| c.form);
     say_where(agent, agent_dir.as_ref(), common.dry_run);
     let plan = install::plan_install(agent, &path, &hook_bin, form)?;
-    finish_all(agent, &plan, common.dry_run, "installed")
+    finish_all(agent, &plan, common.dry_run, "installed")?;
+    match common.no_schedule {
+        true => Ok(Outcome::Clean),
+        false => super::schedule::install(common.dry_run, true),
+    }
 }
 
 pub fn run_uninstall(args: UninstallArgs) -> CmdResult {
+    if let Target::Schedule { dry_run } = args.target {
+        return super::schedule::uninstall(dry_run, None, true);
+    }
     let (agent, user, form_arg, common) = split(args.target);
     if form_arg.is_some() {
         return Err(
@@ -137,7 +159,11 @@ pub fn run_uninstall(args: UninstallArgs) -> CmdResult {
     let (path, agent_dir) = settings_path(agent, user, &common)?;
     say_where(agent, agent_dir.as_ref(), common.dry_run);
     let plan = install::plan_uninstall(agent, &path)?;
-    finish_all(agent, &plan, common.dry_run, "removed")
+    finish_all(agent, &plan, common.dry_run, "removed")?;
+    match common.no_schedule {
+        true => Ok(Outcome::Clean),
+        false => super::schedule::uninstall(common.dry_run, Some(agent), user),
+    }
 }
 
 /// Apply (or show) the hooks file's plan and those of the files that
@@ -152,6 +178,7 @@ fn finish_all(agent: Agent, plan: &Plan, dry_run: bool, verb: &str) -> CmdResult
 
 fn split(t: Target) -> (Agent, bool, Option<FormArg>, Common) {
     match t {
+        Target::Schedule { .. } => unreachable!("the schedule target is handled before split"),
         Target::ClaudeCode { scope, common } => (
             Agent::ClaudeCode,
             matches!(scope, ClaudeScope::User),

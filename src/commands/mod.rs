@@ -27,6 +27,7 @@ pub mod receipts;
 pub mod recover;
 pub mod replay;
 pub mod restore;
+pub mod schedule;
 pub mod search;
 pub mod serve;
 pub mod sessions;
@@ -118,9 +119,9 @@ pub struct Cli {
 enum Command {
     /// Inspect the intake spool.
     Spool(spool::Args),
-    /// Configure harnery as an agent's hook command.
+    /// Configure harnery as an agent's hook command, and run `finalize` every minute.
     Install(install::InstallArgs),
-    /// Remove harnery's hooks from an agent's settings.
+    /// Remove harnery's hooks from an agent's settings (and the schedule with the last agent's).
     Uninstall(install::UninstallArgs),
     /// Drain the spools into the ledger.
     Finalize(finalize::Args),

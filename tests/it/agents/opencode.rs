@@ -423,7 +423,7 @@ fn harnery_in(
     let hook = assert_cmd::cargo::cargo_bin("harnery-hook");
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_harnery"));
     cmd.args(args)
-        .args(["--hook-bin", hook.to_str().unwrap()])
+        .args(["--hook-bin", hook.to_str().unwrap(), "--no-schedule"])
         .env_clear()
         .env("HOME", user)
         .env("PATH", "/usr/bin:/bin")

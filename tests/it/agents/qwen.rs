@@ -344,7 +344,7 @@ fn install(user: &Path, qwen: &Path, args: &[&str]) -> String {
     let hook = assert_cmd::cargo::cargo_bin("harnery-hook");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_harnery"))
         .args(args)
-        .args(["--hook-bin", hook.to_str().unwrap()])
+        .args(["--hook-bin", hook.to_str().unwrap(), "--no-schedule"])
         .env_clear()
         .env("HOME", user)
         .env("QWEN_HOME", qwen)

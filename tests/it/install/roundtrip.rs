@@ -31,7 +31,11 @@ fn harnery_with(
 ) -> std::process::Output {
     let hook = assert_cmd::cargo::cargo_bin("harnery-hook");
     let mut full: Vec<&str> = args.to_vec();
-    full.extend(["--hook-bin", hook.to_str().expect("a UTF-8 target path")]);
+    full.extend([
+        "--hook-bin",
+        hook.to_str().expect("a UTF-8 target path"),
+        "--no-schedule",
+    ]);
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_harnery"));
     cmd.args(&full)
         .env_clear()

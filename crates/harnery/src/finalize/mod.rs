@@ -18,6 +18,8 @@
 //!   gate, one run (the search index caught up at its end), compaction.
 //! - `steps.rs`: one run under the lease ([`Run`]), its steps as methods.
 //! - `lease.rs`: the one-finalizer-at-a-time lease on the home.
+//! - `last_run.rs`: when a run last completed (`ledgers/finalize.last`,
+//!   outside the ledger), for `harnery health`.
 //! - `summary.rs`: what a run is told ([`FinalizeOptions`]) and reports ([`Summary`]).
 //! - `intake.rs` (+ `intake/`): stage one, the drain pipeline from sealed spool files to ready files.
 //! - `ready.rs` (+ `ready/`): the ready file, stage one's durable hand-over to stage two.
@@ -31,6 +33,7 @@
 mod apply;
 pub mod compaction;
 mod intake;
+pub mod last_run;
 pub(crate) mod lease;
 pub mod ready;
 pub(crate) mod record;

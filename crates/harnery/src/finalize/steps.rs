@@ -43,7 +43,9 @@ impl<'a> Run<'a> {
         let t = std::time::Instant::now();
         run.tick_all()?;
         super::timing("tick", t);
-        run.finish()
+        let summary = run.finish()?;
+        super::last_run::record(home, opts.now_unix_ns, &summary);
+        Ok(summary)
     }
 
     /// A run over `ledger`, opened by a caller that holds the lease; it

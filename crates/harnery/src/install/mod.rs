@@ -21,9 +21,13 @@
 //! adds a fresh one per event, so installing twice equals installing once and
 //! a change of form replaces the old entries. A file that does not parse is
 //! never rewritten. Every change is preceded by a backup copy.
+//!
+//! Beside the hooks, [`schedule`] sets up (and removes) the periodic
+//! `harnery finalize` that turns what the hooks spool into the ledger.
 
 pub mod form;
 pub(crate) mod json;
+pub mod schedule;
 
 use std::path::{Path, PathBuf};
 
@@ -570,4 +574,19 @@ fn user_file(agent: Agent) -> &'static str {
     match agents::agent(agent).hooks() {
         HookPlace::Settings { user_file, .. } | HookPlace::Plugin { user_file, .. } => user_file,
     }
+}
+
+/// The agents other than `except` whose user-scope file still holds
+/// harnery's hooks (a file that cannot be read or parsed counts as
+/// holding them: it may). Uninstall keeps the schedule while any remain.
+pub fn still_hooked(except: Agent, user_home: &Path) -> Vec<Agent> {
+    Agent::ALL
+        .into_iter()
+        .filter(|&agent| agent != except)
+        .filter(|&agent| {
+            let agent_dir = AgentDir::from_env(agent, user_home);
+            let path = settings_path(agent, true, &agent_dir, user_home);
+            plan_uninstall(agent, &path).map_or(true, |plan| plan.changes())
+        })
+        .collect()
 }

@@ -251,6 +251,8 @@ pub struct SpoolSessionAge {
     pub session_key: String,
     pub oldest_unix_ns: i64,
     pub files: usize,
+    /// Records waiting in those files (signals not yet finalized).
+    pub records: u64,
 }
 
 /// Conditions from the spool, judged at `now_ns`.
@@ -291,7 +293,7 @@ pub(crate) fn spool_conditions(
 }
 
 /// `3h12m`, `45s`: an age for a human.
-pub(crate) fn human_age(ns: i64) -> String {
+pub fn human_age(ns: i64) -> String {
     let secs = ns.max(0) / 1_000_000_000;
     let (h, m, s) = (secs / 3600, (secs % 3600) / 60, secs % 60);
     match (h, m) {
@@ -524,12 +526,14 @@ mod tests {
                     session_key: "old".into(),
                     oldest_unix_ns: 0,
                     files: 2,
+                    records: 3,
                 },
                 SpoolSessionAge {
                     adapter: "copilot".into(),
                     session_key: "fresh".into(),
                     oldest_unix_ns: 9_000,
                     files: 1,
+                    records: 1,
                 },
             ],
         };

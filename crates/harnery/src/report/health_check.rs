@@ -2,13 +2,15 @@
 //! conditions of the live ledger (span caps, ends, records, rows set
 //! aside, raw-archive faults) and of the spool (damage, dead letters,
 //! stale sessions), agents whose sessions never reach the spool
-//! ([`crate::report::unhooked`]), with the archive's size and the spool's
+//! ([`crate::report::unhooked`]), a finalize that stopped running
+//! ([`finalize_overdue`]), with the archive's size and the spool's
 //! facts, for the command and for `harnery serve` alike; and the end
 //! requests still pending (`harnery end --list`).
 
 use crate::home::Home;
 use crate::ledger::integrity::RawFault;
 use crate::ledger::{ArchiveSize, LedgerError};
+use crate::report::finalize_overdue::{self, FinalizeFacts};
 use crate::report::health::{Condition, SpoolFacts, USAGE_IDS_SHARED, spool_conditions};
 use crate::report::source::SourceError;
 use crate::report::unhooked::{self, AgentRecordDir};
@@ -21,6 +23,8 @@ pub struct HealthReport {
     /// live ledger could be read.
     pub archive: Option<ArchiveSize>,
     pub spool: SpoolFacts,
+    /// The last finalize run and the signals waiting for the next.
+    pub finalize: FinalizeFacts,
 }
 
 impl HealthReport {
@@ -98,6 +102,8 @@ pub fn gather(
     };
     let spool = crate::report::spool_facts::gather(home)?;
     conditions.extend(spool_conditions(&spool, now_ns, stale_ns));
+    let mut finalize = finalize_overdue::facts(home, &spool);
+    conditions.extend(finalize_overdue::condition(home, &mut finalize, now_ns));
     // Harnery began recording here when the live epoch began, or (before
     // any finalize) with the oldest record still in the spool.
     let spooled_since = spool.sessions.iter().map(|s| s.oldest_unix_ns).min();
@@ -109,6 +115,7 @@ pub fn gather(
         conditions,
         archive,
         spool,
+        finalize,
     })
 }
 
@@ -119,6 +126,24 @@ pub fn condition_json(condition: &Condition) -> serde_json::Value {
         v["note"] = serde_json::Value::Bool(true);
     }
     v
+}
+
+impl HealthReport {
+    /// The line `harnery health --json` prints for `condition`, one of
+    /// this report's: [`condition_json`], and for `finalize_overdue` the
+    /// [`FinalizeFacts`] beside the condition's own fields.
+    pub fn condition_json(&self, condition: &Condition) -> serde_json::Value {
+        let mut v = condition_json(condition);
+        if condition.code == finalize_overdue::FINALIZE_OVERDUE
+            && let (Some(line), serde_json::Value::Object(facts)) = (
+                v.as_object_mut(),
+                serde_json::to_value(&self.finalize).expect("the facts serialize"),
+            )
+        {
+            line.extend(facts);
+        }
+        v
+    }
 }
 
 /// How many shared ids a condition names before it only counts them.

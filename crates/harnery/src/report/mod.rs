@@ -10,6 +10,7 @@
 //! - [`receipts`]: per-turn latency receipts (known tool time vs recovery bounds).
 //! - [`audit`]: evidence eligibility per session.
 //! - [`health`]: loud conditions (span cap, ends, spool damage, stale spools).
+//!   [`finalize_overdue`]: signals waiting and no finalize run for too long.
 //! - [`export`](crate::export): JSON lines and OTLP/JSON traces.
 //! - [`session_rows`]: health and pending ends from session-level rows.
 //! - [`usage`]: model usage as the agents reported it, by session, day or
@@ -36,6 +37,7 @@ pub(crate) mod agent_totals;
 pub mod audit;
 pub mod audit_sessions;
 pub mod epochs;
+pub mod finalize_overdue;
 pub mod health;
 pub mod health_check;
 pub(crate) mod inherited;

@@ -46,9 +46,11 @@ fn describe_dead_letter(dl: &SealedSegment) -> String {
 fn gather_session(session: &SessionSpool, facts: &mut SpoolFacts) -> Result<(), SpoolError> {
     let files = session.files()?;
     let mut oldest: Option<i64> = None;
+    let mut records = 0;
     for file in &files {
-        if let Some(t) = scan_file(file, facts)? {
+        if let Some((t, n)) = scan_file(file, facts)? {
             oldest = Some(oldest.map_or(t, |o| o.min(t)));
+            records += n;
         }
     }
     if let Some(oldest_unix_ns) = oldest {
@@ -57,13 +59,18 @@ fn gather_session(session: &SessionSpool, facts: &mut SpoolFacts) -> Result<(), 
             session_key: session.session_key.clone(),
             oldest_unix_ns,
             files: files.len(),
+            records,
         });
     }
     Ok(())
 }
 
-/// Record the file's damage; return its oldest receive time.
-fn scan_file(file: &SealedSegment, facts: &mut SpoolFacts) -> Result<Option<i64>, SpoolError> {
+/// Record the file's damage; return its oldest receive time and how many
+/// records it holds.
+fn scan_file(
+    file: &SealedSegment,
+    facts: &mut SpoolFacts,
+) -> Result<Option<(i64, u64)>, SpoolError> {
     let read = match read_segment(&file.path) {
         Ok(read) => read,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -81,7 +88,13 @@ fn scan_file(file: &SealedSegment, facts: &mut SpoolFacts) -> Result<Option<i64>
             kind: damage.kind.as_str().to_string(),
         });
     }
-    Ok(read.records.iter().map(|r| r.envelope.received_ns).min())
+    let count = read.records.len() as u64;
+    Ok(read
+        .records
+        .iter()
+        .map(|r| r.envelope.received_ns)
+        .min()
+        .map(|oldest| (oldest, count)))
 }
 
 /// Every session the intake spool holds records of (not yet drained, or

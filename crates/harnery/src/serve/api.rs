@@ -6,7 +6,6 @@
 //! the array of the lines `harnery search --json` prints; `/api/last-seq`
 //! is the newest ledger row (what the pages poll).
 
-use crate::report::health_check::condition_json;
 use crate::report::session_list::SessionFilter;
 use crate::report::usage::GroupBy;
 use crate::report::usage_doc::UsageDoc;
@@ -35,7 +34,11 @@ pub(crate) fn usage(source: &Source, by: GroupBy) -> Result<serde_json::Value, R
 
 pub(crate) fn health(source: &Source) -> Result<serde_json::Value, ReadError> {
     let report = source.health()?;
-    Ok(report.conditions.iter().map(condition_json).collect())
+    Ok(report
+        .conditions
+        .iter()
+        .map(|c| report.condition_json(c))
+        .collect())
 }
 
 /// Search hits, each as the serializer of `harnery search --json` writes it.

@@ -15,7 +15,7 @@ fn install(home: &Path, args: &[&str], vars: &[(&str, &Path)]) -> std::process::
     let hook = assert_cmd::cargo::cargo_bin("harnery-hook");
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_harnery"));
     cmd.args(args)
-        .args(["--hook-bin", hook.to_str().unwrap()])
+        .args(["--hook-bin", hook.to_str().unwrap(), "--no-schedule"])
         .env_clear()
         .env("HOME", home)
         .env("PATH", "/usr/bin:/bin")
@@ -196,7 +196,13 @@ fn a_config_that_is_not_toml_is_refused_and_nothing_is_written() {
     std::fs::write(codex.join("config.toml"), "model = \n").unwrap();
     let hook = assert_cmd::cargo::cargo_bin("harnery-hook");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_harnery"))
-        .args(["install", "codex", "--hook-bin", hook.to_str().unwrap()])
+        .args([
+            "install",
+            "codex",
+            "--hook-bin",
+            hook.to_str().unwrap(),
+            "--no-schedule",
+        ])
         .env_clear()
         .env("HOME", dir.path())
         .env("PATH", "/usr/bin:/bin")

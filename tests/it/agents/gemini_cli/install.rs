@@ -13,7 +13,7 @@ fn install_cmd(home: &Path, args: &[&str], vars: &[(&str, &Path)]) -> std::proce
     let hook = assert_cmd::cargo::cargo_bin("harnery-hook");
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_harnery"));
     cmd.args(args)
-        .args(["--hook-bin", hook.to_str().unwrap()])
+        .args(["--hook-bin", hook.to_str().unwrap(), "--no-schedule"])
         .env_clear()
         .env("HOME", home)
         .env("PATH", "/usr/bin:/bin")
