@@ -1,3 +1,7 @@
-//! `harnery install` / `uninstall` on copies of real settings files.
+//! `harnery install` / `uninstall` on copies of real settings files, and
+//! the periodic `finalize` it sets up on a scratch machine.
 
+mod machine;
+mod overdue;
 mod roundtrip;
+mod schedule;
