@@ -33,7 +33,7 @@ mkdir -p "$BENCH_DIR"
 # The two Copilot hook files exactly as install writes them (dry run: the
 # file text after the "# ..." lines).
 for form in exec bash; do
-  HOME="$BENCH_DIR/install-home" "$HARNERY" install copilot --dry-run --form "$form" \
+  HOME="$BENCH_DIR/install-home" "$HARNERY" install copilot --no-schedule --dry-run --form "$form" \
     --hook-bin "$HARNERY_HOOK" | grep -v '^#' > "$BENCH_DIR/copilot-$form.json"
 done
 cat > "$BENCH_DIR/pyhook.py" <<'PY'

@@ -175,7 +175,7 @@ run_claude() {
   local D="$WORK/claude" t0=$(date +%s%N)
   mkdir -p "$D/home" "$D/proj" "$D/hh"
   (cd "$D/proj" && git init -q)
-  HOME="$D/home" "$HARNERY" install claude-code --scope user >&2
+  HOME="$D/home" "$HARNERY" install claude-code --no-schedule --scope user >&2
   (cd "$D/proj" && env -i HOME="$D/home" PATH="$PATH" LANG=C.UTF-8 SHELL=/bin/bash TERM=dumb \
      HARNERY_HOME="$D/hh" ANTHROPIC_BASE_URL="http://127.0.0.1:$PORT" ANTHROPIC_API_KEY="sk-ant-fake-e2e-0000" \
      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_TELEMETRY=1 DISABLE_AUTOUPDATER=1 DISABLE_ERROR_REPORTING=1 \
@@ -227,7 +227,7 @@ run_copilot() {
   (cd "$D/proj" && git init -q)
   # The npm-installed client is on PATH here, as after `npm install -g`.
   HOME="$D/home" PATH="$NPM/node_modules/.bin:$PATH" HARNERY_NPM_PREFIXES="" \
-    "$HARNERY" install copilot --scope user "$@" | tee "$D/install.txt" >&2
+    "$HARNERY" install copilot --no-schedule --scope user "$@" | tee "$D/install.txt" >&2
   if ! grep -q "^copilot hook form: $form, because" "$D/install.txt"; then
     log "copilot: install did not choose the $form form"; return 1
   fi
@@ -364,7 +364,7 @@ run_claude_cron() {
   local D="$WORK/claude-cron" t0=$(date +%s%N) id
   mkdir -p "$D/home" "$D/proj" "$D/hh"
   (cd "$D/proj" && git init -q)
-  HOME="$D/home" "$HARNERY" install claude-code --scope user >&2
+  HOME="$D/home" "$HARNERY" install claude-code --no-schedule --scope user >&2
   start_finalize_loop "$D/home" "$D/hh"
   (cd "$D/proj" && claude_env "$D" timeout 120 "$CLAUDE" -p "$PROMPT" --output-format stream-json --verbose \
      --allowedTools Bash > "$D/stream.jsonl" 2> "$D/stderr.txt") || log "claude exited $?"
@@ -387,7 +387,7 @@ run_copilot_cron() {
   mkdir -p "$D/home" "$D/proj" "$D/hh"
   (cd "$D/proj" && git init -q)
   HOME="$D/home" PATH="$NPM/node_modules/.bin:$PATH" HARNERY_NPM_PREFIXES="" \
-    "$HARNERY" install copilot --scope user >&2
+    "$HARNERY" install copilot --no-schedule --scope user >&2
   start_finalize_loop "$D/home" "$D/hh"
   (cd "$D/proj" && env -i HOME="$D/home" PATH="$PATH" LANG=C.UTF-8 TERM=dumb HARNERY_HOME="$D/hh" \
      COPILOT_PROVIDER_BASE_URL="http://127.0.0.1:$PORT" COPILOT_PROVIDER_TYPE=anthropic \
@@ -634,7 +634,7 @@ exact_claude() {
   local D="$WORK/claude-exact" id cp n0 before after t0=$(date +%s%N)
   mkdir -p "$D/home" "$D/proj" "$D/hh"
   (cd "$D/proj" && git init -q)
-  HOME="$D/home" "$HARNERY" install claude-code --scope user >&2
+  HOME="$D/home" "$HARNERY" install claude-code --no-schedule --scope user >&2
   local common=(--output-format stream-json --verbose --allowedTools Bash)
   (cd "$D/proj" && claude_env "$D" timeout 120 "$CLAUDE" -p "$EXACT_T1" "${common[@]}" \
      > "$D/stream-1.jsonl" 2> "$D/stderr-1.txt") || log "claude (turn 1) exited $?"
@@ -743,7 +743,7 @@ PY
   for _ in $(seq 50); do [[ -s "$D/port" ]] && break; sleep 0.1; done
   local port; port=$(cat "$D/port")
   HOME="$D/home" PATH="$NPM/node_modules/.bin:$PATH" HARNERY_NPM_PREFIXES="" \
-    "$HARNERY" install copilot --scope user > "$D/install.txt" 2>&1 || { kill "$fake"; return 1; }
+    "$HARNERY" install copilot --no-schedule --scope user > "$D/install.txt" 2>&1 || { kill "$fake"; return 1; }
   (cd "$D/proj" && env -i HOME="$D/home" PATH="$PATH" LANG=C.UTF-8 TERM=dumb HARNERY_HOME="$D/hh" \
      COPILOT_PROVIDER_BASE_URL="http://127.0.0.1:$port" COPILOT_PROVIDER_TYPE=anthropic \
      COPILOT_PROVIDER_API_KEY=fake-key COPILOT_MODEL=claude-sonnet-4 COPILOT_OFFLINE=true COPILOT_AUTO_UPDATE=false \

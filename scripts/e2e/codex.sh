@@ -57,7 +57,7 @@ base_url = "http://127.0.0.1:$PORT/v1"
 wire_api = "responses"
 env_key = "HARNERY_E2E_KEY"
 TOML
-  HOME="$D/home" "$HARNERY" install codex --scope user > "$D/install.txt" 2>&1
+  HOME="$D/home" "$HARNERY" install codex --no-schedule --scope user > "$D/install.txt" 2>&1
 }
 
 codex_env() {

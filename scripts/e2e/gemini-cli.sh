@@ -69,7 +69,7 @@ setup() {
   # type its headless check refuses; the base URL still applies.
   echo '{"security":{"auth":{"selectedType":"gemini-api-key"}},"general":{"disableAutoUpdate":true},"privacy":{"usageStatisticsEnabled":false}}' \
     > "$D/home/.gemini/settings.json"
-  HOME="$D/home" "$HARNERY" install gemini-cli > "$D/install.txt" 2>&1 || return 1
+  HOME="$D/home" "$HARNERY" install gemini-cli --no-schedule > "$D/install.txt" 2>&1 || return 1
   python3 - "$D/home/.gemini/settings.json" "$WORK/capture.py" "$D/capture.jsonl" "${EVENTS[@]}" <<'PY'
 import json, shlex, sys
 path, script, out, events = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]

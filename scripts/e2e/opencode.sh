@@ -70,7 +70,7 @@ setup() {
   rm -rf "$D"
   mkdir -p "$D/home/.config/opencode/plugins" "$D/proj" "$D/hh"
   (cd "$D/proj" && git init -q)
-  HOME="$D/home" XDG_CONFIG_HOME="$D/home/.config" "$HARNERY" install opencode --scope user \
+  HOME="$D/home" XDG_CONFIG_HOME="$D/home/.config" "$HARNERY" install opencode --no-schedule --scope user \
     --hook-bin "$BIN/harnery-hook" > "$D/install.txt"
   cat > "$D/home/.config/opencode/opencode.json" <<JSON
 {

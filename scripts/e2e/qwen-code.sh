@@ -78,7 +78,7 @@ log "model on 127.0.0.1:$PORT; work in $WORK"
 install_hooks() {
   local D="$1"
   mkdir -p "$D/home/.qwen" "$D/proj" "$D/hh"
-  HOME="$D/home" QWEN_HOME="$D/home/.qwen" "$HARNERY" install qwen-code --scope user > "$D/install.txt"
+  HOME="$D/home" QWEN_HOME="$D/home/.qwen" "$HARNERY" install qwen-code --no-schedule --scope user > "$D/install.txt"
   python3 - "$D" <<'PY'
 import json, shlex, sys
 d = sys.argv[1]

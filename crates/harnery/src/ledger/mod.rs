@@ -76,7 +76,9 @@ pub enum LedgerError {
     CommitFailed(rusqlite::Error),
     #[error("{path}: {detail}")]
     Corrupt { path: PathBuf, detail: String },
-    #[error("no ledger at {0}; run `harnery finalize` first")]
+    #[error(
+        "no ledger at {0} yet: nothing was finalized. `harnery finalize` makes it now; the schedule `harnery install` sets up runs it every minute (`harnery health` says whether it ran)"
+    )]
     Missing(PathBuf),
     #[error(
         "the ledger at {path} was written under schema digest {ledger}, but this build speaks {binary}; run `harnery epoch advance`"
