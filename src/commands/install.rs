@@ -22,8 +22,21 @@ pub struct UninstallArgs {
     target: Target,
 }
 
+/// An agent's hooks (and the schedule with them), or the schedule alone.
 #[derive(Debug, clap::Subcommand)]
 enum Target {
+    #[command(flatten)]
+    Agent(AgentTarget),
+    /// Only the periodic `harnery finalize`: a systemd user timer where a user systemd runs, else a crontab line.
+    Schedule {
+        /// Print what would be written instead of writing it.
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum AgentTarget {
     /// Claude Code: $CLAUDE_CONFIG_DIR/settings.json, else ~/.claude/settings.json (user), or .claude/settings.json (project).
     ClaudeCode {
         #[arg(long, value_enum, default_value = "user")]
@@ -71,12 +84,6 @@ enum Target {
         #[command(flatten)]
         common: Common,
     },
-    /// Only the periodic `harnery finalize`: a systemd user timer where a user systemd runs, else a crontab line.
-    Schedule {
-        /// Print what would be written instead of writing it.
-        #[arg(long)]
-        dry_run: bool,
-    },
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -117,10 +124,11 @@ struct Common {
 }
 
 pub fn run_install(args: InstallArgs) -> CmdResult {
-    if let Target::Schedule { dry_run } = args.target {
-        return super::schedule::install(dry_run, false);
-    }
-    let (agent, user, form_arg, common) = split(args.target);
+    let target = match args.target {
+        Target::Schedule { dry_run } => return super::schedule::install(dry_run, false),
+        Target::Agent(target) => target,
+    };
+    let (agent, user, form_arg, common) = split(target);
     let (path, agent_dir) = settings_path(agent, user, &common)?;
     let hook_bin = install::hook_bin(common.hook_bin.as_deref())?;
     if !common.dry_run {
@@ -146,10 +154,11 @@ pub fn run_install(args: InstallArgs) -> CmdResult {
 }
 
 pub fn run_uninstall(args: UninstallArgs) -> CmdResult {
-    if let Target::Schedule { dry_run } = args.target {
-        return super::schedule::uninstall(dry_run, None, true);
-    }
-    let (agent, user, form_arg, common) = split(args.target);
+    let target = match args.target {
+        Target::Schedule { dry_run } => return super::schedule::uninstall(dry_run, None, true),
+        Target::Agent(target) => target,
+    };
+    let (agent, user, form_arg, common) = split(target);
     if form_arg.is_some() {
         return Err(
             "--form applies to install only; uninstall removes harnery's entries of both forms"
@@ -176,16 +185,15 @@ fn finish_all(agent: Agent, plan: &Plan, dry_run: bool, verb: &str) -> CmdResult
     finish(plan, dry_run, verb)
 }
 
-fn split(t: Target) -> (Agent, bool, Option<FormArg>, Common) {
+fn split(t: AgentTarget) -> (Agent, bool, Option<FormArg>, Common) {
     match t {
-        Target::Schedule { .. } => unreachable!("the schedule target is handled before split"),
-        Target::ClaudeCode { scope, common } => (
+        AgentTarget::ClaudeCode { scope, common } => (
             Agent::ClaudeCode,
             matches!(scope, ClaudeScope::User),
             None,
             common,
         ),
-        Target::Copilot {
+        AgentTarget::Copilot {
             scope,
             form,
             common,
@@ -195,10 +203,12 @@ fn split(t: Target) -> (Agent, bool, Option<FormArg>, Common) {
             form,
             common,
         ),
-        Target::Codex { scope, common } => (Agent::Codex, is_user(scope), None, common),
-        Target::GeminiCli { scope, common } => (Agent::GeminiCli, is_user(scope), None, common),
-        Target::QwenCode { scope, common } => (Agent::QwenCode, is_user(scope), None, common),
-        Target::Opencode { scope, common } => (Agent::Opencode, is_user(scope), None, common),
+        AgentTarget::Codex { scope, common } => (Agent::Codex, is_user(scope), None, common),
+        AgentTarget::GeminiCli { scope, common } => {
+            (Agent::GeminiCli, is_user(scope), None, common)
+        }
+        AgentTarget::QwenCode { scope, common } => (Agent::QwenCode, is_user(scope), None, common),
+        AgentTarget::Opencode { scope, common } => (Agent::Opencode, is_user(scope), None, common),
     }
 }
 

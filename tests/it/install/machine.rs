@@ -94,7 +94,12 @@ impl Machine {
     /// `harnery args…` with only this machine's environment (the default
     /// home, `~/.harnery`, unless `vars` set `HARNERY_HOME`).
     pub fn harnery(&self, args: &[&str], vars: &[(&str, &Path)]) -> Output {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_harnery"));
+        self.harnery_at(&harnery_bin(), args, vars)
+    }
+
+    /// The same, started by the path `bin`.
+    pub fn harnery_at(&self, bin: &Path, args: &[&str], vars: &[(&str, &Path)]) -> Output {
+        let mut cmd = Command::new(bin);
         cmd.args(args)
             .env_clear()
             .env("HOME", &self.user)
@@ -161,18 +166,24 @@ pub fn ok(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// The running harnery as the schedule names it.
+/// The harnery the tests run, as the schedule names it (the path it was
+/// started by).
 pub fn harnery_bin() -> PathBuf {
-    std::fs::canonicalize(env!("CARGO_BIN_EXE_harnery")).unwrap()
+    PathBuf::from(env!("CARGO_BIN_EXE_harnery"))
 }
 
 /// The crontab line `harnery install` writes for `home`.
 pub fn cron_line(home: &Path) -> String {
+    cron_line_running(home, &harnery_bin())
+}
+
+/// The crontab line for `home` written by the harnery at `bin`.
+pub fn cron_line_running(home: &Path, bin: &Path) -> String {
     let q = |p: &Path| format!("'{}'", p.to_str().unwrap().replace('\'', "'\\''"));
     format!(
         "* * * * * HARNERY_HOME={} {} finalize >/dev/null # harnery finalize schedule for HARNERY_HOME={}",
         q(home),
-        q(&harnery_bin()),
+        q(bin),
         home.display()
     )
 }

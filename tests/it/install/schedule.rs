@@ -4,7 +4,7 @@
 //! hand; idempotent, skipped by `--no-schedule`, removed with the last
 //! agent's hooks; a crontab that fails is a clear error after the hooks.
 
-use super::machine::{Machine, Manager, cron_line, harnery_bin, ok};
+use super::machine::{Machine, Manager, cron_line, cron_line_running, harnery_bin, ok};
 
 const SERVICE: &str = "harnery-finalize.service";
 const TIMER: &str = "harnery-finalize.timer";
@@ -247,4 +247,37 @@ fn a_timer_replaces_the_same_homes_crontab_line() {
     assert!(out.contains("crontab: harnery's line removed"), "{out}");
     assert_eq!(m.crontab().unwrap(), b"5 * * * * mine\n");
     assert!(m.timer_enabled(TIMER));
+}
+
+#[test]
+fn a_symlinked_harnery_is_scheduled_through_its_link() {
+    let m = Machine::new(Manager::Absent);
+    let link = m.user.join("bin/harnery");
+    std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(harnery_bin(), &link).unwrap();
+    ok(&m.harnery_at(&link, &["install", "schedule"], &[]));
+    let line = cron_line_running(&m.default_home(), &link);
+    assert_eq!(m.crontab().unwrap(), format!("{line}\n").as_bytes());
+}
+
+#[test]
+fn with_no_manager_answering_removal_still_takes_the_units_and_link() {
+    let m = Machine::new(Manager::Running);
+    ok(&m.harnery(&["install", "schedule"], &[]));
+    let link = m.unit_dir().join("timers.target.wants").join(TIMER);
+    std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(m.unit_dir().join(TIMER), &link).unwrap();
+    std::fs::write(m.state.join("manager"), "offline\n").unwrap();
+    let out = ok(&m.harnery(&["uninstall", "schedule"], &[]));
+    assert!(
+        out.contains("systemd user timer harnery-finalize.timer: removed"),
+        "{out}"
+    );
+    assert!(!m.unit_dir().join(TIMER).exists() && !m.unit_dir().join(SERVICE).exists());
+    assert!(link.symlink_metadata().is_err());
+    assert!(
+        !m.log().iter().any(|l| l.contains("disable")),
+        "{:?}",
+        m.log()
+    );
 }

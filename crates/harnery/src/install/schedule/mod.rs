@@ -71,9 +71,9 @@ impl Job {
         }
     }
 
-    /// The job run by this very `harnery` executable.
+    /// The job run by this very `harnery` (see [`running_harnery`]).
     pub fn current(home: &Path, user_home: &Path) -> std::io::Result<Job> {
-        Ok(Job::new(std::env::current_exe()?, home, user_home))
+        Ok(Job::new(running_harnery()?, home, user_home))
     }
 
     /// The schedule's name: `harnery-finalize` for the default home, else
@@ -102,6 +102,24 @@ impl Job {
         }
         Ok(())
     }
+}
+
+/// The running `harnery` as it was started: its `argv[0]` made absolute
+/// (or found on `PATH`) when that is the running executable, so that a
+/// symlinked install (`~/.local/bin/harnery` pointing into a versioned
+/// directory) stays scheduled through the link after an upgrade; else the
+/// executable's own resolved path.
+fn running_harnery() -> std::io::Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    let named = std::env::args_os()
+        .next()
+        .map(PathBuf::from)
+        .and_then(|arg| match arg.components().count() > 1 {
+            true => std::path::absolute(&arg).ok(),
+            false => program::on_path(arg.to_str()?),
+        });
+    let same = |p: &Path| std::fs::canonicalize(p).ok() == std::fs::canonicalize(&exe).ok();
+    Ok(named.filter(|p| same(p)).unwrap_or(exe))
 }
 
 /// Which scheduler this machine offers the user.
