@@ -51,6 +51,7 @@ pub fn run(args: Args) -> CmdResult {
     }
     if !args.json {
         write_last_finalize(&mut out, report.finalize.last_finalize_unix_ns, now)?;
+        write_schedule(&mut out, &home)?;
     }
     Ok(Outcome::problems_if(report.needs_attention()))
 }
@@ -78,6 +79,26 @@ fn write_last_finalize(out: &mut impl Write, last: Option<i64>, now: i64) -> Res
             harnery::report::health::human_age(now - t)
         )?,
         None => writeln!(out, "last finalize: none recorded")?,
+    }
+    Ok(())
+}
+
+/// Which schedule runs `finalize` for this home, as far as a cheap look
+/// tells (the timer's unit file, else harnery's crontab line).
+fn write_schedule(out: &mut impl Write, home: &Home) -> Result<(), CmdError> {
+    use harnery::install::schedule::{Installed, installed};
+    let Ok(user) = harnery::home::user_dir() else {
+        return Ok(());
+    };
+    match installed(home.root(), &user) {
+        Installed::Systemd(timer) => {
+            writeln!(out, "schedule: systemd user timer {}", timer.display())?
+        }
+        Installed::Cron => writeln!(out, "schedule: harnery's crontab line")?,
+        Installed::None => writeln!(
+            out,
+            "schedule: none found (`harnery install schedule` sets one up)"
+        )?,
     }
     Ok(())
 }

@@ -78,7 +78,10 @@ fn an_old_finalize_with_waiting_signals_is_overdue_and_a_fresh_one_is_not() {
         vars,
     ));
     assert!(text.contains("last finalize: "), "{text}");
-    assert!(text.contains(" (1m00s ago)"), "{text}");
+    assert!(
+        text.contains(" (1m00s ago)\nschedule: none found"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -92,6 +95,12 @@ fn the_condition_names_the_schedule_that_did_not_run() {
     let later = harnery::clock::wall_now_ns() + 30 * MIN_NS;
     let found = overdue(&m, &home, later).expect("finalize_overdue");
     assert_eq!(found["schedule"], "cron");
+    let text = m.harnery(&["health", "--now", &later.to_string()], vars);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("last finalize: none recorded\nschedule: harnery's crontab line\n"),
+        "{text}"
+    );
     assert!(found.get("last_finalize_unix_ns").is_none(), "{found}");
     let detail = found["detail"].as_str().unwrap();
     assert!(
