@@ -30,11 +30,17 @@ impl Served {
 
     /// `harnery serve --addr 127.0.0.1:0 extra…`.
     pub fn start_with(home: &Path, extra: &[&str]) -> Served {
+        Served::start_at(home, "127.0.0.1:0", extra)
+    }
+
+    /// `harnery serve --addr addr extra…`; the URL it prints names
+    /// 127.0.0.1 (the loopback address when `addr` is every address).
+    pub fn start_at(home: &Path, addr: &str, extra: &[&str]) -> Served {
         let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("harnery"))
             .env("HARNERY_HOME", home)
             .env("HARNERY_NOW", crate::common::NOW)
             .env("HARNERY_RECORDS", "off")
-            .args(["serve", "--addr", "127.0.0.1:0"])
+            .args(["serve", "--addr", addr])
             .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

@@ -33,14 +33,14 @@ pub(crate) mod assets;
 pub(crate) mod data;
 pub mod fleet;
 pub mod guard;
-pub(crate) mod http;
+pub mod http;
 pub mod live;
 pub(crate) mod pages;
 pub(crate) mod query;
 pub(crate) mod routes;
 pub(crate) mod search;
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 
 use crate::home::Home;
@@ -115,9 +115,20 @@ impl Bound {
         self.bound
     }
 
-    /// The URL that admits a browser: the address and the token.
+    /// The URL that admits a browser: the address and the token. Bound to
+    /// every address (`0.0.0.0`, `[::]`), it names the loopback one, which
+    /// a browser on this machine reaches.
     pub fn url(&self) -> String {
-        format!("http://{}/?token={}", self.bound, self.token)
+        let shown = match self.bound.ip() {
+            IpAddr::V4(ip) if ip.is_unspecified() => {
+                SocketAddr::from((Ipv4Addr::LOCALHOST, self.bound.port()))
+            }
+            IpAddr::V6(ip) if ip.is_unspecified() => {
+                SocketAddr::from((Ipv6Addr::LOCALHOST, self.bound.port()))
+            }
+            _ => self.bound,
+        };
+        format!("http://{shown}/?token={}", self.token)
     }
 
     /// Answer requests (and, over a home with `drain`, keep its ledger

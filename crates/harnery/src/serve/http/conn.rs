@@ -12,11 +12,11 @@ use super::Response;
 use super::head::{self, MAX_HEAD, Request};
 
 /// How long a client has to send its whole request head.
-pub(crate) const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a reply may wait for the client to read any of it.
-pub(crate) const WRITE_STALL: Duration = Duration::from_secs(10);
+pub const WRITE_STALL: Duration = Duration::from_secs(10);
 /// How long a whole reply may take to be read, however large.
-pub(crate) const WRITE_TOTAL: Duration = Duration::from_secs(60);
+pub const WRITE_TOTAL: Duration = Duration::from_secs(60);
 /// How long a closed reply waits for the client to finish sending.
 const LINGER: Duration = Duration::from_secs(2);
 

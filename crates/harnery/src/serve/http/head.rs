@@ -4,7 +4,7 @@
 //! path) is refused, so what the guard checks is what the client sent.
 
 /// The most bytes a request head may take: beyond, 431.
-pub(crate) const MAX_HEAD: usize = 16 * 1024;
+pub const MAX_HEAD: usize = 16 * 1024;
 
 /// A parsed request head.
 #[derive(Debug, Clone, PartialEq, Eq)]

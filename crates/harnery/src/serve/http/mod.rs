@@ -3,13 +3,15 @@
 //!
 //! One thread owns every socket and waits on them with `poll`: it accepts,
 //! reads each request's head (at most [`MAX_HEAD`] bytes within
-//! [`HEAD_TIMEOUT`](conn::HEAD_TIMEOUT)), and writes each reply as the client reads it (a reply
-//! that stalls [`WRITE_STALL`](conn::WRITE_STALL), or takes over [`WRITE_TOTAL`](conn::WRITE_TOTAL) in all, is
+//! [`HEAD_TIMEOUT`]), and writes each reply as the client reads it (a reply
+//! that stalls [`WRITE_STALL`], or takes over [`WRITE_TOTAL`] in all, is
 //! cut). A client that sends nothing or reads slowly therefore holds a
 //! socket, never a thread. Complete heads go through a bounded queue to a
 //! fixed pool of workers, which build the replies. Beyond
-//! [`MAX_CONNECTIONS`] open connections, or a full queue, a client is
-//! answered 503 and closed.
+//! [`MAX_CONNECTIONS`] open connections, the oldest that has not sent its
+//! head yet is answered 503 and closed to make room (the new one is, when
+//! every connection is past its head); a request that finds the queue
+//! full is answered 503 too.
 //!
 //! The server never reads a body: a request that announces one is answered
 //! 413 as soon as its head is read, and closed. Every response says
@@ -33,16 +35,17 @@ use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 
-use conn::HEAD_TIMEOUT;
 use conn::{Conn, HeadRead, State};
-pub(crate) use head::{MAX_HEAD, Request};
+pub use conn::{HEAD_TIMEOUT, WRITE_STALL, WRITE_TOTAL};
+pub use head::MAX_HEAD;
+pub(crate) use head::Request;
 
 /// Requests built at once.
-pub(crate) const WORKERS: usize = 4;
+pub const WORKERS: usize = 4;
 /// Complete requests waiting for a worker; beyond, 503.
-pub(crate) const QUEUE: usize = 64;
+pub const QUEUE: usize = 64;
 /// Connections open at once; beyond, 503.
-pub(crate) const MAX_CONNECTIONS: usize = 256;
+pub const MAX_CONNECTIONS: usize = 256;
 
 /// A reply: status, headers, body.
 pub(crate) struct Response {
@@ -292,7 +295,16 @@ impl Sockets<'_> {
         }
         if self.conns.len() >= MAX_CONNECTIONS {
             let busy = "the server has too many connections open; try again";
-            return self.turn_away(stream, busy);
+            // The oldest connection still to send its head makes room: a
+            // flood of idle connections cannot keep a real request out.
+            let idle = (self.conns.iter())
+                .filter(|(_, c)| matches!(c.state, State::Head(_)))
+                .map(|(id, _)| *id)
+                .min();
+            match idle.and_then(|id| self.conns.remove(&id)) {
+                Some(oldest) => self.turn_away(oldest.stream, busy),
+                None => return self.turn_away(stream, busy),
+            }
         }
         let id = self.next_id;
         self.next_id += 1;
