@@ -217,3 +217,37 @@ fn drain(home: &Home) -> Result<Drained, String> {
     let pinned = crate::now::pinned_now(None).map_err(|e| e.to_string())?;
     drain_if_free(home, &FinalizeOptions::at(pinned)).map_err(|e| e.to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_look_sees_a_segment_made_grown_or_replaced() {
+        let root = tempfile::tempdir().unwrap();
+        let home = Home::at(root.path());
+        assert!(Snapshot::of(&home).dirs.is_empty());
+        let session = home.intake_dir().join("claude-code").join("s1");
+        std::fs::create_dir_all(&session).unwrap();
+        let empty = Snapshot::of(&home);
+        assert_eq!(empty.dirs.len(), 1);
+        assert!(!empty.has_active_records());
+        let active = session.join(crate::spool::ACTIVE_SEGMENT);
+        std::fs::write(&active, b"one").unwrap();
+        let one = Snapshot::of(&home);
+        assert_ne!(one, empty);
+        assert!(one.has_active_records());
+        assert_eq!(
+            Snapshot::of(&home),
+            one,
+            "an unchanged spool looks the same"
+        );
+        std::fs::write(&active, b"one, two").unwrap();
+        let grown = Snapshot::of(&home);
+        assert_ne!(grown, one);
+        // Sealed away and a new segment of the same size begun: another inode.
+        std::fs::rename(&active, session.join("sealed-1-1.seg")).unwrap();
+        std::fs::write(&active, b"one, two").unwrap();
+        assert_ne!(Snapshot::of(&home), grown);
+    }
+}

@@ -31,7 +31,7 @@ impl Request {
         self.header("Transfer-Encoding").is_some()
             || self
                 .header("Content-Length")
-                .is_some_and(|n| n.trim() != "0" && !n.trim().bytes().all(|b| b == b'0'))
+                .is_some_and(|n| !n.bytes().all(|b| b == b'0'))
     }
 
     pub(crate) fn is_head(&self) -> bool {
