@@ -125,3 +125,26 @@ fn serve_and_finalize_draining_together_write_each_event_once() {
     };
     assert_eq!(counts(home.path()), counts(reference.path()));
 }
+
+#[test]
+fn with_no_drain_only_finalize_writes() {
+    let home = tempfile::tempdir().unwrap();
+    deliver_basic(home.path(), &sid(1), 2);
+    harnery(home.path()).arg("finalize").assert().success();
+    let served = Served::start_with(home.path(), &["--no-drain"]);
+    let id = sid(2);
+    deliver_basic(home.path(), &id, 2);
+    // Several looks of a drain would go by: none runs.
+    std::thread::sleep(Duration::from_secs(3));
+    let list = served.get_json("/api/sessions");
+    assert!(
+        !list
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["session"]["session_id"] == id),
+        "serve --no-drain wrote: {list}"
+    );
+    harnery(home.path()).arg("finalize").assert().success();
+    wait_for(&served, &id, |_| true);
+}
