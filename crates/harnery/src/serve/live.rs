@@ -180,6 +180,11 @@ impl Live {
         let home = self.home.clone();
         let outcome = std::panic::catch_unwind(move || drain(&home))
             .unwrap_or_else(|_| Err("the drain panicked; see the message above".to_string()));
+        self.settle(outcome, now);
+    }
+
+    /// Remember what a drain of the spool seen as `before` came to.
+    fn settle(&mut self, outcome: Result<Drained, String>, before: Snapshot) {
         match outcome {
             Ok(Drained::Ran(_)) => {
                 self.failed_at = None;
@@ -192,12 +197,12 @@ impl Live {
                 self.say(
                     "an epoch advance is underway; run `harnery finalize` to complete it".into(),
                 );
-                self.drained = Some(now);
+                self.drained = Some(before);
             }
             Err(e) => {
                 self.say(e);
                 self.failed_at = Some(Instant::now());
-                self.drained = Some(now);
+                self.drained = Some(before);
             }
         }
     }

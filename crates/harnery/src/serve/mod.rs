@@ -160,7 +160,6 @@ impl Gate {
     /// Guard and route one request.
     fn answer(&self, request: &Request) -> Response {
         let target = Target::parse(&request.target);
-        let api = target.segments.first().is_some_and(|s| s == "api");
         let misdirected = self
             .names
             .misdirected(request.header("Host"), request.header("Origin"));
@@ -170,23 +169,7 @@ impl Gate {
             target.param("token"),
             request.header("Cookie"),
         );
-        let reply = match (&misdirected, &admission, guard::reads(&request.method)) {
-            (Some((status, why)), _, _) => Reply::problem(*status, api, why),
-            (_, Admission::Refused, _) => Reply::problem(
-                403,
-                api,
-                "this server needs its token: open the URL `harnery serve` printed at start",
-            ),
-            (_, _, false) => Reply::problem(405, api, "the server only reads: GET and HEAD"),
-            (_, _, true) => match target.invalid.first() {
-                Some(name) => Reply::problem(
-                    400,
-                    api,
-                    &format!("{name} holds a NUL or bytes that are not UTF-8"),
-                ),
-                None => routed(&self.backend, &target),
-            },
-        };
+        let reply = self.reply(&target, &request.method, &misdirected, &admission);
         let mut headers: Vec<(&'static str, String)> = guard::HEADERS
             .iter()
             .map(|(n, v)| (*n, v.to_string()))
@@ -202,6 +185,34 @@ impl Gate {
             status: reply.status,
             headers,
             body: reply.body,
+        }
+    }
+
+    /// The reply the guard's verdicts leave: a refusal, or the route's.
+    fn reply(
+        &self,
+        target: &Target,
+        method: &str,
+        misdirected: &Option<(u16, String)>,
+        admission: &Admission,
+    ) -> Reply {
+        let api = target.segments.first().is_some_and(|s| s == "api");
+        match (misdirected, admission, guard::reads(method)) {
+            (Some((status, why)), _, _) => Reply::problem(*status, api, why),
+            (_, Admission::Refused, _) => Reply::problem(
+                403,
+                api,
+                "this server needs its token: open the URL `harnery serve` printed at start",
+            ),
+            (_, _, false) => Reply::problem(405, api, "the server only reads: GET and HEAD"),
+            (_, _, true) => match target.invalid.first() {
+                Some(name) => Reply::problem(
+                    400,
+                    api,
+                    &format!("{name} holds a NUL or bytes that are not UTF-8"),
+                ),
+                None => routed(&self.backend, target),
+            },
         }
     }
 }
