@@ -148,3 +148,36 @@ fn with_no_drain_only_finalize_writes() {
     harnery(home.path()).arg("finalize").assert().success();
     wait_for(&served, &id, |_| true);
 }
+
+#[test]
+fn a_failing_drain_is_said_once_and_the_server_goes_on() {
+    let home = tempfile::tempdir().unwrap();
+    let log = home.path().join("serve.log");
+    // A ready file from another contract: every drain refuses it first.
+    crate::common::inject_with_digest(
+        home.path(),
+        "0001",
+        crate::common::small_session("gamma"),
+        &"ab".repeat(32),
+    );
+    let served = Served::start_logging(home.path(), &log);
+    let said = || {
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .matches("the spool was not drained")
+            .count()
+    };
+    deliver_basic(home.path(), &sid(1), 2);
+    let start = Instant::now();
+    while said() == 0 {
+        assert!(start.elapsed() < HANG_GUARD, "no drain error said");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("stamped with contract digest"), "{text}");
+    // The spool changes again: the drain fails again, and says nothing new.
+    deliver_basic(home.path(), &sid(1), 4);
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(said(), 1, "{}", std::fs::read_to_string(&log).unwrap());
+    assert!(served.get_json("/api/last-seq").is_object());
+}
