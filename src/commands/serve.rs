@@ -1,26 +1,34 @@
-//! `harnery serve [--addr HOST:PORT] [--from URL] [--open]`: a read-only
-//! local web app over the live ledger, or the fleet's sessions with
-//! `--from` (see `harnery::serve`). Prints the URL with its
-//! access token, then answers requests until interrupted.
+//! `harnery serve [--addr HOST:PORT] [--allow-host NAME]… [--from URL]
+//! [--open] [--no-drain]`: a read-only local web app over the live ledger
+//! (kept current from the spool while it runs), or the fleet's sessions
+//! with `--from` (see `harnery::serve`). Prints the URL with its access
+//! token, then answers requests until interrupted.
 
 use std::io::Write;
 
 use super::{CmdResult, Outcome};
 use harnery::fleet::{PgEnv, Target};
 use harnery::home::Home;
-use harnery::serve::Backend;
 use harnery::serve::fleet::Fleet;
+use harnery::serve::{Backend, Options};
 
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Binds 127.0.0.1 unless --addr names another address. Every request needs \
-    the token in the printed URL (the first one sets a cookie for the rest). Read-only: no \
-    request writes anything. Port 0 takes a free port."
+    the token in the printed URL (the first one sets a cookie for the rest), and must name \
+    the server by its address (any IP address when bound to 0.0.0.0 or [::]) or a name \
+    --allow-host gives. No request writes anything; while serving a home, the spool is \
+    drained into its ledger when it changes, as `harnery finalize` does (--no-drain: never). \
+    Port 0 takes a free port."
 )]
 pub struct Args {
     /// Where to listen.
     #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:8719")]
     addr: String,
+    /// Also answer requests that name the server NAME (a DNS name of this
+    /// machine, with the bound port), e.g. its LAN name. Repeatable.
+    #[arg(long, value_name = "NAME", value_parser = harnery::serve::guard::host_name)]
+    allow_host: Vec<String>,
     /// Serve the fleet's sessions from this PostgreSQL (a reader role's
     /// URL; `harnery fleet add-reader`) instead of this home's ledger.
     #[arg(long, value_name = "postgresql://…")]
@@ -28,6 +36,10 @@ pub struct Args {
     /// Open the URL in the desktop's browser (xdg-open) once listening.
     #[arg(long)]
     open: bool,
+    /// Do not drain the spool while serving: pages show what `harnery
+    /// finalize` last wrote.
+    #[arg(long)]
+    no_drain: bool,
 }
 
 pub fn run(args: Args) -> CmdResult {
@@ -37,7 +49,11 @@ pub fn run(args: Args) -> CmdResult {
         })),
         None => Backend::home(Home::from_env()?),
     };
-    let bound = harnery::serve::bind(&args.addr, backend)?;
+    let options = Options {
+        allow_hosts: args.allow_host.clone(),
+        drain: !args.no_drain,
+    };
+    let bound = harnery::serve::bind(&args.addr, backend, options)?;
     let url = bound.url();
     let mut out = std::io::stdout().lock();
     writeln!(out, "harnery serve: {url}")?;
@@ -51,6 +67,6 @@ pub fn run(args: Args) -> CmdResult {
             ));
         }
     }
-    bound.run();
+    bound.run()?;
     Ok(Outcome::Clean)
 }

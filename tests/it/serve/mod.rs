@@ -3,5 +3,6 @@
 pub(crate) mod support;
 
 mod fleet;
+mod live;
 mod pages;
 mod safety;

@@ -30,14 +30,30 @@ impl Served {
 
     /// `harnery serve --addr 127.0.0.1:0 extra…`.
     pub fn start_with(home: &Path, extra: &[&str]) -> Served {
+        Served::start_at(home, "127.0.0.1:0", extra)
+    }
+
+    /// `harnery serve --addr addr extra…`; the URL it prints names
+    /// 127.0.0.1 (the loopback address when `addr` is every address).
+    pub fn start_at(home: &Path, addr: &str, extra: &[&str]) -> Served {
+        Served::spawn(home, addr, extra, Stdio::inherit())
+    }
+
+    /// `harnery serve --addr 127.0.0.1:0` with its stderr written to `log`.
+    pub fn start_logging(home: &Path, log: &Path) -> Served {
+        let file = std::fs::File::create(log).expect("the log file is made");
+        Served::spawn(home, "127.0.0.1:0", &[], Stdio::from(file))
+    }
+
+    fn spawn(home: &Path, addr: &str, extra: &[&str], stderr: Stdio) -> Served {
         let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("harnery"))
             .env("HARNERY_HOME", home)
             .env("HARNERY_NOW", crate::common::NOW)
             .env("HARNERY_RECORDS", "off")
-            .args(["serve", "--addr", "127.0.0.1:0"])
+            .args(["serve", "--addr", addr])
             .args(extra)
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .expect("harnery serve starts");
         let mut line = String::new();

@@ -45,7 +45,7 @@ mod summary;
 
 use std::path::{Path, PathBuf};
 
-pub use run::{FinalizeRun, finalize};
+pub use run::{Drained, FinalizeRun, drain_if_free, finalize};
 pub use steps::Run;
 pub use summary::{DamagedRange, FinalizeOptions, HealthNote, Summary, UNREADABLE_ROW};
 

@@ -10,6 +10,7 @@
 use serde::Serialize;
 
 use super::compaction::{CompactSettings, after_run};
+use super::lease::Lease;
 use super::steps::Run;
 use super::summary::{FinalizeOptions, Summary};
 use crate::epoch::{AdvanceReport, EpochError, advance, advance_underway};
@@ -64,6 +65,34 @@ fn gated(home: &Home, opts: &FinalizeOptions) -> Result<FinalizeRun, EpochError>
         summary,
         completed_epoch_advance: Some(report),
     })
+}
+
+/// What [`drain_if_free`] came to.
+#[derive(Debug)]
+pub enum Drained {
+    /// The run's summary.
+    Ran(Summary),
+    /// Another finalizer (cron's `finalize`, an epoch advance) holds the
+    /// lease: nothing was done, and that one drains.
+    Busy,
+    /// An epoch advance is underway: left for `harnery finalize` (or
+    /// `harnery epoch advance`) to complete.
+    AdvanceUnderway,
+}
+
+/// One drain as `harnery finalize` runs it ([`Run::once`]: ready files,
+/// intake, the agents' own records, the time rules), if the lease is free
+/// now; it never waits for it. For a caller that drains often (`serve`):
+/// no search catch-up (a search brings the index up to date itself) and no
+/// compaction (the scheduled `finalize` does both).
+pub fn drain_if_free(home: &Home, opts: &FinalizeOptions) -> Result<Drained, EpochError> {
+    let Some(lease) = Lease::try_take(home).map_err(super::FinalizeError::from)? else {
+        return Ok(Drained::Busy);
+    };
+    if advance_underway(home)? {
+        return Ok(Drained::AdvanceUnderway);
+    }
+    Ok(Drained::Ran(Run::under(lease, home, opts)?))
 }
 
 /// Compress what fits in the configured budget of the raw archive, after

@@ -28,8 +28,17 @@ pub struct Run<'a> {
 impl<'a> Run<'a> {
     /// Run the finalizer once over `home`: take the lease, then every step.
     pub fn once(home: &'a Home, opts: &'a FinalizeOptions) -> Result<Summary, FinalizeError> {
+        Self::under(Lease::take(home)?, home, opts)
+    }
+
+    /// Run every step under `lease`, already held (dropped at the end).
+    pub(crate) fn under(
+        lease: Lease,
+        home: &'a Home,
+        opts: &'a FinalizeOptions,
+    ) -> Result<Summary, FinalizeError> {
+        let _lease = lease;
         let t = std::time::Instant::now();
-        let _lease = Lease::take(home)?;
         let ledger = LedgerWriter::open(home, opts.now_unix_ns)?;
         let mut run = Run::on(home, ledger, opts)?;
         run.summary.ready_files_recovered = run.apply_pending()?;

@@ -1,10 +1,12 @@
-//! `harnery serve`: a read-only local web app over the live ledger.
+//! `harnery serve`: a read-only local web app over the live ledger, kept
+//! current while it runs.
 //!
 //! Pages (sessions, a session, an event's stored text, usage, health,
-//! search) and a JSON API with the fields of the command line's `--json`, served by a
-//! small synchronous HTTP server (`tiny_http`, a few worker threads, no
+//! search) and a JSON API with the fields of the command line's `--json`, served by
+//! harnery's own small HTTP/1.1 server ([`http`]: one thread polls every
+//! socket with timeouts, a fixed pool of workers builds the replies, no
 //! async runtime). Safe by default: the caller binds 127.0.0.1 unless told
-//! otherwise; every request must name the bound address in `Host` (and
+//! otherwise; every request must name this server in `Host` (and
 //! `Origin`) and carry the random token printed at start (or the cookie,
 //! named for the port, its first use sets); only `GET` and `HEAD` without a
 //! body are answered; every response carries a strict content security
@@ -12,39 +14,41 @@
 //!
 //! Each request opens the live epoch read-only for itself ([`data`]), so
 //! `finalize` keeps writing while the server runs, and reads only what it
-//! shows. Never writes to the ledger; a search, as `harnery search` does,
-//! brings the search index beside it up to date first.
+//! shows. No request writes to the ledger; a search, as `harnery search` does,
+//! brings the search index beside it up to date first. Beside the
+//! requests, [`live`] drains the spool into the home's ledger when it
+//! changed, under finalize's lease, so a hook event shows within seconds.
 //!
-//! - [`guard`]: the token, the cookie, the methods and the headers.
+//! - [`http`]: the server: sockets, timeouts, limits, the workers.
+//! - [`guard`]: the token, the cookie, the methods and the names.
 //! - [`query`]: request targets; [`routes`]: which reply a target gets.
 //! - [`search`]: `/search` and `/api/search`, the filters of `harnery search`.
 //! - [`data`]: the reads; [`api`]: the JSON; [`pages`]: the HTML.
 //! - [`assets`]: the style sheets and scripts, built in.
 //! - [`fleet`]: `--from postgresql://…`, the fleet's sessions.
+//! - [`live`]: the spool drained while the server runs.
 
 pub(crate) mod api;
 pub(crate) mod assets;
 pub(crate) mod data;
 pub mod fleet;
-pub(crate) mod guard;
+pub mod guard;
+pub mod http;
+pub mod live;
 pub(crate) mod pages;
 pub(crate) mod query;
 pub(crate) mod routes;
 pub(crate) mod search;
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
-
-use tiny_http::{Header, Response};
 
 use crate::home::Home;
 use data::Source;
-use guard::Admission;
+use guard::{Admission, Names};
+use http::{Request, Response};
 use query::Target;
 use routes::Reply;
-
-/// Requests answered at once.
-const WORKERS: usize = 4;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
@@ -52,6 +56,8 @@ pub enum ServeError {
     Bind { addr: String, detail: String },
     #[error("cannot make the access token from /dev/urandom: {0}")]
     Token(std::io::Error),
+    #[error("the server stopped: {0}")]
+    Stopped(std::io::Error),
 }
 
 /// What a server reads: a home's live ledger, or the fleet's PostgreSQL.
@@ -66,151 +72,149 @@ impl Backend {
     }
 }
 
+/// How a server is run beyond its address.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Names served besides the bound address's (`--allow-host`).
+    pub allow_hosts: Vec<String>,
+    /// Keep the home's ledger current from its spool while serving
+    /// (never for the fleet).
+    pub drain: bool,
+}
+
 /// A server bound to its address, not yet answering.
 pub struct Bound {
-    server: Arc<tiny_http::Server>,
-    backend: Arc<Backend>,
+    server: http::Server,
+    bound: SocketAddr,
+    backend: Backend,
     token: String,
+    options: Options,
 }
 
 /// Listen on `addr` (`host:port`; port 0 takes a free one) over `backend`.
-pub fn bind(addr: &str, backend: Backend) -> Result<Bound, ServeError> {
+pub fn bind(addr: &str, backend: Backend, options: Options) -> Result<Bound, ServeError> {
     let token = guard::new_token().map_err(ServeError::Token)?;
-    let server = tiny_http::Server::http(addr).map_err(|e| ServeError::Bind {
+    let cannot = |e: std::io::Error| ServeError::Bind {
         addr: addr.to_string(),
         detail: e.to_string(),
-    })?;
+    };
+    let server = http::Server::bind(addr, guard::HEADERS).map_err(cannot)?;
+    let bound = server.local_addr().map_err(cannot)?;
     Ok(Bound {
-        server: Arc::new(server),
-        backend: Arc::new(backend),
+        server,
+        bound,
+        backend,
         token,
+        options,
     })
 }
 
 impl Bound {
     /// The address actually bound (the port chosen when 0 was asked).
-    pub(crate) fn addr(&self) -> Option<SocketAddr> {
-        self.server.server_addr().to_ip()
+    pub fn addr(&self) -> SocketAddr {
+        self.bound
     }
 
-    /// The URL that admits a browser: the address and the token.
+    /// The URL that admits a browser: the address and the token. Bound to
+    /// every address (`0.0.0.0`, `[::]`), it names the loopback one, which
+    /// a browser on this machine reaches.
     pub fn url(&self) -> String {
-        let addr = self
-            .addr()
-            .map_or("127.0.0.1:0".to_string(), |a| a.to_string());
-        format!("http://{addr}/?token={}", self.token)
+        let shown = match self.bound.ip() {
+            IpAddr::V4(ip) if ip.is_unspecified() => {
+                SocketAddr::from((Ipv4Addr::LOCALHOST, self.bound.port()))
+            }
+            IpAddr::V6(ip) if ip.is_unspecified() => {
+                SocketAddr::from((Ipv6Addr::LOCALHOST, self.bound.port()))
+            }
+            _ => self.bound,
+        };
+        format!("http://{shown}/?token={}", self.token)
     }
 
-    /// Answer requests until the process ends.
-    pub fn run(self) {
-        let bound = self
-            .addr()
-            .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)));
-        let workers: Vec<_> = (0..WORKERS)
-            .map(|_| {
-                let (server, backend, token) = (
-                    self.server.clone(),
-                    self.backend.clone(),
-                    self.token.clone(),
-                );
-                std::thread::spawn(move || {
-                    while let Ok(request) = server.recv() {
-                        match announces_body(&request) {
-                            true => refuse_body(request),
-                            false => answer(&backend, &token, bound, request),
-                        }
-                    }
-                })
-            })
+    /// Answer requests (and, over a home with `drain`, keep its ledger
+    /// current) until the process ends.
+    pub fn run(self) -> Result<(), ServeError> {
+        if let (Backend::Ledger(source), true) = (&self.backend, self.options.drain) {
+            live::start(source.home.clone());
+        }
+        let gate = Gate {
+            backend: self.backend,
+            token: self.token,
+            names: Names::new(self.bound, self.options.allow_hosts),
+            port: self.bound.port(),
+        };
+        let handler: Arc<http::Handler> = Arc::new(move |r: &Request| gate.answer(r));
+        self.server.run(handler).map_err(ServeError::Stopped)
+    }
+}
+
+/// What every request passes: the names, the token, the methods.
+struct Gate {
+    backend: Backend,
+    token: String,
+    names: Names,
+    port: u16,
+}
+
+impl Gate {
+    /// Guard and route one request.
+    fn answer(&self, request: &Request) -> Response {
+        let target = Target::parse(&request.target);
+        let misdirected = self
+            .names
+            .misdirected(request.header("Host"), request.header("Origin"));
+        let admission = guard::admit(
+            &self.token,
+            self.port,
+            target.param("token"),
+            request.header("Cookie"),
+        );
+        let reply = self.reply(&target, &request.method, &misdirected, &admission);
+        let mut headers: Vec<(&'static str, String)> = guard::HEADERS
+            .iter()
+            .map(|(n, v)| (*n, v.to_string()))
             .collect();
-        for w in workers {
-            let _ = w.join();
+        headers.push(("Content-Type", reply.content_type.to_string()));
+        if reply.status == 405 {
+            headers.push(("Allow", "GET, HEAD".to_string()));
+        }
+        if misdirected.is_none() && admission == Admission::Introduced {
+            headers.push(("Set-Cookie", guard::set_cookie(&self.token, self.port)));
+        }
+        Response {
+            status: reply.status,
+            headers,
+            body: reply.body,
         }
     }
-}
 
-/// Whether a request says a body follows (`Content-Length` above 0, or a
-/// `Transfer-Encoding`). The server only reads, so no request has one.
-fn announces_body(request: &tiny_http::Request) -> bool {
-    request.body_length().is_some_and(|n| n > 0)
-        || request
-            .headers()
-            .iter()
-            .any(|h| h.field.equiv("Transfer-Encoding"))
-}
-
-/// Answer 413 to a request with a body, without reading it, and close.
-/// `tiny_http` reads what is left of a body when the request is dropped,
-/// so the answer is sent from a thread of its own: a client that announces
-/// a body and never sends it holds that thread, never a worker.
-fn refuse_body(request: tiny_http::Request) {
-    std::thread::spawn(move || {
-        let detail = "the server only reads: a request has no body";
-        let reply = Reply::problem(413, request.url().starts_with("/api/"), detail);
-        let mut response = Response::from_data(reply.body).with_status_code(reply.status);
-        response.add_header(header("Content-Type", reply.content_type));
-        response.add_header(header("Connection", "close"));
-        let _ = request.respond(response);
-    });
-}
-
-/// The header `name`'s value, if the request has it.
-fn header_value(request: &tiny_http::Request, name: &'static str) -> Option<String> {
-    request
-        .headers()
-        .iter()
-        .find(|h| h.field.equiv(name))
-        .map(|h| h.value.as_str().to_string())
-}
-
-/// Guard, route and send one request; a reply that cannot be sent (the
-/// client went away) is dropped.
-fn answer(backend: &Backend, token: &str, bound: SocketAddr, request: tiny_http::Request) {
-    let target = Target::parse(request.url());
-    let api = target.segments.first().is_some_and(|s| s == "api");
-    let cookie = header_value(&request, "Cookie");
-    let misdirected = guard::misdirected(
-        bound,
-        header_value(&request, "Host").as_deref(),
-        header_value(&request, "Origin").as_deref(),
-    );
-    let admission = guard::admit(
-        token,
-        bound.port(),
-        target.param("token"),
-        cookie.as_deref(),
-    );
-    let method = request.method().as_str().to_string();
-    let reply = match (&misdirected, &admission, guard::reads(&method)) {
-        (Some((status, why)), _, _) => Reply::problem(*status, api, why),
-        (_, Admission::Refused, _) => Reply::problem(
-            403,
-            api,
-            "this server needs its token: open the URL `harnery serve` printed at start",
-        ),
-        (_, _, false) => Reply::problem(405, api, "the server only reads: GET and HEAD"),
-        (_, _, true) => match target.invalid.first() {
-            Some(name) => Reply::problem(
-                400,
+    /// The reply the guard's verdicts leave: a refusal, or the route's.
+    fn reply(
+        &self,
+        target: &Target,
+        method: &str,
+        misdirected: &Option<(u16, String)>,
+        admission: &Admission,
+    ) -> Reply {
+        let api = target.segments.first().is_some_and(|s| s == "api");
+        match (misdirected, admission, guard::reads(method)) {
+            (Some((status, why)), _, _) => Reply::problem(*status, api, why),
+            (_, Admission::Refused, _) => Reply::problem(
+                403,
                 api,
-                &format!("{name} holds a NUL or bytes that are not UTF-8"),
+                "this server needs its token: open the URL `harnery serve` printed at start",
             ),
-            None => routed(backend, &target),
-        },
-    };
-    let mut response = Response::from_data(reply.body).with_status_code(reply.status);
-    response.add_header(header("Content-Type", reply.content_type));
-    for (name, value) in guard::headers() {
-        response.add_header(header(name, value));
+            (_, _, false) => Reply::problem(405, api, "the server only reads: GET and HEAD"),
+            (_, _, true) => match target.invalid.first() {
+                Some(name) => Reply::problem(
+                    400,
+                    api,
+                    &format!("{name} holds a NUL or bytes that are not UTF-8"),
+                ),
+                None => routed(&self.backend, target),
+            },
+        }
     }
-    if reply.status == 405 {
-        response.add_header(header("Allow", "GET, HEAD"));
-    }
-    if misdirected.is_none() && admission == Admission::Introduced {
-        let cookie = guard::set_cookie(token, bound.port());
-        response.add_header(header("Set-Cookie", &cookie));
-    }
-    let _ = request.respond(response);
 }
 
 /// The route's reply; a read that panics answers 500 and the server goes on.
@@ -224,9 +228,4 @@ fn routed(backend: &Backend, target: &Target) -> Reply {
     };
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(route))
         .unwrap_or_else(|_| Reply::problem(500, api, "the read failed; see the server's stderr"))
-}
-
-fn header(name: &str, value: &str) -> Header {
-    Header::from_bytes(name.as_bytes(), value.as_bytes())
-        .expect("header names and values are ASCII")
 }
