@@ -41,7 +41,7 @@ timed() {
   /usr/bin/time -f '%U %S' -o "$WORK/$name.run" "$@" >/dev/null
   t1=$(date +%s%N)
   echo $((t1 - t0)) >>"$WORK/$name.walls"
-  awk '{ printf "%d\n", ($1 + $2) * 1e9 }' "$WORK/$name.run" >>"$WORK/$name.cpus"
+  awk '{ printf "%.0f\n", ($1 + $2) * 1e9 }' "$WORK/$name.run" >>"$WORK/$name.cpus"
 }
 
 # median NAME [walls|cpus]: the median, in seconds.
