@@ -213,8 +213,10 @@ pub(crate) struct WholeSession<'a> {
 }
 
 impl Epochs {
-    /// Every session of the selected epochs as a whole, newest first (by
-    /// first event; ties by session). Failures as [`Epochs::sessions`].
+    /// Every session of the selected epochs as a whole, newest activity
+    /// first (by last event, then first event; ties by session): a session
+    /// restored or forked from an older one sorts by its own last event,
+    /// not its parent's start. Failures as [`Epochs::sessions`].
     pub(crate) fn newest_first(&self, command: &str, failed: &mut usize) -> Vec<WholeSession<'_>> {
         let mut out: Vec<WholeSession> = self
             .sessions(command, failed)
@@ -229,7 +231,8 @@ impl Epochs {
             })
             .collect();
         out.sort_by(|a, b| {
-            (b.summary.first_unix_ns, &a.session).cmp(&(a.summary.first_unix_ns, &b.session))
+            let key = |w: &WholeSession| (w.summary.last_unix_ns, w.summary.first_unix_ns);
+            (key(b), &a.session).cmp(&(key(a), &b.session))
         });
         out
     }
@@ -367,8 +370,9 @@ pub fn boundary(from: &OpenEpoch, to: &OpenEpoch) -> String {
     )
 }
 
-/// One summary for a session's parts: the widest time range, and every
-/// count summed.
+/// One summary for a session's parts: the widest time range, every count
+/// summed, and the title, project and cwd of the earliest part that knows
+/// them (a later part's first prompt is not the session's first).
 pub(crate) fn combine(parts: &[SessionSummary]) -> Option<SessionSummary> {
     let mut whole = parts.first()?.clone();
     for p in &parts[1..] {
@@ -377,6 +381,15 @@ pub(crate) fn combine(parts: &[SessionSummary]) -> Option<SessionSummary> {
         whole.events += p.events;
         whole.turns += p.turns;
         whole.spans = add_counts(whole.spans, p.spans);
+        if whole.title.is_none() {
+            whole.title.clone_from(&p.title);
+        }
+        if whole.project.is_none() {
+            whole.project.clone_from(&p.project);
+        }
+        if whole.cwd.is_none() {
+            whole.cwd.clone_from(&p.cwd);
+        }
     }
     Some(whole)
 }
@@ -421,6 +434,9 @@ mod tests {
                 closed_native: native,
                 recovered: 0,
             },
+            title: None,
+            project: None,
+            cwd: None,
         }
     }
 
