@@ -81,6 +81,8 @@ pub enum SignalKind {
     CheckpointRequested(CheckpointPayload),
     /// `harnery restore`.
     RestoreRequested(RestorePayload),
+    /// `harnery import`: the session is read from the agent's record.
+    Imported(crate::contract::SessionImported),
 }
 
 impl SignalKind {
@@ -141,6 +143,7 @@ impl SignalKind {
                 | SignalKind::CommandCompleted(_)
                 | SignalKind::CheckpointRequested(_)
                 | SignalKind::RestoreRequested(_)
+                | SignalKind::Imported(_)
         )
     }
 }

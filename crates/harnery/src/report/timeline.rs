@@ -329,6 +329,7 @@ fn describe(p: &Payload, span: Option<&SpanRow>) -> String {
                 .map(|d| format!(" ({d})"))
                 .unwrap_or_default()
         ),
+        Payload::SessionImported(i) => format!("imported from {} ({} bytes)", i.path, i.bytes),
         Payload::ToolBatchCompleted(b) => format!("tool batch of {} completed", b.calls),
         Payload::LateEvidence(l) => format!(
             "late evidence for {} ({:?})",

@@ -37,6 +37,12 @@
 //!   handed to a fresh incarnation; the session's next native activity
 //!   resumes it from there.
 //!
+//! - `harnery.import`: `{"path": "/abs/file", "bytes": 1234,
+//!   "modified_unix_ns": 1}`. Written by `harnery import` for a session
+//!   no hook showed harnery: the session is read from the agent's record
+//!   at `path` (generation 10: `session.imported`, evidence class
+//!   `imported`).
+//!
 //! Times are the envelope's receive time; harnery's own signals carry none
 //! (record lines carry the agent's own timestamps where it wrote them).
 
@@ -110,6 +116,14 @@ fn kind_of(
         RESTORE => {
             let restore: RestorePayload = serde_json::from_slice(payload).map_err(malformed)?;
             Ok(SignalKind::RestoreRequested(restore))
+        }
+        IMPORT => {
+            let import: ImportPayload = serde_json::from_slice(payload).map_err(malformed)?;
+            Ok(SignalKind::Imported(crate::contract::SessionImported {
+                path: import.path,
+                bytes: import.bytes,
+                modified_unix_ns: import.modified_unix_ns,
+            }))
         }
         END_REQUESTED => {
             let end: EndRequestPayload = serde_json::from_slice(payload).map_err(malformed)?;
