@@ -35,6 +35,17 @@ pub struct Args {
     pub now: Option<String>,
 }
 
+/// `harnery import` with no argument (serve's first-start offer).
+pub fn run_every_agent() -> CmdResult {
+    run(Args {
+        agents: Vec::new(),
+        dry_run: false,
+        since: None,
+        json: false,
+        now: None,
+    })
+}
+
 pub fn run(args: Args) -> CmdResult {
     let home = Home::from_env()?;
     let mut finalize = super::finalize::options(args.now.as_deref())?;

@@ -37,9 +37,11 @@ use crate::agents::adapter::RecordedFile;
 use crate::agents::harnery::payload::{IMPORT, ImportPayload};
 use crate::agents::record::place::{self, NotOpened, RecordRole};
 use crate::contract::{AdapterId, SessionRef};
+use crate::epoch::EpochSelector;
 use crate::finalize::{FinalizeError, FinalizeOptions, FinalizeRun, finalize};
 use crate::home::Home;
 use crate::progress::Progress;
+use crate::report::epochs::Epochs;
 use crate::report::unhooked::AgentRecordDir;
 use crate::spool::{Signal, SpoolWriter, WriterOptions};
 
@@ -217,14 +219,23 @@ fn records_dir(dir: &AgentRecordDir) -> PathBuf {
     crate::agents::agent(dir.adapter).records_dir(&dir.dir)
 }
 
-/// Every session the live ledger or the intake spool holds.
+/// Every session the ledger (any epoch: a session hooks recorded before an
+/// epoch advance is not the import's) or the intake spool holds.
 pub(crate) fn known_sessions(home: &Home) -> Result<HashSet<SessionRef>, ImportError> {
+    let ledger_error = |e: &dyn std::fmt::Display| ImportError::Ledger(e.to_string());
     let mut known = HashSet::new();
-    let ledger = crate::report::source::live_or_none(home)
-        .map_err(|e| ImportError::Ledger(e.to_string()))?;
-    if let Some(ledger) = ledger {
-        let sessions = ledger.bookkeeping().producer_sessions();
-        known.extend(sessions.map_err(|e| ImportError::Ledger(e.to_string()))?);
+    if let Some(live) = crate::report::source::live_or_none(home).map_err(|e| ledger_error(&e))? {
+        let producing = live.bookkeeping().producer_sessions();
+        known.extend(producing.map_err(|e| ledger_error(&e))?);
+        let epochs = Epochs::open(home, &EpochSelector::All).map_err(|e| ledger_error(&e))?;
+        for epoch in &epochs.open {
+            let listed = epoch
+                .ledger
+                .sessions()
+                .list()
+                .map_err(|e| ledger_error(&e))?;
+            known.extend(listed.into_iter().map(|s| s.session));
+        }
     }
     let spooled = crate::report::spool_facts::spooled_sessions(home);
     known.extend(spooled.map_err(|e| ImportError::Spool(e.to_string()))?);

@@ -96,9 +96,10 @@ pub(crate) fn spooled_sessions(home: &Home) -> Result<Vec<SessionRef>, SpoolErro
         let Some(adapter) = AdapterId::parse(&session.adapter) else {
             continue;
         };
+        let files = session.files()?;
         let id = match is_plain(&session.session_key) {
-            true => Some(session.session_key.clone()),
-            false => first_session_id(&session.files()?),
+            true => holds_a_record(&files).then(|| session.session_key.clone()),
+            false => first_session_id(&files),
         };
         out.extend(id.map(|session_id| SessionRef {
             adapter,
@@ -119,6 +120,15 @@ pub(crate) fn spooled_sessions(home: &Home) -> Result<Vec<SessionRef>, SpoolErro
         }
     }
     Ok(out)
+}
+
+/// Whether a session's spool files hold a whole record (a directory a
+/// drain emptied keeps only its lease; a writer killed before its first
+/// record was whole left none).
+fn holds_a_record(files: &[SealedSegment]) -> bool {
+    files
+        .iter()
+        .any(|f| read_segment(&f.path).is_ok_and(|r| !r.records.is_empty()))
 }
 
 fn first_session_id(files: &[SealedSegment]) -> Option<String> {

@@ -459,7 +459,11 @@ fn recorded_sessions_are_the_chats_under_projects() {
     let found = sessions_in(&dir.path().join("projects"));
     let ids: Vec<&str> = found.iter().map(|f| f.session_id.as_str()).collect();
     assert_eq!(ids, ["s-1"]);
-    assert_eq!(found[0].path, chats.join("s-1.jsonl"), "import reads it there");
+    assert_eq!(
+        found[0].path,
+        chats.join("s-1.jsonl"),
+        "import reads it there"
+    );
 }
 
 #[test]
