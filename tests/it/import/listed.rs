@@ -164,3 +164,44 @@ fn only_the_agents_named_and_the_records_since_a_time_are_imported() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(common::stderr(&bad).contains("not an agent harnery knows"));
 }
+
+/// A Claude Code subagent writes a record of its own beside the session's
+/// (`<id>/subagents/agent-<agent id>.jsonl`): the import follows it too,
+/// so its messages and usage are the session's, as ccusage counts them.
+#[test]
+fn a_claude_code_subagents_own_record_is_imported_with_its_session() {
+    let agents = AgentDirs::new();
+    let main = std::fs::read(super::fixture(
+        "claude-code/subagent/2668abe1-379d-47fc-a818-0f8a3d39c1bf.jsonl",
+    ))
+    .unwrap();
+    let side = std::fs::read(super::fixture(
+        "claude-code/subagent/agent-a6ade36a38f2eaf92.jsonl",
+    ))
+    .unwrap();
+    let id = "2668abe1-379d-47fc-a818-0f8a3d39c1bf";
+    let path = agents.write_claude(id, &main);
+    let dir = path.with_extension("").join("subagents");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("agent-a6ade36a38f2eaf92.jsonl"), &side).unwrap();
+    let mut both = main.clone();
+    both.extend_from_slice(&side);
+    let want = claude_record_tokens(&both);
+
+    let home = tempfile::tempdir().unwrap();
+    agents.import_json(home.path(), &[]);
+    let usage: Value =
+        serde_json::from_str(&stdout(&common::run(home.path(), &["usage", "--json"]))).unwrap();
+    let t = &usage["total"]["tokens"];
+    let got = ["input", "output", "cache_read", "cache_write"].map(|k| t[k].as_u64().unwrap_or(0));
+    assert_eq!(got, want, "{usage}");
+    let subagent_lines = events_of(home.path(), "message.assistant")
+        .into_iter()
+        .filter(|e| e["agent_id"] == "a6ade36a38f2eaf92")
+        .count();
+    assert!(
+        subagent_lines > 0,
+        "the subagent's messages are the session's"
+    );
+    verified(home.path());
+}

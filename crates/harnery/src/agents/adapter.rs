@@ -204,6 +204,7 @@ pub(crate) trait Adapter: Sync {
                     session_id,
                     path,
                     modified_ns,
+                    subagents: Vec::new(),
                 })
             })
             .collect()

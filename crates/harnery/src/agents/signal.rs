@@ -82,7 +82,15 @@ pub enum SignalKind {
     /// `harnery restore`.
     RestoreRequested(RestorePayload),
     /// `harnery import`: the session is read from the agent's record.
-    Imported(crate::contract::SessionImported),
+    Imported(Box<Imported>),
+}
+
+/// A `harnery.import` signal, read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Imported {
+    pub session: crate::contract::SessionImported,
+    /// Its subagents' own records: (agent id, path).
+    pub subagents: Vec<(String, String)>,
 }
 
 impl SignalKind {

@@ -34,7 +34,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::agents::adapter::RecordedFile;
-use crate::agents::harnery::payload::{IMPORT, ImportPayload};
+use crate::agents::harnery::payload::{IMPORT, ImportPayload, ImportedSubagent};
 use crate::agents::record::place::{self, NotOpened, RecordRole};
 use crate::contract::{AdapterId, SessionRef};
 use crate::epoch::EpochSelector;
@@ -116,6 +116,7 @@ struct Planned {
     path: PathBuf,
     bytes: u64,
     modified_ns: i64,
+    subagents: Vec<(String, PathBuf)>,
 }
 
 /// What an import would do: each agent's counts, and the records to
@@ -310,6 +311,7 @@ fn checked(session: SessionRef, file: RecordedFile) -> Result<Planned, Refused> 
         path: file.path,
         bytes,
         modified_ns: file.modified_ns,
+        subagents: file.subagents,
     })
 }
 
@@ -318,6 +320,14 @@ fn spool_one(writer: &SpoolWriter, plan: &Planned) -> Result<(), ImportError> {
         path: plan.path.display().to_string(),
         bytes: plan.bytes,
         modified_unix_ns: plan.modified_ns,
+        subagents: plan
+            .subagents
+            .iter()
+            .map(|(agent_id, path)| ImportedSubagent {
+                agent_id: agent_id.clone(),
+                path: path.display().to_string(),
+            })
+            .collect(),
     })
     .expect("an import payload is plain JSON");
     let mut signal = Signal::new(

@@ -7,15 +7,20 @@
 
 use super::SessionProducer;
 use super::emit::{Draft, Trigger, derived_high};
-use crate::contract::{Event, Payload, SessionImported, TurnAttribution};
+use crate::agents::signal::Imported;
+use crate::contract::{Event, Payload, TurnAttribution};
 
 impl SessionProducer {
     pub(super) fn on_imported(
         &mut self,
-        imported: SessionImported,
+        imported: Imported,
         trigger: &mut Trigger,
         out: &mut Vec<Event>,
     ) {
+        let Imported {
+            session: imported,
+            subagents,
+        } = imported;
         // A record already being read (hooks named it) keeps its cursor.
         if self.record.unread() {
             self.record.path = Some(imported.path.clone());
@@ -29,5 +34,9 @@ impl SessionProducer {
             agent_id: None,
         };
         self.emit(trigger, draft, out);
+        // Claude Code's subagents write records of their own beside it.
+        for (agent_id, path) in subagents {
+            self.follow_subagent_record(agent_id, path, trigger, out);
+        }
     }
 }

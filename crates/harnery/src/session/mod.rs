@@ -460,7 +460,7 @@ impl SessionProducer {
             SignalKind::RecordProblem(p) => self.on_record_problem(p, trigger, out),
             SignalKind::CheckpointRequested(p) => self.on_checkpoint_requested(p, trigger, out),
             SignalKind::RestoreRequested(p) => self.on_restore_requested(p, trigger, out),
-            SignalKind::Imported(p) => self.on_imported(p, trigger, out),
+            SignalKind::Imported(p) => self.on_imported(*p, trigger, out),
         }
     }
 

@@ -204,6 +204,7 @@ fn rollouts(sessions: &Path) -> Vec<RecordedFile> {
                 session_id: id,
                 path: file.clone(),
                 modified_ns,
+                subagents: Vec::new(),
             }));
         }
     }

@@ -134,4 +134,14 @@ pub(crate) struct ImportPayload {
     pub path: String,
     pub bytes: u64,
     pub modified_unix_ns: i64,
+    /// Its subagents' own records, followed beside it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subagents: Vec<ImportedSubagent>,
+}
+
+/// A subagent's own record an import names.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
+pub(crate) struct ImportedSubagent {
+    pub agent_id: String,
+    pub path: String,
 }

@@ -63,6 +63,7 @@ fn sessions_in(projects: &Path) -> Vec<RecordedFile> {
                 session_id: id.to_string(),
                 path: file.clone(),
                 modified_ns,
+                subagents: Vec::new(),
             }));
         }
     }

@@ -14,6 +14,9 @@ pub(crate) struct RecordedFile {
     pub path: PathBuf,
     /// Its modification time (unix ns).
     pub modified_ns: i64,
+    /// Its subagents' own records, each with the subagent's id (Claude
+    /// Code's `<id>/subagents/agent-<agent id>.jsonl` beside it).
+    pub subagents: Vec<(String, PathBuf)>,
 }
 
 impl RecordedFile {
@@ -23,6 +26,7 @@ impl RecordedFile {
             session_id,
             path,
             modified_ns,
+            subagents: Vec::new(),
         })
     }
 }
@@ -53,9 +57,26 @@ pub(crate) fn claude_files(projects: &Path) -> Vec<RecordedFile> {
             else {
                 continue;
             };
-            out.extend(RecordedFile::at(id.to_string(), file.clone()));
+            out.extend(RecordedFile::at(id.to_string(), file.clone()).map(|mut f| {
+                f.subagents = claude_subagents(&project.join(id).join("subagents"));
+                f
+            }));
         }
     }
+    out
+}
+
+/// `agent-<agent id>.jsonl` in a Claude Code session's `subagents` folder,
+/// for a plain agent id, by name.
+fn claude_subagents(dir: &Path) -> Vec<(String, PathBuf)> {
+    let mut out: Vec<(String, PathBuf)> = entries(dir)
+        .filter_map(|file| {
+            let name = file.file_name()?.to_str()?;
+            let agent = name.strip_prefix("agent-")?.strip_suffix(".jsonl")?;
+            is_plain_id(agent).then(|| (agent.to_string(), file.clone()))
+        })
+        .collect();
+    out.sort();
     out
 }
 
