@@ -54,6 +54,8 @@ pub struct Args {
 pub enum ClassFilter {
     Eligible,
     AuditOnly,
+    /// Read by `harnery import` from the agent's own record.
+    Imported,
 }
 
 fn parse_adapter(text: &str) -> Result<AdapterId, String> {
@@ -76,6 +78,7 @@ impl Args {
             class: self.class.map(|c| match c {
                 ClassFilter::Eligible => AuditClass::Eligible,
                 ClassFilter::AuditOnly => AuditClass::AuditOnly,
+                ClassFilter::Imported => AuditClass::Imported,
             }),
             skip: 0,
             limit: self.limit,
