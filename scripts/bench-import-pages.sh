@@ -17,7 +17,9 @@
 #
 # Each page is asked for once to warm it, then REQUESTS times (default 9)
 # with curl, one request at a time; the median of `time_total` is printed
-# with the issue's targets (home under 150 ms, list under 100 ms).
+# with the issue's targets (home under 150 ms, list under 100 ms). A page a
+# build does not have (before issue 48 the list was the home, `/`, and
+# `/sessions` did not exist) is shown as `no-page-404`.
 #
 # Usage: scripts/bench-import-pages.sh
 #   BIN=target/release      this build's binaries (default: cargo build --release)
@@ -118,6 +120,12 @@ t0=$(date +%s.%N)
 HARNERY_HOME="$IMPORTED" agent_env "$BIN/harnery" import --json >"$WORK/import.json"
 t1=$(date +%s.%N)
 import_s=$(echo "$t1 - $t0" | bc -l)
+# A finalize with nothing new after it: every imported session's record
+# is checked for growth, as a hooked session's is.
+t0=$(date +%s.%N)
+HARNERY_HOME="$IMPORTED" agent_env "$BIN/harnery" finalize --json >/dev/null
+t1=$(date +%s.%N)
+idle_s=$(echo "$t1 - $t0" | bc -l)
 imported=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["sessions"])' "$WORK/import.json")
 
 # The base build: one SessionStart hook per record, then its finalize.
@@ -148,7 +156,9 @@ time_pages() {
   for page in / /sessions /api/sessions; do
     local target="$base$page?token=$token" code
     code=$(curl -s -o /dev/null -w '%{http_code}' "$target")
-    [ "$code" = 200 ] || { kill "$pid"; echo "$page answered $code" >&2; exit 2; }
+    # A page this build does not have (the list page before it moved to
+    # /sessions) is named, not timed.
+    [ "$code" = 200 ] || { echo "$page no-page-$code"; continue; }
     for _ in $(seq "$REQUESTS"); do
       curl -s -o /dev/null -w '%{time_total}\n' "$target"
     done | median | awk -v p="$page" '{printf "%s %.1f\n", p, $1 * 1000}'
@@ -161,6 +171,7 @@ time_pages "$HARNERY_BASE_BIN/harnery" "$HOOKED" >"$WORK/pages.base"
 
 printf '%d sessions, %.1f MB of records; %d imported\n' "$SESSIONS" "$(echo "$bytes / 1000000" | bc -l)" "$imported"
 printf '%-36s %8.2f s\n' "harnery import (this build)" "$import_s"
+printf '%-36s %8.2f s\n' "finalize after it, nothing new" "$idle_s"
 printf '%-36s %8.2f s\n' "hooks + finalize (base build)" "$base_finalize_s"
 printf 'median of %d requests, ms      %10s %10s  target\n' "$REQUESTS" "this" "base"
 paste -d' ' "$WORK/pages.this" "$WORK/pages.base" | while read -r page this _ base; do
@@ -168,7 +179,7 @@ paste -d' ' "$WORK/pages.this" "$WORK/pages.base" | while read -r page this _ ba
     /) target=150 ;;
     *) target=100 ;;
   esac
-  verdict=$(awk -v t="$this" -v m="$target" 'BEGIN {print (t < m) ? "under " m : "OVER " m}')
+  verdict=$(awk -v t="$this" -v m="$target" 'BEGIN {print (t !~ /^[0-9.]+$/) ? "-" : (t < m) ? "under " m : "OVER " m}')
   printf '%-30s %10s %10s  %s\n' "$page" "$this" "$base" "$verdict"
 done
 echo "raw outputs: $WORK"

@@ -95,6 +95,12 @@ fn text(report: &ImportReport) -> String {
                 n => format!("; {n} older than --since"),
             },
         ));
+        if a.agent == harnery::contract::AdapterId::GeminiCli {
+            s.push_str(
+                "  Gemini CLI's record files name only the first 8 characters of a session id: \
+                 not imported yet\n",
+            );
+        }
         for r in &a.refused {
             s.push_str(&format!(
                 "  not imported: {} ({}): {}\n",

@@ -4,6 +4,7 @@
 //! class `imported`.
 
 mod damage;
+mod fleet;
 mod hooks_later;
 mod kill;
 mod listed;

@@ -238,7 +238,7 @@ pub(crate) fn known_sessions(home: &Home) -> Result<HashSet<SessionRef>, ImportE
             known.extend(listed.into_iter().map(|s| s.session));
         }
     }
-    let spooled = crate::report::spool_facts::spooled_sessions(home);
+    let spooled = crate::report::spool_facts::spooled_sessions_holding_records(home);
     known.extend(spooled.map_err(|e| ImportError::Spool(e.to_string()))?);
     Ok(known)
 }

@@ -90,6 +90,17 @@ fn scan_file(file: &SealedSegment, facts: &mut SpoolFacts) -> Result<Option<i64>
 /// A directory with no record left (drained) is not listed: the ledger
 /// knows that session.
 pub(crate) fn spooled_sessions(home: &Home) -> Result<Vec<SessionRef>, SpoolError> {
+    spooled(home, false)
+}
+
+/// [`spooled_sessions`], leaving out a plain directory with no whole
+/// record in it (a drain emptied it, or a writer was killed before its
+/// first record was whole): what `harnery import` takes as known.
+pub(crate) fn spooled_sessions_holding_records(home: &Home) -> Result<Vec<SessionRef>, SpoolError> {
+    spooled(home, true)
+}
+
+fn spooled(home: &Home, only_holding: bool) -> Result<Vec<SessionRef>, SpoolError> {
     let spool = IntakeSpool::open(home);
     let mut out = Vec::new();
     for session in spool.sessions()? {
@@ -98,7 +109,7 @@ pub(crate) fn spooled_sessions(home: &Home) -> Result<Vec<SessionRef>, SpoolErro
         };
         let files = session.files()?;
         let id = match is_plain(&session.session_key) {
-            true => holds_a_record(&files).then(|| session.session_key.clone()),
+            true => (!only_holding || holds_a_record(&files)).then(|| session.session_key.clone()),
             false => first_session_id(&files),
         };
         out.extend(id.map(|session_id| SessionRef {
