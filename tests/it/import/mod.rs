@@ -8,6 +8,7 @@ mod fleet;
 mod hooks_later;
 mod kill;
 mod listed;
+mod progress;
 mod serve_offer;
 
 use std::collections::HashMap;
