@@ -5,7 +5,7 @@
 //! `<config>/projects/*/<id>.jsonl`, Copilot's
 //! `session-state/<id>/events.jsonl`, Codex's rollouts, Qwen Code's
 //! chats, OpenCode's `opencode.db`). An import lists them
-//! ([`Adapter::recorded_files`], names and times only), leaves out every
+//! (`Adapter::recorded_files`, names and times only), leaves out every
 //! session the ledger or the intake spool already knows (hooks saw it, or
 //! an earlier import spooled it), checks each record's path with the gate
 //! every followed record passes (`agents::record::place`), and spools one
