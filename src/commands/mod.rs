@@ -21,6 +21,7 @@ pub mod finalize;
 pub mod fleet;
 pub mod fleet_search;
 pub mod health;
+pub mod import;
 pub mod install;
 pub mod progress;
 pub mod receipts;
@@ -125,6 +126,8 @@ enum Command {
     Uninstall(install::UninstallArgs),
     /// Drain the spools into the ledger.
     Finalize(finalize::Args),
+    /// Read the sessions agents recorded before harnery was installed (class imported).
+    Import(import::Args),
     /// Ship a contract change: quiesce, archive, reinstall, carry.
     Epoch(epoch::Args),
     /// Keep the raw archive compressed (`archive compact`).
@@ -193,6 +196,7 @@ fn dispatch(command: Command) -> CmdResult {
         Command::Install(a) => install::run_install(a),
         Command::Uninstall(a) => install::run_uninstall(a),
         Command::Finalize(a) => finalize::run(a),
+        Command::Import(a) => import::run(a),
         Command::Epoch(a) => epoch::run(a),
         Command::Archive(a) => archive::run(a),
         Command::Sessions(a) => sessions::run(a),

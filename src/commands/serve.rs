@@ -47,7 +47,11 @@ pub fn run(args: Args) -> CmdResult {
         Some(url) => Backend::Fleet(Box::new(Fleet {
             target: Target::resolve(Some(url), &PgEnv::from_process())?,
         })),
-        None => Backend::home(Home::from_env()?),
+        None => {
+            let home = Home::from_env()?;
+            offer_import(&home)?;
+            Backend::home(home)
+        }
     };
     let options = Options {
         allow_hosts: args.allow_host.clone(),
@@ -69,4 +73,33 @@ pub fn run(args: Args) -> CmdResult {
     }
     bound.run()?;
     Ok(Outcome::Clean)
+}
+
+/// On a first start (the ledger holds no imported session) with sessions
+/// in the agents' own records that the ledger does not hold: say on stderr
+/// how many and the command that reads them in; at a terminal, offer to
+/// run it now. Nothing found, or the records not readable: nothing said.
+fn offer_import(home: &Home) -> Result<(), super::CmdError> {
+    use std::io::IsTerminal;
+    let Ok(Some(n)) = harnery::import::not_yet_imported(home) else {
+        return Ok(());
+    };
+    if n == 0 {
+        return Ok(());
+    }
+    eprintln!(
+        "harnery serve: your agents' own records hold {n} session(s) the ledger does not \
+         (recorded before harnery was installed, or where its hooks did not run); \
+         `harnery import` reads them in as imported sessions (`--dry-run` says what it would read)"
+    );
+    if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+        return Ok(());
+    }
+    eprint!("Import them now? [y/N] ");
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer)?;
+    if matches!(answer.trim(), "y" | "Y" | "yes") {
+        super::import::run_every_agent()?;
+    }
+    Ok(())
 }

@@ -63,6 +63,8 @@ pub struct Args {
 pub enum ClassFilter {
     Eligible,
     AuditOnly,
+    /// Read by `harnery import` from the agent's own record.
+    Imported,
 }
 
 /// What `--project` names: an argument that is a directory (`.`, a path)
@@ -97,6 +99,7 @@ impl Args {
             class: self.class.map(|c| match c {
                 ClassFilter::Eligible => AuditClass::Eligible,
                 ClassFilter::AuditOnly => AuditClass::AuditOnly,
+                ClassFilter::Imported => AuditClass::Imported,
             }),
             skip: 0,
             limit: self.limit,

@@ -103,6 +103,10 @@ fn render_parts(parts: &[Part]) -> String {
         out.len() - 1,
         &format!("  epochs: {}\n", labels.join(" → ")),
     );
+    mark_imported(
+        &mut out,
+        parts.iter().flat_map(|p| p.timeline.entries.iter()),
+    );
     for (i, part) in parts.iter().enumerate() {
         if i > 0 {
             out.push_str(&format!("{}\n", boundary(parts[i - 1].epoch, part.epoch)));
@@ -116,6 +120,7 @@ fn render_parts(parts: &[Part]) -> String {
 /// since the session's first event.
 pub fn render(t: &Timeline) -> String {
     let mut out = header(&t.summary);
+    mark_imported(&mut out, t.entries.iter());
     out.push_str(&lines(t.entries.iter().cloned()));
     out
 }
@@ -136,6 +141,16 @@ fn lines(entries: impl Iterator<Item = TimelineEntry>) -> String {
         out.push_str(&line(&e));
     }
     out
+}
+
+/// Under a header, a line saying the session was imported, when it was.
+fn mark_imported<'e>(header: &mut String, mut entries: impl Iterator<Item = &'e TimelineEntry>) {
+    if entries.any(|e| e.kind == "session.imported") {
+        header.insert_str(
+            header.len() - 1,
+            "  class imported: read by `harnery import` from the agent's own record; no hook saw its start\n",
+        );
+    }
 }
 
 fn header(s: &SessionSummary) -> String {

@@ -44,11 +44,21 @@ pub struct Args {
     /// adds a separate `priced_cost`, never mixed with reported cost.
     #[arg(long, value_name = "FILE")]
     prices: Option<PathBuf>,
+    /// Only sessions imported by `harnery import` (`only`), or leave them
+    /// out (`exclude`); by default both count, the imported ones marked.
+    #[arg(long, value_name = "only|exclude")]
+    imported: Option<ImportedFilter>,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
     #[command(flatten)]
     epoch: EpochArg,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ImportedFilter {
+    Only,
+    Exclude,
 }
 
 pub fn run(args: Args) -> CmdResult {
@@ -61,6 +71,7 @@ pub fn run(args: Args) -> CmdResult {
         session: args.session.as_deref(),
         by: args.by,
         since_unix_ns: args.since,
+        imported: args.imported.map(|f| f == ImportedFilter::Only),
     };
     let (tally, damaged) = tally_epochs(&epochs, &ask, prices)?;
     let mut out = harnery::terminal::stdout(args.json);

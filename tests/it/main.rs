@@ -11,6 +11,7 @@ mod export;
 mod finalize;
 mod fleet;
 mod hook;
+mod import;
 mod install;
 mod ledger;
 mod operator;

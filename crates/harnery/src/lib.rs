@@ -20,6 +20,7 @@ pub mod export;
 pub mod finalize;
 pub(crate) mod fingerprint;
 pub mod fleet;
+pub mod import;
 pub mod install;
 pub mod ledger;
 pub mod now;

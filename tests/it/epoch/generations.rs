@@ -1,6 +1,7 @@
-//! Contract generation 9 (the adapter ids of every agent with hooks, and
-//! `paired_by` on a completion found by order) ships by an epoch advance
-//! from the homes generations 6, 7 and 8 wrote, and every epoch is
+//! Contract generation 10 (`session.imported`, after generation 9's adapter
+//! ids of every agent with hooks and `paired_by` on a completion found by
+//! order) ships by an epoch advance from the homes generations 6, 7, 8 and
+//! 9 wrote, and every epoch is
 //! judged by the generation that wrote it: an archived generation-6 or
 //! generation-1 epoch validates under its own shape, and a row that only a
 //! later generation allows is a problem of its archive even though this
@@ -12,7 +13,8 @@ use serde_json::Value;
 
 use crate::common::{self, run, stderr, stdout};
 
-/// Generation 9's schema digest, as its genesis stores it.
+/// Generation 10's schema digest, as its genesis stores it.
+const GEN10: &str = "79ce73ff16f48337f3b544607748fc7101bd1cb7aac1bfa641d55456fb6147fb";
 const GEN9: &str = "4e1bdb3de36ea40587aba91328ba8213bb86f8ab8b86baaa9f81a253552868d6";
 const GEN8: &str = "3e51b41f91f0a4ac0291c1cb3f6e3b2d4fbdaabc5b6356b3ede9b158e69512db";
 const GEN7: &str = "946ccbb2424d4f33151a7231bbdddd0709179294b4f7c061078332cd405a4b0d";
@@ -60,13 +62,13 @@ fn archive_id(home: &Path) -> String {
 fn ships_from(from: u32, digest: &str) -> tempfile::TempDir {
     let (dir, live) = crate::finalize::records::advanced_from(&format!("gen{from}"));
     let home = dir.path();
-    assert_eq!(live["contract_generation"], 9);
-    assert_eq!(live["schema_digest"], GEN9);
+    assert_eq!(live["contract_generation"], 10);
+    assert_eq!(live["schema_digest"], GEN10);
     let list = epochs(home);
     assert_eq!(list.len(), 2, "{list:?}");
     assert_eq!(list[0]["generation"], from, "{list:?}");
     assert_eq!(list[0]["schema_digest"], digest, "{list:?}");
-    assert_eq!(list[1]["generation"], 9, "{list:?}");
+    assert_eq!(list[1]["generation"], 10, "{list:?}");
     // The intake the advance carried is drained into the new epoch.
     ok(home, &["finalize"]);
     let all = ["--epoch", "all"];
@@ -98,14 +100,14 @@ fn ships_from(from: u32, digest: &str) -> tempfile::TempDir {
 }
 
 #[test]
-fn generation_nine_ships_by_an_epoch_advance_from_the_generation_six_home() {
+fn generation_ten_ships_by_an_epoch_advance_from_the_generation_six_home() {
     ships_from(6, GEN6);
 }
 
 /// The home generation 7 wrote (built by main at `caef7b7`, the last build
 /// that wrote it): its archive is judged by generation 7's description.
 #[test]
-fn generation_nine_ships_by_an_epoch_advance_from_the_generation_seven_home() {
+fn generation_ten_ships_by_an_epoch_advance_from_the_generation_seven_home() {
     ships_from(7, GEN7);
 }
 
@@ -114,7 +116,7 @@ fn generation_nine_ships_by_an_epoch_advance_from_the_generation_seven_home() {
 /// its Copilot completions carry no `paired_by`, and the new epoch's (the
 /// same client's session, recorded again after the advance) say `order`.
 #[test]
-fn generation_nine_ships_by_an_epoch_advance_from_the_generation_eight_home() {
+fn generation_ten_ships_by_an_epoch_advance_from_the_generation_eight_home() {
     let home = ships_from(8, GEN8);
     let home = home.path();
     common::feed_fixture(home, "copilot", "hook-exit1-postToolUse");
@@ -145,6 +147,34 @@ fn generation_nine_ships_by_an_epoch_advance_from_the_generation_eight_home() {
         }
     }
     assert!(ordered > 0, "a live Copilot completion found by order");
+}
+
+/// The home generation 9 wrote (built by main at `4f844e9`, the last build
+/// that wrote it): its archive is judged by generation 9's frozen shape,
+/// and a session imported after the advance is of class `imported`
+/// beside the archive's hooked sessions, whose records the import leaves
+/// alone (the clean session's record is on disk too).
+#[test]
+fn generation_ten_ships_by_an_epoch_advance_from_the_generation_nine_home() {
+    let dir = ships_from(9, GEN9);
+    let home = dir.path();
+    let agent = crate::import::AgentDirs::new();
+    assert_eq!(agent.claude_record("basic"), CLEAN);
+    let id = agent.claude_record("tool-failure");
+    let done = agent.import_json(home, &[]);
+    assert_eq!(done["sessions"], 1, "{done}");
+    let listed = crate::import::sessions_by_id(home);
+    assert_eq!(
+        listed[&id]["eligibility"]["class"], "imported",
+        "{listed:?}"
+    );
+    assert_eq!(
+        listed[CLEAN]["eligibility"]["class"], "eligible",
+        "{listed:?}"
+    );
+    ok(home, &["verify"]);
+    let validated = json(home, &["validate", "--epoch", "all", "--json"]);
+    assert_eq!(validated["ok"], true, "{validated}");
 }
 
 #[test]

@@ -11,6 +11,7 @@
 use std::path::{Path, PathBuf};
 
 use super::capability::{CapabilityProfile, RecoveryPolicy};
+pub(crate) use super::record::listing::RecordedFile;
 pub(crate) use super::record::place::{Part, RecordShape};
 use super::record::place::{RecordRole, Refusal};
 use super::record::{LineMark, NamedRecord, RecordLine};
@@ -191,6 +192,23 @@ pub(crate) trait Adapter: Sync {
     /// The sessions whose record is under `home`, each with the record's
     /// modification time (unix ns); read from names and times alone.
     fn recorded_sessions(&self, home: &Path) -> Vec<(String, i64)>;
+    /// [`Adapter::recorded_sessions`] with each record's path, as `harnery
+    /// import` reads them; by default each found by its id
+    /// ([`Adapter::found_record`]).
+    fn recorded_files(&self, home: &Path) -> Vec<RecordedFile> {
+        self.recorded_sessions(home)
+            .into_iter()
+            .filter_map(|(session_id, modified_ns)| {
+                let path = self.found_record(&session_id).ok().flatten()?;
+                Some(RecordedFile {
+                    session_id,
+                    path,
+                    modified_ns,
+                    subagents: Vec::new(),
+                })
+            })
+            .collect()
+    }
 
     // ---- set-up and resume ----
     /// Its directory and the variable that moves it.

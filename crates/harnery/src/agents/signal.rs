@@ -81,6 +81,16 @@ pub enum SignalKind {
     CheckpointRequested(CheckpointPayload),
     /// `harnery restore`.
     RestoreRequested(RestorePayload),
+    /// `harnery import`: the session is read from the agent's record.
+    Imported(Box<Imported>),
+}
+
+/// A `harnery.import` signal, read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Imported {
+    pub session: crate::contract::SessionImported,
+    /// Its subagents' own records: (agent id, path).
+    pub subagents: Vec<(String, String)>,
 }
 
 impl SignalKind {
@@ -141,6 +151,7 @@ impl SignalKind {
                 | SignalKind::CommandCompleted(_)
                 | SignalKind::CheckpointRequested(_)
                 | SignalKind::RestoreRequested(_)
+                | SignalKind::Imported(_)
         )
     }
 }

@@ -17,6 +17,9 @@ pub(crate) const LATE_EVIDENCE: &str = "late_evidence";
 pub(crate) const UNRECOGNIZED_SIGNALS: &str = "unrecognized_signals";
 pub(crate) const SPOOL_DAMAGE: &str = "spool_damage";
 pub(crate) const END_REQUEST_SUPERSEDED: &str = "end_request_superseded";
+/// The session was imported from the agent's record (`session.imported`):
+/// no hook saw its start, so it is of class `imported`, never eligible.
+pub(crate) const IMPORTED: &str = "imported";
 
 /// A set of audit reasons, as stored in `sessions.audit_flags`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -34,6 +37,8 @@ pub(crate) const SPOOL_DAMAGE_BIT: u32 = 1 << 8;
 pub(crate) const TOOL_UNPAIRED_BIT: u32 = 1 << 9;
 /// A command terminal whose request is not in the epoch.
 pub(crate) const COMMAND_UNPAIRED_BIT: u32 = 1 << 10;
+/// A `session.imported` event (generation 10).
+pub(crate) const IMPORTED_BIT: u32 = 1 << 11;
 
 impl AuditFlags {
     /// The reasons these flags stand for, in a fixed order.
@@ -50,6 +55,7 @@ impl AuditFlags {
             (SPOOL_DAMAGE_BIT, SPOOL_DAMAGE),
             (TOOL_UNPAIRED_BIT, TOOL_PAIRING_INCOMPLETE),
             (COMMAND_UNPAIRED_BIT, COMMAND_PAIRING_INCOMPLETE),
+            (IMPORTED_BIT, IMPORTED),
         ] {
             if self.0 & bit != 0 && !out.iter().any(|r| r == reason) {
                 out.push(reason.to_string());
@@ -73,6 +79,7 @@ pub fn event_flags(event: &Event) -> AuditFlags {
         Payload::LateEvidence(_) => LATE_EVIDENCE_BIT,
         Payload::SignalUnrecognized(_) => UNRECOGNIZED_BIT,
         Payload::HealthCondition(h) if is_damage(&h.code) => SPOOL_DAMAGE_BIT,
+        Payload::SessionImported(_) => IMPORTED_BIT,
         _ => 0,
     };
     AuditFlags(bits)
@@ -103,6 +110,7 @@ mod tests {
         assert_eq!(AuditFlags(256).reasons(), vec![SPOOL_DAMAGE]);
         assert_eq!(AuditFlags(512).reasons(), vec![TOOL_PAIRING_INCOMPLETE]);
         assert_eq!(AuditFlags(1024).reasons(), vec![COMMAND_PAIRING_INCOMPLETE]);
+        assert_eq!(AuditFlags(2048).reasons(), vec![IMPORTED]);
         assert_eq!(AuditFlags(0).reasons(), Vec::<String>::new());
         assert_eq!(AuditFlags(2 | 8).reasons().len(), 2);
     }

@@ -33,6 +33,7 @@ pub(crate) fn frozen_shape_json(n: u32) -> Option<&'static str> {
     match n {
         8 => Some(include_str!("frozen/gen8.json")),
         9 => Some(include_str!("frozen/gen9.json")),
+        10 => Some(include_str!("frozen/gen10.json")),
         _ => None,
     }
 }

@@ -107,6 +107,15 @@ pub const GENERATIONS: &[Generation] = &[
                       hook that fired and says no more the ledger models (a model step, a \
                       compaction check that changed nothing), with the agent's name of it",
     },
+    Generation {
+        number: 10,
+        digest: "79ce73ff16f48337f3b544607748fc7101bd1cb7aac1bfa641d55456fb6147fb",
+        description: "history from before install: session.imported, the first event of a \
+                      session `harnery import` read from the agent's own record (its path, \
+                      size and modification time when found), which makes the session of \
+                      evidence class imported (never eligible evidence), also when hooks see \
+                      it later",
+    },
 ];
 
 impl Generation {

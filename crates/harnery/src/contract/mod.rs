@@ -48,10 +48,10 @@ pub use payload::{
     EventType, HealthCondition, HookObserved, LateEvidence, MessageAssistant, MessageDisplayed,
     MessageUser, Notification, Observation, OffsetRange, Outcome, PairedBy, Payload,
     PermissionRequested, PromptSubmitted, ReasoningRecorded, RecordAt, RecordProblem, Recovery,
-    RecoveryReason, RestoreRecorded, SessionEnded, SessionMetadata, SessionResumed, SessionStarted,
-    SignalUnrecognized, StaleSignal, SubagentStarted, SubagentStopped, ToolBatchCompleted,
-    ToolCompleted, ToolRecorded, ToolRequested, TurnCompleted, TurnStarted, UsageReported,
-    UsageSummary,
+    RecoveryReason, RestoreRecorded, SessionEnded, SessionImported, SessionMetadata,
+    SessionResumed, SessionStarted, SignalUnrecognized, StaleSignal, SubagentStarted,
+    SubagentStopped, ToolBatchCompleted, ToolCompleted, ToolRecorded, ToolRequested, TurnCompleted,
+    TurnStarted, UsageReported, UsageSummary,
 };
 pub(crate) use shape::Shape;
 pub use validate::{Rule, Violation, validate_event};

@@ -123,6 +123,9 @@ macro_rules! payload_struct {
     };
 }
 
+mod session_log;
+pub use session_log::*;
+
 payload_struct!(SessionStarted {
     /// startup, resume, compact, clear, new …, as the agent said it.
     #[serde(default)] source: Option<String>,
@@ -493,43 +496,6 @@ payload_struct!(
         #[serde(default, skip_serializing_if = "Option::is_none")] line_offset: Option<u64>,
     }
 );
-payload_struct!(
-    /// `harnery restore` handed the events below `boundary_offset` (the
-    /// checkpoint's) to a fresh incarnation of the agent.
-    RestoreRecorded {
-        checkpoint_id: String,
-        boundary_offset: u64,
-    }
-);
-payload_struct!(
-    /// The session was resumed: events from `superseded.from` up to this
-    /// event are no longer the live line (they stay in the ledger, marked
-    /// on read), the checkpoints pinned above the boundary are invalid, and
-    /// this event and the ones after it belong to `incarnation`.
-    SessionResumed {
-        boundary_offset: u64,
-        superseded: OffsetRange,
-        invalidated_checkpoints: Vec<String>,
-        incarnation: u64,
-        /// The restore's checkpoint, when a recorded restore led here.
-        #[serde(default)] checkpoint_id: Option<String>,
-        /// `restore` (a recorded restore, then native activity),
-        /// `agent_resume` (the agent said it resumed: `source: resume`) or
-        /// `prompt_after_end` (a new prompt after a native session end).
-        evidence: String,
-    }
-);
-payload_struct!(
-    /// A signal of an older incarnation that arrived after a resume:
-    /// evidence, kept off the live line.
-    StaleSignal {
-        #[serde(default)] adapter_event: Option<String>,
-        /// Why it is taken for an older incarnation's.
-        reason: String,
-        live_incarnation: u64,
-    }
-);
-
 /// The payload of an event, tagged with its type.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", content = "payload")]
@@ -612,6 +578,8 @@ pub enum Payload {
     SessionResumed(SessionResumed),
     #[serde(rename = "session.stale_signal")]
     StaleSignal(StaleSignal),
+    #[serde(rename = "session.imported")]
+    SessionImported(SessionImported),
 }
 
 macro_rules! event_types {
@@ -694,4 +662,5 @@ event_types! {
     SessionResumed => "session.resumed",
     StaleSignal => "session.stale_signal",
     HookObserved => "hook.observed",
+    SessionImported => "session.imported",
 }

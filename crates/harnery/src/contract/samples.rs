@@ -234,6 +234,11 @@ pub(super) fn samples() -> Vec<Payload> {
             model: s(),
             detail: s(),
         }),
+        Payload::SessionImported(SessionImported {
+            path: "/home/u/.claude/projects/-w/s.jsonl".into(),
+            bytes: 1234,
+            modified_unix_ns: 1_765_000_000_000_000_000,
+        }),
     ]
 }
 

@@ -26,7 +26,16 @@ const MIGRATIONS: &[(i32, &str, &str)] = &[
     (4, "20261203T1000Z_search_text", SEARCH_TEXT),
     (5, "20261206T0500Z_bound_rows_keyed_ids", BOUND),
     (6, "20261206T1400Z_session_titles", TITLES),
+    (7, "20261206T1410Z_imported_class", IMPORTED_CLASS),
 ];
+
+/// A session `harnery import` read from the agent's record is of class
+/// `imported` (contract generation 10).
+const IMPORTED_CLASS: &str = r#"
+ALTER TABLE harnery.sessions DROP CONSTRAINT sessions_class_check;
+ALTER TABLE harnery.sessions ADD CONSTRAINT sessions_class_check
+    CHECK (class IN ('eligible', 'audit_only', 'imported'));
+"#;
 
 const INITIAL: &str = r#"
 CREATE TABLE harnery.hosts (

@@ -30,7 +30,15 @@
 //! (`epoch::ArchivedSession`), which hold even when this build cannot
 //! parse the archive's events.
 //!
-//! Audit-only is a classification, not an error: `harnery audit` exits 0.
+//! - `imported`: the session was read from the agent's own record by
+//!   `harnery import` (a `session.imported` event): no hook saw it, so it
+//!   is never eligible. Its class is `imported` rather than `audit_only`
+//!   (its other reasons are listed beside), and it stays so when hooks
+//!   later add to it (a resume): the start of its history has no hook
+//!   evidence.
+//!
+//! Audit-only and imported are classifications, not errors: `harnery
+//! audit` exits 0.
 
 use std::collections::BTreeSet;
 
@@ -45,6 +53,8 @@ use crate::contract::eligibility::event_flags;
 pub enum AuditClass {
     Eligible,
     AuditOnly,
+    /// Read from the agent's record by `harnery import`, seen by no hook.
+    Imported,
 }
 
 impl AuditClass {
@@ -52,6 +62,7 @@ impl AuditClass {
         match self {
             AuditClass::Eligible => "eligible",
             AuditClass::AuditOnly => "audit_only",
+            AuditClass::Imported => "imported",
         }
     }
 }
@@ -70,7 +81,7 @@ pub struct Classification {
 }
 
 pub(crate) use crate::contract::eligibility::{
-    COMMAND_PAIRING_INCOMPLETE, TOOL_PAIRING_INCOMPLETE,
+    COMMAND_PAIRING_INCOMPLETE, IMPORTED, TOOL_PAIRING_INCOMPLETE,
 };
 
 impl Classification {
@@ -82,14 +93,19 @@ impl Classification {
         }
     }
 
-    /// Add reasons (kept sorted and distinct); any reason makes it audit-only.
+    /// Add reasons (kept sorted and distinct): `imported` makes it
+    /// imported, any other reason audit-only.
     pub(crate) fn add_reasons(&mut self, more: impl IntoIterator<Item = String>) {
         let mut all: BTreeSet<String> = self.reasons.drain(..).collect();
         all.extend(more);
         self.reasons = all.into_iter().collect();
-        if !self.reasons.is_empty() {
-            self.class = AuditClass::AuditOnly;
-        }
+        self.class = if self.reasons.iter().any(|r| r == IMPORTED) {
+            AuditClass::Imported
+        } else if self.reasons.is_empty() {
+            AuditClass::Eligible
+        } else {
+            AuditClass::AuditOnly
+        };
     }
 }
 

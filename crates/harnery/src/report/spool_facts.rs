@@ -103,15 +103,27 @@ fn scan_file(
 /// A directory with no record left (drained) is not listed: the ledger
 /// knows that session.
 pub(crate) fn spooled_sessions(home: &Home) -> Result<Vec<SessionRef>, SpoolError> {
+    spooled(home, false)
+}
+
+/// [`spooled_sessions`], leaving out a plain directory with no whole
+/// record in it (a drain emptied it, or a writer was killed before its
+/// first record was whole): what `harnery import` takes as known.
+pub(crate) fn spooled_sessions_holding_records(home: &Home) -> Result<Vec<SessionRef>, SpoolError> {
+    spooled(home, true)
+}
+
+fn spooled(home: &Home, only_holding: bool) -> Result<Vec<SessionRef>, SpoolError> {
     let spool = IntakeSpool::open(home);
     let mut out = Vec::new();
     for session in spool.sessions()? {
         let Some(adapter) = AdapterId::parse(&session.adapter) else {
             continue;
         };
+        let files = session.files()?;
         let id = match is_plain(&session.session_key) {
-            true => Some(session.session_key.clone()),
-            false => first_session_id(&session.files()?),
+            true => (!only_holding || holds_a_record(&files)).then(|| session.session_key.clone()),
+            false => first_session_id(&files),
         };
         out.extend(id.map(|session_id| SessionRef {
             adapter,
@@ -132,6 +144,15 @@ pub(crate) fn spooled_sessions(home: &Home) -> Result<Vec<SessionRef>, SpoolErro
         }
     }
     Ok(out)
+}
+
+/// Whether a session's spool files hold a whole record (a directory a
+/// drain emptied keeps only its lease; a writer killed before its first
+/// record was whole left none).
+fn holds_a_record(files: &[SealedSegment]) -> bool {
+    files
+        .iter()
+        .any(|f| read_segment(&f.path).is_ok_and(|r| !r.records.is_empty()))
 }
 
 fn first_session_id(files: &[SealedSegment]) -> Option<String> {

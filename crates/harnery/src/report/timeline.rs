@@ -118,6 +118,27 @@ fn refused_calls(events: &[Event]) -> HashSet<String> {
 const LOST: &str = " (no hook span: a hook signal was lost)";
 const REFUSED: &str = " (no hook span: the agent refused the call before its hooks ran)";
 const UNHOOKED: &str = " (no hook span: the agent runs no hooks for this tool)";
+const IMPORTED: &str = " (no hook span: imported from the agent's record, no hook ran)";
+
+/// In a session `harnery import` read, the offset where hooks began to
+/// see it (a resume), if they did: the calls its record holds before
+/// that had no hook to run.
+fn imported_until(events: &[Event]) -> Option<u64> {
+    events
+        .iter()
+        .any(|e| matches!(e.payload, Payload::SessionImported(_)))
+        .then(|| {
+            let hooked = |e: &&Event| {
+                matches!(
+                    e.payload,
+                    Payload::SessionStarted(_)
+                        | Payload::PromptSubmitted(_)
+                        | Payload::ToolRequested(_)
+                )
+            };
+            events.iter().find(hooked).map_or(u64::MAX, |e| e.offset)
+        })
+}
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Timeline {
@@ -159,6 +180,7 @@ pub(crate) fn with_events(
     let (events, damaged_rows) = ledger.events().session_events_lenient(session)?;
     let joins = RecordJoin::of_events(&events);
     let refused = refused_calls(&events);
+    let imported = imported_until(&events);
     let entries = events
         .iter()
         .filter_map(|e| {
@@ -175,7 +197,9 @@ pub(crate) fn with_events(
             if let Payload::ToolRecorded(t) = &e.payload
                 && let Some(cut) = entry.text.strip_suffix(LOST)
             {
-                if refused.contains(&t.tool_call_id) {
+                if imported.is_some_and(|until| e.offset < until) {
+                    entry.text = format!("{cut}{IMPORTED}");
+                } else if refused.contains(&t.tool_call_id) {
                     entry.text = format!("{cut}{REFUSED}");
                 } else if !agent(session.adapter).hooked_tool(&t.tool_name) {
                     entry.text = format!("{cut}{UNHOOKED}");
@@ -329,6 +353,7 @@ fn describe(p: &Payload, span: Option<&SpanRow>) -> String {
                 .map(|d| format!(" ({d})"))
                 .unwrap_or_default()
         ),
+        Payload::SessionImported(i) => format!("imported from {} ({} bytes)", i.path, i.bytes),
         Payload::ToolBatchCompleted(b) => format!("tool batch of {} completed", b.calls),
         Payload::LateEvidence(l) => format!(
             "late evidence for {} ({:?})",

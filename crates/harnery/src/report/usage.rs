@@ -122,6 +122,10 @@ pub struct UsageGroup {
     /// same call id): counted here as well, and reported by `health`.
     #[serde(skip_serializing_if = "is_zero")]
     pub shared_id_records: u64,
+    /// Records of sessions `harnery import` read from the agents' records
+    /// (class `imported`: no hook saw them), counted in `tokens` too.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub imported_records: u64,
     /// The agents' own totals for the group (`usage.summary`), apart from
     /// the calls' counts above; absent when no agent reported one.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -222,6 +226,18 @@ pub struct UsageTally {
     /// [`UsageTally::settle`] adds them to the groups.
     #[serde(skip)]
     summaries: LatestSummaries,
+    /// Sessions whose `session.imported` was read, and which of them count
+    /// ([`UsageTally::only_imported`]).
+    #[serde(skip)]
+    imported: ImportedSessions,
+}
+
+/// The imported sessions a tally met, and whether it counts only them
+/// (`Some(true)`), only the others (`Some(false)`) or both.
+#[derive(Debug, Clone, Default)]
+struct ImportedSessions {
+    seen: std::collections::HashSet<crate::contract::SessionRef>,
+    only: Option<bool>,
 }
 
 /// The prefilter: a row whose text lacks this (the start of
@@ -229,6 +245,8 @@ pub struct UsageTally {
 const USAGE_TYPE: &[u8] = b"\"usage.";
 /// ...unless it links a session to its parent (`restore --apply`).
 const LINK: &[u8] = b"\"restored_from\"";
+/// ...or marks a session imported.
+const IMPORTED: &[u8] = b"\"session.imported\"";
 
 impl UsageTally {
     pub(crate) fn new(by: GroupBy, prices: Option<Prices>) -> UsageTally {
@@ -240,7 +258,21 @@ impl UsageTally {
             prices,
             owners: CallOwners::default(),
             summaries: LatestSummaries::default(),
+            imported: ImportedSessions::default(),
         }
+    }
+
+    /// Count only the usage of imported sessions (`true`) or only that of
+    /// the others (`false`).
+    pub fn only_imported(&mut self, imported: bool) {
+        self.imported.only = Some(imported);
+    }
+
+    /// Whether `event`'s session counts under the imported filter.
+    fn counts(&self, event: &Event) -> bool {
+        self.imported
+            .only
+            .is_none_or(|only| only == self.imported.seen.contains(&event.session))
     }
 
     /// Count `event` if it is a usage report (once per model call: a copy
@@ -271,6 +303,12 @@ impl UsageTally {
         let prices = self.prices.as_ref();
         group.add(u, prices);
         self.total.add(u, prices);
+        if self.imported.seen.contains(&event.session)
+            && !(reports_no_tokens(u) && u.cost.is_some())
+        {
+            group.imported_records += 1;
+            self.total.imported_records += 1;
+        }
         if verdict == Verdict::Shared {
             group.shared_id_records += 1;
             self.total.shared_id_records += 1;
@@ -334,11 +372,14 @@ impl UsageTally {
     /// model call (a fork of that session) counts as inherited.
     pub(crate) fn add_row_if(&mut self, row: StoredText<'_>, selected: impl Fn(&Event) -> bool) {
         let finder = |needle| memchr::memmem::find(row.json, needle).is_some();
-        if !finder(USAGE_TYPE) && !finder(LINK) {
+        if !finder(USAGE_TYPE) && !finder(LINK) && !finder(IMPORTED) {
             return;
         }
         match serde_json::from_slice::<Event>(row.json) {
-            Ok(event) if selected(&event) => self.add(&event),
+            Ok(event) if matches!(event.payload, Payload::SessionImported(_)) => {
+                self.imported.seen.insert(event.session);
+            }
+            Ok(event) if selected(&event) && self.counts(&event) => self.add(&event),
             Ok(event) => self.observe(&event),
             Err(e) => self.damaged.push(DamagedRow {
                 seq: row.seq,

@@ -34,6 +34,9 @@ pub struct UsageAsk<'a> {
     pub by: GroupBy,
     /// Only usage recorded at or after this time.
     pub since_unix_ns: Option<i64>,
+    /// Only the usage of imported sessions (`Some(true)`), or only that
+    /// of the others (`Some(false)`).
+    pub imported: Option<bool>,
 }
 
 /// The prices a report applies: the user's file, else the bundled table.
@@ -52,6 +55,9 @@ pub fn tally_epochs(
     prices: Prices,
 ) -> Result<(UsageTally, bool), UsageError> {
     let mut tally = UsageTally::new(ask.by, Some(prices));
+    if let Some(imported) = ask.imported {
+        tally.only_imported(imported);
+    }
     let session = match ask.session {
         Some(name) => Some(epochs.session("usage", name)?.session),
         None => None,

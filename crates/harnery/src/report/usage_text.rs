@@ -114,6 +114,14 @@ fn notes(out: &mut String, total: &UsageGroup) {
             total.shared_id_records
         );
     }
+    if total.imported_records > 0 {
+        let _ = writeln!(
+            out,
+            "imported: {} records of sessions read by `harnery import` from the agents' own \
+             records (class imported: no hook saw them), counted above",
+            total.imported_records
+        );
+    }
     if total.records_with_unreadable_cost > 0 {
         let _ = writeln!(
             out,

@@ -222,7 +222,12 @@ fn filter(t: &Target) -> Result<(Form, SessionFilter), Bad> {
         None => None,
         Some("eligible") => Some(AuditClass::Eligible),
         Some("audit_only") => Some(AuditClass::AuditOnly),
-        Some(c) => return Err(Bad(format!("class={c:?} is not eligible or audit_only"))),
+        Some("imported") => Some(AuditClass::Imported),
+        Some(c) => {
+            return Err(Bad(format!(
+                "class={c:?} is not eligible, audit_only or imported"
+            )));
+        }
     };
     let page = number("page")?.unwrap_or(0);
     let limit = number("limit")?;

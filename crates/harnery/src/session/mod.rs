@@ -42,6 +42,7 @@ pub(crate) mod effects;
 mod emit;
 mod emitter;
 mod ends;
+mod imported;
 mod locate;
 pub(crate) mod policy;
 mod record;
@@ -459,6 +460,7 @@ impl SessionProducer {
             SignalKind::RecordProblem(p) => self.on_record_problem(p, trigger, out),
             SignalKind::CheckpointRequested(p) => self.on_checkpoint_requested(p, trigger, out),
             SignalKind::RestoreRequested(p) => self.on_restore_requested(p, trigger, out),
+            SignalKind::Imported(p) => self.on_imported(*p, trigger, out),
         }
     }
 

@@ -143,6 +143,9 @@ impl Adapter for ClaudeCode {
     fn recorded_sessions(&self, home: &Path) -> Vec<(String, i64)> {
         crate::agents::record::listing::claude_sessions(&projects_dir(home))
     }
+    fn recorded_files(&self, home: &Path) -> Vec<super::adapter::RecordedFile> {
+        crate::agents::record::listing::claude_files(&projects_dir(home))
+    }
     fn home(&self) -> AgentHome {
         AgentHome {
             var: CONFIG_VAR,

@@ -15,7 +15,7 @@ use crate::agents::adapter::{
     RecordTurns, Resume,
 };
 use crate::agents::capability::{CapabilityProfile, RecoveryPolicy, TimestampSource};
-use crate::agents::record::listing::{entries, modified_ns};
+use crate::agents::record::listing::{RecordedFile, entries, modified_ns};
 use crate::agents::record::place::{RecordRole, Refusal, is_plain_id};
 use crate::agents::record::{LineMark, NamedRecord, RecordLine};
 use crate::agents::signal::Normalized;
@@ -107,6 +107,9 @@ impl Adapter for Codex {
         home.join("sessions")
     }
     fn recorded_sessions(&self, home: &Path) -> Vec<(String, i64)> {
+        crate::agents::record::listing::ids_and_times(rollouts(&self.records_dir(home)))
+    }
+    fn recorded_files(&self, home: &Path) -> Vec<RecordedFile> {
         rollouts(&self.records_dir(home))
     }
     fn home(&self) -> AgentHome {
@@ -183,7 +186,7 @@ const HOOKED_TOOLS: [&str; 10] = [
 
 /// `<sessions>/YYYY/MM/DD/rollout-<time>-<id>.jsonl` for a plain id (the
 /// id is the last five `-`-separated fields of the name: a UUID).
-fn rollouts(sessions: &Path) -> Vec<(String, i64)> {
+fn rollouts(sessions: &Path) -> Vec<RecordedFile> {
     let days = entries(sessions)
         .flat_map(|y| entries(&y).collect::<Vec<_>>())
         .flat_map(|m| entries(&m).collect::<Vec<_>>());
@@ -197,7 +200,12 @@ fn rollouts(sessions: &Path) -> Vec<(String, i64)> {
             else {
                 continue;
             };
-            out.extend(modified_ns(&file).map(|t| (id, t)));
+            out.extend(modified_ns(&file).map(|modified_ns| RecordedFile {
+                session_id: id,
+                path: file.clone(),
+                modified_ns,
+                subagents: Vec::new(),
+            }));
         }
     }
     out

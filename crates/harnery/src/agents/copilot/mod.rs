@@ -135,6 +135,9 @@ impl Adapter for Copilot {
     fn recorded_sessions(&self, home: &Path) -> Vec<(String, i64)> {
         crate::agents::record::listing::copilot_sessions(&home.join("session-state"))
     }
+    fn recorded_files(&self, home: &Path) -> Vec<super::adapter::RecordedFile> {
+        crate::agents::record::listing::copilot_files(&home.join("session-state"))
+    }
     fn home(&self) -> AgentHome {
         AgentHome {
             var: HOME_VAR,

@@ -37,6 +37,13 @@
 //!   handed to a fresh incarnation; the session's next native activity
 //!   resumes it from there.
 //!
+//! - `harnery.import`: `{"path": "/abs/file", "bytes": 1234,
+//!   "modified_unix_ns": 1, "subagents": [{"agent_id": "a", "path":
+//!   "/abs/agent-a.jsonl"}]?}`. Written by `harnery import` for a session
+//!   no hook showed harnery: the session is read from the agent's record
+//!   at `path` (generation 10: `session.imported`, evidence class
+//!   `imported`).
+//!
 //! Times are the envelope's receive time; harnery's own signals carry none
 //! (record lines carry the agent's own timestamps where it wrote them).
 
@@ -46,7 +53,7 @@ pub(crate) mod payload;
 pub use payload::*;
 
 use self::chunk::record_chunk;
-use super::signal::{CommandResult, Normalized, SignalKind};
+use super::signal::{CommandResult, Imported, Normalized, SignalKind};
 use crate::contract::{AdapterId, CommandRequested, RecordProblem, SignalUnrecognized, TimeSource};
 
 #[cfg(test)]
@@ -110,6 +117,18 @@ fn kind_of(
         RESTORE => {
             let restore: RestorePayload = serde_json::from_slice(payload).map_err(malformed)?;
             Ok(SignalKind::RestoreRequested(restore))
+        }
+        IMPORT => {
+            let import: ImportPayload = serde_json::from_slice(payload).map_err(malformed)?;
+            let subagents = import.subagents.into_iter();
+            Ok(SignalKind::Imported(Box::new(Imported {
+                session: crate::contract::SessionImported {
+                    path: import.path,
+                    bytes: import.bytes,
+                    modified_unix_ns: import.modified_unix_ns,
+                },
+                subagents: subagents.map(|s| (s.agent_id, s.path)).collect(),
+            })))
         }
         END_REQUESTED => {
             let end: EndRequestPayload = serde_json::from_slice(payload).map_err(malformed)?;

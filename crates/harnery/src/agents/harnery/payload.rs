@@ -14,6 +14,7 @@ pub(crate) const RECORD: &str = "harnery.record";
 pub(crate) const RECORD_PROBLEM: &str = "harnery.record_problem";
 pub(crate) const CHECKPOINT: &str = "harnery.checkpoint";
 pub const RESTORE: &str = "harnery.restore";
+pub(crate) const IMPORT: &str = "harnery.import";
 
 /// How many bytes before a record cursor its fingerprint covers.
 pub(crate) const FINGERPRINT_LEN: u64 = 4096;
@@ -124,4 +125,23 @@ pub(crate) struct CommandCompletionPayload {
     pub signal: Option<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
+}
+
+/// `harnery.import`: the session is read from the agent's own record at
+/// `path`, found by `harnery import` with this size and modification time.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
+pub(crate) struct ImportPayload {
+    pub path: String,
+    pub bytes: u64,
+    pub modified_unix_ns: i64,
+    /// Its subagents' own records, followed beside it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subagents: Vec<ImportedSubagent>,
+}
+
+/// A subagent's own record an import names.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
+pub(crate) struct ImportedSubagent {
+    pub agent_id: String,
+    pub path: String,
 }

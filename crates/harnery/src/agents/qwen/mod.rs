@@ -24,6 +24,7 @@ use crate::agents::adapter::{
     Adapter, AgentHome, EntryShape, HookPlace, Part, RecordShape, RecordTurns, Resume,
 };
 use crate::agents::capability::{CapabilityProfile, RecoveryPolicy, TimestampSource};
+use crate::agents::record::listing::RecordedFile;
 use crate::agents::record::place::{RecordRole, Refusal, is_plain_id};
 use crate::agents::record::{LineMark, NamedRecord, RecordLine};
 use crate::agents::signal::Normalized;
@@ -46,7 +47,7 @@ fn runtime_dir(home: &Path, runtime: Option<std::ffi::OsString>) -> PathBuf {
 
 /// `<projects>/<project>/chats/<id>.jsonl` for a plain id, with its
 /// modification time (names and times only).
-fn sessions_in(projects: &Path) -> Vec<(String, i64)> {
+fn sessions_in(projects: &Path) -> Vec<RecordedFile> {
     use crate::agents::record::listing::{entries, modified_ns};
     let mut out = Vec::new();
     for project in entries(projects).filter(|p| p.is_dir()) {
@@ -58,7 +59,12 @@ fn sessions_in(projects: &Path) -> Vec<(String, i64)> {
             else {
                 continue;
             };
-            out.extend(modified_ns(&file).map(|t| (id.to_string(), t)));
+            out.extend(modified_ns(&file).map(|modified_ns| RecordedFile {
+                session_id: id.to_string(),
+                path: file.clone(),
+                modified_ns,
+                subagents: Vec::new(),
+            }));
         }
     }
     out
@@ -189,6 +195,9 @@ impl Adapter for QwenCode {
         runtime_dir(home, std::env::var_os(RUNTIME_VAR)).join("projects")
     }
     fn recorded_sessions(&self, home: &Path) -> Vec<(String, i64)> {
+        crate::agents::record::listing::ids_and_times(sessions_in(&self.records_dir(home)))
+    }
+    fn recorded_files(&self, home: &Path) -> Vec<RecordedFile> {
         sessions_in(&self.records_dir(home))
     }
     fn home(&self) -> AgentHome {

@@ -456,11 +456,14 @@ fn recorded_sessions_are_the_chats_under_projects() {
     std::fs::write(chats.join("s-1.jsonl"), "{}\n").expect("write");
     std::fs::write(chats.join("s-1.runtime.json"), "{}").expect("write");
     std::fs::write(chats.join("../not-a-chat.jsonl"), "{}").expect("write");
-    let found: Vec<String> = sessions_in(&dir.path().join("projects"))
-        .into_iter()
-        .map(|(id, _)| id)
-        .collect();
-    assert_eq!(found, ["s-1"]);
+    let found = sessions_in(&dir.path().join("projects"));
+    let ids: Vec<&str> = found.iter().map(|f| f.session_id.as_str()).collect();
+    assert_eq!(ids, ["s-1"]);
+    assert_eq!(
+        found[0].path,
+        chats.join("s-1.jsonl"),
+        "import reads it there"
+    );
 }
 
 #[test]

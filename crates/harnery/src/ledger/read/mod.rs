@@ -25,6 +25,7 @@ mod record_bytes;
 mod rows;
 mod session_range;
 mod sessions;
+mod sessions_imported;
 mod spans;
 mod trace_chunks;
 pub(super) mod unreadable;

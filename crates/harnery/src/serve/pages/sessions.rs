@@ -74,6 +74,7 @@ fn filters(form: &Form) -> Markup {
                 (option("", "any", &form.class))
                 (option("eligible", "eligible", &form.class))
                 (option("audit_only", "audit_only", &form.class))
+                (option("imported", "imported", &form.class))
             } } " "
             button type="submit" { "Filter" }
         }

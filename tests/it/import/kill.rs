@@ -1,0 +1,71 @@
+//! An import killed (SIGKILL) at a random moment, then run again, leaves
+//! each session imported exactly once, and the chain verifies.
+
+use std::time::Duration;
+
+use super::{AgentDirs, events_of, sessions_by_id, verified};
+use crate::common;
+
+const SESSIONS: usize = 40;
+
+fn with_many_records() -> AgentDirs {
+    let agents = AgentDirs::new();
+    let bytes = std::fs::read(super::fixture("claude-code/tool-failure.jsonl")).unwrap();
+    let text = String::from_utf8(bytes).unwrap();
+    let from = agents.claude_record("tool-failure");
+    for i in 0..SESSIONS - 1 {
+        let id = format!("{i:08x}-0000-4000-8000-000000000000");
+        agents.write_claude(&id, text.replace(&from, &id).as_bytes());
+    }
+    agents
+}
+
+/// A delay in [0, 600) ms from `seed`, told so that a failure reproduces.
+fn delay(seed: u64, round: u64) -> Duration {
+    let x = seed
+        .wrapping_add(round)
+        .wrapping_mul(6_364_136_223_846_793_005)
+        .wrapping_add(1_442_695_040_888_963_407);
+    Duration::from_millis((x >> 33) % 600)
+}
+
+#[test]
+fn an_import_killed_at_any_moment_then_rerun_imports_each_session_once() {
+    let agents = with_many_records();
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos() as u64;
+    for round in 0..4 {
+        let home = tempfile::tempdir().unwrap();
+        let h = home.path();
+        let wait = delay(seed, round);
+        let mut child = agents
+            .process(h)
+            .args(["import"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(wait);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let out = agents.import(h, &[]);
+        let context = format!("seed {seed} round {round}: killed after {wait:?}");
+        assert!(out.status.success(), "{context}: {}", common::stderr(&out));
+        let out = agents.run(h, &["finalize"]);
+        assert!(out.status.success(), "{context}: {}", common::stderr(&out));
+        let listed = sessions_by_id(h);
+        assert_eq!(listed.len(), SESSIONS, "{context}");
+        assert!(
+            listed
+                .values()
+                .all(|s| s["eligibility"]["class"] == "imported"),
+            "{context}"
+        );
+        let imported = events_of(h, "session.imported");
+        assert_eq!(imported.len(), SESSIONS, "{context}: each once");
+        verified(h);
+        assert_eq!(agents.import_json(h, &[])["sessions"], 0, "{context}");
+    }
+}
