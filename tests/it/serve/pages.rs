@@ -245,6 +245,8 @@ fn every_page_loads_in_chromium_cleanly_and_the_keyboard_reaches_every_session_a
     let served = Served::start(home);
     let mut d = browser.devtools();
     d.navigate(&served.url("/"));
+    keep_shot(&mut d, "serve-home.png");
+    load(&mut d, &served, "/sessions");
     keep_shot(&mut d, "serve-sessions.png");
     let ids = ids(home);
     let links: Vec<String> = serde_json::from_value(d.eval(
@@ -509,7 +511,7 @@ fn signals_finalized_while_pages_are_open_appear_on_them() {
     assert_eq!(d.errors(), Vec::<String>::new());
 
     // The sessions page marks a new session and a changed one.
-    d.navigate(&format!("{}/", served.base));
+    d.navigate(&format!("{}/sessions", served.base));
     d.pump(Duration::from_millis(2500));
     start_session(home, "claude-code", "second-session");
     prompt(

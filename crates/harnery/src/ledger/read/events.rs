@@ -142,6 +142,25 @@ impl Events<'_> {
         each_stored_text(rows, f)
     }
 
+    /// The stored text of every row after `seq`, in chain order: what a
+    /// reader that keeps a running tally has not seen yet.
+    pub(crate) fn for_each_stored_text_after<E: From<LedgerError>>(
+        &self,
+        seq: i64,
+        f: impl FnMut(StoredText<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let read = |e: rusqlite::Error| E::from(LedgerError::from(e));
+        let mut stmt = self
+            .r
+            .conn
+            .prepare_cached(
+                "SELECT seq, id, CAST(json AS BLOB) FROM events WHERE seq > ?1 ORDER BY seq",
+            )
+            .map_err(read)?;
+        let rows = stmt.query([seq]).map_err(read)?;
+        each_stored_text(rows, f)
+    }
+
     /// One session's rows of the given event types, in offset order, as
     /// [`Events::for_each_stored_text`] gives them. The types are those of
     /// the `type` column the ledger keeps beside each row's text, so only
