@@ -43,6 +43,9 @@ impl ReadError {
             self,
             ReadError::Source(SourceError::NoSuchSession(_))
                 | ReadError::Ledger(LedgerError::UnknownSession(_))
+                | ReadError::Ledger(LedgerError::SessionName(
+                    crate::contract::session_name::NameError::Unknown { .. }
+                ))
         )
     }
 }

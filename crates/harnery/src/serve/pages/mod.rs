@@ -29,8 +29,7 @@ pub(crate) enum Nav {
 
 /// A whole document: the header (navigation, the search box every page
 /// has, the theme switch), `body`, the shared script; with `timeline`,
-/// the view's style sheet and script too. `query` is the search box's
-/// text.
+/// the view's style sheet and script too.
 pub(crate) fn document(title: &str, nav: Nav, timeline: bool, body: Markup) -> String {
     document_with(title, nav, timeline, "", body)
 }
