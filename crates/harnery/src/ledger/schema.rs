@@ -18,7 +18,22 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ("20261201T1730Z_session_resumes", SESSION_RESUMES),
     ("20261201T1900Z_trace_chunks", TRACE_CHUNKS),
     ("20261202T1600Z_raw_members", RAW_MEMBERS),
+    ("20261206T1300Z_session_titles", SESSION_TITLES),
 ];
+
+/// What a session is about and where it ran, kept on its row so that a
+/// listing never reads its events: its title (the agent's own title or
+/// summary where its record has one, else its first prompt), where that
+/// title came from (`record` or `prompt`), its working directory, and its
+/// project (the git repository root of that directory, else the
+/// directory). Null until finalize learns them; rows an older build wrote
+/// are filled by finalize from their events (`ledger::write::titles`).
+const SESSION_TITLES: &str = r#"
+ALTER TABLE sessions ADD COLUMN title TEXT;
+ALTER TABLE sessions ADD COLUMN title_source TEXT CHECK (title_source IN ('record', 'prompt'));
+ALTER TABLE sessions ADD COLUMN cwd TEXT;
+ALTER TABLE sessions ADD COLUMN project TEXT;
+"#;
 
 /// Every raw archive file as the batch that archived it left it (its name
 /// below `raw/`, length and modification time), so that a file missing or

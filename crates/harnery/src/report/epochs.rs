@@ -367,8 +367,9 @@ pub fn boundary(from: &OpenEpoch, to: &OpenEpoch) -> String {
     )
 }
 
-/// One summary for a session's parts: the widest time range, and every
-/// count summed.
+/// One summary for a session's parts: the widest time range, every count
+/// summed, and the title, project and cwd of the earliest part that knows
+/// them (a later part's first prompt is not the session's first).
 pub(crate) fn combine(parts: &[SessionSummary]) -> Option<SessionSummary> {
     let mut whole = parts.first()?.clone();
     for p in &parts[1..] {
@@ -377,6 +378,15 @@ pub(crate) fn combine(parts: &[SessionSummary]) -> Option<SessionSummary> {
         whole.events += p.events;
         whole.turns += p.turns;
         whole.spans = add_counts(whole.spans, p.spans);
+        if whole.title.is_none() {
+            whole.title.clone_from(&p.title);
+        }
+        if whole.project.is_none() {
+            whole.project.clone_from(&p.project);
+        }
+        if whole.cwd.is_none() {
+            whole.cwd.clone_from(&p.cwd);
+        }
     }
     Some(whole)
 }
@@ -421,6 +431,9 @@ mod tests {
                 closed_native: native,
                 recovered: 0,
             },
+            title: None,
+            project: None,
+            cwd: None,
         }
     }
 

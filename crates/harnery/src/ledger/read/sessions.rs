@@ -20,6 +20,15 @@ pub struct SessionSummary {
     pub events: u64,
     pub turns: u64,
     pub spans: SpanCounts,
+    /// What the session is about: the agent's own title or summary where
+    /// its record has one, else its first prompt on one line. `None` when
+    /// not known (no prompt yet, or an epoch from before titles).
+    pub title: Option<String>,
+    /// The git repository root of the session's working directory, else
+    /// that directory. `None` when the agent never said where it ran.
+    pub project: Option<String>,
+    /// The session's working directory as its agent reported it.
+    pub cwd: Option<String>,
 }
 
 /// The sessions a ledger holds: listed, counted, found by id, prefix, event type or time.
@@ -43,8 +52,15 @@ impl Sessions<'_> {
         } else {
             "0, 0, 0"
         };
+        // Titles and projects since migration `session_titles`; an older
+        // epoch's sessions have none.
+        let about = if self.keeps_titles()? {
+            "title, project, cwd"
+        } else {
+            "NULL, NULL, NULL"
+        };
         let mut stmt = self.r.conn.prepare(&format!(
-            "SELECT adapter, session_id, first_unix_ns, last_unix_ns, events, turns, {counts} \
+            "SELECT adapter, session_id, first_unix_ns, last_unix_ns, events, turns, {counts}, {about} \
              FROM sessions ORDER BY first_unix_ns, adapter, session_id"
         ))?;
         let rows = stmt.query([])?;
@@ -60,6 +76,9 @@ impl Sessions<'_> {
                     closed_native: r.get::<_, i64>(7)? as u64,
                     recovered: r.get::<_, i64>(8)? as u64,
                 },
+                title: r.get(9)?,
+                project: r.get(10)?,
+                cwd: r.get(11)?,
             })
         })?;
         if !kept {
@@ -131,6 +150,16 @@ impl Sessions<'_> {
             })
             .optional()?;
         Ok(Some(n.unwrap_or(0) as u64))
+    }
+
+    /// Whether session rows keep a title, project and cwd (migration
+    /// `session_titles`).
+    pub(crate) fn keeps_titles(&self) -> Result<bool, LedgerError> {
+        Ok(self.r.conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM pragma_table_info('sessions') WHERE name = 'title')",
+            [],
+            |r| r.get(0),
+        )?)
     }
 
     /// Whether session rows count their resumes (migration
