@@ -279,7 +279,7 @@ fn fold(kept: &Kept, sessions: Vec<SessionSummary>, range: Range, now: i64) -> D
             *started.entry(day).or_default() += 1;
         }
         let key = key_of(&s.session);
-        project.insert(key.clone(), project_of(&s).to_string());
+        project.insert(key.clone(), project_of(&s));
         if !kept_range(s.last_unix_ns) {
             continue;
         }
@@ -351,8 +351,15 @@ fn fold(kept: &Kept, sessions: Vec<SessionSummary>, range: Range, now: i64) -> D
 /// The project a chart files a session under when it names none.
 pub(crate) const NO_PROJECT: &str = "(no project)";
 
-fn project_of(_s: &SessionSummary) -> &str {
-    NO_PROJECT
+/// A session's project as a chart names it: its last two path parts.
+fn project_of(s: &SessionSummary) -> String {
+    match s.project.as_deref() {
+        None => NO_PROJECT.to_string(),
+        Some(p) => {
+            let parts: Vec<&str> = p.trim_end_matches('/').rsplit('/').take(2).collect();
+            parts.into_iter().rev().collect::<Vec<_>>().join("/")
+        }
+    }
 }
 
 /// The chart's bucket: an hour for a day, a day for a week or a month,

@@ -6,7 +6,8 @@
 
 use maud::{Markup, html};
 
-use super::{Nav, document, dollars, session_href, sessions::label, short_count, when};
+use super::sessions::{label, project_cell};
+use super::{Nav, document, dollars, session_href, short_count, when};
 use crate::clock::format_time;
 use crate::serve::data::dashboard::{
     Chart, DAY_NS, Dashboard, Named, Range, SPLITS, WEEKS, heat_start,
@@ -243,9 +244,11 @@ fn attention(d: &Dashboard) -> Markup {
             @if d.attention.is_empty() { p.muted { "Nothing: no open or recovered span, no health condition." } }
             @else {
                 table.list.attention {
-                    thead { tr { th { "session" } th { "agent" } th { "last active" } th { "why" } } }
+                    colgroup { col; col.c-project; col.c-agent; col.c-when; col.c-why; }
+                    thead { tr { th { "session" } th { "project" } th { "agent" } th { "last active" } th { "why" } } }
                     tbody { @for n in &d.attention { tr {
                         td.title { a href=(session_href(&n.summary.session.session_id)) { (label(&n.summary)) } }
+                        td { (project_cell(n.summary.project.as_deref())) }
                         td { (n.summary.session.adapter.as_str()) }
                         td { (when(n.summary.last_unix_ns, d.now)) }
                         td { @for (i, r) in n.reasons.iter().enumerate() {

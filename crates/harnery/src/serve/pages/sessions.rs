@@ -1,7 +1,7 @@
-//! The sessions page: newest first, the filters of `harnery sessions`
-//! (time range, agent, class), paged; per row the agent, times, turns,
-//! spans by state, tokens and cost, class, and a note where the agent's
-//! record is gone. Its table body is also served alone, for the live
+//! The sessions page: the filters of `harnery sessions` (time range,
+//! agent, class), paged; per row the title (else the id), project, agent,
+//! last activity (relative; the instant on hover), turns, tool calls,
+//! tokens, cost and class, and a note where the agent's record is gone. Its table body is also served alone, for the live
 //! script to swap in and mark what changed.
 
 use maud::{Markup, html};
@@ -91,10 +91,13 @@ pub(crate) fn table_rows(rows: &[SessionRow], now: i64) -> Markup {
     html! { @for r in rows { (row(r, now)) } }
 }
 
-/// The words a session is listed by: its title where it has one, else
-/// its id.
+/// The words a session is listed by: its title where it has one (the id
+/// on hover), else its id.
 pub(crate) fn label(s: &SessionSummary) -> Markup {
-    html! { code { (s.session.session_id) } }
+    match s.title.as_deref().filter(|t| !t.trim().is_empty()) {
+        Some(title) => html! { span.name title=(s.session.session_id) { (title) } },
+        None => html! { code.name { (s.session.session_id) } },
+    }
 }
 
 /// Where a session ran, for a narrow cell: the project's last two path
@@ -125,7 +128,7 @@ fn row(r: &SessionRow, now: i64) -> Markup {
                 @if removed { " " span.note title="the agent deleted its record: history only in harnery" { "record removed" } }
                 @else if let Some(problem) = &r.listed.record { " " span.note { (problem) } }
             }
-            td.project { (project_cell(None)) }
+            td.project { (project_cell(s.project.as_deref())) }
             td { (s.session.adapter.as_str()) }
             td { (when(s.last_unix_ns, now)) }
             td.n { (s.turns) }
