@@ -245,7 +245,29 @@ fn every_page_loads_in_chromium_cleanly_and_the_keyboard_reaches_every_session_a
     let served = Served::start(home);
     let mut d = browser.devtools();
     d.navigate(&served.url("/"));
+    let cards = d.eval("document.querySelectorAll('section.cards .card').length");
+    assert_eq!(cards.as_u64(), Some(6), "the dashboard's cards");
+    load(&mut d, &served, "/?range=all");
+    let bars = d.eval("document.querySelectorAll('svg.bars rect').length");
+    assert!(
+        bars.as_u64() > Some(0),
+        "the charts draw the usage session: {bars}"
+    );
     keep_shot(&mut d, "serve-home.png");
+    // The theme switch goes auto → dark, and is remembered.
+    d.eval("document.getElementById('theme').click()");
+    load(&mut d, &served, "/?range=all");
+    let theme = d.eval("document.documentElement.getAttribute('data-theme')");
+    assert_eq!(theme.as_str(), Some("dark"));
+    keep_shot(&mut d, "serve-home-dark.png");
+    d.eval("localStorage.removeItem('harnery-theme')");
+    // "/" anywhere but in a field focuses the search box.
+    d.call(
+        "Input.dispatchKeyEvent",
+        serde_json::json!({ "type": "keyDown", "key": "/", "code": "Slash", "text": "/" }),
+    );
+    let focused = d.eval("document.activeElement && document.activeElement.id");
+    assert_eq!(focused.as_str(), Some("find"));
     load(&mut d, &served, "/sessions");
     keep_shot(&mut d, "serve-sessions.png");
     let ids = ids(home);

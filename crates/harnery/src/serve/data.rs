@@ -104,11 +104,20 @@ pub struct Source {
 }
 
 impl Source {
+    /// The reads over `home`. The dashboard's usage tally is brought up
+    /// to the ledger on a thread of its own at once, so the first visit
+    /// of the home page does not wait for the whole ledger's usage to be
+    /// read (it waits only for what is left of that first reading).
     pub fn new(home: Home) -> Source {
-        Source {
+        let source = Source {
             home,
             dash: Default::default(),
-        }
+        };
+        let warm = source.clone();
+        let _ = std::thread::Builder::new()
+            .name("serve-dashboard".into())
+            .spawn(move || warm.dashboard(dashboard::Range::All).map(drop));
+        source
     }
 
     /// Now, as the pages read times relative to it (`HARNERY_NOW` pins it).

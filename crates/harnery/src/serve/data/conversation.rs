@@ -56,6 +56,9 @@ pub(crate) struct Item {
     pub agent_id: Option<String>,
     /// The model, for an assistant message that names one.
     pub model: Option<String>,
+    /// For a tool call: the one line its summary shows (the command, the
+    /// path, the pattern… its input names first).
+    pub gist: String,
     pub text: Clip,
     pub output: Option<Output>,
 }
@@ -83,7 +86,9 @@ impl Conversation {
             pages: last / WINDOW + 1,
             ..Conversation::default()
         };
-        let mut users: HashSet<String> = HashSet::new();
+        // What the user said, as the hook and the record each tell it:
+        // once (a record's copy may carry the harness's context around it).
+        let mut users: Vec<String> = Vec::new();
         let mut assistants: HashSet<String> = HashSet::new();
         // Tool and command requests by event id: where their end goes.
         let mut calls: HashMap<String, usize> = HashMap::new();
@@ -95,6 +100,7 @@ impl Conversation {
                 time_unix_ns: e.time_unix_ns,
                 agent_id: e.agent_id.clone(),
                 model: None,
+                gist: String::new(),
                 text,
                 output: None,
             };
@@ -102,11 +108,11 @@ impl Conversation {
                 Payload::PromptSubmitted(p) => p
                     .prompt
                     .as_deref()
-                    .filter(|t| users.insert(t.trim().to_string()))
+                    .filter(|t| first_telling(&mut users, t))
                     .map(|t| item(Said::Prompt, clip(t))),
                 Payload::MessageUser(m) => match (&m.source, m.text.as_deref()) {
                     (Some(from), Some(t)) => Some(item(Said::Steering(from.clone()), clip(t))),
-                    (None, Some(t)) if users.insert(t.trim().to_string()) => {
+                    (None, Some(t)) if first_telling(&mut users, t) => {
                         Some(item(Said::Prompt, clip(t)))
                     }
                     _ => None,
@@ -133,15 +139,22 @@ impl Conversation {
                 Payload::ToolRequested(t) => {
                     calls.insert(e.id.0.clone(), out.items.len());
                     let input = t.input.as_ref().map(pretty).unwrap_or_default();
-                    Some(item(Said::Tool(t.tool_name.clone()), clip(&input)))
+                    Some(Item {
+                        gist: t.input.as_ref().map(gist).unwrap_or_default(),
+                        ..item(Said::Tool(t.tool_name.clone()), clip(&input))
+                    })
                 }
                 Payload::CommandRequested(c) => {
                     calls.insert(e.id.0.clone(), out.items.len());
                     let mut text = c.argv.join(" ");
+                    let line = text.clone();
                     if let Some(cwd) = &c.cwd {
                         text.push_str(&format!("\n(in {cwd})"));
                     }
-                    Some(item(Said::Command, clip(&text)))
+                    Some(Item {
+                        gist: line,
+                        ..item(Said::Command, clip(&text))
+                    })
                 }
                 Payload::ToolCompleted(t) => {
                     let mut text = t.content.as_ref().map(pretty).unwrap_or_default();
@@ -212,6 +225,52 @@ fn outcome(o: Outcome) -> &'static str {
     }
 }
 
+/// Whether `text` tells what the user said for the first time: no text
+/// kept in `told` holds it or is held in it (the hook's prompt and the
+/// record's copy of it, which may carry the harness's context around it).
+fn first_telling(told: &mut Vec<String>, text: &str) -> bool {
+    let text = text.trim();
+    if text.is_empty()
+        || told
+            .iter()
+            .any(|t| t.contains(text) || text.contains(t.as_str()))
+    {
+        return false;
+    }
+    told.push(text.to_string());
+    true
+}
+
+/// The input's key a tool call is best known by, in this order.
+const GIST_KEYS: [&str; 9] = [
+    "command",
+    "file_path",
+    "path",
+    "pattern",
+    "query",
+    "url",
+    "description",
+    "prompt",
+    "skill",
+];
+
+/// One line for a tool call's summary: the first of [`GIST_KEYS`] its
+/// input has, else its first string.
+fn gist(json: &Json) -> String {
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(json.as_str()) else {
+        return String::new();
+    };
+    let named = GIST_KEYS
+        .iter()
+        .find_map(|k| value.get(k).and_then(|v| v.as_str()));
+    let any = || match &value {
+        serde_json::Value::String(s) => Some(s.as_str()),
+        serde_json::Value::Object(m) => m.values().find_map(|v| v.as_str()),
+        _ => None,
+    };
+    named.or_else(any).unwrap_or("").to_string()
+}
+
 /// A JSON value for reading: a string as its text, anything else
 /// pretty-printed.
 fn pretty(json: &Json) -> String {
@@ -255,5 +314,18 @@ mod tests {
         assert!(second.text.len() <= 10 && second.text.chars().all(|c| c == 'é'));
         let third = clip("more", &mut budget, &mut over);
         assert_eq!((third.text.as_str(), third.cut, over), ("", 4, 1));
+    }
+
+    #[test]
+    fn a_prompt_told_twice_is_shown_once_and_a_call_by_its_command() {
+        let mut told = Vec::new();
+        assert!(first_telling(&mut told, "Fix the build"));
+        assert!(!first_telling(&mut told, "<ctx>now</ctx>\n\nFix the build"));
+        assert!(first_telling(&mut told, "Now the tests"));
+        assert!(!first_telling(&mut told, "  "));
+        let input = Json::parse(r#"{"description":"list","command":"ls -la"}"#).unwrap();
+        assert_eq!(gist(&input), "ls -la");
+        let other = Json::parse(r#"{"n":1,"x":"first string"}"#).unwrap();
+        assert_eq!(gist(&other), "first string");
     }
 }

@@ -57,6 +57,16 @@ impl Range {
         }
     }
 
+    /// When, in words: `in the last 7 days`, `at any time`.
+    pub(crate) fn during(self) -> &'static str {
+        match self {
+            Range::Day => "in the last 24 hours",
+            Range::Week => "in the last 7 days",
+            Range::Month => "in the last 30 days",
+            Range::All => "at any time",
+        }
+    }
+
     /// The first instant the range keeps, at `now`.
     pub(crate) fn since(self, now: i64) -> Option<i64> {
         match self {

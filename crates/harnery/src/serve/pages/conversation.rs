@@ -93,7 +93,7 @@ fn tool(item: &Item, meta: &Markup, id: &str) -> Markup {
         details open[outcome == "failure"] {
             summary {
                 span class={ "badge " (outcome) } { (outcome) }
-                " " strong { (name) } " " span.gist { (gist(&item.text.text)) } " " (meta)
+                " " strong { (name) } " " span.gist { (gist(&item.gist)) } " " (meta)
             }
             @if !item.text.text.is_empty() || item.text.cut > 0 {
                 div.io { span.io-label { "input" } pre { code { (item.text.text) } } (more(&item.text, href)) }

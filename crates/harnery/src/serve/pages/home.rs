@@ -73,7 +73,7 @@ fn cards(d: &Dashboard) -> Markup {
     };
     html! {
         section.cards aria-label={ "figures, " (d.range.label()) } {
-            (card("sessions", short_count(c.sessions), format!("active in the {}", d.range.label())))
+            (card("sessions", short_count(c.sessions), format!("active {}", d.range.during())))
             (card("turns", short_count(c.turns), String::new()))
             (card("tool calls", short_count(c.tool_calls), String::new()))
             (card("failures", short_count(c.failures), "tool calls that failed".into()))
