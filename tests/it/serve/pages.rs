@@ -509,6 +509,8 @@ fn signals_finalized_while_pages_are_open_appear_on_them() {
     let rows = "document.querySelectorAll('#events tr').length";
     let before = d.eval(rows).as_u64().unwrap();
     assert!(before > 0);
+    let marks = "document.querySelectorAll('#track .marker').length";
+    let marks_before = d.eval(marks).as_u64().unwrap();
     // The page has polled once, so the next change is news to it.
     d.pump(Duration::from_millis(2500));
     prompt(
@@ -530,6 +532,26 @@ fn signals_finalized_while_pages_are_open_appear_on_them() {
     let text: String =
         serde_json::from_value(d.eval("document.getElementById('events').textContent")).unwrap();
     assert!(text.contains("prompt"), "{text}");
+    // The header's counts and the conversation are current too.
+    let header: String =
+        serde_json::from_value(d.eval("document.querySelector('main header').textContent"))
+            .unwrap();
+    let events = sessions_json(home)
+        .into_iter()
+        .find(|s| s["session"]["session_id"] == "live-session")
+        .unwrap()["events"]
+        .as_u64()
+        .unwrap();
+    assert!(header.contains(&format!(" {events} events")), "{header}");
+    let talk: String =
+        serde_json::from_value(d.eval("document.getElementById('conversation').textContent"))
+            .unwrap();
+    assert!(
+        talk.contains("a prompt sent while the page was open"),
+        "{talk}"
+    );
+    // The drawing has the prompt's marker.
+    assert!(d.eval(marks).as_u64().unwrap() > marks_before);
     assert_eq!(d.errors(), Vec::<String>::new());
 
     // The sessions page marks a new session and a changed one.

@@ -66,7 +66,8 @@ pub(crate) struct LastSeq {
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub(crate) struct SessionCounts {
     pub events: u64,
-    pub last_unix_ns: i64,
+    /// The seq of its newest event.
+    pub last_seq: i64,
 }
 
 /// A listed session and the usage its own records report.
@@ -162,15 +163,8 @@ impl Source {
             None => None,
             Some(name) => {
                 let found = ledger.sessions().resolve(name)?;
-                let row = ledger
-                    .sessions()
-                    .list()?
-                    .into_iter()
-                    .find(|s| s.session == found);
-                row.map(|s| SessionCounts {
-                    events: s.events,
-                    last_unix_ns: s.last_unix_ns,
-                })
+                let (events, last_seq) = ledger.events().session_size(&found)?;
+                Some(SessionCounts { events, last_seq })
             }
         };
         Ok(LastSeq {

@@ -33,7 +33,7 @@
     get(url)
       .then(function (r) { return r.json(); })
       .then(function (s) {
-        var key = (s.epoch || "") + ":" + (s.session ? s.session.events + ":" + s.session.last_unix_ns : s.seq);
+        var key = (s.epoch || "") + ":" + (s.session ? s.session.events + ":" + s.session.last_seq : s.seq);
         root.setAttribute("data-live-seq", String(s.seq));
         if (seen !== null && key !== seen) {
           return refresh().then(function () {
