@@ -70,7 +70,10 @@ fn run_demo(dir: &Path) -> CmdResult {
         "\n$ harnery sessions\n{}",
         super::sessions::table(
             &sessions,
-            &harnery::report::stored_reasons::classify_summaries(&ledger, &sessions)?
+            &harnery::report::stored_reasons::classify_summaries(&ledger, &sessions)?,
+            harnery::now::resolve_now(None)?,
+            None,
+            None
         )
     )?;
     if let Some((session, short)) = demo::shown(&sessions) {

@@ -165,8 +165,15 @@ fn sessions(a: ReadArgs) -> CmdResult {
     read::prepare(&mut client, &f)?;
     let rows = read::sessions(&mut client, &f)?;
     print_rows(&rows, a.source.json, None, |s| {
+        let mut about = String::new();
+        if let Some(p) = &s.project {
+            about.push_str(&format!("  project {p}"));
+        }
+        if let Some(t) = &s.title {
+            about.push_str(&format!("  \"{t}\""));
+        }
         format!(
-            "{}  {:<12} {}/{}  {} → {}  {} events, {} turns, spans {} open {} closed {} recovered  {}{}  content {}",
+            "{}  {:<12} {}/{}  {} → {}  {} events, {} turns, spans {} open {} closed {} recovered  {}{}  content {}{about}",
             s.host_id,
             s.hostname,
             s.adapter,

@@ -165,7 +165,21 @@ pub(super) fn head(hit: &Hit, tagged: bool) -> String {
     if let Some(turn) = &hit.turn {
         line.push_str(&format!("  turn {}", escape(short(turn))));
     }
+    if let Some(title) = &hit.title {
+        line.push_str(&format!("  — {}", escape(&cut(title, TITLE_CHARS))));
+    }
     line
+}
+
+/// The characters of a session's title a hit's head line shows.
+const TITLE_CHARS: usize = 60;
+
+/// `text` in at most `max` characters, `…` at its end when cut.
+fn cut(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
 }
 
 /// Matches are marked in colour only on a terminal, and never with

@@ -139,8 +139,15 @@ fn lines(entries: impl Iterator<Item = TimelineEntry>) -> String {
 }
 
 fn header(s: &SessionSummary) -> String {
+    let mut about = String::new();
+    if let Some(title) = &s.title {
+        about.push_str(&format!("  title: {title}\n"));
+    }
+    if let Some(project) = &s.project {
+        about.push_str(&format!("  project: {project}\n"));
+    }
     format!(
-        "session {} {}\n  {} .. {}  events {}  turns {}  spans: {} closed natively, {} recovered, {} open\n\n",
+        "session {} {}\n{about}  {} .. {}  events {}  turns {}  spans: {} closed natively, {} recovered, {} open\n\n",
         s.session.adapter,
         s.session.session_id,
         format_time(s.first_unix_ns),

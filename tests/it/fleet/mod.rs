@@ -7,4 +7,5 @@ mod roles;
 mod search;
 mod security;
 mod ship;
+mod titles;
 mod usage;

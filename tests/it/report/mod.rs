@@ -11,6 +11,7 @@ mod hostile_bytes;
 mod record_usage;
 mod session_rows;
 mod superseded;
+pub(crate) mod titles;
 mod usage;
 mod usage_cached;
 pub(crate) mod usage_copies;

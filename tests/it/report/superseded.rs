@@ -79,8 +79,10 @@ fn sessions_and_show_count_what_the_resume_left_live() {
     assert_eq!(counted["summary"]["turns"], every_turn);
     let text = ok(home.path(), &["sessions"]);
     let row = text.lines().find(|l| l.contains(CLAUDE)).unwrap();
-    let turns_column: Vec<&str> = row.split_whitespace().collect();
-    assert_eq!(turns_column[6], live_turns.to_string(), "{row}");
+    // TURNS is right-aligned under its heading.
+    let end = text.lines().next().unwrap().find("TURNS").unwrap() + "TURNS".len();
+    let turns = row[..end].split_whitespace().last().unwrap();
+    assert_eq!(turns, live_turns.to_string(), "{row}");
     // `view`'s index counts the same way.
     let out = tempfile::tempdir().unwrap();
     let index = out.path().join("index.html");

@@ -40,7 +40,12 @@ pub(crate) struct EpochKey<'a> {
     pub genesis: &'a str,
 }
 
-/// Replace the epoch's derived rows on the server with the ledger's.
+/// A session's title or project as it leaves the host (`None`: it does
+/// not, under `ship --content none`).
+pub(crate) type Shown<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// Replace the epoch's derived rows on the server with the ledger's; each
+/// session's title and project go as `shown` gives them.
 pub(crate) fn replace(
     tx: &mut Transaction<'_>,
     key: &EpochKey<'_>,
@@ -48,12 +53,13 @@ pub(crate) fn replace(
     ledger: &LedgerReader,
     closed: &[ClosedSession],
     via_role: bool,
+    shown: Shown<'_>,
 ) -> Result<DerivedCounts, CopyError> {
     tx.execute(
         "SELECT harnery.clear_derived($1, $2)",
         &[&key.host, &key.genesis],
     )?;
-    let sessions = copy_sessions(tx, key, ledger, closed, via_role)?;
+    let sessions = copy_sessions(tx, key, ledger, closed, via_role, shown)?;
     let spans = copy_spans(tx, key, host_key, ledger, via_role)?;
     let receipts = copy_receipts(tx, key, host_key, ledger, via_role)?;
     if via_role {
@@ -116,6 +122,7 @@ fn copy_sessions(
     ledger: &LedgerReader,
     closed: &[ClosedSession],
     via_role: bool,
+    shown: Shown<'_>,
 ) -> Result<u64, CopyError> {
     let by_session: BTreeMap<&SessionRef, &ClosedSession> =
         closed.iter().map(|c| (&c.session, c)).collect();
@@ -126,7 +133,7 @@ fn copy_sessions(
         tx,
         "sessions",
         "host_id, genesis_id, adapter, session_id, first_unix_ns, last_unix_ns, events, turns, \
-         spans_open, spans_closed_native, spans_recovered, class, reasons",
+         spans_open, spans_closed_native, spans_recovered, class, reasons, title, project",
         &[
             Type::TEXT,
             Type::TEXT,
@@ -141,10 +148,13 @@ fn copy_sessions(
             Type::INT8,
             Type::TEXT,
             Type::TEXT_ARRAY,
+            Type::TEXT,
+            Type::TEXT,
         ],
         via_role,
     )?;
     for s in &summaries {
+        let about = |v: &Option<String>| v.as_deref().and_then(shown).map(|v| t(&v).into_owned());
         let mut class = Classification::eligible();
         class.add_reasons(part_reasons(ledger, &s.session)?);
         if let Some(c) = by_session.get(&s.session) {
@@ -165,6 +175,8 @@ fn copy_sessions(
             &n(s.spans.recovered),
             &class.class.as_str(),
             &tv(&class.reasons),
+            &about(&s.title),
+            &about(&s.project),
         ])?;
     }
     w.finish()?;

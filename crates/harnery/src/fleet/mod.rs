@@ -24,6 +24,7 @@ pub mod read;
 pub mod schema;
 mod schema_bound;
 mod schema_search;
+mod schema_titles;
 pub mod search;
 mod search_ship;
 pub mod server;

@@ -61,6 +61,10 @@ pub struct FleetSession {
     pub reasons: Vec<String>,
     /// What the host shipped of this epoch's rows (`ship --content`).
     pub content: Vec<String>,
+    /// The session's title and project as the host shipped them (masked
+    /// under `--content masked`; null under `none`, or when unknown).
+    pub title: Option<String>,
+    pub project: Option<String>,
 }
 
 const SESSION_FILTER: &str = "($1::text IS NULL OR host_id = $1) AND ($2::bigint IS NULL OR last_at >= to_timestamp($2 / 1e9))";
@@ -78,7 +82,7 @@ fn sessions_from(
 ) -> Result<Vec<FleetSession>, FleetError> {
     let sql = format!(
         "SELECT host_id, hostname, genesis_id, live, adapter, session_id, {}, {}, events, turns, \
-         spans_open, spans_closed_native, spans_recovered, class, reasons, content \
+         spans_open, spans_closed_native, spans_recovered, class, reasons, content, title, project \
          FROM harnery.{view} WHERE {SESSION_VIEW_FILTER} ORDER BY last_at DESC, host_id, session_id",
         utc("first_at"),
         utc("last_at")
@@ -103,6 +107,8 @@ fn sessions_from(
             class: r.get(13),
             reasons: r.get(14),
             content: r.get(15),
+            title: r.get(16),
+            project: r.get(17),
         })
         .collect())
 }

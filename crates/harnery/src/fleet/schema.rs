@@ -13,6 +13,7 @@ use postgres::Client;
 
 use super::schema_bound::BOUND;
 use super::schema_search::{SEARCH_TEXT, after_migration};
+use super::schema_titles::TITLES;
 
 /// Key of the advisory lock that migrations run under (with key 0).
 pub(crate) const LOCK_SPACE: i32 = 0x6861_726e; // "harn"
@@ -24,6 +25,7 @@ const MIGRATIONS: &[(i32, &str, &str)] = &[
     (3, "20261202T1720Z_usage_once_per_call", USAGE_ONCE),
     (4, "20261203T1000Z_search_text", SEARCH_TEXT),
     (5, "20261206T0500Z_bound_rows_keyed_ids", BOUND),
+    (6, "20261206T1400Z_session_titles", TITLES),
 ];
 
 const INITIAL: &str = r#"
@@ -483,7 +485,7 @@ CREATE TEMP TABLE IF NOT EXISTS ship_events (
 CREATE TEMP TABLE IF NOT EXISTS ship_sessions (
     host_id text, genesis_id text, adapter text, session_id text, first_unix_ns bigint,
     last_unix_ns bigint, events bigint, turns bigint, spans_open bigint, spans_closed_native bigint,
-    spans_recovered bigint, class text, reasons text[]
+    spans_recovered bigint, class text, reasons text[], title text, project text
 ) ON COMMIT DELETE ROWS;
 CREATE TEMP TABLE IF NOT EXISTS ship_spans (
     host_id text, genesis_id text, adapter text, session_id text, request_event_id text, kind text,

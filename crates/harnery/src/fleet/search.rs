@@ -79,7 +79,7 @@ pub fn search(client: &mut Client, q: &FleetQuery) -> Result<FleetFound, FleetEr
 
 const SELECT: &str = "SELECT s.host_id, e.genesis_id, ep.live, e.seq, e.adapter, e.session_id, \
     e.event_offset, e.event_id, e.type, e.time_unix_ns, s.turn_id, s.kind, s.tool, sp.state, \
-    sp.outcome, s.text,";
+    sp.outcome, s.text, ss.title, ss.project,";
 
 const FROM: &str = "FROM harnery.search_text s \
     JOIN harnery.events e ON e.host_id = s.host_id AND e.genesis_id = s.genesis_id AND e.seq = s.seq \
@@ -87,7 +87,9 @@ const FROM: &str = "FROM harnery.search_text s \
     LEFT JOIN LATERAL (SELECT p.state, p.outcome FROM harnery.spans p \
         WHERE p.host_id = e.host_id AND p.genesis_id = e.genesis_id AND p.adapter = e.adapter \
         AND p.session_id = e.session_id \
-        AND (p.request_event_id = e.event_id OR p.completed_event_id = e.event_id) LIMIT 1) sp ON true";
+        AND (p.request_event_id = e.event_id OR p.completed_event_id = e.event_id) LIMIT 1) sp ON true \
+    LEFT JOIN harnery.sessions ss ON ss.host_id = e.host_id AND ss.genesis_id = e.genesis_id \
+        AND ss.adapter = e.adapter AND ss.session_id = e.session_id";
 
 const FILTERS: &str = "($1::text IS NULL OR s.host_id = $1) \
     AND ($2::text IS NULL OR e.adapter = $2) \
@@ -208,7 +210,9 @@ fn fleet_hit(r: &postgres::Row, needles: &[query::Needle]) -> Result<FleetHit, F
         event_id: r.get(7),
         snippet: snip.text,
         matches: snip.matches,
-        score: r.get(16),
+        score: r.get(18),
+        title: r.get(16),
+        project: r.get(17),
     };
     Ok(FleetHit {
         host: r.get(0),

@@ -207,6 +207,20 @@ pub fn shipped_genesis(key: &HostKey, bytes: &[u8]) -> Vec<u8> {
 }
 
 impl Shipper<'_> {
+    /// A session's title or project as `--content` lets it leave: as it
+    /// is, masked, or not at all.
+    fn shown(&self, text: &str) -> Option<String> {
+        match self.content {
+            Content::Full => Some(text.to_string()),
+            Content::Masked => Some(
+                self.masker
+                    .mask_text(text, false, &mut Vec::new())
+                    .into_owned(),
+            ),
+            Content::None => None,
+        }
+    }
+
     /// Connect, migrate, take the host's lock and ship every epoch.
     pub fn run(&self, target: &Target) -> Result<ShipReport, ShipError> {
         let mut client = target.connect()?;
@@ -418,8 +432,17 @@ impl Shipper<'_> {
         let local_rows = ledger.rows().last_seq().map_err(|e| fail(e.into()))?;
         if derived_at != local_rows {
             let mut tx = client.transaction().map_err(|e| fail(e.into()))?;
-            let counts = derived::replace(&mut tx, &key, self.key, ledger, closed, run.via_role)
-                .map_err(fail)?;
+            let shown = |text: &str| self.shown(text);
+            let counts = derived::replace(
+                &mut tx,
+                &key,
+                self.key,
+                ledger,
+                closed,
+                run.via_role,
+                &shown,
+            )
+            .map_err(fail)?;
             tx.execute(
                 "UPDATE harnery.epochs SET derived_events = $3 WHERE host_id = $1 AND genesis_id = $2",
                 &[&key.host, &key.genesis, &local_rows],

@@ -26,13 +26,15 @@ const MIGRATIONS: &[(&str, &str)] = &[
 /// summary where its record has one, else its first prompt), where that
 /// title came from (`record` or `prompt`), its working directory, and its
 /// project (the git repository root of that directory, else the
-/// directory). Null until finalize learns them; rows an older build wrote
-/// are filled by finalize from their events (`ledger::write::titles`).
+/// directory). Null until finalize learns them; the rows an older build
+/// wrote are marked `pending`, and the first writer to open the epoch
+/// fills them from their events (`ledger::write::titles`).
 const SESSION_TITLES: &str = r#"
 ALTER TABLE sessions ADD COLUMN title TEXT;
-ALTER TABLE sessions ADD COLUMN title_source TEXT CHECK (title_source IN ('record', 'prompt'));
+ALTER TABLE sessions ADD COLUMN title_source TEXT CHECK (title_source IN ('record', 'prompt', 'pending'));
 ALTER TABLE sessions ADD COLUMN cwd TEXT;
 ALTER TABLE sessions ADD COLUMN project TEXT;
+UPDATE sessions SET title_source = 'pending';
 "#;
 
 /// Every raw archive file as the batch that archived it left it (its name

@@ -213,8 +213,10 @@ pub(crate) struct WholeSession<'a> {
 }
 
 impl Epochs {
-    /// Every session of the selected epochs as a whole, newest first (by
-    /// first event; ties by session). Failures as [`Epochs::sessions`].
+    /// Every session of the selected epochs as a whole, newest activity
+    /// first (by last event, then first event; ties by session): a session
+    /// restored or forked from an older one sorts by its own last event,
+    /// not its parent's start. Failures as [`Epochs::sessions`].
     pub(crate) fn newest_first(&self, command: &str, failed: &mut usize) -> Vec<WholeSession<'_>> {
         let mut out: Vec<WholeSession> = self
             .sessions(command, failed)
@@ -229,7 +231,8 @@ impl Epochs {
             })
             .collect();
         out.sort_by(|a, b| {
-            (b.summary.first_unix_ns, &a.session).cmp(&(a.summary.first_unix_ns, &b.session))
+            let key = |w: &WholeSession| (w.summary.last_unix_ns, w.summary.first_unix_ns);
+            (key(b), &a.session).cmp(&(key(a), &b.session))
         });
         out
     }

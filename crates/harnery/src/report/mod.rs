@@ -33,6 +33,7 @@
 //!   parts across their boundaries).
 
 pub(crate) mod agent_totals;
+pub mod ago;
 pub mod audit;
 pub mod audit_sessions;
 pub mod epochs;

@@ -1,5 +1,5 @@
 //! The sessions `harnery sessions` lists and `harnery serve` shows: newest
-//! first, kept by time, agent and evidence class, classified as wholes,
+//! activity first, kept by time, agent, evidence class and project, classified as wholes,
 //! each with the state of its agent's own record and the session it was
 //! restored from; and each as the JSON line `sessions --json` prints (one
 //! serializer for both). A resumed session's turns and spans leave out
@@ -27,6 +27,10 @@ pub struct SessionFilter {
     pub skip: usize,
     /// At most this many sessions after `skip`.
     pub limit: Option<usize>,
+    /// Only sessions of this project: its root exactly, or a trailing
+    /// part of it on a `/` boundary (`harnery`, `src/harnery`). See
+    /// [`project_matches`].
+    pub project: Option<String>,
 }
 
 impl SessionFilter {
@@ -36,11 +40,32 @@ impl SessionFilter {
         self.since.is_none_or(|t| s.last_unix_ns >= t)
             && self.until.is_none_or(|t| s.first_unix_ns <= t)
             && self.adapter.is_none_or(|a| s.session.adapter == a)
+            && self.project.as_deref().is_none_or(|want| {
+                s.project
+                    .as_deref()
+                    .is_some_and(|p| project_matches(p, want))
+            })
     }
 
     fn keeps_class(&self, c: &Classification) -> bool {
         self.class.is_none_or(|want| c.class == want)
     }
+}
+
+/// Whether a session's `project` is the one `want` names: the same root,
+/// or `want` is a trailing part of it on a `/` boundary (`harnery` and
+/// `src/harnery` both name `/home/u/src/harnery`; `arnery` does not).
+/// Trailing slashes do not count.
+pub fn project_matches(project: &str, want: &str) -> bool {
+    let project = project.trim_end_matches('/');
+    let want = want.trim_end_matches('/');
+    if want.is_empty() {
+        return project.is_empty();
+    }
+    project == want
+        || project
+            .strip_suffix(want)
+            .is_some_and(|head| head.ends_with('/') && !want.starts_with('/'))
 }
 
 /// One listed session: its combined summary, class, and the epochs it spans.
@@ -136,4 +161,33 @@ pub fn list(
         });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::project_matches;
+
+    #[test]
+    fn a_project_matches_by_root_or_trailing_name() {
+        let p = "/home/u/src/harnery";
+        for want in [
+            p,
+            "/home/u/src/harnery/",
+            "harnery",
+            "src/harnery",
+            "u/src/harnery",
+        ] {
+            assert!(project_matches(p, want), "{want}");
+        }
+        for want in [
+            "arnery",
+            "/src/harnery",
+            "src",
+            "/home/u/src",
+            "",
+            "harnery2",
+        ] {
+            assert!(!project_matches(p, want), "{want}");
+        }
+    }
 }

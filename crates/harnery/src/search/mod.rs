@@ -137,6 +137,12 @@ pub struct Hit {
     pub matches: Vec<[usize; 2]>,
     /// BM25 of the query's words (lower is better; 0 for substrings alone).
     pub score: f64,
+    /// The session's title and project, as its row keeps them (null when
+    /// unknown; see `harnery sessions`).
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default)]
+    pub project: Option<String>,
 }
 
 /// Characters of the session id a hit shows.
@@ -256,7 +262,37 @@ impl Asked<'_> {
             let epoch = labels.get(&f.epoch()).copied().unwrap_or("");
             out.push(hit(f, epoch, snip));
         }
+        self.about(&mut out)?;
         Ok(out)
+    }
+}
+
+impl Asked<'_> {
+    /// Each hit's session title and project, from its session's row in
+    /// the epoch it was found in, else in the earliest epoch that knows
+    /// them (one look-up per session).
+    fn about(&self, hits: &mut [Hit]) -> Result<(), SearchError> {
+        type About = (Option<String>, Option<String>);
+        let mut known: BTreeMap<(String, SessionRef), About> = BTreeMap::new();
+        for hit in hits {
+            let key = (hit.epoch.clone(), hit.session.clone());
+            if !known.contains_key(&key) {
+                let own = self.epochs.open.iter().filter(|e| e.label == hit.epoch);
+                let rest = self.epochs.open.iter().filter(|e| e.label != hit.epoch);
+                let mut found = (None, None);
+                for e in own.chain(rest) {
+                    let (title, project) = e.ledger.sessions().about(&hit.session)?;
+                    found.0 = found.0.or(title);
+                    found.1 = found.1.or(project);
+                    if found.0.is_some() && found.1.is_some() {
+                        break;
+                    }
+                }
+                known.insert(key.clone(), found);
+            }
+            (hit.title, hit.project) = known[&key].clone();
+        }
+        Ok(())
     }
 }
 
@@ -281,6 +317,8 @@ fn hit(f: find::Found, epoch: &str, snip: snippet::Snippet) -> Hit {
         matches: snip.matches,
         score: f.score,
         session: f.session,
+        title: None,
+        project: None,
     }
 }
 

@@ -75,7 +75,8 @@ fn page(t: &Target, all: &[FleetSession]) -> String {
         }
         table.sessions {
             thead { tr {
-                th { "host" } th { "session" } th { "agent" } th { "first" } th { "last" }
+                th { "host" } th { "session" } th { "title" } th { "project" } th { "agent" }
+                th { "first" } th { "last" }
                 th.n { "events" } th.n { "turns" } th.n { "native" } th.n { "recovered" }
                 th.n { "open" } th { "class" } th { "reasons" }
             } }
@@ -96,6 +97,8 @@ fn row(s: &FleetSession) -> Markup {
         tr {
             td { (s.hostname) " " small { code { (s.host_id) } } }
             td { code { (s.session_id) } @if !s.live { " " small { "(archived epoch)" } } }
+            td.title { (s.title.as_deref().unwrap_or("")) }
+            td.project { (s.project.as_deref().unwrap_or("")) }
             td { (s.adapter) } td { (s.first_at) } td { (s.last_at) }
             td.n { (s.events) } td.n { (s.turns) } td.n { (s.spans_closed_native) }
             td.n { (s.spans_recovered) } td.n { (s.spans_open) }

@@ -284,6 +284,10 @@ fn filter(t: &Target) -> Result<(Form, SessionFilter), Bad> {
                 .ok_or_else(|| Bad(format!("page={page} is past the last page")))?,
         },
         limit,
+        project: t
+            .param("project")
+            .filter(|p| !p.is_empty())
+            .map(str::to_string),
     };
     Ok((form, filter))
 }

@@ -1,5 +1,6 @@
-//! The index page: every session, newest first, with the columns of
-//! `harnery sessions`, each linking to its own page.
+//! The index page: every session, newest activity first, with the columns
+//! of `harnery sessions` (its title and project among them), each linking
+//! to its own page.
 
 use maud::{Markup, html};
 
@@ -23,6 +24,8 @@ pub(crate) fn render(rows: &[IndexRow], tagged: bool) -> String {
     let headings = [
         "adapter",
         "session",
+        "title",
+        "project",
         "first",
         "last",
         "turns",
@@ -32,7 +35,7 @@ pub(crate) fn render(rows: &[IndexRow], tagged: bool) -> String {
         "eligibility",
     ];
     let body = html! {
-        header { h1 { "harnery sessions" } p { (rows.len()) " sessions, newest first" } } "\n"
+        header { h1 { "harnery sessions" } p { (rows.len()) " sessions, newest activity first" } } "\n"
         table.sessions {
             thead { tr {
                 @for h in headings { th { (h) } }
@@ -50,6 +53,8 @@ fn row(r: &IndexRow, tagged: bool) -> Markup {
         tr {
             td { (s.session.adapter.as_str()) }
             td { a href=(r.file) { code { (s.session.session_id) } } }
+            td.title { (s.title.as_deref().unwrap_or("")) }
+            td.project { (s.project.as_deref().unwrap_or("")) }
             td { (format_time(s.first_unix_ns)) }
             td { (format_time(s.last_unix_ns)) }
             td.n { (s.turns) }

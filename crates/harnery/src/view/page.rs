@@ -101,6 +101,8 @@ fn header(v: &SessionView) -> Markup {
     html! {
         header {
             h1 { (s.session.adapter.as_str()) " " code { (s.session.session_id) } } "\n"
+            @if let Some(title) = &s.title { p.title { (title) } "\n" }
+            @if let Some(project) = &s.project { p.project { "project: " code { (project) } } "\n" }
             p {
                 (format_time(s.first_unix_ns)) " .. " (format_time(s.last_unix_ns))
                 " · " (s.events) " events · " (s.turns) " turns · spans: "

@@ -152,6 +152,29 @@ impl Sessions<'_> {
         Ok(Some(n.unwrap_or(0) as u64))
     }
 
+    /// A session's title and project as its row keeps them; both `None`
+    /// for a session this epoch does not hold, or an epoch from before
+    /// titles.
+    pub fn about(
+        &self,
+        session: &SessionRef,
+    ) -> Result<(Option<String>, Option<String>), LedgerError> {
+        if !self.keeps_titles()? {
+            return Ok((None, None));
+        }
+        let found = self
+            .r
+            .conn
+            .prepare_cached(
+                "SELECT title, project FROM sessions WHERE adapter = ?1 AND session_id = ?2",
+            )?
+            .query_row(params![session.adapter.as_str(), session.session_id], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .optional()?;
+        Ok(found.unwrap_or((None, None)))
+    }
+
     /// Whether session rows keep a title, project and cwd (migration
     /// `session_titles`).
     pub(crate) fn keeps_titles(&self) -> Result<bool, LedgerError> {

@@ -18,6 +18,7 @@ use std::collections::HashMap;
 use rusqlite::{CachedStatement, Connection, OptionalExtension, params};
 
 use super::LedgerError;
+use super::titles::About;
 use crate::contract::eligibility::{COMMAND_UNPAIRED_BIT, TOOL_UNPAIRED_BIT, event_flags};
 use crate::contract::json::outcome_name;
 use crate::contract::{Event, Outcome, Payload, SessionRef};
@@ -39,13 +40,13 @@ macro_rules! insert_span {
 }
 
 const LOAD_SESSION: &str = "SELECT events, first_unix_ns, last_unix_ns, turns, spans_open, spans_closed_native, spans_recovered, \
-     audit_flags, resumes FROM sessions WHERE adapter = ?1 AND session_id = ?2";
+     audit_flags, resumes, title, title_source, cwd, project FROM sessions WHERE adapter = ?1 AND session_id = ?2";
 const UPDATE_SESSION: &str = "UPDATE sessions SET events = ?3, first_unix_ns = ?4, last_unix_ns = ?5, turns = ?6, \
-     spans_open = ?7, spans_closed_native = ?8, spans_recovered = ?9, audit_flags = ?10, resumes = ?11 \
-     WHERE adapter = ?1 AND session_id = ?2";
+     spans_open = ?7, spans_closed_native = ?8, spans_recovered = ?9, audit_flags = ?10, resumes = ?11, \
+     title = ?12, title_source = ?13, cwd = ?14, project = ?15 WHERE adapter = ?1 AND session_id = ?2";
 const INSERT_SESSION: &str = "INSERT INTO sessions (adapter, session_id, events, first_unix_ns, last_unix_ns, turns, \
-     spans_open, spans_closed_native, spans_recovered, audit_flags, resumes) \
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
+     spans_open, spans_closed_native, spans_recovered, audit_flags, resumes, title, title_source, cwd, project) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)";
 const STORED_SPAN_STATE: &str =
     "SELECT state FROM spans WHERE adapter = ?1 AND session_id = ?2 AND request_event_id = ?3";
 const CLOSE_STORED_SPAN: &str = "UPDATE spans SET state = ?2, reason = coalesce(?3, reason), completed_event_id = ?4, outcome = ?5, duration_ms = ?6, completed_unix_ns = ?7 \
@@ -133,6 +134,8 @@ struct SessionAgg {
     flags: u32,
     /// Its `session.resumed` events.
     resumes: i64,
+    /// Its title, cwd and project (`titles`).
+    about: About,
     existed: bool,
 }
 
@@ -550,7 +553,8 @@ impl<'c, 'b> Derivation<'c, 'b> {
         }
         let mut update = Held::new(UPDATE_SESSION);
         let mut insert = Held::new(INSERT_SESSION);
-        for s in &self.sessions {
+        for s in &mut self.sessions {
+            s.agg.about.settle();
             let stmt = if s.agg.existed {
                 &mut update
             } else {
@@ -574,6 +578,12 @@ impl SessionAgg {
                     spans: [r.get(4)?, r.get(5)?, r.get(6)?],
                     flags: r.get::<_, i64>(7)? as u32,
                     resumes: r.get(8)?,
+                    about: About {
+                        title: r.get(9)?,
+                        title_source: r.get(10)?,
+                        cwd: r.get(11)?,
+                        project: r.get(12)?,
+                    },
                     existed: true,
                 })
             })
@@ -586,6 +596,7 @@ impl SessionAgg {
             spans: [0; 3],
             flags: 0,
             resumes: 0,
+            about: About::default(),
             existed: false,
         }))
     }
@@ -610,6 +621,7 @@ impl SessionAgg {
         self.turns += u64::from(matches!(e.payload, Payload::TurnStarted(_)));
         self.flags |= event_flags(e).0;
         self.resumes += i64::from(matches!(e.payload, Payload::SessionResumed(_)));
+        self.about.admit(e);
         Ok(())
     }
 
@@ -625,7 +637,11 @@ impl SessionAgg {
             self.spans[1],
             self.spans[2],
             i64::from(self.flags),
-            self.resumes
+            self.resumes,
+            self.about.title,
+            self.about.title_source,
+            self.about.cwd,
+            self.about.project
         ])?;
         Ok(())
     }

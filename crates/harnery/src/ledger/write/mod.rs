@@ -17,6 +17,7 @@ pub mod compact;
 mod derive;
 mod members;
 mod orphans;
+mod titles;
 
 use std::ops::Deref;
 use std::path::Path;
@@ -26,6 +27,7 @@ use rusqlite::{Connection, OpenFlags};
 pub use append::{AppendBatch, AppendOutcome, BatchSignal, BatchState, RawBytes, ReadyEvent};
 pub use checkpoint::{Checkpointer, WalState};
 pub use orphans::remove_orphans;
+pub use titles::project_of;
 
 use super::read::{binding, check_digest, read_genesis};
 use super::system_error::with_system_error;
@@ -100,6 +102,8 @@ impl LedgerWriter {
             LedgerError::Sqlite(e) => integrity::sqlite_damage(&db, e),
             other => other,
         })?;
+        // Session rows from before titles get theirs from their events.
+        titles::fill_pending(&conn)?;
         // A ledger from before the genesis bytes were recorded records
         // them as its first finalize by this build finds them.
         conn.execute(
