@@ -163,6 +163,14 @@ fn the_dashboard_the_conversation_and_search_escape_hostile_text_and_refuse_a_ba
     let list = served.get("/sessions");
     assert!(list.contains("/sessions/hostile-session") && list.contains("/sessions/long-session"));
     assert!(list.contains("<time datetime=\""), "relative times: {list}");
+    // The first prompt is the session's title, escaped on the list.
+    assert!(list.contains("please &lt;script&gt;"), "the title: {list}");
+    escaped(&list, "the sessions list");
+    assert!(
+        served
+            .get("/sessions?project=nowhere")
+            .contains("No session matches.")
+    );
     let rows = served.get("/sessions?fragment=rows");
     assert!(
         rows.starts_with("<tr ") && !rows.contains("<html"),

@@ -15,7 +15,9 @@ use crate::report::usage::GroupBy;
 pub(crate) const PAGE_ROWS: usize = 50;
 
 /// The parameters of the sessions list.
-const LIST_PARAMS: [&str; 6] = ["since", "until", "agent", "class", "page", "fragment"];
+const LIST_PARAMS: [&str; 7] = [
+    "since", "until", "agent", "class", "project", "page", "fragment",
+];
 
 /// A reply: status, media type, body.
 pub(crate) struct Reply {
@@ -270,6 +272,7 @@ fn filter(t: &Target) -> Result<(Form, SessionFilter), Bad> {
         until: t.param("until").unwrap_or("").to_string(),
         agent: t.param("agent").unwrap_or("").to_string(),
         class: t.param("class").unwrap_or("").to_string(),
+        project: t.param("project").unwrap_or("").to_string(),
         page,
     };
     let filter = SessionFilter {

@@ -365,10 +365,7 @@ pub(crate) const NO_PROJECT: &str = "(no project)";
 fn project_of(s: &SessionSummary) -> String {
     match s.project.as_deref() {
         None => NO_PROJECT.to_string(),
-        Some(p) => {
-            let parts: Vec<&str> = p.trim_end_matches('/').rsplit('/').take(2).collect();
-            parts.into_iter().rev().collect::<Vec<_>>().join("/")
-        }
+        Some(p) => crate::serve::pages::sessions::short_project(p),
     }
 }
 

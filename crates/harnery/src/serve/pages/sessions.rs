@@ -21,6 +21,7 @@ pub(crate) struct Form {
     pub until: String,
     pub agent: String,
     pub class: String,
+    pub project: String,
     pub page: usize,
 }
 
@@ -33,6 +34,7 @@ impl Form {
             ("until", &self.until),
             ("agent", &self.agent),
             ("class", &self.class),
+            ("project", &self.project),
         ] {
             if !v.is_empty() {
                 q.push_str(&format!("&{k}={}", encode(v)));
@@ -76,6 +78,8 @@ fn filters(form: &Form) -> Markup {
             label { "since " input type="text" name="since" value=(form.since) placeholder="RFC 3339"; } " "
             label { "until " input type="text" name="until" value=(form.until) placeholder="RFC 3339"; } " "
             (agent_select(&form.agent)) " "
+            label { "project " input type="text" name="project" value=(form.project) size="14"
+                placeholder="name or path"; } " "
             label { "class " select name="class" {
                 (option("", "any", &form.class))
                 (option("eligible", "eligible", &form.class))
@@ -106,11 +110,16 @@ pub(crate) fn project_cell(project: Option<&str>) -> Markup {
     match project {
         None => html! { span.muted { "-" } },
         Some(p) => {
-            let parts: Vec<&str> = p.trim_end_matches('/').rsplit('/').take(2).collect();
-            let short = parts.into_iter().rev().collect::<Vec<_>>().join("/");
-            html! { span title=(p) { (short) } }
+            let href = format!("/sessions?project={}", crate::serve::query::encode(p));
+            html! { a.project href=(href) title={ (p) ": its sessions" } { (short_project(p)) } }
         }
     }
+}
+
+/// A project path's last two parts (`src/harnery`).
+pub(crate) fn short_project(path: &str) -> String {
+    let parts: Vec<&str> = path.trim_end_matches('/').rsplit('/').take(2).collect();
+    parts.into_iter().rev().collect::<Vec<_>>().join("/")
 }
 
 fn row(r: &SessionRow, now: i64) -> Markup {
