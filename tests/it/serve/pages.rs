@@ -272,7 +272,7 @@ fn every_page_loads_in_chromium_cleanly_and_the_keyboard_reaches_every_session_a
     keep_shot(&mut d, "serve-sessions.png");
     let ids = ids(home);
     let links: Vec<String> = serde_json::from_value(d.eval(
-        "Array.from(document.querySelectorAll('#session-rows a')).map(a => a.getAttribute('href'))",
+        "Array.from(document.querySelectorAll('#session-rows td.title a')).map(a => a.getAttribute('href'))",
     ))
     .unwrap();
     assert_eq!(links.len(), ids.len());

@@ -29,15 +29,7 @@ pub(crate) fn render(d: &SessionDetail) -> String {
         .entries
         .iter()
         .filter(|e| e.offset >= from && e.offset < from + WINDOW);
-    let summary = &d.view.summary;
     let body = html! {
-        div.about #about data-live="about" {
-            @if let Some(title) = &summary.title { p.session-title { (title) } }
-            @if let Some(project) = &summary.project {
-                p.session-project { "project " code { (project) }
-                    @if let Some(cwd) = summary.cwd.as_ref().filter(|c| *c != project) { " · in " code { (cwd) } } }
-            }
-        }
         (timeline(&d.view))
         div.session-grid {
             section.conversation aria-label="conversation" {
