@@ -291,3 +291,71 @@ fn no_page_scrolls_sideways_at_1280_or_1400_px_in_either_theme() {
     }
     assert_eq!(d.errors(), Vec::<String>::new());
 }
+
+/// Not a test: with `HARNERY_SERVE_MANY_HOME=DIR`, writes a home of
+/// 10,000 sessions over 60 days (a prompt, an assistant message, a tool
+/// call and two model calls of three models each) for timing the
+/// dashboard and the list by hand (`harnery serve` over it, then curl).
+#[test]
+#[ignore]
+fn many_sessions_home() {
+    let Some(dir) = std::env::var_os("HARNERY_SERVE_MANY_HOME") else {
+        println!("skipped: set HARNERY_SERVE_MANY_HOME to a directory");
+        return;
+    };
+    let home = Path::new(&dir);
+    let now = harnery::clock::parse_instant(NOW).unwrap();
+    let models = ["claude-sonnet-4-5", "claude-haiku-4-5", "claude-opus-4-1"];
+    for batch in 0..10 {
+        let mut events = Vec::new();
+        for n in batch * 1000..(batch + 1) * 1000 {
+            let s = session(&format!("many-{n:05}"));
+            let start =
+                now - (n as i64 % 60) * 86_400_000_000_000 - (n as i64 % 24) * 3_600_000_000_000;
+            let call = |i: u64, model: &str| {
+                from_record(event(
+                    &s,
+                    i,
+                    Payload::UsageReported(UsageReported {
+                        record: at(),
+                        message_id: Some(format!("m{n}-{i}")),
+                        model: Some(model.into()),
+                        input_tokens: Some(1_000 + n as u64),
+                        output_tokens: Some(200),
+                        cache_read_tokens: Some(5_000),
+                        cache_write_tokens: None,
+                        cost: None,
+                        duration_ms: None,
+                        time_to_first_token_ms: None,
+                        reasoning_tokens: None,
+                        raw: None,
+                        copied_from_session: None,
+                    }),
+                ))
+            };
+            let prompt = event(
+                &s,
+                0,
+                Payload::PromptSubmitted(PromptSubmitted {
+                    prompt: Some(format!("task number {n}: make the build pass")),
+                    transformed: false,
+                }),
+            );
+            let r = tool_request(&s, 1, "c1");
+            let d = tool_done(&s, 2, "c1", &r.id);
+            let mut one = vec![
+                prompt,
+                r,
+                d,
+                call(3, models[n % 3]),
+                call(4, models[(n + 1) % 3]),
+            ];
+            for e in &mut one {
+                e.time_unix_ns = start + e.offset as i64 * 1_000_000_000;
+            }
+            events.extend(one);
+        }
+        inject(home, &format!("many-{batch}"), events);
+    }
+    finalize(home);
+}

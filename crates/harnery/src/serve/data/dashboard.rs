@@ -262,7 +262,9 @@ fn fold(kept: &Kept, sessions: Vec<SessionSummary>, range: Range, now: i64) -> D
     let mut cards = Cards::default();
     let mut calls: BTreeMap<i64, u64> = BTreeMap::new();
     let first_day = heat_start(now);
-    for c in cells(&kept.tally) {
+    // The tally's keys are parsed once per page, not once per chart.
+    let all: Vec<Cell> = cells(&kept.tally).collect();
+    for c in &all {
         let day = c.hour.div_euclid(DAY_NS);
         if day >= first_day {
             *calls.entry(day).or_default() += c.usage.records;
@@ -308,7 +310,7 @@ fn fold(kept: &Kept, sessions: Vec<SessionSummary>, range: Range, now: i64) -> D
             reasons: Vec::new(),
         });
     }
-    let step_ns = step(range, &kept.tally, now);
+    let step_ns = step(range, &all, now);
     let charts = SPLITS.map(|split| {
         let name = |c: &Cell| -> String {
             match split {
@@ -320,10 +322,8 @@ fn fold(kept: &Kept, sessions: Vec<SessionSummary>, range: Range, now: i64) -> D
                     .unwrap_or_else(|| NO_PROJECT.to_string()),
             }
         };
-        let tokens = chart(&kept.tally, since, now, step_ns, &name, |u| {
-            in_out(u) as f64
-        });
-        let cost = chart(&kept.tally, since, now, step_ns, &name, |u| {
+        let tokens = chart(&all, since, now, step_ns, &name, |u| in_out(u) as f64);
+        let cost = chart(&all, since, now, step_ns, &name, |u| {
             u.priced_cost.unwrap_or(0.0)
         });
         (tokens, cost)
@@ -371,12 +371,12 @@ fn project_of(s: &SessionSummary) -> String {
 
 /// The chart's bucket: an hour for a day, a day for a week or a month,
 /// and for all time a whole number of days that makes at most 60 bars.
-fn step(range: Range, tally: &UsageTally, now: i64) -> i64 {
+fn step(range: Range, cells: &[Cell], now: i64) -> i64 {
     match range {
         Range::Day => HOUR_NS,
         Range::Week | Range::Month => DAY_NS,
         Range::All => {
-            let first = cells(tally).map(|c| c.hour).min().unwrap_or(now);
+            let first = cells.iter().map(|c| c.hour).min().unwrap_or(now);
             let days = (now - first).div_euclid(DAY_NS) + 1;
             DAY_NS * ((days + 59) / 60).max(1)
         }
@@ -384,7 +384,7 @@ fn step(range: Range, tally: &UsageTally, now: i64) -> i64 {
 }
 
 fn chart(
-    tally: &UsageTally,
+    cells: &[Cell],
     since: Option<i64>,
     now: i64,
     step: i64,
@@ -394,7 +394,8 @@ fn chart(
     let start = match since {
         Some(s) => s.div_euclid(step) * step,
         None => {
-            cells(tally)
+            cells
+                .iter()
                 .map(|c| c.hour)
                 .min()
                 .unwrap_or(now)
@@ -404,7 +405,7 @@ fn chart(
     };
     let n = ((now - start).div_euclid(step) + 1).max(1) as usize;
     let mut per: HashMap<String, Vec<f64>> = HashMap::new();
-    for c in cells(tally) {
+    for c in cells {
         if c.hour + HOUR_NS <= start {
             continue;
         }
@@ -412,7 +413,7 @@ fn chart(
         if at >= n {
             continue;
         }
-        per.entry(name(&c)).or_insert_with(|| vec![0.0; n])[at] += value(c.usage);
+        per.entry(name(c)).or_insert_with(|| vec![0.0; n])[at] += value(c.usage);
     }
     let mut named: Vec<(String, Vec<f64>)> = per
         .into_iter()
