@@ -135,11 +135,8 @@ impl Source {
         let Some(ledger) = live_or_none(&self.home)? else {
             return Ok(None);
         };
-        let sessions = ledger.sessions().list()?;
         let now = self.now();
-        Ok(Some(dashboard::dashboard(
-            &self.dash, &ledger, sessions, range, now,
-        )?))
+        Ok(Some(dashboard::dashboard(&self.dash, &ledger, range, now)?))
     }
 
     /// The live epoch, or `None` before the first `finalize`.

@@ -7,7 +7,8 @@
 //! are read into it; the span failures and the health conditions are read
 //! again only when the ledger's last row changed. A page then folds the
 //! tally's groups (hour × model × session) into its cards, charts and top
-//! sessions, in time proportional to the groups, not the events.
+//! sessions, in time proportional to the groups, not the events; a page
+//! folded is kept until the ledger grows or the minute turns.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -163,6 +164,9 @@ pub(crate) struct Kept {
     tally: UsageTally,
     failures: HashMap<SessionRef, u64>,
     conditions: Vec<Condition>,
+    /// Dashboards already folded at this seq: by range and the minute of
+    /// `now` they were folded in (their relative figures move with it).
+    folded: Vec<(Range, i64, Dashboard)>,
 }
 
 /// The kept tally, shared by the server's workers.
@@ -170,17 +174,29 @@ pub(crate) type Cache = Arc<Mutex<Option<Kept>>>;
 
 /// Bring the kept tally up to `ledger`'s last row (a new epoch starts it
 /// again), and fold it with `sessions` into the dashboard for `range`.
+/// A dashboard folded at the same seq, for the same range, in the same
+/// minute is the same page: it is kept and given again.
 pub(crate) fn dashboard(
     cache: &Cache,
     ledger: &LedgerReader,
-    sessions: Vec<SessionSummary>,
     range: Range,
     now: i64,
 ) -> Result<Dashboard, LedgerError> {
     let mut kept = cache.lock().unwrap_or_else(|p| p.into_inner());
     catch_up(&mut kept, ledger, now)?;
-    let kept = kept.as_ref().expect("caught up");
-    Ok(fold(kept, sessions, range, now))
+    let kept = kept.as_mut().expect("caught up");
+    let minute = now.div_euclid(60_000_000_000);
+    if let Some((_, _, d)) = kept
+        .folded
+        .iter()
+        .find(|(r, m, _)| *r == range && *m == minute)
+    {
+        return Ok(d.clone());
+    }
+    let folded = fold(kept, ledger.sessions().list()?, range, now);
+    kept.folded.retain(|(_, m, _)| *m == minute);
+    kept.folded.push((range, minute, folded.clone()));
+    Ok(folded)
 }
 
 fn catch_up(kept: &mut Option<Kept>, ledger: &LedgerReader, now: i64) -> Result<(), LedgerError> {
@@ -202,6 +218,7 @@ fn catch_up(kept: &mut Option<Kept>, ledger: &LedgerReader, now: i64) -> Result<
             tally: UsageTally::new(GroupBy::HourModelSession, Some(Prices::bundled())),
             failures: HashMap::new(),
             conditions: Vec::new(),
+            folded: Vec::new(),
         });
     }
     let k = kept.as_mut().expect("set above");
@@ -212,6 +229,7 @@ fn catch_up(kept: &mut Option<Kept>, ledger: &LedgerReader, now: i64) -> Result<
         Ok::<(), LedgerError>(())
     })?;
     k.seq = seen.max(last);
+    k.folded.clear();
     k.failures = ledger.spans().failures_by_session()?.into_iter().collect();
     k.conditions = crate::report::session_rows::conditions(ledger, now)?;
     Ok(())
