@@ -50,9 +50,10 @@ pub struct Args {
     /// At most this many sessions (the newest).
     #[arg(long)]
     pub limit: Option<usize>,
-    /// Only sessions of this project: a path (the git repository it is in,
-    /// else the directory itself), or a project root's name or trailing
-    /// part (`harnery`, `src/harnery`).
+    /// Only sessions of this project: a directory written as a path (`.`,
+    /// `./src`, `/home/u/src/harnery`: the git repository it is in, else the
+    /// directory itself), or a project root's name or trailing part
+    /// (`harnery`, `src/harnery`).
     #[arg(long, value_name = "PATH|NAME")]
     pub project: Option<String>,
 }

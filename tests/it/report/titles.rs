@@ -168,6 +168,28 @@ fn a_title_is_the_first_prompt_without_injected_context_and_a_project_the_git_ro
     );
     let shown = json_of(home.path(), &["show", "in-repo", "--json"]);
     assert_eq!(shown["summary"]["title"], "Fix the flaky build");
+    // `view`'s index lists them; the session's page heads with them.
+    let site = tempfile::tempdir().unwrap();
+    let index = site.path().join("index.html");
+    ok_text(home.path(), &["view", "-o", index.to_str().unwrap()]);
+    let page = std::fs::read_to_string(&index).unwrap();
+    let row = page
+        .lines()
+        .find(|l| l.contains("<code>in-repo</code>"))
+        .expect("the session's row");
+    assert!(
+        row.contains("<td class=\"title\">Fix the flaky build</td>"),
+        "{page}"
+    );
+    assert!(
+        row.contains(&format!("<td class=\"project\">{}</td>", repo.display())),
+        "{page}"
+    );
+    let own = std::fs::read_to_string(site.path().join("in-repo.html")).unwrap();
+    assert!(
+        own.contains("<p class=\"title\">Fix the flaky build</p>"),
+        "{own}"
+    );
 }
 
 fn ok_text(home: &Path, args: &[&str]) -> String {

@@ -228,3 +228,104 @@ fn the_open_span_of_a_call_is_found_in_order_without_a_sort() {
         .unwrap();
     assert_eq!(indexed, 2);
 }
+
+/// A ledger from before titles: the migration marks its sessions
+/// `pending`, and the fill gives each the title and project its events
+/// name (once: a second fill finds nothing pending).
+#[test]
+fn sessions_from_before_titles_get_theirs_from_their_events() {
+    use crate::contract::{
+        AdapterId, Event, EventId, Payload, PromptSubmitted, Provenance, SessionRef,
+        SessionStarted, TimeSource, TurnAttribution, TurnSource,
+    };
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::create_dir(repo.path().join(".git")).unwrap();
+    let cwd = repo.path().join("sub");
+    let mut conn = Connection::open_in_memory().unwrap();
+    let before = MIGRATIONS
+        .iter()
+        .position(|(name, _)| name.ends_with("_session_titles"))
+        .unwrap();
+    apply(&mut conn, &MIGRATIONS[..before], 1).unwrap();
+    let event = |session: &str, offset: u64, payload: Payload| Event {
+        id: EventId::derive("t", &[session.as_bytes(), &offset.to_le_bytes()]),
+        session: SessionRef {
+            adapter: AdapterId::ClaudeCode,
+            session_id: session.into(),
+        },
+        offset,
+        time_unix_ns: 1,
+        time_source: TimeSource::Received,
+        clock: None,
+        agent_id: None,
+        turn: TurnAttribution {
+            source: TurnSource::None,
+            turn_id: None,
+        },
+        provenance: Provenance::NATIVE,
+        raw: vec![],
+        payload,
+    };
+    let events = [
+        event(
+            "a",
+            0,
+            Payload::SessionStarted(SessionStarted {
+                source: None,
+                cwd: Some(cwd.to_string_lossy().into_owned()),
+                model: None,
+                transcript_path: None,
+            }),
+        ),
+        event(
+            "a",
+            1,
+            Payload::PromptSubmitted(PromptSubmitted {
+                prompt: Some("<system-reminder>x</system-reminder>Fix it".into()),
+                transformed: false,
+            }),
+        ),
+    ];
+    for (seq, e) in events.iter().enumerate() {
+        conn.execute(
+            "INSERT INTO events (seq, id, adapter, session_id, offset, type, time_unix_ns, json, prev_hash, hash, batch) \
+             VALUES (?1, ?2, 'claude-code', 'a', ?3, ?4, 1, ?5, x'00', x'01', 'b')",
+            params![
+                seq as i64,
+                e.id.as_str(),
+                e.offset as i64,
+                e.payload.event_type().as_str(),
+                serde_json::to_string(e).unwrap()
+            ],
+        )
+        .unwrap();
+    }
+    for id in ["a", "b"] {
+        conn.execute(
+            "INSERT INTO sessions (adapter, session_id, first_unix_ns, last_unix_ns, events, turns) VALUES ('claude-code', ?1, 0, 0, 0, 0)",
+            [id],
+        )
+        .unwrap();
+    }
+    migrate(&mut conn, 2).unwrap();
+    let rows = |conn: &Connection| -> Vec<[Option<String>; 4]> {
+        conn.prepare("SELECT title, title_source, cwd, project FROM sessions ORDER BY session_id")
+            .unwrap()
+            .query_map([], |r| Ok([r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?]))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    let pending = [None, Some("pending".to_string()), None, None];
+    assert_eq!(rows(&conn), [pending.clone(), pending]);
+    crate::ledger::write::titles::fill_pending(&conn).unwrap();
+    let filled = [
+        Some("Fix it".to_string()),
+        Some("prompt".into()),
+        Some(cwd.to_string_lossy().into_owned()),
+        Some(repo.path().to_string_lossy().into_owned()),
+    ];
+    assert_eq!(rows(&conn), [filled.clone(), [None, None, None, None]]);
+    crate::ledger::write::titles::fill_pending(&conn).unwrap();
+    assert_eq!(rows(&conn)[0], filled);
+}

@@ -17,7 +17,7 @@ pub mod compact;
 mod derive;
 mod members;
 mod orphans;
-mod titles;
+pub(super) mod titles;
 
 use std::ops::Deref;
 use std::path::Path;

@@ -193,7 +193,7 @@ pub fn project_of(cwd: &Path) -> String {
 
 /// Fill the rows the migration marked `pending` from their events: one
 /// pass over the events that can name a title or a cwd, in session order.
-pub(super) fn fill_pending(conn: &Connection) -> Result<(), LedgerError> {
+pub(in crate::ledger) fn fill_pending(conn: &Connection) -> Result<(), LedgerError> {
     let pending: bool = conn.query_row(
         "SELECT EXISTS (SELECT 1 FROM sessions WHERE title_source = 'pending')",
         [],
