@@ -133,6 +133,11 @@ fn the_dashboard_the_conversation_and_search_escape_hostile_text_and_refuse_a_ba
     let home = home.path();
     hostile_session(home);
     long_session(home, "long-session", 300);
+    let open = small_session("open-session")
+        .into_iter()
+        .map(recent)
+        .collect();
+    inject(home, "open", open);
     finalize(home);
     let served = Served::start(home);
 
@@ -145,6 +150,14 @@ fn the_dashboard_the_conversation_and_search_escape_hostile_text_and_refuse_a_ba
         assert!(page.contains(">1.2k<"), "{range}: the tokens card");
         assert!(page.contains("model&lt;script&gt;"), "{range}");
         assert!(page.contains("data-live=\"dash\""));
+        // The session with a span left open needs attention.
+        let attention = &page[page.find("Needs attention").unwrap()..];
+        assert!(
+            attention.contains("/sessions/open-session"),
+            "{range}: {attention}"
+        );
+        assert!(attention.contains("1 open spans"), "{range}: {attention}");
+        assert!(!attention.contains("/sessions/long-session"), "{range}");
     }
     let cookie = served.cookie();
     for bad in ["/?range=1y", "/?range=%3Cscript%3E", "/?range=24"] {
