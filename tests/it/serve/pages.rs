@@ -574,4 +574,20 @@ fn signals_finalized_while_pages_are_open_appear_on_them() {
     }
     assert_eq!(seen, "changed live-session,new second-session");
     assert_eq!(d.errors(), Vec::<String>::new());
+
+    // The dashboard's cards count a new session without a reload.
+    d.navigate(&format!("{}/?range=all", served.base));
+    d.pump(Duration::from_millis(2500));
+    let card = "document.querySelector('section.cards .card .value').textContent";
+    let before: String = serde_json::from_value(d.eval(card)).unwrap();
+    start_session(home, "claude-code", "third-session");
+    finalize(home);
+    let until = Instant::now() + Duration::from_secs(30);
+    let mut now = before.clone();
+    while now == before && Instant::now() < until {
+        d.pump(Duration::from_millis(250));
+        now = serde_json::from_value(d.eval(card)).unwrap();
+    }
+    assert_eq!((before.as_str(), now.as_str()), ("2", "3"));
+    assert_eq!(d.errors(), Vec::<String>::new());
 }
