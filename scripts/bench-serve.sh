@@ -5,8 +5,10 @@
 #      examples/bench_spool.rs and finalize them (not timed);
 #   2. start `harnery serve --addr 127.0.0.1:0` and, with curl (a real HTTP
 #      client, one connection per request), time REPEAT requests each of
-#      the sessions page `/` and one session's page (SIGNALS / SESSIONS
-#      events), alternating, and of `/api/sessions?limit=50`;
+#      the dashboard `/`, the sessions page `/sessions` and one session's
+#      page (SIGNALS / SESSIONS events), alternating, and of
+#      `/api/sessions?limit=50` (the dashboard's first request, which reads
+#      the ledger's usage once, is made before the timing);
 #   3. time the same reads by the command line in the same run as the
 #      baselines (`harnery sessions --limit 50`, `harnery view <id> -o -`:
 #      process start, ledger open and render included);
@@ -69,8 +71,10 @@ median() {
     printf "%.1f", m }'
 }
 
+fetch warm-home "/"
 for _ in $(seq "$REPEAT"); do
-  fetch page-sessions "/"
+  fetch page-home "/"
+  fetch page-sessions "/sessions"
   fetch page-session "/sessions/$one"
   fetch api-sessions "/api/sessions?limit=50"
   cli cli-sessions "$BIN/harnery" sessions --limit 50
@@ -85,6 +89,7 @@ row() {
   [ -n "${2:-}" ] && ratio=$(awk -v a="$(median "$1")" -v b="$(median "$2")" 'BEGIN { printf "%.2f", a / b }')
   printf '%-28s %10s %8s %s\n' "$1" "$(median "$1")" "$ratio" "${2:-}"
 }
+row page-home
 row page-sessions cli-sessions
 row api-sessions cli-sessions
 row page-session cli-view

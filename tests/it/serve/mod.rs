@@ -2,6 +2,7 @@
 
 pub(crate) mod support;
 
+mod dashboard;
 mod fleet;
 mod live;
 mod pages;

@@ -245,10 +245,34 @@ fn every_page_loads_in_chromium_cleanly_and_the_keyboard_reaches_every_session_a
     let served = Served::start(home);
     let mut d = browser.devtools();
     d.navigate(&served.url("/"));
+    let cards = d.eval("document.querySelectorAll('section.cards .card').length");
+    assert_eq!(cards.as_u64(), Some(6), "the dashboard's cards");
+    load(&mut d, &served, "/?range=all");
+    let bars = d.eval("document.querySelectorAll('svg.bars rect').length");
+    assert!(
+        bars.as_u64() > Some(0),
+        "the charts draw the usage session: {bars}"
+    );
+    keep_shot(&mut d, "serve-home.png");
+    // The theme switch goes auto → dark, and is remembered.
+    d.eval("document.getElementById('theme').click()");
+    load(&mut d, &served, "/?range=all");
+    let theme = d.eval("document.documentElement.getAttribute('data-theme')");
+    assert_eq!(theme.as_str(), Some("dark"));
+    keep_shot(&mut d, "serve-home-dark.png");
+    d.eval("localStorage.removeItem('harnery-theme')");
+    // "/" anywhere but in a field focuses the search box.
+    d.call(
+        "Input.dispatchKeyEvent",
+        serde_json::json!({ "type": "keyDown", "key": "/", "code": "Slash", "text": "/" }),
+    );
+    let focused = d.eval("document.activeElement && document.activeElement.id");
+    assert_eq!(focused.as_str(), Some("find"));
+    load(&mut d, &served, "/sessions");
     keep_shot(&mut d, "serve-sessions.png");
     let ids = ids(home);
     let links: Vec<String> = serde_json::from_value(d.eval(
-        "Array.from(document.querySelectorAll('#session-rows a')).map(a => a.getAttribute('href'))",
+        "Array.from(document.querySelectorAll('#session-rows td.title a')).map(a => a.getAttribute('href'))",
     ))
     .unwrap();
     assert_eq!(links.len(), ids.len());
@@ -485,6 +509,8 @@ fn signals_finalized_while_pages_are_open_appear_on_them() {
     let rows = "document.querySelectorAll('#events tr').length";
     let before = d.eval(rows).as_u64().unwrap();
     assert!(before > 0);
+    let marks = "document.querySelectorAll('#track .marker').length";
+    let marks_before = d.eval(marks).as_u64().unwrap();
     // The page has polled once, so the next change is news to it.
     d.pump(Duration::from_millis(2500));
     prompt(
@@ -506,10 +532,30 @@ fn signals_finalized_while_pages_are_open_appear_on_them() {
     let text: String =
         serde_json::from_value(d.eval("document.getElementById('events').textContent")).unwrap();
     assert!(text.contains("prompt"), "{text}");
+    // The header's counts and the conversation are current too.
+    let header: String =
+        serde_json::from_value(d.eval("document.querySelector('main header').textContent"))
+            .unwrap();
+    let events = sessions_json(home)
+        .into_iter()
+        .find(|s| s["session"]["session_id"] == "live-session")
+        .unwrap()["events"]
+        .as_u64()
+        .unwrap();
+    assert!(header.contains(&format!(" {events} events")), "{header}");
+    let talk: String =
+        serde_json::from_value(d.eval("document.getElementById('conversation').textContent"))
+            .unwrap();
+    assert!(
+        talk.contains("a prompt sent while the page was open"),
+        "{talk}"
+    );
+    // The drawing has the prompt's marker.
+    assert!(d.eval(marks).as_u64().unwrap() > marks_before);
     assert_eq!(d.errors(), Vec::<String>::new());
 
     // The sessions page marks a new session and a changed one.
-    d.navigate(&format!("{}/", served.base));
+    d.navigate(&format!("{}/sessions", served.base));
     d.pump(Duration::from_millis(2500));
     start_session(home, "claude-code", "second-session");
     prompt(
@@ -527,5 +573,21 @@ fn signals_finalized_while_pages_are_open_appear_on_them() {
         seen = serde_json::from_value(d.eval(marked)).unwrap();
     }
     assert_eq!(seen, "changed live-session,new second-session");
+    assert_eq!(d.errors(), Vec::<String>::new());
+
+    // The dashboard's cards count a new session without a reload.
+    d.navigate(&format!("{}/?range=all", served.base));
+    d.pump(Duration::from_millis(2500));
+    let card = "document.querySelector('section.cards .card .value').textContent";
+    let before: String = serde_json::from_value(d.eval(card)).unwrap();
+    start_session(home, "claude-code", "third-session");
+    finalize(home);
+    let until = Instant::now() + Duration::from_secs(30);
+    let mut now = before.clone();
+    while now == before && Instant::now() < until {
+        d.pump(Duration::from_millis(250));
+        now = serde_json::from_value(d.eval(card)).unwrap();
+    }
+    assert_eq!((before.as_str(), now.as_str()), ("2", "3"));
     assert_eq!(d.errors(), Vec::<String>::new());
 }

@@ -33,6 +33,11 @@ pub enum GroupBy {
     Session,
     Day,
     Model,
+    /// The UTC hour, the model and the session at once, tab-separated
+    /// (`YYYY-MM-DDTHH\tmodel\tadapter/session`): the finest grouping,
+    /// which `serve`'s dashboard folds into its cards and charts. No flag
+    /// names it.
+    HourModelSession,
 }
 
 impl std::str::FromStr for GroupBy {
@@ -400,6 +405,16 @@ impl UsageTally {
             GroupBy::Session => format!("{}/{}", event.session.adapter, event.session.session_id),
             GroupBy::Day => day_of(event.time_unix_ns),
             GroupBy::Model => model.unwrap_or(UNKNOWN_MODEL).to_string(),
+            GroupBy::HourModelSession => {
+                let stamp = crate::clock::format_time(event.time_unix_ns);
+                format!(
+                    "{}\t{}\t{}/{}",
+                    stamp.get(..13).unwrap_or(&stamp),
+                    model.unwrap_or(UNKNOWN_MODEL),
+                    event.session.adapter,
+                    event.session.session_id
+                )
+            }
         }
     }
 

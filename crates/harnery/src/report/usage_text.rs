@@ -20,6 +20,7 @@ impl UsageTally {
             GroupBy::Session => "session",
             GroupBy::Day => "day",
             GroupBy::Model => "model",
+            GroupBy::HourModelSession => "hour, model, session",
         };
         let mut head = format!(
             "{by:<40} {:>7} {:>11} {:>11} {:>11} {:>11} {:>15}",

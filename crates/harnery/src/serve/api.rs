@@ -22,7 +22,7 @@ pub(crate) fn sessions(
 }
 
 pub(crate) fn session(source: &Source, name: &str) -> Result<serde_json::Value, ReadError> {
-    let detail = source.session(name)?;
+    let detail = source.session(name, 0)?;
     Ok(serde_json::to_value(&detail.timeline).expect("a timeline serializes"))
 }
 
@@ -46,6 +46,11 @@ pub(crate) fn hits(hits: &[Hit]) -> serde_json::Value {
     serde_json::to_value(hits).expect("a hit serializes")
 }
 
-pub(crate) fn last_seq(source: &Source) -> Result<serde_json::Value, ReadError> {
-    Ok(serde_json::to_value(source.last_seq()?).expect("a seq serializes"))
+/// The newest row; with `session`, that session's event count and last
+/// event time too (what a session page polls).
+pub(crate) fn last_seq(
+    source: &Source,
+    session: Option<&str>,
+) -> Result<serde_json::Value, ReadError> {
+    Ok(serde_json::to_value(source.last_seq(session)?).expect("a seq serializes"))
 }

@@ -10,6 +10,7 @@ pub(crate) fn get(name: &str) -> Option<(&'static str, &'static [u8])> {
         "serve.css" => Some((CSS, include_str!("assets/serve.css").as_bytes())),
         "view.js" => Some((JS, crate::view::page::SCRIPT.as_bytes())),
         "app.js" => Some((JS, include_str!("assets/app.js").as_bytes())),
+        "theme.js" => Some((JS, include_str!("assets/theme.js").as_bytes())),
         _ => None,
     }
 }

@@ -4,6 +4,9 @@
 //! reading only what the request shows: one page of sessions, one
 //! session, one event, a streamed usage tally.
 
+pub(crate) mod conversation;
+pub(crate) mod dashboard;
+
 use serde::Serialize;
 
 use crate::contract::{Event, SessionRef};
@@ -40,6 +43,9 @@ impl ReadError {
             self,
             ReadError::Source(SourceError::NoSuchSession(_))
                 | ReadError::Ledger(LedgerError::UnknownSession(_))
+                | ReadError::Ledger(LedgerError::SessionName(
+                    crate::contract::session_name::NameError::Unknown { .. }
+                ))
         )
     }
 }
@@ -50,6 +56,18 @@ pub(crate) struct LastSeq {
     pub seq: i64,
     /// The live epoch's genesis id (an advance starts a new chain).
     pub epoch: Option<String>,
+    /// With `?session=`: that session's own counts, which change only
+    /// when its rows do.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionCounts>,
+}
+
+/// What changes when a session grows.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub(crate) struct SessionCounts {
+    pub events: u64,
+    /// The seq of its newest event.
+    pub last_seq: i64,
 }
 
 /// A listed session and the usage its own records report.
@@ -65,6 +83,9 @@ pub(crate) struct SessionDetail {
     pub timeline: Timeline,
     pub class: Classification,
     pub log: SessionLog,
+    /// The page's window of the conversation (its events are the
+    /// timeline's entries in the same window).
+    pub conversation: conversation::Conversation,
 }
 
 /// Usage three ways, and the prices' label.
@@ -79,25 +100,75 @@ pub(crate) struct UsageViews {
 #[derive(Clone)]
 pub struct Source {
     pub home: Home,
+    /// The dashboard's running tally, kept between requests.
+    dash: dashboard::Cache,
 }
 
 impl Source {
+    /// The reads over `home`. The dashboard's usage tally is brought up
+    /// to the ledger on a thread of its own at once, so the first visit
+    /// of the home page does not wait for the whole ledger's usage to be
+    /// read (it waits only for what is left of that first reading).
+    pub fn new(home: Home) -> Source {
+        let source = Source {
+            home,
+            dash: Default::default(),
+        };
+        let warm = source.clone();
+        let _ = std::thread::Builder::new()
+            .name("serve-dashboard".into())
+            .spawn(move || warm.dashboard(dashboard::Range::All).map(drop));
+        source
+    }
+
+    /// Now, as the pages read times relative to it (`HARNERY_NOW` pins it).
+    pub(crate) fn now(&self) -> i64 {
+        crate::now::resolve_now(None).unwrap_or_else(|_| crate::clock::wall_now_ns())
+    }
+
+    /// The home page's figures for `range`: from the session rows and the
+    /// kept usage tally (brought up to the ledger's last row first).
+    pub(crate) fn dashboard(
+        &self,
+        range: dashboard::Range,
+    ) -> Result<Option<dashboard::Dashboard>, ReadError> {
+        let Some(ledger) = live_or_none(&self.home)? else {
+            return Ok(None);
+        };
+        let now = self.now();
+        Ok(Some(dashboard::dashboard(&self.dash, &ledger, range, now)?))
+    }
+
     /// The live epoch, or `None` before the first `finalize`.
     fn live(&self) -> Result<Option<Epochs>, ReadError> {
         Ok(live_or_none(&self.home)?.map(Epochs::live))
     }
 
-    pub(crate) fn last_seq(&self) -> Result<LastSeq, ReadError> {
-        match live_or_none(&self.home)? {
-            None => Ok(LastSeq {
-                seq: 0,
-                epoch: None,
-            }),
-            Some(ledger) => Ok(LastSeq {
-                seq: ledger.rows().last_seq()?,
-                epoch: Some(ledger.genesis().genesis_id.clone()),
-            }),
-        }
+    /// The newest row, and with `session` that session's counts.
+    pub(crate) fn last_seq(&self, session: Option<&str>) -> Result<LastSeq, ReadError> {
+        let Some(ledger) = live_or_none(&self.home)? else {
+            return match session {
+                Some(name) => Err(SourceError::NoSuchSession(name.to_string()).into()),
+                None => Ok(LastSeq {
+                    seq: 0,
+                    epoch: None,
+                    session: None,
+                }),
+            };
+        };
+        let counts = match session {
+            None => None,
+            Some(name) => {
+                let found = ledger.sessions().resolve(name)?;
+                let (events, last_seq) = ledger.events().session_size(&found)?;
+                Some(SessionCounts { events, last_seq })
+            }
+        };
+        Ok(LastSeq {
+            seq: ledger.rows().last_seq()?,
+            epoch: Some(ledger.genesis().genesis_id.clone()),
+            session: counts,
+        })
     }
 
     /// One page of the sessions `filter` keeps, newest first.
@@ -132,8 +203,9 @@ impl Source {
         Ok(rows)
     }
 
-    /// The session `name` names (its id, a unique prefix, or adapter/id).
-    pub(crate) fn session(&self, name: &str) -> Result<SessionDetail, ReadError> {
+    /// The session `name` names (its id, a unique prefix, or adapter/id),
+    /// with window `page` of its conversation.
+    pub(crate) fn session(&self, name: &str, page: u64) -> Result<SessionDetail, ReadError> {
         let epochs = self
             .live()?
             .ok_or_else(|| SourceError::NoSuchSession(name.to_string()))?;
@@ -167,11 +239,13 @@ impl Source {
             &mut failed,
         );
         let log = SessionLog::read(ledger, &found.session)?;
+        let conversation = conversation::Conversation::of(&own, page);
         Ok(SessionDetail {
             view,
             timeline,
             class,
             log,
+            conversation,
         })
     }
 
@@ -241,7 +315,7 @@ impl Source {
 
     /// What `harnery health` reports, judged now.
     pub(crate) fn health(&self) -> Result<HealthReport, ReadError> {
-        let now = crate::now::resolve_now(None).unwrap_or_else(|_| crate::clock::wall_now_ns());
+        let now = self.now();
         Ok(crate::report::health_check::gather(
             &self.home,
             now,

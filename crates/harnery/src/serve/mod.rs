@@ -68,7 +68,7 @@ pub enum Backend {
 
 impl Backend {
     pub fn home(home: Home) -> Backend {
-        Backend::Ledger(Source { home })
+        Backend::Ledger(Source::new(home))
     }
 }
 

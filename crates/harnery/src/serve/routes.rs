@@ -1,6 +1,7 @@
 //! Which reply a (guarded) request target gets: the pages, the JSON API
 //! and the static files. Every reply is built whole before it is sent.
 
+use super::data::dashboard::Range;
 use super::data::{ReadError, Source};
 use super::pages::{self, health::LedgerFacts, sessions::Form};
 use super::query::Target;
@@ -12,6 +13,11 @@ use crate::report::usage::GroupBy;
 
 /// Sessions on one page of the list.
 pub(crate) const PAGE_ROWS: usize = 50;
+
+/// The parameters of the sessions list.
+const LIST_PARAMS: [&str; 7] = [
+    "since", "until", "agent", "class", "project", "page", "fragment",
+];
 
 /// A reply: status, media type, body.
 pub(crate) struct Reply {
@@ -83,13 +89,14 @@ fn reply(source: &Source, t: &Target, path: &[&str]) -> Result<Option<Reply>, Ba
         Err(e) => Reply::problem(500, api, &e.to_string()),
     };
     Ok(Some(match path {
-        [] => read(sessions_page(source, t)?, false),
-        ["sessions", id] => read(
-            source
-                .session(id)
-                .map(|d| Reply::html(pages::session::render(&d))),
-            false,
-        ),
+        // The list's filters on `/` (an address from before the
+        // dashboard) still answer with the list.
+        [] if LIST_PARAMS.iter().any(|p| t.param(p).is_some()) => {
+            read(sessions_page(source, t)?, false)
+        }
+        [] => read(home_page(source, t)?, false),
+        ["sessions"] => read(sessions_page(source, t)?, false),
+        ["sessions", id] => read(session_page(source, t, id)?, false),
         ["sessions", id, "events", offset] => read(event_page(source, id, offset)?, false),
         ["usage"] => read(
             source
@@ -104,7 +111,10 @@ fn reply(source: &Source, t: &Target, path: &[&str]) -> Result<Option<Reply>, Ba
         ["api", "usage"] => read(api::usage(source, group_by(t)?).map(Reply::json), true),
         ["api", "health"] => read(api::health(source).map(Reply::json), true),
         ["api", "search"] => search_api(source, t),
-        ["api", "last-seq"] => read(api::last_seq(source).map(Reply::json), true),
+        ["api", "last-seq"] => read(
+            api::last_seq(source, t.param("session")).map(Reply::json),
+            true,
+        ),
         ["static", name] => match assets::get(name) {
             Some((content_type, bytes)) => Reply {
                 status: 200,
@@ -126,6 +136,16 @@ pub(crate) fn asset(name: &str) -> Option<Reply> {
     })
 }
 
+fn home_page(source: &Source, t: &Target) -> Result<Result<Reply, ReadError>, Bad> {
+    let range = match t.param("range") {
+        None => Range::Week,
+        Some(r) => Range::parse(r).map_err(Bad)?,
+    };
+    Ok(source
+        .dashboard(range)
+        .map(|d| Reply::html(pages::home::render(d.as_ref(), range))))
+}
+
 fn sessions_page(source: &Source, t: &Target) -> Result<Result<Reply, ReadError>, Bad> {
     let (form, mut filter) = filter(t)?;
     filter.skip = form
@@ -134,14 +154,35 @@ fn sessions_page(source: &Source, t: &Target) -> Result<Result<Reply, ReadError>
         .ok_or_else(|| Bad(format!("page={} is past the last page", form.page)))?;
     // One more than a page says whether another page follows.
     filter.limit = Some(PAGE_ROWS + 1);
+    let now = source.now();
     Ok(source.session_rows(&filter).map(|mut rows| {
         let more = rows.len() > PAGE_ROWS;
         rows.truncate(PAGE_ROWS);
         match t.param("fragment") {
-            Some("rows") => Reply::html(pages::sessions::table_rows(&rows).into_string()),
-            _ => Reply::html(pages::sessions::render(&form, &rows, more)),
+            Some("rows") => Reply::html(pages::sessions::table_rows(&rows, now).into_string()),
+            _ => Reply::html(pages::sessions::render(&form, &rows, more, now)),
         }
     }))
+}
+
+fn session_page(source: &Source, t: &Target, id: &str) -> Result<Result<Reply, ReadError>, Bad> {
+    let page = match t.param("page") {
+        None => 0,
+        Some(p) => p
+            .parse::<u64>()
+            .map_err(|_| Bad(format!("page={p:?} is not a number")))?,
+    };
+    let detail = match source.session(id, page) {
+        Ok(d) => d,
+        Err(e) => return Ok(Err(e)),
+    };
+    if page >= detail.conversation.pages {
+        return Err(Bad(format!(
+            "page={page} is past the session's last page ({})",
+            detail.conversation.pages
+        )));
+    }
+    Ok(Ok(Reply::html(pages::session::render(&detail))))
 }
 
 fn event_page(source: &Source, id: &str, offset: &str) -> Result<Result<Reply, ReadError>, Bad> {
@@ -236,6 +277,7 @@ fn filter(t: &Target) -> Result<(Form, SessionFilter), Bad> {
         until: t.param("until").unwrap_or("").to_string(),
         agent: t.param("agent").unwrap_or("").to_string(),
         class: t.param("class").unwrap_or("").to_string(),
+        project: t.param("project").unwrap_or("").to_string(),
         page,
     };
     let filter = SessionFilter {

@@ -43,6 +43,28 @@ impl Browser {
         }
     }
 
+    /// [`Browser::find`], or `None` (saying why and how to install one)
+    /// when there is none: for tests that skip rather than fail without
+    /// a browser.
+    pub fn find_or_skip() -> Option<Browser> {
+        let found = std::env::var_os("HARNERY_CHROMIUM").is_some()
+            || [
+                "chromium",
+                "chromium-browser",
+                "google-chrome",
+                "google-chrome-stable",
+            ]
+            .iter()
+            .any(|name| on_path(name).is_some());
+        if !found {
+            println!(
+                "skipped: no headless Chromium on PATH (or in HARNERY_CHROMIUM); install it with: {INSTALL}"
+            );
+            return None;
+        }
+        Some(Browser::find())
+    }
+
     fn command(&self, profile: &Path) -> Command {
         let mut cmd = Command::new(&self.bin);
         cmd.arg("--headless")

@@ -142,6 +142,40 @@ impl Events<'_> {
         each_stored_text(rows, f)
     }
 
+    /// How many events a session has and the seq of its newest: what
+    /// changes when it grows (one pass over its part of the offset index).
+    pub(crate) fn session_size(&self, session: &SessionRef) -> Result<(u64, i64), LedgerError> {
+        let (n, last): (i64, Option<i64>) = self
+            .r
+            .conn
+            .prepare_cached(
+                "SELECT count(*), max(seq) FROM events WHERE adapter = ?1 AND session_id = ?2",
+            )?
+            .query_row(params![session.adapter.as_str(), session.session_id], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?;
+        Ok((n as u64, last.unwrap_or(0)))
+    }
+
+    /// The stored text of every row after `seq`, in chain order: what a
+    /// reader that keeps a running tally has not seen yet.
+    pub(crate) fn for_each_stored_text_after<E: From<LedgerError>>(
+        &self,
+        seq: i64,
+        f: impl FnMut(StoredText<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let read = |e: rusqlite::Error| E::from(LedgerError::from(e));
+        let mut stmt = self
+            .r
+            .conn
+            .prepare_cached(
+                "SELECT seq, id, CAST(json AS BLOB) FROM events WHERE seq > ?1 ORDER BY seq",
+            )
+            .map_err(read)?;
+        let rows = stmt.query([seq]).map_err(read)?;
+        each_stored_text(rows, f)
+    }
+
     /// One session's rows of the given event types, in offset order, as
     /// [`Events::for_each_stored_text`] gives them. The types are those of
     /// the `type` column the ledger keeps beside each row's text, so only

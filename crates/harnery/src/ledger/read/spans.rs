@@ -137,6 +137,19 @@ impl Spans<'_> {
         Ok(out)
     }
 
+    /// How many spans of each session ended in failure (sessions with
+    /// none are not listed): one grouped pass over the span rows.
+    pub(crate) fn failures_by_session(&self) -> Result<Vec<(SessionRef, u64)>, LedgerError> {
+        let mut stmt = self.r.conn.prepare_cached(
+            "SELECT adapter, session_id, count(*) FROM spans WHERE outcome = 'failure' \
+             GROUP BY adapter, session_id",
+        )?;
+        let rows = stmt.query([])?;
+        self.r.lenient_rows(rows, "spans", &[0, 1], |r| {
+            Ok((session_at(r, 0)?, r.get::<_, i64>(2)? as u64))
+        })
+    }
+
     /// The open span rows of every session, ordered by session and
     /// request event id (what an epoch advance closes administratively).
     pub fn open(&self) -> Result<Vec<SpanRow>, LedgerError> {

@@ -5,8 +5,9 @@
 
 use maud::{Markup, html};
 
-use super::{Nav, agent_select, document, option, session_href};
+use super::{Nav, agent_select, document_with, option, session_href};
 use crate::search::{Hit, Kind};
+use crate::serve::data::conversation::WINDOW;
 use crate::serve::search::Form;
 
 /// The page: the form, then `hits` when a search ran, or `problem` when
@@ -22,7 +23,7 @@ pub(crate) fn render(form: &Form, hits: Option<&[Hit]>, problem: Option<&str>) -
             p { a href={ "/api/search?" (form.query()) } { "These hits as JSON" } }
         }
     };
-    document("harnery: search", Nav::Search, false, body)
+    document_with("harnery: search", Nav::Search, false, &form.q, body)
 }
 
 fn filters(form: &Form) -> Markup {
@@ -64,7 +65,16 @@ fn table(hits: &[Hit]) -> Markup {
 }
 
 fn row(h: &Hit) -> Markup {
-    let href = format!("{}#e{}", session_href(&h.session.session_id), h.offset);
+    // A hit past a session's first window of events links to its window.
+    let page = match h.offset / WINDOW {
+        0 => String::new(),
+        n => format!("?page={n}"),
+    };
+    let href = format!(
+        "{}{page}#e{}",
+        session_href(&h.session.session_id),
+        h.offset
+    );
     html! {
         tr {
             td { a.hit href=(href) { code { (h.session_prefix) } " @" (h.offset) } }

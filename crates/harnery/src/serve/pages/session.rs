@@ -1,38 +1,62 @@
 //! A session's page: the drawing of `harnery view` (same elements and
-//! `data-span-*` attributes), its class and audit reasons, its turns with
-//! tokens, its checkpoints and resumes, and its events, each linking to
-//! its stored text. The live script appends events as `finalize` lands
-//! them. Also the page of one event's stored text.
+//! `data-span-*` attributes), its conversation, its class and audit
+//! reasons, its turns with tokens, its checkpoints and resumes, and its
+//! events, each linking to its stored text; one window of a long
+//! session's events at a time. The live script swaps the header, the
+//! drawing and every `data-live` region in again as `finalize` lands
+//! rows. Also the page of one event's stored text.
 
 use maud::{Markup, html};
 
-use super::{Nav, count, document, session_href};
+use super::{Nav, conversation, count, document, session_href};
 use crate::contract::{Observation, SessionRef};
 use crate::report::timeline::TimelineEntry;
 use crate::serve::data::SessionDetail;
+use crate::serve::data::conversation::WINDOW;
 use crate::view::html::since;
 use crate::view::page::timeline;
 
-/// The page of one session.
+/// The page of one session: the drawing, then the conversation beside
+/// its evidence, turns and checkpoints, then its events (the same window
+/// of offsets as the conversation). The regions marked `data-live` are
+/// what the live script swaps in again when the session grows.
 pub(crate) fn render(d: &SessionDetail) -> String {
     let id = &d.view.summary.session.session_id;
+    let c = &d.conversation;
+    let from = c.page * WINDOW;
+    let entries = d
+        .timeline
+        .entries
+        .iter()
+        .filter(|e| e.offset >= from && e.offset < from + WINDOW);
     let body = html! {
         (timeline(&d.view))
-        section.facts aria-label="evidence" {
-            h2 { "Evidence" }
-            p { "class: " strong { (d.class.class.to_string()) } }
-            @if d.class.reasons.is_empty() { p { "no audit reason" } }
-            @else { ul { @for r in &d.class.reasons { li { code { (r) } } } } }
+        div.session-grid {
+            section.conversation aria-label="conversation" {
+                h2 { "Conversation" }
+                div #conversation data-live="conversation" {
+                    (conversation::render(id, d.view.summary.first_unix_ns, c))
+                }
+            }
+            aside.side {
+                section.facts aria-label="evidence" {
+                    h2 { "Evidence" }
+                    div #evidence data-live="evidence" {
+                        p { "class: " strong { (d.class.class.to_string()) } }
+                        @if d.class.reasons.is_empty() { p { "no audit reason" } }
+                        @else { ul { @for r in &d.class.reasons { li { code { (r) } } } } }
+                    }
+                }
+                (turns(d))
+                (log(d))
+            }
         }
-        (turns(d))
-        (log(d))
         section aria-label="events" {
             h2 { "Events" }
             table.events {
                 thead { tr { th { "offset" } th { "time" } th { "entry" } th { "agent" } th.n { "turn tokens" } } }
-                tbody #events data-session=(id)
-                    data-next=(d.timeline.entries.last().map_or(0, |e| e.offset + 1)) {
-                    @for e in &d.timeline.entries { (event_row(id, e)) }
+                tbody #events data-live="events" data-session=(id) {
+                    @for e in entries { (event_row(id, e)) }
                 }
             }
         }
@@ -47,8 +71,7 @@ pub(crate) fn render(d: &SessionDetail) -> String {
 
 fn turns(d: &SessionDetail) -> Markup {
     html! {
-        section aria-label="turns" {
-            h2 { "Turns" }
+        section aria-label="turns" { h2 { "Turns" } div #turns data-live="turns" {
             @if d.view.turns.is_empty() { p { "no turn recorded" } }
             @else {
                 table.turns {
@@ -60,15 +83,14 @@ fn turns(d: &SessionDetail) -> Markup {
                     } } }
                 }
             }
-        }
+        } }
     }
 }
 
 fn log(d: &SessionDetail) -> Markup {
     let log = &d.log;
     html! {
-        section aria-label="checkpoints and resumes" {
-            h2 { "Checkpoints and resumes" }
+        section aria-label="checkpoints and resumes" { h2 { "Checkpoints and resumes" } div #log data-live="log" {
             p { "head " (log.head) " · incarnation " (log.incarnation) }
             @if log.checkpoints.is_empty() { p { "no checkpoint" } }
             @else {
@@ -85,7 +107,7 @@ fn log(d: &SessionDetail) -> Markup {
                 p { "resumed at offset " (r.offset) " (" (r.resumed.evidence) "), incarnation "
                     (r.resumed.incarnation) }
             }
-        }
+        } }
     }
 }
 
