@@ -22,6 +22,7 @@ pub(crate) mod fingerprint;
 pub mod fleet;
 pub mod install;
 pub mod ledger;
+pub mod mcp;
 pub mod now;
 pub mod operator;
 pub(crate) mod ordered;
