@@ -13,6 +13,7 @@ mod fleet;
 mod hook;
 mod install;
 mod ledger;
+mod mcp;
 mod operator;
 mod progress_tty;
 mod real_home_guard;
