@@ -6,7 +6,7 @@
 //! registers `harnery mcp` in Claude Code's or Copilot's MCP configuration,
 //! and uninstall removes only that (`harnery::install::mcp`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::{CmdResult, Outcome};
 use harnery::install::form::{self, CopilotForm, FormChoice};
@@ -165,7 +165,8 @@ pub fn run_install(args: InstallArgs) -> CmdResult {
     finish_all(agent, &plan, common.dry_run, "installed")?;
     if let Some(file) = &mcp_file {
         let harnery = std::env::current_exe()?;
-        let plan = mcp::plan_install(agent, file, &harnery)?;
+        let home = std::env::var_os("HARNERY_HOME").filter(|h| !h.is_empty());
+        let plan = mcp::plan_install(agent, file, &harnery, home.as_deref().map(Path::new))?;
         finish_mcp(&plan, common.dry_run, "registered")?;
     }
     match common.no_schedule {

@@ -68,6 +68,7 @@ fn claude_code_reads_harnery_mcp_from_claude_json_and_uninstall_takes_only_it() 
     let ours = &doc["mcpServers"]["harnery"];
     assert_eq!(ours["type"], "stdio");
     assert_eq!(ours["args"], json!(["mcp"]));
+    assert_eq!(ours["env"], json!({}));
     let command = ours["command"].as_str().unwrap();
     assert!(
         Path::new(command).is_absolute() && command.ends_with("/harnery"),
@@ -99,15 +100,19 @@ fn claude_config_dir_moves_the_file_and_a_project_gets_mcp_json() {
     let home = dir.path();
     let config = home.join("elsewhere");
     std::fs::create_dir_all(&config).unwrap();
+    let harnery_home = home.join("hh");
     ok(
         home,
         &["install", "claude-code", "--mcp"],
-        &[("CLAUDE_CONFIG_DIR", &config)],
+        &[
+            ("CLAUDE_CONFIG_DIR", &config),
+            ("HARNERY_HOME", &harnery_home),
+        ],
     );
-    assert_eq!(
-        read(&config.join(".claude.json"))["mcpServers"]["harnery"]["args"],
-        json!(["mcp"])
-    );
+    let ours = &read(&config.join(".claude.json"))["mcpServers"]["harnery"];
+    assert_eq!(ours["args"], json!(["mcp"]));
+    // The home install ran with is the server's too.
+    assert_eq!(ours["env"]["HARNERY_HOME"], harnery_home.to_str().unwrap());
     assert!(!home.join(".claude.json").exists());
 
     let project = home.join("proj");
@@ -159,6 +164,7 @@ fn copilot_reads_harnery_mcp_from_mcp_config_json() {
     assert_eq!(ours["type"], "local");
     assert_eq!(ours["tools"], json!(["*"]));
     assert_eq!(ours["args"], json!(["mcp"]));
+    assert!(ours.get("env").is_none(), "{ours}");
     assert!(doc["mcpServers"]["weather"].is_object());
     ok(home, &["uninstall", "copilot", "--mcp"], &[]);
     let doc = read(&file);

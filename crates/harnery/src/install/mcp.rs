@@ -60,8 +60,15 @@ pub fn mcp_file(
 }
 
 /// Plan registering `harnery_bin mcp` in `path`: the `harnery` entry
-/// added or brought up to date; nothing else changes.
-pub fn plan_install(agent: Agent, path: &Path, harnery_bin: &Path) -> Result<Plan, InstallError> {
+/// added or brought up to date; nothing else changes. `harnery_home` (the
+/// `HARNERY_HOME` install ran with) goes into the entry's environment, so
+/// the server reads the same home whatever environment the client passes.
+pub fn plan_install(
+    agent: Agent,
+    path: &Path,
+    harnery_bin: &Path,
+    harnery_home: Option<&Path>,
+) -> Result<Plan, InstallError> {
     let before = read_optional(path)?;
     let mut doc = parse(path, before.as_deref())?;
     let servers = servers(path, &mut doc)?;
@@ -74,7 +81,7 @@ pub fn plan_install(agent: Agent, path: &Path, harnery_bin: &Path) -> Result<Pla
             ),
         ));
     }
-    servers.set(SERVER_NAME, entry(agent, harnery_bin));
+    servers.set(SERVER_NAME, entry(agent, harnery_bin, harnery_home));
     Ok(Plan {
         path: path.to_path_buf(),
         before,
@@ -125,11 +132,17 @@ fn servers<'a>(path: &Path, doc: &'a mut Json) -> Result<&'a mut Json, InstallEr
 }
 
 /// The entry each client reads.
-fn entry(agent: Agent, harnery_bin: &Path) -> Json {
+fn entry(agent: Agent, harnery_bin: &Path, harnery_home: Option<&Path>) -> Json {
     let s = |t: &str| Json::String(t.to_owned());
     let command = s(&harnery_bin.to_string_lossy());
     let args = Json::Array(vec![s("mcp")]);
-    let fields = match agent {
+    let env = Json::Object(
+        harnery_home
+            .map(|h| ("HARNERY_HOME".to_owned(), s(&h.to_string_lossy())))
+            .into_iter()
+            .collect(),
+    );
+    let mut fields = match agent {
         Agent::Copilot => vec![
             ("type".into(), s("local")),
             ("command".into(), command),
@@ -140,9 +153,13 @@ fn entry(agent: Agent, harnery_bin: &Path) -> Json {
             ("type".into(), s("stdio")),
             ("command".into(), command),
             ("args".into(), args),
-            ("env".into(), Json::Object(Vec::new())),
         ],
     };
+    // Claude Code's own `mcp add` always writes `env`; Copilot's only when
+    // there is some.
+    if agent != Agent::Copilot || harnery_home.is_some() {
+        fields.push(("env".into(), env));
+    }
     Json::Object(fields)
 }
 
@@ -174,7 +191,7 @@ mod tests {
         let before = r#"{"zeta": 1, "mcpServers": {"other": {"command": "x"}}, "alpha": [true]}"#;
         std::fs::write(&path, before).unwrap();
         let bin = Path::new("/opt/bin/harnery");
-        let once = plan_install(Agent::ClaudeCode, &path, bin).unwrap();
+        let once = plan_install(Agent::ClaudeCode, &path, bin, None).unwrap();
         let doc = Json::parse(&after(&once)).unwrap();
         let servers = doc.get("mcpServers").unwrap();
         assert!(servers.get("other").is_some());
@@ -185,7 +202,7 @@ mod tests {
         };
         assert_eq!(keys, ["zeta", "mcpServers", "alpha"]);
         std::fs::write(&path, after(&once)).unwrap();
-        let twice = plan_install(Agent::ClaudeCode, &path, bin).unwrap();
+        let twice = plan_install(Agent::ClaudeCode, &path, bin, None).unwrap();
         assert!(!twice.changes());
         let gone = plan_uninstall(&path).unwrap();
         let doc = Json::parse(&after(&gone)).unwrap();
@@ -200,7 +217,7 @@ mod tests {
         let theirs =
             r#"{"mcpServers": {"harnery": {"command": "/usr/bin/python3", "args": ["x.py"]}}}"#;
         std::fs::write(&path, theirs).unwrap();
-        let err = plan_install(Agent::Copilot, &path, Path::new("/b/harnery")).unwrap_err();
+        let err = plan_install(Agent::Copilot, &path, Path::new("/b/harnery"), None).unwrap_err();
         assert!(err.to_string().contains("another server"), "{err}");
         assert!(!plan_uninstall(&path).unwrap().changes());
     }
@@ -209,7 +226,7 @@ mod tests {
     fn a_file_left_empty_is_removed_and_other_agents_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("mcp-config.json");
-        let plan = plan_install(Agent::Copilot, &path, Path::new("/b/harnery")).unwrap();
+        let plan = plan_install(Agent::Copilot, &path, Path::new("/b/harnery"), None).unwrap();
         assert!(after(&plan).contains("\"local\""));
         std::fs::write(&path, after(&plan)).unwrap();
         assert_eq!(plan_uninstall(&path).unwrap().after, None);
