@@ -21,8 +21,10 @@ pub const ANSWER_BYTES: usize = 48 * 1024;
 /// The default cut of one text (a prompt, a message, a tool output).
 pub const TEXT_CHARS: usize = 600;
 
-/// The most one text may be asked to hold (`max_chars`).
-pub const MAX_TEXT_CHARS: usize = 8_000;
+/// The most one text may be asked to hold (`max_chars`): small enough
+/// that one entry (its line and its JSON, each character escaped at
+/// worst to six bytes) always fits an empty page, so paging always moves on.
+pub const MAX_TEXT_CHARS: usize = 4_000;
 
 /// Whether text leaves masked (the default) or whole.
 pub enum Content {
@@ -152,7 +154,7 @@ pub struct Page {
 
 impl Page {
     pub fn new(head: impl Into<String>) -> Page {
-        let head = head.into();
+        let head = cut(&head.into(), 400);
         Page {
             used: head.len() * 2 + 512,
             head,
@@ -230,6 +232,18 @@ mod tests {
         let size = answer.text.len() + answer.structured.to_string().len();
         assert!(size <= ANSWER_BYTES, "{size}");
         assert!(!page_push_after_full());
+    }
+
+    #[test]
+    fn the_largest_entry_always_fits_an_empty_page() {
+        // Control characters: six bytes each once escaped in JSON.
+        let text = cut(
+            &"\u{1}".repeat(MAX_TEXT_CHARS * 2),
+            text_chars(Some(usize::MAX)),
+        );
+        let line = format!("[1] {text}");
+        let mut page = Page::new("h".repeat(10_000));
+        assert!(page.push(line, json!({"text": text})));
     }
 
     fn page_push_after_full() -> bool {

@@ -44,7 +44,7 @@ pub struct SearchArgs {
     pub offset: usize,
     /// At most this many hits (default 10, at most 100).
     pub limit: Option<usize>,
-    /// Characters of each snippet (default 600).
+    /// Characters of each snippet (default 600, at most 4000).
     pub max_chars: Option<usize>,
     /// Which ledger epoch: live (the default), all, or a genesis id.
     pub epoch: Option<String>,
@@ -57,7 +57,7 @@ pub(super) fn search(home: &Home, b: &Budget, a: &SearchArgs) -> Result<Answer, 
     let hits = crate::search::search_epochs(home, &epochs, &q).map_err(search_error)?;
     let chars = text_chars(a.max_chars);
     let asked = hits.len();
-    let mut page = Page::new(format!("search {:?}:", a.query));
+    let mut page = Page::new(format!("search {:?}:", b.clip(&a.query, 200)));
     for hit in hits.iter().skip(a.offset) {
         if !page.push(line(b, hit, chars), item(b, hit, chars)) {
             break;
@@ -74,7 +74,7 @@ pub(super) fn search(home: &Home, b: &Budget, a: &SearchArgs) -> Result<Answer, 
     };
     let mut answer = page.finish("hits", more, json!({"offset": a.offset}));
     if shown == 0 {
-        answer.text = format!("search {:?}: no hits", a.query);
+        answer.text = format!("search {:?}: no hits", b.clip(&a.query, 200));
         if a.offset > 0 {
             answer.text.push_str(&format!(" at offset {}", a.offset));
         }

@@ -78,8 +78,9 @@ pub(super) fn file_history(
         }
         calls.entry(key).or_default().push(hit);
     }
+    let shown_path = b.clip(path, 200);
     let head = format!(
-        "file {path:?}: tool calls whose input names it, newest first, by session \
+        "file {shown_path:?}: tool calls whose input names it, newest first, by session \
          (read: the tool only looked; changed: it wrote or edited; other: a command or a tool that may have done either)"
     );
     let mut page = Page::new(head);
@@ -117,10 +118,10 @@ pub(super) fn file_history(
     let mut answer = page.finish(
         "calls",
         more,
-        json!({"path": path, "offset": a.offset, "sessions": sessions}),
+        json!({"path": &shown_path, "offset": a.offset, "sessions": sessions}),
     );
     if shown == 0 {
-        answer.text = format!("file {path:?}: no tool call's input names it");
+        answer.text = format!("file {shown_path:?}: no tool call's input names it");
     }
     Ok(answer)
 }

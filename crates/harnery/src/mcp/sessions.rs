@@ -43,7 +43,7 @@ pub struct SessionArgs {
     pub offset: u64,
     /// At most this many entries (default 40, at most 200).
     pub limit: Option<usize>,
-    /// Characters of each text (default 600, at most 8000).
+    /// Characters of each text (default 600, at most 4000).
     pub max_chars: Option<usize>,
     /// Which ledger epoch: live (the default), all, or a genesis id.
     pub epoch: Option<String>,
