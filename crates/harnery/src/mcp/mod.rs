@@ -205,12 +205,12 @@ impl Tools {
 /// The arguments of `tool`, or an error naming the argument that does
 /// not fit its schema (serde's own words when the schema finds nothing).
 fn args<A: DeserializeOwned>(tool: &str, arguments: Value) -> Result<A, CallError> {
-    let explained = specs()
-        .into_iter()
-        .find(|s| s.name == tool)
-        .and_then(|s| args::explain(&s.input_schema, &arguments));
-    serde_json::from_value(arguments).map_err(|e| {
-        let why = explained.unwrap_or_else(|| e.to_string());
+    A::deserialize(&arguments).map_err(|e| {
+        let why = specs()
+            .into_iter()
+            .find(|s| s.name == tool)
+            .and_then(|s| args::explain(&s.input_schema, &arguments))
+            .unwrap_or_else(|| e.to_string());
         CallError::BadArguments(format!("bad arguments for {tool}: {why}"))
     })
 }
