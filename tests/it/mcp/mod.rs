@@ -415,3 +415,28 @@ fn the_protocol_versions_the_clients_speak_are_negotiated() {
         c.finish();
     }
 }
+
+#[test]
+fn a_ledger_held_by_a_writer_mid_transaction_is_still_read() {
+    let (_dir, home) = home();
+    let before = ledger_hashes(&home);
+    // As finalize holds it: a write transaction open, nothing committed.
+    let db = home.join("ledgers/v2/ledger.sqlite");
+    let writer = rusqlite::Connection::open(&db).unwrap();
+    writer.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let mut c = Client::start(&home);
+    c.initialize("2025-06-18");
+    for (tool, args) in [
+        ("sessions", json!({})),
+        ("search", json!({"query": "note.txt"})),
+        ("session", json!({"session": FILE_TOOLS, "limit": 3})),
+        ("usage", json!({})),
+    ] {
+        let answer = c.call(tool, args);
+        assert!(!is_error(&answer), "{tool}: {answer}");
+    }
+    c.finish();
+    writer.execute_batch("ROLLBACK").unwrap();
+    drop(writer);
+    assert_eq!(ledger_hashes(&home), before);
+}
