@@ -67,6 +67,11 @@ for id in "${AGENTS[@]}"; do
              print agent " " check ": " (($0 ~ /MISMATCH/) ? "FAIL see the log" : "OK")
            }' "$log"
       [[ $rc == 0 ]] || { echo "claude-code+copilot script: FAIL exit $rc, see $log"; fail=1; }
+      # harnery mcp, registered by `install --mcp`, called by each client's
+      # scripted model for a tool output of an earlier session.
+      mcp=()
+      for a in "${AGENTS[@]}"; do [[ $a == claude-code || $a == copilot ]] && mcp+=("$a"); done
+      E2E_WORK="$E2E_WORK/mcp" E2E_MCP_AGENTS="${mcp[*]}" "$ROOT/scripts/e2e/mcp.sh" || fail=1
       ;;
     *)
       E2E_WORK="$E2E_WORK/$id" "$ROOT/scripts/e2e/$id.sh" || fail=1

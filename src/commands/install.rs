@@ -2,13 +2,15 @@
 //! `harnery-hook` on every hook event, or stop it. For Copilot, install also
 //! says which hook form it chose and why (`harnery::install::form`). Install
 //! then sets up the periodic `harnery finalize`, and uninstall removes it
-//! with the last agent's hooks (`schedule.rs`).
+//! with the last agent's hooks (`schedule.rs`). With `--mcp`, install also
+//! registers `harnery mcp` in Claude Code's or Copilot's MCP configuration,
+//! and uninstall removes only that (`harnery::install::mcp`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::{CmdResult, Outcome};
 use harnery::install::form::{self, CopilotForm, FormChoice};
-use harnery::install::{self, Agent, AgentDir, Plan};
+use harnery::install::{self, Agent, AgentDir, Plan, mcp};
 
 #[derive(Debug, clap::Args)]
 pub struct InstallArgs {
@@ -121,6 +123,11 @@ struct Common {
     /// up, uninstall does not remove it.
     #[arg(long)]
     no_schedule: bool,
+    /// Claude Code and Copilot: install also registers `harnery mcp` (the
+    /// MCP server over the ledger) in the agent's MCP configuration;
+    /// uninstall removes only that registration (the hooks stay).
+    #[arg(long)]
+    mcp: bool,
 }
 
 pub fn run_install(args: InstallArgs) -> CmdResult {
@@ -129,6 +136,15 @@ pub fn run_install(args: InstallArgs) -> CmdResult {
         Target::Agent(target) => target,
     };
     let (agent, user, form_arg, common) = split(target);
+    let mcp_file = match common.mcp {
+        true => Some(mcp::mcp_file(
+            agent,
+            user,
+            &user_home()?,
+            common.project_dir.as_deref(),
+        )?),
+        false => None,
+    };
     let (path, agent_dir) = settings_path(agent, user, &common)?;
     let hook_bin = install::hook_bin(common.hook_bin.as_deref())?;
     if !common.dry_run {
@@ -147,6 +163,12 @@ pub fn run_install(args: InstallArgs) -> CmdResult {
     say_where(agent, agent_dir.as_ref(), common.dry_run);
     let plan = install::plan_install(agent, &path, &hook_bin, form)?;
     finish_all(agent, &plan, common.dry_run, "installed")?;
+    if let Some(file) = &mcp_file {
+        let harnery = std::env::current_exe()?;
+        let home = std::env::var_os("HARNERY_HOME").filter(|h| !h.is_empty());
+        let plan = mcp::plan_install(agent, file, &harnery, home.as_deref().map(Path::new))?;
+        finish_mcp(&plan, common.dry_run, "registered")?;
+    }
     match common.no_schedule {
         true => Ok(Outcome::Clean),
         false => super::schedule::install(common.dry_run, true),
@@ -164,6 +186,10 @@ pub fn run_uninstall(args: UninstallArgs) -> CmdResult {
             "--form applies to install only; uninstall removes harnery's entries of both forms"
                 .into(),
         );
+    }
+    if common.mcp {
+        let file = mcp::mcp_file(agent, user, &user_home()?, common.project_dir.as_deref())?;
+        return finish_mcp(&mcp::plan_uninstall(&file)?, common.dry_run, "removed");
     }
     let (path, agent_dir) = settings_path(agent, user, &common)?;
     say_where(agent, agent_dir.as_ref(), common.dry_run);
@@ -222,6 +248,29 @@ fn say_form(choice: &FormChoice, dry_run: bool) {
         "{comment}copilot hook form: {}, because {}",
         choice.form, choice.reason
     );
+}
+
+/// Apply (or show) the MCP registration's plan.
+fn finish_mcp(plan: &Plan, dry_run: bool, verb: &str) -> CmdResult {
+    if dry_run {
+        println!("# {} (harnery mcp)", plan.path.display());
+        return finish(plan, true, verb);
+    }
+    let done = install::apply(plan)?;
+    let name = mcp::SERVER_NAME;
+    match (done.changed, &done.backup) {
+        (false, _) => println!(
+            "{}: mcp server {name} already up to date",
+            done.path.display()
+        ),
+        (true, Some(b)) => println!(
+            "{}: mcp server {name} {verb} (backup: {})",
+            done.path.display(),
+            b.display()
+        ),
+        (true, None) => println!("{}: mcp server {name} {verb}", done.path.display()),
+    }
+    Ok(Outcome::Clean)
 }
 
 fn finish(plan: &Plan, dry_run: bool, verb: &str) -> CmdResult {

@@ -23,6 +23,7 @@ pub mod fleet_search;
 pub mod health;
 pub mod import;
 pub mod install;
+pub mod mcp;
 pub mod progress;
 pub mod receipts;
 pub mod recover;
@@ -140,6 +141,8 @@ enum Command {
     View(view::Args),
     /// Serve a read-only local web app over the ledger (sessions, timelines, usage, health).
     Serve(serve::Args),
+    /// Answer an agent's questions about past sessions: an MCP server over stdio (read-only).
+    Mcp(mcp::Args),
     /// Print a session's events in offset order.
     Replay(replay::Args),
     /// Find what an agent said or did: prompts, messages, tool inputs and outputs, commands.
@@ -203,6 +206,7 @@ fn dispatch(command: Command) -> CmdResult {
         Command::Show(a) => show::run(a),
         Command::View(a) => view::run(a),
         Command::Serve(a) => serve::run(a),
+        Command::Mcp(a) => mcp::run(a),
         Command::Replay(a) => replay::run(a),
         Command::Search(a) => search::run(a),
         Command::Validate(a) => validate::run(a),

@@ -14,6 +14,7 @@ mod hook;
 mod import;
 mod install;
 mod ledger;
+mod mcp;
 mod operator;
 mod progress_tty;
 mod real_home_guard;

@@ -23,6 +23,7 @@ pub mod fleet;
 pub mod import;
 pub mod install;
 pub mod ledger;
+pub mod mcp;
 pub mod now;
 pub mod operator;
 pub(crate) mod ordered;

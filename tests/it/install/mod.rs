@@ -2,6 +2,7 @@
 //! the periodic `finalize` it sets up on a scratch machine.
 
 mod machine;
+mod mcp;
 mod overdue;
 mod roundtrip;
 mod schedule;

@@ -22,11 +22,15 @@
 //! a change of form replaces the old entries. A file that does not parse is
 //! never rewritten. Every change is preceded by a backup copy.
 //!
+//! [`mcp`] registers `harnery mcp` in Claude Code's and Copilot's MCP
+//! configuration (`install --mcp`).
+//!
 //! Beside the hooks, [`schedule`] sets up (and removes) the periodic
 //! `harnery finalize` that turns what the hooks spool into the ledger.
 
 pub mod form;
 pub(crate) mod json;
+pub mod mcp;
 pub mod schedule;
 
 use std::path::{Path, PathBuf};
@@ -57,6 +61,11 @@ pub enum InstallError {
     },
     #[error("refusing to rewrite {path}: {what}")]
     UnexpectedShape { path: PathBuf, what: String },
+    #[error(
+        "--mcp registers harnery mcp with claude-code and copilot; for {0}, add the stdio \
+         server `harnery mcp` to its MCP settings yourself (docs/guide/mcp.md)"
+    )]
+    NoMcp(Agent),
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,
