@@ -190,6 +190,11 @@ fn every_tool_answers_over_stdio_and_the_ledger_stays_byte_identical() {
             .iter()
             .all(|s| s["agent"] == "claude-code" && s["events"].as_u64() > Some(0))
     );
+    // Each has its title (its first prompt, masked) and project.
+    assert!(listed.iter().all(|s| s["title"].is_string()), "{sessions}");
+    assert!(!sessions.to_string().contains(SECRET), "{sessions}");
+    let elsewhere = c.call("sessions", json!({"project": "no-such-project"}));
+    assert!(text(&elsewhere).contains("no sessions"), "{elsewhere}");
     let one = c.call("sessions", json!({"limit": 1}));
     assert_eq!(
         one["structuredContent"]["sessions"]

@@ -61,6 +61,7 @@ pub(super) fn usage(home: &Home, b: &Budget, a: &UsageArgs) -> Result<Answer, Ca
         session: a.session.as_deref(),
         by,
         since_unix_ns: instant("since", a.since.as_deref())?,
+        imported: None,
     };
     let (tally, _damaged) = tally_epochs(&epochs, &ask, prices).map_err(|e| match &e {
         UsageError::Source(_) => CallError::BadArguments(chain(&e)),

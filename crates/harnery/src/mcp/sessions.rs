@@ -24,6 +24,9 @@ pub struct SessionsArgs {
     pub agent: Option<String>,
     /// Only sessions with activity at or after this time (RFC 3339).
     pub since: Option<String>,
+    /// Only sessions of this project: its root path, or a trailing part
+    /// of it such as the repository's name.
+    pub project: Option<String>,
     /// Skip this many sessions first (to page on).
     #[serde(default)]
     pub offset: usize,
@@ -49,12 +52,13 @@ pub struct SessionArgs {
     pub epoch: Option<String>,
 }
 
-pub(super) fn sessions(home: &Home, _b: &Budget, a: &SessionsArgs) -> Result<Answer, CallError> {
+pub(super) fn sessions(home: &Home, b: &Budget, a: &SessionsArgs) -> Result<Answer, CallError> {
     let limit = a.limit.unwrap_or(20).clamp(1, MAX_LIMIT);
     let adapter = a.agent.as_deref().map(agent).transpose()?;
     let filter = SessionFilter {
         since: instant("since", a.since.as_deref())?,
         adapter,
+        project: a.project.clone(),
         skip: a.offset,
         limit: Some(limit + 1),
         ..SessionFilter::default()
@@ -62,9 +66,9 @@ pub(super) fn sessions(home: &Home, _b: &Budget, a: &SessionsArgs) -> Result<Ans
     let epochs = open(home, &epoch(a.epoch.as_deref())?)?;
     let listed = list(home, &epochs, "mcp", &filter)
         .map_err(|e| CallError::Failed(format!("the sessions cannot be listed: {}", chain(&e))))?;
-    let mut page = Page::new("sessions, most recently started first:");
+    let mut page = Page::new("sessions, most recently active first:");
     for l in listed.iter().take(limit) {
-        if !page.push(session_line(l), session_item(l)) {
+        if !page.push(session_line(b, l), session_item(b, l)) {
             break;
         }
     }
@@ -88,10 +92,24 @@ pub(super) fn agent(name: &str) -> Result<AdapterId, CallError> {
     })
 }
 
-fn session_line(l: &Listed) -> String {
+/// A session's title, masked and cut to one short line.
+fn title(b: &Budget, l: &Listed) -> Option<String> {
+    l.summary.title.as_deref().map(|t| b.clip(t, TITLE_CHARS))
+}
+
+/// The most characters of a title a listing shows.
+const TITLE_CHARS: usize = 120;
+
+fn session_line(b: &Budget, l: &Listed) -> String {
     let s = &l.summary;
+    let about = match (title(b, l), &s.project) {
+        (Some(t), Some(p)) => format!("  {t:?} in {}", b.mask(p)),
+        (Some(t), None) => format!("  {t:?}"),
+        (None, Some(p)) => format!("  in {}", b.mask(p)),
+        (None, None) => String::new(),
+    };
     format!(
-        "- {}/{}  started {}  last {}  {} turns  {} events  spans: {} closed, {} recovered, {} open  (class {})",
+        "- {}/{}{about}  started {}  last {}  {} turns  {} events  spans: {} closed, {} recovered, {} open  (class {})",
         s.session.adapter,
         s.session.session_id,
         format_time(s.first_unix_ns),
@@ -113,11 +131,13 @@ fn class(l: &Listed) -> String {
     }
 }
 
-fn session_item(l: &Listed) -> Value {
+fn session_item(b: &Budget, l: &Listed) -> Value {
     let s = &l.summary;
     json!({
         "agent": s.session.adapter.as_str(),
         "session": s.session.session_id,
+        "title": title(b, l),
+        "project": s.project.as_deref().map(|p| b.mask(p)),
         "started": format_time(s.first_unix_ns),
         "last_activity": format_time(s.last_unix_ns),
         "turns": s.turns,
