@@ -111,7 +111,7 @@ pub(crate) fn read() -> Result<Option<Vec<u8>>, ScheduleError> {
 }
 
 /// `crontab -l`'s answer for a user without a crontab: cronie, Debian's
-/// cron and BSD say "no crontab for <user>"; busybox cannot open the file.
+/// cron and BSD say "no crontab for `<user>`"; busybox cannot open the file.
 fn says_no_crontab(ran: &Ran) -> bool {
     let said = ran.stderr.to_ascii_lowercase();
     said.contains("no crontab") || said.contains("no such file")
