@@ -77,7 +77,12 @@ fn row(h: &Hit) -> Markup {
     );
     html! {
         tr {
-            td { a.hit href=(href) { code { (h.session_prefix) } " @" (h.offset) } }
+            td {
+                a.hit href=(href) { code { (h.session_prefix) } " @" (h.offset) }
+                @if let Some(title) = &h.title {
+                    br; span.title title=(title) { (cut_title(title)) }
+                }
+            }
             td { (h.time) }
             td { @if let Some(t) = &h.turn { code { (short(t)) } } }
             td { (h.kind.as_str()) }
@@ -87,6 +92,16 @@ fn row(h: &Hit) -> Markup {
             } }
             td.snippet { (marked(h)) }
         }
+    }
+}
+
+/// The characters of a session's title a hit shows (the whole on hover).
+const TITLE_CHARS: usize = 60;
+
+fn cut_title(title: &str) -> String {
+    match title.char_indices().nth(TITLE_CHARS) {
+        Some((at, _)) => format!("{}…", &title[..at]),
+        None => title.to_string(),
     }
 }
 
@@ -140,6 +155,15 @@ mod tests {
         assert!(html.contains("href=\"/sessions/s%2F%3C1%3E#e7\""), "{html}");
         assert!(html.contains("&lt;Bash&gt;") && !html.contains("<Bash>"));
         assert!(html.contains("closed_native · failure"));
+        // The session's title shows under it, escaped, cut, whole on hover.
+        let mut titled = hit("x", vec![]);
+        titled.title = Some(format!("<i>fix</i> {}", "y".repeat(80)));
+        let html = render(&Form::default(), Some(&[titled]), None);
+        assert!(html.contains("&lt;i&gt;fix&lt;/i&gt; yyy"), "{html}");
+        assert!(
+            html.contains(&format!("{}…</span>", "y".repeat(49))),
+            "{html}"
+        );
         let bad = render(&Form::default(), None, Some("bad query: <x>"));
         assert!(bad.contains("bad query: &lt;x&gt;"), "{bad}");
     }
