@@ -163,6 +163,22 @@ fn every_tool_answers_over_stdio_and_the_ledger_stays_byte_identical() {
         second["structuredContent"]["hits"][0]
     );
 
+    // A project keeps the hits of its sessions only.
+    let all = c.call("search", json!({"query": "note.txt"}));
+    let project = all["structuredContent"]["hits"][0]["project"]
+        .as_str()
+        .expect("a hit names its session's project")
+        .to_string();
+    let kept = c.call("search", json!({"query": "note.txt", "project": project}));
+    let kept_hits = kept["structuredContent"]["hits"].as_array().unwrap();
+    assert!(!kept_hits.is_empty(), "{kept}");
+    assert!(kept_hits.iter().all(|h| h["project"] == project.as_str()));
+    let none = c.call(
+        "search",
+        json!({"query": "note.txt", "project": "no-such-project"}),
+    );
+    assert!(text(&none).contains("no hits"), "{none}");
+
     // The token is masked in every answer that holds the prompt.
     let secret = c.call("search", json!({"query": "deploy token"}));
     assert!(text(&secret).contains("[masked:"), "{secret}");

@@ -8,6 +8,7 @@ use super::budget::{Budget, Page, text_chars};
 use super::{Answer, CallError, chain, epoch, instant, open};
 use crate::contract::AdapterId;
 use crate::home::Home;
+use crate::report::session_list::project_matches;
 use crate::search::{Hit, Kind, Query, SearchError, Sort};
 
 /// The most hits one call may ask for (after `offset`).
@@ -37,6 +38,9 @@ pub struct SearchArgs {
     pub until: Option<String>,
     /// Only this session (its id, a unique prefix, or agent/id).
     pub session: Option<String>,
+    /// Only sessions of this project: its root path, or a trailing part
+    /// of it such as the repository's name (as `sessions` takes it).
+    pub project: Option<String>,
     /// relevance (the default) or time (newest first).
     pub sort: Option<String>,
     /// Skip this many hits first (to page on).
@@ -52,9 +56,15 @@ pub struct SearchArgs {
 
 pub(super) fn search(home: &Home, b: &Budget, a: &SearchArgs) -> Result<Answer, CallError> {
     let limit = a.limit.unwrap_or(10).clamp(1, MAX_HITS);
-    let q = query(a, a.offset + limit)?;
+    let mut q = query(a, a.offset + limit)?;
     let epochs = open(home, &q.epoch)?;
-    let hits = crate::search::search_epochs(home, &epochs, &q).map_err(search_error)?;
+    let (hits, capped) = match &a.project {
+        None => {
+            let hits = crate::search::search_epochs(home, &epochs, &q).map_err(search_error)?;
+            (hits, false)
+        }
+        Some(project) => of_project(home, &epochs, &mut q, project)?,
+    };
     let chars = text_chars(a.max_chars);
     let asked = hits.len();
     let mut page = Page::new(format!("search {:?}:", b.clip(&a.query, 200)));
@@ -72,6 +82,13 @@ pub(super) fn search(home: &Home, b: &Budget, a: &SearchArgs) -> Result<Answer, 
     } else {
         None
     };
+    let more = match capped {
+        true => Some(format!(
+            "The project filter looked at the best {PROJECT_SCAN} hits only: narrow the query, \
+             or name a session of the project."
+        )),
+        false => more,
+    };
     let mut answer = page.finish("hits", more, json!({"offset": a.offset}));
     if shown == 0 {
         answer.text = format!("search {:?}: no hits", b.clip(&a.query, 200));
@@ -80,6 +97,46 @@ pub(super) fn search(home: &Home, b: &Budget, a: &SearchArgs) -> Result<Answer, 
         }
     }
     Ok(answer)
+}
+
+/// The most hits a project's search looks through before it keeps only
+/// the project's.
+const PROJECT_SCAN: usize = 20_000;
+
+/// The first `q.limit` hits of `project`'s sessions, in the query's order:
+/// the search asks for more hits each round (the index knows sessions,
+/// not projects) and keeps those whose session is of the project, until
+/// it has enough, the hits end, or [`PROJECT_SCAN`] were looked at
+/// (then `true`).
+fn of_project(
+    home: &Home,
+    epochs: &crate::report::epochs::Epochs,
+    q: &mut Query,
+    project: &str,
+) -> Result<(Vec<Hit>, bool), CallError> {
+    let want = q.limit;
+    let mut ask = (want * 4).max(64);
+    loop {
+        q.limit = ask;
+        let hits = crate::search::search_epochs(home, epochs, q).map_err(search_error)?;
+        let ended = hits.len() < ask;
+        let kept: Vec<Hit> = hits
+            .into_iter()
+            .filter(|h| {
+                h.project
+                    .as_deref()
+                    .is_some_and(|p| project_matches(p, project))
+            })
+            .take(want)
+            .collect();
+        if kept.len() >= want || ended {
+            return Ok((kept, false));
+        }
+        if ask >= PROJECT_SCAN {
+            return Ok((kept, true));
+        }
+        ask = (ask * 4).min(PROJECT_SCAN);
+    }
 }
 
 fn query(a: &SearchArgs, limit: usize) -> Result<Query, CallError> {
@@ -159,6 +216,8 @@ fn item(b: &Budget, hit: &Hit, chars: usize) -> serde_json::Value {
         "outcome": hit.outcome,
         "turn": hit.turn,
         "epoch": hit.epoch,
+        "title": hit.title.as_deref().map(|t| b.clip(t, 120)),
+        "project": hit.project.as_deref().map(|p| b.mask(p)),
         "snippet": b.clip(&hit.snippet, chars),
     })
 }
