@@ -169,7 +169,9 @@ impl Devtools {
     pub fn navigate(&mut self, url: &str) {
         let from = self.events.len();
         self.call("Page.navigate", json!({ "url": url }));
-        let until = Instant::now() + Duration::from_secs(60);
+        // A hang guard only: a loaded two-core machine was seen to take
+        // over 60 s for a first load while other builds ran.
+        let until = Instant::now() + Duration::from_secs(120);
         while !self.events[from..]
             .iter()
             .any(|e| e["method"] == "Page.loadEventFired")
