@@ -6,29 +6,13 @@
 //! kept, twice equal to once, and `uninstall --mcp` removing only ours.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::{Value, json};
 
+/// `harnery args` in the scratch home, as the round-trip tests run it.
 fn harnery(home: &Path, args: &[&str], vars: &[(&str, &Path)]) -> Output {
-    let hook = assert_cmd::cargo::cargo_bin("harnery-hook");
-    let mut full: Vec<&str> = args.to_vec();
-    full.extend([
-        "--hook-bin",
-        hook.to_str().expect("a UTF-8 target path"),
-        "--no-schedule",
-    ]);
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_harnery"));
-    cmd.args(&full)
-        .env_clear()
-        .env("HOME", home)
-        .env("PATH", "/usr/bin:/bin")
-        .env("HARNERY_NPM_PREFIXES", "")
-        .current_dir(home);
-    for (name, value) in vars {
-        cmd.env(name, value);
-    }
-    cmd.output().unwrap()
+    super::roundtrip::harnery_with(home, home, args, vars)
 }
 
 fn ok(home: &Path, args: &[&str], vars: &[(&str, &Path)]) -> String {

@@ -23,7 +23,7 @@ fn harnery_on_path(home: &Path, cwd: &Path, args: &[&str], path: &str) -> std::p
 }
 
 /// Run harnery with only `HOME`, `HARNERY_NPM_PREFIXES` and `vars` set.
-fn harnery_with(
+pub(super) fn harnery_with(
     home: &Path,
     cwd: &Path,
     args: &[&str],

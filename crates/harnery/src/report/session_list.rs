@@ -68,6 +68,12 @@ pub fn project_matches(project: &str, want: &str) -> bool {
             .is_some_and(|head| head.ends_with('/') && !want.starts_with('/'))
 }
 
+/// A project path's last two parts (`src/harnery`), as the pages name it.
+pub fn short_project(path: &str) -> String {
+    let parts: Vec<&str> = path.trim_end_matches('/').rsplit('/').take(2).collect();
+    parts.into_iter().rev().collect::<Vec<_>>().join("/")
+}
+
 /// One listed session: its combined summary, class, and the epochs it spans.
 #[derive(Debug, Clone)]
 pub struct Listed {
@@ -165,7 +171,14 @@ pub fn list(
 
 #[cfg(test)]
 mod tests {
-    use super::project_matches;
+    use super::{project_matches, short_project};
+
+    #[test]
+    fn a_project_is_named_by_its_last_two_parts() {
+        assert_eq!(short_project("/home/u/src/harnery/"), "src/harnery");
+        assert_eq!(short_project("/harnery"), "/harnery");
+        assert_eq!(short_project("harnery"), "harnery");
+    }
 
     #[test]
     fn a_project_matches_by_root_or_trailing_name() {

@@ -383,7 +383,7 @@ pub(crate) const NO_PROJECT: &str = "(no project)";
 fn project_of(s: &SessionSummary) -> String {
     match s.project.as_deref() {
         None => NO_PROJECT.to_string(),
-        Some(p) => crate::serve::pages::sessions::short_project(p),
+        Some(p) => crate::report::session_list::short_project(p),
     }
 }
 

@@ -11,6 +11,7 @@ use super::{
 };
 use crate::ledger::SessionSummary;
 use crate::report::record_state::REMOVED;
+use crate::report::session_list::short_project;
 use crate::serve::data::SessionRow;
 use crate::serve::query::encode;
 
@@ -115,12 +116,6 @@ pub(crate) fn project_cell(project: Option<&str>) -> Markup {
             html! { a.project href=(href) title={ (p) ": its sessions" } { (short_project(p)) } }
         }
     }
-}
-
-/// A project path's last two parts (`src/harnery`).
-pub(crate) fn short_project(path: &str) -> String {
-    let parts: Vec<&str> = path.trim_end_matches('/').rsplit('/').take(2).collect();
-    parts.into_iter().rev().collect::<Vec<_>>().join("/")
 }
 
 fn row(r: &SessionRow, now: i64) -> Markup {
