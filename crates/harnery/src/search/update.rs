@@ -148,10 +148,13 @@ fn read_batches(
     let mut read = 0;
     loop {
         let at = told.recv().map_err(|_| ReadStop::WriterGone)?;
-        if at.seq > last || (at.seq > 0 && ledger.rows().row_hash(at.seq)? != at.hash) {
+        // The row the index stands at is read afresh: another run may have
+        // indexed rows this run's view of the ledger did not have yet (the
+        // chain only grows), which is the index being ahead, not stale.
+        if at.seq > 0 && ledger.rows().row_hash(at.seq)? != at.hash {
             return Err(SearchError::Stale(genesis.clone()).into());
         }
-        if at.seq == last || budget.is_some_and(|b| read >= b) {
+        if at.seq >= last || budget.is_some_and(|b| read >= b) {
             return Ok(read);
         }
         let rows = budget.map_or(sizes.batch, |b| sizes.batch.min(b - read));
