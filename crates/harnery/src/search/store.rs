@@ -14,9 +14,9 @@
 //! key and the row's `seq`, so an epoch's docs are one rowid range in
 //! chain order); `sessions` (each session's first and last doc id per
 //! epoch, so a search of one session reads only that range); `said`
-//! (the blake3 of each prompt and message text per session, turn and
-//! kind, so one said twice, by a hook and by the agent's record, is one
-//! doc: see [`super::update`]); `texts`
+//! (the blake3 of each text per session, turn or call, and kind, so one
+//! said twice, by a hook and by the agent's record, is one doc: see
+//! [`super::update`]); `texts`
 //! (each doc's text, read only for the hits shown
 //! and to confirm a substring); `facts` (per run of doc ids, each doc's
 //! length in words and a tag of its kind, tool and failure: see
@@ -34,7 +34,7 @@ use crate::home::Home;
 
 /// The format this build writes; another value in `meta` means the file
 /// is rebuilt.
-pub const FORMAT: &str = "harnery-search-4";
+pub const FORMAT: &str = "harnery-search-5";
 
 pub(super) const SCHEMA: &str = "
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
