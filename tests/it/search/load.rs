@@ -2,7 +2,8 @@
 //! cannot write, through the real binaries: `finalize` in a loop beside
 //! several searches and a running `harnery serve`; a home made read-only
 //! (`chmod -R a-w`, run as `nobody` when the tests run as root); a full
-//! disk (a file size limit of 0, so every write fails); a tampered index.
+//! disk (a file size limit of 0, so every write fails); a tampered index;
+//! a search killed (SIGKILL) at a random moment while it indexes.
 //! A search answers from the index as it stands and says how far behind
 //! it is; it never fails, never makes the index again, and never shows
 //! text its ledger row does not hold.
@@ -373,4 +374,52 @@ fn a_tampered_index_shows_no_forged_snippet() {
     ok(search(&["--reindex"]));
     assert_eq!(bare(hits(&ok(search(&["exit"])))), bare(before));
     assert!(hits(&ok(search(&["counterfeit"]))).is_empty());
+}
+
+/// A search killed (SIGKILL) at a random moment while it makes the index
+/// from the ledger leaves an index the next search finishes: the same hits
+/// as a search never killed, none twice.
+#[test]
+fn a_search_killed_while_it_indexes_leaves_an_index_the_next_one_finishes() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = home_in(dir.path());
+    for i in 0..150 {
+        prompt(
+            &home,
+            &format!("p-kiwi-{i}"),
+            &format!("kiwi{i} and a kiwi"),
+        );
+    }
+    ok(common::harnery(&home).arg("finalize").output().unwrap());
+    let search = || {
+        ok(common::harnery(&home)
+            .args(["search", "--json", "--limit", "1000", "kiwi"])
+            .output()
+            .unwrap())
+    };
+    let want = hits(&search());
+    assert_eq!(want.len(), 150);
+    for _ in 0..8 {
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", index(&home).display()));
+        }
+        let bin = assert_cmd::cargo::cargo_bin("harnery");
+        let mut run = Command::new(bin)
+            .args(["search", "kiwi"])
+            .env("HARNERY_HOME", &home)
+            .env("HARNERY_NOW", common::NOW)
+            .env("HARNERY_RECORDS", "off")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos();
+        std::thread::sleep(std::time::Duration::from_micros(u64::from(nanos % 200_000)));
+        run.kill().unwrap();
+        run.wait().unwrap();
+        assert_eq!(bare(hits(&search())), bare(want.clone()));
+    }
 }
