@@ -211,8 +211,12 @@ def main():
             written, n, lines_out, session_text = 0, 0, [], []
             subagent_files = []
             last_uuid = None
-            while written < target or n == 0:
+            while True:
                 run = rng.choice(runs)
+                # Stop nearest the target: take a run while at most half of
+                # it would go past.
+                if n > 0 and written + run["size"] / 2 > target:
+                    break
                 c = Copy(rng, run, sid, cwd, projects_dir, start)
                 linked = n == 0
                 for line in run["lines"]:
