@@ -19,7 +19,8 @@
 #   peer      `agentsview sync`, then its raw archive: `archive capture
 #             --writers-stopped` and `archive import --seed` into a new data
 #             dir (the capture, a copy of the sources, is deleted).
-# Then, on the last round's homes: storage (the harnery home; its ledger
+# Then, on the last round's homes: `harnery verify` against `agentsview
+# archive verify` (REPEAT each, alternating); storage (the harnery home; its ledger
 # files alone; the peer's data dir with its raw archive; its sessions.db
 # alone), and with both servers up (`harnery serve`, `agentsview serve
 # --no-sync`), scripts/peer/reads.py: the sessions page and API, the usage
@@ -67,6 +68,7 @@ cleanup() {
   done
 }
 trap cleanup EXIT
+trap 'echo "bench-peer: line $LINENO failed (exit $?)" >&2' ERR
 trap 'exit 130' INT TERM
 
 if [ -z "${BIN:-}" ]; then
@@ -88,12 +90,12 @@ if [ -z "${PEER:-}" ]; then
   fi
   # The Go program the package ships, not its Python launcher (whose start
   # would count against the peer).
-  PEER=$(ls "$venv"/lib/python3*/site-packages/agentsview/bin/agentsview 2>/dev/null | head -1)
+  PEER=$(ls "$venv"/lib/python3*/site-packages/agentsview/bin/agentsview 2>/dev/null | awk 'NR == 1')
   [ -n "$PEER" ] || PEER=$venv/bin/agentsview
 fi
 [ -x "$PEER" ] || fail "no agentsview at $PEER"
 "$PEER" version 2>/dev/null | grep -q "$PEER_VERSION" ||
-  echo "bench-peer: warning: $PEER is not agentsview $PEER_VERSION ($("$PEER" version 2>&1 | head -1))" >&2
+  echo "bench-peer: warning: $PEER is not agentsview $PEER_VERSION ($("$PEER" version 2>&1 | awk "NR == 1"))" >&2
 
 # Nothing of the user's: both tools see a scratch HOME; the peer sends no
 # telemetry and checks for no update.
@@ -170,6 +172,14 @@ for round in $(seq "$REPEAT"); do
   echo "round $round of $REPEAT" >&2
   if [ $((round % 2)) = 1 ]; then harnery_round; peer_round; else peer_round; harnery_round; fi
 done
+# Checking what was kept, on the last round's homes: `harnery verify` (the
+# hash chain, every raw signal where its row says) against `agentsview
+# archive verify` (every retained object and manifest).
+for round in $(seq "$REPEAT"); do
+  verify_h() { HARNERY_HOME=$H timed verify "$BIN/harnery" verify; }
+  verify_p() { AGENTSVIEW_NO_DAEMON=1 AGENTSVIEW_DATA_DIR=$P/data timed peer-verify "$PEER" archive verify; }
+  if [ $((round % 2)) = 1 ]; then verify_h; verify_p; else verify_p; verify_h; fi
+done
 # The peer's whole ingest with its raw archive, per round.
 paste "$WORK/peer-sync.secs" "$WORK/peer-capture.secs" "$WORK/peer-import.secs" |
   awk '{ printf "%.3f\n", $1 + $2 + $3 }' >"$WORK/peer-ingest.secs"
@@ -185,8 +195,8 @@ h_search=$(bytes "$H/search")
 p_data=$(bytes "$P/data")
 p_db=$(bytes "$P/data"/sessions.db*)
 p_raw=$(bytes "$P/data/raw-archive")
-du -ab "$H" | sort -rn | head -25 >"$WORK/harnery-home.du"
-du -ab "$P/data" | sort -rn | head -25 >"$WORK/peer-data.du"
+du -ab "$H" | sort -rn | awk 'NR <= 25' >"$WORK/harnery-home.du"
+du -ab "$P/data" | sort -rn | awk 'NR <= 25' >"$WORK/peer-data.du"
 
 # Both servers on the last round's homes.
 HARNERY_HOME=$H "$BIN/harnery" serve --addr 127.0.0.1:0 >"$WORK/serve.out" 2>"$WORK/serve.err" &
@@ -199,7 +209,7 @@ AGENTSVIEW_DATA_DIR=$P/data CLAUDE_PROJECTS_DIR=$PROJECTS \
 p_pid=$!
 PIDS+=("$p_pid")
 for _ in $(seq 600); do
-  grep -q '^harnery serve: ' "$WORK/serve.out" 2>/dev/null && grep -q 'listening at' "$WORK/peer-serve.out" && break
+  grep -q '^harnery serve: ' "$WORK/serve.out" 2>/dev/null && grep -q 'listening at' "$WORK/peer-serve.out" 2>/dev/null && break
   kill -0 "$h_pid" 2>/dev/null || fail "harnery serve exited: $(tail -3 "$WORK/serve.err")"
   kill -0 "$p_pid" 2>/dev/null || fail "agentsview serve exited: $(tail -3 "$WORK/peer-serve.out")"
   sleep 0.1
@@ -209,7 +219,7 @@ url=$(sed -n 's/^harnery serve: //p' "$WORK/serve.out")
 grep -q 'listening at' "$WORK/peer-serve.out" || fail "agentsview serve did not start: $(tail -3 "$WORK/peer-serve.out")"
 h_base=${url%%/\?token=*}
 # The token's cookie, as the server sets it on the first page.
-h_cookie=$(curl -s -D - -o /dev/null "$url" | tr -d '\r' | sed -n 's/^[Ss]et-[Cc]ookie: \([^;]*\).*/\1/p' | head -1)
+h_cookie=$(curl -s -D - -o /dev/null "$url" | tr -d '\r' | sed -n 's/^[Ss]et-[Cc]ookie: \([^;]*\).*/\1/p' | awk 'NR == 1')
 [ -n "$h_cookie" ] || fail "harnery serve set no token cookie at $url"
 p_token=$(sed -n 's/^auth_token = "\(.*\)"$/\1/p' "$P/data/config.toml")
 [ -n "$p_token" ] || fail "no auth_token in $P/data/config.toml"
@@ -230,7 +240,7 @@ PY
 echo "reads: $REQUESTS each, alternating; 10 queries x $SEARCH_REPS" >&2
 python3 scripts/peer/reads.py "$WORK/reads-config.json" "$WORK/reads.json" || fail "reads.py failed"
 
-for f in finalize peer-sync peer-capture peer-import peer-ingest; do
+for f in finalize peer-sync peer-capture peer-import peer-ingest verify peer-verify; do
   median <"$WORK/$f.secs" >"$WORK/$f.median"
 done
 python3 scripts/peer/report.py "$WORK" <<EOF
@@ -238,6 +248,7 @@ python3 scripts/peer/report.py "$WORK" <<EOF
  "finalize": $(cat "$WORK/finalize.median"), "peer_sync": $(cat "$WORK/peer-sync.median"),
  "peer_capture": $(cat "$WORK/peer-capture.median"), "peer_import": $(cat "$WORK/peer-import.median"),
  "peer_ingest": $(cat "$WORK/peer-ingest.median"),
+ "verify": $(cat "$WORK/verify.median"), "peer_verify": $(cat "$WORK/peer-verify.median"),
  "h_home": $h_home, "h_ledger": $h_ledger, "h_raw": $h_raw, "h_search": $h_search, "p_data": $p_data, "p_db": $p_db, "p_raw": $p_raw,
  "peer_version": "$PEER_VERSION"}
 EOF
