@@ -56,20 +56,32 @@ for tool in python3 curl du; do
   command -v "$tool" >/dev/null || fail "needs $tool on PATH"
 done
 
-# Servers this script started, stopped on any exit.
+# The servers this script started and the step under way, stopped on any
+# exit. Long steps run through `step`, in the background with the script
+# waiting, so that a TERM or INT reaches the trap at once.
 PIDS=()
+STEP=
 cleanup() {
   local pid
-  for pid in "${PIDS[@]}"; do
+  for pid in $STEP "${PIDS[@]}"; do
     kill "$pid" 2>/dev/null || true
   done
-  for pid in "${PIDS[@]}"; do
+  for pid in $STEP "${PIDS[@]}"; do
     wait "$pid" 2>/dev/null || true
   done
 }
 trap cleanup EXIT
 trap 'echo "bench-peer: line $LINENO failed (exit $?)" >&2' ERR
 trap 'exit 130' INT TERM
+# step CMD...: run CMD as the step under way; its exit status.
+step() {
+  local rc=0
+  "$@" &
+  STEP=$!
+  wait "$STEP" || rc=$?
+  STEP=
+  return "$rc"
+}
 
 if [ -z "${BIN:-}" ]; then
   cargo build --release --quiet --bins || fail "cargo build --release --bins failed"
@@ -110,7 +122,7 @@ DATA=$WORK/data-$SESSIONS-$MB-$SEED-$stamp
 if [ ! -e "$DATA/.done" ]; then
   echo "building $SESSIONS sessions (~$MB MB) in $DATA" >&2
   rm -rf "$WORK"/data-* && mkdir -p "$DATA"
-  python3 scripts/peer/make-sessions.py "$ROOT/tests/fixtures" "$DATA" "$SESSIONS" "$MB" "$SEED" \
+  step python3 scripts/peer/make-sessions.py "$ROOT/tests/fixtures" "$DATA" "$SESSIONS" "$MB" "$SEED" \
     scripts/peer/queries.txt || fail "make-sessions.py failed"
   touch "$DATA/.done"
 fi
@@ -129,7 +141,7 @@ settings=$install_home/.claude/settings.json
 SPOOLED=$WORK/spooled
 rm -rf "$SPOOLED" && mkdir -p "$SPOOLED"
 echo "feeding $(wc -l <"$DATA/hooks.jsonl") hook payloads through the installed hook" >&2
-HARNERY_HOME=$SPOOLED python3 scripts/peer/feed-hooks.py "$settings" "$DATA/hooks.jsonl" "$WORK/hooks.json" ||
+HARNERY_HOME=$SPOOLED step python3 scripts/peer/feed-hooks.py "$settings" "$DATA/hooks.jsonl" "$WORK/hooks.json" ||
   fail "feeding the hooks failed"
 
 median() { sort -n | awk '{a[NR]=$1} END {if (NR == 0) exit 1; print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
@@ -141,7 +153,7 @@ timed() {
   local name=$1 t0 t1
   shift
   t0=$(date +%s%N)
-  "$@" >"$WORK/$name.out" 2>&1 || fail "$name: '$*' failed: $(tail -5 "$WORK/$name.out")"
+  step "$@" >"$WORK/$name.out" 2>&1 || fail "$name: '$*' failed: $(tail -5 "$WORK/$name.out")"
   t1=$(date +%s%N)
   awk -v ns=$((t1 - t0)) 'BEGIN { printf "%.3f\n", ns / 1e9 }' >>"$WORK/$name.secs"
 }
@@ -190,7 +202,8 @@ h_home=$(bytes "$H")
 # The ledger alone: the live epoch's ledger.sqlite and its WAL, if any.
 h_ledger=$(bytes "$H"/ledgers/v*/ledger.sqlite*)
 [ "$h_ledger" -gt 0 ] || fail "no ledger.sqlite under $H/ledgers/"
-h_raw=$(bytes "$H"/ledgers/v*/raw)
+# Everything else the ledgers/ dir holds: the raw archive, chiefly.
+h_raw=$(($(bytes "$H/ledgers") - h_ledger))
 h_search=$(bytes "$H/search")
 p_data=$(bytes "$P/data")
 p_db=$(bytes "$P/data"/sessions.db*)
@@ -238,7 +251,7 @@ json.dump({
 }, open(sys.argv[1], "w"))
 PY
 echo "reads: $REQUESTS each, alternating; 10 queries x $SEARCH_REPS" >&2
-python3 scripts/peer/reads.py "$WORK/reads-config.json" "$WORK/reads.json" || fail "reads.py failed"
+step python3 scripts/peer/reads.py "$WORK/reads-config.json" "$WORK/reads.json" || fail "reads.py failed"
 
 for f in finalize peer-sync peer-capture peer-import peer-ingest verify peer-verify; do
   median <"$WORK/$f.secs" >"$WORK/$f.median"

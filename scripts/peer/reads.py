@@ -87,11 +87,19 @@ class Tool:
         return get(self.base + path, self.headers, f"{self.name} {what}")
 
 
+HARNERY_LIMIT = 100000
+
+
 def harnery_found(tool, q, agents, known):
-    path = "/api/search?" + urllib.parse.urlencode({"q": f'"{q}"', "limit": 100000})
+    path = "/api/search?" + urllib.parse.urlencode({"q": f'"{q}"', "limit": HARNERY_LIMIT})
     took, body = tool.http(path, f"search {q!r}")
+    hits = json.loads(body)
+    if isinstance(hits, dict):  # an answer that wraps its hits
+        hits = hits.get("hits") or []
+    if len(hits) >= HARNERY_LIMIT:
+        die(f"harnery search {q!r}: {len(hits)} hits, the limit asked for: its found set may be cut")
     found = set()
-    for hit in json.loads(body):
+    for hit in hits:
         found.add(owner(hit["session"]["session_id"], agents, known))
     return took, found
 

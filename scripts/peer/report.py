@@ -92,7 +92,8 @@ def main():
               f"  {pq['found']:>5} ({pq['right']:>3}) {'exact' if pq['exact'] else 'NOT exact':>9} {pq['ms']:6.1f} ms")
     print(f"\nhooks: {hooks['payloads']} payloads in {hooks['wall_s']} s through the installed hook "
           f"(one run: median {hooks['median_ms']} ms, p99 {hooks['p99_ms']} ms); "
-          f"raw archive: harnery {fig['h_raw'] / 1e6:.1f} MB, the peer {fig['p_raw'] / 1e6:.1f} MB; "
+          f"raw archive: harnery {fig['h_raw'] / 1e6:.1f} MB (ledgers/ but the ledger), "
+          f"the peer {fig['p_raw'] / 1e6:.1f} MB (raw-archive/); "
           f"harnery's search index {fig['h_search'] / 1e6:.1f} MB (in its home)")
 
     # Issue 51's "done when", as far as this bench measures it.
