@@ -33,7 +33,8 @@
 #
 # Usage: scripts/bench-peer.sh
 #   env: SESSIONS=200 MB=170 REPEAT=3 REQUESTS=15 SEARCH_REPS=3 SEED=51
-#        BENCH_DIR=dir (kept; the venv and the data are reused from it)
+#        BENCH_DIR=dir (a dir of its own, kept: the venv and the data
+#          are reused from it; default: a new temporary dir)
 #        BIN=target/release (skips the release build)
 #        PEER=path/to/agentsview (skips the venv)
 set -euo pipefail
@@ -47,6 +48,7 @@ REQUESTS=${REQUESTS:-15}
 SEARCH_REPS=${SEARCH_REPS:-3}
 SEED=${SEED:-51}
 PEER_VERSION=0.46.1
+KEEP=${BENCH_DIR:+1}
 WORK=${BENCH_DIR:-$(mktemp -d -t harnery-peer.XXXXXX)}
 mkdir -p "$WORK"
 WORK=$(cd "$WORK" && pwd)
@@ -265,4 +267,10 @@ python3 scripts/peer/report.py "$WORK" <<EOF
  "h_home": $h_home, "h_ledger": $h_ledger, "h_raw": $h_raw, "h_search": $h_search, "p_data": $p_data, "p_db": $p_db, "p_raw": $p_raw,
  "peer_version": "$PEER_VERSION"}
 EOF
+if [ -z "$KEEP" ]; then
+  # A temporary bench dir keeps the figures and each step's output only.
+  cleanup
+  PIDS=()
+  rm -rf "$WORK"/venv "$WORK"/data-* "$H" "$P" "$SPOOLED" "$install_home" "$SCRATCH"
+fi
 echo "raw outputs: $WORK"
