@@ -210,6 +210,7 @@ h_search=$(bytes "$H/search")
 p_data=$(bytes "$P/data")
 p_db=$(bytes "$P/data"/sessions.db*)
 p_raw=$(bytes "$P/data/raw-archive")
+p_sync=$(bytes "$P/sync")
 du -ab "$H" | sort -rn | awk 'NR <= 25' >"$WORK/harnery-home.du"
 du -ab "$P/data" | sort -rn | awk 'NR <= 25' >"$WORK/peer-data.du"
 
@@ -264,7 +265,7 @@ python3 scripts/peer/report.py "$WORK" <<EOF
  "peer_capture": $(cat "$WORK/peer-capture.median"), "peer_import": $(cat "$WORK/peer-import.median"),
  "peer_ingest": $(cat "$WORK/peer-ingest.median"),
  "verify": $(cat "$WORK/verify.median"), "peer_verify": $(cat "$WORK/peer-verify.median"),
- "h_home": $h_home, "h_ledger": $h_ledger, "h_raw": $h_raw, "h_search": $h_search, "p_data": $p_data, "p_db": $p_db, "p_raw": $p_raw,
+ "h_home": $h_home, "h_ledger": $h_ledger, "h_raw": $h_raw, "h_search": $h_search, "p_data": $p_data, "p_db": $p_db, "p_raw": $p_raw, "p_sync": $p_sync,
  "peer_version": "$PEER_VERSION"}
 EOF
 if [ -z "$KEEP" ]; then

@@ -180,6 +180,16 @@ def message_text(line):
     return "\n".join(out)
 
 
+def check(sid, lines, owners):
+    """No id of a model call in two sessions; nothing of the capture left."""
+    for line in lines:
+        if "cc-capture" in line:
+            die(f"session {sid}: a capture path was not moved: {line[:200]}")
+        for m in PREFIXED.finditer(line):
+            if owners.setdefault(m.group(0), sid) != sid:
+                die(f"{m.group(0)} is in sessions {owners[m.group(0)]} and {sid}")
+
+
 def main():
     if len(sys.argv) != 7:
         die("usage: make-sessions.py FIXTURES OUT SESSIONS MB SEED QUERIES")
@@ -200,6 +210,7 @@ def main():
     now = datetime.fromtimestamp(int(time.time()) // 3600 * 3600, timezone.utc)
     span = timedelta(days=14)
     texts = {}
+    owners = {}  # every msg_, req_ and toolu_ id -> the session holding it
     with open(os.path.join(out, "hooks.jsonl"), "w") as hooks_out, \
             open(os.path.join(out, "sessions.tsv"), "w") as tsv, \
             open(os.path.join(out, "agents.tsv"), "w") as agents_tsv:
@@ -246,6 +257,7 @@ def main():
                 written += run["size"]
                 n += 1
                 start += timedelta(minutes=rng.uniform(5, 90))
+            check(sid, lines_out + [l for _, body in subagent_files for l in body], owners)
             os.makedirs(c.project_dir, exist_ok=True)
             path = os.path.join(c.project_dir, f"{sid}.jsonl")
             with open(path, "w") as f:
@@ -260,6 +272,11 @@ def main():
                 agents_tsv.write(f"{agent}\t{sid}\n")
             tsv.write(f"{sid}\t{path}\t{n}\t{size}\n")
             texts[sid] = "\n".join(session_text).lower()
+    with open(os.path.join(out, "hooks.jsonl")) as f:
+        for n, line in enumerate(f, 1):
+            payload = json.loads(json.loads(line)["payload"])
+            if not os.path.isfile(payload.get("transcript_path", "")):
+                die(f"hooks.jsonl:{n}: no transcript at {payload.get('transcript_path')!r}")
     expected = [{"query": q, "sessions": sorted(s for s, t in texts.items() if q.lower() in t)}
                 for q in queries]
     with open(os.path.join(out, "expected.json"), "w") as f:

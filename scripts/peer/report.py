@@ -93,7 +93,8 @@ def main():
     print(f"\nhooks: {hooks['payloads']} payloads in {hooks['wall_s']} s through the installed hook "
           f"(one run: median {hooks['median_ms']} ms, p99 {hooks['p99_ms']} ms); "
           f"raw archive: harnery {fig['h_raw'] / 1e6:.1f} MB (ledgers/ but the ledger), "
-          f"the peer {fig['p_raw'] / 1e6:.1f} MB (raw-archive/); "
+          f"the peer {fig['p_raw'] / 1e6:.1f} MB (raw-archive/; its data dir after sync alone "
+          f"{fig['p_sync'] / 1e6:.1f} MB); "
           f"harnery's search index {fig['h_search'] / 1e6:.1f} MB (in its home)")
 
     # Issue 51's "done when", as far as this bench measures it.
