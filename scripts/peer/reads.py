@@ -95,17 +95,19 @@ def harnery_found(tool, q, agents, known):
     took, body = tool.http(path, f"search {q!r}")
     hits = json.loads(body)
     if isinstance(hits, dict):  # an answer that wraps its hits
-        hits = hits.get("hits") or []
+        if not isinstance(hits.get("hits"), list):
+            die(f"harnery search {q!r}: an answer of neither hits nor {{\"hits\": [...]}}: keys {sorted(hits)}")
+        hits = hits["hits"]
     if len(hits) >= HARNERY_LIMIT:
         die(f"harnery search {q!r}: {len(hits)} hits, the limit asked for: its found set may be cut")
     found = set()
     for hit in hits:
         found.add(owner(hit["session"]["session_id"], agents, known))
-    return took, found
+    return took, found, len(hits)
 
 
 def peer_found(tool, q, agents, known, parents):
-    found, took, cursor = set(), 0.0, 0
+    found, took, cursor, count = set(), 0.0, 0, 0
     while True:
         params = {"pattern": q, "limit": 500, "include_children": "true",
                   "include_automated": "true", "include_one_shot": "true"}
@@ -114,12 +116,13 @@ def peer_found(tool, q, agents, known, parents):
         t, body = tool.http("/api/v1/search/content?" + urllib.parse.urlencode(params), f"search {q!r}")
         took += t
         d = json.loads(body)
+        count += len(d.get("matches") or [])
         for m in d.get("matches") or []:
             sid = parents.get(m["session_id"], m["session_id"])
             found.add(owner(sid, agents, known))
         cursor = d.get("next_cursor") or 0
         if not cursor:
-            return took, found
+            return took, found, count
 
 
 def owner(sid, agents, known):
@@ -193,15 +196,15 @@ def main():
         q, want = e["query"], set(e["sessions"])
         ht, pt = [], []
         for _ in range(reps):
-            took, hf = harnery_found(h, q, agents, known)
+            took, hf, hn = harnery_found(h, q, agents, known)
             ht.append(took)
-            took, pf = peer_found(p, q, agents, known, parents)
+            took, pf, pn = peer_found(p, q, agents, known, parents)
             pt.append(took)
         searches.append({
             "query": q, "expected": len(want),
-            "harnery": {"found": len(hf), "right": len(hf & want), "exact": hf == want,
+            "harnery": {"hits": hn, "found": len(hf), "right": len(hf & want), "exact": hf == want,
                         "missed": sorted(want - hf)[:3], "extra": sorted(hf - want)[:3], "ms": ms(ht)},
-            "peer": {"found": len(pf), "right": len(pf & want), "exact": pf == want,
+            "peer": {"hits": pn, "found": len(pf), "right": len(pf & want), "exact": pf == want,
                      "missed": sorted(want - pf)[:3], "extra": sorted(pf - want)[:3], "ms": ms(pt)},
         })
 
