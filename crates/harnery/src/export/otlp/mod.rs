@@ -7,14 +7,20 @@
 //! - each turn is a child span covering the receipt's wall interval; where
 //!   the agent's record reported usage in the turn, it carries
 //!   `gen_ai.request.model` (the turn's last named model) and the sums
-//!   `gen_ai.usage.input_tokens` / `gen_ai.usage.output_tokens`, each only
-//!   where reported, so a turn without usage is what it always was;
+//!   `gen_ai.usage.input_tokens` / `gen_ai.usage.output_tokens` and the
+//!   cache's `gen_ai.usage.cache_read.input_tokens` /
+//!   `gen_ai.usage.cache_creation.input_tokens`, each only where reported,
+//!   so a turn without usage is what it always was;
 //! - each tool span is `execute_tool <name>` under its turn, with the
 //!   OpenTelemetry GenAI attributes `gen_ai.operation.name = execute_tool`,
 //!   `gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.conversation.id`
 //!   (the call id from the hook, else from the record's `tool.recorded`
 //!   that matched the span, as for Copilot, whose hooks carry none);
 //! - each `harnery exec` command is `exec <argv0>` with `process.*` attributes.
+//!
+//! The root spans the session from its first event to the last one its
+//! agent reported, so what harnery derived later (a recovery sweep days
+//! after an open session's last event) does not stretch it to the sweep.
 //!
 //! The trace id is derived from the session, span ids from event ids, so an
 //! export is reproducible. A session's part in an archived epoch derives
