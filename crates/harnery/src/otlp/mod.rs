@@ -8,13 +8,13 @@
 //! memory), keeps of each document the spans the endpoint has not taken
 //! as they are now ([`delivered`]), and sends them in the receiver's
 //! protocol ([`proto`] for protobuf; the export's JSON as it is), with
-//! retries ([`push`]). Where it sends is [`settings`]'s.
+//! retries ([`mod@push`]). Where it sends is [`settings`]'s.
 //!
 //! - [`settings`]: flags, `OTEL_EXPORTER_OTLP_*`, `[otlp]` in the config;
 //! - [`http`]: one POST over TCP or TLS (the system's roots);
 //! - [`proto`]: the protobuf wire form, by hand;
 //! - [`delivered`]: what each endpoint took, in its own SQLite file;
-//! - [`push`]: the writer that cuts, sends and records documents.
+//! - [`mod@push`]: the writer that cuts, sends and records documents.
 
 pub mod delivered;
 pub mod http;

@@ -99,7 +99,7 @@ pub fn write(
     Ok(damaged)
 }
 
-/// What [`write`] does, into any writer: the documents go to `out` one
+/// What [`write()`] does, into any writer: the documents go to `out` one
 /// line each, as they fill (`harnery otlp push` reads them as they come),
 /// each with at most `spans_per_document` spans (at least one). Returns
 /// how many rows were left out, and the writer.
