@@ -24,6 +24,7 @@ pub mod health;
 pub mod import;
 pub mod install;
 pub mod mcp;
+pub mod otlp;
 pub mod progress;
 pub mod receipts;
 pub mod recover;
@@ -171,6 +172,8 @@ enum Command {
     Health(health::Args),
     /// Export the ledger (JSON lines or OTLP JSON).
     Export(export::Args),
+    /// Deliver sessions as traces to an OTLP/HTTP receiver (`otlp push`).
+    Otlp(otlp::Args),
     /// Build a recovery packet for an interrupted session.
     Recover(recover::Args),
     /// Say whether native Copilot resume is safe, and why.
@@ -221,6 +224,7 @@ fn dispatch(command: Command) -> CmdResult {
         Command::Usage(a) => usage::run(a),
         Command::Health(a) => health::run(a),
         Command::Export(a) => export::run(a),
+        Command::Otlp(a) => otlp::run(a),
         Command::Recover(a) => recover::run(a),
         Command::ResumePolicy(a) => recover::run_policy(a),
         Command::Demo(a) => demo::run(a),

@@ -16,6 +16,7 @@ mod install;
 mod ledger;
 mod mcp;
 mod operator;
+mod otlp;
 mod progress_tty;
 mod real_home_guard;
 mod recover;

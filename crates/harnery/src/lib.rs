@@ -27,6 +27,7 @@ pub mod mcp;
 pub mod now;
 pub mod operator;
 pub(crate) mod ordered;
+pub mod otlp;
 pub mod progress;
 pub mod recover;
 pub mod report;

@@ -449,6 +449,12 @@ fn otlp_turns_carry_genai_usage_and_tools_the_recorded_call_id() {
         attr(turn, "gen_ai.request.model").unwrap()["stringValue"],
         "gpt-5"
     );
+    // The cache's reads under the GenAI name; no writes were reported.
+    assert_eq!(
+        attr(turn, "gen_ai.usage.cache_read.input_tokens").unwrap()["intValue"],
+        "2000"
+    );
+    assert_eq!(attr(turn, "gen_ai.usage.cache_creation.input_tokens"), None);
     let tool = spans
         .iter()
         .find(|s| s["name"] == "execute_tool bash")

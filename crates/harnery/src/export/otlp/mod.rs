@@ -7,14 +7,20 @@
 //! - each turn is a child span covering the receipt's wall interval; where
 //!   the agent's record reported usage in the turn, it carries
 //!   `gen_ai.request.model` (the turn's last named model) and the sums
-//!   `gen_ai.usage.input_tokens` / `gen_ai.usage.output_tokens`, each only
-//!   where reported, so a turn without usage is what it always was;
+//!   `gen_ai.usage.input_tokens` / `gen_ai.usage.output_tokens` and the
+//!   cache's `gen_ai.usage.cache_read.input_tokens` /
+//!   `gen_ai.usage.cache_creation.input_tokens`, each only where reported,
+//!   so a turn without usage is what it always was;
 //! - each tool span is `execute_tool <name>` under its turn, with the
 //!   OpenTelemetry GenAI attributes `gen_ai.operation.name = execute_tool`,
 //!   `gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.conversation.id`
 //!   (the call id from the hook, else from the record's `tool.recorded`
 //!   that matched the span, as for Copilot, whose hooks carry none);
 //! - each `harnery exec` command is `exec <argv0>` with `process.*` attributes.
+//!
+//! The root spans the session from its first event to the last one its
+//! agent reported, so what harnery derived later (a recovery sweep days
+//! after an open session's last event) does not stretch it to the sweep.
 //!
 //! The trace id is derived from the session, span ids from event ids, so an
 //! export is reproducible. A session's part in an archived epoch derives
@@ -88,6 +94,23 @@ pub fn write(
     out: Out,
     progress: &Progress,
 ) -> Result<usize, ExportError> {
+    let (damaged, mut out) = write_to(epochs, sources, since, out, SPANS_PER_DOCUMENT, progress)?;
+    out.flush()?;
+    Ok(damaged)
+}
+
+/// What [`write()`] does, into any writer: the documents go to `out` one
+/// line each, as they fill (`harnery otlp push` reads them as they come),
+/// each with at most `spans_per_document` spans (at least one). Returns
+/// how many rows were left out, and the writer.
+pub fn write_to<W: Write + Send>(
+    epochs: &Epochs,
+    sources: &[Source<'_>],
+    since: Option<i64>,
+    out: W,
+    spans_per_document: usize,
+    progress: &Progress,
+) -> Result<(usize, W), ExportError> {
     let labels: Vec<Label> = sources.iter().map(|s| Label::of(epochs, s)).collect();
     let produce = |feed: &mut Feed<SessionRun>| {
         each_source(epochs, sources, |i, source| {
@@ -126,26 +149,26 @@ pub fn write(
     };
     let work = |run: SessionRun| parse_run(&labels[run.rows.source], run);
     let sink = TraceSink {
-        docs: Documents::new(out, SPANS_PER_DOCUMENT),
+        docs: Documents::new(out, spans_per_document.max(1)),
         damaged: 0,
         stream: None,
     };
-    let consume = |sink: &mut TraceSink, run: ParsedRun| sink.take(&labels, run);
+    let consume = |sink: &mut TraceSink<W>, run: ParsedRun| sink.take(&labels, run);
     let (made, written) = run_ordered(workers(), 8, produce, work, sink, consume);
     let sink = finish_sink(made, written)?;
-    sink.docs.finish()?.flush()?;
-    Ok(sink.damaged)
+    let damaged = sink.damaged;
+    Ok((damaged, sink.docs.finish()?))
 }
 
 /// The writer's side of OTLP: the documents, the rows left out so far,
 /// and the trace of the session being read.
-struct TraceSink {
-    docs: Documents<Out>,
+struct TraceSink<W: Write> {
+    docs: Documents<W>,
     damaged: usize,
     stream: Option<TraceStream>,
 }
 
-impl TraceSink {
+impl<W: Write> TraceSink<W> {
     /// Take one run: its session's spans as they end, and at the
     /// session's last run the rest of its trace.
     fn take(&mut self, labels: &[Label], run: ParsedRun) -> std::io::Result<()> {

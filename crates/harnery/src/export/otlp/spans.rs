@@ -30,9 +30,16 @@ fn usage_attributes(u: &TurnUsage) -> Vec<Attr<'_>> {
     if let Some(model) = &u.model {
         attrs.push(attr_str("gen_ai.request.model", model));
     }
+    // Input as the agent reported it (Claude Code's excludes the cache's
+    // reads and writes, which follow under their own names).
     let counts = [
         ("gen_ai.usage.input_tokens", u.tokens.input),
         ("gen_ai.usage.output_tokens", u.tokens.output),
+        ("gen_ai.usage.cache_read.input_tokens", u.tokens.cache_read),
+        (
+            "gen_ai.usage.cache_creation.input_tokens",
+            u.tokens.cache_write,
+        ),
     ];
     for (key, n) in counts {
         if let Some(n) = n {
@@ -186,13 +193,21 @@ impl Ctx {
             None => self.root_id,
         };
         // Room for every attribute a span can have: one allocation.
-        let mut attrs = Vec::with_capacity(16);
+        let mut attrs = Vec::with_capacity(18);
         let name = match span.kind {
             SpanKind::Tool => tool_identity(span, recorded_call, &mut attrs),
             SpanKind::Command => command_identity(span, &mut attrs),
         };
         let (start, end, end_label) = span_times(span);
         state_attributes(span, end_label, &mut attrs);
+        // Where the span's rows are in the ledger: anyone can look them up
+        // (`harnery show`, `replay`) and check them against the chain.
+        if let Some(request) = span.request {
+            attrs.push(attr_str("harnery.request.event_id", request.event_id()));
+        }
+        if let Some(terminal) = span.terminal {
+            attrs.push(attr_str("harnery.terminal.event_id", terminal.event_id()));
+        }
         let id = span_id_of(anchor.event_id());
         let mut out = self.span(id, Some(parent), name, start, end, attrs);
         out.status = status_of(span);

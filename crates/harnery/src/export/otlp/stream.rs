@@ -132,6 +132,11 @@ pub(crate) struct TraceStream {
     usage: BTreeMap<String, TurnUsage>,
     /// The earliest and latest event time: the root span's.
     times: Option<(i64, i64)>,
+    /// The latest time of an event the agent itself reported: where the
+    /// root ends when there is one, so that what harnery derived later (a
+    /// recovery sweep days on, an end it inferred) does not stretch a
+    /// session to the time of a finalize or an export.
+    last_native: Option<i64>,
     /// What the session copied from its parents (a restore's record): in
     /// the parent's trace, not again here.
     inherited: Inherited,
@@ -147,6 +152,7 @@ impl TraceStream {
             turns: TurnFold::default(),
             usage: BTreeMap::new(),
             times: None,
+            last_native: None,
             inherited: Inherited::default(),
         }
     }
@@ -192,6 +198,9 @@ impl TraceStream {
     fn mark(&mut self, turn_id: Option<&str>, mark: TurnMark) {
         let t = mark.time_unix_ns;
         self.times = Some(self.times.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
+        if mark.native {
+            self.last_native = Some(self.last_native.map_or(t, |l| l.max(t)));
+        }
         if let Some(turn) = turn_id {
             self.turns.add_mark(turn, mark);
         }
@@ -234,7 +243,8 @@ impl TraceStream {
             let out = self.ctx.turn(turn, self.usage.get(&turn.turn_id));
             emit(sink, &out)?;
         }
-        let (start, end) = self.times.unwrap_or((0, 0));
+        let (start, last) = self.times.unwrap_or((0, 0));
+        let end = self.last_native.unwrap_or(last);
         let root = self.ctx.root(start, end);
         emit(sink, &root)
     }

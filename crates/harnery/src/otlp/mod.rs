@@ -1,0 +1,79 @@
+//! `harnery otlp push`: the ledger's sessions as traces, delivered to an
+//! OTLP/HTTP receiver (a collector, MLflow, Arize Phoenix, Langfuse,
+//! Tempo…), each span once as it is.
+//!
+//! The spans are the OTLP export's ([`crate::export::otlp`]): one trace per
+//! session, ids derived from the ledger, so a span sent twice is the same
+//! span. A push reads every session as the export does (streamed, bounded
+//! memory), keeps of each document the spans the endpoint has not taken
+//! as they are now ([`delivered`]), and sends them in the receiver's
+//! protocol ([`proto`] for protobuf; the export's JSON as it is), with
+//! retries ([`mod@push`]). Where it sends is [`settings`]'s.
+//!
+//! - [`settings`]: flags, `OTEL_EXPORTER_OTLP_*`, `[otlp]` in the config;
+//! - [`http`]: one POST over TCP or TLS (the system's roots);
+//! - [`proto`]: the protobuf wire form, by hand;
+//! - [`delivered`]: what each endpoint took, in its own SQLite file;
+//! - [`mod@push`]: the writer that cuts, sends and records documents.
+
+pub mod delivered;
+pub mod http;
+pub mod proto;
+pub mod push;
+pub mod settings;
+
+use crate::export::otlp::write_to;
+use crate::export::source::Source;
+use crate::home::Home;
+use crate::progress::Progress;
+use crate::report::epochs::Epochs;
+use delivered::Delivered;
+use push::Pusher;
+pub use push::{PushError, PushOptions, PushSummary};
+pub use settings::{Layer, Protocol, Settings};
+
+/// Why a push could not finish.
+#[derive(Debug, thiserror::Error)]
+pub enum OtlpError {
+    #[error(transparent)]
+    Push(#[from] PushError),
+    #[error(transparent)]
+    Delivered(#[from] delivered::DeliveredError),
+    #[error(transparent)]
+    Export(#[from] crate::export::ExportError),
+}
+
+/// Push every session of `sources` to the endpoint of `settings`: what it
+/// has not taken as it is now. `resend` forgets first what it took.
+pub fn push(
+    home: &Home,
+    epochs: &Epochs,
+    sources: &[Source<'_>],
+    settings: &Settings,
+    options: &PushOptions,
+    resend: bool,
+    progress: &Progress,
+) -> Result<PushSummary, OtlpError> {
+    let mut delivered = Delivered::open(home, &settings.endpoint)?;
+    if resend && !options.dry_run {
+        delivered.forget()?;
+    }
+    let mut pusher = Pusher::new(settings, options, &mut delivered);
+    let written = write_to(
+        epochs,
+        sources,
+        None,
+        &mut pusher,
+        options.spans_per_request,
+        progress,
+    )
+    .map(|(n, _)| n);
+    if let Some(failure) = pusher.failure.take() {
+        return Err(failure.into());
+    }
+    let left_out = written?;
+    pusher.finish()?;
+    let mut summary = pusher.summary;
+    summary.rows_left_out = left_out;
+    Ok(summary)
+}
