@@ -32,6 +32,7 @@ pub use genesis::{
     Anchor, ClosedSession, Closure, GENESIS_FORMAT, GenesisManifest, binary_digest,
     capability_digests,
 };
+pub(crate) use read::RESTORED_FROM;
 pub use read::{
     ArchiveSize, ChainBreak, ChainRow, ChunkRead, DamagedRow, EndRequestRow, HealthRow,
     LedgerReader, RawProblem, RowFilter, SessionSummary, SpanCounts, SpanRow, SpanState,
