@@ -182,6 +182,7 @@ fn compare(home: &Path, run: Harnery, expect_tied: &[(&str, i64)]) {
     }
     let now = reads(run);
     alone_equals_every_row(run, &now);
+    stdout_of(run, &["validate"]);
     let filled = kept(home);
     make_older(home);
     let older = reads(run);
@@ -193,6 +194,7 @@ fn compare(home: &Path, run: Harnery, expect_tied: &[(&str, i64)]) {
     assert_eq!(kept(home), filled, "the fill and the appends disagree");
     let again = reads(run);
     assert_eq!(now, again);
+    stdout_of(run, &["validate"]);
 }
 
 #[test]

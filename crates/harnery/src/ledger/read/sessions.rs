@@ -237,7 +237,7 @@ impl Sessions<'_> {
 
     /// Whether session rows keep their usage facts (migration
     /// `session_usage`, and its fill done).
-    fn keeps_usage(&self) -> Result<bool, LedgerError> {
+    pub(crate) fn keeps_usage(&self) -> Result<bool, LedgerError> {
         Ok(self.r.conn.query_row(
             "SELECT EXISTS (SELECT 1 FROM pragma_table_info('sessions') WHERE name = 'usage_tied') \
              AND NOT EXISTS (SELECT 1 FROM meta WHERE key = ?1)",

@@ -17,7 +17,7 @@ pub mod compact;
 mod derive;
 mod members;
 mod orphans;
-mod session_usage;
+pub(super) mod session_usage;
 pub(super) mod titles;
 
 use std::ops::Deref;
@@ -28,6 +28,7 @@ use rusqlite::{Connection, OpenFlags};
 pub use append::{AppendBatch, AppendOutcome, BatchSignal, BatchState, RawBytes, ReadyEvent};
 pub use checkpoint::{Checkpointer, WalState};
 pub use orphans::remove_orphans;
+pub(crate) use session_usage::check as check_session_usage;
 pub use titles::project_of;
 
 use super::read::{binding, check_digest, read_genesis};

@@ -35,7 +35,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::LedgerError;
 use crate::contract::{Event, Payload, SessionRef};
 use crate::ledger::read::{RESTORED_FROM, USAGE_PENDING};
-use crate::ledger::{LedgerReader, RowFilter};
+use crate::ledger::{LedgerReader, RowFilter, ValidationProblem};
 
 /// The session a copy claims a call for: not a session's own key.
 const CLAIMED_BY_COPY: i64 = 0;
@@ -60,17 +60,29 @@ struct Kept {
 }
 
 /// The usage facts of a batch's sessions, noted event by event and stored
-/// once the batch's session rows are written.
+/// once the batch's session rows are written. Without a connection (what
+/// `validate` derives to compare), the call owners are kept in memory and
+/// every session starts with nothing noted.
 pub(super) struct SessionUsage<'c> {
-    conn: &'c Connection,
+    conn: Option<&'c Connection>,
     sessions: HashMap<SessionRef, Kept>,
+    calls: HashMap<i64, i64>,
 }
 
 impl<'c> SessionUsage<'c> {
     pub(super) fn new(conn: &'c Connection) -> SessionUsage<'c> {
         SessionUsage {
-            conn,
+            conn: Some(conn),
             sessions: HashMap::new(),
+            calls: HashMap::new(),
+        }
+    }
+
+    fn in_memory() -> SessionUsage<'static> {
+        SessionUsage {
+            conn: None,
+            sessions: HashMap::new(),
+            calls: HashMap::new(),
         }
     }
 
@@ -114,32 +126,36 @@ impl<'c> SessionUsage<'c> {
     }
 
     /// Who reported call `id` first: `by` when nobody had.
-    fn claim(&self, session: &SessionRef, id: &str, by: i64) -> Result<i64, LedgerError> {
+    fn claim(&mut self, session: &SessionRef, id: &str, by: i64) -> Result<i64, LedgerError> {
         let call = call_key(session, id);
-        let first: Option<i64> = self
-            .conn
+        let Some(conn) = self.conn else {
+            return Ok(*self.calls.entry(call).or_insert(by));
+        };
+        let first: Option<i64> = conn
             .prepare_cached(FIRST)?
             .query_row([call], |r| r.get(0))
             .optional()?;
         if let Some(first) = first {
             return Ok(first);
         }
-        self.conn.prepare_cached(CLAIM)?.execute([call, by])?;
+        conn.prepare_cached(CLAIM)?.execute([call, by])?;
         Ok(by)
     }
 
     fn kept(&mut self, session: &SessionRef) -> Result<&mut Kept, LedgerError> {
         if !self.sessions.contains_key(session) {
-            let stored = self
-                .conn
-                .prepare_cached(LOAD)?
-                .query_row(params![session.adapter.as_str(), session.session_id], |r| {
-                    Ok(Kept {
-                        restored_from: r.get(0)?,
-                        tied: r.get(1)?,
+            let stored = match self.conn {
+                None => None,
+                Some(conn) => conn
+                    .prepare_cached(LOAD)?
+                    .query_row(params![session.adapter.as_str(), session.session_id], |r| {
+                        Ok(Kept {
+                            restored_from: r.get(0)?,
+                            tied: r.get(1)?,
+                        })
                     })
-                })
-                .optional()?;
+                    .optional()?,
+            };
             self.sessions
                 .insert(session.clone(), stored.unwrap_or_default());
         }
@@ -151,7 +167,10 @@ impl<'c> SessionUsage<'c> {
 
     /// Write what was noted onto the session rows (written already).
     pub(super) fn store(self) -> Result<(), LedgerError> {
-        let mut stmt = self.conn.prepare_cached(STORE)?;
+        let Some(conn) = self.conn else {
+            return Ok(());
+        };
+        let mut stmt = conn.prepare_cached(STORE)?;
         for (session, kept) in &self.sessions {
             stmt.execute(params![
                 session.adapter.as_str(),
@@ -214,6 +233,15 @@ pub(super) fn fill_pending(ledger: &LedgerReader) -> Result<(), LedgerError> {
         "DELETE FROM usage_calls; UPDATE sessions SET restored_from = NULL, usage_tied = 0;",
     )?;
     let mut usage = SessionUsage::new(&tx);
+    note_every_row(ledger, &mut usage)?;
+    usage.store()?;
+    tx.execute("DELETE FROM meta WHERE key = ?1", [USAGE_PENDING])?;
+    tx.commit()?;
+    Ok(())
+}
+
+/// Note every event of `ledger`, in chain order, that can say something.
+fn note_every_row(ledger: &LedgerReader, usage: &mut SessionUsage) -> Result<(), LedgerError> {
     ledger
         .events()
         .for_each_stored_text(&RowFilter::default(), |row| {
@@ -225,11 +253,70 @@ pub(super) fn fill_pending(ledger: &LedgerReader) -> Result<(), LedgerError> {
                 Ok(e) => usage.note(&e),
                 Err(_) => Ok::<(), LedgerError>(()),
             }
-        })?;
-    usage.store()?;
-    tx.execute("DELETE FROM meta WHERE key = ?1", [USAGE_PENDING])?;
-    tx.commit()?;
-    Ok(())
+        })
+}
+
+/// What `validate` finds wrong with the kept usage facts: each session
+/// row's link and tie, and each call's owner, against what its events
+/// give (nothing when the epoch does not keep them).
+pub(crate) fn check(ledger: &LedgerReader) -> Result<Vec<ValidationProblem>, LedgerError> {
+    if !ledger.sessions().keeps_usage()? {
+        return Ok(Vec::new());
+    }
+    let mut usage = SessionUsage::in_memory();
+    note_every_row(ledger, &mut usage)?;
+    let mut out = Vec::new();
+    let mut stmt = ledger.conn.prepare(
+        "SELECT adapter, session_id, restored_from, usage_tied FROM sessions ORDER BY adapter, session_id",
+    )?;
+    let read = stmt.query_map([], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, Option<String>>(2)?,
+            r.get::<_, i64>(3)?,
+        ))
+    })?;
+    let mut derived: HashMap<(String, String), Kept> = std::mem::take(&mut usage.sessions)
+        .into_iter()
+        .map(|(s, k)| ((s.adapter.as_str().to_string(), s.session_id), k))
+        .collect();
+    for row in read {
+        let (adapter, id, link, tied) = row?;
+        let want = derived
+            .remove(&(adapter.clone(), id.clone()))
+            .unwrap_or_default();
+        if (&link, tied) != (&want.restored_from, want.tied) {
+            out.push(ValidationProblem {
+                event_id: format!("{adapter}/{id}"),
+                rule: "session-usage".into(),
+                detail: format!(
+                    "the session row keeps link {link:?} and tie {tied}, its events give {:?} and {}",
+                    want.restored_from, want.tied
+                ),
+            });
+        }
+    }
+    drop(stmt);
+    let kept: HashMap<i64, i64> = ledger
+        .conn
+        .prepare("SELECT call, session FROM usage_calls")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    if kept != usage.calls {
+        let wrong = usage
+            .calls
+            .iter()
+            .filter(|(call, by)| kept.get(call) != Some(by))
+            .count()
+            + kept.keys().filter(|c| !usage.calls.contains_key(c)).count();
+        out.push(ValidationProblem {
+            event_id: "usage_calls".into(),
+            rule: "session-usage".into(),
+            detail: format!("{wrong} call owners differ from those the events give"),
+        });
+    }
+    Ok(out)
 }
 
 /// Clear the mark on a new epoch's database: it has no rows to fill.
