@@ -202,7 +202,10 @@ impl Sessions<'_> {
                 "SELECT restored_from FROM sessions WHERE adapter = ?1 AND session_id = ?2",
             )?
             .query_row(params![session.adapter.as_str(), session.session_id], |r| {
-                r.get(0)
+                // Damaged text is no link (a ref must parse to be one).
+                Ok(r.get_ref(0)?
+                    .as_bytes_or_null()?
+                    .map(|b| String::from_utf8_lossy(b).into_owned()))
             })
             .optional()?;
         Ok(Some(found.flatten().filter(|r| !r.is_empty())))

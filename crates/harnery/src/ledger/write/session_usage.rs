@@ -269,11 +269,18 @@ pub(crate) fn check(ledger: &LedgerReader) -> Result<Vec<ValidationProblem>, Led
     let mut stmt = ledger.conn.prepare(
         "SELECT adapter, session_id, restored_from, usage_tied FROM sessions ORDER BY adapter, session_id",
     )?;
+    // A row whose text is damaged is read lossily here: `validate` names
+    // it as an unreadable row elsewhere.
+    let text = |r: &rusqlite::Row, i| -> rusqlite::Result<Option<String>> {
+        let v = r.get_ref(i)?;
+        Ok(v.as_bytes_or_null()?
+            .map(|b| String::from_utf8_lossy(b).into_owned()))
+    };
     let read = stmt.query_map([], |r| {
         Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, String>(1)?,
-            r.get::<_, Option<String>>(2)?,
+            text(r, 0)?.unwrap_or_default(),
+            text(r, 1)?.unwrap_or_default(),
+            text(r, 2)?,
             r.get::<_, i64>(3)?,
         ))
     })?;
