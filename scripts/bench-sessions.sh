@@ -24,7 +24,8 @@
 #   Whether the reads the session rows answer cost the same at any ledger
 #   size. Three homes: `big` (SIGNALS over SESSIONS sessions), `one` (a
 #   ledger holding only one session of big's shape: SIGNALS / SESSIONS
-#   signals) and `small` (1,000 signals over 50 sessions). In alternating
+#   signals) and `small` (as many sessions as big, one signal each: the
+#   same list over a thousandth of the events). In alternating
 #   rounds (REPEAT, default 7): `usage --session S --json` on big against
 #   `usage --json` on one (target: at most 2x), big's whole `usage --json`
 #   for scale, and `sessions --json --limit 50`, `/api/sessions?limit=50`
@@ -50,7 +51,7 @@ scale() {
   done
   "$BIN/examples/bench_spool" "$work/big" "$signals" "$sessions" >/dev/null
   "$BIN/examples/bench_spool" "$work/one" $((signals / sessions)) 1 >/dev/null
-  "$BIN/examples/bench_spool" "$work/small" 1000 50 >/dev/null
+  "$BIN/examples/bench_spool" "$work/small" "$sessions" "$sessions" >/dev/null
   for name in big one small; do
     HARNERY_HOME="$work/$name" "$BIN/harnery" finalize >/dev/null
   done
@@ -113,7 +114,7 @@ scale() {
     [ -n "${2:-}" ] && ratio=$(awk -v a="$(med "$1")" -v b="$(med "$2")" 'BEGIN { printf "%.2f", a / b }')
     printf '%-20s %10s %8s %s\n' "$1" "$(med "$1")" "$ratio" "${2:-}"
   }
-  echo "big: $signals signals over $sessions sessions; one: $((signals / sessions)) signals, one session; small: 1000 over 50"
+  echo "big: $signals signals over $sessions sessions; one: $((signals / sessions)) signals, one session; small: $sessions signals over $sessions sessions"
   printf '%-20s %10s %8s %s\n' read median_ms ratio against
   line usage-session-big usage-one
   line usage-one
