@@ -5,10 +5,11 @@
 //! Every epoch is read even for one session: a model call is counted where
 //! it was first made, so a fork's copy of its parent's calls is inherited
 //! however the rows are selected. Only where the live epoch alone is read
-//! (the default selection) and the session's row says no other session's rows bear on its usage (no
-//! parent, no copied call, no call id another session reported first:
+//! (the default selection) and the session's row says no other session's
+//! rows bear on its usage document (no parent, no copied call, and no
+//! session of the epoch reported a call id another reported first:
 //! `ledger::write::session_usage`) are its own rows alone read, which
-//! tally to the same figures. With a selection other than the default,
+//! tally to the same document. With a selection other than the default,
 //! an epoch that cannot be read is named on stderr and the others are
 //! still tallied; a usage row that cannot be read is named on stderr too.
 
