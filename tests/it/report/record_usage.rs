@@ -184,7 +184,7 @@ fn cached(scenario: &str) -> Vec<String> {
 
 /// A home that finalized a Copilot session (with cached tokens) and its
 /// resume, finalizing after each run; the whole record's lines.
-fn resumed_copilot(home: &Path) -> Vec<String> {
+pub(crate) fn resumed_copilot(home: &Path) -> Vec<String> {
     let copilot_home = home.join("copilot");
     let first = cached("resume-1-first-run");
     let second = cached("resume-2-resumed-run");

@@ -19,7 +19,28 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ("20261201T1900Z_trace_chunks", TRACE_CHUNKS),
     ("20261202T1600Z_raw_members", RAW_MEMBERS),
     ("20261206T1300Z_session_titles", SESSION_TITLES),
+    ("20261206T1600Z_session_usage", SESSION_USAGE),
 ];
+
+/// What a session's row keeps so that the list and `usage --session` read
+/// no other rows (`ledger::write::session_usage`): the link its first
+/// checkpoint names, whether its usage is tied to another session's (1 by
+/// a parent, 2 by a call another session reported first: the index says
+/// at once whether any session is), and which session reported each model
+/// call first. The rows an older build
+/// wrote are filled by the first writer to open the epoch, which removes
+/// the `session_usage` mark from `meta`; until then readers do not trust
+/// them.
+const SESSION_USAGE: &str = r#"
+ALTER TABLE sessions ADD COLUMN restored_from TEXT;
+ALTER TABLE sessions ADD COLUMN usage_tied INTEGER NOT NULL DEFAULT 0 CHECK (usage_tied IN (0, 1, 2));
+CREATE INDEX sessions_tied_by_call ON sessions (usage_tied) WHERE usage_tied = 2;
+CREATE TABLE usage_calls (
+    call    INTEGER PRIMARY KEY,
+    session INTEGER NOT NULL
+) STRICT;
+INSERT INTO meta (key, value) VALUES ('session_usage', 'pending');
+"#;
 
 /// What a session is about and where it ran, kept on its row so that a
 /// listing never reads its events: its title (the agent's own title or

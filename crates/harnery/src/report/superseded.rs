@@ -14,9 +14,7 @@ use crate::contract::{EventType, Payload, SessionRef};
 use crate::ledger::{LedgerError, LedgerReader, SessionSummary, SpanCounts};
 use crate::restore::log::SessionLog;
 
-/// The effect kind `restore --apply` records on a new session's first
-/// checkpoint; its ref is `<adapter>/<parent>@<checkpoint>`.
-pub(crate) const RESTORED_FROM: &str = "restored_from";
+pub(crate) use crate::ledger::RESTORED_FROM;
 
 /// The session and checkpoint a session was restored from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -43,12 +41,15 @@ impl RestoredFrom {
 }
 
 /// The parent `session` was restored from: `restore --apply` pins the
-/// link as the new session's first checkpoint, so only that one event is
-/// read.
+/// link as the new session's first checkpoint, which the session's row
+/// keeps; in an epoch whose rows do not, only that one event is read.
 pub(crate) fn restored_from(
     ledger: &LedgerReader,
     session: &SessionRef,
 ) -> Result<Option<RestoredFrom>, LedgerError> {
+    if let Some(kept) = ledger.sessions().restored_from(session)? {
+        return Ok(kept.as_deref().and_then(RestoredFrom::parse));
+    }
     let first = ledger
         .events()
         .session_first_of(session, EventType::CheckpointRecorded)?;

@@ -4,7 +4,12 @@
 //!
 //! Every epoch is read even for one session: a model call is counted where
 //! it was first made, so a fork's copy of its parent's calls is inherited
-//! however the rows are selected. With a selection other than the default,
+//! however the rows are selected. Only where the live epoch alone is read
+//! (the default selection) and the session's row says no other session's
+//! rows bear on its usage document (no parent, no copied call, and no
+//! session of the epoch reported a call id another reported first:
+//! `ledger::write::session_usage`) are its own rows alone read, which
+//! tally to the same document. With a selection other than the default,
 //! an epoch that cannot be read is named on stderr and the others are
 //! still tallied; a usage row that cannot be read is named on stderr too.
 
@@ -14,7 +19,7 @@ use super::epochs::{Epochs, report_damaged, warn};
 use super::prices::{Prices, PricesError};
 use super::source::SourceError;
 use super::usage::{GroupBy, UsageTally, tally_ledger, tally_ledger_within};
-use crate::ledger::{LedgerError, RowFilter};
+use crate::ledger::{LedgerError, LedgerReader, RowFilter};
 
 /// Why usage could not be tallied.
 #[derive(Debug, thiserror::Error)]
@@ -67,11 +72,13 @@ pub fn tally_epochs(
         since_unix_ns: ask.since_unix_ns,
     };
     let selects_all = filter.session.is_none() && filter.since_unix_ns.is_none();
+    let alone = stands_alone(epochs, &filter);
     let mut damaged = false;
     for epoch in &epochs.open {
-        let read = match selects_all {
-            true => tally_ledger(&epoch.ledger, &filter, &mut tally),
-            false => tally_ledger_within(&epoch.ledger, &filter, &mut tally),
+        let read = match (selects_all, alone) {
+            (true, _) => tally_ledger(&epoch.ledger, &filter, &mut tally),
+            (false, true) => tally_session_rows(&epoch.ledger, &filter, &mut tally),
+            (false, false) => tally_ledger_within(&epoch.ledger, &filter, &mut tally),
         };
         match read {
             Ok(()) => {}
@@ -83,4 +90,35 @@ pub fn tally_epochs(
     }
     tally.settle();
     Ok((tally, damaged))
+}
+
+/// Whether the one session `filter` selects can be tallied from its own
+/// rows: the live epoch read alone (the default selection; any other reads
+/// every row, as it always has), whose row for it keeps its usage facts
+/// and says no other session's rows bear on it. A row that cannot say is read as
+/// tied: every row is then read, as before rows kept it.
+fn stands_alone(epochs: &Epochs, filter: &RowFilter) -> bool {
+    let (Some(session), [epoch], false) = (&filter.session, epochs.open.as_slice(), epochs.tagged)
+    else {
+        return false;
+    };
+    matches!(epoch.ledger.sessions().usage_tied(session), Ok(Some(false)))
+}
+
+/// Tally one session's rows (those before `filter`'s time only
+/// remembered), reading no other session's.
+fn tally_session_rows(
+    ledger: &LedgerReader,
+    filter: &RowFilter,
+    tally: &mut UsageTally,
+) -> Result<(), LedgerError> {
+    let rows = RowFilter {
+        session: filter.session.clone(),
+        since_unix_ns: None,
+    };
+    let since = filter.since_unix_ns;
+    ledger.events().for_each_stored_text(&rows, |row| {
+        tally.add_row_if(row, |e| since.is_none_or(|t| e.time_unix_ns >= t));
+        Ok::<(), LedgerError>(())
+    })
 }

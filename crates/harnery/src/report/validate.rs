@@ -45,6 +45,7 @@ pub fn validate_live(
             problems.extend(home_problems(&ledger)?);
             let (rows, found) = ledger.verify().validate_with(progress)?;
             problems.extend(found);
+            problems.extend(crate::ledger::check_session_usage(&ledger)?);
             Ok((rows, problems))
         }
         Err(e) => Ok((0, vec![damage_problem(e.damage().ok_or(e)?)])),
@@ -133,6 +134,10 @@ fn check(entry: &EpochEntry, progress: &Progress) -> Checked {
         Ok((rows, found)) => {
             c.rows = rows;
             c.violations.extend(found);
+            match crate::ledger::check_session_usage(&ledger) {
+                Ok(found) => c.violations.extend(found),
+                Err(e) => c.unreadable = Some(e.to_string()),
+            }
             c.ok = c.violations.is_empty();
         }
         Err(e) => c.unreadable = Some(e.to_string()),

@@ -43,6 +43,7 @@ pub use events::{Events, RowFilter, StoredEvent, StoredText};
 pub use finding::ValidationProblem;
 pub use raw_archive::{ArchiveSize, Raw, RawProblem};
 pub use rows::{ChainRow, Rows};
+pub(crate) use sessions::{RESTORED_FROM, USAGE_PENDING};
 pub use sessions::{SessionSummary, Sessions};
 pub use spans::{
     DamagedRow, EndRequestRow, Ends, Health, HealthRow, SpanCounts, SpanRow, SpanState, Spans,

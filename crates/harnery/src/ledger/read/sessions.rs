@@ -11,6 +11,14 @@ use crate::contract::eligibility::{
 use crate::contract::{EventType, SessionRef};
 use crate::ledger::LedgerError;
 
+/// The effect kind `restore --apply` records on a new session's first
+/// checkpoint; its ref is `<adapter>/<parent>@<checkpoint>`.
+pub(crate) const RESTORED_FROM: &str = "restored_from";
+
+/// The `meta` key migration `session_usage` leaves until the first writer
+/// has filled the session rows' usage facts (`ledger::write::session_usage`).
+pub(crate) const USAGE_PENDING: &str = "session_usage";
+
 /// One line of `harnery sessions`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SessionSummary {
@@ -173,6 +181,72 @@ impl Sessions<'_> {
             })
             .optional()?;
         Ok(found.unwrap_or((None, None)))
+    }
+
+    /// The ref of the `restored_from` link on `session`'s first
+    /// checkpoint, as its row keeps it (`None` inside when it has no
+    /// checkpoint, or its first names no link). `None` when the epoch's
+    /// rows do not keep it (an older build's, not yet filled): then only
+    /// its events can tell.
+    pub(crate) fn restored_from(
+        &self,
+        session: &SessionRef,
+    ) -> Result<Option<Option<String>>, LedgerError> {
+        if !self.keeps_usage()? {
+            return Ok(None);
+        }
+        let found: Option<Option<String>> = self
+            .r
+            .conn
+            .prepare_cached(
+                "SELECT restored_from FROM sessions WHERE adapter = ?1 AND session_id = ?2",
+            )?
+            .query_row(params![session.adapter.as_str(), session.session_id], |r| {
+                // Damaged text is no link (a ref must parse to be one).
+                Ok(r.get_ref(0)?
+                    .as_bytes_or_null()?
+                    .map(|b| String::from_utf8_lossy(b).into_owned()))
+            })
+            .optional()?;
+        Ok(Some(found.flatten().filter(|r| !r.is_empty())))
+    }
+
+    /// Whether `session`'s usage document may depend on another session's
+    /// rows: it has a parent or a copied call, or it, or any session of
+    /// the epoch, reported a call id another session reported first (then
+    /// the document names the shared ids). `None` when the epoch's rows do
+    /// not keep it.
+    pub(crate) fn usage_tied(&self, session: &SessionRef) -> Result<Option<bool>, LedgerError> {
+        if !self.keeps_usage()? {
+            return Ok(None);
+        }
+        let tied: Option<i64> = self
+            .r
+            .conn
+            .prepare_cached(
+                "SELECT usage_tied FROM sessions WHERE adapter = ?1 AND session_id = ?2",
+            )?
+            .query_row(params![session.adapter.as_str(), session.session_id], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        let shared: bool = self.r.conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM sessions WHERE usage_tied = 2)",
+            [],
+            |r| r.get(0),
+        )?;
+        Ok(Some(shared || tied.unwrap_or(0) != 0))
+    }
+
+    /// Whether session rows keep their usage facts (migration
+    /// `session_usage`, and its fill done).
+    pub(crate) fn keeps_usage(&self) -> Result<bool, LedgerError> {
+        Ok(self.r.conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM pragma_table_info('sessions') WHERE name = 'usage_tied') \
+             AND NOT EXISTS (SELECT 1 FROM meta WHERE key = ?1)",
+            [USAGE_PENDING],
+            |r| r.get(0),
+        )?)
     }
 
     /// Whether session rows keep a title, project and cwd (migration

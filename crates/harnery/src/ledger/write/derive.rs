@@ -18,6 +18,7 @@ use std::collections::HashMap;
 use rusqlite::{CachedStatement, Connection, OptionalExtension, params};
 
 use super::LedgerError;
+use super::session_usage::SessionUsage;
 use super::titles::About;
 use crate::contract::eligibility::{COMMAND_UNPAIRED_BIT, TOOL_UNPAIRED_BIT, event_flags};
 use crate::contract::json::outcome_name;
@@ -109,6 +110,7 @@ pub(super) struct Derivation<'c, 'b> {
     insert_end_request: Held<'c>,
     resolve_end_request: Held<'c>,
     insert_health: Held<'c>,
+    usage: SessionUsage<'c>,
 }
 
 /// One session's part of the batch.
@@ -206,6 +208,7 @@ impl<'c, 'b> Derivation<'c, 'b> {
             insert_end_request: Held::new(INSERT_END_REQUEST),
             resolve_end_request: Held::new(RESOLVE_END_REQUEST),
             insert_health: Held::new(INSERT_HEALTH),
+            usage: SessionUsage::new(conn),
         }
     }
 
@@ -320,6 +323,7 @@ impl<'c, 'b> Derivation<'c, 'b> {
             Payload::RecordProblem(p) => {
                 self.health_row(e, &format!("record_{}", p.kind), &p.detail)
             }
+            Payload::CheckpointRecorded(_) | Payload::UsageReported(_) => self.usage.note(e),
             _ => Ok(()),
         }
     }
@@ -536,8 +540,7 @@ impl<'c, 'b> Derivation<'c, 'b> {
         Ok(())
     }
 
-    /// Write the span rows the batch created, then its session rows with
-    /// their span counts.
+    /// Write the span rows the batch created, then its session rows.
     pub(super) fn store(mut self) -> Result<(), LedgerError> {
         let mut insert = Held::new(INSERT_SPAN);
         let mut insert_own = Held::new(INSERT_OWN_SPAN);
@@ -562,7 +565,7 @@ impl<'c, 'b> Derivation<'c, 'b> {
             };
             s.agg.store(stmt.get(self.conn)?, s.session)?;
         }
-        Ok(())
+        self.usage.store()
     }
 }
 

@@ -17,6 +17,7 @@ pub mod compact;
 mod derive;
 mod members;
 mod orphans;
+pub(super) mod session_usage;
 pub(super) mod titles;
 
 use std::ops::Deref;
@@ -27,6 +28,7 @@ use rusqlite::{Connection, OpenFlags};
 pub use append::{AppendBatch, AppendOutcome, BatchSignal, BatchState, RawBytes, ReadyEvent};
 pub use checkpoint::{Checkpointer, WalState};
 pub use orphans::remove_orphans;
+pub(crate) use session_usage::check as check_session_usage;
 pub use titles::project_of;
 
 use super::read::{binding, check_digest, read_genesis};
@@ -111,6 +113,8 @@ impl LedgerWriter {
             [integrity::GENESIS_BLAKE3, blake3.as_str()],
         )?;
         let mut ledger = LedgerWriter::on(conn, genesis, dir);
+        // Session rows from before their usage facts get them likewise.
+        session_usage::fill_pending(&ledger.read)?;
         ledger.record_raw_members(&touched)?;
         Ok(ledger)
     }
@@ -220,6 +224,7 @@ fn build_epoch(
     conn.pragma_update(None, "page_size", 16384)?;
     configure(conn)?;
     schema::migrate(conn, now_unix_ns)?;
+    session_usage::none_pending(conn)?;
     conn.execute(
         "INSERT INTO meta (key, value) VALUES ('genesis_id', ?1), ('schema_digest', ?2)",
         [&genesis.genesis_id, &genesis.schema_digest],
