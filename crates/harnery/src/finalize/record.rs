@@ -60,7 +60,7 @@ use std::path::{Path, PathBuf};
 
 use super::record_source::Source;
 use crate::agents::harnery::{
-    FINGERPRINT_LEN, RECORD, RECORD_PROBLEM, RecordChunkHeader, record_payload,
+    FINGERPRINT_LEN, RECORD, RECORD_PROBLEM, RecordChunkHeader, TITLE, record_payload,
 };
 use crate::agents::record::place::{self, LINE_CEILING, NotOpened, OVERSIZED_HEAD, RecordRole};
 use crate::clock::ClockSample;
@@ -256,6 +256,9 @@ impl Run<'_> {
             let role = RecordRole::Subagent(&side.agent_id);
             follow_one(path, true, role, (side.cursor, &side.fingerprint), &mut out)?;
         }
+        if let Some((path, _)) = &path {
+            out.title_beside(path, at.title.as_deref())?;
+        }
         let read = left - out.left;
         // Calls held for their hook requests settle at the session's next
         // chunk; a record that did not grow gets an empty one once they
@@ -347,6 +350,24 @@ impl Spooler<'_> {
         {
             durable::start_writeback(&file);
         }
+    }
+
+    /// The title the agent keeps beside the record (Copilot's
+    /// `workspace.yaml`), spooled when it is not the one the session last
+    /// took (`taken`, cleaned as the session cleans it).
+    fn title_beside(&mut self, record: &Path, taken: Option<&str>) -> Result<(), FinalizeError> {
+        let adapter = crate::agents::agent(self.session.adapter);
+        let Some(said) = adapter.title_beside(record) else {
+            return Ok(());
+        };
+        let Some(title) = crate::ledger::record_title(&said.title) else {
+            return Ok(());
+        };
+        if taken == Some(title.as_str()) {
+            return Ok(());
+        }
+        let bytes = serde_json::to_vec(&said).expect("a title is plain JSON");
+        self.append(TITLE, &bytes)
     }
 
     fn refused(&mut self, path: &Path, why: &str) -> Result<(), FinalizeError> {

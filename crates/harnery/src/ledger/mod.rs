@@ -40,7 +40,7 @@ pub use read::{
 // The reader's query types, one per seam (`reader.sessions()` and the like).
 pub use write::{
     AppendBatch, AppendOutcome, BatchSignal, BatchState, Checkpointer, LedgerWriter, RawBytes,
-    ReadyEvent, WalState, compact, fold_wal, project_of, remove_orphans,
+    ReadyEvent, WalState, compact, fold_wal, project_of, record_title, remove_orphans,
 };
 
 /// Directory name of the live epoch below `ledgers/`.

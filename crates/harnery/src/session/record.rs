@@ -43,8 +43,8 @@ use crate::agents::harnery::RecordChunk;
 use crate::agents::record::{RecordItem, RecordLine, RecordedCall, RecordedResult};
 use crate::contract::{
     AdapterId, Attestation, Confidence, Event, EventId, Payload, Provenance, RecordAt,
-    RecordProblem, RecoveryReason, SessionMetadata, SignalUnrecognized, TimeSource, ToolRecorded,
-    TurnAttribution, UsageReported,
+    RecordProblem, RecoveryReason, SessionMetadata, SessionTitled, SignalUnrecognized, TimeSource,
+    ToolRecorded, TurnAttribution, UsageReported,
 };
 
 /// Where a session's record stands, read from its stored producer state
@@ -75,6 +75,9 @@ pub(crate) struct RecordCursor {
     /// [`RecordCursor::expected_by`]).
     #[serde(default)]
     pub prompted_ns: Option<i64>,
+    /// The record's title the session last took.
+    #[serde(default)]
+    pub title: Option<String>,
 }
 
 /// When a held record call's line was written.
@@ -218,6 +221,10 @@ pub(crate) struct RecordFollow {
     /// carried across an epoch advance with the cursor.
     #[serde(default, skip_serializing_if = "super::locate::Locator::is_unused")]
     pub(super) locate: super::locate::Locator,
+    /// The title from the agent's record the session last took (cleaned),
+    /// so the same title is not taken twice (generation 11).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
 }
 
 fn prompt_digest(text: &str) -> String {

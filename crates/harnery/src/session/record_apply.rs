@@ -289,6 +289,22 @@ impl SessionProducer {
                     None => continue,
                 },
                 RecordItem::UsageSummary(summary) => Payload::UsageSummary(summary),
+                // A subagent's own record titles the subagent, not the
+                // session.
+                RecordItem::Title(_) if line.agent_id.is_some() => continue,
+                RecordItem::Title(t) => {
+                    let said = SessionTitled {
+                        title: t.title,
+                        field: t.field,
+                        user_named: t.user_named,
+                        path: path.to_string(),
+                        offset: Some(offset),
+                    };
+                    match self.record.take_title(said) {
+                        Some(titled) => Payload::SessionTitled(titled),
+                        None => continue,
+                    }
+                }
                 RecordItem::TurnStarted { .. } | RecordItem::Resumed | RecordItem::Shutdown => {
                     continue;
                 }

@@ -15,6 +15,7 @@ pub(crate) const RECORD_PROBLEM: &str = "harnery.record_problem";
 pub(crate) const CHECKPOINT: &str = "harnery.checkpoint";
 pub const RESTORE: &str = "harnery.restore";
 pub(crate) const IMPORT: &str = "harnery.import";
+pub(crate) const TITLE: &str = "harnery.title";
 
 /// How many bytes before a record cursor its fingerprint covers.
 pub(crate) const FINGERPRINT_LEN: u64 = 4096;

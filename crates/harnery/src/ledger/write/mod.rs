@@ -27,7 +27,7 @@ use rusqlite::{Connection, OpenFlags};
 pub use append::{AppendBatch, AppendOutcome, BatchSignal, BatchState, RawBytes, ReadyEvent};
 pub use checkpoint::{Checkpointer, WalState};
 pub use orphans::remove_orphans;
-pub use titles::project_of;
+pub use titles::{project_of, record_title};
 
 use super::read::{binding, check_digest, read_genesis};
 use super::system_error::with_system_error;
