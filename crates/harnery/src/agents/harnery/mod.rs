@@ -224,6 +224,7 @@ mod tests {
             fingerprint: "f".into(),
             at_end: false,
             oversized_line: false,
+            seen: None,
         };
         let payload = record_payload(&header, b"not json\n\n{\n");
         let SignalKind::RecordChunk(chunk) =
