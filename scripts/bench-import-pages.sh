@@ -15,6 +15,14 @@
 # message id; 50 projects, four models, spread over 90 days (about 3 KB a
 # session).
 #
+# An idle `finalize` (nothing new since the last) is timed on both homes:
+# this build's twice after its import (the first may still note how
+# records read just after they were written stand; the second is the
+# steady state, where each record is skipped on its size and time), and
+# the base build's once after its own finalize (every record opened and
+# checked), with the ratio of this build's steady idle finalize to the
+# base's.
+#
 # Each page is asked for once to warm it, then REQUESTS times (default 9)
 # with curl, one request at a time; the median of `time_total` is printed
 # with the issue's targets (home under 150 ms, list under 100 ms). A page a
@@ -27,11 +35,13 @@
 #                           the merge base, exported with git archive, built
 #                           into target/bench-base)
 #   SESSIONS=10000 REQUESTS=9 BENCH_DIR=dir (default: a new temp dir)
+#   PAGES=0                 time the import and the finalizes only, no pages
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 SESSIONS=${SESSIONS:-10000}
 REQUESTS=${REQUESTS:-9}
+PAGES=${PAGES:-1}
 WORK=${BENCH_DIR:-$(mktemp -d -t harnery-import-pages.XXXXXX)}
 mkdir -p "$WORK"
 if [ -z "${BIN:-}" ]; then
@@ -122,10 +132,16 @@ t1=$(date +%s.%N)
 import_s=$(echo "$t1 - $t0" | bc -l)
 # A finalize with nothing new after it: every imported session's record
 # is checked for growth, as a hooked session's is.
-t0=$(date +%s.%N)
-HARNERY_HOME="$IMPORTED" agent_env "$BIN/harnery" finalize --json >/dev/null
-t1=$(date +%s.%N)
-idle_s=$(echo "$t1 - $t0" | bc -l)
+# Time one idle `finalize` (binary $1, home $2); prints seconds.
+idle_finalize() {
+  local t0 t1
+  t0=$(date +%s.%N)
+  HARNERY_HOME="$2" agent_env "$1" finalize --json >/dev/null
+  t1=$(date +%s.%N)
+  echo "$t1 - $t0" | bc -l
+}
+idle_s=$(idle_finalize "$BIN/harnery" "$IMPORTED")
+idle2_s=$(idle_finalize "$BIN/harnery" "$IMPORTED")
 imported=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["sessions"])' "$WORK/import.json")
 
 # The base build: one SessionStart hook per record, then its finalize.
@@ -139,6 +155,7 @@ t0=$(date +%s.%N)
 HARNERY_HOME="$HOOKED" agent_env "$HARNERY_BASE_BIN/harnery" finalize --json >/dev/null
 t1=$(date +%s.%N)
 base_finalize_s=$(echo "$t1 - $t0" | bc -l)
+base_idle_s=$(idle_finalize "$HARNERY_BASE_BIN/harnery" "$HOOKED")
 
 # Start `serve` (binary $1, home $2), time each page; prints "<path> <ms>".
 time_pages() {
@@ -166,13 +183,21 @@ time_pages() {
   kill "$pid"
   wait "$pid" 2>/dev/null || true
 }
-time_pages "$BIN/harnery" "$IMPORTED" >"$WORK/pages.this"
-time_pages "$HARNERY_BASE_BIN/harnery" "$HOOKED" >"$WORK/pages.base"
+if [ "$PAGES" != 0 ]; then
+  time_pages "$BIN/harnery" "$IMPORTED" >"$WORK/pages.this"
+  time_pages "$HARNERY_BASE_BIN/harnery" "$HOOKED" >"$WORK/pages.base"
+else
+  : >"$WORK/pages.this"
+  : >"$WORK/pages.base"
+fi
 
 printf '%d sessions, %.1f MB of records; %d imported\n' "$SESSIONS" "$(echo "$bytes / 1000000" | bc -l)" "$imported"
 printf '%-36s %8.2f s\n' "harnery import (this build)" "$import_s"
 printf '%-36s %8.2f s\n' "finalize after it, nothing new" "$idle_s"
+printf '%-36s %8.2f s\n' "  and again (steady state)" "$idle2_s"
 printf '%-36s %8.2f s\n' "hooks + finalize (base build)" "$base_finalize_s"
+printf '%-36s %8.2f s\n' "  then nothing new (base build)" "$base_idle_s"
+printf '%-36s %8.3f\n' "idle finalize, this / base" "$(echo "$idle2_s / $base_idle_s" | bc -l)"
 printf 'median of %d requests, ms      %10s %10s  target\n' "$REQUESTS" "this" "base"
 paste -d' ' "$WORK/pages.this" "$WORK/pages.base" | while read -r page this _ base; do
   case $page in

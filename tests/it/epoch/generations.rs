@@ -1,7 +1,8 @@
-//! Contract generation 10 (`session.imported`, after generation 9's adapter
-//! ids of every agent with hooks and `paired_by` on a completion found by
-//! order) ships by an epoch advance from the homes generations 6, 7, 8 and
-//! 9 wrote, and every epoch is
+//! Contract generation 11 (`session.titled`, after generation 10's
+//! `session.imported`, generation 9's adapter ids of every agent with hooks
+//! and `paired_by` on a completion found by order) ships by an epoch
+//! advance from the homes generations 6, 7, 8, 9 and 10 wrote (10's in
+//! `epoch::titles`), and every epoch is
 //! judged by the generation that wrote it: an archived generation-6 or
 //! generation-1 epoch validates under its own shape, and a row that only a
 //! later generation allows is a problem of its archive even though this
@@ -13,17 +14,18 @@ use serde_json::Value;
 
 use crate::common::{self, run, stderr, stdout};
 
-/// Generation 10's schema digest, as its genesis stores it.
-const GEN10: &str = "79ce73ff16f48337f3b544607748fc7101bd1cb7aac1bfa641d55456fb6147fb";
+/// Generation 11's schema digest, as its genesis stores it.
+pub(crate) const GEN11: &str = "585b7519146bc7b2573ac92be2a52a1a698d9f67285ecf2112b7d338694a38ba";
+pub(crate) const GEN10: &str = "79ce73ff16f48337f3b544607748fc7101bd1cb7aac1bfa641d55456fb6147fb";
 const GEN9: &str = "4e1bdb3de36ea40587aba91328ba8213bb86f8ab8b86baaa9f81a253552868d6";
 const GEN8: &str = "3e51b41f91f0a4ac0291c1cb3f6e3b2d4fbdaabc5b6356b3ede9b158e69512db";
 const GEN7: &str = "946ccbb2424d4f33151a7231bbdddd0709179294b4f7c061078332cd405a4b0d";
 const GEN6: &str = "dbb71c8f699a0110309706c91a7be9b3d6eb7378e27294ad92221eb5114890b0";
 const GEN1: &str = "1256ec3093dd7e2056634101779618c6a94c7ae34a1b5e4010dd47febaaedcec";
 /// A session of the generation-6 home, clean, with checkpoints.
-const CLEAN: &str = "82655d0f-45cd-404f-9e4e-e90fea255247";
+pub(crate) const CLEAN: &str = "82655d0f-45cd-404f-9e4e-e90fea255247";
 
-fn ok(home: &Path, args: &[&str]) -> String {
+pub(crate) fn ok(home: &Path, args: &[&str]) -> String {
     let out = run(home, args);
     assert!(
         out.status.success(),
@@ -34,7 +36,7 @@ fn ok(home: &Path, args: &[&str]) -> String {
     stdout(&out)
 }
 
-fn json(home: &Path, args: &[&str]) -> Value {
+pub(crate) fn json(home: &Path, args: &[&str]) -> Value {
     serde_json::from_str(&ok(home, args)).unwrap_or_else(|e| panic!("{args:?}: {e}"))
 }
 
@@ -59,16 +61,16 @@ fn archive_id(home: &Path) -> String {
 /// Advance the home generation `from` wrote (`tests/fixtures/epoch/gen<from>`)
 /// to this build's, drain what it carried, and read both epochs with every
 /// read command; `validate`, `verify` and `epoch verify` pass.
-fn ships_from(from: u32, digest: &str) -> tempfile::TempDir {
+pub(crate) fn ships_from(from: u32, digest: &str) -> tempfile::TempDir {
     let (dir, live) = crate::finalize::records::advanced_from(&format!("gen{from}"));
     let home = dir.path();
-    assert_eq!(live["contract_generation"], 10);
-    assert_eq!(live["schema_digest"], GEN10);
+    assert_eq!(live["contract_generation"], 11);
+    assert_eq!(live["schema_digest"], GEN11);
     let list = epochs(home);
     assert_eq!(list.len(), 2, "{list:?}");
     assert_eq!(list[0]["generation"], from, "{list:?}");
     assert_eq!(list[0]["schema_digest"], digest, "{list:?}");
-    assert_eq!(list[1]["generation"], 10, "{list:?}");
+    assert_eq!(list[1]["generation"], 11, "{list:?}");
     // The intake the advance carried is drained into the new epoch.
     ok(home, &["finalize"]);
     let all = ["--epoch", "all"];
@@ -100,14 +102,14 @@ fn ships_from(from: u32, digest: &str) -> tempfile::TempDir {
 }
 
 #[test]
-fn generation_ten_ships_by_an_epoch_advance_from_the_generation_six_home() {
+fn generation_eleven_ships_by_an_epoch_advance_from_the_generation_six_home() {
     ships_from(6, GEN6);
 }
 
 /// The home generation 7 wrote (built by main at `caef7b7`, the last build
 /// that wrote it): its archive is judged by generation 7's description.
 #[test]
-fn generation_ten_ships_by_an_epoch_advance_from_the_generation_seven_home() {
+fn generation_eleven_ships_by_an_epoch_advance_from_the_generation_seven_home() {
     ships_from(7, GEN7);
 }
 
@@ -116,7 +118,7 @@ fn generation_ten_ships_by_an_epoch_advance_from_the_generation_seven_home() {
 /// its Copilot completions carry no `paired_by`, and the new epoch's (the
 /// same client's session, recorded again after the advance) say `order`.
 #[test]
-fn generation_ten_ships_by_an_epoch_advance_from_the_generation_eight_home() {
+fn generation_eleven_ships_by_an_epoch_advance_from_the_generation_eight_home() {
     let home = ships_from(8, GEN8);
     let home = home.path();
     common::feed_fixture(home, "copilot", "hook-exit1-postToolUse");
@@ -155,7 +157,7 @@ fn generation_ten_ships_by_an_epoch_advance_from_the_generation_eight_home() {
 /// beside the archive's hooked sessions, whose records the import leaves
 /// alone (the clean session's record is on disk too).
 #[test]
-fn generation_ten_ships_by_an_epoch_advance_from_the_generation_nine_home() {
+fn generation_eleven_ships_by_an_epoch_advance_from_the_generation_nine_home() {
     let dir = ships_from(9, GEN9);
     let home = dir.path();
     let agent = crate::import::AgentDirs::new();

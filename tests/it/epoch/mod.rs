@@ -4,3 +4,4 @@ mod advance;
 mod generations;
 mod leftovers;
 mod lifecycle;
+mod titles;

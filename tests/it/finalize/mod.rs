@@ -6,4 +6,5 @@ mod crash;
 mod kill_campaign;
 pub(crate) mod records;
 mod records_corpus;
+mod unchanged;
 mod wal;

@@ -13,7 +13,7 @@ use common::{stderr, stdout};
 
 /// `harnery args…` in `home`, following the agents' records (the shared
 /// helper turns that off for the hook-only corpus tests).
-fn run(home: &Path, args: &[&str]) -> std::process::Output {
+pub(crate) fn run(home: &Path, args: &[&str]) -> std::process::Output {
     common::harnery(home)
         .env("HARNERY_RECORDS", "on")
         .args(args)
@@ -62,7 +62,7 @@ fn feed_hooks(home: &Path, transcript: &Path, which: impl Fn(usize) -> bool) {
 
 /// The scenario's transcript copied into `home`, and its hooks fed with
 /// their transcript path pointed at the copy; the copy's path.
-fn with_transcript(home: &Path) -> std::path::PathBuf {
+pub(crate) fn with_transcript(home: &Path) -> std::path::PathBuf {
     let transcript = transcript_place(home);
     std::fs::copy(
         Path::new(env!("CARGO_MANIFEST_DIR")).join(SCENARIO_TRANSCRIPT),
@@ -75,7 +75,7 @@ fn with_transcript(home: &Path) -> std::path::PathBuf {
 
 /// Append `line` and a newline to the record at `path` (made if missing),
 /// as the agent does.
-fn append_line(path: &Path, line: &str) {
+pub(crate) fn append_line(path: &Path, line: &str) {
     use std::io::Write;
     let mut f = std::fs::OpenOptions::new()
         .create(true)
@@ -86,7 +86,7 @@ fn append_line(path: &Path, line: &str) {
 }
 
 /// Every event of the ledger, parsed.
-fn events(home: &Path) -> Vec<Value> {
+pub(crate) fn events(home: &Path) -> Vec<Value> {
     let out = run(home, &["export", "--format", "jsonl"]);
     assert!(out.status.success(), "{}", stderr(&out));
     stdout(&out)
@@ -95,11 +95,11 @@ fn events(home: &Path) -> Vec<Value> {
         .collect()
 }
 
-fn of_type<'a>(events: &'a [Value], ty: &str) -> Vec<&'a Value> {
+pub(crate) fn of_type<'a>(events: &'a [Value], ty: &str) -> Vec<&'a Value> {
     events.iter().filter(|e| e["type"] == ty).collect()
 }
 
-fn finalize(home: &Path) -> Value {
+pub(crate) fn finalize(home: &Path) -> Value {
     let out = run(home, &["finalize", "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     serde_json::from_slice(&out.stdout).unwrap()

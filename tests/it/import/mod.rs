@@ -5,6 +5,7 @@
 
 mod damage;
 mod fleet;
+mod gemini;
 mod hooks_later;
 mod kill;
 mod listed;

@@ -186,6 +186,15 @@ pub(crate) trait Adapter: Sync {
         None
     }
 
+    /// The title the agent keeps beside its record `record` rather than in
+    /// its lines (Copilot's `workspace.yaml` `name`), as written: read by
+    /// the finalizer each time it follows the record, recorded when it
+    /// changed (`harnery.title`). `None` for an agent that keeps none, or
+    /// keeps it in the record's lines (`RecordItem::Title`).
+    fn title_beside(&self, _record: &Path) -> Option<crate::contract::SessionTitled> {
+        None
+    }
+
     /// The folder of its records under its directory `home`, as `health`
     /// names it.
     fn records_dir(&self, home: &Path) -> PathBuf;

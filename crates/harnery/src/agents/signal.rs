@@ -83,6 +83,8 @@ pub enum SignalKind {
     RestoreRequested(RestorePayload),
     /// `harnery import`: the session is read from the agent's record.
     Imported(Box<Imported>),
+    /// The title the agent keeps beside its record, read by the finalizer.
+    Titled(crate::contract::SessionTitled),
 }
 
 /// A `harnery.import` signal, read.
@@ -152,6 +154,7 @@ impl SignalKind {
                 | SignalKind::CheckpointRequested(_)
                 | SignalKind::RestoreRequested(_)
                 | SignalKind::Imported(_)
+                | SignalKind::Titled(_)
         )
     }
 }

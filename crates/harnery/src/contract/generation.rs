@@ -116,6 +116,16 @@ pub const GENERATIONS: &[Generation] = &[
                       evidence class imported (never eligible evidence), also when hooks see \
                       it later",
     },
+    Generation {
+        number: 11,
+        digest: "585b7519146bc7b2573ac92be2a52a1a698d9f67285ecf2112b7d338694a38ba",
+        description: "titles from the agent's own record: session.titled, the title the \
+                      agent's record gives the session (Copilot's workspace.yaml name, Qwen \
+                      Code's custom_title, Gemini CLI's summary, OpenCode's session title), \
+                      on one line, without control characters, at most 100 characters, with \
+                      the field and file it was read from; a later rename is a newer event, \
+                      and the newest is the session's title ahead of its first prompt",
+    },
 ];
 
 impl Generation {

@@ -49,9 +49,9 @@ pub use payload::{
     MessageUser, Notification, Observation, OffsetRange, Outcome, PairedBy, Payload,
     PermissionRequested, PromptSubmitted, ReasoningRecorded, RecordAt, RecordProblem, Recovery,
     RecoveryReason, RestoreRecorded, SessionEnded, SessionImported, SessionMetadata,
-    SessionResumed, SessionStarted, SignalUnrecognized, StaleSignal, SubagentStarted,
-    SubagentStopped, ToolBatchCompleted, ToolCompleted, ToolRecorded, ToolRequested, TurnCompleted,
-    TurnStarted, UsageReported, UsageSummary,
+    SessionResumed, SessionStarted, SessionTitled, SignalUnrecognized, StaleSignal,
+    SubagentStarted, SubagentStopped, ToolBatchCompleted, ToolCompleted, ToolRecorded,
+    ToolRequested, TurnCompleted, TurnStarted, UsageReported, UsageSummary,
 };
 pub(crate) use shape::Shape;
 pub use validate::{Rule, Violation, validate_event};

@@ -580,6 +580,8 @@ pub enum Payload {
     StaleSignal(StaleSignal),
     #[serde(rename = "session.imported")]
     SessionImported(SessionImported),
+    #[serde(rename = "session.titled")]
+    SessionTitled(SessionTitled),
 }
 
 macro_rules! event_types {
@@ -663,4 +665,5 @@ event_types! {
     StaleSignal => "session.stale_signal",
     HookObserved => "hook.observed",
     SessionImported => "session.imported",
+    SessionTitled => "session.titled",
 }

@@ -239,6 +239,13 @@ pub(super) fn samples() -> Vec<Payload> {
             bytes: 1234,
             modified_unix_ns: 1_765_000_000_000_000_000,
         }),
+        Payload::SessionTitled(SessionTitled {
+            title: "Fix the flaky build".into(),
+            field: "name".into(),
+            user_named: Some(true),
+            path: "/home/u/.copilot/session-state/s/workspace.yaml".into(),
+            offset: None,
+        }),
     ]
 }
 

@@ -55,14 +55,13 @@
 //! all the ledger gets).
 
 use std::collections::HashMap;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use super::record_source::Source;
+use super::record_source::{Lines, Source, tail_fingerprint, whole_lines};
 use crate::agents::harnery::{
-    FINGERPRINT_LEN, RECORD, RECORD_PROBLEM, RecordChunkHeader, record_payload,
+    FINGERPRINT_LEN, RECORD, RECORD_PROBLEM, RecordChunkHeader, RecordStamp, TITLE, record_payload,
 };
-use crate::agents::record::place::{self, LINE_CEILING, NotOpened, OVERSIZED_HEAD, RecordRole};
+use crate::agents::record::place::{self, LINE_CEILING, NotOpened, RecordRole};
 use crate::clock::ClockSample;
 use crate::contract::{RecordProblem, SessionRef};
 use crate::durable;
@@ -247,14 +246,26 @@ impl Run<'_> {
             // Not written yet (before the first prompt, or just after it):
             // pending, not missing.
             let named = *named && at.expected_by(self.now_unix_ns);
-            let from = (at.cursor, at.fingerprint.as_str());
+            let from = Cursor {
+                at: at.cursor,
+                fingerprint: &at.fingerprint,
+                seen: at.seen.as_ref(),
+            };
             follow_one(path, named, RecordRole::Session, from, &mut out)?;
         }
         for side in &at.subagents {
             out.reported = None;
             let path = Path::new(&side.path);
             let role = RecordRole::Subagent(&side.agent_id);
-            follow_one(path, true, role, (side.cursor, &side.fingerprint), &mut out)?;
+            let from = Cursor {
+                at: side.cursor,
+                fingerprint: &side.fingerprint,
+                seen: None,
+            };
+            follow_one(path, true, role, from, &mut out)?;
+        }
+        if let Some((path, _)) = &path {
+            out.title_beside(path, at.title.as_deref())?;
         }
         let read = left - out.left;
         // Calls held for their hook requests settle at the session's next
@@ -269,6 +280,7 @@ impl Run<'_> {
                 fingerprint: at.fingerprint.clone(),
                 at_end: false,
                 oversized_line: false,
+                seen: None,
             };
             out.append(RECORD, &record_payload(&header, &[]))?;
         }
@@ -349,6 +361,24 @@ impl Spooler<'_> {
         }
     }
 
+    /// The title the agent keeps beside the record (Copilot's
+    /// `workspace.yaml`), spooled when it is not the one the session last
+    /// took (`taken`, cleaned as the session cleans it).
+    fn title_beside(&mut self, record: &Path, taken: Option<&str>) -> Result<(), FinalizeError> {
+        let adapter = crate::agents::agent(self.session.adapter);
+        let Some(said) = adapter.title_beside(record) else {
+            return Ok(());
+        };
+        let Some(title) = crate::ledger::record_title(&said.title) else {
+            return Ok(());
+        };
+        if taken == Some(title.as_str()) {
+            return Ok(());
+        }
+        let bytes = serde_json::to_vec(&said).expect("a title is plain JSON");
+        self.append(TITLE, &bytes)
+    }
+
     fn refused(&mut self, path: &Path, why: &str) -> Result<(), FinalizeError> {
         let detail = format!("{}: {why}; not followed, nothing read", path.display());
         self.problem(path, "refused", detail)
@@ -372,14 +402,40 @@ impl Spooler<'_> {
     }
 }
 
+/// Where a record was read up to, and how it was when read to its end.
+struct Cursor<'a> {
+    at: u64,
+    fingerprint: &'a str,
+    seen: Option<&'a RecordStamp>,
+}
+
+/// Whether the record at `path` is as it was when it was read to its end
+/// at `cursor` (same file, size and modification time): nothing to read,
+/// nothing to check, not opened.
+fn unchanged(path: &Path, cursor: u64, seen: Option<&RecordStamp>) -> bool {
+    seen.is_some_and(|seen| {
+        seen.size == cursor
+            && std::fs::symlink_metadata(path).is_ok_and(|m| RecordStamp::of(&m) == *seen)
+    })
+}
+
+/// The wall clock (unix ns): a stamp's modification time is the file
+/// system's, compared with the machine's time, never the run's pinned one.
+fn wall_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64)
+}
+
 fn follow_one(
     path: &Path,
     named: bool,
     role: RecordRole,
-    (cursor, fingerprint): (u64, &str),
+    from: Cursor<'_>,
     out: &mut Spooler,
 ) -> Result<(), FinalizeError> {
-    if out.left == 0 {
+    let (cursor, fingerprint) = (from.at, from.fingerprint);
+    if out.left == 0 || unchanged(path, cursor, from.seen) {
         return Ok(());
     }
     let session = out.session;
@@ -412,10 +468,17 @@ fn follow_one(
         Some(Ok(r)) => Source::Rendered(r.base, std::io::Cursor::new(r.bytes)),
         Some(Err(e)) => return out.unreadable(path, e),
     };
+    // The file as found, for skipping it while it stays so: a file (not a
+    // rendering), the session's own record, settled.
+    let stamp = match (&file, role) {
+        (Source::File(f), RecordRole::Session) => f.metadata().ok().map(|m| RecordStamp::of(&m)),
+        _ => None,
+    };
     let len = match file.len() {
         Ok(len) => len,
         Err(e) => return out.unreadable(path, e),
     };
+    let stamp = stamp.filter(|s| s.size == len && s.settled_at(wall_ns()));
     if len < cursor {
         let detail = format!(
             "{} is {len} bytes, shorter than the {cursor} already read",
@@ -435,6 +498,17 @@ fn follow_one(
             }
             Err(e) => return out.unreadable(path, e),
         }
+    }
+    if cursor == len && cursor > 0 && stamp.is_some() && stamp.as_ref() != from.seen {
+        // Read to its end before, and not seen so (read by an older build,
+        // or touched since): an empty chunk records how it is now.
+        let header = RecordChunkHeader {
+            fingerprint: fingerprint.to_string(),
+            at_end: true,
+            seen: stamp,
+            ..chunk_header(path, cursor, cursor)
+        };
+        return out.append(RECORD, &record_payload(&header, &[]));
     }
     let mut at = cursor;
     let pass_len = pass_len().min(out.left);
@@ -463,6 +537,7 @@ fn follow_one(
             Ok(fingerprint) => RecordChunkHeader {
                 fingerprint,
                 at_end: end == len,
+                seen: stamp.filter(|_| end == len),
                 ..header
             },
             Err(e) => return out.unreadable(path, e),
@@ -483,6 +558,7 @@ fn chunk_header(path: &Path, start: u64, end: u64) -> RecordChunkHeader {
         fingerprint: String::new(),
         at_end: false,
         oversized_line: false,
+        seen: None,
     }
 }
 
@@ -509,106 +585,6 @@ fn payload_in_place(
     buf[from..headroom - 1].copy_from_slice(&line);
     buf[headroom - 1] = b'\n';
     (buf, from)
-}
-
-/// What [`whole_lines`] found.
-enum Lines {
-    /// Whole lines (at most the bytes asked for, or one longer line up to
-    /// [`LINE_CEILING`]), after the headroom asked for.
-    Whole(Vec<u8>),
-    /// One line longer than [`LINE_CEILING`]: its length (with its
-    /// newline) and first bytes, after the headroom asked for.
-    Oversized { len: u64, head: Vec<u8> },
-    /// No newline ends what is there yet (a line the agent is still
-    /// writing).
-    Unfinished,
-}
-
-/// Whole lines from `at`: at most `want` bytes of them, or one longer
-/// line, read into memory only up to [`LINE_CEILING`]; what is read lands
-/// after `headroom` bytes.
-fn whole_lines(
-    file: &mut Source,
-    at: u64,
-    len: u64,
-    mut want: usize,
-    headroom: usize,
-) -> std::io::Result<Lines> {
-    let asked = want;
-    loop {
-        let n = (len - at).min(want as u64) as usize;
-        let mut buf = read_after(file, at, n, headroom)?;
-        let read = &buf[headroom..];
-        // Past what was asked for, only the one longer line.
-        let cut = if want == asked {
-            memchr::memrchr(b'\n', read)
-        } else {
-            memchr::memchr(b'\n', read)
-        };
-        if let Some(last) = cut {
-            buf.truncate(headroom + last + 1);
-            return Ok(Lines::Whole(buf));
-        }
-        if n < want {
-            return Ok(Lines::Unfinished);
-        }
-        if want >= LINE_CEILING {
-            buf.truncate(headroom + OVERSIZED_HEAD);
-            buf.shrink_to_fit();
-            return Ok(match newline_after(file, at + n as u64, len)? {
-                Some(nl) => Lines::Oversized {
-                    len: nl + 1 - at,
-                    head: buf,
-                },
-                None => Lines::Unfinished,
-            });
-        }
-        want = (want * 4).min(LINE_CEILING);
-    }
-}
-
-/// `n` bytes of `file` from `at`, after `headroom` zero bytes (read
-/// straight into the buffer, which is never zeroed first).
-fn read_after(file: &mut Source, at: u64, n: usize, headroom: usize) -> std::io::Result<Vec<u8>> {
-    let mut buf = Vec::with_capacity(headroom + n);
-    buf.resize(headroom, 0);
-    file.seek(SeekFrom::Start(at))?;
-    (&mut *file).take(n as u64).read_to_end(&mut buf)?;
-    if buf.len() < headroom + n {
-        // What `read_exact` says.
-        let short = "failed to fill whole buffer";
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::UnexpectedEof,
-            short,
-        ));
-    }
-    Ok(buf)
-}
-
-/// The offset of the first newline at or after `from`, read in small
-/// blocks (a line over the ceiling is never held whole).
-fn newline_after(file: &mut Source, from: u64, len: u64) -> std::io::Result<Option<u64>> {
-    let mut block = vec![0u8; 1 << 20];
-    let mut at = from;
-    file.seek(SeekFrom::Start(at))?;
-    while at < len {
-        let n = (len - at).min(block.len() as u64) as usize;
-        file.read_exact(&mut block[..n])?;
-        if let Some(i) = memchr::memchr(b'\n', &block[..n]) {
-            return Ok(Some(at + i as u64));
-        }
-        at += n as u64;
-    }
-    Ok(None)
-}
-
-/// blake3 (hex) of the (at most [`FINGERPRINT_LEN`]) bytes before `end`.
-fn tail_fingerprint(file: &mut Source, end: u64) -> std::io::Result<String> {
-    let from = end.saturating_sub(FINGERPRINT_LEN);
-    let mut buf = vec![0u8; (end - from) as usize];
-    file.seek(SeekFrom::Start(from))?;
-    file.read_exact(&mut buf)?;
-    Ok(blake3::hash(&buf).to_hex().to_string())
 }
 
 #[cfg(test)]
@@ -639,29 +615,5 @@ mod tests {
                 }
             }
         }
-    }
-
-    /// Whole lines are read after the headroom, as they are in the file.
-    #[test]
-    fn whole_lines_land_after_the_headroom() {
-        let dir = tempfile::tempdir().expect("a temp dir");
-        let path = dir.path().join("r.jsonl");
-        std::fs::write(&path, b"one\ntwo\nthree").expect("written");
-        let mut file = Source::File(std::fs::File::open(&path).expect("opened"));
-        let len = 13;
-        let Lines::Whole(buf) = whole_lines(&mut file, 0, len, 100, 9).expect("read") else {
-            panic!("whole lines expected");
-        };
-        assert_eq!(&buf[9..], b"one\ntwo\n");
-        let Lines::Whole(buf) = whole_lines(&mut file, 4, len, 2, 3).expect("read") else {
-            panic!("the one longer line expected");
-        };
-        assert_eq!(&buf[3..], b"two\n");
-        assert!(matches!(
-            whole_lines(&mut file, 8, len, 100, 3),
-            Ok(Lines::Unfinished)
-        ));
-        let short = read_after(&mut file, 8, 10, 3).expect_err("past the end");
-        assert_eq!(short.to_string(), "failed to fill whole buffer");
     }
 }

@@ -3,8 +3,8 @@
 //!
 //! Every agent keeps its own record of each session (Claude Code's
 //! `<config>/projects/*/<id>.jsonl`, Copilot's
-//! `session-state/<id>/events.jsonl`, Codex's rollouts, Qwen Code's
-//! chats, OpenCode's `opencode.db`). An import lists them
+//! `session-state/<id>/events.jsonl`, Codex's rollouts, Gemini CLI's and
+//! Qwen Code's chats, OpenCode's `opencode.db`). An import lists them
 //! (`Adapter::recorded_files`, names and times only), leaves out every
 //! session the ledger or the intake spool already knows (hooks saw it, or
 //! an earlier import spooled it), checks each record's path with the gate
@@ -25,8 +25,9 @@
 //! add to the same session (same agent, same id) and the same record
 //! cursor.
 //!
-//! Only names, times and sizes are read here; the records' bytes are read
-//! by finalize.
+//! Only names, times and sizes are read here (and a Gemini CLI record's
+//! header line, the one place its session's whole id is written); the
+//! records' bytes are read by finalize.
 
 use std::collections::HashSet;
 use std::path::PathBuf;

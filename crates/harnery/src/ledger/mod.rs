@@ -42,7 +42,7 @@ pub(crate) use write::check_session_usage;
 // The reader's query types, one per seam (`reader.sessions()` and the like).
 pub use write::{
     AppendBatch, AppendOutcome, BatchSignal, BatchState, Checkpointer, LedgerWriter, RawBytes,
-    ReadyEvent, WalState, compact, fold_wal, project_of, remove_orphans,
+    ReadyEvent, WalState, compact, fold_wal, project_of, record_title, remove_orphans,
 };
 
 /// Directory name of the live epoch below `ledgers/`.

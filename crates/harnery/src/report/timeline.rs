@@ -354,6 +354,7 @@ fn describe(p: &Payload, span: Option<&SpanRow>) -> String {
                 .unwrap_or_default()
         ),
         Payload::SessionImported(i) => format!("imported from {} ({} bytes)", i.path, i.bytes),
+        Payload::SessionTitled(t) => format!("titled {:?} ({} in {})", t.title, t.field, t.path),
         Payload::ToolBatchCompleted(b) => format!("tool batch of {} completed", b.calls),
         Payload::LateEvidence(l) => format!(
             "late evidence for {} ({:?})",

@@ -51,6 +51,7 @@ mod session_log;
 mod span_pairing;
 mod spans;
 mod stored;
+mod titled;
 mod turns;
 
 #[cfg(test)]
@@ -461,6 +462,7 @@ impl SessionProducer {
             SignalKind::CheckpointRequested(p) => self.on_checkpoint_requested(p, trigger, out),
             SignalKind::RestoreRequested(p) => self.on_restore_requested(p, trigger, out),
             SignalKind::Imported(p) => self.on_imported(*p, trigger, out),
+            SignalKind::Titled(t) => self.on_titled(t, trigger, out),
         }
     }
 

@@ -39,66 +39,13 @@ use serde::{Deserialize, Serialize};
 
 use super::SessionProducer;
 use super::emit::{Draft, Trigger};
-use crate::agents::harnery::RecordChunk;
+use crate::agents::harnery::{RecordChunk, RecordStamp};
 use crate::agents::record::{RecordItem, RecordLine, RecordedCall, RecordedResult};
 use crate::contract::{
     AdapterId, Attestation, Confidence, Event, EventId, Payload, Provenance, RecordAt,
-    RecordProblem, RecoveryReason, SessionMetadata, SignalUnrecognized, TimeSource, ToolRecorded,
-    TurnAttribution, UsageReported,
+    RecordProblem, RecoveryReason, SessionMetadata, SessionTitled, SignalUnrecognized, TimeSource,
+    ToolRecorded, TurnAttribution, UsageReported,
 };
-
-/// Where a session's record stands, read from its stored producer state
-/// alone: the rest of the state is skipped unparsed, so reading every
-/// session's cursor stays cheap (`finalize` before each pass, `health`).
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-pub(crate) struct RecordCursor {
-    /// The record file, once a hook named it or the finalizer found it.
-    #[serde(default)]
-    pub path: Option<String>,
-    /// Bytes of the record read and applied.
-    #[serde(default)]
-    pub cursor: u64,
-    /// blake3 (hex) of the bytes just before `cursor`.
-    #[serde(default)]
-    pub fingerprint: String,
-    /// The problem last reported, if any.
-    #[serde(default)]
-    pub problem: Option<String>,
-    /// Subagents' own records still to read.
-    #[serde(default)]
-    pub subagents: Vec<SubagentRecord>,
-    /// Record calls held for their hook request (only their times are
-    /// read here).
-    #[serde(default)]
-    pub held: Vec<HeldSince>,
-    /// When the session's first prompt was ingested (see
-    /// [`RecordCursor::expected_by`]).
-    #[serde(default)]
-    pub prompted_ns: Option<i64>,
-}
-
-/// When a held record call's line was written.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
-pub(crate) struct HeldSince {
-    pub time_unix_ns: i64,
-}
-
-impl RecordCursor {
-    /// Whether a record that a hook named and that does not exist is
-    /// missing at `now_ns` rather than pending: Claude Code writes its
-    /// transcript only at the session's first prompt (a session opened and
-    /// closed without one has none), and just after it, so it is missing
-    /// only once the first prompt is [`RECORD_GRACE_NS`] old.
-    pub(crate) fn expected_by(&self, now_ns: i64) -> bool {
-        self.prompted_ns
-            .is_some_and(|t| t.saturating_add(RECORD_GRACE_NS) <= now_ns)
-    }
-
-    /// When the oldest held call may be settled (`None`: none is held).
-    pub(crate) fn held_due_ns(&self) -> Option<i64> {
-        self.held.iter().map(|h| h.time_unix_ns + SETTLE_NS).min()
-    }
-}
 
 /// A subagent's own record (Claude Code names it on `SubagentStop`),
 /// followed beside the session's from a cursor of its own until a pass
@@ -111,19 +58,6 @@ pub(crate) struct SubagentRecord {
     pub cursor: u64,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub fingerprint: String,
-}
-
-impl RecordCursor {
-    /// The cursor in a stored producer state (`None`: the state does not
-    /// parse, which the drain that loads it reports).
-    pub(crate) fn of_state(text: &str) -> Option<RecordCursor> {
-        #[derive(Deserialize)]
-        struct State {
-            #[serde(default)]
-            record: RecordCursor,
-        }
-        serde_json::from_str::<State>(text).ok().map(|s| s.record)
-    }
 }
 
 /// Hook tool requests remembered for joining.
@@ -218,6 +152,15 @@ pub(crate) struct RecordFollow {
     /// carried across an epoch advance with the cursor.
     #[serde(default, skip_serializing_if = "super::locate::Locator::is_unused")]
     pub(super) locate: super::locate::Locator,
+    /// The title from the agent's record the session last took (cleaned),
+    /// so the same title is not taken twice (generation 11).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The record file (identity, size, modification time) as the chunk
+    /// that last read it to its end found it, while the cursor is there:
+    /// the finalizer does not open a record that still is so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seen: Option<RecordStamp>,
 }
 
 fn prompt_digest(text: &str) -> String {
@@ -686,6 +629,10 @@ fn from_record() -> Provenance {
 
 #[path = "record_apply.rs"]
 mod apply;
+
+#[path = "record_cursor.rs"]
+mod cursor;
+pub(crate) use cursor::RecordCursor;
 
 #[cfg(test)]
 #[path = "record_tests.rs"]

@@ -28,6 +28,11 @@ impl SessionProducer {
             None => (self.record.cursor, None),
         };
         if header.end <= cursor {
+            // Nothing left to read: an empty chunk that reached the end
+            // says how the record file is now.
+            if subagent.is_none() && header.start == cursor && header.seen.is_some() {
+                self.record.seen = header.seen;
+            }
             return;
         }
         if subagent.is_none() && self.record.path.is_none() {
@@ -71,6 +76,7 @@ impl SessionProducer {
             None => {
                 self.record.cursor = header.end;
                 self.record.fingerprint = header.fingerprint.clone();
+                self.record.seen = header.seen;
                 self.record.problem = None;
                 if header.at_end {
                     self.record.locate.read_to_end();
@@ -289,6 +295,22 @@ impl SessionProducer {
                     None => continue,
                 },
                 RecordItem::UsageSummary(summary) => Payload::UsageSummary(summary),
+                // A subagent's own record titles the subagent, not the
+                // session.
+                RecordItem::Title(_) if line.agent_id.is_some() => continue,
+                RecordItem::Title(t) => {
+                    let said = SessionTitled {
+                        title: t.title,
+                        field: t.field,
+                        user_named: t.user_named,
+                        path: path.to_string(),
+                        offset: Some(offset),
+                    };
+                    match self.record.take_title(said) {
+                        Some(titled) => Payload::SessionTitled(titled),
+                        None => continue,
+                    }
+                }
                 RecordItem::TurnStarted { .. } | RecordItem::Resumed | RecordItem::Shutdown => {
                     continue;
                 }

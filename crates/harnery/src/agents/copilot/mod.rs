@@ -9,6 +9,7 @@ pub(crate) mod hooks;
 pub mod package;
 pub(crate) mod record;
 pub(crate) mod version;
+pub(crate) mod workspace;
 
 use std::path::{Path, PathBuf};
 
@@ -134,6 +135,9 @@ impl Adapter for Copilot {
     }
     fn recorded_sessions(&self, home: &Path) -> Vec<(String, i64)> {
         crate::agents::record::listing::copilot_sessions(&home.join("session-state"))
+    }
+    fn title_beside(&self, record: &Path) -> Option<crate::contract::SessionTitled> {
+        workspace::title_beside(record)
     }
     fn recorded_files(&self, home: &Path) -> Vec<super::adapter::RecordedFile> {
         crate::agents::record::listing::copilot_files(&home.join("session-state"))

@@ -13,6 +13,7 @@
 //! agents' variables name their directory itself).
 
 pub(crate) mod hooks;
+mod listing;
 pub(crate) mod record;
 
 use std::path::{Path, PathBuf};
@@ -152,6 +153,10 @@ impl Adapter for GeminiCli {
     /// hooks never ran; `docs/agents/gemini-cli.md` says so).
     fn recorded_sessions(&self, _home: &Path) -> Vec<(String, i64)> {
         Vec::new()
+    }
+    /// Read from each record's header (`harnery import`; see `listing`).
+    fn recorded_files(&self, home: &Path) -> Vec<crate::agents::adapter::RecordedFile> {
+        listing::files(home)
     }
     fn home(&self) -> AgentHome {
         AgentHome {

@@ -26,8 +26,9 @@
 //!   `toolCalls`, its text and thoughts; on the line with `toolCalls`, the
 //!   calls: an assistant message naming them, and each call's start and
 //!   finish (`status`; a shell call's exit code from its output text);
-//! - headers, `$set`, `$rewindTo` and `info` / `error` / `warning`
-//!   messages carry nothing for the ledger; the session a line names is the
+//! - a `$set` of `summary` is the session's title ([`RecordItem::Title`]);
+//! - headers, the rest of `$set`, `$rewindTo` and `info` / `error` /
+//!   `warning` messages carry nothing for the ledger; the session a line names is the
 //!   header's `sessionId` (or a `$set`'s), except in a subagent's record
 //!   (`kind: "subagent"`, `chats/<session>/<subagent>.jsonl`), whose header
 //!   names the subagent and which is read as its session's.
@@ -45,7 +46,7 @@ use serde_json::value::RawValue;
 
 use super::hooks::{SHELL_TOOL, shell_exit_code};
 use crate::agents::record::{
-    RecordItem, RecordLine, RecordedCall, RecordedResult, parse_frame, time_ns,
+    RecordItem, RecordLine, RecordTitle, RecordedCall, RecordedResult, parse_frame, time_ns,
 };
 use crate::agents::wire::{input_digest, normalize_input, parse_payload, raw_json};
 use crate::contract::{
@@ -177,7 +178,11 @@ pub(crate) fn read_line(line: &[u8], at: &RecordAt) -> (RecordLine, Option<Strin
         return (message(wire, at), None);
     }
     if let Some(set) = wire.set {
-        return (RecordLine::empty(), set_session(set));
+        let line = RecordLine {
+            items: set_summary(set).into_iter().collect(),
+            ..RecordLine::empty()
+        };
+        return (line, set_session(set));
     }
     match (wire.session_id, wire.project_hash) {
         // A subagent's record is read as its session's, which it does not
@@ -219,6 +224,22 @@ fn set_session(set: &RawValue) -> Option<String> {
         session_id: Option<String>,
     }
     serde_json::from_str::<Set>(set.get()).ok()?.session_id
+}
+
+/// The session's summary a `$set` gives (the client's own title of the
+/// session, shown in its session browser).
+fn set_summary(set: &RawValue) -> Option<RecordItem> {
+    #[derive(Deserialize)]
+    struct Set {
+        #[serde(default)]
+        summary: Option<String>,
+    }
+    let summary = serde_json::from_str::<Set>(set.get()).ok()?.summary?;
+    Some(RecordItem::Title(RecordTitle {
+        title: summary,
+        field: "summary".to_string(),
+        user_named: None,
+    }))
 }
 
 fn message(wire: Line, at: &RecordAt) -> RecordLine {

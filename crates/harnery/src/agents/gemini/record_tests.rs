@@ -204,3 +204,24 @@ fn a_file_id_is_what_the_client_puts_in_the_name() {
     assert_eq!(file_id("735e7804-a692-4f55-ae13-59a7effd07f2"), "735e7804");
     assert_eq!(file_id("a.b"), "a_b");
 }
+
+/// A `$set` of `summary` (the client's own title of the session) is the
+/// session's title; a `$set` of anything else says nothing.
+#[test]
+fn a_summary_set_is_the_sessions_title() {
+    let (line, session) = read_line(
+        br#"{"$set":{"summary":"Run the marker command","lastUpdated":"2026-12-06T10:09:00.000Z"}}"#,
+        &at(),
+    );
+    assert_eq!(
+        line.items,
+        vec![RecordItem::Title(RecordTitle {
+            title: "Run the marker command".into(),
+            field: "summary".into(),
+            user_named: None,
+        })]
+    );
+    assert_eq!(session, None);
+    assert!(items(r#"{"$set":{"lastUpdated":"2026-12-06T10:09:00.000Z"}}"#).is_empty());
+    assert!(items(r#"{"$set":{"summary":7}}"#).is_empty());
+}

@@ -44,6 +44,12 @@
 //!   at `path` (generation 10: `session.imported`, evidence class
 //!   `imported`).
 //!
+//! - `harnery.title`: a `session.titled` payload (`{"title": …, "field":
+//!   "name", "user_named": false, "path": "/…/workspace.yaml"}`). Written
+//!   by the finalizer when the title the agent keeps beside its record
+//!   (Copilot's `workspace.yaml`) is not the one the session last took
+//!   (generation 11).
+//!
 //! Times are the envelope's receive time; harnery's own signals carry none
 //! (record lines carry the agent's own timestamps where it wrote them).
 
@@ -130,6 +136,10 @@ fn kind_of(
                 subagents: subagents.map(|s| (s.agent_id, s.path)).collect(),
             })))
         }
+        TITLE => {
+            let titled = serde_json::from_slice(payload).map_err(malformed)?;
+            Ok(SignalKind::Titled(titled))
+        }
         END_REQUESTED => {
             let end: EndRequestPayload = serde_json::from_slice(payload).map_err(malformed)?;
             Ok(SignalKind::EndRequested { reason: end.reason })
@@ -214,6 +224,7 @@ mod tests {
             fingerprint: "f".into(),
             at_end: false,
             oversized_line: false,
+            seen: None,
         };
         let payload = record_payload(&header, b"not json\n\n{\n");
         let SignalKind::RecordChunk(chunk) =

@@ -15,6 +15,7 @@ pub(crate) const RECORD_PROBLEM: &str = "harnery.record_problem";
 pub(crate) const CHECKPOINT: &str = "harnery.checkpoint";
 pub const RESTORE: &str = "harnery.restore";
 pub(crate) const IMPORT: &str = "harnery.import";
+pub(crate) const TITLE: &str = "harnery.title";
 
 /// How many bytes before a record cursor its fingerprint covers.
 pub(crate) const FINGERPRINT_LEN: u64 = 4096;
@@ -35,6 +36,47 @@ pub struct RecordChunkHeader {
     /// as one unrecognized line.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub oversized_line: bool,
+    /// The record file as the reader found it, on a chunk that reaches its
+    /// end: the finalizer skips the record while it stays so (see
+    /// [`RecordStamp`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seen: Option<RecordStamp>,
+}
+
+/// A record file's identity, size and modification time, as one `fstat`
+/// gave them when a chunk read it to its end. While `stat` gives the same
+/// again, nothing was appended (the size would differ) and nothing was
+/// rewritten (the modification time would): the finalizer does not open
+/// the record. Only kept when the modification time was at least
+/// [`RecordStamp::SETTLED_NS`] older than the reading, so a write in the
+/// same clock tick as the read cannot hide behind an unchanged time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, Deserialize)]
+pub struct RecordStamp {
+    pub dev: u64,
+    pub ino: u64,
+    pub size: u64,
+    pub mtime_ns: i64,
+}
+
+impl RecordStamp {
+    /// How much older than the reading a modification time must be for the
+    /// stamp to be kept (file systems keep times to a tick of a few ms).
+    pub(crate) const SETTLED_NS: i64 = 2_000_000_000;
+
+    pub(crate) fn of(meta: &std::fs::Metadata) -> RecordStamp {
+        use std::os::unix::fs::MetadataExt;
+        RecordStamp {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            size: meta.size(),
+            mtime_ns: meta.mtime() * 1_000_000_000 + meta.mtime_nsec(),
+        }
+    }
+
+    /// Whether the file's time is settled at the wall-clock time `now_ns`.
+    pub(crate) fn settled_at(&self, now_ns: i64) -> bool {
+        self.mtime_ns.saturating_add(Self::SETTLED_NS) <= now_ns
+    }
 }
 
 /// A `harnery.record` signal, read: its header and each whole line with

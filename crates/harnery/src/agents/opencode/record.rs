@@ -13,16 +13,20 @@
 //!   reasoning out (they are `cache.read` and `reasoning`), which is how
 //!   harnery counts them; `cost` is OpenCode's own figure;
 //! - `session.created`: the session's metadata (OpenCode's version, the
-//!   directory).
+//!   directory);
+//! - `session.created` and `session.updated`: the session's `title`
+//!   ([`RecordItem::Title`]) once it is not OpenCode's placeholder (`New
+//!   session - <time>`, until its title request answers); every
+//!   `session.updated` repeats it, and the session takes only a change.
 //!
-//! Every other row (`session.updated`, a user message's own row, a part's
-//! intermediate states, step markers) says nothing for the ledger.
+//! Every other row (a user message's own row, a part's intermediate
+//! states, step markers) says nothing for the ledger.
 
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::agents::record::{
-    LineMark, RecordItem, RecordLine, RecordedCall, RecordedResult, parse_frame,
+    LineMark, RecordItem, RecordLine, RecordTitle, RecordedCall, RecordedResult, parse_frame,
 };
 use crate::agents::wire::{input_digest, normalize_input};
 use crate::contract::{
@@ -64,8 +68,11 @@ pub(crate) fn read_marked(
     let mut line = RecordLine::empty();
     line.time_unix_ns = row_time(&row, data);
     match kind_base(&row.kind) {
-        "session.created" => line.items.push(metadata(data, at)),
-        "session.updated" => {}
+        "session.created" => {
+            line.items.push(metadata(data, at));
+            line.items.extend(title(data));
+        }
+        "session.updated" => line.items.extend(title(data)),
         "message.updated" => {
             if row.ends {
                 line.items.push(usage(&data["info"], at));
@@ -107,6 +114,23 @@ fn row_time(row: &Row, data: &Value) -> Option<i64> {
 
 fn text(v: &Value) -> Option<String> {
     v.as_str().map(str::to_string)
+}
+
+/// The session's title, unless it is OpenCode's placeholder for one not
+/// made yet (`New session - ` or `Child session - ` and the time).
+fn title(data: &Value) -> Option<RecordItem> {
+    let title = data["info"]["title"].as_str()?;
+    let placeholder = ["New session - ", "Child session - "]
+        .iter()
+        .filter_map(|p| title.strip_prefix(p))
+        .any(|rest| crate::clock::parse_rfc3339_ns(rest).is_some());
+    (!placeholder).then(|| {
+        RecordItem::Title(RecordTitle {
+            title: title.to_string(),
+            field: "title".to_string(),
+            user_named: None,
+        })
+    })
 }
 
 fn metadata(data: &Value, at: &RecordAt) -> RecordItem {

@@ -619,3 +619,45 @@ fn a_stretch_of_the_rendering_is_the_whole_one_cut() {
         }
     }
 }
+
+/// The session's title is read from its `session.*` rows once it is not
+/// OpenCode's placeholder: the capture's session starts as `New session -
+/// <time>` and is then titled by the title request's answer (every later
+/// row repeats it; the session takes it once).
+#[test]
+fn the_title_is_taken_once_it_is_not_the_placeholder() {
+    let (items, _) = items_of("basic");
+    let titles: Vec<&str> = items
+        .iter()
+        .filter_map(|i| match i {
+            RecordItem::Title(t) => Some(t.title.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(!titles.is_empty());
+    assert!(
+        titles.iter().all(|t| *t == "Harnery e2e session"),
+        "{titles:?}"
+    );
+    let at = RecordAt {
+        path: "/d/opencode.db".into(),
+        offset: 0,
+    };
+    let row = |title: &str| {
+        let data =
+            serde_json::json!({"sessionID": "ses_1", "info": {"id": "ses_1", "title": title}});
+        let line =
+            serde_json::json!({"seq": 4, "id": "evt_1", "type": "session.updated.1", "data": data});
+        record::read_marked(line.to_string().as_bytes(), &at)
+            .0
+            .items
+    };
+    assert!(row("New session - 2026-12-06T10:14:21.076Z").is_empty());
+    assert!(row("Child session - 2026-12-06T10:14:21.076Z").is_empty());
+    assert!(matches!(
+        &row("Fix the failing test")[..],
+        [RecordItem::Title(t)] if t.title == "Fix the failing test" && t.field == "title"
+    ));
+    // Only the placeholder's exact shape is one.
+    assert_eq!(row("New session - notes").len(), 1);
+}

@@ -14,8 +14,9 @@
 //! - `tool_result`: each `functionResponse` is a [`RecordItem::ToolFinished`];
 //!   `toolCallResult` says whether it succeeded and, for the shell tool,
 //!   its exit code.
-//! - `system`: snapshots, and the `ui_telemetry` that reports every model
-//!   call and every subagent's tool call (see [`super::telemetry`]).
+//! - `system`: snapshots, the `ui_telemetry` that reports every model
+//!   call and every subagent's tool call (see [`super::telemetry`]), and
+//!   `custom_title`, the session's title ([`RecordItem::Title`]).
 //!
 //! Stateless: one line in, its items out.
 
@@ -24,7 +25,8 @@ use serde_json::value::RawValue;
 
 use super::telemetry::{self, uncached};
 use crate::agents::record::{
-    LineMark, RecordItem, RecordLine, RecordedCall, RecordedResult, parse_frame, time_ns,
+    LineMark, RecordItem, RecordLine, RecordTitle, RecordedCall, RecordedResult, parse_frame,
+    time_ns,
 };
 use crate::agents::wire::{input_digest, normalize_input, parse_payload, raw_json};
 use crate::contract::{
@@ -50,6 +52,8 @@ struct Frame {
     provenance: Option<String>,
     /// A subagent's line (in its own record): the subagent.
     agent_id: Option<String>,
+    /// A `system` line's kind (`ui_telemetry`, `custom_title`, …).
+    subtype: Option<String>,
     system_payload: Option<Box<RawValue>>,
     message: Option<Message>,
     #[serde(default, deserialize_with = "raw_json")]
@@ -121,6 +125,9 @@ pub(crate) fn read_marked(
         },
         Some("tool_result") if frame.agent_id.is_some() => Vec::new(),
         Some("tool_result") => tool_results(&frame),
+        Some("system") if frame.subtype.as_deref() == Some("custom_title") => {
+            custom_title(frame.system_payload.as_deref())
+        }
         Some("system") => match &frame.system_payload {
             Some(payload) => telemetry::items(payload, frame.uuid.as_deref(), at),
             None => Vec::new(),
@@ -137,6 +144,30 @@ pub(crate) fn read_marked(
         items,
     };
     (line, Some(frame.session_id), LineMark::None)
+}
+
+/// A `custom_title` line's title: `systemPayload.customTitle`, given by
+/// the user (`titleSource: manual`, `/rename`) or made by Qwen (`auto`).
+/// Qwen writes the title again every 32 KB of record (the session takes
+/// only a change).
+fn custom_title(payload: Option<&RawValue>) -> Vec<RecordItem> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Titled {
+        custom_title: String,
+        title_source: Option<String>,
+    }
+    let Some(payload) = payload else {
+        return vec![unrecognized("custom_title without a systemPayload".into())];
+    };
+    match serde_json::from_str::<Titled>(payload.get()) {
+        Ok(t) => vec![RecordItem::Title(RecordTitle {
+            title: t.custom_title,
+            field: "custom_title".to_string(),
+            user_named: t.title_source.map(|s| s == "manual"),
+        })],
+        Err(e) => vec![unrecognized(format!("custom_title in no known shape: {e}"))],
+    }
 }
 
 fn unrecognized(reason: String) -> RecordItem {

@@ -595,3 +595,34 @@ fn a_stop_names_the_background_subagents_still_running() {
     let agent = "general-purpose-call_harnery_1".to_string();
     assert_eq!(running, vec![vec![agent], vec![]]);
 }
+
+/// A `custom_title` line (the shape Qwen Code's `recordCustomTitle` and
+/// its every-32-KB re-anchor write; no capture renamed a session) is the
+/// session's title, said by the user when its source is `manual`.
+#[test]
+fn a_custom_title_line_is_the_sessions_title() {
+    let at = RecordAt {
+        path: "/q/s.jsonl".into(),
+        offset: 0,
+    };
+    let line = |payload: &str| {
+        let text = format!(
+            r#"{{"uuid":"t1","parentUuid":"a1","sessionId":"s","timestamp":"2026-12-06T10:00:00.000Z","type":"system","subtype":"custom_title","cwd":"/w","version":"0.24.4","systemPayload":{payload}}}"#
+        );
+        QwenCode.read_marked(text.as_bytes(), &at).0.items
+    };
+    assert_eq!(
+        line(r#"{"customTitle":"Fix the parser","titleSource":"manual"}"#),
+        vec![RecordItem::Title(crate::agents::record::RecordTitle {
+            title: "Fix the parser".into(),
+            field: "custom_title".into(),
+            user_named: Some(true),
+        })]
+    );
+    let auto = line(r#"{"customTitle":"Parser work"}"#);
+    assert!(matches!(&auto[..], [RecordItem::Title(t)] if t.user_named.is_none()));
+    assert!(matches!(
+        &line(r#"{"title":3}"#)[..],
+        [RecordItem::Unrecognized { reason }] if reason.starts_with("custom_title in no known shape")
+    ));
+}

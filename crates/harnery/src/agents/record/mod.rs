@@ -115,6 +115,10 @@ pub enum RecordItem {
     TurnEnded {
         turn_id: String,
     },
+    /// The agent's own title of the session on this line (Qwen Code's
+    /// `custom_title`, Gemini CLI's `summary`), as written: the session
+    /// cleans it (`session.titled`).
+    Title(RecordTitle),
     /// The agent resumed the session (Copilot `session.resume`).
     Resumed,
     /// The agent closed the session (Copilot `session.shutdown`).
@@ -123,6 +127,15 @@ pub enum RecordItem {
     Unrecognized {
         reason: String,
     },
+}
+
+/// A title as the record has it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordTitle {
+    pub title: String,
+    /// The agent's name of the field.
+    pub field: String,
+    pub user_named: Option<bool>,
 }
 
 /// A tool call as the record has it.

@@ -1,6 +1,7 @@
 //! The payloads of a session's own history as harnery keeps it beside
 //! what the agent did: restores, resumes, signals of an older incarnation,
-//! and a session imported from the agent's record after the fact.
+//! a session imported from the agent's record after the fact, and the
+//! title the agent's own record gives the session.
 
 use serde::{Deserialize, Serialize};
 
@@ -56,5 +57,30 @@ payload_struct!(
         bytes: u64,
         /// The record's modification time then (unix ns).
         modified_unix_ns: i64,
+    }
+);
+
+payload_struct!(
+    /// The agent's own title of the session, as its record keeps it
+    /// (generation 11): Copilot's `workspace.yaml` `name`, Qwen Code's
+    /// `custom_title` line, Gemini CLI's `summary`, OpenCode's session
+    /// title. A later one (the session renamed) is a newer event; the
+    /// newest is the session's title, ahead of its first prompt.
+    SessionTitled {
+        /// On one line, control characters taken out, at most 100
+        /// characters (the last one `…` when it was cut).
+        title: String,
+        /// What the agent calls it where it keeps it: `name`
+        /// (`workspace.yaml`), `custom_title`, `summary`, `title`.
+        field: String,
+        /// Whether the user named the session rather than the agent, where
+        /// the record says (Copilot's `user_named`).
+        #[serde(default)] user_named: Option<bool>,
+        /// The file it was read from: the record itself, or the file the
+        /// agent keeps beside it (Copilot's `workspace.yaml`).
+        path: String,
+        /// The record line it was read from (`None`: a file that is not
+        /// lines).
+        #[serde(default)] offset: Option<u64>,
     }
 );

@@ -29,7 +29,7 @@ pub use append::{AppendBatch, AppendOutcome, BatchSignal, BatchState, RawBytes, 
 pub use checkpoint::{Checkpointer, WalState};
 pub use orphans::remove_orphans;
 pub(crate) use session_usage::check as check_session_usage;
-pub use titles::project_of;
+pub use titles::{project_of, record_title};
 
 use super::read::{binding, check_digest, read_genesis};
 use super::system_error::with_system_error;

@@ -6,10 +6,12 @@
 //!   context a harness wraps around it is taken out (`<current_datetime>`,
 //!   `<system-reminder>`, a slash command's `<command-message>`, …), on
 //!   one line and cut at [`TITLE_CHARS`] characters. A later prompt never
-//!   replaces it. A title from the agent's own record (`title_source =
-//!   'record'`) would take precedence over a prompt's; none of the six
-//!   agents' canonical events carries one today, so every title is a
-//!   prompt's.
+//!   replaces it.
+//! - A title from the agent's own record (`session.titled`, generation
+//!   11: Copilot's `workspace.yaml` name, Qwen Code's `custom_title`,
+//!   Gemini CLI's `summary`, OpenCode's session title) takes precedence
+//!   over a prompt's (`title_source = 'record'`), and the newest one wins:
+//!   a session renamed in the agent is renamed here.
 //! - The cwd is the first one the session's events name
 //!   (`session.started`, `session.metadata`).
 //! - The project is computed once, when the cwd is first learned: the
@@ -75,6 +77,12 @@ impl About {
             Payload::MessageUser(p) if p.source.is_none() => self.prompt(p.text.as_deref()),
             Payload::SessionStarted(p) => self.cwd(p.cwd.as_deref()),
             Payload::SessionMetadata(p) => self.cwd(p.cwd.as_deref()),
+            Payload::SessionTitled(p) => {
+                if let Some(title) = record_title(&p.title) {
+                    self.title = Some(title);
+                    self.title_source = Some("record".into());
+                }
+            }
             _ => {}
         }
     }
@@ -129,6 +137,19 @@ pub(crate) fn prompt_title(text: &str) -> Option<String> {
         return None;
     }
     Some(cut(&line, TITLE_CHARS))
+}
+
+/// A title the agent's record gives (hostile text): control characters
+/// (newlines and tabs among them) taken out as spaces, whitespace folded
+/// onto one line, cut at [`TITLE_CHARS`] characters. `None` when nothing
+/// is left.
+pub fn record_title(text: &str) -> Option<String> {
+    let spaced: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let line = spaced.split_whitespace().collect::<Vec<_>>().join(" ");
+    (!line.is_empty()).then(|| cut(&line, TITLE_CHARS))
 }
 
 /// `text` cut to at most `max` characters (on a character boundary), the
@@ -209,7 +230,8 @@ pub(in crate::ledger) fn fill_pending(conn: &Connection) -> Result<(), LedgerErr
             "SELECT e.adapter, e.session_id, e.json FROM events e \
              JOIN sessions s ON s.adapter = e.adapter AND s.session_id = e.session_id \
              WHERE s.title_source = 'pending' AND e.type IN \
-             ('prompt.submitted', 'message.user', 'session.started', 'session.metadata') \
+             ('prompt.submitted', 'message.user', 'session.started', 'session.metadata', \
+              'session.titled') \
              ORDER BY e.adapter, e.session_id, e.offset",
         )?;
         let mut rows = stmt.query([])?;
@@ -277,6 +299,66 @@ mod tests {
             prompt_title("<system-reminders> are noisy").as_deref(),
             Some("<system-reminders> are noisy")
         );
+    }
+
+    #[test]
+    fn a_record_title_is_one_clean_line() {
+        assert_eq!(
+            record_title("  Fix\tthe\r\nbuild\u{1b}[31m red\u{7}  ").as_deref(),
+            Some("Fix the build [31m red")
+        );
+        assert_eq!(record_title("\u{0}\u{85}\n "), None);
+        let long = format!("{}tail", "w".repeat(TITLE_CHARS));
+        let title = record_title(&long).unwrap();
+        assert_eq!(title.chars().count(), TITLE_CHARS);
+        assert!(title.ends_with('…'));
+        // Markup is the agent's title, not a harness's wrapper.
+        assert_eq!(
+            record_title("<system-reminder> x").as_deref(),
+            Some("<system-reminder> x")
+        );
+    }
+
+    #[test]
+    fn a_record_title_wins_over_prompts_and_the_newest_wins() {
+        use crate::contract::{PromptSubmitted, SessionTitled};
+        let event = |payload| {
+            let mut script = crate::report::testkit::Script::new("s");
+            let provenance = crate::contract::Provenance {
+                attestation: crate::contract::Attestation::Native,
+                confidence: crate::contract::Confidence::High,
+            };
+            script.push(0, payload, provenance);
+            script.events().pop().expect("just pushed")
+        };
+        let prompt = |text: &str| {
+            event(Payload::PromptSubmitted(PromptSubmitted {
+                prompt: Some(text.into()),
+                transformed: false,
+            }))
+        };
+        let titled = |title: &str| {
+            event(Payload::SessionTitled(SessionTitled {
+                title: title.into(),
+                field: "name".into(),
+                user_named: None,
+                path: "/w.yaml".into(),
+                offset: None,
+            }))
+        };
+        let mut about = About::default();
+        about.admit(&prompt("first prompt"));
+        assert_eq!(about.title.as_deref(), Some("first prompt"));
+        assert_eq!(about.title_source.as_deref(), Some("prompt"));
+        about.admit(&titled("Agent's\nname"));
+        about.admit(&prompt("second prompt"));
+        assert_eq!(about.title.as_deref(), Some("Agent's name"));
+        assert_eq!(about.title_source.as_deref(), Some("record"));
+        about.admit(&titled("Renamed"));
+        assert_eq!(about.title.as_deref(), Some("Renamed"));
+        // A title with nothing left in it leaves the last one.
+        about.admit(&titled("\u{1}"));
+        assert_eq!(about.title.as_deref(), Some("Renamed"));
     }
 
     #[test]
