@@ -151,6 +151,19 @@ pub fn compact_now(
     Ok((done, size))
 }
 
+/// `harnery archive compact-events`: the live epoch's event texts moved to
+/// compact storage (an epoch an older build wrote; a newer one is compact
+/// already and only has its file shrunk if it has free pages), under the
+/// finalizer lease.
+pub fn compact_events_now(
+    home: &Home,
+) -> Result<crate::ledger::compact_events::EventsCompacted, CompactNowError> {
+    let _lease = Lease::take(home)?;
+    let now = crate::now::resolve_now(None)?;
+    let mut ledger = LedgerWriter::open(home, now)?;
+    Ok(ledger.compact_events()?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

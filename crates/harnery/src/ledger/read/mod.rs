@@ -265,5 +265,6 @@ fn open_readonly(db: &Path) -> Result<Connection, LedgerError> {
     };
     let conn = Connection::open_with_flags(uri, flags)?;
     conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    super::eventz::register(&conn)?;
     Ok(conn)
 }
