@@ -14,6 +14,8 @@ fn main() {
         std::process::exit(2);
     };
     let src = Connection::open(ledger).expect("ledger opens");
+    // A compact ledger's `events` decodes its text through this function.
+    harnery::ledger::eventz::register(&src).expect("the ledger's SQL functions");
     let (rows, avg, batches): (i64, f64, i64) = src
         .query_row(
             "SELECT count(*), avg(length(json)), (SELECT count(*) FROM applied_batches) FROM events",

@@ -4,8 +4,8 @@
 # (as scripts/bench-archive.sh builds it, COPIES copies with fresh session
 # ids), then
 #   1. `finalize --no-compact`: the archive as the commit path writes it;
-#   2. plain `finalize` runs (each compacts within its budget,
-#      `[archive] compact_budget_ms`, default 1 s) until every archive file
+#   2. plain `finalize` runs (each compacts every file left, unless
+#      `[archive] compact_budget_ms` sets a budget) until every archive file
 #      is compressed, counting the runs; then `verify`.
 # Prints each archive size and its ratio to the transcripts' bytes.
 #

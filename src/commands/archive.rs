@@ -1,11 +1,13 @@
 //! `harnery archive compact`: store the live epoch's raw archive files
-//! compressed, in place (docs/ledger.md, "A compressed raw archive").
+//! compressed, in place (docs/ledger.md, "A compressed raw archive");
+//! `harnery archive compact-events`: convert a ledger an older build wrote
+//! to compact event storage (docs/ledger.md, "Compact event storage").
 //! Archived epochs are read-only and are never compacted.
 
 use std::io::Write;
 
 use super::{CmdResult, Outcome};
-use harnery::finalize::compaction::compact_now;
+use harnery::finalize::compaction::{compact_events_now, compact_now};
 use harnery::home::Home;
 use harnery::ledger::rawz::DEFAULT_LEVEL;
 
@@ -20,6 +22,10 @@ enum Command {
     /// Compress the live epoch's raw archive files in place, each verified
     /// byte for byte before the old file is removed.
     Compact(CompactArgs),
+    /// Store the live epoch's event texts compressed (a ledger an older
+    /// build wrote; a new one is compact from its first row), then shrink
+    /// its file. Safe to kill and run again.
+    CompactEvents(StatusArgs),
     /// The live epoch's raw archive: its size on disk and its original size.
     Status(StatusArgs),
 }
@@ -44,6 +50,7 @@ struct CompactArgs {
 pub fn run(args: Args) -> CmdResult {
     match args.command {
         Command::Compact(a) => compact(a),
+        Command::CompactEvents(a) => compact_events(a),
         Command::Status(a) => status(a),
     }
 }
@@ -94,4 +101,20 @@ fn compact(args: CompactArgs) -> CmdResult {
         }
     }
     Ok(Outcome::problems_if(!done.skipped_batches.is_empty()))
+}
+
+fn compact_events(args: StatusArgs) -> CmdResult {
+    let home = Home::from_env()?;
+    let done = compact_events_now(&home)?;
+    let mut out = harnery::terminal::stdout(args.json);
+    if args.json {
+        writeln!(out, "{}", serde_json::to_string(&done)?)?;
+    } else {
+        writeln!(
+            out,
+            "{} event rows moved to compact storage; ledger file {} bytes to {}",
+            done.rows, done.bytes_before, done.bytes_after
+        )?;
+    }
+    Ok(Outcome::Clean)
 }

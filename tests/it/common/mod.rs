@@ -245,6 +245,7 @@ pub fn ledger_rows(home: &Path) -> Vec<(String, String, String)> {
     let conn =
         rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
             .expect("ledger opens");
+    harnery::ledger::eventz::register(&conn).unwrap();
     let mut stmt = conn
         .prepare("SELECT id, json, hex(hash) FROM events ORDER BY seq")
         .unwrap();
@@ -341,6 +342,7 @@ pub fn chain_rows(db: &Path) -> ChainRows {
         rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_URI,
     )
     .expect("the database opens");
+    harnery::ledger::eventz::register(&conn).unwrap();
     let mut stmt = conn
         .prepare("SELECT id, hex(hash) FROM events ORDER BY seq")
         .unwrap();
@@ -407,6 +409,7 @@ pub fn edit_trace_entry(home: &Path, seq: i64, edit: impl FnOnce(&mut Vec<serde_
     use serde_json::Value;
     let db = home.join("ledgers/v2/ledger.sqlite");
     let conn = rusqlite::Connection::open(db).unwrap();
+    harnery::ledger::eventz::register(&conn).unwrap();
     let (adapter, session, first, text): (String, String, i64, String) = conn
         .query_row(
             "SELECT c.adapter, c.session_id, c.first_offset, c.entries FROM trace_chunks c \
@@ -430,7 +433,7 @@ pub fn edit_trace_entry(home: &Path, seq: i64, edit: impl FnOnce(&mut Vec<serde_
     let wholes = (!wholes.is_empty()).then(|| serde_json::to_string(&wholes).unwrap());
     let changed = conn
         .execute(
-            "UPDATE trace_chunks SET entries = ?1, wholes = ?2 \
+            "UPDATE trace_chunk_store SET entries = event_body(?1), wholes = ?2 \
              WHERE adapter = ?3 AND session_id = ?4 AND first_offset = ?5",
             rusqlite::params![
                 serde_json::to_string(&entries).unwrap(),

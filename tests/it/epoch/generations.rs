@@ -197,6 +197,7 @@ fn edit_archive(home: &Path, edit: impl FnOnce(&rusqlite::Connection)) {
     set_mode(&dir, 0o700);
     set_mode(&db, 0o600);
     let conn = rusqlite::Connection::open(&db).unwrap();
+    harnery::ledger::eventz::register(&conn).unwrap();
     edit(&conn);
     drop(conn);
     set_mode(&db, 0o400);

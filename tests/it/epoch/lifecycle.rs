@@ -57,11 +57,13 @@ fn killed_at(home: &Path, point: &str) {
 }
 
 fn open_ro(db: &Path) -> rusqlite::Connection {
-    rusqlite::Connection::open_with_flags(
+    let conn = rusqlite::Connection::open_with_flags(
         format!("file:{}?immutable=1", db.display()),
         rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_URI,
     )
-    .unwrap()
+    .unwrap();
+    harnery::ledger::eventz::register(&conn).unwrap();
+    conn
 }
 
 /// The schema and every row of every table, as text.

@@ -306,14 +306,19 @@ fn since_and_session_combine() {
 /// Replace one row's stored text in the live ledger.
 fn damage_row(home: &Path, seq: i64, json: &str) {
     let conn = rusqlite::Connection::open(home.join("ledgers/v2/ledger.sqlite")).unwrap();
+    harnery::ledger::eventz::register(&conn).unwrap();
     let changed = conn
-        .execute("UPDATE events SET json = ?1 WHERE seq = ?2", (json, seq))
+        .execute(
+            "UPDATE event_store SET body = event_body(?1) WHERE seq = ?2",
+            (json, seq),
+        )
         .unwrap();
     assert_eq!(changed, 1);
 }
 
 fn event_id_at(home: &Path, seq: i64) -> String {
     let conn = rusqlite::Connection::open(home.join("ledgers/v2/ledger.sqlite")).unwrap();
+    harnery::ledger::eventz::register(&conn).unwrap();
     conn.query_row("SELECT id FROM events WHERE seq = ?1", [seq], |r| r.get(0))
         .unwrap()
 }

@@ -172,7 +172,9 @@ fn otlp(home: &Path) -> String {
 }
 
 fn db(home: &Path) -> rusqlite::Connection {
-    rusqlite::Connection::open(home.join("ledgers/v2/ledger.sqlite")).unwrap()
+    let conn = rusqlite::Connection::open(home.join("ledgers/v2/ledger.sqlite")).unwrap();
+    harnery::ledger::eventz::register(&conn).unwrap();
+    conn
 }
 
 /// Every trace entry, by session and offset, as text (chunks may be cut
@@ -237,7 +239,9 @@ fn otlp_from_trace_rows_is_otlp_from_the_stored_text() {
     // Without the table (its migration still recorded, as in an archive an
     // older build wrote and this one reads as it is), every row's text is
     // parsed: the same documents, byte for byte.
-    db(home).execute_batch("DROP TABLE trace_chunks").unwrap();
+    db(home)
+        .execute_batch("DROP VIEW trace_chunks; DROP TABLE trace_chunk_store;")
+        .unwrap();
     assert_eq!(otlp(home), from_rows);
 
     // Without the migration's record too, a read still reads it as it is
@@ -300,7 +304,9 @@ fn otlp_from_trace_rows_with_the_agents_record() {
     assert!(count(home, by_record) > 0);
     // Its recorded calls are notes, found through their index.
     assert_eq!(count(home, "SELECT sum(notes) FROM trace_chunks"), 2);
-    db(home).execute_batch("DROP TABLE trace_chunks").unwrap();
+    db(home)
+        .execute_batch("DROP VIEW trace_chunks; DROP TABLE trace_chunk_store;")
+        .unwrap();
     assert_eq!(otlp(home), from_rows);
 }
 

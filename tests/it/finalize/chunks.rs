@@ -38,8 +38,9 @@ fn a_chunk_counts_the_producer_states_its_sessions_bring_in() {
     spool_sessions(home, "chunk", SESSIONS, first, 1_796_000_000_000_000_000);
     let out = run(home, &["finalize", "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let states: i64 = rusqlite::Connection::open(home.join("ledgers/v2/ledger.sqlite"))
-        .unwrap()
+    let conn = rusqlite::Connection::open(home.join("ledgers/v2/ledger.sqlite")).unwrap();
+    harnery::ledger::eventz::register(&conn).unwrap();
+    let states: i64 = conn
         .query_row(
             "SELECT sum(octet_length(state)) FROM producer_state",
             [],

@@ -193,6 +193,7 @@ fn a_record_of_an_unknown_adapter_is_kept_and_reported_not_wedged() {
     // Its bytes are in the raw archive, at the offset its row names.
     let db = home.path().join("ledgers/v2/ledger.sqlite");
     let conn = rusqlite::Connection::open(db).unwrap();
+    harnery::ledger::eventz::register(&conn).unwrap();
     let (batch, at): (String, i64) = conn
         .query_row(
             "SELECT batch, archive_at FROM raw_signals WHERE adapter = 'gemini'",

@@ -170,6 +170,7 @@ fn raw_archives(home: &Path) -> Vec<String> {
 /// The batches whose raw signals point into the raw archive.
 fn archived_batches(home: &Path) -> Vec<String> {
     let conn = rusqlite::Connection::open(home.join("ledgers/v2/ledger.sqlite")).unwrap();
+    harnery::ledger::eventz::register(&conn).unwrap();
     let mut stmt = conn
         .prepare(
             "SELECT DISTINCT batch FROM raw_signals WHERE archive_at IS NOT NULL ORDER BY batch",

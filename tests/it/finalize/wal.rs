@@ -39,6 +39,7 @@ fn drain(limit: Option<u64>) -> (u64, Vec<(String, String)>) {
     let out = run(home, &["finalize", "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let watcher = rusqlite::Connection::open(home.join("ledgers/v2/ledger.sqlite")).unwrap();
+    harnery::ledger::eventz::register(&watcher).unwrap();
     if limit.is_none() {
         watcher.execute_batch("BEGIN").unwrap();
     }
@@ -98,6 +99,7 @@ fn a_reader_that_holds_on_does_not_stop_the_drain() {
     let out = run(home, &["finalize", "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let reader = rusqlite::Connection::open(home.join("ledgers/v2/ledger.sqlite")).unwrap();
+    harnery::ledger::eventz::register(&reader).unwrap();
     reader.execute_batch("BEGIN").unwrap();
     reader
         .query_row("SELECT count(*) FROM events", [], |r| r.get::<_, i64>(0))

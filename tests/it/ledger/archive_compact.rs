@@ -68,6 +68,7 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 fn raw_records(home: &Path) -> Vec<(String, String, Vec<u8>)> {
     let dir = home.join("ledgers/v2");
     let conn = rusqlite::Connection::open(dir.join("ledger.sqlite")).unwrap();
+    harnery::ledger::eventz::register(&conn).unwrap();
     let mut stmt = conn
         .prepare("SELECT record_digest, batch, archive_at FROM raw_signals WHERE archive_at IS NOT NULL ORDER BY record_digest")
         .unwrap();

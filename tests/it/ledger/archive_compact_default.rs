@@ -1,5 +1,6 @@
-//! `finalize` compacts the raw archive by default, after its run and
-//! within a time budget, resuming in the next run what did not fit;
+//! `finalize` compacts the raw archive by default, after its run, every
+//! file (or within a configured budget), stopping for a finalizer that
+//! waits for the lease and resuming in the next run what it left;
 //! `finalize --no-compact` and `[archive] compact = false` in
 //! `config.toml` turn it off. `verify` still checks every byte.
 
@@ -107,5 +108,32 @@ fn a_bad_config_is_a_warning_and_the_run_still_succeeds() {
         "{err}"
     );
     assert_eq!(status(home).1, 0);
+    verify(home);
+}
+
+#[test]
+fn a_finalizer_waiting_for_the_lease_stops_it_and_the_next_run_finishes() {
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path();
+    feed_fixture(home, "claude-code", "basic");
+    feed_fixture(home, "copilot", "basic-shell-anthropic");
+    finalize(home, &["--no-compact"]);
+    // A finalizer waiting for the lease holds `finalize.want` shared.
+    let want = std::fs::File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(home.join("ledgers/finalize.want"))
+        .unwrap();
+    want.lock_shared().unwrap();
+    feed_fixture(home, "claude-code", "tool-failure");
+    finalize(home, &[]);
+    let (files, compressed, _, _) = status(home);
+    assert!(files > 0);
+    assert_eq!(compressed, 0, "nothing begun while another waits");
+    want.unlock().unwrap();
+    finalize(home, &[]);
+    let (files, compressed, _, _) = status(home);
+    assert_eq!(compressed, files, "the next run converts every file");
     verify(home);
 }

@@ -81,6 +81,7 @@ fn a_flipped_byte_in_any_row_is_reported_at_that_event() {
     let db = home.path().join("ledgers/v2/ledger.sqlite");
     for (i, target) in events.iter().enumerate() {
         let conn = rusqlite::Connection::open(&db).unwrap();
+        harnery::ledger::eventz::register(&conn).unwrap();
         let json: String = conn
             .query_row(
                 "SELECT json FROM events WHERE id = ?1",
@@ -103,6 +104,7 @@ fn a_flipped_byte_in_any_row_is_reported_at_that_event() {
         assert_eq!(text.lines().count(), 1, "{text}");
         assert!(text.contains(target.id.as_str()), "{text}");
         let conn = rusqlite::Connection::open(&db).unwrap();
+        harnery::ledger::eventz::register(&conn).unwrap();
         conn.execute(
             "UPDATE events SET json = ?1 WHERE id = ?2",
             rusqlite::params![json, target.id.as_str()],

@@ -234,6 +234,7 @@ fn derived_tables(events: &[Event], cuts: &[usize]) -> Vec<String> {
         .collect();
     assert!(counts.is_empty(), "{counts:?}");
     let conn = rusqlite::Connection::open(ledger.dir().join("ledger.sqlite")).unwrap();
+    harnery::ledger::eventz::register(&conn).unwrap();
     let mut out = Vec::new();
     for sql in [
         "SELECT * FROM spans ORDER BY seq",

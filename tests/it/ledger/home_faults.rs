@@ -485,6 +485,7 @@ fn an_older_schema_is_read_as_it_is_and_finalize_migrates_it() {
     let expected = stdout(&run(home, &["export"]));
     {
         let conn = rusqlite::Connection::open(db(home)).unwrap();
+        harnery::ledger::eventz::register(&conn).unwrap();
         conn.execute_batch(
             "DROP TABLE raw_members; DELETE FROM migrations WHERE name LIKE '%_raw_members';
              DELETE FROM meta WHERE key IN ('genesis_blake3', 'raw_members_recorded');",
@@ -497,6 +498,7 @@ fn an_older_schema_is_read_as_it_is_and_finalize_migrates_it() {
             rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
         )
         .unwrap();
+        harnery::ledger::eventz::register(&conn).unwrap();
         conn.query_row("SELECT count(*) FROM migrations", [], |r| r.get(0))
             .unwrap()
     };

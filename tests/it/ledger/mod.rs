@@ -4,6 +4,7 @@ mod archive_compact;
 mod archive_compact_crash;
 mod archive_compact_default;
 mod cli;
+mod compact_events;
 mod derive;
 mod home_faults;
 mod session_rows;

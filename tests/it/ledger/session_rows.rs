@@ -88,6 +88,7 @@ fn validate_finds_a_session_row_whose_reasons_were_altered() {
     assert!(run(home.path(), &["finalize"]).status.success());
     let db = home.path().join("ledgers/v2/ledger.sqlite");
     let conn = rusqlite::Connection::open(db).unwrap();
+    harnery::ledger::eventz::register(&conn).unwrap();
     assert_eq!(
         conn.execute(
             "UPDATE sessions SET audit_flags = 0 WHERE audit_flags != 0",
@@ -111,6 +112,7 @@ fn validate_finds_a_span_whose_state_disagrees_with_its_terminal() {
     assert!(run(home.path(), &["finalize"]).status.success());
     let db = home.path().join("ledgers/v2/ledger.sqlite");
     let conn = rusqlite::Connection::open(db).unwrap();
+    harnery::ledger::eventz::register(&conn).unwrap();
     let id: String = conn
         .query_row(
             "SELECT request_event_id FROM spans WHERE state = 'closed_native' ORDER BY seq LIMIT 1",
@@ -142,6 +144,7 @@ fn validate_reports_a_damaged_row_at_its_seq_and_checks_the_rest() {
     assert!(run(home.path(), &["finalize"]).status.success());
     let db = home.path().join("ledgers/v2/ledger.sqlite");
     let conn = rusqlite::Connection::open(db).unwrap();
+    harnery::ledger::eventz::register(&conn).unwrap();
     let rows: i64 = conn
         .query_row("SELECT count(*) FROM events", [], |r| r.get(0))
         .unwrap();
@@ -186,6 +189,7 @@ fn a_session_row_counts_its_resumes_from_finalize_or_the_migration() {
 
     let db = dir.join("ledger.sqlite");
     let conn = rusqlite::Connection::open(&db).unwrap();
+    harnery::ledger::eventz::register(&conn).unwrap();
     conn.execute_batch(
         "ALTER TABLE sessions DROP COLUMN resumes; \
          DELETE FROM migrations WHERE name LIKE '%_session_resumes';",
@@ -203,6 +207,7 @@ fn a_session_row_counts_its_resumes_from_finalize_or_the_migration() {
 
     assert!(run(home.path(), &["validate"]).status.success());
     let conn = rusqlite::Connection::open(&db).unwrap();
+    harnery::ledger::eventz::register(&conn).unwrap();
     conn.execute("UPDATE sessions SET resumes = 0", []).unwrap();
     drop(conn);
     let out = run(home.path(), &["validate"]);

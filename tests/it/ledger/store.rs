@@ -151,6 +151,7 @@ fn a_flipped_byte_is_reported_at_its_event() {
     drop(ledger);
     let db = LedgerReader::live_dir(&home).join("ledger.sqlite");
     let conn = rusqlite::Connection::open(&db).unwrap();
+    harnery::ledger::eventz::register(&conn).unwrap();
     conn.execute(
         "UPDATE events SET json = replace(json, '\"Bash\"', '\"Bask\"') WHERE offset = 0",
         [],
@@ -201,6 +202,7 @@ fn an_older_ledger_reads_the_same_and_is_brought_up_to_date() {
     drop(ledger);
     let live = LedgerReader::live_dir(&home);
     let conn = rusqlite::Connection::open(live.join("ledger.sqlite")).unwrap();
+    harnery::ledger::eventz::register(&conn).unwrap();
     conn.execute_batch(
         "DELETE FROM migrations WHERE name LIKE '%_session_span_counts';
          ALTER TABLE sessions DROP COLUMN spans_open;
@@ -220,6 +222,7 @@ fn an_older_ledger_reads_the_same_and_is_brought_up_to_date() {
     let (_, problems) = upgraded.verify().validate().unwrap();
     assert!(problems.is_empty(), "{problems:?}");
     let conn = rusqlite::Connection::open(live.join("ledger.sqlite")).unwrap();
+    harnery::ledger::eventz::register(&conn).unwrap();
     let counted: i64 = conn
         .query_row("SELECT spans_closed_native FROM sessions", [], |r| r.get(0))
         .unwrap();
@@ -239,6 +242,7 @@ fn a_foreign_digest_is_refused_with_the_advance_hint() {
     let edited = text.replace(&digest, &other);
     std::fs::write(&path, &edited).unwrap();
     let conn = rusqlite::Connection::open(path.with_file_name("ledger.sqlite")).unwrap();
+    harnery::ledger::eventz::register(&conn).unwrap();
     conn.execute(
         "UPDATE meta SET value = ?1 WHERE key = 'schema_digest'",
         [&other],

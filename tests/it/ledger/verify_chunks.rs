@@ -22,16 +22,18 @@ fn ledger_with(home: &std::path::Path, sessions: usize) -> usize {
 fn damage(home: &std::path::Path, seq: i64) {
     let db = home.join("ledgers/v2/ledger.sqlite");
     let conn = rusqlite::Connection::open(db).unwrap();
+    harnery::ledger::eventz::register(&conn).unwrap();
     let mut changed = conn
         .execute(
-            "UPDATE events SET json = replace(json, '\"Bash\"', '\"Bask\"') WHERE seq = ?1 AND json LIKE '%\"Bash\"%'",
+            "UPDATE event_store SET body = event_body(replace(event_json(body), '\"Bash\"', '\"Bask\"')) \
+             WHERE seq = ?1 AND event_json(body) LIKE '%\"Bash\"%'",
             [seq],
         )
         .unwrap();
     if changed == 0 {
         changed = conn
             .execute(
-                "UPDATE events SET hash = zeroblob(32) WHERE seq = ?1",
+                "UPDATE event_store SET hash = zeroblob(32) WHERE seq = ?1",
                 [seq],
             )
             .unwrap();

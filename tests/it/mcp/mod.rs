@@ -444,6 +444,7 @@ fn a_ledger_held_by_a_writer_mid_transaction_is_still_read() {
     // As finalize holds it: a write transaction open, nothing committed.
     let db = home.join("ledgers/v2/ledger.sqlite");
     let writer = rusqlite::Connection::open(&db).unwrap();
+    harnery::ledger::eventz::register(&writer).unwrap();
     writer.execute_batch("BEGIN IMMEDIATE").unwrap();
     let mut c = Client::start(&home);
     c.initialize("2025-06-18");

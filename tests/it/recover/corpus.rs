@@ -274,6 +274,7 @@ fn live_wal_rows_are_seen_without_checkpoint() {
     let home = tempfile::tempdir().expect("tmp");
     let db = home.path().join("session-store.db");
     let writer = rusqlite::Connection::open(&db).expect("writer");
+    harnery::ledger::eventz::register(&writer).unwrap();
     writer
         .execute_batch(
             "PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0;
@@ -402,6 +403,7 @@ fn read_only_open_reads_the_wal_even_where_no_shm_can_be_made() {
     // A live home: committed rows only in the -wal, the writer still open.
     let live = tempfile::tempdir().expect("tmp");
     let writer = rusqlite::Connection::open(live.path().join("session-store.db")).expect("writer");
+    harnery::ledger::eventz::register(&writer).unwrap();
     writer
         .execute_batch(
             "PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0;

@@ -100,7 +100,8 @@ impl TwoEpochs {
         let changed = self
             .archive_db()
             .execute(
-                "UPDATE events SET json = '{\"not\": \"an event\"}' WHERE seq = (SELECT min(seq) FROM events)",
+                "UPDATE event_store SET body = event_body('{\"not\": \"an event\"}') \
+                 WHERE seq = (SELECT min(seq) FROM event_store)",
                 [],
             )
             .unwrap();
@@ -110,7 +111,7 @@ impl TwoEpochs {
     /// The archive as an older build left it: no trace entries.
     fn drop_archive_trace_rows(&self) {
         self.archive_db()
-            .execute_batch("DROP TABLE trace_chunks")
+            .execute_batch("DROP VIEW trace_chunks; DROP TABLE trace_chunk_store;")
             .unwrap();
     }
 
@@ -121,7 +122,9 @@ impl TwoEpochs {
         let db = dir.join("ledger.sqlite");
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
         std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o600)).unwrap();
-        rusqlite::Connection::open(&db).unwrap()
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        harnery::ledger::eventz::register(&conn).unwrap();
+        conn
     }
 
     fn boundary(&self) -> String {

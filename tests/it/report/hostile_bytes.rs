@@ -267,6 +267,7 @@ fn damaged_home(dir: &Path, damage: &str) -> PathBuf {
     assert!(out.status.success(), "{}", stderr(&out));
     let db = home.join("ledgers/v2/ledger.sqlite");
     let conn = rusqlite::Connection::open(&db).unwrap();
+    harnery::ledger::eventz::register(&conn).unwrap();
     conn.execute_batch(damage).unwrap();
     drop(conn);
     home

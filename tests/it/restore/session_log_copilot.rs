@@ -137,6 +137,7 @@ fn a_killed_copilot_session_restores_through_the_policy_and_resumes() {
     // and the reasons are the same.
     let dir = LedgerReader::live_dir(&Home::at(home.path()));
     let conn = rusqlite::Connection::open(dir.join("ledger.sqlite")).unwrap();
+    harnery::ledger::eventz::register(&conn).unwrap();
     conn.execute_batch(
         "ALTER TABLE sessions DROP COLUMN resumes; \
          DELETE FROM migrations WHERE name LIKE '%_session_resumes';",

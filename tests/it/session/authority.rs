@@ -46,7 +46,10 @@ fn finalize(home: &Path) -> serde_json::Value {
 }
 
 fn db(home: &Path) -> rusqlite::Connection {
-    rusqlite::Connection::open(home.join("ledgers/v2/ledger.sqlite")).expect("ledger opens")
+    let conn =
+        rusqlite::Connection::open(home.join("ledgers/v2/ledger.sqlite")).expect("ledger opens");
+    harnery::ledger::eventz::register(&conn).unwrap();
+    conn
 }
 
 fn stored_digest(home: &Path) -> String {

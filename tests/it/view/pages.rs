@@ -35,6 +35,7 @@ fn ledger_spans(home: &Path, session: &str) -> Vec<(String, String)> {
 fn agents(home: &Path, session: &str) -> usize {
     let db = home.join("ledgers/v2/ledger.sqlite");
     let conn = rusqlite::Connection::open(&db).unwrap();
+    harnery::ledger::eventz::register(&conn).unwrap();
     let sub: i64 = conn
         .query_row(
             "SELECT count(DISTINCT json_extract(json, '$.agent_id')) FROM events WHERE session_id = ?1",

@@ -7,8 +7,10 @@
 //! Off the commit path: it starts only after the run has committed and
 //! released the ledger, takes the finalizer lease only if it is free
 //! (a `finalize` waiting for the lease is never held up by more than the
-//! file in hand), and converts what fits in a time budget, leaving the rest
-//! to the next run. Each file goes through `archive compact`'s own steps
+//! file in hand: it says it waits, `lease::someone_waits`, and compaction
+//! stops at the next file), and converts every file left uncompressed, or
+//! what fits in a time budget if the config sets one, leaving the rest to
+//! the next run. Each file goes through `archive compact`'s own steps
 //! (`ledger::write::compact`), so a kill at any moment leaves every file
 //! readable and recorded in its old form or its new. A failure here is a
 //! warning: the run's ledger is already complete.
@@ -18,7 +20,7 @@
 //! ```toml
 //! [archive]
 //! compact = false          # default true
-//! compact_budget_ms = 1000 # default 1000: no new file is begun after this
+//! compact_budget_ms = 1000 # default none: every file; with one, no new file is begun after it
 //! ```
 
 use std::path::PathBuf;
@@ -32,21 +34,20 @@ use crate::ledger::compact::Compacted;
 use crate::ledger::rawz::DEFAULT_LEVEL;
 use crate::ledger::{LedgerError, LedgerReader, LedgerWriter};
 
-/// The budget a run spends on compaction when the config names none.
-pub(crate) const DEFAULT_BUDGET: Duration = Duration::from_millis(1000);
-
 /// `[archive]` of `HARNERY_HOME/config.toml`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct CompactSettings {
     pub enabled: bool,
-    pub budget: Duration,
+    /// No new file is begun once it is spent; `None` (the default): every
+    /// file is converted (unless another finalizer waits for the lease).
+    pub budget: Option<Duration>,
 }
 
 impl Default for CompactSettings {
     fn default() -> Self {
         CompactSettings {
             enabled: true,
-            budget: DEFAULT_BUDGET,
+            budget: None,
         }
     }
 }
@@ -88,20 +89,21 @@ impl CompactSettings {
             budget: file
                 .archive
                 .compact_budget_ms
-                .map_or(defaults.budget, Duration::from_millis),
+                .map_or(defaults.budget, |ms| Some(Duration::from_millis(ms))),
         })
     }
 }
 
-/// Convert what fits in `budget` of the live epoch's uncompressed raw
-/// archive files. `None` when there was nothing to do here: no live
-/// epoch, or another finalizer holds the lease (it, or the next run, will).
+/// Convert the live epoch's uncompressed raw archive files: all of them,
+/// or what fits in `budget`, stopping early for a finalizer that waits for
+/// the lease. `None` when there was nothing to do here: no live epoch, or
+/// another finalizer holds the lease (it, or the next run, will).
 pub(crate) fn after_run(
     home: &Home,
     now_unix_ns: i64,
-    budget: Duration,
+    budget: Option<Duration>,
 ) -> Result<Option<Compacted>, CompactionError> {
-    let deadline = Instant::now() + budget;
+    let deadline = budget.map(|b| Instant::now() + b);
     if !LedgerReader::live_dir(home)
         .join(crate::ledger::GENESIS_FILE)
         .exists()
@@ -117,7 +119,9 @@ pub(crate) fn after_run(
     };
     let mut ledger = LedgerWriter::open(home, now_unix_ns)?;
     Ok(Some(
-        ledger.compact_archive_within(DEFAULT_LEVEL, Some(deadline))?,
+        ledger.compact_archive_within(DEFAULT_LEVEL, &|| {
+            deadline.is_some_and(|d| Instant::now() >= d) || super::lease::someone_waits(home)
+        })?,
     ))
 }
 
@@ -147,6 +151,19 @@ pub fn compact_now(
     Ok((done, size))
 }
 
+/// `harnery archive compact-events`: the live epoch's event texts moved to
+/// compact storage (an epoch an older build wrote; a newer one is compact
+/// already and only has its file shrunk if it has free pages), under the
+/// finalizer lease.
+pub fn compact_events_now(
+    home: &Home,
+) -> Result<crate::ledger::compact_events::EventsCompacted, CompactNowError> {
+    let _lease = Lease::take(home)?;
+    let now = crate::now::resolve_now(None)?;
+    let mut ledger = LedgerWriter::open(home, now)?;
+    Ok(ledger.compact_events()?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,7 +181,7 @@ mod tests {
         assert!(!CompactSettings::load(&home).unwrap().enabled);
         std::fs::write(&config, "[archive]\ncompact_budget_ms = 50\n").unwrap();
         let s = CompactSettings::load(&home).unwrap();
-        assert!(s.enabled && s.budget == Duration::from_millis(50));
+        assert!(s.enabled && s.budget == Some(Duration::from_millis(50)));
         std::fs::write(&config, "[archive]\ncompacts = false\n").unwrap();
         let err = CompactSettings::load(&home).unwrap_err().to_string();
         assert!(

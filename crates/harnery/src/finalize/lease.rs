@@ -3,6 +3,11 @@
 //! the live epoch rather than inside it so that archiving the epoch never
 //! moves the lock. The lease alone cannot stop a writer that was paused and
 //! wakes up after losing it; the ledger's durable incarnation number does.
+//!
+//! A finalizer waiting for the lease says so by holding a shared `flock` on
+//! `ledgers/finalize.want` while it waits ([`someone_waits`]): the
+//! holder's work that can wait (compaction after a run) stops at its next
+//! file for it.
 
 use std::fs::{File, TryLockError};
 use std::path::PathBuf;
@@ -75,15 +80,51 @@ impl Lease {
                 .map_err(io)?
         };
         let start = Instant::now();
+        let mut want: Option<File> = None;
         loop {
             match file.try_lock() {
                 Ok(()) => return Ok(Lease { _file: file }),
                 Err(TryLockError::WouldBlock) if start.elapsed() < limit => {
+                    if want.is_none() {
+                        want = open_want(&dir).ok();
+                        if let Some(w) = &want {
+                            // A holder that sees no waiter only finishes later.
+                            let _ = w.try_lock_shared();
+                        }
+                    }
                     std::thread::sleep(Duration::from_millis(20));
                 }
                 Err(TryLockError::WouldBlock) => return Err(LeaseError::Busy(path, limit)),
                 Err(TryLockError::Error(e)) => return Err(io(e)),
             }
         }
+    }
+}
+
+/// `ledgers/finalize.want`, opened (created if missing) for locking.
+fn open_want(dir: &std::path::Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(dir.join("finalize.want"))
+}
+
+/// Whether another finalizer is waiting for the lease now (it holds
+/// `finalize.want` shared while it waits). Asked by the lease's holder
+/// between steps that can wait; an error reading the file counts as no.
+pub(crate) fn someone_waits(home: &Home) -> bool {
+    let Ok(want) = open_want(&home.ledgers_dir()) else {
+        return false;
+    };
+    match want.try_lock() {
+        Ok(()) => {
+            let _ = want.unlock();
+            false
+        }
+        Err(TryLockError::WouldBlock) => true,
+        Err(TryLockError::Error(_)) => false,
     }
 }

@@ -95,7 +95,7 @@ pub fn drain_if_free(home: &Home, opts: &FinalizeOptions) -> Result<Drained, Epo
     Ok(Drained::Ran(Run::under(lease, home, opts)?))
 }
 
-/// Compress what fits in the configured budget of the raw archive, after
+/// Compress the raw archive (all of it, or what fits in a configured budget), after
 /// the run's report (the run is complete; this only saves space). A
 /// failure is a warning: the next run, or `harnery archive compact`, goes
 /// on from where this stopped.

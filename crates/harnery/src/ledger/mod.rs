@@ -16,6 +16,7 @@
 //! trace chunks), the schema, and the integrity checks.
 
 pub(crate) mod chain;
+pub mod eventz;
 mod genesis;
 pub mod integrity;
 pub mod raw;
@@ -41,8 +42,9 @@ pub use read::{
 pub(crate) use write::check_session_usage;
 // The reader's query types, one per seam (`reader.sessions()` and the like).
 pub use write::{
-    AppendBatch, AppendOutcome, BatchSignal, BatchState, Checkpointer, LedgerWriter, RawBytes,
-    ReadyEvent, WalState, compact, fold_wal, project_of, record_title, remove_orphans,
+    AppendBatch, AppendOutcome, BatchSignal, BatchState, Checkpointer, LedgerWriter,
+    PLAIN_EVENTS_ENV, RawBytes, ReadyEvent, WalState, compact, compact_events, fold_wal,
+    project_of, record_title, remove_orphans,
 };
 
 /// Directory name of the live epoch below `ledgers/`.

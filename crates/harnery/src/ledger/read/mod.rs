@@ -282,7 +282,9 @@ fn open_readonly(db: &Path) -> Result<Connection, LedgerError> {
         let conn =
             Connection::open_with_flags(format!("file:{}?immutable=1", db.display()), flags)?;
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        super::eventz::register(&conn)?;
         return Ok(conn);
     }
+    super::eventz::register(&conn)?;
     Ok(conn)
 }

@@ -30,10 +30,11 @@ pub struct Trace<'r> {
 
 impl Trace<'_> {
     /// Whether this ledger keeps trace chunks (migration `trace_chunks`; an
-    /// archived epoch an older build wrote may not).
+    /// archived epoch an older build wrote may not). In a compact ledger
+    /// `trace_chunks` is a view (`ledger::eventz`).
     pub(crate) fn keeps_trace_rows(&self) -> Result<bool, LedgerError> {
         Ok(self.r.conn.query_row(
-            "SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'trace_chunks')",
+            "SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type IN ('table', 'view') AND name = 'trace_chunks')",
             [],
             |r| r.get(0),
         )?)

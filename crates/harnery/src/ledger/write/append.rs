@@ -7,7 +7,7 @@ use rusqlite::{OptionalExtension, Transaction, TransactionBehavior, params};
 use super::LedgerWriter;
 use super::derive::Derivation;
 use crate::contract::{Event, SessionRef, validate_event};
-use crate::ledger::{LedgerError, chain, trace_rows};
+use crate::ledger::{LedgerError, chain, eventz, trace_rows};
 use crate::progress::timing;
 
 /// One canonical event of a batch: its stored text and its parsed form.
@@ -142,7 +142,7 @@ impl LedgerWriter {
             return Ok(AppendOutcome::AlreadyApplied);
         }
         let t = std::time::Instant::now();
-        insert_events(&tx, batch, seed, midway)?;
+        insert_events(&tx, batch, seed, self.encoder.as_mut(), midway)?;
         timing("append-events", t);
         let t = std::time::Instant::now();
         insert_signals(&tx, batch)?;
@@ -208,6 +208,7 @@ fn insert_events(
     tx: &Transaction,
     batch: &AppendBatch,
     seed: [u8; 32],
+    mut encoder: Option<&mut eventz::Encoder>,
     midway: &dyn Fn(),
 ) -> Result<(), LedgerError> {
     let head: Option<Vec<u8>> = tx
@@ -218,17 +219,28 @@ fn insert_events(
         Some(h) => h.try_into().unwrap_or([0u8; 32]),
         None => seed,
     };
-    let mut stmt = tx.prepare_cached(
-        "INSERT INTO events (id, adapter, session_id, offset, type, time_unix_ns, json, prev_hash, hash, batch) \
+    // A compact ledger stores the text compressed (`ledger::eventz`); the
+    // chain links the text itself either way.
+    let mut stmt = tx.prepare_cached(match encoder {
+        Some(_) => "INSERT INTO event_store (id, adapter, session_id, offset, type, time_unix_ns, body, prev_hash, hash, batch_k) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-    )?;
+        None => "INSERT INTO events (id, adapter, session_id, offset, type, time_unix_ns, json, prev_hash, hash, batch) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    })?;
+    let mut body = Vec::new();
     let mut traced = trace_rows::ChunkWriter::new(tx)?;
     let half = batch.events.len() / 2;
     let mut derived = Derivation::new(tx, batch.events.len());
     // As in `insert_signals`: bindings outlive each row, so the batch id is
     // bound once and the session only when it changes (a batch's events
     // come session by session); the rest are bound by type.
-    stmt.raw_bind_parameter(10, batch.id.as_str())?;
+    match encoder {
+        Some(_) => {
+            let k = eventz::Batches::default().key(tx, &batch.id)?;
+            stmt.raw_bind_parameter(10, k)?
+        }
+        None => stmt.raw_bind_parameter(10, batch.id.as_str())?,
+    }
     let mut session: Option<&SessionRef> = None;
     for (i, row) in batch.events.iter().enumerate() {
         if i == half && i > 0 {
@@ -246,7 +258,13 @@ fn insert_events(
         stmt.raw_bind_parameter(4, e.offset as i64)?;
         stmt.raw_bind_parameter(5, e.event_type().as_str())?;
         stmt.raw_bind_parameter(6, e.time_unix_ns)?;
-        stmt.raw_bind_parameter(7, row.json.as_str())?;
+        match encoder.as_deref_mut() {
+            Some(enc) => {
+                enc.encode(row.json.as_bytes(), &mut body)?;
+                stmt.raw_bind_parameter(7, &body[..])?;
+            }
+            None => stmt.raw_bind_parameter(7, row.json.as_str())?,
+        }
         stmt.raw_bind_parameter(8, &prev[..])?;
         stmt.raw_bind_parameter(9, &hash[..])?;
         stmt.raw_execute().map_err(|err| refuse_duplicate(e, err))?;
@@ -256,6 +274,9 @@ fn insert_events(
     }
     traced.flush()?;
     derived.store()?;
+    if let Some(enc) = encoder {
+        enc.train_if_due(tx)?;
+    }
     tx.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES ('chain_head', ?1)")?
         .execute([chain::hex(&prev)])?;
     Ok(())

@@ -19,7 +19,6 @@
 //! file the ledger no longer records is deleted.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use rusqlite::params;
 
@@ -76,11 +75,11 @@ impl LedgerWriter {
     /// Convert every recorded uncompressed archive file of this (live,
     /// write-opened) ledger at zstd `level`.
     pub(crate) fn compact_archive(&mut self, level: i32) -> Result<Compacted, LedgerError> {
-        self.compact_archive_within(level, None)
+        self.compact_archive_within(level, &|| false)
     }
 
     /// [`compact_archive`](Self::compact_archive), starting no new file
-    /// once `deadline` has passed (a file begun is finished, and recorded
+    /// once `stop` answers true (a file begun is finished, and recorded
     /// with the others of its batch converted so far): what is left is
     /// converted by the next call, and `unfinished` says so. Batches with
     /// nothing to convert and no leftover of a killed run are passed over
@@ -88,7 +87,7 @@ impl LedgerWriter {
     pub(crate) fn compact_archive_within(
         &mut self,
         level: i32,
-        deadline: Option<Instant>,
+        stop: &dyn Fn() -> bool,
     ) -> Result<Compacted, LedgerError> {
         let raw_dir = self.dir.join(raw::RAW_DIR);
         let mut done = Compacted::default();
@@ -110,7 +109,7 @@ impl LedgerWriter {
             if todo.is_empty() && !has_leftovers(&raw_dir, &recorded) {
                 continue;
             }
-            if deadline.is_some_and(|d| Instant::now() >= d) {
+            if stop() {
                 done.unfinished = true;
                 break;
             }
@@ -123,7 +122,7 @@ impl LedgerWriter {
                 done.skipped_batches.push(batch.to_string());
                 continue;
             }
-            self.compact_batch(&raw_dir, batch, &todo, level, deadline, &mut done)?;
+            self.compact_batch(&raw_dir, batch, &todo, level, stop, &mut done)?;
         }
         Ok(done)
     }
@@ -165,13 +164,13 @@ impl LedgerWriter {
         batch: &str,
         names: &[&str],
         level: i32,
-        deadline: Option<Instant>,
+        stop: &dyn Fn() -> bool,
         done: &mut Compacted,
     ) -> Result<(), LedgerError> {
         let mut converted = Vec::new();
         let mut dirs: Vec<PathBuf> = Vec::new();
         for name in names {
-            if !converted.is_empty() && deadline.is_some_and(|d| Instant::now() >= d) {
+            if !converted.is_empty() && stop() {
                 done.unfinished = true;
                 break;
             }

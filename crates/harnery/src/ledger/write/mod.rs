@@ -14,6 +14,7 @@
 mod append;
 mod checkpoint;
 pub mod compact;
+pub mod compact_events;
 mod derive;
 mod members;
 mod orphans;
@@ -35,18 +36,25 @@ use super::read::{binding, check_digest, read_genesis};
 use super::system_error::with_system_error;
 use super::{
     ADVANCE_FILE, CANDIDATES_DIR, DB_FILE, FENCE_FILE, GENESIS_FILE, GenesisManifest, LedgerError,
-    LedgerReader, binary_digest, create_dir_private, integrity, schema,
+    LedgerReader, binary_digest, create_dir_private, eventz, integrity, schema,
 };
 use crate::durable;
 use crate::home::Home;
 #[cfg(test)]
 pub(super) use derive::STORED_OPEN_SPAN_OF_CALL;
 
+/// A failpoint build's test-only switch: new epochs keep their event texts
+/// plain, as an older build wrote them.
+pub const PLAIN_EVENTS_ENV: &str = "HARNERY_PLAIN_EVENTS";
+
 /// An epoch open for writing. Its reads are the reader's, on the same
 /// connection.
 pub struct LedgerWriter {
     read: LedgerReader,
     poisoned: bool,
+    /// The compressor of a compact ledger's event texts (`ledger::eventz`);
+    /// `None` for a ledger that keeps them as plain text.
+    encoder: Option<eventz::Encoder>,
 }
 
 impl Deref for LedgerWriter {
@@ -99,6 +107,7 @@ impl LedgerWriter {
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let mut conn = Connection::open_with_flags(&db, flags)?;
         configure(&conn)?;
+        eventz::register(&conn)?;
         integrity::check_binding(&conn, dir, binding(&genesis), &blake3)?;
         schema::migrate(&mut conn, now_unix_ns).map_err(|e| match e {
             LedgerError::Sqlite(e) => integrity::sqlite_damage(&db, e),
@@ -112,7 +121,7 @@ impl LedgerWriter {
             "INSERT OR IGNORE INTO meta (key, value) VALUES (?1, ?2)",
             [integrity::GENESIS_BLAKE3, blake3.as_str()],
         )?;
-        let mut ledger = LedgerWriter::on(conn, genesis, dir);
+        let mut ledger = LedgerWriter::on(conn, genesis, dir)?;
         // Session rows from before their usage facts get them likewise.
         session_usage::fill_pending(&ledger.read)?;
         ledger.record_raw_members(&touched)?;
@@ -149,14 +158,23 @@ impl LedgerWriter {
             LedgerError::Sqlite(e) => with_system_error(&conn, &db, e),
             other => other,
         })?;
-        Ok(LedgerWriter::on(conn, genesis, dir))
+        LedgerWriter::on(conn, genesis, dir)
     }
 
-    fn on(conn: Connection, genesis: GenesisManifest, dir: &Path) -> LedgerWriter {
-        LedgerWriter {
+    fn on(
+        conn: Connection,
+        genesis: GenesisManifest,
+        dir: &Path,
+    ) -> Result<LedgerWriter, LedgerError> {
+        let encoder = match eventz::is_compact(&conn)? {
+            true => Some(eventz::Encoder::load(&conn)?),
+            false => None,
+        };
+        Ok(LedgerWriter {
             read: LedgerReader::on(conn, genesis, dir),
             poisoned: false,
-        }
+            encoder,
+        })
     }
 
     /// The read-write connection, for a transaction.
@@ -223,8 +241,17 @@ fn build_epoch(
     // Only takes effect while the file is new.
     conn.pragma_update(None, "page_size", 16384)?;
     configure(conn)?;
+    eventz::register(conn)?;
     schema::migrate(conn, now_unix_ns)?;
     session_usage::none_pending(conn)?;
+    // A new epoch stores its events compactly from its first row (a
+    // failpoint build's tests can ask for the plain form an older build
+    // wrote, `HARNERY_PLAIN_EVENTS`, to convert it).
+    if crate::failpoint::tuning_text(PLAIN_EVENTS_ENV).is_none() {
+        let tx = conn.transaction()?;
+        eventz::make_compact(&tx)?;
+        tx.commit()?;
+    }
     conn.execute(
         "INSERT INTO meta (key, value) VALUES ('genesis_id', ?1), ('schema_digest', ?2)",
         [&genesis.genesis_id, &genesis.schema_digest],

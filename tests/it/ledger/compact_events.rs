@@ -1,0 +1,217 @@
+#![cfg(feature = "failpoints")]
+//! Compact event storage (`ledger::eventz`): a new ledger is compact from
+//! its first row; a ledger in the plain form an older build wrote reads as
+//! it is and is converted only by `harnery archive compact-events`, which a
+//! SIGKILL at any moment leaves verifying with the same export, a rerun
+//! finishing the job; `verify` finds a flipped byte anywhere in a stored
+//! body.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+use harnery::ledger::PLAIN_EVENTS_ENV;
+
+const FIXTURES: &[(&str, &str)] = &[
+    ("claude-code", "basic"),
+    ("claude-code", "tool-failure"),
+    ("claude-code", "parallel"),
+    ("claude-code", "interactive"),
+    ("copilot", "basic-shell-anthropic"),
+];
+
+fn db(home: &Path) -> std::path::PathBuf {
+    home.join("ledgers/v2/ledger.sqlite")
+}
+
+fn is_compact(home: &Path) -> bool {
+    let conn = rusqlite::Connection::open(db(home)).unwrap();
+    conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE name = 'event_store')",
+        [],
+        |r| r.get(0),
+    )
+    .unwrap()
+}
+
+/// A home holding the fixtures, finalized by a build writing `plain` or
+/// compact events.
+fn home_with_events(home: &Path, plain: bool) {
+    for (agent, scenario) in FIXTURES {
+        feed_fixture(home, agent, scenario);
+    }
+    let mut cmd = harnery(home);
+    if plain {
+        cmd.env(PLAIN_EVENTS_ENV, "1");
+    }
+    let out = cmd.args(["finalize", "--no-compact"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+/// `verify`'s verdict and the whole ledger's jsonl export.
+fn verified_export(home: &Path, when: &str) -> String {
+    let v = run(home, &["verify"]);
+    assert!(v.status.success(), "{when}: {}{}", stdout(&v), stderr(&v));
+    let e = run(home, &["export", "--format", "jsonl"]);
+    assert!(e.status.success(), "{when}: {}", stderr(&e));
+    stdout(&e)
+}
+
+#[test]
+fn a_new_ledger_is_compact_and_reads_the_same_as_a_plain_one() {
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    home_with_events(a.path(), true);
+    home_with_events(b.path(), false);
+    assert!(!is_compact(a.path()) && is_compact(b.path()));
+    // The same rows, but their ids and times come from each run: compare
+    // what the chain and the reports see, by count and by type.
+    let (plain, compact) = (
+        verified_export(a.path(), "plain"),
+        verified_export(b.path(), "compact"),
+    );
+    let types = |text: &str| {
+        let mut t: Vec<String> = text
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["type"].to_string())
+            .collect();
+        t.sort();
+        t
+    };
+    assert!(!plain.is_empty());
+    assert_eq!(types(&plain), types(&compact));
+    for args in [&["sessions", "--json"][..], &["usage", "--json"]] {
+        let (x, y) = (run(a.path(), args), run(b.path(), args));
+        assert!(x.status.success() && y.status.success(), "{args:?}");
+    }
+}
+
+#[test]
+fn an_old_ledger_stays_plain_until_the_command_converts_it() {
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path();
+    home_with_events(home, true);
+    let before = verified_export(home, "before");
+    // Reading and finalizing never convert it.
+    feed_fixture(home, "claude-code", "hook-events");
+    let out = run(home, &["finalize"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!is_compact(home), "finalize converted silently");
+    let grown = verified_export(home, "grown");
+    assert!(grown.starts_with(&before));
+    let out = run(home, &["archive", "compact-events", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let done: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(done["rows"].as_u64(), Some(grown.lines().count() as u64));
+    assert!(
+        done["bytes_after"].as_u64() < done["bytes_before"].as_u64(),
+        "{done}"
+    );
+    assert!(is_compact(home));
+    assert_eq!(verified_export(home, "converted"), grown);
+    // A rerun has nothing to move; new rows are written compact.
+    let again = run(home, &["archive", "compact-events", "--json"]);
+    let again: serde_json::Value = serde_json::from_str(stdout(&again).trim()).unwrap();
+    assert_eq!(again["rows"].as_u64(), Some(0));
+    feed_fixture(home, "claude-code", "file-tools");
+    assert!(run(home, &["finalize"]).status.success());
+    let after = verified_export(home, "appended");
+    assert!(after.starts_with(&grown) && after.len() > grown.len());
+}
+
+#[test]
+fn a_kill_at_any_moment_of_the_conversion_leaves_a_ledger_that_verifies() {
+    let t = tempfile::tempdir().unwrap();
+    let template = t.path().join("template");
+    std::fs::create_dir_all(&template).unwrap();
+    home_with_events(&template, true);
+    let want = verified_export(&template, "template");
+    // How long an uninterrupted conversion takes here: kills land over
+    // all of it and a little after.
+    let probe = t.path().join("probe");
+    copy_tree(&template, &probe);
+    let start = Instant::now();
+    assert!(run(&probe, &["archive", "compact-events"]).status.success());
+    let span = start.elapsed().as_micros().max(1_000) as u64 * 5 / 4;
+    let mut seed: u64 = 0x5151_e0e0;
+    let mut killed = 0;
+    for trial in 0..12 {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let delay = Duration::from_micros((seed >> 33) % span);
+        let home = t.path().join(format!("trial-{trial}"));
+        copy_tree(&template, &home);
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("harnery"))
+            .env("HARNERY_HOME", &home)
+            .env("HARNERY_NOW", NOW)
+            .args(["archive", "compact-events"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(delay);
+        let _ = child.kill();
+        let status = child.wait().unwrap();
+        killed += usize::from(!status.success());
+        let when = format!("trial {trial}, killed after {delay:?}");
+        assert_eq!(verified_export(&home, &when), want, "{when}");
+        let rerun = run(&home, &["archive", "compact-events"]);
+        assert!(rerun.status.success(), "{when}: {}", stderr(&rerun));
+        assert!(is_compact(&home), "{when}");
+        assert_eq!(
+            verified_export(&home, &when),
+            want,
+            "{when}: after the rerun"
+        );
+    }
+    assert!(killed > 0, "no trial was killed mid-run");
+}
+
+#[test]
+fn verify_finds_a_flipped_byte_anywhere_in_a_stored_body() {
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path();
+    home_with_events(home, false);
+    let conn = rusqlite::Connection::open(db(home)).unwrap();
+    let (seq, body): (i64, Vec<u8>) = conn
+        .query_row(
+            "SELECT seq, body FROM event_store ORDER BY length(body) DESC LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    drop(conn);
+    // Every byte of the header and the frame's first ones, then a spread.
+    let mut at: Vec<usize> = (0..body.len().min(24)).collect();
+    at.extend((24..body.len()).step_by(7));
+    for i in at {
+        let mut bad = body.clone();
+        bad[i] ^= 0x20;
+        let conn = rusqlite::Connection::open(db(home)).unwrap();
+        conn.execute(
+            "UPDATE event_store SET body = ?1 WHERE seq = ?2",
+            rusqlite::params![bad, seq],
+        )
+        .unwrap();
+        drop(conn);
+        let v = run(home, &["verify"]);
+        assert!(
+            !v.status.success(),
+            "byte {i} of row {seq} flipped, verify passed"
+        );
+        assert!(
+            stdout(&v).contains(&seq.to_string()) || stderr(&v).contains(&seq.to_string()),
+            "byte {i}: the row is named: {}{}",
+            stdout(&v),
+            stderr(&v)
+        );
+    }
+    let conn = rusqlite::Connection::open(db(home)).unwrap();
+    conn.execute(
+        "UPDATE event_store SET body = ?1 WHERE seq = ?2",
+        rusqlite::params![body, seq],
+    )
+    .unwrap();
+    drop(conn);
+    verified_export(home, "restored");
+}
