@@ -24,7 +24,8 @@ use harnery::terminal::escape;
     \"rm -rf\"        quoted text with punctuation: found anywhere\n  \
     *Effect         found anywhere, inside words too (useEffect)\n\
     A substring needs 3 characters or more. Put `--` before a query that starts with -\n\
-    (harnery search -- --force). Exit 0 (also with no hits), 2 for a query that cannot run."
+    (harnery search -- --force). Exit 0 (also with no hits), 1 when a hit was left out because\n\
+    its ledger row does not hold the text the index matched, 2 for a query that cannot run."
 )]
 pub struct Args {
     /// What to find (words, "phrases", pre*, substrings; see below).
@@ -97,17 +98,33 @@ pub fn run(args: Args) -> CmdResult {
             return Ok(Outcome::Clean);
         }
     }
-    let hits = harnery::search::search_epochs(&home, &epochs, &query(&args))?;
+    let answer = harnery::search::answer(&home, &epochs, &query(&args))?;
+    let hits = &answer.hits;
     let mut out = harnery::terminal::stdout(true);
     if args.json {
-        for hit in &hits {
+        for hit in hits {
             writeln!(out, "{}", serde_json::to_string(hit)?)?;
         }
     } else {
-        write_hits(&mut out, &hits, epochs.tagged, colour())?;
+        write_hits(&mut out, hits, epochs.tagged, colour())?;
     }
     out.flush()?;
-    Ok(Outcome::problems_if(epochs.report_set_aside("search")))
+    if answer.behind > 0 {
+        harnery::terminal::warn(&format!(
+            "harnery search: the index is {} ledger row(s) behind; the next finalize or search \
+             catches up (index_behind in --json)",
+            answer.behind
+        ));
+    }
+    if answer.dropped > 0 {
+        harnery::terminal::warn(&format!(
+            "harnery search: {} hit(s) left out: the index's text is not in their ledger rows \
+             (the index was altered or damaged; `harnery search --reindex` makes it again)",
+            answer.dropped
+        ));
+    }
+    let set_aside = epochs.report_set_aside("search");
+    Ok(Outcome::problems_if(set_aside || answer.dropped > 0))
 }
 
 fn query(args: &Args) -> Query {

@@ -213,6 +213,8 @@ fn fleet_hit(r: &postgres::Row, needles: &[query::Needle]) -> Result<FleetHit, F
         score: r.get(18),
         title: r.get(16),
         project: r.get(17),
+        // The fleet's rows are copied by `ship`, not indexed behind it.
+        index_behind: 0,
     };
     Ok(FleetHit {
         host: r.get(0),

@@ -4,12 +4,17 @@
 //!
 //! | kind          | from                                                        |
 //! |---------------|-------------------------------------------------------------|
-//! | `prompt`      | `prompt.submitted` (hook), `message.user` (the agent's record) |
-//! | `message`     | `message.assistant` (record), `message.displayed` (hook)   |
+//! | `prompt`      | `prompt.submitted` (hook), `message.user` (the agent's record; a subagent's, under its parent session) |
+//! | `message`     | `message.assistant` (record), `message.displayed` (hook); what the agent told the user: `notification`, `error.reported` (message, context), `compaction.completed` (its summary) |
 //! | `reasoning`   | `reasoning.recorded` (record)                               |
-//! | `tool-input`  | `tool.requested`: the tool's name and every string of its input |
-//! | `tool-output` | `tool.completed`: every string of its content, and its error |
+//! | `tool-input`  | `tool.requested`, `permission.requested`: the tool's name and every string of its input |
+//! | `tool-output` | `tool.completed`: every string of its content, and its error; `late.evidence`: its error |
 //! | `command`     | `command.requested` (`harnery exec`): the argv, then the cwd |
+//!
+//! A tool's result as the agent's record has it (Claude Code's
+//! `tool_result` content, Copilot's `tool.execution_complete` result) is
+//! in no event (`tool.recorded` keeps the call id, name and success
+//! alone), so it is found only where a hook carried it too.
 
 use serde::{Deserialize, Serialize};
 
@@ -105,6 +110,19 @@ pub(crate) fn doc_of(event: &Event) -> Option<Doc> {
             push_line(&mut text, p.cwd.as_deref());
             (Kind::Command, None, text)
         }
+        Payload::PermissionRequested(p) => {
+            let mut text = p.tool_name.clone();
+            push_json(&mut text, p.input.as_ref());
+            (Kind::ToolInput, Some(p.tool_name.clone()), text)
+        }
+        Payload::LateEvidence(p) => (Kind::ToolOutput, None, p.error.clone()?),
+        Payload::Notification(p) => (Kind::Message, None, p.message.clone()?),
+        Payload::ErrorReported(p) => {
+            let mut text = p.message.clone();
+            push_line(&mut text, p.context.as_deref());
+            (Kind::Message, None, text)
+        }
+        Payload::CompactionCompleted(p) => (Kind::Message, None, p.summary.clone()?),
         _ => return None,
     };
     let text = capped(text);
@@ -124,6 +142,11 @@ pub(crate) fn has_text(ty: EventType) -> bool {
             | EventType::ToolRequested
             | EventType::ToolCompleted
             | EventType::CommandRequested
+            | EventType::PermissionRequested
+            | EventType::LateEvidence
+            | EventType::Notification
+            | EventType::ErrorReported
+            | EventType::CompactionCompleted
     )
 }
 

@@ -4,22 +4,27 @@
 //!
 //! The index ([`store`]) is its own SQLite file, built from ledger rows
 //! read through [`LedgerReader`] ([`update`]), never part of the hash
-//! chain and never read by `verify`. It is brought up to date before each
-//! search for the epochs searched, and by `harnery finalize` after its
-//! ledger transaction commits ([`update_live`]); a missing, damaged or
-//! foreign index is made again from the ledger, silently. Nothing here
-//! writes to a ledger.
+//! chain and never read by `verify`. `harnery finalize` brings it up to
+//! date after its ledger transaction commits ([`update_live`]); a search
+//! brings it up to date first only when that costs no wait, and otherwise
+//! answers from it as it stands, saying how many ledger rows it is behind
+//! ([`reading`]). A missing, damaged or foreign index is made again from
+//! the ledger, silently (in memory where the home cannot hold it). Every
+//! hit is checked against its ledger row before it is shown ([`check`]).
+//! Nothing here writes to a ledger.
 //!
 //! - [`query`]: the query syntax and its translation into FTS5 (the
 //!   user's text is never passed to FTS5 as syntax).
 //! - [`extract`]: which text of which event is searchable, as what kind.
 //! - [`find`]: the SQL of a search; [`snippet`]: the marked window.
 
+mod check;
 pub(crate) mod extract;
 mod facts;
 mod find;
 pub(crate) mod query;
 mod rank;
+mod reading;
 pub(crate) mod snippet;
 mod store;
 mod update;
@@ -143,6 +148,22 @@ pub struct Hit {
     pub title: Option<String>,
     #[serde(default)]
     pub project: Option<String>,
+    /// Ledger rows of the epochs searched that the index did not hold yet
+    /// when the search ran (0: it was up to date); the same on every hit
+    /// of one search.
+    #[serde(default)]
+    pub index_behind: u64,
+}
+
+/// What a search found, and what it could not show.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Answer {
+    pub hits: Vec<Hit>,
+    /// Ledger rows of the epochs searched that the index did not hold yet.
+    pub behind: u64,
+    /// Hits left out because their row in the ledger does not hold the
+    /// text the index matched (the index was altered or damaged).
+    pub dropped: u64,
 }
 
 /// Characters of the session id a hit shows.
@@ -192,28 +213,55 @@ pub(crate) fn search(home: &Home, q: &Query) -> Result<Vec<Hit>, SearchError> {
 }
 
 /// Search `epochs` (opened by the caller, who reports the unreadable
-/// ones), bringing the index up to date with each first.
+/// ones): [`answer`]'s hits.
 pub fn search_epochs(home: &Home, epochs: &Epochs, q: &Query) -> Result<Vec<Hit>, SearchError> {
+    Ok(answer(home, epochs, q)?.hits)
+}
+
+/// Search `epochs` from the index as it stands (brought up to date first
+/// where that costs no wait), each hit checked against its ledger row.
+pub fn answer(home: &Home, epochs: &Epochs, q: &Query) -> Result<Answer, SearchError> {
     let terms = query::parse(&q.text)?;
     let session = match &q.session {
         Some(name) => Some(epochs.session("search", name)?.session),
         None => None,
     };
     let ledgers: Vec<&LedgerReader> = epochs.open.iter().map(|e| &e.ledger).collect();
-    let conn = current(home, &ledgers)?;
+    let mut conn = reading::ready(home, &ledgers)?;
     let asked = Asked {
         epochs,
         terms: &terms,
         session: session.as_ref(),
         q,
     };
-    match asked.run(&conn) {
+    let (mut hits, dropped) = match asked.run(&conn) {
         Err(SearchError::Sqlite(e)) if store::is_damage(&e) => {
             drop(conn);
-            asked.run(&rebuilt(home, &ledgers)?)
+            conn = reading::rebuilt(home, &ledgers)?;
+            asked.run(&conn)?
         }
-        found => found,
+        found => found?,
+    };
+    let behind = reading::behind(&conn, &ledgers)?;
+    for hit in &mut hits {
+        hit.index_behind = behind;
     }
+    Ok(Answer {
+        hits,
+        behind,
+        dropped,
+    })
+}
+
+/// `e` and its causes, on one line.
+pub(crate) fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(&format!(": {c}"));
+        cause = c.source();
+    }
+    text
 }
 
 /// A search, parsed, over its epochs.
@@ -225,7 +273,8 @@ struct Asked<'a> {
 }
 
 impl Asked<'_> {
-    fn run(&self, conn: &rusqlite::Connection) -> Result<Vec<Hit>, SearchError> {
+    /// The hits, and how many were left out by [`check::confirmed`].
+    fn run(&self, conn: &rusqlite::Connection) -> Result<(Vec<Hit>, u64), SearchError> {
         let keys = find::epoch_keys(conn)?;
         // Epoch key to label, for the epochs searched that the index holds.
         let labels: BTreeMap<i64, &str> = self
@@ -253,17 +302,27 @@ impl Asked<'_> {
         let found = find::run(conn, &translated, &substrings, &filters)?;
         let needles = query::needles(self.terms);
         let mut out = Vec::with_capacity(found.len());
+        let mut dropped = 0;
         for mut f in found {
-            let text = match f.text.take() {
+            let indexed = match f.text.take() {
                 Some(text) => text,
                 None => find::text_of(conn, f.id)?,
             };
-            let snip = snippet::snippet(&text, &needles);
             let epoch = labels.get(&f.epoch()).copied().unwrap_or("");
+            let ledger = self.epochs.open.iter().find(|e| e.label == epoch);
+            let text = match ledger {
+                Some(e) => check::confirmed(&e.ledger, &f, &indexed)?,
+                None => None,
+            };
+            let Some(text) = text else {
+                dropped += 1;
+                continue;
+            };
+            let snip = snippet::snippet(&text, &needles);
             out.push(hit(f, epoch, snip));
         }
         self.about(&mut out)?;
-        Ok(out)
+        Ok((out, dropped))
     }
 }
 
@@ -319,44 +378,8 @@ fn hit(f: find::Found, epoch: &str, snip: snippet::Snippet) -> Hit {
         session: f.session,
         title: None,
         project: None,
+        index_behind: 0,
     }
-}
-
-/// The index, up to date with `ledgers`; made again when it is damaged
-/// or was built from another ledger.
-fn current(home: &Home, ledgers: &[&LedgerReader]) -> Result<rusqlite::Connection, SearchError> {
-    let mut conn = store::open(home)?;
-    match catch_up_all(&mut conn, ledgers) {
-        Ok(_) => Ok(conn),
-        Err(SearchError::Sqlite(e)) if store::is_busy(&e) => {
-            crate::terminal::warn(
-                "harnery search: another run is updating the index; searching what it holds so far",
-            );
-            Ok(conn)
-        }
-        Err(e) if e.needs_rebuild() => {
-            drop(conn);
-            rebuilt(home, ledgers)
-        }
-        Err(e) => Err(e),
-    }
-}
-
-fn rebuilt(home: &Home, ledgers: &[&LedgerReader]) -> Result<rusqlite::Connection, SearchError> {
-    let mut conn = store::recreate(home)?;
-    catch_up_all(&mut conn, ledgers)?;
-    Ok(conn)
-}
-
-fn catch_up_all(
-    conn: &mut rusqlite::Connection,
-    ledgers: &[&LedgerReader],
-) -> Result<u64, SearchError> {
-    let mut rows = 0;
-    for ledger in ledgers {
-        rows += update::catch_up(conn, ledger, None, Sizes::DEFAULT)?;
-    }
-    Ok(rows)
 }
 
 /// Rows `finalize` indexes at most in one run: a cron run's few new rows
@@ -404,5 +427,5 @@ pub fn update_live_sized(home: &Home, budget: u64, sizes: Sizes) -> Result<u64, 
 pub fn reindex(home: &Home, epochs: &Epochs) -> Result<u64, SearchError> {
     let ledgers: Vec<&LedgerReader> = epochs.open.iter().map(|e| &e.ledger).collect();
     let mut conn = store::recreate(home)?;
-    catch_up_all(&mut conn, &ledgers)
+    reading::catch_up_all(&mut conn, &ledgers)
 }

@@ -14,9 +14,9 @@
 //! key and the row's `seq`, so an epoch's docs are one rowid range in
 //! chain order); `sessions` (each session's first and last doc id per
 //! epoch, so a search of one session reads only that range); `said`
-//! (the blake3 of each prompt and message text per session, turn and
-//! kind, so one said twice, by a hook and by the agent's record, is one
-//! doc: see [`super::update`]); `texts`
+//! (the blake3 of each text per session, turn or call, and kind, so one
+//! said twice, by a hook and by the agent's record, is one doc: see
+//! [`super::update`]); `texts`
 //! (each doc's text, read only for the hits shown
 //! and to confirm a substring); `facts` (per run of doc ids, each doc's
 //! length in words and a tag of its kind, tool and failure: see
@@ -34,7 +34,7 @@ use crate::home::Home;
 
 /// The format this build writes; another value in `meta` means the file
 /// is rebuilt.
-pub const FORMAT: &str = "harnery-search-4";
+pub const FORMAT: &str = "harnery-search-5";
 
 pub(super) const SCHEMA: &str = "
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -128,6 +128,141 @@ pub(crate) fn open(home: &Home) -> Result<Connection, SearchError> {
     }
 }
 
+/// How a search holds the index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Held {
+    /// The file, open for writing: a search may bring it up to date.
+    Writable,
+    /// The file, open only for reading (a read-only home or index): it is
+    /// searched as it stands.
+    ReadOnly,
+    /// No usable file and none can be made (a read-only or full home): an
+    /// index in memory, made from the ledger for this search alone.
+    Memory,
+}
+
+/// How long a search waits for a lock it cannot go without (reading the
+/// file's format while a writer finishes a checkpoint): not long, as a
+/// search answers from the index as it stands.
+pub(crate) const READ_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Open the index for a search, writing nothing that is not needed: the
+/// file as it is when it speaks [`FORMAT`] (for writing where the home
+/// allows it, else read-only, else `immutable`: what its main file holds,
+/// when SQLite cannot even make the WAL's shared memory beside it); made
+/// anew when it is missing, or damaged or foreign as a writable file, and
+/// the home can hold it; else an empty index in memory. A file that
+/// cannot be read here is never thrown away.
+pub(crate) fn open_for_search(home: &Home) -> Result<(Connection, Held), SearchError> {
+    let path = home.root().join("search").join("index.sqlite");
+    if !path.exists() {
+        return made_or_memory(home);
+    }
+    match usable(connect_writable(&path)) {
+        Ok(Some(conn)) => return Ok((conn, Held::Writable)),
+        Ok(None) => return made_or_memory(home),
+        // Unreachable for writing: read it as it stands.
+        Err(_) => {}
+    }
+    for immutable in [false, true] {
+        if let Ok(Some(conn)) = usable(connect_read_only(&path, immutable)) {
+            return Ok((conn, Held::ReadOnly));
+        }
+    }
+    Ok((in_memory()?, Held::Memory))
+}
+
+/// A connection whose file speaks [`FORMAT`], `None` for a damaged or
+/// foreign file (to be made again), or why it cannot be read.
+fn usable(
+    conn: Result<Connection, rusqlite::Error>,
+) -> Result<Option<Connection>, rusqlite::Error> {
+    let conn = conn?;
+    match format_of(&conn) {
+        Ok(f) => Ok((f.as_deref() == Some(FORMAT)).then_some(conn)),
+        Err(e) if is_damage(&e) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The index made anew in the home, or one in memory where the home
+/// cannot hold it.
+fn made_or_memory(home: &Home) -> Result<(Connection, Held), SearchError> {
+    match recreate(home) {
+        Ok(conn) => Ok((conn, Held::Writable)),
+        Err(_) => Ok((in_memory()?, Held::Memory)),
+    }
+}
+
+/// An empty index in memory.
+pub(crate) fn in_memory() -> Result<Connection, SearchError> {
+    let mut conn = Connection::open_in_memory()?;
+    init(&mut conn)?;
+    Ok(conn)
+}
+
+/// An existing file opened for writing without changing it (its journal
+/// mode is already WAL, kept in the file): no lock is taken to open it.
+fn connect_writable(path: &Path) -> Result<Connection, rusqlite::Error> {
+    use rusqlite::OpenFlags;
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_URI
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags)?;
+    conn.busy_timeout(READ_WAIT)?;
+    conn.pragma_update(None, "synchronous", "off")?;
+    Ok(conn)
+}
+
+/// The file opened read-only; `immutable`, SQLite reads its main file
+/// alone and makes nothing beside it.
+fn connect_read_only(path: &Path, immutable: bool) -> Result<Connection, rusqlite::Error> {
+    use rusqlite::OpenFlags;
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+        | OpenFlags::SQLITE_OPEN_URI
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let uri = match immutable {
+        false => format!("file:{}", uri_path(path)),
+        true => format!("file:{}?immutable=1", uri_path(path)),
+    };
+    let conn = Connection::open_with_flags(uri, flags)?;
+    conn.busy_timeout(READ_WAIT)?;
+    Ok(conn)
+}
+
+/// `path` as a URI's path: `%`, `?` and `#` escaped.
+fn uri_path(path: &Path) -> String {
+    let mut out = String::new();
+    for c in path.display().to_string().chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            '?' => out.push_str("%3f"),
+            '#' => out.push_str("%23"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The `format` the file's `meta` names.
+fn format_of(conn: &Connection) -> Result<Option<String>, rusqlite::Error> {
+    conn.query_row("SELECT value FROM meta WHERE key = 'format'", [], |r| {
+        r.get(0)
+    })
+    .optional()
+}
+
+/// Whether an error means the index cannot be written here (a read-only
+/// file or home, a full disk, a failing device), which a search passes
+/// over: it answers from the index as it stands.
+pub(crate) fn is_unwritable(e: &rusqlite::Error) -> bool {
+    use rusqlite::ErrorCode::{CannotOpen, DiskFull, PermissionDenied, ReadOnly, SystemIoFailure};
+    matches!(
+        e.sqlite_error_code(),
+        Some(CannotOpen | DiskFull | PermissionDenied | ReadOnly | SystemIoFailure)
+    )
+}
+
 /// Throw the index away and make an empty one.
 pub(crate) fn recreate(home: &Home) -> Result<Connection, SearchError> {
     create(&index_path(home)?)
@@ -139,11 +274,7 @@ fn open_existing(path: &Path) -> Result<Option<Connection>, rusqlite::Error> {
         return Ok(None);
     }
     let conn = connect(path)?;
-    let format: Option<String> = conn
-        .query_row("SELECT value FROM meta WHERE key = 'format'", [], |r| {
-            r.get(0)
-        })
-        .optional()?;
+    let format = format_of(&conn)?;
     Ok((format.as_deref() == Some(FORMAT)).then_some(conn))
 }
 
@@ -158,6 +289,12 @@ fn create(path: &Path) -> Result<Connection, SearchError> {
         .open(path)
         .map_err(|e| SearchError::io(path, e))?;
     let mut conn = connect(path)?;
+    init(&mut conn)?;
+    Ok(conn)
+}
+
+/// The schema and the format, in an empty index.
+fn init(conn: &mut Connection) -> Result<(), SearchError> {
     let tx = conn.transaction()?;
     tx.execute_batch(SCHEMA)?;
     // Fewer, larger segments for FTS5 to merge while the index is built.
@@ -172,7 +309,7 @@ fn create(path: &Path) -> Result<Connection, SearchError> {
         [FORMAT],
     )?;
     tx.commit()?;
-    Ok(conn)
+    Ok(())
 }
 
 /// Remove the index file and SQLite's files beside it.

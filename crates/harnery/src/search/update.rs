@@ -21,8 +21,10 @@
 //! change only with one), so `--failed` sees a span closed, or found to
 //! have exited non-zero, after its request was indexed.
 //!
-//! A prompt or message said twice in one turn (by a hook and by the
-//! agent's record) is indexed once: [`said_before`].
+//! A text said twice (a prompt or message by a hook and by the agent's
+//! record in one turn, a tool call's text twice under one call id, a
+//! permission asked for a request already indexed) is indexed once:
+//! [`said_before`].
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
@@ -148,10 +150,13 @@ fn read_batches(
     let mut read = 0;
     loop {
         let at = told.recv().map_err(|_| ReadStop::WriterGone)?;
-        if at.seq > last || (at.seq > 0 && ledger.rows().row_hash(at.seq)? != at.hash) {
+        // The row the index stands at is read afresh: another run may have
+        // indexed rows this run's view of the ledger did not have yet (the
+        // chain only grows), which is the index being ahead, not stale.
+        if at.seq > 0 && ledger.rows().row_hash(at.seq)? != at.hash {
             return Err(SearchError::Stale(genesis.clone()).into());
         }
-        if at.seq == last || budget.is_some_and(|b| read >= b) {
+        if at.seq >= last || budget.is_some_and(|b| read >= b) {
             return Ok(read);
         }
         let rows = budget.map_or(sizes.batch, |b| sizes.batch.min(b - read));
@@ -424,30 +429,59 @@ fn index_row(tx: &Transaction, row: Row, batch: &mut Batch) -> Result<(), Search
     Ok(())
 }
 
-/// Whether `doc` is a prompt or message its session already said in the
-/// same turn: the hook's `prompt.submitted` and the record's
-/// `message.user` (or `message.displayed` and `message.assistant`) carry
-/// the one text the user or the model wrote, and it is one hit, not two.
-/// The first indexed (in chain order) is kept. Without a turn, two texts
-/// cannot be told to be the same occurrence, and both stay.
+/// Whether `doc` is a text its session already has a hit for, the same
+/// occurrence seen twice: a prompt or message said in the same turn (the
+/// hook's `prompt.submitted` and the record's `message.user`, or
+/// `message.displayed` and `message.assistant`, carry the one text the
+/// user or the model wrote); a tool call's input or output under the same
+/// call id; a permission asked for a call whose request, with the same
+/// input, is already in that turn. The first indexed (in chain order) is
+/// kept. Without a turn or a call id two texts cannot be told to be the
+/// same occurrence, and both stay.
 fn said_before(tx: &Transaction, event: &Event, doc: &Doc) -> Result<bool, SearchError> {
-    let (Kind::Prompt | Kind::Message, Some(turn)) = (doc.kind, &event.turn.turn_id) else {
-        return Ok(false);
+    let turn = event.turn.turn_id.as_deref();
+    let call = match &event.payload {
+        Payload::ToolRequested(p) => p.tool_call_id.as_deref(),
+        Payload::ToolCompleted(p) => p.tool_call_id.as_deref(),
+        _ => None,
     };
     let digest = blake3::hash(doc.text.trim().as_bytes());
-    let added = tx
-        .prepare_cached(
-            "INSERT INTO said (adapter, session_id, turn, kind, digest) \
-             VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
-        )?
-        .execute(params![
-            event.session.adapter.as_str(),
-            event.session.session_id,
-            turn,
-            doc.kind.as_str(),
-            digest.as_bytes().as_slice(),
-        ])?;
-    Ok(added == 0)
+    let said = |scope: &str, kind: &str| -> Result<bool, SearchError> {
+        let added = tx
+            .prepare_cached(
+                "INSERT INTO said (adapter, session_id, turn, kind, digest) \
+                 VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
+            )?
+            .execute(params![
+                event.session.adapter.as_str(),
+                event.session.session_id,
+                scope,
+                kind,
+                digest.as_bytes().as_slice(),
+            ])?;
+        Ok(added == 0)
+    };
+    match (doc.kind, &event.payload) {
+        (Kind::Prompt | Kind::Message, _) => match turn {
+            Some(turn) => said(turn, doc.kind.as_str()),
+            None => Ok(false),
+        },
+        (_, Payload::PermissionRequested(_)) => match turn {
+            Some(turn) => said(turn, Kind::ToolInput.as_str()),
+            None => Ok(false),
+        },
+        _ => {
+            // A request's input is noted under its turn too, for the
+            // permission asked for it after.
+            if let (Payload::ToolRequested(_), Some(turn)) = (&event.payload, turn) {
+                said(turn, Kind::ToolInput.as_str())?;
+            }
+            match call {
+                Some(call) => said(&format!("call:{call}"), doc.kind.as_str()),
+                None => Ok(false),
+            }
+        }
+    }
 }
 
 /// The span an event may change the state or outcome of, by an id of its

@@ -2,8 +2,10 @@
 //! the request's query (the page's form and the API take the same names),
 //! and the search over the live epoch. A query or filter that cannot run
 //! is the request's fault (400, with the reason); a search that fails to
-//! read is the server's (500). Like `harnery search`, a search brings the
-//! index beside the ledger up to date first; the ledger is only read.
+//! read is the server's (500). Like `harnery search`, a search answers
+//! from the index beside the ledger as it stands (brought up to date first
+//! when that costs no wait, each hit saying how far behind it was), never
+//! failing because a `finalize` is writing; the ledger is only read.
 
 use std::error::Error;
 

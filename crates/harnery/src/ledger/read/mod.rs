@@ -265,5 +265,23 @@ fn open_readonly(db: &Path) -> Result<Connection, LedgerError> {
     };
     let conn = Connection::open_with_flags(uri, flags)?;
     conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    // A full disk (or a file size limit) keeps SQLite from making the
+    // WAL's shared memory beside the file, which even a read needs: such
+    // a ledger is read `immutable`, as it stands, without it.
+    let probe = conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
+        r.get::<_, i64>(0)
+    });
+    if writable
+        && let Err(e) = probe
+        && matches!(
+            e.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::SystemIoFailure | rusqlite::ErrorCode::CannotOpen)
+        )
+    {
+        let conn =
+            Connection::open_with_flags(format!("file:{}?immutable=1", db.display()), flags)?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        return Ok(conn);
+    }
     Ok(conn)
 }

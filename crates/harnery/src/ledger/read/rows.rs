@@ -123,6 +123,18 @@ impl Rows<'_> {
             .optional()?)
     }
 
+    /// The event of row `seq`, if the epoch has that row and it parses
+    /// (what `search` checks a hit's text against).
+    pub(crate) fn event_at(&self, seq: i64) -> Result<Option<Event>, LedgerError> {
+        let json: Option<Vec<u8>> = self
+            .r
+            .conn
+            .prepare_cached("SELECT CAST(json AS BLOB) FROM events WHERE seq = ?1")?
+            .query_row([seq], |r| r.get(0))
+            .optional()?;
+        Ok(json.and_then(|j| serde_json::from_slice(&j).ok()))
+    }
+
     /// The last row's sequence number (0 for an empty epoch).
     pub(crate) fn last_seq(&self) -> Result<i64, LedgerError> {
         Ok(self
