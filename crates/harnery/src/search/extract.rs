@@ -116,6 +116,13 @@ pub(crate) fn doc_of(event: &Event) -> Option<Doc> {
             (Kind::ToolInput, Some(p.tool_name.clone()), text)
         }
         Payload::LateEvidence(p) => (Kind::ToolOutput, None, p.error.clone()?),
+        // The record's text of a result (generation 11), often the only
+        // one: a denied call's message, a `Write`'s confirmation.
+        Payload::ToolRecorded(p) => (
+            Kind::ToolOutput,
+            Some(p.tool_name.clone()),
+            p.output.clone()?,
+        ),
         Payload::Notification(p) => (Kind::Message, None, p.message.clone()?),
         Payload::ErrorReported(p) => {
             let mut text = p.message.clone();
@@ -144,6 +151,7 @@ pub(crate) fn has_text(ty: EventType) -> bool {
             | EventType::CommandRequested
             | EventType::PermissionRequested
             | EventType::LateEvidence
+            | EventType::ToolRecorded
             | EventType::Notification
             | EventType::ErrorReported
             | EventType::CompactionCompleted

@@ -22,7 +22,8 @@
 //! have exited non-zero, after its request was indexed.
 //!
 //! A text said twice (a prompt or message by a hook and by the agent's
-//! record in one turn, a tool call's text twice under one call id, a
+//! record in one turn, a tool call's text twice under one call id (its
+//! output by the hook and by the record among them), a
 //! permission asked for a request already indexed) is indexed once:
 //! [`said_before`].
 
@@ -434,7 +435,8 @@ fn index_row(tx: &Transaction, row: Row, batch: &mut Batch) -> Result<(), Search
 /// hook's `prompt.submitted` and the record's `message.user`, or
 /// `message.displayed` and `message.assistant`, carry the one text the
 /// user or the model wrote); a tool call's input or output under the same
-/// call id; a permission asked for a call whose request, with the same
+/// call id (the hook's `tool.completed` and the record's `tool.recorded`
+/// of a result whose text is the same); a permission asked for a call whose request, with the same
 /// input, is already in that turn. The first indexed (in chain order) is
 /// kept. Without a turn or a call id two texts cannot be told to be the
 /// same occurrence, and both stay.
@@ -443,6 +445,7 @@ fn said_before(tx: &Transaction, event: &Event, doc: &Doc) -> Result<bool, Searc
     let call = match &event.payload {
         Payload::ToolRequested(p) => p.tool_call_id.as_deref(),
         Payload::ToolCompleted(p) => p.tool_call_id.as_deref(),
+        Payload::ToolRecorded(p) => Some(p.tool_call_id.as_str()),
         _ => None,
     };
     let digest = blake3::hash(doc.text.trim().as_bytes());
