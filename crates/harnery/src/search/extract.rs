@@ -188,6 +188,28 @@ fn push_value(text: &mut String, value: &serde_json::Value) {
     }
 }
 
+/// Each string of a JSON value (a hook's tool content), trimmed, in
+/// document order: the pieces a record's text of the same result may
+/// equal (Copilot's hook wraps the text the record keeps in an object).
+pub(crate) fn output_pieces(json: Option<&Json>) -> Vec<String> {
+    let Some(value) = json.and_then(|j| serde_json::from_str(j.as_str()).ok()) else {
+        return Vec::new();
+    };
+    let mut pieces = Vec::new();
+    collect_strings(&value, &mut pieces);
+    pieces
+}
+
+fn collect_strings(value: &serde_json::Value, out: &mut Vec<String>) {
+    use serde_json::Value;
+    match value {
+        Value::String(s) if !s.trim().is_empty() => out.push(s.trim().to_string()),
+        Value::Array(items) => items.iter().for_each(|v| collect_strings(v, out)),
+        Value::Object(map) => map.values().for_each(|v| collect_strings(v, out)),
+        _ => {}
+    }
+}
+
 fn capped(mut text: String) -> String {
     if text.len() > MAX_TEXT {
         let mut end = MAX_TEXT;
