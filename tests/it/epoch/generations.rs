@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::common::{self, run, stderr, stdout};
 
 /// Generation 11's schema digest, as its genesis stores it.
-pub(crate) const GEN11: &str = "585b7519146bc7b2573ac92be2a52a1a698d9f67285ecf2112b7d338694a38ba";
+pub(crate) const GEN11: &str = "53f6521997460c5ecf8d7003236c50eed7e7071d7a818519dee96f7cb45c4444";
 pub(crate) const GEN10: &str = "79ce73ff16f48337f3b544607748fc7101bd1cb7aac1bfa641d55456fb6147fb";
 const GEN9: &str = "4e1bdb3de36ea40587aba91328ba8213bb86f8ab8b86baaa9f81a253552868d6";
 const GEN8: &str = "3e51b41f91f0a4ac0291c1cb3f6e3b2d4fbdaabc5b6356b3ede9b158e69512db";

@@ -332,6 +332,8 @@ fn record_session(home: &Path) -> Vec<Event> {
             turn_id: Some("turn-1".into()),
             success: Some(true),
             exit_code: Some(0),
+            output: None,
+            output_cut_bytes: None,
         }),
     );
     recorded.time_unix_ns = DAY_1 + 7_000_000_000;

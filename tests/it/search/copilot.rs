@@ -121,3 +121,31 @@ fn a_prompt_said_by_the_hook_and_by_the_record_is_one_hit() {
     assert_eq!(hits.len(), 2, "{hits:?}");
     assert_eq!(hits[0]["event_type"], "prompt.submitted");
 }
+
+/// The command's result, said by the hook (`toolResult`, its text inside
+/// an object) and by the record (`tool.execution_complete`'s
+/// `result.content`, on the `tool.recorded` joined to the hook's span),
+/// is one hit: the hook's, first in the chain.
+#[test]
+fn a_result_said_by_the_hook_and_by_the_record_is_one_hit() {
+    let h = Home::build();
+    let hits = h.json(&[
+        "search",
+        "--json",
+        "--kind",
+        "tool-output",
+        "\"completed with exit code 3\"",
+    ]);
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert_eq!(hits[0]["event_type"], "tool.completed");
+    // The record did keep it.
+    let export = h.run(&["export", "--format", "jsonl"]);
+    let recorded: Vec<Value> = stdout(&export)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "tool.recorded" && e["payload"]["output"].is_string())
+        .collect();
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    let output = recorded[0]["payload"]["output"].as_str().unwrap();
+    assert!(output.contains("about-to-fail"), "{output}");
+}

@@ -8,13 +8,13 @@
 //! A session's text is computed here from the fixture files, never from
 //! harnery's output: every string of its hook payloads but ids and paths,
 //! and of its transcripts the user's strings, the text and thinking
-//! blocks and each `tool_use`'s input. A tool's result that only the
-//! record's `tool_result` and the `PostToolBatch` hook carry (a denied
-//! call's "needs approval", a `Write`'s "created successfully", an async
-//! subagent's launch) is left out: no canonical event holds it
-//! (`tool.recorded` keeps the call's id, name and success,
-//! `tool.batch_completed` the number of calls), so it cannot be searched
-//! until the contract carries it.
+//! blocks, each `tool_use`'s input and each `tool_result`'s content (a
+//! string, or its text blocks). A tool's result that only the record's
+//! `tool_result` carries beside the `PostToolBatch` hook (a denied call's
+//! "needs approval", a `Write`'s "created successfully", an async
+//! subagent's launch) is found through `tool.recorded`'s `output`
+//! (generation 11); the `PostToolBatch` payloads themselves are left out
+//! of the expectation, their results' text being the `tool_result`s'.
 
 use crate::common;
 
@@ -90,6 +90,16 @@ const QUERIES: [&str; 10] = [
     "\"Print hi\"",
 ];
 
+/// Held out too: text that only a tool result holds, in the record (and
+/// in the `PostToolBatch` hook, whose responses no event keeps).
+const RESULT_QUERIES: [&str; 5] = [
+    "\"needs approval\"",
+    "\"File created successfully\"",
+    "\"has been updated successfully\"",
+    "\"Async agent launched\"",
+    "\"blocked-by-test-hook\"",
+];
+
 fn lines(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap()
@@ -158,6 +168,7 @@ fn text_of(c: &Capture) -> String {
                             Some("text") => strings(&b["text"], &mut out),
                             Some("thinking") => strings(&b["thinking"], &mut out),
                             Some("tool_use") => strings(&b["input"], &mut out),
+                            Some("tool_result") => result_text(&b["content"], &mut out),
                             _ => {}
                         }
                     }
@@ -167,6 +178,18 @@ fn text_of(c: &Capture) -> String {
         }
     }
     out.join("\n").to_lowercase()
+}
+
+/// A `tool_result`'s content: a string, or its `text` blocks.
+fn result_text(content: &Value, out: &mut Vec<String>) {
+    match content {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter(|b| b["type"] == "text")
+            .for_each(|b| strings(&b["text"], out)),
+        _ => {}
+    }
 }
 
 /// A home with every capture delivered through the hook binary, its
@@ -254,7 +277,7 @@ fn held_out_queries_find_exactly_the_sessions_whose_text_holds_them() {
     let dir = tempfile::tempdir().unwrap();
     let (home, ids) = home_of(dir.path(), true);
     let texts: Vec<String> = CAPTURES.iter().map(text_of).collect();
-    for query in QUERIES {
+    for query in QUERIES.iter().chain(&RESULT_QUERIES) {
         let want = holding(&ids, &texts, query);
         assert!(!want.is_empty(), "{query} is in some capture");
         assert_eq!(found(&home, query), want, "{query}");
@@ -267,6 +290,10 @@ fn held_out_queries_find_exactly_the_sessions_whose_text_holds_them() {
     for query in ["\"I'll run it\"", "\"Running both at once\""] {
         assert!(found(&bare_home, query).is_empty(), "{query}");
         assert_eq!(found(&home, query).len(), 1, "{query}");
+    }
+    // Nor is a result's text that only the record carries.
+    for query in RESULT_QUERIES {
+        assert!(found(&bare_home, query).is_empty(), "{query}");
     }
 }
 
@@ -293,4 +320,21 @@ fn a_text_seen_twice_is_one_hit() {
     let asked = hits("\"touch not-allowed.txt\"");
     assert_eq!(asked.len(), 1, "{asked:?}");
     assert_eq!(asked[0]["event_type"], "tool.requested");
+    // A result whose text the hook's `tool.completed` and the record's
+    // `tool.recorded` both hold (the subagent's `echo from-subagent`): the
+    // hook's, first in the chain. (The `Agent` call's output names the
+    // text too, in the prompt it gave: another text.)
+    let output = |query: &str| -> Vec<Value> {
+        let hits = hits(query);
+        let bash = |h: &Value| h["kind"] == "tool-output" && h["tool"] == "Bash";
+        hits.into_iter().filter(bash).collect()
+    };
+    let both = output("from-subagent");
+    assert_eq!(both.len(), 1, "{both:?}");
+    assert_eq!(both[0]["event_type"], "tool.completed");
+    // A result only the record holds: the denied call's.
+    let denied = output("\"needs approval\"");
+    assert_eq!(denied.len(), 1, "{denied:?}");
+    assert_eq!(denied[0]["event_type"], "tool.recorded");
+    assert_eq!(denied[0]["tool"], "Bash");
 }

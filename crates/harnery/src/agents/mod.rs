@@ -54,6 +54,7 @@ pub mod harnery;
 pub(crate) mod opencode;
 pub(crate) mod qwen;
 pub mod record;
+pub(crate) mod result_text;
 pub mod signal;
 pub(crate) mod wire;
 

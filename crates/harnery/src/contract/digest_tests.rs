@@ -13,7 +13,7 @@ use super::digest::shape_of;
 use super::shape::{Member, ObjectShape};
 use super::*;
 
-const GEN11: &str = "585b7519146bc7b2573ac92be2a52a1a698d9f67285ecf2112b7d338694a38ba";
+const GEN11: &str = "53f6521997460c5ecf8d7003236c50eed7e7071d7a818519dee96f7cb45c4444";
 
 #[test]
 fn schema_digest_is_pinned() {
@@ -166,10 +166,11 @@ fn generation_ten_is_generation_nine_with_its_one_change() {
     assert_same(&nine, &GENERATIONS[9].shape());
 }
 
-/// Generation 11 is generation 10 with exactly its one change: the event
-/// type `session.titled`, the last of the alternatives.
+/// Generation 11 is generation 10 with exactly its two changes: the event
+/// type `session.titled`, the last of the alternatives, and the result's
+/// text on `tool.recorded` (`output`, `output_cut_bytes`: optional, last).
 #[test]
-fn generation_eleven_is_generation_ten_with_its_one_change() {
+fn generation_eleven_is_generation_ten_with_its_two_changes() {
     let mut ten = GENERATIONS[9].shape();
     let member = |name: &str, required: bool, shape: Shape| Member {
         name: name.into(),
@@ -201,6 +202,17 @@ fn generation_eleven_is_generation_ten_with_its_one_change() {
             closed: false,
             one_of: Vec::new(),
         }));
+    let recorded = payload_mut(&mut ten, "tool.recorded");
+    recorded.members.push(member(
+        "output",
+        false,
+        Shape::Nullable(Box::new(Shape::String)),
+    ));
+    recorded.members.push(member(
+        "output_cut_bytes",
+        false,
+        Shape::Nullable(Box::new(Shape::Integer("uint64".into()))),
+    ));
     assert_same(&ten, contract_shape());
 }
 

@@ -118,13 +118,16 @@ pub const GENERATIONS: &[Generation] = &[
     },
     Generation {
         number: 11,
-        digest: "585b7519146bc7b2573ac92be2a52a1a698d9f67285ecf2112b7d338694a38ba",
+        digest: "53f6521997460c5ecf8d7003236c50eed7e7071d7a818519dee96f7cb45c4444",
         description: "titles from the agent's own record: session.titled, the title the \
                       agent's record gives the session (Copilot's workspace.yaml name, Qwen \
                       Code's custom_title, Gemini CLI's summary, OpenCode's session title), \
                       on one line, without control characters, at most 100 characters, with \
                       the field and file it was read from; a later rename is a newer event, \
-                      and the newest is the session's title ahead of its first prompt",
+                      and the newest is the session's title ahead of its first prompt; and \
+                      tool results' text from the agent's own record: tool.recorded's output \
+                      (Claude Code's tool_result content, Copilot's result.content), at most \
+                      64 KiB, with output_cut_bytes when it was cut",
     },
 ];
 

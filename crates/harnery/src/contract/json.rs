@@ -289,6 +289,14 @@ fn tool_recorded(out: &mut String, p: &ToolRecorded) {
     });
     out.push_str(",\"exit_code\":");
     optional_number(out, p.exit_code);
+    if let Some(output) = &p.output {
+        out.push_str(",\"output\":");
+        string(out, output);
+    }
+    if let Some(cut) = p.output_cut_bytes {
+        out.push_str(",\"output_cut_bytes\":");
+        number(out, cut);
+    }
 }
 
 /// Each key (its leading comma and trailing colon included) and its text,

@@ -46,7 +46,7 @@ pub use payload::{
     CheckpointLocated, CheckpointRecorded, CommandCompleted, CommandRequested, CompactionCompleted,
     CompactionStarted, Effect, EndCancelled, EndExpired, EndRequested, EndSalvaged, ErrorReported,
     EventType, HealthCondition, HookObserved, LateEvidence, MessageAssistant, MessageDisplayed,
-    MessageUser, Notification, Observation, OffsetRange, Outcome, PairedBy, Payload,
+    MessageUser, Notification, OUTPUT_CAP, Observation, OffsetRange, Outcome, PairedBy, Payload,
     PermissionRequested, PromptSubmitted, ReasoningRecorded, RecordAt, RecordProblem, Recovery,
     RecoveryReason, RestoreRecorded, SessionEnded, SessionImported, SessionMetadata,
     SessionResumed, SessionStarted, SessionTitled, SignalUnrecognized, StaleSignal,

@@ -123,7 +123,9 @@ macro_rules! payload_struct {
     };
 }
 
+mod output;
 mod session_log;
+pub use output::OUTPUT_CAP;
 pub use session_log::*;
 
 payload_struct!(SessionStarted {
@@ -397,8 +399,20 @@ payload_struct!(
         #[serde(default)] turn_id: Option<String>,
         #[serde(default)] success: Option<bool>,
         #[serde(default)] exit_code: Option<i64>,
+        /// The result's text as the record gives it to the model
+        /// (generation 11): Claude Code's `tool_result` content (its text
+        /// blocks joined by newlines), Copilot's `result.content`. Hostile
+        /// text, kept as written up to [`OUTPUT_CAP`] bytes (cut at a
+        /// character boundary). Absent on a call's start, where the record
+        /// has no text, and on older rows.
+        #[serde(default, skip_serializing_if = "Option::is_none")] output: Option<String>,
+        /// How many bytes of the text were cut off at [`OUTPUT_CAP`]
+        /// (generation 11): the marker that `output` is not whole. Absent
+        /// when it is.
+        #[serde(default, skip_serializing_if = "Option::is_none")] output_cut_bytes: Option<u64>,
     }
 );
+
 payload_struct!(
     /// The agent's record could not be followed: `missing`, `unreadable`,
     /// `rewritten` (the bytes before the cursor changed) or `truncated`.

@@ -189,6 +189,8 @@ pub(super) fn samples() -> Vec<Payload> {
             turn_id: s(),
             success: Some(true),
             exit_code: Some(0),
+            output: Some("File created successfully at: /p/note.txt".into()),
+            output_cut_bytes: Some(12),
         }),
         Payload::RecordProblem(RecordProblem {
             path: "p".into(),

@@ -499,10 +499,16 @@ fn the_direct_writer_writes_record_payloads_as_serde_does() {
             model: None,
         }),
     ];
-    for (success, exit_code) in [
-        (None, None),
-        (Some(false), Some(i64::MIN)),
-        (Some(true), Some(-1)),
+    for (success, exit_code, output, output_cut_bytes) in [
+        (None, None, None, None),
+        (Some(false), Some(i64::MIN), Some(String::new()), None),
+        (
+            Some(true),
+            Some(-1),
+            Some("é\n\"\u{0}\u{1f}</x>".into()),
+            Some(u64::MAX),
+        ),
+        (None, None, None, Some(0)),
     ] {
         payloads.push(Payload::ToolRecorded(ToolRecorded {
             record: at("p"),
@@ -512,6 +518,8 @@ fn the_direct_writer_writes_record_payloads_as_serde_does() {
             turn_id: None,
             success,
             exit_code,
+            output,
+            output_cut_bytes,
         }));
     }
     let raw = Json::from_value(&json!({"input_tokens": 1, "z": [1.5, null, "ü\n"]}));
@@ -569,6 +577,8 @@ fn the_direct_writer_writes_record_payloads_as_serde_does() {
                 turn_id: t(),
                 success: Some(true),
                 exit_code: Some(0),
+                output: Some(text.clone()),
+                output_cut_bytes: Some(1),
             }),
             Payload::UsageReported(UsageReported {
                 record: at(&text),

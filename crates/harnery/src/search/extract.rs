@@ -116,6 +116,13 @@ pub(crate) fn doc_of(event: &Event) -> Option<Doc> {
             (Kind::ToolInput, Some(p.tool_name.clone()), text)
         }
         Payload::LateEvidence(p) => (Kind::ToolOutput, None, p.error.clone()?),
+        // The record's text of a result (generation 11), often the only
+        // one: a denied call's message, a `Write`'s confirmation.
+        Payload::ToolRecorded(p) => (
+            Kind::ToolOutput,
+            Some(p.tool_name.clone()),
+            p.output.clone()?,
+        ),
         Payload::Notification(p) => (Kind::Message, None, p.message.clone()?),
         Payload::ErrorReported(p) => {
             let mut text = p.message.clone();
@@ -144,6 +151,7 @@ pub(crate) fn has_text(ty: EventType) -> bool {
             | EventType::CommandRequested
             | EventType::PermissionRequested
             | EventType::LateEvidence
+            | EventType::ToolRecorded
             | EventType::Notification
             | EventType::ErrorReported
             | EventType::CompactionCompleted
@@ -177,6 +185,28 @@ fn push_value(text: &mut String, value: &serde_json::Value) {
         Value::Array(items) => items.iter().for_each(|v| push_value(text, v)),
         Value::Object(map) => map.values().for_each(|v| push_value(text, v)),
         Value::Null | Value::Bool(_) => {}
+    }
+}
+
+/// Each string of a JSON value (a hook's tool content), trimmed, in
+/// document order: the pieces a record's text of the same result may
+/// equal (Copilot's hook wraps the text the record keeps in an object).
+pub(crate) fn output_pieces(json: Option<&Json>) -> Vec<String> {
+    let Some(value) = json.and_then(|j| serde_json::from_str(j.as_str()).ok()) else {
+        return Vec::new();
+    };
+    let mut pieces = Vec::new();
+    collect_strings(&value, &mut pieces);
+    pieces
+}
+
+fn collect_strings(value: &serde_json::Value, out: &mut Vec<String>) {
+    use serde_json::Value;
+    match value {
+        Value::String(s) if !s.trim().is_empty() => out.push(s.trim().to_string()),
+        Value::Array(items) => items.iter().for_each(|v| collect_strings(v, out)),
+        Value::Object(map) => map.values().for_each(|v| collect_strings(v, out)),
+        _ => {}
     }
 }
 

@@ -602,24 +602,6 @@ impl RecordFollow {
     }
 }
 
-/// The `tool.recorded` of a call's start.
-fn recorded_call(
-    record: RecordAt,
-    span: Option<EventId>,
-    call: RecordedCall,
-    turn_id: Option<String>,
-) -> Payload {
-    Payload::ToolRecorded(ToolRecorded {
-        record,
-        span_request_event_id: span,
-        tool_call_id: call.tool_call_id,
-        tool_name: call.tool_name,
-        turn_id,
-        success: None,
-        exit_code: None,
-    })
-}
-
 fn from_record() -> Provenance {
     Provenance {
         attestation: Attestation::Record,

@@ -432,6 +432,13 @@ impl RecordFollow {
             .or_else(|| joined.as_ref().map(|(_, name)| name.clone()))
             .unwrap_or_else(|| "unknown".to_string());
         let span = joined.map(|(id, _)| id);
+        let (output, output_cut_bytes) = match result.output {
+            Some(text) => {
+                let (text, cut) = ToolRecorded::capped_output(text);
+                (Some(text), cut)
+            }
+            None => (None, None),
+        };
         Payload::ToolRecorded(ToolRecorded {
             record: RecordAt {
                 path: path.to_string(),
@@ -443,6 +450,28 @@ impl RecordFollow {
             turn_id: result.turn_id,
             success: result.success,
             exit_code: result.exit_code,
+            output,
+            output_cut_bytes,
         })
     }
+}
+
+/// The `tool.recorded` of a call's start.
+fn recorded_call(
+    record: RecordAt,
+    span: Option<EventId>,
+    call: RecordedCall,
+    turn_id: Option<String>,
+) -> Payload {
+    Payload::ToolRecorded(ToolRecorded {
+        record,
+        span_request_event_id: span,
+        tool_call_id: call.tool_call_id,
+        tool_name: call.tool_name,
+        turn_id,
+        success: None,
+        exit_code: None,
+        output: None,
+        output_cut_bytes: None,
+    })
 }

@@ -13,6 +13,7 @@
 use serde::Deserialize;
 use serde::de::{SeqAccess, Visitor};
 
+use crate::agents::result_text::result_text;
 use crate::agents::wire::raw_json;
 use crate::contract::Json;
 
@@ -32,6 +33,9 @@ pub(super) struct Block {
     pub input: Option<Json>,
     pub tool_use_id: Option<String>,
     pub is_error: Option<bool>,
+    /// A `tool_result`'s content, as text (see `result_text`).
+    #[serde(default, deserialize_with = "result_text")]
+    pub content: Option<String>,
 }
 
 /// A user message's content.

@@ -13,7 +13,7 @@
 //!   ([`RecordItem::UserMessage`], plus the line's session metadata);
 //!   every `tool_result` block is a [`RecordItem::ToolFinished`]
 //!   (`is_error` gives `success`, its absence meaning success; the record
-//!   has no exit code).
+//!   has no exit code; its content's text is the output).
 //! - `assistant`: one item per meaning: `thinking` (its `signature` is the
 //!   continuation) and `redacted_thinking` are reasoning; the text blocks,
 //!   joined by newlines, and the `tool_use` ids are the message; each
@@ -327,7 +327,9 @@ fn user<M>(frame: &Frame<'_, M>, content: Content, at: &RecordAt) -> RecordLine 
         Content::Blocks(blocks) => blocks.into_iter().fold((vec![], vec![]), |mut acc, b| {
             match (b.kind.as_str(), b.text, b.tool_use_id) {
                 ("text", Some(text), _) => acc.0.push(text),
-                ("tool_result", _, Some(id)) => acc.1.push(tool_finished(id, b.is_error, turn)),
+                ("tool_result", _, Some(id)) => {
+                    acc.1.push(tool_finished(id, b.is_error, b.content, turn))
+                }
                 _ => {}
             }
             acc
@@ -349,13 +351,19 @@ fn user<M>(frame: &Frame<'_, M>, content: Content, at: &RecordAt) -> RecordLine 
     frame.line(items)
 }
 
-fn tool_finished(id: String, is_error: Option<bool>, turn: Option<&str>) -> RecordItem {
+fn tool_finished(
+    id: String,
+    is_error: Option<bool>,
+    output: Option<String>,
+    turn: Option<&str>,
+) -> RecordItem {
     RecordItem::ToolFinished(RecordedResult {
         tool_call_id: id,
         // Claude Code writes `is_error` only on a failure.
         success: Some(!is_error.unwrap_or(false)),
         exit_code: None,
         turn_id: turn.map(String::from),
+        output,
     })
 }
 

@@ -61,17 +61,50 @@ fn tool_results_are_finished_calls_and_not_messages() {
             {"type":"tool_result","tool_use_id":"t2","content":"y","is_error":false}]}}"#,
     );
     assert_eq!(line.agent_id.as_deref(), Some("a9"));
-    let finished = |id: &str, ok| {
+    let finished = |id: &str, ok, text: &str| {
         RecordItem::ToolFinished(RecordedResult {
             tool_call_id: id.into(),
             success: Some(ok),
             exit_code: None,
             turn_id: Some("p".into()),
+            output: Some(text.into()),
         })
     };
     assert_eq!(
         line.items,
-        vec![finished("t1", false), finished("t2", true)]
+        vec![finished("t1", false, "x"), finished("t2", true, "y")]
+    );
+}
+
+/// A result's content, a string or text blocks, is its output (an image
+/// block is not text); one without content has none.
+#[test]
+fn a_results_content_is_its_output() {
+    let line = read(
+        r#"{"type":"user","promptId":"p","message":{"content":[
+            {"type":"tool_result","tool_use_id":"t1","content":[
+                {"type":"text","text":"Async agent launched successfully."},
+                {"type":"image","source":{"type":"base64","data":"AAAA"}},
+                {"type":"text","text":"agentId: a1"}]},
+            {"type":"tool_result","tool_use_id":"t2","is_error":true,
+                "content":"touch in '/p/not-allowed.txt' needs approval."},
+            {"type":"tool_result","tool_use_id":"t3"}]}}"#,
+    );
+    let outputs: Vec<_> = line
+        .items
+        .iter()
+        .map(|item| match item {
+            RecordItem::ToolFinished(done) => done.output.as_deref(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        outputs,
+        [
+            Some("Async agent launched successfully.\nagentId: a1"),
+            Some("touch in '/p/not-allowed.txt' needs approval."),
+            None,
+        ]
     );
 }
 

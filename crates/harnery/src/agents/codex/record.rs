@@ -352,6 +352,7 @@ fn finished(item: &ItemWire, turn: &Option<String>) -> Vec<RecordItem> {
         success: exit_code.map(|code| code == 0).or(aborted.then_some(false)),
         exit_code,
         turn_id: turn.clone(),
+        output: None,
     })]
 }
 

@@ -35,6 +35,7 @@ use serde_json::value::RawValue;
 use crate::agents::record::{
     LineMark, RecordItem, RecordLine, RecordedCall, RecordedResult, millis, parse_frame, time_ns,
 };
+use crate::agents::result_text::result_text;
 use crate::agents::wire::{input_digest, normalize_input, parse_payload, raw_json};
 use crate::contract::{
     Json, MessageAssistant, MessageUser, ReasoningRecorded, RecordAt, SessionMetadata,
@@ -132,10 +133,18 @@ struct Data {
     arguments: Option<serde_json::Value>,
     success: Option<bool>,
     shell_execution: Option<ShellWire>,
+    result: Option<ResultWire>,
     usage: Option<UsageWire>,
     // Shutdown: the session's totals per model, cumulative over resumes.
     #[serde(default)]
     model_metrics: BTreeMap<String, Box<RawValue>>,
+}
+
+/// A tool's result: the text the model was given.
+#[derive(Deserialize)]
+struct ResultWire {
+    #[serde(default, deserialize_with = "result_text")]
+    content: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -364,6 +373,7 @@ fn tool_finished(data: &Data) -> Option<RecordItem> {
         success: data.success,
         exit_code: data.shell_execution.as_ref().and_then(|s| s.exit_code),
         turn_id: data.turn_id.clone(),
+        output: data.result.as_ref().and_then(|r| r.content.clone()),
     }))
 }
 
@@ -559,7 +569,7 @@ mod tests {
         );
         let done = read(
             "tool.execution_complete",
-            r#"{"toolCallId":"c1","success":false,"shellExecution":{"exitCode":3},"turnId":"2"}"#,
+            r#"{"toolCallId":"c1","success":false,"shellExecution":{"exitCode":3},"turnId":"2","result":{"content":"boom\n<shellId: 0 completed with exit code 3>"}}"#,
         );
         assert_eq!(
             done.items,
@@ -568,8 +578,21 @@ mod tests {
                 success: Some(false),
                 exit_code: Some(3),
                 turn_id: Some("2".into()),
+                output: Some("boom\n<shellId: 0 completed with exit code 3>".into()),
             })]
         );
+        // A result in a shape without text is no output, and no error.
+        let odd = read(
+            "tool.execution_complete",
+            r#"{"toolCallId":"c2","success":true,"result":{"content":{"lines":3}}}"#,
+        );
+        assert!(matches!(
+            &odd.items[..],
+            [RecordItem::ToolFinished(RecordedResult {
+                output: None,
+                ..
+            })]
+        ));
     }
 
     #[test]

@@ -380,6 +380,7 @@ fn tool_items(call: &CallWire) -> Vec<RecordItem> {
         success,
         exit_code,
         turn_id: None,
+        output: None,
     });
     vec![started, finished]
 }

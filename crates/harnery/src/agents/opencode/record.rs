@@ -229,6 +229,7 @@ fn tool_items(row: &Row, part: &Value) -> Vec<RecordItem> {
             success: Some(success),
             exit_code,
             turn_id: None,
+            output: None,
         }));
     }
     items

@@ -316,6 +316,7 @@ fn tool_results(frame: &Frame) -> Vec<RecordItem> {
                 exit_code: result.and_then(exit_code),
                 tool_call_id: id,
                 turn_id: None,
+                output: None,
             })
         })
         .collect()

@@ -153,6 +153,7 @@ fn subagent_call(event: &UiEvent) -> Vec<RecordItem> {
             success: event.success,
             exit_code: None,
             turn_id: None,
+            output: None,
         }),
     ]
 }

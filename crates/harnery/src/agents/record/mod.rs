@@ -158,6 +158,10 @@ pub struct RecordedResult {
     /// A shell tool's exit code (Copilot `shellExecution.exitCode`).
     pub exit_code: Option<i64>,
     pub turn_id: Option<String>,
+    /// The result's text, whole, as the record gives it to the model
+    /// (Claude Code's `tool_result` content, Copilot's `result.content`);
+    /// `tool.recorded` keeps its first `OUTPUT_CAP` bytes.
+    pub output: Option<String>,
 }
 
 /// The keys [`path_in_payload`] and [`subagent_record_in_payload`] look

@@ -276,6 +276,8 @@ fn what_later_rows_say_reaches_a_span_written_at_its_terminal() {
         turn_id: Some("t1".into()),
         success: Some(true),
         exit_code: None,
+        output: None,
+        output_cut_bytes: None,
     };
     s.push(
         70,
