@@ -134,6 +134,37 @@ fn every_session_arrives_as_one_trace_and_a_repeat_adds_nothing() {
     }
 }
 
+/// Each span as the receiver decoded it, with its resource, by ids.
+fn decoded(receiver: &Receiver) -> BTreeMap<(Vec<u8>, Vec<u8>), String> {
+    let mut out = BTreeMap::new();
+    for request in receiver.taken() {
+        for rs in &request.resource_spans {
+            for ss in &rs.scope_spans {
+                for span in &ss.spans {
+                    let key = (span.trace_id.clone(), span.span_id.clone());
+                    let text = format!("{:?} {:?} {span:?}", rs.resource, ss.scope);
+                    assert!(out.insert(key, text).is_none());
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn protobuf_carries_exactly_what_json_says() {
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    three_sessions(home);
+    let json = Receiver::start();
+    let proto = Receiver::start();
+    summary(&push(home, &json.url(), &["--protocol", "http/json"]));
+    summary(&push(home, &proto.url(), &["--protocol", "http/protobuf"]));
+    let (json, proto) = (decoded(&json), decoded(&proto));
+    assert_eq!(json.len(), exported(home).len());
+    assert_eq!(json, proto);
+}
+
 #[test]
 fn a_growing_session_sends_its_new_and_changed_spans_once() {
     let home = tempfile::tempdir().unwrap();

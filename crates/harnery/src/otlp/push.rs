@@ -256,11 +256,7 @@ impl<'d> Pusher<'d> {
         }
         let body = match self.settings.protocol {
             Protocol::Json => text.into_bytes(),
-            Protocol::Protobuf => {
-                let value: serde_json::Value =
-                    serde_json::from_str(&text).map_err(|e| shape(&e.to_string()))?;
-                encode_request(&value)?
-            }
+            Protocol::Protobuf => encode_request(&text)?,
         };
         let partial = self.send(&body)?;
         self.summary.requests += 1;
