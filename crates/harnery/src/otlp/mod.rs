@@ -63,12 +63,17 @@ pub fn push(
     let shape = shape_of();
     let mut read: Vec<(SessionKey, SessionMark)> = Vec::new();
     let mut unchanged = 0u64;
-    let mut gate = |place: &str, session: &SessionRef, head: u64| {
+    let mut gate = |place: &str, session: &SessionRef, head: Option<u64>| {
         let key = (
             place.to_owned(),
             session.adapter.as_str().to_owned(),
             session.session_id.clone(),
         );
+        let Some(head) = head else {
+            // Not read whole: its spans may not all have gone.
+            read.retain(|(k, _)| *k != key);
+            return false;
+        };
         if marks
             .get(&key)
             .is_some_and(|(taken, was)| *taken == head && *was == shape)

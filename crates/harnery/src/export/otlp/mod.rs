@@ -154,7 +154,7 @@ pub fn write_to<W: Write + Send>(
                     // The head is read before the rows: rows added
                     // meanwhile make the next push read the session again.
                     let head = ledger.events().session_head(&session)?;
-                    if !gate(&place, &session, head) {
+                    if !gate(&place, &session, Some(head)) {
                         continue;
                     }
                 }
@@ -164,7 +164,13 @@ pub fn write_to<W: Write + Send>(
                     source: i,
                     traced,
                 };
-                if !reader.send_runs(session, notes, feed, progress)? {
+                let sent = reader.send_runs(session.clone(), notes, feed, progress);
+                if sent.is_err()
+                    && let Some(gate) = gate.as_deref_mut()
+                {
+                    gate(&place, &session, None);
+                }
+                if !sent? {
                     return Ok(false);
                 }
             }
@@ -187,8 +193,10 @@ pub fn write_to<W: Write + Send>(
 /// Asked before a session is read, with the place its rows come from (the
 /// epoch), the session and its head (one past its last offset): whether
 /// to read it. A push passes over the sessions an endpoint already took
-/// as they are.
-pub type SessionGate<'g> = dyn FnMut(&str, &SessionRef, u64) -> bool + 'g;
+/// as they are. Told `None` (the answer unused) where a session it let
+/// through could not be read (an epoch set aside mid-read): it was not
+/// written whole.
+pub type SessionGate<'g> = dyn FnMut(&str, &SessionRef, Option<u64>) -> bool + 'g;
 
 /// The writer's side of OTLP: the documents, the rows left out so far,
 /// and the trace of the session being read.
