@@ -131,8 +131,15 @@ fn run_push(a: PushArgs) -> CmdResult {
 fn text(s: &PushSummary) -> String {
     let verb = if s.dry_run { "would send" } else { "sent" };
     let mut out = format!(
-        "{}: {verb} {} spans of {} traces in {} requests ({}); {} spans already there\n",
-        s.endpoint, s.spans_sent, s.traces, s.requests, s.protocol, s.spans_unchanged
+        "{}: {verb} {} spans of {} traces in {} requests ({}); {} spans already there; \
+         {} sessions unchanged since the last push\n",
+        s.endpoint,
+        s.spans_sent,
+        s.traces,
+        s.requests,
+        s.protocol,
+        s.spans_unchanged,
+        s.sessions_unchanged
     );
     if s.retries > 0 {
         out.push_str(&format!("{} requests tried again\n", s.retries));

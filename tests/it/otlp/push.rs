@@ -117,9 +117,52 @@ fn every_session_arrives_as_one_trace_and_a_repeat_adds_nothing() {
 
         let again = summary(&push(home, &receiver.url(), &["--protocol", protocol]));
         assert_eq!(again["spans_sent"], 0);
-        assert_eq!(again["spans_unchanged"], got.len());
+        // Passed over unread: no session grew since the endpoint took it.
+        assert_eq!(again["sessions_unchanged"], 3);
+        assert_eq!(again["spans_unchanged"], 0);
+        // Forgetting the sessions (not the spans) reads them all again,
+        // and every span is found taken as it is.
+        let record = home.join("otlp/delivered.sqlite");
+        let db = rusqlite::Connection::open(&record).unwrap();
+        db.execute("DELETE FROM sessions", []).unwrap();
+        drop(db);
+        let read = summary(&push(home, &receiver.url(), &["--protocol", protocol]));
+        assert_eq!(read["spans_sent"], 0);
+        assert_eq!(read["sessions_unchanged"], 0);
+        assert_eq!(read["spans_unchanged"], got.len());
         assert_eq!(receiver.spans().len(), got.len(), "a repeat adds nothing");
     }
+}
+
+/// Each span as the receiver decoded it, with its resource, by ids.
+fn decoded(receiver: &Receiver) -> BTreeMap<(Vec<u8>, Vec<u8>), String> {
+    let mut out = BTreeMap::new();
+    for request in receiver.taken() {
+        for rs in &request.resource_spans {
+            for ss in &rs.scope_spans {
+                for span in &ss.spans {
+                    let key = (span.trace_id.clone(), span.span_id.clone());
+                    let text = format!("{:?} {:?} {span:?}", rs.resource, ss.scope);
+                    assert!(out.insert(key, text).is_none());
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn protobuf_carries_exactly_what_json_says() {
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    three_sessions(home);
+    let json = Receiver::start();
+    let proto = Receiver::start();
+    summary(&push(home, &json.url(), &["--protocol", "http/json"]));
+    summary(&push(home, &proto.url(), &["--protocol", "http/protobuf"]));
+    let (json, proto) = (decoded(&json), decoded(&proto));
+    assert_eq!(json.len(), exported(home).len());
+    assert_eq!(json, proto);
 }
 
 #[test]
@@ -155,6 +198,8 @@ fn a_growing_session_sends_its_new_and_changed_spans_once() {
     assert!(new.iter().all(|g| g.name != "execute_tool Bash"
         || !before.contains_key(&(g.trace.clone(), g.span.clone()))));
     assert_eq!(second["spans_sent"], 5);
+    // s-a and s-b did not grow: passed over unread.
+    assert_eq!(second["sessions_unchanged"], 2);
     assert_eq!(ids(&got), after.keys().cloned().collect());
 }
 

@@ -44,6 +44,8 @@ pub enum Plan {
 #[derive(Default)]
 struct State {
     spans: Vec<Got>,
+    /// Every request taken, as decoded.
+    taken: Vec<ExportTraceServiceRequest>,
     requests: usize,
     content_types: Vec<String>,
     headers: Vec<String>,
@@ -110,6 +112,11 @@ impl Receiver {
 
     pub fn spans(&self) -> Vec<Got> {
         self.state.lock().unwrap().spans.clone()
+    }
+
+    /// Every request the receiver took (answered 200), as decoded.
+    pub fn taken(&self) -> Vec<ExportTraceServiceRequest> {
+        self.state.lock().unwrap().taken.clone()
     }
 
     pub fn requests(&self) -> usize {
@@ -201,6 +208,7 @@ fn serve(conn: TcpStream, state: &Mutex<State>) {
                 });
             }
         }
+        s.taken.push(request);
     }
     drop(s);
     let response = ExportTraceServiceResponse {

@@ -6,10 +6,19 @@
 //! grew), and records spans only after the receiver took them, so a push
 //! killed at any moment resends at most what was in flight; the ids being
 //! derived from the ledger, a resend names the same spans again.
+//!
+//! Beside the spans, one row per endpoint and session: the session's head
+//! (one past its last offset) in its epoch when a push that read it
+//! ended with every span taken, and the shape the spans had then (the
+//! build and the content mode). The ledger only grows, so a session whose
+//! head and shape are the same has nothing new, and a push passes over it
+//! without reading it; a session that grew is read and its spans checked
+//! one by one as above.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, params};
 
 use crate::home::Home;
 
@@ -47,7 +56,21 @@ CREATE TABLE IF NOT EXISTS spans (
     digest BLOB NOT NULL,
     PRIMARY KEY (endpoint, span)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS sessions (
+    endpoint INTEGER NOT NULL,
+    place TEXT NOT NULL,
+    adapter TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    head INTEGER NOT NULL,
+    shape TEXT NOT NULL,
+    PRIMARY KEY (endpoint, place, adapter, session_id)
+) WITHOUT ROWID;
 ";
+
+/// A session as the gate names it: its place (epoch), adapter and id.
+pub type SessionKey = (String, String, String);
+/// What an endpoint took of a session: its head and the spans' shape.
+pub type SessionMark = (u64, String);
 
 impl Delivered {
     /// The file's path in `home`.
@@ -100,17 +123,82 @@ impl Delivered {
         }
     }
 
-    /// Whether the endpoint has taken this span as it is now.
-    pub fn has(&self, key: &SpanKey, digest: &Digest) -> Result<bool, DeliveredError> {
+    /// The digests the endpoint took of the spans of `trace`, one range
+    /// of the key read at once into `into`.
+    pub fn trace_digests(
+        &self,
+        trace: &[u8; 16],
+        into: &mut HashMap<SpanKey, Digest>,
+    ) -> Result<(), DeliveredError> {
         let mut stmt = self
             .conn
-            .prepare_cached("SELECT digest FROM spans WHERE endpoint = ?1 AND span = ?2")
+            .prepare_cached(
+                "SELECT span, digest FROM spans WHERE endpoint = ?1 AND span >= ?2 AND span < ?3",
+            )
             .map_err(|e| self.err(e))?;
-        let found: Option<Vec<u8>> = stmt
-            .query_row(params![self.endpoint, &key[..]], |r| r.get(0))
-            .optional()
+        let mut low = [0u8; 24];
+        low[..16].copy_from_slice(trace);
+        let mut high = [0xffu8; 25];
+        high[..16].copy_from_slice(trace);
+        let mut rows = stmt
+            .query(params![self.endpoint, &low[..], &high[..]])
             .map_err(|e| self.err(e))?;
-        Ok(found.as_deref() == Some(&digest[..]))
+        while let Some(row) = rows.next().map_err(|e| self.err(e))? {
+            let span: Vec<u8> = row.get(0).map_err(|e| self.err(e))?;
+            let digest: Vec<u8> = row.get(1).map_err(|e| self.err(e))?;
+            if let (Ok(span), Ok(digest)) = (span.try_into(), digest.try_into()) {
+                into.insert(span, digest);
+            }
+        }
+        Ok(())
+    }
+
+    /// What the endpoint took of each session, as the last push that read
+    /// it left it.
+    pub fn sessions(&self) -> Result<HashMap<SessionKey, SessionMark>, DeliveredError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT place, adapter, session_id, head, shape FROM sessions WHERE endpoint = ?1",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([self.endpoint], |r| {
+                Ok((
+                    (r.get(0)?, r.get(1)?, r.get(2)?),
+                    (r.get::<_, i64>(3)? as u64, r.get(4)?),
+                ))
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
+    /// The endpoint took every span of these sessions, as they were at
+    /// these heads.
+    pub fn record_sessions(
+        &mut self,
+        sessions: &[(SessionKey, SessionMark)],
+    ) -> Result<(), DeliveredError> {
+        let endpoint = self.endpoint;
+        let path = self.path.clone();
+        let err = |source| DeliveredError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(err)?;
+        {
+            let mut stmt = tx
+                .prepare_cached(
+                    "INSERT OR REPLACE INTO sessions (endpoint, place, adapter, session_id, head, shape) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                )
+                .map_err(err)?;
+            for ((place, adapter, id), (head, shape)) in sessions {
+                stmt.execute(params![endpoint, place, adapter, id, *head as i64, shape])
+                    .map_err(err)?;
+            }
+        }
+        tx.commit().map_err(err)
     }
 
     /// The endpoint took these spans.
@@ -150,6 +238,9 @@ impl Delivered {
     pub fn forget(&mut self) -> Result<(), DeliveredError> {
         self.conn
             .execute("DELETE FROM spans WHERE endpoint = ?1", [self.endpoint])
+            .map_err(|e| self.err(e))?;
+        self.conn
+            .execute("DELETE FROM sessions WHERE endpoint = ?1", [self.endpoint])
             .map_err(|e| self.err(e))?;
         Ok(())
     }

@@ -22,12 +22,13 @@ pub mod proto;
 pub mod push;
 pub mod settings;
 
+use crate::contract::SessionRef;
 use crate::export::otlp::write_to;
 use crate::export::source::Source;
 use crate::home::Home;
 use crate::progress::Progress;
 use crate::report::epochs::Epochs;
-use delivered::Delivered;
+use delivered::{Delivered, SessionKey, SessionMark};
 use push::Pusher;
 pub use push::{PushError, PushOptions, PushSummary};
 pub use settings::{Layer, Protocol, Settings};
@@ -58,6 +59,31 @@ pub fn push(
     if resend && !options.dry_run {
         delivered.forget()?;
     }
+    let marks = delivered.sessions()?;
+    let shape = shape_of();
+    let mut read: Vec<(SessionKey, SessionMark)> = Vec::new();
+    let mut unchanged = 0u64;
+    let mut gate = |place: &str, session: &SessionRef, head: Option<u64>| {
+        let key = (
+            place.to_owned(),
+            session.adapter.as_str().to_owned(),
+            session.session_id.clone(),
+        );
+        let Some(head) = head else {
+            // Not read whole: its spans may not all have gone.
+            read.retain(|(k, _)| *k != key);
+            return false;
+        };
+        if marks
+            .get(&key)
+            .is_some_and(|(taken, was)| *taken == head && *was == shape)
+        {
+            unchanged += 1;
+            return false;
+        }
+        read.push((key, (head, shape.clone())));
+        true
+    };
     let mut pusher = Pusher::new(settings, options, &mut delivered);
     let written = write_to(
         epochs,
@@ -66,6 +92,7 @@ pub fn push(
         &mut pusher,
         options.spans_per_request,
         progress,
+        Some(&mut gate),
     )
     .map(|(n, _)| n);
     if let Some(failure) = pusher.failure.take() {
@@ -73,7 +100,21 @@ pub fn push(
     }
     let left_out = written?;
     pusher.finish()?;
-    let mut summary = pusher.summary;
+    let mut summary = std::mem::take(&mut pusher.summary);
     summary.rows_left_out = left_out;
+    summary.sessions_unchanged = unchanged;
+    // Every span read was taken: the sessions read need not be read
+    // again until they grow (or the spans' shape changes). A push that
+    // stopped early records none, and the next one reads them.
+    if !options.dry_run {
+        delivered.record_sessions(&read)?;
+    }
     Ok(summary)
+}
+
+/// The shape a session's spans have in this build: a new build may write
+/// a span differently, and then every session is read again (its spans
+/// still sent only where they differ).
+fn shape_of() -> String {
+    format!("harnery {}", env!("CARGO_PKG_VERSION"))
 }

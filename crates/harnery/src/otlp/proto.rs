@@ -1,12 +1,15 @@
 //! OTLP's protobuf wire form, written by hand: an
 //! `ExportTraceServiceRequest` encoded from the OTLP/JSON document the
-//! export writes (the two are the same message; the JSON form spells ids
+//! export writes (read into borrowed types, no tree of values) (the two are the same message; the JSON form spells ids
 //! in hex and 64-bit numbers as decimal strings), and the
 //! `ExportTraceServiceResponse`'s partial success read back. Field numbers
 //! are those of `opentelemetry/proto/{trace,common,resource}/v1` and
 //! `collector/trace/v1`.
 
-use serde_json::{Map, Value};
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::Value;
 
 /// Why a document could not be encoded: a field of the wrong shape.
 #[derive(Debug, thiserror::Error)]
@@ -79,119 +82,230 @@ fn hex(text: &str, len: usize, what: &str) -> Result<Vec<u8>, ShapeError> {
 }
 
 /// A 64-bit number as OTLP/JSON writes it: a decimal string or a number.
-fn number(v: &Value, what: &str) -> Result<i64, ShapeError> {
-    match v {
-        Value::String(s) => s
-            .parse()
-            .map_err(|_| ShapeError(format!("{what} {s:?} is not a number"))),
-        Value::Number(n) => n
-            .as_i64()
-            .ok_or_else(|| ShapeError(format!("{what} {n} is not an integer"))),
-        _ => Err(bad(what)),
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Num<'a> {
+    Int(i64),
+    #[serde(borrow)]
+    Text(Cow<'a, str>),
+}
+
+impl Num<'_> {
+    fn get(&self, what: &str) -> Result<i64, ShapeError> {
+        match self {
+            Num::Int(n) => Ok(*n),
+            Num::Text(s) => s
+                .parse()
+                .map_err(|_| ShapeError(format!("{what} {s:?} is not a number"))),
+        }
     }
 }
 
-fn list<'a>(obj: &'a Map<String, Value>, name: &str) -> &'a [Value] {
-    obj.get(name)
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice)
+// The OTLP/JSON document as typed, borrowed where no escape was undone,
+// read straight from the text (no tree of values in between).
+
+#[derive(Deserialize)]
+struct Request<'a> {
+    #[serde(rename = "resourceSpans", borrow, default)]
+    resource_spans: Vec<ResourceSpans<'a>>,
 }
 
-fn object<'a>(v: &'a Value, what: &str) -> Result<&'a Map<String, Value>, ShapeError> {
-    v.as_object().ok_or_else(|| bad(what))
+#[derive(Deserialize)]
+struct ResourceSpans<'a> {
+    #[serde(borrow)]
+    resource: Option<Attributed<'a>>,
+    #[serde(rename = "scopeSpans", borrow, default)]
+    scope_spans: Vec<ScopeSpans<'a>>,
+    #[serde(rename = "schemaUrl", borrow)]
+    schema_url: Option<Cow<'a, str>>,
 }
 
-fn string_field(out: &mut Vec<u8>, field: u32, obj: &Map<String, Value>, name: &str) {
-    if let Some(s) = obj.get(name).and_then(Value::as_str)
+#[derive(Deserialize)]
+struct Attributed<'a> {
+    #[serde(borrow, default)]
+    attributes: Vec<KeyValue<'a>>,
+}
+
+#[derive(Deserialize)]
+struct ScopeSpans<'a> {
+    #[serde(borrow)]
+    scope: Option<Scope<'a>>,
+    #[serde(borrow, default)]
+    spans: Vec<Span<'a>>,
+    #[serde(rename = "schemaUrl", borrow)]
+    schema_url: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct Scope<'a> {
+    #[serde(borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    version: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    attributes: Vec<KeyValue<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Span<'a> {
+    #[serde(rename = "traceId", borrow)]
+    trace_id: Option<Cow<'a, str>>,
+    #[serde(rename = "spanId", borrow)]
+    span_id: Option<Cow<'a, str>>,
+    #[serde(rename = "traceState", borrow)]
+    trace_state: Option<Cow<'a, str>>,
+    #[serde(rename = "parentSpanId", borrow)]
+    parent_span_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    kind: Option<Num<'a>>,
+    #[serde(rename = "startTimeUnixNano", borrow)]
+    start: Option<Num<'a>>,
+    #[serde(rename = "endTimeUnixNano", borrow)]
+    end: Option<Num<'a>>,
+    #[serde(borrow, default)]
+    attributes: Vec<KeyValue<'a>>,
+    #[serde(borrow, default)]
+    events: Vec<SpanEvent<'a>>,
+    #[serde(borrow)]
+    status: Option<Status<'a>>,
+}
+
+#[derive(Deserialize)]
+struct SpanEvent<'a> {
+    #[serde(rename = "timeUnixNano", borrow)]
+    time: Option<Num<'a>>,
+    #[serde(borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    attributes: Vec<KeyValue<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Status<'a> {
+    #[serde(borrow)]
+    message: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    code: Option<Num<'a>>,
+}
+
+#[derive(Deserialize)]
+struct KeyValue<'a> {
+    #[serde(borrow)]
+    key: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    value: Option<AnyValue<'a>>,
+}
+
+#[derive(Deserialize)]
+struct AnyValue<'a> {
+    #[serde(rename = "stringValue", borrow)]
+    string: Option<Cow<'a, str>>,
+    #[serde(rename = "boolValue")]
+    boolean: Option<bool>,
+    #[serde(rename = "intValue", borrow)]
+    int: Option<Num<'a>>,
+    #[serde(rename = "doubleValue")]
+    double: Option<f64>,
+    #[serde(rename = "arrayValue", borrow)]
+    array: Option<Values<AnyValue<'a>>>,
+    #[serde(rename = "kvlistValue", borrow)]
+    kvlist: Option<Values<KeyValue<'a>>>,
+}
+
+#[derive(Deserialize)]
+struct Values<T> {
+    #[serde(default = "Vec::new")]
+    values: Vec<T>,
+}
+
+fn string_field(out: &mut Vec<u8>, field: u32, s: &Option<Cow<'_, str>>) {
+    if let Some(s) = s
         && !s.is_empty()
     {
         bytes_field(out, field, s.as_bytes());
     }
 }
 
-/// `ExportTraceServiceRequest` from its OTLP/JSON form.
-pub fn encode_request(doc: &Value) -> Result<Vec<u8>, ShapeError> {
-    let doc = object(doc, "not an object")?;
-    let mut out = Vec::new();
-    for rs in list(doc, "resourceSpans") {
-        message(&mut out, 1, |b| {
-            resource_spans(b, object(rs, "resourceSpans")?)
-        })?;
+/// `ExportTraceServiceRequest` from its OTLP/JSON text.
+pub fn encode_request(text: &str) -> Result<Vec<u8>, ShapeError> {
+    let doc: Request<'_> = serde_json::from_str(text).map_err(|e| ShapeError(format!("{e}")))?;
+    let mut out = Vec::with_capacity(text.len() / 2);
+    for rs in &doc.resource_spans {
+        message(&mut out, 1, |b| resource_spans(b, rs))?;
     }
     Ok(out)
 }
 
-fn resource_spans(out: &mut Vec<u8>, rs: &Map<String, Value>) -> Result<(), ShapeError> {
-    if let Some(resource) = rs.get("resource") {
-        let resource = object(resource, "resource")?;
-        message(out, 1, |b| attributes(b, 1, resource))?;
+fn resource_spans(out: &mut Vec<u8>, rs: &ResourceSpans<'_>) -> Result<(), ShapeError> {
+    if let Some(resource) = &rs.resource {
+        message(out, 1, |b| attributes(b, 1, &resource.attributes))?;
     }
-    for ss in list(rs, "scopeSpans") {
-        message(out, 2, |b| scope_spans(b, object(ss, "scopeSpans")?))?;
+    for ss in &rs.scope_spans {
+        message(out, 2, |b| scope_spans(b, ss))?;
     }
-    string_field(out, 3, rs, "schemaUrl");
+    string_field(out, 3, &rs.schema_url);
     Ok(())
 }
 
-fn scope_spans(out: &mut Vec<u8>, ss: &Map<String, Value>) -> Result<(), ShapeError> {
-    if let Some(scope) = ss.get("scope") {
-        let scope = object(scope, "scope")?;
+fn scope_spans(out: &mut Vec<u8>, ss: &ScopeSpans<'_>) -> Result<(), ShapeError> {
+    if let Some(scope) = &ss.scope {
         message(out, 1, |b| {
-            string_field(b, 1, scope, "name");
-            string_field(b, 2, scope, "version");
-            attributes(b, 3, scope)
+            string_field(b, 1, &scope.name);
+            string_field(b, 2, &scope.version);
+            attributes(b, 3, &scope.attributes)
         })?;
     }
-    for span in list(ss, "spans") {
-        message(out, 2, |b| encode_span(b, object(span, "span")?))?;
+    for span in &ss.spans {
+        message(out, 2, |b| encode_span(b, span))?;
     }
-    string_field(out, 3, ss, "schemaUrl");
+    string_field(out, 3, &ss.schema_url);
     Ok(())
 }
 
-fn encode_span(out: &mut Vec<u8>, s: &Map<String, Value>) -> Result<(), ShapeError> {
-    let id = |name: &str, len: usize| -> Result<Option<Vec<u8>>, ShapeError> {
-        match s.get(name).and_then(Value::as_str) {
-            Some(t) if !t.is_empty() => hex(t, len, name).map(Some),
-            _ => Ok(None),
-        }
+fn encode_span(out: &mut Vec<u8>, s: &Span<'_>) -> Result<(), ShapeError> {
+    let id = |text: &Option<Cow<'_, str>>, name: &str, len: usize| match text {
+        Some(t) if !t.is_empty() => hex(t, len, name).map(Some),
+        _ => Ok(None),
     };
-    let trace = id("traceId", 16)?.ok_or_else(|| bad("a span without traceId"))?;
-    let span = id("spanId", 8)?.ok_or_else(|| bad("a span without spanId"))?;
+    let trace = id(&s.trace_id, "traceId", 16)?.ok_or_else(|| bad("a span without traceId"))?;
+    let span = id(&s.span_id, "spanId", 8)?.ok_or_else(|| bad("a span without spanId"))?;
     bytes_field(out, 1, &trace);
     bytes_field(out, 2, &span);
-    string_field(out, 3, s, "traceState");
-    if let Some(parent) = id("parentSpanId", 8)? {
+    string_field(out, 3, &s.trace_state);
+    if let Some(parent) = id(&s.parent_span_id, "parentSpanId", 8)? {
         bytes_field(out, 4, &parent);
     }
-    string_field(out, 5, s, "name");
-    if let Some(kind) = s.get("kind") {
+    string_field(out, 5, &s.name);
+    if let Some(kind) = &s.kind {
         key(out, 6, VARINT);
-        varint(out, number(kind, "kind")? as u64);
+        varint(out, kind.get("kind")? as u64);
     }
-    for (field, name) in [(7, "startTimeUnixNano"), (8, "endTimeUnixNano")] {
-        if let Some(t) = s.get(name) {
-            fixed64(out, field, number(t, name)? as u64);
+    for (field, name, t) in [
+        (7, "startTimeUnixNano", &s.start),
+        (8, "endTimeUnixNano", &s.end),
+    ] {
+        if let Some(t) = t {
+            fixed64(out, field, t.get(name)? as u64);
         }
     }
-    attributes(out, 9, s)?;
-    for event in list(s, "events") {
-        let event = object(event, "event")?;
+    attributes(out, 9, &s.attributes)?;
+    for event in &s.events {
         message(out, 11, |b| {
-            if let Some(t) = event.get("timeUnixNano") {
-                fixed64(b, 1, number(t, "timeUnixNano")? as u64);
+            if let Some(t) = &event.time {
+                fixed64(b, 1, t.get("timeUnixNano")? as u64);
             }
-            string_field(b, 2, event, "name");
-            attributes(b, 3, event)
+            string_field(b, 2, &event.name);
+            attributes(b, 3, &event.attributes)
         })?;
     }
-    if let Some(status) = s.get("status") {
-        let status = object(status, "status")?;
+    if let Some(status) = &s.status {
         message(out, 15, |b| {
-            string_field(b, 2, status, "message");
-            if let Some(code) = status.get("code") {
+            string_field(b, 2, &status.message);
+            if let Some(code) = &status.code {
                 key(b, 3, VARINT);
-                varint(b, number(code, "status code")? as u64);
+                varint(b, code.get("status code")? as u64);
             }
             Ok(())
         })?;
@@ -199,49 +313,45 @@ fn encode_span(out: &mut Vec<u8>, s: &Map<String, Value>) -> Result<(), ShapeErr
     Ok(())
 }
 
-/// `obj`'s `attributes`, each a `KeyValue` in `field`.
-fn attributes(out: &mut Vec<u8>, field: u32, obj: &Map<String, Value>) -> Result<(), ShapeError> {
-    for kv in list(obj, "attributes") {
-        message(out, field, |b| key_value(b, object(kv, "attribute")?))?;
+/// `attributes`, each a `KeyValue` in `field`.
+fn attributes(out: &mut Vec<u8>, field: u32, kvs: &[KeyValue<'_>]) -> Result<(), ShapeError> {
+    for kv in kvs {
+        message(out, field, |b| key_value(b, kv))?;
     }
     Ok(())
 }
 
-fn key_value(out: &mut Vec<u8>, kv: &Map<String, Value>) -> Result<(), ShapeError> {
-    string_field(out, 1, kv, "key");
-    if let Some(v) = kv.get("value") {
-        message(out, 2, |b| any_value(b, object(v, "attribute value")?))?;
+fn key_value(out: &mut Vec<u8>, kv: &KeyValue<'_>) -> Result<(), ShapeError> {
+    string_field(out, 1, &kv.key);
+    if let Some(v) = &kv.value {
+        message(out, 2, |b| any_value(b, v))?;
     }
     Ok(())
 }
 
-fn any_value(out: &mut Vec<u8>, v: &Map<String, Value>) -> Result<(), ShapeError> {
-    if let Some(s) = v.get("stringValue") {
-        let s = s.as_str().ok_or_else(|| bad("stringValue"))?;
+fn any_value(out: &mut Vec<u8>, v: &AnyValue<'_>) -> Result<(), ShapeError> {
+    if let Some(s) = &v.string {
         bytes_field(out, 1, s.as_bytes());
-    } else if let Some(b) = v.get("boolValue") {
+    } else if let Some(b) = v.boolean {
         key(out, 2, VARINT);
-        varint(out, u64::from(b.as_bool().ok_or_else(|| bad("boolValue"))?));
-    } else if let Some(i) = v.get("intValue") {
+        varint(out, u64::from(b));
+    } else if let Some(i) = &v.int {
         key(out, 3, VARINT);
-        varint(out, number(i, "intValue")? as u64);
-    } else if let Some(d) = v.get("doubleValue") {
+        varint(out, i.get("intValue")? as u64);
+    } else if let Some(d) = v.double {
         key(out, 4, FIXED64);
-        let d = d.as_f64().ok_or_else(|| bad("doubleValue"))?;
         out.extend_from_slice(&d.to_le_bytes());
-    } else if let Some(a) = v.get("arrayValue") {
-        let a = object(a, "arrayValue")?;
+    } else if let Some(a) = &v.array {
         message(out, 5, |b| {
-            for item in list(a, "values") {
-                message(b, 1, |c| any_value(c, object(item, "array item")?))?;
+            for item in &a.values {
+                message(b, 1, |c| any_value(c, item))?;
             }
             Ok(())
         })?;
-    } else if let Some(kvs) = v.get("kvlistValue") {
-        let kvs = object(kvs, "kvlistValue")?;
+    } else if let Some(kvs) = &v.kvlist {
         message(out, 6, |b| {
-            for kv in list(kvs, "values") {
-                message(b, 1, |c| key_value(c, object(kv, "kvlist item")?))?;
+            for kv in &kvs.values {
+                message(b, 1, |c| key_value(c, kv))?;
             }
             Ok(())
         })?;
@@ -336,7 +446,12 @@ impl PartialSuccess {
             return out;
         };
         let rejected = p.get("rejectedSpans").or_else(|| p.get("rejected_spans"));
-        out.rejected_spans = rejected.and_then(|r| number(r, "").ok()).unwrap_or(0);
+        out.rejected_spans = rejected
+            .and_then(|r| match r {
+                Value::String(s) => s.parse().ok(),
+                other => other.as_i64(),
+            })
+            .unwrap_or(0);
         let message = p.get("errorMessage").or_else(|| p.get("error_message"));
         out.error_message = message
             .and_then(Value::as_str)
@@ -355,7 +470,7 @@ mod tests {
         let doc = serde_json::json!({"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"harnery"}}]},
             "scopeSpans":[{"scope":{"name":"harnery"},"spans":[{"traceId":"000102030405060708090a0b0c0d0e0f","spanId":"1011121314151617",
             "name":"turn","kind":1,"startTimeUnixNano":"5","endTimeUnixNano":"7","attributes":[{"key":"n","value":{"intValue":"-3"}}]}]}]}]});
-        let bytes = encode_request(&doc).unwrap();
+        let bytes = encode_request(&doc.to_string()).unwrap();
         let top = fields(&bytes).unwrap();
         let [Field::Bytes(1, rs)] = top.as_slice() else {
             panic!("one resourceSpans")
@@ -388,7 +503,7 @@ mod tests {
     #[test]
     fn a_bad_id_is_named() {
         let doc = serde_json::json!({"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"zz","spanId":"00"}]}]}]});
-        let e = encode_request(&doc).unwrap_err().to_string();
+        let e = encode_request(&doc.to_string()).unwrap_err().to_string();
         assert!(e.contains("traceId"), "{e}");
     }
 

@@ -6,7 +6,7 @@
 //! per line, each at most [`SPANS_PER_DOCUMENT`] spans), so a push holds
 //! what an export holds plus one document, whatever the ledger's size.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::{self, Write};
 use std::sync::Arc;
 use std::time::Duration;
@@ -46,6 +46,8 @@ pub struct PushSummary {
     pub spans_sent: u64,
     /// Spans the endpoint already had as they are.
     pub spans_unchanged: u64,
+    /// Sessions passed over unread: the endpoint took them as they are.
+    pub sessions_unchanged: u64,
     /// Spans the receiver said it rejected (partial success).
     pub rejected_spans: u64,
     /// The receivers' messages with those rejections (the first few).
@@ -156,6 +158,8 @@ pub struct Pusher<'d> {
     tls: Arc<rustls::ClientConfig>,
     line: Vec<u8>,
     traces: HashSet<[u8; 16]>,
+    /// What the endpoint took of the traces of the document at hand.
+    taken: HashMap<[u8; 16], HashMap<SpanKey, Digest>>,
     pub summary: PushSummary,
     /// Why the push stopped, where it did.
     pub failure: Option<PushError>,
@@ -180,6 +184,7 @@ impl<'d> Pusher<'d> {
             delivered,
             line: Vec::new(),
             traces: HashSet::new(),
+            taken: HashMap::new(),
             failure: None,
         }
     }
@@ -188,6 +193,7 @@ impl<'d> Pusher<'d> {
     fn document(&mut self, line: &[u8]) -> Result<(), PushError> {
         let doc: Doc<'_> = serde_json::from_slice(line)
             .map_err(|e| shape(&format!("a document does not parse: {e}")))?;
+        self.load_taken(&doc)?;
         let mut text = String::from("{\"resourceSpans\":[");
         let mut fresh: Vec<(SpanKey, Digest)> = Vec::new();
         let mut first_resource = true;
@@ -201,7 +207,9 @@ impl<'d> Pusher<'d> {
                     let key = span_key(&ids)?;
                     let hash = blake3::hash(span.get().as_bytes());
                     let digest: Digest = hash.as_bytes()[..16].try_into().expect("16 of 32 bytes");
-                    if self.delivered.has(&key, &digest)? {
+                    let trace: [u8; 16] = key[..16].try_into().expect("16 bytes");
+                    let had = self.taken.get(&trace).and_then(|t| t.get(&key));
+                    if had == Some(&digest) {
                         self.summary.spans_unchanged += 1;
                         continue;
                     }
@@ -248,11 +256,7 @@ impl<'d> Pusher<'d> {
         }
         let body = match self.settings.protocol {
             Protocol::Json => text.into_bytes(),
-            Protocol::Protobuf => {
-                let value: serde_json::Value =
-                    serde_json::from_str(&text).map_err(|e| shape(&e.to_string()))?;
-                encode_request(&value)?
-            }
+            Protocol::Protobuf => encode_request(&text)?,
         };
         let partial = self.send(&body)?;
         self.summary.requests += 1;
@@ -265,6 +269,36 @@ impl<'d> Pusher<'d> {
         // Taken (rejected spans too: a receiver that rejects a span will
         // reject it again; the summary and the exit code say so).
         self.delivered.record(&fresh)?;
+        for (key, digest) in fresh {
+            let trace: [u8; 16] = key[..16].try_into().expect("16 bytes");
+            self.taken.entry(trace).or_default().insert(key, digest);
+        }
+        Ok(())
+    }
+
+    /// Read what the endpoint took of the document's traces, a trace at
+    /// a time (a range of the record's key), keeping the traces the
+    /// document before had: a session's documents come one after another.
+    fn load_taken(&mut self, doc: &Doc<'_>) -> Result<(), PushError> {
+        let mut wanted: HashSet<[u8; 16]> = HashSet::new();
+        for rs in &doc.resource_spans {
+            for ss in &rs.scope_spans {
+                for span in &ss.spans {
+                    let ids: Ids<'_> = serde_json::from_str(span.get())
+                        .map_err(|e| shape(&format!("a span without ids: {e}")))?;
+                    let key = span_key(&ids)?;
+                    wanted.insert(key[..16].try_into().expect("16 bytes"));
+                }
+            }
+        }
+        self.taken.retain(|trace, _| wanted.contains(trace));
+        for trace in wanted {
+            if let std::collections::hash_map::Entry::Vacant(slot) = self.taken.entry(trace) {
+                let mut digests = HashMap::new();
+                self.delivered.trace_digests(&trace, &mut digests)?;
+                slot.insert(digests);
+            }
+        }
         Ok(())
     }
 

@@ -60,6 +60,7 @@ use std::io::Write;
 
 use super::source::{Label, Out, Source, each_source, finish_sink, report};
 use super::{ExportError, SPANS_PER_DOCUMENT};
+use crate::contract::SessionRef;
 use crate::ordered::{Feed, run_ordered, workers};
 use crate::progress::Progress;
 use crate::report::epochs::Epochs;
@@ -94,7 +95,15 @@ pub fn write(
     out: Out,
     progress: &Progress,
 ) -> Result<usize, ExportError> {
-    let (damaged, mut out) = write_to(epochs, sources, since, out, SPANS_PER_DOCUMENT, progress)?;
+    let (damaged, mut out) = write_to(
+        epochs,
+        sources,
+        since,
+        out,
+        SPANS_PER_DOCUMENT,
+        progress,
+        None,
+    )?;
     out.flush()?;
     Ok(damaged)
 }
@@ -110,11 +119,18 @@ pub fn write_to<W: Write + Send>(
     out: W,
     spans_per_document: usize,
     progress: &Progress,
+    mut gate: Option<&mut SessionGate<'_>>,
 ) -> Result<(usize, W), ExportError> {
     let labels: Vec<Label> = sources.iter().map(|s| Label::of(epochs, s)).collect();
     let produce = |feed: &mut Feed<SessionRun>| {
         each_source(epochs, sources, |i, source| {
             let ledger = &source.epoch.ledger;
+            let place = format!(
+                "{}|{}|{}",
+                source.epoch.genesis_id,
+                labels[i].tag.as_deref().unwrap_or(""),
+                labels[i].archive.is_some()
+            );
             let traced = ledger.trace().keeps_trace_rows()?;
             let (sessions, noted) = match &source.filter.session {
                 Some(s) => {
@@ -134,13 +150,27 @@ pub fn write_to<W: Write + Send>(
                 ),
             };
             for session in sessions {
+                if let Some(gate) = gate.as_deref_mut() {
+                    // The head is read before the rows: rows added
+                    // meanwhile make the next push read the session again.
+                    let head = ledger.events().session_head(&session)?;
+                    if !gate(&place, &session, Some(head)) {
+                        continue;
+                    }
+                }
                 let notes = noted.as_ref().is_none_or(|n| n.contains(&session));
                 let reader = SessionReader {
                     ledger,
                     source: i,
                     traced,
                 };
-                if !reader.send_runs(session, notes, feed, progress)? {
+                let sent = reader.send_runs(session.clone(), notes, feed, progress);
+                if sent.is_err()
+                    && let Some(gate) = gate.as_deref_mut()
+                {
+                    gate(&place, &session, None);
+                }
+                if !sent? {
                     return Ok(false);
                 }
             }
@@ -159,6 +189,14 @@ pub fn write_to<W: Write + Send>(
     let damaged = sink.damaged;
     Ok((damaged, sink.docs.finish()?))
 }
+
+/// Asked before a session is read, with the place its rows come from (the
+/// epoch), the session and its head (one past its last offset): whether
+/// to read it. A push passes over the sessions an endpoint already took
+/// as they are. Told `None` (the answer unused) where a session it let
+/// through could not be read (an epoch set aside mid-read): it was not
+/// written whole.
+pub type SessionGate<'g> = dyn FnMut(&str, &SessionRef, Option<u64>) -> bool + 'g;
 
 /// The writer's side of OTLP: the documents, the rows left out so far,
 /// and the trace of the session being read.
