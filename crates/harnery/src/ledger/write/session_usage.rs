@@ -33,9 +33,11 @@ use std::collections::HashMap;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::LedgerError;
+use super::usage_sums::UsageSums;
 use crate::contract::{Event, Payload, SessionRef};
 use crate::ledger::read::{RESTORED_FROM, USAGE_PENDING};
 use crate::ledger::{LedgerReader, RowFilter, ValidationProblem};
+use crate::report::usage_kinds::normalized;
 
 /// The session a copy claims a call for: not a session's own key.
 const CLAIMED_BY_COPY: i64 = 0;
@@ -67,6 +69,7 @@ pub(super) struct SessionUsage<'c> {
     conn: Option<&'c Connection>,
     sessions: HashMap<SessionRef, Kept>,
     calls: HashMap<i64, i64>,
+    sums: UsageSums,
 }
 
 impl<'c> SessionUsage<'c> {
@@ -75,6 +78,7 @@ impl<'c> SessionUsage<'c> {
             conn: Some(conn),
             sessions: HashMap::new(),
             calls: HashMap::new(),
+            sums: UsageSums::default(),
         }
     }
 
@@ -83,6 +87,7 @@ impl<'c> SessionUsage<'c> {
             conn: None,
             sessions: HashMap::new(),
             calls: HashMap::new(),
+            sums: UsageSums::default(),
         }
     }
 
@@ -102,6 +107,9 @@ impl<'c> SessionUsage<'c> {
                 }
             }
             Payload::UsageReported(u) => {
+                // Whether the session reported this call before: a copy
+                // (what the sums of an untied session need).
+                let mut again = false;
                 let tied = match (&u.copied_from_session, &u.message_id) {
                     (Some(_), Some(id)) => {
                         self.claim(&e.session, id, CLAIMED_BY_COPY)?;
@@ -110,7 +118,9 @@ impl<'c> SessionUsage<'c> {
                     (Some(_), None) => BY_PARENT,
                     (None, Some(id)) => {
                         let mine = session_key(&e.session);
-                        match self.claim(&e.session, id, mine)? == mine {
+                        let (first, fresh) = self.claim(&e.session, id, mine)?;
+                        again = !fresh;
+                        match first == mine {
                             true => 0,
                             false => BY_CALL,
                         }
@@ -119,27 +129,36 @@ impl<'c> SessionUsage<'c> {
                 };
                 let kept = self.kept(&e.session)?;
                 kept.tied = kept.tied.max(tied);
+                let u = normalized(e.session.adapter, u);
+                self.sums.add(self.conn, &e.session, &u, again)?;
             }
             _ => {}
         }
         Ok(())
     }
 
-    /// Who reported call `id` first: `by` when nobody had.
-    fn claim(&mut self, session: &SessionRef, id: &str, by: i64) -> Result<i64, LedgerError> {
+    /// Who reported call `id` first (`by` when nobody had), and whether
+    /// nobody had.
+    fn claim(
+        &mut self,
+        session: &SessionRef,
+        id: &str,
+        by: i64,
+    ) -> Result<(i64, bool), LedgerError> {
         let call = call_key(session, id);
         let Some(conn) = self.conn else {
-            return Ok(*self.calls.entry(call).or_insert(by));
+            let fresh = !self.calls.contains_key(&call);
+            return Ok((*self.calls.entry(call).or_insert(by), fresh));
         };
         let first: Option<i64> = conn
             .prepare_cached(FIRST)?
             .query_row([call], |r| r.get(0))
             .optional()?;
         if let Some(first) = first {
-            return Ok(first);
+            return Ok((first, false));
         }
         conn.prepare_cached(CLAIM)?.execute([call, by])?;
-        Ok(by)
+        Ok((by, true))
     }
 
     fn kept(&mut self, session: &SessionRef) -> Result<&mut Kept, LedgerError> {
@@ -170,6 +189,7 @@ impl<'c> SessionUsage<'c> {
         let Some(conn) = self.conn else {
             return Ok(());
         };
+        self.sums.store(conn)?;
         let mut stmt = conn.prepare_cached(STORE)?;
         for (session, kept) in &self.sessions {
             stmt.execute(params![
@@ -230,7 +250,9 @@ pub(super) fn fill_pending(ledger: &LedgerReader) -> Result<(), LedgerError> {
     }
     let tx = conn.unchecked_transaction()?;
     tx.execute_batch(
-        "DELETE FROM usage_calls; UPDATE sessions SET restored_from = NULL, usage_tied = 0;",
+        "DELETE FROM usage_calls; DELETE FROM usage_sums; \
+         UPDATE sessions SET restored_from = NULL, usage_tied = 0, reported_cost = NULL, \
+         cost_records = 0, cost_unreadable = 0;",
     )?;
     let mut usage = SessionUsage::new(&tx);
     note_every_row(ledger, &mut usage)?;
