@@ -174,3 +174,43 @@ impl UsageSums {
         Ok(())
     }
 }
+
+#[cfg(test)]
+impl UsageSums {
+    /// What storing the sums would keep for `session` (from nothing), as
+    /// the reader gives it back.
+    pub(super) fn stored(&self, session: &SessionRef) -> crate::ledger::StoredUsageSums {
+        let costs = self.costs.get(session).copied().unwrap_or_default();
+        let mut rows: Vec<crate::ledger::UsageSumRow> = self
+            .rows
+            .iter()
+            .filter(|((s, ..), _)| s == session)
+            .map(
+                |((_, model, kinds, inherited), s)| crate::ledger::UsageSumRow {
+                    model: model.clone(),
+                    kinds: *kinds,
+                    inherited: *inherited,
+                    records: s.records,
+                    tokens: s.tokens,
+                },
+            )
+            .collect();
+        rows.sort_by(|a, b| {
+            let key = |r: &crate::ledger::UsageSumRow| {
+                (
+                    r.model.is_some(),
+                    r.model.clone().unwrap_or_default(),
+                    r.kinds,
+                    r.inherited,
+                )
+            };
+            key(a).cmp(&key(b))
+        });
+        crate::ledger::StoredUsageSums {
+            reported_cost: costs.sum,
+            records_with_reported_cost: costs.with as u64,
+            records_with_unreadable_cost: costs.unreadable as u64,
+            rows,
+        }
+    }
+}
