@@ -10,7 +10,9 @@
 //! same bytes on the same ledger made to look older (the columns and the
 //! table taken out, so the reads fall back to the events), and again once
 //! a `finalize` has migrated and filled it, which fills the rows exactly
-//! as the appends had.
+//! as the appends had. The sessions page's rows (tokens and cost, from
+//! the usage sums an untied session's rows keep, migration
+//! `session_usage_sums`) are the same bytes as those its events give.
 
 use std::path::Path;
 use std::process::Output;
@@ -57,8 +59,13 @@ fn tied(home: &Path) -> Vec<(String, i64)> {
 }
 
 /// The kept facts, whole: each session's id, link and tie, and each
-/// call's owner.
-type Kept = (Vec<(String, Option<String>, i64)>, Vec<(i64, i64)>);
+/// call's owner; each session's reported cost and usage sums.
+type Kept = (
+    Vec<(String, Option<String>, i64)>,
+    Vec<(i64, i64)>,
+    Vec<(String, Option<f64>, i64, i64)>,
+    Vec<Vec<String>>,
+);
 
 fn kept(home: &Path) -> Kept {
     let conn = db(home);
@@ -76,18 +83,51 @@ fn kept(home: &Path) -> Kept {
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
-    (sessions, calls)
+    let costs = conn
+        .prepare(
+            "SELECT session_id, reported_cost, cost_records, cost_unreadable FROM sessions \
+             ORDER BY session_id",
+        )
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let sums = conn
+        .prepare(
+            "SELECT * FROM usage_sums ORDER BY adapter, session_id, named, model, kinds, inherited",
+        )
+        .unwrap()
+        .query_map([], |r| {
+            (0..12)
+                .map(|i| Ok(format!("{:?}", r.get_ref(i)?)))
+                .collect::<Result<Vec<String>, rusqlite::Error>>()
+        })
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    (sessions, calls, costs, sums)
+}
+
+/// The sessions page's rows (with `serve`'s fixed clock), as served.
+fn page_rows(home: &Path) -> String {
+    let served = crate::serve::support::Served::start(home);
+    served.get("/sessions?fragment=rows")
 }
 
 /// The ledger as a build before `session_usage` left it.
 fn make_older(home: &Path) {
     db(home)
         .execute_batch(
-            "DELETE FROM migrations WHERE name LIKE '%_session_usage';
+            "DELETE FROM migrations WHERE name LIKE '%_session_usage%';
              DROP INDEX sessions_tied_by_call;
              ALTER TABLE sessions DROP COLUMN restored_from;
              ALTER TABLE sessions DROP COLUMN usage_tied;
              DROP TABLE usage_calls;
+             DROP TABLE usage_sums;
+             ALTER TABLE sessions DROP COLUMN reported_cost;
+             ALTER TABLE sessions DROP COLUMN cost_records;
+             ALTER TABLE sessions DROP COLUMN cost_unreadable;
              DELETE FROM meta WHERE key = 'session_usage';",
         )
         .unwrap();
@@ -184,16 +224,34 @@ fn compare(home: &Path, run: Harnery, expect_tied: &[(&str, i64)]) {
     alone_equals_every_row(run, &now);
     stdout_of(run, &["validate"]);
     let filled = kept(home);
+    // An untied session keeps its usage sums: the page reads them.
+    let untied = expect_tied.iter().filter(|(_, t)| *t == 0);
+    let kept_sums = |id: &str| {
+        let id = format!("Text({:?})", id.as_bytes());
+        filled.3.iter().any(|row| row[1] == id)
+    };
+    assert!(untied.clone().count() > 0);
+    for (id, _) in untied {
+        assert!(kept_sums(id), "{id} keeps no usage sums");
+    }
+    let page = page_rows(home);
+    assert!(page.contains("<tr"), "{page}");
     make_older(home);
     let older = reads(run);
     for ((args, a), (_, b)) in now.iter().zip(&older) {
         assert_eq!(a, b, "{args:?}: the kept rows and the events disagree");
     }
+    assert_eq!(
+        page,
+        page_rows(home),
+        "the page's kept sums and its events disagree"
+    );
     let out = run(&["finalize"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(kept(home), filled, "the fill and the appends disagree");
     let again = reads(run);
     assert_eq!(now, again);
+    assert_eq!(page, page_rows(home));
     stdout_of(run, &["validate"]);
 }
 
@@ -224,7 +282,7 @@ fn a_restored_child_keeps_its_link_and_is_tied_by_its_copies() {
     let w = claude_world();
     let restored = crate::report::usage_copies::restored_child(&w);
     let run = |args: &[&str]| w.harnery(args);
-    let (sessions, _) = kept(w.home.path());
+    let (sessions, ..) = kept(w.home.path());
     let child = sessions.iter().find(|s| s.0 == restored.child).unwrap();
     let link = child.1.as_deref().unwrap();
     assert!(

@@ -33,12 +33,12 @@ pub use genesis::{
     Anchor, ClosedSession, Closure, GENESIS_FORMAT, GenesisManifest, binary_digest,
     capability_digests,
 };
-pub(crate) use read::RESTORED_FROM;
 pub use read::{
     ArchiveSize, ChainBreak, ChainRow, ChunkRead, DamagedRow, EndRequestRow, HealthRow,
     LedgerReader, RawProblem, RowFilter, SessionSummary, SpanCounts, SpanRow, SpanState,
     StoredEvent, StoredText, UnreadableRow, ValidationProblem,
 };
+pub(crate) use read::{NONZERO_SHIFT, RESTORED_FROM, StoredUsageSums, UsageSumRow};
 pub(crate) use write::check_session_usage;
 // The reader's query types, one per seam (`reader.sessions()` and the like).
 pub use write::{

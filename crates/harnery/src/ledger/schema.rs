@@ -20,7 +20,40 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ("20261202T1600Z_raw_members", RAW_MEMBERS),
     ("20261206T1300Z_session_titles", SESSION_TITLES),
     ("20261206T1600Z_session_usage", SESSION_USAGE),
+    ("20261206T1630Z_session_usage_sums", SESSION_USAGE_SUMS),
 ];
+
+/// A session's usage summed as `usage --session` counts it
+/// (`ledger::write::usage_sums`), so the sessions page prices a session
+/// from a few rows instead of its events: token sums and record counts by
+/// model, by which token kinds the records reported (bits 0-4: input,
+/// output, cache read, cache write, reasoning reported; bits 5-8: the
+/// first four not zero) and by whether they were copies (`inherited`);
+/// never a price. The session row keeps the sum of the costs the agent
+/// reported, in the events' order. The model is `''` with `named` 0 when
+/// the records named none. Filled with the usage facts of migration
+/// `session_usage`: its mark is set again, so the first writer fills both.
+const SESSION_USAGE_SUMS: &str = r#"
+CREATE TABLE usage_sums (
+    adapter     TEXT NOT NULL,
+    session_id  TEXT NOT NULL,
+    named       INTEGER NOT NULL CHECK (named IN (0, 1)),
+    model       TEXT NOT NULL,
+    kinds       INTEGER NOT NULL,
+    inherited   INTEGER NOT NULL CHECK (inherited IN (0, 1)),
+    records     INTEGER NOT NULL,
+    input       INTEGER NOT NULL,
+    output      INTEGER NOT NULL,
+    cache_read  INTEGER NOT NULL,
+    cache_write INTEGER NOT NULL,
+    reasoning   INTEGER NOT NULL,
+    PRIMARY KEY (adapter, session_id, named, model, kinds, inherited)
+) STRICT, WITHOUT ROWID;
+ALTER TABLE sessions ADD COLUMN reported_cost REAL;
+ALTER TABLE sessions ADD COLUMN cost_records INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN cost_unreadable INTEGER NOT NULL DEFAULT 0;
+INSERT OR IGNORE INTO meta (key, value) VALUES ('session_usage', 'pending');
+"#;
 
 /// What a session's row keeps so that the list and `usage --session` read
 /// no other rows (`ledger::write::session_usage`): the link its first

@@ -63,6 +63,7 @@ pub(crate) mod usage_calls;
 pub mod usage_doc;
 pub mod usage_epochs;
 pub(crate) mod usage_kinds;
+pub(crate) mod usage_sums;
 pub(crate) mod usage_text;
 pub mod validate;
 pub mod verify;

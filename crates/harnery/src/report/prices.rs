@@ -116,6 +116,27 @@ impl Prices {
     }
 }
 
+impl Prices {
+    /// What token sums by model cost at these prices, in millionths (each
+    /// model's sums those of records [`Prices::price_millionths`] prices,
+    /// so each kind counted has a price): in model order, kind by kind.
+    pub(crate) fn sums_millionths(&self, sums: &BTreeMap<String, [u64; 4]>) -> f64 {
+        let mut total = 0.0;
+        for (model, counts) in sums {
+            let Some(p) = self.models.get(model) else {
+                continue;
+            };
+            let prices = [p.input, p.output, p.cache_read, p.cache_write];
+            for (n, price) in counts.iter().zip(prices) {
+                if let (n @ 1.., Some(per_million)) = (*n, price) {
+                    total += n as f64 * per_million;
+                }
+            }
+        }
+        total
+    }
+}
+
 /// A TOML error as "line L, column C: message".
 fn locate(text: &str, e: &toml::de::Error) -> String {
     let message = e.message();

@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 pub use super::prices::{ModelPrices, Prices, PricesError};
+use super::usage_kinds::{cost_only, reports_no_tokens};
 pub(crate) use super::usage_kinds::{normalized, normalized_summary};
 
 use super::agent_totals::{AgentTotals, LatestSummaries, sum_into};
@@ -106,8 +107,10 @@ pub struct UsageGroup {
     /// prices. Never added to `reported_cost`.
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "rounded")]
     pub priced_cost: Option<f64>,
+    /// The priced records' token sums by model, priced at once: both the
+    /// tally and the sessions' kept sums ([`super::usage_sums`]) price so.
     #[serde(skip)]
-    priced_millionths: f64,
+    pub(crate) priced_tokens: BTreeMap<String, [u64; 4]>,
     /// With `--prices` only: records the prices could not price.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unpriced_records: Option<u64>,
@@ -197,12 +200,21 @@ impl UsageGroup {
 
     fn add_priced(&mut self, u: &UsageReported, prices: &Prices) {
         let unpriced = self.unpriced_records.get_or_insert(0);
-        match prices.price_millionths(u) {
-            Some(cost) => {
-                self.priced_millionths += cost;
-                self.priced_cost = Some(self.priced_millionths / 1e6);
+        match (prices.price_millionths(u), &u.model) {
+            (Some(_), Some(model)) => {
+                let sums = self.priced_tokens.entry(model.clone()).or_default();
+                let counts = [
+                    u.input_tokens,
+                    u.output_tokens,
+                    u.cache_read_tokens,
+                    u.cache_write_tokens,
+                ];
+                for (total, n) in sums.iter_mut().zip(counts) {
+                    *total = total.saturating_add(n.unwrap_or(0));
+                }
+                self.priced_cost = Some(prices.sums_millionths(&self.priced_tokens) / 1e6);
             }
-            None => {
+            _ => {
                 *unpriced += 1;
                 let model = u.model.as_deref().unwrap_or(UNKNOWN_MODEL);
                 self.unpriced_models.insert(model.to_string());
@@ -434,29 +446,6 @@ impl UsageTally {
     pub fn priced(&self) -> bool {
         self.prices.is_some()
     }
-}
-
-/// A report of cost alone (Claude Code's running total, what it grew by):
-/// its model and cost.
-fn cost_only(u: &UsageReported) -> Option<(String, f64)> {
-    if !reports_no_tokens(u) {
-        return None;
-    }
-    let cost = u.cost.as_ref()?.as_str().parse::<f64>().ok()?;
-    Some((u.model.clone()?, cost)).filter(|_| cost.is_finite())
-}
-
-/// Whether a usage report counts no token of any kind (a cost line alone).
-fn reports_no_tokens(u: &UsageReported) -> bool {
-    [
-        u.input_tokens,
-        u.output_tokens,
-        u.cache_read_tokens,
-        u.cache_write_tokens,
-        u.reasoning_tokens,
-    ]
-    .iter()
-    .all(Option::is_none)
 }
 
 /// The UTC day of a time, `YYYY-MM-DD`.

@@ -9,6 +9,29 @@ use serde::Deserialize;
 
 use crate::contract::{AdapterId, UsageReported, UsageSummary};
 
+/// A report of cost alone (Claude Code's running total, what it grew by):
+/// its model and cost.
+pub(super) fn cost_only(u: &UsageReported) -> Option<(String, f64)> {
+    if !reports_no_tokens(u) {
+        return None;
+    }
+    let cost = u.cost.as_ref()?.as_str().parse::<f64>().ok()?;
+    Some((u.model.clone()?, cost)).filter(|_| cost.is_finite())
+}
+
+/// Whether a usage report counts no token of any kind (a cost line alone).
+pub(crate) fn reports_no_tokens(u: &UsageReported) -> bool {
+    [
+        u.input_tokens,
+        u.output_tokens,
+        u.cache_read_tokens,
+        u.cache_write_tokens,
+        u.reasoning_tokens,
+    ]
+    .iter()
+    .all(Option::is_none)
+}
+
 /// A usage record with its token kinds as the contract means them: input
 /// without the cached part. A Copilot row is read from the agent's own
 /// numbers where it kept them (`raw`, generation 4 on), as the whole prompt

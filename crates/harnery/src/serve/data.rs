@@ -20,6 +20,7 @@ use crate::report::session_list::{Listed, SessionFilter, list};
 use crate::report::source::{SourceError, closed_sessions, live_or_none};
 use crate::report::timeline::Timeline;
 use crate::report::usage::{GroupBy, Prices, UsageGroup, UsageTally, mark_turn_tokens, turn_usage};
+use crate::report::usage_sums::kept_usage;
 use crate::restore::log::SessionLog;
 use crate::view::{PartRows, SessionView, build};
 
@@ -196,8 +197,14 @@ impl Source {
         let mut rows = Vec::with_capacity(listed.len());
         for l in listed {
             let session = &l.summary.session;
-            let inherited = Inherited::of(ledger, session)?;
-            let usage = inherited.usage(ledger, session, Some(prices.clone()))?;
+            // An untied session's kept sums, else its events (and its
+            // parents').
+            let usage = match kept_usage(ledger, session, Some(&prices))? {
+                Some(usage) => usage,
+                None => {
+                    Inherited::of(ledger, session)?.usage(ledger, session, Some(prices.clone()))?
+                }
+            };
             rows.push(SessionRow { listed: l, usage });
         }
         Ok(rows)

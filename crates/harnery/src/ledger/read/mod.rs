@@ -43,7 +43,9 @@ pub use events::{Events, RowFilter, StoredEvent, StoredText};
 pub use finding::ValidationProblem;
 pub use raw_archive::{ArchiveSize, Raw, RawProblem};
 pub use rows::{ChainRow, Rows};
-pub(crate) use sessions::{RESTORED_FROM, USAGE_PENDING};
+pub(crate) use sessions::{
+    NONZERO_SHIFT, RESTORED_FROM, StoredUsageSums, USAGE_PENDING, UsageSumRow,
+};
 pub use sessions::{SessionSummary, Sessions};
 pub use spans::{
     DamagedRow, EndRequestRow, Ends, Health, HealthRow, SpanCounts, SpanRow, SpanState, Spans,

@@ -19,6 +19,36 @@ pub(crate) const RESTORED_FROM: &str = "restored_from";
 /// has filled the session rows' usage facts (`ledger::write::session_usage`).
 pub(crate) const USAGE_PENDING: &str = "session_usage";
 
+/// `usage_sums.kinds` bits 0-4: the records reported input, output, cache
+/// read, cache write, reasoning tokens; bits 5-8: the first four not zero.
+pub(crate) const NONZERO_SHIFT: u32 = 5;
+
+/// A session's usage sums as its rows keep them
+/// (`ledger::write::usage_sums`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct StoredUsageSums {
+    /// The sum of the costs the agent reported, in the events' order.
+    pub reported_cost: Option<f64>,
+    pub records_with_reported_cost: u64,
+    pub records_with_unreadable_cost: u64,
+    /// By model, token kinds reported and copy, in that order.
+    pub rows: Vec<UsageSumRow>,
+}
+
+/// The records of one model, one set of token kinds, own or copies.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct UsageSumRow {
+    /// `None`: the records named no model.
+    pub model: Option<String>,
+    /// Bits 0-4: input, output, cache read, cache write, reasoning
+    /// reported; bits 5-8: the first four not zero.
+    pub kinds: i64,
+    pub inherited: bool,
+    pub records: u64,
+    /// Input, output, cache read, cache write, reasoning.
+    pub tokens: [u64; 5],
+}
+
 /// One line of `harnery sessions`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SessionSummary {
@@ -236,6 +266,73 @@ impl Sessions<'_> {
             |r| r.get(0),
         )?;
         Ok(Some(shared || tied.unwrap_or(0) != 0))
+    }
+
+    /// `session`'s usage sums as its rows keep them (migration
+    /// `session_usage_sums`); `None` when the epoch's rows do not keep
+    /// them, or a sum reached the most a row holds (then only the events
+    /// can tell).
+    pub(crate) fn usage_sums(
+        &self,
+        session: &SessionRef,
+    ) -> Result<Option<StoredUsageSums>, LedgerError> {
+        let kept: bool = self.r.conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM pragma_table_info('sessions') WHERE name = 'cost_records')",
+            [],
+            |r| r.get(0),
+        )?;
+        if !kept || !self.keeps_usage()? {
+            return Ok(None);
+        }
+        let key = params![session.adapter.as_str(), session.session_id];
+        let (reported_cost, with, unreadable): (Option<f64>, i64, i64) = self
+            .r
+            .conn
+            .prepare_cached(
+                "SELECT reported_cost, cost_records, cost_unreadable FROM sessions \
+                 WHERE adapter = ?1 AND session_id = ?2",
+            )?
+            .query_row(key, |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .optional()?
+            .unwrap_or((None, 0, 0));
+        let mut stmt = self.r.conn.prepare_cached(
+            "SELECT named, model, kinds, inherited, records, input, output, cache_read, \
+             cache_write, reasoning FROM usage_sums WHERE adapter = ?1 AND session_id = ?2 \
+             ORDER BY named, model, kinds, inherited",
+        )?;
+        let rows = stmt
+            .query_map(key, |r| {
+                let named: bool = r.get(0)?;
+                let model: String = r.get(1)?;
+                let mut n = [0i64; 6];
+                for (i, v) in n.iter_mut().enumerate() {
+                    *v = r.get(4 + i)?;
+                }
+                Ok((named.then_some(model), r.get(2)?, r.get(3)?, n))
+            })?
+            .collect::<Result<Vec<(Option<String>, i64, bool, [i64; 6])>, _>>()?;
+        if rows
+            .iter()
+            .any(|(.., n)| n.iter().any(|v| *v == i64::MAX || *v < 0))
+        {
+            return Ok(None);
+        }
+        let count = |v: i64| u64::try_from(v).unwrap_or(0);
+        Ok(Some(StoredUsageSums {
+            reported_cost,
+            records_with_reported_cost: count(with),
+            records_with_unreadable_cost: count(unreadable),
+            rows: rows
+                .into_iter()
+                .map(|(model, kinds, inherited, n)| UsageSumRow {
+                    model,
+                    kinds,
+                    inherited,
+                    records: count(n[0]),
+                    tokens: [n[1], n[2], n[3], n[4], n[5]].map(count),
+                })
+                .collect(),
+        }))
     }
 
     /// Whether session rows keep their usage facts (migration

@@ -20,6 +20,7 @@ mod members;
 mod orphans;
 pub(super) mod session_usage;
 pub(super) mod titles;
+mod usage_sums;
 
 use std::ops::Deref;
 use std::path::Path;

@@ -33,9 +33,11 @@ use std::collections::HashMap;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::LedgerError;
+use super::usage_sums::UsageSums;
 use crate::contract::{Event, Payload, SessionRef};
 use crate::ledger::read::{RESTORED_FROM, USAGE_PENDING};
 use crate::ledger::{LedgerReader, RowFilter, ValidationProblem};
+use crate::report::usage_kinds::normalized;
 
 /// The session a copy claims a call for: not a session's own key.
 const CLAIMED_BY_COPY: i64 = 0;
@@ -67,6 +69,7 @@ pub(super) struct SessionUsage<'c> {
     conn: Option<&'c Connection>,
     sessions: HashMap<SessionRef, Kept>,
     calls: HashMap<i64, i64>,
+    sums: UsageSums,
 }
 
 impl<'c> SessionUsage<'c> {
@@ -75,6 +78,7 @@ impl<'c> SessionUsage<'c> {
             conn: Some(conn),
             sessions: HashMap::new(),
             calls: HashMap::new(),
+            sums: UsageSums::default(),
         }
     }
 
@@ -83,6 +87,7 @@ impl<'c> SessionUsage<'c> {
             conn: None,
             sessions: HashMap::new(),
             calls: HashMap::new(),
+            sums: UsageSums::default(),
         }
     }
 
@@ -102,6 +107,9 @@ impl<'c> SessionUsage<'c> {
                 }
             }
             Payload::UsageReported(u) => {
+                // Whether the session reported this call before: a copy
+                // (what the sums of an untied session need).
+                let mut again = false;
                 let tied = match (&u.copied_from_session, &u.message_id) {
                     (Some(_), Some(id)) => {
                         self.claim(&e.session, id, CLAIMED_BY_COPY)?;
@@ -110,7 +118,9 @@ impl<'c> SessionUsage<'c> {
                     (Some(_), None) => BY_PARENT,
                     (None, Some(id)) => {
                         let mine = session_key(&e.session);
-                        match self.claim(&e.session, id, mine)? == mine {
+                        let (first, fresh) = self.claim(&e.session, id, mine)?;
+                        again = !fresh;
+                        match first == mine {
                             true => 0,
                             false => BY_CALL,
                         }
@@ -119,27 +129,36 @@ impl<'c> SessionUsage<'c> {
                 };
                 let kept = self.kept(&e.session)?;
                 kept.tied = kept.tied.max(tied);
+                let u = normalized(e.session.adapter, u);
+                self.sums.add(self.conn, &e.session, &u, again)?;
             }
             _ => {}
         }
         Ok(())
     }
 
-    /// Who reported call `id` first: `by` when nobody had.
-    fn claim(&mut self, session: &SessionRef, id: &str, by: i64) -> Result<i64, LedgerError> {
+    /// Who reported call `id` first (`by` when nobody had), and whether
+    /// nobody had.
+    fn claim(
+        &mut self,
+        session: &SessionRef,
+        id: &str,
+        by: i64,
+    ) -> Result<(i64, bool), LedgerError> {
         let call = call_key(session, id);
         let Some(conn) = self.conn else {
-            return Ok(*self.calls.entry(call).or_insert(by));
+            let fresh = !self.calls.contains_key(&call);
+            return Ok((*self.calls.entry(call).or_insert(by), fresh));
         };
         let first: Option<i64> = conn
             .prepare_cached(FIRST)?
             .query_row([call], |r| r.get(0))
             .optional()?;
         if let Some(first) = first {
-            return Ok(first);
+            return Ok((first, false));
         }
         conn.prepare_cached(CLAIM)?.execute([call, by])?;
-        Ok(by)
+        Ok((by, true))
     }
 
     fn kept(&mut self, session: &SessionRef) -> Result<&mut Kept, LedgerError> {
@@ -170,6 +189,7 @@ impl<'c> SessionUsage<'c> {
         let Some(conn) = self.conn else {
             return Ok(());
         };
+        self.sums.store(conn)?;
         let mut stmt = conn.prepare_cached(STORE)?;
         for (session, kept) in &self.sessions {
             stmt.execute(params![
@@ -230,7 +250,9 @@ pub(super) fn fill_pending(ledger: &LedgerReader) -> Result<(), LedgerError> {
     }
     let tx = conn.unchecked_transaction()?;
     tx.execute_batch(
-        "DELETE FROM usage_calls; UPDATE sessions SET restored_from = NULL, usage_tied = 0;",
+        "DELETE FROM usage_calls; DELETE FROM usage_sums; \
+         UPDATE sessions SET restored_from = NULL, usage_tied = 0, reported_cost = NULL, \
+         cost_records = 0, cost_unreadable = 0;",
     )?;
     let mut usage = SessionUsage::new(&tx);
     note_every_row(ledger, &mut usage)?;
@@ -335,7 +357,10 @@ pub(super) fn none_pending(conn: &Connection) -> Result<(), LedgerError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::contract::AdapterId;
+    use crate::contract::{AdapterId, Provenance, RecordAt, UsageReported};
+    use crate::report::testkit::Script;
+    use crate::report::usage::{GroupBy, Prices, UsageTally};
+    use crate::report::usage_sums::group_of;
 
     #[test]
     fn the_keys_of_stored_rows_are_pinned() {
@@ -346,5 +371,116 @@ mod tests {
         // Golden values: the keys of stored rows must never move.
         assert_eq!(session_key(&s), 1_058_205_211_932_729_945);
         assert_eq!(call_key(&s, "msg_1"), -3_146_353_757_493_628_907);
+    }
+
+    fn report(
+        id: Option<&str>,
+        model: Option<&str>,
+        tokens: [Option<u64>; 5],
+        cost: Option<&str>,
+    ) -> Payload {
+        Payload::UsageReported(UsageReported {
+            record: RecordAt {
+                path: "t.jsonl".into(),
+                offset: 0,
+            },
+            message_id: id.map(String::from),
+            model: model.map(String::from),
+            input_tokens: tokens[0],
+            output_tokens: tokens[1],
+            cache_read_tokens: tokens[2],
+            cache_write_tokens: tokens[3],
+            reasoning_tokens: tokens[4],
+            cost: cost.map(|c| crate::contract::Json::parse(c).unwrap()),
+            duration_ms: None,
+            time_to_first_token_ms: None,
+            raw: None,
+            copied_from_session: None,
+        })
+    }
+
+    /// The sums a session's usage keeps give, priced at read, the group
+    /// the tally over its events gives, field for field (the same float
+    /// bytes): several models, a record read twice, cost lines alone, an
+    /// unreadable cost, a model without a price, a kind without a price
+    /// (unpriced where not zero), no model at all.
+    #[test]
+    fn the_kept_sums_give_the_tallys_group() {
+        let prices = Prices::parse(
+            "[models.a]\ninput = 3.0\noutput = 15.0\ncache_read = 0.3\ncache_write = 3.75\n\
+             [models.b]\ninput = 1.25\noutput = 10.0\n",
+        )
+        .unwrap();
+        let mut s = Script::new("s");
+        let some = |n: u64| Some(n);
+        let reports = [
+            report(
+                Some("1"),
+                Some("a"),
+                [some(12), some(340), some(9_000), some(77), None],
+                None,
+            ),
+            report(
+                Some("2"),
+                Some("a"),
+                [some(3), some(1), None, None, None],
+                Some("0.0123"),
+            ),
+            report(
+                Some("1"),
+                Some("a"),
+                [some(12), some(340), some(9_000), some(77), None],
+                None,
+            ),
+            report(None, Some("a"), [None; 5], Some("0.1")),
+            report(None, Some("a"), [None; 5], Some("0.2")),
+            report(
+                Some("3"),
+                Some("b"),
+                [some(5), some(6), some(0), None, some(4)],
+                None,
+            ),
+            report(
+                Some("4"),
+                Some("b"),
+                [some(5), some(6), some(10), None, None],
+                Some("\"x\""),
+            ),
+            report(
+                Some("5"),
+                Some("c"),
+                [some(1), some(2), None, None, None],
+                None,
+            ),
+            report(Some("6"), None, [some(1), None, None, None, None], None),
+            report(Some("7"), Some("b"), [None; 5], None),
+            report(
+                Some("8"),
+                Some("a"),
+                [some(7), some(0), some(1), some(1), None],
+                Some("0.7"),
+            ),
+        ];
+        for (i, r) in reports.into_iter().enumerate() {
+            s.push(i as i64, r, Provenance::NATIVE);
+        }
+        let events = s.events();
+        let mut usage = SessionUsage::in_memory();
+        let mut tally = UsageTally::new(GroupBy::Session, Some(prices.clone()));
+        for e in &events {
+            usage.note(e).unwrap();
+            tally.add(e);
+        }
+        let kept = usage.sums.stored(&events[0].session);
+        let group = group_of(&kept, Some(&prices));
+        assert_eq!(group, tally.total);
+        assert_eq!(group.inherited_records, 1);
+        assert_eq!(group.unpriced_records, Some(3));
+        assert!(group.priced_cost.is_some() && group.reported_cost.is_some());
+        assert_eq!(group_of(&kept, None), {
+            let mut t = UsageTally::new(GroupBy::Session, None);
+            events.iter().for_each(|e| t.add(e));
+            t.total
+        });
     }
 }
