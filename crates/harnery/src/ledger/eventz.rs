@@ -58,8 +58,10 @@ const HEADER_LEN: usize = 3 + CHECK_LEN;
 /// that do not matter to the output).
 const CHECK_LEN: usize = 8;
 /// The zstd level bodies are written at (measured in docs/perf/figures.md,
-/// "The ledger's size").
-pub(crate) const LEVEL: i32 = 3;
+/// "The ledger's size"): 1, zstd's fastest with a dictionary; bodies a
+/// ledger holds from level 3 (the first level of this format) decode the
+/// same, a frame names no level.
+pub(crate) const LEVEL: i32 = 1;
 /// A dictionary's largest size (zstd's own default).
 const DICT_MAX: usize = 110 << 10;
 /// Events a ledger holds when its first dictionary is trained.
@@ -333,6 +335,8 @@ fn decode(d: &mut Decoder, body: &[u8]) -> Result<Vec<u8>, String> {
 pub(crate) struct Encoder {
     cctx: CCtx<'static>,
     dict: Option<(u16, CDict<'static>)>,
+    /// The last frame, its room kept for the next.
+    frame: Vec<u8>,
 }
 
 impl Encoder {
@@ -345,15 +349,18 @@ impl Encoder {
         Ok(Encoder {
             cctx: CCtx::create(),
             dict: newest.map(|(id, d)| (id, CDict::create(&d, LEVEL))),
+            frame: Vec::new(),
         })
     }
 
     /// `text` as a body, written into `out` (cleared first).
     pub(crate) fn encode(&mut self, text: &[u8], out: &mut Vec<u8>) -> Result<(), LedgerError> {
-        let mut frame = Vec::with_capacity(zstd::zstd_safe::compress_bound(text.len()));
+        let frame = &mut self.frame;
+        frame.clear();
+        frame.reserve(zstd::zstd_safe::compress_bound(text.len()));
         let done = match &self.dict {
-            Some((_, cdict)) => self.cctx.compress_using_cdict(&mut frame, text, cdict),
-            None => self.cctx.compress(&mut frame, text, LEVEL),
+            Some((_, cdict)) => self.cctx.compress_using_cdict(frame, text, cdict),
+            None => self.cctx.compress(frame, text, LEVEL),
         };
         done.map_err(|code| LedgerError::Corrupt {
             path: "event_store".into(),
@@ -362,7 +369,7 @@ impl Encoder {
                 zstd::zstd_safe::get_error_name(code)
             ),
         })?;
-        seal(self.dict.as_ref().map_or(0, |(id, _)| *id), &frame, out);
+        seal(self.dict.as_ref().map_or(0, |(id, _)| *id), frame, out);
         Ok(())
     }
 
@@ -509,190 +516,5 @@ pub(crate) fn make_compact(tx: &Transaction) -> Result<u64, LedgerError> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ledger() -> Connection {
-        let conn = Connection::open_in_memory().unwrap();
-        register(&conn).unwrap();
-        conn.execute_batch(
-            "CREATE TABLE events (seq INTEGER PRIMARY KEY, id TEXT NOT NULL, adapter TEXT NOT NULL, \
-             session_id TEXT NOT NULL, offset INTEGER NOT NULL, type TEXT NOT NULL, time_unix_ns INTEGER NOT NULL, \
-             json TEXT NOT NULL, prev_hash BLOB NOT NULL, hash BLOB NOT NULL, batch TEXT NOT NULL) STRICT; \
-             CREATE TABLE trace_chunks (adapter TEXT NOT NULL, session_id TEXT NOT NULL, first_offset INTEGER NOT NULL, \
-             events INTEGER NOT NULL, notes INTEGER NOT NULL, wholes TEXT, entries TEXT NOT NULL, \
-             PRIMARY KEY (adapter, session_id, first_offset)) STRICT, WITHOUT ROWID; \
-             CREATE TABLE producer_state (adapter TEXT NOT NULL, session_id TEXT NOT NULL, state TEXT NOT NULL, \
-             batch TEXT NOT NULL, PRIMARY KEY (adapter, session_id)) STRICT; \
-             INSERT INTO trace_chunks VALUES ('claude-code', 's', 0, 1, 0, NULL, '[[0,1]]'); \
-             INSERT INTO producer_state VALUES ('claude-code', 's', '{\"next_offset\":1}', 'b');",
-        )
-        .unwrap();
-        conn
-    }
-
-    fn text(i: i64) -> String {
-        format!(
-            r#"{{"id":"ev_{i:032x}","session":{{"adapter":"claude-code","session_id":"s-{}"}},"offset":{i},"type":"message.user","payload":{{"text":"prompt number {i} — ünïcode"}}}}"#,
-            i % 7
-        )
-    }
-
-    fn fill(conn: &Connection, from: i64, to: i64) {
-        for i in from..to {
-            conn.execute(
-                "INSERT INTO events (seq, id, adapter, session_id, offset, type, time_unix_ns, json, prev_hash, hash, batch) \
-                 VALUES (?1, 'ev', 'claude-code', 's', ?1, 'message.user', ?1, ?2, x'00', x'01', 'b')",
-                params![i, text(i)],
-            )
-            .unwrap();
-        }
-    }
-
-    fn texts(conn: &Connection) -> Vec<String> {
-        let mut stmt = conn
-            .prepare("SELECT json FROM events ORDER BY seq")
-            .unwrap();
-        stmt.query_map([], |r| r.get(0))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap()
-    }
-
-    #[test]
-    fn event_body_reads_back_through_event_json() {
-        let conn = ledger();
-        for text in ["", "{}", &text(7), &"é".repeat(10_000)] {
-            let back: String = conn
-                .query_row("SELECT event_json(event_body(?1))", [text], |r| r.get(0))
-                .unwrap();
-            assert_eq!(back, text);
-        }
-    }
-
-    #[test]
-    fn conversion_keeps_every_text_byte_for_byte_and_trains_a_dictionary() {
-        let mut conn = ledger();
-        fill(&conn, 1, 1_500);
-        let before = texts(&conn);
-        let tx = conn.transaction().unwrap();
-        assert_eq!(make_compact(&tx).unwrap(), 1_499);
-        assert_eq!(
-            make_compact(&tx).unwrap(),
-            0,
-            "a second run changes nothing"
-        );
-        tx.commit().unwrap();
-        assert!(is_compact(&conn).unwrap());
-        assert_eq!(texts(&conn), before);
-        let (chunk, state): (String, String) = conn
-            .query_row(
-                "SELECT (SELECT entries FROM trace_chunks), (SELECT state FROM producer_state)",
-                [],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .unwrap();
-        assert_eq!(
-            (chunk.as_str(), state.as_str()),
-            ("[[0,1]]", r#"{"next_offset":1}"#)
-        );
-        conn.execute(
-            "INSERT OR REPLACE INTO producer_state VALUES ('claude-code', 's', '{}', 'c')",
-            [],
-        )
-        .unwrap();
-        let states: Vec<(String, String)> = conn
-            .prepare("SELECT state, batch FROM producer_state")
-            .unwrap()
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
-        assert_eq!(
-            states,
-            [("{}".to_string(), "c".to_string())],
-            "replaced, not added"
-        );
-        let (dicts, stored, plain): (i64, i64, i64) = conn
-            .query_row(
-                "SELECT (SELECT count(*) FROM event_dicts), (SELECT sum(length(body)) FROM event_store), \
-                 (SELECT sum(length(CAST(json AS BLOB))) FROM events)",
-                [],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )
-            .unwrap();
-        assert_eq!(dicts, 1);
-        assert!(stored * 4 < plain, "{stored} stored for {plain}");
-    }
-
-    #[test]
-    fn new_rows_use_the_newest_dictionary_and_old_ones_keep_theirs() {
-        let mut conn = ledger();
-        fill(&conn, 1, 20);
-        let tx = conn.transaction().unwrap();
-        make_compact(&tx).unwrap();
-        let mut enc = Encoder::load(&tx).unwrap();
-        let mut body = Vec::new();
-        for i in 20..2_100 {
-            enc.encode(text(i).as_bytes(), &mut body).unwrap();
-            tx.execute(
-                "INSERT INTO event_store (seq, id, adapter, session_id, offset, type, time_unix_ns, body, prev_hash, hash, batch_k) \
-                 VALUES (?1, 'ev', 'claude-code', 's', ?1, 'message.user', ?1, ?2, x'00', x'01', 1)",
-                params![i, body],
-            )
-            .unwrap();
-            if i % 100 == 0 {
-                enc.train_if_due(&tx).unwrap();
-            }
-        }
-        tx.commit().unwrap();
-        let ids: Vec<String> = conn
-            .prepare("SELECT DISTINCT hex(substr(body, 2, 2)) FROM event_store ORDER BY 1")
-            .unwrap()
-            .query_map([], |r| r.get(0))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
-        assert_eq!(
-            ids,
-            ["0000", "0100"],
-            "rows before the first dictionary and after"
-        );
-        let all = texts(&conn);
-        assert_eq!(all.len(), 2_099);
-        assert!(all.iter().zip(1..).all(|(t, i)| *t == text(i)));
-    }
-
-    #[test]
-    fn a_flipped_byte_in_a_body_reads_as_undecodable_or_as_other_text() {
-        let mut conn = ledger();
-        fill(&conn, 1, 1_200);
-        let before = texts(&conn);
-        let tx = conn.transaction().unwrap();
-        make_compact(&tx).unwrap();
-        tx.commit().unwrap();
-        let len: i64 = conn
-            .query_row(
-                "SELECT length(body) FROM event_store WHERE seq = 600",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
-        for at in 0..len {
-            let mut body: Vec<u8> = conn
-                .query_row("SELECT body FROM event_store WHERE seq = 600", [], |r| {
-                    r.get(0)
-                })
-                .unwrap();
-            body[at as usize] ^= 0x01;
-            conn.execute("UPDATE event_store SET body = ?1 WHERE seq = 600", [&body])
-                .unwrap();
-            let got = &texts(&conn)[599];
-            assert_ne!(got, &before[599], "a flip at byte {at} went unseen");
-            body[at as usize] ^= 0x01;
-            conn.execute("UPDATE event_store SET body = ?1 WHERE seq = 600", [&body])
-                .unwrap();
-        }
-        assert_eq!(texts(&conn), before);
-    }
-}
+#[path = "eventz_tests.rs"]
+mod tests;
