@@ -42,7 +42,10 @@ fn stdout_of(run: Harnery, args: &[&str]) -> String {
 }
 
 fn db(home: &Path) -> rusqlite::Connection {
-    rusqlite::Connection::open(home.join("ledgers/v2/ledger.sqlite")).unwrap()
+    let conn = rusqlite::Connection::open(home.join("ledgers/v2/ledger.sqlite")).unwrap();
+    // The compact ledger's views decode through the ledger's SQL functions.
+    harnery::ledger::eventz::register(&conn).unwrap();
+    conn
 }
 
 /// Each session's id and how its row says its usage is tied (0 not, 1
