@@ -449,21 +449,8 @@ fn said_before(tx: &Transaction, event: &Event, doc: &Doc) -> Result<bool, Searc
         _ => None,
     };
     let digest = blake3::hash(doc.text.trim().as_bytes());
-    let said = |scope: &str, kind: &str| -> Result<bool, SearchError> {
-        let added = tx
-            .prepare_cached(
-                "INSERT INTO said (adapter, session_id, turn, kind, digest) \
-                 VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
-            )?
-            .execute(params![
-                event.session.adapter.as_str(),
-                event.session.session_id,
-                scope,
-                kind,
-                digest.as_bytes().as_slice(),
-            ])?;
-        Ok(added == 0)
-    };
+    // Already said: noting it added nothing.
+    let said = |scope: &str, kind: &str| Ok(!note(tx, event, scope, kind, digest.as_bytes())?);
     match (doc.kind, &event.payload) {
         (Kind::Prompt | Kind::Message, _) => match turn {
             Some(turn) => said(turn, doc.kind.as_str()),

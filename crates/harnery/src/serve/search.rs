@@ -7,10 +7,8 @@
 //! when that costs no wait, each hit saying how far behind it was), never
 //! failing because a `finalize` is writing; the ledger is only read.
 
-use std::error::Error;
-
 use crate::contract::AdapterId;
-use crate::search::{DEFAULT_LIMIT, Hit, Kind, Query, SearchError, Sort};
+use crate::search::{DEFAULT_LIMIT, Hit, Kind, Query, SearchError, Sort, chain};
 
 use super::data::Source;
 use super::query::{Target, encode};
@@ -168,17 +166,6 @@ fn fault_of_request(e: &SearchError) -> bool {
         SearchError::Query(_)
             | SearchError::Source(SourceError::NoSuchSession(_) | SourceError::AcrossEpochs { .. })
     )
-}
-
-/// `e` and its causes, as `harnery search` reports them on stderr.
-fn chain(e: &SearchError) -> String {
-    let mut text = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        text.push_str(&format!(": {c}"));
-        cause = c.source();
-    }
-    text
 }
 
 #[cfg(test)]
