@@ -182,6 +182,18 @@ fn cached(scenario: &str) -> Vec<String> {
     .collect()
 }
 
+/// The session id a Copilot record's `session.start` names.
+pub(crate) fn copilot_session(lines: &[String]) -> String {
+    lines
+        .iter()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|v| v["type"] == "session.start")
+        .unwrap()["data"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
 /// A home that finalized a Copilot session (with cached tokens) and its
 /// resume, finalizing after each run; the whole record's lines.
 pub(crate) fn resumed_copilot(home: &Path) -> Vec<String> {
@@ -189,14 +201,7 @@ pub(crate) fn resumed_copilot(home: &Path) -> Vec<String> {
     let first = cached("resume-1-first-run");
     let second = cached("resume-2-resumed-run");
     assert!(second.starts_with(&first), "the resumed run appends");
-    let session = first
-        .iter()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .find(|v| v["type"] == "session.start")
-        .unwrap()["data"]["sessionId"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let session = copilot_session(&first);
     let dir = copilot_home.join("session-state").join(&session);
     std::fs::create_dir_all(&dir).unwrap();
     let events_file = dir.join("events.jsonl");

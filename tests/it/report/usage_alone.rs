@@ -306,14 +306,7 @@ fn a_restored_child_keeps_its_link_and_is_tied_by_its_copies() {
 fn sessions_of_two_agents_are_read_from_their_own_rows() {
     let home = tempfile::tempdir().unwrap();
     let lines = crate::report::record_usage::resumed_copilot(home.path());
-    let copilot = lines
-        .iter()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .find(|v| v["type"] == "session.start")
-        .unwrap()["data"]["sessionId"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let copilot = crate::report::record_usage::copilot_session(&lines);
     fork_pair(home.path());
     let copilot_home = home.path().join("copilot");
     let run = |args: &[&str]| {
