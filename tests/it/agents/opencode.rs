@@ -544,3 +544,32 @@ fn many_small_passes_over_the_rendering_give_what_one_pass_gives() {
     };
     assert_eq!(payloads(small.events()), payloads(whole.events()));
 }
+
+/// The event types of the tool-output hits of `query`.
+fn output_hits(run: &Run, query: &str) -> Vec<String> {
+    let out = run.harnery(&["search", "--json", "--limit", "100", "--", query]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|hit| hit["kind"] == "tool-output")
+        .map(|hit| hit["event_type"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The record's text of a result (generation 12, the tool part's output
+/// or error) is found once: the hook's `output` is the same text, first in
+/// the chain; a call whose permission was refused has no hook after it,
+/// and its error is found from the record alone.
+#[test]
+fn a_results_text_from_the_record_is_found_once() {
+    for (scenario, query, hit) in [
+        ("failing", "\"No such file or directory\"", "tool.completed"),
+        ("permission", "\"rejected permission\"", "tool.recorded"),
+    ] {
+        let run = Run::new(scenario);
+        run.deliver(&run.hooks);
+        run.finalize();
+        assert_eq!(output_hits(&run, query), [hit], "{scenario}");
+    }
+}

@@ -423,3 +423,34 @@ fn install_adds_harnery_beside_the_clients_hooks_on_every_event_and_uninstall_ta
         "nothing written where QWEN_HOME does not point"
     );
 }
+
+/// The event types of the tool-output hits of `query`.
+fn output_hits(capture: &Capture, query: &str) -> Vec<String> {
+    capture
+        .harnery(&["search", "--json", "--limit", "100", "--", query])
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|hit| hit["kind"] == "tool-output")
+        .map(|hit| hit["event_type"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The record's text of a result (generation 12, its function response)
+/// is in `tool.recorded`, and found once: the hook's `llmContent` is the
+/// same text, first in the chain.
+#[test]
+fn a_results_text_from_the_record_is_found_once() {
+    let (capture, events) = run("basic");
+    let recorded: Vec<&str> = of_type(&events, "tool.recorded")
+        .iter()
+        .filter_map(|e| e["payload"]["output"].as_str())
+        .collect();
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    assert!(recorded[0].starts_with("Command: echo hello-from-harnery-e2e\n"));
+    assert_eq!(
+        output_hits(&capture, "\"Process Group PGID\""),
+        ["tool.completed"]
+    );
+    let (capture, _) = run("refused-call");
+    assert_eq!(output_hits(&capture, "\"standalone sleep\"").len(), 1);
+}

@@ -1,8 +1,9 @@
-//! Contract generation 11 (`session.titled`, after generation 10's
+//! Contract generation 12 (`tool.batch_result` and every agent's record
+//! results, after generation 11's `session.titled`, generation 10's
 //! `session.imported`, generation 9's adapter ids of every agent with hooks
 //! and `paired_by` on a completion found by order) ships by an epoch
-//! advance from the homes generations 6, 7, 8, 9 and 10 wrote (10's in
-//! `epoch::titles`), and every epoch is
+//! advance from the homes generations 6, 7, 8, 9, 10 and 11 wrote (10's in
+//! `epoch::titles`, 11's in `epoch::results`), and every epoch is
 //! judged by the generation that wrote it: an archived generation-6 or
 //! generation-1 epoch validates under its own shape, and a row that only a
 //! later generation allows is a problem of its archive even though this
@@ -14,7 +15,8 @@ use serde_json::Value;
 
 use crate::common::{self, run, stderr, stdout};
 
-/// Generation 11's schema digest, as its genesis stores it.
+/// Generation 12's schema digest, as its genesis stores it.
+pub(crate) const GEN12: &str = "081a2061e45f712d36111cfebe19bf4e19a1c28c81ac75c0abd959721c187c16";
 pub(crate) const GEN11: &str = "53f6521997460c5ecf8d7003236c50eed7e7071d7a818519dee96f7cb45c4444";
 pub(crate) const GEN10: &str = "79ce73ff16f48337f3b544607748fc7101bd1cb7aac1bfa641d55456fb6147fb";
 const GEN9: &str = "4e1bdb3de36ea40587aba91328ba8213bb86f8ab8b86baaa9f81a253552868d6";
@@ -64,13 +66,13 @@ fn archive_id(home: &Path) -> String {
 pub(crate) fn ships_from(from: u32, digest: &str) -> tempfile::TempDir {
     let (dir, live) = crate::finalize::records::advanced_from(&format!("gen{from}"));
     let home = dir.path();
-    assert_eq!(live["contract_generation"], 11);
-    assert_eq!(live["schema_digest"], GEN11);
+    assert_eq!(live["contract_generation"], 12);
+    assert_eq!(live["schema_digest"], GEN12);
     let list = epochs(home);
     assert_eq!(list.len(), 2, "{list:?}");
     assert_eq!(list[0]["generation"], from, "{list:?}");
     assert_eq!(list[0]["schema_digest"], digest, "{list:?}");
-    assert_eq!(list[1]["generation"], 11, "{list:?}");
+    assert_eq!(list[1]["generation"], 12, "{list:?}");
     // The intake the advance carried is drained into the new epoch.
     ok(home, &["finalize"]);
     let all = ["--epoch", "all"];
@@ -102,14 +104,14 @@ pub(crate) fn ships_from(from: u32, digest: &str) -> tempfile::TempDir {
 }
 
 #[test]
-fn generation_eleven_ships_by_an_epoch_advance_from_the_generation_six_home() {
+fn generation_twelve_ships_by_an_epoch_advance_from_the_generation_six_home() {
     ships_from(6, GEN6);
 }
 
 /// The home generation 7 wrote (built by main at `caef7b7`, the last build
 /// that wrote it): its archive is judged by generation 7's description.
 #[test]
-fn generation_eleven_ships_by_an_epoch_advance_from_the_generation_seven_home() {
+fn generation_twelve_ships_by_an_epoch_advance_from_the_generation_seven_home() {
     ships_from(7, GEN7);
 }
 
@@ -118,7 +120,7 @@ fn generation_eleven_ships_by_an_epoch_advance_from_the_generation_seven_home() 
 /// its Copilot completions carry no `paired_by`, and the new epoch's (the
 /// same client's session, recorded again after the advance) say `order`.
 #[test]
-fn generation_eleven_ships_by_an_epoch_advance_from_the_generation_eight_home() {
+fn generation_twelve_ships_by_an_epoch_advance_from_the_generation_eight_home() {
     let home = ships_from(8, GEN8);
     let home = home.path();
     common::feed_fixture(home, "copilot", "hook-exit1-postToolUse");
@@ -157,7 +159,7 @@ fn generation_eleven_ships_by_an_epoch_advance_from_the_generation_eight_home() 
 /// beside the archive's hooked sessions, whose records the import leaves
 /// alone (the clean session's record is on disk too).
 #[test]
-fn generation_eleven_ships_by_an_epoch_advance_from_the_generation_nine_home() {
+fn generation_twelve_ships_by_an_epoch_advance_from_the_generation_nine_home() {
     let dir = ships_from(9, GEN9);
     let home = dir.path();
     let agent = crate::import::AgentDirs::new();

@@ -4,4 +4,5 @@ mod advance;
 mod generations;
 mod leftovers;
 mod lifecycle;
+mod results;
 mod titles;

@@ -1,6 +1,7 @@
-//! Contract generation 11 (`session.titled`: the title the agent's own
-//! record gives a session) ships by an epoch advance from the home
-//! generation 10 wrote (built by main at `71fbe91`): the archive's
+//! Contract generation 11's `session.titled` (the title the agent's own
+//! record gives a session), shipped in this build's generation by an epoch
+//! advance from the home generation 10 wrote (built by main at
+//! `71fbe91`): the archive's
 //! sessions keep their prompt titles, and a Copilot session recorded after
 //! the advance takes the name its `workspace.yaml` gives it, then the new
 //! name after a rename (hostile text made one clean line), each once.
@@ -45,7 +46,7 @@ fn titled(home: &Path) -> Vec<Value> {
 }
 
 #[test]
-fn generation_eleven_ships_by_an_epoch_advance_from_the_generation_ten_home() {
+fn generation_twelve_ships_by_an_epoch_advance_from_the_generation_ten_home() {
     let dir = ships_from(10, GEN10);
     let home = dir.path();
     let before = listed(home, CLEAN)["title"].clone();

@@ -10,11 +10,11 @@
 //! and of its transcripts the user's strings, the text and thinking
 //! blocks, each `tool_use`'s input and each `tool_result`'s content (a
 //! string, or its text blocks). A tool's result that only the record's
-//! `tool_result` carries beside the `PostToolBatch` hook (a denied call's
+//! `tool_result` and the `PostToolBatch` hook carry (a denied call's
 //! "needs approval", a `Write`'s "created successfully", an async
 //! subagent's launch) is found through `tool.recorded`'s `output`
-//! (generation 11); the `PostToolBatch` payloads themselves are left out
-//! of the expectation, their results' text being the `tool_result`s'.
+//! (generation 11) and `tool.batch_result` (generation 12), as one hit;
+//! with the records off, through the batch alone.
 
 use crate::common;
 
@@ -90,8 +90,8 @@ const QUERIES: [&str; 10] = [
     "\"Print hi\"",
 ];
 
-/// Held out too: text that only a tool result holds, in the record (and
-/// in the `PostToolBatch` hook, whose responses no event keeps).
+/// Held out too: text that only a tool result holds, in the record and
+/// in the `PostToolBatch` hook.
 const RESULT_QUERIES: [&str; 5] = [
     "\"needs approval\"",
     "\"File created successfully\"",
@@ -137,17 +137,11 @@ fn sent(c: &Capture, payload: &Value) -> bool {
     c.displayed || payload["hook_event_name"] != "MessageDisplay"
 }
 
-/// Whether a hook payload's text is in the session's text (see the
-/// module doc for `PostToolBatch`).
-fn searchable(c: &Capture, payload: &Value) -> bool {
-    sent(c, payload) && payload["hook_event_name"] != "PostToolBatch"
-}
-
 /// The capture's text, lowercased (see the module doc).
 fn text_of(c: &Capture) -> String {
     let mut out = Vec::new();
     for mut payload in lines(&fixtures().join(format!("claude-code/{}/hooks.jsonl", c.scenario))) {
-        if !searchable(c, &payload) {
+        if !sent(c, &payload) {
             continue;
         }
         for key in NOT_TEXT {
@@ -291,9 +285,11 @@ fn held_out_queries_find_exactly_the_sessions_whose_text_holds_them() {
         assert!(found(&bare_home, query).is_empty(), "{query}");
         assert_eq!(found(&home, query).len(), 1, "{query}");
     }
-    // Nor is a result's text that only the record carries.
+    // A result's text that the record and the batch carry is found from
+    // the batch alone.
     for query in RESULT_QUERIES {
-        assert!(found(&bare_home, query).is_empty(), "{query}");
+        let want = holding(&ids, &texts, query);
+        assert_eq!(found(&bare_home, query), want, "{query}");
     }
 }
 
@@ -332,9 +328,14 @@ fn a_text_seen_twice_is_one_hit() {
     let both = output("from-subagent");
     assert_eq!(both.len(), 1, "{both:?}");
     assert_eq!(both[0]["event_type"], "tool.completed");
-    // A result only the record holds: the denied call's.
+    // A result the batch and the record hold, and no post: the denied
+    // call's, the batch's first in the chain.
     let denied = output("\"needs approval\"");
     assert_eq!(denied.len(), 1, "{denied:?}");
-    assert_eq!(denied[0]["event_type"], "tool.recorded");
+    assert_eq!(denied[0]["event_type"], "tool.batch_result");
     assert_eq!(denied[0]["tool"], "Bash");
+    // One the post, the batch and the record hold: the post's `stdout`.
+    let parallel = output("two");
+    assert_eq!(parallel.len(), 1, "{parallel:?}");
+    assert_eq!(parallel[0]["event_type"], "tool.completed");
 }

@@ -1,7 +1,8 @@
 //! The text of a tool's result as an agent gives it to the model: a
 //! string, or a list of content blocks whose `text` blocks are the text
 //! (Claude Code's `tool_result` content and its `PostToolBatch`
-//! `tool_response`, Copilot's `result.content`).
+//! `tool_response`, Copilot's `result.content`, Codex's
+//! `function_call_output` `output`, whose blocks are `input_text`).
 //!
 //! Read as the value comes, never buffered whole: an image block's data is
 //! skipped, not kept. Any other shape (a number, an object, a block's
@@ -16,6 +17,16 @@ use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
 /// value holds none.
 pub(crate) fn result_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     d.deserialize_any(Text(Level::Top))
+}
+
+/// The `type`s of a text block: Claude Code's `text`, Codex's
+/// `input_text` (a function call output's content items).
+const TEXT_KINDS: &[&str] = &["text", "input_text"];
+
+/// The text of a result kept as JSON text (a hook's `tool_response`).
+pub(crate) fn json_text(json: &crate::contract::Json) -> Option<String> {
+    let mut de = serde_json::Deserializer::from_str(json.as_str());
+    result_text(&mut de).ok().flatten()
 }
 
 /// A value read for its text, by where it is: at the top a list is a list
@@ -99,7 +110,7 @@ impl<'de> Visitor<'de> for Text {
                 }
             }
         }
-        Ok(text.filter(|_| kind.as_deref().is_none_or(|k| k == "text")))
+        Ok(text.filter(|_| kind.as_deref().is_none_or(|k| TEXT_KINDS.contains(&k))))
     }
 }
 
@@ -139,6 +150,14 @@ mod tests {
             Some("Async agent launched\nagentId: a1")
         );
         assert_eq!(text(r#"["a",{"text":"b"}]"#).as_deref(), Some("a\nb"));
+        // Codex's content items.
+        assert_eq!(
+            text(
+                r#"[{"type":"input_text","text":"ok"},{"type":"input_image","image_url":"data:x"}]"#
+            )
+            .as_deref(),
+            Some("ok")
+        );
     }
 
     #[test]

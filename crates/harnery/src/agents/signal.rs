@@ -202,6 +202,10 @@ pub struct ToolResult {
 pub struct BatchedCall {
     pub call: ToolCall,
     pub response: Option<Json>,
+    /// The response's text as the model was given it, where the agent's
+    /// batch carries it as text (Claude Code's `tool_response`, a string or
+    /// text blocks); `None` for a response in another shape.
+    pub text: Option<String>,
 }
 
 /// `harnery exec`'s completion record.

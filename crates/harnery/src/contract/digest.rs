@@ -28,7 +28,7 @@ use super::shape::{Shape, ShapeError};
 use super::validate::Rule;
 
 /// Bumped with every contract change that ships as an epoch advance.
-pub const CONTRACT_GENERATION: u32 = 11;
+pub const CONTRACT_GENERATION: u32 = 12;
 
 /// This build's contract, read from its types (once per process).
 pub fn contract_shape() -> &'static Shape {

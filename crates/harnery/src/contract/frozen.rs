@@ -35,6 +35,7 @@ pub(crate) fn frozen_shape_json(n: u32) -> Option<&'static str> {
         9 => Some(include_str!("frozen/gen9.json")),
         10 => Some(include_str!("frozen/gen10.json")),
         11 => Some(include_str!("frozen/gen11.json")),
+        12 => Some(include_str!("frozen/gen12.json")),
         _ => None,
     }
 }

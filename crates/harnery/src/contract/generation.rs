@@ -129,6 +129,19 @@ pub const GENERATIONS: &[Generation] = &[
                       (Claude Code's tool_result content, Copilot's result.content), at most \
                       64 KiB, with output_cut_bytes when it was cut",
     },
+    Generation {
+        number: 12,
+        digest: "081a2061e45f712d36111cfebe19bf4e19a1c28c81ac75c0abd959721c187c16",
+        description: "tool results' text from every agent's own record and from hooks' batch \
+                      summaries: tool.recorded's output also from Codex's rollout (a \
+                      function_call_output or custom_tool_call_output), Gemini CLI's and Qwen \
+                      Code's functionResponse (its output, else its error) and OpenCode's tool \
+                      part (its state's output, else its error); tool.batch_result, one call's \
+                      result as Claude Code's PostToolBatch lists it (the text the model was \
+                      given, at most 64 KiB, with output_cut_bytes when it was cut), written \
+                      for a call whose span is known unless its hook completion holds the same \
+                      text",
+    },
 ];
 
 impl Generation {

@@ -50,8 +50,9 @@ pub use payload::{
     PermissionRequested, PromptSubmitted, ReasoningRecorded, RecordAt, RecordProblem, Recovery,
     RecoveryReason, RestoreRecorded, SessionEnded, SessionImported, SessionMetadata,
     SessionResumed, SessionStarted, SessionTitled, SignalUnrecognized, StaleSignal,
-    SubagentStarted, SubagentStopped, ToolBatchCompleted, ToolCompleted, ToolRecorded,
-    ToolRequested, TurnCompleted, TurnStarted, UsageReported, UsageSummary,
+    SubagentStarted, SubagentStopped, ToolBatchCompleted, ToolBatchResult, ToolCompleted,
+    ToolRecorded, ToolRequested, TurnCompleted, TurnStarted, UsageReported, UsageSummary,
+    capped_output,
 };
 pub(crate) use shape::Shape;
 pub use validate::{Rule, Violation, validate_event};

@@ -125,7 +125,7 @@ macro_rules! payload_struct {
 
 mod output;
 mod session_log;
-pub use output::OUTPUT_CAP;
+pub use output::{OUTPUT_CAP, ToolBatchResult, capped_output};
 pub use session_log::*;
 
 payload_struct!(SessionStarted {
@@ -401,7 +401,11 @@ payload_struct!(
         #[serde(default)] exit_code: Option<i64>,
         /// The result's text as the record gives it to the model
         /// (generation 11): Claude Code's `tool_result` content (its text
-        /// blocks joined by newlines), Copilot's `result.content`. Hostile
+        /// blocks joined by newlines), Copilot's `result.content`; from
+        /// generation 12 also Codex's `function_call_output` /
+        /// `custom_tool_call_output` `output`, Gemini CLI's and Qwen Code's
+        /// `functionResponse` `response` (`output`, else `error`) and
+        /// OpenCode's tool part state (`output`, else `error`). Hostile
         /// text, kept as written up to [`OUTPUT_CAP`] bytes (cut at a
         /// character boundary). Absent on a call's start, where the record
         /// has no text, and on older rows.
@@ -596,6 +600,8 @@ pub enum Payload {
     SessionImported(SessionImported),
     #[serde(rename = "session.titled")]
     SessionTitled(SessionTitled),
+    #[serde(rename = "tool.batch_result")]
+    ToolBatchResult(ToolBatchResult),
 }
 
 macro_rules! event_types {
@@ -680,4 +686,5 @@ event_types! {
     HookObserved => "hook.observed",
     SessionImported => "session.imported",
     SessionTitled => "session.titled",
+    ToolBatchResult => "tool.batch_result",
 }

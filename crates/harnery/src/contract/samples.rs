@@ -248,6 +248,13 @@ pub(super) fn samples() -> Vec<Payload> {
             path: "/home/u/.copilot/session-state/s/workspace.yaml".into(),
             offset: None,
         }),
+        Payload::ToolBatchResult(ToolBatchResult {
+            tool_call_id: s(),
+            tool_name: "Write".into(),
+            requested_event_id: Some(id()),
+            output: "File created successfully at: /p/note.txt".into(),
+            output_cut_bytes: Some(3),
+        }),
     ]
 }
 

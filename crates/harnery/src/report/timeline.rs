@@ -356,6 +356,11 @@ fn describe(p: &Payload, span: Option<&SpanRow>) -> String {
         Payload::SessionImported(i) => format!("imported from {} ({} bytes)", i.path, i.bytes),
         Payload::SessionTitled(t) => format!("titled {:?} ({} in {})", t.title, t.field, t.path),
         Payload::ToolBatchCompleted(b) => format!("tool batch of {} completed", b.calls),
+        Payload::ToolBatchResult(r) => format!(
+            "{} result in the batch ({} bytes)",
+            r.tool_name,
+            r.output.len() as u64 + r.output_cut_bytes.unwrap_or(0)
+        ),
         Payload::LateEvidence(l) => format!(
             "late evidence for {} ({:?})",
             l.span_request_event_id, l.outcome

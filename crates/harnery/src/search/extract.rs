@@ -8,13 +8,15 @@
 //! | `message`     | `message.assistant` (record), `message.displayed` (hook); what the agent told the user: `notification`, `error.reported` (message, context), `compaction.completed` (its summary) |
 //! | `reasoning`   | `reasoning.recorded` (record)                               |
 //! | `tool-input`  | `tool.requested`, `permission.requested`: the tool's name and every string of its input |
-//! | `tool-output` | `tool.completed`: every string of its content, and its error; `late.evidence`: its error |
+//! | `tool-output` | `tool.completed`: every string of its content, and its error; `late.evidence`: its error; `tool.recorded`: its `output` (the agent's record); `tool.batch_result`: its `output` (a hook's batch) |
 //! | `command`     | `command.requested` (`harnery exec`): the argv, then the cwd |
 //!
-//! A tool's result as the agent's record has it (Claude Code's
-//! `tool_result` content, Copilot's `tool.execution_complete` result) is
-//! in no event (`tool.recorded` keeps the call id, name and success
-//! alone), so it is found only where a hook carried it too.
+//! A tool's result as the agent's record has it is `tool.recorded`'s
+//! `output` (Claude Code and Copilot from generation 11; Codex, Gemini
+//! CLI, Qwen Code and OpenCode from generation 12); as Claude Code's
+//! `PostToolBatch` lists it, `tool.batch_result`'s (generation 12). Where
+//! a hook and the record hold the same text for one call, it is one hit
+//! (`update::said_before`).
 
 use serde::{Deserialize, Serialize};
 
@@ -123,6 +125,13 @@ pub(crate) fn doc_of(event: &Event) -> Option<Doc> {
             Some(p.tool_name.clone()),
             p.output.clone()?,
         ),
+        // A result as a hook's batch lists it (generation 12): a denied or
+        // blocked call's message, a `Write`'s confirmation.
+        Payload::ToolBatchResult(p) => (
+            Kind::ToolOutput,
+            Some(p.tool_name.clone()),
+            p.output.clone(),
+        ),
         Payload::Notification(p) => (Kind::Message, None, p.message.clone()?),
         Payload::ErrorReported(p) => {
             let mut text = p.message.clone();
@@ -152,6 +161,7 @@ pub(crate) fn has_text(ty: EventType) -> bool {
             | EventType::PermissionRequested
             | EventType::LateEvidence
             | EventType::ToolRecorded
+            | EventType::ToolBatchResult
             | EventType::Notification
             | EventType::ErrorReported
             | EventType::CompactionCompleted

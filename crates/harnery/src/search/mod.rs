@@ -25,6 +25,7 @@ mod find;
 pub(crate) mod query;
 mod rank;
 mod reading;
+mod said;
 pub(crate) mod snippet;
 mod store;
 mod update;

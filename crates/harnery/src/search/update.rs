@@ -25,7 +25,7 @@
 //! record in one turn, a tool call's text twice under one call id (its
 //! output by the hook and by the record among them), a
 //! permission asked for a request already indexed) is indexed once:
-//! [`said_before`].
+//! `said::said_before`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
@@ -33,8 +33,9 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use rusqlite::{Connection, Transaction, TransactionBehavior, params};
 
 use super::SearchError;
-use super::extract::{Doc, Kind, doc_of, has_text, output_pieces};
+use super::extract::{Doc, doc_of, has_text};
 use super::facts::{self, Pending, Tag};
+use super::said::said_before;
 use super::store::{self, doc_id, doc_range};
 use crate::contract::{Event, EventType, Payload, SessionRef};
 use crate::failpoint;
@@ -428,110 +429,6 @@ fn index_row(tx: &Transaction, row: Row, batch: &mut Batch) -> Result<(), Search
         .execute(params![id, doc.text])?;
     }
     Ok(())
-}
-
-/// Whether `doc` is a text its session already has a hit for, the same
-/// occurrence seen twice: a prompt or message said in the same turn (the
-/// hook's `prompt.submitted` and the record's `message.user`, or
-/// `message.displayed` and `message.assistant`, carry the one text the
-/// user or the model wrote); a tool call's input or output under the same
-/// call id (the hook's `tool.completed` and the record's `tool.recorded`
-/// of a result whose text is the same); a permission asked for a call whose request, with the same
-/// input, is already in that turn. The first indexed (in chain order) is
-/// kept. Without a turn or a call id two texts cannot be told to be the
-/// same occurrence, and both stay.
-fn said_before(tx: &Transaction, event: &Event, doc: &Doc) -> Result<bool, SearchError> {
-    let turn = event.turn.turn_id.as_deref();
-    let call = match &event.payload {
-        Payload::ToolRequested(p) => p.tool_call_id.as_deref(),
-        Payload::ToolCompleted(p) => p.tool_call_id.as_deref(),
-        Payload::ToolRecorded(p) => Some(p.tool_call_id.as_str()),
-        _ => None,
-    };
-    let digest = blake3::hash(doc.text.trim().as_bytes());
-    // Already said: noting it added nothing.
-    let said = |scope: &str, kind: &str| Ok(!note(tx, event, scope, kind, digest.as_bytes())?);
-    match (doc.kind, &event.payload) {
-        (Kind::Prompt | Kind::Message, _) => match turn {
-            Some(turn) => said(turn, doc.kind.as_str()),
-            None => Ok(false),
-        },
-        (_, Payload::PermissionRequested(_)) => match turn {
-            Some(turn) => said(turn, Kind::ToolInput.as_str()),
-            None => Ok(false),
-        },
-        // A hook's output notes each of its strings under its call and
-        // span, so that the record's text of the same result, one of
-        // them, is not a second hit.
-        (Kind::ToolOutput, Payload::ToolCompleted(p)) => {
-            let scopes = output_scopes(call, p.requested_event_id.as_ref());
-            for piece in output_pieces(p.content.as_ref()) {
-                let piece = blake3::hash(piece.as_bytes());
-                for scope in &scopes {
-                    note(tx, event, scope, PIECE, piece.as_bytes())?;
-                }
-            }
-            match call {
-                Some(call) => said(&format!("call:{call}"), doc.kind.as_str()),
-                None => Ok(false),
-            }
-        }
-        (Kind::ToolOutput, Payload::ToolRecorded(p)) => {
-            for scope in output_scopes(call, p.span_request_event_id.as_ref()) {
-                if !note(tx, event, &scope, PIECE, digest.as_bytes())? {
-                    return Ok(true);
-                }
-            }
-            said(&format!("call:{}", p.tool_call_id), doc.kind.as_str())
-        }
-        _ => {
-            // A request's input is noted under its turn too, for the
-            // permission asked for it after.
-            if let (Payload::ToolRequested(_), Some(turn)) = (&event.payload, turn) {
-                said(turn, Kind::ToolInput.as_str())?;
-            }
-            match call {
-                Some(call) => said(&format!("call:{call}"), doc.kind.as_str()),
-                None => Ok(false),
-            }
-        }
-    }
-}
-
-/// The `said` kind of one string of a hook's tool output.
-const PIECE: &str = "tool-output-piece";
-
-/// Where a tool's output is noted: under its call id and its span's
-/// request (Copilot's hooks carry no call id; its record's
-/// `tool.recorded` names the span it joined).
-fn output_scopes(call: Option<&str>, span: Option<&crate::contract::EventId>) -> Vec<String> {
-    let call = call.map(|c| format!("call:{c}"));
-    let span = span.map(|s| format!("span:{}", s.as_str()));
-    call.into_iter().chain(span).collect()
-}
-
-/// Note `digest` under `scope` and `kind` for `event`'s session: whether
-/// it is new.
-fn note(
-    tx: &Transaction,
-    event: &Event,
-    scope: &str,
-    kind: &str,
-    digest: &[u8],
-) -> Result<bool, SearchError> {
-    let added = tx
-        .prepare_cached(
-            "INSERT INTO said (adapter, session_id, turn, kind, digest) \
-             VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
-        )?
-        .execute(params![
-            event.session.adapter.as_str(),
-            event.session.session_id,
-            scope,
-            kind,
-            digest,
-        ])?;
-    Ok(added == 1)
 }
 
 /// The span an event may change the state or outcome of, by an id of its

@@ -267,7 +267,7 @@ impl SpanPairer {
         {
             let payload = command_completion(&done, Some(span.request_event_id.clone()), outcome);
             em.emit(trigger, own_signal(payload, "command_completed"), out);
-            self.spans.close_native(span);
+            self.spans.close_native(span, Vec::new());
             return;
         }
         let claimed = self

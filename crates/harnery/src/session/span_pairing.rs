@@ -12,13 +12,13 @@
 use super::emit::{Draft, Trigger};
 use super::emitter::Emitter;
 use super::recovery::recovery_provenance;
-use super::spans::{OpenSpan, SpanKind, SpanPairer};
+use super::spans::{OpenSpan, SpanKind, SpanPairer, said_digests};
 use super::turns::Speaker;
 use crate::agents::{BatchedCall, RecoveryPolicy, ToolCall, ToolResult};
 use crate::contract::{
     Event, EventId, Json, LateEvidence, Observation, Outcome, PairedBy, Payload, Provenance,
-    Recovery, RecoveryReason, SignalUnrecognized, ToolBatchCompleted, ToolCompleted, ToolRequested,
-    TurnAttribution,
+    Recovery, RecoveryReason, SignalUnrecognized, ToolBatchCompleted, ToolBatchResult,
+    ToolCompleted, ToolRequested, TurnAttribution, capped_output,
 };
 
 /// Claude Code marks a tool error inside a batch response this way.
@@ -103,6 +103,7 @@ impl SpanPairer {
         };
         if let Some(span) = span {
             let request = span.request_event_id.clone();
+            let said = said_digests(result.content.as_ref());
             emit_native_completion(
                 em,
                 result,
@@ -112,7 +113,7 @@ impl SpanPairer {
                 trigger,
                 out,
             );
-            self.spans.close_native(span);
+            self.spans.close_native(span, said);
             return;
         }
         let call_id = result.call.call_id.as_deref();
@@ -153,6 +154,7 @@ impl SpanPairer {
         }
         let request = mint_request(em, &result.call, &who, trigger, out);
         let span = open_span(&result.call, request.clone(), &who, trigger);
+        let said = said_digests(result.content.as_ref());
         emit_native_completion(
             em,
             result,
@@ -162,12 +164,18 @@ impl SpanPairer {
             trigger,
             out,
         );
-        self.spans.close_native(span);
+        self.spans.close_native(span, said);
     }
 
     /// A batch summary closes nothing a post could close. A call in it that
     /// no span knows (its pre and post were never delivered) is a
-    /// completion whose request was not observed.
+    /// completion whose request was not observed. A known call's result
+    /// text, where the batch gives one, is a `tool.batch_result` after the
+    /// summary (generation 12): the text the model was given, which the
+    /// call's post may not hold (a denied or blocked call has none; a
+    /// `Write`'s post holds the file, not its confirmation). Where the
+    /// post's content held the same text as one of its strings (a shell's
+    /// `stdout`), the batch adds no second copy.
     pub(super) fn on_tool_batch(
         &mut self,
         em: &mut Emitter,
@@ -186,11 +194,23 @@ impl SpanPairer {
             out,
         );
         for batched in calls {
-            let unknown = batched
+            let known = batched
                 .call
                 .call_id
                 .as_deref()
-                .is_some_and(|id| !self.spans.knows_call_id(id));
+                .and_then(|id| self.spans.request_of_call(id))
+                .cloned();
+            let unknown = batched.call.call_id.is_some() && known.is_none();
+            if let (Some(request), Some(text)) = (known, &batched.text) {
+                let id = batched.call.call_id.as_deref().unwrap_or_default();
+                if self.spans.completion_said(id, text) {
+                    continue;
+                }
+                let payload = batch_result_of(batched, request);
+                let draft = Draft::native(payload, who.turn.clone(), who.agent_id.clone());
+                em.emit(trigger, draft, out);
+                continue;
+            }
             if unknown && !batched.call.tool_name.is_empty() {
                 let result = batch_result(batched);
                 let who = Speaker {
@@ -303,6 +323,18 @@ fn open_span(call: &ToolCall, request: EventId, who: &Speaker, trigger: &Trigger
         requested_unix_ns: trigger.time_unix_ns,
         requested_clock: trigger.clock.cloned(),
     }
+}
+
+/// A known call's result as its batch lists it, cut at the output cap.
+fn batch_result_of(batched: BatchedCall, request: EventId) -> Payload {
+    let (output, output_cut_bytes) = capped_output(batched.text.unwrap_or_default());
+    Payload::ToolBatchResult(ToolBatchResult {
+        tool_call_id: batched.call.call_id,
+        tool_name: batched.call.tool_name,
+        requested_event_id: Some(request),
+        output,
+        output_cut_bytes,
+    })
 }
 
 /// The outcome a batch entry states: an error marker means failure;

@@ -60,6 +60,48 @@ pub(super) enum Closure {
 pub(super) struct ClosedSpan {
     pub span: OpenSpan,
     pub closure: Closure,
+    /// The digests of the strings its native completion's content held
+    /// (see [`said_digests`]), so that a batch listing the same text adds
+    /// no second copy. Empty for older states and other closures.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub said: Vec<String>,
+}
+
+/// At most this many strings of a completion's content are remembered.
+const SAID_STRINGS: usize = 8;
+
+/// Content past this many bytes is not read for its strings (a batch
+/// listing the same text then keeps its own copy).
+const SAID_CONTENT_BYTES: usize = 64 * 1024;
+
+/// The digests of the first [`SAID_STRINGS`] non-blank strings of a
+/// completion's `content`, each trimmed: 16 hex digits of blake3.
+pub(crate) fn said_digests(content: Option<&crate::contract::Json>) -> Vec<String> {
+    let Some(content) = content.filter(|c| c.as_str().len() <= SAID_CONTENT_BYTES) else {
+        return Vec::new();
+    };
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(content.as_str()) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    strings_of(&value, &mut out);
+    out
+}
+
+/// The digest [`said_digests`] keeps of one text.
+pub(crate) fn said_digest(text: &str) -> String {
+    blake3::hash(text.trim().as_bytes()).to_hex()[..16].to_string()
+}
+
+fn strings_of(value: &serde_json::Value, out: &mut Vec<String>) {
+    use serde_json::Value;
+    match value {
+        _ if out.len() >= SAID_STRINGS => {}
+        Value::String(s) if !s.trim().is_empty() => out.push(said_digest(s)),
+        Value::Array(items) => items.iter().for_each(|v| strings_of(v, out)),
+        Value::Object(map) => map.values().for_each(|v| strings_of(v, out)),
+        _ => {}
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -120,16 +162,38 @@ impl SpanBook {
 
     /// Whether any span, open or remembered, has this call id.
     pub(crate) fn knows_call_id(&self, call_id: &str) -> bool {
-        let matches = |s: &OpenSpan| s.call_id.as_deref() == Some(call_id);
-        self.open.iter().any(matches) || self.closed.iter().any(|c| matches(&c.span))
+        self.request_of_call(call_id).is_some()
     }
 
-    pub(crate) fn close_native(&mut self, span: OpenSpan) {
+    /// The request of the span, open or remembered, with this call id.
+    pub(crate) fn request_of_call(&self, call_id: &str) -> Option<&EventId> {
+        let matches = |s: &&OpenSpan| s.call_id.as_deref() == Some(call_id);
+        self.open
+            .iter()
+            .find(matches)
+            .or_else(|| self.closed.iter().map(|c| &c.span).find(matches))
+            .map(|s| &s.request_event_id)
+    }
+
+    /// Close `span` natively; `said`: its completion's [`said_digests`].
+    pub(crate) fn close_native(&mut self, span: OpenSpan, said: Vec<String>) {
         self.closed_native += 1;
         self.remember(ClosedSpan {
             span,
             closure: Closure::Native,
+            said,
         });
+    }
+
+    /// Whether the span with this call id closed natively with a
+    /// completion holding `text` as one of its strings.
+    pub(crate) fn completion_said(&self, call_id: &str, text: &str) -> bool {
+        let digest = said_digest(text);
+        self.closed.iter().any(|c| {
+            c.span.call_id.as_deref() == Some(call_id)
+                && c.closure == Closure::Native
+                && c.said.contains(&digest)
+        })
     }
 
     pub(crate) fn close_recovered(&mut self, span: OpenSpan, terminal: EventId) {
@@ -140,6 +204,7 @@ impl SpanBook {
                 terminal,
                 late_seen: false,
             },
+            said: Vec::new(),
         });
     }
 

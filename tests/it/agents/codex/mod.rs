@@ -535,3 +535,39 @@ fn health_names_a_codex_session_that_never_reached_the_spool() {
         .success();
     assert!(named(&health()).is_empty());
 }
+
+/// The event types of the tool-output hits of `query`.
+fn output_hits(run: &Run, query: &str) -> Vec<String> {
+    run.harnery(&["search", "--json", "--limit", "100", "--", query])
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|hit| hit["kind"] == "tool-output")
+        .map(|hit| hit["event_type"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The rollout's text of a call's result (generation 12) is found once:
+/// where the hook sent the same output (the shell's, which the rollout
+/// wraps in unified exec's header), as the hook's; where no hook said it
+/// (a call the user interrupted), from the rollout alone.
+#[test]
+fn a_results_text_from_the_rollout_is_found_once() {
+    let (run, events) = one_scenario("fail", "nonexistent-harnery");
+    let recorded: Vec<&str> = of_type(&events, "tool.recorded")
+        .iter()
+        .filter_map(|e| e["payload"]["output"].as_str())
+        .collect();
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    assert!(recorded[0].ends_with(
+        "Output:\nls: cannot access '/nonexistent-harnery': No such file or directory\n"
+    ));
+    assert_eq!(
+        output_hits(&run, "\"No such file or directory\""),
+        ["tool.completed"]
+    );
+    // The interrupted call had no `PostToolUse`.
+    let run = Run::new("interrupt");
+    run.hooks("interrupt");
+    run.harnery(&["finalize"]);
+    assert_eq!(output_hits(&run, "\"aborted by user\""), ["tool.recorded"]);
+}

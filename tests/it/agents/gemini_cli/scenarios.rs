@@ -329,3 +329,42 @@ fn a_call_refused_before_its_hooks_is_in_the_record_alone() {
     );
     assert_eq!(spans(&run), (0, 0, 0));
 }
+
+/// The event types of the tool-output hits of `query`.
+fn output_hits(run: &Run, query: &str) -> Vec<String> {
+    let out = run.harnery(&["search", "--json", "--limit", "100", "--", query]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|hit| hit["kind"] == "tool-output")
+        .map(|hit| hit["event_type"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The record's text of a result (generation 12, its function response's
+/// output or error) is in `tool.recorded`, and found once: the hook's
+/// completion keeps its `llmContent` beside its `returnDisplay`, the same
+/// text, first in the chain (the hook has no call id; the record's row
+/// names the span it joined); a call the client refused before its hooks
+/// is found from the record alone.
+#[test]
+fn a_results_text_from_the_record_is_found_once() {
+    let run = Run::of("basic");
+    let recorded: Vec<&str> = run
+        .of_type("tool.recorded")
+        .iter()
+        .filter_map(|e| e["payload"]["output"].as_str())
+        .collect();
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    assert!(recorded[0].starts_with("<untrusted_context>\nOutput: hello-from-harnery-e2e\n"));
+    assert_eq!(
+        output_hits(&run, "\"Process Group PGID\""),
+        ["tool.completed"]
+    );
+    let refused = Run::of("refused");
+    assert_eq!(
+        output_hits(&refused, "\"Path not in workspace\""),
+        ["tool.recorded"]
+    );
+}

@@ -13,6 +13,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::agents::record::{NamedRecord, names_camel_record};
+use crate::agents::result_text::json_text;
 use crate::agents::signal::{BatchedCall, Normalized, SignalKind, ToolCall, ToolResult, TurnEnd};
 use crate::agents::wire::{normalize_input, optional_str, owned, parse_payload, raw_json};
 use crate::contract::{
@@ -271,6 +272,7 @@ fn batch(wire: &mut Wire) -> Vec<BatchedCall> {
                 tool_name: owned(&c.tool_name).unwrap_or_default(),
                 input: c.tool_input.map(normalize_input),
             },
+            text: c.tool_response.as_ref().and_then(json_text),
             response: c.tool_response,
         })
         .collect()

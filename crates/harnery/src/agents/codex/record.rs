@@ -19,8 +19,9 @@
 //!   `reasoning` its reasoning (summary text; `encrypted_content` kept as
 //!   the continuation), `function_call` / `custom_tool_call` a tool call
 //!   (`call_id` is the hooks' `tool_use_id`), `function_call_output` /
-//!   `custom_tool_call_output` its result, with the exit code that the
-//!   unified-exec output states (`Process exited with code N`).
+//!   `custom_tool_call_output` its result: its text (a string, or its
+//!   `input_text` content items) is the output, with the exit code that
+//!   the unified-exec output states (`Process exited with code N`).
 //! - `token_usage_record` is one model response's usage, keyed by its
 //!   `response_id`. Codex's `input_tokens` include the cached ones and are
 //!   reduced by them here; `output_tokens` include the reasoning ones, which
@@ -39,6 +40,7 @@ use serde_json::value::RawValue;
 use crate::agents::record::{
     LineMark, RecordItem, RecordLine, RecordedCall, RecordedResult, parse_frame, time_ns,
 };
+use crate::agents::result_text::result_text;
 use crate::agents::wire::{input_digest, normalize_input, parse_payload, raw_json};
 use crate::contract::{
     Json, MessageAssistant, MessageUser, ReasoningRecorded, RecordAt, SessionMetadata,
@@ -342,9 +344,7 @@ fn finished(item: &ItemWire, turn: &Option<String>) -> Vec<RecordItem> {
     let Some(tool_call_id) = item.call_id.clone() else {
         return Vec::new();
     };
-    let text = item
-        .output
-        .and_then(|raw| serde_json::from_str::<String>(raw.get()).ok());
+    let text = item.output.and_then(output_text);
     let exit_code = text.as_deref().and_then(exit_code_in);
     let aborted = text.as_deref().is_some_and(|t| t.ends_with(ABORTED));
     vec![RecordItem::ToolFinished(RecordedResult {
@@ -352,8 +352,15 @@ fn finished(item: &ItemWire, turn: &Option<String>) -> Vec<RecordItem> {
         success: exit_code.map(|code| code == 0).or(aborted.then_some(false)),
         exit_code,
         turn_id: turn.clone(),
-        output: None,
+        output: text,
     })]
+}
+
+/// An output's text: a string, or its `input_text` content items joined
+/// by newlines (an image item is no text).
+fn output_text(raw: &RawValue) -> Option<String> {
+    let mut de = serde_json::Deserializer::from_str(raw.get());
+    result_text(&mut de).ok().flatten()
 }
 
 /// How Codex ends the output of a call the user interrupted.

@@ -326,3 +326,41 @@ fn a_subagents_rollout_reads_as_the_parent_sessions() {
     }
     assert_eq!(finished, 1);
 }
+
+/// A call's output is the text the model was given, as written: unified
+/// exec's header and all, a subagent tool's JSON text, and the content
+/// items of an output in that shape (an image item is no text).
+#[test]
+fn a_calls_output_is_its_text() {
+    let outputs = |scenario: &str| -> Vec<Option<String>> {
+        all(scenario)
+            .into_iter()
+            .filter_map(|i| match i {
+                RecordItem::ToolFinished(r) => Some(r.output),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(
+        outputs("fail"),
+        [Some(
+            "Chunk ID: 5928ca\nWall time: 0.0000 seconds\nProcess exited with code 2\n\
+             Original token count: 17\nOutput:\n\
+             ls: cannot access '/nonexistent-harnery': No such file or directory\n"
+                .to_string()
+        )]
+    );
+    assert_eq!(
+        outputs("subagent")[0].as_deref(),
+        Some(r#"{"agent_id":"01a24b17-bab1-7010-92ad-dbfb44d81de1","nickname":"Socrates"}"#)
+    );
+    let line = r#"{"timestamp":"2026-12-06T10:00:00Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c9","output":[{"type":"input_text","text":"Process exited with code 0\nOutput:\nok"},{"type":"input_image","image_url":"data:image/png;base64,AAAA"}]}}"#;
+    let (read, _, _) = read_marked(line.as_bytes(), &at());
+    let [RecordItem::ToolFinished(done)] = read.items.as_slice() else {
+        panic!("{:?}", read.items)
+    };
+    assert_eq!(
+        (done.output.as_deref(), done.exit_code),
+        (Some("Process exited with code 0\nOutput:\nok"), Some(0))
+    );
+}

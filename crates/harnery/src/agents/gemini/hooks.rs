@@ -304,8 +304,24 @@ fn tool_result(event: &str, wire: Wire) -> SignalKind {
         duration_ms: None,
         exit_code,
         error: error.as_ref().map(error_text),
-        content: response.and_then(|r| r.return_display.or(r.llm_content)),
+        content: response.and_then(shown_and_given),
     })
+}
+
+/// A tool's content: what the user was shown and what the model was given
+/// (generation 12: the model's text too, so that the record's text of the
+/// same result is one of the hook's strings), the one where the other is
+/// missing or the same.
+fn shown_and_given(response: ToolResponse) -> Option<Json> {
+    match (response.return_display, response.llm_content) {
+        (Some(shown), Some(given)) if shown != given => Json::parse(&format!(
+            r#"{{"llmContent":{},"returnDisplay":{}}}"#,
+            given.as_str(),
+            shown.as_str()
+        ))
+        .ok(),
+        (shown, given) => shown.or(given),
+    }
 }
 
 /// A tool's error as text: its `message` (the client sends `{message,
@@ -354,9 +370,18 @@ mod tests {
         assert_eq!(call.call_id, None);
         assert_eq!(call.input_digest(), done.call.input_digest());
         assert_eq!((done.outcome, done.exit_code), (Outcome::Success, Some(2)));
+        // What the user was shown and what the model was given (the text
+        // the record keeps too).
+        let content: serde_json::Value =
+            serde_json::from_str(done.content.expect("content").as_str()).unwrap();
         assert_eq!(
-            done.content.and_then(|c| c.as_string()).as_deref(),
-            Some("ls: cannot access '/nonexistent-harnery': No such file or directory")
+            content["returnDisplay"],
+            "ls: cannot access '/nonexistent-harnery': No such file or directory"
+        );
+        assert!(
+            content["llmContent"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("<untrusted_context>\nOutput: ls:"))
         );
     }
 

@@ -25,7 +25,9 @@
 //!   message id, so the repeated line counts once) and, on the line without
 //!   `toolCalls`, its text and thoughts; on the line with `toolCalls`, the
 //!   calls: an assistant message naming them, and each call's start and
-//!   finish (`status`; a shell call's exit code from its output text);
+//!   finish (`status`; a shell call's exit code from its output text; the
+//!   output, or the error, of its `functionResponse` is the result's
+//!   text);
 //! - a `$set` of `summary` is the session's title ([`RecordItem::Title`]);
 //! - headers, the rest of `$set`, `$rewindTo` and `info` / `error` /
 //!   `warning` messages carry nothing for the ledger; the session a line names is the
@@ -48,6 +50,7 @@ use super::hooks::{SHELL_TOOL, shell_exit_code};
 use crate::agents::record::{
     RecordItem, RecordLine, RecordTitle, RecordedCall, RecordedResult, parse_frame, time_ns,
 };
+use crate::agents::result_text::result_text;
 use crate::agents::wire::{input_digest, normalize_input, parse_payload, raw_json};
 use crate::contract::{
     Json, MessageAssistant, MessageUser, ReasoningRecorded, RecordAt, UsageReported,
@@ -146,10 +149,14 @@ struct FunctionResponse {
     response: Option<ResponseWire>,
 }
 
+/// A function response: `output` when the tool ran, `error` when it
+/// failed (each read as text only when it is a string).
 #[derive(Deserialize)]
 struct ResponseWire {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "result_text")]
     output: Option<String>,
+    #[serde(default, deserialize_with = "result_text")]
+    error: Option<String>,
 }
 
 /// One part of a message's content (`{"text": …}`; function calls and
@@ -380,21 +387,28 @@ fn tool_items(call: &CallWire) -> Vec<RecordItem> {
         success,
         exit_code,
         turn_id: None,
-        output: None,
+        output: result_of(call),
     });
     vec![started, finished]
 }
 
+/// The call's function response.
+fn response_of(call: &CallWire) -> Option<&ResponseWire> {
+    call.result
+        .as_deref()?
+        .iter()
+        .find_map(|p| p.function_response.as_ref()?.response.as_ref())
+}
+
 /// The text the call returned to the model.
 fn output_of(call: &CallWire) -> Option<&str> {
-    call.result.as_deref()?.iter().find_map(|p| {
-        p.function_response
-            .as_ref()?
-            .response
-            .as_ref()?
-            .output
-            .as_deref()
-    })
+    response_of(call)?.output.as_deref()
+}
+
+/// The text the call returned to the model, or the error it reported.
+fn result_of(call: &CallWire) -> Option<String> {
+    let response = response_of(call)?;
+    response.output.clone().or_else(|| response.error.clone())
 }
 
 fn usage(id: &str, wire: &Line, tokens: &Tokens, raw: &RawValue, at: &RecordAt) -> RecordItem {

@@ -225,3 +225,33 @@ fn a_summary_set_is_the_sessions_title() {
     assert!(items(r#"{"$set":{"lastUpdated":"2026-12-06T10:09:00.000Z"}}"#).is_empty());
     assert!(items(r#"{"$set":{"summary":7}}"#).is_empty());
 }
+
+/// A finished call's text is its function response's `output` (the shell
+/// tool's untrusted-context wrapping and all), or its `error` when the
+/// tool failed (the captured `read_file` of a missing file).
+#[test]
+fn a_calls_output_is_its_function_response() {
+    let output = |line: &str| -> Option<String> {
+        items(line).into_iter().find_map(|i| match i {
+            RecordItem::ToolFinished(done) => Some(done.output),
+            _ => None,
+        })?
+    };
+    assert_eq!(
+        output(FAILED_CALL).as_deref(),
+        Some(
+            "<untrusted_context>\nOutput: ls: cannot access '/nonexistent-harnery': No such file \
+             or directory\nExit Code: 2\nProcess Group PGID: 16286\n</untrusted_context>"
+        )
+    );
+    let failed = r#"{"id":"a6","type":"gemini","content":"","toolCalls":[{"id":"read_file__1","name":"read_file","args":{"file_path":"/p/missing-harnery.txt"},"result":[{"functionResponse":{"id":"read_file__1","name":"read_file","response":{"error":"File not found: /p/missing-harnery.txt"}}}],"status":"error"}]}"#;
+    assert_eq!(
+        output(failed).as_deref(),
+        Some("File not found: /p/missing-harnery.txt")
+    );
+    let odd = failed.replace(
+        r#""error":"File not found: /p/missing-harnery.txt""#,
+        r#""output":{"lines":3}"#,
+    );
+    assert_eq!(output(&odd), None, "a response without text has none");
+}

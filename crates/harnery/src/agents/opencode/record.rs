@@ -7,7 +7,8 @@
 //! - a finished text or reasoning part of the model: the assistant message
 //!   or its reasoning;
 //! - a tool part: the call once it is under way (`starts`), its result once
-//!   it is `completed` (the shell tool's `metadata.exit`) or `error`;
+//!   it is `completed` (the shell tool's `metadata.exit`; the state's
+//!   `output` is the result's text) or `error` (its `error` is the text);
 //! - a finished assistant message: one model call's usage. OpenCode's
 //!   `tokens.input` leaves cache reads out and `tokens.output` leaves
 //!   reasoning out (they are `cache.read` and `reasoning`), which is how
@@ -224,12 +225,18 @@ fn tool_items(row: &Row, part: &Value) -> Vec<RecordItem> {
             Some("error") => false,
             _ => exit_code.is_none_or(|c| c == 0),
         };
+        // The text the model was given: a finished call's output, a failed
+        // (or rejected) one's error.
+        let output = match state["status"].as_str() {
+            Some("error") => text(&state["error"]),
+            _ => text(&state["output"]),
+        };
         items.push(RecordItem::ToolFinished(RecordedResult {
             tool_call_id: call_id,
             success: Some(success),
             exit_code,
             turn_id: None,
-            output: None,
+            output,
         }));
     }
     items

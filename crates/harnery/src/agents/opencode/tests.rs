@@ -661,3 +661,31 @@ fn the_title_is_taken_once_it_is_not_the_placeholder() {
     // Only the placeholder's exact shape is one.
     assert_eq!(row("New session - notes").len(), 1);
 }
+
+/// A finished call's text is its state's `output`; a failed or rejected
+/// one's is its `error`.
+#[test]
+fn a_calls_output_is_its_state_output_or_error() {
+    let outputs = |scenario: &str| -> Vec<Option<String>> {
+        items_of(scenario)
+            .0
+            .into_iter()
+            .filter_map(|i| match i {
+                RecordItem::ToolFinished(r) => Some(r.output),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(
+        outputs("failing"),
+        [Some(
+            "ls: cannot access '/nonexistent-harnery': No such file or directory\n".into()
+        )]
+    );
+    assert_eq!(
+        outputs("permission"),
+        [Some(
+            "The user rejected permission to use this specific tool call.".into()
+        )]
+    );
+}

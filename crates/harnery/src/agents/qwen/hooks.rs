@@ -353,6 +353,9 @@ fn batch(wire: &mut Wire) -> Vec<BatchedCall> {
                 input: c.tool_input.map(normalize_input),
             },
             response: c.tool_response,
+            // Qwen's response is an object of parts; its text reaches the
+            // ledger from its `PostToolUse` and its record.
+            text: None,
         })
         .collect()
 }

@@ -11,9 +11,10 @@
 //!   model's call id, the hooks' `tool_call_id`); `usageMetadata` is the
 //!   call's usage (see [`usage`]), keyed by the line's parent: the
 //!   telemetry line that reported the same call first.
-//! - `tool_result`: each `functionResponse` is a [`RecordItem::ToolFinished`];
-//!   `toolCallResult` says whether it succeeded and, for the shell tool,
-//!   its exit code.
+//! - `tool_result`: each `functionResponse` is a [`RecordItem::ToolFinished`]
+//!   whose output is its `response`'s `output` (else its `error`, a failed
+//!   or refused call's text); `toolCallResult` says whether it succeeded
+//!   and, for the shell tool, its exit code.
 //! - `system`: snapshots, the `ui_telemetry` that reports every model
 //!   call and every subagent's tool call (see [`super::telemetry`]), and
 //!   `custom_title`, the session's title ([`RecordItem::Title`]).
@@ -28,6 +29,7 @@ use crate::agents::record::{
     LineMark, RecordItem, RecordLine, RecordTitle, RecordedCall, RecordedResult, parse_frame,
     time_ns,
 };
+use crate::agents::result_text::result_text;
 use crate::agents::wire::{input_digest, normalize_input, parse_payload, raw_json};
 use crate::contract::{
     Json, MessageAssistant, MessageUser, ReasoningRecorded, RecordAt, SessionMetadata,
@@ -87,6 +89,25 @@ struct FunctionCall {
 #[derive(Deserialize)]
 struct FunctionResponse {
     id: Option<String>,
+    response: Option<ResponseWire>,
+}
+
+/// A function response: `output` when the tool ran, `error` when it failed
+/// or was refused (each read as text only when it is a string).
+#[derive(Deserialize)]
+struct ResponseWire {
+    #[serde(default, deserialize_with = "result_text")]
+    output: Option<String>,
+    #[serde(default, deserialize_with = "result_text")]
+    error: Option<String>,
+}
+
+impl FunctionResponse {
+    /// The text the model was given: the output, else the error.
+    fn text(&self) -> Option<String> {
+        let response = self.response.as_ref()?;
+        response.output.clone().or_else(|| response.error.clone())
+    }
 }
 
 #[derive(Deserialize)]
@@ -303,8 +324,9 @@ fn usage(frame: &Frame, raw: &Json, at: &RecordAt) -> Result<RecordItem, String>
 fn tool_results(frame: &Frame) -> Vec<RecordItem> {
     parts(frame)
         .iter()
-        .filter_map(|p| p.function_response.as_ref()?.id.clone())
-        .map(|id| {
+        .filter_map(|p| p.function_response.as_ref())
+        .filter_map(|response| Some((response.id.clone()?, response.text())))
+        .map(|(id, output)| {
             let result = frame
                 .tool_call_result
                 .as_ref()
@@ -316,7 +338,7 @@ fn tool_results(frame: &Frame) -> Vec<RecordItem> {
                 exit_code: result.and_then(exit_code),
                 tool_call_id: id,
                 turn_id: None,
-                output: None,
+                output,
             })
         })
         .collect()

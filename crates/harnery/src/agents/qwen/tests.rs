@@ -626,3 +626,28 @@ fn a_custom_title_line_is_the_sessions_title() {
         [RecordItem::Unrecognized { reason }] if reason.starts_with("custom_title in no known shape")
     ));
 }
+
+/// A result's text is its function response's `output`, or the `error` of
+/// a call that failed or was refused, as written.
+#[test]
+fn a_results_output_is_its_function_response() {
+    let output = |scenario: &str| -> Option<String> {
+        items(scenario).into_iter().find_map(|i| match i {
+            RecordItem::ToolFinished(r) => r.output,
+            _ => None,
+        })
+    };
+    let ran = output("basic").expect("the shell call's output");
+    assert!(
+        ran.starts_with("Command: echo hello-from-harnery-e2e\n"),
+        "{ran}"
+    );
+    assert!(ran.contains("\nExit Code: 0\n"), "{ran}");
+    let failed = output("failing").expect("the failed call's error");
+    assert!(failed.contains("No such file or directory\nError: (none)\nExit Code: 2"));
+    let refused = output("refused-call").expect("the refusal");
+    assert!(
+        refused.starts_with("Blocked: standalone sleep 30."),
+        "{refused}"
+    );
+}

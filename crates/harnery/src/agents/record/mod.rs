@@ -159,8 +159,10 @@ pub struct RecordedResult {
     pub exit_code: Option<i64>,
     pub turn_id: Option<String>,
     /// The result's text, whole, as the record gives it to the model
-    /// (Claude Code's `tool_result` content, Copilot's `result.content`);
-    /// `tool.recorded` keeps its first `OUTPUT_CAP` bytes.
+    /// (Claude Code's `tool_result` content, Copilot's `result.content`,
+    /// Codex's call output, Gemini CLI's and Qwen Code's function response,
+    /// OpenCode's tool part state); `tool.recorded` keeps its first
+    /// `OUTPUT_CAP` bytes.
     pub output: Option<String>,
 }
 
