@@ -19,8 +19,10 @@ use serde_json::Value;
 const ARCHIVED_ONLY: &str = "82655d0f-45cd-404f-9e4e-e90fea255247";
 /// Events the crossing session has in each epoch.
 const ARCHIVED_PART: u64 = 4;
-/// (Its turn ends in the live part, whose checkpoint is one of them.)
-const LIVE_PART: u64 = 13;
+/// (Its turn ends in the live part, whose checkpoint is one of them; its
+/// `Read` and `Edit` batches each list a result their posts did not hold:
+/// two `tool.batch_result`s, contract generation 12.)
+const LIVE_PART: u64 = 15;
 
 /// A home with one archived epoch and a live one.
 struct TwoEpochs {
