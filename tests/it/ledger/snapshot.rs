@@ -100,9 +100,12 @@ fn the_demo_runs_end_to_end() {
         "{text}"
     );
     assert!(
-        text.contains("ok: 38 rows, no contract violations"),
+        // 41 rows: the demo's Claude Code session lists three results its
+        // posts did not hold in its batches (`tool.batch_result`,
+        // generation 12).
+        text.contains("ok: 41 rows, no contract violations"),
         "{text}"
     );
-    assert!(text.contains("ok: 38 rows, no chain breaks"), "{text}");
+    assert!(text.contains("ok: 41 rows, no chain breaks"), "{text}");
     assert!(text.contains("subagent started task"), "{text}");
 }

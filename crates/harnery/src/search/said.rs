@@ -21,9 +21,9 @@ use crate::contract::{Event, EventId, Payload, ToolBatchResult, ToolRecorded};
 /// a batch's `tool.batch_result` of a result whose text is the same, or is
 /// a string of the hook's under a header of whole lines: see
 /// [`wrapped_piece`]); a permission asked for a call whose request, with
-/// the same input, is already in that turn. The first indexed (in chain order) is
-/// kept. Without a turn or a call id two texts cannot be told to be the
-/// same occurrence, and both stay.
+/// the same input, is already in that turn. The first indexed (in chain
+/// order) is kept. Without a turn or a call id two texts cannot be told to
+/// be the same occurrence, and both stay.
 pub(super) fn said_before(tx: &Transaction, event: &Event, doc: &Doc) -> Result<bool, SearchError> {
     let turn = event.turn.turn_id.as_deref();
     let call = match &event.payload {
