@@ -313,3 +313,52 @@ pub(super) struct SpanPairer {
     /// the open count falls back under the cap).
     pub span_cap_raised: bool,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contract::Json;
+
+    fn span(call: &str) -> OpenSpan {
+        OpenSpan {
+            kind: SpanKind::Tool,
+            request_event_id: EventId(format!("ev_{call}")),
+            name: "Bash".into(),
+            call_id: Some(call.into()),
+            pair_key: String::new(),
+            turn: TurnAttribution::none(),
+            agent_id: None,
+            requested_unix_ns: 0,
+            requested_clock: None,
+        }
+    }
+
+    /// A closed span remembers the strings of its completion (trimmed), so
+    /// a batch listing one of them is said; another text, another call, a
+    /// recovered span or a content past the bound is not.
+    #[test]
+    fn a_native_completion_remembers_its_strings() {
+        let mut book = SpanBook::default();
+        let content = Json::parse(r#"{"stdout":"one\n","stderr":"","interrupted":false}"#).unwrap();
+        book.close_native(span("c1"), said_digests(Some(&content)));
+        assert!(book.completion_said("c1", "one"));
+        assert!(book.completion_said("c1", "  one \n"));
+        assert!(!book.completion_said("c1", "two"));
+        assert!(!book.completion_said("c2", "one"));
+        book.close_recovered(span("c3"), EventId("ev_t".into()));
+        assert!(!book.completion_said("c3", "one"));
+        let long = Json::from_value(&serde_json::json!("x".repeat(SAID_CONTENT_BYTES)));
+        assert!(said_digests(Some(&long)).is_empty());
+        let many = Json::from_value(&serde_json::json!(
+            (0..20).map(|i| i.to_string()).collect::<Vec<_>>()
+        ));
+        assert_eq!(said_digests(Some(&many)).len(), SAID_STRINGS);
+        // An older state, without the member, reads as remembering none.
+        let old: ClosedSpan = serde_json::from_value(serde_json::json!({
+            "span": serde_json::to_value(span("c4")).unwrap(),
+            "closure": "native",
+        }))
+        .unwrap();
+        assert!(old.said.is_empty());
+    }
+}
