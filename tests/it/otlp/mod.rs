@@ -3,6 +3,7 @@
 //! growing session's new spans, retries, a receiver that is down, and a
 //! push SIGKILLed at random moments.
 
+mod content;
 mod kill;
 mod push;
 pub(crate) mod receiver;

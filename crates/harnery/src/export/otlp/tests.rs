@@ -312,6 +312,7 @@ fn an_archived_part_has_its_own_root_and_turn_ids() {
     let archived = Part {
         epoch_tag: Some("gen_1"),
         archive: Some("gen_1"),
+        ..Part::default()
     };
     let old = &documents(&events, archived, SPANS_PER_DOCUMENT)[0];
     for name in ["invoke_agent", "turn"] {
