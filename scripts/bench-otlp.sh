@@ -8,7 +8,8 @@
 #      it (python3's http.server, answering 200 with an empty body: an
 #      empty ExportTraceServiceResponse); under /usr/bin/time -v: `otlp
 #      push` (http/protobuf), `otlp push --resend --protocol http/json`,
-#      and a repeat push with nothing new to send;
+#      a repeat push with nothing new to send, and a push of everything
+#      again with `--content masked` (every row read whole, words masked);
 #   4. checks both full pushes sent every span the export wrote, and the
 #      repeat none.
 # Prints one table: spans, seconds, spans/s, peak RSS, and each run's time
@@ -78,11 +79,15 @@ push repeat
 # and each span found taken (the record read a trace at a time).
 python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('DELETE FROM sessions'); c.commit()" "$home/otlp/delivered.sqlite"
 push reread
+# The words too, masked: every row read whole and its words masked.
+push masked --resend --content masked
 sent() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['spans_sent'])" "$WORK/$1.json"; }
 [ "$(sent protobuf)" = "$spans" ] || { echo "the protobuf push sent $(sent protobuf) of $spans spans" >&2; exit 1; }
 [ "$(sent json)" = "$spans" ] || { echo "the json push sent $(sent json) of $spans spans" >&2; exit 1; }
 [ "$(sent repeat)" = 0 ] || { echo "the repeat sent $(sent repeat) spans" >&2; exit 1; }
 [ "$(sent reread)" = 0 ] || { echo "the reread sent $(sent reread) spans" >&2; exit 1; }
+# (With words, a message the records gave without usage is a span too.)
+[ "$(sent masked)" -ge "$spans" ] || { echo "the masked push sent $(sent masked) of $spans spans" >&2; exit 1; }
 
 base=$(secs "$WORK/export.time")
 row() { # label, time file, spans
@@ -99,3 +104,4 @@ row "otlp push (http/protobuf)" "$WORK/protobuf.time" "$spans"
 row "otlp push --resend (http/json)" "$WORK/json.time" "$spans"
 row "otlp push, nothing new" "$WORK/repeat.time" 0
 row "otlp push, nothing new, every session read" "$WORK/reread.time" 0
+row "otlp push --resend --content masked" "$WORK/masked.time" "$(sent masked)"

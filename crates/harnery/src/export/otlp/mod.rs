@@ -11,6 +11,9 @@
 //!   cache's `gen_ai.usage.cache_read.input_tokens` /
 //!   `gen_ai.usage.cache_creation.input_tokens`, each only where reported,
 //!   so a turn without usage is what it always was;
+//! - each model call the record reported usage for is `chat {model}` under
+//!   its turn (`chat`), with the conventions' usage (input with the
+//!   cache's tokens, `cache_write` and the older `cache_creation`);
 //! - each tool span is `execute_tool <name>` under its turn, with the
 //!   OpenTelemetry GenAI attributes `gen_ai.operation.name = execute_tool`,
 //!   `gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.conversation.id`
@@ -27,6 +30,11 @@
 //! its root and turn span ids from the epoch's genesis id as well, so the
 //! parts of one trace never share a span id; the live part keeps the ids
 //! it always had.
+//!
+//! Each span names where its rows stand in the chain (`harnery.*.seq`,
+//! `harnery.*.hash`, the epoch's genesis id on the resource) and its
+//! evidence (`harnery.evidence`: observed, or derived by a recovery); what
+//! of the words it carries is [`SpanContent`]'s.
 //!
 //! A recovered span carries `harnery.recovery.reason` and `harnery.outcome
 //! = unknown`, and its status stays unset: recovery never invents a result.
@@ -52,7 +60,9 @@
 //! The files, in the order a row goes through them:
 //! - `read`: the reading thread hands a session's rows on in runs;
 //! - `traced`, `parse`: a worker turns a run into [`Traced`] rows;
+//! - `content`: what of the words spans carry, masked and cut;
 //! - `stream`: [`TraceStream`] pairs a session's spans as its rows come;
+//!   `chat`: the model calls, a turn at a time;
 //! - `spans`: what each span says; `ids`: its trace and span ids;
 //! - `json`: a span's text; `documents`: the documents spans go out in.
 
