@@ -110,7 +110,7 @@ pub fn push(
         read.push((key, (head, shape.clone())));
         true
     };
-    let mut pusher = Pusher::new(settings, options, &mut delivered);
+    let mut pusher = Pusher::new(settings, options, &mut delivered, progress.clone());
     let written = write_to(
         epochs,
         sources,

@@ -308,6 +308,31 @@ mod tests {
     }
 
     #[test]
+    fn content_is_none_unless_a_flag_or_the_config_says_otherwise() {
+        let none = Settings::resolve(&[&Layer::default()]).unwrap();
+        assert_eq!(none.content, Content::None);
+        let config = Layer {
+            content: Some("masked".into()),
+            ..Layer::default()
+        };
+        let s = Settings::resolve(&[&Layer::default(), &config]).unwrap();
+        assert_eq!(s.content, Content::Masked);
+        let flag = Layer {
+            content: Some("full".into()),
+            ..Layer::default()
+        };
+        assert_eq!(
+            Settings::resolve(&[&flag, &config]).unwrap().content,
+            Content::Full
+        );
+        let bad = Layer {
+            content: Some("some".into()),
+            ..Layer::default()
+        };
+        assert!(Settings::resolve(&[&bad]).unwrap_err().contains("\"some\""));
+    }
+
+    #[test]
     fn bad_settings_are_named() {
         let grpc = Layer {
             protocol: Some("grpc".into()),

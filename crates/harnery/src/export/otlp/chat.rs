@@ -9,6 +9,7 @@
 //! record lines, in either order, and a turn's prompt rides its first
 //! call. What is held is one turn's calls, never the session's.
 
+use super::content::{TEXT_BYTES, cut};
 use crate::contract::{Event, Payload};
 use crate::ledger::ChainMark;
 use crate::report::usage::Tokens;
@@ -92,10 +93,14 @@ impl ModelCalls {
             _ => {
                 if let Some(words) = words {
                     let out = call.output.get_or_insert_with(String::new);
-                    if !out.is_empty() {
-                        out.push('\n');
+                    // A message's texts joined, cut as one text is.
+                    if out.len() <= TEXT_BYTES {
+                        if !out.is_empty() {
+                            out.push('\n');
+                        }
+                        out.push_str(words);
+                        *out = cut(out);
                     }
-                    out.push_str(words);
                 }
             }
         }
@@ -140,5 +145,107 @@ impl ModelCalls {
     /// The session has ended: every call still held.
     pub(crate) fn finish(self) -> Vec<ModelCall> {
         self.held
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contract::{MessageAssistant, Provenance, RecordAt, UsageReported};
+    use crate::report::testkit::Script;
+
+    fn at() -> RecordAt {
+        RecordAt {
+            path: "t.jsonl".into(),
+            offset: 0,
+        }
+    }
+
+    fn usage(message: Option<&str>, input: u64, copied: bool) -> Payload {
+        Payload::UsageReported(UsageReported {
+            record: at(),
+            message_id: message.map(String::from),
+            model: Some("m".into()),
+            input_tokens: Some(input),
+            output_tokens: Some(1),
+            cache_read_tokens: None,
+            cache_write_tokens: None,
+            cost: None,
+            duration_ms: Some(500),
+            time_to_first_token_ms: None,
+            reasoning_tokens: None,
+            raw: None,
+            copied_from_session: copied.then(|| "parent".into()),
+        })
+    }
+
+    fn message(id: &str) -> Payload {
+        Payload::MessageAssistant(MessageAssistant {
+            record: at(),
+            message_id: Some(id.into()),
+            model: Some("m".into()),
+            text: Some("answer".into()),
+            tool_call_ids: Vec::new(),
+        })
+    }
+
+    /// Every call of `script`'s events, each event with `words` if given.
+    fn calls(script: &Script, words: &[Option<&str>]) -> Vec<ModelCall> {
+        let mut calls = ModelCalls::default();
+        let mut done = Vec::new();
+        for (i, e) in script.events().iter().enumerate() {
+            let w = words.get(i).copied().flatten();
+            calls.take(e, w, None, &mut done);
+        }
+        done.extend(calls.finish());
+        done
+    }
+
+    #[test]
+    fn a_message_id_is_one_call_and_its_reports_add_up() {
+        let mut s = Script::new("s");
+        s.turn("t1");
+        s.push(10, usage(Some("a"), 3, false), Provenance::NATIVE);
+        s.push(20, usage(Some("a"), 4, false), Provenance::NATIVE);
+        s.push(30, usage(None, 5, false), Provenance::NATIVE);
+        s.push(40, usage(None, 6, false), Provenance::NATIVE);
+        s.push(50, usage(Some("b"), 100, true), Provenance::NATIVE);
+        let got = calls(&s, &[]);
+        let inputs: Vec<_> = got.iter().map(|c| c.tokens.input).collect();
+        assert_eq!(inputs, [Some(7), Some(5), Some(6)], "{got:?}");
+        // From the first report's time less its duration, to the last's.
+        let a = &got[0];
+        assert_eq!(
+            (a.start_unix_ns, a.end_unix_ns),
+            (ms(10) - 500_000_000, ms(20))
+        );
+    }
+
+    use crate::report::testkit::ms;
+
+    #[test]
+    fn a_message_is_a_call_only_with_words_and_a_turn_ends_its_calls() {
+        let mut s = Script::new("s");
+        s.turn("t1");
+        s.push(10, message("a"), Provenance::NATIVE);
+        s.push(20, usage(Some("a"), 3, false), Provenance::NATIVE);
+        s.push(30, message("c"), Provenance::NATIVE);
+        s.turn("t2");
+        s.push(40, usage(Some("d"), 1, false), Provenance::NATIVE);
+        // No words: the messages are no calls.
+        let bare = calls(&s, &[]);
+        let ids: Vec<_> = bare.iter().map(|c| c.message_id.as_deref()).collect();
+        assert_eq!(ids, [Some("a"), Some("d")]);
+        assert!(bare.iter().all(|c| c.output.is_none()));
+        // Words: the message before its usage opens the call and gives it
+        // its text; a message without usage is a call of its own.
+        let words = [Some("first"), None, Some("second")];
+        let worded = calls(&s, &words);
+        let ids: Vec<_> = worded.iter().map(|c| c.message_id.as_deref()).collect();
+        assert_eq!(ids, [Some("a"), Some("c"), Some("d")]);
+        assert_eq!(worded[0].output.as_deref(), Some("first"));
+        assert_eq!(worded[0].tokens.input, Some(3));
+        assert_eq!(worded[0].turn_id.as_deref(), Some("t1"));
+        assert_eq!(worded[2].turn_id.as_deref(), Some("t2"));
     }
 }

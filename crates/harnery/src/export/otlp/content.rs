@@ -108,7 +108,7 @@ impl<'m> SpanContent<'m> {
 
 /// `text` cut to [`TEXT_BYTES`] at a character boundary, naming what was
 /// left out.
-fn cut(text: &str) -> String {
+pub(super) fn cut(text: &str) -> String {
     if text.len() <= TEXT_BYTES {
         return text.to_string();
     }
