@@ -71,9 +71,17 @@ pub(crate) struct SpanNotes {
     recorded_calls: HashMap<String, String>,
     /// By the span's request event id, in offset order.
     late: HashMap<String, Vec<Event>>,
-    /// The result's words the agent's record gave a span (with content).
+    /// The result's words the agent's record gave a span (with content),
+    /// at most [`RECORDED_RESULT_BYTES`] of them in all.
     recorded_results: HashMap<String, String>,
+    recorded_bytes: usize,
 }
+
+/// The most bytes of the record's tool results a session's notes hold
+/// (read before its spans, so held for the whole session): past it, a
+/// span carries only its hook's result. A few hundred results at the cut
+/// of one text, whatever the session's length.
+const RECORDED_RESULT_BYTES: usize = 8 << 20;
 
 impl SpanNotes {
     /// The event types whose rows [`SpanNotes::add_with`] takes.
@@ -92,7 +100,10 @@ impl SpanNotes {
                 if let Some(request) = &t.span_request_event_id {
                     self.recorded_calls
                         .insert(request.to_string(), t.tool_call_id.clone());
-                    if let Some(words) = words {
+                    if let Some(words) = words
+                        && self.recorded_bytes + words.len() <= RECORDED_RESULT_BYTES
+                    {
+                        self.recorded_bytes += words.len();
                         self.recorded_results
                             .insert(request.to_string(), words.into());
                     }
