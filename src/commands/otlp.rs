@@ -26,7 +26,9 @@ pub enum OtlpCommand {
 }
 
 const PUSH_HELP: &str = "Settings: flags, else OTEL_EXPORTER_OTLP_{ENDPOINT,TRACES_ENDPOINT,HEADERS,\
-PROTOCOL,TIMEOUT}, else [otlp] in HARNERY_HOME/config.toml, else http://localhost:4318/v1/traces.\n\
+PROTOCOL,TIMEOUT}, else [otlp] in HARNERY_HOME/config.toml, else http://localhost:4318/v1/traces. \
+--content (or [otlp] content) also comes from the config; a change of it sends again every span whose \
+words it changes.\n\
 Exit codes: 0 delivered (or nothing new); 1 delivered, but the receiver rejected spans or ledger \
 rows were left out; 2 the receiver stayed down or refused (nothing is lost: the next push sends \
 what this one did not).";
@@ -48,6 +50,11 @@ pub struct PushArgs {
     /// Each request's timeout, in milliseconds (default 10000).
     #[arg(long, value_name = "MS")]
     timeout_ms: Option<u64>,
+    /// What of prompts, messages and tools' inputs and outputs the spans
+    /// carry, as for `ship`: none (the default: names, ids, times and
+    /// counts only, no command lines), masked (secrets replaced), or full.
+    #[arg(long, value_name = "MODE", value_parser = ["none", "masked", "full"])]
+    content: Option<String>,
     /// Tries again after a 429, 502, 503, 504 or a failed connection.
     #[arg(long, default_value_t = 5)]
     retries: u32,
@@ -90,6 +97,7 @@ fn flag_layer(a: &PushArgs) -> Result<Layer, String> {
         headers,
         protocol: a.protocol.clone(),
         timeout_ms: a.timeout_ms,
+        content: a.content.clone(),
     })
 }
 

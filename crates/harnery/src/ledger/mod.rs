@@ -34,8 +34,8 @@ pub use genesis::{
     capability_digests,
 };
 pub use read::{
-    ArchiveSize, ChainBreak, ChainRow, ChunkRead, DamagedRow, EndRequestRow, HealthRow,
-    LedgerReader, RawProblem, RowFilter, SessionSummary, SpanCounts, SpanRow, SpanState,
+    ArchiveSize, ChainBreak, ChainMark, ChainRow, ChunkRead, DamagedRow, EndRequestRow, HealthRow,
+    LedgerReader, MarkRange, RawProblem, RowFilter, SessionSummary, SpanCounts, SpanRow, SpanState,
     StoredEvent, StoredText, UnreadableRow, ValidationProblem,
 };
 pub(crate) use read::{NONZERO_SHIFT, RESTORED_FROM, StoredUsageSums, UsageSumRow};

@@ -23,15 +23,17 @@ pub mod push;
 pub mod settings;
 
 use crate::contract::SessionRef;
-use crate::export::otlp::write_to;
+use crate::export::otlp::{SpanContent, write_to};
 use crate::export::source::Source;
+use crate::fleet::ship::Content;
+use crate::fleet::{HostKey, Masker, ShipConfig};
 use crate::home::Home;
 use crate::progress::Progress;
 use crate::report::epochs::Epochs;
 use delivered::{Delivered, SessionKey, SessionMark};
 use push::Pusher;
 pub use push::{PushError, PushOptions, PushSummary};
-pub use settings::{Layer, Protocol, Settings};
+pub use settings::{Layer, Protocol, Settings, parse_content};
 
 /// Why a push could not finish.
 #[derive(Debug, thiserror::Error)]
@@ -42,6 +44,24 @@ pub enum OtlpError {
     Delivered(#[from] delivered::DeliveredError),
     #[error(transparent)]
     Export(#[from] crate::export::ExportError),
+    /// `--content masked` could not set up the shipper's masking.
+    #[error("--content masked: {0}")]
+    Mask(String),
+}
+
+/// The masking `--content masked` uses: the shipper's own, with this
+/// host's ship key (made on first use, as `ship` makes it) and the
+/// config's `[mask]` rules; `None` for the other modes, which mask
+/// nothing.
+fn masker_for(home: &Home, content: Content) -> Result<Option<Masker>, OtlpError> {
+    if content != Content::Masked {
+        return Ok(None);
+    }
+    let root = home.root();
+    let rules = ShipConfig::load(root).map_err(|e| OtlpError::Mask(e.to_string()))?;
+    let key = HostKey::load_or_create(root).map_err(|e| OtlpError::Mask(e.to_string()))?;
+    let masker = Masker::new(&rules.rules, key).map_err(|e| OtlpError::Mask(e.to_string()))?;
+    Ok(Some(masker))
 }
 
 /// Push every session of `sources` to the endpoint of `settings`: what it
@@ -60,7 +80,13 @@ pub fn push(
         delivered.forget()?;
     }
     let marks = delivered.sessions()?;
-    let shape = shape_of();
+    let masker = masker_for(home, settings.content)?;
+    let content = match &masker {
+        Some(m) => SpanContent::Masked(m),
+        None if settings.content == Content::Full => SpanContent::Full,
+        None => SpanContent::None,
+    };
+    let shape = shape_of(settings.content);
     let mut read: Vec<(SessionKey, SessionMark)> = Vec::new();
     let mut unchanged = 0u64;
     let mut gate = |place: &str, session: &SessionRef, head: Option<u64>| {
@@ -84,7 +110,7 @@ pub fn push(
         read.push((key, (head, shape.clone())));
         true
     };
-    let mut pusher = Pusher::new(settings, options, &mut delivered);
+    let mut pusher = Pusher::new(settings, options, &mut delivered, progress.clone());
     let written = write_to(
         epochs,
         sources,
@@ -93,6 +119,7 @@ pub fn push(
         options.spans_per_request,
         progress,
         Some(&mut gate),
+        content,
     )
     .map(|(n, _)| n);
     if let Some(failure) = pusher.failure.take() {
@@ -112,9 +139,21 @@ pub fn push(
     Ok(summary)
 }
 
-/// The shape a session's spans have in this build: a new build may write
-/// a span differently, and then every session is read again (its spans
-/// still sent only where they differ).
-fn shape_of() -> String {
-    format!("harnery {}", env!("CARGO_PKG_VERSION"))
+/// The shape a session's spans have in this build and under this
+/// `--content`: a new build may write a span differently, and another
+/// content mode does, and then every session is read again (its spans
+/// still sent only where they differ: a span with words sent again with
+/// its words as the new mode has them).
+fn shape_of(content: Content) -> String {
+    let version = env!("CARGO_PKG_VERSION");
+    format!(
+        "harnery {version} spans {SPAN_SHAPE} content={}",
+        content.as_str()
+    )
 }
+
+/// The revision of what spans say, beside the version (which a build of
+/// the same release shares): raised with each change to a span's text,
+/// so that the next push reads every session once again. 2: chain marks,
+/// evidence, `chat` spans and `--content`.
+const SPAN_SHAPE: u32 = 2;

@@ -20,6 +20,7 @@ use super::proto::{PartialSuccess, ShapeError, encode_request};
 use super::settings::{Protocol, Settings};
 #[cfg(doc)]
 use crate::export::SPANS_PER_DOCUMENT;
+use crate::progress::Progress;
 
 /// How a push behaves beyond where it sends.
 #[derive(Debug, Clone)]
@@ -163,6 +164,8 @@ pub struct Pusher<'d> {
     pub summary: PushSummary,
     /// Why the push stopped, where it did.
     pub failure: Option<PushError>,
+    /// Where the spans sent so far are told (a terminal's progress line).
+    progress: Progress,
 }
 
 impl<'d> Pusher<'d> {
@@ -170,6 +173,7 @@ impl<'d> Pusher<'d> {
         settings: &'d Settings,
         options: &'d PushOptions,
         delivered: &'d mut Delivered,
+        progress: Progress,
     ) -> Pusher<'d> {
         Pusher {
             summary: PushSummary {
@@ -186,6 +190,7 @@ impl<'d> Pusher<'d> {
             traces: HashSet::new(),
             taken: HashMap::new(),
             failure: None,
+            progress,
         }
     }
 
@@ -269,6 +274,10 @@ impl<'d> Pusher<'d> {
         // Taken (rejected spans too: a receiver that rejects a span will
         // reject it again; the summary and the exit code say so).
         self.delivered.record(&fresh)?;
+        self.progress.stage(&format!(
+            "push: {} spans sent in {} requests; rows read",
+            self.summary.spans_sent, self.summary.requests
+        ));
         for (key, digest) in fresh {
             let trace: [u8; 16] = key[..16].try_into().expect("16 bytes");
             self.taken.entry(trace).or_default().insert(key, digest);

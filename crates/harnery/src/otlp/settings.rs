@@ -15,13 +15,17 @@
 //! - `protocol` (`OTEL_EXPORTER_OTLP_PROTOCOL` and `_TRACES_PROTOCOL`):
 //!   `http/protobuf` or `http/json` (`grpc` is not spoken);
 //! - `timeout_ms` (`OTEL_EXPORTER_OTLP_TIMEOUT` and `_TRACES_TIMEOUT`, in
-//!   milliseconds): for each request.
+//!   milliseconds): for each request;
+//! - `content` (`--content`; no OpenTelemetry variable names it): what
+//!   of the prompts, messages and tools' inputs and outputs the spans
+//!   carry, as for `ship`: `none` (the default), `masked` or `full`.
 //!
 //! ```toml
 //! [otlp]
 //! endpoint = "https://otel.example.com:4318"
 //! protocol = "http/json"
 //! timeout_ms = 30000
+//! content = "masked"
 //! [otlp.headers]
 //! authorization = "Bearer …"
 //! ```
@@ -34,6 +38,7 @@ use serde::Deserialize;
 
 use super::http::Url;
 use crate::config::ConfigError;
+use crate::fleet::ship::Content;
 
 /// How spans are put on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -82,6 +87,18 @@ pub struct Layer {
     pub headers: BTreeMap<String, String>,
     pub protocol: Option<String>,
     pub timeout_ms: Option<u64>,
+    /// `none`, `masked` or `full`.
+    pub content: Option<String>,
+}
+
+/// `--content` / `[otlp] content` as words.
+pub fn parse_content(text: &str) -> Result<Content, String> {
+    match text.trim() {
+        "none" => Ok(Content::None),
+        "masked" => Ok(Content::Masked),
+        "full" => Ok(Content::Full),
+        other => Err(format!("content {other:?} is not none, masked or full")),
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -129,6 +146,7 @@ impl Layer {
             headers,
             protocol: pick("OTEL_EXPORTER_OTLP_PROTOCOL"),
             timeout_ms,
+            content: None,
         })
     }
 
@@ -165,6 +183,8 @@ pub struct Settings {
     pub headers: Vec<(String, String)>,
     pub protocol: Protocol,
     pub timeout: Duration,
+    /// What of the words the spans carry (`none` unless asked).
+    pub content: Content,
 }
 
 pub const DEFAULT_ENDPOINT: &str = "http://localhost:4318/v1/traces";
@@ -206,12 +226,17 @@ impl Settings {
         if timeout_ms == 0 {
             return Err("timeout 0 ms: give a positive number of milliseconds".into());
         }
+        let content = match layers.iter().find_map(|l| l.content.as_deref()) {
+            Some(c) => parse_content(c)?,
+            None => Content::None,
+        };
         Ok(Settings {
             endpoint,
             url,
             headers,
             protocol,
             timeout: Duration::from_millis(timeout_ms),
+            content,
         })
     }
 }
@@ -280,6 +305,31 @@ mod tests {
                 ("x-c".into(), "cfg".into())
             ]
         );
+    }
+
+    #[test]
+    fn content_is_none_unless_a_flag_or_the_config_says_otherwise() {
+        let none = Settings::resolve(&[&Layer::default()]).unwrap();
+        assert_eq!(none.content, Content::None);
+        let config = Layer {
+            content: Some("masked".into()),
+            ..Layer::default()
+        };
+        let s = Settings::resolve(&[&Layer::default(), &config]).unwrap();
+        assert_eq!(s.content, Content::Masked);
+        let flag = Layer {
+            content: Some("full".into()),
+            ..Layer::default()
+        };
+        assert_eq!(
+            Settings::resolve(&[&flag, &config]).unwrap().content,
+            Content::Full
+        );
+        let bad = Layer {
+            content: Some("some".into()),
+            ..Layer::default()
+        };
+        assert!(Settings::resolve(&[&bad]).unwrap_err().contains("\"some\""));
     }
 
     #[test]

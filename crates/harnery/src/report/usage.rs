@@ -70,7 +70,7 @@ pub struct Tokens {
 }
 
 impl Tokens {
-    fn add(&mut self, u: &UsageReported) {
+    pub(crate) fn add(&mut self, u: &UsageReported) {
         sum_into(&mut self.input, u.input_tokens);
         sum_into(&mut self.output, u.output_tokens);
         sum_into(&mut self.cache_read, u.cache_read_tokens);

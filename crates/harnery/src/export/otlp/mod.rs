@@ -11,6 +11,9 @@
 //!   cache's `gen_ai.usage.cache_read.input_tokens` /
 //!   `gen_ai.usage.cache_creation.input_tokens`, each only where reported,
 //!   so a turn without usage is what it always was;
+//! - each model call the record reported usage for is `chat {model}` under
+//!   its turn (`chat`), with the conventions' usage (input with the
+//!   cache's tokens, `cache_write` and the older `cache_creation`);
 //! - each tool span is `execute_tool <name>` under its turn, with the
 //!   OpenTelemetry GenAI attributes `gen_ai.operation.name = execute_tool`,
 //!   `gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.conversation.id`
@@ -27,6 +30,11 @@
 //! its root and turn span ids from the epoch's genesis id as well, so the
 //! parts of one trace never share a span id; the live part keeps the ids
 //! it always had.
+//!
+//! Each span names where its rows stand in the chain (`harnery.*.seq`,
+//! `harnery.*.hash`, the epoch's genesis id on the resource) and its
+//! evidence (`harnery.evidence`: observed, or derived by a recovery); what
+//! of the words it carries is [`SpanContent`]'s.
 //!
 //! A recovered span carries `harnery.recovery.reason` and `harnery.outcome
 //! = unknown`, and its status stays unset: recovery never invents a result.
@@ -52,7 +60,9 @@
 //! The files, in the order a row goes through them:
 //! - `read`: the reading thread hands a session's rows on in runs;
 //! - `traced`, `parse`: a worker turns a run into [`Traced`] rows;
+//! - `content`: what of the words spans carry, masked and cut;
 //! - `stream`: [`TraceStream`] pairs a session's spans as its rows come;
+//!   `chat`: the model calls, a turn at a time;
 //! - `spans`: what each span says; `ids`: its trace and span ids;
 //! - `json`: a span's text; `documents`: the documents spans go out in.
 
@@ -67,6 +77,8 @@ use crate::report::epochs::Epochs;
 use parse::{ParsedRun, parse_run};
 use read::{SessionReader, SessionRun};
 
+mod chat;
+mod content;
 mod documents;
 mod ids;
 mod json;
@@ -77,12 +89,13 @@ mod spans;
 mod stream;
 mod traced;
 
+pub use content::{SpanContent, TEXT_BYTES};
 use documents::Documents;
 #[cfg(test)]
 use documents::SpanSink;
 #[cfg(test)]
 use ids::span_id;
-use stream::{Part, SpanNotes, TraceStream, keep_traced_fields};
+use stream::{Part, RunMarks, SpanNotes, TraceStream, keep_traced_fields};
 use traced::{RunText, Traced};
 
 /// Write every session of `sources` as OTLP documents to `out`; a
@@ -103,6 +116,7 @@ pub fn write(
         SPANS_PER_DOCUMENT,
         progress,
         None,
+        SpanContent::Export,
     )?;
     out.flush()?;
     Ok(damaged)
@@ -110,8 +124,10 @@ pub fn write(
 
 /// What [`write()`] does, into any writer: the documents go to `out` one
 /// line each, as they fill (`harnery otlp push` reads them as they come),
-/// each with at most `spans_per_document` spans (at least one). Returns
-/// how many rows were left out, and the writer.
+/// each with at most `spans_per_document` spans (at least one), carrying
+/// what `content` lets out. Returns how many rows were left out, and the
+/// writer.
+#[allow(clippy::too_many_arguments)]
 pub fn write_to<W: Write + Send>(
     epochs: &Epochs,
     sources: &[Source<'_>],
@@ -120,8 +136,13 @@ pub fn write_to<W: Write + Send>(
     spans_per_document: usize,
     progress: &Progress,
     mut gate: Option<&mut SessionGate<'_>>,
+    content: SpanContent<'_>,
 ) -> Result<(usize, W), ExportError> {
     let labels: Vec<Label> = sources.iter().map(|s| Label::of(epochs, s)).collect();
+    let genesis: Vec<&str> = sources
+        .iter()
+        .map(|s| s.epoch.genesis_id.as_str())
+        .collect();
     let produce = |feed: &mut Feed<SessionRun>| {
         each_source(epochs, sources, |i, source| {
             let ledger = &source.epoch.ledger;
@@ -131,7 +152,9 @@ pub fn write_to<W: Write + Send>(
                 labels[i].tag.as_deref().unwrap_or(""),
                 labels[i].archive.is_some()
             );
-            let traced = ledger.trace().keeps_trace_rows()?;
+            // Trace chunks hold no words: spans that carry them read
+            // every row whole.
+            let traced = ledger.trace().keeps_trace_rows()? && !content.carries_words();
             let (sessions, noted) = match &source.filter.session {
                 Some(s) => {
                     let sessions = ledger.sessions().refs(since)?.into_iter();
@@ -177,13 +200,14 @@ pub fn write_to<W: Write + Send>(
             Ok(true)
         })
     };
-    let work = |run: SessionRun| parse_run(&labels[run.rows.source], run);
+    let work = |run: SessionRun| parse_run(&labels[run.rows.source], run, content);
     let sink = TraceSink {
         docs: Documents::new(out, spans_per_document.max(1)),
         damaged: 0,
         stream: None,
+        argv: !matches!(content, SpanContent::None),
     };
-    let consume = |sink: &mut TraceSink<W>, run: ParsedRun| sink.take(&labels, run);
+    let consume = |sink: &mut TraceSink<W>, run: ParsedRun| sink.take(&labels, &genesis, run);
     let (made, written) = run_ordered(workers(), 8, produce, work, sink, consume);
     let sink = finish_sink(made, written)?;
     let damaged = sink.damaged;
@@ -204,12 +228,14 @@ struct TraceSink<W: Write> {
     docs: Documents<W>,
     damaged: usize,
     stream: Option<TraceStream>,
+    /// Whether command spans show their argv.
+    argv: bool,
 }
 
 impl<W: Write> TraceSink<W> {
     /// Take one run: its session's spans as they end, and at the
     /// session's last run the rest of its trace.
-    fn take(&mut self, labels: &[Label], run: ParsedRun) -> std::io::Result<()> {
+    fn take(&mut self, labels: &[Label], genesis: &[&str], run: ParsedRun) -> std::io::Result<()> {
         report(&mut self.damaged, &run.problems);
         let docs = &mut self.docs;
         if let Some(notes) = run.notes {
@@ -217,6 +243,8 @@ impl<W: Write> TraceSink<W> {
             let part = Part {
                 epoch_tag: label.tag.as_deref(),
                 archive: label.archive.as_deref(),
+                genesis: Some(genesis[run.source]),
+                argv: self.argv,
             };
             let mut stream = TraceStream::new(run.session, part, notes);
             stream.inherit(run.inherited.unwrap_or_default());
@@ -227,8 +255,9 @@ impl<W: Write> TraceSink<W> {
             .stream
             .as_mut()
             .expect("a session's first run carries its notes");
+        let marks = RunMarks(&run.marks);
         for row in run.rows {
-            stream.take(row, &run.text, docs)?;
+            stream.take(row, &run.text, &marks, docs)?;
         }
         if run.last {
             let stream = self.stream.take().expect("the session is open");

@@ -5,9 +5,11 @@
 //! named.
 
 use super::super::source::{Label, damaged};
+use super::content::SpanContent;
 use super::read::{RunItem, SessionRun};
 use super::{RunText, SpanNotes, Traced, keep_traced_fields};
-use crate::contract::{Event, SessionRef};
+use crate::contract::{Event, Payload, SessionRef};
+use crate::ledger::ChainMark;
 use crate::report::inherited::Inherited;
 
 /// A run's rows as its trace takes them (events parsed and stripped to
@@ -21,6 +23,8 @@ pub(super) struct ParsedRun {
     pub(super) rows: Vec<Traced>,
     /// The strings `rows` name.
     pub(super) text: RunText,
+    /// Where the rows stand in the chain, in offset order.
+    pub(super) marks: Vec<ChainMark>,
     pub(super) last: bool,
     pub(super) problems: Vec<String>,
 }
@@ -32,14 +36,30 @@ fn parse_event(json: &[u8]) -> Result<Event, String> {
     serde_json::from_str::<Event>(text).map_err(|e| e.to_string())
 }
 
-pub(super) fn parse_run(label: &Label, run: SessionRun) -> ParsedRun {
+/// An event as its trace keeps it: its words taken out (masked and cut)
+/// where spans carry them, a command's argv as they show it, and the rest
+/// stripped to what the trace reads.
+fn kept(mut event: Event, content: SpanContent<'_>) -> (Event, Option<Box<str>>) {
+    let words = content.words_of(&event).map(String::into_boxed_str);
+    if let Payload::CommandRequested(p) = &mut event.payload {
+        p.argv = content
+            .argv(&p.argv)
+            .map(|a| a.into_iter().map(|a| a.into_owned()).collect())
+            .unwrap_or_default();
+    }
+    keep_traced_fields(&mut event);
+    (event, words)
+}
+
+pub(super) fn parse_run(label: &Label, run: SessionRun, content: SpanContent<'_>) -> ParsedRun {
     // A note row that does not parse is named where the session's rows
     // meet it again, below, like any other.
     let notes = run.notes.map(|rows| {
         let mut notes = SpanNotes::default();
         for (_, _, json) in rows.each() {
             if let Ok(event) = parse_event(json) {
-                notes.add(event);
+                let words = content.words_of(&event).map(String::into_boxed_str);
+                notes.add_with(event, words);
             }
         }
         notes
@@ -51,9 +71,9 @@ pub(super) fn parse_run(label: &Label, run: SessionRun) -> ParsedRun {
     let parse = |(seq, id, json): (i64, &[u8], &[u8]),
                  rows: &mut Vec<Traced>,
                  problems: &mut Vec<String>| match parse_event(json) {
-        Ok(mut event) => {
-            keep_traced_fields(&mut event);
-            rows.push(Traced::Event(Box::new(event)));
+        Ok(event) => {
+            let (event, words) = kept(event, content);
+            rows.push(Traced::Event(Box::new(event), words));
         }
         Err(e) => {
             let id = String::from_utf8_lossy(id);
@@ -120,6 +140,7 @@ pub(super) fn parse_run(label: &Label, run: SessionRun) -> ParsedRun {
         inherited: run.inherited,
         rows,
         text,
+        marks: run.marks,
         last: run.last,
         problems,
     }

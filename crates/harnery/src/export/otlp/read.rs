@@ -7,7 +7,9 @@ use super::super::rows::RowBatch;
 use super::SpanNotes;
 use crate::contract::SessionRef;
 use crate::ledger::trace_rows::{CHUNK_EVENTS, TraceBatch};
-use crate::ledger::{ChunkRead, LedgerError, LedgerReader, RowFilter, StoredText};
+use crate::ledger::{
+    ChainMark, ChunkRead, LedgerError, LedgerReader, MarkRange, RowFilter, StoredText,
+};
 use crate::ordered::Feed;
 use crate::progress::Progress;
 use crate::report::inherited::Inherited;
@@ -38,6 +40,8 @@ pub(super) struct SessionRun {
     pub(super) chunk_texts: Vec<usize>,
     /// Every row or chunk in offset order.
     pub(super) items: Vec<RunItem>,
+    /// Where the run's rows stand in the chain, in offset order.
+    pub(super) marks: Vec<ChainMark>,
     /// The events the run counts (its rows, once decoded).
     pub(super) events: usize,
     pub(super) last: bool,
@@ -60,6 +64,7 @@ impl SessionRun {
             chunks: TraceBatch::default(),
             chunk_texts: Vec::new(),
             items: Vec::new(),
+            marks: Vec::new(),
             events: 0,
             last: false,
         }
@@ -67,6 +72,22 @@ impl SessionRun {
 
     fn full(&self) -> bool {
         self.rows.text.len() + self.chunks.text_len() >= RUN_BYTES
+    }
+
+    /// The chain marks of the rows read whole (a ledger without trace
+    /// chunks), by their seqs: one range query for the run.
+    fn mark_rows(&mut self, ledger: &LedgerReader) -> Result<(), LedgerError> {
+        let seqs = self.rows.each().map(|(seq, _, _)| seq);
+        let Some((low, high)) = seqs.fold(None, |r: Option<(i64, i64)>, s| {
+            Some(r.map_or((s, s), |(l, h)| (l.min(s), h.max(s))))
+        }) else {
+            return Ok(());
+        };
+        let marks = &mut self.marks;
+        let range = MarkRange::Seqs { low, high };
+        ledger
+            .chain_marks()
+            .each(&self.session, range, |m| marks.push(m))
     }
 }
 
@@ -107,20 +128,37 @@ impl SessionReader<'_> {
         let mut run = SessionRun::new(session.clone(), self.source, Some(notes));
         run.inherited = Some(Inherited::of(self.ledger, &session)?);
         let mut open = true;
+        let traced = self.traced;
+        let ledger = self.ledger;
         let mut send = |run: &mut SessionRun, feed: &mut Feed<SessionRun>| {
             if open && run.full() {
+                if !traced {
+                    run.mark_rows(ledger)?;
+                }
                 let next = SessionRun::new(session.clone(), self.source, None);
                 open = feed.send(std::mem::replace(run, next));
             }
-            open
+            Ok::<_, LedgerError>(open)
         };
         if self.traced {
             self.ledger.trace().read_trace_chunks(&session, |read| {
                 match read {
                     // A chunk's whole texts follow it: a run is sent only
                     // before a chunk, so they stay in its run.
-                    ChunkRead::Entries { events, entries } => {
-                        send(&mut run, feed);
+                    ChunkRead::Entries {
+                        first_offset,
+                        events,
+                        entries,
+                    } => {
+                        send(&mut run, feed)?;
+                        let range = MarkRange::Offsets {
+                            first: first_offset,
+                            count: events,
+                        };
+                        let marks = &mut run.marks;
+                        ledger
+                            .chain_marks()
+                            .each(&session, range, |m| marks.push(m))?;
                         progress.add(events);
                         // A count read from the ledger: room for at most
                         // what a chunk can hold.
@@ -149,9 +187,10 @@ impl SessionReader<'_> {
                 run.rows.add(row);
                 run.items.push(RunItem::Text);
                 run.events += 1;
-                send(&mut run, feed);
+                send(&mut run, feed)?;
                 Ok::<_, LedgerError>(())
             })?;
+            run.mark_rows(self.ledger)?;
         }
         run.last = true;
         Ok(open && feed.send(run))

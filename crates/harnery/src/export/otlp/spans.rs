@@ -7,6 +7,8 @@ use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashMap;
 
+use super::chat::ModelCall;
+use super::content::messages;
 use super::ids::{span_id_of, trace_id};
 use super::json::{
     AnyValue, Attr, DecimalI64, ResourceOut, SpanEventOut, SpanId, SpanOut, StatusOut, attr_bool,
@@ -15,6 +17,7 @@ use super::json::{
 use super::side::{Side, TraceSpan};
 use crate::contract::json::outcome_name;
 use crate::contract::{Event, Observation, Outcome, Payload, SessionRef};
+use crate::ledger::ChainMark;
 use crate::report::receipts::TurnReceipt;
 use crate::report::spans::{SpanKind, SpanSide, SpanState};
 use crate::report::usage::TurnUsage;
@@ -49,9 +52,78 @@ fn usage_attributes(u: &TurnUsage) -> Vec<Attr<'_>> {
     attrs
 }
 
+/// The GenAI usage attributes of one model call, as the conventions
+/// count them: `gen_ai.usage.input_tokens` is every input token, the
+/// cache's reads and writes included (the agents' input, as harnery keeps
+/// it, counts neither); the cache's writes under the current name and,
+/// for receivers not yet updated, the older `cache_creation` one.
+fn call_usage(call: &ModelCall) -> Vec<Attr<'static>> {
+    let t = &call.tokens;
+    let whole_input = match (t.input, t.cache_read, t.cache_write) {
+        (None, None, None) => None,
+        (i, r, w) => Some(
+            i.unwrap_or(0)
+                .saturating_add(r.unwrap_or(0))
+                .saturating_add(w.unwrap_or(0)),
+        ),
+    };
+    let counts = [
+        ("gen_ai.usage.input_tokens", whole_input),
+        ("gen_ai.usage.output_tokens", t.output),
+        ("gen_ai.usage.cache_read.input_tokens", t.cache_read),
+        ("gen_ai.usage.cache_write.input_tokens", t.cache_write),
+        ("gen_ai.usage.cache_creation.input_tokens", t.cache_write),
+        ("harnery.usage.uncached_input_tokens", t.input),
+        ("harnery.usage.reasoning_tokens", t.reasoning),
+    ];
+    counts
+        .into_iter()
+        .filter_map(|(key, n)| Some(attr_int(key, i64::try_from(n?).unwrap_or(i64::MAX))))
+        .collect()
+}
+
+/// Where a span's rows stand in the chain, and the words it carries.
+#[derive(Default)]
+pub(super) struct SpanExtras<'a> {
+    pub request_mark: Option<ChainMark>,
+    pub terminal_mark: Option<ChainMark>,
+    /// The tool's input (`gen_ai.tool.call.arguments`).
+    pub arguments: Option<&'a str>,
+    /// The tool's result (`gen_ai.tool.call.result`).
+    pub result: Option<&'a str>,
+}
+
+/// `harnery.<side>.seq` and `harnery.<side>.hash` of a row.
+fn chain_attributes(
+    mark: Option<ChainMark>,
+    keys: (&'static str, &'static str),
+    attrs: &mut Vec<Attr<'_>>,
+) {
+    if let Some(m) = mark {
+        attrs.push(attr_int(keys.0, m.seq));
+        let hash = crate::ledger::chain::hex(&m.hash);
+        attrs.push(Attr {
+            key: keys.1,
+            value: AnyValue::String(Cow::Owned(hash)),
+        });
+    }
+}
+
+fn owned<'a>(key: &'static str, value: String) -> Attr<'a> {
+    Attr {
+        key,
+        value: AnyValue::String(Cow::Owned(value)),
+    }
+}
+
 /// `{"resource":…,"scopeSpans":[{"scope":…,"spans":[`, closed by
 /// the resource tail [`Documents`](super::documents::Documents) writes.
-pub(super) fn resource_head(session: &SessionRef, epoch_tag: Option<&str>) -> String {
+/// `genesis`: the genesis id of the epoch the spans' rows are in.
+pub(super) fn resource_head(
+    session: &SessionRef,
+    epoch_tag: Option<&str>,
+    genesis: Option<&str>,
+) -> String {
     let mut attributes = vec![
         attr_str("service.name", "harnery"),
         attr_str("harnery.adapter", session.adapter.as_str()),
@@ -59,6 +131,9 @@ pub(super) fn resource_head(session: &SessionRef, epoch_tag: Option<&str>) -> St
     ];
     if let Some(label) = epoch_tag {
         attributes.push(attr_str("harnery.epoch", label));
+    }
+    if let Some(genesis) = genesis {
+        attributes.push(attr_str("harnery.ledger.genesis_id", genesis));
     }
     let mut resource = String::new();
     ResourceOut { attributes }.write(&mut resource);
@@ -78,10 +153,12 @@ pub(super) struct Ctx {
     turn_ids: RefCell<HashMap<String, SpanId>>,
     /// The last turn asked for: a turn's spans mostly come together.
     last_turn: RefCell<Option<(String, SpanId)>>,
+    /// Whether a command span shows its argv.
+    argv: bool,
 }
 
 impl Ctx {
-    pub(super) fn new(session: SessionRef, archive: Option<&str>) -> Ctx {
+    pub(super) fn new(session: SessionRef, archive: Option<&str>, argv: bool) -> Ctx {
         let mut root_key = format!("session:{}:{}", session.adapter, session.session_id);
         if let Some(genesis) = archive {
             root_key.push_str(&format!(":epoch:{genesis}"));
@@ -93,7 +170,55 @@ impl Ctx {
             archive: archive.map(str::to_string),
             turn_ids: RefCell::new(HashMap::new()),
             last_turn: RefCell::new(None),
+            argv,
         }
+    }
+
+    /// A model call's span, `chat {model}`, under its turn: its model,
+    /// response id and usage, the words of its prompt and its answer
+    /// where spans carry words, and the first row it came from.
+    pub(super) fn chat<'a>(&'a self, call: &'a ModelCall) -> SpanOut<'a> {
+        let mut attrs = vec![attr_str("gen_ai.operation.name", "chat")];
+        if let Some(model) = &call.model {
+            attrs.push(attr_str("gen_ai.request.model", model));
+            attrs.push(attr_str("gen_ai.response.model", model));
+        }
+        if let Some(id) = &call.message_id {
+            attrs.push(attr_str("gen_ai.response.id", id));
+        }
+        attrs.extend(call_usage(call));
+        if let Some(input) = &call.input {
+            attrs.push(owned("gen_ai.input.messages", messages("user", input)));
+        }
+        if let Some(output) = &call.output {
+            attrs.push(owned(
+                "gen_ai.output.messages",
+                messages("assistant", output),
+            ));
+        }
+        attrs.push(attr_str("harnery.evidence", "observed"));
+        attrs.push(attr_str("harnery.event_id", &call.event_id));
+        chain_attributes(call.mark, ("harnery.seq", "harnery.hash"), &mut attrs);
+        let mut key = match &call.message_id {
+            Some(id) => format!(
+                "chat:{}:{}:{id}",
+                self.session.adapter, self.session.session_id
+            ),
+            None => format!("chat:{}", call.event_id),
+        };
+        if let Some(genesis) = &self.archive {
+            key.push_str(&format!(":epoch:{genesis}"));
+        }
+        let parent = match &call.turn_id {
+            Some(turn) => self.turn_span_id(turn),
+            None => self.root_id,
+        };
+        let name = match &call.model {
+            Some(model) => format!("chat {model}"),
+            None => "chat".to_string(),
+        };
+        let (start, end) = (call.start_unix_ns, call.end_unix_ns);
+        self.span(span_id_of(&key), Some(parent), name, start, end, attrs)
     }
 
     /// Every span of a turn names it as parent: derived once per turn.
@@ -186,6 +311,7 @@ impl Ctx {
         &'a self,
         span: &TraceSpan<'a>,
         recorded_call: Option<&'a str>,
+        extras: &SpanExtras<'a>,
     ) -> SpanOut<'a> {
         let anchor = span.anchor();
         let parent = match span.turn_id() {
@@ -193,11 +319,17 @@ impl Ctx {
             None => self.root_id,
         };
         // Room for every attribute a span can have: one allocation.
-        let mut attrs = Vec::with_capacity(18);
+        let mut attrs = Vec::with_capacity(24);
         let name = match span.kind {
             SpanKind::Tool => tool_identity(span, recorded_call, &mut attrs),
-            SpanKind::Command => command_identity(span, &mut attrs),
+            SpanKind::Command => command_identity(span, self.argv, &mut attrs),
         };
+        if let Some(arguments) = extras.arguments {
+            attrs.push(attr_str("gen_ai.tool.call.arguments", arguments));
+        }
+        if let Some(result) = extras.result {
+            attrs.push(attr_str("gen_ai.tool.call.result", result));
+        }
         let (start, end, end_label) = span_times(span);
         state_attributes(span, end_label, &mut attrs);
         // Where the span's rows are in the ledger: anyone can look them up
@@ -208,6 +340,10 @@ impl Ctx {
         if let Some(terminal) = span.terminal {
             attrs.push(attr_str("harnery.terminal.event_id", terminal.event_id()));
         }
+        let request = ("harnery.request.seq", "harnery.request.hash");
+        chain_attributes(extras.request_mark, request, &mut attrs);
+        let terminal = ("harnery.terminal.seq", "harnery.terminal.hash");
+        chain_attributes(extras.terminal_mark, terminal, &mut attrs);
         let id = span_id_of(anchor.event_id());
         let mut out = self.span(id, Some(parent), name, start, end, attrs);
         out.status = status_of(span);
@@ -232,28 +368,34 @@ fn tool_identity<'a>(
 }
 
 /// A command span's name, and its identity among `attrs`.
-fn command_identity<'a>(span: &TraceSpan<'a>, attrs: &mut Vec<Attr<'a>>) -> String {
+/// `shown`: whether its argv is shown (else the span is `exec`).
+fn command_identity<'a>(span: &TraceSpan<'a>, shown: bool, attrs: &mut Vec<Attr<'a>>) -> String {
     let argv: &'a [String] = match span.request.and_then(Side::event).map(|r| &r.payload) {
         Some(Payload::CommandRequested(p)) => &p.argv,
         _ => &[],
     };
     let program = argv.first().map_or("unknown", String::as_str);
-    let values = argv
-        .iter()
-        .map(|a| AnyValue::String(Cow::Borrowed(a)))
-        .collect();
     attrs.push(attr_str("harnery.span.kind", "command"));
-    attrs.push(Attr {
-        key: "process.command_args",
-        value: AnyValue::Array { values },
-    });
+    if shown {
+        let values = argv
+            .iter()
+            .map(|a| AnyValue::String(Cow::Borrowed(a)))
+            .collect();
+        attrs.push(Attr {
+            key: "process.command_args",
+            value: AnyValue::Array { values },
+        });
+    }
     if let Some(Payload::CommandCompleted(p)) =
         span.terminal.and_then(Side::event).map(|t| &t.payload)
         && let Some(code) = p.exit_code
     {
         attrs.push(attr_int("process.exit.code", code));
     }
-    format!("exec {program}")
+    match shown {
+        true => format!("exec {program}"),
+        false => "exec".to_string(),
+    }
 }
 
 /// Start, end, and where the end came from. Only an observed terminal
@@ -277,6 +419,11 @@ fn state_attributes<'a>(span: &TraceSpan<'a>, end_label: &'static str, attrs: &m
     };
     let outcome = span.outcome().map_or("unknown", outcome_name);
     attrs.push(attr_str("harnery.span.state", state));
+    // Observed: every row of the span the agent reported (a hook or its
+    // record); derived: harnery made one (a recovery), and says why.
+    let derived = span.state() == SpanState::Recovered || span.request_recovered();
+    let evidence = if derived { "derived" } else { "observed" };
+    attrs.push(attr_str("harnery.evidence", evidence));
     attrs.push(attr_str("harnery.span.end", end_label));
     attrs.push(attr_str("harnery.outcome", outcome));
     if span.request_recovered() {

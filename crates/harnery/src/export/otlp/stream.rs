@@ -11,24 +11,53 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io;
 
+use super::chat::ModelCalls;
 use super::documents::SpanSink;
 use super::json::SpanOut;
 use super::side::{Side, TraceSpan};
-use super::spans::{Ctx, resource_head};
-use super::traced::{RunText, ToolRow, ToolView, Traced};
+use super::spans::{Ctx, SpanExtras, resource_head};
+use super::traced::{RunText, ToolRow, ToolView, Traced, Words};
 use crate::contract::{Event, EventType, Payload, SessionRef};
+use crate::ledger::ChainMark;
 use crate::report::inherited::Inherited;
 use crate::report::receipts::{TurnFold, TurnMark};
 use crate::report::spans::{Span, SpanKind, SpanSide};
 use crate::report::usage::{TurnUsage, add_turn_usage};
 
 /// Which epoch a session's events come from, as its spans show it.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Part<'a> {
     /// Added to the resource as `harnery.epoch` when rows carry their epoch.
     pub epoch_tag: Option<&'a str>,
     /// The genesis id of an archived epoch (`None` for the live one).
     pub archive: Option<&'a str>,
+    /// The genesis id of the epoch the rows come from (on the resource,
+    /// beside the seqs and hashes of the spans' rows).
+    pub genesis: Option<&'a str>,
+    /// Whether a command span shows its argv.
+    pub argv: bool,
+}
+
+impl Default for Part<'_> {
+    /// The live epoch, untagged, with command lines shown.
+    fn default() -> Self {
+        Part {
+            epoch_tag: None,
+            archive: None,
+            genesis: None,
+            argv: true,
+        }
+    }
+}
+
+/// Where a session's rows of one run stand in the chain, by offset.
+pub(crate) struct RunMarks<'a>(pub &'a [ChainMark]);
+
+impl RunMarks<'_> {
+    fn at(&self, offset: u64) -> Option<ChainMark> {
+        let i = self.0.binary_search_by_key(&offset, |m| m.offset).ok()?;
+        Some(self.0[i])
+    }
 }
 
 /// What a session's later rows say of its spans: the call id the agent's
@@ -42,19 +71,42 @@ pub(crate) struct SpanNotes {
     recorded_calls: HashMap<String, String>,
     /// By the span's request event id, in offset order.
     late: HashMap<String, Vec<Event>>,
+    /// The result's words the agent's record gave a span (with content),
+    /// at most [`RECORDED_RESULT_BYTES`] of them in all.
+    recorded_results: HashMap<String, String>,
+    recorded_bytes: usize,
 }
 
+/// The most bytes of the record's tool results a session's notes hold
+/// (read before its spans, so held for the whole session): past it, a
+/// span carries only its hook's result. A few hundred results at the cut
+/// of one text, whatever the session's length.
+const RECORDED_RESULT_BYTES: usize = 8 << 20;
+
 impl SpanNotes {
-    /// The event types whose rows [`SpanNotes::add`] takes.
+    /// The event types whose rows [`SpanNotes::add_with`] takes.
     pub(crate) const TYPES: &[EventType] = &[EventType::ToolRecorded, EventType::LateEvidence];
 
     /// Take one event (offset order); events of other types are ignored.
-    pub(crate) fn add(&mut self, mut event: Event) {
+    #[cfg(test)]
+    pub(crate) fn add(&mut self, event: Event) {
+        self.add_with(event, None);
+    }
+
+    /// Take one event with its words (a `tool.recorded`'s result).
+    pub(crate) fn add_with(&mut self, mut event: Event, words: Words) {
         match &event.payload {
             Payload::ToolRecorded(t) => {
                 if let Some(request) = &t.span_request_event_id {
                     self.recorded_calls
                         .insert(request.to_string(), t.tool_call_id.clone());
+                    if let Some(words) = words
+                        && self.recorded_bytes + words.len() <= RECORDED_RESULT_BYTES
+                    {
+                        self.recorded_bytes += words.len();
+                        self.recorded_results
+                            .insert(request.to_string(), words.into());
+                    }
                 }
             }
             Payload::LateEvidence(p) => {
@@ -79,6 +131,14 @@ impl SpanNotes {
         late.iter().filter(|e| e.offset > offset).collect()
     }
 
+    fn recorded_result(&self, request: Option<Side<'_>>) -> Option<&str> {
+        if self.recorded_results.is_empty() {
+            return None;
+        }
+        let id = request?.event_id();
+        self.recorded_results.get(id).map(String::as_str)
+    }
+
     fn recorded_call(&self, request: Option<Side<'_>>) -> Option<&str> {
         if self.recorded_calls.is_empty() {
             return None;
@@ -90,23 +150,37 @@ impl SpanNotes {
 
 /// A span whose request has been read and whose terminal has not: its
 /// request, held until then (a tool row with a copy of its strings).
+/// Its place in the chain and its words are kept with it.
 enum OpenSpan {
-    Tool(ToolRow, RunText),
-    Event(SpanKind, Box<Event>),
+    Tool(ToolRow, RunText, Option<ChainMark>),
+    Event(SpanKind, Box<Event>, Words, Option<ChainMark>),
 }
 
 impl OpenSpan {
     fn kind(&self) -> SpanKind {
         match self {
             OpenSpan::Tool(..) => SpanKind::Tool,
-            OpenSpan::Event(kind, _) => *kind,
+            OpenSpan::Event(kind, ..) => *kind,
         }
     }
 
     fn request(&self) -> Side<'_> {
         match self {
-            OpenSpan::Tool(row, text) => Side::Tool(ToolView { row, text }),
-            OpenSpan::Event(_, event) => Side::Event(event),
+            OpenSpan::Tool(row, text, _) => Side::Tool(ToolView { row, text }),
+            OpenSpan::Event(_, event, ..) => Side::Event(event),
+        }
+    }
+
+    fn mark(&self) -> Option<ChainMark> {
+        match self {
+            OpenSpan::Tool(.., mark) | OpenSpan::Event(.., mark) => *mark,
+        }
+    }
+
+    fn words(&self) -> Option<&str> {
+        match self {
+            OpenSpan::Tool(..) => None,
+            OpenSpan::Event(_, _, words, _) => words.as_deref(),
         }
     }
 
@@ -140,13 +214,15 @@ pub(crate) struct TraceStream {
     /// What the session copied from its parents (a restore's record): in
     /// the parent's trace, not again here.
     inherited: Inherited,
+    /// The model calls of the turn at hand.
+    calls: ModelCalls,
 }
 
 impl TraceStream {
     pub(crate) fn new(session: SessionRef, part: Part<'_>, notes: SpanNotes) -> TraceStream {
         TraceStream {
-            resource_head: resource_head(&session, part.epoch_tag),
-            ctx: Ctx::new(session, part.archive),
+            resource_head: resource_head(&session, part.epoch_tag, part.genesis),
+            ctx: Ctx::new(session, part.archive, part.argv),
             notes,
             open: Vec::new(),
             turns: TurnFold::default(),
@@ -154,6 +230,7 @@ impl TraceStream {
             times: None,
             last_native: None,
             inherited: Inherited::default(),
+            calls: ModelCalls::default(),
         }
     }
 
@@ -174,23 +251,28 @@ impl TraceStream {
         &mut self,
         traced: Traced,
         text: &RunText,
+        marks: &RunMarks<'_>,
         sink: &mut impl SpanSink,
     ) -> io::Result<()> {
         match traced {
-            Traced::Event(event) => self.feed(event, sink),
+            Traced::Event(event, words) => {
+                let mark = marks.at(event.offset);
+                self.feed_with(event, words, mark, sink)
+            }
             Traced::Mark { turn_id, mark } => {
                 self.mark(turn_id.map(|t| text.get(t)), mark);
                 Ok(())
             }
             Traced::Tool(row) => {
                 self.mark(row.turn_id.map(|t| text.get(t)), row.mark);
+                let mark = marks.at(row.offset);
                 if row.end.is_none() {
                     let (request, own) = row.owned(text);
-                    self.open.push(OpenSpan::Tool(request, own));
+                    self.open.push(OpenSpan::Tool(request, own, mark));
                     return Ok(());
                 }
                 let terminal = Side::Tool(ToolView { row: &row, text });
-                self.close_span(SpanKind::Tool, terminal, sink)
+                self.close_span(SpanKind::Tool, terminal, (mark, None), sink)
             }
         }
     }
@@ -207,12 +289,30 @@ impl TraceStream {
     }
 
     /// Take the session's next event; `sink` gets each span it ends.
+    #[cfg(test)]
     pub(crate) fn feed(&mut self, event: Box<Event>, sink: &mut impl SpanSink) -> io::Result<()> {
+        self.feed_with(event, None, None, sink)
+    }
+
+    /// Take the session's next event, with its words and place in the
+    /// chain; `sink` gets each span it ends.
+    fn feed_with(
+        &mut self,
+        event: Box<Event>,
+        words: Words,
+        mark: Option<ChainMark>,
+        sink: &mut impl SpanSink,
+    ) -> io::Result<()> {
         if self.inherited.is_copy(&event) {
             return Ok(());
         }
         self.mark(event.turn.turn_id.as_deref(), TurnMark::of(&event));
         add_turn_usage(&mut self.usage, &event);
+        let mut done = Vec::new();
+        self.calls.take(&event, words.as_deref(), mark, &mut done);
+        for call in &done {
+            emit(sink, &self.ctx.chat(call))?;
+        }
         let (kind, opens) = match &event.payload {
             Payload::ToolRequested(_) => (SpanKind::Tool, true),
             Payload::CommandRequested(_) => (SpanKind::Command, true),
@@ -221,21 +321,30 @@ impl TraceStream {
             _ => return Ok(()),
         };
         if opens {
-            self.open.push(OpenSpan::Event(kind, event));
+            self.open.push(OpenSpan::Event(kind, event, words, mark));
             return Ok(());
         }
-        self.close_span(kind, Side::Event(&event), sink)
+        let words = words.as_deref();
+        self.close_span(kind, Side::Event(&event), (mark, words), sink)
     }
 
     /// The session has no more rows: its open spans, turns and root.
     pub(crate) fn finish(mut self, sink: &mut impl SpanSink) -> io::Result<()> {
+        for call in std::mem::take(&mut self.calls).finish() {
+            emit(sink, &self.ctx.chat(&call))?;
+        }
         for open in std::mem::take(&mut self.open) {
             let mut span = open.as_span();
             span.late = self.notes.late_for(open.request());
             self.turns.add_span(&span);
+            let extras = SpanExtras {
+                request_mark: open.mark(),
+                arguments: open.words(),
+                ..SpanExtras::default()
+            };
             let out = self
                 .ctx
-                .span_of(&span, self.notes.recorded_call(span.request));
+                .span_of(&span, self.notes.recorded_call(span.request), &extras);
             emit(sink, &out)?;
         }
         let turns = std::mem::take(&mut self.turns).receipts(&self.usage);
@@ -249,10 +358,13 @@ impl TraceStream {
         emit(sink, &root)
     }
 
+    /// `terminal`: the terminal's side, with its place in the chain and
+    /// its words.
     fn close_span(
         &mut self,
         kind: SpanKind,
         terminal: Side<'_>,
+        (mark, words): (Option<ChainMark>, Option<&str>),
         sink: &mut impl SpanSink,
     ) -> io::Result<()> {
         let request = self
@@ -267,9 +379,15 @@ impl TraceStream {
             span.late = self.notes.late_for(open.request());
         }
         self.turns.add_span(&span);
+        let extras = SpanExtras {
+            request_mark: request.as_ref().and_then(OpenSpan::mark),
+            terminal_mark: mark,
+            arguments: request.as_ref().and_then(OpenSpan::words),
+            result: words.or_else(|| self.notes.recorded_result(span.request)),
+        };
         let out = self
             .ctx
-            .span_of(&span, self.notes.recorded_call(span.request));
+            .span_of(&span, self.notes.recorded_call(span.request), &extras);
         emit(sink, &out)
     }
 

@@ -130,6 +130,7 @@ fn tool_spans_follow_the_genai_conventions_and_recovery_has_no_duration() {
     assert_eq!(value(native, "gen_ai.tool.name"), "Bash");
     assert_eq!(value(native, "gen_ai.tool.call.id"), "call_1");
     assert_eq!(value(native, "harnery.span.end"), "observed");
+    assert_eq!(value(native, "harnery.evidence"), "observed");
     assert_eq!(native["spanId"], span_id(a.as_str()));
     assert_eq!(native["traceId"].as_str().unwrap().len(), 32);
     let turn = &spans_named(&doc, "turn")[0];
@@ -140,6 +141,7 @@ fn tool_spans_follow_the_genai_conventions_and_recovery_has_no_duration() {
         "completion_not_observed_before_turn_end"
     );
     assert_eq!(value(recovered, "harnery.outcome"), "unknown");
+    assert_eq!(value(recovered, "harnery.evidence"), "derived");
     assert_eq!(value(recovered, "harnery.span.end"), "not_observed");
     assert_eq!(
         attr(recovered, "harnery.recovery.elapsed_upper_bound_ms").unwrap()["intValue"],
@@ -312,6 +314,7 @@ fn an_archived_part_has_its_own_root_and_turn_ids() {
     let archived = Part {
         epoch_tag: Some("gen_1"),
         archive: Some("gen_1"),
+        ..Part::default()
     };
     let old = &documents(&events, archived, SPANS_PER_DOCUMENT)[0];
     for name in ["invoke_agent", "turn"] {

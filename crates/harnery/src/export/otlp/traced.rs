@@ -13,10 +13,10 @@ use crate::report::spans::SpanSide;
 
 /// One row of a session as its trace takes it.
 pub(crate) enum Traced {
-    /// An event read whole (parsed from its text). Boxed: an event is
-    /// large beside the other rows, and rows are moved from thread to
-    /// thread.
-    Event(Box<Event>),
+    /// An event read whole (parsed from its text), with its words where
+    /// spans carry them. Boxed: an event is large beside the other rows,
+    /// and rows are moved from thread to thread.
+    Event(Box<Event>, Words),
     /// A tool request or native tool terminal, from its trace entry.
     Tool(ToolRow),
     /// Only the row's time and its turn's mark.
@@ -25,6 +25,10 @@ pub(crate) enum Traced {
         mark: TurnMark,
     },
 }
+
+/// The words an event carries into its trace (masked and cut), where
+/// spans carry words ([`super::content::SpanContent`]).
+pub(crate) type Words = Option<Box<str>>;
 
 /// A range of a [`RunText`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -17,6 +17,7 @@
 
 mod archive_faults;
 mod bookkeeping;
+mod chain_marks;
 mod columns;
 mod events;
 mod finding;
@@ -39,6 +40,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
 pub(crate) use bookkeeping::Bookkeeping;
+pub use chain_marks::{ChainMark, ChainMarks, MarkRange};
 pub use events::{Events, RowFilter, StoredEvent, StoredText};
 pub use finding::ValidationProblem;
 pub use raw_archive::{ArchiveSize, Raw, RawProblem};
@@ -197,6 +199,11 @@ impl LedgerReader {
     /// Trace rows: span notes and chunks.
     pub fn trace(&self) -> Trace<'_> {
         Trace { r: self }
+    }
+
+    /// Where a session's rows stand in the chain (seq, stored hash).
+    pub fn chain_marks(&self) -> ChainMarks<'_> {
+        ChainMarks { r: self }
     }
 
     /// Whether this epoch's tables are older than this build's (a write

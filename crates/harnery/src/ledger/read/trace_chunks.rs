@@ -15,8 +15,10 @@ use crate::ledger::trace_rows::{TracePart, entries};
 /// them on: each chunk's entries, then the stored text of each of its
 /// whole entries, in offset order.
 pub enum ChunkRead<'a> {
-    /// A chunk: how many events it counts, and its entries' text.
+    /// A chunk: its first offset, how many events it counts, and its
+    /// entries' text.
     Entries {
+        first_offset: u64,
         events: u64,
         entries: &'a [u8],
     },
@@ -53,7 +55,7 @@ impl Trace<'_> {
             .r
             .conn
             .prepare_cached(
-                "SELECT wholes, CAST(entries AS BLOB), events FROM trace_chunks \
+                "SELECT wholes, CAST(entries AS BLOB), events, first_offset FROM trace_chunks \
                  WHERE adapter = ?1 AND session_id = ?2 ORDER BY first_offset",
             )
             .map_err(read)?;
@@ -63,7 +65,12 @@ impl Trace<'_> {
         while let Some(r) = rows.next().map_err(read)? {
             let entries = r.get_ref(1).map_err(read)?.as_blob().unwrap_or_default();
             let events = r.get::<_, i64>(2).map_err(read)?.max(0) as u64;
-            f(ChunkRead::Entries { events, entries })?;
+            let first_offset = r.get::<_, i64>(3).map_err(read)?.max(0) as u64;
+            f(ChunkRead::Entries {
+                first_offset,
+                events,
+                entries,
+            })?;
             let Some(wholes) = r.get_ref(0).map_err(read)?.as_str_or_null().ok().flatten() else {
                 continue;
             };
