@@ -13,7 +13,10 @@
 //! the next run. Each file goes through `archive compact`'s own steps
 //! (`ledger::write::compact`), so a kill at any moment leaves every file
 //! readable and recorded in its old form or its new. A failure here is a
-//! warning: the run's ledger is already complete.
+//! warning: the run's ledger is already complete. Once every file is
+//! converted, the same pass packs the events written since the last one
+//! in blocks (`ledger::eventz::pack`), a transaction a step, stopping
+//! between steps (and interrupting the file's rewrite) the same way.
 //!
 //! Off with `finalize --no-compact`, or in `HARNERY_HOME/config.toml`:
 //!
