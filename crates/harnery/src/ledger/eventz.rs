@@ -271,11 +271,7 @@ pub fn register(conn: &Connection) -> Result<(), LedgerError> {
 }
 
 /// Make dictionary `id` (if any, and if the ledger holds it) one `d` has.
-fn load_dict(
-    conn: &Connection,
-    d: &mut Decoder,
-    id: Option<u16>,
-) -> rusqlite::Result<()> {
+fn load_dict(conn: &Connection, d: &mut Decoder, id: Option<u16>) -> rusqlite::Result<()> {
     if let Some(id) = id.filter(|&id| id != 0 && !d.dicts.contains_key(&id)) {
         let dict: Option<Vec<u8>> = conn
             .prepare_cached("SELECT dict FROM event_dicts WHERE id = ?1")?
