@@ -7,7 +7,7 @@
 # registers (scripts/peer/feed-hooks.py). Prints the home's bytes (the
 # ledger's files, the raw archive, the search index, the rest), the
 # ledger's tables and indexes by size (sqlite3's dbstat), and the event
-# rows' stored bytes.
+# rows' stored bytes (and the blocks the compaction pass packed them in).
 #
 # Then, unless READS=0, the read side on that home: `export --format
 # jsonl`, `export --format otlp` (it reads trace chunks) and `verify`, the
@@ -69,6 +69,10 @@ echo
 if sqlite3 "$live/ledger.sqlite" "SELECT 1 FROM sqlite_schema WHERE name = 'event_store'" | grep -q 1; then
   sqlite3 "$live/ledger.sqlite" \
     "SELECT printf('event rows %d, bodies %d bytes (%.0f a row), dictionaries %d (%d bytes)', count(*), sum(length(body)), avg(length(body)), (SELECT count(*) FROM event_dicts), (SELECT coalesce(sum(length(dict)), 0) FROM event_dicts)) FROM event_store"
+  if sqlite3 "$live/ledger.sqlite" "SELECT 1 FROM sqlite_schema WHERE name = 'event_blocks'" | grep -q 1; then
+    sqlite3 "$live/ledger.sqlite" \
+      "SELECT printf('packed rows %d in %d blocks (%d bytes)', (SELECT count(*) FROM event_store WHERE substr(body, 1, 1) = x'02'), count(*), coalesce(sum(length(body)), 0)) FROM event_blocks"
+  fi
 else
   sqlite3 "$live/ledger.sqlite" \
     "SELECT printf('event rows %d, plain text %d bytes (%.0f a row)', count(*), sum(length(CAST(json AS BLOB))), avg(length(CAST(json AS BLOB)))) FROM events"

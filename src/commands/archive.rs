@@ -1,7 +1,8 @@
 //! `harnery archive compact`: store the live epoch's raw archive files
 //! compressed, in place (docs/ledger.md, "A compressed raw archive");
 //! `harnery archive compact-events`: convert a ledger an older build wrote
-//! to compact event storage (docs/ledger.md, "Compact event storage").
+//! to compact event storage and pack its events in blocks (docs/ledger.md,
+//! "Compact event storage").
 //! Archived epochs are read-only and are never compacted.
 
 use std::io::Write;
@@ -22,9 +23,10 @@ enum Command {
     /// Compress the live epoch's raw archive files in place, each verified
     /// byte for byte before the old file is removed.
     Compact(CompactArgs),
-    /// Store the live epoch's event texts compressed (a ledger an older
-    /// build wrote; a new one is compact from its first row), then shrink
-    /// its file. Safe to kill and run again.
+    /// Store the live epoch's event texts compressed and packed in blocks
+    /// (a ledger an older build wrote; a new one is compact from its first
+    /// row, and `finalize` packs what it writes), then shrink its file.
+    /// Safe to kill and run again.
     CompactEvents(StatusArgs),
     /// The live epoch's raw archive: its size on disk and its original size.
     Status(StatusArgs),
@@ -112,8 +114,8 @@ fn compact_events(args: StatusArgs) -> CmdResult {
     } else {
         writeln!(
             out,
-            "{} event rows moved to compact storage; ledger file {} bytes to {}",
-            done.rows, done.bytes_before, done.bytes_after
+            "{} event rows moved to compact storage, {} packed in blocks; ledger file {} bytes to {}",
+            done.rows, done.packed, done.bytes_before, done.bytes_after
         )?;
     }
     Ok(Outcome::Clean)

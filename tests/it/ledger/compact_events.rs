@@ -215,3 +215,172 @@ fn verify_finds_a_flipped_byte_anywhere_in_a_stored_body() {
     drop(conn);
     verified_export(home, "restored");
 }
+
+/// Each stored body's format byte (1: a frame of its own; 2: a place in
+/// a block).
+fn formats(home: &Path) -> Vec<u8> {
+    let conn = rusqlite::Connection::open(db(home)).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT substr(body, 1, 1) FROM event_store ORDER BY seq")
+        .unwrap();
+    stmt.query_map([], |r| r.get::<_, Vec<u8>>(0).map(|b| b[0]))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+#[test]
+fn the_default_finalize_packs_events_in_blocks_and_verify_finds_a_flipped_byte_in_one() {
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path();
+    home_with_events(home, false);
+    assert!(formats(home).iter().all(|&f| f == 1));
+    let before = verified_export(home, "before");
+    // Nothing new to drain: the compaction pass alone runs.
+    let out = run(home, &["finalize"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(formats(home).iter().all(|&f| f == 2), "{:?}", formats(home));
+    assert_eq!(verified_export(home, "packed"), before);
+    // New rows are packed by the run that wrote them.
+    feed_fixture(home, "claude-code", "file-tools");
+    assert!(run(home, &["finalize"]).status.success());
+    assert!(formats(home).iter().all(|&f| f == 2));
+    let grown = verified_export(home, "grown");
+    assert!(grown.starts_with(&before) && grown.len() > before.len());
+
+    let conn = rusqlite::Connection::open(db(home)).unwrap();
+    let (block, body): (i64, Vec<u8>) = conn
+        .query_row(
+            "SELECT id, body FROM event_blocks ORDER BY length(body) DESC LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    let held: Vec<String> = {
+        let mut stmt = conn
+            .prepare("SELECT seq FROM event_store WHERE substr(body, 2, 8) = ?1")
+            .unwrap();
+        stmt.query_map([&block.to_le_bytes()[..]], |r| r.get::<_, i64>(0))
+            .unwrap()
+            .map(|s| s.unwrap().to_string())
+            .collect()
+    };
+    drop(conn);
+    assert!(!held.is_empty());
+    let mut at: Vec<usize> = (0..body.len().min(24)).collect();
+    at.extend((24..body.len()).step_by(body.len() / 16 + 1));
+    for i in at {
+        let mut bad = body.clone();
+        bad[i] ^= 0x20;
+        let conn = rusqlite::Connection::open(db(home)).unwrap();
+        conn.execute(
+            "UPDATE event_blocks SET body = ?1 WHERE id = ?2",
+            rusqlite::params![bad, block],
+        )
+        .unwrap();
+        drop(conn);
+        let v = run(home, &["verify"]);
+        let said = format!("{}{}", stdout(&v), stderr(&v));
+        assert!(
+            !v.status.success(),
+            "byte {i} of block {block} flipped, verify passed"
+        );
+        assert!(
+            held.iter().any(|seq| said.contains(seq.as_str())),
+            "byte {i}: a row of the block is named: {said}"
+        );
+    }
+    let conn = rusqlite::Connection::open(db(home)).unwrap();
+    conn.execute(
+        "UPDATE event_blocks SET body = ?1 WHERE id = ?2",
+        rusqlite::params![body, block],
+    )
+    .unwrap();
+    drop(conn);
+    assert_eq!(verified_export(home, "restored"), grown);
+}
+
+#[test]
+fn a_compact_ledger_without_blocks_is_packed_only_by_the_command() {
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path();
+    home_with_events(home, false);
+    // What the build before blocks wrote: compact, no blocks' tables.
+    let conn = rusqlite::Connection::open(db(home)).unwrap();
+    conn.execute_batch("DROP TABLE event_blocks; DROP TABLE event_packed;")
+        .unwrap();
+    drop(conn);
+    let before = verified_export(home, "before");
+    feed_fixture(home, "claude-code", "hook-events");
+    assert!(run(home, &["finalize"]).status.success());
+    assert!(
+        formats(home).iter().all(|&f| f == 1),
+        "finalize packed silently"
+    );
+    let grown = verified_export(home, "grown");
+    assert!(grown.starts_with(&before));
+    let out = run(home, &["archive", "compact-events", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let done: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(done["rows"].as_u64(), Some(0), "{done}");
+    assert_eq!(done["packed"].as_u64(), Some(grown.lines().count() as u64));
+    assert!(formats(home).iter().all(|&f| f == 2));
+    assert_eq!(verified_export(home, "packed"), grown);
+    let again = run(home, &["archive", "compact-events", "--json"]);
+    let again: serde_json::Value = serde_json::from_str(stdout(&again).trim()).unwrap();
+    assert_eq!(again["packed"].as_u64(), Some(0));
+}
+
+#[test]
+fn a_kill_at_any_moment_of_finalizes_compaction_leaves_a_ledger_that_verifies() {
+    let t = tempfile::tempdir().unwrap();
+    let template = t.path().join("template");
+    std::fs::create_dir_all(&template).unwrap();
+    // Finalized without its compaction pass: the raw archive uncompressed
+    // and no event packed, all of it for the next run's pass to do.
+    home_with_events(&template, false);
+    let want = verified_export(&template, "template");
+    let probe = t.path().join("probe");
+    copy_tree(&template, &probe);
+    let start = Instant::now();
+    assert!(run(&probe, &["finalize"]).status.success());
+    assert!(formats(&probe).iter().all(|&f| f == 2));
+    let span = start.elapsed().as_micros().max(1_000) as u64 * 5 / 4;
+    let mut seed: u64 = 0x5151_0a0b;
+    let (mut killed, mut halfway) = (0, 0);
+    for trial in 0..12 {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let delay = Duration::from_micros((seed >> 33) % span);
+        let home = t.path().join(format!("trial-{trial}"));
+        copy_tree(&template, &home);
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("harnery"))
+            .env("HARNERY_HOME", &home)
+            .env("HARNERY_NOW", NOW)
+            .env("HARNERY_RECORDS", "off")
+            .args(["finalize"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(delay);
+        let _ = child.kill();
+        let status = child.wait().unwrap();
+        killed += usize::from(!status.success());
+        let when = format!("trial {trial}, killed after {delay:?}");
+        let f = formats(&home);
+        halfway += usize::from(f.contains(&1) && f.contains(&2));
+        assert_eq!(verified_export(&home, &when), want, "{when}");
+        let rerun = run(&home, &["finalize"]);
+        assert!(rerun.status.success(), "{when}: {}", stderr(&rerun));
+        assert!(formats(&home).iter().all(|&f| f == 2), "{when}");
+        assert_eq!(
+            verified_export(&home, &when),
+            want,
+            "{when}: after the rerun"
+        );
+    }
+    assert!(killed > 0, "no trial was killed mid-run");
+    eprintln!("{killed} of 12 killed, {halfway} with rows packed and rows not");
+}

@@ -13,7 +13,10 @@
 //! the next run. Each file goes through `archive compact`'s own steps
 //! (`ledger::write::compact`), so a kill at any moment leaves every file
 //! readable and recorded in its old form or its new. A failure here is a
-//! warning: the run's ledger is already complete.
+//! warning: the run's ledger is already complete. Once every file is
+//! converted, the same pass packs the events written since the last one
+//! in blocks (`ledger::eventz::pack`), a transaction a step, stopping
+//! between steps (and interrupting the file's rewrite) the same way.
 //!
 //! Off with `finalize --no-compact`, or in `HARNERY_HOME/config.toml`:
 //!
@@ -31,6 +34,7 @@ use serde::Deserialize;
 use super::lease::Lease;
 use crate::home::Home;
 use crate::ledger::compact::Compacted;
+use crate::ledger::compact_events::EventsPacked;
 use crate::ledger::rawz::DEFAULT_LEVEL;
 use crate::ledger::{LedgerError, LedgerReader, LedgerWriter};
 
@@ -94,15 +98,16 @@ impl CompactSettings {
     }
 }
 
-/// Convert the live epoch's uncompressed raw archive files: all of them,
-/// or what fits in `budget`, stopping early for a finalizer that waits for
-/// the lease. `None` when there was nothing to do here: no live epoch, or
+/// Convert the live epoch's uncompressed raw archive files, then pack the
+/// events written since the last pass (`ledger::eventz_pack`): all of
+/// it, or what fits in `budget`, stopping early for a finalizer that waits
+/// for the lease. `None` when there was nothing to do here: no live epoch, or
 /// another finalizer holds the lease (it, or the next run, will).
 pub(crate) fn after_run(
     home: &Home,
     now_unix_ns: i64,
     budget: Option<Duration>,
-) -> Result<Option<Compacted>, CompactionError> {
+) -> Result<Option<(Compacted, EventsPacked)>, CompactionError> {
     let deadline = budget.map(|b| Instant::now() + b);
     if !LedgerReader::live_dir(home)
         .join(crate::ledger::GENESIS_FILE)
@@ -118,11 +123,14 @@ pub(crate) fn after_run(
         return Ok(None);
     };
     let mut ledger = LedgerWriter::open(home, now_unix_ns)?;
-    Ok(Some(
-        ledger.compact_archive_within(DEFAULT_LEVEL, &|| {
-            deadline.is_some_and(|d| Instant::now() >= d) || super::lease::someone_waits(home)
-        })?,
-    ))
+    let stop =
+        || deadline.is_some_and(|d| Instant::now() >= d) || super::lease::someone_waits(home);
+    let archive = ledger.compact_archive_within(DEFAULT_LEVEL, &stop)?;
+    if archive.unfinished {
+        return Ok(Some((archive, EventsPacked::default())));
+    }
+    let events = ledger.pack_events_within(&stop)?;
+    Ok(Some((archive, events)))
 }
 
 /// Why `harnery archive compact` did not compact.

@@ -200,10 +200,12 @@ pub(crate) fn is_compact(conn: &Connection) -> Result<bool, LedgerError> {
         .query_row([], |r| r.get(0))?)
 }
 
-/// Decoding state of one connection: a context and the dictionaries met.
+/// Decoding state of one connection: a context, the dictionaries met and
+/// the blocks (`eventz_pack`) last read.
 struct Decoder {
     dctx: DCtx<'static>,
     dicts: HashMap<u16, DDict<'static>>,
+    blocks: pack::Recent,
 }
 
 /// Register `event_json(body)` and `event_body(text)` (a text as a body
@@ -235,6 +237,7 @@ pub fn register(conn: &Connection) -> Result<(), LedgerError> {
     let state = Mutex::new(Decoder {
         dctx: DCtx::create(),
         dicts: HashMap::new(),
+        blocks: Default::default(),
     });
     conn.create_scalar_function(
         "event_json",
@@ -243,23 +246,19 @@ pub fn register(conn: &Connection) -> Result<(), LedgerError> {
         move |ctx| {
             let body = ctx.get_raw(0).as_blob().unwrap_or_default();
             let mut d = state.lock().unwrap_or_else(|p| p.into_inner());
-            let id = dict_id(body);
-            if let Some(id) = id.filter(|&id| id != 0 && !d.dicts.contains_key(&id)) {
-                // SAFETY: the connection is the one running this call, used
-                // only on this thread and only until the call returns.
-                let conn = unsafe { ctx.get_connection() }?;
-                let dict: Option<Vec<u8>> = conn
-                    .prepare_cached("SELECT dict FROM event_dicts WHERE id = ?1")?
-                    .query_row([id], |r| r.get(0))
-                    .optional()?;
-                if let Some(dict) = dict {
-                    d.dicts.insert(id, DDict::create(&dict));
-                }
-            }
+            // SAFETY: the connection is the one running this call, used
+            // only on this thread and only until the call returns.
+            let conn = unsafe { ctx.get_connection() }?;
+            let decoded = if body.first() == Some(&pack::REF_FORMAT) {
+                pack::read_ref(&conn, &mut d, body)?
+            } else {
+                load_dict(&conn, &mut d, dict_id(body))?;
+                decode(&mut d, body)
+            };
             // Text as stored; bytes that are not UTF-8 (a row damaged by
             // hand) come back as they were, as a blob, for the reader to
             // name as it names such a row of a plain ledger.
-            Ok(match decode(&mut d, body) {
+            Ok(match decoded {
                 Ok(bytes) => match String::from_utf8(bytes) {
                     Ok(text) => Value::Text(text),
                     Err(e) => Value::Blob(e.into_bytes()),
@@ -268,6 +267,20 @@ pub fn register(conn: &Connection) -> Result<(), LedgerError> {
             })
         },
     )?;
+    Ok(())
+}
+
+/// Make dictionary `id` (if any, and if the ledger holds it) one `d` has.
+fn load_dict(conn: &Connection, d: &mut Decoder, id: Option<u16>) -> rusqlite::Result<()> {
+    if let Some(id) = id.filter(|&id| id != 0 && !d.dicts.contains_key(&id)) {
+        let dict: Option<Vec<u8>> = conn
+            .prepare_cached("SELECT dict FROM event_dicts WHERE id = ?1")?
+            .query_row([id], |r| r.get(0))
+            .optional()?;
+        if let Some(dict) = dict {
+            d.dicts.insert(id, DDict::create(&dict));
+        }
+    }
     Ok(())
 }
 
@@ -312,7 +325,7 @@ fn decode(d: &mut Decoder, body: &[u8]) -> Result<Vec<u8>, String> {
         .flatten()
         .ok_or("its zstd frame names no content size")?;
     let mut out: Vec<u8> = Vec::with_capacity(len as usize);
-    let Decoder { dctx, dicts } = d;
+    let Decoder { dctx, dicts, .. } = d;
     let done = if id == 0 {
         dctx.decompress(&mut out, frame)
     } else {
@@ -512,8 +525,12 @@ pub(crate) fn make_compact(tx: &Transaction) -> Result<u64, LedgerError> {
     tx.execute_batch(VIEW)?;
     tx.execute_batch(CHUNKS)?;
     tx.execute_batch(STATES)?;
+    tx.execute_batch(pack::SCHEMA)?;
     Ok(rows as u64)
 }
+
+#[path = "eventz_pack.rs"]
+pub(crate) mod pack;
 
 #[cfg(test)]
 #[path = "eventz_tests.rs"]

@@ -15,7 +15,9 @@
 //!         index offset u64, "HRNZIDX\x01"
 //! ```
 //!
-//! Every frame but the last holds exactly [`FRAME_LEN`] original bytes.
+//! Every frame but the last holds the same number of original bytes:
+//! [`FRAME_LEN`] in a file this build writes, 256 KiB in one an earlier
+//! build wrote (the index gives each frame's length, so both read alike).
 //! The bytes decompressed are the original file's, byte for byte, so a
 //! record's offset, its spool digest and the blake3 its raw signal row and
 //! the hash chain carry are those of the uncompressed file.
@@ -30,8 +32,11 @@ const FOOTER_MAGIC: &[u8; 8] = b"HRNZIDX\x01";
 const FOOTER_LEN: u64 = 32;
 const ENTRY_LEN: usize = 16;
 /// Original bytes a frame holds: a record read decompresses at most this
-/// much more than itself.
-pub(crate) const FRAME_LEN: usize = 256 << 10;
+/// much more than itself. A spool file is rarely larger, so a file is
+/// mostly one frame: the transcripts a batch holds repeat themselves over
+/// more than a megabyte (resumed sessions), and on the peer bench's data
+/// 256 KiB frames kept 19.2 MB where 4 MiB ones keep 8.3 (docs/perf/peer.md).
+pub(crate) const FRAME_LEN: usize = 4 << 20;
 /// The zstd level `harnery archive compact` uses by default (see
 /// docs/ledger.md, "A compressed raw archive", for the measurement).
 pub const DEFAULT_LEVEL: i32 = 9;
