@@ -248,3 +248,78 @@ fn a_fill_killed_at_random_moments_then_rerun_leaves_the_rows_of_one_whole_fill(
         validate_ok(home, &format!("round {round}"));
     }
 }
+
+fn titled(id: &str, offset: u64, title: &str) -> harnery::contract::Event {
+    event(
+        &session(id),
+        offset,
+        Payload::SessionTitled(harnery::contract::SessionTitled {
+            title: title.into(),
+            field: "name".into(),
+            user_named: Some(true),
+            path: "/tmp/workspace.yaml".into(),
+            offset: None,
+        }),
+    )
+}
+
+/// A session renamed in its agent after an epoch advance is listed across
+/// epochs under its new name, as within one epoch; one whose later part
+/// has only a prompt keeps its first prompt's title. (The next contract
+/// is simulated, which takes the failpoints build.)
+#[cfg(feature = "failpoints")]
+#[test]
+fn across_an_advance_the_newest_own_title_names_the_session() {
+    use crate::report::titles::prompt;
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    inject(
+        home,
+        "a1",
+        vec![
+            prompt("t", 0, "first words"),
+            titled("t", 1, "Old name"),
+            prompt("p", 0, "first prompt"),
+        ],
+    );
+    assert!(common::run(home, &["finalize"]).status.success());
+    let out = common::next(home, &["epoch", "advance"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let digest: String = db(home)
+        .query_row(
+            "SELECT value FROM meta WHERE key = 'schema_digest'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    // A new epoch numbers each session's events from 0 again.
+    common::inject_with_digest(
+        home,
+        "a2",
+        vec![
+            prompt("t", 0, "later words"),
+            titled("t", 1, "New name"),
+            prompt("p", 0, "second prompt"),
+        ],
+        &digest,
+    );
+    let out = common::next(home, &["finalize"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = common::next(home, &["sessions", "--epoch", "all", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let listed: Vec<serde_json::Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let of = |id: &str| {
+        listed
+            .iter()
+            .find(|s| s["session"]["session_id"] == id)
+            .unwrap_or_else(|| panic!("{id}: {listed:?}"))
+    };
+    assert_eq!(of("t")["epochs"].as_array().unwrap().len(), 2, "{listed:?}");
+    assert_eq!(of("t")["title"], "New name");
+    assert_eq!(of("t")["title_source"], "record");
+    assert_eq!(of("p")["title"], "first prompt");
+    assert_eq!(of("p")["title_source"], "prompt");
+}
