@@ -249,6 +249,7 @@ fn a_fill_killed_at_random_moments_then_rerun_leaves_the_rows_of_one_whole_fill(
     }
 }
 
+#[cfg(feature = "failpoints")]
 fn titled(id: &str, offset: u64, title: &str) -> harnery::contract::Event {
     event(
         &session(id),
