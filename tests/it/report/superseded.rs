@@ -15,7 +15,7 @@ use crate::restore::session_log_support::*;
 /// The Claude Code `resume` scenario: leg one with an operator checkpoint
 /// right after its session start, a restore recorded from it, then leg
 /// two, which supersedes the rest of leg one. The resume's offset.
-fn resumed_home(home: &Path) -> u64 {
+pub(crate) fn resumed_home(home: &Path) -> u64 {
     let all = lines("claude-code", "resume");
     feed(home, "claude-code", &all[..1]);
     ok(home, &["checkpoint", CLAUDE, "--id", "early"]);

@@ -21,7 +21,28 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ("20261206T1300Z_session_titles", SESSION_TITLES),
     ("20261206T1600Z_session_usage", SESSION_USAGE),
     ("20261206T1630Z_session_usage_sums", SESSION_USAGE_SUMS),
+    ("20261206T2100Z_session_list", SESSION_LIST),
 ];
+
+/// What the sessions list reads beside a session's row, kept so that it
+/// reads no events and no producer state (`ledger::write::session_list`):
+/// how many of the session's resumes supersede a range (one after
+/// `restore --apply`; while none does, the row's counts and reasons are
+/// the list's), and the problem finalize last reported for the session's
+/// own record, one row per session that has one. The rows an older build
+/// wrote are filled by the first writer to open the epoch, which removes
+/// the `session_list` mark from `meta`; until then readers do not trust
+/// them.
+const SESSION_LIST: &str = r#"
+ALTER TABLE sessions ADD COLUMN superseding INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE session_records (
+    adapter     TEXT NOT NULL,
+    session_id  TEXT NOT NULL,
+    problem     TEXT NOT NULL,
+    PRIMARY KEY (adapter, session_id)
+) STRICT, WITHOUT ROWID;
+INSERT INTO meta (key, value) VALUES ('session_list', 'pending');
+"#;
 
 /// A session's usage summed as `usage --session` counts it
 /// (`ledger::write::usage_sums`), so the sessions page prices a session

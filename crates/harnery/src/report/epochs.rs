@@ -17,6 +17,7 @@ use super::stored_reasons::part_reasons_with;
 use crate::contract::SessionRef;
 use crate::epoch::{EpochEntry, EpochSelector, select};
 use crate::home::Home;
+use crate::ledger::ListFacts;
 use crate::ledger::{LedgerError, LedgerReader, SessionSummary, SpanCounts};
 
 /// One epoch opened for reading.
@@ -181,12 +182,25 @@ impl Epochs {
     /// An epoch whose session rows cannot be read is reported (as
     /// `command`) and counted in `failed`.
     pub(crate) fn sessions(&self, command: &str, failed: &mut usize) -> Vec<SessionAcross<'_>> {
-        let mut by: BTreeMap<SessionRef, Vec<(&OpenEpoch, SessionSummary)>> = BTreeMap::new();
+        self.sessions_kept(command, failed)
+            .into_iter()
+            .map(|(session, parts)| {
+                let parts = parts.into_iter().map(|(e, s, _)| (e, s)).collect();
+                (session, parts)
+            })
+            .collect()
+    }
+
+    /// [`Epochs::sessions`], each part with what its rows keep for the list.
+    fn sessions_kept(&self, command: &str, failed: &mut usize) -> Vec<KeptAcross<'_>> {
+        let mut by: BTreeMap<SessionRef, Vec<KeptPart>> = BTreeMap::new();
         for epoch in &self.open {
-            match epoch.ledger.sessions().list() {
+            match epoch.ledger.sessions().listed() {
                 Ok(list) => {
-                    for s in list {
-                        by.entry(s.session.clone()).or_default().push((epoch, s));
+                    for (s, facts) in list {
+                        by.entry(s.session.clone())
+                            .or_default()
+                            .push((epoch, s, facts));
                     }
                 }
                 Err(e) => {
@@ -197,12 +211,16 @@ impl Epochs {
         }
         let mut out: Vec<_> = by.into_iter().collect();
         out.sort_by(|(a, pa), (b, pb)| {
-            let first = |p: &[(&OpenEpoch, SessionSummary)]| p[0].1.first_unix_ns;
+            let first = |p: &[KeptPart]| p[0].1.first_unix_ns;
             (first(pa), a).cmp(&(first(pb), b))
         });
         out
     }
 }
+
+/// One epoch's part of a session: its summary and what its rows keep.
+type KeptPart<'a> = (&'a OpenEpoch, SessionSummary, ListFacts);
+type KeptAcross<'a> = (SessionRef, Vec<KeptPart<'a>>);
 
 /// A session as one whole: its parts' summaries combined, and the epochs
 /// that hold them.
@@ -210,6 +228,10 @@ pub(crate) struct WholeSession<'a> {
     pub session: SessionRef,
     pub summary: SessionSummary,
     pub parts: Vec<&'a OpenEpoch>,
+    /// What each part's rows keep for the list, in the order of `parts`.
+    pub kept: Vec<ListFacts>,
+    /// Where the whole's title came from (`record` or `prompt`).
+    pub title_source: Option<String>,
 }
 
 impl Epochs {
@@ -219,14 +241,19 @@ impl Epochs {
     /// not its parent's start. Failures as [`Epochs::sessions`].
     pub(crate) fn newest_first(&self, command: &str, failed: &mut usize) -> Vec<WholeSession<'_>> {
         let mut out: Vec<WholeSession> = self
-            .sessions(command, failed)
+            .sessions_kept(command, failed)
             .into_iter()
             .map(|(session, parts)| {
-                let summaries: Vec<SessionSummary> = parts.iter().map(|(_, s)| s.clone()).collect();
+                let summaries: Vec<SessionSummary> =
+                    parts.iter().map(|(_, s, _)| s.clone()).collect();
+                let mut summary = combine(&summaries).expect("a listed session has a part");
+                let title_source = newest_title(&mut summary, &parts);
                 WholeSession {
                     session,
-                    summary: combine(&summaries).expect("a listed session has a part"),
-                    parts: parts.iter().map(|(e, _)| *e).collect(),
+                    summary,
+                    parts: parts.iter().map(|(e, ..)| *e).collect(),
+                    kept: parts.into_iter().map(|(.., k)| k).collect(),
+                    title_source,
                 }
             })
             .collect();
@@ -392,6 +419,26 @@ pub(crate) fn combine(parts: &[SessionSummary]) -> Option<SessionSummary> {
         }
     }
     Some(whole)
+}
+
+/// The title of a session listed across epochs, as within one: the
+/// agent's own title (`record`) wins over a prompt's, and the newest part's
+/// own title over an older one's, so a rename made after an advance shows;
+/// otherwise the earliest part's prompt title stays ([`combine`]). Sets it
+/// on `whole`, and says where it came from.
+fn newest_title(whole: &mut SessionSummary, parts: &[KeptPart]) -> Option<String> {
+    let renamed = parts
+        .iter()
+        .rev()
+        .find(|(_, s, k)| s.title.is_some() && k.title_source.as_deref() == Some("record"));
+    if let Some((_, s, k)) = renamed {
+        whole.title.clone_from(&s.title);
+        return k.title_source.clone();
+    }
+    parts
+        .iter()
+        .find(|(_, s, _)| s.title.is_some())
+        .and_then(|(.., k)| k.title_source.clone())
 }
 
 fn add_counts(a: SpanCounts, b: SpanCounts) -> SpanCounts {

@@ -7,11 +7,12 @@
 
 use crate::contract::AdapterId;
 use crate::home::Home;
-use crate::ledger::SessionSummary;
+use crate::ledger::{ListFacts, SessionSummary};
 use crate::report::audit::{AuditClass, Classification};
-use crate::report::epochs::{Epochs, classify_whole};
+use crate::report::epochs::{Epochs, WholeSession, warn};
 use crate::report::record_state::record_problem;
-use crate::report::source::{SourceError, closed_sessions};
+use crate::report::source::{Closed, SourceError, closed_sessions};
+use crate::report::stored_reasons::part_reasons;
 use crate::report::superseded::{RestoredFrom, restored_from, superseded};
 
 /// Which sessions a listing keeps, and which page of them.
@@ -85,6 +86,9 @@ pub struct Listed {
     pub record: Option<String>,
     /// The session and checkpoint `restore --apply` started it from.
     pub restored_from: Option<RestoredFrom>,
+    /// Where its title came from: `record` (the agent's own title) or
+    /// `prompt` (its first prompt); `None` with no title.
+    pub title_source: Option<String>,
 }
 
 impl Listed {
@@ -107,6 +111,7 @@ impl Listed {
         if let Some(from) = &self.restored_from {
             v["restored_from"] = serde_json::to_value(from).expect("a link serializes");
         }
+        v["title_source"] = self.title_source.as_deref().into();
         v
     }
 }
@@ -130,13 +135,7 @@ pub fn list(
         if filter.limit.is_some_and(|n| out.len() >= n) {
             break;
         }
-        let class = classify_whole(
-            command,
-            &whole.session,
-            &whole.parts,
-            closed.get(&whole.session),
-            &mut failed,
-        );
+        let class = classify(command, &whole, closed.get(&whole.session), &mut failed);
         if !filter.keeps_class(&class) {
             continue;
         }
@@ -144,29 +143,91 @@ pub fn list(
             skipped += 1;
             continue;
         }
-        // The newest part holds the record cursor finalize left last.
-        let record = match whole.parts.last() {
-            Some(part) => record_problem(&part.ledger, &whole.session)?,
-            None => None,
-        };
-        let mut summary = whole.summary;
-        for part in &whole.parts {
-            superseded(&part.ledger, &whole.session)?.leave_out(&mut summary);
-        }
-        // The link is the session's first checkpoint, in its first part.
-        let restored_from = match whole.parts.first() {
-            Some(part) => restored_from(&part.ledger, &whole.session)?,
-            None => None,
-        };
-        out.push(Listed {
-            summary,
-            class,
-            epochs: whole.parts.iter().map(|e| e.label.clone()).collect(),
-            record,
-            restored_from,
-        });
+        out.push(listed(whole, class)?);
     }
     Ok(out)
+}
+
+/// A session kept by the filters, as the list shows it: each part's
+/// superseded ranges left out of its counts, its record's state and the
+/// session it was restored from, from what its rows keep where they keep
+/// it, else from its events and producer state.
+fn listed(whole: WholeSession, class: Classification) -> Result<Listed, SourceError> {
+    let parts = || whole.parts.iter().zip(&whole.kept);
+    // The newest part holds the record cursor finalize left last.
+    let record = match parts().next_back() {
+        Some((
+            _,
+            ListFacts {
+                record: Some(kept), ..
+            },
+        )) => kept.clone(),
+        Some((part, _)) => record_problem(&part.ledger, &whole.session)?,
+        None => None,
+    };
+    let mut summary = whole.summary.clone();
+    for (part, kept) in parts() {
+        // No resume of this part supersedes a range.
+        if kept.superseding == Some(0) {
+            continue;
+        }
+        superseded(&part.ledger, &whole.session)?.leave_out(&mut summary);
+    }
+    // The link is the session's first checkpoint, in its first part.
+    let restored_from = match parts().next() {
+        Some((
+            _,
+            ListFacts {
+                restored_from: Some(kept),
+                ..
+            },
+        )) => kept.as_deref().and_then(RestoredFrom::parse),
+        Some((part, _)) => restored_from(&part.ledger, &whole.session)?,
+        None => None,
+    };
+    Ok(Listed {
+        summary,
+        class,
+        epochs: whole.parts.iter().map(|e| e.label.clone()).collect(),
+        record,
+        restored_from,
+        title_source: whole.title_source,
+    })
+}
+
+/// A session's classification as a whole (as `epochs::classify_whole`
+/// gives it): each part's reasons from its row where no resume of it
+/// supersedes a range, else from its events; and every reason an
+/// advance's closure recorded against it. A part that cannot be read is
+/// reported (as `command`) and counted in `failed`.
+fn classify(
+    command: &str,
+    whole: &WholeSession,
+    closed: Option<&Closed>,
+    failed: &mut usize,
+) -> Classification {
+    let mut c = Classification::eligible();
+    for (part, kept) in whole.parts.iter().zip(&whole.kept) {
+        let sessions = part.ledger.sessions();
+        let reasons = match (kept.superseding, kept.audit_flags) {
+            (Some(0), Some(flags)) => {
+                let any_open = kept.open_spans != Some(0);
+                sessions.reasons_with(&whole.session, flags, any_open)
+            }
+            _ => part_reasons(&part.ledger, &whole.session),
+        };
+        match reasons {
+            Ok(reasons) => c.add_reasons(reasons),
+            Err(e) => {
+                warn(command, &part.label, &e.to_string());
+                *failed += 1;
+            }
+        }
+    }
+    if let Some(closed) = closed {
+        c.add_reasons(closed.reasons.clone());
+    }
+    c
 }
 
 #[cfg(test)]

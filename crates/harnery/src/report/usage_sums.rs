@@ -8,21 +8,39 @@ use super::usage::{Prices, Tokens, UNKNOWN_MODEL, UsageGroup};
 use crate::contract::SessionRef;
 use crate::ledger::{LedgerError, LedgerReader, NONZERO_SHIFT, StoredUsageSums, UsageSumRow};
 
-/// `session`'s usage from its kept sums, priced with `prices`; `None`
-/// when they cannot stand for its events (its usage is tied to another
-/// session's, or the epoch does not keep them).
-pub(crate) fn kept_usage(
-    ledger: &LedgerReader,
-    session: &SessionRef,
-    prices: Option<&Prices>,
-) -> Result<Option<UsageGroup>, LedgerError> {
-    if ledger.sessions().usage_tied(session)? != Some(false) {
-        return Ok(None);
+/// Sessions' usage from their kept sums, for many sessions of one epoch
+/// (whether the epoch keeps sums, and whether any session is tied by a
+/// call, asked once).
+pub(crate) struct KeptUsage<'l> {
+    ledger: &'l LedgerReader,
+    /// Whether an untied session's sums stand for its events.
+    usable: bool,
+}
+
+impl<'l> KeptUsage<'l> {
+    pub(crate) fn of(ledger: &'l LedgerReader) -> Result<KeptUsage<'l>, LedgerError> {
+        let sessions = ledger.sessions();
+        let usable = sessions.keeps_usage_sums()? && !sessions.any_tied_by_call()?;
+        Ok(KeptUsage { ledger, usable })
     }
-    Ok(ledger
-        .sessions()
-        .usage_sums(session)?
-        .map(|sums| group_of(&sums, prices)))
+
+    /// `session`'s usage from its kept sums, priced with `prices`; `None`
+    /// when they cannot stand for its events (its usage is tied to another
+    /// session's, or the epoch does not keep them).
+    pub(crate) fn of_session(
+        &self,
+        session: &SessionRef,
+        prices: Option<&Prices>,
+    ) -> Result<Option<UsageGroup>, LedgerError> {
+        if !self.usable {
+            return Ok(None);
+        }
+        Ok(self
+            .ledger
+            .sessions()
+            .untied_usage_sums(session)?
+            .map(|sums| group_of(&sums, prices)))
+    }
 }
 
 /// The group the kept sums give.

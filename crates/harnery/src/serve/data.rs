@@ -20,7 +20,7 @@ use crate::report::session_list::{Listed, SessionFilter, list};
 use crate::report::source::{SourceError, closed_sessions, live_or_none};
 use crate::report::timeline::Timeline;
 use crate::report::usage::{GroupBy, Prices, UsageGroup, UsageTally, mark_turn_tokens, turn_usage};
-use crate::report::usage_sums::kept_usage;
+use crate::report::usage_sums::KeptUsage;
 use crate::restore::log::SessionLog;
 use crate::view::{PartRows, SessionView, build};
 
@@ -193,13 +193,14 @@ impl Source {
         };
         let listed = list(&self.home, &epochs, COMMAND, filter)?;
         let ledger = &epochs.open[0].ledger;
-        let prices = Prices::bundled();
+        let prices = bundled_prices();
+        let kept = KeptUsage::of(ledger)?;
         let mut rows = Vec::with_capacity(listed.len());
         for l in listed {
             let session = &l.summary.session;
             // An untied session's kept sums, else its events (and its
             // parents').
-            let usage = match kept_usage(ledger, session, Some(&prices))? {
+            let usage = match kept.of_session(session, Some(&prices))? {
                 Some(usage) => usage,
                 None => {
                     Inherited::of(ledger, session)?.usage(ledger, session, Some(prices.clone()))?
@@ -273,7 +274,7 @@ impl Source {
     /// Usage by day, model and session, in one streamed pass over the
     /// usage rows, priced with the bundled table.
     pub(crate) fn usage(&self) -> Result<UsageViews, ReadError> {
-        let prices = Prices::bundled();
+        let prices = bundled_prices();
         let label = prices.label();
         let tally = |by| UsageTally::new(by, Some(prices.clone()));
         let mut views = UsageViews {
@@ -305,7 +306,7 @@ impl Source {
     /// Usage grouped by `by` alone (what `/api/usage` returns), and the
     /// prices' label.
     pub(crate) fn usage_by(&self, by: GroupBy) -> Result<(UsageTally, String), ReadError> {
-        let prices = Prices::bundled();
+        let prices = bundled_prices();
         let label = prices.label();
         let mut tally = UsageTally::new(by, Some(prices));
         if let Some(ledger) = live_or_none(&self.home)? {
@@ -335,4 +336,10 @@ impl Source {
     pub(crate) fn ledger(&self) -> Result<Option<LedgerReader>, ReadError> {
         Ok(live_or_none(&self.home)?)
     }
+}
+
+/// The bundled price table, parsed once for the server's life.
+fn bundled_prices() -> Prices {
+    static BUNDLED: std::sync::LazyLock<Prices> = std::sync::LazyLock::new(Prices::bundled);
+    BUNDLED.clone()
 }

@@ -46,7 +46,8 @@ pub use finding::ValidationProblem;
 pub use raw_archive::{ArchiveSize, Raw, RawProblem};
 pub use rows::{ChainRow, Rows};
 pub(crate) use sessions::{
-    NONZERO_SHIFT, RESTORED_FROM, StoredUsageSums, USAGE_PENDING, UsageSumRow,
+    LIST_PENDING, ListFacts, NONZERO_SHIFT, RESTORED_FROM, StoredUsageSums, USAGE_PENDING,
+    UsageSumRow,
 };
 pub use sessions::{SessionSummary, Sessions};
 pub use spans::{

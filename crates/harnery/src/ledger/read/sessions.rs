@@ -49,6 +49,30 @@ pub(crate) struct UsageSumRow {
     pub tokens: [u64; 5],
 }
 
+/// The `meta` key migration `session_list` leaves until the first writer
+/// has filled what the list reads beside the session rows
+/// (`ledger::write::session_list`).
+pub(crate) const LIST_PENDING: &str = "session_list";
+
+/// What a session's rows keep for the sessions list beside its summary;
+/// `None` where the epoch's rows do not keep it (then its events, or its
+/// producer state, tell).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct ListFacts {
+    /// Where the title came from: `record` or `prompt`.
+    pub title_source: Option<String>,
+    /// The audit reasons its events carry (`contract::eligibility`).
+    pub audit_flags: Option<u32>,
+    /// How many of its spans are open, as its row counts them.
+    pub open_spans: Option<u64>,
+    /// Its first checkpoint's `restored_from` ref (`None` inside: none).
+    pub restored_from: Option<Option<String>>,
+    /// How many of its resumes supersede a range.
+    pub superseding: Option<u64>,
+    /// The problem finalize last reported for its own record.
+    pub record: Option<Option<String>>,
+}
+
 /// One line of `harnery sessions`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SessionSummary {
@@ -77,14 +101,16 @@ pub struct Sessions<'r> {
 impl Sessions<'_> {
     /// Every session, ordered by first event time then id.
     pub fn list(&self) -> Result<Vec<SessionSummary>, LedgerError> {
+        Ok(self.listed()?.into_iter().map(|(s, _)| s).collect())
+    }
+
+    /// Every session as [`Sessions::list`] gives it, with what its rows
+    /// keep for the sessions list beside it, all in one query.
+    pub(crate) fn listed(&self) -> Result<Vec<(SessionSummary, ListFacts)>, LedgerError> {
         // Session rows keep their span counts since migration
         // `session_span_counts`; an archived epoch may predate it, and then
         // each session's spans are counted.
-        let kept: bool = self.r.conn.query_row(
-            "SELECT EXISTS (SELECT 1 FROM pragma_table_info('sessions') WHERE name = 'spans_open')",
-            [],
-            |r| r.get(0),
-        )?;
+        let kept = self.has_column("spans_open")?;
         let counts = if kept {
             "spans_open, spans_closed_native, spans_recovered"
         } else {
@@ -93,17 +119,39 @@ impl Sessions<'_> {
         // Titles and projects since migration `session_titles`; an older
         // epoch's sessions have none.
         let about = if self.keeps_titles()? {
-            "title, project, cwd"
+            "title, project, cwd, title_source"
         } else {
-            "NULL, NULL, NULL"
+            "NULL, NULL, NULL, NULL"
+        };
+        let flags = match self.keeps_audit_flags()? {
+            true => "audit_flags",
+            false => "NULL",
+        };
+        let link = match self.keeps_usage()? {
+            true => "restored_from",
+            false => "NULL",
+        };
+        let (superseding, problem, join) = match self.keeps_list()? {
+            true => (
+                "superseding",
+                "r.problem",
+                "LEFT JOIN session_records r USING (adapter, session_id)",
+            ),
+            false => ("NULL", "NULL", ""),
         };
         let mut stmt = self.r.conn.prepare(&format!(
-            "SELECT adapter, session_id, first_unix_ns, last_unix_ns, events, turns, {counts}, {about} \
-             FROM sessions ORDER BY first_unix_ns, adapter, session_id"
+            "SELECT adapter, session_id, first_unix_ns, last_unix_ns, events, turns, {counts}, {about}, \
+             {flags}, {link}, {superseding}, {problem} \
+             FROM sessions {join} ORDER BY first_unix_ns, adapter, session_id"
         ))?;
         let rows = stmt.query([])?;
+        let lossy = |r: &rusqlite::Row, i| -> rusqlite::Result<Option<String>> {
+            Ok(r.get_ref(i)?
+                .as_bytes_or_null()?
+                .map(|b| String::from_utf8_lossy(b).into_owned()))
+        };
         let mut out = self.r.lenient_rows(rows, "sessions", &[0, 1], |r| {
-            Ok(SessionSummary {
+            let summary = SessionSummary {
                 session: session_at(r, 0)?,
                 first_unix_ns: r.get(2)?,
                 last_unix_ns: r.get(3)?,
@@ -117,13 +165,32 @@ impl Sessions<'_> {
                 title: r.get(9)?,
                 project: r.get(10)?,
                 cwd: r.get(11)?,
-            })
+            };
+            let title_source = lossy(r, 12)?.filter(|s| s == "record" || s == "prompt");
+            let with_link = link != "NULL";
+            let with_list = superseding != "NULL";
+            let facts = ListFacts {
+                title_source,
+                audit_flags: r.get::<_, Option<i64>>(13)?.map(|f| f as u32),
+                open_spans: kept.then_some(summary.spans.open),
+                // As `restored_from` reads it: damaged text is no link.
+                restored_from: with_link
+                    .then(|| lossy(r, 14))
+                    .transpose()?
+                    .map(|l| l.filter(|l| !l.is_empty())),
+                superseding: with_list
+                    .then(|| r.get::<_, i64>(15))
+                    .transpose()?
+                    .map(|n| n as u64),
+                record: with_list.then(|| lossy(r, 16)).transpose()?,
+            };
+            Ok((summary, facts))
         })?;
         if !kept {
             let mut count = self.r.conn.prepare(
                 "SELECT state, count(*) FROM spans WHERE adapter = ?1 AND session_id = ?2 GROUP BY state",
             )?;
-            for s in &mut out {
+            for (s, _) in &mut out {
                 let session = params![s.session.adapter.as_str(), s.session.session_id];
                 let rows = count.query_map(session, |r| {
                     Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
@@ -155,7 +222,28 @@ impl Sessions<'_> {
             )?
             .query_row(key, |r| r.get(0))
             .optional()?;
-        let mut reasons = AuditFlags(flags.unwrap_or(0) as u32).reasons();
+        Ok(Some(self.reasons_with(
+            session,
+            flags.unwrap_or(0) as u32,
+            true,
+        )?))
+    }
+
+    /// A session's audit reasons from its row's kept `flags`, and a pairing
+    /// gap for each kind of span it has open (looked for only when
+    /// `any_open`: its row may count an open span).
+    pub(crate) fn reasons_with(
+        &self,
+        session: &SessionRef,
+        flags: u32,
+        any_open: bool,
+    ) -> Result<Vec<String>, LedgerError> {
+        let key = params![session.adapter.as_str(), session.session_id];
+        let mut reasons = AuditFlags(flags).reasons();
+        if !any_open {
+            reasons.sort();
+            return Ok(reasons);
+        }
         let mut open = self.r.conn.prepare_cached(
             "SELECT DISTINCT kind FROM spans WHERE adapter = ?1 AND session_id = ?2 AND state = 'open'",
         )?;
@@ -169,7 +257,7 @@ impl Sessions<'_> {
             }
         }
         reasons.sort();
-        Ok(Some(reasons))
+        Ok(reasons)
     }
 
     /// How many `session.resumed` events a session has, as its row counts
@@ -260,30 +348,56 @@ impl Sessions<'_> {
                 r.get(0)
             })
             .optional()?;
-        let shared: bool = self.r.conn.query_row(
-            "SELECT EXISTS (SELECT 1 FROM sessions WHERE usage_tied = 2)",
-            [],
-            |r| r.get(0),
-        )?;
+        let shared = self.any_tied_by_call()?;
         Ok(Some(shared || tied.unwrap_or(0) != 0))
     }
 
-    /// `session`'s usage sums as its rows keep them (migration
-    /// `session_usage_sums`); `None` when the epoch's rows do not keep
-    /// them, or a sum reached the most a row holds (then only the events
-    /// can tell).
-    pub(crate) fn usage_sums(
+    /// Whether the epoch's rows keep usage sums (migration
+    /// `session_usage_sums`, and the usage facts' fill done).
+    pub(crate) fn keeps_usage_sums(&self) -> Result<bool, LedgerError> {
+        Ok(self.has_column("cost_records")? && self.keeps_usage()?)
+    }
+
+    /// Whether any session of the epoch reported a call id another session
+    /// reported first (then every session's usage may depend on others').
+    pub(crate) fn any_tied_by_call(&self) -> Result<bool, LedgerError> {
+        Ok(self.r.conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM sessions WHERE usage_tied = 2)",
+            [],
+            |r| r.get(0),
+        )?)
+    }
+
+    /// `session`'s usage sums when its row says it is tied to no other
+    /// session's, in an epoch that keeps them (the caller asked
+    /// [`Sessions::keeps_usage_sums`] and [`Sessions::any_tied_by_call`]
+    /// once for many sessions); `None` when tied.
+    pub(crate) fn untied_usage_sums(
         &self,
         session: &SessionRef,
     ) -> Result<Option<StoredUsageSums>, LedgerError> {
-        let kept: bool = self.r.conn.query_row(
-            "SELECT EXISTS (SELECT 1 FROM pragma_table_info('sessions') WHERE name = 'cost_records')",
-            [],
-            |r| r.get(0),
-        )?;
-        if !kept || !self.keeps_usage()? {
+        let tied: Option<i64> = self
+            .r
+            .conn
+            .prepare_cached(
+                "SELECT usage_tied FROM sessions WHERE adapter = ?1 AND session_id = ?2",
+            )?
+            .query_row(params![session.adapter.as_str(), session.session_id], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        if tied.unwrap_or(0) != 0 {
             return Ok(None);
         }
+        self.kept_usage_sums(session)
+    }
+
+    /// `session`'s usage sums as its rows keep them; `None` when a sum
+    /// reached the most a row holds (then only the events can tell).
+    fn kept_usage_sums(
+        &self,
+        session: &SessionRef,
+    ) -> Result<Option<StoredUsageSums>, LedgerError> {
         let key = params![session.adapter.as_str(), session.session_id];
         let (reported_cost, with, unreadable): (Option<f64>, i64, i64) = self
             .r
@@ -346,12 +460,27 @@ impl Sessions<'_> {
         )?)
     }
 
+    /// Whether session rows keep what the list reads beside them
+    /// (migration `session_list`, and its fill done).
+    pub(crate) fn keeps_list(&self) -> Result<bool, LedgerError> {
+        Ok(self.r.conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM pragma_table_info('sessions') WHERE name = 'superseding') \
+             AND NOT EXISTS (SELECT 1 FROM meta WHERE key = ?1)",
+            [LIST_PENDING],
+            |r| r.get(0),
+        )?)
+    }
+
     /// Whether session rows keep a title, project and cwd (migration
     /// `session_titles`).
     pub(crate) fn keeps_titles(&self) -> Result<bool, LedgerError> {
+        self.has_column("title")
+    }
+
+    fn has_column(&self, name: &str) -> Result<bool, LedgerError> {
         Ok(self.r.conn.query_row(
-            "SELECT EXISTS (SELECT 1 FROM pragma_table_info('sessions') WHERE name = 'title')",
-            [],
+            "SELECT EXISTS (SELECT 1 FROM pragma_table_info('sessions') WHERE name = ?1)",
+            [name],
             |r| r.get(0),
         )?)
     }

@@ -147,6 +147,8 @@ impl LedgerWriter {
         let t = std::time::Instant::now();
         insert_signals(&tx, batch)?;
         insert_states(&tx, batch)?;
+        let states = batch.states.iter().map(|s| (&s.session, s.state.as_str()));
+        super::session_list::note_states(&tx, states)?;
         insert_bookkeeping(&tx, batch, incarnation, now_unix_ns)?;
         if batch
             .signals

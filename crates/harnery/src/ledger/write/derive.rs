@@ -323,8 +323,8 @@ impl<'c, 'b> Derivation<'c, 'b> {
             Payload::RecordProblem(p) => {
                 self.health_row(e, &format!("record_{}", p.kind), &p.detail)
             }
-            Payload::CheckpointRecorded(_) | Payload::UsageReported(_) => self.usage.note(e),
-            _ => Ok(()),
+            // What the session's usage and list rows keep.
+            _ => self.usage.note(e),
         }
     }
 

@@ -18,6 +18,7 @@ pub mod compact_events;
 mod derive;
 mod members;
 mod orphans;
+pub(super) mod session_list;
 pub(super) mod session_usage;
 pub(super) mod titles;
 mod usage_sums;
@@ -125,6 +126,8 @@ impl LedgerWriter {
         let mut ledger = LedgerWriter::on(conn, genesis, dir)?;
         // Session rows from before their usage facts get them likewise.
         session_usage::fill_pending(&ledger.read)?;
+        // And the facts the sessions list reads beside them.
+        session_list::fill_pending(&ledger.read)?;
         ledger.record_raw_members(&touched)?;
         Ok(ledger)
     }
@@ -245,6 +248,7 @@ fn build_epoch(
     eventz::register(conn)?;
     schema::migrate(conn, now_unix_ns)?;
     session_usage::none_pending(conn)?;
+    session_list::none_pending(conn)?;
     // A new epoch stores its events compactly from its first row (a
     // failpoint build's tests can ask for the plain form an older build
     // wrote, `HARNERY_PLAIN_EVENTS`, to convert it).

@@ -33,6 +33,7 @@ use std::collections::HashMap;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::LedgerError;
+use super::session_list::Superseding;
 use super::usage_sums::UsageSums;
 use crate::contract::{Event, Payload, SessionRef};
 use crate::ledger::read::{RESTORED_FROM, USAGE_PENDING};
@@ -70,6 +71,8 @@ pub(super) struct SessionUsage<'c> {
     sessions: HashMap<SessionRef, Kept>,
     calls: HashMap<i64, i64>,
     sums: UsageSums,
+    /// What the list keeps of the batch's resumes (`session_list`).
+    superseding: Superseding,
 }
 
 impl<'c> SessionUsage<'c> {
@@ -79,6 +82,7 @@ impl<'c> SessionUsage<'c> {
             sessions: HashMap::new(),
             calls: HashMap::new(),
             sums: UsageSums::default(),
+            superseding: Superseding::default(),
         }
     }
 
@@ -88,12 +92,15 @@ impl<'c> SessionUsage<'c> {
             sessions: HashMap::new(),
             calls: HashMap::new(),
             sums: UsageSums::default(),
+            superseding: Superseding::default(),
         }
     }
 
-    /// Note what `e` says of its session's parent and calls.
+    /// Note what `e` says of its session's parent and calls, and of
+    /// ranges its resumes supersede.
     pub(super) fn note(&mut self, e: &Event) -> Result<(), LedgerError> {
         match &e.payload {
+            Payload::SessionResumed(_) => self.superseding.note(e),
             Payload::CheckpointRecorded(c) => {
                 let link = c.effects.iter().find(|x| x.kind == RESTORED_FROM);
                 let kept = self.kept(&e.session)?;
@@ -190,6 +197,7 @@ impl<'c> SessionUsage<'c> {
             return Ok(());
         };
         self.sums.store(conn)?;
+        self.superseding.store(conn)?;
         let mut stmt = conn.prepare_cached(STORE)?;
         for (session, kept) in &self.sessions {
             stmt.execute(params![
@@ -282,12 +290,12 @@ fn note_every_row(ledger: &LedgerReader, usage: &mut SessionUsage) -> Result<(),
 /// row's link and tie, and each call's owner, against what its events
 /// give (nothing when the epoch does not keep them).
 pub(crate) fn check(ledger: &LedgerReader) -> Result<Vec<ValidationProblem>, LedgerError> {
+    let mut out = super::session_list::check(ledger)?;
     if !ledger.sessions().keeps_usage()? {
-        return Ok(Vec::new());
+        return Ok(out);
     }
     let mut usage = SessionUsage::in_memory();
     note_every_row(ledger, &mut usage)?;
-    let mut out = Vec::new();
     let mut stmt = ledger.conn.prepare(
         "SELECT adapter, session_id, restored_from, usage_tied FROM sessions ORDER BY adapter, session_id",
     )?;
