@@ -38,7 +38,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
-pub(crate) use bookkeeping::Bookkeeping;
+pub(crate) use bookkeeping::{Bookkeeping, StateVersion};
 pub use events::{Events, RowFilter, StoredEvent, StoredText};
 pub use finding::ValidationProblem;
 pub use raw_archive::{ArchiveSize, Raw, RawProblem};
