@@ -34,6 +34,8 @@
 # should not grow with the transcript's size.
 #
 # Usage: scripts/bench-finalize.sh [sizes...]   (needs /usr/bin/time, python3)
+#   BIN=DIR     this build's harnery and examples/ (default: cargo build --release)
+#   OLD_BIN=PATH the older build's harnery, to A/B against
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -42,8 +44,11 @@ SESSIONS=${SESSIONS:-1000}
 REPEAT=${REPEAT:-1}
 WORK=${BENCH_DIR:-$(mktemp -d -t harnery-bench.XXXXXX)}
 
-cargo build --release --quiet --bins --example bench_spool --example bench_baseline
-BIN=${CARGO_TARGET_DIR:-target}/release
+# BIN=DIR: a build's harnery and examples/ already made (no cargo build).
+if [ -z "${BIN:-}" ]; then
+  cargo build --release --quiet --bins --example bench_spool --example bench_baseline
+  BIN=${CARGO_TARGET_DIR:-target}/release
+fi
 OLD_BIN=${OLD_BIN:-}
 if [ -n "$OLD_BIN" ] && [ ! -x "$OLD_BIN" ]; then
   echo "OLD_BIN=$OLD_BIN is not an executable file" >&2

@@ -9,6 +9,9 @@ use std::path::Path;
 use crate::common::*;
 
 const QUIET: &str = "0a0a0a0a-0000-4000-8000-00000000000a";
+/// The basic session's prompt and tool call ids.
+const PROMPT: &str = "c68551d6-9785-4cd4-9f63-669805f3927c";
+const CALL: &str = "toolu_01oOb0TT009RCjxYiOfGSjLDr5";
 
 fn finalize(home: &Path) -> String {
     let out = harnery(home)
@@ -68,15 +71,22 @@ fn a_quiet_state_is_not_loaded_again_until_a_batch_writes_it() {
     copy_tree(a, b);
     std::fs::remove_file(b.join("ledgers/finalize.quiet")).unwrap();
     // Passed over: the damage goes unnoticed.
-    let passed = finalize(a);
-    assert!(!passed.contains(QUIET), "{passed}");
+    finalize(a);
     // Without the list, the state is read, and found damaged.
-    let read = finalize(b);
-    assert!(read.contains(QUIET), "{read}");
+    refused(b);
     // A damaged list is no list.
     std::fs::write(a.join("ledgers/finalize.quiet"), "not a list\n").unwrap();
-    let read = finalize(a);
-    assert!(read.contains(QUIET), "{read}");
+    refused(a);
+}
+
+/// A run that stops at the damaged state, naming its session.
+fn refused(home: &Path) {
+    let out = harnery(home)
+        .args(["finalize", "--no-compact"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains(QUIET), "{}", stderr(&out));
 }
 
 #[test]
@@ -86,18 +96,16 @@ fn a_quiet_session_that_goes_on_is_ticked_again() {
     quiet_home(a);
     copy_tree(a, b);
     std::fs::remove_file(b.join("ledgers/finalize.quiet")).unwrap();
-    // A resumed session with one more turn, whose checkpoint the time
-    // rules pin once its state (a new version) is loaded.
-    for (event, line) in basic_hook_lines() {
-        if event == "UserPromptSubmit" || event == "Stop" {
-            let line = line.replace("SESSION", QUIET).replacen(
-                "\"hook_event_name\"",
-                "\"again\":1,\"hook_event_name\"",
-                1,
-            );
-            deliver(a, "claude-code", &line);
-            deliver(b, "claude-code", &line);
-        }
+    // The session resumed for one more turn (a prompt and a tool call of
+    // their own), whose end the time rules salvage and whose checkpoint
+    // they pin once its state (a new version) is loaded.
+    for (_, line) in basic_hook_lines() {
+        let line = line
+            .replace("SESSION", QUIET)
+            .replace(PROMPT, "c68551d6-9785-4cd4-9f63-000000000002")
+            .replace(CALL, "toolu_02oOb0TT009RCjxYiOfGSjLDr5");
+        deliver(a, "claude-code", &line);
+        deliver(b, "claude-code", &line);
     }
     let before = events(a).len();
     finalize(a);
