@@ -6,8 +6,9 @@
 //!
 //! One small file, `ledgers/finalize.quiet`, beside `finalize.last` and
 //! outside every epoch: not part of the ledger, only a hint. Its first
-//! line names what it holds for (the live epoch's genesis id, the
-//! contract digest and every agent's capability profile this build has);
+//! line names what it holds for (the version of harnery that wrote it, the
+//! live epoch's genesis id, the contract digest and every agent's
+//! capability profile this build has);
 //! each next line is a JSON array `[adapter, session id, batch, length]`:
 //! a session and the version of its stored state
 //! ([`StateVersion`]) found quiet. A session is passed over only while
@@ -55,6 +56,7 @@ impl Quiet {
             .collect();
         let header = serde_json::to_string(&(
             "harnery finalize.quiet 1",
+            env!("CARGO_PKG_VERSION"),
             &ledger.genesis().genesis_id,
             binary_digest(),
             profiles,
