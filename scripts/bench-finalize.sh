@@ -20,6 +20,12 @@
 # finalize and then the baseline, and prints the medians of the rounds'
 # times (and each round's ratio): on a noisy machine one round's ratio
 # moves with whatever else ran during it.
+# OLD_BIN=PATH (a `harnery` binary another build made, e.g. one at an
+# older commit) A/Bs: every round also drains the same spool with it, the
+# two builds in turn (this one first in odd rounds, the older one first in
+# even rounds), and the table gains the older build's row and the ratio of
+# the two (this build's events/s over the older one's), each round's own
+# and the medians' (a ratio measured under the same load).
 #
 # Then the agent's-own-record case: for each size in RECORD_MB (default
 # "256 2048"; empty skips it), a Claude Code transcript of that many MiB,
@@ -28,6 +34,8 @@
 # should not grow with the transcript's size.
 #
 # Usage: scripts/bench-finalize.sh [sizes...]   (needs /usr/bin/time, python3)
+#   BIN=DIR     this build's harnery and examples/ (default: cargo build --release)
+#   OLD_BIN=PATH the older build's harnery, to A/B against
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -36,8 +44,16 @@ SESSIONS=${SESSIONS:-1000}
 REPEAT=${REPEAT:-1}
 WORK=${BENCH_DIR:-$(mktemp -d -t harnery-bench.XXXXXX)}
 
-cargo build --release --quiet --bins --example bench_spool --example bench_baseline
-BIN=target/release
+# BIN=DIR: a build's harnery and examples/ already made (no cargo build).
+if [ -z "${BIN:-}" ]; then
+  cargo build --release --quiet --bins --example bench_spool --example bench_baseline
+  BIN=${CARGO_TARGET_DIR:-target}/release
+fi
+OLD_BIN=${OLD_BIN:-}
+if [ -n "$OLD_BIN" ] && [ ! -x "$OLD_BIN" ]; then
+  echo "OLD_BIN=$OLD_BIN is not an executable file" >&2
+  exit 2
+fi
 
 . scripts/time-v.sh
 
@@ -48,6 +64,20 @@ median() {
     END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
+# Drain a copy of spool $1 (the spool itself when $2 is "last") with the
+# `harnery` at $3 into $WORK/$4-$n.*: /usr/bin/time -v's report and the run's
+# JSON summary; prints the events it appended. The home is left for the
+# baseline; the caller removes it.
+drain() {
+  local spool=$1 last=$2 bin=$3 tag=$4 home="$WORK/home-$n"
+  rm -rf "$home"
+  if [ "$last" = last ]; then mv "$spool" "$home"; else cp -a "$spool" "$home"; fi
+  sync
+  HARNERY_HOME="$home" HARNERY_NOW=2026-12-01T00:00:00Z \
+    /usr/bin/time -v "$bin" finalize --no-compact --json >"$WORK/$tag-$n.json" 2>"$WORK/$tag-$n.time"
+  awk -F': ' '/"events_appended"/ {gsub(/,/, "", $2); print $2}' "$WORK/$tag-$n.json"
+}
+
 printf '%-10s %-10s %10s %12s %12s %12s %12s %8s\n' \
   signals events fin_s fin_ev_per_s fin_rss_mb base_ev_per_s base_rss_mb ratio
 for n in ${SIZES[@]}; do
@@ -56,29 +86,53 @@ for n in ${SIZES[@]}; do
   "$BIN/examples/bench_spool" "$spool" "$n" "$SESSIONS" >/dev/null
   : >"$rounds"
   for r in $(seq "$REPEAT"); do
-    # Every round drains the same spool: a copy of it, the last the spool itself.
-    rm -rf "$home"
-    if [ "$r" -lt "$REPEAT" ]; then cp -a "$spool" "$home"; else mv "$spool" "$home"; fi
-    sync
-    HARNERY_HOME="$home" HARNERY_NOW=2026-12-01T00:00:00Z \
-      /usr/bin/time -v "$BIN/harnery" finalize --no-compact --json >"$WORK/fin-$n.json" 2>"$WORK/fin-$n.time"
-    events=$(awk -F': ' '/"events_appended"/ {gsub(/,/, "", $2); print $2}' "$WORK/fin-$n.json")
+    # Every round drains the same spool: a copy of it, the last drain of
+    # the last round the spool itself. With OLD_BIN the older build drains
+    # a copy too, before or after this one by the round's parity, and this
+    # build's ledger is the one the baseline measures its rows by.
+    last=copy
+    [ "$r" -eq "$REPEAT" ] && last=last
+    old_events=0 old_s=0 old_rss=0
+    if [ -n "$OLD_BIN" ] && [ $((r % 2)) -eq 0 ]; then
+      old_events=$(drain "$spool" copy "$OLD_BIN" old)
+      old_s=$(secs "$WORK/old-$n.time") old_rss=$(rss_kb "$WORK/old-$n.time")
+    fi
+    events=$(drain "$spool" "$([ -n "$OLD_BIN" ] && [ $((r % 2)) -eq 1 ] && echo copy || echo $last)" "$BIN/harnery" fin)
+    if [ -n "$OLD_BIN" ] && [ $((r % 2)) -eq 1 ]; then
+      mv "$home" "$home.new"
+      old_events=$(drain "$spool" "$last" "$OLD_BIN" old)
+      old_s=$(secs "$WORK/old-$n.time") old_rss=$(rss_kb "$WORK/old-$n.time")
+      rm -rf "$home" && mv "$home.new" "$home"
+    fi
     sync
     /usr/bin/time -v "$BIN/examples/bench_baseline" "$home/ledgers/v2/ledger.sqlite" "$WORK" \
       >"$WORK/base-$n.out" 2>"$WORK/base-$n.time"
     echo "$events $(secs "$WORK/fin-$n.time") $(secs "$WORK/base-$n.time")" \
-      "$(rss_kb "$WORK/fin-$n.time") $(rss_kb "$WORK/base-$n.time")" >>"$rounds"
+      "$(rss_kb "$WORK/fin-$n.time") $(rss_kb "$WORK/base-$n.time")" \
+      "$old_events $old_s $old_rss" >>"$rounds"
     rm -rf "$home" "$WORK/baseline.sqlite"*
   done
   # The medians of the rounds' times (finalize and baseline in turn), the
   # highest peak RSS; with more than one round, each round's own ratio.
-  awk -v n="$n" -v fs="$(median "$rounds" 2)" -v bs="$(median "$rounds" 3)" '
-    { e = $1; if ($4 > fr) fr = $4; if ($5 > br) br = $5; each = each sprintf(" %.1f%%", 100 * $3 / $2) }
+  awk -v n="$n" -v fs="$(median "$rounds" 2)" -v bs="$(median "$rounds" 3)" \
+    -v os="$(median "$rounds" 7)" -v old="$OLD_BIN" '
+    { e = $1; oe = $6; if ($4 > fr) fr = $4; if ($5 > br) br = $5; if ($8 > orss) orss = $8
+      each = each sprintf(" %.1f%%", 100 * $3 / $2)
+      if (old != "") { each_old = each_old sprintf(" %.1f%%", 100 * ($6 / $7) / ($1 / $3))
+        each_ab = each_ab sprintf(" %.2fx", ($1 / $2) / ($6 / $7)) } }
     END {
       fr_ = e / fs; br_ = e / bs
       printf "%-10d %-10d %10.2f %12.0f %12.1f %12.0f %12.1f %7.1f%%\n",
         n, e, fs, fr_, fr / 1024, br_, br / 1024, 100 * fr_ / br_
       if (NR > 1) printf "  %d rounds, each round'"'"'s ratio:%s\n", NR, each
+      if (old != "") {
+        or_ = oe / os
+        printf "%-10s %-10d %10.2f %12.0f %12.1f %12s %12s %7.1f%%   (older build: %s)\n",
+          "  old", oe, os, or_, orss / 1024, "", "", 100 * or_ / br_, old
+        printf "  this build over the older: %.2fx events/s (medians)", fr_ / or_
+        if (NR > 1) printf "; each round:%s; the older build'"'"'s ratio each round:%s", each_ab, each_old
+        printf "\n"
+      }
     }' "$rounds"
 done
 

@@ -22,7 +22,14 @@ of an identical home:
 - with `restore RECORD NEW_ID`: the materialized record's bytes (blake3)
   and the new session's checkpoint log;
 - with `raw`: the live epoch's raw archive files, compressed or not, and
-  any other file in it by name.
+  any other file in it by name; with `packed`, only whether every file is
+  compressed and any other file by name (a finalize cuts its batches by
+  when records arrived, so their count is not compared);
+- with `compact`: whether the live epoch keeps its events compactly
+  (`event_store`) or in the plain table an older build wrote;
+- with `otlp SPANS`: whether the spans a receiver took (SPANS: one
+  `traceId spanId` a line, as often as each arrived) are exactly the spans
+  `harnery export --format otlp` makes of the home, each at least once.
 
 Standard library only (sqlite3 from Python's own).
 """
@@ -68,8 +75,12 @@ def epochs(home):
         # live epoch's WAL holds rows: open it read-only, WAL and all.
         mode = "mode=ro" if live else "immutable=1"
         conn = sqlite3.connect(f"file:{db}?{mode}", uri=True)
+        # A compact ledger's `events` is a view that decodes its text with
+        # harnery's own SQL function; these columns are its store's own.
+        (compact,) = conn.execute(
+            "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'event_store'").fetchone()
         rows = conn.execute(
-            "SELECT adapter, session_id, offset, type FROM events "
+            f"SELECT adapter, session_id, offset, type FROM {'event_store' if compact else 'events'} "
             "ORDER BY adapter, session_id, offset").fetchall()
         conn.close()
         head = f"epoch generation={g.get('contract_generation')} digest={g.get('schema_digest')} live={live}"
@@ -174,6 +185,40 @@ def raw(home):
             *(f"raw archive leftover: {f}" for f in others)]
 
 
+def packed(home):
+    """Whether the raw archive is compressed to the end, and any other file."""
+    root = os.path.join(home, "ledgers", "v2", "raw")
+    files = [os.path.basename(p) for p in glob.glob(os.path.join(root, "**"), recursive=True)
+             if os.path.isfile(p)]
+    plain = sum(1 for f in files if f.endswith(".seg"))
+    others = sorted(f for f in files if not f.endswith((".seg", ".segz")))
+    return [f"raw archive: {'every file compressed' if plain == 0 else 'files left uncompressed'}",
+            *(f"raw archive leftover: {f}" for f in others)]
+
+
+def compact(home):
+    db = sqlite3.connect(os.path.join(home, "ledgers", "v2", "ledger.sqlite"))
+    (n,) = db.execute("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'event_store'").fetchone()
+    return [f"live epoch's events: {'compact' if n else 'plain'}"]
+
+
+def otlp(binary, home, received):
+    rc, out, err = harnery(binary, home, "export", "--format", "otlp")
+    if rc != 0:
+        return [f"export --format otlp: exit {rc}"]
+    want = set()
+    for line in out.splitlines():
+        for rs in json.loads(line)["resourceSpans"]:
+            for scope in rs["scopeSpans"]:
+                for span in scope["spans"]:
+                    want.add((span["traceId"], span["spanId"]))
+    got = set()
+    if os.path.exists(received):
+        got = {tuple(l.split()) for l in open(received) if l.strip()}
+    return [f"otlp: {len(want)} spans exported, {len(want - got)} of them never received, "
+            f"{len(got - want)} received spans not exported"]
+
+
 def main(argv):
     if len(argv) < 3:
         print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
@@ -186,6 +231,12 @@ def main(argv):
         lines += restore(binary, home, extra[1], extra[2])
     elif extra[:1] == ["raw"]:
         lines += raw(home)
+    elif extra[:1] == ["packed"]:
+        lines += packed(home)
+    elif extra[:1] == ["compact"]:
+        lines += compact(home)
+    elif extra[:1] == ["otlp"]:
+        lines += otlp(binary, home, extra[1])
     print("\n".join(lines))
     return 0
 

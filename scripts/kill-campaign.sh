@@ -4,6 +4,7 @@
 #   scripts/kill-campaign.sh OP N
 #
 # OP is one of: epoch-advance archive-compact finalize ship restore-apply
+#               compact-events otlp-push
 #
 # A trial: copy a prepared home (real hook records through the real
 # harnery-hook from the captured corpus in tests/fixtures/; for
@@ -16,7 +17,13 @@
 # epoch's events, the sessions, `epoch verify`, `verify`, the intake and
 # ready spools empty, and for ship the server's rows (`fleet verify
 # --local`), for restore-apply the materialized record
-# and the new session (scripts/kill-campaign-snapshot.py says exactly what).
+# and the new session, for finalize (which compacts the raw archive to the
+# end by default) that every raw archive file is compressed, for
+# compact-events (a ledger in the plain form an older build wrote, made by
+# a failpoints build) that the live epoch is compact, for otlp-push (to a
+# local receiver each trial starts, http/json) that the receiver took
+# exactly the spans the home exports, each at least once
+# (scripts/kill-campaign-snapshot.py says exactly what).
 #
 # Prints one line per trial and `OP: N trials, K ok, F failed`; exits 1 on
 # any failure, keeping the failing home (and its diff) under the work dir.
@@ -37,9 +44,9 @@ repo=$PWD
 op=${1:-}
 trials=${2:-}
 case "$op" in
-  epoch-advance | archive-compact | finalize | ship | restore-apply) ;;
+  epoch-advance | archive-compact | finalize | ship | restore-apply | compact-events | otlp-push) ;;
   *)
-    echo "usage: scripts/kill-campaign.sh OP N  (OP: epoch-advance archive-compact finalize ship restore-apply)" >&2
+    echo "usage: scripts/kill-campaign.sh OP N  (OP: epoch-advance archive-compact finalize ship restore-apply compact-events otlp-push)" >&2
     exit 2
     ;;
 esac
@@ -68,7 +75,7 @@ echo "kill-campaign $op: $trials trials, SEED=$seed, BIN=$bin, work $work"
 export HARNERY_NOW=2026-11-30T12:00:00Z HARNERY_RECORDS=off
 export HARNERY_HOME=$work/no-home HOME=$work/no-user
 export CLAUDE_CONFIG_DIR=$work/no-user/.claude COPILOT_HOME=$work/no-user/.copilot
-unset HARNERY_FAILPOINTS HARNERY_TEST_SCHEMA_SUFFIX
+unset HARNERY_FAILPOINTS HARNERY_TEST_SCHEMA_SUFFIX HARNERY_PLAIN_EVENTS
 
 # --- hook records, through the real hook -----------------------------------
 
@@ -139,6 +146,49 @@ start_pg() {
     -o "-k $pg_root/s -c listen_addresses= -c fsync=off -c max_connections=100" -w start >/dev/null ||
     { cat "$pg_root/log" >&2; exit 2; }
 }
+# A local OTLP receiver (http/json) for the trial in DIR: it answers every
+# request 200 and appends each span's `traceId spanId` to DIR/otlp.received;
+# its port in DIR/otlp.port, its pid in DIR/otlp.pid (stopped by stop_otlp).
+start_otlp() {
+  local dir=$1 waited=0
+  python3 - "$dir" >>"$dir/otlp.log" 2>&1 <<'PY' &
+import json, os, sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+out = os.path.join(sys.argv[1], "otlp.received")
+class Receiver(BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+        with open(out, "a") as f:
+            for rs in body.get("resourceSpans", []):
+                for scope in rs.get("scopeSpans", []):
+                    for span in scope.get("spans", []):
+                        f.write(f"{span['traceId']} {span['spanId']}\n")
+        reply = b"{}"
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(reply)))
+        self.end_headers()
+        self.wfile.write(reply)
+    def log_message(self, *args):
+        pass
+server = HTTPServer(("127.0.0.1", 0), Receiver)
+tmp = os.path.join(sys.argv[1], "otlp.port.tmp")
+open(tmp, "w").write(str(server.server_address[1]))
+os.rename(tmp, os.path.join(sys.argv[1], "otlp.port"))
+server.serve_forever()
+PY
+  echo $! >"$dir/otlp.pid"
+  until [ -s "$dir/otlp.port" ]; do
+    sleep 0.05
+    waited=$((waited + 1))
+    [ "$waited" -lt 200 ] || { echo "kill-campaign: the OTLP receiver did not start; see $dir/otlp.log" >&2; exit 2; }
+  done
+}
+stop_otlp() {
+  [ -s "$1/otlp.pid" ] && kill "$(cat "$1/otlp.pid")" 2>/dev/null
+  rm -f "$1/otlp.pid"
+}
+
 pg_target() { echo "host=$pg_root/s port=5432 user=harnery password=kill-campaign-pw dbname=$1 sslmode=disable"; }
 new_database() {
   PGPASSWORD=kill-campaign-pw psql -q -h "$pg_root/s" -U harnery -d postgres -c "CREATE DATABASE $1" >/dev/null
@@ -160,6 +210,21 @@ prepare() {
       ;;
     archive-compact)
       for s in basic parallel file-tools compact interactive resume; do feed "$home" claude-code "$s"; done
+      feed "$home" copilot basic-shell-openai
+      h "$home" finalize >/dev/null
+      ;;
+    compact-events)
+      # The plain form an older build wrote: only a failpoints build makes it.
+      for s in basic parallel file-tools compact interactive resume; do feed "$home" claude-code "$s"; done
+      feed "$home" copilot basic-shell-openai
+      HARNERY_PLAIN_EVENTS=1 h "$home" finalize >/dev/null
+      [ "$(python3 "$snapshot" "$bin" "$home" compact | tail -1)" = "live epoch's events: plain" ] || {
+        echo "kill-campaign: compact-events needs a plain ledger, which only a failpoints build writes (cargo build --features failpoints --bins)" >&2
+        exit 2
+      }
+      ;;
+    otlp-push)
+      for s in basic parallel file-tools compact interactive; do feed "$home" claude-code "$s"; done
       feed "$home" copilot basic-shell-openai
       h "$home" finalize >/dev/null
       ;;
@@ -214,6 +279,9 @@ op_cmd() {
     finalize) cmd=("$bin/harnery" finalize) ;;
     ship) cmd=("$bin/harnery" ship --to "$(pg_target "$(cat "$1/db")")" --batch-rows 7) ;;
     restore-apply) cmd=("$bin/harnery" restore "$restore_session" --checkpoint "turn:$restore_turn" --apply --new-id "$restore_new") ;;
+    compact-events) cmd=("$bin/harnery" archive compact-events) ;;
+    otlp-push) cmd=("$bin/harnery" otlp push --traces-endpoint "http://127.0.0.1:$(cat "$1/otlp.port")/v1/traces"
+      --protocol http/json --spans-per-request 3) ;;
   esac
 }
 
@@ -222,6 +290,9 @@ snapshot_args() {
     ship) echo ship "'$(pg_target "$(cat "$1/db")")'" ;;
     restore-apply) echo restore "'$(find "$1/user/claude/projects" -name "$restore_new.jsonl" | head -1)'" "$restore_new" ;;
     archive-compact) echo raw ;;
+    finalize) echo packed ;;
+    compact-events) echo compact ;;
+    otlp-push) echo otlp "'$1/otlp.received'" ;;
   esac
 }
 
@@ -248,6 +319,7 @@ run_trial() {
     echo "k$(basename "$dir" | tr -c 'a-z0-9\n' '_')" >"$dir/db"
     new_database "$(cat "$dir/db")"
   fi
+  [ "$op" = otlp-push ] && start_otlp "$dir"
   (feed "$home" "${during[@]}") >>"$dir/log" 2>&1 &
   fed=$!
   op_cmd "$dir"
@@ -283,6 +355,8 @@ run_trial() {
   h "$home" finalize >>"$dir/log" 2>&1
   local fin=$?
   eval "python3 '$snapshot' '$bin' '$home' $(snapshot_args "$dir")" >"$dir/snapshot" 2>>"$dir/log"
+  echo "snapshot: exit $?" >>"$dir/snapshot"
+  [ "$op" = otlp-push ] && stop_otlp "$dir"
   echo "rerun: exit $rerun" >>"$dir/snapshot"
   echo "last finalize: exit $fin" >>"$dir/snapshot"
   echo "$first $((ended - started)) $left"
@@ -295,7 +369,8 @@ prepare "$work/template"
 
 # The uninterrupted run: the reference, and the run's duration.
 read -r ref_rc ref_ms _ < <(run_trial "$work/reference" "")
-if [ "$ref_rc" != 0 ] || ! grep -q '^rerun: exit 0' "$work/reference/snapshot"; then
+if [ "$ref_rc" != 0 ] || ! grep -q '^rerun: exit 0' "$work/reference/snapshot" ||
+  ! grep -q '^snapshot: exit 0' "$work/reference/snapshot"; then
   echo "kill-campaign $op: the uninterrupted run failed (exit $ref_rc); see $work/reference/log" >&2
   exit 2
 fi

@@ -80,3 +80,15 @@ fn a_ship_killed_at_random_moments_ends_as_one_ship() {
 fn a_restore_apply_killed_at_random_moments_ends_as_one_apply() {
     campaign("restore-apply", 2, 73);
 }
+
+/// Only a failpoints build writes the plain form the conversion starts from.
+#[cfg(feature = "failpoints")]
+#[test]
+fn a_compact_events_killed_at_random_moments_ends_as_one_conversion() {
+    campaign("compact-events", 2, 81);
+}
+
+#[test]
+fn an_otlp_push_killed_at_random_moments_ends_as_one_push() {
+    campaign("otlp-push", 2, 73);
+}

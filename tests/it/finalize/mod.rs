@@ -5,6 +5,7 @@ mod chunks;
 mod corpus;
 mod crash;
 mod kill_campaign;
+mod quiet;
 mod record_output;
 pub(crate) mod records;
 mod records_corpus;

@@ -285,6 +285,25 @@ fn simulate(copilot: bool, policy: Option<RecoveryPolicy>, steps: &[Step]) -> Si
 proptest! {
     #![proptest_config(ProptestConfig { cases: 192, ..ProptestConfig::default() })]
 
+    /// A producer that says it ticks to nothing emits nothing when ticked,
+    /// now or however much later: the finalizer does not load such a state
+    /// again to tick it until a batch changes it.
+    #[test]
+    fn a_state_that_ticks_nothing_emits_nothing_at_any_later_tick(
+        copilot in any::<bool>(),
+        policy in policy(),
+        steps in prop::collection::vec(step(), 0..80),
+    ) {
+        let sim = simulate(copilot, policy, &steps);
+        if sim.producer.ticks_nothing() {
+            for hours in [0_i64, 1, 25, 24 * 30] {
+                let mut later = sim.producer.clone();
+                let out = later.tick(sim.now + hours * 3_600_000_000_000, &sim.clock());
+                prop_assert!(out.is_empty(), "{hours} h later: {out:?}");
+            }
+        }
+    }
+
     #[test]
     fn every_span_ends_in_exactly_one_state_and_every_event_validates(
         copilot in any::<bool>(),

@@ -10,7 +10,7 @@ use super::summary::{HealthNote, Summary};
 use super::{FinalizeError, ready, timing};
 use crate::failpoint;
 use crate::home::Home;
-use crate::ledger::{AppendBatch, AppendOutcome, LedgerError};
+use crate::ledger::{AppendBatch, AppendOutcome, Encoded, LedgerError};
 
 impl Run<'_> {
     /// Apply every pending ready file (oldest first); returns how many.
@@ -42,23 +42,29 @@ impl Run<'_> {
         path: &Path,
         batch: &AppendBatch,
     ) -> Result<(), FinalizeError> {
-        self.append_batch(path, batch)?;
+        self.append_batch(path, batch, None)?;
         release(self.home, path, &batch.sources)
     }
 
-    /// Validate + append `batch` in one transaction; its files stay until the
-    /// commit is durable (see [`release`]).
+    /// Validate + append `batch` in one transaction (with its bodies when
+    /// they were compressed ahead); its files stay until the commit is
+    /// durable (see [`release`]).
     pub(super) fn append_batch(
         &mut self,
         path: &Path,
         batch: &AppendBatch,
+        encoded: Option<&Encoded>,
     ) -> Result<(), FinalizeError> {
         let t = std::time::Instant::now();
         let outcome = self
             .ledger
-            .append(batch, self.incarnation, self.opts.now_unix_ns, &|| {
-                failpoint::hit("mid-transaction")
-            })
+            .append_encoded(
+                batch,
+                encoded,
+                self.incarnation,
+                self.opts.now_unix_ns,
+                &|| failpoint::hit("mid-transaction"),
+            )
             .map_err(|e| refuse(path, e))?;
         timing("append", t);
         if let AppendOutcome::Appended { events, signals } = outcome {

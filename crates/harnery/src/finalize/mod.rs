@@ -25,6 +25,9 @@
 //! - `ready.rs` (+ `ready/`): the ready file, stage one's durable hand-over to stage two.
 //! - `apply.rs`: stage two, a ready file's batch appended and its files released.
 //! - `state.rs`: session producer state loaded, saved, and ticked by the time rules.
+//! - `quiet.rs`: the sessions whose state ticks to nothing, kept between
+//!   runs (`ledgers/finalize.quiet`, outside the ledger) so an idle run
+//!   does not load them.
 //! - `record.rs`: following each agent's own record after the hook signals.
 //! - `compaction.rs`: after a run, the raw archive compressed within a budget.
 //!
@@ -35,6 +38,7 @@ pub mod compaction;
 mod intake;
 pub mod last_run;
 pub(crate) mod lease;
+mod quiet;
 pub mod ready;
 pub(crate) mod record;
 mod record_source;

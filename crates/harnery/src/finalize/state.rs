@@ -2,6 +2,7 @@
 //! checked against this build's capability profile), saved with the batch
 //! that advanced it, and ticked by the time rules at the end of a run.
 
+use super::quiet::Quiet;
 use super::steps::Run;
 use super::{FinalizeError, ready};
 use crate::contract::SessionRef;
@@ -89,10 +90,13 @@ pub(super) fn save_producer(session: &SessionRef, producer: &SessionProducer) ->
 
 impl Run<'_> {
     /// The time rules: tick every session the ledger holds producer state
-    /// for, in batches, and append what they emit.
+    /// for, in batches, and append what they emit. A session whose stored
+    /// state an earlier run found to tick to nothing, and that no batch
+    /// wrote since, is passed over unread ([`Quiet`]).
     pub(super) fn tick_all(&mut self) -> Result<(), FinalizeError> {
         let now_unix_ns = self.opts.now_unix_ns;
-        let sessions = self.ledger.bookkeeping().producer_sessions()?;
+        let sessions = self.ledger.bookkeeping().producer_state_versions()?;
+        let mut quiet = Quiet::load(self.home, &self.ledger);
         for group in sessions.chunks(TICK_CHUNK) {
             let mut batch = AppendBatch {
                 id: ready::new_batch_id(now_unix_ns),
@@ -102,7 +106,10 @@ impl Run<'_> {
                 events: Vec::new(),
                 states: Vec::new(),
             };
-            for session in group {
+            for (session, version) in group {
+                if quiet.holds(session, version) {
+                    continue;
+                }
                 let before = batch.events.len();
                 // A session whose stored state cannot be read is not ticked:
                 // it is set aside (and reported), and the others go on.
@@ -114,10 +121,13 @@ impl Run<'_> {
                         }
                         loaded => loaded?,
                     };
+                let stays_quiet = batch.events.len() == before && producer.ticks_nothing();
                 let events = producer.tick(now_unix_ns, &self.opts.clock);
                 batch.events.extend(events.into_iter().map(ReadyEvent::new));
                 if batch.events.len() > before {
                     batch.states.push(save_producer(session, &producer));
+                } else if stays_quiet {
+                    quiet.add(session, version);
                 }
             }
             if batch.events.is_empty() {
@@ -126,6 +136,7 @@ impl Run<'_> {
             let path = ready::write(self.home, &batch)?;
             self.apply_batch(&path, &batch)?;
         }
+        quiet.save();
         Ok(())
     }
 }

@@ -39,7 +39,7 @@
 //! `verify` names its row like any other damaged row.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use rusqlite::functions::FunctionFlags;
 use rusqlite::types::Value;
@@ -230,7 +230,7 @@ pub fn register(conn: &Connection) -> Result<(), LedgerError> {
                 rusqlite::Error::UserFunctionError(zstd::zstd_safe::get_error_name(c).into())
             })?;
             let mut body = Vec::with_capacity(HEADER_LEN + frame.len());
-            seal(0, &frame, &mut body);
+            seal_onto(0, &frame, &mut body);
             Ok(body)
         },
     )?;
@@ -284,9 +284,9 @@ fn load_dict(conn: &Connection, d: &mut Decoder, id: Option<u16>) -> rusqlite::R
     Ok(())
 }
 
-/// `frame`, compressed with dictionary `id`, as a body in `out` (cleared).
-fn seal(id: u16, frame: &[u8], out: &mut Vec<u8>) {
-    out.clear();
+/// `frame`, compressed with dictionary `id`, as a body appended to `out`.
+fn seal_onto(id: u16, frame: &[u8], out: &mut Vec<u8>) {
+    out.reserve(HEADER_LEN + frame.len());
     out.push(FORMAT);
     out.extend_from_slice(&id.to_le_bytes());
     out.extend_from_slice(&check(&id.to_le_bytes(), frame));
@@ -344,12 +344,51 @@ fn decode(d: &mut Decoder, body: &[u8]) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
+/// A dictionary new bodies are compressed with: its row in `event_dicts`
+/// and zstd's prepared form of it (made once, shared by every compressor
+/// that uses it).
+pub(crate) struct Dict {
+    id: u16,
+    cdict: CDict<'static>,
+}
+
+/// Where the writer publishes its newest dictionary for compressors on
+/// other threads ([`Ahead`]).
+type Newest = Arc<Mutex<Option<Arc<Dict>>>>;
+
 /// The writer's side: compresses texts with the ledger's newest dictionary.
 pub(crate) struct Encoder {
     cctx: CCtx<'static>,
-    dict: Option<(u16, CDict<'static>)>,
+    dict: Option<Arc<Dict>>,
+    newest: Newest,
     /// The last frame, its room kept for the next.
     frame: Vec<u8>,
+}
+
+/// `text` compressed with `dict` (none: without a dictionary) as a body,
+/// appended to `out`; `frame` is room for the frame, kept between calls.
+fn compress(
+    cctx: &mut CCtx<'static>,
+    dict: Option<&Dict>,
+    text: &[u8],
+    frame: &mut Vec<u8>,
+    out: &mut Vec<u8>,
+) -> Result<(), LedgerError> {
+    frame.clear();
+    frame.reserve(zstd::zstd_safe::compress_bound(text.len()));
+    let done = match dict {
+        Some(d) => cctx.compress_using_cdict(frame, text, &d.cdict),
+        None => cctx.compress(frame, text, LEVEL),
+    };
+    done.map_err(|code| LedgerError::Corrupt {
+        path: "event_store".into(),
+        detail: format!(
+            "zstd could not compress an event: {}",
+            zstd::zstd_safe::get_error_name(code)
+        ),
+    })?;
+    seal_onto(dict.map_or(0, |d| d.id), frame, out);
+    Ok(())
 }
 
 impl Encoder {
@@ -359,31 +398,47 @@ impl Encoder {
             .prepare_cached("SELECT id, dict FROM event_dicts ORDER BY id DESC LIMIT 1")?
             .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))
             .optional()?;
+        let dict = newest.map(|(id, d)| {
+            Arc::new(Dict {
+                id,
+                cdict: CDict::create(&d, LEVEL),
+            })
+        });
         Ok(Encoder {
             cctx: CCtx::create(),
-            dict: newest.map(|(id, d)| (id, CDict::create(&d, LEVEL))),
+            newest: Arc::new(Mutex::new(dict.clone())),
+            dict,
             frame: Vec::new(),
         })
     }
 
     /// `text` as a body, written into `out` (cleared first).
     pub(crate) fn encode(&mut self, text: &[u8], out: &mut Vec<u8>) -> Result<(), LedgerError> {
-        let frame = &mut self.frame;
-        frame.clear();
-        frame.reserve(zstd::zstd_safe::compress_bound(text.len()));
-        let done = match &self.dict {
-            Some((_, cdict)) => self.cctx.compress_using_cdict(frame, text, cdict),
-            None => self.cctx.compress(frame, text, LEVEL),
-        };
-        done.map_err(|code| LedgerError::Corrupt {
-            path: "event_store".into(),
-            detail: format!(
-                "zstd could not compress an event: {}",
-                zstd::zstd_safe::get_error_name(code)
-            ),
-        })?;
-        seal(self.dict.as_ref().map_or(0, |(id, _)| *id), frame, out);
-        Ok(())
+        out.clear();
+        compress(
+            &mut self.cctx,
+            self.dict.as_deref(),
+            text,
+            &mut self.frame,
+            out,
+        )
+    }
+
+    /// A compressor for another thread that makes the same bodies as this
+    /// encoder would, ahead of the append ([`Ahead`]).
+    pub(crate) fn ahead(&self) -> Ahead {
+        Ahead {
+            cctx: CCtx::create(),
+            newest: self.newest.clone(),
+            frame: Vec::new(),
+        }
+    }
+
+    /// The bodies of a batch's events as this encoder would make them now,
+    /// if `pre` holds them: made with the dictionary it uses, one for each
+    /// of `count` events.
+    pub(crate) fn takes<'p>(&self, pre: Option<&'p Bodies>, count: usize) -> Option<&'p Bodies> {
+        pre.filter(|p| p.dict == self.dict.as_ref().map_or(0, |d| d.id) && p.len() == count)
     }
 
     /// Train and store a new dictionary if the ledger has grown enough
@@ -411,9 +466,90 @@ impl Encoder {
                 "INSERT INTO event_dicts (id, trained_at_seq, samples, dict) VALUES (?1, ?2, ?3, ?4)",
             )?
             .execute(params![id, head, dict.1, dict.0])?;
-            self.dict = Some((id as u16, CDict::create(&dict.0, LEVEL)));
+            let dict = Arc::new(Dict {
+                id: id as u16,
+                cdict: CDict::create(&dict.0, LEVEL),
+            });
+            *self.newest.lock().unwrap_or_else(|p| p.into_inner()) = Some(dict.clone());
+            self.dict = Some(dict);
         }
         Ok(())
+    }
+}
+
+/// A compressor on another thread than the writer's (the drain's flushing
+/// stage): it makes a batch's bodies ahead of its append, with the
+/// dictionary the writer published last, so that the append only binds
+/// them. A dictionary trained between the two (by the appends in between)
+/// makes the writer compress that batch again itself ([`Encoder::takes`]):
+/// every body is made with the dictionary the writer holds at its row, as
+/// when the writer made them all.
+pub(crate) struct Ahead {
+    cctx: CCtx<'static>,
+    newest: Newest,
+    frame: Vec<u8>,
+}
+
+/// Bodies made ahead, one after another, and which dictionary made them
+/// (0: none).
+#[derive(Debug, Default)]
+pub(crate) struct Bodies {
+    dict: u16,
+    bytes: Vec<u8>,
+    /// Where each body ends in `bytes`.
+    ends: Vec<usize>,
+}
+
+impl Bodies {
+    pub(crate) fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// The `i`th body.
+    pub(crate) fn get(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.bytes[start..self.ends[i]]
+    }
+}
+
+impl Ahead {
+    /// `texts` as bodies with the writer's newest dictionary.
+    pub(crate) fn with_dict<'t>(
+        &mut self,
+        texts: impl ExactSizeIterator<Item = &'t [u8]>,
+    ) -> Result<Bodies, LedgerError> {
+        let dict = self
+            .newest
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        self.bodies(dict.as_deref(), texts)
+    }
+
+    /// `texts` as bodies without a dictionary, as `event_body` makes them
+    /// (the producer states' and trace chunks' form).
+    pub(crate) fn plain<'t>(
+        &mut self,
+        texts: impl ExactSizeIterator<Item = &'t [u8]>,
+    ) -> Result<Bodies, LedgerError> {
+        self.bodies(None, texts)
+    }
+
+    fn bodies<'t>(
+        &mut self,
+        dict: Option<&Dict>,
+        texts: impl ExactSizeIterator<Item = &'t [u8]>,
+    ) -> Result<Bodies, LedgerError> {
+        let mut out = Bodies {
+            dict: dict.map_or(0, |d| d.id),
+            bytes: Vec::new(),
+            ends: Vec::with_capacity(texts.len()),
+        };
+        for text in texts {
+            compress(&mut self.cctx, dict, text, &mut self.frame, &mut out.bytes)?;
+            out.ends.push(out.bytes.len());
+        }
+        Ok(out)
     }
 }
 

@@ -367,7 +367,8 @@ impl Packer {
                 zstd::zstd_safe::get_error_name(code)
             ),
         })?;
-        super::seal(
+        self.body.clear();
+        super::seal_onto(
             self.dict.as_ref().map_or(0, |(id, _)| *id),
             frame,
             &mut self.body,

@@ -177,7 +177,7 @@ fn bodies_written_at_level_3_read_back_beside_new_ones() {
         }
         .unwrap();
         let mut body = Vec::new();
-        seal(id, &frame, &mut body);
+        seal_onto(id, &frame, &mut body);
         tx.execute(
             "INSERT INTO event_store (seq, id, adapter, session_id, offset, type, time_unix_ns, body, prev_hash, hash, batch_k) \
              VALUES (?1, 'ev', 'claude-code', 's', ?1, 'message.user', ?1, ?2, x'00', x'01', 1)",
@@ -230,4 +230,59 @@ fn a_flipped_byte_in_a_body_reads_as_undecodable_or_as_other_text() {
             .unwrap();
     }
     assert_eq!(texts(&conn), before);
+}
+
+#[test]
+fn bodies_made_ahead_are_the_writers_own_byte_for_byte() {
+    let mut conn = ledger();
+    fill(&conn, 1, 20);
+    let tx = conn.transaction().unwrap();
+    make_compact(&tx).unwrap();
+    let mut enc = Encoder::load(&tx).unwrap();
+    let mut ahead = enc.ahead();
+    let chunk = |k: i64| -> Vec<String> { (20 + k * 100..20 + (k + 1) * 100).map(text).collect() };
+    let made = |ahead: &mut Ahead, k: i64| {
+        ahead
+            .with_dict(chunk(k).iter().map(|t| t.as_bytes()))
+            .unwrap()
+    };
+    let (mut taken, mut made_again) = (0, 0);
+    let mut next = made(&mut ahead, 0);
+    let mut body = Vec::new();
+    for k in 0..20_i64 {
+        let pre = std::mem::take(&mut next);
+        // As in the drain: the next batch is compressed while this one is
+        // appended, so a dictionary this append trains is not in it.
+        next = made(&mut ahead, k + 1);
+        let pre = enc.takes(Some(&pre), 100);
+        match pre {
+            Some(_) => taken += 1,
+            None => made_again += 1,
+        }
+        for (i, t) in chunk(k).iter().enumerate() {
+            enc.encode(t.as_bytes(), &mut body).unwrap();
+            if let Some(pre) = pre {
+                assert_eq!(pre.get(i), &body[..], "chunk {k}, row {i}");
+            }
+            let seq = 20 + k * 100 + i as i64;
+            tx.execute(
+                "INSERT INTO event_store (seq, id, adapter, session_id, offset, type, time_unix_ns, body, prev_hash, hash, batch_k) \
+                 VALUES (?1, 'ev', 'claude-code', 's', ?1, 'message.user', ?1, ?2, x'00', x'01', 1)",
+                params![seq, body],
+            )
+            .unwrap();
+        }
+        enc.train_if_due(&tx).unwrap();
+    }
+    // The first dictionary (trained at 1,000 events) was not yet in the
+    // batch compressed beside its append: that one was made again.
+    assert_eq!((taken, made_again), (19, 1));
+    // Without a dictionary, as `event_body` makes them.
+    let plain = ahead.plain(chunk(0).iter().map(|t| t.as_bytes())).unwrap();
+    for (i, t) in chunk(0).iter().enumerate() {
+        let b: Vec<u8> = tx
+            .query_row("SELECT event_body(?1)", [t], |r| r.get(0))
+            .unwrap();
+        assert_eq!(plain.get(i), &b[..]);
+    }
 }

@@ -38,8 +38,10 @@ pub use read::{
     LedgerReader, MarkRange, RawProblem, RowFilter, SessionSummary, SpanCounts, SpanRow, SpanState,
     StoredEvent, StoredText, UnreadableRow, ValidationProblem,
 };
-pub(crate) use read::{ListFacts, NONZERO_SHIFT, RESTORED_FROM, StoredUsageSums, UsageSumRow};
-pub(crate) use write::check_session_usage;
+pub(crate) use read::{
+    ListFacts, NONZERO_SHIFT, RESTORED_FROM, StateVersion, StoredUsageSums, UsageSumRow,
+};
+pub(crate) use write::{CompressAhead, Encoded, check_session_usage};
 // The reader's query types, one per seam (`reader.sessions()` and the like).
 pub use write::{
     AppendBatch, AppendOutcome, BatchSignal, BatchState, Checkpointer, LedgerWriter,

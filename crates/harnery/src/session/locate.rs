@@ -239,6 +239,14 @@ impl Locator {
         self.at_end = Some(self.read_to);
     }
 
+    /// Whether [`settle_at_end`](Self::settle_at_end) would place a
+    /// checkpoint now (it changes nothing).
+    pub(crate) fn may_settle(&self) -> bool {
+        self.ended
+            && self.at_end == Some(self.read_to)
+            && self.waiting.iter().any(|w| w.place.is_none())
+    }
+
     /// At the end of a finalize run (its records followed): once the
     /// session ended and its record was read to its end, with nothing
     /// read since, a waiting checkpoint keeps all of it but the preamble

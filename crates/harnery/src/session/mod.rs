@@ -345,6 +345,16 @@ impl SessionProducer {
         out.pop().expect("emit queues the event it stamps")
     }
 
+    /// Whether [`tick`](Self::tick) emits nothing, now and at any later
+    /// time: no end request pending, no turn's checkpoint waiting to be
+    /// pinned, no checkpoint to settle at the record's end. Until a batch
+    /// changes such a state, a finalizer need not load it to tick it.
+    pub fn ticks_nothing(&self) -> bool {
+        self.ends.pending.is_none()
+            && !self.log.has_pending_turn()
+            && !self.record.locate.may_settle()
+    }
+
     /// Time-based rules: evaluate a pending end (salvage before expiry).
     /// Call after the session's signals of a finalize run were ingested.
     /// A natively completed turn's checkpoint still waiting is pinned last.

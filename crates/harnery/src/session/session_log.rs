@@ -139,6 +139,12 @@ pub(super) struct SessionLogBook {
 }
 
 impl SessionLogBook {
+    /// Whether a natively completed turn's checkpoint waits to be pinned
+    /// (the time rules pin it).
+    pub(super) fn has_pending_turn(&self) -> bool {
+        self.pending_turn.is_some()
+    }
+
     pub(crate) fn is_unused(&self) -> bool {
         *self == SessionLogBook::default()
     }

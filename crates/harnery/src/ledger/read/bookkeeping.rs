@@ -9,6 +9,14 @@ use super::LedgerReader;
 use crate::contract::SessionRef;
 use crate::ledger::LedgerError;
 
+/// One stored producer state of a session, told apart from the others it
+/// had: every batch that writes a state has an id of its own.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub(crate) struct StateVersion {
+    pub batch: String,
+    pub len: i64,
+}
+
 /// What the finalizer keeps beside the events: applied batches, drained segments, known signals, producer state, next offsets.
 pub(crate) struct Bookkeeping<'r> {
     pub(super) r: &'r LedgerReader,
@@ -106,6 +114,44 @@ impl Bookkeeping<'_> {
             .query_row(params![adapter, session_id], |r| r.get(0))
             .optional()?;
         Ok(len.unwrap_or(0).max(0) as u64)
+    }
+
+    /// Every session that has producer state, in a stable order, with
+    /// what tells one stored state of it from another without reading it:
+    /// the batch that wrote it and its stored length (a compact ledger's
+    /// compressed bytes, read from the row's header only).
+    pub(crate) fn producer_state_versions(
+        &self,
+    ) -> Result<Vec<(SessionRef, StateVersion)>, LedgerError> {
+        let table = match crate::ledger::eventz::is_compact(&self.r.conn)? {
+            true => "producer_state_store",
+            false => "producer_state",
+        };
+        let mut stmt = self.r.conn.prepare(&format!(
+            "SELECT adapter, session_id, batch, octet_length(state) FROM {table} ORDER BY adapter, session_id"
+        ))?;
+        let rows = stmt.query([])?;
+        let rows = self.r.lenient_rows(rows, "producer_state", &[0, 1], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, i64>(3)?,
+            ))
+        })?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(adapter, session_id, batch, len)| {
+                let adapter = crate::contract::AdapterId::parse(&adapter)?;
+                Some((
+                    SessionRef {
+                        adapter,
+                        session_id,
+                    },
+                    StateVersion { batch, len },
+                ))
+            })
+            .collect())
     }
 
     /// Every session that has producer state, in a stable order.

@@ -39,7 +39,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
-pub(crate) use bookkeeping::Bookkeeping;
+pub(crate) use bookkeeping::{Bookkeeping, StateVersion};
 pub use chain_marks::{ChainMark, ChainMarks, MarkRange};
 pub use events::{Events, RowFilter, StoredEvent, StoredText};
 pub use finding::ValidationProblem;

@@ -99,6 +99,31 @@ pub enum AppendOutcome {
     AlreadyApplied,
 }
 
+/// A batch's stored bodies compressed ahead of its append, on another
+/// thread than the writer's ([`LedgerWriter::compress_ahead`]).
+#[derive(Debug)]
+pub(crate) struct Encoded {
+    events: eventz::Bodies,
+    states: eventz::Bodies,
+}
+
+/// What compresses batches ahead: one per thread that does.
+pub(crate) struct CompressAhead(eventz::Ahead);
+
+impl CompressAhead {
+    /// The bodies of `batch`'s events and producer states.
+    pub(crate) fn batch(&mut self, batch: &AppendBatch) -> Result<Encoded, LedgerError> {
+        Ok(Encoded {
+            events: self
+                .0
+                .with_dict(batch.events.iter().map(|r| r.json.as_bytes()))?,
+            states: self
+                .0
+                .plain(batch.states.iter().map(|s| s.state.as_bytes()))?,
+        })
+    }
+}
+
 impl LedgerWriter {
     /// Take the next incarnation: every writer with an older one is fenced.
     pub fn take_incarnation(&mut self) -> Result<u64, LedgerError> {
@@ -123,6 +148,28 @@ impl LedgerWriter {
         now_unix_ns: i64,
         midway: &dyn Fn(),
     ) -> Result<AppendOutcome, LedgerError> {
+        self.append_encoded(batch, None, incarnation, now_unix_ns, midway)
+    }
+
+    /// A compressor that makes a batch's stored bodies on another thread,
+    /// ahead of its append ([`Encoded`]); `None` for a ledger that keeps
+    /// its texts plain.
+    pub(crate) fn compress_ahead(&self) -> Option<CompressAhead> {
+        self.encoder.as_ref().map(|e| CompressAhead(e.ahead()))
+    }
+
+    /// [`append`](Self::append), with the bodies of `batch` that were
+    /// compressed ahead: those made with the dictionary the writer holds
+    /// are stored as they are, the rest are compressed here. The rows are
+    /// the same either way.
+    pub(crate) fn append_encoded(
+        &mut self,
+        batch: &AppendBatch,
+        encoded: Option<&Encoded>,
+        incarnation: u64,
+        now_unix_ns: i64,
+        midway: &dyn Fn(),
+    ) -> Result<AppendOutcome, LedgerError> {
         if self.poisoned {
             return Err(LedgerError::Poisoned);
         }
@@ -142,11 +189,15 @@ impl LedgerWriter {
             return Ok(AppendOutcome::AlreadyApplied);
         }
         let t = std::time::Instant::now();
-        insert_events(&tx, batch, seed, self.encoder.as_mut(), midway)?;
+        let pre = encoded.map(|e| &e.events);
+        insert_events(&tx, batch, seed, self.encoder.as_mut(), pre, midway)?;
         timing("append-events", t);
         let t = std::time::Instant::now();
         insert_signals(&tx, batch)?;
-        insert_states(&tx, batch)?;
+        let states = encoded
+            .map(|e| &e.states)
+            .filter(|s| self.encoder.is_some() && s.len() == batch.states.len());
+        insert_states(&tx, batch, states)?;
         let states = batch.states.iter().map(|s| (&s.session, s.state.as_str()));
         super::session_list::note_states(&tx, states)?;
         insert_bookkeeping(&tx, batch, incarnation, now_unix_ns)?;
@@ -211,6 +262,7 @@ fn insert_events(
     batch: &AppendBatch,
     seed: [u8; 32],
     mut encoder: Option<&mut eventz::Encoder>,
+    pre: Option<&eventz::Bodies>,
     midway: &dyn Fn(),
 ) -> Result<(), LedgerError> {
     let head: Option<Vec<u8>> = tx
@@ -243,6 +295,9 @@ fn insert_events(
         }
         None => stmt.raw_bind_parameter(10, batch.id.as_str())?,
     }
+    let pre = encoder
+        .as_deref()
+        .and_then(|enc| enc.takes(pre, batch.events.len()));
     let mut session: Option<&SessionRef> = None;
     for (i, row) in batch.events.iter().enumerate() {
         if i == half && i > 0 {
@@ -260,12 +315,13 @@ fn insert_events(
         stmt.raw_bind_parameter(4, e.offset as i64)?;
         stmt.raw_bind_parameter(5, e.event_type().as_str())?;
         stmt.raw_bind_parameter(6, e.time_unix_ns)?;
-        match encoder.as_deref_mut() {
-            Some(enc) => {
+        match (encoder.as_deref_mut(), pre) {
+            (Some(_), Some(pre)) => stmt.raw_bind_parameter(7, pre.get(i))?,
+            (Some(enc), None) => {
                 enc.encode(row.json.as_bytes(), &mut body)?;
                 stmt.raw_bind_parameter(7, &body[..])?;
             }
-            None => stmt.raw_bind_parameter(7, row.json.as_str())?,
+            (None, _) => stmt.raw_bind_parameter(7, row.json.as_str())?,
         }
         stmt.raw_bind_parameter(8, &prev[..])?;
         stmt.raw_bind_parameter(9, &hash[..])?;
@@ -374,15 +430,27 @@ fn event_ids_text(out: &mut String, ids: &[String]) {
     out.push(']');
 }
 
-fn insert_states(tx: &Transaction, batch: &AppendBatch) -> Result<(), LedgerError> {
-    let mut stmt = tx.prepare_cached(
-        "INSERT OR REPLACE INTO producer_state (adapter, session_id, state, batch) VALUES (?1, ?2, ?3, ?4)",
-    )?;
+/// The batch's producer states: through the `producer_state` view (whose
+/// trigger compresses each in a compact ledger), or, given their bodies
+/// compressed ahead, straight into the compact ledger's store, as the
+/// trigger would have written them.
+fn insert_states(
+    tx: &Transaction,
+    batch: &AppendBatch,
+    bodies: Option<&eventz::Bodies>,
+) -> Result<(), LedgerError> {
+    let mut stmt = tx.prepare_cached(match bodies {
+        Some(_) => "INSERT OR REPLACE INTO producer_state_store (adapter, session_id, state, batch) VALUES (?1, ?2, ?3, ?4)",
+        None => "INSERT OR REPLACE INTO producer_state (adapter, session_id, state, batch) VALUES (?1, ?2, ?3, ?4)",
+    })?;
     stmt.raw_bind_parameter(4, batch.id.as_str())?;
-    for s in &batch.states {
+    for (i, s) in batch.states.iter().enumerate() {
         stmt.raw_bind_parameter(1, s.session.adapter.as_str())?;
         stmt.raw_bind_parameter(2, s.session.session_id.as_str())?;
-        stmt.raw_bind_parameter(3, s.state.as_str())?;
+        match bodies {
+            Some(bodies) => stmt.raw_bind_parameter(3, bodies.get(i))?,
+            None => stmt.raw_bind_parameter(3, s.state.as_str())?,
+        }
         stmt.raw_execute()?;
     }
     Ok(())

@@ -29,6 +29,7 @@ use std::path::Path;
 use rusqlite::{Connection, OpenFlags};
 
 pub use append::{AppendBatch, AppendOutcome, BatchSignal, BatchState, RawBytes, ReadyEvent};
+pub(crate) use append::{CompressAhead, Encoded};
 pub use checkpoint::{Checkpointer, WalState};
 pub use orphans::remove_orphans;
 pub(crate) use session_usage::check as check_session_usage;
