@@ -57,6 +57,34 @@ fn verified_export(home: &Path, when: &str) -> String {
     stdout(&e)
 }
 
+/// Delays below `span_us` microseconds, drawn from `seed` (the same each
+/// run, so a failing trial can be run again).
+fn random_delays(mut seed: u64, span_us: u64) -> impl Iterator<Item = Duration> {
+    std::iter::repeat_with(move || {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        Duration::from_micros((seed >> 33) % span_us)
+    })
+}
+
+/// `harnery <args>` on `home` (records off), SIGKILLed after `delay`:
+/// whether it ended killed rather than by its own exit.
+fn killed_after(home: &Path, args: &[&str], delay: Duration) -> bool {
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("harnery"))
+        .env("HARNERY_HOME", home)
+        .env("HARNERY_NOW", NOW)
+        .env("HARNERY_RECORDS", "off")
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(delay);
+    let _ = child.kill();
+    !child.wait().unwrap().success()
+}
+
 #[test]
 fn a_new_ledger_is_compact_and_reads_the_same_as_a_plain_one() {
     let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
@@ -132,27 +160,11 @@ fn a_kill_at_any_moment_of_the_conversion_leaves_a_ledger_that_verifies() {
     let start = Instant::now();
     assert!(run(&probe, &["archive", "compact-events"]).status.success());
     let span = start.elapsed().as_micros().max(1_000) as u64 * 5 / 4;
-    let mut seed: u64 = 0x5151_e0e0;
     let mut killed = 0;
-    for trial in 0..12 {
-        seed = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        let delay = Duration::from_micros((seed >> 33) % span);
+    for (trial, delay) in random_delays(0x5151_e0e0, span).take(12).enumerate() {
         let home = t.path().join(format!("trial-{trial}"));
         copy_tree(&template, &home);
-        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("harnery"))
-            .env("HARNERY_HOME", &home)
-            .env("HARNERY_NOW", NOW)
-            .args(["archive", "compact-events"])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(delay);
-        let _ = child.kill();
-        let status = child.wait().unwrap();
-        killed += usize::from(!status.success());
+        killed += usize::from(killed_after(&home, &["archive", "compact-events"], delay));
         let when = format!("trial {trial}, killed after {delay:?}");
         assert_eq!(verified_export(&home, &when), want, "{when}");
         let rerun = run(&home, &["archive", "compact-events"]);
@@ -346,28 +358,11 @@ fn a_kill_at_any_moment_of_finalizes_compaction_leaves_a_ledger_that_verifies() 
     assert!(run(&probe, &["finalize"]).status.success());
     assert!(formats(&probe).iter().all(|&f| f == 2));
     let span = start.elapsed().as_micros().max(1_000) as u64 * 5 / 4;
-    let mut seed: u64 = 0x5151_0a0b;
     let (mut killed, mut halfway) = (0, 0);
-    for trial in 0..12 {
-        seed = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        let delay = Duration::from_micros((seed >> 33) % span);
+    for (trial, delay) in random_delays(0x5151_0a0b, span).take(12).enumerate() {
         let home = t.path().join(format!("trial-{trial}"));
         copy_tree(&template, &home);
-        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("harnery"))
-            .env("HARNERY_HOME", &home)
-            .env("HARNERY_NOW", NOW)
-            .env("HARNERY_RECORDS", "off")
-            .args(["finalize"])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(delay);
-        let _ = child.kill();
-        let status = child.wait().unwrap();
-        killed += usize::from(!status.success());
+        killed += usize::from(killed_after(&home, &["finalize"], delay));
         let when = format!("trial {trial}, killed after {delay:?}");
         let f = formats(&home);
         halfway += usize::from(f.contains(&1) && f.contains(&2));

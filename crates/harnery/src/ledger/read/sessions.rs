@@ -338,7 +338,14 @@ impl Sessions<'_> {
         if !self.keeps_usage()? {
             return Ok(None);
         }
-        let tied: Option<i64> = self
+        let tied = self.tied_mark(session)?;
+        let shared = self.any_tied_by_call()?;
+        Ok(Some(shared || tied.unwrap_or(0) != 0))
+    }
+
+    /// `session`'s row's `usage_tied` mark (0 untied; `None` without a row).
+    fn tied_mark(&self, session: &SessionRef) -> Result<Option<i64>, LedgerError> {
+        Ok(self
             .r
             .conn
             .prepare_cached(
@@ -347,9 +354,7 @@ impl Sessions<'_> {
             .query_row(params![session.adapter.as_str(), session.session_id], |r| {
                 r.get(0)
             })
-            .optional()?;
-        let shared = self.any_tied_by_call()?;
-        Ok(Some(shared || tied.unwrap_or(0) != 0))
+            .optional()?)
     }
 
     /// Whether the epoch's rows keep usage sums (migration
@@ -376,16 +381,7 @@ impl Sessions<'_> {
         &self,
         session: &SessionRef,
     ) -> Result<Option<StoredUsageSums>, LedgerError> {
-        let tied: Option<i64> = self
-            .r
-            .conn
-            .prepare_cached(
-                "SELECT usage_tied FROM sessions WHERE adapter = ?1 AND session_id = ?2",
-            )?
-            .query_row(params![session.adapter.as_str(), session.session_id], |r| {
-                r.get(0)
-            })
-            .optional()?;
+        let tied = self.tied_mark(session)?;
         if tied.unwrap_or(0) != 0 {
             return Ok(None);
         }
