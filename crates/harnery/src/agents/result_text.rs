@@ -10,13 +10,31 @@
 //! a shape not seen before cannot make its line unrecognized. Like
 //! `wire`, this imports nothing else from `agents`.
 
-use serde::Deserializer;
 use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 
 /// Deserialize a result's text (see the module note): `None` when the
 /// value holds none.
 pub(crate) fn result_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     d.deserialize_any(Text(Level::Top))
+}
+
+/// A `functionResponse`'s `response` as Gemini CLI and Qwen Code (its
+/// fork) write it: `output` when the tool ran, `error` when it failed or
+/// was refused, each read as text only when it is a string.
+#[derive(Deserialize)]
+pub(crate) struct FunctionResult {
+    #[serde(default, deserialize_with = "result_text")]
+    pub(crate) output: Option<String>,
+    #[serde(default, deserialize_with = "result_text")]
+    pub(crate) error: Option<String>,
+}
+
+impl FunctionResult {
+    /// The text the model was given: the output, else the error.
+    pub(crate) fn text(&self) -> Option<String> {
+        self.output.clone().or_else(|| self.error.clone())
+    }
 }
 
 /// The `type`s of a text block: Claude Code's `text`, Codex's

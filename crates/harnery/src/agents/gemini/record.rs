@@ -50,7 +50,7 @@ use super::hooks::{SHELL_TOOL, shell_exit_code};
 use crate::agents::record::{
     RecordItem, RecordLine, RecordTitle, RecordedCall, RecordedResult, parse_frame, time_ns,
 };
-use crate::agents::result_text::result_text;
+use crate::agents::result_text::FunctionResult;
 use crate::agents::wire::{input_digest, normalize_input, parse_payload, raw_json};
 use crate::contract::{
     Json, MessageAssistant, MessageUser, ReasoningRecorded, RecordAt, UsageReported,
@@ -146,17 +146,7 @@ struct ResultPart {
 #[derive(Deserialize)]
 struct FunctionResponse {
     #[serde(default)]
-    response: Option<ResponseWire>,
-}
-
-/// A function response: `output` when the tool ran, `error` when it
-/// failed (each read as text only when it is a string).
-#[derive(Deserialize)]
-struct ResponseWire {
-    #[serde(default, deserialize_with = "result_text")]
-    output: Option<String>,
-    #[serde(default, deserialize_with = "result_text")]
-    error: Option<String>,
+    response: Option<FunctionResult>,
 }
 
 /// One part of a message's content (`{"text": …}`; function calls and
@@ -393,7 +383,7 @@ fn tool_items(call: &CallWire) -> Vec<RecordItem> {
 }
 
 /// The call's function response.
-fn response_of(call: &CallWire) -> Option<&ResponseWire> {
+fn response_of(call: &CallWire) -> Option<&FunctionResult> {
     call.result
         .as_deref()?
         .iter()
@@ -407,8 +397,7 @@ fn output_of(call: &CallWire) -> Option<&str> {
 
 /// The text the call returned to the model, or the error it reported.
 fn result_of(call: &CallWire) -> Option<String> {
-    let response = response_of(call)?;
-    response.output.clone().or_else(|| response.error.clone())
+    response_of(call)?.text()
 }
 
 fn usage(id: &str, wire: &Line, tokens: &Tokens, raw: &RawValue, at: &RecordAt) -> RecordItem {

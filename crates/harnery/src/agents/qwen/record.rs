@@ -29,7 +29,7 @@ use crate::agents::record::{
     LineMark, RecordItem, RecordLine, RecordTitle, RecordedCall, RecordedResult, parse_frame,
     time_ns,
 };
-use crate::agents::result_text::result_text;
+use crate::agents::result_text::FunctionResult;
 use crate::agents::wire::{input_digest, normalize_input, parse_payload, raw_json};
 use crate::contract::{
     Json, MessageAssistant, MessageUser, ReasoningRecorded, RecordAt, SessionMetadata,
@@ -89,24 +89,13 @@ struct FunctionCall {
 #[derive(Deserialize)]
 struct FunctionResponse {
     id: Option<String>,
-    response: Option<ResponseWire>,
-}
-
-/// A function response: `output` when the tool ran, `error` when it failed
-/// or was refused (each read as text only when it is a string).
-#[derive(Deserialize)]
-struct ResponseWire {
-    #[serde(default, deserialize_with = "result_text")]
-    output: Option<String>,
-    #[serde(default, deserialize_with = "result_text")]
-    error: Option<String>,
+    response: Option<FunctionResult>,
 }
 
 impl FunctionResponse {
     /// The text the model was given: the output, else the error.
     fn text(&self) -> Option<String> {
-        let response = self.response.as_ref()?;
-        response.output.clone().or_else(|| response.error.clone())
+        self.response.as_ref()?.text()
     }
 }
 

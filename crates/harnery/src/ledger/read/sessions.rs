@@ -448,21 +448,22 @@ impl Sessions<'_> {
     /// Whether session rows keep their usage facts (migration
     /// `session_usage`, and its fill done).
     pub(crate) fn keeps_usage(&self) -> Result<bool, LedgerError> {
-        Ok(self.r.conn.query_row(
-            "SELECT EXISTS (SELECT 1 FROM pragma_table_info('sessions') WHERE name = 'usage_tied') \
-             AND NOT EXISTS (SELECT 1 FROM meta WHERE key = ?1)",
-            [USAGE_PENDING],
-            |r| r.get(0),
-        )?)
+        self.keeps("usage_tied", USAGE_PENDING)
     }
 
     /// Whether session rows keep what the list reads beside them
     /// (migration `session_list`, and its fill done).
     pub(crate) fn keeps_list(&self) -> Result<bool, LedgerError> {
+        self.keeps("superseding", LIST_PENDING)
+    }
+
+    /// Whether session rows have `column` and the fill that `pending`
+    /// marks in `meta` is done.
+    fn keeps(&self, column: &str, pending: &str) -> Result<bool, LedgerError> {
         Ok(self.r.conn.query_row(
-            "SELECT EXISTS (SELECT 1 FROM pragma_table_info('sessions') WHERE name = 'superseding') \
-             AND NOT EXISTS (SELECT 1 FROM meta WHERE key = ?1)",
-            [LIST_PENDING],
+            "SELECT EXISTS (SELECT 1 FROM pragma_table_info('sessions') WHERE name = ?1) \
+             AND NOT EXISTS (SELECT 1 FROM meta WHERE key = ?2)",
+            [column, pending],
             |r| r.get(0),
         )?)
     }
