@@ -141,6 +141,11 @@ impl Devtools {
                     return Some(serde_json::from_str(&t).expect("JSON"));
                 }
                 Ok(_) => continue,
+                // A signal (another test's child ending) interrupted the
+                // read; nothing was lost: read again.
+                Err(tungstenite::Error::Io(e)) if e.kind() == std::io::ErrorKind::Interrupted => {
+                    continue;
+                }
                 Err(tungstenite::Error::Io(e))
                     if matches!(
                         e.kind(),
