@@ -426,13 +426,9 @@ fn install_adds_harnery_beside_the_clients_hooks_on_every_event_and_uninstall_ta
 
 /// The event types of the tool-output hits of `query`.
 fn output_hits(capture: &Capture, query: &str) -> Vec<String> {
-    capture
-        .harnery(&["search", "--json", "--limit", "100", "--", query])
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|hit| hit["kind"] == "tool-output")
-        .map(|hit| hit["event_type"].as_str().unwrap().to_string())
-        .collect()
+    common::tool_output_types(
+        &capture.harnery(&["search", "--json", "--limit", "100", "--", query]),
+    )
 }
 
 /// The record's text of a result (generation 12, its function response)

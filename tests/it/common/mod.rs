@@ -118,6 +118,21 @@ pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// The event types of the tool-output hits in `search --json`'s lines.
+pub fn tool_output_types(search_json: &str) -> Vec<String> {
+    search_json
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("a hit is JSON"))
+        .filter(|hit| hit["kind"] == "tool-output")
+        .map(|hit| {
+            hit["event_type"]
+                .as_str()
+                .expect("a hit's event type")
+                .to_string()
+        })
+        .collect()
+}
+
 pub fn session(id: &str) -> SessionRef {
     SessionRef {
         adapter: AdapterId::ClaudeCode,

@@ -538,12 +538,7 @@ fn health_names_a_codex_session_that_never_reached_the_spool() {
 
 /// The event types of the tool-output hits of `query`.
 fn output_hits(run: &Run, query: &str) -> Vec<String> {
-    run.harnery(&["search", "--json", "--limit", "100", "--", query])
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|hit| hit["kind"] == "tool-output")
-        .map(|hit| hit["event_type"].as_str().unwrap().to_string())
-        .collect()
+    common::tool_output_types(&run.harnery(&["search", "--json", "--limit", "100", "--", query]))
 }
 
 /// The rollout's text of a call's result (generation 12) is found once:

@@ -334,12 +334,7 @@ fn a_call_refused_before_its_hooks_is_in_the_record_alone() {
 fn output_hits(run: &Run, query: &str) -> Vec<String> {
     let out = run.harnery(&["search", "--json", "--limit", "100", "--", query]);
     assert!(out.status.success(), "{}", stderr(&out));
-    stdout(&out)
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|hit| hit["kind"] == "tool-output")
-        .map(|hit| hit["event_type"].as_str().unwrap().to_string())
-        .collect()
+    common::tool_output_types(&stdout(&out))
 }
 
 /// The record's text of a result (generation 12, its function response's
