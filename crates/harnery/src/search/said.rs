@@ -185,10 +185,10 @@ fn noted(
     kind: &str,
     digest: &[u8],
 ) -> Result<bool, SearchError> {
-    let found = tx
+    Ok(tx
         .prepare_cached(
-            "SELECT 1 FROM said WHERE adapter = ?1 AND session_id = ?2 AND turn = ?3 \
-             AND kind = ?4 AND digest = ?5",
+            "SELECT EXISTS (SELECT 1 FROM said WHERE adapter = ?1 AND session_id = ?2 \
+             AND turn = ?3 AND kind = ?4 AND digest = ?5)",
         )?
         .query_row(
             params![
@@ -198,11 +198,6 @@ fn noted(
                 kind,
                 digest,
             ],
-            |_| Ok(()),
-        );
-    match found {
-        Ok(()) => Ok(true),
-        Err(rusqlite::Error::QueryReturnedNoRows) => Ok(false),
-        Err(e) => Err(e.into()),
-    }
+            |r| r.get(0),
+        )?)
 }
