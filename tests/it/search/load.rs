@@ -320,10 +320,12 @@ fn a_tampered_index_shows_no_forged_snippet() {
         .expect("a tool output says exit")
         .clone();
     let conn = rusqlite::Connection::open(index(&home)).unwrap();
+    // The home's one epoch: a doc's id is its row's seq (see
+    // `search::store::doc_id`) above the epoch's key.
     let id: i64 = conn
         .query_row(
-            "SELECT id FROM docs WHERE event_id = ?1",
-            [victim["event_id"].as_str().unwrap()],
+            "SELECT id FROM docs WHERE id % (1 << 40) = ?1",
+            [victim["seq"].as_i64().unwrap()],
             |r| r.get(0),
         )
         .unwrap();
@@ -335,18 +337,13 @@ fn a_tampered_index_shows_no_forged_snippet() {
     .unwrap();
     // A doc forged at a row whose event has no such text (the session's
     // start), found by a word of its own.
-    let (row, start_id): (i64, String) = conn
-        .query_row(
-            "SELECT id - 1, event_id FROM docs ORDER BY id LIMIT 1",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
+    let row: i64 = conn
+        .query_row("SELECT min(id) - 1 FROM docs", [], |r| r.get(0))
         .unwrap();
     conn.execute(
-        "INSERT INTO docs (id, adapter, session_id, offset, event_id, event_type, time_unix_ns, \
-         time_bound, turn, kind, tool) SELECT ?1, adapter, session_id, offset - 1, event_id, \
-         event_type, time_unix_ns, time_bound, turn, kind, tool FROM docs WHERE event_id = ?2",
-        rusqlite::params![row, start_id],
+        "INSERT INTO docs (id, session, time_unix_ns, time_bound, kind, tool) \
+         SELECT ?1, session, time_unix_ns, time_bound, kind, tool FROM docs WHERE id = ?1 + 1",
+        [row],
     )
     .unwrap();
     for table in ["texts", "words", "grams"] {

@@ -426,15 +426,15 @@ fn an_index_of_format_2_is_made_again_silently() {
     let before: Vec<Vec<Value>> = queries.iter().map(|q| h.search(q)).collect();
     assert!(before.iter().all(|hits| !hits.is_empty()));
     // An index that says it is of format 2 (which had no `facts`) and
-    // claims a failed hit the ledger does not hold: a search that trusted
-    // it would show that hit.
+    // claims a failed hit the ledger does not hold (a tool input: kind 3):
+    // a search that trusted it would show that hit.
     let old = rusqlite::Connection::open(h.index()).unwrap();
     old.execute_batch(
         "UPDATE meta SET value = 'harnery-search-2' WHERE key = 'format';
-         INSERT INTO docs (id, adapter, session_id, offset, event_id, event_type, time_unix_ns,
-             time_bound, kind, tool, outcome)
-             SELECT max(id) + 1, 'claude-code', 's', 0, 'e', 'tool.requested', 0, 0,
-             'tool-input', 'Bash', 'failure' FROM docs;
+         INSERT INTO sessions (adapter, session_id) VALUES ('claude-code', 's');
+         INSERT INTO docs (id, session, time_unix_ns, time_bound, kind, tool, outcome)
+             SELECT max(id) + 1, (SELECT max(id) FROM sessions), 0, 0, 3, 'Bash', 'failure'
+             FROM docs;
          INSERT INTO texts (id, text) SELECT max(id), 'exit echo exit echo' FROM docs;
          INSERT INTO words (rowid, text) SELECT max(id), 'exit echo exit echo' FROM docs;",
     )
@@ -678,8 +678,11 @@ fn index_rows(index: &Path) -> Vec<String> {
     let mut out = Vec::new();
     for (table, order) in [
         ("epochs", "id"),
+        ("sessions", "id"),
         ("docs", "id"),
-        ("sessions", "epoch, adapter, session_id"),
+        ("doc_events", "event, id"),
+        ("ranges", "epoch, session"),
+        ("said", "key"),
         ("texts", "id"),
         ("facts", "id"),
     ] {

@@ -19,11 +19,13 @@
 
 use std::collections::HashMap;
 
+use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, ToSql, params};
 
 use super::Sort;
 use super::extract::Kind;
 use super::facts::{Facts, TagFilter};
+use super::keys::{kind_code, kind_of_code};
 use super::query::{Needle, Translated};
 use super::rank::Ranker;
 use super::snippet;
@@ -45,17 +47,15 @@ pub(crate) struct Filters<'a> {
     pub sort: Sort,
 }
 
-/// One matching doc.
+/// One matching doc: what the index keeps of it (what the event itself
+/// holds, its id, type, offset and turn, is read from its ledger row
+/// when it is shown: see [`super::check`]).
 #[derive(Debug, Clone)]
 pub(crate) struct Found {
     pub id: i64,
     pub session: SessionRef,
-    pub offset: u64,
-    pub event_id: String,
-    pub event_type: String,
     pub time_unix_ns: i64,
-    pub turn: Option<String>,
-    pub kind: String,
+    pub kind: Kind,
     pub tool: Option<String>,
     pub span_state: Option<String>,
     pub outcome: Option<String>,
@@ -296,8 +296,8 @@ fn ranges(conn: &Connection, f: &Filters) -> Result<Vec<(i64, i64)>, rusqlite::E
         };
         let span = conn
             .prepare_cached(
-                "SELECT first_id, last_id FROM sessions \
-                 WHERE epoch = ?1 AND adapter = ?2 AND session_id = ?3",
+                "SELECT first_id, last_id FROM ranges JOIN sessions s ON s.id = ranges.session \
+                 WHERE epoch = ?1 AND s.adapter = ?2 AND s.session_id = ?3",
             )?
             .query_row(
                 params![epoch, session.adapter.as_str(), session.session_id],
@@ -349,8 +349,8 @@ impl<'a> Binds<'a> {
             since: f.since_unix_ns,
             until: f.until_unix_ns,
             kinds: (!f.kinds.is_empty()).then(|| {
-                let names: Vec<&str> = f.kinds.iter().map(|k| k.as_str()).collect();
-                serde_json::to_string(&names).expect("names are JSON")
+                let codes: Vec<i64> = f.kinds.iter().map(|k| kind_code(*k)).collect();
+                serde_json::to_string(&codes).expect("numbers are JSON")
             }),
             tool: f.tool,
         }
@@ -402,8 +402,9 @@ impl<'a> Binds<'a> {
 }
 
 /// The filters as SQL on `docs d` (what [`passes`] tests in Rust).
-const FILTERS: &str = "(:adapter IS NULL OR d.adapter = :adapter) \
-    AND (:session IS NULL OR d.session_id = :session) \
+const FILTERS: &str = "(:adapter IS NULL OR d.session IN \
+        (SELECT id FROM sessions WHERE adapter = :adapter \
+         AND (:session IS NULL OR session_id = :session))) \
     AND (:since IS NULL OR d.time_unix_ns >= :since) \
     AND (:until IS NULL OR d.time_unix_ns <= :until) \
     AND (:kinds IS NULL OR d.kind IN (SELECT value FROM json_each(:kinds))) \
@@ -438,7 +439,7 @@ fn passes(d: &Found, f: &Filters) -> bool {
             .is_none_or(|s| d.session.session_id == s.session_id)
         && f.since_unix_ns.is_none_or(|t| d.time_unix_ns >= t)
         && f.until_unix_ns.is_none_or(|t| d.time_unix_ns <= t)
-        && (f.kinds.is_empty() || f.kinds.iter().any(|k| k.as_str() == d.kind))
+        && (f.kinds.is_empty() || f.kinds.contains(&d.kind))
         && f.tool.is_none_or(|t| {
             d.tool
                 .as_deref()
@@ -449,18 +450,17 @@ fn passes(d: &Found, f: &Filters) -> bool {
 
 fn doc(conn: &Connection, id: i64, score: f64) -> Result<Option<Row>, rusqlite::Error> {
     conn.prepare_cached(
-        "SELECT adapter, session_id, offset, event_id, event_type, time_unix_ns, time_bound, \
-         turn, kind, tool, span_state, outcome FROM docs WHERE id = ?1",
+        "SELECT s.adapter, s.session_id, d.time_unix_ns, coalesce(d.time_bound, d.time_unix_ns), \
+         d.kind, d.tool, d.span_state, d.outcome \
+         FROM docs d JOIN sessions s ON s.id = d.session WHERE d.id = ?1",
     )?
     .query_row([id], |r| {
         let adapter: String = r.get(0)?;
-        let adapter = AdapterId::parse(&adapter).ok_or_else(|| {
-            rusqlite::Error::FromSqlConversionFailure(
-                0,
-                rusqlite::types::Type::Text,
-                format!("{adapter:?} is not an adapter").into(),
-            )
-        })?;
+        let adapter = AdapterId::parse(&adapter)
+            .ok_or_else(|| not_ours(0, Type::Text, format!("{adapter:?} is not an adapter")))?;
+        let kind: i64 = r.get(4)?;
+        let kind = kind_of_code(kind)
+            .ok_or_else(|| not_ours(4, Type::Integer, format!("{kind} is not a kind of text")))?;
         Ok(Row {
             found: Found {
                 id,
@@ -468,22 +468,23 @@ fn doc(conn: &Connection, id: i64, score: f64) -> Result<Option<Row>, rusqlite::
                     adapter,
                     session_id: r.get(1)?,
                 },
-                offset: r.get::<_, i64>(2)? as u64,
-                event_id: r.get(3)?,
-                event_type: r.get(4)?,
-                time_unix_ns: r.get(5)?,
-                turn: r.get(7)?,
-                kind: r.get(8)?,
-                tool: r.get(9)?,
-                span_state: r.get(10)?,
-                outcome: r.get(11)?,
+                time_unix_ns: r.get(2)?,
+                kind,
+                tool: r.get(5)?,
+                span_state: r.get(6)?,
+                outcome: r.get(7)?,
                 score,
                 text: None,
             },
-            time_bound: r.get(6)?,
+            time_bound: r.get(3)?,
         })
     })
     .optional()
+}
+
+/// A value in column `column` that this build does not write.
+fn not_ours(column: usize, ty: Type, why: String) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(column, ty, why.into())
 }
 
 /// The text of one doc.

@@ -22,6 +22,7 @@ mod check;
 pub(crate) mod extract;
 mod facts;
 mod find;
+mod keys;
 pub(crate) mod query;
 mod rank;
 mod reading;
@@ -41,7 +42,7 @@ pub use store::{FORMAT, index_path};
 pub use update::{AFTER_BATCH, Sizes};
 
 use crate::clock::format_time;
-use crate::contract::{AdapterId, SessionRef};
+use crate::contract::{AdapterId, Event, SessionRef};
 use crate::epoch::EpochSelector;
 use crate::home::Home;
 use crate::ledger::{LedgerError, LedgerReader};
@@ -311,16 +312,16 @@ impl Asked<'_> {
             };
             let epoch = labels.get(&f.epoch()).copied().unwrap_or("");
             let ledger = self.epochs.open.iter().find(|e| e.label == epoch);
-            let text = match ledger {
+            let confirmed = match ledger {
                 Some(e) => check::confirmed(&e.ledger, &f, &indexed)?,
                 None => None,
             };
-            let Some(text) = text else {
+            let Some((event, text)) = confirmed else {
                 dropped += 1;
                 continue;
             };
             let snip = snippet::snippet(&text, &needles);
-            out.push(hit(f, epoch, snip));
+            out.push(hit(f, &event, epoch, snip));
         }
         self.about(&mut out)?;
         Ok((out, dropped))
@@ -356,7 +357,8 @@ impl Asked<'_> {
     }
 }
 
-fn hit(f: find::Found, epoch: &str, snip: snippet::Snippet) -> Hit {
+/// The hit of `f`, whose ledger row holds `event`.
+fn hit(f: find::Found, event: &Event, epoch: &str, snip: snippet::Snippet) -> Hit {
     let prefix: String = f.session.session_id.chars().take(PREFIX_CHARS).collect();
     let seq = f.seq();
     Hit {
@@ -364,15 +366,15 @@ fn hit(f: find::Found, epoch: &str, snip: snippet::Snippet) -> Hit {
         session_prefix: prefix,
         time: format_time(f.time_unix_ns),
         time_unix_ns: f.time_unix_ns,
-        turn: f.turn,
-        kind: f.kind.parse().unwrap_or(Kind::Message),
-        event_type: f.event_type,
+        turn: event.turn.turn_id.clone(),
+        kind: f.kind,
+        event_type: event.event_type().as_str().to_string(),
         tool: f.tool,
         span_state: f.span_state,
         outcome: f.outcome,
-        offset: f.offset,
+        offset: event.offset,
         seq,
-        event_id: f.event_id,
+        event_id: event.id.as_str().to_string(),
         snippet: snip.text,
         matches: snip.matches,
         score: f.score,

@@ -3,13 +3,15 @@
 //! record in one turn, a tool call's input or output said under one call
 //! id (or span) by a hook, by the record and by a batch summary, a
 //! permission asked for a request already indexed. Kept in the index's
-//! `said` table, by session, scope and digest; the first said (in chain
-//! order) is the hit.
+//! `said` table, one key per session, scope, kind and digest (see
+//! [`super::keys::said_key`]); the first said (in chain order) is the
+//! hit.
 
-use rusqlite::{Transaction, params};
+use rusqlite::Transaction;
 
 use super::SearchError;
 use super::extract::{Doc, Kind, output_pieces};
+use super::keys::said_key;
 use crate::contract::{Event, EventId, Payload, ToolBatchResult, ToolRecorded};
 
 /// Whether `doc` is a text its session already has a hit for, the same
@@ -127,17 +129,8 @@ fn note(
     digest: &[u8],
 ) -> Result<bool, SearchError> {
     let added = tx
-        .prepare_cached(
-            "INSERT INTO said (adapter, session_id, turn, kind, digest) \
-             VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
-        )?
-        .execute(params![
-            event.session.adapter.as_str(),
-            event.session.session_id,
-            scope,
-            kind,
-            digest,
-        ])?;
+        .prepare_cached("INSERT INTO said (key) VALUES (?1) ON CONFLICT DO NOTHING")?
+        .execute([said_key(&event.session, scope, kind, digest)])?;
     Ok(added == 1)
 }
 
@@ -186,18 +179,8 @@ fn noted(
     digest: &[u8],
 ) -> Result<bool, SearchError> {
     Ok(tx
-        .prepare_cached(
-            "SELECT EXISTS (SELECT 1 FROM said WHERE adapter = ?1 AND session_id = ?2 \
-             AND turn = ?3 AND kind = ?4 AND digest = ?5)",
-        )?
-        .query_row(
-            params![
-                event.session.adapter.as_str(),
-                event.session.session_id,
-                scope,
-                kind,
-                digest,
-            ],
-            |r| r.get(0),
-        )?)
+        .prepare_cached("SELECT EXISTS (SELECT 1 FROM said WHERE key = ?1)")?
+        .query_row([said_key(&event.session, scope, kind, digest)], |r| {
+            r.get(0)
+        })?)
 }

@@ -9,13 +9,19 @@
 //! Tables: `epochs` (each epoch indexed, by genesis id, under a small
 //! integer key: how far it is indexed, that row's hash so a ledger that is
 //! not the one the index was built from is noticed, and the latest event
-//! time indexed so far); `docs` (one row per searchable event: where it
-//! is and what it is, but not its text), keyed by [`doc_id`] (the epoch's
-//! key and the row's `seq`, so an epoch's docs are one rowid range in
-//! chain order); `sessions` (each session's first and last doc id per
-//! epoch, so a search of one session reads only that range); `said`
-//! (the blake3 of each text per session, turn or call, and kind, so one
-//! said twice, by a hook and by the agent's record, is one doc: see
+//! time indexed so far); `sessions` (each session, by adapter and id,
+//! under a small integer key); `docs` (one row per searchable event: what
+//! a query filters on, its session's key, time, kind, tool and span state,
+//! but not its text), keyed by [`doc_id`] (the epoch's key and the row's
+//! `seq`, so an epoch's docs are one rowid range in chain order; what the
+//! event itself holds, its id, type, offset and turn, is read from its
+//! ledger row when the hit is shown); `doc_events` (each doc's event id,
+//! packed by [`super::keys::event_key`], so a span's state reaches the
+//! docs of its request and terminal); `ranges` (each session's first and
+//! last doc id per epoch, so a search of one session reads only that
+//! range); `said` (one 16-byte key per text said in a session, per turn
+//! or call, and kind: see [`super::keys::said_key`], so one said twice,
+//! by a hook and by the agent's record, is one doc: see
 //! [`super::update`]); `texts`
 //! (each doc's text, read only for the hits shown
 //! and to confirm a substring); `facts` (per run of doc ids, each doc's
@@ -34,7 +40,7 @@ use crate::home::Home;
 
 /// The format this build writes; another value in `meta` means the file
 /// is rebuilt.
-pub const FORMAT: &str = "harnery-search-5";
+pub const FORMAT: &str = "harnery-search-6";
 
 pub(super) const SCHEMA: &str = "
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -45,38 +51,35 @@ CREATE TABLE epochs (
     seq_hash BLOB,
     max_time INTEGER
 );
-CREATE TABLE docs (
+CREATE TABLE sessions (
     id INTEGER PRIMARY KEY,
     adapter TEXT NOT NULL,
     session_id TEXT NOT NULL,
-    offset INTEGER NOT NULL,
-    event_id TEXT NOT NULL,
-    event_type TEXT NOT NULL,
+    UNIQUE (adapter, session_id)
+);
+CREATE TABLE docs (
+    id INTEGER PRIMARY KEY,
+    session INTEGER NOT NULL,
     time_unix_ns INTEGER NOT NULL,
-    time_bound INTEGER NOT NULL,
-    turn TEXT,
-    kind TEXT NOT NULL,
+    time_bound INTEGER,
+    kind INTEGER NOT NULL,
     tool TEXT,
     span_state TEXT,
     outcome TEXT
 );
-CREATE INDEX docs_event ON docs (event_id);
-CREATE TABLE sessions (
+CREATE TABLE doc_events (
+    event BLOB NOT NULL,
+    id INTEGER NOT NULL,
+    PRIMARY KEY (event, id)
+) WITHOUT ROWID;
+CREATE TABLE ranges (
     epoch INTEGER NOT NULL,
-    adapter TEXT NOT NULL,
-    session_id TEXT NOT NULL,
+    session INTEGER NOT NULL,
     first_id INTEGER NOT NULL,
     last_id INTEGER NOT NULL,
-    PRIMARY KEY (epoch, adapter, session_id)
+    PRIMARY KEY (epoch, session)
 ) WITHOUT ROWID;
-CREATE TABLE said (
-    adapter TEXT NOT NULL,
-    session_id TEXT NOT NULL,
-    turn TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    digest BLOB NOT NULL,
-    PRIMARY KEY (adapter, session_id, turn, kind, digest)
-) WITHOUT ROWID;
+CREATE TABLE said (key BLOB PRIMARY KEY) WITHOUT ROWID;
 CREATE TABLE texts (id INTEGER PRIMARY KEY, text TEXT NOT NULL);
 CREATE TABLE facts (id INTEGER PRIMARY KEY, lens BLOB NOT NULL, tags BLOB NOT NULL);
 CREATE VIRTUAL TABLE words USING fts5(text, content='texts', content_rowid='id',

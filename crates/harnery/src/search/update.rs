@@ -35,6 +35,7 @@ use rusqlite::{Connection, Transaction, TransactionBehavior, params};
 use super::SearchError;
 use super::extract::{Doc, doc_of, has_text};
 use super::facts::{self, Pending, Tag};
+use super::keys::{event_key, kind_code};
 use super::said::said_before;
 use super::store::{self, doc_id, doc_range};
 use crate::contract::{Event, EventType, Payload, SessionRef};
@@ -312,8 +313,10 @@ struct Batch {
     last_seq: i64,
     last_hash: Vec<u8>,
     max_time: i64,
-    /// Each session's first and last doc id in the batch.
-    docs_of: BTreeMap<SessionRef, (i64, i64)>,
+    /// Each session's first and last doc id in the batch, by its key.
+    docs_of: BTreeMap<i64, (i64, i64)>,
+    /// The keys of the sessions the batch has docs of.
+    keys: HashMap<SessionRef, i64>,
     /// The tag of each doc the batch added.
     tags: Vec<(i64, Tag)>,
 }
@@ -327,6 +330,7 @@ impl Batch {
             last_hash: Vec::new(),
             max_time: at.max_time,
             docs_of: BTreeMap::new(),
+            keys: HashMap::new(),
             tags: Vec::new(),
         }
     }
@@ -349,17 +353,11 @@ fn end_batch(
     }
     for (session, (first, last)) in &batch.docs_of {
         tx.prepare_cached(
-            "INSERT INTO sessions (epoch, adapter, session_id, first_id, last_id) \
-             VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO UPDATE SET \
+            "INSERT INTO ranges (epoch, session, first_id, last_id) \
+             VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO UPDATE SET \
              first_id = min(first_id, excluded.first_id), last_id = max(last_id, excluded.last_id)",
         )?
-        .execute(params![
-            at.epoch,
-            session.adapter.as_str(),
-            session.session_id,
-            first,
-            last
-        ])?;
+        .execute(params![at.epoch, session, first, last])?;
     }
     copy_span_states(tx, at.epoch, spans, &mut pending)?;
     pending.flush(tx)?;
@@ -397,31 +395,29 @@ fn index_row(tx: &Transaction, row: Row, batch: &mut Batch) -> Result<(), Search
     // which lets a newest-first search stop early.
     batch.max_time = batch.max_time.max(event.time_unix_ns);
     let id = doc_id(batch.epoch, row.seq);
-    let span = batch
-        .docs_of
-        .entry(event.session.clone())
-        .or_insert((id, id));
+    let session = session_key(tx, &mut batch.keys, &event.session)?;
+    let span = batch.docs_of.entry(session).or_insert((id, id));
     span.1 = id;
     batch
         .tags
         .push((id, Tag::new(doc.kind, doc.tool.as_deref())));
+    // A bound that is the doc's own time (the usual case: times rise along
+    // the chain) is kept as NULL, which takes no bytes.
+    let bound = (batch.max_time != event.time_unix_ns).then_some(batch.max_time);
     tx.prepare_cached(
-        "INSERT INTO docs (id, adapter, session_id, offset, event_id, event_type, time_unix_ns, \
-         time_bound, turn, kind, tool) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        "INSERT INTO docs (id, session, time_unix_ns, time_bound, kind, tool) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?
     .execute(params![
         id,
-        event.session.adapter.as_str(),
-        event.session.session_id,
-        event.offset as i64,
-        event.id.as_str(),
-        event.event_type().as_str(),
+        session,
         event.time_unix_ns,
-        batch.max_time,
-        event.turn.turn_id,
-        doc.kind.as_str(),
+        bound,
+        kind_code(doc.kind),
         doc.tool,
     ])?;
+    tx.prepare_cached("INSERT INTO doc_events (event, id) VALUES (?1, ?2)")?
+        .execute(params![event_key(event.id.as_str()), id])?;
     for table in ["texts", "words", "grams"] {
         tx.prepare_cached(&format!(
             "INSERT INTO {table} (rowid, text) VALUES (?1, ?2)"
@@ -429,6 +425,28 @@ fn index_row(tx: &Transaction, row: Row, batch: &mut Batch) -> Result<(), Search
         .execute(params![id, doc.text])?;
     }
     Ok(())
+}
+
+/// The index's key of `session`, given it when it has none yet; `keys`
+/// remembers those the batch has used.
+fn session_key(
+    tx: &Transaction,
+    keys: &mut HashMap<SessionRef, i64>,
+    session: &SessionRef,
+) -> Result<i64, SearchError> {
+    if let Some(key) = keys.get(session) {
+        return Ok(*key);
+    }
+    let params = params![session.adapter.as_str(), session.session_id];
+    tx.prepare_cached(
+        "INSERT INTO sessions (adapter, session_id) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+    )?
+    .execute(params)?;
+    let key = tx
+        .prepare_cached("SELECT id FROM sessions WHERE adapter = ?1 AND session_id = ?2")?
+        .query_row(params, |r| r.get(0))?;
+    keys.insert(session.clone(), key);
+    Ok(key)
 }
 
 /// The span an event may change the state or outcome of, by an id of its
@@ -461,8 +479,9 @@ fn copy_span_states(
 ) -> Result<(), SearchError> {
     let (first, last) = doc_range(epoch);
     let mut update = tx.prepare_cached(
-        "UPDATE docs SET span_state = ?1, outcome = ?2 \
-         WHERE event_id IN (?4, ?5) AND id BETWEEN ?3 AND ?6 RETURNING id",
+        "UPDATE docs SET span_state = ?1, outcome = ?2 WHERE id IN \
+         (SELECT id FROM doc_events WHERE event IN (?4, ?5) AND id BETWEEN ?3 AND ?6) \
+         RETURNING id",
     )?;
     for span in spans {
         let ids = update
@@ -471,8 +490,8 @@ fn copy_span_states(
                     span.state.as_str(),
                     span.outcome,
                     first,
-                    span.request_event_id,
-                    span.completed_event_id,
+                    event_key(&span.request_event_id),
+                    span.completed_event_id.as_deref().map(event_key),
                     last,
                 ],
                 |r| r.get::<_, i64>(0),
