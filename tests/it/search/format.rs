@@ -214,3 +214,38 @@ fn searches_answer_while_an_index_of_the_previous_format_is_made_again() {
         assert_eq!(format_of(&home), harnery::search::FORMAT);
     }
 }
+
+/// Indexed a row per transaction, FTS5 merges many small segments and
+/// frees their pages; each catch-up gives them back, so the file keeps no
+/// free page (and says it can give them back: incremental auto-vacuum).
+#[test]
+fn an_index_made_in_small_batches_keeps_no_free_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = home_in(dir.path(), 0);
+    // Texts of many words each: a segment spans pages.
+    for i in 0..60 {
+        let words: Vec<String> = (0..300).map(|j| format!("w{i}x{j}")).collect();
+        prompt(&home, &format!("p-long-{i}"), &words.join(" "));
+    }
+    ok(common::harnery(&home).arg("finalize").output().unwrap());
+    let want = answers(&home);
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", index(&home).display()));
+    }
+    let lib = harnery::home::Home::at(&home);
+    let sizes = harnery::search::Sizes {
+        batch: 1,
+        handoff: 1,
+    };
+    let read = harnery::search::update_live_sized(&lib, u64::MAX, sizes).unwrap();
+    assert!(read > 60, "{read}");
+    let conn = rusqlite::Connection::open(index(&home)).unwrap();
+    let pragma = |name: &str| -> i64 {
+        conn.query_row(&format!("PRAGMA {name}"), [], |r| r.get(0))
+            .unwrap()
+    };
+    assert_eq!(pragma("auto_vacuum"), 2, "incremental");
+    assert_eq!(pragma("freelist_count"), 0);
+    drop(conn);
+    assert_eq!(answers(&home), want);
+}

@@ -78,7 +78,12 @@ pub(crate) fn catch_up(
     sizes: Sizes,
 ) -> Result<u64, SearchError> {
     store::cache_kib(conn, store::INDEXING_CACHE_KIB)?;
-    let read = catch_up_rows(conn, ledger, budget, sizes);
+    let read = catch_up_rows(conn, ledger, budget, sizes).and_then(|n| {
+        if n > 0 {
+            store::give_back_free_pages(conn)?;
+        }
+        Ok(n)
+    });
     store::cache_kib(conn, store::DEFAULT_CACHE_KIB)?;
     read
 }
