@@ -53,9 +53,12 @@ runs+=(
     "exit	--failed" "code	--failed	--sort	time" "exit	--adapter	claude-code	--limit	30"
     "exit	--adapter	copilot" "exit	--since	$since	--until	$until	--limit	40"
     "the	--since	$since	--sort	time	--limit	40" "exit	--limit	1000" "the	--limit	1000	--sort	time"
+    "exit	--kind	tool-output	--adapter	claude-code	--limit	50"
+    "code	--kind	tool-output	--failed	--since	$since	--limit	50"
 )
 for s in $sessions; do
-    runs+=("the	--session	$s	--limit	100" "exit	--session	$s	--sort	time" "ech	--session	${s:0:8}")
+    runs+=("the	--session	$s	--limit	100" "exit	--session	$s	--sort	time" "ech	--session	${s:0:8}"
+        "the	--session	$s	--kind	prompt,message")
 done
 
 compare() {
