@@ -406,8 +406,9 @@ fn index_row(tx: &Transaction, row: Row, batch: &mut Batch) -> Result<(), Search
     batch
         .tags
         .push((id, Tag::new(doc.kind, doc.tool.as_deref())));
-    // A bound that is the doc's own time (the usual case: times rise along
-    // the chain) is kept as NULL, which takes no bytes.
+    // A bound that is the doc's own time (each doc whose time is the
+    // newest yet, as where times rise along the chain) is kept as NULL,
+    // which takes no bytes.
     let bound = (batch.max_time != event.time_unix_ns).then_some(batch.max_time);
     tx.prepare_cached(
         "INSERT INTO docs (id, session, time_unix_ns, time_bound, kind, tool) \
