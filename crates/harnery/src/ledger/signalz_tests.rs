@@ -265,3 +265,36 @@ fn a_row_that_cannot_move_is_named_and_nothing_is_converted() {
     assert!(!is_compact(&conn).unwrap());
     assert_eq!(rows(&conn), before);
 }
+
+/// What `explain query plan` says of `sql`, one line per step.
+fn plan(conn: &Connection, sql: &str) -> String {
+    let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+    let steps: Vec<String> = stmt
+        .query_map([], |r| r.get(3))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    steps.join("\n")
+}
+
+/// The writer's two lookups through the view seek the store's key, as
+/// they sought the table's: the newest receive time, and whether a
+/// record is kept.
+#[test]
+fn the_writers_lookups_through_the_view_seek_the_key() {
+    let conn = plain_ledger();
+    let tx = Connection::unchecked_transaction(&conn).unwrap();
+    make_compact(&tx).unwrap();
+    tx.commit().unwrap();
+    let newest = plan(&conn, "SELECT max(received_unix_ns) FROM raw_signals");
+    assert_eq!(newest, "SEARCH raw_signal_store USING PRIMARY KEY");
+    let known = plan(
+        &conn,
+        "SELECT EXISTS (SELECT 1 FROM raw_signals WHERE received_unix_ns = 1 AND record_digest = 'd')",
+    );
+    assert!(
+        known.contains("SEARCH raw_signal_store USING PRIMARY KEY (received_unix_ns=?)")
+            && !known.contains("SCAN raw_signal_store"),
+        "{known}"
+    );
+}
