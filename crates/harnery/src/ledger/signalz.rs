@@ -16,7 +16,7 @@
 //! its text, which the view gives back as it is: `digest` and `event_ids`
 //! are `ANY`, a blob for the packed form, a text otherwise.
 //!
-//! The writer inserts into the store directly (`ledger::write::signal_rows`),
+//! The writer inserts into the store directly (`ledger::write::append`),
 //! not through a trigger, so `finalize` pays no per-row SQL for the view.
 //! The view's triggers serve a write by hand (a repair, a test that
 //! damages a row); they keep a digest packed as the writer does, so the
