@@ -114,8 +114,8 @@ fn compact_events(args: StatusArgs) -> CmdResult {
     } else {
         writeln!(
             out,
-            "{} event rows moved to compact storage, {} packed in blocks; ledger file {} bytes to {}",
-            done.rows, done.packed, done.bytes_before, done.bytes_after
+            "{} event rows and {} raw signal rows moved to compact storage, {} packed in blocks; ledger file {} bytes to {}",
+            done.rows, done.signal_rows, done.packed, done.bytes_before, done.bytes_after
         )?;
     }
     Ok(Outcome::Clean)

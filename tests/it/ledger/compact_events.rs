@@ -20,7 +20,7 @@ const FIXTURES: &[(&str, &str)] = &[
     ("copilot", "basic-shell-anthropic"),
 ];
 
-fn db(home: &Path) -> std::path::PathBuf {
+pub(super) fn db(home: &Path) -> std::path::PathBuf {
     home.join("ledgers/v2/ledger.sqlite")
 }
 
@@ -49,7 +49,7 @@ fn home_with_events(home: &Path, plain: bool) {
 }
 
 /// `verify`'s verdict and the whole ledger's jsonl export.
-fn verified_export(home: &Path, when: &str) -> String {
+pub(super) fn verified_export(home: &Path, when: &str) -> String {
     let v = run(home, &["verify"]);
     assert!(v.status.success(), "{when}: {}{}", stdout(&v), stderr(&v));
     let e = run(home, &["export", "--format", "jsonl"]);
@@ -59,7 +59,7 @@ fn verified_export(home: &Path, when: &str) -> String {
 
 /// Delays below `span_us` microseconds, drawn from `seed` (the same each
 /// run, so a failing trial can be run again).
-fn random_delays(mut seed: u64, span_us: u64) -> impl Iterator<Item = Duration> {
+pub(super) fn random_delays(mut seed: u64, span_us: u64) -> impl Iterator<Item = Duration> {
     std::iter::repeat_with(move || {
         seed = seed
             .wrapping_mul(6364136223846793005)
@@ -70,7 +70,7 @@ fn random_delays(mut seed: u64, span_us: u64) -> impl Iterator<Item = Duration> 
 
 /// `harnery <args>` on `home` (records off), SIGKILLed after `delay`:
 /// whether it ended killed rather than by its own exit.
-fn killed_after(home: &Path, args: &[&str], delay: Duration) -> bool {
+pub(super) fn killed_after(home: &Path, args: &[&str], delay: Duration) -> bool {
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("harnery"))
         .env("HARNERY_HOME", home)
         .env("HARNERY_NOW", NOW)

@@ -5,6 +5,7 @@ mod archive_compact_crash;
 mod archive_compact_default;
 mod cli;
 mod compact_events;
+mod compact_signals;
 mod derive;
 mod home_faults;
 mod session_rows;

@@ -23,6 +23,7 @@ pub mod raw;
 pub mod rawz;
 mod read;
 mod schema;
+pub(crate) mod signalz;
 mod system_error;
 pub(crate) mod trace_rows;
 mod write;
@@ -45,8 +46,8 @@ pub(crate) use write::{CompressAhead, Encoded, check_session_usage};
 // The reader's query types, one per seam (`reader.sessions()` and the like).
 pub use write::{
     AppendBatch, AppendOutcome, BatchSignal, BatchState, Checkpointer, LedgerWriter,
-    PLAIN_EVENTS_ENV, RawBytes, ReadyEvent, WalState, compact, compact_events, fold_wal,
-    project_of, record_title, remove_orphans,
+    PLAIN_EVENTS_ENV, PLAIN_SIGNALS_ENV, RawBytes, ReadyEvent, WalState, compact, compact_events,
+    fold_wal, project_of, record_title, remove_orphans,
 };
 
 /// Directory name of the live epoch below `ledgers/`.

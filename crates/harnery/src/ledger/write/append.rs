@@ -7,7 +7,7 @@ use rusqlite::{OptionalExtension, Transaction, TransactionBehavior, params};
 use super::LedgerWriter;
 use super::derive::Derivation;
 use crate::contract::{Event, SessionRef, validate_event};
-use crate::ledger::{LedgerError, chain, eventz, trace_rows};
+use crate::ledger::{LedgerError, chain, eventz, signalz, trace_rows};
 use crate::progress::timing;
 
 /// One canonical event of a batch: its stored text and its parsed form.
@@ -353,6 +353,9 @@ fn refuse_duplicate(e: &Event, err: rusqlite::Error) -> LedgerError {
 }
 
 fn insert_signals(tx: &Transaction, batch: &AppendBatch) -> Result<(), LedgerError> {
+    if signalz::is_compact(tx)? {
+        return insert_signal_rows(tx, batch);
+    }
     let mut stmt = tx.prepare_cached(
         "INSERT INTO raw_signals (record_digest, adapter, session_key, event_name, received_unix_ns, env, archive_at, envelope, payload, event_ids, duplicate_of, batch) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) \
@@ -404,6 +407,36 @@ fn insert_signals(tx: &Transaction, batch: &AppendBatch) -> Result<(), LedgerErr
         }
         stmt.raw_execute()?;
         prev = Some(s);
+    }
+    Ok(())
+}
+
+/// The batch's signals straight into a compact ledger's store
+/// (`ledger::signalz`), as the `raw_signals` view shows them.
+fn insert_signal_rows(tx: &Transaction, batch: &AppendBatch) -> Result<(), LedgerError> {
+    let mut put = signalz::Inserter::default();
+    for s in &batch.signals {
+        let (archive_at, envelope, payload) = match &s.bytes {
+            RawBytes::Archived { at } => (Some(*at as i64), None, None),
+            RawBytes::Inline { envelope, payload } => {
+                (None, Some(envelope.as_str()), Some(payload.as_slice()))
+            }
+        };
+        let row = signalz::Row {
+            record_digest: &s.record_digest,
+            adapter: &s.adapter,
+            session_key: &s.session_key,
+            event_name: s.event_name.as_deref(),
+            received_unix_ns: s.received_unix_ns,
+            env: s.env.as_deref(),
+            archive_at,
+            envelope,
+            payload,
+            event_ids: signalz::Ids::List(&s.event_ids),
+            duplicate_of: s.duplicate_of.as_deref(),
+            batch: &batch.id,
+        };
+        put.row(tx, &row)?;
     }
     Ok(())
 }

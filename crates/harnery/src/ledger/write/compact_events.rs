@@ -11,8 +11,10 @@
 //! finishes the job:
 //!
 //! 1. every row moved into `event_store` compressed and `events` made a view
-//!    over it (`eventz::make_compact`): before the commit the ledger is the
-//!    old one, after it the converted one;
+//!    over it (`eventz::make_compact`), and every raw signal row into
+//!    `raw_signal_store` with `raw_signals` made a view over it
+//!    (`signalz::make_compact`), in one transaction: before the commit the
+//!    ledger is the old one, after it the converted one;
 //! 2. the blocks' table made, if the ledger has none (a ledger made compact
 //!    by the build before blocks), and every row packed, a transaction a
 //!    step;
@@ -25,12 +27,16 @@ use rusqlite::TransactionBehavior;
 use super::LedgerWriter;
 use crate::ledger::LedgerError;
 use crate::ledger::eventz::{self, pack as eventz_pack};
+use crate::ledger::signalz;
 
 /// What a conversion did.
 #[derive(Debug, Default, Clone, serde::Serialize)]
 pub struct EventsCompacted {
     /// Rows moved to compact storage by this run (0: already compact).
     pub rows: u64,
+    /// Raw signal rows moved to compact storage (`ledger::signalz`) by
+    /// this run (0: already compact).
+    pub signal_rows: u64,
     /// Rows packed in blocks by this run.
     pub packed: u64,
     /// The database file's size before and after (pages × page size).
@@ -56,6 +62,7 @@ impl LedgerWriter {
             .conn_mut()
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let rows = eventz::make_compact(&tx)?;
+        let signal_rows = signalz::make_compact(&tx)?;
         if !eventz_pack::has_blocks(&tx)? {
             tx.execute_batch(eventz_pack::SCHEMA)?;
         }
@@ -71,6 +78,7 @@ impl LedgerWriter {
         }
         Ok(EventsCompacted {
             rows,
+            signal_rows,
             packed: packed.events,
             bytes_before,
             bytes_after: self.file_bytes()?,

@@ -39,7 +39,7 @@ use super::read::{binding, check_digest, read_genesis};
 use super::system_error::with_system_error;
 use super::{
     ADVANCE_FILE, CANDIDATES_DIR, DB_FILE, FENCE_FILE, GENESIS_FILE, GenesisManifest, LedgerError,
-    LedgerReader, binary_digest, create_dir_private, eventz, integrity, schema,
+    LedgerReader, binary_digest, create_dir_private, eventz, integrity, schema, signalz,
 };
 use crate::durable;
 use crate::home::Home;
@@ -49,6 +49,11 @@ pub(super) use derive::STORED_OPEN_SPAN_OF_CALL;
 /// A failpoint build's test-only switch: new epochs keep their event texts
 /// plain, as an older build wrote them.
 pub const PLAIN_EVENTS_ENV: &str = "HARNERY_PLAIN_EVENTS";
+
+/// A failpoint build's test-only switch: new epochs keep their raw signal
+/// rows in the plain table, as the build before compact signal rows wrote
+/// them (events compact, unless [`PLAIN_EVENTS_ENV`] asks otherwise).
+pub const PLAIN_SIGNALS_ENV: &str = "HARNERY_PLAIN_SIGNALS";
 
 /// An epoch open for writing. Its reads are the reader's, on the same
 /// connection.
@@ -250,12 +255,16 @@ fn build_epoch(
     schema::migrate(conn, now_unix_ns)?;
     session_usage::none_pending(conn)?;
     session_list::none_pending(conn)?;
-    // A new epoch stores its events compactly from its first row (a
-    // failpoint build's tests can ask for the plain form an older build
-    // wrote, `HARNERY_PLAIN_EVENTS`, to convert it).
+    // A new epoch stores its events and raw signal rows compactly from
+    // its first row (a failpoint build's tests can ask for the plain forms
+    // older builds wrote, `HARNERY_PLAIN_EVENTS` and
+    // `HARNERY_PLAIN_SIGNALS`, to convert them).
     if crate::failpoint::tuning_text(PLAIN_EVENTS_ENV).is_none() {
         let tx = conn.transaction()?;
         eventz::make_compact(&tx)?;
+        if crate::failpoint::tuning_text(PLAIN_SIGNALS_ENV).is_none() {
+            signalz::make_compact(&tx)?;
+        }
         tx.commit()?;
     }
     conn.execute(

@@ -1,0 +1,367 @@
+//! Compact raw signal rows: what a ledger keeps of every spooled record
+//! (its digest, session, receive time, where its bytes are in the raw
+//! archive, the events it made) in a narrow table, read through a view
+//! with exactly the columns and text forms of the table an older ledger
+//! has, so that no query and no caller sees the difference.
+//!
+//! A compact ledger keeps its rows in `raw_signal_store`: the record
+//! digest as its 32 bytes (`digest`), the adapter and session key as a
+//! number in `signal_sessions` (`session_k`), the batch as its number in
+//! `event_batches` (`batch_k`, shared with `event_store`), and the event
+//! ids packed, 16 bytes each (`event_ids`). `raw_signals` is then a view
+//! over it in plain SQL (no function of this crate), so `sqlite3` and
+//! Python read it as they read the table. A value the packed form cannot
+//! hold exactly (a digest that is not 64 lowercase hex digits, an id list
+//! that is not `["ev_<32 hex>",...]` as the writer spells it) is kept as
+//! its text, which the view gives back as it is: `digest` and `event_ids`
+//! are `ANY`, a blob for the packed form, a text otherwise.
+//!
+//! The writer inserts into the store directly (`ledger::write::append`),
+//! not through a trigger, so `finalize` pays no per-row SQL for the view.
+//! The view's triggers serve a write by hand (a repair, a test that
+//! damages a row); they keep a digest packed as the writer does, so the
+//! key `(received_unix_ns, digest)` stays unique, and id lists as their
+//! text.
+//!
+//! A new epoch is compact from its first row; an existing ledger is
+//! converted only by `harnery archive compact-events` ([`make_compact`],
+//! one transaction with the events' conversion), never silently.
+
+use rusqlite::types::ToSqlOutput;
+use rusqlite::{Connection, Transaction};
+
+use super::LedgerError;
+
+/// Bytes of a packed record digest (a blake3 hash).
+pub(crate) const DIGEST_LEN: usize = 32;
+/// Bytes of a packed event id (`ev_` and 32 hex digits).
+pub(crate) const ID_LEN: usize = 16;
+/// What every event id this build mints begins with.
+const ID_PREFIX: &str = "ev_";
+
+/// The store and the sessions' numbers.
+const STORE: &str = r#"
+CREATE TABLE signal_sessions (
+    k           INTEGER PRIMARY KEY,
+    adapter     TEXT NOT NULL,
+    session_key TEXT NOT NULL,
+    UNIQUE (adapter, session_key)
+) STRICT;
+CREATE TABLE raw_signal_store (
+    received_unix_ns INTEGER NOT NULL,
+    digest           ANY NOT NULL
+        CHECK (typeof(digest) = 'text' OR (typeof(digest) = 'blob' AND length(digest) = 32)),
+    session_k        INTEGER NOT NULL,
+    event_name       TEXT,
+    env              TEXT,
+    archive_at       INTEGER,
+    envelope         TEXT,
+    payload          BLOB,
+    event_ids        ANY NOT NULL
+        CHECK (typeof(event_ids) = 'text' OR (typeof(event_ids) = 'blob' AND length(event_ids) % 16 = 0)),
+    duplicate_of     TEXT,
+    batch_k          INTEGER NOT NULL,
+    PRIMARY KEY (received_unix_ns, digest),
+    CHECK ((archive_at IS NULL) = (payload IS NOT NULL) AND (envelope IS NULL) = (payload IS NULL))
+) STRICT, WITHOUT ROWID;
+"#;
+
+/// The view (the columns of the `raw_archive` migration's table, in its
+/// order) and its triggers. The ids are spelled by a recursive walk over
+/// the packed bytes, 16 at a time, in order.
+const VIEW: &str = r#"
+CREATE VIEW raw_signals AS SELECT
+    CASE typeof(digest) WHEN 'blob' THEN lower(hex(digest)) ELSE digest END AS record_digest,
+    (SELECT adapter FROM signal_sessions WHERE k = session_k) AS adapter,
+    (SELECT session_key FROM signal_sessions WHERE k = session_k) AS session_key,
+    event_name, received_unix_ns, env, archive_at, envelope, payload,
+    CASE typeof(event_ids) WHEN 'blob' THEN (
+        WITH RECURSIVE at(n) AS (
+            SELECT 0 UNION ALL SELECT n + 16 FROM at WHERE n + 16 < length(event_ids))
+        SELECT '[' || coalesce(group_concat('"ev_' || lower(hex(substr(event_ids, n + 1, 16))) || '"', ','), '') || ']'
+        FROM at WHERE n < length(event_ids))
+    ELSE event_ids END AS event_ids,
+    duplicate_of,
+    (SELECT batch FROM event_batches WHERE k = batch_k) AS batch
+FROM raw_signal_store;
+CREATE TRIGGER raw_signals_insert INSTEAD OF INSERT ON raw_signals BEGIN
+    INSERT OR IGNORE INTO signal_sessions (adapter, session_key) VALUES (NEW.adapter, NEW.session_key);
+    INSERT OR IGNORE INTO event_batches (batch) VALUES (NEW.batch);
+    INSERT INTO raw_signal_store (received_unix_ns, digest, session_k, event_name, env, archive_at,
+        envelope, payload, event_ids, duplicate_of, batch_k)
+    VALUES (NEW.received_unix_ns,
+        iif(typeof(NEW.record_digest) = 'text' AND length(NEW.record_digest) = 64
+            AND NEW.record_digest NOT GLOB '*[^0-9a-f]*', unhex(NEW.record_digest), NEW.record_digest),
+        (SELECT k FROM signal_sessions WHERE adapter = NEW.adapter AND session_key = NEW.session_key),
+        NEW.event_name, NEW.env, NEW.archive_at, NEW.envelope, NEW.payload, NEW.event_ids,
+        NEW.duplicate_of, (SELECT k FROM event_batches WHERE batch = NEW.batch));
+END;
+CREATE TRIGGER raw_signals_update INSTEAD OF UPDATE ON raw_signals BEGIN
+    INSERT OR IGNORE INTO signal_sessions (adapter, session_key) VALUES (NEW.adapter, NEW.session_key);
+    INSERT OR IGNORE INTO event_batches (batch) VALUES (NEW.batch);
+    UPDATE raw_signal_store SET received_unix_ns = NEW.received_unix_ns,
+        digest = iif(typeof(NEW.record_digest) = 'text' AND length(NEW.record_digest) = 64
+            AND NEW.record_digest NOT GLOB '*[^0-9a-f]*', unhex(NEW.record_digest), NEW.record_digest),
+        session_k = (SELECT k FROM signal_sessions WHERE adapter = NEW.adapter AND session_key = NEW.session_key),
+        event_name = NEW.event_name, env = NEW.env, archive_at = NEW.archive_at,
+        envelope = NEW.envelope, payload = NEW.payload,
+        event_ids = CASE WHEN NEW.event_ids IS OLD.event_ids THEN event_ids ELSE NEW.event_ids END,
+        duplicate_of = NEW.duplicate_of,
+        batch_k = (SELECT k FROM event_batches WHERE batch = NEW.batch)
+    WHERE received_unix_ns = OLD.received_unix_ns
+        AND CASE typeof(digest) WHEN 'blob' THEN lower(hex(digest)) ELSE digest END = OLD.record_digest;
+END;
+CREATE TRIGGER raw_signals_delete INSTEAD OF DELETE ON raw_signals BEGIN
+    DELETE FROM raw_signal_store WHERE received_unix_ns = OLD.received_unix_ns
+        AND CASE typeof(digest) WHEN 'blob' THEN lower(hex(digest)) ELSE digest END = OLD.record_digest;
+END;
+"#;
+
+/// Whether the ledger on `conn` stores its raw signal rows compactly.
+pub(crate) fn is_compact(conn: &Connection) -> Result<bool, LedgerError> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'raw_signal_store')",
+        )?
+        .query_row([], |r| r.get(0))?)
+}
+
+/// A record digest as the store keeps it: its bytes when it is 64
+/// lowercase hex digits (every digest this build makes), else its text.
+pub(crate) fn stored_digest(digest: &str) -> ToSqlOutput<'_> {
+    let mut bytes = Vec::with_capacity(DIGEST_LEN);
+    if digest.len() == 2 * DIGEST_LEN && unhex_lower(digest.as_bytes(), &mut bytes) {
+        return ToSqlOutput::from(bytes);
+    }
+    ToSqlOutput::from(digest)
+}
+
+/// Pack `ids` into `out` (cleared first), 16 bytes an id: false, and `out`
+/// left unusable, when one is not `ev_` and 32 lowercase hex digits.
+pub(crate) fn pack_ids<'a>(ids: impl IntoIterator<Item = &'a str>, out: &mut Vec<u8>) -> bool {
+    out.clear();
+    ids.into_iter().all(|id| {
+        id.strip_prefix(ID_PREFIX)
+            .is_some_and(|hex| hex.len() == 2 * ID_LEN && unhex_lower(hex.as_bytes(), out))
+    })
+}
+
+/// Pack an id list kept as text (an older table's `event_ids`) into `out`:
+/// false when the text is not exactly what the view spells from the packed
+/// form, `["ev_<hex>","ev_<hex>"]` with nothing between.
+pub(crate) fn pack_ids_text(text: &str, out: &mut Vec<u8>) -> bool {
+    let Some(inner) = text.strip_prefix('[').and_then(|t| t.strip_suffix(']')) else {
+        return false;
+    };
+    if inner.is_empty() {
+        out.clear();
+        return true;
+    }
+    pack_ids(
+        inner.split(',').map(|item| {
+            item.strip_prefix('"')
+                .and_then(|i| i.strip_suffix('"'))
+                .unwrap_or("")
+        }),
+        out,
+    )
+}
+
+/// Append the bytes of the lowercase hex digits `hex` to `out`: false
+/// (with `out` partly written) at any other character or an odd length.
+fn unhex_lower(hex: &[u8], out: &mut Vec<u8>) -> bool {
+    let digit = |c: u8| match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    };
+    hex.len().is_multiple_of(2)
+        && hex
+            .chunks_exact(2)
+            .all(|pair| match (digit(pair[0]), digit(pair[1])) {
+                (Some(hi), Some(lo)) => {
+                    out.push(hi << 4 | lo);
+                    true
+                }
+                _ => false,
+            })
+}
+
+/// The number of an adapter's session key in `signal_sessions`, given it
+/// one if new (the numbers met kept: a batch's signals come a session at
+/// a time).
+#[derive(Default)]
+pub(crate) struct Sessions {
+    known: std::collections::HashMap<(String, String), i64>,
+    last: Option<(String, String, i64)>,
+}
+
+impl Sessions {
+    pub(crate) fn key(
+        &mut self,
+        tx: &Connection,
+        adapter: &str,
+        session_key: &str,
+    ) -> Result<i64, LedgerError> {
+        if let Some((a, s, k)) = &self.last
+            && a == adapter
+            && s == session_key
+        {
+            return Ok(*k);
+        }
+        let pair = (adapter.to_string(), session_key.to_string());
+        if let Some(&k) = self.known.get(&pair) {
+            self.last = Some((pair.0, pair.1, k));
+            return Ok(k);
+        }
+        tx.prepare_cached(
+            "INSERT OR IGNORE INTO signal_sessions (adapter, session_key) VALUES (?1, ?2)",
+        )?
+        .execute([adapter, session_key])?;
+        let k: i64 = tx
+            .prepare_cached(
+                "SELECT k FROM signal_sessions WHERE adapter = ?1 AND session_key = ?2",
+            )?
+            .query_row([adapter, session_key], |r| r.get(0))?;
+        self.last = Some((pair.0.clone(), pair.1.clone(), k));
+        self.known.insert(pair, k);
+        Ok(k)
+    }
+}
+
+/// One raw signal row, as the `raw_signals` view shows it (the event ids
+/// as a list, or as the text an older table kept).
+pub(crate) struct Row<'a> {
+    pub record_digest: &'a str,
+    pub adapter: &'a str,
+    pub session_key: &'a str,
+    pub event_name: Option<&'a str>,
+    pub received_unix_ns: i64,
+    pub env: Option<&'a str>,
+    pub archive_at: Option<i64>,
+    pub envelope: Option<&'a str>,
+    pub payload: Option<&'a [u8]>,
+    pub event_ids: Ids<'a>,
+    pub duplicate_of: Option<&'a str>,
+    pub batch: &'a str,
+}
+
+/// A signal's event ids: the writer's list, or an older table's text.
+pub(crate) enum Ids<'a> {
+    List(&'a [String]),
+    Text(&'a str),
+}
+
+/// What inserts rows into the store: the numbers of the sessions and
+/// batches met, and room for the packed ids, kept between rows.
+#[derive(Default)]
+pub(crate) struct Inserter {
+    sessions: Sessions,
+    batches: super::eventz::Batches,
+    ids: Vec<u8>,
+    text: String,
+}
+
+impl Inserter {
+    /// Insert `row` into the store, unless a row with its receive time and
+    /// digest is there already (a rerun of the batch that wrote it).
+    pub(crate) fn row(&mut self, tx: &Connection, row: &Row) -> Result<(), LedgerError> {
+        let session_k = self.sessions.key(tx, row.adapter, row.session_key)?;
+        let batch_k = self.batches.key(tx, row.batch)?;
+        let packed = match row.event_ids {
+            Ids::List(ids) => pack_ids(ids.iter().map(String::as_str), &mut self.ids),
+            Ids::Text(text) => pack_ids_text(text, &mut self.ids),
+        };
+        let ids = match (packed, &row.event_ids) {
+            (true, _) => ToSqlOutput::from(self.ids.as_slice()),
+            (false, Ids::Text(text)) => ToSqlOutput::from(*text),
+            // Ids this build did not mint: the text the plain table keeps.
+            (false, Ids::List(ids)) => {
+                self.text = serde_json::to_string(ids).expect("a list of strings serializes");
+                ToSqlOutput::from(self.text.as_str())
+            }
+        };
+        let mut stmt = tx.prepare_cached(
+            "INSERT INTO raw_signal_store (received_unix_ns, digest, session_k, event_name, env, \
+             archive_at, envelope, payload, event_ids, duplicate_of, batch_k) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) \
+             ON CONFLICT (received_unix_ns, digest) DO NOTHING",
+        )?;
+        stmt.execute(rusqlite::params![
+            row.received_unix_ns,
+            stored_digest(row.record_digest),
+            session_k,
+            row.event_name,
+            row.env,
+            row.archive_at,
+            row.envelope,
+            row.payload,
+            ids,
+            row.duplicate_of,
+            batch_k,
+        ])?;
+        Ok(())
+    }
+}
+
+/// Make the raw signal rows of the ledger on `tx` compact: create the
+/// store, move every row of the `raw_signals` table into it, and put the
+/// view in the table's place. The events must be compact already (their
+/// `event_batches` numbers the batches). Inside the caller's transaction:
+/// a kill leaves the rows as they were or converted, never between.
+/// Returns the rows moved; a ledger already compact is left alone (0).
+pub(crate) fn make_compact(tx: &Transaction) -> Result<u64, LedgerError> {
+    if is_compact(tx)? {
+        return Ok(0);
+    }
+    tx.execute_batch(STORE)?;
+    let mut moved = 0u64;
+    {
+        let mut read = tx.prepare(
+            "SELECT record_digest, adapter, session_key, event_name, received_unix_ns, env, \
+             archive_at, envelope, payload, event_ids, duplicate_of, batch \
+             FROM raw_signals ORDER BY received_unix_ns, record_digest",
+        )?;
+        let mut rows = read.query([])?;
+        let mut put = Inserter::default();
+        while let Some(r) = rows.next()? {
+            let ns: i64 = r.get(4)?;
+            let row = read_row(r).map_err(|e| LedgerError::Corrupt {
+                path: "raw_signals".into(),
+                detail: format!(
+                    "the row received at {ns} ns cannot be moved, nothing was converted: {e}"
+                ),
+            })?;
+            put.row(tx, &row)?;
+            moved += 1;
+        }
+    }
+    tx.execute_batch("DROP TABLE raw_signals;")?;
+    tx.execute_batch(VIEW)?;
+    Ok(moved)
+}
+
+/// A row of the plain table as the store takes it (columns in the order
+/// [`make_compact`] selects them); an error for a text that is not UTF-8.
+fn read_row<'r>(r: &'r rusqlite::Row) -> rusqlite::Result<Row<'r>> {
+    let text = |i| -> rusqlite::Result<Option<&str>> { Ok(r.get_ref(i)?.as_str_or_null()?) };
+    let some = |i| -> rusqlite::Result<&str> { Ok(r.get_ref(i)?.as_str()?) };
+    Ok(Row {
+        record_digest: some(0)?,
+        adapter: some(1)?,
+        session_key: some(2)?,
+        event_name: text(3)?,
+        received_unix_ns: r.get(4)?,
+        env: text(5)?,
+        archive_at: r.get(6)?,
+        envelope: text(7)?,
+        payload: r.get_ref(8)?.as_blob_or_null()?,
+        event_ids: Ids::Text(some(9)?),
+        duplicate_of: text(10)?,
+        batch: some(11)?,
+    })
+}
+
+#[cfg(test)]
+#[path = "signalz_tests.rs"]
+mod tests;
