@@ -22,7 +22,7 @@
 //! record's offset, its spool digest and the blake3 its raw signal row and
 //! the hash chain carry are those of the uncompressed file.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
@@ -182,10 +182,16 @@ pub fn is_compressed(path: &Path) -> bool {
         && &head == MAGIC
 }
 
-/// Write `from`'s bytes compressed at `level` to a new file `to`, synced.
+/// Write `from`'s bytes compressed at `level` to a new file `to`, synced;
+/// the compressed file's length.
+#[cfg(test)]
 pub(crate) fn compress_file(from: &Path, to: &Path, level: i32) -> std::io::Result<u64> {
-    use std::io::Read;
-    let mut src = std::fs::File::open(from)?;
+    compress(&mut std::fs::File::open(from)?, to, level)
+}
+
+/// Write every byte `src` reads, compressed at `level`, to a new file
+/// `to` (never an existing one), synced; the compressed file's length.
+pub(crate) fn compress(src: &mut impl Read, to: &Path, level: i32) -> std::io::Result<u64> {
     let out = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -201,15 +207,7 @@ pub(crate) fn compress_file(from: &Path, to: &Path, level: i32) -> std::io::Resu
     let mut original_len = 0u64;
     let mut count = 0u64;
     loop {
-        let mut n = 0;
-        while n < buf.len() {
-            match src.read(&mut buf[n..]) {
-                Ok(0) => break,
-                Ok(k) => n += k,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
+        let n = fill(src, &mut buf)?;
         if n == 0 {
             break;
         }
@@ -235,21 +233,35 @@ pub(crate) fn compress_file(from: &Path, to: &Path, level: i32) -> std::io::Resu
     Ok(at + index.len() as u64 + FOOTER_LEN)
 }
 
-/// Whether the compressed file `z` holds exactly the bytes of `original`,
-/// read frame by frame; why not, when it does not.
-pub(crate) fn same_bytes(z: &Path, original: &Path) -> Result<(), String> {
+/// Read from `src` until `buf` is full or `src` ends; how much was read.
+fn fill(src: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match src.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// Whether the compressed file `z` holds exactly the `len` bytes `original`
+/// reads (named `what` in the answer), read frame by frame; why not, when
+/// it does not.
+pub(crate) fn same_bytes(
+    z: &Path,
+    original: &mut impl Read,
+    len: u64,
+    what: &str,
+) -> Result<(), String> {
     let c = Compressed::open(z)?;
-    let src = std::fs::File::open(original).map_err(|e| format!("{}: {e}", original.display()))?;
-    let len = src
-        .metadata()
-        .map_err(|e| format!("{}: {e}", original.display()))?
-        .len();
     if len != c.original_len {
         return Err(format!(
-            "{} holds {} bytes, {} holds {len}",
+            "{} holds {} bytes, {what} holds {len}",
             z.display(),
-            c.original_len,
-            original.display()
+            c.original_len
         ));
     }
     let mut got = Vec::new();
@@ -259,13 +271,11 @@ pub(crate) fn same_bytes(z: &Path, original: &Path) -> Result<(), String> {
         c.read(at, 1, &mut got)
             .map_err(|e| format!("{}: {e}", z.display()))?;
         let want = &mut want[..got.len()];
-        src.read_exact_at(want, at)
-            .map_err(|e| format!("{}: {e}", original.display()))?;
-        if got != *want {
+        let n = fill(original, want).map_err(|e| format!("{what}: {e}"))?;
+        if n != want.len() || got != *want {
             return Err(format!(
-                "{} differs from {} in original bytes {at}..{}",
+                "{} differs from {what} in original bytes {at}..{}",
                 z.display(),
-                original.display(),
                 at + got.len() as u64
             ));
         }
@@ -288,7 +298,15 @@ mod tests {
         std::fs::write(&src, &bytes).unwrap();
         compress_file(&src, &z, 3).unwrap();
         assert!(is_compressed(&z) && !is_compressed(&src));
-        same_bytes(&z, &src).unwrap();
+        let len = bytes.len() as u64;
+        same_bytes(&z, &mut &bytes[..], len, "the original").unwrap();
+        let mut other = bytes.clone();
+        other[FRAME_LEN + 9] ^= 1;
+        let err = same_bytes(&z, &mut &other[..], len, "the other").unwrap_err();
+        assert!(
+            err.contains(&format!("original bytes {FRAME_LEN}..")),
+            "{err}"
+        );
         let c = Compressed::open(&z).unwrap();
         assert_eq!(c.original_len(), bytes.len() as u64);
         let mut out = Vec::new();
