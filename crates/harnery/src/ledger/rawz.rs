@@ -1,9 +1,11 @@
-//! The compressed raw archive file, `NNNNNNNN.segz` (format version 1):
-//! one archive file's bytes (spool records, damaged ranges included) cut
-//! into pieces of [`FRAME_LEN`] original bytes, each stored as an
-//! independent zstd frame (with zstd's content checksum), followed by an
-//! index of the frames and a fixed footer. A record is read by
-//! decompressing the one or two frames that hold it, never the whole file.
+//! The compressed raw archive file, `.segz` (format version 1): a batch's
+//! whole archive packed, `raw/<batch>.segz` (in an older build's, one
+//! spool file of it, `raw/<batch>/NNNNNNNN.segz`). Its bytes (spool
+//! records, damaged ranges included) are cut into pieces of [`FRAME_LEN`]
+//! original bytes, each stored as an independent zstd frame (with zstd's
+//! content checksum), followed by an index of the frames and a fixed
+//! footer. A record is read by decompressing the one or two frames that
+//! hold it, never the whole file.
 //!
 //! ```text
 //! "HRNZSEG\x01"                         8 bytes: magic, format version 1
@@ -18,9 +20,9 @@
 //! Every frame but the last holds the same number of original bytes:
 //! [`FRAME_LEN`] in a file this build writes, 256 KiB in one an earlier
 //! build wrote (the index gives each frame's length, so both read alike).
-//! The bytes decompressed are the original file's, byte for byte, so a
+//! The bytes decompressed are the original ones, byte for byte, so a
 //! record's offset, its spool digest and the blake3 its raw signal row and
-//! the hash chain carry are those of the uncompressed file.
+//! the hash chain carry are those of the uncompressed archive.
 
 use std::io::{Read, Write};
 use std::os::unix::fs::FileExt;
@@ -32,10 +34,10 @@ const FOOTER_MAGIC: &[u8; 8] = b"HRNZIDX\x01";
 const FOOTER_LEN: u64 = 32;
 const ENTRY_LEN: usize = 16;
 /// Original bytes a frame holds: a record read decompresses at most this
-/// much more than itself. A spool file is rarely larger, so a file is
-/// mostly one frame: the transcripts a batch holds repeat themselves over
-/// more than a megabyte (resumed sessions), and on the peer bench's data
-/// 256 KiB frames kept 19.2 MB where 4 MiB ones keep 8.3 (docs/perf/peer.md).
+/// much more than itself. The transcripts a batch holds repeat themselves
+/// over more than a megabyte (resumed sessions), so longer frames keep
+/// less: on the peer bench's data, packed batches in 1, 2 and 4 MiB
+/// frames keep 7.9, 6.3 and 4.9 MB (docs/ledger.md, "The frame size").
 pub(crate) const FRAME_LEN: usize = 4 << 20;
 /// The zstd level `harnery archive compact` uses by default (see
 /// docs/ledger.md, "A compressed raw archive", for the measurement).
