@@ -416,8 +416,12 @@ impl OpenArchives {
     /// [`Self::WINDOWS_LEN`] (the one in use keeps its own).
     fn trim_windows(&mut self) {
         let mut held = 0;
-        for (_, a) in self.open.iter_mut().rev() {
+        for (i, (_, a)) in self.open.iter_mut().rev().enumerate() {
             let Ok(a) = a else { continue };
+            if i == 0 {
+                held = a.window.bytes.capacity();
+                continue;
+            }
             held += a.window.bytes.capacity();
             if held > Self::WINDOWS_LEN && a.window.bytes.capacity() > 0 {
                 held -= a.window.bytes.capacity();

@@ -180,3 +180,44 @@ fn a_reader_that_opened_the_directory_reads_on_from_the_packed_file() {
     after.bytes().read_to_end(&mut got).unwrap();
     assert!(got == all);
 }
+
+/// The archives a verify keeps open hold at most `WINDOWS_LEN` of
+/// decompressed frames besides the one in use, which keeps its own.
+#[test]
+fn the_archives_kept_open_give_back_their_windows() {
+    let dir = tempfile::tempdir().unwrap();
+    let raw = dir.path().join(RAW_DIR);
+    std::fs::create_dir_all(&raw).unwrap();
+    let batches: Vec<String> = (0..5).map(|i| format!("b{i}")).collect();
+    for b in &batches {
+        let plain = raw.join(format!("{b}{SUFFIX}"));
+        spool_file_padded(&plain, &["Stop"], 3 << 20);
+        crate::ledger::rawz::compress_file(&plain, &packed_path(dir.path(), b), 3).unwrap();
+        std::fs::remove_file(&plain).unwrap();
+    }
+    let mut open = OpenArchives::default();
+    let held = |open: &OpenArchives| -> Vec<usize> {
+        let bytes = |(_, a): &(String, Result<Archive, String>)| {
+            a.as_ref().map_or(0, |a| a.window.bytes.capacity())
+        };
+        open.open.iter().map(bytes).collect()
+    };
+    for b in batches.iter().chain(&batches[..1]) {
+        let a = open.get(dir.path(), b).as_mut().unwrap();
+        assert_eq!(is_at(a, 0, "Stop", 0), Ok(()));
+        let windows = held(&open);
+        let (in_use, others) = windows.split_last().unwrap();
+        assert!(*in_use >= 3 << 20, "{windows:?}");
+        assert!(
+            others.iter().sum::<usize>() <= OpenArchives::WINDOWS_LEN,
+            "{windows:?}"
+        );
+    }
+    // More than one other kept a window, and at least one gave it back.
+    let windows = held(&open);
+    assert!(
+        windows.iter().filter(|w| **w > 0).count() > 1,
+        "{windows:?}"
+    );
+    assert!(windows.contains(&0), "{windows:?}");
+}
