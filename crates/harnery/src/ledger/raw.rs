@@ -396,8 +396,10 @@ impl Fault {
     }
 }
 
-/// The archives a verify keeps open, most recently used last: rows come in
-/// receive-time order, and the batches drained together interleave there.
+/// The archives a verify keeps open, most recently used last: it reads
+/// rows a block at a time, each block batch by batch, and the next block
+/// comes back to the same batches (those drained together interleave in
+/// receive time).
 #[derive(Default)]
 pub(in crate::ledger) struct OpenArchives {
     open: Vec<(String, Result<Archive, String>)>,
