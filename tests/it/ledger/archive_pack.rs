@@ -148,3 +148,64 @@ fn a_kill_at_each_step_of_the_repacking_leaves_every_record_readable() {
         ok(home, &["verify"]);
     }
 }
+
+/// Readers running while `archive compact` packs batch after batch (in
+/// this process through the archive reader, and `verify` processes) read
+/// every record at every moment: a reader that listed a batch's directory
+/// before it was packed and deleted reads on from the packed file.
+#[cfg(feature = "failpoints")]
+#[test]
+fn readers_read_every_record_while_batches_are_packed() {
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path();
+    for s in [
+        "basic",
+        "parallel",
+        "file-tools",
+        "compact",
+        "interactive",
+        "resume",
+    ] {
+        feed_fixture(home, "claude-code", s);
+    }
+    feed_fixture(home, "copilot", "basic-shell-openai");
+    // Batches of a few files each, many of them.
+    let out = harnery(home)
+        .env("HARNERY_CHUNK_BYTES", "8000")
+        .args(["finalize", "--no-compact"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let batches = std::fs::read_dir(home.join("ledgers/v2/raw"))
+        .unwrap()
+        .count();
+    assert!(batches > 3, "{batches} batches");
+    let records = raw_records(home);
+    let mut compact = std::process::Command::new(assert_cmd::cargo::cargo_bin("harnery"))
+        .env("HARNERY_HOME", home)
+        .env("HARNERY_RECORDS", "off")
+        // The slowest level: more reads while it packs.
+        .args(["archive", "compact", "--level", "19"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("harnery starts");
+    let mut rounds = 0;
+    let mut verified = 0;
+    loop {
+        assert_eq!(raw_records(home), records, "round {rounds}");
+        rounds += 1;
+        if rounds % 4 == 0 {
+            let v = run(home, &["verify"]);
+            assert!(v.status.success(), "{}{}", stdout(&v), stderr(&v));
+            verified += 1;
+        }
+        if compact.try_wait().unwrap().is_some() {
+            break;
+        }
+    }
+    assert!(compact.wait().unwrap().success());
+    assert!(not_packed(home).is_empty(), "{:?}", not_packed(home));
+    assert_eq!(raw_records(home), records);
+    ok(home, &["verify"]);
+    eprintln!("{rounds} reads of every record and {verified} verify runs while packing");
+}
