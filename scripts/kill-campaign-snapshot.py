@@ -21,7 +21,8 @@ of an identical home:
   this host against its ledger, both ways);
 - with `restore RECORD NEW_ID`: the materialized record's bytes (blake3)
   and the new session's checkpoint log;
-- with `raw`: the live epoch's raw archive files, compressed or not, and
+- with `raw`: the live epoch's raw archive files, compressed or not, the
+  batches still directories (not packed), and
   any other file in it by name; with `packed`, only whether every file is
   compressed and any other file by name (a finalize cuts its batches by
   when records arrived, so their count is not compared);
@@ -182,7 +183,13 @@ def raw(home):
     packed = sum(1 for f in files if f.endswith(".segz"))
     others = sorted(f for f in files if not f.endswith((".seg", ".segz")))
     return [f"raw archive: {len(files)} files, {packed} compressed, {plain} not",
+            f"raw archive: {batch_dirs(root)} batch directories",
             *(f"raw archive leftover: {f}" for f in others)]
+
+
+def batch_dirs(root):
+    """How many batches are directories of files, not packed in one."""
+    return sum(1 for e in os.scandir(root) if e.is_dir()) if os.path.isdir(root) else 0
 
 
 def packed(home):
@@ -193,6 +200,7 @@ def packed(home):
     plain = sum(1 for f in files if f.endswith(".seg"))
     others = sorted(f for f in files if not f.endswith((".seg", ".segz")))
     return [f"raw archive: {'every file compressed' if plain == 0 else 'files left uncompressed'}",
+            f"raw archive: {batch_dirs(root)} batch directories",
             *(f"raw archive leftover: {f}" for f in others)]
 
 

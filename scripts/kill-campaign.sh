@@ -8,7 +8,9 @@
 #
 # A trial: copy a prepared home (real hook records through the real
 # harnery-hook from the captured corpus in tests/fixtures/; for
-# epoch-advance the generation-1 fixture home), start OP while more hook
+# epoch-advance the generation-1 fixture home; for archive-compact the home
+# whose raw archive an older build compressed file by file, and batches
+# `finalize --no-compact` added to it), start OP while more hook
 # records keep arriving, SIGKILL it after a random delay spread across its
 # whole run (the range is calibrated from an uninterrupted run's duration),
 # then run cron's `finalize`, deliver new hook records, `finalize` again,
@@ -209,9 +211,12 @@ prepare() {
       cp -a "$repo/tests/fixtures/epoch/gen1/home/." "$home/"
       ;;
     archive-compact)
+      # Batches an older build compressed file by file, and batches as
+      # `finalize` links them: both packed, one file a batch.
+      cp -a "$repo/tests/fixtures/raw-archive/per-file/home/." "$home/"
       for s in basic parallel file-tools compact interactive resume; do feed "$home" claude-code "$s"; done
       feed "$home" copilot basic-shell-openai
-      h "$home" finalize >/dev/null
+      h "$home" finalize --no-compact >/dev/null
       ;;
     compact-events)
       # The plain form an older build wrote: only a failpoints build makes it.

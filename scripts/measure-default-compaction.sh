@@ -4,7 +4,7 @@
 # (as scripts/bench-archive.sh builds it, COPIES copies with fresh session
 # ids), then
 #   1. `finalize --no-compact`: the archive as the commit path writes it;
-#   2. plain `finalize` runs (each compacts every file left, unless
+#   2. plain `finalize` runs (each packs every batch left, unless
 #      `[archive] compact_budget_ms` sets a budget) until every archive file
 #      is compressed, counting the runs; then `verify`.
 # Prints each archive size and its ratio to the transcripts' bytes.

@@ -20,8 +20,8 @@ pub struct Args {
 
 #[derive(Debug, clap::Subcommand)]
 enum Command {
-    /// Compress the live epoch's raw archive files in place, each verified
-    /// byte for byte before the old file is removed.
+    /// Pack each batch of the live epoch's raw archive into one compressed
+    /// file, verified byte for byte before the old files are removed.
     Compact(CompactArgs),
     /// Store the live epoch's event texts compressed and packed in blocks
     /// (a ledger an older build wrote; a new one is compact from its first
@@ -91,8 +91,8 @@ fn compact(args: CompactArgs) -> CmdResult {
     } else {
         writeln!(
             out,
-            "compacted {} raw archive files: {} bytes to {}",
-            done.files, done.bytes_before, done.bytes_after
+            "compacted {} raw archive files into {} (one a batch): {} bytes to {}",
+            done.files, done.batches, done.bytes_before, done.bytes_after
         )?;
         write_size(&mut out, &size)?;
         for b in &done.skipped_batches {

@@ -42,11 +42,13 @@ pub const EPOCH_POINTS: &[&str] = &[
     "epoch-after-activate",
 ];
 
-/// Points along `harnery archive compact`, per file converted.
+/// Points along `harnery archive compact`, per batch packed (the last
+/// after the first old file is deleted).
 pub const COMPACT_POINTS: &[&str] = &[
     "compact-after-write",
     "compact-after-rename",
     "compact-after-record",
+    "compact-mid-remove",
 ];
 
 /// Test-only tuning variables, read only by failpoint builds: the bytes

@@ -154,7 +154,7 @@ fn a_kill_at_any_failpoint_then_a_rerun_equals_an_uninterrupted_run() {
     }
 }
 
-/// The batch ids of the files in the raw archive.
+/// The batch ids of the raw archive: its directories and packed files.
 fn raw_archives(home: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(home.join("ledgers/v2/raw"))
         .unwrap()
@@ -163,7 +163,12 @@ fn raw_archives(home: &Path) -> Vec<String> {
     names.sort();
     names
         .into_iter()
-        .map(|n| n.strip_suffix(".seg").map(str::to_string).unwrap_or(n))
+        .map(|n| {
+            // A batch packed by the compaction after the run, or a single
+            // file of an older ledger.
+            let batch = n.strip_suffix(".segz").or_else(|| n.strip_suffix(".seg"));
+            batch.map(str::to_string).unwrap_or(n)
+        })
         .collect()
 }
 

@@ -1,12 +1,13 @@
 //! `harnery archive compact`: every raw signal of the corpus reads back
-//! byte for byte from the compressed archive, a flipped byte inside a
-//! frame is named by `verify`, and an archive written by the previous
-//! build (uncompressed) reads and converts.
+//! byte for byte from the archive packed one file a batch, a flipped byte
+//! inside a frame is named by `verify`, and an archive as `finalize
+//! --no-compact` writes it (uncompressed) reads and converts.
 
 use crate::common;
 
 use std::path::{Path, PathBuf};
 
+use super::raw_support::{raw_records, walk};
 use common::*;
 
 /// Every fixture of both agents, fed through the real hook, finalized.
@@ -51,41 +52,6 @@ fn files(dir: &Path) -> Vec<(String, PathBuf)> {
     out
 }
 
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
-}
-
-/// Every raw signal's record, read through the archive reader.
-fn raw_records(home: &Path) -> Vec<(String, String, Vec<u8>)> {
-    let dir = home.join("ledgers/v2");
-    let conn = rusqlite::Connection::open(dir.join("ledger.sqlite")).unwrap();
-    harnery::ledger::eventz::register(&conn).unwrap();
-    let mut stmt = conn
-        .prepare("SELECT record_digest, batch, archive_at FROM raw_signals WHERE archive_at IS NOT NULL ORDER BY record_digest")
-        .unwrap();
-    let rows: Vec<(String, String, i64)> = stmt
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
-    rows.into_iter()
-        .map(|(digest, batch, at)| {
-            let mut a = harnery::ledger::raw::Archive::open(&dir, &batch).unwrap();
-            let rec = a.record_at(at as u64).unwrap();
-            (digest, format!("{:?}", rec.envelope), rec.payload)
-        })
-        .collect()
-}
-
 fn compact(home: &Path) -> serde_json::Value {
     let out = run(home, &["archive", "compact", "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -112,19 +78,41 @@ fn every_raw_signal_of_the_corpus_reads_back_after_compaction() {
         done["compacted"]["files"].as_u64().unwrap(),
         before_files.len() as u64
     );
-    let after = files(&raw_dir(home));
-    assert_eq!(after.len(), before_files.len());
-    for ((old, _), (new, path)) in before_files.iter().zip(&after) {
-        assert_eq!(format!("{old}z"), *new);
-        assert!(harnery::ledger::rawz::is_compressed(path));
+    // One file a batch, its name the batch's, holding the batch's files
+    // one after another.
+    let mut batches: Vec<(String, Vec<u8>)> = Vec::new();
+    for ((name, _), bytes) in before_files.iter().zip(&before_bytes) {
+        let (batch, _) = name.split_once('/').expect("a file of a batch directory");
+        match batches.last_mut() {
+            Some((b, all)) if b == batch => all.extend_from_slice(bytes),
+            _ => batches.push((batch.to_string(), bytes.clone())),
+        }
     }
-    // Byte for byte: each file, and each record through the reader.
-    for ((_, path), bytes) in after.iter().zip(&before_bytes) {
+    assert!(
+        batches.len() < before_files.len(),
+        "a batch of several files: {} batches, {} files",
+        batches.len(),
+        before_files.len()
+    );
+    assert_eq!(
+        done["compacted"]["batches"].as_u64().unwrap(),
+        batches.len() as u64
+    );
+    let after = files(&raw_dir(home));
+    assert_eq!(after.len(), batches.len());
+    for ((batch, bytes), (new, path)) in batches.iter().zip(&after) {
+        assert_eq!(format!("{batch}.segz"), *new);
+        assert!(harnery::ledger::rawz::is_compressed(path));
         let c = harnery::ledger::rawz::Compressed::open(path).unwrap();
         let mut got = Vec::new();
         c.read(0, usize::MAX, &mut got).unwrap();
-        assert_eq!(got, *bytes, "{}", path.display());
+        assert!(got == *bytes, "{}", path.display());
     }
+    let dirs = std::fs::read_dir(raw_dir(home))
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().is_dir())
+        .count();
+    assert_eq!(dirs, 0, "no batch directory is left");
     assert_eq!(raw_records(home), records);
     let size = &done["archive"];
     assert!(size["bytes_on_disk"].as_u64() < size["original_bytes"].as_u64());

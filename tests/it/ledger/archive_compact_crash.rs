@@ -1,36 +1,16 @@
 #![cfg(feature = "failpoints")]
 //! A kill at any point of `harnery archive compact` leaves a readable
-//! archive: every raw signal still reads from the old file or the new,
-//! `verify` finds nothing, the home still opens for writing (its
+//! archive: every raw signal still reads from the old files or the packed
+//! one, `verify` finds nothing, the home still opens for writing (its
 //! `raw_members` records match the files), and a rerun finishes the job.
 
 use crate::common;
 
 use std::path::Path;
 
+use super::raw_support::{not_packed, raw_records};
 use common::*;
 use harnery::failpoint::COMPACT_POINTS;
-
-fn raw_records(home: &Path) -> Vec<(String, String, Vec<u8>)> {
-    let dir = home.join("ledgers/v2");
-    let conn = rusqlite::Connection::open(dir.join("ledger.sqlite")).unwrap();
-    harnery::ledger::eventz::register(&conn).unwrap();
-    let mut stmt = conn
-        .prepare("SELECT record_digest, batch, archive_at FROM raw_signals WHERE archive_at IS NOT NULL ORDER BY record_digest")
-        .unwrap();
-    let rows: Vec<(String, String, i64)> = stmt
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
-    rows.into_iter()
-        .map(|(digest, batch, at)| {
-            let mut a = harnery::ledger::raw::Archive::open(&dir, &batch).unwrap();
-            let rec = a.record_at(at as u64).unwrap();
-            (digest, format!("{:?}", rec.envelope), rec.payload)
-        })
-        .collect()
-}
 
 fn verify_ok(home: &Path, when: &str) {
     let v = run(home, &["verify"]);
@@ -72,11 +52,8 @@ fn a_kill_during_compaction_leaves_a_readable_archive() {
         );
         assert_eq!(raw_records(home), records, "{point}: after the rerun");
         verify_ok(home, point);
-        // No file of the old form is left beside its compressed one.
-        let leftovers: Vec<_> = walk(&home.join("ledgers/v2/raw"))
-            .into_iter()
-            .filter(|p| !p.to_string_lossy().ends_with(".segz"))
-            .collect();
+        // Every batch packed, no file of the old form left.
+        let leftovers = not_packed(home);
         assert!(leftovers.is_empty(), "{point}: {leftovers:?}");
         let f = run(home, &["finalize"]);
         assert!(f.status.success(), "{point}: {}", stderr(&f));
@@ -127,23 +104,7 @@ fn a_kill_during_a_finalize_compaction_leaves_the_run_committed() {
             verified(plain.path()),
             "{point}: as one run"
         );
-        let leftovers: Vec<_> = walk(&home.join("ledgers/v2/raw"))
-            .into_iter()
-            .filter(|p| !p.to_string_lossy().ends_with(".segz"))
-            .collect();
+        let leftovers = not_packed(home);
         assert!(leftovers.is_empty(), "{point}: {leftovers:?}");
     }
-}
-
-fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
 }

@@ -1,29 +1,31 @@
-//! Compaction after a `finalize` run: the raw archive files the run (and
-//! earlier ones) kept uncompressed are converted to their compressed form
-//! (`ledger::rawz`) by default, so a user who never runs `harnery archive
-//! compact` still gets the saving. `harnery archive compact` itself runs
-//! [`compact_now`]: every file, under the lease, without a budget.
+//! Compaction after a `finalize` run: each batch of the raw archive the
+//! run (and earlier ones) kept as linked spool files, or an older build
+//! compressed file by file, is packed into one compressed file
+//! (`ledger::write::compact`, `ledger::rawz`) by default, so a user who
+//! never runs `harnery archive compact` still gets the saving. `harnery
+//! archive compact` itself runs [`compact_now`]: every batch, under the
+//! lease, without a budget.
 //!
 //! Off the commit path: it starts only after the run has committed and
 //! released the ledger, takes the finalizer lease only if it is free
 //! (a `finalize` waiting for the lease is never held up by more than the
-//! file in hand: it says it waits, `lease::someone_waits`, and compaction
-//! stops at the next file), and converts every file left uncompressed, or
+//! batch in hand: it says it waits, `lease::someone_waits`, and compaction
+//! stops at the next batch), and packs every batch not packed yet, or
 //! what fits in a time budget if the config sets one, leaving the rest to
-//! the next run. Each file goes through `archive compact`'s own steps
-//! (`ledger::write::compact`), so a kill at any moment leaves every file
-//! readable and recorded in its old form or its new. A failure here is a
-//! warning: the run's ledger is already complete. Once every file is
-//! converted, the same pass packs the events written since the last one
-//! in blocks (`ledger::eventz::pack`), a transaction a step, stopping
-//! between steps (and interrupting the file's rewrite) the same way.
+//! the next run. Each batch goes through `archive compact`'s own steps,
+//! so a kill at any moment leaves every record readable and every file
+//! recorded as it is. A failure here is a warning: the run's ledger is
+//! already complete. Once every batch is packed, the same pass packs the
+//! events written since the last one in blocks (`ledger::eventz::pack`),
+//! a transaction a step, stopping between steps (and interrupting the
+//! file's rewrite) the same way.
 //!
 //! Off with `finalize --no-compact`, or in `HARNERY_HOME/config.toml`:
 //!
 //! ```toml
 //! [archive]
 //! compact = false          # default true
-//! compact_budget_ms = 1000 # default none: every file; with one, no new file is begun after it
+//! compact_budget_ms = 1000 # default none: every batch; with one, no new batch is begun after it
 //! ```
 
 use std::path::PathBuf;
@@ -42,8 +44,8 @@ use crate::ledger::{LedgerError, LedgerReader, LedgerWriter};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct CompactSettings {
     pub enabled: bool,
-    /// No new file is begun once it is spent; `None` (the default): every
-    /// file is converted (unless another finalizer waits for the lease).
+    /// No new batch is begun once it is spent; `None` (the default): every
+    /// batch is packed (unless another finalizer waits for the lease).
     pub budget: Option<Duration>,
 }
 
@@ -98,7 +100,7 @@ impl CompactSettings {
     }
 }
 
-/// Convert the live epoch's uncompressed raw archive files, then pack the
+/// Pack the live epoch's raw archive batches not packed yet, then pack the
 /// events written since the last pass (`ledger::eventz_pack`): all of
 /// it, or what fits in `budget`, stopping early for a finalizer that waits
 /// for the lease. `None` when there was nothing to do here: no live epoch, or
@@ -144,8 +146,8 @@ pub enum CompactNowError {
     Ledger(#[from] LedgerError),
 }
 
-/// `harnery archive compact`: every raw archive file of the live epoch
-/// compressed at `level`, under the finalizer lease (waited for as
+/// `harnery archive compact`: every batch of the live epoch's raw archive
+/// packed at `level`, under the finalizer lease (waited for as
 /// `finalize` waits for it), and the archive's size after.
 pub fn compact_now(
     home: &Home,

@@ -22,6 +22,11 @@
 //!
 //! Ledgers written before archives were linked keep one file per batch,
 //! `raw/<batch>.seg`, the same concatenation written out; it is still read.
+//! Compaction (`ledger::write::compact`) packs a batch's archive into that
+//! single-file form, compressed: `raw/<batch>.segz` (`ledger::rawz`), the
+//! whole concatenation as one stream. It is renamed into place before the
+//! directory it replaces is deleted, and a reader looks for it first, so a
+//! reader finds the batch's bytes whatever moment it opens the archive at.
 //!
 //! The bytes live outside SQLite because the ledger would otherwise write
 //! each of them twice more (WAL, then checkpoint) and carry them through
@@ -44,10 +49,16 @@ pub(crate) fn archive_path(ledger_dir: &Path, batch: &str) -> PathBuf {
     ledger_dir.join(RAW_DIR).join(batch)
 }
 
-/// Where an archive written as one file (before archives were linked)
-/// lives.
+/// Where an archive written as one file lives (uncompressed, before
+/// archives were linked).
 fn single_file_path(ledger_dir: &Path, batch: &str) -> PathBuf {
     ledger_dir.join(RAW_DIR).join(format!("{batch}{SUFFIX}"))
+}
+
+/// Where a batch's packed archive lives: the single-file form,
+/// compressed (`raw/<batch>.segz`).
+pub(crate) fn packed_path(ledger_dir: &Path, batch: &str) -> PathBuf {
+    compressed_path(&single_file_path(ledger_dir, batch))
 }
 
 /// The name of the `index`th file of an archive.
@@ -101,6 +112,22 @@ fn either_form(path: &Path) -> Option<PathBuf> {
     }
 }
 
+/// The files of the archive directory `dir` in order, each in its
+/// compressed form where that exists (the first named even when missing,
+/// so that reading it says which file is missing).
+fn listed_members(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for index in 0.. {
+        let member = dir.join(member_name(index));
+        match either_form(&member) {
+            Some(found) => files.push(found),
+            None if index == 0 => files.push(member),
+            None => break,
+        }
+    }
+    files
+}
+
 /// The compressed form of the archive file `path` (`….seg` → `….segz`).
 pub(crate) fn compressed_path(path: &Path) -> PathBuf {
     let mut name = path.file_name().unwrap_or_default().to_os_string();
@@ -136,6 +163,10 @@ pub(crate) fn env_text(env: &std::collections::BTreeMap<String, String>) -> Opti
 /// not read whole, so memory holds one window (or one record larger than
 /// it) whatever the size of the batch.
 pub struct Archive {
+    /// Where it was opened from, to open it again when compaction packed
+    /// its files meanwhile.
+    ledger_dir: PathBuf,
+    batch: String,
     path: PathBuf,
     /// Each file and the archive offset it starts at.
     members: Vec<(PathBuf, u64)>,
@@ -172,16 +203,13 @@ impl Archive {
             (single, vec![found])
         } else {
             let path = archive_path(ledger_dir, batch);
-            let mut files = Vec::new();
-            for index in 0.. {
-                let member = path.join(member_name(index));
-                match either_form(&member) {
-                    Some(found) => files.push(found),
-                    None if index == 0 => files.push(member),
-                    None => break,
-                }
+            let files = listed_members(&path);
+            match either_form(&single) {
+                // Packed while the directory was listed: the list may lack
+                // files deleted since, the packed file holds them all.
+                Some(found) => (single, vec![found]),
+                None => (path, files),
             }
-            (path, files)
         };
         let mut members = Vec::new();
         let mut packed = Vec::new();
@@ -208,6 +236,8 @@ impl Archive {
             len += size;
         }
         Ok(Archive {
+            ledger_dir: ledger_dir.to_path_buf(),
+            batch: batch.to_string(),
             path,
             members,
             packed,
@@ -262,10 +292,23 @@ impl Archive {
 
     /// Where in the window the bytes of the record that starts at byte
     /// `at` are (as many as there are, when it is torn; just the header's,
-    /// when that does not check out).
+    /// when that does not check out). A file gone since the archive was
+    /// opened is one compaction packed and deleted meanwhile: the archive
+    /// is opened again, in its packed form, and read there.
     fn read_record(&mut self, at: u64) -> Result<std::ops::Range<usize>, String> {
+        match self.read_record_once(at) {
+            Err(Fault::Gone(_)) => {
+                *self = Archive::open(&self.ledger_dir, &self.batch).map_err(|e| e.to_string())?;
+                self.read_record_once(at).map_err(Fault::into_text)
+            }
+            got => got.map_err(Fault::into_text),
+        }
+    }
+
+    fn read_record_once(&mut self, at: u64) -> Result<std::ops::Range<usize>, Fault> {
         if at >= self.len {
-            return Err(format!("{}: past the end of the archive", self.here(at)));
+            let past = format!("{}: past the end of the archive", self.here(at));
+            return Err(Fault::Other(past));
         }
         let member = self.members.partition_point(|(_, start)| *start <= at) - 1;
         let local = at - self.members[member].1;
@@ -290,7 +333,7 @@ impl Archive {
 
     /// Make the window hold `want` bytes of `member` from `local`, or as
     /// many as the file has; how many that is.
-    fn fill(&mut self, member: usize, local: u64, want: usize) -> Result<usize, String> {
+    fn fill(&mut self, member: usize, local: u64, want: usize) -> Result<usize, Fault> {
         let w = &self.window;
         let end = w.start + w.bytes.len() as u64;
         if w.member == member && w.start <= local && local + want as u64 <= end {
@@ -301,7 +344,7 @@ impl Archive {
             let path = &self.members[member].0;
             let start = z
                 .read(local, want.max(1), &mut self.window.bytes)
-                .map_err(|e| format!("{}: {e}", path.display()))?;
+                .map_err(|e| Fault::Other(format!("{}: {e}", path.display())))?;
             self.window.member = member;
             self.window.start = start;
             let end = start + self.window.bytes.len() as u64;
@@ -313,7 +356,13 @@ impl Archive {
             .is_none_or(|(open, _)| *open != member)
         {
             let path = &self.members[member].0;
-            let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let file = std::fs::File::open(path).map_err(|e| {
+                let text = format!("{}: {e}", path.display());
+                match e.kind() {
+                    std::io::ErrorKind::NotFound => Fault::Gone(text),
+                    _ => Fault::Other(text),
+                }
+            })?;
             self.current = Some((member, file));
         }
         let (_, file) = self.current.as_ref().expect("just opened");
@@ -332,8 +381,25 @@ impl Archive {
     }
 }
 
-/// The archives a verify keeps open, most recently used last: rows come in
-/// receive-time order, and the batches drained together interleave there.
+/// Why a read found no bytes: the file it opens is gone (packed since the
+/// archive was opened), or anything else.
+enum Fault {
+    Gone(String),
+    Other(String),
+}
+
+impl Fault {
+    fn into_text(self) -> String {
+        match self {
+            Fault::Gone(t) | Fault::Other(t) => t,
+        }
+    }
+}
+
+/// The archives a verify keeps open, most recently used last: it reads
+/// rows a block at a time, each block batch by batch, and the next block
+/// comes back to the same batches (those drained together interleave in
+/// receive time).
 #[derive(Default)]
 pub(in crate::ledger) struct OpenArchives {
     open: Vec<(String, Result<Archive, String>)>,
@@ -341,6 +407,30 @@ pub(in crate::ledger) struct OpenArchives {
 
 impl OpenArchives {
     const KEPT: usize = 32;
+    /// The bytes the windows of the archives kept open may hold together:
+    /// a packed archive's window is a whole decompressed frame (up to 4
+    /// MiB), so 32 of them would hold 128 MiB. The least recently used
+    /// give theirs back first, and decompress again when read again
+    /// (`verify` reads a batch's rows together, so that is rare).
+    const WINDOWS_LEN: usize = 8 << 20;
+
+    /// Give back the windows of the least recently used archives beyond
+    /// [`Self::WINDOWS_LEN`] (the one in use keeps its own).
+    fn trim_windows(&mut self) {
+        let mut held = 0;
+        for (i, (_, a)) in self.open.iter_mut().rev().enumerate() {
+            let Ok(a) = a else { continue };
+            if i == 0 {
+                held = a.window.bytes.capacity();
+                continue;
+            }
+            held += a.window.bytes.capacity();
+            if held > Self::WINDOWS_LEN && a.window.bytes.capacity() > 0 {
+                held -= a.window.bytes.capacity();
+                a.window = Window::default();
+            }
+        }
+    }
 
     pub(in crate::ledger) fn get(
         &mut self,
@@ -360,6 +450,7 @@ impl OpenArchives {
                 self.open.push((batch.to_string(), opened));
             }
         }
+        self.trim_windows();
         &mut self.open.last_mut().expect("just pushed").1
     }
 }
@@ -420,115 +511,103 @@ impl<'a> Identity<'a> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use std::os::unix::fs::MetadataExt;
+/// A batch's archive read from its first byte to its last as one stream,
+/// its files one after another, compressed ones decompressed a frame at a
+/// time: what compaction packs into one file.
+pub(crate) struct ArchiveBytes<'a> {
+    archive: &'a Archive,
+    member: usize,
+    /// The offset in the member of the next byte.
+    local: u64,
+    /// The open member, when it is uncompressed.
+    file: Option<std::fs::File>,
+    /// Decompressed bytes of a compressed member, from member offset
+    /// `frame_at`.
+    frame: Vec<u8>,
+    frame_at: u64,
+}
 
-    use super::*;
-    use crate::spool::{SPOOL_FORMAT_VERSION, frame};
-
-    /// A spool file of one record per event name.
-    fn spool_file(path: &Path, events: &[&str]) {
-        spool_file_padded(path, events, 0);
+impl Archive {
+    /// The archive's length: its original bytes, all files.
+    pub(crate) fn len(&self) -> u64 {
+        self.len
     }
 
-    /// As [`spool_file`], each payload padded by `pad` bytes.
-    fn spool_file_padded(path: &Path, events: &[&str], pad: usize) {
-        let mut bytes = Vec::new();
-        for (i, event) in events.iter().enumerate() {
-            let fill = "x".repeat(pad);
-            let payload = format!(r#"{{"hook_event_name":"{event}","pad":"{fill}"}}"#);
-            let envelope = serde_json::json!({
-                "v": 1, "record_id": format!("r{i}"), "adapter": "claude-code",
-                "event": event, "session_id": "s", "session_key": "s",
-                "received_ns": i, "boot_id": null, "boottime_ns": null, "pid": 1,
-                "writer": "test", "payload_len": payload.len(),
-                "payload_blake3": blake3::hash(payload.as_bytes()).to_hex().to_string(),
-                "write_path": "segment",
-            });
-            bytes.extend(frame::encode_record(
-                SPOOL_FORMAT_VERSION,
-                envelope.to_string().as_bytes(),
-                payload.as_bytes(),
-            ));
+    /// Its files as found, in order (each in the form read).
+    pub(crate) fn files(&self) -> impl Iterator<Item = &Path> {
+        self.members.iter().map(|(p, _)| p.as_path())
+    }
+
+    /// Its bytes from the first, as one stream.
+    pub(crate) fn bytes(&self) -> ArchiveBytes<'_> {
+        ArchiveBytes {
+            archive: self,
+            member: 0,
+            local: 0,
+            file: None,
+            frame: Vec::new(),
+            frame_at: 0,
         }
-        std::fs::write(path, bytes).unwrap();
     }
 
-    /// Whether the record at `at` is the `i`th of its file, named `event`.
-    fn is_at(archive: &mut Archive, at: u64, event: &str, i: i64) -> Result<(), String> {
-        let want = Identity {
-            session_key: "s",
-            event: Some(event),
-            received_ns: i,
-        };
-        archive.identity_at(at, &want)
-    }
-
-    /// The archive links the spool files (no byte copied) and reads them
-    /// as one concatenation, across the boundary between them.
-    #[test]
-    fn an_archive_links_its_files_and_reads_them_in_order() {
-        let dir = tempfile::tempdir().unwrap();
-        let (a, b) = (dir.path().join("a.seg"), dir.path().join("b.seg"));
-        spool_file(&a, &["SessionStart", "Stop"]);
-        spool_file(&b, &["PreToolUse"]);
-        let ledger_dir = dir.path().join("ledger");
-        std::fs::create_dir(&ledger_dir).unwrap();
-        let kept = keep(&ledger_dir, "b1", &[&a, &b]).unwrap();
-        let inode = |p: &Path| std::fs::metadata(p).unwrap().ino();
-        assert_eq!(inode(&kept.join(member_name(0))), inode(&a));
-        assert_eq!(inode(&kept.join(member_name(1))), inode(&b));
-        let first_len = std::fs::metadata(&a).unwrap().len();
-        let mut archive = Archive::open(&ledger_dir, "b1").unwrap();
-        assert_eq!(is_at(&mut archive, 0, "SessionStart", 0), Ok(()));
-        assert_eq!(is_at(&mut archive, first_len, "PreToolUse", 0), Ok(()));
-        let wrong = is_at(&mut archive, 0, "Stop", 0).unwrap_err();
-        assert!(wrong.contains("the record there is"), "{wrong}");
-        let past = first_len + std::fs::metadata(&b).unwrap().len();
-        let err = is_at(&mut archive, past, "Stop", 1).unwrap_err();
-        assert!(err.contains("past the end"), "{err}");
-    }
-
-    /// Archives written as one file, before they were linked, still read.
-    #[test]
-    fn a_single_file_archive_still_reads() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join(RAW_DIR)).unwrap();
-        spool_file(&single_file_path(dir.path(), "old"), &["Stop"]);
-        let mut archive = Archive::open(dir.path(), "old").unwrap();
-        assert_eq!(is_at(&mut archive, 0, "Stop", 0), Ok(()));
-    }
-
-    /// Records larger than the read-ahead window, records the window holds
-    /// several of, lookups out of order, and a record the file cuts short.
-    #[test]
-    fn records_read_through_the_window_in_any_order() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join(RAW_DIR)).unwrap();
-        let path = single_file_path(dir.path(), "w");
-        let events = ["A", "B", "C", "D"];
-        spool_file_padded(&path, &events, WINDOW_LEN + 1000);
-        let bytes = std::fs::read(&path).unwrap();
-        let record_len = bytes.len() as u64 / 4;
-        let mut archive = Archive::open(dir.path(), "w").unwrap();
-        for i in [2, 0, 3, 1, 1] {
-            let at = i as u64 * record_len;
-            assert_eq!(is_at(&mut archive, at, events[i], i as i64), Ok(()));
-        }
-        spool_file_padded(&path, &events, 10);
-        let record_len = std::fs::metadata(&path).unwrap().len() / 4;
-        let mut archive = Archive::open(dir.path(), "w").unwrap();
-        for i in [3, 0, 1, 2] {
-            let at = i as u64 * record_len;
-            assert_eq!(is_at(&mut archive, at, events[i], i as i64), Ok(()));
-        }
-        let cut = bytes.len() - 10;
-        std::fs::write(&path, &bytes[..cut]).unwrap();
-        let mut archive = Archive::open(dir.path(), "w").unwrap();
-        let big = bytes.len() as u64 / 4;
-        assert_eq!(is_at(&mut archive, 2 * big, "C", 2), Ok(()));
-        let torn = is_at(&mut archive, 3 * big, "D", 3).unwrap_err();
-        assert!(torn.contains("byte"), "{torn}");
+    /// The original length of member `i`.
+    fn member_len(&self, i: usize) -> u64 {
+        let end = self.members.get(i + 1).map_or(self.len, |(_, at)| *at);
+        end - self.members[i].1
     }
 }
+
+impl std::io::Read for ArchiveBytes<'_> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let a = self.archive;
+        while self.member < a.members.len() && self.local >= a.member_len(self.member) {
+            self.member += 1;
+            self.local = 0;
+            self.file = None;
+            self.frame.clear();
+        }
+        if self.member == a.members.len() || out.is_empty() {
+            return Ok(0);
+        }
+        let (path, _) = &a.members[self.member];
+        let left = (a.member_len(self.member) - self.local).min(out.len() as u64) as usize;
+        let n = match &a.packed[self.member] {
+            Some(z) => {
+                let end = self.frame_at + self.frame.len() as u64;
+                if self.local < self.frame_at || self.local >= end {
+                    self.frame_at = z
+                        .read(self.local, 1, &mut self.frame)
+                        .map_err(|e| std::io::Error::other(format!("{}: {e}", path.display())))?;
+                }
+                let from = (self.local - self.frame_at) as usize;
+                let n = left.min(self.frame.len() - from);
+                out[..n].copy_from_slice(&self.frame[from..from + n]);
+                n
+            }
+            None => {
+                use std::os::unix::fs::FileExt;
+                if self.file.is_none() {
+                    self.file = Some(std::fs::File::open(path)?);
+                }
+                let file = self.file.as_ref().expect("just opened");
+                file.read_at(&mut out[..left], self.local)?
+            }
+        };
+        if n == 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                format!(
+                    "{} ends at byte {}, before its archived length",
+                    path.display(),
+                    self.local
+                ),
+            ));
+        }
+        self.local += n as u64;
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+#[path = "raw_tests.rs"]
+mod tests;

@@ -1,9 +1,11 @@
-//! The compressed raw archive file, `NNNNNNNN.segz` (format version 1):
-//! one archive file's bytes (spool records, damaged ranges included) cut
-//! into pieces of [`FRAME_LEN`] original bytes, each stored as an
-//! independent zstd frame (with zstd's content checksum), followed by an
-//! index of the frames and a fixed footer. A record is read by
-//! decompressing the one or two frames that hold it, never the whole file.
+//! The compressed raw archive file, `.segz` (format version 1): a batch's
+//! whole archive packed, `raw/<batch>.segz` (in an older build's, one
+//! spool file of it, `raw/<batch>/NNNNNNNN.segz`). Its bytes (spool
+//! records, damaged ranges included) are cut into pieces of [`FRAME_LEN`]
+//! original bytes, each stored as an independent zstd frame (with zstd's
+//! content checksum), followed by an index of the frames and a fixed
+//! footer. A record is read by decompressing the one or two frames that
+//! hold it, never the whole file.
 //!
 //! ```text
 //! "HRNZSEG\x01"                         8 bytes: magic, format version 1
@@ -18,11 +20,11 @@
 //! Every frame but the last holds the same number of original bytes:
 //! [`FRAME_LEN`] in a file this build writes, 256 KiB in one an earlier
 //! build wrote (the index gives each frame's length, so both read alike).
-//! The bytes decompressed are the original file's, byte for byte, so a
+//! The bytes decompressed are the original ones, byte for byte, so a
 //! record's offset, its spool digest and the blake3 its raw signal row and
-//! the hash chain carry are those of the uncompressed file.
+//! the hash chain carry are those of the uncompressed archive.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
@@ -32,10 +34,10 @@ const FOOTER_MAGIC: &[u8; 8] = b"HRNZIDX\x01";
 const FOOTER_LEN: u64 = 32;
 const ENTRY_LEN: usize = 16;
 /// Original bytes a frame holds: a record read decompresses at most this
-/// much more than itself. A spool file is rarely larger, so a file is
-/// mostly one frame: the transcripts a batch holds repeat themselves over
-/// more than a megabyte (resumed sessions), and on the peer bench's data
-/// 256 KiB frames kept 19.2 MB where 4 MiB ones keep 8.3 (docs/perf/peer.md).
+/// much more than itself. The transcripts a batch holds repeat themselves
+/// over more than a megabyte (resumed sessions), so longer frames keep
+/// less: on the peer bench's data, packed batches in 1, 2 and 4 MiB
+/// frames keep 7.9, 6.3 and 4.9 MB (docs/ledger.md, "The frame size").
 pub(crate) const FRAME_LEN: usize = 4 << 20;
 /// The zstd level `harnery archive compact` uses by default (see
 /// docs/ledger.md, "A compressed raw archive", for the measurement).
@@ -182,10 +184,16 @@ pub fn is_compressed(path: &Path) -> bool {
         && &head == MAGIC
 }
 
-/// Write `from`'s bytes compressed at `level` to a new file `to`, synced.
+/// Write `from`'s bytes compressed at `level` to a new file `to`, synced;
+/// the compressed file's length.
+#[cfg(test)]
 pub(crate) fn compress_file(from: &Path, to: &Path, level: i32) -> std::io::Result<u64> {
-    use std::io::Read;
-    let mut src = std::fs::File::open(from)?;
+    compress(&mut std::fs::File::open(from)?, to, level)
+}
+
+/// Write every byte `src` reads, compressed at `level`, to a new file
+/// `to` (never an existing one), synced; the compressed file's length.
+pub(crate) fn compress(src: &mut impl Read, to: &Path, level: i32) -> std::io::Result<u64> {
     let out = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -201,15 +209,7 @@ pub(crate) fn compress_file(from: &Path, to: &Path, level: i32) -> std::io::Resu
     let mut original_len = 0u64;
     let mut count = 0u64;
     loop {
-        let mut n = 0;
-        while n < buf.len() {
-            match src.read(&mut buf[n..]) {
-                Ok(0) => break,
-                Ok(k) => n += k,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
+        let n = fill(src, &mut buf)?;
         if n == 0 {
             break;
         }
@@ -235,21 +235,35 @@ pub(crate) fn compress_file(from: &Path, to: &Path, level: i32) -> std::io::Resu
     Ok(at + index.len() as u64 + FOOTER_LEN)
 }
 
-/// Whether the compressed file `z` holds exactly the bytes of `original`,
-/// read frame by frame; why not, when it does not.
-pub(crate) fn same_bytes(z: &Path, original: &Path) -> Result<(), String> {
+/// Read from `src` until `buf` is full or `src` ends; how much was read.
+fn fill(src: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match src.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// Whether the compressed file `z` holds exactly the `len` bytes `original`
+/// reads (named `what` in the answer), read frame by frame; why not, when
+/// it does not.
+pub(crate) fn same_bytes(
+    z: &Path,
+    original: &mut impl Read,
+    len: u64,
+    what: &str,
+) -> Result<(), String> {
     let c = Compressed::open(z)?;
-    let src = std::fs::File::open(original).map_err(|e| format!("{}: {e}", original.display()))?;
-    let len = src
-        .metadata()
-        .map_err(|e| format!("{}: {e}", original.display()))?
-        .len();
     if len != c.original_len {
         return Err(format!(
-            "{} holds {} bytes, {} holds {len}",
+            "{} holds {} bytes, {what} holds {len}",
             z.display(),
-            c.original_len,
-            original.display()
+            c.original_len
         ));
     }
     let mut got = Vec::new();
@@ -259,13 +273,11 @@ pub(crate) fn same_bytes(z: &Path, original: &Path) -> Result<(), String> {
         c.read(at, 1, &mut got)
             .map_err(|e| format!("{}: {e}", z.display()))?;
         let want = &mut want[..got.len()];
-        src.read_exact_at(want, at)
-            .map_err(|e| format!("{}: {e}", original.display()))?;
-        if got != *want {
+        let n = fill(original, want).map_err(|e| format!("{what}: {e}"))?;
+        if n != want.len() || got != *want {
             return Err(format!(
-                "{} differs from {} in original bytes {at}..{}",
+                "{} differs from {what} in original bytes {at}..{}",
                 z.display(),
-                original.display(),
                 at + got.len() as u64
             ));
         }
@@ -288,7 +300,15 @@ mod tests {
         std::fs::write(&src, &bytes).unwrap();
         compress_file(&src, &z, 3).unwrap();
         assert!(is_compressed(&z) && !is_compressed(&src));
-        same_bytes(&z, &src).unwrap();
+        let len = bytes.len() as u64;
+        same_bytes(&z, &mut &bytes[..], len, "the original").unwrap();
+        let mut other = bytes.clone();
+        other[FRAME_LEN + 9] ^= 1;
+        let err = same_bytes(&z, &mut &other[..], len, "the other").unwrap_err();
+        assert!(
+            err.contains(&format!("original bytes {FRAME_LEN}..")),
+            "{err}"
+        );
         let c = Compressed::open(&z).unwrap();
         assert_eq!(c.original_len(), bytes.len() as u64);
         let mut out = Vec::new();

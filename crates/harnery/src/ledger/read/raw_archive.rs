@@ -80,9 +80,10 @@ impl Raw<'_> {
     /// record must be intact (its spool digest matches) at its offset in
     /// its batch's archive, and carry the row's receive time, session key
     /// and event name; an inline row's envelope must say the same. Rows
-    /// are read in key order (no sort, so memory stays flat), each record
-    /// read at its offset from a few archives kept open. Returns the rows
-    /// checked and the problems.
+    /// are read in key order (no sort in SQLite), and archived ones checked
+    /// [`CHECKED_TOGETHER`] at a time in archive order, each record read at
+    /// its offset from a few archives kept open. Returns the rows checked
+    /// and the problems, in key order.
     pub fn verify(&self) -> Result<(u64, Vec<RawProblem>), LedgerError> {
         self.verify_range(None, None)
     }
@@ -133,38 +134,103 @@ impl Raw<'_> {
         let mut rows = stmt.query(rusqlite::params![from, to, batch])?;
         let mut problems = Vec::new();
         let mut open = OpenArchives::default();
+        let mut archived = Vec::new();
         let mut count = 0u64;
         while let Some(r) = rows.next()? {
-            count += 1;
-            let text = |i: usize| -> rusqlite::Result<Option<&str>> {
-                Ok(r.get_ref(i)?.as_str_or_null()?)
+            let text = |i: usize| -> rusqlite::Result<Option<String>> {
+                Ok(r.get_ref(i)?.as_str_or_null()?.map(str::to_string))
             };
-            let want = Identity {
+            let row = ArchivedRow {
+                seq: count,
+                record_digest: r.get(0)?,
                 session_key: text(1)?.unwrap_or_default(),
                 event: text(2)?,
                 received_ns: r.get(3)?,
+                batch: text(4)?.unwrap_or_default(),
+                at: r.get::<_, Option<i64>>(5)?.map(|a| a as u64),
             };
-            let batch = text(4)?.unwrap_or_default();
-            let at: Option<i64> = r.get(5)?;
-            let verdict = match (at, text(6)?) {
-                (Some(at), _) => match open.get(self.r.dir(), batch) {
-                    Ok(a) => a.identity_at(at as u64, &want),
-                    Err(e) => Err(e.clone()),
-                },
-                (None, Some(text)) => inline_identity(text, &want),
-                (None, None) => Err("the row keeps no bytes and no archive offset".into()),
-            };
-            let Err(detail) = verdict else {
+            count += 1;
+            if row.at.is_some() {
+                archived.push(row);
+                if archived.len() == CHECKED_TOGETHER {
+                    self.check_archived(&mut archived, &mut open, &mut problems);
+                }
                 continue;
+            }
+            let inline = r
+                .get_ref(6)?
+                .as_str_or_null()
+                .map_err(rusqlite::Error::from)?;
+            let verdict = match inline {
+                Some(text) => inline_identity(text, &row.identity()),
+                None => Err("the row keeps no bytes and no archive offset".into()),
             };
-            problems.push(RawProblem {
-                record_digest: r.get(0)?,
-                session_key: want.session_key.to_string(),
-                batch: batch.to_string(),
-                archive_at: at.map(|a| a as u64),
-                detail,
-            });
+            if let Err(detail) = verdict {
+                problems.push((row.seq, row.problem(detail)));
+            }
         }
-        Ok((count, problems))
+        self.check_archived(&mut archived, &mut open, &mut problems);
+        problems.sort_by_key(|(seq, _)| *seq);
+        Ok((count, problems.into_iter().map(|(_, p)| p).collect()))
+    }
+
+    /// Check `rows` (archived rows, taken out) against their records,
+    /// batch by batch in archive order: each compressed frame is then
+    /// decompressed once, where rows in receive order would hop between
+    /// the frames of many batches.
+    fn check_archived(
+        &self,
+        rows: &mut Vec<ArchivedRow>,
+        open: &mut OpenArchives,
+        problems: &mut Vec<(u64, RawProblem)>,
+    ) {
+        rows.sort_by(|a, b| (&a.batch, a.at).cmp(&(&b.batch, b.at)));
+        for row in rows.drain(..) {
+            let at = row.at.expect("archived rows only");
+            let verdict = match open.get(self.r.dir(), &row.batch) {
+                Ok(a) => a.identity_at(at, &row.identity()),
+                Err(e) => Err(e.clone()),
+            };
+            if let Err(detail) = verdict {
+                problems.push((row.seq, row.problem(detail)));
+            }
+        }
+    }
+}
+
+/// How many archived rows are sorted and checked together: enough that a
+/// frame is decompressed once for most of its rows, few enough that the
+/// rows held stay a few megabytes.
+const CHECKED_TOGETHER: usize = 32 << 10;
+
+/// A raw signal row as `verify` holds it until its record is read.
+struct ArchivedRow {
+    /// Its place in receive order, the order problems are told in.
+    seq: u64,
+    record_digest: String,
+    session_key: String,
+    event: Option<String>,
+    received_ns: i64,
+    batch: String,
+    at: Option<u64>,
+}
+
+impl ArchivedRow {
+    fn identity(&self) -> Identity<'_> {
+        Identity {
+            session_key: &self.session_key,
+            event: self.event.as_deref(),
+            received_ns: self.received_ns,
+        }
+    }
+
+    fn problem(self, detail: String) -> RawProblem {
+        RawProblem {
+            record_digest: self.record_digest,
+            session_key: self.session_key,
+            batch: self.batch,
+            archive_at: self.at,
+            detail,
+        }
     }
 }

@@ -1,24 +1,35 @@
-//! `harnery archive compact`: the live epoch's raw archive files
-//! converted in place to their compressed form (`rawz`), one file at a
-//! time, so that a kill at any point leaves each file readable, in its old
-//! form or its new, and recorded as such in `raw_members`.
+//! `harnery archive compact`, and the pass a default `finalize` runs
+//! after its commit: each batch's raw archive packed into one compressed
+//! file, `raw/<batch>.segz` (`rawz`: the batch's whole concatenation as
+//! one stream of 4 MiB zstd frames), so that the records of a batch's
+//! sessions, which repeat one another, are compressed together. A batch
+//! is packed from whatever form it is in: its directory of spool files as
+//! `finalize` linked them, the same files compressed one by one (an older
+//! build's compaction, or one of them and not the others), or the single
+//! file of a ledger from before the links. Step by step, for each batch
+//! whose records all check out:
 //!
-//! For each batch whose records all check out, its recorded `….seg` files:
-//!
-//! 1. each compressed to `.<name>z.tmp` beside it, fsynced;
+//! 1. its bytes, read through the archive reader, compressed to
+//!    `raw/.<batch>.segz.tmp`, fsynced;
 //! 2. read back frame by frame and compared, byte for byte, with the
-//!    original (whose records were just checked against their rows);
-//! 3. renamed to `<name>z`; then the directory fsynced once (both forms
-//!    exist, the ledger still records the old; readers take the new);
-//! 4. in one transaction, the new files recorded in `raw_members` (size,
-//!    mtime) and the old ones forgotten;
-//! 5. the old files deleted, the directory fsynced.
+//!    archive read again (whose records were just checked against their
+//!    rows);
+//! 3. renamed to `raw/<batch>.segz`, `raw/` fsynced: readers take it from
+//!    then on (a reader looks for the packed file first, and one that
+//!    opened the directory before reads it again from the packed file when
+//!    a file it opens is gone), while the ledger still records the old
+//!    files;
+//! 4. in one transaction, the packed file recorded in `raw_members` (size,
+//!    mtime) and the batch's old files forgotten;
+//! 5. the old files deleted (the directory file by file, then itself),
+//!    `raw/` fsynced.
 //!
 //! A rerun finishes what a kill interrupted: a temporary file is deleted,
-//! a compressed file the ledger does not record is written anew, an old
-//! file the ledger no longer records is deleted.
+//! a packed file the ledger does not record is deleted and written anew,
+//! old files of a batch whose packed file the ledger records are
+//! forgotten and deleted.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use rusqlite::params;
 
@@ -30,31 +41,35 @@ use crate::ledger::{LedgerError, raw, rawz};
 /// What a compaction did.
 #[derive(Debug, Default, Clone, serde::Serialize)]
 pub struct Compacted {
-    /// Files converted.
+    /// Archive files replaced (each batch's old files, however many).
     pub files: u64,
-    /// Their bytes before and after.
+    /// Their bytes on disk before, and the packed files' after.
     pub bytes_before: u64,
     pub bytes_after: u64,
+    /// Batches packed, one file each.
+    pub batches: u64,
     /// Batches left as they were because a record of theirs does not
-    /// check out (`harnery verify` names it).
+    /// check out (`harnery verify` names it), or a file the ledger records
+    /// is not one the archive reads.
     pub skipped_batches: Vec<String>,
-    /// The deadline passed with files left to convert.
+    /// The deadline passed with batches left to pack.
     #[serde(skip)]
     pub unfinished: bool,
 }
 
-/// Whether a killed compaction left something in a batch whose recorded
-/// files are `recorded`: an old file beside its recorded compressed form.
-/// (A temporary file is left only in a batch that still has a file to
-/// convert, and that batch is looked at anyway.)
-fn has_leftovers(raw_dir: &Path, recorded: &[&str]) -> bool {
-    recorded
-        .iter()
-        .filter_map(|n| n.strip_suffix('z').filter(|_| n.ends_with(rawz::SUFFIX)))
-        .any(|old| recorded.contains(&old) || raw_dir.join(old).exists())
+/// The name below `raw/` of `batch`'s packed archive.
+fn packed_name(batch: &str) -> String {
+    format!("{batch}{}", rawz::SUFFIX)
 }
 
-/// Delete the temporary compressed files (`.<name>z.tmp`) a killed
+/// Whether a killed compaction left old files beside `batch`'s recorded
+/// packed file: its directory, or an uncompressed single file.
+fn has_leftovers(raw_dir: &Path, batch: &str) -> bool {
+    let exists = |p: &Path| std::fs::symlink_metadata(p).is_ok();
+    exists(&raw_dir.join(batch)) || exists(&raw_dir.join(format!("{batch}{}", raw::SUFFIX)))
+}
+
+/// Delete the temporary packed files (`.<batch>.segz.tmp`) a killed
 /// compaction left in `dir` (none there, or no `dir`: nothing to do).
 fn remove_temporaries(dir: &Path) -> Result<(), LedgerError> {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -71,19 +86,41 @@ fn remove_temporaries(dir: &Path) -> Result<(), LedgerError> {
     Ok(())
 }
 
+/// Delete `batch`'s old archive files: its directory, file by file, then
+/// the directory; an uncompressed single file; then `raw/` synced.
+fn remove_old_files(raw_dir: &Path, batch: &str) -> Result<(), LedgerError> {
+    let dir = raw_dir.join(batch);
+    if let Ok(entries) = std::fs::read_dir(&dir) {
+        for e in entries {
+            let path = e.map_err(|e| LedgerError::io(&dir, e))?.path();
+            std::fs::remove_file(&path).map_err(|e| LedgerError::io(&path, e))?;
+            failpoint::hit("compact-mid-remove");
+        }
+        std::fs::remove_dir(&dir).map_err(|e| LedgerError::io(&dir, e))?;
+    }
+    let single = raw_dir.join(format!("{batch}{}", raw::SUFFIX));
+    match std::fs::remove_file(&single) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(LedgerError::io(&single, e));
+        }
+        _ => {}
+    }
+    durable::sync_dir(raw_dir)?;
+    Ok(())
+}
+
 impl LedgerWriter {
-    /// Convert every recorded uncompressed archive file of this (live,
-    /// write-opened) ledger at zstd `level`.
+    /// Pack every batch of this (live, write-opened) ledger's raw archive
+    /// not packed yet, at zstd `level`.
     pub(crate) fn compact_archive(&mut self, level: i32) -> Result<Compacted, LedgerError> {
         self.compact_archive_within(level, &|| false)
     }
 
-    /// [`compact_archive`](Self::compact_archive), starting no new file
-    /// once `stop` answers true (a file begun is finished, and recorded
-    /// with the others of its batch converted so far): what is left is
-    /// converted by the next call, and `unfinished` says so. Batches with
-    /// nothing to convert and no leftover of a killed run are passed over
-    /// without reading their directories.
+    /// [`compact_archive`](Self::compact_archive), starting no new batch
+    /// once `stop` answers true (a batch begun is finished): what is left
+    /// is packed by the next call, and `unfinished` says so. Batches
+    /// packed already, with no leftover of a killed run, are passed over
+    /// at the cost of two lookups each.
     pub(crate) fn compact_archive_within(
         &mut self,
         level: i32,
@@ -101,132 +138,109 @@ impl LedgerWriter {
                 .filter(|(b, _)| b == batch)
                 .map(|(_, n)| n.as_str())
                 .collect();
-            let todo: Vec<&str> = recorded
-                .iter()
-                .copied()
-                .filter(|n| n.ends_with(".seg") && !recorded.contains(&format!("{n}z").as_str()))
-                .collect();
-            if todo.is_empty() && !has_leftovers(&raw_dir, &recorded) {
+            let packed = packed_name(batch);
+            let is_packed = recorded.contains(&packed.as_str());
+            let old_recorded = recorded.iter().any(|n| *n != packed);
+            if is_packed && !old_recorded && !has_leftovers(&raw_dir, batch) {
                 continue;
             }
             if stop() {
                 done.unfinished = true;
                 break;
             }
-            self.finish_interrupted(&raw_dir, batch, &recorded)?;
-            if todo.is_empty() {
+            if is_packed {
+                self.forget_old_files(batch)?;
+                remove_old_files(&raw_dir, batch)?;
                 continue;
             }
-            let (_, problems) = self.raw().verify_batch(batch)?;
-            if !problems.is_empty() {
-                done.skipped_batches.push(batch.to_string());
-                continue;
-            }
-            self.compact_batch(&raw_dir, batch, &todo, level, stop, &mut done)?;
+            self.pack_batch(&raw_dir, batch, &recorded, level, &mut done)?;
         }
         Ok(done)
     }
 
-    /// Leftovers of a killed compaction in `batch`: temporary files in its
-    /// directory, and old files whose compressed form the ledger records
-    /// already. (Those of a single-file archive, in `raw/` itself, went
-    /// first: [`remove_temporaries`].)
-    fn finish_interrupted(
+    /// Forget every recorded file of `batch` but its packed one.
+    fn forget_old_files(&mut self, batch: &str) -> Result<(), LedgerError> {
+        self.conn.execute(
+            "DELETE FROM raw_members WHERE batch = ?1 AND name <> ?2",
+            params![batch, packed_name(batch)],
+        )?;
+        Ok(())
+    }
+
+    /// Pack `batch`, whose recorded files are `recorded`: written, synced
+    /// and checked, renamed into place, recorded, then the old files go.
+    fn pack_batch(
         &mut self,
         raw_dir: &Path,
         batch: &str,
         recorded: &[&str],
-    ) -> Result<(), LedgerError> {
-        remove_temporaries(&raw::archive_path(&self.dir, batch))?;
-        for z in recorded.iter().filter(|n| n.ends_with(rawz::SUFFIX)) {
-            let old = z.strip_suffix('z').expect("ends with z");
-            let old_path = raw_dir.join(old);
-            if recorded.contains(&old) {
-                self.conn.execute(
-                    "DELETE FROM raw_members WHERE batch = ?1 AND name = ?2",
-                    params![batch, old],
-                )?;
-            }
-            if old_path.exists() {
-                std::fs::remove_file(&old_path).map_err(|e| LedgerError::io(&old_path, e))?;
-                durable::sync_dir(old_path.parent().unwrap_or(raw_dir))?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Convert the files `names` of `batch`: each written, synced and
-    /// checked, then renamed into place; the directory synced once; one
-    /// transaction records them all; then the old files go.
-    fn compact_batch(
-        &mut self,
-        raw_dir: &Path,
-        batch: &str,
-        names: &[&str],
         level: i32,
-        stop: &dyn Fn() -> bool,
         done: &mut Compacted,
     ) -> Result<(), LedgerError> {
-        let mut converted = Vec::new();
-        let mut dirs: Vec<PathBuf> = Vec::new();
-        for name in names {
-            if !converted.is_empty() && stop() {
-                done.unfinished = true;
-                break;
-            }
-            let old = raw_dir.join(name);
-            let dir = old.parent().unwrap_or(raw_dir).to_path_buf();
-            let new_name = format!("{name}z");
-            let new = raw_dir.join(&new_name);
-            let file_name = new.file_name().unwrap_or_default().to_string_lossy();
-            let tmp: PathBuf = dir.join(format!(".{file_name}.tmp"));
-            if new.exists() {
-                // Renamed by a killed run before the ledger recorded it.
-                std::fs::remove_file(&new).map_err(|e| LedgerError::io(&new, e))?;
-            }
-            let before = std::fs::metadata(&old)
-                .map_err(|e| LedgerError::io(&old, e))?
-                .len();
-            let after = rawz::compress_file(&old, &tmp, level)
-                .map_err(|e| LedgerError::durability(&tmp, e))?;
-            failpoint::hit("compact-after-write");
-            rawz::same_bytes(&tmp, &old).map_err(|detail| LedgerError::Corrupt {
+        let packed = raw::packed_path(&self.dir, batch);
+        if std::fs::symlink_metadata(&packed).is_ok() {
+            // Renamed by a killed run before the ledger recorded it: the
+            // old files are what the ledger vouches for.
+            std::fs::remove_file(&packed).map_err(|e| LedgerError::io(&packed, e))?;
+            durable::sync_dir(raw_dir)?;
+        }
+        let (_, problems) = self.raw().verify_batch(batch)?;
+        let archive = match problems.is_empty() {
+            true => Some(raw::Archive::open(&self.dir, batch)?),
+            false => None,
+        };
+        let Some(archive) = archive.filter(|a| reads_every_recorded_file(a, raw_dir, recorded))
+        else {
+            done.skipped_batches.push(batch.to_string());
+            return Ok(());
+        };
+        let mut before = 0;
+        for name in recorded {
+            before += super::integrity::stat_of(&raw_dir.join(name))?.0;
+        }
+        let tmp = raw_dir.join(format!(".{}.tmp", packed_name(batch)));
+        let after = rawz::compress(&mut archive.bytes(), &tmp, level)
+            .map_err(|e| LedgerError::durability(&tmp, e))?;
+        failpoint::hit("compact-after-write");
+        let what = format!("the archive of batch {batch}");
+        rawz::same_bytes(&tmp, &mut archive.bytes(), archive.len(), &what).map_err(|detail| {
+            LedgerError::Corrupt {
                 path: tmp.clone(),
-                detail: format!("the compressed file does not read back as the original: {detail}"),
-            })?;
-            std::fs::rename(&tmp, &new).map_err(|e| LedgerError::io(&new, e))?;
-            if !dirs.contains(&dir) {
-                dirs.push(dir);
+                detail: format!("the packed file does not read back as the archive: {detail}"),
             }
-            done.bytes_before += before;
-            done.bytes_after += after;
-            converted.push((name.to_string(), new_name, old, new));
-        }
-        for dir in &dirs {
-            durable::sync_dir(dir)?;
-        }
+        })?;
+        drop(archive);
+        std::fs::rename(&tmp, &packed).map_err(|e| LedgerError::io(&packed, e))?;
+        durable::sync_dir(raw_dir)?;
         failpoint::hit("compact-after-rename");
+        let (len, mtime) = super::integrity::stat_of(&packed)?;
         let tx = self.conn_mut().transaction()?;
-        for (name, new_name, _, new) in &converted {
-            let (len, mtime) = super::integrity::stat_of(new)?;
-            tx.execute(
-                "INSERT OR REPLACE INTO raw_members (batch, name, len, mtime_ns) VALUES (?1, ?2, ?3, ?4)",
-                params![batch, new_name, len as i64, mtime],
-            )?;
-            tx.execute(
-                "DELETE FROM raw_members WHERE batch = ?1 AND name = ?2",
-                params![batch, name],
-            )?;
-        }
+        tx.execute(
+            "INSERT OR REPLACE INTO raw_members (batch, name, len, mtime_ns) VALUES (?1, ?2, ?3, ?4)",
+            params![batch, packed_name(batch), len as i64, mtime],
+        )?;
+        tx.execute(
+            "DELETE FROM raw_members WHERE batch = ?1 AND name <> ?2",
+            params![batch, packed_name(batch)],
+        )?;
         tx.commit().map_err(LedgerError::CommitFailed)?;
         failpoint::hit("compact-after-record");
-        for (_, _, old, _) in &converted {
-            std::fs::remove_file(old).map_err(|e| LedgerError::io(old, e))?;
-        }
-        for dir in &dirs {
-            durable::sync_dir(dir)?;
-        }
-        done.files += converted.len() as u64;
+        remove_old_files(raw_dir, batch)?;
+        done.files += recorded.len() as u64;
+        done.bytes_before += before;
+        done.bytes_after += after;
+        done.batches += 1;
         Ok(())
     }
+}
+
+/// Whether every file the ledger records for a batch is one `archive`
+/// reads, itself or in its compressed form (the only files packing may
+/// delete are ones whose bytes it packed).
+fn reads_every_recorded_file(archive: &raw::Archive, raw_dir: &Path, recorded: &[&str]) -> bool {
+    let read: Vec<&Path> = archive.files().collect();
+    recorded.iter().all(|name| {
+        let path = raw_dir.join(name);
+        read.contains(&path.as_path()) || read.contains(&raw::compressed_path(&path).as_path())
+    })
 }
