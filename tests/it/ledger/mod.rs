@@ -7,6 +7,7 @@ mod archive_pack;
 mod cli;
 mod compact_events;
 mod compact_signals;
+mod compaction_waiter;
 mod derive;
 mod home_faults;
 mod raw_support;

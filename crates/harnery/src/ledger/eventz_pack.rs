@@ -220,7 +220,16 @@ pub(crate) fn pack(conn: &mut Connection, stop: &dyn Fn() -> bool) -> Result<Pac
         frame: Vec::new(),
         body: Vec::new(),
     };
-    loop {
+    let dir = conn
+        .path()
+        .and_then(|p| std::path::Path::new(p).parent())
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_default();
+    for step in 0.. {
+        if step > 0 {
+            // A test's finalizer comes to wait for the lease here.
+            crate::failpoint::pause("pack-between-steps", &dir);
+        }
         if stop() {
             done.unfinished = true;
             break;

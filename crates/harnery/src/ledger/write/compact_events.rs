@@ -22,6 +22,10 @@
 //!    table and bodies held (SQLite's own atomic rewrite), run whenever
 //!    the file has free pages or the packing freed bytes.
 
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
 use rusqlite::TransactionBehavior;
 
 use super::LedgerWriter;
@@ -111,21 +115,29 @@ impl LedgerWriter {
     fn vacuum(&mut self, stop: &(dyn Fn() -> bool + Sync)) -> Result<bool, LedgerError> {
         let conn = &self.read.conn;
         let interrupt = conn.get_interrupt_handle();
-        let finished = std::sync::atomic::AtomicBool::new(false);
+        let finished = AtomicBool::new(false);
+        let watch = Arc::new(Watch::default());
+        pause_mid_vacuum(conn, &self.read.dir, &watch)?;
         let done = std::thread::scope(|s| {
             s.spawn(|| {
-                while !finished.load(std::sync::atomic::Ordering::Relaxed) {
-                    if stop() {
+                while !finished.load(Ordering::Relaxed) {
+                    let stopping = stop();
+                    if stopping {
                         interrupt.interrupt();
+                        watch.interrupted.store(true, Ordering::SeqCst);
+                    }
+                    watch.looks.fetch_add(1, Ordering::SeqCst);
+                    if stopping {
                         return;
                     }
                     std::thread::sleep(std::time::Duration::from_millis(20));
                 }
             });
             let done = conn.execute_batch("VACUUM");
-            finished.store(true, std::sync::atomic::Ordering::Relaxed);
+            finished.store(true, Ordering::Relaxed);
             done
         });
+        conn.progress_handler(0, None::<fn() -> bool>)?;
         match done {
             Ok(()) => {}
             Err(rusqlite::Error::SqliteFailure(e, _))
@@ -150,4 +162,48 @@ impl LedgerWriter {
         )?;
         Ok((pages * size) as u64)
     }
+}
+
+/// What the watcher of a `VACUUM`'s `stop` did: how many times it looked,
+/// and whether it interrupted the rewrite.
+#[derive(Default)]
+struct Watch {
+    looks: AtomicU64,
+    interrupted: AtomicBool,
+}
+
+/// With the failpoint `vacuum-running` armed (tests only): the `VACUUM`
+/// pauses once mid-rewrite (`failpoint::pause`, its marker in `dir`), and
+/// once the test lets it go on, waits until the watcher has looked again
+/// or interrupted it, so that a finalizer the test started meanwhile is
+/// seen while the rewrite still runs.
+fn pause_mid_vacuum(
+    conn: &rusqlite::Connection,
+    dir: &Path,
+    watch: &Arc<Watch>,
+) -> Result<(), LedgerError> {
+    if !crate::failpoint::armed("vacuum-running") {
+        return Ok(());
+    }
+    let (dir, watch) = (dir.to_path_buf(), watch.clone());
+    let mut paused = false;
+    conn.progress_handler(
+        1000,
+        Some(move || {
+            if !paused {
+                paused = true;
+                crate::failpoint::pause("vacuum-running", &dir);
+                // A look that began before the pause ended may have missed
+                // the finalizer: the second one after it did not.
+                let seen = watch.looks.load(Ordering::SeqCst);
+                while watch.looks.load(Ordering::SeqCst) < seen + 2
+                    && !watch.interrupted.load(Ordering::SeqCst)
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+            }
+            false
+        }),
+    )?;
+    Ok(())
 }
