@@ -5,6 +5,7 @@
 //! searches, `/api/search` and `finalize` started at once over such a file
 //! all answer while one of them makes it again.
 
+use super::load::{SESSION, hits, home_in, index, ok, prompt};
 use crate::common;
 use crate::serve::support::{Served, request};
 
@@ -13,10 +14,8 @@ use std::process::Output;
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use common::{stderr, stdout};
+use common::stderr;
 use serde_json::Value;
-
-const SESSION: &str = "9c520b8b-ad43-42aa-8c1d-37ca016522f8";
 
 /// The index the previous format's build wrote (`harnery-search-5`), for
 /// another ledger than the tests': both reasons to make it again.
@@ -25,60 +24,12 @@ fn format_5_index() -> PathBuf {
         .join("tests/fixtures/epoch/gen11/home/search/index.sqlite")
 }
 
-/// A home holding the `tool-failure` capture's hooks and `prompts` prompts
-/// of the word `plum`, finalized.
-fn home_in(dir: &Path, prompts: usize) -> PathBuf {
-    let home = dir.join("home");
-    let hooks = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/claude-code/tool-failure/hooks.jsonl");
-    for line in std::fs::read_to_string(hooks).unwrap().lines() {
-        common::deliver(&home, "claude-code", line);
-    }
-    for i in 0..prompts {
-        prompt(
-            &home,
-            &format!("p-plum-{i}"),
-            &format!("plum{i} and a plum"),
-        );
-    }
-    ok(common::harnery(&home).arg("finalize").output().unwrap());
-    home
-}
-
-fn prompt(home: &Path, id: &str, text: &str) {
-    let payload = serde_json::json!({"hook_event_name": "UserPromptSubmit",
-        "session_id": SESSION, "prompt": text, "prompt_id": id});
-    common::deliver(home, "claude-code", &payload.to_string());
-}
-
-fn ok(out: Output) -> Output {
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
-    out
-}
-
-fn hits(out: &Output) -> Vec<Value> {
-    stdout(out)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 fn search(home: &Path, args: &[&str]) -> Output {
     common::harnery(home)
         .args(["search", "--json"])
         .args(args)
         .output()
         .unwrap()
-}
-
-fn index(home: &Path) -> PathBuf {
-    home.join("search/index.sqlite")
 }
 
 /// The index file replaced by the previous format's.

@@ -19,28 +19,36 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use common::{stderr, stdout};
 use serde_json::Value;
 
-const SESSION: &str = "9c520b8b-ad43-42aa-8c1d-37ca016522f8";
+pub(super) const SESSION: &str = "9c520b8b-ad43-42aa-8c1d-37ca016522f8";
 
-/// A home holding the `tool-failure` capture's hooks, finalized.
-fn home_in(dir: &Path) -> PathBuf {
+/// A home holding the `tool-failure` capture's hooks and `prompts` prompts
+/// of the word `plum`, finalized.
+pub(super) fn home_in(dir: &Path, prompts: usize) -> PathBuf {
     let home = dir.join("home");
     let hooks = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/claude-code/tool-failure/hooks.jsonl");
     for line in std::fs::read_to_string(hooks).unwrap().lines() {
         common::deliver(&home, "claude-code", line);
     }
+    for i in 0..prompts {
+        prompt(
+            &home,
+            &format!("p-plum-{i}"),
+            &format!("plum{i} and a plum"),
+        );
+    }
     ok(common::harnery(&home).arg("finalize").output().unwrap());
     home
 }
 
 /// A prompt of the session, delivered through the hook binary.
-fn prompt(home: &Path, id: &str, text: &str) {
+pub(super) fn prompt(home: &Path, id: &str, text: &str) {
     let payload = serde_json::json!({"hook_event_name": "UserPromptSubmit",
         "session_id": SESSION, "prompt": text, "prompt_id": id});
     common::deliver(home, "claude-code", &payload.to_string());
 }
 
-fn ok(out: Output) -> Output {
+pub(super) fn ok(out: Output) -> Output {
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -51,7 +59,7 @@ fn ok(out: Output) -> Output {
     out
 }
 
-fn hits(out: &Output) -> Vec<Value> {
+pub(super) fn hits(out: &Output) -> Vec<Value> {
     stdout(out)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -66,7 +74,7 @@ fn bare(mut hits: Vec<Value>) -> Vec<Value> {
     hits
 }
 
-fn index(home: &Path) -> PathBuf {
+pub(super) fn index(home: &Path) -> PathBuf {
     home.join("search/index.sqlite")
 }
 
@@ -79,7 +87,7 @@ fn index(home: &Path) -> PathBuf {
 fn searches_and_the_api_answer_while_finalize_runs_in_a_loop() {
     const ROUNDS: usize = 12;
     let dir = tempfile::tempdir().unwrap();
-    let home = home_in(dir.path());
+    let home = home_in(dir.path(), 0);
     ok(common::harnery(&home)
         .args(["search", "exit"])
         .output()
@@ -234,7 +242,7 @@ fn a_read_only_home_searches_the_index_as_it_stands() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let home = home_in(dir.path());
+    let home = home_in(dir.path(), 0);
     let before = hits(&ok(common::harnery(&home)
         .args(["search", "--json", "exit"])
         .output()
@@ -282,7 +290,7 @@ fn a_read_only_home_searches_the_index_as_it_stands() {
 fn a_full_disk_searches_the_index_as_it_stands() {
     let full = ["sh", "-c", "trap '' XFSZ; ulimit -f 0; exec \"$@\"", "sh"];
     let dir = tempfile::tempdir().unwrap();
-    let home = home_in(dir.path());
+    let home = home_in(dir.path(), 0);
     let before = hits(&ok(common::harnery(&home)
         .args(["search", "--json", "exit"])
         .output()
@@ -305,7 +313,7 @@ fn a_full_disk_searches_the_index_as_it_stands() {
 #[test]
 fn a_tampered_index_shows_no_forged_snippet() {
     let dir = tempfile::tempdir().unwrap();
-    let home = home_in(dir.path());
+    let home = home_in(dir.path(), 0);
     let search = |args: &[&str]| {
         common::harnery(&home)
             .args(["search", "--json"])
@@ -379,7 +387,7 @@ fn a_tampered_index_shows_no_forged_snippet() {
 #[test]
 fn a_search_killed_while_it_indexes_leaves_an_index_the_next_one_finishes() {
     let dir = tempfile::tempdir().unwrap();
-    let home = home_in(dir.path());
+    let home = home_in(dir.path(), 0);
     for i in 0..150 {
         prompt(
             &home,
