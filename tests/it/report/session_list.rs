@@ -323,4 +323,11 @@ fn across_an_advance_the_newest_own_title_names_the_session() {
     assert_eq!(of("t")["title_source"], "record");
     assert_eq!(of("p")["title"], "first prompt");
     assert_eq!(of("p")["title_source"], "prompt");
+    // `show` names the whole session as the list does.
+    for (id, title) in [("t", "New name"), ("p", "first prompt")] {
+        let out = common::next(home, &["show", id, "--epoch", "all", "--json"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let shown: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+        assert_eq!(shown["summary"]["title"], title, "{id}: {shown}");
+    }
 }

@@ -427,18 +427,31 @@ pub(crate) fn combine(parts: &[SessionSummary]) -> Option<SessionSummary> {
 /// otherwise the earliest part's prompt title stays ([`combine`]). Sets it
 /// on `whole`, and says where it came from.
 fn newest_title(whole: &mut SessionSummary, parts: &[KeptPart]) -> Option<String> {
+    let titled: Vec<(&SessionSummary, Option<&str>)> = parts
+        .iter()
+        .map(|(_, s, k)| (s, k.title_source.as_deref()))
+        .collect();
+    newest_own_title(whole, &titled).map(str::to_string)
+}
+
+/// [`newest_title`] over each part's summary and where its title came
+/// from, oldest part first: `show` and the list name a session alike.
+pub(crate) fn newest_own_title<'s>(
+    whole: &mut SessionSummary,
+    parts: &[(&SessionSummary, Option<&'s str>)],
+) -> Option<&'s str> {
     let renamed = parts
         .iter()
         .rev()
-        .find(|(_, s, k)| s.title.is_some() && k.title_source.as_deref() == Some("record"));
-    if let Some((_, s, k)) = renamed {
+        .find(|(s, source)| s.title.is_some() && *source == Some("record"));
+    if let Some((s, source)) = renamed {
         whole.title.clone_from(&s.title);
-        return k.title_source.clone();
+        return *source;
     }
     parts
         .iter()
-        .find(|(_, s, _)| s.title.is_some())
-        .and_then(|(.., k)| k.title_source.clone())
+        .find(|(s, _)| s.title.is_some())
+        .and_then(|(_, source)| *source)
 }
 
 fn add_counts(a: SpanCounts, b: SpanCounts) -> SpanCounts {

@@ -10,7 +10,7 @@
 
 use serde::Serialize;
 
-use super::epochs::{Epochs, OpenEpoch, combine, report_damaged};
+use super::epochs::{Epochs, OpenEpoch, combine, newest_own_title, report_damaged};
 use super::inherited::Inherited;
 use super::source::SourceError;
 use super::superseded::mark_timeline;
@@ -23,6 +23,9 @@ use crate::restore::log::SessionLog;
 pub struct Part<'a> {
     pub epoch: &'a OpenEpoch,
     pub timeline: Timeline,
+    /// Where its title came from (`record` or `prompt`), as its session
+    /// row says.
+    title_source: Option<String>,
 }
 
 /// Every part of the session `name` names, marked: superseded entries
@@ -40,13 +43,23 @@ pub fn parts<'a>(
         mark_timeline(l, &log, &mut timeline, include_superseded)?;
         let inherited = Inherited::of(l, s)?;
         inherited.mark(&mut timeline, &events);
-        Ok((timeline, events, inherited))
+        let title_source = l
+            .sessions()
+            .listed()?
+            .into_iter()
+            .find(|(summary, _)| &summary.session == s)
+            .and_then(|(_, facts)| facts.title_source);
+        Ok((timeline, events, inherited, title_source))
     })?;
     Ok(read
         .into_iter()
-        .map(|(epoch, (mut timeline, events, inherited))| {
+        .map(|(epoch, (mut timeline, events, inherited, title_source))| {
             mark_turn_tokens(&mut timeline, &turn_usage(inherited.own(&events)));
-            Part { epoch, timeline }
+            Part {
+                epoch,
+                timeline,
+                title_source,
+            }
         })
         .collect())
 }
@@ -60,10 +73,18 @@ pub fn report_damaged_parts(parts: &[Part]) -> bool {
     damaged
 }
 
-/// The summary of the whole session, over all its parts.
+/// The summary of the whole session, over all its parts, titled as the
+/// list titles it: the newest part's own title from the agent's record,
+/// else the earliest prompt's.
 pub fn whole(parts: &[Part]) -> SessionSummary {
     let summaries: Vec<SessionSummary> = parts.iter().map(|p| p.timeline.summary.clone()).collect();
-    combine(&summaries).expect("a shown session has a part")
+    let mut whole = combine(&summaries).expect("a shown session has a part");
+    let titled: Vec<(&SessionSummary, Option<&str>)> = parts
+        .iter()
+        .map(|p| (&p.timeline.summary, p.title_source.as_deref()))
+        .collect();
+    newest_own_title(&mut whole, &titled);
+    whole
 }
 
 /// A part's entries with their times counted from `start`.
