@@ -59,7 +59,7 @@ pub(super) fn verified_export(home: &Path, when: &str) -> String {
 
 /// Delays below `span_us` microseconds, drawn from `seed` (the same each
 /// run, so a failing trial can be run again).
-pub(super) fn random_delays(mut seed: u64, span_us: u64) -> impl Iterator<Item = Duration> {
+fn random_delays(mut seed: u64, span_us: u64) -> impl Iterator<Item = Duration> {
     std::iter::repeat_with(move || {
         seed = seed
             .wrapping_mul(6364136223846793005)
@@ -70,7 +70,7 @@ pub(super) fn random_delays(mut seed: u64, span_us: u64) -> impl Iterator<Item =
 
 /// `harnery <args>` on `home` (records off), SIGKILLed after `delay`:
 /// whether it ended killed rather than by its own exit.
-pub(super) fn killed_after(home: &Path, args: &[&str], delay: Duration) -> bool {
+fn killed_after(home: &Path, args: &[&str], delay: Duration) -> bool {
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("harnery"))
         .env("HARNERY_HOME", home)
         .env("HARNERY_NOW", NOW)
@@ -83,6 +83,40 @@ pub(super) fn killed_after(home: &Path, args: &[&str], delay: Duration) -> bool 
     std::thread::sleep(delay);
     let _ = child.kill();
     !child.wait().unwrap().success()
+}
+
+/// `harnery archive compact-events` on `trials` copies of `template` (in
+/// `dir`), each SIGKILLed after a delay drawn from `seed` over the time an
+/// uninterrupted run takes here (and a little after), then run again to
+/// its end: `same` checks each copy after the kill and after the rerun,
+/// `compact` that the rerun converted it. At least one trial must have
+/// been killed mid-run.
+pub(super) fn conversions_killed(
+    dir: &Path,
+    template: &Path,
+    seed: u64,
+    trials: usize,
+    compact: fn(&Path) -> bool,
+    same: impl Fn(&Path, &str),
+) {
+    let probe = dir.join("probe");
+    copy_tree(template, &probe);
+    let start = Instant::now();
+    assert!(run(&probe, &["archive", "compact-events"]).status.success());
+    let span = start.elapsed().as_micros().max(1_000) as u64 * 5 / 4;
+    let mut killed = 0;
+    for (trial, delay) in random_delays(seed, span).take(trials).enumerate() {
+        let home = dir.join(format!("trial-{trial}"));
+        copy_tree(template, &home);
+        killed += usize::from(killed_after(&home, &["archive", "compact-events"], delay));
+        let when = format!("trial {trial}, killed after {delay:?}");
+        same(&home, &when);
+        let rerun = run(&home, &["archive", "compact-events"]);
+        assert!(rerun.status.success(), "{when}: {}", stderr(&rerun));
+        assert!(compact(&home), "{when}");
+        same(&home, &format!("{when}: after the rerun"));
+    }
+    assert!(killed > 0, "no trial was killed mid-run");
 }
 
 #[test]
@@ -153,30 +187,16 @@ fn a_kill_at_any_moment_of_the_conversion_leaves_a_ledger_that_verifies() {
     std::fs::create_dir_all(&template).unwrap();
     home_with_events(&template, true);
     let want = verified_export(&template, "template");
-    // How long an uninterrupted conversion takes here: kills land over
-    // all of it and a little after.
-    let probe = t.path().join("probe");
-    copy_tree(&template, &probe);
-    let start = Instant::now();
-    assert!(run(&probe, &["archive", "compact-events"]).status.success());
-    let span = start.elapsed().as_micros().max(1_000) as u64 * 5 / 4;
-    let mut killed = 0;
-    for (trial, delay) in random_delays(0x5151_e0e0, span).take(12).enumerate() {
-        let home = t.path().join(format!("trial-{trial}"));
-        copy_tree(&template, &home);
-        killed += usize::from(killed_after(&home, &["archive", "compact-events"], delay));
-        let when = format!("trial {trial}, killed after {delay:?}");
-        assert_eq!(verified_export(&home, &when), want, "{when}");
-        let rerun = run(&home, &["archive", "compact-events"]);
-        assert!(rerun.status.success(), "{when}: {}", stderr(&rerun));
-        assert!(is_compact(&home), "{when}");
-        assert_eq!(
-            verified_export(&home, &when),
-            want,
-            "{when}: after the rerun"
-        );
-    }
-    assert!(killed > 0, "no trial was killed mid-run");
+    conversions_killed(
+        t.path(),
+        &template,
+        0x5151_e0e0,
+        12,
+        is_compact,
+        |home, when| {
+            assert_eq!(verified_export(home, when), want, "{when}");
+        },
+    );
 }
 
 #[test]

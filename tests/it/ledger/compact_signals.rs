@@ -8,9 +8,8 @@
 //! nowhere.
 
 use std::path::Path;
-use std::time::Instant;
 
-use super::compact_events::{db, killed_after, random_delays, verified_export};
+use super::compact_events::{conversions_killed, db, verified_export};
 use crate::common::*;
 use harnery::ledger::PLAIN_SIGNALS_ENV;
 
@@ -127,30 +126,17 @@ fn a_kill_at_any_moment_of_the_conversion_leaves_the_same_signal_rows() {
         signal_rows(&template),
         verified_export(&template, "template"),
     );
-    let probe = t.path().join("probe");
-    copy_tree(&template, &probe);
-    let start = Instant::now();
-    assert!(run(&probe, &["archive", "compact-events"]).status.success());
-    let span = start.elapsed().as_micros().max(1_000) as u64 * 5 / 4;
-    let mut killed = 0;
-    for (trial, delay) in random_delays(0x5167_a15e, span).take(10).enumerate() {
-        let home = t.path().join(format!("trial-{trial}"));
-        copy_tree(&template, &home);
-        killed += usize::from(killed_after(&home, &["archive", "compact-events"], delay));
-        let when = format!("trial {trial}, killed after {delay:?}");
-        assert_eq!(signal_rows(&home), want_rows, "{when}");
-        assert_eq!(verified_export(&home, &when), want, "{when}");
-        let rerun = run(&home, &["archive", "compact-events"]);
-        assert!(rerun.status.success(), "{when}: {}", stderr(&rerun));
-        assert!(is_compact(&home), "{when}");
-        assert_eq!(signal_rows(&home), want_rows, "{when}: after the rerun");
-        assert_eq!(
-            verified_export(&home, &when),
-            want,
-            "{when}: after the rerun"
-        );
-    }
-    assert!(killed > 0, "no trial was killed mid-run");
+    conversions_killed(
+        t.path(),
+        &template,
+        0x5167_a15e,
+        10,
+        is_compact,
+        |home, when| {
+            assert_eq!(signal_rows(home), want_rows, "{when}");
+            assert_eq!(verified_export(home, when), want, "{when}");
+        },
+    );
 }
 
 #[test]
