@@ -110,6 +110,33 @@ pub fn run(home: &Path, args: &[&str]) -> Output {
     harnery(home).args(args).output().expect("harnery runs")
 }
 
+/// `harnery <args>` on `home`, which must succeed: its stdout.
+pub fn ok(home: &Path, args: &[&str]) -> String {
+    let out = run(home, args);
+    assert!(
+        out.status.success(),
+        "harnery {args:?}: {}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    stdout(&out)
+}
+
+/// Every file below `dir`, at any depth, sorted.
+pub fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
+}
+
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::common::{self, run, stderr, stdout};
+use crate::common::{self, ok, run, stderr, stdout};
 
 /// Generation 12's schema digest, as its genesis stores it.
 pub(crate) const GEN12: &str = "081a2061e45f712d36111cfebe19bf4e19a1c28c81ac75c0abd959721c187c16";
@@ -26,17 +26,6 @@ const GEN6: &str = "dbb71c8f699a0110309706c91a7be9b3d6eb7378e27294ad92221eb51148
 const GEN1: &str = "1256ec3093dd7e2056634101779618c6a94c7ae34a1b5e4010dd47febaaedcec";
 /// A session of the generation-6 home, clean, with checkpoints.
 pub(crate) const CLEAN: &str = "82655d0f-45cd-404f-9e4e-e90fea255247";
-
-pub(crate) fn ok(home: &Path, args: &[&str]) -> String {
-    let out = run(home, args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}{}",
-        stdout(&out),
-        stderr(&out)
-    );
-    stdout(&out)
-}
 
 pub(crate) fn json(home: &Path, args: &[&str]) -> Value {
     serde_json::from_str(&ok(home, args)).unwrap_or_else(|e| panic!("{args:?}: {e}"))

@@ -10,8 +10,9 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::generations::{CLEAN, GEN11, ok, ships_from};
+use super::generations::{CLEAN, GEN11, ships_from};
 use crate::common;
+use crate::common::ok;
 
 /// The capture recorded after the advance: a call the user was asked to
 /// approve, which never ran.

@@ -10,7 +10,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::generations::{CLEAN, GEN10, json, ok, ships_from};
+use super::generations::{CLEAN, GEN10, json, ships_from};
+use crate::common::ok;
 use crate::common::{self, stderr};
 
 /// The Copilot capture recorded after the advance, and its record.

@@ -7,7 +7,7 @@ use crate::common;
 
 use std::path::{Path, PathBuf};
 
-use super::raw_support::{raw_records, walk};
+use super::raw_support::raw_records;
 use common::*;
 
 /// Every fixture of both agents, fed through the real hook, finalized.

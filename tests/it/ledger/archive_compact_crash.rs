@@ -8,7 +8,7 @@ use crate::common;
 
 use std::path::Path;
 
-use super::raw_support::{not_packed, raw_records};
+use super::raw_support::{killed_at, not_packed, raw_records};
 use common::*;
 use harnery::failpoint::COMPACT_POINTS;
 
@@ -30,17 +30,7 @@ fn a_kill_during_compaction_leaves_a_readable_archive() {
         let t = tempfile::tempdir().unwrap();
         let home = t.path();
         copy_tree(base.path(), home);
-        let out = harnery(home)
-            .env("HARNERY_FAILPOINTS", point)
-            .args(["archive", "compact"])
-            .output()
-            .unwrap();
-        assert_eq!(
-            out.status.code(),
-            None,
-            "{point}: not killed: {}",
-            stderr(&out)
-        );
+        killed_at(home, point, &["archive", "compact"]);
         assert_eq!(raw_records(home), records, "{point}: after the kill");
         verify_ok(home, point);
         let again = run(home, &["archive", "compact", "--json"]);
@@ -78,17 +68,7 @@ fn a_kill_during_a_finalize_compaction_leaves_the_run_committed() {
         let t = tempfile::tempdir().unwrap();
         let home = t.path();
         copy_tree(fed.path(), home);
-        let out = harnery(home)
-            .env("HARNERY_FAILPOINTS", point)
-            .arg("finalize")
-            .output()
-            .unwrap();
-        assert_eq!(
-            out.status.code(),
-            None,
-            "{point}: not killed: {}",
-            stderr(&out)
-        );
+        let out = killed_at(home, point, &["finalize"]);
         assert!(
             stdout(&out).contains("events"),
             "{point}: the run reported first"

@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use super::raw_support::{not_packed, raw_records, walk};
+use super::raw_support::{not_packed, raw_records};
 use crate::common::*;
 
 /// A copy of the home the older build wrote.
@@ -16,17 +16,6 @@ fn older_home(to: &Path) {
     let fixture =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/raw-archive/per-file/home");
     copy_tree(&fixture, to);
-}
-
-fn ok(home: &Path, args: &[&str]) -> String {
-    let out = run(home, args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}{}",
-        stdout(&out),
-        stderr(&out)
-    );
-    stdout(&out)
 }
 
 /// `archive status --json`: (files, compressed files).
@@ -124,17 +113,7 @@ fn a_kill_at_each_step_of_the_repacking_leaves_every_record_readable() {
         let t = tempfile::tempdir().unwrap();
         let home = t.path();
         copy_tree(base.path(), home);
-        let out = harnery(home)
-            .env("HARNERY_FAILPOINTS", point)
-            .arg("finalize")
-            .output()
-            .unwrap();
-        assert_eq!(
-            out.status.code(),
-            None,
-            "{point}: not killed: {}",
-            stderr(&out)
-        );
+        super::raw_support::killed_at(home, point, &["finalize"]);
         assert_eq!(raw_records(home), records, "{point}: after the kill");
         ok(home, &["verify"]);
         ok(home, &["finalize"]);

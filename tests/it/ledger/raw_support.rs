@@ -26,20 +26,6 @@ pub fn raw_records(home: &Path) -> Vec<(String, String, Vec<u8>)> {
         .collect()
 }
 
-/// Every file below `dir`, at any depth.
-pub fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
-}
-
 /// What in the live epoch's raw archive is not a packed batch: a
 /// directory, or a file other than `raw/<batch>.segz`.
 pub fn not_packed(home: &Path) -> Vec<PathBuf> {
@@ -49,4 +35,22 @@ pub fn not_packed(home: &Path) -> Vec<PathBuf> {
         .map(|e| e.unwrap().path())
         .filter(|p| p.is_dir() || !p.to_string_lossy().ends_with(".segz"))
         .collect()
+}
+
+/// `harnery <args>` on `home`, which the armed failpoint `point` must kill
+/// (it ends by a signal, not an exit): its output.
+#[cfg(feature = "failpoints")]
+pub fn killed_at(home: &Path, point: &str, args: &[&str]) -> std::process::Output {
+    let out = crate::common::harnery(home)
+        .env("HARNERY_FAILPOINTS", point)
+        .args(args)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        None,
+        "{point}: not killed: {}",
+        crate::common::stderr(&out)
+    );
+    out
 }

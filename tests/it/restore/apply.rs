@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::common::{self, stderr, stdout};
+use crate::common::{self, stderr, stdout, walk};
 
 pub(crate) const CLAUDE: &str = "65f5909b-b66b-419a-a0ed-4fe96f1affac";
 pub(crate) const CLAUDE_TURN_1: &str = "484a3d1f-b0f6-464d-9676-016ec962767c";
@@ -125,20 +125,6 @@ impl World {
         }
         out
     }
-}
-
-pub(crate) fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out.sort();
-    out
 }
 
 /// `bin`, then this process's `PATH` without any `copilot` on it.

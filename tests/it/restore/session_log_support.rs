@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+pub use crate::common::ok;
 use crate::common::{self, stderr, stdout};
 
 pub const CLAUDE: &str = "8d31d374-43c7-42c3-aadb-185a6df76fcf";
@@ -59,17 +60,6 @@ pub fn refused(home: &Path, args: &[&str], why: &str) {
     let out = run(home, args);
     assert_eq!(out.status.code(), Some(2), "{args:?}");
     assert!(stderr(&out).contains(why), "{args:?}: {}", stderr(&out));
-}
-
-pub fn ok(home: &Path, args: &[&str]) -> String {
-    let out = run(home, args);
-    assert!(
-        out.status.success(),
-        "harnery {args:?}: {}{}",
-        stdout(&out),
-        stderr(&out)
-    );
-    stdout(&out)
 }
 
 pub fn json(home: &Path, args: &[&str]) -> Value {
