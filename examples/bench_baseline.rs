@@ -1,7 +1,9 @@
 //! Benchmark baseline: insert the same number of rows a finalize run
 //! appended, of the same average size, in the same number of transactions,
 //! into a fresh SQLite database (WAL, synchronous=FULL) with a blake3 chain,
-//! and nothing else.
+//! and nothing else. It prints the seconds of that work alone (the inserts
+//! and their commits): reading the ledger's row count and average
+//! size first is set-up, which `scripts/bench-finalize.sh` leaves out.
 //!
 //! Usage: bench_baseline <finalized ledger.sqlite> <scratch dir>
 
