@@ -27,8 +27,7 @@
 //! converted only by `harnery archive compact-events` ([`make_compact`],
 //! one transaction with the events' conversion), never silently.
 
-use rusqlite::types::ToSqlOutput;
-use rusqlite::{Connection, Transaction};
+use rusqlite::{CachedStatement, Connection, Transaction};
 
 use super::LedgerError;
 
@@ -126,14 +125,30 @@ pub(crate) fn is_compact(conn: &Connection) -> Result<bool, LedgerError> {
         .query_row([], |r| r.get(0))?)
 }
 
-/// A record digest as the store keeps it: its bytes when it is 64
-/// lowercase hex digits (every digest this build makes), else its text.
-pub(crate) fn stored_digest(digest: &str) -> ToSqlOutput<'_> {
-    let mut bytes = Vec::with_capacity(DIGEST_LEN);
-    if digest.len() == 2 * DIGEST_LEN && unhex_lower(digest.as_bytes(), &mut bytes) {
-        return ToSqlOutput::from(bytes);
+/// Whether `digest` is 64 lowercase hex digits (every digest this build
+/// makes: the store keeps those as their bytes, any other as its text),
+/// and then its bytes in `out`.
+fn packed_digest(digest: &str, out: &mut [u8; DIGEST_LEN]) -> bool {
+    let hex = digest.as_bytes();
+    hex.len() == 2 * DIGEST_LEN
+        && out.iter_mut().zip(hex.chunks_exact(2)).all(|(byte, pair)| {
+            match (hex_digit(pair[0]), hex_digit(pair[1])) {
+                (Some(hi), Some(lo)) => {
+                    *byte = hi << 4 | lo;
+                    true
+                }
+                _ => false,
+            }
+        })
+}
+
+/// The value of a lowercase hex digit.
+fn hex_digit(c: u8) -> Option<u8> {
+    match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
     }
-    ToSqlOutput::from(digest)
 }
 
 /// Pack `ids` into `out` (cleared first), 16 bytes an id: false, and `out`
@@ -170,15 +185,10 @@ pub(crate) fn pack_ids_text(text: &str, out: &mut Vec<u8>) -> bool {
 /// Append the bytes of the lowercase hex digits `hex` to `out`: false
 /// (with `out` partly written) at any other character or an odd length.
 fn unhex_lower(hex: &[u8], out: &mut Vec<u8>) -> bool {
-    let digit = |c: u8| match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        _ => None,
-    };
     hex.len().is_multiple_of(2)
         && hex
             .chunks_exact(2)
-            .all(|pair| match (digit(pair[0]), digit(pair[1])) {
+            .all(|pair| match (hex_digit(pair[0]), hex_digit(pair[1])) {
                 (Some(hi), Some(lo)) => {
                     out.push(hi << 4 | lo);
                     true
@@ -252,54 +262,99 @@ pub(crate) enum Ids<'a> {
     Text(&'a str),
 }
 
-/// What inserts rows into the store: the numbers of the sessions and
-/// batches met, and room for the packed ids, kept between rows.
-#[derive(Default)]
-pub(crate) struct Inserter {
+/// What inserts rows into the store within one transaction: its
+/// statement, prepared once, the numbers of the sessions and batches met,
+/// and room for the packed ids, kept between rows. A binding outlives the
+/// statement's reset after each row, so the session's and batch's numbers
+/// and the envelope's environment are bound only when they change (a
+/// batch's signals come a session at a time, and text costs SQLite a copy
+/// to bind); the rest are bound by type, one by one.
+pub(crate) struct Inserter<'c> {
+    conn: &'c Connection,
+    insert: CachedStatement<'c>,
     sessions: Sessions,
     batches: super::eventz::Batches,
     ids: Vec<u8>,
     text: String,
+    bound: Bound,
 }
 
-impl Inserter {
+/// What the statement holds from the rows before: nothing until a row
+/// binds it.
+#[derive(Default)]
+struct Bound {
+    session_k: Option<i64>,
+    batch_k: Option<i64>,
+    env: Option<Option<String>>,
+}
+
+impl<'c> Inserter<'c> {
+    pub(crate) fn new(conn: &'c Connection) -> Result<Inserter<'c>, LedgerError> {
+        Ok(Inserter {
+            conn,
+            insert: conn.prepare_cached(
+                "INSERT INTO raw_signal_store (received_unix_ns, digest, session_k, event_name, env, \
+                 archive_at, envelope, payload, event_ids, duplicate_of, batch_k) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) \
+                 ON CONFLICT (received_unix_ns, digest) DO NOTHING",
+            )?,
+            sessions: Sessions::default(),
+            batches: Default::default(),
+            ids: Vec::new(),
+            text: String::new(),
+            bound: Bound::default(),
+        })
+    }
+
     /// Insert `row` into the store, unless a row with its receive time and
     /// digest is there already (a rerun of the batch that wrote it).
-    pub(crate) fn row(&mut self, tx: &Connection, row: &Row) -> Result<(), LedgerError> {
-        let session_k = self.sessions.key(tx, row.adapter, row.session_key)?;
-        let batch_k = self.batches.key(tx, row.batch)?;
+    pub(crate) fn row(&mut self, row: &Row) -> Result<(), LedgerError> {
+        let session_k = self.sessions.key(self.conn, row.adapter, row.session_key)?;
+        let batch_k = self.batches.key(self.conn, row.batch)?;
+        let stmt = &mut self.insert;
+        stmt.raw_bind_parameter(1, row.received_unix_ns)?;
+        let mut digest = [0u8; DIGEST_LEN];
+        if packed_digest(row.record_digest, &mut digest) {
+            stmt.raw_bind_parameter(2, &digest[..])?;
+        } else {
+            stmt.raw_bind_parameter(2, row.record_digest)?;
+        }
+        if self.bound.session_k != Some(session_k) {
+            stmt.raw_bind_parameter(3, session_k)?;
+            self.bound.session_k = Some(session_k);
+        }
+        stmt.raw_bind_parameter(4, row.event_name)?;
+        if self
+            .bound
+            .env
+            .as_ref()
+            .is_none_or(|e| e.as_deref() != row.env)
+        {
+            stmt.raw_bind_parameter(5, row.env)?;
+            self.bound.env = Some(row.env.map(str::to_owned));
+        }
+        stmt.raw_bind_parameter(6, row.archive_at)?;
+        stmt.raw_bind_parameter(7, row.envelope)?;
+        stmt.raw_bind_parameter(8, row.payload)?;
         let packed = match row.event_ids {
             Ids::List(ids) => pack_ids(ids.iter().map(String::as_str), &mut self.ids),
             Ids::Text(text) => pack_ids_text(text, &mut self.ids),
         };
-        let ids = match (packed, &row.event_ids) {
-            (true, _) => ToSqlOutput::from(self.ids.as_slice()),
-            (false, Ids::Text(text)) => ToSqlOutput::from(*text),
+        match (packed, &row.event_ids) {
+            (true, _) => stmt.raw_bind_parameter(9, self.ids.as_slice())?,
+            (false, Ids::Text(text)) => stmt.raw_bind_parameter(9, *text)?,
             // Ids this build did not mint: the text the plain table keeps.
             (false, Ids::List(ids)) => {
                 self.text = serde_json::to_string(ids).expect("a list of strings serializes");
-                ToSqlOutput::from(self.text.as_str())
+                stmt.raw_bind_parameter(9, self.text.as_str())?
             }
-        };
-        let mut stmt = tx.prepare_cached(
-            "INSERT INTO raw_signal_store (received_unix_ns, digest, session_k, event_name, env, \
-             archive_at, envelope, payload, event_ids, duplicate_of, batch_k) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) \
-             ON CONFLICT (received_unix_ns, digest) DO NOTHING",
-        )?;
-        stmt.execute(rusqlite::params![
-            row.received_unix_ns,
-            stored_digest(row.record_digest),
-            session_k,
-            row.event_name,
-            row.env,
-            row.archive_at,
-            row.envelope,
-            row.payload,
-            ids,
-            row.duplicate_of,
-            batch_k,
-        ])?;
+        }
+        stmt.raw_bind_parameter(10, row.duplicate_of)?;
+        if self.bound.batch_k != Some(batch_k) {
+            stmt.raw_bind_parameter(11, batch_k)?;
+            self.bound.batch_k = Some(batch_k);
+        }
+        stmt.raw_execute()?;
         Ok(())
     }
 }
@@ -323,7 +378,7 @@ pub(crate) fn make_compact(tx: &Transaction) -> Result<u64, LedgerError> {
              FROM raw_signals ORDER BY received_unix_ns, record_digest",
         )?;
         let mut rows = read.query([])?;
-        let mut put = Inserter::default();
+        let mut put = Inserter::new(tx)?;
         while let Some(r) = rows.next()? {
             let ns: i64 = r.get(4)?;
             let row = read_row(r).map_err(|e| LedgerError::Corrupt {
@@ -332,7 +387,7 @@ pub(crate) fn make_compact(tx: &Transaction) -> Result<u64, LedgerError> {
                     "the row received at {ns} ns cannot be moved, nothing was converted: {e}"
                 ),
             })?;
-            put.row(tx, &row)?;
+            put.row(&row)?;
             moved += 1;
         }
     }

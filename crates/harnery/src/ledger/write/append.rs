@@ -414,7 +414,7 @@ fn insert_signals(tx: &Transaction, batch: &AppendBatch) -> Result<(), LedgerErr
 /// The batch's signals straight into a compact ledger's store
 /// (`ledger::signalz`), as the `raw_signals` view shows them.
 fn insert_signal_rows(tx: &Transaction, batch: &AppendBatch) -> Result<(), LedgerError> {
-    let mut put = signalz::Inserter::default();
+    let mut put = signalz::Inserter::new(tx)?;
     for s in &batch.signals {
         let (archive_at, envelope, payload) = match &s.bytes {
             RawBytes::Archived { at } => (Some(*at as i64), None, None),
@@ -436,7 +436,7 @@ fn insert_signal_rows(tx: &Transaction, batch: &AppendBatch) -> Result<(), Ledge
             duplicate_of: s.duplicate_of.as_deref(),
             batch: &batch.id,
         };
-        put.row(tx, &row)?;
+        put.row(&row)?;
     }
     Ok(())
 }
