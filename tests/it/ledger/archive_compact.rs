@@ -12,6 +12,14 @@ use common::*;
 
 /// Every fixture of both agents, fed through the real hook, finalized.
 fn corpus_home(home: &Path) {
+    feed_corpus(home);
+    // The archive as finalize writes it, before any compaction.
+    let out = run(home, &["finalize", "--no-compact"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+/// Every fixture of both agents, fed through the real hook.
+fn feed_corpus(home: &Path) {
     for agent in ["claude-code", "copilot"] {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures")
@@ -32,9 +40,6 @@ fn corpus_home(home: &Path) {
             }
         }
     }
-    // The archive as finalize writes it, before any compaction.
-    let out = run(home, &["finalize", "--no-compact"]);
-    assert!(out.status.success(), "{}", stderr(&out));
 }
 
 fn raw_dir(home: &Path) -> PathBuf {
@@ -171,4 +176,60 @@ fn a_flipped_byte_inside_a_frame_is_named_by_verify() {
     let p = &j["raw_problems"][0];
     assert!(p["record_digest"].as_str().is_some_and(|d| !d.is_empty()));
     assert!(p["session_key"].as_str().is_some_and(|d| !d.is_empty()));
+}
+
+/// Packing checks the rows of many batches in one pass over them: a batch
+/// with a damaged record is left as it is and named, and every other one
+/// is packed.
+#[test]
+fn a_damaged_batch_is_left_as_it_is_and_every_other_one_is_packed() {
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path();
+    feed_corpus(home);
+    // A batch for each spool file.
+    let out = harnery(home)
+        .env("HARNERY_CHUNK_BYTES", "1")
+        .args(["finalize", "--no-compact"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut batches: Vec<PathBuf> = std::fs::read_dir(raw_dir(home))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    batches.sort();
+    assert!(batches.len() >= 8, "{batches:?}");
+    let damaged = &batches[batches.len() / 2];
+    let member = damaged.join("00000000.seg");
+    // Damage no stat of the file shows (as a disk's can): the same
+    // length, the same modification time.
+    let modified = std::fs::metadata(&member).unwrap().modified().unwrap();
+    let mut bytes = std::fs::read(&member).unwrap();
+    bytes[100] ^= 0x20;
+    std::fs::write(&member, &bytes).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&member)
+        .unwrap()
+        .set_modified(modified)
+        .unwrap();
+    let name = damaged.file_name().unwrap().to_string_lossy().into_owned();
+    // It exits 1, as a run with problems does.
+    let out = run(home, &["archive", "compact", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let out: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    let done = &out["compacted"];
+    assert_eq!(done["skipped_batches"], serde_json::json!([name]), "{done}");
+    assert_eq!(done["batches"], batches.len() as u64 - 1, "{done}");
+    assert!(damaged.is_dir(), "left as it was");
+    let j = run(home, &["verify", "--json"]);
+    let j: serde_json::Value = serde_json::from_str(stdout(&j).trim()).unwrap();
+    let named: Vec<&str> = j["raw_problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["batch"].as_str().unwrap())
+        .collect();
+    assert!(!named.is_empty() && named.iter().all(|b| *b == name), "{j}");
 }

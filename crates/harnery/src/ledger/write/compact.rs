@@ -29,6 +29,7 @@
 //! old files of a batch whose packed file the ledger records are
 //! forgotten and deleted.
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use rusqlite::params;
@@ -57,6 +58,11 @@ pub struct Compacted {
     pub unfinished: bool,
 }
 
+/// Batches whose rows one pass over the raw signal rows checks, ahead of
+/// packing them: the pass costs as much for one batch as for many, and
+/// what a stop leaves unpacked of them is checked again by the next run.
+const VERIFIED_TOGETHER: usize = 128;
+
 /// The name below `raw/` of `batch`'s packed archive.
 fn packed_name(batch: &str) -> String {
     format!("{batch}{}", rawz::SUFFIX)
@@ -82,6 +88,19 @@ fn remove_temporaries(dir: &Path) -> Result<(), LedgerError> {
             let path = e.path();
             std::fs::remove_file(&path).map_err(|e| LedgerError::io(&path, e))?;
         }
+    }
+    Ok(())
+}
+
+/// Delete the packed file of `batch`, which the ledger does not record: a
+/// killed run renamed it into place before recording it, and the old
+/// files are what the ledger vouches for (and what is checked and packed
+/// again).
+fn remove_unrecorded_packed(dir: &Path, raw_dir: &Path, batch: &str) -> Result<(), LedgerError> {
+    let packed = raw::packed_path(dir, batch);
+    if std::fs::symlink_metadata(&packed).is_ok() {
+        std::fs::remove_file(&packed).map_err(|e| LedgerError::io(&packed, e))?;
+        durable::sync_dir(raw_dir)?;
     }
     Ok(())
 }
@@ -130,14 +149,24 @@ impl LedgerWriter {
         let mut done = Compacted::default();
         let names = self.raw().recorded_names()?;
         remove_temporaries(&raw_dir)?;
-        let mut batches: Vec<&str> = names.iter().map(|(b, _)| b.as_str()).collect();
-        batches.dedup();
-        for batch in batches {
-            let recorded: Vec<&str> = names
-                .iter()
-                .filter(|(b, _)| b == batch)
-                .map(|(_, n)| n.as_str())
-                .collect();
+        // `names` is sorted by batch: each batch's recorded files in a run.
+        let mut batches: Vec<(&str, Vec<&str>)> = Vec::new();
+        for (batch, name) in &names {
+            match batches.last_mut() {
+                Some((b, files)) if *b == batch.as_str() => files.push(name),
+                _ => batches.push((batch, vec![name])),
+            }
+        }
+        let unpacked: Vec<&str> = batches
+            .iter()
+            .filter(|(batch, files)| !files.contains(&packed_name(batch).as_str()))
+            .map(|(batch, _)| *batch)
+            .collect();
+        // Whose records check out, found for many batches in one pass over
+        // the raw signal rows: a pass for each batch read every row once
+        // per batch, which made packing a long run's batches quadratic.
+        let mut checked: HashMap<&str, bool> = HashMap::new();
+        for (batch, recorded) in &batches {
             let packed = packed_name(batch);
             let is_packed = recorded.contains(&packed.as_str());
             let old_recorded = recorded.iter().any(|n| *n != packed);
@@ -153,7 +182,22 @@ impl LedgerWriter {
                 remove_old_files(&raw_dir, batch)?;
                 continue;
             }
-            self.pack_batch(&raw_dir, batch, &recorded, level, &mut done)?;
+            if !checked.contains_key(batch) {
+                let from = unpacked.iter().position(|b| b == batch).unwrap_or(0);
+                let group = &unpacked[from..(from + VERIFIED_TOGETHER).min(unpacked.len())];
+                for b in group {
+                    remove_unrecorded_packed(&self.dir, &raw_dir, b)?;
+                }
+                let (_, problems) = self.raw().verify_batches(group)?;
+                checked = group.iter().map(|b| (*b, true)).collect();
+                for p in &problems {
+                    if let Some(clean) = checked.get_mut(p.batch.as_str()) {
+                        *clean = false;
+                    }
+                }
+            }
+            let clean = checked.get(batch).copied().unwrap_or(false);
+            self.pack_batch(&raw_dir, batch, recorded, clean, level, &mut done)?;
         }
         Ok(done)
     }
@@ -167,25 +211,21 @@ impl LedgerWriter {
         Ok(())
     }
 
-    /// Pack `batch`, whose recorded files are `recorded`: written, synced
-    /// and checked, renamed into place, recorded, then the old files go.
+    /// Pack `batch`, whose recorded files are `recorded` and whose rows'
+    /// records all checked out when `clean`: written, synced and checked,
+    /// renamed into place, recorded, then the old files go. A batch that
+    /// is not clean is left as it is.
     fn pack_batch(
         &mut self,
         raw_dir: &Path,
         batch: &str,
         recorded: &[&str],
+        clean: bool,
         level: i32,
         done: &mut Compacted,
     ) -> Result<(), LedgerError> {
         let packed = raw::packed_path(&self.dir, batch);
-        if std::fs::symlink_metadata(&packed).is_ok() {
-            // Renamed by a killed run before the ledger recorded it: the
-            // old files are what the ledger vouches for.
-            std::fs::remove_file(&packed).map_err(|e| LedgerError::io(&packed, e))?;
-            durable::sync_dir(raw_dir)?;
-        }
-        let (_, problems) = self.raw().verify_batch(batch)?;
-        let archive = match problems.is_empty() {
+        let archive = match clean {
             true => Some(raw::Archive::open(&self.dir, batch)?),
             false => None,
         };
