@@ -580,20 +580,21 @@ fn train(conn: &Connection, head: i64) -> Result<Option<(Vec<u8>, i64)>, LedgerE
 
 /// A dictionary trained from `samples` (concatenated, `sizes` apart) by
 /// zstd's fastCover at fixed parameters: segments of 2,000 bytes (`k`),
-/// 8-byte matches (`d`), every sample trained on. Measured on a million
-/// bench events against zstd's default training, which tries four segment
-/// sizes on three quarters of the samples and keeps the one that
-/// compresses the rest best: 0.02 s a dictionary instead of 0.12–0.15 s,
-/// and the events after it within 1.2% of the same size, smaller at three
-/// of the four training points (docs/perf/figures.md, "Dictionary
-/// training"). Training runs inside the append, on the writer's thread.
-/// `None` when zstd finds too little to train on.
+/// 8-byte matches (`d`), a table of 2^18 entries (`f`: 1.5 MiB while it
+/// trains, where zstd's default takes 6), every sample trained on.
+/// Measured on a million bench events against zstd's default training,
+/// which tries four segment sizes on three quarters of the samples and
+/// keeps the one that compresses the rest best: 0.02–0.05 s a dictionary
+/// instead of 0.12–0.15 s, and the events after it within 1% of the same
+/// size (docs/perf/figures.md, "Dictionary training"). Training runs
+/// inside the append, on the writer's thread. `None` when zstd finds too
+/// little to train on.
 fn fast_cover(samples: &[u8], sizes: &[usize]) -> Option<Vec<u8>> {
     use zstd::zstd_safe::zstd_sys;
     let params = zstd_sys::ZDICT_fastCover_params_t {
         k: 2000,
         d: 8,
-        f: 20,
+        f: 18,
         steps: 0,
         nbThreads: 0,
         splitPoint: 1.0,
@@ -607,10 +608,10 @@ fn fast_cover(samples: &[u8], sizes: &[usize]) -> Option<Vec<u8>> {
         },
     };
     let mut dict = vec![0u8; DICT_MAX];
+    debug_assert_eq!(sizes.iter().sum::<usize>(), samples.len());
     // SAFETY: zstd reads `sizes.len()` samples whose sizes sum to
     // `samples.len()` (the caller concatenated them so) and writes at most
     // `dict.len()` bytes into `dict`.
-    debug_assert_eq!(sizes.iter().sum::<usize>(), samples.len());
     let n = unsafe {
         zstd_sys::ZDICT_trainFromBuffer_fastCover(
             dict.as_mut_ptr().cast(),
