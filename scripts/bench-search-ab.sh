@@ -12,21 +12,11 @@
 # then words, a prefix, substrings, newest first, and filters.
 set -euo pipefail
 
-HOME_SRC=${1:?usage: OLD_BIN=... NEW_BIN=... $0 HARNERY_HOME}
-: "${OLD_BIN:?OLD_BIN: the harnery binary to compare against}"
-: "${NEW_BIN:?NEW_BIN: the harnery binary to compare}"
 REPEAT=${REPEAT:-7}
 here=$(cd "$(dirname "$0")" && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cp -a "$HOME_SRC" "$work/old"
-cp -a "$HOME_SRC" "$work/new"
+. "$here/peer/ab-homes.sh"
 
-runs=()
-while IFS= read -r q; do
-    [[ -z $q || $q == \#* ]] && continue
-    runs+=("\"$q\"")
-done <"$here/peer/queries.txt"
+runs=("${held_out[@]}")
 runs+=(exit "file*" "the	--sort	time" src/ "rm -rf" "exit	--kind	tool-output"
     "exit	--failed" "echo	--tool	bash" "the	--adapter	claude-code	--limit	50")
 

@@ -15,21 +15,10 @@
 # Prints each build's index size; exits 1 at the first difference.
 set -euo pipefail
 
-HOME_SRC=${1:?usage: OLD_BIN=... NEW_BIN=... $0 HARNERY_HOME}
-: "${OLD_BIN:?OLD_BIN: the harnery binary to compare against}"
-: "${NEW_BIN:?NEW_BIN: the harnery binary to compare}"
 here=$(cd "$(dirname "$0")" && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+. "$here/peer/ab-homes.sh"
 
-cp -a "$HOME_SRC" "$work/old"
-cp -a "$HOME_SRC" "$work/new"
-
-queries=()
-while IFS= read -r q; do
-    [[ -z $q || $q == \#* ]] && continue
-    queries+=("\"$q\"")
-done <"$here/peer/queries.txt"
+queries=("${held_out[@]}")
 
 # Three sessions and a time window, read from the home itself.
 sessions=$(HARNERY_HOME="$work/old" "$OLD_BIN" sessions --json |
