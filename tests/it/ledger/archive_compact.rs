@@ -7,6 +7,8 @@ use crate::common;
 
 use std::path::{Path, PathBuf};
 
+#[cfg(feature = "failpoints")]
+use super::raw_support::drain_in_batches;
 use super::raw_support::raw_records;
 use common::*;
 
@@ -181,24 +183,14 @@ fn a_flipped_byte_inside_a_frame_is_named_by_verify() {
 /// Packing checks the rows of many batches in one pass over them: a batch
 /// with a damaged record is left as it is and named, and every other one
 /// is packed.
+#[cfg(feature = "failpoints")]
 #[test]
 fn a_damaged_batch_is_left_as_it_is_and_every_other_one_is_packed() {
     let t = tempfile::tempdir().unwrap();
     let home = t.path();
     feed_corpus(home);
     // A batch for each spool file.
-    let out = harnery(home)
-        .env("HARNERY_CHUNK_BYTES", "1")
-        .args(["finalize", "--no-compact"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    let mut batches: Vec<PathBuf> = std::fs::read_dir(raw_dir(home))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_dir())
-        .collect();
-    batches.sort();
+    let batches = drain_in_batches(home, 1);
     assert!(batches.len() >= 8, "{batches:?}");
     let damaged = &batches[batches.len() / 2];
     let member = damaged.join("00000000.seg");

@@ -8,6 +8,8 @@
 
 use std::path::Path;
 
+#[cfg(feature = "failpoints")]
+use super::raw_support::drain_in_batches;
 use super::raw_support::{not_packed, raw_records};
 use crate::common::*;
 
@@ -149,15 +151,7 @@ fn readers_read_every_record_while_batches_are_packed() {
     }
     feed_fixture(home, "copilot", "basic-shell-openai");
     // Batches of a few files each, many of them.
-    let out = harnery(home)
-        .env("HARNERY_CHUNK_BYTES", "8000")
-        .args(["finalize", "--no-compact"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    let batches = std::fs::read_dir(home.join("ledgers/v2/raw"))
-        .unwrap()
-        .count();
+    let batches = drain_in_batches(home, 8000).len();
     assert!(batches > 3, "{batches} batches");
     let records = raw_records(home);
     let mut compact = std::process::Command::new(assert_cmd::cargo::cargo_bin("harnery"))

@@ -37,6 +37,26 @@ pub fn not_packed(home: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// `finalize --no-compact` on `home` with chunks closed at `chunk_bytes`
+/// (a failpoints build's tuning), so that its spool drains into many
+/// batches: the batches' archive directories, in name order.
+#[cfg(feature = "failpoints")]
+pub fn drain_in_batches(home: &Path, chunk_bytes: u64) -> Vec<PathBuf> {
+    let out = crate::common::harnery(home)
+        .env("HARNERY_CHUNK_BYTES", chunk_bytes.to_string())
+        .args(["finalize", "--no-compact"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", crate::common::stderr(&out));
+    let mut batches: Vec<PathBuf> = std::fs::read_dir(home.join("ledgers/v2/raw"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    batches.sort();
+    batches
+}
+
 /// `harnery <args>` on `home`, which the armed failpoint `point` must kill
 /// (it ends by a signal, not an exit): its output.
 #[cfg(feature = "failpoints")]

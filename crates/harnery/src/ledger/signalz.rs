@@ -127,28 +127,10 @@ pub(crate) fn is_compact(conn: &Connection) -> Result<bool, LedgerError> {
 
 /// Whether `digest` is 64 lowercase hex digits (every digest this build
 /// makes: the store keeps those as their bytes, any other as its text),
-/// and then its bytes in `out`.
-fn packed_digest(digest: &str, out: &mut [u8; DIGEST_LEN]) -> bool {
-    let hex = digest.as_bytes();
-    hex.len() == 2 * DIGEST_LEN
-        && out.iter_mut().zip(hex.chunks_exact(2)).all(|(byte, pair)| {
-            match (hex_digit(pair[0]), hex_digit(pair[1])) {
-                (Some(hi), Some(lo)) => {
-                    *byte = hi << 4 | lo;
-                    true
-                }
-                _ => false,
-            }
-        })
-}
-
-/// The value of a lowercase hex digit.
-fn hex_digit(c: u8) -> Option<u8> {
-    match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        _ => None,
-    }
+/// and then its bytes in `out` (cleared first).
+fn packed_digest(digest: &str, out: &mut Vec<u8>) -> bool {
+    out.clear();
+    digest.len() == 2 * DIGEST_LEN && unhex_lower(digest.as_bytes(), out)
 }
 
 /// Pack `ids` into `out` (cleared first), 16 bytes an id: false, and `out`
@@ -185,10 +167,15 @@ pub(crate) fn pack_ids_text(text: &str, out: &mut Vec<u8>) -> bool {
 /// Append the bytes of the lowercase hex digits `hex` to `out`: false
 /// (with `out` partly written) at any other character or an odd length.
 fn unhex_lower(hex: &[u8], out: &mut Vec<u8>) -> bool {
+    let digit = |c: u8| match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    };
     hex.len().is_multiple_of(2)
         && hex
             .chunks_exact(2)
-            .all(|pair| match (hex_digit(pair[0]), hex_digit(pair[1])) {
+            .all(|pair| match (digit(pair[0]), digit(pair[1])) {
                 (Some(hi), Some(lo)) => {
                     out.push(hi << 4 | lo);
                     true
@@ -275,6 +262,7 @@ pub(crate) struct Inserter<'c> {
     sessions: Sessions,
     batches: super::eventz::Batches,
     ids: Vec<u8>,
+    digest: Vec<u8>,
     text: String,
     bound: Bound,
 }
@@ -301,6 +289,7 @@ impl<'c> Inserter<'c> {
             sessions: Sessions::default(),
             batches: Default::default(),
             ids: Vec::new(),
+            digest: Vec::with_capacity(DIGEST_LEN),
             text: String::new(),
             bound: Bound::default(),
         })
@@ -313,9 +302,8 @@ impl<'c> Inserter<'c> {
         let batch_k = self.batches.key(self.conn, row.batch)?;
         let stmt = &mut self.insert;
         stmt.raw_bind_parameter(1, row.received_unix_ns)?;
-        let mut digest = [0u8; DIGEST_LEN];
-        if packed_digest(row.record_digest, &mut digest) {
-            stmt.raw_bind_parameter(2, &digest[..])?;
+        if packed_digest(row.record_digest, &mut self.digest) {
+            stmt.raw_bind_parameter(2, self.digest.as_slice())?;
         } else {
             stmt.raw_bind_parameter(2, row.record_digest)?;
         }

@@ -42,6 +42,15 @@ fn plain_ledger() -> Connection {
     conn
 }
 
+/// A ledger whose raw signal rows are compact from the start.
+fn compact_ledger() -> Connection {
+    let conn = plain_ledger();
+    let tx = Connection::unchecked_transaction(&conn).unwrap();
+    make_compact(&tx).unwrap();
+    tx.commit().unwrap();
+    conn
+}
+
 const DIGEST: &str = "31d30aff0a1fcfc4464ea5558c405976d9e46a968dd69ce09f7bc683fb70eb4e";
 
 fn ids(n: usize) -> String {
@@ -147,10 +156,7 @@ fn the_conversion_keeps_every_value_and_packs_what_it_can() {
 
 #[test]
 fn the_view_spells_a_packed_id_list_as_serde_json_does() {
-    let conn = plain_ledger();
-    let tx = Connection::unchecked_transaction(&conn).unwrap();
-    make_compact(&tx).unwrap();
-    tx.commit().unwrap();
+    let conn = compact_ledger();
     let mut put = Inserter::new(&conn).unwrap();
     for n in [0usize, 1, 2, 16, 17, 99] {
         let list: Vec<String> = (0..n)
@@ -187,10 +193,7 @@ fn the_view_spells_a_packed_id_list_as_serde_json_does() {
 
 #[test]
 fn a_write_through_the_view_keeps_the_key_and_reaches_the_row() {
-    let conn = plain_ledger();
-    let tx = Connection::unchecked_transaction(&conn).unwrap();
-    make_compact(&tx).unwrap();
-    tx.commit().unwrap();
+    let conn = compact_ledger();
     fill(&conn);
     let before = rows(&conn);
     // The same digest and time again: the packed key refuses it.
@@ -236,8 +239,9 @@ fn only_lowercase_hex_of_the_right_length_packs() {
     ] {
         assert!(!pack_ids_text(text, &mut out), "{text}");
     }
-    let mut bytes = [0u8; DIGEST_LEN];
+    let mut bytes = Vec::new();
     assert!(packed_digest(DIGEST, &mut bytes));
+    assert_eq!(bytes.len(), DIGEST_LEN);
     assert_eq!(bytes[..2], [0x31, 0xd3], "{DIGEST}");
     for digest in [&DIGEST[1..], &DIGEST.to_uppercase(), "", "zz"] {
         assert!(!packed_digest(digest, &mut bytes), "{digest}");
@@ -279,10 +283,7 @@ fn plan(conn: &Connection, sql: &str) -> String {
 /// record is kept.
 #[test]
 fn the_writers_lookups_through_the_view_seek_the_key() {
-    let conn = plain_ledger();
-    let tx = Connection::unchecked_transaction(&conn).unwrap();
-    make_compact(&tx).unwrap();
-    tx.commit().unwrap();
+    let conn = compact_ledger();
     let newest = plan(&conn, "SELECT max(received_unix_ns) FROM raw_signals");
     assert_eq!(newest, "SEARCH raw_signal_store USING PRIMARY KEY");
     let known = plan(
