@@ -529,7 +529,9 @@ fn an_older_schema_is_read_as_it_is_and_finalize_migrates_it() {
 }
 
 /// An advance moves the live epoch into the archive as it is: a damaged
-/// one is refused before anything moves.
+/// one is refused before anything moves. (A contract to advance to exists
+/// only in failpoints builds: `next` perturbs the schema digest.)
+#[cfg(feature = "failpoints")]
 #[test]
 fn an_advance_refuses_a_damaged_epoch_and_archives_nothing() {
     let dir = drained_home();
