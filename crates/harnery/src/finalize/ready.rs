@@ -414,7 +414,7 @@ fn state_v4(body: &[u8]) -> Result<BatchState, String> {
             adapter,
             session_id,
         },
-        state: f.rest()?.to_string(),
+        state: f.rest()?.into(),
     })
 }
 

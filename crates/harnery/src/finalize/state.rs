@@ -72,7 +72,10 @@ fn carried_producer(
     Ok(None)
 }
 
-fn parse_state(session: &SessionRef, text: &str) -> Result<SessionProducer, FinalizeError> {
+pub(super) fn parse_state(
+    session: &SessionRef,
+    text: &str,
+) -> Result<SessionProducer, FinalizeError> {
     serde_json::from_str(text).map_err(|e| {
         FinalizeError::Spool(format!(
             "producer state of {} {} does not load: {e}",
@@ -84,7 +87,9 @@ fn parse_state(session: &SessionRef, text: &str) -> Result<SessionProducer, Fina
 pub(super) fn save_producer(session: &SessionRef, producer: &SessionProducer) -> BatchState {
     BatchState {
         session: session.clone(),
-        state: serde_json::to_string(producer).expect("producer state serializes"),
+        state: serde_json::to_string(producer)
+            .expect("producer state serializes")
+            .into(),
     }
 }
 

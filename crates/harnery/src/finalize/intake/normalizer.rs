@@ -4,11 +4,12 @@
 //! yet.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use super::IN_FLIGHT;
 use crate::contract::SessionRef;
 use crate::finalize::FinalizeError;
-use crate::finalize::state::{load_producer, save_producer};
+use crate::finalize::state::{load_producer, parse_state, save_producer};
 use crate::fingerprint::FingerprintState;
 use crate::ledger::{AppendBatch, LedgerReader};
 use crate::session::SessionProducer;
@@ -20,9 +21,9 @@ pub(super) struct Normalizer {
     pub(super) ledger: LedgerReader,
     /// The run's "now": the time of conditions found while loading state.
     pub(super) now_unix_ns: i64,
-    /// Producers this run advanced, with the chunk that last did; one
-    /// whose chunk is committed is dropped (the ledger has its state).
-    pub(super) states: HashMap<SessionRef, (SessionProducer, u64)>,
+    /// Producers this run advanced; one whose chunk is committed is
+    /// dropped (the ledger has its state).
+    pub(super) states: HashMap<SessionRef, Kept>,
     pub(super) offsets: BTreeMap<SessionRef, u64>,
     /// Record digests of the chunks that may not be committed yet (see
     /// [`IN_FLIGHT`]), with the chunk that drained each; older ones are
@@ -43,7 +44,18 @@ impl Normalizer {
         // producer states.
         let committed = self.chunk.saturating_sub(IN_FLIGHT as u64);
         self.recent.retain(|_, chunk| *chunk > committed);
-        self.states.retain(|_, (_, chunk)| *chunk > committed);
+        self.states.retain(|_, kept| kept.chunk > committed);
+        // A session goes on in the next chunk if at all (chunks follow the
+        // spool's order, a session's files one after another): older
+        // producers keep only their saved state. A thousand small sessions
+        // in a row (the record pass) would otherwise hold every parsed
+        // producer of the chunks in flight.
+        let previous = self.chunk - 1;
+        for kept in self.states.values_mut() {
+            if kept.chunk < previous {
+                kept.producer = None;
+            }
+        }
     }
 
     /// Whether this record digest was already drained; remembers it.
@@ -75,8 +87,11 @@ impl Normalizer {
         session: &SessionRef,
         batch: &mut AppendBatch,
     ) -> Result<SessionProducer, FinalizeError> {
-        if let Some((kept, _)) = self.states.remove(session) {
-            return Ok(kept);
+        if let Some(kept) = self.states.remove(session) {
+            return match kept.producer {
+                Some(producer) => Ok(producer),
+                None => parse_state(session, &kept.saved),
+            };
         }
         load_producer(&self.ledger, session, self.now_unix_ns, &mut batch.events)
     }
@@ -89,8 +104,14 @@ impl Normalizer {
         producer: SessionProducer,
         batch: &mut AppendBatch,
     ) {
-        batch.states.push(save_producer(session, &producer));
-        self.states.insert(session.clone(), (producer, self.chunk));
+        let saved = save_producer(session, &producer);
+        let kept = Kept {
+            producer: Some(producer),
+            saved: saved.state.clone(),
+            chunk: self.chunk,
+        };
+        batch.states.push(saved);
+        self.states.insert(session.clone(), kept);
     }
 
     pub(super) fn next_offset(&mut self, session: &SessionRef) -> Result<u64, FinalizeError> {
@@ -101,4 +122,15 @@ impl Normalizer {
         self.offsets.insert(session.clone(), offset + 1);
         Ok(offset)
     }
+}
+
+/// A producer this run advanced, and the chunk that last did.
+pub(super) struct Kept {
+    /// Parsed, while the next chunk may continue it.
+    producer: Option<SessionProducer>,
+    /// Its state as that chunk's batch stores it (shared with the batch):
+    /// what the ledger will hold once the batch commits, and so what a
+    /// later run would load.
+    saved: Arc<str>,
+    chunk: u64,
 }

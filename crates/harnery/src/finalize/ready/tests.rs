@@ -93,7 +93,7 @@ fn awkward_batch() -> AppendBatch {
                     adapter: AdapterId::Copilot,
                     session_id: "s \"x\"".into(),
                 },
-                state: String::new(),
+                state: "".into(),
             },
         ],
     }
@@ -148,7 +148,7 @@ fn a_v3_file_written_by_the_previous_build_is_still_applied() {
     }
     for s in &b.states {
         let stored = ledger.bookkeeping().producer_state(&s.session).unwrap();
-        assert_eq!(stored.as_deref(), Some(s.state.as_str()));
+        assert_eq!(stored.as_deref(), Some(&*s.state));
     }
 }
 

@@ -74,7 +74,7 @@ pub enum RawBytes {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct BatchState {
     pub session: SessionRef,
-    pub state: String,
+    pub state: std::sync::Arc<str>,
 }
 
 /// What one transaction appends.
@@ -198,7 +198,7 @@ impl LedgerWriter {
             .map(|e| &e.states)
             .filter(|s| self.encoder.is_some() && s.len() == batch.states.len());
         insert_states(&tx, batch, states)?;
-        let states = batch.states.iter().map(|s| (&s.session, s.state.as_str()));
+        let states = batch.states.iter().map(|s| (&s.session, &*s.state));
         super::session_list::note_states(&tx, states)?;
         insert_bookkeeping(&tx, batch, incarnation, now_unix_ns)?;
         if batch
@@ -482,7 +482,7 @@ fn insert_states(
         stmt.raw_bind_parameter(2, s.session.session_id.as_str())?;
         match bodies {
             Some(bodies) => stmt.raw_bind_parameter(3, bodies.get(i))?,
-            None => stmt.raw_bind_parameter(3, s.state.as_str())?,
+            None => stmt.raw_bind_parameter(3, &*s.state)?,
         }
         stmt.raw_execute()?;
     }
