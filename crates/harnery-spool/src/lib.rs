@@ -10,6 +10,7 @@
 
 pub mod clock;
 pub mod failpoint;
+pub mod hash_many;
 pub mod home;
 pub mod json_text;
 pub mod spool;

@@ -178,8 +178,16 @@ pub fn read_bytes(bytes: &[u8], file: &Path) -> SegmentRead {
 pub fn read_views<'a>(bytes: &'a [u8], file: &'a Path) -> SegmentView<'a> {
     let mut out = SegmentView::default();
     let mut frames = Decoder::new(bytes);
-    // Reading from memory fails only past the end, which framing never
-    // reaches; stop there rather than loop.
+    for frame in frames.records_checked_together() {
+        match frame.view(file) {
+            Ok(rec) => out.records.push(rec),
+            Err(d) => out.damage.push(d),
+        }
+    }
+    // From the first record whose digest does not hold (or that does not
+    // frame), one at a time, each damaged range found as always. Reading
+    // from memory fails only past the end, which framing never reaches;
+    // stop there rather than loop.
     while let Some(Ok(frame)) = frames.next_frame() {
         match frame.view(file) {
             Ok(rec) => out.records.push(rec),
@@ -355,6 +363,56 @@ struct Decoder<S: Source> {
     src: S,
     pos: u64,
     eof: Option<u64>,
+}
+
+impl<'a> Decoder<&'a [u8]> {
+    /// The records from here on, framed before any digest is checked and
+    /// then checked all at once (`hash_many`: one record's digest alone
+    /// leaves the vector unit idle). Stops before the first record that
+    /// does not frame or whose digest does not hold, and leaves the
+    /// decoder there: [`Decoder::next_frame`] goes on from it, one record
+    /// at a time, so damage is found and named as it always is. Every
+    /// record returned is one `next_frame` would have returned.
+    fn records_checked_together(&mut self) -> Vec<Frame<&'a [u8]>> {
+        let bytes = self.src;
+        let mut spans = Vec::new();
+        let mut at = self.pos as usize;
+        while let Some(head) = bytes.get(at..at + HEADER_LEN) {
+            let head: &[u8; HEADER_LEN] = head.try_into().expect("a header's length");
+            let Ok(header) = frame::decode_header(head) else {
+                break;
+            };
+            let Some(end) = usize::try_from(header.record_len())
+                .ok()
+                .and_then(|len| at.checked_add(len))
+                .filter(|&end| header.version == SPOOL_FORMAT_VERSION && end <= bytes.len())
+            else {
+                break;
+            };
+            spans.push((at, end, header.envelope_len as usize));
+            at = end;
+        }
+        let signed: Vec<&[u8]> = spans
+            .iter()
+            .map(|&(start, end, _)| &bytes[start..end - DIGEST_LEN])
+            .collect();
+        let mut digests = Vec::with_capacity(signed.len());
+        crate::hash_many::hash_each(&signed, &mut digests);
+        let mut frames = Vec::with_capacity(spans.len());
+        for (&(start, end, envelope_len), digest) in spans.iter().zip(&digests) {
+            if bytes[end - DIGEST_LEN..end] != digest[..] {
+                break;
+            }
+            frames.push(Frame::Record {
+                start: start as u64,
+                end: end as u64,
+                envelope_len,
+                body: &bytes[start + HEADER_LEN..end],
+            });
+            self.pos = end as u64;
+        }
+        frames
+    }
 }
 
 /// Why the record at `pos` was rejected before resynchronising.

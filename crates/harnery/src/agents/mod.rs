@@ -172,6 +172,55 @@ pub fn record_digest(
         .to_owned()
 }
 
+/// What a record digest covers ([`record_digest`]'s arguments).
+pub struct RecordKey<'a> {
+    pub adapter: AdapterId,
+    pub event_name: Option<&'a str>,
+    pub session_id: &'a str,
+    pub received_unix_ns: i64,
+    pub payload: &'a [u8],
+}
+
+/// [`record_digest`] of each record, in order: the same digests, their
+/// hashes computed side by side (`harnery_spool::hash_many`), as a drain
+/// needs one for every record of a chunk.
+pub fn record_digests(keys: &[RecordKey]) -> Vec<String> {
+    // Each record's parts framed as `digest_parts` frames them (every part
+    // after its length as a little-endian u64), one after another.
+    let mut framed = Vec::with_capacity(keys.iter().map(|k| k.payload.len() + 160).sum());
+    let mut ends = Vec::with_capacity(keys.len());
+    for k in keys {
+        let parts: [&[u8]; 6] = [
+            b"harnery.record",
+            k.adapter.as_str().as_bytes(),
+            k.event_name.unwrap_or("").as_bytes(),
+            k.session_id.as_bytes(),
+            &k.received_unix_ns.to_le_bytes(),
+            k.payload,
+        ];
+        for part in parts {
+            framed.extend_from_slice(&(part.len() as u64).to_le_bytes());
+            framed.extend_from_slice(part);
+        }
+        ends.push(framed.len());
+    }
+    let mut start = 0;
+    let messages: Vec<&[u8]> = ends
+        .iter()
+        .map(|&end| {
+            let m = &framed[start..end];
+            start = end;
+            m
+        })
+        .collect();
+    let mut digests = Vec::with_capacity(messages.len());
+    harnery_spool::hash_many::hash_each(&messages, &mut digests);
+    digests
+        .into_iter()
+        .map(|d| blake3::Hash::from_bytes(d).to_hex().as_str().to_owned())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -234,6 +283,40 @@ mod tests {
             digest,
             "3973b2ec87e32b1deda2d6d897581a1b54380cf78044fa97e0bad17f06f09ff0"
         );
+    }
+
+    #[test]
+    fn many_record_digests_are_each_records_own() {
+        let payload: Vec<u8> = (0..3000u32).map(|n| (n * 7 % 251) as u8).collect();
+        let keys: Vec<RecordKey> = [0, 1, 700, 930, 1000, 1100, 1900, 2100, 3000]
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| RecordKey {
+                adapter: if i % 2 == 0 {
+                    AdapterId::ClaudeCode
+                } else {
+                    AdapterId::Copilot
+                },
+                event_name: (i % 3 != 0).then_some("PreToolUse"),
+                session_id: "b5f1c3e2-0000-4000-8000-000000000000",
+                received_unix_ns: 1_796_000_000_000_000_000 + i as i64,
+                payload: &payload[..n],
+            })
+            .collect();
+        let one_by_one: Vec<String> = keys
+            .iter()
+            .map(|k| {
+                record_digest(
+                    k.adapter,
+                    k.event_name,
+                    k.session_id,
+                    k.received_unix_ns,
+                    k.payload,
+                )
+            })
+            .collect();
+        assert_eq!(record_digests(&keys), one_by_one);
+        assert!(record_digests(&[]).is_empty());
     }
 
     #[test]

@@ -608,26 +608,36 @@ fn normalize(
 ) -> Result<Vec<usize>, FinalizeError> {
     let mut unknown = Vec::new();
     let mut by_session: BTreeMap<SessionRef, Vec<(usize, AdapterId, String)>> = BTreeMap::new();
-    for (i, r) in records.iter().enumerate() {
+    let adapters: Vec<Option<AdapterId>> = records
+        .iter()
+        .map(|r| match r.rec.envelope.adapter.as_ref() {
+            "" => AdapterId::parse(&r.adapter_dir),
+            name => AdapterId::parse(name),
+        })
+        .collect();
+    let keys: Vec<agents::RecordKey> = records
+        .iter()
+        .zip(&adapters)
+        .filter_map(|(r, adapter)| {
+            let env = &r.rec.envelope;
+            Some(agents::RecordKey {
+                adapter: (*adapter)?,
+                event_name: env.event.as_deref(),
+                session_id: env.session_id.as_deref().unwrap_or(&env.session_key),
+                received_unix_ns: env.received_ns,
+                payload: r.rec.payload,
+            })
+        })
+        .collect();
+    let mut digests = agents::record_digests(&keys).into_iter();
+    for (i, (r, adapter)) in records.iter().zip(adapters).enumerate() {
         let rec = &r.rec;
-        let name: &str = if rec.envelope.adapter.is_empty() {
-            &r.adapter_dir
-        } else {
-            &rec.envelope.adapter
-        };
-        let Some(adapter) = AdapterId::parse(name) else {
+        let Some(adapter) = adapter else {
             unknown.push(i);
             continue;
         };
         let env = &rec.envelope;
-        let sid = env.session_id.as_deref().unwrap_or(&env.session_key);
-        let digest = agents::record_digest(
-            adapter,
-            env.event.as_deref(),
-            sid,
-            env.received_ns,
-            rec.payload,
-        );
+        let digest = digests.next().expect("a digest for every known record");
         // The spool may hold one record twice (a segment append whose sync
         // failed, then its fallback copy): both copies have one digest.
         if normalizer.seen(env.received_ns, &digest)? {
