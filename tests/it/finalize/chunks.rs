@@ -106,39 +106,28 @@ fn spool_a_subagent_after_other_sessions(home: &Path) {
             r#"{{"sessionId":"{sid}","agentId":"z-agent","parentAgentId":"{parent}","timestamp":{n},"toolName":"bash","toolArgs":"{{\"command\":\"ls {n}\"}}"}}"#
         )
     };
-    session(
-        parent,
-        &[
+    let opening = |sid: &str, prompt: &str| {
+        vec![
             (
                 "sessionStart",
-                format!(r#"{{"sessionId":"{parent}","timestamp":1,"source":"new"}}"#),
+                format!(r#"{{"sessionId":"{sid}","timestamp":1,"source":"new"}}"#),
             ),
             (
                 "userPromptSubmitted",
-                format!(r#"{{"sessionId":"{parent}","timestamp":2,"prompt":"go"}}"#),
+                format!(r#"{{"sessionId":"{sid}","timestamp":2,"prompt":"{prompt}"}}"#),
             ),
-            (
-                "subagentStart",
-                format!(
-                    r#"{{"sessionId":"{parent}","timestamp":3,"agentId":"z-agent","parentAgentId":"{parent}"}}"#
-                ),
-            ),
-        ],
-    );
+        ]
+    };
+    let mut hooks = opening(parent, "go");
+    hooks.push((
+        "subagentStart",
+        format!(
+            r#"{{"sessionId":"{parent}","timestamp":3,"agentId":"z-agent","parentAgentId":"{parent}"}}"#
+        ),
+    ));
+    session(parent, &hooks);
     for other in ["m-one", "m-two"] {
-        session(
-            other,
-            &[
-                (
-                    "sessionStart",
-                    format!(r#"{{"sessionId":"{other}","timestamp":1,"source":"new"}}"#),
-                ),
-                (
-                    "userPromptSubmitted",
-                    format!(r#"{{"sessionId":"{other}","timestamp":2,"prompt":"hi"}}"#),
-                ),
-            ],
-        );
+        session(other, &opening(other, "hi"));
     }
     session(
         "z-agent",
