@@ -11,11 +11,8 @@
 
 use std::time::Instant;
 
+use harnery::ledger::eventz::{DICT_MAX, SAMPLE_BYTES, SAMPLE_ROWS};
 use zstd::zstd_safe::{CCtx, CDict};
-
-const SAMPLE_ROWS: usize = 4_000;
-const SAMPLE_BYTES: usize = 4 << 20;
-const DICT_MAX: usize = 110 << 10;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -62,7 +59,7 @@ fn main() {
 
 /// The events before `head`, newest first, spread evenly: as the writer samples.
 fn sample(lines: &[&[u8]], head: usize) -> (Vec<u8>, Vec<usize>) {
-    let step = (head / SAMPLE_ROWS).max(1);
+    let step = (head / SAMPLE_ROWS as usize).max(1);
     let (mut samples, mut lens) = (Vec::new(), Vec::new());
     let mut at = head;
     while at >= 1 && samples.len() < SAMPLE_BYTES {

@@ -56,10 +56,13 @@ fn main() {
     let per = signals / sessions;
     // BENCH_SPOOL_BASE_NS moves the receive times (a second spool for a
     // home already drained: its records are new, not the same again).
-    let base_ns: i64 = std::env::var("BENCH_SPOOL_BASE_NS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1_796_000_000_000_000_000);
+    let base_ns: i64 = match std::env::var("BENCH_SPOOL_BASE_NS") {
+        Ok(v) => v.parse().unwrap_or_else(|_| {
+            eprintln!("BENCH_SPOOL_BASE_NS={v:?}: not a whole number of nanoseconds");
+            std::process::exit(2);
+        }),
+        Err(_) => 1_796_000_000_000_000_000,
+    };
     for s in 0..sessions {
         let sid = format!("bench-{s:06}-0000-4000-8000-000000000000");
         let mut turn = 0;

@@ -64,7 +64,7 @@ pub(crate) use signal::{
 };
 
 use crate::clock::ClockSample;
-use crate::contract::{AdapterId, SessionRef, digest_parts};
+use crate::contract::{AdapterId, SessionRef, digest_parts, frame_parts_u64};
 
 /// One raw spool record, as the producer needs it. Independent of the spool
 /// format: the finalizer fills it from the envelope and the payload bytes.
@@ -159,18 +159,22 @@ pub fn record_digest(
     received_unix_ns: i64,
     payload: &[u8],
 ) -> String {
-    let parts: [&[u8]; 5] = [
-        adapter.as_str().as_bytes(),
-        event_name.unwrap_or("").as_bytes(),
-        session_id.as_bytes(),
-        &received_unix_ns.to_le_bytes(),
+    let key = RecordKey {
+        adapter,
+        event_name,
+        session_id,
+        received_unix_ns,
         payload,
-    ];
-    digest_parts(b"harnery.record", &parts)
+    };
+    let ns = received_unix_ns.to_le_bytes();
+    digest_parts(RECORD_TAG, &key.parts(&ns))
         .to_hex()
         .as_str()
         .to_owned()
 }
+
+/// The domain tag a record digest begins with.
+const RECORD_TAG: &[u8] = b"harnery.record";
 
 /// What a record digest covers ([`record_digest`]'s arguments).
 pub struct RecordKey<'a> {
@@ -181,27 +185,29 @@ pub struct RecordKey<'a> {
     pub payload: &'a [u8],
 }
 
+impl RecordKey<'_> {
+    /// The parts framed after [`RECORD_TAG`], in order (`ns`: the receive
+    /// time's bytes).
+    fn parts<'b>(&'b self, ns: &'b [u8; 8]) -> [&'b [u8]; 5] {
+        [
+            self.adapter.as_str().as_bytes(),
+            self.event_name.unwrap_or("").as_bytes(),
+            self.session_id.as_bytes(),
+            ns,
+            self.payload,
+        ]
+    }
+}
+
 /// [`record_digest`] of each record, in order: the same digests, their
 /// hashes computed side by side (`harnery_spool::hash_many`), as a drain
 /// needs one for every record of a chunk.
 pub fn record_digests(keys: &[RecordKey]) -> Vec<String> {
-    // Each record's parts framed as `digest_parts` frames them (every part
-    // after its length as a little-endian u64), one after another.
     let mut framed = Vec::with_capacity(keys.iter().map(|k| k.payload.len() + 160).sum());
     let mut ends = Vec::with_capacity(keys.len());
     for k in keys {
-        let parts: [&[u8]; 6] = [
-            b"harnery.record",
-            k.adapter.as_str().as_bytes(),
-            k.event_name.unwrap_or("").as_bytes(),
-            k.session_id.as_bytes(),
-            &k.received_unix_ns.to_le_bytes(),
-            k.payload,
-        ];
-        for part in parts {
-            framed.extend_from_slice(&(part.len() as u64).to_le_bytes());
-            framed.extend_from_slice(part);
-        }
+        let ns = k.received_unix_ns.to_le_bytes();
+        frame_parts_u64(RECORD_TAG, &k.parts(&ns), &mut framed);
         ends.push(framed.len());
     }
     let mut start = 0;

@@ -32,7 +32,7 @@ mod validate;
 pub use canonical::Json;
 pub(crate) use confidence::recovered_confidence;
 pub use digest::{CONTRACT_GENERATION, contract_shape, derived_schema_digest, shape_digest};
-pub(crate) use digest_writer::DigestWriter;
+pub(crate) use digest_writer::{DigestWriter, frame_parts_u64};
 pub use event::{
     AdapterId, Attestation, Confidence, Event, Provenance, RawRef, SessionRef, TimeSource,
     TurnAttribution, TurnSource,

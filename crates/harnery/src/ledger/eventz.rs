@@ -637,8 +637,8 @@ pub(crate) mod pack;
 
 #[path = "eventz_train.rs"]
 mod train;
-pub use train::fast_cover;
 use train::train;
+pub use train::{DICT_MAX, SAMPLE_BYTES, SAMPLE_ROWS, fast_cover};
 
 #[cfg(test)]
 #[path = "eventz_tests.rs"]

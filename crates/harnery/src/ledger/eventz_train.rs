@@ -8,11 +8,12 @@ use super::UNDECODABLE;
 use crate::ledger::LedgerError;
 
 /// A dictionary's largest size (zstd's own default).
-const DICT_MAX: usize = 110 << 10;
+pub const DICT_MAX: usize = 110 << 10;
 /// At most this many events, spread evenly over the ledger, and this many
-/// bytes of them, train a dictionary.
-const SAMPLE_ROWS: i64 = 4_000;
-const SAMPLE_BYTES: usize = 4 << 20;
+/// bytes of them, train a dictionary (public, with [`DICT_MAX`], for
+/// `examples/bench_dict.rs`, which samples as the writer does).
+pub const SAMPLE_ROWS: i64 = 4_000;
+pub const SAMPLE_BYTES: usize = 4 << 20;
 
 /// A dictionary trained on events spread evenly over seqs 1 to `head` (and
 /// how many it saw); `None` when zstd finds too little to train on. (The
