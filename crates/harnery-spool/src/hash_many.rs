@@ -62,21 +62,16 @@ impl Job<'_> {
         self.data.len().div_ceil(BLOCK_LEN).max(1)
     }
 
-    /// Block `j` as sixteen little-endian words (zeros past the end), its
-    /// length and its flags.
-    fn block(&self, j: usize) -> ([u32; 16], u32, u32) {
+    /// Block `j`, its length and its flags: a whole block is borrowed
+    /// where it lies, a short last one copied into `pad` with zeros after
+    /// it (the hash reads a block as sixteen little-endian words).
+    fn block<'s>(
+        &'s self,
+        j: usize,
+        pad: &'s mut [u8; BLOCK_LEN],
+    ) -> (&'s [u8; BLOCK_LEN], u32, u32) {
         let at = (j * BLOCK_LEN).min(self.data.len());
         let part = &self.data[at..(at + BLOCK_LEN).min(self.data.len())];
-        let mut bytes = [0u8; BLOCK_LEN];
-        bytes[..part.len()].copy_from_slice(part);
-        let words = std::array::from_fn(|w| {
-            u32::from_le_bytes([
-                bytes[4 * w],
-                bytes[4 * w + 1],
-                bytes[4 * w + 2],
-                bytes[4 * w + 3],
-            ])
-        });
         let mut flags = self.every;
         if j == 0 {
             flags |= self.first;
@@ -84,7 +79,15 @@ impl Job<'_> {
         if j + 1 == self.blocks() {
             flags |= self.last;
         }
-        (words, part.len() as u32, flags)
+        let bytes = match part.try_into() {
+            Ok(whole) => whole,
+            Err(_) => {
+                pad.fill(0);
+                pad[..part.len()].copy_from_slice(part);
+                &*pad
+            }
+        };
+        (bytes, part.len() as u32, flags)
     }
 }
 
@@ -231,17 +234,18 @@ mod lanes {
             counter[l] = job.counter;
         }
         let counter = vector(&counter);
+        let mut pads = [[0u8; BLOCK_LEN]; LANES];
         for j in 0..steps {
-            let mut words = [[0u32; LANES]; 16];
+            let mut rows = [&NO_BLOCK; LANES];
             let (mut len, mut flags, mut idle) = ([0u32; LANES], [0u32; LANES], [u32::MAX; LANES]);
-            for (l, job) in group.iter().enumerate().filter(|(_, job)| j < job.blocks()) {
-                let (w, n, f) = job.block(j);
-                for (row, word) in words.iter_mut().zip(w) {
-                    row[l] = word;
+            for ((l, job), pad) in group.iter().enumerate().zip(&mut pads) {
+                if j < job.blocks() {
+                    let (bytes, n, f) = job.block(j, pad);
+                    rows[l] = bytes;
+                    (len[l], flags[l], idle[l]) = (n, f, 0);
                 }
-                (len[l], flags[l], idle[l]) = (n, f, 0);
             }
-            let m: [__m256i; 16] = std::array::from_fn(|w| vector(&words[w]));
+            let m = words(&rows);
             let next = compress(&cv, &m, counter, vector(&len), vector(&flags));
             let idle = vector(&idle);
             for i in 0..8 {
@@ -255,6 +259,68 @@ mod lanes {
             }
             lanes
         })
+    }
+
+    /// What an idle lane reads: any block would do, its result is discarded.
+    static NO_BLOCK: [u8; BLOCK_LEN] = [0; BLOCK_LEN];
+
+    /// The sixteen message words of eight blocks, word `w` of every lane
+    /// in vector `w`: each block's halves loaded as they lie, then
+    /// transposed eight by eight (no byte is copied one at a time).
+    #[target_feature(enable = "avx2")]
+    fn words(rows: &[&[u8; BLOCK_LEN]; LANES]) -> [__m256i; 16] {
+        let half = |h: usize| -> [__m256i; LANES] {
+            std::array::from_fn(|l| {
+                let bytes: &[u8; 32] = rows[l][32 * h..32 * h + 32]
+                    .try_into()
+                    .expect("half of a block is 32 bytes");
+                // SAFETY: `bytes` is 32 readable bytes, what one unaligned
+                // 256-bit load reads; `loadu` needs no alignment.
+                unsafe { _mm256_loadu_si256(bytes.as_ptr().cast()) }
+            })
+        };
+        let (low, high) = (transpose(half(0)), transpose(half(1)));
+        std::array::from_fn(|w| if w < 8 { low[w] } else { high[w - 8] })
+    }
+
+    /// An 8x8 matrix of 32-bit words transposed: row `l` holds lane `l`'s
+    /// words 0..8; the result's row `w` holds word `w` of lanes 0..8.
+    #[target_feature(enable = "avx2")]
+    fn transpose(r: [__m256i; LANES]) -> [__m256i; LANES] {
+        // Pairs of rows interleaved by word, then by pairs of words: each
+        // 128-bit half then holds one word of four lanes.
+        let t = [
+            _mm256_unpacklo_epi32(r[0], r[1]),
+            _mm256_unpackhi_epi32(r[0], r[1]),
+            _mm256_unpacklo_epi32(r[2], r[3]),
+            _mm256_unpackhi_epi32(r[2], r[3]),
+            _mm256_unpacklo_epi32(r[4], r[5]),
+            _mm256_unpackhi_epi32(r[4], r[5]),
+            _mm256_unpacklo_epi32(r[6], r[7]),
+            _mm256_unpackhi_epi32(r[6], r[7]),
+        ];
+        let u = [
+            _mm256_unpacklo_epi64(t[0], t[2]),
+            _mm256_unpackhi_epi64(t[0], t[2]),
+            _mm256_unpacklo_epi64(t[1], t[3]),
+            _mm256_unpackhi_epi64(t[1], t[3]),
+            _mm256_unpacklo_epi64(t[4], t[6]),
+            _mm256_unpackhi_epi64(t[4], t[6]),
+            _mm256_unpacklo_epi64(t[5], t[7]),
+            _mm256_unpackhi_epi64(t[5], t[7]),
+        ];
+        // u[k] holds word k of lanes 0..4 (low half) and word k + 4 (high
+        // half); u[k + 4] the same of lanes 4..8.
+        [
+            _mm256_permute2x128_si256::<0x20>(u[0], u[4]),
+            _mm256_permute2x128_si256::<0x20>(u[1], u[5]),
+            _mm256_permute2x128_si256::<0x20>(u[2], u[6]),
+            _mm256_permute2x128_si256::<0x20>(u[3], u[7]),
+            _mm256_permute2x128_si256::<0x31>(u[0], u[4]),
+            _mm256_permute2x128_si256::<0x31>(u[1], u[5]),
+            _mm256_permute2x128_si256::<0x31>(u[2], u[6]),
+            _mm256_permute2x128_si256::<0x31>(u[3], u[7]),
+        ]
     }
 
     #[target_feature(enable = "avx2")]
