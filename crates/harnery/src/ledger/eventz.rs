@@ -47,6 +47,7 @@ use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use zstd::zstd_safe::{CCtx, CDict, DCtx, DDict};
 
 use super::LedgerError;
+use crate::contract::SessionRef;
 
 /// The format byte a body begins with.
 const FORMAT: u8 = 1;
@@ -357,6 +358,9 @@ pub(crate) struct Encoder {
     newest: Newest,
     /// The last frame, its room kept for the next.
     frame: Vec<u8>,
+    /// The ledger keeps blocks (`eventz_pack`): a batch's events are
+    /// written packed, a session's run of them in one block.
+    packs: bool,
 }
 
 /// `text` compressed with `dict` (none: without a dictionary) as a body,
@@ -403,6 +407,7 @@ impl Encoder {
             newest: Arc::new(Mutex::new(dict.clone())),
             dict,
             frame: Vec::new(),
+            packs: pack::has_blocks(conn)?,
         })
     }
 
@@ -425,14 +430,31 @@ impl Encoder {
             cctx: CCtx::create(),
             newest: self.newest.clone(),
             frame: Vec::new(),
+            packs: self.packs,
         }
     }
 
     /// The bodies of a batch's events as this encoder would make them now,
-    /// if `pre` holds them: made with the dictionary it uses, one for each
-    /// of `count` events.
+    /// if `pre` holds them: made with the dictionary it uses, packed if it
+    /// packs, for `count` events.
     pub(crate) fn takes<'p>(&self, pre: Option<&'p Bodies>, count: usize) -> Option<&'p Bodies> {
-        pre.filter(|p| p.dict == self.dict.as_ref().map_or(0, |d| d.id) && p.len() == count)
+        pre.filter(|p| {
+            p.dict == self.dict.as_ref().map_or(0, |d| d.id)
+                && p.cuts.is_some() == self.packs
+                && p.len() == count
+        })
+    }
+
+    /// A batch's event bodies made here, as [`Ahead::events`] makes them.
+    pub(crate) fn events(&mut self, events: &[Text]) -> Result<Bodies, LedgerError> {
+        let dict = self.dict.clone();
+        pack::make(
+            &mut self.cctx,
+            &mut self.frame,
+            dict.as_deref(),
+            events,
+            self.packs,
+        )
     }
 
     /// Train and store a new dictionary if the ledger has grown enough
@@ -482,21 +504,31 @@ pub(crate) struct Ahead {
     cctx: CCtx<'static>,
     newest: Newest,
     frame: Vec<u8>,
+    packs: bool,
 }
 
+/// One event of a batch: its session and its text.
+pub(crate) type Text<'t> = (&'t SessionRef, &'t [u8]);
+
 /// Bodies made ahead, one after another, and which dictionary made them
-/// (0: none).
-#[derive(Debug, Default)]
+/// (0: none). Packed (`cuts`), each body is a block of a run of the
+/// events (`eventz_pack`), and `cuts` says after which event each ends.
+#[derive(Debug, Default, PartialEq)]
 pub(crate) struct Bodies {
     dict: u16,
     bytes: Vec<u8>,
     /// Where each body ends in `bytes`.
     ends: Vec<usize>,
+    cuts: Option<Vec<usize>>,
 }
 
 impl Bodies {
+    /// How many texts they hold.
     pub(crate) fn len(&self) -> usize {
-        self.ends.len()
+        match &self.cuts {
+            Some(cuts) => cuts.last().copied().unwrap_or(0),
+            None => self.ends.len(),
+        }
     }
 
     /// The `i`th body.
@@ -507,17 +539,21 @@ impl Bodies {
 }
 
 impl Ahead {
-    /// `texts` as bodies with the writer's newest dictionary.
-    pub(crate) fn with_dict<'t>(
-        &mut self,
-        texts: impl ExactSizeIterator<Item = &'t [u8]>,
-    ) -> Result<Bodies, LedgerError> {
+    /// A batch's event bodies with the writer's newest dictionary, packed
+    /// if the writer packs.
+    pub(crate) fn events(&mut self, events: &[Text]) -> Result<Bodies, LedgerError> {
         let dict = self
             .newest
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
-        self.bodies(dict.as_deref(), texts)
+        pack::make(
+            &mut self.cctx,
+            &mut self.frame,
+            dict.as_deref(),
+            events,
+            self.packs,
+        )
     }
 
     /// `texts` as bodies without a dictionary, as `event_body` makes them
@@ -526,21 +562,12 @@ impl Ahead {
         &mut self,
         texts: impl ExactSizeIterator<Item = &'t [u8]>,
     ) -> Result<Bodies, LedgerError> {
-        self.bodies(None, texts)
-    }
-
-    fn bodies<'t>(
-        &mut self,
-        dict: Option<&Dict>,
-        texts: impl ExactSizeIterator<Item = &'t [u8]>,
-    ) -> Result<Bodies, LedgerError> {
         let mut out = Bodies {
-            dict: dict.map_or(0, |d| d.id),
-            bytes: Vec::new(),
             ends: Vec::with_capacity(texts.len()),
+            ..Bodies::default()
         };
         for text in texts {
-            compress(&mut self.cctx, dict, text, &mut self.frame, &mut out.bytes)?;
+            compress(&mut self.cctx, None, text, &mut self.frame, &mut out.bytes)?;
             out.ends.push(out.bytes.len());
         }
         Ok(out)

@@ -336,6 +336,128 @@ fn runs(rows: Vec<Row>) -> Vec<Vec<Row>> {
     blocks
 }
 
+/// `events` as bodies with `dict`: one block for each run of them when
+/// `packs`, one body for each otherwise.
+pub(super) fn make(
+    cctx: &mut CCtx<'static>,
+    frame: &mut Vec<u8>,
+    dict: Option<&super::Dict>,
+    events: &[super::Text],
+    packs: bool,
+) -> Result<super::Bodies, LedgerError> {
+    let mut out = super::Bodies {
+        dict: dict.map_or(0, |d| d.id),
+        ..super::Bodies::default()
+    };
+    if !packs {
+        out.ends.reserve(events.len());
+        for (_, text) in events {
+            super::compress(cctx, dict, text, frame, &mut out.bytes)?;
+            out.ends.push(out.bytes.len());
+        }
+        return Ok(out);
+    }
+    let cuts = cuts(events);
+    let mut block = Vec::new();
+    let mut start = 0;
+    for &end in &cuts {
+        content(events[start..end].iter().map(|(_, t)| *t), &mut block);
+        super::compress(cctx, dict, &block, frame, &mut out.bytes)?;
+        out.ends.push(out.bytes.len());
+        start = end;
+    }
+    out.cuts = Some(cuts);
+    Ok(out)
+}
+
+/// A block's content (the layout above) of `texts`, into `out` (cleared
+/// first).
+pub(super) fn content<'t>(texts: impl Iterator<Item = &'t [u8]> + Clone, out: &mut Vec<u8>) {
+    out.clear();
+    out.extend_from_slice(&(texts.clone().count() as u32).to_le_bytes());
+    for t in texts.clone() {
+        out.extend_from_slice(&(t.len() as u32).to_le_bytes());
+    }
+    for t in texts {
+        out.extend_from_slice(t);
+    }
+}
+
+/// Where the writer cuts a batch's events into blocks, as the pass does:
+/// a block holds one session's run of consecutive events, at most
+/// [`BLOCK_EVENTS`] of them and [`BLOCK_TEXT`] bytes of text (an event
+/// longer than that alone); the index each block ends before.
+pub(super) fn cuts(events: &[super::Text]) -> Vec<usize> {
+    let mut cuts = Vec::new();
+    let (mut start, mut bytes) = (0, 0);
+    for (i, (session, text)) in events.iter().enumerate() {
+        if i > start
+            && (*session != events[start].0
+                || i - start == BLOCK_EVENTS
+                || bytes + text.len() > BLOCK_TEXT)
+        {
+            cuts.push(i);
+            (start, bytes) = (i, 0);
+        }
+        bytes += text.len();
+    }
+    if start < events.len() {
+        cuts.push(events.len());
+    }
+    cuts
+}
+
+/// A packed row's body: block `id`, whose body is `block`; its index is
+/// written by the caller (bytes 9 and 10).
+fn reference_to(id: i64, block: &[u8]) -> [u8; REF_LEN] {
+    let mut reference = [0u8; REF_LEN];
+    reference[0] = REF_FORMAT;
+    reference[1..9].copy_from_slice(&id.to_le_bytes());
+    reference[11..].copy_from_slice(&block[3..HEADER_LEN]);
+    reference
+}
+
+/// The writer's side of packed bodies: row by row, the body each of a
+/// batch's events is stored with, the first of each block storing the
+/// block (in the append's transaction).
+pub(crate) struct RefWriter<'b> {
+    bodies: &'b super::Bodies,
+    cuts: &'b [usize],
+    block: usize,
+    index: usize,
+    reference: [u8; REF_LEN],
+}
+
+impl<'b> RefWriter<'b> {
+    /// Over `bodies` if they are packed.
+    pub(crate) fn of(bodies: &'b super::Bodies) -> Option<RefWriter<'b>> {
+        Some(RefWriter {
+            bodies,
+            cuts: bodies.cuts.as_deref()?,
+            block: 0,
+            index: 0,
+            reference: [0; REF_LEN],
+        })
+    }
+
+    /// The next event's body.
+    pub(crate) fn next(&mut self, tx: &Connection) -> Result<&[u8], LedgerError> {
+        if self.index == 0 {
+            let block = self.bodies.get(self.block);
+            tx.prepare_cached("INSERT INTO event_blocks (body) VALUES (?1)")?
+                .execute([block])?;
+            self.reference = reference_to(tx.last_insert_rowid(), block);
+        }
+        self.reference[9..11].copy_from_slice(&(self.index as u16).to_le_bytes());
+        let start = self.block.checked_sub(1).map_or(0, |b| self.cuts[b]);
+        self.index += 1;
+        if start + self.index == self.cuts[self.block] {
+            (self.block, self.index) = (self.block + 1, 0);
+        }
+        Ok(&self.reference)
+    }
+}
+
 /// The packing pass's compressor and its buffers.
 struct Packer {
     cctx: CCtx<'static>,
@@ -354,14 +476,7 @@ impl Packer {
         done: &mut Packed,
     ) -> Result<(), LedgerError> {
         let content = &mut self.content;
-        content.clear();
-        content.extend_from_slice(&(rows.len() as u32).to_le_bytes());
-        for r in rows {
-            content.extend_from_slice(&(r.text.len() as u32).to_le_bytes());
-        }
-        for r in rows {
-            content.extend_from_slice(&r.text);
-        }
+        self::content(rows.iter().map(|r| &r.text[..]), content);
         let frame = &mut self.frame;
         frame.clear();
         frame.reserve(zstd::zstd_safe::compress_bound(content.len()));
@@ -385,10 +500,7 @@ impl Packer {
         tx.prepare_cached("INSERT INTO event_blocks (body) VALUES (?1)")?
             .execute([&self.body])?;
         let id = tx.last_insert_rowid();
-        let mut reference = [0u8; REF_LEN];
-        reference[0] = REF_FORMAT;
-        reference[1..9].copy_from_slice(&id.to_le_bytes());
-        reference[11..].copy_from_slice(&self.body[3..HEADER_LEN]);
+        let mut reference = reference_to(id, &self.body);
         let mut update = tx.prepare_cached("UPDATE event_store SET body = ?1 WHERE seq = ?2")?;
         let mut back =
             tx.prepare_cached("SELECT event_json(body) FROM event_store WHERE seq = ?1")?;

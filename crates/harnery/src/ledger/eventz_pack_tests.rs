@@ -249,3 +249,71 @@ fn a_flipped_byte_in_a_block_or_a_reference_reads_as_undecodable_or_as_other_tex
     .unwrap();
     assert_eq!(texts(&conn), before);
 }
+
+#[test]
+fn the_writer_cuts_a_batch_at_each_new_session_at_64_events_and_at_256_kib() {
+    let (a, b) = (
+        crate::contract::SessionRef {
+            adapter: crate::contract::AdapterId::ClaudeCode,
+            session_id: "a".into(),
+        },
+        crate::contract::SessionRef {
+            adapter: crate::contract::AdapterId::Copilot,
+            session_id: "a".into(),
+        },
+    );
+    let small = [b'x'; 10];
+    let big = vec![b'y'; BLOCK_TEXT / 2 + 1];
+    let mut events: Vec<eventz::Text> = Vec::new();
+    events.extend((0..3).map(|_| (&a, &small[..])));
+    // The same id under another adapter is another session.
+    events.extend((0..130).map(|_| (&b, &small[..])));
+    events.extend((0..3).map(|_| (&a, &big[..])));
+    assert_eq!(cuts(&events), [3, 67, 131, 133, 134, 135, 136]);
+    assert!(cuts(&[]).is_empty());
+    // One text longer than a block holds is a block of its own.
+    let huge = vec![b'z'; BLOCK_TEXT + 1];
+    assert_eq!(cuts(&[(&a, &huge[..]), (&a, &small[..])]), [1, 2]);
+}
+
+#[test]
+fn rows_the_writer_packs_read_back_as_their_texts_and_the_pass_leaves_them() {
+    let mut conn = ledger(0);
+    let mut enc = eventz::Encoder::load(&conn).unwrap();
+    // Runs of a session as a batch has them, one run longer than a block.
+    let sessions: Vec<crate::contract::SessionRef> = (0..3)
+        .map(|s| crate::contract::SessionRef {
+            adapter: crate::contract::AdapterId::ClaudeCode,
+            session_id: format!("s-{s}"),
+        })
+        .collect();
+    let want: Vec<String> = (1..=200).map(text).collect();
+    let events: Vec<eventz::Text> = want
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (&sessions[(i / 90).min(2)], t.as_bytes()))
+        .collect();
+    let bodies = enc.events(&events).unwrap();
+    let mut refs = RefWriter::of(&bodies).expect("a ledger with blocks packs");
+    let tx = conn.transaction().unwrap();
+    for (i, (session, _)) in events.iter().enumerate() {
+        let body = refs.next(&tx).unwrap().to_vec();
+        tx.execute(
+            "INSERT INTO event_store (seq, id, adapter, session_id, offset, type, time_unix_ns, body, prev_hash, hash, batch_k) \
+             VALUES (?1, 'ev', 'claude-code', ?2, ?1, 'tool.completed', ?1, ?3, x'00', x'01', 1)",
+            params![i as i64 + 1, session.session_id, body],
+        )
+        .unwrap();
+    }
+    tx.commit().unwrap();
+    // 90 + 90 + 20 events: blocks of 64 + 26, 64 + 26, 20.
+    let blocks: i64 = conn
+        .query_row("SELECT count(*) FROM event_blocks", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(blocks, 5);
+    assert!(formats(&conn).iter().all(|&f| f == REF_FORMAT));
+    assert_eq!(texts(&conn), want);
+    // Already in blocks: the pass has nothing to pack.
+    assert_eq!(pack(&mut conn, &|| false).unwrap().events, 0);
+    assert_eq!(texts(&conn), want);
+}

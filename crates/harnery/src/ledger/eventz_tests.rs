@@ -241,10 +241,14 @@ fn bodies_made_ahead_are_the_writers_own_byte_for_byte() {
     let mut enc = Encoder::load(&tx).unwrap();
     let mut ahead = enc.ahead();
     let chunk = |k: i64| -> Vec<String> { (20 + k * 100..20 + (k + 1) * 100).map(text).collect() };
+    let session = SessionRef {
+        adapter: crate::contract::AdapterId::ClaudeCode,
+        session_id: "s".into(),
+    };
     let made = |ahead: &mut Ahead, k: i64| {
-        ahead
-            .with_dict(chunk(k).iter().map(|t| t.as_bytes()))
-            .unwrap()
+        let chunk = chunk(k);
+        let texts: Vec<Text> = chunk.iter().map(|t| (&session, t.as_bytes())).collect();
+        ahead.events(&texts).unwrap()
     };
     let (mut taken, mut made_again) = (0, 0);
     let mut next = made(&mut ahead, 0);
@@ -259,11 +263,17 @@ fn bodies_made_ahead_are_the_writers_own_byte_for_byte() {
             Some(_) => taken += 1,
             None => made_again += 1,
         }
-        for (i, t) in chunk(k).iter().enumerate() {
+        // A ledger with blocks: the writer packs the batch's run of one
+        // session, in blocks of at most 64 events.
+        let chunk_k = chunk(k);
+        let texts: Vec<Text> = chunk_k.iter().map(|t| (&session, t.as_bytes())).collect();
+        let mine = enc.events(&texts).unwrap();
+        assert_eq!(mine.cuts.as_deref(), Some(&[64, 100][..]));
+        if let Some(pre) = pre {
+            assert_eq!(pre, &mine, "chunk {k}");
+        }
+        for (i, t) in chunk_k.iter().enumerate() {
             enc.encode(t.as_bytes(), &mut body).unwrap();
-            if let Some(pre) = pre {
-                assert_eq!(pre.get(i), &body[..], "chunk {k}, row {i}");
-            }
             let seq = 20 + k * 100 + i as i64;
             tx.execute(
                 "INSERT INTO event_store (seq, id, adapter, session_id, offset, type, time_unix_ns, body, prev_hash, hash, batch_k) \

@@ -114,9 +114,7 @@ impl CompressAhead {
     /// The bodies of `batch`'s events and producer states.
     pub(crate) fn batch(&mut self, batch: &AppendBatch) -> Result<Encoded, LedgerError> {
         Ok(Encoded {
-            events: self
-                .0
-                .with_dict(batch.events.iter().map(|r| r.json.as_bytes()))?,
+            events: self.0.events(&texts(batch))?,
             states: self
                 .0
                 .plain(batch.states.iter().map(|s| s.state.as_bytes()))?,
@@ -281,7 +279,6 @@ fn insert_events(
         None => "INSERT INTO events (id, adapter, session_id, offset, type, time_unix_ns, json, prev_hash, hash, batch) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     })?;
-    let mut body = Vec::new();
     let mut traced = trace_rows::ChunkWriter::new(tx)?;
     let half = batch.events.len() / 2;
     let mut derived = Derivation::new(tx, batch.events.len());
@@ -295,9 +292,20 @@ fn insert_events(
         }
         None => stmt.raw_bind_parameter(10, batch.id.as_str())?,
     }
-    let pre = encoder
-        .as_deref()
-        .and_then(|enc| enc.takes(pre, batch.events.len()));
+    // Bodies made ahead are taken as they are when this encoder would make
+    // the same; otherwise they are made here, all of the batch's at once.
+    let made;
+    let bodies = match encoder.as_deref_mut() {
+        None => None,
+        Some(enc) => match enc.takes(pre, batch.events.len()) {
+            Some(pre) => Some(pre),
+            None => {
+                made = enc.events(&texts(batch))?;
+                Some(&made)
+            }
+        },
+    };
+    let mut packed = bodies.and_then(eventz::pack::RefWriter::of);
     let mut session: Option<&SessionRef> = None;
     for (i, row) in batch.events.iter().enumerate() {
         if i == half && i > 0 {
@@ -315,13 +323,10 @@ fn insert_events(
         stmt.raw_bind_parameter(4, e.offset as i64)?;
         stmt.raw_bind_parameter(5, e.event_type().as_str())?;
         stmt.raw_bind_parameter(6, e.time_unix_ns)?;
-        match (encoder.as_deref_mut(), pre) {
-            (Some(_), Some(pre)) => stmt.raw_bind_parameter(7, pre.get(i))?,
-            (Some(enc), None) => {
-                enc.encode(row.json.as_bytes(), &mut body)?;
-                stmt.raw_bind_parameter(7, &body[..])?;
-            }
-            (None, _) => stmt.raw_bind_parameter(7, row.json.as_str())?,
+        match (&mut packed, bodies) {
+            (Some(refs), _) => stmt.raw_bind_parameter(7, refs.next(tx)?)?,
+            (None, Some(bodies)) => stmt.raw_bind_parameter(7, bodies.get(i))?,
+            (None, None) => stmt.raw_bind_parameter(7, row.json.as_str())?,
         }
         stmt.raw_bind_parameter(8, &prev[..])?;
         stmt.raw_bind_parameter(9, &hash[..])?;
@@ -338,6 +343,15 @@ fn insert_events(
     tx.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES ('chain_head', ?1)")?
         .execute([chain::hex(&prev)])?;
     Ok(())
+}
+
+/// A batch's events as their bodies are made from: session and text.
+fn texts(batch: &AppendBatch) -> Vec<eventz::Text<'_>> {
+    batch
+        .events
+        .iter()
+        .map(|r| (&r.event.session, r.json.as_bytes()))
+        .collect()
 }
 
 fn refuse_duplicate(e: &Event, err: rusqlite::Error) -> LedgerError {
