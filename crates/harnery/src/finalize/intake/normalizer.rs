@@ -21,8 +21,9 @@ pub(super) struct Normalizer {
     pub(super) ledger: LedgerReader,
     /// The run's "now": the time of conditions found while loading state.
     pub(super) now_unix_ns: i64,
-    /// Producers this run advanced; one whose chunk is committed is
-    /// dropped (the ledger has its state).
+    /// The states of the producers this run advanced, as their batches
+    /// store them; one whose chunk is committed is dropped (the ledger
+    /// has it).
     pub(super) states: HashMap<SessionRef, Kept>,
     pub(super) offsets: BTreeMap<SessionRef, u64>,
     /// Record digests of the chunks that may not be committed yet (see
@@ -45,17 +46,6 @@ impl Normalizer {
         let committed = self.chunk.saturating_sub(IN_FLIGHT as u64);
         self.recent.retain(|_, chunk| *chunk > committed);
         self.states.retain(|_, kept| kept.chunk > committed);
-        // A session goes on in the next chunk if at all (chunks follow the
-        // spool's order, a session's files one after another): older
-        // producers keep only their saved state. A thousand small sessions
-        // in a row (the record pass) would otherwise hold every parsed
-        // producer of the chunks in flight.
-        let previous = self.chunk - 1;
-        for kept in self.states.values_mut() {
-            if kept.chunk < previous {
-                kept.producer = None;
-            }
-        }
     }
 
     /// Whether this record digest was already drained; remembers it.
@@ -88,16 +78,19 @@ impl Normalizer {
         batch: &mut AppendBatch,
     ) -> Result<SessionProducer, FinalizeError> {
         if let Some(kept) = self.states.remove(session) {
-            return match kept.producer {
-                Some(producer) => Ok(producer),
-                None => parse_state(session, &kept.saved),
-            };
+            return parse_state(session, &kept.saved);
         }
         load_producer(&self.ledger, session, self.now_unix_ns, &mut batch.events)
     }
 
-    /// Queue the producer's state with the batch and keep the producer for
-    /// the rest of the run, so later chunks continue from it.
+    /// Queue the producer's state with the batch and keep that state for
+    /// the rest of the run, so a later chunk that brings more of the
+    /// session goes on from it, as the next run would. The producer itself
+    /// is dropped: parsed, a state is several times its text, and a
+    /// thousand small sessions in a row (the record pass) would otherwise
+    /// hold a parsed producer for each session of the chunks in flight; a
+    /// session's signals come in one chunk but where its files are cut
+    /// between two, or a subagent's spool brings its parent back.
     pub(super) fn keep_state(
         &mut self,
         session: &SessionRef,
@@ -106,7 +99,6 @@ impl Normalizer {
     ) {
         let saved = save_producer(session, &producer);
         let kept = Kept {
-            producer: Some(producer),
             saved: saved.state.clone(),
             chunk: self.chunk,
         };
@@ -126,8 +118,6 @@ impl Normalizer {
 
 /// A producer this run advanced, and the chunk that last did.
 pub(super) struct Kept {
-    /// Parsed, while the next chunk may continue it.
-    producer: Option<SessionProducer>,
     /// Its state as that chunk's batch stores it (shared with the batch):
     /// what the ledger will hold once the batch commits, and so what a
     /// later run would load.
