@@ -48,6 +48,19 @@ fn home_with_events(home: &Path, plain: bool) {
     assert!(out.status.success(), "{}", stderr(&out));
 }
 
+/// Rewrite the ledger's rows as a writer before blocks left them: each
+/// row's text a frame of its own, no block; the texts and the chain as
+/// they were. (The writer now stores a ledger's events in blocks; rows
+/// an older one wrote are packed by the compaction pass.)
+pub(super) fn as_an_older_writer_left(home: &Path) {
+    let conn = rusqlite::Connection::open(db(home)).unwrap();
+    harnery::ledger::eventz::register(&conn).unwrap();
+    conn.execute_batch(
+        "UPDATE event_store SET body = event_body(event_json(body)); DELETE FROM event_blocks;",
+    )
+    .unwrap();
+}
+
 /// `verify`'s verdict and the whole ledger's jsonl export.
 pub(super) fn verified_export(home: &Path, when: &str) -> String {
     let v = run(home, &["verify"]);
@@ -204,6 +217,14 @@ fn verify_finds_a_flipped_byte_anywhere_in_a_stored_body() {
     let t = tempfile::tempdir().unwrap();
     let home = t.path();
     home_with_events(home, false);
+    // A place in a block, as the writer stores a row, then a frame of
+    // its own, as a row an older writer left.
+    flip_every_byte_of_the_longest_body(home);
+    as_an_older_writer_left(home);
+    flip_every_byte_of_the_longest_body(home);
+}
+
+fn flip_every_byte_of_the_longest_body(home: &Path) {
     let conn = rusqlite::Connection::open(db(home)).unwrap();
     let (seq, body): (i64, Vec<u8>) = conn
         .query_row(
@@ -262,13 +283,19 @@ fn formats(home: &Path) -> Vec<u8> {
 }
 
 #[test]
-fn the_default_finalize_packs_events_in_blocks_and_verify_finds_a_flipped_byte_in_one() {
+fn events_are_stored_in_blocks_and_verify_finds_a_flipped_byte_in_one() {
     let t = tempfile::tempdir().unwrap();
     let home = t.path();
     home_with_events(home, false);
+    // The writer packs, even without the compaction pass.
+    assert!(formats(home).iter().all(|&f| f == 2));
+    let written = verified_export(home, "written");
+    as_an_older_writer_left(home);
     assert!(formats(home).iter().all(|&f| f == 1));
     let before = verified_export(home, "before");
-    // Nothing new to drain: the compaction pass alone runs.
+    assert_eq!(before, written);
+    // Nothing new to drain: the compaction pass alone runs, and packs the
+    // rows an older writer left.
     let out = run(home, &["finalize"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(formats(home).iter().all(|&f| f == 2), "{:?}", formats(home));
@@ -338,6 +365,7 @@ fn a_compact_ledger_without_blocks_is_packed_only_by_the_command() {
     let home = t.path();
     home_with_events(home, false);
     // What the build before blocks wrote: compact, no blocks' tables.
+    as_an_older_writer_left(home);
     let conn = rusqlite::Connection::open(db(home)).unwrap();
     conn.execute_batch("DROP TABLE event_blocks; DROP TABLE event_packed;")
         .unwrap();
@@ -368,9 +396,11 @@ fn a_kill_at_any_moment_of_finalizes_compaction_leaves_a_ledger_that_verifies() 
     let t = tempfile::tempdir().unwrap();
     let template = t.path().join("template");
     std::fs::create_dir_all(&template).unwrap();
-    // Finalized without its compaction pass: the raw archive uncompressed
-    // and no event packed, all of it for the next run's pass to do.
+    // Finalized without its compaction pass, its rows as an older writer
+    // left them: the raw archive uncompressed and no event packed, all of
+    // it for the next run's pass to do.
     home_with_events(&template, false);
+    as_an_older_writer_left(&template);
     let want = verified_export(&template, "template");
     let probe = t.path().join("probe");
     copy_tree(&template, &probe);

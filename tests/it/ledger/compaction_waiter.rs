@@ -59,7 +59,8 @@ fn ledger_dir(home: &Path) -> PathBuf {
 }
 
 /// A home whose ledger holds the sessions' events, finalized without the
-/// compaction pass: every event is left for the next pass to pack.
+/// compaction pass and its rows as an older writer left them: every event
+/// is left for the next pass to pack.
 fn home_to_pack(home: &Path) {
     spool_sessions(
         home,
@@ -70,6 +71,9 @@ fn home_to_pack(home: &Path) {
     );
     let out = run(home, &["finalize", "--no-compact"]);
     assert!(out.status.success(), "{}", stderr(&out));
+    // The writer stores events in blocks: leave them as one frame each,
+    // as an older writer did, for the pass to pack.
+    super::compact_events::as_an_older_writer_left(home);
 }
 
 /// The packing's progress: the last seq packed, the bytes it freed that
