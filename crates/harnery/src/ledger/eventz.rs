@@ -562,16 +562,27 @@ impl Ahead {
         &mut self,
         texts: impl ExactSizeIterator<Item = &'t [u8]>,
     ) -> Result<Bodies, LedgerError> {
-        let mut out = Bodies {
-            ends: Vec::with_capacity(texts.len()),
-            ..Bodies::default()
-        };
-        for text in texts {
-            compress(&mut self.cctx, None, text, &mut self.frame, &mut out.bytes)?;
-            out.ends.push(out.bytes.len());
-        }
-        Ok(out)
+        one_each(&mut self.cctx, &mut self.frame, None, texts)
     }
+}
+
+/// `texts` as bodies with `dict`, one for each.
+fn one_each<'t>(
+    cctx: &mut CCtx<'static>,
+    frame: &mut Vec<u8>,
+    dict: Option<&Dict>,
+    texts: impl ExactSizeIterator<Item = &'t [u8]>,
+) -> Result<Bodies, LedgerError> {
+    let mut out = Bodies {
+        dict: dict.map_or(0, |d| d.id),
+        ends: Vec::with_capacity(texts.len()),
+        ..Bodies::default()
+    };
+    for text in texts {
+        compress(cctx, dict, text, frame, &mut out.bytes)?;
+        out.ends.push(out.bytes.len());
+    }
+    Ok(out)
 }
 
 /// The number of a batch's name in `event_batches`, given it one if new

@@ -345,18 +345,13 @@ pub(super) fn make(
     events: &[super::Text],
     packs: bool,
 ) -> Result<super::Bodies, LedgerError> {
+    if !packs {
+        return super::one_each(cctx, frame, dict, events.iter().map(|(_, t)| *t));
+    }
     let mut out = super::Bodies {
         dict: dict.map_or(0, |d| d.id),
         ..super::Bodies::default()
     };
-    if !packs {
-        out.ends.reserve(events.len());
-        for (_, text) in events {
-            super::compress(cctx, dict, text, frame, &mut out.bytes)?;
-            out.ends.push(out.bytes.len());
-        }
-        return Ok(out);
-    }
     let cuts = cuts(events);
     let mut block = Vec::new();
     let mut start = 0;
