@@ -353,14 +353,33 @@ type Newest = Arc<Mutex<Option<Arc<Dict>>>>;
 
 /// The writer's side: compresses texts with the ledger's newest dictionary.
 pub(crate) struct Encoder {
-    cctx: CCtx<'static>,
+    maker: Maker,
     dict: Option<Arc<Dict>>,
     newest: Newest,
-    /// The last frame, its room kept for the next.
+}
+
+/// What makes bodies on one thread: a zstd context, room for the last
+/// frame (kept for the next), and whether events are packed.
+struct Maker {
+    cctx: CCtx<'static>,
     frame: Vec<u8>,
     /// The ledger keeps blocks (`eventz_pack`): a batch's events are
     /// written packed, a session's run of them in one block.
     packs: bool,
+}
+
+impl Maker {
+    fn new(packs: bool) -> Maker {
+        Maker {
+            cctx: CCtx::create(),
+            frame: Vec::new(),
+            packs,
+        }
+    }
+
+    fn events(&mut self, dict: Option<&Dict>, events: &[Text]) -> Result<Bodies, LedgerError> {
+        pack::make(&mut self.cctx, &mut self.frame, dict, events, self.packs)
+    }
 }
 
 /// `text` compressed with `dict` (none: without a dictionary) as a body,
@@ -403,34 +422,25 @@ impl Encoder {
             })
         });
         Ok(Encoder {
-            cctx: CCtx::create(),
+            maker: Maker::new(pack::has_blocks(conn)?),
             newest: Arc::new(Mutex::new(dict.clone())),
             dict,
-            frame: Vec::new(),
-            packs: pack::has_blocks(conn)?,
         })
     }
 
     /// `text` as a body, written into `out` (cleared first).
     pub(crate) fn encode(&mut self, text: &[u8], out: &mut Vec<u8>) -> Result<(), LedgerError> {
         out.clear();
-        compress(
-            &mut self.cctx,
-            self.dict.as_deref(),
-            text,
-            &mut self.frame,
-            out,
-        )
+        let m = &mut self.maker;
+        compress(&mut m.cctx, self.dict.as_deref(), text, &mut m.frame, out)
     }
 
     /// A compressor for another thread that makes the same bodies as this
     /// encoder would, ahead of the append ([`Ahead`]).
     pub(crate) fn ahead(&self) -> Ahead {
         Ahead {
-            cctx: CCtx::create(),
+            maker: Maker::new(self.maker.packs),
             newest: self.newest.clone(),
-            frame: Vec::new(),
-            packs: self.packs,
         }
     }
 
@@ -440,21 +450,14 @@ impl Encoder {
     pub(crate) fn takes<'p>(&self, pre: Option<&'p Bodies>, count: usize) -> Option<&'p Bodies> {
         pre.filter(|p| {
             p.dict == self.dict.as_ref().map_or(0, |d| d.id)
-                && p.cuts.is_some() == self.packs
+                && p.cuts.is_some() == self.maker.packs
                 && p.len() == count
         })
     }
 
     /// A batch's event bodies made here, as [`Ahead::events`] makes them.
     pub(crate) fn events(&mut self, events: &[Text]) -> Result<Bodies, LedgerError> {
-        let dict = self.dict.clone();
-        pack::make(
-            &mut self.cctx,
-            &mut self.frame,
-            dict.as_deref(),
-            events,
-            self.packs,
-        )
+        self.maker.events(self.dict.as_deref(), events)
     }
 
     /// Train and store a new dictionary if the ledger has grown enough
@@ -501,10 +504,8 @@ impl Encoder {
 /// every body is made with the dictionary the writer holds at its row, as
 /// when the writer made them all.
 pub(crate) struct Ahead {
-    cctx: CCtx<'static>,
+    maker: Maker,
     newest: Newest,
-    frame: Vec<u8>,
-    packs: bool,
 }
 
 /// One event of a batch: its session and its text.
@@ -547,13 +548,7 @@ impl Ahead {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
-        pack::make(
-            &mut self.cctx,
-            &mut self.frame,
-            dict.as_deref(),
-            events,
-            self.packs,
-        )
+        self.maker.events(dict.as_deref(), events)
     }
 
     /// `texts` as bodies without a dictionary, as `event_body` makes them
@@ -562,7 +557,7 @@ impl Ahead {
         &mut self,
         texts: impl ExactSizeIterator<Item = &'t [u8]>,
     ) -> Result<Bodies, LedgerError> {
-        one_each(&mut self.cctx, &mut self.frame, None, texts)
+        one_each(&mut self.maker.cctx, &mut self.maker.frame, None, texts)
     }
 }
 
