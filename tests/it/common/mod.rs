@@ -281,6 +281,15 @@ pub fn inject_with_digest(home: &Path, id: &str, events: Vec<Event>, digest: &st
     harnery::finalize::ready::write(&Home::at(home), &batch).expect("ready file written");
 }
 
+/// The live ledger of `home`, with the SQL functions its compact views
+/// read through (`harnery::ledger::eventz::register`).
+pub fn open_ledger(home: &Path) -> rusqlite::Connection {
+    let conn = rusqlite::Connection::open(home.join("ledgers/v2/ledger.sqlite"))
+        .expect("the ledger opens");
+    harnery::ledger::eventz::register(&conn).unwrap();
+    conn
+}
+
 /// Every event row as (id, json, hex hash), in chain order.
 pub fn ledger_rows(home: &Path) -> Vec<(String, String, String)> {
     let db = home.join("ledgers/v2/ledger.sqlite");

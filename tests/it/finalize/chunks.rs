@@ -142,8 +142,7 @@ fn spool_a_subagent_after_other_sessions(home: &Path) {
 /// Every event, by session and offset (chunks change the chain's order of
 /// sessions, never a session's events).
 fn events_by_session(home: &Path) -> Vec<(String, i64, String, String)> {
-    let conn = rusqlite::Connection::open(home.join("ledgers/v2/ledger.sqlite")).unwrap();
-    harnery::ledger::eventz::register(&conn).unwrap();
+    let conn = open_ledger(home);
     let mut stmt = conn
         .prepare("SELECT session_id, offset, id, json FROM events ORDER BY session_id, offset")
         .unwrap();

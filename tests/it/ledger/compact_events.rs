@@ -53,12 +53,11 @@ fn home_with_events(home: &Path, plain: bool) {
 /// they were. (The writer now stores a ledger's events in blocks; rows
 /// an older one wrote are packed by the compaction pass.)
 pub(super) fn as_an_older_writer_left(home: &Path) {
-    let conn = rusqlite::Connection::open(db(home)).unwrap();
-    harnery::ledger::eventz::register(&conn).unwrap();
-    conn.execute_batch(
-        "UPDATE event_store SET body = event_body(event_json(body)); DELETE FROM event_blocks;",
-    )
-    .unwrap();
+    open_ledger(home)
+        .execute_batch(
+            "UPDATE event_store SET body = event_body(event_json(body)); DELETE FROM event_blocks;",
+        )
+        .unwrap();
 }
 
 /// `verify`'s verdict and the whole ledger's jsonl export.

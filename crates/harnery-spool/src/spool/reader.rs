@@ -392,15 +392,19 @@ impl<'a> Decoder<&'a [u8]> {
             spans.push((at, end, header.envelope_len as usize));
             at = end;
         }
-        let signed: Vec<&[u8]> = spans
+        // A framed record is longer than its header, let alone a digest.
+        let split: Vec<(&[u8], &[u8])> = spans
             .iter()
-            .map(|&(start, end, _)| &bytes[start..end - DIGEST_LEN])
+            .map(|&(start, end, _)| frame::digest_split(&bytes[start..end]).expect("framed"))
             .collect();
-        let mut digests = Vec::with_capacity(signed.len());
-        crate::hash_many::hash_each(&signed, &mut digests);
+        let covered: Vec<&[u8]> = split.iter().map(|&(covered, _)| covered).collect();
+        let mut digests = Vec::with_capacity(covered.len());
+        crate::hash_many::hash_each(&covered, &mut digests);
         let mut frames = Vec::with_capacity(spans.len());
-        for (&(start, end, envelope_len), digest) in spans.iter().zip(&digests) {
-            if bytes[end - DIGEST_LEN..end] != digest[..] {
+        for ((&(start, end, envelope_len), (_, carried)), digest) in
+            spans.iter().zip(&split).zip(&digests)
+        {
+            if carried[..] != digest[..] {
                 break;
             }
             frames.push(Frame::Record {
