@@ -10,7 +10,7 @@ use super::summary::{HealthNote, Summary};
 use super::{FinalizeError, ready, timing};
 use crate::failpoint;
 use crate::home::Home;
-use crate::ledger::{AppendBatch, AppendOutcome, Encoded, LedgerError};
+use crate::ledger::{AppendBatch, AppendOutcome, LedgerError, MadeAhead};
 
 impl Run<'_> {
     /// Apply every pending ready file (oldest first); returns how many.
@@ -46,21 +46,21 @@ impl Run<'_> {
         release(self.home, path, &batch.sources)
     }
 
-    /// Validate + append `batch` in one transaction (with its bodies when
-    /// they were compressed ahead); its files stay until the commit is
+    /// Validate + append `batch` in one transaction (with its work made
+    /// ahead, if it was); its files stay until the commit is
     /// durable (see [`release`]).
     pub(super) fn append_batch(
         &mut self,
         path: &Path,
         batch: &AppendBatch,
-        encoded: Option<&Encoded>,
+        made: Option<&MadeAhead>,
     ) -> Result<(), FinalizeError> {
         let t = std::time::Instant::now();
         let outcome = self
             .ledger
-            .append_encoded(
+            .append_ahead(
                 batch,
-                encoded,
+                made,
                 self.incarnation,
                 self.opts.now_unix_ns,
                 &|| failpoint::hit("mid-transaction"),

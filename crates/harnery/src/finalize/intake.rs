@@ -29,8 +29,8 @@ use crate::contract::{AdapterId, SessionRef};
 use crate::failpoint;
 use crate::home::Home;
 use crate::ledger::{
-    AppendBatch, BatchSignal, Checkpointer, CompressAhead, Encoded, LedgerReader, RawBytes,
-    ReadyEvent, WalState, binary_digest, raw,
+    AppendBatch, BatchSignal, Checkpointer, LedgerReader, MadeAhead, RawBytes, ReadyEvent,
+    WalState, WorkAhead, binary_digest, raw,
 };
 use crate::spool::reader::{RecordView, read_views};
 use crate::spool::{Damage, IntakeSpool, read_segment_whole};
@@ -102,9 +102,9 @@ impl Run<'_> {
         };
         self.ledger.set_background_sync(true)?;
         let ledger_dir = self.ledger.dir().to_path_buf();
-        // The flushing stage mostly waits on fsync: it compresses each
-        // batch's stored bodies there, off the appending thread.
-        let mut ahead = self.ledger.compress_ahead();
+        // The flushing stage mostly waits on fsync: it makes each batch's
+        // chain links and stored bodies there, off the appending thread.
+        let mut ahead = self.ledger.ahead()?;
         let drained = std::thread::scope(|scope| {
             let (to_flush, normalized) = sync_channel::<Result<Normalized, FinalizeError>>(1);
             let (to_append, prepared) = sync_channel::<Result<Prepared, FinalizeError>>(0);
@@ -128,7 +128,7 @@ impl Run<'_> {
                 for chunk in normalized {
                     let done = chunk
                         .and_then(|c| make_durable(home, &ledger_dir, c))
-                        .and_then(|p| compress(ahead.as_mut(), p));
+                        .and_then(|p| work_ahead(&mut ahead, p));
                     let failed = done.is_err();
                     if to_append.send(done).is_err() || failed {
                         break;
@@ -184,7 +184,7 @@ impl Run<'_> {
                 }
                 self.summary.damaged_ranges.extend(p.damaged);
                 // The file on disk is only for crash recovery; apply what is in memory.
-                self.append_batch(&p.path, &p.batch, p.encoded.as_ref())?;
+                self.append_batch(&p.path, &p.batch, p.made.as_ref())?;
                 if let Some(last) = progress.try_iter().last() {
                     wal_frames = last.wal.frames;
                 }
@@ -311,20 +311,20 @@ struct Normalized {
 }
 
 /// A chunk after stage one: its batch, durable in the ready file at `path`,
-/// and its stored bodies when they were compressed ahead.
+/// and the work on it made ahead of its append.
 struct Prepared {
     batch: AppendBatch,
     path: PathBuf,
     damaged: Vec<DamagedRange>,
-    encoded: Option<Encoded>,
+    made: Option<MadeAhead>,
 }
 
-/// Compress a durable chunk's stored bodies ahead of its append (a compact
-/// ledger's; a plain one has no compressor).
-fn compress(ahead: Option<&mut CompressAhead>, mut p: Prepared) -> Result<Prepared, FinalizeError> {
+/// Make a durable chunk's chain links and stored bodies ahead of its
+/// append.
+fn work_ahead(ahead: &mut WorkAhead, mut p: Prepared) -> Result<Prepared, FinalizeError> {
     let t = std::time::Instant::now();
-    p.encoded = ahead.map(|a| a.batch(&p.batch)).transpose()?;
-    timing("compress-ahead", t);
+    p.made = Some(ahead.batch(&p.batch)?);
+    timing("work-ahead", t);
     Ok(p)
 }
 
@@ -541,7 +541,7 @@ fn make_durable(
         batch,
         path,
         damaged,
-        encoded: None,
+        made: None,
     })
 }
 

@@ -42,7 +42,7 @@ pub use read::{
 pub(crate) use read::{
     ListFacts, NONZERO_SHIFT, RESTORED_FROM, StateVersion, StoredUsageSums, UsageSumRow,
 };
-pub(crate) use write::{CompressAhead, Encoded, check_session_usage};
+pub(crate) use write::{MadeAhead, WorkAhead, check_session_usage};
 // The reader's query types, one per seam (`reader.sessions()` and the like).
 pub use write::{
     AppendBatch, AppendOutcome, BatchSignal, BatchState, Checkpointer, LedgerWriter,

@@ -2,125 +2,15 @@
 //! derived from them, the raw signals, producer state and the exactly-once
 //! bookkeeping, all in ONE transaction that first checks the fencing token.
 
-use rusqlite::{OptionalExtension, Transaction, TransactionBehavior, params};
+use rusqlite::{Transaction, TransactionBehavior, params};
 
 use super::LedgerWriter;
+use super::ahead::{MadeAhead, chain_head, texts};
+use super::batch::{AppendBatch, AppendOutcome, BatchSignal, RawBytes};
 use super::derive::Derivation;
 use crate::contract::{Event, SessionRef, validate_event};
 use crate::ledger::{LedgerError, chain, eventz, signalz, trace_rows};
 use crate::progress::timing;
-
-/// One canonical event of a batch: its stored text and its parsed form.
-#[derive(Debug, Clone)]
-pub struct ReadyEvent {
-    /// Exactly the bytes that are stored and hashed.
-    pub json: String,
-    pub event: Event,
-}
-
-impl ReadyEvent {
-    /// Serialize an event into its canonical stored text.
-    pub fn new(event: Event) -> ReadyEvent {
-        // Byte for byte what serde_json writes (tested in contract::json),
-        // without its per-field machinery.
-        let json = event.to_json();
-        ReadyEvent { json, event }
-    }
-
-    /// Parse stored text, refusing anything that is not canonical.
-    pub fn parse(json: &str) -> Result<ReadyEvent, String> {
-        let event: Event =
-            serde_json::from_str(json).map_err(|e| format!("does not parse: {e}"))?;
-        let again = serde_json::to_string(&event).map_err(|e| e.to_string())?;
-        if again != json {
-            return Err("is not in canonical form".into());
-        }
-        Ok(ReadyEvent {
-            json: json.to_string(),
-            event,
-        })
-    }
-}
-
-/// One raw signal a batch drained: where its bytes are kept, what it
-/// produced, and the few envelope facts the read side looks up.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BatchSignal {
-    pub record_digest: String,
-    pub adapter: String,
-    pub session_key: String,
-    pub event_name: Option<String>,
-    pub received_unix_ns: i64,
-    /// The envelope's captured agent environment as a JSON object, when
-    /// it captured any.
-    pub env: Option<String>,
-    pub bytes: RawBytes,
-    pub event_ids: Vec<String>,
-    pub duplicate_of: Option<String>,
-}
-
-/// Where a raw signal's envelope and payload are kept.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RawBytes {
-    /// In the batch's raw archive (`raw/<batch>.seg`), as the spool record
-    /// that starts at this byte offset.
-    Archived { at: u64 },
-    /// In the row itself: ready files written before the raw archive
-    /// existed carry the envelope text and the payload.
-    Inline { envelope: String, payload: Vec<u8> },
-}
-
-/// A session's producer state after the batch, as serde JSON text.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct BatchState {
-    pub session: SessionRef,
-    pub state: std::sync::Arc<str>,
-}
-
-/// What one transaction appends.
-#[derive(Debug, Clone)]
-pub struct AppendBatch {
-    pub id: String,
-    pub contract_digest: String,
-    /// Intake segments (relative to the home) this batch drained.
-    pub sources: Vec<String>,
-    pub signals: Vec<BatchSignal>,
-    pub events: Vec<ReadyEvent>,
-    pub states: Vec<BatchState>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AppendOutcome {
-    Appended {
-        events: usize,
-        signals: usize,
-    },
-    /// The batch was committed by an earlier run.
-    AlreadyApplied,
-}
-
-/// A batch's stored bodies compressed ahead of its append, on another
-/// thread than the writer's ([`LedgerWriter::compress_ahead`]).
-#[derive(Debug)]
-pub(crate) struct Encoded {
-    events: eventz::Bodies,
-    states: eventz::Bodies,
-}
-
-/// What compresses batches ahead: one per thread that does.
-pub(crate) struct CompressAhead(eventz::Ahead);
-
-impl CompressAhead {
-    /// The bodies of `batch`'s events and producer states.
-    pub(crate) fn batch(&mut self, batch: &AppendBatch) -> Result<Encoded, LedgerError> {
-        Ok(Encoded {
-            events: self.0.events(&texts(batch))?,
-            states: self
-                .0
-                .plain(batch.states.iter().map(|s| s.state.as_bytes()))?,
-        })
-    }
-}
 
 impl LedgerWriter {
     /// Take the next incarnation: every writer with an older one is fenced.
@@ -146,24 +36,18 @@ impl LedgerWriter {
         now_unix_ns: i64,
         midway: &dyn Fn(),
     ) -> Result<AppendOutcome, LedgerError> {
-        self.append_encoded(batch, None, incarnation, now_unix_ns, midway)
+        self.append_ahead(batch, None, incarnation, now_unix_ns, midway)
     }
 
-    /// A compressor that makes a batch's stored bodies on another thread,
-    /// ahead of its append ([`Encoded`]); `None` for a ledger that keeps
-    /// its texts plain.
-    pub(crate) fn compress_ahead(&self) -> Option<CompressAhead> {
-        self.encoder.as_ref().map(|e| CompressAhead(e.ahead()))
-    }
-
-    /// [`append`](Self::append), with the bodies of `batch` that were
-    /// compressed ahead: those made with the dictionary the writer holds
-    /// are stored as they are, the rest are compressed here. The rows are
-    /// the same either way.
-    pub(crate) fn append_encoded(
+    /// [`append`](Self::append), with `batch`'s work made ahead
+    /// ([`LedgerWriter::ahead`]): links made from the head the batch
+    /// extends are taken as they are, and bodies made with the dictionary
+    /// the writer holds; the rest is made here. The rows are the same
+    /// either way.
+    pub(crate) fn append_ahead(
         &mut self,
         batch: &AppendBatch,
-        encoded: Option<&Encoded>,
+        made: Option<&MadeAhead>,
         incarnation: u64,
         now_unix_ns: i64,
         midway: &dyn Fn(),
@@ -187,13 +71,13 @@ impl LedgerWriter {
             return Ok(AppendOutcome::AlreadyApplied);
         }
         let t = std::time::Instant::now();
-        let pre = encoded.map(|e| &e.events);
-        insert_events(&tx, batch, seed, self.encoder.as_mut(), pre, midway)?;
+        insert_events(&tx, batch, seed, self.encoder.as_mut(), made, midway)?;
         timing("append-events", t);
         let t = std::time::Instant::now();
         insert_signals(&tx, batch)?;
-        let states = encoded
-            .map(|e| &e.states)
+        let states = made
+            .and_then(|m| m.bodies.as_ref())
+            .map(|(_, states)| states)
             .filter(|s| self.encoder.is_some() && s.len() == batch.states.len());
         insert_states(&tx, batch, states)?;
         let states = batch.states.iter().map(|s| (&s.session, &*s.state));
@@ -260,17 +144,14 @@ fn insert_events(
     batch: &AppendBatch,
     seed: [u8; 32],
     mut encoder: Option<&mut eventz::Encoder>,
-    pre: Option<&eventz::Bodies>,
+    made: Option<&MadeAhead>,
     midway: &dyn Fn(),
 ) -> Result<(), LedgerError> {
-    let head: Option<Vec<u8>> = tx
-        .prepare_cached("SELECT hash FROM events ORDER BY seq DESC LIMIT 1")?
-        .query_row([], |r| r.get(0))
-        .optional()?;
-    let mut prev = match head {
-        Some(h) => h.try_into().unwrap_or([0u8; 32]),
-        None => seed,
-    };
+    let mut prev = chain_head(tx, seed)?;
+    let links = made.and_then(|m| m.links.from(&prev, batch.events.len()));
+    let pre = made
+        .and_then(|m| m.bodies.as_ref())
+        .map(|(events, _)| events);
     // A compact ledger stores the text compressed (`ledger::eventz`); the
     // chain links the text itself either way.
     let mut stmt = tx.prepare_cached(match encoder {
@@ -313,7 +194,10 @@ fn insert_events(
         }
         let e = &row.event;
         let slot = derived.admit(e)?;
-        let hash = chain::link(&prev, row.json.as_bytes());
+        let hash = match links {
+            Some(links) => links[i],
+            None => chain::link(&prev, row.json.as_bytes()),
+        };
         if session != Some(&e.session) {
             stmt.raw_bind_parameter(2, e.session.adapter.as_str())?;
             stmt.raw_bind_parameter(3, e.session.session_id.as_str())?;
@@ -343,15 +227,6 @@ fn insert_events(
     tx.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES ('chain_head', ?1)")?
         .execute([chain::hex(&prev)])?;
     Ok(())
-}
-
-/// A batch's events as their bodies are made from: session and text.
-fn texts(batch: &AppendBatch) -> Vec<eventz::Text<'_>> {
-    batch
-        .events
-        .iter()
-        .map(|r| (&r.event.session, r.json.as_bytes()))
-        .collect()
 }
 
 fn refuse_duplicate(e: &Event, err: rusqlite::Error) -> LedgerError {

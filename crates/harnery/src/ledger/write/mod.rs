@@ -11,7 +11,9 @@
 //! ready file right after the commit that applied it, so a commit must
 //! survive power loss, which `NORMAL` does not promise in WAL mode.
 
+mod ahead;
 mod append;
+mod batch;
 mod checkpoint;
 pub mod compact;
 pub mod compact_events;
@@ -28,8 +30,8 @@ use std::path::Path;
 
 use rusqlite::{Connection, OpenFlags};
 
-pub use append::{AppendBatch, AppendOutcome, BatchSignal, BatchState, RawBytes, ReadyEvent};
-pub(crate) use append::{CompressAhead, Encoded};
+pub(crate) use ahead::{MadeAhead, WorkAhead};
+pub use batch::{AppendBatch, AppendOutcome, BatchSignal, BatchState, RawBytes, ReadyEvent};
 pub use checkpoint::{Checkpointer, WalState};
 pub use orphans::remove_orphans;
 pub(crate) use session_usage::check as check_session_usage;
