@@ -146,10 +146,33 @@ mod tests {
         }
     }
 
-    fn writer(dir: &tempfile::TempDir) -> (LedgerWriter, u64) {
+    /// A new ledger open for writing, its incarnation, a maker of work
+    /// ahead on it and three batches of one session.
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        w: LedgerWriter,
+        inc: u64,
+        ahead: WorkAhead,
+        batches: Vec<AppendBatch>,
+    }
+
+    fn fixture() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
         let mut w = LedgerWriter::open(&Home::at(dir.path()), 1).unwrap();
-        let incarnation = w.take_incarnation().unwrap();
-        (w, incarnation)
+        let inc = w.take_incarnation().unwrap();
+        let ahead = w.ahead().unwrap();
+        let batches = (0..3).map(|n| batch(&w, n)).collect();
+        Fixture {
+            _dir: dir,
+            w,
+            inc,
+            ahead,
+            batches,
+        }
+    }
+
+    fn head(w: &LedgerWriter) -> [u8; 32] {
+        super::chain_head(&w.read.conn, w.genesis.chain_seed()).unwrap()
     }
 
     /// Every row's (prev_hash, hash), in order.
@@ -165,27 +188,32 @@ mod tests {
             .collect()
     }
 
-    /// Three batches appended one by one with nothing made ahead.
+    /// The three batches appended one by one with nothing made ahead.
     fn appended_alone() -> Vec<(Vec<u8>, Vec<u8>)> {
-        let dir = tempfile::tempdir().unwrap();
-        let (mut w, inc) = writer(&dir);
-        for n in 0..3 {
-            let b = batch(&w, n);
-            w.append(&b, inc, 1, &|| {}).unwrap();
+        let Fixture {
+            mut w,
+            inc,
+            batches,
+            ..
+        } = fixture();
+        for b in &batches {
+            w.append(b, inc, 1, &|| {}).unwrap();
         }
         chain(&w)
     }
 
     #[test]
     fn links_made_ahead_are_the_links_the_writer_makes() {
-        let dir = tempfile::tempdir().unwrap();
-        let (mut w, inc) = writer(&dir);
-        let mut ahead = w.ahead().unwrap();
-        let batches: Vec<AppendBatch> = (0..3).map(|n| batch(&w, n)).collect();
+        let Fixture {
+            mut w,
+            inc,
+            mut ahead,
+            batches,
+            ..
+        } = fixture();
         let made: Vec<MadeAhead> = batches.iter().map(|b| ahead.batch(b).unwrap()).collect();
         for (b, m) in batches.iter().zip(&made) {
-            let prev = super::chain_head(&w.read.conn, w.genesis.chain_seed());
-            assert!(m.links.from(&prev.unwrap(), b.events.len()).is_some());
+            assert!(m.links.from(&head(&w), b.events.len()).is_some());
             w.append_ahead(b, Some(m), inc, 1, &|| {}).unwrap();
         }
         assert_eq!(chain(&w), appended_alone());
@@ -193,16 +221,19 @@ mod tests {
 
     #[test]
     fn links_made_from_another_head_are_not_taken() {
-        let dir = tempfile::tempdir().unwrap();
-        let (mut w, inc) = writer(&dir);
-        let mut ahead = w.ahead().unwrap();
-        let batches: Vec<AppendBatch> = (0..3).map(|n| batch(&w, n)).collect();
-        // The first batch is appended by itself twice (the second time as
-        // a batch already committed), and the work made for it ahead is
-        // dropped: the second batch's links were made from a head the
-        // first batch's own links moved on from, which the ledger has.
-        // Made ahead as if a batch in between had been committed, the
-        // third batch's links extend a head the ledger never had.
+        let Fixture {
+            mut w,
+            inc,
+            mut ahead,
+            batches,
+            ..
+        } = fixture();
+        // The first batch is appended with nothing made ahead, and again
+        // (already committed, it leaves the head where it was). The second
+        // batch's links, made after the first's, extend that head and are
+        // taken. The third's were made after the second's had been made
+        // twice (as if another batch had come between): they extend a head
+        // the ledger never had, so the writer links that batch itself.
         w.append(&batches[0], inc, 1, &|| {}).unwrap();
         let _ = ahead.batch(&batches[0]).unwrap();
         let second = ahead.batch(&batches[1]).unwrap();
@@ -214,8 +245,7 @@ mod tests {
         );
         w.append_ahead(&batches[1], Some(&second), inc, 1, &|| {})
             .unwrap();
-        let prev = super::chain_head(&w.read.conn, w.genesis.chain_seed()).unwrap();
-        assert!(third.links.from(&prev, 3).is_none());
+        assert!(third.links.from(&head(&w), 3).is_none());
         w.append_ahead(&batches[2], Some(&third), inc, 1, &|| {})
             .unwrap();
         let rows = chain(&w);
