@@ -149,6 +149,8 @@ mod tests {
     /// A new ledger open for writing, its incarnation, a maker of work
     /// ahead on it and three batches of one session.
     struct Fixture {
+        /// Bound by name wherever a fixture is taken apart, so that the
+        /// home outlives the writer.
         _dir: tempfile::TempDir,
         w: LedgerWriter,
         inc: u64,
@@ -191,6 +193,7 @@ mod tests {
     /// The three batches appended one by one with nothing made ahead.
     fn appended_alone() -> Vec<(Vec<u8>, Vec<u8>)> {
         let Fixture {
+            _dir,
             mut w,
             inc,
             batches,
@@ -205,6 +208,7 @@ mod tests {
     #[test]
     fn links_made_ahead_are_the_links_the_writer_makes() {
         let Fixture {
+            _dir,
             mut w,
             inc,
             mut ahead,
@@ -222,6 +226,7 @@ mod tests {
     #[test]
     fn links_made_from_another_head_are_not_taken() {
         let Fixture {
+            _dir,
             mut w,
             inc,
             mut ahead,
