@@ -149,8 +149,6 @@ mod tests {
     /// A new ledger open for writing, its incarnation, a maker of work
     /// ahead on it and three batches of one session.
     struct Fixture {
-        /// Bound by name wherever a fixture is taken apart, so that the
-        /// home outlives the writer.
         _dir: tempfile::TempDir,
         w: LedgerWriter,
         inc: u64,
@@ -158,102 +156,91 @@ mod tests {
         batches: Vec<AppendBatch>,
     }
 
-    fn fixture() -> Fixture {
-        let dir = tempfile::tempdir().unwrap();
-        let mut w = LedgerWriter::open(&Home::at(dir.path()), 1).unwrap();
-        let inc = w.take_incarnation().unwrap();
-        let ahead = w.ahead().unwrap();
-        let batches = (0..3).map(|n| batch(&w, n)).collect();
-        Fixture {
-            _dir: dir,
-            w,
-            inc,
-            ahead,
-            batches,
+    impl Fixture {
+        fn new() -> Fixture {
+            let dir = tempfile::tempdir().unwrap();
+            let mut w = LedgerWriter::open(&Home::at(dir.path()), 1).unwrap();
+            let inc = w.take_incarnation().unwrap();
+            let ahead = w.ahead().unwrap();
+            let batches = (0..3).map(|n| batch(&w, n)).collect();
+            Fixture {
+                _dir: dir,
+                w,
+                inc,
+                ahead,
+                batches,
+            }
         }
-    }
 
-    fn head(w: &LedgerWriter) -> [u8; 32] {
-        super::chain_head(&w.read.conn, w.genesis.chain_seed()).unwrap()
-    }
+        /// Work made ahead for batch `n`.
+        fn ahead(&mut self, n: usize) -> MadeAhead {
+            self.ahead.batch(&self.batches[n]).unwrap()
+        }
 
-    /// Every row's (prev_hash, hash), in order.
-    fn chain(w: &LedgerWriter) -> Vec<(Vec<u8>, Vec<u8>)> {
-        let mut stmt = w
-            .read
-            .conn
-            .prepare("SELECT prev_hash, hash FROM events ORDER BY seq")
-            .unwrap();
-        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect()
+        /// Append batch `n`, with `made` if given.
+        fn append(&mut self, n: usize, made: Option<&MadeAhead>) -> AppendOutcome {
+            let b = &self.batches[n];
+            self.w.append_ahead(b, made, self.inc, 1, &|| {}).unwrap()
+        }
+
+        fn head(&self) -> [u8; 32] {
+            super::chain_head(&self.w.read.conn, self.w.genesis.chain_seed()).unwrap()
+        }
+
+        /// Every row's (prev_hash, hash), in order.
+        fn chain(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
+            let mut stmt = self
+                .w
+                .read
+                .conn
+                .prepare("SELECT prev_hash, hash FROM events ORDER BY seq")
+                .unwrap();
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect()
+        }
     }
 
     /// The three batches appended one by one with nothing made ahead.
     fn appended_alone() -> Vec<(Vec<u8>, Vec<u8>)> {
-        let Fixture {
-            _dir,
-            mut w,
-            inc,
-            batches,
-            ..
-        } = fixture();
-        for b in &batches {
-            w.append(b, inc, 1, &|| {}).unwrap();
+        let mut f = Fixture::new();
+        for n in 0..3 {
+            f.append(n, None);
         }
-        chain(&w)
+        f.chain()
     }
 
     #[test]
     fn links_made_ahead_are_the_links_the_writer_makes() {
-        let Fixture {
-            _dir,
-            mut w,
-            inc,
-            mut ahead,
-            batches,
-            ..
-        } = fixture();
-        let made: Vec<MadeAhead> = batches.iter().map(|b| ahead.batch(b).unwrap()).collect();
-        for (b, m) in batches.iter().zip(&made) {
-            assert!(m.links.from(&head(&w), b.events.len()).is_some());
-            w.append_ahead(b, Some(m), inc, 1, &|| {}).unwrap();
+        let mut f = Fixture::new();
+        let made: Vec<MadeAhead> = (0..3).map(|n| f.ahead(n)).collect();
+        for (n, m) in made.iter().enumerate() {
+            assert!(m.links.from(&f.head(), 3).is_some());
+            f.append(n, Some(m));
         }
-        assert_eq!(chain(&w), appended_alone());
+        assert_eq!(f.chain(), appended_alone());
     }
 
     #[test]
     fn links_made_from_another_head_are_not_taken() {
-        let Fixture {
-            _dir,
-            mut w,
-            inc,
-            mut ahead,
-            batches,
-            ..
-        } = fixture();
+        let mut f = Fixture::new();
         // The first batch is appended with nothing made ahead, and again
         // (already committed, it leaves the head where it was). The second
         // batch's links, made after the first's, extend that head and are
         // taken. The third's were made after the second's had been made
         // twice (as if another batch had come between): they extend a head
         // the ledger never had, so the writer links that batch itself.
-        w.append(&batches[0], inc, 1, &|| {}).unwrap();
-        let _ = ahead.batch(&batches[0]).unwrap();
-        let second = ahead.batch(&batches[1]).unwrap();
-        let _ = ahead.batch(&batches[1]).unwrap();
-        let third = ahead.batch(&batches[2]).unwrap();
-        assert_eq!(
-            w.append(&batches[0], inc, 1, &|| {}).unwrap(),
-            AppendOutcome::AlreadyApplied
-        );
-        w.append_ahead(&batches[1], Some(&second), inc, 1, &|| {})
-            .unwrap();
-        assert!(third.links.from(&head(&w), 3).is_none());
-        w.append_ahead(&batches[2], Some(&third), inc, 1, &|| {})
-            .unwrap();
-        let rows = chain(&w);
+        f.append(0, None);
+        f.ahead(0);
+        let second = f.ahead(1);
+        f.ahead(1);
+        let third = f.ahead(2);
+        assert_eq!(f.append(0, None), AppendOutcome::AlreadyApplied);
+        f.append(1, Some(&second));
+        assert!(third.links.from(&f.head(), 3).is_none());
+        f.append(2, Some(&third));
+        let rows = f.chain();
         assert_eq!(rows, appended_alone());
         for pair in rows.windows(2) {
             assert_eq!(pair[0].1, pair[1].0, "each row links to the one before");
