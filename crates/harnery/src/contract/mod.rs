@@ -11,6 +11,8 @@
 //! `ledger`).
 
 mod canonical;
+#[cfg(test)]
+pub(crate) use canonical::tests::any_json_text;
 mod confidence;
 mod digest;
 mod digest_writer;

@@ -9,7 +9,8 @@
 
 use std::collections::{BTreeSet, VecDeque};
 
-use serde::{Deserialize, Serialize};
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
 
 use super::turns::TurnBook;
 use crate::clock::ClockSample;
@@ -76,16 +77,25 @@ const SAID_CONTENT_BYTES: usize = 64 * 1024;
 
 /// The digests of the first [`SAID_STRINGS`] non-blank strings of a
 /// completion's `content`, each trimmed: 16 hex digits of blake3.
+///
+/// The strings are those a walk over the parsed value meets, in its
+/// order: canonical text holds an object's members sorted by key, no key
+/// twice, just as a parsed map does, so the text is walked as it stands,
+/// without building the value (a map node and a string each). Text that
+/// does not parse has none.
 pub(crate) fn said_digests(content: Option<&crate::contract::Json>) -> Vec<String> {
     let Some(content) = content.filter(|c| c.as_str().len() <= SAID_CONTENT_BYTES) else {
         return Vec::new();
     };
-    let Ok(value) = serde_json::from_str::<serde_json::Value>(content.as_str()) else {
-        return Vec::new();
-    };
     let mut out = Vec::new();
-    strings_of(&value, &mut out);
-    out
+    let mut de = serde_json::Deserializer::from_str(content.as_str());
+    match Strings(&mut out)
+        .deserialize(&mut de)
+        .and_then(|()| de.end())
+    {
+        Ok(()) => out,
+        Err(_) => Vec::new(),
+    }
 }
 
 /// The digest [`said_digests`] keeps of one text.
@@ -93,14 +103,62 @@ pub(crate) fn said_digest(text: &str) -> String {
     blake3::hash(text.trim().as_bytes()).to_hex()[..16].to_string()
 }
 
-fn strings_of(value: &serde_json::Value, out: &mut Vec<String>) {
-    use serde_json::Value;
-    match value {
-        _ if out.len() >= SAID_STRINGS => {}
-        Value::String(s) if !s.trim().is_empty() => out.push(said_digest(s)),
-        Value::Array(items) => items.iter().for_each(|v| strings_of(v, out)),
-        Value::Object(map) => map.values().for_each(|v| strings_of(v, out)),
-        _ => {}
+/// Reads one JSON value, keeping the digests of its non-blank strings
+/// (not its keys) while fewer than [`SAID_STRINGS`] are kept.
+struct Strings<'a>(&'a mut Vec<String>);
+
+impl<'de> DeserializeSeed<'de> for Strings<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<(), D::Error> {
+        de.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Strings<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_str<E: de::Error>(self, text: &str) -> Result<(), E> {
+        if self.0.len() < SAID_STRINGS && !text.trim().is_empty() {
+            self.0.push(said_digest(text));
+        }
+        Ok(())
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<(), A::Error> {
+        while items.next_element_seed(Strings(&mut *self.0))?.is_some() {}
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut members: A) -> Result<(), A::Error> {
+        while members.next_key::<IgnoredAny>()?.is_some() {
+            members.next_value_seed(Strings(&mut *self.0))?;
+        }
+        Ok(())
     }
 }
 
@@ -316,8 +374,50 @@ pub(super) struct SpanPairer {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
-    use crate::contract::Json;
+    use crate::contract::{Json, any_json_text};
+
+    /// The digests a walk over the parsed value keeps: what
+    /// [`said_digests`] kept while it built the value.
+    fn through_value(content: &Json) -> Vec<String> {
+        fn walk(value: &serde_json::Value, out: &mut Vec<String>) {
+            use serde_json::Value;
+            match value {
+                _ if out.len() >= SAID_STRINGS => {}
+                Value::String(s) if !s.trim().is_empty() => out.push(said_digest(s)),
+                Value::Array(items) => items.iter().for_each(|v| walk(v, out)),
+                Value::Object(map) => map.values().for_each(|v| walk(v, out)),
+                _ => {}
+            }
+        }
+        let mut out = Vec::new();
+        walk(&serde_json::from_str(content.as_str()).unwrap(), &mut out);
+        out
+    }
+
+    proptest! {
+        #[test]
+        fn said_digests_are_those_a_walk_over_the_parsed_value_keeps(raw in any_json_text()) {
+            let content = Json::parse(&raw).unwrap();
+            prop_assert_eq!(said_digests(Some(&content)), through_value(&content));
+        }
+
+        /// More strings than are kept, some blank, under keys in any
+        /// order, some repeated: which are kept, and in what order.
+        #[test]
+        fn said_digests_keep_the_first_strings_in_key_order(
+            members in prop::collection::vec(("[a-e]{1,2}", "[ a-c]{0,2}"), 0..24),
+        ) {
+            let body: Vec<String> = members
+                .iter()
+                .map(|(k, v)| format!("\"{k}\":[\"{v}\",{{\"x\":\"{v}{k}\"}}]"))
+                .collect();
+            let content = Json::parse(&format!("{{{}}}", body.join(","))).unwrap();
+            prop_assert_eq!(said_digests(Some(&content)), through_value(&content));
+        }
+    }
 
     fn span(call: &str) -> OpenSpan {
         OpenSpan {
