@@ -1,6 +1,8 @@
 //! What one append writes: a ready batch (its events, raw signals and
 //! producer states) and what the append made of it.
 
+use std::sync::Arc;
+
 use crate::contract::{Event, SessionRef};
 
 /// One canonical event of a batch: its stored text and its parsed form.
@@ -40,9 +42,12 @@ impl ReadyEvent {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BatchSignal {
     pub record_digest: String,
-    pub adapter: String,
-    pub session_key: String,
-    pub event_name: Option<String>,
+    /// The adapter, session key and event name are shared, not copied,
+    /// by the signals of a batch that have the same (a drain makes a
+    /// million of them).
+    pub adapter: Arc<str>,
+    pub session_key: Arc<str>,
+    pub event_name: Option<Arc<str>>,
     pub received_unix_ns: i64,
     /// The envelope's captured agent environment as a JSON object, when
     /// it captured any.
@@ -67,7 +72,7 @@ pub enum RawBytes {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct BatchState {
     pub session: SessionRef,
-    pub state: std::sync::Arc<str>,
+    pub state: Arc<str>,
 }
 
 /// What one transaction appends.
