@@ -34,7 +34,7 @@ use crate::ledger::{
 };
 use crate::spool::reader::{RecordView, read_views};
 use crate::spool::{Damage, IntakeSpool, read_segment_whole};
-use normalizer::{Normalizer, SharedNames};
+use normalizer::Normalizer;
 use spool_health::SpoolHealth;
 
 /// A chunk closes once its files reach this many bytes
@@ -91,8 +91,15 @@ impl Run<'_> {
         if chunks.is_empty() {
             return Ok(());
         }
-        let reader = LedgerReader::open_dir(self.ledger.dir(), None)?;
-        let mut normalizer = Normalizer::new(reader, opts.now_unix_ns);
+        let mut normalizer = Normalizer {
+            ledger: LedgerReader::open_dir(self.ledger.dir(), None)?,
+            now_unix_ns: opts.now_unix_ns,
+            states: HashMap::new(),
+            offsets: BTreeMap::new(),
+            recent: HashMap::default(),
+            newest_kept: None,
+            chunk: 0,
+        };
         self.ledger.set_background_sync(true)?;
         let ledger_dir = self.ledger.dir().to_path_buf();
         // The flushing stage mostly waits on fsync: it makes each batch's
@@ -656,7 +663,6 @@ fn normalize(
             let ingested = producer.ingest(&raw_signal(&r.rec, adapter, &digest));
             batch.signals.push(signal_row(
                 r,
-                &mut normalizer.names,
                 adapter.as_str(),
                 digest,
                 ingested.events.iter().map(|e| e.id.to_string()).collect(),
@@ -674,20 +680,17 @@ fn normalize(
 /// A signal's row: its record stays where the raw archive keeps it.
 fn signal_row(
     r: &ChunkRecord,
-    names: &mut SharedNames,
     adapter: &str,
     digest: String,
     event_ids: Vec<String>,
     duplicate_of: Option<String>,
 ) -> BatchSignal {
     let env = &r.rec.envelope;
-    let (adapter, session_key, event_name) =
-        names.row(adapter, &env.session_key, env.event.as_deref());
     BatchSignal {
         record_digest: digest,
-        adapter,
-        session_key,
-        event_name,
+        adapter: adapter.to_string(),
+        session_key: env.session_key.to_string(),
+        event_name: env.event.as_deref().map(str::to_owned),
         received_unix_ns: env.received_ns,
         env: raw::env_text(&env.env_owned()),
         bytes: RawBytes::Archived { at: r.archive_at },

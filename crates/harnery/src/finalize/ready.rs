@@ -35,7 +35,6 @@
 
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -386,7 +385,7 @@ fn signal_v4(body: &[u8]) -> Result<BatchSignal, String> {
         record_digest: f.text()?.into(),
         adapter: f.text()?.into(),
         session_key: f.text()?.into(),
-        event_name: f.optional()?.map(Arc::from),
+        event_name: f.optional()?.map(str::to_string),
         received_unix_ns: i64::from_le_bytes(f.word()?),
         env: f.optional()?.map(str::to_string),
         bytes: RawBytes::Archived {
@@ -444,9 +443,9 @@ fn signal_from(h: SignalHeadOwned, bytes: RawBytes) -> BatchSignal {
     };
     BatchSignal {
         record_digest: h.record_digest,
-        adapter: h.adapter.into(),
-        session_key: h.session_key.into(),
-        event_name: h.event_name.map(Arc::from),
+        adapter: h.adapter,
+        session_key: h.session_key,
+        event_name: h.event_name,
         received_unix_ns: h.received_unix_ns,
         env,
         bytes,
@@ -488,9 +487,9 @@ fn read_v1(path: &Path, bytes: &[u8]) -> Result<AppendBatch, FinalizeError> {
             (Line::Header(_), Some(_)) => return Err(bad(n, "a second header".into())),
             (Line::Signal(s), Some(b)) => b.signals.push(BatchSignal {
                 record_digest: s.record_digest,
-                adapter: s.adapter.into(),
-                session_key: s.session_key.into(),
-                event_name: s.event_name.map(Arc::from),
+                adapter: s.adapter,
+                session_key: s.session_key,
+                event_name: s.event_name,
                 received_unix_ns: s.received_unix_ns,
                 env: env_of(&s.envelope),
                 bytes: RawBytes::Inline {

@@ -35,73 +35,9 @@ pub(super) struct Normalizer {
     /// The newest receive time among the raw signals the ledger keeps, as
     /// of the chunk's snapshot: records received later need no lookup.
     pub(super) newest_kept: Option<i64>,
-    /// The names signal rows repeat, shared among them.
-    pub(super) names: SharedNames,
-}
-
-/// The names a drain's signal rows repeat (adapter, session key, event
-/// name), each made once while it recurs and shared by the rows that have
-/// it, instead of a copy a row. Rows come session by session, and a
-/// session has a few event names, so the latest few of each kind are
-/// kept.
-#[derive(Default)]
-pub(super) struct SharedNames {
-    adapters: Recent<2>,
-    session_keys: Recent<4>,
-    events: Recent<16>,
-}
-
-/// Rows' names of one kind: a row's adapter, session key and event name.
-pub(super) type RowNames = (Arc<str>, Arc<str>, Option<Arc<str>>);
-
-impl SharedNames {
-    pub(super) fn row(
-        &mut self,
-        adapter: &str,
-        session_key: &str,
-        event: Option<&str>,
-    ) -> RowNames {
-        (
-            self.adapters.get(adapter),
-            self.session_keys.get(session_key),
-            event.map(|e| self.events.get(e)),
-        )
-    }
-}
-
-/// The latest `N` names of a kind, newest last.
-#[derive(Default)]
-struct Recent<const N: usize>(Vec<Arc<str>>);
-
-impl<const N: usize> Recent<N> {
-    fn get(&mut self, name: &str) -> Arc<str> {
-        if let Some(kept) = self.0.iter().rev().find(|kept| ***kept == *name) {
-            return kept.clone();
-        }
-        if self.0.len() == N {
-            self.0.remove(0);
-        }
-        let made: Arc<str> = name.into();
-        self.0.push(made.clone());
-        made
-    }
 }
 
 impl Normalizer {
-    /// A view of `ledger` as this run leaves it, from `now_unix_ns`.
-    pub(super) fn new(ledger: LedgerReader, now_unix_ns: i64) -> Normalizer {
-        Normalizer {
-            ledger,
-            now_unix_ns,
-            states: HashMap::new(),
-            offsets: BTreeMap::new(),
-            recent: HashMap::default(),
-            newest_kept: None,
-            chunk: 0,
-            names: SharedNames::default(),
-        }
-    }
-
     pub(super) fn start_chunk(&mut self) {
         self.chunk += 1;
         // Chunks this many back are committed (see IN_FLIGHT), and the
@@ -187,33 +123,4 @@ pub(super) struct Kept {
     /// later run would load.
     saved: Arc<str>,
     chunk: u64,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_name_that_recurs_is_shared_and_each_kind_keeps_its_latest_few() {
-        let mut names = SharedNames::default();
-        let (a, s, e) = names.row("claude-code", "s1", Some("PreToolUse"));
-        let (a2, s2, e2) = names.row("claude-code", "s1", Some("PreToolUse"));
-        assert!(Arc::ptr_eq(&a, &a2) && Arc::ptr_eq(&s, &s2));
-        assert!(Arc::ptr_eq(e.as_ref().unwrap(), e2.as_ref().unwrap()));
-        // Past the four latest session keys, the first is made again: the
-        // same text, another copy.
-        for key in ["s2", "s3", "s4", "s5"] {
-            assert_eq!(&*names.row("claude-code", key, None).1, key);
-        }
-        let (_, again, none) = names.row("claude-code", "s1", None);
-        assert_eq!(&*again, "s1");
-        assert!(!Arc::ptr_eq(&s, &again));
-        assert!(none.is_none());
-        // An event name stays shared while fifteen others come after it.
-        for i in 0..15 {
-            names.row("claude-code", "s1", Some(&format!("E{i}")));
-        }
-        let (_, _, e3) = names.row("claude-code", "s1", Some("PreToolUse"));
-        assert!(Arc::ptr_eq(e.as_ref().unwrap(), e3.as_ref().unwrap()));
-    }
 }

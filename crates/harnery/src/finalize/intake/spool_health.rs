@@ -114,7 +114,6 @@ impl SpoolHealth<'_> {
         }];
         batch.signals.push(signal_row(
             r,
-            &mut self.normalizer.names,
             &env.adapter,
             digest,
             vec![id.to_string()],

@@ -263,10 +263,10 @@ fn insert_signals(tx: &Transaction, batch: &AppendBatch) -> Result<(), LedgerErr
             |same: fn(&BatchSignal, &BatchSignal) -> bool| prev.is_none_or(|p| !same(p, s));
         stmt.raw_bind_parameter(1, s.record_digest.as_str())?;
         if differs(|a, b| a.adapter == b.adapter) {
-            stmt.raw_bind_parameter(2, &*s.adapter)?;
+            stmt.raw_bind_parameter(2, s.adapter.as_str())?;
         }
         if differs(|a, b| a.session_key == b.session_key) {
-            stmt.raw_bind_parameter(3, &*s.session_key)?;
+            stmt.raw_bind_parameter(3, s.session_key.as_str())?;
         }
         stmt.raw_bind_parameter(4, s.event_name.as_deref())?;
         stmt.raw_bind_parameter(5, s.received_unix_ns)?;
@@ -440,8 +440,8 @@ mod tests {
             .map(|i| BatchSignal {
                 record_digest: format!("r{i}"),
                 adapter: ["claude-code", "copilot"][i as usize % 2].into(),
-                session_key: format!("s{}", i / 2 % 2).into(),
-                event_name: (i % 3 != 1).then(|| format!("E{i}").into()),
+                session_key: format!("s{}", i / 2 % 2),
+                event_name: (i % 3 != 1).then(|| format!("E{i}")),
                 received_unix_ns: i as i64,
                 env: (i % 3 == 0).then(|| format!(r#"{{"V":"{}"}}"#, i / 6)),
                 bytes: if i % 4 == 3 {
@@ -524,9 +524,9 @@ mod tests {
                 };
                 let row = (
                     s.record_digest.clone(),
-                    s.adapter.to_string(),
-                    s.session_key.to_string(),
-                    s.event_name.as_deref().map(str::to_owned),
+                    s.adapter.clone(),
+                    s.session_key.clone(),
+                    s.event_name.clone(),
                     s.received_unix_ns,
                     s.env.clone(),
                 );

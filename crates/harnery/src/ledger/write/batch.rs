@@ -1,8 +1,6 @@
 //! What one append writes: a ready batch (its events, raw signals and
 //! producer states) and what the append made of it.
 
-use std::sync::Arc;
-
 use crate::contract::{Event, SessionRef};
 
 /// One canonical event of a batch: its stored text and its parsed form.
@@ -42,12 +40,9 @@ impl ReadyEvent {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BatchSignal {
     pub record_digest: String,
-    /// The adapter, session key and event name are shared, not copied,
-    /// by the signals of a batch that have the same (a drain makes a
-    /// million of them).
-    pub adapter: Arc<str>,
-    pub session_key: Arc<str>,
-    pub event_name: Option<Arc<str>>,
+    pub adapter: String,
+    pub session_key: String,
+    pub event_name: Option<String>,
     pub received_unix_ns: i64,
     /// The envelope's captured agent environment as a JSON object, when
     /// it captured any.
@@ -72,7 +67,7 @@ pub enum RawBytes {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct BatchState {
     pub session: SessionRef,
-    pub state: Arc<str>,
+    pub state: std::sync::Arc<str>,
 }
 
 /// What one transaction appends.
