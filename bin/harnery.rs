@@ -28,10 +28,10 @@ fn main() -> std::process::ExitCode {
     // it would come back as fresh pages to fault in and zero. Never
     // handed back, though, every region a drain's large buffers ever
     // spread over stays resident: a 1M-signal drain's peak RSS then
-    // ranged 125-155 MiB from run to run, against 95-115 MiB when memory
+    // ranged 123-156 MiB from run to run, against 93-112 MiB when memory
     // idle for 250 ms is returned (at about four times the page faults,
-    // 130-180k against 31-37k, and no time measurably lost). mimalloc's
-    // own default is 1000 ms (119-138 MiB).
+    // 130-182k against 31-37k, and no time measurably lost). mimalloc's
+    // own default is 1000 ms (116-135 MiB).
     // SAFETY: setting an option before any thread starts; the option id
     // is checked against mimalloc's default in the test below.
     unsafe { mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS) };
