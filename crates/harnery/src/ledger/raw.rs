@@ -101,6 +101,31 @@ pub(crate) fn keep(
     Ok(path)
 }
 
+/// Where `batch`'s archive is and its files, as found now: the single
+/// file when there is one, else the directory's files.
+fn found_files(ledger_dir: &Path, batch: &str) -> (PathBuf, Vec<PathBuf>) {
+    let single = single_file_path(ledger_dir, batch);
+    if let Some(found) = either_form(&single) {
+        return (single, vec![found]);
+    }
+    let path = archive_path(ledger_dir, batch);
+    let files = listed_members(&path);
+    if let Some(found) = either_form(&single) {
+        // Packed while the directory was listed: the list may lack files
+        // deleted since, the packed file holds them all.
+        return (single, vec![found]);
+    }
+    if let Some(hook) = crate::failpoint::take_hook(LISTED, &path) {
+        hook();
+    }
+    (path, files)
+}
+
+/// The in-process failpoint (`failpoint::arm_hook`, keyed by the batch's
+/// directory) where [`found_files`] has listed a directory that was not
+/// packed yet.
+pub(crate) const LISTED: &str = "raw-archive-listed";
+
 /// `path` (`….seg`) in its compressed form when that exists, else itself
 /// when it exists.
 fn either_form(path: &Path) -> Option<PathBuf> {
@@ -198,26 +223,32 @@ impl Archive {
     /// A file compacted (`harnery archive compact`) is read from its
     /// compressed form, `<name>.segz`, which holds the same bytes.
     pub fn open(ledger_dir: &Path, batch: &str) -> Result<Archive, LedgerError> {
-        let single = single_file_path(ledger_dir, batch);
-        let (path, files) = if let Some(found) = either_form(&single) {
-            (single, vec![found])
-        } else {
-            let path = archive_path(ledger_dir, batch);
-            let files = listed_members(&path);
-            match either_form(&single) {
-                // Packed while the directory was listed: the list may lack
-                // files deleted since, the packed file holds them all.
-                Some(found) => (single, vec![found]),
-                None => (path, files),
+        let (path, files) = found_files(ledger_dir, batch);
+        match Archive::sized(ledger_dir, batch, path, &files) {
+            // Packed after the listing and before a listed file was sized:
+            // it is gone, and the packed file holds it now.
+            Err(_) if files.iter().any(|f| !f.exists()) => {
+                let (path, files) = found_files(ledger_dir, batch);
+                Archive::sized(ledger_dir, batch, path, &files)
             }
-        };
+            got => got,
+        }
+    }
+
+    /// The archive of `files`, each opened or sized as it is now.
+    fn sized(
+        ledger_dir: &Path,
+        batch: &str,
+        path: PathBuf,
+        files: &[PathBuf],
+    ) -> Result<Archive, LedgerError> {
         let mut members = Vec::new();
         let mut packed = Vec::new();
         let mut len = 0u64;
         for f in files {
             let z = if f.extension().is_some_and(|e| e == "segz") {
                 let z =
-                    super::rawz::Compressed::open(&f).map_err(|detail| LedgerError::Corrupt {
+                    super::rawz::Compressed::open(f).map_err(|detail| LedgerError::Corrupt {
                         path: f.clone(),
                         detail,
                     })?;
@@ -227,11 +258,11 @@ impl Archive {
             };
             let size = match &z {
                 Some(z) => z.original_len(),
-                None => std::fs::metadata(&f)
-                    .map_err(|e| LedgerError::io(&f, e))?
+                None => std::fs::metadata(f)
+                    .map_err(|e| LedgerError::io(f, e))?
                     .len(),
             };
-            members.push((f, len));
+            members.push((f.clone(), len));
             packed.push(z);
             len += size;
         }

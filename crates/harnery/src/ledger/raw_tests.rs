@@ -181,6 +181,34 @@ fn a_reader_that_opened_the_directory_reads_on_from_the_packed_file() {
     assert!(got == all);
 }
 
+/// A batch packed and its directory deleted after a reader listed the
+/// directory, before it sized the files: the reader opens the packed file.
+#[cfg(feature = "failpoints")]
+#[test]
+fn a_batch_packed_between_listing_and_sizing_opens_packed() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    let all = mixed_batch(dir.path(), "q");
+    let (ledger_dir, packed) = (dir.path().to_path_buf(), packed_path(dir.path(), "q"));
+    let listed = archive_path(dir.path(), "q");
+    let to_pack = packed.clone();
+    crate::failpoint::arm_hook(
+        LISTED,
+        &listed,
+        Box::new(move || {
+            let archive = Archive::open(&ledger_dir, "q").unwrap();
+            crate::ledger::rawz::compress(&mut archive.bytes(), &to_pack, 3).unwrap();
+            std::fs::remove_dir_all(archive_path(&ledger_dir, "q")).unwrap();
+        }),
+    );
+    let opened = Archive::open(dir.path(), "q").unwrap();
+    assert!(!listed.exists(), "the hook ran");
+    assert_eq!(opened.files().collect::<Vec<_>>(), [packed.as_path()]);
+    let mut got = Vec::new();
+    opened.bytes().read_to_end(&mut got).unwrap();
+    assert!(got == all);
+}
+
 /// The archives a verify keeps open hold at most `WINDOWS_LEN` of
 /// decompressed frames besides the one in use, which keeps its own.
 #[test]
