@@ -14,7 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use common::*;
-use fleet_support::{PgServer, wait_for};
+use fleet_support::PgServer;
+#[cfg(feature = "failpoints")]
+use fleet_support::wait_for;
 
 const SECRET_TOKEN: &str = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
 const SECRET_PASSWORD: &str = "hunter2-correct-horse";
@@ -223,6 +225,7 @@ fn ship_sends_every_epoch_once_and_the_fleet_reads_it() {
 }
 
 /// The reference: one uninterrupted run of a copy of `home` into `db`.
+#[cfg(feature = "failpoints")]
 fn reference(pg: &PgServer, home: &Path, db: &str) -> Vec<String> {
     let copy = tempfile::tempdir().unwrap();
     copy_tree(home, copy.path());
@@ -230,6 +233,9 @@ fn reference(pg: &PgServer, home: &Path, db: &str) -> Vec<String> {
     pg.dump(db)
 }
 
+/// The kills come from failpoints (`HARNERY_FAILPOINTS`), armed only in a
+/// failpoints build.
+#[cfg(feature = "failpoints")]
 #[test]
 fn a_kill_at_any_ship_point_then_a_rerun_equals_one_run() {
     let pg = PgServer::start();
@@ -259,7 +265,9 @@ fn a_kill_at_any_ship_point_then_a_rerun_equals_one_run() {
 }
 
 /// Start a ship that pauses after its first batch; `interrupt` then
-/// breaks the server side; the run must fail with exit 2.
+/// breaks the server side; the run must fail with exit 2. The pause is a
+/// failpoint, so this runs in a failpoints build only.
+#[cfg(feature = "failpoints")]
 fn interrupted_ship(pg: &PgServer, home: &Path, target: &str, interrupt: impl FnOnce()) {
     let child = std_harnery(home)
         .env("HARNERY_TEST_SCHEMA_SUFFIX", NEXT_CONTRACT)
@@ -283,6 +291,7 @@ fn interrupted_ship(pg: &PgServer, home: &Path, target: &str, interrupt: impl Fn
     let _ = pg;
 }
 
+#[cfg(feature = "failpoints")]
 #[test]
 fn a_server_crash_or_a_cut_connection_mid_ship_then_a_rerun_equals_one_run() {
     let pg = PgServer::start();
