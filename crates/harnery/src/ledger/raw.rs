@@ -124,7 +124,7 @@ fn found_files(ledger_dir: &Path, batch: &str) -> (PathBuf, Vec<PathBuf>) {
 /// The in-process failpoint (`failpoint::arm_hook`, keyed by the batch's
 /// directory) where [`found_files`] has listed a directory that was not
 /// packed yet.
-pub(crate) const LISTED: &str = "raw-archive-listed";
+const LISTED: &str = "raw-archive-listed";
 
 /// `path` (`….seg`) in its compressed form when that exists, else itself
 /// when it exists.
