@@ -60,7 +60,9 @@ fn leftovers(home: &Path) -> Vec<String> {
     for dir in ["spool/ready", "spool/intake"] {
         collect(&home.join(dir), &mut out);
     }
-    out.retain(|p| !p.ends_with("/lease"));
+    // The lease, and released ready files kept as spares for the next
+    // batch's (`finalize::ready`'s spare module): never read.
+    out.retain(|p| !p.ends_with("/lease") && !p.contains("/spool/ready/.spare-"));
     out
 }
 

@@ -1,7 +1,8 @@
 //! The ready spool (`spool/ready/`): canonical rows stamped with the
 //! contract digest, waiting to be appended. One file per batch, written
 //! atomically (temporary file, fsync, rename, fsync the directory) and
-//! deleted only after the ledger transaction that applied it committed.
+//! removed only after the ledger transaction that applied it committed
+//! (kept as a spare for a later batch's file: `spare`).
 //!
 //! Format `harnery.ready.v4` (written): the line `harnery.ready.v4\n`, then
 //! frames of `kind: u8 ‖ u64le(len) ‖ len bytes`, in this order: one `H`
@@ -51,6 +52,7 @@ use crate::ledger::{
 
 mod direct;
 mod fields;
+mod spare;
 
 pub(crate) const READY_FORMAT: &str = "harnery.ready.v4";
 const READY_V1: &str = "harnery.ready.v1";
@@ -163,6 +165,9 @@ pub fn write(home: &Home, batch: &AppendBatch) -> Result<PathBuf, FinalizeError>
     create_dir_private(&dir)?;
     let path = dir.join(format!("{}{SUFFIX}", batch.id));
     let tmp = dir.join(format!(".{}.tmp", batch.id));
+    // A spare's inode if there is one (`spare`); opened with truncation
+    // either way.
+    spare::take(&dir, &tmp);
     let file = durable::create_private(&tmp).map_err(|e| FinalizeError::io(&tmp, e))?;
     let mut out = DirectWriter::new(file);
     write_frames(&mut out, batch).map_err(|e| FinalizeError::io(&tmp, e))?;
@@ -521,11 +526,18 @@ fn from_header(h: Header) -> AppendBatch {
     }
 }
 
-/// Remove a ready file after its batch committed. Not fsynced: a ready
-/// file that reappears after a crash names a batch the ledger already
-/// records as applied, so the next run only deletes it again.
+/// Remove a ready file after its batch committed: kept as a spare
+/// (`spare`), else deleted. Not fsynced: a ready file that reappears after
+/// a crash names a batch the ledger already records as applied, so the
+/// next run only removes it again.
 pub(crate) fn remove(path: &Path) -> Result<(), FinalizeError> {
-    match std::fs::remove_file(path) {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let removed = match spare::keep(dir, path) {
+        Ok(true) => Ok(()),
+        Ok(false) => std::fs::remove_file(path),
+        Err(e) => Err(e),
+    };
+    match removed {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(FinalizeError::io(path, e)),

@@ -288,12 +288,24 @@ pub(super) struct ChunkWriter<'c, 'b> {
 }
 
 impl<'c, 'b> ChunkWriter<'c, 'b> {
-    pub(super) fn new(conn: &'c Connection) -> rusqlite::Result<ChunkWriter<'c, 'b>> {
+    /// A writer into the ledger on `conn`; `compact` when it keeps its
+    /// chunks in `trace_chunk_store` (`ledger::eventz`). Those are written
+    /// there directly, compressed by the same `event_body` the view's
+    /// trigger calls: an insert through a trigger runs under a statement
+    /// journal, which a chunk's pages outgrow, so SQLite would create,
+    /// write and delete a temporary file for every batch.
+    pub(super) fn new(
+        conn: &'c Connection,
+        compact: bool,
+    ) -> rusqlite::Result<ChunkWriter<'c, 'b>> {
         Ok(ChunkWriter {
-            insert: conn.prepare_cached(
+            insert: conn.prepare_cached(if compact {
+                "INSERT INTO trace_chunk_store (adapter, session_id, first_offset, events, notes, wholes, entries) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, event_body(?7))"
+            } else {
                 "INSERT INTO trace_chunks (adapter, session_id, first_offset, events, notes, wholes, entries) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )?,
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+            })?,
             session: None,
             first_offset: 0,
             events: 0,

@@ -78,8 +78,8 @@ impl LedgerWriter {
         let states = made
             .and_then(|m| m.bodies.as_ref())
             .map(|(_, states)| states)
-            .filter(|s| self.encoder.is_some() && s.len() == batch.states.len());
-        insert_states(&tx, batch, states)?;
+            .filter(|s| s.len() == batch.states.len());
+        insert_states(&tx, batch, self.encoder.is_some(), states)?;
         let states = batch.states.iter().map(|s| (&s.session, &*s.state));
         super::session_list::note_states(&tx, states)?;
         insert_bookkeeping(&tx, batch, incarnation, now_unix_ns)?;
@@ -160,7 +160,7 @@ fn insert_events(
         None => "INSERT INTO events (id, adapter, session_id, offset, type, time_unix_ns, json, prev_hash, hash, batch) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     })?;
-    let mut traced = trace_rows::ChunkWriter::new(tx)?;
+    let mut traced = trace_rows::ChunkWriter::new(tx, encoder.is_some())?;
     let half = batch.events.len() / 2;
     let mut derived = Derivation::new(tx, batch.events.len());
     // As in `insert_signals`: bindings outlive each row, so the batch id is
@@ -352,18 +352,22 @@ fn event_ids_text(out: &mut String, ids: &[String]) {
     out.push(']');
 }
 
-/// The batch's producer states: through the `producer_state` view (whose
-/// trigger compresses each in a compact ledger), or, given their bodies
-/// compressed ahead, straight into the compact ledger's store, as the
-/// trigger would have written them.
+/// The batch's producer states. A compact ledger's go straight into its
+/// store, as the `producer_state` view's trigger would write them: their
+/// bodies compressed ahead, or compressed here by the same `event_body`
+/// (not through the trigger: see `trace_rows::ChunkWriter::new`). An
+/// older ledger's go into its table.
 fn insert_states(
     tx: &Transaction,
     batch: &AppendBatch,
+    compact: bool,
     bodies: Option<&eventz::Bodies>,
 ) -> Result<(), LedgerError> {
-    let mut stmt = tx.prepare_cached(match bodies {
-        Some(_) => "INSERT OR REPLACE INTO producer_state_store (adapter, session_id, state, batch) VALUES (?1, ?2, ?3, ?4)",
-        None => "INSERT OR REPLACE INTO producer_state (adapter, session_id, state, batch) VALUES (?1, ?2, ?3, ?4)",
+    let bodies = bodies.filter(|_| compact);
+    let mut stmt = tx.prepare_cached(match (compact, bodies) {
+        (true, Some(_)) => "INSERT OR REPLACE INTO producer_state_store (adapter, session_id, state, batch) VALUES (?1, ?2, ?3, ?4)",
+        (true, None) => "INSERT OR REPLACE INTO producer_state_store (adapter, session_id, state, batch) VALUES (?1, ?2, event_body(?3), ?4)",
+        (false, _) => "INSERT OR REPLACE INTO producer_state (adapter, session_id, state, batch) VALUES (?1, ?2, ?3, ?4)",
     })?;
     stmt.raw_bind_parameter(4, batch.id.as_str())?;
     for (i, s) in batch.states.iter().enumerate() {
