@@ -164,24 +164,32 @@ pub(crate) fn pack_ids_text(text: &str, out: &mut Vec<u8>) -> bool {
     )
 }
 
+/// Each byte's value as a lowercase hex digit, or 0xff for any other.
+const HEX_DIGIT: [u8; 256] = {
+    let mut table = [0xff; 256];
+    let mut i = 0;
+    while i < 16 {
+        table[b"0123456789abcdef"[i] as usize] = i as u8;
+        i += 1;
+    }
+    table
+};
+
 /// Append the bytes of the lowercase hex digits `hex` to `out`: false
-/// (with `out` partly written) at any other character or an odd length.
+/// (with `out` unusable) at any other character or an odd length. A table
+/// and one check at the end: a drain packs two of these a signal, and a
+/// branch a digit cost more than the rest of a signal row's packing.
 fn unhex_lower(hex: &[u8], out: &mut Vec<u8>) -> bool {
-    let digit = |c: u8| match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        _ => None,
-    };
-    hex.len().is_multiple_of(2)
-        && hex
-            .chunks_exact(2)
-            .all(|pair| match (digit(pair[0]), digit(pair[1])) {
-                (Some(hi), Some(lo)) => {
-                    out.push(hi << 4 | lo);
-                    true
-                }
-                _ => false,
-            })
+    if !hex.len().is_multiple_of(2) {
+        return false;
+    }
+    let mut seen = 0u8;
+    out.extend(hex.chunks_exact(2).map(|pair| {
+        let (hi, lo) = (HEX_DIGIT[pair[0] as usize], HEX_DIGIT[pair[1] as usize]);
+        seen |= hi | lo;
+        hi << 4 | lo
+    }));
+    seen < 16
 }
 
 /// The number of an adapter's session key in `signal_sessions`, given it

@@ -249,6 +249,25 @@ fn only_lowercase_hex_of_the_right_length_packs() {
 }
 
 #[test]
+fn every_pair_of_bytes_unhexes_exactly_when_both_are_lowercase_digits() {
+    let digit = |b: u8| matches!(b, b'0'..=b'9' | b'a'..=b'f');
+    let mut out = Vec::new();
+    for hi in 0..=255u8 {
+        for lo in 0..=255u8 {
+            out.clear();
+            let pair = [hi, lo];
+            let packed = unhex_lower(&pair, &mut out);
+            assert_eq!(packed, digit(hi) && digit(lo), "{pair:?}");
+            if packed {
+                let text = std::str::from_utf8(&pair).unwrap();
+                assert_eq!(out, [u8::from_str_radix(text, 16).unwrap()], "{text}");
+            }
+        }
+    }
+    assert!(!unhex_lower(b"abc", &mut out), "an odd length");
+}
+
+#[test]
 fn a_row_that_cannot_move_is_named_and_nothing_is_converted() {
     let mut conn = plain_ledger();
     fill(&conn);
