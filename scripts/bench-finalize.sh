@@ -68,6 +68,24 @@ median() {
     END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
+# Delete a drained home and its baseline, and note when: ext4 without a
+# journal never gives a new file an inode freed in the last minute (six
+# while the inode's table block is dirty, hence the sync) and checks each
+# one it passes, so a home of thousands of files deleted seconds before a
+# drain cost that drain (its record pass creates a spool file for each of
+# the 1,000 sessions: 0.4-0.6 s there, perf, 2026-12-07) and not the
+# baseline. `settle` waits out that minute before the next drain.
+DELETED_AT=0
+discard() {
+  rm -rf "$@"
+  sync
+  DELETED_AT=$(date +%s)
+}
+settle() {
+  local left=$((DELETED_AT + 61 - $(date +%s)))
+  if [ "$left" -gt 0 ]; then sleep "$left"; fi
+}
+
 # Drain a copy of spool $1 (the spool itself when $2 is "last") with the
 # `harnery` at $3 into $WORK/$4-$n.*: /usr/bin/time -v's report and the run's
 # JSON summary; prints the events it appended. The home is left for the
@@ -75,6 +93,7 @@ median() {
 drain() {
   local spool=$1 last=$2 bin=$3 tag=$4 home="$WORK/home-$n"
   rm -rf "$home"
+  settle
   if [ "$last" = last ]; then mv "$spool" "$home"; else cp -a "$spool" "$home"; fi
   sync
   HARNERY_HOME="$home" HARNERY_NOW=2026-12-01T00:00:00Z \
@@ -106,7 +125,7 @@ for n in ${SIZES[@]}; do
       mv "$home" "$home.new"
       old_events=$(drain "$spool" "$last" "$OLD_BIN" old)
       old_s=$(secs "$WORK/old-$n.time") old_rss=$(rss_kb "$WORK/old-$n.time")
-      rm -rf "$home" && mv "$home.new" "$home"
+      discard "$home" && mv "$home.new" "$home"
     fi
     sync
     /usr/bin/time -v "$BIN/examples/bench_baseline" "$home/ledgers/v2/ledger.sqlite" "$WORK" \
@@ -115,7 +134,7 @@ for n in ${SIZES[@]}; do
     echo "$events $(secs "$WORK/fin-$n.time") $base_s" \
       "$(rss_kb "$WORK/fin-$n.time") $(rss_kb "$WORK/base-$n.time")" \
       "$old_events $old_s $old_rss" >>"$rounds"
-    rm -rf "$home" "$WORK/baseline.sqlite"*
+    discard "$home" "$WORK/baseline.sqlite"*
   done
   # The medians of the rounds' times (finalize and baseline in turn), the
   # highest peak RSS; with more than one round, each round's own ratio.
