@@ -73,7 +73,7 @@ median() {
 # while the inode's table block is dirty, hence the sync) and checks each
 # one it passes, so a home of thousands of files deleted seconds before a
 # drain cost that drain (its record pass creates a spool file for each of
-# the 1,000 sessions: 0.4-0.6 s there, perf, 2026-12-07) and not the
+# the 1,000 sessions: 0.4-0.7 CPU-s there, perf, 2026-12-07) and not the
 # baseline. `settle` waits out that minute before the next drain.
 DELETED_AT=0
 discard() {

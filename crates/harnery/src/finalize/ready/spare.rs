@@ -3,11 +3,12 @@
 //! spare renamed and truncated instead of a new file.
 //!
 //! Why: on ext4 without a journal, a new inode is never one freed in the
-//! last 30 seconds, and the allocator checks every such inode it passes
-//! (a lookup in the inode table each). A drain that deleted a ready file
-//! per batch left hundreds of them in the way of every file created after
-//! it in the run: its record pass, one spool file per session, spent most
-//! of its time there (docs/perf/figures.md). A spare keeps its inode.
+//! last minute (six while its inode table block is dirty), and the
+//! allocator checks every such inode it passes (a lookup in the inode
+//! table each). A drain that deleted a ready file per batch left hundreds
+//! of them in the way of every file created after it in the run, its
+//! record pass's spool file for each session above all (docs/perf/
+//! figures.md). A spare keeps its inode.
 //!
 //! A spare is never read: [`super::pending`] lists only `*.ready` and
 //! [`super::remove_orphans`] leaves spares alone, so they outlive the run
