@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# How many cores a command keeps busy, moment by moment: run it, read its
+# threads' CPU time from /proc/<pid>/task/*/stat every INTERVAL seconds
+# (default 0.25), and print one line per interval (seconds since the
+# start, cores busy, then each thread name's share), then the totals: wall
+# time, CPU-seconds, the average cores busy, and CPU-seconds by thread
+# name. A drain that keeps two cores busy cannot be sped up by moving work
+# between its threads; one that leaves a core idle can.
+#
+# Usage: scripts/cpu-timeline.sh COMMAND [ARGS...]   (needs python3)
+#   e.g. HARNERY_HOME=<a copy of a spool> scripts/cpu-timeline.sh \
+#          harnery finalize --no-compact --json
+# The command's output goes to its usual places; the timeline to stderr.
+set -euo pipefail
+
+if [ $# -eq 0 ]; then
+  echo "usage: $0 COMMAND [ARGS...]" >&2
+  exit 2
+fi
+"$@" &
+pid=$!
+python3 - "$pid" "${INTERVAL:-0.25}" <<'PY' >&2
+import os, sys, time
+
+pid, interval = sys.argv[1], float(sys.argv[2])
+tick = os.sysconf("SC_CLK_TCK")
+
+
+def fields(stat):
+    return stat[stat.rindex(")") + 2 :].split()
+
+
+def process():
+    """The process's CPU ticks, its exited threads' included, or None once
+    it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            f = fields(f.read())
+    except FileNotFoundError:
+        return None
+    # A process that has ended but is not reaped yet is a zombie ("Z").
+    return None if f[0] == "Z" else int(f[11]) + int(f[12])
+
+
+def threads():
+    """Each live thread's (name, CPU ticks)."""
+    out = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except FileNotFoundError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                stat = f.read()
+        except FileNotFoundError:
+            continue
+        name = stat[stat.index("(") + 1 : stat.rindex(")")]
+        f = fields(stat)
+        out[tid] = (name, int(f[11]) + int(f[12]))
+    return out
+
+
+start = last = time.monotonic()
+seen, by_name, total = {}, {}, 0
+while True:
+    time.sleep(interval)
+    ticks_now = process()
+    if ticks_now is None:
+        break
+    at = time.monotonic()
+    share = {}
+    for tid, (name, ticks) in threads().items():
+        used = ticks - seen.get(tid, 0)
+        seen[tid] = ticks
+        share[name] = share.get(name, 0) + used
+        by_name[name] = by_name.get(name, 0) + used
+    span = at - last
+    last = at
+    cores = (ticks_now - total) / tick / span
+    total = ticks_now
+    parts = " ".join(
+        f"{n}={v / tick / span:.2f}" for n, v in sorted(share.items()) if v
+    )
+    print(f"{at - start:7.2f}s {cores:4.2f} cores  {parts}")
+
+wall = last - start
+cpu = total / tick
+print(f"wall {wall:.2f} s, CPU {cpu:.2f} s (both to the last sample), {cpu / wall:.2f} cores busy on average")
+print("by thread name (threads that ended between samples lose their last interval):")
+for name, ticks in sorted(by_name.items(), key=lambda kv: -kv[1]):
+    print(f"  {name:16} {ticks / tick:7.2f} CPU-s")
+PY
+wait "$pid"
