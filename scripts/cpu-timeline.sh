@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # How many cores a command keeps busy, moment by moment: run it, read its
-# threads' CPU time from /proc/<pid>/task/*/stat every INTERVAL seconds
-# (default 0.25), and print one line per interval (seconds since the
-# start, cores busy, then each thread name's share), then the totals: wall
-# time, CPU-seconds, the average cores busy, and CPU-seconds by thread
-# name. A drain that keeps two cores busy cannot be sped up by moving work
+# CPU time from /proc/<pid>/stat and each thread's from
+# /proc/<pid>/task/*/stat every INTERVAL seconds (default 0.25), and print
+# one line per interval (seconds since the start, cores busy, then the
+# cores each thread name kept busy), then the totals: wall time,
+# CPU-seconds, the average cores busy, and CPU-seconds by thread name. A drain that keeps two cores busy cannot be sped up by moving work
 # between its threads; one that leaves a core idle can.
 #
 # Usage: scripts/cpu-timeline.sh COMMAND [ARGS...]   (needs python3)
@@ -42,6 +42,17 @@ def process():
     return None if f[0] == "Z" else int(f[11]) + int(f[12])
 
 
+def started():
+    """When the process started, in seconds of CLOCK_BOOTTIME (the clock
+    /proc counts from), so the first interval is measured from there."""
+    with open(f"/proc/{pid}/stat") as f:
+        return int(fields(f.read())[19]) / tick
+
+
+def now():
+    return time.clock_gettime(time.CLOCK_BOOTTIME)
+
+
 def threads():
     """Each live thread's (name, CPU ticks)."""
     out = {}
@@ -61,14 +72,18 @@ def threads():
     return out
 
 
-start = last = time.monotonic()
+try:
+    start = started()
+except FileNotFoundError:
+    start = now()
+last = start
 seen, by_name, total = {}, {}, 0
 while True:
     time.sleep(interval)
     ticks_now = process()
     if ticks_now is None:
         break
-    at = time.monotonic()
+    at = now()
     share = {}
     for tid, (name, ticks) in threads().items():
         used = ticks - seen.get(tid, 0)
@@ -86,6 +101,9 @@ while True:
 
 wall = last - start
 cpu = total / tick
+if wall == 0:
+    print("the command ended before the first sample")
+    sys.exit(0)
 print(f"wall {wall:.2f} s, CPU {cpu:.2f} s (both to the last sample), {cpu / wall:.2f} cores busy on average")
 print("by thread name (threads that ended between samples lose their last interval):")
 for name, ticks in sorted(by_name.items(), key=lambda kv: -kv[1]):
