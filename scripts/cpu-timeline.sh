@@ -35,11 +35,11 @@ def process():
     it is gone."""
     try:
         with open(f"/proc/{pid}/stat") as f:
-            f = fields(f.read())
+            stat = fields(f.read())
     except FileNotFoundError:
         return None
     # A process that has ended but is not reaped yet is a zombie ("Z").
-    return None if f[0] == "Z" else int(f[11]) + int(f[12])
+    return None if stat[0] == "Z" else int(stat[11]) + int(stat[12])
 
 
 def started():
@@ -67,8 +67,8 @@ def threads():
         except FileNotFoundError:
             continue
         name = stat[stat.index("(") + 1 : stat.rindex(")")]
-        f = fields(stat)
-        out[tid] = (name, int(f[11]) + int(f[12]))
+        rest = fields(stat)
+        out[tid] = (name, int(rest[11]) + int(rest[12]))
     return out
 
 
