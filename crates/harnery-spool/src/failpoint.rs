@@ -21,7 +21,6 @@ pub const FINALIZE_POINTS: &[&str] = &[
     "after-seal",
     "mid-normalize",
     "after-raw-write",
-    "after-ready-write",
     "mid-transaction",
     "after-commit",
 ];

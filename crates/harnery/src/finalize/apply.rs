@@ -1,7 +1,9 @@
-//! Stage two: validate a ready file's batch and append it in one ledger
-//! transaction, then release what it came from (its intake segments and
-//! the ready file itself) once the commit is durable. Also the recovery
-//! step at the start of a run: apply every ready file a crashed run left.
+//! Stage two: validate a batch and append it in one ledger transaction,
+//! then release what it came from (its intake segments, and the ready file
+//! it was read from, if any) once the commit is durable. Also the recovery
+//! step at the start of a run: apply every ready file left in the ready
+//! spool (by an injection, or by a crashed build from before 2026-12-07,
+//! which wrote one per batch).
 
 use std::path::Path;
 
@@ -26,32 +28,26 @@ impl Run<'_> {
         Ok(files.len() as u64)
     }
 
-    /// Stage two for one ready file read back from disk.
+    /// Stage two for one ready file read back from disk: validate + append
+    /// its batch in one transaction (durable when it returns: no run syncs
+    /// in the background here), then delete the intake segments it names
+    /// and the ready file itself.
     fn apply_file(&mut self, path: &Path) -> Result<(), FinalizeError> {
         let t = std::time::Instant::now();
         let batch = ready::read(path)?;
         timing("ready-read", t);
-        self.apply_batch(path, &batch)
-    }
-
-    /// Stage two: validate + append `batch` (the content of the durable ready
-    /// file at `path`) in one transaction, then delete the intake segments it
-    /// names and the ready file itself.
-    pub(super) fn apply_batch(
-        &mut self,
-        path: &Path,
-        batch: &AppendBatch,
-    ) -> Result<(), FinalizeError> {
-        self.append_batch(path, batch, None)?;
-        release(self.home, path, &batch.sources)
+        let origin = format!("ready file {}", path.display());
+        self.append_batch(&origin, &batch, None)?;
+        release(self.home, &batch.sources)?;
+        ready::remove(path)
     }
 
     /// Validate + append `batch` in one transaction (with its work made
-    /// ahead, if it was); its files stay until the commit is
-    /// durable (see [`release`]).
+    /// ahead, if it was); what it came from stays until the commit is
+    /// durable (see [`release`]). `origin` names the batch in a refusal.
     pub(super) fn append_batch(
         &mut self,
-        path: &Path,
+        origin: &str,
         batch: &AppendBatch,
         made: Option<&MadeAhead>,
     ) -> Result<(), FinalizeError> {
@@ -65,7 +61,7 @@ impl Run<'_> {
                 self.opts.now_unix_ns,
                 &|| failpoint::hit("mid-transaction"),
             )
-            .map_err(|e| refuse(path, e))?;
+            .map_err(|e| refuse(origin, e))?;
         timing("append", t);
         if let AppendOutcome::Appended { events, signals } = outcome {
             let summary = &mut self.summary;
@@ -81,18 +77,20 @@ impl Run<'_> {
 }
 
 /// Delete what a durably committed batch came from: the intake segments it
-/// names (relative to the home) and its ready file at `path`.
-pub(super) fn release(home: &Home, path: &Path, sources: &[String]) -> Result<(), FinalizeError> {
+/// names (relative to the home). Until then they are the batch's only
+/// durable form besides the raw archive: a run that stops before the
+/// commit is durable leaves them, and the next run drains them again.
+pub(super) fn release(home: &Home, sources: &[String]) -> Result<(), FinalizeError> {
     for source in sources {
         remove_segment(&home.root().join(source))?;
     }
-    ready::remove(path)
+    Ok(())
 }
 
-fn refuse(path: &Path, e: LedgerError) -> FinalizeError {
+fn refuse(origin: &str, e: LedgerError) -> FinalizeError {
     match e {
         LedgerError::Refused { .. } => FinalizeError::Refused {
-            path: path.to_path_buf(),
+            origin: origin.to_string(),
             source: e,
         },
         other => other.into(),

@@ -1,5 +1,8 @@
 //! Stage one: seal the intake spool, normalize its records with the
-//! per-session producer, and hand each chunk to stage two as a ready file.
+//! per-session producer, keep each chunk's raw archive, and hand its batch
+//! to stage two in memory. A chunk's intake files stay until the commit of
+//! its batch is durable: they, not a ready file, are what a run that stops
+//! earlier leaves for the next one to drain again.
 //!
 //! Work is cut into chunks of whole spool files (bounded by bytes, so peak
 //! memory does not grow with the spool), in a fixed order: adapter, session
@@ -75,11 +78,12 @@ struct SpoolFile {
 
 impl Run<'_> {
     /// Seal every session and drain all sealed files, chunk by chunk, in a
-    /// pipeline of three threads: one reads and normalizes chunks, one makes
-    /// them durable (raw archive, ready file: mostly waiting on fsync), and
-    /// this one appends them, so the stages overlap. A fourth syncs the WAL,
-    /// then releases the batches committed before that sync (their ready
-    /// files), then checkpoints: commits here do not wait for their own fsync
+    /// pipeline of three threads: one reads and normalizes chunks, one keeps
+    /// their raw archive (links, then fsync) and makes their chain links and
+    /// stored bodies ahead, and this one appends them, so the stages overlap.
+    /// A fourth syncs the WAL, then releases the batches committed before
+    /// that sync (deletes their intake files), then checkpoints: commits here
+    /// do not wait for their own fsync
     /// (see `ledger::write::checkpoint`). Chunks pass through in order, so the order
     /// of batches, and so of the chain, is unchanged. (Reading on a thread of
     /// its own was measured slower on two cores.)
@@ -127,7 +131,7 @@ impl Run<'_> {
             stage(scope, "harnery-flush", move || {
                 for chunk in normalized {
                     let done = chunk
-                        .and_then(|c| make_durable(home, &ledger_dir, c))
+                        .and_then(|c| keep_raw(&ledger_dir, c))
                         .and_then(|p| work_ahead(&mut ahead, p));
                     let failed = done.is_err();
                     if to_append.send(done).is_err() || failed {
@@ -146,7 +150,7 @@ impl Run<'_> {
                         .collect();
                     checkpointer.sync_wal().map_err(durability)?;
                     for c in &batches {
-                        release(home, &c.ready, &c.sources)?;
+                        release(home, &c.sources)?;
                     }
                     let restart = batches.iter().any(|c| c.restart);
                     failpoint::delay("slow-checkpoint");
@@ -183,8 +187,7 @@ impl Run<'_> {
                     wal_frames = 0;
                 }
                 self.summary.damaged_ranges.extend(p.damaged);
-                // The file on disk is only for crash recovery; apply what is in memory.
-                self.append_batch(&p.path, &p.batch, p.made.as_ref())?;
+                self.append_batch(&origin(&p.batch), &p.batch, p.made.as_ref())?;
                 if let Some(last) = progress.try_iter().last() {
                     wal_frames = last.wal.frames;
                 }
@@ -199,7 +202,6 @@ impl Run<'_> {
                 let c = Committed {
                     number,
                     restart,
-                    ready: p.path,
                     sources: std::mem::take(&mut p.batch.sources),
                 };
                 // A normalizing thread that is done no longer takes them.
@@ -222,14 +224,13 @@ impl Run<'_> {
     }
 }
 
-/// A committed batch whose files wait for the WAL sync that makes its
-/// commit durable.
+/// A committed batch whose intake files wait for the WAL sync that makes
+/// its commit durable.
 struct Committed {
     /// The batch's place in this drain, from 0.
     number: usize,
     /// Checkpoint with a restart of the WAL: the appending thread waits.
     restart: bool,
-    ready: PathBuf,
     sources: Vec<String>,
 }
 
@@ -310,16 +311,15 @@ struct Normalized {
     damaged: Vec<DamagedRange>,
 }
 
-/// A chunk after stage one: its batch, durable in the ready file at `path`,
-/// and the work on it made ahead of its append.
+/// A chunk after stage one: its batch, its raw archive durable, and the
+/// work on it made ahead of its append.
 struct Prepared {
     batch: AppendBatch,
-    path: PathBuf,
     damaged: Vec<DamagedRange>,
     made: Option<MadeAhead>,
 }
 
-/// Make a durable chunk's chain links and stored bodies ahead of its
+/// Make a chunk's chain links and stored bodies ahead of its
 /// append.
 fn work_ahead(ahead: &mut WorkAhead, mut p: Prepared) -> Result<Prepared, FinalizeError> {
     let t = std::time::Instant::now();
@@ -506,20 +506,17 @@ fn normalize_chunk(
     })
 }
 
-/// Stage one, second half: make a normalized chunk durable (its raw
-/// archive, then its ready file), then let its intake files go.
-fn make_durable(
-    home: &Home,
-    ledger_dir: &Path,
-    chunk: Normalized,
-) -> Result<Prepared, FinalizeError> {
+/// Stage one, second half: keep a normalized chunk's files as its batch's
+/// raw archive, durable before the batch is appended (its signal rows point
+/// into it). The files themselves stay in the intake spool until the
+/// commit is durable ([`release`]).
+fn keep_raw(ledger_dir: &Path, chunk: Normalized) -> Result<Prepared, FinalizeError> {
     let Normalized {
         batch,
         files,
         damaged,
     } = chunk;
     let t = std::time::Instant::now();
-    // The raw archive first: the ready file's signal rows point into it.
     if failpoint::fsync_fails() {
         return Err(FinalizeError::Durability(format!(
             "fsync of the raw archive of batch {} failed (injected)",
@@ -530,19 +527,17 @@ fn make_durable(
     raw::keep(ledger_dir, &batch.id, &paths)?;
     timing("raw-write", t);
     failpoint::hit("after-raw-write");
-    let t = std::time::Instant::now();
-    let path = ready::write(home, &batch)?;
-    timing("ready-write", t);
-    failpoint::hit("after-ready-write");
-    for f in &files {
-        remove_segment(&f.path)?;
-    }
     Ok(Prepared {
         batch,
-        path,
         damaged,
         made: None,
     })
+}
+
+/// How a drain's batch is named if the ledger refuses it: by its id and
+/// the intake files it came from, which stay where they are.
+fn origin(batch: &AppendBatch) -> String {
+    format!("batch {} (from {})", batch.id, batch.sources.join(", "))
 }
 
 /// The canonical session each session spool file belongs to, from its

@@ -78,8 +78,10 @@ pub enum FinalizeError {
     },
     #[error("spool: {0}")]
     Spool(String),
-    #[error("ready file {path} refused: {source}")]
-    Refused { path: PathBuf, source: LedgerError },
+    /// A batch the ledger refused; `origin` names it ("ready file …", or
+    /// the spool files a drain's batch came from).
+    #[error("{origin} refused: {source}")]
+    Refused { origin: String, source: LedgerError },
 }
 
 /// A durable write's failure, worded as the ledger words it.
