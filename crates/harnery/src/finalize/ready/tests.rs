@@ -270,3 +270,30 @@ fn a_cut_v4_file_is_refused_with_its_frame() {
     let err = read(&path).unwrap_err().to_string();
     assert!(err.contains("frame 3: cut short"), "{err}");
 }
+
+#[test]
+fn orphans_are_half_written_files_and_older_builds_spares_only() {
+    let root = tempfile::tempdir().unwrap();
+    let home = Home::at(root.path());
+    let dir = ready_dir(&home);
+    std::fs::create_dir_all(&dir).unwrap();
+    let names = [
+        ".b1.tmp",
+        ".spare-0",
+        ".spare-7",
+        ".spare-x",
+        ".spare-10",
+        "b2.ready",
+        "notes",
+    ];
+    for name in names {
+        std::fs::write(dir.join(name), name).unwrap();
+    }
+    remove_orphans(&home).unwrap();
+    let mut left: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, [".spare-10", ".spare-x", "b2.ready", "notes"]);
+}
