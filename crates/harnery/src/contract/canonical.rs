@@ -541,7 +541,7 @@ pub(crate) mod tests {
     /// A float that serde_json reads back exactly only with its
     /// `float_roundtrip` feature: without it, this value's canonical text
     /// read back printed differently, and an event holding it would have
-    /// been refused as not canonical when its ready file was read.
+    /// been refused as not canonical when read back (from a ready file).
     #[test]
     fn a_float_reads_back_as_the_same_canonical_text() {
         let once = fast("[-5.0272911935077044e+123]").unwrap();

@@ -1,13 +1,15 @@
 //! `harnery finalize`: from raw intake signals to ledger rows, exactly once.
 //!
 //! Two stages (DESIGN §2). Stage one seals intake segments, normalizes their
-//! records with the per-session producer (state loaded from the ledger) and
-//! writes the canonical rows, the raw signals and the new producer state as
-//! one ready file stamped with the contract digest; only then are the intake
-//! segments deleted. Stage two validates every row of a ready file and
-//! appends the batch in one ledger transaction; only after the commit is the
-//! ready file deleted. A run first applies any ready files a crashed run
-//! left behind, so nothing is normalized twice and nothing is lost.
+//! records with the per-session producer (state loaded from the ledger) into
+//! a batch stamped with the contract digest (the canonical rows, the raw
+//! signals and the new producer state) and keeps the segments as the batch's
+//! raw archive. Stage two validates every row of the batch and appends it in
+//! one ledger transaction; only once that commit is durable are the intake
+//! segments deleted, so a run that stops earlier leaves them to be drained
+//! again, and nothing is lost or doubled. The ready spool (a batch as a
+//! file) is applied first by every run: drains wrote one per batch until
+//! 2026-12-07, and a crashed run of such a build may have left some.
 //!
 //! One finalizer at a time: a lease on the home plus the ledger's durable
 //! incarnation number, checked by every write transaction. A failed fsync or
@@ -21,9 +23,9 @@
 //! - `last_run.rs`: when a run last completed (`ledgers/finalize.last`,
 //!   outside the ledger), for `harnery health`.
 //! - `summary.rs`: what a run is told ([`FinalizeOptions`]) and reports ([`Summary`]).
-//! - `intake.rs` (+ `intake/`): stage one, the drain pipeline from sealed spool files to ready files.
-//! - `ready.rs` (+ `ready/`): the ready file, stage one's durable hand-over to stage two.
-//! - `apply.rs`: stage two, a ready file's batch appended and its files released.
+//! - `intake.rs` (+ `intake/`): the drain pipeline from sealed spool files to committed batches.
+//! - `ready.rs` (+ `ready/`): the ready file, a batch on disk waiting to be applied.
+//! - `apply.rs`: stage two, a batch appended and the files it came from released.
 //! - `state.rs`: session producer state loaded, saved, and ticked by the time rules.
 //! - `quiet.rs`: the sessions whose state ticks to nothing, kept between
 //!   runs (`ledgers/finalize.quiet`, outside the ledger) so an idle run

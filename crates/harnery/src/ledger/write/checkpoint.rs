@@ -7,9 +7,9 @@
 //! own connection, while the next batch is appended: the appending
 //! connection commits with `synchronous=NORMAL` (the WAL is written, not
 //! yet synced), and this thread syncs the WAL and only then lets the
-//! committed batches' ready files go ([`Checkpointer::sync_wal`]). A
-//! commit that a power cut takes away therefore still has its ready file,
-//! and the next run applies it. A passive checkpoint never blocks the
+//! committed batches' intake files go ([`Checkpointer::sync_wal`]). A
+//! commit that a power cut takes away therefore still has the intake files
+//! it came from, and the next run drains them again. A passive checkpoint never blocks the
 //! writer and never changes what a committed transaction holds.
 
 use std::path::{Path, PathBuf};
