@@ -10,7 +10,7 @@
 //! (a third of a drain's bytes written, 0.86 times the time without it).
 //! What still reads and applies them: the start of every run and an
 //! epoch's quiesce, for files an older build left (a build of before
-//! then, killed mid-drain) or that a tool put there ([`write`]).
+//! then, killed mid-drain) or that a tool put there ([`fn@write`]).
 //!
 //! Format `harnery.ready.v4` (written): the line `harnery.ready.v4\n`, then
 //! frames of `kind: u8 ‖ u64le(len) ‖ len bytes`, in this order: one `H`
