@@ -6,8 +6,8 @@
 //! A drain no longer writes one for each of its batches (since 2026-12-07):
 //! it appends the rows it holds in memory and deletes a batch's intake
 //! files only once its commit is durable, so the intake spool is what a
-//! stopped run leaves, and a ready file would be a second copy of it
-//! (a third of a drain's bytes written, 0.86 times the time without it).
+//! stopped run leaves, and a ready file would be a second copy of it (a
+//! third of the bytes a drain wrote; without it, 0.85 times the time).
 //! What still reads and applies them: the start of every run and an
 //! epoch's quiesce, for files an older build left (a build of before
 //! then, killed mid-drain) or that a tool put there ([`fn@write`]).
