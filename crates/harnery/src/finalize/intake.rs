@@ -143,6 +143,7 @@ impl Run<'_> {
             let (committed, to_release) = std::sync::mpsc::channel::<Committed>();
             let (checkpointed, progress) = std::sync::mpsc::channel::<Checkpointed>();
             let checkpoints = stage(scope, "harnery-checkpoint", move || {
+                let mut unchecked = 0;
                 while let Ok(first) = to_release.recv() {
                     // Everything committed so far is covered by one sync.
                     let batches: Vec<Committed> = std::iter::once(first)
@@ -153,6 +154,11 @@ impl Run<'_> {
                         release(home, &c.sources)?;
                     }
                     let restart = batches.iter().any(|c| c.restart);
+                    unchecked += batches.len();
+                    if !restart && unchecked < CHECKPOINT_EVERY {
+                        continue;
+                    }
+                    unchecked = 0;
                     failpoint::delay("slow-checkpoint");
                     let wal = checkpointer.run(restart).map_err(durability)?;
                     let through = batches.last().map_or(0, |c| c.number);
@@ -240,6 +246,16 @@ struct Checkpointed {
     through: usize,
     wal: WalState,
 }
+
+/// Batches committed between two checkpoints of a drain (one that lets the
+/// WAL start over checkpoints at once). Each checkpoint copies the pages
+/// changed since the last into the database file, and every batch changes
+/// the same few (each b-tree's last leaf and the pages above it): a
+/// checkpoint after every batch copied those each time, 1.6–2.9 CPU-s of a
+/// 1M drain, against 0.9–1.35 for one every 16th (docs/perf/figures.md).
+/// The WAL holds at most this many batches more for it (tens of MiB); its
+/// syncs, and so the release of committed batches, stay one per loop.
+const CHECKPOINT_EVERY: usize = 16;
 
 /// WAL frames (16 KiB pages) past which the appending thread waits for a
 /// checkpoint so that the WAL starts over (see `drain`): 256 MiB. Each
