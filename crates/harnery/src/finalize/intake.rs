@@ -82,8 +82,9 @@ impl Run<'_> {
     /// their raw archive (links, then fsync) and makes their chain links and
     /// stored bodies ahead, and this one appends them, so the stages overlap.
     /// A fourth syncs the WAL, then releases the batches committed before
-    /// that sync (deletes their intake files), then checkpoints: commits here
-    /// do not wait for their own fsync
+    /// that sync (deletes their intake files), and every
+    /// [`CHECKPOINT_EVERY`] batches checkpoints: commits here do not wait
+    /// for their own fsync
     /// (see `ledger::write::checkpoint`). Chunks pass through in order, so the order
     /// of batches, and so of the chain, is unchanged. (Reading on a thread of
     /// its own was measured slower on two cores.)
