@@ -12,8 +12,11 @@
 //!
 //! Beside it: `intake/normalizer.rs`, stage one's view of the ledger while
 //! chunks are still uncommitted; `intake/spool_health.rs`, the health events
-//! about the spool itself (damage, unknown adapters).
+//! about the spool itself (damage, unknown adapters); `intake/checkpoints.rs`,
+//! the thread that makes committed batches durable, releases them and
+//! checkpoints.
 
+mod checkpoints;
 mod normalizer;
 mod spool_health;
 
@@ -22,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc::sync_channel;
 
-use super::apply::{release, remove_segment};
+use super::apply::remove_segment;
 use super::steps::Run;
 use super::summary::{DamagedRange, FinalizeOptions};
 use super::{FinalizeError, ready, timing};
@@ -33,10 +36,11 @@ use crate::failpoint;
 use crate::home::Home;
 use crate::ledger::{
     AppendBatch, BatchSignal, Checkpointer, LedgerReader, MadeAhead, RawBytes, ReadyEvent,
-    WalState, WorkAhead, binary_digest, raw,
+    WorkAhead, binary_digest, raw,
 };
 use crate::spool::reader::{RecordView, read_views};
 use crate::spool::{Damage, IntakeSpool, read_segment_whole};
+use checkpoints::{Checkpointed, Committed, wal_restart_frames};
 use normalizer::Normalizer;
 use spool_health::SpoolHealth;
 
@@ -83,7 +87,7 @@ impl Run<'_> {
     /// stored bodies ahead, and this one appends them, so the stages overlap.
     /// A fourth syncs the WAL, then releases the batches committed before
     /// that sync (deletes their intake files), and every
-    /// [`CHECKPOINT_EVERY`] batches checkpoints: commits here do not wait
+    /// `CHECKPOINT_EVERY` batches (`intake/checkpoints.rs`) checkpoints: commits here do not wait
     /// for their own fsync
     /// (see `ledger::write::checkpoint`). Chunks pass through in order, so the order
     /// of batches, and so of the chain, is unchanged. (Reading on a thread of
@@ -144,29 +148,7 @@ impl Run<'_> {
             let (committed, to_release) = std::sync::mpsc::channel::<Committed>();
             let (checkpointed, progress) = std::sync::mpsc::channel::<Checkpointed>();
             let checkpoints = stage(scope, "harnery-checkpoint", move || {
-                let mut unchecked = 0;
-                while let Ok(first) = to_release.recv() {
-                    // Everything committed so far is covered by one sync.
-                    let batches: Vec<Committed> = std::iter::once(first)
-                        .chain(to_release.try_iter())
-                        .collect();
-                    checkpointer.sync_wal().map_err(durability)?;
-                    for c in &batches {
-                        release(home, &c.sources)?;
-                    }
-                    let restart = batches.iter().any(|c| c.restart);
-                    unchecked += batches.len();
-                    if !restart && unchecked < CHECKPOINT_EVERY {
-                        continue;
-                    }
-                    unchecked = 0;
-                    failpoint::delay("slow-checkpoint");
-                    let wal = checkpointer.run(restart).map_err(durability)?;
-                    let through = batches.last().map_or(0, |c| c.number);
-                    // The appending thread may be gone already; nothing waits.
-                    let _ = checkpointed.send(Checkpointed { through, wal });
-                }
-                Ok(())
+                checkpoints::run(home, &checkpointer, to_release, checkpointed)
             });
             let restart_frames = wal_restart_frames();
             let mut restart_at = restart_frames;
@@ -229,48 +211,6 @@ impl Run<'_> {
         self.ledger.set_background_sync(false)?;
         drained
     }
-}
-
-/// A committed batch whose intake files wait for the WAL sync that makes
-/// its commit durable.
-struct Committed {
-    /// The batch's place in this drain, from 0.
-    number: usize,
-    /// Checkpoint with a restart of the WAL: the appending thread waits.
-    restart: bool,
-    sources: Vec<String>,
-}
-
-/// The checkpoint thread's report: batches up to `through` are durable and
-/// checkpointed, and this is the WAL they left.
-struct Checkpointed {
-    through: usize,
-    wal: WalState,
-}
-
-/// Batches committed between two checkpoints of a drain (one that lets the
-/// WAL start over checkpoints at once). Each checkpoint copies the pages
-/// changed since the last into the database file, and every batch changes
-/// the same few (each b-tree's last leaf and the pages above it): a
-/// checkpoint after every batch copied those each time, 1.6–2.9 CPU-s of a
-/// 1M drain, against 0.9–1.35 for one every 16th (docs/perf/figures.md).
-/// The WAL holds at most this many batches more for it (tens of MiB); its
-/// syncs, and so the release of committed batches, stay one per loop.
-const CHECKPOINT_EVERY: usize = 16;
-
-/// WAL frames (16 KiB pages) past which the appending thread waits for a
-/// checkpoint so that the WAL starts over (see `drain`): 256 MiB. Each
-/// wait costs the appending thread a WAL sync and a checkpoint of the
-/// batch it has just committed (tens of milliseconds), so not every batch;
-/// `HARNERY_WAL_RESTART_FRAMES` overrides it in failpoint builds, for tests.
-const WAL_RESTART_FRAMES: u64 = 16384;
-
-fn wal_restart_frames() -> u64 {
-    failpoint::tuning(failpoint::WAL_RESTART_FRAMES_ENV).unwrap_or(WAL_RESTART_FRAMES)
-}
-
-fn durability(e: crate::ledger::LedgerError) -> FinalizeError {
-    FinalizeError::Durability(format!("checkpoint: {e}"))
 }
 
 /// Start one stage of the drain on a thread named for it (the name shows
@@ -526,7 +466,7 @@ fn normalize_chunk(
 /// Stage one, second half: keep a normalized chunk's files as its batch's
 /// raw archive, durable before the batch is appended (its signal rows point
 /// into it). The files themselves stay in the intake spool until the
-/// commit is durable ([`release`]).
+/// commit is durable ([`super::apply::release`]).
 fn keep_raw(ledger_dir: &Path, chunk: Normalized) -> Result<Prepared, FinalizeError> {
     let Normalized {
         batch,
