@@ -86,12 +86,12 @@ impl Run<'_> {
     /// their raw archive (links, then fsync) and makes their chain links and
     /// stored bodies ahead, and this one appends them, so the stages overlap.
     /// A fourth syncs the WAL, then releases the batches committed before
-    /// that sync (deletes their intake files), and every
-    /// `CHECKPOINT_EVERY` batches (`intake/checkpoints.rs`) checkpoints: commits here do not wait
-    /// for their own fsync
-    /// (see `ledger::write::checkpoint`). Chunks pass through in order, so the order
-    /// of batches, and so of the chain, is unchanged. (Reading on a thread of
-    /// its own was measured slower on two cores.)
+    /// that sync (deletes their intake files), and every 16th batch
+    /// checkpoints (`intake/checkpoints.rs`): commits here do not wait for
+    /// their own fsync (see `ledger::write::checkpoint`). Chunks pass
+    /// through in order, so the order of batches, and so of the chain, is
+    /// unchanged. (Reading on a thread of its own was measured slower on two
+    /// cores.)
     pub(super) fn drain(&mut self) -> Result<(), FinalizeError> {
         let (home, opts) = (self.home, self.opts);
         let files = seal_all(home)?;
