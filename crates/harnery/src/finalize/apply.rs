@@ -36,7 +36,7 @@ impl Run<'_> {
         let t = std::time::Instant::now();
         let batch = ready::read(path)?;
         timing("ready-read", t);
-        let origin = format!("ready file {}", path.display());
+        let origin = || format!("ready file {}", path.display());
         self.append_batch(&origin, &batch, None)?;
         release(self.home, &batch.sources)?;
         ready::remove(path)
@@ -44,10 +44,11 @@ impl Run<'_> {
 
     /// Validate + append `batch` in one transaction (with its work made
     /// ahead, if it was); what it came from stays until the commit is
-    /// durable (see [`release`]). `origin` names the batch in a refusal.
+    /// durable (see [`release`]). `origin` names the batch in a refusal
+    /// (called only then).
     pub(super) fn append_batch(
         &mut self,
-        origin: &str,
+        origin: &dyn Fn() -> String,
         batch: &AppendBatch,
         made: Option<&MadeAhead>,
     ) -> Result<(), FinalizeError> {
@@ -87,10 +88,10 @@ pub(super) fn release(home: &Home, sources: &[String]) -> Result<(), FinalizeErr
     Ok(())
 }
 
-fn refuse(origin: &str, e: LedgerError) -> FinalizeError {
+fn refuse(origin: &dyn Fn() -> String, e: LedgerError) -> FinalizeError {
     match e {
         LedgerError::Refused { .. } => FinalizeError::Refused {
-            origin: origin.to_string(),
+            origin: origin(),
             source: e,
         },
         other => other.into(),

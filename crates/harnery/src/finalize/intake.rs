@@ -176,7 +176,8 @@ impl Run<'_> {
                     wal_frames = 0;
                 }
                 self.summary.damaged_ranges.extend(p.damaged);
-                self.append_batch(&origin(&p.batch), &p.batch, p.made.as_ref())?;
+                let named = || origin(&p.batch);
+                self.append_batch(&named, &p.batch, p.made.as_ref())?;
                 if let Some(last) = progress.try_iter().last() {
                     wal_frames = last.wal.frames;
                 }

@@ -140,7 +140,8 @@ impl Run<'_> {
             }
             // Nothing to release: a tick that stops before its commit is
             // made again by the next run's.
-            self.append_batch(&format!("tick batch {}", batch.id), &batch, None)?;
+            let origin = || format!("tick batch {}", batch.id);
+            self.append_batch(&origin, &batch, None)?;
         }
         quiet.save();
         Ok(())

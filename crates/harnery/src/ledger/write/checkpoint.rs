@@ -9,8 +9,9 @@
 //! yet synced), and this thread syncs the WAL and only then lets the
 //! committed batches' intake files go ([`Checkpointer::sync_wal`]). A
 //! commit that a power cut takes away therefore still has the intake files
-//! it came from, and the next run drains them again. A passive checkpoint never blocks the
-//! writer and never changes what a committed transaction holds.
+//! it came from, and the next run drains them again. A passive checkpoint
+//! never blocks the writer and never changes what a committed transaction
+//! holds.
 
 use std::path::{Path, PathBuf};
 
