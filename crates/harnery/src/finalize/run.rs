@@ -1,9 +1,12 @@
 //! The finalize entry point: [`finalize`], the whole `harnery finalize`
 //! job. In order: the epoch gate (an advance found underway is completed
 //! first, its carry being the drain), one [`Run`] (pending ready files,
-//! intake, the agents' own records, the time rules, then the search index
-//! caught up beside emptying the WAL), the caller's report of it, and the
-//! raw archive compacted within its budget.
+//! intake, the agents' own records, the time rules), then, side by side,
+//! the search index caught up on a thread of its own and, on the caller's,
+//! the report of the run and the raw archive compacted within its budget.
+//! Both only read what the run committed, and neither waits for the
+//! other: the index has its own file, and compaction its own transactions
+//! under the lease.
 //!
 //! The CLI parses and prints; every rule of the job is here.
 
@@ -26,23 +29,33 @@ pub struct FinalizeRun {
     pub completed_epoch_advance: Option<AdvanceReport>,
 }
 
-/// `harnery finalize`: drain the spools, hand what ran to `report` (the
-/// caller prints it), then, unless `compact` is false, compress what fits
-/// in the raw archive's budget. The search index is brought up to date at
-/// the run's end.
+/// `harnery finalize`: drain the spools, then bring the search index up
+/// to date beside handing what ran to `report` (the caller prints it) and,
+/// unless `compact` is false, compressing what fits in the raw archive's
+/// budget. On a large run the catch-up and compaction take about as long
+/// as each other, so side by side they use the cores the other leaves idle
+/// (`docs/perf/figures.md`, the ingest against ccusage).
 pub fn finalize<E: From<EpochError>>(
     home: &Home,
-    mut opts: FinalizeOptions,
+    opts: FinalizeOptions,
     compact: bool,
     report: impl FnOnce(&FinalizeRun) -> Result<(), E>,
 ) -> Result<(), E> {
-    opts.catch_up_search = true;
     let run = gated(home, &opts)?;
-    report(&run)?;
-    if compact {
-        compact_after(home, opts.now_unix_ns);
-    }
-    Ok(())
+    std::thread::scope(|scope| {
+        let search = std::thread::Builder::new()
+            .name("harnery-search".into())
+            .spawn_scoped(scope, || keep_search_current(home));
+        let reported = report(&run);
+        if reported.is_ok() && compact {
+            compact_after(home, opts.now_unix_ns);
+        }
+        match search {
+            Ok(thread) => thread.join().expect("the search catch-up does not panic"),
+            Err(_) => keep_search_current(home),
+        }
+        reported
+    })
 }
 
 /// The drain behind the epoch gate. An advance found underway is completed
@@ -102,7 +115,9 @@ pub fn drain_if_free(home: &Home, opts: &FinalizeOptions) -> Result<Drained, Epo
 fn compact_after(home: &Home, now_unix_ns: i64) {
     let done = CompactSettings::load(home).and_then(|settings| {
         if settings.enabled {
+            let t = std::time::Instant::now();
             after_run(home, now_unix_ns, settings.budget)?;
+            super::timing("compact", t);
         }
         Ok(())
     });
@@ -110,6 +125,21 @@ fn compact_after(home: &Home, now_unix_ns: i64) {
         crate::terminal::warn(&format!(
             "harnery finalize: the raw archive was not compacted ({e}); \
              the ledger is complete, and the next finalize (or `harnery archive compact`) tries again"
+        ));
+    }
+}
+
+/// Bring the search index up to date with what the run committed. The
+/// index is never the truth: a failure is a warning, and the next run (or
+/// the next search) catches up from where the index stopped.
+fn keep_search_current(home: &Home) {
+    let t = std::time::Instant::now();
+    let caught_up = crate::search::update_live(home);
+    super::timing("search", t);
+    if let Err(e) = caught_up {
+        crate::terminal::warn(&format!(
+            "harnery finalize: the search index was not brought up to date ({e}); \
+             the ledger is complete, and the next finalize or search tries again"
         ));
     }
 }

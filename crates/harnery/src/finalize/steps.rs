@@ -3,8 +3,7 @@
 //! fills, held once and handed to each step as `self`. The steps, in
 //! order: pending ready files (`apply.rs`), the intake spool session by
 //! session (`intake.rs`), the agents' own records (`record.rs`), the time
-//! rules (`state.rs`), the summary's span counts, and the WAL emptied
-//! beside the search catch-up.
+//! rules (`state.rs`), the summary's span counts, and the ledger closed.
 //!
 //! The whole `harnery finalize` job (epoch gate, compaction) starts at
 //! [`super::finalize`] in `run.rs`; an epoch advance's carry runs
@@ -13,7 +12,7 @@
 use super::summary::{FinalizeOptions, HealthNote, Summary, UNREADABLE_ROW};
 use super::{FinalizeError, lease::Lease};
 use crate::home::Home;
-use crate::ledger::{Checkpointer, LedgerWriter};
+use crate::ledger::LedgerWriter;
 
 /// One run's shared values: what every step reads and fills.
 pub struct Run<'a> {
@@ -105,8 +104,7 @@ impl<'a> Run<'a> {
         Ok(())
     }
 
-    /// The summary's span counts and set-aside rows, then the WAL emptied
-    /// (beside the search catch-up when the options ask for it).
+    /// The summary's span counts and set-aside rows; the ledger closed.
     fn finish(mut self) -> Result<Summary, FinalizeError> {
         let t = std::time::Instant::now();
         for s in self.ledger.sessions().list()? {
@@ -122,47 +120,9 @@ impl<'a> Run<'a> {
                 detail: row.to_string(),
             });
         }
-        if self.opts.catch_up_search {
-            let t = std::time::Instant::now();
-            empty_wal_beside(&self.ledger, || keep_search_current(self.home));
-            super::timing("beside-close", t);
-        }
+        let t = std::time::Instant::now();
+        drop(self.ledger);
+        super::timing("close", t);
         Ok(self.summary)
-    }
-}
-
-/// Do `work` while another thread checkpoints the WAL this run grew and
-/// cuts it to nothing. Closing the ledger deletes that file, and the
-/// kernel freeing its pages is a serial stretch at the run's end (60 ms
-/// for the 150 MB a 170 MB drain of agents' records leaves); beside
-/// `work` it costs nothing. Only a saving: when a reader keeps the WAL,
-/// the cut gives up after the checkpointer's busy timeout, and the close
-/// deletes the file as it always did.
-fn empty_wal_beside(ledger: &LedgerWriter, work: impl FnOnce()) {
-    // The writer's page cache is not needed any more; `work` reuses it.
-    let _ = ledger.shrink_memory();
-    let dir = ledger.dir().to_path_buf();
-    std::thread::scope(|scope| {
-        // A thread that does not start is only a saving missed.
-        let _ = std::thread::Builder::new()
-            .name("harnery-wal".into())
-            .spawn_scoped(scope, move || {
-                if let Ok(checkpointer) = Checkpointer::open(&dir) {
-                    let _ = checkpointer.truncate();
-                }
-            });
-        work();
-    });
-}
-
-/// Bring the search index up to date with what the run committed. The
-/// index is never the truth: a failure is a warning, and the next run (or
-/// the next search) catches up from where the index stopped.
-fn keep_search_current(home: &Home) {
-    if let Err(e) = crate::search::update_live(home) {
-        crate::terminal::warn(&format!(
-            "harnery finalize: the search index was not brought up to date ({e}); \
-             the ledger is complete, and the next finalize or search tries again"
-        ));
     }
 }

@@ -18,10 +18,6 @@ pub struct FinalizeOptions {
     /// Read on in each session's own record after the hook signals
     /// (`HARNERY_RECORDS=off` says no; see `finalize::record`).
     pub follow_records: bool,
-    /// Bring the search index up to date last, once everything is
-    /// written, beside emptying the WAL the run grew (see
-    /// `steps::empty_wal_beside`); the `finalize` job sets it.
-    pub catch_up_search: bool,
 }
 
 impl FinalizeOptions {
@@ -41,7 +37,6 @@ impl FinalizeOptions {
             clock,
             progress: crate::progress::Progress::none(),
             follow_records: super::record::enabled(),
-            catch_up_search: false,
         }
     }
 }

@@ -95,19 +95,6 @@ impl Checkpointer {
             })
             .map_err(LedgerError::CommitFailed)
     }
-
-    /// Copy every frame into the database file and cut the WAL to nothing,
-    /// once no reader is left in it (waiting up to the busy timeout);
-    /// whether it was cut. Closing the last connection then deletes an
-    /// empty file instead of one whose every page the kernel must free.
-    pub(crate) fn truncate(&self) -> Result<bool, LedgerError> {
-        self.conn
-            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
-                r.get::<_, i64>(0)
-            })
-            .map(|busy| busy == 0)
-            .map_err(LedgerError::CommitFailed)
-    }
 }
 
 impl LedgerWriter {
@@ -123,65 +110,5 @@ impl LedgerWriter {
         let sync = if on { "NORMAL" } else { "FULL" };
         self.conn.pragma_update(None, "synchronous", sync)?;
         Ok(())
-    }
-
-    /// Hand back the page cache the connection holds (pages needed later
-    /// are read from the file again): for work done while the writer
-    /// stays open, so that it reuses that memory instead of adding to it.
-    pub(crate) fn shrink_memory(&self) -> Result<(), LedgerError> {
-        self.conn.execute_batch("PRAGMA shrink_memory")?;
-        Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A WAL-mode database in a fresh directory with `rows` rows still in
-    /// its WAL (nothing checkpointed), and the connection that wrote them.
-    fn with_wal(rows: usize) -> (tempfile::TempDir, Connection) {
-        let dir = tempfile::tempdir().unwrap();
-        let conn = Connection::open(dir.path().join(DB_FILE)).unwrap();
-        conn.pragma_update(None, "journal_mode", "WAL").unwrap();
-        conn.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
-        conn.execute_batch("CREATE TABLE t (x TEXT)").unwrap();
-        for i in 0..rows {
-            conn.execute("INSERT INTO t VALUES (?1)", [format!("{i:0>4000}")])
-                .unwrap();
-        }
-        (dir, conn)
-    }
-
-    fn wal_len(dir: &Path) -> u64 {
-        std::fs::metadata(dir.join(format!("{DB_FILE}-wal")))
-            .unwrap()
-            .len()
-    }
-
-    #[test]
-    fn truncating_copies_every_frame_and_leaves_an_empty_wal() {
-        let (dir, writer) = with_wal(200);
-        assert!(wal_len(dir.path()) > 0);
-        assert!(Checkpointer::open(dir.path()).unwrap().truncate().unwrap());
-        assert_eq!(wal_len(dir.path()), 0);
-        let rows: i64 = writer
-            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
-            .unwrap();
-        assert_eq!(rows, 200);
-    }
-
-    #[test]
-    fn a_reader_in_the_wal_keeps_it_and_truncating_only_says_so() {
-        let (dir, _writer) = with_wal(50);
-        let reader = Connection::open(dir.path().join(DB_FILE)).unwrap();
-        reader.execute_batch("BEGIN").unwrap();
-        let _: i64 = reader
-            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
-            .unwrap();
-        let before = wal_len(dir.path());
-        assert!(!Checkpointer::open(dir.path()).unwrap().truncate().unwrap());
-        assert_eq!(wal_len(dir.path()), before);
-        reader.execute_batch("COMMIT").unwrap();
     }
 }
