@@ -26,7 +26,8 @@ fn write_spool(home: &Path) {
 
 /// Finalize a fresh spool while this process holds a connection to the
 /// ledger, so the WAL outlives the run and its size shows the most it ever
-/// held. `Some(limit)`: the WAL restarts past `limit` frames, checkpoints
+/// held (without compaction, which would write to the WAL after the drain
+/// and have the job empty it at the end). `Some(limit)`: the WAL restarts past `limit` frames, checkpoints
 /// lag behind the appending thread (as they do when batches are large;
 /// with these small ones they would often catch up and let the WAL start
 /// over by chance). `None`: the connection holds a read transaction from
@@ -55,7 +56,10 @@ fn drain(limit: Option<u64>) -> (u64, Vec<(String, String)>) {
             .env("HARNERY_FAILPOINTS", "slow-checkpoint"),
         None => cmd.env("HARNERY_WAL_RESTART_FRAMES", u64::MAX.to_string()),
     };
-    let out = cmd.args(["finalize", "--json"]).output().unwrap();
+    let out = cmd
+        .args(["finalize", "--json", "--no-compact"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let wal = std::fs::metadata(home.join("ledgers/v2/ledger.sqlite-wal"))
         .unwrap()
@@ -80,11 +84,13 @@ fn the_wal_starts_over_instead_of_growing_with_the_drain() {
     assert!(rows.len() >= SESSIONS * 9, "{} events", rows.len());
     // Restarting the WAL changes nothing in what is appended.
     assert!(rows == all_rows, "the limit changed what was appended");
-    // With restarts, the WAL holds the limit plus what was committed
-    // while the checkpoints that report its size and restart it ran: a
-    // fraction of all the drain wrote.
+    // With restarts, the WAL holds the limit plus the batch whose commit
+    // passed it (the appending thread reads the WAL's size after each
+    // commit, and waits for the restart before the next): a small
+    // fraction of all the drain wrote (about 1/90 here; 1/8 to 1/11 when
+    // the size was learned only from the checkpoints, every 16th batch).
     assert!(
-        bounded * 8 < everything,
+        bounded * 32 < everything,
         "a WAL of {bounded} bytes, of {everything} written"
     );
 }

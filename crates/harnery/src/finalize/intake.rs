@@ -152,7 +152,6 @@ impl Run<'_> {
             });
             let restart_frames = wal_restart_frames();
             let mut restart_at = restart_frames;
-            let mut wal_frames = 0;
             let mut restarting: Option<usize> = None;
             for (number, p) in prepared.into_iter().enumerate() {
                 let mut p = p?;
@@ -173,14 +172,10 @@ impl Run<'_> {
                     } else {
                         restart_at.saturating_mul(2)
                     };
-                    wal_frames = 0;
                 }
                 self.summary.damaged_ranges.extend(p.damaged);
                 let named = || origin(&p.batch);
                 self.append_batch(&named, &p.batch, p.made.as_ref())?;
-                if let Some(last) = progress.try_iter().last() {
-                    wal_frames = last.wal.frames;
-                }
                 // Past the limit, the checkpoint after this commit waits for
                 // the WAL's readers, and the next transaction waits for that
                 // checkpoint (while this thread waits for the next batch
@@ -188,7 +183,7 @@ impl Run<'_> {
                 // WAL, SQLite writes the next transaction from the start of the
                 // file again. Otherwise the WAL only grows while a drain runs,
                 // to the size of all it appends, and every frame extends it.
-                let restart = wal_frames >= restart_at;
+                let restart = self.ledger.wal_frames() >= restart_at;
                 let c = Committed {
                     number,
                     restart,

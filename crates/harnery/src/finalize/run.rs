@@ -4,9 +4,10 @@
 //! intake, the agents' own records, the time rules), then, side by side,
 //! the search index caught up on a thread of its own and, on the caller's,
 //! the report of the run and the raw archive compacted within its budget.
-//! Both only read what the run committed, and neither waits for the
-//! other: the index has its own file, and compaction its own transactions
-//! under the lease.
+//! Neither waits for the other: the catch-up reads the ledger in read
+//! transactions and writes only the index's own file, and compaction
+//! changes how the ledger stores what the run committed (never what it
+//! says) in write transactions of its own, under the lease.
 //!
 //! The CLI parses and prints; every rule of the job is here.
 
@@ -18,6 +19,7 @@ use super::steps::Run;
 use super::summary::{FinalizeOptions, Summary};
 use crate::epoch::{AdvanceReport, EpochError, advance, advance_underway};
 use crate::home::Home;
+use crate::ledger::{Checkpointer, LedgerReader};
 
 /// What `harnery finalize` ran: the drain, and the advance it completed
 /// first when it found one underway.
@@ -47,12 +49,13 @@ pub fn finalize<E: From<EpochError>>(
             .name("harnery-search".into())
             .spawn_scoped(scope, || keep_search_current(home));
         let reported = report(&run);
-        if reported.is_ok() && compact {
-            compact_after(home, opts.now_unix_ns);
-        }
+        let compacted = reported.is_ok() && compact && compact_after(home, opts.now_unix_ns);
         match search {
             Ok(thread) => thread.join().expect("the search catch-up does not panic"),
             Err(_) => keep_search_current(home),
+        }
+        if compacted {
+            leave_wal_empty(home);
         }
         reported
     })
@@ -109,23 +112,45 @@ pub fn drain_if_free(home: &Home, opts: &FinalizeOptions) -> Result<Drained, Epo
 }
 
 /// Compress the raw archive (all of it, or what fits in a configured budget), after
-/// the run's report (the run is complete; this only saves space). A
-/// failure is a warning: the next run, or `harnery archive compact`, goes
-/// on from where this stopped.
-fn compact_after(home: &Home, now_unix_ns: i64) {
+/// the run's report (the run is complete; this only saves space); whether
+/// it wrote to the ledger. A failure is a warning: the next run, or
+/// `harnery archive compact`, goes on from where this stopped.
+fn compact_after(home: &Home, now_unix_ns: i64) -> bool {
     let done = CompactSettings::load(home).and_then(|settings| {
-        if settings.enabled {
-            let t = std::time::Instant::now();
-            after_run(home, now_unix_ns, settings.budget)?;
-            super::timing("compact", t);
+        if !settings.enabled {
+            return Ok(false);
         }
-        Ok(())
+        let t = std::time::Instant::now();
+        let ran = after_run(home, now_unix_ns, settings.budget)?;
+        super::timing("compact", t);
+        Ok(ran.is_some())
     });
-    if let Err(e) = done {
+    done.unwrap_or_else(|e| {
         crate::terminal::warn(&format!(
             "harnery finalize: the raw archive was not compacted ({e}); \
              the ledger is complete, and the next finalize (or `harnery archive compact`) tries again"
         ));
+        // It may have committed some batches before it failed.
+        true
+    })
+}
+
+/// Leave the live ledger's WAL empty once compaction and the search
+/// catch-up are both done, as a run leaves it when it closes the ledger
+/// last. Compaction's writer may close while the catch-up still reads, and
+/// a connection that only reads cannot checkpoint when it closes last: the
+/// WAL would keep compaction's commits until some later writer, and a
+/// copy of `ledger.sqlite` alone would not be the whole ledger. Only a
+/// tidy-up: a reader elsewhere that holds on keeps the WAL (after the
+/// checkpointer's short wait), and its last writer empties it later.
+fn leave_wal_empty(home: &Home) {
+    let dir = LedgerReader::live_dir(home);
+    let db = dir.join(crate::ledger::DB_FILE);
+    if !(db.exists() && dir.join(format!("{}-wal", crate::ledger::DB_FILE)).exists()) {
+        return;
+    }
+    if let Ok(checkpointer) = Checkpointer::open(&dir) {
+        let _ = checkpointer.truncate();
     }
 }
 

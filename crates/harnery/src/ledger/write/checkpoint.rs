@@ -95,6 +95,32 @@ impl Checkpointer {
             })
             .map_err(LedgerError::CommitFailed)
     }
+
+    /// Copy every frame into the database file and cut the WAL to nothing,
+    /// once no reader is left in it (waiting up to the busy timeout);
+    /// whether it was cut. Closing the last connection then deletes an
+    /// empty file instead of one whose every page the kernel must free.
+    pub(crate) fn truncate(&self) -> Result<bool, LedgerError> {
+        self.conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+                r.get::<_, i64>(0)
+            })
+            .map(|busy| busy == 0)
+            .map_err(LedgerError::CommitFailed)
+    }
+}
+
+thread_local! {
+    /// What the WAL hook last saw on this thread: a commit runs its hook on
+    /// the thread that commits, which is the one that asks.
+    static WAL_FRAMES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// The WAL hook while background sync is on: note the frames the WAL
+/// holds after a commit (nothing is checkpointed here).
+fn note_wal_frames(_: &rusqlite::hooks::Wal, frames: std::ffi::c_int) -> rusqlite::Result<()> {
+    WAL_FRAMES.set(u64::try_from(frames).unwrap_or(0));
+    Ok(())
 }
 
 impl LedgerWriter {
@@ -104,11 +130,79 @@ impl LedgerWriter {
     /// checkpointer's next [`Checkpointer::sync_wal`] returns. `false`
     /// restores the defaults: SQLite checkpoints inside commits, and each
     /// commit is durable when it returns (`synchronous=FULL`).
+    ///
+    /// While it is on, [`LedgerWriter::wal_frames`] says how many frames
+    /// the WAL holds after each commit (SQLite's WAL hook, which the
+    /// automatic checkpoints use otherwise: setting `wal_autocheckpoint`
+    /// puts theirs back).
     pub(crate) fn set_background_sync(&self, on: bool) -> Result<(), LedgerError> {
         let pages = if on { 0 } else { AUTO_CHECKPOINT_PAGES };
         self.conn.pragma_update(None, "wal_autocheckpoint", pages)?;
+        if on {
+            WAL_FRAMES.set(0);
+            self.conn.wal_hook(Some(note_wal_frames));
+        }
         let sync = if on { "NORMAL" } else { "FULL" };
         self.conn.pragma_update(None, "synchronous", sync)?;
         Ok(())
+    }
+
+    /// Frames in the WAL after this thread's last commit with background
+    /// sync on: how far into the file the WAL reaches (it starts over from
+    /// the beginning only after a checkpoint that let it restart).
+    pub(crate) fn wal_frames(&self) -> u64 {
+        WAL_FRAMES.get()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A WAL-mode database in a fresh directory with `rows` rows still in
+    /// its WAL (nothing checkpointed), and the connection that wrote them.
+    fn with_wal(rows: usize) -> (tempfile::TempDir, Connection) {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = Connection::open(dir.path().join(DB_FILE)).unwrap();
+        conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+        conn.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
+        conn.execute_batch("CREATE TABLE t (x TEXT)").unwrap();
+        for i in 0..rows {
+            conn.execute("INSERT INTO t VALUES (?1)", [format!("{i:0>4000}")])
+                .unwrap();
+        }
+        (dir, conn)
+    }
+
+    fn wal_len(dir: &Path) -> u64 {
+        std::fs::metadata(dir.join(format!("{DB_FILE}-wal")))
+            .unwrap()
+            .len()
+    }
+
+    #[test]
+    fn truncating_copies_every_frame_and_leaves_an_empty_wal() {
+        let (dir, writer) = with_wal(200);
+        assert!(wal_len(dir.path()) > 0);
+        assert!(Checkpointer::open(dir.path()).unwrap().truncate().unwrap());
+        assert_eq!(wal_len(dir.path()), 0);
+        let rows: i64 = writer
+            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(rows, 200);
+    }
+
+    #[test]
+    fn a_reader_in_the_wal_keeps_it_and_truncating_only_says_so() {
+        let (dir, _writer) = with_wal(50);
+        let reader = Connection::open(dir.path().join(DB_FILE)).unwrap();
+        reader.execute_batch("BEGIN").unwrap();
+        let _: i64 = reader
+            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+            .unwrap();
+        let before = wal_len(dir.path());
+        assert!(!Checkpointer::open(dir.path()).unwrap().truncate().unwrap());
+        assert_eq!(wal_len(dir.path()), before);
+        reader.execute_batch("COMMIT").unwrap();
     }
 }
