@@ -52,10 +52,12 @@ pub const COMPACT_POINTS: &[&str] = &[
 
 /// Test-only tuning variables, read only by failpoint builds: the bytes
 /// that close a drain chunk, the WAL frames past which a drain restarts
-/// the WAL, and the bytes of one record pass.
+/// the WAL, the bytes of one record pass, and the milliseconds a search
+/// catch-up keeps the ledger open after it is done.
 pub const CHUNK_BYTES_ENV: &str = "HARNERY_CHUNK_BYTES";
 pub const WAL_RESTART_FRAMES_ENV: &str = "HARNERY_WAL_RESTART_FRAMES";
 pub const RECORD_PASS_BYTES_ENV: &str = "HARNERY_RECORD_PASS_BYTES";
+pub const SEARCH_HOLD_MS_ENV: &str = "HARNERY_SEARCH_HOLD_MS";
 /// Perturbs the schema digest, to exercise an epoch advance without a real
 /// contract change.
 pub const TEST_SCHEMA_SUFFIX_ENV: &str = "HARNERY_TEST_SCHEMA_SUFFIX";

@@ -1,5 +1,6 @@
 //! `harnery finalize`: chunks, the corpus, crashes and kills, records, the WAL.
 
+mod after_run;
 mod batch_results;
 mod chunks;
 mod corpus;

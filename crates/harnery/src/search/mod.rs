@@ -414,14 +414,20 @@ pub fn update_live_sized(home: &Home, budget: u64, sizes: Sizes) -> Result<u64, 
         return Ok(0);
     };
     let mut conn = store::open(home)?;
-    match update::catch_up(&mut conn, &live, budget, sizes) {
+    let read = match update::catch_up(&mut conn, &live, budget, sizes) {
         Err(e) if e.needs_rebuild() => {
             drop(conn);
             let mut conn = store::recreate(home)?;
             update::catch_up(&mut conn, &live, budget, sizes)
         }
         read => read,
+    };
+    // A test keeps the ledger open a while (`HARNERY_SEARCH_HOLD_MS`, in
+    // failpoint builds), so that this read-only connection closes last.
+    if let Some(ms) = crate::failpoint::tuning(crate::failpoint::SEARCH_HOLD_MS_ENV) {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
     }
+    read
 }
 
 /// Make the index again from the epochs `selector` names; how many ledger
