@@ -160,7 +160,7 @@ impl Run<'_> {
                     let mut restarted = false;
                     while let Ok(c) = progress.recv() {
                         if c.through >= through {
-                            restarted = c.wal.restartable;
+                            restarted = c.restartable;
                             break;
                         }
                     }

@@ -46,8 +46,8 @@ pub(crate) use write::{MadeAhead, WorkAhead, check_session_usage};
 // The reader's query types, one per seam (`reader.sessions()` and the like).
 pub use write::{
     AppendBatch, AppendOutcome, BatchSignal, BatchState, Checkpointer, LedgerWriter,
-    PLAIN_EVENTS_ENV, PLAIN_SIGNALS_ENV, RawBytes, ReadyEvent, WalState, compact, compact_events,
-    fold_wal, project_of, record_title, remove_orphans,
+    PLAIN_EVENTS_ENV, PLAIN_SIGNALS_ENV, RawBytes, ReadyEvent, compact, compact_events, fold_wal,
+    project_of, record_title, remove_orphans,
 };
 
 /// Directory name of the live epoch below `ledgers/`.

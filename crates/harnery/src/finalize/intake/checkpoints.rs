@@ -9,12 +9,13 @@ use super::super::FinalizeError;
 use super::super::apply::release;
 use crate::failpoint;
 use crate::home::Home;
-use crate::ledger::{Checkpointer, LedgerError, WalState};
+use crate::ledger::{Checkpointer, LedgerError};
 
 /// The checkpoint thread's work until the appending thread hangs up: each
 /// time, every batch committed so far is synced and released, and every
 /// [`CHECKPOINT_EVERY`] batches (or for a restart) the WAL is checkpointed
-/// and the appending thread told how far and what WAL it left.
+/// and the appending thread told how far, and whether the WAL can start
+/// over.
 pub(super) fn run(
     home: &Home,
     checkpointer: &Checkpointer,
@@ -38,10 +39,13 @@ pub(super) fn run(
         }
         unchecked = 0;
         failpoint::delay("slow-checkpoint");
-        let wal = checkpointer.run(restart).map_err(durability)?;
+        let restartable = checkpointer.run(restart).map_err(durability)?;
         let through = batches.last().map_or(0, |c| c.number);
         // The appending thread may be gone already; nothing waits.
-        let _ = checkpointed.send(Checkpointed { through, wal });
+        let _ = checkpointed.send(Checkpointed {
+            through,
+            restartable,
+        });
     }
     Ok(())
 }
@@ -57,10 +61,11 @@ pub(super) struct Committed {
 }
 
 /// The checkpoint thread's report: batches up to `through` are durable and
-/// checkpointed, and this is the WAL they left.
+/// checkpointed, and whether the WAL can start over (see
+/// `Checkpointer::run`).
 pub(super) struct Checkpointed {
     pub(super) through: usize,
-    pub(super) wal: WalState,
+    pub(super) restartable: bool,
 }
 
 /// Batches committed between two checkpoints of a drain (one that lets the
@@ -69,8 +74,9 @@ pub(super) struct Checkpointed {
 /// the same few (each b-tree's last leaf and the pages above it): a
 /// checkpoint after every batch copied those each time, 1.6–2.9 CPU-s of a
 /// 1M drain, against 0.9–1.35 for one every 16th (docs/perf/figures.md).
-/// The WAL holds at most this many batches more for it (tens of MiB); its
-/// syncs, and so the release of committed batches, stay one per loop.
+/// The WAL's size is still read after every commit
+/// (`LedgerWriter::wal_frames`), so it starts over at its limit; its syncs,
+/// and so the release of committed batches, stay one per loop.
 const CHECKPOINT_EVERY: usize = 16;
 
 /// WAL frames (16 KiB pages) past which the appending thread waits for a

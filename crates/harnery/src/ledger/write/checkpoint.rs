@@ -23,16 +23,6 @@ use crate::ledger::{DB_FILE, LedgerError};
 /// Pages in the WAL after which SQLite checkpoints on its own (64 MiB).
 pub(super) const AUTO_CHECKPOINT_PAGES: i64 = 4096;
 
-/// The WAL after a checkpoint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WalState {
-    /// Frames in the WAL.
-    pub frames: u64,
-    /// Every frame is copied and (after a restart checkpoint) no reader is
-    /// left in the WAL: the next transaction writes it from the start.
-    pub restartable: bool,
-}
-
 /// A connection that only checkpoints, and the WAL it syncs.
 pub struct Checkpointer {
     conn: Connection,
@@ -73,9 +63,11 @@ impl Checkpointer {
     /// WAL. With it, it waits (up to the busy timeout) until every frame is
     /// copied and no reader is left in the WAL, so that the next
     /// transaction writes the WAL from its start again; meant for when the
-    /// writer is idle, waiting for it. A failure is a durability failure:
-    /// the run stops.
-    pub fn run(&self, restart: bool) -> Result<WalState, LedgerError> {
+    /// writer is idle, waiting for it. Whether the WAL can start over:
+    /// every frame is copied and (after a restart checkpoint) no reader is
+    /// left in it, so the next transaction writes it from the start. A
+    /// failure is a durability failure: the run stops.
+    pub fn run(&self, restart: bool) -> Result<bool, LedgerError> {
         let sql = if restart {
             "PRAGMA wal_checkpoint(RESTART)"
         } else {
@@ -88,10 +80,7 @@ impl Checkpointer {
                     r.get::<_, i64>(1)?,
                     r.get::<_, i64>(2)?,
                 );
-                Ok(WalState {
-                    frames: frames.max(0) as u64,
-                    restartable: busy == 0 && copied == frames,
-                })
+                Ok(busy == 0 && copied == frames)
             })
             .map_err(LedgerError::CommitFailed)
     }

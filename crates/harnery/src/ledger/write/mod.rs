@@ -32,7 +32,7 @@ use rusqlite::{Connection, OpenFlags};
 
 pub(crate) use ahead::{MadeAhead, WorkAhead};
 pub use batch::{AppendBatch, AppendOutcome, BatchSignal, BatchState, RawBytes, ReadyEvent};
-pub use checkpoint::{Checkpointer, WalState};
+pub use checkpoint::Checkpointer;
 pub use orphans::remove_orphans;
 pub(crate) use session_usage::check as check_session_usage;
 pub use titles::{project_of, record_title};
