@@ -14,4 +14,5 @@ mod raw_support;
 mod session_rows;
 mod snapshot;
 mod store;
+mod threads;
 mod verify_chunks;

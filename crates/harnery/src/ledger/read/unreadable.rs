@@ -59,6 +59,10 @@ pub(super) fn describe(table: &str, r: &Row, key: &[usize], e: &rusqlite::Error)
         rusqlite::Error::FromSqlConversionFailure(i, _, why) => {
             format!("column {} is not valid: {why}", column(*i))
         }
+        // Text that is not UTF-8, read as a string.
+        rusqlite::Error::Utf8Error(i, why) => {
+            format!("column {} is not valid: {why}", column(*i))
+        }
         rusqlite::Error::InvalidColumnType(i, name, ty) => {
             format!("column {name} (#{i}) holds a {ty} value")
         }
