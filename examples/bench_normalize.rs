@@ -6,11 +6,15 @@
 //!
 //! Usage: bench_normalize <home> <sessions> <rounds>
 //!
-//! Prints the median and fastest round in milliseconds, and a blake3 over
-//! every event's JSON, every record digest and every state, so that two
-//! builds can be checked to produce the same bytes.
+//! Prints the median and fastest round in milliseconds, the heap
+//! allocations a record costs (a count that, unlike the time, does not
+//! move with the machine's load), and a blake3 over every event's JSON,
+//! every record digest and every state, so that two builds can be checked
+//! to produce the same bytes.
 
+use std::alloc::{GlobalAlloc, Layout};
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use harnery::agents::{self, RawSignal};
@@ -20,9 +24,32 @@ use harnery::ledger::ReadyEvent;
 use harnery::session::SessionProducer;
 use harnery::spool::{SpoolRecord, read_segment};
 
-// The allocator the finalizer runs with.
+/// The allocator the finalizer runs with, counting what it hands out
+/// (reallocations included).
+struct Counted;
+
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+// SAFETY: every call is passed on to mimalloc unchanged.
+unsafe impl GlobalAlloc for Counted {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the caller's contract, passed on as it came.
+        unsafe { mimalloc::MiMalloc.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from this allocator, so from mimalloc.
+        unsafe { mimalloc::MiMalloc.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: `ptr` came from this allocator, so from mimalloc.
+        unsafe { mimalloc::MiMalloc.realloc(ptr, layout, size) }
+    }
+}
+
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: Counted = Counted;
 
 fn load(home: &str, sessions: usize) -> Vec<SpoolRecord> {
     let dir = std::path::Path::new(home).join("spool/intake/claude-code");
@@ -103,10 +130,13 @@ fn main() {
     let records = load(home, sessions.parse().expect("a session count"));
     let mut times = Vec::new();
     let mut check = String::new();
+    let mut allocations = 0;
     for _ in 0..rounds.parse::<usize>().expect("a round count") {
+        let before = ALLOCATIONS.load(Ordering::Relaxed);
         let t = Instant::now();
         let out = round(&records);
         times.push(t.elapsed().as_secs_f64() * 1e3);
+        allocations = ALLOCATIONS.load(Ordering::Relaxed) - before;
         let mut h = blake3::Hasher::new();
         for e in &out.0 {
             h.update(e.json.as_bytes());
@@ -118,9 +148,10 @@ fn main() {
     }
     times.sort_by(f64::total_cmp);
     println!(
-        "{} records: median {:.1} ms, fastest {:.1} ms, check {check}",
+        "{} records: median {:.1} ms, fastest {:.1} ms, {:.1} allocations a record, check {check}",
         records.len(),
         times[times.len() / 2],
-        times[0]
+        times[0],
+        allocations as f64 / records.len() as f64
     );
 }

@@ -38,6 +38,7 @@ impl Json {
             src: raw,
             text: raw.as_bytes(),
             at: 0,
+            members: Vec::new(),
         };
         if scan.value(&mut out, 0).is_some() && scan.rest_is_blank() {
             return Ok(Json(out));
@@ -227,6 +228,11 @@ struct Scan<'a> {
     /// `src` as bytes.
     text: &'a [u8],
     at: usize,
+    /// The members of the objects being read, innermost last: each
+    /// object's key and where its `"key":value` text lies in the output.
+    /// One stack for the whole text, so that reading an object allocates
+    /// nothing once the stack has grown (a hook payload holds several).
+    members: Vec<(Cow<'a, str>, std::ops::Range<usize>)>,
 }
 
 impl<'a> Scan<'a> {
@@ -378,13 +384,20 @@ impl<'a> Scan<'a> {
     }
 
     /// Members are written out as they come; only if their keys are out
-    /// of order (or repeat) are they copied out again, sorted.
+    /// of order (or repeat) are they copied out again, sorted. They go on
+    /// the scan's stack above those of the objects around this one, and
+    /// come off when it is read (a text that fails is read again by
+    /// serde_json, so what a failure leaves there is never looked at).
     fn object(&mut self, out: &mut String, depth: usize) -> Option<()> {
+        if self.members.capacity() == 0 {
+            // Room for a tool input's or output's members, nested ones
+            // included, in one allocation.
+            self.members.reserve(16);
+        }
+        let base = self.members.len();
         self.at += 1;
         out.push('{');
         let body = out.len();
-        // Each member's key, and where its `"key":value` text lies in `out`.
-        let mut members: Vec<(Cow<'a, str>, std::ops::Range<usize>)> = Vec::with_capacity(8);
         let mut in_order = true;
         if !self.eat(b'}') {
             loop {
@@ -396,15 +409,15 @@ impl<'a> Scan<'a> {
                 if !self.eat(b':') {
                     return None;
                 }
-                if let Some((last, _)) = members.last() {
-                    in_order &= *last < key;
+                if self.members.len() > base {
+                    in_order &= self.members.last().is_some_and(|(last, _)| *last < key);
                     out.push(',');
                 }
                 let start = out.len();
                 string(out, &key);
                 out.push(':');
                 self.value(out, depth)?;
-                members.push((key, start..out.len()));
+                self.members.push((key, start..out.len()));
                 if self.eat(b'}') {
                     break;
                 }
@@ -416,6 +429,7 @@ impl<'a> Scan<'a> {
         if !in_order {
             let written = out[body..].to_string();
             out.truncate(body);
+            let members = &mut self.members[base..];
             // Stable, so of repeated keys the last stays last: it wins.
             members.sort_by(|a, b| a.0.cmp(&b.0));
             for (i, (key, range)) in members.iter().enumerate() {
@@ -428,6 +442,7 @@ impl<'a> Scan<'a> {
                 out.push_str(&written[range.start - body..range.end - body]);
             }
         }
+        self.members.truncate(base);
         out.push('}');
         Some(())
     }

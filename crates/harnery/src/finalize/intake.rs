@@ -510,7 +510,7 @@ fn owners_by_file(records: &[ChunkRecord]) -> HashMap<PathBuf, SessionRef> {
         };
         owners
             .entry(r.rec.file.to_path_buf())
-            .or_insert_with(|| agents::route(&raw_signal(&r.rec, adapter, "")));
+            .or_insert_with(|| route(&r.rec, adapter));
     }
     owners
 }
@@ -518,16 +518,32 @@ fn owners_by_file(records: &[ChunkRecord]) -> HashMap<PathBuf, SessionRef> {
 fn raw_signal<'a>(rec: &'a RecordView, adapter: AdapterId, digest: &'a str) -> RawSignal<'a> {
     let env = &rec.envelope;
     RawSignal {
-        adapter,
-        event_name: env.event.as_deref(),
-        session_id: env.session_id.as_deref().unwrap_or(&env.session_key),
-        payload: rec.payload,
-        received_unix_ns: env.received_ns,
         clock: ClockSample {
             boot_id: env.boot_id.as_deref().map(str::to_owned),
             boottime_ns: env.boottime_ns,
         },
         record_digest: digest,
+        ..unclocked(rec, adapter)
+    }
+}
+
+/// The canonical session a record belongs to. Routing reads neither the
+/// clock nor the digest, so the signal it is given copies no boot id.
+fn route(rec: &RecordView, adapter: AdapterId) -> SessionRef {
+    agents::route(&unclocked(rec, adapter))
+}
+
+/// A record as a signal without its clock sample and digest.
+fn unclocked<'a>(rec: &'a RecordView, adapter: AdapterId) -> RawSignal<'a> {
+    let env = &rec.envelope;
+    RawSignal {
+        adapter,
+        event_name: env.event.as_deref(),
+        session_id: env.session_id.as_deref().unwrap_or(&env.session_key),
+        payload: rec.payload,
+        received_unix_ns: env.received_ns,
+        clock: ClockSample::default(),
+        record_digest: "",
         payload_blake3: whole_payload_digest(rec),
     }
 }
@@ -591,7 +607,7 @@ fn normalize(
         if normalizer.seen(env.received_ns, &digest)? {
             continue;
         }
-        let session = agents::route(&raw_signal(rec, adapter, &digest));
+        let session = route(rec, adapter);
         by_session
             .entry(session)
             .or_default()

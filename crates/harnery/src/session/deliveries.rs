@@ -37,10 +37,13 @@ impl DeliveryMemory {
 
     /// The event of the oldest remembered delivery that has one of `keys`.
     pub(crate) fn first_of(&self, keys: &[String]) -> Option<EventId> {
-        let wanted: Vec<u64> = keys.iter().map(|k| fingerprint(k)).collect();
-        if !wanted.iter().any(|w| self.present.contains_key(w)) {
+        if !keys
+            .iter()
+            .any(|k| self.present.contains_key(&fingerprint(k)))
+        {
             return None;
         }
+        let wanted: Vec<u64> = keys.iter().map(|k| fingerprint(k)).collect();
         self.prints
             .iter()
             .zip(&self.entries)
@@ -51,7 +54,7 @@ impl DeliveryMemory {
 
     /// Remember `keys` as delivered, each pointing at `first`; the oldest
     /// entries past the bound are forgotten.
-    pub(crate) fn remember(&mut self, keys: Vec<String>, first: EventId) {
+    pub(crate) fn remember(&mut self, keys: Vec<String>, first: &EventId) {
         for key in keys {
             let print = fingerprint(&key);
             *self.present.entry(print).or_default() += 1;
@@ -117,8 +120,8 @@ mod tests {
     #[test]
     fn the_oldest_matching_delivery_answers() {
         let mut memory = DeliveryMemory::default();
-        memory.remember(vec!["a".into()], id(1));
-        memory.remember(vec!["b".into(), "c".into()], id(2));
+        memory.remember(vec!["a".into()], &id(1));
+        memory.remember(vec!["b".into(), "c".into()], &id(2));
         assert_eq!(memory.first_of(&["c".into(), "a".into()]), Some(id(1)));
         assert_eq!(memory.first_of(&["c".into()]), Some(id(2)));
         assert_eq!(memory.first_of(&["d".into()]), None);
@@ -127,7 +130,7 @@ mod tests {
     #[test]
     fn the_stored_form_is_the_list_of_pairs() {
         let mut memory = DeliveryMemory::default();
-        memory.remember(vec!["exact:Stop:00".into()], id(7));
+        memory.remember(vec!["exact:Stop:00".into()], &id(7));
         let text = serde_json::to_string(&memory).expect("serializes");
         assert_eq!(text, r#"[["exact:Stop:00","ev_7"]]"#);
         let back: DeliveryMemory = serde_json::from_str(&text).expect("loads");
@@ -139,7 +142,7 @@ mod tests {
     fn memory_is_bounded_and_forgets_the_oldest() {
         let mut memory = DeliveryMemory::default();
         for n in 0..(DELIVERY_MEMORY as u32 + 10) {
-            memory.remember(vec![format!("key-{n}")], id(n));
+            memory.remember(vec![format!("key-{n}")], &id(n));
         }
         assert_eq!(memory.len(), DELIVERY_MEMORY);
         assert_eq!(memory.first_of(&["key-9".into()]), None);
@@ -151,13 +154,13 @@ mod tests {
     #[test]
     fn a_key_is_known_until_its_last_delivery_is_forgotten() {
         let mut memory = DeliveryMemory::default();
-        memory.remember(vec!["twice".into()], id(1));
-        memory.remember(vec!["twice".into()], id(2));
+        memory.remember(vec!["twice".into()], &id(1));
+        memory.remember(vec!["twice".into()], &id(2));
         for n in 0..(DELIVERY_MEMORY as u32 - 1) {
-            memory.remember(vec![format!("other-{n}")], id(100 + n));
+            memory.remember(vec![format!("other-{n}")], &id(100 + n));
         }
         assert_eq!(memory.first_of(&["twice".into()]), Some(id(2)));
-        memory.remember(vec!["last".into()], id(3));
+        memory.remember(vec!["last".into()], &id(3));
         assert_eq!(memory.first_of(&["twice".into()]), None);
         assert_eq!(memory.present.len(), DELIVERY_MEMORY);
     }

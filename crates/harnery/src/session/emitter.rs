@@ -15,19 +15,19 @@ pub(super) struct Emitter<'a> {
 }
 
 impl Emitter<'_> {
-    /// Stamp a draft with offset, id, time and raw pointer, and queue it.
-    pub(super) fn emit(
+    /// Stamp a draft with offset, id, time and raw pointer, and queue it;
+    /// its id, for the rules that keep it (most do not: no copy is made).
+    pub(super) fn emit<'o>(
         &mut self,
         trigger: &mut Trigger,
         draft: Draft,
-        out: &mut Vec<Event>,
-    ) -> EventId {
+        out: &'o mut Vec<Event>,
+    ) -> &'o EventId {
         let event = self.stamp.stamp(trigger, draft);
-        let id = event.id.clone();
         let record = &mut *self.record;
         record.locate.observe(&event, record.path.as_deref());
         out.push(event);
-        id
+        &out.last().expect("the event just queued").id
     }
 }
 
@@ -41,12 +41,12 @@ impl super::SessionProducer {
     }
 
     /// Stamp a draft with offset, id, time and raw pointer, and queue it.
-    pub(super) fn emit(
+    pub(super) fn emit<'o>(
         &mut self,
         trigger: &mut Trigger,
         draft: Draft,
-        out: &mut Vec<Event>,
-    ) -> EventId {
+        out: &'o mut Vec<Event>,
+    ) -> &'o EventId {
         self.emitter().emit(trigger, draft, out)
     }
 }

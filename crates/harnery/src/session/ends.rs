@@ -105,7 +105,7 @@ impl EndRequests {
             agent_id: None,
             tag: "end_requested".to_string(),
         };
-        let id = em.emit(trigger, draft, out);
+        let id = em.emit(trigger, draft, out).clone();
         let pending = PendingEnd {
             end_event_id: id,
             origin,
@@ -239,7 +239,7 @@ impl SpanPairer {
         }
         let name = request.argv.first().cloned().unwrap_or_default();
         let draft = own_signal(Payload::CommandRequested(request), "command_requested");
-        let id = em.emit(trigger, draft, out);
+        let id = em.emit(trigger, draft, out).clone();
         self.spans.push_open(OpenSpan {
             kind: SpanKind::Command,
             request_event_id: id,

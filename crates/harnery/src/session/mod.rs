@@ -258,7 +258,7 @@ impl SessionProducer {
         // A signal of an older incarnation is kept as evidence only.
         if from_agent && self.session_log_before(&normalized, &mut trigger, &mut out) {
             if let Some(first) = out.first() {
-                self.deliveries.remember(keys, first.id.clone());
+                self.deliveries.remember(keys, &first.id);
             }
             return Ingested {
                 events: out,
@@ -303,7 +303,7 @@ impl SessionProducer {
             .enforce_span_caps(em, policy, turns, &mut trigger, &mut out);
         self.pairer.spans.prune(&self.turns);
         if let Some(first) = out.first() {
-            self.deliveries.remember(keys, first.id.clone());
+            self.deliveries.remember(keys, &first.id);
         }
         Ingested {
             events: out,
@@ -541,7 +541,7 @@ impl SessionProducer {
             turn.clone(),
             agent.clone(),
         );
-        let prompt_id = self.emit(trigger, draft, out);
+        let prompt_id = self.emit(trigger, draft, out).clone();
         // Native turn ids belong to the main agent (Claude subagents share
         // the parent's prompt_id); stamped turns belong to the speaker.
         let owner = if turn.source == TurnSource::Native {

@@ -90,7 +90,7 @@ impl SpanPairer {
             agent_id: span.agent_id.clone(),
             tag: format!("{}:{}", reason.as_str(), span.request_event_id),
         };
-        let id = em.emit(trigger, draft, out);
+        let id = em.emit(trigger, draft, out).clone();
         self.spans.close_recovered(span, id.clone());
         id
     }

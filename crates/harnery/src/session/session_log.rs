@@ -518,7 +518,7 @@ impl SessionProducer {
             tag: "checkpoint".into(),
             ..Draft::native(payload, spec.turn, None)
         };
-        let event_id = self.emit(trigger, draft, out);
+        let event_id = self.emit(trigger, draft, out).clone();
         self.record.locate.pin(id, event_id);
         self.emit_places(trigger, out);
     }

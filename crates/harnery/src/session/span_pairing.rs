@@ -68,7 +68,7 @@ impl SpanPairer {
             recovery: None,
         });
         let draft = Draft::native(payload, who.turn.clone(), who.agent_id.clone());
-        let request_event_id = em.emit(trigger, draft, out);
+        let request_event_id = em.emit(trigger, draft, out).clone();
         self.spans.push_open(OpenSpan {
             kind: SpanKind::Tool,
             request_event_id,
@@ -249,7 +249,7 @@ fn mint_request(
         agent_id: who.agent_id.clone(),
         tag: reason.as_str().to_string(),
     };
-    em.emit(trigger, draft, out)
+    em.emit(trigger, draft, out).clone()
 }
 
 fn emit_native_completion(
