@@ -20,10 +20,10 @@ fn opening_beside_a_closing_writer_never_hangs() {
     drop(LedgerWriter::open(&home, 1).expect("the ledger is made"));
     let until = Instant::now() + Duration::from_secs(2);
     let (done, finished) = mpsc::channel();
-    let mut rounds = Vec::new();
+    let mut threads = Vec::new();
     for writes in [false, true] {
         let (home, done) = (home.clone(), done.clone());
-        rounds.push(std::thread::spawn(move || {
+        threads.push(std::thread::spawn(move || {
             let mut n = 0u64;
             while Instant::now() < until {
                 if writes {
@@ -44,8 +44,8 @@ fn opening_beside_a_closing_writer_never_hangs() {
                 .expect("a thread opening or closing the ledger hung")
         })
         .collect();
-    for r in rounds {
-        r.join().expect("no thread panicked");
+    for t in threads {
+        t.join().expect("no thread panicked");
     }
     assert!(
         opened.iter().all(|&n| n > 0),

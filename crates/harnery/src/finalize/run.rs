@@ -146,7 +146,7 @@ fn compact_after(home: &Home, now_unix_ns: i64) -> bool {
 fn leave_wal_empty(home: &Home) {
     let dir = LedgerReader::live_dir(home);
     let db = dir.join(crate::ledger::DB_FILE);
-    if !(db.exists() && dir.join(format!("{}-wal", crate::ledger::DB_FILE)).exists()) {
+    if !(db.exists() && Checkpointer::wal_of(&dir).exists()) {
         return;
     }
     if let Ok(checkpointer) = Checkpointer::open(&dir) {

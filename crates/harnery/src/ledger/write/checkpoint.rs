@@ -41,8 +41,13 @@ impl Checkpointer {
         conn.busy_timeout(std::time::Duration::from_millis(250))?;
         Ok(Checkpointer {
             conn,
-            wal: dir.join(format!("{DB_FILE}-wal")),
+            wal: Self::wal_of(dir),
         })
+    }
+
+    /// The WAL file of the ledger database in `dir`.
+    pub(crate) fn wal_of(dir: &Path) -> PathBuf {
+        dir.join(format!("{DB_FILE}-wal"))
     }
 
     /// fsync the WAL: every transaction committed before this call is
@@ -164,9 +169,7 @@ mod tests {
     }
 
     fn wal_len(dir: &Path) -> u64 {
-        std::fs::metadata(dir.join(format!("{DB_FILE}-wal")))
-            .unwrap()
-            .len()
+        std::fs::metadata(Checkpointer::wal_of(dir)).unwrap().len()
     }
 
     #[test]
