@@ -29,7 +29,8 @@ struct Home {
 }
 
 impl Home {
-    fn build() -> Home {
+    /// The home with its signals spooled and nothing finalized yet.
+    fn spooled() -> Home {
         let dir = tempfile::tempdir().unwrap();
         let home = dir.path().join("home");
         let records = dir.path().join("claude/projects/-proj");
@@ -55,6 +56,11 @@ impl Home {
             "echo deploy-banana; exit 4",
         ]);
         assert_eq!(exec.status.code(), Some(4), "{}", stderr(&exec));
+        h
+    }
+
+    fn build() -> Home {
+        let h = Home::spooled();
         h.ok(&["finalize"]);
         h
     }
@@ -377,6 +383,45 @@ fn a_finalize_run_indexes_its_budget_and_the_next_runs_and_searches_catch_up() {
     assert_eq!(runs, (last as u64).div_ceil(budget));
     assert_eq!(indexed(), last);
     assert_eq!(h.search(&["exit", "--limit", "100"]), before);
+}
+
+/// `finalize` starts the catch-up once the hooks' intake is committed,
+/// beside following the record, and catches up on the rest after the run:
+/// the index ends the run at the ledger's last row (the record's text
+/// among it, which only the record pass appended), and the ledger's WAL
+/// is left empty although the early catch-up read while the run wrote.
+#[test]
+fn finalize_catches_up_early_and_after_the_run_to_the_last_row() {
+    let h = Home::spooled();
+    let out = common::harnery(&h.home)
+        .env("HARNERY_RECORDS", "on")
+        .env("HARNERY_TIMING", "1")
+        .arg("finalize")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let timing = stderr(&out);
+    assert!(timing.contains("timing search-early:"), "{timing}");
+    assert!(timing.contains("timing search:"), "{timing}");
+    let lib = harnery::home::Home::at(&h.home);
+    let live = harnery::ledger::LedgerReader::live_dir(&lib);
+    let last: i64 = rusqlite::Connection::open(live.join("ledger.sqlite"))
+        .unwrap()
+        .query_row("SELECT max(seq) FROM event_store", [], |r| r.get(0))
+        .unwrap();
+    let indexed: i64 = rusqlite::Connection::open(h.index())
+        .unwrap()
+        .query_row("SELECT indexed_seq FROM epochs", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(
+        indexed, last,
+        "the run left the index at the ledger's last row"
+    );
+    let wal = std::fs::metadata(live.join("ledger.sqlite-wal")).map_or(0, |m| m.len());
+    assert_eq!(wal, 0, "the ledger's WAL is empty after the run");
+    let hits = h.search(&["--kind", "reasoning", "useEffect"]);
+    assert!(!hits.is_empty(), "the record's thinking is indexed");
+    assert!(hits.iter().all(|hit| hit["index_behind"] == 0));
 }
 
 #[test]

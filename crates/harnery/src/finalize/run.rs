@@ -7,7 +7,11 @@
 //! Neither waits for the other: the catch-up reads the ledger in read
 //! transactions and writes only the index's own file, and compaction
 //! changes how the ledger stores what the run committed (never what it
-//! says) in write transactions of its own, under the lease.
+//! says) in write transactions of its own, under the lease. The catch-up
+//! starts early, beside the run itself, once the intake is committed: it
+//! reads what the hooks brought while the records are followed and the
+//! time rules run, and the catch-up after the run reads the rest, within
+//! what the first left of the one budget.
 //!
 //! The CLI parses and prints; every rule of the job is here.
 
@@ -31,30 +35,50 @@ pub struct FinalizeRun {
     pub completed_epoch_advance: Option<AdvanceReport>,
 }
 
-/// `harnery finalize`: drain the spools, then bring the search index up
-/// to date beside handing what ran to `report` (the caller prints it) and,
-/// unless `compact` is false, compressing what fits in the raw archive's
-/// budget. On a large run the catch-up and compaction take about as long
-/// as each other, so side by side they use the cores the other leaves idle
-/// (`docs/perf/figures.md`, the ingest against ccusage).
+/// `harnery finalize`: drain the spools (the search index catching up on
+/// what the hooks brought once their intake is committed), then bring the
+/// search index up to date beside handing what ran to `report` (the caller
+/// prints it) and, unless `compact` is false, compressing what fits in the
+/// raw archive's budget. On a large run the catch-up and compaction take
+/// about as long as each other, so side by side they use the cores the
+/// other leaves idle (`docs/perf/figures.md`, the ingest against ccusage).
 pub fn finalize<E: From<EpochError>>(
     home: &Home,
     opts: FinalizeOptions,
     compact: bool,
     report: impl FnOnce(&FinalizeRun) -> Result<(), E>,
 ) -> Result<(), E> {
-    let run = gated(home, &opts)?;
     std::thread::scope(|scope| {
+        // The catch-up starts as soon as the hook signals are committed,
+        // on a thread beside the rest of the run: following the records
+        // and the time rules leave a core idle much of the time.
+        let early = std::cell::OnceCell::new();
+        let start_early = || {
+            let thread = std::thread::Builder::new()
+                .name("harnery-search".into())
+                .spawn_scoped(scope, || catch_up_quietly(home));
+            // Without a thread, the catch-up after the run reads it all.
+            if let Ok(thread) = thread {
+                let _ = early.set(thread);
+            }
+        };
+        let run = gated(home, &opts, &start_early)?;
+        let early = early.into_inner();
+        let started_early = early.is_some();
+        let read_early = early.map_or(0, |t| t.join().expect("the search catch-up does not panic"));
+        let budget = crate::search::FINALIZE_BUDGET.saturating_sub(read_early);
         let search = std::thread::Builder::new()
             .name("harnery-search".into())
-            .spawn_scoped(scope, || keep_search_current(home));
+            .spawn_scoped(scope, move || keep_search_current(home, budget));
         let reported = report(&run);
         let compacted = reported.is_ok() && compact && compact_after(home, opts.now_unix_ns);
         match search {
             Ok(thread) => thread.join().expect("the search catch-up does not panic"),
-            Err(_) => keep_search_current(home),
+            Err(_) => keep_search_current(home, budget),
         }
-        if compacted {
+        // The early catch-up may have been reading when the run closed its
+        // ledger, as compaction's writer may close while the final one reads.
+        if compacted || started_early {
             leave_wal_empty(home);
         }
         reported
@@ -65,10 +89,17 @@ pub fn finalize<E: From<EpochError>>(
 /// first, by the same steps `harnery epoch advance` runs, and its carry is
 /// the drain. With no advance underway this never starts one: a live epoch
 /// under another digest is refused and nothing drained.
-fn gated(home: &Home, opts: &FinalizeOptions) -> Result<FinalizeRun, EpochError> {
+/// `intake_done` is called once the run's intake is committed (not
+/// by an advance's carry).
+fn gated(
+    home: &Home,
+    opts: &FinalizeOptions,
+    intake_done: &dyn Fn(),
+) -> Result<FinalizeRun, EpochError> {
     if !advance_underway(home)? {
+        let lease = Lease::take(home).map_err(super::FinalizeError::from)?;
         return Ok(FinalizeRun {
-            summary: Run::once(home, opts)?,
+            summary: Run::under(lease, home, opts, intake_done)?,
             completed_epoch_advance: None,
         });
     }
@@ -108,7 +139,7 @@ pub fn drain_if_free(home: &Home, opts: &FinalizeOptions) -> Result<Drained, Epo
     if advance_underway(home)? {
         return Ok(Drained::AdvanceUnderway);
     }
-    Ok(Drained::Ran(Run::under(lease, home, opts)?))
+    Ok(Drained::Ran(Run::under(lease, home, opts, &|| {})?))
 }
 
 /// Compress the raw archive (all of it, or what fits in a configured budget), after
@@ -154,12 +185,17 @@ fn leave_wal_empty(home: &Home) {
     }
 }
 
-/// Bring the search index up to date with what the run committed. The
-/// index is never the truth: a failure is a warning, and the next run (or
-/// the next search) catches up from where the index stopped.
-fn keep_search_current(home: &Home) {
+/// Bring the search index up to date with what the run committed, reading
+/// `budget` ledger rows at most (what the early catch-up left of
+/// [`crate::search::FINALIZE_BUDGET`]). The index is never the truth: a
+/// failure is a warning, and the next run (or the next search) catches up
+/// from where the index stopped.
+fn keep_search_current(home: &Home, budget: u64) {
+    if budget == 0 {
+        return;
+    }
     let t = std::time::Instant::now();
-    let caught_up = crate::search::update_live(home);
+    let caught_up = crate::search::update_live_within(home, budget);
     super::timing("search", t);
     if let Err(e) = caught_up {
         crate::terminal::warn(&format!(
@@ -167,4 +203,14 @@ fn keep_search_current(home: &Home) {
              the ledger is complete, and the next finalize or search tries again"
         ));
     }
+}
+
+/// The catch-up over what the hooks brought, while the run goes on: the
+/// rows it read. A failure is not reported here: the catch-up after the
+/// run tries again, and warns if it fails too.
+fn catch_up_quietly(home: &Home) -> u64 {
+    let t = std::time::Instant::now();
+    let read = crate::search::update_live(home).unwrap_or(0);
+    super::timing("search-early", t);
+    read
 }

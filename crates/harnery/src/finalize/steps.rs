@@ -27,14 +27,20 @@ pub struct Run<'a> {
 impl<'a> Run<'a> {
     /// Run the finalizer once over `home`: take the lease, then every step.
     pub fn once(home: &'a Home, opts: &'a FinalizeOptions) -> Result<Summary, FinalizeError> {
-        Self::under(Lease::take(home)?, home, opts)
+        Self::under(Lease::take(home)?, home, opts, &|| {})
     }
 
     /// Run every step under `lease`, already held (dropped at the end).
+    /// `intake_done` is called once the intake spool is drained and
+    /// committed, before the agents' records are followed, if the run has
+    /// appended anything by then: `finalize` starts the search catch-up
+    /// there, so that it reads what the hooks brought while the rest of
+    /// the run goes on (`run.rs`).
     pub(crate) fn under(
         lease: Lease,
         home: &'a Home,
         opts: &'a FinalizeOptions,
+        intake_done: &dyn Fn(),
     ) -> Result<Summary, FinalizeError> {
         let _lease = lease;
         let t = std::time::Instant::now();
@@ -45,6 +51,9 @@ impl<'a> Run<'a> {
         let t = std::time::Instant::now();
         run.drain()?;
         super::timing("intake", t);
+        if run.summary.events_appended > 0 {
+            intake_done();
+        }
         if opts.follow_records {
             run.follow_records()?;
         }
