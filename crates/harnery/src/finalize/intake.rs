@@ -96,7 +96,9 @@ impl Run<'_> {
         let (home, opts) = (self.home, self.opts);
         let files = seal_all(home)?;
         failpoint::hit("after-seal");
+        let t = std::time::Instant::now();
         let chunks = plan(home, &self.ledger, files)?;
+        timing("plan", t);
         if chunks.is_empty() {
             return Ok(());
         }
@@ -233,7 +235,7 @@ fn plan(
 ) -> Result<Vec<Vec<SpoolFile>>, FinalizeError> {
     let mut chunks = Vec::new();
     let mut chunk: Vec<SpoolFile> = Vec::new();
-    let mut bytes = 0;
+    let mut bytes: u64 = 0;
     let limit = chunk_bytes();
     for file in files {
         if ledger
@@ -243,7 +245,7 @@ fn plan(
             remove_segment(&file.path)?;
             continue;
         }
-        bytes += weight(ledger, &file)?;
+        bytes = bytes.saturating_add(weight(ledger, &file)?);
         chunk.push(file);
         if bytes >= limit || chunk.len() >= CHUNK_FILES {
             chunks.push(std::mem::take(&mut chunk));
@@ -329,7 +331,8 @@ fn weight(ledger: &LedgerReader, file: &SpoolFile) -> Result<u64, FinalizeError>
     let state = ledger
         .bookkeeping()
         .producer_state_len(&file.adapter_dir, &file.session_key)?;
-    Ok(file.size + state)
+    // A damaged header may name any length: it closes the chunk, no more.
+    Ok(file.size.saturating_add(state))
 }
 
 fn relative(home: &Home, path: &Path) -> String {

@@ -123,7 +123,8 @@ pub(crate) fn enabled() -> bool {
 /// (the ones the pass before wrote for). Returns how many signals were
 /// written and for which sessions; the caller drains them and calls again
 /// with those until none are. Sessions are followed on several threads
-/// (each session's signals by one, in order; no two share a spool).
+/// (each session's signals by one, in order; no two share a spool), while
+/// this one reads the next sessions' cursors from their states.
 pub(crate) fn follow(
     home: &Home,
     ledger: &LedgerReader,
@@ -136,29 +137,23 @@ pub(crate) fn follow(
         Some(these) => these.to_vec(),
         None => ledger.bookkeeping().producer_sessions()?,
     };
-    let mut plans = Vec::with_capacity(sessions.len());
-    for session in sessions {
-        let Some(text) = ledger.producer_state_or_set_aside(&session)? else {
-            continue;
-        };
-        // A state that does not load is reported by the drain that loads
-        // it; following waits for it.
-        let Some(at) = RecordCursor::of_state(&text) else {
-            continue;
-        };
-        let left = budget.left(&session);
-        plans.push((session, at, left));
-    }
     let run = Run {
         home,
         now_unix_ns,
         clock,
         first_pass: only.is_none(),
     };
-    let done = follow_all(&run, &plans)?;
+    let plans = sessions.into_iter().map(|session| {
+        let Some(state) = ledger.producer_state_or_set_aside(&session)? else {
+            return Ok(None);
+        };
+        let left = budget.left(&session);
+        Ok(Some((session, state, left)))
+    });
+    let done = follow_all(&run, plans)?;
     let mut written = 0;
     let mut wrote_for = Vec::new();
-    for ((session, _, _), (signals, read)) in plans.into_iter().zip(done) {
+    for (session, signals, read) in done {
         *budget.0.entry(session.clone()).or_default() += read;
         if signals > 0 {
             written += signals;
@@ -171,40 +166,58 @@ pub(crate) fn follow(
 /// Most threads [`follow`] reads records on.
 const FOLLOWERS: usize = 4;
 
+/// A session to follow: its producer state (which holds its cursor), and
+/// how many bytes at most.
+type Plan = (SessionRef, String, u64);
+
 /// Each planned session followed by [`Run::session`] on up to
-/// [`FOLLOWERS`] threads (the machine's cores), results in the plans'
-/// order; the first failure is the call's (sessions after it may have
-/// been spooled already: the next run reads their records from the same
-/// cursors, and the drain drops what it already applied).
+/// [`FOLLOWERS`] threads (the machine's cores) from the cursor its state
+/// holds, while this thread makes the next plans (`None`: a session
+/// without a readable state). Returns each session planned with the
+/// signals spooled and the bytes read, in the plans' order; a state that
+/// does not load spools nothing (the drain that loads it reports it, and
+/// following waits for it). The first failure, a plan's or a session's,
+/// is the call's (sessions after it may have been spooled already: the
+/// next run reads their records from the same cursors, and the drain
+/// drops what it already applied).
 fn follow_all(
     run: &Run<'_>,
-    plans: &[(SessionRef, RecordCursor, u64)],
-) -> Result<Vec<(u64, u64)>, FinalizeError> {
+    plans: impl Iterator<Item = Result<Option<Plan>, FinalizeError>>,
+) -> Result<Vec<(SessionRef, u64, u64)>, FinalizeError> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(FOLLOWERS);
-    let (_, results) = crate::ordered::run_ordered(
+    let (planned, results) = crate::ordered::run_ordered(
         threads,
         2 * threads,
         |feed| {
             for plan in plans {
-                if !feed.send(plan) {
+                if let Some(plan) = plan?
+                    && !feed.send(plan)
+                {
                     break;
                 }
             }
-            Ok::<(), ()>(())
+            Ok::<(), FinalizeError>(())
         },
-        |(session, at, left): &(SessionRef, RecordCursor, u64)| run.session(session, at, *left),
-        Vec::with_capacity(plans.len()),
+        |(session, state, left): Plan| match RecordCursor::of_state(&state) {
+            Some(at) => run
+                .session(&session, &at, left)
+                .map(|(signals, read)| (session, signals, read)),
+            None => Ok((session, 0, 0)),
+        },
+        Vec::new(),
         |out, r| {
             out.push(r);
             Ok(())
         },
     );
-    results
+    let followed = results
         .expect("collecting results into a vector does not fail")
         .into_iter()
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    planned?;
+    Ok(followed)
 }
 
 /// What one pass over the sessions shares.

@@ -304,6 +304,17 @@ fn dict_id(body: &[u8]) -> Option<u16> {
     }
 }
 
+/// The length of the text `body` holds, as its frame names it, without
+/// decoding it; `None` for a body of another format, or one that names no
+/// length (neither is checked: [`decode`] reads and checks a body).
+pub(crate) fn declared_len(body: &[u8]) -> Option<u64> {
+    dict_id(body)?;
+    let frame = body.get(HEADER_LEN..)?;
+    zstd::zstd_safe::get_frame_content_size(frame)
+        .ok()
+        .flatten()
+}
+
 fn decode(d: &mut Decoder, body: &[u8]) -> Result<Vec<u8>, String> {
     let id = dict_id(body).ok_or_else(|| match body.first() {
         Some(v) => format!("format {v} is not one this build reads"),

@@ -296,3 +296,17 @@ fn bodies_made_ahead_are_the_writers_own_byte_for_byte() {
         assert_eq!(plain.get(i), &b[..]);
     }
 }
+
+#[test]
+fn a_bodys_declared_length_is_its_texts() {
+    let conn = ledger();
+    for text in ["", "{}", &text(7), &"é".repeat(10_000)] {
+        let body: Vec<u8> = conn
+            .query_row("SELECT event_body(?1)", [text], |r| r.get(0))
+            .unwrap();
+        assert_eq!(declared_len(&body), Some(text.len() as u64));
+    }
+    assert_eq!(declared_len(b""), None);
+    assert_eq!(declared_len(br#"{"a":1}"#), None);
+    assert_eq!(declared_len(&[FORMAT, 0, 0]), None);
+}

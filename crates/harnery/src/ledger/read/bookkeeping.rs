@@ -101,12 +101,37 @@ impl Bookkeeping<'_> {
         }
     }
 
-    /// How many bytes of producer state a session has stored (0: none).
+    /// How many bytes of producer state a session has stored (0: none):
+    /// the length of its text. A compact ledger's stored state names that
+    /// length in its frame, so it is read there, not by decompressing the
+    /// state (a drain weighs every file it plans by its session's state).
     pub(crate) fn producer_state_len(
         &self,
         adapter: &str,
         session_id: &str,
     ) -> Result<u64, LedgerError> {
+        if crate::ledger::eventz::is_compact(&self.r.conn)? {
+            let declared = self
+                .r
+                .conn
+                .prepare_cached(
+                    "SELECT state FROM producer_state_store WHERE adapter = ?1 AND session_id = ?2",
+                )?
+                .query_row(params![adapter, session_id], |r| {
+                    Ok(r.get_ref(0)?
+                        .as_blob()
+                        .ok()
+                        .and_then(crate::ledger::eventz::declared_len))
+                })
+                .optional()?;
+            match declared {
+                None => return Ok(0),
+                Some(Some(len)) => return Ok(len),
+                // A body that names no length: decoded below, as a
+                // plain ledger's text is measured.
+                Some(None) => {}
+            }
+        }
         let mut stmt = self.r.conn.prepare_cached(
             "SELECT octet_length(state) FROM producer_state WHERE adapter = ?1 AND session_id = ?2",
         )?;
@@ -187,5 +212,72 @@ impl Bookkeeping<'_> {
             )
             .optional()?;
         Ok(n.unwrap_or(0) as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::contract::{AdapterId, SessionRef};
+    use crate::home::Home;
+    use crate::ledger::{AppendBatch, AppendOutcome, BatchState, LedgerWriter};
+
+    #[test]
+    fn a_states_length_is_its_texts_without_reading_the_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ledger = LedgerWriter::open(&Home::at(dir.path()), 1).unwrap();
+        let incarnation = ledger.take_incarnation().unwrap();
+        let state = format!(r#"{{"next_offset":1,"note":"{}"}}"#, "é".repeat(40_000));
+        let session = SessionRef {
+            adapter: AdapterId::ClaudeCode,
+            session_id: "s".into(),
+        };
+        let batch = AppendBatch {
+            id: "00000000000000000001-00000000-x".into(),
+            contract_digest: ledger.genesis().schema_digest.clone(),
+            sources: Vec::new(),
+            signals: Vec::new(),
+            events: Vec::new(),
+            states: vec![BatchState {
+                session: session.clone(),
+                state: state.as_str().into(),
+            }],
+        };
+        let outcome = ledger.append(&batch, incarnation, 1, &|| {}).unwrap();
+        assert_eq!(
+            outcome,
+            AppendOutcome::Appended {
+                events: 0,
+                signals: 0
+            }
+        );
+        let books = ledger.bookkeeping();
+        assert!(crate::ledger::eventz::is_compact(&ledger.conn).unwrap());
+        assert_eq!(
+            books.producer_state_len("claude-code", "s").unwrap(),
+            state.len() as u64
+        );
+        assert_eq!(books.producer_state_len("claude-code", "other").unwrap(), 0);
+        assert_eq!(
+            books.producer_state(&session).unwrap().as_deref(),
+            Some(&*state)
+        );
+        // The length comes from the frame's header: a body whose last byte
+        // was flipped (it no longer decodes) still names it.
+        let mut body: Vec<u8> = ledger
+            .conn
+            .query_row("SELECT state FROM producer_state_store", [], |r| r.get(0))
+            .unwrap();
+        *body.last_mut().unwrap() ^= 1;
+        ledger
+            .conn
+            .execute("UPDATE producer_state_store SET state = ?1", [&body])
+            .unwrap();
+        let books = ledger.bookkeeping();
+        let read = books.producer_state(&session);
+        assert!(read.is_err() || read.unwrap().as_deref() != Some(&*state));
+        assert_eq!(
+            books.producer_state_len("claude-code", "s").unwrap(),
+            state.len() as u64
+        );
     }
 }
