@@ -755,3 +755,67 @@ fn a_call_whose_hook_never_comes_is_recorded_without_a_span() {
     assert!(recorded[0]["payload"]["span_request_event_id"].is_null());
     assert!(of_type(&all, "tool.requested").is_empty());
 }
+
+/// Sessions enough that the record pass hands them to its followers
+/// several at a time (163: jobs of 5 on two cores, of 2 on four or more,
+/// the last one short): every session is followed once, from its own
+/// state, and none is lost at the end of a job or of the pass. Half of them have their transcript
+/// (a copy of the scenario's, naming the session), half have none.
+#[test]
+fn many_sessions_are_each_followed_once() {
+    let home = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let transcript = std::fs::read_to_string(root.join(SCENARIO_TRANSCRIPT)).unwrap();
+    let hooks =
+        std::fs::read_to_string(root.join("tests/fixtures/claude-code/basic/hooks.jsonl")).unwrap();
+    let start_and_prompt: Vec<&str> = hooks.lines().take(2).collect();
+    let dir = home.path().join("claude/projects/-tmp-proj");
+    std::fs::create_dir_all(&dir).unwrap();
+    let sessions: Vec<String> = (0..163)
+        .map(|i| format!("{i:08x}-0000-4000-8000-000000000000"))
+        .collect();
+    for (i, sid) in sessions.iter().enumerate() {
+        let path = dir.join(format!("{sid}.jsonl"));
+        if i % 2 == 0 {
+            std::fs::write(&path, transcript.replace(SCENARIO_SESSION, sid)).unwrap();
+        }
+        for line in &start_and_prompt {
+            let mut payload: Value = serde_json::from_str(line).unwrap();
+            payload["session_id"] = Value::String(sid.clone());
+            payload["transcript_path"] = Value::String(path.display().to_string());
+            Command::cargo_bin("harnery-hook")
+                .unwrap()
+                .env("HARNERY_HOME", home.path())
+                .arg("claude-code")
+                .write_stdin(payload.to_string())
+                .assert()
+                .success();
+        }
+    }
+    finalize_at(home.path(), FAR_LATER);
+    let all = events(home.path());
+    let by_session = |ty: &str| {
+        let mut n = BTreeMap::<String, usize>::new();
+        for e in of_type(&all, ty) {
+            *n.entry(e["session"]["session_id"].as_str().unwrap().to_string())
+                .or_default() += 1;
+        }
+        n
+    };
+    let (answers, problems) = (
+        by_session("message.assistant"),
+        by_session("record.problem"),
+    );
+    let first = answers[&sessions[0]];
+    assert!(first > 0);
+    for (i, sid) in sessions.iter().enumerate() {
+        if i % 2 == 0 {
+            assert_eq!(answers.get(sid), Some(&first), "{sid}");
+            assert_eq!(problems.get(sid), None, "{sid}");
+        } else {
+            assert_eq!(answers.get(sid), None, "{sid}");
+            assert_eq!(problems.get(sid), Some(&1), "{sid}");
+        }
+    }
+    assert_eq!(answers.len() + problems.len(), sessions.len());
+}

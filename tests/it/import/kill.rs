@@ -56,7 +56,12 @@ fn an_import_killed_at_any_moment_then_rerun_imports_each_session_once() {
         let out = agents.run(h, &["finalize"]);
         assert!(out.status.success(), "{context}: {}", common::stderr(&out));
         let listed = sessions_by_id(h);
-        assert_eq!(listed.len(), SESSIONS, "{context}");
+        assert_eq!(
+            listed.len(),
+            SESSIONS,
+            "{context}: {:?}",
+            listed.keys().collect::<Vec<_>>()
+        );
         assert!(
             listed
                 .values()
