@@ -168,9 +168,10 @@ pub(crate) fn follow(
 const FOLLOWERS: usize = 4;
 /// Most sessions one job of [`follow_all`] holds. With a job a session,
 /// the followers wait on this thread's reads of the states and are woken
-/// for every session (an idle run of 10,000 sessions made 20,000 more
-/// futex calls); with many sessions, jobs of several keep them busy as
-/// well, and a run of a few sessions still follows each on its own.
+/// for every session (an idle run over 10,000 sessions made 59,564 futex
+/// calls, 4,781 with jobs of 16); with many sessions, jobs of several
+/// keep them busy as well, and a run of a few sessions still follows
+/// each on its own.
 const PLANS_A_JOB: usize = 16;
 
 /// A session to follow: its producer state (which holds its cursor), and
@@ -181,9 +182,9 @@ type Plan = (SessionRef, String, u64);
 /// [`FOLLOWERS`] threads (the machine's cores) from the cursor its state
 /// holds, while this thread makes the next plans (`None`: a session
 /// without a readable state; `count`: how many plans there are at most),
-/// handed on a few at a time ([`PLANS_A_JOB`]). Returns each session planned with the
-/// signals spooled and the bytes read, in the plans' order; a state that
-/// does not load spools nothing (the drain that loads it reports it, and
+/// handed on a few at a time ([`PLANS_A_JOB`]). Returns each session
+/// planned with the signals spooled and the bytes read, in the plans'
+/// order; a state that does not load spools nothing (the drain that loads it reports it, and
 /// following waits for it). The first failure, a plan's or a session's,
 /// is the call's (sessions after it may have been spooled already: the
 /// next run reads their records from the same cursors, and the drain
