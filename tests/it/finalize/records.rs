@@ -50,14 +50,19 @@ fn feed_hooks(home: &Path, transcript: &Path, which: impl Fn(usize) -> bool) {
     for (_, line) in hooks.enumerate().filter(|(n, _)| which(*n)) {
         let mut payload: Value = serde_json::from_str(line).unwrap();
         payload["transcript_path"] = Value::String(transcript.display().to_string());
-        Command::cargo_bin("harnery-hook")
-            .unwrap()
-            .env("HARNERY_HOME", home)
-            .arg("claude-code")
-            .write_stdin(payload.to_string())
-            .assert()
-            .success();
+        hook(home, &payload);
     }
+}
+
+/// Deliver one Claude Code payload through the real hook.
+fn hook(home: &Path, payload: &Value) {
+    Command::cargo_bin("harnery-hook")
+        .unwrap()
+        .env("HARNERY_HOME", home)
+        .arg("claude-code")
+        .write_stdin(payload.to_string())
+        .assert()
+        .success();
 }
 
 /// The scenario's transcript copied into `home`, and its hooks fed with
@@ -783,13 +788,7 @@ fn many_sessions_are_each_followed_once() {
             let mut payload: Value = serde_json::from_str(line).unwrap();
             payload["session_id"] = Value::String(sid.clone());
             payload["transcript_path"] = Value::String(path.display().to_string());
-            Command::cargo_bin("harnery-hook")
-                .unwrap()
-                .env("HARNERY_HOME", home.path())
-                .arg("claude-code")
-                .write_stdin(payload.to_string())
-                .assert()
-                .success();
+            hook(home.path(), &payload);
         }
     }
     finalize_at(home.path(), FAR_LATER);

@@ -184,9 +184,9 @@ type Plan = (SessionRef, String, u64);
 /// without a readable state; `count`: how many plans there are at most),
 /// handed on a few at a time ([`PLANS_A_JOB`]). Returns each session
 /// planned with the signals spooled and the bytes read, in the plans'
-/// order; a state that does not load spools nothing (the drain that loads it reports it, and
-/// following waits for it). The first failure, a plan's or a session's,
-/// is the call's (sessions after it may have been spooled already: the
+/// order; a state that does not load spools nothing (the drain that
+/// loads it reports it, and following waits for it). The first failure,
+/// a plan's or a session's, is the call's (sessions after it may have been spooled already: the
 /// next run reads their records from the same cursors, and the drain
 /// drops what it already applied).
 fn follow_all(

@@ -210,7 +210,7 @@ fn keep_search_current(home: &Home, budget: u64) {
 /// run tries again, and warns if it fails too.
 fn catch_up_quietly(home: &Home) -> u64 {
     let t = std::time::Instant::now();
-    let read = crate::search::update_live(home).unwrap_or(0);
+    let read = crate::search::update_live_within(home, crate::search::FINALIZE_BUDGET).unwrap_or(0);
     super::timing("search-early", t);
     read
 }

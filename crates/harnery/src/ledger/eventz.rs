@@ -326,10 +326,7 @@ fn decode(d: &mut Decoder, body: &[u8]) -> Result<Vec<u8>, String> {
     if check(&body[1..3], frame)[..] != body[3..HEADER_LEN] {
         return Err("its check does not match its bytes".into());
     }
-    let len = zstd::zstd_safe::get_frame_content_size(frame)
-        .ok()
-        .flatten()
-        .ok_or("its zstd frame names no content size")?;
+    let len = declared_len(body).ok_or("its zstd frame names no content size")?;
     let mut out: Vec<u8> = Vec::with_capacity(len as usize);
     let Decoder { dctx, dicts, .. } = d;
     let done = if id == 0 {

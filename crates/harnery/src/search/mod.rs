@@ -5,7 +5,8 @@
 //! The index ([`store`]) is its own SQLite file, built from ledger rows
 //! read through [`LedgerReader`] ([`update`]), never part of the hash
 //! chain and never read by `verify`. `harnery finalize` brings it up to
-//! date after its ledger transaction commits ([`update_live`]); a search
+//! date after its ledger transactions commit ([`update_live_within`],
+//! within [`FINALIZE_BUDGET`] rows a run); a search
 //! brings it up to date first only when that costs no wait, and otherwise
 //! answers from it as it stands, saying how many ledger rows it is behind
 //! ([`reading`]). A missing, damaged or foreign index is made again from
@@ -391,13 +392,6 @@ fn hit(f: find::Found, event: &Event, epoch: &str, snip: snippet::Snippet) -> Hi
 /// caught up by the runs after it, or by the next search, which reads on
 /// to the end.
 pub(crate) const FINALIZE_BUDGET: u64 = 20_000;
-
-/// Bring the index up to date with the live epoch, up to
-/// [`FINALIZE_BUDGET`] rows: what `finalize` calls after its ledger
-/// transaction commits (see [`update_live_within`]).
-pub(crate) fn update_live(home: &Home) -> Result<u64, SearchError> {
-    update_live_within(home, FINALIZE_BUDGET)
-}
 
 /// Bring the index up to date with the live epoch, reading `budget` ledger
 /// rows at most; how many were read. The rows past the budget are indexed
