@@ -28,6 +28,17 @@ pub fn harnery(home: &Path) -> Command {
     cmd
 }
 
+/// [`harnery`] as a plain process, for a test that kills it.
+pub fn harnery_process(home: &Path) -> std::process::Command {
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("harnery"));
+    cmd.env("HARNERY_HOME", home)
+        .env("HARNERY_NOW", NOW)
+        .env("HARNERY_RECORDS", "off")
+        .env_remove("HARNERY_FAILPOINTS")
+        .env_remove("HARNERY_TEST_SCHEMA_SUFFIX");
+    cmd
+}
+
 /// `cmd` as on a machine where no agent is installed but what the test
 /// puts under `user`: `HOME`, the caches and npm prefixes Copilot is
 /// looked for in (`agents::copilot::package`), the agents' homes, the hooks'

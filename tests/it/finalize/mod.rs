@@ -7,6 +7,7 @@ mod corpus;
 mod crash;
 mod kill_campaign;
 mod quiet;
+mod record_kill;
 mod record_output;
 pub(crate) mod records;
 mod records_corpus;

@@ -80,12 +80,8 @@ impl AgentDirs {
 
     /// [`AgentDirs::cmd`] as a plain process, for a test that kills it.
     pub(crate) fn process(&self, home: &Path) -> std::process::Command {
-        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("harnery"));
-        cmd.env("HARNERY_HOME", home)
-            .env("HARNERY_NOW", common::NOW)
-            .env_remove("HARNERY_RECORDS")
-            .env_remove("HARNERY_FAILPOINTS")
-            .env_remove("HARNERY_TEST_SCHEMA_SUFFIX");
+        let mut cmd = common::harnery_process(home);
+        cmd.env_remove("HARNERY_RECORDS");
         common::without_installed_agents(&mut cmd, self.user.path());
         cmd
     }

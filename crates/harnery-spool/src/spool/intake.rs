@@ -153,18 +153,7 @@ impl SessionSpool {
             .is_ok()
         {
             let _lease = acquire_lease(&dir, SEAL_LEASE_WAIT)?;
-            match dir.open_file(ACTIVE_SEGMENT, rustix::fs::OFlags::RDONLY, false) {
-                Ok((f, _)) if f.metadata()?.len() == 0 => dir.remove(ACTIVE_SEGMENT)?,
-                Ok(_) => {
-                    let name = format!(
-                        "{SEALED_PREFIX}{:020}-{}.seg",
-                        wall_now_ns().max(0),
-                        std::process::id()
-                    );
-                    dir.rename(ACTIVE_SEGMENT, &name)?;
-                }
-                Err(_) => {}
-            }
+            seal_active(&dir, wall_now_ns().max(0))?;
             return Ok(true);
         }
         Ok(false)
@@ -226,6 +215,20 @@ impl SessionSpool {
     }
 }
 
+/// Under the session lease: rename `active.seg` to a sealed name stamped
+/// `stamp_ns` (or remove it when empty). Whether there was one.
+pub(super) fn seal_active(dir: &PrivateDir, stamp_ns: i64) -> Result<bool, SpoolError> {
+    match dir.open_file(ACTIVE_SEGMENT, rustix::fs::OFlags::RDONLY, false) {
+        Ok((f, _)) if f.metadata()?.len() == 0 => dir.remove(ACTIVE_SEGMENT)?,
+        Ok(_) => {
+            let name = format!("{SEALED_PREFIX}{stamp_ns:020}-{}.seg", std::process::id());
+            dir.rename(ACTIVE_SEGMENT, &name)?;
+        }
+        Err(_) => return Ok(false),
+    }
+    Ok(true)
+}
+
 /// Delete a drained file and fsync its directory. Call only after every
 /// record in it is durable downstream.
 pub fn remove_segment(path: &Path) -> Result<(), SpoolError> {
@@ -238,7 +241,7 @@ pub fn remove_segment(path: &Path) -> Result<(), SpoolError> {
 }
 
 /// Parse `<prefix><20-digit ns>[-…].<ext>`.
-fn stamp(name: &str, prefix: &str) -> Option<i64> {
+pub(super) fn stamp(name: &str, prefix: &str) -> Option<i64> {
     let rest = name.strip_prefix(prefix)?;
     if name.starts_with(TMP_PREFIX) {
         return None;
@@ -251,7 +254,7 @@ fn list_dirs(dir: &Path) -> Result<Vec<String>, SpoolError> {
     list(dir, true)
 }
 
-fn list_files(dir: &Path) -> Result<Vec<String>, SpoolError> {
+pub(super) fn list_files(dir: &Path) -> Result<Vec<String>, SpoolError> {
     list(dir, false)
 }
 

@@ -7,6 +7,8 @@
 //!     lease                              flock'd by writers and the sealer
 //!     active.seg                         appended to under the lease
 //!     sealed-<ns>-<pid>.seg              renamed by the sealer, read by the finalizer
+//!     sealed-<ns>-<pid>-<seq>.seg        a batch written whole, then renamed (see batch)
+//!     .tmp-…                             being written; never read
 //!     fallback-<ns>-<pid>-<seq>.rec      one record, written when the lease/append failed
 //! <HARNERY_HOME>/spool/dead-letter/dl-<ns>-<pid>-<seq>.rec
 //! ```
@@ -15,6 +17,7 @@
 //! readers ([`IntakeSpool`], [`read_segment`], [`SegmentReader`]) share the
 //! framing in [`frame`]. This module never opens SQLite or parses config.
 
+pub mod batch;
 pub mod envelope;
 pub mod frame;
 pub mod hook;
@@ -24,6 +27,7 @@ pub mod reader;
 pub mod scan;
 pub mod writer;
 
+pub use batch::SealedBatch;
 pub use envelope::{CAPTURED_ENV, Envelope, SPOOL_FORMAT_VERSION, WritePath};
 pub use intake::{IntakeSpool, SealedSegment, SegmentKind, SessionSpool, remove_segment};
 pub use key::session_key;

@@ -114,7 +114,7 @@ pub struct SpoolWriter {
     options: WriterOptions,
 }
 
-static SEQ: AtomicU64 = AtomicU64::new(0);
+pub(super) static SEQ: AtomicU64 = AtomicU64::new(0);
 
 impl SpoolWriter {
     /// A writer with default options (fdatasync on, 100 ms lease wait).
@@ -124,6 +124,11 @@ impl SpoolWriter {
 
     pub fn with_options(home: Home, options: WriterOptions) -> SpoolWriter {
         SpoolWriter { home, options }
+    }
+
+    /// The home the writer appends to.
+    pub fn home(&self) -> &Home {
+        &self.home
     }
 
     /// Record `payload` for `adapter`; the session id is read from the payload
@@ -209,7 +214,7 @@ impl SpoolWriter {
         Ok(receipts)
     }
 
-    fn envelope(&self, s: &Signal<'_>, skey: &str) -> Envelope {
+    pub(super) fn envelope(&self, s: &Signal<'_>, skey: &str) -> Envelope {
         Envelope {
             v: SPOOL_FORMAT_VERSION,
             record_id: uuid::Uuid::now_v7().to_string(),
@@ -307,21 +312,21 @@ impl SpoolWriter {
 
 /// A record ready to write: header + envelope, the payload (borrowed, so a
 /// 64 MiB payload is never copied), and the trailing digest.
-struct Encoded<'a> {
+pub(super) struct Encoded<'a> {
     head: Vec<u8>,
     payload: &'a [u8],
     digest: [u8; frame::DIGEST_LEN],
 }
 
 /// Payloads up to this size are written with the header in one `write(2)`.
-const ONE_WRITE_MAX: usize = 256 * 1024;
+pub(super) const ONE_WRITE_MAX: usize = 256 * 1024;
 
 impl Encoded<'_> {
-    fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.head.len() + self.payload.len() + self.digest.len()
     }
 
-    fn write_to(&self, out: &mut impl Write) -> io::Result<()> {
+    pub(super) fn write_to(&self, out: &mut impl Write) -> io::Result<()> {
         if self.payload.len() <= ONE_WRITE_MAX {
             let mut buf = Vec::with_capacity(self.len());
             self.extend(&mut buf);
@@ -332,14 +337,14 @@ impl Encoded<'_> {
         out.write_all(&self.digest)
     }
 
-    fn extend(&self, buf: &mut Vec<u8>) {
+    pub(super) fn extend(&self, buf: &mut Vec<u8>) {
         buf.extend_from_slice(&self.head);
         buf.extend_from_slice(self.payload);
         buf.extend_from_slice(&self.digest);
     }
 }
 
-fn encode<'a>(env: &Envelope, payload: &'a [u8]) -> Result<Encoded<'a>, SpoolError> {
+pub(super) fn encode<'a>(env: &Envelope, payload: &'a [u8]) -> Result<Encoded<'a>, SpoolError> {
     let env_bytes = serde_json::to_vec(env).map_err(|e| SpoolError::Io(io::Error::other(e)))?;
     let header = frame::encode_header(
         SPOOL_FORMAT_VERSION,

@@ -24,13 +24,16 @@
 //! the session's first prompt is 30 s old; one deleted after it was read
 //! is `removed`, a note. The hook itself never reads a record.
 //!
-//! What a pass spools is not fdatasync'd record by record: it can be read
-//! again from the record until the batch holding it commits, and the raw
-//! archive makes the spool file durable before that commit. A power loss
-//! in between costs a re-read (and, at worst, a torn spool tail that the
-//! drain reports as damage), never a byte of the record. Once a session's
-//! pass is spooled the kernel is asked to start writing its spool file
-//! back, so that sync finds most of it written.
+//! A session's pass spools its signals as one batch that enters the spool
+//! whole, after the hook signals already there (`spool::batch`): a run
+//! killed in the middle of it leaves nothing half written, so the drain
+//! never reports damage for bytes that are read again anyway. The batch is
+//! not fdatasync'd: it can be read again from the record until the ledger
+//! batch holding it commits, and the raw archive makes the spool file
+//! durable before that commit. A power loss in between costs a re-read
+//! (and, at worst, spool damage the drain reports), never a byte of the
+//! record. Once a session's batch is sealed the kernel is asked to start
+//! writing it back, so that sync finds most of it written.
 //!
 //! A Claude Code subagent writes a transcript of its own, which
 //! `SubagentStop` names (`agent_transcript_path`): it is followed the same
@@ -69,7 +72,7 @@ use crate::finalize::FinalizeError;
 use crate::home::Home;
 use crate::ledger::LedgerReader;
 use crate::session::RecordCursor;
-use crate::spool::{Signal, SpoolWriter, WriterOptions};
+use crate::spool::{SealedBatch, Signal, SpoolWriter};
 
 /// The most record bytes one `harnery.record` signal carries (a longer
 /// line is carried whole, up to [`LINE_CEILING`]).
@@ -266,7 +269,7 @@ impl Run<'_> {
             reported: at.problem.as_deref(),
             written: 0,
             left,
-            spooled: None,
+            batch: None,
         };
         let path = match record_path(session, at.path.as_deref()) {
             Ok(path) => path,
@@ -317,7 +320,7 @@ impl Run<'_> {
             };
             out.append(RECORD, &record_payload(&header, &[]))?;
         }
-        out.start_writeback();
+        out.seal()?;
         Ok((out.written, read))
     }
 }
@@ -337,7 +340,14 @@ fn record_path(session: &SessionRef, named: Option<&str>) -> Result<Located, (Pa
     Ok(found.map(|path| (path, false)))
 }
 
-/// Writes one session's record signals into its spool.
+fn not_spooled(e: crate::spool::SpoolError) -> FinalizeError {
+    FinalizeError::Spool(format!("record signal not spooled: {e}"))
+}
+
+/// Writes one session's record signals into its spool, as one batch
+/// sealed at the end of the session's pass (`spool::batch`): a run killed
+/// in the middle of it leaves nothing half written for the drain to
+/// report, and the next run reads the same bytes again.
 struct Spooler<'a> {
     home: &'a Home,
     session: &'a SessionRef,
@@ -350,8 +360,8 @@ struct Spooler<'a> {
     written: u64,
     /// Bytes the session may still read this run.
     left: u64,
-    /// The spool file the session's last signal went to.
-    spooled: Option<PathBuf>,
+    /// The batch of the session's signals, from its first one.
+    batch: Option<SealedBatch>,
 }
 
 impl Spooler<'_> {
@@ -364,34 +374,31 @@ impl Spooler<'_> {
         );
         signal.received_ns = self.now_unix_ns;
         signal.clock = self.clock.clone();
-        // Not fdatasync'd one by one: until the batch holding this signal
-        // commits, the cursor has not moved and the record can be read
-        // again, and the raw archive syncs the spool file before that
-        // commit (`ledger::raw::keep`).
-        let options = WriterOptions {
-            sync: false,
-            ..WriterOptions::default()
+        let batch = match &mut self.batch {
+            Some(batch) => batch,
+            none => {
+                let writer = SpoolWriter::new(self.home.clone());
+                let opened = SealedBatch::open(&writer, signal.adapter, signal.session_id);
+                none.insert(opened.map_err(not_spooled)?)
+            }
         };
-        let receipt = SpoolWriter::with_options(self.home.clone(), options)
-            .append_signal(&signal)
-            .map_err(|e| FinalizeError::Spool(format!("record signal not spooled: {e}")))?;
+        batch.append(&signal).map_err(not_spooled)?;
         self.written += 1;
-        self.spooled = Some(receipt.file);
         Ok(())
     }
 
-    /// Start writing back what the session spooled, without waiting: the
-    /// drain's raw archive syncs the file, and by then the kernel has had
-    /// the rest of the pass to write it (the drain's other writes wait
-    /// less behind it). Only a hint; nothing depends on it.
-    fn start_writeback(&self) {
-        if let Some(file) = self
-            .spooled
-            .as_deref()
-            .and_then(|p| std::fs::File::open(p).ok())
-        {
+    /// Seal the session's signals into its spool and start writing them
+    /// back, without waiting. They are not fdatasync'd: until the ledger
+    /// batch holding them commits, the cursor has not moved and the record
+    /// can be read again, and the drain's raw archive syncs the file before
+    /// that commit (`ledger::raw::keep`); by then the kernel has had the
+    /// rest of the pass to write it.
+    fn seal(&mut self) -> Result<(), FinalizeError> {
+        if let Some(batch) = self.batch.take() {
+            let (_, file) = batch.seal().map_err(not_spooled)?;
             durable::start_writeback(&file);
         }
+        Ok(())
     }
 
     /// The title the agent keeps beside the record (Copilot's

@@ -44,7 +44,7 @@ use crate::home::Home;
 use crate::progress::Progress;
 use crate::report::epochs::Epochs;
 use crate::report::unhooked::AgentRecordDir;
-use crate::spool::{Signal, SpoolWriter, WriterOptions};
+use crate::spool::{SealedBatch, Signal, SpoolWriter};
 
 /// Why an import stopped.
 #[derive(Debug, thiserror::Error)]
@@ -160,13 +160,7 @@ impl ImportPlan {
     /// the records a finalize reads are not): the raw archive makes each
     /// spool file durable before the batch holding it commits.
     pub fn spool(&self, home: &Home, progress: &Progress) -> Result<(), ImportError> {
-        let writer = SpoolWriter::with_options(
-            home.clone(),
-            WriterOptions {
-                sync: false,
-                ..WriterOptions::default()
-            },
-        );
+        let writer = SpoolWriter::new(home.clone());
         progress.stage("import: naming the sessions");
         progress.total(self.sessions());
         for plan in &self.planned {
@@ -341,7 +335,14 @@ fn spool_one(writer: &SpoolWriter, plan: &Planned) -> Result<(), ImportError> {
     // `session.imported` then stands at its own last activity, and a
     // history imported today does not read as today's work.
     signal.received_ns = plan.modified_ns;
-    writer.append_signal(&signal).map_err(|e| {
+    // Whole or not at all (`spool::batch`): an import killed in the middle
+    // of it leaves no torn record for the drain to report, and the session
+    // is named again by the next import.
+    let spooled = SealedBatch::open(writer, signal.adapter, signal.session_id).and_then(|mut b| {
+        b.append(&signal)?;
+        b.seal()
+    });
+    spooled.map_err(|e| {
         ImportError::Spool(format!(
             "{} session {}: {e}",
             plan.session.adapter, plan.session.session_id
