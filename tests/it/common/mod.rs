@@ -18,25 +18,27 @@ pub const NOW: &str = "2026-11-30T12:00:00Z";
 
 pub fn harnery(home: &Path) -> Command {
     let mut cmd = Command::cargo_bin("harnery").expect("the harnery binary is built");
-    // The corpus hooks name transcripts on the machine that captured them;
-    // tests of the agents' own records turn following back on.
-    cmd.env("HARNERY_HOME", home)
-        .env("HARNERY_NOW", NOW)
-        .env("HARNERY_RECORDS", "off")
-        .env_remove("HARNERY_FAILPOINTS")
-        .env_remove("HARNERY_TEST_SCHEMA_SUFFIX");
+    isolated(&mut cmd, home);
     cmd
 }
 
 /// [`harnery`] as a plain process, for a test that kills it.
 pub fn harnery_process(home: &Path) -> std::process::Command {
     let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("harnery"));
-    cmd.env("HARNERY_HOME", home)
-        .env("HARNERY_NOW", NOW)
-        .env("HARNERY_RECORDS", "off")
-        .env_remove("HARNERY_FAILPOINTS")
-        .env_remove("HARNERY_TEST_SCHEMA_SUFFIX");
+    isolated(&mut cmd, home);
     cmd
+}
+
+/// What every test's `harnery` runs with: its home, the pinned clock, no
+/// failpoints, and records not followed (the corpus hooks name transcripts
+/// on the machine that captured them; tests of the agents' own records
+/// turn following back on).
+fn isolated<C: Environment>(cmd: &mut C, home: &Path) {
+    cmd.set("HARNERY_HOME", home.as_os_str());
+    cmd.set("HARNERY_NOW", NOW.as_ref());
+    cmd.set("HARNERY_RECORDS", "off".as_ref());
+    cmd.unset("HARNERY_FAILPOINTS");
+    cmd.unset("HARNERY_TEST_SCHEMA_SUFFIX");
 }
 
 /// `cmd` as on a machine where no agent is installed but what the test
@@ -342,10 +344,17 @@ pub fn deliver(home: &Path, agent: &str, line: &str) {
     } else {
         (vec!["claude-code".into()], line.as_bytes().to_vec())
     };
+    hook(home, &args, stdin);
+}
+
+/// Deliver `stdin` to the real `harnery-hook` run with `args` (the agent,
+/// and the event where the agent passes it so), as the agent does; the
+/// hook always exits 0.
+pub fn hook(home: &Path, args: &[impl AsRef<std::ffi::OsStr>], stdin: impl Into<Vec<u8>>) {
     Command::cargo_bin("harnery-hook")
         .expect("hook binary built")
         .env("HARNERY_HOME", home)
-        .args(&args)
+        .args(args)
         .write_stdin(stdin)
         .assert()
         .success();

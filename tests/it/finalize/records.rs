@@ -8,7 +8,6 @@ use crate::common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use assert_cmd::Command;
 use common::{stderr, stdout};
 
 /// `harnery args…` in `home`, following the agents' records (the shared
@@ -56,13 +55,7 @@ fn feed_hooks(home: &Path, transcript: &Path, which: impl Fn(usize) -> bool) {
 
 /// Deliver one Claude Code payload through the real hook.
 fn hook(home: &Path, payload: &Value) {
-    Command::cargo_bin("harnery-hook")
-        .unwrap()
-        .env("HARNERY_HOME", home)
-        .arg("claude-code")
-        .write_stdin(payload.to_string())
-        .assert()
-        .success();
+    crate::common::hook(home, &["claude-code"], payload.to_string());
 }
 
 /// The scenario's transcript copied into `home`, and its hooks fed with

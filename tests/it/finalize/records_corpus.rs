@@ -3,12 +3,11 @@
 //! hooks say it is. Expectations are computed from the record files here
 //! with serde_json, never from harnery's output.
 
-use crate::common;
+use crate::common::{self, hook};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
 use common::{stderr, stdout};
 use serde_json::Value;
 
@@ -63,16 +62,6 @@ fn repoint(payload: &mut Value, to: &dyn Fn(&str) -> PathBuf) {
             payload[key] = Value::String(to(&session).display().to_string());
         }
     }
-}
-
-fn hook(home: &Path, args: &[&str], stdin: Vec<u8>) {
-    Command::cargo_bin("harnery-hook")
-        .unwrap()
-        .env("HARNERY_HOME", home)
-        .args(args)
-        .write_stdin(stdin)
-        .assert()
-        .success();
 }
 
 struct Finalized {

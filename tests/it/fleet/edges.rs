@@ -18,13 +18,7 @@ use fleet_support::PgServer;
 const SECRET: &str = "sunshine1";
 
 fn hook(home: &Path, record: &str) {
-    assert_cmd::Command::cargo_bin("harnery-hook")
-        .unwrap()
-        .env("HARNERY_HOME", home)
-        .arg("claude-code")
-        .write_stdin(record.to_string())
-        .assert()
-        .success();
+    crate::common::hook(home, &["claude-code"], record.to_string());
 }
 
 fn finalize(home: &Path) {

@@ -287,13 +287,7 @@ fn secret_session(home: &Path, session: &str) {
     stop["last_assistant_message"] = format!("done:\n{lines}").into();
     records.push(stop);
     for r in records {
-        assert_cmd::Command::cargo_bin("harnery-hook")
-            .unwrap()
-            .env("HARNERY_HOME", home)
-            .arg("claude-code")
-            .write_stdin(r.to_string())
-            .assert()
-            .success();
+        crate::common::hook(home, &["claude-code"], r.to_string());
     }
 }
 

@@ -11,13 +11,7 @@ const MIN_NS: i64 = 60 * 1_000_000_000;
 /// One Claude Code prompt through the real hook into `home`'s spool.
 fn one_signal(home: &Path) {
     let line = r#"{"session_id":"s-overdue","hook_event_name":"UserPromptSubmit","prompt":"hi","cwd":"/tmp"}"#;
-    assert_cmd::Command::cargo_bin("harnery-hook")
-        .unwrap()
-        .env("HARNERY_HOME", home)
-        .arg("claude-code")
-        .write_stdin(line)
-        .assert()
-        .success();
+    crate::common::hook(home, &["claude-code"], line);
 }
 
 fn last_run_ns(home: &Path) -> i64 {

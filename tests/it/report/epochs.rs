@@ -11,7 +11,6 @@ use crate::common;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use assert_cmd::Command;
 use common::*;
 use serde_json::Value;
 
@@ -148,13 +147,7 @@ fn fixture_lines(scenario: &str) -> Vec<String> {
 
 fn feed_lines(home: &Path, lines: &[String]) {
     for line in lines {
-        Command::cargo_bin("harnery-hook")
-            .unwrap()
-            .env("HARNERY_HOME", home)
-            .arg("claude-code")
-            .write_stdin(line.as_bytes().to_vec())
-            .assert()
-            .success();
+        crate::common::hook(home, &["claude-code"], line.as_bytes().to_vec());
     }
 }
 

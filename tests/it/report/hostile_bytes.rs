@@ -433,13 +433,7 @@ fn a_payload_that_is_not_utf8_is_kept_and_stops_nothing() {
     let home = tmp.path().join("home");
     let bytes: &[u8] =
         b"{\"hook_event_name\":\"UserPromptSubmit\",\"session_id\":\"bad\xff\xfeid\",\"prompt\":\"x\xffy\x1b[2J\"}";
-    assert_cmd::Command::cargo_bin("harnery-hook")
-        .unwrap()
-        .env("HARNERY_HOME", &home)
-        .arg("claude-code")
-        .write_stdin(bytes)
-        .assert()
-        .success();
+    crate::common::hook(&home, &["claude-code"], bytes);
     claude_session(&home);
     for args in [
         &["finalize"][..],

@@ -8,7 +8,6 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
 use serde_json::Value;
 
 pub const FORK_ID: &str = "f0f0f0f0-0000-4000-8000-000000000001";
@@ -70,13 +69,7 @@ pub fn hook(home: &Path, line: &str, session: Option<&str>, transcript: &Path) {
     if let Some(id) = session {
         payload["session_id"] = Value::String(id.into());
     }
-    Command::cargo_bin("harnery-hook")
-        .unwrap()
-        .env("HARNERY_HOME", home)
-        .arg("claude-code")
-        .write_stdin(payload.to_string())
-        .assert()
-        .success();
+    crate::common::hook(home, &["claude-code"], payload.to_string());
 }
 
 pub fn write(path: &Path, lines: &[String]) {

@@ -9,7 +9,6 @@ use crate::common;
 
 use std::path::Path;
 
-use assert_cmd::Command;
 use common::*;
 use harnery::agents::CapabilityProfile;
 use harnery::contract::{AdapterId, Event, Payload, RecoveryReason, TurnSource};
@@ -29,13 +28,7 @@ fn hook_block() -> Vec<String> {
 
 fn feed(home: &Path, lines: &[String]) {
     for line in lines {
-        Command::cargo_bin("harnery-hook")
-            .expect("hook binary built")
-            .env("HARNERY_HOME", home)
-            .arg("claude-code")
-            .write_stdin(line.as_bytes().to_vec())
-            .assert()
-            .success();
+        crate::common::hook(home, &["claude-code"], line.as_bytes().to_vec());
     }
 }
 

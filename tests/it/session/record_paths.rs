@@ -6,7 +6,7 @@
 //! read, `finalize` exits 0 without hanging, and every hook signal lands.
 //! Real binaries, a temporary home, real FIFOs and sockets.
 
-use crate::common;
+use crate::common::{self, hook};
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -113,7 +113,7 @@ impl Root {
         for line in hooks.lines().filter(|l| !l.trim().is_empty()) {
             let mut payload: Value = serde_json::from_str(line).unwrap();
             payload["transcript_path"] = Value::String(path.display().to_string());
-            hook(&self.home(), &["claude-code"], &payload.to_string());
+            hook(&self.home(), &["claude-code"], payload.to_string());
             n += 1;
         }
         n
@@ -158,7 +158,7 @@ impl Root {
             ),
         ];
         for (event, payload) in &signals {
-            hook(&self.home(), &["copilot", event], &payload.to_string());
+            hook(&self.home(), &["copilot", event], payload.to_string());
         }
         signals.len() as u64
     }
@@ -170,16 +170,6 @@ impl Root {
             .iter()
             .any(|p| contains(&std::fs::read(p).unwrap_or_default(), MARKER.as_bytes()))
     }
-}
-
-fn hook(home: &Path, args: &[&str], stdin: &str) {
-    assert_cmd::Command::cargo_bin("harnery-hook")
-        .unwrap()
-        .env("HARNERY_HOME", home)
-        .args(args)
-        .write_stdin(stdin.to_string())
-        .assert()
-        .success();
 }
 
 /// Claude Code lines that would be this session's messages and usage.
@@ -592,7 +582,7 @@ fn a_subagent_record_is_followed_only_in_its_sessions_subagents() {
     let stop = serde_json::json!({"session_id": SID, "hook_event_name": "SubagentStop",
         "transcript_path": transcript.display().to_string(), "agent_id": "a6ade36a38f2eaf92",
         "agent_transcript_path": foreign.display().to_string(), "stop_hook_active": false});
-    hook(&root.home(), &["claude-code"], &stop.to_string());
+    hook(&root.home(), &["claude-code"], stop.to_string());
     let summary = root.finalize();
     let own_signals = summary["record_signals"].as_u64().unwrap();
     let drained = summary["signals_drained"].as_u64().unwrap();

@@ -12,7 +12,6 @@ use crate::common;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
-use assert_cmd::Command;
 use common::{stderr, stdout};
 use serde_json::Value;
 
@@ -82,13 +81,7 @@ fn finalize(home: &Path, now: &str) {
 fn hook(home: &Path, line: &str, transcript: &Path) {
     let mut payload: Value = serde_json::from_str(line).unwrap();
     payload["transcript_path"] = Value::String(transcript.display().to_string());
-    Command::cargo_bin("harnery-hook")
-        .unwrap()
-        .env("HARNERY_HOME", home)
-        .arg("claude-code")
-        .write_stdin(payload.to_string())
-        .assert()
-        .success();
+    crate::common::hook(home, &["claude-code"], payload.to_string());
 }
 
 fn append(path: &Path, line: &str) {

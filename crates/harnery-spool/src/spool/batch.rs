@@ -210,26 +210,44 @@ mod tests {
             .collect()
     }
 
+    /// A home in a temporary directory, and its writer.
+    struct Fixture {
+        _root: tempfile::TempDir,
+        home: Home,
+        writer: SpoolWriter,
+    }
+
+    impl Fixture {
+        fn new() -> Fixture {
+            let root = tempfile::tempdir().unwrap();
+            let home = Home::at(root.path());
+            let writer = SpoolWriter::new(home.clone());
+            Fixture {
+                _root: root,
+                home,
+                writer,
+            }
+        }
+    }
+
     fn names(home: &Home) -> Vec<String> {
         list_files(&session(home).dir).unwrap()
     }
 
     #[test]
     fn a_batch_drains_after_every_signal_appended_before_its_seal() {
-        let root = tempfile::tempdir().unwrap();
-        let home = Home::at(root.path());
-        let writer = SpoolWriter::new(home.clone());
+        let Fixture { home, writer, .. } = &Fixture::new();
         writer.append_signal(&signal("before")).unwrap();
-        let mut batch = SealedBatch::open(&writer, "claude-code", Some(SESSION)).unwrap();
+        let mut batch = SealedBatch::open(writer, "claude-code", Some(SESSION)).unwrap();
         batch.append(&signal("one")).unwrap();
         writer.append_signal(&signal("while")).unwrap();
         batch.append(&signal("two")).unwrap();
-        assert_eq!(drained(&home), Vec::<Vec<String>>::new(), "not sealed yet");
+        assert_eq!(drained(home), Vec::<Vec<String>>::new(), "not sealed yet");
         let (path, _) = batch.seal().unwrap();
         writer.append_signal(&signal("after")).unwrap();
-        session(&home).seal().unwrap();
+        session(home).seal().unwrap();
         assert_eq!(
-            drained(&home),
+            drained(home),
             [vec!["before", "while"], vec!["one", "two"], vec!["after"]]
         );
         assert!(path.exists(), "{}", path.display());
@@ -237,21 +255,18 @@ mod tests {
 
     #[test]
     fn a_batch_never_sealed_leaves_nothing() {
-        let root = tempfile::tempdir().unwrap();
-        let home = Home::at(root.path());
-        let writer = SpoolWriter::new(home.clone());
-        let mut batch = SealedBatch::open(&writer, "claude-code", Some(SESSION)).unwrap();
+        let Fixture { home, writer, .. } = &Fixture::new();
+        let mut batch = SealedBatch::open(writer, "claude-code", Some(SESSION)).unwrap();
         batch.append(&signal("one")).unwrap();
-        assert_eq!(names(&home).len(), 1, "its temporary file");
+        assert_eq!(names(home).len(), 1, "its temporary file");
         drop(batch);
-        assert_eq!(names(&home), Vec::<String>::new());
+        assert_eq!(names(home), Vec::<String>::new());
     }
 
     #[test]
     fn a_signal_of_another_session_is_refused() {
-        let root = tempfile::tempdir().unwrap();
-        let writer = SpoolWriter::new(Home::at(root.path()));
-        let mut batch = SealedBatch::open(&writer, "claude-code", Some(SESSION)).unwrap();
+        let Fixture { writer, .. } = &Fixture::new();
+        let mut batch = SealedBatch::open(writer, "claude-code", Some(SESSION)).unwrap();
         let other = Signal::new("claude-code", Some("x"), Some("s-2"), b"{}");
         let err = batch.append(&other).unwrap_err().to_string();
         assert!(err.contains("s-2"), "{err}");
@@ -259,27 +274,23 @@ mod tests {
 
     #[test]
     fn a_batch_is_stamped_after_every_file_when_the_clock_stepped_back() {
-        let root = tempfile::tempdir().unwrap();
-        let home = Home::at(root.path());
-        let writer = SpoolWriter::new(home.clone());
+        let Fixture { home, writer, .. } = &Fixture::new();
         writer.append_signal(&signal("earlier")).unwrap();
-        let dir = session(&home).dir;
+        let dir = session(home).dir;
         let ahead = format!(
             "{SEALED_PREFIX}{:020}-1.seg",
             wall_now_ns() + 3_600_000_000_000
         );
         std::fs::rename(dir.join(super::super::ACTIVE_SEGMENT), dir.join(&ahead)).unwrap();
-        let mut batch = SealedBatch::open(&writer, "claude-code", Some(SESSION)).unwrap();
+        let mut batch = SealedBatch::open(writer, "claude-code", Some(SESSION)).unwrap();
         batch.append(&signal("later")).unwrap();
         batch.seal().unwrap();
-        assert_eq!(drained(&home), [vec!["earlier"], vec!["later"]]);
+        assert_eq!(drained(home), [vec!["earlier"], vec!["later"]]);
     }
 
     #[test]
     fn batch_files_an_hour_old_are_removed_by_the_next_seal() {
-        let root = tempfile::tempdir().unwrap();
-        let home = Home::at(root.path());
-        let writer = SpoolWriter::new(home.clone());
+        let Fixture { home, writer, .. } = &Fixture::new();
         let dir = home
             .private_dir(&["spool", "intake", "claude-code", SESSION])
             .unwrap();
@@ -291,12 +302,12 @@ mod tests {
             .set_modified(hour_ago)
             .unwrap();
         dir.create_new(&young).unwrap();
-        let mut batch = SealedBatch::open(&writer, "claude-code", Some(SESSION)).unwrap();
+        let mut batch = SealedBatch::open(writer, "claude-code", Some(SESSION)).unwrap();
         batch.append(&signal("one")).unwrap();
         batch.seal().unwrap();
-        let left = names(&home);
+        let left = names(home);
         assert!(!left.contains(&old), "{left:?}");
         assert!(left.contains(&young), "{left:?}");
-        assert_eq!(drained(&home), [vec!["one"]]);
+        assert_eq!(drained(home), [vec!["one"]]);
     }
 }

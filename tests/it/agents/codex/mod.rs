@@ -9,7 +9,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
 use serde_json::Value;
 
 use crate::common::{self, stderr, stdout};
@@ -67,13 +66,7 @@ impl Run {
                     payload[key] = day.join(name).display().to_string().into();
                 }
             }
-            Command::cargo_bin("harnery-hook")
-                .unwrap()
-                .env("HARNERY_HOME", &self.home)
-                .args(["codex", event])
-                .write_stdin(payload.to_string())
-                .assert()
-                .success();
+            crate::common::hook(&self.home, &["codex", event], payload.to_string());
             *sent.entry(event.to_string()).or_default() += 1;
         }
         sent
@@ -526,13 +519,7 @@ fn health_names_a_codex_session_that_never_reached_the_spool() {
     let detail = found[0]["detail"].as_str().unwrap();
     assert!(detail.contains("CODEX_HOME"), "{detail}");
     let start = format!(r#"{{"session_id":"{session}","hook_event_name":"SessionStart"}}"#);
-    Command::cargo_bin("harnery-hook")
-        .unwrap()
-        .env("HARNERY_HOME", &home)
-        .args(["codex", "SessionStart"])
-        .write_stdin(start)
-        .assert()
-        .success();
+    crate::common::hook(&home, &["codex", "SessionStart"], start);
     assert!(named(&health()).is_empty());
 }
 

@@ -16,7 +16,6 @@ mod scenarios;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
 use serde_json::Value;
 
 use crate::common::{self, stderr, stdout};
@@ -225,13 +224,11 @@ impl Run {
 }
 
 fn hook(home: &Path, event: &str, payload: &Value) {
-    Command::cargo_bin("harnery-hook")
-        .unwrap()
-        .env("HARNERY_HOME", home)
-        .args(["gemini-cli", event])
-        .write_stdin(serde_json::to_vec(payload).unwrap())
-        .assert()
-        .success();
+    crate::common::hook(
+        home,
+        &["gemini-cli", event],
+        serde_json::to_vec(payload).unwrap(),
+    );
 }
 
 /// Every hook signal fed is in the ledger once: the distinct raw records
