@@ -2,9 +2,12 @@
 //! record, then run again, leaves the record's messages in the ledger once
 //! each and no spool damage: what a killed record pass wrote is never half
 //! there (its bytes are read again from the record, so a torn copy would
-//! be damage reported where nothing was lost).
+//! be damage reported where nothing was lost). Killed in the middle of a
+//! write by the kernel (`ulimit -f`, SIGXFSZ), and by SIGKILL at random
+//! moments with cron's runs and the agent's new lines after it.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use super::records::{append_line, events, of_type, run, with_transcript};
 use crate::common::stderr;
@@ -16,11 +19,19 @@ const MESSAGE_LEN: usize = 64 << 10;
 const SESSION: &str = "82655d0f-45cd-404f-9e4e-e90fea255247";
 
 /// The scenario's record with [`MESSAGES`] long user messages after it
-/// (12 MiB: several record passes, each spooling signals of megabytes).
-fn with_large_record(home: &Path) {
+/// (12 MiB: several record passes, each spooling signals of megabytes);
+/// the record's path.
+fn with_large_record(home: &Path) -> PathBuf {
     let transcript = with_transcript(home);
+    add_messages(&transcript, 0..MESSAGES);
+    transcript
+}
+
+/// Long user messages numbered `numbers`, appended to the record as the
+/// agent does.
+fn add_messages(transcript: &Path, numbers: std::ops::Range<usize>) {
     let text = "x".repeat(MESSAGE_LEN);
-    for i in 0..MESSAGES {
+    for i in numbers {
         let line = serde_json::json!({
             "type": "user",
             "uuid": format!("00000000-0000-4000-8000-{i:012}"),
@@ -29,8 +40,20 @@ fn with_large_record(home: &Path) {
             "timestamp": "2026-11-30T00:39:00.000Z",
             "message": {"role": "user", "content": format!("{i} {text}")},
         });
-        append_line(&transcript, &line.to_string());
+        append_line(transcript, &line.to_string());
     }
+}
+
+/// The session's batch files a killed record pass left (never read).
+fn left_batches(home: &Path) -> usize {
+    let dir = home.join("spool/intake/claude-code").join(SESSION);
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter(|e| {
+            let name = e.as_ref().unwrap().file_name();
+            name.to_string_lossy().starts_with(".tmp-batch-")
+        })
+        .count()
 }
 
 fn finalize_ok(home: &Path, context: &str) {
@@ -93,6 +116,79 @@ fn a_finalize_killed_in_the_middle_of_a_record_write_leaves_no_damage() {
         let status = finalize_cut_at(h, limit);
         let context = format!("files limited to {limit} bytes: {status:?}");
         assert_eq!(status.signal(), Some(libc::SIGXFSZ), "{context}");
+        assert_eq!(
+            left_batches(h),
+            1,
+            "{context}: killed while writing its batch"
+        );
+        finalize_ok(h, &context);
+        assert_eq!(outcome(h), expected, "{context}");
+    }
+}
+
+/// A delay in [0, `span`) from `seed` and `round`, told so that a failure
+/// reproduces.
+fn delay(seed: u64, round: u64, span: Duration) -> Duration {
+    let x = seed
+        .wrapping_add(round)
+        .wrapping_mul(6_364_136_223_846_793_005)
+        .wrapping_add(1_442_695_040_888_963_407);
+    span.mul_f64(((x >> 33) % 1000) as f64 / 1000.0)
+}
+
+/// Rounds of the random-moment test (`HARNERY_KILL_ROUNDS` for more).
+fn rounds() -> u64 {
+    std::env::var("HARNERY_KILL_ROUNDS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(3)
+}
+
+/// A finalize SIGKILLed at a random moment of its run, then cron's
+/// finalize, the agent writing on, and finalize again: the ledger of a
+/// run never killed (`HARNERY_KILL_SEED` replays a failure).
+#[test]
+fn a_finalize_killed_at_random_moments_then_cron_follows_the_record_as_if_never_killed() {
+    let more = MESSAGES..MESSAGES + 8;
+    let whole = tempfile::tempdir().unwrap();
+    let transcript = with_large_record(whole.path());
+    let started = Instant::now();
+    finalize_ok(whole.path(), "uninterrupted");
+    let span = started.elapsed();
+    add_messages(&transcript, more.clone());
+    finalize_ok(whole.path(), "uninterrupted, after more messages");
+    let expected = outcome(whole.path());
+    assert_eq!(
+        expected.0.len(),
+        more.end + 1,
+        "the scenario's prompt and every message"
+    );
+    let seed = std::env::var("HARNERY_KILL_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+            u64::from(now.unwrap().subsec_nanos())
+        });
+    for round in 0..rounds() {
+        let home = tempfile::tempdir().unwrap();
+        let h = home.path();
+        let transcript = with_large_record(h);
+        let wait = delay(seed, round, span);
+        let context =
+            format!("HARNERY_KILL_SEED={seed} round {round}: killed after {wait:?} of {span:?}");
+        let mut child = crate::common::harnery_process(h)
+            .env("HARNERY_RECORDS", "on")
+            .arg("finalize")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(wait);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        finalize_ok(h, &context);
+        add_messages(&transcript, more.clone());
         finalize_ok(h, &context);
         assert_eq!(outcome(h), expected, "{context}");
     }

@@ -757,8 +757,9 @@ fn a_call_whose_hook_never_comes_is_recorded_without_a_span() {
 /// Sessions enough that the record pass hands them to its followers
 /// several at a time (163: jobs of 5 on two cores, of 2 on four or more,
 /// the last one short): every session is followed once, from its own
-/// state, and none is lost at the end of a job or of the pass. Half of them have their transcript
-/// (a copy of the scenario's, naming the session), half have none.
+/// state, and none is lost at the end of a job or of the pass. Half of
+/// them have their transcript (a copy of the scenario's, naming the
+/// session), half have none.
 #[test]
 fn many_sessions_are_each_followed_once() {
     let home = tempfile::tempdir().unwrap();

@@ -23,7 +23,6 @@
 
 use std::fs::File;
 use std::io::Write;
-use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime};
 
@@ -110,9 +109,9 @@ impl SealedBatch {
     }
 
     /// Make the batch part of the session's spool, after every signal
-    /// appended there before: the sealed file's path, and the file (a
-    /// caller may want its writeback started).
-    pub fn seal(mut self) -> Result<(PathBuf, File), SpoolError> {
+    /// appended there before; its file (a caller may want its writeback
+    /// started).
+    pub fn seal(mut self) -> Result<File, SpoolError> {
         self.write_buffered()?;
         let _lease = acquire_lease(&self.dir, SEAL_LEASE_WAIT)?;
         let mut next = self.after_every_file()?.max(wall_now_ns().max(0));
@@ -126,8 +125,8 @@ impl SealedBatch {
         );
         self.dir.rename(&self.tmp, &name)?;
         self.sealed = true;
-        let file = self.file.try_clone()?;
-        Ok((self.dir.path().join(name), file))
+        // The batch's `Drop` still holds its own handle.
+        Ok(self.file.try_clone()?)
     }
 
     fn write_buffered(&mut self) -> Result<(), SpoolError> {
@@ -243,14 +242,13 @@ mod tests {
         writer.append_signal(&signal("while")).unwrap();
         batch.append(&signal("two")).unwrap();
         assert_eq!(drained(home), Vec::<Vec<String>>::new(), "not sealed yet");
-        let (path, _) = batch.seal().unwrap();
+        batch.seal().unwrap();
         writer.append_signal(&signal("after")).unwrap();
         session(home).seal().unwrap();
         assert_eq!(
             drained(home),
             [vec!["before", "while"], vec!["one", "two"], vec!["after"]]
         );
-        assert!(path.exists(), "{}", path.display());
     }
 
     #[test]

@@ -189,9 +189,9 @@ type Plan = (SessionRef, String, u64);
 /// planned with the signals spooled and the bytes read, in the plans'
 /// order; a state that does not load spools nothing (the drain that
 /// loads it reports it, and following waits for it). The first failure,
-/// a plan's or a session's, is the call's (sessions after it may have been spooled already: the
-/// next run reads their records from the same cursors, and the drain
-/// drops what it already applied).
+/// a plan's or a session's, is the call's (sessions after it may have
+/// been spooled already: the next run reads their records from the same
+/// cursors, and the drain drops what it already applied).
 fn follow_all(
     run: &Run<'_>,
     count: usize,
@@ -395,7 +395,7 @@ impl Spooler<'_> {
     /// rest of the pass to write it.
     fn seal(&mut self) -> Result<(), FinalizeError> {
         if let Some(batch) = self.batch.take() {
-            let (_, file) = batch.seal().map_err(not_spooled)?;
+            let file = batch.seal().map_err(not_spooled)?;
             durable::start_writeback(&file);
         }
         Ok(())

@@ -6,8 +6,8 @@
 //! read through [`LedgerReader`] ([`update`]), never part of the hash
 //! chain and never read by `verify`. `harnery finalize` brings it up to
 //! date after its ledger transactions commit ([`update_live_within`],
-//! within [`FINALIZE_BUDGET`] rows a run); a search
-//! brings it up to date first only when that costs no wait, and otherwise
+//! within [`FINALIZE_BUDGET`] rows a run); a search brings it up to date
+//! first only when that costs no wait, and otherwise
 //! answers from it as it stands, saying how many ledger rows it is behind
 //! ([`reading`]). A missing, damaged or foreign index is made again from
 //! the ledger, silently (in memory where the home cannot hold it). Every
