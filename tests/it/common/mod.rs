@@ -41,6 +41,29 @@ fn isolated<C: Environment>(cmd: &mut C, home: &Path) {
     cmd.unset("HARNERY_TEST_SCHEMA_SUFFIX");
 }
 
+/// A delay in [0, `span`) from `seed` and `round`, so that a random-moment
+/// kill test that fails can be replayed from the seed it prints.
+pub fn kill_delay(seed: u64, round: u64, span: std::time::Duration) -> std::time::Duration {
+    let x = seed
+        .wrapping_add(round)
+        .wrapping_mul(6_364_136_223_846_793_005)
+        .wrapping_add(1_442_695_040_888_963_407);
+    span.mul_f64(((x >> 33) % 1000) as f64 / 1000.0)
+}
+
+/// Run `cmd` (its output discarded) and SIGKILL it after `wait`, unless
+/// it has ended by then.
+pub fn kill_after(cmd: &mut std::process::Command, wait: std::time::Duration) {
+    let mut child = cmd
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the command starts");
+    std::thread::sleep(wait);
+    child.kill().expect("a child is killed, or has ended");
+    child.wait().expect("a killed child is reaped");
+}
+
 /// `cmd` as on a machine where no agent is installed but what the test
 /// puts under `user`: `HOME`, the caches and npm prefixes Copilot is
 /// looked for in (`agents::copilot::package`), the agents' homes, the hooks'

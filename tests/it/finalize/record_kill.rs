@@ -7,10 +7,10 @@
 //! moments with cron's runs and the agent's new lines after it.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::records::{append_line, events, of_type, run, with_transcript};
-use crate::common::stderr;
+use crate::common::{kill_after, kill_delay, stderr};
 
 /// Messages added to the scenario's record, each this long.
 const MESSAGES: usize = 192;
@@ -126,16 +126,6 @@ fn a_finalize_killed_in_the_middle_of_a_record_write_leaves_no_damage() {
     }
 }
 
-/// A delay in [0, `span`) from `seed` and `round`, told so that a failure
-/// reproduces.
-fn delay(seed: u64, round: u64, span: Duration) -> Duration {
-    let x = seed
-        .wrapping_add(round)
-        .wrapping_mul(6_364_136_223_846_793_005)
-        .wrapping_add(1_442_695_040_888_963_407);
-    span.mul_f64(((x >> 33) % 1000) as f64 / 1000.0)
-}
-
 /// Rounds of the random-moment test (`HARNERY_KILL_ROUNDS` for more).
 fn rounds() -> u64 {
     std::env::var("HARNERY_KILL_ROUNDS")
@@ -174,19 +164,11 @@ fn a_finalize_killed_at_random_moments_then_cron_follows_the_record_as_if_never_
         let home = tempfile::tempdir().unwrap();
         let h = home.path();
         let transcript = with_large_record(h);
-        let wait = delay(seed, round, span);
+        let wait = kill_delay(seed, round, span);
         let context =
             format!("HARNERY_KILL_SEED={seed} round {round}: killed after {wait:?} of {span:?}");
-        let mut child = crate::common::harnery_process(h)
-            .env("HARNERY_RECORDS", "on")
-            .arg("finalize")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(wait);
-        child.kill().unwrap();
-        child.wait().unwrap();
+        let mut finalize = crate::common::harnery_process(h);
+        kill_after(finalize.env("HARNERY_RECORDS", "on").arg("finalize"), wait);
         finalize_ok(h, &context);
         add_messages(&transcript, more.clone());
         finalize_ok(h, &context);

@@ -20,15 +20,6 @@ fn with_many_records() -> AgentDirs {
     agents
 }
 
-/// A delay in [0, 600) ms from `seed`, told so that a failure reproduces.
-fn delay(seed: u64, round: u64) -> Duration {
-    let x = seed
-        .wrapping_add(round)
-        .wrapping_mul(6_364_136_223_846_793_005)
-        .wrapping_add(1_442_695_040_888_963_407);
-    Duration::from_millis((x >> 33) % 600)
-}
-
 #[test]
 fn an_import_killed_at_any_moment_then_rerun_imports_each_session_once() {
     let agents = with_many_records();
@@ -39,17 +30,8 @@ fn an_import_killed_at_any_moment_then_rerun_imports_each_session_once() {
     for round in 0..4 {
         let home = tempfile::tempdir().unwrap();
         let h = home.path();
-        let wait = delay(seed, round);
-        let mut child = agents
-            .process(h)
-            .args(["import"])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(wait);
-        child.kill().unwrap();
-        child.wait().unwrap();
+        let wait = common::kill_delay(seed, round, Duration::from_millis(600));
+        common::kill_after(agents.process(h).arg("import"), wait);
         let out = agents.import(h, &[]);
         let context = format!("seed {seed} round {round}: killed after {wait:?}");
         assert!(out.status.success(), "{context}: {}", common::stderr(&out));
